@@ -1,0 +1,4 @@
+"""Build shim: setuptools reads the project metadata from pyproject.toml."""
+from setuptools import setup
+
+setup()
