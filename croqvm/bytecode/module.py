@@ -1,0 +1,222 @@
+"""The bytecode module model (ARCHITECTURE.md "The bytecode").
+
+A ``Module`` holds source files, a span table and functions. A ``Function`` has typed
+parameters, a host program and kernels. Host programs and kernels are both ``Code``: a
+flat instruction array (see ``opcodes``) plus the side tables its operands index. Side
+tables hold only ints, strings and lists of ints, so a C engine can run the same data.
+
+Conventions shared by every stage:
+- A register index refers to ``Code.regs``, whose entries are dtype codes (croqvm.dtypes).
+  Registers are per lane. A kernel's argument registers receive their value at launch.
+- "-1" means "none" wherever an index is optional.
+- Spans: ``Module.spans[i] = (file_index, line, col, end_line, end_col)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+FORMAT_VERSION = 1
+
+STORAGES = ("global", "shared", "local")
+
+
+@dataclass
+class BufferDecl:
+    """A buffer slot. ``shape`` lists registers holding the extents (read at ALLOC); a
+    parameter (``param >= 0``) takes its shape from the bound array instead. ``array`` is
+    the static shape of a buffer array (§8.5; [] for a single buffer)."""
+    name: str
+    storage: str
+    dtype: int
+    shape: list[int]
+    array: list[int] = field(default_factory=list)
+    param: int = -1
+    span: int = 0
+
+    @property
+    def count(self) -> int:
+        n = 1
+        for d in self.array:
+            n *= d
+        return n
+
+
+@dataclass
+class FutureDecl:
+    """A future slot (§9.4); per lane it holds a handle: a view of some buffer instance,
+    whether the last transfer was async, and whether it was waited."""
+    name: str
+    span: int = 0
+
+
+@dataclass
+class EventDecl:
+    """A shared event with ``slots`` slots (§10). Arrivals per generation: ``count`` when
+    >= 0 (``event<N>``), else the number of lanes in the union of ``lanesets`` (§10.2)."""
+    name: str
+    slots: int
+    ready: bool = False
+    count: int = -1
+    lanesets: list[int] = field(default_factory=list)
+    span: int = 0
+
+
+@dataclass
+class FragDecl:
+    """An MMA fragment (§11.2): one copy per unit of ``unit`` lanes (0: one per block,
+    1: one per lane, 32: per warp, 128: per warpgroup). ``dtype`` is its element type."""
+    name: str
+    dtype: int
+    unit: int
+    span: int = 0
+
+
+@dataclass
+class Access:
+    """An element access ``base.at(indices)`` (§8.6). ``base_kind`` is "buf" (a buffer slot,
+    ``arr`` a register holding the buffer-array index or -1) or "fut" (the data of a future,
+    indices relative to its view). ``text`` is how messages name it, e.g. ``sa[st]``."""
+    base_kind: str
+    base: int
+    arr: int
+    indices: list[int]
+    text: str = ""
+
+
+@dataclass
+class View:
+    """A view (§8.1): origin and extents in registers, relative to the base's own view
+    (a buffer's whole extent, or a future's data)."""
+    base_kind: str
+    base: int
+    arr: int
+    origin: list[int]
+    extents: list[int]
+    text: str = ""
+
+
+@dataclass
+class DmaDesc:
+    """One DMA statement (§9). The destination is ``dst_view`` when >= 0; else the buffer
+    the future holds (if it holds data); else the statement's own buffer ``dst_buffer``
+    (allocated with the source's extents), which the future then refers to (§9.4).
+    ``coll`` >= 0 makes the copy a collective of that site (§9.3)."""
+    op: str                  # "copy", "transp", "pad"
+    src: int                 # view
+    dst_view: int = -1
+    dst_buffer: int = -1
+    future: int = -1
+    is_async: bool = False
+    zfill: bool = False
+    coll: int = -1
+    perm: list[int] = field(default_factory=list)
+    pad_lo: list[int] = field(default_factory=list)   # registers
+    pad_hi: list[int] = field(default_factory=list)
+    pad_mid: list[int] = field(default_factory=list)
+    pad_value: int = -1                               # register
+    text: str = ""           # "dma.copy", for messages
+
+
+@dataclass
+class CollSite:
+    """Who takes part in a collective (§7.4): lanes in ``laneset`` that share the executing
+    lane's unit of ``unit`` lanes (0: the whole block) and are not terminated."""
+    laneset: int
+    unit: int
+    text: str                # "dma.copy", "barrier at end of parallel", ...
+
+
+@dataclass
+class LaneSet:
+    """A membership predicate evaluated for every lane of a block when the block starts:
+    ``code`` (instructions, flat) runs with LANE giving the candidate lane and with the
+    kernel's argument registers set; the lane belongs to the set when ``result`` is true.
+    ``result`` = -1 means every lane of the block."""
+    code: list[int] = field(default_factory=list)
+    result: int = -1
+
+
+@dataclass
+class PrintFormat:
+    """Pieces printed back to back: ("str", const index) or ("reg", register)."""
+    pieces: list[tuple[str, int]]
+    newline: bool
+
+
+@dataclass
+class Launch:
+    """A kernel launch from a host program (§14.2)."""
+    kernel: int
+    grid: list[int]                       # host registers: extent per grid dimension
+    buffers: list[tuple[int, int]]        # (kernel buffer slot, host buffer slot)
+    scalars: list[tuple[int, int]]        # (kernel register, host register)
+    is_async: bool = False
+    span: int = 0
+
+
+@dataclass
+class Code:
+    code: list[int] = field(default_factory=list)
+    regs: list[int] = field(default_factory=list)
+    reg_names: list[str] = field(default_factory=list)   # "" for temporaries
+    consts: list[tuple[int, object]] = field(default_factory=list)  # (dtype code or -1 str, value)
+    buffers: list[BufferDecl] = field(default_factory=list)
+    futures: list[FutureDecl] = field(default_factory=list)
+    events: list[EventDecl] = field(default_factory=list)
+    frags: list[FragDecl] = field(default_factory=list)
+    accesses: list[Access] = field(default_factory=list)
+    views: list[View] = field(default_factory=list)
+    dmas: list[DmaDesc] = field(default_factory=list)
+    colls: list[CollSite] = field(default_factory=list)
+    lanesets: list[LaneSet] = field(default_factory=list)
+    prints: list[PrintFormat] = field(default_factory=list)
+    launches: list[Launch] = field(default_factory=list)
+    once_sites: int = 0
+
+
+@dataclass
+class Kernel:
+    name: str
+    code: Code
+    block_size: int                 # lanes per block (static, <= 1024)
+    grid_rank: int                  # 1..3
+    span: int = 0                   # the kernel's ``parallel`` statement
+
+
+@dataclass
+class Param:
+    """A function parameter (§14.3). ``kind``: "buffer", "scalar" or "stream". ``shape``
+    items are ints, symbolic names, or "?". ``slot`` is the host buffer slot (buffers) or
+    host register (scalars)."""
+    name: str
+    kind: str
+    dtype: int
+    shape: list = field(default_factory=list)
+    storage: str = "global"
+    slot: int = -1
+
+
+@dataclass
+class Function:
+    name: str
+    params: list[Param]
+    dims: list[tuple[str, int]]     # symbolic dimension -> host register
+    ret_kind: str                   # "void", "buffer", "scalar"
+    ret_dtype: int
+    host: Code
+    kernels: list[Kernel] = field(default_factory=list)
+    span: int = 0
+
+
+@dataclass
+class Module:
+    sources: list[tuple[str, str]]                  # (file name, text)
+    spans: list[tuple[int, int, int, int, int]]
+    functions: list[Function]
+    version: int = FORMAT_VERSION
+
+    def function(self, name: str) -> Function | None:
+        for fn in self.functions:
+            if fn.name == name:
+                return fn
+        return None

@@ -1,0 +1,34 @@
+"""The exceptions croqvm raises for anything a user can cause (STYLE.md house rule 7).
+
+Every error carries its rendered text (LANGUAGE.md §15.1): the CLI prints ``str(err)``
+and never a traceback. ``diagnostics`` holds the structured records when there are any.
+"""
+from __future__ import annotations
+
+
+class CroqvmError(Exception):
+    """Base of every user-facing croqvm error."""
+
+    def __init__(self, message: str, diagnostics=()):
+        super().__init__(message)
+        self.diagnostics = list(diagnostics)
+
+
+class CompileError(CroqvmError):
+    """Static errors in Croqtile source (LANGUAGE.md §15.2); exit status 1."""
+
+
+class BytecodeError(CroqvmError):
+    """A malformed or hostile ``.cqb`` module, rejected by the decoder/verifier; exit status 1."""
+
+
+class ArgumentError(CroqvmError):
+    """Arguments that do not fit a function's parameters (LANGUAGE.md §14.3); exit status 2."""
+
+
+class KernelFault(CroqvmError):
+    """A runtime error while a function runs (LANGUAGE.md §15.3); exit status 3."""
+
+
+class InternalError(CroqvmError):
+    """A failure that valid input cannot cause: a croqvm bug, reported with its position."""

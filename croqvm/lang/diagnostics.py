@@ -1,0 +1,96 @@
+"""Diagnostic records and their one renderer (LANGUAGE.md §15.1).
+
+A checker builds ``Diagnostic`` values; the CLI, the API and the tests all print them
+through ``render`` so the text is identical everywhere::
+
+    FILE:LINE:COL: error: message
+     LINE | source line
+          | ^~~~~
+    hint: suggestion
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .source import SourceFile, Span
+
+MAX_ERRORS = 50
+
+
+@dataclass
+class Diagnostic:
+    severity: str  # "error", "warning", "note", "runtime error"
+    message: str
+    span: Span | None
+    hint: str | None = None
+    notes: list[str] = field(default_factory=list)  # extra lines printed after the caret
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity.endswith("error")
+
+
+def _caret_line(span: Span, text: str) -> str:
+    start = max(span.col - 1, 0)
+    if span.end_line == span.line:
+        end = max(span.end_col - 1, start + 1)
+    else:
+        end = max(len(text), start + 1)
+    width = max(end - start, 1)
+    return " " * start + "^" + "~" * (width - 1)
+
+
+def render(diag: Diagnostic, sources: dict[str, SourceFile] | None = None) -> str:
+    """Render one diagnostic as text (no trailing newline)."""
+    span = diag.span
+    if span is None:
+        out = [f"{diag.severity}: {diag.message}"]
+    else:
+        out = [f"{span}: {diag.severity}: {diag.message}"]
+        src = (sources or {}).get(span.file)
+        if src is not None:
+            text = src.line(span.line)
+            if text or span.line >= 1:
+                out.append(f"{span.line:>5} | {text}")
+                out.append(f"{'':>5} | {_caret_line(span, text)}")
+    out.extend(diag.notes)
+    if diag.hint:
+        out.append(f"hint: {diag.hint}")
+    return "\n".join(out)
+
+
+def render_all(diags, sources=None) -> str:
+    return "\n".join(render(d, sources) for d in diags)
+
+
+class DiagnosticSink:
+    """Collects diagnostics in source order, at most ``MAX_ERRORS`` errors."""
+
+    def __init__(self):
+        self.items: list[Diagnostic] = []
+
+    def error(self, span, message, hint=None):
+        self._add(Diagnostic("error", message, span, hint))
+
+    def warning(self, span, message, hint=None):
+        self._add(Diagnostic("warning", message, span, hint))
+
+    def note(self, span, message, hint=None):
+        self._add(Diagnostic("note", message, span, hint))
+
+    def _add(self, d: Diagnostic):
+        if d.is_error and self.error_count >= MAX_ERRORS:
+            return
+        if any(x.span == d.span and x.message == d.message for x in self.items):
+            return  # one problem, one report
+        self.items.append(d)
+
+    @property
+    def error_count(self) -> int:
+        return sum(1 for d in self.items if d.is_error)
+
+    def sorted(self) -> list[Diagnostic]:
+        def key(d):
+            s = d.span
+            return (0, "", 0, 0) if s is None else (1, s.file, s.line, s.col)
+        return sorted(self.items, key=key)
