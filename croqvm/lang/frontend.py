@@ -1,0 +1,39 @@
+"""The front end in one call: preprocess, lex, parse and check (ARCHITECTURE.md, stage 1).
+
+``front_end`` never raises for any input: whatever goes wrong becomes a diagnostic, an
+unexpected failure an ``internal error:`` at the best position known (LANGUAGE.md §15.1).
+"""
+from __future__ import annotations
+
+from .diagnostics import Diagnostic, DiagnosticSink
+from .source import SourceFile, Span
+
+
+def front_end(text: str, filename: str = "<string>", defines=None):
+    """Return ``(program, diagnostics, sources)``.
+
+    ``program`` is the checked, annotated ``ast.Program`` (None when parsing failed badly);
+    ``diagnostics`` are sorted by position; ``sources`` maps file names to ``SourceFile``.
+    The program may only be lowered when no diagnostic is an error.
+    """
+    from .check import check_program
+    from .lexer import tokenize_program
+    from .parser import parse_program
+
+    src = SourceFile(filename, text)
+    sink = DiagnosticSink()
+    program = None
+    try:
+        functions = tokenize_program(src, dict(defines or {}), sink)
+        program = parse_program(functions, sink)
+        if sink.error_count == 0:
+            check_program(program, sink)
+    except RecursionError:
+        sink.error(Span.point(filename, 1, 1), "nesting too deep")
+    except Exception as exc:  # a croqvm bug: report it where the user can see it
+        sink.error(Span.point(filename, 1, 1), f"internal error: {type(exc).__name__}: {exc}")
+    return program, sink.sorted(), {filename: src}
+
+
+def has_errors(diagnostics: list[Diagnostic]) -> bool:
+    return any(d.is_error for d in diagnostics)
