@@ -1,0 +1,93 @@
+"""From a ``.co`` file to one token list per ``__co__`` function (LANGUAGE.md §1-§2).
+
+    tokenize_program(src, defines, sink) -> list[list[Token]]
+
+Steps: preprocess the whole file (``preprocess``), find the functions in what is left
+(§1.1.1), note the host text between them (§1.1.2), then scan each function
+(``scanner``), expand its macros (``macros``) and join adjacent strings (§2.2.3). Each
+list starts with the KEYWORD ``__co__`` and ends with an EOF token placed just after the
+function's closing brace (or at the end of the file when the brace is missing; the parser
+reports that). Problems go to the sink; no input makes this raise.
+"""
+from __future__ import annotations
+
+from .macros import Expander
+from .preprocess import HOST_LEXEME, Preprocessed, preprocess
+from .scanner import scan
+from .source import SourceFile, Span
+from .tokens import EOF, STRING, Token
+
+_BLANKS = " \t\r\n\f\v"
+
+
+def tokenize_program(src: SourceFile, defines: dict[str, str] | None, sink) -> list[list[Token]]:
+    pp = preprocess(src, defines, sink)
+    functions = find_functions(pp.text)
+    report_host_text(src, pp, functions, sink)
+    return [_function_tokens(pp, start, end, sink) for start, end in functions]
+
+
+def find_functions(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` offsets of each ``__co__`` function: from the word ``__co__`` to
+    just after the ``}`` that closes its body (§1.1.1). Braces inside strings and character
+    literals do not count (comments are gone already). A function still open when the next
+    ``__co__`` or the end of the file comes ends there."""
+    found, start, depth = [], None, 0
+    for m in HOST_LEXEME.finditer(text):
+        kind = m.lastgroup
+        if kind == "word" and m.group() == "__co__":
+            if start is not None:
+                found.append((start, m.start()))
+            start, depth = m.start(), 0
+        elif kind == "brace" and start is not None:
+            if m.group() == "{":
+                depth += 1
+            elif depth > 0:
+                depth -= 1
+                if depth == 0:
+                    found.append((start, m.end()))
+                    start = None
+    if start is not None:
+        found.append((start, len(text)))
+    return found
+
+
+def report_host_text(src: SourceFile, pp: Preprocessed, functions, sink) -> None:
+    """One note per stretch of host text between functions that holds more than blanks,
+    comments and directives (§1.1.2), naming its first and last such line."""
+    bounds = [0] + [x for f in functions for x in f] + [len(pp.text)]
+    for a, b in zip(bounds[0::2], bounds[1::2]):
+        segment = pp.text[a:b]
+        body = segment.strip(_BLANKS)
+        if not body:
+            continue
+        first = a + len(segment) - len(segment.lstrip(_BLANKS))
+        last = first + len(body) - 1
+        row = pp.lines.line_index(first)
+        file, line = pp.lines.logical[row]
+        _, end_line = pp.lines.logical[pp.lines.line_index(last)]
+        where = f"line {line}" if end_line == line else f"lines {line}-{end_line}"
+        sink.note(Span(file, line, 1, line, len(src.line(row + 1)) + 1),
+                  f"host C++ code is not compiled by croqvm ({where})")
+
+
+def _function_tokens(pp: Preprocessed, start: int, end: int, sink) -> list[Token]:
+    raw = scan(pp.text[start:end], start, pp.lines, sink)
+    head = raw[0][0]  # the KEYWORD '__co__' itself is never macro-expanded
+    items = [(tok, pp.env_at(offset)) for tok, offset in raw[1:]]
+    toks = [head] + join_strings(Expander(sink).expand(items))
+    file, line, col = pp.lines.locate(end)
+    toks.append(Token(EOF, None, Span.point(file, line, col)))
+    return toks
+
+
+def join_strings(toks: list[Token]) -> list[Token]:
+    """Adjacent string literals are one STRING token spanning all of them (§2.2.3)."""
+    out: list[Token] = []
+    for t in toks:
+        if t.kind == STRING and out and out[-1].kind == STRING:
+            prev = out[-1]
+            out[-1] = Token(STRING, prev.value + t.value, prev.span.to(t.span))
+        else:
+            out.append(t)
+    return out

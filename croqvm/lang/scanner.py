@@ -1,0 +1,142 @@
+"""The raw Croqtile scanner: characters to tokens, before macro expansion (LANGUAGE.md §2).
+
+``scan`` reads one stretch of (comment-free) text and returns ``(token, offset)`` pairs;
+the offset is where the token starts in the whole file, so callers can look up the macro
+table in force there. Every problem goes to the sink and scanning goes on.
+"""
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+
+from . import literals
+from .source import Span
+from .tokens import GROUP4, KEYWORD, MEMBER, MEMBER_WORDS, NAME, OP, RESERVED, STRING, Token
+
+
+class LineMap:
+    """Offsets in one file's text to locations; ``#line`` (§1.2.4) rewrites the latter.
+
+    ``logical[i]`` is the (file, line) that physical line ``i`` (0-based) reports.
+    Columns always count characters of the physical line from 1 (a tab is one column).
+    """
+
+    def __init__(self, text: str, filename: str):
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.logical = [(filename, i + 1) for i in range(len(self.starts))]
+
+    def line_index(self, offset: int) -> int:
+        return bisect_right(self.starts, offset) - 1
+
+    def locate(self, offset: int) -> tuple[str, int, int]:
+        i = self.line_index(offset)
+        file, line = self.logical[i]
+        return file, line, offset - self.starts[i] + 1
+
+    def span(self, start: int, end: int) -> Span:
+        file, line, col = self.locate(start)
+        _, end_line, end_col = self.locate(max(end, start + 1))
+        return Span(file, line, col, end_line, end_col)
+
+
+# Longest match first (§2.4.1).
+OPERATORS = sorted("""
+=> :: ++ -- == != <= >= && || << >> #+ #- #* #/ #%
++ - * / % = < > ! ~ & | ^ ? : ; , . # ( ) [ ] { }
+""".split(), key=len, reverse=True)
+
+_TOKEN_RE = re.compile(r"""
+    (?P<blank>[ \t\r\n\f\v]+)
+  | (?P<group4>group-4(?![A-Za-z0-9_]))
+  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<hex>0[xX][A-Za-z0-9_]*)
+  | (?P<number>[0-9][A-Za-z0-9_]*(?:\.[0-9A-Za-z_]*)?(?:(?<=[eE])[+-][0-9A-Za-z_]*)?)
+  | (?P<dotnum>\.[0-9][A-Za-z0-9_]*(?:(?<=[eE])[+-][0-9A-Za-z_]*)?)
+  | (?P<member>\.[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<string>"(?:[^"\\\n]|\\[^\n])*\\?(?P<close>")?)
+  | (?P<char>'(?:[^'\\\n]|\\[^\n])*'?)
+  | (?P<op>""" + "|".join(re.escape(op) for op in OPERATORS) + r""")
+""", re.VERBOSE)
+
+_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
+
+
+def _unescape(body: str) -> str:
+    """``\\n \\t \\" \\\\`` are replaced; other backslash pairs stay as written (§2.2.3)."""
+    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(0)), body)
+
+
+def stray_char_text(ch: str) -> str:
+    return ch if ch.isprintable() and not ch.isspace() else f"\\x{ord(ch):02x}" if ord(ch) < 256 \
+        else f"\\u{ord(ch):04x}"
+
+
+def scan(text: str, base: int, lines: LineMap, sink) -> list[tuple[Token, int]]:
+    """Tokens of ``text``, which starts at offset ``base`` of the file ``lines`` maps."""
+    out: list[tuple[Token, int]] = []
+    pos, n = 0, len(text)
+    while pos < n:
+        m = _TOKEN_RE.match(text, pos)
+        if m is None:
+            start = base + pos
+            sink.error(lines.span(start, start + 1), f"stray '{stray_char_text(text[pos])}' in program")
+            pos += 1
+            continue
+        kind, lexeme = m.lastgroup, m.group()
+        start, end = base + pos, base + m.end()
+        pos = m.end()
+        if kind == "blank":
+            continue
+        if kind == "member" and lexeme[1:] not in MEMBER_WORDS:
+            # §2.4.2: only the listed words fuse with their dot; rescan the word alone.
+            pos -= len(lexeme) - 1
+            kind, lexeme, end = "op", ".", start + 1
+        span = lines.span(start, end)
+        if kind == "string":
+            tok = _string(lexeme, m.group("close") is not None, span, sink)
+        else:
+            tok = _RULES[kind](lexeme, span, sink)
+        if tok is not None:
+            out.append((tok, start))
+    return out
+
+
+def _ident(text, span, sink):
+    is_kw = text in RESERVED or text.startswith("__")  # §2.1.3
+    return Token(KEYWORD if is_kw else NAME, text, span)
+
+
+def _member(text, span, sink):
+    # The regex took the whole word after the dot, so a non-identifier character follows
+    # it, as §2.4.2 requires of a member token.
+    return Token(MEMBER, text, span)
+
+
+def _string(text, closed, span, sink):
+    if not closed:
+        sink.error(span, "missing terminating '\"' character.")
+        return Token(STRING, _unescape(text[1:]), span)
+    return Token(STRING, _unescape(text[1:-1]), span)
+
+
+def _char(text, span, sink):
+    sink.error(span, "character literals are not supported.")
+    return None
+
+
+def _op(text, span, sink):
+    return Token(OP, text, span)
+
+
+def _group4(text, span, sink):
+    return Token(GROUP4, text, span)
+
+
+def _number(text, span, sink):
+    return literals.number_token(text, span, sink)
+
+
+_RULES = {
+    "ident": _ident, "member": _member, "char": _char, "op": _op,
+    "group4": _group4, "number": _number, "dotnum": _number, "hex": _number,
+}
