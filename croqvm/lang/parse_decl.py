@@ -1,0 +1,137 @@
+"""Declarations: buffers (LANGUAGE.md §3.3), scalars, ituples and mdspans (§3.4) and events
+(§10.1), plus the written types they share with parameters (§3.1)."""
+from __future__ import annotations
+
+from croqvm import dtypes
+
+from . import ast
+from .tokens import KEYWORD, NAME
+
+# Every element-type spelling is a reserved word (§2.1.3); the unsupported ones parse so
+# that the checker can name them (§3.1).
+TYPE_WORDS = frozenset(dtypes.BY_NAME) | frozenset(dtypes.ALIASES) | frozenset(dtypes.UNSUPPORTED)
+SHAPE_TYPES = ("ituple", "mdspan")
+
+
+class DeclParser:
+    def type_ref(self) -> ast.TypeRef:
+        t = self.tok
+        if t.kind == KEYWORD and t.value in TYPE_WORDS:
+            self.advance()
+            return ast.TypeRef(str(t.value), t.span)
+        self.fail(f"syntax error: unexpected {t.describe()}, expecting a type such as 's32' "
+                  f"or 'f16'.")
+
+    # ---------------------------------------------------------------- statements
+
+    def _storage_decl(self) -> ast.Stmt:
+        """``global|shared|local`` then a buffer or an event declaration."""
+        start = self.advance()
+        if self.at_kw("event"):
+            return self._event_decl(start)
+        dtype = self.type_ref()
+        if not self.at_op("["):
+            self.fail_after(f"syntax error: expected '[' and the shape of the '{start.value}' "
+                            f"buffer after '{dtype.name}'.")
+        return self._buffer_decl(start, str(start.value), dtype)
+
+    def _typed_decl(self) -> ast.Stmt:
+        """``T [shape] b ...;`` or ``(int|bool|T|ituple|mdspan) x = e, ...;``."""
+        start = self.tok
+        if self.at_kw(*SHAPE_TYPES):
+            self.advance()
+            return self._scalar_decl(start, False, ast.TypeRef(str(start.value), start.span))
+        dtype = self.type_ref()
+        if self.at_op("["):
+            return self._buffer_decl(start, None, dtype)
+        return self._scalar_decl(start, False, dtype)
+
+    def _mutable_decl(self) -> ast.Stmt:
+        start = self.advance()
+        t = self.tok
+        written = None
+        if t.kind == KEYWORD and (t.value in TYPE_WORDS or t.value in SHAPE_TYPES):
+            self.advance()
+            written = ast.TypeRef(str(t.value), t.span)
+        return self._scalar_decl(start, True, written)
+
+    def _scalar_decl(self, start, mutable: bool, written: ast.TypeRef | None) -> ast.Stmt:
+        items = [self._scalar_item(written)]
+        while self.accept_op(","):
+            items.append(self._scalar_item(written))
+        self.end_statement()
+        return ast.ScalarDecl(mutable, written, items, self.span_from(start))
+
+    def _scalar_item(self, written: ast.TypeRef | None) -> ast.ScalarItem:
+        name = self.name()
+        init = None
+        # ``mdspan sp : [a, b];`` is the reference's spelling of an mdspan initializer.
+        if self.accept_op("=") or (written is not None and written.name == "mdspan"
+                                   and self.accept_op(":")):
+            init = self.expr()
+        return ast.ScalarItem(str(name.value), init, self.span_from(name))
+
+    def _buffer_decl(self, start, storage: str | None, dtype: ast.TypeRef) -> ast.Stmt:
+        open_ = self.advance()
+        with self.nested():
+            shape = self.expr_list(open_)
+        if not shape:
+            self.fail("syntax error: a buffer shape needs at least one dimension.",
+                      self.span_from(open_))
+        items = [self._buffer_item()]
+        while self.accept_op(","):
+            items.append(self._buffer_item())
+        self.end_statement()
+        return ast.BufferDecl(storage, dtype, shape, items, self.span_from(start))
+
+    def _buffer_item(self) -> ast.BufferItem:
+        name = self.name()
+        array = self._subscripts()
+        init = None
+        if self.at_op("{"):
+            open_ = self.advance()
+            init = self.expr()
+            self.expect_op("}", "syntax error: expected '}' after the fill value of a buffer "
+                                "(one value, as in '{0}').")
+        return ast.BufferItem(str(name.value), array, init, self.span_from(name))
+
+    def _subscripts(self) -> list[ast.Expr]:
+        """``name[N][M]``: the dimensions of a buffer or event array (§8.5)."""
+        dims = []
+        while self.at_op("["):
+            open_ = self.advance()
+            dims.append(self.expr())
+            self.expect_close(open_)
+        return dims
+
+    def _event_decl(self, storage_tok=None) -> ast.Stmt:
+        """``[shared] event[<N>] e[S], f [= ready];`` (§10.1)."""
+        start = storage_tok or self.tok
+        self.advance()  # 'event'
+        count = None
+        if self.accept_op("<"):
+            count = self.arithmetic_expr()
+            self.expect_op(">", "syntax error: expected '>' after the arrival count of "
+                                "'event<N>'.")
+        items, ready = [], False
+        while True:
+            name = self.name()
+            items.append(ast.EventItem(str(name.value), self._subscripts(),
+                                       self.span_from(name)))
+            if self.accept_op("="):
+                self._ready()
+                ready = True
+                if self.at_op(","):
+                    self.fail("syntax error: '= ready' applies to the whole declaration; "
+                              "write it after the last event.")
+            if not self.accept_op(","):
+                break
+        self.end_statement()
+        storage = str(storage_tok.value) if storage_tok is not None else None
+        return ast.EventDecl(storage, count, items, ready, self.span_from(start))
+
+    def _ready(self):
+        t = self.tok
+        if not (t.kind == NAME and t.value == "ready"):
+            self.fail("event initializer must be 'ready'")
+        self.advance()

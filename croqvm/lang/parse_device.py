@@ -1,0 +1,207 @@
+"""Device statements: DMA (LANGUAGE.md §9.1), MMA (§11.1), events (``wait``/``trigger``,
+§10.1), ``swap``/``rotate`` (§9.6) and ``sync`` (§6.8)."""
+from __future__ import annotations
+
+from . import ast
+from .parse_decl import TYPE_WORDS
+from .tokens import KEYWORD
+
+DMA_OPS = ("copy", "transp", "pad", "any")
+DMA_DESTINATIONS = ("shared", "local", "global")
+MMA_OPS = ("fill", "load", "row", "col", "store", "commit")
+MMA_ASSIGNED = ("fill", "load")  # the forms written ``x = mma...``
+SYNC_KINDS = ("shared", "barrier", "fence", "global")
+SYNC_WITH_LEVEL = ("barrier", "fence")
+
+
+class DeviceParser:
+    # ---------------------------------------------------------------- DMA
+
+    def _dma(self, target: ast.Name | None = None, start=None) -> ast.Stmt:
+        start = start or self.tok
+        kw = self.advance()
+        tma = kw.value == "tma"
+        op = self.expect_dotted(*(("copy",) if tma else DMA_OPS), after=kw.value)
+        if op == "any":
+            if target is None:
+                self.fail("syntax error: 'dma.any' makes a placeholder future and must be "
+                          "assigned to a name, as in 'f = dma.any;'.", self.span_from(start))
+            self.end_statement()
+            return ast.DmaAny(target, self.span_from(start))
+        node = ast.Dma(target, op, False, False, None, tma, None, None, start.span)
+        if op == "transp":
+            node.perm = self._angle_ints("a dimension index of 'dma.transp<...>'")
+        elif op == "pad":
+            self._pad_args(node)
+        self._dma_suffixes(node)
+        node.src = self.expr()
+        self.expect_op("=>", "syntax error: expected '=>' between the source and the "
+                             "destination of the DMA.")
+        if self.tok.kind == KEYWORD and self.tok.value in DMA_DESTINATIONS:
+            node.dst = str(self.advance().value)
+        else:
+            node.dst = self.expr()
+        self.end_statement()
+        node.span = self.span_from(start)
+        return node
+
+    def _dma_suffixes(self, node: ast.Dma):
+        """``.async``, ``.zfill``, ``.swiz<N>`` in any order, each once."""
+        seen = set()
+        while True:
+            word = self.accept_dotted("async", "zfill", "swiz", "swizzle")
+            if word is None:
+                return
+            if word in seen:
+                self.fail(f"syntax error: '.{word}' is written twice.", self.prev.span)
+            seen.add(word)
+            if word == "async":
+                node.is_async = True
+            elif word == "zfill":
+                node.zfill = True
+            else:
+                node.swizzle = self._swizzle(word)
+
+    def _swizzle(self, word: str) -> int:
+        self.expect_op("<", f"syntax error: expected '<N>' after '.{word}', as in "
+                            f"'.{word}<128>'.")
+        n = self.int_literal("the swizzle size (32, 64 or 128)")
+        self.expect_op(">", f"syntax error: expected '>' after the size of '.{word}<N>'.")
+        return int(n.value)
+
+    def _angle_ints(self, what: str) -> list[int]:
+        open_ = self.expect_op("<", "syntax error: expected '<' and the permutation after "
+                                    "'dma.transp', as in 'dma.transp<1, 0>'.")
+        values = [int(self.int_literal(what).value)]
+        while self.accept_op(","):
+            values.append(int(self.int_literal(what).value))
+        self.expect_op(">", f"syntax error: expected '>' to close '{open_.value}'.")
+        return values
+
+    def _pad_args(self, node: ast.Dma):
+        """``<{lo...}, {hi...}, {mid...}, V>`` (§9.6.3)."""
+        self.expect_op("<", "syntax error: expected '<' after 'dma.pad', as in "
+                            "'dma.pad<{1, 1}, {1, 1}, {0, 0}, 0>'.")
+        lists = []
+        for _ in range(3):
+            open_ = self.expect_op("{", None)
+            lists.append(self.expr_list(open_))
+            self.expect_op(",", "syntax error: 'dma.pad<...>' takes {lo...}, {hi...}, "
+                                "{mid...} and the padding value, separated by ','.")
+        node.pad_lo, node.pad_hi, node.pad_mid = lists
+        node.pad_value = self.arithmetic_expr()
+        self.expect_op(">", "syntax error: expected '>' after the padding value of "
+                            "'dma.pad<...>'.")
+
+    # ---------------------------------------------------------------- MMA
+
+    def _mma(self, target: ast.Name | None = None, start=None) -> ast.Stmt:
+        start = start or self.tok
+        self.advance()
+        op = self.expect_dotted(*MMA_OPS, after="mma")
+        if target is not None and op not in MMA_ASSIGNED:
+            self.fail(f"syntax error: 'mma.{op}' has no value to assign to '{target.id}'.",
+                      self.prev.span)
+        if target is None and op == "load":
+            self.fail("syntax error: 'mma.load' must be assigned to a name, as in "
+                      "'fa = mma.load sa;'.", self.prev.span)
+        node = getattr(self, _MMA_FORMS[op])(target, op)
+        self.end_statement()
+        node.span = self.span_from(start)
+        return node
+
+    def _mma_fill(self, target, _op) -> ast.Stmt:
+        dtype = None
+        word, n = self.peek_dotted()
+        if word is not None and word in TYPE_WORDS:
+            dtype = self.accept_dotted(word)
+        if target is not None:
+            return ast.MmaFill(target, dtype, self.expr(), True, None)
+        frag = self._name_node()
+        self.expect_op(",", "syntax error: expected ',' and the fill value after the "
+                            "fragment of 'mma.fill'.")
+        return ast.MmaFill(frag, dtype, self.expr(), False, None)
+
+    def _mma_load(self, target, _op) -> ast.Stmt:
+        swizzle = None
+        word = self.accept_dotted("swiz", "swizzle")
+        if word is not None:
+            swizzle = self._swizzle(word)
+        return ast.MmaLoad(target, self.expr(), swizzle, None)
+
+    def _mma_exec(self, _target, first) -> ast.Stmt:
+        second = self.expect_dotted("row", "col", after=f"mma.{first}")
+        c = self._name_node()
+        self.expect_op(",", "syntax error: expected ',' after the accumulator of the mma.")
+        a = self.expr()
+        self.expect_op(",", "syntax error: expected ',' between the operands of the mma.")
+        b = self.expr()
+        return ast.MmaExec(f"{first}.{second}", c, a, b, None)
+
+    def _mma_store(self, _target, _op) -> ast.Stmt:
+        transp = self.accept_dotted("transp") is not None
+        frag = self._name_node()
+        self.expect_op(",", "syntax error: expected ',' and the destination after the "
+                            "fragment of 'mma.store'.")
+        return ast.MmaStore(transp, frag, self.expr(), None)
+
+    def _mma_commit(self, _target, _op) -> ast.Stmt:
+        return ast.MmaCommit(None)
+
+    # ---------------------------------------------------------------- events, futures, sync
+
+    def _wait(self) -> ast.Stmt:
+        return self._refs_statement(ast.Wait)
+
+    def _trigger(self) -> ast.Stmt:
+        return self._refs_statement(ast.Trigger)
+
+    def _refs_statement(self, make) -> ast.Stmt:
+        """``wait a, b[i];`` or ``wait(a, b[i]);`` (§9.5.3, §10.1)."""
+        start = self.advance()
+        if self.at_op("("):
+            refs = self.expr_list(self.advance(), self._ref)
+        else:
+            refs = [self._ref()]
+            while self.accept_op(","):
+                refs.append(self._ref())
+        if not refs:
+            self.fail(f"syntax error: '{start.value}' needs at least one name.", self.prev.span)
+        self.end_statement()
+        return make(refs, self.span_from(start))
+
+    def _ref(self) -> ast.Expr:
+        ref = self._name_node()
+        for index in self._subscripts():
+            ref = ast.Index(ref, index, self.span_from(ref.span))
+        return ref
+
+    def _swap(self) -> ast.Stmt:
+        start = self.advance()
+        if self.at_op("("):
+            names = self.expr_list(self.advance(), self._name_node)
+        else:
+            names = [self._name_node()]
+            while self.accept_op(","):
+                names.append(self._name_node())
+        self.end_statement()
+        return ast.Swap(start.value == "rotate", names, self.span_from(start))
+
+    def _sync(self) -> ast.Stmt:
+        start = self.advance()
+        kind = self.expect_dotted(*SYNC_KINDS, after="sync")
+        level = None
+        if kind in SYNC_WITH_LEVEL:
+            self.expect_op(":", f"syntax error: expected ':' and a level after 'sync.{kind}', "
+                                f"as in 'sync.{kind} : block;'.")
+            level = self.level()
+        self.end_statement()
+        return ast.Sync(kind, level, self.span_from(start))
+
+    def _name_node(self) -> ast.Name:
+        t = self.name()
+        return ast.Name(str(t.value), t.span)
+
+
+_MMA_FORMS = {"fill": "_mma_fill", "load": "_mma_load", "row": "_mma_exec", "col": "_mma_exec",
+              "store": "_mma_store", "commit": "_mma_commit"}

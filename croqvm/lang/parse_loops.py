@@ -1,0 +1,160 @@
+"""``parallel``, ``with`` and ``foreach`` (LANGUAGE.md §6.1 ``parallel``/``plevel``/``with``/
+``within``/``foreach``/``range``, §5.5 ranges, §6.2-§6.4)."""
+from __future__ import annotations
+
+from . import ast
+from .parse_base import alternatives
+from .tokens import GROUP4, INT, KEYWORD, NAME
+
+LEVELS = ("block", "group-4", "group", "thread")
+
+
+class LoopParser:
+    # ---------------------------------------------------------------- parallel
+
+    def _parallel(self) -> ast.Stmt:
+        start = self.advance()
+        is_async = self.accept_dotted("async") is not None
+        stream = None
+        if is_async and self.accept_op("<"):
+            stream = str(self.name("the name of a 'stream' parameter").value)
+            self.expect_op(">", "syntax error: expected '>' after the stream of "
+                                "'parallel.async<s>'.")
+        levels = [self._plevel()]
+        while self.accept_op(","):
+            levels.append(self._plevel())
+        return ast.Parallel(is_async, stream, levels, self.body(), self.span_from(start))
+
+    def _plevel(self) -> ast.PLevel:
+        start = self.tok
+        names, tuple_name = [], None
+        if self.tok.kind == NAME and self.peek().is_op("="):
+            tuple_name = str(self.advance().value)
+            self.advance()
+            names = self._brace_names()
+        elif self.at_op("{"):
+            names = self._brace_names()
+        elif self.tok.kind == NAME:
+            names = [str(self.advance().value)]
+        elif self.tok.kind == KEYWORD and not self.at_kw("by"):
+            self.reserved_word()
+        elif not self.at_kw("by"):
+            self.fail(f"syntax error: unexpected {self.tok.describe()}, expecting 'by', "
+                      f"'{{' or a name.")
+        self.expect_kw("by", "syntax error: expected 'by' after the parallel variables.")
+        bounds, is_list = self._bound()
+        level = self.level() if self.accept_op(":") else None
+        return ast.PLevel(names, tuple_name, bounds, is_list, level, self.span_from(start))
+
+    def level(self) -> str:
+        """``block``, ``group-4``, ``group`` or ``thread`` (§6.1 ``level``)."""
+        t = self.tok
+        if t.kind == GROUP4:
+            self.advance()
+            return "group-4"
+        if t.is_kw("group") and self._split_group4():
+            return "group-4"
+        if t.kind == KEYWORD and t.value in LEVELS:
+            return str(self.advance().value)
+        self.fail(f"syntax error: unexpected {t.describe()}, expecting {alternatives(LEVELS)}.")
+
+    def _split_group4(self) -> bool:
+        """``group-4`` written without blanks but tokenized as ``group`` ``-`` ``4``."""
+        g, minus, four = self.tok, self.peek(), self.peek(2)
+        if not (minus.is_op("-") and four.kind == INT and four.value == 4):
+            return False
+        if (minus.span.line, minus.span.col) != (g.span.end_line, g.span.end_col) or \
+                (four.span.line, four.span.col) != (minus.span.end_line, minus.span.end_col):
+            return False
+        for _ in range(3):
+            self.advance()
+        return True
+
+    def _bound(self) -> tuple[list[ast.Expr], bool]:
+        """``expr`` or ``'[' expr {',' expr} ']'`` (§6.1 ``bound``)."""
+        if self.at_op("["):
+            open_ = self.advance()
+            with self.nested():
+                items = self.expr_list(open_)
+            if not items:
+                self.fail("syntax error: a bound list '[...]' needs at least one bound.",
+                          self.span_from(open_))
+            return items, True
+        return [self.expr()], False
+
+    def _brace_names(self) -> list[str]:
+        open_ = self.expect_op("{")
+        names = self.expr_list(open_, self.name)
+        if not names:
+            self.fail("syntax error: '{}' needs at least one name.", self.span_from(open_))
+        return [str(t.value) for t in names]
+
+    # ---------------------------------------------------------------- with, foreach
+
+    def _with(self) -> ast.Stmt:
+        start = self.advance()
+        withins = [self._within()]
+        while self.accept_op(","):
+            withins.append(self._within())
+        return ast.With(withins, self.body(), self.span_from(start))
+
+    def _within(self) -> ast.Within:
+        start = self.tok
+        tuple_name = None
+        if self.tok.kind == NAME and self.peek().is_op("=") and self.peek(2).is_op("{"):
+            tuple_name = str(self.advance().value)
+            self.advance()
+        if self.at_op("{"):
+            names = self._brace_names()
+        else:
+            names = [str(self.name("a name or '{'").value)]
+        self.expect_kw("in", "syntax error: expected 'in' after the iteration variables.")
+        bound, is_list = self._bound()
+        return ast.Within(names, tuple_name, bound, is_list, self.span_from(start))
+
+    def _foreach(self) -> ast.Stmt:
+        start = self.advance()
+        items = [self._foreach_item()]
+        while self.accept_op(","):
+            items.append(self._foreach_item())
+        withins = [i for i in items if isinstance(i, ast.Within)]
+        ranges = [i for i in items if isinstance(i, ast.Range)]
+        if withins and ranges:
+            self.fail("syntax error: a 'foreach' iterates either 'in' bounds or ranges of "
+                      "bounded variables, not both.", self.span_from(start))
+        return ast.Foreach(withins, ranges, self.body(), self.span_from(start))
+
+    def _foreach_item(self):
+        t, nxt = self.tok, self.peek()
+        if t.is_op("{") or (t.kind == NAME and nxt.is_kw("in")) or \
+                (t.kind == NAME and nxt.is_op("=") and self.peek(2).is_op("{")):
+            return self._within()
+        return self._range()
+
+    def _range(self) -> ast.Range:
+        """``[u =] t['(' [lo] ':' [hi] [':' step] ')']`` (§5.5)."""
+        start = self.tok
+        new_name = None
+        if self.tok.kind == NAME and self.peek().is_op("="):
+            new_name = str(self.advance().value)
+            self.advance()
+        name = str(self.name("a name, '{' or a range such as 't(1:)'").value)
+        lo = hi = step = None
+        if self.at_op("("):
+            open_ = self.advance()
+            lo = None if self.at_op(":") else self.expr()
+            self.expect_op(":", f"syntax error: expected ':' in the range of '{name}', as in "
+                                f"'{name}(lo:hi)'.")
+            hi = None if self.at_op(":", ")") else self.expr()
+            if self.accept_op(":"):
+                step = self._step(name)
+            self.expect_close(open_)
+        return ast.Range(new_name, name, lo, hi, step, self.span_from(start))
+
+    def _step(self, name: str) -> int:
+        t = self.tok
+        if t.kind != INT or not isinstance(t.value, int) or t.value <= 0:
+            self.fail(f"syntax error: the step of the range of '{name}' must be a positive "
+                      f"integer literal.")
+        self.advance()
+        return t.value

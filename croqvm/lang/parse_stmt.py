@@ -1,0 +1,199 @@
+"""Statements: blocks, control flow, assignments and the simple statements of LANGUAGE.md
+§6.1 (§6.5 control flow, §6.6 assignments, §6.7 ``inthreads``, §6.9 output).
+
+``statement`` is where error recovery happens: a syntax error anywhere inside a statement
+unwinds to the innermost enclosing ``statement`` call, which skips the rest of it
+(``Cursor.recover``) and returns None. Declarations, loops and device statements live in
+``parse_decl``, ``parse_loops`` and ``parse_device``; this module dispatches to them.
+"""
+from __future__ import annotations
+
+from . import ast
+from .parse_base import SyntaxAbort
+from .tokens import EOF, KEYWORD, NAME, OP
+from .parse_decl import TYPE_WORDS
+
+# Statement keywords and the method parsing each statement they start.
+_KEYWORD_STATEMENTS = {
+    "parallel": "_parallel", "with": "_with", "foreach": "_foreach",
+    "if": "_if", "else": "_stray_else", "while": "_while", "inthreads": "_inthreads",
+    "wait": "_wait", "trigger": "_trigger", "swap": "_swap", "rotate": "_swap",
+    "sync": "_sync", "dma": "_dma", "tma": "_dma", "mma": "_mma",
+    "break": "_jump", "continue": "_jump", "yield": "_jump", "return": "_return",
+    "print": "_print", "println": "_print", "assert": "_assert",
+    "global": "_storage_decl", "shared": "_storage_decl", "local": "_storage_decl",
+    "mutable": "_mutable_decl", "ituple": "_typed_decl", "mdspan": "_typed_decl",
+    "event": "_event_decl",
+    **{w: "_typed_decl" for w in TYPE_WORDS},
+}
+
+_JUMPS = {"break": ast.Break, "continue": ast.Continue, "yield": ast.Yield}
+
+# ``x op= e`` is written as two tokens, ``op`` then ``=`` (§2.4.1).
+_COMPOUND = frozenset("+-*/%")
+
+# Statements a value from ``dma``/``tma``/``mma`` can be assigned from (§9.1, §11.1).
+_VALUE_STATEMENTS = {"dma": "_dma", "tma": "_dma", "mma": "_mma"}
+
+
+class StmtParser:
+    # ---------------------------------------------------------------- blocks
+
+    def statement(self) -> ast.Stmt | None:
+        """One statement, or None after a reported syntax error (the rest is skipped)."""
+        start = self.pos
+        try:
+            with self.nested():
+                return self._statement()
+        except SyntaxAbort:
+            self.recover(start)
+            return None
+
+    def block(self) -> ast.Block:
+        open_ = self.expect_op("{", f"syntax error: expected '{{' to open a block.")
+        stmts = []
+        with self.nested():
+            while not self.at_op("}") and self.tok.kind != EOF:
+                before = self.pos
+                s = self.statement()
+                if s is not None:
+                    stmts.append(s)
+                if self.pos == before:  # recovery stopped at the failing token
+                    self.advance()
+        self.expect_close(open_)
+        return ast.Block(stmts, self.span_from(open_))
+
+    def body(self) -> ast.Stmt:
+        """The body of a compound statement: a block or one statement (§6.1 ``body``)."""
+        start = self.tok
+        if self.at_op("{"):
+            return self.block()
+        if self.tok.kind == EOF or self.at_op("}"):
+            self.fail(f"syntax error: unexpected {self.tok.describe()}, expecting a statement.")
+        s = self.statement()
+        return s if s is not None else ast.Empty(self.span_from(start))
+
+    def _statement(self) -> ast.Stmt:
+        t = self.tok
+        if t.is_op(";"):
+            self.advance()
+            return ast.Empty(t.span)
+        if t.is_op("{"):
+            return self.block()
+        if t.is_op("++", "--"):
+            return self._prefix_incdec()
+        if t.kind == KEYWORD and t.value in _KEYWORD_STATEMENTS:
+            return getattr(self, _KEYWORD_STATEMENTS[t.value])()
+        if t.kind == KEYWORD:
+            self.reserved_word()
+        if t.kind == NAME:
+            return self._name_statement()
+        self.fail(f"syntax error: unexpected {t.describe()}, expecting a statement.")
+
+    # ---------------------------------------------------------------- control flow
+
+    def _paren_cond(self, keyword: str) -> ast.Expr:
+        open_ = self.expect_op("(", f"syntax error: expected '(' after '{keyword}'.")
+        cond = self.expr()
+        self.expect_close(open_)
+        return cond
+
+    def _if(self) -> ast.Stmt:
+        start = self.advance()
+        cond = self._paren_cond("if")
+        then = self.body()
+        other = self.body() if self.accept_kw("else") else None
+        return ast.If(cond, then, other, self.span_from(start))
+
+    def _stray_else(self):
+        self.fail("'else' without a previous 'if'.")
+
+    def _while(self) -> ast.Stmt:
+        start = self.advance()
+        cond = self._paren_cond("while")
+        return ast.While(cond, self.body(), self.span_from(start))
+
+    def _inthreads(self) -> ast.Stmt:
+        start = self.advance()
+        is_async = self.accept_dotted("async") is not None
+        cond = self._paren_cond("inthreads.async" if is_async else "inthreads")
+        return ast.Inthreads(is_async, cond, self.body(), self.span_from(start))
+
+    def _jump(self) -> ast.Stmt:
+        t = self.advance()
+        self.end_statement()
+        return _JUMPS[t.value](self.span_from(t))
+
+    def _return(self) -> ast.Stmt:
+        start = self.advance()
+        value = None if self.at_op(";") else self.expr()
+        self.end_statement()
+        return ast.Return(value, self.span_from(start))
+
+    # ---------------------------------------------------------------- output, assert
+
+    def _print(self) -> ast.Stmt:
+        start = self.advance()
+        args = self.paren_args(start.value)
+        self.end_statement()
+        return ast.Print(start.value == "println", args, self.span_from(start))
+
+    def _assert(self) -> ast.Stmt:
+        start = self.advance()
+        open_ = self.expect_op("(", "syntax error: expected '(' after 'assert'.")
+        cond = self.expr()
+        self.expect_op(",", "syntax error: expected ',' and a message string after the "
+                            "condition of 'assert'.")
+        if self.tok.kind != "STRING":
+            self.fail(f"syntax error: unexpected {self.tok.describe()}, expecting a string "
+                      f"(the message of 'assert').")
+        message = str(self.advance().value)
+        self.expect_close(open_)
+        self.end_statement()
+        return ast.Assert(cond, message, self.span_from(start))
+
+    # ---------------------------------------------------------------- assignments
+
+    def _prefix_incdec(self) -> ast.Stmt:
+        op = self.advance()
+        target = self.name(f"a name after '{op.value}'")
+        self.end_statement()
+        return ast.IncDec(op.value, ast.Name(str(target.value), target.span), True,
+                          self.span_from(op))
+
+    def _name_statement(self) -> ast.Stmt:
+        """``x = e;``, ``x op= e;``, ``b.at(i) op= e;``, ``x++;`` and ``f = dma...;``."""
+        start = self.tok
+        if self.peek().is_op("=") and self.peek(2).kind == KEYWORD \
+                and self.peek(2).value in _VALUE_STATEMENTS:
+            target = ast.Name(str(start.value), start.span)
+            self.advance()
+            self.advance()
+            return getattr(self, _VALUE_STATEMENTS[self.tok.value])(target, start)
+        target = self.postfix_expr()
+        if isinstance(target, ast.Postfix):
+            return self._postfix_incdec(target, start)
+        op = self._assign_op()
+        if not isinstance(target, (ast.Name, ast.ElemAccess)):
+            self.fail("syntax error: only a name or an element 'b.at(...)' can be assigned.",
+                      target.span)
+        value = self.expr()
+        self.end_statement()
+        return ast.Assign(target, op, value, self.span_from(start))
+
+    def _assign_op(self) -> str:
+        if self.accept_op("="):
+            return "="
+        t = self.tok
+        if t.kind == OP and t.value in _COMPOUND and self.peek().is_op("="):
+            self.advance()
+            self.advance()
+            return t.value + "="
+        self.fail(f"syntax error: unexpected {t.describe()}, expecting '=' or a compound "
+                  f"assignment such as '+='.")
+
+    def _postfix_incdec(self, target: ast.Postfix, start) -> ast.Stmt:
+        if not isinstance(target.operand, ast.Name):
+            self.fail(f"syntax error: '{target.op}' applies to a name only.", target.span)
+        self.end_statement()
+        return ast.IncDec(target.op, target.operand, False, self.span_from(start))
