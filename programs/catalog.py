@@ -1,0 +1,342 @@
+"""The catalogue of programs/: each program, how to call it, and what it must produce.
+
+``PROGRAMS`` lists every ``.co`` file here (tests/test_programs.py checks that none is
+missing). An entry is one of:
+
+- a kernel called with arguments: ``func``, ``params``, ``make_args`` and ``reference``;
+- a parameterless demo: ``func`` is None, every parameterless function of the file runs in
+  file order (as ``croqvm run FILE`` does, LANGUAGE.md §14.1) and the output must equal
+  ``expected_stdout``;
+- a broken program (``broken/``): ``stage`` says whether the error is static or a runtime
+  error, ``error`` what it says and where.
+
+References are computed with numpy from the inputs alone, in the precision §12 prescribes
+(s32 arithmetic wraps, every f32 operation rounds to f32), and never from croqvm output.
+Expected output was derived by hand from §13 and the comments in each program.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Expect:
+    """A diagnostic: ``message`` reported at ``line``:``col``, where the source reads
+    ``at``; ``also`` lists further text the report must contain (context lines, hints)."""
+    message: str
+    line: int
+    col: int
+    at: str
+    also: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Entry:
+    file: str                             # relative to programs/
+    func: str | None = None               # None: run the parameterless functions for output
+    params: tuple[str, ...] = ()          # parameter names of ``func``, in order
+    defines: dict = field(default_factory=dict)
+    make_args: Callable | None = None     # (rng, scale) -> (args, dims); scale "test"/"bench"
+    reference: Callable | None = None     # inputs -> {"return" or parameter name: expected}
+    tolerance: Callable | None = None     # inputs -> absolute error bound; None means exact
+    expected_stdout: str | None = None
+    warnings: tuple[Expect, ...] = ()     # warnings a valid program must produce, in order
+    stage: str | None = None              # broken programs: "static" or "runtime"
+    error: Expect | None = None
+
+    @property
+    def path(self) -> Path:
+        return HERE / self.file
+
+    @property
+    def id(self) -> str:
+        flags = ",".join(f"{k}={v}" for k, v in self.defines.items())
+        return f"{self.file}[{flags}]" if flags else self.file
+
+
+# --------------------------------------------------------------------------- inputs
+
+def _f32(rng, *shape):
+    return rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)
+
+
+def _f16(rng, *shape):
+    return rng.uniform(-1.0, 1.0, size=shape).astype(np.float16)
+
+
+def _s32(rng, *shape, bits=31):
+    return rng.integers(-2 ** bits, 2 ** bits, size=shape, dtype=np.int64).astype(np.int32)
+
+
+def _sized(sizes, build):
+    """``make_args`` from per-scale sizes: ``build(rng, *sizes[scale])``."""
+    return lambda rng, scale: build(rng, *sizes[scale])
+
+
+def _vector_args(rng, n):
+    # c starts with garbage: the kernel must overwrite every element.
+    return [_f32(rng, n), _f32(rng, n), _f32(rng, n)], {"N": n}
+
+
+def _add_2d_args(rng, m, n):
+    # Full-range s32 values, so about half the sums wrap around (§12.3.1).
+    return [_s32(rng, m, n), _s32(rng, m, n)], {"M": m, "N": n}
+
+
+def _matmul_s32_args(rng, m, k, n):
+    # 16-bit magnitudes: products fit in s32 but sums of a few of them wrap.
+    return [_s32(rng, m, k, bits=15), _s32(rng, k, n, bits=15)], {"M": m, "K": k, "N": n}
+
+
+def _matmul_f32_args(rng, m, k, n):
+    return [_f32(rng, m, k), _f32(rng, k, n)], {"M": m, "K": k, "N": n}
+
+
+def _gemm_f16_args(rng, m, n, k):
+    c = np.full((m, n), np.nan, np.float32)     # every element must be stored
+    return [_f16(rng, m, k), _f16(rng, n, k), c], {"M": m, "N": n, "K": k}
+
+
+def _scale_args(rng, m, n):
+    return [_f32(rng, m, n), float(rng.uniform(-2.0, 2.0))], {"M": m, "N": n}
+
+
+def _tile_args(rng):
+    return [_f16(rng, 64, 16), _f16(rng, 64, 16), np.zeros((64, 64), np.float32)], {}
+
+
+# --------------------------------------------------------------------------- references
+
+def _wrap32(x):
+    """An exact int64 result taken modulo 2^32 as s32: what s32 arithmetic gives (§12.3.1)."""
+    return x.astype(np.int64).astype(np.int32)
+
+
+def _matmul_s32(x):
+    # |sums| < 2^63, so the int64 product is exact; s32 wraps each step, which is the same
+    # value modulo 2^32.
+    return {"return": _wrap32(x[0].astype(np.int64) @ x[1].astype(np.int64))}
+
+
+def _matmul_f32_in_k_order(x):
+    """c += a[:, k] * b[k, :] for k ascending, each product and sum rounded to f32 (§12.3.2).
+
+    numpy's float32 multiply and add are single correctly rounded IEEE operations, so this
+    is the exact result croqvm must produce, bit for bit.
+    """
+    a, b = x
+    c = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for k in range(a.shape[1]):
+        c = c + np.outer(a[:, k], b[k, :])
+    return {"return": c}
+
+
+def _gemm_f16_exact(x):
+    a, b = x[0].astype(np.float64), x[1].astype(np.float64)
+    return {"c": a @ b.T}
+
+
+def _gemm_f16_bound(x):
+    """How far the f32-accumulated c = a @ b^T may lie from the exact sum.
+
+    The inputs are f16 values and the reference uses those very values (exactly widened
+    to f64), so rounding the inputs contributes nothing. A product of two f16 values has
+    at most 22 significant bits, exact in f32 (and §12.4 forms it exactly anyway); each of
+    the K accumulation steps rounds to f32 with relative error at most u = 2^-24; the
+    zero-filled padding beyond K adds exact zeros. For recursive summation this gives
+    |c - exact| <= gamma_K * sum_k |a[m, k] b[n, k]|, gamma_K = K u / (1 - K u) (Higham,
+    Accuracy and Stability of Numerical Algorithms, §3.1). The f64 reference itself is off
+    by at most the same bound with u = 2^-53, which is added.
+    """
+    a, b = x[0].astype(np.float64), x[1].astype(np.float64)
+    k = a.shape[1]
+    gamma = sum(k * u / (1 - k * u) for u in (2.0 ** -24, 2.0 ** -53))
+    return gamma * (np.abs(a) @ np.abs(b).T)
+
+
+def _scaled(x):
+    # The f32 parameter alpha is the argument rounded to f32 (§14.3.1); one f32 multiply.
+    return {"x": x[0] * np.float32(x[1])}
+
+
+# --------------------------------------------------------------------------- printed output
+
+HELLO = """\
+hello from croqvm
+ints: 42 -7 2147483647 3000000000 4294967295 -56
+floats: 1.5 0.1 0.333333 100000 1e+06 0.0001 1e-05
+f64: 0.1 0.666667 1.23457e+08 0.000976562
+special: inf -inf -0
+narrow: 0.0999756 0.100098 0.199951
+bools: true false false true
+ituple: {3, 4, 5} second element 4
+mdspan: [4, 8] dim 1 8 elements 32
+no newline, then one
+i = 0 of 3
+i = 1 of 3
+i = 2 of 3
+block 0 thread 0 global 0
+block 0 thread 1 global 1
+block 0 thread 2 global 2
+block 1 thread 0 global 3
+block 1 thread 1 global 4
+block 1 thread 2 global 5
+"""
+
+LOOPS = """\
+sum of 0..9: 45
+t = 2
+t = 5
+after the loop t = 0
+odd numbers up to 9 add up to 25
+collatz steps of 1..8: 0 1 7 2 5 8 16 3
+"""
+
+PRECEDENCE = """\
+7 + 3 & 1 = 8
+(7 + 3) & 1 = 0
+6 & 3 == 2 is true
+-3 & 1 = 1
+1 << 2 + 1 = 8
+~0 = -1 and 5 ^ 4 = 1
+p # q + 1 = 6
+"""
+
+VIEWS = """\
+chunk 0 0 from 0 to 12
+chunk 0 1 from 3 to 15
+chunk 1 0 from 20 to 32
+chunk 1 1 from 23 to 35
+stepped: 23 24 33 34
+view: [3, 2] 14 35
+transposed: 35 10
+padded: 9 1 9 2 9 3 9 9
+zfill: 34 35 0 0
+plain: 34 35 7 7
+row sums: 15 75 135 195
+"""
+
+# Appendix A.7: then-lanes, else-lanes, then all lanes after reconvergence.
+DIVERGENCE = "".join(
+    [f"even {t}\n" for t in (0, 2, 4, 6)] + [f"odd {t}\n" for t in (1, 3, 5, 7)]
+    + [f"join {t}\n" for t in range(8)] + ["0 -1 20 -3 40 -5 60 -7\n"])
+
+
+def _precedence_warning(op: str, line: int, col: int, at: str) -> Expect:
+    return Expect(f"'&' binds tighter than '{op}' in Croqtile (unlike C); add parentheses.",
+                  line, col, at)
+
+
+# --------------------------------------------------------------------------- the catalogue
+
+_GEMM_PARAMS = ("a", "b", "c")
+
+VALID = [
+    Entry("add_1d.co", "add_1d", ("a", "b", "c"),
+          make_args=_sized({"test": (100,), "bench": (100_003,)}, _vector_args),
+          reference=lambda x: {"c": x[0] + x[1]}),          # one f32 add, as numpy's
+    Entry("add_2d_tiled.co", "add_2d", ("a", "b"),
+          make_args=_sized({"test": (24, 48), "bench": (256, 512)}, _add_2d_args),
+          reference=lambda x: {"return": _wrap32(x[0].astype(np.int64) + x[1])}),
+    Entry("matmul_scalar.co", "matmul", ("a", "b"),
+          make_args=_sized({"test": (16, 20, 24), "bench": (128, 256, 256)}, _matmul_s32_args),
+          reference=_matmul_s32),
+    Entry("matmul_dma.co", "matmul", ("a", "b"),
+          make_args=_sized({"test": (16, 48, 32), "bench": (128, 256, 256)}, _matmul_s32_args),
+          reference=_matmul_s32),
+    Entry("matmul_dma.co", "matmul", ("a", "b"), defines={"TM": "8", "TN": "32", "TK": "8"},
+          make_args=_sized({"test": (16, 24, 32), "bench": (128, 256, 256)}, _matmul_s32_args),
+          reference=_matmul_s32),
+    Entry("matmul_double_buffer.co", "matmul_db", ("a", "b"),
+          make_args=_sized({"test": (16, 48, 32), "bench": (128, 256, 256)}, _matmul_f32_args),
+          reference=_matmul_f32_in_k_order),
+    Entry("matmul_1p1c.co", "gemm_ws", _GEMM_PARAMS,
+          make_args=_sized({"test": (80, 64, 160), "bench": (256, 256, 256)}, _gemm_f16_args),
+          reference=_gemm_f16_exact, tolerance=_gemm_f16_bound),
+    Entry("matmul_1p1c.co", "gemm_ws", _GEMM_PARAMS, defines={"STAGES": "4"},
+          make_args=_sized({"test": (64, 72, 320), "bench": (256, 256, 512)}, _gemm_f16_args),
+          reference=_gemm_f16_exact, tolerance=_gemm_f16_bound),
+    Entry("persistent_scale.co", "scale_tiles", ("x", "alpha"),
+          make_args=_sized({"test": (40, 24), "bench": (250, 300)}, _scale_args),
+          reference=_scaled),
+    Entry("divergence.co", expected_stdout=DIVERGENCE),
+    Entry("pipeline_events.co", expected_stdout="49\n49\n"),
+    Entry("hello.co", expected_stdout=HELLO),
+    Entry("loops.co", expected_stdout=LOOPS),
+    Entry("precedence.co", expected_stdout=PRECEDENCE,
+          warnings=(_precedence_warning("+", 11, 30, "3 & 1"),
+                    _precedence_warning("==", 13, 28, "6 & 3"))),
+    Entry("views.co", expected_stdout=VIEWS),
+]
+
+RUNTIME_BROKEN = [
+    Entry("broken/missing_bootstrap.co", stage="runtime", error=Expect(
+        "deadlock: every live lane of block (0) is blocked", 20, 11, "wait empty[k % STAGES];",
+        also=("warps 0-3 (lanes 0-127)",
+              "slot empty[0]: completed generations 0, arrivals 0/128; "
+              "these lanes wait for generation 0",
+              "warps 4-7 (lanes 128-255)",
+              "slot full[0]: completed generations 0, arrivals 0/128",
+              "hint: no lane has triggered 'empty[0]' yet; a credit-based pipeline needs "
+              "initial credits"))),
+    Entry("broken/missing_wait.co", "matmul_db", ("a", "b"), stage="runtime",
+          make_args=lambda rng, scale: _matmul_f32_args(rng, 16, 32, 16),
+          error=Expect("future 'cur_a' is not waited before using.", 34, 9, "c.at(bm # tm",
+                       also=("block (0, 0), lane 0 (warp 0, lane 0)",))),
+    Entry("broken/double_wait.co", "matmul_db", ("a", "b"), stage="runtime",
+          make_args=lambda rng, scale: _matmul_f32_args(rng, 16, 48, 16),
+          error=Expect("future 'cur_a' has been waited multiple times.", 26, 9,
+                       "wait cur_a, cur_b;",
+                       also=("block (0, 0), lane 0 (warp 0, lane 0)",))),
+    Entry("broken/oob_element.co", "scale_1d", ("x", "alpha"), stage="runtime",
+          make_args=lambda rng, scale: ([_f32(rng, 100), 2.0], {"N": 100}),
+          error=Expect("out-of-range access x.at(100): index 100 of dimension 0 is not in "
+                       "[0, 100).", 15, 5, "x.at(i) = x.at(i) * alpha;",
+                       also=("block (3), lane 4 (warp 0, lane 4)",))),
+    Entry("broken/oob_tile.co", "matmul", ("a", "b"), stage="runtime",
+          make_args=lambda rng, scale: _matmul_s32_args(rng, 16, 32, 64),
+          error=Expect("tile of 'a' at origin (0, 32) lies outside [16, 32].", 19, 7,
+                       "ta = dma.copy", also=("block (0, 0)",))),
+    Entry("broken/mma_divergent.co", "gemm_tile", _GEMM_PARAMS, stage="runtime",
+          make_args=lambda rng, scale: _tile_args(rng),
+          error=Expect("mma.row.row needs all 128 lanes of warpgroup 0, but lanes 112-127 are "
+                       "not active here.", 23, 9, "mma.row.row acc, fa, fb;")),
+]
+
+STATIC_BROKEN = [
+    Entry("broken/thread_dependent_dma.co", stage="static", error=Expect(
+        "dma.copy into shared memory is executed once per block, but its source depends on "
+        "thread index 'r': every thread would overwrite the same shared buffer.", 15, 5,
+        "row = dma.copy",
+        also=("hint: copy into 'local' memory (=> local) to give each thread its own tile, "
+              "or index the tile with block-level variables.",))),
+    Entry("broken/shared_at_host.co", stage="static", error=Expect(
+        "shared variable 'staging' must be declared inside parallel-by.", 10, 3,
+        "shared s32 [32] staging;")),
+    Entry("broken/unqualified_in_parallel.co", stage="static", error=Expect(
+        "global variable 'window' mustn't be declared inside parallel-by.", 12, 5,
+        "s32 [3] window;",
+        also=("hint: declare it 'shared' (one per block) or 'local' (one per thread)",))),
+    Entry("broken/never_waited.co", stage="static", error=Expect(
+        "some asyncs are not explicitly waited: tile.", 11, 5, "tile = dma.copy.async")),
+    Entry("broken/wait_sync_future.co", stage="static", error=Expect(
+        "non-async future 'tile' can not be waited.", 12, 10, "tile;")),
+    Entry("broken/event_never_triggered.co", stage="static", error=Expect(
+        "event 'full' is waited but never triggered.", 26, 11, "wait full[k % STAGES];")),
+    Entry("broken/outer_scalar_write.co", stage="static", error=Expect(
+        "'count' is declared outside the parallel-by and can not be modified inside it.",
+        13, 7, "count += 1;")),
+    Entry("broken/inthreads_not_divergent.co", stage="static", error=Expect(
+        "inthreads' predicate must be strictly divergent.", 13, 16, "t % 2 == 0")),
+    Entry("broken/mma_shape_mismatch.co", stage="static", error=Expect(
+        "MMA: matrix shapes do not match: `fa'([64, 16]) v.s. `fb'([64, 8]).", 18, 7,
+        "mma.row.row acc, fa, fb;")),
+]
+
+PROGRAMS = VALID + RUNTIME_BROKEN + STATIC_BROKEN

@@ -1,0 +1,168 @@
+"""End-to-end tests over programs/: every program of programs/catalog.py is compiled and
+run on the CPU engine and compared with its independent numpy reference, its expected
+output or its expected diagnostic (LANGUAGE.md §14, §15).
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import croqvm
+from croqvm.errors import CompileError, KernelFault
+from croqvm.lang.diagnostics import render_all
+
+PROGRAMS_DIR = Path(__file__).resolve().parent.parent / "programs"
+
+
+def _load_catalog():
+    spec = importlib.util.spec_from_file_location("programs_catalog", PROGRAMS_DIR / "catalog.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being built
+    spec.loader.exec_module(module)
+    return module
+
+
+catalog = _load_catalog()
+VALID = [e for e in catalog.PROGRAMS if e.stage is None]
+STATIC = [e for e in catalog.PROGRAMS if e.stage == "static"]
+RUNTIME = [e for e in catalog.PROGRAMS if e.stage == "runtime"]
+KERNELS = [e for e in VALID if e.func is not None]
+PRINTERS = [e for e in VALID if e.func is None]
+
+
+def entries(group):
+    return pytest.mark.parametrize("entry", group, ids=[e.id for e in group])
+
+
+def front_end(entry):
+    return croqvm.check(entry.path.read_text(), str(entry.path), entry.defines)
+
+
+def compile_entry(entry):
+    return croqvm.compile_file(entry.path, defines=entry.defines)
+
+
+def parameterless_functions(entry):
+    program, _, _ = front_end(entry)
+    return [fn.name for fn in program.functions if not fn.params]
+
+
+def run_entry(prog, entry, scale="test"):
+    """Run an entry as its catalogue says; return (inputs as passed, args after, result)."""
+    if entry.func is None:
+        for name in parameterless_functions(entry):
+            prog.run(name)
+        return None, None, None
+    args, dims = entry.make_args(np.random.default_rng(7), scale)
+    inputs = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    result = prog.run(entry.func, *args, **dims)
+    return inputs, args, result
+
+
+def location(entry):
+    err = entry.error
+    return f"{entry.path}:{err.line}:{err.col}"
+
+
+# --------------------------------------------------------------------------- the catalogue
+
+
+def test_every_program_file_is_catalogued():
+    on_disk = {p.relative_to(PROGRAMS_DIR).as_posix() for p in PROGRAMS_DIR.rglob("*.co")}
+    assert on_disk == {e.file for e in catalog.PROGRAMS}
+
+
+@entries(catalog.PROGRAMS)
+def test_header_says_how_to_run_it(entry):
+    header = entry.path.read_text().split("__co__")[0]
+    command = "check" if entry.stage == "static" else "run"
+    assert f"croqvm {command} programs/{entry.file}" in header
+
+
+@entries(STATIC + RUNTIME + [e for e in VALID if e.warnings])
+def test_expected_positions_point_at_the_source(entry):
+    expected = list(entry.warnings) + ([entry.error] if entry.error else [])
+    lines = entry.path.read_text().split("\n")
+    for exp in expected:
+        assert lines[exp.line - 1][exp.col - 1:].startswith(exp.at), exp
+
+
+# --------------------------------------------------------------------------- static checks
+
+
+@entries(VALID)
+def test_valid_program_checks_clean(entry):
+    program, diags, sources = front_end(entry)
+    errors = [d for d in diags if d.is_error]
+    assert not errors, render_all(errors, sources)
+    warnings = [(d.message, d.span.line, d.span.col) for d in diags if d.severity == "warning"]
+    assert warnings == [(w.message, w.line, w.col) for w in entry.warnings], \
+        render_all([d for d in diags if d.severity == "warning"], sources)
+    if entry.func is not None:
+        fn = next(f for f in program.functions if f.name == entry.func)
+        assert tuple(p.name for p in fn.params) == entry.params
+
+
+@entries(STATIC)
+def test_static_error_is_reported_alone_and_in_place(entry):
+    _, diags, sources = front_end(entry)
+    errors = [d for d in diags if d.is_error]
+    assert len(errors) == 1, render_all(errors, sources)
+    err = errors[0]
+    assert (err.message, err.span.line, err.span.col) == \
+        (entry.error.message, entry.error.line, entry.error.col), render_all(errors, sources)
+
+
+@entries(STATIC)
+def test_static_error_stops_compilation(entry):
+    with pytest.raises(CompileError) as info:
+        compile_entry(entry)
+    text = str(info.value)
+    assert f"{location(entry)}: error: {entry.error.message}" in text
+    for extra in entry.error.also:
+        assert extra in text
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _assert_matches(entry, what, got, want, bound):
+    if bound is None:
+        got, want = np.asarray(got), np.asarray(want)
+        assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, expected {want.dtype}"
+        np.testing.assert_array_equal(got, want, err_msg=f"{entry.id}: {what}")
+        return
+    err = np.abs(np.asarray(got, np.float64) - want)
+    worst = np.unravel_index(np.argmax(err - bound), err.shape)
+    assert np.all(err <= bound), \
+        f"{entry.id}: {what}{list(worst)} is {got[worst]}, expected {want[worst]} +- {bound[worst]}"
+
+
+@entries(KERNELS)
+def test_kernel_matches_reference(entry):
+    inputs, args, result = run_entry(compile_entry(entry), entry)
+    bound = entry.tolerance(inputs) if entry.tolerance else None
+    for key, want in entry.reference(inputs).items():
+        got = result if key == "return" else args[entry.params.index(key)]
+        _assert_matches(entry, key, got, want, bound)
+
+
+@entries(PRINTERS)
+def test_program_prints_expected_output(entry, capfd):
+    run_entry(compile_entry(entry), entry)
+    assert capfd.readouterr().out == entry.expected_stdout
+
+
+@entries(RUNTIME)
+def test_runtime_error_stops_the_call_in_place(entry):
+    prog = compile_entry(entry)
+    with pytest.raises(KernelFault) as info:
+        run_entry(prog, entry)
+    text = str(info.value)
+    assert f"{location(entry)}: runtime error: {entry.error.message}" in text
+    for extra in entry.error.also:
+        assert extra in text
