@@ -270,8 +270,8 @@ VALID = [
     Entry("hello.co", expected_stdout=HELLO),
     Entry("loops.co", expected_stdout=LOOPS),
     Entry("precedence.co", expected_stdout=PRECEDENCE,
-          warnings=(_precedence_warning("+", 11, 30, "3 & 1"),
-                    _precedence_warning("==", 13, 28, "6 & 3"))),
+          warnings=(_precedence_warning("+", 11, 26, "7 + 3 & 1"),
+                    _precedence_warning("==", 13, 28, "6 & 3 == 2"))),
     Entry("views.co", expected_stdout=VIEWS),
 ]
 
