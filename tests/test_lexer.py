@@ -279,7 +279,7 @@ def test_open_function_ends_where_the_next_begins():
 
 
 PIECES = list("__co__{}()\"'/*\\#\n\t .0123456789eEfuLx+-@abdefinlu\ré") + [
-    "#if ", "#define A(x) ", "#endif", "group-4", "A(", "//", "/*", "*/"]
+    "#if ", "#define A(x) ", "#endif", "group-4", "A(", "//", "/*", "*/", 'R"(', ")\""]
 
 
 @settings(max_examples=300, deadline=None)

@@ -56,6 +56,11 @@ def test_empty_macro():
     assert values("#define NOTHING\n" + co("a NOTHING b")) == ["{ a b }"]
 
 
+def test_comments_are_removed_before_directives():
+    text = "#define N 16 // size\n#define M /* one */ 1 /* two\n lines */\n" + co("N M")
+    assert values(text) == ["{ 16 1 }"]
+
+
 def test_line_continuation():
     assert values("#define SUM 1 + \\\n  2 + \\\n  3\n" + co("SUM")) == ["{ 1 + 2 + 3 }"]
 

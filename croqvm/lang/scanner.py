@@ -34,8 +34,13 @@ class LineMap:
         return file, line, offset - self.starts[i] + 1
 
     def span(self, start: int, end: int) -> Span:
-        file, line, col = self.locate(start)
-        _, end_line, end_col = self.locate(max(end, start + 1))
+        end = max(end, start + 1)
+        i = self.line_index(start)
+        file, line = self.logical[i]
+        col = start - self.starts[i] + 1
+        if i + 1 == len(self.starts) or end < self.starts[i + 1]:  # the usual one-line case
+            return Span(file, line, col, line, col + end - start)
+        _, end_line, end_col = self.locate(end)
         return Span(file, line, col, end_line, end_col)
 
 
