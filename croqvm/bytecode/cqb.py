@@ -1,0 +1,127 @@
+"""The ``.cqb`` file format: encode, decode (always verified), save, load.
+
+ARCHITECTURE.md "The bytecode": ".cqb files are msgpack with a magic, a format version and
+a checksum". Layout::
+
+    offset  size  field
+         0     4  magic b"CQB\\0"
+         4     4  format version, unsigned little-endian (module.FORMAT_VERSION)
+         8    32  SHA-256 of the payload
+        40     -  payload: the Module as msgpack plain data (croqvm.bytecode.schema)
+
+The payload holds only lists, ints, floats (always float64), bools and strings -- no maps,
+no extension types -- so encoding is deterministic: the same module gives the same bytes.
+Decoding trusts nothing: msgpack's own limits tie every length field to the input size,
+the schema walk checks every value's type, and the verifier checks everything else; any
+failure is a ``BytecodeError`` naming the file and the place.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import tempfile
+
+import msgpack
+
+from croqvm.errors import BytecodeError
+
+from . import schema
+from .module import FORMAT_VERSION, Module
+from .verify import check_semantics, verify
+
+MAGIC = b"CQB\x00"
+_HEADER = struct.Struct("<4sI32s")
+
+
+def encode(module: Module) -> bytes:
+    """The ``.cqb`` bytes of ``module``, which must pass the verifier."""
+    verify(module)
+    return pack(schema.to_plain(module), module.version)
+
+
+def decode(data: bytes, filename: str = "<cqb>") -> Module:
+    """The verified Module in ``data``; BytecodeError (naming ``filename``) if malformed."""
+    try:
+        module = schema.from_plain(unpack(data))
+        check_semantics(module)
+    except BytecodeError as err:
+        raise BytecodeError(f"{filename}: {err}") from None
+    return module
+
+
+def pack(plain, version: int = FORMAT_VERSION) -> bytes:
+    """Header + payload for plain data, unchecked (tests use it to build hostile files)."""
+    try:
+        payload = msgpack.packb(plain, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as exc:   # e.g. a lone surrogate in a str
+        raise BytecodeError(f"malformed .cqb: can not encode the module: {exc}") from None
+    return _HEADER.pack(MAGIC, version, hashlib.sha256(payload).digest()) + payload
+
+
+def unpack(data: bytes):
+    """The plain payload of ``data`` after checking magic, version and checksum."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise BytecodeError(f"malformed .cqb: expected bytes, got {type(data).__name__}")
+    data = bytes(data)
+    if len(data) < _HEADER.size:
+        raise BytecodeError(f"malformed .cqb: truncated header ({len(data)} bytes, "
+                            f"a .cqb file starts with {_HEADER.size})")
+    magic, version, digest = _HEADER.unpack_from(data)
+    if magic != MAGIC:
+        raise BytecodeError("malformed .cqb: not a .cqb file (bad magic number)")
+    if version != FORMAT_VERSION:
+        raise BytecodeError(f"malformed .cqb: format version {version}, but this croqvm "
+                            f"reads version {FORMAT_VERSION}; compile the .co file again")
+    payload = data[_HEADER.size:]
+    if hashlib.sha256(payload).digest() != digest:
+        raise BytecodeError("malformed .cqb: checksum mismatch (the file is corrupt or "
+                            "truncated)")
+    try:
+        return msgpack.unpackb(payload, raw=False, use_list=True, strict_map_key=True,
+                               ext_hook=_no_extensions)
+    # msgpack signals bad input with several exception types (ValueError subclasses for
+    # format, depth, size and UTF-8 errors, TypeError for unhashable map keys); all of them
+    # mean the same thing here.
+    except (ValueError, TypeError, msgpack.UnpackException) as exc:
+        raise BytecodeError(f"malformed .cqb: the payload is not valid msgpack ({exc})") from None
+
+
+def _no_extensions(code, data):
+    raise ValueError(f"extension type {code} is not allowed in a .cqb payload")
+
+
+def save(module: Module, path) -> None:
+    """Write ``module`` to ``path`` atomically: a temporary file beside it, then a rename."""
+    data = encode(module)
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".cqb-", dir=directory)
+    except OSError as exc:
+        raise BytecodeError(f"{path}: can not write: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        _remove_quietly(tmp)
+        raise BytecodeError(f"{path}: can not write: {exc.strerror}") from None
+
+
+def load(path) -> Module:
+    """The verified Module stored at ``path``; BytecodeError if unreadable or malformed."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise BytecodeError(f"{path}: can not read: {exc.strerror}") from None
+    return decode(data, path)
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass

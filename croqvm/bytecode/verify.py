@@ -1,0 +1,159 @@
+"""The bytecode verifier: what every engine may assume about a Module (STYLE.md §2, rule 6).
+
+ARCHITECTURE.md "The bytecode": decoding validates types, index ranges, nesting, register
+counts and resource limits before anything runs, and engines trust the result; a
+violation an engine meets later is a verifier bug, fixed here with a test. This module
+checks the module and function level; ``verify_decls`` a Code's side tables;
+``verify_code`` its instructions (a one-pass validator after WebAssembly's); the typing
+rules per opcode are data in ``verify_rules``.
+
+What a verified module guarantees, besides the Python types of every value (``schema``):
+- every index an instruction or table holds is in range (-1 only where the opcode table's
+  "?" or the model allows it), every opcode is known and unused operand slots are 0;
+- IF/ELSE/LOOP/END nest, each opener stores the index of its ELSE/END and each END its
+  opener's, BREAK_IF/CONTINUE_IF sit inside a LOOP (EXECUTION.md §3);
+- register dtypes follow ``verify_rules``; host-only ops are only in host code,
+  kernel-only ops only in kernels; lane sets are straight-line register code;
+- parameters, symbolic dimensions, launch bindings and return opcodes agree with the
+  function's signature (§14.3);
+- limits: block size 1..1024, grid rank 1..3, at most 65536 registers per Code, static
+  shared memory (buffers with constant extents plus 8-byte event slots) at most 228 KiB.
+
+Every failure is ``BytecodeError("malformed .cqb: function 'f', kernel 0 ('k'),
+instruction 12 (IF): ...")``.
+"""
+from __future__ import annotations
+
+from croqvm.dtypes import BY_CODE
+
+from . import opcodes as O
+from . import schema
+from .module import FORMAT_VERSION, Function, Kernel, Module
+from .verify_code import MAX_BLOCK_SIZE, MAX_GRID_RANK, CodeCtx, Where, lookup, want_reg
+from .verify_decls import check_code, want_dtype
+
+MAX_SHARED_BYTES = 228 * 1024      # per block: the largest configurable (sm_90)
+EVENT_SLOT_BYTES = 8               # one mbarrier per event slot
+RET_KINDS = ("void", "buffer", "scalar")
+PARAM_KINDS = ("buffer", "scalar", "stream")
+
+
+def verify(module: Module) -> None:
+    """Raise BytecodeError unless ``module`` is well-formed, Python types included."""
+    schema.to_plain(module)
+    check_semantics(module)
+
+
+def check_semantics(module: Module) -> None:
+    """Everything but the Python types, which ``schema`` has checked."""
+    top = Where("module")
+    if module.version != FORMAT_VERSION:
+        top.fail(f"format version {module.version}, expected {FORMAT_VERSION}")
+    for s, span in enumerate(module.spans):
+        at = top.at(f"span {s}")
+        lookup(at, "source file", span[0], module.sources)
+        if min(span[1:]) < 0:
+            at.fail(f"negative line or column in {span}")
+    seen = set()
+    for fn in module.functions:
+        if fn.name in seen:
+            Where(f"function '{fn.name}'").fail("a second function of this name")
+        seen.add(fn.name)
+        _check_function(module, fn)
+
+
+def _check_function(module: Module, fn: Function) -> None:
+    where = Where(f"function '{fn.name}'")
+    host = CodeCtx(module, fn, fn.host, None, where.at("host"))
+    lookup(where, "span", fn.span, module.spans)
+    if fn.ret_kind not in RET_KINDS:
+        where.fail(f"return kind '{fn.ret_kind}' (expected one of {', '.join(RET_KINDS)})")
+    if fn.ret_kind != "void":
+        want_dtype(where.at("return dtype"), fn.ret_dtype)
+    for k, kernel in enumerate(fn.kernels):
+        _check_kernel(CodeCtx(module, fn, kernel.code, kernel,
+                              where.at(f"kernel {k} ('{kernel.name}')")), k)
+    check_code(host)
+    for p, param in enumerate(fn.params):
+        _check_param(host, where.at(f"parameter {p} ('{param.name}')"), p, param)
+    names = set()
+    for name, reg in fn.dims:
+        at = where.at(f"symbolic dimension '{name}'")
+        if name in names:
+            at.fail("bound twice")
+        names.add(name)
+        want_reg(host, at, reg, "int", "register")
+
+
+def _check_param(host: CodeCtx, at: Where, p: int, param) -> None:
+    if param.kind not in PARAM_KINDS:
+        at.fail(f"parameter kind '{param.kind}' (expected one of {', '.join(PARAM_KINDS)})")
+    if param.kind == "stream":
+        return      # ignored by every engine (§14.3.1)
+    dtype = want_dtype(at, param.dtype)
+    if param.kind == "scalar":
+        if param.shape:
+            at.fail(f"a scalar parameter with shape {param.shape}")
+        if want_reg(host, at, param.slot, "any", "slot") is not dtype:
+            at.fail(f"slot r{param.slot} is not a {dtype.name} register")
+        return
+    if not param.shape:
+        at.fail("a buffer parameter needs a shape of rank >= 1")
+    for item in param.shape:
+        if (type(item) is int and item < 1) or item == "":
+            at.fail(f"shape item {item!r} (expected an extent >= 1, a name or '?')")
+    buf = lookup(at, "buffer", param.slot, host.code.buffers)
+    if buf.param != p:
+        at.fail(f"slot {param.slot} ('{buf.name}') is not bound to this parameter")
+
+
+def _check_kernel(cx: CodeCtx, k: int) -> None:
+    kernel, where = cx.kernel, cx.where
+    if not 1 <= kernel.block_size <= MAX_BLOCK_SIZE:
+        where.fail(f"block size {kernel.block_size} out of range (1..{MAX_BLOCK_SIZE})")
+    if not 1 <= kernel.grid_rank <= MAX_GRID_RANK:
+        where.fail(f"grid rank {kernel.grid_rank} out of range (1..{MAX_GRID_RANK})")
+    lookup(where, "span", kernel.span, cx.module.spans)
+    check_code(cx)
+    used = _static_shared_bytes(cx, k)
+    if used > MAX_SHARED_BYTES:
+        where.fail(f"{used} bytes of shared memory per block, more than the limit of "
+                   f"{MAX_SHARED_BYTES} (228 KiB)")
+
+
+def _static_shared_bytes(cx: CodeCtx, k: int) -> int:
+    """Shared memory a block needs at least: event slots, and shared buffers whose
+    extents are constants (skipped when an extent is only known at run time)."""
+    code = cx.code
+    total = EVENT_SLOT_BYTES * sum(ev.slots for ev in code.events)
+    known = _constant_registers(cx, k)
+    for buf in code.buffers:
+        extents = [known.get(reg) for reg in buf.shape]
+        if buf.storage != "shared" or not extents or None in extents or min(extents) < 1:
+            continue
+        size = buf.count * max(1, BY_CODE[buf.dtype].bits // 8)
+        for e in extents:
+            size *= e
+        total += size
+    return total
+
+
+def _constant_registers(cx: CodeCtx, k: int) -> dict[int, int]:
+    """Registers whose only writer is one CONST of an int: their value at any ALLOC
+    is that constant (or 0 before it runs, which ALLOC rejects at run time). Any other
+    instruction naming the register as its first operand counts as a writer, and so does
+    a launch passing it an argument, which keeps the estimate safe."""
+    writers, value = {}, {}
+    for reg in (kreg for launch in cx.fn.host.launches if launch.kernel == k
+                for kreg, _ in launch.scalars):
+        writers[reg] = writers.get(reg, 0) + 1
+    for words in [cx.code.code] + [ls.code for ls in cx.code.lanesets]:
+        for pc in range(0, len(words), O.WIDTH):
+            op = O.TABLE[words[pc]]
+            if op.operands[:1] != ("r",):
+                continue
+            reg = words[pc + 1]
+            writers[reg] = writers.get(reg, 0) + 1
+            if op.code == O.CONST:
+                value[reg] = cx.code.consts[words[pc + 2]][1]
+    return {reg: v for reg, v in value.items() if writers[reg] == 1 and type(v) is int}

@@ -1,0 +1,265 @@
+"""The verifier's checks of a Code's side tables (croqvm.bytecode.module).
+
+Each table has one check function, called for every entry from ``TABLE_CHECKS``; all use
+``verify_code.lookup`` for indices, so an index error reads the same everywhere. The
+rules state the module model's own conventions (module.py docstrings, EXECUTION.md):
+
+- a buffer's storage is one of ``module.STORAGES`` (host buffers: ``global``, §3.2.2);
+  its extents are integer registers; a buffer without shape registers must get its
+  shape elsewhere: a host parameter, a launch binding (a kernel's ``global`` slot) or a
+  DMA that owns it (§9.4);
+- element accesses and views name a ``buf`` (with an array-index register exactly when
+  the buffer is an array, §8.5) or a ``fut`` base; their index lists match the base's
+  rank when the module states it;
+- DMA descriptors have a destination, a permutation for ``transp`` and padding for
+  ``pad`` of the source view's rank (§9.1);
+- lane sets are straight-line register code with a bool result (EXECUTION.md §2).
+
+Conventions as in verify_code: ``cx`` CodeCtx, ``at`` Where.
+"""
+from __future__ import annotations
+
+from croqvm.dtypes import BY_CODE
+
+from .module import STORAGES
+from .opcodes import WIDTH
+from .verify_code import (CodeCtx, Where, buffer_rank, check_instructions, check_unit,
+                          lookup, want_const, want_reg)
+
+MAX_REGISTERS = 65536
+MAX_BUFFER_ARRAY = 65536      # engines keep one instance slot per array element (§8.5)
+BASE_KINDS = ("buf", "fut")
+DMA_OPS = ("copy", "transp", "pad")
+PRINT_PIECES = ("str", "reg")
+
+
+def check_code(cx: CodeCtx) -> None:
+    """Registers, constants and every side table of ``cx.code``, then its instructions."""
+    code, where = cx.code, cx.where
+    if len(code.regs) > MAX_REGISTERS:
+        where.fail(f"{len(code.regs)} registers, more than the limit of {MAX_REGISTERS}")
+    for r, dtype in enumerate(code.regs):
+        want_dtype(where.at(f"register r{r}"), dtype)
+    if len(code.reg_names) > len(code.regs):
+        where.fail(f"{len(code.reg_names)} register names for {len(code.regs)} registers")
+    for k, (dtype, value) in enumerate(code.consts):
+        at = where.at(f"constant k{k}")
+        if isinstance(value, str) != (dtype == -1):
+            at.fail("a string constant has dtype code -1, and only a string has it")
+        if dtype != -1:
+            want_dtype(at, dtype)
+    if cx.is_kernel and code.launches:
+        where.fail("launch descriptors belong to host code")
+    for attr, noun, check in TABLE_CHECKS:
+        for n, entry in enumerate(getattr(code, attr)):
+            check(cx, where.at(f"{noun} {n}{_label(entry)}"), n, entry)
+    if not 0 <= code.once_sites <= len(code.code) // WIDTH:
+        where.fail(f"{code.once_sites} once sites for {len(code.code) // WIDTH} instructions")
+    check_instructions(cx, code.code, where)
+
+
+def want_dtype(at: Where, code: int):
+    if code not in BY_CODE:
+        at.fail(f"unknown dtype code {code}")
+    return BY_CODE[code]
+
+
+def want_span(cx: CodeCtx, at: Where, span: int):
+    lookup(at, "span", span, cx.module.spans)
+
+
+def _label(entry) -> str:
+    name = getattr(entry, "name", None) or getattr(entry, "text", None)
+    return f" ('{name}')" if name else ""
+
+
+# -- one check per table ------------------------------------------------------------------
+
+def _buffer(cx: CodeCtx, at: Where, b: int, buf):
+    if buf.storage not in STORAGES:
+        at.fail(f"unknown storage '{buf.storage}' (expected one of {', '.join(STORAGES)})")
+    if not cx.is_kernel and buf.storage != "global":
+        at.fail(f"a {buf.storage} buffer in host code; host buffers are global (§3.2.2)")
+    want_dtype(at, buf.dtype)
+    for reg in buf.shape:
+        want_reg(cx, at, reg, "int", "extent register")
+    count = 1
+    for d in buf.array:
+        if d < 1:
+            at.fail(f"buffer array extent {d} must be at least 1")
+        count *= d
+        if count > MAX_BUFFER_ARRAY:
+            at.fail(f"buffer array of more than {MAX_BUFFER_ARRAY} buffers")
+    param = lookup(at, "parameter", buf.param, cx.fn.params, optional=True)
+    if param is not None:
+        if param.kind != "buffer" or param.dtype != buf.dtype:
+            at.fail(f"bound to parameter {buf.param} ('{param.name}'), which is not a "
+                    f"{BY_CODE[buf.dtype].name} buffer")
+        if not cx.is_kernel and param.slot != b:
+            at.fail(f"bound to parameter {buf.param} ('{param.name}'), whose slot is "
+                    f"{param.slot}")
+    bound = (param is not None) if not cx.is_kernel else buf.storage == "global"
+    owned = any(d.dst_buffer == b for d in cx.code.dmas)
+    if not buf.shape and not bound and not owned:
+        at.fail("no shape registers, and no parameter, launch binding or DMA gives it a shape")
+    want_span(cx, at, buf.span)
+
+
+def _future(cx, at, n, fut):
+    want_span(cx, at, fut.span)
+
+
+def _event(cx, at, n, ev):
+    if ev.slots < 1:
+        at.fail(f"{ev.slots} slots; an event has at least 1")
+    if ev.count == 0 or ev.count < -1:
+        at.fail(f"arrival count {ev.count} (expected -1 for the lane sets' count, or >= 1)")
+    for ls in ev.lanesets:
+        lookup(at, "lane set", ls, cx.code.lanesets)
+    want_span(cx, at, ev.span)
+
+
+def _frag(cx, at, n, frag):
+    want_dtype(at, frag.dtype)
+    check_unit(at, frag.unit)
+    want_span(cx, at, frag.span)
+
+
+def _base(cx: CodeCtx, at: Where, kind: str, base: int, arr: int) -> int | None:
+    """Check an access's or view's base; returns its rank when known."""
+    if kind == "fut":
+        lookup(at, "future", base, cx.code.futures)
+        if arr != -1:
+            at.fail(f"a future base takes no array index (got r{arr})")
+        return None
+    if kind != "buf":
+        at.fail(f"base kind '{kind}' (expected one of {', '.join(BASE_KINDS)})")
+    buf = lookup(at, "buffer", base, cx.code.buffers)
+    want_reg(cx, at, arr, "int", "array index", optional=True)
+    if buf.array and arr == -1:
+        at.fail(f"buffer array '{buf.name}' needs an array index register")
+    return buffer_rank(cx, base)
+
+
+def _ranked(at: Where, what: str, items: list, rank: int | None):
+    if rank is not None and len(items) != rank:
+        at.fail(f"{len(items)} {what} for a base of rank {rank}")
+
+
+def _access(cx, at, n, acc):
+    rank = _base(cx, at, acc.base_kind, acc.base, acc.arr)
+    _ranked(at, "indices", acc.indices, rank)
+    for reg in acc.indices:
+        want_reg(cx, at, reg, "int", "index register")
+
+
+def _view(cx, at, n, view):
+    rank = _base(cx, at, view.base_kind, view.base, view.arr)
+    if len(view.origin) != len(view.extents) or not view.extents:
+        at.fail(f"{len(view.origin)} origin and {len(view.extents)} extent registers "
+                "(expected the same number, at least 1)")
+    _ranked(at, "extents", view.extents, rank)
+    for reg in view.origin + view.extents:
+        want_reg(cx, at, reg, "int", "origin/extent register")
+
+
+def _dma(cx, at, n, dma):
+    src = lookup(at, "view", dma.src, cx.code.views)
+    rank = len(src.extents)
+    dst = lookup(at, "view", dma.dst_view, cx.code.views, optional=True)
+    if dst is not None and len(dst.extents) != rank:
+        at.fail(f"source view of rank {rank}, destination view of rank {len(dst.extents)}")
+    own = lookup(at, "buffer", dma.dst_buffer, cx.code.buffers, optional=True)
+    if own is not None and own.shape and len(own.shape) != rank:
+        at.fail(f"source view of rank {rank}, own buffer of rank {len(own.shape)}")
+    lookup(at, "future", dma.future, cx.code.futures, optional=True)
+    lookup(at, "collective site", dma.coll, cx.code.colls, optional=True)
+    if dma.dst_view == dma.dst_buffer == dma.future == -1:
+        at.fail("no destination (a view, a future or the statement's own buffer)")
+    if dma.op not in DMA_OPS:
+        at.fail(f"unknown DMA operation '{dma.op}' (expected one of {', '.join(DMA_OPS)})")
+    if sorted(dma.perm) != (list(range(rank)) if dma.op == "transp" else []):
+        at.fail(f"permutation {dma.perm} for a DMA '{dma.op}' of rank {rank}")
+    pads = (dma.pad_lo, dma.pad_hi, dma.pad_mid)
+    want = rank if dma.op == "pad" else 0
+    if any(len(p) != want for p in pads) or (dma.pad_value == -1) != (dma.op != "pad"):
+        at.fail(f"padding registers do not fit a DMA '{dma.op}' of rank {rank}")
+    for reg in dma.pad_lo + dma.pad_hi + dma.pad_mid:
+        want_reg(cx, at, reg, "int", "padding register")
+    want_reg(cx, at, dma.pad_value, "any", "pad value", optional=True)
+
+
+def _coll(cx, at, n, coll):
+    lookup(at, "lane set", coll.laneset, cx.code.lanesets, optional=True)
+    check_unit(at, coll.unit)
+
+
+def _laneset(cx, at, n, ls):
+    want_reg(cx, at, ls.result, "bool", "result", optional=True)
+    check_instructions(cx, ls.code, at, laneset=True)
+
+
+def _print(cx, at, n, fmt):
+    for kind, index in fmt.pieces:
+        if kind not in PRINT_PIECES:
+            at.fail(f"piece kind '{kind}' (expected one of {', '.join(PRINT_PIECES)})")
+        if kind == "str":
+            want_const(cx, at, index, "str")
+        else:
+            lookup(at, "register", index, cx.code.regs)
+
+
+def _launch(cx, at, n, launch):
+    kernel = lookup(at, "kernel", launch.kernel, cx.fn.kernels)
+    kcode = kernel.code
+    if len(launch.grid) != kernel.grid_rank:
+        at.fail(f"{len(launch.grid)} grid extents for a kernel of grid rank {kernel.grid_rank}")
+    for reg in launch.grid:
+        want_reg(cx, at, reg, "int", "grid extent")
+    bound = set()
+    for kslot, hslot in launch.buffers:
+        kbuf = lookup(at, "kernel buffer", kslot, kcode.buffers)
+        hbuf = lookup(at, "buffer", hslot, cx.code.buffers)
+        if kbuf.storage != "global" or kbuf.dtype != hbuf.dtype or kslot in bound:
+            at.fail(f"binds kernel buffer {kslot} ('{kbuf.name}', {kbuf.storage} "
+                    f"{_dt(kbuf.dtype)}) to buffer {hslot} ('{hbuf.name}', {_dt(hbuf.dtype)}); "
+                    "expected a global kernel buffer of the same dtype, bound once")
+        krank, hrank = len(kbuf.shape) or None, buffer_rank(cx, hslot)
+        if None not in (krank, hrank) and krank != hrank:
+            at.fail(f"binds kernel buffer {kslot} of rank {krank} to buffer {hslot} of rank "
+                    f"{hrank}")
+        bound.add(kslot)
+    unbound = [b.name or str(i) for i, b in enumerate(kcode.buffers)
+               if b.storage == "global" and i not in bound]
+    if unbound:
+        at.fail(f"leaves global kernel buffer(s) {', '.join(unbound)} unbound")
+    set_regs = set()
+    for kreg, hreg in launch.scalars:
+        kdt = lookup(at, "kernel register", kreg, kcode.regs)
+        hdt = lookup(at, "register", hreg, cx.code.regs)
+        if kdt != hdt or kreg in set_regs:
+            at.fail(f"passes r{hreg} ({_dt(hdt)}) to kernel register r{kreg} ({_dt(kdt)}); "
+                    "expected the same dtype, each kernel register once")
+        set_regs.add(kreg)
+    want_span(cx, at, launch.span)
+
+
+def _dt(code: int) -> str:
+    return BY_CODE[code].name if code in BY_CODE else f"dtype {code}"
+
+
+# Lane sets first: events and collective sites refer to them, and their code must be sane
+# before anything else assumes it.
+TABLE_CHECKS = (
+    ("lanesets", "lane set", _laneset),
+    ("buffers", "buffer", _buffer),
+    ("futures", "future", _future),
+    ("events", "event", _event),
+    ("frags", "fragment", _frag),
+    ("accesses", "access", _access),
+    ("views", "view", _view),
+    ("dmas", "DMA", _dma),
+    ("colls", "collective site", _coll),
+    ("prints", "print format", _print),
+    ("launches", "launch", _launch),
+)

@@ -1,0 +1,70 @@
+"""Per-opcode typing rules of the verifier, as data (STYLE.md house rule 2).
+
+The opcode table (``opcodes.TABLE``) says which *tables* an instruction's operands index;
+these tables add what it says about their *values*, keyed by opcode name:
+
+- ``REGISTER_TYPES``: one rule per register operand, in operand order. A rule names a
+  dtype class (``CLASSES``); a trailing ``=`` ties the register's dtype to every other
+  ``=`` register of the instruction (LANGUAGE.md §12.2: operands are converted to the
+  arithmetic type before an operation, so the operation itself never mixes dtypes).
+- ``IMMEDIATES``: one rule per immediate operand (``verify.check_immediate`` knows them).
+- ``CONSTANTS``: what the constant operand must hold.
+- ``RETURNS``: the ``Function.ret_kind`` a return opcode belongs to.
+
+Every opcode with a register, immediate or constant operand has an entry; a test keeps it so.
+"""
+from __future__ import annotations
+
+from croqvm.dtypes import DType
+
+CLASSES = {
+    "any": ("any dtype", lambda d: True),
+    "bool": ("bool", lambda d: d.kind == "bool"),
+    "int": ("an integer dtype", lambda d: d.is_int),
+    "num": ("an integer or float dtype", lambda d: d.kind != "bool"),
+    "bits": ("an integer dtype or bool", lambda d: not d.is_float),
+}
+
+
+def in_class(rule: str, dtype: DType) -> bool:
+    return CLASSES[rule.rstrip("=")][1](dtype)
+
+
+_ARITH = ("num=", "num=", "num=")
+_BITWISE = ("bits=", "bits=", "bits=")
+_SHIFT = ("int=", "int=", "int=")
+_COMPARE = ("bool", "any=", "any=")      # §12.3.4: compared in the common type, result bool
+
+REGISTER_TYPES = {
+    "CONST": ("any",), "MOV": ("any=", "any="), "CVT": ("any", "any"),
+    "LANE": ("int",), "BLOCKIDX": ("int",),
+    "ADD": _ARITH, "SUB": _ARITH, "MUL": _ARITH, "DIV": _ARITH, "MOD": _ARITH,
+    "MIN": _ARITH, "MAX": _ARITH,
+    "AND": _BITWISE, "OR": _BITWISE, "XOR": _BITWISE, "SHL": _SHIFT, "SHR": _SHIFT,
+    "EQ": _COMPARE, "NE": _COMPARE, "LT": _COMPARE, "LE": _COMPARE, "GT": _COMPARE,
+    "GE": _COMPARE,
+    "NEG": ("num=", "num="), "NOT": ("bool", "bool"), "BNOT": ("int=", "int="),
+    "SELECT": ("any=", "bool", "any=", "any="),
+    "IF": ("bool",), "BREAK_IF": ("bool",), "CONTINUE_IF": ("bool",),
+    "ONCE": ("bool",),
+    "FILL": ("any",), "LOAD": ("any",), "STORE": ("any",), "UPDATE": ("any",),
+    "DIMOF": ("int",), "FUT_DIM": ("int",),
+    "TRIGGER": ("int",), "WAIT_EVENT": ("int",),
+    "MMA_FILL": ("any",),
+    "ASSERT": ("bool",),
+    "RET_VAL": ("any",),
+}
+
+IMMEDIATES = {
+    "BLOCKIDX": ("grid_dim",),
+    "ONCE": ("once_site", "unit"),
+    "UPDATE": ("alu_op",),
+    "DIMOF": ("buffer_dim",),
+    "FUT_DIM": ("dim",),
+    "MMA_EXEC": ("mma_layout",),
+    "MMA_STORE": ("flag",),
+}
+
+CONSTANTS = {"CONST": "value", "ASSERT": "str"}
+
+RETURNS = {"RET_VAL": "scalar", "RET_BUF": "buffer"}
