@@ -72,8 +72,10 @@ def _unescape(body: str) -> str:
 
 
 def stray_char_text(ch: str) -> str:
-    return ch if ch.isprintable() and not ch.isspace() else f"\\x{ord(ch):02x}" if ord(ch) < 256 \
-        else f"\\u{ord(ch):04x}"
+    """How a stray character is quoted: itself when visible, else its code (``\\x01``)."""
+    if ch.isprintable() and not ch.isspace():
+        return ch
+    return f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}"
 
 
 def scan(text: str, base: int, lines: LineMap, sink) -> list[tuple[Token, int]]:
@@ -84,7 +86,8 @@ def scan(text: str, base: int, lines: LineMap, sink) -> list[tuple[Token, int]]:
         m = _TOKEN_RE.match(text, pos)
         if m is None:
             start = base + pos
-            sink.error(lines.span(start, start + 1), f"stray '{stray_char_text(text[pos])}' in program")
+            sink.error(lines.span(start, start + 1),
+                       f"stray '{stray_char_text(text[pos])}' in program")
             pos += 1
             continue
         kind, lexeme = m.lastgroup, m.group()
