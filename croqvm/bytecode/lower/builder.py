@@ -1,0 +1,163 @@
+"""Emitting one ``Code``: registers, constants, instructions, structured control, spans.
+
+Everything a lowering step writes goes through ``CodeBuilder`` so that arity is checked
+against the opcode table (the one source of truth, STYLE.md house rule 1) and structured
+openers always get their ELSE/END targets patched (ARCHITECTURE.md "Structured control
+flow only").
+"""
+from __future__ import annotations
+
+from croqvm import dtypes
+from croqvm.bytecode import opcodes
+from croqvm.bytecode.module import Code
+from croqvm.lang.source import SourceFile, Span
+
+W = opcodes.WIDTH
+
+
+class SpanTable:
+    """Interns spans as ``Module.spans`` rows ``(file index, line, col, end_line, end_col)``."""
+
+    def __init__(self, sources: list[SourceFile]):
+        self.sources: list[tuple[str, str]] = [(s.name, s.text) for s in sources]
+        self._file_index = {name: i for i, (name, _) in enumerate(self.sources)}
+        self.rows: list[tuple[int, int, int, int, int]] = []
+        self._index: dict[tuple, int] = {}
+
+    def intern(self, span: Span | None) -> int:
+        if span is None:
+            return self.intern(Span.point(self.sources[0][0] if self.sources else "<none>", 1, 1))
+        fi = self._file_index.get(span.file)
+        if fi is None:  # a name set by #line: keep it so messages can still name the file
+            fi = len(self.sources)
+            self.sources.append((span.file, ""))
+            self._file_index[span.file] = fi
+        row = (fi, span.line, span.col, span.end_line, span.end_col)
+        idx = self._index.get(row)
+        if idx is None:
+            idx = self._index[row] = len(self.rows)
+            self.rows.append(row)
+        return idx
+
+
+class CodeBuilder:
+    """Appends instructions to ``insns`` (by default ``code.code``); registers and constants
+    always go to ``code``, so a laneset's straight-line code can share the kernel's tables."""
+
+    def __init__(self, code: Code, spans: SpanTable, insns: list[int] | None = None):
+        self.code = code
+        self.spans = spans
+        self.insns = code.code if insns is None else insns
+        self.span: Span | None = None        # default span of emitted instructions
+        self._consts: dict[tuple, int] = {}
+        self.known: dict[int, int] = {}      # temporaries holding a compile-time integer
+        for i, (kind, value) in enumerate(code.consts):
+            self._consts.setdefault(_const_key(kind, value), i)
+
+    def fork(self, insns: list[int]) -> "CodeBuilder":
+        """A builder writing to ``insns`` that shares this one's tables (laneset code)."""
+        other = CodeBuilder.__new__(CodeBuilder)
+        other.__dict__.update(self.__dict__)
+        other.insns = insns
+        return other
+
+    # ---------------------------------------------------------------- tables
+    def reg(self, dtype: dtypes.DType, name: str = "") -> int:
+        self.code.regs.append(dtype.code)
+        self.code.reg_names.append(name)
+        return len(self.code.regs) - 1
+
+    def reg_dtype(self, r: int) -> dtypes.DType:
+        return dtypes.BY_CODE[self.code.regs[r]]
+
+    def const(self, dtype: dtypes.DType | None, value) -> int:
+        """A constant-pool index; ``dtype`` None means a string constant."""
+        kind = -1 if dtype is None else dtype.code
+        if dtype is not None:
+            value = bool(value) if dtype.kind == "bool" else (
+                float(value) if dtype.is_float else int(value))
+        key = _const_key(kind, value)
+        idx = self._consts.get(key)
+        if idx is None:
+            idx = self._consts[key] = len(self.code.consts)
+            self.code.consts.append((kind, value))
+        return idx
+
+    def add(self, table: str, entry) -> int:
+        items = getattr(self.code, table)
+        items.append(entry)
+        return len(items) - 1
+
+    # ---------------------------------------------------------------- instructions
+    @property
+    def pc(self) -> int:
+        return len(self.insns) // W
+
+    def emit(self, name: str, *operands: int, span: Span | None = None) -> int:
+        op = opcodes.BY_NAME[name]
+        if len(operands) != len(op.operands):
+            raise AssertionError(f"{name} takes {len(op.operands)} operands, got {len(operands)}")
+        pc = self.pc
+        words = [op.code, *operands] + [0] * (opcodes.MAX_OPERANDS - len(operands))
+        words.append(self.spans.intern(span or self.span))
+        self.insns.extend(int(w) for w in words)
+        return pc
+
+    def patch(self, pc: int, operand: int, value: int) -> None:
+        self.insns[pc * W + 1 + operand] = value
+
+    # ---------------------------------------------------------------- values
+    def load_const(self, dtype: dtypes.DType, value, name: str = "") -> int:
+        r = self.reg(dtype, name)
+        self.emit("CONST", r, self.const(dtype, value))
+        if dtype.is_int and not name:
+            self.known[r] = int(value)
+        return r
+
+    def op_dim(self, name: str, slot: int, k: int) -> int:
+        """``DIMOF`` / ``FUT_DIM``: extent ``k`` of a buffer or future into a new s32 register."""
+        r = self.reg(dtypes.S32)
+        self.emit(name, r, slot, k)
+        return r
+
+    def convert(self, r: int, dtype: dtypes.DType, span: Span | None = None) -> int:
+        """``r`` as a register of ``dtype`` (CVT into a new register when it differs, §12.3)."""
+        if self.code.regs[r] == dtype.code:
+            return r
+        out = self.reg(dtype)
+        self.emit("CVT", out, r, span=span)
+        return out
+
+    def op(self, name: str, dtype: dtypes.DType, *srcs: int, span: Span | None = None) -> int:
+        out = self.reg(dtype)
+        self.emit(name, out, *srcs, span=span)
+        return out
+
+    # ---------------------------------------------------------------- structure
+    def open_if(self, cond: int) -> int:
+        return self.emit("IF", cond, 0)
+
+    def open_else(self, if_pc: int) -> int:
+        pc = self.emit("ELSE", 0)
+        self.patch(if_pc, 1, pc)
+        return pc
+
+    def close_if(self, if_pc: int, else_pc: int | None = None) -> int:
+        end = self.emit("END", if_pc)
+        if else_pc is None:
+            self.patch(if_pc, 1, end)
+        else:
+            self.patch(else_pc, 0, end)
+        return end
+
+    def open_loop(self) -> int:
+        return self.emit("LOOP", 0)
+
+    def close_loop(self, loop_pc: int) -> int:
+        end = self.emit("END", loop_pc)
+        self.patch(loop_pc, 0, end)
+        return end
+
+
+def _const_key(kind: int, value) -> tuple:
+    return (kind, type(value).__name__, repr(value))

@@ -1,0 +1,133 @@
+"""DMA statements, futures, ``dma.any``, ``swap``/``rotate`` and future waits (LANGUAGE.md
+§9; docs/EXECUTION.md §6).
+
+A DMA not touching ``local`` memory is a collective of its statement's collective set
+(§9.3, unit 0); its ``WAIT`` is a barrier of the same participants, so futures remember the
+site of the collective copy that filled them. ``rotate(f0, ..., fn)`` is a left rotation
+(§9.6.1) and lowers to ``SWAP f0 f1 ; SWAP f1 f2 ; ...``.
+"""
+from __future__ import annotations
+
+from croqvm.bytecode.module import BufferDecl as BufSlot
+from croqvm.bytecode.module import DmaDesc, FutureDecl
+from croqvm.lang import ast
+
+from .state import Lowerer
+from .values import FutRef
+from .views import o_add, o_mul, int_operands, reg_of, view_of
+
+
+def future_ref(lw: Lowerer, sym, node, declares: bool) -> FutRef:
+    """The future slot of ``sym`` in the current code, created on its declaration."""
+    ref = None if declares else lw.env.get(sym)
+    if ref is None:
+        if not declares and sym.parallel is None and lw.kernel is not None:
+            lw.unsupported(node, f"using the host future '{sym.name}' inside a parallel-by")
+        slot = lw.b.add("futures", FutureDecl(sym.name, lw.spans.intern(node.span)))
+        ref = FutRef(slot, sym.name)
+        lw.bind(sym, ref)
+    if not isinstance(ref, FutRef):
+        lw.unsupported(node, f"'{sym.name}' as a future")
+    return ref
+
+
+def _cache(lw: Lowerer, name: str) -> dict:
+    holder = lw.kernel.cache if lw.kernel is not None else lw.fn.cache
+    return holder.setdefault(name, {})
+
+
+def _sites(lw: Lowerer) -> dict:
+    """Group root -> collective site of the copy that filled it (-1: per lane)."""
+    return _cache(lw, "future_sites")
+
+
+def _group_key(lw: Lowerer, sym):
+    """Futures linked by swap/rotate form one group (§9.5.5) with one collective site."""
+    links = _cache(lw, "future_links")
+    while sym in links:
+        sym = links[sym]
+    return sym
+
+
+def lower_dma(lw: Lowerer, s: ast.Dma) -> None:
+    b = lw.b
+    src, sbase, ext = view_of(lw, s.src)
+    desc = DmaDesc(s.op, src, is_async=s.is_async, zfill=s.zfill, text=f"dma.{s.op}")
+    desc.perm = list(s.perm)
+    storages = {sbase.storage}
+    if isinstance(s.dst, str):
+        storages.add(s.dst)
+        shape = [reg_of(lw, x) for x in _dst_extents(lw, s, ext)]
+        name = s.target.id if s.target is not None else f"dma@{s.span.line}"
+        desc.dst_buffer = b.add("buffers", BufSlot(name, s.dst, sbase.dtype.code, shape,
+                                                   span=lw.spans.intern(s.span)))
+    else:
+        desc.dst_view, dbase, _ = view_of(lw, s.dst)
+        storages.add(dbase.storage)
+    if s.op == "pad":
+        desc.pad_lo = [reg_of(lw, x) for x in int_operands(lw, s.pad_lo)]
+        desc.pad_hi = [reg_of(lw, x) for x in int_operands(lw, s.pad_hi)]
+        desc.pad_mid = [reg_of(lw, x) for x in int_operands(lw, s.pad_mid)]
+        if s.pad_value is not None:
+            from .exprs import lower_as
+            desc.pad_value = lower_as(lw, s.pad_value, sbase.dtype)
+    collective = lw.kernel is not None and "local" not in storages
+    if collective:
+        desc.coll = lw.coll_site(desc.text, 0)
+    if s.target is not None:
+        sym = s.sym if getattr(s, "declares", False) else s.target.sym
+        desc.future = future_ref(lw, sym, s.target, getattr(s, "declares", False)).slot
+        key = _group_key(lw, sym)
+        if _sites(lw).get(key, -1) < 0:
+            _sites(lw)[key] = desc.coll
+    b.emit("DMA", b.add("dmas", desc), span=s.span)
+
+
+def _dst_extents(lw: Lowerer, s: ast.Dma, ext: list) -> list:
+    """The shape of the statement's own destination buffer (§9.4.1, §9.6.2-§9.6.3)."""
+    if s.op == "transp" and s.perm:
+        return [ext[p] for p in s.perm]
+    if s.op == "pad":
+        lo, hi = int_operands(lw, s.pad_lo), int_operands(lw, s.pad_hi)
+        mid = int_operands(lw, s.pad_mid) if s.pad_mid else [0] * len(ext)
+        out = []
+        for k, e in enumerate(ext):
+            gaps = o_mul(lw, o_add(lw, e, -1), mid[k]) if mid[k] != 0 else 0
+            out.append(o_add(lw, o_add(lw, o_add(lw, lo[k], e), gaps), hi[k]))
+        return out
+    return list(ext)
+
+
+def lower_dma_any(lw: Lowerer, s: ast.DmaAny) -> None:
+    sym = s.sym if getattr(s, "declares", False) else s.target.sym
+    ref = future_ref(lw, sym, s.target, getattr(s, "declares", False))
+    lw.b.emit("FUT_ANY", ref.slot)
+
+
+def lower_swap(lw: Lowerer, s: ast.Swap) -> None:
+    refs = [future_ref(lw, n.sym, n, False) for n in s.names]
+    links = _cache(lw, "future_links")
+    root = _group_key(lw, s.names[0].sym)
+    sites = _sites(lw)
+    for n in s.names[1:]:
+        other = _group_key(lw, n.sym)
+        if other is not root:
+            links[other] = root
+            if sites.get(root, -1) < 0 and sites.get(other, -1) >= 0:
+                sites[root] = sites[other]
+    for a, c in zip(refs, refs[1:]):
+        lw.b.emit("SWAP", a.slot, c.slot)
+
+
+def lower_future_wait(lw: Lowerer, ref: FutRef, sym, node) -> None:
+    """``wait f`` (§9.5.3): on a collective copy also a barrier of its participants."""
+    coll = -1
+    if lw.kernel is not None and getattr(sym.type, "storage", None) != "local":
+        key = _group_key(lw, sym)
+        coll = _sites(lw).get(key, -1)
+        if coll < 0:
+            coll = lw.coll_site("wait", 0)
+    lw.b.emit("WAIT", ref.slot, coll, span=node.span)
+
+
+TABLE = {ast.Dma: lower_dma, ast.DmaAny: lower_dma_any, ast.Swap: lower_swap}

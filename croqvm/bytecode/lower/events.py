@@ -1,0 +1,92 @@
+"""Shared events, ``trigger`` and ``wait`` (LANGUAGE.md §10; docs/EXECUTION.md §7).
+
+Each event declaration gets an ``EventDecl`` per name with its slot count; its arrival
+count is ``event<N>``'s N, else the size of the union of the lanesets of every ``trigger``
+statement naming it (§10.2), which the engine evaluates when a block starts. A whole
+array in ``trigger``/``wait`` acts on each slot in index order (§10.1).
+"""
+from __future__ import annotations
+
+from math import prod
+
+from croqvm.bytecode.module import EventDecl
+from croqvm.lang import ast
+
+from .dma import lower_future_wait
+from .state import Lowerer
+from .values import EventRef, FutRef
+from .views import int_operand, o_add, o_mul, reg_of
+
+
+def lower_event_decl(lw: Lowerer, s: ast.EventDecl) -> None:
+    from croqvm.lang.check.consteval import const_value
+    count = -1
+    if s.count is not None:
+        count = const_value(s.count)
+        if not isinstance(count, int):
+            lw.error(s.count.span, "croqvm needs the arrival count of 'event<N>' at compile time.")
+    for item in s.items:
+        dims = []
+        for a in item.array:
+            n = const_value(a)
+            if not isinstance(n, int):
+                lw.error(a.span, "croqvm needs the size of an event array at compile time.",
+                         "use a literal or a macro")
+            dims.append(n)
+        decl = EventDecl(item.name, prod(dims), s.ready, count, [], lw.spans.intern(item.span))
+        lw.bind(item.sym, EventRef(lw.b.add("events", decl), dims, item.name))
+
+
+def _slots(lw: Lowerer, ref_expr: ast.Expr):
+    """``(target, [slot registers])`` of ``e``, ``e[i]``, ``e[i][j]`` or a future name."""
+    subs = []
+    e = ref_expr
+    while isinstance(e, ast.Index):
+        subs.insert(0, e.index)
+        e = e.base
+    if not isinstance(e, ast.Name):
+        lw.unsupported(ref_expr, f"'{lw.snippet(ref_expr.span)}' in trigger/wait")
+    target = lw.lookup(e.sym, e)
+    if isinstance(target, FutRef):
+        return target, e.sym, []
+    if not isinstance(target, EventRef):
+        lw.unsupported(ref_expr, f"'{lw.snippet(ref_expr.span)}' in trigger/wait")
+    if not subs:                                   # the whole array, slot by slot
+        return target, e.sym, [lw.int_reg(i) for i in range(prod(target.array))]
+    if len(subs) != len(target.array):
+        lw.unsupported(ref_expr, "a partially indexed event array")
+    flat = 0
+    for k, sub in enumerate(subs):
+        flat = o_add(lw, o_mul(lw, flat, target.array[k]), int_operand(lw, sub))
+    return target, e.sym, [reg_of(lw, flat)]
+
+
+def lower_trigger(lw: Lowerer, s: ast.Trigger) -> None:
+    for r in s.refs:
+        ev, _, slots = _slots(lw, r)
+        if isinstance(ev, FutRef):
+            lw.unsupported(r, "triggering a future")
+        decl = lw.b.code.events[ev.index]
+        ls = _laneset(lw)
+        if ls not in decl.lanesets:
+            decl.lanesets.append(ls)
+        for slot in slots:
+            lw.b.emit("TRIGGER", ev.index, slot, span=r.span)
+
+
+def lower_wait(lw: Lowerer, s: ast.Wait) -> None:
+    for r in s.refs:
+        target, sym, slots = _slots(lw, r)
+        if isinstance(target, FutRef):
+            lower_future_wait(lw, target, sym, r)
+            continue
+        for slot in slots:
+            lw.b.emit("WAIT_EVENT", target.index, slot, span=r.span)
+
+
+def _laneset(lw: Lowerer) -> int:
+    from .kernel import laneset
+    return laneset(lw, lw.kernel, lw.ctx.guards)
+
+
+TABLE = {ast.EventDecl: lower_event_decl, ast.Trigger: lower_trigger, ast.Wait: lower_wait}

@@ -1,0 +1,321 @@
+"""Expressions -> register code (LANGUAGE.md §4, §5, §12.2).
+
+Binary operations convert both operands to the arithmetic type of §12.2 (``CVT``) and
+compute in it; comparisons produce ``bool``. Bounded arithmetic (§5.3-§5.4) computes the
+value normally and carries a bound register. ``&&``, ``||`` and ``?:`` evaluate their
+second operand per lane under an ``IF`` when it could fault or has side effects (§4.2.4,
+docs/EXECUTION.md §3); otherwise, and always in a laneset's straight-line code, they
+become ``AND``/``OR``/``SELECT``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from croqvm import dtypes
+from croqvm.lang import ast
+from croqvm.lang import types as T
+
+from .state import Lowerer, dtype_of
+from .values import Val
+
+ARITH = {"+": "ADD", "-": "SUB", "*": "MUL", "/": "DIV", "%": "MOD",
+         "&": "AND", "|": "OR", "^": "XOR", "<<": "SHL", ">>": "SHR"}
+COMPARE = {"==": "EQ", "!=": "NE", "<": "LT", "<=": "LE", ">": "GT", ">=": "GE"}
+FAULTING = {"/", "%", "<<", ">>"}     # ops whose instruction carries the expression's span
+SHIFTS = {"<<", ">>"}
+
+
+# --------------------------------------------------------------------------- helpers
+
+def value(lw: Lowerer, e: ast.Expr) -> Val:
+    """Lower ``e`` and require a single value (scalar or bounded int)."""
+    v = lw.expr(e)
+    if not isinstance(v, Val) or v.is_tuple:
+        lw.unsupported(e, f"'{lw.snippet(e.span)}' used as a value")
+    return v
+
+
+def lower_as(lw: Lowerer, e: ast.Expr, dtype: dtypes.DType) -> int:
+    """``e`` as a register of ``dtype`` (§12.3). A literal is loaded directly in that type."""
+    lit = _literal(e)
+    if lit is not None and not (dtype.kind == "bool") ^ isinstance(lit, bool):
+        return lw.b.load_const(dtype, lit)
+    v = value(lw, e)
+    return lw.b.convert(v.reg, dtype, e.span)
+
+
+def _literal(e):
+    if isinstance(e, (ast.IntLit, ast.BoolLit)):
+        return e.value
+    if isinstance(e, ast.FloatLit):
+        return _round_literal(e.value, e.dtype)
+    if isinstance(e, ast.Unary) and e.op == "-" and isinstance(e.operand, (ast.IntLit, ast.FloatLit)):
+        inner = _literal(e.operand)
+        return -inner
+    return None
+
+
+def _round_literal(x: float, dtype: str) -> float:
+    """An ``f32`` literal denotes the nearest f32 (§2.2.2)."""
+    return float(np.float32(x)) if dtype == "f32" else float(x)
+
+
+def pure(e) -> bool:
+    """True when evaluating ``e`` can neither fault nor change anything (§4.2.4)."""
+    if isinstance(e, (ast.IntLit, ast.FloatLit, ast.BoolLit, ast.Name, ast.Extent)):
+        return True
+    if isinstance(e, ast.Binary):
+        return e.op not in FAULTING and pure(e.lhs) and pure(e.rhs)
+    if isinstance(e, ast.Unary):
+        return e.op in ("-", "!", "~") and pure(e.operand)
+    if isinstance(e, ast.Ternary):
+        return pure(e.cond) and pure(e.then) and pure(e.other)
+    if isinstance(e, (ast.ITupleLit, ast.MdspanLit)):
+        return all(pure(x) for x in e.elems)
+    return False
+
+
+def mutates(e) -> bool:
+    """Does ``e`` contain ``++``/``--`` (so earlier operands must be copied, §4.2.6)?"""
+    if isinstance(e, ast.Postfix) or (isinstance(e, ast.Unary) and e.op in ("++", "--")):
+        return True
+    for child in vars(e).values():
+        if isinstance(child, ast.Expr) and mutates(child):
+            return True
+        if isinstance(child, list) and any(isinstance(c, ast.Expr) and mutates(c) for c in child):
+            return True
+    return False
+
+
+def stable(lw: Lowerer, v: Val, later: ast.Expr | None) -> Val:
+    """Copy a named register when a later operand may modify it."""
+    if later is not None and not v.is_tuple and mutates(later):
+        r = lw.b.reg(v.dtype)
+        lw.b.emit("MOV", r, v.reg)
+        return Val(v.dtype, r, v.bound)
+    return v
+
+
+def result_val(lw: Lowerer, e: ast.Expr, reg: int, bound: int = -1) -> Val:
+    """Wrap ``reg`` as the value of ``e``, converted to the type the checker gave ``e``."""
+    want = dtype_of(e.ty)
+    if want is not None:
+        reg = lw.b.convert(reg, want, e.span)
+    return Val(lw.b.reg_dtype(reg), reg, bound if isinstance(e.ty, T.Bounded) else -1)
+
+
+# --------------------------------------------------------------------------- leaves
+
+def lower_literal(lw: Lowerer, e) -> Val:
+    dtype = dtypes.BOOL if isinstance(e, ast.BoolLit) else dtypes.BY_NAME[e.dtype]
+    lit = _literal(e)
+    return Val(dtype, lw.b.load_const(dtype, lit))
+
+
+def lower_name(lw: Lowerer, e: ast.Name):
+    return lw.lookup(e.sym, e)
+
+
+def lower_extent(lw: Lowerer, e: ast.Extent) -> Val:
+    v = lw.lookup(e.name.sym, e.name)
+    if not isinstance(v, Val) or v.bound < 0:
+        lw.unsupported(e, f"'#{e.name.id}' here")
+    return Val(dtypes.S32, v.bound)
+
+
+def lower_tuple(lw: Lowerer, e) -> Val:
+    elems = []
+    for i, x in enumerate(e.elems):
+        later = e.elems[i + 1] if i + 1 < len(e.elems) else None
+        v = stable(lw, lw.expr(x), later)
+        if isinstance(x.ty, T.Mdspan) or (isinstance(v, Val) and v.is_tuple):
+            elems.extend(v.elems)
+        else:
+            elems.append(v)
+    return Val(None, elems=elems)
+
+
+# --------------------------------------------------------------------------- operators
+
+def lower_binary(lw: Lowerer, e: ast.Binary) -> Val:
+    if e.op in ("&&", "||"):
+        return _logical(lw, e)
+    if e.op in ("#", "#+", "#-"):
+        return _bounded_op(lw, e)
+    if e.op in ("#*", "#/", "#%"):
+        lw.error(e.span, f"operator '{e.op}' is not supported by croqvm.")
+    lhs = stable(lw, value(lw, e.lhs), e.rhs)
+    rhs = value(lw, e.rhs)
+    b = lw.b
+    if e.op in COMPARE:
+        common = dtypes.BOOL if lhs.dtype.kind == rhs.dtype.kind == "bool" else \
+            dtypes.promote(lhs.dtype, rhs.dtype)
+        out = b.op(COMPARE[e.op], dtypes.BOOL, b.convert(lhs.reg, common),
+                   b.convert(rhs.reg, common))
+        return Val(dtypes.BOOL, out)
+    if e.op in SHIFTS and isinstance(e.ty, T.Scalar):
+        common = e.ty.dtype
+    else:
+        common = dtypes.promote(lhs.dtype, rhs.dtype)
+    span = e.span if e.op in FAULTING else None
+    out = b.op(ARITH[e.op], common, b.convert(lhs.reg, common), b.convert(rhs.reg, common),
+               span=span)
+    bound = lhs.bound if lhs.bound >= 0 else rhs.bound   # §5.4: the bounded operand's bound
+    return result_val(lw, e, out, bound)
+
+
+def _bounded_op(lw: Lowerer, e: ast.Binary) -> Val:
+    """``a # b`` (§5.3), ``x #+ n`` / ``x #- n`` (§5.2)."""
+    a = value(lw, e.lhs)
+    c = value(lw, e.rhs)
+    b = lw.b
+    if e.op == "#":
+        if a.bound < 0 or c.bound < 0:
+            lw.unsupported(e, "'#' on values without bounds")
+        scaled = b.op("MUL", dtypes.S32, lw.as_int(a), c.bound)
+        val = b.op("ADD", dtypes.S32, scaled, lw.as_int(c))
+        bound = b.op("MUL", dtypes.S32, a.bound, c.bound)
+        return Val(dtypes.S32, val, bound)
+    if a.bound < 0:
+        lw.unsupported(e, f"'{e.op}' on a value without a bound")
+    bound = b.op("ADD" if e.op == "#+" else "SUB", dtypes.S32, a.bound, lw.as_int(c))
+    return Val(dtypes.S32, a.reg, bound)
+
+
+def _logical(lw: Lowerer, e: ast.Binary) -> Val:
+    b = lw.b
+    out = b.reg(dtypes.BOOL)
+    b.emit("MOV", out, lower_as(lw, e.lhs, dtypes.BOOL))
+    if lw.straight or pure(e.rhs):
+        rhs = lower_as(lw, e.rhs, dtypes.BOOL)
+        b.emit("AND" if e.op == "&&" else "OR", out, out, rhs)
+        return Val(dtypes.BOOL, out)
+    cond = out
+    if e.op == "||":
+        cond = b.op("NOT", dtypes.BOOL, out)
+    pc = b.open_if(cond)
+    b.emit("MOV", out, lower_as(lw, e.rhs, dtypes.BOOL))
+    b.close_if(pc)
+    return Val(dtypes.BOOL, out)
+
+
+def lower_unary(lw: Lowerer, e: ast.Unary) -> Val:
+    if e.op in ("++", "--"):
+        reg = _step(lw, e.operand, e.op)
+        copy = lw.b.reg(lw.b.reg_dtype(reg))
+        lw.b.emit("MOV", copy, reg)
+        return Val(lw.b.reg_dtype(copy), copy)
+    want = dtype_of(e.ty)
+    lit = _literal(e)
+    if lit is not None and want is not None:
+        return Val(want, lw.b.load_const(want, lit))
+    v = value(lw, e.operand)
+    if e.op == "!":
+        return Val(dtypes.BOOL, lw.b.op("NOT", dtypes.BOOL, lw.b.convert(v.reg, dtypes.BOOL)))
+    name = {"-": "NEG", "~": "BNOT"}[e.op]
+    want = want or v.dtype
+    out = lw.b.op(name, want, lw.b.convert(v.reg, want))
+    return Val(want, out)
+
+
+def lower_postfix(lw: Lowerer, e: ast.Postfix) -> Val:
+    v = value(lw, e.operand)
+    old = lw.b.reg(v.dtype)
+    lw.b.emit("MOV", old, v.reg)
+    _step(lw, e.operand, e.op)
+    return Val(v.dtype, old)
+
+
+def _step(lw: Lowerer, target: ast.Expr, op: str) -> int:
+    """``x := x ± 1`` on a mutable scalar name (§4.2.6); returns x's register."""
+    v = value(lw, target)
+    one = lw.b.load_const(v.dtype, 1)
+    lw.b.emit("ADD" if op == "++" else "SUB", v.reg, v.reg, one)
+    return v.reg
+
+
+def lower_ternary(lw: Lowerer, e: ast.Ternary) -> Val:
+    want = dtype_of(e.ty)
+    if want is None:
+        lw.unsupported(e, "'?:' on tuples")
+    cond = lower_as(lw, e.cond, dtypes.BOOL)
+    b = lw.b
+    bounded = isinstance(e.ty, T.Bounded)
+    if lw.straight or (pure(e.then) and pure(e.other)):
+        x, y = value(lw, e.then), value(lw, e.other)
+        out = b.op("SELECT", want, cond, b.convert(x.reg, want), b.convert(y.reg, want))
+        bound = b.op("SELECT", dtypes.S32, cond, x.bound, y.bound) \
+            if bounded and x.bound >= 0 and y.bound >= 0 else -1
+        return Val(want, out, bound)
+    out = b.reg(want)
+    bound = b.reg(dtypes.S32) if bounded else -1
+    pc = b.open_if(cond)
+    _move_into(lw, out, bound, e.then)
+    else_pc = b.open_else(pc)
+    _move_into(lw, out, bound, e.other)
+    b.close_if(pc, else_pc)
+    return Val(want, out, bound)
+
+
+def _move_into(lw: Lowerer, out: int, bound: int, e: ast.Expr) -> None:
+    v = value(lw, e)
+    lw.b.emit("MOV", out, lw.b.convert(v.reg, lw.b.reg_dtype(out), e.span))
+    if bound >= 0:
+        lw.b.emit("MOV", bound, v.bound if v.bound >= 0 else v.reg)
+
+
+# --------------------------------------------------------------------------- builtins
+
+def lower_call(lw: Lowerer, e: ast.Call) -> Val:
+    if e.func in ("cdiv", "__min", "__max"):
+        return _builtin(lw, e)
+    sym = getattr(e, "sym", None) or lw.symbol_named(e.func)
+    base = lw.lookup(sym, e) if sym is not None else None
+    if not isinstance(base, Val) or len(e.args) != 1:
+        lw.unsupported(e, f"the call '{lw.snippet(e.span)}'")
+    if base.is_tuple:                       # t(i): an ituple element (§4.4)
+        from croqvm.lang.check.consteval import const_value
+        i = const_value(e.args[0])
+        if not isinstance(i, int) or not 0 <= i < len(base.elems):
+            lw.unsupported(e.args[0], "a non-constant ituple element index")
+        return base.elems[i]
+    if base.bound < 0:                      # x(-n): #x - n, bounded by #x (§4.4)
+        lw.unsupported(e, f"the call '{lw.snippet(e.span)}'")
+    off = lower_as(lw, e.args[0], dtypes.S32)
+    return Val(dtypes.S32, lw.b.op("ADD", dtypes.S32, base.bound, off), base.bound)
+
+
+def _builtin(lw: Lowerer, e: ast.Call) -> Val:
+    a = stable(lw, value(lw, e.args[0]), e.args[1])
+    c = value(lw, e.args[1])
+    common = dtypes.promote(a.dtype, c.dtype)
+    b = lw.b
+    x, y = b.convert(a.reg, common), b.convert(c.reg, common)
+    if e.func == "cdiv":                    # (a + b - 1) / b
+        t = b.op("ADD", common, x, y)
+        t = b.op("SUB", common, t, b.load_const(common, 1))
+        out = b.op("DIV", common, t, y, span=e.span)
+    else:
+        out = b.op("MIN" if e.func == "__min" else "MAX", common, x, y)
+    return result_val(lw, e, out)
+
+
+def lower_convert(lw: Lowerer, e: ast.Convert) -> Val:
+    """``__to<T>(e)``: bool -> 1/0, number -> ``e != 0`` (§4.4)."""
+    target = dtypes.lookup(e.dtype) or (dtypes.BOOL if e.dtype == "bool" else None)
+    if target is None:
+        lw.unsupported(e, f"conversion to '{e.dtype}'")
+    v = value(lw, e.operand)
+    if target.kind == "bool" and v.dtype.kind != "bool":
+        zero = lw.b.load_const(v.dtype, 0)
+        return Val(dtypes.BOOL, lw.b.op("NE", dtypes.BOOL, v.reg, zero))
+    return Val(target, lw.b.convert(v.reg, target, e.span))
+
+
+TABLE = {
+    ast.IntLit: lower_literal, ast.FloatLit: lower_literal, ast.BoolLit: lower_literal,
+    ast.Name: lower_name, ast.Extent: lower_extent,
+    ast.ITupleLit: lower_tuple, ast.MdspanLit: lower_tuple,
+    ast.Binary: lower_binary, ast.Unary: lower_unary, ast.Postfix: lower_postfix,
+    ast.Ternary: lower_ternary, ast.Call: lower_call, ast.Convert: lower_convert,
+}

@@ -1,0 +1,145 @@
+"""Functions: parameters, symbolic dimensions, the host program and returns (LANGUAGE.md
+§3.3.3, §14; docs/EXECUTION.md §1).
+
+Buffer parameters become host buffer slots bound by parameter index; scalar parameters
+and symbolic dimensions become host registers the engine sets before the host program
+runs. Kernels are lowered where their ``parallel`` statement stands (kernel.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from croqvm import dtypes
+from croqvm.bytecode import module as M
+from croqvm.lang import ast
+from croqvm.lang import types as T
+
+from .builder import CodeBuilder
+from .exprs import lower_as
+from .state import Lowerer, dtype_of
+from .values import BufRef, Env, Val
+
+
+@dataclass
+class FunctionState:
+    name: str
+    ret_kind: str = "void"
+    ret_dtype: dtypes.DType | None = None
+    kernels: list = field(default_factory=list)
+    cache: dict = field(default_factory=dict)     # per-concern facts (future groups)
+
+
+def lower_function(lw: Lowerer, fn: ast.Function) -> M.Function:
+    code = M.Code()
+    b = CodeBuilder(code, lw.spans)
+    b.span = fn.name_span or fn.span
+    lw.fn = FunctionState(fn.name)
+    lw.names = [{}]
+    with lw.using(b, Env()):
+        params, dims = _bind_params(lw, fn)
+        _return_type(lw, fn)
+        lw.stmt(fn.body)
+        b.span = fn.span
+        b.emit("RET")
+    fs = lw.fn
+    ret_dtype = fs.ret_dtype.code if fs.ret_dtype is not None else -1
+    return M.Function(fn.name, params, dims, fs.ret_kind, ret_dtype, code, fs.kernels,
+                      lw.spans.intern(fn.name_span or fn.span))
+
+
+def _bind_params(lw: Lowerer, fn: ast.Function):
+    b = lw.b
+    params: list[M.Param] = []
+    dims: dict[str, int] = {}
+    for i, p in enumerate(fn.params):
+        name = p.name or ""
+        if p.type.name == "stream":
+            params.append(M.Param(name, "stream", -1))
+            continue
+        dtype = dtypes.lookup(p.type.name) or dtypes.BOOL
+        if p.shape is None:
+            r = b.reg(dtype, name)
+            params.append(M.Param(name, "scalar", dtype.code, slot=r))
+            if p.sym is not None:
+                lw.bind(p.sym, Val(dtype, r))
+            continue
+        shape = [_param_dim(lw, d, dims) for d in p.shape]
+        slot = b.add("buffers", M.BufferDecl(name, "global", dtype.code, [], param=i,
+                                             span=lw.spans.intern(p.span)))
+        storage = "global" if p.storage == "global" else "default"
+        params.append(M.Param(name, "buffer", dtype.code, shape, storage, slot))
+        if p.sym is not None:
+            lw.bind(p.sym, BufRef(slot, dtype, "global", len(shape), [], name))
+    for sym in fn.sym_table or []:
+        if sym.kind == "dim" and sym.name in dims:
+            lw.bind(sym, Val(dtypes.S32, dims[sym.name]))
+    return params, list(dims.items())
+
+
+def _param_dim(lw: Lowerer, d: ast.Dim, dims: dict):
+    """A parameter dimension: an int, a symbolic name (bound at call time, §14.3.2) or "?"."""
+    from croqvm.lang.check.consteval import const_value
+    if d.expr is None:
+        return "?"
+    e = d.expr
+    sym = getattr(e, "sym", None)
+    if isinstance(e, ast.Name) and (sym is None or sym.kind == "dim"):
+        if e.id not in dims:
+            dims[e.id] = lw.b.reg(dtypes.S32, e.id)
+        if sym is not None:
+            lw.bind(sym, Val(dtypes.S32, dims[e.id]))
+        return e.id
+    c = const_value(e)
+    if isinstance(c, int) and not isinstance(c, bool):
+        return c
+    lw.unsupported(e, "a parameter dimension that is neither a constant nor a name")
+
+
+def _return_type(lw: Lowerer, fn: ast.Function) -> None:
+    """The result kind: written, or for ``auto`` the type of the first ``return e`` (§14.3.4)."""
+    fs = lw.fn
+    name = fn.ret.name
+    if name == "void":
+        return
+    if name != "auto":
+        fs.ret_dtype = dtypes.lookup(name) or (dtypes.BOOL if name == "bool" else dtypes.S32)
+        fs.ret_kind = "buffer" if fn.ret_shape else "scalar"
+        return
+    ret = _first_return(fn.body)
+    if ret is None:
+        return
+    ty = ret.value.ty
+    if isinstance(ty, T.Buffer):
+        fs.ret_kind, fs.ret_dtype = "buffer", ty.dtype
+    elif dtype_of(ty) is not None:
+        fs.ret_kind, fs.ret_dtype = "scalar", dtype_of(ty)
+    else:
+        lw.error(ret.span, f"returning value with type '{ty}' is not supported.")
+
+
+def _first_return(s):
+    if isinstance(s, ast.Return) and s.value is not None:
+        return s
+    from .kernel import _children
+    for c in _children(s):
+        r = _first_return(c)
+        if r is not None:
+            return r
+    return None
+
+
+def lower_return(lw: Lowerer, s: ast.Return) -> None:
+    fs = lw.fn
+    if s.value is None or fs.ret_kind == "void":
+        lw.b.emit("RET")
+        return
+    if fs.ret_kind == "buffer":
+        ref = lw.expr(s.value) if isinstance(s.value, ast.Name) else None
+        if not isinstance(ref, BufRef) or ref.array:
+            lw.unsupported(s.value, "returning this buffer expression")
+        lw.b.emit("RET_BUF", ref.slot)
+        return
+    lw.b.emit("RET_VAL", lower_as(lw, s.value, fs.ret_dtype))
+
+
+TABLE = {ast.Return: lower_return}

@@ -1,0 +1,382 @@
+"""Parallel nests: kernels, regions, lane-to-index arithmetic and lanesets (LANGUAGE.md
+§6.2-§6.3, §7.2, §7.4; docs/EXECUTION.md §2, §4-§5).
+
+A kernel's ``block`` level becomes the grid (``BLOCKIDX``); every other level is a range
+of lanes of one block. A level of kind k with sub-index bounds B has ``prod(B) * unit(k)``
+lanes (unit: group-4 128, group 32, thread 1, §6.3.4); inside its enclosing instance a
+lane's local index is ``lt = tid % parent_unit`` (``tid`` directly under the block), its
+instance is ``lt / unit`` split row-major into sub-indices (§6.2.4), and lanes with
+``lt >= lanes`` are idle for the nest (D16). ``block_size`` is the largest nest.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+
+from croqvm import dtypes
+from croqvm.bytecode.module import Code, CollSite, Kernel, LaneSet, Launch
+from croqvm.bytecode.module import BufferDecl as BufSlot
+from croqvm.lang import ast
+from croqvm.lang import types as T
+
+from .builder import CodeBuilder
+from .exprs import lower_as
+from .state import Ctx, Lowerer
+from .values import BufRef, Env, FutRef, Val
+from .views import int_operands, reg_of
+
+UNIT = {"group-4": 128, "group": 32, "thread": 1}
+MAX_BLOCK = 1024
+
+
+@dataclass(eq=False)
+class LevelInfo:
+    """One block-internal ``PLevel`` of a kernel (or the block level, ``kind == "block"``)."""
+    plevel: ast.PLevel
+    kind: str
+    bounds: list[int]
+    parent: int | None            # lanes per instance of the enclosing level; None: the block
+    writes: bool = False          # its body writes shared/global data outside nested regions
+
+    @property
+    def unit(self) -> int:
+        return UNIT.get(self.kind, 0)
+
+    @property
+    def lanes(self) -> int:
+        return prod(self.bounds) * self.unit
+
+
+@dataclass(eq=False)
+class KernelState:
+    par: ast.Parallel
+    code: Code
+    b: CodeBuilder
+    args_env: Env
+    block_size: int = 1
+    levels: dict = field(default_factory=dict)     # id(PLevel) -> LevelInfo
+    block_syms: list = field(default_factory=list) # (symbol, grid dim, bound register)
+    block_tuple: object = None
+    buffers: list = field(default_factory=list)    # Launch.buffers
+    scalars: list = field(default_factory=list)    # Launch.scalars
+    lanesets: dict = field(default_factory=dict)
+    tid: int = -1
+    cache: dict = field(default_factory=dict)      # per-concern facts (mma units, futures)
+
+    # -------------------------------------------------------------- host values (§14.2)
+    def import_value(self, sym, v):
+        """A host value used in the kernel: an argument register / buffer slot bound at launch."""
+        if isinstance(v, Val):
+            return self._import_val(v, sym.name if sym is not None else "")
+        if isinstance(v, BufRef):
+            slot = self.b.add("buffers", BufSlot(v.name, "global", v.dtype.code, [], list(v.array)))
+            self.buffers.append((slot, v.slot))
+            return BufRef(slot, v.dtype, v.storage, v.rank, list(v.array), v.name)
+        if isinstance(v, FutRef):
+            return None  # host futures are not visible in kernels: reported at the use
+        return v
+
+    def _import_val(self, v: Val, name: str) -> Val:
+        if v.is_tuple:
+            return Val(None, elems=[self._import_val(x, "") for x in v.elems])
+        r = self.b.reg(v.dtype, name)
+        self.scalars.append((r, v.reg))
+        bound = -1
+        if v.bound >= 0:
+            bound = self.b.reg(dtypes.S32, f"#{name}" if name else "")
+            self.scalars.append((bound, v.bound))
+        return Val(v.dtype, r, bound)
+
+
+# --------------------------------------------------------------------------- planning
+
+def _regions(s):
+    """The ``parallel`` statements directly nested in ``s`` (not inside another one)."""
+    if isinstance(s, ast.Parallel):
+        yield s
+        return
+    for child in _children(s):
+        yield from _regions(child)
+
+
+def _children(s):
+    if isinstance(s, ast.Block):
+        return s.stmts
+    if isinstance(s, ast.If):
+        return [x for x in (s.then, s.other) if x is not None]
+    if isinstance(s, (ast.With, ast.Foreach, ast.While, ast.Inthreads, ast.Parallel)):
+        return [s.body]
+    return []
+
+
+def _writes(s) -> bool:
+    """§7.2.3: an element write to shared/global, a DMA or an mma.store outside regions."""
+    if isinstance(s, (ast.Dma, ast.MmaStore)):
+        return True
+    if isinstance(s, ast.Assign) and isinstance(s.target, ast.ElemAccess):
+        return _storage(s.target.base) in ("shared", "global")
+    if isinstance(s, ast.Parallel):
+        return False
+    return any(_writes(c) for c in _children(s))
+
+
+def _storage(e) -> str | None:
+    ty = e.base.ty if isinstance(e, ast.DataOf) else e.ty
+    return getattr(ty, "storage", None)
+
+
+def static_bounds(lw: Lowerer, lv: ast.PLevel) -> list[int]:
+    """Block-internal bounds must be compile-time constants in croqvm (§6.3.4)."""
+    from croqvm.lang.check.consteval import const_value
+    out = []
+    for e in lv.bounds:
+        c = const_value(e)
+        if isinstance(c, int) and not isinstance(c, bool):
+            out.append(c)
+        elif isinstance(c, (tuple, list)) and all(isinstance(x, int) for x in c):
+            out.extend(c)
+        elif isinstance(e.ty, T.Mdspan) and all(isinstance(x, int) for x in e.ty.shape):
+            out.extend(e.ty.shape)
+        else:
+            text = lw.snippet(e.span)
+            lw.error(e.span, "croqvm needs the bounds of block-internal parallel levels at "
+                     f"compile time; '{text}' is not a constant.",
+                     "define the bound with a macro (#define N 16, or -D N=16)")
+    return out
+
+
+def plan(lw: Lowerer, st: KernelState) -> None:
+    par = st.par
+    start = 1 if par.kinds and par.kinds[0] == "block" else 0
+    if start:
+        st.levels[id(par.levels[0])] = LevelInfo(par.levels[0], "block", [], None)
+    _plan(lw, st, par, start, None)
+    top = [i.lanes for i in st.levels.values() if i.kind != "block" and i.parent is None]
+    st.block_size = max(top, default=1)
+    if st.block_size > MAX_BLOCK:
+        lw.error(par.span, "Total physical threads per block (thread x group x group-4 dims) "
+                 "must not exceed 1024.", f"this kernel needs {st.block_size} threads per block")
+
+
+def _plan(lw: Lowerer, st: KernelState, par: ast.Parallel, start: int, parent: int | None):
+    info = None
+    for lv, kind in list(zip(par.levels, par.kinds))[start:]:
+        info = LevelInfo(lv, kind, static_bounds(lw, lv), parent)
+        if parent is not None and info.lanes > parent:
+            lw.unsupported(lv, f"a '{kind}' level of {info.lanes} lanes inside an instance "
+                           f"of {parent} lanes")
+        st.levels[id(lv)] = info
+        parent = info.unit
+    innermost = info or st.levels.get(id(par.levels[0]))
+    if innermost is not None:
+        innermost.writes = _writes(par.body)
+    for sub in _regions(par.body):
+        _plan(lw, st, sub, 0, parent)
+
+
+# --------------------------------------------------------------------------- indices
+
+def trivial(st: KernelState, info: LevelInfo) -> bool:
+    """No lane is idle for this level (its lanes fill the enclosing instance)."""
+    return info.lanes == (st.block_size if info.parent is None else info.parent)
+
+
+def emit_level(lw: Lowerer, st: KernelState, info: LevelInfo, tid: int) -> int | None:
+    """Bind the level's sub-indices from ``tid``; return the non-idle condition register."""
+    b = lw.b
+    lt = tid if info.parent is None else b.op("MOD", dtypes.S32, tid, lw.int_reg(info.parent))
+    cond = None
+    if not trivial(st, info):
+        cond = b.op("LT", dtypes.BOOL, lt, lw.int_reg(info.lanes))
+    lin = lt if info.unit == 1 else b.op("DIV", dtypes.S32, lt, lw.int_reg(info.unit))
+    syms = list(info.plevel.syms or [])
+    names = info.plevel.names
+    vals = []
+    for k, bound in enumerate(info.bounds):
+        stride = prod(info.bounds[k + 1:])
+        x = lin if stride == 1 else b.op("DIV", dtypes.S32, lin, lw.int_reg(stride))
+        if k > 0:
+            x = b.op("MOD", dtypes.S32, x, lw.int_reg(bound))
+        name = names[k] if k < len(names) else ""
+        r = b.reg(dtypes.S32, name)
+        b.emit("MOV", r, x)
+        vals.append(Val(dtypes.S32, r, lw.int_reg(bound)))
+    _bind_level_syms(lw, syms, names, vals)
+    return cond
+
+
+def _bind_level_syms(lw: Lowerer, syms, names, vals) -> None:
+    for sym, v in zip(syms[:len(names)], vals):
+        lw.bind(sym, v)
+    if len(syms) > len(names):
+        lw.bind(syms[-1], Val(None, elems=vals))
+
+
+def emit_block_vars(lw: Lowerer, st: KernelState) -> None:
+    for sym, d, bound in st.block_syms:
+        r = lw.b.reg(dtypes.S32, sym.name)
+        lw.b.emit("BLOCKIDX", r, d)
+        lw.bind(sym, Val(dtypes.S32, r, bound))
+    if st.block_tuple is not None:
+        lw.bind(st.block_tuple, Val(None, elems=[lw.env.get(s) for s, _, _ in st.block_syms]))
+
+
+# --------------------------------------------------------------------------- lanesets
+
+def laneset(lw: Lowerer, st: KernelState, guards: tuple) -> int:
+    """The straight-line membership code of a collective context (§7.4.1), one per context."""
+    live = tuple(g for g in guards if not (isinstance(g, LevelInfo) and trivial(st, g)))
+    key = tuple(id(g) for g in live)
+    if key in st.lanesets:
+        return st.lanesets[key]
+    ls = LaneSet()
+    if live:
+        lb = st.b.fork(ls.code)
+        with lw.using(lb, Env(parent=st.args_env), straight=True):
+            tid = lb.reg(dtypes.S32)
+            lb.emit("LANE", tid)
+            emit_block_vars(lw, st)
+            result = None
+            for g in guards:
+                if isinstance(g, LevelInfo):
+                    c = emit_level(lw, st, g, tid)
+                else:
+                    c = lower_as(lw, g.cond, dtypes.BOOL)
+                if c is not None:
+                    result = c if result is None else lb.op("AND", dtypes.BOOL, result, c)
+            ls.result = result
+    idx = st.lanesets[key] = st.b.add("lanesets", ls)
+    return idx
+
+
+def coll_site(lw: Lowerer, text: str, unit: int = 0, guards: tuple | None = None) -> int:
+    st = lw.kernel
+    ls = laneset(lw, st, lw.ctx.guards if guards is None else guards)
+    return lw.b.add("colls", CollSite(ls, unit, text))
+
+
+# --------------------------------------------------------------------------- statements
+
+def lower_parallel(lw: Lowerer, s: ast.Parallel) -> None:
+    if lw.kernel is None:
+        _lower_kernel(lw, s)
+    else:
+        _lower_region(lw, s)
+
+
+def _lower_levels(lw: Lowerer, st: KernelState, levels, body, ctx: Ctx) -> None:
+    """Open one IF per level with idle lanes, bind indices, lower the body, close."""
+    b = lw.b
+    opened = []
+    guards = ctx.guards
+    info = ctx.level
+    mma_unit = ctx.mma_unit
+    for lv in levels:
+        info = st.levels[id(lv)]
+        cond = emit_level(lw, st, info, st.tid)
+        if cond is not None:
+            opened.append(b.open_if(cond))
+        guards = guards + (info,)
+        if info.kind in ("group-4", "group"):
+            mma_unit = info.unit
+    outer = any(True for _ in _regions(body))
+    inner = Ctx(unit=info.unit, outer=outer, guards=guards, mma_unit=mma_unit, level=info)
+    with lw.in_ctx(inner):
+        lw.body(body)
+    for pc in reversed(opened):
+        b.close_if(pc)
+
+
+def _lower_region(lw: Lowerer, s: ast.Parallel) -> None:
+    """A nested ``parallel``: fork/join (§7.2.3, docs/EXECUTION.md §4)."""
+    st, ctx = lw.kernel, lw.ctx
+    if ctx.level is not None and ctx.level.writes:
+        lw.b.emit("BARRIER", coll_site(lw, "barrier at start of parallel", ctx.unit))
+    lw.names.append({})
+    _lower_levels(lw, st, s.levels, s.body, ctx)
+    lw.names.pop()
+    lw.b.emit("BARRIER", coll_site(lw, "barrier at end of parallel", ctx.unit))
+
+
+def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
+    """A kernel: grid extents on the host, the body as SPMD code, then ``LAUNCH`` (§14.2)."""
+    host_b, host_env = lw.b, lw.env
+    has_block = bool(s.kinds) and s.kinds[0] == "block"
+    if has_block:
+        grid = [reg_of(lw, x) for x in int_operands(lw, s.levels[0].bounds)]
+    else:
+        grid = [lw.int_reg(1)]
+    if len(grid) > 3:
+        lw.unsupported(s.levels[0], "a block level with more than 3 dimensions")
+    code = Code()
+    kb = CodeBuilder(code, lw.spans)
+    kb.span = s.span
+    st = KernelState(s, code, kb, None)
+    st.args_env = Env(parent=host_env, importer=st.import_value)
+    plan(lw, st)
+    fs = lw.fn
+    kernel = Kernel(f"{fs.name}.k{len(fs.kernels)}", code, st.block_size, len(grid),
+                    lw.spans.intern(s.span))
+    lw.names.append({})
+    with lw.using(kb, Env(parent=st.args_env)):
+        lw.kernel = st
+        try:
+            st.tid = kb.reg(dtypes.S32, "tid")
+            kb.emit("LANE", st.tid)
+            if has_block:
+                _bind_block_level(lw, st, s.levels[0], grid)
+            info = st.levels.get(id(s.levels[0])) if has_block else None
+            outer = has_block and len(s.levels) == 1 and any(True for _ in _regions(s.body))
+            ctx = Ctx(unit=0, outer=outer, level=info)
+            _lower_levels(lw, st, s.levels[1 if has_block else 0:], s.body, ctx)
+        finally:
+            lw.kernel = None
+            lw.names.pop()
+    fs.kernels.append(kernel)
+    launch = Launch(len(fs.kernels) - 1, grid, st.buffers, st.scalars, s.is_async,
+                    lw.spans.intern(s.span))
+    host_b.emit("LAUNCH", host_b.add("launches", launch))
+
+
+def _bind_block_level(lw: Lowerer, st: KernelState, lv: ast.PLevel, grid: list[int]) -> None:
+    syms = list(lv.syms or [])
+    for d, host_reg in enumerate(grid):
+        name = lv.names[d] if d < len(lv.names) else ""
+        bound = lw.b.reg(dtypes.S32, f"#{name}" if name else "")
+        st.scalars.append((bound, host_reg))
+        if d < len(lv.names):
+            st.block_syms.append((syms[d], d, bound))
+    if len(syms) > len(lv.names):
+        st.block_tuple = syms[-1]
+    emit_block_vars(lw, st)
+
+
+def lower_inthreads(lw: Lowerer, s: ast.Inthreads) -> None:
+    """Lanes where the predicate holds run the body; a plain one ends with a barrier over
+    the statement's collective set (§6.7, D17)."""
+    ctx = lw.ctx
+    cond = lower_as(lw, s.cond, dtypes.BOOL)
+    pc = lw.b.open_if(cond)
+    with lw.in_ctx(Ctx(ctx.unit, ctx.outer, ctx.guards + (s,), ctx.mma_unit, ctx.level)):
+        lw.body(s.body)
+    lw.b.close_if(pc)
+    if not s.is_async:
+        lw.b.emit("BARRIER", coll_site(lw, "barrier at end of inthreads", 0))
+
+
+_SYNC_UNITS = {None: 0, "block": 0, "group-4": 128, "group": 32}
+
+
+def lower_sync(lw: Lowerer, s: ast.Sync) -> None:
+    """``sync.shared`` / ``sync.barrier : level`` (§6.8); fences and ``sync.global`` are
+    no-ops here: memory is sequentially consistent and launches complete in order."""
+    if s.kind in ("fence", "global") or not lw.ctx.in_kernel:
+        return
+    unit = _SYNC_UNITS.get(s.level)
+    if unit is None:                        # ": thread": nothing to wait for
+        return
+    text = "sync.shared" if s.kind == "shared" else f"sync.barrier : {s.level or 'block'}"
+    lw.b.emit("BARRIER", coll_site(lw, text, unit))
+
+
+TABLE = {ast.Parallel: lower_parallel, ast.Inthreads: lower_inthreads, ast.Sync: lower_sync}

@@ -1,0 +1,125 @@
+"""MMA fragments and operations (LANGUAGE.md §11; docs/EXECUTION.md §8).
+
+Every fragment gets a ``FragDecl`` whose unit follows §11.2 (D9): the innermost enclosing
+``group-4`` (128 lanes) or ``group`` (32) level; else the kind the fragment is used under
+elsewhere in the kernel; else the innermost level (a lane at ``thread`` level, the block
+at ``block`` level). Each operation is a collective of that unit. A view operand of
+``mma.row.col`` etc. is first loaded into a hidden fragment.
+"""
+from __future__ import annotations
+
+from croqvm import dtypes
+from croqvm.bytecode.module import FragDecl
+from croqvm.lang import ast
+from croqvm.lang import types as T
+
+from .exprs import lower_as
+from .kernel import UNIT, _children
+from .state import Lowerer
+from .values import FragRef
+from .views import view_of
+
+LAYOUTS = {"row.row": 0, "row.col": 1, "col.row": 2, "col.col": 3}
+_OPERANDS = {ast.MmaFill: ("target",), ast.MmaLoad: ("target",), ast.MmaExec: ("c", "a", "b"),
+             ast.MmaStore: ("frag",)}
+
+
+def _units(lw: Lowerer) -> dict:
+    """Fragment symbol -> unit, computed once per kernel from every use (§11.2)."""
+    st = lw.kernel
+    if "frag_units" not in st.cache:
+        uses: dict = {}
+        _scan(st.par, None, None, uses)
+        st.cache["frag_units"] = {sym: _unit_of(kinds) for sym, kinds in uses.items()}
+    return st.cache["frag_units"]
+
+
+def _scan(s, group_kind, inner_kind, uses) -> None:
+    if isinstance(s, ast.Parallel):
+        for kind in s.kinds or []:
+            inner_kind = kind
+            if kind in ("group-4", "group"):
+                group_kind = kind
+    for attr in _OPERANDS.get(type(s), ()):
+        e = getattr(s, attr)
+        sym = getattr(s, "sym", None) if attr == "target" and getattr(s, "declares", False) \
+            else getattr(e, "sym", None)
+        if sym is not None and sym.kind == "fragment":
+            uses.setdefault(sym, []).append(group_kind or inner_kind)
+    for c in _children(s):
+        _scan(c, group_kind, inner_kind, uses)
+
+
+def _unit_of(kinds: list) -> int:
+    for k in ("group-4", "group"):
+        if k in kinds:
+            return UNIT[k]
+    return 1 if kinds and kinds[0] == "thread" else 0
+
+
+def frag_ref(lw: Lowerer, sym, node, dtype=None) -> FragRef:
+    ref = lw.env.get(sym)
+    if isinstance(ref, FragRef):
+        return ref
+    if ref is not None or lw.kernel is None:
+        lw.unsupported(node, f"'{sym.name}' as an mma fragment here")
+    ty = sym.type
+    dtype = dtype or (ty.dtype if isinstance(ty, T.Fragment) else None) or dtypes.F32
+    unit = _units(lw).get(sym, lw.ctx.mma_unit if lw.ctx.mma_unit is not None else 0)
+    idx = lw.b.add("frags", FragDecl(sym.name, dtype.code, unit, lw.spans.intern(node.span)))
+    ref = FragRef(idx, dtype, unit)
+    lw.bind(sym, ref)
+    return ref
+
+
+def _target(lw: Lowerer, s, dtype=None) -> FragRef:
+    sym = s.sym if getattr(s, "declares", False) and s.sym is not None else s.target.sym
+    return frag_ref(lw, sym, s.target, dtype)
+
+
+def lower_fill(lw: Lowerer, s: ast.MmaFill) -> None:
+    dtype = dtypes.lookup(s.dtype) if s.dtype else None
+    f = _target(lw, s, dtype)
+    v = lower_as(lw, s.value, f.dtype)
+    lw.b.emit("MMA_FILL", f.index, v, lw.coll_site("mma.fill", f.unit))
+
+
+def lower_load(lw: Lowerer, s: ast.MmaLoad) -> None:
+    view, base, _ = view_of(lw, s.view)
+    f = _target(lw, s, base.dtype)
+    lw.b.emit("MMA_LOAD", f.index, view, lw.coll_site("mma.load", f.unit), span=s.span)
+
+
+def lower_exec(lw: Lowerer, s: ast.MmaExec) -> None:
+    c = frag_ref(lw, s.c.sym, s.c)
+    a = _operand(lw, s.a, c.unit)
+    b = _operand(lw, s.b, c.unit)
+    text = f"mma.{s.layout}"
+    lw.b.emit("MMA_EXEC", c.index, a, b, LAYOUTS[s.layout], lw.coll_site(text, c.unit))
+
+
+def _operand(lw: Lowerer, e: ast.Expr, unit: int) -> int:
+    """A fragment, or a view loaded into a hidden fragment of the same unit (§11.1)."""
+    sym = getattr(e, "sym", None)
+    if isinstance(e, ast.Name) and sym is not None and sym.kind == "fragment":
+        return frag_ref(lw, sym, e).index
+    view, base, _ = view_of(lw, e)
+    idx = lw.b.add("frags", FragDecl(f"<{lw.snippet(e.span)}>", base.dtype.code, unit,
+                                     lw.spans.intern(e.span)))
+    lw.b.emit("MMA_LOAD", idx, view, lw.coll_site("mma.load", unit), span=e.span)
+    return idx
+
+
+def lower_store(lw: Lowerer, s: ast.MmaStore) -> None:
+    f = frag_ref(lw, s.frag.sym, s.frag)
+    view, _, _ = view_of(lw, s.view)
+    lw.b.emit("MMA_STORE", f.index, view, int(s.transp), lw.coll_site("mma.store", f.unit),
+              span=s.span)
+
+
+def lower_commit(lw: Lowerer, s: ast.MmaCommit) -> None:
+    """``mma.commit`` does nothing in croqvm (D10)."""
+
+
+TABLE = {ast.MmaFill: lower_fill, ast.MmaLoad: lower_load, ast.MmaExec: lower_exec,
+         ast.MmaStore: lower_store, ast.MmaCommit: lower_commit}

@@ -1,0 +1,71 @@
+"""``print``, ``println`` and ``assert`` (LANGUAGE.md §6.9, §13).
+
+A ``PrintFormat`` is a list of pieces printed back to back: one " " between arguments,
+ituples as ``{a, b}``, mdspans as ``[a, b]`` (D19). At outer level these happen once per
+instance (§7.2.2).
+"""
+from __future__ import annotations
+
+from croqvm import dtypes
+from croqvm.bytecode.module import PrintFormat
+from croqvm.lang import ast
+from croqvm.lang import types as T
+
+from .exprs import lower_as
+from .state import Lowerer
+from .values import Val
+
+
+def lower_print(lw: Lowerer, s: ast.Print) -> None:
+    pieces: list[tuple[str, object]] = []
+    for i, arg in enumerate(s.args):
+        if i:
+            pieces.append(("str", " "))
+        _pieces(lw, arg, pieces)
+    b = lw.b
+    merged: list[tuple[str, int]] = []
+    for kind, x in pieces:
+        if kind == "str" and merged and merged[-1][0] == "text":
+            merged[-1] = ("text", merged[-1][1] + x)
+        else:
+            merged.append(("text" if kind == "str" else kind, x))
+    final = [("str", b.const(None, x)) if kind == "text" else (kind, x) for kind, x in merged]
+    fmt = b.add("prints", PrintFormat(final, s.newline))
+    with lw.once_guard():
+        b.emit("PRINT", fmt)
+
+
+def _pieces(lw: Lowerer, e: ast.Expr, out: list) -> None:
+    if isinstance(e, ast.StringLit):
+        out.append(("str", e.value))
+        return
+    v = lw.expr(e)
+    if not isinstance(v, Val):
+        lw.error(e.span, f"can not print a value of type '{e.ty}'.")
+    _val_pieces(v, isinstance(e.ty, T.Mdspan), out)
+
+
+def _val_pieces(v: Val, is_mdspan: bool, out: list) -> None:
+    if not v.is_tuple:
+        out.append(("reg", v.reg))
+        return
+    out.append(("str", "[" if is_mdspan else "{"))
+    for i, x in enumerate(v.elems):
+        if i:
+            out.append(("str", ", "))
+        _val_pieces(x, False, out)
+    out.append(("str", "]" if is_mdspan else "}"))
+
+
+def lower_assert(lw: Lowerer, s: ast.Assert) -> None:
+    """Statically true asserts vanish; the checker rejects statically false ones (§6.9)."""
+    from croqvm.lang.check.consteval import const_value
+    if const_value(s.cond) is True:
+        return
+    cond = lower_as(lw, s.cond, dtypes.BOOL)
+    msg = lw.b.const(None, f"assertion failed: {s.message}")
+    with lw.once_guard():
+        lw.b.emit("ASSERT", cond, msg)
+
+
+TABLE = {ast.Print: lower_print, ast.Assert: lower_assert}

@@ -1,0 +1,275 @@
+"""Declarations, assignments and structured control flow (LANGUAGE.md §3.3-§3.4, §5.5,
+§6.4-§6.6; shapes of docs/EXECUTION.md §3).
+
+Loops put their increment at the top so that ``CONTINUE_IF`` cannot skip it::
+
+    i := start - step ; LOOP ; i := i + step ; t := i >= end ; BREAK_IF t ; body ; END
+"""
+from __future__ import annotations
+
+from croqvm import dtypes
+from croqvm.bytecode import opcodes
+from croqvm.bytecode.module import BufferDecl as BufSlot
+from croqvm.lang import ast
+from croqvm.lang import types as T
+
+from .exprs import lower_as, value
+from .state import Lowerer, dtype_of
+from .values import BufRef, Val
+from .views import Reg, access_of, int_operands, reg_of
+
+
+# --------------------------------------------------------------------------- declarations
+
+def declare_value(lw: Lowerer, sym, v: Val) -> Val:
+    """Bind a newly declared scalar/bounded/ituple/mdspan ``sym`` to a copy of ``v``."""
+    b = lw.b
+    if v.is_tuple:
+        elems = [declare_value(lw, None, x) for x in v.elems]
+        out = Val(None, elems=elems)
+    else:
+        want = dtype_of(sym.type) if sym is not None else v.dtype
+        want = want or v.dtype
+        r = b.reg(want, sym.name if sym is not None else "")
+        b.emit("MOV" if v.dtype is want else "CVT", r, v.reg)
+        bound = v.bound if sym is None or isinstance(sym.type, T.Bounded) else -1
+        out = Val(want, r, bound)
+    if sym is not None:
+        lw.bind(sym, out)
+    return out
+
+
+def lower_scalar_decl(lw: Lowerer, s: ast.ScalarDecl) -> None:
+    for item in s.items:
+        if item.init is None:
+            lw.unsupported(item, f"declaring '{item.name}' without an initializer")
+        declare_value(lw, item.sym, lw.expr(item.init))
+
+
+def lower_buffer_decl(lw: Lowerer, s: ast.BufferDecl) -> None:
+    """One slot per item; ALLOC (first execution per instance, §3.2.4); FILL for ``{v}``."""
+    from croqvm.lang.check.consteval import const_value
+    storage = s.storage or "global"
+    for item in s.items:
+        ty = item.sym.type
+        shape = [reg_of(lw, x) for x in int_operands(lw, s.shape)]
+        array = []
+        for a in item.array:
+            n = const_value(a)
+            if not isinstance(n, int):
+                lw.error(a.span, "croqvm needs the size of a buffer array at compile time.",
+                         "use a literal or a macro")
+            array.append(n)
+        slot = lw.b.add("buffers", BufSlot(item.name, storage, ty.dtype.code, shape, array,
+                                           span=lw.spans.intern(item.span)))
+        lw.bind(item.sym, BufRef(slot, ty.dtype, storage, len(shape), array, item.name))
+        lw.b.emit("ALLOC", slot, span=item.span)
+        if item.init is not None:
+            fill = lower_as(lw, item.init, ty.dtype)
+            coll = lw.coll_site("fill") if storage == "shared" else -1
+            lw.b.emit("FILL", slot, fill, coll, span=item.span)
+
+
+# --------------------------------------------------------------------------- assignments
+
+_COMPOUND = {"+=": "ADD", "-=": "SUB", "*=": "MUL", "/=": "DIV", "%=": "MOD"}
+
+
+def lower_assign(lw: Lowerer, s: ast.Assign) -> None:
+    if getattr(s, "declares", False):
+        declare_value(lw, s.sym, lw.expr(s.value))
+        return
+    if isinstance(s.target, ast.ElemAccess):
+        _store(lw, s)
+        return
+    target = value(lw, s.target)
+    b = lw.b
+    if s.op == "=":
+        r = lower_as(lw, s.value, target.dtype)
+        b.emit("MOV", target.reg, r)
+        return
+    v = value(lw, s.value)                  # x op= e  ==  x = x op (e)   (§6.6)
+    common = dtypes.promote(target.dtype, v.dtype)
+    span = s.value.span if s.op in ("/=", "%=") else None
+    t = b.op(_COMPOUND[s.op], common, b.convert(target.reg, common), b.convert(v.reg, common),
+             span=span)
+    b.emit("MOV" if common is target.dtype else "CVT", target.reg, t)
+
+
+def _store(lw: Lowerer, s: ast.Assign) -> None:
+    """``b.at(i) = v`` -> STORE; ``b.at(i) op= v`` -> one UPDATE, applied lane after lane.
+
+    UPDATE computes in the arithmetic type of (element type, R[b]'s type) and converts the
+    result to the element type (§12.2-§12.3), so the value is passed in that common type.
+    """
+    acc, base = access_of(lw, s.target)
+    v = value(lw, s.value)
+    b = lw.b
+    shared = base.storage in ("shared", "global")
+    with lw.once_guard(shared):
+        if s.op == "=":
+            b.emit("STORE", acc, v.reg, span=s.target.span)
+        else:
+            common = dtypes.promote(base.dtype, v.dtype)
+            b.emit("UPDATE", acc, b.convert(v.reg, common), getattr(opcodes, _COMPOUND[s.op]),
+                   span=s.target.span)
+
+
+def lower_incdec(lw: Lowerer, s: ast.IncDec) -> None:
+    v = value(lw, s.target)
+    one = lw.b.load_const(v.dtype, 1)
+    lw.b.emit("ADD" if s.op == "++" else "SUB", v.reg, v.reg, one)
+
+
+# --------------------------------------------------------------------------- control flow
+
+def lower_block(lw: Lowerer, s: ast.Block) -> None:
+    lw.names.append({})
+    try:
+        for x in s.stmts:
+            lw.stmt(x)
+    finally:
+        lw.names.pop()
+
+
+def lower_empty(lw: Lowerer, s) -> None:
+    pass
+
+
+def lower_if(lw: Lowerer, s: ast.If) -> None:
+    b = lw.b
+    cond = lower_as(lw, s.cond, dtypes.BOOL)
+    pc = b.open_if(cond)
+    lw.body(s.then)
+    if s.other is not None:
+        else_pc = b.open_else(pc)
+        lw.body(s.other)
+        b.close_if(pc, else_pc)
+    else:
+        b.close_if(pc)
+
+
+def lower_while(lw: Lowerer, s: ast.While) -> None:
+    b = lw.b
+    loop = b.open_loop()
+    cond = lower_as(lw, s.cond, dtypes.BOOL)
+    b.emit("BREAK_IF", b.op("NOT", dtypes.BOOL, cond))
+    lw.body(s.body)
+    b.close_loop(loop)
+
+
+def lower_break(lw: Lowerer, s) -> None:
+    lw.b.emit("BREAK_IF", lw.true_reg())
+
+
+def lower_continue(lw: Lowerer, s) -> None:
+    lw.b.emit("CONTINUE_IF", lw.true_reg())
+
+
+def lower_yield(lw: Lowerer, s) -> None:
+    lw.b.emit("YIELD")
+
+
+# --------------------------------------------------------------------------- with / foreach
+
+def bind_within(lw: Lowerer, w: ast.Within) -> list[Val]:
+    """Bind ``t in B`` / ``{a, b} in B`` (§5.5.1): each name a register holding 0 and a bound."""
+    bounds = [reg_of(lw, x) for x in int_operands(lw, w.bound)]
+    syms = list(w.syms or [])
+    names = syms[:len(w.names)]
+    if len(names) != len(bounds):
+        lw.unsupported(w, "this with/foreach form")
+    vals = []
+    for sym, bound in zip(names, bounds):
+        r = lw.b.load_const(dtypes.S32, 0, sym.name)
+        v = Val(dtypes.S32, r, bound)
+        lw.bind(sym, v)
+        vals.append(v)
+    if w.tuple_name is not None and len(syms) > len(names):
+        lw.bind(syms[-1], Val(None, elems=vals))
+    return vals
+
+
+def lower_with(lw: Lowerer, s: ast.With) -> None:
+    lw.names.append({})
+    try:
+        for w in s.withins:
+            bind_within(lw, w)
+        lw.body(s.body)
+    finally:
+        lw.names.pop()
+
+
+def lower_foreach(lw: Lowerer, s: ast.Foreach) -> None:
+    lw.names.append({})
+    try:
+        loops = []
+        if s.withins:
+            for w in s.withins:
+                loops += [(v, 0, v.bound, 1) for v in bind_within(lw, w)]
+        else:
+            loops = [_range_loop(lw, r) for r in s.ranges]
+        _nest(lw, loops, s.body)
+    finally:
+        lw.names.pop()
+
+
+def _range_loop(lw: Lowerer, rg: ast.Range):
+    """``t(lo:hi:step)``: t = lo, lo+step, ... while t < #t + hi (§5.5.2)."""
+    var = lw.lookup(rg.var_sym, rg)
+    if not isinstance(var, Val) or var.bound < 0:
+        lw.unsupported(rg, f"iterating '{rg.name}'")
+    b = lw.b
+    lo = lower_as(lw, rg.lo, dtypes.S32) if rg.lo is not None else None
+    hi = lower_as(lw, rg.hi, dtypes.S32) if rg.hi is not None else None
+    _check_range(lw, rg, lo, hi)
+    end = var.bound if hi is None else b.op("ADD", dtypes.S32, var.bound, hi)
+    it = var
+    if rg.new_name is not None:
+        it = Val(dtypes.S32, b.load_const(dtypes.S32, 0, rg.new_name), var.bound)
+        lw.bind(rg.sym, it)
+    return (it, 0 if lo is None else Reg(lo), end, rg.step or 1)
+
+
+def _check_range(lw: Lowerer, rg: ast.Range, lo: int | None, hi: int | None) -> None:
+    """lo >= 0 and hi <= 0 (§5.5.2), checked when the loop starts unless known statically."""
+    b = lw.b
+    checks = [("GE", r) for r in [lo] if r is not None and r not in b.known]
+    checks += [("LE", r) for r in [hi] if r is not None and r not in b.known]
+    if not checks:
+        return
+    zero = lw.int_reg(0)
+    ok = lw.true_reg()
+    for cmp, r in checks:
+        ok = b.op("AND", dtypes.BOOL, ok, b.op(cmp, dtypes.BOOL, r, zero))
+    msg = f"range of '{rg.name}' is invalid: it needs lo >= 0 and hi <= 0."
+    b.emit("ASSERT", ok, b.const(None, msg), span=rg.span)
+
+
+def _nest(lw: Lowerer, loops: list, body: ast.Stmt) -> None:
+    """Nested loops, leftmost outermost (§6.4.1); each variable is 0 again afterwards."""
+    if not loops:
+        lw.body(body)
+        return
+    (v, start, end, step), rest = loops[0], loops[1:]
+    b = lw.b
+    step_r = lw.int_reg(step)
+    if isinstance(start, Reg):
+        b.emit("SUB", v.reg, start.r, step_r)
+    else:
+        b.emit("CONST", v.reg, b.const(dtypes.S32, start - step))
+    loop = b.open_loop()
+    b.emit("ADD", v.reg, v.reg, step_r)
+    b.emit("BREAK_IF", b.op("GE", dtypes.BOOL, v.reg, end))
+    _nest(lw, rest, body)
+    b.close_loop(loop)
+    b.emit("CONST", v.reg, b.const(dtypes.S32, 0))
+
+
+TABLE = {
+    ast.Block: lower_block, ast.Empty: lower_empty, ast.ScalarDecl: lower_scalar_decl,
+    ast.BufferDecl: lower_buffer_decl, ast.Assign: lower_assign, ast.IncDec: lower_incdec,
+    ast.If: lower_if, ast.While: lower_while, ast.Break: lower_break,
+    ast.Continue: lower_continue, ast.Yield: lower_yield, ast.With: lower_with,
+    ast.Foreach: lower_foreach,
+}

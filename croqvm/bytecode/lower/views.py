@@ -1,0 +1,249 @@
+"""Buffers, views and element access (LANGUAGE.md §8) as plain integer arithmetic.
+
+A view is (base, origin, extents) with origin and extents relative to the base's own view
+(a buffer's whole extent, or a future's data). Extents of the base come from the static
+type when known, else from ``DIMOF`` / ``FUT_DIM`` at run time. The arithmetic works on
+*operands* -- a Python int (known now) or a register -- and folds when both sides are
+known, so static tiles cost no instructions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from croqvm import dtypes
+from croqvm.bytecode.module import Access, View
+from croqvm.lang import ast
+from croqvm.lang import types as T
+
+from .state import Lowerer
+from .values import BufRef, FutRef, Val
+
+Operand = int  # a Python int known at compile time, or a register index wrapped in Reg
+
+
+@dataclass(frozen=True)
+class Reg:
+    r: int
+
+
+@dataclass
+class Base:
+    """The root of a view or access: a buffer slot (``arr`` register or -1) or a future."""
+    kind: str            # "buf" or "fut"
+    slot: int
+    arr: int
+    dtype: dtypes.DType
+    storage: str
+    extents: list        # operands
+    text: str
+
+
+# --------------------------------------------------------------------------- operands
+
+def operand(lw: Lowerer, r: int):
+    """Register ``r`` as an operand: its value when it holds a known constant."""
+    known = lw.b.known.get(r)
+    return Reg(r) if known is None else known
+
+
+def reg_of(lw: Lowerer, x) -> int:
+    return x.r if isinstance(x, Reg) else lw.int_reg(x)
+
+
+def _fold(lw: Lowerer, name: str, fn, a, b):
+    if not isinstance(a, Reg) and not isinstance(b, Reg):
+        return fn(a, b)
+    return Reg(lw.b.op(name, dtypes.S32, reg_of(lw, a), reg_of(lw, b)))
+
+
+def o_add(lw, a, b):
+    if b == 0:
+        return a
+    if a == 0:
+        return b
+    return _fold(lw, "ADD", lambda x, y: x + y, a, b)
+
+
+def o_mul(lw, a, b):
+    if b == 1:
+        return a
+    if a == 1:
+        return b
+    return _fold(lw, "MUL", lambda x, y: x * y, a, b)
+
+
+def o_div(lw, a, b):
+    if b == 1:
+        return a
+    if isinstance(b, int) and b == 0:
+        return Reg(lw.b.op("DIV", dtypes.S32, reg_of(lw, a), reg_of(lw, b)))
+    return _fold(lw, "DIV", lambda x, y: int(x / y), a, b)
+
+
+def int_operand(lw: Lowerer, e: ast.Expr):
+    """An integer expression as an operand (folded when constant)."""
+    from croqvm.lang.check.consteval import const_value
+    c = const_value(e)
+    if isinstance(c, int) and not isinstance(c, bool):
+        return c
+    from .exprs import lower_as
+    return operand(lw, lower_as(lw, e, dtypes.S32))
+
+
+def int_operands(lw: Lowerer, exprs) -> list:
+    """Operands of a list of integer expressions; ituples and mdspans count as their elements."""
+    out = []
+    for e in exprs:
+        if isinstance(e.ty, (T.ITuple, T.Mdspan)):
+            v = lw.expr(e)
+            out.extend(operand(lw, lw.as_int(x)) for x in v.elems)
+        else:
+            out.append(int_operand(lw, e))
+    return out
+
+
+# --------------------------------------------------------------------------- bases
+
+def resolve_base(lw: Lowerer, e: ast.Expr) -> Base:
+    """The buffer or future data that ``e`` (a name, ``f.data``, ``buf[i]``) denotes."""
+    text = lw.snippet(e.span)
+    if isinstance(e, ast.DataOf):
+        e = e.base
+    arr_idx = []
+    while isinstance(e, ast.Index):
+        arr_idx.insert(0, e.index)
+        e = e.base
+    if not isinstance(e, ast.Name):
+        lw.unsupported(e, f"'{text}' as a buffer")
+    ref = lw.lookup(e.sym, e)
+    if isinstance(ref, FutRef):
+        ty = e.sym.type if isinstance(e.sym.type, T.Future) else e.ty
+        shape = ty.shape if isinstance(ty, T.Future) and ty.shape is not None else None
+        if shape is None or ty.dtype is None:
+            lw.unsupported(e, f"the data of future '{e.id}' whose type is unknown here")
+        ext = [d if isinstance(d, int) else Reg(lw.b.op_dim("FUT_DIM", ref.slot, k))
+               for k, d in enumerate(shape)]
+        return Base("fut", ref.slot, -1, ty.dtype, ty.storage or "shared", ext, text)
+    if not isinstance(ref, BufRef):
+        lw.unsupported(e, f"'{text}' as a buffer")
+    arr = _array_index(lw, ref, arr_idx, e)
+    ty = e.sym.type
+    shape = ty.shape if isinstance(ty, T.Buffer) else (None,) * ref.rank
+    ext = [d if isinstance(d, int) else Reg(lw.b.op_dim("DIMOF", ref.slot, k))
+           for k, d in enumerate(shape)]
+    return Base("buf", ref.slot, arr, ref.dtype, ref.storage, ext, text)
+
+
+def _array_index(lw: Lowerer, ref: BufRef, idx: list, node) -> int:
+    """The flat buffer-array index register (§8.5), or -1 for a single buffer."""
+    if not idx:
+        return -1
+    if len(idx) != len(ref.array):
+        lw.unsupported(node, f"indexing buffer array '{ref.name}' with {len(idx)} subscripts")
+    flat = 0
+    for k, e in enumerate(idx):
+        flat = o_add(lw, o_mul(lw, flat, ref.array[k]), int_operand(lw, e))
+    return reg_of(lw, flat)
+
+
+# --------------------------------------------------------------------------- views
+
+def view_parts(lw: Lowerer, e: ast.Expr):
+    """``(base, origin operands, extent operands)`` of a view chain (§8.1-§8.3)."""
+    if isinstance(e, ast.ChunkAt):
+        base, org, ext = view_parts(lw, e.base)
+        args = _chunk_args(lw, e.args)
+        if len(args) != len(ext):
+            lw.unsupported(e, "chunkat with a tiling factor count different from the rank")
+        for k, a in enumerate(args):
+            if a is None:                       # `_`: the whole dimension
+                continue
+            ext[k] = o_div(lw, ext[k], operand(lw, a.bound))
+            org[k] = o_add(lw, org[k], o_mul(lw, operand(lw, lw.as_int(a)), ext[k]))
+        return base, org, ext
+    if isinstance(e, ast.Subspan):
+        base, org, ext = view_parts(lw, e.base)
+        sizes = [None if isinstance(s, ast.Wildcard) else s for s in e.sizes]
+        new_ext = [ext[k] if s is None else int_operand(lw, s) for k, s in enumerate(sizes)]
+        steps = int_operands(lw, e.steps) if e.steps else new_ext
+        if e.at:
+            for k, i in enumerate(int_operands(lw, e.at)):
+                org[k] = o_add(lw, org[k], o_mul(lw, i, steps[k]))
+        return base, org, new_ext
+    if isinstance(e, ast.ViewFrom):
+        base, org, ext = view_parts(lw, e.base)
+        new_ext = int_operands(lw, e.sizes)
+        for k, f in enumerate(int_operands(lw, e.origin)):
+            org[k] = o_add(lw, org[k], f)
+        return base, org, new_ext
+    base = resolve_base(lw, e)
+    return base, [0] * len(base.extents), list(base.extents)
+
+
+def _chunk_args(lw: Lowerer, args) -> list:
+    """chunkat arguments as bounded ``Val``s (None for ``_``); bounded ituples spread."""
+    out = []
+    for a in args:
+        if isinstance(a, ast.Wildcard):
+            out.append(None)
+            continue
+        v = lw.expr(a)
+        for x in (v.elems if v.is_tuple else [v]):
+            if x.bound < 0:
+                lw.unsupported(a, "a chunkat argument without a bound")
+            out.append(x)
+    return out
+
+
+def view_of(lw: Lowerer, e: ast.Expr):
+    """Lower a view chain to a ``View`` entry; returns ``(view index, base, extents)``."""
+    base, org, ext = view_parts(lw, e)
+    view = View(base.kind, base.slot, base.arr, [reg_of(lw, o) for o in org],
+                [reg_of(lw, x) for x in ext], _root_text(base.text))
+    return lw.b.add("views", view), base, ext
+
+
+def _root_text(text: str) -> str:
+    return text[:-5] if text.endswith(".data") else text
+
+
+# --------------------------------------------------------------------------- element access
+
+def access_of(lw: Lowerer, e: ast.ElemAccess) -> tuple[int, Base]:
+    base = resolve_base(lw, e.base)
+    idx = [reg_of(lw, x) for x in int_operands(lw, e.indices)]
+    acc = Access(base.kind, base.slot, base.arr, idx, _root_text(base.text))
+    return lw.b.add("accesses", acc), base
+
+
+def lower_elem(lw: Lowerer, e: ast.ElemAccess) -> Val:
+    acc, base = access_of(lw, e)
+    r = lw.b.reg(base.dtype)
+    lw.b.emit("LOAD", r, acc, span=e.span)
+    return Val(base.dtype, r)
+
+
+def lower_span_of(lw: Lowerer, e: ast.SpanOf) -> Val:
+    """``a.span`` -> mdspan of extents; ``a.span(i)`` -> extent i (§4.4)."""
+    if isinstance(e.base.ty, T.Mdspan):
+        elems = lw.expr(e.base).elems
+    else:
+        elems = [Val(dtypes.S32, reg_of(lw, x)) for x in resolve_base(lw, e.base).extents]
+    if e.dim is None:
+        return Val(None, elems=elems)
+    from croqvm.lang.check.consteval import const_value
+    k = const_value(e.dim)
+    if not isinstance(k, int) or not 0 <= k < len(elems):
+        lw.unsupported(e.dim, "a non-constant dimension in '.span(i)'")
+    return elems[k]
+
+
+def lower_elem_count(lw: Lowerer, e: ast.ElemCount) -> Val:
+    v = lw.expr(e.operand)
+    total = 1
+    for x in (v.elems if v.is_tuple else [v]):
+        total = o_mul(lw, total, operand(lw, lw.as_int(x)))
+    return Val(dtypes.S32, reg_of(lw, total))
+
+
+TABLE = {ast.ElemAccess: lower_elem, ast.SpanOf: lower_span_of, ast.ElemCount: lower_elem_count}
