@@ -7,9 +7,9 @@ Conventions used by every parser module:
   innermost statement catches it, skips the rest of the statement (``recover``) and parsing
   goes on, so independent errors are all reported. ``fail_after`` does the same for a
   missing token: it points just past ``prev``, where the token belongs.
-- ``nested``/``deepen`` guard recursion: beyond ``MAX_NESTING`` levels the function is
-  abandoned with one ``nesting too deep`` error instead of a Python ``RecursionError`` (here
-  or in a later stage walking the tree).
+- ``nested`` and ``lengthen`` bound the nesting: beyond ``MAX_NESTING`` levels or
+  ``MAX_CHAIN`` chained operators the function is abandoned with one ``nesting too deep``
+  error instead of a Python ``RecursionError`` (here or in a later stage walking the tree).
 """
 from __future__ import annotations
 
@@ -18,12 +18,15 @@ from contextlib import contextmanager
 from .source import Span
 from .tokens import EOF, KEYWORD, MEMBER, NAME, OP, Token
 
-# Each level costs a handful of Python frames; 100 levels stays far below the interpreter's
-# default recursion limit, even under a test runner, and far above real kernels.
-MAX_NESTING = 100
+# A level costs at most about ten Python frames (``a.at(a.at(...))``), so 64 levels stay
+# well below the interpreter's default recursion limit of 1000, even under a test runner,
+# and far above real kernels.
+MAX_NESTING = 64
+# Operator chains (``a + b + ...``, ``- - x``, ``a.at(i).at(j)...``) are parsed in loops, but
+# nest in the tree that later stages walk recursively: they get a budget of their own.
+MAX_CHAIN = 256
 
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
-_CLOSERS = frozenset(_OPENERS.values())
 
 
 class SyntaxAbort(Exception):
@@ -51,6 +54,7 @@ class Cursor:
         self.pos = 0
         self.sink = sink
         self.depth = 0
+        self.chain = 0
         self.last_error_pos = -1
         self.errors = 0  # syntax errors found, reported or not (the sink caps and dedups)
         self.parenthesised: set[int] = set()  # ids of expressions written inside ( )
@@ -115,7 +119,9 @@ class Cursor:
     def expect_dotted(self, *words: str, after: str) -> str:
         word = self.accept_dotted(*words)
         if word is None:
-            self.fail(f"syntax error: unexpected {self.tok.describe()}, expecting "
+            found, _ = self.peek_dotted()
+            what = f"'.{found}'" if found is not None else self.tok.describe()
+            self.fail(f"syntax error: unexpected {what}, expecting "
                       f"{alternatives('.' + w for w in words)} after '{after}'.")
         return word
 
@@ -179,16 +185,22 @@ class Cursor:
     def warn(self, span: Span, message: str):
         self.sink.warning(span, message)
 
-    def deepen(self, n: int = 1):
-        """Count ``n`` more levels of tree nesting; the caller gives them back with
-        ``self.depth -= n``. Operator chains count too: ``a + b + c`` nests in the tree."""
-        self.depth += n
+    def too_deep(self, what: str = f"{MAX_NESTING} levels of brackets or statements"):
+        self.errors += 1
+        self.sink.error(self.tok.span, f"syntax error: nesting too deep (more than {what}).")
+        raise TooDeep()
+
+    def deepen(self):
+        """One more bracket or statement level; ``nested`` gives it back."""
+        self.depth += 1
         if self.depth > MAX_NESTING:
-            self.errors += 1
-            self.sink.error(self.tok.span, f"syntax error: nesting too deep (more than "
-                                           f"{MAX_NESTING} levels of brackets, operators or "
-                                           f"statements).")
-            raise TooDeep()
+            self.too_deep()
+
+    def lengthen(self):
+        """One more operator in a chain; the caller gives it back with ``self.chain -= 1``."""
+        self.chain += 1
+        if self.chain > MAX_CHAIN:
+            self.too_deep(f"{MAX_CHAIN} operators in a row")
 
     @contextmanager
     def nested(self):
@@ -200,29 +212,36 @@ class Cursor:
 
     def recover(self, start: int):
         """Skip the rest of a statement that began at token ``start`` (§15.1: report every
-        error, but one error should not cascade). Stops after a ';' at the statement's own
-        bracket depth, before a '}' closing the enclosing block, or after a braced body that
-        began after the error (the statement's body)."""
-        stack: list[bool] = []  # one entry per open bracket: opened while skipping?
+        error, but one error should not cascade).
+
+        No statement holds a ';' inside parentheses or brackets, nor inside the braces of an
+        expression (``{a, b}``, ``{v}``); a block that is the statement's own body starts
+        after the error. So: skip to the first ';' outside braces opened after the error,
+        consume the '}' of braces opened before it, stop before any other '}' (it closes
+        the enclosing block) and stop after a braced body skipped whole."""
+        open_before = 0
         for t in self.toks[start:self.pos]:
-            if t.kind == OP and t.value in _OPENERS:
-                stack.append(False)
-            elif t.kind == OP and t.value in _CLOSERS and stack:
-                stack.pop()
+            if t.is_op("{"):
+                open_before += 1
+            elif t.is_op("}") and open_before:
+                open_before -= 1
+        fresh = 0
         while self.tok.kind != EOF:
             t = self.tok
-            if t.kind == OP and t.value == ";" and not stack:
+            if t.is_op(";") and not fresh:
                 self.advance()
                 return
-            if t.kind == OP and t.value == "}" and not stack:
+            if t.is_op("}") and not fresh and not open_before:
                 return
             self.advance()
-            if t.kind == OP and t.value in _OPENERS:
-                stack.append(True)
-            elif t.kind == OP and t.value in _CLOSERS and stack:
-                fresh = stack.pop()
-                if t.value == "}" and fresh and not stack:
+            if t.is_op("{"):
+                fresh += 1
+            elif t.is_op("}") and fresh:
+                fresh -= 1
+                if not fresh:
                     return
+            elif t.is_op("}"):
+                open_before -= 1
 
 
 def alternatives(items) -> str:

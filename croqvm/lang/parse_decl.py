@@ -73,8 +73,7 @@ class DeclParser:
 
     def _buffer_decl(self, start, storage: str | None, dtype: ast.TypeRef) -> ast.Stmt:
         open_ = self.advance()
-        with self.nested():
-            shape = self.expr_list(open_)
+        shape = self.expr_list(open_)
         if not shape:
             self.fail("syntax error: a buffer shape needs at least one dimension.",
                       self.span_from(open_))

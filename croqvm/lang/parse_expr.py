@@ -4,14 +4,14 @@ builtins (§4.4), bounded-variable operators (§5) and view chains (§8).
 The levels of §4.1, loosest first, and where each is parsed:
 
     1 ?:                  ``expr`` (right-associative)
-    2-10 || ... #* #/ #%  ``_binary``: one operator-precedence loop over ``BINARY_LEVELS``
+    2-10 || ... #* #/ #%  ``_operators`` over ``BINARY_LEVELS``
     11 prefix ! ++ -- -   ``_prefixed``: its operand is a level-12 expression, so
                           ``!a & b`` is ``!(a & b)``
-    12 & ^ |, 13 #        ``_tight``: a second loop over ``TIGHT_LEVELS``
+    12 & ^ |, 13 #        ``_operators`` over ``TIGHT_LEVELS``
     14 prefix ~           ``_unary_tilde``
     15 postfix            ``_postfix``
 
-The two loops keep an explicit operator stack instead of one recursive call per level, so
+``_operators`` keeps an explicit operator stack instead of one recursive call per level, so
 a nesting level costs few Python frames (see ``parse_base.MAX_NESTING``).
 """
 from __future__ import annotations
@@ -43,7 +43,7 @@ class ExprParser:
 
     def expr(self) -> ast.Expr:
         with self.nested():
-            cond = self._binary(min_level=2)
+            cond = self._operators(BINARY_LEVELS, 2, self._prefixed)
             if not self.at_op("?"):
                 return cond
             self.advance()
@@ -56,13 +56,7 @@ class ExprParser:
     def arithmetic_expr(self) -> ast.Expr:
         """An expression without comparisons or shifts: an argument inside ``<...>``."""
         with self.nested():
-            return self._binary(min_level=LOWEST_ARITHMETIC + 1)
-
-    def _binary(self, min_level: int) -> ast.Expr:
-        return self._operators(BINARY_LEVELS, min_level, self._prefixed)
-
-    def _tight(self) -> ast.Expr:
-        return self._operators(TIGHT_LEVELS, 0, self._unary_tilde)
+            return self._operators(BINARY_LEVELS, LOWEST_ARITHMETIC + 1, self._prefixed)
 
     def _operators(self, levels: dict, min_level: int, operand) -> ast.Expr:
         """Left-associative binary operators of ``levels`` (at least ``min_level``) over
@@ -77,12 +71,12 @@ class ExprParser:
                     self._reduce(operands, ops)
                 ops.append(self.advance())
                 added += 1
-                self.deepen()
+                self.lengthen()
                 operands.append(operand())
             while ops:
                 self._reduce(operands, ops)
         finally:
-            self.depth -= added
+            self.chain -= added
         return operands[0]
 
     def _reduce(self, operands: list, ops: list):
@@ -110,10 +104,10 @@ class ExprParser:
             while (self.tok.kind == OP and self.tok.value in PREFIX_OPS
                    and not self._negative_literal()):
                 ops.append(self.advance())
-                self.deepen()
-            operand = self._tight()
+                self.lengthen()
+            operand = self._operators(TIGHT_LEVELS, 0, self._unary_tilde)
         finally:
-            self.depth -= len(ops)
+            self.chain -= len(ops)
         for op in reversed(ops):
             operand = ast.Unary(op.value, operand, op.span.to(operand.span))
             if op.value in C_TIGHTER_PREFIX:
@@ -125,10 +119,10 @@ class ExprParser:
         try:
             while self.at_op("~"):
                 tildes.append(self.advance())
-                self.deepen()
+                self.lengthen()
             operand = self._postfix(self._primary())
         finally:
-            self.depth -= len(tildes)
+            self.chain -= len(tildes)
         for t in reversed(tildes):
             operand = ast.Unary("~", operand, t.span.to(operand.span))
         return operand
@@ -154,9 +148,9 @@ class ExprParser:
                     return expr
                 expr = nxt
                 added += 1
-                self.deepen()
+                self.lengthen()
         finally:
-            self.depth -= added
+            self.chain -= added
 
     def _postfix_once(self, expr: ast.Expr) -> ast.Expr | None:
         word, n = self.peek_dotted()
@@ -290,14 +284,12 @@ class ExprParser:
 
     def _ituple(self) -> ast.Expr:
         open_ = self.advance()
-        with self.nested():
-            elems = self.expr_list(open_)
+        elems = self.expr_list(open_)
         return ast.ITupleLit(elems, self.span_from(open_))
 
     def _mdspan(self) -> ast.Expr:
         open_ = self.advance()
-        with self.nested():
-            elems = self.expr_list(open_)
+        elems = self.expr_list(open_)
         return ast.MdspanLit(elems, self.span_from(open_))
 
     def _extent(self) -> ast.Expr:

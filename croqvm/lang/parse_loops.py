@@ -74,8 +74,7 @@ class LoopParser:
         """``expr`` or ``'[' expr {',' expr} ']'`` (§6.1 ``bound``)."""
         if self.at_op("["):
             open_ = self.advance()
-            with self.nested():
-                items = self.expr_list(open_)
+            items = self.expr_list(open_)
             if not items:
                 self.fail("syntax error: a bound list '[...]' needs at least one bound.",
                           self.span_from(open_))

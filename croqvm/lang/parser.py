@@ -124,6 +124,13 @@ def parse_function(tokens: list[Token], sink) -> ast.Function | None:
     p = Parser(tokens, sink)
     try:
         return p.function()
+    except RecursionError:
+        # MAX_NESTING keeps well clear of this; a caller already deep in its own stack
+        # still gets the same report.
+        try:
+            p.too_deep()
+        except TooDeep:
+            return None
     except TooDeep:
         return None  # reported where the limit was hit
     except SyntaxAbort:
