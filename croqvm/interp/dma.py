@@ -1,0 +1,260 @@
+"""DMA and futures: DMA, FUT_ANY, WAIT, SWAP, FUT_DIM (LANGUAGE.md §9; docs/EXECUTION.md
+§6).
+
+Conventions: ``desc`` a ``DmaDesc``; a *tile* is the source view read into arrays of its
+nominal extents ``e`` (values, which elements were in range, which were written); ``T``
+the extents after the operation (``copy``: ``e``, ``transp``: permuted, ``pad``: grown);
+``D`` the destination view's extents. A DMA is planned at issue (views resolved, shapes
+checked, futures updated) and its data moves when its ``Transfer`` lands: at once under
+the default schedule, later (before its wait) under a random one.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from .faults import Fault
+from .fmt import shape_text, tuple_text
+from .memory import Handle, Transfer, view_of
+from .scalar import convert
+from .sync import arrive, check_uniform
+
+
+def _lane(blk, lane):
+    w = blk.warps[lane // 32]
+    return w, lane - w.base
+
+
+def _in_range(o, e, shape):
+    """Per dimension, the index range [lo, hi) of a view that lies inside its root."""
+    return [max(0, -a) for a in o], [min(x, d - a) for a, x, d in zip(o, e, shape)]
+
+
+def _check_tile(desc, buf, o, e, lane):
+    if any(x < 1 for x in e):
+        raise Fault(f"tile of '{buf.name}' at origin {tuple_text(o)} has no elements "
+                    f"(extents {shape_text(e)}).", lane)
+    lo, hi = _in_range(o, e, buf.shape)
+    if any(h <= l for l, h in zip(lo, hi)):
+        raise Fault(f"tile of '{buf.name}' at origin {tuple_text(o)} lies outside "
+                    f"{shape_text(buf.shape)}.", lane)
+
+
+def read_tile(buf, o, e):
+    vals = np.zeros(e, buf.data.dtype)
+    valid = np.zeros(e, bool)
+    lo, hi = _in_range(o, e, buf.shape)
+    inner = tuple(slice(l, h) for l, h in zip(lo, hi))
+    root = tuple(slice(a + l, a + h) for a, l, h in zip(o, lo, hi))
+    vals[inner] = buf.data[root]
+    valid[inner] = True
+    written = valid.copy()
+    if buf.written is not None:
+        written[inner] = buf.written[root]
+    return vals, valid, written
+
+
+def _pad(tile, lo, hi, mid, value):
+    """§9.6.3: source element i lands at lo + i * (mid + 1); every other element is V."""
+    vals, valid, written = tile
+    shape = tuple(l + e + (e - 1) * m + h for l, e, m, h in zip(lo, vals.shape, mid, hi))
+    out = np.full(shape, value, vals.dtype)
+    ok, wr = np.ones(shape, bool), np.ones(shape, bool)
+    sl = tuple(slice(l, l + (e - 1) * (m + 1) + 1, m + 1) for l, e, m in zip(lo, vals.shape, mid))
+    out[sl], ok[sl], wr[sl] = vals, valid, written
+    return out, ok, wr
+
+
+def out_shape(desc, e, pads):
+    if desc.op == "transp":
+        return tuple(e[p] for p in desc.perm)
+    if desc.op == "pad":
+        lo, hi, mid = pads
+        return tuple(l + x + (x - 1) * m + h for l, x, m, h in zip(lo, e, mid, hi))
+    return tuple(e)
+
+
+def write_tile(buf, o, D, tile, zfill):
+    """§9.5.1: in-range elements copied; source out of range leaves the destination
+    unchanged (zero with .zfill); destination out of range skipped; .zfill also clears
+    the destination beyond the tile."""
+    vals, valid, written = tile
+    lo, hi = _in_range(o, D, buf.shape)
+    if any(h <= l for l, h in zip(lo, hi)):
+        return
+    if zfill:
+        region = tuple(slice(a + l, a + h) for a, l, h in zip(o, lo, hi))
+        buf.data[region] = 0
+        if buf.written is not None:
+            buf.written[region] = True
+    thi = [min(h, t) for h, t in zip(hi, vals.shape)]
+    if any(h <= l for l, h in zip(lo, thi)):
+        return
+    inner = tuple(slice(l, h) for l, h in zip(lo, thi))
+    root = tuple(slice(a + l, a + h) for a, l, h in zip(o, lo, thi))
+    np.copyto(buf.data[root], vals[inner], where=valid[inner], casting="unsafe")
+    if buf.written is not None:
+        np.copyto(buf.written[root], written[inner], where=valid[inner])
+
+
+class Plan:
+    """A DMA resolved for one (lowest participating) lane."""
+
+    def __init__(self, blk, desc, lane):
+        w, i = _lane(blk, lane)
+        self.src = view_of(w, desc.src, i)
+        _check_tile(desc, *self.src, lane)
+        regs = lambda rs: tuple(int(w.regs[r][i]) for r in rs)   # noqa: E731
+        self.pads = (regs(desc.pad_lo), regs(desc.pad_hi), regs(desc.pad_mid))
+        self.pad_value = (w.regs[desc.pad_value][i:i + 1], blk.prog.rtypes[desc.pad_value]) \
+            if desc.op == "pad" else None
+        self.shape = out_shape(desc, self.src[2], self.pads)
+        self.dst = self._destination(blk, desc, w, i, lane)
+        buf, o, D = self.dst
+        if desc.dst_view >= 0:
+            _check_tile(desc, buf, o, D, lane)
+        if any(t > d for t, d in zip(self.shape, D)) or \
+                (not desc.zfill and tuple(self.shape) != tuple(D)):
+            hint = "" if desc.zfill else "; add '.zfill' to clear the rest"
+            raise Fault(f"'{desc.text}' copies a {shape_text(self.shape)} tile into a "
+                        f"{shape_text(D)} destination{hint}.", lane)
+        self.desc = desc
+
+    def _destination(self, blk, desc, w, i, lane):
+        if desc.dst_view >= 0:
+            return view_of(w, desc.dst_view, i)
+        if desc.future >= 0:
+            h = blk.futures[desc.future][lane]
+            if h is not None and h.buf is not None:
+                return h.buf, h.origin, h.extents
+        insts = blk.instances(desc.dst_buffer, lane) or \
+            blk.allocate(desc.dst_buffer, lane, self.shape)
+        buf = insts[0]
+        return buf, (0,) * buf.data.ndim, buf.shape
+
+    def operands(self):
+        (sb, so, se), (db, do, de) = self.src, self.dst
+        return [("source", f"'{sb.name}'"), ("origin", tuple_text(so)),
+                ("extents", shape_text(se)), ("destination", f"'{db.name}'"),
+                ("destination origin", tuple_text(do)), ("padding", str(self.pads))]
+
+    def move(self):
+        src_buf, o, e = self.src
+        tile = read_tile(src_buf, o, e)
+        if self.desc.op == "transp":
+            tile = tuple(np.transpose(a, self.desc.perm) for a in tile)
+        elif self.desc.op == "pad":
+            v, vt = self.pad_value
+            value = convert(v, vt, src_buf.dtype, np.ones(1, bool))[0]
+            tile = _pad(tile, *self.pads, value)
+        write_tile(*self.dst, tile, self.desc.zfill)
+
+
+def _check_unwaited(blk, desc, lanes):
+    """§9.5.4: issuing into a future whose async transfer this lane never waited."""
+    if desc.future < 0:
+        return
+    name = blk.prog.code.futures[desc.future].name
+    for lane in lanes:
+        h = blk.futures[desc.future][int(lane)]
+        if h is not None and h.pending:
+            raise Fault(f"async copy issued at {blk.call.where(h.issued)} into '{name}' "
+                        f"was never waited.", int(lane))
+
+
+def _issue(blk, desc, plan, lanes, span):
+    transfer = Transfer(plan.move)
+    is_async = desc.is_async and desc.future >= 0
+    if is_async and blk.call.scheduler.defers_copies:
+        blk.transfers.append(transfer)
+    else:
+        transfer.land()
+    if desc.future >= 0:
+        buf, o, D = plan.dst
+        for lane in lanes:
+            blk.futures[desc.future][int(lane)] = Handle(buf, o, D, is_async, False, span,
+                                                         transfer)
+
+
+def op_dma(w, ins):
+    blk = w.blk
+    desc = blk.prog.code.dmas[ins[1]]
+    if desc.coll >= 0:
+        def effect(blk, rec, lanes):
+            _check_unwaited(blk, desc, lanes)
+            plans = {}
+            check_uniform(blk, rec, lanes, lambda lane: plans.setdefault(
+                lane, Plan(blk, desc, lane)).operands())
+            plan = plans.get(int(lanes[0])) or Plan(blk, desc, int(lanes[0]))
+            _issue(blk, desc, plan, lanes, ins[6])
+        arrive(w, ins, desc.coll, effect)
+        return
+    for lane in w.lanes[w.act]:
+        _check_unwaited(blk, desc, [lane])
+        _issue(blk, desc, Plan(blk, desc, int(lane)), [lane], ins[6])
+
+
+def op_fut_any(w, ins):
+    futs = w.blk.futures[ins[1]]
+    for lane in w.lanes[w.act]:
+        futs[lane] = Handle()
+
+
+def wait_lane(blk, slot, lane):
+    """§9.5.3-4: complete the lane's transfer; a second wait of it faults; waiting a
+    placeholder without data, or a sync transfer, does nothing."""
+    h = blk.futures[slot][lane]
+    if h is None or h.buf is None or not h.is_async:
+        return
+    if h.waited:
+        raise Fault(f"future '{blk.prog.code.futures[slot].name}' has been waited "
+                    f"multiple times.", lane)
+    h.waited = True
+    h.transfer.land()
+
+
+def op_wait(w, ins):
+    _, slot, coll = ins[:3]
+    if coll >= 0:
+        def effect(blk, rec, lanes):
+            for lane in lanes:
+                wait_lane(blk, slot, int(lane))
+        arrive(w, ins, coll, effect)
+        return
+    for lane in w.lanes[w.act]:
+        wait_lane(w.blk, slot, int(lane))
+
+
+def op_swap(w, ins):
+    a, b = w.blk.futures[ins[1]], w.blk.futures[ins[2]]
+    for lane in w.lanes[w.act]:
+        a[lane], b[lane] = b[lane], a[lane]
+
+
+def op_fut_dim(w, ins):
+    _, r, slot, k = ins[:4]
+    blk = w.blk
+    out = np.zeros(w.width, np.int64)
+    for i in w.active_indices():
+        h = blk.futures[slot][w.base + int(i)]
+        if h is None or h.buf is None:
+            raise Fault(f"future '{blk.prog.code.futures[slot].name}' has no data.",
+                        w.base + int(i))
+        out[i] = h.extents[k]
+    w.write(r, convert(out, dtypes.S64, blk.prog.rtypes[r], w.act))
+
+
+def check_kernel_end(blk) -> None:
+    """§9.5.4: a kernel ending with an async transfer some lane never waited."""
+    for slot, futs in enumerate(blk.futures):
+        for lane, h in enumerate(futs):
+            if h is not None and h.pending:
+                name = blk.prog.code.futures[slot].name
+                raise Fault(f"async copy issued at {blk.call.where(h.issued)} into '{name}' "
+                            f"was never waited.", lane, span=blk.kernel.span)
+
+
+HANDLERS = {
+    "DMA": op_dma, "FUT_ANY": op_fut_any, "WAIT": op_wait, "SWAP": op_swap,
+    "FUT_DIM": op_fut_dim,
+}

@@ -1,0 +1,157 @@
+"""The reference engine: the handler table, the step loop, launches and returns
+(ARCHITECTURE.md "The machine model"; LANGUAGE.md §7.1, §14.2; docs/EXECUTION.md §1-§2).
+
+Conventions: ``HANDLERS[op](w, ins)`` performs one instruction for warp ``w``'s active
+lanes; the loop sets ``w.ip`` to the instruction and ``w.pc`` past it before the call, so a
+handler jumps by setting ``w.pc`` and retries (a blocked WAIT) by setting it back to
+``w.ip``. Every fault leaves through ``_run_warp``'s handlers, which know the warp and the
+instruction: the one place a runtime error gets its span, block and lane.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..bytecode.opcodes import TABLE
+from ..errors import CroqvmError
+from . import access, alu, control, diagnose, dma, mma, output, sync
+from .faults import Fault, Internal, LaneFault
+from .machine import Block
+from .scalar import convert
+from .warp import Warp
+
+
+def op_launch(w, ins):
+    run_launch(w.blk, w.blk.prog.code.launches[ins[1]])
+
+
+def _ret(value_of):
+    def op(w, ins):
+        w.blk.call.result = value_of(w, ins)
+        w.stack.clear()
+        w.finish()
+    return op
+
+
+def _scalar(w, ins):
+    v, t = w.regs[ins[1]][0], w.blk.prog.rtypes[ins[1]]
+    return bool(v) if t.kind == "bool" else float(v) if t.is_float else int(v)
+
+
+def _buffer(w, ins):
+    return np.array(w.blk.instances(ins[1], 0)[0].data, copy=True)
+
+
+_BY_NAME = {
+    **alu.HANDLERS, **control.HANDLERS, **access.HANDLERS, **dma.HANDLERS,
+    **sync.HANDLERS, **mma.HANDLERS, **output.HANDLERS,
+    "LAUNCH": op_launch,
+    "RET": _ret(lambda w, ins: None), "RET_VAL": _ret(_scalar), "RET_BUF": _ret(_buffer),
+}
+HANDLERS = tuple(_BY_NAME[op.name] for op in TABLE)   # every opcode has exactly one
+
+
+def run_block(blk) -> None:
+    """Run every warp of ``blk`` to completion under the call's scheduler (§7.1.2)."""
+    sched = blk.call.scheduler
+    while True:
+        w = sched.pick(blk)
+        if w is None:
+            if any(x.state != "done" for x in blk.warps):
+                raise diagnose.deadlock(blk)
+            return
+        blk.released = False
+        _run_warp(w, sched.quantum)
+
+
+def _run_warp(w, quantum: int) -> None:
+    blk, call = w.blk, w.blk.call
+    code = blk.prog.ins
+    n = 0
+    try:
+        while w.state == "ready":
+            if w.pc >= len(code):
+                w.finish()
+                break
+            ins = code[w.pc]
+            w.ip, w.pc = w.pc, w.pc + 1
+            call.steps += 1
+            if call.steps > call.max_steps:
+                raise Fault(f"exceeded the step limit of {call.max_steps} (use --max-steps)",
+                            _lowest_lane(w))
+            HANDLERS[ins[0]](w, ins)
+            n += 1
+            if n == quantum or blk.released:
+                break
+    except LaneFault as f:
+        raise diagnose.fault(blk, code[w.ip][6], f.message, w.base + f.index) from None
+    except Fault as f:
+        span = code[w.ip][6] if f.span is None else f.span
+        raise diagnose.fault(blk, span, f.message, f.lane, f.hint, f.notes) from None
+    except CroqvmError:
+        raise
+    except (Internal, Exception) as e:
+        raise diagnose.internal(blk, code[w.ip][6] if code else 0, e) from e
+
+
+def _lowest_lane(w):
+    lanes = w.lanes[w.act]
+    return int(lanes[0]) if lanes.size else None
+
+
+# --------------------------------------------------------------------------- launches
+
+def run_launch(hblk, launch) -> None:
+    """§14.2, docs/EXECUTION.md §1: bind buffers by reference and scalars by value, then
+    run the blocks one after another in row-major order (§7.1.1)."""
+    call = hblk.call
+    kernel = call.fn.kernels[launch.kernel]
+    prog = call.program(kernel.code)
+    grid = [int(hblk.lane_reg(0, r)) for r in launch.grid]
+    for d, g in enumerate(grid):
+        if g < 1:
+            raise Fault(f"the parallel bound of grid dimension {d} is {g}: it should be "
+                        f"greater than 0.")
+    hregs = [(kr, hblk.lane_reg(0, hr), hblk.prog.rtypes[hr]) for kr, hr in launch.scalars]
+    bound = {ks: hblk.bufs.get(hs) for ks, hs in launch.buffers}
+    for index in np.ndindex(*grid):
+        blk = Block(call, prog, kernel.block_size, kernel=kernel, kernel_index=launch.kernel,
+                    launch=launch, index=tuple(int(i) for i in index))
+        blk.bufs.update({s: b for (k, s), b in call.kernel_globals.items()
+                         if k == launch.kernel})
+        blk.bufs.update({s: b for s, b in bound.items() if b is not None})
+        for w in blk.warps:
+            _set_args(w, hregs)
+        _start_block(blk, hregs)
+        run_block(blk)
+        try:
+            dma.check_kernel_end(blk)
+        except Fault as f:
+            raise diagnose.fault(blk, f.span, f.message, f.lane) from None
+
+
+def _set_args(w, hregs) -> None:
+    one = np.ones(1, bool)
+    for kr, value, htype in hregs:
+        v = convert(np.asarray([value]), htype, w.blk.prog.rtypes[kr], one)
+        w.regs[kr][:] = v[0]
+
+
+def _start_block(blk, hregs) -> None:
+    """Evaluate every lane set for every lane at once (docs/EXECUTION.md §2): a scratch
+    warp as wide as the block runs the straight-line lane-set code."""
+    prog = blk.prog
+    for k, ls in enumerate(prog.code.lanesets):
+        if ls.result < 0:
+            blk.lanesets.append(np.ones(blk.size, bool))
+            continue
+        regs = [np.zeros(blk.size, t.np) for t in prog.rtypes]
+        w = Warp(blk, 0, 0, blk.size, regs, np.ones(blk.size, bool))
+        _set_args(w, hregs)
+        for ins in prog.lanesets[k]:
+            w.ip = 0
+            try:
+                HANDLERS[ins[0]](w, ins)
+            except LaneFault as f:
+                raise diagnose.fault(blk, ins[6], f.message, f.index) from None
+        blk.lanesets.append(w.regs[ls.result].astype(bool))
+    sync.init_events(blk)

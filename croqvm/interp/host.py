@@ -1,0 +1,161 @@
+"""Calling a function: parameter binding, the host program, results (LANGUAGE.md §14.3;
+docs/EXECUTION.md §1).
+
+Conventions: ``fn`` a bytecode ``Function``, ``p`` a ``Param``, ``n`` its position in
+the parameter list; every argument problem is an ``ArgumentError`` worded as §14.3.2.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import ArgumentError
+from .machine import Block, Call
+from .memory import Buffer
+from .scalar import round_to
+from .alu import const_array
+from .engine import run_block
+from .scheduler import make_scheduler
+
+DEFAULT_MAX_STEPS = 10 ** 8     # warp-instructions: one instruction run by one warp
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, ..."""
+    if 10 <= n % 100 <= 20:
+        return f"{n}th"
+    return f"{n}{({1: 'st', 2: 'nd', 3: 'rd'}).get(n % 10, 'th')}"
+
+
+def _who(n: int, p, dim=None) -> str:
+    inner = f"'{p.name}'" if dim is None else f"'{p.name}', dim: {dim}"
+    return f"the {ordinal(n + 1)} parameter ({inner})"
+
+
+class _Dims:
+    """Symbolic dimensions bound by their first occurrence (§14.3.2)."""
+
+    def __init__(self):
+        self.values: dict[str, tuple[int, str]] = {}
+
+    def bind(self, name: str, value: int, who: str) -> None:
+        if name not in self.values:
+            self.values[name] = (value, who)
+            return
+        bound, by = self.values[name]
+        if value != bound:
+            raise ArgumentError(f"{who} is {value} but symbolic dimension '{name}' is "
+                                f"{bound} (bound by {by}).")
+
+
+def _array_arg(n: int, p, arg, dims: _Dims) -> np.ndarray:
+    t = dtypes.BY_CODE[p.dtype]
+    if not isinstance(arg, np.ndarray):
+        raise ArgumentError(f"{_who(n, p)} expects a numpy array but got "
+                            f"{type(arg).__name__}.")
+    if arg.ndim != len(p.shape):
+        raise ArgumentError(f"{_who(n, p)} expects rank {len(p.shape)} but got rank {arg.ndim}.")
+    if arg.dtype != np.dtype(t.numpy_param):
+        raise ArgumentError(f"{_who(n, p)} expects dtype {t.numpy_param} but got {arg.dtype}.")
+    for k, (want, got) in enumerate(zip(p.shape, arg.shape)):
+        if isinstance(want, int) and want != got:
+            raise ArgumentError(f"shape inconsistent on {_who(n, p, k)[4:]}: expect: {want}, "
+                                f"but got {got}.")
+        if isinstance(want, str) and want != "?":
+            dims.bind(want, got, _who(n, p, k))
+    if t.is_float and t.storage == "float32" and t.name != "f32":
+        return round_to(arg.astype(np.float64), t)   # bf16, tf32, fp8: rounded on entry
+    return np.array(arg, copy=True)
+
+
+def _scalar_arg(n: int, p, arg):
+    t = dtypes.BY_CODE[p.dtype]
+    if isinstance(arg, np.generic):
+        arg = arg.item()
+    ok = isinstance(arg, bool) if t.kind == "bool" else \
+        isinstance(arg, int) and not isinstance(arg, bool) if t.is_int else \
+        isinstance(arg, (int, float)) and not isinstance(arg, bool)
+    if not ok:
+        want = {"bool": "a bool", "int": "an integer", "float": "a number"}[t.kind]
+        raise ArgumentError(f"{_who(n, p)} expects {want} ({t.name}) but got "
+                            f"{type(arg).__name__}.")
+    return arg
+
+
+def bind(call: Call, hblk: Block, args: list, given: dict) -> list:
+    """Bind ``args`` to the parameters in the host block, and the symbolic dimensions
+    (from the parameters, else from ``given``); returns the copy-back list of (caller's
+    array, host buffer) for ``global`` buffer parameters (§14.3.3)."""
+    fn = call.fn
+    if len(args) != len(fn.params):
+        raise ArgumentError(f"'{fn.name}' takes {len(fn.params)} arguments but got {len(args)}.")
+    dims = _Dims()
+    back = []
+    hw = hblk.warps[0]
+    for n, (p, arg) in enumerate(zip(fn.params, args)):
+        if p.kind == "stream":
+            continue
+        t = dtypes.BY_CODE[p.dtype]
+        if p.kind == "scalar":
+            hw.regs[p.slot][:] = _scalar_value(n, p, t, _scalar_arg(n, p, arg))
+            continue
+        data = _array_arg(n, p, arg, dims)
+        written = np.ones(data.shape, bool) if call.poison else None
+        buf = Buffer(p.name, t, data, written, call.where(p_span(call, p)))
+        hblk.bufs[p.slot] = [buf]
+        if p.storage == "global":
+            back.append((arg, buf))
+    for name, reg in fn.dims:
+        hw.regs[reg][:] = _dim_value(fn, name, dims, given)
+    return back
+
+
+def _scalar_value(n, p, t, value):
+    if t.is_int and not -(1 << 63) <= value < (1 << 64):
+        raise ArgumentError(f"{_who(n, p)} is {value}, out of range for '{t.name}'.")
+    src = dtypes.BOOL if t.kind == "bool" else dtypes.F64 if not t.is_int else \
+        dtypes.U64 if value >= (1 << 63) else dtypes.S64
+    return const_array(src.code, value, t, 1)
+
+
+def _dim_value(fn, name, dims: _Dims, given: dict) -> int:
+    if name in dims.values:
+        value, by = dims.values[name]
+        if name in given and int(given[name]) != value:
+            raise ArgumentError(f"symbolic dimension '{name}' is {value} (bound by {by}) but "
+                                f"{int(given[name])} was given.")
+        return value
+    if name in given:
+        return int(given[name])
+    raise ArgumentError(f"symbolic dimension '{name}' of '{fn.name}' is not bound by any "
+                        f"parameter; give its value in dims.")
+
+
+def p_span(call, p) -> int:
+    """The declaration span of a parameter buffer (for poison messages): its slot's."""
+    decls = call.fn.host.buffers
+    return decls[p.slot].span if 0 <= p.slot < len(decls) else call.fn.span
+
+
+def run_function(module, name: str, args: list, dims: dict | None = None, *, poison=False,
+                 schedule="rr", seed=0, max_steps=None, out=None):
+    """Run function ``name`` of ``module`` on ``args`` (numpy arrays and Python scalars
+    in parameter order). Returns the returned array, scalar or None; ``global`` buffer
+    parameters are copied back into the caller's arrays. ``dims`` gives symbolic
+    dimensions no parameter binds (and must agree with those the parameters bind).
+    ``max_steps`` bounds warp-instructions (one instruction run by one warp)."""
+    fn = module.function(name)
+    if fn is None:
+        raise ArgumentError(f"no function named '{name}' in this module.")
+    call = Call(module, fn, out=out if out is not None else sys.stdout, poison=poison,
+                scheduler=make_scheduler(schedule, seed),
+                max_steps=DEFAULT_MAX_STEPS if max_steps is None else int(max_steps))
+    call.result = None
+    hblk = Block(call, call.program(fn.host), 1)
+    back = bind(call, hblk, list(args), dims or {})
+    run_block(hblk)
+    for arr, buf in back:
+        arr[...] = buf.data
+    return call.result

@@ -1,0 +1,134 @@
+"""Engine state: one call, its decoded programs, and the block being run (LANGUAGE.md
+§7.1, docs/EXECUTION.md §1-§2). The host program runs as a block of one lane.
+
+Conventions: ``call`` the ``Call``, ``blk`` a ``Block``, ``prog`` a decoded ``Program``,
+``ins`` an instruction tuple ``(op, a, b, c, d, e, span)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..bytecode.opcodes import WIDTH
+from ..lang.source import SourceFile, Span
+from .memory import new_buffer
+from .warp import new_warp
+
+WARP_SIZE = 32
+
+
+def decode(flat: list[int]) -> list[tuple]:
+    return [tuple(flat[i:i + WIDTH]) for i in range(0, len(flat), WIDTH)]
+
+
+class Program:
+    """A ``Code`` ready to run: instruction tuples, register types, lane-set programs."""
+
+    def __init__(self, code):
+        self.code = code
+        self.ins = decode(code.code)
+        self.rtypes = [dtypes.BY_CODE[c] for c in code.regs]
+        self.lanesets = [decode(ls.code) for ls in code.lanesets]
+        self.const_cache: dict = {}
+
+
+class Call:
+    """One ``run_function`` call: its options, output stream, step budget and the
+    buffers that live as long as the call (§3.2.1)."""
+
+    def __init__(self, module, fn, *, out, poison, scheduler, max_steps):
+        self.module, self.fn, self.out = module, fn, out
+        self.poison, self.scheduler, self.max_steps = poison, scheduler, max_steps
+        self.steps = 0
+        self.sources = {name: SourceFile(name, text) for name, text in module.sources}
+        self.kernel_globals: dict = {}    # (kernel index, slot) -> buffers
+        self._programs: dict = {}
+
+    def program(self, code) -> Program:
+        prog = self._programs.get(id(code))
+        if prog is None:
+            prog = self._programs[id(code)] = Program(code)
+        return prog
+
+    def span(self, index: int) -> Span | None:
+        if not 0 <= index < len(self.module.spans):
+            return None
+        f, line, col, end_line, end_col = self.module.spans[index]
+        name = self.module.sources[f][0] if 0 <= f < len(self.module.sources) else "<unknown>"
+        return Span(name, line, col, end_line, end_col)
+
+    def where(self, index: int) -> str:
+        """``FILE:L:C`` of a span index, as messages quote places."""
+        span = self.span(index)
+        return str(span) if span else "<unknown>"
+
+    def span_text(self, index: int) -> str:
+        """The source text a one-line span covers (the statement in deadlock reports)."""
+        span = self.span(index)
+        src = self.sources.get(span.file) if span else None
+        if src is None or span.end_line != span.line:
+            return ""
+        return src.line(span.line)[span.col - 1:span.end_col - 1]
+
+
+class Block:
+    """A block of ``size`` lanes running one kernel (or, with ``kernel`` None, the host
+    program on one lane): its warps and every per-block and per-lane store."""
+
+    def __init__(self, call: Call, prog: Program, size: int, *, kernel=None, kernel_index=-1,
+                 launch=None, index=()):
+        self.call, self.prog, self.size = call, prog, size
+        self.kernel, self.kernel_index, self.launch, self.index = \
+            kernel, kernel_index, launch, index
+        self.live = np.ones(size, bool)
+        self.bufs: dict = {}          # slot -> [Buffer]: global and shared instances
+        self.locals: dict = {}        # (slot, lane) -> [Buffer]
+        self.futures = [[None] * size for _ in prog.code.futures]
+        self.lanesets: list = []      # per LaneSet: bool array over the block's lanes
+        self.events: list = []        # croqvm.interp.sync.EventSlots per EventDecl
+        self.rendezvous: dict = {}    # open collectives, see croqvm.interp.sync
+        self.once: dict = {}          # ONCE bookkeeping, see croqvm.interp.sync
+        self.frags: dict = {}         # (fragment, unit instance) -> Fragment
+        self.transfers: list = []     # async copies not landed yet (random schedule)
+        self.released = False         # a collective or event generation completed
+        self.warps = [new_warp(self, prog, n, b, min(WARP_SIZE, size - b),
+                               self.live[b:b + WARP_SIZE])
+                      for n, b in enumerate(range(0, size, WARP_SIZE))]
+
+    @property
+    def is_host(self) -> bool:
+        return self.kernel is None
+
+    def uniform_slot(self, slot: int) -> bool:
+        """Whether every lane of the block sees the same instance of the slot."""
+        return self.prog.code.buffers[slot].storage != "local"
+
+    def instances(self, slot: int, lane: int):
+        """The buffers of ``slot`` that lane ``lane`` sees, or None before its ALLOC."""
+        if self.prog.code.buffers[slot].storage == "local":
+            return self.locals.get((slot, lane))
+        return self.bufs.get(slot)
+
+    def allocate(self, slot: int, lane: int, shape) -> list:
+        """Allocate the instances of ``slot`` for ``lane`` (§3.2.4: once per instance)."""
+        decl = self.prog.code.buffers[slot]
+        where = self.call.where(decl.span)
+        names = [decl.name] if not decl.array else \
+            [f"{decl.name}[{k}]" for k in range(decl.count)]
+        insts = [new_buffer(n, dtypes.BY_CODE[decl.dtype], shape, self.call.poison, where)
+                 for n in names]
+        if decl.storage == "local":
+            self.locals[(slot, lane)] = insts
+        else:
+            self.bufs[slot] = insts
+            if decl.storage == "global" and not self.is_host:
+                self.call.kernel_globals[(self.kernel_index, slot)] = insts
+        return insts
+
+    def lane_reg(self, lane: int, r: int):
+        """R[r] of block lane ``lane`` (collectives read their operands this way)."""
+        w = self.warps[lane // WARP_SIZE]
+        return w.regs[r][lane - w.base]
+
+    def block_text(self) -> str:
+        return "(" + ", ".join(str(i) for i in self.index) + ")"

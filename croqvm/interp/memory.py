@@ -1,0 +1,215 @@
+"""Buffer instances, future handles, views and bounds-checked element access
+(LANGUAGE.md §3.2, §8, §9.4, §14.4; docs/EXECUTION.md §6).
+
+Conventions: ``w`` the executing warp, ``i`` a lane index in it, ``acc`` an
+``Access``, ``buf`` a ``Buffer`` (one instance), ``o``/``e`` a view's origin and extents
+(tuples of ints, in root coordinates). Faults go through ``LaneFault`` for the lowest
+active lane that has one (§7.1.3).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..dtypes import DType
+from .faults import LaneFault
+
+
+class Buffer:
+    """One buffer instance: values, and in poison mode which elements were written."""
+
+    __slots__ = ("name", "dtype", "data", "written", "decl")
+
+    def __init__(self, name: str, dtype: DType, data: np.ndarray, written, decl: str):
+        self.name, self.dtype, self.data, self.written, self.decl = \
+            name, dtype, data, written, decl
+
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape
+
+
+def new_buffer(name: str, dtype: DType, shape, poison: bool, decl: str) -> Buffer:
+    """Zero-filled, or in poison mode NaN / bytes 0xA5 with nothing written (§14.4)."""
+    shape = tuple(int(d) for d in shape)
+    data = np.zeros(shape, dtype.np)
+    if not poison:
+        return Buffer(name, dtype, data, None, decl)
+    if dtype.is_float:
+        data[...] = np.nan
+    else:
+        data.view(np.uint8)[...] = 0xA5
+    return Buffer(name, dtype, data, np.zeros(shape, bool), decl)
+
+
+@dataclass
+class Transfer:
+    """One DMA's data movement (§9.5.3): done at issue, or under a random schedule at a
+    random point before its wait (``land``)."""
+    move: object = None          # callable doing the copy; None once landed
+
+    def land(self) -> None:
+        if self.move is not None:
+            move, self.move = self.move, None
+            move()
+
+
+@dataclass
+class Handle:
+    """What one lane's future holds (§9.4, §9.6): a view of a buffer instance (``buf``
+    None for a placeholder without data) and the lane's state of the transfer that last
+    wrote it. ``swap`` exchanges whole handles."""
+    buf: Buffer | None = None
+    origin: tuple = ()
+    extents: tuple = ()
+    is_async: bool = False
+    waited: bool = False
+    issued: int = 0               # span index of the issuing DMA
+    transfer: Transfer | None = None
+
+    @property
+    def pending(self) -> bool:
+        """An async transfer this lane has not waited for."""
+        return self.is_async and not self.waited
+
+
+def check_array_index(a: int, decl, i: int) -> None:
+    if not 0 <= a < decl.count:
+        raise LaneFault(f"index {a} is out of range for buffer array '{decl.name}' "
+                        f"[0, {decl.count}).", i)
+
+
+def buffer_of(w, slot: int, arr: int, i: int) -> Buffer:
+    """Lane ``i``'s instance of buffer slot ``slot`` (element R[arr] of an array)."""
+    decl = w.blk.prog.code.buffers[slot]
+    insts = w.blk.instances(slot, w.base + i)
+    if insts is None:
+        raise LaneFault(f"buffer '{decl.name}' is used before its declaration executed.", i)
+    a = 0
+    if arr >= 0:
+        a = int(w.regs[arr][i])
+        check_array_index(a, decl, i)
+    return insts[a]
+
+
+def future_data(w, slot: int, i: int) -> Handle:
+    """Lane ``i``'s handle of future ``slot``, which must hold waited data (§9.5.4)."""
+    h = w.blk.futures[slot][w.base + i]
+    name = w.blk.prog.code.futures[slot].name
+    if h is None or h.buf is None:
+        raise LaneFault(f"future '{name}' has no data.", i)
+    if h.pending:
+        raise LaneFault(f"future '{name}' is not waited before using.", i)
+    return h
+
+
+def base_view(w, kind: str, base: int, arr: int, i: int):
+    """(buffer, origin, extents) of a view's or access's base for lane ``i``."""
+    if kind == "fut":
+        h = future_data(w, base, i)
+        return h.buf, h.origin, h.extents
+    buf = buffer_of(w, base, arr, i)
+    return buf, (0,) * buf.data.ndim, buf.shape
+
+
+def view_of(w, v: int, i: int):
+    """Resolve view ``v`` for lane ``i``: (buffer, origin, extents), root coordinates."""
+    view = w.blk.prog.code.views[v]
+    buf, o, _ = base_view(w, view.base_kind, view.base, view.arr, i)
+    origin = tuple(int(a) + int(w.regs[r][i]) for a, r in zip(o, view.origin))
+    extents = tuple(int(w.regs[r][i]) for r in view.extents)
+    return buf, origin, extents
+
+
+# --------------------------------------------------------------------------- element access
+
+def _element_text(acc, idx) -> str:
+    return f"{acc.text}.at({', '.join(str(int(x)) for x in idx)})"
+
+
+def locate(w, acc):
+    """Element ``acc`` for every active lane: a list of (buffer, lane indices, flat
+    offsets), grouped by buffer instance; every index checked (§8.6)."""
+    lanes = w.active_indices()
+    idx = [w.regs[r][lanes].astype(np.int64) for r in acc.indices]
+    groups, faults = {}, []
+    for n, i in enumerate(lanes):
+        try:
+            buf, o, e = base_view(w, acc.base_kind, acc.base, acc.arr, int(i))
+        except LaneFault as f:
+            faults.append(f)
+            break   # lanes are in increasing order: nothing later can come first
+        groups.setdefault((id(buf), o, e), (buf, o, e, []))[3].append(n)
+        if acc.base_kind == "buf" and acc.arr < 0 and w.blk.uniform_slot(acc.base):
+            groups[(id(buf), o, e)][3].extend(range(n + 1, len(lanes)))
+            break   # one instance for every lane of the block
+    out = []
+    for buf, o, e, ns in groups.values():
+        ns = np.asarray(ns)
+        sub = [x[ns] for x in idx]
+        lo = [max(0, -a) for a in o]
+        hi = [min(b, d - a) for a, b, d in zip(o, e, buf.shape)]
+        bad = np.zeros(len(ns), bool)
+        for k, x in enumerate(sub):
+            bad |= (x < lo[k]) | (x >= hi[k])
+        if bad.any():
+            n = int(np.flatnonzero(bad)[0])
+            faults.append(_range_fault(acc, [x[n] for x in sub], lo, hi, int(lanes[ns[n]])))
+        root = tuple(np.where(bad, 0, x + a) for x, a in zip(sub, o))
+        out.append((buf, lanes[ns], np.ravel_multi_index(root, buf.shape)))
+    if faults:
+        raise min(faults, key=lambda f: f.index)
+    return out
+
+
+def _range_fault(acc, idx, lo, hi, i) -> LaneFault:
+    for k, x in enumerate(idx):
+        if not lo[k] <= x < hi[k]:
+            return LaneFault(f"out-of-range access {_element_text(acc, idx)}: index {int(x)} "
+                             f"of dimension {k} is not in [{lo[k]}, {hi[k]}).", i)
+    raise AssertionError("no index out of range")
+
+
+def check_written(w, acc, buf: Buffer, lanes, flat) -> None:
+    """Poison mode (§14.4): reading a never-written element is a runtime error."""
+    if buf.written is None:
+        return
+    unset = ~buf.written.reshape(-1)[flat]
+    if unset.any():
+        n = int(np.flatnonzero(unset)[0])
+        idx = [int(w.regs[r][lanes[n]]) for r in acc.indices]
+        raise LaneFault(f"read of uninitialised element {_element_text(acc, idx)} "
+                        f"(buffer declared at {buf.decl}).", int(lanes[n]))
+
+
+def load(w, acc):
+    """The element of ``acc`` per lane (array over the warp; inactive lanes 0) and its
+    element type. Poison checks follow lane order across buffer instances."""
+    groups = locate(w, acc)
+    out, dtype = None, None
+    faults = []
+    for buf, lanes, flat in groups:
+        try:
+            check_written(w, acc, buf, lanes, flat)
+        except LaneFault as f:
+            faults.append(f)
+        if out is None:
+            dtype = buf.dtype
+            out = np.zeros(w.width, buf.data.dtype)
+        out[lanes] = buf.data.reshape(-1)[flat]
+    if faults:
+        raise min(faults, key=lambda f: f.index)
+    return out, dtype
+
+
+def store(buf: Buffer, lanes, flat, values) -> None:
+    """Write ``values[lanes]`` in lane order: where two lanes write one element, the
+    higher lane's value stays (it wrote last)."""
+    vals = values[lanes]
+    rev_flat = flat[::-1]
+    uniq, first = np.unique(rev_flat, return_index=True)
+    keep = len(flat) - 1 - first
+    buf.data.reshape(-1)[uniq] = vals[keep]
+    if buf.written is not None:
+        buf.written.reshape(-1)[uniq] = True

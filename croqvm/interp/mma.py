@@ -1,0 +1,197 @@
+"""MMA: MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE (LANGUAGE.md §11, §12.4; docs/EXECUTION.md
+§8).
+
+Conventions: each op is a collective of its unit (``arrive(..., whole_unit=True)``);
+its effect runs once per fragment instance among the participants (a block-level
+``mc = mma.fill`` fills every warpgroup's copy, §11.2). A ``Fragment`` holds f64 values
+(int64 for integer types), each already rounded to the fragment's type.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from .faults import Fault
+from .fmt import tuple_text
+from .memory import view_of
+from .scalar import convert, round_to
+from .sync import arrive, check_uniform
+
+UNIT_KIND = {128: ("warpgroups", "group-4"), 32: ("warps", "group")}
+
+
+class Fragment:
+    """One unit's copy of a fragment: a 2-D tile, or only a fill value until an exec
+    or store gives it a shape (§11.3.3)."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+        self.data = None
+        self.fill = 0
+
+    def shaped(self, shape) -> np.ndarray:
+        if self.data is None:
+            self.data = np.full(shape, self.fill, self._holder())
+        return self.data
+
+    def _holder(self):
+        return np.int64 if self.dtype.is_int else np.float64
+
+
+def _instance(blk, m: int, lane: int):
+    decl = blk.prog.code.frags[m]
+    key = (m, lane // decl.unit if decl.unit > 0 else 0)
+    frag = blk.frags.get(key)
+    if frag is None:
+        frag = blk.frags[key] = Fragment(dtypes.BY_CODE[decl.dtype])
+    return key, frag
+
+
+def _by_instance(blk, m, lanes):
+    """Participant lanes grouped by the instance of fragment ``m`` they own."""
+    groups = {}
+    for lane in lanes:
+        key, frag = _instance(blk, m, int(lane))
+        groups.setdefault(key, (frag, []))[1].append(int(lane))
+    return list(groups.values())
+
+
+def _lane(blk, lane):
+    w = blk.warps[lane // 32]
+    return w, lane - w.base
+
+
+def _round_acc(x, t):
+    """§12.4: round after every step; integers wrap to the accumulator's width."""
+    if t.is_int:
+        return convert(x, dtypes.S64, t, np.ones(x.shape, bool)).astype(np.int64)
+    return round_to(x, t).astype(np.float64)
+
+
+def op_mma_fill(w, ins):
+    _, m, r, coll = ins[:4]
+
+    def effect(blk, rec, lanes):
+        check_uniform(blk, rec, lanes, lambda lane: [("value", blk.lane_reg(lane, r))])
+        for frag, ls in _by_instance(blk, m, lanes):
+            v = convert(np.asarray([blk.lane_reg(ls[0], r)]), blk.prog.rtypes[r], frag.dtype,
+                        np.ones(1, bool))
+            frag.fill = v.astype(frag._holder())[0]
+            if frag.data is not None:
+                frag.data[...] = frag.fill
+    arrive(w, ins, coll, effect, whole_unit=True)
+
+
+def _view_operands(blk, v):
+    def operands(lane):
+        w, i = _lane(blk, lane)
+        buf, o, e = view_of(w, v, i)
+        return [("buffer", f"'{buf.name}'"), ("origin", tuple_text(o)),
+                ("extents", tuple_text(e))]
+    return operands
+
+
+def _load_tile(blk, v, lane, op_text):
+    w, i = _lane(blk, lane)
+    buf, o, e = view_of(w, v, i)
+    idx = np.indices(e).reshape(len(e), -1).T + np.asarray(o)
+    inside = np.all((idx >= 0) & (idx < np.asarray(buf.shape)), axis=1)
+    if not inside.all():
+        bad = idx[int(np.flatnonzero(~inside)[0])]
+        raise Fault(f"{op_text} reads element {tuple_text(bad)} outside '{buf.name}'.", lane)
+    region = tuple(slice(a, a + x) for a, x in zip(o, e))
+    if buf.written is not None and not buf.written[region].all():
+        bad = np.argwhere(~buf.written[region])[0] + np.asarray(o)
+        raise Fault(f"read of uninitialised element {buf.name}.at("
+                    f"{', '.join(str(int(x)) for x in bad)}) (buffer declared at "
+                    f"{buf.decl}).", lane)
+    return buf, buf.data[region]
+
+
+def op_mma_load(w, ins):
+    _, m, v, coll = ins[:4]
+    text = w.blk.prog.code.colls[coll].text
+
+    def effect(blk, rec, lanes):
+        check_uniform(blk, rec, lanes, _view_operands(blk, v))
+        for frag, ls in _by_instance(blk, m, lanes):
+            buf, tile = _load_tile(blk, v, ls[0], text)
+            frag.dtype = buf.dtype
+            frag.data = tile.astype(frag._holder())
+    arrive(w, ins, coll, effect, whole_unit=True)
+
+
+def _tile(blk, m, lane):
+    _, frag = _instance(blk, m, lane)
+    if frag.data is None:
+        raise Fault(f"fragment '{blk.prog.code.frags[m].name}' is used before it holds a "
+                    f"tile.", lane)
+    return frag.data
+
+
+def op_mma_exec(w, ins):
+    """C[m][n] += A[m][k] * B[k][n] for k ascending, rounding after each step (§11.3,
+    §12.4). ``layout`` (0 row.row, 1 row.col, 2 col.row, 3 col.col) says how A and B
+    are stored: A row [M, K] / col [K, M]; B row [N, K] / col [K, N]."""
+    _, mc, ma, mb, layout, coll = ins[:6]
+    frags = w.blk.prog.code.frags
+
+    def effect(blk, rec, lanes):
+        for frag, ls in _by_instance(blk, mc, lanes):
+            sa, sb = _tile(blk, ma, ls[0]), _tile(blk, mb, ls[0])
+            a = sa if layout in (0, 1) else sa.T
+            b = sb.T if layout in (0, 2) else sb
+            if a.shape[1] != b.shape[0] or \
+                    (frag.data is not None and frag.data.shape != (a.shape[0], b.shape[1])):
+                raise Fault(f"MMA: matrix shapes do not match: `{frags[ma].name}'"
+                            f"({list(sa.shape)}) v.s. `{frags[mb].name}'({list(sb.shape)}).",
+                            ls[0])
+            c = frag.shaped((a.shape[0], b.shape[1]))
+            wide = np.int64 if frag.dtype.is_int else np.float64
+            a, b = a.astype(wide), b.astype(wide)
+            for k in range(a.shape[1]):
+                c = _round_acc(c + np.outer(a[:, k], b[k, :]), frag.dtype)
+            frag.data = c
+    arrive(w, ins, coll, effect, whole_unit=True)
+
+
+def op_mma_store(w, ins):
+    _, m, v, transp, coll = ins[:5]
+    site = w.blk.prog.code.colls[coll]
+    decl = w.blk.prog.code.frags[m]
+
+    def effect(blk, rec, lanes):
+        check_uniform(blk, rec, lanes, _view_operands(blk, v))
+        groups = _by_instance(blk, m, lanes)
+        if site.unit == 0 and len(groups) > 1 and decl.unit in UNIT_KIND:
+            plural, level = UNIT_KIND[decl.unit]
+            raise Fault(f"mma.store of '{decl.name}' at block level would write the same "
+                        f"destination from {len(groups)} {plural}; store inside the "
+                        f"'{level}' level.", int(lanes[0]))
+        for frag, ls in groups:
+            wl, i = _lane(blk, ls[0])
+            buf, o, e = view_of(wl, v, i)
+            c = frag.shaped(tuple(e[::-1]) if transp else tuple(e))
+            _store_tile(buf, o, c.T if transp else c, frag.dtype)
+    arrive(w, ins, coll, effect, whole_unit=True)
+
+
+def _store_tile(buf, o, c, t):
+    """§11.3.4: converted to the destination's type; out-of-range elements skipped."""
+    vals = convert(c.astype(t.np) if not t.is_float else round_to(c, t), t, buf.dtype,
+                   np.ones(c.shape, bool))
+    lo = [max(0, -a) for a in o]
+    hi = [min(x, d - a) for a, x, d in zip(o, c.shape, buf.shape)]
+    if any(h <= l for l, h in zip(lo, hi)):
+        return
+    inner = tuple(slice(l, h) for l, h in zip(lo, hi))
+    root = tuple(slice(a + l, a + h) for a, l, h in zip(o, lo, hi))
+    buf.data[root] = vals[inner]
+    if buf.written is not None:
+        buf.written[root] = True
+
+
+HANDLERS = {
+    "MMA_FILL": op_mma_fill, "MMA_LOAD": op_mma_load, "MMA_EXEC": op_mma_exec,
+    "MMA_STORE": op_mma_store,
+}

@@ -1,0 +1,241 @@
+"""The numeric semantics of croqvm (LANGUAGE.md §12), on numpy arrays of lane values.
+
+Every arithmetic operation, conversion and comparison of both engines is defined here,
+once: numpy is storage, not the specification. Where numpy (or Python, or CUDA) differs
+from §12 the function handling it says so.
+
+Conventions: ``x``, ``y`` operand arrays (one element per lane, in the storage dtype of
+their croqvm type), ``t`` a ``DType``, ``act`` the bool mask of the lanes whose faults
+count. Inactive lanes compute garbage that the caller throws away; a fault is raised for
+the lowest active lane only (§7.1.3), as ``LaneFault(message, index)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..dtypes import DType
+from .faults import LaneFault
+from .fmt import format_float
+
+F64 = np.float64
+
+
+def first_lane(bad: np.ndarray, act: np.ndarray) -> int | None:
+    """The lowest active lane where ``bad`` holds, or None."""
+    hit = np.flatnonzero(bad & act)
+    return int(hit[0]) if hit.size else None
+
+
+def _fault_if(bad, act, message_of):
+    i = first_lane(bad, act)
+    if i is not None:
+        raise LaneFault(message_of(i), i)
+
+
+# --------------------------------------------------------------------------- rounding
+# Formats numpy lacks, as (mantissa bits, minimum normal exponent, largest finite value,
+# value beyond the range). §12.3: round to nearest even, subnormals kept, overflow after
+# rounding gives inf, except OCP E4M3, which has no infinity and gives NaN.
+_NARROW = {
+    "bf16": (7, -126, (2 - 2.0 ** -7) * 2.0 ** 127, np.inf),
+    "tf32": (10, -126, (2 - 2.0 ** -10) * 2.0 ** 127, np.inf),
+    "f8_e4m3": (3, -6, 448.0, np.nan),
+    "f8_e5m2": (2, -14, 57344.0, np.inf),
+    "f16": (10, -14, 65504.0, np.inf),   # numpy does this one; kept to test the routine
+}
+
+
+def round_bits(x: np.ndarray, fmt: str) -> np.ndarray:
+    """Round f64 values to the binary format ``fmt`` (result still f64, exactly
+    representable in it). Works on the value, not the bits: the quantum of ``|x|`` is
+    2^(max(e, emin) - mantissa bits), and ``np.rint`` rounds half to even; dividing by
+    a power of two is exact in f64 for every format here."""
+    man, emin, top, beyond = _NARROW[fmt]
+    ax = np.abs(x)
+    _, e = np.frexp(ax)
+    quantum = np.ldexp(1.0, np.maximum(e - 1, emin) - man)
+    r = np.rint(ax / quantum) * quantum
+    r = np.where(r > top, beyond, r)      # inf input lands here too
+    return np.copysign(r, x)
+
+
+def round_to(x64: np.ndarray, t: DType) -> np.ndarray:
+    """f64 values rounded once to float type ``t``, in ``t``'s storage dtype."""
+    if t.name == "f64":
+        return x64.astype(F64, copy=False)
+    if t.name in ("f32", "f16"):
+        # numpy's f64->f32 and f64->f16 casts round to nearest even in one step
+        return x64.astype(t.np)
+    return round_bits(x64.astype(F64, copy=False), t.name).astype(np.float32)
+
+
+# --------------------------------------------------------------------------- conversions
+
+def _int_range(t: DType) -> tuple[int, int]:
+    if t.signed:
+        return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
+    return 0, (1 << t.bits) - 1
+
+
+def convert(x: np.ndarray, src: DType, dst: DType, act: np.ndarray) -> np.ndarray:
+    """§12.3.3: integers wrap, floats truncate toward zero into integers (NaN or out of
+    range faults), conversions into floats round to nearest even, numbers become bool
+    as ``x != 0``."""
+    if src is dst:
+        return x
+    if dst.kind == "bool":
+        return x != 0
+    if dst.is_int:
+        if not src.is_float:
+            return x.astype(dst.np)      # numpy's integer casts are modular, as §12.3.3
+        return _float_to_int(x, dst, act)
+    if src.is_int and src.bits == 64 and dst.name == "f32":
+        return x.astype(np.float32)      # one rounding; via f64 it would round twice
+    return round_to(x.astype(F64), dst)
+
+
+def _float_to_int(x, dst: DType, act):
+    t = np.trunc(x.astype(F64))
+    lo, hi = _int_range(dst)
+    # hi + 1 is a power of two, exact in f64, unlike hi itself for 64-bit types
+    bad = np.isnan(t) | (t < lo) | (t >= float(hi + 1))
+    _fault_if(bad, act, lambda i: f"value {format_float(float(x[i]))} out of range "
+                                  f"for '{dst.name}'.")
+    return np.where(bad, 0, t).astype(dst.np)
+
+
+def to_type(x, src: DType, t: DType, act):
+    """``x`` as operand of an operation computed in type ``t`` (never faults: the
+    arithmetic type of §12.2 can hold every operand, up to integer wraparound)."""
+    return convert(x, src, t, act)
+
+
+# --------------------------------------------------------------------------- binary ops
+# Each takes operands already in the arithmetic type ``t`` and returns values of ``t``.
+
+def _int_div_parts(x, y, t, act):
+    """Truncating quotient and dividend-signed remainder (§12.3.1). numpy's ``//`` and
+    ``%`` floor instead, and MIN // -1 traps in C, so -1 is handled apart (it wraps to
+    MIN, remainder 0)."""
+    _fault_if(y == 0, act, lambda i: "integer division by zero.")
+    minus_one = (y == -1) if t.signed else np.zeros(y.shape, bool)
+    safe = np.where((y == 0) | minus_one, 1, y).astype(t.np)
+    q = x // safe
+    r = x - q * safe
+    if t.signed:
+        fix = (r != 0) & ((x < 0) != (safe < 0))   # floor went one below
+        q = np.where(fix, q + 1, q)
+        r = np.where(fix, r - safe, r)
+    q = np.where(minus_one, np.negative(x), q).astype(t.np)
+    r = np.where(minus_one, 0, r).astype(t.np)
+    return q, r
+
+
+def _div(x, y, t, act):
+    if t.is_float:
+        return round_to(x.astype(F64) / y.astype(F64), t)
+    return _int_div_parts(x, y, t, act)[0]
+
+
+def _mod(x, y, t, act):
+    if t.is_float:
+        return round_to(np.fmod(x.astype(F64), y.astype(F64)), t)
+    return _int_div_parts(x, y, t, act)[1]
+
+
+def _arith(fn):
+    """An operation that is exact-then-rounded on floats and modular on integers."""
+    def op(x, y, t, act):
+        if t.is_float:
+            return round_to(fn(x.astype(F64), y.astype(F64)), t)
+        return fn(x, y).astype(t.np)     # numpy integer arrays wrap silently
+    return op
+
+
+def _bitwise(int_fn, bool_fn):
+    def op(x, y, t, act):
+        if t.kind == "bool":
+            return bool_fn(x, y)
+        return int_fn(x, y)
+    return op
+
+
+def _minmax(int_fn, float_fn):
+    # Floats: IEEE minNum/maxNum (a NaN operand is ignored), as CUDA's fminf/fmaxf.
+    def op(x, y, t, act):
+        return (float_fn if t.is_float else int_fn)(x, y).astype(t.np)
+    return op
+
+
+BINARY = {
+    "ADD": _arith(np.add),
+    "SUB": _arith(np.subtract),
+    "MUL": _arith(np.multiply),
+    "DIV": _div,
+    "MOD": _mod,
+    "MIN": _minmax(np.minimum, np.fmin),
+    "MAX": _minmax(np.maximum, np.fmax),
+    "AND": _bitwise(np.bitwise_and, np.logical_and),
+    "OR": _bitwise(np.bitwise_or, np.logical_or),
+    "XOR": _bitwise(np.bitwise_xor, np.logical_xor),
+}
+
+_UNSIGNED = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def _shift_count(y, ty: DType, t: DType, act):
+    yy = y.astype(np.int64)      # a u64 count >= 2^63 turns negative: still out of range
+    bad = (yy < 0) | (yy >= t.bits)
+    _fault_if(bad, act, lambda i: f"shift count {int(y[i])} out of range for '{t.name}'.")
+    return np.where(bad, 0, yy)
+
+
+def shift(name: str, x, y, tx: DType, ty: DType, act):
+    """``<<`` and ``>>`` (§12.3.1): the type is the promoted left operand's; the count
+    must lie in [0, width). ``<<`` is done on the unsigned bits (C leaves signed
+    overflow undefined); ``>>`` of signed values is arithmetic, as numpy's."""
+    t = dtypes.promote(tx, tx)
+    xv = convert(x, tx, t, act)
+    n = _shift_count(y, ty, t, act)
+    u = _UNSIGNED[t.bits]
+    if name == "SHL":
+        return (xv.view(u) << n.astype(u)).view(t.np), t
+    return (xv >> n.astype(t.np)), t
+
+
+COMPARE = {
+    "EQ": np.equal, "NE": np.not_equal, "LT": np.less,
+    "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal,
+}
+
+
+def binary(name: str, x, y, tx: DType, ty: DType, act):
+    """``x <name> y`` in the arithmetic type of §12.2; returns (values, their type)."""
+    if name in ("SHL", "SHR"):
+        return shift(name, x, y, tx, ty, act)
+    if tx.kind == "bool" and ty.kind == "bool" and name in ("AND", "OR", "XOR"):
+        return BINARY[name](x, y, dtypes.BOOL, act), dtypes.BOOL
+    t = dtypes.promote(tx, ty)
+    xv, yv = to_type(x, tx, t, act), to_type(y, ty, t, act)
+    if name in COMPARE:
+        if t.is_float:   # every format embeds exactly in f64; NaN compares false but !=
+            xv, yv = xv.astype(F64), yv.astype(F64)
+        return COMPARE[name](xv, yv), dtypes.BOOL
+    return BINARY[name](xv, yv, t, act), t
+
+
+# --------------------------------------------------------------------------- unary ops
+
+def unary(name: str, x, tx: DType, act):
+    """NEG (wraps on integers, flips the sign bit of floats), NOT (bool), BNOT (~ in
+    the promoted integer type). Returns (values, their type)."""
+    if name == "NOT":
+        return ~(x != 0), dtypes.BOOL
+    if tx.is_float:
+        return np.negative(x), tx
+    t = dtypes.promote(tx, tx)
+    xv = convert(x, tx, t, act)
+    if name == "NEG":
+        return np.negative(xv), t
+    return np.invert(xv), t

@@ -1,0 +1,287 @@
+"""Collectives, barriers, ONCE and events (LANGUAGE.md §7.2, §7.4, §10; docs/EXECUTION.md
+§4, §5, §7).
+
+Conventions: ``lane`` a block lane; ``i`` a lane index in the warp ``w``; a *unit* is the
+group of ``site.unit`` consecutive lanes a collective is confined to (0: the block). A
+collective's dynamic instance is a ``Rendezvous`` keyed by (instruction, unit, the
+lane's execution count of that instruction); its effect runs once, when the last live
+participant arrives, and is followed by the release of every participant.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..bytecode import opcodes
+from .faults import Fault, Internal, LaneFault
+from .fmt import format_lanes, lanes_phrase
+
+UNIT_NAMES = {32: "warp", 128: "warpgroup"}
+
+
+def unit_mask(blk, unit: int, u: int) -> np.ndarray:
+    m = np.zeros(blk.size, bool)
+    if unit <= 0:
+        m[:] = True
+    else:
+        m[u * unit:(u + 1) * unit] = True
+    return m
+
+
+class Rendezvous:
+    """One dynamic instance of a collective (§7.4.3). ``members``: the lanes of the
+    unit in the site's lane set; terminated ones are not awaited."""
+
+    def __init__(self, blk, ip, ins, site, members, effect):
+        self.blk, self.ip, self.ins, self.site = blk, ip, ins, site
+        self.members, self.effect = members, effect
+        self.arrived = np.zeros(blk.size, bool)
+        self.done = False
+
+    def missing(self) -> np.ndarray:
+        return self.members & self.blk.live & ~self.arrived
+
+    def complete(self) -> None:
+        """Run the effect once for the live participants, then release them all."""
+        lanes = np.flatnonzero(self.arrived & self.blk.live)
+        if self.effect is not None and lanes.size:
+            try:
+                self.effect(self.blk, self, lanes)
+            except Fault as f:
+                if f.span is None:
+                    f.span = self.ins[6]
+                raise
+        self.done = True
+        self.blk.released = True
+
+    def label(self) -> str:
+        if self.ins[0] == opcodes.BARRIER:
+            return self.site.text
+        return f"collective '{self.site.text}'"
+
+
+class Waiting:
+    """What a warp blocked at a collective waits for: its lanes' rendezvous."""
+
+    def __init__(self, recs):
+        self.recs = recs
+
+    def ready(self) -> bool:
+        return all(r.done for r in self.recs)
+
+    def report(self, call) -> str:
+        r = next(r for r in self.recs if not r.done)
+        here = int((r.arrived & r.blk.live).sum())
+        need = int((r.members & r.blk.live).sum())
+        return f"{r.label()} ({call.where(r.ins[6])}): arrived {here}/{need}"
+
+    def hint(self, call):
+        return None
+
+
+def _open(blk, key, make):
+    rec = blk.rendezvous.get(key)
+    if rec is None:
+        rec = blk.rendezvous[key] = make()
+    return rec
+
+
+def _check_converged(w, site, members, unit, u, whole_unit):
+    """§7.4.4: every live participant lane of this warp must be active here."""
+    blk = w.blk
+    mine = members[w.base:w.base + w.width]
+    if whole_unit and unit in UNIT_NAMES:
+        gone = np.flatnonzero(members & ~blk.live)
+        if gone.size:
+            raise Fault(f"{site.text} needs all {unit} lanes of {UNIT_NAMES[unit]} {u}, "
+                        f"but {lanes_phrase(gone)} have terminated.", int(w.lanes[w.act][0]))
+    idle = np.flatnonzero(mine & w.live & ~w.act)
+    if not idle.size:
+        return
+    lane = int(w.lanes[w.act][0])
+    if whole_unit and unit in UNIT_NAMES:
+        raise Fault(f"{site.text} needs all {unit} lanes of {UNIT_NAMES[unit]} {u}, but "
+                    f"{lanes_phrase(idle + w.base)} are not active here.", lane)
+    n = int((members & blk.live).sum())
+    raise Fault(f"'{site.text}' is a collective of {n} lanes but {lanes_phrase(idle)} of "
+                f"warp {w.index} are not active here (divergent control flow).", lane)
+
+
+def arrive(w, ins, coll: int, effect=None, whole_unit: bool = False) -> None:
+    """The active lanes of ``w`` reach collective site ``coll``; ``effect(blk, rec,
+    lanes)`` runs once when the group is complete. The warp blocks until then."""
+    blk = w.blk
+    site = blk.prog.code.colls[coll]
+    inset = blk.lanesets[site.laneset]
+    lanes = w.lanes[w.act]
+    outside = lanes[~inset[lanes]]
+    if outside.size:
+        raise Internal(f"lanes {format_lanes(outside)} execute '{site.text}' but are "
+                            f"not among its participants (a lane-set and control-flow "
+                            f"mismatch in the bytecode).")
+    units = lanes // site.unit if site.unit > 0 else np.zeros(lanes.size, np.int64)
+    counts = w.counts.setdefault(w.ip, np.zeros(w.width, np.int64))
+    counts[w.act] += 1
+    recs = []
+    for u in np.unique(units):
+        members = inset & unit_mask(blk, site.unit, int(u))
+        _check_converged(w, site, members, site.unit, int(u), whole_unit)
+        sel = units == u
+        for c in np.unique(counts[w.act][sel]):
+            key = (w.ip, int(u), int(c))
+            rec = _open(blk, key, lambda: Rendezvous(blk, w.ip, ins, site, members, effect))
+            rec.arrived[lanes[sel & (counts[w.act] == c)]] = True
+            if not rec.missing().any():
+                del blk.rendezvous[key]
+                rec.complete()
+            recs.append(rec)
+    if not all(r.done for r in recs):
+        w.block_on(Waiting(recs))
+
+
+def recheck_rendezvous(blk) -> None:
+    """Lanes terminated (§6.5): collectives stop waiting for them."""
+    for key, rec in list(blk.rendezvous.items()):
+        if not rec.missing().any():
+            del blk.rendezvous[key]
+            rec.complete()
+
+
+def check_uniform(blk, rec, lanes, operands) -> None:
+    """§7.4.5: every participant presents the operands of the lowest one.
+    ``operands(lane)`` gives a list of (label, text) pairs."""
+    first = int(lanes[0])
+    ref = operands(first)
+    for lane in lanes[1:]:
+        got = operands(int(lane))
+        for (label, a), (_, b) in zip(ref, got):
+            if a != b:
+                raise Fault(f"operands of collective '{rec.site.text}' differ between lane "
+                            f"{first} and lane {int(lane)} ({label} {a} vs {b}).", int(lane))
+
+
+def op_barrier(w, ins):
+    arrive(w, ins, ins[1])
+
+
+# --------------------------------------------------------------------------- ONCE (§7.2.2)
+
+def op_once(w, ins):
+    """A lane's n-th arrival at the site claims execution n of its instance unless
+    another lane already has; in lane order, so the lowest live lane under the default
+    schedule."""
+    _, r, site, unit = ins[:4]
+    blk = w.blk
+    arrivals = blk.once.setdefault(("arrivals", site), np.zeros(blk.size, np.int64))
+    res = np.zeros(w.width, bool)
+    for i in w.active_indices():
+        lane = w.base + int(i)
+        arrivals[lane] += 1
+        key = (site, lane // unit if unit > 0 else 0)
+        if blk.once.get(key, 0) < arrivals[lane]:
+            blk.once[key] = int(arrivals[lane])
+            res[i] = True
+    w.write(r, res)
+
+
+# --------------------------------------------------------------------------- events (§10)
+
+class EventSlots:
+    """A shared event's per-block state (§10.3): per slot ``completed`` generations and
+    ``arrivals``; per lane and slot the count of completed ``waits``."""
+
+    def __init__(self, decl, need: int, size: int):
+        self.decl, self.need = decl, need
+        self.completed = np.full(decl.slots, 1 if decl.ready else 0, np.int64)
+        self.arrivals = np.zeros(decl.slots, np.int64)
+        self.waits = np.zeros((size, decl.slots), np.int64)
+
+    def slot_name(self, s: int) -> str:
+        return f"{self.decl.name}[{s}]" if self.decl.slots > 1 else self.decl.name
+
+
+def init_events(blk) -> None:
+    """Arrivals per generation: ``event<N>``, else the lanes of the union of the
+    trigger statements' lane sets (§10.2)."""
+    for decl in blk.prog.code.events:
+        need = decl.count
+        if need < 0:
+            union = np.zeros(blk.size, bool)
+            for ls in decl.lanesets:
+                union |= blk.lanesets[ls]
+            need = int(union.sum())
+        blk.events.append(EventSlots(decl, need, blk.size))
+
+
+def _slots(w, ev: EventSlots, r: int) -> np.ndarray:
+    slots = w.regs[r].astype(np.int64)
+    bad = (slots < 0) | (slots >= ev.decl.slots)
+    hit = np.flatnonzero(bad & w.act)
+    if hit.size:
+        i = int(hit[0])
+        raise LaneFault(f"index {int(slots[i])} is out of range for event array "
+                        f"'{ev.decl.name}' [0, {ev.decl.slots}).", i)
+    return slots
+
+
+def op_trigger(w, ins):
+    ev = w.blk.events[ins[1]]
+    slots = _slots(w, ev, ins[2])
+    for i in w.active_indices():
+        s = slots[i]
+        ev.arrivals[s] += 1
+        if ev.arrivals[s] == ev.need:   # surplus arrivals count toward the next one
+            ev.completed[s] += 1
+            ev.arrivals[s] = 0
+            w.blk.released = True
+
+
+class EventWait:
+    """A warp whose active lanes wait for their next generations (§10.3)."""
+
+    def __init__(self, ev, ip, span, lanes, slots):
+        self.ev, self.ip, self.span, self.lanes, self.slots = ev, ip, span, lanes, slots
+
+    def pending(self) -> np.ndarray:
+        ev = self.ev
+        return ev.completed[self.slots] <= ev.waits[self.lanes, self.slots]
+
+    def ready(self) -> bool:
+        return not self.pending().any()
+
+    def _first(self):
+        n = int(np.flatnonzero(self.pending())[0])
+        return int(self.slots[n]), int(self.ev.waits[self.lanes[n], self.slots[n]])
+
+    def report(self, call) -> str:
+        ev = self.ev
+        s, gen = self._first()
+        return (f"{call.where(self.span)} '{call.span_text(self.span)}': slot "
+                f"{ev.slot_name(s)}: completed generations {int(ev.completed[s])}, arrivals "
+                f"{int(ev.arrivals[s])}/{ev.need}; these lanes wait for generation {gen}")
+
+    def hint(self, call):
+        ev = self.ev
+        s, _ = self._first()
+        if ev.completed[s] == 0 and ev.arrivals[s] == 0:
+            return (f"no lane has triggered '{ev.slot_name(s)}' yet; a credit-based pipeline "
+                    f"needs initial credits: trigger every slot once before the loop, or "
+                    f"declare the event '= ready'.")
+        return None
+
+
+def op_wait_event(w, ins):
+    ev = w.blk.events[ins[1]]
+    slots = _slots(w, ev, ins[2])[w.act]
+    lanes = w.lanes[w.act]
+    wait = EventWait(ev, w.ip, ins[6], lanes, slots)
+    if wait.ready():
+        ev.waits[lanes, slots] += 1
+    else:
+        w.pc = w.ip          # run the WAIT again once the generations have completed
+        w.block_on(wait)
+
+
+HANDLERS = {
+    "BARRIER": op_barrier, "ONCE": op_once, "TRIGGER": op_trigger,
+    "WAIT_EVENT": op_wait_event,
+}

@@ -1,0 +1,81 @@
+"""Warp state (ARCHITECTURE.md "The machine model", LANGUAGE.md §7.1, §7.3).
+
+Conventions: ``w`` a warp, ``blk`` its block, ``pc`` the index of the next instruction,
+``ip`` the index of the instruction being executed, ``act`` the active mask (one bool per
+lane of the warp), ``live`` the not-terminated mask (a view into the block's), a "lane
+index" ``i`` is a position in the warp's arrays and ``w.base + i`` its block lane.
+
+Registers are numpy arrays of one element per lane in the register's storage dtype; a
+write touches active lanes only. Divergence state (the control stack) belongs to the warp
+alone.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+READY, BLOCKED, DONE = "ready", "blocked", "done"
+
+
+@dataclass
+class Frame:
+    """One open IF or LOOP (docs/EXECUTION.md §3). ``entered``: the lanes that entered
+    (those that left an enclosing loop or terminated are removed as it happens);
+    ``other``: the IF's lanes set aside for the ELSE; ``out``: the LOOP's lanes that
+    broke; ``jump``: where the warp goes when no lane is active (the ELSE or END)."""
+    kind: str                 # "if" or "loop"
+    opener: int
+    entered: np.ndarray
+    jump: int
+    other: np.ndarray | None = None
+    out: np.ndarray | None = None
+    in_else: bool = False
+
+
+@dataclass
+class Warp:
+    blk: object
+    index: int
+    base: int
+    width: int
+    regs: list
+    live: np.ndarray
+    act: np.ndarray = None
+    stack: list = field(default_factory=list)
+    pc: int = 0
+    ip: int = 0
+    state: str = READY
+    blocker: object = None
+    counts: dict = field(default_factory=dict)    # ip -> per-lane executions (§7.4.3)
+
+    def __post_init__(self):
+        if self.act is None:
+            self.act = self.live.copy()
+        self.lanes = np.arange(self.base, self.base + self.width)
+
+    def write(self, r: int, values) -> None:
+        """R[r] := values on the active lanes (values already in R[r]'s storage dtype)."""
+        np.copyto(self.regs[r], values, where=self.act, casting="unsafe")
+
+    def active_indices(self) -> np.ndarray:
+        return np.flatnonzero(self.act)
+
+    def block_on(self, blocker) -> None:
+        self.state = BLOCKED
+        self.blocker = blocker
+
+    def runnable(self) -> bool:
+        """Ready, or blocked on something that has now happened (then it wakes)."""
+        if self.state == BLOCKED and self.blocker.ready():
+            self.state, self.blocker = READY, None
+        return self.state == READY
+
+    def finish(self) -> None:
+        self.state = DONE
+        self.act[:] = False
+
+
+def new_warp(blk, prog, index: int, base: int, width: int, live: np.ndarray) -> Warp:
+    regs = [np.zeros(width, t.np) for t in prog.rtypes]
+    return Warp(blk, index, base, width, regs, live)
