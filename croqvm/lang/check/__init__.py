@@ -1,0 +1,43 @@
+"""The semantic checker (LANGUAGE.md §3-§11, §14.3, §15.2).
+
+``check_program(program, sink)`` reports static errors and warnings into ``sink`` and
+annotates the AST in place for the lowering stage (see ``croqvm.lang.ast``):
+
+- every ``Expr`` gets ``ty`` (a ``croqvm.lang.types`` type);
+- every ``Name`` gets ``sym``; declaring nodes get their symbols (``Param.sym``,
+  ``BufferItem.sym``, ``ScalarItem.sym``, ``EventItem.sym``, ``PLevel.syms``,
+  ``Within.syms``, ``Range.sym``/``Range.var_sym``), and ``Assign``, ``Dma``, ``DmaAny``,
+  ``MmaFill``, ``MmaLoad`` get ``declares`` and ``sym``;
+- every ``Parallel`` gets ``kinds`` and ``is_kernel``;
+- every ``Function`` gets ``sym_table``, all the symbols declared in it.
+
+Facts kept in ``Symbol.info`` for later stages: ``"const"`` (value of an immutable scalar
+with a constant initializer), ``"bound_dim"`` (which dimension of an mdspan-valued
+``bound_expr`` bounds a with/parallel variable), ``"binder"`` ("parallel", "with" or
+"foreach"), ``"ready"`` (events), ``"placeholder"`` (``dma.any`` futures).
+"""
+from __future__ import annotations
+
+from croqvm.lang import ast
+
+from . import control, decls, dma, events, exprs, loops, mma, parallel, views
+from .functions import check_function
+
+EXPR_RULES = {**exprs.RULES, **views.RULES}
+STMT_RULES = {**control.RULES, **decls.RULES, **loops.RULES, **parallel.RULES,
+              **dma.RULES, **events.RULES, **mma.RULES}
+FINISHERS = (dma.finish, events.finish, mma.finish)
+
+
+def check_program(program: ast.Program, sink) -> None:
+    """Check every function of ``program``; never raises for any input (§15.1)."""
+    seen: set[str] = set()
+    for fn in program.functions:
+        if fn.name in seen:
+            sink.error(fn.name_span or fn.span, f"function '{fn.name}' has been defined "
+                                                f"already.")
+        seen.add(fn.name)
+        check_function(fn, sink, EXPR_RULES, STMT_RULES, FINISHERS)
+
+
+__all__ = ["check_program"]

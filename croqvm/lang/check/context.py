@@ -1,0 +1,192 @@
+"""The checker's state: scopes, symbols, the enclosing parallel levels, diagnostics.
+
+Conventions used by every module of this package:
+- ``ck`` is the ``Checker`` of the function being checked;
+- ``ck.expr(e)`` types an expression, annotates ``e.ty`` and returns the type;
+- ``ck.stmt(s)`` checks a statement; an unexpected failure inside becomes an
+  ``internal error: ...`` diagnostic at that statement (LANGUAGE.md §15.1);
+- a type ``Unknown`` marks a value whose error was already reported: rules accept it
+  silently, so one bad declaration gives one diagnostic, not one per use.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from croqvm.lang import ast
+from croqvm.lang.types import Symbol, Type
+
+
+@dataclass(frozen=True)
+class Unknown(Type):
+    """The type of an erroneous expression (already reported)."""
+
+    def __str__(self):
+        return "<error>"
+
+
+UNKNOWN = Unknown()
+
+
+def is_bad(sym) -> bool:
+    """A missing or erroneous declaration (already reported)."""
+    return sym is None or bool(sym.info.get("bad"))
+
+
+def ordinal(n: int) -> str:
+    """1 -> '1st', 2 -> '2nd', 11 -> '11th' (messages of §8.6)."""
+    if 10 <= n % 100 <= 20:
+        return f"{n}th"
+    return f"{n}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+class Scope:
+    """One lexical scope (§3.4.4): a function body, a braced block or a statement body."""
+
+    def __init__(self, parent: Scope | None):
+        self.parent = parent
+        self.names: dict[str, Symbol] = {}
+
+    def find(self, name: str) -> Symbol | None:
+        scope = self
+        while scope is not None:
+            sym = scope.names.get(name)
+            if sym is not None:
+                return sym
+            scope = scope.parent
+        return None
+
+
+class Checker:
+    """Checks one function. ``expr_rules`` / ``stmt_rules`` map AST classes to handlers
+    ``rule(ck, node)``; they are assembled in ``croqvm.lang.check.__init__``."""
+
+    def __init__(self, sink, fn: ast.Function, expr_rules: dict, stmt_rules: dict):
+        self.sink = sink
+        self.fn = fn
+        self.expr_rules = expr_rules
+        self.stmt_rules = stmt_rules
+        self.scope = Scope(None)
+        self.symbols: list[Symbol] = []
+        self.parallels: list[ast.Parallel] = []      # enclosing parallel statements
+        self.levels: list[tuple[str, ast.PLevel]] = []  # enclosing levels, outer first
+        self.loop_depth = 0
+        self.inthreads: list[ast.Inthreads] = []     # enclosing inthreads of this kernel level
+        self.inthreads_total = 0                     # enclosing inthreads, all levels
+        self.returns: list[tuple[ast.Return, Type]] = []
+        self.unknown_names: set[str] = set()
+        self.late_names: list[ast.Name] = []          # uses of futures and fragments
+        self.warned_params: set[int] = set()
+        self.facts: dict[str, object] = {}           # per-concern bookkeeping (dma, events, mma)
+
+    # ----------------------------------------------------------------- diagnostics
+
+    def error(self, span, message: str, hint: str | None = None):
+        self.sink.error(span, message, hint)
+
+    def warning(self, span, message: str, hint: str | None = None):
+        self.sink.warning(span, message, hint)
+
+    # ----------------------------------------------------------------- dispatch
+
+    def expr(self, e: ast.Expr) -> Type:
+        rule = self.expr_rules.get(type(e))
+        ty = rule(self, e) if rule is not None else self._no_rule(e)
+        e.ty = ty
+        return ty
+
+    def _no_rule(self, node) -> Type:
+        self.error(node.span, f"internal error: no check for '{type(node).__name__}'.")
+        return UNKNOWN
+
+    def stmt(self, s: ast.Stmt):
+        rule = self.stmt_rules.get(type(s))
+        try:
+            if rule is None:
+                self._no_rule(s)
+            else:
+                rule(self, s)
+        except RecursionError:
+            self.error(s.span, "nesting too deep")
+        except Exception as exc:  # a checker bug must not hide the user's other errors
+            self.error(s.span, f"internal error: {type(exc).__name__}: {exc}")
+
+    def body(self, s: ast.Stmt):
+        """A statement body of ``if``/``while``/``foreach``...: its own scope (§3.4.4)."""
+        with self.scoped():
+            if isinstance(s, ast.Block):
+                for inner in s.stmts:
+                    self.stmt(inner)
+            else:
+                self.stmt(s)
+
+    # ----------------------------------------------------------------- scopes
+
+    def scoped(self):
+        return _ScopeGuard(self)
+
+    def lookup(self, name: str) -> Symbol | None:
+        return self.scope.find(name)
+
+    def declare(self, name: str, kind: str, ty: Type, decl, span, *, mutable=False,
+                **fields) -> Symbol:
+        """Declare ``name`` in the current scope. A visible name is an error (no shadowing,
+        §3.4.4); the new symbol is still returned (marked bad) so checking can go on."""
+        sym = Symbol(name, kind, ty, decl, mutable=mutable,
+                     parallel=self.parallels[-1] if self.parallels else None, **fields)
+        sym.info["scope"] = self.scope
+        if name == "_":
+            self.error(span, "'_' can not be used as a name: it means a whole dimension in "
+                             "'chunkat' and 'subspan' arguments.")
+            sym.info["bad"] = True
+            self.symbols.append(sym)
+            return sym
+        if self.scope.find(name) is not None:
+            self.error(span, f"symbol '{name}' has been declared already.")
+            sym.info["bad"] = True
+            self.symbols.append(sym)
+            return sym
+        self.scope.names[name] = sym
+        self.symbols.append(sym)
+        return sym
+
+    # ----------------------------------------------------------------- where we are
+
+    @property
+    def in_parallel(self) -> bool:
+        return bool(self.parallels)
+
+    @property
+    def current_parallel(self):
+        return self.parallels[-1] if self.parallels else None
+
+    def outside_current_parallel(self, sym: Symbol) -> bool:
+        """D14: declared outside the innermost enclosing ``parallel``."""
+        return self.in_parallel and sym.parallel is not self.current_parallel
+
+    def check_modifiable(self, sym: Symbol, span) -> bool:
+        """§3.4.2 and D14 for an assignment, ``++``/``--``, DMA target or swap."""
+        if sym.info.get("bad"):
+            return False
+        if sym.kind in ("scalar", "future") and self.outside_current_parallel(sym):
+            self.error(span, f"'{sym.name}' is declared outside the parallel-by and can "
+                             f"not be modified inside it.")
+            return False
+        return True
+
+    def fact(self, key: str, factory):
+        if key not in self.facts:
+            self.facts[key] = factory()
+        return self.facts[key]
+
+
+class _ScopeGuard:
+    def __init__(self, ck: Checker):
+        self.ck = ck
+
+    def __enter__(self):
+        self.ck.scope = Scope(self.ck.scope)
+        return self.ck.scope
+
+    def __exit__(self, *exc):
+        self.ck.scope = self.ck.scope.parent
+        return False

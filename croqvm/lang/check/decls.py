@@ -1,0 +1,233 @@
+"""Declarations and assignments (LANGUAGE.md §3.2-§3.4, §6.6, D13, D14)."""
+from __future__ import annotations
+
+from croqvm.lang import ast
+from croqvm.lang.types import Bounded, Buffer, Future, ITuple, Mdspan, Scalar, View
+
+from .consteval import const_value, wrap
+from .context import UNKNOWN
+from .exprs import binary_type, check_step, mdspan_dims
+from .typerules import convert, is_unknown, resolve_type, tname
+from .walk import thread_dependence
+
+_KIND_OF = {Scalar: "scalar", Bounded: "bounded", ITuple: "ituple", Mdspan: "mdspan"}
+_ALWAYS_IMMUTABLE = ("bounded", "ituple", "mdspan")
+
+
+def _remember_value(sym, init):
+    """Facts later checks use: the constant value of an immutable scalar (consteval) and
+    dependence on a thread index (§9.3.3)."""
+    if sym.kind == "scalar" and not sym.mutable:
+        value = const_value(init)
+        if value is not None:
+            sym.info["const"] = wrap(value, sym.type.dtype)
+    dep = thread_dependence(init)
+    if dep:
+        sym.info["lane_dep"] = dep
+
+
+def _copy_error(ck, ty, init, name, span):
+    """Values that can not be named or copied (§3.1)."""
+    if isinstance(ty, Future):
+        src = init.sym if isinstance(init, ast.Name) else None
+        if src is not None and src.info.get("placeholder") and ty.dtype is None:
+            ck.error(span, f"can not initialize variable '{name}' with a placeholder.")
+        else:
+            ck.error(span, f"future '{getattr(init, 'id', 'value')}' can not be copied.",
+                     hint="use swap(...) to exchange futures, or '.data' to use its buffer")
+    elif isinstance(ty, View):
+        ck.error(span, f"a view can not be named ('{name}'): use it directly as a DMA or "
+                       f"MMA operand.")
+    else:
+        ck.error(span, f"can not initialize '{name}' with a value of type '{tname(ty)}'.")
+
+
+def declare_value(ck, name, ty, init, decl, span, *, mutable, declared=None):
+    """Declare ``name`` initialised with ``init`` of type ``ty``: explicit declarations
+    (``declared`` a Scalar, "ituple" or "mdspan") and inferred ones (§3.4, D13)."""
+    if isinstance(declared, Scalar):
+        convert(ck, ty, declared.dtype, init)
+        sym = ck.declare(name, "scalar", declared, decl, span,
+                         mutable=mutable or not declared.control)
+        _remember_value(sym, init)
+        return sym
+    kind = _KIND_OF.get(type(ty))
+    if declared is not None and not is_unknown(ty) and kind != declared:
+        ck.error(span, f"'{name}' is declared as \"{declared}\" but initialized with "
+                       f"\"{tname(ty)}\".")
+        kind = None
+    if kind is None:
+        if not is_unknown(ty) and declared is None:
+            _copy_error(ck, ty, init, name, span)
+        sym = ck.declare(name, declared or "scalar", UNKNOWN, decl, span)
+        sym.info["bad"] = True
+        return sym
+    if mutable and kind in _ALWAYS_IMMUTABLE:
+        ck.error(span, f"'{name}' with a type of \"{ty}\" can not be declared as 'mutable'.")
+    if isinstance(ty, Scalar):
+        ty = Scalar(ty.dtype, control=ty.control)
+    sym = ck.declare(name, kind, ty, decl, span, mutable=mutable and kind == "scalar")
+    _remember_value(sym, init)
+    return sym
+
+
+def _declared_type(ck, ref: ast.TypeRef | None):
+    if ref is None or ref.name == "auto":
+        return None
+    if ref.name in ("ituple", "mdspan"):
+        return ref.name
+    dt = resolve_type(ck, ref)
+    return UNKNOWN if dt is None else Scalar(dt, control=ref.name in ("int", "bool"))
+
+
+def check_scalar_decl(ck, d: ast.ScalarDecl):
+    declared = _declared_type(ck, d.type)
+    for item in d.items:
+        if item.init is None:
+            ck.error(item.span, f"declaration of '{item.name}' requires an initializer.")
+            item.sym = ck.declare(item.name, "scalar", UNKNOWN, item, item.span)
+            item.sym.info["bad"] = True
+            continue
+        ty = ck.expr(item.init)
+        if is_unknown(declared):
+            item.sym = ck.declare(item.name, "scalar", UNKNOWN, item, item.span)
+            item.sym.info["bad"] = True
+            continue
+        item.sym = declare_value(ck, item.name, ty, item.init, item, item.span,
+                                 mutable=d.mutable, declared=declared)
+
+
+# --------------------------------------------------------------------------- buffers
+
+
+def _array_dims(ck, item: ast.BufferItem):
+    dims = []
+    for x in item.array:
+        ck.expr(x)
+        value = const_value(x)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            ck.error(x.span, f"the size of buffer array '{item.name}' must be a positive "
+                             f"integer constant.")
+            value = 1
+        dims.append(value)
+    return tuple(dims)
+
+
+def _storage(ck, d: ast.BufferDecl, item) -> str:
+    """§3.2.2-§3.2.3: host level buffers are global, parallel ones shared or local."""
+    if not ck.in_parallel:
+        if d.storage in ("shared", "local"):
+            ck.error(item.span, f"{d.storage} variable '{item.name}' must be declared inside "
+                                f"parallel-by.")
+        return "global" if d.storage in (None, "global") else d.storage
+    if d.storage in (None, "global"):
+        ck.error(item.span, f"global variable '{item.name}' mustn't be declared inside "
+                            f"parallel-by.",
+                 hint="declare it 'shared' (one per block) or 'local' (one per thread)")
+        return "global"
+    return d.storage
+
+
+def check_buffer_decl(ck, d: ast.BufferDecl):
+    dt = resolve_type(ck, d.dtype)
+    shape = mdspan_dims(ck, d.shape, "a buffer shape")
+    for item in d.items:
+        storage = _storage(ck, d, item)
+        array = _array_dims(ck, item)
+        if item.init is not None:
+            ty = ck.expr(item.init)
+            if dt is not None:
+                convert(ck, ty, dt, item.init)
+        ty = UNKNOWN if dt is None else Buffer(dt, shape, storage, array)
+        item.sym = ck.declare(item.name, "buffer", ty, item, item.span, mutable=True)
+        if dt is None:
+            item.sym.info["bad"] = True
+
+
+# --------------------------------------------------------------------------- assignments
+
+
+def note_param_write(ck, target):
+    """§14.3.3: writes to a non-global buffer parameter never reach the caller."""
+    while isinstance(target, (ast.ElemAccess, ast.Index, ast.ChunkAt, ast.Subspan,
+                              ast.ViewFrom)):
+        target = target.base
+    sym = target.sym if isinstance(target, ast.Name) else None
+    if (sym is not None and sym.kind == "buffer" and sym.param_index is not None
+            and sym.decl.storage != "global" and sym.param_index not in ck.warned_params):
+        ck.warned_params.add(sym.param_index)
+        ck.warning(target.span, f"writes to parameter '{sym.name}' are not visible to the "
+                                f"caller; declare it 'global'.")
+
+
+def _store(ck, s: ast.Assign, target_ty, value_ty):
+    """Convert the stored value (``x op= e`` is ``x = x op (e)``, §6.6)."""
+    if is_unknown(target_ty) or is_unknown(value_ty):
+        return
+    result = value_ty
+    if s.op != "=":
+        result = binary_type(ck, s, s.op[:-1], target_ty, value_ty)
+        if is_unknown(result):
+            return
+    convert(ck, result, target_ty.dtype, s.value, s.value.span)
+
+
+def _assign_symbol(ck, s: ast.Assign, sym, value_ty):
+    name = sym.name
+    if sym.kind == "future":
+        if isinstance(value_ty, Future):
+            _copy_error(ck, value_ty, s.value, name, s.span)
+        elif not is_unknown(value_ty):
+            ck.error(s.span, f"'{name}' of type \"{sym.type}\" can not be re-assigned as "
+                             f"\"{tname(value_ty)}\".")
+        return
+    if sym.kind == "buffer":
+        ck.error(s.target.span, f"can not assign to buffer '{name}': assign its elements "
+                                f"with '{name}.at(...)'.")
+        return
+    if sym.kind != "scalar" or not sym.mutable:
+        ck.error(s.span, f"only mutables can be re-assigned ({name}).")
+        return
+    if not ck.check_modifiable(sym, s.span):
+        return
+    _store(ck, s, sym.type, value_ty)
+    dep = thread_dependence(s.value)
+    if dep:
+        sym.info["lane_dep"] = dep
+
+
+def check_assign(ck, s: ast.Assign):
+    t = s.target
+    if isinstance(t, ast.Name):
+        sym = ck.lookup(t.id)
+        if sym is None and s.op == "=":  # D13: declares
+            ty = ck.expr(s.value)
+            sym = declare_value(ck, t.id, ty, s.value, s, t.span, mutable=False)
+            s.declares, s.sym, t.sym = True, sym, sym
+            t.ty = UNKNOWN if sym.info.get("bad") else sym.type
+            return
+        ck.expr(t)
+        value_ty = ck.expr(s.value)
+        s.sym = t.sym
+        if t.sym is not None and not t.sym.info.get("bad"):
+            _assign_symbol(ck, s, t.sym, value_ty)
+        return
+    target_ty = ck.expr(t)
+    value_ty = ck.expr(s.value)
+    if not isinstance(t, ast.ElemAccess):
+        ck.error(t.span, "only a variable or an element 'b.at(...)' can be assigned.")
+        return
+    note_param_write(ck, t)
+    _store(ck, s, target_ty, value_ty)
+
+
+def check_incdec(ck, s: ast.IncDec):
+    check_step(ck, s, s.target)
+
+
+RULES = {
+    ast.ScalarDecl: check_scalar_decl,
+    ast.BufferDecl: check_buffer_decl,
+    ast.Assign: check_assign,
+    ast.IncDec: check_incdec,
+}

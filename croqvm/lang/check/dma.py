@@ -1,0 +1,264 @@
+"""DMA statements and futures (LANGUAGE.md §9, D7).
+
+Bookkeeping kept per function in ``FutureFacts``: the first async DMA into each future,
+which futures are waited, the groups that ``swap``/``rotate`` link (one waited member
+suffices, §9.5.5) and the ``dma.any`` placeholders.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from croqvm.lang import ast
+from croqvm.lang.types import Future, View
+
+from .consteval import const_value
+from .decls import note_param_write
+from .typerules import convert, is_integer, is_unknown, mdspan_str, tname
+from .views import view_source
+from .walk import thread_dependence
+
+
+@dataclass
+class FutureFacts:
+    async_at: dict = field(default_factory=dict)     # Symbol -> span of its first async DMA
+    waited: set = field(default_factory=set)
+    parent: dict = field(default_factory=dict)       # swap/rotate groups (union-find)
+    placeholders: list = field(default_factory=list)  # (Symbol, DmaAny)
+
+    def root(self, sym):
+        while self.parent.get(sym, sym) is not sym:
+            sym = self.parent[sym]
+        return sym
+
+    def link(self, a, b):
+        self.parent[self.root(a)] = self.root(b)
+
+
+def facts(ck) -> FutureFacts:
+    return ck.fact("futures", FutureFacts)
+
+
+def _op_name(s: ast.Dma) -> str:
+    return "tma.copy" if s.tma else f"dma.{s.op}"
+
+
+# --------------------------------------------------------------------------- shapes
+
+
+def _transposed(ck, s, src: View):
+    """§9.6.2: destination extents ``e_{p_k}``."""
+    rank = len(src.shape)
+    if sorted(s.perm) != list(range(rank)):
+        ck.error(s.span, f"dma.transp<{', '.join(map(str, s.perm))}> is not a permutation "
+                         f"of the {rank} dimensions of the source.")
+        return None
+    return tuple(src.shape[p] for p in s.perm)
+
+
+def _padded(ck, s, src: View):
+    """§9.6.3: extents ``lo + e + (e - 1) * mid + hi``."""
+    rank = len(src.shape)
+    lists = (s.pad_lo, s.pad_hi, s.pad_mid)
+    for values in lists:
+        for v in values:
+            ty = ck.expr(v)
+            if not is_unknown(ty) and not is_integer(ty):
+                ck.error(v.span, f"dma.pad amounts must be integers but got '{tname(ty)}'.")
+    if s.pad_value is not None:
+        convert(ck, ck.expr(s.pad_value), src.dtype, s.pad_value)
+    if any(len(values) != rank for values in lists):
+        ck.error(s.span, f"dma.pad needs {rank} values in each of its low, high and middle "
+                         f"paddings (the rank of the source).")
+        return None
+    shape = []
+    for e, lo, hi, mid in zip(src.shape, *lists):
+        lo, hi, mid = (const_value(x) for x in (lo, hi, mid))
+        known = all(isinstance(v, int) for v in (e, lo, hi, mid))
+        shape.append(lo + e + (e - 1) * mid + hi if known else None)
+    return tuple(shape)
+
+
+def _moved_shape(ck, s: ast.Dma, src: View):
+    if s.op == "transp":
+        return _transposed(ck, s, src)
+    if s.op == "pad":
+        return _padded(ck, s, src)
+    return src.shape
+
+
+def _check_types(ck, s: ast.Dma, src: View, dst: View):
+    """§9.2: same element type and rank; SRC's extents fit DST's (smaller needs .zfill)."""
+    def inconsistent(hint=None):
+        ck.error(s.span, f"Type inconsistent between DMA 'from'({mdspan_str(src)}) and "
+                         f"'to'({mdspan_str(dst)}).", hint=hint)
+    if src.dtype is not dst.dtype:
+        inconsistent()
+    elif len(src.shape) != len(dst.shape):
+        ck.error(s.span, f"DMA statement has a rank mismatch between 'from' and 'to': "
+                         f"{len(src.shape)} != {len(dst.shape)}.")
+    else:
+        pairs = [(a, b) for a, b in zip(src.shape, dst.shape)
+                 if isinstance(a, int) and isinstance(b, int)]
+        if any(a > b for a, b in pairs):
+            inconsistent()
+        elif any(a < b for a, b in pairs) and not s.zfill:
+            inconsistent(hint="add '.zfill' to zero the destination elements the source "
+                              "does not cover")
+
+
+def _check_collective(ck, s: ast.Dma, src: View, dst_storage: str):
+    """§9.3.3 (D7): a DMA not touching local memory runs once per block, so its operands
+    must not depend on a 'thread'-level index."""
+    if not ck.in_parallel or "local" in (src.storage, dst_storage):
+        return
+    sides = [("source", s.src)] + ([] if isinstance(s.dst, str) else [("destination", s.dst)])
+    for side, expr in sides:
+        dep = thread_dependence(expr)
+        if dep:
+            ck.error(expr.span,
+                     f"{_op_name(s)} into {dst_storage} memory is executed once per block, "
+                     f"but its {side} depends on thread index '{dep}': every thread would "
+                     f"overwrite the same {dst_storage} buffer.",
+                     hint="copy into 'local' memory (=> local) to give each thread its own "
+                          "tile, or index the tile with block-level variables.")
+            return
+
+
+# --------------------------------------------------------------------------- futures
+
+
+def same_future(a: Future, b: Future) -> bool:
+    if (a.is_async, a.dtype, a.storage) != (b.is_async, b.dtype, b.storage):
+        return False
+    if len(a.shape) != len(b.shape):
+        return False
+    return all(x == y or not (isinstance(x, int) and isinstance(y, int))
+               for x, y in zip(a.shape, b.shape))
+
+
+def _bind_future(ck, s, fty: Future | None):
+    """``f = dma...``: declares ``f`` or re-targets it (§9.4.1-§9.4.4)."""
+    t = s.target
+    sym = ck.lookup(t.id)
+    if sym is None:
+        if fty is None:
+            return
+        sym = ck.declare(t.id, "future", fty, s, t.span, mutable=True)
+        s.declares = True
+    elif sym.info.get("bad"):
+        pass
+    elif sym.kind != "future":
+        ck.error(t.span, f"'{t.id}' of type \"{tname(sym.type)}\" can not be re-assigned as "
+                         f"\"{fty or 'future'}\".")
+        return
+    elif ck.check_modifiable(sym, t.span) and fty is not None:
+        if sym.type.dtype is None:
+            sym.type = fty  # a placeholder takes the type of its first DMA (§9.4.4)
+        elif not same_future(sym.type, fty):
+            ck.error(s.span, f"'{t.id}' is declared as \"{sym.type}\" but assigned "
+                             f"\"{fty}\".")
+    s.sym, t.sym, t.ty = sym, sym, sym.type
+    if s.is_async:
+        facts(ck).async_at.setdefault(sym, s.span)
+
+
+def check_dma(ck, s: ast.Dma):
+    src = view_source(ck, ck.expr(s.src), s.src, "the DMA source")
+    dst = None
+    if isinstance(s.dst, str):
+        dst_storage = s.dst
+        if ck.in_parallel and s.dst == "global":
+            ck.error(s.span, "`global' can not be DMA destination inside parallel-by.")
+        elif not ck.in_parallel and s.dst != "global":
+            ck.error(s.span, f"`{s.dst}' can not be DMA destination outside parallel-by.")
+    else:
+        dst = view_source(ck, ck.expr(s.dst), s.dst, "the DMA destination")
+        dst_storage = dst.storage if dst is not None else None
+        note_param_write(ck, s.dst)
+    if s.is_async and s.target is None:
+        ck.error(s.span, "forbid to associated async dma without a named future or a "
+                         "named event.")
+    fty = None
+    if src is not None:
+        shape = _moved_shape(ck, s, src)
+        moved = View(src.dtype, shape, src.storage) if shape is not None else None
+        if moved is not None and dst is not None:
+            _check_types(ck, s, moved, dst)
+        if dst_storage is not None:
+            _check_collective(ck, s, src, dst_storage)
+        if dst is not None:
+            fty = Future(s.is_async, dst.dtype, tuple(dst.shape), dst.storage)
+        elif moved is not None:
+            fty = Future(s.is_async, src.dtype, tuple(moved.shape), dst_storage)
+    if s.target is not None:
+        _bind_future(ck, s, fty)
+
+
+def check_dma_any(ck, s: ast.DmaAny):
+    """``f = dma.any;`` (§9.4.2): a placeholder typed by its first DMA."""
+    t = s.target
+    sym = ck.declare(t.id, "future", Future(False), s, t.span, mutable=True)
+    sym.info["placeholder"] = True
+    s.declares, s.sym, t.sym, t.ty = True, sym, sym, sym.type
+    facts(ck).placeholders.append((sym, s))
+
+
+def check_swap(ck, s: ast.Swap):
+    """§9.6.1: exchange (or rotate left) the handles of futures of one type and scope."""
+    word = "rotate" if s.rotate else "swap"
+    types = [ck.expr(n) for n in s.names]
+    if s.rotate and len(s.names) < 2:
+        ck.error(s.span, "Builtin function 'rotate' accept two or more parameters.")
+        return
+    if not s.rotate and len(s.names) != 2:
+        ck.error(s.span, "Builtin function 'swap' accept exact two parameters.")
+        return
+    if any(is_unknown(t) for t in types):
+        return
+    for n, ty in zip(s.names, types):
+        if not isinstance(ty, Future):
+            ck.error(n.span, "only support swapping of 'future'.")
+            return
+    syms = [n.sym for n in s.names]
+    if not all(ck.check_modifiable(sym, n.span) for sym, n in zip(syms, s.names)):
+        return
+    if any(sym.info["scope"] is not syms[0].info["scope"] for sym in syms):
+        ck.error(s.span, f"{'swapping' if word == 'swap' else 'rotating'} values defined in "
+                         f"different scopes is forbidden")
+        return
+    typed = [sym.type for sym in syms if sym.type.dtype is not None]
+    for a, b in zip(typed, typed[1:]):
+        if not same_future(a, b):
+            ck.error(s.span, f"rotate/swap data of different types ({a} vs. {b})")
+            return
+    for sym in syms:
+        if typed and sym.type.dtype is None:
+            sym.type = typed[0]
+        facts(ck).link(sym, syms[0])
+
+
+def note_wait(ck, ref, sym):
+    """``wait f`` on a future (§9.5.2-§9.5.3)."""
+    if sym.type.dtype is not None and not sym.type.is_async:
+        ck.error(ref.span, f"non-async future '{sym.name}' can not be waited.")
+    facts(ck).waited.add(sym)
+
+
+def finish(ck):
+    """Function-wide rules of §9.5.5."""
+    f = facts(ck)
+    waited_groups = {f.root(sym) for sym in f.waited}
+    missing = [sym for sym in f.async_at if f.root(sym) not in waited_groups]
+    if missing:
+        ck.error(f.async_at[missing[0]], "some asyncs are not explicitly waited: "
+                                         f"{', '.join(sym.name for sym in missing)}.")
+    for sym, stmt in f.placeholders:
+        if sym.type.dtype is None and not sym.info.get("bad"):
+            ck.error(stmt.span, f"dma.any '{sym.name}' is defined but never used!")
+
+
+RULES = {
+    ast.Dma: check_dma,
+    ast.DmaAny: check_dma_any,
+    ast.Swap: check_swap,
+}

@@ -1,0 +1,350 @@
+"""Expression typing: operands (LANGUAGE.md §4.2), builtins (§4.4), bounded values (§5).
+
+Each rule takes ``(ck, e)`` and returns the type; ``ck.expr`` stores it in ``e.ty``.
+Operand errors of binary operators use the wording of §5.3:
+``in operation "+": unable to apply to the types (bool vs. s32).``
+"""
+from __future__ import annotations
+
+from croqvm import dtypes
+from croqvm.lang import ast
+from croqvm.lang.types import Bounded, ITuple, Mdspan, Scalar, String
+
+from .consteval import const_value
+from .context import UNKNOWN
+from .typerules import (BOOL_T, INT, arithmetic, common, dim_of, is_bool, is_bounded_like,
+                        is_integer, is_number, is_unknown, tname)
+
+SUPPORTED_BUILTINS = ("cdiv", "__min", "__max")
+
+
+def check_name(ck, e: ast.Name):
+    sym = ck.lookup(e.id)
+    e.sym = sym
+    if sym is None:
+        if e.id not in ck.unknown_names:  # one report per name (§15.1: one problem, one report)
+            ck.unknown_names.add(e.id)
+            ck.error(e.span, f"symbol '{e.id}' is used before declaration.")
+        return UNKNOWN
+    if sym.kind in ("future", "fragment"):
+        ck.late_names.append(e)
+    return UNKNOWN if sym.info.get("bad") else sym.type
+
+
+def check_wildcard(ck, e: ast.Wildcard):
+    ck.error(e.span, "'_' means a whole dimension and can only be used in 'chunkat' and "
+                     "'subspan' arguments.")
+    return UNKNOWN
+
+
+# --------------------------------------------------------------------------- operators
+
+
+def require_bool(ck, ty, expr):
+    """§4.2.4: conditions and operands of ``&& || !``."""
+    if not is_unknown(ty) and not is_bool(ty):
+        ck.error(expr.span, f"requires a predication expression but got '{tname(ty)}'.")
+
+
+def _bad_operands(ck, e, op, a, b):
+    ck.error(e.span, f'in operation "{op}": unable to apply to the types '
+                     f'({tname(a)} vs. {tname(b)}).')
+    return UNKNOWN
+
+
+def _arith(ck, e, op, a, b):
+    """``+ - * / %`` (§4.2.1) with bounded results (§5.4)."""
+    ok = is_integer if op == "%" else is_number
+    if not (ok(a) and ok(b)):
+        return _bad_operands(ck, e, op, a, b)
+    if isinstance(a, Bounded) != isinstance(b, Bounded) and is_integer(a) and is_integer(b):
+        bounded = a if isinstance(a, Bounded) else b
+        return Bounded(bounded.bound)
+    return arithmetic(a, b)
+
+
+def _bitwise(ck, e, op, a, b):
+    """``& ^ | << >>`` (§4.2.2): integers, a plain integer result."""
+    if not (is_integer(a) and is_integer(b)):
+        return _bad_operands(ck, e, op, a, b)
+    if op in ("<<", ">>"):
+        return arithmetic(a, a)
+    return arithmetic(a, b)
+
+
+def _order(ck, e, op, a, b):
+    if not (is_number(a) and is_number(b)):
+        return _bad_operands(ck, e, op, a, b)
+    return BOOL_T
+
+
+def _equality(ck, e, op, a, b):
+    if not ((is_number(a) and is_number(b)) or (is_bool(a) and is_bool(b))):
+        return _bad_operands(ck, e, op, a, b)
+    return BOOL_T
+
+
+def _logical(ck, e, op, a, b):
+    require_bool(ck, a, e.lhs)
+    require_bool(ck, b, e.rhs)
+    return BOOL_T
+
+
+def _compose(ck, e, op, a, b):
+    """``a # b`` (§5.3): value ``a * #b + b``, bound ``#a * #b``; element-wise on bounded
+    ituples of one rank."""
+    if isinstance(a, Bounded) and isinstance(b, Bounded):
+        known = isinstance(a.bound, int) and isinstance(b.bound, int)
+        return Bounded(a.bound * b.bound if known else None)
+    if (isinstance(a, ITuple) and isinstance(b, ITuple) and a.bounded and b.bounded
+            and a.rank == b.rank):
+        return ITuple(a.rank, bounded=True)
+    return _bad_operands(ck, e, op, a, b)
+
+
+def _extend(ck, e, op, a, b):
+    """``x #+ n`` / ``x #- n`` (§5.2): same value, bound ``#x ± n``."""
+    if not (isinstance(a, Bounded) and is_integer(b) and not isinstance(b, Bounded)):
+        return _bad_operands(ck, e, op, a, b)
+    n = const_value(e.rhs)
+    if isinstance(a.bound, int) and isinstance(n, int):
+        return Bounded(a.bound + n if op == "#+" else a.bound - n)
+    return Bounded(None)
+
+
+def _unsupported_op(ck, e, op, a, b):
+    ck.error(e.span, f"operator '{op}' is not supported by croqvm.")
+    return UNKNOWN
+
+
+BINARY_RULES = {
+    "+": _arith, "-": _arith, "*": _arith, "/": _arith, "%": _arith,
+    "&": _bitwise, "^": _bitwise, "|": _bitwise, "<<": _bitwise, ">>": _bitwise,
+    "<": _order, "<=": _order, ">": _order, ">=": _order,
+    "==": _equality, "!=": _equality, "&&": _logical, "||": _logical,
+    "#": _compose, "#+": _extend, "#-": _extend,
+    "#*": _unsupported_op, "#/": _unsupported_op, "#%": _unsupported_op,
+}
+
+
+def binary_type(ck, e, op, a, b):
+    """The type of ``a op b``; also used for compound assignments (``x += e``, §6.6)."""
+    if is_unknown(a) or is_unknown(b):
+        return UNKNOWN
+    return BINARY_RULES[op](ck, e, op, a, b)
+
+
+def check_binary(ck, e: ast.Binary):
+    a, b = ck.expr(e.lhs), ck.expr(e.rhs)
+    if e.op not in BINARY_RULES:
+        ck.error(e.span, f"operator '{e.op}' is not supported by croqvm.")
+        return UNKNOWN
+    return binary_type(ck, e, e.op, a, b)
+
+
+def check_step(ck, e, operand):
+    """``++x``, ``x--`` (§4.2.6): mutable scalar names only."""
+    ty = ck.expr(operand)
+    if is_unknown(ty):
+        return UNKNOWN
+    sym = operand.sym if isinstance(operand, ast.Name) else None
+    if sym is None or sym.kind != "scalar" or not is_number(ty):
+        ck.error(e.span, f"'{e.op}' requires a mutable scalar variable but got "
+                         f"'{tname(ty)}'.")
+        return UNKNOWN
+    if not sym.mutable:
+        ck.error(e.span, f"only mutables can be re-assigned ({sym.name}).")
+    else:
+        ck.check_modifiable(sym, e.span)
+    return ty
+
+
+def check_unary(ck, e: ast.Unary):
+    if e.op in ("++", "--"):
+        return check_step(ck, e, e.operand)
+    ty = ck.expr(e.operand)
+    if is_unknown(ty):
+        return UNKNOWN
+    if e.op == "!":
+        require_bool(ck, ty, e.operand)
+        return BOOL_T
+    if e.op == "-" and is_number(ty):
+        return arithmetic(ty, ty)
+    if e.op == "~" and is_integer(ty):
+        return arithmetic(ty, ty)
+    ck.error(e.span, f"operator '{e.op}' can not be applied to '{tname(ty)}'.")
+    return UNKNOWN
+
+
+def check_postfix(ck, e: ast.Postfix):
+    return check_step(ck, e, e.operand)
+
+
+def check_ternary(ck, e: ast.Ternary):
+    require_bool(ck, ck.expr(e.cond), e.cond)
+    return common(ck, ck.expr(e.then), ck.expr(e.other), e.span, "?:")
+
+
+# --------------------------------------------------------------------------- bounded values
+
+
+def check_extent(ck, e: ast.Extent):
+    """``#x`` (§5.2): the bound of a bounded name."""
+    ty = ck.expr(e.name)
+    if is_unknown(ty):
+        return UNKNOWN
+    if isinstance(ty, Bounded):
+        return INT
+    ck.error(e.span, f"'#' requires a bounded variable but '{e.name.id}' is "
+                     f"'{tname(ty)}'.")
+    return UNKNOWN
+
+
+def check_elem_count(ck, e: ast.ElemCount):
+    ty = ck.expr(e.operand)
+    if is_unknown(ty) or isinstance(ty, Mdspan):
+        return INT
+    ck.error(e.span, f"'|...|' requires an mdspan (such as 'a.span') but got '{tname(ty)}'.")
+    return UNKNOWN
+
+
+# --------------------------------------------------------------------------- calls
+
+
+def _cdiv(ck, e, types):
+    if all(is_integer(t) or is_unknown(t) for t in types):
+        return arithmetic(*(INT if is_unknown(t) else t for t in types))
+    ck.error(e.span, f"'cdiv' requires integers but got '{tname(types[0])}' and "
+                     f"'{tname(types[1])}'.")
+    return UNKNOWN
+
+
+def _min_max(ck, e, types):
+    return common(ck, types[0], types[1], e.span, e.func)
+
+
+_BUILTINS = {"cdiv": _cdiv, "__min": _min_max, "__max": _min_max}
+
+
+def _element_of(ck, e, sym, types):
+    """``t(i)`` of an ituple (§4.4) or ``x(-n)`` of a bounded int."""
+    ty = sym.type
+    if len(types) != 1 or not is_integer(types[0]):
+        ck.error(e.span, f"'{e.func}(...)' takes one integer argument.")
+        return UNKNOWN
+    i = const_value(e.args[0])
+    if isinstance(ty, Bounded):
+        return Bounded(ty.bound)
+    if i is None:
+        ck.error(e.args[0].span, f"the element index of ituple '{e.func}' must be a "
+                                 f"constant.")
+        return UNKNOWN
+    if not 0 <= i < ty.rank:
+        ck.error(e.args[0].span, f"index {i} is out of range for '{e.func}' "
+                                 f"({tname(ty)}).")
+        return UNKNOWN
+    return Bounded(None) if ty.bounded else INT
+
+
+def check_call(ck, e: ast.Call):
+    types = [ck.expr(a) for a in e.args]
+    span = e.func_span or e.span
+    rule = _BUILTINS.get(e.func)
+    if rule is not None:
+        if len(types) != 2:
+            ck.error(e.span, f"'{e.func}' takes 2 arguments but got {len(types)}.")
+            return UNKNOWN
+        return rule(ck, e, types)
+    if e.func.startswith("__"):
+        ck.error(span, f"builtin '{e.func}' is not supported by croqvm.")
+        return UNKNOWN
+    sym = ck.lookup(e.func)
+    if sym is None:
+        if e.func not in ck.unknown_names:
+            ck.unknown_names.add(e.func)
+            ck.error(span, f"symbol '{e.func}' is used before declaration.")
+        return UNKNOWN
+    if sym.info.get("bad") or any(is_unknown(t) for t in types):
+        return UNKNOWN
+    if isinstance(sym.type, (ITuple, Bounded)):
+        return _element_of(ck, e, sym, types)
+    ck.error(span, f"'{e.func}' of type '{tname(sym.type)}' can not be called; croqvm "
+                   f"supports {', '.join(SUPPORTED_BUILTINS)} and __to<T>.")
+    return UNKNOWN
+
+
+def check_convert(ck, e: ast.Convert):
+    """``__to<T>(e)``: explicit conversion, bool <-> numbers included (§4.4)."""
+    ty = ck.expr(e.operand)
+    if e.dtype in dtypes.UNSUPPORTED:
+        ck.error(e.span, f"element type '{e.dtype}' is not supported by croqvm.")
+        return UNKNOWN
+    dt = dtypes.BOOL if e.dtype == "bool" else dtypes.lookup(e.dtype)
+    if dt is None:
+        ck.error(e.span, f"'{e.dtype}' is not an element type.")
+        return UNKNOWN
+    if not is_unknown(ty) and not (is_number(ty) or is_bool(ty)):
+        ck.error(e.operand.span, f"'__to<{e.dtype}>' requires a scalar but got "
+                                 f"'{tname(ty)}'.")
+    return Scalar(dt, control=e.dtype in ("int", "bool"))
+
+
+# --------------------------------------------------------------------------- literals
+
+
+def check_ituple(ck, e: ast.ITupleLit):
+    types = [ck.expr(x) for x in e.elems]
+    rank = 0
+    for x, ty in zip(e.elems, types):
+        if isinstance(ty, ITuple):
+            rank += ty.rank
+        elif is_integer(ty) or is_unknown(ty):
+            rank += 1
+        else:
+            ck.error(x.span, f"an ituple element must be an integer but got '{tname(ty)}'.")
+            rank += 1
+    return ITuple(rank, bounded=bool(types) and all(is_bounded_like(t) for t in types))
+
+
+def mdspan_dims(ck, elems, what: str) -> tuple | None:
+    """Shape items (§3.3.1): integers, or an mdspan spliced in place."""
+    dims = []
+    for x in elems:
+        ty = ck.expr(x)
+        if isinstance(ty, Mdspan):
+            dims.extend(ty.shape)
+        elif is_integer(ty):
+            dims.append(dim_of(x))
+            value = const_value(x)
+            if isinstance(value, int) and value <= 0:
+                ck.error(x.span, f'The mdspan size "{value}" is invalid!')
+        elif is_unknown(ty):
+            dims.append(None)
+        else:
+            ck.error(x.span, f"{what} requires integers but got '{tname(ty)}'.")
+            dims.append(None)
+    return tuple(dims)
+
+
+def check_mdspan(ck, e: ast.MdspanLit):
+    return Mdspan(mdspan_dims(ck, e.elems, "an mdspan"))
+
+
+RULES = {
+    ast.IntLit: lambda ck, e: INT if e.dtype == "s32" else Scalar(dtypes.lookup(e.dtype)),
+    ast.FloatLit: lambda ck, e: Scalar(dtypes.lookup(e.dtype)),
+    ast.BoolLit: lambda ck, e: BOOL_T,
+    ast.StringLit: lambda ck, e: String(),
+    ast.Name: check_name,
+    ast.Wildcard: check_wildcard,
+    ast.Binary: check_binary,
+    ast.Unary: check_unary,
+    ast.Postfix: check_postfix,
+    ast.Ternary: check_ternary,
+    ast.Extent: check_extent,
+    ast.ElemCount: check_elem_count,
+    ast.Call: check_call,
+    ast.Convert: check_convert,
+    ast.ITupleLit: check_ituple,
+    ast.MdspanLit: check_mdspan,
+}

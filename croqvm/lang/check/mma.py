@@ -1,0 +1,260 @@
+"""MMA fragments and operations (LANGUAGE.md §11.1-§11.3, D9-D11).
+
+A fragment symbol's type is refined as facts arrive in source order: the accumulator type
+(D11) and shape come from the first ``mma.row.*`` using it, else its first ``mma.store``.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from croqvm import dtypes
+from croqvm.dtypes import DType
+from croqvm.lang import ast
+from croqvm.lang.types import Fragment, shape_str
+
+from .decls import note_param_write
+from .typerules import convert, is_number, is_unknown, tname
+from .views import root_name, view_source
+from .walk import thread_dependence
+
+# D11: accumulator type for the operand type, without a '.T' suffix.
+ACCUMULATOR = {
+    "f16": "f16", "bf16": "f32", "tf32": "f32", "f8_e4m3": "f32", "f8_e5m2": "f32",
+    "f32": "f32", "f64": "f64", "s8": "s32", "u8": "s32",
+}
+UNIT_KINDS = ("group-4", "group")
+
+
+def _inside_parallel(ck, s) -> bool:
+    if not ck.in_parallel:
+        ck.error(s.span, "mma operations must be inside parallel-by.")
+        return False
+    return True
+
+
+def _unit_kind(ck):
+    """§11.2 (a): the innermost enclosing 'group-4' or 'group' level, if any."""
+    for kind, _ in reversed(ck.levels):
+        if kind in UNIT_KINDS:
+            return kind
+    return None
+
+
+def _use(ck, sym, span):
+    """All operations on a fragment agree on the unit kind (§11.2)."""
+    kind = _unit_kind(ck)
+    if kind is None:
+        return
+    kinds = sym.info.setdefault("units", set())
+    kinds.add(kind)
+    if len(kinds) > 1 and not sym.info.get("units_reported"):
+        sym.info["units_reported"] = True
+        ck.error(span, f"fragment '{sym.name}' is used by both 'group' and 'group-4' "
+                       f"levels.")
+
+
+def _uniform(ck, what, expr):
+    """Operands of a warp or warpgroup operation are uniform: no thread index (§11.2)."""
+    kind = _unit_kind(ck)
+    dep = thread_dependence(expr) if kind else None
+    if dep:
+        ck.error(expr.span, f"{what} is executed once per '{kind}' instance, but its operand "
+                            f"depends on thread index '{dep}'.")
+
+
+def _target(ck, s, fty: Fragment | None, role: str):
+    """Declare or re-bind the fragment named by ``s.target``."""
+    t = s.target
+    sym = ck.lookup(t.id)
+    if sym is None:
+        if fty is None:
+            return None
+        sym = ck.declare(t.id, "fragment", fty, s, t.span, mutable=True)
+        s.declares = True
+    elif sym.info.get("bad"):
+        return None
+    elif not (sym.kind == "fragment" and sym.type.role == role):
+        what = "an MMA accumulator" if role == "acc" else "an MMA operand fragment"
+        ck.error(t.span, f"'{t.id}' of type \"{tname(sym.type)}\" is not {what}.")
+        return None
+    elif fty is not None and sym.type.dtype is not None and fty.dtype is not None and (
+            fty.dtype is not sym.type.dtype
+            or (fty.shape is not None and sym.type.shape is not None
+                and fty.shape != sym.type.shape)):
+        ck.error(s.span, f"'{t.id}' is declared as \"{_frag_str(sym.type)}\" but assigned "
+                         f"\"{_frag_str(fty)}\".")
+    elif fty is not None and sym.type.dtype is None:
+        sym.type = fty
+    s.sym, t.sym, t.ty = sym, sym, sym.type
+    return sym
+
+
+def _frag_str(f: Fragment) -> str:
+    shape = "" if f.shape is None else " " + shape_str(f.shape)
+    return f"{f}{shape}"
+
+
+def check_fill(ck, s: ast.MmaFill):
+    """``mc = mma.fill[.T] v`` / ``mma.fill mc, v`` (§11.1)."""
+    inside = _inside_parallel(ck, s)
+    value_ty = ck.expr(s.value)
+    dt = None
+    if s.dtype is not None:
+        dt = dtypes.lookup(s.dtype)
+        if dt is None:
+            ck.error(s.span, f"element type '{s.dtype}' is not supported by croqvm.")
+    if not s.assign_form and ck.lookup(s.target.id) is None:
+        ck.expr(s.target)  # reports the undeclared name
+        return
+    sym = _target(ck, s, Fragment(dt, None, "acc"), "acc")
+    if sym is None:
+        return
+    if sym.type.dtype is not None:
+        convert(ck, value_ty, sym.type.dtype, s.value)
+    elif not is_unknown(value_ty) and not is_number(value_ty):
+        ck.error(s.value.span, f"mma.fill needs a number but got '{tname(value_ty)}'.")
+    if inside:
+        _use(ck, sym, s.span)
+
+
+class Tile(NamedTuple):
+    name: str
+    dtype: DType
+    shape: tuple
+
+
+def _tile(ck, expr, what) -> Tile | None:
+    """A 2-D operand of an MMA operation, or None."""
+    ty = ck.expr(expr)
+    if is_unknown(ty):
+        return None
+    if isinstance(ty, Fragment):
+        if ty.dtype is None or ty.shape is None:
+            return None
+        return Tile(expr.id, ty.dtype, ty.shape)
+    src = view_source(ck, ty, expr, what)
+    if src is None:
+        return None
+    if len(src.shape) != 2:
+        ck.error(expr.span, f"{what} needs a 2-dimensional tile but '{root_name(expr)}' has "
+                            f"rank {len(src.shape)}.")
+        return None
+    return Tile(root_name(expr), src.dtype, tuple(src.shape))
+
+
+def check_load(ck, s: ast.MmaLoad):
+    inside = _inside_parallel(ck, s)
+    tile = _tile(ck, s.view, "mma.load")
+    if isinstance(s.view.ty, Fragment):
+        ck.error(s.view.span, "mma.load needs a buffer or a view.")
+        return
+    if inside:
+        _uniform(ck, "mma.load", s.view)
+    fty = Fragment(tile.dtype, tile.shape, "operand") if tile else None
+    sym = _target(ck, s, fty, "operand")
+    if sym is not None and inside:
+        _use(ck, sym, s.span)
+
+
+def _mismatch(ck, span, a: Tile, b: Tile):
+    ck.error(span, f"MMA: matrix shapes do not match: `{a.name}'({shape_str(a.shape)}) v.s. "
+                   f"`{b.name}'({shape_str(b.shape)}).")
+
+
+def _differ(x, y) -> bool:
+    return isinstance(x, int) and isinstance(y, int) and x != y
+
+
+def check_exec(ck, s: ast.MmaExec):
+    """``mma.<a>.<b> c, a, b`` (§11.3): C[M, N] += A * B over K."""
+    inside = _inside_parallel(ck, s)
+    cty = ck.expr(s.c)
+    a, b = _tile(ck, s.a, f"mma.{s.layout}"), _tile(ck, s.b, f"mma.{s.layout}")
+    if inside:
+        for x in (s.a, s.b):
+            if not isinstance(x.ty, Fragment):
+                _uniform(ck, f"mma.{s.layout}", x)
+    if is_unknown(cty):
+        return
+    if not (isinstance(cty, Fragment) and cty.role == "acc"):
+        ck.error(s.c.span, f"'{s.c.id}' of type \"{tname(cty)}\" is not an MMA accumulator.")
+        return
+    for x in (s.a, s.b):
+        if isinstance(x.ty, Fragment) and x.ty.role != "operand":
+            ck.error(x.span, f"'{root_name(x)}' is an accumulator, not an MMA operand.")
+            return
+    sym = s.c.sym
+    if inside:
+        _use(ck, sym, s.span)
+        for x in (s.a, s.b):
+            if isinstance(x, ast.Name) and isinstance(x.ty, Fragment):
+                _use(ck, x.sym, s.span)
+    if a is None or b is None:
+        return
+    a_layout, b_layout = s.layout.split(".")
+    m, ka = a.shape if a_layout == "row" else a.shape[::-1]
+    n, kb = b.shape if b_layout == "row" else b.shape[::-1]
+    if _differ(ka, kb):
+        _mismatch(ck, s.span, a, b)
+        return
+    if a.dtype is not b.dtype and not (a.dtype.is_int and b.dtype.is_int
+                                       and a.dtype.bits == b.dtype.bits == 8):
+        ck.error(s.span, f"MMA: operand types do not match: '{a.name}' is {a.dtype.name} but "
+                         f"'{b.name}' is {b.dtype.name}.")
+        return
+    acc = ACCUMULATOR.get(a.dtype.name)
+    if acc is None:
+        ck.error(s.span, f"MMA: operand element type '{a.dtype.name}' is not supported.")
+        return
+    frag = sym.type
+    if frag.shape is not None and (_differ(frag.shape[0], m) or _differ(frag.shape[1], n)):
+        other = a if _differ(frag.shape[0], m) else b
+        _mismatch(ck, s.span, Tile(s.c.id, frag.dtype, frag.shape), other)
+        return
+    sym.type = Fragment(frag.dtype or dtypes.lookup(acc), frag.shape or (m, n), "acc")
+    s.c.ty = sym.type
+
+
+def check_store(ck, s: ast.MmaStore):
+    """``mma.store[.transp] mc, V`` (§11.3.4)."""
+    inside = _inside_parallel(ck, s)
+    fty = ck.expr(s.frag)
+    tile = _tile(ck, s.view, "mma.store")
+    if inside:
+        _uniform(ck, "mma.store", s.view)
+    note_param_write(ck, s.view)
+    if is_unknown(fty):
+        return
+    if not (isinstance(fty, Fragment) and fty.role == "acc"):
+        ck.error(s.frag.span, f"'{s.frag.id}' of type \"{tname(fty)}\" is not an MMA "
+                              f"accumulator.")
+        return
+    sym = s.frag.sym
+    if inside:
+        _use(ck, sym, s.span)
+    if tile is None:
+        return
+    want = tile.shape[::-1] if s.transp else tile.shape
+    if fty.shape is not None:
+        if any(_differ(x, y) for x, y in zip(fty.shape, want)):
+            _mismatch(ck, s.span, Tile(s.frag.id, fty.dtype, fty.shape), tile)
+        return
+    sym.type = Fragment(fty.dtype or tile.dtype, tuple(want), "acc")
+    s.frag.ty = sym.type
+
+
+def finish(ck):
+    """D11: every accumulator needs a shape."""
+    for sym in ck.symbols:
+        if (sym.kind == "fragment" and not sym.info.get("bad")
+                and sym.type.role == "acc" and sym.type.shape is None):
+            ck.error(sym.decl.span, f"can not infer the shape of accumulator '{sym.name}'.")
+
+
+RULES = {
+    ast.MmaFill: check_fill,
+    ast.MmaLoad: check_load,
+    ast.MmaExec: check_exec,
+    ast.MmaStore: check_store,
+    ast.MmaCommit: lambda ck, s: _inside_parallel(ck, s),
+}

@@ -1,0 +1,159 @@
+"""``parallel`` and ``inthreads`` statements (LANGUAGE.md §6.2, §6.3, §6.7)."""
+from __future__ import annotations
+
+from croqvm.lang import ast
+
+from . import levels
+from .binders import bound_items, declare_indices
+from .consteval import const_value
+from .exprs import require_bool
+from .typerules import tname
+from .walk import value_names
+
+MAX_SUB_INDICES = 3
+
+
+def _check_bounds(ck, pl: ast.PLevel, items):
+    """§6.2.2-§6.2.3: counts of sub-indices and bounds, static bounds >= 1."""
+    names = len(pl.names)
+    if len(items) > MAX_SUB_INDICES:
+        ck.error(pl.span, "The number of parallel dimensions is limited to 3 (x, y, z).")
+    if names == 1 and pl.tuple_name is None and len(items) > 1:
+        ck.error(pl.span, f"The parallel variable '{pl.names[0]}' can not be assigned "
+                          f"multiple bounds.")
+    elif names and names > len(items):
+        ck.error(pl.span, f"parallel variables are more than their bounds ({names} vs. "
+                          f"{len(items)}).")
+    elif names and names < len(items):
+        ck.error(pl.span, f"parallel variables are less than their bounds ({names} vs. "
+                          f"{len(items)}).")
+    for i, (expr, dim, _) in enumerate(items):
+        value = const_value(expr) if isinstance(dim, int) else None
+        if isinstance(value, int) and value < 1:
+            who = pl.names[i] if i < names else pl.tuple_name
+            subject = f"the parallel bound of '{who}'" if who else "the parallel bound"
+            ck.error(expr.span, f"{subject} is {value}: it should be greater than 0.")
+
+
+def _parallel_bound_message(ty):
+    return f"the parallel bound requires integers but got '{tname(ty)}'."
+
+
+def check_parallel(ck, p: ast.Parallel):
+    kernel = not ck.in_parallel
+    nodes = levels.normalise_kernel(ck, p) if kernel else None
+    if p.kinds is None:  # a region the kernel walk did not reach: keep going quietly
+        p.kinds = ["thread"] * len(p.levels)
+    if not kernel and p.is_async:
+        ck.error(p.span, "inner parallel-by level can not be asynchronous.")
+    if p.stream is not None:
+        sym = ck.lookup(p.stream)
+        if sym is None or sym.kind != "stream":
+            ck.error(p.span, f"'{p.stream}' is not a stream parameter.")
+    # Bounds are evaluated when the statement starts, outside its own names (§6.2.2).
+    all_items = []
+    for pl in p.levels:
+        items = bound_items(ck, pl.bounds, _parallel_bound_message)
+        _check_bounds(ck, pl, items)
+        all_items.append(items)
+    with ck.scoped():
+        ck.parallels.append(p)
+        seen: set[str] = set()
+        for pl, kind, items in zip(p.levels, p.kinds, all_items):
+            for name in pl.names + ([pl.tuple_name] if pl.tuple_name else []):
+                if name in seen:
+                    ck.error(pl.span, f"The parallel variable '{name}' has been used in "
+                                      f"the same parallelby block.")
+                seen.add(name)
+            pl.syms = declare_indices(ck, pl, items, "parallel", level=kind, plevel=pl)
+            ck.levels.append((kind, pl))
+        saved = ck.loop_depth, ck.inthreads
+        ck.loop_depth, ck.inthreads = 0, []
+        try:
+            ck.body(p.body)
+        finally:
+            ck.loop_depth, ck.inthreads = saved
+            del ck.levels[len(ck.levels) - len(p.levels):]
+            ck.parallels.pop()
+    if kernel:
+        levels.check_kernel_sizes(ck, p, nodes)
+
+
+# --------------------------------------------------------------------------- inthreads
+
+COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
+NOT_DIVERGENT = "inthreads' predicate must be strictly divergent."
+_ALLOWED_NODES = (ast.IntLit, ast.FloatLit, ast.BoolLit, ast.Name, ast.Binary, ast.Unary,
+                  ast.Ternary, ast.Call, ast.Convert, ast.Extent, ast.SpanOf)
+
+
+def _is_parallel_var(e) -> bool:
+    return isinstance(e, ast.Name) and e.sym is not None and e.sym.plevel is not None
+
+
+def _launch_constant(sym) -> bool:
+    """croqvm evaluates the non-parallel side once per launch (§6.7.1), so it may read only
+    values fixed at launch."""
+    return (sym.kind == "dim" or sym.param_index is not None
+            or (sym.kind == "scalar" and sym.parallel is None))
+
+
+def _divergence_problem(e):
+    """None when ``e`` is strictly divergent, else ``(message, hint)``."""
+    if isinstance(e, ast.Binary) and e.op in ("&&", "||"):
+        return _divergence_problem(e.lhs) or _divergence_problem(e.rhs)
+    if not (isinstance(e, ast.Binary) and e.op in COMPARISONS):
+        return NOT_DIVERGENT, "join comparisons such as 'p == 0' with '&&' or '||'"
+    left, right = _is_parallel_var(e.lhs), _is_parallel_var(e.rhs)
+    if left == right:
+        return NOT_DIVERGENT, ("compare one parallel variable of an enclosing level with an "
+                               "expression free of parallel variables")
+    other = e.rhs if left else e.lhs
+    stack = [other]
+    while stack:
+        n = stack.pop()
+        if not isinstance(n, _ALLOWED_NODES):
+            return _restricted(f"'{type(n).__name__}' is not one")
+        if isinstance(n, ast.Binary):
+            stack += [n.lhs, n.rhs]
+        elif isinstance(n, ast.Unary):
+            stack.append(n.operand)
+        elif isinstance(n, ast.Ternary):
+            stack += [n.cond, n.then, n.other]
+        elif isinstance(n, (ast.Call, ast.Convert)):
+            stack += n.args if isinstance(n, ast.Call) else [n.operand]
+    for n in value_names(other):
+        if n.sym is not None and not _launch_constant(n.sym):
+            return _restricted(f"'{n.id}' is not one")
+    return None
+
+
+def _restricted(what):
+    return (NOT_DIVERGENT[:-1] + ": croqvm allows only literals, symbolic dimensions, "
+            "parameters and host-level scalars beside the parallel variable.",
+            f"{what}; compute the value at host level before the parallel-by")
+
+
+def check_inthreads(ck, s: ast.Inthreads):
+    require_bool(ck, ck.expr(s.cond), s.cond)
+    if not ck.in_parallel:
+        ck.error(s.cond.span, "inthreads can not be declared in global scope.")
+    else:
+        if s.is_async and ck.inthreads:
+            ck.error(s.cond.span, "inner inthreads can not be declared as async.")
+        problem = _divergence_problem(s.cond)
+        if problem is not None:
+            ck.error(s.cond.span, problem[0], hint=problem[1])
+    ck.inthreads.append(s)
+    ck.inthreads_total += 1
+    try:
+        ck.body(s.body)
+    finally:
+        ck.inthreads.pop()
+        ck.inthreads_total -= 1
+
+
+RULES = {
+    ast.Parallel: check_parallel,
+    ast.Inthreads: check_inthreads,
+}

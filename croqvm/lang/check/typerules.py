@@ -1,0 +1,185 @@
+"""Type predicates, spellings and conversions (LANGUAGE.md §3.1, §3.4.6, §12.2-§12.3)."""
+from __future__ import annotations
+
+import math
+
+from croqvm import dtypes
+from croqvm.dtypes import BOOL, S32, DType
+from croqvm.lang import ast
+from croqvm.lang.types import Bounded, Buffer, ITuple, Mdspan, Scalar, Type, View
+
+from .consteval import const_value
+from .context import Unknown
+
+INT = Scalar(S32, control=True)
+BOOL_T = Scalar(BOOL, control=True)
+
+
+def tname(ty: Type) -> str:
+    """How messages spell a type: scalars by their element type (``'s32'``, also for
+    ``int``), everything else as ``str`` gives it (``int->[0,4]``, ``ituple<2>``)."""
+    if isinstance(ty, Scalar):
+        return ty.dtype.name
+    return str(ty)
+
+
+def mdspan_str(ty) -> str:
+    """The DMA operand spelling of §9.2: ``shared s32 mdspan<2> [4, 4]`` (global omitted)."""
+    storage = "" if ty.storage == "global" else ty.storage + " "
+    return f"{storage}{ty.dtype.name} {Mdspan(tuple(ty.shape))}"
+
+
+def is_unknown(ty) -> bool:
+    return isinstance(ty, Unknown)
+
+
+def is_integer(ty) -> bool:
+    return isinstance(ty, Bounded) or (isinstance(ty, Scalar) and ty.dtype.is_int)
+
+
+def is_number(ty) -> bool:
+    return isinstance(ty, Bounded) or (isinstance(ty, Scalar) and ty.dtype.kind != "bool")
+
+
+def is_bool(ty) -> bool:
+    return isinstance(ty, Scalar) and ty.dtype.kind == "bool"
+
+
+def is_bounded_like(ty) -> bool:
+    """A bounded int or a bounded ituple (§5.1)."""
+    return isinstance(ty, Bounded) or (isinstance(ty, ITuple) and ty.bounded)
+
+
+def value_dtype(ty) -> DType | None:
+    """The dtype of a scalar value; a bounded int converts to its s32 value (§3.4.6)."""
+    if isinstance(ty, Bounded):
+        return S32
+    if isinstance(ty, Scalar):
+        return ty.dtype
+    return None
+
+
+def is_control(ty) -> bool:
+    return isinstance(ty, Bounded) or (isinstance(ty, Scalar) and ty.control)
+
+
+def arithmetic(a: Type, b: Type) -> Scalar:
+    """The result of ``a op b`` on numbers (§12.2)."""
+    return Scalar(dtypes.promote(value_dtype(a), value_dtype(b)),
+                  control=is_control(a) and is_control(b))
+
+
+def resolve_type(ck, ref: ast.TypeRef) -> DType | None:
+    """An element type (or ``int``/``bool``) named in source, reporting unsupported ones."""
+    if ref.name in dtypes.UNSUPPORTED:
+        ck.error(ref.span, f"element type '{ref.name}' is not supported by croqvm.")
+        return None
+    if ref.name == "bool":
+        return BOOL
+    dt = dtypes.lookup(ref.name)
+    if dt is None:
+        ck.error(ref.span, f"'{ref.name}' is not an element type.")
+    return dt
+
+
+def dim_of(expr: ast.Expr):
+    """A shape dimension for ``types``: an int when constant, the name of a symbolic
+    dimension, else None (computed at run time)."""
+    value = const_value(expr)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(expr, ast.Name) and expr.sym is not None and expr.sym.kind == "dim":
+        return expr.id
+    return None
+
+
+# --------------------------------------------------------------------------- conversions
+
+_FLOAT_PRECISION = {  # (mantissa bits, exponent bits) per float type (§12.1)
+    "f64": (52, 11), "f32": (23, 8), "tf32": (10, 8), "f16": (10, 5), "bf16": (7, 8),
+    "f8_e4m3": (3, 4), "f8_e5m2": (2, 5),
+}
+
+
+def _int_range(d: DType):
+    if d.signed:
+        return -(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1
+    return 0, (1 << d.bits) - 1
+
+
+def is_lossy(src: DType, dst: DType) -> bool:
+    """Whether converting every value of ``src`` to ``dst`` may change it (§3.4.6). Integer
+    to float is not flagged: it is the usual way to feed indices into float math."""
+    if src is dst:
+        return False
+    if src.is_float and dst.is_int:
+        return True
+    if src.is_float and dst.is_float:
+        sm, se = _FLOAT_PRECISION[src.name]
+        dm, de = _FLOAT_PRECISION[dst.name]
+        return dm < sm or de < se
+    if src.is_int and dst.is_int:
+        slo, shi = _int_range(src)
+        dlo, dhi = _int_range(dst)
+        return slo < dlo or shi > dhi
+    return False
+
+
+def _fits(value, dst: DType) -> bool:
+    """Whether a constant converts to ``dst`` exactly."""
+    if dst.is_int:
+        if isinstance(value, float):
+            if not math.isfinite(value) or value != int(value):
+                return False
+            value = int(value)
+        lo, hi = _int_range(dst)
+        return lo <= value <= hi
+    value = float(value)
+    if value == 0.0 or not math.isfinite(value):
+        return True
+    mantissa, exponent = _FLOAT_PRECISION[dst.name]
+    frac, exp = math.frexp(value)          # value = frac * 2**exp, 0.5 <= |frac| < 1
+    bias = (1 << (exponent - 1)) - 1
+    return (frac * (1 << (mantissa + 1))).is_integer() and 1 - bias <= exp - 1 <= bias
+
+
+def convert(ck, ty: Type, dst: DType, expr: ast.Expr, span=None) -> bool:
+    """Check an implicit conversion of ``expr`` (of type ``ty``) to ``dst`` on
+    initialisation, assignment, element store or fill (§3.4.6). Returns False on error."""
+    span = span or expr.span
+    if is_unknown(ty):
+        return True
+    src = value_dtype(ty)
+    if src is None:
+        ck.error(span, f"expect a scalar value of type '{dst.name}' but got '{tname(ty)}'.")
+        return False
+    if (src.kind == "bool") != (dst.kind == "bool"):
+        ck.error(span, f"can not convert '{src.name}' to '{dst.name}' implicitly.",
+                 hint=f"write __to<{dst.name}>(...) for an explicit conversion")
+        return False
+    if is_lossy(src, dst):
+        value = const_value(expr)
+        if value is None or isinstance(value, bool) or not _fits(value, dst):
+            ck.warning(span, f"implicit conversion from '{src.name}' to '{dst.name}' may "
+                             f"lose precision.")
+    return True
+
+
+def common(ck, a: Type, b: Type, span, op: str) -> Type:
+    """The type both branches of ``c ? a : b`` (or both operands of a comparison) convert
+    to (§4.2.5)."""
+    if is_unknown(a) or is_unknown(b):
+        return a if is_unknown(a) else b
+    if is_number(a) and is_number(b):
+        return arithmetic(a, b)
+    if is_bool(a) and is_bool(b):
+        return BOOL_T
+    if a == b:
+        return a
+    ck.error(span, f'in operation "{op}": unable to apply to the types '
+                   f'({tname(a)} vs. {tname(b)}).')
+    return Unknown()
+
+
+def is_buffer_like(ty) -> bool:
+    return isinstance(ty, (Buffer, View))

@@ -1,0 +1,288 @@
+"""Buffers, views and element access: ranks and static bounds (LANGUAGE.md §4.4, §8).
+
+Shapes follow ``croqvm.lang.types``: a dimension is an int when known, a symbolic
+dimension's name, or None. A static check fires only when every number involved is known.
+"""
+from __future__ import annotations
+
+from croqvm.lang import ast
+from croqvm.lang.types import Bounded, Buffer, Event, Future, ITuple, Mdspan, Scalar, View
+
+from .consteval import const_value
+from .context import UNKNOWN, ordinal
+from .typerules import INT, dim_of, is_integer, is_unknown, tname
+
+
+def root_name(e) -> str:
+    """The name messages use for an operand: ``a``, ``sa`` for ``sa[i]``, ``f.data``."""
+    if isinstance(e, ast.Name):
+        return e.id
+    if isinstance(e, ast.DataOf):
+        return root_name(e.base) + ".data"
+    base = getattr(e, "base", None)
+    return root_name(base) if base is not None else "<expression>"
+
+
+def view_source(ck, ty, expr, what="a view"):
+    """The data an operand denotes, as a ``View`` (dtype, shape, storage): a buffer, a view,
+    or a future standing for its data (§9.4.5). None when unusable (reported)."""
+    if is_unknown(ty):
+        return None
+    if isinstance(ty, Buffer):
+        if ty.array:
+            ck.error(expr.span, f"buffer array '{root_name(expr)}' needs an index, as in "
+                                f"'{root_name(expr)}[i]'.")
+            return None
+        return View(ty.dtype, tuple(ty.shape), ty.storage)
+    if isinstance(ty, View):
+        return ty
+    if isinstance(ty, Future):
+        if ty.dtype is None:
+            return None  # a placeholder without data: a runtime error (§9.5.4)
+        return View(ty.dtype, tuple(ty.shape), ty.storage)
+    ck.error(expr.span, f"{what} requires a buffer, a view or a future but got "
+                        f"'{tname(ty)}'.")
+    return None
+
+
+# --------------------------------------------------------------------------- buffers
+
+
+def check_index(ck, e: ast.Index):
+    """``buf[i]`` (§8.5) and ``ev[i]`` (§10.1)."""
+    base, ity = ck.expr(e.base), ck.expr(e.index)
+    if not is_unknown(ity) and not is_integer(ity):
+        ck.error(e.index.span, f"an array subscript must be an integer but got "
+                               f"'{tname(ity)}'.")
+    if is_unknown(base):
+        return UNKNOWN
+    if isinstance(base, (Buffer, Event)) and base.array:
+        kind = "buffer" if isinstance(base, Buffer) else "event"
+        i = const_value(e.index)
+        if isinstance(i, int) and not 0 <= i < base.array[0]:
+            ck.error(e.index.span, f"index {i} is out of range for {kind} array "
+                                   f"'{root_name(e.base)}' [0, {base.array[0]}).")
+        if isinstance(base, Buffer):
+            return Buffer(base.dtype, base.shape, base.storage, tuple(base.array[1:]))
+        return Event(tuple(base.array[1:]))
+    ck.error(e.span, f"'{root_name(e.base)}' of type '{tname(base)}' is not an array of "
+                     f"buffers or events.")
+    return UNKNOWN
+
+
+def check_data(ck, e: ast.DataOf):
+    """``f.data`` (§9.4.5): the buffer a future refers to."""
+    ty = ck.expr(e.base)
+    if is_unknown(ty):
+        return UNKNOWN
+    if isinstance(ty, Future):
+        if ty.dtype is None:
+            return UNKNOWN
+        return Buffer(ty.dtype, tuple(ty.shape), ty.storage)
+    ck.error(e.span, f"'.data' requires a future but '{root_name(e.base)}' is "
+                     f"'{tname(ty)}'.")
+    return UNKNOWN
+
+
+def check_span(ck, e: ast.SpanOf):
+    """``a.span`` / ``a.span(i)`` (§4.4)."""
+    src = view_source(ck, ck.expr(e.base), e.base, "'.span'")
+    dim_ty = ck.expr(e.dim) if e.dim is not None else None
+    if src is None:
+        return UNKNOWN
+    if e.dim is None:
+        return Mdspan(src.shape)
+    if not is_unknown(dim_ty) and not is_integer(dim_ty):
+        ck.error(e.dim.span, f"a dimension index must be an integer but got "
+                             f"'{tname(dim_ty)}'.")
+        return UNKNOWN
+    i = const_value(e.dim)
+    if isinstance(i, int) and not 0 <= i < len(src.shape):
+        ck.error(e.span, "out of bound in 'dimof'.")
+        return UNKNOWN
+    return INT
+
+
+def check_elem_access(ck, e: ast.ElemAccess):
+    """``b.at(i, ...)`` (§8.6): an lvalue element of a buffer."""
+    base = ck.expr(e.base)
+    types = [ck.expr(i) for i in e.indices]
+    if is_unknown(base):
+        return UNKNOWN
+    if isinstance(base, View):
+        ck.error(e.span, "element access needs a buffer, not a view: views are only DMA "
+                         "and MMA operands.")
+        return UNKNOWN
+    if isinstance(base, Future):
+        ck.error(e.span, f"element access needs a buffer: write "
+                         f"'{root_name(e.base)}.data.at(...)'.")
+        return UNKNOWN
+    src = view_source(ck, base, e.base, "element access")
+    if src is None:
+        return UNKNOWN
+    count = 0
+    positions = []  # (index expr, dimension) for plain integer indices
+    for idx, ty in zip(e.indices, types):
+        if isinstance(ty, ITuple):
+            count += ty.rank
+            continue
+        if not is_integer(ty) and not is_unknown(ty):
+            ck.error(idx.span, f"an element index must be an integer but got "
+                               f"'{tname(ty)}'.")
+        positions.append((idx, count))
+        count += 1
+    if count != len(src.shape):
+        ck.error(e.span, f"accessing an spanned data (rank: {len(src.shape)}) with "
+                         f"{count} indices.")
+        return Scalar(src.dtype)
+    name = root_name(e.base)
+    for idx, k in positions:
+        value, extent = const_value(idx), src.shape[k]
+        if not isinstance(value, int) or isinstance(value, bool):
+            continue
+        if value < 0:
+            ck.error(idx.span, f"The {ordinal(k + 1)} index `{value}` of element access "
+                               f"'{name}' should not be negative")
+        elif isinstance(extent, int) and value >= extent:
+            ck.error(idx.span, f"The {ordinal(k + 1)} index `{value}` of element access "
+                               f"'{name}' should be less than {extent}")
+    return Scalar(src.dtype)
+
+
+# --------------------------------------------------------------------------- views
+
+
+def _rank_mismatch(ck, e, rank, what, count) -> bool:
+    if count != rank:
+        ck.error(e.span, f"data rank ({rank}) must be consistent with {what} ({count}).")
+        return True
+    return False
+
+
+def check_chunkat(ck, e: ast.ChunkAt):
+    """§8.2: factor ``#a`` per dimension (1 for ``_``), extent ``floor(e_k / #a)``."""
+    src = view_source(ck, ck.expr(e.base), e.base, "'chunkat'")
+    factors = []
+    for a in e.args:
+        if isinstance(a, ast.Wildcard):
+            a.ty = Bounded(1)
+            factors.append(1)
+            continue
+        ty = ck.expr(a)
+        if isinstance(ty, Bounded):
+            factors.append(ty.bound)
+        elif isinstance(ty, ITuple) and ty.bounded:
+            factors.extend([None] * ty.rank)
+        else:
+            if not is_unknown(ty):
+                ck.error(a.span, f"chunkat requires bounded values (or '_') but got "
+                                 f"'{tname(ty)}'.")
+            factors.append(None)
+    if src is None or _rank_mismatch(ck, e, len(src.shape), "tiling factor count",
+                                     len(factors)):
+        return UNKNOWN
+    shape = []
+    for k, (extent, t) in enumerate(zip(src.shape, factors)):
+        if t == 0:
+            ck.error(e.span, f"tiling factor can not be zero for dimension {k}.")
+        elif isinstance(t, int) and isinstance(extent, int) and t > extent:
+            ck.error(e.span, f"tiling factor exceeds data size ({t} > {extent}) in "
+                             f"dimension {k}.")
+        if t == 1:
+            shape.append(extent)
+        elif isinstance(t, int) and isinstance(extent, int) and t > 0:
+            shape.append(extent // t)
+        else:
+            shape.append(None)
+    return View(src.dtype, tuple(shape), src.storage)
+
+
+def _int_items(ck, exprs, what, wildcard_ok=False):
+    """Integer items with mdspans and ituples spliced: a list of (expr, dim, k) where
+    ``k`` counts the items; wildcards yield dim ``"_"``."""
+    items = []
+    for x in exprs:
+        if isinstance(x, ast.Wildcard) and wildcard_ok:
+            x.ty = INT
+            items.append((x, "_"))
+            continue
+        ty = ck.expr(x)
+        if isinstance(ty, Mdspan):
+            items.extend((x, d) for d in ty.shape)
+        elif isinstance(ty, ITuple):
+            items.extend((x, None) for _ in range(ty.rank))
+        elif is_integer(ty) or is_unknown(ty):
+            items.append((x, dim_of(x) if not is_unknown(ty) else None))
+        else:
+            ck.error(x.span, f"{what} requires integers but got '{tname(ty)}'.")
+            items.append((x, None))
+    return items
+
+
+def check_subspan(ck, e: ast.Subspan):
+    """§8.3.1: extents ``s_k``, origin ``o_k + i_k * t_k``."""
+    src = view_source(ck, ck.expr(e.base), e.base, "'subspan'")
+    sizes = _int_items(ck, e.sizes, "subspan", wildcard_ok=True)
+    steps = _int_items(ck, e.steps, "step") if e.steps is not None else None
+    at = _int_items(ck, e.at, "'.at'") if e.at is not None else None
+    if src is None:
+        return UNKNOWN
+    rank = len(src.shape)
+    if (_rank_mismatch(ck, e, rank, "subspan rank", len(sizes))
+            or (steps is not None and _rank_mismatch(ck, e, rank, "step count", len(steps)))
+            or (at is not None and _rank_mismatch(ck, e, rank, "index count", len(at)))):
+        return UNKNOWN
+    shape = []
+    for k, ((x, s), extent) in enumerate(zip(sizes, src.shape)):
+        s = extent if s == "_" else s
+        shape.append(s)
+        if s == 0:
+            ck.error(x.span, f"subspan dimension {k} can not be zero.")
+        elif isinstance(s, int) and isinstance(extent, int) and s > extent:
+            ck.error(x.span, f"subspan too large for dimension {k} ({s} > {extent}).")
+    for k, (x, _) in enumerate(at or []):
+        value = const_value(x)
+        step = steps[k][1] if steps is not None else shape[k]
+        extent = src.shape[k]
+        if not isinstance(value, int) or isinstance(value, bool):
+            continue
+        if value < 0:
+            ck.error(x.span, f"index out of bounds for dimension {k} ({value} < 0).")
+        elif isinstance(step, int) and isinstance(extent, int) and step > 0:
+            tiles = -(-extent // step)  # an index must leave some element in range
+            if value >= tiles:
+                ck.error(x.span, f"index out of bounds for dimension {k} ({value} >= "
+                                 f"{tiles}).")
+    return View(src.dtype, tuple(shape), src.storage)
+
+
+def check_view(ck, e: ast.ViewFrom):
+    """§8.3.2: extents ``s_k``, origin ``o_k + f_k``."""
+    src = view_source(ck, ck.expr(e.base), e.base, "'view'")
+    sizes = _int_items(ck, e.sizes, "view")
+    origin = _int_items(ck, e.origin, "'.from'")
+    if src is None:
+        return UNKNOWN
+    rank = len(src.shape)
+    if (_rank_mismatch(ck, e, rank, "view size count", len(sizes))
+            or _rank_mismatch(ck, e, rank, "offset index count", len(origin))):
+        return UNKNOWN
+    for k, ((x, s), (ox, _), extent) in enumerate(zip(sizes, origin, src.shape)):
+        if s == 0 or (isinstance(s, int) and s < 0):
+            ck.error(x.span, f"view dimension {k} must be greater than 0.")
+        offset = const_value(ox)
+        if isinstance(offset, int) and isinstance(extent, int) and offset >= extent:
+            ck.error(ox.span, f"offset out of bounds for dimension {k} ({offset} >= "
+                              f"{extent}).")
+    return View(src.dtype, tuple(s for _, s in sizes), src.storage)
+
+
+RULES = {
+    ast.Index: check_index,
+    ast.DataOf: check_data,
+    ast.SpanOf: check_span,
+    ast.ElemAccess: check_elem_access,
+    ast.ChunkAt: check_chunkat,
+    ast.Subspan: check_subspan,
+    ast.ViewFrom: check_view,
+}
