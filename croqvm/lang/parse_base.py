@@ -218,7 +218,7 @@ class Cursor:
         expression (``{a, b}``, ``{v}``); a block that is the statement's own body starts
         after the error. So: skip to the first ';' outside braces opened after the error,
         consume the '}' of braces opened before it, stop before any other '}' (it closes
-        the enclosing block) and stop after a braced body skipped whole."""
+        the enclosing block) and stop after a braced body skipped whole (and its 'else')."""
         open_before = 0
         for t in self.toks[start:self.pos]:
             if t.is_op("{"):
@@ -238,7 +238,7 @@ class Cursor:
                 fresh += 1
             elif t.is_op("}") and fresh:
                 fresh -= 1
-                if not fresh:
+                if not fresh and not self.accept_kw("else"):  # an 'if' goes on with 'else'
                     return
             elif t.is_op("}"):
                 open_before -= 1
