@@ -48,7 +48,9 @@ class CodeBuilder:
         self.code = code
         self.spans = spans
         self.insns = code.code if insns is None else insns
-        self.span: Span | None = None        # default span of emitted instructions
+        # The span every emitted instruction carries: that of the statement being lowered,
+        # where runtime errors are reported (LANGUAGE.md §15.3).
+        self.span: Span | None = None
         self._consts: dict[tuple, int] = {}
         self.known: dict[int, int] = {}      # temporaries holding a compile-time integer
         for i, (kind, value) in enumerate(code.consts):
@@ -93,13 +95,13 @@ class CodeBuilder:
     def pc(self) -> int:
         return len(self.insns) // W
 
-    def emit(self, name: str, *operands: int, span: Span | None = None) -> int:
+    def emit(self, name: str, *operands: int) -> int:
         op = opcodes.BY_NAME[name]
         if len(operands) != len(op.operands):
             raise AssertionError(f"{name} takes {len(op.operands)} operands, got {len(operands)}")
         pc = self.pc
         words = [op.code, *operands] + [0] * (opcodes.MAX_OPERANDS - len(operands))
-        words.append(self.spans.intern(span or self.span))
+        words.append(self.spans.intern(self.span))
         self.insns.extend(int(w) for w in words)
         return pc
 
@@ -120,17 +122,17 @@ class CodeBuilder:
         self.emit(name, r, slot, k)
         return r
 
-    def convert(self, r: int, dtype: dtypes.DType, span: Span | None = None) -> int:
+    def convert(self, r: int, dtype: dtypes.DType) -> int:
         """``r`` as a register of ``dtype`` (CVT into a new register when it differs, §12.3)."""
         if self.code.regs[r] == dtype.code:
             return r
         out = self.reg(dtype)
-        self.emit("CVT", out, r, span=span)
+        self.emit("CVT", out, r)
         return out
 
-    def op(self, name: str, dtype: dtypes.DType, *srcs: int, span: Span | None = None) -> int:
+    def op(self, name: str, dtype: dtypes.DType, *srcs: int) -> int:
         out = self.reg(dtype)
-        self.emit(name, out, *srcs, span=span)
+        self.emit(name, out, *srcs)
         return out
 
     # ---------------------------------------------------------------- structure

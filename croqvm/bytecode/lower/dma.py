@@ -80,7 +80,7 @@ def lower_dma(lw: Lowerer, s: ast.Dma) -> None:
         key = _group_key(lw, sym)
         if _sites(lw).get(key, -1) < 0:
             _sites(lw)[key] = desc.coll
-    b.emit("DMA", b.add("dmas", desc), span=s.span)
+    b.emit("DMA", b.add("dmas", desc))
 
 
 def _dst_extents(lw: Lowerer, s: ast.Dma, ext: list) -> list:
@@ -127,7 +127,7 @@ def lower_future_wait(lw: Lowerer, ref: FutRef, sym, node) -> None:
         coll = _sites(lw).get(key, -1)
         if coll < 0:
             coll = lw.coll_site("wait", 0)
-    lw.b.emit("WAIT", ref.slot, coll, span=node.span)
+    lw.b.emit("WAIT", ref.slot, coll)
 
 
 TABLE = {ast.Dma: lower_dma, ast.DmaAny: lower_dma_any, ast.Swap: lower_swap}

@@ -71,7 +71,7 @@ def lower_trigger(lw: Lowerer, s: ast.Trigger) -> None:
         if ls not in decl.lanesets:
             decl.lanesets.append(ls)
         for slot in slots:
-            lw.b.emit("TRIGGER", ev.index, slot, span=r.span)
+            lw.b.emit("TRIGGER", ev.index, slot)
 
 
 def lower_wait(lw: Lowerer, s: ast.Wait) -> None:
@@ -81,7 +81,7 @@ def lower_wait(lw: Lowerer, s: ast.Wait) -> None:
             lower_future_wait(lw, target, sym, r)
             continue
         for slot in slots:
-            lw.b.emit("WAIT_EVENT", target.index, slot, span=r.span)
+            lw.b.emit("WAIT_EVENT", target.index, slot)
 
 
 def _laneset(lw: Lowerer) -> int:

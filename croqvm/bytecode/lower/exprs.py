@@ -21,7 +21,7 @@ from .values import Val
 ARITH = {"+": "ADD", "-": "SUB", "*": "MUL", "/": "DIV", "%": "MOD",
          "&": "AND", "|": "OR", "^": "XOR", "<<": "SHL", ">>": "SHR"}
 COMPARE = {"==": "EQ", "!=": "NE", "<": "LT", "<=": "LE", ">": "GT", ">=": "GE"}
-FAULTING = {"/", "%", "<<", ">>"}     # ops whose instruction carries the expression's span
+FAULTING = {"/", "%", "<<", ">>"}     # may fault: never evaluated speculatively
 SHIFTS = {"<<", ">>"}
 
 
@@ -41,7 +41,7 @@ def lower_as(lw: Lowerer, e: ast.Expr, dtype: dtypes.DType) -> int:
     if lit is not None and not (dtype.kind == "bool") ^ isinstance(lit, bool):
         return lw.b.load_const(dtype, lit)
     v = value(lw, e)
-    return lw.b.convert(v.reg, dtype, e.span)
+    return lw.b.convert(v.reg, dtype)
 
 
 def _literal(e):
@@ -100,7 +100,7 @@ def result_val(lw: Lowerer, e: ast.Expr, reg: int, bound: int = -1) -> Val:
     """Wrap ``reg`` as the value of ``e``, converted to the type the checker gave ``e``."""
     want = dtype_of(e.ty)
     if want is not None:
-        reg = lw.b.convert(reg, want, e.span)
+        reg = lw.b.convert(reg, want)
     return Val(lw.b.reg_dtype(reg), reg, bound if isinstance(e.ty, T.Bounded) else -1)
 
 
@@ -157,9 +157,7 @@ def lower_binary(lw: Lowerer, e: ast.Binary) -> Val:
         common = e.ty.dtype
     else:
         common = dtypes.promote(lhs.dtype, rhs.dtype)
-    span = e.span if e.op in FAULTING else None
-    out = b.op(ARITH[e.op], common, b.convert(lhs.reg, common), b.convert(rhs.reg, common),
-               span=span)
+    out = b.op(ARITH[e.op], common, b.convert(lhs.reg, common), b.convert(rhs.reg, common))
     bound = lhs.bound if lhs.bound >= 0 else rhs.bound   # §5.4: the bounded operand's bound
     return result_val(lw, e, out, bound)
 
@@ -259,7 +257,7 @@ def lower_ternary(lw: Lowerer, e: ast.Ternary) -> Val:
 
 def _move_into(lw: Lowerer, out: int, bound: int, e: ast.Expr) -> None:
     v = value(lw, e)
-    lw.b.emit("MOV", out, lw.b.convert(v.reg, lw.b.reg_dtype(out), e.span))
+    lw.b.emit("MOV", out, lw.b.convert(v.reg, lw.b.reg_dtype(out)))
     if bound >= 0:
         lw.b.emit("MOV", bound, v.bound if v.bound >= 0 else v.reg)
 
@@ -294,7 +292,7 @@ def _builtin(lw: Lowerer, e: ast.Call) -> Val:
     if e.func == "cdiv":                    # (a + b - 1) / b
         t = b.op("ADD", common, x, y)
         t = b.op("SUB", common, t, b.load_const(common, 1))
-        out = b.op("DIV", common, t, y, span=e.span)
+        out = b.op("DIV", common, t, y)
     else:
         out = b.op("MIN" if e.func == "__min" else "MAX", common, x, y)
     return result_val(lw, e, out)
@@ -309,7 +307,7 @@ def lower_convert(lw: Lowerer, e: ast.Convert) -> Val:
     if target.kind == "bool" and v.dtype.kind != "bool":
         zero = lw.b.load_const(v.dtype, 0)
         return Val(dtypes.BOOL, lw.b.op("NE", dtypes.BOOL, v.reg, zero))
-    return Val(target, lw.b.convert(v.reg, target, e.span))
+    return Val(target, lw.b.convert(v.reg, target))
 
 
 TABLE = {

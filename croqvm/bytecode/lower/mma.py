@@ -87,7 +87,7 @@ def lower_fill(lw: Lowerer, s: ast.MmaFill) -> None:
 def lower_load(lw: Lowerer, s: ast.MmaLoad) -> None:
     view, base, _ = view_of(lw, s.view)
     f = _target(lw, s, base.dtype)
-    lw.b.emit("MMA_LOAD", f.index, view, lw.coll_site("mma.load", f.unit), span=s.span)
+    lw.b.emit("MMA_LOAD", f.index, view, lw.coll_site("mma.load", f.unit))
 
 
 def lower_exec(lw: Lowerer, s: ast.MmaExec) -> None:
@@ -106,15 +106,14 @@ def _operand(lw: Lowerer, e: ast.Expr, unit: int) -> int:
     view, base, _ = view_of(lw, e)
     idx = lw.b.add("frags", FragDecl(f"<{lw.snippet(e.span)}>", base.dtype.code, unit,
                                      lw.spans.intern(e.span)))
-    lw.b.emit("MMA_LOAD", idx, view, lw.coll_site("mma.load", unit), span=e.span)
+    lw.b.emit("MMA_LOAD", idx, view, lw.coll_site("mma.load", unit))
     return idx
 
 
 def lower_store(lw: Lowerer, s: ast.MmaStore) -> None:
     f = frag_ref(lw, s.frag.sym, s.frag)
     view, _, _ = view_of(lw, s.view)
-    lw.b.emit("MMA_STORE", f.index, view, int(s.transp), lw.coll_site("mma.store", f.unit),
-              span=s.span)
+    lw.b.emit("MMA_STORE", f.index, view, int(s.transp), lw.coll_site("mma.store", f.unit))
 
 
 def lower_commit(lw: Lowerer, s: ast.MmaCommit) -> None:

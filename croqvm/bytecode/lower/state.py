@@ -184,9 +184,9 @@ class Lowerer:
     def int_reg(self, value: int) -> int:
         return self.b.load_const(dtypes.S32, value)
 
-    def as_int(self, v: Val, span: Span | None = None) -> int:
+    def as_int(self, v: Val) -> int:
         """The value of ``v`` as an s32 register (indices, extents, bounds)."""
-        return self.b.convert(v.reg, dtypes.S32, span)
+        return self.b.convert(v.reg, dtypes.S32)
 
 
 def dtype_of(ty) -> dtypes.DType | None:

@@ -63,11 +63,11 @@ def lower_buffer_decl(lw: Lowerer, s: ast.BufferDecl) -> None:
         slot = lw.b.add("buffers", BufSlot(item.name, storage, ty.dtype.code, shape, array,
                                            span=lw.spans.intern(item.span)))
         lw.bind(item.sym, BufRef(slot, ty.dtype, storage, len(shape), array, item.name))
-        lw.b.emit("ALLOC", slot, span=item.span)
+        lw.b.emit("ALLOC", slot)
         if item.init is not None:
             fill = lower_as(lw, item.init, ty.dtype)
             coll = lw.coll_site("fill") if storage == "shared" else -1
-            lw.b.emit("FILL", slot, fill, coll, span=item.span)
+            lw.b.emit("FILL", slot, fill, coll)
 
 
 # --------------------------------------------------------------------------- assignments
@@ -90,9 +90,7 @@ def lower_assign(lw: Lowerer, s: ast.Assign) -> None:
         return
     v = value(lw, s.value)                  # x op= e  ==  x = x op (e)   (§6.6)
     common = dtypes.promote(target.dtype, v.dtype)
-    span = s.value.span if s.op in ("/=", "%=") else None
-    t = b.op(_COMPOUND[s.op], common, b.convert(target.reg, common), b.convert(v.reg, common),
-             span=span)
+    t = b.op(_COMPOUND[s.op], common, b.convert(target.reg, common), b.convert(v.reg, common))
     b.emit("MOV" if common is target.dtype else "CVT", target.reg, t)
 
 
@@ -108,11 +106,10 @@ def _store(lw: Lowerer, s: ast.Assign) -> None:
     shared = base.storage in ("shared", "global")
     with lw.once_guard(shared):
         if s.op == "=":
-            b.emit("STORE", acc, v.reg, span=s.target.span)
+            b.emit("STORE", acc, v.reg)
         else:
             common = dtypes.promote(base.dtype, v.dtype)
-            b.emit("UPDATE", acc, b.convert(v.reg, common), getattr(opcodes, _COMPOUND[s.op]),
-                   span=s.target.span)
+            b.emit("UPDATE", acc, b.convert(v.reg, common), getattr(opcodes, _COMPOUND[s.op]))
 
 
 def lower_incdec(lw: Lowerer, s: ast.IncDec) -> None:
@@ -243,7 +240,7 @@ def _check_range(lw: Lowerer, rg: ast.Range, lo: int | None, hi: int | None) -> 
     for cmp, r in checks:
         ok = b.op("AND", dtypes.BOOL, ok, b.op(cmp, dtypes.BOOL, r, zero))
     msg = f"range of '{rg.name}' is invalid: it needs lo >= 0 and hi <= 0."
-    b.emit("ASSERT", ok, b.const(None, msg), span=rg.span)
+    b.emit("ASSERT", ok, b.const(None, msg))
 
 
 def _nest(lw: Lowerer, loops: list, body: ast.Stmt) -> None:

@@ -219,7 +219,7 @@ def access_of(lw: Lowerer, e: ast.ElemAccess) -> tuple[int, Base]:
 def lower_elem(lw: Lowerer, e: ast.ElemAccess) -> Val:
     acc, base = access_of(lw, e)
     r = lw.b.reg(base.dtype)
-    lw.b.emit("LOAD", r, acc, span=e.span)
+    lw.b.emit("LOAD", r, acc)
     return Val(base.dtype, r)
 
 
