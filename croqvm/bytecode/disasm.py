@@ -140,9 +140,9 @@ def _render(code: Code, op: O.Op, kind: str, value: int) -> str:
 
 def disassemble(module: Module, marker: tuple[Code, int] | None = None) -> str:
     """Every function of ``module`` as text; ``marker=(code, index)`` puts ``-->`` there."""
-    out: list[str] = []
+    sections = []
     for fn in module.functions:
-        out += function_header(module, fn)
+        out = function_header(module, fn)
         parts = [("host", fn.host)] + [
             (f"kernel {k} '{kern.name}': grid rank {kern.grid_rank}, block size "
              f"{kern.block_size}  ({position(module, kern.span)})", kern.code)
@@ -152,8 +152,8 @@ def disassemble(module: Module, marker: tuple[Code, int] | None = None) -> str:
             out += code_header(module, code)
             out += listing(module, instructions(code), marker[1] if marker and
                            marker[0] is code else None)
-        out.append("")
-    return "\n".join(out)
+        sections.append("\n".join(out))
+    return "\n\n".join(sections)
 
 
 def position(module: Module, span: int) -> str:
@@ -236,7 +236,7 @@ def code_header(module: Module, code: Code) -> list[str]:
 
 
 def _wrapped(title: str, items: list[str]) -> list[str]:
-    return [f"    {title if i == 0 else ' ' * len(title)}  "
+    return [f"    {(title if i == 0 else '').ljust(6)}  "
             + ", ".join(items[i:i + _PER_LINE]) for i in range(0, len(items), _PER_LINE)]
 
 
@@ -253,7 +253,7 @@ def _unit(unit: int) -> str:
 
 
 def _buffer(module, code, n, b):
-    shape = "[" + ", ".join(f"r{r}" for r in b.shape) + "]" if b.shape else "[bound]"
+    shape = "[" + ", ".join(f"r{r}" for r in b.shape) + "]" if b.shape else "[-]"
     extra = (f" array {b.array}" if b.array else "") + (f" param {b.param}"
                                                          if b.param >= 0 else "")
     return f"buf{n}{_quote(b.name)}: {b.storage} {_dt(b.dtype)} {shape}{extra}"

@@ -131,7 +131,7 @@ def from_plain(data, spec=M.Module, path="module"):
     if dataclasses.is_dataclass(spec):
         fields = _fields(spec)
         if type(data) is not list or len(data) != len(fields):
-            _fail(path, f"expected a {spec.__name__} record of {len(fields)} fields, "
+            _fail(path, f"expected a record of {len(fields)} fields ({spec.__name__}), "
                         f"got {_what(data)}")
         return spec(*(from_plain(x, ann, f"{path}.{name}")
                       for x, (name, ann) in zip(data, fields)))

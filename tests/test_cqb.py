@@ -1,0 +1,252 @@
+"""The .cqb file format: exact round trips, a documented header, and hostile input that only
+ever produces BytecodeError (ARCHITECTURE.md "The bytecode")."""
+import copy
+import hashlib
+import math
+import os
+import random
+import struct
+import time
+
+import msgpack
+import pytest
+
+import bytecode_builders as B
+from croqvm.bytecode import cqb, schema
+from croqvm.bytecode.module import FORMAT_VERSION, Module
+from croqvm.bytecode.verify import verify
+from croqvm.errors import BytecodeError
+
+HEADER = 40     # magic 4 + version 4 + sha256 32
+
+
+def file_with_payload(payload: bytes, version=FORMAT_VERSION, magic=b"CQB\x00") -> bytes:
+    """A .cqb file built by hand from the documented layout."""
+    return magic + struct.pack("<I", version) + hashlib.sha256(payload).digest() + payload
+
+
+# --- round trips -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("build", B.ALL.values(), ids=list(B.ALL))
+def test_round_trip_is_identity_and_bytes_are_stable(build):
+    data = cqb.encode(build())
+    back = cqb.decode(data)
+    assert back == build()
+    assert cqb.encode(back) == data
+    assert cqb.encode(build()) == data
+
+
+def test_header_layout():
+    data = cqb.encode(B.squares())
+    assert data[:4] == b"CQB\x00"
+    assert struct.unpack("<I", data[4:8]) == (FORMAT_VERSION,)
+    assert data[8:40] == hashlib.sha256(data[40:]).digest()
+    payload = msgpack.unpackb(data[40:])
+    assert payload[0] == [["squares.co", B.SQUARES_CO]]      # Module.sources first
+
+
+CONSTANTS = [
+    (12, 0.1), (12, -0.0), (12, math.inf), (11, 1.5), (4, -2**63), (8, 2**64 - 1),
+    (8, 2**100), (4, -2**70), (0, True), (0, False), (-1, "ünïcode \n 'quoted'"), (-1, ""),
+]
+
+
+def test_constants_keep_dtype_value_and_python_type():
+    m = B.squares()
+    m.functions[0].host.consts += CONSTANTS
+    back = cqb.decode(cqb.encode(m)).functions[0].host.consts
+    for (dt, value), (dt2, value2) in zip(CONSTANTS, back[3:]):
+        assert (dt2, value2) == (dt, value) and type(value2) is type(value)
+    assert math.copysign(1.0, back[4][1]) == -1.0
+
+
+def test_nan_constant_gives_identical_bytes():
+    m = B.squares()
+    m.functions[0].host.consts.append((11, math.nan))
+    data = cqb.encode(m)
+    back = cqb.decode(data)
+    assert math.isnan(back.functions[0].host.consts[-1][1])
+    assert cqb.encode(back) == data
+
+
+def test_tuples_written_as_lists_decode_as_tuples():
+    m = B.squares()
+    m.spans = [list(s) for s in m.spans]
+    assert cqb.decode(cqb.encode(m)) == B.squares()
+
+
+def test_encode_verifies_first():
+    m = B.squares()
+    m.functions[0].host.code[0] = 200
+    with pytest.raises(BytecodeError, match="unknown opcode 200"):
+        cqb.encode(m)
+
+
+# --- rejected files ----------------------------------------------------------------------
+
+GOOD = cqb.encode(B.squares())
+PAYLOAD = GOOD[HEADER:]
+
+BAD_FILES = [
+    ("empty", b"", "truncated header (0 bytes, a .cqb file starts with 40)"),
+    ("short", GOOD[:39], "truncated header (39 bytes"),
+    ("magic", b"PK\x03\x04" + GOOD[4:], "not a .cqb file (bad magic number)"),
+    ("version", file_with_payload(PAYLOAD, version=7),
+     "format version 7, but this croqvm reads version 1"),
+    ("checksum", GOOD[:8] + bytes(32) + PAYLOAD, "checksum mismatch"),
+    ("truncated payload", GOOD[:-5], "checksum mismatch"),
+    ("garbage payload", file_with_payload(b"\xc1\xc1\xc1"), "the payload is not valid msgpack"),
+    ("extra data", file_with_payload(PAYLOAD + b"\x00"), "the payload is not valid msgpack"),
+    ("huge length field", file_with_payload(b"\xdd\xff\xff\xff\xff"),
+     "the payload is not valid msgpack"),
+    ("deep nesting", file_with_payload(b"\x91" * 100_000 + b"\xc0"),
+     "the payload is not valid msgpack"),
+    ("extension type", file_with_payload(b"\xd4\x05\x00"), "extension type 5 is not allowed"),
+    ("a map", file_with_payload(msgpack.packb({"sources": []})),
+     "module: expected a record of 4 fields (Module), got dict"),
+    ("short record", file_with_payload(msgpack.packb([[], [], []])),
+     "module: expected a record of 4 fields (Module), got a list of 3"),
+    ("bad utf-8", file_with_payload(b"\xa2\xff\xfe"), "the payload is not valid msgpack"),
+]
+
+
+@pytest.mark.parametrize("name, data, message", BAD_FILES, ids=[r[0] for r in BAD_FILES])
+def test_bad_file_is_rejected_with_its_name(name, data, message):
+    with pytest.raises(BytecodeError) as err:
+        cqb.decode(data, "prog.cqb")
+    assert str(err.value).startswith("prog.cqb: malformed .cqb: ")
+    assert message in str(err.value)
+
+
+def test_wrong_type_deep_inside_names_the_path():
+    plain = schema.to_plain(B.scale())
+    plain[2][0][6][0][1][1][3] = "s32"     # functions[0].kernels[0].code.regs[3]
+    with pytest.raises(BytecodeError, match=r"module\.functions\[0\]\.kernels\[0\]\.code\."
+                                            r"regs\[3\]: expected an integer, got str"):
+        cqb.decode(cqb.pack(plain))
+
+
+def test_non_bytes_input():
+    with pytest.raises(BytecodeError, match="expected bytes, got str"):
+        cqb.decode("CQB")
+
+
+def test_big_int_constant_must_be_decimal():
+    plain = schema.to_plain(B.squares())
+    plain[2][0][5][3][0][1] = ["bigint", "12x"]      # host.consts[0] value
+    with pytest.raises(BytecodeError, match=r"host\.consts\[0\]\[1\]: a constant must be"):
+        cqb.decode(cqb.pack(plain))
+
+
+# --- save and load -----------------------------------------------------------------------
+
+def test_save_then_load(tmp_path):
+    path = tmp_path / "squares.cqb"
+    B.squares().save(path)
+    assert cqb.load(path) == B.squares()
+    assert os.listdir(tmp_path) == ["squares.cqb"]
+
+
+def test_save_replaces_atomically_and_cleans_up_on_failure(tmp_path):
+    target = tmp_path / "dir.cqb"
+    target.mkdir()                              # os.replace onto a directory fails
+    with pytest.raises(BytecodeError, match="dir.cqb: can not write"):
+        cqb.save(B.squares(), target)
+    assert os.listdir(tmp_path) == ["dir.cqb"]
+
+
+def test_save_into_missing_directory(tmp_path):
+    with pytest.raises(BytecodeError, match="can not write"):
+        cqb.save(B.squares(), tmp_path / "no" / "such.cqb")
+
+
+def test_load_missing_and_corrupt_files(tmp_path):
+    with pytest.raises(BytecodeError, match="missing.cqb: can not read"):
+        cqb.load(tmp_path / "missing.cqb")
+    bad = tmp_path / "bad.cqb"
+    bad.write_bytes(GOOD[:-1] + bytes([GOOD[-1] ^ 1]))
+    with pytest.raises(BytecodeError, match="bad.cqb: malformed .cqb: checksum mismatch"):
+        cqb.load(bad)
+
+
+# --- fuzzing: only BytecodeError escapes; anything accepted is a verified module ------------
+
+def _mutate_bytes(rng: random.Random, data: bytes) -> bytes:
+    data = bytearray(data)
+    how = rng.randrange(4)
+    pos = rng.randrange(len(data) + 1)
+    if how == 0 and data:
+        data[min(pos, len(data) - 1)] ^= 1 << rng.randrange(8)
+    elif how == 1:
+        del data[pos:]
+    elif how == 2:
+        data[pos:pos] = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 6)))
+    else:
+        del data[pos:pos + rng.randrange(1, 6)]
+    return bytes(data)
+
+
+def _leaves(plain, path=()):
+    """Paths to every value in the plain payload (lists included)."""
+    yield path
+    if isinstance(plain, list):
+        for i, item in enumerate(plain):
+            yield from _leaves(item, path + (i,))
+
+
+_REPLACEMENTS = [-2, -1, 0, 1, 2, 3, 7, 31, 64, 1025, 2**31, -2**40, 2**64 - 1, "x", "", True,
+                 False, None, 1.5, [], [0], [[]]]
+
+
+def _mutate_plain(rng: random.Random, plain):
+    plain = copy.deepcopy(plain)
+    paths = list(_leaves(plain))
+    for _ in range(rng.randrange(1, 3)):
+        path = rng.choice(paths[1:])
+        parent = plain
+        for i in path[:-1]:       # an earlier mutation may have changed the way down
+            parent = parent[i] if isinstance(parent, list) and i < len(parent) else None
+        if not isinstance(parent, list) or path[-1] >= len(parent):
+            continue
+        if rng.random() < 0.2 and parent:
+            del parent[path[-1]]          # a record or list one item short
+        else:
+            parent[path[-1]] = copy.deepcopy(rng.choice(_REPLACEMENTS))
+    return plain
+
+
+def _decode_or_reject(data: bytes) -> bool:
+    try:
+        module = cqb.decode(data)
+    except BytecodeError:
+        return False
+    assert isinstance(module, Module)
+    verify(module)
+    cqb.encode(module)
+    return True
+
+
+def _fuzz(seed: int, rounds: int) -> int:
+    rng = random.Random(seed)
+    accepted = 0
+    for build in B.ALL.values():
+        data = cqb.encode(build())
+        payload = data[HEADER:]
+        plain = schema.to_plain(build())
+        for _ in range(rounds):
+            accepted += _decode_or_reject(_mutate_bytes(rng, data))
+            accepted += _decode_or_reject(file_with_payload(_mutate_bytes(rng, payload)))
+            accepted += _decode_or_reject(cqb.pack(_mutate_plain(rng, plain)))
+    return accepted
+
+
+def test_fuzz_only_bytecode_errors():
+    start = time.perf_counter()
+    _fuzz(seed=1, rounds=800)                   # 7200 hostile files
+    assert time.perf_counter() - start < 20
+
+
+@pytest.mark.slow
+def test_fuzz_only_bytecode_errors_long():
+    for seed in range(2, 12):
+        _fuzz(seed, rounds=2000)

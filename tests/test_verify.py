@@ -1,0 +1,215 @@
+"""The verifier rejects malformed modules with a message naming the place (STYLE.md §2).
+
+Each row of MALFORMED takes a valid hand-built module, breaks one thing, and states the
+message (wasm's ``assert_invalid``): the same module is rejected by ``verify`` and, once
+encoded without verification, by ``decode``.
+"""
+import numpy as np
+import pytest
+
+import bytecode_builders as B
+from croqvm.bytecode import cqb, opcodes as O, schema
+from croqvm.bytecode.module import Launch
+from croqvm.bytecode.verify import verify
+from croqvm.bytecode.verify_rules import CONSTANTS, IMMEDIATES, REGISTER_TYPES, RETURNS
+from croqvm.errors import BytecodeError
+
+W = O.WIDTH
+
+
+def host(m):
+    return m.functions[0].host
+
+
+def kern(m):
+    return m.functions[0].kernels[0].code
+
+
+def put(code, i, listing):
+    """Replace instruction i by one written as in bytecode_builders.asm."""
+    code.code[i * W:(i + 1) * W] = B.asm(listing)
+
+
+def word(code, i, slot, value):
+    """Set word ``slot`` (0 opcode, 1..5 operands a..e, 6 span) of instruction i."""
+    code.code[i * W + slot] = value
+
+
+MALFORMED = [
+    # --- instruction words
+    ("unknown opcode", B.squares, lambda m: word(host(m), 0, 0, 200),
+     "function 'squares', host, instruction 0: unknown opcode 200"),
+    ("ragged code", B.squares, lambda m: host(m).code.extend([0, 0, 0]),
+     "function 'squares', host: code length 101 is not a multiple of 7 words"),
+    ("register index", B.squares, lambda m: word(host(m), 7, 2, 40),
+     "function 'squares', host, instruction 7 (ADD): register index 40 out of range "
+     "(6 registers)"),
+    ("access index", B.scale, lambda m: word(kern(m), 11, 2, 9),
+     "function 'scale', kernel 0 ('scale_k0'), instruction 11 (LOAD): access index 9 out of "
+     "range (2 accesses)"),
+    ("-1 only where optional", B.squares, lambda m: word(host(m), 1, 1, -1),
+     "instruction 1 (ALLOC): buffer index -1 out of range (1 buffers)"),
+    ("unused slot", B.squares, lambda m: word(host(m), 1, 3, 5),
+     "instruction 1 (ALLOC): unused operand slots must be 0, got [0, 5, 0, 0]"),
+    ("span index", B.squares, lambda m: word(host(m), 0, 6, 99),
+     "instruction 0 (CONST): span index 99 out of range (5 spans)"),
+    # --- structured control flow
+    ("IF stores a wrong ELSE", B.scale, lambda m: word(kern(m), 10, 2, 14),
+     "instruction 13 (ELSE): the IF at instruction 10 stores 14 as its ELSE/END"),
+    ("END stores a wrong opener", B.scale, lambda m: word(kern(m), 15, 1, 9),
+     "instruction 15 (END): stores 9 as its opener, but closes the IF at instruction 10"),
+    ("ELSE in a LOOP", B.squares, lambda m: put(host(m), 7, "ELSE 12"),
+     "instruction 7 (ELSE): ELSE outside an IF"),
+    ("second ELSE", B.scale, lambda m: put(kern(m), 14, "ELSE 15 @8"),
+     "instruction 14 (ELSE): second ELSE of the IF at instruction 10"),
+    ("BREAK_IF outside a loop", B.squares, lambda m: put(host(m), 13, "BREAK_IF 3"),
+     "instruction 13 (BREAK_IF): BREAK_IF needs an enclosing LOOP"),
+    ("unclosed LOOP", B.squares, lambda m: put(host(m), 12, "NOP"),
+     "function 'squares', host: LOOP at instruction 6 is never closed (it stores 12 as its end)"),
+    ("END without opener", B.squares, lambda m: put(host(m), 0, "END 0"),
+     "instruction 0 (END): END without an open IF or LOOP"),
+    ("target out of range", B.squares, lambda m: word(host(m), 6, 1, 99),
+     "instruction 6 (LOOP): target index 99 out of range (14 instructions)"),
+    # --- register dtypes and constants
+    ("IF on an int", B.scale, lambda m: word(kern(m), 10, 1, 5),
+     "instruction 10 (IF): operand a r5 is s32, but must be bool"),
+    ("ADD of s32 and f32", B.misc, lambda m: word(host(m), 5, 3, 5),
+     "instruction 5 (ADD): operands a and c must have the same dtype, got s32 and f32"),
+    ("comparison into s32", B.squares, lambda m: word(host(m), 8, 1, 4),
+     "instruction 8 (GE): operand a r4 is s32, but must be bool"),
+    ("XOR of floats", B.misc, lambda m: put(host(m), 21, "XOR 8 10 11 @7"),
+     "instruction 21 (XOR): operand a r8 is f32, but must be an integer dtype or bool"),
+    ("CONST of a string", B.misc, lambda m: word(host(m), 0, 2, 8),
+     "instruction 0 (CONST): constant k8 must be a number or bool"),
+    ("ASSERT with a number", B.misc, lambda m: word(host(m), 24, 2, 0),
+     "instruction 24 (ASSERT): constant k0 must be a string"),
+    ("string constant with a dtype", B.squares, lambda m: host(m).consts.__setitem__(0, (3, "4")),
+     "function 'squares', host, constant k0: a string constant has dtype code -1"),
+    ("UPDATE with a comparison", B.squares, lambda m: word(host(m), 11, 3, O.EQ),
+     f"instruction 11 (UPDATE): update operator {O.EQ} is not a binary ALU opcode"),
+    ("unknown register dtype", B.squares, lambda m: host(m).regs.__setitem__(2, 99),
+     "function 'squares', host, register r2: unknown dtype code 99"),
+    ("too many registers", B.squares, lambda m: host(m).regs.extend([3] * 65531),
+     "function 'squares', host: 65537 registers, more than the limit of 65536"),
+    # --- placement
+    ("RET in a kernel", B.scale, lambda m: put(kern(m), 29, "RET"),
+     "kernel 0 ('scale_k0'), instruction 29 (RET): RET is only allowed in host code"),
+    ("YIELD on the host", B.squares, lambda m: put(host(m), 13, "YIELD"),
+     "host, instruction 13 (YIELD): YIELD is only allowed in kernels"),
+    ("RET_VAL in a void function", B.misc, lambda m: put(host(m), 28, "RET_VAL 0"),
+     "instruction 28 (RET_VAL): RET_VAL in a function returning void"),
+    ("BLOCKIDX beyond the grid", B.scale, lambda m: word(kern(m), 0, 2, 1),
+     "instruction 0 (BLOCKIDX): grid dimension 1 out of range (grid rank 1)"),
+    ("ONCE site", B.scale, lambda m: word(kern(m), 30, 2, 1),
+     "instruction 30 (ONCE): once site index 1 out of range (1 once sites)"),
+    ("collective site", B.scale, lambda m: word(kern(m), 29, 1, 5),
+     "instruction 29 (BARRIER): collective site index 5 out of range (2 collective sites)"),
+    # --- side tables
+    ("unknown storage", B.squares, lambda m: setattr(host(m).buffers[0], "storage", "texture"),
+     "function 'squares', host, buffer 0 ('out'): unknown storage 'texture'"),
+    ("shared buffer on the host", B.squares,
+     lambda m: setattr(host(m).buffers[0], "storage", "shared"),
+     "buffer 0 ('out'): a shared buffer in host code; host buffers are global"),
+    ("extent register", B.squares, lambda m: setattr(host(m).buffers[0], "shape", [7]),
+     "buffer 0 ('out'): register index 7 out of range (6 registers)"),
+    ("bool extent", B.squares, lambda m: setattr(host(m).buffers[0], "shape", [3]),
+     "buffer 0 ('out'): extent register r3 is bool, but must be an integer dtype"),
+    ("empty buffer array", B.squares, lambda m: setattr(host(m).buffers[0], "array", [0]),
+     "buffer 0 ('out'): buffer array extent 0 must be at least 1"),
+    ("buffer array without index", B.squares,
+     lambda m: setattr(host(m).buffers[0], "array", [2]),
+     "access 0 ('out.at(i)'): buffer array 'out' needs an array index register"),
+    ("parameter index", B.squares, lambda m: setattr(host(m).buffers[0], "param", 3),
+     "buffer 0 ('out'): parameter index 3 out of range (0 parameters)"),
+    ("shapeless buffer", B.squares, lambda m: setattr(host(m).buffers[0], "shape", []),
+     "buffer 0 ('out'): no shape registers, and no parameter, launch binding or DMA"),
+    ("access rank", B.squares, lambda m: setattr(host(m).accesses[0], "indices", [0, 0]),
+     "access 0 ('out.at(i)'): 2 indices for a base of rank 1"),
+    ("event without slots", B.scale, lambda m: setattr(kern(m).events[0], "slots", 0),
+     "kernel 0 ('scale_k0'), event 0 ('done'): 0 slots; an event has at least 1"),
+    ("DMA without destination", B.scale, lambda m: setattr(kern(m).dmas[0], "dst_view", -1),
+     "DMA 0 ('dma.copy'): no destination"),
+    ("transpose without permutation", B.misc, lambda m: setattr(host(m).dmas[0], "op", "transp"),
+     "DMA 0 ('dma.copy'): permutation [] for a DMA 'transp' of rank 1"),
+    ("lane set that stores", B.scale,
+     lambda m: kern(m).lanesets[0].code.extend(B.asm("STORE 0 17")),
+     "lane set 0, instruction 3 (STORE): STORE is not allowed in a lane set's code"),
+    ("lane set result not bool", B.scale, lambda m: setattr(kern(m).lanesets[0], "result", 15),
+     "lane set 0: result r15 is s32, but must be bool"),
+    ("print of a number constant", B.misc,
+     lambda m: host(m).prints[0].pieces.__setitem__(0, ("str", 0)),
+     "print format 0: constant k0 must be a string"),
+    ("launch of a missing kernel", B.scale, lambda m: setattr(host(m).launches[0], "kernel", 3),
+     "function 'scale', host, launch 0: kernel index 3 out of range (1 kernels)"),
+    ("launch argument dtype", B.scale,
+     lambda m: setattr(host(m).launches[0], "scalars", [(0, 0), (6, 1)]),
+     "launch 0: passes r1 (s32) to kernel register r6 (bool)"),
+    ("launch grid rank", B.scale, lambda m: setattr(host(m).launches[0], "grid", [4, 4]),
+     "launch 0: 2 grid extents for a kernel of grid rank 1"),
+    ("unbound kernel buffer", B.scale, lambda m: setattr(host(m).launches[0], "buffers", [(0, 0)]),
+     "launch 0: leaves global kernel buffer(s) y unbound"),
+    ("launch in a kernel's tables", B.scale,
+     lambda m: kern(m).launches.append(Launch(0, [4], [], [])),
+     "kernel 0 ('scale_k0'): launch descriptors belong to host code"),
+    # --- function, kernel and module level
+    ("scalar parameter slot", B.scale, lambda m: setattr(m.functions[0].params[1], "dtype", 11),
+     "parameter 1 ('k'): slot r1 is not a f32 register"),
+    ("block size", B.scale, lambda m: setattr(m.functions[0].kernels[0], "block_size", 2048),
+     "kernel 0 ('scale_k0'): block size 2048 out of range (1..1024)"),
+    ("shared memory", B.scale, lambda m: kern(m).consts.__setitem__(0, (3, 100000)),
+     "kernel 0 ('scale_k0'): 400008 bytes of shared memory per block, more than the limit "
+     "of 233472 (228 KiB)"),
+    ("span file", B.squares, lambda m: m.spans.__setitem__(0, (3, 1, 1, 1, 2)),
+     "module, span 0: source file index 3 out of range (1 source files)"),
+    ("two functions of one name", B.squares, lambda m: m.functions.append(B.squares().functions[0]),
+     "function 'squares': a second function of this name"),
+    ("format version", B.squares, lambda m: setattr(m, "version", 2),
+     "module: format version 2, expected 1"),
+]
+
+
+@pytest.mark.parametrize("build", B.ALL.values(), ids=list(B.ALL))
+def test_hand_built_modules_are_valid(build):
+    verify(build())
+
+
+@pytest.mark.parametrize("name, build, mutate, message", MALFORMED, ids=[r[0] for r in MALFORMED])
+def test_malformed_module_is_rejected(name, build, mutate, message):
+    module = build()
+    mutate(module)
+    with pytest.raises(BytecodeError) as err:
+        verify(module)
+    assert str(err.value).startswith("malformed .cqb: ")
+    assert message in str(err.value)
+    hostile = cqb.pack(schema.to_plain(module))
+    with pytest.raises(BytecodeError) as err:
+        cqb.decode(hostile, "bad.cqb")
+    assert str(err.value).startswith("bad.cqb: malformed .cqb: ")
+    assert message in str(err.value)
+
+
+def test_wrong_python_types_are_bytecode_errors():
+    m = B.squares()
+    host(m).code[1] = np.int64(1)
+    with pytest.raises(BytecodeError, match=r"module\.functions\[0\]\.host\.code\[1\]: "
+                                            "expected an integer, got int64"):
+        verify(m)
+    m = B.squares()
+    host(m).buffers[0].name = None
+    with pytest.raises(BytecodeError, match=r"buffers\[0\]\.name: expected a string, got NoneType"):
+        verify(m)
+
+
+# --- the rule tables cover the opcode table ------------------------------------------------
+
+@pytest.mark.parametrize("op", O.TABLE, ids=[op.name for op in O.TABLE])
+def test_rules_cover_every_operand(op):
+    assert len(REGISTER_TYPES.get(op.name, ())) == op.operands.count("r")
+    assert len(IMMEDIATES.get(op.name, ())) == op.operands.count("i")
+    assert (op.name in CONSTANTS) == ("k" in op.operands)
+    if op.collective:
+        assert "c" in op.operands
+
+
+def test_return_rules_name_host_only_ops():
+    assert all(O.BY_NAME[name].host_only for name in RETURNS)
