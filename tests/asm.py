@@ -10,11 +10,13 @@ pairs with type ``str`` for strings.
 """
 from __future__ import annotations
 
+import io
 import re
 
 from croqvm import dtypes
 from croqvm.bytecode import module as M
 from croqvm.bytecode.opcodes import BY_NAME
+from croqvm.interp import run_function
 
 
 class Asm:
@@ -104,5 +106,31 @@ def launch_host(asm: Asm, grid=(1,), buffers=(), scalars=(), regs="", consts=(),
     consts = [("s32", x) for x in grid] + list(consts)
     regs = " ".join(["s32"] * g) + " " + regs
     launch = M.Launch(0, list(range(g)), list(buffers), list(scalars))
-    return asm.code(text, regs=regs, consts=consts, name="host.asm",
-                    launches=[launch], **tables)
+    code = asm.code(text, regs=regs, consts=consts, name="host.asm", launches=[launch],
+                    **tables)
+    at = [i for i in range(0, len(code.code), 7) if code.code[i] == BY_NAME["LAUNCH"].code]
+    launch.span = code.code[at[0] + 6]
+    return code
+
+
+def kernel_module(asm: Asm, kernel: M.Code, block_size: int, grid=(1,), name="f",
+                  params=(), **host) -> M.Module:
+    """A module with one function ``name`` launching ``kernel`` once."""
+    k = M.Kernel("k", kernel, block_size, len(grid))
+    return asm.module(function(name, launch_host(asm, grid, **host), [k], params))
+
+
+def run(module, name="f", args=(), **options):
+    """Run and return (result, printed text)."""
+    out = io.StringIO()
+    result = run_function(module, name, list(args), {}, out=out, **options)
+    return result, out.getvalue()
+
+
+def P(spec: str, newline: bool = True) -> M.PrintFormat:
+    """A print format from ``"k2 r0 k3 r1"``: constants (strings) and registers."""
+    return M.PrintFormat([("str" if w[0] == "k" else "reg", int(w[1:])) for w in spec.split()],
+                         newline)
+
+
+ALL = M.LaneSet()   # the lane set of every lane of the block
