@@ -32,14 +32,16 @@ def bound_items(ck, exprs, bad_type_message) -> list[tuple]:
     return items
 
 
-def declare_indices(ck, node, items, binder: str, **fields) -> list:
+def declare_indices(ck, node, items, binder: str, skip=(), **fields) -> list:
     """Declare ``node.names`` (then ``node.tuple_name``) as bounded values; returns the
-    symbols in the layout of ``PLevel.syms`` / ``Within.syms``."""
+    symbols in the layout of ``PLevel.syms`` / ``Within.syms``. Names in ``skip`` were
+    reported already: they get symbols outside every scope."""
     syms = []
     for i, name in enumerate(node.names):
         expr, dim, pos = items[i] if i < len(items) else (None, None, None)
-        sym = ck.declare(name, "bounded", Bounded(dim), node, node.span, sub_index=i,
-                         bound_expr=expr, **fields)
+        declare = ck.bad_symbol if name in skip else ck.declare
+        sym = declare(name, "bounded", Bounded(dim), node, node.span, sub_index=i,
+                      bound_expr=expr, **fields)
         sym.info["binder"] = binder
         if pos is not None:
             sym.info["bound_dim"] = pos
@@ -47,7 +49,8 @@ def declare_indices(ck, node, items, binder: str, **fields) -> list:
             sym.type = UNKNOWN  # count mismatch, already reported
         syms.append(sym)
     if node.tuple_name is not None:
-        sym = ck.declare(node.tuple_name, "ituple", ITuple(len(node.names), bounded=True),
+        declare = ck.bad_symbol if node.tuple_name in skip else ck.declare
+        sym = declare(node.tuple_name, "ituple", ITuple(len(node.names), bounded=True),
                          node, node.span, sub_index=len(node.names), **fields)
         sym.info["binder"] = binder
         syms.append(sym)

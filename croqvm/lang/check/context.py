@@ -149,6 +149,15 @@ class Checker:
         self.symbols.append(sym)
         return sym
 
+    def bad_symbol(self, name: str, kind: str, ty: Type, decl, span=None, **fields):
+        """A symbol for a declaration already reported as wrong: in no scope, quiet."""
+        sym = Symbol(name, kind, ty, decl,
+                     parallel=self.parallels[-1] if self.parallels else None, **fields)
+        sym.info["scope"] = self.scope
+        sym.info["bad"] = True
+        self.symbols.append(sym)
+        return sym
+
     # ----------------------------------------------------------------- where we are
 
     @property

@@ -115,7 +115,7 @@ def _check_collective(ck, s: ast.Dma, src: View, dst_storage: str):
     for side, expr in sides:
         dep = thread_dependence(expr)
         if dep:
-            ck.error(expr.span,
+            ck.error(s.span,
                      f"{_op_name(s)} into {dst_storage} memory is executed once per block, "
                      f"but its {side} depends on thread index '{dep}': every thread would "
                      f"overwrite the same {dst_storage} buffer.",
@@ -220,6 +220,8 @@ def check_swap(ck, s: ast.Swap):
             ck.error(n.span, "only support swapping of 'future'.")
             return
     syms = [n.sym for n in s.names]
+    for sym in syms:  # linked even when wrong, so waits are not reported twice
+        facts(ck).link(sym, syms[0])
     if not all(ck.check_modifiable(sym, n.span) for sym, n in zip(syms, s.names)):
         return
     if any(sym.info["scope"] is not syms[0].info["scope"] for sym in syms):
@@ -234,7 +236,6 @@ def check_swap(ck, s: ast.Swap):
     for sym in syms:
         if typed and sym.type.dtype is None:
             sym.type = typed[0]
-        facts(ck).link(sym, syms[0])
 
 
 def note_wait(ck, ref, sym):

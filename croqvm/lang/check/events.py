@@ -84,7 +84,7 @@ def check_wait(ck, s: ast.Wait):
         if isinstance(ty, Future) and isinstance(ref, ast.Name):
             dma.note_wait(ck, ref, sym)
         elif isinstance(ty, Event):
-            facts(ck).first_wait.setdefault(sym, ref.span)
+            facts(ck).first_wait.setdefault(sym, s.span)
         else:
             ck.error(ref.span, f"'{_ref_name(ref)}' of type \"{tname(ty)}\" can not be "
                                f"waited.")

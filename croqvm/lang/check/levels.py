@@ -54,20 +54,23 @@ def _has_annotated_below(node: LevelNode) -> bool:
     return any(c.plevel.level is not None or _has_annotated_below(c) for c in node.children)
 
 
-def _default_kinds(ck, nodes):
+def _default_kinds(ck, nodes) -> bool:
     """§6.3.2: no level annotated; the kinds of row D by depth."""
     depth = max(n.depth for n in nodes) + 1
-    if depth > MAX_DEPTH:
+    ok = depth <= MAX_DEPTH
+    if not ok:
         deepest = next(n for n in nodes if n.depth == MAX_DEPTH)
         ck.error(deepest.plevel.span, f"too many parallel-by levels: {depth} > {MAX_DEPTH}.")
     row = DEFAULT_ROWS[min(depth, MAX_DEPTH)]
     for n in nodes:
         n.kind = row[min(n.depth, len(row) - 1)]
+    return ok
 
 
-def _mixed_kinds(ck, nodes):
+def _mixed_kinds(ck, nodes) -> bool:
     """D15: an unannotated innermost level directly inside an annotated one is 'thread';
     an unannotated kernel level enclosing annotated ones is 'block'."""
+    ok = True
     for n in nodes:
         if n.plevel.level is not None:
             n.kind = n.plevel.level
@@ -80,10 +83,13 @@ def _mixed_kinds(ck, nodes):
                      "unable to infer the parallel-by level(s) between thread and block.",
                      hint="annotate this level with ': block', ': group-4', ': group' or "
                           "': thread'")
+            ok = False
+    return ok
 
 
-def _check_order(ck, nodes):
+def _check_order(ck, nodes) -> bool:
     """§6.3.1: levels strictly descend along every path; no 'group' in 'group-4'."""
+    ok = True
     for n in nodes:
         if n.parent is None:
             continue
@@ -91,22 +97,27 @@ def _check_order(ck, nodes):
         if outer == "group-4" and inner == "group":
             ck.error(n.plevel.span,
                      "explicit 'group' inside the 'group-4' parallel-by is not supported.")
+            ok = False
         elif ORDER[inner] <= ORDER[outer]:
             ck.error(n.plevel.span,
                      f"parallel-by level '{outer}' can not enclose level '{inner}'.")
+            ok = False
+    return ok
 
 
 def normalise_kernel(ck, kernel: ast.Parallel) -> list[LevelNode]:
-    """Set ``kinds`` and ``is_kernel`` on the kernel and every nested ``parallel``."""
+    """Set ``kinds`` and ``is_kernel`` on the kernel and every nested ``parallel``.
+    Returns the level tree, or [] when the kinds could not be inferred or are out of
+    order (reported): sizes are then not checked."""
     nodes = level_tree(kernel)
     if not nodes:
         kernel.kinds, kernel.is_kernel = [], True
         return nodes
     if any(n.plevel.level is not None for n in nodes):
-        _mixed_kinds(ck, nodes)
+        inferred = _mixed_kinds(ck, nodes)
     else:
-        _default_kinds(ck, nodes)
-    _check_order(ck, nodes)
+        inferred = _default_kinds(ck, nodes)
+    valid = inferred and _check_order(ck, nodes)
     kinds: dict[int, list] = {}
     pars: dict[int, ast.Parallel] = {}
     for n in nodes:
@@ -115,7 +126,7 @@ def normalise_kernel(ck, kernel: ast.Parallel) -> list[LevelNode]:
     for key, par in pars.items():
         par.kinds = kinds[key]
         par.is_kernel = par is kernel
-    return nodes
+    return nodes if valid else []
 
 
 # --------------------------------------------------------------------------- sizes

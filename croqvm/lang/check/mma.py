@@ -194,6 +194,13 @@ def check_exec(ck, s: ast.MmaExec):
     a_layout, b_layout = s.layout.split(".")
     m, ka = a.shape if a_layout == "row" else a.shape[::-1]
     n, kb = b.shape if b_layout == "row" else b.shape[::-1]
+    frag = sym.type
+    if frag.shape is None:  # D11: the first exec gives the accumulator its shape
+        sym.type = frag = Fragment(frag.dtype, (m, n), "acc")
+    elif _differ(frag.shape[0], m) or _differ(frag.shape[1], n):
+        other = a if _differ(frag.shape[0], m) else b
+        _mismatch(ck, s.span, Tile(s.c.id, frag.dtype, frag.shape), other)
+        return
     if _differ(ka, kb):
         _mismatch(ck, s.span, a, b)
         return
@@ -206,12 +213,8 @@ def check_exec(ck, s: ast.MmaExec):
     if acc is None:
         ck.error(s.span, f"MMA: operand element type '{a.dtype.name}' is not supported.")
         return
-    frag = sym.type
-    if frag.shape is not None and (_differ(frag.shape[0], m) or _differ(frag.shape[1], n)):
-        other = a if _differ(frag.shape[0], m) else b
-        _mismatch(ck, s.span, Tile(s.c.id, frag.dtype, frag.shape), other)
-        return
-    sym.type = Fragment(frag.dtype or dtypes.lookup(acc), frag.shape or (m, n), "acc")
+    if frag.dtype is None:  # D11: the accumulator type follows the operands
+        sym.type = Fragment(dtypes.lookup(acc), frag.shape, "acc")
     s.c.ty = sym.type
 
 

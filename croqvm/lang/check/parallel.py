@@ -60,12 +60,15 @@ def check_parallel(ck, p: ast.Parallel):
         ck.parallels.append(p)
         seen: set[str] = set()
         for pl, kind, items in zip(p.levels, p.kinds, all_items):
+            repeated = set()
             for name in pl.names + ([pl.tuple_name] if pl.tuple_name else []):
                 if name in seen:
                     ck.error(pl.span, f"The parallel variable '{name}' has been used in "
                                       f"the same parallelby block.")
+                    repeated.add(name)
                 seen.add(name)
-            pl.syms = declare_indices(ck, pl, items, "parallel", level=kind, plevel=pl)
+            pl.syms = declare_indices(ck, pl, items, "parallel", skip=repeated, level=kind,
+                                      plevel=pl)
             ck.levels.append((kind, pl))
         saved = ck.loop_depth, ck.inthreads
         ck.loop_depth, ck.inthreads = 0, []

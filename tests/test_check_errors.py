@@ -1,0 +1,285 @@
+"""Static errors of the checker (LANGUAGE.md §3-§11, §14.3, §15.2): one row per program,
+with every error it must report, exact text and position, and nothing else.
+
+A case that does not start with ``__co__`` is the body of ``__co__ void f() { ... }``, so
+its first line is line 2 and columns count from the case's own first character.
+"""
+import pytest
+
+from croqvm.lang.check.consteval import const_value
+from croqvm.lang.frontend import front_end
+
+
+def diagnose(text: str, severity="error") -> list[str]:
+    if not text.startswith("__co__"):
+        text = "__co__ void f() {\n" + text + "\n}"
+    _, diags, _ = front_end(text, "t.co")
+    return [f"{d.span.line}:{d.span.col}: {d.message}" for d in diags
+            if d.severity == severity]
+
+
+CASES = [
+    # names and scopes (§3.4)
+    ("int x = 1; int x = 2;", ["2:16: symbol 'x' has been declared already."]),
+    ("println(y);\nint y = 1;", ["2:9: symbol 'y' is used before declaration."]),
+    ("if (true) { z = 1; }\nprintln(z);", ["3:9: symbol 'z' is used before declaration."]),
+    ("foreach i in [4] { int i2 = 0; }\nforeach j in [4] { int i = j; }\nint j = 0;", []),
+    ("foreach i in [4] { foreach i in [2] { } }",
+     ["2:28: symbol 'i' has been declared already."]),
+    ("__co__ void f(s32 [N] a) {\n  int N = 3;\n}",
+     ["2:7: symbol 'N' has been declared already."]),
+    ("println(_);", ["2:9: '_' means a whole dimension and can only be used in 'chunkat' and "
+                     "'subspan' arguments."]),
+    ("foreach _ in [3] { }", ["2:9: '_' can not be used as a name: it means a whole "
+                             "dimension in 'chunkat' and 'subspan' arguments."]),
+    ("x = y + 1;\nw = y;", ["2:5: symbol 'y' is used before declaration."]),
+    # declarations, mutability, D13, D14 (§3.2-§3.4)
+    ("int x;", ["2:5: declaration of 'x' requires an initializer."]),
+    ("int x = 1;\nx = 2;", ["3:1: only mutables can be re-assigned (x)."]),
+    ("x = 1;\nx += 2;", ["3:1: only mutables can be re-assigned (x)."]),
+    ("int x = 1;\nx++;", ["3:1: only mutables can be re-assigned (x)."]),
+    ("mutable int n = 0;\nparallel p by 4 {\n  n += 1;\n}",
+     ["4:3: 'n' is declared outside the parallel-by and can not be modified inside it."]),
+    ("mutable int n = 0;\nparallel p by 4 { ++n; }",
+     ["3:19: 'n' is declared outside the parallel-by and can not be modified inside it."]),
+    ("ituple t = {1, 2};\nmutable u = t;",
+     ["3:9: 'u' with a type of \"ituple<2>\" can not be declared as 'mutable'."]),
+    ("foreach i in [4] { mutable j = i; }",
+     ["2:28: 'j' with a type of \"int->[0,4]\" can not be declared as 'mutable'."]),
+    ("s32 [4] a;\na = 3;",
+     ["3:1: can not assign to buffer 'a': assign its elements with 'a.at(...)'."]),
+    ("int x = true;", ["2:9: can not convert 'bool' to 's32' implicitly."]),
+    ("bool b = 1 + 2;", ["2:10: can not convert 's32' to 'bool' implicitly."]),
+    # storage classes (§3.2)
+    ("shared s32 [32] staging;",
+     ["2:17: shared variable 'staging' must be declared inside parallel-by."]),
+    ("parallel p by 4 {\n  s32 [4] w;\n}",
+     ["3:11: global variable 'w' mustn't be declared inside parallel-by."]),
+    ("__co__ void f(shared s32 [4] a) { }",
+     ["1:15: the shared data can not be used as a parameter."]),
+    ("__co__ void f(s32 [?, 4] a) { }",
+     ["1:20: The parameter with an unbounded dimension must be global."]),
+    # element types and shapes (§3.1, §3.3)
+    ("f4_e2m1 [4] a;", ["2:1: element type 'f4_e2m1' is not supported by croqvm."]),
+    ("s32 [4, 0] a;", ["2:9: The mdspan size \"0\" is invalid!"]),
+    ("s32 [4, 2 - 3] a;", ["2:9: The mdspan size \"-1\" is invalid!"]),
+    ("parallel p by 2 { shared s32 [4] sa[0]; }",
+     ["2:37: the size of buffer array 'sa' must be a positive integer constant."]),
+    # operands (§4.2) and builtins (§4.4)
+    ("if (1) { }", ["2:5: requires a predication expression but got 's32'."]),
+    ("while (2.0f) { }", ["2:8: requires a predication expression but got 'f32'."]),
+    ("println(true && 3);", ["2:17: requires a predication expression but got 's32'."]),
+    ("println(1 + true);",
+     ["2:9: in operation \"+\": unable to apply to the types (s32 vs. bool)."]),
+    ("f32 x = 1.0f;\nprintln(x % 2);",
+     ["3:9: in operation \"%\": unable to apply to the types (f32 vs. s32)."]),
+    ("f32 x = 1.0f;\nprintln(x << 2);",
+     ["3:9: in operation \"<<\": unable to apply to the types (f32 vs. s32)."]),
+    ("println(__sqrt(2.0f));", ["2:9: builtin '__sqrt' is not supported by croqvm."]),
+    ("println(cdiv(1.0f, 2));",
+     ["2:9: 'cdiv' requires integers but got 'f32' and 's32'."]),
+    ("s32 [4, 4] a;\nprintln(a.span(2));", ["3:9: out of bound in 'dimof'."]),
+    ("ituple t = {1, 2};\nprintln(t(2));",
+     ["3:11: index 2 is out of range for 't' (ituple<2>)."]),
+    # bounded values (§5)
+    ("parallel p by 4 {\n  println(p # 1.0f);\n}",
+     ["3:11: in operation \"#\": unable to apply to the types (int->[0,4] vs. f32)."]),
+    ("foreach i in [4] { println(i #* 2); }",
+     ["2:28: operator '#*' is not supported by croqvm."]),
+    ("int x = 3;\nprintln(#x);", ["3:9: '#' requires a bounded variable but 'x' is 's32'."]),
+    ("with t in 8 {\n  foreach t(3:1) { }\n}",
+     ["3:11: range of 't' is invalid (lo 3, hi 1)."]),
+    ("int c = 3;\nforeach c { }",
+     ["3:9: expect a bounded type for iteration variable 'c' but got 's32'."]),
+    ("parallel p by 4 {\n  foreach p { }\n}",
+     ["3:11: expect the bounded variable 'p' to be declared by a 'with' statement instead "
+      "of 'parallel-by'."]),
+    ("with t in 8 {\n  parallel p by 2 { foreach t { } }\n}",
+     ["3:29: 't' is declared outside the parallel-by and can not be modified inside it."]),
+    ("with t in 2.0f { }", ["2:11: expect a span type or int type, but got 'f32'."]),
+    ("with {a, b} in [2, 3, 4] { }",
+     ["2:6: un-matched with-matcher-count(2) and mdspan rank(3)."]),
+    # views and element access (§8)
+    ("s32 [4, 4] a;\nprintln(a.at(1));",
+     ["3:9: accessing an spanned data (rank: 2) with 1 indices."]),
+    ("s32 [4, 4] a;\nprintln(a.at(5, 0));",
+     ["3:14: The 1st index `5` of element access 'a' should be less than 4"]),
+    ("s32 [4, 4] a;\na.at(0, 4) = 1;",
+     ["3:9: The 2nd index `4` of element access 'a' should be less than 4"]),
+    ("parallel p by 4 {\n  f = dma.copy global_buf.chunkat(p) => shared;\n}",
+     ["3:16: symbol 'global_buf' is used before declaration."]),
+    ("s32 [4, 4] a;\nparallel p by 4 {\n  f = dma.copy a.chunkat(p) => local;\n}",
+     ["4:16: data rank (2) must be consistent with tiling factor count (1)."]),
+    ("s32 [4] a;\nparallel p by 8 : block {\n  f = dma.copy a.chunkat(p) => shared;\n}",
+     ["4:16: tiling factor exceeds data size (8 > 4) in dimension 0."]),
+    ("s32 [8, 8] a;\nparallel p by 1 {\n  t = dma.copy a.subspan(4) => shared;\n}",
+     ["4:16: data rank (2) must be consistent with subspan rank (1)."]),
+    ("s32 [8, 8] a;\nparallel p by 1 {\n  t = dma.copy a.subspan(0, 4) => shared;\n}",
+     ["4:26: subspan dimension 0 can not be zero."]),
+    ("s32 [8, 8] a;\nparallel p by 1 {\n  t = dma.copy a.subspan(4, 16) => shared;\n}",
+     ["4:29: subspan too large for dimension 1 (16 > 8)."]),
+    ("s32 [8, 8] a;\nparallel p by 1 {\n  t = dma.copy a.subspan(4, 4).at(7, 0) => shared;\n}",
+     ["4:35: index out of bounds for dimension 0 (7 >= 2)."]),
+    ("parallel p by 1 {\n  shared s32 [4] sa[2];\n  println(sa[2].at(0));\n}",
+     ["4:14: index 2 is out of range for buffer array 'sa' [0, 2)."]),
+    ("parallel p by 1 {\n  shared s32 [4] sa[2];\n  println(sa.at(0));\n}",
+     ["4:11: buffer array 'sa' needs an index, as in 'sa[i]'."]),
+    # parallel levels (§6.2-§6.3)
+    ("parallel a by 2, b by 2, c by 2, d by 2 { }",
+     ["2:34: too many parallel-by levels: 4 > 3."]),
+    ("parallel p by 2048 : thread { }",
+     ["2:1: Total physical threads per block (thread x group x group-4 dims) must not exceed "
+      "1024."]),
+    ("parallel p by 2 : group, t by 6 : thread { }",
+     ["2:26: a 'thread' level inside 'group' must have exactly 32 instances (got 6)."]),
+    ("parallel p by 2 : thread {\n  parallel q by 2 : group { }\n}",
+     ["3:12: parallel-by level 'thread' can not enclose level 'group'."]),
+    ("parallel p by 2 : group-4 {\n  parallel q by 2 : group { }\n}",
+     ["3:12: explicit 'group' inside the 'group-4' parallel-by is not supported."]),
+    ("parallel p by 2 : block {\n  parallel q by 2 {\n    parallel r by 32 : thread { }\n  }\n}",
+     ["3:12: unable to infer the parallel-by level(s) between thread and block."]),
+    ("parallel p by 2 : block {\n  parallel.async q by 2 : thread { }\n}",
+     ["3:3: inner parallel-by level can not be asynchronous."]),
+    ("parallel p by 0 { }",
+     ["2:15: the parallel bound of 'p' is 0: it should be greater than 0."]),
+    ("parallel p by 2.0f { }", ["2:15: the parallel bound requires integers but got 'f32'."]),
+    ("parallel p by [5, 2] { }",
+     ["2:10: The parallel variable 'p' can not be assigned multiple bounds."]),
+    ("parallel {x, y} by 6 { }",
+     ["2:10: parallel variables are more than their bounds (2 vs. 1)."]),
+    ("parallel p by 2, p by 3 { }",
+     ["2:18: The parallel variable 'p' has been used in the same parallelby block."]),
+    # control flow (§6.5) and inthreads (§6.7)
+    ("yield;", ["2:1: unable to yield outside the parallel-by block(s)."]),
+    ("break;", ["2:1: unable to break outside a loop."]),
+    ("foreach i in [2] {\n  parallel p by 2 { continue; }\n}",
+     ["3:21: unable to continue outside a loop."]),
+    ("parallel p by 2 {\n  return;\n}",
+     ["3:3: unable to return inside the parallel-by block(s)."]),
+    ("inthreads (true) { }", ["2:12: inthreads can not be declared in global scope."]),
+    ("parallel t by 8 {\n  inthreads (t % 2 == 0) { }\n}",
+     ["3:14: inthreads' predicate must be strictly divergent."]),
+    ("parallel p by 8 {\n  int k = 2;\n  inthreads (p == k) { }\n}",
+     ["4:14: inthreads' predicate must be strictly divergent: croqvm allows only literals, "
+      "symbolic dimensions, parameters and host-level scalars beside the parallel "
+      "variable."]),
+    ("parallel p by 8 {\n  inthreads.async (p < 4) {\n    inthreads.async (p == 1) { }\n  }\n}",
+     ["4:22: inner inthreads can not be declared as async."]),
+    ("assert(1 > 2, \"one is not bigger\");", ["2:1: assertion failed: one is not bigger"]),
+    ("s32 [16, 16] a;\nprintln(a);", ["3:9: can not print a value of type 's32 [16, 16]'."]),
+    # events (§10)
+    ("parallel p by 8 {\n  inthreads (p == 0) { shared event e; }\n}",
+     ["3:24: events can not be declared inside inthreads."]),
+    ("parallel p by 8 { local event e; }",
+     ["2:19: 'local' events are not supported by croqvm."]),
+    ("parallel p by 8 {\n  shared event e;\n  wait e;\n}",
+     ["4:3: event 'e' is waited but never triggered."]),
+    ("parallel p by 8 {\n  int x = 1;\n  trigger x;\n}",
+     ["4:11: expect `x' an event but got 's32'."]),
+    # DMA and futures (§9)
+    ("s32 [4] a;\ns32 [4] b;\ndma.copy.async a => b;",
+     ["4:1: forbid to associated async dma without a named future or a named event."]),
+    ("s32 [4] a;\nf = dma.copy a => local;",
+     ["3:1: `local' can not be DMA destination outside parallel-by."]),
+    ("s32 [4] a;\nparallel p by 2 { f = dma.copy a => global; }",
+     ["3:19: `global' can not be DMA destination inside parallel-by."]),
+    ("s32 [2, 8] a;\nparallel p by 1 {\n  shared s32 [4, 4] b;\n  dma.copy a => b;\n}",
+     ["5:3: Type inconsistent between DMA 'from'(s32 mdspan<2> [2, 8]) and 'to'(shared s32 "
+      "mdspan<2> [4, 4])."]),
+    ("s32 [4] a;\nf32 [4] b;\ndma.copy a => b;",
+     ["4:1: Type inconsistent between DMA 'from'(s32 mdspan<1> [4]) and 'to'(f32 mdspan<1> "
+      "[4])."]),
+    ("s32 [2, 8] a;\ns32 [2, 8, 1] b;\ndma.copy a => b;",
+     ["4:1: DMA statement has a rank mismatch between 'from' and 'to': 2 != 3."]),
+    ("__co__ void f(s32 [M, N] x) {\n  parallel p by 2 : block, r by 16 : thread {\n"
+     "    row = dma.copy x.subspan(1, N).at(p # r, 0) => shared;\n  }\n}",
+     ["3:5: dma.copy into shared memory is executed once per block, but its source depends "
+      "on thread index 'r': every thread would overwrite the same shared buffer."]),
+    ("s32 [4] a;\ns32 [4] b;\ng = dma.copy a => b;\nwait g;",
+     ["5:6: non-async future 'g' can not be waited."]),
+    ("s32 [4] a;\nparallel p by 1 {\n  f = dma.copy.async a => shared;\n}",
+     ["4:3: some asyncs are not explicitly waited: f."]),
+    ("x = dma.any;", ["2:1: dma.any 'x' is defined but never used!"]),
+    ("s32 [4] a;\nparallel p by 1 {\n  x = dma.any;\n  y = x;\n  x = dma.copy a => shared;\n}",
+     ["5:3: can not initialize variable 'y' with a placeholder."]),
+    ("s32 [4] a;\ns32 [4] b;\ng = dma.copy a => b;\nh = g;", ["5:1: future 'g' can not be copied."]),
+    ("s32 [4] a;\nparallel p by 1 {\n  f = dma.copy a => shared;\n  f = dma.copy a => local;\n}",
+     ["5:3: 'f' is declared as \"future shared s32 [4]\" but assigned \"future local s32 "
+      "[4]\"."]),
+    ("s32 [4] a;\nparallel p by 1 {\n  x = dma.copy.async a => shared;\n"
+     "  y = dma.copy.async a.subspan(2) => shared;\n  swap(x, y);\n  wait x;\n}",
+     ["6:3: rotate/swap data of different types (async future shared s32 [4] vs. async "
+      "future shared s32 [2])"]),
+    ("s32 [4] a;\nparallel p by 1 {\n  x = dma.copy.async a => shared;\n  swap(x);\n  wait x;\n}",
+     ["5:3: Builtin function 'swap' accept exact two parameters."]),
+    ("s32 [4] a;\nparallel p by 1 {\n  x = dma.copy.async a => shared;\n  rotate(x);\n"
+     "  wait x;\n}",
+     ["5:3: Builtin function 'rotate' accept two or more parameters."]),
+    ("s32 [4] a;\nparallel p by 1 {\n  int k = 1;\n  x = dma.copy.async a => shared;\n"
+     "  swap(x, k);\n  wait x;\n}",
+     ["6:11: only support swapping of 'future'."]),
+    ("s32 [4] a;\nparallel p by 1 {\n  x = dma.copy.async a => shared;\n"
+     "  { y = dma.copy.async a => shared; swap(x, y); }\n  wait x;\n}",
+     ["5:37: swapping values defined in different scopes is forbidden"]),
+    # MMA (§11)
+    ("mma.commit;", ["2:1: mma operations must be inside parallel-by."]),
+    ("parallel p by 1 : group-4 {\n  shared f16 [64, 16] a;\n  shared f16 [64, 8] b;\n"
+     "  fa = mma.load a;\n  fb = mma.load b;\n  acc = mma.fill 0.0f;\n  mma.row.row acc, fa, fb;\n}",
+     ["8:3: MMA: matrix shapes do not match: `fa'([64, 16]) v.s. `fb'([64, 8])."]),
+    ("parallel p by 1 : group-4 {\n  mc = mma.fill 0.0f;\n}",
+     ["3:3: can not infer the shape of accumulator 'mc'."]),
+    ("parallel p by 1 : block {\n  shared f32 [16, 16] s;\n  mc = mma.fill.f32 0.0f;\n"
+     "  parallel q by 1 : group { mma.store mc, s; }\n"
+     "  parallel r by 1 : group-4 { mma.store mc, s; }\n}",
+     ["6:31: fragment 'mc' is used by both 'group' and 'group-4' levels."]),
+    # returns (§14.3.4) and functions (§1.1.3)
+    ("__co__ int f() { int x = 1; }",
+     ["1:12: non-void function 'f' does not contain a return statement."]),
+    ("return 1;", ["2:1: return statement found in void function 'f'."]),
+    ("__co__ auto f() {\n  s32 [4, 8] a;\n  s32 [8, 4] b;\n  if (true) { return a; }\n"
+     "  return b;\n}",
+     ["5:3: return type inconsistent: s32 [4, 8] vs. s32 [8, 4]"]),
+    ("__co__ auto f() {\n  ituple t = {1, 2};\n  return t;\n}",
+     ["3:3: returning value with type 'ituple<2>' is not supported."]),
+    ("__co__ void f() { }\n__co__ void f() { }", ["2:13: function 'f' has been defined already."]),
+]
+
+
+@pytest.mark.parametrize("source, expected", CASES, ids=[f"{i}" for i in range(len(CASES))])
+def test_static_error(source, expected):
+    assert diagnose(source) == expected
+
+
+WARNINGS = [
+    ("s32 x = 1.5f;", ["2:9: implicit conversion from 'f32' to 's32' may lose precision."]),
+    ("f64 d = 1.0;\nf32 y = d;", ["3:9: implicit conversion from 'f64' to 'f32' may lose "
+                                   "precision."]),
+    ("s32 [4] a;\ns8 [4] b;\nb.at(0) = a.at(1);",
+     ["4:11: implicit conversion from 's32' to 's8' may lose precision."]),
+    ("s8 x = 100;\nf16 h = 0.5f;\nf32 z = 7;", []),  # constants that fit exactly
+    ("__co__ void f(s32 [4] a) {\n  a.at(0) = 1;\n}",
+     ["2:3: writes to parameter 'a' are not visible to the caller; declare it 'global'."]),
+]
+
+
+@pytest.mark.parametrize("source, expected", WARNINGS)
+def test_warning(source, expected):
+    assert diagnose(source, "warning") == expected
+    assert diagnose(source) == []
+
+
+def test_independent_errors_are_all_reported_once():
+    # two unrelated mistakes, and a bad declaration whose uses stay quiet
+    errors = diagnose("int x;\nprintln(x + 1, x);\nint x2 = true;\nyield;")
+    assert errors == ["2:5: declaration of 'x' requires an initializer.",
+                      "4:10: can not convert 'bool' to 's32' implicitly.",
+                      "5:1: unable to yield outside the parallel-by block(s)."]
+
+
+def test_const_value_of_unchecked_or_faulting_expressions_is_none():
+    # division by zero is a runtime error, not a constant (§12.3.1)
+    from croqvm.lang import ast
+    from croqvm.lang.source import Span
+    sp = Span.point("t.co", 1, 1)
+    div = ast.Binary("/", ast.IntLit(1, "s32", sp), ast.IntLit(0, "s32", sp), sp)
+    assert const_value(div) is None
