@@ -96,20 +96,21 @@ def function(name, host, kernels=(), params=(), dims=(), ret="void", ret_dtype=0
     return M.Function(name, list(params), list(dims), ret, ret_dtype, host, list(kernels))
 
 
-def launch_host(asm: Asm, grid=(1,), buffers=(), scalars=(), regs="", consts=(), pre="",
-                post="", **tables) -> M.Code:
+def launch_host(asm: Asm, grid=(1,), bind=(), scalars=(), regs="", consts=(), pre="",
+                post="", launch_span=None, **tables) -> M.Code:
     """A host program: ``pre``, then the launch of kernel 0 with grid extents from
-    constants, then ``post``. The grid registers come first."""
+    constants, then ``post``. The grid registers and constants come first; ``bind``
+    maps kernel buffer slots to host ones, ``scalars`` kernel registers to host ones."""
     g = len(grid)
     lines = [f"CONST r{d} k{d}" for d in range(g)]
     text = "\n".join(lines + [pre, "LAUNCH l0", post, "RET"])
     consts = [("s32", x) for x in grid] + list(consts)
     regs = " ".join(["s32"] * g) + " " + regs
-    launch = M.Launch(0, list(range(g)), list(buffers), list(scalars))
+    launch = M.Launch(0, list(range(g)), list(bind), list(scalars))
     code = asm.code(text, regs=regs, consts=consts, name="host.asm", launches=[launch],
                     **tables)
     at = [i for i in range(0, len(code.code), 7) if code.code[i] == BY_NAME["LAUNCH"].code]
-    launch.span = code.code[at[0] + 6]
+    launch.span = code.code[at[0] + 6] if launch_span is None else launch_span
     return code
 
 

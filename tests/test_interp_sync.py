@@ -1,0 +1,212 @@
+"""Events, ONCE and the deadlock report (LANGUAGE.md §7.2.2, §10, Appendix A.8), on
+bytecode written by hand for the programs shown."""
+import pytest
+
+from asm import ALL, Asm, P, function, kernel_module, launch_host, run
+from croqvm.bytecode.module import Access, BufferDecl, EventDecl, Kernel, LaneSet
+from croqvm.errors import KernelFault
+
+BROKEN = """\
+#define STAGES 2
+
+__co__ void broken() {
+  s32 [8] out;
+  parallel blk by 1 : block {
+    shared event full[STAGES], empty[STAGES];
+    shared s32 [STAGES] slot;
+    parallel role by 2 : group-4 {
+      inthreads.async (role == 0)
+        foreach k in [8] {
+          wait empty[k % STAGES];
+          slot.at(k % STAGES) = k * k;
+          trigger full[k % STAGES];
+        }
+      inthreads.async (role == 1) {
+        // foreach s in [STAGES] trigger empty[s];      <- the missing initial credits
+        foreach k in [8] {
+          wait full[k % STAGES];
+          out.at(k) = slot.at(k % STAGES);
+          trigger empty[k % STAGES];
+        }
+      }
+    }
+  }
+  println(out.at(7));
+}
+"""
+
+LOOP = """
+    CONST r3 k4
+    LOOP
+      ADD r3 r3 r4
+      GE r8 r3 r7
+      BREAK_IF r8
+      MOD r5 r3 r6
+      {body}
+    END"""
+
+
+def pipeline(empty_ready: bool):
+    """A.8 as lowering shapes it: role 0 (lanes 0-127) produces, role 1 consumes."""
+    a = Asm()
+    src = a.source("broken.co", BROKEN)
+    wait_empty = a.find(src, "wait empty[k % STAGES]")
+    wait_full = a.find(src, "wait full[k % STAGES]")
+    producer = f"WAIT_EVENT e1 r5 @s{wait_empty}\nMUL r9 r3 r3\nSTORE a0 r9\nTRIGGER e0 r5"
+    consumer = f"WAIT_EVENT e0 r5 @s{wait_full}\nLOAD r9 a0\nSTORE a1 r9\nTRIGGER e1 r5"
+    k = a.code(f"""
+        LANE r0
+        CONST r1 k0
+        CONST r4 k1
+        CONST r6 k2
+        CONST r7 k3
+        ALLOC b1
+        LT r2 r0 r1
+        IF r2
+          {LOOP.format(body=producer)}
+        ELSE
+          {LOOP.format(body=consumer)}
+        END
+    """, regs="s32 s32 bool s32 s32 s32 s32 s32 bool s32",
+        consts=[("s32", 128), ("s32", 1), ("s32", 2), ("s32", 8), ("s32", -1)],
+        buffers=[BufferDecl("out", "global", 3, []), BufferDecl("slot", "shared", 3, [6])],
+        accesses=[Access("buf", 1, -1, [5], "slot"), Access("buf", 0, -1, [3], "out")],
+        events=[EventDecl("full", 2, lanesets=[0]),
+                EventDecl("empty", 2, empty_ready, lanesets=[1])],
+        lanesets=[LaneSet(a.flat("LANE r0\nCONST r1 k0\nLT r2 r0 r1"), 2),
+                  LaneSet(a.flat("LANE r0\nCONST r1 k0\nGE r2 r0 r1"), 2)])
+    host = launch_host(a, bind=[(0, 0)], regs="s32 s32 s32",
+                       consts=[("s32", 8), ("s32", 7)],
+                       pre="CONST r1 k1\nALLOC b0", post="CONST r2 k2\nLOAD r3 a0\nPRINT p0",
+                       launch_span=a.find(src, "parallel blk"),
+                       buffers=[BufferDecl("out", "global", 3, [1])],
+                       accesses=[Access("buf", 0, -1, [2], "out")], prints=[P("r3")])
+    return a.module(function("broken", host, [Kernel("k", k, 256, 1)]))
+
+
+def test_pipeline_with_initial_credits_prints_49():
+    assert run(pipeline(empty_ready=True), "broken")[1] == "49\n"
+
+
+def test_pipeline_without_credits_reports_the_deadlock_of_appendix_a8():
+    with pytest.raises(KernelFault) as e:
+        run(pipeline(empty_ready=False), "broken")
+    assert str(e.value) == """\
+broken.co:11:11: runtime error: deadlock: every live lane of block (0) is blocked
+   11 |           wait empty[k % STAGES];
+      |           ^~~~~~~~~~~~~~~~~~~~~~
+  warps 0-3 (lanes 0-127): broken.co:11:11 'wait empty[k % STAGES]': slot empty[0]: \
+completed generations 0, arrivals 0/128; these lanes wait for generation 0
+  warps 4-7 (lanes 128-255): broken.co:18:11 'wait full[k % STAGES]': slot full[0]: \
+completed generations 0, arrivals 0/128; these lanes wait for generation 0
+  in kernel launched at broken.co:5:3
+hint: no lane has triggered 'empty[0]' yet; a credit-based pipeline needs initial \
+credits: trigger every slot once before the loop, or declare the event '= ready'."""
+
+
+def event_kernel(a, body, need=-1, ready=False, size=64):
+    """Warp 1 triggers slot 0 of 'e' (32 arrivals per generation); warp 0 waits."""
+    return a.code(f"""
+        LANE r0
+        CONST r1 k0
+        CONST r3 k1
+        LT r2 r0 r1
+        {body}
+    """, regs="s32 s32 bool s32", consts=[("s32", 32), ("s32", 0), ("str", "waited "),
+                                         ("str", "triggered ")],
+        prints=[P("k2 r0"), P("k3 r0")], events=[EventDecl("e", 1, ready, need, [1])],
+        lanesets=[ALL, LaneSet(a.flat("LANE r0\nCONST r1 k0\nGE r2 r0 r1"), 2)])
+
+
+def first_lane_prints(lines):
+    return [x for x in lines if x.split()[1] in ("0", "32")]
+
+
+def test_wait_blocks_until_the_generation_completes():
+    a = Asm()
+    k = event_kernel(a, """
+        IF r2
+          WAIT_EVENT e0 r3
+          PRINT p0
+        ELSE
+          PRINT p1
+          TRIGGER e0 r3
+        END""")
+    out = run(kernel_module(a, k, 64))[1].splitlines()
+    assert first_lane_prints(out) == ["triggered 32", "waited 0"]
+    assert out.index("triggered 63") < out.index("waited 0")
+
+
+def test_a_ready_event_has_one_completed_generation():
+    a = Asm()
+    k = event_kernel(a, """
+        IF r2
+          WAIT_EVENT e0 r3
+          PRINT p0
+          WAIT_EVENT e0 r3     # the second wait needs the trigger's generation
+          PRINT p0
+        ELSE
+          PRINT p1
+          TRIGGER e0 r3
+        END""", ready=True)
+    out = first_lane_prints(run(kernel_module(a, k, 64))[1].splitlines())
+    assert out == ["waited 0", "triggered 32", "waited 0"]
+
+
+def test_event_count_override_and_surplus_arrivals():
+    """event<16>: 32 triggering lanes complete two generations at once."""
+    a = Asm()
+    k = event_kernel(a, """
+        IF r2
+          WAIT_EVENT e0 r3
+          WAIT_EVENT e0 r3
+          PRINT p0
+        ELSE
+          TRIGGER e0 r3
+        END""", need=16)
+    out = run(kernel_module(a, k, 64))[1].splitlines()
+    assert out == [f"waited {i}" for i in range(32)]
+
+
+def test_event_slot_out_of_range():
+    a = Asm()
+    k = event_kernel(a, """
+        CONST r3 k0
+        TRIGGER e0 r3""")
+    with pytest.raises(KernelFault) as e:
+        run(kernel_module(a, k, 64))
+    assert str(e.value).splitlines()[0] == (
+        "code.asm:8:9: runtime error: index 32 is out of range for event array 'e' [0, 1).")
+
+
+def once_kernel(a, unit):
+    return a.code(f"""
+        CONST r1 k0
+        CONST r2 k1
+        CONST r3 k2
+        LOOP
+          ADD r1 r1 r2
+          GE r4 r1 r3
+          BREAK_IF r4
+          LANE r0
+          ONCE r5 0 {unit}
+          IF r5
+            PRINT p0
+          END
+        END
+    """, regs="s32 s32 s32 s32 bool bool", consts=[("s32", -1), ("s32", 1), ("s32", 3),
+                                                  ("str", "lane "), ("str", " round ")],
+        prints=[P("k3 r0 k4 r1")])
+
+
+def test_once_picks_one_lane_per_execution_and_block():
+    a = Asm()
+    out = run(kernel_module(a, once_kernel(a, 0), 64, grid=(2,)))[1]
+    assert out.splitlines() == ["lane 0 round 0", "lane 0 round 1", "lane 0 round 2"] * 2
+
+
+def test_once_per_warp_instance():
+    a = Asm()
+    out = run(kernel_module(a, once_kernel(a, 32), 64))[1]
+    assert out.splitlines() == ["lane 0 round 0", "lane 0 round 1", "lane 0 round 2",
+                                "lane 32 round 0", "lane 32 round 1", "lane 32 round 2"]
