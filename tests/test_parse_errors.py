@@ -90,6 +90,8 @@ CASES = [
     ("  swap(a, 1);", [f"2:11: {SE}unexpected '1', expecting a name."]),
     ("  wait;", [f"2:7: {SE}unexpected ';', expecting a name."]),
     ("  x = ;", [f"2:7: {SE}unexpected ';', expecting an expression."]),
+    ("  s33 x = 1;", [f"2:3: {SE}unknown type 's33'."]),
+    ("  auto x = 1;", [f"2:3: {SE}unexpected 'auto', expecting a statement."]),
     ("  )x = 1;\n  y = 2;", [f"2:3: {SE}unexpected ')', expecting a statement."]),
 ]
 

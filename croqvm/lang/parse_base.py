@@ -16,7 +16,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from .source import Span
-from .tokens import EOF, KEYWORD, MEMBER, NAME, OP, Token
+from .tokens import EOF, INT, KEYWORD, MEMBER, NAME, OP, Token
 
 # A level costs at most about ten Python frames (``a.at(a.at(...))``), so 64 levels stay
 # well below the interpreter's default recursion limit of 1000, even under a test runner,
@@ -26,7 +26,7 @@ MAX_NESTING = 64
 # nest in the tree that later stages walk recursively: they get a budget of their own.
 MAX_CHAIN = 256
 
-_OPENERS = {"(": ")", "[": "]", "{": "}"}
+BRACKETS = {"(": ")", "[": "]", "{": "}"}  # opener -> closer
 
 
 class SyntaxAbort(Exception):
@@ -140,7 +140,7 @@ class Cursor:
         self.fail_after(message)
 
     def expect_close(self, opener: Token) -> Token:
-        close = _OPENERS[opener.value]
+        close = BRACKETS[opener.value]
         return self.expect_op(close, f"syntax error: expected '{close}' to close '{opener.value}'.")
 
     def end_statement(self) -> Token:
@@ -160,7 +160,7 @@ class Cursor:
                   f"as a name.")
 
     def int_literal(self, what: str) -> Token:
-        if self.tok.kind == "INT":
+        if self.tok.kind == INT:
             return self.advance()
         self.fail(f"syntax error: unexpected {self.tok.describe()}, expecting {what}.")
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 from . import ast
+from .parse_base import BRACKETS
 from .tokens import FLOAT, INT, KEYWORD, NAME, OP, STRING
 
 BINARY_LEVELS = {
@@ -136,7 +137,7 @@ class ExprParser:
     # ---------------------------------------------------------------- level 15
 
     def postfix_expr(self) -> ast.Expr:
-        """A primary with its postfix operators: an assignment target or a DMA operand."""
+        """A primary with its postfix operators (level 15): an assignment target."""
         return self._postfix(self._primary())
 
     def _postfix(self, expr: ast.Expr) -> ast.Expr:
@@ -180,7 +181,7 @@ class ExprParser:
     def expr_list(self, opener, item=None) -> list[ast.Expr]:
         """Comma-separated items after ``opener`` up to its closing bracket (may be empty)."""
         item = item or self.expr
-        close = {"(": ")", "[": "]", "{": "}"}[opener.value]
+        close = BRACKETS[opener.value]
         items = []
         if self.accept_op(close):
             return items

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from . import ast
 from .parse_base import SyntaxAbort
-from .tokens import EOF, KEYWORD, NAME, OP
 from .parse_decl import TYPE_WORDS
+from .tokens import EOF, KEYWORD, NAME, OP
 
 # Statement keywords and the method parsing each statement they start.
 _KEYWORD_STATEMENTS = {
@@ -54,12 +54,9 @@ class StmtParser:
         stmts = []
         with self.nested():
             while not self.at_op("}") and self.tok.kind != EOF:
-                before = self.pos
-                s = self.statement()
+                s = self.statement()  # consumes at least one token, even when it fails
                 if s is not None:
                     stmts.append(s)
-                if self.pos == before:  # recovery stopped at the failing token
-                    self.advance()
         self.expect_close(open_)
         return ast.Block(stmts, self.span_from(open_))
 
@@ -68,8 +65,6 @@ class StmtParser:
         start = self.tok
         if self.at_op("{"):
             return self.block()
-        if self.tok.kind == EOF or self.at_op("}"):
-            self.fail(f"syntax error: unexpected {self.tok.describe()}, expecting a statement.")
         s = self.statement()
         return s if s is not None else ast.Empty(self.span_from(start))
 
@@ -84,7 +79,7 @@ class StmtParser:
             return self._prefix_incdec()
         if t.kind == KEYWORD and t.value in _KEYWORD_STATEMENTS:
             return getattr(self, _KEYWORD_STATEMENTS[t.value])()
-        if t.kind == KEYWORD:
+        if t.kind == KEYWORD and self.peek().kind != NAME:  # ``by = 1;``, not ``auto x``
             self.reserved_word()
         if t.kind == NAME:
             return self._name_statement()
@@ -164,6 +159,8 @@ class StmtParser:
     def _name_statement(self) -> ast.Stmt:
         """``x = e;``, ``x op= e;``, ``b.at(i) op= e;``, ``x++;`` and ``f = dma...;``."""
         start = self.tok
+        if self.peek().kind == NAME:  # ``s33 x = 1;``: a declaration with a misspelt type
+            self.fail(f"syntax error: unknown type '{start.value}'.")
         if self.peek().is_op("=") and self.peek(2).kind == KEYWORD \
                 and self.peek(2).value in _VALUE_STATEMENTS:
             target = ast.Name(str(start.value), start.span)
