@@ -88,12 +88,16 @@ def mutates(e) -> bool:
 
 
 def stable(lw: Lowerer, v: Val, later: ast.Expr | None) -> Val:
-    """Copy a named register when a later operand may modify it."""
-    if later is not None and not v.is_tuple and mutates(later):
-        r = lw.b.reg(v.dtype)
-        lw.b.emit("MOV", r, v.reg)
-        return Val(v.dtype, r, v.bound)
-    return v
+    """``v``, copied when a later operand may modify its register (left-to-right, §4.2.6)."""
+    return copy(lw, v) if later is not None and mutates(later) else v
+
+
+def copy(lw: Lowerer, v: Val) -> Val:
+    if v.is_tuple:
+        return Val(None, elems=[copy(lw, x) for x in v.elems])
+    r = lw.b.reg(v.dtype)
+    lw.b.emit("MOV", r, v.reg)
+    return Val(v.dtype, r, v.bound)
 
 
 def result_val(lw: Lowerer, e: ast.Expr, reg: int, bound: int = -1) -> Val:

@@ -18,6 +18,7 @@ from .builder import CodeBuilder
 from .exprs import lower_as
 from .state import Lowerer, dtype_of
 from .values import BufRef, Env, Val
+from .views import reg_of, view_of
 
 
 @dataclass
@@ -135,11 +136,25 @@ def lower_return(lw: Lowerer, s: ast.Return) -> None:
         return
     if fs.ret_kind == "buffer":
         ref = lw.expr(s.value) if isinstance(s.value, ast.Name) else None
-        if not isinstance(ref, BufRef) or ref.array:
-            lw.unsupported(s.value, "returning this buffer expression")
-        lw.b.emit("RET_BUF", ref.slot)
+        if isinstance(ref, BufRef) and not ref.array:
+            lw.b.emit("RET_BUF", ref.slot)
+        else:
+            lw.b.emit("RET_BUF", _copy_out(lw, s.value))
         return
     lw.b.emit("RET_VAL", lower_as(lw, s.value, fs.ret_dtype))
+
+
+def _copy_out(lw: Lowerer, e: ast.Expr) -> int:
+    """``return f.data;`` / ``return buf[i];``: a fresh buffer holding a copy (§14.3.4)."""
+    src, base, ext = view_of(lw, e)
+    shape = [reg_of(lw, x) for x in ext]
+    slot = lw.b.add("buffers", M.BufferDecl("result", "global", base.dtype.code, shape,
+                                            span=lw.spans.intern(e.span)))
+    lw.b.emit("ALLOC", slot)
+    zeros = [lw.int_reg(0) for _ in shape]
+    dst = lw.b.add("views", M.View("buf", slot, -1, zeros, shape, "result"))
+    lw.b.emit("DMA", lw.b.add("dmas", M.DmaDesc("copy", src, dst_view=dst, text="return")))
+    return slot
 
 
 TABLE = {ast.Return: lower_return}

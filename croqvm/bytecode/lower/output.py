@@ -11,7 +11,7 @@ from croqvm.bytecode.module import PrintFormat
 from croqvm.lang import ast
 from croqvm.lang import types as T
 
-from .exprs import lower_as
+from .exprs import copy, lower_as, mutates
 from .state import Lowerer
 from .values import Val
 
@@ -21,7 +21,7 @@ def lower_print(lw: Lowerer, s: ast.Print) -> None:
     for i, arg in enumerate(s.args):
         if i:
             pieces.append(("str", " "))
-        _pieces(lw, arg, pieces)
+        _pieces(lw, arg, s.args[i + 1:], pieces)
     b = lw.b
     merged: list[tuple[str, int]] = []
     for kind, x in pieces:
@@ -35,13 +35,15 @@ def lower_print(lw: Lowerer, s: ast.Print) -> None:
         b.emit("PRINT", fmt)
 
 
-def _pieces(lw: Lowerer, e: ast.Expr, out: list) -> None:
+def _pieces(lw: Lowerer, e: ast.Expr, later: list, out: list) -> None:
     if isinstance(e, ast.StringLit):
         out.append(("str", e.value))
         return
     v = lw.expr(e)
     if not isinstance(v, Val):
         lw.error(e.span, f"can not print a value of type '{e.ty}'.")
+    if any(mutates(x) for x in later):
+        v = copy(lw, v)
     _val_pieces(v, isinstance(e.ty, T.Mdspan), out)
 
 
