@@ -1,0 +1,233 @@
+"""DMA and futures (LANGUAGE.md §9): copies, partial tiles, zfill, transp, pad, future
+misuse; expected tiles built with numpy slicing by hand."""
+import numpy as np
+import pytest
+
+from asm import ALL, Asm, P, function, kernel_module, run
+from croqvm.bytecode.module import (Access, BufferDecl, CollSite, DmaDesc, FutureDecl,
+                                    Kernel, Launch, Param, View)
+from croqvm.errors import KernelFault
+
+S32 = 3
+A = np.arange(24, dtype=np.int32).reshape(4, 6)
+
+
+def host_dma(src, dst_shape, *, dst=None, fill=None, **desc):
+    """Host program: ``out`` (s32 ``dst_shape``, optionally filled) := DMA of view
+    ``src`` = (origin, extents) of parameter ``a`` [4, 6]; ``dst`` an optional view of
+    ``out``. Returns ``out``."""
+    a = Asm()
+    consts, lines = [], []
+
+    def reg(value):
+        consts.append(("s32", value))
+        n = len(consts) - 1
+        lines.append(f"CONST r{n} k{n}")
+        return n
+
+    shape = [reg(d) for d in dst_shape]
+    lines.append("ALLOC b1")
+    if fill is not None:
+        lines.append(f"FILL b1 r{reg(fill)} -1")
+    views = [View("buf", 0, -1, [reg(x) for x in src[0]], [reg(x) for x in src[1]])]
+    if dst is not None:
+        views.append(View("buf", 1, -1, [reg(x) for x in dst[0]], [reg(x) for x in dst[1]]))
+        desc["dst_view"] = 1
+    for key in ("pad_lo", "pad_hi", "pad_mid"):
+        if key in desc:
+            desc[key] = [reg(x) for x in desc[key]]
+    if "pad_value" in desc:
+        desc["pad_value"] = reg(desc["pad_value"])
+    lines += ["DMA d0", "RET_BUF b1"]
+    host = a.code("\n".join(lines), regs="s32 " * len(consts), consts=consts,
+                  buffers=[BufferDecl("a", "global", S32, [], param=0),
+                           BufferDecl("out", "global", S32, shape)],
+                  views=views, dmas=[DmaDesc(desc.pop("op", "copy"), 0, dst_buffer=1, text="dma.copy", **desc)])
+    fn = function("f", host, params=[Param("a", "buffer", S32, [4, 6], "global", 0)],
+                  ret="buffer", ret_dtype=S32)
+    return run(a.module(fn), args=[A.copy()])[0]
+
+
+def test_copy_of_an_inner_tile():
+    assert np.array_equal(host_dma(((1, 2), (3, 3)), (3, 3)), A[1:4, 2:5])
+
+
+def test_partial_tile_leaves_the_rest_unchanged():
+    got = host_dma(((2, 4), (3, 3)), (3, 3), fill=7)
+    want = np.full((3, 3), 7, np.int32)
+    want[:2, :2] = A[2:4, 4:6]
+    assert np.array_equal(got, want)
+
+
+def test_partial_tile_with_zfill_clears_the_rest():
+    got = host_dma(((2, 4), (3, 3)), (3, 3), fill=7, zfill=True)
+    want = np.zeros((3, 3), np.int32)
+    want[:2, :2] = A[2:4, 4:6]
+    assert np.array_equal(got, want)
+
+
+def test_zfill_clears_the_destination_beyond_a_smaller_source():
+    got = host_dma(((0, 0), (2, 2)), (3, 4), fill=7, zfill=True)
+    want = np.zeros((3, 4), np.int32)
+    want[:2, :2] = A[:2, :2]
+    assert np.array_equal(got, want)
+
+
+def test_destination_elements_out_of_range_are_skipped():
+    got = host_dma(((0, 0), (2, 2)), (3, 3), fill=7, dst=((2, 2), (2, 2)))
+    want = np.full((3, 3), 7, np.int32)
+    want[2, 2] = A[0, 0]
+    assert np.array_equal(got, want)
+
+
+def test_transpose():
+    got = host_dma(((1, 1), (2, 3)), (3, 2), op="transp", perm=[1, 0])
+    assert np.array_equal(got, A[1:3, 1:4].T)
+
+
+def test_pad_places_source_elements_and_fills_the_rest():
+    got = host_dma(((0, 0), (2, 2)), (4, 3), op="pad", pad_lo=[1, 0], pad_hi=[0, 1],
+                   pad_mid=[1, 0], pad_value=9)
+    s = A[:2, :2]
+    assert np.array_equal(got, [[9, 9, 9], [s[0, 0], s[0, 1], 9], [9, 9, 9],
+                                [s[1, 0], s[1, 1], 9]])
+
+
+def test_tile_outside_its_buffer_is_an_error():
+    with pytest.raises(KernelFault) as e:
+        host_dma(((4, 0), (2, 2)), (2, 2))
+    assert "runtime error: tile of 'a' at origin (4, 0) lies outside [4, 6]." in str(e.value)
+    assert str(e.value).endswith("  in host code of 'f'")
+
+
+def test_source_larger_than_destination_is_an_error():
+    with pytest.raises(KernelFault) as e:
+        host_dma(((0, 0), (3, 3)), (2, 3), zfill=True)
+    assert "'dma.copy' copies a [3, 3] tile into a [2, 3] destination." in str(e.value)
+
+
+def test_smaller_source_needs_zfill():
+    with pytest.raises(KernelFault) as e:
+        host_dma(((0, 0), (2, 2)), (2, 3))
+    assert ("'dma.copy' copies a [2, 2] tile into a [2, 3] destination; add '.zfill' "
+            "to clear the rest.") in str(e.value)
+
+
+# ---------------------------------------------------------------- futures (per lane)
+
+def future_kernel(body, *, is_async=True):
+    """One lane: f = dma.copy[.async] a.view([2], from lane) => local; then ``body``."""
+    a = Asm()
+    k = a.code("""
+        CONST r0 k0
+        CONST r1 k1
+        CONST r5 k2
+""" + body, regs="s32 s32 s32 s32 s32 s32",
+        consts=[("s32", 1), ("s32", 2), ("s32", 0)],
+        buffers=[BufferDecl("a", "global", S32, []), BufferDecl("t", "local", S32, [])],
+        futures=[FutureDecl("f"), FutureDecl("g")],
+        views=[View("buf", 0, -1, [0], [1])],
+        accesses=[Access("fut", 0, -1, [5], "f.data"), Access("fut", 1, -1, [5], "g.data")],
+        dmas=[DmaDesc("copy", 0, dst_buffer=1, future=0, is_async=is_async)],
+        prints=[P("r3"), P("r4")])
+    host = a.code("""
+        CONST r0 k0
+        LAUNCH l0
+        RET
+    """, regs="s32", consts=[("s32", 1)], name="host.asm",
+        buffers=[BufferDecl("a", "global", S32, [], param=0)],
+        launches=[Launch(0, [0], [(0, 0)], [])])
+    fn = function("f", host, [Kernel("k", k, 1, 1)],
+                  params=[Param("a", "buffer", S32, [6], "global", 0)])
+    return run(a.module(fn), args=[np.arange(10, 16, dtype=np.int32)])
+
+
+def test_wait_then_read_the_data():
+    assert future_kernel("DMA d0\nWAIT f0 -1\nLOAD r3 a0\nPRINT p0")[1] == "11\n"
+
+
+def test_reading_before_the_wait_is_an_error():
+    with pytest.raises(KernelFault) as e:
+        future_kernel("DMA d0\nLOAD r3 a0")
+    assert "runtime error: future 'f' is not waited before using." in str(e.value)
+
+
+def test_waiting_twice_is_an_error():
+    with pytest.raises(KernelFault) as e:
+        future_kernel("DMA d0\nWAIT f0 -1\nWAIT f0 -1")
+    assert "runtime error: future 'f' has been waited multiple times." in str(e.value)
+
+
+def test_a_kernel_ending_with_an_unwaited_copy_is_an_error():
+    with pytest.raises(KernelFault) as e:
+        future_kernel("DMA d0")
+    assert "runtime error: async copy issued at code.asm:5:1 into 'f' was never waited." \
+        in str(e.value)
+
+
+def test_issuing_again_before_the_wait_is_an_error():
+    with pytest.raises(KernelFault) as e:
+        future_kernel("DMA d0\nDMA d0")
+    assert "async copy issued at code.asm:5:1 into 'f' was never waited." in str(e.value)
+    assert "code.asm:6:1: runtime error:" in str(e.value)
+
+
+def test_placeholder_without_data():
+    with pytest.raises(KernelFault) as e:
+        future_kernel("FUT_ANY f1\nWAIT f1 -1\nLOAD r3 a1")
+    assert "runtime error: future 'g' has no data." in str(e.value)
+
+
+def test_sync_copy_needs_no_wait_and_swap_exchanges_handles():
+    out = future_kernel("FUT_ANY f1\nDMA d0\nSWAP f0 f1\nLOAD r4 a1\nPRINT p1",
+                        is_async=False)[1]
+    assert out == "11\n"
+
+
+def collective_copy(origin_from_lane=False, with_async=False):
+    """64 lanes: f = dma.copy a.view(4).from(o) => shared (a collective of the block),
+    then out.at(lane) = f.data.at(lane % 4)."""
+    a = Asm()
+    k = a.code(f"""
+        CONST r0 k0
+        {"LANE r0" if origin_from_lane else ""}
+        CONST r1 k1
+        DMA d0
+        {"WAIT f0 0" if with_async else ""}
+        LANE r2
+        MOD r4 r2 r1
+        LOAD r5 a0
+        STORE a1 r5
+    """, regs="s32 s32 s32 s32 s32 s32", consts=[("s32", 0), ("s32", 4)],
+        buffers=[BufferDecl("a", "global", S32, []), BufferDecl("out", "global", S32, []),
+                 BufferDecl("t", "shared", S32, [])],
+        futures=[FutureDecl("f")], views=[View("buf", 0, -1, [0], [1])],
+        accesses=[Access("fut", 0, -1, [4], "f.data"), Access("buf", 1, -1, [2], "out")],
+        dmas=[DmaDesc("copy", 0, dst_buffer=2, future=0, coll=0, is_async=with_async,
+                      text="dma.copy")],
+        colls=[CollSite(0, 0, "dma.copy")], lanesets=[ALL])
+    params = [Param("a", "buffer", S32, [8], "global", 0),
+              Param("out", "buffer", S32, [64], "global", 1)]
+    mod = kernel_module(a, k, 64, params=params, bind=[(0, 0), (1, 1)],
+                        buffers=[BufferDecl("a", "global", S32, [], param=0),
+                                 BufferDecl("out", "global", S32, [], param=1)])
+    out = np.zeros(64, np.int32)
+    run(mod, args=[np.arange(10, 18, dtype=np.int32), out])
+    return out
+
+
+def test_collective_copy_into_shared_is_seen_by_every_lane():
+    assert np.array_equal(collective_copy(), 10 + np.arange(64) % 4)
+
+
+def test_collective_async_copy_with_a_collective_wait():
+    assert np.array_equal(collective_copy(with_async=True), 10 + np.arange(64) % 4)
+
+
+def test_collective_operands_must_be_uniform():
+    with pytest.raises(KernelFault) as e:
+        collective_copy(origin_from_lane=True)
+    text = str(e.value)
+    assert ("runtime error: operands of collective 'dma.copy' differ between lane 0 and "
+            "lane 1 (origin (0) vs (1)).") in text
+    assert text.endswith("block (0), lane 1 (warp 0, lane 1)")
