@@ -158,6 +158,13 @@ class Checker:
         self.symbols.append(sym)
         return sym
 
+    def bind_name(self, name: ast.Name, sym: Symbol):
+        """Annotate a declaring or re-targeted name (DMA, dma.any and MMA targets)."""
+        name.sym = sym
+        name.ty = sym.type
+        if sym.kind in ("future", "fragment"):
+            self.late_names.append(name)
+
     # ----------------------------------------------------------------- where we are
 
     @property

@@ -157,7 +157,8 @@ def _bind_future(ck, s, fty: Future | None):
         elif not same_future(sym.type, fty):
             ck.error(s.span, f"'{t.id}' is declared as \"{sym.type}\" but assigned "
                              f"\"{fty}\".")
-    s.sym, t.sym, t.ty = sym, sym, sym.type
+    s.sym = sym
+    ck.bind_name(t, sym)
     if s.is_async:
         facts(ck).async_at.setdefault(sym, s.span)
 
@@ -199,7 +200,8 @@ def check_dma_any(ck, s: ast.DmaAny):
     t = s.target
     sym = ck.declare(t.id, "future", Future(False), s, t.span, mutable=True)
     sym.info["placeholder"] = True
-    s.declares, s.sym, t.sym, t.ty = True, sym, sym, sym.type
+    s.declares, s.sym = True, sym
+    ck.bind_name(t, sym)
     facts(ck).placeholders.append((sym, s))
 
 

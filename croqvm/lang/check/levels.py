@@ -162,14 +162,19 @@ def _lanes(leaf: LevelNode):
 
 
 def check_kernel_sizes(ck, kernel: ast.Parallel, nodes: list[LevelNode]):
-    """§6.3.3: 'thread' inside 'group'/'group-4' has 32/128 instances; §6.3.6: at most
-    1024 threads per block."""
+    """§6.3.3: an explicit 'thread' inside 'group'/'group-4' has 32/128 instances (an
+    inferred one at most that many); §6.3.6: at most 1024 threads per block."""
     for n in nodes:
         if n.kind == "thread" and n.parent is not None and n.parent.kind in UNIT_LANES:
             want, got = UNIT_LANES[n.parent.kind], instances(n.plevel)
-            if got is not None and got != want:
+            if got is None:
+                continue
+            if n.plevel.level is not None and got != want:
                 ck.error(n.plevel.span, f"a 'thread' level inside '{n.parent.kind}' must "
                                         f"have exactly {want} instances (got {got}).")
+            elif got > want:  # an inferred level may leave lanes idle (D16), not overflow
+                ck.error(n.plevel.span, f"a 'thread' level inside '{n.parent.kind}' can "
+                                        f"have at most {want} instances (got {got}).")
     sizes = [_lanes(n) for n in nodes if not n.children]
     known = [s for s in sizes if s is not None]
     if known and max(known) > MAX_BLOCK_THREADS:

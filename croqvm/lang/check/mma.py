@@ -85,7 +85,8 @@ def _target(ck, s, fty: Fragment | None, role: str):
                          f"\"{_frag_str(fty)}\".")
     elif fty is not None and sym.type.dtype is None:
         sym.type = fty
-    s.sym, t.sym, t.ty = sym, sym, sym.type
+    s.sym = sym
+    ck.bind_name(t, sym)
     return sym
 
 
