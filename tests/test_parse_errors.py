@@ -91,6 +91,8 @@ CASES = [
     ("  wait;", [f"2:7: {SE}unexpected ';', expecting a name."]),
     ("  x = ;", [f"2:7: {SE}unexpected ';', expecting an expression."]),
     ("  s33 x = 1;", [f"2:3: {SE}unknown type 's33'."]),
+    ("  sp : [4, 8];", [f"2:6: {SE}unexpected ':' after 'sp'; declare an mdspan as "
+                        f"'mdspan sp : [...];'."]),
     ("  auto x = 1;", [f"2:3: {SE}unexpected 'auto', expecting a statement."]),
     ("  )x = 1;\n  y = 2;", [f"2:3: {SE}unexpected ')', expecting a statement."]),
 ]

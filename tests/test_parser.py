@@ -638,11 +638,11 @@ def test_plevel_span():
 # --------------------------------------------------------------------------- with, foreach
 
 def test_foreach_ranges():
-    s = stmt("foreach kt(1:), t(lo:hi:2), u = t(1:-1), v(:-1), w x = 1;")
+    s = stmt("foreach kt(1:), t(lo:hi:2), u = t(1:-1), v(:-1), k(:-1:), w x = 1;")
     got = [(r.new_name, r.name, r.lo and sx(r.lo), r.hi and sx(r.hi), r.step) for r in s.ranges]
     assert got == [(None, "kt", "1", None, None), (None, "t", "lo", "hi", 2),
                    ("u", "t", "1", "-1", None), (None, "v", None, "-1", None),
-                   (None, "w", None, None, None)]
+                   (None, "k", None, "-1", None), (None, "w", None, None, None)]
     assert s.withins == []
 
 

@@ -145,7 +145,7 @@ class LoopParser:
             self.expect_op(":", f"syntax error: expected ':' in the range of '{name}', as in "
                                 f"'{name}(lo:hi)'.")
             hi = None if self.at_op(":", ")") else self.expr()
-            if self.accept_op(":"):
+            if self.accept_op(":") and not self.at_op(")"):  # ``t(lo:hi:)``: the default
                 step = self._step(name)
             self.expect_close(open_)
         return ast.Range(new_name, name, lo, hi, step, self.span_from(start))
