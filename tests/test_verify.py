@@ -9,7 +9,7 @@ import pytest
 
 import bytecode_builders as B
 from croqvm.bytecode import cqb, opcodes as O, schema
-from croqvm.bytecode.module import Launch
+from croqvm.bytecode.module import Launch, View
 from croqvm.bytecode.verify import verify
 from croqvm.bytecode.verify_rules import CONSTANTS, IMMEDIATES, REGISTER_TYPES, RETURNS
 from croqvm.errors import BytecodeError
@@ -98,6 +98,10 @@ MALFORMED = [
      "host, instruction 13 (YIELD): YIELD is only allowed in kernels"),
     ("RET_VAL in a void function", B.misc, lambda m: put(host(m), 28, "RET_VAL 0"),
      "instruction 28 (RET_VAL): RET_VAL in a function returning void"),
+    ("ALLOC of a shapeless buffer", B.misc, lambda m: put(host(m), 0, "ALLOC 2 @1"),
+     "instruction 0 (ALLOC): buffer 2 has no extents to allocate with"),
+    ("MMA on a 1-D view", B.misc, lambda m: kern(m).views.__setitem__(0, View("buf", 0, -1, [0], [1])),
+     "instruction 4 (MMA_LOAD): view 0 has rank 1; MMA tiles are 2-D"),
     ("BLOCKIDX beyond the grid", B.scale, lambda m: word(kern(m), 0, 2, 1),
      "instruction 0 (BLOCKIDX): grid dimension 1 out of range (grid rank 1)"),
     ("ONCE site", B.scale, lambda m: word(kern(m), 30, 2, 1),

@@ -22,7 +22,8 @@ from croqvm.errors import BytecodeError
 
 from . import opcodes as O
 from .module import Code, Function, Kernel, Module
-from .verify_rules import CLASSES, CONSTANTS, IMMEDIATES, REGISTER_TYPES, RETURNS, in_class
+from .verify_rules import (CLASSES, CONSTANTS, ENTRIES, IMMEDIATES, REGISTER_TYPES, RETURNS,
+                           in_class)
 
 MAX_BLOCK_SIZE = 1024
 MAX_GRID_RANK = 3
@@ -51,6 +52,11 @@ def lookup(at: Where, noun: str, n: int, table, *, optional: bool = False):
         plural = _PLURALS.get(noun, noun + "s")
         at.fail(f"{noun} index {n} out of range ({len(table)} {plural})")
     return table[n]
+
+
+def label(noun: str, n: int, name: str) -> str:
+    """How messages name a table entry: "buffer 3 ('sa')", or "buffer 3" if unnamed."""
+    return f"{noun} {n} ('{name}')" if name else f"{noun} {n}"
 
 
 @dataclass
@@ -183,6 +189,8 @@ def _check_values(cx: CodeCtx, at: Where, op: O.Op, used: list[int]):
     for kind, value in zip(op.operands, used):
         if kind == "k":
             want_const(cx, at, value, CONSTANTS[op.name])
+    if op.name in ENTRIES:
+        _ENTRY_RULES[ENTRIES[op.name]](cx, at, op, used)
     if RETURNS.get(op.name, cx.fn.ret_kind) != cx.fn.ret_kind:
         at.fail(f"{op.name} in a function returning {cx.fn.ret_kind}")
 
@@ -245,6 +253,26 @@ _IMMEDIATE_RULES = {
     "buffer_dim": _buffer_dim, "dim": _dim,
     "mma_layout": _choice(4, "mma layout"), "flag": _choice(2, "flag"),
 }
+
+
+# -- entries named by operands (verify_rules.ENTRIES) ---------------------------------------
+
+def _allocatable(cx, at, op, used):
+    b = _operand(op, used, "b")
+    buf = cx.code.buffers[b]
+    bound = buf.param >= 0 if not cx.is_kernel else buf.storage == "global"
+    if not buf.shape and not bound:
+        at.fail(f"{label('buffer', b, buf.name)} has no extents to allocate with")
+
+
+def _matrix_view(cx, at, op, used):
+    v = _operand(op, used, "v")
+    rank = len(cx.code.views[v].extents)
+    if rank != 2:
+        at.fail(f"view {v} has rank {rank}; MMA tiles are 2-D")
+
+
+_ENTRY_RULES = {"allocatable": _allocatable, "matrix_view": _matrix_view}
 
 
 # -- structured control flow (EXECUTION.md §3) ----------------------------------------------

@@ -23,7 +23,7 @@ from croqvm.dtypes import BY_CODE
 
 from .module import STORAGES
 from .opcodes import WIDTH
-from .verify_code import (CodeCtx, Where, buffer_rank, check_instructions, check_unit,
+from .verify_code import (CodeCtx, Where, buffer_rank, check_instructions, check_unit, label,
                           lookup, want_const, want_reg)
 
 MAX_REGISTERS = 65536
@@ -52,7 +52,8 @@ def check_code(cx: CodeCtx) -> None:
         where.fail("launch descriptors belong to host code")
     for attr, noun, check in TABLE_CHECKS:
         for n, entry in enumerate(getattr(code, attr)):
-            check(cx, where.at(f"{noun} {n}{_label(entry)}"), n, entry)
+            name = getattr(entry, "name", None) or getattr(entry, "text", "")
+            check(cx, where.at(label(noun, n, name)), n, entry)
     if not 0 <= code.once_sites <= len(code.code) // WIDTH:
         where.fail(f"{code.once_sites} once sites for {len(code.code) // WIDTH} instructions")
     check_instructions(cx, code.code, where)
@@ -66,11 +67,6 @@ def want_dtype(at: Where, code: int):
 
 def want_span(cx: CodeCtx, at: Where, span: int):
     lookup(at, "span", span, cx.module.spans)
-
-
-def _label(entry) -> str:
-    name = getattr(entry, "name", None) or getattr(entry, "text", None)
-    return f" ('{name}')" if name else ""
 
 
 # -- one check per table ------------------------------------------------------------------
