@@ -185,9 +185,6 @@ def emit_level(lw: Lowerer, st: KernelState, info: LevelInfo, tid: int) -> int |
     """Bind the level's sub-indices from ``tid``; return the non-idle condition register."""
     b = lw.b
     lt = tid if info.parent is None else b.op("MOD", dtypes.S32, tid, lw.int_reg(info.parent))
-    cond = None
-    if not trivial(st, info):
-        cond = b.op("LT", dtypes.BOOL, lt, lw.int_reg(info.lanes))
     lin = lt if info.unit == 1 else b.op("DIV", dtypes.S32, lt, lw.int_reg(info.unit))
     syms = list(info.plevel.syms or [])
     names = info.plevel.names
@@ -202,7 +199,9 @@ def emit_level(lw: Lowerer, st: KernelState, info: LevelInfo, tid: int) -> int |
         b.emit("MOV", r, x)
         vals.append(Val(dtypes.S32, r, lw.int_reg(bound)))
     _bind_level_syms(lw, syms, names, vals)
-    return cond
+    if trivial(st, info):
+        return None
+    return b.op("LT", dtypes.BOOL, lt, lw.int_reg(info.lanes))
 
 
 def _bind_level_syms(lw: Lowerer, syms, names, vals) -> None:

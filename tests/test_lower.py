@@ -1,0 +1,397 @@
+"""Lowering: the checked AST -> bytecode (croqvm/bytecode/lower/, docs/EXECUTION.md).
+
+Structural tests look at the emitted opcodes the way Lua's ``code.lua`` does
+(``assert_ops(code, "LOOP", "ADD", "GE", "BREAK_IF")``: a contiguous run of opcodes);
+semantic tests run tiny programs on the reference interpreter and compare printed output
+or results with values worked out by hand or with numpy. Every module goes through
+``.cqb`` encode/decode first, so it also passes the verifier.
+"""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+import croqvm
+from croqvm import dtypes
+from croqvm.bytecode import cqb, opcodes
+from croqvm.bytecode.lower import lower_program
+from croqvm.errors import CompileError, KernelFault
+from croqvm.interp import run_function
+from croqvm.lang import ast
+from croqvm.lang.source import SourceFile, Span
+
+
+# --------------------------------------------------------------------------- helpers
+
+def lower(src: str, defines=None):
+    module = croqvm.compile(src, "t.co", defines)
+    return cqb.decode(cqb.encode(module))
+
+
+def ops(code) -> list[str]:
+    words = code.code
+    return [opcodes.TABLE[words[i]].name for i in range(0, len(words), opcodes.WIDTH)]
+
+
+def operands(code, pc: int) -> list[int]:
+    base = pc * opcodes.WIDTH
+    return code.code[base + 1: base + 1 + opcodes.MAX_OPERANDS]
+
+
+def assert_ops(code, *names):
+    """``names`` occur in ``code`` as one contiguous run of opcodes."""
+    seq = ops(code)
+    n = len(names)
+    assert any(tuple(seq[i:i + n]) == names for i in range(len(seq) - n + 1)), \
+        f"{names} not in {seq}"
+
+
+def run(src: str, func=None, args=(), dims=None, **kw) -> str:
+    module = lower(src)
+    out = io.StringIO()
+    names = [func] if func else [f.name for f in module.functions if not f.params]
+    for name in names:
+        run_function(module, name, list(args), dims or {}, out=out, **kw)
+    return out.getvalue()
+
+
+def call(src: str, func: str, *args):
+    return run_function(lower(src), func, list(args), {}, out=io.StringIO())
+
+
+def kernel(src: str, k: int = 0):
+    return lower(src).functions[0].kernels[k]
+
+
+# --------------------------------------------------------------------------- host code
+
+def test_a1_elementwise_addition_prints_the_sums():
+    src = """
+    __co__ void add_demo() {
+      s32 [2, 3] a;
+      s32 [2, 3] b {10};
+      foreach {i, j} in [2, 3]
+        a.at(i, j) = i * 3 + j;
+      parallel {i, j} by [2, 3]
+        a.at(i, j) += b.at(i, j);
+      foreach i in [2]
+        println(a.at(i, 0), a.at(i, 1), a.at(i, 2));
+    }"""
+    assert run(src) == "10 11 12\n13 14 15\n"
+
+
+def test_foreach_increments_at_the_top_and_resets_the_variable():
+    code = lower("__co__ void f() { foreach i in [4] println(i); }").functions[0].host
+    assert_ops(code, "LOOP", "ADD", "GE", "BREAK_IF", "PRINT", "END", "CONST", "RET")
+    seq = ops(code)
+    loop, end = seq.index("LOOP"), seq.index("END")
+    assert operands(code, loop)[0] == end and operands(code, end)[0] == loop
+
+
+def test_while_breaks_on_the_negated_condition():
+    src = "__co__ void f() { mutable int n = 0; while (n < 3) { n += 1; } println(n); }"
+    assert_ops(lower(src).functions[0].host, "LOOP", "CONST", "LT", "NOT", "BREAK_IF")
+    assert run(src) == "3\n"
+
+
+def test_if_else_targets_point_at_else_and_end():
+    code = lower("""__co__ void f(int x) { if (x > 0) println(1); else println(2); }""") \
+        .functions[0].host
+    seq = ops(code)
+    i, e, end = seq.index("IF"), seq.index("ELSE"), seq.index("END")
+    assert operands(code, i)[1] == e and operands(code, e)[0] == end
+    assert operands(code, end)[0] == i
+
+
+def test_break_continue_and_with_values():
+    src = """
+    __co__ void f() {
+      mutable int n = 0;
+      while (true) {
+        n += 1;
+        if (n % 2 == 0) continue;
+        if (n > 7) break;
+        print(n);
+      }
+      println(" n", n);
+      with t in 6 {
+        foreach t(1:-1) print(t);
+        println(" after", t);
+        foreach u = t(:-2:2) print(u);
+        println();
+      }
+    }"""
+    assert run(src) == "1357 n 9\n1234 after 0\n02\n"
+
+
+def test_range_with_runtime_bounds_is_checked():
+    src = "__co__ void f(int lo) { with t in 4 { foreach t(lo:) print(t); } }"
+    assert "ASSERT" in ops(lower(src).functions[0].host)
+    with pytest.raises(KernelFault, match="range of 't' is invalid"):
+        call(src, "f", -1)
+    assert run(src, "f", [2]) == "23"
+
+
+def test_short_circuit_guards_a_faulting_operand_with_if():
+    src = """
+    __co__ void f() {
+      int z = 0;
+      bool b = z != 0 && 10 / z > 1;
+      bool c = z == 0 || 10 / z > 1;
+      println(b, c, z == 0 ? 1 : 10 / z);
+    }"""
+    code = lower(src).functions[0].host
+    assert_ops(code, "IF")
+    assert run(src) == "false true 1\n"
+
+
+def test_pure_logic_needs_no_branch():
+    code = lower("__co__ void f(int a) { bool b = a > 1 && a < 5; println(b); }") \
+        .functions[0].host
+    assert "IF" not in ops(code) and "AND" in ops(code)
+
+
+def test_compound_assignment_wraps_in_the_declared_type():
+    src = """
+    __co__ void f() {
+      mutable s8 x = 100;
+      x += 100;
+      println(x, x++, x, ++x);
+    }"""
+    assert_ops(lower(src).functions[0].host, "ADD", "CVT")
+    assert run(src) == "-56 -56 -55 -54\n"
+
+
+def test_element_compound_assignment_is_one_update():
+    code = lower("__co__ void f() { f32 [4] b; b.at(1) += 2.5f; }").functions[0].host
+    seq = ops(code)
+    assert seq.count("UPDATE") == 1 and "LOAD" not in seq
+    assert operands(code, seq.index("UPDATE"))[2] == opcodes.ADD
+
+
+@pytest.mark.parametrize("expr, text", [
+    ("{1, 2}", "{1, 2}"),
+    ("b.span", "[2, 3]"),
+    ("|b.span|", "6"),
+    ("b.span(1)", "3"),
+    ("1.5f * 2", "3"),
+    ("__to<int>(2.75f)", "2"),
+    ("__to<bool>(0)", "false"),
+    ("cdiv(7, 2)", "4"),
+    ("__min(3, -4)", "-4"),
+    ("7 + 3 & 1", "8"),
+    ("-7 / 2", "-3"),
+    ("-7 % 3", "-1"),
+    ('"s", 1, true', "s 1 true"),
+])
+def test_print_pieces(expr, text):
+    src = f"__co__ void f() {{ s32 [2, 3] b; println({expr}); }}"
+    assert run(src) == text + "\n"
+
+
+def test_assert_carries_its_message():
+    src = '__co__ void f(int x) { assert(x > 0, "x must be positive"); }'
+    code = lower(src).functions[0].host
+    assert (-1, "assertion failed: x must be positive") in code.consts
+    with pytest.raises(KernelFault, match="assertion failed: x must be positive"):
+        call(src, "f", 0)
+
+
+def test_parameters_dims_and_results():
+    src = """
+    __co__ auto total(global s32 [?] v, s32 [N] w, int k) {
+      mutable s32 t = 0;
+      foreach i in [v.span(0)] t += v.at(i) * k;
+      return t + N;
+    }"""
+    fn = lower(src).functions[0]
+    assert [(p.name, p.kind, p.shape, p.storage) for p in fn.params] == [
+        ("v", "buffer", ["?"], "global"), ("w", "buffer", ["N"], "default"),
+        ("k", "scalar", [], "global")]
+    assert [name for name, _ in fn.dims] == ["N"]
+    assert (fn.ret_kind, fn.ret_dtype) == ("scalar", dtypes.S32.code)
+    v = np.arange(5, dtype=np.int32)
+    assert call(src, "total", v, np.zeros(3, np.int32), 2) == 2 * 10 + 3
+
+
+def test_returned_future_data_is_copied_out():
+    src = """
+    __co__ auto tr(s32 [4, 6] a) {
+      f = dma.transp<1, 0> a => global;
+      return f.data;
+    }"""
+    a = np.arange(24, dtype=np.int32).reshape(4, 6)
+    np.testing.assert_array_equal(call(src, "tr", a), a.T)
+
+
+def test_spans_are_those_of_the_statement():
+    module = lower("__co__ void f() {\n  s32 [4] a;\n  a.at(1) = 7;\n}")
+    host = module.functions[0].host
+    pc = ops(host).index("STORE")
+    span = module.spans[host.code[pc * opcodes.WIDTH + opcodes.WIDTH - 1]]
+    assert span[1:3] == (3, 3)
+
+
+def test_named_scalars_name_their_registers():
+    host = lower("__co__ void f(int k) { mutable int count = k; println(count); }") \
+        .functions[0].host
+    assert {"k", "count"} <= set(host.reg_names)
+
+
+# --------------------------------------------------------------------------- kernels (§6.2-§6.3)
+
+@pytest.mark.parametrize("body, block_size, grid_rank", [
+    ("parallel p by 6 { }", 6, 1),                                              # D=1
+    ("parallel p by 3 { parallel q by 5 { } }", 5, 1),                          # D=2
+    ("parallel p by 3 { parallel q by 4 { parallel r by 32 { } } }", 128, 1),   # D=3
+    ("parallel p by 2 : block { parallel q by 8 { } }", 8, 1),                  # D15
+    ("parallel p by 2 { parallel q by 64 : thread { } }", 64, 1),               # D15
+    ("parallel {a, b} by [2, 3] : block, t by 7 : thread { }", 7, 2),
+    ("parallel {a, b, c} by [2, 3, 4] : block { }", 1, 3),
+    ("parallel g by 2 : group-4 { }", 256, 1),
+    ("parallel p by 1 : block { parallel g by 3 : group { } parallel t by 40 : thread { } }",
+     96, 1),
+])
+def test_block_size_and_grid_rank(body, block_size, grid_rank):
+    k = kernel(f"__co__ void f() {{ {body} }}")
+    assert (k.block_size, k.grid_rank) == (block_size, grid_rank)
+
+
+def test_sub_indices_are_row_major_in_lane_order():
+    assert run("__co__ void f() { parallel {x, y} by [2, 3] { print(x, y, \"\"); } }") == \
+        "0 0 0 1 0 2 1 0 1 1 1 2 "
+
+
+def test_group4_and_group_indices():
+    src = """
+    __co__ void f() {
+      parallel g by 2 : group-4 {
+        parallel t by 128 : thread { if (t == 0 || t == 127) print(g, t, ""); }
+      }
+      parallel {a, b} by [2, 2] : group {
+        parallel t by 32 : thread { if (t == 31) print(a, b, ""); }
+      }
+    }"""
+    assert run(src) == "0 0 0 127 1 0 1 127 0 0 0 1 1 0 1 1 "
+
+
+def test_lanes_beyond_a_nest_are_idle():
+    src = """
+    __co__ void f() {
+      parallel p by 1 : block {
+        parallel a by 8 : thread { }
+        parallel b by 3 : thread { print(b); }
+      }
+    }"""
+    k = kernel(src)
+    assert k.block_size == 8
+    assert_ops(k.code, "CONST", "LT", "IF", "PRINT", "END", "BARRIER")
+    assert run(src) == "012"
+
+
+def test_blocks_come_from_blockidx_and_compose():
+    src = """
+    __co__ auto matmul(s32 [M, K] a, s32 [K, N] b) {
+      s32 [M, N] c;
+      parallel {bm, bn} by [M / 4, N / 4] : block, {r, s} by [4, 4] : thread {
+        foreach k in [K]
+          c.at(bm # r, bn # s) += a.at(bm # r, k) * b.at(k, bn # s);
+      }
+      return c;
+    }"""
+    k = kernel(src)
+    assert ops(k.code).count("BLOCKIDX") == 2 and (k.block_size, k.grid_rank) == (16, 2)
+    rng = np.random.default_rng(1)
+    a = rng.integers(-9, 9, (8, 5), dtype=np.int32)
+    b = rng.integers(-9, 9, (5, 12), dtype=np.int32)
+    np.testing.assert_array_equal(call(src, "matmul", a, b), a @ b)
+
+
+def test_host_values_become_launch_bindings():
+    src = """
+    __co__ void f(global s32 [8] out, int k) {
+      int off = k * 2;
+      parallel p by 8 { out.at(p) = p + off; }
+    }"""
+    fn = lower(src).functions[0]
+    launch = fn.host.launches[0]
+    kcode = fn.kernels[0].code
+    assert [kcode.buffers[s].name for s, _ in launch.buffers] == ["out"]
+    assert "off" in [kcode.reg_names[r] for r, _ in launch.scalars]
+    out = np.zeros(8, np.int32)
+    run_function(lower(src), "f", [out, 5], {}, out=io.StringIO())
+    np.testing.assert_array_equal(out, np.arange(8) + 10)
+
+
+def test_block_size_above_1024_is_rejected():
+    with pytest.raises(CompileError, match="must not exceed 1024"):
+        lower("__co__ void f() { parallel p by 2 : group-4 { } parallel q by 9 : group-4 { } }")
+
+
+def test_block_internal_bounds_must_be_constants():
+    with pytest.raises(CompileError) as info:
+        lower("__co__ void f(int n) {\n  parallel p by 2 : block {\n"
+              "    parallel q by n : thread { }\n  }\n}")
+    text = str(info.value)
+    assert "t.co:3:19: error: croqvm needs the bounds of block-internal parallel levels at " \
+           "compile time; 'n' is not a constant." in text
+    assert "hint: define the bound with a macro" in text
+
+
+# --------------------------------------------------------------------------- regions (§7.2)
+
+OUTER = """
+__co__ void f() {
+  s32 [2, 4] out;
+  parallel p by 2 : block {
+    shared s32 [4] tile;
+    foreach k in [2] {
+      tile.at(k) = p * 10 + k;
+      println("block", p, "k", k);
+      parallel q by 4 : thread {
+        out.at(p, q) += tile.at(0) + tile.at(1) + q;
+      }
+    }
+  }
+  foreach i in [2] println(out.at(i, 0), out.at(i, 1), out.at(i, 2), out.at(i, 3));
+}"""
+
+
+def test_outer_level_effects_happen_once_per_instance():
+    k = kernel(OUTER)
+    assert_ops(k.code, "ONCE", "IF", "STORE", "END")
+    assert_ops(k.code, "ONCE", "IF", "PRINT", "END")
+    # out(p, q) = sum over k of tile(0) + tile(1) + q, tile(k) written at iteration k
+    assert run(OUTER) == ("block 0 k 0\nblock 0 k 1\nblock 1 k 0\nblock 1 k 1\n"
+                          "1 3 5 7\n31 33 35 37\n")
+
+
+def test_regions_join_and_start_with_barriers():
+    k = kernel(OUTER)
+    texts = [k.code.colls[operands(k.code, pc)[0]].text
+             for pc, name in enumerate(ops(k.code)) if name == "BARRIER"]
+    assert texts == ["barrier at start of parallel", "barrier at end of parallel"]
+    quiet = kernel("__co__ void f() { parallel p by 2 : block { int x = 1; "
+                   "parallel q by 4 : thread { println(q + x); } } }")
+    assert ops(quiet.code).count("BARRIER") == 1
+
+
+def test_inthreads_barrier_and_sync_units():
+    src = """
+    __co__ void f() {
+      parallel p by 1 : block {
+        parallel g by 2 : group-4 {
+          inthreads (g == 1) { sync.barrier : group-4; }
+          sync.shared;
+          sync.barrier : group;
+          sync.barrier : thread;
+        }
+      }
+    }"""
+    code = kernel(src).code
+    sites = [code.colls[operands(code, pc)[0]] for pc, n in enumerate(ops(code)) if n == "BARRIER"]
+    assert [(s.text, s.unit) for s in sites] == [
+        ("sync.barrier : group-4", 128), ("barrier at end of inthreads", 0),
+        ("sync.shared", 0), ("sync.barrier : group", 32), ("barrier at end of parallel", 0)]
