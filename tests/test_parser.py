@@ -318,7 +318,7 @@ def test_a3_tiles_in_shared_memory():
     assert (ta.target.id, ta.op, ta.is_async, ta.tma, ta.dst) == ("ta", "copy", False, False,
                                                                  "shared")
     assert sx(ta.src) == "(subspan a (16 32) at(bm kt))"
-    assert ta.span == Span("t.co", 6, 7, 6, 60)
+    assert ta.span == Span("t.co", 6, 7, 6, 59)  # a statement span stops before ";"
     assert inner.levels[0].level == "thread"
     assert sx(inner.body.stmts[0].body.value) == \
         "(* (at (data ta) tm k) (at (data tb) k tn))"
@@ -550,7 +550,7 @@ def test_a8_unbraced_inthreads_body():
     assert isinstance(producer.body, ast.Foreach)
     wait = producer.body.body.stmts[0]
     assert [sx(r) for r in wait.refs] == ["(index empty (% k 2))"]
-    assert wait.span == Span("t.co", 11, 11, 11, 34)  # as in the §A.8 deadlock report
+    assert wait.span == Span("t.co", 11, 11, 11, 33)  # the caret of the §A.8 report
     assert len(consumer.body.stmts) == 1
 
 
@@ -606,7 +606,7 @@ def test_mma_load_exec_store_commit():
     assert sx(rc.b) == "(subspan b (16 8) at(k n))"
     assert (st.transp, st.frag.id, sx(st.view)) == (False, "c", "(subspan out (16 16) at(i j))")
     assert stt.transp
-    assert isinstance(commit, ast.MmaCommit) and commit.span == Span("t.co", 10, 1, 10, 12)
+    assert isinstance(commit, ast.MmaCommit) and commit.span == Span("t.co", 10, 1, 10, 11)
 
 
 # --------------------------------------------------------------------------- §6.1-§6.3 parallel
@@ -707,7 +707,7 @@ def test_assignments():
         ("(at (index buf i) 0)", "%=")]
     assert [(s.op, s.target.id, s.prefix) for s in (f, g, h)] == [
         ("++", "x", True), ("--", "x", False), ("--", "y", True)]
-    assert b.span == Span("t.co", 3, 1, 3, 8)
+    assert b.span == Span("t.co", 3, 1, 3, 7)
 
 
 def test_buffer_declarations():

@@ -79,8 +79,16 @@ class Cursor:
         return t
 
     def span_from(self, start: Token | Span) -> Span:
+        """From ``start`` to ``prev``; a statement's span stops before its ';', as the
+        diagnostics of LANGUAGE.md show it (Appendix A.8: ``'wait empty[k % STAGES]'``)."""
         first = start.span if isinstance(start, Token) else start
-        last = self.prev.span if self.pos else first
+        if not self.pos:
+            return first
+        last = self.prev.span
+        if self.prev.is_op(";") and self.pos >= 2:
+            before = self.toks[self.pos - 2].span
+            if (before.line, before.col) >= (first.line, first.col):
+                last = before
         return first.to(last)
 
     def at_op(self, *texts: str) -> bool:
