@@ -95,12 +95,35 @@ def _element_type(w, acc):
 
 def op_update(w, ins):
     """``@a := @a <op> R[b]`` one lane after another (§7.1.3): a lane sees the element
-    as the lanes before it left it."""
+    as the lanes before it left it. When no two lanes share an element that order is
+    invisible and the lanes go together."""
     _, a, r, opcode = ins[:4]
     acc = w.blk.prog.code.accesses[a]
     name = TABLE[opcode].name
     rtype = w.blk.prog.rtypes[r]
     groups = locate(w, acc)
+    cells = [(id(buf), int(off)) for buf, _, flat in groups for off in flat]
+    if len(set(cells)) < len(cells):
+        _update_in_order(w, acc, groups, name, r, rtype)
+        return
+    results, faults = [], []
+    for buf, lanes, flat in groups:
+        try:
+            check_written(w, acc, buf, lanes, flat)
+            act = np.ones(len(lanes), bool)
+            new, t = binary(name, buf.data.reshape(-1)[flat], w.regs[r][lanes], buf.dtype,
+                            rtype, act)
+            results.append((buf, lanes, flat, convert(new, t, buf.dtype, act)))
+        except LaneFault as f:
+            faults.append(LaneFault(f.message, int(lanes[f.index])))
+    _lowest(*faults)
+    for buf, lanes, flat, vals in results:
+        buf.data.reshape(-1)[flat] = vals
+        if buf.written is not None:
+            buf.written.reshape(-1)[flat] = True
+
+
+def _update_in_order(w, acc, groups, name, r, rtype):
     order = sorted((int(lanes[n]), buf, int(flat[n]))
                    for buf, lanes, flat in groups for n in range(len(lanes)))
     one = np.ones(1, bool)

@@ -128,25 +128,73 @@ def _element_text(acc, idx) -> str:
     return f"{acc.text}.at({', '.join(str(int(x)) for x in idx)})"
 
 
+def _uniform_bases(w, acc, lanes):
+    """Groups for a shared or global slot: one instance, or one per array element."""
+    decl = w.blk.prog.code.buffers[acc.base]
+    insts = w.blk.instances(acc.base, 0)
+    if insts is None:
+        return [], LaneFault(f"buffer '{decl.name}' is used before its declaration "
+                             f"executed.", int(lanes[0]))
+    if acc.arr < 0:
+        buf = insts[0]
+        return [(buf, (0,) * buf.data.ndim, buf.shape, np.arange(len(lanes)))], None
+    arr = w.regs[acc.arr][lanes].astype(np.int64)
+    bad = np.flatnonzero((arr < 0) | (arr >= decl.count))
+    fault, upto = None, len(lanes)
+    if bad.size:
+        upto = int(bad[0])
+        fault = LaneFault(f"index {int(arr[upto])} is out of range for buffer array "
+                          f"'{decl.name}' [0, {decl.count}).", int(lanes[upto]))
+    groups = []
+    for a in np.unique(arr[:upto]):
+        buf = insts[int(a)]
+        groups.append((buf, (0,) * buf.data.ndim, buf.shape,
+                       np.flatnonzero(arr[:upto] == a)))
+    return groups, fault
+
+
+def _same_future_data(w, acc, lanes):
+    """The one view every active lane's future holds, if they agree and may be read
+    (the common case after a collective DMA), else None."""
+    futs = w.blk.futures[acc.base]
+    h0 = futs[w.base + int(lanes[0])]
+    if h0 is None or h0.buf is None:
+        return None
+    for i in lanes:
+        h = futs[w.base + i]
+        if h is None or h.buf is not h0.buf or h.origin != h0.origin or \
+                h.extents != h0.extents or h.pending:
+            return None
+    return h0
+
+
+def _lane_bases(w, acc, lanes):
+    """Groups for per-lane bases (futures, local buffers), built lane by lane."""
+    if acc.base_kind == "fut":
+        h = _same_future_data(w, acc, lanes)
+        if h is not None:
+            return [(h.buf, h.origin, h.extents, np.arange(len(lanes)))], None
+    groups, fault = {}, None
+    for n, i in enumerate(lanes):
+        try:
+            buf, o, e = base_view(w, acc.base_kind, acc.base, acc.arr, int(i))
+        except LaneFault as f:
+            fault = f
+            break   # lanes are in increasing order: nothing later can come first
+        groups.setdefault((id(buf), o, e), (buf, o, e, []))[3].append(n)
+    return [(b, o, e, np.asarray(ns)) for b, o, e, ns in groups.values()], fault
+
+
 def locate(w, acc):
     """Element ``acc`` for every active lane: a list of (buffer, lane indices, flat
     offsets), grouped by buffer instance; every index checked (§8.6)."""
     lanes = w.active_indices()
     idx = [w.regs[r][lanes].astype(np.int64) for r in acc.indices]
-    groups, faults = {}, []
-    for n, i in enumerate(lanes):
-        try:
-            buf, o, e = base_view(w, acc.base_kind, acc.base, acc.arr, int(i))
-        except LaneFault as f:
-            faults.append(f)
-            break   # lanes are in increasing order: nothing later can come first
-        groups.setdefault((id(buf), o, e), (buf, o, e, []))[3].append(n)
-        if acc.base_kind == "buf" and acc.arr < 0 and w.blk.uniform_slot(acc.base):
-            groups[(id(buf), o, e)][3].extend(range(n + 1, len(lanes)))
-            break   # one instance for every lane of the block
+    uniform = acc.base_kind == "buf" and w.blk.uniform_slot(acc.base)
+    groups, fault = (_uniform_bases if uniform else _lane_bases)(w, acc, lanes)
+    faults = [fault] if fault else []
     out = []
-    for buf, o, e, ns in groups.values():
-        ns = np.asarray(ns)
+    for buf, o, e, ns in groups:
         sub = [x[ns] for x in idx]
         lo = [max(0, -a) for a in o]
         hi = [min(b, d - a) for a, b, d in zip(o, e, buf.shape)]

@@ -210,13 +210,18 @@ COMPARE = {
 }
 
 
+# §12.2 for every pair of types, computed once
+_PROMOTE = {(a.code, b.code): dtypes.promote(a, b)
+            for a in dtypes.BY_CODE.values() for b in dtypes.BY_CODE.values()}
+
+
 def binary(name: str, x, y, tx: DType, ty: DType, act):
     """``x <name> y`` in the arithmetic type of §12.2; returns (values, their type)."""
     if name in ("SHL", "SHR"):
         return shift(name, x, y, tx, ty, act)
     if tx.kind == "bool" and ty.kind == "bool" and name in ("AND", "OR", "XOR"):
         return BINARY[name](x, y, dtypes.BOOL, act), dtypes.BOOL
-    t = dtypes.promote(tx, ty)
+    t = _PROMOTE[tx.code, ty.code]
     xv, yv = to_type(x, tx, t, act), to_type(y, ty, t, act)
     if name in COMPARE:
         if t.is_float:   # every format embeds exactly in f64; NaN compares false but !=
