@@ -48,6 +48,12 @@ def assert_ops(code, *names):
         f"{names} not in {seq}"
 
 
+def const_regs(code) -> dict[int, object]:
+    """Register -> value for registers loaded by CONST."""
+    return {operands(code, pc)[0]: code.consts[operands(code, pc)[1]][1]
+            for pc, n in enumerate(ops(code)) if n == "CONST"}
+
+
 def run(src: str, func=None, args=(), dims=None, **kw) -> str:
     module = lower(src)
     out = io.StringIO()
@@ -395,3 +401,277 @@ def test_inthreads_barrier_and_sync_units():
     assert [(s.text, s.unit) for s in sites] == [
         ("sync.barrier : group-4", 128), ("barrier at end of inthreads", 0),
         ("sync.shared", 0), ("sync.barrier : group", 32), ("barrier at end of parallel", 0)]
+
+
+# --------------------------------------------------------------------------- lanesets and events (§7.4, §10)
+
+_EVAL = {
+    "ADD": lambda a, b: a + b, "SUB": lambda a, b: a - b, "MUL": lambda a, b: a * b,
+    "DIV": lambda a, b: int(a / b), "MOD": lambda a, b: a - int(a / b) * b,
+    "LT": lambda a, b: a < b, "LE": lambda a, b: a <= b, "GT": lambda a, b: a > b,
+    "GE": lambda a, b: a >= b, "EQ": lambda a, b: a == b, "NE": lambda a, b: a != b,
+    "AND": lambda a, b: a and b, "OR": lambda a, b: a or b,
+}
+
+
+def members(k, ls_index: int, block=(0, 0, 0)) -> list[int]:
+    """The lanes of laneset ``ls_index``, by running its straight-line code per lane."""
+    code = k.code
+    ls = code.lanesets[ls_index]
+    if ls.result == -1:
+        return list(range(k.block_size))
+    lanes = []
+    for lane in range(k.block_size):
+        r = {}
+        for pc in range(len(ls.code) // opcodes.WIDTH):
+            name = opcodes.TABLE[ls.code[pc * opcodes.WIDTH]].name
+            a, b, c = ls.code[pc * opcodes.WIDTH + 1: pc * opcodes.WIDTH + 4]
+            if name == "LANE":
+                r[a] = lane
+            elif name == "BLOCKIDX":
+                r[a] = block[b]
+            elif name == "CONST":
+                r[a] = code.consts[b][1]
+            elif name == "MOV":
+                r[a] = r[b]
+            elif name == "NOT":
+                r[a] = not r[b]
+            else:
+                r[a] = _EVAL[name](r[b], r[c])
+        if r[ls.result]:
+            lanes.append(lane)
+    return lanes
+
+
+PIPELINE = """
+#define STAGES 2
+__co__ void pipe() {
+  s32 [8] out;
+  parallel blk by 1 : block {
+    shared event full[STAGES], empty[STAGES];
+    shared s32 [STAGES] slot;
+    parallel role by 2 : group-4 {
+      inthreads.async (role == 0)
+        foreach k in [8] {
+          wait empty[k % STAGES];
+          slot.at(k % STAGES) = k * k;
+          trigger full[k % STAGES];
+        }
+      inthreads.async (role == 1) {
+        foreach s in [STAGES] trigger empty[s];
+        foreach k in [8] {
+          wait full[k % STAGES];
+          out.at(k) = slot.at(k % STAGES);
+          trigger empty[k % STAGES];
+        }
+      }
+    }
+  }
+  println(out.at(7));
+}"""
+
+
+def test_event_arrivals_come_from_the_trigger_lanesets():
+    k = kernel(PIPELINE)
+    full, empty = k.code.events
+    assert (full.name, full.slots, full.count, empty.name, empty.slots) == \
+        ("full", 2, -1, "empty", 2)
+    assert [members(k, ls) for ls in full.lanesets] == [list(range(128))]
+    assert [members(k, ls) for ls in empty.lanesets] == [list(range(128, 256))]
+    assert run(PIPELINE) == "49\n"
+
+
+def test_ready_events_and_fixed_counts():
+    k = kernel("__co__ void f() { parallel p by 1 : block { shared event e[3] = ready; "
+               "shared event<64> g; parallel t by 64 : thread { trigger g; wait e[1]; } } }")
+    e, g = k.code.events
+    assert (e.slots, e.ready, g.count) == (3, True, 64)
+    assert_ops(k.code, "CONST", "WAIT_EVENT")
+
+
+def test_whole_event_array_acts_on_each_slot():
+    k = kernel("__co__ void f() { parallel p by 1 : block { shared event e[3]; "
+               "parallel t by 32 : thread { trigger e; } } }")
+    consts = const_regs(k.code)
+    slots = [consts[operands(k.code, pc)[1]] for pc, n in enumerate(ops(k.code)) if n == "TRIGGER"]
+    assert slots == [0, 1, 2]
+
+
+def test_inthreads_laneset_conjoins_region_and_predicate():
+    src = """
+    __co__ void f(global s32 [4] out) {
+      parallel p by 1 : block {
+        parallel a by 64 : thread { }
+        parallel q by 40 : thread {
+          inthreads (q >= 30) { dma.copy out => shared; }
+        }
+      }
+    }"""
+    k = kernel(src)
+    coll = k.code.colls[k.code.dmas[0].coll]
+    assert (coll.text, coll.unit) == ("dma.copy", 0)
+    assert members(k, coll.laneset) == list(range(30, 40))
+
+
+# --------------------------------------------------------------------------- views and DMA (§8, §9)
+
+VIEWS = """
+__co__ auto tiles(s32 [8, 12] a) {
+  s32 [8, 12] c;
+  parallel {p, q} by [2, 3] : block {
+    t = dma.copy a.chunkat(p, q) => shared;
+    dma.copy t.data => c.chunkat(p, q);
+  }
+  return c;
+}
+__co__ auto sub(s32 [8, 12] a) {
+  s32 [2, 3] c;
+  dma.copy a.subspan(2, 3).step(3, 4).at(1, 2) => c;
+  return c;
+}
+__co__ auto vf(s32 [8, 12] a) {
+  s32 [3, 2] c;
+  dma.copy a.view(3, 2).from(4, 5) => c;
+  return c;
+}
+__co__ auto row(s32 [8, 12] a) {
+  s32 [1, 12] c;
+  parallel r by 8 : block {
+    if (r == 5) { dma.copy a.chunkat(r, _) => c; }
+  }
+  return c;
+}
+"""
+
+
+@pytest.mark.parametrize("func, expect", [
+    ("tiles", lambda a: a),
+    ("sub", lambda a: a[3:5, 8:11]),       # origin (1 * 3, 2 * 4)
+    ("vf", lambda a: a[4:7, 5:7]),
+    ("row", lambda a: a[5:6, :]),
+])
+def test_views_select_the_numpy_slice(func, expect):
+    a = np.arange(96, dtype=np.int32).reshape(8, 12)
+    np.testing.assert_array_equal(call(VIEWS, func, a), expect(a))
+
+
+def test_static_views_fold_to_constants():
+    code = lower(VIEWS).functions[1].host
+    view = code.views[code.dmas[0].src]
+    consts = const_regs(code)
+    assert [consts[r] for r in view.origin + view.extents] == [3, 8, 2, 3]
+
+
+def test_dma_into_storage_owns_a_buffer_of_the_source_shape():
+    k = lower(VIEWS).functions[0].kernels[0]
+    d = k.code.dmas[0]
+    own = k.code.buffers[d.dst_buffer]
+    assert (own.name, own.storage, len(own.shape)) == ("t", "shared", 2)
+    assert d.future >= 0 and d.coll >= 0 and d.dst_view == -1
+
+
+def test_pad_and_transpose():
+    src = """
+    __co__ auto pad(s32 [2, 3] a) {
+      f = dma.pad<{1, 0}, {0, 2}, {0, 1}, 7> a => global;
+      return f.data;
+    }"""
+    a = np.arange(1, 7, dtype=np.int32).reshape(2, 3)
+    expect = np.full((3, 7), 7, np.int32)
+    expect[1:, 0:6:2] = a                  # lo (1, 0), one gap column after each element
+    np.testing.assert_array_equal(call(src, "pad", a), expect)
+
+
+DOUBLE_BUFFER = """
+__co__ auto db(s32 [8, 32] a) {
+  s32 [8, 8] c;
+  parallel p by 1 : block, {r, s} by [8, 8] : thread {
+    with kt in 4 {
+      cur = dma.copy.async a.subspan(8, 8).at(0, kt) => shared;
+      nxt = dma.any;
+      foreach kt(1:) {
+        nxt = dma.copy.async a.subspan(8, 8).at(0, kt) => shared;
+        wait cur;
+        c.at(r, s) += cur.data.at(r, s);
+        swap(cur, nxt);
+      }
+      wait cur;
+      c.at(r, s) += cur.data.at(r, s);
+    }
+  }
+  return c;
+}"""
+
+
+def test_double_buffering_waits_at_the_copy_site():
+    k = kernel(DOUBLE_BUFFER)
+    assert_ops(k.code, "FUT_ANY")
+    assert_ops(k.code, "SWAP")
+    waits = [operands(k.code, pc)[1] for pc, n in enumerate(ops(k.code)) if n == "WAIT"]
+    assert waits and all(w == k.code.dmas[0].coll for w in waits)
+    a = np.arange(256, dtype=np.int32).reshape(8, 32)
+    expect = sum(a[:, 8 * j:8 * j + 8] for j in range(4))
+    np.testing.assert_array_equal(call(DOUBLE_BUFFER, "db", a), expect)
+
+
+def test_rotate_is_a_chain_of_swaps():
+    src = """
+    __co__ void f(s32 [4] a) {
+      parallel p by 1 : block {
+        x = dma.copy a => shared; y = dma.copy a => shared; z = dma.copy a => shared;
+        rotate(x, y, z);
+      }
+    }"""
+    code = kernel(src).code
+    pairs = [tuple(operands(code, pc)[:2]) for pc, n in enumerate(ops(code)) if n == "SWAP"]
+    assert pairs == [(0, 1), (1, 2)]
+
+
+# --------------------------------------------------------------------------- MMA (§11)
+
+MMA = """
+__co__ auto mm(f16 [16, 8] a, f16 [16, 8] b) {
+  f32 [16, 16] c;
+  parallel p by 1 : block {
+    shared f32 [16, 16] sc;
+    parallel g by 1 : group {
+      acc = mma.fill.f32 0.0f;
+      fa = mma.load a;
+      mma.row.row acc, fa, b;
+      mma.store acc, sc;
+    }
+    dma.copy sc => c;
+  }
+  return c;
+}"""
+
+
+def test_mma_fragments_belong_to_their_unit():
+    code = kernel(MMA).code
+    assert [(f.name, f.unit) for f in code.frags] == [("acc", 32), ("fa", 32), ("<b>", 32)]
+    assert code.frags[0].dtype == dtypes.F32.code
+    assert_ops(code, "MMA_LOAD", "MMA_EXEC")      # b is loaded into a hidden fragment first
+    assert ops(code).count("MMA_LOAD") == 2
+    units = {code.colls[operands(code, pc)[opcodes.BY_NAME[n].operands.index("c")]].unit
+             for pc, n in enumerate(ops(code)) if n.startswith("MMA_")}
+    assert units == {32}
+
+
+def test_mma_row_row_is_a_times_b_transposed():
+    rng = np.random.default_rng(3)
+    a = rng.integers(-4, 4, (16, 8)).astype(np.float16)
+    b = rng.integers(-4, 4, (16, 8)).astype(np.float16)
+    expect = a.astype(np.float32) @ b.astype(np.float32).T   # small integers: exact
+    np.testing.assert_array_equal(call(MMA, "mm", a, b), expect)
+
+
+# --------------------------------------------------------------------------- errors
+
+def test_internal_failures_become_diagnostics():
+    span = Span("t.co", 1, 1, 1, 5)
+    name = ast.Name("x", span)          # never annotated by a checker
+    fn = ast.Function(ast.TypeRef("void", span), None, "f", [],
+                      ast.Block([ast.Print(True, [name], span)], span), span)
+    with pytest.raises(CompileError) as info:
+        lower_program(ast.Program([fn]), [SourceFile("t.co", "text")])
+    assert str(info.value).startswith("t.co:1:1: error: ")
