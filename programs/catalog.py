@@ -317,11 +317,11 @@ STATIC_BROKEN = [
         also=("hint: copy into 'local' memory (=> local) to give each thread its own tile, "
               "or index the tile with block-level variables.",))),
     Entry("broken/shared_at_host.co", stage="static", error=Expect(
-        "shared variable 'staging' must be declared inside parallel-by.", 10, 3,
-        "shared s32 [32] staging;")),
+        "shared variable 'staging' must be declared inside parallel-by.", 10, 19,
+        "staging;")),
     Entry("broken/unqualified_in_parallel.co", stage="static", error=Expect(
-        "global variable 'window' mustn't be declared inside parallel-by.", 12, 5,
-        "s32 [3] window;",
+        "global variable 'window' mustn't be declared inside parallel-by.", 12, 13,
+        "window;",
         also=("hint: declare it 'shared' (one per block) or 'local' (one per thread)",))),
     Entry("broken/never_waited.co", stage="static", error=Expect(
         "some asyncs are not explicitly waited: tile.", 11, 5, "tile = dma.copy.async")),
