@@ -87,8 +87,7 @@ class DeclParser:
         name = self.name()
         array = self._subscripts()
         init = None
-        if self.at_op("{"):
-            open_ = self.advance()
+        if self.accept_op("{"):
             init = self.expr()
             self.expect_op("}", "syntax error: expected '}' after the fill value of a buffer "
                                 "(one value, as in '{0}').")

@@ -112,7 +112,7 @@ class DeviceParser:
 
     def _mma_fill(self, target, _op) -> ast.Stmt:
         dtype = None
-        word, n = self.peek_dotted()
+        word, _ = self.peek_dotted()
         if word is not None and word in TYPE_WORDS:
             dtype = self.accept_dotted(word)
         if target is not None:

@@ -50,7 +50,7 @@ class StmtParser:
             return None
 
     def block(self) -> ast.Block:
-        open_ = self.expect_op("{", f"syntax error: expected '{{' to open a block.")
+        open_ = self.expect_op("{", "syntax error: expected '{' to open a block.")
         stmts = []
         with self.nested():
             while not self.at_op("}") and self.tok.kind != EOF:
