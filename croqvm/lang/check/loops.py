@@ -15,8 +15,11 @@ def _bind_withins(ck, withins):
     for w in withins:
         items = bound_items(ck, w.bound, with_bound_message)
         if len(w.names) != len(items) and not any(is_unknown(b.ty) for b in w.bound):
+            names = ", ".join(f"i{k}" for k in range(len(items)))
             ck.error(w.span, f"un-matched with-matcher-count({len(w.names)}) and mdspan "
-                             f"rank({len(items)}).")
+                             f"rank({len(items)}).",
+                     hint=f"name every dimension, as in 'idx = {{{names}}} in ...'"
+                     if len(items) > 1 else None)
         w.syms = declare_indices(ck, w, items, "with")
 
 

@@ -23,6 +23,7 @@ ACCUMULATOR = {
     "f32": "f32", "f64": "f64", "s8": "s32", "u8": "s32",
 }
 UNIT_KINDS = ("group-4", "group")
+ACC_HINT = "an accumulator is created by 'mc = mma.fill v' (mma.load makes operand tiles)"
 
 
 def _inside_parallel(ck, s) -> bool:
@@ -178,7 +179,8 @@ def check_exec(ck, s: ast.MmaExec):
     if is_unknown(cty):
         return
     if not (isinstance(cty, Fragment) and cty.role == "acc"):
-        ck.error(s.c.span, f"'{s.c.id}' of type \"{tname(cty)}\" is not an MMA accumulator.")
+        ck.error(s.c.span, f"'{s.c.id}' of type \"{tname(cty)}\" is not an MMA accumulator.",
+                 hint=ACC_HINT)
         return
     for x in (s.a, s.b):
         if isinstance(x.ty, Fragment) and x.ty.role != "operand":
@@ -231,7 +233,7 @@ def check_store(ck, s: ast.MmaStore):
         return
     if not (isinstance(fty, Fragment) and fty.role == "acc"):
         ck.error(s.frag.span, f"'{s.frag.id}' of type \"{tname(fty)}\" is not an MMA "
-                              f"accumulator.")
+                              f"accumulator.", hint=ACC_HINT)
         return
     sym = s.frag.sym
     if inside:

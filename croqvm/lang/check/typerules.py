@@ -6,10 +6,10 @@ import math
 from croqvm import dtypes
 from croqvm.dtypes import BOOL, S32, DType
 from croqvm.lang import ast
-from croqvm.lang.types import Bounded, Buffer, ITuple, Mdspan, Scalar, Type, View
+from croqvm.lang.types import Bounded, ITuple, Mdspan, Scalar, Type
 
 from .consteval import const_value
-from .context import Unknown
+from .context import UNKNOWN, Unknown
 
 INT = Scalar(S32, control=True)
 BOOL_T = Scalar(BOOL, control=True)
@@ -166,8 +166,8 @@ def convert(ck, ty: Type, dst: DType, expr: ast.Expr, span=None) -> bool:
 
 
 def common(ck, a: Type, b: Type, span, op: str) -> Type:
-    """The type both branches of ``c ? a : b`` (or both operands of a comparison) convert
-    to (§4.2.5)."""
+    """The type both branches of ``c ? a : b`` (and both arguments of ``__min``/``__max``)
+    convert to (§4.2.5, §4.4)."""
     if is_unknown(a) or is_unknown(b):
         return a if is_unknown(a) else b
     if is_number(a) and is_number(b):
@@ -178,8 +178,4 @@ def common(ck, a: Type, b: Type, span, op: str) -> Type:
         return a
     ck.error(span, f'in operation "{op}": unable to apply to the types '
                    f'({tname(a)} vs. {tname(b)}).')
-    return Unknown()
-
-
-def is_buffer_like(ty) -> bool:
-    return isinstance(ty, (Buffer, View))
+    return UNKNOWN
