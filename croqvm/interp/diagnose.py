@@ -71,16 +71,26 @@ def _suspended(blk, w):
     return [f"  {lanes_phrase(w.lanes[idle])} suspended in divergent code at {where}"]
 
 
-def _partial_groups(blk):
-    """Collectives awaiting lanes that already finished the kernel (§7.4.3)."""
+def _stuck_collective(blk, blocked):
+    """The first collective a blocked warp waits at whose group can no longer complete
+    because some of its lanes finished the kernel, or, for an mma operation, because
+    its unit is not all there (§7.4.3, §11.2): (record, headline) or (None, None)."""
     done = np.zeros(blk.size, bool)
     for w in blk.warps:
         if w.state == DONE:
             done[w.base:w.base + w.width] = w.live
-    for rec in blk.rendezvous.values():
-        gone = rec.missing() & done
-        if gone.any():
-            return rec, np.flatnonzero(gone)
+    for w in blocked:
+        for rec in getattr(w.blocker, "recs", ()):
+            if rec.done:
+                continue
+            message = rec.incomplete_unit()
+            if message:
+                return rec, message
+            gone = rec.missing() & done
+            if gone.any():
+                return rec, (f"'{rec.site.text}' was reached by only part of its group: "
+                             f"{lanes_phrase(np.flatnonzero(gone))} finished the kernel "
+                             f"without arriving.")
     return None, None
 
 
@@ -92,10 +102,8 @@ def deadlock(blk) -> KernelFault:
     for w in blocked:
         lines += _suspended(blk, w)
     hint = next((h for h in (w.blocker.hint(call) for w in blocked) if h), None)
-    rec, gone = _partial_groups(blk)
+    rec, message = _stuck_collective(blk, blocked)
     if rec is not None:
-        message = (f"'{rec.site.text}' was reached by only part of its group: "
-                   f"{lanes_phrase(gone)} finished the kernel without arriving.")
         span = rec.ins[6]
     else:
         message = f"deadlock: every live lane of block {blk.block_text()} is blocked"

@@ -31,9 +31,10 @@ class Rendezvous:
     """One dynamic instance of a collective (§7.4.3). ``members``: the lanes of the
     unit in the site's lane set; terminated ones are not awaited."""
 
-    def __init__(self, blk, ip, ins, site, members, effect):
+    def __init__(self, blk, ip, ins, site, members, effect, unit_index, whole_unit):
         self.blk, self.ip, self.ins, self.site = blk, ip, ins, site
         self.members, self.effect = members, effect
+        self.unit_index, self.whole_unit = unit_index, whole_unit
         self.arrived = np.zeros(blk.size, bool)
         self.done = False
 
@@ -52,6 +53,15 @@ class Rendezvous:
                 raise
         self.done = True
         self.blk.released = True
+
+    def incomplete_unit(self):
+        """The message for an mma operation its whole unit never reached (§11.2)."""
+        unit = self.site.unit
+        if not self.whole_unit or unit not in UNIT_NAMES:
+            return None
+        return (f"{self.site.text} needs all {unit} lanes of {UNIT_NAMES[unit]} "
+                f"{self.unit_index}, but {lanes_phrase(np.flatnonzero(self.missing()))} "
+                f"are not active here.")
 
     def label(self) -> str:
         if self.ins[0] == opcodes.BARRIER:
@@ -128,7 +138,8 @@ def arrive(w, ins, coll: int, effect=None, whole_unit: bool = False) -> None:
         sel = units == u
         for c in np.unique(counts[w.act][sel]):
             key = (w.ip, int(u), int(c))
-            rec = _open(blk, key, lambda: Rendezvous(blk, w.ip, ins, site, members, effect))
+            rec = _open(blk, key, lambda: Rendezvous(blk, w.ip, ins, site, members, effect,
+                                                     int(u), whole_unit))
             rec.arrived[lanes[sel & (counts[w.act] == c)]] = True
             if not rec.missing().any():
                 del blk.rendezvous[key]

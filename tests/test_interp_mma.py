@@ -1,0 +1,102 @@
+"""MMA (LANGUAGE.md §11, §12.4) on hand-written kernels: the four layouts against numpy,
+accumulator rounding after every step, unit checks."""
+import numpy as np
+import pytest
+
+from asm import ALL, Asm, kernel_module, run
+from croqvm.bytecode.module import BufferDecl, CollSite, FragDecl, LaneSet, Param, View
+from croqvm.errors import KernelFault
+
+F16, F32, S8, S32 = 9, 11, 1, 3
+NP = {F16: np.float16, F32: np.float32, S8: np.int8, S32: np.int32}
+LAYOUTS = {"row.row": 0, "row.col": 1, "col.row": 2, "col.col": 3}
+
+
+def mma_kernel(a, b, acc_type, layout, fill, c_shape, *, size=32, unit=32, body=None,
+               lanesets=None, store_unit=None, extra=()):
+    """c := fill; c += a x b (``layout``); store c. Operands are global parameters."""
+    asm = Asm()
+    shapes = [a.shape, b.shape, c_shape]
+    consts = [("s32", 0)] + [("s32", d) for s in shapes for d in s] + \
+        [("f64" if acc_type in (F16, F32) else "s64", fill)] + [("s32", x) for x in extra]
+    regs = "s32 " * 7 + {F16: "f16", F32: "f32", S32: "s32"}[acc_type] + " s32 bool bool"
+    views = [View("buf", n, -1, [0, 0], [1 + 2 * n, 2 + 2 * n]) for n in range(3)]
+    lines = [f"CONST r{n} k{n}" for n in range(8)]
+    lines += body or [
+        "MMA_FILL m0 r7 c0", "MMA_LOAD m1 v0 c0", "MMA_LOAD m2 v1 c0",
+        f"MMA_EXEC m0 m1 m2 {LAYOUTS[layout]} c0", "MMA_STORE m0 v2 0 c1"]
+    ctype = {F16: F16, F32: F32, S32: S32}[acc_type]
+    dt = {np.dtype(v): k for k, v in NP.items()}
+    k = asm.code("\n".join(lines), regs=regs, consts=consts,
+                 buffers=[BufferDecl("a", "global", dt[a.dtype], []),
+                          BufferDecl("b", "global", dt[b.dtype], []),
+                          BufferDecl("c", "global", ctype, [])],
+                 views=views,
+                 frags=[FragDecl("acc", acc_type, unit), FragDecl("fa", dt[a.dtype], unit),
+                        FragDecl("fb", dt[b.dtype], unit)],
+                 colls=[CollSite(0, unit, "mma.row.row"),
+                        CollSite(0, unit if store_unit is None else store_unit, "mma.store")],
+                 lanesets=lanesets or [ALL])
+    params = [Param(n, "buffer", dt[x.dtype], list(x.shape), "global", i)
+              for i, (n, x) in enumerate([("a", a), ("b", b)])]
+    params.append(Param("c", "buffer", ctype, list(c_shape), "global", 2))
+    mod = kernel_module(asm, k, size, params=params, bind=[(0, 0), (1, 1), (2, 2)],
+                        buffers=[BufferDecl(n, "global", p.dtype, [], param=i)
+                                 for i, (n, p) in enumerate(zip("abc", params))])
+    c = np.zeros(c_shape, NP[ctype])
+    run(mod, args=[a, b, c])
+    return c
+
+
+RNG = np.random.default_rng(7)
+A = RNG.integers(-4, 5, (4, 3)).astype(np.float16)     # small integers: exact products
+B = RNG.integers(-4, 5, (5, 3)).astype(np.float16)
+
+
+@pytest.mark.parametrize("layout, a, b, want", [
+    ("row.row", A, B, A.astype(float) @ B.astype(float).T),          # A [M,K], B [N,K]
+    ("row.col", A, B.T.copy(), A.astype(float) @ B.astype(float).T),  # B [K,N]
+    ("col.row", A.T.copy(), B, A.astype(float) @ B.astype(float).T),  # A [K,M]
+    ("col.col", A.T.copy(), B.T.copy(), A.astype(float) @ B.astype(float).T),
+])
+def test_layouts_against_numpy(layout, a, b, want):
+    c = mma_kernel(a, b, F32, layout, 1.0, (4, 5))
+    assert np.array_equal(c, (want + 1).astype(np.float32))
+
+
+def test_f16_accumulator_rounds_after_every_step():
+    """2048 + 1 + 1 + 1: each step ties back to 2048; the exact sum 2051 would give 2052."""
+    ones = np.ones((1, 3), np.float16)
+    c = mma_kernel(ones, ones, F16, "row.row", 2048.0, (1, 1))
+    assert c[0, 0] == 2048
+
+
+def test_int8_operands_accumulate_in_s32_and_wrap():
+    a = np.array([[127, 1]], np.int8)
+    b = np.array([[1, 1]], np.int8)
+    c = mma_kernel(a, b, S32, "row.row", 2 ** 31 - 100, (1, 1))
+    assert c[0, 0] == -(2 ** 31) + 28       # 2^31 - 100 + 128 wraps
+
+
+def test_store_clips_to_the_destination():
+    c = mma_kernel(A, B, F32, "row.row", 0.0, (3, 4))
+    assert np.array_equal(c, (A.astype(float) @ B.astype(float).T)[:3, :4])
+
+
+def test_block_level_store_from_two_warpgroups():
+    with pytest.raises(KernelFault) as e:
+        mma_kernel(A, B, F32, "row.row", 0.0, (4, 5), size=256, unit=128, store_unit=0)
+    assert ("runtime error: mma.store of 'acc' at block level would write the same "
+            "destination from 2 warpgroups; store inside the 'group-4' level.") in str(e.value)
+
+
+def test_mma_needs_its_whole_unit():
+    """Lanes 160-191 (warp 5) skip the fill; the rest of warpgroup 1 waits for them."""
+    with pytest.raises(KernelFault) as e:
+        mma_kernel(A, B, F32, "row.row", 0.0, (4, 5), size=256, unit=128,
+                   extra=[160, 192], body=[
+                       "LANE r8", "CONST r0 k8", "LT r9 r8 r0", "CONST r0 k9", "GE r10 r8 r0",
+                       "OR r9 r9 r10", "IF r9", "MMA_FILL m0 r7 c0", "END"])
+    assert str(e.value).splitlines()[0] == (
+        "code.asm:16:1: runtime error: mma.row.row needs all 128 lanes of warpgroup 1, "
+        "but lanes 160-191 are not active here.")
