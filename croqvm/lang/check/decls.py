@@ -138,9 +138,9 @@ def check_buffer_decl(ck, d: ast.BufferDecl):
             ty = ck.expr(item.init)
             if dt is not None:
                 convert(ck, ty, dt, item.init)
-        ty = UNKNOWN if dt is None else Buffer(dt, shape, storage, array)
+        ty = UNKNOWN if dt is None or shape is None else Buffer(dt, shape, storage, array)
         item.sym = ck.declare(item.name, "buffer", ty, item, item.span, mutable=True)
-        if dt is None:
+        if ty is UNKNOWN:
             item.sym.info["bad"] = True
 
 
@@ -184,6 +184,11 @@ def _assign_symbol(ck, s: ast.Assign, sym, value_ty):
     if sym.kind == "buffer":
         ck.error(s.target.span, f"can not assign to buffer '{name}': assign its elements "
                                 f"with '{name}.at(...)'.")
+        return
+    if sym.kind in ("fragment", "event"):
+        ck.error(s.target.span, f"can not assign to {sym.kind} '{name}'.",
+                 hint="fragments change only through mma operations" if sym.kind ==
+                 "fragment" else "events change only through 'trigger' and 'wait'")
         return
     if sym.kind != "scalar" or not sym.mutable:
         ck.error(s.span, f"only mutables can be re-assigned ({name}).")

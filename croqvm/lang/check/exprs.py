@@ -307,8 +307,10 @@ def check_ituple(ck, e: ast.ITupleLit):
 
 
 def mdspan_dims(ck, elems, what: str) -> tuple | None:
-    """Shape items (§3.3.1): integers, or an mdspan spliced in place."""
+    """Shape items (§3.3.1): integers, or an mdspan spliced in place. None when an item
+    is erroneous (already reported): then not even the rank is known."""
     dims = []
+    known = True
     for x in elems:
         ty = ck.expr(x)
         if isinstance(ty, Mdspan):
@@ -319,15 +321,16 @@ def mdspan_dims(ck, elems, what: str) -> tuple | None:
             if isinstance(value, int) and value <= 0:
                 ck.error(x.span, f'The mdspan size "{value}" is invalid!')
         elif is_unknown(ty):
-            dims.append(None)
+            known = False
         else:
             ck.error(x.span, f"{what} requires integers but got '{tname(ty)}'.")
-            dims.append(None)
-    return tuple(dims)
+            known = False
+    return tuple(dims) if known else None
 
 
 def check_mdspan(ck, e: ast.MdspanLit):
-    return Mdspan(mdspan_dims(ck, e.elems, "an mdspan"))
+    dims = mdspan_dims(ck, e.elems, "an mdspan")
+    return UNKNOWN if dims is None else Mdspan(dims)
 
 
 RULES = {
