@@ -61,7 +61,7 @@ def _array_arg(n: int, p, arg, dims: _Dims) -> np.ndarray:
         raise ArgumentError(f"{_who(n, p)} expects dtype {t.numpy_param} but got {arg.dtype}.")
     for k, (want, got) in enumerate(zip(p.shape, arg.shape)):
         if isinstance(want, int) and want != got:
-            raise ArgumentError(f"shape inconsistent on {_who(n, p, k)[4:]}: expect: {want}, "
+            raise ArgumentError(f"shape inconsistent on {_who(n, p, k)}: expect: {want}, "
                                 f"but got {got}.")
         if isinstance(want, str) and want != "?":
             dims.bind(want, got, _who(n, p, k))

@@ -1,0 +1,233 @@
+"""Calling functions (LANGUAGE.md §14.3-§14.4, §15.3): argument checks with the exact
+§14.3.2 messages, copy-back, results, poison mode, the step limit, schedules."""
+import io
+
+import numpy as np
+import pytest
+
+from asm import ALL, Asm, P, function, kernel_module, run
+from croqvm.bytecode.module import Access, BufferDecl, CollSite, Param
+from croqvm.errors import ArgumentError, KernelFault
+from croqvm.interp import run_function
+
+F16, F32, S32, BF16 = 9, 11, 3, 10
+
+
+def matmul_like():
+    """'matmul'(f16 [M, K] lhs, f16 [K, N] rhs, global f32 [64, N] out, f32 alpha)."""
+    a = Asm()
+    host = a.code("RET", buffers=[BufferDecl("lhs", "global", F16, [], param=0),
+                                  BufferDecl("rhs", "global", F16, [], param=1),
+                                  BufferDecl("out", "global", F32, [], param=2)],
+                  regs="f32 s32 s32 s32")
+    params = [Param("lhs", "buffer", F16, ["M", "K"], "global", 0),
+              Param("rhs", "buffer", F16, ["K", "N"], "global", 1),
+              Param("out", "buffer", F32, [64, "N"], "global", 2),
+              Param("alpha", "scalar", F32, [], slot=0)]
+    fn = function("matmul", host, params=params, dims=[("M", 1), ("K", 2), ("N", 3)])
+    return a.module(fn)
+
+
+def f16(*shape):
+    return np.zeros(shape, np.float16)
+
+
+GOOD = [f16(64, 256), f16(256, 32), np.zeros((64, 32), np.float32), 1.5]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({1: f16(128, 32)}, "the 2nd parameter ('rhs', dim: 0) is 128 but symbolic dimension "
+                        "'K' is 256 (bound by the 1st parameter ('lhs', dim: 1))."),
+    ({2: np.zeros((32, 32), np.float32)},
+     "shape inconsistent on the 3rd parameter ('out', dim: 0): expect: 64, but got 32."),
+    ({0: f16(64, 256, 1)}, "the 1st parameter ('lhs') expects rank 2 but got rank 3."),
+    ({0: np.zeros((64, 256), np.float32)},
+     "the 1st parameter ('lhs') expects dtype float16 but got float32."),
+    ({0: [[1.0]]}, "the 1st parameter ('lhs') expects a numpy array but got list."),
+    ({3: "x"}, "the 4th parameter ('alpha') expects a number (f32) but got str."),
+])
+def test_argument_errors(change, message):
+    args = [change.get(i, x) for i, x in enumerate(GOOD)]
+    with pytest.raises(ArgumentError) as e:
+        run_function(matmul_like(), "matmul", args, {})
+    assert str(e.value) == message
+
+
+def test_argument_count():
+    with pytest.raises(ArgumentError) as e:
+        run_function(matmul_like(), "matmul", GOOD[:3], {})
+    assert str(e.value) == "'matmul' takes 4 arguments but got 3."
+
+
+def test_good_arguments_bind():
+    assert run_function(matmul_like(), "matmul", list(GOOD), {}) is None
+
+
+def scale_kernel(dtype=F32, storage="global"):
+    """x[lane] := x[lane] * alpha, for 8 lanes; returns nothing."""
+    a = Asm()
+    k = a.code("LANE r0\nLOAD r1 a0\nMUL r1 r1 r2\nSTORE a0 r1", regs="s32 f32 f32",
+               buffers=[BufferDecl("x", "global", dtype, [])],
+               accesses=[Access("buf", 0, -1, [0], "x")])
+    return kernel_module(a, k, 8, params=[Param("x", "buffer", dtype, [8], storage, 0),
+                                          Param("alpha", "scalar", F32, [], slot=1)],
+                         bind=[(0, 0)], scalars=[(2, 1)], regs="f32",
+                         buffers=[BufferDecl("x", "global", dtype, [], param=0)])
+
+
+def test_global_parameters_are_copied_back():
+    x = np.arange(8, dtype=np.float32)
+    run(scale_kernel(), args=[x, 0.5])
+    assert np.array_equal(x, np.arange(8) * 0.5)
+
+
+def test_other_parameters_are_not_copied_back():
+    x = np.arange(8, dtype=np.float32)
+    run(scale_kernel(storage="default"), args=[x, 0.5])
+    assert np.array_equal(x, np.arange(8))
+
+
+def test_bf16_parameters_round_on_entry_and_return_as_float32():
+    x = np.full(8, 1 + 2 ** -8 + 2 ** -9, np.float32)   # rounds up to 1 + 2^-7 in bf16
+    run(scale_kernel(BF16), args=[x, 1.0])
+    assert x.dtype == np.float32 and np.all(x == 1 + 2 ** -7)
+
+
+def returning(kind):
+    """r = f16 [3] zeros; r[1] = 2.5; return r[1] (scalar) or r (buffer)."""
+    a = Asm()
+    host = a.code(f"CONST r0 k0\nCONST r1 k1\nCONST r2 k2\nALLOC b0\nSTORE a0 r1\n"
+                  f"{'RET_VAL r1' if kind == 'scalar' else 'RET_BUF b0'}",
+                  regs="s32 f16 s32", consts=[("s32", 3), ("f64", 2.5), ("s32", 1)],
+                  buffers=[BufferDecl("r", "global", F16, [0])],
+                  accesses=[Access("buf", 0, -1, [2], "r")])
+    return a.module(function("f", host, ret=kind))
+
+
+def test_returning_a_scalar_gives_a_python_float():
+    got = run_function(returning("scalar"), "f", [], {})
+    assert type(got) is float and got == 2.5
+
+
+def test_returning_a_buffer_gives_a_new_array():
+    got = run_function(returning("buffer"), "f", [], {})
+    assert got.dtype == np.float16 and got.tolist() == [0.0, 2.5, 0.0]
+
+
+def poison_program(store_first):
+    a = Asm()
+    src = a.source("p.co", "__co__ void f() {\n  s32 [4, 5] out;\n  println(out.at(3, 4));\n}\n")
+    decl = a.find(src, "s32 [4, 5] out")
+    host = a.code(f"""
+        CONST r0 k0
+        CONST r1 k1
+        ALLOC b0
+        CONST r2 k2
+        CONST r3 k3
+        {"STORE a0 r3" if store_first else ""}
+        LOAD r4 a0 @s{a.find(src, "out.at(3, 4)")}
+        PRINT p0
+    """, regs="s32 s32 s32 s32 s32", consts=[("s32", 4), ("s32", 5), ("s32", 3), ("s32", 4)],
+        buffers=[BufferDecl("out", "global", S32, [0, 1], span=decl)],
+        accesses=[Access("buf", 0, -1, [2, 3], "out")], prints=[P("r4")])
+    return a.module(function("f", host))
+
+
+def test_poison_mode_reports_reads_of_unwritten_elements():
+    with pytest.raises(KernelFault) as e:
+        run(poison_program(False), poison=True)
+    assert str(e.value) == "\n".join([
+        "p.co:3:11: runtime error: read of uninitialised element out.at(3, 4) "
+        "(buffer declared at p.co:2:3).",
+        "    3 |   println(out.at(3, 4));",
+        "      |           ^~~~~~~~~~~~",
+        "  in host code of 'f'"])
+
+
+def test_without_poison_buffers_start_zeroed():
+    assert run(poison_program(False))[1] == "0\n"
+    assert run(poison_program(True), poison=True)[1] == "4\n"
+
+
+def test_out_of_range_access_names_the_index_and_dimension():
+    a = Asm()
+    host = a.code("CONST r0 k0\nALLOC b0\nCONST r1 k1\nCONST r2 k2\nLOAD r3 a0",
+                  regs="s32 s32 s32 s32", consts=[("s32", 4), ("s32", 5), ("s32", 2)],
+                  buffers=[BufferDecl("a", "global", S32, [0, 0])],
+                  accesses=[Access("buf", 0, -1, [1, 2], "a")])
+    with pytest.raises(KernelFault) as e:
+        run(a.module(function("f", host)))
+    assert str(e.value).splitlines()[0] == ("code.asm:5:1: runtime error: out-of-range access "
+                                            "a.at(5, 2): index 5 of dimension 0 is not in [0, 4).")
+
+
+def spin_kernel():
+    a = Asm()
+    k = a.code("LOOP\nNOP\nEND", regs="")
+    return kernel_module(a, k, 64)
+
+
+def test_step_limit():
+    with pytest.raises(KernelFault) as e:
+        run(spin_kernel(), max_steps=1000)
+    text = str(e.value).splitlines()
+    assert text[0] == ("code.asm:3:1: runtime error: exceeded the step limit of 1000 "
+                       "(use --max-steps)")   # the 1001st warp-instruction: an END
+    assert text[-1].endswith("block (0), lane 0 (warp 0, lane 0)")
+
+
+def test_division_by_zero_in_a_kernel_names_block_and_lane():
+    a = Asm()
+    k = a.code("LANE r0\nCONST r1 k0\nSUB r1 r0 r1\nDIV r2 r0 r1", regs="s32 s32 s32",
+               consts=[("s32", 37)])
+    with pytest.raises(KernelFault) as e:
+        run(kernel_module(a, k, 64, grid=(2, 1)))
+    assert str(e.value) == "\n".join([
+        "code.asm:4:1: runtime error: integer division by zero.",
+        "    4 | DIV r2 r0 r1",
+        "      | ^~~~~~~~~~~~",
+        "  in kernel launched at host.asm:4:1, block (0, 0), lane 37 (warp 1, lane 5)"])
+
+
+def racy_kernel():
+    """Every lane of two warps appends its lane to a shared log in turn; the printed
+    order is the schedule."""
+    a = Asm()
+    k = a.code("LANE r0\nPRINT p0\nPRINT p0", regs="s32", prints=[P("r0")])
+    return kernel_module(a, k, 64)
+
+
+def test_random_schedule_is_deterministic_per_seed():
+    outs = {seed: run(racy_kernel(), schedule="random", seed=seed)[1] for seed in (1, 2)}
+    assert run(racy_kernel(), schedule="random", seed=1)[1] == outs[1]
+    assert outs[1] != outs[2]
+    for out in outs.values():   # every lane prints twice, its two prints in order
+        assert sorted(out.split()) == sorted([str(i) for i in range(64)] * 2)
+
+
+def test_default_schedule_runs_each_warp_to_completion():
+    out = run(racy_kernel())[1].split()
+    assert out == [str(i) for i in range(32)] * 2 + [str(i) for i in range(32, 64)] * 2
+
+
+def test_unknown_schedule():
+    with pytest.raises(ArgumentError) as e:
+        run(racy_kernel(), schedule="fifo")
+    assert str(e.value) == "unknown schedule 'fifo': use 'rr' or 'random'."
+
+
+def test_assertion_failure():
+    a = Asm()
+    k = a.code("LANE r0\nCONST r1 k0\nLT r2 r0 r1\nASSERT r2 k1", regs="s32 s32 bool",
+               consts=[("s32", 40), ("str", "lane too large")])
+    with pytest.raises(KernelFault) as e:
+        run(kernel_module(a, k, 64))
+    assert str(e.value).splitlines()[0] == \
+        "code.asm:4:1: runtime error: assertion failed: lane too large"
+    assert "lane 40 (warp 1, lane 8)" in str(e.value)
+
+
+def test_print_output_goes_to_the_given_stream():
+    out = io.StringIO()
+    run_function(racy_kernel(), "f", [], {}, out=out)
+    assert out.getvalue().count("\n") == 128
