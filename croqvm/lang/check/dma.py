@@ -141,10 +141,10 @@ def _bind_future(ck, s, fty: Future | None):
     t = s.target
     sym = ck.lookup(t.id)
     if sym is None:
-        if fty is None:
-            return
-        sym = ck.declare(t.id, "future", fty, s, t.span, mutable=True)
+        sym = ck.declare(t.id, "future", fty or Future(s.is_async), s, t.span, mutable=True)
         s.declares = True
+        if fty is None:  # the DMA itself is wrong (reported): keep uses of 'f' quiet
+            sym.info["bad"] = True
     elif sym.info.get("bad"):
         pass
     elif sym.kind != "future":
@@ -251,7 +251,8 @@ def finish(ck):
     """Function-wide rules of §9.5.5."""
     f = facts(ck)
     waited_groups = {f.root(sym) for sym in f.waited}
-    missing = [sym for sym in f.async_at if f.root(sym) not in waited_groups]
+    missing = [sym for sym in f.async_at
+               if f.root(sym) not in waited_groups and not sym.info.get("bad")]
     if missing:
         ck.error(f.async_at[missing[0]], "some asyncs are not explicitly waited: "
                                          f"{', '.join(sym.name for sym in missing)}.")

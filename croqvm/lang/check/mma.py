@@ -68,10 +68,12 @@ def _target(ck, s, fty: Fragment | None, role: str):
     t = s.target
     sym = ck.lookup(t.id)
     if sym is None:
-        if fty is None:
-            return None
-        sym = ck.declare(t.id, "fragment", fty, s, t.span, mutable=True)
+        sym = ck.declare(t.id, "fragment", fty or Fragment(None, None, role), s, t.span,
+                         mutable=True)
         s.declares = True
+        if fty is None:  # the operation itself is wrong (reported): keep uses quiet
+            sym.info["bad"] = True
+            return None
     elif sym.info.get("bad"):
         return None
     elif not (sym.kind == "fragment" and sym.type.role == role):

@@ -98,7 +98,7 @@ def _launch_constant(sym) -> bool:
     """croqvm evaluates the non-parallel side once per launch (§6.7.1), so it may read only
     values fixed at launch."""
     return (sym.kind == "dim" or sym.param_index is not None
-            or (sym.kind == "scalar" and sym.parallel is None))
+            or (sym.kind in ("scalar", "bounded") and sym.parallel is None))
 
 
 def _divergence_problem(e):
