@@ -336,14 +336,33 @@ def test_block_size_above_1024_is_rejected():
         lower("__co__ void f() { parallel p by 2 : group-4 { } parallel q by 9 : group-4 { } }")
 
 
-def test_block_internal_bounds_must_be_constants():
+def test_block_internal_bounds_may_come_from_the_host():
+    src = """
+    __co__ auto scale(s32 [N] x, int k) {
+      s32 [N] y;
+      parallel p by N
+        y.at(p) = x.at(p) * k;
+      return y;
+    }"""
+    k = kernel(src)
+    assert k.block_size == 1024                 # lanes beyond N are idle (D16)
+    assert_ops(k.code, "LT", "IF")
+    x = np.arange(5, dtype=np.int32)
+    np.testing.assert_array_equal(call(src, "scale", x, 3), x * 3)
+    with pytest.raises(KernelFault, match="must not exceed 1024"):
+        call(src, "scale", np.zeros(1025, np.int32), 1)
+    with pytest.raises(KernelFault, match="the parallel bound of 'q' must be greater than 0"):
+        call("__co__ void f(int n) { parallel q by n { } }", "f", 0)
+
+
+def test_block_internal_bounds_computed_in_the_kernel_are_rejected():
     with pytest.raises(CompileError) as info:
-        lower("__co__ void f(int n) {\n  parallel p by 2 : block {\n"
+        lower("__co__ void f() {\n  parallel p by 2 : block {\n    int n = p + 1;\n"
               "    parallel q by n : thread { }\n  }\n}")
     text = str(info.value)
-    assert "t.co:3:19: error: croqvm needs the bounds of block-internal parallel levels at " \
-           "compile time; 'n' is not a constant." in text
-    assert "hint: define the bound with a macro" in text
+    assert "t.co:4:19: error: croqvm needs the bounds of block-internal parallel levels " \
+           "when the kernel starts; 'n' is computed inside it." in text
+    assert "hint: compute the bound before the parallel-by, or use a macro" in text
 
 
 # --------------------------------------------------------------------------- regions (§7.2)

@@ -18,6 +18,7 @@ from .builder import CodeBuilder
 from .exprs import lower_as
 from .state import Lowerer, dtype_of
 from .values import BufRef, Env, Val
+from .levels import children
 from .views import reg_of, view_of
 
 
@@ -121,8 +122,7 @@ def _return_type(lw: Lowerer, fn: ast.Function) -> None:
 def _first_return(s):
     if isinstance(s, ast.Return) and s.value is not None:
         return s
-    from .kernel import _children
-    for c in _children(s):
+    for c in children(s):
         r = _first_return(c)
         if r is not None:
             return r

@@ -1,51 +1,27 @@
-"""Parallel nests: kernels, regions, lane-to-index arithmetic and lanesets (LANGUAGE.md
-§6.2-§6.3, §7.2, §7.4; docs/EXECUTION.md §2, §4-§5).
+"""Kernels, regions, ``inthreads``, ``sync`` and lanesets (LANGUAGE.md §6.2, §6.7-§6.8,
+§7.2, §7.4; docs/EXECUTION.md §2, §4-§5).
 
-A kernel's ``block`` level becomes the grid (``BLOCKIDX``); every other level is a range
-of lanes of one block. A level of kind k with sub-index bounds B has ``prod(B) * unit(k)``
-lanes (unit: group-4 128, group 32, thread 1, §6.3.4); inside its enclosing instance a
-lane's local index is ``lt = tid % parent_unit`` (``tid`` directly under the block), its
-instance is ``lt / unit`` split row-major into sub-indices (§6.2.4), and lanes with
-``lt >= lanes`` are idle for the nest (D16). ``block_size`` is the largest nest.
+A kernel is lowered where its ``parallel`` stands: grid extents are computed on the host,
+the body becomes the SPMD code of a ``Kernel`` (lane layout: levels.py), and the host emits
+``LAUNCH`` with the host values the body used bound to kernel slots and registers.
+A region is fork/join: an optional begin barrier, one ``IF`` per level with idle lanes,
+the body, and the join barrier of the enclosing instance.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from math import prod
 
 from croqvm import dtypes
 from croqvm.bytecode.module import Code, CollSite, Kernel, LaneSet, Launch
 from croqvm.bytecode.module import BufferDecl as BufSlot
 from croqvm.lang import ast
-from croqvm.lang import types as T
 
 from .builder import CodeBuilder
 from .exprs import lower_as
 from .state import Ctx, Lowerer
 from .values import BufRef, Env, FutRef, Val
+from .levels import LevelInfo, check_positive, emit_level, has_regions, plan, trivial
 from .views import int_operands, reg_of
-
-UNIT = {"group-4": 128, "group": 32, "thread": 1}
-MAX_BLOCK = 1024
-
-
-@dataclass(eq=False)
-class LevelInfo:
-    """One block-internal ``PLevel`` of a kernel (or the block level, ``kind == "block"``)."""
-    plevel: ast.PLevel
-    kind: str
-    bounds: list[int]
-    parent: int | None            # lanes per instance of the enclosing level; None: the block
-    writes: bool = False          # its body writes shared/global data outside nested regions
-
-    @property
-    def unit(self) -> int:
-        return UNIT.get(self.kind, 0)
-
-    @property
-    def lanes(self) -> int:
-        return prod(self.bounds) * self.unit
-
 
 @dataclass(eq=False)
 class KernelState:
@@ -88,128 +64,7 @@ class KernelState:
         return Val(v.dtype, r, bound)
 
 
-# --------------------------------------------------------------------------- planning
-
-def _regions(s):
-    """The ``parallel`` statements directly nested in ``s`` (not inside another one)."""
-    if isinstance(s, ast.Parallel):
-        yield s
-        return
-    for child in _children(s):
-        yield from _regions(child)
-
-
-def _children(s):
-    if isinstance(s, ast.Block):
-        return s.stmts
-    if isinstance(s, ast.If):
-        return [x for x in (s.then, s.other) if x is not None]
-    if isinstance(s, (ast.With, ast.Foreach, ast.While, ast.Inthreads, ast.Parallel)):
-        return [s.body]
-    return []
-
-
-def _writes(s) -> bool:
-    """§7.2.3: an element write to shared/global, a DMA or an mma.store outside regions."""
-    if isinstance(s, (ast.Dma, ast.MmaStore)):
-        return True
-    if isinstance(s, ast.Assign) and isinstance(s.target, ast.ElemAccess):
-        return _storage(s.target.base) in ("shared", "global")
-    if isinstance(s, ast.Parallel):
-        return False
-    return any(_writes(c) for c in _children(s))
-
-
-def _storage(e) -> str | None:
-    ty = e.base.ty if isinstance(e, ast.DataOf) else e.ty
-    return getattr(ty, "storage", None)
-
-
-def static_bounds(lw: Lowerer, lv: ast.PLevel) -> list[int]:
-    """Block-internal bounds must be compile-time constants in croqvm (§6.3.4)."""
-    from croqvm.lang.check.consteval import const_value
-    out = []
-    for e in lv.bounds:
-        c = const_value(e)
-        if isinstance(c, int) and not isinstance(c, bool):
-            out.append(c)
-        elif isinstance(c, (tuple, list)) and all(isinstance(x, int) for x in c):
-            out.extend(c)
-        elif isinstance(e.ty, T.Mdspan) and all(isinstance(x, int) for x in e.ty.shape):
-            out.extend(e.ty.shape)
-        else:
-            text = lw.snippet(e.span)
-            lw.error(e.span, "croqvm needs the bounds of block-internal parallel levels at "
-                     f"compile time; '{text}' is not a constant.",
-                     "define the bound with a macro (#define N 16, or -D N=16)")
-    return out
-
-
-def plan(lw: Lowerer, st: KernelState) -> None:
-    par = st.par
-    start = 1 if par.kinds and par.kinds[0] == "block" else 0
-    if start:
-        st.levels[id(par.levels[0])] = LevelInfo(par.levels[0], "block", [], None)
-    _plan(lw, st, par, start, None)
-    top = [i.lanes for i in st.levels.values() if i.kind != "block" and i.parent is None]
-    st.block_size = max(top, default=1)
-    if st.block_size > MAX_BLOCK:
-        lw.error(par.span, "Total physical threads per block (thread x group x group-4 dims) "
-                 "must not exceed 1024.", f"this kernel needs {st.block_size} threads per block")
-
-
-def _plan(lw: Lowerer, st: KernelState, par: ast.Parallel, start: int, parent: int | None):
-    info = None
-    for lv, kind in list(zip(par.levels, par.kinds))[start:]:
-        info = LevelInfo(lv, kind, static_bounds(lw, lv), parent)
-        if parent is not None and info.lanes > parent:
-            lw.unsupported(lv, f"a '{kind}' level of {info.lanes} lanes inside an instance "
-                           f"of {parent} lanes")
-        st.levels[id(lv)] = info
-        parent = info.unit
-    innermost = info or st.levels.get(id(par.levels[0]))
-    if innermost is not None:
-        innermost.writes = _writes(par.body)
-    for sub in _regions(par.body):
-        _plan(lw, st, sub, 0, parent)
-
-
 # --------------------------------------------------------------------------- indices
-
-def trivial(st: KernelState, info: LevelInfo) -> bool:
-    """No lane is idle for this level (its lanes fill the enclosing instance)."""
-    return info.lanes == (st.block_size if info.parent is None else info.parent)
-
-
-def emit_level(lw: Lowerer, st: KernelState, info: LevelInfo, tid: int) -> int | None:
-    """Bind the level's sub-indices from ``tid``; return the non-idle condition register."""
-    b = lw.b
-    lt = tid if info.parent is None else b.op("MOD", dtypes.S32, tid, lw.int_reg(info.parent))
-    lin = lt if info.unit == 1 else b.op("DIV", dtypes.S32, lt, lw.int_reg(info.unit))
-    syms = list(info.plevel.syms or [])
-    names = info.plevel.names
-    vals = []
-    for k, bound in enumerate(info.bounds):
-        stride = prod(info.bounds[k + 1:])
-        x = lin if stride == 1 else b.op("DIV", dtypes.S32, lin, lw.int_reg(stride))
-        if k > 0:
-            x = b.op("MOD", dtypes.S32, x, lw.int_reg(bound))
-        name = names[k] if k < len(names) else ""
-        r = b.reg(dtypes.S32, name)
-        b.emit("MOV", r, x)
-        vals.append(Val(dtypes.S32, r, lw.int_reg(bound)))
-    _bind_level_syms(lw, syms, names, vals)
-    if trivial(st, info):
-        return None
-    return b.op("LT", dtypes.BOOL, lt, lw.int_reg(info.lanes))
-
-
-def _bind_level_syms(lw: Lowerer, syms, names, vals) -> None:
-    for sym, v in zip(syms[:len(names)], vals):
-        lw.bind(sym, v)
-    if len(syms) > len(names):
-        lw.bind(syms[-1], Val(None, elems=vals))
-
 
 def emit_block_vars(lw: Lowerer, st: KernelState) -> None:
     for sym, d, bound in st.block_syms:
@@ -278,7 +133,7 @@ def _lower_levels(lw: Lowerer, st: KernelState, levels, body, ctx: Ctx) -> None:
         guards = guards + (info,)
         if info.kind in ("group-4", "group"):
             mma_unit = info.unit
-    outer = any(True for _ in _regions(body))
+    outer = has_regions(body)
     inner = Ctx(unit=info.unit, outer=outer, guards=guards, mma_unit=mma_unit, level=info)
     with lw.in_ctx(inner):
         lw.body(body)
@@ -303,6 +158,9 @@ def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
     has_block = bool(s.kinds) and s.kinds[0] == "block"
     if has_block:
         grid = [reg_of(lw, x) for x in int_operands(lw, s.levels[0].bounds)]
+        names = s.levels[0].names
+        for d, r in enumerate(grid):
+            check_positive(lw, r, names[d] if d < len(names) else "")
     else:
         grid = [lw.int_reg(1)]
     if len(grid) > 3:
@@ -325,7 +183,7 @@ def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
             if has_block:
                 _bind_block_level(lw, st, s.levels[0], grid)
             info = st.levels.get(id(s.levels[0])) if has_block else None
-            outer = has_block and len(s.levels) == 1 and any(True for _ in _regions(s.body))
+            outer = has_block and len(s.levels) == 1 and has_regions(s.body)
             ctx = Ctx(unit=0, outer=outer, level=info)
             _lower_levels(lw, st, s.levels[1 if has_block else 0:], s.body, ctx)
         finally:

@@ -14,7 +14,7 @@ from croqvm.lang import ast
 from croqvm.lang import types as T
 
 from .exprs import lower_as
-from .kernel import UNIT, _children
+from .levels import UNIT, children
 from .state import Lowerer
 from .values import FragRef
 from .views import view_of
@@ -46,7 +46,7 @@ def _scan(s, group_kind, inner_kind, uses) -> None:
             else getattr(e, "sym", None)
         if sym is not None and sym.kind == "fragment":
             uses.setdefault(sym, []).append(group_kind or inner_kind)
-    for c in _children(s):
+    for c in children(s):
         _scan(c, group_kind, inner_kind, uses)
 
 

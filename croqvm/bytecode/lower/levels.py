@@ -1,0 +1,233 @@
+"""The lane layout of a kernel's parallel nests (LANGUAGE.md §6.2-§6.3, D16).
+
+A kernel's ``block`` level is the grid; every other level is a range of lanes of one
+block. A level of kind k with sub-index bounds B has ``prod(B) * unit(k)`` lanes (unit:
+group-4 128, group 32, thread 1, §6.3.4). Inside its enclosing instance a lane's local
+index is ``lt = tid % parent_unit`` (``tid`` itself directly under the block), its
+instance is ``lt / unit`` split row-major into sub-indices (§6.2.4), and lanes with
+``lt >= lanes`` are idle for the nest (D16). ``block_size`` is the largest nest.
+
+Bounds are compile-time constants where possible. A bound computable on the host (from
+parameters, symbolic dimensions, host scalars) is evaluated there when the kernel is
+launched and passed as an argument register; the block then has 1024 lanes, those beyond
+the nest idle, and the host checks the §6.3.6 limit at launch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+
+from croqvm import dtypes
+from croqvm.lang import ast
+from croqvm.lang import types as T
+
+from .state import Lowerer
+from .values import Val
+from .views import Reg, int_operands, o_div, o_mul, reg_of
+
+UNIT = {"group-4": 128, "group": 32, "thread": 1}
+MAX_BLOCK = 1024
+TOO_MANY = "Total physical threads per block (thread x group x group-4 dims) must not exceed 1024."
+
+
+@dataclass(eq=False)
+class LevelInfo:
+    """One ``PLevel`` of a kernel: ``bounds`` are ints or ``Reg``s of kernel argument
+    registers (``host`` holds the same bounds as host operands)."""
+    plevel: ast.PLevel
+    kind: str
+    bounds: list
+    parent: int | None            # lanes per instance of the enclosing level; None: the block
+    host: list = field(default_factory=list)
+    writes: bool = False          # its body writes shared/global data outside nested regions
+
+    @property
+    def unit(self) -> int:
+        return UNIT.get(self.kind, 0)
+
+    @property
+    def static_lanes(self) -> int | None:
+        if any(isinstance(x, Reg) for x in self.bounds):
+            return None
+        return prod(self.bounds) * self.unit
+
+
+# --------------------------------------------------------------------------- statement walks
+
+def children(s) -> list:
+    if isinstance(s, ast.Block):
+        return s.stmts
+    if isinstance(s, ast.If):
+        return [x for x in (s.then, s.other) if x is not None]
+    if isinstance(s, (ast.With, ast.Foreach, ast.While, ast.Inthreads, ast.Parallel)):
+        return [s.body]
+    return []
+
+
+def regions(s):
+    """The ``parallel`` statements nested in ``s`` (not inside another one)."""
+    if isinstance(s, ast.Parallel):
+        yield s
+        return
+    for child in children(s):
+        yield from regions(child)
+
+
+def has_regions(s) -> bool:
+    return next(regions(s), None) is not None
+
+
+def _writes(s) -> bool:
+    """§7.2.3: an element write to shared/global, a DMA or an mma.store outside regions."""
+    if isinstance(s, (ast.Dma, ast.MmaStore)):
+        return True
+    if isinstance(s, ast.Assign) and isinstance(s.target, ast.ElemAccess):
+        base = s.target.base
+        ty = base.base.ty if isinstance(base, ast.DataOf) else base.ty
+        return getattr(ty, "storage", None) in ("shared", "global")
+    if isinstance(s, ast.Parallel):
+        return False
+    return any(_writes(c) for c in children(s))
+
+
+# --------------------------------------------------------------------------- planning
+
+def plan(lw: Lowerer, st) -> None:
+    """Fill ``st.levels`` and ``st.block_size``; runs while ``lw`` emits host code, so that
+    runtime bounds are computed on the host before the launch."""
+    par = st.par
+    start = 1 if par.kinds and par.kinds[0] == "block" else 0
+    if start:
+        st.levels[id(par.levels[0])] = LevelInfo(par.levels[0], "block", [], None)
+    _plan(lw, st, par, start, None)
+    top = [i for i in st.levels.values() if i.kind != "block" and i.parent is None]
+    sizes = [i.static_lanes for i in top]
+    if None in sizes:
+        st.block_size = MAX_BLOCK
+        for info in top:
+            if info.static_lanes is None:
+                _check_at_launch(lw, info)
+        return
+    st.block_size = max(sizes, default=1)
+    if st.block_size > MAX_BLOCK:
+        lw.error(par.span, TOO_MANY, f"this kernel needs {st.block_size} threads per block")
+
+
+def _plan(lw: Lowerer, st, par: ast.Parallel, start: int, parent: int | None):
+    info = None
+    for lv, kind in list(zip(par.levels, par.kinds))[start:]:
+        info = LevelInfo(lv, kind, [], parent)
+        _bounds(lw, st, info)
+        lanes = info.static_lanes
+        if parent is not None and (lanes is None or lanes > parent):
+            lw.unsupported(lv, f"a '{kind}' level inside an instance of {parent} lanes that "
+                           f"does not have exactly {parent // info.unit} instances")
+        st.levels[id(lv)] = info
+        parent = info.unit
+    innermost = info or st.levels.get(id(par.levels[0]))
+    if innermost is not None:
+        innermost.writes = _writes(par.body)
+    for sub in regions(par.body):
+        _plan(lw, st, sub, 0, parent)
+
+
+def _bounds(lw: Lowerer, st, info: LevelInfo) -> None:
+    from croqvm.lang.check.consteval import const_value
+    names = info.plevel.names
+    for e in info.plevel.bounds:
+        c = const_value(e)
+        if isinstance(c, int) and not isinstance(c, bool):
+            info.bounds.append(c)
+            info.host.append(c)
+        elif isinstance(e.ty, T.Mdspan) and all(isinstance(x, int) for x in e.ty.shape):
+            info.bounds.extend(e.ty.shape)
+            info.host.extend(e.ty.shape)
+        elif _on_host(e):
+            for x in int_operands(lw, [e]):
+                k = len(info.bounds)
+                name = names[k] if k < len(names) else ""
+                info.host.append(x)
+                info.bounds.append(x if not isinstance(x, Reg) else
+                                   Reg(_pass_bound(lw, st, x.r, name)))
+        else:
+            lw.error(e.span, "croqvm needs the bounds of block-internal parallel levels when "
+                     f"the kernel starts; '{lw.snippet(e.span)}' is computed inside it.",
+                     "compute the bound before the parallel-by, or use a macro")
+
+
+def _on_host(e) -> bool:
+    """Does ``e`` use only host-level names (parameters, dimensions, host scalars)?"""
+    if isinstance(e, ast.Name):
+        return e.sym is not None and e.sym.parallel is None
+    kids = [v for v in vars(e).values() if isinstance(v, ast.Expr)]
+    kids += [x for v in vars(e).values() if isinstance(v, list) for x in v
+             if isinstance(x, ast.Expr)]
+    return all(_on_host(k) for k in kids)
+
+
+def check_positive(lw: Lowerer, host_reg: int, name: str) -> None:
+    """A parallel bound known only at run time is checked on the host (§6.2.2)."""
+    b = lw.b
+    if host_reg in b.known:
+        return
+    ok = b.op("GE", dtypes.BOOL, host_reg, lw.int_reg(1))
+    what = f" of '{name}'" if name else ""
+    b.emit("ASSERT", ok, b.const(None, f"the parallel bound{what} must be greater than 0."))
+
+
+def _pass_bound(lw: Lowerer, st, host_reg: int, name: str) -> int:
+    """A bound computed on the host, passed to the kernel as an argument register."""
+    check_positive(lw, host_reg, name)
+    kreg = st.b.reg(dtypes.S32, f"#{name}" if name else "")
+    st.scalars.append((kreg, host_reg))
+    return kreg
+
+
+def _check_at_launch(lw: Lowerer, info: LevelInfo) -> None:
+    lanes = o_mul(lw, _product(lw, info.host), info.unit)
+    ok = lw.b.op("LE", dtypes.BOOL, reg_of(lw, lanes), lw.int_reg(MAX_BLOCK))
+    lw.b.emit("ASSERT", ok, lw.b.const(None, TOO_MANY))
+
+
+def _product(lw: Lowerer, xs: list):
+    total = 1
+    for x in xs:
+        total = o_mul(lw, total, x)
+    return total
+
+
+# --------------------------------------------------------------------------- indices
+
+def trivial(st, info: LevelInfo) -> bool:
+    """No lane is idle for this level (its lanes fill the enclosing instance)."""
+    return info.static_lanes == (st.block_size if info.parent is None else info.parent)
+
+
+def emit_level(lw: Lowerer, st, info: LevelInfo, tid: int) -> int | None:
+    """Bind the level's sub-indices from ``tid``; return the non-idle condition register."""
+    b = lw.b
+    lt = tid if info.parent is None else b.op("MOD", dtypes.S32, tid, lw.int_reg(info.parent))
+    lin = o_div(lw, Reg(lt), info.unit)
+    names = info.plevel.names
+    vals = []
+    for k, bound in enumerate(info.bounds):
+        x = o_div(lw, lin, _product(lw, info.bounds[k + 1:]))
+        if k > 0:
+            x = Reg(b.op("MOD", dtypes.S32, reg_of(lw, x), reg_of(lw, bound)))
+        r = b.reg(dtypes.S32, names[k] if k < len(names) else "")
+        b.emit("MOV", r, reg_of(lw, x))
+        vals.append(Val(dtypes.S32, r, reg_of(lw, bound)))
+    bind_level(lw, info.plevel, vals)
+    if trivial(st, info):
+        return None
+    lanes = o_mul(lw, _product(lw, info.bounds), info.unit)
+    return b.op("LT", dtypes.BOOL, lt, reg_of(lw, lanes))
+
+
+def bind_level(lw: Lowerer, lv: ast.PLevel, vals: list) -> None:
+    """Sub-index symbols, then the tuple name (``t = {x, y} by ...``) if any."""
+    syms = list(lv.syms or [])
+    for sym, v in zip(syms[:len(lv.names)], vals):
+        lw.bind(sym, v)
+    if len(syms) > len(lv.names):
+        lw.bind(syms[-1], Val(None, elems=vals))
