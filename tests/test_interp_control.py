@@ -242,3 +242,27 @@ def test_barrier_of_a_lane_subset_and_units():
         lanesets=[LaneSet(code=a.flat("LANE r0\nCONST r1 k0\nGE r2 r0 r1"), result=2)])
     _, out = run(kernel_module(a, k, 64))
     assert lines(out) == ["in 60", "in 61", "in 62", "in 63"]
+
+
+def test_barrier_missed_by_lanes_that_finished_is_a_partial_group_error():
+    """Warp 1 skips the barrier as a whole (no divergence inside a warp) and ends."""
+    a = Asm()
+    k = a.code("""
+        LANE r0
+        CONST r1 k0
+        LT r2 r0 r1
+        IF r2
+          BARRIER c0
+        END
+    """, regs="s32 s32 bool", consts=[("s32", 32)], lanesets=[ALL],
+        colls=[CollSite(0, 0, "sync.shared")])
+    with pytest.raises(KernelFault) as e:
+        run(kernel_module(a, k, 64))
+    assert str(e.value) == "\n".join([
+        "code.asm:6:11: runtime error: 'sync.shared' was reached by only part of its group: "
+        "lanes 32-63 finished the kernel without arriving.",
+        "    6 |           BARRIER c0",
+        "      |           ^~~~~~~~~~",
+        "  warp 0 (lanes 0-31): sync.shared (code.asm:6:11): arrived 32/64",
+        "  in kernel launched at host.asm:3:1",
+    ])

@@ -210,3 +210,27 @@ def test_once_per_warp_instance():
     out = run(kernel_module(a, once_kernel(a, 32), 64))[1]
     assert out.splitlines() == ["lane 0 round 0", "lane 0 round 1", "lane 0 round 2",
                                 "lane 32 round 0", "lane 32 round 1", "lane 32 round 2"]
+
+
+def test_deadlock_report_lists_lanes_suspended_in_divergent_code():
+    """Lanes 0-15 wait for an event nobody triggers; lanes 16-31 wait, masked, at the IF."""
+    a = Asm()
+    k = a.code("""
+        LANE r0
+        CONST r1 k0
+        CONST r3 k1
+        LT r2 r0 r1
+        IF r2
+          WAIT_EVENT e0 r3
+        END
+    """, regs="s32 s32 bool s32", consts=[("s32", 16), ("s32", 0)],
+        events=[EventDecl("e", 1, count=16)], lanesets=[ALL])
+    with pytest.raises(KernelFault) as e:
+        run(kernel_module(a, k, 32))
+    assert str(e.value).splitlines()[3:] == [
+        "  warp 0 (lanes 0-15): code.asm:7:11 'WAIT_EVENT e0 r3': slot e: completed "
+        "generations 0, arrivals 0/16; these lanes wait for generation 0",
+        "  lanes 16-31 suspended in divergent code at code.asm:6:9",
+        "  in kernel launched at host.asm:3:1",
+        "hint: no lane has triggered 'e' yet; a credit-based pipeline needs initial credits: "
+        "trigger every slot once before the loop, or declare the event '= ready'."]
