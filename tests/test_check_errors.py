@@ -202,7 +202,8 @@ CASES = [
     ("x = dma.any;", ["2:1: dma.any 'x' is defined but never used!"]),
     ("s32 [4] a;\nparallel p by 1 {\n  x = dma.any;\n  y = x;\n  x = dma.copy a => shared;\n}",
      ["5:3: can not initialize variable 'y' with a placeholder."]),
-    ("s32 [4] a;\ns32 [4] b;\ng = dma.copy a => b;\nh = g;", ["5:1: future 'g' can not be copied."]),
+    ("s32 [4] a;\ns32 [4] b;\ng = dma.copy a => b;\nh = g;",
+     ["5:1: future 'g' can not be copied."]),
     ("s32 [4] a;\nparallel p by 1 {\n  f = dma.copy a => shared;\n  f = dma.copy a => local;\n}",
      ["5:3: 'f' is declared as \"future shared s32 [4]\" but assigned \"future local s32 "
       "[4]\"."]),
@@ -224,7 +225,8 @@ CASES = [
     # MMA (§11)
     ("mma.commit;", ["2:1: mma operations must be inside parallel-by."]),
     ("parallel p by 1 : group-4 {\n  shared f16 [64, 16] a;\n  shared f16 [64, 8] b;\n"
-     "  fa = mma.load a;\n  fb = mma.load b;\n  acc = mma.fill 0.0f;\n  mma.row.row acc, fa, fb;\n}",
+     "  fa = mma.load a;\n  fb = mma.load b;\n  acc = mma.fill 0.0f;\n"
+     "  mma.row.row acc, fa, fb;\n}",
      ["8:3: MMA: matrix shapes do not match: `fa'([64, 16]) v.s. `fb'([64, 8])."]),
     ("parallel p by 1 : group-4 {\n  mc = mma.fill 0.0f;\n}",
      ["3:3: can not infer the shape of accumulator 'mc'."]),

@@ -76,7 +76,7 @@ class Checker:
         self.unknown_names: set[str] = set()
         self.late_names: list[ast.Name] = []          # uses of futures and fragments
         self.warned_params: set[int] = set()
-        self.facts: dict[str, object] = {}           # per-concern bookkeeping (dma, events, mma)
+        self.facts: dict[str, object] = {}           # bookkeeping of dma, events
 
     # ----------------------------------------------------------------- diagnostics
 

@@ -22,7 +22,7 @@ def check_name(ck, e: ast.Name):
     sym = ck.lookup(e.id)
     e.sym = sym
     if sym is None:
-        if e.id not in ck.unknown_names:  # one report per name (§15.1: one problem, one report)
+        if e.id not in ck.unknown_names:  # one problem, one report (§15.1)
             ck.unknown_names.add(e.id)
             ck.error(e.span, f"symbol '{e.id}' is used before declaration.")
         return UNKNOWN
