@@ -393,6 +393,40 @@ def test_outer_level_effects_happen_once_per_instance():
                           "1 3 5 7\n31 33 35 37\n")
 
 
+def test_a7_divergent_branches_run_then_reconverge():
+    src = """
+    __co__ void diverge() {
+      s32 [8] v;
+      parallel t by 8 : thread {
+        if ((t & 1) == 0) { v.at(t) = t * 10; println("even", t); }
+        else { v.at(t) = 0 - t; println("odd", t); }
+        println("join", t);
+      }
+      println(v.at(0), v.at(1), v.at(2), v.at(3), v.at(4), v.at(5), v.at(6), v.at(7));
+    }"""
+    expect = [f"even {t}" for t in (0, 2, 4, 6)] + [f"odd {t}" for t in (1, 3, 5, 7)] + \
+        [f"join {t}" for t in range(8)] + ["0 -1 20 -3 40 -5 60 -7"]
+    assert run(src) == "\n".join(expect) + "\n"
+
+
+def test_group4_outer_level_runs_once_per_warpgroup():
+    src = """
+    __co__ void f() {
+      parallel p by 1 : block {
+        parallel g by 2 : group-4 {
+          shared s32 [2] s;
+          println("g", g);
+          s.at(g) = g + 1;
+          parallel t by 128 : thread { if (t == 5) println("t", g, s.at(g)); }
+        }
+      }
+    }"""
+    code = kernel(src).code
+    onces = [operands(code, pc)[:3] for pc, n in enumerate(ops(code)) if n == "ONCE"]
+    assert [unit for _, _, unit in onces] == [128, 128]
+    assert run(src) == "g 0\nt 0 1\ng 1\nt 1 2\n"
+
+
 def test_regions_join_and_start_with_barriers():
     k = kernel(OUTER)
     texts = [k.code.colls[operands(k.code, pc)[0]].text

@@ -35,7 +35,7 @@ class Ctx:
     guards: the enclosing regions (``LevelInfo``) and ``Inthreads`` nodes, outermost first;
       they define the statement's collective set (§7.4.1).
     mma_unit: unit of the innermost enclosing group-4 (128) or group (32) level, else None.
-    loops: how many loops enclose the statement inside its own code (break/continue).
+    level: the ``LevelInfo`` of the innermost enclosing level (None on the host).
     """
     unit: int = -1
     outer: bool = False
