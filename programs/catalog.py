@@ -98,9 +98,21 @@ def _matmul_f32_args(rng, m, k, n):
     return [_f32(rng, m, k), _f32(rng, k, n)], {"M": m, "K": k, "N": n}
 
 
-def _gemm_f16_args(rng, m, n, k):
-    c = np.full((m, n), np.nan, np.float32)     # every element must be stored
+def _gemm_nt_args(rng, m, n, k):
+    """a [M, K], b [N, K] in f16 for c = a @ b^T; c starts as NaN: every element must be
+    stored."""
+    c = np.full((m, n), np.nan, np.float32)
     return [_f16(rng, m, k), _f16(rng, n, k), c], {"M": m, "N": n, "K": k}
+
+
+def _gemm_nn_args(rng, m, n, k):
+    """a [M, K], b [K, N] in f16 for c = a @ b."""
+    c = np.full((m, n), np.nan, np.float32)
+    return [_f16(rng, m, k), _f16(rng, k, n), c], {"M": m, "N": n, "K": k}
+
+
+def _vector_s32_args(rng, n):
+    return [_s32(rng, n, bits=15)], {"N": n}
 
 
 def _scale_args(rng, m, n):
@@ -137,27 +149,32 @@ def _matmul_f32_in_k_order(x):
     return {"return": c}
 
 
-def _gemm_f16_exact(x):
-    a, b = x[0].astype(np.float64), x[1].astype(np.float64)
-    return {"c": a @ b.T}
+def _gemm_exact(a, b_kn):
+    """a @ b_kn in f64: exact for f16 inputs up to rounding far below the f32 bound."""
+    return a.astype(np.float64) @ b_kn.astype(np.float64)
 
 
-def _gemm_f16_bound(x):
-    """How far the f32-accumulated c = a @ b^T may lie from the exact sum.
+def _gemm_bound(a, b_kn):
+    """How far an f32-accumulated product of f16 matrices may lie from the exact sum.
 
     The inputs are f16 values and the reference uses those very values (exactly widened
     to f64), so rounding the inputs contributes nothing. A product of two f16 values has
     at most 22 significant bits, exact in f32 (and §12.4 forms it exactly anyway); each of
     the K accumulation steps rounds to f32 with relative error at most u = 2^-24; the
     zero-filled padding beyond K adds exact zeros. For recursive summation this gives
-    |c - exact| <= gamma_K * sum_k |a[m, k] b[n, k]|, gamma_K = K u / (1 - K u) (Higham,
+    |c - exact| <= gamma_K * sum_k |a[m, k] b[k, n]|, gamma_K = K u / (1 - K u) (Higham,
     Accuracy and Stability of Numerical Algorithms, §3.1). The f64 reference itself is off
     by at most the same bound with u = 2^-53, which is added.
     """
-    a, b = x[0].astype(np.float64), x[1].astype(np.float64)
+    a, b_kn = np.abs(a.astype(np.float64)), np.abs(b_kn.astype(np.float64))
     k = a.shape[1]
     gamma = sum(k * u / (1 - k * u) for u in (2.0 ** -24, 2.0 ** -53))
-    return gamma * (np.abs(a) @ np.abs(b).T)
+    return gamma * (a @ b_kn)
+
+
+def _sum_squares(x):
+    # Squares below 2^30 and int64 sums are exact; s32 wraps each step, the same modulo 2^32.
+    return {"return": int(_wrap32(np.sum(x[0].astype(np.int64) ** 2)))}
 
 
 def _scaled(x):
@@ -196,6 +213,7 @@ t = 5
 after the loop t = 0
 odd numbers up to 9 add up to 25
 collatz steps of 1..8: 0 1 7 2 5 8 16 3
+after yield: 5 5 0 0
 """
 
 PRECEDENCE = """\
@@ -256,17 +274,30 @@ VALID = [
     Entry("matmul_double_buffer.co", "matmul_db", ("a", "b"),
           make_args=_sized({"test": (16, 48, 32), "bench": (128, 256, 256)}, _matmul_f32_args),
           reference=_matmul_f32_in_k_order),
+    Entry("matmul_triple_buffer.co", "matmul_tb", ("a", "b"),
+          make_args=_sized({"test": (16, 80, 32), "bench": (128, 256, 256)}, _matmul_f32_args),
+          reference=_matmul_f32_in_k_order),
     Entry("matmul_1p1c.co", "gemm_ws", _GEMM_PARAMS,
-          make_args=_sized({"test": (80, 64, 160), "bench": (256, 256, 256)}, _gemm_f16_args),
-          reference=_gemm_f16_exact, tolerance=_gemm_f16_bound),
+          make_args=_sized({"test": (80, 64, 160), "bench": (256, 256, 256)}, _gemm_nt_args),
+          reference=lambda x: {"c": _gemm_exact(x[0], x[1].T)},
+          tolerance=lambda x: _gemm_bound(x[0], x[1].T)),
     Entry("matmul_1p1c.co", "gemm_ws", _GEMM_PARAMS, defines={"STAGES": "4"},
-          make_args=_sized({"test": (64, 72, 320), "bench": (256, 256, 512)}, _gemm_f16_args),
-          reference=_gemm_f16_exact, tolerance=_gemm_f16_bound),
+          make_args=_sized({"test": (64, 72, 320), "bench": (256, 256, 512)}, _gemm_nt_args),
+          reference=lambda x: {"c": _gemm_exact(x[0], x[1].T)},
+          tolerance=lambda x: _gemm_bound(x[0], x[1].T)),
+    Entry("matmul_mma_warp.co", "gemm_warps", _GEMM_PARAMS,
+          make_args=_sized({"test": (64, 32, 48), "bench": (256, 256, 256)}, _gemm_nn_args),
+          reference=lambda x: {"c": _gemm_exact(x[0], x[1])},
+          tolerance=lambda x: _gemm_bound(x[0], x[1])),
+    Entry("reduce_sum.co", "sum_squares", ("x",),
+          make_args=_sized({"test": (200,), "bench": (100_003,)}, _vector_s32_args),
+          reference=_sum_squares),
     Entry("persistent_scale.co", "scale_tiles", ("x", "alpha"),
           make_args=_sized({"test": (40, 24), "bench": (250, 300)}, _scale_args),
           reference=_scaled),
     Entry("divergence.co", expected_stdout=DIVERGENCE),
     Entry("pipeline_events.co", expected_stdout="49\n49\n"),
+    Entry("async_launch.co", expected_stdout="0 126\n2 3\n"),
     Entry("hello.co", expected_stdout=HELLO),
     Entry("loops.co", expected_stdout=LOOPS),
     Entry("precedence.co", expected_stdout=PRECEDENCE,
