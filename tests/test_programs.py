@@ -51,15 +51,15 @@ def parameterless_functions(entry):
     return [fn.name for fn in program.functions if not fn.params]
 
 
-def run_entry(prog, entry, scale="test"):
+def run_entry(prog, entry, **options):
     """Run an entry as its catalogue says; return (inputs as passed, args after, result)."""
     if entry.func is None:
         for name in parameterless_functions(entry):
-            prog.run(name)
+            prog.run(name, **options)
         return None, None, None
-    args, dims = entry.make_args(np.random.default_rng(7), scale)
+    args, dims = entry.make_args(np.random.default_rng(7), "test")
     inputs = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    result = prog.run(entry.func, *args, **dims)
+    result = prog.run(entry.func, *args, **options, **dims)
     return inputs, args, result
 
 
@@ -145,13 +145,25 @@ def _assert_matches(entry, what, got, want, bound):
         f"{entry.id}: {what}{list(worst)} is {got[worst]}, expected {want[worst]} +- {bound[worst]}"
 
 
-@entries(KERNELS)
-def test_kernel_matches_reference(entry):
-    inputs, args, result = run_entry(compile_entry(entry), entry)
+def _check_kernel(entry, **options):
+    inputs, args, result = run_entry(compile_entry(entry), entry, **options)
     bound = entry.tolerance(inputs) if entry.tolerance else None
     for key, want in entry.reference(inputs).items():
         got = result if key == "return" else args[entry.params.index(key)]
         _assert_matches(entry, key, got, want, bound)
+
+
+@entries(KERNELS)
+def test_kernel_matches_reference(entry):
+    _check_kernel(entry)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@entries(KERNELS)
+def test_kernel_is_race_free_under_random_schedules(entry, seed):
+    # The programs order every shared access by barriers, collectives, events or waits, so
+    # any interleaving of warps must give the same result (§7.1.2, §7.5).
+    _check_kernel(entry, schedule="random", seed=seed)
 
 
 @entries(PRINTERS)
