@@ -14,7 +14,14 @@ annotates the AST in place for the lowering stage (see ``croqvm.lang.ast``):
 Facts kept in ``Symbol.info`` for later stages: ``"const"`` (value of an immutable scalar
 with a constant initializer), ``"bound_dim"`` (which dimension of an mdspan-valued
 ``bound_expr`` bounds a with/parallel variable), ``"binder"`` ("parallel", "with" or
-"foreach"), ``"ready"`` (events), ``"placeholder"`` (``dma.any`` futures).
+"foreach"), ``"ready"`` (events), ``"placeholder"`` (``dma.any`` futures), ``"units"``
+(the 'group'/'group-4' kinds a fragment is used under, §11.2). Checker-internal:
+``"scope"``, ``"bad"`` (an erroneous declaration), ``"lane_dep"`` (a thread index the
+value depends on, §9.3.3).
+
+Modules: ``context`` (state, scopes), ``typerules`` (types, conversions), ``consteval``,
+``exprs`` and ``views`` (expressions), ``decls``, ``control``, ``loops``, ``parallel`` and
+``levels``, ``dma``, ``events``, ``mma`` (statements), ``functions`` (parameters, returns).
 """
 from __future__ import annotations
 
