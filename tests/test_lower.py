@@ -720,6 +720,15 @@ def test_mma_row_row_is_a_times_b_transposed():
 
 # --------------------------------------------------------------------------- errors
 
+def test_unsupported_constructs_are_reported_at_the_construct():
+    with pytest.raises(CompileError) as info:
+        lower("__co__ void f(global s32 [4] a) {\n  g = dma.copy a => global;\n"
+              "  parallel p by 4 { println(g.data.at(p)); }\n}")
+    assert str(info.value).startswith(
+        "t.co:3:29: error: not supported by croqvm yet: using the host future 'g' inside a "
+        "parallel-by.")
+
+
 def test_internal_failures_become_diagnostics():
     span = Span("t.co", 1, 1, 1, 5)
     name = ast.Name("x", span)          # never annotated by a checker

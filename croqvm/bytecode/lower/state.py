@@ -121,6 +121,9 @@ class Lowerer:
     def lookup(self, sym, node=None):
         v = self.env.get(sym)
         if v is None:
+            where = " inside a parallel-by" if self.kernel is not None else ""
+            if self.kernel is not None and getattr(sym, "parallel", 0) is None:
+                self.unsupported(node, f"using the host {sym.kind} '{sym.name}'{where}")
             self.unsupported(node, f"using '{sym.name}' here")
         return v
 
