@@ -28,7 +28,8 @@ HERE = Path(__file__).resolve().parent
 @dataclass(frozen=True)
 class Expect:
     """A diagnostic: ``message`` reported at ``line``:``col``, where the source reads
-    ``at``; ``also`` lists further text the report must contain (context lines, hints)."""
+    ``at``; ``also`` lists further text the report must contain (context lines, hints), with
+    ``{file}`` standing for the file name as it was given to the compiler."""
     message: str
     line: int
     col: int
@@ -38,6 +39,7 @@ class Expect:
 
 @dataclass(frozen=True)
 class Entry:
+    """One program of the collection (or one set of ``-D`` defines of it)."""
     file: str                             # relative to programs/
     func: str | None = None               # None: run the parameterless functions for output
     params: tuple[str, ...] = ()          # parameter names of ``func``, in order
@@ -307,37 +309,50 @@ VALID = [
 ]
 
 RUNTIME_BROKEN = [
+    # The report of Appendix A.8, line for line.
     Entry("broken/missing_bootstrap.co", stage="runtime", error=Expect(
         "deadlock: every live lane of block (0) is blocked", 20, 11, "wait empty[k % STAGES];",
-        also=("warps 0-3 (lanes 0-127)",
-              "slot empty[0]: completed generations 0, arrivals 0/128; "
-              "these lanes wait for generation 0",
-              "warps 4-7 (lanes 128-255)",
-              "slot full[0]: completed generations 0, arrivals 0/128",
-              "hint: no lane has triggered 'empty[0]' yet; a credit-based pipeline needs "
-              "initial credits"))),
+        also=("\n   20 |           wait empty[k % STAGES];\n"
+              "      |           ^~~~~~~~~~~~~~~~~~~~~~\n",
+              "\n  warps 0-3 (lanes 0-127): {file}:20:11 'wait empty[k % STAGES]': slot "
+              "empty[0]: completed generations 0, arrivals 0/128; these lanes wait for "
+              "generation 0\n",
+              "\n  warps 4-7 (lanes 128-255): {file}:27:11 'wait full[k % STAGES]': slot "
+              "full[0]: completed generations 0, arrivals 0/128; these lanes wait for "
+              "generation 0\n",
+              "\n  in kernel launched at {file}:14:3\n",
+              "\nhint: no lane has triggered 'empty[0]' yet; a credit-based pipeline needs "
+              "initial credits: trigger every slot once before the loop, or declare the event "
+              "'= ready'."))),
     Entry("broken/missing_wait.co", "matmul_db", ("a", "b"), stage="runtime",
           make_args=lambda rng, scale: _matmul_f32_args(rng, 16, 32, 16),
           error=Expect("future 'cur_a' is not waited before using.", 34, 9, "c.at(bm # tm",
-                       also=("block (0, 0), lane 0 (warp 0, lane 0)",))),
+                       also=("\n  in kernel launched at {file}:17:3, block (0, 0), lane 0 "
+                             "(warp 0, lane 0)",))),
     Entry("broken/double_wait.co", "matmul_db", ("a", "b"), stage="runtime",
           make_args=lambda rng, scale: _matmul_f32_args(rng, 16, 48, 16),
           error=Expect("future 'cur_a' has been waited multiple times.", 26, 9,
                        "wait cur_a, cur_b;",
-                       also=("block (0, 0), lane 0 (warp 0, lane 0)",))),
+                       also=("\n  in kernel launched at {file}:16:3, block (0, 0), lane 0 "
+                             "(warp 0, lane 0)",))),
     Entry("broken/oob_element.co", "scale_1d", ("x", "alpha"), stage="runtime",
           make_args=lambda rng, scale: ([_f32(rng, 100), 2.0], {"N": 100}),
           error=Expect("out-of-range access x.at(100): index 100 of dimension 0 is not in "
                        "[0, 100).", 15, 5, "x.at(i) = x.at(i) * alpha;",
-                       also=("block (3), lane 4 (warp 0, lane 4)",))),
+                       also=("\n  in kernel launched at {file}:13:3, block (3), lane 4 "
+                             "(warp 0, lane 4)",))),
     Entry("broken/oob_tile.co", "matmul", ("a", "b"), stage="runtime",
           make_args=lambda rng, scale: _matmul_s32_args(rng, 16, 32, 64),
           error=Expect("tile of 'a' at origin (0, 32) lies outside [16, 32].", 19, 7,
-                       "ta = dma.copy", also=("block (0, 0)",))),
+                       "ta = dma.copy",
+                       also=("\n  in kernel launched at {file}:17:3, block (0, 0)",))),
+    # Warps 0-2 wait at the collective; warp 3 arrives with lanes 112-127 masked off.
     Entry("broken/mma_divergent.co", "gemm_tile", _GEMM_PARAMS, stage="runtime",
           make_args=lambda rng, scale: _tile_args(rng),
           error=Expect("mma.row.row needs all 128 lanes of warpgroup 0, but lanes 112-127 are "
-                       "not active here.", 23, 9, "mma.row.row acc, fa, fb;")),
+                       "not active here.", 23, 9, "mma.row.row acc, fa, fb;",
+                       also=("\n  in kernel launched at {file}:13:3, block (0), lane 96 "
+                             "(warp 3, lane 0)",))),
 ]
 
 STATIC_BROKEN = [

@@ -68,6 +68,12 @@ def location(entry):
     return f"{entry.path}:{err.line}:{err.col}"
 
 
+def assert_reported(entry, text, severity):
+    assert f"{location(entry)}: {severity}: {entry.error.message}" in text, text
+    for extra in entry.error.also:
+        assert extra.replace("{file}", str(entry.path)) in text, text
+
+
 # --------------------------------------------------------------------------- the catalogue
 
 
@@ -121,10 +127,7 @@ def test_static_error_is_reported_alone_and_in_place(entry):
 def test_static_error_stops_compilation(entry):
     with pytest.raises(CompileError) as info:
         compile_entry(entry)
-    text = str(info.value)
-    assert f"{location(entry)}: error: {entry.error.message}" in text
-    for extra in entry.error.also:
-        assert extra in text
+    assert_reported(entry, str(info.value), "error")
 
 
 # --------------------------------------------------------------------------- running
@@ -177,7 +180,4 @@ def test_runtime_error_stops_the_call_in_place(entry):
     prog = compile_entry(entry)
     with pytest.raises(KernelFault) as info:
         run_entry(prog, entry)
-    text = str(info.value)
-    assert f"{location(entry)}: runtime error: {entry.error.message}" in text
-    for extra in entry.error.also:
-        assert extra in text
+    assert_reported(entry, str(info.value), "runtime error")
