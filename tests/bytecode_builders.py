@@ -189,9 +189,9 @@ def scale() -> Module:
         views=[View("buf", 0, -1, [9], [4], "x.view(32).from(p * 32)"),
                View("buf", 2, -1, [8], [4], "tile")],
         dmas=[DmaDesc("copy", 0, dst_view=1, coll=0, text="dma.copy")],
-        colls=[CollSite(-1, 0, "dma.copy"), CollSite(-1, 0, "barrier at end of parallel")],
-        # the lanes that trigger 'done': t < 32, every lane of the block
-        lanesets=[LaneSet(asm("LANE 15 @14\nCONST 16 0 @14\nLT 17 15 16 @14"), 17)],
+        colls=[CollSite(1, 0, "dma.copy"), CollSite(1, 0, "barrier at end of parallel")],
+        # ls0: the lanes that trigger 'done', t < 32 (all of them); ls1: the whole block
+        lanesets=[LaneSet(asm("LANE 15 @14\nCONST 16 0 @14\nLT 17 15 16 @14"), 17), LaneSet()],
         prints=[PrintFormat([("str", 5), ("reg", 2)], True)],
         once_sites=1,
     )
@@ -276,7 +276,8 @@ def misc() -> Module:
         buffers=[BufferDecl("c", "global", F16, [], param=1, span=0)],
         frags=[FragDecl("mc", F16, 32, span=11), FragDecl("ma", F16, 32, span=12)],
         views=[View("buf", 0, -1, [0, 0], [1, 1], "c")],
-        colls=[CollSite(-1, 32, "mma")],
+        colls=[CollSite(0, 32, "mma")],
+        lanesets=[LaneSet()],
     )
     kernel = Kernel("misc_k0", kernel_code, block_size=32, grid_rank=1, span=10)
     host = Code(

@@ -95,8 +95,9 @@ def test_declarations_of_a_kernel_function():
         "    ev0 'done': 1 slot, arrivals: lanes of ls0",
         "    view0 'x.view(32).from(p * 32)': buf0 origin (r9) extents (r4)",
         "    dma0 'dma.copy': copy view0 => view1 coll0",
-        "    coll1 'barrier at end of parallel': all lanes, per the block",
-        "    ls0 -> r17",
+        "    coll1 'barrier at end of parallel': lanes of ls1, per the block",
+        "    ls0: lanes with r17",
+        "    ls1: every lane",
         "          scale.co:12:26  2  LT     r17, r15, r16",
         "    fmt0: k5 (='block done:'), r2, newline",
         "    once sites: 1",
@@ -111,7 +112,7 @@ def test_misc_declarations():
         "    buf2: global f32 [-]",
         "    dma0 'dma.copy': copy view0 => own buf2 future fut0",
         "    frag0 'mc': f16, one per 32 lanes",
-        "    coll0 'mma': all lanes, per 32 lanes",
+        "    coll0 'mma': lanes of ls0, per 32 lanes",
     ]:
         assert expected in lines
 

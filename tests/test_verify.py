@@ -35,6 +35,12 @@ def word(code, i, slot, value):
     code.code[i * W + slot] = value
 
 
+def flatten_c(m):
+    """misc() with 'c' a 1-D parameter, viewed whole by the kernel's MMA ops."""
+    m.functions[0].params[1].shape = [256]
+    kern(m).views[0] = View("buf", 0, -1, [0], [1])
+
+
 MALFORMED = [
     # --- instruction words
     ("unknown opcode", B.squares, lambda m: word(host(m), 0, 0, 200),
@@ -100,7 +106,7 @@ MALFORMED = [
      "instruction 28 (RET_VAL): RET_VAL in a function returning void"),
     ("ALLOC of a shapeless buffer", B.misc, lambda m: put(host(m), 0, "ALLOC 2 @1"),
      "instruction 0 (ALLOC): buffer 2 has no extents to allocate with"),
-    ("MMA on a 1-D view", B.misc, lambda m: kern(m).views.__setitem__(0, View("buf", 0, -1, [0], [1])),
+    ("MMA on a 1-D view", B.misc, lambda m: flatten_c(m),
      "instruction 4 (MMA_LOAD): view 0 has rank 1; MMA tiles are 2-D"),
     ("BLOCKIDX beyond the grid", B.scale, lambda m: word(kern(m), 0, 2, 1),
      "instruction 0 (BLOCKIDX): grid dimension 1 out of range (grid rank 1)"),

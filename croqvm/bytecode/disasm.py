@@ -303,8 +303,7 @@ def _dma(module, code, n, d):
 
 
 def _coll(module, code, n, c):
-    lanes = "all lanes" if c.laneset == -1 else f"lanes of ls{c.laneset}"
-    return f"coll{n} '{c.text}': {lanes}, per {_unit(c.unit)}"
+    return f"coll{n} '{c.text}': lanes of {_opt('ls', c.laneset)}, per {_unit(c.unit)}"
 
 
 def _print(module, code, n, p):
@@ -320,7 +319,7 @@ def _launch(module, code, n, la):
 
 
 def _laneset(module, code, n, ls):
-    head = f"ls{n} -> {_opt('r', ls.result)}" + ("" if ls.result != -1 else " (every lane)")
+    head = f"ls{n}: every lane" if ls.result == -1 else f"ls{n}: lanes with r{ls.result}"
     rows = listing(module, _decode(ls.code, code), indent="      ") if ls.code else []
     return "\n".join([head] + rows)
 

@@ -98,14 +98,37 @@ def check_unit(at: Where, unit: int):
 
 
 def buffer_rank(cx: CodeCtx, b: int) -> int | None:
-    """Rank of buffer slot ``b`` when the module says it: its shape registers, or the
-    parameter a host buffer is bound to; None for buffers shaped at run time (launch
-    bindings, DMA-owned destinations)."""
+    """Rank of buffer slot ``b`` as the module states it, None if it does not: its shape
+    registers; else the parameter it is bound to; else (a kernel's global slot) the host
+    buffer the first launch binds to it; else the source of the DMA that owns it (§9.4).
+    Indices are guarded: this runs before the tables it reads are checked, and the checks
+    of launches and DMAs then hold every other binding to the rank found here."""
     buf = cx.code.buffers[b]
+    params = cx.fn.params
     if buf.shape:
         return len(buf.shape)
-    if not cx.is_kernel and 0 <= buf.param < len(cx.fn.params):
-        return len(cx.fn.params[buf.param].shape) or None
+    if 0 <= buf.param < len(params) and params[buf.param].shape:
+        return len(params[buf.param].shape)
+    if cx.is_kernel:
+        host = CodeCtx(cx.module, cx.fn, cx.fn.host, None, cx.where)
+        for launch in cx.fn.host.launches:
+            for kslot, hslot in launch.buffers:
+                if (0 <= launch.kernel < len(cx.fn.kernels) and cx.fn.kernels[launch.kernel] is
+                        cx.kernel and kslot == b and 0 <= hslot < len(host.code.buffers)):
+                    return buffer_rank(host, hslot)
+    return _source_rank(cx.code, [d for d in cx.code.dmas if d.dst_buffer == b])
+
+
+def future_rank(cx: CodeCtx, f: int) -> int | None:
+    """Rank of the data future ``f`` refers to: that of its first DMA's source (§9.4.4
+    fixes a future's shape at its first DMA; the DMA checks hold the others to it)."""
+    return _source_rank(cx.code, [d for d in cx.code.dmas if d.future == f])
+
+
+def _source_rank(code: Code, dmas: list) -> int | None:
+    for d in dmas:
+        if 0 <= d.src < len(code.views):
+            return len(code.views[d.src].extents) or None
     return None
 
 
@@ -236,9 +259,10 @@ def _buffer_dim(cx, at, v, op, used):
         at.fail(f"dimension {v} out of range (rank {rank})")
 
 
-def _dim(cx, at, v, op, used):
-    if v < 0:
-        at.fail(f"dimension {v} is negative")
+def _future_dim(cx, at, v, op, used):
+    rank = future_rank(cx, _operand(op, used, "f"))
+    if v < 0 or (rank is not None and v >= rank):
+        at.fail(f"dimension {v} out of range (rank {rank})")
 
 
 def _choice(count: int, what: str):
@@ -250,7 +274,7 @@ def _choice(count: int, what: str):
 
 _IMMEDIATE_RULES = {
     "grid_dim": _grid_dim, "once_site": _once_site, "unit": _unit, "alu_op": _alu_op,
-    "buffer_dim": _buffer_dim, "dim": _dim,
+    "buffer_dim": _buffer_dim, "future_dim": _future_dim,
     "mma_layout": _choice(4, "mma layout"), "flag": _choice(2, "flag"),
 }
 
@@ -272,7 +296,14 @@ def _matrix_view(cx, at, op, used):
         at.fail(f"view {v} has rank {rank}; MMA tiles are 2-D")
 
 
-_ENTRY_RULES = {"allocatable": _allocatable, "matrix_view": _matrix_view}
+def _same_rank_futures(cx, at, op, used):
+    ranks = [future_rank(cx, f) for f, k in zip(used, op.operands) if k == "f"]
+    if None not in ranks and len(set(ranks)) > 1:
+        at.fail(f"swaps futures whose data have ranks {ranks[0]} and {ranks[1]}")
+
+
+_ENTRY_RULES = {"allocatable": _allocatable, "matrix_view": _matrix_view,
+                "same_rank_futures": _same_rank_futures}
 
 
 # -- structured control flow (EXECUTION.md §3) ----------------------------------------------

@@ -23,8 +23,8 @@ from croqvm.dtypes import BY_CODE
 
 from .module import STORAGES
 from .opcodes import WIDTH
-from .verify_code import (CodeCtx, Where, buffer_rank, check_instructions, check_unit, label,
-                          lookup, want_const, want_reg)
+from .verify_code import (CodeCtx, Where, buffer_rank, check_instructions, check_unit,
+                          future_rank, label, lookup, want_const, want_reg)
 
 MAX_REGISTERS = 65536
 MAX_BUFFER_ARRAY = 65536      # engines keep one instance slot per array element (§8.5)
@@ -127,7 +127,7 @@ def _base(cx: CodeCtx, at: Where, kind: str, base: int, arr: int) -> int | None:
         lookup(at, "future", base, cx.code.futures)
         if arr != -1:
             at.fail(f"a future base takes no array index (got r{arr})")
-        return None
+        return future_rank(cx, base)
     if kind != "buf":
         at.fail(f"base kind '{kind}' (expected one of {', '.join(BASE_KINDS)})")
     buf = lookup(at, "buffer", base, cx.code.buffers)
@@ -165,10 +165,15 @@ def _dma(cx, at, n, dma):
     dst = lookup(at, "view", dma.dst_view, cx.code.views, optional=True)
     if dst is not None and len(dst.extents) != rank:
         at.fail(f"source view of rank {rank}, destination view of rank {len(dst.extents)}")
-    own = lookup(at, "buffer", dma.dst_buffer, cx.code.buffers, optional=True)
-    if own is not None and own.shape and len(own.shape) != rank:
-        at.fail(f"source view of rank {rank}, own buffer of rank {len(own.shape)}")
-    lookup(at, "future", dma.future, cx.code.futures, optional=True)
+    if lookup(at, "buffer", dma.dst_buffer, cx.code.buffers, optional=True) is not None:
+        own = buffer_rank(cx, dma.dst_buffer)
+        if own != rank:
+            at.fail(f"source view of rank {rank}, own buffer of rank {own}")
+    if lookup(at, "future", dma.future, cx.code.futures, optional=True) is not None:
+        held = future_rank(cx, dma.future)
+        if held != rank:
+            at.fail(f"source view of rank {rank}, but future {dma.future} holds data of "
+                    f"rank {held}")
     lookup(at, "collective site", dma.coll, cx.code.colls, optional=True)
     if dma.dst_view == dma.dst_buffer == dma.future == -1:
         at.fail("no destination (a view, a future or the statement's own buffer)")
@@ -186,7 +191,7 @@ def _dma(cx, at, n, dma):
 
 
 def _coll(cx, at, n, coll):
-    lookup(at, "lane set", coll.laneset, cx.code.lanesets, optional=True)
+    lookup(at, "lane set", coll.laneset, cx.code.lanesets)
     check_unit(at, coll.unit)
 
 
@@ -220,7 +225,8 @@ def _launch(cx, at, n, launch):
             at.fail(f"binds kernel buffer {kslot} ('{kbuf.name}', {kbuf.storage} "
                     f"{_dt(kbuf.dtype)}) to buffer {hslot} ('{hbuf.name}', {_dt(hbuf.dtype)}); "
                     "expected a global kernel buffer of the same dtype, bound once")
-        krank, hrank = len(kbuf.shape) or None, buffer_rank(cx, hslot)
+        kcx = CodeCtx(cx.module, cx.fn, kcode, kernel, cx.where)
+        krank, hrank = buffer_rank(kcx, kslot), buffer_rank(cx, hslot)
         if None not in (krank, hrank) and krank != hrank:
             at.fail(f"binds kernel buffer {kslot} of rank {krank} to buffer {hslot} of rank "
                     f"{hrank}")
