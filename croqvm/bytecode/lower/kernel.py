@@ -18,10 +18,11 @@ from croqvm.lang import ast
 
 from .builder import CodeBuilder
 from .exprs import lower_as
-from .state import Ctx, Lowerer
-from .values import BufRef, Env, FutRef, Val
 from .levels import LevelInfo, check_positive, emit_level, has_regions, plan, trivial
+from .state import Ctx, Lowerer
+from .values import BufRef, Env, Val
 from .views import int_operands, reg_of
+
 
 @dataclass(eq=False)
 class KernelState:
@@ -48,9 +49,7 @@ class KernelState:
             slot = self.b.add("buffers", BufSlot(v.name, "global", v.dtype.code, [], list(v.array)))
             self.buffers.append((slot, v.slot))
             return BufRef(slot, v.dtype, v.storage, v.rank, list(v.array), v.name)
-        if isinstance(v, FutRef):
-            return None  # host futures are not visible in kernels: reported at the use
-        return v
+        return None  # host futures are not visible in kernels: reported at the use
 
     def _import_val(self, v: Val, name: str) -> Val:
         if v.is_tuple:
@@ -103,9 +102,9 @@ def laneset(lw: Lowerer, st: KernelState, guards: tuple) -> int:
     return idx
 
 
-def coll_site(lw: Lowerer, text: str, unit: int = 0, guards: tuple | None = None) -> int:
-    st = lw.kernel
-    ls = laneset(lw, st, lw.ctx.guards if guards is None else guards)
+def coll_site(lw: Lowerer, text: str, unit: int = 0) -> int:
+    """A collective site of the current statement's collective set (§7.4.1)."""
+    ls = laneset(lw, lw.kernel, lw.ctx.guards)
     return lw.b.add("colls", CollSite(ls, unit, text))
 
 
@@ -183,9 +182,7 @@ def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
             if has_block:
                 _bind_block_level(lw, st, s.levels[0], grid)
             info = st.levels.get(id(s.levels[0])) if has_block else None
-            outer = has_block and len(s.levels) == 1 and has_regions(s.body)
-            ctx = Ctx(unit=0, outer=outer, level=info)
-            _lower_levels(lw, st, s.levels[1 if has_block else 0:], s.body, ctx)
+            _lower_levels(lw, st, s.levels[1 if has_block else 0:], s.body, Ctx(0, level=info))
         finally:
             lw.kernel = None
             lw.names.pop()
