@@ -96,6 +96,12 @@ CASES = [
       "of 'parallel-by'."]),
     ("with t in 8 {\n  parallel p by 2 { foreach t { } }\n}",
      ["3:29: 't' is declared outside the parallel-by and can not be modified inside it."]),
+    ("with t in 8 { foreach u = t, u = t { } }",
+     ["2:30: local iteration variable 'u' is already used in this foreach."]),
+    ("foreach i in [4] { x = i + 1; foreach x { } }",
+     ["2:39: expect the bounded variable 'x' to be declared by a 'with' statement."]),
+    ("with idx = {i, j} in [2, 3] { foreach idx(1:) { } }",
+     ["2:39: only bounded ints take ranges, but 'idx' is 'ituple<2>'."]),
     ("with t in 2.0f { }", ["2:11: expect a span type or int type, but got 'f32'."]),
     ("with {a, b} in [2, 3, 4] { }",
      ["2:6: un-matched with-matcher-count(2) and mdspan rank(3)."]),
@@ -124,6 +130,8 @@ CASES = [
      ["4:14: index 2 is out of range for buffer array 'sa' [0, 2)."]),
     ("parallel p by 1 {\n  shared s32 [4] sa[2];\n  println(sa.at(0));\n}",
      ["4:11: buffer array 'sa' needs an index, as in 'sa[i]'."]),
+    ("s32 [4, 8] a;\nparallel p by 1 { f = dma.copy a.view(2, 2).from(4, 0) => shared; }",
+     ["3:50: offset out of bounds for dimension 0 (4 >= 4)."]),
     # parallel levels (§6.2-§6.3)
     ("parallel a by 2, b by 2, c by 2, d by 2 { }",
      ["2:34: too many parallel-by levels: 4 > 3."]),
@@ -149,6 +157,11 @@ CASES = [
      ["2:10: parallel variables are more than their bounds (2 vs. 1)."]),
     ("parallel p by 2, p by 3 { }",
      ["2:18: The parallel variable 'p' has been used in the same parallelby block."]),
+    ("__co__ void f(int n) { parallel.async<n> p by 2 { } }",
+     ["1:24: 'n' is not a stream parameter."]),
+    ("parallel p by 2 { sync.global; }",
+     ["2:19: 'sync.global' can only be used outside parallel-by."]),
+    ("sync.shared;", ["2:1: 'sync.shared' must be inside parallel-by."]),
     # control flow (§6.5) and inthreads (§6.7)
     ("yield;", ["2:1: unable to yield outside the parallel-by block(s)."]),
     ("break;", ["2:1: unable to break outside a loop."]),
@@ -167,9 +180,13 @@ CASES = [
      ["4:22: inner inthreads can not be declared as async."]),
     ("assert(1 > 2, \"one is not bigger\");", ["2:1: assertion failed: one is not bigger"]),
     ("s32 [16, 16] a;\nprintln(a);", ["3:9: can not print a value of type 's32 [16, 16]'."]),
+    ("println(true ? 1 : false);",
+     ["2:9: in operation \"?:\": unable to apply to the types (s32 vs. bool)."]),
     # events (§10)
     ("parallel p by 8 {\n  inthreads (p == 0) { shared event e; }\n}",
      ["3:24: events can not be declared inside inthreads."]),
+    ("parallel p by 2 { shared event<0> e; }",
+     ["2:32: the arrival count of 'event<N>' must be a positive integer constant."]),
     ("parallel p by 8 { local event e; }",
      ["2:19: 'local' events are not supported by croqvm."]),
     ("parallel p by 8 {\n  shared event e;\n  wait e;\n}",
@@ -186,6 +203,15 @@ CASES = [
     ("s32 [2, 8] a;\nparallel p by 1 {\n  shared s32 [4, 4] b;\n  dma.copy a => b;\n}",
      ["5:3: Type inconsistent between DMA 'from'(s32 mdspan<2> [2, 8]) and 'to'(shared s32 "
       "mdspan<2> [4, 4])."]),
+    ("s32 [4, 8] a;\ns32 [8, 4] b;\ndma.transp<0, 0> a => b;",
+     ["4:1: dma.transp<0, 0> is not a permutation of the 2 dimensions of the source."]),
+    ("s32 [4, 8] a;\ns32 [6, 10] b;\ndma.pad<{1}, {1}, {0}, 0> a => b;",
+     ["4:1: dma.pad needs 2 values in each of its low, high and middle paddings (the rank "
+      "of the source)."]),
+    ("s32 [4, 8] a;\ns32 [8, 4] b;\nf32 [6, 10] c;\ndma.transp<1, 0> a => b;\n"
+     "dma.pad<{1, 1}, {1, 1}, {0, 0}, 0> a => c;",
+     ["6:1: Type inconsistent between DMA 'from'(s32 mdspan<2> [6, 10]) and 'to'(f32 "
+      "mdspan<2> [6, 10])."]),
     ("s32 [4] a;\nf32 [4] b;\ndma.copy a => b;",
      ["4:1: Type inconsistent between DMA 'from'(s32 mdspan<1> [4]) and 'to'(f32 mdspan<1> "
       "[4])."]),
@@ -228,6 +254,14 @@ CASES = [
      "  fa = mma.load a;\n  fb = mma.load b;\n  acc = mma.fill 0.0f;\n"
      "  mma.row.row acc, fa, fb;\n}",
      ["8:3: MMA: matrix shapes do not match: `fa'([64, 16]) v.s. `fb'([64, 8])."]),
+    ("parallel p by 1 : group-4, t by 128 : thread {\n  shared f16 [128, 16] a;\n"
+     "  fa = mma.load a.subspan(1, 16).at(t, 0);\n}",
+     ["4:17: mma.load is executed once per 'group-4' instance, but its operand depends on "
+      "thread index 't'."]),
+    ("parallel p by 1 : group {\n  shared f16 [16, 16] a;\n  mc = mma.fill 0.0f;\n"
+     "  fa = mma.load a;\n  mma.row.row fa, fa, fa;\n  mma.store mc, a;\n  mc = 1;\n}",
+     ["6:15: 'fa' of type \"fragment f16\" is not an MMA accumulator.",
+      "8:3: can not assign to fragment 'mc'."]),
     ("parallel p by 1 : group-4 {\n  mc = mma.fill 0.0f;\n}",
      ["3:3: can not infer the shape of accumulator 'mc'."]),
     ("parallel p by 1 : block {\n  shared f32 [16, 16] s;\n  mc = mma.fill.f32 0.0f;\n"
@@ -243,6 +277,9 @@ CASES = [
      ["5:3: return type inconsistent: s32 [4, 8] vs. s32 [8, 4]"]),
     ("__co__ auto f() {\n  ituple t = {1, 2};\n  return t;\n}",
      ["3:3: returning value with type 'ituple<2>' is not supported."]),
+    ("__co__ s32 [4] f() { s32 [8] a; return a; }",
+     ["1:33: return type inconsistent: s32 [4] vs. s32 [8]"]),
+    ("__co__ int f() { return; }", ["1:18: non-void function 'f' must return a value."]),
     ("__co__ void f() { }\n__co__ void f() { }", ["2:13: function 'f' has been defined already."]),
 ]
 

@@ -48,7 +48,7 @@ def _range_bound(ck, expr, which):
     return value if isinstance(value, int) else None
 
 
-def _check_range(ck, r: ast.Range):
+def _check_range(ck, r: ast.Range, repeated: bool):
     """One ``[u =] t(lo:hi:step)`` of a ``foreach`` (§5.5.2-§5.5.3)."""
     ref = ast.Name(r.name, r.span)
     ty = check_name(ck, ref)
@@ -80,8 +80,9 @@ def _check_range(ck, r: ast.Range):
     if r.step is not None and r.step <= 0:
         ck.error(r.span, f"the step of a range must be a positive integer (got {r.step}).")
     if r.new_name is not None:
-        new = ck.declare(r.new_name, "bounded", ty, r, r.span, sub_index=sym.sub_index,
-                         bound_expr=sym.bound_expr)
+        declare = ck.bad_symbol if repeated else ck.declare
+        new = declare(r.new_name, "bounded", ty, r, r.span, sub_index=sym.sub_index,
+                      bound_expr=sym.bound_expr)
         new.info["binder"] = "foreach"
         if "bound_dim" in sym.info:
             new.info["bound_dim"] = sym.info["bound_dim"]
@@ -95,11 +96,12 @@ def check_foreach(ck, s: ast.Foreach):
             _bind_withins(ck, s.withins)
         seen = set()
         for r in s.ranges:
-            if r.new_name is not None and r.new_name in seen:
+            repeated = r.new_name is not None and r.new_name in seen
+            if repeated:
                 ck.error(r.span, f"local iteration variable '{r.new_name}' is already used "
                                  f"in this foreach.")
             seen.add(r.new_name)
-            _check_range(ck, r)
+            _check_range(ck, r, repeated)
         _loop_body(ck, s.body)
 
 
