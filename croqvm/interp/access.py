@@ -62,7 +62,8 @@ def op_fill(w, ins):
     rtype = blk.prog.rtypes[r]
     if coll >= 0:
         def effect(blk, rec, lanes):
-            check_uniform(blk, rec, lanes, lambda lane: [("value", blk.lane_reg(lane, r))])
+            check_uniform(blk, rec, lanes, lambda lane: [("value", blk.lane_reg(lane, r))],
+                          [r])
             _fill(blk, slot, int(lanes[0]), blk.lane_reg(int(lanes[0]), r), rtype)
         arrive(w, ins, coll, effect)
         return

@@ -15,7 +15,7 @@ import numpy as np
 from .. import dtypes
 from .faults import Fault
 from .fmt import shape_text, tuple_text
-from .memory import Handle, Transfer, view_of
+from .memory import Handle, Transfer, view_of, view_registers
 from .scalar import convert
 from .sync import arrive, check_uniform
 
@@ -176,6 +176,27 @@ def _issue(blk, desc, plan, lanes, span):
                                                          transfer)
 
 
+def _registers(blk, desc, lanes):
+    """The registers that determine a collective DMA's operands, when the lanes' views
+    have block-wide bases and any destination future is held alike by every lane."""
+    code = blk.prog.code
+    src = view_registers(code, desc.src)
+    dst = view_registers(code, desc.dst_view) if desc.dst_view >= 0 else []
+    if src is None or dst is None:
+        return None
+    if desc.dst_view < 0 and desc.future >= 0:
+        futs = blk.futures[desc.future]
+        h0 = futs[int(lanes[0])]
+        for lane in lanes:
+            h = futs[int(lane)]
+            if (h is None) != (h0 is None) or h is not None and \
+                    (h.buf is not h0.buf or h.origin != h0.origin or h.extents != h0.extents):
+                return None
+    pads = desc.pad_lo + desc.pad_hi + desc.pad_mid + \
+        ([desc.pad_value] if desc.op == "pad" else [])
+    return src + dst + pads
+
+
 def op_dma(w, ins):
     blk = w.blk
     desc = blk.prog.code.dmas[ins[1]]
@@ -184,7 +205,7 @@ def op_dma(w, ins):
             _check_unwaited(blk, desc, lanes)
             plans = {}
             check_uniform(blk, rec, lanes, lambda lane: plans.setdefault(
-                lane, Plan(blk, desc, lane)).operands())
+                lane, Plan(blk, desc, lane)).operands(), _registers(blk, desc, lanes))
             plan = plans.get(int(lanes[0])) or Plan(blk, desc, int(lanes[0]))
             _issue(blk, desc, plan, lanes, ins[6])
         arrive(w, ins, desc.coll, effect)

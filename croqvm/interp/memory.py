@@ -113,6 +113,15 @@ def base_view(w, kind: str, base: int, arr: int, i: int):
     return buf, (0,) * buf.data.ndim, buf.shape
 
 
+def view_registers(code, v: int):
+    """The registers that fully determine view ``v`` when its base is one instance for
+    the whole block (a shared or global buffer), else None (per-lane bases)."""
+    view = code.views[v]
+    if view.base_kind != "buf" or code.buffers[view.base].storage == "local":
+        return None
+    return list(view.origin) + list(view.extents) + ([view.arr] if view.arr >= 0 else [])
+
+
 def view_of(w, v: int, i: int):
     """Resolve view ``v`` for lane ``i``: (buffer, origin, extents), root coordinates."""
     view = w.blk.prog.code.views[v]

@@ -13,7 +13,7 @@ import numpy as np
 from .. import dtypes
 from .faults import Fault
 from .fmt import tuple_text
-from .memory import view_of
+from .memory import view_of, view_registers
 from .scalar import convert, round_to
 from .sync import arrive, check_uniform
 
@@ -29,13 +29,15 @@ class Fragment:
         self.data = None
         self.fill = 0
 
+    @property
+    def holder(self):
+        """The numpy type values are kept in: exact for every element type."""
+        return np.int64 if self.dtype.is_int else np.float64
+
     def shaped(self, shape) -> np.ndarray:
         if self.data is None:
-            self.data = np.full(shape, self.fill, self._holder())
+            self.data = np.full(shape, self.fill, self.holder)
         return self.data
-
-    def _holder(self):
-        return np.int64 if self.dtype.is_int else np.float64
 
 
 def _instance(blk, m: int, lane: int):
@@ -72,11 +74,11 @@ def op_mma_fill(w, ins):
     _, m, r, coll = ins[:4]
 
     def effect(blk, rec, lanes):
-        check_uniform(blk, rec, lanes, lambda lane: [("value", blk.lane_reg(lane, r))])
+        check_uniform(blk, rec, lanes, lambda lane: [("value", blk.lane_reg(lane, r))], [r])
         for frag, ls in _by_instance(blk, m, lanes):
             v = convert(np.asarray([blk.lane_reg(ls[0], r)]), blk.prog.rtypes[r], frag.dtype,
                         np.ones(1, bool))
-            frag.fill = v.astype(frag._holder())[0]
+            frag.fill = v.astype(frag.holder)[0]
             if frag.data is not None:
                 frag.data[...] = frag.fill
     arrive(w, ins, coll, effect, whole_unit=True)
@@ -113,11 +115,12 @@ def op_mma_load(w, ins):
     text = w.blk.prog.code.colls[coll].text
 
     def effect(blk, rec, lanes):
-        check_uniform(blk, rec, lanes, _view_operands(blk, v))
+        check_uniform(blk, rec, lanes, _view_operands(blk, v),
+                      view_registers(blk.prog.code, v))
         for frag, ls in _by_instance(blk, m, lanes):
             buf, tile = _load_tile(blk, v, ls[0], text)
             frag.dtype = buf.dtype
-            frag.data = tile.astype(frag._holder())
+            frag.data = tile.astype(frag.holder)
     arrive(w, ins, coll, effect, whole_unit=True)
 
 
@@ -161,7 +164,8 @@ def op_mma_store(w, ins):
     decl = w.blk.prog.code.frags[m]
 
     def effect(blk, rec, lanes):
-        check_uniform(blk, rec, lanes, _view_operands(blk, v))
+        check_uniform(blk, rec, lanes, _view_operands(blk, v),
+                      view_registers(blk.prog.code, v))
         groups = _by_instance(blk, m, lanes)
         if site.unit == 0 and len(groups) > 1 and decl.unit in UNIT_KIND:
             plural, level = UNIT_KIND[decl.unit]

@@ -105,12 +105,6 @@ def _float_to_int(x, dst: DType, act):
     return np.where(bad, 0, t).astype(dst.np)
 
 
-def to_type(x, src: DType, t: DType, act):
-    """``x`` as operand of an operation computed in type ``t`` (never faults: the
-    arithmetic type of §12.2 can hold every operand, up to integer wraparound)."""
-    return convert(x, src, t, act)
-
-
 # --------------------------------------------------------------------------- binary ops
 # Each takes operands already in the arithmetic type ``t`` and returns values of ``t``.
 
@@ -222,7 +216,8 @@ def binary(name: str, x, y, tx: DType, ty: DType, act):
     if tx.kind == "bool" and ty.kind == "bool" and name in ("AND", "OR", "XOR"):
         return BINARY[name](x, y, dtypes.BOOL, act), dtypes.BOOL
     t = _PROMOTE[tx.code, ty.code]
-    xv, yv = to_type(x, tx, t, act), to_type(y, ty, t, act)
+    # never faults: the arithmetic type holds every operand (integers up to wraparound)
+    xv, yv = convert(x, tx, t, act), convert(y, ty, t, act)
     if name in COMPARE:
         if t.is_float:   # every format embeds exactly in f64; NaN compares false but !=
             xv, yv = xv.astype(F64), yv.astype(F64)

@@ -157,9 +157,24 @@ def recheck_rendezvous(blk) -> None:
             rec.complete()
 
 
-def check_uniform(blk, rec, lanes, operands) -> None:
+def _same_registers(blk, lanes, regs) -> bool:
+    """Whether every lane of ``lanes`` holds the lowest one's value in each of ``regs``."""
+    for w in blk.warps:
+        mine = lanes[(lanes >= w.base) & (lanes < w.base + w.width)] - w.base
+        for r in regs:
+            vals = w.regs[r][mine]
+            if vals.size and not (vals == blk.lane_reg(int(lanes[0]), r)).all():
+                return False
+    return True
+
+
+def check_uniform(blk, rec, lanes, operands, regs=None) -> None:
     """§7.4.5: every participant presents the operands of the lowest one.
-    ``operands(lane)`` gives a list of (label, text) pairs."""
+    ``operands(lane)`` gives a list of (label, text) pairs. ``regs``, when given, are
+    registers that determine the operands completely: equal values there settle it
+    without looking lane by lane."""
+    if regs is not None and _same_registers(blk, lanes, regs):
+        return
     first = int(lanes[0])
     ref = operands(first)
     for lane in lanes[1:]:
