@@ -219,7 +219,7 @@ def test_unknown_schedule():
 def test_assertion_failure():
     a = Asm()
     k = a.code("LANE r0\nCONST r1 k0\nLT r2 r0 r1\nASSERT r2 k1", regs="s32 s32 bool",
-               consts=[("s32", 40), ("str", "lane too large")])
+               consts=[("s32", 40), ("str", "assertion failed: lane too large")])
     with pytest.raises(KernelFault) as e:
         run(kernel_module(a, k, 64))
     assert str(e.value).splitlines()[0] == \

@@ -19,13 +19,13 @@ def op_print(w, ins):
 
 
 def op_assert(w, ins):
-    """§6.9: the lowest active lane where the condition is false fails; K[b] is the
-    message the program gave."""
+    """§6.9: the lowest active lane where the condition is false fails with message
+    K[b], as lowering worded it (``assertion failed: msg``, or a check of its own)."""
     _, r, k = ins[:3]
     failed = ~w.regs[r].astype(bool) & w.act
     if failed.any():
         i = int(failed.nonzero()[0][0])
-        raise LaneFault(f"assertion failed: {w.blk.prog.code.consts[k][1]}", i)
+        raise LaneFault(str(w.blk.prog.code.consts[k][1]), i)
 
 
 HANDLERS = {"PRINT": op_print, "ASSERT": op_assert}
