@@ -4,7 +4,7 @@ import pytest
 
 from asm import ALL, Asm, P, kernel_module, run
 from croqvm.bytecode.module import CollSite, LaneSet
-from croqvm.errors import KernelFault
+from croqvm.errors import InternalError, KernelFault
 
 
 def lines(text):
@@ -266,3 +266,16 @@ def test_barrier_missed_by_lanes_that_finished_is_a_partial_group_error():
         "  warp 0 (lanes 0-31): sync.shared (code.asm:6:11): arrived 32/64",
         "  in kernel launched at host.asm:3:1",
     ])
+
+
+def test_lanes_outside_a_collectives_lane_set_are_an_internal_error():
+    """Bytecode whose lane set disagrees with its control flow: a lowering bug, reported
+    at the instruction rather than computed wrongly."""
+    a = Asm()
+    k = a.code("BARRIER c0", lanesets=[LaneSet(a.flat("LANE r0\nCONST r1 k0\nGE r2 r0 r1"), 2)],
+               regs="s32 s32 bool", consts=[("s32", 4)], colls=[CollSite(0, 0, "sync.shared")])
+    with pytest.raises(InternalError) as e:
+        run(kernel_module(a, k, 8))
+    assert str(e.value).splitlines()[0] == (
+        "code.asm:1:1: error: internal error: lanes 0-3 execute 'sync.shared' but are not "
+        "among its participants (a lane-set and control-flow mismatch in the bytecode).")

@@ -14,10 +14,10 @@ import numpy as np
 from ..bytecode.opcodes import TABLE
 from ..errors import CroqvmError
 from . import access, alu, control, diagnose, dma, mma, output, sync
-from .faults import Fault, Internal, LaneFault
+from .faults import Fault, LaneFault
 from .machine import Block
 from .scalar import convert
-from .warp import Warp
+from .warp import DONE, READY, Warp
 
 
 def op_launch(w, ins):
@@ -56,7 +56,7 @@ def run_block(blk) -> None:
     while True:
         w = sched.pick(blk)
         if w is None:
-            if any(x.state != "done" for x in blk.warps):
+            if any(x.state != DONE for x in blk.warps):
                 raise diagnose.deadlock(blk)
             return
         blk.released = False
@@ -68,7 +68,7 @@ def _run_warp(w, quantum: int) -> None:
     code = blk.prog.ins
     n = 0
     try:
-        while w.state == "ready":
+        while w.state == READY:
             if w.pc >= len(code):
                 w.finish()
                 break
@@ -89,7 +89,7 @@ def _run_warp(w, quantum: int) -> None:
         raise diagnose.fault(blk, span, f.message, f.lane, f.hint, f.notes) from None
     except CroqvmError:
         raise
-    except (Internal, Exception) as e:
+    except Exception as e:   # Internal, or a bug: reported, with its place, not hidden
         raise diagnose.internal(blk, code[w.ip][6] if code else 0, e) from e
 
 
