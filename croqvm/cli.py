@@ -6,6 +6,7 @@ never a traceback.
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from typing import List, Optional
@@ -24,15 +25,20 @@ EXIT = {errors.CompileError: 1, errors.BytecodeError: 1, errors.ArgumentError: 2
 DefineOpt = typer.Option([], "-D", "--define", help="Define a macro: NAME or NAME=VALUE.")
 
 
-class Exit(Exception):
-    def __init__(self, code: int):
-        self.code = code
-
-
 def _fail(err: errors.CroqvmError) -> None:
     print(str(err), file=sys.stderr)
-    code = next((c for cls, c in EXIT.items() if isinstance(err, cls)), 2)
-    raise Exit(code)
+    raise typer.Exit(next((c for cls, c in EXIT.items() if isinstance(err, cls)), 2))
+
+
+def command(fn):
+    """Register ``fn`` as a subcommand whose croqvm errors become a message and a status."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except errors.CroqvmError as err:
+            _fail(err)
+    return app.command()(wrapper)
 
 
 def _defines(items: List[str]) -> dict:
@@ -56,7 +62,7 @@ def _load(path: str, defines: List[str]):
     return module
 
 
-@app.command()
+@command
 def check(file: str = typer.Argument(..., help="A .co source file."),
           define: List[str] = DefineOpt):
     """Check a Croqtile source file and report every diagnostic."""
@@ -72,14 +78,14 @@ def check(file: str = typer.Argument(..., help="A .co source file."),
         print(render_all(diags, sources), file=sys.stderr)
     n_err = sum(d.is_error for d in diags)
     if n_err:
-        raise Exit(1)
+        raise typer.Exit(1)
     n_warn = sum(d.severity == "warning" for d in diags)
     names = ", ".join(f.name for f in program.functions) if program else ""
     print(f"{file}: ok: {len(program.functions) if program else 0} function(s)"
           f"{' (' + names + ')' if names else ''}, {n_warn} warning(s)")
 
 
-@app.command()
+@command
 def compile(file: str = typer.Argument(..., help="A .co source file."),
             output: Optional[str] = typer.Option(None, "-o", "--output",
                                                  help="Output .cqb (default: beside the input)."),
@@ -91,7 +97,7 @@ def compile(file: str = typer.Argument(..., help="A .co source file."),
     print(f"wrote {out} ({os.path.getsize(out)} bytes)")
 
 
-@app.command()
+@command
 def disasm(file: str = typer.Argument(..., help="A .cqb or .co file."),
            define: List[str] = DefineOpt):
     """Print the bytecode of every function, with source positions."""
@@ -99,7 +105,7 @@ def disasm(file: str = typer.Argument(..., help="A .cqb or .co file."),
     print(disassemble(_load(file, define)))
 
 
-@app.command()
+@command
 def run(file: str = typer.Argument(..., help="A .co or .cqb file."),
         device: str = typer.Option("cpu", help="cpu (the lane-accurate interpreter) or gpu."),
         func: Optional[str] = typer.Option(None, help="Function to run (default: every "
@@ -155,24 +161,9 @@ def run(file: str = typer.Argument(..., help="A .co or .cqb file."),
 
 
 def main(argv=None) -> int:
-    """Entry point: run the typer app, mapping croqvm errors to exit statuses."""
+    """Entry point: run the typer app; returns the exit status (§15.1)."""
     try:
-        app(args=argv, prog_name="croqvm", standalone_mode=False)
-    except Exit as e:
-        return e.code
-    except errors.CroqvmError as err:
-        try:
-            _fail(err)
-        except Exit as e:
-            return e.code
-    except typer.Exit as e:
-        return e.exit_code
-    except Exception as exc:  # click usage errors and the like
-        import click
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            return exc.exit_code
-        if isinstance(exc, click.exceptions.Abort):
-            return 1
-        raise
+        app(args=argv, prog_name="croqvm", standalone_mode=True)
+    except SystemExit as e:   # click exits with 2 on usage errors, as §15.1 asks
+        return e.code if isinstance(e.code, int) else 1
     return 0

@@ -20,8 +20,9 @@ __co__ void add_demo() {
 SCALE = """\
 __co__ auto scale(s32 [N] x, s32 k) {
   s32 [N] y;
-  parallel p by N
-    y.at(p) = x.at(p) * k;
+  parallel b by cdiv(N, 4) : block, t by 4 : thread
+    if (b # t < N)
+      y.at(b # t) = x.at(b # t) * k;
   return y;
 }
 """
@@ -101,6 +102,8 @@ def test_skips_functions_with_parameters_with_a_note(write, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["run", "missing.co"], "no such file: 'missing.co'"),
+    (["check", "{add}", "extra"], "unexpected extra argument"),
+    (["frobnicate"], "No such command 'frobnicate'"),
     (["run", "{add}", "--device", "gpu"], "--device gpu is not available yet"),
     (["run", "{add}", "--func", "nope"], "no function 'nope'"),
     (["run", "{scale}", "--func", "scale"], "parameter 'x' of 'scale' needs a value"),
