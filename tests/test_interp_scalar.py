@@ -1,6 +1,7 @@
 """LANGUAGE.md §12 numerics, one table row per case, with hand-computed expectations."""
 import math
 import zlib
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -244,3 +245,52 @@ def test_integer_ops_match_c_semantics_on_random_values(t, name):
     got, _ = binary(name, x, y, T[t], T[t], np.ones(len(pairs), bool))
     want = [c_wrap(PY_OPS[name](a, b), t) for a, b in pairs]
     assert [int(v) for v in got] == want
+
+
+# ---------------------------------------------------------------- rounding, exactly
+
+FORMATS = {   # mantissa bits, exponent bias: the formats' definitions (§12.1)
+    "bf16": (7, 127, "inf"), "tf32": (10, 127, "inf"),
+    "f8_e4m3": (3, 7, "nan"), "f8_e5m2": (2, 15, "inf"),
+}
+LARGEST = {"bf16": (2 - Fraction(1, 2 ** 7)) * 2 ** 127, "tf32": (2 - Fraction(1, 2 ** 10)) * 2 ** 127,
+           "f8_e4m3": Fraction(448), "f8_e5m2": Fraction(57344)}
+
+
+def exact_round(x: float, fmt: str) -> float:
+    """Round to nearest even with exact rational arithmetic."""
+    man, bias, beyond = FORMATS[fmt]
+    if x == 0 or math.isnan(x):
+        return x
+    f = Fraction(abs(x))
+    e = max(math.frexp(abs(x))[1] - 1, 1 - bias)
+    q = Fraction(2) ** (e - man)
+    n, rest = divmod(f, q)
+    if rest > q / 2 or (rest == q / 2 and n % 2 == 1):
+        n += 1
+    r = n * q
+    if r > LARGEST[fmt]:
+        return math.copysign(math.inf if beyond == "inf" else math.nan, x)
+    return math.copysign(float(r), x)
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_narrow_rounding_matches_exact_arithmetic(fmt):
+    rng = np.random.default_rng(zlib.crc32(fmt.encode()))
+    scale = {"bf16": 60, "tf32": 60, "f8_e4m3": 10, "f8_e5m2": 17}[fmt]
+    x = rng.normal(size=3000) * np.exp2(rng.integers(-scale, scale, 3000))
+    got = convert(x, T["f64"], T[fmt], np.ones(len(x), bool))
+    want = [exact_round(float(v), fmt) for v in x]
+    assert all((math.isnan(a) and math.isnan(b)) or a == b for a, b in zip(got, want))
+
+
+def test_f16_arithmetic_matches_numpy_float16():
+    """numpy computes float16 + - * / in float32 and rounds once: correctly rounded."""
+    rng = np.random.default_rng(16)
+    x = (rng.normal(size=2000) * 100).astype(np.float16)
+    y = (rng.normal(size=2000) * 100).astype(np.float16)
+    act = np.ones(len(x), bool)
+    for name, fn in [("ADD", np.add), ("SUB", np.subtract), ("MUL", np.multiply),
+                     ("DIV", np.divide)]:
+        got, t = binary(name, x, y, T["f16"], T["f16"], act)
+        assert t.name == "f16" and np.array_equal(got, fn(x, y), equal_nan=True)
