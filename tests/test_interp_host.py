@@ -231,3 +231,21 @@ def test_print_output_goes_to_the_given_stream():
     out = io.StringIO()
     run_function(racy_kernel(), "f", [], {}, out=out)
     assert out.getvalue().count("\n") == 128
+
+
+def test_a_read_only_array_cannot_receive_results():
+    x = np.arange(8, dtype=np.float32)
+    x.flags.writeable = False
+    with pytest.raises(ArgumentError) as e:
+        run(scale_kernel(), args=[x, 0.5])
+    assert str(e.value) == ("the 1st parameter ('x') is 'global' and receives the results, "
+                            "but the array is read-only.")
+
+
+def test_unknown_function_and_bad_step_limit():
+    with pytest.raises(ArgumentError) as e:
+        run(racy_kernel(), name="g")
+    assert str(e.value) == "no function named 'g' in this module."
+    with pytest.raises(ArgumentError) as e:
+        run(racy_kernel(), max_steps=0)
+    assert str(e.value) == "the step limit must be a positive integer, not 0."

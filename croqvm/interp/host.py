@@ -106,6 +106,9 @@ def bind(call: Call, hblk: Block, args: list, given: dict) -> list:
         buf = Buffer(p.name, t, data, written, call.where(p_span(call, p)))
         hblk.bufs[p.slot] = [buf]
         if p.storage == "global":
+            if not arg.flags.writeable:
+                raise ArgumentError(f"{_who(n, p)} is 'global' and receives the results, "
+                                    f"but the array is read-only.")
             back.append((arg, buf))
     for name, reg in fn.dims:
         hw.regs[reg][:] = _dim_value(fn, name, dims, given)
@@ -149,9 +152,11 @@ def run_function(module, name: str, args: list, dims: dict | None = None, *, poi
     fn = module.function(name)
     if fn is None:
         raise ArgumentError(f"no function named '{name}' in this module.")
+    if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
+        raise ArgumentError(f"the step limit must be a positive integer, not {max_steps!r}.")
     call = Call(module, fn, out=out if out is not None else sys.stdout, poison=poison,
                 scheduler=make_scheduler(schedule, seed),
-                max_steps=DEFAULT_MAX_STEPS if max_steps is None else int(max_steps))
+                max_steps=DEFAULT_MAX_STEPS if max_steps is None else max_steps)
     call.result = None
     hblk = Block(call, call.program(fn.host), 1)
     back = bind(call, hblk, list(args), dims or {})
