@@ -249,3 +249,15 @@ def test_unknown_function_and_bad_step_limit():
     with pytest.raises(ArgumentError) as e:
         run(racy_kernel(), max_steps=0)
     assert str(e.value) == "the step limit must be a positive integer, not 0."
+
+
+def test_buffer_array_subscript_out_of_range():
+    a = Asm()
+    host = a.code("CONST r0 k0\nALLOC b0\nCONST r1 k1\nSTORE a0 r1\nCONST r1 k0\nLOAD r2 a0",
+                  regs="s32 s32 s32", consts=[("s32", 2), ("s32", 1)],
+                  buffers=[BufferDecl("sa", "global", S32, [0], array=[2])],
+                  accesses=[Access("buf", 0, 1, [1], "sa[st]")])
+    with pytest.raises(KernelFault) as e:
+        run(a.module(function("f", host)))
+    assert str(e.value).splitlines()[0] == (
+        "code.asm:6:1: runtime error: index 2 is out of range for buffer array 'sa' [0, 2).")

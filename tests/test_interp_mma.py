@@ -100,3 +100,12 @@ def test_mma_needs_its_whole_unit():
     assert str(e.value).splitlines()[0] == (
         "code.asm:16:1: runtime error: mma.row.row needs all 128 lanes of warpgroup 1, "
         "but lanes 160-191 are not active here.")
+
+
+def test_mma_load_outside_its_buffer():
+    """A [4, 3] tile loaded from the [3, 3] corner of a: element (3, 0) is outside."""
+    a = np.ones((3, 3), np.float16)
+    with pytest.raises(KernelFault) as e:
+        mma_kernel(a, B[:, :3].copy(), F32, "row.row", 0.0, (4, 5), body=[
+            "CONST r1 k8", "MMA_LOAD m1 v0 c0"], extra=[4])
+    assert "runtime error: mma.row.row reads element (3, 0) outside 'a'." in str(e.value)
