@@ -20,17 +20,12 @@ from .scalar import convert
 from .sync import arrive, check_uniform
 
 
-def _lane(blk, lane):
-    w = blk.warps[lane // 32]
-    return w, lane - w.base
-
-
 def _in_range(o, e, shape):
     """Per dimension, the index range [lo, hi) of a view that lies inside its root."""
     return [max(0, -a) for a in o], [min(x, d - a) for a, x, d in zip(o, e, shape)]
 
 
-def _check_tile(desc, buf, o, e, lane):
+def _check_tile(buf, o, e, lane):
     if any(x < 1 for x in e):
         raise Fault(f"tile of '{buf.name}' at origin {tuple_text(o)} has no elements "
                     f"(extents {shape_text(e)}).", lane)
@@ -101,9 +96,9 @@ class Plan:
     """A DMA resolved for one (lowest participating) lane."""
 
     def __init__(self, blk, desc, lane):
-        w, i = _lane(blk, lane)
+        w, i = blk.warp_of(lane)
         self.src = view_of(w, desc.src, i)
-        _check_tile(desc, *self.src, lane)
+        _check_tile(*self.src, lane)
         regs = lambda rs: tuple(int(w.regs[r][i]) for r in rs)   # noqa: E731
         self.pads = (regs(desc.pad_lo), regs(desc.pad_hi), regs(desc.pad_mid))
         self.pad_value = (w.regs[desc.pad_value][i:i + 1], blk.prog.rtypes[desc.pad_value]) \
@@ -112,7 +107,7 @@ class Plan:
         self.dst = self._destination(blk, desc, w, i, lane)
         buf, o, D = self.dst
         if desc.dst_view >= 0:
-            _check_tile(desc, buf, o, D, lane)
+            _check_tile(buf, o, D, lane)
         if any(t > d for t, d in zip(self.shape, D)) or \
                 (not desc.zfill and tuple(self.shape) != tuple(D)):
             hint = "" if desc.zfill else "; add '.zfill' to clear the rest"

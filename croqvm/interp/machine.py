@@ -125,10 +125,15 @@ class Block:
                 self.call.kernel_globals[(self.kernel_index, slot)] = insts
         return insts
 
+    def warp_of(self, lane: int):
+        """(warp, lane index in it) of block lane ``lane``."""
+        w = self.warps[lane // WARP_SIZE]
+        return w, lane - w.base
+
     def lane_reg(self, lane: int, r: int):
         """R[r] of block lane ``lane`` (collectives read their operands this way)."""
-        w = self.warps[lane // WARP_SIZE]
-        return w.regs[r][lane - w.base]
+        w, i = self.warp_of(lane)
+        return w.regs[r][i]
 
     def block_text(self) -> str:
         return "(" + ", ".join(str(i) for i in self.index) + ")"

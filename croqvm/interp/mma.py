@@ -58,11 +58,6 @@ def _by_instance(blk, m, lanes):
     return list(groups.values())
 
 
-def _lane(blk, lane):
-    w = blk.warps[lane // 32]
-    return w, lane - w.base
-
-
 def _round_acc(x, t):
     """§12.4: round after every step; integers wrap to the accumulator's width."""
     if t.is_int:
@@ -86,7 +81,7 @@ def op_mma_fill(w, ins):
 
 def _view_operands(blk, v):
     def operands(lane):
-        w, i = _lane(blk, lane)
+        w, i = blk.warp_of(lane)
         buf, o, e = view_of(w, v, i)
         return [("buffer", f"'{buf.name}'"), ("origin", tuple_text(o)),
                 ("extents", tuple_text(e))]
@@ -94,7 +89,7 @@ def _view_operands(blk, v):
 
 
 def _load_tile(blk, v, lane, op_text):
-    w, i = _lane(blk, lane)
+    w, i = blk.warp_of(lane)
     buf, o, e = view_of(w, v, i)
     idx = np.indices(e).reshape(len(e), -1).T + np.asarray(o)
     inside = np.all((idx >= 0) & (idx < np.asarray(buf.shape)), axis=1)
@@ -173,7 +168,7 @@ def op_mma_store(w, ins):
                         f"destination from {len(groups)} {plural}; store inside the "
                         f"'{level}' level.", int(lanes[0]))
         for frag, ls in groups:
-            wl, i = _lane(blk, ls[0])
+            wl, i = blk.warp_of(ls[0])
             buf, o, e = view_of(wl, v, i)
             c = frag.shaped(tuple(e[::-1]) if transp else tuple(e))
             _store_tile(buf, o, c.T if transp else c, frag.dtype)
