@@ -9,7 +9,7 @@ import pytest
 
 import bytecode_builders as B
 from croqvm.bytecode import cqb, opcodes as O, schema
-from croqvm.bytecode.module import Launch, View
+from croqvm.bytecode.module import Access, FutureDecl, Launch, View
 from croqvm.bytecode.verify import verify
 from croqvm.bytecode.verify_rules import CONSTANTS, IMMEDIATES, REGISTER_TYPES, RETURNS
 from croqvm.errors import BytecodeError
@@ -39,6 +39,13 @@ def flatten_c(m):
     """misc() with 'c' a 1-D parameter, viewed whole by the kernel's MMA ops."""
     m.functions[0].params[1].shape = [256]
     kern(m).views[0] = View("buf", 0, -1, [0], [1])
+
+
+def swap_in_g(m):
+    """misc() with a second future 'g' that takes f's data by SWAP, read as 2-D."""
+    host(m).futures.append(FutureDecl("g"))
+    host(m).accesses.append(Access("fut", 1, -1, [1, 1], "g.data.at(i, i)"))
+    put(host(m), 14, "SWAP 0 1 @6")
 
 
 MALFORMED = [
@@ -135,6 +142,15 @@ MALFORMED = [
      "buffer 0 ('out'): no shape registers, and no parameter, launch binding or DMA"),
     ("access rank", B.squares, lambda m: setattr(host(m).accesses[0], "indices", [0, 0]),
      "access 0 ('out.at(i)'): 2 indices for a base of rank 1"),
+    ("rank of a launch-bound buffer", B.scale,
+     lambda m: setattr(kern(m).accesses[1], "indices", [5, 5]),
+     "kernel 0 ('scale_k0'), access 1 ('y.at(i)'): 2 indices for a base of rank 1"),
+    ("DIMOF beyond a parameter's rank", B.misc, lambda m: word(host(m), 15, 3, 1),
+     "instruction 15 (DIMOF): dimension 1 out of range (rank 1)"),
+    ("FUT_DIM beyond the data's rank", B.misc, lambda m: word(host(m), 25, 3, 1),
+     "instruction 25 (FUT_DIM): dimension 1 out of range (rank 1)"),
+    ("rank of a future's data through SWAP", B.misc, lambda m: swap_in_g(m),
+     "access 1 ('g.data.at(i, i)'): 2 indices for a base of rank 1"),
     ("event without slots", B.scale, lambda m: setattr(kern(m).events[0], "slots", 0),
      "kernel 0 ('scale_k0'), event 0 ('done'): 0 slots; an event has at least 1"),
     ("DMA without destination", B.scale, lambda m: setattr(kern(m).dmas[0], "dst_view", -1),

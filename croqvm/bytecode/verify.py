@@ -36,6 +36,7 @@ MAX_SHARED_BYTES = 228 * 1024      # per block: the largest configurable (sm_90)
 EVENT_SLOT_BYTES = 8               # one mbarrier per event slot
 RET_KINDS = ("void", "buffer", "scalar")
 PARAM_KINDS = ("buffer", "scalar", "stream")
+MAX_EXTENT = 2**31 - 1             # a static extent is an 'int' (s32, LANGUAGE.md §3.1)
 
 
 def verify(module: Module) -> None:
@@ -100,8 +101,8 @@ def _check_param(host: CodeCtx, at: Where, p: int, param) -> None:
     if not param.shape:
         at.fail("a buffer parameter needs a shape of rank >= 1")
     for item in param.shape:
-        if (type(item) is int and item < 1) or item == "":
-            at.fail(f"shape item {item!r} (expected an extent >= 1, a name or '?')")
+        if (type(item) is int and not 1 <= item <= MAX_EXTENT) or item == "":
+            at.fail(f"shape item {item!r} (expected an extent in 1..{MAX_EXTENT}, a name or '?')")
     buf = lookup(at, "buffer", param.slot, host.code.buffers)
     if buf.param != p:
         at.fail(f"slot {param.slot} ('{buf.name}') is not bound to this parameter")

@@ -67,6 +67,7 @@ class CodeCtx:
     code: Code
     kernel: Kernel | None      # None: the host program
     where: Where
+    swapped: dict | None = None   # future -> futures it exchanges handles with, transitively
 
     @property
     def is_kernel(self) -> bool:
@@ -120,9 +121,25 @@ def buffer_rank(cx: CodeCtx, b: int) -> int | None:
 
 
 def future_rank(cx: CodeCtx, f: int) -> int | None:
-    """Rank of the data future ``f`` refers to: that of its first DMA's source (§9.4.4
-    fixes a future's shape at its first DMA; the DMA checks hold the others to it)."""
-    return _source_rank(cx.code, [d for d in cx.code.dmas if d.future == f])
+    """Rank of the data future ``f`` refers to: that of the first DMA filling it or a
+    future it is swapped with (§9.4.4 fixes a future's shape at its first DMA, and SWAP
+    exchanges data of one shape, §9.6); the DMA checks hold the others to it."""
+    group = _swap_groups(cx).get(f, {f})
+    return _source_rank(cx.code, [d for d in cx.code.dmas if d.future in group])
+
+
+def _swap_groups(cx: CodeCtx) -> dict:
+    """Futures connected by SWAP instructions (words guarded: not yet checked)."""
+    if cx.swapped is None:
+        cx.swapped = {}
+        words = cx.code.code
+        for pc in range(0, len(words) - O.WIDTH + 1, O.WIDTH):
+            if words[pc] == O.SWAP:
+                a, b = words[pc + 1:pc + 3]
+                group = cx.swapped.get(a, {a}) | cx.swapped.get(b, {b})
+                for f in group:
+                    cx.swapped[f] = group
+    return cx.swapped
 
 
 def _source_rank(code: Code, dmas: list) -> int | None:
@@ -296,14 +313,7 @@ def _matrix_view(cx, at, op, used):
         at.fail(f"view {v} has rank {rank}; MMA tiles are 2-D")
 
 
-def _same_rank_futures(cx, at, op, used):
-    ranks = [future_rank(cx, f) for f, k in zip(used, op.operands) if k == "f"]
-    if None not in ranks and len(set(ranks)) > 1:
-        at.fail(f"swaps futures whose data have ranks {ranks[0]} and {ranks[1]}")
-
-
-_ENTRY_RULES = {"allocatable": _allocatable, "matrix_view": _matrix_view,
-                "same_rank_futures": _same_rank_futures}
+_ENTRY_RULES = {"allocatable": _allocatable, "matrix_view": _matrix_view}
 
 
 # -- structured control flow (EXECUTION.md §3) ----------------------------------------------

@@ -108,7 +108,7 @@ def _future(cx, at, n, fut):
 def _event(cx, at, n, ev):
     if ev.slots < 1:
         at.fail(f"{ev.slots} slots; an event has at least 1")
-    if ev.count == 0 or ev.count < -1:
+    if ev.count < -1 or ev.count == 0:
         at.fail(f"arrival count {ev.count} (expected -1 for the lane sets' count, or >= 1)")
     for ls in ev.lanesets:
         lookup(at, "lane set", ls, cx.code.lanesets)
@@ -172,8 +172,8 @@ def _dma(cx, at, n, dma):
     if lookup(at, "future", dma.future, cx.code.futures, optional=True) is not None:
         held = future_rank(cx, dma.future)
         if held != rank:
-            at.fail(f"source view of rank {rank}, but future {dma.future} holds data of "
-                    f"rank {held}")
+            at.fail(f"source view of rank {rank}, but future {dma.future} (or one swapped "
+                    f"with it) holds data of rank {held}")
     lookup(at, "collective site", dma.coll, cx.code.colls, optional=True)
     if dma.dst_view == dma.dst_buffer == dma.future == -1:
         at.fail("no destination (a view, a future or the statement's own buffer)")
@@ -247,7 +247,7 @@ def _launch(cx, at, n, launch):
 
 
 def _dt(code: int) -> str:
-    return BY_CODE[code].name if code in BY_CODE else f"dtype {code}"
+    return BY_CODE[code].name     # kernels are checked before the host launching them
 
 
 # Lane sets first: events and collective sites refer to them, and their code must be sane

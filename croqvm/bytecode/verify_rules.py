@@ -10,8 +10,7 @@ these tables add what it says about their *values*, keyed by opcode name:
 - ``IMMEDIATES``: one rule per immediate operand (``verify.check_immediate`` knows them).
 - ``CONSTANTS``: what the constant operand must hold.
 - ``ENTRIES``: what the side-table entry an operand names must be (``verify_code`` knows
-  the rules): ALLOC needs extents to allocate with (§3.2.4), MMA ops 2-D views (§11.3),
-  SWAP futures of one shape (§9.6).
+  the rules): ALLOC needs extents to allocate with (§3.2.4), MMA ops 2-D views (§11.3).
 - ``RETURNS``: the ``Function.ret_kind`` a return opcode belongs to.
 
 Every opcode with a register, immediate or constant operand has an entry; a test keeps it so.
@@ -70,7 +69,6 @@ IMMEDIATES = {
 
 CONSTANTS = {"CONST": "value", "ASSERT": "str"}
 
-ENTRIES = {"ALLOC": "allocatable", "MMA_LOAD": "matrix_view", "MMA_STORE": "matrix_view",
-           "SWAP": "same_rank_futures"}
+ENTRIES = {"ALLOC": "allocatable", "MMA_LOAD": "matrix_view", "MMA_STORE": "matrix_view"}
 
 RETURNS = {"RET_VAL": "scalar", "RET_BUF": "buffer"}
