@@ -1,9 +1,10 @@
 """Events, ONCE and the deadlock report (LANGUAGE.md §7.2.2, §10, Appendix A.8), on
 bytecode written by hand for the programs shown."""
+import numpy as np
 import pytest
 
 from asm import ALL, Asm, P, function, kernel_module, launch_host, run
-from croqvm.bytecode.module import Access, BufferDecl, EventDecl, Kernel, LaneSet
+from croqvm.bytecode.module import Access, BufferDecl, EventDecl, Kernel, LaneSet, Param
 from croqvm.errors import KernelFault
 
 BROKEN = """\
@@ -234,3 +235,32 @@ def test_deadlock_report_lists_lanes_suspended_in_divergent_code():
         "  in kernel launched at host.asm:3:1",
         "hint: no lane has triggered 'e' yet; a credit-based pipeline needs initial credits: "
         "trigger every slot once before the loop, or declare the event '= ready'."]
+
+
+def test_once_effect_is_seen_by_every_lane_under_random_schedules():
+    """§7.2.2: cell.at(0) = 7 once, then every lane reads it; no interleaving of the two
+    warps may let a lane read before the claiming lane has stored."""
+    a = Asm()
+    k = a.code("""
+        CONST r2 k0
+        CONST r3 k1
+        CONST r4 k2
+        ALLOC b0
+        ONCE r0 0 0
+        IF r0
+          NOP
+          NOP
+          STORE a0 r3
+        END
+        LOAD r1 a0
+        LANE r2
+        STORE a1 r1
+    """, regs="bool s32 s32 s32 s32", consts=[("s32", 0), ("s32", 7), ("s32", 1)],
+        buffers=[BufferDecl("cell", "shared", 3, [4]), BufferDecl("out", "global", 3, [])],
+        accesses=[Access("buf", 0, -1, [2], "cell"), Access("buf", 1, -1, [2], "out")])
+    mod = kernel_module(a, k, 64, params=[Param("out", "buffer", 3, [64], "global", 0)],
+                        bind=[(1, 0)], buffers=[BufferDecl("out", "global", 3, [], param=0)])
+    for seed in range(12):
+        out = np.zeros(64, np.int32)
+        run(mod, args=[out], schedule="random", seed=seed)
+        assert (out == 7).all(), seed

@@ -56,9 +56,9 @@ def op_cvt(w, ins):
 
 
 def op_lane(w, ins):
+    """The lane's index in its block; the host lane is lane 0 of a one-lane block."""
     t = w.blk.prog.rtypes[ins[1]]
-    lanes = np.zeros(w.width, np.int64) if w.blk.is_host else w.lanes
-    w.write(ins[1], convert(lanes.astype(np.int64), dtypes.S64, t, w.act))
+    w.write(ins[1], convert(w.lanes.astype(np.int64), dtypes.S64, t, w.act))
 
 
 def op_blockidx(w, ins):

@@ -80,7 +80,11 @@ def _run_warp(w, quantum: int) -> None:
                             _lowest_lane(w))
             HANDLERS[ins[0]](w, ins)
             n += 1
-            if n == quantum or blk.released:
+            if w.hold >= 0:
+                if w.pc <= w.hold:
+                    continue      # inside a claimed outer-level effect: not preempted
+                w.hold = -1
+            if n >= quantum > 0 or blk.released:
                 break
     except LaneFault as f:
         raise diagnose.fault(blk, code[w.ip][6], f.message, w.base + f.index) from None

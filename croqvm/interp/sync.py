@@ -194,7 +194,9 @@ def op_barrier(w, ins):
 def op_once(w, ins):
     """A lane's n-th arrival at the site claims execution n of its instance unless
     another lane already has; in lane order, so the lowest live lane under the default
-    schedule."""
+    schedule. The other lanes must see the effect from the next statement on (§7.2.2):
+    a warp that claims runs its guarded ``IF ... END`` without being preempted, so no
+    schedule lets another warp slip in between the claim and the effect."""
     _, r, site, unit = ins[:4]
     blk = w.blk
     arrivals = blk.once.setdefault(("arrivals", site), np.zeros(blk.size, np.int64))
@@ -207,6 +209,9 @@ def op_once(w, ins):
             blk.once[key] = int(arrivals[lane])
             res[i] = True
     w.write(r, res)
+    nxt = blk.prog.ins[w.pc] if w.pc < len(blk.prog.ins) else None
+    if res.any() and nxt is not None and nxt[0] == opcodes.IF and nxt[1] == r:
+        w.hold = nxt[2]
 
 
 # --------------------------------------------------------------------------- events (§10)

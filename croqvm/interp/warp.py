@@ -48,6 +48,7 @@ class Warp:
     state: str = READY
     blocker: object = None
     counts: dict = field(default_factory=dict)    # ip -> per-lane executions (§7.4.3)
+    hold: int = -1        # run on without preemption until past this index (ONCE, §7.2.2)
 
     def __post_init__(self):
         if self.act is None:
