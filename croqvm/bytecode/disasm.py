@@ -2,15 +2,16 @@
 
 ``instructions(code)`` decodes a Code into ``Instruction`` records; ``disassemble(module)``
 formats every function: its signature, then its host program and kernels, each with its
-declarations and its instructions in columns::
+declarations (one line per side-table entry) and its instructions in columns::
 
-    scale.co:8:7      7  ADD         r5, r9, r3
-    scale.co:10:7    10  IF          r6, -> 13
-    scale.co:10:18   11    LOAD      r7, acc0 'tile.at(t)'
+    ; scale.co:10  if (i < N) v = tile.at(t) * k; else v = 0;
+        scale.co:10:7    9  LT            r6, r5, r0
+        scale.co:10:7   10  IF            r6, -> 13
+    --> scale.co:10:18  11    LOAD        r7, acc0 'tile.at(t)'
 
-(source position, index, opname indented by structured depth, operands), a ``; file:line
-text`` row where the source line changes, and ``-->`` before a marked instruction (runtime
-and deadlock reports mark the faulting or blocked one). Operands are rendered by their
+a ``; file:line text`` row where the source line changes, then per instruction: ``-->``
+when it is the marked one (runtime and deadlock reports mark the faulting or blocked
+instruction), source position, index, opname indented by structured depth, operands. Operands are rendered by their
 kind from ``opcodes.TABLE`` through the ``_OPERANDS`` dict -- no per-opcode branches; only
 immediates that encode a choice (UPDATE's operator, MMA layouts) have a table of names.
 
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from croqvm.dtypes import BY_CODE
 
 from . import opcodes as O
-from .module import Code, Module
+from .module import Code, Function, Module
 
 MMA_LAYOUTS = ("row.row", "row.col", "col.row", "col.col")
 _PER_LINE = 8     # registers and constants listed per line

@@ -13,7 +13,11 @@ What a verified module guarantees, besides the Python types of every value (``sc
 - IF/ELSE/LOOP/END nest, each opener stores the index of its ELSE/END and each END its
   opener's, BREAK_IF/CONTINUE_IF sit inside a LOOP (EXECUTION.md §3);
 - register dtypes follow ``verify_rules``; host-only ops are only in host code,
-  kernel-only ops only in kernels; lane sets are straight-line register code;
+  kernel-only ops only in kernels; lane sets are straight-line register code, and every
+  collective site names one;
+- index lists match the rank of what they index wherever the module states it: shape
+  registers, the parameter or (kernel) launch-bound host buffer behind a slot, the source
+  of the DMA owning a buffer or filling a future (futures swapped together share it);
 - parameters, symbolic dimensions, launch bindings and return opcodes agree with the
   function's signature (§14.3);
 - limits: block size 1..1024, grid rank 1..3, at most 65536 registers per Code, static
@@ -28,7 +32,7 @@ from croqvm.dtypes import BY_CODE
 
 from . import opcodes as O
 from . import schema
-from .module import FORMAT_VERSION, Function, Kernel, Module
+from .module import FORMAT_VERSION, Function, Module
 from .verify_code import MAX_BLOCK_SIZE, MAX_GRID_RANK, CodeCtx, Where, lookup, want_reg
 from .verify_decls import check_code, want_dtype
 
