@@ -5,8 +5,8 @@ import io
 import numpy as np
 import pytest
 
-from asm import ALL, Asm, P, function, kernel_module, run
-from croqvm.bytecode.module import Access, BufferDecl, CollSite, Param
+from asm import Asm, P, function, kernel_module, run
+from croqvm.bytecode.module import Access, BufferDecl, Param
 from croqvm.errors import ArgumentError, KernelFault
 from croqvm.interp import run_function
 

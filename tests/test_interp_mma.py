@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from asm import ALL, Asm, kernel_module, run
-from croqvm.bytecode.module import BufferDecl, CollSite, FragDecl, LaneSet, Param, View
+from croqvm.bytecode.module import BufferDecl, CollSite, FragDecl, Param, View
 from croqvm.errors import KernelFault
 
 F16, F32, S8, S32 = 9, 11, 1, 3
