@@ -128,10 +128,11 @@ class Plan:
         return buf, (0,) * buf.data.ndim, buf.shape
 
     def operands(self):
-        (sb, so, se), (db, do, _) = self.src, self.dst
+        (sb, so, se), (db, do, de) = self.src, self.dst
         return [("source", f"'{sb.name}'"), ("origin", tuple_text(so)),
                 ("extents", shape_text(se)), ("destination", f"'{db.name}'"),
-                ("destination origin", tuple_text(do)), ("padding", str(self.pads))]
+                ("destination origin", tuple_text(do)), ("destination extents", shape_text(de)),
+                ("padding", str(self.pads))]
 
     def move(self):
         src_buf, o, e = self.src
