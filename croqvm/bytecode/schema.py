@@ -115,6 +115,8 @@ def to_plain(obj, spec=M.Module, path="module"):
         if not isinstance(obj, list):
             _fail(path, f"expected a list, got {_what(obj)}")
         item = typing.get_args(spec)[0] if origin is list else list
+        if item is int and all(type(x) is int for x in obj):
+            return list(obj)    # the common case (instruction words, register lists), fast
         if item is list:    # a Param shape: items are leaves, not nested lists
             return [_shape_item(x, f"{path}[{i}]") for i, x in enumerate(obj)]
         return [to_plain(x, item, f"{path}[{i}]") for i, x in enumerate(obj)]
