@@ -10,6 +10,7 @@ import time
 
 import msgpack
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import bytecode_builders as B
 from croqvm.bytecode import cqb, schema
@@ -58,6 +59,23 @@ def test_constants_keep_dtype_value_and_python_type():
     for (dt, value), (dt2, value2) in zip(CONSTANTS, back[3:]):
         assert (dt2, value2) == (dt, value) and type(value2) is type(value)
     assert math.copysign(1.0, back[4][1]) == -1.0
+
+
+_DTYPE_OF = {bool: 0, int: 4, float: 12, str: -1}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(st.booleans(), st.integers(), st.floats(allow_nan=False), st.text()),
+                max_size=12))
+def test_any_constant_round_trips_exactly(values):
+    m = B.squares()
+    consts = [(_DTYPE_OF[type(v)], v) for v in values]
+    m.functions[0].host.consts += consts
+    back = cqb.decode(cqb.encode(m)).functions[0].host.consts[3:]
+    assert back == consts
+    assert [type(v) for _, v in back] == [type(v) for v in values]
+    assert [math.copysign(1, v) for _, v in back if type(v) is float] == \
+        [math.copysign(1, v) for v in values if type(v) is float]
 
 
 def test_nan_constant_gives_identical_bytes():
