@@ -230,11 +230,12 @@ class Module:
 
     def run(self, func: str, *args, device: str = "cpu", poison: bool = False,
             schedule: str = "rr", seed: int = 0, max_steps: int | None = None, out=None,
-            **dims):
+            stats: dict | None = None, **dims):
         """Run function ``func`` with numpy arrays / scalars; returns its result.
 
         ``global`` buffer parameters are updated in place (§14.3.3). ``dims`` fixes
-        symbolic dimensions that no argument binds.
+        symbolic dimensions that no argument binds; ``stats`` (a dict) receives the
+        counts of warp- and lane-instructions executed.
         """
         if device != "cpu":
             from croqvm.errors import CroqvmError
@@ -242,4 +243,4 @@ class Module:
                               "for now (the CUDA path is not built yet)")
         from croqvm.interp import run_function
         return run_function(self, func, list(args), dims, poison=poison, schedule=schedule,
-                            seed=seed, max_steps=max_steps, out=out)
+                            seed=seed, max_steps=max_steps, out=out, stats=stats)

@@ -75,6 +75,7 @@ def _run_warp(w, quantum: int) -> None:
             ins = code[w.pc]
             w.ip, w.pc = w.pc, w.pc + 1
             call.steps += 1
+            call.lane_steps += np.count_nonzero(w.act)
             if call.steps > call.max_steps:
                 raise Fault(f"exceeded the step limit of {call.max_steps} (use --max-steps)",
                             _lowest_lane(w))

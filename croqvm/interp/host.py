@@ -143,12 +143,13 @@ def p_span(call, p) -> int:
 
 
 def run_function(module, name: str, args: list, dims: dict | None = None, *, poison=False,
-                 schedule="rr", seed=0, max_steps=None, out=None):
+                 schedule="rr", seed=0, max_steps=None, out=None, stats=None):
     """Run function ``name`` of ``module`` on ``args`` (numpy arrays and Python scalars
     in parameter order). Returns the returned array, scalar or None; ``global`` buffer
     parameters are copied back into the caller's arrays. ``dims`` gives symbolic
     dimensions no parameter binds (and must agree with those the parameters bind).
-    ``max_steps`` bounds warp-instructions (one instruction run by one warp)."""
+    ``max_steps`` bounds warp-instructions (one instruction run by one warp). A ``stats``
+    dict receives ``warp_steps`` and ``lane_steps`` (lane-instructions) when given."""
     fn = module.function(name)
     if fn is None:
         raise ArgumentError(f"no function named '{name}' in this module.")
@@ -160,8 +161,12 @@ def run_function(module, name: str, args: list, dims: dict | None = None, *, poi
     call.result = None
     hblk = Block(call, call.program(fn.host), 1)
     back = bind(call, hblk, list(args), dims or {})
-    with np.errstate(all="ignore"):   # overflow to inf, x/0 and NaN are §12.3 results
-        run_block(hblk)
+    try:
+        with np.errstate(all="ignore"):   # overflow to inf, x/0 and NaN are §12.3 results
+            run_block(hblk)
+    finally:
+        if stats is not None:
+            stats.update(warp_steps=call.steps, lane_steps=call.lane_steps)
     for arr, buf in back:
         arr[...] = buf.data
     return call.result

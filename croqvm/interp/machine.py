@@ -39,7 +39,8 @@ class Call:
     def __init__(self, module, fn, *, out, poison, scheduler, max_steps):
         self.module, self.fn, self.out = module, fn, out
         self.poison, self.scheduler, self.max_steps = poison, scheduler, max_steps
-        self.steps = 0
+        self.steps = 0           # warp-instructions executed
+        self.lane_steps = 0      # lane-instructions: the active lanes of each of those
         self.sources = {name: SourceFile(name, text) for name, text in module.sources}
         self.kernel_globals: dict = {}    # (kernel index, slot) -> buffers
         self._programs: dict = {}
