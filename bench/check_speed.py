@@ -22,14 +22,14 @@ def generated(lines: int) -> str:
     while len(body) < lines - 1:
         body += [
             f"  parallel {{bm{i}, bn{i}}} by [cdiv(M, T), cdiv(N, T)] : block,",
-            f"           {{r{i}, s{i}}} by [T, T] : thread {{",
+            f"           {{tr{i}, tc{i}}} by [T, T] : thread {{",
             f"    s32 acc{i} = 0;",
             f"    foreach k{i} in [4] {{",
-            f"      if (bm{i} # r{i} < M && bn{i} # s{i} < N)",
-            f"        acc{i} += x.at(bm{i} # r{i}, bn{i} # s{i}) * (k{i} + {i});",
+            f"      if (bm{i} # tr{i} < M && bn{i} # tc{i} < N)",
+            f"        acc{i} += x.at(bm{i} # tr{i}, bn{i} # tc{i}) * (k{i} + {i});",
             "    }",
-            f"    if (bm{i} # r{i} < M && bn{i} # s{i} < N)",
-            f"      y.at(bm{i} # r{i}, bn{i} # s{i}) = acc{i};",
+            f"    if (bm{i} # tr{i} < M && bn{i} # tc{i} < N)",
+            f"      y.at(bm{i} # tr{i}, bn{i} # tc{i}) = acc{i};",
             "  }",
         ]
         i += 1
