@@ -5,68 +5,16 @@ import io
 import numpy as np
 import pytest
 
+from appendix import APPENDIX
 import croqvm
 from croqvm.errors import KernelFault
 from croqvm.interp import run_function
 
-A1 = """\
-__co__ void add_demo() {
-  s32 [2, 3] a;
-  s32 [2, 3] b {10};
-  foreach {i, j} in [2, 3]
-    a.at(i, j) = i * 3 + j;
-  parallel {i, j} by [2, 3]                 // one unannotated level: 6 threads, one block
-    a.at(i, j) += b.at(i, j);
-  foreach i in [2]
-    println(a.at(i, 0), a.at(i, 1), a.at(i, 2));
-}
-"""
+A1 = APPENDIX["A.1"]
 
-A7 = """\
-__co__ void diverge() {
-  s32 [8] v;
-  parallel t by 8 : thread {
-    if (t & 1 == 0) {                       // (t & 1) == 0 in Croqtile; croqvm warns
-      v.at(t) = t * 10;
-      println("even", t);
-    } else {
-      v.at(t) = 0 - t;
-      println("odd", t);
-    }
-    println("join", t);
-  }
-  println(v.at(0), v.at(1), v.at(2), v.at(3), v.at(4), v.at(5), v.at(6), v.at(7));
-}
-"""
+A7 = APPENDIX["A.7"]
 
-A8 = """\
-#define STAGES 2
-
-__co__ void broken() {
-  s32 [8] out;
-  parallel blk by 1 : block {
-    shared event full[STAGES], empty[STAGES];
-    shared s32 [STAGES] slot;
-    parallel role by 2 : group-4 {
-      inthreads.async (role == 0)
-        foreach k in [8] {
-          wait empty[k % STAGES];
-          slot.at(k % STAGES) = k * k;
-          trigger full[k % STAGES];
-        }
-      inthreads.async (role == 1) {
-        // foreach s in [STAGES] trigger empty[s];      <- the missing initial credits
-        foreach k in [8] {
-          wait full[k % STAGES];
-          out.at(k) = slot.at(k % STAGES);
-          trigger empty[k % STAGES];
-        }
-      }
-    }
-  }
-  println(out.at(7));
-}
-"""
+A8 = APPENDIX["A.8"]
 
 A8_REPORT = """\
 broken.co:11:11: runtime error: deadlock: every live lane of block (0) is blocked

@@ -3,38 +3,12 @@ bytecode written by hand for the programs shown."""
 import numpy as np
 import pytest
 
+from appendix import APPENDIX
 from asm import ALL, Asm, P, function, kernel_module, launch_host, run
 from croqvm.bytecode.module import Access, BufferDecl, EventDecl, Kernel, LaneSet, Param
 from croqvm.errors import KernelFault
 
-BROKEN = """\
-#define STAGES 2
-
-__co__ void broken() {
-  s32 [8] out;
-  parallel blk by 1 : block {
-    shared event full[STAGES], empty[STAGES];
-    shared s32 [STAGES] slot;
-    parallel role by 2 : group-4 {
-      inthreads.async (role == 0)
-        foreach k in [8] {
-          wait empty[k % STAGES];
-          slot.at(k % STAGES) = k * k;
-          trigger full[k % STAGES];
-        }
-      inthreads.async (role == 1) {
-        // foreach s in [STAGES] trigger empty[s];      <- the missing initial credits
-        foreach k in [8] {
-          wait full[k % STAGES];
-          out.at(k) = slot.at(k % STAGES);
-          trigger empty[k % STAGES];
-        }
-      }
-    }
-  }
-  println(out.at(7));
-}
-"""
+BROKEN = APPENDIX["A.8"]
 
 LOOP = """
     CONST r3 k4

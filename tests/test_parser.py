@@ -9,6 +9,7 @@ import math
 
 import pytest
 
+from appendix import APPENDIX
 from croqvm.lang import ast
 from croqvm.lang.diagnostics import DiagnosticSink
 from croqvm.lang.lexer import tokenize_program
@@ -230,18 +231,7 @@ def test_view_chains(source, tree):
 
 # --------------------------------------------------------------------------- Appendix A
 
-A1 = """
-__co__ void add_demo() {
-  s32 [2, 3] a;
-  s32 [2, 3] b {10};
-  foreach {i, j} in [2, 3]
-    a.at(i, j) = i * 3 + j;
-  parallel {i, j} by [2, 3]                 // one unannotated level: 6 threads, one block
-    a.at(i, j) += b.at(i, j);
-  foreach i in [2]
-    println(a.at(i, 0), a.at(i, 1), a.at(i, 2));
-}
-"""
+A1 = APPENDIX["A.1"]
 
 
 def test_a1_elementwise_addition():
@@ -261,20 +251,11 @@ def test_a1_elementwise_addition():
     assert (par.body.op, sx(par.body.value)) == ("+=", "(at b i j)")
     assert isinstance(show.body, ast.Print) and show.body.newline
     assert [sx(x) for x in show.body.args] == ["(at a i 0)", "(at a i 1)", "(at a i 2)"]
-    assert f.span == Span("t.co", 2, 1, 11, 2)
-    assert f.name_span == Span("t.co", 2, 13, 2, 21)
+    assert f.span == Span("t.co", 1, 1, 10, 2)
+    assert f.name_span == Span("t.co", 1, 13, 1, 21)
 
 
-A2 = """
-__co__ auto matmul(s32 [M, K] a, s32 [K, N] b) {
-  s32 [M, N] c;                                         // zeroed
-  parallel {bm, bn} by [M / 8, N / 8] : block, {r, s} by [8, 8] : thread {
-    foreach k in [K]
-      c.at(bm # r, bn # s) += a.at(bm # r, k) * b.at(k, bn # s);   // bm # r = bm*8 + r
-  }
-  return c;
-}
-"""
+A2 = APPENDIX["A.2"]
 
 
 def test_a2_scalar_matmul():
@@ -293,22 +274,7 @@ def test_a2_scalar_matmul():
     assert sx(ret.value) == "c"
 
 
-A3 = """
-__co__ auto matmul_tiled(f32 [M, K] a, f32 [K, N] b) {
-  f32 [M, N] c;
-  parallel {bm, bn} by [M / 16, N / 16] : block {
-    foreach kt in [K / 32] {
-      ta = dma.copy a.subspan(16, 32).at(bm, kt) => shared;   // one copy per block
-      tb = dma.copy b.subspan(32, 16).at(kt, bn) => shared;
-      parallel {tm, tn} by [16, 16] : thread {                // 256 lanes
-        foreach k in [32]
-          c.at(bm # tm, bn # tn) += ta.data.at(tm, k) * tb.data.at(k, tn);
-      }                                                       // join barrier
-    }
-  }
-  return c;
-}
-"""
+A3 = APPENDIX["A.3"]
 
 
 def test_a3_tiles_in_shared_memory():
@@ -318,38 +284,13 @@ def test_a3_tiles_in_shared_memory():
     assert (ta.target.id, ta.op, ta.is_async, ta.tma, ta.dst) == ("ta", "copy", False, False,
                                                                  "shared")
     assert sx(ta.src) == "(subspan a (16 32) at(bm kt))"
-    assert ta.span == Span("t.co", 6, 7, 6, 59)  # a statement span stops before ";"
+    assert ta.span == Span("t.co", 5, 7, 5, 59)  # a statement span stops before ";"
     assert inner.levels[0].level == "thread"
     assert sx(inner.body.stmts[0].body.value) == \
         "(* (at (data ta) tm k) (at (data tb) k tn))"
 
 
-A4 = """
-__co__ auto matmul_db(f32 [M, K] a, f32 [K, N] b) {
-  f32 [M, N] c;
-  parallel {bm, bn} by [M / 16, N / 16] : block, {tm, tn} by [16, 16] : thread {
-    with kt in K / 16 {
-      cur_a = dma.copy.async a.subspan(16, 16).at(bm, kt) => shared;   // kt is 0 here
-      cur_b = dma.copy.async b.subspan(16, 16).at(kt, bn) => shared;
-      nxt_a = dma.any;
-      nxt_b = dma.any;
-      foreach kt(1:) {
-        nxt_a = dma.copy.async a.subspan(16, 16).at(bm, kt) => shared;
-        nxt_b = dma.copy.async b.subspan(16, 16).at(kt, bn) => shared;
-        wait cur_a, cur_b;
-        foreach k in [16]
-          c.at(bm # tm, bn # tn) += cur_a.data.at(tm, k) * cur_b.data.at(k, tn);
-        swap(cur_a, nxt_a);
-        swap(cur_b, nxt_b);
-      }
-      wait cur_a, cur_b;                    // the last tile is still in flight
-      foreach k in [16]
-        c.at(bm # tm, bn # tn) += cur_a.data.at(tm, k) * cur_b.data.at(k, tn);
-    }
-  }
-  return c;
-}
-"""
+A4 = APPENDIX["A.4"]
 
 
 def test_a4_double_buffering():
@@ -370,51 +311,7 @@ def test_a4_double_buffering():
     assert isinstance(last_wait, ast.Wait)
 
 
-A5 = """
-#define BM 64
-#define BN 64
-#define BK 64
-#define WK 16
-#define STAGES 2
-
-__co__ void gemm_ws(global f16 [M, K] a, global f16 [N, K] b, global f32 [M, N] c) {
-  parallel {bm, bn} by [cdiv(M, BM), cdiv(N, BN)] : block {
-    shared event full[STAGES], empty[STAGES];
-    shared f16 [BM, BK] sa[STAGES];
-    shared f16 [BN, BK] sb[STAGES];
-    shared f32 [BM, BN] sc;
-    parallel role by 2 : group-4 {
-      inthreads.async (role == 0) {                  // producer, warps 0-3
-        foreach kt in [cdiv(K, BK)] {
-          st = kt % STAGES;
-          wait empty[st];
-          dma.copy.zfill a.subspan(BM, BK).at(bm, kt) => sa[st];   // 128-lane collective
-          dma.copy.zfill b.subspan(BN, BK).at(bn, kt) => sb[st];
-          trigger full[st];                          // 128 arrivals per generation
-        }
-      }
-      inthreads.async (role == 1) {                  // consumer, warps 4-7
-        acc = mma.fill.f32 0.0f;                     // owned by warpgroup 1
-        foreach s in [STAGES]
-          trigger empty[s];                          // initial credits
-        foreach kt in [cdiv(K, BK)] {
-          st = kt % STAGES;
-          wait full[st];
-          foreach w in [BK / WK] {
-            fa = mma.load sa[st].chunkat(_, w);      // [64, 16]
-            fb = mma.load sb[st].chunkat(_, w);      // [64, 16]
-            mma.row.row acc, fa, fb;                 // acc [64, 64] += fa * fb^T
-          }
-          mma.commit;
-          trigger empty[st];
-        }
-        mma.store acc, sc;
-        dma.copy sc => c.subspan(BM, BN).at(bm, bn); // edge tiles are clipped
-      }
-    }
-  }
-}
-"""
+A5 = APPENDIX["A.5"]
 
 
 def test_a5_warp_specialised_pipeline():
@@ -452,25 +349,7 @@ def test_a5_warp_specialised_pipeline():
     assert sx(out.dst) == "(subspan c (64 64) at(bm bn))"
 
 
-A6 = """
-#define WORKERS 4
-#define T 16
-
-__co__ void scale_tiles(global f32 [M, N] x, f32 alpha) {
-  int total = cdiv(M, T) * cdiv(N, T);
-  parallel w by WORKERS : block, {r, s} by [T, T] : thread {
-    foreach it in [cdiv(total, WORKERS)] {
-      tile = it # w;                        // it * WORKERS + w: workers take turns
-      if (tile < total) {                   // the last round has padding iterations
-        row = (tile / cdiv(N, T)) * T + r;
-        col = (tile % cdiv(N, T)) * T + s;
-        if (row < M && col < N)
-          x.at(row, col) = x.at(row, col) * alpha;
-      }
-    }
-  }
-}
-"""
+A6 = APPENDIX["A.6"]
 
 
 def test_a6_persistent_kernel():
@@ -487,22 +366,7 @@ def test_a6_persistent_kernel():
     assert sx(inner.cond) == "(&& (< row M) (< col N))" and inner.other is None
 
 
-A7 = """
-__co__ void diverge() {
-  s32 [8] v;
-  parallel t by 8 : thread {
-    if (t & 1 == 0) {                       // (t & 1) == 0 in Croqtile; croqvm warns
-      v.at(t) = t * 10;
-      println("even", t);
-    } else {
-      v.at(t) = 0 - t;
-      println("odd", t);
-    }
-    println("join", t);
-  }
-  println(v.at(0), v.at(1), v.at(2), v.at(3), v.at(4), v.at(5), v.at(6), v.at(7));
-}
-"""
+A7 = APPENDIX["A.7"]
 
 
 def test_a7_divergence_parses_with_one_warning():
@@ -515,33 +379,7 @@ def test_a7_divergence_parses_with_one_warning():
     assert sx(branch.other.stmts[0].value) == "(- 0 t)"
 
 
-A8 = """#define STAGES 2
-
-__co__ void broken() {
-  s32 [8] out;
-  parallel blk by 1 : block {
-    shared event full[STAGES], empty[STAGES];
-    shared s32 [STAGES] slot;
-    parallel role by 2 : group-4 {
-      inthreads.async (role == 0)
-        foreach k in [8] {
-          wait empty[k % STAGES];
-          slot.at(k % STAGES) = k * k;
-          trigger full[k % STAGES];
-        }
-      inthreads.async (role == 1) {
-        // foreach s in [STAGES] trigger empty[s];      <- the missing initial credits
-        foreach k in [8] {
-          wait full[k % STAGES];
-          out.at(k) = slot.at(k % STAGES);
-          trigger empty[k % STAGES];
-        }
-      }
-    }
-  }
-  println(out.at(7));
-}
-"""
+A8 = APPENDIX["A.8"]
 
 
 def test_a8_unbraced_inthreads_body():
