@@ -33,11 +33,17 @@ def compile(source: str, filename: str = "<string>", defines=None):
     from .lang.diagnostics import render_all
     from .lang.frontend import has_errors
     from .bytecode.lower import lower_program
+    from .bytecode.verify import verify
 
     program, diags, sources = check(source, filename, defines)
     if has_errors(diags):
         raise CompileError(render_all(diags, sources), diags)
     module = lower_program(program, list(sources.values()))
+    try:
+        verify(module)   # the engines trust verified modules only (STYLE.md rule 6)
+    except BytecodeError as err:
+        raise InternalError(f"{filename}: internal error: lowering produced an invalid "
+                            f"module: {err}") from None
     module.warnings = render_all([d for d in diags if d.severity == "warning"], sources)
     return module
 

@@ -92,7 +92,11 @@ def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
                     what = "an anonymous dimension '?'" if d == "?" else f"symbolic dimension '{d}'"
                     hint = f"--input {p.name}=FILE.npy" if d == "?" else f"--dim {d}=VALUE"
                     raise ArgumentError(f"parameter '{p.name}' has {what}; give it with {hint}")
-            args.append(_random_array(rng, p.dtype, tuple(shape)))
+            try:
+                args.append(_random_array(rng, p.dtype, tuple(shape)))
+            except (MemoryError, ValueError):
+                raise ArgumentError(f"parameter '{p.name}': can not make random data of "
+                                    f"shape {tuple(shape)}") from None
         elif p.kind == "scalar":
             args.append(_random_array(rng, p.dtype, ()).item())
         else:

@@ -109,6 +109,8 @@ def test_skips_functions_with_parameters_with_a_note(write, capsys):
     (["run", "{scale}", "--func", "scale"], "parameter 'x' of 'scale' needs a value"),
     (["run", "{scale}", "--func", "scale", "--random-inputs"], "give it with --dim N=VALUE"),
     (["run", "{scale}", "--func", "scale", "--dim", "N"], "--dim 'N' must look like NAME=VALUE"),
+    (["run", "{scale}", "--func", "scale", "--random-inputs", "--dim", "N=1000000000000"],
+     "can not make random data of shape (1000000000000,)"),
 ])
 def test_usage_errors_exit_2(write, capsys, argv, message):
     files = {"{add}": write("add.co", ADD), "{scale}": write("scale.co", SCALE)}
