@@ -1,0 +1,50 @@
+"""The command lines in the headers of programs/ work as written, as a new user would run
+them: exit status 0 for valid programs, 3 for runtime faults, 1 for static errors."""
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from croqvm.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMAND = re.compile(r"^//\s*(?:(?:Run|Check):)?\s*(croqvm .*?)\s*(?:\(exit status (\d)\))?\s*$")
+
+# Shown at benchmark size (about 40 s on the reference engine): behind --runslow.
+SLOW = {"run programs/matmul_dma.co --func matmul --random-inputs --dim M=128 --dim K=256 "
+        "--dim N=256"}
+
+
+def header_commands():
+    for path in sorted((ROOT / "programs").rglob("*.co")):
+        for line in path.read_text().splitlines():
+            if not line.startswith("//"):
+                break
+            m = COMMAND.match(line)
+            if m:
+                argv = shlex.split(m.group(1))[1:]
+                broken = "broken" in path.parts
+                status = int(m.group(2)) if m.group(2) else (
+                    (3 if argv[0] == "run" else 1) if broken else 0)
+                text = " ".join(argv)
+                marks = [pytest.mark.slow] if text in SLOW else []
+                yield pytest.param(argv, status, id=text, marks=marks)
+
+
+COMMANDS = list(header_commands())
+
+
+def test_every_program_shows_how_to_run_it():
+    shown = {Path(p.values[0][1]).name for p in COMMANDS}
+    files = {p.name for p in (ROOT / "programs").rglob("*.co")}
+    assert shown == files
+
+
+@pytest.mark.parametrize("argv, status", COMMANDS)
+def test_header_command(argv, status, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == status, err
+    assert "Traceback" not in err
