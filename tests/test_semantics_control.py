@@ -1,8 +1,9 @@
 """Per-lane control flow as the language defines it, one short program per test with the
-output derived by hand from LANGUAGE.md: divergence and reconvergence (§7.3, Appendix
-A.7), `break` / `continue` in divergent loops (§6.5, §7.3), warp-uniform against divergent
-branches over several warps (§6.3.5, §7.1), `yield` before a barrier (§6.5), outer-level
-code once per instance (§7.2) and the runtime errors of plain statements (§15.3).
+output derived by hand from LANGUAGE.md: divergence and reconvergence (§7.3), `break` /
+`continue` in divergent loops (§6.5, §7.3), warp-uniform against divergent branches over
+several warps (§6.3.5, §7.1), `inthreads` (§6.7), `yield` before a barrier (§6.5), idle
+lanes (§6.3.4), outer-level code once per instance (§7.2) and the runtime errors of plain
+statements (§15.3).
 
 Print order is §13.3: warp by warp as the default schedule runs them (§7.1.2), and within
 one execution of a statement lane by lane.
@@ -91,26 +92,46 @@ def test_if_inside_a_while_whose_trip_count_differs_per_lane():
         "done 0 0", "done 1 1", "done 2 2", "done 3 3")
 
 
-def test_appendix_a7_divergence_inside_a_warp():
+def test_lanes_of_one_warp_waiting_for_each_other_deadlock():
+    # The then-lanes run first (§7.3): lane 0 blocks the whole warp, so lanes 1-31 never
+    # reach their trigger.
     src = """
-        __co__ void diverge() {
-          s32 [8] v;
-          parallel t by 8 : thread {
-            if ((t & 1) == 0) {
-              v.at(t) = t * 10;
-              println("even", t);
-            } else {
-              v.at(t) = 0 - t;
-              println("odd", t);
+        __co__ void main() {
+          parallel blk by 1 : block {
+            shared event<1> e;
+            parallel t by 32 : thread {
+              if (t == 0)
+                wait e;
+              else
+                trigger e;
             }
-            println("join", t);
           }
-          println(v.at(0), v.at(1), v.at(2), v.at(3), v.at(4), v.at(5), v.at(6), v.at(7));
         }
     """
-    assert output(src, "diverge") == lines(
-        "even 0", "even 2", "even 4", "even 6", "odd 1", "odd 3", "odd 5", "odd 7",
-        *[f"join {t}" for t in range(8)], "0 -1 20 -3 40 -5 60 -7")
+    first, *rest = fault(src).splitlines()
+    assert first == "sem.co:7:9: runtime error: deadlock: every live lane of block (0) is blocked"
+    assert any(line.startswith("  lanes 1-31 suspended in divergent code at sem.co:")
+               for line in rest), rest
+
+
+def test_lanes_of_one_warp_signalling_in_branch_order_do_not_deadlock():
+    # Now the triggering lanes are the then-lanes: 31 generations complete (N = 1)
+    # before lane 0 waits for its first.
+    src = """
+        __co__ void main() {
+          parallel blk by 1 : block {
+            shared event<1> e;
+            parallel t by 32 : thread {
+              if (t != 0)
+                trigger e;
+              else
+                wait e;
+              if (t < 2) println("past", t);
+            }
+          }
+        }
+    """
+    assert output(src) == lines("past 0", "past 1")
 
 
 # ------------------------------------------------------------- break and continue (§6.5)
@@ -288,6 +309,24 @@ def test_a_group_index_is_uniform_per_warp_and_a_barrier_interleaves_the_warps()
         "before 0", "g1 lane 0", "g1 lane 1", "before 1", "after 0", "after 1")
 
 
+def test_plain_inthreads_ends_with_a_barrier_of_the_whole_collective_set():
+    # Warp 0 skips the body and waits at the end of the inthreads for warp 1 (D17); the
+    # sync.shared inside only involves warp 1, the lanes with p == 1 (§7.4.1).
+    src = """
+        __co__ void main() {
+          parallel p by 2 : group, t by 32 : thread {
+            inthreads (p == 1) {
+              if (t == 0) println("p1 in");
+              sync.shared;
+              if (t == 0) println("p1 out");
+            }
+            if (t == 0) println("after", p);
+          }
+        }
+    """
+    assert output(src) == lines("p1 in", "p1 out", "after 0", "after 1")
+
+
 # -------------------------------------------------------------------- yield (§6.5)
 
 
@@ -341,6 +380,32 @@ def test_yield_inside_a_region_lets_the_join_and_the_outer_code_go_on():
     assert output(src) == lines("block 0 3", "block 1 6")
 
 
+def test_yield_in_a_loop_shrinks_each_later_barrier():
+    # Round i loses the lanes t >= 64 - 16 * i (warp 1 entirely by round 2); the barrier
+    # of each round waits for the lanes still alive, which all marked row i.
+    src = """
+        __co__ void main() {
+          s32 [4, 64] mark;
+          parallel t by 64 : thread {
+            foreach i in [4] {
+              if (t >= 64 - 16 * i)
+                yield;
+              mark.at(i, t) = 1;
+              sync.shared;
+              if (t == 0) {
+                s32 n = 0;
+                foreach j in [64]
+                  n += mark.at(i, j);
+                println("round", i, "alive", n);
+              }
+            }
+          }
+        }
+    """
+    assert output(src) == lines(
+        "round 0 alive 64", "round 1 alive 48", "round 2 alive 32", "round 3 alive 16")
+
+
 # ------------------------------------------------------------ outer-level code (§7.2)
 
 
@@ -388,6 +453,26 @@ def test_outer_level_code_of_a_warpgroup_runs_once_per_warpgroup():
         "group 0", "lane 0 of 0", "done 0", "group 1", "lane 0 of 1", "done 1")
 
 
+def test_lanes_beyond_a_smaller_region_are_idle():
+    # The block has 40 lanes (its largest nest); the second region uses 4 of them and
+    # lanes 4-39 skip it and wait at its join (D16), rather than repeating u = 0..3.
+    src = """
+        __co__ void main() {
+          s32 [40] a;
+          parallel b by 1 : block {
+            parallel t by 40 : thread
+              a.at(t) = 1;
+            parallel u by 4 : thread {
+              a.at(u) += 10;
+              println("u", u);
+            }
+            println("after", a.at(0), a.at(3), a.at(4), a.at(39));
+          }
+        }
+    """
+    assert output(src) == lines("u 0", "u 1", "u 2", "u 3", "after 11 11 1 1")
+
+
 # ----------------------------------------------------------- runtime errors (§15.3)
 
 
@@ -431,7 +516,7 @@ def test_integer_division_by_zero_in_host_code():
           return q;
         }
     """
-    assert output(src, "main", 2) == ""
+    assert croqvm.compile(textwrap.dedent(src), "sem.co").run("main", 2) == 1
     assert fault(src, "main", 0) == lines(
         "sem.co:3:3: runtime error: integer division by zero.",
         "    3 |   int q = 7 % d;",
