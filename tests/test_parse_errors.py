@@ -67,8 +67,6 @@ CASES = [
     ("  sync.warp;", [f"2:7: {SE}unexpected '.warp', expecting '.shared', '.barrier', "
                       f"'.fence' or '.global' after 'sync'."]),
     ("  shared event e = go;", ["2:20: event initializer must be 'ready'"]),
-    ("  shared event e = ready, g;", [f"2:25: {SE}'= ready' applies to the whole "
-                                      f"declaration; write it after the last event."]),
     ("  shared f32 x;",
      [f"2:13: {SE}expected '[' and the shape of the 'shared' buffer after 'f32'."]),
     ("  s32 [] x;", [f"2:7: {SE}a buffer shape needs at least one dimension."]),

@@ -321,7 +321,8 @@ def test_a5_warp_specialised_pipeline():
     (kernel,) = f.body.stmts
     assert [sx(x) for x in kernel.levels[0].bounds] == ["(call cdiv M 64)", "(call cdiv N 64)"]
     events, sa, _, sc, roles = kernel.body.stmts
-    assert (events.storage, events.count, events.ready) == ("shared", None, False)
+    assert (events.storage, events.count) == ("shared", None)
+    assert [i.ready for i in events.items] == [False, False]
     assert [(i.name, [sx(x) for x in i.array]) for i in events.items] == [
         ("full", ["2"]), ("empty", ["2"])]
     assert (sa.storage, sa.dtype.name, [sx(x) for x in sa.shape]) == ("shared", "f16",
@@ -571,11 +572,13 @@ def test_scalar_declarations():
 
 
 def test_event_declarations():
-    a, b, c, d = body("shared event full[2], empty[2];\nshared event e[2] = ready;\n"
-                      "shared event<128> e1;\nevent plain;")
+    a, b, c, d, e = body("shared event full[2], empty[2];\nshared event e[2] = ready;\n"
+                         "shared event<128> e1;\nevent plain;\n"
+                         "shared event f = ready, g, h[3] = ready;")
     assert [(i.name, [sx(x) for x in i.array]) for i in a.items] == [("full", ["2"]),
                                                                       ("empty", ["2"])]
-    assert (b.ready, a.ready) == (True, False)
+    assert [i.ready for i in a.items + b.items] == [False, False, True]
+    assert [(i.name, i.ready) for i in e.items] == [("f", True), ("g", False), ("h", True)]
     assert (sx(c.count), c.items[0].name) == ("128", "e1")
     assert (d.storage, d.items[0].name) == (None, "plain")
 

@@ -133,11 +133,6 @@ def test_three_stage_pipeline_with_ready_slots_runs_three_items_ahead():
     assert out.tolist() == [0, 1, 4, 9, 16]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "'= ready' is parsed as applying to every event of the declaration (parse_decl.py "
-    "_event_decl; ast.EventDecl.ready is one flag), but it belongs to the declarator it "
-    "follows, as in the reference grammar (lib/parser.yy event_decl) and Appendix A.8 "
-    "('empty[STAGES] = ready'): here 'full' is made ready and the static check is lost"))
 def test_ready_initialises_only_the_event_it_follows():
     src = """
         __co__ void main() {

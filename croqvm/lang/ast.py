@@ -285,17 +285,18 @@ class ScalarDecl(Stmt):
 class EventItem(Node):
     name: str
     array: list[Expr]
+    ready: bool            # ``e[2] = ready``: every slot starts with one completed generation
     span: Span
     sym = None
 
 
 @dataclass
 class EventDecl(Stmt):
-    """``shared event e[2], f = ready;`` / ``shared event<128> e;`` (§10.1)."""
+    """``shared event e[2], f = ready;`` / ``shared event<128> e;`` (§10.1); ``= ready``
+    belongs to the declarator it follows (here ``f``), as in the reference grammar."""
     storage: str | None
     count: Expr | None     # ``event<N>``
     items: list[EventItem]
-    ready: bool
     span: Span
 
 

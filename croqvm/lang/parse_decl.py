@@ -111,22 +111,20 @@ class DeclParser:
             count = self.arithmetic_expr()
             self.expect_op(">", "syntax error: expected '>' after the arrival count of "
                                 "'event<N>'.")
-        items, ready = [], False
+        items = []
         while True:
             name = self.name()
-            items.append(ast.EventItem(str(name.value), self._subscripts(),
-                                       self.span_from(name)))
-            if self.accept_op("="):
+            array = self._subscripts()
+            span = self.span_from(name)
+            ready = self.accept_op("=") is not None
+            if ready:
                 self._ready()
-                ready = True
-                if self.at_op(","):
-                    self.fail("syntax error: '= ready' applies to the whole declaration; "
-                              "write it after the last event.")
+            items.append(ast.EventItem(str(name.value), array, ready, span))
             if not self.accept_op(","):
                 break
         self.end_statement()
         storage = str(storage_tok.value) if storage_tok is not None else None
-        return ast.EventDecl(storage, count, items, ready, self.span_from(start))
+        return ast.EventDecl(storage, count, items, self.span_from(start))
 
     def _ready(self):
         t = self.tok

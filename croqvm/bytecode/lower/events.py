@@ -33,7 +33,7 @@ def lower_event_decl(lw: Lowerer, s: ast.EventDecl) -> None:
                 lw.error(a.span, "croqvm needs the size of an event array at compile time.",
                          "use a literal or a macro")
             dims.append(n)
-        decl = EventDecl(item.name, prod(dims), s.ready, count, [], lw.spans.intern(item.span))
+        decl = EventDecl(item.name, prod(dims), item.ready, count, [], lw.spans.intern(item.span))
         lw.bind(item.sym, EventRef(lw.b.add("events", decl), dims, item.name))
 
 

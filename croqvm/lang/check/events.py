@@ -48,7 +48,7 @@ def check_event_decl(ck, d: ast.EventDecl):
         array = tuple(_positive_constant(ck, x, f"the size of event array '{item.name}'")
                       for x in item.array)
         item.sym = ck.declare(item.name, "event", Event(array), item, item.span)
-        item.sym.info["ready"] = d.ready
+        item.sym.info["ready"] = item.ready
 
 
 def _ref_name(ref) -> str:
