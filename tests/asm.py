@@ -97,16 +97,19 @@ def function(name, host, kernels=(), params=(), dims=(), ret="void", ret_dtype=0
 
 
 def launch_host(asm: Asm, grid=(1,), bind=(), scalars=(), regs="", consts=(), pre="",
-                post="", launch_span=None, **tables) -> M.Code:
+                post="", launch_span=None, block=None, **tables) -> M.Code:
     """A host program: ``pre``, then the launch of kernel 0 with grid extents from
-    constants, then ``post``. The grid registers and constants come first; ``bind``
-    maps kernel buffer slots to host ones, ``scalars`` kernel registers to host ones."""
-    g = len(grid)
-    lines = [f"CONST r{d} k{d}" for d in range(g)]
+    constants, then ``post``. The grid registers and constants come first, then, when
+    ``block`` gives the block size at launch, its register and constant; ``bind`` maps
+    kernel buffer slots to host ones, ``scalars`` kernel registers to host ones."""
+    sizes = list(grid) + ([] if block is None else [block])
+    lines = [f"CONST r{d} k{d}" for d in range(len(sizes))]
     text = "\n".join(lines + [pre, "LAUNCH l0", post, "RET"])
-    consts = [("s32", x) for x in grid] + list(consts)
-    regs = " ".join(["s32"] * g) + " " + regs
-    launch = M.Launch(0, list(range(g)), list(bind), list(scalars))
+    consts = [("s32", x) for x in sizes] + list(consts)
+    regs = " ".join(["s32"] * len(sizes)) + " " + regs
+    g = len(grid)
+    launch = M.Launch(0, list(range(g)), list(bind), list(scalars),
+                      block=-1 if block is None else g)
     code = asm.code(text, regs=regs, consts=consts, name="host.asm", launches=[launch],
                     **tables)
     at = [i for i in range(0, len(code.code), 7) if code.code[i] == BY_NAME["LAUNCH"].code]
@@ -115,10 +118,13 @@ def launch_host(asm: Asm, grid=(1,), bind=(), scalars=(), regs="", consts=(), pr
 
 
 def kernel_module(asm: Asm, kernel: M.Code, block_size: int, grid=(1,), name="f",
-                  params=(), **host) -> M.Module:
-    """A module with one function ``name`` launching ``kernel`` once."""
-    k = M.Kernel("k", kernel, block_size, len(grid))
-    return asm.module(function(name, launch_host(asm, grid, **host), [k], params))
+                  params=(), at_launch=False, **host) -> M.Module:
+    """A module with one function ``name`` launching ``kernel`` once with blocks of
+    ``block_size`` lanes, which with ``at_launch`` the launch gives (the kernel's own
+    size is then 0)."""
+    k = M.Kernel("k", kernel, 0 if at_launch else block_size, len(grid))
+    host = launch_host(asm, grid, block=block_size if at_launch else None, **host)
+    return asm.module(function(name, host, [k], params))
 
 
 def run(module, name="f", args=(), **options):

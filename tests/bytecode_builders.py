@@ -9,6 +9,7 @@ instructions match, written the way lowering shapes code (docs/EXECUTION.md):
   into shared memory, IF/ELSE/END, a LOOP with TRIGGER/WAIT_EVENT on an event whose
   arrival count comes from a lane set, the region's join BARRIER and a once-per-block
   PRINT. ``scale(x, k)`` returns ``x * k`` and prints ``block done: p`` per block.
+- ``scale_sized_at_launch()``: ``scale()`` with the block size given by the launch.
 - ``misc()``: host CONTINUE_IF, DIMOF, a DMA into its own buffer with a future, FUT_DIM,
   SELECT, ASSERT, PRINT, and a kernel of MMA ops on a warp's fragments.
 
@@ -217,6 +218,14 @@ def scale() -> Module:
               Param("k", "scalar", S32, [], "global", 1)]
     fn = Function("scale", params, [("N", 0)], "buffer", S32, host, [kernel], span=0)
     return Module([("scale.co", SCALE_CO)], spans, [fn])
+
+
+def scale_sized_at_launch() -> Module:
+    """``scale()`` whose kernel takes its block size from the launch: host r2 (32)."""
+    m = scale()
+    m.functions[0].kernels[0].block_size = 0
+    m.functions[0].host.launches[0].block = 2
+    return m
 
 
 # -- misc: futures, select, assert, print on the host; MMA in a kernel --------------------

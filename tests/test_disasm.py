@@ -105,6 +105,14 @@ def test_declarations_of_a_kernel_function():
         assert expected in lines
 
 
+def test_a_block_size_given_at_launch_names_its_host_register():
+    lines = disassemble(B.scale_sized_at_launch()).splitlines()
+    assert "  kernel 0 'scale_k0': grid rank 1, block size r2 (at launch)  (scale.co:3:3)" \
+        in lines
+    assert "    launch0: kernel 0, grid (r4), buffers buf0 <- buf0, buf1 <- buf1, scalars " \
+        "r0 <- r0, r1 <- r1, block r2  (scale.co:3:3)" in lines
+
+
 def test_misc_declarations():
     lines = disassemble(B.misc()).splitlines()
     for expected in [

@@ -5,6 +5,7 @@ import io
 import numpy as np
 import pytest
 
+import bytecode_builders as B
 from asm import Asm, P, function, kernel_module, run
 from croqvm.bytecode.module import Access, BufferDecl, Param
 from croqvm.errors import ArgumentError, KernelFault
@@ -261,3 +262,42 @@ def test_buffer_array_subscript_out_of_range():
         run(a.module(function("f", host)))
     assert str(e.value).splitlines()[0] == (
         "code.asm:6:1: runtime error: index 2 is out of range for buffer array 'sa' [0, 2).")
+
+
+# --------------------------------------------------------------------------- block size at launch
+
+def lanes_kernel(block: int):
+    """Every lane prints its index; the launch gives the block size ``block``."""
+    a = Asm()
+    k = a.code("LANE r0\nPRINT p0", regs="s32", prints=[P("r0", newline=False)])
+    return kernel_module(a, k, block, at_launch=True)
+
+
+def test_a_block_size_given_at_launch_makes_that_many_lanes():
+    out = run(lanes_kernel(40))[1]
+    assert out == "".join(str(i) for i in range(40))
+
+
+def test_a_block_size_given_at_launch_is_checked_at_the_launch():
+    with pytest.raises(KernelFault) as e:
+        run(lanes_kernel(1025))
+    assert str(e.value) == "\n".join([
+        "host.asm:4:1: runtime error: Total physical threads per block (thread x group x "
+        "group-4 dims) must not exceed 1024.",
+        "    4 | LAUNCH l0",
+        "      | ^~~~~~~~~",
+        "  in host code of 'f'"])
+    for size in (0, -3):
+        with pytest.raises(KernelFault) as e:
+            run(lanes_kernel(size))
+        assert str(e.value).splitlines()[0] == (
+            f"host.asm:4:1: runtime error: the block size of this launch is {size}: it "
+            "should be greater than 0.")
+
+
+@pytest.mark.parametrize("build", [B.scale, B.scale_sized_at_launch])
+def test_a_static_block_size_and_one_given_at_launch_run_alike(build):
+    x = np.arange(40, dtype=np.int32)
+    result, out = run(build(), "scale", [x.copy(), 3])
+    np.testing.assert_array_equal(result, x * 3)
+    assert out == "block done:0\nblock done:1\n"

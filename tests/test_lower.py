@@ -336,23 +336,110 @@ def test_block_size_above_1024_is_rejected():
         lower("__co__ void f() { parallel p by 2 : group-4 { } parallel q by 9 : group-4 { } }")
 
 
+SCALE_BY_N = """
+__co__ auto scale(s32 [N] x, int k) {
+  s32 [N] y;
+  parallel p by N
+    y.at(p) = x.at(p) * k;
+  return y;
+}"""
+
+
+def warps_of(src: str, func: str, lanes: int, *args) -> float:
+    """The warps of the one block ``func`` launches with ``lanes`` lanes, from the engine's
+    step counts: the kernel is straight-line, so each warp runs each of its K instructions
+    once with all its lanes active, and host steps run one lane each; hence
+    lane-steps - warp-steps = K * (lanes - warps)."""
+    module = lower(src)
+    kern = module.function(func).kernels[0].code
+    assert not {"IF", "LOOP"} & set(ops(kern))
+    stats = {}
+    run_function(module, func, list(args), {}, out=io.StringIO(), stats=stats)
+    return lanes - (stats["lane_steps"] - stats["warp_steps"]) / (len(kern.code) // opcodes.WIDTH)
+
+
 def test_block_internal_bounds_may_come_from_the_host():
+    fn = lower(SCALE_BY_N).functions[0]
+    k, launch = fn.kernels[0], fn.host.launches[0]
+    assert k.block_size == 0 and fn.host.reg_names[launch.block] == ""   # given at launch
+    assert "IF" not in ops(k.code)      # the only nest fills the block: no lane is idle
+    x = np.arange(5, dtype=np.int32)
+    np.testing.assert_array_equal(call(SCALE_BY_N, "scale", x, 3), x * 3)
+    with pytest.raises(KernelFault, match="the parallel bound of 'q' must be greater than 0"):
+        call("__co__ void f(int n) { parallel q by n { } }", "f", 0)
+
+
+@pytest.mark.parametrize("n, warps", [(5, 1), (32, 1), (33, 2), (100, 4), (1024, 32)])
+def test_a_block_sized_at_launch_has_as_many_lanes_as_the_nest(n, warps):
+    x = np.arange(n, dtype=np.int32)
+    assert warps_of(SCALE_BY_N, "scale", n, x, 2) == warps
+
+
+def test_a_block_sized_at_launch_over_1024_threads_faults_at_the_launch():
+    with pytest.raises(KernelFault) as info:
+        call(SCALE_BY_N, "scale", np.zeros(2000, np.int32), 1)
+    assert str(info.value).splitlines()[0] == (
+        "t.co:4:3: runtime error: Total physical threads per block (thread x group x group-4 "
+        "dims) must not exceed 1024.")
+    assert str(info.value).splitlines()[-1] == "  in host code of 'scale'"
+
+
+def test_block_size_at_launch_does_not_overflow():
+    """65536 * 65536 lanes wrap to 0 in 32 bits; the count is capped, not wrapped."""
+    src = "__co__ void f(int a, int b) { parallel {p, q} by [a, b] { } }"
+    with pytest.raises(KernelFault, match="must not exceed 1024"):
+        call(src, "f", 65536, 65536)
+    assert call(src, "f", 32, 32) is None
+
+
+def test_block_and_thread_levels_sized_on_the_host():
     src = """
-    __co__ auto scale(s32 [N] x, int k) {
+    __co__ auto f(s32 [N] x, int T) {
       s32 [N] y;
-      parallel p by N
-        y.at(p) = x.at(p) * k;
+      parallel b by cdiv(N, T) : block, t by T : thread {
+        int i = b * T + t;
+        if (i < N) y.at(i) = x.at(i) + b * 100;
+      }
       return y;
     }"""
     k = kernel(src)
-    assert k.block_size == 1024                 # lanes beyond N are idle (D16)
-    assert_ops(k.code, "LT", "IF")
-    x = np.arange(5, dtype=np.int32)
-    np.testing.assert_array_equal(call(src, "scale", x, 3), x * 3)
+    assert (k.block_size, k.grid_rank) == (0, 1)
+    x = np.arange(10, dtype=np.int32)
+    blocks = np.array([0] * 4 + [1] * 4 + [2] * 2)
+    np.testing.assert_array_equal(call(src, "f", x, 4), x + blocks * 100)
+    np.testing.assert_array_equal(call(src, "f", x, 64), x)
+
+
+def test_a_group4_nest_sized_on_the_host():
+    src = """
+    __co__ auto f(s32 [G, 128] x) {
+      s32 [G, 128] y;
+      parallel g by G : group-4 {
+        parallel t by 128 : thread { y.at(g, t) = x.at(g, t) + g * 1000; }
+      }
+      return y;
+    }"""
+    assert kernel(src).block_size == 0
+    x = np.arange(3 * 128, dtype=np.int32).reshape(3, 128)
+    np.testing.assert_array_equal(call(src, "f", x), x + np.array([[0], [1000], [2000]]))
     with pytest.raises(KernelFault, match="must not exceed 1024"):
-        call(src, "scale", np.zeros(1025, np.int32), 1)
-    with pytest.raises(KernelFault, match="the parallel bound of 'q' must be greater than 0"):
-        call("__co__ void f(int n) { parallel q by n { } }", "f", 0)
+        call(src, "f", np.zeros((9, 128), np.int32))      # 9 warpgroups: 1152 threads
+
+
+@pytest.mark.parametrize("n, out", [(3, "012 | 01234567"), (12, "01234567891011 | 01234567")])
+def test_lanes_beyond_a_nest_in_a_block_sized_at_launch_are_idle(n, out):
+    """The block is as large as its largest nest: 8 lanes for n = 3, n lanes for n = 12."""
+    src = """
+    __co__ void f(int n) {
+      parallel p by 1 : block {
+        parallel b by n : thread { print(b); }
+        print(" | ");
+        parallel a by 8 : thread { print(a); }
+      }
+    }"""
+    k = kernel(src)
+    assert k.block_size == 0 and ops(k.code).count("IF") >= 2     # both nests may idle lanes
+    assert run(src, "f", [n]) == out
 
 
 def test_block_internal_bounds_computed_in_the_kernel_are_rejected():
@@ -471,6 +558,7 @@ def members(k, ls_index: int, block=(0, 0, 0)) -> list[int]:
     """The lanes of laneset ``ls_index``, by running its straight-line code per lane."""
     code = k.code
     ls = code.lanesets[ls_index]
+    assert k.block_size > 0
     if ls.result == -1:
         return list(range(k.block_size))
     lanes = []

@@ -181,7 +181,23 @@ MALFORMED = [
     ("scalar parameter slot", B.scale, lambda m: setattr(m.functions[0].params[1], "dtype", 11),
      "parameter 1 ('k'): slot r1 is not a f32 register"),
     ("block size", B.scale, lambda m: setattr(m.functions[0].kernels[0], "block_size", 2048),
-     "kernel 0 ('scale_k0'): block size 2048 out of range (1..1024)"),
+     "kernel 0 ('scale_k0'): block size 2048 out of range (0 for one given by each launch, "
+     "else 1..1024)"),
+    ("negative block size", B.scale, lambda m: setattr(m.functions[0].kernels[0], "block_size", -1),
+     "kernel 0 ('scale_k0'): block size -1 out of range"),
+    ("block size at launch, not given", B.scale,
+     lambda m: setattr(m.functions[0].kernels[0], "block_size", 0),
+     "function 'scale', host, launch 0: gives no block size register for kernel 0, whose "
+     "block size is given at launch"),
+    ("block size register index", B.scale_sized_at_launch,
+     lambda m: setattr(host(m).launches[0], "block", 6),
+     "launch 0: register index 6 out of range (6 registers)"),
+    ("block size register dtype", B.scale_sized_at_launch,
+     lambda m: (host(m).regs.append(0), setattr(host(m).launches[0], "block", 6)),
+     "launch 0: block size register r6 is bool, but must be an integer dtype"),
+    ("block size register for a static size", B.scale,
+     lambda m: setattr(host(m).launches[0], "block", 2),
+     "launch 0: gives block size register r2 for a kernel whose block size is 32"),
     ("shared memory", B.scale, lambda m: kern(m).consts.__setitem__(0, (3, 100000)),
      "kernel 0 ('scale_k0'): 400008 bytes of shared memory per block, more than the limit "
      "of 233472 (228 KiB)"),
@@ -197,6 +213,14 @@ MALFORMED = [
 @pytest.mark.parametrize("build", B.ALL.values(), ids=list(B.ALL))
 def test_hand_built_modules_are_valid(build):
     verify(build())
+
+
+def test_a_block_size_given_at_launch_is_valid_and_round_trips():
+    m = B.scale_sized_at_launch()
+    verify(m)
+    back = cqb.decode(cqb.encode(m))
+    assert back == m
+    assert (back.functions[0].kernels[0].block_size, host(back).launches[0].block) == (0, 2)
 
 
 @pytest.mark.parametrize("name, build, mutate, message", MALFORMED, ids=[r[0] for r in MALFORMED])

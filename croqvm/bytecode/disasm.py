@@ -146,7 +146,7 @@ def disassemble(module: Module, marker: tuple[Code, int] | None = None) -> str:
         out = function_header(module, fn)
         parts = [("host", fn.host)] + [
             (f"kernel {k} '{kern.name}': grid rank {kern.grid_rank}, block size "
-             f"{kern.block_size}  ({position(module, kern.span)})", kern.code)
+             f"{_block_size(fn, k, kern)}  ({position(module, kern.span)})", kern.code)
             for k, kern in enumerate(fn.kernels)]
         for title, code in parts:
             out.append(f"  {title}")
@@ -155,6 +155,14 @@ def disassemble(module: Module, marker: tuple[Code, int] | None = None) -> str:
                            marker[0] is code else None)
         sections.append("\n".join(out))
     return "\n\n".join(sections)
+
+
+def _block_size(fn: Function, k: int, kern) -> str:
+    """``32``, or for a size given at launch the host registers that hold it."""
+    if kern.block_size != 0:
+        return str(kern.block_size)
+    regs = sorted({la.block for la in fn.host.launches if la.kernel == k})
+    return f"{', '.join(_opt('r', r) for r in regs) or '-'} (at launch)"
 
 
 def position(module: Module, span: int) -> str:
@@ -316,6 +324,7 @@ def _launch(module, code, n, la):
     pairs = lambda items, pre: ", ".join(f"{pre}{a} <- {pre}{b}" for a, b in items) or "-"
     return (f"launch{n}: kernel {la.kernel}, grid {_regs(la.grid)}, buffers "
             f"{pairs(la.buffers, 'buf')}, scalars {pairs(la.scalars, 'r')}"
+            + (f", block r{la.block}" if la.block != -1 else "")
             + (", async" if la.is_async else "") + f"  ({position(module, la.span)})")
 
 

@@ -19,6 +19,11 @@ FORMAT_VERSION = 1
 
 STORAGES = ("global", "shared", "local")
 
+MAX_BLOCK_SIZE = 1024       # lanes per block (LANGUAGE.md §6.3.6)
+# §6.3.6's wording, reported statically by lowering or at launch by the engines
+TOO_MANY_THREADS = ("Total physical threads per block (thread x group x group-4 dims) must "
+                    f"not exceed {MAX_BLOCK_SIZE}.")
+
 
 @dataclass
 class BufferDecl:
@@ -145,13 +150,16 @@ class PrintFormat:
 
 @dataclass
 class Launch:
-    """A kernel launch from a host program (§14.2)."""
+    """A kernel launch from a host program (§14.2). ``block`` is the host register holding
+    the block's lane count when the kernel's ``block_size`` is 0 (given at launch), else
+    -1; the engine checks the count is 1..MAX_BLOCK_SIZE when it launches (§6.3.6)."""
     kernel: int
     grid: list[int]                       # host registers: extent per grid dimension
     buffers: list[tuple[int, int]]        # (kernel buffer slot, host buffer slot)
     scalars: list[tuple[int, int]]        # (kernel register, host register)
     is_async: bool = False
     span: int = 0
+    block: int = -1                       # host register: lanes per block, or -1
 
 
 @dataclass
@@ -176,9 +184,13 @@ class Code:
 
 @dataclass
 class Kernel:
+    """A kernel: SPMD code run by every lane of each block of the grid. ``block_size`` is
+    the lanes per block, 1..MAX_BLOCK_SIZE, or 0 when every launch of the kernel gives it
+    in a host register (``Launch.block``: a block-internal parallel bound known only on the
+    host, §6.3.4)."""
     name: str
     code: Code
-    block_size: int                 # lanes per block (static, <= 1024)
+    block_size: int                 # lanes per block; 0: given by each launch
     grid_rank: int                  # 1..3
     span: int = 0                   # the kernel's ``parallel`` statement
 

@@ -20,7 +20,9 @@ What a verified module guarantees, besides the Python types of every value (``sc
   of the DMA owning a buffer or filling a future (futures swapped together share it);
 - parameters, symbolic dimensions, launch bindings and return opcodes agree with the
   function's signature (§14.3);
-- limits: block size 1..1024, grid rank 1..3, at most 65536 registers per Code, static
+- a kernel's block size is static (1..1024) or 0, and then every launch of it names an
+  integer host register holding it (a launch of a static one names none);
+- limits: grid rank 1..3, at most 65536 registers per Code, static
   shared memory (buffers with constant extents plus 8-byte event slots) at most 228 KiB.
 
 Every failure is ``BytecodeError("malformed .cqb: function 'f', kernel 0 ('k'),
@@ -114,8 +116,9 @@ def _check_param(host: CodeCtx, at: Where, p: int, param) -> None:
 
 def _check_kernel(cx: CodeCtx, k: int) -> None:
     kernel, where = cx.kernel, cx.where
-    if not 1 <= kernel.block_size <= MAX_BLOCK_SIZE:
-        where.fail(f"block size {kernel.block_size} out of range (1..{MAX_BLOCK_SIZE})")
+    if not 0 <= kernel.block_size <= MAX_BLOCK_SIZE:
+        where.fail(f"block size {kernel.block_size} out of range (0 for one given by each "
+                   f"launch, else 1..{MAX_BLOCK_SIZE})")
     if not 1 <= kernel.grid_rank <= MAX_GRID_RANK:
         where.fail(f"grid rank {kernel.grid_rank} out of range (1..{MAX_GRID_RANK})")
     lookup(where, "span", kernel.span, cx.module.spans)

@@ -21,11 +21,10 @@ from croqvm.dtypes import BY_CODE, DType
 from croqvm.errors import BytecodeError
 
 from . import opcodes as O
-from .module import Code, Function, Kernel, Module
+from .module import MAX_BLOCK_SIZE, Code, Function, Kernel, Module
 from .verify_rules import (CLASSES, CONSTANTS, ENTRIES, IMMEDIATES, REGISTER_TYPES, RETURNS,
                            in_class)
 
-MAX_BLOCK_SIZE = 1024
 MAX_GRID_RANK = 3
 
 _PLURALS = {"target": "instructions", "access": "accesses", "launch": "launches"}

@@ -217,6 +217,14 @@ def _launch(cx, at, n, launch):
         at.fail(f"{len(launch.grid)} grid extents for a kernel of grid rank {kernel.grid_rank}")
     for reg in launch.grid:
         want_reg(cx, at, reg, "int", "grid extent")
+    if kernel.block_size == 0:
+        if launch.block == -1:
+            at.fail(f"gives no block size register for kernel {launch.kernel}, whose block "
+                    "size is given at launch")
+        want_reg(cx, at, launch.block, "int", "block size register")
+    elif launch.block != -1:
+        at.fail(f"gives block size register r{launch.block} for a kernel whose block size is "
+                f"{kernel.block_size}")
     bound = set()
     for kslot, hslot in launch.buffers:
         kbuf = lookup(at, "kernel buffer", kslot, kcode.buffers)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..bytecode.module import MAX_BLOCK_SIZE, TOO_MANY_THREADS
 from ..bytecode.opcodes import TABLE
 from ..errors import CroqvmError
 from . import access, alu, control, diagnose, dma, mma, output, sync
@@ -116,10 +117,11 @@ def run_launch(hblk, launch) -> None:
         if g < 1:
             raise Fault(f"the parallel bound of grid dimension {d} is {g}: it should be "
                         f"greater than 0.")
+    size = _block_size(hblk, kernel, launch)
     hregs = [(kr, hblk.lane_reg(0, hr), hblk.prog.rtypes[hr]) for kr, hr in launch.scalars]
     bound = {ks: hblk.bufs.get(hs) for ks, hs in launch.buffers}
     for index in np.ndindex(*grid):
-        blk = Block(call, prog, kernel.block_size, kernel=kernel, kernel_index=launch.kernel,
+        blk = Block(call, prog, size, kernel=kernel, kernel_index=launch.kernel,
                     launch=launch, index=tuple(int(i) for i in index))
         blk.bufs.update({s: b for (k, s), b in call.kernel_globals.items()
                          if k == launch.kernel})
@@ -132,6 +134,18 @@ def run_launch(hblk, launch) -> None:
             dma.check_kernel_end(blk)
         except Fault as f:
             raise diagnose.fault(blk, f.span, f.message, f.lane) from None
+
+
+def _block_size(hblk, kernel, launch) -> int:
+    """The kernel's static block size, or the one this launch computed (§6.3.4, §6.3.6)."""
+    if kernel.block_size > 0:
+        return kernel.block_size
+    size = int(hblk.lane_reg(0, launch.block))
+    if size > MAX_BLOCK_SIZE:
+        raise Fault(TOO_MANY_THREADS)
+    if size < 1:
+        raise Fault(f"the block size of this launch is {size}: it should be greater than 0.")
+    return size
 
 
 def _set_args(w, hregs) -> None:

@@ -30,7 +30,9 @@ class KernelState:
     code: Code
     b: CodeBuilder
     args_env: Env
-    block_size: int = 1
+    block_size: int = 1                            # 0: given by the launch, ``block_reg``
+    block_reg: int = -1                            # host register: lanes per block
+    nests: int = 0                                 # parallel nests directly in the block
     levels: dict = field(default_factory=dict)     # id(PLevel) -> LevelInfo
     block_syms: list = field(default_factory=list) # (symbol, grid dim, bound register)
     block_tuple: object = None
@@ -188,7 +190,7 @@ def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
             lw.names.pop()
     fs.kernels.append(kernel)
     launch = Launch(len(fs.kernels) - 1, grid, st.buffers, st.scalars, s.is_async,
-                    lw.spans.intern(s.span))
+                    lw.spans.intern(s.span), st.block_reg)
     host_b.emit("LAUNCH", host_b.add("launches", launch))
 
 

@@ -9,8 +9,9 @@ instance is ``lt / unit`` split row-major into sub-indices (§6.2.4), and lanes 
 
 Bounds are compile-time constants where possible. A bound computable on the host (from
 parameters, symbolic dimensions, host scalars) is evaluated there when the kernel is
-launched and passed as an argument register; the block then has 1024 lanes, those beyond
-the nest idle, and the host checks the §6.3.6 limit at launch.
+launched and passed as an argument register. The block size is then computed on the host
+too: the kernel's ``block_size`` is 0 and ``Launch.block`` names the host register holding
+the largest nest's lane count, which the engine checks against §6.3.6 at launch.
 """
 from __future__ import annotations
 
@@ -18,16 +19,15 @@ from dataclasses import dataclass, field
 from math import prod
 
 from croqvm import dtypes
+from croqvm.bytecode.module import MAX_BLOCK_SIZE, TOO_MANY_THREADS
 from croqvm.lang import ast
 from croqvm.lang import types as T
 
 from .state import Lowerer
 from .values import Val
-from .views import Reg, int_operands, o_div, o_mul, reg_of
+from .views import Reg, int_operands, o_div, o_mul, o_op, reg_of
 
 UNIT = {"group-4": 128, "group": 32, "thread": 1}
-MAX_BLOCK = 1024
-TOO_MANY = "Total physical threads per block (thread x group x group-4 dims) must not exceed 1024."
 
 
 @dataclass(eq=False)
@@ -93,24 +93,29 @@ def _writes(s) -> bool:
 # --------------------------------------------------------------------------- planning
 
 def plan(lw: Lowerer, st) -> None:
-    """Fill ``st.levels`` and ``st.block_size``; runs while ``lw`` emits host code, so that
-    runtime bounds are computed on the host before the launch."""
+    """Fill ``st.levels``, ``st.nests`` and the block size (``st.block_size``, or 0 and the
+    host register ``st.block_reg``); runs while ``lw`` emits host code, so that runtime
+    bounds are computed on the host before the launch."""
     par = st.par
     start = 1 if par.kinds and par.kinds[0] == "block" else 0
     if start:
         st.levels[id(par.levels[0])] = LevelInfo(par.levels[0], "block", [], None)
     _plan(lw, st, par, start, None)
     top = [i for i in st.levels.values() if i.kind != "block" and i.parent is None]
-    sizes = [i.static_lanes for i in top]
-    if None in sizes:
-        st.block_size = MAX_BLOCK
-        for info in top:
-            if info.static_lanes is None:
-                _check_at_launch(lw, info)
+    st.nests = len(top)
+    sizes = [i.static_lanes for i in top if i.static_lanes is not None]
+    if max(sizes, default=1) > MAX_BLOCK_SIZE:
+        lw.error(par.span, TOO_MANY_THREADS,
+                 f"this kernel needs {max(sizes)} threads per block")
+    if len(sizes) == len(top):
+        st.block_size = max(sizes, default=1)
         return
-    st.block_size = max(sizes, default=1)
-    if st.block_size > MAX_BLOCK:
-        lw.error(par.span, TOO_MANY, f"this kernel needs {st.block_size} threads per block")
+    st.block_size = 0
+    lanes = None
+    for info in top:
+        n = _lanes_on_host(lw, info)
+        lanes = n if lanes is None else o_op(lw, "MAX", max, lanes, n)
+    st.block_reg = reg_of(lw, lanes)
 
 
 def _plan(lw: Lowerer, st, par: ast.Parallel, start: int, parent: int | None):
@@ -183,10 +188,18 @@ def _pass_bound(lw: Lowerer, st, host_reg: int, name: str) -> int:
     return kreg
 
 
-def _check_at_launch(lw: Lowerer, info: LevelInfo) -> None:
-    lanes = o_mul(lw, _product(lw, info.host), info.unit)
-    ok = lw.b.op("LE", dtypes.BOOL, reg_of(lw, lanes), lw.int_reg(MAX_BLOCK))
-    lw.b.emit("ASSERT", ok, lw.b.const(None, TOO_MANY))
+def _lanes_on_host(lw: Lowerer, info: LevelInfo):
+    """The nest's lane count (§6.3.4) as a host operand, capped at MAX_BLOCK_SIZE + 1 after
+    every product so that no intermediate overflows: a count over the limit stays over it,
+    and one within it is exact."""
+    over = MAX_BLOCK_SIZE + 1
+    total = 1
+    for x in info.host + [info.unit]:
+        if x == 1:
+            continue
+        x = o_op(lw, "MIN", min, x, over)
+        total = x if total == 1 else o_op(lw, "MIN", min, o_mul(lw, total, x), over)
+    return total
 
 
 def _product(lw: Lowerer, xs: list):
@@ -199,8 +212,11 @@ def _product(lw: Lowerer, xs: list):
 # --------------------------------------------------------------------------- indices
 
 def trivial(st, info: LevelInfo) -> bool:
-    """No lane is idle for this level (its lanes fill the enclosing instance)."""
-    return info.static_lanes == (st.block_size if info.parent is None else info.parent)
+    """No lane is idle for this level: its lanes fill the enclosing instance, or the block,
+    which is as large as the largest nest (the only one, when there is one)."""
+    if info.parent is not None:
+        return info.static_lanes == info.parent
+    return st.nests == 1 or info.static_lanes == st.block_size
 
 
 def emit_level(lw: Lowerer, st, info: LevelInfo, tid: int) -> int | None:

@@ -50,7 +50,8 @@ def reg_of(lw: Lowerer, x) -> int:
     return x.r if isinstance(x, Reg) else lw.int_reg(x)
 
 
-def _fold(lw: Lowerer, name: str, fn, a, b):
+def o_op(lw: Lowerer, name: str, fn, a, b):
+    """``a <name> b`` on s32 operands: ``fn(a, b)`` when both are known, else an instruction."""
     if not isinstance(a, Reg) and not isinstance(b, Reg):
         return fn(a, b)
     return Reg(lw.b.op(name, dtypes.S32, reg_of(lw, a), reg_of(lw, b)))
@@ -61,7 +62,7 @@ def o_add(lw, a, b):
         return a
     if a == 0:
         return b
-    return _fold(lw, "ADD", lambda x, y: x + y, a, b)
+    return o_op(lw, "ADD", lambda x, y: x + y, a, b)
 
 
 def o_mul(lw, a, b):
@@ -69,7 +70,7 @@ def o_mul(lw, a, b):
         return a
     if a == 1:
         return b
-    return _fold(lw, "MUL", lambda x, y: x * y, a, b)
+    return o_op(lw, "MUL", lambda x, y: x * y, a, b)
 
 
 def o_div(lw, a, b):
@@ -77,7 +78,7 @@ def o_div(lw, a, b):
         return a
     if isinstance(b, int) and b == 0:
         return Reg(lw.b.op("DIV", dtypes.S32, reg_of(lw, a), reg_of(lw, b)))
-    return _fold(lw, "DIV", lambda x, y: int(x / y), a, b)
+    return o_op(lw, "DIV", lambda x, y: int(x / y), a, b)
 
 
 def int_operand(lw: Lowerer, e: ast.Expr):
