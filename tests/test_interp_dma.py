@@ -6,6 +6,7 @@ import pytest
 from asm import ALL, Asm, P, function, kernel_module, run
 from croqvm.bytecode.module import (Access, BufferDecl, CollSite, DmaDesc, FutureDecl,
                                     Kernel, Launch, Param, View)
+from croqvm.bytecode.verify import verify
 from croqvm.errors import KernelFault
 
 S32 = 3
@@ -231,3 +232,40 @@ def test_collective_operands_must_be_uniform():
     assert ("runtime error: operands of collective 'dma.copy' differ between lane 0 and "
             "lane 1 (origin (0) vs (1)).") in text
     assert text.endswith("block (0), lane 1 (warp 0, lane 1)")
+
+
+# --------------------------------------------------------------------------- impossible tiles
+
+HUGE = 1 << 30      # a [HUGE, HUGE] tile: 2**60 elements, more than any memory holds
+
+
+def huge_dma(**desc) -> str:
+    """Host: a DMA of the [HUGE, HUGE] view at (0, 0) of parameter 'a' [4, 6] (it overlaps
+    'a', so it is a valid source) as ``desc`` says; returns the first line of its error."""
+    a = Asm()
+    own = [BufferDecl("own", "global", S32, [])] if "dst_buffer" in desc else []
+    host = a.code("CONST r0 k0\nCONST r1 k1\nCONST r2 k2\nALLOC b1\nDMA d0\nRET",
+                  regs="s32 s32 s32", consts=[("s32", 0), ("s32", HUGE), ("s32", 2)],
+                  buffers=[BufferDecl("a", "global", S32, [], param=0),
+                           BufferDecl("out", "global", S32, [2, 2])] + own,
+                  views=[View("buf", 0, -1, [0, 0], [1, 1], "a"),
+                         View("buf", 1, -1, [0, 0], [1, 1], "out")],
+                  dmas=[DmaDesc("copy", 0, text="dma.copy", **desc)])
+    fn = function("f", host, params=[Param("a", "buffer", S32, [4, 6], "global", 0)])
+    module = a.module(fn)
+    verify(module)          # well-formed: only running it shows the extents are absurd
+    with pytest.raises(KernelFault) as e:
+        run(module, args=[A.copy()])
+    return str(e.value).splitlines()[0]
+
+
+def test_a_dma_into_its_own_buffer_that_no_memory_can_hold():
+    assert huge_dma(dst_buffer=2) == (
+        "code.asm:5:1: runtime error: can not allocate buffer 'own' of 1073741824 x "
+        "1073741824 elements.")
+
+
+def test_a_dma_whose_tile_no_memory_can_hold():
+    assert huge_dma(dst_view=1) == (
+        "code.asm:5:1: runtime error: can not allocate the 'dma.copy' tile of 1073741824 x "
+        "1073741824 elements.")

@@ -8,6 +8,7 @@ import pytest
 import bytecode_builders as B
 from asm import Asm, P, function, kernel_module, run
 from croqvm.bytecode.module import Access, BufferDecl, Param
+from croqvm.bytecode.verify import verify
 from croqvm.errors import ArgumentError, KernelFault
 from croqvm.interp import run_function
 
@@ -301,3 +302,44 @@ def test_a_static_block_size_and_one_given_at_launch_run_alike(build):
     result, out = run(build(), "scale", [x.copy(), 3])
     np.testing.assert_array_equal(result, x * 3)
     assert out == "block done:0\nblock done:1\n"
+
+
+# --------------------------------------------------------------------------- impossible allocations
+
+def test_a_buffer_no_memory_can_hold_is_a_runtime_error_at_its_alloc():
+    a = Asm()
+    host = a.code("CONST r0 k0\nCONST r1 k1\nALLOC b0\nRET", regs="s64 s64",
+                  consts=[("s64", 1 << 32), ("s64", 1 << 20)],
+                  buffers=[BufferDecl("x", "global", S32, [0, 1])])
+    module = a.module(function("f", host))
+    verify(module)          # well-formed: only running it shows the extents are absurd
+    with pytest.raises(KernelFault) as e:
+        run(module)
+    assert str(e.value) == "\n".join([
+        "code.asm:3:1: runtime error: can not allocate buffer 'x' of 4294967296 x 1048576 "
+        "elements.",
+        "    3 | ALLOC b0",
+        "      | ^~~~~~~~",
+        "  in host code of 'f'"])
+
+
+def test_the_first_lane_whose_local_buffer_can_not_be_allocated_is_reported():
+    a = Asm()
+    k = a.code("""
+        LANE r0
+        CONST r1 k0
+        LT r2 r0 r1
+        CONST r3 k1
+        CONST r4 k2
+        SELECT r5 r2 r3 r4      # extent 1 for lanes 0-2, 2**30 from lane 3 on
+        ALLOC b0
+    """, regs="s32 s32 bool s32 s32 s32", consts=[("s32", 3), ("s32", 1), ("s32", 1 << 30)],
+        buffers=[BufferDecl("t", "local", S32, [5, 5])])
+    module = kernel_module(a, k, 8)
+    verify(module)
+    with pytest.raises(KernelFault) as e:
+        run(module)
+    lines = str(e.value).splitlines()
+    assert lines[0] == ("code.asm:8:9: runtime error: can not allocate buffer 't' of "
+                        "1073741824 x 1073741824 elements.")
+    assert lines[-1] == "  in kernel launched at host.asm:3:1, block (0), lane 3 (warp 0, lane 3)"

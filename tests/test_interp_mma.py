@@ -6,6 +6,7 @@ import pytest
 from asm import ALL, Asm, kernel_module, run
 from croqvm.bytecode.module import BufferDecl, CollSite, FragDecl, Param, View
 from croqvm.errors import KernelFault
+from croqvm.interp.mma import _first_outside
 
 F16, F32, S8, S32 = 9, 11, 1, 3
 NP = {F16: np.float16, F32: np.float32, S8: np.int8, S32: np.int32}
@@ -109,3 +110,36 @@ def test_mma_load_outside_its_buffer():
         mma_kernel(a, B[:, :3].copy(), F32, "row.row", 0.0, (4, 5), body=[
             "CONST r1 k8", "MMA_LOAD m1 v0 c0"], extra=[4])
     assert "runtime error: mma.row.row reads element (3, 0) outside 'a'." in str(e.value)
+
+
+def test_the_first_element_outside_a_tile_is_the_one_row_major_order_meets_first():
+    """Against a brute-force scan of every element, on small random tiles."""
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        shape = tuple(int(x) for x in rng.integers(1, 5, 2))
+        o = tuple(int(x) for x in rng.integers(-2, 6, 2))
+        e = tuple(int(x) for x in rng.integers(0, 5, 2))
+        scan = [tuple(int(a) + int(i) for a, i in zip(o, idx)) for idx in np.ndindex(*e)]
+        outside = [p for p in scan if not all(0 <= x < d for x, d in zip(p, shape))]
+        assert _first_outside(o, e, shape) == (outside[0] if outside else None)
+
+
+HUGE = 1 << 30
+
+
+def test_mma_load_of_a_huge_tile_outside_its_buffer():
+    """A [2**30, 3] tile: the first element outside is found without listing the others."""
+    a = np.ones((3, 3), np.float16)
+    with pytest.raises(KernelFault) as e:
+        mma_kernel(a, B[:, :3].copy(), F32, "row.row", 0.0, (4, 5), body=[
+            "CONST r1 k8", "MMA_LOAD m1 v0 c0"], extra=[HUGE])
+    assert "runtime error: mma.row.row reads element (3, 0) outside 'a'." in str(e.value)
+
+
+def test_mma_store_of_a_filled_fragment_no_memory_can_hold():
+    with pytest.raises(KernelFault) as e:
+        mma_kernel(A, B, F32, "row.row", 0.0, (4, 5), extra=[HUGE], body=[
+            "MMA_FILL m0 r7 c0", "CONST r5 k8", "CONST r6 k8", "MMA_STORE m0 v2 0 c1"])
+    assert str(e.value).splitlines()[0] == (
+        "code.asm:12:1: runtime error: can not allocate fragment 'acc' of 1073741824 x "
+        "1073741824 elements.")

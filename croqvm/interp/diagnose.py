@@ -15,7 +15,6 @@ import numpy as np
 
 from ..errors import InternalError, KernelFault
 from ..lang.diagnostics import Diagnostic, render
-from .faults import Internal
 from .fmt import format_lanes, lanes_phrase
 from .warp import BLOCKED, DONE
 
@@ -39,15 +38,12 @@ def fault(blk, span: int, message: str, lane=None, hint=None, notes=()) -> Kerne
 
 
 def internal(blk, span: int, exc: BaseException) -> InternalError:
-    """A failure valid bytecode cannot cause, at the instruction it happened at; for an
-    unexpected exception the engine function it came from helps the bug report."""
+    """A failure valid bytecode cannot cause (an engine bug), at the instruction it
+    happened at; the engine function it came from helps the bug report."""
     where = blk.call.span(span)
-    if isinstance(exc, Internal):
-        msg = f"internal error: {exc}"
-    else:
-        frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
-        origin = f" (in {frame.name})" if frame else ""
-        msg = f"internal error: {type(exc).__name__}: {exc}{origin}"
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    origin = f" (in {frame.name})" if frame else ""
+    msg = f"internal error: {type(exc).__name__}: {exc}{origin}"
     text = f"{where}: error: {msg}" if where else f"error: {msg}"
     return InternalError(text + "\n" + context(blk, None))
 

@@ -15,7 +15,7 @@ import numpy as np
 from .. import dtypes
 from .faults import Fault
 from .fmt import shape_text, tuple_text
-from .memory import Handle, Transfer, view_of, view_registers
+from .memory import Handle, Transfer, allocating, view_of, view_registers
 from .scalar import convert
 from .sync import arrive, check_uniform
 
@@ -35,29 +35,32 @@ def _check_tile(buf, o, e, lane):
                     f"{shape_text(buf.shape)}.", lane)
 
 
-def read_tile(buf, o, e):
-    vals = np.zeros(e, buf.data.dtype)
-    valid = np.zeros(e, bool)
-    lo, hi = _in_range(o, e, buf.shape)
+def new_tile(shape, dtype):
+    """Zeroed tile arrays: values, which elements were in range, which were written."""
+    return np.zeros(shape, dtype), np.zeros(shape, bool), np.zeros(shape, bool)
+
+
+def read_tile(buf, o, tile):
+    """Fill the zeroed ``tile`` (extents: its shape) from ``buf`` at origin ``o``."""
+    vals, valid, written = tile
+    lo, hi = _in_range(o, vals.shape, buf.shape)
     inner = tuple(slice(l, h) for l, h in zip(lo, hi))
     root = tuple(slice(a + l, a + h) for a, l, h in zip(o, lo, hi))
     vals[inner] = buf.data[root]
     valid[inner] = True
-    written = valid.copy()
-    if buf.written is not None:
-        written[inner] = buf.written[root]
-    return vals, valid, written
+    written[inner] = True if buf.written is None else buf.written[root]
+    return tile
 
 
-def _pad(tile, lo, hi, mid, value):
-    """§9.6.3: source element i lands at lo + i * (mid + 1); every other element is V."""
+def _pad(tile, lo, mid, value, out):
+    """§9.6.3: source element i lands at lo + i * (mid + 1); every other element is V.
+    ``out`` is a zeroed tile of the padded extents."""
     vals, valid, written = tile
-    shape = tuple(l + e + (e - 1) * m + h for l, e, m, h in zip(lo, vals.shape, mid, hi))
-    out = np.full(shape, value, vals.dtype)
-    ok, wr = np.ones(shape, bool), np.ones(shape, bool)
+    res, ok, wr = out
+    res[...], ok[...], wr[...] = value, True, True
     sl = tuple(slice(l, l + (e - 1) * (m + 1) + 1, m + 1) for l, e, m in zip(lo, vals.shape, mid))
-    out[sl], ok[sl], wr[sl] = vals, valid, written
-    return out, ok, wr
+    res[sl], ok[sl], wr[sl] = vals, valid, written
+    return out
 
 
 def out_shape(desc, e, pads):
@@ -114,6 +117,7 @@ class Plan:
             raise Fault(f"'{desc.text}' copies a {shape_text(self.shape)} tile into a "
                         f"{shape_text(D)} destination{hint}.", lane)
         self.desc = desc
+        self.tiles = []          # the working tiles, from reserve() until the data moves
 
     def _destination(self, blk, desc, w, i, lane):
         if desc.dst_view >= 0:
@@ -134,15 +138,26 @@ class Plan:
                 ("destination origin", tuple_text(do)), ("destination extents", shape_text(de)),
                 ("padding", str(self.pads))]
 
+    def reserve(self, lane):
+        """Allocate the working tiles when the DMA is issued, so that a tile no memory can
+        hold is a fault of the DMA whenever its data would move."""
+        src_buf, _, e = self.src
+        shapes = [e] + ([self.shape] if self.desc.op == "pad" else [])
+        for shape in shapes:
+            with allocating(f"the '{self.desc.text}' tile", shape, lane):
+                self.tiles.append(new_tile(shape, src_buf.data.dtype))
+
     def move(self):
-        src_buf, o, e = self.src
-        tile = read_tile(src_buf, o, e)
+        src_buf, o, _ = self.src
+        tile = read_tile(src_buf, o, self.tiles[0])
         if self.desc.op == "transp":
             tile = tuple(np.transpose(a, self.desc.perm) for a in tile)
         elif self.desc.op == "pad":
             v, vt = self.pad_value
             value = convert(v, vt, src_buf.dtype, np.ones(1, bool))[0]
-            tile = _pad(tile, *self.pads, value)
+            lo, _, mid = self.pads
+            tile = _pad(tile, lo, mid, value, self.tiles[1])
+        self.tiles = []
         write_tile(*self.dst, tile, self.desc.zfill)
 
 
@@ -159,6 +174,7 @@ def _check_unwaited(blk, desc, lanes):
 
 
 def _issue(blk, desc, plan, lanes, span):
+    plan.reserve(int(lanes[0]))
     transfer = Transfer(plan.move)
     is_async = desc.is_async and desc.future >= 0
     if is_async and blk.call.scheduler.defers_copies:

@@ -95,7 +95,7 @@ def _run_warp(w, quantum: int) -> None:
         raise diagnose.fault(blk, span, f.message, f.lane, f.hint, f.notes) from None
     except CroqvmError:
         raise
-    except Exception as e:   # Internal, or a bug: reported, with its place, not hidden
+    except Exception as e:   # an engine bug: reported, with its place, not hidden
         raise diagnose.internal(blk, code[w.ip][6] if code else 0, e) from e
 
 

@@ -31,8 +31,3 @@ class Fault(Exception):
         self.hint = hint
         self.notes = list(notes)
         self.span = span
-
-
-class Internal(Exception):
-    """A state that verified bytecode cannot reach (a lowering or verifier bug); the
-    engine reports it as an ``InternalError`` at the executing instruction."""

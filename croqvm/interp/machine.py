@@ -11,7 +11,7 @@ import numpy as np
 from .. import dtypes
 from ..bytecode.opcodes import WIDTH
 from ..lang.source import SourceFile, Span
-from .memory import new_buffer
+from .memory import allocating, new_buffer
 from .warp import new_warp
 
 WARP_SIZE = 32
@@ -116,8 +116,9 @@ class Block:
         where = self.call.where(decl.span)
         names = [decl.name] if not decl.array else \
             [f"{decl.name}[{k}]" for k in range(decl.count)]
-        insts = [new_buffer(n, dtypes.BY_CODE[decl.dtype], shape, self.call.poison, where)
-                 for n in names]
+        with allocating(f"buffer '{decl.name}'", shape, lane):
+            insts = [new_buffer(n, dtypes.BY_CODE[decl.dtype], shape, self.call.poison, where)
+                     for n in names]
         if decl.storage == "local":
             self.locals[(slot, lane)] = insts
         else:

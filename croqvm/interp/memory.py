@@ -8,12 +8,13 @@ active lane that has one (§7.1.3).
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..dtypes import DType
-from .faults import LaneFault
+from .faults import Fault, LaneFault
 
 
 class Buffer:
@@ -41,6 +42,17 @@ def new_buffer(name: str, dtype: DType, shape, poison: bool, decl: str) -> Buffe
     else:
         data.view(np.uint8)[...] = 0xA5
     return Buffer(name, dtype, data, np.zeros(shape, bool), decl)
+
+
+@contextmanager
+def allocating(what: str, shape, lane):
+    """numpy refusing to make an array of ``shape`` (extents no memory can hold, say from a
+    hand-made module) becomes a runtime error of ``lane`` at the executing instruction."""
+    try:
+        yield
+    except (MemoryError, ValueError):
+        dims = " x ".join(str(int(d)) for d in shape)
+        raise Fault(f"can not allocate {what} of {dims} elements.", lane) from None
 
 
 @dataclass

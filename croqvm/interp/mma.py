@@ -13,7 +13,7 @@ import numpy as np
 from .. import dtypes
 from .faults import Fault
 from .fmt import tuple_text
-from .memory import view_of, view_registers
+from .memory import allocating, view_of, view_registers
 from .scalar import convert, round_to
 from .sync import arrive, check_uniform
 
@@ -24,8 +24,8 @@ class Fragment:
     """One unit's copy of a fragment: a 2-D tile, or only a fill value until an exec
     or store gives it a shape (§11.3.3)."""
 
-    def __init__(self, dtype):
-        self.dtype = dtype
+    def __init__(self, name, dtype):
+        self.name, self.dtype = name, dtype
         self.data = None
         self.fill = 0
 
@@ -34,9 +34,10 @@ class Fragment:
         """The numpy type values are kept in: exact for every element type."""
         return np.int64 if self.dtype.is_int else np.float64
 
-    def shaped(self, shape) -> np.ndarray:
+    def shaped(self, shape, lane) -> np.ndarray:
         if self.data is None:
-            self.data = np.full(shape, self.fill, self.holder)
+            with allocating(f"fragment '{self.name}'", shape, lane):
+                self.data = np.full(shape, self.fill, self.holder)
         return self.data
 
 
@@ -45,7 +46,7 @@ def _instance(blk, m: int, lane: int):
     key = (m, lane // decl.unit if decl.unit > 0 else 0)
     frag = blk.frags.get(key)
     if frag is None:
-        frag = blk.frags[key] = Fragment(dtypes.BY_CODE[decl.dtype])
+        frag = blk.frags[key] = Fragment(decl.name, dtypes.BY_CODE[decl.dtype])
     return key, frag
 
 
@@ -88,13 +89,26 @@ def _view_operands(blk, v):
     return operands
 
 
+def _first_outside(o, e, shape):
+    """The first element in row-major order of the tile at ``o`` with extents ``e`` that
+    lies outside ``shape``, or None: the origin itself, else the origin moved to the edge
+    along the last dimension the tile overflows (any earlier one comes later in order)."""
+    if any(x < 1 for x in e):
+        return None
+    if any(not 0 <= a < d for a, d in zip(o, shape)):
+        return o
+    over = [k for k, (a, x, d) in enumerate(zip(o, e, shape)) if a + x > d]
+    if not over:
+        return None
+    k = over[-1]
+    return o[:k] + (shape[k],) + o[k + 1:]
+
+
 def _load_tile(blk, v, lane, op_text):
     w, i = blk.warp_of(lane)
     buf, o, e = view_of(w, v, i)
-    idx = np.indices(e).reshape(len(e), -1).T + np.asarray(o)
-    inside = np.all((idx >= 0) & (idx < np.asarray(buf.shape)), axis=1)
-    if not inside.all():
-        bad = idx[int(np.flatnonzero(~inside)[0])]
+    bad = _first_outside(o, e, buf.shape)
+    if bad is not None:
         raise Fault(f"{op_text} reads element {tuple_text(bad)} outside '{buf.name}'.", lane)
     region = tuple(slice(a, a + x) for a, x in zip(o, e))
     if buf.written is not None and not buf.written[region].all():
@@ -144,7 +158,7 @@ def op_mma_exec(w, ins):
                 raise Fault(f"MMA: matrix shapes do not match: `{frags[ma].name}'"
                             f"({list(sa.shape)}) v.s. `{frags[mb].name}'({list(sb.shape)}).",
                             ls[0])
-            c = frag.shaped((a.shape[0], b.shape[1]))
+            c = frag.shaped((a.shape[0], b.shape[1]), ls[0])
             wide = np.int64 if frag.dtype.is_int else np.float64
             a, b = a.astype(wide), b.astype(wide)
             for k in range(a.shape[1]):
@@ -170,7 +184,7 @@ def op_mma_store(w, ins):
         for frag, ls in groups:
             wl, i = blk.warp_of(ls[0])
             buf, o, e = view_of(wl, v, i)
-            c = frag.shaped(tuple(e[::-1]) if transp else tuple(e))
+            c = frag.shaped(tuple(e[::-1]) if transp else tuple(e), ls[0])
             _store_tile(buf, o, c.T if transp else c, frag.dtype)
     arrive(w, ins, coll, effect, whole_unit=True)
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..bytecode import opcodes
-from .faults import Fault, Internal, LaneFault
-from .fmt import format_lanes, lanes_phrase
+from .faults import Fault, LaneFault
+from .fmt import lanes_phrase
 
 UNIT_NAMES = {32: "warp", 128: "warpgroup"}
 
@@ -124,10 +124,9 @@ def arrive(w, ins, coll: int, effect=None, whole_unit: bool = False) -> None:
     inset = blk.lanesets[site.laneset]
     lanes = w.lanes[w.act]
     outside = lanes[~inset[lanes]]
-    if outside.size:
-        raise Internal(f"lanes {format_lanes(outside)} execute '{site.text}' but are "
-                            f"not among its participants (a lane-set and control-flow "
-                            f"mismatch in the bytecode).")
+    if outside.size:    # lowering keeps lane sets and control flow in step; a .cqb may not
+        raise Fault(f"lane {int(outside[0])} reaches '{site.text}' but is not one of its "
+                    f"participants.", int(outside[0]))
     units = lanes // site.unit if site.unit > 0 else np.zeros(lanes.size, np.int64)
     counts = w.counts.setdefault(w.ip, np.zeros(w.width, np.int64))
     counts[w.act] += 1
