@@ -16,6 +16,7 @@ import pytest
 import croqvm
 from croqvm import dtypes
 from croqvm.bytecode import cqb, opcodes
+from croqvm.bytecode.disasm import disassemble
 from croqvm.bytecode.lower import lower_program
 from croqvm.errors import CompileError, KernelFault
 from croqvm.interp import run_function
@@ -359,9 +360,11 @@ def warps_of(src: str, func: str, lanes: int, *args) -> float:
 
 
 def test_block_internal_bounds_may_come_from_the_host():
-    fn = lower(SCALE_BY_N).functions[0]
+    module = lower(SCALE_BY_N)
+    fn = module.functions[0]
     k, launch = fn.kernels[0], fn.host.launches[0]
-    assert k.block_size == 0 and fn.host.reg_names[launch.block] == ""   # given at launch
+    assert k.block_size == 0 and launch.block >= 0          # given at launch, in a register
+    assert f"grid rank 1, block size r{launch.block} (at launch)" in disassemble(module)
     assert "IF" not in ops(k.code)      # the only nest fills the block: no lane is idle
     x = np.arange(5, dtype=np.int32)
     np.testing.assert_array_equal(call(SCALE_BY_N, "scale", x, 3), x * 3)
