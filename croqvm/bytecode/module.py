@@ -19,10 +19,7 @@ FORMAT_VERSION = 1
 
 STORAGES = ("global", "shared", "local")
 
-MAX_BLOCK_SIZE = 1024       # lanes per block (LANGUAGE.md §6.3.6)
-# §6.3.6's wording, reported statically by lowering or at launch by the engines
-TOO_MANY_THREADS = ("Total physical threads per block (thread x group x group-4 dims) must "
-                    f"not exceed {MAX_BLOCK_SIZE}.")
+from croqvm.limits import MAX_BLOCK_SIZE, TOO_MANY_THREADS  # noqa: F401  (re-exported)
 
 
 @dataclass

@@ -31,6 +31,7 @@ instruction 12 (IF): ...")``.
 from __future__ import annotations
 
 from croqvm.dtypes import BY_CODE
+from croqvm.limits import MAX_SHARED_BYTES
 
 from . import opcodes as O
 from . import schema
@@ -38,7 +39,6 @@ from .module import FORMAT_VERSION, Function, Module
 from .verify_code import MAX_BLOCK_SIZE, MAX_GRID_RANK, CodeCtx, Where, lookup, want_reg
 from .verify_decls import check_code, want_dtype
 
-MAX_SHARED_BYTES = 228 * 1024      # per block: the largest configurable (sm_90)
 EVENT_SLOT_BYTES = 8               # one mbarrier per event slot
 RET_KINDS = ("void", "buffer", "scalar")
 PARAM_KINDS = ("buffer", "scalar", "stream")

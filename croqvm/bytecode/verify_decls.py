@@ -20,13 +20,13 @@ Conventions as in verify_code: ``cx`` CodeCtx, ``at`` Where.
 from __future__ import annotations
 
 from croqvm.dtypes import BY_CODE
+from croqvm.limits import MAX_REGISTERS
 
 from .module import STORAGES
 from .opcodes import WIDTH
 from .verify_code import (CodeCtx, Where, buffer_rank, check_instructions, check_unit,
                           future_rank, label, lookup, want_const, want_reg)
 
-MAX_REGISTERS = 65536
 MAX_BUFFER_ARRAY = 65536      # engines keep one instance slot per array element (§8.5)
 BASE_KINDS = ("buf", "fut")
 DMA_OPS = ("copy", "transp", "pad")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from croqvm.lang import ast
+from croqvm.limits import MAX_BLOCK_SIZE, TOO_MANY_THREADS
 from croqvm.lang.types import Mdspan
 
 from .consteval import const_value
@@ -20,7 +21,6 @@ ORDER = {"block": 0, "group-4": 1, "group": 2, "thread": 3}  # outer -> inner (�
 DEFAULT_ROWS = {1: ("thread",), 2: ("block", "thread"), 3: ("block", "group", "thread")}
 UNIT_LANES = {"group-4": 128, "group": 32}  # lanes of one instance (§6.3.3-§6.3.4)
 MAX_DEPTH = 3
-MAX_BLOCK_THREADS = 1024
 
 
 @dataclass(eq=False)
@@ -177,7 +177,6 @@ def check_kernel_sizes(ck, kernel: ast.Parallel, nodes: list[LevelNode]):
                                         f"have at most {want} instances (got {got}).")
     sizes = [_lanes(n) for n in nodes if not n.children]
     known = [s for s in sizes if s is not None]
-    if known and max(known) > MAX_BLOCK_THREADS:
-        ck.error(kernel.span, "Total physical threads per block (thread x group x group-4 "
-                              "dims) must not exceed 1024.",
+    if known and max(known) > MAX_BLOCK_SIZE:
+        ck.error(kernel.span, TOO_MANY_THREADS,
                  hint=f"this kernel needs {max(known)} threads per block")
