@@ -151,6 +151,8 @@ def op_dimof(w, ins):
     w.write(r, convert(out, dtypes.S64, w.blk.prog.rtypes[r], w.act))
 
 
+PREPARE = {}
+
 HANDLERS = {
     "ALLOC": op_alloc, "FILL": op_fill, "LOAD": op_load, "STORE": op_store,
     "UPDATE": op_update, "DIMOF": op_dimof,

@@ -4,7 +4,9 @@ croqvm.interp.scalar's; these handlers only fetch operands and write results.
 
 Conventions: handlers take (``w``, ``ins``); ``t`` types come from ``w.blk.prog.rtypes``;
 results are converted to the destination register's type (§12.3) and written to the
-active lanes.
+active lanes. Register types are fixed, so the arithmetic ops are resolved once per
+instruction (``PREPARE``): their handlers receive (destination, sources, the operation
+for those types, the conversion to the destination's type) instead of the instruction.
 """
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import numpy as np
 
 from .. import dtypes
 from ..bytecode.opcodes import BINARY_ALU, COMPARE, TABLE
-from .scalar import binary, convert, round_to, unary
+from .faults import LaneFault
+from .scalar import binary_op, convert, converter, round_to, unary_op
 
 
 def const_array(kind: int, value, dst, width: int) -> np.ndarray:
@@ -34,15 +37,22 @@ def op_nop(w, ins):
     pass
 
 
-def op_const(w, ins):
+def prepare_const(prog, ins):
+    """CONST: the constant in the destination's type, or the fault converting it gives
+    (raised if the instruction runs)."""
     _, r, k = ins[:3]
-    prog = w.blk.prog
-    key = (k, r, w.width)
-    vals = prog.const_cache.get(key)
-    if vals is None:
-        kind, value = prog.code.consts[k]
-        vals = prog.const_cache[key] = const_array(kind, value, prog.rtypes[r], w.width)
-    w.write(r, vals)
+    kind, value = prog.code.consts[k]
+    try:
+        return r, const_array(kind, value, prog.rtypes[r], 1)[0], None
+    except LaneFault as f:
+        return r, None, f
+
+
+def op_const(w, ins):
+    r, value, fault = ins
+    if fault is not None:
+        raise fault
+    w.write(r, value)
 
 
 def op_mov(w, ins):
@@ -67,24 +77,28 @@ def op_blockidx(w, ins):
     w.write(r, const_array(dtypes.S64.code, index, w.blk.prog.rtypes[r], w.width))
 
 
-def _binary(name):
-    def op(w, ins):
-        _, a, b, c = ins[:4]
-        rt = w.blk.prog.rtypes
-        vals, t = binary(name, w.regs[b], w.regs[c], rt[b], rt[c], w.act)
-        w.write(a, convert(vals, t, rt[a], w.act))
-    op.__name__ = f"op_{name.lower()}"
-    return op
+def prepare_binary(prog, ins):
+    _, a, b, c = ins[:4]
+    rt = prog.rtypes
+    fn, t = binary_op(TABLE[ins[0]].name, rt[b], rt[c])
+    return a, b, c, fn, converter(t, rt[a])
 
 
-def _unary(name):
-    def op(w, ins):
-        _, a, b = ins[:3]
-        rt = w.blk.prog.rtypes
-        vals, t = unary(name, w.regs[b], rt[b], w.act)
-        w.write(a, convert(vals, t, rt[a], w.act))
-    op.__name__ = f"op_{name.lower()}"
-    return op
+def op_binary(w, ins):
+    a, b, c, fn, to_dst = ins
+    w.write(a, to_dst(fn(w.regs[b], w.regs[c], w.act), w.act))
+
+
+def prepare_unary(prog, ins):
+    _, a, b = ins[:3]
+    rt = prog.rtypes
+    fn, t = unary_op(TABLE[ins[0]].name, rt[b])
+    return a, b, fn, converter(t, rt[a])
+
+
+def op_unary(w, ins):
+    a, b, fn, to_dst = ins
+    w.write(a, to_dst(fn(w.regs[b], w.act), w.act))
 
 
 def op_select(w, ins):
@@ -95,9 +109,15 @@ def op_select(w, ins):
     w.write(a, np.where(w.regs[b].astype(bool), yes, no))
 
 
+_BINARY = [TABLE[c].name for c in BINARY_ALU + COMPARE]
+_UNARY = ("NEG", "NOT", "BNOT")
+
 HANDLERS = {
     "NOP": op_nop, "CONST": op_const, "MOV": op_mov, "CVT": op_cvt, "LANE": op_lane,
     "BLOCKIDX": op_blockidx, "SELECT": op_select,
-    **{TABLE[c].name: _binary(TABLE[c].name) for c in BINARY_ALU + COMPARE},
-    **{n: _unary(n) for n in ("NEG", "NOT", "BNOT")},
+    **{n: op_binary for n in _BINARY}, **{n: op_unary for n in _UNARY},
+}
+PREPARE = {
+    "CONST": prepare_const,
+    **{n: prepare_binary for n in _BINARY}, **{n: prepare_unary for n in _UNARY},
 }

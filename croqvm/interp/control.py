@@ -4,7 +4,9 @@
 Conventions: handlers take (``w``, ``ins``) with ``w.pc`` already past the instruction;
 a jump sets ``w.pc``. The control stack holds ``Frame``s; reconvergence happens only at
 END. When the active mask becomes empty inside a frame the warp skips structurally to the
-frame's ELSE/END (``settle``), never running an instruction with no lanes.
+frame's ELSE/END (``settle``), never running an instruction with no lanes. Masks are
+values: a new mask is a new array, never an update in place, so a frame may keep the very
+array that was the active mask when it opened.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from .warp import Frame
 def settle(w) -> None:
     """After lanes left the active mask: if none remain, go to the innermost frame's
     ELSE/END; with no frame open, every lane has terminated and the warp is done."""
-    if w.act.any():
+    if w.nact:
         return
     if not w.stack:
         w.finish()
@@ -27,23 +29,21 @@ def settle(w) -> None:
 
 def op_if(w, ins):
     _, r, t = ins[:3]
-    cond = w.regs[r].astype(bool) & w.act
-    w.stack.append(Frame("if", w.ip, w.act.copy(), t, other=w.act & ~cond))
-    w.act = cond
-    if not cond.any():
+    cond = np.logical_and(w.regs[r], w.act)
+    w.stack.append(Frame("if", w.ip, w.act, t, other=w.act & ~cond))
+    if not w.set_active(cond):
         w.pc = t
 
 
 def op_else(w, ins):
     f = w.stack[-1]
     f.in_else, f.jump = True, ins[1]
-    w.act = f.other & w.live
-    if not w.act.any():
+    if not w.set_active(f.other & w.live):
         w.pc = ins[1]
 
 
 def op_loop(w, ins):
-    w.stack.append(Frame("loop", w.ip, w.act.copy(), ins[1], out=np.zeros(w.width, bool)))
+    w.stack.append(Frame("loop", w.ip, w.act, ins[1], out=np.zeros(w.width, bool)))
 
 
 def _leave(w, lanes) -> int:
@@ -53,25 +53,25 @@ def _leave(w, lanes) -> int:
     k = len(w.stack) - 1
     while w.stack[k].kind != "loop":
         f = w.stack[k]
-        f.entered &= ~lanes
+        f.entered = f.entered & ~lanes
         if f.other is not None:
-            f.other &= ~lanes
+            f.other = f.other & ~lanes
         k -= 1
-    w.act &= ~lanes
+    w.set_active(w.act & ~lanes)
     return k
 
 
 def op_break_if(w, ins):
-    lanes = w.regs[ins[1]].astype(bool) & w.act
-    if lanes.any():
+    lanes = np.logical_and(w.regs[ins[1]], w.act)
+    if np.count_nonzero(lanes):
         loop = w.stack[_leave(w, lanes)]
-        loop.out |= lanes
+        loop.out = loop.out | lanes
         settle(w)
 
 
 def op_continue_if(w, ins):
-    lanes = w.regs[ins[1]].astype(bool) & w.act
-    if lanes.any():
+    lanes = np.logical_and(w.regs[ins[1]], w.act)
+    if np.count_nonzero(lanes):
         _leave(w, lanes)   # the loop's END takes them into the next iteration
         settle(w)
 
@@ -80,19 +80,19 @@ def op_end(w, ins):
     f = w.stack[-1]
     if f.kind == "loop":
         nxt = f.entered & ~f.out & w.live
-        if nxt.any():
-            w.act = nxt
+        if np.count_nonzero(nxt):
+            w.set_active(nxt)
             w.pc = f.opener + 1
             return
     w.stack.pop()
-    w.act = f.entered & w.live
+    w.set_active(f.entered & w.live)
     settle(w)
 
 
 def op_yield(w, ins):
     """§6.5: the active lanes terminate; collectives stop waiting for them."""
     w.live &= ~w.act
-    w.act = np.zeros(w.width, bool)
+    w.set_active(np.zeros(w.width, bool))
     recheck_rendezvous(w.blk)
     settle(w)
 

@@ -6,6 +6,11 @@ lanes; the loop sets ``w.ip`` to the instruction and ``w.pc`` past it before the
 handler jumps by setting ``w.pc`` and retries (a blocked WAIT) by setting it back to
 ``w.ip``. Every fault leaves through ``_run_warp``'s handlers, which know the warp and the
 instruction: the one place a runtime error gets its span, block and lane.
+
+Before a program first runs, ``prepare`` pairs each instruction with its handler and its
+operands: ``PREPARE[op](prog, ins)`` where a handler module resolves work that depends only
+on the program (register types, the arithmetic for them), else the instruction tuple
+itself. The step loop then does no lookups of its own.
 """
 from __future__ import annotations
 
@@ -49,10 +54,25 @@ _BY_NAME = {
     "RET": _ret(lambda w, ins: None), "RET_VAL": _ret(_scalar), "RET_BUF": _ret(_buffer),
 }
 HANDLERS = tuple(_BY_NAME[op.name] for op in TABLE)   # every opcode has exactly one
+_PREPARE_BY_NAME = {**alu.PREPARE, **access.PREPARE}
+PREPARE = tuple(_PREPARE_BY_NAME.get(op.name) for op in TABLE)
+
+
+def _steps(prog, code) -> list:
+    return [(HANDLERS[ins[0]], PREPARE[ins[0]](prog, ins) if PREPARE[ins[0]] else ins)
+            for ins in code]
+
+
+def prepare(prog) -> None:
+    """Give ``prog`` its (handler, operands) pairs, once."""
+    if prog.steps is None:
+        prog.steps = _steps(prog, prog.ins)
+        prog.laneset_steps = [_steps(prog, ls) for ls in prog.lanesets]
 
 
 def run_block(blk) -> None:
     """Run every warp of ``blk`` to completion under the call's scheduler (§7.1.2)."""
+    prepare(blk.prog)
     sched = blk.call.scheduler
     while True:
         w = sched.pick(blk)
@@ -66,21 +86,23 @@ def run_block(blk) -> None:
 
 def _run_warp(w, quantum: int) -> None:
     blk, call = w.blk, w.blk.call
-    code = blk.prog.ins
+    code, steps = blk.prog.ins, blk.prog.steps
+    end = len(steps)
     n = 0
     try:
         while w.state == READY:
-            if w.pc >= len(code):
+            pc = w.pc
+            if pc >= end:
                 w.finish()
                 break
-            ins = code[w.pc]
-            w.ip, w.pc = w.pc, w.pc + 1
+            w.ip, w.pc = pc, pc + 1
             call.steps += 1
-            call.lane_steps += np.count_nonzero(w.act)
+            call.lane_steps += w.nact
             if call.steps > call.max_steps:
                 raise Fault(f"exceeded the step limit of {call.max_steps} (use --max-steps)",
                             _lowest_lane(w))
-            HANDLERS[ins[0]](w, ins)
+            handler, operands = steps[pc]
+            handler(w, operands)
             n += 1
             if w.hold >= 0:
                 if w.pc <= w.hold:
@@ -112,6 +134,7 @@ def run_launch(hblk, launch) -> None:
     call = hblk.call
     kernel = call.fn.kernels[launch.kernel]
     prog = call.program(kernel.code)
+    prepare(prog)
     grid = [int(hblk.lane_reg(0, r)) for r in launch.grid]
     for d, g in enumerate(grid):
         if g < 1:
@@ -166,10 +189,10 @@ def _start_block(blk, hregs) -> None:
         regs = [np.zeros(blk.size, t.np) for t in prog.rtypes]
         w = Warp(blk, 0, 0, blk.size, regs, np.ones(blk.size, bool))
         _set_args(w, hregs)
-        for ins in prog.lanesets[k]:
+        for ins, (handler, operands) in zip(prog.lanesets[k], prog.laneset_steps[k]):
             w.ip = 0
             try:
-                HANDLERS[ins[0]](w, ins)
+                handler(w, operands)
             except LaneFault as f:
                 raise diagnose.fault(blk, ins[6], f.message, f.index) from None
         blk.lanesets.append(w.regs[ls.result].astype(bool))

@@ -29,7 +29,8 @@ class Program:
         self.ins = decode(code.code)
         self.rtypes = [dtypes.BY_CODE[c] for c in code.regs]
         self.lanesets = [decode(ls.code) for ls in code.lanesets]
-        self.const_cache: dict = {}
+        self.steps = None          # (handler, operands) per instruction, see engine.prepare
+        self.laneset_steps = None
 
 
 class Call:

@@ -71,6 +71,9 @@ def round_to(x64: np.ndarray, t: DType) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- conversions
+# Register and element types are known before a program runs, so each operation is
+# resolved once for its operand types (``converter``, ``binary_op``, ``unary_op``) into a
+# function of the values alone; ``convert``, ``binary`` and ``unary`` resolve and apply.
 
 def _int_range(t: DType) -> tuple[int, int]:
     if t.signed:
@@ -78,21 +81,41 @@ def _int_range(t: DType) -> tuple[int, int]:
     return 0, (1 << t.bits) - 1
 
 
-def convert(x: np.ndarray, src: DType, dst: DType, act: np.ndarray) -> np.ndarray:
+def _same(x, act):
+    return x
+
+
+def _make_converter(src: DType, dst: DType):
     """§12.3.3: integers wrap, floats truncate toward zero into integers (NaN or out of
     range faults), conversions into floats round to nearest even, numbers become bool
     as ``x != 0``."""
     if src is dst:
-        return x
+        return _same
     if dst.kind == "bool":
-        return x != 0
+        return lambda x, act: x != 0
+    to = dst.np
     if dst.is_int:
         if not src.is_float:
-            return x.astype(dst.np)      # numpy's integer casts are modular, as §12.3.3
-        return _float_to_int(x, dst, act)
+            return lambda x, act: x.astype(to)   # numpy's integer casts are modular, as §12.3.3
+        return lambda x, act: _float_to_int(x, dst, act)
     if src.is_int and src.bits == 64 and dst.name == "f32":
-        return x.astype(np.float32)      # one rounding; via f64 it would round twice
-    return round_to(x.astype(F64), dst)
+        return lambda x, act: x.astype(np.float32)   # one rounding; via f64 it would round twice
+    return lambda x, act: round_to(x.astype(F64), dst)
+
+
+_CONVERTERS = {(a.code, b.code): _make_converter(a, b)
+               for a in dtypes.BY_CODE.values() for b in dtypes.BY_CODE.values()}
+
+
+def converter(src: DType, dst: DType):
+    """``convert`` from ``src`` to ``dst`` as a function ``(x, act) -> values``."""
+    return _CONVERTERS[src.code, dst.code]
+
+
+def convert(x: np.ndarray, src: DType, dst: DType, act: np.ndarray) -> np.ndarray:
+    """``x`` of type ``src`` as values of type ``dst`` (§12.3.3, see ``_make_converter``);
+    a fault names the lowest active lane whose value does not fit."""
+    return _CONVERTERS[src.code, dst.code](x, act)
 
 
 def _float_to_int(x, dst: DType, act):
@@ -106,7 +129,8 @@ def _float_to_int(x, dst: DType, act):
 
 
 # --------------------------------------------------------------------------- binary ops
-# Each takes operands already in the arithmetic type ``t`` and returns values of ``t``.
+# Each entry takes the arithmetic type ``t`` and gives ``fn(x, y, act)`` over operands
+# already in ``t``, returning values of ``t``.
 
 def _int_div_parts(x, y, t, act):
     """Truncating quotient and dividend-signed remainder (§12.3.1). numpy's ``//`` and
@@ -126,40 +150,41 @@ def _int_div_parts(x, y, t, act):
     return q, r
 
 
-def _div(x, y, t, act):
+def _div(t):
     if t.is_float:
-        return round_to(x.astype(F64) / y.astype(F64), t)
-    return _int_div_parts(x, y, t, act)[0]
+        return lambda x, y, act: round_to(x.astype(F64) / y.astype(F64), t)
+    return lambda x, y, act: _int_div_parts(x, y, t, act)[0]
 
 
-def _mod(x, y, t, act):
+def _mod(t):
     if t.is_float:
-        return round_to(np.fmod(x.astype(F64), y.astype(F64)), t)
-    return _int_div_parts(x, y, t, act)[1]
+        return lambda x, y, act: round_to(np.fmod(x.astype(F64), y.astype(F64)), t)
+    return lambda x, y, act: _int_div_parts(x, y, t, act)[1]
 
 
 def _arith(fn):
     """An operation that is exact-then-rounded on floats and modular on integers."""
-    def op(x, y, t, act):
+    def resolve(t):
         if t.is_float:
-            return round_to(fn(x.astype(F64), y.astype(F64)), t)
-        return fn(x, y).astype(t.np)     # numpy integer arrays wrap silently
-    return op
+            return lambda x, y, act: round_to(fn(x.astype(F64), y.astype(F64)), t)
+        to = t.np
+        return lambda x, y, act: fn(x, y).astype(to, copy=False)   # numpy integers wrap
+    return resolve
 
 
 def _bitwise(int_fn, bool_fn):
-    def op(x, y, t, act):
-        if t.kind == "bool":
-            return bool_fn(x, y)
-        return int_fn(x, y)
-    return op
+    def resolve(t):
+        fn = bool_fn if t.kind == "bool" else int_fn
+        return lambda x, y, act: fn(x, y)
+    return resolve
 
 
 def _minmax(int_fn, float_fn):
     # Floats: IEEE minNum/maxNum (a NaN operand is ignored), as CUDA's fminf/fmaxf.
-    def op(x, y, t, act):
-        return (float_fn if t.is_float else int_fn)(x, y).astype(t.np)
-    return op
+    def resolve(t):
+        fn, to = (float_fn if t.is_float else int_fn), t.np
+        return lambda x, y, act: fn(x, y).astype(to, copy=False)
+    return resolve
 
 
 BINARY = {
@@ -178,26 +203,32 @@ BINARY = {
 _UNSIGNED = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
-def _shift_count(y, ty: DType, t: DType, act):
+def _shift_count(y, t: DType, act):
     yy = y.astype(np.int64)      # a u64 count >= 2^63 turns negative: still out of range
     bad = (yy < 0) | (yy >= t.bits)
     _fault_if(bad, act, lambda i: f"shift count {int(y[i])} out of range for '{t.name}'.")
     return np.where(bad, 0, yy)
 
 
-def shift(name: str, x, y, tx: DType, ty: DType, act):
+def _shift(name: str, tx: DType):
     """``<<`` and ``>>`` (§12.3.1): the type is the promoted left operand's; the count
     must lie in [0, width). ``<<`` is done on the unsigned bits (C leaves signed
     overflow undefined); ``>>`` of signed values is arithmetic, as numpy's."""
     t = dtypes.promote(tx, tx)
-    xv = convert(x, tx, t, act)
-    n = _shift_count(y, ty, t, act)
-    u = _UNSIGNED[t.bits]
-    if name == "SHL":
-        return (xv.view(u) << n.astype(u)).view(t.np), t
-    return (xv >> n.astype(t.np)), t
+    cx, u, to = converter(tx, t), _UNSIGNED[t.bits], t.np
+
+    def shl(x, y, act):
+        xv, n = cx(x, act), _shift_count(y, t, act)
+        return (xv.view(u) << n.astype(u)).view(to)
+
+    def shr(x, y, act):
+        xv, n = cx(x, act), _shift_count(y, t, act)
+        return xv >> n.astype(to)
+    return (shl if name == "SHL" else shr), t
 
 
+# Comparing in the arithmetic type is exact: every operand converts to it exactly
+# (integers up to wraparound), and NaN compares false except under !=.
 COMPARE = {
     "EQ": np.equal, "NE": np.not_equal, "LT": np.less,
     "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal,
@@ -209,33 +240,48 @@ _PROMOTE = {(a.code, b.code): dtypes.promote(a, b)
             for a in dtypes.BY_CODE.values() for b in dtypes.BY_CODE.values()}
 
 
+def binary_op(name: str, tx: DType, ty: DType):
+    """``x <name> y`` for operands of types ``tx`` and ``ty``, in the arithmetic type of
+    §12.2: (``fn(x, y, act)`` giving the values, their type)."""
+    if name in ("SHL", "SHR"):
+        return _shift(name, tx)
+    if tx.kind == "bool" and ty.kind == "bool" and name in ("AND", "OR", "XOR"):
+        return BINARY[name](dtypes.BOOL), dtypes.BOOL
+    t = _PROMOTE[tx.code, ty.code]
+    if name in COMPARE:
+        core, result = COMPARE[name], dtypes.BOOL
+        core2 = lambda x, y, act: core(x, y)   # noqa: E731
+    else:
+        core2, result = BINARY[name](t), t
+    if tx is t and ty is t:
+        return core2, result
+    # never faults: the arithmetic type holds every operand (integers up to wraparound)
+    cx, cy = converter(tx, t), converter(ty, t)
+    return (lambda x, y, act: core2(cx(x, act), cy(y, act), act)), result
+
+
 def binary(name: str, x, y, tx: DType, ty: DType, act):
     """``x <name> y`` in the arithmetic type of §12.2; returns (values, their type)."""
-    if name in ("SHL", "SHR"):
-        return shift(name, x, y, tx, ty, act)
-    if tx.kind == "bool" and ty.kind == "bool" and name in ("AND", "OR", "XOR"):
-        return BINARY[name](x, y, dtypes.BOOL, act), dtypes.BOOL
-    t = _PROMOTE[tx.code, ty.code]
-    # never faults: the arithmetic type holds every operand (integers up to wraparound)
-    xv, yv = convert(x, tx, t, act), convert(y, ty, t, act)
-    if name in COMPARE:
-        if t.is_float:   # every format embeds exactly in f64; NaN compares false but !=
-            xv, yv = xv.astype(F64), yv.astype(F64)
-        return COMPARE[name](xv, yv), dtypes.BOOL
-    return BINARY[name](xv, yv, t, act), t
+    fn, t = binary_op(name, tx, ty)
+    return fn(x, y, act), t
 
 
 # --------------------------------------------------------------------------- unary ops
 
-def unary(name: str, x, tx: DType, act):
+def unary_op(name: str, tx: DType):
     """NEG (wraps on integers, flips the sign bit of floats), NOT (bool), BNOT (~ in
-    the promoted integer type). Returns (values, their type)."""
+    the promoted integer type): (``fn(x, act)``, the result type)."""
     if name == "NOT":
-        return ~(x != 0), dtypes.BOOL
+        return (lambda x, act: ~(x != 0)), dtypes.BOOL
     if tx.is_float:
-        return np.negative(x), tx
+        return (lambda x, act: np.negative(x)), tx
     t = dtypes.promote(tx, tx)
-    xv = convert(x, tx, t, act)
-    if name == "NEG":
-        return np.negative(xv), t
-    return np.invert(xv), t
+    cx = converter(tx, t)
+    fn = np.negative if name == "NEG" else np.invert
+    return (lambda x, act: fn(cx(x, act))), t
+
+
+def unary(name: str, x, tx: DType, act):
+    """``<name> x``; returns (values, their type)."""
+    fn, t = unary_op(name, tx)
+    return fn(x, act), t

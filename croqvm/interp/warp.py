@@ -7,7 +7,9 @@ index" ``i`` is a position in the warp's arrays and ``w.base + i`` its block lan
 
 Registers are numpy arrays of one element per lane in the register's storage dtype; a
 write touches active lanes only. Divergence state (the control stack) belongs to the warp
-alone.
+alone. The active mask changes only through ``set_active``, which also keeps its lane
+count ``nact``: most instructions run with the whole warp active, and that test, like the
+lane-instruction count, is then one comparison instead of a scan of the mask.
 """
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ class Warp:
     width: int
     regs: list
     live: np.ndarray
-    act: np.ndarray = None
+    act: np.ndarray = None    # set through set_active only
     stack: list = field(default_factory=list)
     pc: int = 0
     ip: int = 0
@@ -51,16 +53,35 @@ class Warp:
     hold: int = -1        # run on without preemption until past this index (ONCE, §7.2.2)
 
     def __post_init__(self):
-        if self.act is None:
-            self.act = self.live.copy()
         self.lanes = np.arange(self.base, self.base + self.width)
+        self.every = np.arange(self.width)           # the lane indices of a full warp
+        self.set_active(self.live.copy() if self.act is None else self.act)
+
+    def set_active(self, mask: np.ndarray) -> int:
+        """Make ``mask`` (a fresh array the warp now owns) the active mask; returns how
+        many lanes are active."""
+        self.act = mask
+        self.nact = int(np.count_nonzero(mask))
+        self._indices = self.every if self.nact == self.width else None
+        return self.nact
+
+    @property
+    def full(self) -> bool:
+        """Whether every lane of the warp is active."""
+        return self.nact == self.width
 
     def write(self, r: int, values) -> None:
         """R[r] := values on the active lanes (values already in R[r]'s storage dtype)."""
-        np.copyto(self.regs[r], values, where=self.act, casting="unsafe")
+        if self.nact == self.width:
+            self.regs[r][...] = values
+        else:
+            np.copyto(self.regs[r], values, where=self.act, casting="unsafe")
 
     def active_indices(self) -> np.ndarray:
-        return np.flatnonzero(self.act)
+        """The active lane indices in increasing order (do not modify the array)."""
+        if self._indices is None:
+            self._indices = np.flatnonzero(self.act)
+        return self._indices
 
     def block_on(self, blocker) -> None:
         self.state = BLOCKED
@@ -74,7 +95,7 @@ class Warp:
 
     def finish(self) -> None:
         self.state = DONE
-        self.act[:] = False
+        self.set_active(np.zeros(self.width, bool))
 
 
 def new_warp(blk, prog, index: int, base: int, width: int, live: np.ndarray) -> Warp:
