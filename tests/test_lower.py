@@ -55,6 +55,19 @@ def const_regs(code) -> dict[int, object]:
             for pc, n in enumerate(ops(code)) if n == "CONST"}
 
 
+def prologue(code, words=None) -> list:
+    """The values the CONSTs at the start of ``code`` (or of laneset ``words``) load into
+    constant registers (unnamed ones; a named register is a variable)."""
+    words = code.code if words is None else words
+    values = []
+    for pc in range(0, len(words), opcodes.WIDTH):
+        reg, k = words[pc + 1], words[pc + 2]
+        if opcodes.TABLE[words[pc]].name != "CONST" or code.reg_names[reg]:
+            break
+        values.append(code.consts[k][1])
+    return values
+
+
 def run(src: str, func=None, args=(), dims=None, **kw) -> str:
     module = lower(src)
     out = io.StringIO()
@@ -99,7 +112,9 @@ def test_foreach_increments_at_the_top_and_resets_the_variable():
 
 def test_while_breaks_on_the_negated_condition():
     src = "__co__ void f() { mutable int n = 0; while (n < 3) { n += 1; } println(n); }"
-    assert_ops(lower(src).functions[0].host, "LOOP", "CONST", "LT", "NOT", "BREAK_IF")
+    host = lower(src).functions[0].host
+    assert prologue(host) == [0, 3, 1]         # constants load once, before the loop
+    assert_ops(host, "LOOP", "LT", "NOT", "BREAK_IF")
     assert run(src) == "3\n"
 
 
@@ -294,7 +309,9 @@ def test_lanes_beyond_a_nest_are_idle():
     }"""
     k = kernel(src)
     assert k.block_size == 8
-    assert_ops(k.code, "CONST", "LT", "IF", "PRINT", "END", "BARRIER")
+    assert_ops(k.code, "LT", "IF", "PRINT", "END", "BARRIER")
+    lt = ops(k.code).index("LT")
+    assert const_regs(k.code)[operands(k.code, lt)[2]] == 3    # tid < 3: b's lanes
     assert run(src) == "012"
 
 
@@ -630,7 +647,8 @@ def test_ready_events_and_fixed_counts():
                "shared event<64> g; parallel t by 64 : thread { trigger g; wait e[1]; } } }")
     e, g = k.code.events
     assert (e.slots, e.ready, g.count) == (3, True, 64)
-    assert_ops(k.code, "CONST", "WAIT_EVENT")
+    wait = ops(k.code).index("WAIT_EVENT")
+    assert const_regs(k.code)[operands(k.code, wait)[1]] == 1    # slot e[1]
 
 
 def test_whole_event_array_acts_on_each_slot():
@@ -807,6 +825,127 @@ def test_mma_row_row_is_a_times_b_transposed():
     b = rng.integers(-4, 4, (16, 8)).astype(np.float16)
     expect = a.astype(np.float32) @ b.astype(np.float32).T   # small integers: exact
     np.testing.assert_array_equal(call(MMA, "mm", a, b), expect)
+
+
+# --------------------------------------------------------------------------- constants
+
+BRANCHES = """
+__co__ auto f(s32 [8] x) {
+  s32 [8] y;
+  parallel t by 8 : thread {
+    mutable s32 v = 0;
+    if (x.at(t) > 3) v = x.at(t) + 7;
+    else v = x.at(t) * 7;
+    y.at(t) = v - 7;
+  }
+  return y;
+}"""
+
+
+def test_a_constant_first_used_in_one_branch_holds_in_every_lane():
+    """7 appears in the then-branch first; a CONST there would leave it 0 in the lanes
+    that take the else-branch and in the lanes that skipped the then-branch (§7.3)."""
+    x = np.array([5, 0, 4, 1, 9, 2, 3, 8], np.int32)
+    np.testing.assert_array_equal(call(BRANCHES, "f", x), np.where(x > 3, x + 7, x * 7) - 7)
+    code = kernel(BRANCHES).code
+    assert 7 in prologue(code) and list(const_regs(code).values()).count(7) == 1
+
+
+def codes_of(module):
+    """(code, instruction words) of every host program, kernel and laneset."""
+    for fn in module.functions:
+        yield fn.host, fn.host.code
+        for k in fn.kernels:
+            yield k.code, k.code.code
+            yield from ((k.code, ls.code) for ls in k.code.lanesets)
+
+
+@pytest.mark.parametrize("src", [OUTER, PIPELINE, VIEWS, DOUBLE_BUFFER, MMA, BRANCHES])
+def test_each_constant_is_loaded_once_per_code_and_never_written_again(src):
+    """Constants sit in a prologue, one CONST per (dtype, value), and a CONST elsewhere
+    sets a named variable."""
+    module = lower(src)
+    for code, words in codes_of(module):
+        n = len(prologue(code, words))
+        writes = {}
+        for pc in range(0, len(words), opcodes.WIDTH):
+            op = opcodes.TABLE[words[pc]]
+            if op.meaning.startswith("R[a] :="):
+                writes.setdefault(words[pc + 1], []).append(pc // opcodes.WIDTH)
+        loaded = [(code.regs[words[pc + 1]], code.consts[words[pc + 2]])
+                  for pc in range(0, n * opcodes.WIDTH, opcodes.WIDTH)]
+        assert len(set(loaded)) == len(loaded)                   # one register per constant
+        for pc in range(n):                                      # written by its CONST only
+            assert writes[words[pc * opcodes.WIDTH + 1]] == [pc]
+        later = [pc for pc in range(n, len(words) // opcodes.WIDTH)
+                 if opcodes.TABLE[words[pc * opcodes.WIDTH]].name == "CONST"]
+        assert all(code.reg_names[words[pc * opcodes.WIDTH + 1]] for pc in later)
+
+
+def test_a_matmul_kernel_loads_its_tile_size_once():
+    src = """
+    __co__ auto mm(s32 [32, 32] a, s32 [32, 32] b) {
+      s32 [32, 32] c;
+      parallel {bm, bn} by [2, 2] : block {
+        foreach kt in [2] {
+          ta = dma.copy a.subspan(16, 16).at(bm, kt) => shared;
+          tb = dma.copy b.subspan(16, 16).at(kt, bn) => shared;
+          parallel {tm, tn} by [16, 16] : thread {
+            foreach k in [16]
+              c.at(bm # tm, bn # tn) += ta.data.at(tm, k) * tb.data.at(k, tn);
+          }
+        }
+      }
+      return c;
+    }"""
+    code = kernel(src).code
+    assert [v for v in const_regs(code).values() if v == 16] == [16]
+    assert prologue(code).count(16) == 1
+    a = np.arange(1024, dtype=np.int32).reshape(32, 32) % 7
+    b = np.arange(1024, dtype=np.int32).reshape(32, 32) % 5
+    np.testing.assert_array_equal(call(src, "mm", a, b), a @ b)
+
+
+def test_prologue_carries_the_span_of_the_function_and_the_kernel():
+    module = lower("__co__ void f() {\n  parallel p by 4 {\n    println(p + 9);\n  }\n}")
+    fn = module.functions[0]
+    k = fn.kernels[0]
+    for code, span in [(fn.host, fn.span), (k.code, k.span)]:
+        n = len(prologue(code))
+        assert n and {code.code[pc * opcodes.WIDTH + opcodes.WIDTH - 1] for pc in range(n)} \
+            == {span}
+    assert module.spans[k.span][1:3] == (2, 3)
+
+
+LANESET = """
+__co__ auto f(s32 [4] a) {
+  s32 [4] out;
+  parallel p by 1 : block {
+    parallel b by 64 : thread { }
+    parallel q by 40 : thread {
+      inthreads (q >= 30) {
+        t = dma.copy a => shared;
+        if (q < 34) out.at(q - 30) = t.data.at(q - 30) * 30;
+      }
+    }
+  }
+  return out;
+}"""
+
+
+def test_laneset_code_loads_its_own_constants():
+    """A laneset runs in a register file of its own when the block starts, so the kernel's
+    prologue does not reach it: it loads 40 (q's lanes) and 30 itself."""
+    k = kernel(LANESET)
+    ls = k.code.lanesets[k.code.colls[k.code.dmas[0].coll].laneset]
+    assert sorted(prologue(k.code, ls.code)) == [30, 40]
+    kernel_regs = set(const_regs(k.code))
+    lane_regs = {ls.code[pc + 1] for pc in range(0, len(ls.code), opcodes.WIDTH)}
+    assert not kernel_regs & lane_regs
+    assert members(k, k.code.colls[k.code.dmas[0].coll].laneset) == list(range(30, 40))
+    # a wrong laneset (every lane of q, say) would make the copy a divergent collective
+    np.testing.assert_array_equal(call(LANESET, "f", np.arange(1, 5, dtype=np.int32)),
+                                  np.arange(1, 5) * 30)
 
 
 # --------------------------------------------------------------------------- errors

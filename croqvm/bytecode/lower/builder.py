@@ -4,6 +4,12 @@ Everything a lowering step writes goes through ``CodeBuilder`` so that arity is 
 against the opcode table (the one source of truth, STYLE.md house rule 1) and structured
 openers always get their ELSE/END targets patched (ARCHITECTURE.md "Structured control
 flow only").
+
+Constants: each distinct (dtype, value) a Code uses lives in one register, loaded once by
+a CONST in a prologue at instruction 0 (``finish``), where every lane is still active. A
+CONST at the first use would leave the register zero in the lanes a divergent IF set
+aside (docs/EXECUTION.md §3), and a later use in another branch would read that zero.
+Constant registers are read-only: emitting an instruction that writes one is a bug.
 """
 from __future__ import annotations
 
@@ -13,6 +19,12 @@ from croqvm.bytecode.module import Code
 from croqvm.lang.source import SourceFile, Span
 
 W = opcodes.WIDTH
+CONST = opcodes.BY_NAME["CONST"].code
+# Opcodes whose operand a is a register they write ("R[a] := ..." in the table's notation).
+WRITES_A = frozenset(op.code for op in opcodes.TABLE if op.meaning.startswith("R[a] :="))
+# Operand positions holding instruction indices, moved when the prologue is inserted.
+TARGETS = {op.code: [i for i, kind in enumerate(op.operands) if kind == "t"]
+           for op in opcodes.TABLE}
 
 
 class SpanTable:
@@ -52,15 +64,24 @@ class CodeBuilder:
         # where runtime errors are reported (LANGUAGE.md §15.3).
         self.span: Span | None = None
         self._consts: dict[tuple, int] = {}
-        self.known: dict[int, int] = {}      # temporaries holding a compile-time integer
         for i, (kind, value) in enumerate(code.consts):
             self._consts.setdefault(_const_key(kind, value), i)
+        self._reset_registers()
+
+    def _reset_registers(self) -> None:
+        """Per instruction list: its constant registers."""
+        self._const_regs: dict[int, int] = {}   # constant index -> its register
+        self._const_of: dict[int, int] = {}     # constant register -> constant index
+        self.known: dict[int, int] = {}         # integer constant registers -> value
+        self._finished = False
 
     def fork(self, insns: list[int]) -> "CodeBuilder":
-        """A builder writing to ``insns`` that shares this one's tables (laneset code)."""
+        """A builder writing to ``insns`` that shares this one's tables (laneset code). Its
+        code runs in a register file of its own, so it loads its own constants."""
         other = CodeBuilder.__new__(CodeBuilder)
         other.__dict__.update(self.__dict__)
         other.insns = insns
+        other._reset_registers()
         return other
 
     # ---------------------------------------------------------------- tables
@@ -99,6 +120,8 @@ class CodeBuilder:
         op = opcodes.BY_NAME[name]
         if len(operands) != len(op.operands):
             raise AssertionError(f"{name} takes {len(op.operands)} operands, got {len(operands)}")
+        if op.code in WRITES_A and operands[0] in self._const_of:
+            raise AssertionError(f"{name} writes r{operands[0]}, a read-only constant register")
         pc = self.pc
         words = [op.code, *operands] + [0] * (opcodes.MAX_OPERANDS - len(operands))
         words.append(self.spans.intern(self.span))
@@ -110,11 +133,39 @@ class CodeBuilder:
 
     # ---------------------------------------------------------------- values
     def load_const(self, dtype: dtypes.DType, value, name: str = "") -> int:
-        r = self.reg(dtype, name)
-        self.emit("CONST", r, self.const(dtype, value))
-        if dtype.is_int and not name:
-            self.known[r] = int(value)
+        """A register holding ``value``: the read-only constant register of (dtype, value),
+        loaded by the prologue; with a ``name``, a new variable set by a CONST here."""
+        k = self.const(dtype, value)
+        if name:
+            r = self.reg(dtype, name)
+            self.emit("CONST", r, k)
+            return r
+        r = self._const_regs.get(k)
+        if r is None:
+            if self._finished:
+                raise AssertionError("a new constant after the prologue was inserted")
+            r = self._const_regs[k] = self.reg(dtype)
+            self._const_of[r] = k
+            if dtype.is_int:
+                self.known[r] = int(value)
         return r
+
+    def finish(self, span: Span | None) -> None:
+        """Insert the prologue: one CONST per constant register, at instruction 0 (see the
+        module docstring), carrying ``span`` (the function's or kernel's)."""
+        self._finished = True
+        n = len(self._const_regs)
+        if not n:
+            return
+        for pc in range(0, len(self.insns), W):
+            for i in TARGETS[self.insns[pc]]:
+                self.insns[pc + 1 + i] += n
+        pad = [0] * (opcodes.MAX_OPERANDS - 2)
+        where = self.spans.intern(span)
+        prologue = []
+        for k, r in self._const_regs.items():          # in order of first use
+            prologue += [CONST, r, k, *pad, where]
+        self.insns[:0] = prologue
 
     def op_dim(self, name: str, slot: int, k: int) -> int:
         """``DIMOF`` / ``FUT_DIM``: extent ``k`` of a buffer or future into a new s32 register."""

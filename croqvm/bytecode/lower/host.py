@@ -43,6 +43,7 @@ def lower_function(lw: Lowerer, fn: ast.Function) -> M.Function:
         lw.stmt(fn.body)
         b.span = fn.span
         b.emit("RET")
+        b.finish(fn.name_span or fn.span)
     fs = lw.fn
     ret_dtype = fs.ret_dtype.code if fs.ret_dtype is not None else -1
     return M.Function(fn.name, params, dims, fs.ret_kind, ret_dtype, code, fs.kernels,

@@ -100,6 +100,7 @@ def laneset(lw: Lowerer, st: KernelState, guards: tuple) -> int:
                 if c is not None:
                     result = c if result is None else lb.op("AND", dtypes.BOOL, result, c)
             ls.result = result
+            lb.finish(st.par.span)
     idx = st.lanesets[key] = st.b.add("lanesets", ls)
     return idx
 
@@ -185,6 +186,7 @@ def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
                 _bind_block_level(lw, st, s.levels[0], grid)
             info = st.levels.get(id(s.levels[0])) if has_block else None
             _lower_levels(lw, st, s.levels[1 if has_block else 0:], s.body, Ctx(0, level=info))
+            kb.finish(s.span)
         finally:
             lw.kernel = None
             lw.names.pop()
