@@ -185,21 +185,28 @@ def test_sync_copy_needs_no_wait_and_swap_exchanges_handles():
     assert out == "11\n"
 
 
-def collective_copy(origin_from_lane=False, with_async=False):
+def collective_copy(origin_from_lane=False, with_async=False, wait="WAIT f0 0", lanes=64):
     """64 lanes: f = dma.copy a.view(4).from(o) => shared (a collective of the block),
-    then out.at(lane) = f.data.at(lane % 4)."""
+    then ``wait`` when the copy is async (r6 holds 16, r2 the lane), then for the lanes
+    below ``lanes``: out.at(lane) = f.data.at(lane % 4)."""
     a = Asm()
     k = a.code(f"""
         CONST r0 k0
         {"LANE r0" if origin_from_lane else ""}
         CONST r1 k1
         DMA d0
-        {"WAIT f0 0" if with_async else ""}
         LANE r2
-        MOD r4 r2 r1
-        LOAD r5 a0
-        STORE a1 r5
-    """, regs="s32 s32 s32 s32 s32 s32", consts=[("s32", 0), ("s32", 4)],
+        CONST r6 k2
+        {wait if with_async else ""}
+        CONST r8 k3
+        LT r7 r2 r8
+        IF r7
+          MOD r4 r2 r1
+          LOAD r5 a0
+          STORE a1 r5
+        END
+    """, regs="s32 s32 s32 s32 s32 s32 s32 bool s32",
+        consts=[("s32", 0), ("s32", 4), ("s32", 16), ("s32", lanes)],
         buffers=[BufferDecl("a", "global", S32, []), BufferDecl("out", "global", S32, []),
                  BufferDecl("t", "shared", S32, [])],
         futures=[FutureDecl("f")], views=[View("buf", 0, -1, [0], [1])],
@@ -223,6 +230,32 @@ def test_collective_copy_into_shared_is_seen_by_every_lane():
 
 def test_collective_async_copy_with_a_collective_wait():
     assert np.array_equal(collective_copy(with_async=True), 10 + np.arange(64) % 4)
+
+
+def test_lanes_of_one_collective_copy_wait_each_for_itself():
+    assert np.array_equal(collective_copy(with_async=True, wait="WAIT f0 -1"),
+                          10 + np.arange(64) % 4)
+
+
+def test_a_lane_that_did_not_wait_for_a_collective_copy_can_not_read_it():
+    with pytest.raises(KernelFault) as e:
+        collective_copy(with_async=True, wait="LT r3 r2 r6\nIF r3\nWAIT f0 -1\nEND")
+    text = str(e.value)
+    assert "runtime error: future 'f' is not waited before using." in text
+    assert text.endswith("block (0), lane 16 (warp 0, lane 16)")
+
+
+def test_a_lane_waits_for_a_collective_copy_once():
+    with pytest.raises(KernelFault) as e:
+        collective_copy(with_async=True, wait="WAIT f0 -1\nLT r3 r2 r6\nIF r3\nWAIT f0 -1\nEND")
+    text = str(e.value)
+    assert "runtime error: future 'f' has been waited multiple times." in text
+    assert text.endswith("block (0), lane 0 (warp 0, lane 0)")
+
+
+def test_part_of_a_warp_reads_a_collective_copy():
+    want = np.where(np.arange(64) < 40, 10 + np.arange(64) % 4, 0)
+    assert np.array_equal(collective_copy(with_async=True, lanes=40), want)
 
 
 def test_collective_operands_must_be_uniform():

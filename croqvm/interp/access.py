@@ -3,7 +3,9 @@
 
 Conventions: handlers take (``w``, ``ins``); ``acc`` an ``Access``; element stores go
 lane by lane in increasing order (§7.1.3), so when lanes collide the highest one's value
-stays; faults are raised for the lowest active lane that has one.
+stays; faults are raised for the lowest active lane that has one. LOAD, UPDATE and DIMOF
+are prepared (``PREPARE``): their handlers receive the access or buffer declaration and
+the register's type instead of the instruction.
 """
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ import numpy as np
 from .. import dtypes
 from ..bytecode.opcodes import TABLE
 from .faults import LaneFault
-from .memory import buffer_of, check_written, load, locate, store
-from .scalar import binary, convert
+from .memory import buffer_of, check_written, distinct, load, locate, store
+from .scalar import binary_op, convert, converter
 from .sync import arrive, check_uniform
 
 
@@ -71,10 +73,15 @@ def op_fill(w, ins):
         _fill(blk, slot, w.base + int(i), w.regs[r][i], rtype)
 
 
-def op_load(w, ins):
+def prepare_load(prog, ins):
     _, r, a = ins[:3]
-    vals, etype = load(w, w.blk.prog.code.accesses[a])
-    w.write(r, convert(vals, etype, w.blk.prog.rtypes[r], w.act))
+    return r, prog.code.accesses[a], prog.rtypes[r]
+
+
+def op_load(w, ins):
+    r, acc, rtype = ins
+    vals, etype = load(w, acc)
+    w.write(r, converter(etype, rtype)(vals, w.act))
 
 
 def op_store(w, ins):
@@ -94,64 +101,95 @@ def _element_type(w, acc):
     return dtypes.F64   # no active lane reached a future's data: nothing is converted
 
 
+class _Update:
+    """An UPDATE's operation for each element type it meets: (``fn`` giving the new
+    values, the conversion back to the element type), resolved on first use."""
+
+    def __init__(self, name, rtype):
+        self.name, self.rtype, self.by_type = name, rtype, {}
+
+    def __call__(self, etype):
+        ops = self.by_type.get(etype.code)
+        if ops is None:
+            fn, t = binary_op(self.name, etype, self.rtype)
+            ops = self.by_type[etype.code] = fn, converter(t, etype)
+        return ops
+
+
+def prepare_update(prog, ins):
+    _, a, r, opcode = ins[:4]
+    return prog.code.accesses[a], r, _Update(TABLE[opcode].name, prog.rtypes[r])
+
+
 def op_update(w, ins):
     """``@a := @a <op> R[b]`` one lane after another (§7.1.3): a lane sees the element
     as the lanes before it left it. When no two lanes share an element that order is
     invisible and the lanes go together."""
-    _, a, r, opcode = ins[:4]
-    acc = w.blk.prog.code.accesses[a]
-    name = TABLE[opcode].name
-    rtype = w.blk.prog.rtypes[r]
+    acc, r, ops = ins
     groups = locate(w, acc)
-    cells = [(id(buf), int(off)) for buf, _, flat in groups for off in flat]
-    if len(set(cells)) < len(cells):
-        _update_in_order(w, acc, groups, name, r, rtype)
+    if _lanes_collide(groups):
+        _update_in_order(w, acc, groups, ops, r)
         return
     results, faults = [], []
     for buf, lanes, flat in groups:
+        fn, to_elem = ops(buf.dtype)
         try:
             check_written(w, acc, buf, lanes, flat)
             act = np.ones(len(lanes), bool)
-            new, t = binary(name, buf.data.reshape(-1)[flat], w.regs[r][lanes], buf.dtype,
-                            rtype, act)
-            results.append((buf, lanes, flat, convert(new, t, buf.dtype, act)))
+            results.append((buf, lanes, flat,
+                            to_elem(fn(buf.flat[flat], w.regs[r][lanes], act), act)))
         except LaneFault as f:
             faults.append(LaneFault(f.message, int(lanes[f.index])))
     _lowest(*faults)
     for buf, lanes, flat, vals in results:
-        buf.data.reshape(-1)[flat] = vals
+        buf.flat[flat] = vals
         if buf.written is not None:
             buf.written.reshape(-1)[flat] = True
 
 
-def _update_in_order(w, acc, groups, name, r, rtype):
+def _update_in_order(w, acc, groups, ops, r):
     order = sorted((int(lanes[n]), buf, int(flat[n]))
                    for buf, lanes, flat in groups for n in range(len(lanes)))
     one = np.ones(1, bool)
     for i, buf, off in order:
+        fn, to_elem = ops(buf.dtype)
         try:
             check_written(w, acc, buf, np.array([i]), np.array([off]))
-            old = buf.data.reshape(-1)[off:off + 1]
-            new, t = binary(name, old, w.regs[r][i:i + 1], buf.dtype, rtype, one)
-            buf.data.reshape(-1)[off] = convert(new, t, buf.dtype, one)[0]
+            new = fn(buf.flat[off:off + 1], w.regs[r][i:i + 1], one)
+            buf.flat[off] = to_elem(new, one)[0]
         except LaneFault as f:
             raise LaneFault(f.message, i) from None
         if buf.written is not None:
             buf.written.reshape(-1)[off] = True
 
 
-def op_dimof(w, ins):
+def _lanes_collide(groups) -> bool:
+    """Whether two of the lanes of ``groups`` (from ``locate``) address one element."""
+    if len(groups) == 1:
+        return not distinct(groups[0][2])
+    cells = [(id(buf), off) for buf, _, flat in groups for off in flat.tolist()]
+    return len(set(cells)) < len(cells)
+
+
+def prepare_dimof(prog, ins):
     _, r, slot, k = ins[:4]
-    out = np.zeros(w.width, np.int64)
-    for i in w.active_indices():
-        out[i] = buffer_of(w, slot, -1, int(i)).shape[k]
-        if w.blk.uniform_slot(slot):
-            out[:] = out[i]
-            break
-    w.write(r, convert(out, dtypes.S64, w.blk.prog.rtypes[r], w.act))
+    uniform = prog.code.buffers[slot].storage != "local"
+    return r, slot, k, uniform, prog.rtypes[r]
 
 
-PREPARE = {}
+def op_dimof(w, ins):
+    r, slot, k, uniform, rtype = ins
+    lanes = w.active_indices()
+    if uniform:    # one instance for every lane: the lowest lane's answer is everyone's
+        out = np.full(w.width, buffer_of(w, slot, -1, int(lanes[0])).shape[k], np.int64)
+    else:
+        out = np.zeros(w.width, np.int64)
+        for i in lanes:
+            out[i] = buffer_of(w, slot, -1, int(i)).shape[k]
+    w.write(r, converter(dtypes.S64, rtype)(out, w.act))
+
+
+PREPARE = {"LOAD": prepare_load, "UPDATE": prepare_update, "DIMOF": prepare_dimof}
 
 HANDLERS = {
     "ALLOC": op_alloc, "FILL": op_fill, "LOAD": op_load, "STORE": op_store,

@@ -168,7 +168,7 @@ def _check_unwaited(blk, desc, lanes):
     name = blk.prog.code.futures[desc.future].name
     for lane in lanes:
         h = blk.futures[desc.future][int(lane)]
-        if h is not None and h.pending:
+        if h is not None and h.pending(int(lane)):
             raise Fault(f"async copy issued at {blk.call.where(h.issued)} into '{name}' "
                         f"was never waited.", int(lane))
 
@@ -183,9 +183,10 @@ def _issue(blk, desc, plan, lanes, span):
         transfer.land()
     if desc.future >= 0:
         buf, o, D = plan.dst
+        waited = np.zeros(blk.size, bool) if is_async else None
+        handle = Handle(buf, o, D, is_async, waited, span, transfer)
         for lane in lanes:
-            blk.futures[desc.future][int(lane)] = Handle(buf, o, D, is_async, False, span,
-                                                         transfer)
+            blk.futures[desc.future][int(lane)] = handle
 
 
 def _registers(blk, desc, lanes):
@@ -239,10 +240,10 @@ def wait_lane(blk, slot, lane):
     h = blk.futures[slot][lane]
     if h is None or h.buf is None or not h.is_async:
         return
-    if h.waited:
+    if h.waited[lane]:
         raise Fault(f"future '{blk.prog.code.futures[slot].name}' has been waited "
                     f"multiple times.", lane)
-    h.waited = True
+    h.waited[lane] = True
     h.transfer.land()
 
 
@@ -281,7 +282,7 @@ def check_kernel_end(blk) -> None:
     """§9.5.4: a kernel ending with an async transfer some lane never waited."""
     for slot, futs in enumerate(blk.futures):
         for lane, h in enumerate(futs):
-            if h is not None and h.pending:
+            if h is not None and h.pending(lane):
                 name = blk.prog.code.futures[slot].name
                 raise Fault(f"async copy issued at {blk.call.where(h.issued)} into '{name}' "
                             f"was never waited.", lane, span=blk.kernel.span)

@@ -18,13 +18,17 @@ from .faults import Fault, LaneFault
 
 
 class Buffer:
-    """One buffer instance: values, and in poison mode which elements were written."""
+    """One buffer instance: values, and in poison mode which elements were written.
+    ``flat`` is a one-dimensional view of ``data`` in row-major order, what element
+    accesses index by offset."""
 
-    __slots__ = ("name", "dtype", "data", "written", "decl")
+    __slots__ = ("name", "dtype", "data", "flat", "written", "decl")
 
     def __init__(self, name: str, dtype: DType, data: np.ndarray, written, decl: str):
+        data = np.ascontiguousarray(data)
         self.name, self.dtype, self.data, self.written, self.decl = \
             name, dtype, data, written, decl
+        self.flat = data.reshape(-1)
 
     @property
     def shape(self) -> tuple:
@@ -67,23 +71,24 @@ class Transfer:
             move()
 
 
-@dataclass
+@dataclass(eq=False)
 class Handle:
-    """What one lane's future holds (§9.4, §9.6): a view of a buffer instance (``buf``
-    None for a placeholder without data) and the lane's state of the transfer that last
-    wrote it. ``swap`` exchanges whole handles."""
+    """What a lane's future holds (§9.4, §9.6): a view of a buffer instance (``buf``
+    None for a placeholder without data) and the transfer that last wrote it. The lanes
+    that issue one DMA hold one handle; which of them have waited for an async transfer
+    is kept per block lane in ``waited``. ``swap`` exchanges handles lane by lane, so a
+    lane's entry goes with the handle."""
     buf: Buffer | None = None
     origin: tuple = ()
     extents: tuple = ()
     is_async: bool = False
-    waited: bool = False
+    waited: np.ndarray | None = None   # per block lane, for an async transfer
     issued: int = 0               # span index of the issuing DMA
     transfer: Transfer | None = None
 
-    @property
-    def pending(self) -> bool:
-        """An async transfer this lane has not waited for."""
-        return self.is_async and not self.waited
+    def pending(self, lane: int) -> bool:
+        """An async transfer block lane ``lane`` has not waited for."""
+        return self.is_async and not self.waited[lane]
 
 
 def check_array_index(a: int, decl, i: int) -> None:
@@ -111,7 +116,7 @@ def future_data(w, slot: int, i: int) -> Handle:
     name = w.blk.prog.code.futures[slot].name
     if h is None or h.buf is None:
         raise LaneFault(f"future '{name}' has no data.", i)
-    if h.pending:
+    if h.pending(w.base + i):
         raise LaneFault(f"future '{name}' is not waited before using.", i)
     return h
 
@@ -144,6 +149,9 @@ def view_of(w, v: int, i: int):
 
 
 # --------------------------------------------------------------------------- element access
+# A base resolves to groups (buffer, origin, extents, lane numbers): the active lanes
+# that see one view, numbered by position among the active lanes, None meaning all of
+# them (the usual case: a shared or global buffer, or a future a collective DMA filled).
 
 def _element_text(acc, idx) -> str:
     return f"{acc.text}.at({', '.join(str(int(x)) for x in idx)})"
@@ -158,7 +166,7 @@ def _uniform_bases(w, acc, lanes):
                              f"executed.", int(lanes[0]))
     if acc.arr < 0:
         buf = insts[0]
-        return [(buf, (0,) * buf.data.ndim, buf.shape, np.arange(len(lanes)))], None
+        return [(buf, (0,) * buf.data.ndim, buf.shape, None)], None
     arr = w.regs[acc.arr][lanes].astype(np.int64)
     bad = np.flatnonzero((arr < 0) | (arr >= decl.count))
     fault, upto = None, len(lanes)
@@ -175,17 +183,17 @@ def _uniform_bases(w, acc, lanes):
 
 
 def _same_future_data(w, acc, lanes):
-    """The one view every active lane's future holds, if they agree and may be read
-    (the common case after a collective DMA), else None."""
+    """The handle every active lane holds, if they hold one and may read its data (the
+    common case after a collective DMA), else None."""
     futs = w.blk.futures[acc.base]
     h0 = futs[w.base + int(lanes[0])]
     if h0 is None or h0.buf is None:
         return None
-    for i in lanes:
-        h = futs[w.base + i]
-        if h is None or h.buf is not h0.buf or h.origin != h0.origin or \
-                h.extents != h0.extents or h.pending:
-            return None
+    held = futs[w.base:w.base + w.width] if w.full else [futs[w.base + i] for i in lanes]
+    if held.count(h0) != len(held):
+        return None
+    if h0.is_async and not h0.waited[w.base + lanes].all():
+        return None
     return h0
 
 
@@ -194,7 +202,7 @@ def _lane_bases(w, acc, lanes):
     if acc.base_kind == "fut":
         h = _same_future_data(w, acc, lanes)
         if h is not None:
-            return [(h.buf, h.origin, h.extents, np.arange(len(lanes)))], None
+            return [(h.buf, h.origin, h.extents, None)], None
     groups, fault = {}, None
     for n, i in enumerate(lanes):
         try:
@@ -206,27 +214,39 @@ def _lane_bases(w, acc, lanes):
     return [(b, o, e, np.asarray(ns)) for b, o, e, ns in groups.values()], fault
 
 
+def _offsets(buf, o, idx, count: int):
+    """Row-major offsets in ``buf`` of the ``count`` elements at ``idx`` (one array per
+    dimension, in range) of the view at origin ``o``."""
+    flat = np.zeros(count, np.int64) if not idx else None
+    for x, a, d in zip(idx, o, buf.shape):
+        x = x + a if a else x
+        flat = x if flat is None else flat * d + x
+    return flat
+
+
 def locate(w, acc):
     """Element ``acc`` for every active lane: a list of (buffer, lane indices, flat
     offsets), grouped by buffer instance; every index checked (§8.6)."""
     lanes = w.active_indices()
-    idx = [w.regs[r][lanes].astype(np.int64) for r in acc.indices]
+    regs = w.regs
+    idx = [regs[r].astype(np.int64) for r in acc.indices] if w.full else \
+        [regs[r][lanes].astype(np.int64) for r in acc.indices]
     uniform = acc.base_kind == "buf" and w.blk.uniform_slot(acc.base)
     groups, fault = (_uniform_bases if uniform else _lane_bases)(w, acc, lanes)
     faults = [fault] if fault else []
     out = []
     for buf, o, e, ns in groups:
-        sub = [x[ns] for x in idx]
+        sub = idx if ns is None else [x[ns] for x in idx]
         lo = [max(0, -a) for a in o]
         hi = [min(b, d - a) for a, b, d in zip(o, e, buf.shape)]
-        bad = np.zeros(len(ns), bool)
-        for k, x in enumerate(sub):
-            bad |= (x < lo[k]) | (x >= hi[k])
-        if bad.any():
+        bad = np.logical_or.reduce([(x < l) | (x >= h) for x, l, h in zip(sub, lo, hi)])
+        if np.count_nonzero(bad):
             n = int(np.flatnonzero(bad)[0])
-            faults.append(_range_fault(acc, [x[n] for x in sub], lo, hi, int(lanes[ns[n]])))
-        root = tuple(np.where(bad, 0, x + a) for x, a in zip(sub, o))
-        out.append((buf, lanes[ns], np.ravel_multi_index(root, buf.shape)))
+            lane = int(lanes[n if ns is None else ns[n]])
+            faults.append(_range_fault(acc, [x[n] for x in sub], lo, hi, lane))
+        elif not faults:
+            mine = lanes if ns is None else lanes[ns]
+            out.append((buf, mine, _offsets(buf, o, sub, len(mine))))
     if faults:
         raise min(faults, key=lambda f: f.index)
     return out
@@ -256,6 +276,10 @@ def load(w, acc):
     """The element of ``acc`` per lane (array over the warp; inactive lanes 0) and its
     element type. Poison checks follow lane order across buffer instances."""
     groups = locate(w, acc)
+    if len(groups) == 1 and w.full:        # one instance, every lane: a plain gather
+        buf, lanes, flat = groups[0]
+        check_written(w, acc, buf, lanes, flat)
+        return buf.flat[flat], buf.dtype
     out, dtype = None, None
     faults = []
     for buf, lanes, flat in groups:
@@ -266,19 +290,29 @@ def load(w, acc):
         if out is None:
             dtype = buf.dtype
             out = np.zeros(w.width, buf.data.dtype)
-        out[lanes] = buf.data.reshape(-1)[flat]
+        out[lanes] = buf.flat[flat]
     if faults:
         raise min(faults, key=lambda f: f.index)
     return out, dtype
+
+
+def distinct(flat) -> bool:
+    """Whether no two of the offsets ``flat`` are equal."""
+    return len(set(flat.tolist())) == len(flat)
 
 
 def store(buf: Buffer, lanes, flat, values) -> None:
     """Write ``values[lanes]`` in lane order: where two lanes write one element, the
     higher lane's value stays (it wrote last)."""
     vals = values[lanes]
+    if distinct(flat):
+        buf.flat[flat] = vals
+        if buf.written is not None:
+            buf.written.reshape(-1)[flat] = True
+        return
     rev_flat = flat[::-1]
     uniq, first = np.unique(rev_flat, return_index=True)
     keep = len(flat) - 1 - first
-    buf.data.reshape(-1)[uniq] = vals[keep]
+    buf.flat[uniq] = vals[keep]
     if buf.written is not None:
         buf.written.reshape(-1)[uniq] = True
