@@ -233,6 +233,13 @@ def locate(w, acc):
         [regs[r][lanes].astype(np.int64) for r in acc.indices]
     uniform = acc.base_kind == "buf" and w.blk.uniform_slot(acc.base)
     groups, fault = (_uniform_bases if uniform else _lane_bases)(w, acc, lanes)
+    if fault is None and len(groups) == 1 and groups[0][3] is None:
+        buf, o, e, _ = groups[0]
+        if e == buf.shape and not any(o) and idx:     # every lane, one whole buffer
+            try:
+                return [(buf, lanes, np.ravel_multi_index(idx, e))]
+            except ValueError:
+                pass    # an index out of range: found and reported below
     faults = [fault] if fault else []
     out = []
     for buf, o, e, ns in groups:
