@@ -113,8 +113,12 @@ def test_foreach_increments_at_the_top_and_resets_the_variable():
 def test_while_breaks_on_the_negated_condition():
     src = "__co__ void f() { mutable int n = 0; while (n < 3) { n += 1; } println(n); }"
     host = lower(src).functions[0].host
-    assert prologue(host) == [0, 3, 1]         # constants load once, before the loop
-    assert_ops(host, "LOOP", "LT", "NOT", "BREAK_IF")
+    assert prologue(host) == [3, 1]            # constants load once, before the loop
+    n = host.reg_names.index("n")
+    assert const_regs(host)[n] == 0            # the variable has a register of its own
+    assert_ops(host, "LOOP", "LT", "NOT", "BREAK_IF", "ADD", "END")
+    add = ops(host).index("ADD")
+    assert operands(host, add)[:2] == [n, n]   # n += 1 is one instruction
     assert run(src) == "3\n"
 
 
@@ -172,7 +176,26 @@ def test_short_circuit_guards_a_faulting_operand_with_if():
 def test_pure_logic_needs_no_branch():
     code = lower("__co__ void f(int a) { bool b = a > 1 && a < 5; println(b); }") \
         .functions[0].host
-    assert "IF" not in ops(code) and "AND" in ops(code)
+    assert ops(code) == ["CONST", "CONST", "GT", "LT", "AND", "PRINT", "RET"]
+    assert code.reg_names[operands(code, 4)[0]] == "b"      # the AND computes b itself
+
+
+def test_an_immutable_variable_takes_over_the_temporary_it_is_computed_in():
+    src = """
+    __co__ void f(int k) {
+      mutable int n = k;
+      int twice = n * 2;
+      int same = n;
+      n += 5;
+      println(twice, same, n);
+    }"""
+    code = lower(src).functions[0].host
+    mul = ops(code).index("MUL")
+    assert code.reg_names[operands(code, mul)[0]] == "twice"
+    moves = [operands(code, pc)[:2] for pc, n in enumerate(ops(code)) if n == "MOV"]
+    names = [[code.reg_names[r] for r in pair] for pair in moves]
+    assert names == [["n", "k"], ["same", "n"]]     # copies of variables only
+    assert run(src, "f", [4]) == "8 4 9\n"
 
 
 def test_compound_assignment_wraps_in_the_declared_type():
@@ -282,8 +305,10 @@ def test_block_size_and_grid_rank(body, block_size, grid_rank):
 
 
 def test_sub_indices_are_row_major_in_lane_order():
-    assert run("__co__ void f() { parallel {x, y} by [2, 3] { print(x, y, \"\"); } }") == \
-        "0 0 0 1 0 2 1 0 1 1 1 2 "
+    src = "__co__ void f() { parallel {x, y} by [2, 3] { print(x, y, \"\"); } }"
+    assert run(src) == "0 0 0 1 0 2 1 0 1 1 1 2 "
+    code = kernel(src).code                  # x = tid / 3, y = tid % 3, computed in place
+    assert "MOV" not in ops(code) and {"x", "y"} <= set(code.reg_names)
 
 
 def test_group4_and_group_indices():

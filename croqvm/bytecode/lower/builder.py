@@ -69,10 +69,12 @@ class CodeBuilder:
         self._reset_registers()
 
     def _reset_registers(self) -> None:
-        """Per instruction list: its constant registers."""
+        """Per instruction list: its constant registers and what it has written."""
         self._const_regs: dict[int, int] = {}   # constant index -> its register
         self._const_of: dict[int, int] = {}     # constant register -> constant index
         self.known: dict[int, int] = {}         # integer constant registers -> value
+        self._writes: dict[int, int] = {}       # register -> instructions writing it
+        self._last_write: int | None = None     # register the last instruction wrote
         self._finished = False
 
     def fork(self, insns: list[int]) -> "CodeBuilder":
@@ -120,8 +122,13 @@ class CodeBuilder:
         op = opcodes.BY_NAME[name]
         if len(operands) != len(op.operands):
             raise AssertionError(f"{name} takes {len(op.operands)} operands, got {len(operands)}")
-        if op.code in WRITES_A and operands[0] in self._const_of:
-            raise AssertionError(f"{name} writes r{operands[0]}, a read-only constant register")
+        self._last_write = None
+        if op.code in WRITES_A:
+            dst = operands[0]
+            if dst in self._const_of:
+                raise AssertionError(f"{name} writes r{dst}, a read-only constant register")
+            self._writes[dst] = self._writes.get(dst, 0) + 1
+            self._last_write = dst
         pc = self.pc
         words = [op.code, *operands] + [0] * (opcodes.MAX_OPERANDS - len(operands))
         words.append(self.spans.intern(self.span))
@@ -148,6 +155,24 @@ class CodeBuilder:
             self._const_of[r] = k
             if dtype.is_int:
                 self.known[r] = int(value)
+        return r
+
+    def variable(self, src: int, name: str, mutable: bool) -> int:
+        """The register of a new variable ``name`` holding R[src] (same dtype).
+
+        An immutable variable (§3.4, §6.2) whose value the previous instruction has just
+        computed into a temporary (unnamed, written by that instruction only) takes the
+        temporary over, renamed, instead of copying it: temporaries are written only where
+        they are made and variables only through mutable names, so neither register is
+        written again and a copy would always equal the original. Otherwise a MOV (also
+        from a constant register, which stays read-only).
+        """
+        if (not mutable and src == self._last_write and self._writes[src] == 1
+                and not self.code.reg_names[src]):
+            self.code.reg_names[src] = name
+            return src
+        r = self.reg(self.reg_dtype(src), name)
+        self.emit("MOV", r, src)
         return r
 
     def finish(self, span: Span | None) -> None:

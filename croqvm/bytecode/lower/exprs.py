@@ -37,20 +37,21 @@ def value(lw: Lowerer, e: ast.Expr) -> Val:
 
 def lower_as(lw: Lowerer, e: ast.Expr, dtype: dtypes.DType) -> int:
     """``e`` as a register of ``dtype`` (§12.3). A literal is loaded directly in that type."""
-    lit = _literal(e)
+    lit = literal(e)
     if lit is not None and not (dtype.kind == "bool") ^ isinstance(lit, bool):
         return lw.b.load_const(dtype, lit)
     v = value(lw, e)
     return lw.b.convert(v.reg, dtype)
 
 
-def _literal(e):
+def literal(e):
+    """The value of a literal (or negated literal) expression ``e``, else None."""
     if isinstance(e, (ast.IntLit, ast.BoolLit)):
         return e.value
     if isinstance(e, ast.FloatLit):
         return _round_literal(e.value, e.dtype)
     if isinstance(e, ast.Unary) and e.op == "-" and isinstance(e.operand, (ast.IntLit, ast.FloatLit)):
-        inner = _literal(e.operand)
+        inner = literal(e.operand)
         return -inner
     return None
 
@@ -112,7 +113,7 @@ def result_val(lw: Lowerer, e: ast.Expr, reg: int, bound: int = -1) -> Val:
 
 def lower_literal(lw: Lowerer, e) -> Val:
     dtype = dtypes.BOOL if isinstance(e, ast.BoolLit) else dtypes.BY_NAME[e.dtype]
-    lit = _literal(e)
+    lit = literal(e)
     return Val(dtype, lw.b.load_const(dtype, lit))
 
 
@@ -174,9 +175,10 @@ def _bounded_op(lw: Lowerer, e: ast.Binary) -> Val:
     if e.op == "#":
         if a.bound < 0 or c.bound < 0:
             lw.unsupported(e, "'#' on values without bounds")
+        # the value last, so that a variable it initialises can take it over (builder.variable)
+        bound = b.op("MUL", dtypes.S32, a.bound, c.bound)
         scaled = b.op("MUL", dtypes.S32, lw.as_int(a), c.bound)
         val = b.op("ADD", dtypes.S32, scaled, lw.as_int(c))
-        bound = b.op("MUL", dtypes.S32, a.bound, c.bound)
         return Val(dtypes.S32, val, bound)
     if a.bound < 0:
         lw.unsupported(e, f"'{e.op}' on a value without a bound")
@@ -186,12 +188,13 @@ def _bounded_op(lw: Lowerer, e: ast.Binary) -> Val:
 
 def _logical(lw: Lowerer, e: ast.Binary) -> Val:
     b = lw.b
-    out = b.reg(dtypes.BOOL)
-    b.emit("MOV", out, lower_as(lw, e.lhs, dtypes.BOOL))
+    lhs = lower_as(lw, e.lhs, dtypes.BOOL)
     if lw.straight or pure(e.rhs):
+        lhs = stable(lw, Val(dtypes.BOOL, lhs), e.rhs).reg
         rhs = lower_as(lw, e.rhs, dtypes.BOOL)
-        b.emit("AND" if e.op == "&&" else "OR", out, out, rhs)
-        return Val(dtypes.BOOL, out)
+        return Val(dtypes.BOOL, b.op("AND" if e.op == "&&" else "OR", dtypes.BOOL, lhs, rhs))
+    out = b.reg(dtypes.BOOL)
+    b.emit("MOV", out, lhs)
     cond = out
     if e.op == "||":
         cond = b.op("NOT", dtypes.BOOL, out)
@@ -208,7 +211,7 @@ def lower_unary(lw: Lowerer, e: ast.Unary) -> Val:
         lw.b.emit("MOV", copy, reg)
         return Val(lw.b.reg_dtype(copy), copy)
     want = dtype_of(e.ty)
-    lit = _literal(e)
+    lit = literal(e)
     if lit is not None and want is not None:
         return Val(want, lw.b.load_const(want, lit))
     v = value(lw, e.operand)

@@ -230,8 +230,11 @@ def emit_level(lw: Lowerer, st, info: LevelInfo, tid: int) -> int | None:
         x = o_div(lw, lin, _product(lw, info.bounds[k + 1:]))
         if k > 0:
             x = Reg(b.op("MOD", dtypes.S32, reg_of(lw, x), reg_of(lw, bound)))
-        r = b.reg(dtypes.S32, names[k] if k < len(names) else "")
-        b.emit("MOV", r, reg_of(lw, x))
+        name = names[k] if k < len(names) else ""
+        if isinstance(x, Reg):
+            r = b.variable(x.r, name, mutable=False)        # §6.2: parallel variables
+        else:
+            r = b.load_const(dtypes.S32, x, name)
         vals.append(Val(dtypes.S32, r, reg_of(lw, bound)))
     bind_level(lw, info.plevel, vals)
     if trivial(st, info):

@@ -13,7 +13,7 @@ from croqvm.bytecode.module import BufferDecl as BufSlot
 from croqvm.lang import ast
 from croqvm.lang import types as T
 
-from .exprs import lower_as, value
+from .exprs import literal, lower_as, value
 from .state import Lowerer, dtype_of
 from .values import BufRef, Val
 from .views import Reg, access_of, int_operands, reg_of
@@ -30,8 +30,12 @@ def declare_value(lw: Lowerer, sym, v: Val) -> Val:
     else:
         want = dtype_of(sym.type) if sym is not None else v.dtype
         want = want or v.dtype
-        r = b.reg(want, sym.name if sym is not None else "")
-        b.emit("MOV" if v.dtype is want else "CVT", r, v.reg)
+        name = sym.name if sym is not None else ""
+        if v.dtype is want:
+            r = b.variable(v.reg, name, mutable=sym is None or sym.mutable)
+        else:
+            r = b.reg(want, name)
+            b.emit("CVT", r, v.reg)
         bound = v.bound if sym is None or isinstance(sym.type, T.Bounded) else -1
         out = Val(want, r, bound)
     if sym is not None:
@@ -39,11 +43,22 @@ def declare_value(lw: Lowerer, sym, v: Val) -> Val:
     return out
 
 
+def declare(lw: Lowerer, sym, init: ast.Expr) -> None:
+    """``sym = init``: a literal of the variable's own type is loaded straight into it."""
+    ty = getattr(sym, "type", None)
+    want = dtype_of(ty) if isinstance(ty, T.Scalar) else None
+    lit = literal(init)
+    if lit is not None and want is not None and dtype_of(init.ty) is want:
+        lw.bind(sym, Val(want, lw.b.load_const(want, lit, sym.name)))
+    else:
+        declare_value(lw, sym, lw.expr(init))
+
+
 def lower_scalar_decl(lw: Lowerer, s: ast.ScalarDecl) -> None:
     for item in s.items:
         if item.init is None:
             lw.unsupported(item, f"declaring '{item.name}' without an initializer")
-        declare_value(lw, item.sym, lw.expr(item.init))
+        declare(lw, item.sym, item.init)
 
 
 def lower_buffer_decl(lw: Lowerer, s: ast.BufferDecl) -> None:
@@ -77,7 +92,7 @@ _COMPOUND = {"+=": "ADD", "-=": "SUB", "*=": "MUL", "/=": "DIV", "%=": "MOD"}
 
 def lower_assign(lw: Lowerer, s: ast.Assign) -> None:
     if getattr(s, "declares", False):
-        declare_value(lw, s.sym, lw.expr(s.value))
+        declare(lw, s.sym, s.value)
         return
     if isinstance(s.target, ast.ElemAccess):
         _store(lw, s)
@@ -90,8 +105,11 @@ def lower_assign(lw: Lowerer, s: ast.Assign) -> None:
         return
     v = value(lw, s.value)                  # x op= e  ==  x = x op (e)   (§6.6)
     common = dtypes.promote(target.dtype, v.dtype)
-    t = b.op(_COMPOUND[s.op], common, b.convert(target.reg, common), b.convert(v.reg, common))
-    b.emit("MOV" if common is target.dtype else "CVT", target.reg, t)
+    operands = (b.convert(target.reg, common), b.convert(v.reg, common))
+    if common is target.dtype:
+        b.emit(_COMPOUND[s.op], target.reg, *operands)
+    else:
+        b.emit("CVT", target.reg, b.op(_COMPOUND[s.op], common, *operands))
 
 
 def _store(lw: Lowerer, s: ast.Assign) -> None:
