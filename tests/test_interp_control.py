@@ -180,12 +180,13 @@ def test_yielded_lanes_are_not_awaited_by_a_barrier():
     assert lines(out) == [f"after {i}" for i in range(48)]
 
 
-def test_barrier_reached_by_half_a_warp_is_a_divergence_error():
+def barrier_under(cond: str) -> str:
+    """The error of a 32-lane BARRIER inside ``IF (LANE <cond> 16)``."""
     a = Asm()
-    k = a.code("""
+    k = a.code(f"""
         LANE r0
         CONST r1 k0
-        LT r2 r0 r1
+        {cond} r2 r0 r1
         IF r2
           BARRIER c0
         END
@@ -193,13 +194,23 @@ def test_barrier_reached_by_half_a_warp_is_a_divergence_error():
         colls=[CollSite(0, 0, "sync.shared")])
     with pytest.raises(KernelFault) as e:
         run(kernel_module(a, k, 32))
-    assert str(e.value) == "\n".join([
+    return str(e.value)
+
+
+def test_barrier_reached_by_half_a_warp_is_a_divergence_error():
+    assert barrier_under("LT") == "\n".join([
         "code.asm:6:11: runtime error: 'sync.shared' is a collective of 32 lanes but "
         "lanes 16-31 of warp 0 are not active here (divergent control flow).",
         "    6 |           BARRIER c0",
         "      |           ^~~~~~~~~~",
         "  in kernel launched at host.asm:3:1, block (0), lane 0 (warp 0, lane 0)",
     ])
+
+
+def test_barrier_missed_by_one_lane_names_it_in_the_singular():
+    assert barrier_under("NE").splitlines()[0] == (
+        "code.asm:6:11: runtime error: 'sync.shared' is a collective of 32 lanes but "
+        "lane 16 of warp 0 is not active here (divergent control flow).")
 
 
 def test_barrier_waits_for_every_warp_of_its_lane_set():

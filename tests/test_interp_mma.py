@@ -103,6 +103,17 @@ def test_mma_needs_its_whole_unit():
         "but lanes 160-191 are not active here.")
 
 
+def test_mma_missed_by_one_lane_names_it_in_the_singular():
+    """Lane 160 alone skips the fill, so warp 5 reaches it diverged."""
+    with pytest.raises(KernelFault) as e:
+        mma_kernel(A, B, F32, "row.row", 0.0, (4, 5), size=256, unit=128,
+                   extra=[160, 161], body=[
+                       "LANE r8", "CONST r0 k8", "LT r9 r8 r0", "CONST r0 k9", "GE r10 r8 r0",
+                       "OR r9 r9 r10", "IF r9", "MMA_FILL m0 r7 c0", "END"])
+    assert "needs all 128 lanes of warpgroup 1, but lane 160 is not active here." \
+        in str(e.value).splitlines()[0]
+
+
 def test_mma_load_outside_its_buffer():
     """A [4, 3] tile loaded from the [3, 3] corner of a: element (3, 0) is outside."""
     a = np.ones((3, 3), np.float16)

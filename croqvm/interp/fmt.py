@@ -46,6 +46,13 @@ def lanes_phrase(lanes) -> str:
     return f"lane {format_lanes(lanes)}" if len(lanes) == 1 else f"lanes {format_lanes(lanes)}"
 
 
+def lanes_verb(lanes, singular: str, plural: str, rest: str = "") -> str:
+    """The lanes' phrase, ``rest``, and the verb agreeing with them:
+    ``lanes_verb([5], "is", "are", " of warp 0")`` gives ``lane 5 of warp 0 is``."""
+    lanes = list(lanes)
+    return f"{lanes_phrase(lanes)}{rest} {singular if len(lanes) == 1 else plural}"
+
+
 def tuple_text(values) -> str:
     """``(0, 16)``: origins, element coordinates and block indices in messages."""
     return "(" + ", ".join(str(int(v)) for v in values) + ")"

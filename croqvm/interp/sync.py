@@ -13,7 +13,7 @@ import numpy as np
 
 from ..bytecode import opcodes
 from .faults import Fault, LaneFault
-from .fmt import lanes_phrase
+from .fmt import lanes_phrase, lanes_verb
 
 UNIT_NAMES = {32: "warp", 128: "warpgroup"}
 
@@ -59,9 +59,9 @@ class Rendezvous:
         unit = self.site.unit
         if not self.whole_unit or unit not in UNIT_NAMES:
             return None
+        missing = lanes_verb(np.flatnonzero(self.missing()), "is", "are")
         return (f"{self.site.text} needs all {unit} lanes of {UNIT_NAMES[unit]} "
-                f"{self.unit_index}, but {lanes_phrase(np.flatnonzero(self.missing()))} "
-                f"are not active here.")
+                f"{self.unit_index}, but {missing} not active here.")
 
     def label(self) -> str:
         if self.ins[0] == opcodes.BARRIER:
@@ -98,22 +98,33 @@ def _open(blk, key, make):
 def _check_converged(w, site, members, unit, u, whole_unit):
     """§7.4.4: every live participant lane of this warp must be active here."""
     blk = w.blk
-    mine = members[w.base:w.base + w.width]
+    lane = int(w.lanes[w.active_indices()[0]])
     if whole_unit and unit in UNIT_NAMES:
         gone = np.flatnonzero(members & ~blk.live)
         if gone.size:
             raise Fault(f"{site.text} needs all {unit} lanes of {UNIT_NAMES[unit]} {u}, "
-                        f"but {lanes_phrase(gone)} have terminated.", int(w.lanes[w.act][0]))
-    idle = np.flatnonzero(mine & w.live & ~w.act)
+                        f"but {lanes_verb(gone, 'has', 'have')} terminated.", lane)
+    if w.full:
+        return
+    idle = np.flatnonzero(members[w.base:w.base + w.width] & w.live & ~w.act)
     if not idle.size:
         return
-    lane = int(w.lanes[w.act][0])
     if whole_unit and unit in UNIT_NAMES:
         raise Fault(f"{site.text} needs all {unit} lanes of {UNIT_NAMES[unit]} {u}, but "
-                    f"{lanes_phrase(idle + w.base)} are not active here.", lane)
+                    f"{lanes_verb(idle + w.base, 'is', 'are')} not active here.", lane)
     n = int((members & blk.live).sum())
-    raise Fault(f"'{site.text}' is a collective of {n} lanes but {lanes_phrase(idle)} of "
-                f"warp {w.index} are not active here (divergent control flow).", lane)
+    idle_here = lanes_verb(idle, "is", "are", f" of warp {w.index}")
+    raise Fault(f"'{site.text}' is a collective of {n} lanes but {idle_here} not active here "
+                f"(divergent control flow).", lane)
+
+
+def _groups(keys):
+    """(value, selection) for each distinct value of ``keys`` in increasing order; the
+    usual case, one value, without sorting."""
+    first = keys[0]
+    if not np.count_nonzero(keys != first):
+        return [(int(first), slice(None))]
+    return [(int(k), keys == k) for k in np.unique(keys)]
 
 
 def arrive(w, ins, coll: int, effect=None, whole_unit: bool = False) -> None:
@@ -122,24 +133,25 @@ def arrive(w, ins, coll: int, effect=None, whole_unit: bool = False) -> None:
     blk = w.blk
     site = blk.prog.code.colls[coll]
     inset = blk.lanesets[site.laneset]
-    lanes = w.lanes[w.act]
+    active = w.active_indices()
+    lanes = w.lanes[active]
     outside = lanes[~inset[lanes]]
     if outside.size:    # lowering keeps lane sets and control flow in step; a .cqb may not
         raise Fault(f"lane {int(outside[0])} reaches '{site.text}' but is not one of its "
                     f"participants.", int(outside[0]))
-    units = lanes // site.unit if site.unit > 0 else np.zeros(lanes.size, np.int64)
     counts = w.counts.setdefault(w.ip, np.zeros(w.width, np.int64))
-    counts[w.act] += 1
+    counts[active] += 1
+    reached = counts[active]        # which execution of the instruction, per lane
+    units = lanes // site.unit if site.unit > 0 else np.zeros(lanes.size, np.int64)
     recs = []
-    for u in np.unique(units):
-        members = inset & unit_mask(blk, site.unit, int(u))
-        _check_converged(w, site, members, site.unit, int(u), whole_unit)
-        sel = units == u
-        for c in np.unique(counts[w.act][sel]):
-            key = (w.ip, int(u), int(c))
+    for u, in_unit in _groups(units):
+        members = inset & unit_mask(blk, site.unit, u)
+        _check_converged(w, site, members, site.unit, u, whole_unit)
+        for c, same in _groups(reached[in_unit]):
+            key = (w.ip, u, c)
             rec = _open(blk, key, lambda: Rendezvous(blk, w.ip, ins, site, members, effect,
-                                                     int(u), whole_unit))
-            rec.arrived[lanes[sel & (counts[w.act] == c)]] = True
+                                                     u, whole_unit))
+            rec.arrived[lanes[in_unit][same]] = True
             if not rec.missing().any():
                 del blk.rendezvous[key]
                 rec.complete()
