@@ -15,7 +15,7 @@ from .faults import Fault
 from .fmt import tuple_text
 from .memory import allocating, view_of, view_registers
 from .scalar import convert, round_to
-from .sync import arrive, check_uniform
+from .sync import arrive, check_uniform, groups_of
 
 UNIT_KIND = {128: ("warpgroups", "group-4"), 32: ("warps", "group")}
 
@@ -41,22 +41,28 @@ class Fragment:
         return self.data
 
 
-def _instance(blk, m: int, lane: int):
-    decl = blk.prog.code.frags[m]
-    key = (m, lane // decl.unit if decl.unit > 0 else 0)
-    frag = blk.frags.get(key)
+def _fragment(blk, m: int, u: int) -> Fragment:
+    """Unit instance ``u``'s copy of fragment ``m``."""
+    frag = blk.frags.get((m, u))
     if frag is None:
-        frag = blk.frags[key] = Fragment(decl.name, dtypes.BY_CODE[decl.dtype])
-    return key, frag
+        decl = blk.prog.code.frags[m]
+        frag = blk.frags[(m, u)] = Fragment(decl.name, dtypes.BY_CODE[decl.dtype])
+    return frag
+
+
+def _instance(blk, m: int, lane: int) -> Fragment:
+    """The copy of fragment ``m`` that block lane ``lane`` owns."""
+    unit = blk.prog.code.frags[m].unit
+    return _fragment(blk, m, lane // unit if unit > 0 else 0)
 
 
 def _by_instance(blk, m, lanes):
-    """Participant lanes grouped by the instance of fragment ``m`` they own."""
-    groups = {}
-    for lane in lanes:
-        key, frag = _instance(blk, m, int(lane))
-        groups.setdefault(key, (frag, []))[1].append(int(lane))
-    return list(groups.values())
+    """Participant lanes grouped by the copy of fragment ``m`` they own: a list of
+    (fragment, its lanes as a list), by increasing unit instance."""
+    lanes = np.asarray(lanes)
+    unit = blk.prog.code.frags[m].unit
+    units = lanes // unit if unit > 0 else np.zeros(len(lanes), np.int64)
+    return [(_fragment(blk, m, u), lanes[mine].tolist()) for u, mine in groups_of(units)]
 
 
 def _round_acc(x, t):
@@ -134,7 +140,7 @@ def op_mma_load(w, ins):
 
 
 def _tile(blk, m, lane):
-    _, frag = _instance(blk, m, lane)
+    frag = _instance(blk, m, lane)
     if frag.data is None:
         raise Fault(f"fragment '{blk.prog.code.frags[m].name}' is used before it holds a "
                     f"tile.", lane)

@@ -118,7 +118,7 @@ def _check_converged(w, site, members, unit, u, whole_unit):
                 f"(divergent control flow).", lane)
 
 
-def _groups(keys):
+def groups_of(keys):
     """(value, selection) for each distinct value of ``keys`` in increasing order; the
     usual case, one value, without sorting."""
     first = keys[0]
@@ -139,15 +139,17 @@ def arrive(w, ins, coll: int, effect=None, whole_unit: bool = False) -> None:
     if outside.size:    # lowering keeps lane sets and control flow in step; a .cqb may not
         raise Fault(f"lane {int(outside[0])} reaches '{site.text}' but is not one of its "
                     f"participants.", int(outside[0]))
-    counts = w.counts.setdefault(w.ip, np.zeros(w.width, np.int64))
+    counts = w.counts.get(w.ip)
+    if counts is None:
+        counts = w.counts[w.ip] = np.zeros(w.width, np.int64)
     counts[active] += 1
     reached = counts[active]        # which execution of the instruction, per lane
     units = lanes // site.unit if site.unit > 0 else np.zeros(lanes.size, np.int64)
     recs = []
-    for u, in_unit in _groups(units):
+    for u, in_unit in groups_of(units):
         members = inset & unit_mask(blk, site.unit, u)
         _check_converged(w, site, members, site.unit, u, whole_unit)
-        for c, same in _groups(reached[in_unit]):
+        for c, same in groups_of(reached[in_unit]):
             key = (w.ip, u, c)
             rec = _open(blk, key, lambda: Rendezvous(blk, w.ip, ins, site, members, effect,
                                                      u, whole_unit))
@@ -170,11 +172,13 @@ def recheck_rendezvous(blk) -> None:
 
 def _same_registers(blk, lanes, regs) -> bool:
     """Whether every lane of ``lanes`` holds the lowest one's value in each of ``regs``."""
-    for w in blk.warps:
+    first, last = int(lanes[0]), int(lanes[-1])
+    want = [blk.lane_reg(first, r) for r in regs]
+    for w in blk.warps[blk.warp_of(first)[0].index:blk.warp_of(last)[0].index + 1]:
         mine = lanes[(lanes >= w.base) & (lanes < w.base + w.width)] - w.base
-        for r in regs:
-            vals = w.regs[r][mine]
-            if vals.size and not (vals == blk.lane_reg(int(lanes[0]), r)).all():
+        whole = len(mine) == w.width
+        for r, value in zip(regs, want):
+            if np.count_nonzero((w.regs[r] if whole else w.regs[r][mine]) != value):
                 return False
     return True
 
