@@ -749,6 +749,32 @@ def test_static_views_fold_to_constants():
     assert [consts[r] for r in view.origin + view.extents] == [3, 8, 2, 3]
 
 
+def test_run_time_extents_are_read_where_a_view_uses_them():
+    """Element accesses and sized subspans never need a buffer's extents; chunkat and
+    ``.span(k)`` read the ones they use."""
+    src = """
+    __co__ auto f(s32 [M, N] a) {
+      s32 [M, N] c;
+      foreach {i, j} in [M, N] c.at(i, j) = a.at(i, j) * 2;
+      println(a.span(1));
+      with t in 2 {
+        h = dma.copy a.chunkat(t, _) => global;
+        c.at(0, 0) = h.data.at(1, 1) + 100;
+      }
+      return c;
+    }"""
+    code = lower(src).functions[0].host
+    dims = [operands(code, pc)[2] for pc, n in enumerate(ops(code)) if n == "DIMOF"]
+    assert dims == [1, 0, 1]        # a.span(1); chunkat divides extent 0, keeps extent 1
+    a = np.arange(12, dtype=np.int32).reshape(4, 3)
+    out = io.StringIO()
+    c = run_function(lower(src), "f", [a], {}, out=out)
+    expect = a * 2
+    expect[0, 0] = a[1, 1] + 100    # chunk t = 0 of 2 along dimension 0: rows 0-1
+    assert out.getvalue() == "3\n"
+    np.testing.assert_array_equal(c, expect)
+
+
 def test_dma_into_storage_owns_a_buffer_of_the_source_shape():
     k = lower(VIEWS).functions[0].kernels[0]
     d = k.code.dmas[0]

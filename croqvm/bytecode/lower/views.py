@@ -2,9 +2,10 @@
 
 A view is (base, origin, extents) with origin and extents relative to the base's own view
 (a buffer's whole extent, or a future's data). Extents of the base come from the static
-type when known, else from ``DIMOF`` / ``FUT_DIM`` at run time. The arithmetic works on
-*operands* -- a Python int (known now) or a register -- and folds when both sides are
-known, so static tiles cost no instructions.
+type when known, else from ``DIMOF`` / ``FUT_DIM`` at run time, read where a view uses them
+(an element access or a sized ``subspan`` never does). The arithmetic works on *operands*
+-- a Python int (known now) or a register -- and folds when both sides are known, so
+static tiles cost no instructions.
 """
 from __future__ import annotations
 
@@ -26,6 +27,14 @@ class Reg:
     r: int
 
 
+@dataclass(frozen=True)
+class Extent:
+    """Extent ``k`` of a base known only at run time, read by ``op`` (DIMOF or FUT_DIM)."""
+    op: str
+    slot: int
+    k: int
+
+
 @dataclass
 class Base:
     """The root of a view or access: a buffer slot (``arr`` register or -1) or a future."""
@@ -34,7 +43,7 @@ class Base:
     arr: int
     dtype: dtypes.DType
     storage: str
-    extents: list        # operands
+    extents: list        # operands, or ``Extent``s read by ``extent`` where used
     text: str
 
 
@@ -44,6 +53,11 @@ def operand(lw: Lowerer, r: int):
     """Register ``r`` as an operand: its value when it holds a known constant."""
     known = lw.b.known.get(r)
     return Reg(r) if known is None else known
+
+
+def extent(lw: Lowerer, x):
+    """An extent as an operand: a run-time ``Extent`` is read here, at its use."""
+    return Reg(lw.b.op_dim(x.op, x.slot, x.k)) if isinstance(x, Extent) else x
 
 
 def reg_of(lw: Lowerer, x) -> int:
@@ -122,7 +136,7 @@ def resolve_base(lw: Lowerer, e: ast.Expr) -> Base:
         shape = ty.shape if isinstance(ty, T.Future) and ty.shape is not None else None
         if shape is None or ty.dtype is None:
             lw.unsupported(e, f"the data of future '{e.id}' whose type is unknown here")
-        ext = [d if isinstance(d, int) else Reg(lw.b.op_dim("FUT_DIM", ref.slot, k))
+        ext = [d if isinstance(d, int) else Extent("FUT_DIM", ref.slot, k)
                for k, d in enumerate(shape)]
         return Base("fut", ref.slot, -1, ty.dtype, ty.storage or "shared", ext, text)
     if not isinstance(ref, BufRef):
@@ -130,7 +144,7 @@ def resolve_base(lw: Lowerer, e: ast.Expr) -> Base:
     arr = _array_index(lw, ref, arr_idx, e)
     ty = e.sym.type
     shape = ty.shape if isinstance(ty, T.Buffer) else (None,) * ref.rank
-    ext = [d if isinstance(d, int) else Reg(lw.b.op_dim("DIMOF", ref.slot, k))
+    ext = [d if isinstance(d, int) else Extent("DIMOF", ref.slot, k)
            for k, d in enumerate(shape)]
     return Base("buf", ref.slot, arr, ref.dtype, ref.storage, ext, text)
 
@@ -159,13 +173,14 @@ def view_parts(lw: Lowerer, e: ast.Expr):
         for k, a in enumerate(args):
             if a is None:                       # `_`: the whole dimension
                 continue
-            ext[k] = o_div(lw, ext[k], operand(lw, a.bound))
+            ext[k] = o_div(lw, extent(lw, ext[k]), operand(lw, a.bound))
             org[k] = o_add(lw, org[k], o_mul(lw, operand(lw, lw.as_int(a)), ext[k]))
         return base, org, ext
     if isinstance(e, ast.Subspan):
         base, org, ext = view_parts(lw, e.base)
         sizes = [None if isinstance(s, ast.Wildcard) else s for s in e.sizes]
-        new_ext = [ext[k] if s is None else int_operand(lw, s) for k, s in enumerate(sizes)]
+        new_ext = [extent(lw, ext[k]) if s is None else int_operand(lw, s)
+                   for k, s in enumerate(sizes)]
         steps = int_operands(lw, e.steps) if e.steps else new_ext
         if e.at:
             for k, i in enumerate(int_operands(lw, e.at)):
@@ -199,6 +214,7 @@ def _chunk_args(lw: Lowerer, args) -> list:
 def view_of(lw: Lowerer, e: ast.Expr):
     """Lower a view chain to a ``View`` entry; returns ``(view index, base, extents)``."""
     base, org, ext = view_parts(lw, e)
+    ext = [extent(lw, x) for x in ext]
     view = View(base.kind, base.slot, base.arr, [reg_of(lw, o) for o in org],
                 [reg_of(lw, x) for x in ext], _root_text(base.text))
     return lw.b.add("views", view), base, ext
@@ -229,14 +245,18 @@ def lower_span_of(lw: Lowerer, e: ast.SpanOf) -> Val:
     if isinstance(e.base.ty, T.Mdspan):
         elems = lw.expr(e.base).elems
     else:
-        elems = [Val(dtypes.S32, reg_of(lw, x)) for x in resolve_base(lw, e.base).extents]
+        elems = resolve_base(lw, e.base).extents
     if e.dim is None:
-        return Val(None, elems=elems)
+        return Val(None, elems=[_extent_val(lw, x) for x in elems])
     from croqvm.lang.check.consteval import const_value
     k = const_value(e.dim)
     if not isinstance(k, int) or not 0 <= k < len(elems):
         lw.unsupported(e.dim, "a non-constant dimension in '.span(i)'")
-    return elems[k]
+    return _extent_val(lw, elems[k])
+
+
+def _extent_val(lw: Lowerer, x) -> Val:
+    return x if isinstance(x, Val) else Val(dtypes.S32, reg_of(lw, extent(lw, x)))
 
 
 def lower_elem_count(lw: Lowerer, e: ast.ElemCount) -> Val:
