@@ -3,9 +3,10 @@
 
 Conventions: handlers take (``w``, ``ins``); ``acc`` an ``Access``; element stores go
 lane by lane in increasing order (§7.1.3), so when lanes collide the highest one's value
-stays; faults are raised for the lowest active lane that has one. LOAD, UPDATE and DIMOF
-are prepared (``PREPARE``): their handlers receive the access or buffer declaration and
-the register's type instead of the instruction.
+stays; faults are raised for the lowest active lane that has one. LOAD, STORE, UPDATE and
+DIMOF are prepared (``PREPARE``): their handlers receive the access (and whether its base
+is one instance for the block) or the buffer slot, and the register's type, instead of
+the instruction.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import numpy as np
 from .. import dtypes
 from ..bytecode.opcodes import TABLE
 from .faults import LaneFault
-from .memory import buffer_of, check_written, distinct, load, locate, store
+from .memory import buffer_of, check_written, distinct, is_uniform, load, locate, store
 from .scalar import binary_op, convert, converter
 from .sync import arrive, check_uniform
 
@@ -75,21 +76,27 @@ def op_fill(w, ins):
 
 def prepare_load(prog, ins):
     _, r, a = ins[:3]
-    return r, prog.code.accesses[a], prog.rtypes[r]
+    acc = prog.code.accesses[a]
+    return r, acc, is_uniform(prog.code, acc), prog.rtypes[r]
 
 
 def op_load(w, ins):
-    r, acc, rtype = ins
-    vals, etype = load(w, acc)
+    r, acc, uniform, rtype = ins
+    vals, etype = load(w, acc, uniform)
     w.write(r, converter(etype, rtype)(vals, w.act))
 
 
-def op_store(w, ins):
+def prepare_store(prog, ins):
     _, a, r = ins[:3]
-    acc = w.blk.prog.code.accesses[a]
-    groups, f1 = _try(locate, w, acc)
+    acc = prog.code.accesses[a]
+    return acc, is_uniform(prog.code, acc), r, prog.rtypes[r]
+
+
+def op_store(w, ins):
+    acc, uniform, r, rtype = ins
+    groups, f1 = _try(locate, w, acc, uniform)
     etype = groups[0][0].dtype if groups else _element_type(w, acc)
-    vals, f2 = _try(convert, w.regs[r], w.blk.prog.rtypes[r], etype, w.act)
+    vals, f2 = _try(convert, w.regs[r], rtype, etype, w.act)
     _lowest(f1, f2)
     for buf, lanes, flat in groups:
         store(buf, lanes, flat, vals)
@@ -118,33 +125,44 @@ class _Update:
 
 def prepare_update(prog, ins):
     _, a, r, opcode = ins[:4]
-    return prog.code.accesses[a], r, _Update(TABLE[opcode].name, prog.rtypes[r])
+    acc = prog.code.accesses[a]
+    return acc, is_uniform(prog.code, acc), r, _Update(TABLE[opcode].name, prog.rtypes[r])
 
 
 def op_update(w, ins):
     """``@a := @a <op> R[b]`` one lane after another (§7.1.3): a lane sees the element
     as the lanes before it left it. When no two lanes share an element that order is
     invisible and the lanes go together."""
-    acc, r, ops = ins
-    groups = locate(w, acc)
+    acc, uniform, r, ops = ins
+    groups = locate(w, acc, uniform)
     if _lanes_collide(groups):
         _update_in_order(w, acc, groups, ops, r)
         return
     results, faults = [], []
     for buf, lanes, flat in groups:
-        fn, to_elem = ops(buf.dtype)
         try:
-            check_written(w, acc, buf, lanes, flat)
-            act = np.ones(len(lanes), bool)
-            results.append((buf, lanes, flat,
-                            to_elem(fn(buf.flat[flat], w.regs[r][lanes], act), act)))
+            results.append((buf, flat, _updated(w, acc, buf, lanes, flat, ops, r)))
         except LaneFault as f:
-            faults.append(LaneFault(f.message, int(lanes[f.index])))
+            faults.append(f)
     _lowest(*faults)
-    for buf, lanes, flat, vals in results:
+    for buf, flat, vals in results:
         buf.flat[flat] = vals
         if buf.written is not None:
             buf.written.reshape(-1)[flat] = True
+
+
+def _updated(w, acc, buf, lanes, flat, ops, r):
+    """The new values of the elements at ``flat`` of ``buf`` that ``lanes`` update."""
+    check_written(w, acc, buf, lanes, flat)
+    fn, to_elem = ops(buf.dtype)
+    if len(lanes) == w.width:          # every lane: the register as it is
+        values, act = w.regs[r], w.act
+    else:
+        values, act = w.regs[r][lanes], np.ones(len(lanes), bool)
+    try:
+        return to_elem(fn(buf.flat[flat], values, act), act)
+    except LaneFault as f:
+        raise LaneFault(f.message, int(lanes[f.index])) from None
 
 
 def _update_in_order(w, acc, groups, ops, r):
@@ -189,7 +207,8 @@ def op_dimof(w, ins):
     w.write(r, converter(dtypes.S64, rtype)(out, w.act))
 
 
-PREPARE = {"LOAD": prepare_load, "UPDATE": prepare_update, "DIMOF": prepare_dimof}
+PREPARE = {"LOAD": prepare_load, "STORE": prepare_store, "UPDATE": prepare_update,
+           "DIMOF": prepare_dimof}
 
 HANDLERS = {
     "ALLOC": op_alloc, "FILL": op_fill, "LOAD": op_load, "STORE": op_store,

@@ -5,8 +5,9 @@ croqvm.interp.scalar's; these handlers only fetch operands and write results.
 Conventions: handlers take (``w``, ``ins``); ``t`` types come from ``w.blk.prog.rtypes``;
 results are converted to the destination register's type (§12.3) and written to the
 active lanes. Register types are fixed, so the arithmetic ops are resolved once per
-instruction (``PREPARE``): their handlers receive (destination, sources, the operation
-for those types, the conversion to the destination's type) instead of the instruction.
+instruction (``PREPARE``): their handlers receive the destination, the sources and the
+operation for those types, its result converted to the destination's type, instead of
+the instruction.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 from .. import dtypes
 from ..bytecode.opcodes import BINARY_ALU, COMPARE, TABLE
 from .faults import LaneFault
-from .scalar import binary_op, convert, converter, round_to, unary_op
+from .scalar import binary_op, convert, converter, round_to, same, unary_op
 
 
 def const_array(kind: int, value, dst, width: int) -> np.ndarray:
@@ -78,27 +79,38 @@ def op_blockidx(w, ins):
 
 
 def prepare_binary(prog, ins):
+    """(a, b, c, ``fn(x, y, act)``): the operation for R[b] and R[c]'s types, its result
+    converted to R[a]'s."""
     _, a, b, c = ins[:4]
     rt = prog.rtypes
     fn, t = binary_op(TABLE[ins[0]].name, rt[b], rt[c])
-    return a, b, c, fn, converter(t, rt[a])
+    to_dst = converter(t, rt[a])
+    if to_dst is not same:
+        op = fn
+        fn = lambda x, y, act: to_dst(op(x, y, act), act)   # noqa: E731
+    return a, b, c, fn
 
 
 def op_binary(w, ins):
-    a, b, c, fn, to_dst = ins
-    w.write(a, to_dst(fn(w.regs[b], w.regs[c], w.act), w.act))
+    a, b, c, fn = ins
+    w.write(a, fn(w.regs[b], w.regs[c], w.act))
 
 
 def prepare_unary(prog, ins):
+    """(a, b, ``fn(x, act)``), as ``prepare_binary``."""
     _, a, b = ins[:3]
     rt = prog.rtypes
     fn, t = unary_op(TABLE[ins[0]].name, rt[b])
-    return a, b, fn, converter(t, rt[a])
+    to_dst = converter(t, rt[a])
+    if to_dst is not same:
+        op = fn
+        fn = lambda x, act: to_dst(op(x, act), act)   # noqa: E731
+    return a, b, fn
 
 
 def op_unary(w, ins):
-    a, b, fn, to_dst = ins
-    w.write(a, to_dst(fn(w.regs[b], w.act), w.act))
+    a, b, fn = ins
+    w.write(a, fn(w.regs[b], w.act))
 
 
 def op_select(w, ins):

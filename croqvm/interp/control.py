@@ -79,9 +79,7 @@ def op_continue_if(w, ins):
 def op_end(w, ins):
     f = w.stack[-1]
     if f.kind == "loop":
-        nxt = f.entered & ~f.out & w.live
-        if np.count_nonzero(nxt):
-            w.set_active(nxt)
+        if w.set_active(f.entered & ~f.out & w.live):   # lanes for the next iteration
             w.pc = f.opener + 1
             return
     w.stack.pop()

@@ -224,22 +224,27 @@ def _offsets(buf, o, idx, count: int):
     return flat
 
 
-def locate(w, acc):
+def is_uniform(code, acc) -> bool:
+    """Whether access ``acc`` of ``code`` has one base instance for the whole block (a
+    shared or global buffer)."""
+    return acc.base_kind == "buf" and code.buffers[acc.base].storage != "local"
+
+
+def locate(w, acc, uniform: bool):
     """Element ``acc`` for every active lane: a list of (buffer, lane indices, flat
-    offsets), grouped by buffer instance; every index checked (§8.6)."""
+    offsets), grouped by buffer instance; every index checked (§8.6). ``uniform``: what
+    ``is_uniform`` says of ``acc``."""
     lanes = w.active_indices()
-    regs = w.regs
-    idx = [regs[r].astype(np.int64) for r in acc.indices] if w.full else \
-        [regs[r][lanes].astype(np.int64) for r in acc.indices]
-    uniform = acc.base_kind == "buf" and w.blk.uniform_slot(acc.base)
     groups, fault = (_uniform_bases if uniform else _lane_bases)(w, acc, lanes)
-    if fault is None and len(groups) == 1 and groups[0][3] is None:
-        buf, o, e, _ = groups[0]
-        if e == buf.shape and not any(o) and idx:     # every lane, one whole buffer
+    if w.full and fault is None and len(groups) == 1 and acc.indices:
+        buf, o, e, ns = groups[0]
+        if ns is None and e == buf.data.shape and not any(o):   # one whole buffer
             try:
-                return [(buf, lanes, np.ravel_multi_index(idx, e))]
+                return [(buf, lanes, np.ravel_multi_index([w.regs[r] for r in acc.indices],
+                                                          e))]
             except ValueError:
                 pass    # an index out of range: found and reported below
+    idx = [w.regs[r][lanes].astype(np.int64) for r in acc.indices]
     faults = [fault] if fault else []
     out = []
     for buf, o, e, ns in groups:
@@ -279,10 +284,10 @@ def check_written(w, acc, buf: Buffer, lanes, flat) -> None:
                         f"(buffer declared at {buf.decl}).", int(lanes[n]))
 
 
-def load(w, acc):
+def load(w, acc, uniform: bool):
     """The element of ``acc`` per lane (array over the warp; inactive lanes 0) and its
     element type. Poison checks follow lane order across buffer instances."""
-    groups = locate(w, acc)
+    groups = locate(w, acc, uniform)
     if len(groups) == 1 and w.full:        # one instance, every lane: a plain gather
         buf, lanes, flat = groups[0]
         check_written(w, acc, buf, lanes, flat)

@@ -81,7 +81,8 @@ def _int_range(t: DType) -> tuple[int, int]:
     return 0, (1 << t.bits) - 1
 
 
-def _same(x, act):
+def same(x, act):
+    """The conversion between equal types."""
     return x
 
 
@@ -90,7 +91,7 @@ def _make_converter(src: DType, dst: DType):
     range faults), conversions into floats round to nearest even, numbers become bool
     as ``x != 0``."""
     if src is dst:
-        return _same
+        return same
     if dst.kind == "bool":
         return lambda x, act: x != 0
     to = dst.np
