@@ -173,6 +173,22 @@ def test_short_circuit_guards_a_faulting_operand_with_if():
     assert run(src) == "false true 1\n"
 
 
+def test_a_composed_index_computes_no_bound_but_a_bounded_variable_keeps_one():
+    src = """
+    __co__ void f() {
+      s32 [6] v;
+      parallel {p, q} by [2, 3] {
+        v.at(p # q) = p # q;
+        i = p # q;
+        if (i == 0) println(#i);
+      }
+      println(v.at(0), v.at(1), v.at(2), v.at(3), v.at(4), v.at(5));
+    }"""
+    # p # q is p * #q + q, three times; its bound #p * #q is computed for i alone
+    assert ops(kernel(src).code).count("MUL") == 3 + 1
+    assert run(src) == "6\n0 1 2 3 4 5\n"
+
+
 def test_pure_logic_needs_no_branch():
     code = lower("__co__ void f(int a) { bool b = a > 1 && a < 5; println(b); }") \
         .functions[0].host

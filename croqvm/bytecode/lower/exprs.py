@@ -22,6 +22,7 @@ ARITH = {"+": "ADD", "-": "SUB", "*": "MUL", "/": "DIV", "%": "MOD",
          "&": "AND", "|": "OR", "^": "XOR", "<<": "SHL", ">>": "SHR"}
 COMPARE = {"==": "EQ", "!=": "NE", "<": "LT", "<=": "LE", ">": "GT", ">=": "GE"}
 FAULTING = {"/", "%", "<<", ">>"}     # may fault: never evaluated speculatively
+BOUNDED = {"#", "#+", "#-"}
 SHIFTS = {"<<", ">>"}
 
 
@@ -40,8 +41,16 @@ def lower_as(lw: Lowerer, e: ast.Expr, dtype: dtypes.DType) -> int:
     lit = literal(e)
     if lit is not None and not (dtype.kind == "bool") ^ isinstance(lit, bool):
         return lw.b.load_const(dtype, lit)
-    v = value(lw, e)
+    v = scalar_value(lw, e)
     return lw.b.convert(v.reg, dtype)
+
+
+def scalar_value(lw: Lowerer, e: ast.Expr) -> Val:
+    """``value(lw, e)`` where the bound of ``e`` is not used (an index, a scalar): a
+    top-level ``a # b``, ``x #+ n`` or ``x #- n`` does not compute one (§5.2-§5.3)."""
+    if isinstance(e, ast.Binary) and e.op in BOUNDED:
+        return _bounded_op(lw, e, with_bound=False)
+    return value(lw, e)
 
 
 def literal(e):
@@ -145,7 +154,7 @@ def lower_tuple(lw: Lowerer, e) -> Val:
 def lower_binary(lw: Lowerer, e: ast.Binary) -> Val:
     if e.op in ("&&", "||"):
         return _logical(lw, e)
-    if e.op in ("#", "#+", "#-"):
+    if e.op in BOUNDED:
         return _bounded_op(lw, e)
     if e.op in ("#*", "#/", "#%"):
         lw.error(e.span, f"operator '{e.op}' is not supported by croqvm.")
@@ -167,22 +176,25 @@ def lower_binary(lw: Lowerer, e: ast.Binary) -> Val:
     return result_val(lw, e, out, bound)
 
 
-def _bounded_op(lw: Lowerer, e: ast.Binary) -> Val:
-    """``a # b`` (§5.3), ``x #+ n`` / ``x #- n`` (§5.2)."""
+def _bounded_op(lw: Lowerer, e: ast.Binary, with_bound: bool = True) -> Val:
+    """``a # b`` (§5.3), ``x #+ n`` / ``x #- n`` (§5.2); the bound only ``with_bound``."""
     a = value(lw, e.lhs)
     c = value(lw, e.rhs)
     b = lw.b
+    bound = -1
     if e.op == "#":
         if a.bound < 0 or c.bound < 0:
             lw.unsupported(e, "'#' on values without bounds")
         # the value last, so that a variable it initialises can take it over (builder.variable)
-        bound = b.op("MUL", dtypes.S32, a.bound, c.bound)
+        if with_bound:
+            bound = b.op("MUL", dtypes.S32, a.bound, c.bound)
         scaled = b.op("MUL", dtypes.S32, lw.as_int(a), c.bound)
         val = b.op("ADD", dtypes.S32, scaled, lw.as_int(c))
         return Val(dtypes.S32, val, bound)
     if a.bound < 0:
         lw.unsupported(e, f"'{e.op}' on a value without a bound")
-    bound = b.op("ADD" if e.op == "#+" else "SUB", dtypes.S32, a.bound, lw.as_int(c))
+    if with_bound:
+        bound = b.op("ADD" if e.op == "#+" else "SUB", dtypes.S32, a.bound, lw.as_int(c))
     return Val(dtypes.S32, a.reg, bound)
 
 

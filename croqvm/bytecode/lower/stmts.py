@@ -13,7 +13,7 @@ from croqvm.bytecode.module import BufferDecl as BufSlot
 from croqvm.lang import ast
 from croqvm.lang import types as T
 
-from .exprs import literal, lower_as, value
+from .exprs import literal, lower_as, scalar_value, value
 from .state import Lowerer, dtype_of
 from .values import BufRef, Val
 from .views import Reg, access_of, int_operands, reg_of
@@ -44,14 +44,15 @@ def declare_value(lw: Lowerer, sym, v: Val) -> Val:
 
 
 def declare(lw: Lowerer, sym, init: ast.Expr) -> None:
-    """``sym = init``: a literal of the variable's own type is loaded straight into it."""
+    """``sym = init``: a literal of the variable's own type is loaded straight into it; a
+    scalar keeps no bound, so none is computed for it."""
     ty = getattr(sym, "type", None)
     want = dtype_of(ty) if isinstance(ty, T.Scalar) else None
     lit = literal(init)
     if lit is not None and want is not None and dtype_of(init.ty) is want:
         lw.bind(sym, Val(want, lw.b.load_const(want, lit, sym.name)))
     else:
-        declare_value(lw, sym, lw.expr(init))
+        declare_value(lw, sym, scalar_value(lw, init) if want is not None else lw.expr(init))
 
 
 def lower_scalar_decl(lw: Lowerer, s: ast.ScalarDecl) -> None:
@@ -103,7 +104,7 @@ def lower_assign(lw: Lowerer, s: ast.Assign) -> None:
         r = lower_as(lw, s.value, target.dtype)
         b.emit("MOV", target.reg, r)
         return
-    v = value(lw, s.value)                  # x op= e  ==  x = x op (e)   (§6.6)
+    v = scalar_value(lw, s.value)           # x op= e  ==  x = x op (e)   (§6.6)
     common = dtypes.promote(target.dtype, v.dtype)
     operands = (b.convert(target.reg, common), b.convert(v.reg, common))
     if common is target.dtype:
@@ -119,7 +120,7 @@ def _store(lw: Lowerer, s: ast.Assign) -> None:
     result to the element type (§12.2-§12.3), so the value is passed in that common type.
     """
     acc, base = access_of(lw, s.target)
-    v = value(lw, s.value)
+    v = scalar_value(lw, s.value)
     b = lw.b
     shared = base.storage in ("shared", "global")
     with lw.once_guard(shared):
