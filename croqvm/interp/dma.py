@@ -15,7 +15,7 @@ import numpy as np
 from .. import dtypes
 from .faults import Fault
 from .fmt import shape_text, tuple_text
-from .memory import Handle, Transfer, allocating, view_of, view_registers
+from .memory import Handle, Transfer, allocating, first_pending, view_of, view_registers
 from .scalar import convert
 from .sync import arrive, check_uniform
 
@@ -165,12 +165,12 @@ def _check_unwaited(blk, desc, lanes):
     """§9.5.4: issuing into a future whose async transfer this lane never waited."""
     if desc.future < 0:
         return
-    name = blk.prog.code.futures[desc.future].name
-    for lane in lanes:
-        h = blk.futures[desc.future][int(lane)]
-        if h is not None and h.pending(int(lane)):
-            raise Fault(f"async copy issued at {blk.call.where(h.issued)} into '{name}' "
-                        f"was never waited.", int(lane))
+    futs = blk.futures[desc.future]
+    lane = first_pending(futs, np.asarray(lanes).tolist())
+    if lane is not None:
+        name = blk.prog.code.futures[desc.future].name
+        raise Fault(f"async copy issued at {blk.call.where(futs[lane].issued)} into "
+                    f"'{name}' was never waited.", lane)
 
 
 def _issue(blk, desc, plan, lanes, span):
@@ -185,8 +185,15 @@ def _issue(blk, desc, plan, lanes, span):
         buf, o, D = plan.dst
         waited = np.zeros(blk.size, bool) if is_async else None
         handle = Handle(buf, o, D, is_async, waited, span, transfer)
-        for lane in lanes:
-            blk.futures[desc.future][int(lane)] = handle
+        futs = blk.futures[desc.future]
+        for lane in np.asarray(lanes).tolist():
+            futs[lane] = handle
+
+
+def _same_view(h, h0) -> bool:
+    if h is None or h0 is None:
+        return h is h0
+    return h.buf is h0.buf and h.origin == h0.origin and h.extents == h0.extents
 
 
 def _registers(blk, desc, lanes):
@@ -199,12 +206,10 @@ def _registers(blk, desc, lanes):
         return None
     if desc.dst_view < 0 and desc.future >= 0:
         futs = blk.futures[desc.future]
-        h0 = futs[int(lanes[0])]
-        for lane in lanes:
-            h = futs[int(lane)]
-            if (h is None) != (h0 is None) or h is not None and \
-                    (h.buf is not h0.buf or h.origin != h0.origin or h.extents != h0.extents):
-                return None
+        held = [futs[lane] for lane in lanes.tolist()]
+        if held.count(held[0]) != len(held) and \
+                not all(_same_view(h, held[0]) for h in held):
+            return None
     pads = desc.pad_lo + desc.pad_hi + desc.pad_mid + \
         ([desc.pad_value] if desc.op == "pad" else [])
     return src + dst + pads
@@ -281,11 +286,11 @@ def op_fut_dim(w, ins):
 def check_kernel_end(blk) -> None:
     """§9.5.4: a kernel ending with an async transfer some lane never waited."""
     for slot, futs in enumerate(blk.futures):
-        for lane, h in enumerate(futs):
-            if h is not None and h.pending(lane):
-                name = blk.prog.code.futures[slot].name
-                raise Fault(f"async copy issued at {blk.call.where(h.issued)} into '{name}' "
-                            f"was never waited.", lane, span=blk.kernel.span)
+        lane = first_pending(futs, list(range(blk.size)))
+        if lane is not None:
+            name = blk.prog.code.futures[slot].name
+            raise Fault(f"async copy issued at {blk.call.where(futs[lane].issued)} into "
+                        f"'{name}' was never waited.", lane, span=blk.kernel.span)
 
 
 HANDLERS = {

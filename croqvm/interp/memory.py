@@ -91,6 +91,19 @@ class Handle:
         return self.is_async and not self.waited[lane]
 
 
+def first_pending(futs, lanes: list):
+    """The lowest of ``lanes`` (block lanes, increasing) whose handle in ``futs`` (one
+    future's handles) has an async transfer the lane has not waited for, or None."""
+    held = [futs[lane] for lane in lanes]
+    first = None
+    for h in {h for h in held if h is not None and h.is_async}:
+        mine = np.array([lane for lane, x in zip(lanes, held) if x is h])
+        late = mine[~h.waited[mine]]
+        if late.size and (first is None or late[0] < first):
+            first = int(late[0])
+    return first
+
+
 def check_array_index(a: int, decl, i: int) -> None:
     if not 0 <= a < decl.count:
         raise LaneFault(f"index {a} is out of range for buffer array '{decl.name}' "
