@@ -253,6 +253,14 @@ def test_a_lane_waits_for_a_collective_copy_once():
     assert text.endswith("block (0), lane 0 (warp 0, lane 0)")
 
 
+def test_a_collective_copy_again_names_the_first_lane_that_did_not_wait():
+    with pytest.raises(KernelFault) as e:
+        collective_copy(with_async=True, wait="LT r3 r2 r6\nIF r3\nWAIT f0 -1\nEND\nDMA d0")
+    text = str(e.value)
+    assert "async copy issued at code.asm:5:9 into 'f' was never waited." in text
+    assert text.endswith("block (0), lane 16 (warp 0, lane 16)")
+
+
 def test_part_of_a_warp_reads_a_collective_copy():
     want = np.where(np.arange(64) < 40, 10 + np.arange(64) % 4, 0)
     assert np.array_equal(collective_copy(with_async=True, lanes=40), want)
