@@ -187,6 +187,33 @@ def test_once_per_warp_instance():
                                 "lane 32 round 0", "lane 32 round 1", "lane 32 round 2"]
 
 
+@pytest.mark.parametrize("unit, want", [
+    (0, ["first 16", "second 16"]),
+    (32, ["first 16", "second 16", "first 32", "second 32"]),
+])
+def test_once_claims_follow_each_lanes_own_arrivals(unit, want):
+    """Lanes 16-63 reach the site once before every lane reaches it again: at the second
+    arrival lanes 0-15 are at their first execution, which lane 16 (or 32) has claimed."""
+    a = Asm()
+    k = a.code(f"""
+        LANE r0
+        CONST r1 k0
+        GE r2 r0 r1
+        IF r2
+          ONCE r3 0 {unit}
+          IF r3
+            PRINT p0
+          END
+        END
+        ONCE r3 0 {unit}
+        IF r3
+          PRINT p1
+        END
+    """, regs="s32 s32 bool bool", consts=[("s32", 16), ("str", "first "), ("str", "second ")],
+        prints=[P("k1 r0"), P("k2 r0")])
+    assert run(kernel_module(a, k, 64))[1].splitlines() == want
+
+
 def test_deadlock_report_lists_lanes_suspended_in_divergent_code():
     """Lanes 0-15 wait for an event nobody triggers; lanes 16-31 wait, masked, at the IF."""
     a = Asm()

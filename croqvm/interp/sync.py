@@ -214,15 +214,22 @@ def op_once(w, ins):
     schedule lets another warp slip in between the claim and the effect."""
     _, r, site, unit = ins[:4]
     blk = w.blk
-    arrivals = blk.once.setdefault(("arrivals", site), np.zeros(blk.size, np.int64))
+    arrivals = blk.once.get(("arrivals", site))
+    if arrivals is None:
+        arrivals = blk.once[("arrivals", site)] = np.zeros(blk.size, np.int64)
+    active = w.active_indices()
+    lanes = w.lanes[active]
+    arrivals[lanes] += 1
+    nth = arrivals[lanes]
     res = np.zeros(w.width, bool)
-    for i in w.active_indices():
-        lane = w.base + int(i)
-        arrivals[lane] += 1
-        key = (site, lane // unit if unit > 0 else 0)
-        if blk.once.get(key, 0) < arrivals[lane]:
-            blk.once[key] = int(arrivals[lane])
-            res[i] = True
+    units = lanes // unit if unit > 0 else np.zeros(lanes.size, np.int64)
+    for u, mine in groups_of(units):
+        # in lane order, a lane claims when its arrival is beyond every claim so far
+        claimed = blk.once.get((site, u), 0)
+        want = nth[mine]
+        before = np.maximum.accumulate(np.concatenate(([claimed], want[:-1])))
+        res[active[mine][want > before]] = True
+        blk.once[(site, u)] = max(claimed, int(want.max()))
     w.write(r, res)
     nxt = blk.prog.ins[w.pc] if w.pc < len(blk.prog.ins) else None
     if res.any() and nxt is not None and nxt[0] == opcodes.IF and nxt[1] == r:
