@@ -137,6 +137,8 @@ def _int_div_parts(x, y, t, act):
     """Truncating quotient and dividend-signed remainder (§12.3.1). numpy's ``//`` and
     ``%`` floor instead, and MIN // -1 traps in C, so -1 is handled apart (it wraps to
     MIN, remainder 0)."""
+    if not np.count_nonzero(y <= 0) and not (t.signed and np.count_nonzero(x < 0)):
+        return x // y, x % y        # every lane: floor and truncation agree
     _fault_if(y == 0, act, lambda i: "integer division by zero.")
     minus_one = (y == -1) if t.signed else np.zeros(y.shape, bool)
     safe = np.where((y == 0) | minus_one, 1, y).astype(t.np)
