@@ -18,12 +18,12 @@ from .fmt import lanes_phrase, lanes_verb
 UNIT_NAMES = {32: "warp", 128: "warpgroup"}
 
 
-def unit_mask(blk, unit: int, u: int) -> np.ndarray:
-    m = np.zeros(blk.size, bool)
+def unit_members(inset: np.ndarray, unit: int, u: int) -> np.ndarray:
+    """The lanes of lane set ``inset`` in instance ``u`` of ``unit`` (0: the block)."""
     if unit <= 0:
-        m[:] = True
-    else:
-        m[u * unit:(u + 1) * unit] = True
+        return inset
+    m = np.zeros(inset.size, bool)
+    m[u * unit:(u + 1) * unit] = inset[u * unit:(u + 1) * unit]
     return m
 
 
@@ -135,26 +135,27 @@ def arrive(w, ins, coll: int, effect=None, whole_unit: bool = False) -> None:
     inset = blk.lanesets[site.laneset]
     active = w.active_indices()
     lanes = w.lanes[active]
-    outside = lanes[~inset[lanes]]
-    if outside.size:    # lowering keeps lane sets and control flow in step; a .cqb may not
-        raise Fault(f"lane {int(outside[0])} reaches '{site.text}' but is not one of its "
-                    f"participants.", int(outside[0]))
+    if np.count_nonzero(inset[lanes]) != lanes.size:
+        # lowering keeps lane sets and control flow in step; a .cqb may not
+        outside = int(lanes[~inset[lanes]][0])
+        raise Fault(f"lane {outside} reaches '{site.text}' but is not one of its "
+                    f"participants.", outside)
     counts = w.counts.get(w.ip)
     if counts is None:
         counts = w.counts[w.ip] = np.zeros(w.width, np.int64)
     counts[active] += 1
     reached = counts[active]        # which execution of the instruction, per lane
-    units = lanes // site.unit if site.unit > 0 else np.zeros(lanes.size, np.int64)
+    units = groups_of(lanes // site.unit) if site.unit > 0 else [(0, slice(None))]
     recs = []
-    for u, in_unit in groups_of(units):
-        members = inset & unit_mask(blk, site.unit, u)
+    for u, in_unit in units:
+        members = unit_members(inset, site.unit, u)
         _check_converged(w, site, members, site.unit, u, whole_unit)
         for c, same in groups_of(reached[in_unit]):
             key = (w.ip, u, c)
             rec = _open(blk, key, lambda: Rendezvous(blk, w.ip, ins, site, members, effect,
                                                      u, whole_unit))
             rec.arrived[lanes[in_unit][same]] = True
-            if not rec.missing().any():
+            if not np.count_nonzero(rec.missing()):
                 del blk.rendezvous[key]
                 rec.complete()
             recs.append(rec)
