@@ -15,7 +15,7 @@ import numpy as np
 from .. import dtypes
 from ..bytecode.opcodes import TABLE
 from .faults import LaneFault
-from .memory import buffer_of, check_written, distinct, is_uniform, load, locate, store
+from .memory import block_wide, buffer_of, check_written, distinct, is_uniform, load, locate, store
 from .scalar import binary_op, convert, converter
 from .sync import arrive, check_uniform
 
@@ -191,8 +191,7 @@ def _lanes_collide(groups) -> bool:
 
 def prepare_dimof(prog, ins):
     _, r, slot, k = ins[:4]
-    uniform = prog.code.buffers[slot].storage != "local"
-    return r, slot, k, uniform, prog.rtypes[r]
+    return r, slot, k, block_wide(prog.code.buffers[slot]), prog.rtypes[r]
 
 
 def op_dimof(w, ins):

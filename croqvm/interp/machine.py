@@ -11,7 +11,7 @@ import numpy as np
 from .. import dtypes
 from ..bytecode.opcodes import WIDTH
 from ..lang.source import SourceFile, Span
-from .memory import allocating, new_buffer
+from .memory import allocating, block_wide, new_buffer
 from .warp import new_warp
 
 WARP_SIZE = 32
@@ -103,11 +103,11 @@ class Block:
 
     def uniform_slot(self, slot: int) -> bool:
         """Whether every lane of the block sees the same instance of the slot."""
-        return self.prog.code.buffers[slot].storage != "local"
+        return block_wide(self.prog.code.buffers[slot])
 
     def instances(self, slot: int, lane: int):
         """The buffers of ``slot`` that lane ``lane`` sees, or None before its ALLOC."""
-        if self.prog.code.buffers[slot].storage == "local":
+        if not block_wide(self.prog.code.buffers[slot]):
             return self.locals.get((slot, lane))
         return self.bufs.get(slot)
 
@@ -120,7 +120,7 @@ class Block:
         with allocating(f"buffer '{decl.name}'", shape, lane):
             insts = [new_buffer(n, dtypes.BY_CODE[decl.dtype], shape, self.call.poison, where)
                      for n in names]
-        if decl.storage == "local":
+        if not block_wide(decl):
             self.locals[(slot, lane)] = insts
         else:
             self.bufs[slot] = insts

@@ -104,6 +104,12 @@ def first_pending(futs, lanes: list):
     return first
 
 
+def block_wide(decl) -> bool:
+    """Whether buffer declaration ``decl`` has one instance for the whole block (shared,
+    global) rather than one per lane (local, §3.2.1)."""
+    return decl.storage != "local"
+
+
 def check_array_index(a: int, decl, i: int) -> None:
     if not 0 <= a < decl.count:
         raise LaneFault(f"index {a} is out of range for buffer array '{decl.name}' "
@@ -147,7 +153,7 @@ def view_registers(code, v: int):
     """The registers that fully determine view ``v`` when its base is one instance for
     the whole block (a shared or global buffer), else None (per-lane bases)."""
     view = code.views[v]
-    if view.base_kind != "buf" or code.buffers[view.base].storage == "local":
+    if view.base_kind != "buf" or not block_wide(code.buffers[view.base]):
         return None
     return list(view.origin) + list(view.extents) + ([view.arr] if view.arr >= 0 else [])
 
@@ -240,7 +246,7 @@ def _offsets(buf, o, idx, count: int):
 def is_uniform(code, acc) -> bool:
     """Whether access ``acc`` of ``code`` has one base instance for the whole block (a
     shared or global buffer)."""
-    return acc.base_kind == "buf" and code.buffers[acc.base].storage != "local"
+    return acc.base_kind == "buf" and block_wide(code.buffers[acc.base])
 
 
 def locate(w, acc, uniform: bool):
