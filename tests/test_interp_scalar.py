@@ -6,6 +6,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from asm import Asm, P, function, run
 from croqvm import dtypes
 from croqvm.interp.faults import LaneFault
 from croqvm.interp.fmt import format_lanes, format_value
@@ -296,3 +297,18 @@ def test_f16_arithmetic_matches_numpy_float16():
                      ("DIV", np.divide)]:
         got, t = binary(name, x, y, T["f16"], T["f16"], act)
         assert t.name == "f16" and np.array_equal(got, fn(x, y), equal_nan=True)
+
+
+@pytest.mark.parametrize("line, regs, want", [
+    ("ADD r2 r0 r1", "u8 u8 u8", "44"),          # 300 in s32, then wrapped into u8
+    ("ADD r2 r0 r1", "u8 u8 f16", "300"),
+    ("LT r2 r1 r0", "u8 u8 s32", "1"),           # a bool result into an integer register
+    ("NEG r2 r0", "u8 u8 s8", "56"),             # -200 in s32, then wrapped into s8
+    ("BNOT r2 r1", "u8 u8 u16", "65435"),        # ~100 in s32 is -101
+])
+def test_an_instruction_converts_its_result_to_the_destination_type(line, regs, want):
+    """§12.3: R[a] := the result in the arithmetic type, converted to R[a]'s type."""
+    a = Asm()
+    host = a.code(f"CONST r0 k0\nCONST r1 k1\n{line}\nPRINT p0", regs=regs,
+                  consts=[("u8", 200), ("u8", 100)], prints=[P("r2")])
+    assert run(a.module(function("f", host)))[1] == want + "\n"

@@ -78,17 +78,21 @@ def op_blockidx(w, ins):
     w.write(r, const_array(dtypes.S64.code, index, w.blk.prog.rtypes[r], w.width))
 
 
+def _converted(fn, t, dst):
+    """``fn(..., act)`` with its result, of type ``t``, converted to type ``dst``."""
+    to_dst = converter(t, dst)
+    if to_dst is same:
+        return fn
+    return lambda *operands: to_dst(fn(*operands), operands[-1])
+
+
 def prepare_binary(prog, ins):
     """(a, b, c, ``fn(x, y, act)``): the operation for R[b] and R[c]'s types, its result
     converted to R[a]'s."""
     _, a, b, c = ins[:4]
     rt = prog.rtypes
     fn, t = binary_op(TABLE[ins[0]].name, rt[b], rt[c])
-    to_dst = converter(t, rt[a])
-    if to_dst is not same:
-        op = fn
-        fn = lambda x, y, act: to_dst(op(x, y, act), act)   # noqa: E731
-    return a, b, c, fn
+    return a, b, c, _converted(fn, t, rt[a])
 
 
 def op_binary(w, ins):
@@ -101,11 +105,7 @@ def prepare_unary(prog, ins):
     _, a, b = ins[:3]
     rt = prog.rtypes
     fn, t = unary_op(TABLE[ins[0]].name, rt[b])
-    to_dst = converter(t, rt[a])
-    if to_dst is not same:
-        op = fn
-        fn = lambda x, act: to_dst(op(x, act), act)   # noqa: E731
-    return a, b, fn
+    return a, b, _converted(fn, t, rt[a])
 
 
 def op_unary(w, ins):

@@ -7,10 +7,11 @@ handler jumps by setting ``w.pc`` and retries (a blocked WAIT) by setting it bac
 ``w.ip``. Every fault leaves through ``_run_warp``'s handlers, which know the warp and the
 instruction: the one place a runtime error gets its span, block and lane.
 
-Before a program first runs, ``prepare`` pairs each instruction with its handler and its
-operands: ``PREPARE[op](prog, ins)`` where a handler module resolves work that depends only
-on the program (register types, the arithmetic for them), else the instruction tuple
-itself. The step loop then does no lookups of its own.
+Before a program first runs, ``prepare`` pairs each instruction with its handler and the
+operands that handler receives: for the opcodes a handler module lists in its ``PREPARE``
+table, what ``PREPARE[op](prog, ins)`` resolves from the program alone (register types,
+the arithmetic for them, the access an instruction names), else the instruction tuple
+itself. The step loop then only fetches and calls.
 """
 from __future__ import annotations
 
