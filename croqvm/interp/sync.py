@@ -278,15 +278,17 @@ def _slots(w, ev: EventSlots, r: int) -> np.ndarray:
 
 
 def op_trigger(w, ins):
+    """Each active lane arrives at its slot; every ``need``-th arrival completes a
+    generation, and the surplus counts toward the next one."""
     ev = w.blk.events[ins[1]]
-    slots = _slots(w, ev, ins[2])
-    for i in w.active_indices():
-        s = slots[i]
-        ev.arrivals[s] += 1
-        if ev.arrivals[s] == ev.need:   # surplus arrivals count toward the next one
-            ev.completed[s] += 1
-            ev.arrivals[s] = 0
+    slots = _slots(w, ev, ins[2])[w.active_indices()]
+    for s, same in groups_of(slots):
+        total = int(ev.arrivals[s]) + len(slots[same])
+        if ev.need > 0 and total >= ev.need:
+            ev.completed[s] += total // ev.need
             w.blk.released = True
+            total %= ev.need
+        ev.arrivals[s] = total
 
 
 class EventWait:
