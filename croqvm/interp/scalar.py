@@ -60,14 +60,23 @@ def round_bits(x: np.ndarray, fmt: str) -> np.ndarray:
     return np.copysign(r, x)
 
 
-def round_to(x64: np.ndarray, t: DType) -> np.ndarray:
-    """f64 values rounded once to float type ``t``, in ``t``'s storage dtype."""
+def rounder(t: DType):
+    """``round_to`` for float type ``t``, as a function of the f64 values alone."""
     if t.name == "f64":
-        return x64.astype(F64, copy=False)
+        return lambda x64: x64.astype(F64, copy=False)
     if t.name in ("f32", "f16"):
         # numpy's f64->f32 and f64->f16 casts round to nearest even in one step
-        return x64.astype(t.np)
-    return round_bits(x64.astype(F64, copy=False), t.name).astype(np.float32)
+        to = t.np
+        return lambda x64: x64.astype(to)
+    return lambda x64: round_bits(x64.astype(F64, copy=False), t.name).astype(np.float32)
+
+
+_ROUNDERS = {t.code: rounder(t) for t in dtypes.BY_CODE.values() if t.is_float}
+
+
+def round_to(x64: np.ndarray, t: DType) -> np.ndarray:
+    """f64 values rounded once to float type ``t``, in ``t``'s storage dtype."""
+    return _ROUNDERS[t.code](x64)
 
 
 # --------------------------------------------------------------------------- conversions
@@ -101,7 +110,8 @@ def _make_converter(src: DType, dst: DType):
         return lambda x, act: _float_to_int(x, dst, act)
     if src.is_int and src.bits == 64 and dst.name == "f32":
         return lambda x, act: x.astype(np.float32)   # one rounding; via f64 it would round twice
-    return lambda x, act: round_to(x.astype(F64), dst)
+    to_dst = rounder(dst)
+    return lambda x, act: to_dst(x.astype(F64))
 
 
 _CONVERTERS = {(a.code, b.code): _make_converter(a, b)
@@ -155,13 +165,15 @@ def _int_div_parts(x, y, t, act):
 
 def _div(t):
     if t.is_float:
-        return lambda x, y, act: round_to(x.astype(F64) / y.astype(F64), t)
+        to_t = rounder(t)
+        return lambda x, y, act: to_t(x.astype(F64) / y.astype(F64))
     return lambda x, y, act: _int_div_parts(x, y, t, act)[0]
 
 
 def _mod(t):
     if t.is_float:
-        return lambda x, y, act: round_to(np.fmod(x.astype(F64), y.astype(F64)), t)
+        to_t = rounder(t)
+        return lambda x, y, act: to_t(np.fmod(x.astype(F64), y.astype(F64)))
     return lambda x, y, act: _int_div_parts(x, y, t, act)[1]
 
 
@@ -169,7 +181,8 @@ def _arith(fn):
     """An operation that is exact-then-rounded on floats and modular on integers."""
     def resolve(t):
         if t.is_float:
-            return lambda x, y, act: round_to(fn(x.astype(F64), y.astype(F64)), t)
+            to_t = rounder(t)
+            return lambda x, y, act: to_t(fn(x.astype(F64), y.astype(F64)))
         to = t.np
         return lambda x, y, act: fn(x, y).astype(to, copy=False)   # numpy integers wrap
     return resolve
