@@ -58,8 +58,8 @@ class Warp:
         self.set_active(self.live.copy() if self.act is None else self.act)
 
     def set_active(self, mask: np.ndarray) -> int:
-        """Make ``mask`` (a fresh array the warp now owns) the active mask; returns how
-        many lanes are active."""
+        """Make ``mask`` the active mask and return how many lanes are active. A mask is
+        never changed in place once set, so control frames may keep it (croqvm.interp.control)."""
         self.act = mask
         self.nact = int(np.count_nonzero(mask))
         self._indices = self.every if self.nact == self.width else None
