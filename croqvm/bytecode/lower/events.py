@@ -11,39 +11,29 @@ from math import prod
 
 from croqvm.bytecode.module import EventDecl
 from croqvm.lang import ast
+from croqvm.lang.check.consteval import const_value
 
 from .dma import lower_future_wait
 from .state import Lowerer
 from .values import EventRef, FutRef
-from .views import int_operand, o_add, o_mul, reg_of
+from .views import flat_subscript, peel_subscripts
 
 
 def lower_event_decl(lw: Lowerer, s: ast.EventDecl) -> None:
-    from croqvm.lang.check.consteval import const_value
     count = -1
     if s.count is not None:
         count = const_value(s.count)
         if not isinstance(count, int):
             lw.error(s.count.span, "croqvm needs the arrival count of 'event<N>' at compile time.")
     for item in s.items:
-        dims = []
-        for a in item.array:
-            n = const_value(a)
-            if not isinstance(n, int):
-                lw.error(a.span, "croqvm needs the size of an event array at compile time.",
-                         "use a literal or a macro")
-            dims.append(n)
+        dims = lw.static_sizes(item.array, "an event array")
         decl = EventDecl(item.name, prod(dims), item.ready, count, [], lw.spans.intern(item.span))
         lw.bind(item.sym, EventRef(lw.b.add("events", decl), dims, item.name))
 
 
 def _slots(lw: Lowerer, ref_expr: ast.Expr):
     """``(target, [slot registers])`` of ``e``, ``e[i]``, ``e[i][j]`` or a future name."""
-    subs = []
-    e = ref_expr
-    while isinstance(e, ast.Index):
-        subs.insert(0, e.index)
-        e = e.base
+    e, subs = peel_subscripts(ref_expr)
     if not isinstance(e, ast.Name):
         lw.unsupported(ref_expr, f"'{lw.snippet(ref_expr.span)}' in trigger/wait")
     target = lw.lookup(e.sym, e)
@@ -55,10 +45,7 @@ def _slots(lw: Lowerer, ref_expr: ast.Expr):
         return target, e.sym, [lw.int_reg(i) for i in range(prod(target.array))]
     if len(subs) != len(target.array):
         lw.unsupported(ref_expr, "a partially indexed event array")
-    flat = 0
-    for k, sub in enumerate(subs):
-        flat = o_add(lw, o_mul(lw, flat, target.array[k]), int_operand(lw, sub))
-    return target, e.sym, [reg_of(lw, flat)]
+    return target, e.sym, [flat_subscript(lw, subs, target.array)]
 
 
 def lower_trigger(lw: Lowerer, s: ast.Trigger) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 
 from croqvm import dtypes
 from croqvm.lang import ast
+from croqvm.lang.check.consteval import const_value
 from croqvm.lang import types as T
 
 from .state import Lowerer, dtype_of
@@ -291,7 +292,6 @@ def lower_call(lw: Lowerer, e: ast.Call) -> Val:
     if not isinstance(base, Val) or len(e.args) != 1:
         lw.unsupported(e, f"the call '{lw.snippet(e.span)}'")
     if base.is_tuple:                       # t(i): an ituple element (§4.4)
-        from croqvm.lang.check.consteval import const_value
         i = const_value(e.args[0])
         if not isinstance(i, int) or not 0 <= i < len(base.elems):
             lw.unsupported(e.args[0], "a non-constant ituple element index")

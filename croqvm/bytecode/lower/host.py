@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from croqvm import dtypes
 from croqvm.bytecode import module as M
 from croqvm.lang import ast
+from croqvm.lang.check.consteval import const_value
 from croqvm.lang import types as T
 
 from .builder import CodeBuilder
@@ -81,7 +82,6 @@ def _bind_params(lw: Lowerer, fn: ast.Function):
 
 def _param_dim(lw: Lowerer, d: ast.Dim, dims: dict):
     """A parameter dimension: an int, a symbolic name (bound at call time, §14.3.2) or "?"."""
-    from croqvm.lang.check.consteval import const_value
     if d.expr is None:
         return "?"
     e = d.expr

@@ -21,6 +21,7 @@ from math import prod
 from croqvm import dtypes
 from croqvm.bytecode.module import MAX_BLOCK_SIZE, TOO_MANY_THREADS
 from croqvm.lang import ast
+from croqvm.lang.check.consteval import const_value
 from croqvm.lang import types as T
 
 from .state import Lowerer
@@ -137,7 +138,6 @@ def _plan(lw: Lowerer, st, par: ast.Parallel, start: int, parent: int | None):
 
 
 def _bounds(lw: Lowerer, st, info: LevelInfo) -> None:
-    from croqvm.lang.check.consteval import const_value
     names = info.plevel.names
     for e in info.plevel.bounds:
         c = const_value(e)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from croqvm import dtypes
 from croqvm.bytecode.module import PrintFormat
 from croqvm.lang import ast
+from croqvm.lang.check.consteval import const_value
 from croqvm.lang import types as T
 
 from .exprs import copy, lower_as, mutates
@@ -61,7 +62,6 @@ def _val_pieces(v: Val, is_mdspan: bool, out: list) -> None:
 
 def lower_assert(lw: Lowerer, s: ast.Assert) -> None:
     """Statically true asserts vanish; the checker rejects statically false ones (§6.9)."""
-    from croqvm.lang.check.consteval import const_value
     if const_value(s.cond) is True:
         return
     cond = lower_as(lw, s.cond, dtypes.BOOL)

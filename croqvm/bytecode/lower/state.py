@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from croqvm import dtypes
 from croqvm.errors import CompileError
 from croqvm.lang import ast
+from croqvm.lang.check.consteval import const_value
 from croqvm.lang import types as T
 from croqvm.lang.diagnostics import Diagnostic, render
 from croqvm.lang.source import SourceFile, Span
@@ -186,6 +187,17 @@ class Lowerer:
 
     def int_reg(self, value: int) -> int:
         return self.b.load_const(dtypes.S32, value)
+
+    def static_sizes(self, exprs, what: str) -> list[int]:
+        """The compile-time values of array sizes (``name[N][M]``); an error where not."""
+        sizes = []
+        for a in exprs:
+            n = const_value(a)
+            if not isinstance(n, int):
+                self.error(a.span, f"croqvm needs the size of {what} at compile time.",
+                           "use a literal or a macro")
+            sizes.append(n)
+        return sizes
 
     def as_int(self, v: Val) -> int:
         """The value of ``v`` as an s32 register (indices, extents, bounds)."""

@@ -64,18 +64,11 @@ def lower_scalar_decl(lw: Lowerer, s: ast.ScalarDecl) -> None:
 
 def lower_buffer_decl(lw: Lowerer, s: ast.BufferDecl) -> None:
     """One slot per item; ALLOC (first execution per instance, §3.2.4); FILL for ``{v}``."""
-    from croqvm.lang.check.consteval import const_value
     storage = s.storage or "global"
     for item in s.items:
         ty = item.sym.type
         shape = [reg_of(lw, x) for x in int_operands(lw, s.shape)]
-        array = []
-        for a in item.array:
-            n = const_value(a)
-            if not isinstance(n, int):
-                lw.error(a.span, "croqvm needs the size of a buffer array at compile time.",
-                         "use a literal or a macro")
-            array.append(n)
+        array = lw.static_sizes(item.array, "a buffer array")
         slot = lw.b.add("buffers", BufSlot(item.name, storage, ty.dtype.code, shape, array,
                                            span=lw.spans.intern(item.span)))
         lw.bind(item.sym, BufRef(slot, ty.dtype, storage, len(shape), array, item.name))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from croqvm import dtypes
 from croqvm.bytecode.module import Access, View
 from croqvm.lang import ast
+from croqvm.lang.check.consteval import const_value
 from croqvm.lang import types as T
 
 from .state import Lowerer
@@ -97,7 +98,6 @@ def o_div(lw, a, b):
 
 def int_operand(lw: Lowerer, e: ast.Expr):
     """An integer expression as an operand (folded when constant)."""
-    from croqvm.lang.check.consteval import const_value
     c = const_value(e)
     if isinstance(c, int) and not isinstance(c, bool):
         return c
@@ -124,10 +124,7 @@ def resolve_base(lw: Lowerer, e: ast.Expr) -> Base:
     text = lw.snippet(e.span)
     if isinstance(e, ast.DataOf):
         e = e.base
-    arr_idx = []
-    while isinstance(e, ast.Index):
-        arr_idx.insert(0, e.index)
-        e = e.base
+    e, arr_idx = peel_subscripts(e)
     if not isinstance(e, ast.Name):
         lw.unsupported(e, f"'{text}' as a buffer")
     ref = lw.lookup(e.sym, e)
@@ -149,16 +146,30 @@ def resolve_base(lw: Lowerer, e: ast.Expr) -> Base:
     return Base("buf", ref.slot, arr, ref.dtype, ref.storage, ext, text)
 
 
+def peel_subscripts(e: ast.Expr):
+    """``(name, [subscripts])`` of ``x[i][j]``: the array element an Index chain selects."""
+    subs = []
+    while isinstance(e, ast.Index):
+        subs.insert(0, e.index)
+        e = e.base
+    return e, subs
+
+
+def flat_subscript(lw: Lowerer, subs: list, dims: list[int]) -> int:
+    """The row-major flat index register of ``subs`` in an array of shape ``dims``."""
+    flat = 0
+    for k, e in enumerate(subs):
+        flat = o_add(lw, o_mul(lw, flat, dims[k]), int_operand(lw, e))
+    return reg_of(lw, flat)
+
+
 def _array_index(lw: Lowerer, ref: BufRef, idx: list, node) -> int:
     """The flat buffer-array index register (§8.5), or -1 for a single buffer."""
     if not idx:
         return -1
     if len(idx) != len(ref.array):
         lw.unsupported(node, f"indexing buffer array '{ref.name}' with {len(idx)} subscripts")
-    flat = 0
-    for k, e in enumerate(idx):
-        flat = o_add(lw, o_mul(lw, flat, ref.array[k]), int_operand(lw, e))
-    return reg_of(lw, flat)
+    return flat_subscript(lw, idx, ref.array)
 
 
 # --------------------------------------------------------------------------- views
@@ -248,7 +259,6 @@ def lower_span_of(lw: Lowerer, e: ast.SpanOf) -> Val:
         elems = resolve_base(lw, e.base).extents
     if e.dim is None:
         return Val(None, elems=[_extent_val(lw, x) for x in elems])
-    from croqvm.lang.check.consteval import const_value
     k = const_value(e.dim)
     if not isinstance(k, int) or not 0 <= k < len(elems):
         lw.unsupported(e.dim, "a non-constant dimension in '.span(i)'")
