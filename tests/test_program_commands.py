@@ -11,10 +11,6 @@ from croqvm.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = re.compile(r"^//\s*(?:(?:Run|Check):)?\s*(croqvm .*?)\s*(?:\(exit status (\d)\))?\s*$")
 
-# Shown at benchmark size (about 40 s on the reference engine): behind --runslow.
-SLOW = {"run programs/matmul_dma.co --func matmul --random-inputs --dim M=128 --dim K=256 "
-        "--dim N=256"}
-
 
 def header_commands():
     for path in sorted((ROOT / "programs").rglob("*.co")):
@@ -27,9 +23,7 @@ def header_commands():
                 broken = "broken" in path.parts
                 status = int(m.group(2)) if m.group(2) else (
                     (3 if argv[0] == "run" else 1) if broken else 0)
-                text = " ".join(argv)
-                marks = [pytest.mark.slow] if text in SLOW else []
-                yield pytest.param(argv, status, id=text, marks=marks)
+                yield pytest.param(argv, status, id=" ".join(argv))
 
 
 COMMANDS = list(header_commands())
