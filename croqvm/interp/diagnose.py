@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import InternalError, KernelFault
 from ..lang.diagnostics import Diagnostic, render
-from .fmt import format_lanes, lanes_phrase
+from .fmt import lanes_phrase
 from .warp import BLOCKED, DONE
 
 
@@ -56,7 +56,7 @@ def _group(blk, items):
             ws = [x.index for x, _ in run]
             lanes = np.concatenate([x.lanes[x.act] for x, _ in run])
             who = f"warp {ws[0]}" if len(ws) == 1 else f"warps {ws[0]}-{ws[-1]}"
-            lines.append(f"  {who} (lanes {format_lanes(lanes)}): {run[-1][1]}")
+            lines.append(f"  {who} ({lanes_phrase(lanes)}): {run[-1][1]}")
             run = []
         if w is not None:
             run.append((w, text))

@@ -240,7 +240,8 @@ def _root_text(text: str) -> str:
 def access_of(lw: Lowerer, e: ast.ElemAccess) -> tuple[int, Base]:
     base = resolve_base(lw, e.base)
     idx = [reg_of(lw, x) for x in int_operands(lw, e.indices)]
-    acc = Access(base.kind, base.slot, base.arr, idx, _root_text(base.text))
+    # named as written (``f.data.at(1, 2)``): ``f.at`` is no construct of the language
+    acc = Access(base.kind, base.slot, base.arr, idx, base.text)
     return lw.b.add("accesses", acc), base
 
 
