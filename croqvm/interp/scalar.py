@@ -108,10 +108,26 @@ def _make_converter(src: DType, dst: DType):
         if not src.is_float:
             return lambda x, act: x.astype(to)   # numpy's integer casts are modular, as §12.3.3
         return lambda x, act: _float_to_int(x, dst, act)
-    if src.is_int and src.bits == 64 and dst.name == "f32":
-        return lambda x, act: x.astype(np.float32)   # one rounding; via f64 it would round twice
     to_dst = rounder(dst)
+    if src.is_int and src.bits == 64 and dst.name != "f64":
+        return lambda x, act: to_dst(_f64_round_to_odd(x))
     return lambda x, act: to_dst(x.astype(F64))
+
+
+def _f64_round_to_odd(x: np.ndarray) -> np.ndarray:
+    """64-bit integers in f64, rounded to odd: exact values stay, others become the
+    neighbour whose last significand bit is 1. Rounding that once more to a format of at
+    most 51 significand bits rounds ``x`` once (Boldo and Melquiond), where rounding
+    ``x`` to nearest f64 first could round twice (2^60 + 2^52 + 1 to bf16 is 2^60 + 2^53,
+    not 2^60)."""
+    hi = (x >> 32).astype(F64) * 2.0 ** 32      # both halves are exact in f64
+    lo = (x & 0xFFFFFFFF).astype(F64)
+    s = hi + lo
+    b = s - hi
+    err = (hi - (s - b)) + (lo - b)             # TwoSum: s + err == x exactly
+    even = (s.view(np.uint64) & 1) == 0
+    toward = np.where(err > 0, np.inf, -np.inf)
+    return np.where((err != 0) & even, np.nextafter(s, toward), s)
 
 
 _CONVERTERS = {(a.code, b.code): _make_converter(a, b)
