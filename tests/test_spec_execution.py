@@ -98,6 +98,27 @@ def test_static_rule(text, expected):
     assert errors(text) == expected
 
 
+# ------------------------------------------------------------ §6.1 statement forms
+
+
+def test_every_compound_statement_takes_a_single_statement_as_its_body():
+    assert output("""
+        __co__ void main() {
+          ;
+          parallel p by 2 println("p", p);
+          with t in 2 foreach t println("t", t);
+          parallel b by 1 : block, q by 32 : thread inthreads (q == 0) println("q", q);
+          parallel b by 1 : block {
+            shared event<1> e;
+            parallel q by 32 : thread { if (q == 0) { trigger e; wait(e); println("e"); } }
+          }
+          mutable int k = 0;
+          while (k < 2) k++;
+          println(k);
+        }
+    """) == lines("p 0", "p 1", "t 0", "t 1", "q 0", "e", "2")
+
+
 # ----------------------------------------------------------------- §6.2 parallel
 
 
@@ -637,6 +658,55 @@ def test_a_region_starts_with_a_barrier_after_outer_level_writes(statement, barr
         f"  warp 1 (lanes 32-63): {barrier} (x.co:11:5): arrived 32/64"]
 
 
+# ---------------------------------------------------------- §7.1, §7.5 schedules
+
+
+def test_racing_writes_leave_the_value_of_the_last_lane_in_schedule_order():
+    # §7.1.3, §7.5: lanes write in increasing order, warp 0 before warp 1
+    assert output("""
+        __co__ void main() {
+          s32 [1] a;
+          parallel t by 64 : thread { a.at(0) = t; }
+          println(a.at(0));
+        }
+    """) == "63\n"
+
+
+TILED = """
+    __co__ void tiled(f32 [16, 16] a, f32 [16, 16] b, global f32 [16, 16] c,
+                      global s32 [16, 16] seen) {
+      parallel {bm, bn} by [2, 2] : block {
+        shared s32 [1] rounds;
+        foreach kt in [2] {
+          ta = dma.copy a.subspan(8, 8).at(bm, kt) => shared;
+          tb = dma.copy b.subspan(8, 8).at(kt, bn) => shared;
+          rounds.at(0) += 1;
+          parallel {tm, tn} by [8, 8] : thread {
+            foreach k in [8]
+              c.at(bm # tm, bn # tn) += ta.data.at(tm, k) * tb.data.at(k, tn);
+            seen.at(bm # tm, bn # tn) += rounds.at(0);
+          }
+        }
+      }
+    }
+"""
+
+
+@pytest.mark.parametrize("schedule, seed", [("rr", 0), ("random", 1), ("random", 2)])
+def test_outer_level_code_and_regions_give_one_result_under_every_schedule(schedule, seed):
+    # The copies and the count are outer-level (once per block, §7.2.2); the regions'
+    # joins keep each tile in place until all 64 lanes have used it (Appendix A.3).
+    rng = np.random.default_rng(7)
+    a = rng.integers(-4, 5, (16, 16)).astype(np.float32)
+    b = rng.integers(-4, 5, (16, 16)).astype(np.float32)
+    c = np.zeros((16, 16), np.float32)
+    seen = np.zeros((16, 16), np.int32)
+    croqvm.compile(source(TILED), "x.co").run("tiled", a, b, c, seen, schedule=schedule,
+                                              seed=seed, out=io.StringIO())
+    np.testing.assert_array_equal(c, a @ b)
+    np.testing.assert_array_equal(seen, np.full((16, 16), 1 + 2))
+
+
 # ------------------------------------------------------------ §7.4 collectives
 
 
@@ -876,6 +946,30 @@ def test_the_arrival_count_is_the_union_of_the_trigger_statements_lanes():
           }
         }
     """) == lines("middle", "released")
+
+
+def test_the_arrival_count_follows_nested_regions_and_inthreads():
+    # The trigger runs in lanes t < 64 of warpgroup 1's region: N(e) = 64. Warps 4 and 5
+    # complete the generation and wake warp 0 while warp 4 waits at the end of the plain
+    # inthreads for warps 6 and 7.
+    assert output("""
+        __co__ void main() {
+          parallel b by 1 : block {
+            shared event e;
+            parallel g by 2 : group-4 {
+              inthreads.async (g == 0) {
+                parallel t by 128 : thread { if (t == 0) { wait e; println("woke"); } }
+              }
+              inthreads.async (g == 1) {
+                parallel t by 128 : thread {
+                  inthreads (t < 64) { trigger e; }
+                  if (t == 0) println("sent");
+                }
+              }
+            }
+          }
+        }
+    """) == lines("woke", "sent")
 
 
 def test_lanes_idle_for_the_triggering_region_do_not_count():
