@@ -42,10 +42,11 @@ def command(fn):
 
 
 def _defines(items: List[str]) -> dict:
+    """§1.2.4: ``-D NAME`` defines NAME as 1, ``-D NAME=VALUE`` as VALUE (empty too)."""
     out = {}
     for item in items:
-        name, _, value = item.partition("=")
-        out[name] = value if value else "1"
+        name, sep, value = item.partition("=")
+        out[name] = value if sep else "1"
     return out
 
 

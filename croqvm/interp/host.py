@@ -116,22 +116,52 @@ def bind(call: Call, hblk: Block, args: list, given: dict) -> list:
 
 
 def _scalar_value(n, p, t, value):
-    if t.is_int and not -(1 << 63) <= value < (1 << 64):
+    """The argument converted to the parameter's type as §12.3 converts: a Python int
+    as a 64-bit integer (so that it is rounded once into a float type), a float as an
+    f64; ints wider than 64 bits only into float types, through f64."""
+    if t.kind == "bool":
+        return const_array(dtypes.BOOL.code, value, t, 1)
+    if isinstance(value, float):
+        return const_array(dtypes.F64.code, value, t, 1)
+    if -(1 << 63) <= value < (1 << 64):
+        src = dtypes.U64 if value >= (1 << 63) else dtypes.S64
+        return const_array(src.code, value, t, 1)
+    if t.is_int or not _fits_f64(value):
         raise ArgumentError(f"{_who(n, p)} is {value}, out of range for '{t.name}'.")
-    src = dtypes.BOOL if t.kind == "bool" else dtypes.F64 if not t.is_int else \
-        dtypes.U64 if value >= (1 << 63) else dtypes.S64
-    return const_array(src.code, value, t, 1)
+    return const_array(dtypes.F64.code, value, t, 1)
+
+
+def _fits_f64(value: int) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
+
+
+def _given_dims(fn, given: dict) -> dict[str, int]:
+    """The symbolic dimensions the caller gives: names of the function's dimensions, with
+    integer values (a misspelt keyword of ``run`` lands here, too)."""
+    names = [name for name, _ in fn.dims]
+    for name, value in given.items():
+        if name not in names:
+            raise ArgumentError(f"'{fn.name}' has no symbolic dimension '{name}' (its "
+                                f"symbolic dimensions: {', '.join(names) or 'none'}).")
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise ArgumentError(f"symbolic dimension '{name}' must be an integer, not "
+                                f"{value!r}.")
+    return {name: int(value) for name, value in given.items()}
 
 
 def _dim_value(fn, name, dims: _Dims, given: dict) -> int:
     if name in dims.values:
         value, by = dims.values[name]
-        if name in given and int(given[name]) != value:
+        if name in given and given[name] != value:
             raise ArgumentError(f"symbolic dimension '{name}' is {value} (bound by {by}) but "
-                                f"{int(given[name])} was given.")
+                                f"{given[name]} was given.")
         return value
     if name in given:
-        return int(given[name])
+        return given[name]
     raise ArgumentError(f"symbolic dimension '{name}' of '{fn.name}' is not bound by any "
                         f"parameter; give its value in dims.")
 
@@ -160,13 +190,14 @@ def run_function(module, name: str, args: list, dims: dict | None = None, *, poi
                 max_steps=DEFAULT_MAX_STEPS if max_steps is None else max_steps)
     call.result = None
     hblk = Block(call, call.program(fn.host), 1)
-    back = bind(call, hblk, list(args), dims or {})
-    try:
-        with np.errstate(all="ignore"):   # overflow to inf, x/0 and NaN are §12.3 results
+    # overflow to inf, x/0 and NaN are §12.3 results, in arguments (rounded on entry) too
+    with np.errstate(all="ignore"):
+        back = bind(call, hblk, list(args), _given_dims(fn, dims or {}))
+        try:
             run_block(hblk)
-    finally:
-        if stats is not None:
-            stats.update(warp_steps=call.steps, lane_steps=call.lane_steps)
+        finally:
+            if stats is not None:
+                stats.update(warp_steps=call.steps, lane_steps=call.lane_steps)
     for arr, buf in back:
         arr[...] = buf.data
     return call.result
