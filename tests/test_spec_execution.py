@@ -610,6 +610,21 @@ def test_outer_level_effects_after_lane_0_yielded_are_performed_by_a_live_lane()
     """) == lines("after", "t 40", "end", "1")
 
 
+def test_an_outer_level_yield_ends_its_whole_instance():
+    # Every live lane of block 1 executes the yield (§6.5, §7.2.2); block 0 goes on.
+    assert output("""
+        __co__ void main() {
+          parallel b by 2 : block {
+            if (b == 1) yield;
+            println("b", b);
+            parallel t by 64 : thread { }
+            println("end", b);
+          }
+          println("host");
+        }
+    """) == lines("b 0", "end 0", "host")
+
+
 def test_outer_level_code_inside_an_inthreads_runs_once_per_warpgroup():
     assert output("""
         __co__ void main() {
@@ -840,6 +855,20 @@ def test_subspan_step_and_at():
     """, "main", A80) == lines("38 39 0 48", "6 78", "0 12")
 
 
+def test_a_step_smaller_than_the_subspan_gives_overlapping_tiles():
+    # subspan(4).step(2).at(i): extents [4] at origin 2i (§8.3.1)
+    assert output("""
+        __co__ void main(s32 [10] a) {
+          foreach i in [4] {
+            s32 [4] t;
+            dma.copy a.subspan(4).step(2).at(i) => t;
+            println(t.at(0), t.at(1), t.at(2), t.at(3));
+          }
+        }
+    """, "main", A10 * 10) == lines("0 10 20 30", "20 30 40 50", "40 50 60 70",
+                                    "60 70 80 90")
+
+
 def test_view_operations_chain_left_to_right():
     # chunkat(i, j) of [8, 10] by [2, 2]: [4, 5] at (4i, 5j); then subspan(2, 2).at(1, 1)
     # adds (2, 2); then view(2, 2).from(0, 1) adds (0, 1): origin (4i + 2, 5j + 3).
@@ -892,6 +921,33 @@ def test_a_bounded_ituple_counts_as_its_elements():
           println(a.at(1, 2), a.at(0, 1));
         }
     """) == "12 1\n"
+
+
+def test_future_data_elements_are_assignable():
+    # f.data is the destination buffer b (§9.4.5), an lvalue like any buffer (§8.6)
+    assert output("""
+        __co__ void main(s32 [4] a) {
+          s32 [4] b;
+          f = dma.copy a => b;
+          f.data.at(2) = 50;
+          f.data.at(1) += 7;
+          println(b.at(0), b.at(1), b.at(2), f.data.at(2));
+        }
+    """, "main", np.arange(4, dtype=np.int32)) == "0 8 50 50\n"
+
+
+def test_local_future_data_is_one_buffer_per_lane():
+    # Each lane writes its own element of its own copy; its neighbour's is still a's.
+    assert output("""
+        __co__ void main(s32 [4] a) {
+          parallel p by 1 : block, t by 4 : thread {
+            f = dma.copy a => local;
+            f.data.at(t) = 10 * t;
+            println(t, f.data.at(t), f.data.at((t + 1) % 4));
+          }
+        }
+    """, "main", np.arange(4, dtype=np.int32)) == lines("0 0 1", "1 10 2", "2 20 3",
+                                                         "3 30 0")
 
 
 def test_a_negative_index_is_out_of_range():
