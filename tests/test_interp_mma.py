@@ -80,7 +80,10 @@ def test_int8_operands_accumulate_in_s32_and_wrap():
 
 
 def test_store_clips_to_the_destination():
-    c = mma_kernel(A, B, F32, "row.row", 0.0, (3, 4))
+    """A [4, 5] view of the [3, 4] buffer c (§8.4, §11.3.4): elements past c are skipped."""
+    c = mma_kernel(A, B, F32, "row.row", 0.0, (3, 4), extra=[4, 5], body=[
+        "CONST r5 k8", "CONST r6 k9", "MMA_FILL m0 r7 c0", "MMA_LOAD m1 v0 c0",
+        "MMA_LOAD m2 v1 c0", "MMA_EXEC m0 m1 m2 0 c0", "MMA_STORE m0 v2 0 c1"])
     assert np.array_equal(c, (A.astype(float) @ B.astype(float).T)[:3, :4])
 
 

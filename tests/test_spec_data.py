@@ -1218,3 +1218,77 @@ def test_a_runtime_error_in_host_code_names_the_function():
         "    3 |   a.at(x) = 1;",
         "      |   ^~~~~~~~~~~",
         "  in host code of 'g'"])
+
+
+# ------------------------------------------------- MMA shapes known only at run time
+
+def test_a_store_into_a_view_of_another_shape_than_the_accumulator():
+    # §11.3.4: V is [M, N]; the [4, 4] accumulator does not fit the [2, 2] view (the
+    # checker reports the same words when the shapes are known statically)
+    src = """
+        __co__ void f(f16 [4, 1] a, global f32 [6, 6] c, s32 n) {
+          parallel p by 1 : group {
+            mc = mma.fill.f32 1.0f;
+            mma.row.row mc, a, a;
+            mma.store mc, c.view(n, n).from(0, 0);
+          }
+        }
+    """
+    c = np.zeros((6, 6), np.float32)
+    text = fault(src, np.ones((4, 1), np.float16), c, 2)
+    assert text.splitlines()[0] == ("spec.co:5:5: runtime error: MMA: matrix shapes do not "
+                                    "match: `mc'([4, 4]) v.s. `c'([2, 2]).")
+    assert not c.any()
+
+
+def test_an_accumulator_stored_into_a_larger_destination():
+    # §11.3.4: M = N = 2 from the arguments, but c is [4, 4]
+    src = """
+        __co__ void f(f16 [M, K] a, f16 [N, K] b, global f32 [4, 4] c) {
+          parallel p by 1 : group {
+            mc = mma.fill.f32 1.0f;
+            mma.row.row mc, a, b;
+            mma.store mc, c;
+          }
+        }
+    """
+    ones = np.ones((2, 2), np.float16)
+    assert fault(src, ones, ones, np.zeros((4, 4), np.float32)).splitlines()[0] == (
+        "spec.co:5:5: runtime error: MMA: matrix shapes do not match: `mc'([2, 2]) v.s. "
+        "`c'([4, 4]).")
+
+
+def test_an_exec_whose_operands_disagree_with_the_accumulator():
+    # §11.3.1: mc is [4, 4] after the first exec; b [2, 1] gives M = 2 (the checker's
+    # choice of operand: A when M disagrees)
+    src = """
+        __co__ void f(f16 [M, 1] a, f16 [2, 1] b) {
+          parallel p by 1 : group {
+            mc = mma.fill.f32 1.0f;
+            fa = mma.load a;
+            fb = mma.load b;
+            mma.row.row mc, fa, fa;
+            mma.row.row mc, fb, fb;
+          }
+        }
+    """
+    assert fault(src, np.ones((4, 1), np.float16), np.ones((2, 1), np.float16)).splitlines()[0] \
+        == ("spec.co:7:5: runtime error: MMA: matrix shapes do not match: `mc'([4, 4]) v.s. "
+            "`fb'([2, 1]).")
+
+
+def test_an_exec_whose_operands_disagree_with_each_other():
+    # §11.3.1: K is 2 in A and 3 in B
+    src = """
+        __co__ void f(f16 [M, K] a, f16 [N, L] b) {
+          parallel p by 1 : group {
+            mc = mma.fill.f32 1.0f;
+            fa = mma.load a;
+            fb = mma.load b;
+            mma.row.row mc, fa, fb;
+          }
+        }
+    """
+    assert fault(src, np.ones((4, 2), np.float16), np.ones((4, 3), np.float16)).splitlines()[0] \
+        == ("spec.co:6:5: runtime error: MMA: matrix shapes do not match: `fa'([4, 2]) v.s. "
+            "`fb'([4, 3]).")

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes
 from .faults import Fault
-from .fmt import tuple_text
+from .fmt import shape_text, tuple_text
 from .memory import allocating, view_of, view_registers
 from .scalar import convert, round_to
 from .sync import arrive, check_uniform, groups_of
@@ -147,6 +147,12 @@ def _tile(blk, m, lane):
     return frag.data
 
 
+def _mismatch(x: str, x_shape, y: str, y_shape, lane) -> Fault:
+    """§11.3.1, worded as the checker words it when the shapes are known statically."""
+    return Fault(f"MMA: matrix shapes do not match: `{x}'({shape_text(x_shape)}) v.s. "
+                 f"`{y}'({shape_text(y_shape)}).", lane)
+
+
 def op_mma_exec(w, ins):
     """C[m][n] += A[m][k] * B[k][n] for k ascending, rounding after each step (§11.3,
     §12.4). ``layout`` (0 row.row, 1 row.col, 2 col.row, 3 col.col) says how A and B
@@ -159,11 +165,12 @@ def op_mma_exec(w, ins):
             sa, sb = _tile(blk, ma, ls[0]), _tile(blk, mb, ls[0])
             a = sa if layout in (0, 1) else sa.T
             b = sb.T if layout in (0, 2) else sb
-            if a.shape[1] != b.shape[0] or \
-                    (frag.data is not None and frag.data.shape != (a.shape[0], b.shape[1])):
-                raise Fault(f"MMA: matrix shapes do not match: `{frags[ma].name}'"
-                            f"({list(sa.shape)}) v.s. `{frags[mb].name}'({list(sb.shape)}).",
-                            ls[0])
+            if a.shape[1] != b.shape[0]:
+                raise _mismatch(frags[ma].name, sa.shape, frags[mb].name, sb.shape, ls[0])
+            if frag.data is not None and frag.data.shape != (a.shape[0], b.shape[1]):
+                # as the checker does: A when M disagrees, else B
+                m, s = (ma, sa) if frag.data.shape[0] != a.shape[0] else (mb, sb)
+                raise _mismatch(frags[mc].name, frag.data.shape, frags[m].name, s.shape, ls[0])
             c = frag.shaped((a.shape[0], b.shape[1]), ls[0])
             wide = np.int64 if frag.dtype.is_int else np.float64
             a, b = a.astype(wide), b.astype(wide)
@@ -190,7 +197,10 @@ def op_mma_store(w, ins):
         for frag, ls in groups:
             wl, i = blk.warp_of(ls[0])
             buf, o, e = view_of(wl, v, i)
-            c = frag.shaped(tuple(e[::-1]) if transp else tuple(e), ls[0])
+            want = tuple(e[::-1]) if transp else tuple(e)
+            c = frag.shaped(want, ls[0])
+            if c.shape != want:      # §11.3.4: V is [M, N] ([N, M] with .transp)
+                raise _mismatch(decl.name, c.shape, buf.name, e, ls[0])
             _store_tile(buf, o, c.T if transp else c, frag.dtype)
     arrive(w, ins, coll, effect, whole_unit=True)
 
