@@ -228,6 +228,24 @@ def test_wait_with_parentheses_waits_each_future_of_its_list():
     assert printed(src, s32(10, 11, 12, 13)) == "11 12\n"
 
 
+def test_host_code_ending_with_an_unwaited_async_copy():
+    # §9.5.4: the host lane's copy is never waited on this path (n is 0)
+    src = """
+        __co__ void f(s32 [4] m, int n) {
+          a = dma.copy.async m => global;
+          if (n > 0) wait a;
+        }
+    """
+    m = s32(1, 2, 3, 4)
+    assert run(src, m, 1) == ("", None)
+    assert fault(src, m, 0) == "\n".join([
+        "spec.co:1:13: runtime error: async copy issued at spec.co:2:3 into 'a' was never "
+        "waited.",
+        "    1 | __co__ void f(s32 [4] m, int n) {",
+        "      |             ^",
+        "  in host code of 'f'"])
+
+
 def test_a_copy_into_local_memory_is_made_by_each_lane_for_itself():
     # §9.3.1: a thread-dependent source is fine when the destination is local
     src = """

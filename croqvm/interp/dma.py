@@ -284,13 +284,15 @@ def op_fut_dim(w, ins):
 
 
 def check_kernel_end(blk) -> None:
-    """§9.5.4: a kernel ending with an async transfer some lane never waited."""
+    """§9.5.4: a kernel (or the host program, at the function) ending with an async
+    transfer some lane never waited."""
     for slot, futs in enumerate(blk.futures):
         lane = first_pending(futs, list(range(blk.size)))
         if lane is not None:
             name = blk.prog.code.futures[slot].name
+            span = blk.call.fn.span if blk.is_host else blk.kernel.span
             raise Fault(f"async copy issued at {blk.call.where(futs[lane].issued)} into "
-                        f"'{name}' was never waited.", lane, span=blk.kernel.span)
+                        f"'{name}' was never waited.", lane, span=span)
 
 
 HANDLERS = {

@@ -16,7 +16,10 @@ from .machine import Block, Call
 from .memory import Buffer
 from .scalar import round_to
 from .alu import const_array
+from . import diagnose
+from .dma import check_kernel_end
 from .engine import run_block
+from .faults import Fault
 from .scheduler import make_scheduler
 
 DEFAULT_MAX_STEPS = 10 ** 8     # warp-instructions: one instruction run by one warp
@@ -166,6 +169,14 @@ def _dim_value(fn, name, dims: _Dims, given: dict) -> int:
                         f"parameter; give its value in dims.")
 
 
+def _check_end(hblk) -> None:
+    """§9.5.4: the host lane, too, must wait for every async copy it issued."""
+    try:
+        check_kernel_end(hblk)
+    except Fault as f:
+        raise diagnose.fault(hblk, f.span, f.message, f.lane) from None
+
+
 def p_span(call, p) -> int:
     """The declaration span of a parameter buffer (for poison messages): its slot's."""
     decls = call.fn.host.buffers
@@ -195,6 +206,7 @@ def run_function(module, name: str, args: list, dims: dict | None = None, *, poi
         back = bind(call, hblk, list(args), _given_dims(fn, dims or {}))
         try:
             run_block(hblk)
+            _check_end(hblk)
         finally:
             if stats is not None:
                 stats.update(warp_steps=call.steps, lane_steps=call.lane_steps)
