@@ -77,7 +77,7 @@ def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
     args = []
     for p in fn.params:
         if p.name in inputs:
-            args.append(inputs[p.name])
+            args.append(_input_value(p, inputs[p.name]))
         elif not random_inputs:
             raise ArgumentError(f"parameter '{p.name}' of '{fn.name}' needs a value: "
                                 f"pass --input {p.name}=FILE.npy or --random-inputs")
@@ -102,6 +102,16 @@ def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
         else:
             args.append(None)
     return args, {k: v for k, v in dims.items()}
+
+
+def _input_value(p, arr):
+    """A scalar parameter takes the number a 0-d array holds (``np.save(f, 3)``)."""
+    if p.kind != "scalar":
+        return arr
+    if np.ndim(arr) != 0:
+        raise ArgumentError(f"--input {p.name}: '{p.name}' is a scalar parameter, but the "
+                            f"file holds an array of shape {np.shape(arr)}")
+    return arr.item()
 
 
 def checksum(arr: np.ndarray) -> str:

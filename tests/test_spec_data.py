@@ -1160,6 +1160,31 @@ def test_cli_saves_the_result_and_global_parameters(write, tmp_path, capsys):
     assert saved["result"].tolist() == [11, 22, 33] and saved["x"].tolist() == [0, 1, 2]
 
 
+def test_cli_binds_a_scalar_parameter_from_a_file_holding_a_number(write, tmp_path, capsys):
+    # §14.1: every parameter comes from --input PARAM=file.npy
+    path = write("k.co", """
+        __co__ auto g(s32 [N] x, s32 k) {
+          s32 [N] r;
+          foreach i in [N] r.at(i) = x.at(i) * k;
+          return r;
+        }
+    """)
+    np.save(tmp_path / "k.npy", np.int32(3))
+    np.save(tmp_path / "x.npy", s32(0, 1, 2, 3))
+    out = tmp_path / "out.npz"
+    assert main(["run", path, "--func", "g", "--input", f"k={tmp_path / 'k.npy'}",
+                 "--input", f"x={tmp_path / 'x.npy'}", "--output", str(out)]) == 0
+    assert np.load(out)["result"].tolist() == [0, 3, 6, 9]
+
+
+def test_cli_an_array_for_a_scalar_parameter_is_a_usage_error(write, tmp_path, capsys):
+    path = write("k.co", "__co__ auto g(s32 k) {\n  return k;\n}\n")
+    np.save(tmp_path / "k.npy", s32(1, 2))
+    assert main(["run", path, "--func", "g", "--input", f"k={tmp_path / 'k.npy'}"]) == 2
+    assert ("--input k: 'k' is a scalar parameter, but the file holds an array of shape (2,)"
+            in capsys.readouterr().err)
+
+
 def test_cli_random_inputs_with_a_dimension(write, tmp_path, capsys):
     # §14.1: --random-inputs with --seed, symbolic dimensions from --dim
     path = write("s.co", "__co__ auto s(s32 [N] x) {\n  return N;\n}\n")
