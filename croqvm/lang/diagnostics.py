@@ -37,7 +37,10 @@ def _caret_line(span: Span, text: str) -> str:
     else:
         end = max(len(text), start + 1)
     width = max(end - start, 1)
-    return " " * start + "^" + "~" * (width - 1)
+    # Tabs before the construct are copied, so that the '^' sits under its first character
+    # however wide a terminal shows a tab (columns count a tab as one, §2.1.1).
+    indent = "".join("\t" if c == "\t" else " " for c in text[:start].ljust(start))
+    return indent + "^" + "~" * (width - 1)
 
 
 def render(diag: Diagnostic, sources: dict[str, SourceFile] | None = None) -> str:
@@ -64,10 +67,13 @@ def render_all(diags, sources=None) -> str:
 
 
 class DiagnosticSink:
-    """Collects diagnostics in source order, at most ``MAX_ERRORS`` errors."""
+    """Collects diagnostics; ``sorted`` gives them in source order with the first
+    ``MAX_ERRORS`` errors (§15.1). Stages may report out of order (a check at the end of a
+    body about an earlier statement), so the cut is made only after sorting."""
 
     def __init__(self):
         self.items: list[Diagnostic] = []
+        self._seen: set = set()
 
     def error(self, span, message, hint=None):
         self._add(Diagnostic("error", message, span, hint))
@@ -79,10 +85,10 @@ class DiagnosticSink:
         self._add(Diagnostic("note", message, span, hint))
 
     def _add(self, d: Diagnostic):
-        if d.is_error and self.error_count >= MAX_ERRORS:
-            return
-        if any(x.span == d.span and x.message == d.message for x in self.items):
+        key = (d.span, d.message)
+        if key in self._seen:
             return  # one problem, one report
+        self._seen.add(key)
         self.items.append(d)
 
     @property
@@ -93,4 +99,11 @@ class DiagnosticSink:
         def key(d):
             s = d.span
             return (0, "", 0, 0) if s is None else (1, s.file, s.line, s.col)
-        return sorted(self.items, key=key)
+        out, errors = [], 0
+        for d in sorted(self.items, key=key):
+            if d.is_error:
+                errors += 1
+                if errors > MAX_ERRORS:
+                    continue
+            out.append(d)
+        return out
