@@ -109,7 +109,7 @@ class Expander:
                 out.append(item)
                 continue
             if macro.params is None:
-                result = self._substitute(macro, tok.span, [], hide | {macro.name}, env)
+                result = self._substitute(macro, tok, tok.span, [], hide | {macro.name}, env)
             else:
                 if not pending or not pending[-1][0].is_op("("):
                     out.append(item)  # a function-like macro name without '(' stays a name
@@ -144,9 +144,10 @@ class Expander:
             return None
         expanded = [self._expand(arg, depth + 1) for arg in args]
         # Prosser: the result hides what both the name and the ')' hid, plus the macro.
-        return self._substitute(macro, use, expanded, (hide & close[1]) | {macro.name}, env)
+        return self._substitute(macro, tok, use, expanded, (hide & close[1]) | {macro.name},
+                                env)
 
-    def _substitute(self, macro, use: Span, args, hide, env):
+    def _substitute(self, macro, name: Token, use: Span, args, hide, env):
         toks, diags, problem = macro.scanned()
         if problem is not None:
             self.sink.error(problem[0], problem[1])
@@ -155,12 +156,14 @@ class Expander:
             self.sink.error(use, d.message, d.hint)
         index = {p: i for i, p in enumerate(macro.params or ())}
         result = []
-        for t in toks:
+        for k, t in enumerate(toks):
+            glued = name.glued if k == 0 else t.glued  # what the use shows before the token
             i = index.get(t.value) if t.kind in (NAME, KEYWORD) else None
             if i is None:
-                result.append((replace(t, span=use), hide, env))
+                result.append((replace(t, span=use, glued=glued), hide, env))
             else:
-                result.extend((a, h | hide, e) for a, h, e in args[i])
+                result.extend((replace(a, glued=glued) if j == 0 else a, h | hide, e)
+                              for j, (a, h, e) in enumerate(args[i]))
         return result
 
 

@@ -7,9 +7,13 @@ The levels of §4.1, loosest first, and where each is parsed:
     2-10 || ... #* #/ #%  ``_operators`` over ``BINARY_LEVELS``
     11 prefix ! ++ -- -   ``_prefixed``: its operand is a level-12 expression, so
                           ``!a & b`` is ``!(a & b)``
-    12 & ^ |, 13 #        ``_operators`` over ``TIGHT_LEVELS``
+    12 & ^ |, 13 #        ``_operators`` over ``TIGHT_LEVELS`` of ``_tight_operand``s
     14 prefix ~           ``_unary_tilde``
     15 postfix            ``_postfix``
+
+A prefix operator may start any operand, as in the reference's yacc grammar: where a
+level-11 operator follows a tighter one (``a & -x``, ``~!b``), it takes the rest of the
+level-12 chain as its operand (``a & -x & b`` is ``a & -(x & b)``).
 
 ``_operators`` keeps an explicit operator stack instead of one recursive call per level, so
 a nesting level costs few Python frames (see ``parse_base.MAX_NESTING``).
@@ -99,14 +103,17 @@ class ExprParser:
                                      f"(unlike C); add parentheses.")
                 return
 
+    def _at_prefix(self) -> bool:
+        return (self.tok.kind == OP and self.tok.value in PREFIX_OPS
+                and not self._negative_literal())
+
     def _prefixed(self) -> ast.Expr:
         ops = []
         try:
-            while (self.tok.kind == OP and self.tok.value in PREFIX_OPS
-                   and not self._negative_literal()):
+            while self._at_prefix():
                 ops.append(self.advance())
                 self.lengthen()
-            operand = self._operators(TIGHT_LEVELS, 0, self._unary_tilde)
+            operand = self._operators(TIGHT_LEVELS, 0, self._tight_operand)
         finally:
             self.chain -= len(ops)
         for op in reversed(ops):
@@ -115,13 +122,18 @@ class ExprParser:
                 self._warn_bitwise(operand, f"prefix '{op.value}'", (operand.operand,))
         return operand
 
+    def _tight_operand(self) -> ast.Expr:
+        """An operand of ``& ^ | #`` (levels 12-13)."""
+        return self._prefixed() if self._at_prefix() else self._unary_tilde()
+
     def _unary_tilde(self) -> ast.Expr:
         tildes = []
         try:
             while self.at_op("~"):
                 tildes.append(self.advance())
                 self.lengthen()
-            operand = self._postfix(self._primary())
+            operand = self._prefixed() if tildes and self._at_prefix() else \
+                self._postfix(self._primary())
         finally:
             self.chain -= len(tildes)
         for t in reversed(tildes):
@@ -130,9 +142,8 @@ class ExprParser:
 
     def _negative_literal(self) -> bool:
         """``-`` directly followed (no blank) by a numeric literal (§4.3, D3)."""
-        t, nxt = self.tok, self.peek()
-        return (t.is_op("-") and nxt.kind in (INT, FLOAT)
-                and nxt.span.line == t.span.end_line and nxt.span.col <= t.span.end_col)
+        nxt = self.peek()
+        return self.tok.is_op("-") and nxt.kind in (INT, FLOAT) and nxt.glued
 
     # ---------------------------------------------------------------- level 15
 

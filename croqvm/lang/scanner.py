@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from dataclasses import replace
 
 from . import literals
 from .source import Span
@@ -82,6 +83,7 @@ def scan(text: str, base: int, lines: LineMap, sink) -> list[tuple[Token, int]]:
     """Tokens of ``text``, which starts at offset ``base`` of the file ``lines`` maps."""
     out: list[tuple[Token, int]] = []
     pos, n = 0, len(text)
+    glued = False
     while pos < n:
         m = _TOKEN_RE.match(text, pos)
         if m is None:
@@ -94,6 +96,7 @@ def scan(text: str, base: int, lines: LineMap, sink) -> list[tuple[Token, int]]:
         start, end = base + pos, base + m.end()
         pos = m.end()
         if kind == "blank":
+            glued = False
             continue
         if kind == "member" and lexeme[1:] not in MEMBER_WORDS:
             # §2.4.2: only the listed words fuse with their dot; rescan the word alone.
@@ -105,7 +108,8 @@ def scan(text: str, base: int, lines: LineMap, sink) -> list[tuple[Token, int]]:
         else:
             tok = _RULES[kind](lexeme, span, sink)
         if tok is not None:
-            out.append((tok, start))
+            out.append((replace(tok, glued=True) if glued else tok, start))
+        glued = True
     return out
 
 

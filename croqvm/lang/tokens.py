@@ -43,6 +43,10 @@ class Token:
     value: Any
     span: Span
     dtype: str | None = None  # numeric literals only
+    # No blank before this token in the text it was scanned from (for a macro body's first
+    # token and an argument's first token: no blank before the macro use or the parameter).
+    # §4.3 reads it: '-' glued to a numeric literal is a negative literal.
+    glued: bool = False
 
     def is_op(self, *texts: str) -> bool:
         return self.kind == OP and self.value in texts
