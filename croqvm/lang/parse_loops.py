@@ -106,7 +106,7 @@ class LoopParser:
         if self.at_op("{"):
             names = self._brace_names()
         else:
-            names = [str(self.name("a name or '{'").value)]
+            names = [str(self.name("'{' or a name").value)]
         self.expect_kw("in", "syntax error: expected 'in' after the iteration variables.")
         bound, is_list = self._bound()
         return ast.Within(names, tuple_name, bound, is_list, self.span_from(start))

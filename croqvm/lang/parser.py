@@ -91,6 +91,9 @@ class Parser(StmtParser, LoopParser, DeclParser, DeviceParser, ExprParser, Curso
                 if not shape:
                     self.fail("syntax error: a parameter shape needs at least one dimension.",
                               self.prev.span)
+        if storage is not None and shape is None:  # scalars take no qualifier (§3.2.3)
+            self.fail_after(f"syntax error: expected '[' and the shape of the '{storage}' "
+                            f"buffer after '{written.name}'.")
         name = None
         if self.tok.kind == NAME:
             name = str(self.advance().value)

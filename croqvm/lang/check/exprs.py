@@ -16,6 +16,9 @@ from .typerules import (BOOL_T, INT, arithmetic, common, dim_of, is_bool, is_bou
                         is_integer, is_number, is_unknown, tname)
 
 SUPPORTED_BUILTINS = ("cdiv", "__min", "__max")
+# Kinds whose values never change (§3.4.2, §3.3.3): bounded values, ituples, mdspans and
+# symbolic dimensions.
+ALWAYS_IMMUTABLE = frozenset(["bounded", "ituple", "mdspan", "dim"])
 
 
 def check_name(ck, e: ast.Name):
@@ -91,14 +94,10 @@ def _logical(ck, e, op, a, b):
 
 
 def _compose(ck, e, op, a, b):
-    """``a # b`` (§5.3): value ``a * #b + b``, bound ``#a * #b``; element-wise on bounded
-    ituples of one rank."""
+    """``a # b`` (§5.3): value ``a * #b + b``, bound ``#a * #b``; bounded ints only."""
     if isinstance(a, Bounded) and isinstance(b, Bounded):
         known = isinstance(a.bound, int) and isinstance(b.bound, int)
         return Bounded(a.bound * b.bound if known else None)
-    if (isinstance(a, ITuple) and isinstance(b, ITuple) and a.bounded and b.bounded
-            and a.rank == b.rank):
-        return ITuple(a.rank, bounded=True)
     return _bad_operands(ck, e, op, a, b)
 
 
@@ -148,6 +147,9 @@ def check_step(ck, e, operand):
     if is_unknown(ty):
         return UNKNOWN
     sym = operand.sym if isinstance(operand, ast.Name) else None
+    if sym is not None and sym.kind in ALWAYS_IMMUTABLE:   # as for '+=' (§3.4.2)
+        ck.error(e.span, f"only mutables can be re-assigned ({sym.name}).")
+        return UNKNOWN
     if sym is None or sym.kind != "scalar" or not is_number(ty):
         ck.error(e.span, f"'{e.op}' requires a mutable scalar variable but got "
                          f"'{tname(ty)}'.")
