@@ -279,6 +279,24 @@ def test_a_copy_out_of_local_memory_is_made_by_each_lane_for_itself():
     np.testing.assert_array_equal(out, 10 * (7 - np.arange(8)))
 
 
+def test_inthreads_restricts_the_lanes_of_a_collective_copy():
+    # §9.3.2: the copy is a collective of lanes 32-63 only; warp 0 waits at the barrier
+    # that ends the inthreads (§6.7.2) and then sees the copied data
+    src = """
+        __co__ void f(s32 [4] m) {
+          parallel p by 1 : block, t by 64 : thread {
+            shared s32 [4] s;
+            inthreads (t >= 32) {
+              dma.copy m => s;
+              if (t == 32) println("copied");
+            }
+            if (t % 32 == 0) println(t, s.at(3));
+          }
+        }
+    """
+    assert printed(src, s32(0, 1, 2, 3)) == lines("copied", "0 3", "32 3")
+
+
 def test_each_block_owns_the_buffer_of_a_new_shared_future():
     # §9.4.1: one buffer per block; block p copies row p
     src = """
@@ -600,6 +618,51 @@ def test_a_block_level_fill_gives_each_warpgroup_its_own_accumulator():
     c = np.zeros((2, 4), np.float32)
     run(src, np.ones((2, 2), np.float16), c)
     np.testing.assert_array_equal(c, [[2, 2, 4, 4], [2, 2, 4, 4]])
+
+
+@pytest.mark.xfail(strict=True, reason="lowering gives a block-level mma.store of a "
+                   "warpgroup fragment a per-warpgroup collective site (unit 128), so the "
+                   "engine's check for a store at block level (site unit 0) never fires and "
+                   "both warpgroups write c")
+def test_a_block_level_store_of_a_fragment_two_warpgroups_own():
+    # §11.2: the store is at block level, mc has one copy per warpgroup
+    src = """
+        __co__ void f(f16 [2, 2] a, global f32 [2, 2] c) {
+          parallel p by 1 : block {
+            mc = mma.fill.f32 0.0f;
+            parallel g by 2 : group-4 {
+              mma.row.row mc, a, a;
+            }
+            mma.store mc, c;
+          }
+        }
+    """
+    text = fault(src, np.ones((2, 2), np.float16), np.zeros((2, 2), np.float32))
+    assert text.splitlines()[0] == (
+        "spec.co:7:5: runtime error: mma.store of 'mc' at block level would write the same "
+        "destination from 2 warpgroups; store inside the 'group-4' level.")
+
+
+def test_mma_load_from_shared_memory_in_a_warpgroup():
+    # D10: mma.load from shared memory is accepted at group-4; row.col adds A @ B
+    src = """
+        __co__ void f(f16 [2, 2] a, global f32 [2, 2] c) {
+          parallel p by 1 : block {
+            shared f16 [2, 2] s;
+            dma.copy a => s;
+            parallel g by 1 : group-4 {
+              mc = mma.fill.f32 0.0f;
+              fa = mma.load s;
+              mma.row.col mc, fa, fa;
+              mma.store mc, c;
+            }
+          }
+        }
+    """
+    a = np.array([[1, 2], [3, 4]], np.float16)
+    c = np.zeros((2, 2), np.float32)
+    run(src, a, c)
+    np.testing.assert_array_equal(c, [[7, 10], [15, 22]])
 
 
 def test_a_thread_level_fragment_belongs_to_one_lane():
