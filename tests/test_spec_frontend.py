@@ -439,6 +439,16 @@ def test_conditional_branches_take_their_common_type():  # §4.2.5
         "2.5\n"
 
 
+def test_and_or_short_circuit_per_lane():  # §4.2.4
+    code = ("parallel p by 4 {\n  if (p != 0 && 12 / p > 5) println(\"and\", p);\n"
+            "  if (p == 0 || 12 / p < 5) println(\"or\", p);\n}")
+    assert output(code) == "and 1\nand 2\nor 0\nor 3\n"   # p = 0 never divides
+
+
+def test_a_conditional_evaluates_one_branch_per_lane():  # §4.2.5
+    assert output("parallel p by 2 { println(p == 0 ? 1 : 10 / p); }") == "1\n10\n"
+
+
 def test_increments_act_immediately_left_to_right():  # §4.2.6
     code = ("mutable int x = 1;\ny = x++ * 10 + x;\nz = x++ + ++x;\n"
             "println(y, z, x, x--, --x, x);")
