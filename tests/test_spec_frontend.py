@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
 import pytest
 
 import croqvm
@@ -230,7 +231,6 @@ def test_shape_items_and_spliced_mdspans():  # §3.3.1
             "  println(o1.span, o2.span, o3.span, o4.span, |o2.span|);\n"
             "  parallel p by 2 : block, q by 3 : thread {\n    local s32 [#q, #p] l;\n"
             "    if (p == 1 && q == 2) println(l.span);\n  }\n}")
-    np = pytest.importorskip("numpy")
     assert output(code, "f", np.zeros((4, 5), np.int32), 2) == \
         "[4, 5] [2, 4, 5, 3] [2, 3] [9, 6] 120\n[3, 2]\n"
 
@@ -242,7 +242,6 @@ def test_an_extent_below_one_known_only_at_run_time_is_a_runtime_error(n):  # §
 
 
 def test_symbolic_extents_in_every_storage_class():  # §3.3.1
-    np = pytest.importorskip("numpy")
     code = ("__co__ void f(s32 [N] a) {\n  s32 [N, 2] g;\n"
             "  parallel p by 1 : block, t by 2 : thread {\n    local s32 [N, 2] l;\n"
             "    shared f32 [N] s;\n    l.at(N - 1, 1) = 7;\n"
@@ -467,7 +466,6 @@ def test_increment_of_a_float_scalar():  # §4.2.6
 # --------------------------------------------------------------------------- builtins §4.4
 
 def test_span_extent_count_and_constant_name_index():  # §4.4
-    np = pytest.importorskip("numpy")
     code = ("__co__ void f(s32 [M, N] a) {\n  int k = 1;\n"
             "  println(a.span(k), a.span(0), |a.span|, a.span);\n}")
     assert output(code, "f", np.zeros((3, 5), np.int32)) == "5 3 15 [3, 5]\n"
