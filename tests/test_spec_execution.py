@@ -325,6 +325,18 @@ def test_several_ranges_and_ituple_elements_nest_leftmost_outermost():
                   "0 0 1 0 0 1 1 1 ")
 
 
+def test_foreach_over_a_bounded_ituple_iterates_its_elements():
+    # §6.4.1: the elements of an ituple nest leftmost-outermost; §5.5.1: afterwards 0 again.
+    assert output("""
+        __co__ void main() {
+          with idx = {i, j} in [2, 3] {
+            foreach idx print(i, j, "");
+            println(idx);
+          }
+        }
+    """) == lines("0 0 0 1 0 2 1 0 1 1 1 2 {0, 0}")
+
+
 # ------------------------------------------------------------ §6.5 control flow
 
 

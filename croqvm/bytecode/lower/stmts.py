@@ -217,15 +217,24 @@ def lower_foreach(lw: Lowerer, s: ast.Foreach) -> None:
             for w in s.withins:
                 loops += [(v, 0, v.bound, 1) for v in bind_within(lw, w)]
         else:
-            loops = [_range_loop(lw, r) for r in s.ranges]
+            for r in s.ranges:
+                loops += _range_loops(lw, r)
         _nest(lw, loops, s.body)
     finally:
         lw.names.pop()
 
 
-def _range_loop(lw: Lowerer, rg: ast.Range):
-    """``t(lo:hi:step)``: t = lo, lo+step, ... while t < #t + hi (§5.5.2)."""
+def _range_loops(lw: Lowerer, rg: ast.Range) -> list:
+    """``t(lo:hi:step)``: t = lo, lo+step, ... while t < #t + hi (§5.5.2); a bounded ituple
+    bound by ``with`` iterates its elements, leftmost outermost (§6.4.1)."""
     var = lw.lookup(rg.var_sym, rg)
+    if isinstance(var, Val) and var.is_tuple and rg.new_name is None and \
+            rg.lo is None and rg.hi is None and rg.step is None:
+        return [(v, 0, v.bound, 1) for v in var.elems]
+    return [_range_loop(lw, rg, var)]
+
+
+def _range_loop(lw: Lowerer, rg: ast.Range, var):
     if not isinstance(var, Val) or var.bound < 0:
         lw.unsupported(rg, f"iterating '{rg.name}'")
     b = lw.b
