@@ -489,6 +489,37 @@ def test_the_accumulator_type_follows_the_operand_type(t, arr, suffix, fill, c, 
     assert out[0, 0] == want
 
 
+FMA = """
+    __co__ void f({t} [1, 1] a, {t} [1, 1] b, global {t} [1, 1] c, {t} init) {{
+      parallel p by 1 : group {{
+        mc = mma.fill init;
+        mma.row.row mc, a, b;
+        mma.store mc, c;
+      }}
+    }}
+"""
+
+
+def test_an_f64_step_rounds_the_exact_sum_once():
+    # §12.4: a * b = 1 + 2^-29 + 2^-60 exactly; c = -(1 + 2^-29) leaves 2^-60, which a
+    # product rounded to f64 first (1 + 2^-29) would lose
+    a = np.array([[1 + 2.0 ** -30]])
+    c = np.zeros((1, 1))
+    run(FMA.format(t="f64"), a, a, c, -(1 + 2.0 ** -29))
+    assert c[0, 0] == 2.0 ** -60
+
+
+def test_an_f32_step_rounds_the_exact_sum_once():
+    # §12.4: a * b = 2^-24 + d with 0 < d < 2^-53, so 1 + a * b lies just above the
+    # midpoint of 1 and 1 + 2^-23 and rounds up; 1 + a * b rounded to f64 first is the
+    # midpoint itself, which ties to even, 1
+    a = np.array([[float.fromhex("0x1.9f9d06p+0")]], np.float32)
+    b = np.array([[float.fromhex("0x1.3b5ebap-25")]], np.float32)
+    c = np.zeros((1, 1), np.float32)
+    run(FMA.format(t="f32"), a, b, c, 1.0)
+    assert c[0, 0] == 1 + 2.0 ** -23
+
+
 def test_8_bit_integer_operands_accumulate_in_s32_and_wrap():
     # §11.3.3, §12.4: 2^31 - 100 + 127 + 1 wraps to -2^31 + 28
     src = ACCUMULATE.format(t="s8", suffix="", fill="2147483548", c="s32")

@@ -14,7 +14,7 @@ from .. import dtypes
 from .faults import Fault
 from .fmt import shape_text, tuple_text
 from .memory import allocating, view_of, view_registers
-from .scalar import convert, round_to
+from .scalar import convert, fma_to, round_to
 from .sync import arrive, check_uniform, groups_of
 
 UNIT_KIND = {128: ("warpgroups", "group-4"), 32: ("warps", "group")}
@@ -65,11 +65,11 @@ def _by_instance(blk, m, lanes):
     return [(_fragment(blk, m, u), lanes[mine].tolist()) for u, mine in groups_of(units)]
 
 
-def _round_acc(x, t):
-    """§12.4: round after every step; integers wrap to the accumulator's width."""
+def _step(c, a, b, t, exact_product):
+    """§12.4: c + a * b exact, then rounded to the accumulator type (integers wrap)."""
     if t.is_int:
-        return convert(x, dtypes.S64, t, np.ones(x.shape, bool)).astype(np.int64)
-    return round_to(x, t).astype(np.float64)
+        return convert(c + a * b, dtypes.S64, t, np.ones(c.shape, bool)).astype(np.int64)
+    return fma_to(c, a, b, t, exact_product)
 
 
 def op_mma_fill(w, ins):
@@ -174,8 +174,12 @@ def op_mma_exec(w, ins):
             c = frag.shaped((a.shape[0], b.shape[1]), ls[0])
             wide = np.int64 if frag.dtype.is_int else np.float64
             a, b = a.astype(wide), b.astype(wide)
+            # products of element types narrower than f64 are exact in f64
+            types = (_instance(blk, ma, ls[0]).dtype, _instance(blk, mb, ls[0]).dtype)
+            exact = dtypes.F64 not in types
             for k in range(a.shape[1]):
-                c = _round_acc(c + np.outer(a[:, k], b[k, :]), frag.dtype)
+                col, row = np.broadcast_arrays(a[:, k, None], b[None, k, :])
+                c = _step(c, col, row, frag.dtype, exact)
             frag.data = c
     arrive(w, ins, coll, effect, whole_unit=True)
 

@@ -115,19 +115,11 @@ def _make_converter(src: DType, dst: DType):
 
 
 def _f64_round_to_odd(x: np.ndarray) -> np.ndarray:
-    """64-bit integers in f64, rounded to odd: exact values stay, others become the
-    neighbour whose last significand bit is 1. Rounding that once more to a format of at
-    most 51 significand bits rounds ``x`` once (Boldo and Melquiond), where rounding
-    ``x`` to nearest f64 first could round twice (2^60 + 2^52 + 1 to bf16 is 2^60 + 2^53,
-    not 2^60)."""
+    """64-bit integers in f64, rounded to odd (see ``to_odd``): 2^60 + 2^52 + 1 then
+    rounds to 2^60 + 2^53 in bf16, where rounding to nearest f64 first would give the
+    tie 2^60 + 2^52 and then 2^60."""
     hi = (x >> 32).astype(F64) * 2.0 ** 32      # both halves are exact in f64
-    lo = (x & 0xFFFFFFFF).astype(F64)
-    s = hi + lo
-    b = s - hi
-    err = (hi - (s - b)) + (lo - b)             # TwoSum: s + err == x exactly
-    even = (s.view(np.uint64) & 1) == 0
-    toward = np.where(err > 0, np.inf, -np.inf)
-    return np.where((err != 0) & even, np.nextafter(s, toward), s)
+    return to_odd(*two_sum(hi, (x & 0xFFFFFFFF).astype(F64)))
 
 
 _CONVERTERS = {(a.code, b.code): _make_converter(a, b)
@@ -317,3 +309,56 @@ def unary(name: str, x, tx: DType, act):
     """``<name> x``; returns (values, their type)."""
     fn, t = unary_op(name, tx)
     return fn(x, act), t
+
+
+# --------------------------------------------------------------------------- exact sums
+# Error-free transformations on f64 arrays, for results that §12 defines as one rounding
+# of an exact value: a 64-bit integer converted to a float, an MMA step (§12.4).
+
+def two_sum(x, y):
+    """(s, e): s = x + y rounded to nearest, and s + e == x + y exactly (Knuth)."""
+    s = x + y
+    b = s - x
+    return s, (x - (s - b)) + (y - b)
+
+
+def two_product(x, y):
+    """(p, e): p = x * y rounded to nearest, and p + e == x * y exactly (Dekker; e is 0
+    where a factor is too large to split, beyond 2^995)."""
+    p = x * y
+    xh, xl = _split(x)
+    yh, yl = _split(y)
+    e = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl
+    return p, np.where(np.isfinite(e), e, 0.0)
+
+
+def _split(x):
+    """x = hi + lo with hi and lo of at most 26 significand bits (Veltkamp)."""
+    t = 134217729.0 * x           # 2^27 + 1
+    hi = t - (t - x)
+    return hi, x - hi
+
+
+def to_odd(s, e):
+    """s + e rounded to odd, given s = s + e rounded to nearest: s when exact, else the
+    one of s and its neighbour toward e whose last significand bit is 1. Rounding that
+    once more to a format of at most 51 significand bits rounds s + e once (Boldo and
+    Melquiond, 'Emulation of FMA and correctly rounded sums', 2008)."""
+    inexact = (e != 0) & np.isfinite(e)
+    even = (np.asarray(s, F64).view(np.uint64) & 1) == 0
+    return np.where(inexact & even, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
+
+
+def fma_to(c, a, b, t: DType, exact_product: bool = False):
+    """c + a * b rounded once to float type ``t`` (f64 arrays in, f64 values out). The
+    exact value is s + e + pe; RO(e + pe) keeps what rounding it needs of e + pe. With
+    ``exact_product`` (factors of at most 26 significand bits) pe is 0."""
+    if exact_product:
+        s, e = two_sum(c, a * b)
+        return s if t.name == "f64" else round_to(to_odd(s, e), t).astype(F64)
+    p, pe = two_product(a, b)
+    s, e = two_sum(c, p)
+    v = to_odd(*two_sum(e, pe))
+    if t.name == "f64":
+        return s + v              # Boldo and Melquiond's FMA emulation
+    return round_to(to_odd(*two_sum(s, v)), t).astype(F64)
