@@ -281,6 +281,8 @@ CASES = [
      ["1:33: return type inconsistent: s32 [4] vs. s32 [8]"]),
     ("__co__ int f() { return; }", ["1:18: non-void function 'f' must return a value."]),
     ("__co__ void f() { }\n__co__ void f() { }", ["2:13: function 'f' has been defined already."]),
+    ("__co__ int g() { return 1; }\n__co__ void f() { x = g(); }",
+     ["2:23: function 'g' can not be called: Croqtile functions can not call each other."]),
 ]
 
 
@@ -322,3 +324,10 @@ def test_const_value_of_unchecked_or_faulting_expressions_is_none():
     sp = Span.point("t.co", 1, 1)
     div = ast.Binary("/", ast.IntLit(1, "s32", sp), ast.IntLit(0, "s32", sp), sp)
     assert const_value(div) is None
+
+
+def test_functions_that_parse_are_checked_beside_one_with_a_syntax_error():
+    text = ("__co__ void g() {\n  int x = 1;\n  x = 2;\n}\n"
+            "__co__ void f() {\n  parallel p by [ {\n}\n")
+    assert diagnose(text) == ["3:3: only mutables can be re-assigned (x).",
+                              "7:2: syntax error: expected ']' to close '['."]

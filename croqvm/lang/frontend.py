@@ -26,8 +26,7 @@ def front_end(text: str, filename: str = "<string>", defines=None):
     try:
         functions = tokenize_program(src, dict(defines or {}), sink)
         program = parse_program(functions, sink)
-        if sink.error_count == 0:
-            check_program(program, sink)
+        check_program(program, sink)   # the functions that parsed; the others are reported
     except RecursionError:
         sink.error(Span.point(filename, 1, 1), "nesting too deep")
     except Exception as exc:  # a croqvm bug: report it where the user can see it

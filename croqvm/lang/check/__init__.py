@@ -39,12 +39,13 @@ FINISHERS = (dma.finish, events.finish, mma.finish)
 def check_program(program: ast.Program, sink) -> None:
     """Check every function of ``program``; never raises for any input (§15.1)."""
     seen: set[str] = set()
+    names = frozenset(fn.name for fn in program.functions)
     for fn in program.functions:
         if fn.name in seen:
             sink.error(fn.name_span or fn.span, f"function '{fn.name}' has been defined "
                                                 f"already.")
         seen.add(fn.name)
-        check_function(fn, sink, EXPR_RULES, STMT_RULES, FINISHERS)
+        check_function(fn, sink, EXPR_RULES, STMT_RULES, FINISHERS, names)
 
 
 __all__ = ["check_program"]

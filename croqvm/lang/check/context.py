@@ -60,9 +60,11 @@ class Checker:
     """Checks one function. ``expr_rules`` / ``stmt_rules`` map AST classes to handlers
     ``rule(ck, node)``; they are assembled in ``croqvm.lang.check.__init__``."""
 
-    def __init__(self, sink, fn: ast.Function, expr_rules: dict, stmt_rules: dict):
+    def __init__(self, sink, fn: ast.Function, expr_rules: dict, stmt_rules: dict,
+                 function_names=frozenset()):
         self.sink = sink
         self.fn = fn
+        self.function_names = function_names          # the program's functions (§1.1.3)
         self.expr_rules = expr_rules
         self.stmt_rules = stmt_rules
         self.scope = Scope(None)

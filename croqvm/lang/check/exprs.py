@@ -261,6 +261,10 @@ def check_call(ck, e: ast.Call):
         ck.error(span, f"builtin '{e.func}' is not supported by croqvm.")
         return UNKNOWN
     sym = ck.lookup(e.func)
+    if sym is None and e.func in ck.function_names:
+        ck.error(span, f"function '{e.func}' can not be called: Croqtile functions can not "
+                       f"call each other.")
+        return UNKNOWN
     if sym is None:
         if e.func not in ck.unknown_names:
             ck.unknown_names.add(e.func)

@@ -126,8 +126,9 @@ def check_returns(ck, fn: ast.Function):
 # --------------------------------------------------------------------------- driver
 
 
-def check_function(fn: ast.Function, sink, expr_rules, stmt_rules, finishers):
-    ck = Checker(sink, fn, expr_rules, stmt_rules)
+def check_function(fn: ast.Function, sink, expr_rules, stmt_rules, finishers,
+                   function_names=frozenset()):
+    ck = Checker(sink, fn, expr_rules, stmt_rules, function_names)
     try:
         declare_params(ck, fn)
         ck.body(fn.body)
