@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import math
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -83,6 +84,25 @@ def test_a_future_alone_or_its_data_is_a_source_and_its_span_is_the_shape():
         }
     """
     assert printed(src, np.arange(10, 16, dtype=np.int32)) == "[2] 12 13 12\n"
+
+
+def test_a_future_its_data_view_and_a_buffer_array_element_as_destinations():
+    # §9.1: DST is a buffer, f, f.data, buf[i] or a view chain on these
+    src = """
+        __co__ void f(s32 [4] m) {
+          g = dma.copy m => global;
+          s32 [4] z {9};
+          dma.copy z => g;
+          println(g.data.at(0));
+          dma.copy m.subspan(2) => g.data.subspan(2).at(1);
+          println(g.data.at(0), g.data.at(2), g.data.at(3));
+          s32 [4] arr[2];
+          dma.copy m => arr[1];
+          h = dma.copy arr[1].subspan(2) => global;
+          println(h.data.at(1));
+        }
+    """
+    assert printed(src, s32(10, 11, 12, 13)) == lines("9", "9 10 11", "11")
 
 
 def test_a_new_future_owns_one_buffer_that_every_execution_reuses():
@@ -993,7 +1013,6 @@ def test_an_integer_argument_no_type_can_hold(t, value):
 def test_an_argument_overflowing_f16_is_infinity():
     # §12.3.3: beyond range after rounding gives inf (and no numpy warning escapes)
     src = "__co__ auto f(f16 x) {\n  return x;\n}\n"
-    import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert run(src, 1e300)[1] == math.inf
