@@ -42,11 +42,12 @@ def command(fn):
 
 
 def _defines(items: List[str]) -> dict:
-    """§1.2.4: ``-D NAME`` defines NAME as 1, ``-D NAME=VALUE`` as VALUE (empty too)."""
+    """§1.2.4: ``-D NAME`` defines NAME as 1 (None, as the preprocessor's
+    ``initial_macros`` reads it), ``-D NAME=VALUE`` as VALUE (``-D NAME=``: as nothing)."""
     out = {}
     for item in items:
         name, sep, value = item.partition("=")
-        out[name] = value if sep else "1"
+        out[name] = value if sep else None
     return out
 
 

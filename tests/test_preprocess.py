@@ -182,9 +182,9 @@ def test_exponential_expansion_is_stopped():
 
 # ------------------------------------------------------------------ -D options
 
-def test_command_line_defines():
+def test_command_line_defines():  # §1.2.4: -D A=7, -D B (1), -D C= (nothing)
     text = co("A B C")
-    assert values(text, {"A": "7", "B": None, "C": ""}) == ["{ 7 1 1 }"]
+    assert values(text, {"A": "7", "B": None, "C": ""}) == ["{ 7 1 }"]
 
 
 def test_command_line_function_macro_and_override():

@@ -1216,9 +1216,6 @@ def test_cli_defines(write, capsys, define, want):
     assert capsys.readouterr().out == want + "\n"
 
 
-@pytest.mark.xfail(strict=True, reason="croqvm/lang/preprocess.py initial_macros defines a "
-                   "command-line macro whose value is empty as 1 (the CLI passes the empty "
-                   "value on)")
 def test_cli_define_with_an_empty_value(write, capsys):
     # §1.2.4: -D NAME=VALUE with VALUE empty defines NAME as nothing
     path = write("d.co", "__co__ void f() {\n  println(X 5);\n}\n")

@@ -7,7 +7,8 @@ Steps: preprocess the whole file (``preprocess``), find the functions in what is
 (``scanner``), expand its macros (``macros``) and join adjacent strings (§2.2.3). Each
 list starts with the KEYWORD ``__co__`` and ends with an EOF token placed just after the
 function's closing brace (or at the end of the file when the brace is missing; the parser
-reports that). Problems go to the sink; no input makes this raise.
+reports that). Problems go to the sink; no input makes this raise. ``defines`` maps
+``-D`` names to bodies: None means ``-D NAME`` (1), ``""`` ``-D NAME=`` (nothing), §1.2.4.
 """
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from .tokens import EOF, STRING, Token
 _BLANKS = " \t\r\n\f\v"
 
 
-def tokenize_program(src: SourceFile, defines: dict[str, str] | None, sink) -> list[list[Token]]:
+def tokenize_program(src: SourceFile, defines: dict[str, str | None] | None,
+                     sink) -> list[list[Token]]:
     pp = preprocess(src, defines, sink)
     functions = find_functions(pp.text)
     report_host_text(src, pp, functions, sink)

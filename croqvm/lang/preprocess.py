@@ -64,11 +64,13 @@ def strip_comments(text: str, lines: LineMap, sink) -> str:
     return "".join(pieces)
 
 
-def initial_macros(defines: dict[str, str] | None, sink) -> dict[str, Macro]:
-    """The ``-D`` macros (§1.2.4): ``NAME`` means 1; ``NAME(a)=body`` is function-like."""
+def initial_macros(defines: dict[str, str | None] | None, sink) -> dict[str, Macro]:
+    """The ``-D`` macros (§1.2.4), ``{name: body}``: a body of None is ``-D NAME`` (1),
+    a string is ``-D NAME=VALUE`` (``""`` defines NAME as nothing); a name ``NAME(a)``
+    makes a function-like macro."""
     env = {}
     for name, value in (defines or {}).items():
-        text = f"{name} {value if value not in (None, '') else '1'}"
+        text = f"{name} {'1' if value is None else value}"
         lines = LineMap(text, "<command line>")
         macro = parse_define(text, 0, lines, lines.span(0, len(name)), sink)
         if macro is not None:
@@ -223,5 +225,6 @@ _ACTIONS = {"define": _Pass._define, "undef": _Pass._undef, "line": _Pass._line,
             "include": _Pass._ignore, "pragma": _Pass._ignore}
 
 
-def preprocess(src: SourceFile, defines: dict[str, str] | None, sink) -> Preprocessed:
+def preprocess(src: SourceFile, defines: dict[str, str | None] | None, sink) -> Preprocessed:
+    """Preprocess ``src`` with the command-line macros ``defines`` (see ``initial_macros``)."""
     return _Pass(src, defines, sink).run()
