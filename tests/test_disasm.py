@@ -4,7 +4,7 @@ import pytest
 import bytecode_builders as B
 from croqvm.bytecode import opcodes as O
 from croqvm.bytecode.disasm import Instruction, disassemble, instructions
-from croqvm.bytecode.module import Code, Function, Module
+from croqvm.bytecode.module import Code, Function, Module, PrintFormat
 
 SQUARES_LISTING = """\
 function 'squares' -> buffer s32  (squares.co:1:1)
@@ -123,6 +123,17 @@ def test_misc_declarations():
         "    coll0 'mma': lanes of ls0, per 32 lanes",
     ]:
         assert expected in lines
+
+
+def test_a_check_showing_values_lists_its_message_format():
+    m = B.misc()
+    host = m.functions[0].host
+    host.prints.append(PrintFormat([("str", 8), ("reg", 0)], False))
+    host.code[24 * O.WIDTH:25 * O.WIDTH] = B.asm("ASSERT_FMT 12 1 @8")
+    assert instructions(host)[24].argreprs == ("r12", "fmt1")
+    lines = disassemble(m).splitlines()
+    assert "    fmt1: k8 (='too few positive elements'), r0" in lines
+    assert "        misc.co:9:3   24  ASSERT_FMT     r12, fmt1" in lines
 
 
 def test_broken_code_is_shown_not_raised():

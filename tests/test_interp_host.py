@@ -229,6 +229,32 @@ def test_assertion_failure():
     assert "lane 40 (warp 1, lane 8)" in str(e.value)
 
 
+def test_a_failed_check_shows_the_values_of_its_lowest_failing_lane():
+    a = Asm()
+    k = a.code("LANE r0\nCONST r1 k0\nLT r2 r0 r1\nCONST r3 k5\nASSERT_FMT r2 p0",
+               regs="s32 s32 bool f32",
+               consts=[("s32", 40), ("str", "lane "), ("str", " >= "), ("str", ", ok "),
+                       ("str", ", x "), ("f32", 1 / 3)],
+               prints=[P("k1 r0 k2 r1 k3 r2 k4 r3", newline=False)])
+    module = kernel_module(a, k, 64)
+    verify(module)
+    with pytest.raises(KernelFault) as e:
+        run(module)
+    assert str(e.value).splitlines()[0] == \
+        "code.asm:5:1: runtime error: lane 40 >= 40, ok false, x 0.333333"
+    assert "lane 40 (warp 1, lane 8)" in str(e.value)
+
+
+def test_an_assert_message_is_never_read_as_a_format():
+    a = Asm()
+    k = a.code("LANE r0\nCONST r1 k0\nLT r2 r0 r1\nASSERT r2 k1", regs="s32 s32 bool",
+               consts=[("s32", 3), ("str", "assertion failed: {0} {r0} }{ %d")])
+    with pytest.raises(KernelFault) as e:
+        run(kernel_module(a, k, 32))
+    assert str(e.value).splitlines()[0] == \
+        "code.asm:4:1: runtime error: assertion failed: {0} {r0} }{ %d"
+
+
 def test_print_output_goes_to_the_given_stream():
     out = io.StringIO()
     run_function(racy_kernel(), "f", [], {}, out=out)

@@ -154,10 +154,28 @@ def test_break_continue_and_with_values():
 
 def test_range_with_runtime_bounds_is_checked():
     src = "__co__ void f(int lo) { with t in 4 { foreach t(lo:) print(t); } }"
-    assert "ASSERT" in ops(lower(src).functions[0].host)
-    with pytest.raises(KernelFault, match="range of 't' is invalid"):
+    assert_ops(lower(src).functions[0].host, "GE", "AND", "ASSERT_FMT")
+    with pytest.raises(KernelFault, match=r"range of 't' is invalid \(lo -1, hi 0\)\.\n"):
         call(src, "f", -1)
     assert run(src, "f", [2]) == "23"
+
+
+def test_a_range_check_in_a_kernel_shows_the_lowest_failing_lane():
+    # lo = 1 - q is -1 in lane 2 and -2 in lane 3
+    src = ("__co__ void f() { parallel p by 1, q by 4 : thread { with t in 4 {\n"
+           "  foreach t(1 - q:) print(t); } } }")
+    with pytest.raises(KernelFault) as e:
+        call(src, "f")
+    lines = str(e.value).splitlines()
+    assert lines[0] == "t.co:2:3: runtime error: range of 't' is invalid (lo -1, hi 0)."
+    assert lines[-1].endswith("block (0), lane 2 (warp 0, lane 2)")
+
+
+def test_a_failed_range_check_shows_both_ends():  # §5.5.2: the default lo is 0
+    src = "__co__ void f(int hi) { with t in 4 { foreach t(:hi) print(t); } }"
+    with pytest.raises(KernelFault, match=r"range of 't' is invalid \(lo 0, hi 3\)\.\n"):
+        call(src, "f", 3)
+    assert run(src, "f", [-1]) == "012"
 
 
 def test_short_circuit_guards_a_faulting_operand_with_if():
@@ -258,6 +276,15 @@ def test_assert_carries_its_message():
     assert (-1, "assertion failed: x must be positive") in code.consts
     with pytest.raises(KernelFault, match="assertion failed: x must be positive"):
         call(src, "f", 0)
+
+
+def test_an_assert_message_with_braces_is_printed_verbatim():
+    src = '__co__ void f(int x) { assert(x > 0, "x {0} {y} }{ %d"); }'
+    assert "ASSERT" in ops(lower(src).functions[0].host)
+    with pytest.raises(KernelFault) as e:
+        call(src, "f", 0)
+    assert str(e.value).splitlines()[0] == \
+        "t.co:1:24: runtime error: assertion failed: x {0} {y} }{ %d"
 
 
 def test_parameters_dims_and_results():
@@ -426,8 +453,9 @@ def test_block_internal_bounds_may_come_from_the_host():
     assert "IF" not in ops(k.code)      # the only nest fills the block: no lane is idle
     x = np.arange(5, dtype=np.int32)
     np.testing.assert_array_equal(call(SCALE_BY_N, "scale", x, 3), x * 3)
-    with pytest.raises(KernelFault, match="the parallel bound of 'q' must be greater than 0"):
-        call("__co__ void f(int n) { parallel q by n { } }", "f", 0)
+    with pytest.raises(KernelFault, match="the parallel bound of 'q' is -3: it should be "
+                       "greater than 0."):
+        call("__co__ void f(int n) { parallel q by n { } }", "f", -3)
 
 
 @pytest.mark.parametrize("n, warps", [(5, 1), (32, 1), (33, 2), (100, 4), (1024, 32)])
@@ -877,7 +905,7 @@ __co__ auto mm(f16 [16, 8] a, f16 [16, 8] b) {
 
 def test_mma_fragments_belong_to_their_unit():
     code = kernel(MMA).code
-    assert [(f.name, f.unit) for f in code.frags] == [("acc", 32), ("fa", 32), ("<b>", 32)]
+    assert [(f.name, f.unit) for f in code.frags] == [("acc", 32), ("fa", 32), ("b", 32)]
     assert code.frags[0].dtype == dtypes.F32.code
     assert_ops(code, "MMA_LOAD", "MMA_EXEC")      # b is loaded into a hidden fragment first
     assert ops(code).count("MMA_LOAD") == 2

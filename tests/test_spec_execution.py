@@ -180,10 +180,6 @@ def test_a_bound_known_only_at_run_time_is_checked_when_the_statement_starts():
     assert output(RUNTIME_BOUNDS, "main", 1) == ""
 
 
-@pytest.mark.xfail(strict=True, reason="the run-time check of a parallel bound says "
-                   "'must be greater than 0.' without the value (§6.2.2 wants 'is 0: it "
-                   "should be greater than 0.'): ASSERT carries only a constant message "
-                   "(bytecode/opcodes.py, interp/output.py), so lowering can not show it")
 def test_a_run_time_bound_of_zero_is_reported_with_its_value():
     assert fault(RUNTIME_BOUNDS, "main", 0)[0] == (
         "x.co:2:3: runtime error: the parallel bound of 'q' is 0: it should be greater "

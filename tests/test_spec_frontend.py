@@ -612,9 +612,6 @@ def test_a_static_range_needs_lo_at_least_0_and_hi_at_most_0(rng, lo, hi):  # §
         f"2:23: range of 't' is invalid (lo {lo}, hi {hi})."]
 
 
-@pytest.mark.xfail(strict=True, reason="the run-time check of a range (lowering, "
-                   "bytecode/lower/stmts.py) says \"range of 't' is invalid: it needs lo >= 0 "
-                   "and hi <= 0.\" without the values §5.5.2 prints: '(lo -1, hi 0).'")
 def test_a_range_known_only_at_run_time_is_checked_at_run_time():  # §5.5.2
     report = fault("__co__ void f(int k) {\n  with t in 4 {\n    foreach t(k:) print(t);\n"
                    "  }\n}", "f", -1)

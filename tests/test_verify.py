@@ -9,7 +9,7 @@ import pytest
 
 import bytecode_builders as B
 from croqvm.bytecode import cqb, opcodes as O, schema
-from croqvm.bytecode.module import Access, FutureDecl, Launch, View
+from croqvm.bytecode.module import Access, FutureDecl, Launch, PrintFormat, View
 from croqvm.bytecode.verify import verify
 from croqvm.bytecode.verify_rules import CONSTANTS, IMMEDIATES, REGISTER_TYPES, RETURNS
 from croqvm.errors import BytecodeError
@@ -46,6 +46,13 @@ def swap_in_g(m):
     host(m).futures.append(FutureDecl("g"))
     host(m).accesses.append(Access("fut", 1, -1, [1, 1], "g.data.at(i, i)"))
     put(host(m), 14, "SWAP 0 1 @6")
+
+
+def check_with_values(m, newline=False):
+    """misc() whose ASSERT (instruction 24) shows r0 in its message: an ASSERT_FMT of
+    print format 1, 'too few positive elements' then n."""
+    host(m).prints.append(PrintFormat([("str", 8), ("reg", 0)], newline))
+    put(host(m), 24, "ASSERT_FMT 12 1 @8")
 
 
 MALFORMED = [
@@ -96,6 +103,17 @@ MALFORMED = [
      "instruction 0 (CONST): constant k8 must be a number or bool"),
     ("ASSERT with a number", B.misc, lambda m: word(host(m), 24, 2, 0),
      "instruction 24 (ASSERT): constant k0 must be a string"),
+    ("ASSERT_FMT on a float", B.misc, lambda m: (check_with_values(m), word(host(m), 24, 1, 8)),
+     "instruction 24 (ASSERT_FMT): operand a r8 is f32, but must be bool"),
+    ("ASSERT_FMT print format index", B.misc,
+     lambda m: (check_with_values(m), word(host(m), 24, 2, 2)),
+     "instruction 24 (ASSERT_FMT): print format index 2 out of range (2 print formats)"),
+    ("ASSERT_FMT message with a newline", B.misc, lambda m: check_with_values(m, newline=True),
+     "instruction 24 (ASSERT_FMT): print format 1 ends with a newline; a fault message is "
+     "one line"),
+    ("ASSERT_FMT with a third operand", B.misc,
+     lambda m: (check_with_values(m), word(host(m), 24, 3, 5)),
+     "instruction 24 (ASSERT_FMT): unused operand slots must be 0, got [5, 0, 0]"),
     ("string constant with a dtype", B.squares, lambda m: host(m).consts.__setitem__(0, (3, "4")),
      "function 'squares', host, constant k0: a string constant has dtype code -1"),
     ("UPDATE with a comparison", B.squares, lambda m: word(host(m), 11, 3, O.EQ),
@@ -160,6 +178,9 @@ MALFORMED = [
     ("lane set that stores", B.scale,
      lambda m: kern(m).lanesets[0].code.extend(B.asm("STORE 0 17")),
      "lane set 0, instruction 3 (STORE): STORE is not allowed in a lane set's code"),
+    ("lane set that checks", B.scale,
+     lambda m: kern(m).lanesets[0].code.extend(B.asm("ASSERT_FMT 17 0")),
+     "lane set 0, instruction 3 (ASSERT_FMT): ASSERT_FMT is not allowed in a lane set's code"),
     ("lane set result not bool", B.scale, lambda m: setattr(kern(m).lanesets[0], "result", 15),
      "lane set 0: result r15 is s32, but must be bool"),
     ("print of a number constant", B.misc,
@@ -221,6 +242,15 @@ def test_a_block_size_given_at_launch_is_valid_and_round_trips():
     back = cqb.decode(cqb.encode(m))
     assert back == m
     assert (back.functions[0].kernels[0].block_size, host(back).launches[0].block) == (0, 2)
+
+
+def test_a_check_showing_values_is_valid_and_round_trips():
+    m = B.misc()
+    check_with_values(m)
+    verify(m)
+    back = cqb.decode(cqb.encode(m))
+    assert back == m
+    assert host(back).code[24 * W:25 * W] == [O.ASSERT_FMT, 12, 1, 0, 0, 0, 8]
 
 
 @pytest.mark.parametrize("name, build, mutate, message", MALFORMED, ids=[r[0] for r in MALFORMED])

@@ -134,12 +134,16 @@ TABLE = _ops(
     ("MMA_STORE", ("m", "v", "i", "c"), "view b := fragment a (c=1: transposed)", _COLL),
     # --- output and checks (§6.9, §13)
     ("PRINT", ("p",), "print format a, one lane after another"),
-    ("ASSERT", ("r", "k"), "fault with message K[b] where R[a] is false"),
+    ("ASSERT", ("r", "k"), "fault with message K[b], verbatim, where R[a] is false"),
     # --- host (§14.2)
     ("LAUNCH", ("l",), "run the kernel launch described by a", {"host_only": True}),
     ("RET", (), "return nothing", {"host_only": True}),
     ("RET_VAL", ("r",), "return R[a]", {"host_only": True}),
     ("RET_BUF", ("b",), "return a copy of buffer a", {"host_only": True}),
+    # --- appended, so that every opcode above keeps its number (format 1 files still read)
+    ("ASSERT_FMT", ("r", "p"), "fault where R[a] is false, with the text print format b "
+     "writes for the lowest such lane (§13.2): run-time checks that show values (§5.5.2, "
+     "§6.2.2)"),
 )
 
 BY_NAME = {op.name: op for op in TABLE}

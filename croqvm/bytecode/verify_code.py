@@ -312,7 +312,13 @@ def _matrix_view(cx, at, op, used):
         at.fail(f"view {v} has rank {rank}; MMA tiles are 2-D")
 
 
-_ENTRY_RULES = {"allocatable": _allocatable, "matrix_view": _matrix_view}
+def _message(cx, at, op, used):
+    p = _operand(op, used, "p")
+    if cx.code.prints[p].newline:
+        at.fail(f"print format {p} ends with a newline; a fault message is one line")
+
+
+_ENTRY_RULES = {"allocatable": _allocatable, "matrix_view": _matrix_view, "message": _message}
 
 
 # -- structured control flow (EXECUTION.md §3) ----------------------------------------------

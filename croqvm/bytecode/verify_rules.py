@@ -10,7 +10,8 @@ these tables add what it says about their *values*, keyed by opcode name:
 - ``IMMEDIATES``: one rule per immediate operand (``verify.check_immediate`` knows them).
 - ``CONSTANTS``: what the constant operand must hold.
 - ``ENTRIES``: what the side-table entry an operand names must be (``verify_code`` knows
-  the rules): ALLOC needs extents to allocate with (§3.2.4), MMA ops 2-D views (§11.3).
+  the rules): ALLOC needs extents to allocate with (§3.2.4), MMA ops 2-D views (§11.3),
+  ASSERT_FMT a print format without the newline, as a fault message is one line (§15).
 - ``RETURNS``: the ``Function.ret_kind`` a return opcode belongs to.
 
 Every opcode with a register, immediate or constant operand has an entry; a test keeps it so.
@@ -53,7 +54,7 @@ REGISTER_TYPES = {
     "DIMOF": ("int",), "FUT_DIM": ("int",),
     "TRIGGER": ("int",), "WAIT_EVENT": ("int",),
     "MMA_FILL": ("any",),
-    "ASSERT": ("bool",),
+    "ASSERT": ("bool",), "ASSERT_FMT": ("bool",),
     "RET_VAL": ("any",),
 }
 
@@ -69,6 +70,7 @@ IMMEDIATES = {
 
 CONSTANTS = {"CONST": "value", "ASSERT": "str"}
 
-ENTRIES = {"ALLOC": "allocatable", "MMA_LOAD": "matrix_view", "MMA_STORE": "matrix_view"}
+ENTRIES = {"ALLOC": "allocatable", "MMA_LOAD": "matrix_view", "MMA_STORE": "matrix_view",
+           "ASSERT_FMT": "message"}
 
 RETURNS = {"RET_VAL": "scalar", "RET_BUF": "buffer"}

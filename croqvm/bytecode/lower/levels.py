@@ -24,6 +24,7 @@ from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
 from croqvm.lang import types as T
 
+from .output import emit_check
 from .state import Lowerer
 from .values import Val
 from .views import Reg, int_operands, o_div, o_mul, o_op, reg_of
@@ -177,7 +178,8 @@ def check_positive(lw: Lowerer, host_reg: int, name: str) -> None:
         return
     ok = b.op("GE", dtypes.BOOL, host_reg, lw.int_reg(1))
     what = f" of '{name}'" if name else ""
-    b.emit("ASSERT", ok, b.const(None, f"the parallel bound{what} must be greater than 0."))
+    emit_check(b, ok, f"the parallel bound{what} is ", host_reg,
+               ": it should be greater than 0.")
 
 
 def _pass_bound(lw: Lowerer, st, host_reg: int, name: str) -> int:

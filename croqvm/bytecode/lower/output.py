@@ -1,4 +1,5 @@
-"""``print``, ``println`` and ``assert`` (LANGUAGE.md §6.9, §13).
+"""``print``, ``println`` and ``assert`` (LANGUAGE.md §6.9, §13), and the run-time checks
+whose messages show values (``emit_check``).
 
 A ``PrintFormat`` is a list of pieces printed back to back: one " " between arguments,
 ituples as ``{a, b}``, mdspans as ``[a, b]`` (D19). At outer level these happen once per
@@ -12,6 +13,7 @@ from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
 from croqvm.lang import types as T
 
+from .builder import CodeBuilder
 from .exprs import copy, lower_as, mutates
 from .state import Lowerer
 from .values import Val
@@ -58,6 +60,14 @@ def _val_pieces(v: Val, is_mdspan: bool, out: list) -> None:
             out.append(("str", ", "))
         _val_pieces(x, False, out)
     out.append(("str", "]" if is_mdspan else "}"))
+
+
+def emit_check(b: CodeBuilder, ok: int, *parts: str | int) -> None:
+    """Fault where register ``ok`` is false, with a message of ``parts``: text, and
+    registers shown as print shows them (§13.2). The message is a print format, so no text
+    is ever read as a placeholder."""
+    pieces = [("str", b.const(None, x)) if isinstance(x, str) else ("reg", x) for x in parts]
+    b.emit("ASSERT_FMT", ok, b.add("prints", PrintFormat(pieces, False)))
 
 
 def lower_assert(lw: Lowerer, s: ast.Assert) -> None:

@@ -14,6 +14,7 @@ from croqvm.lang import ast
 from croqvm.lang import types as T
 
 from .exprs import literal, lower_as, scalar_value, value
+from .output import emit_check
 from .state import Lowerer, dtype_of
 from .values import BufRef, Val
 from .views import Reg, access_of, int_operands, reg_of
@@ -260,8 +261,8 @@ def _check_range(lw: Lowerer, rg: ast.Range, lo: int | None, hi: int | None) -> 
     ok = lw.true_reg()
     for cmp, r in checks:
         ok = b.op("AND", dtypes.BOOL, ok, b.op(cmp, dtypes.BOOL, r, zero))
-    msg = f"range of '{rg.name}' is invalid: it needs lo >= 0 and hi <= 0."
-    b.emit("ASSERT", ok, b.const(None, msg))
+    emit_check(b, ok, f"range of '{rg.name}' is invalid (lo ", zero if lo is None else lo,
+               ", hi ", zero if hi is None else hi, ").")
 
 
 def _nest(lw: Lowerer, loops: list, body: ast.Stmt) -> None:
