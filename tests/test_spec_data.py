@@ -1445,3 +1445,18 @@ def test_an_exec_whose_operands_disagree_with_each_other():
     assert fault(src, np.ones((4, 2), np.float16), np.ones((4, 3), np.float16)).splitlines()[0] \
         == ("spec.co:6:5: runtime error: MMA: matrix shapes do not match: `fa'([4, 2]) v.s. "
             "`fb'([4, 3]).")
+
+
+def test_a_shape_error_quotes_operands_loaded_implicitly_as_written():
+    # §11.1: view operands are loaded implicitly; §11.3.1: K is 2 in A and 3 in B
+    src = """
+        __co__ void f(f16 [M, K] a, f16 [N, L] b) {
+          parallel p by 1 : group {
+            mc = mma.fill.f32 1.0f;
+            mma.row.row mc, a, b.subspan(4, L);
+          }
+        }
+    """
+    assert fault(src, np.ones((4, 2), np.float16), np.ones((4, 3), np.float16)).splitlines()[0] \
+        == ("spec.co:4:5: runtime error: MMA: matrix shapes do not match: `a'([4, 2]) v.s. "
+            "`b.subspan(4, L)'([4, 3]).")

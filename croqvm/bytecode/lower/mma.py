@@ -99,12 +99,13 @@ def lower_exec(lw: Lowerer, s: ast.MmaExec) -> None:
 
 
 def _operand(lw: Lowerer, e: ast.Expr, unit: int) -> int:
-    """A fragment, or a view loaded into a hidden fragment of the same unit (§11.1)."""
+    """A fragment, or a view loaded into a hidden fragment of the same unit (§11.1),
+    named by the operand's source text so that runtime messages quote what was written."""
     sym = getattr(e, "sym", None)
     if isinstance(e, ast.Name) and sym is not None and sym.kind == "fragment":
         return frag_ref(lw, sym, e).index
     view, base, _ = view_of(lw, e)
-    idx = lw.b.add("frags", FragDecl(f"<{lw.snippet(e.span)}>", base.dtype.code, unit,
+    idx = lw.b.add("frags", FragDecl(lw.snippet(e.span), base.dtype.code, unit,
                                      lw.spans.intern(e.span)))
     lw.b.emit("MMA_LOAD", idx, view, lw.coll_site("mma.load", unit))
     return idx
