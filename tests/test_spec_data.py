@@ -671,10 +671,6 @@ def test_a_block_level_fill_gives_each_warpgroup_its_own_accumulator():
     np.testing.assert_array_equal(c, [[2, 2, 4, 4], [2, 2, 4, 4]])
 
 
-@pytest.mark.xfail(strict=True, reason="lowering gives a block-level mma.store of a "
-                   "warpgroup fragment a per-warpgroup collective site (unit 128), so the "
-                   "engine's check for a store at block level (site unit 0) never fires and "
-                   "both warpgroups write c")
 def test_a_block_level_store_of_a_fragment_two_warpgroups_own():
     # §11.2: the store is at block level, mc has one copy per warpgroup
     src = """
@@ -692,6 +688,43 @@ def test_a_block_level_store_of_a_fragment_two_warpgroups_own():
     assert text.splitlines()[0] == (
         "spec.co:7:5: runtime error: mma.store of 'mc' at block level would write the same "
         "destination from 2 warpgroups; store inside the 'group-4' level.")
+
+
+def test_a_block_level_store_of_a_fragment_three_warps_own():
+    # §11.2, the 'group' kind of the rule above
+    src = """
+        __co__ void f(f16 [2, 2] a, global f32 [2, 2] c) {
+          parallel p by 1 : block {
+            mc = mma.fill.f32 0.0f;
+            parallel g by 3 : group {
+              mma.row.row mc, a, a;
+            }
+            mma.store mc, c;
+          }
+        }
+    """
+    text = fault(src, np.ones((2, 2), np.float16), np.zeros((2, 2), np.float32))
+    assert text.splitlines()[0] == (
+        "spec.co:7:5: runtime error: mma.store of 'mc' at block level would write the same "
+        "destination from 3 warps; store inside the 'group' level.")
+
+
+def test_a_block_level_store_of_the_only_warpgroups_fragment():
+    # §11.2: one unit runs the store, so it writes its copy: ones @ ones^T is all 2
+    src = """
+        __co__ void f(f16 [2, 2] a, global f32 [2, 2] c) {
+          parallel p by 1 : block {
+            mc = mma.fill.f32 0.0f;
+            parallel g by 1 : group-4 {
+              mma.row.row mc, a, a;
+            }
+            mma.store mc, c;
+          }
+        }
+    """
+    c = np.zeros((2, 2), np.float32)
+    run(src, np.ones((2, 2), np.float16), c)
+    np.testing.assert_array_equal(c, [[2, 2], [2, 2]])
 
 
 def test_mma_load_from_shared_memory_in_a_warpgroup():

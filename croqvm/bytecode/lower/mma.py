@@ -114,7 +114,16 @@ def _operand(lw: Lowerer, e: ast.Expr, unit: int) -> int:
 def lower_store(lw: Lowerer, s: ast.MmaStore) -> None:
     f = frag_ref(lw, s.frag.sym, s.frag)
     view, _, _ = view_of(lw, s.view)
-    lw.b.emit("MMA_STORE", f.index, view, int(s.transp), lw.coll_site("mma.store", f.unit))
+    lw.b.emit("MMA_STORE", f.index, view, int(s.transp),
+              lw.coll_site("mma.store", _store_unit(lw, f)))
+
+
+def _store_unit(lw: Lowerer, f: FragRef) -> int:
+    """A store at block level of a fragment owned per warpgroup or warp (§11.2 (b)) is one
+    collective of the block, so the engine sees every copy it would write to the same
+    destination and reports two or more; elsewhere a store is a collective of its unit."""
+    per_group = f.unit in (UNIT["group-4"], UNIT["group"])
+    return 0 if per_group and lw.ctx.unit == 0 else f.unit
 
 
 def lower_commit(lw: Lowerer, s: ast.MmaCommit) -> None:
