@@ -81,6 +81,16 @@ CASES = [
     ("s32 [4, 4] a;\nprintln(a.span(2));", ["3:9: out of bound in 'dimof'."]),
     ("ituple t = {1, 2};\nprintln(t(2));",
      ["3:11: index 2 is out of range for 't' (ituple<2>)."]),
+    ("ituple t = {1, 2};\nprintln(t(0, 1));", ["3:9: 't(...)' takes one integer argument."]),
+    # e(i) on another postfix expression (§4.1 level 15)
+    ("println({1, 2}(2));", ["2:16: index 2 is out of range for an ituple<2>."]),
+    ("__co__ void f(int n) {\n  println({1, 2}(n));\n}",
+     ["2:18: the element index of an ituple must be a constant."]),
+    ("println({1, 2}(0, 1));", ["2:9: an element '(...)' takes one integer argument."]),
+    ("s32 [4] a;\nprintln(a.span(0)(1));",
+     ["3:9: a value of type 's32' can not be called; '(i)' applies to ituples and bounded "
+      "ints only."]),
+    ("parallel {x, y} by [2, 3] { println((x)(-1), ({x, y})(1)(-1)); }", []),
     # bounded values (§5)
     ("parallel p by 4 {\n  println(p # 1.0f);\n}",
      ["3:11: in operation \"#\": unable to apply to the types (int->[0,4] vs. f32)."]),

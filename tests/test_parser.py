@@ -78,6 +78,8 @@ def sx(e) -> str:
         return f"(data {sx(e.base)})"
     if kind is ast.Call:
         return f"(call {e.func} {args(e.args)})"
+    if kind is ast.Element:
+        return f"(elem {sx(e.base)} {args(e.args)})"
     if kind is ast.Convert:
         return f"(to {e.dtype} {sx(e.operand)})"
     if kind is ast.ITupleLit:
@@ -151,6 +153,9 @@ PRECEDENCE = [
     ("__min(a, __max(b, c))", "(call __min a (call __max b c))"),
     ("__sqrt(x)", "(call __sqrt x)"),               # the checker rejects it by name
     ("t(1) + x(-2)", "(+ (call t 1) (call x -2))"),
+    ("idx(1)(-1) * 2", "(* (elem (call idx 1) -1) 2)"),   # §4.1 level 15: e(i)
+    ("(t)(0) # {p, q}(1)", "(# (elem t 0) (elem {p q} 1))"),
+    ("-x(1)", "(- (call x 1))"),
     ("a.span(0) * a.span", "(* (span a 0) (span a))"),
     ("{a, b + 1}", "{a (+ b 1)}"),
     ("[M / 8, 8]", "[(/ M 8) 8]"),

@@ -516,12 +516,16 @@ def test_other_reference_builtins(name):  # §4.4
         f"2:9: builtin '{name}' is not supported by croqvm."]
 
 
-@pytest.mark.xfail(strict=True, reason="§4.1 level 15 lists the postfix 'e(i)', but the "
-                   "parser takes '(' only after a name (ast.Call.func is a name), so "
-                   "'idx(1)(-1)' is a syntax error; lowering would need it too")
 def test_an_element_of_a_bounded_ituple_takes_an_offset():  # §4.1, §4.4
     code = "parallel idx = {x, y} by [2, 3] {\n  if (x == 0 && y == 0) println(idx(1)(-1));\n}"
     assert output(code) == "2\n"
+
+
+def test_any_postfix_expression_takes_an_element():  # §4.1 level 15, §4.4
+    # at x = 1, y = 4: #x - 1, the element y of {y, x}, #y - 2
+    code = ("parallel {x, y} by [2, 5] {\n"
+            "  if (x == 1 && y == 4) println((x)(-1), {y, x}(0), ({x, y})(1)(-2));\n}")
+    assert output(code) == "1 4 3\n"
 
 
 # =========================================================================== §5 bounded values

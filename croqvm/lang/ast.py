@@ -130,11 +130,22 @@ class DataOf(Expr):
 
 @dataclass
 class Call(Expr):
-    """``cdiv(a, b)``, ``__min``, ``__max``, an ituple element ``t(i)``, ``x(-n)`` (§4.4)."""
+    """``cdiv(a, b)``, ``__min``, ``__max``, an ituple element ``t(i)``, ``x(-n)`` (§4.4);
+    ``e(i)`` on an expression other than a name is an ``Element``."""
     func: str
     args: list[Expr]
     span: Span
     func_span: Span | None = None
+
+
+@dataclass
+class Element(Expr):
+    """``e(i)`` on any postfix expression ``e`` but a name (``t(i)`` is a ``Call``): element
+    ``i`` of an ituple or bounded ituple, or ``x(-n)`` of a bounded int (§4.1 level 15,
+    §4.4), as in ``idx(1)(-1)``. ``args`` are as written; the checker wants one."""
+    base: Expr
+    args: list[Expr]
+    span: Span
 
 
 @dataclass

@@ -179,9 +179,11 @@ class ExprParser:
             return ast.Index(expr, index, self.span_from(expr.span))
         if self.at_op("++", "--"):
             return ast.Postfix(self.advance().value, expr, self.span_from(expr.span))
-        if self.at_op("(") and isinstance(expr, ast.Name) and id(expr) not in self.parenthesised:
+        if self.at_op("("):
             args = self.paren_args()
-            return ast.Call(expr.id, args, self.span_from(expr.span), expr.span)
+            if isinstance(expr, ast.Name) and id(expr) not in self.parenthesised:
+                return ast.Call(expr.id, args, self.span_from(expr.span), expr.span)
+            return ast.Element(expr, args, self.span_from(expr.span))
         return None
 
     def paren_args(self, after: str | None = None) -> list[ast.Expr]:

@@ -289,14 +289,24 @@ def lower_call(lw: Lowerer, e: ast.Call) -> Val:
         return _builtin(lw, e)
     sym = getattr(e, "sym", None) or lw.symbol_named(e.func)
     base = lw.lookup(sym, e) if sym is not None else None
+    return _element(lw, e, base)
+
+
+def lower_element(lw: Lowerer, e: ast.Element) -> Val:
+    """``e(i)`` on an expression other than a name (§4.1 level 15): as ``t(i)``."""
+    return _element(lw, e, lw.expr(e.base))
+
+
+def _element(lw: Lowerer, e, base) -> Val:
+    """Element ``i`` of the ituple ``base`` or ``x(-n)`` of the bounded int ``base`` (§4.4)."""
     if not isinstance(base, Val) or len(e.args) != 1:
         lw.unsupported(e, f"the call '{lw.snippet(e.span)}'")
-    if base.is_tuple:                       # t(i): an ituple element (§4.4)
+    if base.is_tuple:                       # t(i): an ituple element
         i = const_value(e.args[0])
         if not isinstance(i, int) or not 0 <= i < len(base.elems):
             lw.unsupported(e.args[0], "a non-constant ituple element index")
         return base.elems[i]
-    if base.bound < 0:                      # x(-n): #x - n, bounded by #x (§4.4)
+    if base.bound < 0:                      # x(-n): #x - n, bounded by #x
         lw.unsupported(e, f"the call '{lw.snippet(e.span)}'")
     off = lower_as(lw, e.args[0], dtypes.S32)
     return Val(dtypes.S32, lw.b.op("ADD", dtypes.S32, base.bound, off), base.bound)
@@ -334,5 +344,6 @@ TABLE = {
     ast.Name: lower_name, ast.Extent: lower_extent,
     ast.ITupleLit: lower_tuple, ast.MdspanLit: lower_tuple,
     ast.Binary: lower_binary, ast.Unary: lower_unary, ast.Postfix: lower_postfix,
-    ast.Ternary: lower_ternary, ast.Call: lower_call, ast.Convert: lower_convert,
+    ast.Ternary: lower_ternary, ast.Call: lower_call, ast.Element: lower_element,
+    ast.Convert: lower_convert,
 }

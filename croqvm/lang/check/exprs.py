@@ -228,22 +228,24 @@ def _min_max(ck, e, types):
 _BUILTINS = {"cdiv": _cdiv, "__min": _min_max, "__max": _min_max}
 
 
-def _element_of(ck, e, sym, types):
-    """``t(i)`` of an ituple (§4.4) or ``x(-n)`` of a bounded int."""
-    ty = sym.type
+def _element_of(ck, e, ty, types, name: str | None):
+    """``t(i)`` of an ituple or bounded ituple (§4.4), or ``x(-n)`` of a bounded int.
+    ``name`` is the called name (``t``), None for ``e(i)`` on another expression, which
+    the diagnostic's caret shows."""
     if len(types) != 1 or not is_integer(types[0]):
-        ck.error(e.span, f"'{e.func}(...)' takes one integer argument.")
+        called = f"'{name}(...)'" if name else "an element '(...)'"
+        ck.error(e.span, f"{called} takes one integer argument.")
         return UNKNOWN
-    i = const_value(e.args[0])
     if isinstance(ty, Bounded):
         return Bounded(ty.bound)
+    i = const_value(e.args[0])
     if i is None:
-        ck.error(e.args[0].span, f"the element index of ituple '{e.func}' must be a "
-                                 f"constant.")
+        of = f"ituple '{name}'" if name else "an ituple"
+        ck.error(e.args[0].span, f"the element index of {of} must be a constant.")
         return UNKNOWN
     if not 0 <= i < ty.rank:
-        ck.error(e.args[0].span, f"index {i} is out of range for '{e.func}' "
-                                 f"({tname(ty)}).")
+        of = f"'{name}' ({tname(ty)})" if name else f"an {tname(ty)}"
+        ck.error(e.args[0].span, f"index {i} is out of range for {of}.")
         return UNKNOWN
     return Bounded(None) if ty.bounded else INT
 
@@ -273,9 +275,22 @@ def check_call(ck, e: ast.Call):
     if sym.info.get("bad") or any(is_unknown(t) for t in types):
         return UNKNOWN
     if isinstance(sym.type, (ITuple, Bounded)):
-        return _element_of(ck, e, sym, types)
+        return _element_of(ck, e, sym.type, types, e.func)
     ck.error(span, f"'{e.func}' of type '{tname(sym.type)}' can not be called; croqvm "
                    f"supports {', '.join(SUPPORTED_BUILTINS)} and __to<T>.")
+    return UNKNOWN
+
+
+def check_element(ck, e: ast.Element):
+    """``e(i)`` on an expression other than a name (§4.1 level 15), as in ``idx(1)(-1)``."""
+    ty = ck.expr(e.base)
+    types = [ck.expr(a) for a in e.args]
+    if is_unknown(ty) or any(is_unknown(t) for t in types):
+        return UNKNOWN
+    if isinstance(ty, (ITuple, Bounded)):
+        return _element_of(ck, e, ty, types, None)
+    ck.error(e.span, f"a value of type '{tname(ty)}' can not be called; '(i)' applies to "
+                     f"ituples and bounded ints only.")
     return UNKNOWN
 
 
@@ -353,6 +368,7 @@ RULES = {
     ast.Extent: check_extent,
     ast.ElemCount: check_elem_count,
     ast.Call: check_call,
+    ast.Element: check_element,
     ast.Convert: check_convert,
     ast.ITupleLit: check_ituple,
     ast.MdspanLit: check_mdspan,

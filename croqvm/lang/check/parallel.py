@@ -87,7 +87,7 @@ def check_parallel(ck, p: ast.Parallel):
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 NOT_DIVERGENT = "inthreads' predicate must be strictly divergent."
 _ALLOWED_NODES = (ast.IntLit, ast.FloatLit, ast.BoolLit, ast.Name, ast.Binary, ast.Unary,
-                  ast.Ternary, ast.Call, ast.Convert, ast.Extent, ast.SpanOf)
+                  ast.Ternary, ast.Call, ast.Element, ast.Convert, ast.Extent, ast.SpanOf)
 
 
 def _is_parallel_var(e) -> bool:
@@ -123,8 +123,12 @@ def _divergence_problem(e):
             stack.append(n.operand)
         elif isinstance(n, ast.Ternary):
             stack += [n.cond, n.then, n.other]
-        elif isinstance(n, (ast.Call, ast.Convert)):
-            stack += n.args if isinstance(n, ast.Call) else [n.operand]
+        elif isinstance(n, ast.Call):
+            stack += n.args
+        elif isinstance(n, ast.Element):
+            stack += [n.base, *n.args]
+        elif isinstance(n, ast.Convert):
+            stack.append(n.operand)
     for n in value_names(other):
         if n.sym is not None and not _launch_constant(n.sym):
             return _restricted(f"'{n.id}' is not one")
