@@ -236,6 +236,15 @@ CASES = [
     ("s32 [4] a;\nparallel p by 1 {\n  f = dma.copy.async a => shared;\n}",
      ["4:3: some asyncs are not explicitly waited: f."]),
     ("x = dma.any;", ["2:1: dma.any 'x' is defined but never used!"]),
+    ("parallel p by 1 {\n  x = dma.any;\n  println(x.span);\n}",
+     ["3:3: dma.any 'x' is defined but never used!"]),
+    # the shape a placeholder's first DMA fixes, used before that DMA (§9.4.4)
+    ("__co__ void f(s32 [N, 4] a) {\n  parallel p by 1 {\n    x = dma.any;\n"
+     "    println(x.span(1), x.span(0));\n    x = dma.copy a => shared;\n  }\n}",
+     ["4:24: 'x.span' is used before the shape of 'x' is fixed (line 5), and that shape, "
+      "[N, 4], is not known at compile time."]),
+    ("s32 [4] a;\nparallel p by 1 {\n  x = dma.any;\n  println(x.span(2));\n"
+     "  x = dma.copy a => shared;\n}", ["5:11: out of bound in 'dimof'."]),
     ("s32 [4] a;\nparallel p by 1 {\n  x = dma.any;\n  y = x;\n  x = dma.copy a => shared;\n}",
      ["5:3: can not initialize variable 'y' with a placeholder."]),
     ("s32 [4] a;\ns32 [4] b;\ng = dma.copy a => b;\nh = g;",

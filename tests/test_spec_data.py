@@ -183,9 +183,6 @@ def test_the_data_of_a_placeholder_without_data():
         "  in kernel launched at spec.co:2:3, block (0), lane 0 (warp 0, lane 0)"])
 
 
-@pytest.mark.xfail(strict=True, reason="the checker gives 'b.span' of a placeholder before "
-                   "its first DMA an unknown type without a diagnostic, and lowering then "
-                   "prints the shape as an ituple '{4}' instead of the mdspan '[4]'")
 def test_the_span_of_a_placeholder_is_the_shape_its_first_dma_fixes():
     # §9.4.4: the type (shape included) is fixed by the first DMA; §9.4.5: f.span is the
     # shape; §13.2: mdspans print as [4, 8]
@@ -200,6 +197,25 @@ def test_the_span_of_a_placeholder_is_the_shape_its_first_dma_fixes():
         }
     """
     assert printed(src, s32(1, 2, 3, 4)) == lines("[4]", "[4]")
+
+
+def test_the_shape_a_later_dma_or_swap_fixes_sizes_buffers_before_it():
+    # §9.4.4: b's first DMA copies [2, 3]; c takes a's type at the swap (§9.6.1)
+    src = """
+        __co__ void f(s32 [2, 3] m) {
+          parallel p by 1 : block {
+            a = dma.copy.async m.subspan(1, 3) => shared;
+            b = dma.any;
+            c = dma.any;
+            shared s32 [b.span(1) * 2, c.span] h;
+            println(h.span, |b.span|);
+            b = dma.copy m => shared;
+            swap(a, c);
+            wait c;
+          }
+        }
+    """
+    assert printed(src, np.zeros((2, 3), np.int32)) == lines("[6, 1, 3] 6")
 
 
 def test_wait_on_a_collective_copy_is_a_barrier_of_its_participants():

@@ -17,7 +17,8 @@ with a constant initializer), ``"bound_dim"`` (which dimension of an mdspan-valu
 "foreach"), ``"ready"`` (events), ``"placeholder"`` (``dma.any`` futures), ``"units"``
 (the 'group'/'group-4' kinds a fragment is used under, §11.2). Checker-internal:
 ``"scope"``, ``"bad"`` (an erroneous declaration), ``"lane_dep"`` (a thread index the
-value depends on, §9.3.3).
+value depends on, §9.3.3), ``"typed_at"``, ``"span_early"`` and ``"later"`` (placeholder
+types, §9.4.4; see ``dma``).
 
 Modules: ``context`` (state, scopes), ``typerules`` (types, conversions), ``consteval``,
 ``exprs`` and ``views`` (expressions), ``decls``, ``control``, ``loops``, ``parallel`` and

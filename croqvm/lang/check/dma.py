@@ -3,6 +3,12 @@
 Bookkeeping kept per function in ``FutureFacts``: the first async DMA into each future,
 which futures are waited, the groups that ``swap``/``rotate`` link (one waited member
 suffices, §9.5.5) and the ``dma.any`` placeholders.
+
+A placeholder's type is fixed by its first DMA (§9.4.4), which may come after a use of
+``f.span``. The checker then runs twice over the function (``functions.check_function``):
+the first pass notes such uses (``Symbol.info["span_early"]``) and learns the types
+(``later_types``); the second gives each placeholder its later type
+(``Symbol.info["later"]``) from the start, for ``views.check_span``.
 """
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ class FutureFacts:
     waited: set = field(default_factory=set)
     parent: dict = field(default_factory=dict)       # swap/rotate groups (union-find)
     placeholders: list = field(default_factory=list)  # (Symbol, DmaAny)
+    later: dict = field(default_factory=dict)  # id(DmaAny) -> (Future, span typing it)
 
     def root(self, sym):
         while self.parent.get(sym, sym) is not sym:
@@ -154,6 +161,7 @@ def _bind_future(ck, s, fty: Future | None):
     elif ck.check_modifiable(sym, t.span) and fty is not None:
         if sym.type.dtype is None:
             sym.type = fty  # a placeholder takes the type of its first DMA (§9.4.4)
+            sym.info["typed_at"] = s.span
         elif not same_future(sym.type, fty):
             ck.error(s.span, f"'{t.id}' is declared as \"{sym.type}\" but assigned "
                              f"\"{fty}\".")
@@ -200,6 +208,8 @@ def check_dma_any(ck, s: ast.DmaAny):
     t = s.target
     sym = ck.declare(t.id, "future", Future(False), s, t.span, mutable=True)
     sym.info["placeholder"] = True
+    if id(s) in facts(ck).later:
+        sym.info["later"] = facts(ck).later[id(s)]
     s.declares, s.sym = True, sym
     ck.bind_name(t, sym)
     facts(ck).placeholders.append((sym, s))
@@ -238,6 +248,7 @@ def check_swap(ck, s: ast.Swap):
     for sym in syms:
         if typed and sym.type.dtype is None:
             sym.type = typed[0]
+            sym.info["typed_at"] = s.span
 
 
 def note_wait(ck, ref, sym):
@@ -259,6 +270,19 @@ def finish(ck):
     for sym, stmt in f.placeholders:
         if sym.type.dtype is None and not sym.info.get("bad"):
             ck.error(stmt.span, f"dma.any '{sym.name}' is defined but never used!")
+
+
+def later_types(ck) -> dict:
+    """After a pass: the placeholders whose ``.span`` was used before the statement that
+    typed them, each with that type and statement's span (``FutureFacts.later``)."""
+    return {id(stmt): (sym.type, sym.info["typed_at"])
+            for sym, stmt in facts(ck).placeholders
+            if sym.info.get("span_early") and "typed_at" in sym.info}
+
+
+def expect_later_types(ck, later: dict):
+    """Before a pass: the types ``later_types`` found in the previous one."""
+    facts(ck).later = later
 
 
 RULES = {

@@ -3,10 +3,12 @@ return rules of §14.3.4."""
 from __future__ import annotations
 
 from croqvm.lang import ast
+from croqvm.lang.diagnostics import DiagnosticSink
 from croqvm.lang.types import Bounded, Buffer, Scalar, Stream, Symbol
 
 from .consteval import const_value
 from .context import Checker, is_bad
+from .dma import expect_later_types, later_types
 from .typerules import INT, dim_of, is_integer, is_unknown, resolve_type, tname
 
 
@@ -128,7 +130,23 @@ def check_returns(ck, fn: ast.Function):
 
 def check_function(fn: ast.Function, sink, expr_rules, stmt_rules, finishers,
                    function_names=frozenset()):
+    """Check ``fn``, reporting into ``sink``. A function using the shape of a ``dma.any``
+    placeholder before the DMA that fixes it (§9.4.4) is checked a second time, knowing
+    that DMA's type from the first pass (see ``dma``); only the last pass reports."""
+    first = DiagnosticSink()
+    ck = _check_pass(fn, first, expr_rules, stmt_rules, finishers, function_names, {})
+    later = later_types(ck)
+    if later:
+        ck = _check_pass(fn, sink, expr_rules, stmt_rules, finishers, function_names, later)
+    else:
+        for d in first.items:
+            getattr(sink, d.severity)(d.span, d.message, d.hint)
+    fn.sym_table = ck.symbols
+
+
+def _check_pass(fn, sink, expr_rules, stmt_rules, finishers, function_names, later) -> Checker:
     ck = Checker(sink, fn, expr_rules, stmt_rules, function_names)
+    expect_later_types(ck, later)
     try:
         declare_params(ck, fn)
         ck.body(fn.body)
@@ -142,4 +160,4 @@ def check_function(fn: ast.Function, sink, expr_rules, stmt_rules, finishers,
         ck.error(fn.span, "nesting too deep")
     except Exception as exc:  # never let a checker bug escape (§15.1)
         ck.error(fn.span, f"internal error: {type(exc).__name__}: {exc}")
-    fn.sym_table = ck.symbols
+    return ck

@@ -6,7 +6,8 @@ dimension's name, or None. A static check fires only when every number involved 
 from __future__ import annotations
 
 from croqvm.lang import ast
-from croqvm.lang.types import Bounded, Buffer, Event, Future, ITuple, Mdspan, Scalar, View
+from croqvm.lang.types import (Bounded, Buffer, Event, Future, ITuple, Mdspan, Scalar, View,
+                               shape_str)
 
 from .consteval import const_value
 from .context import UNKNOWN, ordinal
@@ -84,10 +85,33 @@ def check_data(ck, e: ast.DataOf):
     return UNKNOWN
 
 
+def _later_shape(ck, e: ast.SpanOf, ty) -> View | None:
+    """``f.span`` of a ``dma.any`` placeholder before the DMA (or swap) that fixes its type
+    (§9.4.4, §9.4.5): that shape, which the checker knows in its second pass over the
+    function (see ``dma``), and which must be known at compile time: nothing has run yet."""
+    sym = e.base.sym if isinstance(e.base, ast.Name) else None
+    if not (isinstance(ty, Future) and ty.dtype is None and sym is not None):
+        return None
+    if "later" not in sym.info:
+        sym.info["span_early"] = True
+        return None
+    fty, where = sym.info["later"]
+    k = const_value(e.dim) if e.dim is not None else None
+    used = [fty.shape[k]] if isinstance(k, int) and 0 <= k < len(fty.shape) else fty.shape
+    if not all(isinstance(d, int) for d in used):
+        ck.error(e.span, f"'{sym.name}.span' is used before the shape of '{sym.name}' is "
+                         f"fixed (line {where.line}), and that shape, "
+                         f"{shape_str(fty.shape)}, is not known at compile time.",
+                 hint=f"use '{sym.name}.span' after line {where.line}")
+        return None
+    return View(fty.dtype, tuple(fty.shape), fty.storage)
+
+
 def check_span(ck, e: ast.SpanOf):
     """``a.span`` / ``a.span(i)`` (§4.4)."""
-    src = view_source(ck, ck.expr(e.base), e.base, "'.span'")
+    ty = ck.expr(e.base)
     dim_ty = ck.expr(e.dim) if e.dim is not None else None
+    src = view_source(ck, ty, e.base, "'.span'") or _later_shape(ck, e, ty)
     if src is None:
         return UNKNOWN
     if e.dim is None:
