@@ -134,26 +134,29 @@ def run(file: str = typer.Argument(..., help="A .co or .cqb file."),
     module = _load(file, define)
     options = dict(poison=poison, schedule=schedule, seed=seed, max_steps=max_steps,
                    out=sys.stdout)
+    results = {}
     if func is None:
+        # Every parameterless function, in file order; their results are named after them.
         for fn in module.functions:
             if fn.params:
                 print(f"note: skipping '{fn.name}': it has parameters; run it with --func "
                       f"{fn.name} and --input/--random-inputs.", file=sys.stderr)
                 continue
-            module.run(fn.name, **options)
-        return
-    fn = module.function(func)
-    if fn is None:
-        known = ", ".join(f.name for f in module.functions) or "none"
-        raise errors.ArgumentError(f"no function '{func}' in {file} (functions: {known})")
-    args, dims = build_args(fn, load_inputs(input), parse_dims(dim), random_inputs, seed)
-    result = module.run(func, *args, **options, **dims)
-    results = {}
-    if result is not None:
-        results["result"] = result
-    for p, a in zip(fn.params, args):
-        if p.kind == "buffer" and p.storage == "global":
-            results[p.name] = a
+            result = module.run(fn.name, **options)
+            if result is not None:
+                results[fn.name] = result
+    else:
+        fn = module.function(func)
+        if fn is None:
+            known = ", ".join(f.name for f in module.functions) or "none"
+            raise errors.ArgumentError(f"no function '{func}' in {file} (functions: {known})")
+        args, dims = build_args(fn, load_inputs(input), parse_dims(dim), random_inputs, seed)
+        result = module.run(func, *args, **options, **dims)
+        if result is not None:
+            results["result"] = result
+        for p, a in zip(fn.params, args):
+            if p.kind == "buffer" and p.storage == "global":
+                results[p.name] = a
     if not quiet:
         for name, value in results.items():
             print(describe(name, value), file=sys.stderr)

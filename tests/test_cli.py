@@ -126,3 +126,15 @@ def test_corrupt_cqb_exits_1(tmp_path, capsys):
     bad.write_bytes(b"not a cqb file")
     assert main(["run", str(bad)]) == 1
     assert "malformed .cqb" in capsys.readouterr().err
+
+
+def test_results_of_parameterless_functions_are_saved_by_name(write, tmp_path, capsys):
+    path = write("two.co", "__co__ auto ramp() {\n  s32 [3] r;\n  foreach i in [3]\n"
+                           "    r.at(i) = i * 2;\n  return r;\n}\n"
+                           "__co__ void hello() {\n  println(1);\n}\n")
+    out = tmp_path / "two.npz"
+    assert main(["run", path, "--output", str(out)]) == 0
+    saved = np.load(out)
+    assert list(saved) == ["ramp"]
+    np.testing.assert_array_equal(saved["ramp"], [0, 2, 4])
+    assert capsys.readouterr().out == "1\n"
