@@ -37,7 +37,7 @@ def op_if(w, ins):
 
 def op_else(w, ins):
     f = w.stack[-1]
-    f.in_else, f.jump = True, ins[1]
+    f.jump = ins[1]
     if not w.set_active(f.other & w.live):
         w.pc = ins[1]
 

@@ -32,7 +32,6 @@ class Frame:
     jump: int
     other: np.ndarray | None = None
     out: np.ndarray | None = None
-    in_else: bool = False
 
 
 @dataclass

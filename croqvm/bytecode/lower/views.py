@@ -20,8 +20,6 @@ from croqvm.lang import types as T
 from .state import Lowerer
 from .values import BufRef, FutRef, Val
 
-Operand = int  # a Python int known at compile time, or a register index wrapped in Reg
-
 
 @dataclass(frozen=True)
 class Reg:
