@@ -19,8 +19,6 @@ FORMAT_VERSION = 1
 
 STORAGES = ("global", "shared", "local")
 
-from croqvm.limits import MAX_BLOCK_SIZE, TOO_MANY_THREADS  # noqa: F401  (re-exported)
-
 
 @dataclass
 class BufferDecl:

@@ -31,12 +31,12 @@ instruction 12 (IF): ...")``.
 from __future__ import annotations
 
 from croqvm.dtypes import BY_CODE
-from croqvm.limits import MAX_SHARED_BYTES
+from croqvm.limits import MAX_BLOCK_SIZE, MAX_SHARED_BYTES
 
 from . import opcodes as O
 from . import schema
 from .module import FORMAT_VERSION, Function, Module
-from .verify_code import MAX_BLOCK_SIZE, MAX_GRID_RANK, CodeCtx, Where, lookup, want_reg
+from .verify_code import MAX_GRID_RANK, CodeCtx, Where, lookup, want_reg
 from .verify_decls import check_code, want_dtype
 
 EVENT_SLOT_BYTES = 8               # one mbarrier per event slot

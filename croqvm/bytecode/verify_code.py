@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 from croqvm.dtypes import BY_CODE, DType
 from croqvm.errors import BytecodeError
+from croqvm.limits import MAX_BLOCK_SIZE
 
 from . import opcodes as O
-from .module import MAX_BLOCK_SIZE, Code, Function, Kernel, Module
+from .module import Code, Function, Kernel, Module
 from .verify_rules import (CLASSES, CONSTANTS, ENTRIES, IMMEDIATES, REGISTER_TYPES, RETURNS,
                            in_class)
 

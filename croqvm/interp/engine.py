@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..bytecode.module import MAX_BLOCK_SIZE, TOO_MANY_THREADS
+from ..limits import MAX_BLOCK_SIZE, TOO_MANY_THREADS
 from ..bytecode.opcodes import TABLE
 from ..errors import CroqvmError
 from . import access, alu, control, diagnose, dma, mma, output, sync

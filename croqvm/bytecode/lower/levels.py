@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from math import prod
 
 from croqvm import dtypes
-from croqvm.bytecode.module import MAX_BLOCK_SIZE, TOO_MANY_THREADS
+from croqvm.limits import MAX_BLOCK_SIZE, TOO_MANY_THREADS
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
 from croqvm.lang import types as T
