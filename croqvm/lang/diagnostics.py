@@ -76,24 +76,20 @@ class DiagnosticSink:
         self._seen: set = set()
 
     def error(self, span, message, hint=None):
-        self._add(Diagnostic("error", message, span, hint))
+        self.add(Diagnostic("error", message, span, hint))
 
     def warning(self, span, message, hint=None):
-        self._add(Diagnostic("warning", message, span, hint))
+        self.add(Diagnostic("warning", message, span, hint))
 
     def note(self, span, message, hint=None):
-        self._add(Diagnostic("note", message, span, hint))
+        self.add(Diagnostic("note", message, span, hint))
 
-    def _add(self, d: Diagnostic):
+    def add(self, d: Diagnostic):
         key = (d.span, d.message)
         if key in self._seen:
             return  # one problem, one report
         self._seen.add(key)
         self.items.append(d)
-
-    @property
-    def error_count(self) -> int:
-        return sum(1 for d in self.items if d.is_error)
 
     def sorted(self) -> list[Diagnostic]:
         def key(d):

@@ -140,7 +140,7 @@ def check_function(fn: ast.Function, sink, expr_rules, stmt_rules, finishers,
         ck = _check_pass(fn, sink, expr_rules, stmt_rules, finishers, function_names, later)
     else:
         for d in first.items:
-            getattr(sink, d.severity)(d.span, d.message, d.hint)
+            sink.add(d)
     fn.sym_table = ck.symbols
 
 
