@@ -48,7 +48,7 @@ def internal(blk, span: int, exc: BaseException) -> InternalError:
     return InternalError(text + "\n" + context(blk, None))
 
 
-def _group(blk, items):
+def _group(items):
     """Merge consecutive warps with the same report into ``warps 0-3 (lanes 0-127)``."""
     lines, run = [], []
     for w, text in items + [(None, None)]:
@@ -100,7 +100,7 @@ def deadlock(blk) -> KernelFault:
     """§10.5: no warp can run while some live lane is blocked."""
     call = blk.call
     blocked = [w for w in blk.warps if w.state == BLOCKED]
-    lines = _group(blk, [(w, w.blocker.report(call)) for w in blocked])
+    lines = _group([(w, w.blocker.report(call)) for w in blocked])
     for w in blocked:
         lines += _suspended(blk, w)
     hint = next((h for h in (w.blocker.hint(call) for w in blocked) if h), None)

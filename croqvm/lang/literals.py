@@ -40,7 +40,7 @@ def number_token(text: str, span, sink) -> Token:
         sink.error(span, f"invalid numeric literal '{text}'.")
         return Token(INT, 0, span, "s32")
     if m["exp"] is not None:
-        return _exponent_error(m, text, span, sink)
+        return _exponent_error(m, span, sink)
     if m["dot"]:
         return _float_token(m, text, span, sink)
     digits = m["int"]
@@ -89,7 +89,7 @@ def _float_token(m, text, span, sink) -> Token:
     return Token(FLOAT, value, span, dtype)
 
 
-def _exponent_error(m, text, span, sink) -> Token:
+def _exponent_error(m, span, sink) -> Token:
     """§2.2.2: exponents are refused; the hint spells the same number in decimal."""
     whole, frac, suffix = m["int"] or "0", m["frac"] or "0", m["suffix"]
     exp = int(m["exp"]) if len(m["exp"]) < 12 else _MAX_HINT_EXPONENT + 1

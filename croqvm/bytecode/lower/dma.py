@@ -119,7 +119,7 @@ def lower_swap(lw: Lowerer, s: ast.Swap) -> None:
         lw.b.emit("SWAP", a.slot, c.slot)
 
 
-def lower_future_wait(lw: Lowerer, ref: FutRef, sym, node) -> None:
+def lower_future_wait(lw: Lowerer, ref: FutRef, sym) -> None:
     """``wait f`` (§9.5.3): on a collective copy also a barrier of its participants."""
     coll = -1
     if lw.kernel is not None and getattr(sym.type, "storage", None) != "local":

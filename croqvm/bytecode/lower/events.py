@@ -65,7 +65,7 @@ def lower_wait(lw: Lowerer, s: ast.Wait) -> None:
     for r in s.refs:
         target, sym, slots = _slots(lw, r)
         if isinstance(target, FutRef):
-            lower_future_wait(lw, target, sym, r)
+            lower_future_wait(lw, target, sym)
             continue
         for slot in slots:
             lw.b.emit("WAIT_EVENT", target.index, slot)
