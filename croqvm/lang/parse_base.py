@@ -151,6 +151,13 @@ class Cursor:
         close = BRACKETS[opener.value]
         return self.expect_op(close, f"syntax error: expected '{close}' to close '{opener.value}'.")
 
+    def comma_list(self, item) -> list:
+        """One or more ``item()`` separated by commas, with no brackets around them."""
+        items = [item()]
+        while self.accept_op(","):
+            items.append(item())
+        return items
+
     def end_statement(self) -> Token:
         return self.expect_op(";", "syntax error: expected ';' after the statement.")
 

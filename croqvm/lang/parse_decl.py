@@ -56,9 +56,7 @@ class DeclParser:
         return self._scalar_decl(start, True, written)
 
     def _scalar_decl(self, start, mutable: bool, written: ast.TypeRef | None) -> ast.Stmt:
-        items = [self._scalar_item(written)]
-        while self.accept_op(","):
-            items.append(self._scalar_item(written))
+        items = self.comma_list(lambda: self._scalar_item(written))
         self.end_statement()
         return ast.ScalarDecl(mutable, written, items, self.span_from(start))
 
@@ -77,9 +75,7 @@ class DeclParser:
         if not shape:
             self.fail("syntax error: a buffer shape needs at least one dimension.",
                       self.span_from(open_))
-        items = [self._buffer_item()]
-        while self.accept_op(","):
-            items.append(self._buffer_item())
+        items = self.comma_list(self._buffer_item)
         self.end_statement()
         return ast.BufferDecl(storage, dtype, shape, items, self.span_from(start))
 

@@ -72,9 +72,7 @@ class DeviceParser:
     def _angle_ints(self, what: str) -> list[int]:
         open_ = self.expect_op("<", "syntax error: expected '<' and the permutation after "
                                     "'dma.transp', as in 'dma.transp<1, 0>'.")
-        values = [int(self.int_literal(what).value)]
-        while self.accept_op(","):
-            values.append(int(self.int_literal(what).value))
+        values = self.comma_list(lambda: int(self.int_literal(what).value))
         self.expect_op(">", f"syntax error: expected '>' to close '{open_.value}'.")
         return values
 
@@ -159,16 +157,18 @@ class DeviceParser:
     def _refs_statement(self, make) -> ast.Stmt:
         """``wait a, b[i];`` or ``wait(a, b[i]);`` (§9.5.3, §10.1)."""
         start = self.advance()
-        if self.at_op("("):
-            refs = self.expr_list(self.advance(), self._ref)
-        else:
-            refs = [self._ref()]
-            while self.accept_op(","):
-                refs.append(self._ref())
+        refs = self._operands(self._ref)
         if not refs:
             self.fail(f"syntax error: '{start.value}' needs at least one name.", self.prev.span)
         self.end_statement()
         return make(refs, self.span_from(start))
+
+    def _operands(self, item) -> list[ast.Expr]:
+        """The operands of ``wait``, ``trigger``, ``swap`` and ``rotate``, written bare
+        (``wait a, b;``) or in parentheses (``wait(a, b);``)."""
+        if self.at_op("("):
+            return self.expr_list(self.advance(), item)
+        return self.comma_list(item)
 
     def _ref(self) -> ast.Expr:
         ref = self._name_node()
@@ -178,12 +178,7 @@ class DeviceParser:
 
     def _swap(self) -> ast.Stmt:
         start = self.advance()
-        if self.at_op("("):
-            names = self.expr_list(self.advance(), self._name_node)
-        else:
-            names = [self._name_node()]
-            while self.accept_op(","):
-                names.append(self._name_node())
+        names = self._operands(self._name_node)
         self.end_statement()
         return ast.Swap(start.value == "rotate", names, self.span_from(start))
 

@@ -20,9 +20,7 @@ class LoopParser:
             stream = str(self.name("the name of a 'stream' parameter").value)
             self.expect_op(">", "syntax error: expected '>' after the stream of "
                                 "'parallel.async<s>'.")
-        levels = [self._plevel()]
-        while self.accept_op(","):
-            levels.append(self._plevel())
+        levels = self.comma_list(self._plevel)
         return ast.Parallel(is_async, stream, levels, self.body(), self.span_from(start))
 
     def _plevel(self) -> ast.PLevel:
@@ -92,9 +90,7 @@ class LoopParser:
 
     def _with(self) -> ast.Stmt:
         start = self.advance()
-        withins = [self._within()]
-        while self.accept_op(","):
-            withins.append(self._within())
+        withins = self.comma_list(self._within)
         return ast.With(withins, self.body(), self.span_from(start))
 
     def _within(self) -> ast.Within:
@@ -113,9 +109,7 @@ class LoopParser:
 
     def _foreach(self) -> ast.Stmt:
         start = self.advance()
-        items = [self._foreach_item()]
-        while self.accept_op(","):
-            items.append(self._foreach_item())
+        items = self.comma_list(self._foreach_item)
         withins = [i for i in items if isinstance(i, ast.Within)]
         ranges = [i for i in items if isinstance(i, ast.Range)]
         if withins and ranges:
