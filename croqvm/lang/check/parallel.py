@@ -88,6 +88,16 @@ COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 NOT_DIVERGENT = "inthreads' predicate must be strictly divergent."
 _ALLOWED_NODES = (ast.IntLit, ast.FloatLit, ast.BoolLit, ast.Name, ast.Binary, ast.Unary,
                   ast.Ternary, ast.Call, ast.Element, ast.Convert, ast.Extent, ast.SpanOf)
+# The sub-expressions of an allowed node that must be allowed nodes too. The other allowed
+# nodes are leaves here: what ``#x`` and ``a.span`` are written over is not restricted.
+_OPERANDS = {
+    ast.Binary: lambda n: [n.lhs, n.rhs],
+    ast.Unary: lambda n: [n.operand],
+    ast.Ternary: lambda n: [n.cond, n.then, n.other],
+    ast.Call: lambda n: n.args,
+    ast.Element: lambda n: [n.base, *n.args],
+    ast.Convert: lambda n: [n.operand],
+}
 
 
 def _is_parallel_var(e) -> bool:
@@ -117,18 +127,9 @@ def _divergence_problem(e):
         n = stack.pop()
         if not isinstance(n, _ALLOWED_NODES):
             return _restricted(f"'{type(n).__name__}' is not one")
-        if isinstance(n, ast.Binary):
-            stack += [n.lhs, n.rhs]
-        elif isinstance(n, ast.Unary):
-            stack.append(n.operand)
-        elif isinstance(n, ast.Ternary):
-            stack += [n.cond, n.then, n.other]
-        elif isinstance(n, ast.Call):
-            stack += n.args
-        elif isinstance(n, ast.Element):
-            stack += [n.base, *n.args]
-        elif isinstance(n, ast.Convert):
-            stack.append(n.operand)
+        operands = _OPERANDS.get(type(n))
+        if operands is not None:
+            stack += operands(n)
     for n in value_names(other):
         if n.sym is not None and not _launch_constant(n.sym):
             return _restricted(f"'{n.id}' is not one")
