@@ -160,25 +160,30 @@ class _Pass:
         self.stack.append(_Cond(directive, self.active, cond, where))
         self.active = cond
 
-    def _elif(self, directive, body, body_at, where):
+    def _innermost(self, directive, where) -> _Cond | None:
+        """The open conditional an ``#elif`` or ``#else`` continues, reporting one that
+        has none or that follows that conditional's ``#else``."""
         if not self.stack:
-            self.sink.error(where, "'#elif' without '#if'.")
-            return
+            self.sink.error(where, f"'#{directive}' without '#if'.")
+            return None
         top = self.stack[-1]
         if top.else_seen:
-            self.sink.error(where, "'#elif' after '#else'.")
-        chosen = top.parent_active and not top.taken and self._condition("elif", body, body_at,
-                                                                        where)
+            self.sink.error(where, f"'#{directive}' after '#else'.")
+        return top
+
+    def _elif(self, directive, body, body_at, where):
+        top = self._innermost(directive, where)
+        if top is None:
+            return
+        chosen = (top.parent_active and not top.taken
+                  and self._condition(directive, body, body_at, where))
         top.taken = top.taken or chosen
         self.active = chosen
 
     def _else(self, directive, body, body_at, where):
-        if not self.stack:
-            self.sink.error(where, "'#else' without '#if'.")
+        top = self._innermost(directive, where)
+        if top is None:
             return
-        top = self.stack[-1]
-        if top.else_seen:
-            self.sink.error(where, "'#else' after '#else'.")
         top.else_seen = True
         self.active = top.parent_active and not top.taken
         top.taken = True
