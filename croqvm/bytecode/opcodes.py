@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 WIDTH = 7          # words per instruction
+SPAN = WIDTH - 1   # the word holding the span index
 MAX_OPERANDS = 5
 
 OPERAND_KINDS = {

@@ -13,6 +13,7 @@ import traceback
 
 import numpy as np
 
+from ..bytecode.opcodes import SPAN
 from ..errors import InternalError, KernelFault
 from ..lang.diagnostics import Diagnostic, render
 from .fmt import lanes_phrase
@@ -69,7 +70,7 @@ def _suspended(blk, w):
     if not idle.any():
         return []
     frame = next((f for f in reversed(w.stack) if (f.entered & idle).any()), None)
-    where = blk.call.where(blk.prog.ins[frame.opener][6]) if frame else "the kernel's start"
+    where = blk.call.where(blk.prog.ins[frame.opener][SPAN]) if frame else "the kernel's start"
     return [f"  {lanes_phrase(w.lanes[idle])} suspended in divergent code at {where}"]
 
 
@@ -106,10 +107,10 @@ def deadlock(blk) -> KernelFault:
     hint = next((h for h in (w.blocker.hint(call) for w in blocked) if h), None)
     rec, message = _stuck_collective(blk, blocked)
     if rec is not None:
-        span = rec.ins[6]
+        span = rec.ins[SPAN]
     else:
         message = f"deadlock: every live lane of block {blk.block_text()} is blocked"
-        span = blk.prog.ins[blocked[0].ip][6]
+        span = blk.prog.ins[blocked[0].ip][SPAN]
     diag = Diagnostic("runtime error", message, call.span(span), hint,
                       lines + [context(blk, None)])
     return KernelFault(render(diag, call.sources), [diag])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ..bytecode.opcodes import SPAN
 from .faults import Fault
 from .fmt import shape_text, tuple_text
 from .memory import Handle, Transfer, allocating, first_pending, view_of, view_registers
@@ -225,12 +226,12 @@ def op_dma(w, ins):
             check_uniform(blk, rec, lanes, lambda lane: plans.setdefault(
                 lane, Plan(blk, desc, lane)).operands(), _registers(blk, desc, lanes))
             plan = plans.get(int(lanes[0])) or Plan(blk, desc, int(lanes[0]))
-            _issue(blk, desc, plan, lanes, ins[6])
+            _issue(blk, desc, plan, lanes, ins[SPAN])
         arrive(w, ins, desc.coll, effect)
         return
     for lane in w.lanes[w.act]:
         _check_unwaited(blk, desc, [lane])
-        _issue(blk, desc, Plan(blk, desc, int(lane)), [lane], ins[6])
+        _issue(blk, desc, Plan(blk, desc, int(lane)), [lane], ins[SPAN])
 
 
 def op_fut_any(w, ins):

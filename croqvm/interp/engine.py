@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..limits import MAX_BLOCK_SIZE, TOO_MANY_THREADS
-from ..bytecode.opcodes import TABLE
+from ..bytecode.opcodes import SPAN, TABLE
 from ..errors import CroqvmError
+from ..limits import MAX_BLOCK_SIZE, TOO_MANY_THREADS
 from . import access, alu, control, diagnose, dma, mma, output, sync
 from .faults import Fault, LaneFault
 from .machine import Block
@@ -112,14 +112,14 @@ def _run_warp(w, quantum: int) -> None:
             if n >= quantum > 0 or blk.released:
                 break
     except LaneFault as f:
-        raise diagnose.fault(blk, code[w.ip][6], f.message, w.base + f.index) from None
+        raise diagnose.fault(blk, code[w.ip][SPAN], f.message, w.base + f.index) from None
     except Fault as f:
-        span = code[w.ip][6] if f.span is None else f.span
+        span = code[w.ip][SPAN] if f.span is None else f.span
         raise diagnose.fault(blk, span, f.message, f.lane, f.hint, f.notes) from None
     except CroqvmError:
         raise
     except Exception as e:   # an engine bug: reported, with its place, not hidden
-        raise diagnose.internal(blk, code[w.ip][6] if code else 0, e) from e
+        raise diagnose.internal(blk, code[w.ip][SPAN] if code else 0, e) from e
 
 
 def _lowest_lane(w):
@@ -195,6 +195,6 @@ def _start_block(blk, hregs) -> None:
             try:
                 handler(w, operands)
             except LaneFault as f:
-                raise diagnose.fault(blk, ins[6], f.message, f.index) from None
+                raise diagnose.fault(blk, ins[SPAN], f.message, f.index) from None
         blk.lanesets.append(w.regs[ls.result].astype(bool))
     sync.init_events(blk)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..bytecode import opcodes
+from ..bytecode.opcodes import SPAN
 from .faults import Fault, LaneFault
 from .fmt import lanes_verb
 
@@ -49,7 +50,7 @@ class Rendezvous:
                 self.effect(self.blk, self, lanes)
             except Fault as f:
                 if f.span is None:
-                    f.span = self.ins[6]
+                    f.span = self.ins[SPAN]
                 raise
         self.done = True
         self.blk.released = True
@@ -82,7 +83,7 @@ class Waiting:
         r = next(r for r in self.recs if not r.done)
         here = int((r.arrived & r.blk.live).sum())
         need = int((r.members & r.blk.live).sum())
-        return f"{r.label()} ({call.where(r.ins[6])}): arrived {here}/{need}"
+        return f"{r.label()} ({call.where(r.ins[SPAN])}): arrived {here}/{need}"
 
     def hint(self, call):
         return None
@@ -329,7 +330,7 @@ def op_wait_event(w, ins):
     ev = w.blk.events[ins[1]]
     slots = _slots(w, ev, ins[2])[w.act]
     lanes = w.lanes[w.act]
-    wait = EventWait(ev, w.ip, ins[6], lanes, slots)
+    wait = EventWait(ev, w.ip, ins[SPAN], lanes, slots)
     if wait.ready():
         ev.waits[lanes, slots] += 1
     else:
