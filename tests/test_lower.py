@@ -13,6 +13,8 @@ import io
 import numpy as np
 import pytest
 
+from appendix import APPENDIX
+
 import croqvm
 from croqvm import dtypes
 from croqvm.bytecode import cqb, opcodes
@@ -673,32 +675,10 @@ def members(k, ls_index: int, block=(0, 0, 0)) -> list[int]:
     return lanes
 
 
-PIPELINE = """
-#define STAGES 2
-__co__ void pipe() {
-  s32 [8] out;
-  parallel blk by 1 : block {
-    shared event full[STAGES], empty[STAGES];
-    shared s32 [STAGES] slot;
-    parallel role by 2 : group-4 {
-      inthreads.async (role == 0)
-        foreach k in [8] {
-          wait empty[k % STAGES];
-          slot.at(k % STAGES) = k * k;
-          trigger full[k % STAGES];
-        }
-      inthreads.async (role == 1) {
-        foreach s in [STAGES] trigger empty[s];
-        foreach k in [8] {
-          wait full[k % STAGES];
-          out.at(k) = slot.at(k % STAGES);
-          trigger empty[k % STAGES];
-        }
-      }
-    }
-  }
-  println(out.at(7));
-}"""
+# Appendix A.8 with its initial credits restored: prints 49.
+PIPELINE = APPENDIX["A.8"].replace(
+    "// foreach s in [STAGES] trigger empty[s];      <- the missing initial credits",
+    "foreach s in [STAGES] trigger empty[s];")
 
 
 def test_event_arrivals_come_from_the_trigger_lanesets():
