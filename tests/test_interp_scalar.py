@@ -8,9 +8,9 @@ import pytest
 
 from asm import Asm, P, function, run
 from croqvm import dtypes
-from croqvm.interp.faults import LaneFault
+from croqvm.faults import LaneFault
 from croqvm.interp.fmt import format_lanes, format_value
-from croqvm.interp.scalar import binary, convert, round_bits, unary
+from croqvm.numerics import binary, convert, round_bits, unary
 
 # IEEE overflow and division by zero are the defined results here, not accidents
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

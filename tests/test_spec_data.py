@@ -16,7 +16,7 @@ import pytest
 import croqvm
 from croqvm import dtypes
 from croqvm.cli import main
-from croqvm.interp.scalar import binary, convert
+from croqvm.numerics import binary, convert
 
 FILE = "spec.co"
 

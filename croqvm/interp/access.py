@@ -14,9 +14,9 @@ import numpy as np
 
 from .. import dtypes
 from ..bytecode.opcodes import TABLE
-from .faults import LaneFault
+from ..faults import LaneFault
+from ..numerics import binary_op, convert, converter
 from .memory import block_wide, buffer_of, check_written, distinct, is_uniform, load, locate, store
-from .scalar import binary_op, convert, converter
 from .sync import arrive, check_uniform
 
 

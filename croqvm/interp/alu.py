@@ -1,6 +1,6 @@
 """Register handlers: constants, moves, conversions, lane and block ids, arithmetic,
 comparisons, selection (LANGUAGE.md §4, §12). The numbers themselves are
-croqvm.interp.scalar's; these handlers only fetch operands and write results.
+croqvm.numerics'; these handlers only fetch operands and write results.
 
 Conventions: handlers take (``w``, ``ins``); ``t`` types come from ``w.blk.prog.rtypes``;
 results are converted to the destination register's type (§12.3) and written to the
@@ -15,8 +15,8 @@ import numpy as np
 
 from .. import dtypes
 from ..bytecode.opcodes import BINARY_ALU, COMPARE, TABLE
-from .faults import LaneFault
-from .scalar import binary_op, convert, converter, round_to, same, unary_op
+from ..faults import LaneFault
+from ..numerics import binary_op, convert, converter, round_to, same, unary_op
 
 
 def const_array(kind: int, value, dst, width: int) -> np.ndarray:

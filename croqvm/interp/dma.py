@@ -14,10 +14,10 @@ import numpy as np
 
 from .. import dtypes
 from ..bytecode.opcodes import SPAN
-from .faults import Fault
+from ..faults import Fault
+from ..numerics import convert
 from .fmt import shape_text, tuple_text
 from .memory import Handle, Transfer, allocating, first_pending, view_of, view_registers
-from .scalar import convert
 from .sync import arrive, check_uniform
 
 

@@ -19,11 +19,11 @@ import numpy as np
 
 from ..bytecode.opcodes import SPAN, TABLE
 from ..errors import CroqvmError
+from ..faults import Fault, LaneFault
 from ..limits import MAX_BLOCK_SIZE, TOO_MANY_THREADS
+from ..numerics import convert
 from . import access, alu, control, diagnose, dma, mma, output, sync
-from .faults import Fault, LaneFault
 from .machine import Block
-from .scalar import convert
 from .warp import DONE, READY, Warp
 
 

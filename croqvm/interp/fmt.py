@@ -1,21 +1,10 @@
-"""How ``print`` shows values (LANGUAGE.md §13.2, D19).
-
-Floats are converted to f64 and written as C++ ``std::ostream`` does by default, which is
-``%g`` with 6 significant digits: ``42``, ``1.5``, ``0.333333``, ``1e+20``, ``-0``,
-``inf``, ``-inf``. Python's ``%g`` is C's, except that C prints a NaN with its sign bit
-set as ``-nan`` (glibc); croqvm always prints ``nan``.
+"""How ``print`` shows values (LANGUAGE.md §13.2, D19) and how messages write lane sets,
+tuples and shapes. Floats are written by ``croqvm.numerics.format_float``.
 """
 from __future__ import annotations
 
-import math
-
 from ..dtypes import DType
-
-
-def format_float(x: float) -> str:
-    if math.isnan(x):
-        return "nan"
-    return "%g" % x
+from ..numerics import format_float
 
 
 def format_value(v, t: DType) -> str:

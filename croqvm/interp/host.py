@@ -12,14 +12,14 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ArgumentError
+from ..faults import Fault
+from ..numerics import round_to
 from .machine import Block, Call
 from .memory import Buffer
-from .scalar import round_to
 from .alu import const_array
 from . import diagnose
 from .dma import check_kernel_end
 from .engine import run_block
-from .faults import Fault
 from .scheduler import make_scheduler
 
 DEFAULT_MAX_STEPS = 10 ** 8     # warp-instructions: one instruction run by one warp

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..dtypes import DType
-from .faults import Fault, LaneFault
+from ..faults import Fault, LaneFault
 
 
 class Buffer:

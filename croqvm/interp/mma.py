@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from .faults import Fault
+from ..faults import Fault
+from ..numerics import convert, fma_to, round_to
 from .fmt import shape_text, tuple_text
 from .memory import allocating, view_of, view_registers
-from .scalar import convert, fma_to, round_to
 from .sync import arrive, check_uniform, groups_of
 
 UNIT_KIND = {128: ("warpgroups", "group-4"), 32: ("warps", "group")}

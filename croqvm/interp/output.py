@@ -6,7 +6,7 @@ indexes the warp's lanes.
 """
 from __future__ import annotations
 
-from .faults import LaneFault
+from ..faults import LaneFault
 from .fmt import format_value
 
 

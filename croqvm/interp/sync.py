@@ -13,7 +13,7 @@ import numpy as np
 
 from ..bytecode import opcodes
 from ..bytecode.opcodes import SPAN
-from .faults import Fault, LaneFault
+from ..faults import Fault, LaneFault
 from .fmt import lanes_verb
 
 UNIT_NAMES = {32: "warp", 128: "warpgroup"}

@@ -1,6 +1,6 @@
 """The two ways a handler reports a runtime error (LANGUAGE.md §15.3).
 
-``LaneFault`` comes from per-lane array code (croqvm.interp.scalar, memory access): its
+``LaneFault`` comes from per-lane array code (croqvm.numerics, memory access): its
 ``index`` is the lane's position in the arrays the warp computed on. ``Fault`` names a
 lane of the block directly; collectives use it, since the faulting lane may belong to
 another warp than the one completing the rendezvous. The engine is the one place that
