@@ -28,7 +28,7 @@ def main() -> None:
     for entry in PROGRAMS:
         if entry.stage == "static":
             continue
-        module = croqvm.compile_file(entry.path, defines=entry.defines)
+        module = croqvm.compile_file(entry.path, defines=entry.defines).module
         n = 0
         for code in codes(module):
             ops = code.code[::WIDTH]

@@ -49,12 +49,12 @@ def check(entry, args, result) -> None:
 
 def run_one(file: str, defines: dict, scale: str) -> str:
     entry = entry_for(file, defines)
-    module = croqvm.compile_file(entry.path, defines=entry.defines)
+    program = croqvm.compile_file(entry.path, defines=entry.defines)
     args, dims = entry.make_args(np.random.default_rng(0), scale)
     shapes = " ".join("x".join(map(str, np.shape(a))) for a in args if isinstance(a, np.ndarray))
     stats: dict = {}
     t0 = time.perf_counter()
-    result = module.run(entry.func, *args, stats=stats, **dims)
+    result = program.run(entry.func, *args, stats=stats, **dims)
     wall = time.perf_counter() - t0
     check(entry, args, result)
     ref = numpy_seconds(entry, [np.array(a, copy=True) if isinstance(a, np.ndarray) else a

@@ -5,7 +5,9 @@
     c = prog.run("matmul", a, b)                                    # numpy in, numpy out
     prog.save("gemm.cqb"); prog = croqvm.load("gemm.cqb")
 
-See LANGUAGE.md §14.1 for the host-side rules.
+Each returns a ``croqvm.Program`` (croqvm/program.py), whose ``run`` takes the device,
+engine, schedule and other options as keywords. See LANGUAGE.md §14.1 for the host-side
+rules.
 """
 from __future__ import annotations
 
@@ -13,9 +15,10 @@ import os
 
 from .errors import (ArgumentError, BytecodeError, CompileError, CroqvmError, InternalError,
                      KernelFault)
+from .program import Program
 
-__all__ = ["compile", "compile_file", "check", "load", "CroqvmError", "CompileError",
-           "BytecodeError", "ArgumentError", "KernelFault", "InternalError"]
+__all__ = ["compile", "compile_file", "check", "load", "Program", "CroqvmError",
+           "CompileError", "BytecodeError", "ArgumentError", "KernelFault", "InternalError"]
 __version__ = "0.1.0"
 
 
@@ -25,12 +28,13 @@ def check(source: str, filename: str = "<string>", defines=None):
     return front_end(source, filename, defines)
 
 
-def compile(source: str, filename: str = "<string>", defines=None):
-    """Compile Croqtile source to a bytecode ``Module``; raises ``CompileError``.
+def compile(source: str, filename: str = "<string>", defines=None) -> Program:
+    """Compile Croqtile source to a ``Program``; raises ``CompileError``.
 
-    Warnings do not stop compilation; they are kept in ``module.warnings`` (rendered text).
+    Warnings do not stop compilation; they are kept in the program (``warnings``: the
+    rendered text, ``diagnostics``: the records).
     """
-    from .lang.diagnostics import render_all
+    from .diagnostics import render_all
     from .lang.frontend import has_errors
     from .bytecode.lower import lower_program
     from .bytecode.verify import verify
@@ -44,11 +48,10 @@ def compile(source: str, filename: str = "<string>", defines=None):
     except BytecodeError as err:
         raise InternalError(f"{filename}: internal error: lowering produced an invalid "
                             f"module: {err}") from None
-    module.warnings = render_all([d for d in diags if d.severity == "warning"], sources)
-    return module
+    return Program(module, [d for d in diags if d.severity == "warning"])
 
 
-def compile_file(path, defines=None):
+def compile_file(path, defines=None) -> Program:
     """Compile a ``.co`` file; see ``compile``."""
     path = os.fspath(path)
     try:
@@ -59,7 +62,7 @@ def compile_file(path, defines=None):
     return compile(text, path, defines)
 
 
-def load(path):
+def load(path) -> Program:
     """Load a ``.cqb`` file (always verified); raises ``BytecodeError``."""
     from .bytecode.cqb import load as load_cqb
-    return load_cqb(os.fspath(path))
+    return Program(load_cqb(os.fspath(path)))

@@ -52,16 +52,16 @@ def _defines(items: List[str]) -> dict:
 
 
 def _load(path: str, defines: List[str]):
-    """A ``.cqb`` or ``.co`` file as a bytecode Module; warnings go to stderr."""
+    """A ``.cqb`` or ``.co`` file as a ``croqvm.Program``; warnings go to stderr."""
     import croqvm
     if not os.path.exists(path):
         raise errors.ArgumentError(f"no such file: '{path}'")
     if path.endswith(".cqb"):
         return croqvm.load(path)
-    module = croqvm.compile_file(path, defines=_defines(defines))
-    if getattr(module, "warnings", ""):
-        print(module.warnings, file=sys.stderr)
-    return module
+    program = croqvm.compile_file(path, defines=_defines(defines))
+    if program.warnings:
+        print(program.warnings, file=sys.stderr)
+    return program
 
 
 @command
@@ -69,7 +69,7 @@ def check(file: str = typer.Argument(..., help="A .co source file."),
           define: List[str] = DefineOpt):
     """Check a Croqtile source file and report every diagnostic."""
     import croqvm
-    from .lang.diagnostics import render_all
+    from .diagnostics import render_all
     try:
         with open(file, encoding="utf-8", errors="replace") as f:
             text = f.read()
@@ -104,7 +104,7 @@ def disasm(file: str = typer.Argument(..., help="A .cqb or .co file."),
            define: List[str] = DefineOpt):
     """Print the bytecode of every function, with source positions."""
     from .bytecode.disasm import disassemble
-    print(disassemble(_load(file, define)))
+    print(disassemble(_load(file, define).module))
 
 
 @command

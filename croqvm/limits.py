@@ -1,11 +1,36 @@
 """Hardware limits every stage enforces: the one place each number is written.
 
-The checker reports them statically when sizes are known, the verifier rejects modules
+Also the lane counts of warps and warpgroups, and the parallel levels whose instances they
+are. The checker reports the limits statically when sizes are known, the verifier rejects modules
 that break them, and the engines check what is only known at launch.
 """
+from __future__ import annotations
+
+from dataclasses import dataclass
 
 MAX_BLOCK_SIZE = 1024              # lanes per block (LANGUAGE.md §6.3.6)
 TOO_MANY_THREADS = ("Total physical threads per block (thread x group x group-4 dims) must "
                     f"not exceed {MAX_BLOCK_SIZE}.")
 MAX_SHARED_BYTES = 228 * 1024      # shared memory per block: the largest configurable (sm_90)
 MAX_REGISTERS = 65536              # registers declared by one host program or kernel
+DEFAULT_MAX_STEPS = 10 ** 8        # warp-steps of one call unless the caller gives a limit
+
+WARP_SIZE = 32                     # lanes per warp: a block's lanes 0-31 are warp 0, ...
+WARPGROUP_SIZE = 4 * WARP_SIZE     # lanes per warpgroup, one instance of 'group-4'
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A parallel level one instance of which is a fixed group of consecutive lanes
+    (§6.3.4), and how messages name that group."""
+    level: str        # "group-4"
+    lanes: int        # 128
+    noun: str         # "warpgroup"
+    plural: str       # "warpgroups"
+
+
+UNITS = (Unit("group-4", WARPGROUP_SIZE, "warpgroup", "warpgroups"),   # outer to inner
+         Unit("group", WARP_SIZE, "warp", "warps"))
+UNIT_OF_LEVEL = {u.level: u for u in UNITS}
+UNIT_OF_LANES = {u.lanes: u for u in UNITS}
+LEVEL_LANES = {**{u.level: u.lanes for u in UNITS}, "thread": 1}   # lanes of one instance

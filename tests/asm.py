@@ -16,7 +16,9 @@ import re
 from croqvm import dtypes
 from croqvm.bytecode import module as M
 from croqvm.bytecode.opcodes import BY_NAME
-from croqvm.interp import run_function
+from croqvm.program import Program
+
+import engines
 
 
 class Asm:
@@ -128,9 +130,9 @@ def kernel_module(asm: Asm, kernel: M.Code, block_size: int, grid=(1,), name="f"
 
 
 def run(module, name="f", args=(), **options):
-    """Run and return (result, printed text)."""
+    """Run on the test's engine (tests/engines.py); return (result, printed text)."""
     out = io.StringIO()
-    result = run_function(module, name, list(args), {}, out=out, **options)
+    result = engines.run(Program(module), name, *args, out=out, **options)
     return result, out.getvalue()
 
 

@@ -1,10 +1,36 @@
-"""Shared pytest set-up: long stress and fuzz runs are behind ``--runslow``."""
+"""Shared pytest set-up: long stress and fuzz runs are behind ``--runslow``; execution
+tests run once per engine (tests/engines.py), chosen with ``--engine``."""
 import pytest
+
+import engines
 
 
 def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False,
                      help="also run tests marked slow (long fuzz and stress runs)")
+    parser.addoption("--engine", action="append", default=[], choices=list(engines.ENGINES),
+                     help="run the execution tests on this engine (repeatable; default: "
+                          "every available one)")
+
+
+def pytest_configure(config):
+    missing = [e for e in config.getoption("--engine") if e not in engines.usable()]
+    if missing:
+        raise pytest.UsageError(f"--engine {missing[0]}: that engine is not available in "
+                                f"this installation")
+
+
+def pytest_generate_tests(metafunc):
+    if "engine" in metafunc.fixturenames:
+        chosen = metafunc.config.getoption("--engine") or engines.usable()
+        metafunc.parametrize("engine", chosen, indirect=True)
+
+
+@pytest.fixture
+def engine(request):
+    """The engine the test runs on; the helpers of tests/engines.py use it meanwhile."""
+    with engines.active(request.param):
+        yield request.param
 
 
 def pytest_collection_modifyitems(config, items):

@@ -12,9 +12,9 @@ from croqvm import dtypes
 from croqvm.lang import ast
 from croqvm.lang.check import check_program
 from croqvm.lang.check.consteval import const_value
-from croqvm.lang.diagnostics import DiagnosticSink
+from croqvm.diagnostics import DiagnosticSink
 from croqvm.lang.frontend import front_end
-from croqvm.lang.source import Span
+from croqvm.source import Span
 from appendix import APPENDIX
 from croqvm.lang.types import (Bounded, Buffer, Event, Fragment, Future, ITuple, Mdspan,
                                Scalar, View)

@@ -160,7 +160,7 @@ def test_big_int_constant_must_be_decimal():
 
 def test_save_then_load(tmp_path):
     path = tmp_path / "squares.cqb"
-    B.squares().save(path)
+    cqb.save(B.squares(), path)
     assert cqb.load(path) == B.squares()
     assert os.listdir(tmp_path) == ["squares.cqb"]
 

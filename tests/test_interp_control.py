@@ -7,6 +7,8 @@ from croqvm.bytecode.module import CollSite, LaneSet
 from croqvm.bytecode.verify import verify
 from croqvm.errors import KernelFault
 
+pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
+
 
 def lines(text):
     return text.splitlines()

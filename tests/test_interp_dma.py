@@ -9,6 +9,8 @@ from croqvm.bytecode.module import (Access, BufferDecl, CollSite, DmaDesc, Futur
 from croqvm.bytecode.verify import verify
 from croqvm.errors import KernelFault
 
+pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
+
 S32 = 3
 A = np.arange(24, dtype=np.int32).reshape(4, 6)
 

@@ -10,7 +10,11 @@ from asm import Asm, P, function, kernel_module, run
 from croqvm.bytecode.module import Access, BufferDecl, Param
 from croqvm.bytecode.verify import verify
 from croqvm.errors import ArgumentError, KernelFault
-from croqvm.interp import run_function
+from croqvm.program import Program
+
+import engines
+
+pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
 
 F16, F32, S32, BF16 = 9, 11, 3, 10
 
@@ -51,18 +55,18 @@ GOOD = [f16(64, 256), f16(256, 32), np.zeros((64, 32), np.float32), 1.5]
 def test_argument_errors(change, message):
     args = [change.get(i, x) for i, x in enumerate(GOOD)]
     with pytest.raises(ArgumentError) as e:
-        run_function(matmul_like(), "matmul", args, {})
+        engines.run(Program(matmul_like()), "matmul", *args)
     assert str(e.value) == message
 
 
 def test_argument_count():
     with pytest.raises(ArgumentError) as e:
-        run_function(matmul_like(), "matmul", GOOD[:3], {})
+        engines.run(Program(matmul_like()), "matmul", *GOOD[:3])
     assert str(e.value) == "'matmul' takes 4 arguments but got 3."
 
 
 def test_good_arguments_bind():
-    assert run_function(matmul_like(), "matmul", list(GOOD), {}) is None
+    assert engines.run(Program(matmul_like()), "matmul", *GOOD) is None
 
 
 def scale_kernel(dtype=F32, storage="global"):
@@ -107,12 +111,12 @@ def returning(kind):
 
 
 def test_returning_a_scalar_gives_a_python_float():
-    got = run_function(returning("scalar"), "f", [], {})
+    got = run(returning("scalar"))[0]
     assert type(got) is float and got == 2.5
 
 
 def test_returning_a_buffer_gives_a_new_array():
-    got = run_function(returning("buffer"), "f", [], {})
+    got = run(returning("buffer"))[0]
     assert got.dtype == np.float16 and got.tolist() == [0.0, 2.5, 0.0]
 
 
@@ -257,7 +261,7 @@ def test_an_assert_message_is_never_read_as_a_format():
 
 def test_print_output_goes_to_the_given_stream():
     out = io.StringIO()
-    run_function(racy_kernel(), "f", [], {}, out=out)
+    engines.run(Program(racy_kernel()), "f", out=out)
     assert out.getvalue().count("\n") == 128
 
 

@@ -8,6 +8,8 @@ from croqvm.bytecode.module import BufferDecl, CollSite, FragDecl, Param, View
 from croqvm.errors import KernelFault
 from croqvm.interp.mma import _first_outside
 
+pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
+
 F16, F32, S8, S32 = 9, 11, 1, 3
 NP = {F16: np.float16, F32: np.float32, S8: np.int8, S32: np.int32}
 LAYOUTS = {"row.row": 0, "row.col": 1, "col.row": 2, "col.col": 3}

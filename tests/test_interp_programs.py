@@ -8,7 +8,10 @@ import pytest
 from appendix import APPENDIX
 import croqvm
 from croqvm.errors import KernelFault
-from croqvm.interp import run_function
+
+import engines
+
+pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
 
 A1 = APPENDIX["A.1"]
 
@@ -67,7 +70,7 @@ __co__ auto matmul_db(f32 [M, K] a, f32 [K, N] b) {
 
 def printed(source, name, filename="t.co", **options):
     out = io.StringIO()
-    run_function(croqvm.compile(source, filename), name, [], {}, out=out, **options)
+    engines.run(croqvm.compile(source, filename), name, out=out, **options)
     return out.getvalue()
 
 
@@ -101,7 +104,7 @@ def test_a2_scalar_matmul_against_numpy():
     a = rng.integers(-9, 10, (16, 5)).astype(np.int32)
     b = rng.integers(-9, 10, (5, 8)).astype(np.int32)
     mod = croqvm.compile(A2_A4.replace("WAIT_LAST", "wait cur_a, cur_b;"))
-    assert np.array_equal(run_function(mod, "matmul", [a, b], {}), a @ b)
+    assert np.array_equal(engines.run(mod, "matmul", a, b), a @ b)
 
 
 @pytest.mark.parametrize("schedule, seed", [("rr", 0), ("random", 1), ("random", 2)])
@@ -110,7 +113,7 @@ def test_a4_double_buffering_under_every_schedule(schedule, seed):
     a = rng.integers(-4, 5, (16, 48)).astype(np.float32)
     b = rng.integers(-4, 5, (48, 16)).astype(np.float32)
     mod = croqvm.compile(A2_A4.replace("WAIT_LAST", "wait cur_a, cur_b;"))
-    c = run_function(mod, "matmul_db", [a, b], {}, schedule=schedule, seed=seed)
+    c = engines.run(mod, "matmul_db", a, b, schedule=schedule, seed=seed)
     assert np.array_equal(c, a @ b)
 
 
@@ -119,5 +122,5 @@ def test_a4_without_the_last_wait():
     b = np.ones((32, 16), np.float32)
     mod = croqvm.compile(A2_A4.replace("WAIT_LAST", ""))
     with pytest.raises(KernelFault) as e:
-        run_function(mod, "matmul_db", [a, b], {})
+        engines.run(mod, "matmul_db", a, b)
     assert "runtime error: future 'cur_a' is not waited before using." in str(e.value)

@@ -12,8 +12,10 @@ from croqvm.faults import LaneFault
 from croqvm.interp.fmt import format_lanes, format_value
 from croqvm.numerics import binary, convert, round_bits, unary
 
-# IEEE overflow and division by zero are the defined results here, not accidents
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+# every test runs on each engine; IEEE overflow and division by zero are the defined
+# results here, not accidents
+pytestmark = [pytest.mark.usefixtures("engine"),
+              pytest.mark.filterwarnings("ignore::RuntimeWarning")]
 
 T = dtypes.BY_NAME
 S32_MIN, S64_MIN = -2 ** 31, -2 ** 63

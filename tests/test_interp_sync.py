@@ -8,6 +8,8 @@ from asm import ALL, Asm, P, function, kernel_module, launch_host, run
 from croqvm.bytecode.module import Access, BufferDecl, EventDecl, Kernel, LaneSet, Param
 from croqvm.errors import KernelFault
 
+pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
+
 BROKEN = APPENDIX["A.8"]
 
 LOOP = """

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from croqvm.lang.diagnostics import DiagnosticSink
+from croqvm.diagnostics import DiagnosticSink
 from croqvm.lang.lexer import tokenize_program
-from croqvm.lang.source import SourceFile, Span
+from croqvm.source import SourceFile, Span
 
 
 def lex(text, defines=None):

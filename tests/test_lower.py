@@ -21,15 +21,19 @@ from croqvm.bytecode import cqb, opcodes
 from croqvm.bytecode.disasm import disassemble
 from croqvm.bytecode.lower import lower_program
 from croqvm.errors import CompileError, KernelFault
-from croqvm.interp import run_function
+from croqvm.program import Program
 from croqvm.lang import ast
-from croqvm.lang.source import SourceFile, Span
+from croqvm.source import SourceFile, Span
+
+import engines
+
+pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
 
 
 # --------------------------------------------------------------------------- helpers
 
 def lower(src: str, defines=None):
-    module = croqvm.compile(src, "t.co", defines)
+    module = croqvm.compile(src, "t.co", defines).module
     return cqb.decode(cqb.encode(module))
 
 
@@ -75,12 +79,12 @@ def run(src: str, func=None, args=(), dims=None, **kw) -> str:
     out = io.StringIO()
     names = [func] if func else [f.name for f in module.functions if not f.params]
     for name in names:
-        run_function(module, name, list(args), dims or {}, out=out, **kw)
+        engines.run(Program(module), name, *args, out=out, **(dims or {}), **kw)
     return out.getvalue()
 
 
 def call(src: str, func: str, *args):
-    return run_function(lower(src), func, list(args), {}, out=io.StringIO())
+    return engines.run(Program(lower(src)), func, *args, out=io.StringIO())
 
 
 def kernel(src: str, k: int = 0):
@@ -415,7 +419,7 @@ def test_host_values_become_launch_bindings():
     assert [kcode.buffers[s].name for s, _ in launch.buffers] == ["out"]
     assert "off" in [kcode.reg_names[r] for r, _ in launch.scalars]
     out = np.zeros(8, np.int32)
-    run_function(lower(src), "f", [out, 5], {}, out=io.StringIO())
+    engines.run(Program(lower(src)), "f", out, 5, out=io.StringIO())
     np.testing.assert_array_equal(out, np.arange(8) + 10)
 
 
@@ -442,7 +446,7 @@ def warps_of(src: str, func: str, lanes: int, *args) -> float:
     kern = module.function(func).kernels[0].code
     assert not {"IF", "LOOP"} & set(ops(kern))
     stats = {}
-    run_function(module, func, list(args), {}, out=io.StringIO(), stats=stats)
+    engines.run(Program(module), func, *args, out=io.StringIO(), stats=stats)
     return lanes - (stats["lane_steps"] - stats["warp_steps"]) / (len(kern.code) // opcodes.WIDTH)
 
 
@@ -792,7 +796,7 @@ def test_run_time_extents_are_read_where_a_view_uses_them():
     assert dims == [1, 0, 1]        # a.span(1); chunkat divides extent 0, keeps extent 1
     a = np.arange(12, dtype=np.int32).reshape(4, 3)
     out = io.StringIO()
-    c = run_function(lower(src), "f", [a], {}, out=out)
+    c = engines.run(Program(lower(src)), "f", a, out=out)
     expect = a * 2
     expect[0, 0] = a[1, 1] + 100    # chunk t = 0 of 2 along dimension 0: rows 0-1
     assert out.getvalue() == "3\n"

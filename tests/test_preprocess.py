@@ -2,9 +2,9 @@
 #line, host-text notes."""
 import pytest
 
-from croqvm.lang.diagnostics import DiagnosticSink
+from croqvm.diagnostics import DiagnosticSink
 from croqvm.lang.lexer import tokenize_program
-from croqvm.lang.source import SourceFile, Span
+from croqvm.source import SourceFile, Span
 
 
 def lex(text, defines=None):

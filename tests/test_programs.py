@@ -13,7 +13,11 @@ import pytest
 
 import croqvm
 from croqvm.errors import CompileError, KernelFault
-from croqvm.lang.diagnostics import render_all
+from croqvm.diagnostics import render_all
+
+import engines
+
+pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
 
 PROGRAMS_DIR = Path(__file__).resolve().parent.parent / "programs"
 
@@ -55,11 +59,11 @@ def run_entry(prog, entry, **options):
     """Run an entry as its catalogue says; return (inputs as passed, args after, result)."""
     if entry.func is None:
         for name in parameterless_functions(entry):
-            prog.run(name, **options)
+            engines.run(prog, name, **options)
         return None, None, None
     args, dims = entry.make_args(np.random.default_rng(7), "test")
     inputs = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    result = prog.run(entry.func, *args, **options, **dims)
+    result = engines.run(prog, entry.func, *args, **options, **dims)
     return inputs, args, result
 
 

@@ -17,11 +17,15 @@ import pytest
 
 import croqvm
 
+import engines
+
+pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
+
 
 def output(source: str, func: str = "main", *args, **options) -> str:
     """Compile ``source`` (as ``sem.co``), run ``func`` and return what it printed."""
     out = io.StringIO()
-    croqvm.compile(textwrap.dedent(source), "sem.co").run(func, *args, out=out, **options)
+    engines.run(croqvm.compile(textwrap.dedent(source), "sem.co"), func, *args, out=out, **options)
     return out.getvalue()
 
 
@@ -33,7 +37,7 @@ def fault(source: str, func: str = "main", *args, **options) -> str:
     """Run a program that must stop with a runtime error; return the rendered report."""
     prog = croqvm.compile(textwrap.dedent(source), "sem.co")
     with pytest.raises(croqvm.KernelFault) as info:
-        prog.run(func, *args, out=io.StringIO(), **options)
+        engines.run(prog, func, *args, out=io.StringIO(), **options)
     return str(info.value)
 
 
@@ -516,7 +520,7 @@ def test_integer_division_by_zero_in_host_code():
           return q;
         }
     """
-    assert croqvm.compile(textwrap.dedent(src), "sem.co").run("main", 2) == 1
+    assert engines.run(croqvm.compile(textwrap.dedent(src), "sem.co"), "main", 2) == 1
     assert fault(src, "main", 0) == lines(
         "sem.co:3:3: runtime error: integer division by zero.",
         "    3 |   int q = 7 % d;",

@@ -18,6 +18,10 @@ import pytest
 
 import croqvm
 
+import engines
+
+pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
+
 
 def compile_src(source: str, filename: str = "sem.co"):
     return croqvm.compile(textwrap.dedent(source).lstrip("\n"), filename)
@@ -26,7 +30,7 @@ def compile_src(source: str, filename: str = "sem.co"):
 def run(source: str, func: str, *args, **options):
     """Run ``func``; return (what it printed, what it returned)."""
     out = io.StringIO()
-    result = compile_src(source).run(func, *args, out=out, **options)
+    result = engines.run(compile_src(source), func, *args, out=out, **options)
     return out.getvalue(), result
 
 
@@ -37,7 +41,7 @@ def lines(*items: str) -> str:
 def fault(source: str, func: str, *args, filename: str = "sem.co") -> str:
     """Run a program that must stop with a runtime error; return the rendered report."""
     with pytest.raises(croqvm.KernelFault) as info:
-        compile_src(source, filename).run(func, *args, out=io.StringIO())
+        engines.run(compile_src(source, filename), func, *args, out=io.StringIO())
     return str(info.value)
 
 
@@ -427,7 +431,7 @@ def test_edge_tiles_keep_or_zero_the_elements_past_the_buffer():
     m = M57
     plain = np.full((3, 3, 2, 3), 99, np.int32)
     zero = np.full((3, 3, 2, 3), 99, np.int32)
-    compile_src(src).run("edges", m, plain, zero)
+    engines.run(compile_src(src), "edges", m, plain, zero)
     np.testing.assert_array_equal(plain, edge_tiles(m, -1))
     np.testing.assert_array_equal(zero, edge_tiles(m, 0))
 
@@ -446,7 +450,7 @@ def test_edge_tiles_into_shared_memory_in_a_kernel():
     """
     m = M57
     got = np.zeros((3, 3, 2, 3), np.int32)
-    compile_src(src).run("tiles", m, got)
+    engines.run(compile_src(src), "tiles", m, got)
     np.testing.assert_array_equal(got, edge_tiles(m, 0) + 1000 * edge_tiles(m, -1))
 
 
@@ -470,7 +474,7 @@ def test_chunkat_of_a_view_reaching_past_the_edge():
     m = M57
     plain = np.zeros((2, 4, 2), np.int32)
     zero = np.zeros((2, 4, 2), np.int32)
-    compile_src(src).run("chunks", m, plain, zero)
+    engines.run(compile_src(src), "chunks", m, plain, zero)
     want_plain = np.full((2, 4, 2), -1, np.int32)
     want_zero = np.zeros((2, 4, 2), np.int32)
     for want in (want_plain, want_zero):
@@ -492,7 +496,7 @@ def test_a_destination_tile_past_the_edge_is_clipped():
         }
     """
     dst = np.full((5, 7), -1, np.int32)
-    compile_src(src).run("place", dst)
+    engines.run(compile_src(src), "place", dst)
     rr, cc = np.indices((5, 7))
     np.testing.assert_array_equal(dst, 10 * (3 * (rr // 2) + cc // 3) + 3 * (rr % 2) + cc % 3)
 

@@ -18,6 +18,10 @@ from croqvm import dtypes
 from croqvm.cli import main
 from croqvm.numerics import binary, convert
 
+import engines
+
+pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
+
 FILE = "spec.co"
 
 
@@ -28,7 +32,7 @@ def compile_src(source: str):
 def run(source: str, *args, func: str = "f", **options):
     """Run ``func``; return (what it printed, what it returned)."""
     out = io.StringIO()
-    result = compile_src(source).run(func, *args, out=out, **options)
+    result = engines.run(compile_src(source), func, *args, out=out, **options)
     return out.getvalue(), result
 
 
@@ -39,13 +43,13 @@ def printed(source: str, *args, **options) -> str:
 def fault(source: str, *args, func: str = "f", **options) -> str:
     """Run a program that must stop with a runtime error; return the rendered report."""
     with pytest.raises(croqvm.KernelFault) as info:
-        compile_src(source).run(func, *args, out=io.StringIO(), **options)
+        engines.run(compile_src(source), func, *args, out=io.StringIO(), **options)
     return str(info.value)
 
 
 def argument_error(source: str, *args, func: str = "f", **dims) -> str:
     with pytest.raises(croqvm.ArgumentError) as info:
-        compile_src(source).run(func, *args, out=io.StringIO(), **dims)
+        engines.run(compile_src(source), func, *args, out=io.StringIO(), **dims)
     return str(info.value)
 
 
@@ -1237,7 +1241,7 @@ def test_poison_mode_dma_carries_the_written_state():
     """
     out = io.StringIO()
     with pytest.raises(croqvm.KernelFault) as info:
-        compile_src(src).run("f", out=out, poison=True)
+        engines.run(compile_src(src), "f", out=out, poison=True)
     assert out.getvalue() == "5\n"
     assert str(info.value).splitlines()[0] == (
         "spec.co:7:3: runtime error: read of uninitialised element b.at(1) (buffer declared "
@@ -1403,7 +1407,7 @@ def test_the_first_runtime_error_stops_the_call():
     z = np.where(np.arange(64) == 37, 0, 1).astype(np.int32)
     out = io.StringIO()
     with pytest.raises(croqvm.KernelFault):
-        compile_src(src).run("f", z, out=out)
+        engines.run(compile_src(src), "f", z, out=out)
     assert out.getvalue() == lines(*(str(t) for t in range(32)))
 
 

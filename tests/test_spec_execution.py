@@ -18,6 +18,10 @@ import pytest
 
 import croqvm
 
+import engines
+
+pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
+
 
 def source(text: str) -> str:
     return textwrap.dedent(text).lstrip("\n")
@@ -26,19 +30,19 @@ def source(text: str) -> str:
 def output(text: str, func: str = "main", *args, **options) -> str:
     """Compile ``text`` (as ``x.co``), run ``func``; return what it printed."""
     out = io.StringIO()
-    croqvm.compile(source(text), "x.co").run(func, *args, out=out, **options)
+    engines.run(croqvm.compile(source(text), "x.co"), func, *args, out=out, **options)
     return out.getvalue()
 
 
 def result(text: str, func: str = "main", *args):
-    return croqvm.compile(source(text), "x.co").run(func, *args, out=io.StringIO())
+    return engines.run(croqvm.compile(source(text), "x.co"), func, *args, out=io.StringIO())
 
 
 def fault(text: str, func: str = "main", *args) -> list[str]:
     """Run a program that must stop with a runtime error; return the report's lines."""
     prog = croqvm.compile(source(text), "x.co")
     with pytest.raises(croqvm.KernelFault) as info:
-        prog.run(func, *args, out=io.StringIO())
+        engines.run(prog, func, *args, out=io.StringIO())
     return str(info.value).splitlines()
 
 
@@ -724,7 +728,7 @@ def test_outer_level_code_and_regions_give_one_result_under_every_schedule(sched
     b = rng.integers(-4, 5, (16, 16)).astype(np.float32)
     c = np.zeros((16, 16), np.float32)
     seen = np.zeros((16, 16), np.int32)
-    croqvm.compile(source(TILED), "x.co").run("tiled", a, b, c, seen, schedule=schedule,
+    engines.run(croqvm.compile(source(TILED), "x.co"), "tiled", a, b, c, seen, schedule=schedule,
                                               seed=seed, out=io.StringIO())
     np.testing.assert_array_equal(c, a @ b)
     np.testing.assert_array_equal(seen, np.full((16, 16), 1 + 2))

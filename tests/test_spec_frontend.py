@@ -17,6 +17,10 @@ import pytest
 import croqvm
 from croqvm.lang.frontend import front_end
 
+import engines
+
+pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
+
 F = "__co__ void f() {\n"
 
 
@@ -33,7 +37,7 @@ def diagnose(text: str, severity: str = "error") -> list[str]:
 
 def output(text: str, func: str = "f", *args) -> str:
     out = io.StringIO()
-    croqvm.compile(program(text), "t.co").run(func, *args, out=out)
+    engines.run(croqvm.compile(program(text), "t.co"), func, *args, out=out)
     return out.getvalue()
 
 
@@ -85,7 +89,8 @@ def test_checker_errors_inside_an_expansion_point_at_the_macro_use(text, expecte
 
 def test_defines_given_to_compile_precede_line_one():  # §1.2.4
     out = io.StringIO()
-    croqvm.compile(F + "  println(N, M);\n}", "t.co", {"N": None, "M": "7"}).run("f", out=out)
+    prog = croqvm.compile(F + "  println(N, M);\n}", "t.co", {"N": None, "M": "7"})
+    engines.run(prog, "f", out=out)
     assert out.getvalue() == "1 7\n"
 
 

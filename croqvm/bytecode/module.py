@@ -227,27 +227,3 @@ class Module:
             if fn.name == name:
                 return fn
         return None
-
-    # -- conveniences of the public API (LANGUAGE.md §14.1); the work lives elsewhere
-
-    def save(self, path) -> None:
-        """Write this module as a ``.cqb`` file, atomically."""
-        from .cqb import save
-        save(self, path)
-
-    def run(self, func: str, *args, device: str = "cpu", poison: bool = False,
-            schedule: str = "rr", seed: int = 0, max_steps: int | None = None, out=None,
-            stats: dict | None = None, **dims):
-        """Run function ``func`` with numpy arrays / scalars; returns its result.
-
-        ``global`` buffer parameters are updated in place (§14.3.3). ``dims`` fixes
-        symbolic dimensions that no argument binds; ``stats`` (a dict) receives the
-        counts of warp- and lane-instructions executed.
-        """
-        if device != "cpu":
-            from croqvm.errors import CroqvmError
-            raise CroqvmError(f"device '{device}' is not available: croqvm runs on 'cpu' only "
-                              "for now (the CUDA path is not built yet)")
-        from croqvm.interp import run_function
-        return run_function(self, func, list(args), dims, poison=poison, schedule=schedule,
-                            seed=seed, max_steps=max_steps, out=out, stats=stats)

@@ -15,7 +15,8 @@ import numpy as np
 
 from ..bytecode.opcodes import SPAN
 from ..errors import InternalError, KernelFault
-from ..lang.diagnostics import Diagnostic, render
+from ..limits import WARP_SIZE
+from ..diagnostics import Diagnostic, render
 from .fmt import lanes_phrase
 from .warp import BLOCKED, DONE
 
@@ -27,7 +28,8 @@ def context(blk, lane) -> str:
     where = f"  in kernel launched at {call.where(blk.launch.span)}"
     if lane is None:
         return where
-    return f"{where}, block {blk.block_text()}, lane {lane} (warp {lane // 32}, lane {lane % 32})"
+    warp, i = divmod(lane, WARP_SIZE)
+    return f"{where}, block {blk.block_text()}, lane {lane} (warp {warp}, lane {i})"
 
 
 def fault(blk, span: int, message: str, lane=None, hint=None, notes=()) -> KernelFault:

@@ -6,8 +6,6 @@ the parameter list; every argument problem is an ``ArgumentError`` worded as §1
 """
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 from .. import dtypes
@@ -21,8 +19,6 @@ from . import diagnose
 from .dma import check_kernel_end
 from .engine import run_block
 from .scheduler import make_scheduler
-
-DEFAULT_MAX_STEPS = 10 ** 8     # warp-instructions: one instruction run by one warp
 
 
 def ordinal(n: int) -> str:
@@ -183,22 +179,18 @@ def p_span(call, p) -> int:
     return decls[p.slot].span if 0 <= p.slot < len(decls) else call.fn.span
 
 
-def run_function(module, name: str, args: list, dims: dict | None = None, *, poison=False,
-                 schedule="rr", seed=0, max_steps=None, out=None, stats=None):
-    """Run function ``name`` of ``module`` on ``args`` (numpy arrays and Python scalars
-    in parameter order). Returns the returned array, scalar or None; ``global`` buffer
-    parameters are copied back into the caller's arrays. ``dims`` gives symbolic
-    dimensions no parameter binds (and must agree with those the parameters bind).
-    ``max_steps`` bounds warp-instructions (one instruction run by one warp). A ``stats``
-    dict receives ``warp_steps`` and ``lane_steps`` (lane-instructions) when given."""
+def run_function(module, name: str, args: list, dims: dict, *, poison: bool, schedule: str,
+                 seed: int, max_steps: int, out, stats: dict | None):
+    """The reference engine's runner (croqvm.program): run function ``name`` of
+    ``module`` on ``args`` (numpy arrays and Python scalars in parameter order). Returns
+    the returned array, scalar or None; ``global`` buffer parameters are copied back into
+    the caller's arrays. ``dims`` gives symbolic dimensions no parameter binds (and must
+    agree with those the parameters bind). ``max_steps`` bounds warp-steps
+    (docs/EXECUTION.md "Step counting"). A ``stats`` dict receives ``warp_steps`` and
+    ``lane_steps`` when given. The options are valid: the facade checked them."""
     fn = module.function(name)
-    if fn is None:
-        raise ArgumentError(f"no function named '{name}' in this module.")
-    if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
-        raise ArgumentError(f"the step limit must be a positive integer, not {max_steps!r}.")
-    call = Call(module, fn, out=out if out is not None else sys.stdout, poison=poison,
-                scheduler=make_scheduler(schedule, seed),
-                max_steps=DEFAULT_MAX_STEPS if max_steps is None else max_steps)
+    call = Call(module, fn, out=out, poison=poison, scheduler=make_scheduler(schedule, seed),
+                max_steps=max_steps)
     call.result = None
     hblk = Block(call, call.program(fn.host), 1)
     # overflow to inf, x/0 and NaN are §12.3 results, in arguments (rounded on entry) too

@@ -10,11 +10,10 @@ import numpy as np
 
 from .. import dtypes
 from ..bytecode.opcodes import WIDTH
-from ..lang.source import SourceFile, Span
+from ..limits import WARP_SIZE
+from ..source import SourceFile, Span
 from .memory import allocating, block_wide, new_buffer
 from .warp import new_warp
-
-WARP_SIZE = 32
 
 
 def decode(flat: list[int]) -> list[tuple]:

@@ -12,13 +12,11 @@ import numpy as np
 
 from .. import dtypes
 from ..faults import Fault
+from ..limits import UNIT_OF_LANES
 from ..numerics import convert, fma_to, round_to
 from .fmt import shape_text, tuple_text
 from .memory import allocating, view_of, view_registers
 from .sync import arrive, check_uniform, groups_of
-
-UNIT_KIND = {128: ("warpgroups", "group-4"), 32: ("warps", "group")}
-
 
 class Fragment:
     """One unit's copy of a fragment: a 2-D tile, or only a fill value until an exec
@@ -193,8 +191,8 @@ def op_mma_store(w, ins):
         check_uniform(blk, rec, lanes, _view_operands(blk, v),
                       view_registers(blk.prog.code, v))
         groups = _by_instance(blk, m, lanes)
-        if site.unit == 0 and len(groups) > 1 and decl.unit in UNIT_KIND:
-            plural, level = UNIT_KIND[decl.unit]
+        if site.unit == 0 and len(groups) > 1 and decl.unit in UNIT_OF_LANES:
+            plural, level = UNIT_OF_LANES[decl.unit].plural, UNIT_OF_LANES[decl.unit].level
             raise Fault(f"mma.store of '{decl.name}' at block level would write the same "
                         f"destination from {len(groups)} {plural}; store inside the "
                         f"'{level}' level.", int(lanes[0]))

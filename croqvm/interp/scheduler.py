@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import random
 
-from ..errors import ArgumentError
-
 
 class RoundRobin:
     quantum = 0             # until the warp blocks, finishes, or releases others
@@ -42,9 +40,9 @@ class Random:
         return self.rng.choice(ready) if ready else None
 
 
+SCHEDULERS = {"rr": lambda seed: RoundRobin(), "random": Random}
+
+
 def make_scheduler(name: str, seed: int):
-    if name == "rr":
-        return RoundRobin()
-    if name == "random":
-        return Random(seed)
-    raise ArgumentError(f"unknown schedule '{name}': use 'rr' or 'random'.")
+    """The scheduler called ``name`` (one of croqvm.program.SCHEDULES)."""
+    return SCHEDULERS[name](seed)

@@ -14,10 +14,8 @@ import numpy as np
 from ..bytecode import opcodes
 from ..bytecode.opcodes import SPAN
 from ..faults import Fault, LaneFault
+from ..limits import UNIT_OF_LANES
 from .fmt import lanes_verb
-
-UNIT_NAMES = {32: "warp", 128: "warpgroup"}
-
 
 def unit_members(inset: np.ndarray, unit: int, u: int) -> np.ndarray:
     """The lanes of lane set ``inset`` in instance ``u`` of ``unit`` (0: the block)."""
@@ -58,10 +56,10 @@ class Rendezvous:
     def incomplete_unit(self):
         """The message for an mma operation its whole unit never reached (§11.2)."""
         unit = self.site.unit
-        if not self.whole_unit or unit not in UNIT_NAMES:
+        if not self.whole_unit or unit not in UNIT_OF_LANES:
             return None
         missing = lanes_verb(np.flatnonzero(self.missing()), "is", "are")
-        return (f"{self.site.text} needs all {unit} lanes of {UNIT_NAMES[unit]} "
+        return (f"{self.site.text} needs all {unit} lanes of {UNIT_OF_LANES[unit].noun} "
                 f"{self.unit_index}, but {missing} not active here.")
 
     def label(self) -> str:
@@ -100,18 +98,18 @@ def _check_converged(w, site, members, unit, u, whole_unit):
     """§7.4.4: every live participant lane of this warp must be active here."""
     blk = w.blk
     lane = int(w.lanes[w.active_indices()[0]])
-    if whole_unit and unit in UNIT_NAMES:
+    if whole_unit and unit in UNIT_OF_LANES:
         gone = np.flatnonzero(members & ~blk.live)
         if gone.size:
-            raise Fault(f"{site.text} needs all {unit} lanes of {UNIT_NAMES[unit]} {u}, "
+            raise Fault(f"{site.text} needs all {unit} lanes of {UNIT_OF_LANES[unit].noun} {u}, "
                         f"but {lanes_verb(gone, 'has', 'have')} terminated.", lane)
     if w.full:
         return
     idle = np.flatnonzero(members[w.base:w.base + w.width] & w.live & ~w.act)
     if not idle.size:
         return
-    if whole_unit and unit in UNIT_NAMES:
-        raise Fault(f"{site.text} needs all {unit} lanes of {UNIT_NAMES[unit]} {u}, but "
+    if whole_unit and unit in UNIT_OF_LANES:
+        raise Fault(f"{site.text} needs all {unit} lanes of {UNIT_OF_LANES[unit].noun} {u}, but "
                     f"{lanes_verb(idle + w.base, 'is', 'are')} not active here.", lane)
     n = int((members & blk.live).sum())
     idle_here = lanes_verb(idle, "is", "are", f" of warp {w.index}")

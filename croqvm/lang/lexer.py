@@ -15,7 +15,7 @@ from __future__ import annotations
 from .macros import Expander
 from .preprocess import HOST_LEXEME, Preprocessed, preprocess
 from .scanner import scan
-from .source import SourceFile, Span
+from ..source import SourceFile, Span
 from .tokens import EOF, STRING, Token
 
 _BLANKS = " \t\r\n\f\v"

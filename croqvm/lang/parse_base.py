@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from .source import Span
+from ..source import Span
 from .tokens import EOF, INT, KEYWORD, MEMBER, NAME, Token
 
 # A level costs at most about ten Python frames (``a.at(a.at(...))``), so 64 levels stay

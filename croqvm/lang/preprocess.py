@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from .macros import Macro, parse_define
 from .ppexpr import evaluate_condition
 from .scanner import LineMap, scan
-from .source import SourceFile
+from ..source import SourceFile
 from .tokens import INT, STRING
 
 DIRECTIVES = frozenset("define undef if ifdef ifndef elif else endif include line pragma".split())

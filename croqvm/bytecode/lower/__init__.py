@@ -17,7 +17,7 @@ from __future__ import annotations
 from croqvm.bytecode.module import Module
 from croqvm.errors import CompileError, CroqvmError
 from croqvm.lang import ast
-from croqvm.lang.source import SourceFile
+from croqvm.source import SourceFile
 
 from . import dma, events, exprs, host, kernel, mma, output, stmts, views
 from .builder import SpanTable

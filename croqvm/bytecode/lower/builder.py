@@ -16,7 +16,7 @@ from __future__ import annotations
 from croqvm import dtypes
 from croqvm.bytecode import opcodes
 from croqvm.bytecode.module import Code
-from croqvm.lang.source import SourceFile, Span
+from croqvm.source import SourceFile, Span
 
 W = opcodes.WIDTH
 CONST = opcodes.BY_NAME["CONST"].code

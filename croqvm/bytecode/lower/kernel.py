@@ -15,6 +15,7 @@ from croqvm import dtypes
 from croqvm.bytecode.module import Code, CollSite, Kernel, LaneSet, Launch
 from croqvm.bytecode.module import BufferDecl as BufSlot
 from croqvm.lang import ast
+from croqvm.limits import UNIT_OF_LEVEL
 
 from .builder import CodeBuilder
 from .exprs import lower_as
@@ -133,7 +134,7 @@ def _lower_levels(lw: Lowerer, st: KernelState, levels, body, ctx: Ctx) -> None:
         if cond is not None:
             opened.append(b.open_if(cond))
         guards = guards + (info,)
-        if info.kind in ("group-4", "group"):
+        if info.kind in UNIT_OF_LEVEL:
             mma_unit = info.unit
     outer = has_regions(body)
     inner = Ctx(unit=info.unit, outer=outer, guards=guards, mma_unit=mma_unit, level=info)
@@ -222,7 +223,7 @@ def lower_inthreads(lw: Lowerer, s: ast.Inthreads) -> None:
         lw.b.emit("BARRIER", coll_site(lw, "barrier at end of inthreads", 0))
 
 
-_SYNC_UNITS = {None: 0, "block": 0, "group-4": 128, "group": 32}
+_SYNC_UNITS = {None: 0, "block": 0, **{u.level: u.lanes for u in UNIT_OF_LEVEL.values()}}
 
 
 def lower_sync(lw: Lowerer, s: ast.Sync) -> None:

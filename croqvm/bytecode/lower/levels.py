@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from math import prod
 
 from croqvm import dtypes
-from croqvm.limits import MAX_BLOCK_SIZE, TOO_MANY_THREADS
+from croqvm.limits import LEVEL_LANES, MAX_BLOCK_SIZE, TOO_MANY_THREADS
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
 from croqvm.lang import types as T
@@ -28,9 +28,6 @@ from .output import emit_check
 from .state import Lowerer
 from .values import Val
 from .views import Reg, int_operands, o_div, o_mul, o_op, reg_of
-
-UNIT = {"group-4": 128, "group": 32, "thread": 1}
-
 
 @dataclass(eq=False)
 class LevelInfo:
@@ -45,7 +42,7 @@ class LevelInfo:
 
     @property
     def unit(self) -> int:
-        return UNIT.get(self.kind, 0)
+        return LEVEL_LANES.get(self.kind, 0)
 
     @property
     def static_lanes(self) -> int | None:

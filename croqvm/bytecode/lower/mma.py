@@ -12,9 +12,10 @@ from croqvm import dtypes
 from croqvm.bytecode.module import FragDecl
 from croqvm.lang import ast
 from croqvm.lang import types as T
+from croqvm.limits import UNIT_OF_LANES, UNIT_OF_LEVEL
 
 from .exprs import lower_as
-from .levels import UNIT, children
+from .levels import children
 from .state import Lowerer
 from .values import FragRef
 from .views import view_of
@@ -38,7 +39,7 @@ def _scan(s, group_kind, inner_kind, uses) -> None:
     if isinstance(s, ast.Parallel):
         for kind in s.kinds or []:
             inner_kind = kind
-            if kind in ("group-4", "group"):
+            if kind in UNIT_OF_LEVEL:
                 group_kind = kind
     for attr in _OPERANDS.get(type(s), ()):
         e = getattr(s, attr)
@@ -51,9 +52,9 @@ def _scan(s, group_kind, inner_kind, uses) -> None:
 
 
 def _unit_of(kinds: list) -> int:
-    for k in ("group-4", "group"):
-        if k in kinds:
-            return UNIT[k]
+    for u in UNIT_OF_LEVEL.values():        # outer first
+        if u.level in kinds:
+            return u.lanes
     return 1 if kinds and kinds[0] == "thread" else 0
 
 
@@ -122,7 +123,7 @@ def _store_unit(lw: Lowerer, f: FragRef) -> int:
     """A store at block level of a fragment owned per warpgroup or warp (§11.2 (b)) is one
     collective of the block, so the engine sees every copy it would write to the same
     destination and reports two or more; elsewhere a store is a collective of its unit."""
-    per_group = f.unit in (UNIT["group-4"], UNIT["group"])
+    per_group = f.unit in UNIT_OF_LANES
     return 0 if per_group and lw.ctx.unit == 0 else f.unit
 
 

@@ -18,8 +18,8 @@ from croqvm.errors import CompileError
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
 from croqvm.lang import types as T
-from croqvm.lang.diagnostics import Diagnostic, render
-from croqvm.lang.source import SourceFile, Span
+from croqvm.diagnostics import Diagnostic, render
+from croqvm.source import SourceFile, Span
 
 from .builder import CodeBuilder, SpanTable
 from .values import Env, Val

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from croqvm.lang import ast
-from croqvm.limits import MAX_BLOCK_SIZE, TOO_MANY_THREADS
+from croqvm.limits import MAX_BLOCK_SIZE, TOO_MANY_THREADS, UNIT_OF_LEVEL
 from croqvm.lang.types import Mdspan
 
 from .consteval import const_value
@@ -19,7 +19,6 @@ from .walk import nested_parallels
 
 ORDER = {"block": 0, "group-4": 1, "group": 2, "thread": 3}  # outer -> inner (§6.3.1)
 DEFAULT_ROWS = {1: ("thread",), 2: ("block", "thread"), 3: ("block", "group", "thread")}
-UNIT_LANES = {"group-4": 128, "group": 32}  # lanes of one instance (§6.3.3-§6.3.4)
 MAX_DEPTH = 3
 
 
@@ -151,10 +150,10 @@ def _lanes(leaf: LevelNode):
     node = leaf
     while node is not None:
         count = instances(node.plevel)
-        inside_unit = node.parent is not None and node.parent.kind in UNIT_LANES
-        if node.kind in UNIT_LANES:
+        inside_unit = node.parent is not None and node.parent.kind in UNIT_OF_LEVEL
+        if node.kind in UNIT_OF_LEVEL:
             lanes = None if count is None or lanes is None else lanes * count * \
-                UNIT_LANES[node.kind]
+                UNIT_OF_LEVEL[node.kind].lanes
         elif node.kind == "thread" and not inside_unit:
             lanes = None if count is None or lanes is None else lanes * count
         node = node.parent
@@ -165,8 +164,8 @@ def check_kernel_sizes(ck, kernel: ast.Parallel, nodes: list[LevelNode]):
     """§6.3.3: an explicit 'thread' inside 'group'/'group-4' has 32/128 instances (an
     inferred one at most that many); §6.3.6: at most 1024 threads per block."""
     for n in nodes:
-        if n.kind == "thread" and n.parent is not None and n.parent.kind in UNIT_LANES:
-            want, got = UNIT_LANES[n.parent.kind], instances(n.plevel)
+        if n.kind == "thread" and n.parent is not None and n.parent.kind in UNIT_OF_LEVEL:
+            want, got = UNIT_OF_LEVEL[n.parent.kind].lanes, instances(n.plevel)
             if got is None:
                 continue
             if n.plevel.level is not None and got != want:

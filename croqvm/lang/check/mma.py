@@ -11,6 +11,7 @@ from croqvm import dtypes
 from croqvm.dtypes import DType
 from croqvm.lang import ast
 from croqvm.lang.types import Fragment, shape_str
+from croqvm.limits import UNIT_OF_LEVEL
 
 from .decls import note_param_write
 from .typerules import convert, is_number, is_unknown, tname
@@ -22,7 +23,6 @@ ACCUMULATOR = {
     "f16": "f16", "bf16": "f32", "tf32": "f32", "f8_e4m3": "f32", "f8_e5m2": "f32",
     "f32": "f32", "f64": "f64", "s8": "s32", "u8": "s32",
 }
-UNIT_KINDS = ("group-4", "group")
 ACC_HINT = "an accumulator is created by 'mc = mma.fill v' (mma.load makes operand tiles)"
 
 
@@ -36,7 +36,7 @@ def _inside_parallel(ck, s) -> bool:
 def _unit_kind(ck):
     """§11.2 (a): the innermost enclosing 'group-4' or 'group' level, if any."""
     for kind, _ in reversed(ck.levels):
-        if kind in UNIT_KINDS:
+        if kind in UNIT_OF_LEVEL:
             return kind
     return None
 

@@ -1,0 +1,130 @@
+"""What ``croqvm.compile``, ``compile_file`` and ``load`` return: a verified bytecode module
+and the warnings compiling it gave, which runs on a device with an engine (LANGUAGE.md
+§14.1; ARCHITECTURE.md "The machine model").
+
+This is the one place that chooses how a module runs. The data model
+(``croqvm.bytecode``) knows no engine, and an engine knows no other. Each engine is a
+*runner*: ``runner(module, func, args, dims, *, poison, schedule, seed, max_steps, out,
+stats)``, with the meaning of ``croqvm.interp.run_function``, the reference. ``Program.run``
+checks every option first, so a runner receives a function that exists, a schedule of
+``SCHEDULES``, a seed in [0, 2**64), a positive step limit and an output stream. An engine
+or device planned but not part of this installation, and any unknown name, is an
+``ArgumentError`` that says which are available.
+"""
+from __future__ import annotations
+
+import sys
+
+from .diagnostics import Diagnostic, render_all
+from .errors import ArgumentError
+from .limits import DEFAULT_MAX_STEPS
+from .source import SourceFile
+
+SCHEDULES = ("rr", "random")     # LANGUAGE.md §7.1.2; docs/EXECUTION.md "Scheduling"
+SEED_BITS = 64                   # a seed is taken modulo 2**64: the PRNG state (croqvm.prng)
+
+
+def _python_engine():
+    from .interp import run_function
+    return run_function
+
+
+# engine name -> loader giving its runner (raising ArgumentError when it can not run here)
+ENGINES = {"python": _python_engine}
+# what exists on paper only, and why it can not be used yet
+PLANNED = {
+    ("engine", "native"): "the native C engine is not built yet",
+    ("device", "cuda-cpu"): "croqvm's CUDA path is not built yet",
+    ("device", "gpu"): "croqvm's CUDA path is not built yet",
+    ("check", "race"): "race detection is not built yet",
+    ("check", "init"): "initialisation checking is not built yet",
+}
+DEVICES = ("cpu",)               # the engines run on the CPU
+CHECKS = (None,)                 # no run-time checks beyond the engine's own
+
+
+def _choose(what: str, name, usable) -> None:
+    """Raise the ArgumentError for a ``what`` (engine, device, check) named ``name`` that
+    is not in ``usable``."""
+    if name in usable:
+        return
+    known = [n for n in usable if n is not None] + [n for w, n in PLANNED if w == what]
+    reason = PLANNED.get((what, name))
+    if reason is not None:
+        raise ArgumentError(f"{what} '{name}' is not available: {reason}; use "
+                            f"{what}={usable[0]!r}.")
+    raise ArgumentError(f"unknown {what} {name!r}: use one of {', '.join(known)}.")
+
+
+def runner(device: str = "cpu", engine: str = "python"):
+    """The function that runs modules on ``device`` with ``engine``."""
+    _choose("device", device, DEVICES)
+    _choose("engine", engine, tuple(ENGINES))
+    return ENGINES[engine]()
+
+
+def available(device: str = "cpu", engine: str = "python") -> bool:
+    """Whether ``runner(device, engine)`` works in this installation."""
+    try:
+        runner(device, engine)
+    except ArgumentError:
+        return False
+    return True
+
+
+def check_seed(seed) -> int:
+    """A seed as the PRNG takes it: any Python int, modulo 2**64."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ArgumentError(f"a seed must be an integer, not {seed!r}.")
+    return seed % (1 << SEED_BITS)
+
+
+class Program:
+    """A verified module and the warnings (``Diagnostic`` records) compiling it gave; a
+    loaded ``.cqb`` has none."""
+
+    def __init__(self, module, warnings=()):
+        self.module = module
+        self.diagnostics: list[Diagnostic] = list(warnings)
+
+    @property
+    def warnings(self) -> str:
+        """The warnings as the CLI prints them ("" when there are none)."""
+        sources = {name: SourceFile(name, text) for name, text in self.module.sources}
+        return render_all(self.diagnostics, sources)
+
+    @property
+    def functions(self):
+        return self.module.functions
+
+    def function(self, name: str):
+        """The bytecode ``Function`` named ``name``, or None."""
+        return self.module.function(name)
+
+    def save(self, path) -> None:
+        """Write the module as a ``.cqb`` file, atomically."""
+        from .bytecode.cqb import save
+        save(self.module, path)
+
+    def run(self, func: str, *args, device: str = "cpu", engine: str = "python", check=None,
+            schedule: str = "rr", seed: int = 0, poison: bool = False,
+            max_steps: int | None = None, out=None, stats: dict | None = None, **dims):
+        """Run function ``func`` on numpy arrays and Python scalars (in parameter order)
+        and return its result (§14.3): an array, a scalar or None. ``global`` buffer
+        parameters are updated in place. ``dims`` fixes symbolic dimensions no argument
+        binds; ``stats`` (a dict) receives ``warp_steps`` and ``lane_steps``; ``out``
+        receives what the kernels print (default: ``sys.stdout``)."""
+        run = runner(device, engine)
+        _choose("check", check, CHECKS)
+        if schedule not in SCHEDULES:
+            raise ArgumentError(f"unknown schedule '{schedule}': use 'rr' or 'random'.")
+        if max_steps is None:
+            max_steps = DEFAULT_MAX_STEPS
+        elif isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+            raise ArgumentError(f"the step limit must be a positive integer, not "
+                                f"{max_steps!r}.")
+        if self.module.function(func) is None:
+            raise ArgumentError(f"no function named '{func}' in this module.")
+        return run(self.module, func, list(args), dims, poison=bool(poison),
+                   schedule=schedule, seed=check_seed(seed), max_steps=max_steps,
+                   out=sys.stdout if out is None else out, stats=stats)

@@ -1,0 +1,51 @@
+"""The engines every execution test runs on (STYLE.md §4: the same tests against every
+engine through one parameter, not copies of the tests).
+
+``ENGINES`` names each way of running a module and the ``Program.run`` options that select
+it; a new engine or device plugs in by adding one entry here (it is then used wherever
+``croqvm.program.available`` says it works). A test module that runs code declares
+``pytestmark = pytest.mark.usefixtures("engine")``; conftest.py then runs each of its tests
+once per selected engine (``pytest --engine NAME``, repeatable; by default every available
+one), with that engine active while the test runs. The helpers that run code
+(``tests/asm.py``'s ``run`` and ``run`` here) add the active engine's options, and fail
+when no engine is active, so a test that runs code can not bypass the parameter.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from croqvm.program import available
+
+ENGINES = {
+    "python": {"engine": "python"},
+}
+
+_active: list[str] = []     # the engine of the running test, set by the 'engine' fixture
+
+
+def usable() -> list[str]:
+    """The engines of ``ENGINES`` that work in this installation."""
+    return [name for name, opts in ENGINES.items() if available(**opts)]
+
+
+@contextmanager
+def active(name: str):
+    """Make ``name`` the engine of the helpers while the block runs."""
+    _active.append(name)
+    try:
+        yield
+    finally:
+        _active.pop()
+
+
+def options() -> dict:
+    """The ``Program.run`` options of the active engine."""
+    if not _active:
+        raise RuntimeError("this test runs code without an engine: its module needs "
+                           "pytestmark = pytest.mark.usefixtures('engine')")
+    return dict(ENGINES[_active[-1]])
+
+
+def run(program, func: str, *args, **opts):
+    """``program.run(func, *args, **opts)`` on the active engine."""
+    return program.run(func, *args, **options(), **opts)

@@ -1,0 +1,97 @@
+"""The public API facade, croqvm.Program (LANGUAGE.md §14.1): what compile/compile_file/load
+return, how it chooses device and engine, and the options it checks before any engine
+runs; and the layering it allows (the data model never imports an engine)."""
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import croqvm
+import engines
+from croqvm.errors import ArgumentError
+
+ADD = """
+__co__ auto add(s32 [N] a, s32 [N] b) {
+  s32 [N] c;
+  parallel p by N
+    c.at(p) = a.at(p) + b.at(p);
+  return c;
+}
+__co__ void hello() { s8 x = 1.5f; println(x); }
+"""
+
+
+@pytest.fixture(scope="module")
+def prog():
+    return croqvm.compile(ADD, "add.co")
+
+
+@pytest.mark.usefixtures("engine")
+def test_compile_save_load_and_run(prog, tmp_path):
+    path = tmp_path / "add.cqb"
+    prog.save(path)
+    loaded = croqvm.load(path)
+    assert isinstance(loaded, croqvm.Program) and loaded.module.functions == prog.functions
+    a, b = np.arange(4, dtype=np.int32), np.full(4, 10, np.int32)
+    assert engines.run(loaded, "add", a, b).tolist() == [10, 11, 12, 13]
+    out = io.StringIO()
+    assert engines.run(prog, "hello", out=out) is None and out.getvalue() == "1\n"
+
+
+def test_warnings_are_records_and_text(prog, tmp_path):
+    assert [d.message for d in prog.diagnostics] == \
+        ["implicit conversion from 'f32' to 's8' may lose precision."]
+    assert prog.warnings.startswith("add.co:8:30: warning: implicit conversion")
+    prog.save(tmp_path / "add.cqb")
+    loaded = croqvm.load(tmp_path / "add.cqb")
+    assert loaded.diagnostics == [] and loaded.warnings == ""
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(engine="cuda"), "unknown engine 'cuda': use one of python, native."),
+    (dict(engine="native"), "engine 'native' is not available: the native C engine is not "
+                            "built yet; use engine='python'."),
+    (dict(device="gpu"), "device 'gpu' is not available: croqvm's CUDA path is not built "
+                         "yet; use device='cpu'."),
+    (dict(device="cuda-cpu"), "device 'cuda-cpu' is not available: croqvm's CUDA path is "
+                              "not built yet; use device='cpu'."),
+    (dict(device="tpu"), "unknown device 'tpu': use one of cpu, cuda-cpu, gpu."),
+    (dict(check="race"), "check 'race' is not available: race detection is not built yet; "
+                         "use check=None."),
+    (dict(check="bounds"), "unknown check 'bounds': use one of race, init."),
+    (dict(schedule="fifo"), "unknown schedule 'fifo': use 'rr' or 'random'."),
+    (dict(max_steps=0), "the step limit must be a positive integer, not 0."),
+    (dict(max_steps=True), "the step limit must be a positive integer, not True."),
+    (dict(seed=1.5), "a seed must be an integer, not 1.5."),
+])
+def test_options_are_checked_before_anything_runs(prog, options, message):
+    out = io.StringIO()
+    with pytest.raises(ArgumentError) as e:
+        prog.run("hello", out=out, **options)
+    assert str(e.value) == message and out.getvalue() == ""
+
+
+def test_an_unknown_function_is_an_argument_error(prog):
+    with pytest.raises(ArgumentError) as e:
+        prog.run("sub")
+    assert str(e.value) == "no function named 'sub' in this module."
+
+
+def test_availability_is_queryable():
+    assert croqvm.program.available("cpu", "python")
+    assert not croqvm.program.available("gpu", "python")
+    assert "python" in engines.usable()
+
+
+def test_the_data_model_and_the_front_end_import_no_engine():
+    """ARCHITECTURE.md: data flows one way; only the facade reaches the engines."""
+    code = ("import sys, croqvm, croqvm.bytecode.cqb, croqvm.bytecode.disasm, "
+            "croqvm.bytecode.lower, croqvm.lang.frontend, croqvm.run_io; "
+            "print([m for m in sys.modules if m.startswith('croqvm.interp')])")
+    root = Path(__file__).resolve().parent.parent       # this checkout's croqvm
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=root)
+    assert done.stdout.strip() == "[]"
