@@ -96,7 +96,8 @@ def round_to(x64: np.ndarray, t: DType) -> np.ndarray:
 # resolved once for its operand types (``converter``, ``binary_op``, ``unary_op``) into a
 # function of the values alone; ``convert``, ``binary`` and ``unary`` resolve and apply.
 
-def _int_range(t: DType) -> tuple[int, int]:
+def int_range(t: DType) -> tuple[int, int]:
+    """The least and greatest values of integer type ``t``."""
     if t.signed:
         return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
     return 0, (1 << t.bits) - 1
@@ -151,7 +152,7 @@ def convert(x: np.ndarray, src: DType, dst: DType, act: np.ndarray) -> np.ndarra
 
 def _float_to_int(x, dst: DType, act):
     t = np.trunc(x.astype(F64))
-    lo, hi = _int_range(dst)
+    lo, hi = int_range(dst)
     # hi + 1 is a power of two, exact in f64, unlike hi itself for 64-bit types
     bad = np.isnan(t) | (t < lo) | (t >= float(hi + 1))
     _fault_if(bad, act, lambda i: f"value {format_float(float(x[i]))} out of range "
@@ -215,8 +216,20 @@ def _bitwise(int_fn, bool_fn):
     return resolve
 
 
+def _float_min(x, y):
+    return np.where(np.isnan(x), y, np.where(y < x, y, x))
+
+
+def _float_max(x, y):
+    return np.where(np.isnan(x), y, np.where(y > x, y, x))
+
+
 def _minmax(int_fn, float_fn):
-    # Floats: IEEE minNum/maxNum (a NaN operand is ignored), as CUDA's fminf/fmaxf.
+    """MIN and MAX. Floats: a NaN operand is ignored (IEEE minNum/maxNum), and operands
+    that compare equal give the first: ``MIN(x, y) = isnan(x) ? y : isnan(y) ? x :
+    (y < x ? y : x)``, so ``MIN(+0, -0)`` is +0 and ``MIN(-0, +0)`` is -0. Neither
+    ``np.fmin`` nor C's ``fmin`` fixes the sign of zero (numpy's changes with the array
+    length and the lane's position), so neither is used."""
     def resolve(t):
         fn, to = (float_fn if t.is_float else int_fn), t.np
         return lambda x, y, act: fn(x, y).astype(to, copy=False)
@@ -229,8 +242,8 @@ BINARY = {
     "MUL": _arith(np.multiply),
     "DIV": _div,
     "MOD": _mod,
-    "MIN": _minmax(np.minimum, np.fmin),
-    "MAX": _minmax(np.maximum, np.fmax),
+    "MIN": _minmax(np.minimum, _float_min),
+    "MAX": _minmax(np.maximum, _float_max),
     "AND": _bitwise(np.bitwise_and, np.logical_and),
     "OR": _bitwise(np.bitwise_or, np.logical_or),
     "XOR": _bitwise(np.bitwise_xor, np.logical_xor),
@@ -374,3 +387,98 @@ def fma_to(c, a, b, t: DType, exact_product: bool = False):
     if t.name == "f64":
         return s + v              # Boldo and Melquiond's FMA emulation
     return round_to(to_odd(*two_sum(s, v)), t).astype(F64)
+
+
+# --------------------------------------------------------------------------- single values
+# The constant folder, lowering and the constant pool compute on single Python values
+# (bool, int or float, each a value of its croqvm type) through the lane functions above,
+# run on one lane: a folded value is then by construction the value the engine computes.
+# A fault raises ``LaneFault`` (index 0); IEEE overflow, division by zero and NaN are
+# results, not warnings.
+
+_ONE_LANE = np.ones(1, bool)
+
+
+def _lane(v, t: DType) -> np.ndarray:
+    return np.array([v], t.np)
+
+
+def _single(values: np.ndarray):
+    return values[0].item()
+
+
+def fold_binary(name: str, x, tx: DType, y, ty: DType):
+    """``x <name> y`` as ``binary``: (the value, its type)."""
+    fn, t = binary_op(name, tx, ty)
+    with np.errstate(all="ignore"):
+        return _single(fn(_lane(x, tx), _lane(y, ty), _ONE_LANE)), t
+
+
+def fold_unary(name: str, x, tx: DType):
+    """``<name> x`` as ``unary``: (the value, its type)."""
+    fn, t = unary_op(name, tx)
+    with np.errstate(all="ignore"):
+        return _single(fn(_lane(x, tx), _ONE_LANE)), t
+
+
+def fold_convert(x, src: DType, dst: DType):
+    """``x`` of type ``src`` as a value of type ``dst`` (``convert``)."""
+    with np.errstate(all="ignore"):
+        return _single(converter(src, dst)(_lane(x, src), _ONE_LANE))
+
+
+def value_of(v, t: DType):
+    """The value in type ``t`` of the exact number ``v`` (a Python bool, int, float or
+    ``Fraction``), as a conversion into ``t`` gives it (§12.3.3): integers wrap modulo
+    2^width, other numbers truncate toward zero into integers (NaN or out of range:
+    ``LaneFault``), every number rounds once to nearest even into a float type (an
+    exact integer or fraction through its f64 rounded to odd, as 64-bit integers do),
+    and ``v != 0`` gives bool. Used for constants: a literal in the type it is loaded
+    in, the constant pool, a folded value converted to s32."""
+    if t.kind == "bool":
+        return bool(v != 0)
+    if isinstance(v, bool):
+        v = int(v)
+    if t.is_int:
+        if isinstance(v, int):
+            lo, _ = int_range(t)
+            return (v - lo) % (1 << t.bits) + lo
+        if isinstance(v, float):
+            return fold_convert(v, dtypes.F64, t)
+        lo, hi = int_range(t)
+        if not lo <= math.trunc(v) <= hi:
+            raise LaneFault(f"value {format_float(float(v))} out of range for '{t.name}'.", 0)
+        return math.trunc(v)
+    if isinstance(v, float):
+        return fold_convert(v, dtypes.F64, t)
+    if t.name == "f64":
+        try:
+            return float(v)            # correctly rounded, int and Fraction alike
+        except OverflowError:
+            return math.inf if v > 0 else -math.inf
+    return fold_convert(_exact_round_to_odd(v), dtypes.F64, t)
+
+
+def _exact_round_to_odd(v) -> float:
+    """The exact int or Fraction ``v`` rounded to odd in f64 (see ``to_odd``): beyond
+    the largest finite f64 that is the largest finite f64."""
+    try:
+        f = float(v)
+    except OverflowError:
+        top = np.finfo(F64).max.item()
+        return top if v > 0 else -top
+    if f != v and not int(np.float64(f).view(np.uint64)) & 1:
+        f = math.nextafter(f, math.inf if v > f else -math.inf)
+    return f
+
+
+def fits(v, t: DType) -> bool:
+    """Whether the exact number ``v`` converts into type ``t`` unchanged (NaN into a
+    float type does)."""
+    try:
+        r = value_of(v, t)
+    except LaneFault:
+        return False
+    if isinstance(v, float) and math.isnan(v):
+        return isinstance(r, float) and math.isnan(r)
+    return r == v

@@ -35,7 +35,7 @@ def in_class(rule: str, dtype: DType) -> bool:
 
 _ARITH = ("num=", "num=", "num=")
 _BITWISE = ("bits=", "bits=", "bits=")
-_SHIFT = ("int=", "int=", "int=")
+_SHIFT = ("int=", "int=", "int")         # the count keeps its own integer type
 _COMPARE = ("bool", "any=", "any=")      # §12.3.4: compared in the common type, result bool
 
 REGISTER_TYPES = {

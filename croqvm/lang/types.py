@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Union
 
-from croqvm.dtypes import DType
+from croqvm.dtypes import S32, DType
 
 Dim = Union[int, str, None]
 
@@ -40,6 +40,15 @@ class Bounded(Type):
 
     def __str__(self):
         return f"int->[0,{'?' if self.bound is None else self.bound}]"
+
+
+def value_dtype(ty) -> DType | None:
+    """The dtype of a scalar value; a bounded int converts to its s32 value (§3.4.6)."""
+    if isinstance(ty, Bounded):
+        return S32
+    if isinstance(ty, Scalar):
+        return ty.dtype
+    return None
 
 
 @dataclass(frozen=True)

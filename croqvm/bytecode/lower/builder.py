@@ -13,7 +13,7 @@ Constant registers are read-only: emitting an instruction that writes one is a b
 """
 from __future__ import annotations
 
-from croqvm import dtypes
+from croqvm import dtypes, numerics
 from croqvm.bytecode import opcodes
 from croqvm.bytecode.module import Code
 from croqvm.source import SourceFile, Span
@@ -96,11 +96,11 @@ class CodeBuilder:
         return dtypes.BY_CODE[self.code.regs[r]]
 
     def const(self, dtype: dtypes.DType | None, value) -> int:
-        """A constant-pool index; ``dtype`` None means a string constant."""
+        """A constant-pool index; ``dtype`` None means a string constant. A number is
+        kept as its value in ``dtype`` (``numerics.value_of``), which is what CONST loads."""
         kind = -1 if dtype is None else dtype.code
         if dtype is not None:
-            value = bool(value) if dtype.kind == "bool" else (
-                float(value) if dtype.is_float else int(value))
+            value = numerics.value_of(value, dtype)
         key = _const_key(kind, value)
         idx = self._consts.get(key)
         if idx is None:

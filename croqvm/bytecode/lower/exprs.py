@@ -1,7 +1,7 @@
 """Expressions -> register code (LANGUAGE.md §4, §5, §12.2).
 
 Binary operations convert both operands to the arithmetic type of §12.2 (``CVT``) and
-compute in it; comparisons produce ``bool``. Bounded arithmetic (§5.3-§5.4) computes the
+compute in it (a shift converts its left operand only); comparisons produce ``bool``. Bounded arithmetic (§5.3-§5.4) computes the
 value normally and carries a bound register. ``&&``, ``||`` and ``?:`` evaluate their
 second operand per lane under an ``IF`` when it could fault or has side effects (§4.2.4,
 docs/EXECUTION.md §3); otherwise, and always in a laneset's straight-line code, they
@@ -168,11 +168,15 @@ def lower_binary(lw: Lowerer, e: ast.Binary) -> Val:
         out = b.op(COMPARE[e.op], dtypes.BOOL, b.convert(lhs.reg, common),
                    b.convert(rhs.reg, common))
         return Val(dtypes.BOOL, out)
-    if e.op in SHIFTS and isinstance(e.ty, T.Scalar):
-        common = e.ty.dtype
+    if e.op in SHIFTS:
+        # the count keeps its type: its value, not a wrapped copy, is checked against the
+        # width (§12.3.1)
+        common = dtypes.promote(lhs.dtype, lhs.dtype)
+        count = rhs.reg
     else:
         common = dtypes.promote(lhs.dtype, rhs.dtype)
-    out = b.op(ARITH[e.op], common, b.convert(lhs.reg, common), b.convert(rhs.reg, common))
+        count = b.convert(rhs.reg, common)
+    out = b.op(ARITH[e.op], common, b.convert(lhs.reg, common), count)
     bound = lhs.bound if lhs.bound >= 0 else rhs.bound   # §5.4: the bounded operand's bound
     return result_val(lw, e, out, bound)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import prod
 
-from croqvm import dtypes
+from croqvm import dtypes, numerics
 from croqvm.limits import LEVEL_LANES, MAX_BLOCK_SIZE, TOO_MANY_THREADS
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
@@ -113,7 +113,7 @@ def plan(lw: Lowerer, st) -> None:
     lanes = None
     for info in top:
         n = _lanes_on_host(lw, info)
-        lanes = n if lanes is None else o_op(lw, "MAX", max, lanes, n)
+        lanes = n if lanes is None else o_op(lw, "MAX", lanes, n)
     st.block_reg = reg_of(lw, lanes)
 
 
@@ -140,6 +140,7 @@ def _bounds(lw: Lowerer, st, info: LevelInfo) -> None:
     for e in info.plevel.bounds:
         c = const_value(e)
         if isinstance(c, int) and not isinstance(c, bool):
+            c = numerics.value_of(c, dtypes.S32)     # as int_operands would hold it
             info.bounds.append(c)
             info.host.append(c)
         elif isinstance(e.ty, T.Mdspan) and all(isinstance(x, int) for x in e.ty.shape):
@@ -196,8 +197,8 @@ def _lanes_on_host(lw: Lowerer, info: LevelInfo):
     for x in info.host + [info.unit]:
         if x == 1:
             continue
-        x = o_op(lw, "MIN", min, x, over)
-        total = x if total == 1 else o_op(lw, "MIN", min, o_mul(lw, total, x), over)
+        x = o_op(lw, "MIN", x, over)
+        total = x if total == 1 else o_op(lw, "MIN", o_mul(lw, total, x), over)
     return total
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from croqvm import dtypes
+from croqvm import dtypes, numerics
 from croqvm.bytecode.module import Access, View
+from croqvm.faults import LaneFault
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
 from croqvm.lang import types as T
@@ -63,10 +64,14 @@ def reg_of(lw: Lowerer, x) -> int:
     return x.r if isinstance(x, Reg) else lw.int_reg(x)
 
 
-def o_op(lw: Lowerer, name: str, fn, a, b):
-    """``a <name> b`` on s32 operands: ``fn(a, b)`` when both are known, else an instruction."""
+def o_op(lw: Lowerer, name: str, a, b):
+    """``a <name> b`` on s32 operands: its value when both are known and it does not
+    fault (croqvm.numerics computes it as the engine would), else an instruction."""
     if not isinstance(a, Reg) and not isinstance(b, Reg):
-        return fn(a, b)
+        try:
+            return numerics.fold_binary(name, a, dtypes.S32, b, dtypes.S32)[0]
+        except LaneFault:
+            pass
     return Reg(lw.b.op(name, dtypes.S32, reg_of(lw, a), reg_of(lw, b)))
 
 
@@ -75,7 +80,7 @@ def o_add(lw, a, b):
         return a
     if a == 0:
         return b
-    return o_op(lw, "ADD", lambda x, y: x + y, a, b)
+    return o_op(lw, "ADD", a, b)
 
 
 def o_mul(lw, a, b):
@@ -83,22 +88,20 @@ def o_mul(lw, a, b):
         return a
     if a == 1:
         return b
-    return o_op(lw, "MUL", lambda x, y: x * y, a, b)
+    return o_op(lw, "MUL", a, b)
 
 
 def o_div(lw, a, b):
     if b == 1:
         return a
-    if isinstance(b, int) and b == 0:
-        return Reg(lw.b.op("DIV", dtypes.S32, reg_of(lw, a), reg_of(lw, b)))
-    return o_op(lw, "DIV", lambda x, y: int(x / y), a, b)
+    return o_op(lw, "DIV", a, b)
 
 
 def int_operand(lw: Lowerer, e: ast.Expr):
-    """An integer expression as an operand (folded when constant)."""
+    """An integer expression as an s32 operand (folded when constant)."""
     c = const_value(e)
     if isinstance(c, int) and not isinstance(c, bool):
-        return c
+        return numerics.value_of(c, dtypes.S32)
     from .exprs import lower_as
     return operand(lw, lower_as(lw, e, dtypes.S32))
 

@@ -1,152 +1,136 @@
-"""Compile-time values of expressions (LANGUAGE.md §12.3 arithmetic; macros are already
-expanded, symbolic dimensions are unknown).
+"""Compile-time values of expressions: exactly what the engine would compute (LANGUAGE.md
+§12; macros are already expanded, symbolic dimensions are unknown).
 
-``const_value(expr)`` returns the Python value (int, float or bool) of a constant
-expression, else None. It reads the checker's annotations: ``Name.sym`` (an immutable
-scalar initialised with a constant keeps it in ``sym.info["const"]``) and ``.ty`` (the
-result type that integer results wrap to). Anything that would fault at run time
-(division by zero, a bad shift) is not a constant.
+``const_value(expr)`` returns the Python value (bool, int or float) of a constant
+expression, else None; ``const_as(expr, dtype)`` its value converted to ``dtype``, as an
+initialisation does. Folding follows lowering step by step: each operand has the type
+lowering gives it (that of its checked ``.ty``), is converted as lowering converts it, the
+operation runs in the same arithmetic type, and its result is converted to the type of
+the expression; every step is a ``croqvm.numerics`` function, so a folded value is by
+construction the value the code would compute.
+
+A value comes from literals, from ``Name.sym.info["const"]`` (an immutable scalar
+initialised with a constant), and from the static bounds and shapes the checker found.
+An expression that would fault at run time (division by zero, a shift count out of
+range, a float out of an integer's range) is not a constant, even where the fault is in
+an operand that ``&&``, ``||`` or ``?:`` might skip (lowering evaluates both sides in
+straight-line code): it stays in the code and faults when it runs.
 """
 from __future__ import annotations
 
-import math
-import operator
-
-import numpy as np
-
-from croqvm import dtypes
+from croqvm import dtypes, numerics
+from croqvm.faults import LaneFault
 from croqvm.lang import ast
-from croqvm.lang.types import Bounded, Buffer, Mdspan, Scalar, View
+from croqvm.lang.types import Bounded, Buffer, Mdspan, View, value_dtype
 
 
 def const_value(expr):
     """The value of a compile-time constant expression, or None."""
     try:
-        return _eval(expr)
-    except (ArithmeticError, ValueError, TypeError, RecursionError):
+        typed = _eval(expr)
+    except (LaneFault, RecursionError):
+        return None
+    return None if typed is None else typed[0]
+
+
+def const_as(expr, dtype: dtypes.DType):
+    """The value of constant ``expr`` converted to ``dtype`` (§12.3.3), or None (not a
+    constant, or the conversion faults)."""
+    try:
+        typed = _eval(expr)
+        return None if typed is None else numerics.fold_convert(*typed, dtype)
+    except (LaneFault, RecursionError):
         return None
 
 
 def _eval(e):
+    """(value, dtype) of ``e``, or None when not known; raises ``LaneFault`` where the
+    engine would fault."""
     rule = _RULES.get(type(e))
     return None if rule is None else rule(e)
 
 
-def _result_dtype(e, *values):
-    ty = getattr(e, "ty", None)
-    if isinstance(ty, Scalar):
-        return ty.dtype
-    if isinstance(ty, Bounded):
-        return dtypes.S32
-    if any(isinstance(v, float) for v in values):
-        return dtypes.F64
-    return dtypes.S32
+def _type_of(e) -> dtypes.DType | None:
+    """The register type lowering gives the value of ``e``."""
+    return value_dtype(getattr(e, "ty", None))
 
 
-def wrap(value, dtype):
-    """Round or wrap a Python number to ``dtype`` (§12.3.1-§12.3.3)."""
-    if dtype.kind == "bool":
-        return bool(value)
-    if dtype.is_int:
-        if isinstance(value, float):
-            if not math.isfinite(value):
-                raise ValueError("not an integer")
-            value = int(value)  # truncation toward zero
-        mask = (1 << dtype.bits) - 1
-        value &= mask
-        if dtype.signed and value >> (dtype.bits - 1):
-            value -= 1 << dtype.bits
-        return value
-    value = float(value)
-    if dtype.name in ("f16", "f32"):
-        with np.errstate(over="ignore"):
-            return float(np.dtype(dtype.storage).type(value))
-    return value
+def _converted(typed, dtype):
+    if typed is None or dtype is None:
+        return None
+    return numerics.fold_convert(*typed, dtype), dtype
 
 
-def _int_div(a, b):
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
+def _result(e, typed):
+    """An operation's (value, type) converted to the type of ``e`` (lowering's
+    ``result_val``)."""
+    want = _type_of(e)
+    return typed if want is None or typed is None else _converted(typed, want)
 
 
-def _int_mod(a, b):
-    return a - _int_div(a, b) * b
+def _op(name: str, x, y, t: dtypes.DType):
+    """``x <name> y`` with both operands converted to ``t`` first, as lowering emits it."""
+    if x is None or y is None:
+        return None
+    return numerics.fold_binary(name, *_converted(x, t), *_converted(y, t))
 
 
-def _div(a, b):
-    if isinstance(a, float) or isinstance(b, float):
-        if b == 0:
-            raise ZeroDivisionError
-        return a / b
-    return _int_div(a, b)
+def _literal(e):
+    t = dtypes.lookup(e.dtype)
+    return numerics.value_of(e.value, t), t
 
 
-def _mod(a, b):
-    if isinstance(a, float) or isinstance(b, float):
-        raise TypeError("% on floats")
-    return _int_mod(a, b)
-
-
-def _shift(fn):
-    def apply(a, b):
-        if not isinstance(a, int) or not isinstance(b, int) or not 0 <= b < 64:
-            raise ValueError("shift")
-        return fn(a, b)
-    return apply
-
-
-_ARITH = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": _div, "%": _mod,
-    "&": operator.and_, "|": operator.or_, "^": operator.xor,
-    "<<": _shift(operator.lshift), ">>": _shift(operator.rshift),
-}
-_COMPARE = {
-    "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
-    ">": operator.gt, ">=": operator.ge,
-}
+_ARITH = {"+": "ADD", "-": "SUB", "*": "MUL", "/": "DIV", "%": "MOD",
+          "&": "AND", "|": "OR", "^": "XOR", "<<": "SHL", ">>": "SHR"}
+_COMPARE = {"==": "EQ", "!=": "NE", "<": "LT", "<=": "LE", ">": "GT", ">=": "GE"}
 
 
 def _binary(e: ast.Binary):
     if e.op in ("&&", "||"):
-        lhs = _eval(e.lhs)
-        if lhs is None:
-            return None
-        if (e.op == "&&" and not lhs) or (e.op == "||" and lhs):
-            return bool(lhs)
-        rhs = _eval(e.rhs)
-        return None if rhs is None else bool(rhs)
+        return _logical(e)
+    if e.op not in _ARITH and e.op not in _COMPARE:
+        return None
     lhs, rhs = _eval(e.lhs), _eval(e.rhs)
     if lhs is None or rhs is None:
         return None
+    (_, tx), (_, ty) = lhs, rhs
     if e.op in _COMPARE:
-        return _COMPARE[e.op](lhs, rhs)
-    if e.op in _ARITH:
-        return wrap(_ARITH[e.op](_num(lhs), _num(rhs)), _result_dtype(e, lhs, rhs))
-    return None
+        common = dtypes.BOOL if tx.kind == ty.kind == "bool" else dtypes.promote(tx, ty)
+        return _op(_COMPARE[e.op], lhs, rhs, common)
+    if e.op in ("<<", ">>"):
+        return _result(e, numerics.fold_binary(_ARITH[e.op], *lhs, *rhs))
+    return _result(e, _op(_ARITH[e.op], lhs, rhs, dtypes.promote(tx, ty)))
 
 
-def _num(v):
-    return int(v) if isinstance(v, bool) else v
+def _logical(e: ast.Binary):
+    """``&&`` and ``||``: the left operand decides when it can; a fault in either
+    operand makes the whole expression non-constant (see the module docstring)."""
+    lhs, rhs = _converted(_eval(e.lhs), dtypes.BOOL), _converted(_eval(e.rhs), dtypes.BOOL)
+    decides = e.op == "||"
+    if lhs is not None and lhs[0] is decides:
+        return decides, dtypes.BOOL
+    if lhs is None or rhs is None:
+        return None
+    return rhs
 
 
 def _unary(e: ast.Unary):
+    name = {"-": "NEG", "~": "BNOT", "!": "NOT"}.get(e.op)
     v = _eval(e.operand)
-    if v is None:
+    if name is None or v is None:
         return None
-    if e.op == "!":
-        return not v
-    if e.op == "-":
-        return wrap(-_num(v), _result_dtype(e, v))
-    if e.op == "~" and isinstance(v, int):
-        return wrap(~_num(v), _result_dtype(e, v))
-    return None
+    if name == "NOT":
+        v = _converted(v, dtypes.BOOL)
+    return _result(e, numerics.fold_unary(name, *v))
 
 
 def _ternary(e: ast.Ternary):
-    c = _eval(e.cond)
+    c = _converted(_eval(e.cond), dtypes.BOOL)
+    want = _type_of(e)
+    yes, no = _converted(_eval(e.then), want), _converted(_eval(e.other), want)
     if c is None:
         return None
-    return _eval(e.then if c else e.other)
+    return yes if c[0] else no
 
 
 def _call(e: ast.Call):
@@ -155,28 +139,33 @@ def _call(e: ast.Call):
     a, b = (_eval(x) for x in e.args)
     if a is None or b is None:
         return None
-    if e.func == "cdiv":
-        return wrap(_int_div(a + b - 1, b), _result_dtype(e, a, b))
-    return (min if e.func == "__min" else max)(a, b)
+    common = dtypes.promote(a[1], b[1])
+    if e.func == "cdiv":                    # (a + b - 1) / b
+        t = _op("SUB", _op("ADD", a, b, common), (1, common), common)
+        return _result(e, _op("DIV", t, b, common))
+    return _result(e, _op("MIN" if e.func == "__min" else "MAX", a, b, common))
 
 
 def _convert(e: ast.Convert):
-    v = _eval(e.operand)
-    dt = dtypes.lookup(e.dtype)
-    if v is None or dt is None:
-        return None
-    return (v != 0) if dt.kind == "bool" else wrap(_num(v), dt)
+    dt = dtypes.lookup(e.dtype) or (dtypes.BOOL if e.dtype == "bool" else None)
+    return _converted(_eval(e.operand), dt)
 
 
 def _name(e: ast.Name):
     sym = e.sym
-    return None if sym is None else sym.info.get("const")
+    value = None if sym is None else sym.info.get("const")
+    t = _type_of(e)
+    return None if value is None or t is None else (value, t)
+
+
+def _s32(n):
+    """A static extent or bound, as the s32 register lowering holds it in."""
+    return (numerics.value_of(n, dtypes.S32), dtypes.S32) if isinstance(n, int) else None
 
 
 def _extent(e: ast.Extent):
     ty = getattr(e.name, "ty", None)
-    bound = ty.bound if isinstance(ty, Bounded) else None
-    return bound if isinstance(bound, int) else None
+    return _s32(ty.bound) if isinstance(ty, Bounded) else None
 
 
 def _shape_of(base):
@@ -190,23 +179,27 @@ def _shape_of(base):
 def _span_of(e: ast.SpanOf):
     if e.dim is None:
         return None
-    shape, i = _shape_of(e.base), _eval(e.dim)
+    shape, i = _shape_of(e.base), const_value(e.dim)
     if shape is None or not isinstance(i, int) or not 0 <= i < len(shape):
         return None
-    return shape[i] if isinstance(shape[i], int) else None
+    return _s32(shape[i])
 
 
 def _elem_count(e: ast.ElemCount):
+    """The product of the extents, multiplied in s32 as lowering does."""
     shape = _shape_of(e.operand)
     if shape is None or not all(isinstance(d, int) for d in shape):
         return None
-    return math.prod(shape)
+    total = (1, dtypes.S32)
+    for d in shape:
+        total = _op("MUL", total, _s32(d), dtypes.S32)
+    return total
 
 
 _RULES = {
-    ast.IntLit: lambda e: e.value,
-    ast.FloatLit: lambda e: wrap(e.value, dtypes.lookup(e.dtype) or dtypes.F64),
-    ast.BoolLit: lambda e: e.value,
+    ast.IntLit: _literal,
+    ast.FloatLit: _literal,
+    ast.BoolLit: lambda e: (e.value, dtypes.BOOL),
     ast.Binary: _binary,
     ast.Unary: _unary,
     ast.Ternary: _ternary,

@@ -4,7 +4,7 @@ from __future__ import annotations
 from croqvm.lang import ast
 from croqvm.lang.types import Bounded, Buffer, Future, ITuple, Mdspan, Scalar, View
 
-from .consteval import const_value, wrap
+from .consteval import const_as, const_value
 from .context import UNKNOWN
 from .exprs import binary_type, check_step, mdspan_dims
 from .typerules import convert, is_unknown, resolve_type, tname
@@ -18,9 +18,9 @@ def _remember_value(sym, init):
     """Facts later checks use: the constant value of an immutable scalar (consteval) and
     dependence on a thread index (§9.3.3)."""
     if sym.kind == "scalar" and not sym.mutable:
-        value = const_value(init)
+        value = const_as(init, sym.type.dtype)
         if value is not None:
-            sym.info["const"] = wrap(value, sym.type.dtype)
+            sym.info["const"] = value
     dep = thread_dependence(init)
     if dep:
         sym.info["lane_dep"] = dep

@@ -1,12 +1,11 @@
 """Type predicates, spellings and conversions (LANGUAGE.md §3.1, §3.4.6, §12.2-§12.3)."""
 from __future__ import annotations
 
-import math
-
 from croqvm import dtypes
 from croqvm.dtypes import BOOL, S32, DType
 from croqvm.lang import ast
-from croqvm.lang.types import Bounded, ITuple, Mdspan, Scalar, Type
+from croqvm.numerics import fits, int_range
+from croqvm.lang.types import Bounded, ITuple, Mdspan, Scalar, Type, value_dtype
 
 from .consteval import const_value
 from .context import UNKNOWN, Unknown
@@ -48,15 +47,6 @@ def is_bool(ty) -> bool:
 def is_bounded_like(ty) -> bool:
     """A bounded int or a bounded ituple (§5.1)."""
     return isinstance(ty, Bounded) or (isinstance(ty, ITuple) and ty.bounded)
-
-
-def value_dtype(ty) -> DType | None:
-    """The dtype of a scalar value; a bounded int converts to its s32 value (§3.4.6)."""
-    if isinstance(ty, Bounded):
-        return S32
-    if isinstance(ty, Scalar):
-        return ty.dtype
-    return None
 
 
 def is_control(ty) -> bool:
@@ -101,12 +91,6 @@ _FLOAT_PRECISION = {  # (mantissa bits, exponent bits) per float type (§12.1)
 }
 
 
-def _int_range(d: DType):
-    if d.signed:
-        return -(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1
-    return 0, (1 << d.bits) - 1
-
-
 def is_lossy(src: DType, dst: DType) -> bool:
     """Whether converting every value of ``src`` to ``dst`` may change it (§3.4.6). Integer
     to float is not flagged: it is the usual way to feed indices into float math."""
@@ -119,28 +103,10 @@ def is_lossy(src: DType, dst: DType) -> bool:
         dm, de = _FLOAT_PRECISION[dst.name]
         return dm < sm or de < se
     if src.is_int and dst.is_int:
-        slo, shi = _int_range(src)
-        dlo, dhi = _int_range(dst)
+        slo, shi = int_range(src)
+        dlo, dhi = int_range(dst)
         return slo < dlo or shi > dhi
     return False
-
-
-def _fits(value, dst: DType) -> bool:
-    """Whether a constant converts to ``dst`` exactly."""
-    if dst.is_int:
-        if isinstance(value, float):
-            if not math.isfinite(value) or value != int(value):
-                return False
-            value = int(value)
-        lo, hi = _int_range(dst)
-        return lo <= value <= hi
-    value = float(value)
-    if value == 0.0 or not math.isfinite(value):
-        return True
-    mantissa, exponent = _FLOAT_PRECISION[dst.name]
-    frac, exp = math.frexp(value)          # value = frac * 2**exp, 0.5 <= |frac| < 1
-    bias = (1 << (exponent - 1)) - 1
-    return (frac * (1 << (mantissa + 1))).is_integer() and 1 - bias <= exp - 1 <= bias
 
 
 def convert(ck, ty: Type, dst: DType, expr: ast.Expr, span=None) -> bool:
@@ -159,7 +125,7 @@ def convert(ck, ty: Type, dst: DType, expr: ast.Expr, span=None) -> bool:
         return False
     if is_lossy(src, dst):
         value = const_value(expr)
-        if value is None or isinstance(value, bool) or not _fits(value, dst):
+        if value is None or isinstance(value, bool) or not fits(value, dst):
             ck.warning(span, f"implicit conversion from '{src.name}' to '{dst.name}' may "
                              f"lose precision.")
     return True
