@@ -1,6 +1,7 @@
 """The checker on valid programs: Appendix A checks clean, and the annotations the lowering
 stage reads (LANGUAGE.md §3-§11; the contract is in croqvm/lang/ast.py and
 croqvm.lang.check)."""
+import math
 import re
 from pathlib import Path
 
@@ -274,10 +275,30 @@ def test_accumulator_type_follows_d11():
     ("1 << 4 | 1", 32), ("7 + 3 & 1", 8), ("__min(3, 9)", 3), ("__to<bool>(2)", True),
     ("1.5f * 2", 3.0), ("true && 1 > 2", False), ("(1 > 0) ? 4 : 5", 4),
     ("0.1f", 0.10000000149011612),   # rounded to f32
+    ("__to<s32>(__to<bf16>(257.0f))", 256), ("__to<s32>(__to<tf32>(2049.0f))", 2048),
+    ("__to<s32>(__to<f8_e4m3>(465.0f))", None),          # NaN: the conversion faults
+    ("__to<f8_e4m3>(464.0f)", 448.0),                    # tie to even
+    ("__to<bf16>(1157425104234217473ll)", 2.0 ** 60 + 2.0 ** 53),   # rounded to odd first
+    ("__to<s8>(200) << 20", -56 << 20),          # s8 wraps, then promotes to s32
+    ("1 << 31", -2 ** 31), ("1 << 32", None), ("1ll << 40", 2 ** 40), ("1 << -1", None),
+    ("1 / 0", None), ("1 % 0", None), ("(-2147483647 - 1) / -1", -2 ** 31),
+    ("1.0f / 0.0f", float("inf")), ("__to<s32>(3000000000.0)", None),
+    ("4294967295u + 1u", 0), ("-1 < 1u", False),
+    ("__max(0.0f, -0.0f)", 0.0), ("false && 1 / 0 == 0", None), ("true || 1 / 0 == 0", None),
 ])
 def test_const_value(expr, value):
     fn = body(f"x = {expr};")
-    assert const_value(find(fn, ast.Assign)[0].value) == value
+    got = const_value(find(fn, ast.Assign)[0].value)
+    assert got == value and type(got) is type(value)
+
+
+@pytest.mark.parametrize("expr, negative", [
+    ("__min(0.0f, -0.0f)", False), ("__min(-0.0f, 0.0f)", True),    # the first when equal
+    ("__max(-0.0f, 0.0f)", True),
+])
+def test_const_value_sign_of_zero(expr, negative):
+    got = const_value(find(body(f"x = {expr};"), ast.Assign)[0].value)
+    assert got == 0.0 and math.copysign(1.0, got) == (-1.0 if negative else 1.0)
 
 
 def test_const_value_reads_bounds_and_shapes():

@@ -1046,3 +1046,26 @@ def test_internal_failures_become_diagnostics():
     with pytest.raises(CompileError) as info:
         lower_program(ast.Program([fn]), [SourceFile("t.co", "text")])
     assert str(info.value).startswith("t.co:1:1: error: ")
+
+
+def test_folded_values_are_the_values_the_code_computes():
+    """A bf16 or tf32 constant used as a bound or an index is rounded as at run time."""
+    src = """
+    __co__ void f(global s32 [1] cnt, global s32 [300] a) {
+      x = __to<bf16>(257.0f);
+      n = __to<s32>(x);
+      parallel p by n  cnt.at(0) += 1;
+      a.at(n) = 9;
+      m = __to<s32>(__to<tf32>(2049.0f));
+      println(n, m);
+    }"""
+    cnt, a = np.zeros(1, np.int32), np.zeros(300, np.int32)
+    assert run(src, "f", (cnt, a)) == "256 2048\n"
+    assert cnt[0] == 256 and a[256] == 9 and a[257] == 0
+
+
+def test_a_shift_count_is_checked_before_any_conversion():
+    src = "__co__ int f(s64 n) { return 1 << n; }"
+    assert call(src, "f", 31) == -2 ** 31
+    with pytest.raises(KernelFault, match=r"shift count 4294967297 out of range for 's32'\."):
+        call(src, "f", 2 ** 32 + 1)
