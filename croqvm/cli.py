@@ -14,6 +14,7 @@ from typing import List, Optional
 import typer
 
 from . import errors
+from .bytecode.module import ParamKind, ParamStorage
 from .run_io import build_args, describe, load_inputs, parse_dims, save_npz
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -155,7 +156,7 @@ def run(file: str = typer.Argument(..., help="A .co or .cqb file."),
         if result is not None:
             results["result"] = result
         for p, a in zip(fn.params, args):
-            if p.kind == "buffer" and p.storage == "global":
+            if p.kind == ParamKind.BUFFER and p.storage == ParamStorage.GLOBAL:
                 results[p.name] = a
     if not quiet:
         for name, value in results.items():

@@ -12,6 +12,7 @@ import zlib
 
 import numpy as np
 
+from .bytecode.module import ParamKind
 from .dtypes import BY_CODE
 from .errors import ArgumentError
 
@@ -68,7 +69,7 @@ def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
             raise ArgumentError(f"--input {extra}: '{fn.name}' has no parameter '{extra}'")
     # Symbolic dimensions bound by given inputs come first, so random ones agree with them.
     for p in fn.params:
-        if p.kind == "buffer" and p.name in inputs:
+        if p.kind == ParamKind.BUFFER and p.name in inputs:
             arr = inputs[p.name]
             for d, ext in zip(p.shape, np.shape(arr)):
                 if isinstance(d, str) and d != "?":
@@ -81,7 +82,7 @@ def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
         elif not random_inputs:
             raise ArgumentError(f"parameter '{p.name}' of '{fn.name}' needs a value: "
                                 f"pass --input {p.name}=FILE.npy or --random-inputs")
-        elif p.kind == "buffer":
+        elif p.kind == ParamKind.BUFFER:
             shape = []
             for d in p.shape:
                 if isinstance(d, int):
@@ -97,7 +98,7 @@ def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
             except (MemoryError, ValueError):
                 raise ArgumentError(f"parameter '{p.name}': can not make random data of "
                                     f"shape {tuple(shape)}") from None
-        elif p.kind == "scalar":
+        elif p.kind == ParamKind.SCALAR:
             args.append(_random_array(rng, p.dtype, ()).item())
         else:
             args.append(None)
@@ -106,7 +107,7 @@ def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
 
 def _input_value(p, arr):
     """A scalar parameter takes the number a 0-d array holds (``np.save(f, 3)``)."""
-    if p.kind != "scalar":
+    if p.kind != ParamKind.SCALAR:
         return arr
     if np.ndim(arr) != 0:
         raise ArgumentError(f"--input {p.name}: '{p.name}' is a scalar parameter, but the "

@@ -1,12 +1,12 @@
 """A tiny assembler for engine tests: bytecode listings in, ``Module`` out.
 
 One instruction per line: ``OPNAME operand ...`` with operands written by kind
-(``r3 k0 b1 f0 e0 m2 a0 v1 d0 c0 p0 l0``) or as plain integers (immediates, ``-1``).
+(``r3 k0 s1 b1 f0 e0 m2 a0 v1 d0 c0 p0 l0``) or as plain integers (immediates, ``-1``).
 Targets of IF/ELSE/LOOP/END are filled in from the nesting and may be left out. ``#``
 starts a comment. A trailing ``@sN`` gives the instruction span index N (made with
 ``Asm.span``), else the span is the listing line itself, so runtime errors quote the
 listing. Register types are given as a string of dtype names, constants as (type, value)
-pairs with type ``str`` for strings.
+pairs (the value as the type holds it: bools 0/1, floats as floats), strings as a list.
 """
 from __future__ import annotations
 
@@ -81,11 +81,13 @@ class Asm:
             out += [op.code] + ops + [0] * (5 - len(ops)) + [span]
         return out
 
-    def code(self, text: str, *, regs: str = "", consts=(), name="code.asm", **tables) -> M.Code:
+    def code(self, text: str, *, regs: str = "", consts=(), strings=(), name="code.asm",
+             **tables) -> M.Code:
         c = M.Code(code=self.flat(text, name))
         c.regs = [dtypes.BY_NAME[t].code for t in regs.split()]
         c.reg_names = [""] * len(c.regs)
-        c.consts = [(-1 if t == "str" else dtypes.BY_NAME[t].code, v) for t, v in consts]
+        c.consts = [const(t, v) for t, v in consts]
+        c.strings = list(strings)
         for key, value in tables.items():
             setattr(c, key, list(value))
         return c
@@ -94,8 +96,10 @@ class Asm:
         return M.Module(self.sources, self.spans, list(functions))
 
 
-def function(name, host, kernels=(), params=(), dims=(), ret="void", ret_dtype=0):
-    return M.Function(name, list(params), list(dims), ret, ret_dtype, host, list(kernels))
+def function(name, host, kernels=(), params=(), dims=(), ret="void", ret_dtype=-1):
+    """A function returning ``ret`` ("void", "buffer" or "scalar")."""
+    return M.Function(name, list(params), list(dims), M.RetKind[ret.upper()], ret_dtype, host,
+                      list(kernels))
 
 
 def launch_host(asm: Asm, grid=(1,), bind=(), scalars=(), regs="", consts=(), pre="",
@@ -136,10 +140,16 @@ def run(module, name="f", args=(), **options):
     return result, out.getvalue()
 
 
+def const(dtype: str, value) -> M.Const:
+    """A constant of dtype ``dtype`` (a name) as the model stores it: bools as 0/1."""
+    t = dtypes.BY_NAME[dtype]
+    return M.Const(t.code, int(value) if not t.is_float else float(value))
+
+
 def P(spec: str, newline: bool = True) -> M.PrintFormat:
-    """A print format from ``"k2 r0 k3 r1"``: constants (strings) and registers."""
-    return M.PrintFormat([("str" if w[0] == "k" else "reg", int(w[1:])) for w in spec.split()],
-                         newline)
+    """A print format from ``"s2 r0 s3 r1"``: strings and registers."""
+    kinds = {"s": M.PieceKind.STR, "r": M.PieceKind.REG}
+    return M.PrintFormat([(kinds[w[0]], int(w[1:])) for w in spec.split()], newline)
 
 
 ALL = M.LaneSet()   # the lane set of every lane of the block

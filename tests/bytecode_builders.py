@@ -21,11 +21,21 @@ from __future__ import annotations
 
 from croqvm import dtypes as D
 from croqvm.bytecode import opcodes as O
-from croqvm.bytecode.module import (Access, BufferDecl, Code, CollSite, DmaDesc, EventDecl,
-                                    FragDecl, Function, FutureDecl, Kernel, LaneSet, Launch,
-                                    Module, Param, PrintFormat, View)
+from croqvm.bytecode.module import (Access, BaseKind, BufferDecl, Code, CollSite, Const,
+                                    DmaDesc, DmaOp, EventDecl, FragDecl, FragRole, Function,
+                                    FutureDecl, Kernel, LaneSet, Launch, Module, Param,
+                                    ParamKind, ParamStorage, PieceKind, PrintFormat, RetKind,
+                                    Storage, View)
 
-S32, F32, F16, BOOL, STR = D.S32.code, D.F32.code, D.F16.code, D.BOOL.code, -1
+S32, F32, F16, BOOL = D.S32.code, D.F32.code, D.F16.code, D.BOOL.code
+GLOBAL, SHARED = Storage.GLOBAL, Storage.SHARED
+BUF, FUT = BaseKind.BUF, BaseKind.FUT
+STR, REG = PieceKind.STR, PieceKind.REG
+
+
+def consts(*pairs) -> list[Const]:
+    """Constants from (dtype code, value) pairs."""
+    return [Const(t, v) for t, v in pairs]
 
 
 def asm(listing: str) -> list[int]:
@@ -87,11 +97,11 @@ def squares() -> Module:
         """),
         regs=[S32, S32, S32, BOOL, S32, S32],
         reg_names=["i", "", "", "", "", ""],
-        consts=[(S32, 4), (S32, 1), (S32, -1)],
-        buffers=[BufferDecl("out", "global", S32, [1], span=1)],
-        accesses=[Access("buf", 0, -1, [0], "out.at(i)")],
+        consts=consts((S32, 4), (S32, 1), (S32, -1)),
+        buffers=[BufferDecl("out", GLOBAL, S32, [1], span=1)],
+        accesses=[Access(BUF, 0, -1, [0], "out.at(i)")],
     )
-    fn = Function("squares", [], [], "buffer", S32, host, span=0)
+    fn = Function("squares", [], [], RetKind.BUFFER, S32, host, span=0)
     return Module([("squares.co", SQUARES_CO)], spans, [fn])
 
 
@@ -148,7 +158,7 @@ def scale() -> Module:
             CONST 8 1 @5          ; 0
             MUL 9 2 4 @5          ; p * 32
             ALLOC 2 @4
-            DMA 0 @5
+            DMA 0 0 @5
             ADD 5 9 3 @7          ; i
             CONST 7 1 @18         ; v = 0
             LT 6 5 0 @8
@@ -181,19 +191,20 @@ def scale() -> Module:
               S32, S32, BOOL],
         reg_names=["N", "k", "p", "t", "", "i", "", "v", "", "", "", "j", "", "", "", "", "",
                    ""],
-        consts=[(S32, 32), (S32, 0), (S32, 1), (S32, 2), (S32, -1), (STR, "block done:")],
-        buffers=[BufferDecl("x", "global", S32, [], param=0, span=0),
-                 BufferDecl("y", "global", S32, [], span=1),
-                 BufferDecl("tile", "shared", S32, [4], span=4)],
+        consts=consts((S32, 32), (S32, 0), (S32, 1), (S32, 2), (S32, -1)),
+        strings=["block done:"],
+        buffers=[BufferDecl("x", GLOBAL, S32, [], param=0, span=0),
+                 BufferDecl("y", GLOBAL, S32, [], span=1),
+                 BufferDecl("tile", SHARED, S32, [4], span=4)],
         events=[EventDecl("done", 1, lanesets=[0], span=3)],
-        accesses=[Access("buf", 2, -1, [3], "tile.at(t)"), Access("buf", 1, -1, [5], "y.at(i)")],
-        views=[View("buf", 0, -1, [9], [4], "x.view(32).from(p * 32)"),
-               View("buf", 2, -1, [8], [4], "tile")],
-        dmas=[DmaDesc("copy", 0, dst_view=1, coll=0, text="dma.copy")],
+        accesses=[Access(BUF, 2, -1, [3], "tile.at(t)"), Access(BUF, 1, -1, [5], "y.at(i)")],
+        views=[View(BUF, 0, -1, [9], [4], "x.view(32).from(p * 32)"),
+               View(BUF, 2, -1, [8], [4], "tile")],
+        dmas=[DmaDesc(DmaOp.COPY, 0, dst_view=1, text="dma.copy")],
         colls=[CollSite(1, 0, "dma.copy"), CollSite(1, 0, "barrier at end of parallel")],
         # ls0: the lanes that trigger 'done', t < 32 (all of them); ls1: the whole block
         lanesets=[LaneSet(asm("LANE 15 @14\nCONST 16 0 @14\nLT 17 15 16 @14"), 17), LaneSet()],
-        prints=[PrintFormat([("str", 5), ("reg", 2)], True)],
+        prints=[PrintFormat([(STR, 0), (REG, 2)], True)],
         once_sites=1,
     )
     kernel = Kernel("scale_k0", kernel_code, block_size=32, grid_rank=1, span=2)
@@ -209,14 +220,14 @@ def scale() -> Module:
         """),
         regs=[S32, S32, S32, S32, S32, S32],
         reg_names=["N", "k", "", "", "", ""],
-        consts=[(S32, 32), (S32, 31)],
-        buffers=[BufferDecl("x", "global", S32, [], param=0, span=0),
-                 BufferDecl("y", "global", S32, [0], span=1)],
+        consts=consts((S32, 32), (S32, 31)),
+        buffers=[BufferDecl("x", GLOBAL, S32, [], param=0, span=0),
+                 BufferDecl("y", GLOBAL, S32, [0], span=1)],
         launches=[Launch(0, [4], [(0, 0), (1, 1)], [(0, 0), (1, 1)], span=2)],
     )
-    params = [Param("x", "buffer", S32, ["N"], "global", 0),
-              Param("k", "scalar", S32, [], "global", 1)]
-    fn = Function("scale", params, [("N", 0)], "buffer", S32, host, [kernel], span=0)
+    params = [Param("x", ParamKind.BUFFER, S32, ["N"], ParamStorage.GLOBAL, 0),
+              Param("k", ParamKind.SCALAR, S32, [], ParamStorage.GLOBAL, 1)]
+    fn = Function("scale", params, [("N", 0)], RetKind.BUFFER, S32, host, [kernel], span=0)
     return Module([("scale.co", SCALE_CO)], spans, [fn])
 
 
@@ -276,15 +287,18 @@ def misc() -> Module:
             CONST 1 1 @14
             CONST 2 2 @11
             MMA_FILL 0 2 0 @11
-            MMA_LOAD 1 0 0 @12
-            MMA_EXEC 0 1 1 0 0 @13
+            MMA_LOAD 1 0 0 @12    ; 'ma' as the A operand
+            MMA_LOAD 2 0 0 @12    ; and as the B operand
+            MMA_EXEC 0 1 2 0 0 @13
             MMA_STORE 0 0 0 0 @14
         """),
         regs=[S32, S32, F16],
-        consts=[(S32, 0), (S32, 16), (F16, 0.0)],
-        buffers=[BufferDecl("c", "global", F16, [], param=1, span=0)],
-        frags=[FragDecl("mc", F16, 32, span=11), FragDecl("ma", F16, 32, span=12)],
-        views=[View("buf", 0, -1, [0, 0], [1, 1], "c")],
+        consts=consts((S32, 0), (S32, 16), (F16, 0.0)),
+        buffers=[BufferDecl("c", GLOBAL, F16, [], param=1, span=0)],
+        frags=[FragDecl("mc", FragRole.ACC, F16, 16, 16, 32, span=11),
+               FragDecl("ma", FragRole.A, F16, 16, 16, 32, span=12),
+               FragDecl("ma", FragRole.B, F16, 16, 16, 32, span=12)],
+        views=[View(BUF, 0, -1, [0, 0], [1, 1], "c")],
         colls=[CollSite(0, 32, "mma")],
         lanesets=[LaneSet()],
     )
@@ -307,7 +321,7 @@ def misc() -> Module:
             END 4 @2
             CONST 16 0 @6
             DIMOF 17 0 0 @6
-            DMA 0 @6
+            DMA 0 -1 @6
             CONST 14 5 @7
             GT 9 0 14 @7
             CONST 10 6 @7
@@ -315,7 +329,7 @@ def misc() -> Module:
             SELECT 8 9 10 11 @7
             CONST 6 4 @8
             GT 12 8 6 @8
-            ASSERT 12 8 @8
+            ASSERT 12 0 @8
             FUT_DIM 13 0 0 @9
             PRINT 0 @9
             LAUNCH 0 @10
@@ -324,21 +338,22 @@ def misc() -> Module:
         regs=[S32, S32, S32, S32, BOOL, F32, F32, BOOL, F32, BOOL, F32, F32, BOOL, S32, S32,
               S32, S32, S32],
         reg_names=["n", "i", "", "", "", "", "", "", "s"] + [""] * 9,
-        consts=[(S32, 0), (S32, 4), (S32, 1), (S32, -1), (F32, 0.0), (S32, 2), (F32, 1.5),
-                (F32, -1.5), (STR, "too few positive elements"), (STR, "n =")],
-        buffers=[BufferDecl("a", "global", F32, [], param=0, span=0),
-                 BufferDecl("c", "global", F16, [], param=1, span=0),
-                 BufferDecl("", "global", F32, [], span=6)],
-        futures=[FutureDecl("f", span=6)],
-        accesses=[Access("buf", 0, -1, [1], "a.at(i)")],
-        views=[View("buf", 0, -1, [16], [17], "a")],
-        dmas=[DmaDesc("copy", 0, dst_buffer=2, future=0, text="dma.copy")],
-        prints=[PrintFormat([("str", 9), ("reg", 0), ("reg", 13)], True)],
+        consts=consts((S32, 0), (S32, 4), (S32, 1), (S32, -1), (F32, 0.0), (S32, 2),
+                      (F32, 1.5), (F32, -1.5)),
+        strings=["too few positive elements", "n ="],
+        buffers=[BufferDecl("a", GLOBAL, F32, [], param=0, span=0),
+                 BufferDecl("c", GLOBAL, F16, [], param=1, span=0),
+                 BufferDecl("", GLOBAL, F32, [17], span=6)],
+        futures=[FutureDecl("f", F32, GLOBAL, False, [4], span=6)],
+        accesses=[Access(BUF, 0, -1, [1], "a.at(i)")],
+        views=[View(BUF, 0, -1, [16], [17], "a")],
+        dmas=[DmaDesc(DmaOp.COPY, 0, dst_buffer=2, future=0, text="dma.copy")],
+        prints=[PrintFormat([(STR, 1), (REG, 0), (REG, 13)], True)],
         launches=[Launch(0, [3], [(0, 1)], [], span=10)],
     )
-    params = [Param("a", "buffer", F32, [4], "", 0),
-              Param("c", "buffer", F16, [16, 16], "global", 1)]
-    fn = Function("misc", params, [], "void", -1, host, [kernel], span=0)
+    params = [Param("a", ParamKind.BUFFER, F32, [4], ParamStorage.DEFAULT, 0),
+              Param("c", ParamKind.BUFFER, F16, [16, 16], ParamStorage.GLOBAL, 1)]
+    fn = Function("misc", params, [], RetKind.VOID, -1, host, [kernel], span=0)
     return Module([("misc.co", MISC_CO)], spans, [fn])
 
 

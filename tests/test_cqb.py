@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import bytecode_builders as B
+from croqvm import dtypes as D
 from croqvm.bytecode import cqb, schema
-from croqvm.bytecode.module import FORMAT_VERSION, Module
+from croqvm.bytecode.module import FORMAT_VERSION, Const, Module
 from croqvm.bytecode.verify import verify
 from croqvm.errors import BytecodeError
 
@@ -47,43 +48,47 @@ def test_header_layout():
 
 
 CONSTANTS = [
-    (12, 0.1), (12, -0.0), (12, math.inf), (11, 1.5), (4, -2**63), (8, 2**64 - 1),
-    (8, 2**100), (4, -2**70), (0, True), (0, False), (-1, "ünïcode \n 'quoted'"), (-1, ""),
+    Const(D.F64.code, 0.1), Const(D.F64.code, -0.0), Const(D.F64.code, math.inf),
+    Const(D.F32.code, 1.5), Const(D.S64.code, -2**63), Const(D.U64.code, 2**64 - 1),
+    Const(D.BOOL.code, 1), Const(D.BOOL.code, 0), Const(D.BF16.code, -3.0),
 ]
+STRINGS = ["ünïcode \n 'quoted'", ""]
 
 
-def test_constants_keep_dtype_value_and_python_type():
+def test_constants_and_strings_keep_dtype_value_and_python_type():
     m = B.squares()
     m.functions[0].host.consts += CONSTANTS
-    back = cqb.decode(cqb.encode(m)).functions[0].host.consts
-    for (dt, value), (dt2, value2) in zip(CONSTANTS, back[3:]):
-        assert (dt2, value2) == (dt, value) and type(value2) is type(value)
-    assert math.copysign(1.0, back[4][1]) == -1.0
-
-
-_DTYPE_OF = {bool: 0, int: 4, float: 12, str: -1}
+    m.functions[0].host.strings += STRINGS
+    back = cqb.decode(cqb.encode(m)).functions[0].host
+    assert back.consts[3:] == CONSTANTS and back.strings == STRINGS
+    assert [type(k.value) for k in back.consts[3:]] == [type(k.value) for k in CONSTANTS]
+    assert math.copysign(1.0, back.consts[4].value) == -1.0
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.one_of(st.booleans(), st.integers(), st.floats(allow_nan=False), st.text()),
-                max_size=12))
-def test_any_constant_round_trips_exactly(values):
+@given(st.lists(st.one_of(st.builds(Const, st.just(D.BOOL.code), st.integers(0, 1)),
+                          st.builds(Const, st.just(D.S64.code), st.integers(-2**63, 2**63 - 1)),
+                          st.builds(Const, st.just(D.U64.code), st.integers(0, 2**64 - 1)),
+                          st.builds(Const, st.just(D.F64.code), st.floats(allow_nan=False))),
+                max_size=12),
+       st.lists(st.text(), max_size=4))
+def test_any_constant_round_trips_exactly(consts, strings):
     m = B.squares()
-    consts = [(_DTYPE_OF[type(v)], v) for v in values]
     m.functions[0].host.consts += consts
-    back = cqb.decode(cqb.encode(m)).functions[0].host.consts[3:]
-    assert back == consts
-    assert [type(v) for _, v in back] == [type(v) for v in values]
-    assert [math.copysign(1, v) for _, v in back if type(v) is float] == \
-        [math.copysign(1, v) for v in values if type(v) is float]
+    m.functions[0].host.strings += strings
+    back = cqb.decode(cqb.encode(m)).functions[0].host
+    assert back.consts[3:] == consts and back.strings == strings
+    assert [type(k.value) for k in back.consts[3:]] == [type(k.value) for k in consts]
+    assert [math.copysign(1, k.value) for k in back.consts[3:] if type(k.value) is float] == \
+        [math.copysign(1, k.value) for k in consts if type(k.value) is float]
 
 
 def test_nan_constant_gives_identical_bytes():
     m = B.squares()
-    m.functions[0].host.consts.append((11, math.nan))
+    m.functions[0].host.consts.append(Const(D.F32.code, math.nan))
     data = cqb.encode(m)
     back = cqb.decode(data)
-    assert math.isnan(back.functions[0].host.consts[-1][1])
+    assert math.isnan(back.functions[0].host.consts[-1].value)
     assert cqb.encode(back) == data
 
 
@@ -110,7 +115,11 @@ BAD_FILES = [
     ("short", GOOD[:39], "truncated header (39 bytes"),
     ("magic", b"PK\x03\x04" + GOOD[4:], "not a .cqb file (bad magic number)"),
     ("version", file_with_payload(PAYLOAD, version=7),
-     "format version 7, but this croqvm reads version 1"),
+     f"format version 7, but this croqvm reads version {FORMAT_VERSION}; compile the .co "
+     "file again"),
+    ("format 1", file_with_payload(PAYLOAD, version=1),
+     f"format version 1, but this croqvm reads version {FORMAT_VERSION}; compile the .co "
+     "file again"),
     ("checksum", GOOD[:8] + bytes(32) + PAYLOAD, "checksum mismatch"),
     ("truncated payload", GOOD[:-5], "checksum mismatch"),
     ("garbage payload", file_with_payload(b"\xc1\xc1\xc1"), "the payload is not valid msgpack"),
@@ -149,10 +158,27 @@ def test_non_bytes_input():
         cqb.decode("CQB")
 
 
-def test_big_int_constant_must_be_decimal():
+def test_constant_beyond_64_bits_is_rejected():
+    m = B.squares()
+    m.functions[0].host.consts.append(Const(D.U64.code, 2**64))
+    with pytest.raises(BytecodeError, match=r"host\.consts\[3\]\.value: integer constant "
+                                            r"18446744073709551616 does not fit in 64 bits"):
+        cqb.encode(m)
+
+
+def test_constant_value_of_another_type_is_rejected():
     plain = schema.to_plain(B.squares())
-    plain[2][0][5][3][0][1] = ["bigint", "12x"]      # host.consts[0] value
-    with pytest.raises(BytecodeError, match=r"host\.consts\[0\]\[1\]: a constant must be"):
+    plain[2][0][5][3][0][1] = "4"      # host.consts[0].value
+    with pytest.raises(BytecodeError, match=r"host\.consts\[0\]\.value: expected an integer "
+                                            r"or a float, got str"):
+        cqb.decode(cqb.pack(plain))
+
+
+def test_enum_value_out_of_range_is_rejected():
+    plain = schema.to_plain(B.squares())
+    plain[2][0][5][5][0][1] = 3      # host.buffers[0].storage
+    with pytest.raises(BytecodeError, match=r"host\.buffers\[0\]\.storage: 3 is not a Storage "
+                                            r"\(expected one of 0 GLOBAL, 1 SHARED, 2 LOCAL\)"):
         cqb.decode(cqb.pack(plain))
 
 

@@ -4,7 +4,7 @@ import pytest
 import bytecode_builders as B
 from croqvm.bytecode import opcodes as O
 from croqvm.bytecode.disasm import Instruction, disassemble, instructions
-from croqvm.bytecode.module import Code, Function, Module, PrintFormat
+from croqvm.bytecode.module import Code, Function, Module, PieceKind, PrintFormat, RetKind
 
 SQUARES_LISTING = """\
 function 'squares' -> buffer s32  (squares.co:1:1)
@@ -61,16 +61,16 @@ def test_records_of_an_if_else():
 
 
 OPERANDS = [
-    (B.scale, "kernel", 6, ("dma0 (dma.copy)",)),
+    (B.scale, "kernel", 6, ("dma0 (dma.copy)", "coll0 (dma.copy)")),
     (B.scale, "kernel", 29, ("coll1 (barrier at end of parallel)",)),
     (B.scale, "kernel", 30, ("r10", "0", "0")),
     (B.scale, "kernel", 32, ("fmt0",)),
     (B.scale, "host", 5, ("launch0 (kernel 0)",)),
     (B.misc, "host", 15, ("r17", "buf0 'a'", "0")),
-    (B.misc, "host", 24, ("r12", "k8 (='too few positive elements')")),
+    (B.misc, "host", 24, ("r12", "s0 (='too few positive elements')")),
     (B.misc, "host", 25, ("r13", "fut0 'f'", "0")),
-    (B.misc, "kernel", 5, ("frag0 'mc'", "frag1 'ma'", "frag1 'ma'", "row.row", "coll0 (mma)")),
-    (B.misc, "kernel", 6, ("frag0 'mc'", "view0 'c'", "0", "coll0 (mma)")),
+    (B.misc, "kernel", 6, ("frag0 'mc'", "frag1 'ma'", "frag2 'ma'", "row.row", "coll0 (mma)")),
+    (B.misc, "kernel", 7, ("frag0 'mc'", "view0 'c'", "0", "coll0 (mma)")),
 ]
 
 
@@ -94,12 +94,12 @@ def test_declarations_of_a_kernel_function():
         "    buf2 'tile': shared s32 [r4]",
         "    ev0 'done': 1 slot, arrivals: lanes of ls0",
         "    view0 'x.view(32).from(p * 32)': buf0 origin (r9) extents (r4)",
-        "    dma0 'dma.copy': copy view0 => view1 coll0",
+        "    dma0 'dma.copy': copy view0 => view1",
         "    coll1 'barrier at end of parallel': lanes of ls1, per the block",
         "    ls0: lanes with r17",
         "    ls1: every lane",
         "          scale.co:12:26  2  LT     r17, r15, r16",
-        "    fmt0: k5 (='block done:'), r2, newline",
+        "    fmt0: s0 (='block done:'), r2, newline",
         "    once sites: 1",
     ]:
         assert expected in lines
@@ -117,9 +117,11 @@ def test_misc_declarations():
     lines = disassemble(B.misc()).splitlines()
     for expected in [
         "  param 0 'a': buffer default f32 [4] -> buf0",
-        "    buf2: global f32 [-]",
+        "    buf2: global f32 [r17]",
+        "    fut0 'f': global f32 [4]",
         "    dma0 'dma.copy': copy view0 => own buf2 future fut0",
-        "    frag0 'mc': f16, one per 32 lanes",
+        "    frag0 'mc': acc f16 [16, 16], one per 32 lanes",
+        "    frag2 'ma': b f16 [16, 16], one per 32 lanes",
         "    coll0 'mma': lanes of ls0, per 32 lanes",
     ]:
         assert expected in lines
@@ -128,11 +130,11 @@ def test_misc_declarations():
 def test_a_check_showing_values_lists_its_message_format():
     m = B.misc()
     host = m.functions[0].host
-    host.prints.append(PrintFormat([("str", 8), ("reg", 0)], False))
+    host.prints.append(PrintFormat([(PieceKind.STR, 0), (PieceKind.REG, 0)], False))
     host.code[24 * O.WIDTH:25 * O.WIDTH] = B.asm("ASSERT_FMT 12 1 @8")
     assert instructions(host)[24].argreprs == ("r12", "fmt1")
     lines = disassemble(m).splitlines()
-    assert "    fmt1: k8 (='too few positive elements'), r0" in lines
+    assert "    fmt1: s0 (='too few positive elements'), r0" in lines
     assert "        misc.co:9:3   24  ASSERT_FMT     r12, fmt1" in lines
 
 
@@ -158,5 +160,5 @@ def test_every_opcode_renders_even_with_empty_tables():
     records = instructions(Code(code=words))
     assert [r.opname for r in records] == [op.name for op in O.TABLE]
     module = Module([("x.co", "")], [(0, 1, 1, 1, 2)],
-                    [Function("f", [], [], "void", -1, Code(code=words))])
+                    [Function("f", [], [], RetKind.VOID, -1, Code(code=words))])
     assert disassemble(module).count("\n") > len(O.TABLE)

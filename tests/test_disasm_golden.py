@@ -16,14 +16,15 @@ function 'add_demo' -> void  (add.co:1:13)
   host
     regs    r0 s32, r1 s32, r2 s32, r3 s32 'i', r4 s32 'j', r5 s32, r6 bool, r7 bool
             r8 s32, r9 s32, r10 s32 'i', r11 bool, r12 s32, r13 s32, r14 s32, r15 s32
-    consts  k0 s32 2, k1 s32 3, k2 s32 10, k3 s32 0, k4 s32 1, k5 s32 -1, k6 str ' '
+    consts  k0 s32 2, k1 s32 3, k2 s32 10, k3 s32 0, k4 s32 1, k5 s32 -1
+    strs    s0 ' '
     buf0 'a': global s32 [r0, r1]
     buf1 'b': global s32 [r0, r1]
     acc0 'a': buf0 at (r3, r4)
     acc1 'a': buf0 at (r10, r12)
     acc2 'a': buf0 at (r10, r5)
     acc3 'a': buf0 at (r10, r0)
-    fmt0: r13, k6 (=' '), r14, k6 (=' '), r15, newline
+    fmt0: r13, s0 (=' '), r14, s0 (=' '), r15, newline
     launch0: kernel 0, grid (r5), buffers buf0 <- buf0, buf1 <- buf1, scalars -  (add.co:6:3)
     ; add.co:1  __co__ void add_demo() {
         add.co:1:13   0  CONST         r0, k0 (=2)

@@ -29,8 +29,8 @@ def test_if_else_runs_then_lanes_then_else_lanes_then_reconverges():
         END
         PRINT p2
     """, regs="s32 s32 s32 s32 bool",
-        consts=[("s32", 2), ("s32", 0), ("str", "even "), ("str", "odd "), ("str", "join ")],
-        prints=[P("k2 r0"), P("k3 r0"), P("k4 r0")])
+        consts=[("s32", 2), ("s32", 0)], strings=["even ", "odd ", "join "],
+        prints=[P("s0 r0"), P("s1 r0"), P("s2 r0")])
     _, out = run(kernel_module(a, k, 8))
     assert lines(out) == ["even 0", "even 2", "even 4", "even 6", "odd 1", "odd 3", "odd 5",
                           "odd 7"] + [f"join {i}" for i in range(8)]
@@ -46,8 +46,8 @@ def test_if_with_no_true_lane_skips_to_else():
         ELSE
           PRINT p1
         END
-    """, regs="bool s32", consts=[("bool", False), ("str", "then"), ("str", "else")],
-        prints=[P("k1"), P("k2")])
+    """, regs="bool s32", consts=[("bool", False)], strings=["then", "else"],
+        prints=[P("s0"), P("s1")])
     _, out = run(kernel_module(a, k, 2))
     assert lines(out) == ["else", "else"]
 
@@ -69,8 +69,8 @@ LOOP_BREAK = """
 def test_break_with_divergent_lanes_keeps_them_masked_until_the_loop_ends():
     a = Asm()
     k = a.code(LOOP_BREAK, regs="s32 s32 s32 bool",
-               consts=[("s32", -1), ("s32", 1), ("str", "after")],
-               prints=[P("r1 r0"), P("k2 r0 r1")])
+               consts=[("s32", -1), ("s32", 1)], strings=["after"],
+               prints=[P("r1 r0"), P("s0 r0 r1")])
     _, out = run(kernel_module(a, k, 4))
     assert lines(out) == ["01", "02", "03", "12", "13", "23",
                           "after00", "after11", "after22", "after33"]
@@ -95,8 +95,8 @@ def test_continue_skips_the_rest_of_the_iteration_only():
           PRINT p0
         END
     """, regs="s32 s32 s32 bool s32 s32 s32",
-        consts=[("s32", -1), ("s32", 1), ("s32", 2), ("s32", 3), ("str", " ")],
-        prints=[P("r1 k4 r0")])
+        consts=[("s32", -1), ("s32", 1), ("s32", 2), ("s32", 3)], strings=[" "],
+        prints=[P("r1 s0 r0")])
     _, out = run(kernel_module(a, k, 2))
     assert lines(out) == ["0 0", "1 1", "2 0"]
 
@@ -122,9 +122,9 @@ def test_continue_inside_an_if_is_not_reenabled_by_its_end():
         END
         PRINT p2
     """, regs="s32 s32 s32 bool s32 s32 s32",
-        consts=[("s32", -1), ("s32", 1), ("s32", 0), ("s32", 2), ("str", "never"),
-                ("str", "tail "), ("str", " "), ("str", "done ")],
-        prints=[P("k4"), P("k5 r1 k6 r0"), P("k7 r0")])
+        consts=[("s32", -1), ("s32", 1), ("s32", 0), ("s32", 2)],
+        strings=["never", "tail ", " ", "done "],
+        prints=[P("s0"), P("s1 r1 s2 r0"), P("s3 r0")])
     _, out = run(kernel_module(a, k, 2))
     assert lines(out) == ["tail 0 1", "tail 1 1", "done 0", "done 1"]
 
@@ -157,8 +157,8 @@ def test_nested_loops_and_ifs_reconverge_at_each_end():
         END
         PRINT p0
     """, regs="s32 s32 s32 bool s32 s32 s32 s32 s32",
-        consts=[("s32", -1), ("s32", 1), ("s32", 2), ("s32", 0), ("str", ":")],
-        prints=[P("r0 k4 r6")])
+        consts=[("s32", -1), ("s32", 1), ("s32", 2), ("s32", 0)], strings=[":"],
+        prints=[P("r0 s0 r6")])
     _, out = run(kernel_module(a, k, 5))
     # lane l: l iterations of j, each with exactly one even j + k among k in {0, 1}
     assert lines(out) == ["0:0", "1:1", "2:2", "3:3", "4:4"]
@@ -175,8 +175,8 @@ def test_yielded_lanes_are_not_awaited_by_a_barrier():
         END
         BARRIER c0
         PRINT p0
-    """, regs="s32 s32 bool", consts=[("s32", 48), ("str", "after ")],
-        prints=[P("k1 r0")], lanesets=[ALL],
+    """, regs="s32 s32 bool", consts=[("s32", 48)], strings=["after "],
+        prints=[P("s0 r0")], lanesets=[ALL],
         colls=[CollSite(0, 0, "barrier at end of parallel")])
     _, out = run(kernel_module(a, k, 64))
     assert lines(out) == [f"after {i}" for i in range(48)]
@@ -234,8 +234,8 @@ def test_barrier_waits_for_every_warp_of_its_lane_set():
           PRINT p1
         END
     """, regs="s32 s32 bool s32",
-        consts=[("s32", 62), ("s32", 32), ("s32", 0), ("str", "before "), ("str", "after ")],
-        prints=[P("k3 r0"), P("k4 r0")], lanesets=[ALL], colls=[CollSite(0, 0, "barrier")])
+        consts=[("s32", 62), ("s32", 32), ("s32", 0)], strings=["before ", "after "],
+        prints=[P("s0 r0"), P("s1 r0")], lanesets=[ALL], colls=[CollSite(0, 0, "barrier")])
     _, out = run(kernel_module(a, k, 64))
     assert lines(out) == ["before 62", "before 63", "after 0", "after 32"]
 
@@ -251,8 +251,8 @@ def test_barrier_of_a_lane_subset_and_units():
           BARRIER c0
           PRINT p0
         END
-    """, regs="s32 s32 bool", consts=[("s32", 60), ("str", "in ")],
-        prints=[P("k1 r0")], colls=[CollSite(0, 32, "sync.barrier")],
+    """, regs="s32 s32 bool", consts=[("s32", 60)], strings=["in "],
+        prints=[P("s0 r0")], colls=[CollSite(0, 32, "sync.barrier")],
         lanesets=[LaneSet(code=a.flat("LANE r0\nCONST r1 k0\nGE r2 r0 r1"), result=2)])
     _, out = run(kernel_module(a, k, 64))
     assert lines(out) == ["in 60", "in 61", "in 62", "in 63"]

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from asm import ALL, Asm, P, function, kernel_module, run
-from croqvm.bytecode.module import (Access, BufferDecl, CollSite, DmaDesc, FutureDecl,
-                                    Kernel, Launch, Param, View)
+from croqvm.bytecode.module import (Access, BaseKind, BufferDecl, CollSite, DmaDesc, DmaOp,
+                                    FutureDecl, Kernel, Launch, Param, ParamKind, ParamStorage,
+                                    Storage, View)
 from croqvm.bytecode.verify import verify
 from croqvm.errors import KernelFault
 
@@ -13,6 +14,7 @@ pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engin
 
 S32 = 3
 A = np.arange(24, dtype=np.int32).reshape(4, 6)
+PARAM_A = Param("a", ParamKind.BUFFER, S32, [4, 6], ParamStorage.GLOBAL, 0)
 
 
 def host_dma(src, dst_shape, *, dst=None, fill=None, **desc):
@@ -32,22 +34,23 @@ def host_dma(src, dst_shape, *, dst=None, fill=None, **desc):
     lines.append("ALLOC b1")
     if fill is not None:
         lines.append(f"FILL b1 r{reg(fill)} -1")
-    views = [View("buf", 0, -1, [reg(x) for x in src[0]], [reg(x) for x in src[1]])]
+    views = [View(BaseKind.BUF, 0, -1, [reg(x) for x in src[0]], [reg(x) for x in src[1]])]
     if dst is not None:
-        views.append(View("buf", 1, -1, [reg(x) for x in dst[0]], [reg(x) for x in dst[1]]))
+        views.append(View(BaseKind.BUF, 1, -1, [reg(x) for x in dst[0]],
+                          [reg(x) for x in dst[1]]))
         desc["dst_view"] = 1
     for key in ("pad_lo", "pad_hi", "pad_mid"):
         if key in desc:
             desc[key] = [reg(x) for x in desc[key]]
     if "pad_value" in desc:
         desc["pad_value"] = reg(desc["pad_value"])
-    lines += ["DMA d0", "RET_BUF b1"]
+    lines += ["DMA d0 -1", "RET_BUF b1"]
+    op = DmaOp[desc.pop("op", "copy").upper()]
     host = a.code("\n".join(lines), regs="s32 " * len(consts), consts=consts,
-                  buffers=[BufferDecl("a", "global", S32, [], param=0),
-                           BufferDecl("out", "global", S32, shape)],
-                  views=views, dmas=[DmaDesc(desc.pop("op", "copy"), 0, dst_buffer=1, text="dma.copy", **desc)])
-    fn = function("f", host, params=[Param("a", "buffer", S32, [4, 6], "global", 0)],
-                  ret="buffer", ret_dtype=S32)
+                  buffers=[BufferDecl("a", Storage.GLOBAL, S32, [], param=0),
+                           BufferDecl("out", Storage.GLOBAL, S32, shape)],
+                  views=views, dmas=[DmaDesc(op, 0, dst_buffer=1, text="dma.copy", **desc)])
+    fn = function("f", host, params=[PARAM_A], ret="buffer", ret_dtype=S32)
     return run(a.module(fn), args=[A.copy()])[0]
 
 
@@ -127,50 +130,52 @@ def future_kernel(body, *, is_async=True):
         CONST r5 k2
 """ + body, regs="s32 s32 s32 s32 s32 s32",
         consts=[("s32", 1), ("s32", 2), ("s32", 0)],
-        buffers=[BufferDecl("a", "global", S32, []), BufferDecl("t", "local", S32, [])],
-        futures=[FutureDecl("f"), FutureDecl("g")],
-        views=[View("buf", 0, -1, [0], [1])],
-        accesses=[Access("fut", 0, -1, [5], "f.data"), Access("fut", 1, -1, [5], "g.data")],
-        dmas=[DmaDesc("copy", 0, dst_buffer=1, future=0, is_async=is_async)],
+        buffers=[BufferDecl("a", Storage.GLOBAL, S32, []),
+                 BufferDecl("t", Storage.LOCAL, S32, [1])],
+        futures=[FutureDecl(n, S32, Storage.LOCAL, is_async, [2]) for n in "fg"],
+        views=[View(BaseKind.BUF, 0, -1, [0], [1])],
+        accesses=[Access(BaseKind.FUT, 0, -1, [5], "f.data"),
+                  Access(BaseKind.FUT, 1, -1, [5], "g.data")],
+        dmas=[DmaDesc(DmaOp.COPY, 0, dst_buffer=1, future=0, is_async=is_async)],
         prints=[P("r3"), P("r4")])
     host = a.code("""
         CONST r0 k0
         LAUNCH l0
         RET
     """, regs="s32", consts=[("s32", 1)], name="host.asm",
-        buffers=[BufferDecl("a", "global", S32, [], param=0)],
+        buffers=[BufferDecl("a", Storage.GLOBAL, S32, [], param=0)],
         launches=[Launch(0, [0], [(0, 0)], [])])
     fn = function("f", host, [Kernel("k", k, 1, 1)],
-                  params=[Param("a", "buffer", S32, [6], "global", 0)])
+                  params=[Param("a", ParamKind.BUFFER, S32, [6], ParamStorage.GLOBAL, 0)])
     return run(a.module(fn), args=[np.arange(10, 16, dtype=np.int32)])
 
 
 def test_wait_then_read_the_data():
-    assert future_kernel("DMA d0\nWAIT f0 -1\nLOAD r3 a0\nPRINT p0")[1] == "11\n"
+    assert future_kernel("DMA d0 -1\nWAIT f0 -1\nLOAD r3 a0\nPRINT p0")[1] == "11\n"
 
 
 def test_reading_before_the_wait_is_an_error():
     with pytest.raises(KernelFault) as e:
-        future_kernel("DMA d0\nLOAD r3 a0")
+        future_kernel("DMA d0 -1\nLOAD r3 a0")
     assert "runtime error: future 'f' is not waited before using." in str(e.value)
 
 
 def test_waiting_twice_is_an_error():
     with pytest.raises(KernelFault) as e:
-        future_kernel("DMA d0\nWAIT f0 -1\nWAIT f0 -1")
+        future_kernel("DMA d0 -1\nWAIT f0 -1\nWAIT f0 -1")
     assert "runtime error: future 'f' has been waited multiple times." in str(e.value)
 
 
 def test_a_kernel_ending_with_an_unwaited_copy_is_an_error():
     with pytest.raises(KernelFault) as e:
-        future_kernel("DMA d0")
+        future_kernel("DMA d0 -1")
     assert "runtime error: async copy issued at code.asm:5:1 into 'f' was never waited." \
         in str(e.value)
 
 
 def test_issuing_again_before_the_wait_is_an_error():
     with pytest.raises(KernelFault) as e:
-        future_kernel("DMA d0\nDMA d0")
+        future_kernel("DMA d0 -1\nDMA d0 -1")
     assert "async copy issued at code.asm:5:1 into 'f' was never waited." in str(e.value)
     assert "code.asm:6:1: runtime error:" in str(e.value)
 
@@ -182,7 +187,7 @@ def test_placeholder_without_data():
 
 
 def test_sync_copy_needs_no_wait_and_swap_exchanges_handles():
-    out = future_kernel("FUT_ANY f1\nDMA d0\nSWAP f0 f1\nLOAD r4 a1\nPRINT p1",
+    out = future_kernel("FUT_ANY f1\nDMA d0 -1\nSWAP f0 f1\nLOAD r4 a1\nPRINT p1",
                         is_async=False)[1]
     assert out == "11\n"
 
@@ -196,7 +201,7 @@ def collective_copy(origin_from_lane=False, with_async=False, wait="WAIT f0 0", 
         CONST r0 k0
         {"LANE r0" if origin_from_lane else ""}
         CONST r1 k1
-        DMA d0
+        DMA d0 c0
         LANE r2
         CONST r6 k2
         {wait if with_async else ""}
@@ -209,18 +214,21 @@ def collective_copy(origin_from_lane=False, with_async=False, wait="WAIT f0 0", 
         END
     """, regs="s32 s32 s32 s32 s32 s32 s32 bool s32",
         consts=[("s32", 0), ("s32", 4), ("s32", 16), ("s32", lanes)],
-        buffers=[BufferDecl("a", "global", S32, []), BufferDecl("out", "global", S32, []),
-                 BufferDecl("t", "shared", S32, [])],
-        futures=[FutureDecl("f")], views=[View("buf", 0, -1, [0], [1])],
-        accesses=[Access("fut", 0, -1, [4], "f.data"), Access("buf", 1, -1, [2], "out")],
-        dmas=[DmaDesc("copy", 0, dst_buffer=2, future=0, coll=0, is_async=with_async,
+        buffers=[BufferDecl("a", Storage.GLOBAL, S32, []),
+                 BufferDecl("out", Storage.GLOBAL, S32, []),
+                 BufferDecl("t", Storage.SHARED, S32, [1])],
+        futures=[FutureDecl("f", S32, Storage.SHARED, with_async, [4])],
+        views=[View(BaseKind.BUF, 0, -1, [0], [1])],
+        accesses=[Access(BaseKind.FUT, 0, -1, [4], "f.data"),
+                  Access(BaseKind.BUF, 1, -1, [2], "out")],
+        dmas=[DmaDesc(DmaOp.COPY, 0, dst_buffer=2, future=0, is_async=with_async,
                       text="dma.copy")],
         colls=[CollSite(0, 0, "dma.copy")], lanesets=[ALL])
-    params = [Param("a", "buffer", S32, [8], "global", 0),
-              Param("out", "buffer", S32, [64], "global", 1)]
+    params = [Param("a", ParamKind.BUFFER, S32, [8], ParamStorage.GLOBAL, 0),
+              Param("out", ParamKind.BUFFER, S32, [64], ParamStorage.GLOBAL, 1)]
     mod = kernel_module(a, k, 64, params=params, bind=[(0, 0), (1, 1)],
-                        buffers=[BufferDecl("a", "global", S32, [], param=0),
-                                 BufferDecl("out", "global", S32, [], param=1)])
+                        buffers=[BufferDecl("a", Storage.GLOBAL, S32, [], param=0),
+                                 BufferDecl("out", Storage.GLOBAL, S32, [], param=1)])
     out = np.zeros(64, np.int32)
     run(mod, args=[np.arange(10, 18, dtype=np.int32), out])
     return out
@@ -257,7 +265,7 @@ def test_a_lane_waits_for_a_collective_copy_once():
 
 def test_a_collective_copy_again_names_the_first_lane_that_did_not_wait():
     with pytest.raises(KernelFault) as e:
-        collective_copy(with_async=True, wait="LT r3 r2 r6\nIF r3\nWAIT f0 -1\nEND\nDMA d0")
+        collective_copy(with_async=True, wait="LT r3 r2 r6\nIF r3\nWAIT f0 -1\nEND\nDMA d0 c0")
     text = str(e.value)
     assert "async copy issued at code.asm:5:9 into 'f' was never waited." in text
     assert text.endswith("block (0), lane 16 (warp 0, lane 16)")
@@ -286,15 +294,15 @@ def huge_dma(**desc) -> str:
     """Host: a DMA of the [HUGE, HUGE] view at (0, 0) of parameter 'a' [4, 6] (it overlaps
     'a', so it is a valid source) as ``desc`` says; returns the first line of its error."""
     a = Asm()
-    own = [BufferDecl("own", "global", S32, [])] if "dst_buffer" in desc else []
-    host = a.code("CONST r0 k0\nCONST r1 k1\nCONST r2 k2\nALLOC b1\nDMA d0\nRET",
+    own = [BufferDecl("own", Storage.GLOBAL, S32, [1, 1])] if "dst_buffer" in desc else []
+    host = a.code("CONST r0 k0\nCONST r1 k1\nCONST r2 k2\nALLOC b1\nDMA d0 -1\nRET",
                   regs="s32 s32 s32", consts=[("s32", 0), ("s32", HUGE), ("s32", 2)],
-                  buffers=[BufferDecl("a", "global", S32, [], param=0),
-                           BufferDecl("out", "global", S32, [2, 2])] + own,
-                  views=[View("buf", 0, -1, [0, 0], [1, 1], "a"),
-                         View("buf", 1, -1, [0, 0], [1, 1], "out")],
-                  dmas=[DmaDesc("copy", 0, text="dma.copy", **desc)])
-    fn = function("f", host, params=[Param("a", "buffer", S32, [4, 6], "global", 0)])
+                  buffers=[BufferDecl("a", Storage.GLOBAL, S32, [], param=0),
+                           BufferDecl("out", Storage.GLOBAL, S32, [2, 2])] + own,
+                  views=[View(BaseKind.BUF, 0, -1, [0, 0], [1, 1], "a"),
+                         View(BaseKind.BUF, 1, -1, [0, 0], [1, 1], "out")],
+                  dmas=[DmaDesc(DmaOp.COPY, 0, text="dma.copy", **desc)])
+    fn = function("f", host, params=[PARAM_A])
     module = a.module(fn)
     verify(module)          # well-formed: only running it shows the extents are absurd
     with pytest.raises(KernelFault) as e:

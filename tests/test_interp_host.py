@@ -7,7 +7,8 @@ import pytest
 
 import bytecode_builders as B
 from asm import Asm, P, function, kernel_module, run
-from croqvm.bytecode.module import Access, BufferDecl, Param
+from croqvm.bytecode.module import (Access, BaseKind, BufferDecl, Param, ParamKind, ParamStorage,
+                                    Storage)
 from croqvm.bytecode.verify import verify
 from croqvm.errors import ArgumentError, KernelFault
 from croqvm.program import Program
@@ -22,14 +23,14 @@ F16, F32, S32, BF16 = 9, 11, 3, 10
 def matmul_like():
     """'matmul'(f16 [M, K] lhs, f16 [K, N] rhs, global f32 [64, N] out, f32 alpha)."""
     a = Asm()
-    host = a.code("RET", buffers=[BufferDecl("lhs", "global", F16, [], param=0),
-                                  BufferDecl("rhs", "global", F16, [], param=1),
-                                  BufferDecl("out", "global", F32, [], param=2)],
+    host = a.code("RET", buffers=[BufferDecl("lhs", Storage.GLOBAL, F16, [], param=0),
+                                  BufferDecl("rhs", Storage.GLOBAL, F16, [], param=1),
+                                  BufferDecl("out", Storage.GLOBAL, F32, [], param=2)],
                   regs="f32 s32 s32 s32")
-    params = [Param("lhs", "buffer", F16, ["M", "K"], "global", 0),
-              Param("rhs", "buffer", F16, ["K", "N"], "global", 1),
-              Param("out", "buffer", F32, [64, "N"], "global", 2),
-              Param("alpha", "scalar", F32, [], slot=0)]
+    params = [Param("lhs", ParamKind.BUFFER, F16, ["M", "K"], ParamStorage.GLOBAL, 0),
+              Param("rhs", ParamKind.BUFFER, F16, ["K", "N"], ParamStorage.GLOBAL, 1),
+              Param("out", ParamKind.BUFFER, F32, [64, "N"], ParamStorage.GLOBAL, 2),
+              Param("alpha", ParamKind.SCALAR, F32, [], slot=0)]
     fn = function("matmul", host, params=params, dims=[("M", 1), ("K", 2), ("N", 3)])
     return a.module(fn)
 
@@ -73,12 +74,13 @@ def scale_kernel(dtype=F32, storage="global"):
     """x[lane] := x[lane] * alpha, for 8 lanes; returns nothing."""
     a = Asm()
     k = a.code("LANE r0\nLOAD r1 a0\nMUL r1 r1 r2\nSTORE a0 r1", regs="s32 f32 f32",
-               buffers=[BufferDecl("x", "global", dtype, [])],
-               accesses=[Access("buf", 0, -1, [0], "x")])
-    return kernel_module(a, k, 8, params=[Param("x", "buffer", dtype, [8], storage, 0),
-                                          Param("alpha", "scalar", F32, [], slot=1)],
+               buffers=[BufferDecl("x", Storage.GLOBAL, dtype, [])],
+               accesses=[Access(BaseKind.BUF, 0, -1, [0], "x")])
+    storage = ParamStorage[storage.upper()]
+    return kernel_module(a, k, 8, params=[Param("x", ParamKind.BUFFER, dtype, [8], storage, 0),
+                                          Param("alpha", ParamKind.SCALAR, F32, [], slot=1)],
                          bind=[(0, 0)], scalars=[(2, 1)], regs="f32",
-                         buffers=[BufferDecl("x", "global", dtype, [], param=0)])
+                         buffers=[BufferDecl("x", Storage.GLOBAL, dtype, [], param=0)])
 
 
 def test_global_parameters_are_copied_back():
@@ -104,10 +106,10 @@ def returning(kind):
     a = Asm()
     host = a.code(f"CONST r0 k0\nCONST r1 k1\nCONST r2 k2\nALLOC b0\nSTORE a0 r1\n"
                   f"{'RET_VAL r1' if kind == 'scalar' else 'RET_BUF b0'}",
-                  regs="s32 f16 s32", consts=[("s32", 3), ("f64", 2.5), ("s32", 1)],
-                  buffers=[BufferDecl("r", "global", F16, [0])],
-                  accesses=[Access("buf", 0, -1, [2], "r")])
-    return a.module(function("f", host, ret=kind))
+                  regs="s32 f16 s32", consts=[("s32", 3), ("f16", 2.5), ("s32", 1)],
+                  buffers=[BufferDecl("r", Storage.GLOBAL, F16, [0])],
+                  accesses=[Access(BaseKind.BUF, 0, -1, [2], "r")])
+    return a.module(function("f", host, ret=kind, ret_dtype=F16))
 
 
 def test_returning_a_scalar_gives_a_python_float():
@@ -134,8 +136,8 @@ def poison_program(store_first):
         LOAD r4 a0 @s{a.find(src, "out.at(3, 4)")}
         PRINT p0
     """, regs="s32 s32 s32 s32 s32", consts=[("s32", 4), ("s32", 5), ("s32", 3), ("s32", 4)],
-        buffers=[BufferDecl("out", "global", S32, [0, 1], span=decl)],
-        accesses=[Access("buf", 0, -1, [2, 3], "out")], prints=[P("r4")])
+        buffers=[BufferDecl("out", Storage.GLOBAL, S32, [0, 1], span=decl)],
+        accesses=[Access(BaseKind.BUF, 0, -1, [2, 3], "out")], prints=[P("r4")])
     return a.module(function("f", host))
 
 
@@ -159,8 +161,8 @@ def test_out_of_range_access_names_the_index_and_dimension():
     a = Asm()
     host = a.code("CONST r0 k0\nALLOC b0\nCONST r1 k1\nCONST r2 k2\nLOAD r3 a0",
                   regs="s32 s32 s32 s32", consts=[("s32", 4), ("s32", 5), ("s32", 2)],
-                  buffers=[BufferDecl("a", "global", S32, [0, 0])],
-                  accesses=[Access("buf", 0, -1, [1, 2], "a")])
+                  buffers=[BufferDecl("a", Storage.GLOBAL, S32, [0, 0])],
+                  accesses=[Access(BaseKind.BUF, 0, -1, [1, 2], "a")])
     with pytest.raises(KernelFault) as e:
         run(a.module(function("f", host)))
     assert str(e.value).splitlines()[0] == ("code.asm:5:1: runtime error: out-of-range access "
@@ -224,8 +226,8 @@ def test_unknown_schedule():
 
 def test_assertion_failure():
     a = Asm()
-    k = a.code("LANE r0\nCONST r1 k0\nLT r2 r0 r1\nASSERT r2 k1", regs="s32 s32 bool",
-               consts=[("s32", 40), ("str", "assertion failed: lane too large")])
+    k = a.code("LANE r0\nCONST r1 k0\nLT r2 r0 r1\nASSERT r2 s0", regs="s32 s32 bool",
+               consts=[("s32", 40)], strings=["assertion failed: lane too large"])
     with pytest.raises(KernelFault) as e:
         run(kernel_module(a, k, 64))
     assert str(e.value).splitlines()[0] == \
@@ -235,11 +237,11 @@ def test_assertion_failure():
 
 def test_a_failed_check_shows_the_values_of_its_lowest_failing_lane():
     a = Asm()
-    k = a.code("LANE r0\nCONST r1 k0\nLT r2 r0 r1\nCONST r3 k5\nASSERT_FMT r2 p0",
+    k = a.code("LANE r0\nCONST r1 k0\nLT r2 r0 r1\nCONST r3 k1\nASSERT_FMT r2 p0",
                regs="s32 s32 bool f32",
-               consts=[("s32", 40), ("str", "lane "), ("str", " >= "), ("str", ", ok "),
-                       ("str", ", x "), ("f32", 1 / 3)],
-               prints=[P("k1 r0 k2 r1 k3 r2 k4 r3", newline=False)])
+               consts=[("s32", 40), ("f32", float(np.float32(1 / 3)))],
+               strings=["lane ", " >= ", ", ok ", ", x "],
+               prints=[P("s0 r0 s1 r1 s2 r2 s3 r3", newline=False)])
     module = kernel_module(a, k, 64)
     verify(module)
     with pytest.raises(KernelFault) as e:
@@ -251,8 +253,8 @@ def test_a_failed_check_shows_the_values_of_its_lowest_failing_lane():
 
 def test_an_assert_message_is_never_read_as_a_format():
     a = Asm()
-    k = a.code("LANE r0\nCONST r1 k0\nLT r2 r0 r1\nASSERT r2 k1", regs="s32 s32 bool",
-               consts=[("s32", 3), ("str", "assertion failed: {0} {r0} }{ %d")])
+    k = a.code("LANE r0\nCONST r1 k0\nLT r2 r0 r1\nASSERT r2 s0", regs="s32 s32 bool",
+               consts=[("s32", 3)], strings=["assertion failed: {0} {r0} }{ %d"])
     with pytest.raises(KernelFault) as e:
         run(kernel_module(a, k, 32))
     assert str(e.value).splitlines()[0] == \
@@ -287,8 +289,8 @@ def test_buffer_array_subscript_out_of_range():
     a = Asm()
     host = a.code("CONST r0 k0\nALLOC b0\nCONST r1 k1\nSTORE a0 r1\nCONST r1 k0\nLOAD r2 a0",
                   regs="s32 s32 s32", consts=[("s32", 2), ("s32", 1)],
-                  buffers=[BufferDecl("sa", "global", S32, [0], array=[2])],
-                  accesses=[Access("buf", 0, 1, [1], "sa[st]")])
+                  buffers=[BufferDecl("sa", Storage.GLOBAL, S32, [0], array=[2])],
+                  accesses=[Access(BaseKind.BUF, 0, 1, [1], "sa[st]")])
     with pytest.raises(KernelFault) as e:
         run(a.module(function("f", host)))
     assert str(e.value).splitlines()[0] == (
@@ -340,7 +342,7 @@ def test_a_buffer_no_memory_can_hold_is_a_runtime_error_at_its_alloc():
     a = Asm()
     host = a.code("CONST r0 k0\nCONST r1 k1\nALLOC b0\nRET", regs="s64 s64",
                   consts=[("s64", 1 << 32), ("s64", 1 << 20)],
-                  buffers=[BufferDecl("x", "global", S32, [0, 1])])
+                  buffers=[BufferDecl("x", Storage.GLOBAL, S32, [0, 1])])
     module = a.module(function("f", host))
     verify(module)          # well-formed: only running it shows the extents are absurd
     with pytest.raises(KernelFault) as e:
@@ -364,7 +366,7 @@ def test_the_first_lane_whose_local_buffer_can_not_be_allocated_is_reported():
         SELECT r5 r2 r3 r4      # extent 1 for lanes 0-2, 2**30 from lane 3 on
         ALLOC b0
     """, regs="s32 s32 bool s32 s32 s32", consts=[("s32", 3), ("s32", 1), ("s32", 1 << 30)],
-        buffers=[BufferDecl("t", "local", S32, [5, 5])])
+        buffers=[BufferDecl("t", Storage.LOCAL, S32, [5, 5])])
     module = kernel_module(a, k, 8)
     verify(module)
     with pytest.raises(KernelFault) as e:

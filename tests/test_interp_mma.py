@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from asm import ALL, Asm, kernel_module, run
-from croqvm.bytecode.module import BufferDecl, CollSite, FragDecl, Param, View
+from croqvm.bytecode.module import (DYNAMIC, BaseKind, BufferDecl, CollSite, FragDecl, FragRole,
+                                    Param, ParamKind, ParamStorage, Storage, View)
 from croqvm.errors import KernelFault
 from croqvm.interp.mma import _first_outside
 
@@ -12,6 +13,7 @@ pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engin
 
 F16, F32, S8, S32 = 9, 11, 1, 3
 NP = {F16: np.float16, F32: np.float32, S8: np.int8, S32: np.int32}
+NAME = {F16: "f16", F32: "f32", S32: "s32"}
 LAYOUTS = {"row.row": 0, "row.col": 1, "col.row": 2, "col.col": 3}
 
 
@@ -21,9 +23,9 @@ def mma_kernel(a, b, acc_type, layout, fill, c_shape, *, size=32, unit=32, body=
     asm = Asm()
     shapes = [a.shape, b.shape, c_shape]
     consts = [("s32", 0)] + [("s32", d) for s in shapes for d in s] + \
-        [("f64" if acc_type in (F16, F32) else "s64", fill)] + [("s32", x) for x in extra]
-    regs = "s32 " * 7 + {F16: "f16", F32: "f32", S32: "s32"}[acc_type] + " s32 bool bool"
-    views = [View("buf", n, -1, [0, 0], [1 + 2 * n, 2 + 2 * n]) for n in range(3)]
+        [(NAME[acc_type], fill)] + [("s32", x) for x in extra]
+    regs = "s32 " * 7 + NAME[acc_type] + " s32 bool bool"
+    views = [View(BaseKind.BUF, n, -1, [0, 0], [1 + 2 * n, 2 + 2 * n]) for n in range(3)]
     lines = [f"CONST r{n} k{n}" for n in range(8)]
     lines += body or [
         "MMA_FILL m0 r7 c0", "MMA_LOAD m1 v0 c0", "MMA_LOAD m2 v1 c0",
@@ -31,20 +33,22 @@ def mma_kernel(a, b, acc_type, layout, fill, c_shape, *, size=32, unit=32, body=
     ctype = {F16: F16, F32: F32, S32: S32}[acc_type]
     dt = {np.dtype(v): k for k, v in NP.items()}
     k = asm.code("\n".join(lines), regs=regs, consts=consts,
-                 buffers=[BufferDecl("a", "global", dt[a.dtype], []),
-                          BufferDecl("b", "global", dt[b.dtype], []),
-                          BufferDecl("c", "global", ctype, [])],
+                 buffers=[BufferDecl("a", Storage.GLOBAL, dt[a.dtype], []),
+                          BufferDecl("b", Storage.GLOBAL, dt[b.dtype], []),
+                          BufferDecl("c", Storage.GLOBAL, ctype, [])],
                  views=views,
-                 frags=[FragDecl("acc", acc_type, unit), FragDecl("fa", dt[a.dtype], unit),
-                        FragDecl("fb", dt[b.dtype], unit)],
+                 frags=[FragDecl(name, role, dtype, DYNAMIC, DYNAMIC, unit)
+                        for name, role, dtype in (("acc", FragRole.ACC, acc_type),
+                                                  ("fa", FragRole.A, dt[a.dtype]),
+                                                  ("fb", FragRole.B, dt[b.dtype]))],
                  colls=[CollSite(0, unit, "mma.row.row"),
                         CollSite(0, unit if store_unit is None else store_unit, "mma.store")],
                  lanesets=lanesets or [ALL])
-    params = [Param(n, "buffer", dt[x.dtype], list(x.shape), "global", i)
+    params = [Param(n, ParamKind.BUFFER, dt[x.dtype], list(x.shape), ParamStorage.GLOBAL, i)
               for i, (n, x) in enumerate([("a", a), ("b", b)])]
-    params.append(Param("c", "buffer", ctype, list(c_shape), "global", 2))
+    params.append(Param("c", ParamKind.BUFFER, ctype, list(c_shape), ParamStorage.GLOBAL, 2))
     mod = kernel_module(asm, k, size, params=params, bind=[(0, 0), (1, 1), (2, 2)],
-                        buffers=[BufferDecl(n, "global", p.dtype, [], param=i)
+                        buffers=[BufferDecl(n, Storage.GLOBAL, p.dtype, [], param=i)
                                  for i, (n, p) in enumerate(zip("abc", params))])
     c = np.zeros(c_shape, NP[ctype])
     run(mod, args=[a, b, c])

@@ -5,7 +5,8 @@ import pytest
 
 from appendix import APPENDIX
 from asm import ALL, Asm, P, function, kernel_module, launch_host, run
-from croqvm.bytecode.module import Access, BufferDecl, EventDecl, Kernel, LaneSet, Param
+from croqvm.bytecode.module import (Access, BaseKind, BufferDecl, EventDecl, Kernel, LaneSet, Param,
+                                    ParamKind, ParamStorage, Storage)
 from croqvm.errors import KernelFault
 
 pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
@@ -46,8 +47,8 @@ def pipeline(empty_ready: bool):
         END
     """, regs="s32 s32 bool s32 s32 s32 s32 s32 bool s32",
         consts=[("s32", 128), ("s32", 1), ("s32", 2), ("s32", 8), ("s32", -1)],
-        buffers=[BufferDecl("out", "global", 3, []), BufferDecl("slot", "shared", 3, [6])],
-        accesses=[Access("buf", 1, -1, [5], "slot"), Access("buf", 0, -1, [3], "out")],
+        buffers=[BufferDecl("out", Storage.GLOBAL, 3, []), BufferDecl("slot", Storage.SHARED, 3, [6])],
+        accesses=[Access(BaseKind.BUF, 1, -1, [5], "slot"), Access(BaseKind.BUF, 0, -1, [3], "out")],
         events=[EventDecl("full", 2, lanesets=[0]),
                 EventDecl("empty", 2, empty_ready, lanesets=[1])],
         lanesets=[LaneSet(a.flat("LANE r0\nCONST r1 k0\nLT r2 r0 r1"), 2),
@@ -56,8 +57,8 @@ def pipeline(empty_ready: bool):
                        consts=[("s32", 8), ("s32", 7)],
                        pre="CONST r1 k1\nALLOC b0", post="CONST r2 k2\nLOAD r3 a0\nPRINT p0",
                        launch_span=a.find(src, "parallel blk"),
-                       buffers=[BufferDecl("out", "global", 3, [1])],
-                       accesses=[Access("buf", 0, -1, [2], "out")], prints=[P("r3")])
+                       buffers=[BufferDecl("out", Storage.GLOBAL, 3, [1])],
+                       accesses=[Access(BaseKind.BUF, 0, -1, [2], "out")], prints=[P("r3")])
     return a.module(function("broken", host, [Kernel("k", k, 256, 1)]))
 
 
@@ -89,9 +90,9 @@ def event_kernel(a, body, need=-1, ready=False, size=64):
         CONST r3 k1
         LT r2 r0 r1
         {body}
-    """, regs="s32 s32 bool s32", consts=[("s32", 32), ("s32", 0), ("str", "waited "),
-                                         ("str", "triggered ")],
-        prints=[P("k2 r0"), P("k3 r0")], events=[EventDecl("e", 1, ready, need, [1])],
+    """, regs="s32 s32 bool s32", consts=[("s32", 32), ("s32", 0)],
+        strings=["waited ", "triggered "],
+        prints=[P("s0 r0"), P("s1 r0")], events=[EventDecl("e", 1, ready, need, [1])],
         lanesets=[ALL, LaneSet(a.flat("LANE r0\nCONST r1 k0\nGE r2 r0 r1"), 2)])
 
 
@@ -171,9 +172,9 @@ def once_kernel(a, unit):
             PRINT p0
           END
         END
-    """, regs="s32 s32 s32 s32 bool bool", consts=[("s32", -1), ("s32", 1), ("s32", 3),
-                                                  ("str", "lane "), ("str", " round ")],
-        prints=[P("k3 r0 k4 r1")])
+    """, regs="s32 s32 s32 s32 bool bool", consts=[("s32", -1), ("s32", 1), ("s32", 3)],
+        strings=["lane ", " round "],
+        prints=[P("s0 r0 s1 r1")])
 
 
 def test_once_picks_one_lane_per_execution_and_block():
@@ -211,8 +212,8 @@ def test_once_claims_follow_each_lanes_own_arrivals(unit, want):
         IF r3
           PRINT p1
         END
-    """, regs="s32 s32 bool bool", consts=[("s32", 16), ("str", "first "), ("str", "second ")],
-        prints=[P("k1 r0"), P("k2 r0")])
+    """, regs="s32 s32 bool bool", consts=[("s32", 16)], strings=["first ", "second "],
+        prints=[P("s0 r0"), P("s1 r0")])
     assert run(kernel_module(a, k, 64))[1].splitlines() == want
 
 
@@ -259,10 +260,10 @@ def test_once_effect_is_seen_by_every_lane_under_random_schedules():
         LANE r2
         STORE a1 r1
     """, regs="bool s32 s32 s32 s32", consts=[("s32", 0), ("s32", 7), ("s32", 1)],
-        buffers=[BufferDecl("cell", "shared", 3, [4]), BufferDecl("out", "global", 3, [])],
-        accesses=[Access("buf", 0, -1, [2], "cell"), Access("buf", 1, -1, [2], "out")])
-    mod = kernel_module(a, k, 64, params=[Param("out", "buffer", 3, [64], "global", 0)],
-                        bind=[(1, 0)], buffers=[BufferDecl("out", "global", 3, [], param=0)])
+        buffers=[BufferDecl("cell", Storage.SHARED, 3, [4]), BufferDecl("out", Storage.GLOBAL, 3, [])],
+        accesses=[Access(BaseKind.BUF, 0, -1, [2], "cell"), Access(BaseKind.BUF, 1, -1, [2], "out")])
+    mod = kernel_module(a, k, 64, params=[Param("out", ParamKind.BUFFER, 3, [64], ParamStorage.GLOBAL, 0)],
+                        bind=[(1, 0)], buffers=[BufferDecl("out", Storage.GLOBAL, 3, [], param=0)])
     for seed in range(12):
         out = np.zeros(64, np.int32)
         run(mod, args=[out], schedule="random", seed=seed)

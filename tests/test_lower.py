@@ -20,6 +20,7 @@ from croqvm import dtypes
 from croqvm.bytecode import cqb, opcodes
 from croqvm.bytecode.disasm import disassemble
 from croqvm.bytecode.lower import lower_program
+from croqvm.bytecode.module import ParamKind, ParamStorage, RetKind, Storage
 from croqvm.errors import CompileError, KernelFault
 from croqvm.program import Program
 from croqvm.lang import ast
@@ -57,8 +58,13 @@ def assert_ops(code, *names):
 
 def const_regs(code) -> dict[int, object]:
     """Register -> value for registers loaded by CONST."""
-    return {operands(code, pc)[0]: code.consts[operands(code, pc)[1]][1]
+    return {operands(code, pc)[0]: code.consts[operands(code, pc)[1]].value
             for pc, n in enumerate(ops(code)) if n == "CONST"}
+
+
+def dma_site(code) -> int:
+    """The collective site the first DMA instruction of ``code`` names (-1: none)."""
+    return next(operands(code, pc)[1] for pc, n in enumerate(ops(code)) if n == "DMA")
 
 
 def prologue(code, words=None) -> list:
@@ -70,7 +76,7 @@ def prologue(code, words=None) -> list:
         reg, k = words[pc + 1], words[pc + 2]
         if opcodes.TABLE[words[pc]].name != "CONST" or code.reg_names[reg]:
             break
-        values.append(code.consts[k][1])
+        values.append(code.consts[k].value)
     return values
 
 
@@ -279,7 +285,7 @@ def test_print_pieces(expr, text):
 def test_assert_carries_its_message():
     src = '__co__ void f(int x) { assert(x > 0, "x must be positive"); }'
     code = lower(src).functions[0].host
-    assert (-1, "assertion failed: x must be positive") in code.consts
+    assert "assertion failed: x must be positive" in code.strings
     with pytest.raises(KernelFault, match="assertion failed: x must be positive"):
         call(src, "f", 0)
 
@@ -302,10 +308,11 @@ def test_parameters_dims_and_results():
     }"""
     fn = lower(src).functions[0]
     assert [(p.name, p.kind, p.shape, p.storage) for p in fn.params] == [
-        ("v", "buffer", ["?"], "global"), ("w", "buffer", ["N"], "default"),
-        ("k", "scalar", [], "global")]
+        ("v", ParamKind.BUFFER, ["?"], ParamStorage.GLOBAL),
+        ("w", ParamKind.BUFFER, ["N"], ParamStorage.DEFAULT),
+        ("k", ParamKind.SCALAR, [], ParamStorage.GLOBAL)]
     assert [name for name, _ in fn.dims] == ["N"]
-    assert (fn.ret_kind, fn.ret_dtype) == ("scalar", dtypes.S32.code)
+    assert (fn.ret_kind, fn.ret_dtype) == (RetKind.SCALAR, dtypes.S32.code)
     v = np.arange(5, dtype=np.int32)
     assert call(src, "total", v, np.zeros(3, np.int32), 2) == 2 * 10 + 3
 
@@ -667,7 +674,7 @@ def members(k, ls_index: int, block=(0, 0, 0)) -> list[int]:
             elif name == "BLOCKIDX":
                 r[a] = block[b]
             elif name == "CONST":
-                r[a] = code.consts[b][1]
+                r[a] = code.consts[b].value
             elif name == "MOV":
                 r[a] = r[b]
             elif name == "NOT":
@@ -723,7 +730,7 @@ def test_inthreads_laneset_conjoins_region_and_predicate():
       }
     }"""
     k = kernel(src)
-    coll = k.code.colls[k.code.dmas[0].coll]
+    coll = k.code.colls[dma_site(k.code)]
     assert (coll.text, coll.unit) == ("dma.copy", 0)
     assert members(k, coll.laneset) == list(range(30, 40))
 
@@ -807,8 +814,8 @@ def test_dma_into_storage_owns_a_buffer_of_the_source_shape():
     k = lower(VIEWS).functions[0].kernels[0]
     d = k.code.dmas[0]
     own = k.code.buffers[d.dst_buffer]
-    assert (own.name, own.storage, len(own.shape)) == ("t", "shared", 2)
-    assert d.future >= 0 and d.coll >= 0 and d.dst_view == -1
+    assert (own.name, own.storage, len(own.shape)) == ("t", Storage.SHARED, 2)
+    assert d.future >= 0 and dma_site(k.code) >= 0 and d.dst_view == -1
 
 
 def test_pad_and_transpose():
@@ -849,7 +856,7 @@ def test_double_buffering_waits_at_the_copy_site():
     assert_ops(k.code, "FUT_ANY")
     assert_ops(k.code, "SWAP")
     waits = [operands(k.code, pc)[1] for pc, n in enumerate(ops(k.code)) if n == "WAIT"]
-    assert waits and all(w == k.code.dmas[0].coll for w in waits)
+    assert waits and all(w == dma_site(k.code) for w in waits)
     a = np.arange(256, dtype=np.int32).reshape(8, 32)
     expect = sum(a[:, 8 * j:8 * j + 8] for j in range(4))
     np.testing.assert_array_equal(call(DOUBLE_BUFFER, "db", a), expect)
@@ -951,7 +958,8 @@ def test_each_constant_is_loaded_once_per_code_and_never_written_again(src):
             op = opcodes.TABLE[words[pc]]
             if op.meaning.startswith("R[a] :="):
                 writes.setdefault(words[pc + 1], []).append(pc // opcodes.WIDTH)
-        loaded = [(code.regs[words[pc + 1]], code.consts[words[pc + 2]])
+        loaded = [(code.regs[words[pc + 1]], code.consts[words[pc + 2]].dtype,
+                   repr(code.consts[words[pc + 2]].value))
                   for pc in range(0, n * opcodes.WIDTH, opcodes.WIDTH)]
         assert len(set(loaded)) == len(loaded)                   # one register per constant
         for pc in range(n):                                      # written by its CONST only
@@ -1016,12 +1024,12 @@ def test_laneset_code_loads_its_own_constants():
     """A laneset runs in a register file of its own when the block starts, so the kernel's
     prologue does not reach it: it loads 40 (q's lanes) and 30 itself."""
     k = kernel(LANESET)
-    ls = k.code.lanesets[k.code.colls[k.code.dmas[0].coll].laneset]
+    ls = k.code.lanesets[k.code.colls[dma_site(k.code)].laneset]
     assert sorted(prologue(k.code, ls.code)) == [30, 40]
     kernel_regs = set(const_regs(k.code))
     lane_regs = {ls.code[pc + 1] for pc in range(0, len(ls.code), opcodes.WIDTH)}
     assert not kernel_regs & lane_regs
-    assert members(k, k.code.colls[k.code.dmas[0].coll].laneset) == list(range(30, 40))
+    assert members(k, k.code.colls[dma_site(k.code)].laneset) == list(range(30, 40))
     # a wrong laneset (every lane of q, say) would make the copy a divergent collective
     np.testing.assert_array_equal(call(LANESET, "f", np.arange(1, 5, dtype=np.int32)),
                                   np.arange(1, 5) * 30)

@@ -9,9 +9,11 @@ import pytest
 
 import bytecode_builders as B
 from croqvm.bytecode import cqb, opcodes as O, schema
-from croqvm.bytecode.module import Access, FutureDecl, Launch, PrintFormat, View
+from croqvm import dtypes as D
+from croqvm.bytecode.module import (Access, BaseKind, Const, DmaOp, FutureDecl, Launch,
+                                    PieceKind, PrintFormat, Storage, View)
 from croqvm.bytecode.verify import verify
-from croqvm.bytecode.verify_rules import CONSTANTS, IMMEDIATES, REGISTER_TYPES, RETURNS
+from croqvm.bytecode.verify_rules import IMMEDIATES, REGISTER_TYPES, RETURNS
 from croqvm.errors import BytecodeError
 
 W = O.WIDTH
@@ -38,20 +40,25 @@ def word(code, i, slot, value):
 def flatten_c(m):
     """misc() with 'c' a 1-D parameter, viewed whole by the kernel's MMA ops."""
     m.functions[0].params[1].shape = [256]
-    kern(m).views[0] = View("buf", 0, -1, [0], [1])
+    kern(m).views[0] = View(BaseKind.BUF, 0, -1, [0], [1])
 
 
-def swap_in_g(m):
-    """misc() with a second future 'g' that takes f's data by SWAP, read as 2-D."""
-    host(m).futures.append(FutureDecl("g"))
-    host(m).accesses.append(Access("fut", 1, -1, [1, 1], "g.data.at(i, i)"))
+def swap_in_g(m, shape=(4,), indices=(1,)):
+    """misc() with a second future 'g' of ``shape`` that takes f's data by SWAP, read
+    with ``indices``."""
+    host(m).futures.append(FutureDecl("g", D.F32.code, Storage.GLOBAL, False, list(shape)))
+    host(m).accesses.append(Access(BaseKind.FUT, 1, -1, list(indices), "g.data.at(i, i)"))
     put(host(m), 14, "SWAP 0 1 @6")
+
+
+def const(code, k, dtype, value):
+    code.consts[k] = Const(dtype.code, value)
 
 
 def check_with_values(m, newline=False):
     """misc() whose ASSERT (instruction 24) shows r0 in its message: an ASSERT_FMT of
     print format 1, 'too few positive elements' then n."""
-    host(m).prints.append(PrintFormat([("str", 8), ("reg", 0)], newline))
+    host(m).prints.append(PrintFormat([(PieceKind.STR, 0), (PieceKind.REG, 0)], newline))
     put(host(m), 24, "ASSERT_FMT 12 1 @8")
 
 
@@ -99,10 +106,10 @@ MALFORMED = [
      "instruction 8 (GE): operand a r4 is s32, but must be bool"),
     ("XOR of floats", B.misc, lambda m: put(host(m), 21, "XOR 8 10 11 @7"),
      "instruction 21 (XOR): operand a r8 is f32, but must be an integer dtype or bool"),
-    ("CONST of a string", B.misc, lambda m: word(host(m), 0, 2, 8),
-     "instruction 0 (CONST): constant k8 must be a number or bool"),
-    ("ASSERT with a number", B.misc, lambda m: word(host(m), 24, 2, 0),
-     "instruction 24 (ASSERT): constant k0 must be a string"),
+    ("CONST of another dtype", B.misc, lambda m: word(host(m), 0, 2, 4),
+     "instruction 0 (CONST): constant k4 is f32, but r0 is s32"),
+    ("ASSERT string index", B.misc, lambda m: word(host(m), 24, 2, 5),
+     "instruction 24 (ASSERT): string index 5 out of range (2 strings)"),
     ("ASSERT_FMT on a float", B.misc, lambda m: (check_with_values(m), word(host(m), 24, 1, 8)),
      "instruction 24 (ASSERT_FMT): operand a r8 is f32, but must be bool"),
     ("ASSERT_FMT print format index", B.misc,
@@ -114,8 +121,26 @@ MALFORMED = [
     ("ASSERT_FMT with a third operand", B.misc,
      lambda m: (check_with_values(m), word(host(m), 24, 3, 5)),
      "instruction 24 (ASSERT_FMT): unused operand slots must be 0, got [5, 0, 0]"),
-    ("string constant with a dtype", B.squares, lambda m: host(m).consts.__setitem__(0, (3, "4")),
-     "function 'squares', host, constant k0: a string constant has dtype code -1"),
+    ("integer in a float constant", B.misc, lambda m: const(host(m), 4, D.F32, 0),
+     "function 'misc', host, constant k4: a f32 constant holds the integer 0"),
+    ("float in an integer constant", B.squares, lambda m: const(host(m), 0, D.S32, 4.0),
+     "function 'squares', host, constant k0: a s32 constant holds the float 4.0"),
+    ("s8 constant out of range", B.squares, lambda m: const(host(m), 0, D.S8, 300),
+     "constant k0: 300 is out of range for s8 (-128..127)"),
+    ("u64 constant below zero", B.squares, lambda m: const(host(m), 0, D.U64, -1),
+     "constant k0: -1 is out of range for u64 (0..18446744073709551615)"),
+    ("bool constant 2", B.squares, lambda m: const(host(m), 0, D.BOOL, 2),
+     "constant k0: 2 is out of range for bool (0..1)"),
+    ("f32 constant not exact", B.misc, lambda m: const(host(m), 6, D.F32, 0.1),
+     "constant k6: 0.1 is not a f32 value (constants are rounded to their dtype by the "
+     "compiler)"),
+    ("bf16 constant not exact", B.misc, lambda m: const(host(m), 6, D.BF16, 1.5 + 2**-10),
+     "constant k6: 1.5009765625 is not a bf16 value"),
+    ("infinite e4m3 constant", B.misc, lambda m: const(host(m), 6, D.F8_E4M3, float("inf")),
+     "constant k6: inf is not a f8_e4m3 value"),
+    ("constant of an unknown dtype", B.squares, lambda m: const(host(m), 0, D.S32, 4) or
+     setattr(host(m).consts[0], "dtype", 40),
+     "constant k0: unknown dtype code 40"),
     ("UPDATE with a comparison", B.squares, lambda m: word(host(m), 11, 3, O.EQ),
      f"instruction 11 (UPDATE): update operator {O.EQ} is not a binary ALU opcode"),
     ("unknown register dtype", B.squares, lambda m: host(m).regs.__setitem__(2, 99),
@@ -129,8 +154,6 @@ MALFORMED = [
      "host, instruction 13 (YIELD): YIELD is only allowed in kernels"),
     ("RET_VAL in a void function", B.misc, lambda m: put(host(m), 28, "RET_VAL 0"),
      "instruction 28 (RET_VAL): RET_VAL in a function returning void"),
-    ("ALLOC of a shapeless buffer", B.misc, lambda m: put(host(m), 0, "ALLOC 2 @1"),
-     "instruction 0 (ALLOC): buffer 2 has no extents to allocate with"),
     ("MMA on a 1-D view", B.misc, lambda m: flatten_c(m),
      "instruction 4 (MMA_LOAD): view 0 has rank 1; MMA tiles are 2-D"),
     ("BLOCKIDX beyond the grid", B.scale, lambda m: word(kern(m), 0, 2, 1),
@@ -140,10 +163,8 @@ MALFORMED = [
     ("collective site", B.scale, lambda m: word(kern(m), 29, 1, 5),
      "instruction 29 (BARRIER): collective site index 5 out of range (2 collective sites)"),
     # --- side tables
-    ("unknown storage", B.squares, lambda m: setattr(host(m).buffers[0], "storage", "texture"),
-     "function 'squares', host, buffer 0 ('out'): unknown storage 'texture'"),
     ("shared buffer on the host", B.squares,
-     lambda m: setattr(host(m).buffers[0], "storage", "shared"),
+     lambda m: setattr(host(m).buffers[0], "storage", Storage.SHARED),
      "buffer 0 ('out'): a shared buffer in host code; host buffers are global"),
     ("extent register", B.squares, lambda m: setattr(host(m).buffers[0], "shape", [7]),
      "buffer 0 ('out'): register index 7 out of range (6 registers)"),
@@ -157,7 +178,8 @@ MALFORMED = [
     ("parameter index", B.squares, lambda m: setattr(host(m).buffers[0], "param", 3),
      "buffer 0 ('out'): parameter index 3 out of range (0 parameters)"),
     ("shapeless buffer", B.squares, lambda m: setattr(host(m).buffers[0], "shape", []),
-     "buffer 0 ('out'): no shape registers, and no parameter, launch binding or DMA"),
+     "buffer 0 ('out'): no shape registers, and no parameter or launch binding gives it a "
+     "shape"),
     ("access rank", B.squares, lambda m: setattr(host(m).accesses[0], "indices", [0, 0]),
      "access 0 ('out.at(i)'): 2 indices for a base of rank 1"),
     ("rank of a launch-bound buffer", B.scale,
@@ -167,13 +189,49 @@ MALFORMED = [
      "instruction 15 (DIMOF): dimension 1 out of range (rank 1)"),
     ("FUT_DIM beyond the data's rank", B.misc, lambda m: word(host(m), 25, 3, 1),
      "instruction 25 (FUT_DIM): dimension 1 out of range (rank 1)"),
-    ("rank of a future's data through SWAP", B.misc, lambda m: swap_in_g(m),
+    ("rank of a future's data", B.misc, lambda m: swap_in_g(m, indices=(1, 1)),
      "access 1 ('g.data.at(i, i)'): 2 indices for a base of rank 1"),
+    ("SWAP of futures of two types", B.misc, lambda m: swap_in_g(m, shape=(4, 4), indices=(1, 1)),
+     "instruction 14 (SWAP): exchanges future 0 ('f') (global f32 [4]) and future 1 ('g') "
+     "(global f32 [4, 4]), whose types differ"),
     ("event without slots", B.scale, lambda m: setattr(kern(m).events[0], "slots", 0),
      "kernel 0 ('scale_k0'), event 0 ('done'): 0 slots; an event has at least 1"),
     ("DMA without destination", B.scale, lambda m: setattr(kern(m).dmas[0], "dst_view", -1),
      "DMA 0 ('dma.copy'): no destination"),
-    ("transpose without permutation", B.misc, lambda m: setattr(host(m).dmas[0], "op", "transp"),
+    ("DMA into a view of another element type", B.scale,
+     lambda m: setattr(kern(m).buffers[2], "dtype", D.F32.code),
+     "kernel 0 ('scale_k0'), DMA 0 ('dma.copy'): copies s32 data of rank 1 into the "
+     "destination view, of f32 elements and rank 1 (§9.2: one element type and rank)"),
+    ("DMA into an own buffer of another rank", B.misc,
+     lambda m: setattr(host(m).buffers[2], "shape", [17, 17]),
+     "DMA 0 ('dma.copy'): copies f32 data of rank 1 into the own buffer, of f32 elements "
+     "and rank 2"),
+    ("DMA into an own buffer without a shape", B.scale,
+     lambda m: (kern(m).buffers.append(B.BufferDecl("own", Storage.GLOBAL, B.S32, [])),
+                setattr(kern(m).dmas[0], "dst_view", -1), setattr(kern(m).dmas[0], "dst_buffer", 3),
+                host(m).launches[0].buffers.append((3, 1))),
+     "DMA 0 ('dma.copy'): own buffer 3 ('own') has no shape registers"),
+    ("DMA filling a future of another element type", B.misc,
+     lambda m: setattr(host(m).futures[0], "dtype", D.F16.code),
+     "DMA 0 ('dma.copy'): fills future 0 ('f') (global f16 [4]) with global f32 data of "
+     "rank 1"),
+    ("sync DMA filling an async future", B.misc,
+     lambda m: setattr(host(m).futures[0], "is_async", True),
+     "DMA 0 ('dma.copy'): fills future 0 ('f') (async global f32 [4]) with global f32 data "
+     "of rank 1"),
+    ("DMA filling a future of another rank", B.misc,
+     lambda m: setattr(host(m).futures[0], "shape", [2, 2]),
+     "DMA 0 ('dma.copy'): fills future 0 ('f') (global f32 [2, 2]) with global f32 data of "
+     "rank 1"),
+    ("future without a rank", B.misc, lambda m: setattr(host(m).futures[0], "shape", []),
+     "future 0 ('f'): a future's data has rank >= 1"),
+    ("future extent 0", B.misc, lambda m: setattr(host(m).futures[0], "shape", [0]),
+     "future 0 ('f'): extent 0 (expected an extent >= 1, or -1 for one known at run time)"),
+    ("fragment extent -2", B.misc, lambda m: setattr(kern(m).frags[0], "rows", -2),
+     "fragment 0 ('mc'): tile extent -2 (expected an extent >= 1, or -1 for one known at "
+     "run time)"),
+    ("transpose without permutation", B.misc,
+     lambda m: setattr(host(m).dmas[0], "op", DmaOp.TRANSP),
      "DMA 0 ('dma.copy'): permutation [] for a DMA 'transp' of rank 1"),
     ("lane set that stores", B.scale,
      lambda m: kern(m).lanesets[0].code.extend(B.asm("STORE 0 17")),
@@ -183,9 +241,9 @@ MALFORMED = [
      "lane set 0, instruction 3 (ASSERT_FMT): ASSERT_FMT is not allowed in a lane set's code"),
     ("lane set result not bool", B.scale, lambda m: setattr(kern(m).lanesets[0], "result", 15),
      "lane set 0: result r15 is s32, but must be bool"),
-    ("print of a number constant", B.misc,
-     lambda m: host(m).prints[0].pieces.__setitem__(0, ("str", 0)),
-     "print format 0: constant k0 must be a string"),
+    ("print of a missing string", B.misc,
+     lambda m: host(m).prints[0].pieces.__setitem__(0, (PieceKind.STR, 5)),
+     "print format 0: string index 5 out of range (2 strings)"),
     ("launch of a missing kernel", B.scale, lambda m: setattr(host(m).launches[0], "kernel", 3),
      "function 'scale', host, launch 0: kernel index 3 out of range (1 kernels)"),
     ("launch argument dtype", B.scale,
@@ -219,15 +277,15 @@ MALFORMED = [
     ("block size register for a static size", B.scale,
      lambda m: setattr(host(m).launches[0], "block", 2),
      "launch 0: gives block size register r2 for a kernel whose block size is 32"),
-    ("shared memory", B.scale, lambda m: kern(m).consts.__setitem__(0, (3, 100000)),
+    ("shared memory", B.scale, lambda m: const(kern(m), 0, D.S32, 100000),
      "kernel 0 ('scale_k0'): 400008 bytes of shared memory per block, more than the limit "
      "of 233472 (228 KiB)"),
     ("span file", B.squares, lambda m: m.spans.__setitem__(0, (3, 1, 1, 1, 2)),
      "module, span 0: source file index 3 out of range (1 source files)"),
     ("two functions of one name", B.squares, lambda m: m.functions.append(B.squares().functions[0]),
      "function 'squares': a second function of this name"),
-    ("format version", B.squares, lambda m: setattr(m, "version", 2),
-     "module: format version 2, expected 1"),
+    ("format version", B.squares, lambda m: setattr(m, "version", 1),
+     "module: format version 1, expected 2"),
 ]
 
 
@@ -278,6 +336,16 @@ def test_wrong_python_types_are_bytecode_errors():
     host(m).buffers[0].name = None
     with pytest.raises(BytecodeError, match=r"buffers\[0\]\.name: expected a string, got NoneType"):
         verify(m)
+    m = B.squares()
+    host(m).buffers[0].storage = "texture"
+    with pytest.raises(BytecodeError, match=r"buffers\[0\]\.storage: expected an integer "
+                                            r"\(Storage\), got str"):
+        verify(m)
+    m = B.squares()
+    host(m).accesses[0].base_kind = Storage.SHARED
+    with pytest.raises(BytecodeError, match=r"accesses\[0\]\.base_kind: expected an integer "
+                                            r"\(BaseKind\), got Storage"):
+        verify(m)
 
 
 # --- the rule tables cover the opcode table ------------------------------------------------
@@ -286,7 +354,6 @@ def test_wrong_python_types_are_bytecode_errors():
 def test_rules_cover_every_operand(op):
     assert len(REGISTER_TYPES.get(op.name, ())) == op.operands.count("r")
     assert len(IMMEDIATES.get(op.name, ())) == op.operands.count("i")
-    assert (op.name in CONSTANTS) == ("k" in op.operands)
     if op.collective:
         assert "c" in op.operands
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from croqvm.dtypes import BY_CODE
 
 from . import opcodes as O
-from .module import Code, Function, Module
+from .module import DYNAMIC, BaseKind, Code, DmaOp, Function, Module, ParamKind, PieceKind, RetKind
 
 MMA_LAYOUTS = ("row.row", "row.col", "col.row", "col.col")
 _PER_LINE = 8     # registers and constants listed per line
@@ -70,10 +70,10 @@ def _quote(text: str) -> str:
     return f" '{text}'" if text else ""
 
 
-def _value(value) -> str:
-    if isinstance(value, bool):
+def _value(dtype: int, value) -> str:
+    if dtype in BY_CODE and BY_CODE[dtype].kind == "bool":
         return "true" if value else "false"
-    return repr(value)     # ints exact, floats round-trip, strings quoted
+    return repr(value)     # ints exact, floats round-trip
 
 
 def _dt(code: int) -> str:
@@ -96,7 +96,13 @@ def _named(prefix, attr, field, paren=False):
 def _const(code: Code, n: int) -> str:
     if not 0 <= n < len(code.consts):
         return f"k{n} <out of range>"
-    return f"k{n} (={_value(code.consts[n][1])})"
+    return f"k{n} (={_value(code.consts[n].dtype, code.consts[n].value)})"
+
+
+def _string(code: Code, n: int) -> str:
+    if not 0 <= n < len(code.strings):
+        return f"s{n} <out of range>"
+    return f"s{n} (={code.strings[n]!r})"
 
 
 def _launch(code: Code, n: int) -> str:
@@ -108,6 +114,7 @@ def _launch(code: Code, n: int) -> str:
 _OPERANDS = {
     "r": lambda code, n: f"r{n}",
     "k": _const,
+    "s": _string,
     "b": _named("buf", "buffers", "name"),
     "f": _named("fut", "futures", "name"),
     "e": _named("ev", "events", "name"),
@@ -211,15 +218,17 @@ def listing(module: Module, records: list[Instruction], marked: int | None = Non
 # -- declarations -------------------------------------------------------------------------
 
 def function_header(module: Module, fn: Function) -> list[str]:
-    ret = fn.ret_kind if fn.ret_kind == "void" else f"{fn.ret_kind} {_dt(fn.ret_dtype)}"
+    ret = _name(fn.ret_kind)
+    if fn.ret_kind != RetKind.VOID:
+        ret += f" {_dt(fn.ret_dtype)}"
     out = [f"function '{fn.name}' -> {ret}  ({position(module, fn.span)})"]
     for p, param in enumerate(fn.params):
-        if param.kind == "buffer":
+        if param.kind == ParamKind.BUFFER:
             shape = ", ".join(str(d) for d in param.shape)
-            what, slot = f"{param.storage or 'default'} {_dt(param.dtype)} [{shape}]", "buf"
+            what, slot = f"{_name(param.storage)} {_dt(param.dtype)} [{shape}]", "buf"
         else:
-            what, slot = _dt(param.dtype) if param.kind == "scalar" else "", "r"
-        out.append(f"  param {p} '{param.name}': {param.kind} {what}".rstrip()
+            what, slot = _dt(param.dtype) if param.kind == ParamKind.SCALAR else "", "r"
+        out.append(f"  param {p} '{param.name}': {_name(param.kind)} {what}".rstrip()
                    + (f" -> {slot}{param.slot}" if param.slot >= 0 else ""))
     for name, reg in fn.dims:
         out.append(f"  dim '{name}' -> r{reg}")
@@ -232,9 +241,10 @@ def code_header(module: Module, code: Code) -> list[str]:
     regs = [f"r{r} {_dt(d)}" + (f" '{code.reg_names[r]}'" if r < len(code.reg_names)
                                 and code.reg_names[r] else "")
             for r, d in enumerate(code.regs)]
-    consts = [f"k{k} {'str' if d == -1 else _dt(d)} {_value(v)}"
-              for k, (d, v) in enumerate(code.consts)]
-    out += _wrapped("regs", regs) + _wrapped("consts", consts)
+    consts = [f"k{k} {_dt(c.dtype)} {_value(c.dtype, c.value)}"
+              for k, c in enumerate(code.consts)]
+    strings = [f"s{n} {text!r}" for n, text in enumerate(code.strings)]
+    out += _wrapped("regs", regs) + _wrapped("consts", consts) + _wrapped("strs", strings)
     for attr, fmt in _TABLES:
         for n, entry in enumerate(getattr(code, attr)):
             first, *rest = fmt(module, code, n, entry).split("\n")
@@ -261,15 +271,26 @@ def _unit(unit: int) -> str:
     return "the block" if unit == 0 else f"{unit} lane{'s' if unit != 1 else ''}"
 
 
+def _name(member) -> str:
+    """An enum value as listings write it: ``shared``, ``transp``."""
+    return member.name.lower() if hasattr(member, "name") else f"<{member}>"
+
+
+def _extent(d: int) -> str:
+    return "?" if d == DYNAMIC else str(d)
+
+
 def _buffer(module, code, n, b):
     shape = "[" + ", ".join(f"r{r}" for r in b.shape) + "]" if b.shape else "[-]"
     extra = (f" array {b.array}" if b.array else "") + (f" param {b.param}"
                                                          if b.param >= 0 else "")
-    return f"buf{n}{_quote(b.name)}: {b.storage} {_dt(b.dtype)} {shape}{extra}"
+    return f"buf{n}{_quote(b.name)}: {_name(b.storage)} {_dt(b.dtype)} {shape}{extra}"
 
 
 def _future(module, code, n, f):
-    return f"fut{n} '{f.name}'"
+    shape = ", ".join(_extent(d) for d in f.shape)
+    return (f"fut{n} '{f.name}': {'async ' if f.is_async else ''}{_name(f.storage)} "
+            f"{_dt(f.dtype)} [{shape}]")
 
 
 def _event(module, code, n, e):
@@ -280,12 +301,12 @@ def _event(module, code, n, e):
 
 
 def _frag(module, code, n, f):
-    return f"frag{n} '{f.name}': {_dt(f.dtype)}, one per {_unit(f.unit)}"
+    return (f"frag{n} '{f.name}': {_name(f.role)} {_dt(f.dtype)} [{_extent(f.rows)}, "
+            f"{_extent(f.cols)}], one per {_unit(f.unit)}")
 
 
-def _base(kind: str, base: int, arr: int) -> str:
-    prefix = "buf" if kind == "buf" else "fut" if kind == "fut" else f"<{kind}>"
-    return f"{prefix}{base}" + (f"[r{arr}]" if arr != -1 else "")
+def _base(kind: BaseKind, base: int, arr: int) -> str:
+    return f"{_name(kind)}{base}" + (f"[r{arr}]" if arr != -1 else "")
 
 
 def _access(module, code, n, a):
@@ -298,14 +319,14 @@ def _view(module, code, n, v):
 
 
 def _dma(module, code, n, d):
-    parts = [f"dma{n}{_quote(d.text)}: {d.op} view{d.src} =>"]
+    parts = [f"dma{n}{_quote(d.text)}: {_name(d.op)} view{d.src} =>"]
     parts += [f"{name}{prefix}{value}" for name, prefix, value in (
-        ("", "view", d.dst_view), ("own ", "buf", d.dst_buffer), ("future ", "fut", d.future),
-        ("", "coll", d.coll)) if value != -1]
+        ("", "view", d.dst_view), ("own ", "buf", d.dst_buffer), ("future ", "fut", d.future))
+        if value != -1]
     parts += [w for w, on in (("async", d.is_async), ("zfill", d.zfill)) if on]
     if d.perm:
         parts.append(f"perm {tuple(d.perm)}")
-    if d.op == "pad":
+    if d.op == DmaOp.PAD:
         parts.append(f"pad lo {_regs(d.pad_lo)} hi {_regs(d.pad_hi)} mid {_regs(d.pad_mid)} "
                      f"value {_opt('r', d.pad_value)}")
     return " ".join(parts)
@@ -316,7 +337,7 @@ def _coll(module, code, n, c):
 
 
 def _print(module, code, n, p):
-    pieces = [_const(code, i) if kind == "str" else f"r{i}" for kind, i in p.pieces]
+    pieces = [_string(code, i) if kind == PieceKind.STR else f"r{i}" for kind, i in p.pieces]
     return f"fmt{n}: {', '.join(pieces)}" + (", newline" if p.newline else "")
 
 

@@ -3,7 +3,9 @@
 A ``Module`` holds source files, a span table and functions. A ``Function`` has typed
 parameters, a host program and kernels. Host programs and kernels are both ``Code``: a
 flat instruction array (see ``opcodes``) plus the side tables its operands index. Side
-tables hold only ints, strings and lists of ints, so a C engine can run the same data.
+tables hold only ints, strings and lists of ints -- every enumerated field an ``IntEnum``
+defined once below -- so a C engine can run the same data (docs/CQB.md lists every record
+field by field; ``native/cq_opcodes.h`` the enum values).
 
 Conventions shared by every stage:
 - A register index refers to ``Code.regs``, whose entries are dtype codes (croqvm.dtypes).
@@ -14,10 +16,67 @@ Conventions shared by every stage:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import IntEnum
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
-STORAGES = ("global", "shared", "local")
+
+# -- enumerations (the values are part of the format) --------------------------------------
+
+class Storage(IntEnum):
+    """Where a buffer or a future's data lives (§3.2)."""
+    GLOBAL = 0
+    SHARED = 1
+    LOCAL = 2
+
+
+class BaseKind(IntEnum):
+    """What an ``Access`` or ``View`` is rooted at (§8)."""
+    BUF = 0        # a buffer slot (element ``arr`` of a buffer array)
+    FUT = 1        # the data a future refers to
+
+
+class DmaOp(IntEnum):
+    """The operation of a DMA statement (§9.1, §9.6)."""
+    COPY = 0
+    TRANSP = 1
+    PAD = 2
+
+
+class PieceKind(IntEnum):
+    """A piece of a print format: a string of ``Code.strings`` or a register's value."""
+    STR = 0
+    REG = 1
+
+
+class ParamKind(IntEnum):
+    """A function parameter (§14.3.1)."""
+    BUFFER = 0
+    SCALAR = 1
+    STREAM = 2     # accepted and ignored
+
+
+class ParamStorage(IntEnum):
+    """Whether a buffer parameter is copied back to the caller (§14.3.3)."""
+    DEFAULT = 0
+    GLOBAL = 1     # ``global``: results are copied back
+
+
+class RetKind(IntEnum):
+    """What a function returns (§14.3.4)."""
+    VOID = 0
+    BUFFER = 1
+    SCALAR = 2
+
+
+class FragRole(IntEnum):
+    """The operand position of an MMA fragment (§11.3): ``MMA_EXEC acc, a, b``."""
+    ACC = 0        # the accumulator C [M, N]
+    A = 1          # the A operand: [M, K] (row) or [K, M] (col)
+    B = 2          # the B operand: [N, K] (row) or [K, N] (col)
+
+
+DYNAMIC = -1       # an extent known only at run time (FutureDecl.shape, FragDecl rows/cols)
 
 
 @dataclass
@@ -26,7 +85,7 @@ class BufferDecl:
     parameter (``param >= 0``) takes its shape from the bound array instead. ``array`` is
     the static shape of a buffer array (§8.5; [] for a single buffer)."""
     name: str
-    storage: str
+    storage: Storage
     dtype: int
     shape: list[int]
     array: list[int] = field(default_factory=list)
@@ -44,8 +103,16 @@ class BufferDecl:
 @dataclass
 class FutureDecl:
     """A future slot (§9.4); per lane it holds a handle: a view of some buffer instance,
-    whether the last transfer was async, and whether it was waited."""
+    whether the last transfer was async, and whether it was waited. The declaration is
+    the future's type, fixed by its first DMA (§9.4.4): element type, the storage of the
+    data, whether its DMAs are async, and the shape of the data -- one entry per
+    dimension, an extent or ``DYNAMIC`` when only known at run time (``FUT_DIM``). Every
+    DMA filling it and every future swapped with it agree (the verifier checks)."""
     name: str
+    dtype: int
+    storage: Storage
+    is_async: bool
+    shape: list[int]
     span: int = 0
 
 
@@ -64,19 +131,27 @@ class EventDecl:
 @dataclass
 class FragDecl:
     """An MMA fragment (§11.2): one copy per unit of ``unit`` lanes (0: one per block,
-    1: one per lane, 32: per warp, 128: per warpgroup). ``dtype`` is its element type."""
+    1: one per lane, 32: per warp, 128: per warpgroup). ``role`` is its operand position,
+    ``dtype`` its element type, ``rows`` x ``cols`` the 2-D tile it holds as stored (an
+    accumulator [M, N]; an operand as its view: A [M, K] or [K, M], B [N, K] or [K, N] by
+    layout, §11.3). An extent is ``DYNAMIC`` where only known at run time: the first
+    operation on each copy fixes it, and later ones must agree."""
     name: str
+    role: FragRole
     dtype: int
+    rows: int
+    cols: int
     unit: int
     span: int = 0
 
 
 @dataclass
 class Access:
-    """An element access ``base.at(indices)`` (§8.6). ``base_kind`` is "buf" (a buffer slot,
-    ``arr`` a register holding the buffer-array index or -1) or "fut" (the data of a future,
-    indices relative to its view). ``text`` is how messages name it, e.g. ``sa[st]``."""
-    base_kind: str
+    """An element access ``base.at(indices)`` (§8.6). ``base_kind`` is ``BUF`` (a buffer
+    slot, ``arr`` a register holding the buffer-array index or -1) or ``FUT`` (the data of
+    a future, indices relative to its view). ``text`` is how messages name it, e.g.
+    ``sa[st]``."""
+    base_kind: BaseKind
     base: int
     arr: int
     indices: list[int]
@@ -87,7 +162,7 @@ class Access:
 class View:
     """A view (§8.1): origin and extents in registers, relative to the base's own view
     (a buffer's whole extent, or a future's data)."""
-    base_kind: str
+    base_kind: BaseKind
     base: int
     arr: int
     origin: list[int]
@@ -98,17 +173,17 @@ class View:
 @dataclass
 class DmaDesc:
     """One DMA statement (§9). The destination is ``dst_view`` when >= 0; else the buffer
-    the future holds (if it holds data); else the statement's own buffer ``dst_buffer``
-    (allocated with the source's extents), which the future then refers to (§9.4).
-    ``coll`` >= 0 makes the copy a collective of that site (§9.3)."""
-    op: str                  # "copy", "transp", "pad"
+    the future holds (if it holds data); else the statement's own buffer ``dst_buffer``,
+    allocated on first use with its own shape registers, which the future then refers to
+    (§9.4). Source and destination have one element type (§9.2). The ``DMA`` instruction
+    names the collective site when the copy is one (§9.3)."""
+    op: DmaOp
     src: int                 # view
     dst_view: int = -1
     dst_buffer: int = -1
     future: int = -1
     is_async: bool = False
     zfill: bool = False
-    coll: int = -1
     perm: list[int] = field(default_factory=list)
     pad_lo: list[int] = field(default_factory=list)   # registers
     pad_hi: list[int] = field(default_factory=list)
@@ -138,8 +213,8 @@ class LaneSet:
 
 @dataclass
 class PrintFormat:
-    """Pieces printed back to back: ("str", const index) or ("reg", register)."""
-    pieces: list[tuple[str, int]]
+    """Pieces printed back to back: (``STR``, string index) or (``REG``, register)."""
+    pieces: list[tuple[PieceKind, int]]
     newline: bool
 
 
@@ -158,11 +233,21 @@ class Launch:
 
 
 @dataclass
+class Const:
+    """A constant of ``dtype`` (a dtype code): ``value`` is an int within the dtype's range
+    for integer types, 0 or 1 for bool, and for float types a float (f64) that the dtype
+    represents exactly (bf16, tf32 and fp8 values are rounded once, by lowering)."""
+    dtype: int
+    value: int | float
+
+
+@dataclass
 class Code:
     code: list[int] = field(default_factory=list)
     regs: list[int] = field(default_factory=list)
     reg_names: list[str] = field(default_factory=list)   # "" for temporaries
-    consts: list[tuple[int, object]] = field(default_factory=list)  # (dtype code or -1 str, value)
+    consts: list[Const] = field(default_factory=list)
+    strings: list[str] = field(default_factory=list)     # ASSERT messages, print text
     buffers: list[BufferDecl] = field(default_factory=list)
     futures: list[FutureDecl] = field(default_factory=list)
     events: list[EventDecl] = field(default_factory=list)
@@ -192,14 +277,14 @@ class Kernel:
 
 @dataclass
 class Param:
-    """A function parameter (§14.3). ``kind``: "buffer", "scalar" or "stream". ``shape``
-    items are ints, symbolic names, or "?". ``slot`` is the host buffer slot (buffers) or
-    host register (scalars)."""
+    """A function parameter (§14.3). ``shape`` items are ints, symbolic names, or "?".
+    ``slot`` is the host buffer slot (buffers) or host register (scalars); ``dtype`` is
+    -1 for a stream."""
     name: str
-    kind: str
+    kind: ParamKind
     dtype: int
     shape: list = field(default_factory=list)
-    storage: str = "global"
+    storage: ParamStorage = ParamStorage.GLOBAL
     slot: int = -1
 
 
@@ -208,8 +293,8 @@ class Function:
     name: str
     params: list[Param]
     dims: list[tuple[str, int]]     # symbolic dimension -> host register
-    ret_kind: str                   # "void", "buffer", "scalar"
-    ret_dtype: int
+    ret_kind: RetKind
+    ret_dtype: int                  # -1 for VOID
     host: Code
     kernels: list[Kernel] = field(default_factory=list)
     span: int = 0

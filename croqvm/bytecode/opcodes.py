@@ -16,7 +16,8 @@ Operand kinds (``OPERAND_KINDS``) name the table an operand indexes in the enclo
 ``Code`` (croqvm.bytecode.module). A kind followed by ``?`` also accepts -1 ("none").
 
 Notation of the meanings: ``R[a]`` register a of the executing lane, ``K[b]`` constant b,
-``@a`` the element an access descriptor names, ``->T`` a stored instruction index.
+``S[b]`` string b, ``@a`` the element an access descriptor names, ``->T`` a stored
+instruction index.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ MAX_OPERANDS = 5
 OPERAND_KINDS = {
     "r": ("regs", "register"),
     "k": ("consts", "constant"),
+    "s": ("strings", "string"),
     "b": ("buffers", "buffer"),
     "f": ("futures", "future"),
     "e": ("events", "event"),
@@ -67,7 +69,7 @@ _COLL = {"collective": True, "blocks": True, "kernel_only": True}
 TABLE = _ops(
     # --- data and arithmetic (§4, §12): dtypes are those of the registers
     ("NOP", (), "nothing"),
-    ("CONST", ("r", "k"), "R[a] := K[b] converted to R[a]'s dtype"),
+    ("CONST", ("r", "k"), "R[a] := K[b] (of R[a]'s dtype)"),
     ("MOV", ("r", "r"), "R[a] := R[b] (same dtype)"),
     ("CVT", ("r", "r"), "R[a] := R[b] converted to R[a]'s dtype (§12.3; may fault)"),
     ("LANE", ("r",), "R[a] := the lane's index in its block (0 on the host)"),
@@ -115,8 +117,8 @@ TABLE = _ops(
     ("UPDATE", ("a", "r", "i"), "@a := @a <op c> R[b], one lane after another (c: an opcode)"),
     ("DIMOF", ("r", "b", "i"), "R[a] := extent c of buffer b's current instance"),
     # --- DMA and futures (§9)
-    ("DMA", ("d",), "copy as DMA descriptor a says; collective when it names a site",
-     {"blocks": True}),
+    ("DMA", ("d", "c?"), "copy as DMA descriptor a says; a collective of site b when it "
+     "names one", {"blocks": True}),
     ("FUT_ANY", ("f",), "future a := a placeholder without data (dma.any)"),
     ("WAIT", ("f", "c?"), "complete future a's async transfer; a barrier of site b",
      {"blocks": True}),
@@ -135,7 +137,7 @@ TABLE = _ops(
     ("MMA_STORE", ("m", "v", "i", "c"), "view b := fragment a (c=1: transposed)", _COLL),
     # --- output and checks (§6.9, §13)
     ("PRINT", ("p",), "print format a, one lane after another"),
-    ("ASSERT", ("r", "k"), "fault with message K[b], verbatim, where R[a] is false"),
+    ("ASSERT", ("r", "s"), "fault with message S[b], verbatim, where R[a] is false"),
     # --- host (§14.2)
     ("LAUNCH", ("l",), "run the kernel launch described by a", {"host_only": True}),
     ("RET", (), "return nothing", {"host_only": True}),

@@ -2,32 +2,28 @@
 
 The schema is read off the type annotations of ``croqvm.bytecode.module``, so the model
 stays the one source of truth: a dataclass becomes a list of its field values in field
-order, ``list[T]`` a list, ``tuple[A, B]`` a fixed-length list, and ``int``/``bool``/``str``
-themselves. Two annotations need words of their own: a constant's value (``object``: a
-bool, int, float or str; ints beyond msgpack's 64 bits travel as ``["bigint", decimal]``)
-and a parameter's shape (bare ``list``: ints, symbolic names and ``"?"``).
+order, ``list[T]`` a list, ``tuple[A, B]`` a fixed-length list, an ``IntEnum`` its integer
+value (one of the enum's), ``int | float`` a constant's value (an int or a float), and
+``int``/``bool``/``str`` themselves. A parameter's shape (bare ``list``) holds ints,
+symbolic names and ``"?"``.
 
 ``to_plain`` checks every value's Python type on the way out (so the verifier can trust
-types) and ``from_plain`` checks the decoded data on the way in; both name the offending
-place as a path such as ``functions[0].kernels[1].code.buffers[3].dtype``.
+types) and ``from_plain`` checks the decoded data on the way in, turning enum values into
+their members; both name the offending place as a path such as
+``functions[0].kernels[1].code.buffers[3].dtype``.
 
 Conventions: ``spec`` is a type annotation; ``path`` the dotted location of a value.
 """
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import typing
 
 from croqvm.errors import BytecodeError
 
 from . import module as M
-
-# msgpack integers span [-2**63, 2**64); wider constants are spelled in decimal.
-_MSGPACK_INT = (-(1 << 63), 1 << 64)
-_BIGINT_TAG = "bigint"
-_MAX_BIGINT_DIGITS = 4000   # below CPython's int/str conversion limit (4300 digits)
-
 
 def _fail(path: str, message: str):
     raise BytecodeError(f"malformed .cqb: {path}: {message}")
@@ -73,32 +69,41 @@ def _shape_item(value, path):
     return value
 
 
-def _const_out(value, path):
-    if type(value) is int and not _MSGPACK_INT[0] <= value < _MSGPACK_INT[1]:
-        return [_BIGINT_TAG, str(value)]
-    if type(value) not in (bool, int, float, str):
-        _fail(path, f"a constant must be a bool, int, float or str, got {_what(value)}")
+def _number(value, path):
+    """A constant's value: an int (within msgpack's 64 bits) or a float."""
+    if type(value) is int:
+        if not -(1 << 63) <= value < (1 << 64):
+            _fail(path, f"integer constant {value} does not fit in 64 bits")
+        return value
+    if type(value) is not float:
+        _fail(path, f"expected an integer or a float, got {_what(value)}")
     return value
 
 
-def _const_in(value, path):
-    if type(value) is list:
-        if (len(value) != 2 or value[0] != _BIGINT_TAG or type(value[1]) is not str
-                or not _is_decimal(value[1])):
-            _fail(path, "a constant must be a bool, int, float, str or a decimal big integer")
-        return int(value[1])
-    if type(value) not in (bool, int, float, str):
-        _fail(path, f"a constant must be a bool, int, float or str, got {_what(value)}")
-    return value
+def _enum_leaf(spec):
+    """The leaf check of an ``IntEnum`` field: one of its values, as its member."""
+    def leaf(value, path):
+        if type(value) is not int and not isinstance(value, spec):
+            _fail(path, f"expected an integer ({spec.__name__}), got {_what(value)}")
+        if value not in spec._value2member_map_:
+            _fail(path, f"{value} is not a {spec.__name__} (expected one of "
+                        f"{', '.join(f'{m.value} {m.name}' for m in spec)})")
+        return spec(value)
+    return leaf
 
 
-def _is_decimal(text: str) -> bool:
-    digits = text[1:] if text.startswith("-") else text
-    return 0 < len(digits) <= _MAX_BIGINT_DIGITS and digits.isascii() and digits.isdigit()
+_LEAVES = {int: _leaf_int, bool: _leaf_bool, str: _leaf_str, int | float: _number}
 
 
-_LEAVES_OUT = {int: _leaf_int, bool: _leaf_bool, str: _leaf_str, object: _const_out}
-_LEAVES_IN = {int: _leaf_int, bool: _leaf_bool, str: _leaf_str, object: _const_in}
+def _is_enum(spec) -> bool:
+    return isinstance(spec, type) and issubclass(spec, enum.IntEnum)
+
+
+@functools.cache
+def _leaf(spec):
+    if _is_enum(spec):
+        return _enum_leaf(spec)
+    return _LEAVES[spec]
 
 
 # -- the two walks ------------------------------------------------------------------------
@@ -125,7 +130,7 @@ def to_plain(obj, spec=M.Module, path="module"):
         if not isinstance(obj, (tuple, list)) or len(obj) != len(items):
             _fail(path, f"expected {len(items)} items, got {_what(obj)}")
         return [to_plain(x, t, f"{path}[{i}]") for i, (x, t) in enumerate(zip(obj, items))]
-    return _LEAVES_OUT[spec](obj, path)
+    return int(_leaf(spec)(obj, path)) if _is_enum(spec) else _leaf(spec)(obj, path)
 
 
 def from_plain(data, spec=M.Module, path="module"):
@@ -152,4 +157,4 @@ def from_plain(data, spec=M.Module, path="module"):
         if type(data) is not list or len(data) != len(items):
             _fail(path, f"expected a list of {len(items)} items, got {_what(data)}")
         return tuple(from_plain(x, t, f"{path}[{i}]") for i, (x, t) in enumerate(zip(data, items)))
-    return _LEAVES_IN[spec](data, path)
+    return _leaf(spec)(data, path)

@@ -35,13 +35,11 @@ from croqvm.limits import MAX_BLOCK_SIZE, MAX_SHARED_BYTES
 
 from . import opcodes as O
 from . import schema
-from .module import FORMAT_VERSION, Function, Module
+from .module import FORMAT_VERSION, Function, Module, ParamKind, RetKind, Storage
 from .verify_code import MAX_GRID_RANK, CodeCtx, Where, lookup, want_reg
 from .verify_decls import check_code, want_dtype
 
 EVENT_SLOT_BYTES = 8               # one mbarrier per event slot
-RET_KINDS = ("void", "buffer", "scalar")
-PARAM_KINDS = ("buffer", "scalar", "stream")
 MAX_EXTENT = 2**31 - 1             # a static extent is an 'int' (s32, LANGUAGE.md §3.1)
 
 
@@ -73,9 +71,7 @@ def _check_function(module: Module, fn: Function) -> None:
     where = Where(f"function '{fn.name}'")
     host = CodeCtx(module, fn, fn.host, None, where.at("host"))
     lookup(where, "span", fn.span, module.spans)
-    if fn.ret_kind not in RET_KINDS:
-        where.fail(f"return kind '{fn.ret_kind}' (expected one of {', '.join(RET_KINDS)})")
-    if fn.ret_kind != "void":
+    if fn.ret_kind != RetKind.VOID:
         want_dtype(where.at("return dtype"), fn.ret_dtype)
     for k, kernel in enumerate(fn.kernels):
         _check_kernel(CodeCtx(module, fn, kernel.code, kernel,
@@ -93,12 +89,10 @@ def _check_function(module: Module, fn: Function) -> None:
 
 
 def _check_param(host: CodeCtx, at: Where, p: int, param) -> None:
-    if param.kind not in PARAM_KINDS:
-        at.fail(f"parameter kind '{param.kind}' (expected one of {', '.join(PARAM_KINDS)})")
-    if param.kind == "stream":
+    if param.kind == ParamKind.STREAM:
         return      # ignored by every engine (§14.3.1)
     dtype = want_dtype(at, param.dtype)
-    if param.kind == "scalar":
+    if param.kind == ParamKind.SCALAR:
         if param.shape:
             at.fail(f"a scalar parameter with shape {param.shape}")
         if want_reg(host, at, param.slot, "any", "slot") is not dtype:
@@ -137,7 +131,7 @@ def _static_shared_bytes(cx: CodeCtx, k: int) -> int:
     known = _constant_registers(cx, k)
     for buf in code.buffers:
         extents = [known.get(reg) for reg in buf.shape]
-        if buf.storage != "shared" or not extents or None in extents or min(extents) < 1:
+        if buf.storage != Storage.SHARED or not extents or None in extents or min(extents) < 1:
             continue
         size = buf.count * max(1, BY_CODE[buf.dtype].bits // 8)
         for e in extents:
@@ -163,5 +157,6 @@ def _constant_registers(cx: CodeCtx, k: int) -> dict[int, int]:
             reg = words[pc + 1]
             writers[reg] = writers.get(reg, 0) + 1
             if op.code == O.CONST:
-                value[reg] = cx.code.consts[words[pc + 2]][1]
-    return {reg: v for reg, v in value.items() if writers[reg] == 1 and type(v) is int}
+                value[reg] = cx.code.consts[words[pc + 2]]
+    return {reg: k.value for reg, k in value.items()
+            if writers[reg] == 1 and BY_CODE[k.dtype].is_int}

@@ -22,9 +22,8 @@ from croqvm.errors import BytecodeError
 from croqvm.limits import MAX_BLOCK_SIZE
 
 from . import opcodes as O
-from .module import Code, Function, Kernel, Module
-from .verify_rules import (CLASSES, CONSTANTS, ENTRIES, IMMEDIATES, REGISTER_TYPES, RETURNS,
-                           in_class)
+from .module import DYNAMIC, BaseKind, Code, Function, Kernel, Module, Storage
+from .verify_rules import CLASSES, ENTRIES, IMMEDIATES, REGISTER_TYPES, RETURNS, in_class
 
 MAX_GRID_RANK = 3
 
@@ -67,7 +66,6 @@ class CodeCtx:
     code: Code
     kernel: Kernel | None      # None: the host program
     where: Where
-    swapped: dict | None = None   # future -> futures it exchanges handles with, transitively
 
     @property
     def is_kernel(self) -> bool:
@@ -85,25 +83,25 @@ def want_reg(cx: CodeCtx, at: Where, reg: int, rule: str, what: str,
     return dt
 
 
-def want_const(cx: CodeCtx, at: Where, k: int, what: str):
-    """Constant ``k`` holds a string (``what`` == "str") or a number or bool ("value")."""
-    is_str = isinstance(lookup(at, "constant", k, cx.code.consts)[1], str)
-    if is_str != (what == "str"):
-        at.fail(f"constant k{k} must be {'a string' if what == 'str' else 'a number or bool'}")
-
-
 def check_unit(at: Where, unit: int):
     """A unit of lanes: 0 (the block) or a lane count up to the block limit (§7.4, §11.2)."""
     if not 0 <= unit <= MAX_BLOCK_SIZE:
         at.fail(f"unit of {unit} lanes out of range (0 for the block, else 1..{MAX_BLOCK_SIZE})")
 
 
+def element_dtype(cx: CodeCtx, kind: BaseKind, base: int) -> DType:
+    """The element type of an access's or view's base (checked to exist): the buffer's,
+    or the future's declared one (§9.4.4)."""
+    table = cx.code.buffers if kind == BaseKind.BUF else cx.code.futures
+    return BY_CODE[table[base].dtype]
+
+
 def buffer_rank(cx: CodeCtx, b: int) -> int | None:
     """Rank of buffer slot ``b`` as the module states it, None if it does not: its shape
     registers; else the parameter it is bound to; else (a kernel's global slot) the host
-    buffer the first launch binds to it; else the source of the DMA that owns it (§9.4).
-    Indices are guarded: this runs before the tables it reads are checked, and the checks
-    of launches and DMAs then hold every other binding to the rank found here."""
+    buffer the first launch binds to it. Indices are guarded: this runs before the tables
+    it reads are checked, and the checks of launches then hold every other binding to the
+    rank found here."""
     buf = cx.code.buffers[b]
     params = cx.fn.params
     if buf.shape:
@@ -117,36 +115,20 @@ def buffer_rank(cx: CodeCtx, b: int) -> int | None:
                 if (0 <= launch.kernel < len(cx.fn.kernels) and cx.fn.kernels[launch.kernel] is
                         cx.kernel and kslot == b and 0 <= hslot < len(host.code.buffers)):
                     return buffer_rank(host, hslot)
-    return _source_rank(cx.code, [d for d in cx.code.dmas if d.dst_buffer == b])
-
-
-def future_rank(cx: CodeCtx, f: int) -> int | None:
-    """Rank of the data future ``f`` refers to: that of the first DMA filling it or a
-    future it is swapped with (§9.4.4 fixes a future's shape at its first DMA, and SWAP
-    exchanges data of one shape, §9.6); the DMA checks hold the others to it."""
-    group = _swap_groups(cx).get(f, {f})
-    return _source_rank(cx.code, [d for d in cx.code.dmas if d.future in group])
-
-
-def _swap_groups(cx: CodeCtx) -> dict:
-    """Futures connected by SWAP instructions (words guarded: not yet checked)."""
-    if cx.swapped is None:
-        cx.swapped = {}
-        words = cx.code.code
-        for pc in range(0, len(words) - O.WIDTH + 1, O.WIDTH):
-            if words[pc] == O.SWAP:
-                a, b = words[pc + 1:pc + 3]
-                group = cx.swapped.get(a, {a}) | cx.swapped.get(b, {b})
-                for f in group:
-                    cx.swapped[f] = group
-    return cx.swapped
-
-
-def _source_rank(code: Code, dmas: list) -> int | None:
-    for d in dmas:
-        if 0 <= d.src < len(code.views):
-            return len(code.views[d.src].extents) or None
     return None
+
+
+def base_rank(cx: CodeCtx, kind: BaseKind, base: int) -> int | None:
+    """Rank of an access's or view's base (checked to exist), None if not stated."""
+    if kind == BaseKind.FUT:
+        return len(cx.code.futures[base].shape)
+    return buffer_rank(cx, base)
+
+
+def base_storage(cx: CodeCtx, kind: BaseKind, base: int) -> Storage:
+    """Where an access's or view's base (checked to exist) lives."""
+    table = cx.code.buffers if kind == BaseKind.BUF else cx.code.futures
+    return table[base].storage
 
 
 # -- the pass -----------------------------------------------------------------------------
@@ -226,13 +208,10 @@ def _check_values(cx: CodeCtx, at: Where, op: O.Op, used: list[int]):
     imms = [v for k, v in zip(op.operands, used) if k == "i"]
     for value, rule in zip(imms, IMMEDIATES.get(op.name, ())):
         _IMMEDIATE_RULES[rule](cx, at, value, op, used)
-    for kind, value in zip(op.operands, used):
-        if kind == "k":
-            want_const(cx, at, value, CONSTANTS[op.name])
     if op.name in ENTRIES:
         _ENTRY_RULES[ENTRIES[op.name]](cx, at, op, used)
     if RETURNS.get(op.name, cx.fn.ret_kind) != cx.fn.ret_kind:
-        at.fail(f"{op.name} in a function returning {cx.fn.ret_kind}")
+        at.fail(f"{op.name} in a function returning {cx.fn.ret_kind.name.lower()}")
 
 
 # -- immediates (verify_rules.IMMEDIATES) ----------------------------------------------------
@@ -264,10 +243,9 @@ def _alu_op(cx, at, v, op, used):
     rule = REGISTER_TYPES[name][0]
     want_reg(cx, at, _operand(op, used, "r"), rule, f"value of the {name} update")
     access = cx.code.accesses[_operand(op, used, "a")]
-    if access.base_kind == "buf":
-        dt = BY_CODE[cx.code.buffers[access.base].dtype]
-        if not in_class(rule, dt):
-            at.fail(f"{name} update of a {dt.name} element")
+    dt = element_dtype(cx, access.base_kind, access.base)
+    if not in_class(rule, dt):
+        at.fail(f"{name} update of a {dt.name} element")
 
 
 def _buffer_dim(cx, at, v, op, used):
@@ -277,8 +255,8 @@ def _buffer_dim(cx, at, v, op, used):
 
 
 def _future_dim(cx, at, v, op, used):
-    rank = future_rank(cx, _operand(op, used, "f"))
-    if v < 0 or (rank is not None and v >= rank):
+    rank = len(cx.code.futures[_operand(op, used, "f")].shape)
+    if v < 0 or v >= rank:
         at.fail(f"dimension {v} out of range (rank {rank})")
 
 
@@ -298,14 +276,6 @@ _IMMEDIATE_RULES = {
 
 # -- entries named by operands (verify_rules.ENTRIES) ---------------------------------------
 
-def _allocatable(cx, at, op, used):
-    b = _operand(op, used, "b")
-    buf = cx.code.buffers[b]
-    bound = buf.param >= 0 if not cx.is_kernel else buf.storage == "global"
-    if not buf.shape and not bound:
-        at.fail(f"{label('buffer', b, buf.name)} has no extents to allocate with")
-
-
 def _matrix_view(cx, at, op, used):
     v = _operand(op, used, "v")
     rank = len(cx.code.views[v].extents)
@@ -319,7 +289,35 @@ def _message(cx, at, op, used):
         at.fail(f"print format {p} ends with a newline; a fault message is one line")
 
 
-_ENTRY_RULES = {"allocatable": _allocatable, "matrix_view": _matrix_view, "message": _message}
+def future_text(fut) -> str:
+    """A future's declared type as messages write it: ``async shared f16 [16, ?]``."""
+    shape = ", ".join("?" if d == DYNAMIC else str(d) for d in fut.shape)
+    return (f"{'async ' if fut.is_async else ''}{fut.storage.name.lower()} "
+            f"{_dt(fut.dtype)} [{shape}]")
+
+
+def _dt(code: int) -> str:
+    return BY_CODE[code].name if code in BY_CODE else f"<dtype {code}>"
+
+
+def _same_future(cx, at, op, used):
+    """SWAP exchanges handles of one type (§9.6.1)."""
+    (a, fa), (b, fb) = ((f, cx.code.futures[f]) for f in used[:2])
+    if future_text(fa) != future_text(fb):
+        at.fail(f"exchanges {label('future', a, fa.name)} ({future_text(fa)}) and "
+                f"{label('future', b, fb.name)} ({future_text(fb)}), whose types differ")
+
+
+def _typed_const(cx, at, op, used):
+    """CONST never converts: the constant has the register's dtype."""
+    r, k = _operand(op, used, "r"), _operand(op, used, "k")
+    have, want = cx.code.consts[k].dtype, cx.code.regs[r]
+    if have != want:
+        at.fail(f"constant k{k} is {BY_CODE[have].name}, but r{r} is {BY_CODE[want].name}")
+
+
+_ENTRY_RULES = {"matrix_view": _matrix_view, "message": _message,
+                "typed_const": _typed_const, "same_future": _same_future}
 
 
 # -- structured control flow (EXECUTION.md §3) ----------------------------------------------

@@ -4,33 +4,39 @@ Each table has one check function, called for every entry from ``TABLE_CHECKS``;
 ``verify_code.lookup`` for indices, so an index error reads the same everywhere. The
 rules state the module model's own conventions (module.py docstrings, EXECUTION.md):
 
-- a buffer's storage is one of ``module.STORAGES`` (host buffers: ``global``, §3.2.2);
-  its extents are integer registers; a buffer without shape registers must get its
-  shape elsewhere: a host parameter, a launch binding (a kernel's ``global`` slot) or a
-  DMA that owns it (§9.4);
-- element accesses and views name a ``buf`` (with an array-index register exactly when
-  the buffer is an array, §8.5) or a ``fut`` base; their index lists match the base's
+- every constant holds a value of its dtype: an int in range, 0 or 1 for bool, a float
+  the dtype represents exactly (§12.1);
+- host buffers are ``GLOBAL`` (§3.2.2); extents are integer registers; a buffer without
+  shape registers must get its shape elsewhere: a host parameter or a launch binding (a
+  kernel's ``global`` slot) -- a DMA-owned buffer has its own (§9.4.1);
+- futures and fragments declare a known dtype and extents >= 1 or ``DYNAMIC``;
+- element accesses and views name a ``BUF`` (with an array-index register exactly when
+  the buffer is an array, §8.5) or a ``FUT`` base; their index lists match the base's
   rank when the module states it;
-- DMA descriptors have a destination, a permutation for ``transp`` and padding for
-  ``pad`` of the source view's rank (§9.1);
+- DMA descriptors have a destination of the source's element type and rank (§9.2), a
+  permutation for ``TRANSP`` and padding for ``PAD`` of that rank (§9.1); a future
+  they fill has their element type, rank, destination storage and async-ness (§9.4.4);
 - lane sets are straight-line register code with a bool result (EXECUTION.md §2).
 
 Conventions as in verify_code: ``cx`` CodeCtx, ``at`` Where.
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from croqvm.dtypes import BY_CODE
+from croqvm.numerics import round_to
 from croqvm.limits import MAX_REGISTERS
 
-from .module import STORAGES
+from .module import DYNAMIC, BaseKind, DmaOp, ParamKind, PieceKind, Storage
 from .opcodes import WIDTH
-from .verify_code import (CodeCtx, Where, buffer_rank, check_instructions, check_unit,
-                          future_rank, label, lookup, want_const, want_reg)
+from .verify_code import (CodeCtx, Where, base_rank, base_storage, buffer_rank,
+                          check_instructions, check_unit, element_dtype, future_text, label,
+                          lookup, want_reg)
 
 MAX_BUFFER_ARRAY = 65536      # engines keep one instance slot per array element (§8.5)
-BASE_KINDS = ("buf", "fut")
-DMA_OPS = ("copy", "transp", "pad")
-PRINT_PIECES = ("str", "reg")
 
 
 def check_code(cx: CodeCtx) -> None:
@@ -42,12 +48,8 @@ def check_code(cx: CodeCtx) -> None:
         want_dtype(where.at(f"register r{r}"), dtype)
     if len(code.reg_names) > len(code.regs):
         where.fail(f"{len(code.reg_names)} register names for {len(code.regs)} registers")
-    for k, (dtype, value) in enumerate(code.consts):
-        at = where.at(f"constant k{k}")
-        if isinstance(value, str) != (dtype == -1):
-            at.fail("a string constant has dtype code -1, and only a string has it")
-        if dtype != -1:
-            want_dtype(at, dtype)
+    for k, const in enumerate(code.consts):
+        _const(where.at(f"constant k{k}"), const)
     if cx.is_kernel and code.launches:
         where.fail("launch descriptors belong to host code")
     for attr, noun, check in TABLE_CHECKS:
@@ -69,13 +71,37 @@ def want_span(cx: CodeCtx, at: Where, span: int):
     lookup(at, "span", span, cx.module.spans)
 
 
+def _const(at: Where, const) -> None:
+    """A constant's value is one its dtype holds (module.Const)."""
+    dt, value = want_dtype(at, const.dtype), const.value
+    if dt.is_float:
+        if type(value) is not float:
+            at.fail(f"a {dt.name} constant holds the integer {value}")
+        if not (math.isnan(value) or float(round_to(np.array([value]), dt)[0]) == value):
+            at.fail(f"{value!r} is not a {dt.name} value (constants are rounded to their "
+                    "dtype by the compiler)")
+        return
+    if type(value) is not int:
+        at.fail(f"a {dt.name} constant holds the float {value!r}")
+    lo, hi = (0, 1) if dt.kind == "bool" else \
+        (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1) if dt.signed else (0, (1 << dt.bits) - 1)
+    if not lo <= value <= hi:
+        at.fail(f"{value} is out of range for {dt.name} ({lo}..{hi})")
+
+
+def _extents(at: Where, what: str, extents: list[int]) -> None:
+    for d in extents:
+        if d < 1 and d != DYNAMIC:
+            at.fail(f"{what} {d} (expected an extent >= 1, or {DYNAMIC} for one known at "
+                    "run time)")
+
+
 # -- one check per table ------------------------------------------------------------------
 
 def _buffer(cx: CodeCtx, at: Where, b: int, buf):
-    if buf.storage not in STORAGES:
-        at.fail(f"unknown storage '{buf.storage}' (expected one of {', '.join(STORAGES)})")
-    if not cx.is_kernel and buf.storage != "global":
-        at.fail(f"a {buf.storage} buffer in host code; host buffers are global (§3.2.2)")
+    if not cx.is_kernel and buf.storage != Storage.GLOBAL:
+        at.fail(f"a {buf.storage.name.lower()} buffer in host code; host buffers are global "
+                "(§3.2.2)")
     want_dtype(at, buf.dtype)
     for reg in buf.shape:
         want_reg(cx, at, reg, "int", "extent register")
@@ -88,20 +114,23 @@ def _buffer(cx: CodeCtx, at: Where, b: int, buf):
             at.fail(f"buffer array of more than {MAX_BUFFER_ARRAY} buffers")
     param = lookup(at, "parameter", buf.param, cx.fn.params, optional=True)
     if param is not None:
-        if param.kind != "buffer" or param.dtype != buf.dtype:
+        if param.kind != ParamKind.BUFFER or param.dtype != buf.dtype:
             at.fail(f"bound to parameter {buf.param} ('{param.name}'), which is not a "
                     f"{BY_CODE[buf.dtype].name} buffer")
         if not cx.is_kernel and param.slot != b:
             at.fail(f"bound to parameter {buf.param} ('{param.name}'), whose slot is "
                     f"{param.slot}")
-    bound = (param is not None) if not cx.is_kernel else buf.storage == "global"
-    owned = any(d.dst_buffer == b for d in cx.code.dmas)
-    if not buf.shape and not bound and not owned:
-        at.fail("no shape registers, and no parameter, launch binding or DMA gives it a shape")
+    bound = (param is not None) if not cx.is_kernel else buf.storage == Storage.GLOBAL
+    if not buf.shape and not bound:
+        at.fail("no shape registers, and no parameter or launch binding gives it a shape")
     want_span(cx, at, buf.span)
 
 
 def _future(cx, at, n, fut):
+    want_dtype(at, fut.dtype)
+    if not fut.shape:
+        at.fail("a future's data has rank >= 1")
+    _extents(at, "extent", fut.shape)
     want_span(cx, at, fut.span)
 
 
@@ -117,19 +146,18 @@ def _event(cx, at, n, ev):
 
 def _frag(cx, at, n, frag):
     want_dtype(at, frag.dtype)
+    _extents(at, "tile extent", [frag.rows, frag.cols])
     check_unit(at, frag.unit)
     want_span(cx, at, frag.span)
 
 
-def _base(cx: CodeCtx, at: Where, kind: str, base: int, arr: int) -> int | None:
+def _base(cx: CodeCtx, at: Where, kind: BaseKind, base: int, arr: int) -> int | None:
     """Check an access's or view's base; returns its rank when known."""
-    if kind == "fut":
+    if kind == BaseKind.FUT:
         lookup(at, "future", base, cx.code.futures)
         if arr != -1:
             at.fail(f"a future base takes no array index (got r{arr})")
-        return future_rank(cx, base)
-    if kind != "buf":
-        at.fail(f"base kind '{kind}' (expected one of {', '.join(BASE_KINDS)})")
+        return base_rank(cx, kind, base)
     buf = lookup(at, "buffer", base, cx.code.buffers)
     want_reg(cx, at, arr, "int", "array index", optional=True)
     if buf.array and arr == -1:
@@ -161,33 +189,49 @@ def _view(cx, at, n, view):
 
 def _dma(cx, at, n, dma):
     src = lookup(at, "view", dma.src, cx.code.views)
-    rank = len(src.extents)
-    dst = lookup(at, "view", dma.dst_view, cx.code.views, optional=True)
-    if dst is not None and len(dst.extents) != rank:
-        at.fail(f"source view of rank {rank}, destination view of rank {len(dst.extents)}")
-    if lookup(at, "buffer", dma.dst_buffer, cx.code.buffers, optional=True) is not None:
-        own = buffer_rank(cx, dma.dst_buffer)
-        if own != rank:
-            at.fail(f"source view of rank {rank}, own buffer of rank {own}")
-    if lookup(at, "future", dma.future, cx.code.futures, optional=True) is not None:
-        held = future_rank(cx, dma.future)
-        if held != rank:
-            at.fail(f"source view of rank {rank}, but future {dma.future} (or one swapped "
-                    f"with it) holds data of rank {held}")
-    lookup(at, "collective site", dma.coll, cx.code.colls, optional=True)
-    if dma.dst_view == dma.dst_buffer == dma.future == -1:
-        at.fail("no destination (a view, a future or the statement's own buffer)")
-    if dma.op not in DMA_OPS:
-        at.fail(f"unknown DMA operation '{dma.op}' (expected one of {', '.join(DMA_OPS)})")
-    if sorted(dma.perm) != (list(range(rank)) if dma.op == "transp" else []):
-        at.fail(f"permutation {dma.perm} for a DMA '{dma.op}' of rank {rank}")
+    rank, etype = len(src.extents), element_dtype(cx, src.base_kind, src.base)
+    op = dma.op.name.lower()
+    if sorted(dma.perm) != (list(range(rank)) if dma.op == DmaOp.TRANSP else []):
+        at.fail(f"permutation {dma.perm} for a DMA '{op}' of rank {rank}")
     pads = (dma.pad_lo, dma.pad_hi, dma.pad_mid)
-    want = rank if dma.op == "pad" else 0
-    if any(len(p) != want for p in pads) or (dma.pad_value == -1) != (dma.op != "pad"):
-        at.fail(f"padding registers do not fit a DMA '{dma.op}' of rank {rank}")
+    want = rank if dma.op == DmaOp.PAD else 0
+    if any(len(p) != want for p in pads) or (dma.pad_value == -1) != (dma.op != DmaOp.PAD):
+        at.fail(f"padding registers do not fit a DMA '{op}' of rank {rank}")
     for reg in dma.pad_lo + dma.pad_hi + dma.pad_mid:
         want_reg(cx, at, reg, "int", "padding register")
-    want_reg(cx, at, dma.pad_value, "any", "pad value", optional=True)
+    pad = want_reg(cx, at, dma.pad_value, "any", "pad value", optional=True)
+    if pad not in (None, etype):
+        at.fail(f"pad value r{dma.pad_value} is {pad.name}, but the elements are {etype.name}")
+    dst = _dma_destination(cx, at, dma, rank, etype)
+    fut = lookup(at, "future", dma.future, cx.code.futures, optional=True)
+    if fut is not None:
+        storage = dst[0] if dst is not None else fut.storage
+        if (fut.dtype, len(fut.shape), fut.storage, fut.is_async) != \
+                (etype.code, rank, storage, dma.is_async):
+            at.fail(f"fills {label('future', dma.future, fut.name)} ({future_text(fut)}) with "
+                    f"{'async ' if dma.is_async else ''}{storage.name.lower()} "
+                    f"{etype.name} data of rank {rank}")
+    elif dst is None:
+        at.fail("no destination (a view, a future or the statement's own buffer)")
+
+
+def _dma_destination(cx, at, dma, rank, etype):
+    """Check a DMA's view or own buffer: (its storage, what it is), or None if neither."""
+    view = lookup(at, "view", dma.dst_view, cx.code.views, optional=True)
+    own = lookup(at, "buffer", dma.dst_buffer, cx.code.buffers, optional=True)
+    if view is not None:
+        kind, base, drank, what = view.base_kind, view.base, len(view.extents), "destination view"
+    elif own is not None:
+        if not own.shape:
+            at.fail(f"own {label('buffer', dma.dst_buffer, own.name)} has no shape registers")
+        kind, base, drank, what = BaseKind.BUF, dma.dst_buffer, len(own.shape), "own buffer"
+    else:
+        return None
+    dtype = element_dtype(cx, kind, base)
+    if drank != rank or dtype is not etype:
+        at.fail(f"copies {etype.name} data of rank {rank} into the {what}, of {dtype.name} "
+                f"elements and rank {drank} (§9.2: one element type and rank)")
+    return base_storage(cx, kind, base), what
 
 
 def _coll(cx, at, n, coll):
@@ -202,10 +246,8 @@ def _laneset(cx, at, n, ls):
 
 def _print(cx, at, n, fmt):
     for kind, index in fmt.pieces:
-        if kind not in PRINT_PIECES:
-            at.fail(f"piece kind '{kind}' (expected one of {', '.join(PRINT_PIECES)})")
-        if kind == "str":
-            want_const(cx, at, index, "str")
+        if kind == PieceKind.STR:
+            lookup(at, "string", index, cx.code.strings)
         else:
             lookup(at, "register", index, cx.code.regs)
 
@@ -229,8 +271,8 @@ def _launch(cx, at, n, launch):
     for kslot, hslot in launch.buffers:
         kbuf = lookup(at, "kernel buffer", kslot, kcode.buffers)
         hbuf = lookup(at, "buffer", hslot, cx.code.buffers)
-        if kbuf.storage != "global" or kbuf.dtype != hbuf.dtype or kslot in bound:
-            at.fail(f"binds kernel buffer {kslot} ('{kbuf.name}', {kbuf.storage} "
+        if kbuf.storage != Storage.GLOBAL or kbuf.dtype != hbuf.dtype or kslot in bound:
+            at.fail(f"binds kernel buffer {kslot} ('{kbuf.name}', {kbuf.storage.name.lower()} "
                     f"{_dt(kbuf.dtype)}) to buffer {hslot} ('{hbuf.name}', {_dt(hbuf.dtype)}); "
                     "expected a global kernel buffer of the same dtype, bound once")
         kcx = CodeCtx(cx.module, cx.fn, kcode, kernel, cx.where)
@@ -240,7 +282,7 @@ def _launch(cx, at, n, launch):
                     f"{hrank}")
         bound.add(kslot)
     unbound = [b.name or str(i) for i, b in enumerate(kcode.buffers)
-               if b.storage == "global" and i not in bound]
+               if b.storage == Storage.GLOBAL and i not in bound]
     if unbound:
         at.fail(f"leaves global kernel buffer(s) {', '.join(unbound)} unbound")
     set_regs = set()

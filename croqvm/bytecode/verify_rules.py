@@ -8,17 +8,19 @@ these tables add what it says about their *values*, keyed by opcode name:
   ``=`` register of the instruction (LANGUAGE.md §12.2: operands are converted to the
   arithmetic type before an operation, so the operation itself never mixes dtypes).
 - ``IMMEDIATES``: one rule per immediate operand (``verify.check_immediate`` knows them).
-- ``CONSTANTS``: what the constant operand must hold.
 - ``ENTRIES``: what the side-table entry an operand names must be (``verify_code`` knows
-  the rules): ALLOC needs extents to allocate with (§3.2.4), MMA ops 2-D views (§11.3),
-  ASSERT_FMT a print format without the newline, as a fault message is one line (§15).
+  the rules): CONST a constant of its register's dtype, MMA ops 2-D views (§11.3),
+  ASSERT_FMT a print format without the newline, as a fault message is one line (§15),
+  SWAP two futures of one type (§9.6.1).
 - ``RETURNS``: the ``Function.ret_kind`` a return opcode belongs to.
 
-Every opcode with a register, immediate or constant operand has an entry; a test keeps it so.
+Every opcode with a register or immediate operand has an entry; a test keeps it so.
 """
 from __future__ import annotations
 
 from croqvm.dtypes import DType
+
+from .module import RetKind
 
 CLASSES = {
     "any": ("any dtype", lambda d: True),
@@ -68,9 +70,7 @@ IMMEDIATES = {
     "MMA_STORE": ("flag",),
 }
 
-CONSTANTS = {"CONST": "value", "ASSERT": "str"}
+ENTRIES = {"CONST": "typed_const", "MMA_LOAD": "matrix_view",
+           "MMA_STORE": "matrix_view", "ASSERT_FMT": "message", "SWAP": "same_future"}
 
-ENTRIES = {"ALLOC": "allocatable", "MMA_LOAD": "matrix_view", "MMA_STORE": "matrix_view",
-           "ASSERT_FMT": "message"}
-
-RETURNS = {"RET_VAL": "scalar", "RET_BUF": "buffer"}
+RETURNS = {"RET_VAL": RetKind.SCALAR, "RET_BUF": RetKind.BUFFER}

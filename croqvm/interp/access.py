@@ -5,14 +5,16 @@ Conventions: handlers take (``w``, ``ins``); ``acc`` an ``Access``; element stor
 lane by lane in increasing order (§7.1.3), so when lanes collide the highest one's value
 stays; faults are raised for the lowest active lane that has one. LOAD, STORE, UPDATE and
 DIMOF are prepared (``PREPARE``): their handlers receive the access (and whether its base
-is one instance for the block) or the buffer slot, and the register's type, instead of
-the instruction.
+is one instance for the block) or the buffer slot, the register's type and the element
+type the module declares for the base (a buffer's, or a future's, §9.4.4), instead of the
+instruction.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .. import dtypes
+from ..bytecode.module import BaseKind
 from ..bytecode.opcodes import TABLE
 from ..faults import LaneFault
 from ..numerics import binary_op, convert, converter
@@ -74,59 +76,48 @@ def op_fill(w, ins):
         _fill(blk, slot, w.base + int(i), w.regs[r][i], rtype)
 
 
+def element_type(code, acc) -> dtypes.DType:
+    """The element type of access ``acc``'s base, as declared."""
+    table = code.buffers if acc.base_kind == BaseKind.BUF else code.futures
+    return dtypes.BY_CODE[table[acc.base].dtype]
+
+
 def prepare_load(prog, ins):
     _, r, a = ins[:3]
     acc = prog.code.accesses[a]
-    return r, acc, is_uniform(prog.code, acc), prog.rtypes[r]
+    to_reg = converter(element_type(prog.code, acc), prog.rtypes[r])
+    return r, acc, is_uniform(prog.code, acc), to_reg
 
 
 def op_load(w, ins):
-    r, acc, uniform, rtype = ins
-    vals, etype = load(w, acc, uniform)
-    w.write(r, converter(etype, rtype)(vals, w.act))
+    r, acc, uniform, to_reg = ins
+    w.write(r, to_reg(load(w, acc, uniform), w.act))
 
 
 def prepare_store(prog, ins):
     _, a, r = ins[:3]
     acc = prog.code.accesses[a]
-    return acc, is_uniform(prog.code, acc), r, prog.rtypes[r]
+    to_elem = converter(prog.rtypes[r], element_type(prog.code, acc))
+    return acc, is_uniform(prog.code, acc), r, to_elem
 
 
 def op_store(w, ins):
-    acc, uniform, r, rtype = ins
+    acc, uniform, r, to_elem = ins
     groups, f1 = _try(locate, w, acc, uniform)
-    etype = groups[0][0].dtype if groups else _element_type(w, acc)
-    vals, f2 = _try(convert, w.regs[r], rtype, etype, w.act)
+    vals, f2 = _try(to_elem, w.regs[r], w.act)
     _lowest(f1, f2)
     for buf, lanes, flat in groups:
         store(buf, lanes, flat, vals)
 
 
-def _element_type(w, acc):
-    if acc.base_kind == "buf":
-        return dtypes.BY_CODE[w.blk.prog.code.buffers[acc.base].dtype]
-    return dtypes.F64   # no active lane reached a future's data: nothing is converted
-
-
-class _Update:
-    """An UPDATE's operation for each element type it meets: (``fn`` giving the new
-    values, the conversion back to the element type), resolved on first use."""
-
-    def __init__(self, name, rtype):
-        self.name, self.rtype, self.by_type = name, rtype, {}
-
-    def __call__(self, etype):
-        ops = self.by_type.get(etype.code)
-        if ops is None:
-            fn, t = binary_op(self.name, etype, self.rtype)
-            ops = self.by_type[etype.code] = fn, converter(t, etype)
-        return ops
-
-
 def prepare_update(prog, ins):
+    """(access, uniform, r, (``fn`` giving the new values, the conversion back to the
+    element type)): the operation for the element type and R[b]'s."""
     _, a, r, opcode = ins[:4]
     acc = prog.code.accesses[a]
-    return acc, is_uniform(prog.code, acc), r, _Update(TABLE[opcode].name, prog.rtypes[r])
+    etype = element_type(prog.code, acc)
+    fn, t = binary_op(TABLE[opcode].name, etype, prog.rtypes[r])
+    return acc, is_uniform(prog.code, acc), r, (fn, converter(t, etype))
 
 
 def op_update(w, ins):
@@ -154,7 +145,7 @@ def op_update(w, ins):
 def _updated(w, acc, buf, lanes, flat, ops, r):
     """The new values of the elements at ``flat`` of ``buf`` that ``lanes`` update."""
     check_written(w, acc, buf, lanes, flat)
-    fn, to_elem = ops(buf.dtype)
+    fn, to_elem = ops
     if len(lanes) == w.width:          # every lane: the register as it is
         values, act = w.regs[r], w.act
     else:
@@ -169,8 +160,8 @@ def _update_in_order(w, acc, groups, ops, r):
     order = sorted((int(lanes[n]), buf, int(flat[n]))
                    for buf, lanes, flat in groups for n in range(len(lanes)))
     one = np.ones(1, bool)
+    fn, to_elem = ops
     for i, buf, off in order:
-        fn, to_elem = ops(buf.dtype)
         try:
             check_written(w, acc, buf, np.array([i]), np.array([off]))
             new = fn(buf.flat[off:off + 1], w.regs[r][i:i + 1], one)

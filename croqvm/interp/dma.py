@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ..bytecode.module import DmaOp
 from ..bytecode.opcodes import SPAN
 from ..faults import Fault
 from ..numerics import convert
@@ -65,9 +66,9 @@ def _pad(tile, lo, mid, value, out):
 
 
 def out_shape(desc, e, pads):
-    if desc.op == "transp":
+    if desc.op == DmaOp.TRANSP:
         return tuple(e[p] for p in desc.perm)
-    if desc.op == "pad":
+    if desc.op == DmaOp.PAD:
         lo, hi, mid = pads
         return tuple(l + x + (x - 1) * m + h for l, x, m, h in zip(lo, e, mid, hi))
     return tuple(e)
@@ -91,7 +92,7 @@ def write_tile(buf, o, D, tile, zfill):
         return
     inner = tuple(slice(l, h) for l, h in zip(lo, thi))
     root = tuple(slice(a + l, a + h) for a, l, h in zip(o, lo, thi))
-    np.copyto(buf.data[root], vals[inner], where=valid[inner], casting="unsafe")
+    np.copyto(buf.data[root], vals[inner], where=valid[inner])
     if buf.written is not None:
         np.copyto(buf.written[root], written[inner], where=valid[inner])
 
@@ -105,8 +106,7 @@ class Plan:
         _check_tile(*self.src, lane)
         regs = lambda rs: tuple(int(w.regs[r][i]) for r in rs)   # noqa: E731
         self.pads = (regs(desc.pad_lo), regs(desc.pad_hi), regs(desc.pad_mid))
-        self.pad_value = (w.regs[desc.pad_value][i:i + 1], blk.prog.rtypes[desc.pad_value]) \
-            if desc.op == "pad" else None
+        self.pad_value = w.regs[desc.pad_value][i] if desc.op == DmaOp.PAD else None
         self.shape = out_shape(desc, self.src[2], self.pads)
         self.dst = self._destination(blk, desc, w, i, lane)
         buf, o, D = self.dst
@@ -128,9 +128,19 @@ class Plan:
             if h is not None and h.buf is not None:
                 return h.buf, h.origin, h.extents
         insts = blk.instances(desc.dst_buffer, lane) or \
-            blk.allocate(desc.dst_buffer, lane, self.shape)
+            blk.allocate(desc.dst_buffer, lane, self._own_shape(blk, desc, w, i, lane))
         buf = insts[0]
         return buf, (0,) * buf.data.ndim, buf.shape
+
+    @staticmethod
+    def _own_shape(blk, desc, w, i, lane):
+        """The statement's own buffer's extents: its shape registers (§9.4.1)."""
+        decl = blk.prog.code.buffers[desc.dst_buffer]
+        shape = [int(w.regs[r][i]) for r in decl.shape]
+        for d in shape:
+            if d < 1:
+                raise Fault(f'The mdspan size "{d}" is invalid!', lane)
+        return shape
 
     def operands(self):
         (sb, so, se), (db, do, de) = self.src, self.dst
@@ -143,7 +153,7 @@ class Plan:
         """Allocate the working tiles when the DMA is issued, so that a tile no memory can
         hold is a fault of the DMA whenever its data would move."""
         src_buf, _, e = self.src
-        shapes = [e] + ([self.shape] if self.desc.op == "pad" else [])
+        shapes = [e] + ([self.shape] if self.desc.op == DmaOp.PAD else [])
         for shape in shapes:
             with allocating(f"the '{self.desc.text}' tile", shape, lane):
                 self.tiles.append(new_tile(shape, src_buf.data.dtype))
@@ -151,13 +161,11 @@ class Plan:
     def move(self):
         src_buf, o, _ = self.src
         tile = read_tile(src_buf, o, self.tiles[0])
-        if self.desc.op == "transp":
+        if self.desc.op == DmaOp.TRANSP:
             tile = tuple(np.transpose(a, self.desc.perm) for a in tile)
-        elif self.desc.op == "pad":
-            v, vt = self.pad_value
-            value = convert(v, vt, src_buf.dtype, np.ones(1, bool))[0]
+        elif self.desc.op == DmaOp.PAD:
             lo, _, mid = self.pads
-            tile = _pad(tile, lo, mid, value, self.tiles[1])
+            tile = _pad(tile, lo, mid, self.pad_value, self.tiles[1])
         self.tiles = []
         write_tile(*self.dst, tile, self.desc.zfill)
 
@@ -212,14 +220,14 @@ def _registers(blk, desc, lanes):
                 not all(_same_view(h, held[0]) for h in held):
             return None
     pads = desc.pad_lo + desc.pad_hi + desc.pad_mid + \
-        ([desc.pad_value] if desc.op == "pad" else [])
+        ([desc.pad_value] if desc.op == DmaOp.PAD else [])
     return src + dst + pads
 
 
 def op_dma(w, ins):
     blk = w.blk
     desc = blk.prog.code.dmas[ins[1]]
-    if desc.coll >= 0:
+    if ins[2] >= 0:
         def effect(blk, rec, lanes):
             _check_unwaited(blk, desc, lanes)
             plans = {}
@@ -227,7 +235,7 @@ def op_dma(w, ins):
                 lane, Plan(blk, desc, lane)).operands(), _registers(blk, desc, lanes))
             plan = plans.get(int(lanes[0])) or Plan(blk, desc, int(lanes[0]))
             _issue(blk, desc, plan, lanes, ins[SPAN])
-        arrive(w, ins, desc.coll, effect)
+        arrive(w, ins, ins[2], effect)
         return
     for lane in w.lanes[w.act]:
         _check_unwaited(blk, desc, [lane])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ..bytecode.module import ParamKind, ParamStorage
 from ..errors import ArgumentError
 from ..faults import Fault
 from ..numerics import round_to
@@ -94,17 +95,17 @@ def bind(call: Call, hblk: Block, args: list, given: dict) -> list:
     back = []
     hw = hblk.warps[0]
     for n, (p, arg) in enumerate(zip(fn.params, args)):
-        if p.kind == "stream":
+        if p.kind == ParamKind.STREAM:
             continue
         t = dtypes.BY_CODE[p.dtype]
-        if p.kind == "scalar":
+        if p.kind == ParamKind.SCALAR:
             hw.regs[p.slot][:] = _scalar_value(n, p, t, _scalar_arg(n, p, arg))
             continue
         data = _array_arg(n, p, arg, dims)
         written = np.ones(data.shape, bool) if call.poison else None
         buf = Buffer(p.name, t, data, written, call.where(p_span(call, p)))
         hblk.bufs[p.slot] = [buf]
-        if p.storage == "global":
+        if p.storage == ParamStorage.GLOBAL:
             if not arg.flags.writeable:
                 raise ArgumentError(f"{_who(n, p)} is 'global' and receives the results, "
                                     f"but the array is read-only.")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ..bytecode.module import Storage
 from ..bytecode.opcodes import WIDTH
 from ..limits import WARP_SIZE
 from ..source import SourceFile, Span
@@ -123,7 +124,7 @@ class Block:
             self.locals[(slot, lane)] = insts
         else:
             self.bufs[slot] = insts
-            if decl.storage == "global" and not self.is_host:
+            if decl.storage == Storage.GLOBAL and not self.is_host:
                 self.call.kernel_globals[(self.kernel_index, slot)] = insts
         return insts
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..bytecode.module import BaseKind, Storage
 from ..dtypes import DType
 from ..faults import Fault, LaneFault
 
@@ -107,7 +108,7 @@ def first_pending(futs, lanes: list):
 def block_wide(decl) -> bool:
     """Whether buffer declaration ``decl`` has one instance for the whole block (shared,
     global) rather than one per lane (local, §3.2.1)."""
-    return decl.storage != "local"
+    return decl.storage != Storage.LOCAL
 
 
 def check_array_index(a: int, decl, i: int) -> None:
@@ -142,7 +143,7 @@ def future_data(w, slot: int, i: int) -> Handle:
 
 def base_view(w, kind: str, base: int, arr: int, i: int):
     """(buffer, origin, extents) of a view's or access's base for lane ``i``."""
-    if kind == "fut":
+    if kind == BaseKind.FUT:
         h = future_data(w, base, i)
         return h.buf, h.origin, h.extents
     buf = buffer_of(w, base, arr, i)
@@ -153,7 +154,7 @@ def view_registers(code, v: int):
     """The registers that fully determine view ``v`` when its base is one instance for
     the whole block (a shared or global buffer), else None (per-lane bases)."""
     view = code.views[v]
-    if view.base_kind != "buf" or not block_wide(code.buffers[view.base]):
+    if view.base_kind != BaseKind.BUF or not block_wide(code.buffers[view.base]):
         return None
     return list(view.origin) + list(view.extents) + ([view.arr] if view.arr >= 0 else [])
 
@@ -218,7 +219,7 @@ def _same_future_data(w, acc, lanes):
 
 def _lane_bases(w, acc, lanes):
     """Groups for per-lane bases (futures, local buffers), built lane by lane."""
-    if acc.base_kind == "fut":
+    if acc.base_kind == BaseKind.FUT:
         h = _same_future_data(w, acc, lanes)
         if h is not None:
             return [(h.buf, h.origin, h.extents, None)], None
@@ -246,7 +247,7 @@ def _offsets(buf, o, idx, count: int):
 def is_uniform(code, acc) -> bool:
     """Whether access ``acc`` of ``code`` has one base instance for the whole block (a
     shared or global buffer)."""
-    return acc.base_kind == "buf" and block_wide(code.buffers[acc.base])
+    return acc.base_kind == BaseKind.BUF and block_wide(code.buffers[acc.base])
 
 
 def locate(w, acc, uniform: bool):
@@ -304,14 +305,14 @@ def check_written(w, acc, buf: Buffer, lanes, flat) -> None:
 
 
 def load(w, acc, uniform: bool):
-    """The element of ``acc`` per lane (array over the warp; inactive lanes 0) and its
-    element type. Poison checks follow lane order across buffer instances."""
+    """The element of ``acc`` per lane (array over the warp; inactive lanes 0). Poison
+    checks follow lane order across buffer instances."""
     groups = locate(w, acc, uniform)
     if len(groups) == 1 and w.full:        # one instance, every lane: a plain gather
         buf, lanes, flat = groups[0]
         check_written(w, acc, buf, lanes, flat)
-        return buf.flat[flat], buf.dtype
-    out, dtype = None, None
+        return buf.flat[flat]
+    out = None
     faults = []
     for buf, lanes, flat in groups:
         try:
@@ -319,12 +320,11 @@ def load(w, acc, uniform: bool):
         except LaneFault as f:
             faults.append(f)
         if out is None:
-            dtype = buf.dtype
             out = np.zeros(w.width, buf.data.dtype)
         out[lanes] = buf.flat[flat]
     if faults:
         raise min(faults, key=lambda f: f.index)
-    return out, dtype
+    return out
 
 
 def distinct(flat) -> bool:

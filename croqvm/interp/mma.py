@@ -4,26 +4,30 @@
 Conventions: each op is a collective of its unit (``arrive(..., whole_unit=True)``);
 its effect runs once per fragment instance among the participants (a block-level
 ``mc = mma.fill`` fills every warpgroup's copy, §11.2). A ``Fragment`` holds f64 values
-(int64 for integer types), each already rounded to the fragment's type.
+(int64 for integer types), each already rounded to the fragment's declared type; its
+shape is the declared one, an extent the module leaves ``DYNAMIC`` being fixed by the
+first operation on the copy (``FragDecl``).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .. import dtypes
+from ..bytecode.module import DYNAMIC
 from ..faults import Fault
 from ..limits import UNIT_OF_LANES
 from ..numerics import convert, fma_to, round_to
-from .fmt import shape_text, tuple_text
+from .fmt import tuple_text
 from .memory import allocating, view_of, view_registers
 from .sync import arrive, check_uniform, groups_of
 
 class Fragment:
     """One unit's copy of a fragment: a 2-D tile, or only a fill value until an exec
-    or store gives it a shape (§11.3.3)."""
+    or store needs its data (§11.3.3)."""
 
-    def __init__(self, name, dtype):
-        self.name, self.dtype = name, dtype
+    def __init__(self, decl):
+        self.name, self.dtype = decl.name, dtypes.BY_CODE[decl.dtype]
+        self.shape = (decl.rows, decl.cols)     # DYNAMIC extents until the first use
         self.data = None
         self.fill = 0
 
@@ -32,10 +36,19 @@ class Fragment:
         """The numpy type values are kept in: exact for every element type."""
         return np.int64 if self.dtype.is_int else np.float64
 
-    def shaped(self, shape, lane) -> np.ndarray:
+    def fits(self, shape) -> bool:
+        """Whether a tile of ``shape`` agrees with this copy's shape; fixes its dynamic
+        extents if so."""
+        if any(d not in (x, DYNAMIC) for d, x in zip(self.shape, shape)):
+            return False
+        self.shape = tuple(shape)
+        return True
+
+    def shaped(self, lane) -> np.ndarray:
+        """The tile, made of the fill value at the first use (the shape is fixed)."""
         if self.data is None:
-            with allocating(f"fragment '{self.name}'", shape, lane):
-                self.data = np.full(shape, self.fill, self.holder)
+            with allocating(f"fragment '{self.name}'", self.shape, lane):
+                self.data = np.full(self.shape, self.fill, self.holder)
         return self.data
 
 
@@ -43,8 +56,7 @@ def _fragment(blk, m: int, u: int) -> Fragment:
     """Unit instance ``u``'s copy of fragment ``m``."""
     frag = blk.frags.get((m, u))
     if frag is None:
-        decl = blk.prog.code.frags[m]
-        frag = blk.frags[(m, u)] = Fragment(decl.name, dtypes.BY_CODE[decl.dtype])
+        frag = blk.frags[(m, u)] = Fragment(blk.prog.code.frags[m])
     return frag
 
 
@@ -132,7 +144,8 @@ def op_mma_load(w, ins):
                       view_registers(blk.prog.code, v))
         for frag, ls in _by_instance(blk, m, lanes):
             buf, tile = _load_tile(blk, v, ls[0], text)
-            frag.dtype = buf.dtype
+            if not frag.fits(tile.shape):
+                raise _mismatch(frag.name, frag.shape, buf.name, tile.shape, ls[0])
             frag.data = tile.astype(frag.holder)
     arrive(w, ins, coll, effect, whole_unit=True)
 
@@ -147,8 +160,13 @@ def _tile(blk, m, lane):
 
 def _mismatch(x: str, x_shape, y: str, y_shape, lane) -> Fault:
     """§11.3.1, worded as the checker words it when the shapes are known statically."""
-    return Fault(f"MMA: matrix shapes do not match: `{x}'({shape_text(x_shape)}) v.s. "
-                 f"`{y}'({shape_text(y_shape)}).", lane)
+    return Fault(f"MMA: matrix shapes do not match: `{x}'({_shape(x_shape)}) v.s. "
+                 f"`{y}'({_shape(y_shape)}).", lane)
+
+
+def _shape(extents) -> str:
+    """``[16, 8]``, with ``?`` for an extent not fixed yet."""
+    return "[" + ", ".join("?" if d == DYNAMIC else str(int(d)) for d in extents) + "]"
 
 
 def op_mma_exec(w, ins):
@@ -165,11 +183,12 @@ def op_mma_exec(w, ins):
             b = sb.T if layout in (0, 2) else sb
             if a.shape[1] != b.shape[0]:
                 raise _mismatch(frags[ma].name, sa.shape, frags[mb].name, sb.shape, ls[0])
-            if frag.data is not None and frag.data.shape != (a.shape[0], b.shape[1]):
+            declared = frag.shape
+            if not frag.fits((a.shape[0], b.shape[1])):
                 # as the checker does: A when M disagrees, else B
-                m, s = (ma, sa) if frag.data.shape[0] != a.shape[0] else (mb, sb)
-                raise _mismatch(frags[mc].name, frag.data.shape, frags[m].name, s.shape, ls[0])
-            c = frag.shaped((a.shape[0], b.shape[1]), ls[0])
+                m, s = (ma, sa) if declared[0] not in (a.shape[0], DYNAMIC) else (mb, sb)
+                raise _mismatch(frags[mc].name, declared, frags[m].name, s.shape, ls[0])
+            c = frag.shaped(ls[0])
             wide = np.int64 if frag.dtype.is_int else np.float64
             a, b = a.astype(wide), b.astype(wide)
             # products of element types narrower than f64 are exact in f64
@@ -200,9 +219,9 @@ def op_mma_store(w, ins):
             wl, i = blk.warp_of(ls[0])
             buf, o, e = view_of(wl, v, i)
             want = tuple(e[::-1]) if transp else tuple(e)
-            c = frag.shaped(want, ls[0])
-            if c.shape != want:      # §11.3.4: V is [M, N] ([N, M] with .transp)
-                raise _mismatch(decl.name, c.shape, buf.name, e, ls[0])
+            if not frag.fits(want):      # §11.3.4: V is [M, N] ([N, M] with .transp)
+                raise _mismatch(decl.name, frag.shape, buf.name, e, ls[0])
+            c = frag.shaped(ls[0])
             _store_tile(buf, o, c.T if transp else c, frag.dtype)
     arrive(w, ins, coll, effect, whole_unit=True)
 

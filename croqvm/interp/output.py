@@ -6,14 +6,15 @@ indexes the warp's lanes.
 """
 from __future__ import annotations
 
+from ..bytecode.module import PieceKind
 from ..faults import LaneFault
 from .fmt import format_value
 
 
 def _text(w, fmt, i: int) -> str:
     """Lane ``i``'s text of print format ``fmt``, without its newline (§13.2)."""
-    consts, rtypes = w.blk.prog.code.consts, w.blk.prog.rtypes
-    return "".join(str(consts[x][1]) if kind == "str" else format_value(w.regs[x][i], rtypes[x])
+    strings, rtypes = w.blk.prog.code.strings, w.blk.prog.rtypes
+    return "".join(strings[x] if kind == PieceKind.STR else format_value(w.regs[x][i], rtypes[x])
                    for kind, x in fmt.pieces)
 
 
@@ -30,11 +31,11 @@ def _first_failure(w, r: int) -> int | None:
 
 
 def op_assert(w, ins):
-    """§6.9: message K[b] as lowering worded it (``assertion failed: msg``), verbatim."""
-    _, r, k = ins[:3]
+    """§6.9: message S[b] as lowering worded it (``assertion failed: msg``), verbatim."""
+    _, r, s = ins[:3]
     i = _first_failure(w, r)
     if i is not None:
-        raise LaneFault(str(w.blk.prog.code.consts[k][1]), i)
+        raise LaneFault(w.blk.prog.code.strings[s], i)
 
 
 def op_assert_fmt(w, ins):

@@ -5,7 +5,11 @@ against the opcode table (the one source of truth, STYLE.md house rule 1) and st
 openers always get their ELSE/END targets patched (ARCHITECTURE.md "Structured control
 flow only").
 
-Constants: each distinct (dtype, value) a Code uses lives in one register, loaded once by
+Constants are typed (``module.Const``): ``const`` turns a value of the front end into one
+its dtype holds -- integers wrapped into range, floats rounded once (§12.3) -- so a CONST
+never converts. Strings go to ``Code.strings`` (``string``).
+
+Each distinct (dtype, value) a Code uses lives in one register, loaded once by
 a CONST in a prologue at instruction 0 (``finish``), where every lane is still active. A
 CONST at the first use would leave the register zero in the lanes a divergent IF set
 aside (docs/EXECUTION.md §3), and a later use in another branch would read that zero.
@@ -15,7 +19,7 @@ from __future__ import annotations
 
 from croqvm import dtypes, numerics
 from croqvm.bytecode import opcodes
-from croqvm.bytecode.module import Code
+from croqvm.bytecode.module import Code, Const
 from croqvm.source import SourceFile, Span
 
 W = opcodes.WIDTH
@@ -64,8 +68,9 @@ class CodeBuilder:
         # where runtime errors are reported (LANGUAGE.md §15.3).
         self.span: Span | None = None
         self._consts: dict[tuple, int] = {}
-        for i, (kind, value) in enumerate(code.consts):
-            self._consts.setdefault(_const_key(kind, value), i)
+        for i, k in enumerate(code.consts):
+            self._consts.setdefault(_const_key(k), i)
+        self._strings = {text: i for i, text in reversed(list(enumerate(code.strings)))}
         self._reset_registers()
 
     def _reset_registers(self) -> None:
@@ -95,17 +100,24 @@ class CodeBuilder:
     def reg_dtype(self, r: int) -> dtypes.DType:
         return dtypes.BY_CODE[self.code.regs[r]]
 
-    def const(self, dtype: dtypes.DType | None, value) -> int:
-        """A constant-pool index; ``dtype`` None means a string constant. A number is
-        kept as its value in ``dtype`` (``numerics.value_of``), which is what CONST loads."""
-        kind = -1 if dtype is None else dtype.code
-        if dtype is not None:
-            value = numerics.value_of(value, dtype)
-        key = _const_key(kind, value)
+    def const(self, dtype: dtypes.DType, value) -> int:
+        """The constant-pool index of ``value`` (a number of the front end) as a ``dtype``:
+        its value in ``dtype`` (``numerics.value_of``), a bool as 0 or 1."""
+        v = numerics.value_of(value, dtype)
+        k = Const(dtype.code, int(v) if dtype.kind == "bool" else v)
+        key = _const_key(k)
         idx = self._consts.get(key)
         if idx is None:
             idx = self._consts[key] = len(self.code.consts)
-            self.code.consts.append((kind, value))
+            self.code.consts.append(k)
+        return idx
+
+    def string(self, text: str) -> int:
+        """The index of ``text`` in ``Code.strings``."""
+        idx = self._strings.get(text)
+        if idx is None:
+            idx = self._strings[text] = len(self.code.strings)
+            self.code.strings.append(text)
         return idx
 
     def add(self, table: str, entry) -> int:
@@ -237,5 +249,5 @@ class CodeBuilder:
         return end
 
 
-def _const_key(kind: int, value) -> tuple:
-    return (kind, type(value).__name__, repr(value))
+def _const_key(k: Const) -> tuple:
+    return (k.dtype, type(k.value).__name__, repr(k.value))

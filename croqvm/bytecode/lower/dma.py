@@ -8,9 +8,9 @@ site of the collective copy that filled them. ``rotate(f0, ..., fn)`` is a left 
 """
 from __future__ import annotations
 
-from croqvm.bytecode.module import BufferDecl as BufSlot
-from croqvm.bytecode.module import DmaDesc, FutureDecl
+from croqvm.bytecode.module import DYNAMIC, BufferDecl, DmaDesc, DmaOp, FutureDecl, Storage
 from croqvm.lang import ast
+from croqvm.lang import types as T
 
 from .state import Lowerer
 from .values import FutRef
@@ -23,12 +23,23 @@ def future_ref(lw: Lowerer, sym, node, declares: bool) -> FutRef:
     if ref is None:
         if not declares and sym.parallel is None and lw.kernel is not None:
             lw.unsupported(node, f"using the host future '{sym.name}' inside a parallel-by")
-        slot = lw.b.add("futures", FutureDecl(sym.name, lw.spans.intern(node.span)))
+        slot = lw.b.add("futures", _future_decl(lw, sym, node))
         ref = FutRef(slot, sym.name)
         lw.bind(sym, ref)
     if not isinstance(ref, FutRef):
         lw.unsupported(node, f"'{sym.name}' as a future")
     return ref
+
+
+def _future_decl(lw: Lowerer, sym, node) -> FutureDecl:
+    """The future's type as the checker fixed it (§9.4.4): every future a program keeps
+    has one by now (a placeholder never typed is a static error)."""
+    ty = sym.type
+    if not isinstance(ty, T.Future) or ty.dtype is None or ty.storage is None:
+        lw.unsupported(node, f"the future '{sym.name}' whose type is unknown here")
+    shape = [d if isinstance(d, int) else DYNAMIC for d in ty.shape]
+    return FutureDecl(sym.name, ty.dtype.code, Storage[ty.storage.upper()], ty.is_async, shape,
+                      lw.spans.intern(node.span))
 
 
 def _cache(lw: Lowerer, name: str) -> dict:
@@ -52,15 +63,17 @@ def _group_key(lw: Lowerer, sym):
 def lower_dma(lw: Lowerer, s: ast.Dma) -> None:
     b = lw.b
     src, sbase, ext = view_of(lw, s.src)
-    desc = DmaDesc(s.op, src, is_async=s.is_async, zfill=s.zfill, text=f"dma.{s.op}")
+    desc = DmaDesc(DmaOp[s.op.upper()], src, is_async=s.is_async, zfill=s.zfill,
+                   text=f"dma.{s.op}")
     desc.perm = list(s.perm)
     storages = {sbase.storage}
     if isinstance(s.dst, str):
         storages.add(s.dst)
         shape = [reg_of(lw, x) for x in _dst_extents(lw, s, ext)]
         name = s.target.id if s.target is not None else f"dma@{s.span.line}"
-        desc.dst_buffer = b.add("buffers", BufSlot(name, s.dst, sbase.dtype.code, shape,
-                                                   span=lw.spans.intern(s.span)))
+        desc.dst_buffer = b.add("buffers", BufferDecl(name, Storage[s.dst.upper()],
+                                                      sbase.dtype.code, shape,
+                                                      span=lw.spans.intern(s.span)))
     else:
         desc.dst_view, dbase, _ = view_of(lw, s.dst)
         storages.add(dbase.storage)
@@ -72,15 +85,14 @@ def lower_dma(lw: Lowerer, s: ast.Dma) -> None:
             from .exprs import lower_as
             desc.pad_value = lower_as(lw, s.pad_value, sbase.dtype)
     collective = lw.kernel is not None and "local" not in storages
-    if collective:
-        desc.coll = lw.coll_site(desc.text, 0)
+    coll = lw.coll_site(desc.text, 0) if collective else -1
     if s.target is not None:
         sym = s.sym if getattr(s, "declares", False) else s.target.sym
         desc.future = future_ref(lw, sym, s.target, getattr(s, "declares", False)).slot
         key = _group_key(lw, sym)
         if _sites(lw).get(key, -1) < 0:
-            _sites(lw)[key] = desc.coll
-    b.emit("DMA", b.add("dmas", desc))
+            _sites(lw)[key] = coll
+    b.emit("DMA", b.add("dmas", desc), coll)
 
 
 def _dst_extents(lw: Lowerer, s: ast.Dma, ext: list) -> list:

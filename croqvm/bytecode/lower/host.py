@@ -26,7 +26,7 @@ from .views import reg_of, view_of
 @dataclass
 class FunctionState:
     name: str
-    ret_kind: str = "void"
+    ret_kind: M.RetKind = M.RetKind.VOID
     ret_dtype: dtypes.DType | None = None
     kernels: list = field(default_factory=list)
     cache: dict = field(default_factory=dict)     # per-concern facts (future groups)
@@ -58,20 +58,20 @@ def _bind_params(lw: Lowerer, fn: ast.Function):
     for i, p in enumerate(fn.params):
         name = p.name or ""
         if p.type.name == "stream":
-            params.append(M.Param(name, "stream", -1))
+            params.append(M.Param(name, M.ParamKind.STREAM, -1))
             continue
         dtype = dtypes.lookup(p.type.name) or dtypes.BOOL
         if p.shape is None:
             r = b.reg(dtype, name)
-            params.append(M.Param(name, "scalar", dtype.code, slot=r))
+            params.append(M.Param(name, M.ParamKind.SCALAR, dtype.code, slot=r))
             if p.sym is not None:
                 lw.bind(p.sym, Val(dtype, r))
             continue
         shape = [_param_dim(lw, d, dims) for d in p.shape]
-        slot = b.add("buffers", M.BufferDecl(name, "global", dtype.code, [], param=i,
+        slot = b.add("buffers", M.BufferDecl(name, M.Storage.GLOBAL, dtype.code, [], param=i,
                                              span=lw.spans.intern(p.span)))
-        storage = "global" if p.storage == "global" else "default"
-        params.append(M.Param(name, "buffer", dtype.code, shape, storage, slot))
+        storage = M.ParamStorage.GLOBAL if p.storage == "global" else M.ParamStorage.DEFAULT
+        params.append(M.Param(name, M.ParamKind.BUFFER, dtype.code, shape, storage, slot))
         if p.sym is not None:
             lw.bind(p.sym, BufRef(slot, dtype, "global", len(shape), [], name))
     for sym in fn.sym_table or []:
@@ -106,16 +106,16 @@ def _return_type(lw: Lowerer, fn: ast.Function) -> None:
         return
     if name != "auto":
         fs.ret_dtype = dtypes.lookup(name) or (dtypes.BOOL if name == "bool" else dtypes.S32)
-        fs.ret_kind = "buffer" if fn.ret_shape else "scalar"
+        fs.ret_kind = M.RetKind.BUFFER if fn.ret_shape else M.RetKind.SCALAR
         return
     ret = _first_return(fn.body)
     if ret is None:
         return
     ty = ret.value.ty
     if isinstance(ty, T.Buffer):
-        fs.ret_kind, fs.ret_dtype = "buffer", ty.dtype
+        fs.ret_kind, fs.ret_dtype = M.RetKind.BUFFER, ty.dtype
     elif dtype_of(ty) is not None:
-        fs.ret_kind, fs.ret_dtype = "scalar", dtype_of(ty)
+        fs.ret_kind, fs.ret_dtype = M.RetKind.SCALAR, dtype_of(ty)
     else:
         lw.error(ret.span, f"returning value with type '{ty}' is not supported.")
 
@@ -132,10 +132,10 @@ def _first_return(s):
 
 def lower_return(lw: Lowerer, s: ast.Return) -> None:
     fs = lw.fn
-    if s.value is None or fs.ret_kind == "void":
+    if s.value is None or fs.ret_kind == M.RetKind.VOID:
         lw.b.emit("RET")
         return
-    if fs.ret_kind == "buffer":
+    if fs.ret_kind == M.RetKind.BUFFER:
         ref = lw.expr(s.value) if isinstance(s.value, ast.Name) else None
         if isinstance(ref, BufRef) and not ref.array:
             lw.b.emit("RET_BUF", ref.slot)
@@ -149,12 +149,13 @@ def _copy_out(lw: Lowerer, e: ast.Expr) -> int:
     """``return f.data;`` / ``return buf[i];``: a fresh buffer holding a copy (§14.3.4)."""
     src, base, ext = view_of(lw, e)
     shape = [reg_of(lw, x) for x in ext]
-    slot = lw.b.add("buffers", M.BufferDecl("result", "global", base.dtype.code, shape,
+    slot = lw.b.add("buffers", M.BufferDecl("result", M.Storage.GLOBAL, base.dtype.code, shape,
                                             span=lw.spans.intern(e.span)))
     lw.b.emit("ALLOC", slot)
     zeros = [lw.int_reg(0) for _ in shape]
-    dst = lw.b.add("views", M.View("buf", slot, -1, zeros, shape, "result"))
-    lw.b.emit("DMA", lw.b.add("dmas", M.DmaDesc("copy", src, dst_view=dst, text="return")))
+    dst = lw.b.add("views", M.View(M.BaseKind.BUF, slot, -1, zeros, shape, "result"))
+    lw.b.emit("DMA", lw.b.add("dmas", M.DmaDesc(M.DmaOp.COPY, src, dst_view=dst, text="return")),
+              -1)
     return slot
 
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from croqvm import dtypes
-from croqvm.bytecode.module import Code, CollSite, Kernel, LaneSet, Launch
-from croqvm.bytecode.module import BufferDecl as BufSlot
+from croqvm.bytecode.module import BufferDecl, Code, CollSite, Kernel, LaneSet, Launch, Storage
 from croqvm.lang import ast
 from croqvm.limits import UNIT_OF_LEVEL
 
@@ -49,7 +48,8 @@ class KernelState:
         if isinstance(v, Val):
             return self._import_val(v, sym.name if sym is not None else "")
         if isinstance(v, BufRef):
-            slot = self.b.add("buffers", BufSlot(v.name, "global", v.dtype.code, [], list(v.array)))
+            slot = self.b.add("buffers", BufferDecl(v.name, Storage.GLOBAL, v.dtype.code, [],
+                                                    list(v.array)))
             self.buffers.append((slot, v.slot))
             return BufRef(slot, v.dtype, v.storage, v.rank, list(v.array), v.name)
         return None  # host futures are not visible in kernels: reported at the use

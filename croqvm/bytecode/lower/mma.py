@@ -5,11 +5,16 @@ Every fragment gets a ``FragDecl`` whose unit follows §11.2 (D9): the innermost
 elsewhere in the kernel; else the innermost level (a lane at ``thread`` level, the block
 at ``block`` level). Each operation is a collective of that unit. A view operand of
 ``mma.row.col`` etc. is first loaded into a hidden fragment.
+
+A fragment's declaration states its role (§11.3: accumulator, A or B operand), element
+type and tile shape as the checker fixed them. An operand fragment used both as A and
+as B in the kernel is two fragments, each ``mma.load`` filling both: hardware holds the
+two operand positions in different layouts.
 """
 from __future__ import annotations
 
 from croqvm import dtypes
-from croqvm.bytecode.module import FragDecl
+from croqvm.bytecode.module import DYNAMIC, FragDecl, FragRole
 from croqvm.lang import ast
 from croqvm.lang import types as T
 from croqvm.limits import UNIT_OF_LANES, UNIT_OF_LEVEL
@@ -35,6 +40,28 @@ def _units(lw: Lowerer) -> dict:
     return st.cache["frag_units"]
 
 
+def _roles(lw: Lowerer, sym) -> list:
+    """The roles of fragment ``sym`` in the kernel: ACC, or the operand positions its
+    MMA_EXECs use it in (A when none does)."""
+    if sym.type.role == "acc":
+        return [FragRole.ACC]
+    st = lw.kernel
+    if "frag_roles" not in st.cache:
+        st.cache["frag_roles"] = roles = {}
+        _scan_roles(st.par, roles)
+    return sorted(st.cache["frag_roles"].get(sym, {FragRole.A}))
+
+
+def _scan_roles(s, roles: dict) -> None:
+    if isinstance(s, ast.MmaExec):
+        for e, role in ((s.a, FragRole.A), (s.b, FragRole.B)):
+            sym = getattr(e, "sym", None)
+            if isinstance(e, ast.Name) and sym is not None and sym.kind == "fragment":
+                roles.setdefault(sym, set()).add(role)
+    for c in children(s):
+        _scan_roles(c, roles)
+
+
 def _scan(s, group_kind, inner_kind, uses) -> None:
     if isinstance(s, ast.Parallel):
         for kind in s.kinds or []:
@@ -58,6 +85,14 @@ def _unit_of(kinds: list) -> int:
     return 1 if kinds and kinds[0] == "thread" else 0
 
 
+def _extents(shape) -> tuple[int, int]:
+    """A tile's (rows, cols) for a FragDecl: static extents, else DYNAMIC."""
+    if shape is None:
+        return DYNAMIC, DYNAMIC
+    rows, cols = (d if isinstance(d, int) else DYNAMIC for d in shape)
+    return rows, cols
+
+
 def frag_ref(lw: Lowerer, sym, node, dtype=None) -> FragRef:
     ref = lw.env.get(sym)
     if isinstance(ref, FragRef):
@@ -65,10 +100,13 @@ def frag_ref(lw: Lowerer, sym, node, dtype=None) -> FragRef:
     if ref is not None or lw.kernel is None:
         lw.unsupported(node, f"'{sym.name}' as an mma fragment here")
     ty = sym.type
-    dtype = dtype or (ty.dtype if isinstance(ty, T.Fragment) else None) or dtypes.F32
+    dtype = (ty.dtype if isinstance(ty, T.Fragment) else None) or dtype or dtypes.F32
     unit = _units(lw).get(sym, lw.ctx.mma_unit if lw.ctx.mma_unit is not None else 0)
-    idx = lw.b.add("frags", FragDecl(sym.name, dtype.code, unit, lw.spans.intern(node.span)))
-    ref = FragRef(idx, dtype, unit)
+    rows, cols = _extents(ty.shape if isinstance(ty, T.Fragment) else None)
+    span = lw.spans.intern(node.span)
+    ref = FragRef({role: lw.b.add("frags", FragDecl(sym.name, role, dtype.code, rows, cols,
+                                                    unit, span))
+                   for role in _roles(lw, sym)}, dtype, unit)
     lw.bind(sym, ref)
     return ref
 
@@ -82,32 +120,34 @@ def lower_fill(lw: Lowerer, s: ast.MmaFill) -> None:
     dtype = dtypes.lookup(s.dtype) if s.dtype else None
     f = _target(lw, s, dtype)
     v = lower_as(lw, s.value, f.dtype)
-    lw.b.emit("MMA_FILL", f.index, v, lw.coll_site("mma.fill", f.unit))
+    lw.b.emit("MMA_FILL", f.acc, v, lw.coll_site("mma.fill", f.unit))
 
 
 def lower_load(lw: Lowerer, s: ast.MmaLoad) -> None:
     view, base, _ = view_of(lw, s.view)
     f = _target(lw, s, base.dtype)
-    lw.b.emit("MMA_LOAD", f.index, view, lw.coll_site("mma.load", f.unit))
+    for index in f.indices.values():
+        lw.b.emit("MMA_LOAD", index, view, lw.coll_site("mma.load", f.unit))
 
 
 def lower_exec(lw: Lowerer, s: ast.MmaExec) -> None:
     c = frag_ref(lw, s.c.sym, s.c)
-    a = _operand(lw, s.a, c.unit)
-    b = _operand(lw, s.b, c.unit)
+    a = _operand(lw, s.a, FragRole.A, c.unit)
+    b = _operand(lw, s.b, FragRole.B, c.unit)
     text = f"mma.{s.layout}"
-    lw.b.emit("MMA_EXEC", c.index, a, b, LAYOUTS[s.layout], lw.coll_site(text, c.unit))
+    lw.b.emit("MMA_EXEC", c.acc, a, b, LAYOUTS[s.layout], lw.coll_site(text, c.unit))
 
 
-def _operand(lw: Lowerer, e: ast.Expr, unit: int) -> int:
+def _operand(lw: Lowerer, e: ast.Expr, role: FragRole, unit: int) -> int:
     """A fragment, or a view loaded into a hidden fragment of the same unit (§11.1),
     named by the operand's source text so that runtime messages quote what was written."""
     sym = getattr(e, "sym", None)
     if isinstance(e, ast.Name) and sym is not None and sym.kind == "fragment":
-        return frag_ref(lw, sym, e).index
-    view, base, _ = view_of(lw, e)
-    idx = lw.b.add("frags", FragDecl(lw.snippet(e.span), base.dtype.code, unit,
-                                     lw.spans.intern(e.span)))
+        return frag_ref(lw, sym, e).indices[role]
+    view, base, ext = view_of(lw, e)
+    rows, cols = _extents(ext)
+    idx = lw.b.add("frags", FragDecl(lw.snippet(e.span), role, base.dtype.code, rows, cols,
+                                     unit, lw.spans.intern(e.span)))
     lw.b.emit("MMA_LOAD", idx, view, lw.coll_site("mma.load", unit))
     return idx
 
@@ -115,7 +155,7 @@ def _operand(lw: Lowerer, e: ast.Expr, unit: int) -> int:
 def lower_store(lw: Lowerer, s: ast.MmaStore) -> None:
     f = frag_ref(lw, s.frag.sym, s.frag)
     view, _, _ = view_of(lw, s.view)
-    lw.b.emit("MMA_STORE", f.index, view, int(s.transp),
+    lw.b.emit("MMA_STORE", f.acc, view, int(s.transp),
               lw.coll_site("mma.store", _store_unit(lw, f)))
 
 

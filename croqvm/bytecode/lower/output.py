@@ -8,7 +8,7 @@ instance (§7.2.2).
 from __future__ import annotations
 
 from croqvm import dtypes
-from croqvm.bytecode.module import PrintFormat
+from croqvm.bytecode.module import PieceKind, PrintFormat
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
 from croqvm.lang import types as T
@@ -20,19 +20,19 @@ from .values import Val
 
 
 def lower_print(lw: Lowerer, s: ast.Print) -> None:
-    pieces: list[tuple[str, object]] = []
+    pieces: list[tuple[PieceKind, str | int]] = []     # STR pieces hold their text here
     for i, arg in enumerate(s.args):
         if i:
-            pieces.append(("str", " "))
+            pieces.append((PieceKind.STR, " "))
         _pieces(lw, arg, s.args[i + 1:], pieces)
     b = lw.b
-    merged: list[tuple[str, int]] = []
+    merged: list[tuple[PieceKind, str | int]] = []
     for kind, x in pieces:
-        if kind == "str" and merged and merged[-1][0] == "text":
-            merged[-1] = ("text", merged[-1][1] + x)
+        if kind == PieceKind.STR and merged and merged[-1][0] == PieceKind.STR:
+            merged[-1] = (kind, merged[-1][1] + x)
         else:
-            merged.append(("text" if kind == "str" else kind, x))
-    final = [("str", b.const(None, x)) if kind == "text" else (kind, x) for kind, x in merged]
+            merged.append((kind, x))
+    final = [(kind, b.string(x) if kind == PieceKind.STR else x) for kind, x in merged]
     fmt = b.add("prints", PrintFormat(final, s.newline))
     with lw.once_guard():
         b.emit("PRINT", fmt)
@@ -40,7 +40,7 @@ def lower_print(lw: Lowerer, s: ast.Print) -> None:
 
 def _pieces(lw: Lowerer, e: ast.Expr, later: list, out: list) -> None:
     if isinstance(e, ast.StringLit):
-        out.append(("str", e.value))
+        out.append((PieceKind.STR, e.value))
         return
     v = lw.expr(e)
     if not isinstance(v, Val):
@@ -52,21 +52,22 @@ def _pieces(lw: Lowerer, e: ast.Expr, later: list, out: list) -> None:
 
 def _val_pieces(v: Val, is_mdspan: bool, out: list) -> None:
     if not v.is_tuple:
-        out.append(("reg", v.reg))
+        out.append((PieceKind.REG, v.reg))
         return
-    out.append(("str", "[" if is_mdspan else "{"))
+    out.append((PieceKind.STR, "[" if is_mdspan else "{"))
     for i, x in enumerate(v.elems):
         if i:
-            out.append(("str", ", "))
+            out.append((PieceKind.STR, ", "))
         _val_pieces(x, False, out)
-    out.append(("str", "]" if is_mdspan else "}"))
+    out.append((PieceKind.STR, "]" if is_mdspan else "}"))
 
 
 def emit_check(b: CodeBuilder, ok: int, *parts: str | int) -> None:
     """Fault where register ``ok`` is false, with a message of ``parts``: text, and
     registers shown as print shows them (§13.2). The message is a print format, so no text
     is ever read as a placeholder."""
-    pieces = [("str", b.const(None, x)) if isinstance(x, str) else ("reg", x) for x in parts]
+    pieces = [(PieceKind.STR, b.string(x)) if isinstance(x, str) else (PieceKind.REG, x)
+              for x in parts]
     b.emit("ASSERT_FMT", ok, b.add("prints", PrintFormat(pieces, False)))
 
 
@@ -75,7 +76,7 @@ def lower_assert(lw: Lowerer, s: ast.Assert) -> None:
     if const_value(s.cond) is True:
         return
     cond = lower_as(lw, s.cond, dtypes.BOOL)
-    msg = lw.b.const(None, f"assertion failed: {s.message}")
+    msg = lw.b.string(f"assertion failed: {s.message}")
     with lw.once_guard():
         lw.b.emit("ASSERT", cond, msg)
 

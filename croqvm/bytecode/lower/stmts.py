@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from croqvm import dtypes
 from croqvm.bytecode import opcodes
-from croqvm.bytecode.module import BufferDecl as BufSlot
+from croqvm.bytecode.module import BufferDecl, Storage
 from croqvm.lang import ast
 from croqvm.lang import types as T
 
@@ -70,8 +70,9 @@ def lower_buffer_decl(lw: Lowerer, s: ast.BufferDecl) -> None:
         ty = item.sym.type
         shape = [reg_of(lw, x) for x in int_operands(lw, s.shape)]
         array = lw.static_sizes(item.array, "a buffer array")
-        slot = lw.b.add("buffers", BufSlot(item.name, storage, ty.dtype.code, shape, array,
-                                           span=lw.spans.intern(item.span)))
+        slot = lw.b.add("buffers", BufferDecl(item.name, Storage[storage.upper()],
+                                              ty.dtype.code, shape, array,
+                                              span=lw.spans.intern(item.span)))
         lw.bind(item.sym, BufRef(slot, ty.dtype, storage, len(shape), array, item.name))
         lw.b.emit("ALLOC", slot)
         if item.init is not None:

@@ -50,9 +50,15 @@ class EventRef:
 
 @dataclass
 class FragRef:
-    index: int
+    """A fragment symbol: its FragDecl index per role it plays (an operand used both as
+    A and as B has two, lowering/mma.py)."""
+    indices: dict
     dtype: dtypes.DType | None
     unit: int
+
+    @property
+    def acc(self) -> int:
+        return next(iter(self.indices.values()))
 
 
 class Env:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from croqvm import dtypes, numerics
-from croqvm.bytecode.module import Access, View
+from croqvm.bytecode.module import Access, BaseKind, View
 from croqvm.faults import LaneFault
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
@@ -38,7 +38,7 @@ class Extent:
 @dataclass
 class Base:
     """The root of a view or access: a buffer slot (``arr`` register or -1) or a future."""
-    kind: str            # "buf" or "fut"
+    kind: BaseKind
     slot: int
     arr: int
     dtype: dtypes.DType
@@ -136,7 +136,7 @@ def resolve_base(lw: Lowerer, e: ast.Expr) -> Base:
             lw.unsupported(e, f"the data of future '{e.id}' whose type is unknown here")
         ext = [d if isinstance(d, int) else Extent("FUT_DIM", ref.slot, k)
                for k, d in enumerate(shape)]
-        return Base("fut", ref.slot, -1, ty.dtype, ty.storage or "shared", ext, text)
+        return Base(BaseKind.FUT, ref.slot, -1, ty.dtype, ty.storage or "shared", ext, text)
     if not isinstance(ref, BufRef):
         lw.unsupported(e, f"'{text}' as a buffer")
     arr = _array_index(lw, ref, arr_idx, e)
@@ -144,7 +144,7 @@ def resolve_base(lw: Lowerer, e: ast.Expr) -> Base:
     shape = ty.shape if isinstance(ty, T.Buffer) else (None,) * ref.rank
     ext = [d if isinstance(d, int) else Extent("DIMOF", ref.slot, k)
            for k, d in enumerate(shape)]
-    return Base("buf", ref.slot, arr, ref.dtype, ref.storage, ext, text)
+    return Base(BaseKind.BUF, ref.slot, arr, ref.dtype, ref.storage, ext, text)
 
 
 def peel_subscripts(e: ast.Expr):
