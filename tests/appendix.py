@@ -1,6 +1,6 @@
-"""The programs of LANGUAGE.md Appendix A, verbatim, shared by the test suites.
+"""The programs of docs/LANGUAGE.md Appendix A, verbatim, shared by the test suites.
 
-tests/test_check.py compares them with the spec when it is at hand, so they cannot drift."""
+tests/test_check.py compares them with docs/LANGUAGE.md, so they cannot drift."""
 
 APPENDIX = {
     "A.1": """\

@@ -1,0 +1,127 @@
+"""docs/LANGUAGE.md cannot rot: its runnable examples run, its section numbers are the ones
+the code cites, and it carries every croqvm decision.
+
+A runnable example is an HTML comment ``<!-- example -->`` (or ``<!-- example: exit N -->``)
+followed by two fenced blocks: the Croqtile source, then what a terminal shows. The second
+block starts with the command line (``$ croqvm run NAME.co ...``); the source is saved under
+the ``.co`` name the command gives, and everything the command writes to stdout and stderr,
+in the order written, must equal the rest of the block. The exit status is 0 unless the
+comment says otherwise.
+"""
+import io
+import re
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from croqvm.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "LANGUAGE.md"
+TEXT = DOC.read_text(encoding="utf-8")
+MARKER = re.compile(r"^<!-- example(?:: exit (\d))? -->$")
+FENCE = re.compile(r"^```")
+
+
+def fenced_blocks_after(lines, start, count):
+    """The first ``count`` fenced blocks after line index ``start``: (line number, text)."""
+    blocks, i = [], start
+    while len(blocks) < count:
+        while not FENCE.match(lines[i]):
+            i += 1
+        first = i + 1
+        i += 1
+        while not FENCE.match(lines[i]):
+            i += 1
+        blocks.append((first + 1, "".join(line + "\n" for line in lines[first:i])))
+        i += 1
+    return blocks
+
+
+def examples():
+    lines = TEXT.splitlines()
+    for n, line in enumerate(lines):
+        m = MARKER.match(line)
+        if m:
+            (src_line, source), (_, shown) = fenced_blocks_after(lines, n, 2)
+            yield pytest.param(source, shown, int(m.group(1) or 0), id=f"line {src_line}")
+
+
+EXAMPLES = list(examples())
+
+
+def test_the_reference_has_runnable_examples():
+    assert len(EXAMPLES) >= 30
+    assert TEXT.count("<!-- example") == len(EXAMPLES)
+
+
+@pytest.mark.parametrize("source, shown, status", EXAMPLES)
+def test_example(source, shown, status, tmp_path, monkeypatch):
+    command, _, expected = shown.partition("\n")
+    assert command.startswith("$ croqvm "), "the output block starts with the command"
+    argv = shlex.split(command[len("$ croqvm "):])
+    name = next(a for a in argv if a.endswith(".co"))
+    (tmp_path / name).write_text(source, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    terminal = io.StringIO()        # one stream, so stdout and stderr interleave as written
+    monkeypatch.setattr(sys, "stdout", terminal)
+    monkeypatch.setattr(sys, "stderr", terminal)
+    code = main(argv)
+    assert (terminal.getvalue(), code) == (expected, status)
+
+
+# --------------------------------------------------------------------------- citations
+
+HEADINGS = set(re.findall(r"^#{2,3} (\d+(?:\.\d+)?)\.? ", TEXT, re.M))
+
+
+def items_of(section):
+    """The item numbers of the numbered list of ``section`` (``"7.2"``, or ``"13"`` for a
+    section without subsections)."""
+    level = "###" if "." in section else "##"
+    body = re.search(rf"^{level} {re.escape(section)}\.? .*?(?=^##)", TEXT, re.M | re.S).group(0)
+    return set(re.findall(r"^(\d+)\. ", body, re.M))
+
+
+OTHER_DOCUMENTS = re.compile(r"(?:EXECUTION|NUMERICS|CQB|OPCODES)\.md,? §[\d.]+|"
+                             r"C11 §[\d.]+(?:-§[\d.]+)?")
+
+
+def cited_sections():
+    """Every section of this reference the repository cites: ``LANGUAGE.md §n.m`` anywhere,
+    and a bare ``§n.m`` in code, tests and programs, where it means this document unless it
+    names another one (``docs/EXECUTION.md §3``, ``C11 §6.5.13``)."""
+    cited = set()
+    for folder in ("croqvm", "tests", "programs", "bench", "docs"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix not in (".py", ".co", ".md") or path == DOC:
+                continue
+            text = path.read_text(encoding="utf-8")
+            cited |= set(re.findall(r"LANGUAGE\.md,? §(\d+(?:\.\d+)*)", text))
+            if path.suffix != ".md":
+                cited |= set(re.findall(r"§(\d+(?:\.\d+)*)", OTHER_DOCUMENTS.sub("", text)))
+    return sorted(cited)
+
+
+@pytest.mark.parametrize("section", cited_sections())
+def test_every_cited_section_exists(section):
+    parts = section.split(".")
+    if len(parts) == 2 and section not in HEADINGS:      # item m of a section without subsections
+        parts = [parts[0], "", parts[1]]
+    assert ".".join(p for p in parts[:2] if p) in HEADINGS
+    if len(parts) == 3:
+        assert parts[2] in items_of(".".join(p for p in parts[:2] if p))
+
+
+def test_every_decision_is_listed_and_explained():
+    decisions = re.search(r"^### 16\.1 .*?(?=^### )", TEXT, re.M | re.S).group(0)
+    listed = re.findall(r"^- \*\*D(\d+)\*\*", decisions, re.M)
+    assert listed == [str(n) for n in range(1, 21)]
+    for n in range(1, 21):   # each decision is also stated where its rule is
+        assert len(re.findall(rf"\(D{n}\)", TEXT)) >= 1, f"D{n}"
+
+
+def test_appendix_has_every_example():
+    assert re.findall(r"^### (A\.\d+) ", TEXT, re.M) == [f"A.{n}" for n in range(1, 9)]
