@@ -1,0 +1,380 @@
+/* cq_numerics.h -- croqvm's numeric semantics in C (docs/NUMERICS.md).
+ *
+ * The bit-exact port of croqvm/numerics.py for the native engine and for generated CPU
+ * and CUDA code: every function gives the bits the Python engine gives (any NaN counting
+ * as any NaN), which tests/test_cq_numerics.py checks against croqvm.numerics.
+ *
+ * Header-only C11 (also valid C++): `static inline` functions, prefix `cq_`. Build with
+ * -ffp-contract=off (nvcc: -fmad=false) and never with -ffast-math, -Ofast or
+ * -funsafe-math-optimizations: the error-free transformations below need every +, -
+ * and * rounded separately, and subnormals kept. The default rounding mode (to nearest
+ * even) is assumed. Supported targets are x86-64 and aarch64 (no x87 excess precision);
+ * integer casts to a narrower signed type wrap modulo 2^n, as gcc, clang and nvcc define.
+ *
+ * Carriers: a float of any croqvm type is passed as a double holding its value (every
+ * bf16/tf32/fp8/f16/f32 value is exact in f64); bf16, tf32 and fp8 are stored as a
+ * float holding the value (LANGUAGE.md §12.3), f16 as its 16-bit pattern. Integer
+ * arithmetic happens in the promoted types s32, u32, s64, u64 (§12.2).
+ *
+ * Faults are status codes (CQ_NUM_*), never undefined behaviour or traps; the message
+ * texts belong to the caller (croqvm's message catalogue).
+ */
+#ifndef CQ_NUMERICS_H
+#define CQ_NUMERICS_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#if defined(__CUDACC__)
+#define CQ_NUM_FN static inline __host__ __device__
+#else
+#define CQ_NUM_FN static inline
+#endif
+
+/* Status codes of the operations that can fault. */
+enum {
+    CQ_NUM_OK = 0,
+    CQ_NUM_DIV_ZERO = 1,      /* "integer division by zero." */
+    CQ_NUM_SHIFT_RANGE = 2,   /* "shift count N out of range for 'T'." */
+    CQ_NUM_OUT_OF_RANGE = 3   /* "value X out of range for 'T'." (NaN included) */
+};
+
+/* Float formats a value can be rounded to. */
+enum {
+    CQ_FMT_F64 = 0,
+    CQ_FMT_F32 = 1,
+    CQ_FMT_F16 = 2,
+    CQ_FMT_BF16 = 3,
+    CQ_FMT_TF32 = 4,
+    CQ_FMT_E4M3 = 5,
+    CQ_FMT_E5M2 = 6
+};
+
+/* ------------------------------------------------------------------ bits */
+
+CQ_NUM_FN uint64_t cq_f64_bits(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+CQ_NUM_FN double cq_f64_from_bits(uint64_t u)
+{
+    double x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+CQ_NUM_FN uint32_t cq_f32_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+CQ_NUM_FN float cq_f32_from_bits(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* ------------------------------------------------------------------ rounding */
+
+/* numerics.round_bits: round x to the binary format with `man` significand bits after
+ * the point, least normal exponent `emin` and greatest finite value `top`; a result
+ * beyond `top` becomes `beyond` (inf, or NaN for E4M3). Works on the value: the quantum
+ * of |x| is 2^(max(e, emin) - man), rint rounds half to even, and dividing or
+ * multiplying by a power of two is exact here. */
+CQ_NUM_FN double cq_round_bits(double x, int man, int emin, double top, double beyond)
+{
+    double ax = fabs(x);
+    if (isnan(ax))
+        return x;
+    if (isinf(ax))
+        return copysign(beyond, x);
+    int e = 0;
+    (void)frexp(ax, &e);
+    int q = (e - 1 > emin ? e - 1 : emin) - man;
+    double quantum = ldexp(1.0, q);
+    double r = rint(ax / quantum) * quantum;
+    if (r > top)
+        r = beyond;
+    return copysign(r, x);
+}
+
+CQ_NUM_FN double cq_round_f16(double x)
+{
+    return cq_round_bits(x, 10, -14, 65504.0, INFINITY);
+}
+
+CQ_NUM_FN double cq_round_bf16(double x)
+{
+    return cq_round_bits(x, 7, -126, 3.3895313892515355e38, INFINITY);
+}
+
+CQ_NUM_FN double cq_round_tf32(double x)
+{
+    return cq_round_bits(x, 10, -126, 3.4011621342146535e38, INFINITY);
+}
+
+CQ_NUM_FN double cq_round_e4m3(double x)
+{
+    return cq_round_bits(x, 3, -6, 448.0, NAN);
+}
+
+CQ_NUM_FN double cq_round_e5m2(double x)
+{
+    return cq_round_bits(x, 2, -14, 57344.0, INFINITY);
+}
+
+/* f64 -> f32 is one rounding to nearest even in C (round_to for f32). */
+CQ_NUM_FN double cq_round_f32(double x)
+{
+    return (double)(float)x;
+}
+
+/* numerics.round_to: x rounded once to format `fmt`, as a double. */
+CQ_NUM_FN double cq_round_fmt(double x, int fmt)
+{
+    switch (fmt) {
+    case CQ_FMT_F32: return cq_round_f32(x);
+    case CQ_FMT_F16: return cq_round_f16(x);
+    case CQ_FMT_BF16: return cq_round_bf16(x);
+    case CQ_FMT_TF32: return cq_round_tf32(x);
+    case CQ_FMT_E4M3: return cq_round_e4m3(x);
+    case CQ_FMT_E5M2: return cq_round_e5m2(x);
+    default: return x;
+    }
+}
+
+/* The IEEE binary16 pattern of x rounded to f16 (any NaN gives 0x7E00 with x's sign). */
+CQ_NUM_FN uint16_t cq_f16_bits(double x)
+{
+    double v = cq_round_f16(x);
+    uint16_t sign = signbit(v) ? 0x8000u : 0u;
+    double a = fabs(v);
+    if (isnan(a))
+        return (uint16_t)(sign | 0x7E00u);
+    if (isinf(a))
+        return (uint16_t)(sign | 0x7C00u);
+    if (a < 0x1p-14)                               /* subnormal or zero: a = m * 2^-24 */
+        return (uint16_t)(sign | (uint16_t)ldexp(a, 24));
+    int e = 0;
+    double f = frexp(a, &e);                       /* a = f * 2^e, 0.5 <= f < 1 */
+    return (uint16_t)(sign | (uint16_t)((e + 14) << 10) | (uint16_t)(ldexp(f, 11) - 1024.0));
+}
+
+/* The value of an IEEE binary16 pattern. */
+CQ_NUM_FN double cq_f16_value(uint16_t bits)
+{
+    int ex = (bits >> 10) & 0x1F;
+    int m = bits & 0x3FF;
+    double a;
+    if (ex == 0x1F)
+        a = m ? NAN : INFINITY;
+    else if (ex == 0)
+        a = ldexp((double)m, -24);
+    else
+        a = ldexp((double)(m | 0x400), ex - 25);
+    return (bits & 0x8000u) ? -a : a;
+}
+
+/* bfloat16 patterns: the upper half of the f32 pattern of a bf16 value. */
+CQ_NUM_FN uint16_t cq_bf16_bits(double x)
+{
+    return (uint16_t)(cq_f32_bits((float)cq_round_bf16(x)) >> 16);
+}
+
+CQ_NUM_FN double cq_bf16_value(uint16_t bits)
+{
+    return (double)cq_f32_from_bits((uint32_t)bits << 16);
+}
+
+/* ------------------------------------------------------------------ error-free sums */
+
+/* numerics.two_sum: s = x + y rounded, *e = the exact error (Knuth). */
+CQ_NUM_FN double cq_two_sum(double x, double y, double *e)
+{
+    double s = x + y;
+    double b = s - x;
+    *e = (x - (s - b)) + (y - b);
+    return s;
+}
+
+/* Veltkamp's split: x = *hi + *lo, each of at most 26 significand bits. */
+CQ_NUM_FN void cq_split(double x, double *hi, double *lo)
+{
+    double t = 134217729.0 * x;                    /* 2^27 + 1 */
+    *hi = t - (t - x);
+    *lo = x - *hi;
+}
+
+/* numerics.two_product: p = x * y rounded, *e = the exact error (Dekker), 0 where it is
+ * not finite (a factor beyond 2^995). Never fma(): the reference does not use it. */
+CQ_NUM_FN double cq_two_product(double x, double y, double *e)
+{
+    double p = x * y;
+    double xh, xl, yh, yl;
+    cq_split(x, &xh, &xl);
+    cq_split(y, &yh, &yl);
+    double err = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl;
+    *e = isfinite(err) ? err : 0.0;
+    return p;
+}
+
+/* numerics.to_odd: s + e rounded to odd, given s = s + e rounded to nearest. */
+CQ_NUM_FN double cq_to_odd(double s, double e)
+{
+    if (e != 0.0 && isfinite(e) && !(cq_f64_bits(s) & 1u))
+        return nextafter(s, e > 0.0 ? INFINITY : -INFINITY);
+    return s;
+}
+
+/* A 64-bit integer rounded to odd in f64 (numerics._f64_round_to_odd): rounding that
+ * once more to a narrower format rounds the integer once. */
+CQ_NUM_FN double cq_s64_to_odd(int64_t x)
+{
+    uint64_t u = (uint64_t)x;
+    double hi = (double)(int64_t)(u & ~(uint64_t)0xFFFFFFFFu);   /* both halves exact */
+    double lo = (double)(u & 0xFFFFFFFFu);
+    double e;
+    double s = cq_two_sum(hi, lo, &e);
+    return cq_to_odd(s, e);
+}
+
+CQ_NUM_FN double cq_u64_to_odd(uint64_t x)
+{
+    double hi = (double)(x & ~(uint64_t)0xFFFFFFFFu);
+    double lo = (double)(x & 0xFFFFFFFFu);
+    double e;
+    double s = cq_two_sum(hi, lo, &e);
+    return cq_to_odd(s, e);
+}
+
+/* numerics.fma_to: c + a * b rounded once to `fmt` (an MMA step, LANGUAGE.md §12.4).
+ * With `exact_product` (factors of at most 26 significand bits: every element type but
+ * f64) the product a * b is exact and only the sum is corrected. */
+CQ_NUM_FN double cq_fma_to(double c, double a, double b, int fmt, int exact_product)
+{
+    double e, pe, v;
+    if (exact_product) {
+        double s = cq_two_sum(c, a * b, &e);
+        return fmt == CQ_FMT_F64 ? s : cq_round_fmt(cq_to_odd(s, e), fmt);
+    }
+    double p = cq_two_product(a, b, &pe);
+    double s = cq_two_sum(c, p, &e);
+    double t = cq_two_sum(e, pe, &v);
+    v = cq_to_odd(t, v);
+    if (fmt == CQ_FMT_F64)
+        return s + v;                              /* Boldo and Melquiond's FMA */
+    t = cq_two_sum(s, v, &e);
+    return cq_round_fmt(cq_to_odd(t, e), fmt);
+}
+
+/* ------------------------------------------------------------------ conversions */
+
+/* An integer into float format `fmt`, rounded once (LANGUAGE.md §12.3.3). */
+CQ_NUM_FN double cq_s64_to_fmt(int64_t x, int fmt)
+{
+    return fmt == CQ_FMT_F64 ? (double)x : cq_round_fmt(cq_s64_to_odd(x), fmt);
+}
+
+CQ_NUM_FN double cq_u64_to_fmt(uint64_t x, int fmt)
+{
+    return fmt == CQ_FMT_F64 ? (double)x : cq_round_fmt(cq_u64_to_odd(x), fmt);
+}
+
+/* A float truncated toward zero into an integer type of `bits` bits (signed or not):
+ * CQ_NUM_OUT_OF_RANGE for NaN and values outside the type (numerics._float_to_int),
+ * else the value's two's complement bits in *out (cast them to the type). */
+CQ_NUM_FN int cq_f64_to_int(double x, int bits, int is_signed, uint64_t *out)
+{
+    double t = trunc(x);
+    double lo = is_signed ? -ldexp(1.0, bits - 1) : 0.0;
+    double top = ldexp(1.0, is_signed ? bits - 1 : bits);   /* hi + 1, exact */
+    if (isnan(t) || t < lo || t >= top) {
+        *out = 0;
+        return CQ_NUM_OUT_OF_RANGE;
+    }
+    *out = t < 0.0 ? (uint64_t)(int64_t)t : (uint64_t)t;
+    return CQ_NUM_OK;
+}
+
+/* ------------------------------------------------------------------ integers */
+
+/* Wrapping + - * NEG in the promoted types, on unsigned bits (C leaves signed overflow
+ * undefined); BNOT is ~. Division and remainder truncate (C99 / and %), the remainder
+ * takes the dividend's sign, division by zero faults, MIN / -1 wraps to MIN with
+ * remainder 0 (x86 traps on it, so -1 never reaches / or %). Shifts fault unless
+ * 0 <= n < width; the count is the value of the count operand in its own type (a u64
+ * count above 2^63 - 1 is passed as a negative int64_t: out of range either way); >>
+ * of a signed value is arithmetic. */
+#define CQ_NUM_INT_OPS(T, CT, UT, BITS, SIGNED)                                         \
+    CQ_NUM_FN CT cq_add_##T(CT x, CT y) { return (CT)((UT)x + (UT)y); }                  \
+    CQ_NUM_FN CT cq_sub_##T(CT x, CT y) { return (CT)((UT)x - (UT)y); }                  \
+    CQ_NUM_FN CT cq_mul_##T(CT x, CT y) { return (CT)((UT)x * (UT)y); }                  \
+    CQ_NUM_FN CT cq_neg_##T(CT x) { return (CT)((UT)0 - (UT)x); }                        \
+    CQ_NUM_FN CT cq_min_##T(CT x, CT y) { return y < x ? y : x; }                        \
+    CQ_NUM_FN CT cq_max_##T(CT x, CT y) { return y > x ? y : x; }                        \
+    CQ_NUM_FN int cq_div_##T(CT x, CT y, CT *q)                                          \
+    {                                                                                     \
+        if (y == 0) { *q = 0; return CQ_NUM_DIV_ZERO; }                                  \
+        *q = (SIGNED && y == (CT)-1) ? cq_neg_##T(x) : (CT)(x / y);                      \
+        return CQ_NUM_OK;                                                                 \
+    }                                                                                     \
+    CQ_NUM_FN int cq_mod_##T(CT x, CT y, CT *r)                                          \
+    {                                                                                     \
+        if (y == 0) { *r = 0; return CQ_NUM_DIV_ZERO; }                                  \
+        *r = (SIGNED && y == (CT)-1) ? (CT)0 : (CT)(x % y);                              \
+        return CQ_NUM_OK;                                                                 \
+    }                                                                                     \
+    CQ_NUM_FN int cq_shl_##T(CT x, int64_t n, CT *out)                                   \
+    {                                                                                     \
+        if (n < 0 || n >= BITS) { *out = 0; return CQ_NUM_SHIFT_RANGE; }                 \
+        *out = (CT)((UT)x << n);                                                          \
+        return CQ_NUM_OK;                                                                 \
+    }                                                                                     \
+    CQ_NUM_FN int cq_shr_##T(CT x, int64_t n, CT *out)                                   \
+    {                                                                                     \
+        if (n < 0 || n >= BITS) { *out = 0; return CQ_NUM_SHIFT_RANGE; }                 \
+        *out = (SIGNED && (UT)x >> (BITS - 1)) ? (CT) ~(~(UT)x >> n) : (CT)((UT)x >> n);   \
+        return CQ_NUM_OK;                                                                 \
+    }
+
+CQ_NUM_INT_OPS(s32, int32_t, uint32_t, 32, 1)
+CQ_NUM_INT_OPS(u32, uint32_t, uint32_t, 32, 0)
+CQ_NUM_INT_OPS(s64, int64_t, uint64_t, 64, 1)
+CQ_NUM_INT_OPS(u64, uint64_t, uint64_t, 64, 0)
+
+/* ------------------------------------------------------------------ MIN and MAX */
+
+/* A NaN operand is ignored (IEEE minNum/maxNum); operands that compare equal (+0 and -0
+ * included) give the first. Never fmin/fmax: they leave the sign of zero open. The same
+ * rule for every float type, compared as doubles (exact). */
+CQ_NUM_FN double cq_min_f(double x, double y)
+{
+    return isnan(x) ? y : isnan(y) ? x : (y < x ? y : x);
+}
+
+CQ_NUM_FN double cq_max_f(double x, double y)
+{
+    return isnan(x) ? y : isnan(y) ? x : (y > x ? y : x);
+}
+
+/* ------------------------------------------------------------------ print */
+
+/* How print writes a float (numerics.format_float): %g of its value as a double, and
+ * "nan" for every NaN (glibc writes "-nan" when the sign bit is set). Returns what
+ * snprintf returns. */
+CQ_NUM_FN int cq_format_float(char *buf, size_t size, double x)
+{
+    if (isnan(x))
+        return snprintf(buf, size, "nan");
+    return snprintf(buf, size, "%g", x);
+}
+
+#endif /* CQ_NUMERICS_H */
