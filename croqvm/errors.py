@@ -27,7 +27,13 @@ class ArgumentError(CroqvmError):
 
 
 class KernelFault(CroqvmError):
-    """A runtime error while a function runs (LANGUAGE.md §15.3); exit status 3."""
+    """A runtime error while a function runs (LANGUAGE.md §15.3); exit status 3.
+    ``record`` is the engine's ``croqvm.faults.FaultRecord`` when one fault caused it (a
+    deadlock report has none)."""
+
+    def __init__(self, message: str, diagnostics=(), record=None):
+        super().__init__(message, diagnostics)
+        self.record = record
 
 
 class InternalError(CroqvmError):

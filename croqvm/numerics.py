@@ -7,17 +7,16 @@ from §12 the function handling it says so.
 Conventions: ``x``, ``y`` operand arrays (one element per lane, in the storage dtype of
 their croqvm type), ``t`` a ``DType``, ``act`` the bool mask of the lanes whose faults
 count. Inactive lanes compute garbage that the caller throws away; a fault is raised for
-the lowest active lane only (§7.1.3), as ``LaneFault(message, index)``.
+the lowest active lane only (§7.1.3), as ``LaneFault(kind, operands, index)``.
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
 from . import dtypes
 from .dtypes import DType
 from .faults import LaneFault
+from .messages import Kind
 
 F64 = np.float64
 
@@ -28,21 +27,12 @@ def first_lane(bad: np.ndarray, act: np.ndarray) -> int | None:
     return int(hit[0]) if hit.size else None
 
 
-def _fault_if(bad, act, message_of):
+def _fault_if(bad, act, kind: Kind, operands_of):
+    """Fault ``kind`` with ``operands_of(i)`` for the lowest active lane ``i`` where
+    ``bad`` holds (croqvm.messages has the message)."""
     i = first_lane(bad, act)
     if i is not None:
-        raise LaneFault(message_of(i), i)
-
-
-def format_float(x: float) -> str:
-    """A float as ``print`` writes it (LANGUAGE.md §13.2, D19): converted to f64 and
-    written as C++ ``std::ostream`` does by default, which is ``%g`` with 6 significant
-    digits: ``42``, ``1.5``, ``0.333333``, ``1e+20``, ``-0``, ``inf``, ``-inf``. Python's
-    ``%g`` is C's, except that C prints a NaN with its sign bit set as ``-nan`` (glibc);
-    croqvm always prints ``nan``."""
-    if math.isnan(x):
-        return "nan"
-    return "%g" % x
+        raise LaneFault(kind, operands_of(i), i)
 
 
 # --------------------------------------------------------------------------- rounding
@@ -155,8 +145,7 @@ def _float_to_int(x, dst: DType, act):
     lo, hi = int_range(dst)
     # hi + 1 is a power of two, exact in f64, unlike hi itself for 64-bit types
     bad = np.isnan(t) | (t < lo) | (t >= float(hi + 1))
-    _fault_if(bad, act, lambda i: f"value {format_float(float(x[i]))} out of range "
-                                  f"for '{dst.name}'.")
+    _fault_if(bad, act, Kind.FLOAT_TO_INT, lambda i: (float(x[i]), dst.code))
     return np.where(bad, 0, t).astype(dst.np)
 
 
@@ -170,7 +159,7 @@ def _int_div_parts(x, y, t, act):
     MIN, remainder 0)."""
     if not np.count_nonzero(y <= 0) and not (t.signed and np.count_nonzero(x < 0)):
         return x // y, x % y        # every lane: floor and truncation agree
-    _fault_if(y == 0, act, lambda i: "integer division by zero.")
+    _fault_if(y == 0, act, Kind.DIVISION_BY_ZERO, lambda i: ())
     minus_one = (y == -1) if t.signed else np.zeros(y.shape, bool)
     safe = np.where((y == 0) | minus_one, 1, y).astype(t.np)
     q = x // safe
@@ -255,7 +244,7 @@ _UNSIGNED = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 def _shift_count(y, t: DType, act):
     yy = y.astype(np.int64)      # a u64 count >= 2^63 turns negative: still out of range
     bad = (yy < 0) | (yy >= t.bits)
-    _fault_if(bad, act, lambda i: f"shift count {int(y[i])} out of range for '{t.name}'.")
+    _fault_if(bad, act, Kind.SHIFT_COUNT, lambda i: (int(y[i]), t.code))
     return np.where(bad, 0, yy)
 
 

@@ -38,3 +38,33 @@ class Span:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col}"
+
+
+class SpanTable:
+    """The spans of a bytecode module (``spans[i] = (file index, line, col, end_line,
+    end_col)``) over its source files: how runtime messages quote places."""
+
+    def __init__(self, sources: list[tuple[str, str]], spans: list):
+        self.names = [name for name, _ in sources]
+        self.files = {name: SourceFile(name, text) for name, text in sources}
+        self.spans = spans
+
+    def span(self, index: int) -> Span | None:
+        if not 0 <= index < len(self.spans):
+            return None
+        f, line, col, end_line, end_col = self.spans[index]
+        name = self.names[f] if 0 <= f < len(self.names) else "<unknown>"
+        return Span(name, line, col, end_line, end_col)
+
+    def where(self, index: int) -> str:
+        """``FILE:L:C`` of a span index, as messages quote places."""
+        span = self.span(index)
+        return str(span) if span else "<unknown>"
+
+    def text(self, index: int) -> str:
+        """The source text a one-line span covers (the statement in deadlock reports)."""
+        span = self.span(index)
+        src = self.files.get(span.file) if span else None
+        if src is None or span.end_line != span.line:
+            return ""
+        return src.line(span.line)[span.col - 1:span.end_col - 1]

@@ -1,13 +1,14 @@
 """Memory handlers: ALLOC, FILL, LOAD, STORE, UPDATE, DIMOF (LANGUAGE.md §3.2-§3.3,
 §8.5-§8.6, §14.4; docs/EXECUTION.md §6).
 
-Conventions: handlers take (``w``, ``ins``); ``acc`` an ``Access``; element stores go
+Conventions: handlers take (``w``, ``ins``); ``a`` the index of an ``Access`` in the
+code's table, ``acc`` the access itself; element stores go
 lane by lane in increasing order (§7.1.3), so when lanes collide the highest one's value
 stays; faults are raised for the lowest active lane that has one. LOAD, STORE, UPDATE and
-DIMOF are prepared (``PREPARE``): their handlers receive the access (and whether its base
-is one instance for the block) or the buffer slot, the register's type and the element
-type the module declares for the base (a buffer's, or a future's, §9.4.4), instead of the
-instruction.
+DIMOF are prepared (``PREPARE``): their handlers receive the access index (and whether
+its base is one instance for the block) or the buffer slot, the register's type and the
+element type the module declares for the base (a buffer's, or a future's, §9.4.4),
+instead of the instruction.
 """
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ from .. import dtypes
 from ..bytecode.module import BaseKind
 from ..bytecode.opcodes import TABLE
 from ..faults import LaneFault
+from ..messages import Kind
 from ..numerics import binary_op, convert, converter
 from .memory import block_wide, buffer_of, check_written, distinct, is_uniform, load, locate, store
-from .sync import arrive, check_uniform
+from .sync import arrive, check_uniform, register_operand
 
 
 def _lowest(*faults):
@@ -49,7 +51,7 @@ def op_alloc(w, ins):
         shape = [int(w.regs[r][i]) for r in decl.shape]
         for d in shape:
             if d < 1:
-                raise LaneFault(f'The mdspan size "{d}" is invalid!', int(i))
+                raise LaneFault(Kind.ALLOC_EXTENT, (d,), int(i))
         blk.allocate(slot, lane, shape)
 
 
@@ -67,8 +69,8 @@ def op_fill(w, ins):
     rtype = blk.prog.rtypes[r]
     if coll >= 0:
         def effect(blk, rec, lanes):
-            check_uniform(blk, rec, lanes, lambda lane: [("value", blk.lane_reg(lane, r))],
-                          [r])
+            check_uniform(blk, rec, lanes,
+                          lambda lane: [("value", register_operand(blk, lane, r))], [r])
             _fill(blk, slot, int(lanes[0]), blk.lane_reg(int(lanes[0]), r), rtype)
         arrive(w, ins, coll, effect)
         return
@@ -86,24 +88,24 @@ def prepare_load(prog, ins):
     _, r, a = ins[:3]
     acc = prog.code.accesses[a]
     to_reg = converter(element_type(prog.code, acc), prog.rtypes[r])
-    return r, acc, is_uniform(prog.code, acc), to_reg
+    return r, a, is_uniform(prog.code, acc), to_reg
 
 
 def op_load(w, ins):
-    r, acc, uniform, to_reg = ins
-    w.write(r, to_reg(load(w, acc, uniform), w.act))
+    r, a, uniform, to_reg = ins
+    w.write(r, to_reg(load(w, a, uniform), w.act))
 
 
 def prepare_store(prog, ins):
     _, a, r = ins[:3]
     acc = prog.code.accesses[a]
     to_elem = converter(prog.rtypes[r], element_type(prog.code, acc))
-    return acc, is_uniform(prog.code, acc), r, to_elem
+    return a, is_uniform(prog.code, acc), r, to_elem
 
 
 def op_store(w, ins):
-    acc, uniform, r, to_elem = ins
-    groups, f1 = _try(locate, w, acc, uniform)
+    a, uniform, r, to_elem = ins
+    groups, f1 = _try(locate, w, a, uniform)
     vals, f2 = _try(to_elem, w.regs[r], w.act)
     _lowest(f1, f2)
     for buf, lanes, flat in groups:
@@ -111,28 +113,28 @@ def op_store(w, ins):
 
 
 def prepare_update(prog, ins):
-    """(access, uniform, r, (``fn`` giving the new values, the conversion back to the
+    """(access index, uniform, r, (``fn`` giving the new values, the conversion back to the
     element type)): the operation for the element type and R[b]'s."""
     _, a, r, opcode = ins[:4]
     acc = prog.code.accesses[a]
     etype = element_type(prog.code, acc)
     fn, t = binary_op(TABLE[opcode].name, etype, prog.rtypes[r])
-    return acc, is_uniform(prog.code, acc), r, (fn, converter(t, etype))
+    return a, is_uniform(prog.code, acc), r, (fn, converter(t, etype))
 
 
 def op_update(w, ins):
     """``@a := @a <op> R[b]`` one lane after another (§7.1.3): a lane sees the element
     as the lanes before it left it. When no two lanes share an element that order is
     invisible and the lanes go together."""
-    acc, uniform, r, ops = ins
-    groups = locate(w, acc, uniform)
+    a, uniform, r, ops = ins
+    groups = locate(w, a, uniform)
     if _lanes_collide(groups):
-        _update_in_order(w, acc, groups, ops, r)
+        _update_in_order(w, a, groups, ops, r)
         return
     results, faults = [], []
     for buf, lanes, flat in groups:
         try:
-            results.append((buf, flat, _updated(w, acc, buf, lanes, flat, ops, r)))
+            results.append((buf, flat, _updated(w, a, buf, lanes, flat, ops, r)))
         except LaneFault as f:
             faults.append(f)
     _lowest(*faults)
@@ -142,9 +144,9 @@ def op_update(w, ins):
             buf.written.reshape(-1)[flat] = True
 
 
-def _updated(w, acc, buf, lanes, flat, ops, r):
+def _updated(w, a, buf, lanes, flat, ops, r):
     """The new values of the elements at ``flat`` of ``buf`` that ``lanes`` update."""
-    check_written(w, acc, buf, lanes, flat)
+    check_written(w, a, buf, lanes, flat)
     fn, to_elem = ops
     if len(lanes) == w.width:          # every lane: the register as it is
         values, act = w.regs[r], w.act
@@ -153,21 +155,21 @@ def _updated(w, acc, buf, lanes, flat, ops, r):
     try:
         return to_elem(fn(buf.flat[flat], values, act), act)
     except LaneFault as f:
-        raise LaneFault(f.message, int(lanes[f.index])) from None
+        raise f.at(int(lanes[f.index])) from None
 
 
-def _update_in_order(w, acc, groups, ops, r):
+def _update_in_order(w, a, groups, ops, r):
     order = sorted((int(lanes[n]), buf, int(flat[n]))
                    for buf, lanes, flat in groups for n in range(len(lanes)))
     one = np.ones(1, bool)
     fn, to_elem = ops
     for i, buf, off in order:
         try:
-            check_written(w, acc, buf, np.array([i]), np.array([off]))
+            check_written(w, a, buf, np.array([i]), np.array([off]))
             new = fn(buf.flat[off:off + 1], w.regs[r][i:i + 1], one)
             buf.flat[off] = to_elem(new, one)[0]
         except LaneFault as f:
-            raise LaneFault(f.message, i) from None
+            raise f.at(i) from None
         if buf.written is not None:
             buf.written.reshape(-1)[off] = True
 

@@ -1,11 +1,9 @@
-"""Runtime error and deadlock reports (LANGUAGE.md §15.3, §10.5, Appendix A.8).
+"""Runtime error and deadlock reports of the reference engine (LANGUAGE.md §15.3, §10.5,
+Appendix A.8).
 
-Every runtime error leaves the engine through ``fault`` (or ``deadlock``), which renders
-it with the shared diagnostic renderer: the message at the statement's span, the source
-line and caret, the report's item lines, then where it ran::
-
-      in kernel launched at FILE:L:C, block (1, 0), lane 37 (warp 1, lane 5)
-      in host code of 'f'
+Every runtime error leaves the engine through ``fault`` (or ``deadlock``, or
+``internal``): ``fault`` makes the ``FaultRecord`` that any engine reports and renders it
+with ``croqvm.report``.
 """
 from __future__ import annotations
 
@@ -14,36 +12,31 @@ import traceback
 import numpy as np
 
 from ..bytecode.opcodes import SPAN
+from .. import report
 from ..errors import InternalError, KernelFault
-from ..limits import WARP_SIZE
-from ..diagnostics import Diagnostic, render
-from .fmt import lanes_phrase
+from ..faults import FaultRecord
+from ..messages import Context, Kind, lanes_phrase, message
 from .warp import BLOCKED, DONE
 
 
 def context(blk, lane) -> str:
-    call = blk.call
-    if blk.is_host:
-        return f"  in host code of '{call.fn.name}'"
-    where = f"  in kernel launched at {call.where(blk.launch.span)}"
-    if lane is None:
-        return where
-    warp, i = divmod(lane, WARP_SIZE)
-    return f"{where}, block {blk.block_text()}, lane {lane} (warp {warp}, lane {i})"
+    return report.context(blk.call.spans, blk.call.fn, blk.launch_index, blk.index, lane)
 
 
-def fault(blk, span: int, message: str, lane=None, hint=None, notes=()) -> KernelFault:
-    if blk.is_host:
-        lane = None
-    diag = Diagnostic("runtime error", message, blk.call.span(span), hint,
-                      list(notes) + [context(blk, lane)])
-    return KernelFault(render(diag, blk.call.sources), [diag])
+def fault(blk, kind: Kind, operands: tuple, lane, ip: int, span=None) -> KernelFault:
+    """Runtime error ``kind`` of block lane ``lane`` at instruction ``ip`` (-1: none) of
+    the block's code; its message points at ``span``, by default the instruction's."""
+    if span is None:
+        span = blk.prog.ins[ip][SPAN]
+    rec = FaultRecord(kind, tuple(operands), blk.launch_index, blk.index,
+                      None if blk.is_host else lane, ip, span)
+    return report.fault(blk.call.spans, blk.call.fn, rec)
 
 
 def internal(blk, span: int, exc: BaseException) -> InternalError:
     """A failure valid bytecode cannot cause (an engine bug), at the instruction it
     happened at; the engine function it came from helps the bug report."""
-    where = blk.call.span(span)
+    where = blk.call.spans.span(span)
     frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     origin = f" (in {frame.name})" if frame else ""
     msg = f"internal error: {type(exc).__name__}: {exc}{origin}"
@@ -72,7 +65,8 @@ def _suspended(blk, w):
     if not idle.any():
         return []
     frame = next((f for f in reversed(w.stack) if (f.entered & idle).any()), None)
-    where = blk.call.where(blk.prog.ins[frame.opener][SPAN]) if frame else "the kernel's start"
+    where = blk.call.spans.where(blk.prog.ins[frame.opener][SPAN]) if frame else \
+        "the kernel's start"
     return [f"  {lanes_phrase(w.lanes[idle])} suspended in divergent code at {where}"]
 
 
@@ -88,9 +82,10 @@ def _stuck_collective(blk, blocked):
         for rec in getattr(w.blocker, "recs", ()):
             if rec.done:
                 continue
-            message = rec.incomplete_unit()
-            if message:
-                return rec, message
+            unit = rec.incomplete_unit()
+            if unit:
+                cx = Context(blk.call.spans, blk.call.fn, blk.prog.code)
+                return rec, message(*unit, cx)
             gone = rec.missing() & done
             if gone.any():
                 return rec, (f"'{rec.site.text}' was reached by only part of its group: "
@@ -107,12 +102,11 @@ def deadlock(blk) -> KernelFault:
     for w in blocked:
         lines += _suspended(blk, w)
     hint = next((h for h in (w.blocker.hint(call) for w in blocked) if h), None)
-    rec, message = _stuck_collective(blk, blocked)
+    rec, text = _stuck_collective(blk, blocked)
     if rec is not None:
         span = rec.ins[SPAN]
     else:
-        message = f"deadlock: every live lane of block {blk.block_text()} is blocked"
+        text = f"deadlock: every live lane of block {blk.block_text()} is blocked"
         span = blk.prog.ins[blocked[0].ip][SPAN]
-    diag = Diagnostic("runtime error", message, call.span(span), hint,
-                      lines + [context(blk, None)])
-    return KernelFault(render(diag, call.sources), [diag])
+    return report.kernel_fault(call.spans, call.fn, span, text, lines + [context(blk, None)],
+                               hint)

@@ -16,8 +16,8 @@ from .. import dtypes
 from ..bytecode.module import DmaOp
 from ..bytecode.opcodes import SPAN
 from ..faults import Fault
+from ..messages import Kind
 from ..numerics import convert
-from .fmt import shape_text, tuple_text
 from .memory import Handle, Transfer, allocating, first_pending, view_of, view_registers
 from .sync import arrive, check_uniform
 
@@ -29,12 +29,10 @@ def _in_range(o, e, shape):
 
 def _check_tile(buf, o, e, lane):
     if any(x < 1 for x in e):
-        raise Fault(f"tile of '{buf.name}' at origin {tuple_text(o)} has no elements "
-                    f"(extents {shape_text(e)}).", lane)
+        raise Fault(Kind.EMPTY_TILE, (buf.ref, o, e), lane)
     lo, hi = _in_range(o, e, buf.shape)
     if any(h <= l for l, h in zip(lo, hi)):
-        raise Fault(f"tile of '{buf.name}' at origin {tuple_text(o)} lies outside "
-                    f"{shape_text(buf.shape)}.", lane)
+        raise Fault(Kind.TILE_OUTSIDE, (buf.ref, o, buf.shape), lane)
 
 
 def new_tile(shape, dtype):
@@ -98,9 +96,10 @@ def write_tile(buf, o, D, tile, zfill):
 
 
 class Plan:
-    """A DMA resolved for one (lowest participating) lane."""
+    """DMA ``d`` resolved for one (lowest participating) lane."""
 
-    def __init__(self, blk, desc, lane):
+    def __init__(self, blk, d: int, lane: int):
+        desc = blk.prog.code.dmas[d]
         w, i = blk.warp_of(lane)
         self.src = view_of(w, desc.src, i)
         _check_tile(*self.src, lane)
@@ -112,12 +111,11 @@ class Plan:
         buf, o, D = self.dst
         if desc.dst_view >= 0:
             _check_tile(buf, o, D, lane)
-        if any(t > d for t, d in zip(self.shape, D)) or \
+        if any(t > x for t, x in zip(self.shape, D)) or \
                 (not desc.zfill and tuple(self.shape) != tuple(D)):
-            hint = "" if desc.zfill else "; add '.zfill' to clear the rest"
-            raise Fault(f"'{desc.text}' copies a {shape_text(self.shape)} tile into a "
-                        f"{shape_text(D)} destination{hint}.", lane)
-        self.desc = desc
+            kind = Kind.DMA_SHAPE_ZFILL if desc.zfill else Kind.DMA_SHAPE
+            raise Fault(kind, (d, tuple(self.shape), tuple(D)), lane)
+        self.d, self.desc = d, desc
         self.tiles = []          # the working tiles, from reserve() until the data moves
 
     def _destination(self, blk, desc, w, i, lane):
@@ -139,15 +137,20 @@ class Plan:
         shape = [int(w.regs[r][i]) for r in decl.shape]
         for d in shape:
             if d < 1:
-                raise Fault(f'The mdspan size "{d}" is invalid!', lane)
+                raise Fault(Kind.ALLOC_EXTENT, (d,), lane)
         return shape
 
     def operands(self):
+        """What every participant of a collective DMA must present alike (§7.4.5)."""
         (sb, so, se), (db, do, de) = self.src, self.dst
-        return [("source", f"'{sb.name}'"), ("origin", tuple_text(so)),
-                ("extents", shape_text(se)), ("destination", f"'{db.name}'"),
-                ("destination origin", tuple_text(do)), ("destination extents", shape_text(de)),
-                ("padding", str(self.pads))]
+        lo, hi, mid = self.pads
+        pad = [] if self.pad_value is None else \
+            [("padding value", ("value", (self.pad_value[1].code, self.pad_value[0][0])))]
+        return [("source", ("buffer", sb.ref)), ("origin", ("tuple", so)),
+                ("extents", ("shape", se)), ("destination", ("buffer", db.ref)),
+                ("destination origin", ("tuple", do)), ("destination extents", ("shape", de)),
+                ("low padding", ("tuple", lo)), ("high padding", ("tuple", hi)),
+                ("interior padding", ("tuple", mid))] + pad
 
     def reserve(self, lane):
         """Allocate the working tiles when the DMA is issued, so that a tile no memory can
@@ -155,7 +158,7 @@ class Plan:
         src_buf, _, e = self.src
         shapes = [e] + ([self.shape] if self.desc.op == DmaOp.PAD else [])
         for shape in shapes:
-            with allocating(f"the '{self.desc.text}' tile", shape, lane):
+            with allocating(Kind.ALLOC_TILE, (self.d,), shape, lane):
                 self.tiles.append(new_tile(shape, src_buf.data.dtype))
 
     def move(self):
@@ -177,9 +180,7 @@ def _check_unwaited(blk, desc, lanes):
     futs = blk.futures[desc.future]
     lane = first_pending(futs, np.asarray(lanes).tolist())
     if lane is not None:
-        name = blk.prog.code.futures[desc.future].name
-        raise Fault(f"async copy issued at {blk.call.where(futs[lane].issued)} into "
-                    f"'{name}' was never waited.", lane)
+        raise Fault(Kind.NEVER_WAITED, (futs[lane].issued, desc.future), lane)
 
 
 def _issue(blk, desc, plan, lanes, span):
@@ -226,20 +227,21 @@ def _registers(blk, desc, lanes):
 
 def op_dma(w, ins):
     blk = w.blk
-    desc = blk.prog.code.dmas[ins[1]]
+    d = ins[1]
+    desc = blk.prog.code.dmas[d]
     if ins[2] >= 0:
         def effect(blk, rec, lanes):
             _check_unwaited(blk, desc, lanes)
             plans = {}
             check_uniform(blk, rec, lanes, lambda lane: plans.setdefault(
-                lane, Plan(blk, desc, lane)).operands(), _registers(blk, desc, lanes))
-            plan = plans.get(int(lanes[0])) or Plan(blk, desc, int(lanes[0]))
+                lane, Plan(blk, d, lane)).operands(), _registers(blk, desc, lanes))
+            plan = plans.get(int(lanes[0])) or Plan(blk, d, int(lanes[0]))
             _issue(blk, desc, plan, lanes, ins[SPAN])
         arrive(w, ins, ins[2], effect)
         return
     for lane in w.lanes[w.act]:
         _check_unwaited(blk, desc, [lane])
-        _issue(blk, desc, Plan(blk, desc, int(lane)), [lane], ins[SPAN])
+        _issue(blk, desc, Plan(blk, d, int(lane)), [lane], ins[SPAN])
 
 
 def op_fut_any(w, ins):
@@ -255,8 +257,7 @@ def wait_lane(blk, slot, lane):
     if h is None or h.buf is None or not h.is_async:
         return
     if h.waited[lane]:
-        raise Fault(f"future '{blk.prog.code.futures[slot].name}' has been waited "
-                    f"multiple times.", lane)
+        raise Fault(Kind.FUTURE_WAITED_TWICE, (slot,), lane)
     h.waited[lane] = True
     h.transfer.land()
 
@@ -286,8 +287,7 @@ def op_fut_dim(w, ins):
     for i in w.active_indices():
         h = blk.futures[slot][w.base + int(i)]
         if h is None or h.buf is None:
-            raise Fault(f"future '{blk.prog.code.futures[slot].name}' has no data.",
-                        w.base + int(i))
+            raise Fault(Kind.FUTURE_NO_DATA, (slot,), w.base + int(i))
         out[i] = h.extents[k]
     w.write(r, convert(out, dtypes.S64, blk.prog.rtypes[r], w.act))
 
@@ -298,10 +298,8 @@ def check_kernel_end(blk) -> None:
     for slot, futs in enumerate(blk.futures):
         lane = first_pending(futs, list(range(blk.size)))
         if lane is not None:
-            name = blk.prog.code.futures[slot].name
             span = blk.call.fn.span if blk.is_host else blk.kernel.span
-            raise Fault(f"async copy issued at {blk.call.where(futs[lane].issued)} into "
-                        f"'{name}' was never waited.", lane, span=span)
+            raise Fault(Kind.NEVER_WAITED, (futs[lane].issued, slot), lane, span=span)
 
 
 HANDLERS = {

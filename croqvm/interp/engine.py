@@ -20,7 +20,8 @@ import numpy as np
 from ..bytecode.opcodes import SPAN, TABLE
 from ..errors import CroqvmError
 from ..faults import Fault, LaneFault
-from ..limits import MAX_BLOCK_SIZE, TOO_MANY_THREADS
+from ..limits import MAX_BLOCK_SIZE
+from ..messages import Kind
 from ..numerics import convert
 from . import access, alu, control, diagnose, dma, mma, output, sync
 from .machine import Block
@@ -28,7 +29,7 @@ from .warp import DONE, READY, Warp
 
 
 def op_launch(w, ins):
-    run_launch(w.blk, w.blk.prog.code.launches[ins[1]])
+    run_launch(w.blk, ins[1])
 
 
 def _ret(value_of):
@@ -59,21 +60,29 @@ _PREPARE_BY_NAME = {**alu.PREPARE, **access.PREPARE}
 PREPARE = tuple(_PREPARE_BY_NAME.get(op.name) for op in TABLE)
 
 
-def _steps(prog, code) -> list:
-    return [(HANDLERS[ins[0]], PREPARE[ins[0]](prog, ins) if PREPARE[ins[0]] else ins)
-            for ins in code]
+def _steps(blk, code) -> list:
+    out = []
+    for ins in code:
+        prep = PREPARE[ins[0]]
+        try:
+            out.append((HANDLERS[ins[0]], prep(blk.prog, ins) if prep else ins))
+        except Exception as e:   # what the verifier let through: an engine or verifier bug
+            raise diagnose.internal(blk, ins[SPAN], e) from e
+    return out
 
 
-def prepare(prog) -> None:
-    """Give ``prog`` its (handler, operands) pairs, once."""
+def prepare(blk) -> None:
+    """Give the block's program its (handler, operands) pairs, once."""
+    prog = blk.prog
     if prog.steps is None:
-        prog.steps = _steps(prog, prog.ins)
-        prog.laneset_steps = [_steps(prog, ls) for ls in prog.lanesets]
+        steps = _steps(blk, prog.ins)
+        prog.laneset_steps = [_steps(blk, ls) for ls in prog.lanesets]
+        prog.steps = steps
 
 
 def run_block(blk) -> None:
     """Run every warp of ``blk`` to completion under the call's scheduler (§7.1.2)."""
-    prepare(blk.prog)
+    prepare(blk)
     sched = blk.call.scheduler
     while True:
         w = sched.pick(blk)
@@ -100,8 +109,7 @@ def _run_warp(w, quantum: int) -> None:
             call.steps += 1
             call.lane_steps += w.nact
             if call.steps > call.max_steps:
-                raise Fault(f"exceeded the step limit of {call.max_steps} (use --max-steps)",
-                            _lowest_lane(w))
+                raise Fault(Kind.STEP_LIMIT, (call.max_steps,), _lowest_lane(w))
             handler, operands = steps[pc]
             handler(w, operands)
             n += 1
@@ -112,10 +120,9 @@ def _run_warp(w, quantum: int) -> None:
             if n >= quantum > 0 or blk.released:
                 break
     except LaneFault as f:
-        raise diagnose.fault(blk, code[w.ip][SPAN], f.message, w.base + f.index) from None
+        raise diagnose.fault(blk, f.kind, f.operands, w.base + f.index, w.ip) from None
     except Fault as f:
-        span = code[w.ip][SPAN] if f.span is None else f.span
-        raise diagnose.fault(blk, span, f.message, f.lane, f.hint, f.notes) from None
+        raise diagnose.fault(blk, f.kind, f.operands, f.lane, w.ip, f.span) from None
     except CroqvmError:
         raise
     except Exception as e:   # an engine bug: reported, with its place, not hidden
@@ -129,24 +136,24 @@ def _lowest_lane(w):
 
 # --------------------------------------------------------------------------- launches
 
-def run_launch(hblk, launch) -> None:
+def run_launch(hblk, index: int) -> None:
     """§14.2, docs/EXECUTION.md §1: bind buffers by reference and scalars by value, then
-    run the blocks one after another in row-major order (§7.1.1)."""
+    run the blocks of launch ``index`` of the host program one after another in
+    row-major order (§7.1.1)."""
     call = hblk.call
+    launch = hblk.prog.code.launches[index]
     kernel = call.fn.kernels[launch.kernel]
     prog = call.program(kernel.code)
-    prepare(prog)
     grid = [int(hblk.lane_reg(0, r)) for r in launch.grid]
     for d, g in enumerate(grid):
         if g < 1:
-            raise Fault(f"the parallel bound of grid dimension {d} is {g}: it should be "
-                        f"greater than 0.")
+            raise Fault(Kind.GRID_BOUND, (d, g))
     size = _block_size(hblk, kernel, launch)
     hregs = [(kr, hblk.lane_reg(0, hr), hblk.prog.rtypes[hr]) for kr, hr in launch.scalars]
     bound = {ks: hblk.bufs.get(hs) for ks, hs in launch.buffers}
-    for index in np.ndindex(*grid):
+    for block in np.ndindex(*grid):
         blk = Block(call, prog, size, kernel=kernel, kernel_index=launch.kernel,
-                    launch=launch, index=tuple(int(i) for i in index))
+                    launch_index=index, index=tuple(int(i) for i in block))
         blk.bufs.update({s: b for (k, s), b in call.kernel_globals.items()
                          if k == launch.kernel})
         blk.bufs.update({s: b for s, b in bound.items() if b is not None})
@@ -157,7 +164,7 @@ def run_launch(hblk, launch) -> None:
         try:
             dma.check_kernel_end(blk)
         except Fault as f:
-            raise diagnose.fault(blk, f.span, f.message, f.lane) from None
+            raise diagnose.fault(blk, f.kind, f.operands, f.lane, -1, f.span) from None
 
 
 def _block_size(hblk, kernel, launch) -> int:
@@ -166,9 +173,9 @@ def _block_size(hblk, kernel, launch) -> int:
         return kernel.block_size
     size = int(hblk.lane_reg(0, launch.block))
     if size > MAX_BLOCK_SIZE:
-        raise Fault(TOO_MANY_THREADS)
+        raise Fault(Kind.TOO_MANY_THREADS)
     if size < 1:
-        raise Fault(f"the block size of this launch is {size}: it should be greater than 0.")
+        raise Fault(Kind.BLOCK_SIZE, (size,))
     return size
 
 
@@ -182,6 +189,7 @@ def _set_args(w, hregs) -> None:
 def _start_block(blk, hregs) -> None:
     """Evaluate every lane set for every lane at once (docs/EXECUTION.md §2): a scratch
     warp as wide as the block runs the straight-line lane-set code."""
+    prepare(blk)
     prog = blk.prog
     for k, ls in enumerate(prog.code.lanesets):
         if ls.result < 0:
@@ -195,6 +203,6 @@ def _start_block(blk, hregs) -> None:
             try:
                 handler(w, operands)
             except LaneFault as f:
-                raise diagnose.fault(blk, ins[SPAN], f.message, f.index) from None
+                raise diagnose.fault(blk, f.kind, f.operands, f.index, -1, ins[SPAN]) from None
         blk.lanesets.append(w.regs[ls.result].astype(bool))
     sync.init_events(blk)

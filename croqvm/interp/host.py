@@ -103,7 +103,7 @@ def bind(call: Call, hblk: Block, args: list, given: dict) -> list:
             continue
         data = _array_arg(n, p, arg, dims)
         written = np.ones(data.shape, bool) if call.poison else None
-        buf = Buffer(p.name, t, data, written, call.where(p_span(call, p)))
+        buf = Buffer((-1, p.slot, -1), t, data, written)
         hblk.bufs[p.slot] = [buf]
         if p.storage == ParamStorage.GLOBAL:
             if not arg.flags.writeable:
@@ -171,13 +171,7 @@ def _check_end(hblk) -> None:
     try:
         check_kernel_end(hblk)
     except Fault as f:
-        raise diagnose.fault(hblk, f.span, f.message, f.lane) from None
-
-
-def p_span(call, p) -> int:
-    """The declaration span of a parameter buffer (for poison messages): its slot's."""
-    decls = call.fn.host.buffers
-    return decls[p.slot].span if 0 <= p.slot < len(decls) else call.fn.span
+        raise diagnose.fault(hblk, f.kind, f.operands, f.lane, -1, f.span) from None
 
 
 def run_function(module, name: str, args: list, dims: dict, *, poison: bool, schedule: str,

@@ -12,7 +12,8 @@ from .. import dtypes
 from ..bytecode.module import Storage
 from ..bytecode.opcodes import WIDTH
 from ..limits import WARP_SIZE
-from ..source import SourceFile, Span
+from ..messages import Kind
+from ..source import SpanTable
 from .memory import allocating, block_wide, new_buffer
 from .warp import new_warp
 
@@ -42,7 +43,7 @@ class Call:
         self.poison, self.scheduler, self.max_steps = poison, scheduler, max_steps
         self.steps = 0           # warp-instructions executed
         self.lane_steps = 0      # lane-instructions: the active lanes of each of those
-        self.sources = {name: SourceFile(name, text) for name, text in module.sources}
+        self.spans = SpanTable(module.sources, module.spans)
         self.kernel_globals: dict = {}    # (kernel index, slot) -> buffers
         self._programs: dict = {}
 
@@ -52,25 +53,6 @@ class Call:
             prog = self._programs[id(code)] = Program(code)
         return prog
 
-    def span(self, index: int) -> Span | None:
-        if not 0 <= index < len(self.module.spans):
-            return None
-        f, line, col, end_line, end_col = self.module.spans[index]
-        name = self.module.sources[f][0] if 0 <= f < len(self.module.sources) else "<unknown>"
-        return Span(name, line, col, end_line, end_col)
-
-    def where(self, index: int) -> str:
-        """``FILE:L:C`` of a span index, as messages quote places."""
-        span = self.span(index)
-        return str(span) if span else "<unknown>"
-
-    def span_text(self, index: int) -> str:
-        """The source text a one-line span covers (the statement in deadlock reports)."""
-        span = self.span(index)
-        src = self.sources.get(span.file) if span else None
-        if src is None or span.end_line != span.line:
-            return ""
-        return src.line(span.line)[span.col - 1:span.end_col - 1]
 
 
 class Block:
@@ -78,10 +60,10 @@ class Block:
     program on one lane): its warps and every per-block and per-lane store."""
 
     def __init__(self, call: Call, prog: Program, size: int, *, kernel=None, kernel_index=-1,
-                 launch=None, index=()):
+                 launch_index=-1, index=()):
         self.call, self.prog, self.size = call, prog, size
-        self.kernel, self.kernel_index, self.launch, self.index = \
-            kernel, kernel_index, launch, index
+        self.kernel, self.kernel_index, self.launch_index, self.index = \
+            kernel, kernel_index, launch_index, index
         self.live = np.ones(size, bool)
         self.bufs: dict = {}          # slot -> [Buffer]: global and shared instances
         self.locals: dict = {}        # (slot, lane) -> [Buffer]
@@ -114,12 +96,10 @@ class Block:
     def allocate(self, slot: int, lane: int, shape) -> list:
         """Allocate the instances of ``slot`` for ``lane`` (§3.2.4: once per instance)."""
         decl = self.prog.code.buffers[slot]
-        where = self.call.where(decl.span)
-        names = [decl.name] if not decl.array else \
-            [f"{decl.name}[{k}]" for k in range(decl.count)]
-        with allocating(f"buffer '{decl.name}'", shape, lane):
-            insts = [new_buffer(n, dtypes.BY_CODE[decl.dtype], shape, self.call.poison, where)
-                     for n in names]
+        elements = range(decl.count) if decl.array else [-1]
+        with allocating(Kind.ALLOC_BUFFER, (slot,), shape, lane):
+            insts = [new_buffer((self.kernel_index, slot, k), dtypes.BY_CODE[decl.dtype], shape,
+                                self.call.poison) for k in elements]
         if not block_wide(decl):
             self.locals[(slot, lane)] = insts
         else:

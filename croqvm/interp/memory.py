@@ -16,19 +16,20 @@ import numpy as np
 from ..bytecode.module import BaseKind, Storage
 from ..dtypes import DType
 from ..faults import Fault, LaneFault
+from ..messages import Kind
 
 
 class Buffer:
     """One buffer instance: values, and in poison mode which elements were written.
     ``flat`` is a one-dimensional view of ``data`` in row-major order, what element
-    accesses index by offset."""
+    accesses index by offset. ``ref`` = (code, slot, element) names the declaration it
+    was allocated for, as messages name buffers (croqvm.messages, type ``buffer``)."""
 
-    __slots__ = ("name", "dtype", "data", "flat", "written", "decl")
+    __slots__ = ("ref", "dtype", "data", "flat", "written")
 
-    def __init__(self, name: str, dtype: DType, data: np.ndarray, written, decl: str):
+    def __init__(self, ref: tuple, dtype: DType, data: np.ndarray, written):
         data = np.ascontiguousarray(data)
-        self.name, self.dtype, self.data, self.written, self.decl = \
-            name, dtype, data, written, decl
+        self.ref, self.dtype, self.data, self.written = ref, dtype, data, written
         self.flat = data.reshape(-1)
 
     @property
@@ -36,28 +37,28 @@ class Buffer:
         return self.data.shape
 
 
-def new_buffer(name: str, dtype: DType, shape, poison: bool, decl: str) -> Buffer:
+def new_buffer(ref: tuple, dtype: DType, shape, poison: bool) -> Buffer:
     """Zero-filled, or in poison mode NaN / bytes 0xA5 with nothing written (§14.4)."""
     shape = tuple(int(d) for d in shape)
     data = np.zeros(shape, dtype.np)
     if not poison:
-        return Buffer(name, dtype, data, None, decl)
+        return Buffer(ref, dtype, data, None)
     if dtype.is_float:
         data[...] = np.nan
     else:
         data.view(np.uint8)[...] = 0xA5
-    return Buffer(name, dtype, data, np.zeros(shape, bool), decl)
+    return Buffer(ref, dtype, data, np.zeros(shape, bool))
 
 
 @contextmanager
-def allocating(what: str, shape, lane):
+def allocating(kind: Kind, operands: tuple, shape, lane):
     """numpy refusing to make an array of ``shape`` (extents no memory can hold, say from a
-    hand-made module) becomes a runtime error of ``lane`` at the executing instruction."""
+    hand-made module) becomes the runtime error ``kind`` (its operands, then the extents)
+    of ``lane`` at the executing instruction."""
     try:
         yield
     except (MemoryError, ValueError):
-        dims = " x ".join(str(int(d)) for d in shape)
-        raise Fault(f"can not allocate {what} of {dims} elements.", lane) from None
+        raise Fault(kind, operands + (tuple(int(d) for d in shape),), lane) from None
 
 
 @dataclass
@@ -111,10 +112,9 @@ def block_wide(decl) -> bool:
     return decl.storage != Storage.LOCAL
 
 
-def check_array_index(a: int, decl, i: int) -> None:
+def check_array_index(a: int, slot: int, decl, i: int) -> None:
     if not 0 <= a < decl.count:
-        raise LaneFault(f"index {a} is out of range for buffer array '{decl.name}' "
-                        f"[0, {decl.count}).", i)
+        raise LaneFault(Kind.BUFFER_ARRAY_INDEX, (a, slot, decl.count), i)
 
 
 def buffer_of(w, slot: int, arr: int, i: int) -> Buffer:
@@ -122,22 +122,21 @@ def buffer_of(w, slot: int, arr: int, i: int) -> Buffer:
     decl = w.blk.prog.code.buffers[slot]
     insts = w.blk.instances(slot, w.base + i)
     if insts is None:
-        raise LaneFault(f"buffer '{decl.name}' is used before its declaration executed.", i)
+        raise LaneFault(Kind.BUFFER_BEFORE_DECLARATION, (slot,), i)
     a = 0
     if arr >= 0:
         a = int(w.regs[arr][i])
-        check_array_index(a, decl, i)
+        check_array_index(a, slot, decl, i)
     return insts[a]
 
 
 def future_data(w, slot: int, i: int) -> Handle:
     """Lane ``i``'s handle of future ``slot``, which must hold waited data (§9.5.4)."""
     h = w.blk.futures[slot][w.base + i]
-    name = w.blk.prog.code.futures[slot].name
     if h is None or h.buf is None:
-        raise LaneFault(f"future '{name}' has no data.", i)
+        raise LaneFault(Kind.FUTURE_NO_DATA, (slot,), i)
     if h.pending(w.base + i):
-        raise LaneFault(f"future '{name}' is not waited before using.", i)
+        raise LaneFault(Kind.FUTURE_NOT_WAITED, (slot,), i)
     return h
 
 
@@ -173,17 +172,12 @@ def view_of(w, v: int, i: int):
 # that see one view, numbered by position among the active lanes, None meaning all of
 # them (the usual case: a shared or global buffer, or a future a collective DMA filled).
 
-def _element_text(acc, idx) -> str:
-    return f"{acc.text}.at({', '.join(str(int(x)) for x in idx)})"
-
-
 def _uniform_bases(w, acc, lanes):
     """Groups for a shared or global slot: one instance, or one per array element."""
     decl = w.blk.prog.code.buffers[acc.base]
     insts = w.blk.instances(acc.base, 0)
     if insts is None:
-        return [], LaneFault(f"buffer '{decl.name}' is used before its declaration "
-                             f"executed.", int(lanes[0]))
+        return [], LaneFault(Kind.BUFFER_BEFORE_DECLARATION, (acc.base,), int(lanes[0]))
     if acc.arr < 0:
         buf = insts[0]
         return [(buf, (0,) * buf.data.ndim, buf.shape, None)], None
@@ -192,8 +186,8 @@ def _uniform_bases(w, acc, lanes):
     fault, upto = None, len(lanes)
     if bad.size:
         upto = int(bad[0])
-        fault = LaneFault(f"index {int(arr[upto])} is out of range for buffer array "
-                          f"'{decl.name}' [0, {decl.count}).", int(lanes[upto]))
+        fault = LaneFault(Kind.BUFFER_ARRAY_INDEX, (int(arr[upto]), acc.base, decl.count),
+                          int(lanes[upto]))
     groups = []
     for a in np.unique(arr[:upto]):
         buf = insts[int(a)]
@@ -250,10 +244,11 @@ def is_uniform(code, acc) -> bool:
     return acc.base_kind == BaseKind.BUF and block_wide(code.buffers[acc.base])
 
 
-def locate(w, acc, uniform: bool):
-    """Element ``acc`` for every active lane: a list of (buffer, lane indices, flat
+def locate(w, a: int, uniform: bool):
+    """Element access ``a`` for every active lane: a list of (buffer, lane indices, flat
     offsets), grouped by buffer instance; every index checked (§8.6). ``uniform``: what
-    ``is_uniform`` says of ``acc``."""
+    ``is_uniform`` says of the access."""
+    acc = w.blk.prog.code.accesses[a]
     lanes = w.active_indices()
     groups, fault = (_uniform_bases if uniform else _lane_bases)(w, acc, lanes)
     if w.full and fault is None and len(groups) == 1 and acc.indices:
@@ -275,7 +270,7 @@ def locate(w, acc, uniform: bool):
         if np.count_nonzero(bad):
             n = int(np.flatnonzero(bad)[0])
             lane = int(lanes[n if ns is None else ns[n]])
-            faults.append(_range_fault(acc, [x[n] for x in sub], lo, hi, lane))
+            faults.append(_range_fault(a, [int(x[n]) for x in sub], lo, hi, lane))
         elif not faults:
             mine = lanes if ns is None else lanes[ns]
             out.append((buf, mine, _offsets(buf, o, sub, len(mine))))
@@ -284,39 +279,36 @@ def locate(w, acc, uniform: bool):
     return out
 
 
-def _range_fault(acc, idx, lo, hi, i) -> LaneFault:
-    for k, x in enumerate(idx):
-        if not lo[k] <= x < hi[k]:
-            return LaneFault(f"out-of-range access {_element_text(acc, idx)}: index {int(x)} "
-                             f"of dimension {k} is not in [{lo[k]}, {hi[k]}).", i)
-    raise AssertionError("no index out of range")
+def _range_fault(a: int, idx: list, lo, hi, i) -> LaneFault:
+    """The fault of the first dimension of ``idx`` (indices of access ``a``) out of range."""
+    k = next(k for k, x in enumerate(idx) if not lo[k] <= x < hi[k])
+    return LaneFault(Kind.OUT_OF_RANGE, (a, tuple(idx), idx[k], k, lo[k], hi[k]), i)
 
 
-def check_written(w, acc, buf: Buffer, lanes, flat) -> None:
+def check_written(w, a: int, buf: Buffer, lanes, flat) -> None:
     """Poison mode (§14.4): reading a never-written element is a runtime error."""
     if buf.written is None:
         return
     unset = ~buf.written.reshape(-1)[flat]
     if unset.any():
         n = int(np.flatnonzero(unset)[0])
-        idx = [int(w.regs[r][lanes[n]]) for r in acc.indices]
-        raise LaneFault(f"read of uninitialised element {_element_text(acc, idx)} "
-                        f"(buffer declared at {buf.decl}).", int(lanes[n]))
+        idx = tuple(int(w.regs[r][lanes[n]]) for r in w.blk.prog.code.accesses[a].indices)
+        raise LaneFault(Kind.UNINITIALISED, (a, idx, buf.ref), int(lanes[n]))
 
 
-def load(w, acc, uniform: bool):
-    """The element of ``acc`` per lane (array over the warp; inactive lanes 0). Poison
-    checks follow lane order across buffer instances."""
-    groups = locate(w, acc, uniform)
+def load(w, a: int, uniform: bool):
+    """The element of access ``a`` per lane (array over the warp; inactive lanes 0).
+    Poison checks follow lane order across buffer instances."""
+    groups = locate(w, a, uniform)
     if len(groups) == 1 and w.full:        # one instance, every lane: a plain gather
         buf, lanes, flat = groups[0]
-        check_written(w, acc, buf, lanes, flat)
+        check_written(w, a, buf, lanes, flat)
         return buf.flat[flat]
     out = None
     faults = []
     for buf, lanes, flat in groups:
         try:
-            check_written(w, acc, buf, lanes, flat)
+            check_written(w, a, buf, lanes, flat)
         except LaneFault as f:
             faults.append(f)
         if out is None:

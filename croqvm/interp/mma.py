@@ -16,8 +16,8 @@ from .. import dtypes
 from ..bytecode.module import DYNAMIC
 from ..faults import Fault
 from ..limits import UNIT_OF_LANES
+from ..messages import Kind
 from ..numerics import convert, fma_to, round_to
-from .fmt import tuple_text
 from .memory import allocating, view_of, view_registers
 from .sync import arrive, check_uniform, groups_of
 
@@ -25,8 +25,8 @@ class Fragment:
     """One unit's copy of a fragment: a 2-D tile, or only a fill value until an exec
     or store needs its data (§11.3.3)."""
 
-    def __init__(self, decl):
-        self.name, self.dtype = decl.name, dtypes.BY_CODE[decl.dtype]
+    def __init__(self, m: int, decl):
+        self.m, self.dtype = m, dtypes.BY_CODE[decl.dtype]
         self.shape = (decl.rows, decl.cols)     # DYNAMIC extents until the first use
         self.data = None
         self.fill = 0
@@ -47,7 +47,7 @@ class Fragment:
     def shaped(self, lane) -> np.ndarray:
         """The tile, made of the fill value at the first use (the shape is fixed)."""
         if self.data is None:
-            with allocating(f"fragment '{self.name}'", self.shape, lane):
+            with allocating(Kind.ALLOC_FRAGMENT, (self.m,), self.shape, lane):
                 self.data = np.full(self.shape, self.fill, self.holder)
         return self.data
 
@@ -56,7 +56,7 @@ def _fragment(blk, m: int, u: int) -> Fragment:
     """Unit instance ``u``'s copy of fragment ``m``."""
     frag = blk.frags.get((m, u))
     if frag is None:
-        frag = blk.frags[(m, u)] = Fragment(blk.prog.code.frags[m])
+        frag = blk.frags[(m, u)] = Fragment(m, blk.prog.code.frags[m])
     return frag
 
 
@@ -100,8 +100,8 @@ def _view_operands(blk, v):
     def operands(lane):
         w, i = blk.warp_of(lane)
         buf, o, e = view_of(w, v, i)
-        return [("buffer", f"'{buf.name}'"), ("origin", tuple_text(o)),
-                ("extents", tuple_text(e))]
+        return [("buffer", ("buffer", buf.ref)), ("origin", ("tuple", o)),
+                ("extents", ("tuple", e))]
     return operands
 
 
@@ -120,32 +120,29 @@ def _first_outside(o, e, shape):
     return o[:k] + (shape[k],) + o[k + 1:]
 
 
-def _load_tile(blk, v, lane, op_text):
+def _load_tile(blk, v, lane, coll):
     w, i = blk.warp_of(lane)
     buf, o, e = view_of(w, v, i)
     bad = _first_outside(o, e, buf.shape)
     if bad is not None:
-        raise Fault(f"{op_text} reads element {tuple_text(bad)} outside '{buf.name}'.", lane)
+        raise Fault(Kind.MMA_READ_OUTSIDE, (coll, tuple(bad), buf.ref), lane)
     region = tuple(slice(a, a + x) for a, x in zip(o, e))
     if buf.written is not None and not buf.written[region].all():
         bad = np.argwhere(~buf.written[region])[0] + np.asarray(o)
-        raise Fault(f"read of uninitialised element {buf.name}.at("
-                    f"{', '.join(str(int(x)) for x in bad)}) (buffer declared at "
-                    f"{buf.decl}).", lane)
+        raise Fault(Kind.MMA_UNINITIALISED, (buf.ref, tuple(int(x) for x in bad)), lane)
     return buf, buf.data[region]
 
 
 def op_mma_load(w, ins):
     _, m, v, coll = ins[:4]
-    text = w.blk.prog.code.colls[coll].text
 
     def effect(blk, rec, lanes):
         check_uniform(blk, rec, lanes, _view_operands(blk, v),
                       view_registers(blk.prog.code, v))
         for frag, ls in _by_instance(blk, m, lanes):
-            buf, tile = _load_tile(blk, v, ls[0], text)
+            buf, tile = _load_tile(blk, v, ls[0], coll)
             if not frag.fits(tile.shape):
-                raise _mismatch(frag.name, frag.shape, buf.name, tile.shape, ls[0])
+                raise Fault(Kind.MMA_TILE_SHAPE, (m, frag.shape, buf.ref, tile.shape), ls[0])
             frag.data = tile.astype(frag.holder)
     arrive(w, ins, coll, effect, whole_unit=True)
 
@@ -153,20 +150,14 @@ def op_mma_load(w, ins):
 def _tile(blk, m, lane):
     frag = _instance(blk, m, lane)
     if frag.data is None:
-        raise Fault(f"fragment '{blk.prog.code.frags[m].name}' is used before it holds a "
-                    f"tile.", lane)
+        raise Fault(Kind.FRAGMENT_EMPTY, (m,), lane)
     return frag.data
 
 
-def _mismatch(x: str, x_shape, y: str, y_shape, lane) -> Fault:
-    """§11.3.1, worded as the checker words it when the shapes are known statically."""
-    return Fault(f"MMA: matrix shapes do not match: `{x}'({_shape(x_shape)}) v.s. "
-                 f"`{y}'({_shape(y_shape)}).", lane)
-
-
-def _shape(extents) -> str:
-    """``[16, 8]``, with ``?`` for an extent not fixed yet."""
-    return "[" + ", ".join("?" if d == DYNAMIC else str(int(d)) for d in extents) + "]"
+def _mismatch(x: int, x_shape, y: int, y_shape, lane) -> Fault:
+    """§11.3.1 for fragments ``x`` and ``y``, worded as the checker words it when the
+    shapes are known statically."""
+    return Fault(Kind.MMA_SHAPES, (x, x_shape, y, y_shape), lane)
 
 
 def op_mma_exec(w, ins):
@@ -174,7 +165,6 @@ def op_mma_exec(w, ins):
     §12.4). ``layout`` (0 row.row, 1 row.col, 2 col.row, 3 col.col) says how A and B
     are stored: A row [M, K] / col [K, M]; B row [N, K] / col [K, N]."""
     _, mc, ma, mb, layout, coll = ins[:6]
-    frags = w.blk.prog.code.frags
 
     def effect(blk, rec, lanes):
         for frag, ls in _by_instance(blk, mc, lanes):
@@ -182,12 +172,12 @@ def op_mma_exec(w, ins):
             a = sa if layout in (0, 1) else sa.T
             b = sb.T if layout in (0, 2) else sb
             if a.shape[1] != b.shape[0]:
-                raise _mismatch(frags[ma].name, sa.shape, frags[mb].name, sb.shape, ls[0])
+                raise _mismatch(ma, sa.shape, mb, sb.shape, ls[0])
             declared = frag.shape
             if not frag.fits((a.shape[0], b.shape[1])):
                 # as the checker does: A when M disagrees, else B
                 m, s = (ma, sa) if declared[0] not in (a.shape[0], DYNAMIC) else (mb, sb)
-                raise _mismatch(frags[mc].name, declared, frags[m].name, s.shape, ls[0])
+                raise _mismatch(mc, declared, m, s.shape, ls[0])
             c = frag.shaped(ls[0])
             wide = np.int64 if frag.dtype.is_int else np.float64
             a, b = a.astype(wide), b.astype(wide)
@@ -211,16 +201,13 @@ def op_mma_store(w, ins):
                       view_registers(blk.prog.code, v))
         groups = _by_instance(blk, m, lanes)
         if site.unit == 0 and len(groups) > 1 and decl.unit in UNIT_OF_LANES:
-            plural, level = UNIT_OF_LANES[decl.unit].plural, UNIT_OF_LANES[decl.unit].level
-            raise Fault(f"mma.store of '{decl.name}' at block level would write the same "
-                        f"destination from {len(groups)} {plural}; store inside the "
-                        f"'{level}' level.", int(lanes[0]))
+            raise Fault(Kind.MMA_STORE_OWNERS, (m, len(groups), decl.unit), int(lanes[0]))
         for frag, ls in groups:
             wl, i = blk.warp_of(ls[0])
             buf, o, e = view_of(wl, v, i)
             want = tuple(e[::-1]) if transp else tuple(e)
             if not frag.fits(want):      # §11.3.4: V is [M, N] ([N, M] with .transp)
-                raise _mismatch(decl.name, frag.shape, buf.name, e, ls[0])
+                raise Fault(Kind.MMA_TILE_SHAPE, (m, frag.shape, buf.ref, e), ls[0])
             c = frag.shaped(ls[0])
             _store_tile(buf, o, c.T if transp else c, frag.dtype)
     arrive(w, ins, coll, effect, whole_unit=True)

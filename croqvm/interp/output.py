@@ -6,23 +6,22 @@ indexes the warp's lanes.
 """
 from __future__ import annotations
 
-from ..bytecode.module import PieceKind
 from ..faults import LaneFault
-from .fmt import format_value
+from ..messages import Kind, print_registers, print_text
 
 
-def _text(w, fmt, i: int) -> str:
-    """Lane ``i``'s text of print format ``fmt``, without its newline (§13.2)."""
-    strings, rtypes = w.blk.prog.code.strings, w.blk.prog.rtypes
-    return "".join(strings[x] if kind == PieceKind.STR else format_value(w.regs[x][i], rtypes[x])
-                   for kind, x in fmt.pieces)
+def _values(w, fmt, i: int) -> tuple:
+    """Lane ``i``'s values of the registers print format ``fmt`` shows."""
+    return tuple(w.regs[r][i] for r in print_registers(fmt))
 
 
 def op_print(w, ins):
     blk = w.blk
-    fmt = blk.prog.code.prints[ins[1]]
+    code = blk.prog.code
+    fmt = code.prints[ins[1]]
     for i in w.active_indices():
-        blk.call.out.write(_text(w, fmt, i) + ("\n" if fmt.newline else ""))
+        blk.call.out.write(print_text(code, fmt, _values(w, fmt, i)) +
+                           ("\n" if fmt.newline else ""))
 
 
 def _first_failure(w, r: int) -> int | None:
@@ -35,7 +34,7 @@ def op_assert(w, ins):
     _, r, s = ins[:3]
     i = _first_failure(w, r)
     if i is not None:
-        raise LaneFault(w.blk.prog.code.strings[s], i)
+        raise LaneFault(Kind.ASSERT, (s,), i)
 
 
 def op_assert_fmt(w, ins):
@@ -44,7 +43,7 @@ def op_assert_fmt(w, ins):
     _, r, p = ins[:3]
     i = _first_failure(w, r)
     if i is not None:
-        raise LaneFault(_text(w, w.blk.prog.code.prints[p], i), i)
+        raise LaneFault(Kind.ASSERT_FMT, ((p, _values(w, w.blk.prog.code.prints[p], i)),), i)
 
 
 HANDLERS = {"PRINT": op_print, "ASSERT": op_assert, "ASSERT_FMT": op_assert_fmt}

@@ -15,7 +15,7 @@ from ..bytecode import opcodes
 from ..bytecode.opcodes import SPAN
 from ..faults import Fault, LaneFault
 from ..limits import UNIT_OF_LANES
-from .fmt import lanes_verb
+from ..messages import Kind
 
 def unit_members(inset: np.ndarray, unit: int, u: int) -> np.ndarray:
     """The lanes of lane set ``inset`` in instance ``u`` of ``unit`` (0: the block)."""
@@ -30,8 +30,9 @@ class Rendezvous:
     """One dynamic instance of a collective (§7.4.3). ``members``: the lanes of the
     unit in the site's lane set; terminated ones are not awaited."""
 
-    def __init__(self, blk, ip, ins, site, members, effect, unit_index, whole_unit):
-        self.blk, self.ip, self.ins, self.site = blk, ip, ins, site
+    def __init__(self, blk, ip, ins, coll, members, effect, unit_index, whole_unit):
+        self.blk, self.ip, self.ins, self.coll = blk, ip, ins, coll
+        self.site = blk.prog.code.colls[coll]
         self.members, self.effect = members, effect
         self.unit_index, self.whole_unit = unit_index, whole_unit
         self.arrived = np.zeros(blk.size, bool)
@@ -54,13 +55,12 @@ class Rendezvous:
         self.blk.released = True
 
     def incomplete_unit(self):
-        """The message for an mma operation its whole unit never reached (§11.2)."""
+        """The fault of an mma operation its whole unit never reached (§11.2), or None."""
         unit = self.site.unit
         if not self.whole_unit or unit not in UNIT_OF_LANES:
             return None
-        missing = lanes_verb(np.flatnonzero(self.missing()), "is", "are")
-        return (f"{self.site.text} needs all {unit} lanes of {UNIT_OF_LANES[unit].noun} "
-                f"{self.unit_index}, but {missing} not active here.")
+        return Kind.UNIT_INACTIVE, (self.coll, unit, self.unit_index,
+                                    tuple(np.flatnonzero(self.missing()).tolist()))
 
     def label(self) -> str:
         if self.ins[0] == opcodes.BARRIER:
@@ -81,7 +81,7 @@ class Waiting:
         r = next(r for r in self.recs if not r.done)
         here = int((r.arrived & r.blk.live).sum())
         need = int((r.members & r.blk.live).sum())
-        return f"{r.label()} ({call.where(r.ins[SPAN])}): arrived {here}/{need}"
+        return f"{r.label()} ({call.spans.where(r.ins[SPAN])}): arrived {here}/{need}"
 
     def hint(self, call):
         return None
@@ -94,27 +94,24 @@ def _open(blk, key, make):
     return rec
 
 
-def _check_converged(w, site, members, unit, u, whole_unit):
+def _check_converged(w, coll, members, unit, u, whole_unit):
     """§7.4.4: every live participant lane of this warp must be active here."""
     blk = w.blk
     lane = int(w.lanes[w.active_indices()[0]])
-    if whole_unit and unit in UNIT_OF_LANES:
+    whole = whole_unit and unit in UNIT_OF_LANES
+    if whole:
         gone = np.flatnonzero(members & ~blk.live)
         if gone.size:
-            raise Fault(f"{site.text} needs all {unit} lanes of {UNIT_OF_LANES[unit].noun} {u}, "
-                        f"but {lanes_verb(gone, 'has', 'have')} terminated.", lane)
+            raise Fault(Kind.UNIT_TERMINATED, (coll, unit, u, tuple(gone.tolist())), lane)
     if w.full:
         return
     idle = np.flatnonzero(members[w.base:w.base + w.width] & w.live & ~w.act)
     if not idle.size:
         return
-    if whole_unit and unit in UNIT_OF_LANES:
-        raise Fault(f"{site.text} needs all {unit} lanes of {UNIT_OF_LANES[unit].noun} {u}, but "
-                    f"{lanes_verb(idle + w.base, 'is', 'are')} not active here.", lane)
+    if whole:
+        raise Fault(Kind.UNIT_INACTIVE, (coll, unit, u, tuple((idle + w.base).tolist())), lane)
     n = int((members & blk.live).sum())
-    idle_here = lanes_verb(idle, "is", "are", f" of warp {w.index}")
-    raise Fault(f"'{site.text}' is a collective of {n} lanes but {idle_here} not active here "
-                f"(divergent control flow).", lane)
+    raise Fault(Kind.DIVERGENT_COLLECTIVE, (coll, n, tuple(idle.tolist()), w.index), lane)
 
 
 def groups_of(keys):
@@ -137,8 +134,7 @@ def arrive(w, ins, coll: int, effect=None, whole_unit: bool = False) -> None:
     if np.count_nonzero(inset[lanes]) != lanes.size:
         # lowering keeps lane sets and control flow in step; a .cqb may not
         outside = int(lanes[~inset[lanes]][0])
-        raise Fault(f"lane {outside} reaches '{site.text}' but is not one of its "
-                    f"participants.", outside)
+        raise Fault(Kind.NOT_A_PARTICIPANT, (outside, coll), outside)
     counts = w.counts.get(w.ip)
     if counts is None:
         counts = w.counts[w.ip] = np.zeros(w.width, np.int64)
@@ -148,10 +144,10 @@ def arrive(w, ins, coll: int, effect=None, whole_unit: bool = False) -> None:
     recs = []
     for u, in_unit in units:
         members = unit_members(inset, site.unit, u)
-        _check_converged(w, site, members, site.unit, u, whole_unit)
+        _check_converged(w, coll, members, site.unit, u, whole_unit)
         for c, same in groups_of(reached[in_unit]):
             key = (w.ip, u, c)
-            rec = _open(blk, key, lambda: Rendezvous(blk, w.ip, ins, site, members, effect,
+            rec = _open(blk, key, lambda: Rendezvous(blk, w.ip, ins, coll, members, effect,
                                                      u, whole_unit))
             rec.arrived[lanes[in_unit][same]] = True
             if not np.count_nonzero(rec.missing()):
@@ -170,24 +166,45 @@ def recheck_rendezvous(blk) -> None:
             rec.complete()
 
 
+def _bits(values: np.ndarray) -> np.ndarray:
+    """Register values as unsigned integers of their width: identical values are equal
+    bit patterns (so NaN matches NaN, and -0.0 does not match 0.0)."""
+    return values.view(f"u{values.dtype.itemsize}") if values.dtype != bool else values
+
+
 def _same_registers(blk, lanes, regs) -> bool:
     """Whether every lane of ``lanes`` holds the lowest one's value in each of ``regs``."""
     first, last = int(lanes[0]), int(lanes[-1])
-    want = [blk.lane_reg(first, r) for r in regs]
-    for w in blk.warps[blk.warp_of(first)[0].index:blk.warp_of(last)[0].index + 1]:
+    w0, i0 = blk.warp_of(first)
+    want = [_bits(w0.regs[r][i0:i0 + 1])[0] for r in regs]
+    for w in blk.warps[w0.index:blk.warp_of(last)[0].index + 1]:
         mine = lanes[(lanes >= w.base) & (lanes < w.base + w.width)] - w.base
         whole = len(mine) == w.width
         for r, value in zip(regs, want):
-            if np.count_nonzero((w.regs[r] if whole else w.regs[r][mine]) != value):
+            if np.count_nonzero(_bits(w.regs[r] if whole else w.regs[r][mine]) != value):
                 return False
     return True
 
 
+def register_operand(blk, lane: int, r: int) -> tuple:
+    """R[r] of block lane ``lane`` as a collective's operand (croqvm.messages ``typed``)."""
+    w, i = blk.warp_of(lane)
+    return "value", (blk.prog.code.regs[r], w.regs[r][i])
+
+
+def _same_operand(a: tuple, b: tuple) -> bool:
+    if a[0] == "value":
+        return a[1][0] == b[1][0] and \
+            _bits(np.asarray(a[1][1])).tolist() == _bits(np.asarray(b[1][1])).tolist()
+    return a == b
+
+
 def check_uniform(blk, rec, lanes, operands, regs=None) -> None:
     """§7.4.5: every participant presents the operands of the lowest one.
-    ``operands(lane)`` gives a list of (label, text) pairs. ``regs``, when given, are
-    registers that determine the operands completely: equal values there settle it
-    without looking lane by lane."""
+    ``operands(lane)`` gives a list of (label, operand) pairs, each operand a typed value
+    of croqvm.messages (type ``typed``); values compare by their bits. ``regs``, when
+    given, are registers that determine the operands completely: identical values there
+    settle it without looking lane by lane."""
     if regs is not None and _same_registers(blk, lanes, regs):
         return
     first = int(lanes[0])
@@ -195,9 +212,9 @@ def check_uniform(blk, rec, lanes, operands, regs=None) -> None:
     for lane in lanes[1:]:
         got = operands(int(lane))
         for (label, a), (_, b) in zip(ref, got):
-            if a != b:
-                raise Fault(f"operands of collective '{rec.site.text}' differ between lane "
-                            f"{first} and lane {int(lane)} ({label} {a} vs {b}).", int(lane))
+            if not _same_operand(a, b):
+                raise Fault(Kind.OPERANDS_DIFFER, (rec.coll, first, int(lane), label, a, b),
+                            int(lane))
 
 
 def op_barrier(w, ins):
@@ -242,8 +259,8 @@ class EventSlots:
     """A shared event's per-block state (§10.3): per slot ``completed`` generations and
     ``arrivals``; per lane and slot the count of completed ``waits``."""
 
-    def __init__(self, decl, need: int, size: int):
-        self.decl, self.need = decl, need
+    def __init__(self, index: int, decl, need: int, size: int):
+        self.index, self.decl, self.need = index, decl, need
         self.completed = np.full(decl.slots, 1 if decl.ready else 0, np.int64)
         self.arrivals = np.zeros(decl.slots, np.int64)
         self.waits = np.zeros((size, decl.slots), np.int64)
@@ -255,14 +272,14 @@ class EventSlots:
 def init_events(blk) -> None:
     """Arrivals per generation: ``event<N>``, else the lanes of the union of the
     trigger statements' lane sets (§10.2)."""
-    for decl in blk.prog.code.events:
+    for index, decl in enumerate(blk.prog.code.events):
         need = decl.count
         if need < 0:
             union = np.zeros(blk.size, bool)
             for ls in decl.lanesets:
                 union |= blk.lanesets[ls]
             need = int(union.sum())
-        blk.events.append(EventSlots(decl, need, blk.size))
+        blk.events.append(EventSlots(index, decl, need, blk.size))
 
 
 def _slots(w, ev: EventSlots, r: int) -> np.ndarray:
@@ -271,8 +288,7 @@ def _slots(w, ev: EventSlots, r: int) -> np.ndarray:
     hit = np.flatnonzero(bad & w.act)
     if hit.size:
         i = int(hit[0])
-        raise LaneFault(f"index {int(slots[i])} is out of range for event array "
-                        f"'{ev.decl.name}' [0, {ev.decl.slots}).", i)
+        raise LaneFault(Kind.EVENT_INDEX, (int(slots[i]), ev.index, ev.decl.slots), i)
     return slots
 
 
@@ -310,7 +326,7 @@ class EventWait:
     def report(self, call) -> str:
         ev = self.ev
         s, gen = self._first()
-        return (f"{call.where(self.span)} '{call.span_text(self.span)}': slot "
+        return (f"{call.spans.where(self.span)} '{call.spans.text(self.span)}': slot "
                 f"{ev.slot_name(s)}: completed generations {int(ev.completed[s])}, arrivals "
                 f"{int(ev.arrivals[s])}/{ev.need}; these lanes wait for generation {gen}")
 

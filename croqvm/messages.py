@@ -1,0 +1,342 @@
+"""Every runtime message croqvm writes, one template per kind (LANGUAGE.md §15.3;
+docs/EXECUTION.md "Faults"), and how messages write values.
+
+An engine reports a runtime error as a *kind* (``Kind``, whose numbers are the ones a C
+engine uses) and the kind's *arguments*: ints, floats, lane sets and indices into the
+module's tables. Python formats every message from this catalogue, whichever engine ran,
+so the texts are identical. ``TEMPLATES[kind]`` declares the arguments, in order, as
+``name:type``; the template names them as ``str.format`` fields. Argument types:
+
+  int, float       a number; a float as ``print`` writes it (%g, ``nan``)
+  dtype            a dtype code, written as its name
+  tuple / shape    ints written ``(0, 16)`` / ``[16, 8]``
+  fragshape        a fragment's extents, ``[16, ?]`` for one not known yet (DYNAMIC)
+  dims / list      ints written ``16 x 8`` / ``0, 16``
+  lanes            lane numbers, written ``lane 5`` / ``lanes 3, 16-31``; ``{x.are}`` and
+                   ``{x.have}`` agree with them
+  unit             a unit's lane count (32, 128); ``{x.noun}``, ``{x.plural}``, ``{x.level}``
+  value            (dtype code, number): a register's value, written as ``print`` would
+  where            a span index, written ``FILE:LINE:COL``
+  buffer           a buffer instance: (code, slot, element) with code -1 for the host
+                   program, else the kernel index; element -1 outside a buffer array.
+                   Written as its name (``sa[1]``); ``{x.decl}`` is where it is declared
+  slot, future, event, frag, access, dma, coll
+                   an index into that table of the code that ran, written as the name
+                   (buffer declaration, future, event, fragment) or the text (access,
+                   DMA, collective site) the table gives
+  string           a string of the code that ran (``Code.strings``), verbatim (ASSERT)
+  print            (print format, values of its register pieces), written as ``print``
+                   would (ASSERT_FMT)
+  typed            (one of the types above, a value of it): operands of several types
+  text             words of the template's own vocabulary (labels)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import IntEnum
+
+from . import dtypes
+from .bytecode.module import DYNAMIC, PieceKind
+from .limits import TOO_MANY_THREADS, UNIT_OF_LANES
+
+
+class Kind(IntEnum):
+    """The kinds of runtime error. The numbers are stable: a C engine returns them."""
+    STEP_LIMIT = 1
+    GRID_BOUND = 2
+    TOO_MANY_THREADS = 3
+    BLOCK_SIZE = 4
+    FLOAT_TO_INT = 5
+    DIVISION_BY_ZERO = 6
+    SHIFT_COUNT = 7
+    ALLOC_EXTENT = 8
+    ALLOC_BUFFER = 9
+    ALLOC_TILE = 10
+    ALLOC_FRAGMENT = 11
+    BUFFER_ARRAY_INDEX = 12
+    BUFFER_BEFORE_DECLARATION = 13
+    OUT_OF_RANGE = 14
+    UNINITIALISED = 15
+    FUTURE_NO_DATA = 16
+    FUTURE_NOT_WAITED = 17
+    FUTURE_WAITED_TWICE = 18
+    NEVER_WAITED = 19
+    EMPTY_TILE = 20
+    TILE_OUTSIDE = 21
+    DMA_SHAPE = 22
+    DMA_SHAPE_ZFILL = 23
+    EVENT_INDEX = 24
+    NOT_A_PARTICIPANT = 25
+    DIVERGENT_COLLECTIVE = 26
+    UNIT_INACTIVE = 27
+    UNIT_TERMINATED = 28
+    OPERANDS_DIFFER = 29
+    MMA_READ_OUTSIDE = 30
+    MMA_UNINITIALISED = 31
+    FRAGMENT_EMPTY = 32
+    MMA_SHAPES = 33
+    MMA_TILE_SHAPE = 34
+    MMA_STORE_OWNERS = 35
+    ASSERT = 36
+    ASSERT_FMT = 37
+
+
+@dataclass(frozen=True)
+class Template:
+    args: tuple[tuple[str, str], ...]    # (name, type) in order
+    text: str
+
+
+def _t(args: str, text: str) -> Template:
+    return Template(tuple(tuple(a.split(":")) for a in args.split()), text)
+
+
+_SHAPES = "MMA: matrix shapes do not match: `{x}'({xs}) v.s. `{y}'({ys})."
+
+TEMPLATES = {
+    Kind.STEP_LIMIT: _t("limit:int", "exceeded the step limit of {limit} (use --max-steps)"),
+    Kind.GRID_BOUND: _t("dim:int bound:int", "the parallel bound of grid dimension {dim} is "
+                        "{bound}: it should be greater than 0."),
+    Kind.TOO_MANY_THREADS: _t("", TOO_MANY_THREADS),
+    Kind.BLOCK_SIZE: _t("size:int", "the block size of this launch is {size}: it should be "
+                        "greater than 0."),
+    Kind.FLOAT_TO_INT: _t("value:float dtype:dtype", "value {value} out of range for "
+                          "'{dtype}'."),
+    Kind.DIVISION_BY_ZERO: _t("", "integer division by zero."),
+    Kind.SHIFT_COUNT: _t("count:int dtype:dtype", "shift count {count} out of range for "
+                         "'{dtype}'."),
+    Kind.ALLOC_EXTENT: _t("extent:int", 'The mdspan size "{extent}" is invalid!'),
+    Kind.ALLOC_BUFFER: _t("buffer:slot extents:dims", "can not allocate buffer '{buffer}' "
+                          "of {extents} elements."),
+    Kind.ALLOC_TILE: _t("dma:dma extents:dims", "can not allocate the '{dma}' tile of "
+                        "{extents} elements."),
+    Kind.ALLOC_FRAGMENT: _t("frag:frag extents:dims", "can not allocate fragment '{frag}' "
+                            "of {extents} elements."),
+    Kind.BUFFER_ARRAY_INDEX: _t("index:int buffer:slot count:int", "index {index} is out of "
+                                "range for buffer array '{buffer}' [0, {count})."),
+    Kind.BUFFER_BEFORE_DECLARATION: _t("buffer:slot", "buffer '{buffer}' is used before its "
+                                       "declaration executed."),
+    Kind.OUT_OF_RANGE: _t("access:access indices:list index:int dim:int lo:int hi:int",
+                          "out-of-range access {access}.at({indices}): index {index} of "
+                          "dimension {dim} is not in [{lo}, {hi})."),
+    Kind.UNINITIALISED: _t("access:access indices:list buffer:buffer", "read of "
+                           "uninitialised element {access}.at({indices}) (buffer declared "
+                           "at {buffer.decl})."),
+    Kind.FUTURE_NO_DATA: _t("future:future", "future '{future}' has no data."),
+    Kind.FUTURE_NOT_WAITED: _t("future:future", "future '{future}' is not waited before "
+                               "using."),
+    Kind.FUTURE_WAITED_TWICE: _t("future:future", "future '{future}' has been waited "
+                                 "multiple times."),
+    Kind.NEVER_WAITED: _t("issued:where future:future", "async copy issued at {issued} into "
+                          "'{future}' was never waited."),
+    Kind.EMPTY_TILE: _t("buffer:buffer origin:tuple extents:shape", "tile of '{buffer}' at "
+                        "origin {origin} has no elements (extents {extents})."),
+    Kind.TILE_OUTSIDE: _t("buffer:buffer origin:tuple shape:shape", "tile of '{buffer}' at "
+                          "origin {origin} lies outside {shape}."),
+    Kind.DMA_SHAPE: _t("dma:dma tile:shape dst:shape", "'{dma}' copies a {tile} tile into a "
+                       "{dst} destination; add '.zfill' to clear the rest."),
+    Kind.DMA_SHAPE_ZFILL: _t("dma:dma tile:shape dst:shape", "'{dma}' copies a {tile} tile "
+                             "into a {dst} destination."),
+    Kind.EVENT_INDEX: _t("index:int event:event slots:int", "index {index} is out of range "
+                         "for event array '{event}' [0, {slots})."),
+    Kind.NOT_A_PARTICIPANT: _t("lane:int site:coll", "lane {lane} reaches '{site}' but is "
+                               "not one of its participants."),
+    Kind.DIVERGENT_COLLECTIVE: _t("site:coll count:int idle:lanes warp:int", "'{site}' is a "
+                                  "collective of {count} lanes but {idle} of warp {warp} "
+                                  "{idle.are} not active here (divergent control flow)."),
+    Kind.UNIT_INACTIVE: _t("site:coll unit:unit index:int idle:lanes", "{site} needs all "
+                           "{unit} lanes of {unit.noun} {index}, but {idle} {idle.are} not "
+                           "active here."),
+    Kind.UNIT_TERMINATED: _t("site:coll unit:unit index:int gone:lanes", "{site} needs all "
+                             "{unit} lanes of {unit.noun} {index}, but {gone} {gone.have} "
+                             "terminated."),
+    Kind.OPERANDS_DIFFER: _t("site:coll first:int lane:int operand:text mine:typed "
+                             "theirs:typed", "operands of collective '{site}' differ "
+                             "between lane {first} and lane {lane} ({operand} {mine} vs "
+                             "{theirs})."),
+    Kind.MMA_READ_OUTSIDE: _t("site:coll element:tuple buffer:buffer", "{site} reads element "
+                              "{element} outside '{buffer}'."),
+    Kind.MMA_UNINITIALISED: _t("buffer:buffer element:list", "read of uninitialised element "
+                               "{buffer}.at({element}) (buffer declared at {buffer.decl})."),
+    Kind.FRAGMENT_EMPTY: _t("frag:frag", "fragment '{frag}' is used before it holds a tile."),
+    Kind.MMA_SHAPES: _t("x:frag xs:fragshape y:frag ys:shape", _SHAPES),
+    Kind.MMA_TILE_SHAPE: _t("x:frag xs:fragshape y:buffer ys:shape", _SHAPES),
+    Kind.MMA_STORE_OWNERS: _t("frag:frag count:int unit:unit", "mma.store of '{frag}' at "
+                              "block level would write the same destination from {count} "
+                              "{unit.plural}; store inside the '{unit.level}' level."),
+    Kind.ASSERT: _t("message:string", "{message}"),
+    Kind.ASSERT_FMT: _t("message:print", "{message}"),
+}
+
+# The lines around a runtime error and a deadlock report (croqvm.report), by name.
+REPORTS = {
+    "in_host": _t("function:text", "  in host code of '{function}'"),
+    "in_kernel": _t("launch:where", "  in kernel launched at {launch}"),
+    "in_kernel_lane": _t("launch:where block:tuple lane:int warp:int index:int",
+                         "  in kernel launched at {launch}, block {block}, lane {lane} "
+                         "(warp {warp}, lane {index})"),
+    "internal": _t("what:text", "internal error: {what}"),
+}
+
+
+# --------------------------------------------------------------------------- writing values
+
+def format_float(x: float) -> str:
+    """A float as ``print`` writes it (LANGUAGE.md §13.2, D19): converted to f64 and
+    written as C++ ``std::ostream`` does by default, which is ``%g`` with 6 significant
+    digits: ``42``, ``1.5``, ``0.333333``, ``1e+20``, ``-0``, ``inf``, ``-inf``. Python's
+    ``%g`` is C's, except that C prints a NaN with its sign bit set as ``-nan`` (glibc);
+    croqvm always prints ``nan``."""
+    if math.isnan(x):
+        return "nan"
+    return "%g" % x
+
+
+def format_value(v, t: dtypes.DType) -> str:
+    """One lane's value of type ``t`` as ``print`` writes it (LANGUAGE.md §13.2, D19)."""
+    if t.kind == "bool":
+        return "true" if v else "false"
+    if t.is_float:
+        return format_float(float(v))
+    return str(int(v))
+
+
+def format_lanes(lanes) -> str:
+    """Lane numbers as ranges: ``16-31``, ``3, 5-7``."""
+    lanes = sorted(int(x) for x in lanes)
+    parts, i = [], 0
+    while i < len(lanes):
+        j = i
+        while j + 1 < len(lanes) and lanes[j + 1] == lanes[j] + 1:
+            j += 1
+        parts.append(str(lanes[i]) if i == j else f"{lanes[i]}-{lanes[j]}")
+        i = j + 1
+    return ", ".join(parts)
+
+
+def lanes_phrase(lanes) -> str:
+    """``lane 5`` or ``lanes 16-31``."""
+    lanes = list(lanes)
+    return f"lane {format_lanes(lanes)}" if len(lanes) == 1 else f"lanes {format_lanes(lanes)}"
+
+
+def tuple_text(values) -> str:
+    """``(0, 16)``: origins, element coordinates and block indices in messages."""
+    return "(" + ", ".join(str(int(v)) for v in values) + ")"
+
+
+def shape_text(values) -> str:
+    """``[16, 8]``: extents in messages, as the language writes mdspans."""
+    return "[" + ", ".join(str(int(v)) for v in values) + "]"
+
+
+def print_registers(fmt) -> list[int]:
+    """The registers whose values print format ``fmt`` shows, in order."""
+    return [x for kind, x in fmt.pieces if kind == PieceKind.REG]
+
+
+def print_text(code, fmt, values) -> str:
+    """Print format ``fmt`` of ``code`` with ``values`` for its registers (in the order of
+    ``print_registers``), without its newline, as ``print`` writes it (§13.2)."""
+    out, vals = [], iter(values)
+    for kind, x in fmt.pieces:
+        out.append(code.strings[x] if kind == PieceKind.STR else
+                   format_value(next(vals), dtypes.BY_CODE[code.regs[x]]))
+    return "".join(out)
+
+
+class _Lanes:
+    def __init__(self, lanes):
+        lanes = [int(x) for x in lanes]
+        one = len(lanes) == 1
+        self.text, self.are, self.have = lanes_phrase(lanes), "is" if one else "are", \
+            "has" if one else "have"
+
+    def __format__(self, spec):
+        return self.text
+
+
+class _Unit:
+    def __init__(self, lanes):
+        u = UNIT_OF_LANES[int(lanes)]
+        self.lanes, self.noun, self.plural, self.level = u.lanes, u.noun, u.plural, u.level
+
+    def __format__(self, spec):
+        return str(self.lanes)
+
+
+class _Buffer:
+    def __init__(self, name, decl):
+        self.name, self.decl = name, decl
+
+    def __format__(self, spec):
+        return self.name
+
+
+class Context:
+    """What messages need besides their arguments: the module's span table
+    (``croqvm.source.SpanTable``), the function that ran, and the code whose tables
+    argument indices refer to."""
+
+    def __init__(self, spans, fn, code):
+        self.spans, self.fn, self.code = spans, fn, code
+
+    def code_of(self, k: int):
+        """The host program (-1) or kernel ``k`` of the function."""
+        return self.fn.host if k < 0 else self.fn.kernels[k].code
+
+    def buffer_name(self, code, slot: int, element: int) -> str:
+        decl = code.buffers[slot]
+        return f"{decl.name}[{element}]" if decl.array else decl.name
+
+
+
+def _buffer(cx: Context, ref):
+    code_index, slot, element = ref
+    code = cx.code_of(code_index)
+    return _Buffer(cx.buffer_name(code, slot, element), cx.spans.where(code.buffers[slot].span))
+
+
+# argument type -> what the template receives, given the context and the raw value
+WRITERS = {
+    "int": lambda cx, v: str(int(v)),
+    "float": lambda cx, v: format_float(float(v)),
+    "dtype": lambda cx, v: dtypes.BY_CODE[v].name,
+    "tuple": lambda cx, v: tuple_text(v),
+    "shape": lambda cx, v: shape_text(v),
+    "fragshape": lambda cx, v: "[" + ", ".join("?" if d == DYNAMIC else str(int(d))
+                                               for d in v) + "]",
+    "dims": lambda cx, v: " x ".join(str(int(d)) for d in v),
+    "list": lambda cx, v: ", ".join(str(int(x)) for x in v),
+    "lanes": lambda cx, v: _Lanes(v),
+    "unit": lambda cx, v: _Unit(v),
+    "value": lambda cx, v: format_value(v[1], dtypes.BY_CODE[v[0]]),
+    "where": lambda cx, v: cx.spans.where(v),
+    "buffer": _buffer,
+    "slot": lambda cx, v: cx.code.buffers[v].name,
+    "future": lambda cx, v: cx.code.futures[v].name,
+    "event": lambda cx, v: cx.code.events[v].name,
+    "frag": lambda cx, v: cx.code.frags[v].name,
+    "access": lambda cx, v: cx.code.accesses[v].text,
+    "dma": lambda cx, v: cx.code.dmas[v].text,
+    "coll": lambda cx, v: cx.code.colls[v].text,
+    "string": lambda cx, v: cx.code.strings[v],
+    "print": lambda cx, v: print_text(cx.code, cx.code.prints[v[0]], v[1]),
+    "typed": lambda cx, v: WRITERS[v[0]](cx, v[1]),
+    "text": lambda cx, v: str(v),
+}
+
+
+def _fill(t: Template, args: tuple, cx) -> str:
+    return t.text.format(**{name: WRITERS[ty](cx, v) for (name, ty), v in zip(t.args, args)})
+
+
+def message(kind: Kind, args: tuple, cx: Context) -> str:
+    """The text of a runtime error of ``kind`` with ``args``."""
+    return _fill(TEMPLATES[kind], args, cx)
+
+
+def report(name: str, args: tuple, cx: Context) -> str:
+    """The report line ``name`` of ``REPORTS`` with ``args``."""
+    return _fill(REPORTS[name], args, cx)
