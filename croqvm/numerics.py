@@ -11,6 +11,8 @@ the lowest active lane only (§7.1.3), as ``LaneFault(kind, operands, index)``.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import dtypes
@@ -436,7 +438,7 @@ def value_of(v, t: DType):
             return fold_convert(v, dtypes.F64, t)
         lo, hi = int_range(t)
         if not lo <= math.trunc(v) <= hi:
-            raise LaneFault(f"value {format_float(float(v))} out of range for '{t.name}'.", 0)
+            raise LaneFault(Kind.FLOAT_TO_INT, (float(v), t.code), 0)
         return math.trunc(v)
     if isinstance(v, float):
         return fold_convert(v, dtypes.F64, t)

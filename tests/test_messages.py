@@ -9,7 +9,7 @@ import pytest
 
 from asm import ALL, Asm, function, kernel_module, run
 from croqvm import dtypes
-from croqvm.bytecode.module import BufferDecl, CollSite
+from croqvm.bytecode.module import BufferDecl, CollSite, Const
 from croqvm.errors import InternalError, KernelFault
 from croqvm.messages import REPORTS, TEMPLATES, WRITERS, Kind, message
 from croqvm.program import Program
@@ -90,7 +90,8 @@ def test_an_instruction_that_can_not_be_prepared_is_an_internal_error_at_it():
     internal error of §1.2 of the audit, at the instruction (the verifier's job is to
     reject such a module before any engine sees it)."""
     a = Asm()
-    host = a.code("CONST r0 k0\nRET", regs="f64", consts=[("f64", 10 ** 400)])
+    host = a.code("CONST r0 k0\nRET", regs="f64")
+    host.consts = [Const(dtypes.F64.code, 10 ** 400)]
     with pytest.raises(InternalError) as e:
         Program(a.module(function("f", host))).run("f")
     assert str(e.value).startswith("code.asm:1:1: error: internal error: OverflowError")
