@@ -1,7 +1,8 @@
 """Runtime errors as structured records (LANGUAGE.md §15.3; docs/EXECUTION.md "Faults").
 
-Inside an engine a handler reports a runtime error by raising one of two exceptions, each
-holding a kind of ``croqvm.messages.Kind`` and its operands (never text):
+``Kind`` names every kind of runtime error (its message template is in
+``croqvm.messages``). Inside an engine a handler reports a runtime error by raising one of
+two exceptions, each holding a kind and its operands (never text):
 
 - ``LaneFault`` comes from per-lane array code (croqvm.numerics, memory access): its
   ``index`` is the lane's position in the arrays the warp computed on;
@@ -16,9 +17,50 @@ what every engine produces; ``croqvm.interp.diagnose`` renders it with the catal
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
 
 from .limits import WARP_SIZE
-from .messages import Kind
+
+
+class Kind(IntEnum):
+    """The kinds of runtime error. The numbers are stable: a C engine returns them."""
+    STEP_LIMIT = 1
+    GRID_BOUND = 2
+    TOO_MANY_THREADS = 3
+    BLOCK_SIZE = 4
+    FLOAT_TO_INT = 5
+    DIVISION_BY_ZERO = 6
+    SHIFT_COUNT = 7
+    ALLOC_EXTENT = 8
+    ALLOC_BUFFER = 9
+    ALLOC_TILE = 10
+    ALLOC_FRAGMENT = 11
+    BUFFER_ARRAY_INDEX = 12
+    BUFFER_BEFORE_DECLARATION = 13
+    OUT_OF_RANGE = 14
+    UNINITIALISED = 15
+    FUTURE_NO_DATA = 16
+    FUTURE_NOT_WAITED = 17
+    FUTURE_WAITED_TWICE = 18
+    NEVER_WAITED = 19
+    EMPTY_TILE = 20
+    TILE_OUTSIDE = 21
+    DMA_SHAPE = 22
+    DMA_SHAPE_ZFILL = 23
+    EVENT_INDEX = 24
+    NOT_A_PARTICIPANT = 25
+    DIVERGENT_COLLECTIVE = 26
+    UNIT_INACTIVE = 27
+    UNIT_TERMINATED = 28
+    OPERANDS_DIFFER = 29
+    MMA_READ_OUTSIDE = 30
+    MMA_UNINITIALISED = 31
+    FRAGMENT_EMPTY = 32
+    MMA_SHAPES = 33
+    MMA_TILE_SHAPE = 34
+    MMA_STORE_OWNERS = 35
+    ASSERT = 36
+    ASSERT_FMT = 37
 
 
 class LaneFault(Exception):

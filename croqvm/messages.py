@@ -1,8 +1,8 @@
 """Every runtime message croqvm writes, one template per kind (LANGUAGE.md §15.3;
 docs/EXECUTION.md "Faults"), and how messages write values.
 
-An engine reports a runtime error as a *kind* (``Kind``, whose numbers are the ones a C
-engine uses) and the kind's *arguments*: ints, floats, lane sets and indices into the
+An engine reports a runtime error as a *kind* (``croqvm.faults.Kind``, whose numbers are
+the ones a C engine uses) and the kind's *arguments*: ints, floats, lane sets and indices into the
 module's tables. Python formats every message from this catalogue, whichever engine ran,
 so the texts are identical. ``TEMPLATES[kind]`` declares the arguments, in order, as
 ``name:type``; the template names them as ``str.format`` fields. Argument types:
@@ -32,54 +32,13 @@ so the texts are identical. ``TEMPLATES[kind]`` declares the arguments, in order
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from enum import IntEnum
 
 from . import dtypes
 from .bytecode.module import DYNAMIC, PieceKind
+from .faults import Kind
 from .limits import TOO_MANY_THREADS, UNIT_OF_LANES
-
-
-class Kind(IntEnum):
-    """The kinds of runtime error. The numbers are stable: a C engine returns them."""
-    STEP_LIMIT = 1
-    GRID_BOUND = 2
-    TOO_MANY_THREADS = 3
-    BLOCK_SIZE = 4
-    FLOAT_TO_INT = 5
-    DIVISION_BY_ZERO = 6
-    SHIFT_COUNT = 7
-    ALLOC_EXTENT = 8
-    ALLOC_BUFFER = 9
-    ALLOC_TILE = 10
-    ALLOC_FRAGMENT = 11
-    BUFFER_ARRAY_INDEX = 12
-    BUFFER_BEFORE_DECLARATION = 13
-    OUT_OF_RANGE = 14
-    UNINITIALISED = 15
-    FUTURE_NO_DATA = 16
-    FUTURE_NOT_WAITED = 17
-    FUTURE_WAITED_TWICE = 18
-    NEVER_WAITED = 19
-    EMPTY_TILE = 20
-    TILE_OUTSIDE = 21
-    DMA_SHAPE = 22
-    DMA_SHAPE_ZFILL = 23
-    EVENT_INDEX = 24
-    NOT_A_PARTICIPANT = 25
-    DIVERGENT_COLLECTIVE = 26
-    UNIT_INACTIVE = 27
-    UNIT_TERMINATED = 28
-    OPERANDS_DIFFER = 29
-    MMA_READ_OUTSIDE = 30
-    MMA_UNINITIALISED = 31
-    FRAGMENT_EMPTY = 32
-    MMA_SHAPES = 33
-    MMA_TILE_SHAPE = 34
-    MMA_STORE_OWNERS = 35
-    ASSERT = 36
-    ASSERT_FMT = 37
+from .numerics import format_float
 
 
 @dataclass(frozen=True)
@@ -181,17 +140,6 @@ REPORTS = {
 
 
 # --------------------------------------------------------------------------- writing values
-
-def format_float(x: float) -> str:
-    """A float as ``print`` writes it (LANGUAGE.md §13.2, D19): converted to f64 and
-    written as C++ ``std::ostream`` does by default, which is ``%g`` with 6 significant
-    digits: ``42``, ``1.5``, ``0.333333``, ``1e+20``, ``-0``, ``inf``, ``-inf``. Python's
-    ``%g`` is C's, except that C prints a NaN with its sign bit set as ``-nan`` (glibc);
-    croqvm always prints ``nan``."""
-    if math.isnan(x):
-        return "nan"
-    return "%g" % x
-
 
 def format_value(v, t: dtypes.DType) -> str:
     """One lane's value of type ``t`` as ``print`` writes it (LANGUAGE.md §13.2, D19)."""

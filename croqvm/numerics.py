@@ -17,8 +17,7 @@ import numpy as np
 
 from . import dtypes
 from .dtypes import DType
-from .faults import LaneFault
-from .messages import Kind
+from .faults import Kind, LaneFault
 
 F64 = np.float64
 
@@ -35,6 +34,17 @@ def _fault_if(bad, act, kind: Kind, operands_of):
     i = first_lane(bad, act)
     if i is not None:
         raise LaneFault(kind, operands_of(i), i)
+
+
+def format_float(x: float) -> str:
+    """A float as ``print`` writes it (LANGUAGE.md §13.2, D19): converted to f64 and
+    written as C++ ``std::ostream`` does by default, which is ``%g`` with 6 significant
+    digits: ``42``, ``1.5``, ``0.333333``, ``1e+20``, ``-0``, ``inf``, ``-inf``. Python's
+    ``%g`` is C's, except that C prints a NaN with its sign bit set as ``-nan`` (glibc);
+    croqvm always prints ``nan``."""
+    if math.isnan(x):
+        return "nan"
+    return "%g" % x
 
 
 # --------------------------------------------------------------------------- rounding

@@ -11,7 +11,8 @@ from asm import ALL, Asm, function, kernel_module, run
 from croqvm import dtypes
 from croqvm.bytecode.module import BufferDecl, CollSite, Const
 from croqvm.errors import InternalError, KernelFault
-from croqvm.messages import REPORTS, TEMPLATES, WRITERS, Kind, message
+from croqvm.faults import Kind
+from croqvm.messages import REPORTS, TEMPLATES, WRITERS, message
 from croqvm.program import Program
 from croqvm import report
 from croqvm.source import SpanTable

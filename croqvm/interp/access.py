@@ -17,8 +17,7 @@ import numpy as np
 from .. import dtypes
 from ..bytecode.module import BaseKind
 from ..bytecode.opcodes import TABLE
-from ..faults import LaneFault
-from ..messages import Kind
+from ..faults import Kind, LaneFault
 from ..numerics import binary_op, convert, converter
 from .memory import block_wide, buffer_of, check_written, distinct, is_uniform, load, locate, store
 from .sync import arrive, check_uniform, register_operand

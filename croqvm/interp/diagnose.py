@@ -14,8 +14,8 @@ import numpy as np
 from ..bytecode.opcodes import SPAN
 from .. import report
 from ..errors import InternalError, KernelFault
-from ..faults import FaultRecord
-from ..messages import Context, Kind, lanes_phrase, message
+from ..faults import FaultRecord, Kind
+from ..messages import Context, lanes_phrase, message
 from .warp import BLOCKED, DONE
 
 

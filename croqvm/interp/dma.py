@@ -15,8 +15,7 @@ import numpy as np
 from .. import dtypes
 from ..bytecode.module import DmaOp
 from ..bytecode.opcodes import SPAN
-from ..faults import Fault
-from ..messages import Kind
+from ..faults import Fault, Kind
 from ..numerics import convert
 from .memory import Handle, Transfer, allocating, first_pending, view_of, view_registers
 from .sync import arrive, check_uniform

@@ -19,9 +19,8 @@ import numpy as np
 
 from ..bytecode.opcodes import SPAN, TABLE
 from ..errors import CroqvmError
-from ..faults import Fault, LaneFault
+from ..faults import Fault, Kind, LaneFault
 from ..limits import MAX_BLOCK_SIZE
-from ..messages import Kind
 from ..numerics import convert
 from . import access, alu, control, diagnose, dma, mma, output, sync
 from .machine import Block

@@ -12,7 +12,7 @@ from .. import dtypes
 from ..bytecode.module import Storage
 from ..bytecode.opcodes import WIDTH
 from ..limits import WARP_SIZE
-from ..messages import Kind
+from ..faults import Kind
 from ..source import SpanTable
 from .memory import allocating, block_wide, new_buffer
 from .warp import new_warp

@@ -15,8 +15,7 @@ import numpy as np
 
 from ..bytecode.module import BaseKind, Storage
 from ..dtypes import DType
-from ..faults import Fault, LaneFault
-from ..messages import Kind
+from ..faults import Fault, Kind, LaneFault
 
 
 class Buffer:

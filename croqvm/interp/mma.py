@@ -14,9 +14,8 @@ import numpy as np
 
 from .. import dtypes
 from ..bytecode.module import DYNAMIC
-from ..faults import Fault
+from ..faults import Fault, Kind
 from ..limits import UNIT_OF_LANES
-from ..messages import Kind
 from ..numerics import convert, fma_to, round_to
 from .memory import allocating, view_of, view_registers
 from .sync import arrive, check_uniform, groups_of

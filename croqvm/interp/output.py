@@ -6,8 +6,8 @@ indexes the warp's lanes.
 """
 from __future__ import annotations
 
-from ..faults import LaneFault
-from ..messages import Kind, print_registers, print_text
+from ..faults import Kind, LaneFault
+from ..messages import print_registers, print_text
 
 
 def _values(w, fmt, i: int) -> tuple:

@@ -13,9 +13,8 @@ import numpy as np
 
 from ..bytecode import opcodes
 from ..bytecode.opcodes import SPAN
-from ..faults import Fault, LaneFault
+from ..faults import Fault, Kind, LaneFault
 from ..limits import UNIT_OF_LANES
-from ..messages import Kind
 
 def unit_members(inset: np.ndarray, unit: int, u: int) -> np.ndarray:
     """The lanes of lane set ``inset`` in instance ``u`` of ``unit`` (0: the block)."""
