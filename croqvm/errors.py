@@ -36,5 +36,10 @@ class KernelFault(CroqvmError):
         self.record = record
 
 
+class DeviceError(CroqvmError):
+    """A device or a tool it needs is unavailable (no CUDA driver or GPU, no nvcc, no C++
+    compiler for ``cuda-cpu``); exit status 2."""
+
+
 class InternalError(CroqvmError):
     """A failure that valid input cannot cause: a croqvm bug, reported with its position."""

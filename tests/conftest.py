@@ -1,5 +1,8 @@
 """Shared pytest set-up: long stress and fuzz runs are behind ``--runslow``; execution
-tests run once per engine (tests/engines.py), chosen with ``--engine``."""
+tests run once per engine (tests/engines.py), chosen with ``--engine``; compiled CUDA
+goes to a cache inside .pytest_cache, never the user's."""
+import os
+
 import pytest
 
 import engines
@@ -40,3 +43,15 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cuda_cache(request):
+    """CROQVM_CACHE_DIR for the session: pytest's own cache directory (kept between
+    runs of this checkout), unless the caller chose one."""
+    if "CROQVM_CACHE_DIR" in os.environ:
+        yield
+        return
+    os.environ["CROQVM_CACHE_DIR"] = str(request.config.cache.mkdir("croqvm-cuda"))
+    yield
+    del os.environ["CROQVM_CACHE_DIR"]

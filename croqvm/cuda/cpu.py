@@ -1,0 +1,89 @@
+"""The cuda-cpu device: CUDA C++ built by the host C++ compiler against the CPU runtime
+(``rt/cq_cpu.h``), whose kernels run with every CUDA thread a fiber. Buffers are host
+memory, so kernels read and write numpy arrays in place.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from pathlib import Path
+from typing import Sequence, Tuple, Union
+
+import numpy as np
+
+from .. import errors
+from . import abi
+
+Param = Tuple[str, object]     # (kind in abi.PARAM_TYPES, value; "ptr": address or array)
+Outcome = Union[None, abi.DeviceFault, abi.Deadlock]
+
+
+def pack_params(params: Sequence[Param]):
+    """``void *args[]`` as cuLaunchKernel takes them, and the values it points at (the
+    caller keeps both alive during the launch)."""
+    values = []
+    for kind, value in params:
+        if kind == "ptr" and isinstance(value, np.ndarray):
+            value = value.ctypes.data
+        values.append(abi.PARAM_TYPES[kind](value))
+    args = (ctypes.c_void_p * max(1, len(values)))(
+        *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
+    return args, values
+
+
+class CpuModule:
+    """A loaded cuda-cpu library. One launch at a time: the runtime keeps the launch's
+    state in the library."""
+
+    def __init__(self, path: Path):
+        self.path = str(path)
+        try:
+            self.lib = ctypes.CDLL(self.path)
+        except OSError as exc:
+            raise errors.InternalError(f"can not load the cuda-cpu library {path}: {exc}") \
+                from None
+        abi.check_library(self.lib, self.path)
+        self.lib.cq_cpu_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
+                                           ctypes.POINTER(abi.LaunchCfg)]
+        self.lib.cq_cpu_launch.restype = ctypes.c_int
+        self.lib.cq_cpu_deadlock_smem.argtypes = [ctypes.POINTER(ctypes.c_uint64)]
+        self.lib.cq_cpu_deadlock_smem.restype = ctypes.c_void_p
+        self.fault = abi.FaultRec.in_dll(self.lib, "cq_fault_record")
+        self.deadlock = abi.DeadlockRec.in_dll(self.lib, "cq_deadlock_record")
+        self.misuse_texts = {v: k for k, v in abi.read_table(self.lib, "cq_misuse_texts").items()}
+        self._lock = threading.Lock()
+
+    def entry(self, kernel: str) -> int:
+        try:
+            return ctypes.cast(getattr(self.lib, f"cq_entry_{kernel}"), ctypes.c_void_p).value
+        except AttributeError:
+            raise errors.InternalError(f"the cuda-cpu library {self.path} has no kernel "
+                                       f"'{kernel}' (no CQ_EXPORT({kernel}))") from None
+
+    def launch(self, kernel: str, grid: Sequence[int], block: int, smem: int = 0,
+               params: Sequence[Param] = (), stack: int = 0) -> Outcome:
+        """Runs ``kernel`` on a grid of up to three dimensions; returns None, the
+        first fault, or the deadlock that stopped it."""
+        grid = tuple(grid) + (1,) * (3 - len(grid))
+        cfg = abi.LaunchCfg((ctypes.c_uint32 * 3)(*grid), block, smem, stack)
+        args, keep = pack_params(params)
+        with self._lock:
+            status = self.lib.cq_cpu_launch(self.entry(kernel), args, ctypes.byref(cfg))
+            del keep
+            if status == abi.Status.OK:
+                return None
+            if status == abi.Status.FAULTED:
+                return abi.decode_fault(self.fault)
+            if status == abi.Status.DEADLOCKED:
+                n = ctypes.c_uint64()
+                ptr = self.lib.cq_cpu_deadlock_smem(ctypes.byref(n))
+                smem_bytes = ctypes.string_at(ptr, n.value) if n.value else b""
+                return abi.decode_deadlock(self.deadlock, smem_bytes)
+        what = {abi.Status.ERR_CONFIG: f"grid {grid} or block size {block} out of range",
+                abi.Status.ERR_NOMEM: f"no memory for {block} thread stacks or {smem} bytes "
+                                      f"of shared memory"}
+        raise errors.DeviceError(f"cuda-cpu launch of '{kernel}' failed: "
+                                 f"{what.get(status, f'status {status}')}")
+
+    def misuse_text(self, fault: abi.DeviceFault) -> str:
+        return self.misuse_texts.get(fault.args[0], f"misuse {fault.args[0]}")

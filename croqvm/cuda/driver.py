@@ -1,0 +1,334 @@
+"""The GPU device: load a cubin, move buffers and launch kernels through the CUDA driver.
+
+Two backends behind one small interface (``Backend``), imported lazily:
+- PyCUDA (the optional extra ``croqvm[gpu]``), on the device's primary context (shared
+  with CuPy, PyTorch, cuda.core), never ``pycuda.autoinit``, which makes a private one;
+- the CUDA driver library itself through ctypes (``libcuda.so.1``), where PyCUDA is not
+  installed: the driver's C API is stable, and it needs nothing beyond the driver every
+  GPU machine has. (cuda-python's Python layers have renamed and reordered their calls
+  from release to release; nothing here depends on them.)
+``CROQVM_GPU_BACKEND=pycuda|driver`` forces one.
+
+Whether a GPU can be used at all is found out once per process by ``gpu_status()``,
+in a subprocess, so that a missing or broken driver can neither crash nor poison the
+test process. Launch failures (an illegal address, ...) poison the CUDA context until
+the process ends; generated kernels therefore record faults (``cq_fault_record``)
+instead of trapping.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import json
+import os
+import subprocess
+import sys
+from typing import Sequence, Tuple
+
+import numpy as np
+
+from .. import errors
+from . import abi
+from .cpu import Param, pack_params
+
+WATCHDOG_ENV = "CROQVM_GPU_WATCHDOG_S"     # seconds a spin wait may stall; 0: forever
+DEFAULT_WATCHDOG_S = 60
+
+# CUDA driver API constants used below (cuda.h)
+CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
+CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+STATIC_SMEM_LIMIT = 48 * 1024      # above this a kernel must opt in to dynamic shared memory
+
+
+class GpuError(errors.DeviceError):
+    """A CUDA driver call failed."""
+
+
+# --------------------------------------------------------------------------- backends
+
+class DriverBackend:
+    """The CUDA driver API through ctypes."""
+
+    name = "driver"
+
+    def __init__(self):
+        try:
+            self.cu = ctypes.CDLL("libcuda.so.1")
+        except OSError as exc:
+            raise GpuError(f"no CUDA driver (libcuda.so.1): {exc}") from None
+        self._call("cuInit", 0)
+        count = ctypes.c_int()
+        self._call("cuDeviceGetCount", ctypes.byref(count))
+        if count.value < 1:
+            raise GpuError("the CUDA driver sees no GPU")
+        self.dev = ctypes.c_int()
+        self._call("cuDeviceGet", ctypes.byref(self.dev), 0)
+        self.ctx = ctypes.c_void_p()
+        self._call("cuDevicePrimaryCtxRetain", ctypes.byref(self.ctx), self.dev)
+        self._call("cuCtxSetCurrent", self.ctx)
+
+    def _call(self, fn: str, *args) -> None:
+        status = getattr(self.cu, fn)(*args)
+        if status != 0:
+            name = ctypes.c_char_p()
+            self.cu.cuGetErrorName(status, ctypes.byref(name))
+            what = name.value.decode() if name.value else f"error {status}"
+            raise GpuError(f"CUDA driver call {fn} failed: {what}")
+
+    def capability(self) -> Tuple[int, int]:
+        out = []
+        for attr in (CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR):
+            v = ctypes.c_int()
+            self._call("cuDeviceGetAttribute", ctypes.byref(v), attr, self.dev)
+            out.append(v.value)
+        return out[0], out[1]
+
+    def load(self, image: bytes):
+        self._image = ctypes.create_string_buffer(image)     # NUL-terminated for PTX
+        module = ctypes.c_void_p()
+        self._call("cuModuleLoadData", ctypes.byref(module), self._image)
+        return module
+
+    def function(self, module, name: str):
+        fn = ctypes.c_void_p()
+        self._call("cuModuleGetFunction", ctypes.byref(fn), module, name.encode())
+        return fn
+
+    def global_ptr(self, module, name: str) -> int:
+        ptr, size = ctypes.c_uint64(), ctypes.c_size_t()
+        self._call("cuModuleGetGlobal_v2", ctypes.byref(ptr), ctypes.byref(size), module,
+                   name.encode())
+        return ptr.value
+
+    def alloc(self, nbytes: int) -> int:
+        ptr = ctypes.c_uint64()
+        self._call("cuMemAlloc_v2", ctypes.byref(ptr), ctypes.c_size_t(max(1, nbytes)))
+        return ptr.value
+
+    def free(self, ptr: int) -> None:
+        self._call("cuMemFree_v2", ctypes.c_uint64(ptr))
+
+    def h2d(self, ptr: int, host: np.ndarray) -> None:
+        self._call("cuMemcpyHtoD_v2", ctypes.c_uint64(ptr), ctypes.c_void_p(host.ctypes.data),
+                   ctypes.c_size_t(host.nbytes))
+
+    def d2h(self, host: np.ndarray, ptr: int) -> None:
+        self._call("cuMemcpyDtoH_v2", ctypes.c_void_p(host.ctypes.data), ctypes.c_uint64(ptr),
+                   ctypes.c_size_t(host.nbytes))
+
+    def set_max_smem(self, fn, nbytes: int) -> None:
+        self._call("cuFuncSetAttribute", fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                   ctypes.c_int(nbytes))
+
+    def launch(self, fn, grid, block: int, smem: int, params: Sequence[Param]) -> None:
+        args, _values = pack_params(params)
+        self._call("cuLaunchKernel", fn, *map(ctypes.c_uint, grid), ctypes.c_uint(block),
+                   ctypes.c_uint(1), ctypes.c_uint(1), ctypes.c_uint(smem), None, args, None)
+
+    def synchronize(self) -> None:
+        self._call("cuCtxSynchronize")
+
+
+# PyCUDA's prepared-call format characters for the kernel parameter kinds
+PYCUDA_FORMAT = {"ptr": "P", "i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i",
+                 "u32": "I", "i64": "q", "u64": "Q", "f32": "f", "f64": "d"}
+
+
+class PyCudaBackend:
+    """PyCUDA on the primary context."""
+
+    name = "pycuda"
+
+    def __init__(self):
+        import pycuda.driver as drv      # ImportError when PyCUDA or libcuda is missing
+        self.drv = drv
+        try:
+            drv.init()
+            if drv.Device.count() < 1:
+                raise GpuError("the CUDA driver sees no GPU")
+            self.dev = drv.Device(0)
+            self.ctx = self.dev.retain_primary_context()
+            self.ctx.push()
+        except drv.Error as exc:
+            raise GpuError(f"PyCUDA could not open the GPU: {exc}") from None
+
+    def capability(self) -> Tuple[int, int]:
+        return self.dev.compute_capability()
+
+    def load(self, image: bytes):
+        return self.drv.module_from_buffer(image)
+
+    def function(self, module, name: str):
+        return module.get_function(name)
+
+    def global_ptr(self, module, name: str) -> int:
+        return int(module.get_global(name)[0])
+
+    def alloc(self, nbytes: int) -> int:
+        buf = self.drv.mem_alloc(max(1, nbytes))
+        self._keep = getattr(self, "_keep", {})
+        self._keep[int(buf)] = buf
+        return int(buf)
+
+    def free(self, ptr: int) -> None:
+        self._keep.pop(ptr).free()
+
+    def h2d(self, ptr: int, host: np.ndarray) -> None:
+        self.drv.memcpy_htod(ptr, host)
+
+    def d2h(self, host: np.ndarray, ptr: int) -> None:
+        self.drv.memcpy_dtoh(host, ptr)
+
+    def set_max_smem(self, fn, nbytes: int) -> None:
+        fn.set_attribute(self.drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
+
+    def launch(self, fn, grid, block: int, smem: int, params: Sequence[Param]) -> None:
+        fn.prepare("".join(PYCUDA_FORMAT[k] for k, _ in params))
+        values = [int(v) if k == "ptr" else v for k, v in params]
+        try:
+            fn.prepared_call(tuple(grid), (block, 1, 1), *values, shared_size=smem)
+        except self.drv.Error as exc:
+            raise GpuError(f"kernel launch failed: {exc}") from None
+
+    def synchronize(self) -> None:
+        try:
+            self.drv.Context.synchronize()
+        except self.drv.Error as exc:
+            raise GpuError(f"the kernel failed on the GPU: {exc}") from None
+
+
+BACKENDS = {"pycuda": PyCudaBackend, "driver": DriverBackend}
+
+
+def open_backend():
+    """The first backend that opens: ``CROQVM_GPU_BACKEND``, else PyCUDA, else the
+    driver library."""
+    forced = os.environ.get("CROQVM_GPU_BACKEND")
+    if forced and forced not in BACKENDS:
+        raise errors.ArgumentError(f"CROQVM_GPU_BACKEND={forced}: expected "
+                                   f"{' or '.join(BACKENDS)}")
+    reasons = []
+    for name in [forced] if forced else list(BACKENDS):
+        try:
+            return BACKENDS[name]()
+        except ImportError as exc:
+            reasons.append(f"{name}: not installed ({exc})")
+        except GpuError as exc:
+            reasons.append(f"{name}: {exc}")
+    raise GpuError("no usable GPU: " + "; ".join(reasons))
+
+
+# --------------------------------------------------------------------------- probing
+
+def _probe_main() -> None:
+    """Run in a subprocess by ``gpu_status``: prints one JSON line."""
+    try:
+        backend = open_backend()
+        print(json.dumps({"ok": True, "backend": backend.name,
+                          "capability": list(backend.capability())}))
+    except errors.CroqvmError as exc:
+        print(json.dumps({"ok": False, "reason": str(exc)}))
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_status() -> dict:
+    """``{"ok": True, "backend": ..., "capability": [major, minor]}`` or ``{"ok": False,
+    "reason": ...}``, found in a subprocess once per process."""
+    code = "from croqvm.cuda.driver import _probe_main; _probe_main()"
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=120)
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "reason": "probing the GPU took more than 120 s"}
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
+        return {"ok": False, "reason": f"probing the GPU failed: {tail[0]}"}
+    return json.loads(lines[-1])
+
+
+def require_gpu() -> dict:
+    """The probe's result, or the one-line DeviceError of ``--device gpu`` without one."""
+    status = gpu_status()
+    if not status["ok"]:
+        raise errors.DeviceError(f"--device gpu needs a CUDA GPU and driver: "
+                                 f"{status['reason']}")
+    return status
+
+
+def arch_for(capability: Sequence[int]) -> str:
+    """The compile target for a GPU: its own cubin where croqvm builds one (8.x runs
+    sm_80 code; sm_90a code runs only on 9.0), else compute_80 PTX, which the driver
+    compiles for any later GPU."""
+    major, minor = capability
+    if major == 8:
+        return "sm_80"
+    if (major, minor) == (9, 0):
+        return "sm_90a"
+    if major < 8:
+        raise errors.DeviceError(f"croqvm's CUDA code needs compute capability 8.0 or "
+                                 f"newer; this GPU has {major}.{minor}")
+    return "compute_80"
+
+
+# --------------------------------------------------------------------------- modules
+
+class GpuModule:
+    """A loaded cubin (or PTX) and its fault record; the same ``launch`` as the
+    cuda-cpu device, with parameters of kind "ptr" holding device addresses."""
+
+    def __init__(self, backend, image: bytes):
+        self.backend = backend
+        self.module = backend.load(image)
+        self.fault_ptr = backend.global_ptr(self.module, "cq_fault_record")
+        seconds = float(os.environ.get(WATCHDOG_ENV, DEFAULT_WATCHDOG_S))
+        backend.h2d(backend.global_ptr(self.module, "cq_watchdog_ns"),
+                    np.array([int(seconds * 1e9)], np.uint64))
+        self.functions = {}
+        self.smem_opt_in = {}
+
+    def _function(self, kernel: str, smem: int):
+        fn = self.functions.get(kernel)
+        if fn is None:
+            fn = self.functions[kernel] = self.backend.function(self.module, kernel)
+        if smem > max(STATIC_SMEM_LIMIT, self.smem_opt_in.get(kernel, 0)):
+            self.backend.set_max_smem(fn, smem)
+            self.smem_opt_in[kernel] = smem
+        return fn
+
+    def launch(self, kernel: str, grid: Sequence[int], block: int, smem: int = 0,
+               params: Sequence[Param] = ()):
+        """Runs ``kernel`` to completion; returns None or the first fault. A "ptr"
+        parameter given as a numpy array is copied to the device for the launch and
+        back after it (unless the array is read-only); an int is a device address."""
+        grid = tuple(grid) + (1,) * (3 - len(grid))
+        fn = self._function(kernel, smem)
+        if any(isinstance(v, np.ndarray) and not v.flags.c_contiguous for _, v in params):
+            raise errors.InternalError(f"launch of '{kernel}': buffers must be C-contiguous")
+        copies, device_params = [], []
+        try:
+            for kind, value in params:
+                if kind == "ptr" and isinstance(value, np.ndarray):
+                    ptr = self.backend.alloc(value.nbytes)
+                    copies.append((value, ptr))
+                    self.backend.h2d(ptr, value)
+                    value = ptr
+                device_params.append((kind, value))
+            record = abi.FaultRec(key=abi.NO_FAULT)
+            raw = np.frombuffer(record, np.uint8)      # a view the copies fill in place
+            self.backend.h2d(self.fault_ptr, raw)
+            self.backend.launch(fn, grid, block, smem, device_params)
+            self.backend.synchronize()
+            self.backend.d2h(raw, self.fault_ptr)
+            for host, ptr in copies:
+                if host.flags.writeable:
+                    self.backend.d2h(host, ptr)
+        finally:
+            for _, ptr in copies:
+                try:
+                    self.backend.free(ptr)
+                except GpuError:
+                    pass     # a failed launch poisons the context; its error is the report
+        return abi.decode_fault(record)

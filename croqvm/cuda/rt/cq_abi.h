@@ -1,0 +1,96 @@
+/* The records the device (a GPU, or the CPU runtime) and the host exchange.
+ *
+ * croqvm/cuda/abi.py mirrors every type and enum here with ctypes; the CPU runtime
+ * exports cq_abi_table (names, values, sizes and field offsets) and the host refuses a
+ * library whose table disagrees with its mirror, so the two cannot drift apart.
+ * Plain C layout (no pointers inside records), identical under nvcc and g++.
+ */
+#ifndef CQ_ABI_H
+#define CQ_ABI_H
+
+/* What stopped a thread: the fault record holds the first one in (block, lane) order,
+   block linear in row-major order of the block indices (LANGUAGE.md §7.1.1). */
+#define CQ_FAULT_KINDS(X)                                                               \
+  X(CQ_FAULT_CHECK, 1)   /* a check of the generated code failed; site names it */      \
+  X(CQ_FAULT_TIMEOUT, 2) /* GPU watchdog: a wait at `site` made no progress */          \
+  X(CQ_FAULT_MISUSE, 3)  /* CPU runtime: the generated code broke a CUDA rule; args[0]  \
+                            is a cq_misuse code (an internal error, never a user's) */
+
+/* Rules of CUDA/PTX the CPU runtime checks because real hardware would hang, corrupt or
+   behave undefinedly instead of complaining. */
+#define CQ_MISUSES(X)                                                                   \
+  X(CQ_MISUSE_BARRIER_ID, 1, "named barrier id outside 1..15")                          \
+  X(CQ_MISUSE_BARRIER_COUNT, 2, "named barrier count not a positive multiple of 32 "    \
+                                "or above the block size")                              \
+  X(CQ_MISUSE_BARRIER_MIXED, 3, "threads of one barrier generation gave different counts") \
+  X(CQ_MISUSE_BARRIER_OVERFLOW, 4, "more warps arrived at a named barrier than its count") \
+  X(CQ_MISUSE_MBAR_COUNT, 5, "mbarrier expected count outside 1..2^20-1")               \
+  X(CQ_MISUSE_MBAR_EMPTY, 6, "arrival on an mbarrier that expects no arrivals")         \
+  X(CQ_MISUSE_CP_ASYNC_SIZE, 7, "cp.async size not 4, 8 or 16, or source size above it") \
+  X(CQ_MISUSE_CP_ASYNC_ALIGN, 8, "cp.async address not aligned to the copy size")       \
+  X(CQ_MISUSE_CP_ASYNC_DST, 9, "cp.async destination outside the block's shared memory") \
+  X(CQ_MISUSE_CP_ASYNC_PENDING, 10, "thread exited with cp.async copies never waited")  \
+  X(CQ_MISUSE_WARP_PARTIAL, 11, "warp-wide operation in a warp without 32 live threads") \
+  X(CQ_MISUSE_WARP_DIVERGED, 12, "threads of one warp reached different warp-wide operations") \
+  X(CQ_MISUSE_SMEM_CARVE, 13, "shared memory object outside the launch's shared memory")
+
+/* What a thread of a deadlocked block (CPU runtime) waits for. */
+#define CQ_WAIT_KINDS(X)                                                                \
+  X(CQ_WAIT_NONE, 0)          /* runnable */                                            \
+  X(CQ_WAIT_EXITED, 1)        /* finished or returned early */                          \
+  X(CQ_WAIT_BLOCK_BARRIER, 2) /* a0: threads arrived, a1: threads awaited */            \
+  X(CQ_WAIT_NAMED_BARRIER, 3) /* a0: barrier id, a1: threads arrived (warps * 32) */    \
+  X(CQ_WAIT_MBARRIER, 4)      /* a0: its byte offset in shared memory, a1: the phase */ \
+  X(CQ_WAIT_EVENT, 5)         /* a0: counter's byte offset in shared memory, a1: the    \
+                                 generation waited for */                               \
+  X(CQ_WAIT_WARP, 6)          /* a warp-wide operation; a0: lanes of the warp arrived */ \
+  X(CQ_WAIT_CP_ASYNC, 7)      /* never reported: copies complete at their wait */
+
+/* What a CPU launch returns. */
+#define CQ_STATUSES(X)                                                                  \
+  X(CQ_OK, 0)                                                                           \
+  X(CQ_FAULTED, 1)     /* cq_fault_record holds the fault; later blocks did not run */  \
+  X(CQ_DEADLOCKED, 2)  /* cq_deadlock_record describes the block */                     \
+  X(CQ_ERR_CONFIG, -1) /* grid or block size out of range */                            \
+  X(CQ_ERR_NOMEM, -2)  /* stacks or shared memory could not be allocated */
+
+#define CQ_ENUM_ITEM(name, value, ...) name = value,
+enum cq_fault_kind { CQ_FAULT_KINDS(CQ_ENUM_ITEM) };
+enum cq_misuse { CQ_MISUSES(CQ_ENUM_ITEM) };
+enum cq_wait_kind { CQ_WAIT_KINDS(CQ_ENUM_ITEM) };
+enum cq_status { CQ_STATUSES(CQ_ENUM_ITEM) };
+#undef CQ_ENUM_ITEM
+
+#define CQ_NO_FAULT 0xFFFFFFFFFFFFFFFFull
+#define CQ_MAX_BLOCK 1024
+
+typedef struct cq_fault_rec {
+  unsigned long long key; /* (linear block << 32) | lane; CQ_NO_FAULT when none */
+  int lock;               /* held while a thread writes the fields (GPU) */
+  int kind;               /* cq_fault_kind */
+  int site;               /* the generator's site id (check or wait statement) */
+  int pad;
+  long long args[4];      /* values the message shows; for a misuse args[0] is its code */
+} cq_fault_rec;
+
+typedef struct cq_thread_wait {
+  int kind; /* cq_wait_kind */
+  int site; /* the generator's site id of the waiting statement, -1 if none */
+  long long a0, a1;
+} cq_thread_wait;
+
+typedef struct cq_deadlock_rec {
+  long long block; /* linear block index */
+  int nthreads;
+  int pad;
+  cq_thread_wait thread[CQ_MAX_BLOCK];
+} cq_deadlock_rec;
+
+typedef struct cq_launch_cfg {
+  unsigned grid[3];
+  unsigned block;                /* threads per block, 1..1024 (1-D blocks) */
+  unsigned long long smem_bytes; /* dynamic shared memory per block */
+  unsigned long long stack_bytes; /* CPU runtime: stack per thread; 0 = the default */
+} cq_launch_cfg;
+
+#endif /* CQ_ABI_H */

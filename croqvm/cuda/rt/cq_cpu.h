@@ -1,0 +1,645 @@
+/* The CPU implementation of the croqvm CUDA runtime (compiled with -DCQ_CPU by the host
+ * C++ compiler): the generated .cu runs unchanged, each CUDA thread a fiber.
+ *
+ * Conventions: `rt` is the one launch in progress (a library runs one launch at a time;
+ * the host serialises them), `blk` its current block, `self` the running thread. Blocks
+ * run one after another in row-major order of their indices (LANGUAGE.md §7.1.1); the
+ * threads of a block run round-robin in lane order, each until it waits or finishes.
+ *
+ * Every wait is `wait_until`, so the scheduler knows which threads are blocked and on
+ * what: a full pass over the live threads in which none did anything but re-check an
+ * unmet condition is a deadlock, reported (cq_deadlock_record) rather than hung.
+ * The runtime also checks the rules of CUDA that real hardware does not check (named
+ * barrier counts, mbarrier counts, cp.async sizes and alignment, full warps for mma):
+ * a violation is a bug of the generated code, recorded as a CQ_FAULT_MISUSE fault, and
+ * the launch stops there.
+ *
+ * Semantics reproduced from the PTX ISA and the CUDA programming guide:
+ * - __syncthreads (barrier 0) waits for all non-exited threads of the block.
+ * - barrier.sync id, count: a warp arrives once all its non-exited threads have arrived
+ *   (not necessarily from the same statement) and counts as 32 threads; the barrier
+ *   completes when `count` threads have arrived this way.
+ * - mbarrier: pending and expected counts and a phase; arrive_drop also lowers the
+ *   expected count of later phases. A token is the phase the thread arrived in.
+ * - cp.async: the copy lands when the issuing thread waits for its group (never
+ *   earlier), and the destination reads as 0xFF bytes until then, so a read before the
+ *   wait shows up as wrong data.
+ * - mma.sync: a warp rendezvous; the last lane to arrive computes the product from the
+ *   PTX fragment layouts (cq_mma.h) with the engines' MMA arithmetic (§12.4), so the
+ *   results equal the interpreter's bit for bit.
+ * Fibers never preempt each other, so this mode cannot expose missing fences or data
+ * races (the interpreter's race detection covers those).
+ */
+#ifndef CQ_CPU_H
+#define CQ_CPU_H
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <stddef.h>
+
+#include <new>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "cq_fiber.h"
+
+#define CQ_KERNEL static
+#define CQ_DEV static inline
+#define CQ_HD static inline
+
+typedef unsigned long long cq_mbar;
+typedef unsigned long long cq_mbar_token;
+
+#include "cq_mma.h"
+
+extern "C" {
+cq_fault_rec cq_fault_record = {CQ_NO_FAULT, 0, 0, 0, 0, {0, 0, 0, 0}};
+cq_deadlock_rec cq_deadlock_record;
+}
+
+namespace cq {
+
+enum { WARP = 32, MAX_WARPS = CQ_MAX_BLOCK / WARP, NAMED_BARRIERS = 16,
+       DEFAULT_STACK = 64 * 1024, POISON = 0xFF, SMEM_FILL = 0xA5 };
+
+struct pending_copy {
+  unsigned char *dst;
+  const unsigned char *src;
+  int bytes, src_bytes;
+  unsigned group;
+};
+
+struct thread_state {
+  cq_fiber_ctx ctx;
+  unsigned tid;
+  bool done;
+  bool progressed;                 /* did more than re-check an unmet wait since resumed */
+  cq_thread_wait wait;
+  std::vector<pending_copy> copies; /* cp.async issued and not yet waited */
+  unsigned committed;              /* cp.async groups committed so far */
+};
+
+struct named_barrier {
+  unsigned count;                  /* 0 while no generation is open */
+  unsigned total;                  /* threads arrived: 32 per warp arrived */
+  unsigned long long gen;
+  unsigned short in_warp[MAX_WARPS]; /* threads of each warp arrived */
+};
+
+/* One warp's mma.sync rendezvous; the operands travel in `mma_operands`. */
+struct warp_rendezvous {
+  unsigned arrived;
+  unsigned long long gen;
+  const void *shape;               /* the operation the first lane arrived at */
+};
+
+/* Every lane's fragments, by fragment position; the last lane to arrive fills d. Kept
+   apart from the block state, which is reset for every block, because it is large
+   and needs no reset. */
+struct mma_operands {
+  double a[WARP][16], b[WARP][8], c[WARP][4], d[WARP][4];
+  long long ia[WARP][16], ib[WARP][8], ic[WARP][4], id[WARP][4];
+};
+
+struct block_state {
+  unsigned idx[3];
+  long long linear;
+  unsigned size, live;
+  unsigned short warp_live[MAX_WARPS];
+  unsigned char *smem;
+  size_t smem_bytes;
+  unsigned bar0_arrived;
+  unsigned long long bar0_gen;
+  named_barrier named[NAMED_BARRIERS];
+  warp_rendezvous warps[MAX_WARPS];
+};
+
+struct launch_state {
+  cq_fiber_ctx sched;
+  cq_launch_cfg cfg;
+  void (*entry)(void **);
+  void **args;
+  thread_state *threads;           /* cfg.block of them; stacks kept between launches */
+  unsigned nstacks;
+  size_t stack_size;
+  block_state *blk;
+  mma_operands operands[MAX_WARPS];
+  thread_state *self;
+  bool abort;                      /* a misuse was recorded: stop the launch */
+  unsigned char *kept_smem;        /* the deadlocked block's shared memory, until the next
+                                      launch */
+  size_t kept_bytes;
+};
+
+static launch_state rt;
+
+static inline unsigned warp_size_of(unsigned w) {
+  unsigned left = rt.blk->size - w * WARP;
+  return left < (unsigned)WARP ? left : (unsigned)WARP;
+}
+
+static inline void yield(bool progressed) {
+  rt.self->progressed = progressed;
+  cq_fiber_switch_to(&rt.self->ctx, &rt.sched, 0);
+}
+
+template <class Ready>
+static inline void wait_until(int kind, int site, long long a0, long long a1, Ready ready) {
+  if (ready()) return;
+  thread_state *t = rt.self;
+  t->wait.kind = kind;
+  t->wait.site = site;
+  t->wait.a0 = a0;
+  t->wait.a1 = a1;
+  yield(true);
+  while (!ready()) yield(false);
+  t->wait.kind = CQ_WAIT_NONE;
+  t->wait.site = -1;
+}
+
+static inline void record(int kind, int site, long long a0, long long a1, long long a2,
+                          long long a3) {
+  unsigned long long key = ((unsigned long long)rt.blk->linear << 32) | rt.self->tid;
+  if (key >= cq_fault_record.key) return;
+  cq_fault_record.key = key;
+  cq_fault_record.kind = kind;
+  cq_fault_record.site = site;
+  cq_fault_record.args[0] = a0;
+  cq_fault_record.args[1] = a1;
+  cq_fault_record.args[2] = a2;
+  cq_fault_record.args[3] = a3;
+}
+
+/* A CUDA rule broken by the generated code: recorded, and this thread never runs
+   again; the scheduler ends the launch. */
+static inline void misuse(int code, int site, long long a0 = 0, long long a1 = 0) {
+  record(CQ_FAULT_MISUSE, site, code, a0, a1, 0);
+  rt.abort = true;
+  for (;;) yield(true);
+}
+
+static inline long long smem_offset(const void *p) {
+  const unsigned char *c = (const unsigned char *)p;
+  if (c < rt.blk->smem || c >= rt.blk->smem + rt.blk->smem_bytes) return -1;
+  return (long long)(c - rt.blk->smem);
+}
+
+static inline void check_smem_object(const void *p, size_t bytes, int site) {
+  long long off = smem_offset(p);
+  if (off < 0 || (size_t)off + bytes > rt.blk->smem_bytes)
+    misuse(CQ_MISUSE_SMEM_CARVE, site, off);
+}
+
+/* ------------------------------------------------------------------ barriers */
+
+static inline void release_block_barrier() {
+  block_state *b = rt.blk;
+  if (b->bar0_arrived && b->bar0_arrived == b->live) {
+    b->bar0_arrived = 0;
+    b->bar0_gen++;
+  }
+}
+
+/* Warp `w` arrives at named barrier `nb` once all its live threads have. */
+static inline void named_warp_check(named_barrier *nb, unsigned w, int site) {
+  if (!nb->in_warp[w] || nb->in_warp[w] != rt.blk->warp_live[w]) return;
+  nb->in_warp[w] = 0;
+  nb->total += WARP;
+  if (nb->total > nb->count) misuse(CQ_MISUSE_BARRIER_OVERFLOW, site, nb->total, nb->count);
+  if (nb->total == nb->count) {
+    nb->total = 0;
+    nb->count = 0;
+    nb->gen++;
+  }
+}
+
+static inline void thread_exit() {
+  thread_state *t = rt.self;
+  if (!t->copies.empty())
+    misuse(CQ_MISUSE_CP_ASYNC_PENDING, -1, (long long)t->copies.size());
+  block_state *b = rt.blk;
+  unsigned w = t->tid / WARP;
+  if (b->warps[w].arrived) misuse(CQ_MISUSE_WARP_PARTIAL, -1, w);
+  t->done = true;
+  t->wait.kind = CQ_WAIT_EXITED;
+  b->live--;
+  b->warp_live[w]--;
+  release_block_barrier();
+  for (unsigned i = 1; i < NAMED_BARRIERS; i++)
+    if (b->named[i].count) named_warp_check(&b->named[i], w, -1);
+}
+
+static void fiber_main() {
+  cq_fiber_entered(&rt.sched);
+  rt.entry(rt.args);
+  thread_exit();
+  rt.self->progressed = true;
+  cq_fiber_switch_to(&rt.self->ctx, &rt.sched, 1);
+}
+
+/* ------------------------------------------------------------------ scheduler */
+
+static inline void fill_deadlock_record() {
+  block_state *b = rt.blk;
+  cq_deadlock_record.block = b->linear;
+  cq_deadlock_record.nthreads = (int)b->size;
+  for (unsigned i = 0; i < b->size; i++) {
+    cq_thread_wait w = rt.threads[i].wait;
+    /* counts that change while waiting are read now, when nothing moves any more */
+    if (w.kind == CQ_WAIT_BLOCK_BARRIER) {
+      w.a0 = b->bar0_arrived;
+      w.a1 = b->live;
+    } else if (w.kind == CQ_WAIT_NAMED_BARRIER) {
+      w.a1 = b->named[w.a0].total;
+    } else if (w.kind == CQ_WAIT_WARP) {
+      w.a0 = b->warps[i / WARP].arrived;
+    }
+    cq_deadlock_record.thread[i] = w;
+  }
+}
+
+static int run_block() {
+  block_state *b = rt.blk;
+  for (unsigned i = 0; i < b->size; i++) {
+    thread_state *t = &rt.threads[i];
+    t->tid = i;
+    t->done = false;
+    t->progressed = false;
+    t->wait.kind = CQ_WAIT_NONE;
+    t->wait.site = -1;
+    t->wait.a0 = t->wait.a1 = 0;
+    t->copies.clear();
+    t->committed = 0;
+    cq_fiber_prepare(&t->ctx, fiber_main);
+  }
+  while (b->live) {
+    bool moved = false;
+    for (unsigned i = 0; i < b->size && !rt.abort; i++) {
+      thread_state *t = &rt.threads[i];
+      if (t->done) continue;
+      rt.self = t;
+      cq_fiber_switch_to(&rt.sched, &t->ctx, 0);
+      moved |= t->progressed;
+    }
+    if (rt.abort) return CQ_FAULTED;
+    if (!moved) {
+      fill_deadlock_record();
+      return CQ_DEADLOCKED;
+    }
+  }
+  return cq_fault_record.key == CQ_NO_FAULT ? CQ_OK : CQ_FAULTED;
+}
+
+static int reserve_stacks(unsigned n, size_t size) {
+  if (size != rt.stack_size) {
+    for (unsigned i = 0; i < rt.nstacks; i++) cq_fiber_stack_free(&rt.threads[i].ctx);
+    rt.nstacks = 0;
+    rt.stack_size = size;
+  }
+  if (!rt.threads) {
+    rt.threads = new (std::nothrow) thread_state[CQ_MAX_BLOCK]();
+    if (!rt.threads) return -1;
+  }
+  for (; rt.nstacks < n; rt.nstacks++)
+    if (cq_fiber_stack_alloc(&rt.threads[rt.nstacks].ctx, size) != 0) return -1;
+  return 0;
+}
+
+}  // namespace cq
+
+/* Runs `entry(args)` on every thread of every block. Not reentrant. */
+extern "C" int cq_cpu_launch(void (*entry)(void **), void **args, const cq_launch_cfg *cfg) {
+  using namespace cq;
+  free(rt.kept_smem);
+  rt.kept_smem = NULL;
+  rt.kept_bytes = 0;
+  cq_fault_record.key = CQ_NO_FAULT;
+  cq_fault_record.lock = 0;
+  if (cfg->block < 1 || cfg->block > CQ_MAX_BLOCK || !cfg->grid[0] || !cfg->grid[1] ||
+      !cfg->grid[2])
+    return CQ_ERR_CONFIG;
+  size_t stack = cfg->stack_bytes ? (size_t)cfg->stack_bytes : (size_t)DEFAULT_STACK;
+  if (reserve_stacks(cfg->block, stack) != 0) return CQ_ERR_NOMEM;
+  block_state *b = (block_state *)calloc(1, sizeof(block_state));
+  size_t smem_alloc = ((size_t)cfg->smem_bytes + 127) / 128 * 128;
+  unsigned char *smem = (unsigned char *)aligned_alloc(128, smem_alloc ? smem_alloc : 128);
+  if (!b || !smem) {
+    free(b);
+    free(smem);
+    return CQ_ERR_NOMEM;
+  }
+  rt.cfg = *cfg;
+  rt.entry = entry;
+  rt.args = args;
+  rt.abort = false;
+  rt.blk = b;
+  int status = CQ_OK;
+  for (unsigned x = 0; x < cfg->grid[0] && status == CQ_OK; x++)
+    for (unsigned y = 0; y < cfg->grid[1] && status == CQ_OK; y++)
+      for (unsigned z = 0; z < cfg->grid[2] && status == CQ_OK; z++) {
+        memset(b, 0, sizeof *b);
+        b->idx[0] = x;
+        b->idx[1] = y;
+        b->idx[2] = z;
+        b->linear = ((long long)x * cfg->grid[1] + y) * cfg->grid[2] + z;
+        b->size = b->live = cfg->block;
+        for (unsigned w = 0; w * WARP < cfg->block; w++) b->warp_live[w] = warp_size_of(w);
+        b->smem = smem;
+        b->smem_bytes = (size_t)cfg->smem_bytes;
+        memset(smem, SMEM_FILL, smem_alloc);   /* CUDA shared memory starts undefined */
+        status = run_block();
+      }
+  rt.blk = NULL;
+  if (status == CQ_DEADLOCKED) {
+    rt.kept_smem = smem;
+    rt.kept_bytes = (size_t)cfg->smem_bytes;
+  } else {
+    free(smem);
+  }
+  free(b);
+  return status;
+}
+
+/* The shared memory of the block the last launch found deadlocked. */
+extern "C" const unsigned char *cq_cpu_deadlock_smem(unsigned long long *bytes) {
+  *bytes = cq::rt.kept_bytes;
+  return cq::rt.kept_smem;
+}
+
+namespace cq {
+/* cq_entry_<kernel>(args): args[i] points at parameter i, as cuLaunchKernel takes them. */
+template <class... P, size_t... I>
+static inline void call_unpacked(void (*f)(P...), void **args, std::index_sequence<I...>) {
+  f(*static_cast<std::decay_t<P> *>(args[I])...);
+}
+template <class... P> static inline void call_with_args(void (*f)(P...), void **args) {
+  call_unpacked(f, args, std::index_sequence_for<P...>{});
+}
+}  // namespace cq
+
+/* Names and values of every enum constant, and the sizes and field offsets of the
+   records, for the host's check of its ctypes mirror (croqvm/cuda/abi.py). */
+struct cq_abi_entry {
+  const char *name;
+  long long value;
+};
+#define CQ_ABI_ENUM(name, value, ...) {#name, name},
+#define CQ_ABI_SIZE(type) {"sizeof " #type, (long long)sizeof(type)},
+#define CQ_ABI_FIELD(type, field) {#type "." #field, (long long)offsetof(type, field)},
+extern "C" const cq_abi_entry cq_abi_table[] = {
+    CQ_FAULT_KINDS(CQ_ABI_ENUM) CQ_MISUSES(CQ_ABI_ENUM) CQ_WAIT_KINDS(CQ_ABI_ENUM)
+    CQ_STATUSES(CQ_ABI_ENUM)
+    CQ_ABI_SIZE(cq_fault_rec) CQ_ABI_FIELD(cq_fault_rec, key) CQ_ABI_FIELD(cq_fault_rec, kind)
+    CQ_ABI_FIELD(cq_fault_rec, site) CQ_ABI_FIELD(cq_fault_rec, args)
+    CQ_ABI_SIZE(cq_thread_wait) CQ_ABI_FIELD(cq_thread_wait, kind)
+    CQ_ABI_FIELD(cq_thread_wait, site) CQ_ABI_FIELD(cq_thread_wait, a0)
+    CQ_ABI_FIELD(cq_thread_wait, a1)
+    CQ_ABI_SIZE(cq_deadlock_rec) CQ_ABI_FIELD(cq_deadlock_rec, block)
+    CQ_ABI_FIELD(cq_deadlock_rec, nthreads) CQ_ABI_FIELD(cq_deadlock_rec, thread)
+    CQ_ABI_SIZE(cq_launch_cfg) CQ_ABI_FIELD(cq_launch_cfg, grid) CQ_ABI_FIELD(cq_launch_cfg, block)
+    CQ_ABI_FIELD(cq_launch_cfg, smem_bytes) CQ_ABI_FIELD(cq_launch_cfg, stack_bytes)
+    {"CQ_NO_FAULT", (long long)CQ_NO_FAULT}, {"CQ_MAX_BLOCK", CQ_MAX_BLOCK},
+    {0, 0}};
+#undef CQ_ABI_ENUM
+#undef CQ_ABI_SIZE
+#undef CQ_ABI_FIELD
+
+/* The text of each misuse code, for the host's internal-error message. */
+#define CQ_MISUSE_TEXT(name, value, text) {text, name},
+extern "C" const cq_abi_entry cq_misuse_texts[] = {CQ_MISUSES(CQ_MISUSE_TEXT){0, 0}};
+#undef CQ_MISUSE_TEXT
+
+/* ====================================================================== the cq_* API */
+
+CQ_DEV int cq_lane() { return (int)cq::rt.self->tid; }
+CQ_DEV int cq_block_size() { return (int)cq::rt.cfg.block; }
+CQ_DEV int cq_block_idx(int d) { return (int)cq::rt.blk->idx[d]; }
+CQ_DEV int cq_grid_dim(int d) { return (int)cq::rt.cfg.grid[d]; }
+CQ_DEV unsigned char *cq_smem() { return cq::rt.blk->smem; }
+
+CQ_DEV void cq_fence_block() {}
+CQ_DEV void cq_fence_global() {}
+
+CQ_DEV void cq_fault(int site, long long a0 = 0, long long a1 = 0, long long a2 = 0,
+                     long long a3 = 0) {
+  cq::record(CQ_FAULT_CHECK, site, a0, a1, a2, a3);
+}
+
+CQ_DEV void cq_sync_block(int site) {
+  using namespace cq;
+  block_state *b = rt.blk;
+  unsigned long long gen = b->bar0_gen;
+  b->bar0_arrived++;
+  release_block_barrier();
+  wait_until(CQ_WAIT_BLOCK_BARRIER, site, 0, 0, [=] { return b->bar0_gen != gen; });
+}
+
+CQ_DEV void cq_sync_named(int id, int count, int site) {
+  using namespace cq;
+  block_state *b = rt.blk;
+  if (id < 1 || id >= NAMED_BARRIERS) misuse(CQ_MISUSE_BARRIER_ID, site, id);
+  if (count <= 0 || count % WARP || (unsigned)count > (b->size + WARP - 1) / WARP * WARP)
+    misuse(CQ_MISUSE_BARRIER_COUNT, site, count);
+  named_barrier *nb = &b->named[id];
+  if (!nb->count) nb->count = (unsigned)count;
+  else if (nb->count != (unsigned)count) misuse(CQ_MISUSE_BARRIER_MIXED, site, nb->count, count);
+  unsigned long long gen = nb->gen;
+  nb->in_warp[rt.self->tid / WARP]++;
+  named_warp_check(nb, rt.self->tid / WARP, site);
+  wait_until(CQ_WAIT_NAMED_BARRIER, site, id, 0, [=] { return nb->gen != gen; });
+}
+
+/* mbarrier: bits 0-20 pending arrivals, 21-41 expected arrivals, 42-63 phase. */
+namespace cq {
+enum { MBAR_BITS = 21 };
+static const unsigned long long MBAR_MASK = (1ull << MBAR_BITS) - 1;
+static const unsigned MBAR_MAX = (1u << 20) - 1;   /* PTX: expected count 1 .. 2^20 - 1 */
+static inline unsigned long long mbar_pack(unsigned long long pending,
+                                           unsigned long long expected,
+                                           unsigned long long phase) {
+  return pending | expected << MBAR_BITS | phase << (2 * MBAR_BITS);
+}
+static inline unsigned long long mbar_phase(cq_mbar v) { return v >> (2 * MBAR_BITS); }
+
+/* One arrival; `drop` also leaves every later phase. Returns the phase arrived in. */
+static inline cq_mbar_token mbar_arrive(cq_mbar *bar, bool drop) {
+  check_smem_object(bar, sizeof *bar, -1);
+  cq_mbar v = *bar;
+  unsigned long long pending = v & MBAR_MASK, expected = (v >> MBAR_BITS) & MBAR_MASK;
+  unsigned long long phase = mbar_phase(v);
+  if (!pending || !expected) misuse(CQ_MISUSE_MBAR_EMPTY, -1, smem_offset(bar));
+  pending--;
+  if (drop) expected--;
+  if (!pending) {
+    pending = expected;
+    *bar = mbar_pack(pending, expected, phase + 1);
+  } else {
+    *bar = mbar_pack(pending, expected, phase);
+  }
+  return phase;
+}
+}  // namespace cq
+
+CQ_DEV void cq_mbar_init(cq_mbar *bar, unsigned count) {
+  using namespace cq;
+  check_smem_object(bar, sizeof *bar, -1);
+  if (count < 1 || count > MBAR_MAX) misuse(CQ_MISUSE_MBAR_COUNT, -1, count);
+  *bar = mbar_pack(count, count, 0);
+}
+
+CQ_DEV cq_mbar_token cq_mbar_arrive(cq_mbar *bar) { return cq::mbar_arrive(bar, false); }
+CQ_DEV void cq_mbar_arrive_drop(cq_mbar *bar) { cq::mbar_arrive(bar, true); }
+
+CQ_DEV void cq_mbar_wait(cq_mbar *bar, cq_mbar_token token, int site) {
+  using namespace cq;
+  wait_until(CQ_WAIT_MBARRIER, site, smem_offset(bar), (long long)token,
+             [=] { return mbar_phase(*bar) != token; });
+}
+
+/* Counter events (LANGUAGE.md §10.3): `*arrivals` counts every trigger of the slot;
+   generation g has completed once ready + arrivals / need > g. A lane's `*waits` is
+   the number of generations it has waited for. */
+CQ_DEV void cq_event_trigger(unsigned *arrivals) { (*arrivals)++; }
+
+CQ_DEV void cq_event_wait(const unsigned *arrivals, unsigned need, unsigned ready,
+                          unsigned *waits, int site) {
+  using namespace cq;
+  unsigned want = *waits;
+  wait_until(CQ_WAIT_EVENT, site, smem_offset(arrivals), want,
+             [=] { return ready + (need ? *arrivals / need : 0) > want; });
+  *waits = want + 1;
+}
+
+CQ_DEV bool cq_once_claim(unsigned *claimed, unsigned nth) {
+  if (*claimed >= nth) return false;
+  *claimed = nth;
+  return true;
+}
+
+/* ------------------------------------------------------------------ cp.async */
+
+template <int BYTES> CQ_DEV void cq_cp_async(void *dst, const void *src, int src_bytes) {
+  using namespace cq;
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+  thread_state *t = rt.self;
+  if (src_bytes < 0 || src_bytes > BYTES) misuse(CQ_MISUSE_CP_ASYNC_SIZE, -1, src_bytes);
+  if ((uintptr_t)dst % BYTES || (src_bytes && (uintptr_t)src % BYTES))
+    misuse(CQ_MISUSE_CP_ASYNC_ALIGN, -1, (long long)(uintptr_t)dst, (long long)(uintptr_t)src);
+  long long off = smem_offset(dst);
+  if (off < 0 || (size_t)off + BYTES > rt.blk->smem_bytes)
+    misuse(CQ_MISUSE_CP_ASYNC_DST, -1, off);
+  memset(dst, POISON, BYTES);
+  t->copies.push_back(pending_copy{(unsigned char *)dst, (const unsigned char *)src, BYTES,
+                                   src_bytes, t->committed});
+}
+
+CQ_DEV void cq_cp_async_commit() { cq::rt.self->committed++; }
+
+/* cp.async.wait_group N: every committed group but the newest N has landed. */
+template <int N> CQ_DEV void cq_cp_async_wait() {
+  using namespace cq;
+  thread_state *t = rt.self;
+  unsigned upto = t->committed > (unsigned)N ? t->committed - N : 0;
+  size_t keep = 0;
+  for (size_t i = 0; i < t->copies.size(); i++) {
+    pending_copy &c = t->copies[i];
+    if (c.group < upto) {
+      memcpy(c.dst, c.src, (size_t)c.src_bytes);
+      memset(c.dst + c.src_bytes, 0, (size_t)(c.bytes - c.src_bytes));
+    } else {
+      t->copies[keep++] = c;
+    }
+  }
+  t->copies.resize(keep);
+}
+
+/* ------------------------------------------------------------------ mma.sync */
+
+namespace cq {
+/* c + a * b rounded once to the accumulator type (§12.4); the product of two f16,
+   bf16 or tf32 values is exact in double, so c + p is rounded to odd in double and
+   then to float, which rounds the exact sum once (Boldo and Melquiond, 2008). */
+static inline double mma_step_f32(double c, double a, double b) {
+  double p = a * b, s = c + p, bb = s - c, e = (c - (s - bb)) + (p - bb);
+  unsigned long long bits;
+  memcpy(&bits, &s, sizeof bits);
+  if (e != 0 && isfinite(e) && !(bits & 1)) s = nextafter(s, e > 0 ? INFINITY : -INFINITY);
+  return (double)(float)s;
+}
+static inline double mma_step_f64(double c, double a, double b) { return fma(a, b, c); }
+static inline long long mma_step_s32(long long c, long long a, long long b) {
+  return (long long)(int)(unsigned)(unsigned long long)(c + a * b);
+}
+template <class T> struct mma_step;
+template <> struct mma_step<cq_f32> {
+  static double run(double c, double a, double b) { return mma_step_f32(c, a, b); }
+};
+template <> struct mma_step<cq_f64> {
+  static double run(double c, double a, double b) { return mma_step_f64(c, a, b); }
+};
+template <> struct mma_step<cq_s32> {
+  static long long run(long long c, long long a, long long b) { return mma_step_s32(c, a, b); }
+};
+
+/* D = C + A B with k ascending, every entry gathered from and scattered to the lanes
+   through the fragment maps. Integer operands use the i* arrays, floats the others. */
+template <class S, class V>
+static void mma_compute(V (*a)[16], V (*b)[8], V (*c)[4], V (*d)[4]) {
+  V A[S::M][S::K], B[S::K][S::N], C[S::M][S::N];
+  for (int l = 0; l < WARP; l++) {
+    for (int i = 0; i < S::NA; i++)
+      A[cq_mma_a_row(S::ta::W, l, i)][cq_mma_a_col(S::ta::W, l, i)] = a[l][i];
+    for (int i = 0; i < S::NB; i++) B[cq_mma_b_row(S::tb::W, l, i)][cq_mma_b_col(l)] = b[l][i];
+    for (int i = 0; i < S::NC; i++) C[cq_mma_c_row(l, i)][cq_mma_c_col(l, i)] = c[l][i];
+  }
+  for (int m = 0; m < S::M; m++)
+    for (int n = 0; n < S::N; n++)
+      for (int k = 0; k < S::K; k++) C[m][n] = mma_step<typename S::tc>::run(C[m][n], A[m][k], B[k][n]);
+  for (int l = 0; l < WARP; l++)
+    for (int i = 0; i < S::NC; i++) d[l][i] = C[cq_mma_c_row(l, i)][cq_mma_c_col(l, i)];
+}
+
+template <class S> struct mma_tag { static const char id; };
+template <class S> const char mma_tag<S>::id = 0;
+}  // namespace cq
+
+template <class S>
+CQ_DEV void cq_mma_sync(typename S::c_value *d, const typename S::a_value *a,
+                        const typename S::b_value *b, const typename S::c_value *c, int site) {
+  using namespace cq;
+  block_state *bs = rt.blk;
+  unsigned lane = rt.self->tid % WARP, w = rt.self->tid / WARP;
+  if (warp_size_of(w) != WARP || bs->warp_live[w] != WARP) misuse(CQ_MISUSE_WARP_PARTIAL, site, w);
+  warp_rendezvous *rv = &bs->warps[w];
+  mma_operands *op = &rt.operands[w];
+  const void *tag = &mma_tag<S>::id;
+  if (!rv->arrived) rv->shape = tag;
+  else if (rv->shape != tag) misuse(CQ_MISUSE_WARP_DIVERGED, site, w);
+  if constexpr (S::tc::INT) {
+    for (int i = 0; i < S::NA; i++) op->ia[lane][i] = a[i];
+    for (int i = 0; i < S::NB; i++) op->ib[lane][i] = b[i];
+    for (int i = 0; i < S::NC; i++) op->ic[lane][i] = c[i];
+  } else {
+    for (int i = 0; i < S::NA; i++) op->a[lane][i] = a[i];
+    for (int i = 0; i < S::NB; i++) op->b[lane][i] = b[i];
+    for (int i = 0; i < S::NC; i++) op->c[lane][i] = c[i];
+  }
+  unsigned long long gen = rv->gen;
+  if (++rv->arrived == WARP) {
+    if constexpr (S::tc::INT) mma_compute<S>(op->ia, op->ib, op->ic, op->id);
+    else mma_compute<S>(op->a, op->b, op->c, op->d);
+    rv->arrived = 0;
+    rv->gen++;
+  } else {
+    wait_until(CQ_WAIT_WARP, site, 0, 0, [=] { return rv->gen != gen; });
+  }
+  for (int i = 0; i < S::NC; i++) {
+    if constexpr (S::tc::INT) d[i] = (typename S::c_value)op->id[lane][i];
+    else d[i] = (typename S::c_value)op->d[lane][i];
+  }
+}
+
+#endif /* CQ_CPU_H */

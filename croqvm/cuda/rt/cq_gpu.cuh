@@ -1,0 +1,279 @@
+/* The GPU implementation of the croqvm CUDA runtime: CUDA built-ins and inline PTX for
+ * sm_80 and sm_90a, no CCCL headers (they triple compile times).
+ *
+ * Faults are recorded, never raised with __trap(): a trap poisons the CUDA context
+ * until the process ends. Spin waits (mbarrier, events) watch %globaltimer: a wait
+ * that makes no progress for cq_watchdog_ns nanoseconds (0: never) records a
+ * CQ_FAULT_TIMEOUT fault naming its site and exits the thread, so a deadlocked kernel
+ * ends with a report instead of hanging the GPU.
+ */
+#ifndef CQ_GPU_CUH
+#define CQ_GPU_CUH
+
+#define CQ_KERNEL extern "C" __global__
+#define CQ_DEV static __device__ __forceinline__
+#define CQ_HD static __host__ __device__ __forceinline__
+
+typedef unsigned long long cq_mbar;
+typedef unsigned long long cq_mbar_token;
+
+#include "cq_mma.h"
+
+extern "C" {
+__device__ cq_fault_rec cq_fault_record = {CQ_NO_FAULT, 0, 0, 0, 0, {0, 0, 0, 0}};
+__device__ unsigned long long cq_watchdog_ns = 0;
+}
+
+extern __shared__ __align__(128) unsigned char cq_smem_buf[];
+
+CQ_DEV int cq_lane() { return (int)threadIdx.x; }
+CQ_DEV int cq_block_size() { return (int)blockDim.x; }
+CQ_DEV int cq_block_idx(int d) { return (int)(d == 0 ? blockIdx.x : d == 1 ? blockIdx.y : blockIdx.z); }
+CQ_DEV int cq_grid_dim(int d) { return (int)(d == 0 ? gridDim.x : d == 1 ? gridDim.y : gridDim.z); }
+CQ_DEV unsigned char *cq_smem() { return cq_smem_buf; }
+
+CQ_DEV unsigned cq_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+CQ_DEV void cq_fence_block() { __threadfence_block(); }
+CQ_DEV void cq_fence_global() { __threadfence(); }
+
+/* ------------------------------------------------------------------ faults */
+
+CQ_DEV void cq_record(int kind, int site, long long a0, long long a1, long long a2,
+                      long long a3) {
+  unsigned long long linear =
+      ((unsigned long long)blockIdx.x * gridDim.y + blockIdx.y) * gridDim.z + blockIdx.z;
+  unsigned long long key = linear << 32 | threadIdx.x;
+  if (key >= *(volatile unsigned long long *)&cq_fault_record.key) return;
+  /* sm_70+ schedules the threads of a warp independently, so a lock may be spun on */
+  while (atomicCAS(&cq_fault_record.lock, 0, 1) != 0) {}
+  __threadfence();
+  if (key < cq_fault_record.key) {
+    cq_fault_record.kind = kind;
+    cq_fault_record.site = site;
+    cq_fault_record.args[0] = a0;
+    cq_fault_record.args[1] = a1;
+    cq_fault_record.args[2] = a2;
+    cq_fault_record.args[3] = a3;
+    cq_fault_record.key = key;
+  }
+  __threadfence();
+  atomicExch(&cq_fault_record.lock, 0);
+}
+
+CQ_DEV void cq_fault(int site, long long a0 = 0, long long a1 = 0, long long a2 = 0,
+                     long long a3 = 0) {
+  cq_record(CQ_FAULT_CHECK, site, a0, a1, a2, a3);
+}
+
+CQ_DEV unsigned long long cq_now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+/* Spins until ready(); after cq_watchdog_ns without it, records a timeout and exits. */
+template <class Ready> CQ_DEV void cq_spin(int site, Ready ready) {
+  if (ready()) return;
+  unsigned long long limit = cq_watchdog_ns, start = limit ? cq_now_ns() : 0;
+  unsigned backoff = 32;
+  while (!ready()) {
+    __nanosleep(backoff);
+    if (backoff < 1024) backoff *= 2;
+    if (limit && cq_now_ns() - start > limit) {
+      cq_record(CQ_FAULT_TIMEOUT, site, 0, 0, 0, 0);
+      asm volatile("exit;");
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ barriers */
+
+CQ_DEV void cq_sync_block(int site) { (void)site; __syncthreads(); }
+
+CQ_DEV void cq_sync_named(int id, int count, int site) {
+  (void)site;
+  asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
+CQ_DEV void cq_mbar_init(cq_mbar *bar, unsigned count) {
+  asm volatile("mbarrier.init.shared.b64 [%0], %1;" ::"r"(cq_smem_addr(bar)), "r"(count)
+               : "memory");
+}
+
+CQ_DEV cq_mbar_token cq_mbar_arrive(cq_mbar *bar) {
+  cq_mbar_token token;
+  asm volatile("mbarrier.arrive.shared.b64 %0, [%1];"
+               : "=l"(token) : "r"(cq_smem_addr(bar)) : "memory");
+  return token;
+}
+
+CQ_DEV void cq_mbar_arrive_drop(cq_mbar *bar) {
+  asm volatile("{ .reg .b64 state; mbarrier.arrive_drop.shared.b64 state, [%0]; }"
+               ::"r"(cq_smem_addr(bar)) : "memory");
+}
+
+CQ_DEV bool cq_mbar_done(cq_mbar *bar, cq_mbar_token token) {
+  unsigned done;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("{ .reg .pred p; mbarrier.try_wait.shared.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+               : "=r"(done) : "r"(cq_smem_addr(bar)), "l"(token) : "memory");
+#else
+  asm volatile("{ .reg .pred p; mbarrier.test_wait.shared.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+               : "=r"(done) : "r"(cq_smem_addr(bar)), "l"(token) : "memory");
+#endif
+  return done != 0;
+}
+
+CQ_DEV void cq_mbar_wait(cq_mbar *bar, cq_mbar_token token, int site) {
+  cq_spin(site, [=] { return cq_mbar_done(bar, token); });
+}
+
+/* ------------------------------------------------------------------ events */
+
+/* Counter events (LANGUAGE.md §10.3) instead of mbarrier parity: a slot may run
+   several generations ahead of a waiter (surplus triggers, `= ready`), which one
+   parity bit cannot tell apart. The release/acquire pair orders the data written
+   before a trigger before the reads after the matching wait. */
+CQ_DEV void cq_event_trigger(unsigned *arrivals) {
+  asm volatile("red.release.cta.shared.add.u32 [%0], 1;" ::"r"(cq_smem_addr(arrivals))
+               : "memory");
+}
+
+CQ_DEV unsigned cq_event_load(const unsigned *arrivals) {
+  unsigned v;
+  asm volatile("ld.acquire.cta.shared.u32 %0, [%1];"
+               : "=r"(v) : "r"(cq_smem_addr(arrivals)) : "memory");
+  return v;
+}
+
+CQ_DEV void cq_event_wait(const unsigned *arrivals, unsigned need, unsigned ready,
+                          unsigned *waits, int site) {
+  unsigned want = *waits;
+  cq_spin(site, [=] { return ready + (need ? cq_event_load(arrivals) / need : 0) > want; });
+  *waits = want + 1;
+}
+
+CQ_DEV bool cq_once_claim(unsigned *claimed, unsigned nth) { return atomicMax(claimed, nth) < nth; }
+
+/* ------------------------------------------------------------------ cp.async */
+
+template <int BYTES> CQ_DEV void cq_cp_async(void *dst, const void *src, int src_bytes) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;"
+               ::"r"(cq_smem_addr(dst)), "l"(src), "n"(BYTES), "r"(src_bytes) : "memory");
+}
+
+CQ_DEV void cq_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+template <int N> CQ_DEV void cq_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+/* ------------------------------------------------------------------ mma.sync */
+
+/* Element values to 32-bit registers: W elements per register, the lowest index in the
+   lowest bits (PTX packs .f16x2 and 8-bit vectors that way). */
+template <class T> struct cq_pack;
+template <> struct cq_pack<cq_f16> {
+  CQ_DEV unsigned run(const float *v) {
+    unsigned short lo, hi;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(lo) : "f"(v[0]));
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(hi) : "f"(v[1]));
+    return (unsigned)lo | (unsigned)hi << 16;
+  }
+};
+template <> struct cq_pack<cq_bf16> {
+  CQ_DEV unsigned run(const float *v) {
+    unsigned short lo, hi;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(lo) : "f"(v[0]));
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(hi) : "f"(v[1]));
+    return (unsigned)lo | (unsigned)hi << 16;
+  }
+};
+/* the value is already rounded to tf32 (LANGUAGE.md §12.3), so its low 13 bits are 0 */
+template <> struct cq_pack<cq_tf32> {
+  CQ_DEV unsigned run(const float *v) { return __float_as_uint(v[0]); }
+};
+template <> struct cq_pack<cq_s8> {
+  CQ_DEV unsigned run(const int *v) {
+    return (unsigned)(v[0] & 255) | (unsigned)(v[1] & 255) << 8 |
+           (unsigned)(v[2] & 255) << 16 | (unsigned)(v[3] & 255) << 24;
+  }
+};
+template <> struct cq_pack<cq_u8> : cq_pack<cq_s8> {};
+
+/* One specialisation per shape: the PTX instruction with its register counts. */
+template <class S> struct cq_mma_ptx;
+
+#define CQ_MMA_PTX_424(shape, ptx, cc)                                                 \
+  template <> struct cq_mma_ptx<cq_mma_##shape> {                                       \
+    template <class C>                                                                  \
+    CQ_DEV void run(C *d, const unsigned *a, const unsigned *b, const C *c) {          \
+      asm volatile(ptx " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"     \
+                   : "=" cc(d[0]), "=" cc(d[1]), "=" cc(d[2]), "=" cc(d[3])             \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),  \
+                     cc(c[0]), cc(c[1]), cc(c[2]), cc(c[3]));                           \
+    }                                                                                   \
+  };
+#define CQ_MMA_PTX_214(shape, ptx, cc)                                                 \
+  template <> struct cq_mma_ptx<cq_mma_##shape> {                                       \
+    template <class C>                                                                  \
+    CQ_DEV void run(C *d, const unsigned *a, const unsigned *b, const C *c) {          \
+      asm volatile(ptx " {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%8,%9,%10};"                 \
+                   : "=" cc(d[0]), "=" cc(d[1]), "=" cc(d[2]), "=" cc(d[3])             \
+                   : "r"(a[0]), "r"(a[1]), "r"(b[0]), cc(c[0]), cc(c[1]), cc(c[2]),     \
+                     cc(c[3]));                                                         \
+    }                                                                                   \
+  };
+#define CQ_MMA_PTX_112(shape, ptx, cc)                                                 \
+  template <> struct cq_mma_ptx<cq_mma_##shape> {                                       \
+    template <class C>                                                                  \
+    CQ_DEV void run(C *d, const unsigned *a, const unsigned *b, const C *c) {          \
+      asm volatile(ptx " {%0,%1}, {%2}, {%3}, {%4,%5};"                                 \
+                   : "=" cc(d[0]), "=" cc(d[1])                                         \
+                   : "r"(a[0]), "r"(b[0]), cc(c[0]), cc(c[1]));                         \
+    }                                                                                   \
+  };
+
+#define CQ_MMA_INT8(X, m, k)                                                            \
+  X(m##k##_s8_s8_s32, "mma.sync.aligned." #m #k ".row.col.s32.s8.s8.s32", "r")          \
+  X(m##k##_s8_u8_s32, "mma.sync.aligned." #m #k ".row.col.s32.s8.u8.s32", "r")          \
+  X(m##k##_u8_s8_s32, "mma.sync.aligned." #m #k ".row.col.s32.u8.s8.s32", "r")          \
+  X(m##k##_u8_u8_s32, "mma.sync.aligned." #m #k ".row.col.s32.u8.u8.s32", "r")
+
+CQ_MMA_PTX_424(m16n8k16_f16_f32, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "f")
+CQ_MMA_PTX_214(m16n8k8_f16_f32, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", "f")
+CQ_MMA_PTX_424(m16n8k16_bf16_f32, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "f")
+CQ_MMA_PTX_214(m16n8k8_bf16_f32, "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32", "f")
+CQ_MMA_PTX_424(m16n8k8_tf32_f32, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "f")
+CQ_MMA_PTX_214(m16n8k4_tf32_f32, "mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32", "f")
+CQ_MMA_INT8(CQ_MMA_PTX_424, m16n8, k32)
+CQ_MMA_INT8(CQ_MMA_PTX_214, m16n8, k16)
+CQ_MMA_INT8(CQ_MMA_PTX_112, m8n8, k16)
+
+/* f64 uses 64-bit registers, one element each. */
+template <> struct cq_mma_ptx<cq_mma_m8n8k4_f64_f64> {
+  CQ_DEV void run(double *d, const double *a, const double *b, const double *c) {
+    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%4,%5};"
+                 : "=d"(d[0]), "=d"(d[1])
+                 : "d"(a[0]), "d"(b[0]), "d"(c[0]), "d"(c[1]));
+  }
+};
+
+template <class S>
+CQ_DEV void cq_mma_sync(typename S::c_value *d, const typename S::a_value *a,
+                        const typename S::b_value *b, const typename S::c_value *c, int site) {
+  (void)site;
+  if constexpr (sizeof(typename S::a_value) == 8) {
+    cq_mma_ptx<S>::run(d, a, b, c);
+  } else {
+    enum { WA = S::ta::W, WB = S::tb::W };
+    unsigned ra[S::NA / WA], rb[S::NB / WB];
+    for (int r = 0; r < S::NA / WA; r++) ra[r] = cq_pack<typename S::ta>::run(a + r * WA);
+    for (int r = 0; r < S::NB / WB; r++) rb[r] = cq_pack<typename S::tb>::run(b + r * WB);
+    cq_mma_ptx<S>::run(d, ra, rb, c);
+  }
+}
+
+#endif /* CQ_GPU_CUH */

@@ -1,0 +1,61 @@
+/* croqvm CUDA runtime: every device primitive generated kernels call, behind one cq_*
+ * interface with two implementations chosen when compiling:
+ *   nvcc (sm_80, sm_90a)          cq_gpu.cuh: CUDA built-ins and inline PTX;
+ *   host C++ compiler, -DCQ_CPU   cq_cpu.h: CUDA threads as fibers (croqvm --device cuda-cpu).
+ * Generated code writes no asm and no CUDA built-in of its own, so the same .cu text
+ * runs on both (docs: ARCHITECTURE.md "The CUDA path").
+ *
+ * Kernels and entry points
+ *   CQ_KERNEL void name(params) { ... }   a kernel: 1-D blocks, up to 3-D grids;
+ *   CQ_EXPORT(name)                      after it: the CPU entry point cq_entry_<name>
+ *                                        (void **args, as cuLaunchKernel takes them);
+ *   CQ_DEV, CQ_HD                        device / host-and-device helper functions.
+ *   The CPU library runs a launch with cq_cpu_launch(cq_entry_<name>, args, &cfg).
+ *
+ * Identity and memory
+ *   cq_lane(), cq_block_size(), cq_block_idx(d), cq_grid_dim(d)   threadIdx.x, blockDim.x, ...
+ *   cq_smem()                     the block's dynamic shared memory, 128-byte aligned;
+ *                                 every shared object is carved from it at fixed offsets
+ *   cq_fence_block(), cq_fence_global()    memory fences (CTA, GPU scope)
+ *
+ * Synchronisation. `site` is the generator's id of the statement, used by deadlock
+ * reports (CPU) and watchdog faults (GPU).
+ *   cq_sync_block(site)                   __syncthreads(): every non-exited thread
+ *   cq_sync_named(id, count, site)        barrier.sync id (1..15), count (multiple of 32)
+ *   cq_mbar_init(bar, count)              an mbarrier (8 bytes of shared memory, one thread
+ *                                         initialises it, then a block barrier)
+ *   cq_mbar_arrive(bar) -> token, cq_mbar_wait(bar, token, site), cq_mbar_arrive_drop(bar)
+ *                                         barriers of any count that lanes may leave
+ *   cq_event_trigger(arrivals), cq_event_wait(arrivals, need, ready, &waits, site)
+ *                                         counter events with LANGUAGE.md §10.3 generations
+ *   cq_once_claim(&claimed, nth)          true for the thread whose nth arrival claims
+ *                                         execution nth first (ONCE, §7.2.2)
+ *
+ * Asynchronous copies (global to shared)
+ *   cq_cp_async<4|8|16>(dst, src, src_bytes)   copies src_bytes, zero-fills the rest
+ *   cq_cp_async_commit(), cq_cp_async_wait<N>()  commit a group; wait for all but N
+ *
+ * Tensor cores (cq_mma.h lists the shapes and the fragment layouts)
+ *   cq_mma_sync<cq_mma_m16n8k16_f16_f32>(d, a, b, c, site)   one warp, converged
+ *
+ * Faults: cq_fault(site, a0, a1, a2, a3) records a failed check in cq_fault_record
+ * (cq_abi.h); the first one in (block, lane) order is kept; the thread goes on with a
+ * safe value. Nothing traps.
+ */
+#ifndef CROQVM_RT_CUH
+#define CROQVM_RT_CUH
+
+#include "cq_abi.h"
+
+#if defined(CQ_CPU)
+#include "cq_cpu.h"
+#define CQ_EXPORT(name)                                                                 \
+  extern "C" void cq_entry_##name(void **args) { cq::call_with_args(name, args); }
+#elif defined(__CUDACC__)
+#include "cq_gpu.cuh"
+#define CQ_EXPORT(name) static_assert(true, "")
+#else
+#error "croqvm_rt.cuh: compile with nvcc, or with -DCQ_CPU for the CPU runtime"
+#endif
+
+#endif /* CROQVM_RT_CUH */

@@ -1,0 +1,110 @@
+"""The GPU device adapter (croqvm/cuda/driver.py). Without a GPU only its decisions and
+its error path can run here; test_cuda_runtime.py runs kernels where a GPU exists."""
+import numpy as np
+import pytest
+
+from croqvm import errors
+from croqvm.cuda import abi, driver
+
+
+def test_probe_answers_without_crashing():
+    status = driver.gpu_status()
+    if status["ok"]:
+        assert status["backend"] in driver.BACKENDS and len(status["capability"]) == 2
+    else:
+        assert status["reason"]
+
+
+def test_no_gpu_is_one_line_device_error(monkeypatch):
+    monkeypatch.setattr(driver, "gpu_status", lambda: {"ok": False, "reason": "no usable GPU"})
+    with pytest.raises(errors.DeviceError) as exc:
+        driver.require_gpu()
+    assert str(exc.value) == "--device gpu needs a CUDA GPU and driver: no usable GPU"
+
+
+@pytest.mark.parametrize("capability, arch", [
+    ((8, 0), "sm_80"), ((8, 6), "sm_80"), ((8, 9), "sm_80"), ((9, 0), "sm_90a"),
+    ((10, 0), "compute_80"), ((12, 0), "compute_80"),
+])
+def test_arch_for_capability(capability, arch):
+    assert driver.arch_for(capability) == arch
+
+
+def test_gpus_before_ampere_are_refused():
+    with pytest.raises(errors.DeviceError, match="compute capability 8.0 or newer; this GPU has 7.5"):
+        driver.arch_for((7, 5))
+
+
+def test_every_parameter_kind_has_a_pycuda_format():
+    assert driver.PYCUDA_FORMAT.keys() == abi.PARAM_TYPES.keys()
+
+
+def test_unknown_forced_backend_is_a_usage_error(monkeypatch):
+    monkeypatch.setenv("CROQVM_GPU_BACKEND", "opencl")
+    with pytest.raises(errors.ArgumentError, match="CROQVM_GPU_BACKEND=opencl"):
+        driver.open_backend()
+
+
+class FakeBackend:
+    """Device memory as a dict of byte arrays; ``launch`` runs ``kernel(memory, params)``."""
+
+    def __init__(self, kernel):
+        self.kernel, self.mem, self.next, self.freed = kernel, {}, 4096, []
+        self.globals = {"cq_fault_record": self.alloc(56), "cq_watchdog_ns": self.alloc(8)}
+
+    def load(self, image):
+        return image
+
+    def function(self, module, name):
+        return name
+
+    def global_ptr(self, module, name):
+        return self.globals[name]
+
+    def alloc(self, nbytes):
+        self.next += 4096
+        self.mem[self.next] = np.zeros(nbytes, np.uint8)
+        return self.next
+
+    def free(self, ptr):
+        self.freed.append(ptr)
+
+    def h2d(self, ptr, host):
+        self.mem[ptr][:host.nbytes] = np.frombuffer(host.tobytes(), np.uint8)
+
+    def d2h(self, host, ptr):
+        host.view(np.uint8).reshape(-1)[:] = self.mem[ptr][:host.nbytes]
+
+    def set_max_smem(self, fn, nbytes):
+        self.smem = nbytes
+
+    def launch(self, fn, grid, block, smem, params):
+        self.kernel(self, params)
+
+    def synchronize(self):
+        pass
+
+
+def test_launch_copies_buffers_in_and_written_ones_back():
+    def kernel(dev, params):
+        (_, src), (_, dst), (_, n) = params
+        dev.mem[dst][:4 * n] = (dev.mem[src][:4 * n].view(np.int32) * 2).view(np.uint8)
+    backend = FakeBackend(kernel)
+    module = driver.GpuModule(backend, b"image")
+    src = np.arange(5, dtype=np.int32)
+    src.flags.writeable = False
+    dst = np.zeros(5, np.int32)
+    assert module.launch("twice", (1,), 32, 0, [("ptr", src), ("ptr", dst), ("i32", 5)]) is None
+    assert dst.tolist() == [0, 2, 4, 6, 8]
+    assert len(backend.freed) == 2
+
+
+def test_launch_reads_the_fault_record_and_opts_in_to_large_shared_memory():
+    def kernel(dev, params):
+        rec = abi.FaultRec(key=(3 << 32) | 17, kind=abi.FaultKind.CHECK, site=4)
+        rec.args[0] = 99
+        dev.mem[dev.globals["cq_fault_record"]][:] = np.frombuffer(rec, np.uint8)
+    backend = FakeBackend(kernel)
+    got = driver.GpuModule(backend, b"image").launch("k", (4,), 64, 64 * 1024)
+    assert got == abi.DeviceFault(abi.FaultKind.CHECK, 4, 3, 17, (99, 0, 0, 0))
+    assert backend.smem == 64 * 1024
