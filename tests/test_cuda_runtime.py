@@ -154,6 +154,12 @@ def test_cp_async_zero_fills(events, device):
         assert (early == -1).all()    # group 1 lands at its wait; until then 0xFF bytes
 
 
+def test_once_claims_each_execution_exactly_once(events):
+    by, claims = np.full(5, -1, np.int32), np.zeros(64, np.int32)
+    assert events.launch("once", (1,), 64, 4, [("ptr", by), ("ptr", claims), ("i32", 5)]) is None
+    assert claims.sum() == 5 and all(claims[t] >= 1 for t in by)
+
+
 # --------------------------------------------------------------------------- faults
 
 

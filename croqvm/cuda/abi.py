@@ -44,7 +44,6 @@ class WaitKind(enum.IntEnum):
     MBARRIER = 4
     EVENT = 5
     WARP = 6
-    CP_ASYNC = 7
 
 
 class Status(enum.IntEnum):

@@ -80,6 +80,24 @@ CQ_KERNEL void copy_async(const int *src, int n, int *early, int *out) {
 }
 CQ_EXPORT(copy_async);
 
+// ONCE (LANGUAGE.md §7.2.2): every thread arrives `rounds` times; the n-th arrival of
+// exactly one thread claims execution n, which records its lane in `by[n]`; `claims[t]`
+// counts thread t's claims.
+CQ_KERNEL void once(int *by, int *claims, int rounds) {
+  int t = cq_lane();
+  unsigned *claimed = (unsigned *)cq_smem();
+  if (t == 0) *claimed = 0;
+  cq_sync_block(60);
+  int mine = 0;
+  for (int n = 1; n <= rounds; n++)
+    if (cq_once_claim(claimed, (unsigned)n)) {
+      by[n - 1] = t;
+      mine++;
+    }
+  claims[t] = mine;
+}
+CQ_EXPORT(once);
+
 // Faults at (block, lane) pairs listed in `where` (pairs, -1 ends): the record keeps
 // the first in (block, lane) order. Every thread then marks its block as run.
 CQ_KERNEL void faults(const int *where, int *ran) {

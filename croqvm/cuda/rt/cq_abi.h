@@ -43,8 +43,7 @@
   X(CQ_WAIT_MBARRIER, 4)      /* a0: its byte offset in shared memory, a1: the phase */ \
   X(CQ_WAIT_EVENT, 5)         /* a0: counter's byte offset in shared memory, a1: the    \
                                  generation waited for */                               \
-  X(CQ_WAIT_WARP, 6)          /* a warp-wide operation; a0: lanes of the warp arrived */ \
-  X(CQ_WAIT_CP_ASYNC, 7)      /* never reported: copies complete at their wait */
+  X(CQ_WAIT_WARP, 6)          /* a warp-wide operation; a0: lanes of the warp arrived */
 
 /* What a CPU launch returns. */
 #define CQ_STATUSES(X)                                                                  \
