@@ -5,7 +5,7 @@ cp.async lands are the CPU runtime's own and tested there only.
 
 Expected values come from independent references: Python simulations of what each
 kernel computes, numpy, NVIDIA's CuTe layout tables for the mma fragments, and the
-interpreter's MMA arithmetic (croqvm.interp.scalar) for rounding.
+interpreter's MMA arithmetic (croqvm.numerics) for rounding.
 """
 import re
 import shutil
@@ -18,7 +18,7 @@ from croqvm import dtypes, errors
 from croqvm.cuda import abi
 from croqvm.cuda import compile as cc
 from croqvm.cuda.cpu import CpuModule
-from croqvm.interp.scalar import fma_to
+from croqvm.numerics import fma_to
 
 from cuda_helpers import CUDA_DIR, cpu_module, device_module, nvcc_build
 
@@ -407,9 +407,9 @@ def test_other_fiber_switches_run_the_same_kernels(tmp_path, variant):
     else:
         cxx, flags, runner = shutil.which("g++") or "c++", ["-DCQ_FIBER_UCONTEXT"], []
     exe = tmp_path / "selftest"
+    includes = [f"-I{d}" for d in (*cc.INCLUDE_DIRS, CUDA_DIR)]
     subprocess.run([cxx, "-std=c++17", "-O1", "-ffp-contract=off", "-DCQ_CPU", *flags,
-                    "-I", str(cc.RT_DIR), "-I", str(CUDA_DIR), str(CUDA_DIR / "rt_selftest.cpp"),
-                    "-o", str(exe)], check=True)
+                    *includes, str(CUDA_DIR / "rt_selftest.cpp"), "-o", str(exe)], check=True)
     out = subprocess.run([*runner, str(exe)], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines() == SELFTEST_EXPECTED
 

@@ -28,6 +28,11 @@ from typing import Callable, Optional, Sequence
 from .. import errors
 
 RT_DIR = Path(__file__).resolve().parent / "rt"
+# cq_numerics.h, the engines' numerics in C: shipped beside the runtime in an installed
+# package, in native/ of a source checkout
+NUMERICS_DIR = RT_DIR if (RT_DIR / "cq_numerics.h").exists() else \
+    Path(__file__).resolve().parents[2] / "native"
+INCLUDE_DIRS = (RT_DIR, NUMERICS_DIR)
 CACHE_LAYOUT = "cuda-v1"
 
 # -fmad=false: no contraction of a*b+c, which would round once where the engines round
@@ -86,21 +91,20 @@ def compiler_version(tool: str) -> str:
 
 
 def runtime_hash() -> str:
-    """sha256 of every runtime header, names included (read once per call: cheap)."""
+    """sha256 of every header the sources include, names included."""
     h = hashlib.sha256()
-    for path in sorted(RT_DIR.iterdir()):
-        if path.is_file():
-            h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in sorted({p for d in INCLUDE_DIRS for p in d.glob("*.h*")}):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 
 def command(tool: str, target: str, src: Path, out: Path, flags: Sequence[str]) -> list:
+    includes = [f"-I{d}" for d in INCLUDE_DIRS]
     if target == CPU:
-        return [tool, *CXX_FLAGS, *flags, "-I", str(RT_DIR), "-x", "c++", str(src),
-                "-o", str(out)]
+        return [tool, *CXX_FLAGS, *flags, *includes, "-x", "c++", str(src), "-o", str(out)]
     kind = "-ptx" if target == PTX else "-cubin"
-    return [tool, *NVCC_FLAGS, *flags, kind, f"-arch={target}", "-I", str(RT_DIR),
-            str(src), "-o", str(out)]
+    return [tool, *NVCC_FLAGS, *flags, kind, f"-arch={target}", *includes, str(src),
+            "-o", str(out)]
 
 
 def cache_key(source: str, target: str, version: str, flags: Sequence[str],

@@ -33,7 +33,6 @@
 #ifndef CQ_CPU_H
 #define CQ_CPU_H
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +44,7 @@
 #include <vector>
 
 #include "cq_fiber.h"
+#include "cq_numerics.h"
 
 #define CQ_KERNEL static
 #define CQ_DEV static inline
@@ -559,29 +559,20 @@ template <int N> CQ_DEV void cq_cp_async_wait() {
 /* ------------------------------------------------------------------ mma.sync */
 
 namespace cq {
-/* c + a * b rounded once to the accumulator type (§12.4); the product of two f16,
-   bf16 or tf32 values is exact in double, so c + p is rounded to odd in double and
-   then to float, which rounds the exact sum once (Boldo and Melquiond, 2008). */
-static inline double mma_step_f32(double c, double a, double b) {
-  double p = a * b, s = c + p, bb = s - c, e = (c - (s - bb)) + (p - bb);
-  unsigned long long bits;
-  memcpy(&bits, &s, sizeof bits);
-  if (e != 0 && isfinite(e) && !(bits & 1)) s = nextafter(s, e > 0 ? INFINITY : -INFINITY);
-  return (double)(float)s;
-}
-static inline double mma_step_f64(double c, double a, double b) { return fma(a, b, c); }
-static inline long long mma_step_s32(long long c, long long a, long long b) {
-  return (long long)(int)(unsigned)(unsigned long long)(c + a * b);
-}
+/* One MMA step, c + a * b rounded once to the accumulator type (LANGUAGE.md §12.4),
+   with the engines' arithmetic (cq_numerics.h); the product of two f16, bf16 or tf32
+   values is exact in double, of two f64 values it is not. Integers wrap. */
 template <class T> struct mma_step;
 template <> struct mma_step<cq_f32> {
-  static double run(double c, double a, double b) { return mma_step_f32(c, a, b); }
+  static double run(double c, double a, double b) { return cq_fma_to(c, a, b, CQ_FMT_F32, 1); }
 };
 template <> struct mma_step<cq_f64> {
-  static double run(double c, double a, double b) { return mma_step_f64(c, a, b); }
+  static double run(double c, double a, double b) { return cq_fma_to(c, a, b, CQ_FMT_F64, 0); }
 };
 template <> struct mma_step<cq_s32> {
-  static long long run(long long c, long long a, long long b) { return mma_step_s32(c, a, b); }
+  static long long run(long long c, long long a, long long b) {
+    return cq_add_s32((int32_t)c, (int32_t)(a * b));
+  }
 };
 
 /* D = C + A B with k ascending, every entry gathered from and scattered to the lanes
