@@ -13,8 +13,8 @@ import zlib
 import numpy as np
 
 from .bytecode.module import ParamKind
-from .dtypes import BY_CODE
 from .errors import ArgumentError
+from .prng import SplitMix64, random_array
 
 
 def parse_assignments(items: list[str], what: str) -> dict[str, str]:
@@ -50,16 +50,6 @@ def load_inputs(items: list[str]) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _random_array(rng, dtype, shape):
-    dt = BY_CODE[dtype]
-    if dt.kind == "bool":
-        return rng.integers(0, 2, size=shape).astype(bool)
-    if dt.is_int:
-        lo, hi = (-8, 8) if dt.signed else (0, 16)
-        return rng.integers(lo, hi, size=shape).astype(dt.numpy_param)
-    return rng.uniform(-1.0, 1.0, size=shape).astype(dt.numpy_param)
-
-
 def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
     """Arguments for ``fn`` (a bytecode Function) in parameter order, and the dims left."""
     known = dict(dims)
@@ -74,7 +64,7 @@ def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
             for d, ext in zip(p.shape, np.shape(arr)):
                 if isinstance(d, str) and d != "?":
                     known.setdefault(d, int(ext))
-    rng = np.random.default_rng(seed)
+    rng = SplitMix64(seed)       # one stream, parameter after parameter (croqvm.prng)
     args = []
     for p in fn.params:
         if p.name in inputs:
@@ -94,12 +84,12 @@ def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
                     hint = f"--input {p.name}=FILE.npy" if d == "?" else f"--dim {d}=VALUE"
                     raise ArgumentError(f"parameter '{p.name}' has {what}; give it with {hint}")
             try:
-                args.append(_random_array(rng, p.dtype, tuple(shape)))
+                args.append(random_array(rng, p.dtype, tuple(shape)))
             except (MemoryError, ValueError):
                 raise ArgumentError(f"parameter '{p.name}': can not make random data of "
                                     f"shape {tuple(shape)}") from None
         elif p.kind == ParamKind.SCALAR:
-            args.append(_random_array(rng, p.dtype, ()).item())
+            args.append(random_array(rng, p.dtype, ()).item())
         else:
             args.append(None)
     return args, {k: v for k, v in dims.items()}

@@ -206,9 +206,9 @@ def racy_kernel():
 
 
 def test_random_schedule_is_deterministic_per_seed():
-    outs = {seed: run(racy_kernel(), schedule="random", seed=seed)[1] for seed in (1, 2)}
+    outs = {seed: run(racy_kernel(), schedule="random", seed=seed)[1] for seed in (1, 2, 3)}
     assert run(racy_kernel(), schedule="random", seed=1)[1] == outs[1]
-    assert outs[1] != outs[2]
+    assert len(set(outs.values())) > 1
     for out in outs.values():   # every lane prints twice, its two prints in order
         assert sorted(out.split()) == sorted([str(i) for i in range(64)] * 2)
 

@@ -112,6 +112,9 @@ def _run_warp(w, quantum: int) -> None:
             handler, operands = steps[pc]
             handler(w, operands)
             n += 1
+            if w.state == READY and w.pc >= end:
+                w.finish()            # past its last instruction: done at once
+                break
             if w.hold >= 0:
                 if w.pc <= w.hold:
                     continue      # inside a claimed outer-level effect: not preempted

@@ -87,9 +87,12 @@ class Warp:
         self.blocker = blocker
 
     def runnable(self) -> bool:
-        """Ready, or blocked on something that has now happened (then it wakes)."""
+        """Ready, or blocked on something that has now happened (then it wakes, and is
+        done if that was its last instruction)."""
         if self.state == BLOCKED and self.blocker.ready():
             self.state, self.blocker = READY, None
+            if self.pc >= len(self.blk.prog.ins):
+                self.finish()
         return self.state == READY
 
     def finish(self) -> None:
