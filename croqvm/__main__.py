@@ -1,6 +1,6 @@
 """``python -m croqvm`` is the ``croqvm`` command."""
 import sys
 
-from .cli import main
+from .cli import entry
 
-sys.exit(main())
+sys.exit(entry())

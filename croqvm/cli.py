@@ -1,175 +1,424 @@
 """The ``croqvm`` command (LANGUAGE.md §14.1, §15.1 exit statuses).
 
 Exit status: 0 success, 1 static error (source or ``.cqb`` rejected), 2 usage error (bad
-arguments or input files), 3 runtime error. User errors print their diagnostic on stderr,
-never a traceback.
+arguments, unreadable or unwritable files, nothing to run), 3 runtime error (a kernel
+fault, or results that differ from ``--expect``), 4 internal error (a croqvm bug), 130
+when interrupted. User errors print their diagnostic on stderr, never a traceback.
 """
 from __future__ import annotations
 
 import functools
 import os
+import re
+import signal
 import sys
-from typing import List, Optional
+import time
+import traceback
 
-import typer
+import click
+import numpy as np
 
-from . import errors
-from .bytecode.module import ParamKind, ParamStorage
-from .run_io import build_args, describe, load_inputs, parse_dims, save_npz
-
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Compile Croqtile kernels to SIMT bytecode and run them lane by lane.")
+from . import __version__, errors
+from .files import check_output, read_program
+from .position import Interrupted
 
 EXIT = {errors.CompileError: 1, errors.BytecodeError: 1, errors.ArgumentError: 2,
-        errors.KernelFault: 3}
+        errors.KernelFault: 3, errors.InternalError: 4}
+EXIT_MISMATCH = 3          # --expect found a difference: a wrong result is a runtime error
+EXIT_INTERRUPTED = 130     # 128 + SIGINT, as a shell reports a process Ctrl-C stopped
+DEFAULT_WATCHDOG = 10.0    # seconds one block may run before the watchdog's note
 
-DefineOpt = typer.Option([], "-D", "--define", help="Define a macro: NAME or NAME=VALUE.")
+_MACRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\([^()]*\))?\Z")
+
+HELP = f"""Compile Croqtile kernels to SIMT bytecode and run them lane by lane.
+
+\b
+Exit status: 0 success, 1 static error (source or .cqb rejected), 2 usage
+error, 3 runtime error (a kernel fault, or a result that differs from
+--expect), 4 internal error (a croqvm bug: please report it), {EXIT_INTERRUPTED} interrupted."""
+
+RUN_HELP = """Run a function of a .co or .cqb file on the CPU interpreter.
+
+\b
+Without --func, every function without parameters runs, in file order.
+With --func NAME, the function gets its arguments from --input and
+--random-inputs; symbolic dimensions no input binds come from --dim.
+
+\b
+--random-inputs fills each parameter without --input, in parameter order,
+from one generator seeded by --seed: signed integers uniform in [-8, 8),
+unsigned in [0, 16), floats uniform in [-1, 1) (rounded to the type), bools
+0 or 1; scalar parameters too. --output saves them (as input.NAME) with
+the results, so that a run can be checked and repeated.
+
+\b
+Results: the summary on stderr gives each result's min, max and mean over
+its finite elements, its NaN and infinity counts and a crc32. --output
+writes them to an .npz: the returned value as 'result', every global
+parameter under its name, every input as 'input.NAME'. --expect REF
+compares them with REF (keys as --output writes them; a .npy for a single
+result) and exits with status 3 on a difference, listing the first ones.
+
+\b
+No step limit applies unless --max-steps is given: when one block (or the
+host code) runs longer than --watchdog seconds, a note shows the loop it is
+in, and Ctrl-C stops the run saying where it was."""
 
 
-def _fail(err: errors.CroqvmError) -> None:
-    print(str(err), file=sys.stderr)
-    raise typer.Exit(next((c for cls, c in EXIT.items() if isinstance(err, cls)), 2))
+class _Count(click.ParamType):
+    """A positive integer, also written ``1e9`` or ``1_000_000``."""
+    name = "N"
 
-
-def command(fn):
-    """Register ``fn`` as a subcommand whose croqvm errors become a message and a status."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        number = None
         try:
-            return fn(*args, **kwargs)
-        except errors.CroqvmError as err:
-            _fail(err)
-    return app.command()(wrapper)
+            number = int(value, 0)
+        except ValueError:
+            try:
+                if float(value).is_integer():
+                    number = int(float(value))
+            except (ValueError, OverflowError):
+                pass
+        if number is None or number < 1:
+            self.fail(f"{value!r} is not a positive integer", param, ctx)
+        return number
 
 
-def _defines(items: List[str]) -> dict:
+class _Seed(click.ParamType):
+    """A seed: an integer from 0 to 2^64 - 1 (the state of the project's generator)."""
+    name = "N"
+
+    def convert(self, value, param, ctx):
+        try:
+            number = value if isinstance(value, int) else int(value, 0)
+        except ValueError:
+            number = None
+        if number is None or not 0 <= number < 2 ** 64:
+            self.fail(f"{value!r} is not a seed: use an integer from 0 to 2^64 - 1", param, ctx)
+        return number
+
+
+COUNT, SEED = _Count(), _Seed()
+
+
+def _defines_option(fn):
+    return click.option("-D", "--define", "defines", multiple=True, metavar="NAME[=VALUE]",
+                        help="Define a macro, as a C compiler's -D does (repeatable).")(fn)
+
+
+@click.group(help=HELP, context_settings={"help_option_names": ["-h", "--help"],
+                                          "max_content_width": 88})
+@click.version_option(__version__, "--version", prog_name="croqvm",
+                      message="%(prog)s %(version)s")
+def app():
+    pass
+
+
+def _print_error(err: errors.CroqvmError) -> None:
+    print(str(err), file=sys.stderr)
+    if err.hint:
+        print(f"hint: {err.hint}", file=sys.stderr)
+
+
+def _status(err: errors.CroqvmError) -> int:
+    return next((code for cls, code in EXIT.items() if isinstance(err, cls)), 2)
+
+
+def command(**settings):
+    """Register a subcommand whose croqvm errors and interrupts become a message and an
+    exit status."""
+    def register(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except errors.CroqvmError as err:
+                _print_error(err)
+                raise SystemExit(_status(err)) from None
+            except Interrupted as stop:
+                print(f"interrupted {stop.position.describe()}", file=sys.stderr)
+                raise SystemExit(EXIT_INTERRUPTED) from None
+            except KeyboardInterrupt:
+                print("interrupted", file=sys.stderr)
+                raise SystemExit(EXIT_INTERRUPTED) from None
+            except Exception:   # a croqvm bug: the traceback is what its report needs
+                traceback.print_exc()
+                print("croqvm: internal error: this is a bug in croqvm; please report it with "
+                      "the traceback above", file=sys.stderr)
+                raise SystemExit(EXIT[errors.InternalError]) from None
+        return app.command(**settings)(wrapper)
+    return register
+
+
+def _defines(items) -> dict:
     """§1.2.4: ``-D NAME`` defines NAME as 1 (None, as the preprocessor's
     ``initial_macros`` reads it), ``-D NAME=VALUE`` as VALUE (``-D NAME=``: as nothing)."""
     out = {}
     for item in items:
         name, sep, value = item.partition("=")
+        if not _MACRO_NAME.match(name):
+            raise errors.ArgumentError(f"-D {item}: '{name}' is not a macro name (a name, "
+                                       f"or NAME(PARAMS) for a function-like macro)")
         out[name] = value if sep else None
     return out
 
 
-def _load(path: str, defines: List[str]):
-    """A ``.cqb`` or ``.co`` file as a ``croqvm.Program``; warnings go to stderr."""
+def _load(path: str, defines, verb: str):
+    """The ``croqvm.Program`` in ``path`` (a ``.cqb`` by its magic number, else source
+    compiled with ``defines``); source warnings go to stderr."""
     import croqvm
-    if not os.path.exists(path):
-        raise errors.ArgumentError(f"no such file: '{path}'")
-    if path.endswith(".cqb"):
-        return croqvm.load(path)
-    program = croqvm.compile_file(path, defines=_defines(defines))
-    if program.warnings:
-        print(program.warnings, file=sys.stderr)
+    from .bytecode.cqb import decode
+    source = read_program(path)
+    if source.bytecode is not None:
+        if defines:
+            raise errors.ArgumentError(
+                f"-D does nothing to {path}: a .cqb file holds compiled code, its macros were "
+                f"expanded when it was compiled; pass -D when compiling the .co file")
+        program = croqvm.Program(decode(source.bytecode, path))
+    else:
+        program = croqvm.compile(source.text, path, _defines(defines))
+        if program.warnings:
+            print(program.warnings, file=sys.stderr)
+    if not program.functions:
+        raise errors.ArgumentError(f"{path}: no __co__ function, nothing to {verb}")
     return program
 
 
-@command
-def check(file: str = typer.Argument(..., help="A .co source file."),
-          define: List[str] = DefineOpt):
-    """Check a Croqtile source file and report every diagnostic."""
+@command(help="Check a Croqtile source file and report every diagnostic.")
+@click.argument("file", metavar="FILE")
+@_defines_option
+def check(file, defines):
     import croqvm
+    from .bytecode.cqb import decode
     from .diagnostics import render_all
-    try:
-        with open(file, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    except OSError as exc:
-        _fail(errors.ArgumentError(f"can not read '{file}': {exc.strerror}"))
-    program, diags, sources = croqvm.check(text, file, _defines(define))
+    source = read_program(file)
+    if source.bytecode is not None:
+        if defines:
+            raise errors.ArgumentError(f"-D does nothing to {file}: a .cqb file holds "
+                                       f"compiled code")
+        module = decode(source.bytecode, file)
+        names = ", ".join(f.name for f in module.functions)
+        print(f"{file}: ok: verified bytecode, {len(module.functions)} function(s) ({names})")
+        return
+    tree, diags, sources = croqvm.check(source.text, file, _defines(defines))
     if diags:
         print(render_all(diags, sources), file=sys.stderr)
-    n_err = sum(d.is_error for d in diags)
-    if n_err:
-        raise typer.Exit(1)
+    if any(d.is_error for d in diags):
+        raise SystemExit(1)
+    functions = tree.functions if tree else []
+    if not functions:
+        raise errors.ArgumentError(f"{file}: no __co__ function, nothing to check")
     n_warn = sum(d.severity == "warning" for d in diags)
-    names = ", ".join(f.name for f in program.functions) if program else ""
-    print(f"{file}: ok: {len(program.functions) if program else 0} function(s)"
-          f"{' (' + names + ')' if names else ''}, {n_warn} warning(s)")
+    names = ", ".join(f.name for f in functions)
+    print(f"{file}: ok: {len(functions)} function(s) ({names}), {n_warn} warning(s)")
 
 
-@command
-def compile(file: str = typer.Argument(..., help="A .co source file."),
-            output: Optional[str] = typer.Option(None, "-o", "--output",
-                                                 help="Output .cqb (default: beside the input)."),
-            define: List[str] = DefineOpt):
-    """Compile a .co file to a .cqb bytecode file."""
-    module = _load(file, define)
-    out = output or os.path.splitext(file)[0] + ".cqb"
-    module.save(out)
+@command(help="Compile a .co file to a .cqb bytecode file.")
+@click.argument("file", metavar="FILE")
+@click.option("-o", "--output", metavar="FILE.cqb",
+              help="Where to write (default: FILE with the suffix .cqb).")
+@_defines_option
+def compile(file, output, defines):
+    if read_program(file).bytecode is not None:
+        raise errors.ArgumentError(f"{file} is already bytecode; compile takes a .co file")
+    out = os.path.splitext(file)[0] + ".cqb" if output is None else output
+    check_output(out, "-o", {file: "the source file"})
+    program = _load(file, defines, "compile")
+    program.save(out)
     print(f"wrote {out} ({os.path.getsize(out)} bytes)")
 
 
-@command
-def disasm(file: str = typer.Argument(..., help="A .cqb or .co file."),
-           define: List[str] = DefineOpt):
-    """Print the bytecode of every function, with source positions."""
+@command(help="Print the bytecode of every function, with source positions.")
+@click.argument("file", metavar="FILE")
+@_defines_option
+def disasm(file, defines):
     from .bytecode.disasm import disassemble
-    print(disassemble(_load(file, define).module))
+    print(disassemble(_load(file, defines, "disassemble").module))
 
 
-@command
-def run(file: str = typer.Argument(..., help="A .co or .cqb file."),
-        device: str = typer.Option("cpu", help="cpu (the lane-accurate interpreter) or gpu."),
-        func: Optional[str] = typer.Option(None, help="Function to run (default: every "
-                                           "parameterless function)."),
-        input: List[str] = typer.Option([], help="PARAM=file.npy"),
-        random_inputs: bool = typer.Option(False, "--random-inputs",
-                                           help="Seeded random data for parameters not given."),
-        seed: int = typer.Option(0, help="Seed for --random-inputs and --schedule random."),
-        dim: List[str] = typer.Option([], help="NAME=VALUE for a symbolic dimension."),
-        output: Optional[str] = typer.Option(None, help="Save results to this .npz file."),
-        poison: bool = typer.Option(False, help="Poison new buffers; reading them faults."),
-        schedule: str = typer.Option("rr", help="rr (default) or random."),
-        max_steps: Optional[int] = typer.Option(None, help="Stop after this many warp steps."),
-        quiet: bool = typer.Option(False, "--quiet", help="No summary of results."),
-        define: List[str] = DefineOpt):
-    """Run a function (or every parameterless one) of a .co/.cqb file."""
+@command(help=RUN_HELP)
+@click.argument("file", metavar="FILE")
+@click.option("--func", metavar="NAME",
+              help="The function to run (default: every one without parameters).")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=FILE",
+              help="A parameter's value: FILE.npy, FILE.npz (its array NAME) or FILE.npz:KEY.")
+@click.option("--random-inputs", is_flag=True,
+              help="Random values for the parameters without --input (see above).")
+@click.option("--seed", type=SEED, metavar="N",
+              help="Seed of --random-inputs (default 0).")
+@click.option("--dim", "dims", multiple=True, metavar="NAME=N",
+              help="The value of a symbolic dimension no input binds.")
+@click.option("--output", metavar="FILE.npz", help="Save the results and inputs here.")
+@click.option("--expect", metavar="REF.npz",
+              help="Compare the results with REF; exit status 3 if they differ.")
+@click.option("--rtol", type=float, metavar="X",
+              help="Relative tolerance of --expect (default 1e-5; integers: exact).")
+@click.option("--atol", type=float, metavar="X",
+              help="Absolute tolerance of --expect (default 1e-8; integers: exact).")
+@click.option("--schedule", type=click.Choice(["rr", "random"]), default="rr",
+              show_default=True, help="Warp order: round-robin, or seeded random.")
+@click.option("--schedule-seed", type=SEED, metavar="N",
+              help="Seed of --schedule random (default 0).")
+@click.option("--poison", is_flag=True,
+              help="Poison new buffers: reading an element never written faults.")
+@click.option("--max-steps", type=COUNT, metavar="N",
+              help="Stop with a runtime error after N warp-instructions (default: no limit).")
+@click.option("--watchdog", type=click.FloatRange(min=0), default=DEFAULT_WATCHDOG,
+              show_default=True, metavar="SECONDS",
+              help="Note the loop a block is in once it has run this long (0: never).")
+@click.option("--progress", is_flag=True,
+              help="Print progress lines even when stderr is not a terminal, from the start.")
+@click.option("--quiet", is_flag=True, help="No progress line and no summary of results.")
+@click.option("--device", default="cpu", show_default=True, metavar="cpu",
+              help="Where to run: cpu (the lane-accurate interpreter).")
+@_defines_option
+def run(file, func, inputs, random_inputs, seed, dims, output, expect, rtol, atol, schedule,
+        schedule_seed, poison, max_steps, watchdog, progress, quiet, device, defines):
     if device == "gpu":
-        raise errors.ArgumentError(
-            "--device gpu is not available yet: croqvm's CUDA path is not built; use --device cpu")
+        raise errors.ArgumentError("--device gpu is not available yet: croqvm's CUDA path is "
+                                   "not built; use --device cpu")
     if device != "cpu":
-        raise errors.ArgumentError(f"unknown device '{device}': use cpu or gpu")
-    if schedule not in ("rr", "random"):
-        raise errors.ArgumentError(f"unknown schedule '{schedule}': use rr or random")
-    module = _load(file, define)
-    options = dict(poison=poison, schedule=schedule, seed=seed, max_steps=max_steps,
-                   out=sys.stdout)
-    results = {}
+        raise errors.ArgumentError(f"unknown device '{device}': use cpu")
+    _check_run_options(func, inputs, random_inputs, seed, dims, expect, rtol, atol, schedule,
+                       schedule_seed, progress, quiet)
+    if output is not None:
+        from .run_io import input_files
+        given = {path: "an --input file" for path in input_files(list(inputs))}
+        given[file] = "the program file"
+        if expect:
+            given[expect] = "the --expect file"
+        check_output(output, "--output", given)
+    program = _load(file, defines, "run")
+    monitor = _monitor(program, progress, quiet, watchdog)
+    options = dict(poison=poison, schedule=schedule, seed=schedule_seed or 0,
+                   max_steps=max_steps, out=sys.stdout, progress=monitor)
+    stats = {}
+    try:
+        if func is None:
+            results, saved_inputs = _run_all(program, file, options, stats), {}
+        else:
+            results, saved_inputs = _run_one(program, file, func, inputs, random_inputs,
+                                              seed or 0, dims, options, stats)
+    finally:
+        monitor.finish()
+    if progress:
+        print(f"progress: done: {stats.get('launches', 0)} launch(es), "
+              f"{stats.get('blocks', 0)} block(s), {stats.get('warp_steps', 0)} "
+              f"warp-instructions in {time.monotonic() - monitor.start:.1f} s", file=sys.stderr)
+    _finish(results, saved_inputs, quiet, output, expect, rtol, atol)
+
+
+def _check_run_options(func, inputs, random_inputs, seed, dims, expect, rtol, atol, schedule,
+                       schedule_seed, progress, quiet):
+    """Options that would be silently ignored are usage errors."""
     if func is None:
-        # Every parameterless function, in file order; their results are named after them.
-        for fn in module.functions:
-            if fn.params:
-                print(f"note: skipping '{fn.name}': it has parameters; run it with --func "
-                      f"{fn.name} and --input/--random-inputs.", file=sys.stderr)
-                continue
-            result = module.run(fn.name, **options)
-            if result is not None:
-                results[fn.name] = result
-    else:
-        fn = module.function(func)
-        if fn is None:
-            known = ", ".join(f.name for f in module.functions) or "none"
-            raise errors.ArgumentError(f"no function '{func}' in {file} (functions: {known})")
-        args, dims = build_args(fn, load_inputs(input), parse_dims(dim), random_inputs, seed)
-        result = module.run(func, *args, **options, **dims)
+        given = [name for name, value in (("--input", inputs), ("--dim", dims),
+                                           ("--random-inputs", random_inputs)) if value]
+        if given:
+            raise errors.ArgumentError(f"{given[0]} gives a function's arguments: choose the "
+                                       f"function with --func NAME")
+    if seed is not None and not random_inputs:
+        raise errors.ArgumentError("--seed seeds --random-inputs; the seed of a random "
+                                   "schedule is --schedule-seed")
+    if schedule_seed is not None and schedule != "random":
+        raise errors.ArgumentError("--schedule-seed seeds --schedule random")
+    if (rtol is not None or atol is not None) and expect is None:
+        raise errors.ArgumentError("--rtol and --atol are the tolerances of --expect")
+    if progress and quiet:
+        raise errors.ArgumentError("--progress and --quiet contradict each other")
+
+
+def _monitor(program, progress: bool, quiet: bool, watchdog: float):
+    from .source import SourceFile
+    from .monitor import Monitor
+    show = "always" if progress else "never" if quiet else "auto"
+    sources = {name: SourceFile(name, text) for name, text in program.module.sources}
+    return Monitor(sys.stderr, sources, show=show, watchdog=watchdog,
+                   tty=sys.stderr.isatty())
+
+
+def _run_all(program, file: str, options: dict, stats: dict) -> dict:
+    """Every parameterless function in file order; results named after the functions."""
+    runnable = [fn for fn in program.functions if not fn.params]
+    if not runnable:
+        names = ", ".join(fn.name for fn in program.functions)
+        raise errors.ArgumentError(
+            f"nothing to run in {file}: every function takes parameters ({names}); choose "
+            f"one with --func NAME and give its arguments with --input or --random-inputs")
+    for fn in program.functions:
+        if fn.params:
+            print(f"note: skipping '{fn.name}': it has parameters; run it with --func "
+                  f"{fn.name} and --input/--random-inputs.", file=sys.stderr)
+    results = {}
+    for n, fn in enumerate(runnable):
+        try:
+            result = program.run(fn.name, **options, stats=stats)
+        except errors.CroqvmError as err:
+            rest = ", ".join(f"'{f.name}'" for f in runnable[n + 1:])
+            if not rest:
+                raise
+            _print_error(err)
+            print(f"note: not run after this error: {rest}", file=sys.stderr)
+            raise SystemExit(_status(err)) from None
         if result is not None:
-            results["result"] = result
-        for p, a in zip(fn.params, args):
-            if p.kind == ParamKind.BUFFER and p.storage == ParamStorage.GLOBAL:
-                results[p.name] = a
+            results[fn.name] = result
+    return results
+
+
+def _run_one(program, file, func, inputs, random_inputs, seed, dims, options, stats):
+    from .bytecode.module import ParamKind, ParamStorage
+    from .dtypes import BY_CODE
+    from .run_io import build_args, load_inputs, parse_dims
+    fn = program.function(func)
+    if fn is None:
+        known = ", ".join(f.name for f in program.functions) or "none"
+        raise errors.ArgumentError(f"no function '{func}' in {file} (functions: {known})")
+    args, dim_values = build_args(fn, load_inputs(list(inputs)), parse_dims(list(dims)),
+                                  random_inputs, seed)
+    used = {f"input.{p.name}": np.array(a, copy=True) if p.kind == ParamKind.BUFFER else
+            np.asarray(a, dtype=BY_CODE[p.dtype].numpy_param)
+            for p, a in zip(fn.params, args) if p.kind != ParamKind.STREAM}
+    result = program.run(func, *args, **options, stats=stats, **dim_values)
+    results = {} if result is None else {"result": result}
+    for p, a in zip(fn.params, args):
+        if p.kind == ParamKind.BUFFER and p.storage == ParamStorage.GLOBAL:
+            results[p.name] = a
+    return results, used
+
+
+def _finish(results, used, quiet, output, expect, rtol, atol) -> None:
+    """The summary, the output file, then the comparison (whose failure keeps the file)."""
+    from .results import compare, describe
+    from .run_io import save_npz
     if not quiet:
         for name, value in results.items():
             print(describe(name, value), file=sys.stderr)
-    if output:
-        import numpy as np
-        save_npz(output, {k: np.asarray(v) for k, v in results.items()})
+    if output is not None:
+        save_npz(output, {**{k: np.asarray(v) for k, v in results.items()}, **used})
+    if expect is not None:
+        report = compare(results, used, expect, rtol, atol)
+        if report:
+            print(f"--expect {expect}: the results differ", file=sys.stderr)
+            print("\n".join(report), file=sys.stderr)
+            raise SystemExit(EXIT_MISMATCH)
+        if not quiet:
+            print(f"--expect {expect}: the results agree", file=sys.stderr)
 
 
 def main(argv=None) -> int:
-    """Entry point: run the typer app; returns the exit status (§15.1)."""
+    """Run the command with ``argv`` (default: the process's); returns the exit status."""
     try:
-        app(args=argv, prog_name="croqvm", standalone_mode=True)
+        app.main(args=argv, prog_name="croqvm", standalone_mode=True)
     except SystemExit as e:   # click exits with 2 on usage errors, as §15.1 asks
         return e.code if isinstance(e.code, int) else 1
     return 0
+
+
+def entry() -> int:
+    """The ``croqvm`` executable. Writing into a closed pipe (``croqvm run ... | head``)
+    ends it quietly, as it ends any Unix tool, instead of raising BrokenPipeError."""
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    return main()

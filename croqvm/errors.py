@@ -1,7 +1,8 @@
 """The exceptions croqvm raises for anything a user can cause (STYLE.md house rule 7).
 
 Every error carries its rendered text (LANGUAGE.md §15.1): the CLI prints ``str(err)``
-and never a traceback. ``diagnostics`` holds the structured records when there are any.
+(and ``hint``, a suggestion kept apart so that messages the spec words stay verbatim) and
+never a traceback. ``diagnostics`` holds the structured records when there are any.
 """
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from __future__ import annotations
 class CroqvmError(Exception):
     """Base of every user-facing croqvm error."""
 
-    def __init__(self, message: str, diagnostics=()):
+    def __init__(self, message: str, diagnostics=(), hint: str | None = None):
         super().__init__(message)
         self.diagnostics = list(diagnostics)
+        self.hint = hint
 
 
 class CompileError(CroqvmError):
@@ -23,7 +25,8 @@ class BytecodeError(CroqvmError):
 
 
 class ArgumentError(CroqvmError):
-    """Arguments that do not fit a function's parameters (LANGUAGE.md §14.3); exit status 2."""
+    """A usage error; exit status 2: command-line arguments, files that can not be read or
+    written, arguments that do not fit a function's parameters (LANGUAGE.md §14.3)."""
 
 
 class KernelFault(CroqvmError):
@@ -42,4 +45,5 @@ class DeviceError(CroqvmError):
 
 
 class InternalError(CroqvmError):
-    """A failure that valid input cannot cause: a croqvm bug, reported with its position."""
+    """A failure that valid input cannot cause: a croqvm bug, reported with its position;
+    exit status 4."""

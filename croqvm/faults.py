@@ -61,6 +61,7 @@ class Kind(IntEnum):
     MMA_STORE_OWNERS = 35
     ASSERT = 36
     ASSERT_FMT = 37
+    GRID_LIMIT = 38
 
 
 class LaneFault(Exception):

@@ -13,7 +13,6 @@ TOO_MANY_THREADS = ("Total physical threads per block (thread x group x group-4 
                     f"not exceed {MAX_BLOCK_SIZE}.")
 MAX_SHARED_BYTES = 228 * 1024      # shared memory per block: the largest configurable (sm_90)
 MAX_REGISTERS = 65536              # registers declared by one host program or kernel
-DEFAULT_MAX_STEPS = 10 ** 8        # warp-steps of one call unless the caller gives a limit
 
 WARP_SIZE = 32                     # lanes per warp: a block's lanes 0-31 are warp 0, ...
 WARPGROUP_SIZE = 4 * WARP_SIZE     # lanes per warpgroup, one instance of 'group-4'
@@ -34,3 +33,8 @@ UNITS = (Unit("group-4", WARPGROUP_SIZE, "warpgroup", "warpgroups"),   # outer t
 UNIT_OF_LEVEL = {u.level: u for u in UNITS}
 UNIT_OF_LANES = {u.lanes: u for u in UNITS}
 LEVEL_LANES = {**{u.level: u.lanes for u in UNITS}, "thread": 1}   # lanes of one instance
+
+MAX_GRID = (2**31 - 1, 65535, 65535)   # blocks per grid dimension x, y, z (CUDA)
+GRID_LIMIT_TAIL = (f"more than CUDA's limit of {{limit}} blocks (dimension 0, x, allows "
+                   f"{MAX_GRID[0]}; dimensions 1 and 2, y and z, allow {MAX_GRID[1]}).")
+MAX_INT = 2**31 - 1                # bounds and extents are 'int' (s32, LANGUAGE.md §3.1)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from . import dtypes
 from .bytecode.module import DYNAMIC, PieceKind
 from .faults import Kind
-from .limits import TOO_MANY_THREADS, UNIT_OF_LANES
+from .limits import GRID_LIMIT_TAIL, TOO_MANY_THREADS, UNIT_OF_LANES
 from .numerics import format_float
 
 
@@ -54,9 +54,11 @@ def _t(args: str, text: str) -> Template:
 _SHAPES = "MMA: matrix shapes do not match: `{x}'({xs}) v.s. `{y}'({ys})."
 
 TEMPLATES = {
-    Kind.STEP_LIMIT: _t("limit:int", "exceeded the step limit of {limit} (use --max-steps)"),
+    Kind.STEP_LIMIT: _t("limit:int", "exceeded the step limit of {limit} warp-instructions"),
     Kind.GRID_BOUND: _t("dim:int bound:int", "the parallel bound of grid dimension {dim} is "
                         "{bound}: it should be greater than 0."),
+    Kind.GRID_LIMIT: _t("dim:int blocks:int limit:int", "the grid of this launch has {blocks} "
+                        "blocks in dimension {dim}: " + GRID_LIMIT_TAIL),
     Kind.TOO_MANY_THREADS: _t("", TOO_MANY_THREADS),
     Kind.BLOCK_SIZE: _t("size:int", "the block size of this launch is {size}: it should be "
                         "greater than 0."),

@@ -5,9 +5,10 @@ and the warnings compiling it gave, which runs on a device with an engine (LANGU
 This is the one place that chooses how a module runs. The data model
 (``croqvm.bytecode``) knows no engine, and an engine knows no other. Each engine is a
 *runner*: ``runner(module, func, args, dims, *, poison, schedule, seed, max_steps, out,
-stats)``, with the meaning of ``croqvm.interp.run_function``, the reference. ``Program.run``
-checks every option first, so a runner receives a function that exists, a schedule of
-``SCHEDULES``, a seed in [0, 2**64), a positive step limit and an output stream. An engine
+stats, progress)``, with the meaning of ``croqvm.interp.run_function``, the reference.
+``Program.run`` checks every option first, so a runner receives a function that exists, a
+schedule of ``SCHEDULES``, a seed in [0, 2**64), a positive step limit or None (no limit),
+an output stream and a progress hook or None (croqvm.position). An engine
 or device planned but not part of this installation, and any unknown name, is an
 ``ArgumentError`` that says which are available.
 """
@@ -17,7 +18,6 @@ import sys
 
 from .diagnostics import Diagnostic, render_all
 from .errors import ArgumentError
-from .limits import DEFAULT_MAX_STEPS
 from .source import SourceFile
 
 SCHEDULES = ("rr", "random")     # LANGUAGE.md §7.1.2; docs/EXECUTION.md "Scheduling"
@@ -108,23 +108,27 @@ class Program:
 
     def run(self, func: str, *args, device: str = "cpu", engine: str = "python", check=None,
             schedule: str = "rr", seed: int = 0, poison: bool = False,
-            max_steps: int | None = None, out=None, stats: dict | None = None, **dims):
+            max_steps: int | None = None, out=None, stats: dict | None = None, progress=None,
+            **dims):
         """Run function ``func`` on numpy arrays and Python scalars (in parameter order)
         and return its result (§14.3): an array, a scalar or None. ``global`` buffer
         parameters are updated in place. ``dims`` fixes symbolic dimensions no argument
-        binds; ``stats`` (a dict) receives ``warp_steps`` and ``lane_steps``; ``out``
-        receives what the kernels print (default: ``sys.stdout``)."""
+        binds; ``max_steps`` stops the run after that many warp-steps (default: never);
+        ``stats`` (a dict) receives ``warp_steps``, ``lane_steps``, ``launches`` and
+        ``blocks``; ``out`` receives what the kernels print (default: ``sys.stdout``);
+        ``progress`` is called with a ``croqvm.position.RunPosition`` now and then, and
+        an interrupt leaves as ``croqvm.position.Interrupted``, which says where the run
+        was."""
         run = runner(device, engine)
         _choose("check", check, CHECKS)
         if schedule not in SCHEDULES:
             raise ArgumentError(f"unknown schedule '{schedule}': use 'rr' or 'random'.")
-        if max_steps is None:
-            max_steps = DEFAULT_MAX_STEPS
-        elif isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+        if max_steps is not None and (isinstance(max_steps, bool)
+                                      or not isinstance(max_steps, int) or max_steps < 1):
             raise ArgumentError(f"the step limit must be a positive integer, not "
                                 f"{max_steps!r}.")
         if self.module.function(func) is None:
             raise ArgumentError(f"no function named '{func}' in this module.")
         return run(self.module, func, list(args), dims, poison=bool(poison),
                    schedule=schedule, seed=check_seed(seed), max_steps=max_steps,
-                   out=sys.stdout if out is None else out, stats=stats)
+                   out=sys.stdout if out is None else out, stats=stats, progress=progress)

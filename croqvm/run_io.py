@@ -1,30 +1,34 @@
 """Command-line inputs and outputs of ``croqvm run`` (LANGUAGE.md §14.1).
 
-Builds a function's arguments from ``--input NAME=file.npy``, ``--random-inputs`` and
-``--dim``; writes ``--output`` atomically; summarises results. Everything a user can get
-wrong raises ``ArgumentError`` (exit status 2).
+Builds a function's arguments from ``--input NAME=FILE`` (``.npy``, ``.npz``),
+``--random-inputs`` (croqvm.prng) and ``--dim``; writes ``--output`` atomically
+(croqvm.files). Everything a user can get wrong raises ``ArgumentError`` (exit status 2).
 """
 from __future__ import annotations
 
 import os
-import tempfile
-import zlib
 
 import numpy as np
 
 from .bytecode.module import ParamKind
 from .errors import ArgumentError
+from .files import write_atomic
+from .limits import MAX_INT
 from .prng import SplitMix64, random_array
 
 
 def parse_assignments(items: list[str], what: str) -> dict[str, str]:
-    """``["M=128", "N=64"]`` -> ``{"M": "128", "N": "64"}``."""
+    """``["M=128", "N=64"]`` -> ``{"M": "128", "N": "64"}``; a name given twice is an error."""
     out = {}
     for item in items:
         name, sep, value = item.partition("=")
+        name = name.strip()
         if not sep or not name:
             raise ArgumentError(f"{what} '{item}' must look like NAME=VALUE")
-        out[name.strip()] = value.strip()
+        if name in out:
+            raise ArgumentError(f"{what} {name} is given twice ({name}={out[name]} and "
+                                f"{item.strip()})")
+        out[name] = value.strip()
     return out
 
 
@@ -35,19 +39,62 @@ def parse_dims(items: list[str]) -> dict[str, int]:
             dims[name] = int(value, 0)
         except ValueError:
             raise ArgumentError(f"--dim {name}={value}: the value must be an integer") from None
-        if dims[name] < 1:
-            raise ArgumentError(f"--dim {name}={value}: a dimension must be at least 1")
+        if not 1 <= dims[name] <= MAX_INT:
+            raise ArgumentError(f"--dim {name}={value}: a dimension is an 'int' from 1 to "
+                                f"{MAX_INT}")
     return dims
 
 
 def load_inputs(items: list[str]) -> dict[str, np.ndarray]:
+    """``NAME=FILE.npy``, ``NAME=FILE.npz`` (the array stored as NAME) or
+    ``NAME=FILE.npz:KEY``, read into arrays by parameter name."""
     arrays = {}
-    for name, path in parse_assignments(items, "--input").items():
-        try:
-            arrays[name] = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise ArgumentError(f"--input {name}={path}: can not read a .npy array ({exc})") from None
+    for name, spec in parse_assignments(items, "--input").items():
+        arrays[name] = _read_input(name, spec)
     return arrays
+
+
+def _split_spec(spec: str) -> tuple[str, str | None]:
+    """``FILE.npz:KEY`` -> (``FILE.npz``, ``KEY``); any other file name -> (name, None)."""
+    base, sep, key = spec.rpartition(".npz:")
+    if sep and not os.path.exists(spec):
+        return base + ".npz", key
+    return spec, None
+
+
+def input_files(items: list[str]) -> list[str]:
+    """The files that ``--input`` options name."""
+    return [_split_spec(item.partition("=")[2].strip())[0] for item in items]
+
+
+def _read_input(name: str, spec: str) -> np.ndarray:
+    path, key = _split_spec(spec)
+    where = f"--input {name}={spec}"
+    try:
+        data = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise ArgumentError(f"{where}: no such file: '{path}'") from None
+    except IsADirectoryError:
+        raise ArgumentError(f"{where}: '{path}' is a directory") from None
+    except OSError as exc:
+        raise ArgumentError(f"{where}: can not read '{path}': {exc.strerror or exc}") from None
+    except ValueError:   # numpy's message suggests allow_pickle, which is never the fix here
+        raise ArgumentError(f"{where}: '{path}' is not a .npy or .npz file of numbers") from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        if key is not None:
+            raise ArgumentError(f"{where}: '{path}' is a single array (.npy), it has no keys")
+        return data
+    with data:
+        key = name if key is None else key
+        if key not in data.files:
+            held = ", ".join(data.files) or "nothing"
+            raise ArgumentError(f"{where}: '{path}' holds no array '{key}' (it holds: {held}); "
+                                f"choose one with {name}={path}:KEY")
+        try:
+            return data[key]
+        except ValueError:
+            raise ArgumentError(f"{where}: the array '{key}' in '{path}' is not numbers "
+                                f"(object arrays are not read)") from None
 
 
 def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
@@ -105,27 +152,6 @@ def _input_value(p, arr):
     return arr.item()
 
 
-def checksum(arr: np.ndarray) -> str:
-    data = np.ascontiguousarray(arr)
-    return f"crc32 {zlib.crc32(data.tobytes()) & 0xFFFFFFFF:08x}"
-
-
-def describe(name: str, value) -> str:
-    if isinstance(value, np.ndarray):
-        shape = "x".join(str(d) for d in value.shape) or "scalar"
-        return f"{name}: {value.dtype} [{shape}] {checksum(value)}"
-    return f"{name}: {value!r}"
-
-
 def save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
-    """Write ``arrays`` to ``path`` atomically: a temporary file then a rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".croqvm-", suffix=".npz", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write ``arrays`` to ``path`` atomically (croqvm.files.write_atomic)."""
+    write_atomic(path, lambda f: np.savez(f, **arrays))

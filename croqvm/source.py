@@ -1,18 +1,43 @@
 """Source files and spans: every AST node and bytecode instruction points back here."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
 class SourceFile:
     name: str
     text: str
+    # The offset where each line starts, computed on first use: every diagnostic and
+    # every lowered statement looks a line up, so it must not cost a pass over the text.
+    _starts: list = field(default=None, init=False, repr=False, compare=False)
+
+    def _bounds(self, n: int) -> tuple[int, int] | None:
+        """Where line ``n`` (1-based) starts and ends (before its newline) in ``text``."""
+        starts = self._starts
+        if starts is None:
+            starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+            object.__setattr__(self, "_starts", starts)
+        if not 1 <= n <= len(starts):
+            return None
+        return starts[n - 1], starts[n] - 1 if n < len(starts) else len(self.text)
 
     def line(self, n: int) -> str:
         """Line ``n`` (1-based) without its newline, or '' past the end."""
-        lines = self.text.split("\n")
-        return lines[n - 1].rstrip("\r") if 1 <= n <= len(lines) else ""
+        bounds = self._bounds(n)
+        return self.text[bounds[0]:bounds[1]].rstrip("\r") if bounds else ""
+
+    def excerpt(self, span: "Span") -> str:
+        """The text ``span`` covers on its first line (to the line's end when it goes on),
+        copied without the rest of the line: a generated one-line program may be megabytes."""
+        bounds = self._bounds(span.line)
+        if bounds is None:
+            return ""
+        start, end = bounds
+        if span.end_line == span.line:
+            end = min(end, start + span.end_col - 1)
+        return self.text[start + span.col - 1:end].rstrip("\r")
 
 
 @dataclass(frozen=True)
@@ -67,4 +92,4 @@ class SpanTable:
         src = self.files.get(span.file) if span else None
         if src is None or span.end_line != span.line:
             return ""
-        return src.line(span.line)[span.col - 1:span.end_col - 1]
+        return src.excerpt(span)

@@ -5,6 +5,7 @@ import hashlib
 import math
 import os
 import random
+import stat
 import struct
 import time
 
@@ -17,7 +18,7 @@ from croqvm import dtypes as D
 from croqvm.bytecode import cqb, schema
 from croqvm.bytecode.module import FORMAT_VERSION, Const, Module
 from croqvm.bytecode.verify import verify
-from croqvm.errors import BytecodeError
+from croqvm.errors import ArgumentError, BytecodeError
 
 HEADER = 40     # magic 4 + version 4 + sha256 32
 
@@ -194,14 +195,24 @@ def test_save_then_load(tmp_path):
 def test_save_replaces_atomically_and_cleans_up_on_failure(tmp_path):
     target = tmp_path / "dir.cqb"
     target.mkdir()                              # os.replace onto a directory fails
-    with pytest.raises(BytecodeError, match="dir.cqb: can not write"):
+    with pytest.raises(ArgumentError, match="dir.cqb: can not write"):
         cqb.save(B.squares(), target)
     assert os.listdir(tmp_path) == ["dir.cqb"]
 
 
 def test_save_into_missing_directory(tmp_path):
-    with pytest.raises(BytecodeError, match="can not write"):
+    with pytest.raises(ArgumentError, match="can not write"):
         cqb.save(B.squares(), tmp_path / "no" / "such.cqb")
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_saved_file_permissions_follow_the_umask(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        cqb.save(B.squares(), tmp_path / "m.cqb")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "m.cqb").st_mode) == 0o666 & ~umask
 
 
 def test_load_missing_and_corrupt_files(tmp_path):

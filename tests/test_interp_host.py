@@ -180,7 +180,7 @@ def test_step_limit():
         run(spin_kernel(), max_steps=1000)
     text = str(e.value).splitlines()
     assert text[0] == ("code.asm:3:1: runtime error: exceeded the step limit of 1000 "
-                       "(use --max-steps)")   # the 1001st warp-instruction: an END
+                       "warp-instructions")   # the 1001st warp-instruction: an END
     assert text[-1].endswith("block (0), lane 0 (warp 0, lane 0)")
 
 

@@ -1302,7 +1302,7 @@ def test_cli_poison_mode_stops_with_status_3(write, capsys):
 
 
 def test_cli_saves_the_result_and_global_parameters(write, tmp_path, capsys):
-    # §14.1: returned arrays and 'global' parameters go to --output
+    # §14.1: returned arrays and 'global' parameters go to --output, with the inputs
     path = write("g.co", """
         __co__ auto g(global s32 [N] x, s32 [N] y) {
           s32 [N] r;
@@ -1319,8 +1319,9 @@ def test_cli_saves_the_result_and_global_parameters(write, tmp_path, capsys):
     assert main(["run", path, "--func", "g", "--input", f"x={tmp_path / 'x.npy'}",
                  "--input", f"y={tmp_path / 'y.npy'}", "--output", str(out)]) == 0
     saved = np.load(out)
-    assert sorted(saved.files) == ["result", "x"]
+    assert sorted(saved.files) == ["input.x", "input.y", "result", "x"]
     assert saved["result"].tolist() == [11, 22, 33] and saved["x"].tolist() == [0, 1, 2]
+    assert saved["input.x"].tolist() == [10, 20, 30] and saved["input.y"].tolist() == [1, 2, 3]
 
 
 def test_cli_binds_a_scalar_parameter_from_a_file_holding_a_number(write, tmp_path, capsys):

@@ -20,17 +20,17 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-import tempfile
 
 import msgpack
 
 from croqvm.errors import BytecodeError
+from croqvm.files import CQB_MAGIC, write_atomic
 
 from . import schema
 from .module import FORMAT_VERSION, Module
 from .verify import check_semantics
 
-MAGIC = b"CQB\x00"
+MAGIC = CQB_MAGIC
 _HEADER = struct.Struct("<4sI32s")
 
 
@@ -93,21 +93,9 @@ def _no_extensions(code, data):
 
 
 def save(module: Module, path) -> None:
-    """Write ``module`` to ``path`` atomically: a temporary file beside it, then a rename."""
+    """Write ``module`` to ``path`` atomically (croqvm.files.write_atomic)."""
     data = encode(module)
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".cqb-", dir=directory)
-    except OSError as exc:
-        raise BytecodeError(f"{path}: can not write: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        _remove_quietly(tmp)
-        raise BytecodeError(f"{path}: can not write: {exc.strerror}") from None
+    write_atomic(os.fspath(path), lambda f: f.write(data))
 
 
 def load(path) -> Module:
@@ -119,10 +107,3 @@ def load(path) -> Module:
     except OSError as exc:
         raise BytecodeError(f"{path}: can not read: {exc.strerror}") from None
     return decode(data, path)
-
-
-def _remove_quietly(path: str) -> None:
-    try:
-        os.remove(path)
-    except OSError:
-        pass

@@ -15,12 +15,14 @@ itself. The step loop then only fetches and calls.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..bytecode.opcodes import SPAN, TABLE
 from ..errors import CroqvmError
 from ..faults import Fault, Kind, LaneFault
-from ..limits import MAX_BLOCK_SIZE
+from ..limits import MAX_BLOCK_SIZE, MAX_GRID
 from ..numerics import convert
 from . import access, alu, control, diagnose, dma, mma, output, sync
 from .machine import Block
@@ -83,6 +85,7 @@ def run_block(blk) -> None:
     """Run every warp of ``blk`` to completion under the call's scheduler (§7.1.2)."""
     prepare(blk)
     sched = blk.call.scheduler
+    blk.call.block = blk
     while True:
         w = sched.pick(blk)
         if w is None:
@@ -95,6 +98,7 @@ def run_block(blk) -> None:
 
 def _run_warp(w, quantum: int) -> None:
     blk, call = w.blk, w.blk.call
+    call.warp = w
     code, steps = blk.prog.ins, blk.prog.steps
     end = len(steps)
     n = 0
@@ -107,8 +111,8 @@ def _run_warp(w, quantum: int) -> None:
             w.ip, w.pc = pc, pc + 1
             call.steps += 1
             call.lane_steps += w.nact
-            if call.steps > call.max_steps:
-                raise Fault(Kind.STEP_LIMIT, (call.max_steps,), _lowest_lane(w))
+            if call.steps >= call.next_stop:
+                _check_in(call, w)
             handler, operands = steps[pc]
             handler(w, operands)
             n += 1
@@ -131,6 +135,16 @@ def _run_warp(w, quantum: int) -> None:
         raise diagnose.internal(blk, code[w.ip][SPAN] if code else 0, e) from e
 
 
+def _check_in(call, w) -> None:
+    """Every PROGRESS_EVERY steps (croqvm.position), and past the step limit: report
+    progress or stop."""
+    if call.max_steps is not None and call.steps > call.max_steps:
+        raise Fault(Kind.STEP_LIMIT, (call.max_steps,), _lowest_lane(w))
+    call.plan_check_in()
+    if call.progress is not None:
+        call.progress(call.position())
+
+
 def _lowest_lane(w):
     lanes = w.lanes[w.act]
     return int(lanes[0]) if lanes.size else None
@@ -150,12 +164,19 @@ def run_launch(hblk, index: int) -> None:
     for d, g in enumerate(grid):
         if g < 1:
             raise Fault(Kind.GRID_BOUND, (d, g))
+        if g > MAX_GRID[d]:
+            raise Fault(Kind.GRID_LIMIT, (d, g, MAX_GRID[d]))
     size = _block_size(hblk, kernel, launch)
     hregs = [(kr, hblk.lane_reg(0, hr), hblk.prog.rtypes[hr]) for kr, hr in launch.scalars]
     bound = {ks: hblk.bufs.get(hs) for ks, hs in launch.buffers}
-    for block in np.ndindex(*grid):
+    call.launches += 1
+    call.blocks = math.prod(grid)
+    host_warp = call.warp
+    for number, block in enumerate(_row_major(grid)):
+        call.block_number, call.block_start = number, call.steps
+        call.blocks_run += 1
         blk = Block(call, prog, size, kernel=kernel, kernel_index=launch.kernel,
-                    launch_index=index, index=tuple(int(i) for i in block))
+                    launch_index=index, index=block)
         blk.bufs.update({s: b for (k, s), b in call.kernel_globals.items()
                          if k == launch.kernel})
         blk.bufs.update({s: b for s, b in bound.items() if b is not None})
@@ -167,6 +188,18 @@ def run_launch(hblk, index: int) -> None:
             dma.check_kernel_end(blk)
         except Fault as f:
             raise diagnose.fault(blk, f.kind, f.operands, f.lane, -1, f.span) from None
+    call.block, call.warp = hblk, host_warp
+
+
+def _row_major(grid: list[int]):
+    """The block indices of ``grid`` in row-major order (§7.1.1), one at a time: a grid
+    may hold 2^31 blocks, which must not be listed before the first one runs."""
+    for linear in range(math.prod(grid)):
+        index = []
+        for extent in reversed(grid):
+            linear, i = divmod(linear, extent)
+            index.append(i)
+        yield tuple(reversed(index))
 
 
 def _block_size(hblk, kernel, launch) -> int:

@@ -13,6 +13,7 @@ from ..bytecode.module import ParamKind, ParamStorage
 from ..errors import ArgumentError
 from ..faults import Fault
 from ..numerics import round_to
+from ..position import Interrupted
 from .machine import Block, Call
 from .memory import Buffer
 from .alu import const_array
@@ -58,7 +59,8 @@ def _array_arg(n: int, p, arg, dims: _Dims) -> np.ndarray:
     if arg.ndim != len(p.shape):
         raise ArgumentError(f"{_who(n, p)} expects rank {len(p.shape)} but got rank {arg.ndim}.")
     if arg.dtype != np.dtype(t.numpy_param):
-        raise ArgumentError(f"{_who(n, p)} expects dtype {t.numpy_param} but got {arg.dtype}.")
+        raise ArgumentError(f"{_who(n, p)} expects dtype {t.numpy_param} but got {arg.dtype}.",
+                            hint=f"convert it with .astype(np.{t.numpy_param})")
     for k, (want, got) in enumerate(zip(p.shape, arg.shape)):
         if isinstance(want, int) and want != got:
             raise ArgumentError(f"shape inconsistent on {_who(n, p, k)}: expect: {want}, "
@@ -175,17 +177,20 @@ def _check_end(hblk) -> None:
 
 
 def run_function(module, name: str, args: list, dims: dict, *, poison: bool, schedule: str,
-                 seed: int, max_steps: int, out, stats: dict | None):
+                 seed: int, max_steps: int | None, out, stats: dict | None, progress=None):
     """The reference engine's runner (croqvm.program): run function ``name`` of
     ``module`` on ``args`` (numpy arrays and Python scalars in parameter order). Returns
     the returned array, scalar or None; ``global`` buffer parameters are copied back into
     the caller's arrays. ``dims`` gives symbolic dimensions no parameter binds (and must
     agree with those the parameters bind). ``max_steps`` bounds warp-steps
-    (docs/EXECUTION.md "Step counting"). A ``stats`` dict receives ``warp_steps`` and
-    ``lane_steps`` when given. The options are valid: the facade checked them."""
+    (docs/EXECUTION.md "Step counting"); None: nothing does. A ``stats`` dict receives
+    ``warp_steps``, ``lane_steps``, ``launches`` and ``blocks`` (kernel blocks run) when
+    given. ``progress`` is called with a ``RunPosition`` every ``PROGRESS_EVERY``
+    warp-steps; an interrupt (Ctrl-C) leaves as ``Interrupted`` with the position it
+    stopped at (croqvm.position). The options are valid: the facade checked them."""
     fn = module.function(name)
     call = Call(module, fn, out=out, poison=poison, scheduler=make_scheduler(schedule, seed),
-                max_steps=max_steps)
+                max_steps=max_steps, progress=progress)
     call.result = None
     hblk = Block(call, call.program(fn.host), 1)
     # overflow to inf, x/0 and NaN are §12.3 results, in arguments (rounded on entry) too
@@ -194,9 +199,12 @@ def run_function(module, name: str, args: list, dims: dict, *, poison: bool, sch
         try:
             run_block(hblk)
             _check_end(hblk)
+        except KeyboardInterrupt:
+            raise Interrupted(call.position()) from None
         finally:
             if stats is not None:
-                stats.update(warp_steps=call.steps, lane_steps=call.lane_steps)
+                stats.update(warp_steps=call.steps, lane_steps=call.lane_steps,
+                             launches=call.launches, blocks=call.blocks_run)
     for arr, buf in back:
         arr[...] = buf.data
     return call.result

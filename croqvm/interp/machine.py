@@ -6,13 +6,17 @@ Conventions: ``call`` the ``Call``, ``blk`` a ``Block``, ``prog`` a decoded ``Pr
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from .. import dtypes
 from ..bytecode.module import Storage
-from ..bytecode.opcodes import WIDTH
+from ..bytecode.opcodes import SPAN, WIDTH
 from ..limits import WARP_SIZE
 from ..faults import Kind
+from ..messages import lanes_phrase
+from ..position import PROGRESS_EVERY, RunPosition
 from ..source import SpanTable
 from .memory import allocating, block_wide, new_buffer
 from .warp import new_warp
@@ -35,14 +39,24 @@ class Program:
 
 
 class Call:
-    """One ``run_function`` call: its options, output stream, step budget and the
-    buffers that live as long as the call (§3.2.1)."""
+    """One ``run_function`` call: its options, output stream, step budget, progress hook,
+    the buffers that live as long as the call (§3.2.1), and where it is (``position``)."""
 
-    def __init__(self, module, fn, *, out, poison, scheduler, max_steps):
+    def __init__(self, module, fn, *, out, poison, scheduler, max_steps, progress):
         self.module, self.fn, self.out = module, fn, out
         self.poison, self.scheduler, self.max_steps = poison, scheduler, max_steps
+        self.progress = progress  # called with a RunPosition now and then (croqvm.position)
         self.steps = 0           # warp-instructions executed
         self.lane_steps = 0      # lane-instructions: the active lanes of each of those
+        self.next_stop = 0       # the step count at which the engine next checks in
+        self.plan_check_in()
+        self.launches = 0        # kernel launches started
+        self.blocks_run = 0      # kernel blocks started, over every launch
+        self.block = None        # the Block running, and in it the warp
+        self.warp = None
+        self.block_number = 0    # row-major ordinal of a kernel block, of ``blocks``
+        self.blocks = 0
+        self.block_start = 0     # ``steps`` when the running block started
         self.spans = SpanTable(module.sources, module.spans)
         self.kernel_globals: dict = {}    # (kernel index, slot) -> buffers
         self._programs: dict = {}
@@ -53,6 +67,31 @@ class Call:
             prog = self._programs[id(code)] = Program(code)
         return prog
 
+    def plan_check_in(self) -> None:
+        """The next check-in: PROGRESS_EVERY steps on, or just past the step limit."""
+        self.next_stop = self.steps + PROGRESS_EVERY
+        if self.max_steps is not None:
+            self.next_stop = min(self.next_stop, self.max_steps + 1)
+
+    def position(self) -> RunPosition:
+        """Where the call is, for a progress hook or an interrupt report."""
+        blk, w = self.block, self.warp
+        base = RunPosition(self.fn.name, self.steps, self.lane_steps, self.launches)
+        if blk is None or w is None or w.blk is not blk:
+            return base
+        code = blk.prog.ins
+        loops = [f.opener for f in w.stack if f.kind == "loop"]
+        span = self.spans.span
+        base = replace(base, span=span(code[w.ip][SPAN]) if w.ip < len(code) else None,
+                       loop_span=span(code[loops[-1]][SPAN]) if loops else None)
+        if blk.is_host:
+            return base
+        launch = self.fn.host.launches[blk.launch_index]
+        lanes = lanes_phrase(w.lanes[w.act]) if w.nact else "no active lanes"
+        return replace(base, kernel_span=span(launch.span), block=blk.index,
+                       block_number=self.block_number, blocks=self.blocks,
+                       block_steps=self.steps - self.block_start,
+                       lanes=f"warp {w.index}, {lanes}")
 
 
 class Block:

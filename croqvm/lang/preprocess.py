@@ -17,6 +17,7 @@ from .scanner import LineMap, scan
 from ..source import SourceFile
 from .tokens import INT, STRING
 
+COMMAND_LINE = "<command line>"   # the file name of -D macros
 DIRECTIVES = frozenset("define undef if ifdef ifndef elif else endif include line pragma".split())
 _DIRECTIVE_RE = re.compile(r"[ \t\f\v\r]*#[ \t\f\v\r]*([A-Za-z_][A-Za-z0-9_]*)")
 _NAME_RE = re.compile(r"[ \t\f\v\r\n]*([A-Za-z_][A-Za-z0-9_]*)")
@@ -71,11 +72,17 @@ def initial_macros(defines: dict[str, str | None] | None, sink) -> dict[str, Mac
     env = {}
     for name, value in (defines or {}).items():
         text = f"{name} {'1' if value is None else value}"
-        lines = LineMap(text, "<command line>")
+        lines = LineMap(text, COMMAND_LINE)
         macro = parse_define(text, 0, lines, lines.span(0, len(name)), sink)
         if macro is not None:
             env[macro.name] = macro
     return env
+
+
+def _option_text(macro: Macro) -> str:
+    """How the user wrote a ``-D`` macro: ``-D STAGES=4``."""
+    params = "" if macro.params is None else f"({', '.join(macro.params)})"
+    return f"-D {macro.name}{params}={macro.body.strip()}"
 
 
 @dataclass
@@ -198,8 +205,17 @@ class _Pass:
 
     def _define(self, body, body_at, where, last_row):
         macro = parse_define(body, body_at, self.lines, where, self.sink)
-        if macro is not None:
-            self.env = {**self.env, macro.name: macro}  # copy: earlier lines keep their table
+        if macro is None:
+            return
+        old = self.env.get(macro.name)
+        if old is not None and old.lines.logical[0][0] == COMMAND_LINE and \
+                (old.params, old.body.strip()) != (macro.params, macro.body.strip()):
+            # as C compilers warn "macro redefined": the file silently wins otherwise
+            self.sink.warning(where, f"macro '{macro.name}' redefined: this '#define' "
+                                     f"overrides '{_option_text(old)}' from the command line.",
+                              f"guard the definition with '#ifndef {macro.name}' ... "
+                              f"'#endif' to let -D choose the value")
+        self.env = {**self.env, macro.name: macro}  # copy: earlier lines keep their table
 
     def _undef(self, body, body_at, where, last_row):
         m = _NAME_RE.match(body)

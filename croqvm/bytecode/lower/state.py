@@ -79,9 +79,7 @@ class Lowerer:
         src = self.sources.get(span.file)
         if src is None:
             return ""
-        line = src.line(span.line)
-        end = span.end_col - 1 if span.end_line == span.line else len(line)
-        return line[span.col - 1:end]
+        return src.excerpt(span)
 
     # ---------------------------------------------------------------- dispatch
     def stmt(self, s: ast.Stmt) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from croqvm.lang import ast
+from croqvm.limits import GRID_LIMIT_TAIL, MAX_GRID, MAX_INT
 
 from . import levels
 from .binders import bound_items, declare_indices
@@ -13,8 +14,9 @@ from .walk import value_names
 MAX_SUB_INDICES = 3
 
 
-def _check_bounds(ck, pl: ast.PLevel, items):
-    """§6.2.2-§6.2.3: counts of sub-indices and bounds, static bounds >= 1."""
+def _check_bounds(ck, pl: ast.PLevel, kind: str, items):
+    """§6.2.2-§6.2.3: counts of sub-indices and bounds; static bounds >= 1, that fit an
+    'int' and, on a block level, CUDA's grid (§6.3.6)."""
     names = len(pl.names)
     if len(items) > MAX_SUB_INDICES:
         ck.error(pl.span, "The number of parallel dimensions is limited to 3 (x, y, z).")
@@ -29,10 +31,18 @@ def _check_bounds(ck, pl: ast.PLevel, items):
                           f"{len(items)}).")
     for i, (expr, dim, _) in enumerate(items):
         value = const_value(expr) if isinstance(dim, int) else None
-        if isinstance(value, int) and value < 1:
-            who = pl.names[i] if i < names else pl.tuple_name
-            subject = f"the parallel bound of '{who}'" if who else "the parallel bound"
+        if not isinstance(value, int):
+            continue
+        who = pl.names[i] if i < names else pl.tuple_name
+        subject = f"the parallel bound of '{who}'" if who else "the parallel bound"
+        if value < 1:
             ck.error(expr.span, f"{subject} is {value}: it should be greater than 0.")
+        elif value > MAX_INT:
+            ck.error(expr.span, f"{subject} is {value}: it does not fit in an 'int' (at most "
+                                f"{MAX_INT}).")
+        elif kind == "block" and i < len(MAX_GRID) and value > MAX_GRID[i]:
+            ck.error(expr.span, f"{subject} is {value}: " +
+                     GRID_LIMIT_TAIL.format(limit=MAX_GRID[i]))
 
 
 def _parallel_bound_message(ty):
@@ -52,9 +62,9 @@ def check_parallel(ck, p: ast.Parallel):
             ck.error(p.span, f"'{p.stream}' is not a stream parameter.")
     # Bounds are evaluated when the statement starts, outside its own names (§6.2.2).
     all_items = []
-    for pl in p.levels:
+    for pl, kind in zip(p.levels, p.kinds):
         items = bound_items(ck, pl.bounds, _parallel_bound_message)
-        _check_bounds(ck, pl, items)
+        _check_bounds(ck, pl, kind, items)
         all_items.append(items)
     with ck.scoped():
         ck.parallels.append(p)

@@ -1,0 +1,126 @@
+"""Files the command line reads and writes: programs, and outputs written safely.
+
+``read_program`` tells a ``.cqb`` from source by its magic number (or its name: a damaged
+``.cqb`` gets the decoder's diagnosis) and refuses data files
+(a ``.npy`` array, an archive, binary data) before reading them whole. Outputs are checked
+before a run (``check_output``: a long run must not end in an unwritable path) and written
+atomically (``write_atomic``: a temporary file beside the target, then a rename) with the
+permissions an ordinary ``open`` would give under the user's umask. Every problem is an
+``ArgumentError`` (usage, exit status 2) naming the path.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+
+from .errors import ArgumentError
+
+CQB_MAGIC = b"CQB\x00"                 # croqvm.bytecode.cqb writes it first
+MAX_SOURCE_BYTES = 64 * 1024 * 1024    # a larger "program" is data passed by mistake
+_SNIFF_BYTES = 4096
+_DATA_MAGICS = ((b"\x93NUMPY", "a numpy .npy array"), (b"PK\x03\x04", "a zip or .npz archive"),
+                (b"PK\x05\x06", "a zip or .npz archive"), (b"\x7fELF", "an executable"))
+
+
+@dataclass
+class ProgramFile:
+    path: str
+    bytecode: bytes | None    # the whole file, when it is a .cqb
+    text: str | None          # the source, when it is not
+
+
+def read_program(path: str) -> ProgramFile:
+    """The program at ``path``: bytecode (by its magic number or its name) or UTF-8
+    source."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_SNIFF_BYTES)
+            if head.startswith(CQB_MAGIC) or path.endswith(".cqb"):
+                return ProgramFile(path, head + f.read(), None)
+            _refuse_data(path, head)
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_SOURCE_BYTES:
+                raise ArgumentError(f"{path}: {size} bytes is too large for a Croqtile source "
+                                    f"file (croqvm reads up to {MAX_SOURCE_BYTES} bytes)")
+            rest = f.read(MAX_SOURCE_BYTES + 1 - len(head))
+    except FileNotFoundError:
+        raise ArgumentError(f"no such file: '{path}'") from None
+    except IsADirectoryError:
+        raise ArgumentError(f"'{path}' is a directory, not a program file") from None
+    except OSError as exc:
+        raise ArgumentError(f"can not read '{path}': {exc.strerror}") from None
+    data = head + rest
+    if len(data) > MAX_SOURCE_BYTES:   # a file whose size the system does not tell
+        raise ArgumentError(f"{path}: too large for a Croqtile source file (croqvm reads up "
+                            f"to {MAX_SOURCE_BYTES} bytes)")
+    return ProgramFile(path, None, data.decode("utf-8", errors="replace"))
+
+
+def _refuse_data(path: str, head: bytes) -> None:
+    for magic, what in _DATA_MAGICS:
+        if head.startswith(magic):
+            raise ArgumentError(f"{path}: this is {what}, not a Croqtile program (give the "
+                                f"program first: croqvm run FILE.co --input NAME={path})")
+    text = head.decode("utf-8", errors="replace")
+    odd = sum(c == "\ufffd" or (c < " " and c not in "\t\n\r\f\v") for c in text)
+    if b"\x00" in head or odd > len(text) // 10:
+        raise ArgumentError(f"{path}: binary data, not a Croqtile source file or .cqb")
+
+
+def check_output(path: str, option: str, inputs: dict[str, str]) -> None:
+    """Refuse, before any work, an output path that can not be written or that is one of
+    ``inputs`` (``{path: what it is}``, e.g. ``{"k.co": "the source file"}``)."""
+    if path == "":
+        raise ArgumentError(f"{option}: the file name is empty")
+    if os.path.isdir(path):
+        raise ArgumentError(f"{option} {path}: is a directory")
+    for other, what in inputs.items():
+        if os.path.exists(path) and os.path.exists(other) and os.path.samefile(path, other):
+            raise ArgumentError(f"{option} {path}: this is {what}; writing there would "
+                                f"overwrite it")
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise ArgumentError(f"{option} {path}: can not write: no directory "
+                            f"'{os.path.dirname(path) or directory}'")
+    try:   # the only sure test: create a file there (a read-only mount, an ACL, a quota)
+        fd, probe = tempfile.mkstemp(prefix=".croqvm-", dir=directory)
+    except OSError as exc:
+        raise ArgumentError(f"{option} {path}: can not write: {exc.strerror}") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def write_atomic(path: str, write) -> None:
+    """Create ``path`` through ``write(binary file)``: all of it or, on any failure,
+    nothing (the previous file, if any, stays). Permissions follow the umask."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".croqvm-", dir=directory)
+    except OSError as exc:
+        raise ArgumentError(f"{path}: can not write: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o666 & ~_umask())   # mkstemp makes 0600
+            write(f)
+        os.replace(tmp, path)
+    except OSError as exc:
+        _remove_quietly(tmp)
+        raise ArgumentError(f"{path}: can not write: {exc.strerror}") from None
+    except BaseException:
+        _remove_quietly(tmp)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)   # the only way to read it is to set it
+    os.umask(mask)
+    return mask
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -1,0 +1,387 @@
+"""Everyday use of the croqvm command, run as a user runs it (``python -m croqvm`` in a
+subprocess): outputs, progress and limits, checkable results, runs that would do nothing,
+the size of grids, help and exit statuses. Messages are checked exactly; numeric results
+against numpy."""
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+ADD = """\
+__co__ auto add(f32 [N] a, f32 [N] b) {
+  f32 [N] c;
+  parallel p by cdiv(N, 32) : block, t by 32 : thread {
+    if (p # t < N)
+      c.at(p # t) = a.at(p # t) + b.at(p # t);
+  }
+  return c;
+}
+"""
+
+HELLO = """\
+__co__ void hello() {
+  foreach i in [5000]
+    println("line", i);
+}
+"""
+
+SPIN = """\
+__co__ void spin() {
+  s32 [32] a;
+  parallel t by 32 : thread {
+    mutable int i = 0;
+    while (i >= 0) { a.at(t) += 1; }
+  }
+}
+"""
+
+DIVIDE = """\
+__co__ void divide(global f32 [N] x) {
+  parallel t by N : thread
+    x.at(t) = x.at(t) / 0.0f;
+}
+"""
+
+SCALE = """\
+__co__ void scale(global f16 [N] x, f32 k) {
+  foreach i in [N]
+    x.at(i) = x.at(i) * __to<f16>(k);
+}
+"""
+
+
+def croqvm(*args, cwd, umask=None):
+    """Run the command; return (exit status, stdout, stderr)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "croqvm", *args], cwd=cwd, env=env,
+                       capture_output=True, text=True, timeout=120,
+                       preexec_fn=(lambda: os.umask(umask)) if umask is not None else None)
+    return r.returncode, r.stdout, r.stderr
+
+
+@pytest.fixture
+def work(tmp_path):
+    """A directory with the test programs and a few input files."""
+    for name, text in (("add.co", ADD), ("hello.co", HELLO), ("spin.co", SPIN),
+                       ("divide.co", DIVIDE), ("scale.co", SCALE)):
+        (tmp_path / name).write_text(text)
+    np.save(tmp_path / "a.npy", np.arange(40, dtype=np.float32))
+    np.save(tmp_path / "b.npy", np.full(40, 0.5, np.float32))
+    return tmp_path
+
+
+# ------------------------------------------------------------------ outputs
+
+@pytest.mark.parametrize("output, message", [
+    ("nodir/c.npz", "--output nodir/c.npz: can not write: no directory 'nodir'"),
+    ("adir", "--output adir: is a directory"),
+    ("", "--output: the file name is empty"),
+    ("add.co", "--output add.co: this is the program file; writing there would overwrite it"),
+    ("a.npy", "--output a.npy: this is an --input file; writing there would overwrite it"),
+])
+def test_a_bad_output_is_refused_before_the_run(work, output, message):
+    (work / "adir").mkdir()
+    before = sorted(os.listdir(work))
+    status, out, err = croqvm("run", "add.co", "--func", "add", "--input", "a=a.npy",
+                              "--input", "b=b.npy", "--output", output, cwd=work)
+    assert (status, out, err) == (2, "", message + "\n")   # nothing ran, nothing printed
+    assert sorted(os.listdir(work)) == before
+    assert (work / "add.co").read_text() == ADD
+
+
+def test_compile_refuses_to_overwrite_its_source(work):
+    assert croqvm("compile", "add.co", "-o", "add.co", cwd=work) == (
+        2, "", "-o add.co: this is the source file; writing there would overwrite it\n")
+    assert (work / "add.co").read_text() == ADD
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_outputs_get_the_permissions_of_the_umask(work, umask):
+    assert croqvm("compile", "add.co", cwd=work, umask=umask)[0] == 0
+    assert croqvm("run", "add.co", "--func", "add", "--input", "a=a.npy", "--input", "b=b.npy",
+                  "--output", "c.npz", "--quiet", cwd=work, umask=umask)[0] == 0
+    for name in ("add.cqb", "c.npz"):
+        assert (work / name).stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+# ------------------------------------------------------------------ checkable results
+
+def test_output_holds_results_and_every_input(work):
+    status, _, err = croqvm("run", "add.co", "--func", "add", "--input", "a=a.npy",
+                            "--random-inputs", "--seed", "7", "--output", "c.npz", cwd=work)
+    assert status == 0, err
+    saved = np.load(work / "c.npz")
+    assert sorted(saved.files) == ["input.a", "input.b", "result"]
+    np.testing.assert_array_equal(saved["input.a"], np.arange(40, dtype=np.float32))
+    b = saved["input.b"]
+    assert b.dtype == np.float32 and b.shape == (40,) and -1 <= b.min() and b.max() < 1
+    np.testing.assert_array_equal(saved["result"], saved["input.a"] + b)
+
+
+def test_summary_shows_range_mean_and_special_values(work):
+    np.save(work / "x.npy", np.array([1, -2, 0, 3], np.float32))
+    status, _, err = croqvm("run", "divide.co", "--func", "divide", "--input", "x=x.npy",
+                            cwd=work)
+    assert status == 0
+    assert re.fullmatch(r"x: float32 \[4\] 1 NaN, 2 \+inf, 1 -inf, crc32 [0-9a-f]{8}\n", err)
+    status, _, err = croqvm("run", "add.co", "--func", "add", "--input", "a=a.npy",
+                            "--input", "b=b.npy", cwd=work)
+    assert re.fullmatch(r"result: float32 \[40\] min 0.5 max 39.5 mean 20, crc32 [0-9a-f]{8}\n",
+                        err)
+
+
+def test_inputs_come_from_npz_files_by_name_or_key(work):
+    np.savez(work / "in.npz", a=np.ones(40, np.float32), other=np.full(40, 2, np.float32))
+    status, _, err = croqvm("run", "add.co", "--func", "add", "--input", "a=in.npz",
+                            "--input", "b=in.npz:other", "--output", "c.npz", cwd=work)
+    assert status == 0, err
+    np.testing.assert_array_equal(np.load(work / "c.npz")["result"], np.full(40, 3.0))
+
+
+@pytest.mark.parametrize("inputs, message", [
+    (["b=in.npz"], "--input b=in.npz: 'in.npz' holds no array 'b' (it holds: a, other); "
+                   "choose one with b=in.npz:KEY"),
+    (["a=a.npy", "a=b.npy"], "--input a is given twice (a=a.npy and a=b.npy)"),
+    (["a=text.npy"], "--input a=text.npy: 'text.npy' is not a .npy or .npz file of numbers"),
+    (["a=a.npy:x"], "--input a=a.npy:x: no such file: 'a.npy:x'"),
+    (["a=f64.npy"], "the 1st parameter ('a') expects dtype float32 but got float64.\n"
+                    "hint: convert it with .astype(np.float32)"),
+])
+def test_input_problems_name_the_file(work, inputs, message):
+    np.savez(work / "in.npz", a=np.ones(40, np.float32), other=np.ones(40, np.float32))
+    np.save(work / "f64.npy", np.ones(40))
+    (work / "text.npy").write_text("1 2 3\n")
+    args = [x for spec in inputs for x in ("--input", spec)]
+    assert croqvm("run", "add.co", "--func", "add", *args, "--random-inputs",
+                  cwd=work) == (2, "", message + "\n")
+
+
+def test_an_f32_array_for_an_f16_parameter_gets_the_conversion_as_a_hint(work):
+    np.save(work / "x.npy", np.ones(4, np.float32))
+    assert croqvm("run", "scale.co", "--func", "scale", "--input", "x=x.npy",
+                  "--random-inputs", cwd=work) == (
+        2, "", "the 1st parameter ('x') expects dtype float16 but got float32.\n"
+               "hint: convert it with .astype(np.float16)\n")
+
+
+def test_expect_agrees_and_differs_with_the_first_differences(work):
+    args = ["run", "add.co", "--func", "add", "--input", "a=a.npy", "--input", "b=b.npy"]
+    want = np.arange(40, dtype=np.float32) + 0.5
+    np.savez(work / "good.npz", result=want)
+    assert croqvm(*args, "--expect", "good.npz", "--quiet", cwd=work) == (0, "", "")
+    wrong = want.copy()
+    wrong[[3, 17]] = [0.25, np.nan]
+    np.savez(work / "bad.npz", result=wrong)
+    assert croqvm(*args, "--expect", "bad.npz", "--quiet", cwd=work) == (3, "", (
+        "--expect bad.npz: the results differ\n"
+        "'result': 2 of 40 elements differ (rtol 1e-05, atol 1e-08); the first 2:\n"
+        "  result[3]: got 3.5, expected 0.25\n"
+        "  result[17]: got 17.5, expected nan\n"))
+    np.save(work / "near.npy", want * 1.001)
+    assert croqvm(*args, "--expect", "near.npy", "--rtol", "0.01", "--quiet",
+                  cwd=work)[0] == 0
+    assert croqvm(*args, "--expect", "near.npy", "--quiet", cwd=work)[0] == 3
+
+
+def test_expect_compares_the_inputs_an_earlier_output_recorded(work):
+    args = ["run", "add.co", "--func", "add", "--random-inputs", "--dim", "N=40", "--quiet"]
+    assert croqvm(*args, "--seed", "1", "--output", "one.npz", cwd=work)[0] == 0
+    assert croqvm(*args, "--seed", "1", "--expect", "one.npz", cwd=work) == (0, "", "")
+    status, _, err = croqvm(*args, "--seed", "2", "--expect", "one.npz", cwd=work)
+    assert status == 3
+    assert err.splitlines()[1].startswith("'input.a': 40 of 40 elements differ")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--seed", "-1"], "Error: Invalid value for '--seed': '-1' is not a seed: use an integer "
+                       "from 0 to 2^64 - 1"),
+    (["--seed", "3"], "--seed seeds --random-inputs; the seed of a random schedule is "
+                      "--schedule-seed"),
+    (["--random-inputs", "--schedule-seed", "3"], "--schedule-seed seeds --schedule random"),
+    (["--random-inputs", "--rtol", "0.1"], "--rtol and --atol are the tolerances of --expect"),
+])
+def test_seed_and_tolerance_misuse_is_a_usage_error(work, args, message):
+    status, out, err = croqvm("run", "add.co", "--func", "add", "--dim", "N=4", *args,
+                              cwd=work)
+    assert (status, out) == (2, "")
+    assert err.splitlines()[-1] == message
+
+
+def test_the_schedule_seed_leaves_the_inputs_alone(work):
+    base = ["run", "add.co", "--func", "add", "--random-inputs", "--seed", "5", "--dim", "N=40",
+            "--schedule", "random", "--quiet"]
+    assert croqvm(*base, "--schedule-seed", "1", "--output", "one.npz", cwd=work)[0] == 0
+    assert croqvm(*base, "--schedule-seed", "2", "--expect", "one.npz", cwd=work)[0] == 0
+
+
+# ------------------------------------------------------------------ runs that do nothing
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "add.co"], "nothing to run in add.co: every function takes parameters (add); "
+                        "choose one with --func NAME and give its arguments with --input or "
+                        "--random-inputs"),
+    (["run", "empty.co"], "empty.co: no __co__ function, nothing to run"),
+    (["check", "empty.co"], "empty.co: no __co__ function, nothing to check"),
+    (["compile", "empty.co"], "empty.co: no __co__ function, nothing to compile"),
+    (["run", "a.npy"], "a.npy: this is a numpy .npy array, not a Croqtile program (give the "
+                       "program first: croqvm run FILE.co --input NAME=a.npy)"),
+    (["run", "binary.co"], "binary.co: binary data, not a Croqtile source file or .cqb"),
+    (["run", "hello.co", "--input", "a=a.npy"], "--input gives a function's arguments: choose "
+                                                "the function with --func NAME"),
+    (["run", "hello.co", "--random-inputs"], "--random-inputs gives a function's arguments: "
+                                             "choose the function with --func NAME"),
+    (["run", "add.cqb", "-D", "N=3"], "-D does nothing to add.cqb: a .cqb file holds compiled "
+                                      "code, its macros were expanded when it was compiled; "
+                                      "pass -D when compiling the .co file"),
+    (["compile", "add.cqb"], "add.cqb is already bytecode; compile takes a .co file"),
+    (["run", "add.co", "-D", "3X=1"], "-D 3X=1: '3X' is not a macro name (a name, or "
+                                      "NAME(PARAMS) for a function-like macro)"),
+])
+def test_a_run_that_would_do_nothing_is_a_usage_error(work, args, message):
+    (work / "empty.co").write_text("// nothing here\n")
+    (work / "binary.co").write_bytes(bytes(range(256)) * 4)
+    assert croqvm("compile", "add.co", cwd=work)[0] == 0
+    assert croqvm(*args, cwd=work) == (2, "", message + "\n")
+
+
+def test_a_define_the_file_overrides_is_a_warning_naming_both(work):
+    (work / "st.co").write_text("#define STAGES 2\n__co__ void f() { println(STAGES); }\n")
+    assert croqvm("run", "st.co", "-D", "STAGES=4", cwd=work) == (0, "2\n", (
+        "st.co:1:1: warning: macro 'STAGES' redefined: this '#define' overrides "
+        "'-D STAGES=4' from the command line.\n"
+        "    1 | #define STAGES 2\n"
+        "      | ^~~~~~~~~~~~~~~~\n"
+        "hint: guard the definition with '#ifndef STAGES' ... '#endif' to let -D choose "
+        "the value\n"))
+
+
+def test_functions_after_a_failing_one_are_named(work):
+    (work / "three.co").write_text("__co__ void f1() { println(1); }\n"
+                                   "__co__ void f2() { s32 [2] v; parallel p by 4 v.at(p) = 1; }\n"
+                                   "__co__ void f3() { println(3); }\n")
+    status, out, err = croqvm("run", "three.co", cwd=work)
+    assert (status, out) == (3, "1\n")
+    assert err.splitlines()[-1] == "note: not run after this error: 'f3'"
+
+
+# ------------------------------------------------------------------ progress and limits
+
+def test_progress_lines_when_asked(work):
+    status, out, err = croqvm("run", "spin.co", "--max-steps", "100000", "--progress",
+                              "--watchdog", "0", cwd=work)
+    assert status == 3
+    lines = err.splitlines()
+    assert lines[0].startswith("progress: 'spin', launch 1, block 1/1 (0%), 65.5k "
+                               "warp-instructions, ")
+    assert lines[1] == "spin.co:5:5: runtime error: exceeded the step limit of 100000 " \
+                       "warp-instructions"
+
+
+def test_progress_ends_with_a_summary_of_the_work(work):
+    status, _, err = croqvm("run", "add.co", "--func", "add", "--random-inputs", "--dim",
+                            "N=100", "--progress", cwd=work)
+    assert status == 0
+    assert re.fullmatch(r"progress: done: 1 launch\(es\), 4 block\(s\), \d+ warp-instructions "
+                        r"in \d+\.\d s", err.splitlines()[0])
+
+
+def test_the_watchdog_shows_the_loop_and_lets_the_run_go_on(work):
+    status, _, err = croqvm("run", "spin.co", "--watchdog", "0.001", "--max-steps", "200000",
+                            cwd=work)
+    assert status == 3
+    lines = err.splitlines()
+    assert re.fullmatch(r"spin\.co:5:5: note: block \(0\) of the kernel launched at "
+                        r"spin\.co:3:3 has been running for \d+ s \(\d+ warp-instructions\); "
+                        r"warp 0, lanes 0-31 is in this loop", lines[0])
+    assert lines[1:4] == [
+        "    5 |     while (i >= 0) { a.at(t) += 1; }",
+        "      |     ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~",
+        "hint: a loop that never ends runs until Ctrl-C, which says where the run was; "
+        "--max-steps N stops a run after N warp-instructions."]
+    assert lines[4].endswith("runtime error: exceeded the step limit of 200000 "
+                             "warp-instructions")
+
+
+def test_ctrl_c_says_where_the_run_was(work):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "croqvm", "run", "spin.co", "--progress",
+                             "--watchdog", "0"], cwd=work, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    first = proc.stderr.readline()            # the run is in the loop now
+    proc.send_signal(signal.SIGINT)
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=60) == 130
+    assert first.startswith("progress: 'spin', launch 1, block 1/1")
+    assert re.fullmatch(r"interrupted in 'spin', launch 1 \(kernel at spin\.co:3:3\), block "
+                        r"\(0\) \(1 of 1\), at spin\.co:5:5 \(warp 0, lanes 0-31\), after \d+ "
+                        r"warp-instructions", rest.splitlines()[-1])
+
+
+def test_help_shows_that_no_step_limit_applies_by_default(work):
+    status, out, _ = croqvm("run", "-h", cwd=work)
+    assert status == 0
+    assert "--max-steps N" in out and "(default: no limit)" in " ".join(out.split())
+    assert "<list[str]>" not in out and "<bool>" not in out
+
+
+def test_version_and_short_help(work):
+    from croqvm import __version__
+    assert croqvm("--version", cwd=work) == (0, f"croqvm {__version__}\n", "")
+    status, out, _ = croqvm("-h", cwd=work)
+    assert status == 0 and out.startswith("Usage: croqvm [OPTIONS] COMMAND [ARGS]...")
+    assert "4 internal error" in out
+
+
+def test_a_closed_pipe_ends_the_run_quietly(work):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run(f"{sys.executable} -m croqvm run hello.co | head -n 1", shell=True,
+                       cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    assert (r.stdout, r.stderr) == ("line 0\n", "")
+
+
+# ------------------------------------------------------------------ size of grids
+
+def test_a_huge_grid_starts_at_once(work):
+    # 10^8 blocks: listing them before the first ran took 4 GB; block (0) faults at once
+    (work / "grid.co").write_text(
+        "__co__ void g() {\n  s32 [4] a;\n"
+        "  parallel p by 100000000 : block, q by 32 : thread\n    a.at(q + 10) = 1;\n}\n")
+    status, _, err = croqvm("run", "grid.co", cwd=work)
+    assert status == 3
+    assert err.splitlines()[-1] == "  in kernel launched at grid.co:3:3, block (0), lane 0 " \
+                                   "(warp 0, lane 0)"
+
+
+def test_grid_bounds_beyond_cuda_and_int_are_errors(work):
+    (work / "g.co").write_text(
+        "__co__ void g() {\n  s32 [4] a;\n"
+        "  parallel p by 4294967296 : block, q by 32 : thread\n    a.at(0) = 1;\n"
+        "  parallel {x, y} by [2, 70000] : block, q by 32 : thread\n    a.at(0) = 1;\n}\n")
+    status, _, err = croqvm("check", "g.co", cwd=work)
+    assert status == 1
+    lines = err.splitlines()
+    assert lines[0] == "g.co:3:17: error: the parallel bound of 'p' is 4294967296: it does " \
+                       "not fit in an 'int' (at most 2147483647)."
+    assert lines[3] == "g.co:5:26: error: the parallel bound of 'y' is 70000: more than " \
+                       "CUDA's limit of 65535 blocks (dimension 0, x, allows 2147483647; " \
+                       "dimensions 1 and 2, y and z, allow 65535)."
+    (work / "d.co").write_text(
+        "__co__ void d(s32 [N] z) {\n  s32 [4] a;\n"
+        "  parallel {x, y} by [2, N] : block, q by 32 : thread\n    a.at(0) = 1;\n}\n")
+    status, _, err = croqvm("run", "d.co", "--func", "d", "--random-inputs", "--dim",
+                            "N=70000", cwd=work)
+    assert status == 3
+    assert err.splitlines()[0] == "d.co:3:3: runtime error: the grid of this launch has 70000 " \
+                                  "blocks in dimension 1: more than CUDA's limit of 65535 " \
+                                  "blocks (dimension 0, x, allows 2147483647; dimensions 1 " \
+                                  "and 2, y and z, allow 65535)."
+    assert croqvm("run", "d.co", "--func", "d", "--random-inputs", "--dim", "N=3000000000",
+                  cwd=work) == (2, "", "--dim N=3000000000: a dimension is an 'int' from 1 "
+                                       "to 2147483647\n")
