@@ -1,0 +1,60 @@
+"""The README's commands work as shown: each ``$ croqvm ...`` example prints what the README
+shows after it, and each command of the table of broken programs ends with the exit status
+the table gives. Files the README introduces (```NAME.co`:`` and a code block) are written
+first; commands run in a directory where ``programs/`` is the repository's."""
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+BLOCK = re.compile(r"```[a-z]*\n(.*?)```", re.S)
+FILE = re.compile(r"`([\w.]+\.co)`:\n\n```\n(.*?)```", re.S)
+ROW = re.compile(r"^\| `([\w.]+)` \| \w+ \(exit status (\d)\) \| `(croqvm [^`]*)` \|$", re.M)
+
+
+def examples():
+    for m in BLOCK.finditer(README):
+        lines = m.group(1).splitlines()
+        if lines and lines[0].startswith("$ croqvm "):
+            yield pytest.param(lines[0][2:], "".join(x + "\n" for x in lines[1:]),
+                               id=lines[0][2:60])
+
+
+@pytest.fixture(scope="module")
+def cwd(tmp_path_factory):
+    where = tmp_path_factory.mktemp("readme")
+    (where / "programs").symlink_to(ROOT / "programs")
+    for name, text in FILE.findall(README):
+        (where / name).write_text(text)
+    return where
+
+
+def croqvm(command: str, cwd):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "croqvm", *shlex.split(command)[1:]],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("command, shown", list(examples()))
+def test_example_prints_what_the_readme_shows(command, shown, cwd):
+    r = croqvm(command, cwd)
+    assert r.stderr + r.stdout == shown or r.stdout + r.stderr == shown
+
+
+def test_the_table_of_broken_programs_lists_each_one_with_its_header_command():
+    rows = ROW.findall(README)
+    assert sorted(name for name, _, _ in rows) == sorted(
+        p.name for p in (ROOT / "programs" / "broken").glob("*.co"))
+    for name, _, command in rows:
+        assert command in (ROOT / "programs" / "broken" / name).read_text()
+
+
+@pytest.mark.parametrize("name, status, command", ROW.findall(README))
+def test_broken_program_command_exits_as_the_table_says(name, status, command, cwd):
+    assert croqvm(command, cwd).returncode == int(status)
