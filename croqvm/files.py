@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .errors import ArgumentError
@@ -33,23 +34,16 @@ class ProgramFile:
 def read_program(path: str) -> ProgramFile:
     """The program at ``path``: bytecode (by its magic number or its name) or UTF-8
     source."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(_SNIFF_BYTES)
-            if head.startswith(CQB_MAGIC) or path.endswith(".cqb"):
-                return ProgramFile(path, head + f.read(), None)
-            _refuse_data(path, head)
-            size = os.fstat(f.fileno()).st_size
-            if size > MAX_SOURCE_BYTES:
-                raise ArgumentError(f"{path}: {size} bytes is too large for a Croqtile source "
-                                    f"file (croqvm reads up to {MAX_SOURCE_BYTES} bytes)")
-            rest = f.read(MAX_SOURCE_BYTES + 1 - len(head))
-    except FileNotFoundError:
-        raise ArgumentError(f"no such file: '{path}'") from None
-    except IsADirectoryError:
-        raise ArgumentError(f"'{path}' is a directory, not a program file") from None
-    except OSError as exc:
-        raise ArgumentError(f"can not read '{path}': {exc.strerror}") from None
+    with reading(path), open(path, "rb") as f:
+        head = f.read(_SNIFF_BYTES)
+        if head.startswith(CQB_MAGIC) or path.endswith(".cqb"):
+            return ProgramFile(path, head + f.read(), None)
+        _refuse_data(path, head)
+        size = os.fstat(f.fileno()).st_size
+        if size > MAX_SOURCE_BYTES:
+            raise ArgumentError(f"{path}: {size} bytes is too large for a Croqtile source "
+                                f"file (croqvm reads up to {MAX_SOURCE_BYTES} bytes)")
+        rest = f.read(MAX_SOURCE_BYTES + 1 - len(head))
     data = head + rest
     if len(data) > MAX_SOURCE_BYTES:   # a file whose size the system does not tell
         raise ArgumentError(f"{path}: too large for a Croqtile source file (croqvm reads up "
@@ -66,6 +60,32 @@ def _refuse_data(path: str, head: bytes) -> None:
     odd = sum(c == "\ufffd" or (c < " " and c not in "\t\n\r\f\v") for c in text)
     if b"\x00" in head or odd > len(text) // 10:
         raise ArgumentError(f"{path}: binary data, not a Croqtile source file or .cqb")
+
+
+def load_numpy(path: str, where: str):
+    """``np.load`` of a ``.npy`` (an array) or ``.npz`` (an ``NpzFile``), never of
+    pickled objects; problems name ``where`` (``--input a=x.npy``) and the file."""
+    import numpy as np
+    with reading(path, where):
+        try:
+            return np.load(path, allow_pickle=False)
+        except ValueError:   # numpy's message suggests allow_pickle, never the fix here
+            raise ArgumentError(f"{where}: '{path}' is not a .npy or .npz file of "
+                                f"numbers") from None
+
+
+@contextmanager
+def reading(path: str, where: str = ""):
+    """Turn the OSError of reading ``path`` into an ArgumentError, after ``where``."""
+    prefix = f"{where}: " if where else ""
+    try:
+        yield
+    except FileNotFoundError:
+        raise ArgumentError(f"{prefix}no such file: '{path}'") from None
+    except IsADirectoryError:
+        raise ArgumentError(f"{prefix}'{path}' is a directory") from None
+    except OSError as exc:
+        raise ArgumentError(f"{prefix}can not read '{path}': {exc.strerror or exc}") from None
 
 
 def check_output(path: str, option: str, inputs: dict[str, str]) -> None:

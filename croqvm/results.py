@@ -14,6 +14,7 @@ import zlib
 import numpy as np
 
 from .errors import ArgumentError
+from .files import load_numpy
 
 SHOWN_DIFFERENCES = 10
 
@@ -81,12 +82,7 @@ def compare(results: dict, inputs: dict, expected_path: str, rtol: float | None,
 
 
 def _read_reference(path: str, produced: list[str], used: list[str]) -> dict:
-    try:
-        data = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise ArgumentError(f"--expect {path}: no such file") from None
-    except (OSError, ValueError):
-        raise ArgumentError(f"--expect {path}: not a .npy or .npz file of numbers") from None
+    data = load_numpy(path, f"--expect {path}")
     if not isinstance(data, np.lib.npyio.NpzFile):
         if len(produced) != 1:
             raise ArgumentError(f"--expect {path}: a .npy file holds one array, but this run "

@@ -12,7 +12,7 @@ import numpy as np
 
 from .bytecode.module import ParamKind
 from .errors import ArgumentError
-from .files import write_atomic
+from .files import load_numpy, write_atomic
 from .limits import MAX_INT
 from .prng import SplitMix64, random_array
 
@@ -70,16 +70,7 @@ def input_files(items: list[str]) -> list[str]:
 def _read_input(name: str, spec: str) -> np.ndarray:
     path, key = _split_spec(spec)
     where = f"--input {name}={spec}"
-    try:
-        data = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise ArgumentError(f"{where}: no such file: '{path}'") from None
-    except IsADirectoryError:
-        raise ArgumentError(f"{where}: '{path}' is a directory") from None
-    except OSError as exc:
-        raise ArgumentError(f"{where}: can not read '{path}': {exc.strerror or exc}") from None
-    except ValueError:   # numpy's message suggests allow_pickle, which is never the fix here
-        raise ArgumentError(f"{where}: '{path}' is not a .npy or .npz file of numbers") from None
+    data = load_numpy(path, where)
     if not isinstance(data, np.lib.npyio.NpzFile):
         if key is not None:
             raise ArgumentError(f"{where}: '{path}' is a single array (.npy), it has no keys")
