@@ -49,14 +49,14 @@ class Monitor:
         self.start = clock()
         self.drawn = False           # a redrawn line is on the terminal
         self.last_line = None        # when the line was last written
-        self.launch_start = (0, self.start)   # (launch number, when it was first seen)
+        self.launch_seen = (0, self.start, 0)  # (launch, when first seen, its block then)
         self.stretch = (None, self.start)     # (what runs: launch and block, since when)
         self.warned: set = set()
 
     def __call__(self, pos: RunPosition) -> None:
         now = self.clock()
-        if pos.launch != self.launch_start[0]:
-            self.launch_start = (pos.launch, now)
+        if pos.launch != self.launch_seen[0]:
+            self.launch_seen = (pos.launch, now, pos.block_number)
         key = (pos.launch, pos.block_number if pos.in_kernel else None)
         if key != self.stretch[0]:
             self.stretch = (key, now)
@@ -85,9 +85,9 @@ class Monitor:
         else:
             parts.append("host code")
         parts.append(f"{_count(pos.steps)} warp-instructions, {_count(pos.steps / elapsed)}/s")
-        if pos.in_kernel and pos.block_number:
-            spent = now - self.launch_start[1]
-            left = spent / pos.block_number * (pos.blocks - pos.block_number)
+        _, seen, first = self.launch_seen
+        if pos.in_kernel and pos.block_number > first:   # the pace of blocks seen to end
+            left = (now - seen) / (pos.block_number - first) * (pos.blocks - pos.block_number)
             parts.append(f"launch ends in ~{_seconds(left)}")
         return "progress: " + ", ".join(parts)
 

@@ -138,3 +138,28 @@ def test_results_of_parameterless_functions_are_saved_by_name(write, tmp_path, c
     assert list(saved) == ["ramp"]
     np.testing.assert_array_equal(saved["ramp"], [0, 2, 4])
     assert capsys.readouterr().out == "1\n"
+
+
+def test_an_internal_error_exits_4(write, capsys, monkeypatch):
+    import croqvm
+    from croqvm.errors import InternalError
+
+    def broken(*args, **kwargs):
+        raise InternalError("add.co:1:1: error: internal error: KeyError: 3")
+    monkeypatch.setattr(croqvm, "compile", broken)
+    assert main(["run", write("add.co", ADD)]) == 4
+    assert capsys.readouterr().err == "add.co:1:1: error: internal error: KeyError: 3\n"
+
+
+def test_an_unexpected_exception_is_an_internal_error_with_its_traceback(write, capsys,
+                                                                         monkeypatch):
+    import croqvm
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug")
+    monkeypatch.setattr(croqvm, "compile", broken)
+    assert main(["run", write("add.co", ADD)]) == 4
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):")
+    assert err.endswith("ZeroDivisionError: a bug\ncroqvm: internal error: this is a bug in "
+                        "croqvm; please report it with the traceback above\n")
