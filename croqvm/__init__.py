@@ -23,26 +23,45 @@ __version__ = "0.1.0"
 
 
 def check(source: str, filename: str = "<string>", defines=None):
-    """Run the front end; return ``(program, diagnostics, sources)``. Never raises."""
-    from .lang.frontend import front_end
-    return front_end(source, filename, defines)
+    """Everything ``compile`` checks, without raising: the front end, then (when it found
+    no error) lowering and the hardware limits. Returns ``(program, diagnostics,
+    sources)``: the checked ``ast.Program``, every diagnostic in source order, the
+    ``SourceFile`` of each file name."""
+    program, _, diagnostics, sources = _build(source, filename, defines)
+    return program, diagnostics, sources
+
+
+def _build(source: str, filename: str, defines):
+    """``(program, module or None, diagnostics, sources)``: one pipeline for ``check`` and
+    ``compile``, so that what one accepts the other does."""
+    from .bytecode.lower import lower_program
+    from .diagnostics import DiagnosticSink
+    from .lang.frontend import front_end, has_errors
+    program, diags, sources = front_end(source, filename, defines)
+    if has_errors(diags) or program is None:
+        return program, None, diags, sources
+    module, lowering = lower_program(program, list(sources.values()))
+    sink = DiagnosticSink()
+    for d in diags + lowering:
+        sink.add(d)
+    return program, module, sink.sorted(), sources
 
 
 def compile(source: str, filename: str = "<string>", defines=None) -> Program:
-    """Compile Croqtile source to a ``Program``; raises ``CompileError``.
+    """Compile Croqtile source to a ``Program``; raises ``CompileError`` (or
+    ``InternalError``, when a croqvm bug is all that went wrong).
 
     Warnings do not stop compilation; they are kept in the program (``warnings``: the
     rendered text, ``diagnostics``: the records).
     """
     from .diagnostics import render_all
-    from .lang.frontend import has_errors
-    from .bytecode.lower import lower_program
     from .bytecode.verify import verify
 
-    program, diags, sources = check(source, filename, defines)
-    if has_errors(diags):
-        raise CompileError(render_all(diags, sources), diags)
-    module = lower_program(program, list(sources.values()))
+    _, module, diags, sources = _build(source, filename, defines)
+    errors = [d for d in diags if d.is_error]
+    if errors:
+        error = InternalError if all(d.is_internal for d in errors) else CompileError
+        raise error(render_all(diags, sources), diags)
     try:
         verify(module)   # the engines trust verified modules only (STYLE.md rule 6)
     except BytecodeError as err:

@@ -186,7 +186,8 @@ def _load(path: str, defines, verb: str):
     return program
 
 
-@command(help="Check a Croqtile source file and report every diagnostic.")
+@command(help="Report every error and warning of a source file: whatever compile would "
+              "reject, all at once.")
 @click.argument("file", metavar="FILE")
 @_defines_option
 def check(file, defines):
@@ -205,8 +206,10 @@ def check(file, defines):
     tree, diags, sources = croqvm.check(source.text, file, _defines(defines))
     if diags:
         print(render_all(diags, sources), file=sys.stderr)
-    if any(d.is_error for d in diags):
-        raise SystemExit(1)
+    errs = [d for d in diags if d.is_error]
+    if errs:   # only croqvm bugs: the internal error status, as compile would give
+        raise SystemExit(EXIT[errors.InternalError] if all(d.is_internal for d in errs)
+                         else EXIT[errors.CompileError])
     functions = tree.functions if tree else []
     if not functions:
         raise errors.ArgumentError(f"{file}: no __co__ function, nothing to check")

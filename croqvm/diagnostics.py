@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from .source import SourceFile, Span
 
 MAX_ERRORS = 50
+INTERNAL = "internal error: "   # how a diagnostic reporting a croqvm bug begins
 
 
 @dataclass
@@ -28,6 +29,11 @@ class Diagnostic:
     @property
     def is_error(self) -> bool:
         return self.severity.endswith("error")
+
+    @property
+    def is_internal(self) -> bool:
+        """A croqvm bug reported where it showed (every stage words it this way)."""
+        return self.message.startswith(INTERNAL)
 
 
 def _caret_line(span: Span, text: str) -> str:

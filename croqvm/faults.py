@@ -62,6 +62,7 @@ class Kind(IntEnum):
     ASSERT = 36
     ASSERT_FMT = 37
     GRID_LIMIT = 38
+    SHARED_LIMIT = 39
 
 
 class LaneFault(Exception):

@@ -12,6 +12,7 @@ MAX_BLOCK_SIZE = 1024              # lanes per block (LANGUAGE.md §6.3.6)
 TOO_MANY_THREADS = ("Total physical threads per block (thread x group x group-4 dims) must "
                     f"not exceed {MAX_BLOCK_SIZE}.")
 MAX_SHARED_BYTES = 228 * 1024      # shared memory per block: the largest configurable (sm_90)
+EVENT_SLOT_BYTES = 8               # shared memory of one event slot: one mbarrier
 MAX_REGISTERS = 65536              # registers declared by one host program or kernel
 
 WARP_SIZE = 32                     # lanes per warp: a block's lanes 0-31 are warp 0, ...
@@ -38,3 +39,17 @@ MAX_GRID = (2**31 - 1, 65535, 65535)   # blocks per grid dimension x, y, z (CUDA
 GRID_LIMIT_TAIL = (f"more than CUDA's limit of {{limit}} blocks (dimension 0, x, allows "
                    f"{MAX_GRID[0]}; dimensions 1 and 2, y and z, allow {MAX_GRID[1]}).")
 MAX_INT = 2**31 - 1                # bounds and extents are 'int' (s32, LANGUAGE.md §3.1)
+
+
+def buffer_bytes(bits: int, count: int, extents) -> int:
+    """Memory of ``count`` buffers of ``extents`` elements of ``bits`` bits each (a bool or
+    a sub-byte type takes a byte), as the shared-memory limit counts it."""
+    size = count * max(1, bits // 8)
+    for e in extents:
+        size *= int(e)
+    return size
+
+
+def shared_limit_message(used: int) -> str:
+    return (f"{used} bytes of shared memory per block, more than the limit of "
+            f"{MAX_SHARED_BYTES} (228 KiB)")

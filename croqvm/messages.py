@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from . import dtypes
 from .bytecode.module import DYNAMIC, PieceKind
 from .faults import Kind
-from .limits import GRID_LIMIT_TAIL, TOO_MANY_THREADS, UNIT_OF_LANES
+from .limits import GRID_LIMIT_TAIL, TOO_MANY_THREADS, UNIT_OF_LANES, shared_limit_message
 from .numerics import format_float
 
 
@@ -59,6 +59,8 @@ TEMPLATES = {
                         "{bound}: it should be greater than 0."),
     Kind.GRID_LIMIT: _t("dim:int blocks:int limit:int", "the grid of this launch has {blocks} "
                         "blocks in dimension {dim}: " + GRID_LIMIT_TAIL),
+    Kind.SHARED_LIMIT: _t("slot:slot used:int", "allocating '{slot}': " +
+                          shared_limit_message("{used}") + "."),
     Kind.TOO_MANY_THREADS: _t("", TOO_MANY_THREADS),
     Kind.BLOCK_SIZE: _t("size:int", "the block size of this launch is {size}: it should be "
                         "greater than 0."),

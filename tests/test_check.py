@@ -346,3 +346,23 @@ def test_damaged_programs_never_crash_the_checker(data):
     damaged = "\n".join(line for i, line in enumerate(lines) if i not in drop)
     _, diags, _ = front_end(damaged, "t.co")
     assert not [d for d in diags if "internal error" in d.message]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_check_reports_an_error_exactly_when_compile_rejects(data):
+    """croqvm check runs what compile runs (front end, lowering, limits): on real and
+    damaged programs, one finds an error if and only if the other raises."""
+    import croqvm
+    from croqvm.errors import CompileError
+    text = data.draw(st.sampled_from(SOURCES))
+    lines = text.split("\n")
+    drop = data.draw(st.sets(st.integers(0, len(lines) - 1), max_size=3))
+    damaged = "\n".join(line for i, line in enumerate(lines) if i not in drop)
+    _, diags, _ = croqvm.check(damaged, "t.co")
+    try:
+        croqvm.compile(damaged, "t.co")
+        rejected = False
+    except CompileError:
+        rejected = True
+    assert any(d.is_error for d in diags) == rejected

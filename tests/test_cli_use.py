@@ -385,3 +385,57 @@ def test_grid_bounds_beyond_cuda_and_int_are_errors(work):
     assert croqvm("run", "d.co", "--func", "d", "--random-inputs", "--dim", "N=3000000000",
                   cwd=work) == (2, "", "--dim N=3000000000: a dimension is an 'int' from 1 "
                                        "to 2147483647\n")
+
+
+# ------------------------------------------------------------------ check = compile
+
+LOWERING = """\
+__co__ void f(global s32 [4] x) {
+  parallel b by 2 : block {
+    n = x.at(0);
+    parallel t by n : thread { x.at(0) = 1; }
+  }
+}
+__co__ void big() {
+  parallel b by 2 : block, t by 32 : thread {
+    shared f32 [250, 250] s;
+    s.at(0, 0) = 1.0f;
+  }
+}
+__co__ void sized(global f32 [N] x) {
+  parallel b by 2 : block, t by 32 : thread {
+    shared f32 [N, N] s;
+    s.at(0, 0) = 1.0f;
+  }
+}
+"""
+
+
+def test_check_reports_what_compile_rejects_all_at_once(work):
+    (work / "low.co").write_text(LOWERING)
+    status, out, err = croqvm("check", "low.co", cwd=work)
+    assert (status, out) == (1, "")
+    assert err == (
+        "low.co:4:19: error: croqvm needs the bounds of block-internal parallel levels when "
+        "the kernel starts; 'n' is computed inside it.\n"
+        "    4 |     parallel t by n : thread { x.at(0) = 1; }\n"
+        "      |                   ^\n"
+        "hint: compute the bound before the parallel-by, or use a macro\n"
+        "low.co:8:3: error: this kernel needs 250000 bytes of shared memory per block, more "
+        "than the limit of 233472 (228 KiB).\n"
+        "    8 |   parallel b by 2 : block, t by 32 : thread {\n"
+        "      |   ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+        "hint: shared memory holds every shared buffer of a block and 8 bytes per event "
+        "slot: use smaller tiles or fewer stages\n")
+    assert croqvm("compile", "low.co", cwd=work) == (1, "", err)
+
+
+def test_a_shared_size_known_at_launch_is_checked_there(work):
+    (work / "sized.co").write_text(LOWERING[LOWERING.index("__co__ void sized"):])
+    args = ["run", "sized.co", "--func", "sized", "--random-inputs", "--quiet"]
+    assert croqvm(*args, "--dim", "N=100", cwd=work) == (0, "", "")
+    status, _, err = croqvm(*args, "--dim", "N=1000", cwd=work)
+    assert status == 3
+    assert err.splitlines()[0] == "sized.co:3:5: runtime error: allocating 's': 4000000 " \
+                                  "bytes of shared memory per block, more than the limit of " \
+                                  "233472 (228 KiB)."

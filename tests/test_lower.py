@@ -1051,9 +1051,10 @@ def test_internal_failures_become_diagnostics():
     name = ast.Name("x", span)          # never annotated by a checker
     fn = ast.Function(ast.TypeRef("void", span), None, "f", [],
                       ast.Block([ast.Print(True, [name], span)], span), span)
-    with pytest.raises(CompileError) as info:
-        lower_program(ast.Program([fn]), [SourceFile("t.co", "text")])
-    assert str(info.value).startswith("t.co:1:1: error: ")
+    _, diagnostics = lower_program(ast.Program([fn]), [SourceFile("t.co", "text")])
+    [d] = diagnostics
+    assert (str(d.span), d.is_internal) == ("t.co:1:1", True)
+    assert d.message.startswith("internal error: ")
 
 
 def test_folded_values_are_the_values_the_code_computes():
@@ -1077,3 +1078,15 @@ def test_a_shift_count_is_checked_before_any_conversion():
     assert call(src, "f", 31) == -2 ** 31
     with pytest.raises(KernelFault, match=r"shift count 4294967297 out of range for 's32'\."):
         call(src, "f", 2 ** 32 + 1)
+
+
+def test_registers_over_the_limit_are_a_source_error_at_the_function(monkeypatch):
+    import croqvm.bytecode.lower as lowering
+    monkeypatch.setattr(lowering, "MAX_REGISTERS", 8)
+    src = "__co__ void f() {\n  mutable int x = 0;\n" + "  x = x + 1;\n" * 20 + "}\n"
+    _, diags, _ = croqvm.check(src, "t.co")
+    [d] = diags
+    assert (str(d.span), d.message.split(" needs ")[0]) == ("t.co:1:13", "the host code of 'f'")
+    assert d.message.endswith("registers, more than the limit of 8.")
+    with pytest.raises(CompileError):
+        croqvm.compile(src, "t.co")

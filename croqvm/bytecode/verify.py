@@ -31,7 +31,8 @@ instruction 12 (IF): ...")``.
 from __future__ import annotations
 
 from croqvm.dtypes import BY_CODE
-from croqvm.limits import MAX_BLOCK_SIZE, MAX_SHARED_BYTES
+from croqvm.limits import (EVENT_SLOT_BYTES, MAX_BLOCK_SIZE, MAX_SHARED_BYTES, buffer_bytes,
+                           shared_limit_message)
 
 from . import opcodes as O
 from . import schema
@@ -39,7 +40,6 @@ from .module import FORMAT_VERSION, Function, Module, ParamKind, RetKind, Storag
 from .verify_code import MAX_GRID_RANK, CodeCtx, Where, lookup, want_reg
 from .verify_decls import check_code, want_dtype
 
-EVENT_SLOT_BYTES = 8               # one mbarrier per event slot
 MAX_EXTENT = 2**31 - 1             # a static extent is an 'int' (s32, LANGUAGE.md §3.1)
 
 
@@ -119,8 +119,15 @@ def _check_kernel(cx: CodeCtx, k: int) -> None:
     check_code(cx)
     used = _static_shared_bytes(cx, k)
     if used > MAX_SHARED_BYTES:
-        where.fail(f"{used} bytes of shared memory per block, more than the limit of "
-                   f"{MAX_SHARED_BYTES} (228 KiB)")
+        where.fail(shared_limit_message(used))
+
+
+def static_shared_bytes(module: Module, fn: Function, k: int) -> int:
+    """The shared memory every block of kernel ``k`` of ``fn`` needs at least: what the
+    limit is checked on (lowering reports it at the kernel's source position first)."""
+    kernel = fn.kernels[k]
+    where = Where(f"function '{fn.name}'").at(f"kernel {k} ('{kernel.name}')")
+    return _static_shared_bytes(CodeCtx(module, fn, kernel.code, kernel, where), k)
 
 
 def _static_shared_bytes(cx: CodeCtx, k: int) -> int:
@@ -133,10 +140,7 @@ def _static_shared_bytes(cx: CodeCtx, k: int) -> int:
         extents = [known.get(reg) for reg in buf.shape]
         if buf.storage != Storage.SHARED or not extents or None in extents or min(extents) < 1:
             continue
-        size = buf.count * max(1, BY_CODE[buf.dtype].bits // 8)
-        for e in extents:
-            size *= e
-        total += size
+        total += buffer_bytes(BY_CODE[buf.dtype].bits, buf.count, extents)
     return total
 
 

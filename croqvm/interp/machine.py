@@ -13,7 +13,7 @@ import numpy as np
 from .. import dtypes
 from ..bytecode.module import Storage
 from ..bytecode.opcodes import SPAN, WIDTH
-from ..limits import WARP_SIZE
+from ..limits import EVENT_SLOT_BYTES, WARP_SIZE, buffer_bytes
 from ..faults import Kind
 from ..messages import lanes_phrase
 from ..position import PROGRESS_EVERY, RunPosition
@@ -114,6 +114,7 @@ class Block:
         self.frags: dict = {}         # (fragment, unit instance) -> Fragment
         self.transfers: list = []     # async copies not landed yet (random schedule)
         self.released = False         # a collective or event generation completed
+        self.shared = {}              # slot -> bytes of its shared buffers (the limit)
         self.warps = [new_warp(self, prog, n, b, min(WARP_SIZE, size - b),
                                self.live[b:b + WARP_SIZE])
                       for n, b in enumerate(range(0, size, WARP_SIZE))]
@@ -146,6 +147,14 @@ class Block:
             if decl.storage == Storage.GLOBAL and not self.is_host:
                 self.call.kernel_globals[(self.kernel_index, slot)] = insts
         return insts
+
+    def claim_shared(self, slot: int, shape) -> int:
+        """Count the shared buffers of ``slot`` with extents ``shape``; return the shared
+        memory the block then uses, its event slots included (as the verifier counts)."""
+        decl = self.prog.code.buffers[slot]
+        self.shared[slot] = buffer_bytes(dtypes.BY_CODE[decl.dtype].bits, decl.count, shape)
+        events = EVENT_SLOT_BYTES * sum(ev.slots for ev in self.prog.code.events)
+        return events + sum(self.shared.values())
 
     def warp_of(self, lane: int):
         """(warp, lane index in it) of block lane ``lane``."""

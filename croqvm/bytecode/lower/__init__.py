@@ -1,10 +1,10 @@
 """Lowering: the checked AST -> a bytecode ``Module`` (ARCHITECTURE.md "The bytecode";
 docs/EXECUTION.md is the contract with the engines).
 
-    module = lower_program(program, sources)
+    module, diagnostics = lower_program(program, sources)
 
 The input is the AST after ``check_program`` reported no error, annotated as
-``croqvm.lang.ast`` describes. Constructs croqvm cannot lower raise ``CompileError`` with a
+``croqvm.lang.ast`` describes. A construct croqvm cannot lower stops its function with a
 diagnostic at the construct; an unexpected failure becomes an ``internal error:``
 diagnostic at the node being lowered (LANGUAGE.md §15.1), never a raw exception.
 
@@ -15,9 +15,13 @@ environments), exprs, views (§8), stmts (§3, §5.5, §6.4-§6.6), output (§6.
 from __future__ import annotations
 
 from croqvm.bytecode.module import Module
-from croqvm.errors import CompileError, CroqvmError
+from croqvm.bytecode.verify import static_shared_bytes
+from croqvm.diagnostics import Diagnostic
+from croqvm.errors import CompileError
 from croqvm.lang import ast
+from croqvm.limits import MAX_REGISTERS, MAX_SHARED_BYTES, shared_limit_message
 from croqvm.source import SourceFile
+from croqvm.source import SpanTable as SourceSpans
 
 from . import dma, events, exprs, host, kernel, mma, output, stmts, views
 from .builder import SpanTable
@@ -30,21 +34,49 @@ EXPR_TABLE = {**exprs.TABLE, **views.TABLE}
 __all__ = ["lower_program"]
 
 
-def lower_program(program: ast.Program, sources: list[SourceFile]) -> Module:
+def lower_program(program: ast.Program, sources: list[SourceFile]):
+    """``(module, diagnostics)``: the module of every function that lowered, and for each
+    other function the error that stopped it (a construct croqvm can not lower, or a
+    resource limit: every function is lowered, so that ``croqvm check`` reports what
+    ``compile`` rejects all at once). The module may be used only without diagnostics."""
     spans = SpanTable(list(sources))
-    functions = []
+    functions, diagnostics = [], []
     for fn in program.functions:
         lw = Lowerer(list(sources), spans, STMT_TABLE, EXPR_TABLE)
         lw.node_span = fn.span
         try:
             functions.append(host.lower_function(lw, fn))
-        except CroqvmError:
-            raise
+        except CompileError as err:
+            diagnostics += err.diagnostics
         except RecursionError:
-            lw.error(lw.node_span, "nesting too deep to lower.")
+            diagnostics.append(Diagnostic("error", "nesting too deep to lower.", lw.node_span))
         except Exception as exc:  # a croqvm bug: report it at the node being lowered
-            try:
-                lw.error(lw.node_span, f"internal error: {type(exc).__name__}: {exc}")
-            except CompileError as err:
-                raise err from exc
-    return Module(spans.sources, spans.rows, functions)
+            diagnostics.append(Diagnostic("error", f"internal error: {type(exc).__name__}: "
+                                                   f"{exc}", lw.node_span))
+    module = Module(spans.sources, spans.rows, functions)
+    for fn in functions:
+        diagnostics += _over_limits(module, fn)
+    return module, diagnostics
+
+
+def _over_limits(module: Module, fn) -> list[Diagnostic]:
+    """The hardware limits the verifier enforces, as source errors at the function (its
+    host program) or the kernel (its ``parallel``) that breaks them."""
+    places = SourceSpans(module.sources, module.spans)
+    out = []
+    codes = [(fn.host, fn.span, f"the host code of '{fn.name}'")] + \
+        [(k.code, k.span, "this kernel") for k in fn.kernels]
+    for code, span, what in codes:
+        if len(code.regs) > MAX_REGISTERS:
+            out.append(Diagnostic("error", f"{what} needs {len(code.regs)} registers, more than "
+                                  f"the limit of {MAX_REGISTERS}.", places.span(span),
+                                  "split the function, or use loops instead of repeated "
+                                  "statements"))
+    for k, kernel in enumerate(fn.kernels):
+        used = static_shared_bytes(module, fn, k)
+        if used > MAX_SHARED_BYTES:
+            out.append(Diagnostic("error", f"this kernel needs {shared_limit_message(used)}.",
+                                  places.span(kernel.span),
+                                  "shared memory holds every shared buffer of a block and 8 "
+                                  "bytes per event slot: use smaller tiles or fewer stages"))
+    return out
