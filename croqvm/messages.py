@@ -17,6 +17,8 @@ so the texts are identical. ``TEMPLATES[kind]`` declares the arguments, in order
   unit             a unit's lane count (32, 128); ``{x.noun}``, ``{x.plural}``, ``{x.level}``
   value            (dtype code, number): a register's value, written as ``print`` would
   where            a span index, written ``FILE:LINE:COL``
+  source           a span index, written as the source text it covers (one line)
+  slot_of_event    (event, slot): the slot's name, ``full[1]`` (``full`` for one slot)
   buffer           a buffer instance: (code, slot, element) with code -1 for the host
                    program, else the kernel index; element -1 outside a buffer array.
                    Written as its name (``sa[1]``); ``{x.decl}`` is where it is declared
@@ -140,6 +142,28 @@ REPORTS = {
                          "  in kernel launched at {launch}, block {block}, lane {lane} "
                          "(warp {warp}, lane {index})"),
     "internal": _t("what:text", "internal error: {what}"),
+    # deadlock reports (croqvm.report.deadlock)
+    "deadlock": _t("block:tuple", "deadlock: every live lane of block {block} is blocked"),
+    "partial_group": _t("site:coll gone:lanes", "'{site}' was reached by only part of its "
+                        "group: {gone} finished the kernel without arriving."),
+    "warp": _t("warp:int lanes:lanes what:text", "  warp {warp} ({lanes}): {what}"),
+    "warps": _t("first:int last:int lanes:lanes what:text",
+                "  warps {first}-{last} ({lanes}): {what}"),
+    "at_barrier": _t("site:coll where:where arrived:int need:int",
+                     "{site} ({where}): arrived {arrived}/{need}"),
+    "at_collective": _t("site:coll where:where arrived:int need:int",
+                        "collective '{site}' ({where}): arrived {arrived}/{need}"),
+    "at_event": _t("where:where statement:source slot:slot_of_event completed:int "
+                   "arrivals:int need:int generation:int",
+                   "{where} '{statement}': slot {slot}: completed generations {completed}, "
+                   "arrivals {arrivals}/{need}; these lanes wait for generation {generation}"),
+    "suspended": _t("lanes:lanes where:where", "  {lanes} suspended in divergent code at "
+                    "{where}"),
+    "suspended_at_start": _t("lanes:lanes", "  {lanes} suspended in divergent code at the "
+                             "kernel's start"),
+    "needs_credits": _t("slot:slot_of_event", "no lane has triggered '{slot}' yet; a "
+                        "credit-based pipeline needs initial credits: trigger every slot "
+                        "once before the loop, or declare the event '= ready'."),
 }
 
 
@@ -244,6 +268,10 @@ class Context:
 
 
 
+def _slot_name(decl, s: int) -> str:
+    return f"{decl.name}[{s}]" if decl.slots > 1 else decl.name
+
+
 def _buffer(cx: Context, ref):
     code_index, slot, element = ref
     code = cx.code_of(code_index)
@@ -265,6 +293,8 @@ WRITERS = {
     "unit": lambda cx, v: _Unit(v),
     "value": lambda cx, v: format_value(v[1], dtypes.BY_CODE[v[0]]),
     "where": lambda cx, v: cx.spans.where(v),
+    "source": lambda cx, v: cx.spans.text(v),
+    "slot_of_event": lambda cx, v: _slot_name(cx.code.events[v[0]], v[1]),
     "buffer": _buffer,
     "slot": lambda cx, v: cx.code.buffers[v].name,
     "future": lambda cx, v: cx.code.futures[v].name,

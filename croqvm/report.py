@@ -6,15 +6,18 @@ report's lines, then where it ran::
       in kernel launched at FILE:L:C, block (1, 0), lane 37 (warp 1, lane 5)
       in host code of 'f'
 
-This module reads only the module, the function that ran and the engine's records, never
-an engine's state, so the Python engine and a C engine print the same text.
+This module reads only the module, the function that ran and what the engine exports (a
+``FaultRecord``, a ``croqvm.blockview.BlockView``), never an engine's state, so the Python
+engine and a C engine print the same text.
 """
 from __future__ import annotations
 
+from .blockview import BLOCKED, DONE, BlockView, EventWaitView, RendezvousView
+from .bytecode.opcodes import BY_NAME, SPAN, WIDTH
 from .diagnostics import Diagnostic, render
 from .errors import KernelFault
-from .faults import FaultRecord
-from .limits import WARP_SIZE
+from .faults import FaultRecord, Kind
+from .limits import UNIT_OF_LANES, WARP_SIZE
 from .messages import Context, message, report
 from .source import SpanTable
 
@@ -47,3 +50,99 @@ def fault(spans: SpanTable, fn, rec: FaultRecord) -> KernelFault:
     text = message(rec.kind, rec.operands, Context(spans, fn, code_of(fn, rec.launch)))
     where = context(spans, fn, rec.launch, rec.block, rec.lane)
     return kernel_fault(spans, fn, rec.span, text, [where], record=rec)
+
+
+# --------------------------------------------------------------------------- deadlocks
+
+def _span(code, ip: int) -> int:
+    return code.code[ip * WIDTH + SPAN]
+
+
+def _waiting(cx: Context, wait) -> str:
+    """What a blocked warp waits for, as its report line says."""
+    code = cx.code
+    if isinstance(wait, EventWaitView):
+        return report("at_event", (_span(code, wait.ip), _span(code, wait.ip),
+                                   (wait.event, wait.slot), wait.completed, wait.arrivals,
+                                   wait.need, wait.generation), cx)
+    name = "at_barrier" if code.code[wait.ip * WIDTH] == BY_NAME["BARRIER"].code \
+        else "at_collective"
+    return report(name, (wait.site, _span(code, wait.ip), len(wait.arrived),
+                         len(wait.members)), cx)
+
+
+def _grouped(cx: Context, blocked) -> list[str]:
+    """One line per run of consecutive blocked warps waiting alike: ``warps 0-3 (lanes
+    0-127): ...``, with the active lanes of the run."""
+    lines, run = [], []
+    items = [(w, _waiting(cx, w.waits[0])) for w in blocked]
+    for w, text in items + [(None, None)]:
+        if run and (w is None or text != run[-1][1] or w.index != run[-1][0].index + 1):
+            lanes = [lane for x, _ in run for lane in x.active]
+            first, last = run[0][0].index, run[-1][0].index
+            lines.append(report("warp", (first, lanes, run[-1][1]), cx) if first == last
+                         else report("warps", (first, last, lanes, run[-1][1]), cx))
+            run = []
+        if w is not None:
+            run.append((w, text))
+    return lines
+
+
+def _suspended(cx: Context, w) -> list[str]:
+    """Live lanes of a blocked warp that divergence has set aside (§7.3), and where: the
+    innermost open frame some of them entered."""
+    idle = sorted(set(w.live) - set(w.active))
+    if not idle:
+        return []
+    frame = next((f for f in reversed(w.frames) if set(f.entered) & set(idle)), None)
+    if frame is None:
+        return [report("suspended_at_start", (idle,), cx)]
+    return [report("suspended", (idle, _span(cx.code, frame.opener)), cx)]
+
+
+def _hint(cx: Context, blocked):
+    """The repair, when the first event wait of the report has never been triggered."""
+    for w in blocked:
+        wait = w.waits[0]
+        if isinstance(wait, EventWaitView) and wait.completed == 0 and wait.arrivals == 0:
+            return report("needs_credits", ((wait.event, wait.slot),), cx)
+    return None
+
+
+def _stuck_collective(cx: Context, view: BlockView, blocked):
+    """The first collective a blocked warp waits at whose group can no longer complete:
+    an MMA operation whose unit is not all there (§11.2), or a group some of whose lanes
+    finished the kernel (§7.4.3); (its span, the headline) or None."""
+    done = {lane for w in view.warps if w.state == DONE for lane in w.live}
+    for w in blocked:
+        for wait in w.waits:
+            if not isinstance(wait, RendezvousView):
+                continue
+            missing = sorted(set(wait.members) - set(wait.arrived))
+            unit = cx.code.colls[wait.site].unit
+            if wait.whole_unit and unit in UNIT_OF_LANES:
+                text = message(Kind.UNIT_INACTIVE, (wait.site, unit, wait.unit_index, missing),
+                               cx)
+                return _span(cx.code, wait.ip), text
+            gone = [lane for lane in missing if lane in done]
+            if gone:
+                return _span(cx.code, wait.ip), report("partial_group", (wait.site, gone), cx)
+    return None
+
+
+def deadlock(spans: SpanTable, fn, view: BlockView) -> KernelFault:
+    """§10.5: no warp of the block can run while some live lane is blocked. The report
+    lists each run of blocked warps with what it waits for, the lanes divergence set
+    aside, and a hint when one is known; a collective that can no longer complete gives
+    the headline."""
+    cx = Context(spans, fn, code_of(fn, view.launch))
+    blocked = [w for w in view.warps if w.state == BLOCKED]
+    lines = _grouped(cx, blocked)
+    for w in blocked:
+        lines += _suspended(cx, w)
+    stuck = _stuck_collective(cx, view, blocked)
+    if stuck is None:
+        stuck = _span(cx.code, blocked[0].ip), report("deadlock", (view.block,), cx)
+    span, text = stuck
+    where = context(spans, fn, view.launch, view.block, None)
+    return kernel_fault(spans, fn, span, text, lines + [where], _hint(cx, blocked))

@@ -230,6 +230,8 @@ MALFORMED = [
     ("fragment extent -2", B.misc, lambda m: setattr(kern(m).frags[0], "rows", -2),
      "fragment 0 ('mc'): tile extent -2 (expected an extent >= 1, or -1 for one known at "
      "run time)"),
+    ("bool fragment", B.misc, lambda m: setattr(kern(m).frags[0], "dtype", D.BOOL.code),
+     "fragment 0 ('mc'): a fragment holds numbers, not bool"),
     ("transpose without permutation", B.misc,
      lambda m: setattr(host(m).dmas[0], "op", DmaOp.TRANSP),
      "DMA 0 ('dma.copy'): permutation [] for a DMA 'transp' of rank 1"),

@@ -9,7 +9,8 @@ rules state the module model's own conventions (module.py docstrings, EXECUTION.
 - host buffers are ``GLOBAL`` (§3.2.2); extents are integer registers; a buffer without
   shape registers must get its shape elsewhere: a host parameter or a launch binding (a
   kernel's ``global`` slot) -- a DMA-owned buffer has its own (§9.4.1);
-- futures and fragments declare a known dtype and extents >= 1 or ``DYNAMIC``;
+- futures and fragments declare a known dtype and extents >= 1 or ``DYNAMIC``; a
+  fragment's dtype is a number type;
 - element accesses and views name a ``BUF`` (with an array-index register exactly when
   the buffer is an array, §8.5) or a ``FUT`` base; their index lists match the base's
   rank when the module states it;
@@ -145,7 +146,8 @@ def _event(cx, at, n, ev):
 
 
 def _frag(cx, at, n, frag):
-    want_dtype(at, frag.dtype)
+    if want_dtype(at, frag.dtype).kind == "bool":   # MMA computes on numbers (§11.1)
+        at.fail("a fragment holds numbers, not bool")
     _extents(at, "tile extent", [frag.rows, frag.cols])
     check_unit(at, frag.unit)
     want_span(cx, at, frag.span)

@@ -2,21 +2,19 @@
 Appendix A.8).
 
 Every runtime error leaves the engine through ``fault`` (or ``deadlock``, or
-``internal``): ``fault`` makes the ``FaultRecord`` that any engine reports and renders it
-with ``croqvm.report``.
+``internal``): ``fault`` makes the ``FaultRecord`` that any engine reports, ``deadlock``
+the ``BlockView`` any engine exports, and ``croqvm.report`` renders them.
 """
 from __future__ import annotations
 
 import traceback
 
-import numpy as np
-
 from ..bytecode.opcodes import SPAN
 from .. import report
+from ..blockview import BlockView, FrameView, WarpView
 from ..errors import InternalError, KernelFault
 from ..faults import FaultRecord, Kind
-from ..messages import Context, lanes_phrase, message
-from .warp import BLOCKED, DONE
+from .warp import BLOCKED
 
 
 def context(blk, lane) -> str:
@@ -44,69 +42,19 @@ def internal(blk, span: int, exc: BaseException) -> InternalError:
     return InternalError(text + "\n" + context(blk, None))
 
 
-def _group(items):
-    """Merge consecutive warps with the same report into ``warps 0-3 (lanes 0-127)``."""
-    lines, run = [], []
-    for w, text in items + [(None, None)]:
-        if run and (w is None or text != run[-1][1] or w.index != run[-1][0].index + 1):
-            ws = [x.index for x, _ in run]
-            lanes = np.concatenate([x.lanes[x.act] for x, _ in run])
-            who = f"warp {ws[0]}" if len(ws) == 1 else f"warps {ws[0]}-{ws[-1]}"
-            lines.append(f"  {who} ({lanes_phrase(lanes)}): {run[-1][1]}")
-            run = []
-        if w is not None:
-            run.append((w, text))
-    return lines
+def block_view(blk) -> BlockView:
+    """What the report of a stuck block needs, as any engine exports it
+    (croqvm.blockview)."""
+    def lanes(w, mask):
+        return tuple(w.lanes[mask].tolist())
 
-
-def _suspended(blk, w):
-    """Live lanes of a blocked warp that divergence has set aside (§7.3)."""
-    idle = w.live & ~w.act
-    if not idle.any():
-        return []
-    frame = next((f for f in reversed(w.stack) if (f.entered & idle).any()), None)
-    where = blk.call.spans.where(blk.prog.ins[frame.opener][SPAN]) if frame else \
-        "the kernel's start"
-    return [f"  {lanes_phrase(w.lanes[idle])} suspended in divergent code at {where}"]
-
-
-def _stuck_collective(blk, blocked):
-    """The first collective a blocked warp waits at whose group can no longer complete
-    because some of its lanes finished the kernel, or, for an mma operation, because
-    its unit is not all there (§7.4.3, §11.2): (record, headline) or (None, None)."""
-    done = np.zeros(blk.size, bool)
-    for w in blk.warps:
-        if w.state == DONE:
-            done[w.base:w.base + w.width] = w.live
-    for w in blocked:
-        for rec in getattr(w.blocker, "recs", ()):
-            if rec.done:
-                continue
-            unit = rec.incomplete_unit()
-            if unit:
-                cx = Context(blk.call.spans, blk.call.fn, blk.prog.code)
-                return rec, message(*unit, cx)
-            gone = rec.missing() & done
-            if gone.any():
-                return rec, (f"'{rec.site.text}' was reached by only part of its group: "
-                             f"{lanes_phrase(np.flatnonzero(gone))} finished the kernel "
-                             f"without arriving.")
-    return None, None
+    warps = tuple(WarpView(w.index, w.state, w.ip, lanes(w, w.act), lanes(w, w.live),
+                           tuple(FrameView(f.opener, lanes(w, f.entered)) for f in w.stack),
+                           w.blocker.view() if w.state == BLOCKED else ())
+                  for w in blk.warps)
+    return BlockView(blk.launch_index, blk.index, warps)
 
 
 def deadlock(blk) -> KernelFault:
     """§10.5: no warp can run while some live lane is blocked."""
-    call = blk.call
-    blocked = [w for w in blk.warps if w.state == BLOCKED]
-    lines = _group([(w, w.blocker.report(call)) for w in blocked])
-    for w in blocked:
-        lines += _suspended(blk, w)
-    hint = next((h for h in (w.blocker.hint(call) for w in blocked) if h), None)
-    rec, text = _stuck_collective(blk, blocked)
-    if rec is not None:
-        span = rec.ins[SPAN]
-    else:
-        text = f"deadlock: every live lane of block {blk.block_text()} is blocked"
-        span = blk.prog.ins[blocked[0].ip][SPAN]
-    return report.kernel_fault(call.spans, call.fn, span, text, lines + [context(blk, None)],
-                               hint)
+    return report.deadlock(blk.call.spans, blk.call.fn, block_view(blk))

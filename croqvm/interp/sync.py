@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..bytecode import opcodes
+from ..blockview import EventWaitView, RendezvousView
 from ..bytecode.opcodes import SPAN
 from ..faults import Fault, Kind, LaneFault
 from ..limits import UNIT_OF_LANES
@@ -53,18 +54,12 @@ class Rendezvous:
         self.done = True
         self.blk.released = True
 
-    def incomplete_unit(self):
-        """The fault of an mma operation its whole unit never reached (§11.2), or None."""
-        unit = self.site.unit
-        if not self.whole_unit or unit not in UNIT_OF_LANES:
-            return None
-        return Kind.UNIT_INACTIVE, (self.coll, unit, self.unit_index,
-                                    tuple(np.flatnonzero(self.missing()).tolist()))
-
-    def label(self) -> str:
-        if self.ins[0] == opcodes.BARRIER:
-            return self.site.text
-        return f"collective '{self.site.text}'"
+    def view(self) -> RendezvousView:
+        live = self.blk.live
+        return RendezvousView(self.ip, self.coll, self.unit_index,
+                              tuple(np.flatnonzero(self.arrived & live).tolist()),
+                              tuple(np.flatnonzero(self.members & live).tolist()),
+                              self.whole_unit)
 
 
 class Waiting:
@@ -76,14 +71,9 @@ class Waiting:
     def ready(self) -> bool:
         return all(r.done for r in self.recs)
 
-    def report(self, call) -> str:
-        r = next(r for r in self.recs if not r.done)
-        here = int((r.arrived & r.blk.live).sum())
-        need = int((r.members & r.blk.live).sum())
-        return f"{r.label()} ({call.spans.where(r.ins[SPAN])}): arrived {here}/{need}"
-
-    def hint(self, call):
-        return None
+    def view(self) -> tuple:
+        """The block view's waits (croqvm.blockview): the rendezvous not complete."""
+        return tuple(r.view() for r in self.recs if not r.done)
 
 
 def _open(blk, key, make):
@@ -264,9 +254,6 @@ class EventSlots:
         self.arrivals = np.zeros(decl.slots, np.int64)
         self.waits = np.zeros((size, decl.slots), np.int64)
 
-    def slot_name(self, s: int) -> str:
-        return f"{self.decl.name}[{s}]" if self.decl.slots > 1 else self.decl.name
-
 
 def init_events(blk) -> None:
     """Arrivals per generation: ``event<N>``, else the lanes of the union of the
@@ -308,8 +295,8 @@ def op_trigger(w, ins):
 class EventWait:
     """A warp whose active lanes wait for their next generations (§10.3)."""
 
-    def __init__(self, ev, ip, span, lanes, slots):
-        self.ev, self.ip, self.span, self.lanes, self.slots = ev, ip, span, lanes, slots
+    def __init__(self, ev, ip, lanes, slots):
+        self.ev, self.ip, self.lanes, self.slots = ev, ip, lanes, slots
 
     def pending(self) -> np.ndarray:
         ev = self.ev
@@ -318,32 +305,20 @@ class EventWait:
     def ready(self) -> bool:
         return not self.pending().any()
 
-    def _first(self):
+    def view(self) -> tuple:
+        """The block view's waits (croqvm.blockview): the first lane still waiting's."""
+        ev = self.ev
         n = int(np.flatnonzero(self.pending())[0])
-        return int(self.slots[n]), int(self.ev.waits[self.lanes[n], self.slots[n]])
-
-    def report(self, call) -> str:
-        ev = self.ev
-        s, gen = self._first()
-        return (f"{call.spans.where(self.span)} '{call.spans.text(self.span)}': slot "
-                f"{ev.slot_name(s)}: completed generations {int(ev.completed[s])}, arrivals "
-                f"{int(ev.arrivals[s])}/{ev.need}; these lanes wait for generation {gen}")
-
-    def hint(self, call):
-        ev = self.ev
-        s, _ = self._first()
-        if ev.completed[s] == 0 and ev.arrivals[s] == 0:
-            return (f"no lane has triggered '{ev.slot_name(s)}' yet; a credit-based pipeline "
-                    f"needs initial credits: trigger every slot once before the loop, or "
-                    f"declare the event '= ready'.")
-        return None
+        s = int(self.slots[n])
+        return (EventWaitView(self.ip, ev.index, s, int(ev.completed[s]), int(ev.arrivals[s]),
+                              ev.need, int(ev.waits[self.lanes[n], s])),)
 
 
 def op_wait_event(w, ins):
     ev = w.blk.events[ins[1]]
     slots = _slots(w, ev, ins[2])[w.act]
     lanes = w.lanes[w.act]
-    wait = EventWait(ev, w.ip, ins[SPAN], lanes, slots)
+    wait = EventWait(ev, w.ip, lanes, slots)
     if wait.ready():
         ev.waits[lanes, slots] += 1
     else:

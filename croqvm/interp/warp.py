@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-READY, BLOCKED, DONE = "ready", "blocked", "done"
+from ..blockview import BLOCKED, DONE, READY
 
 
 @dataclass
