@@ -283,6 +283,12 @@ CASES = [
       "8:3: can not assign to fragment 'mc'."]),
     ("parallel p by 1 : group-4 {\n  mc = mma.fill 0.0f;\n}",
      ["3:3: can not infer the shape of accumulator 'mc'."]),
+    ("parallel p by 1 : group {\n  shared f16 [16, 16] a;\n  mc = mma.fill.s32 0;\n"
+     "  fa = mma.load a;\n  mma.row.row mc, fa, fa;\n}",
+     ["6:3: MMA: accumulator 'mc' is s32, but f16 operands accumulate in a float type."]),
+    ("parallel p by 1 : group {\n  shared s8 [16, 16] a;\n  mc = mma.fill.f32 0;\n"
+     "  fa = mma.load a;\n  mma.row.row mc, fa, fa;\n}",
+     ["6:3: MMA: accumulator 'mc' is f32, but s8 operands accumulate in an integer type."]),
     ("parallel p by 1 : block {\n  shared f32 [16, 16] s;\n  mc = mma.fill.f32 0.0f;\n"
      "  parallel q by 1 : group { mma.store mc, s; }\n"
      "  parallel r by 1 : group-4 { mma.store mc, s; }\n}",

@@ -340,15 +340,15 @@ def test_a_static_block_size_and_one_given_at_launch_run_alike(build):
 
 def test_a_buffer_no_memory_can_hold_is_a_runtime_error_at_its_alloc():
     a = Asm()
-    host = a.code("CONST r0 k0\nCONST r1 k1\nALLOC b0\nRET", regs="s64 s64",
-                  consts=[("s64", 1 << 32), ("s64", 1 << 20)],
+    host = a.code("CONST r0 k0\nCONST r1 k1\nALLOC b0\nRET", regs="s32 s32",
+                  consts=[("s32", 1 << 30), ("s32", 1 << 30)],
                   buffers=[BufferDecl("x", Storage.GLOBAL, S32, [0, 1])])
     module = a.module(function("f", host))
     verify(module)          # well-formed: only running it shows the extents are absurd
     with pytest.raises(KernelFault) as e:
         run(module)
     assert str(e.value) == "\n".join([
-        "code.asm:3:1: runtime error: can not allocate buffer 'x' of 4294967296 x 1048576 "
+        "code.asm:3:1: runtime error: can not allocate buffer 'x' of 1073741824 x 1073741824 "
         "elements.",
         "    3 | ALLOC b0",
         "      | ^~~~~~~~",

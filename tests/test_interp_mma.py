@@ -18,8 +18,11 @@ LAYOUTS = {"row.row": 0, "row.col": 1, "col.row": 2, "col.col": 3}
 
 
 def mma_kernel(a, b, acc_type, layout, fill, c_shape, *, size=32, unit=32, body=None,
-               lanesets=None, store_unit=None, extra=()):
-    """c := fill; c += a x b (``layout``); store c. Operands are global parameters."""
+               lanesets=None, store_unit=None, extra=(), declared=None):
+    """c := fill; c += a x b (``layout``); store c. Operands are global parameters. The
+    fragments 'acc', 'fa', 'fb' declare the extents ``declared`` gives them by name, else
+    extents known only at run time."""
+    declared = declared or {}
     asm = Asm()
     shapes = [a.shape, b.shape, c_shape]
     consts = [("s32", 0)] + [("s32", d) for s in shapes for d in s] + \
@@ -37,7 +40,8 @@ def mma_kernel(a, b, acc_type, layout, fill, c_shape, *, size=32, unit=32, body=
                           BufferDecl("b", Storage.GLOBAL, dt[b.dtype], []),
                           BufferDecl("c", Storage.GLOBAL, ctype, [])],
                  views=views,
-                 frags=[FragDecl(name, role, dtype, DYNAMIC, DYNAMIC, unit)
+                 frags=[FragDecl(name, role, dtype, *declared.get(name, (DYNAMIC, DYNAMIC)),
+                                 unit)
                         for name, role, dtype in (("acc", FragRole.ACC, acc_type),
                                                   ("fa", FragRole.A, dt[a.dtype]),
                                                   ("fb", FragRole.B, dt[b.dtype]))],
@@ -121,6 +125,27 @@ def test_mma_missed_by_one_lane_names_it_in_the_singular():
                        "OR r9 r9 r10", "IF r9", "MMA_FILL m0 r7 c0", "END"])
     assert "needs all 128 lanes of warpgroup 1, but lane 160 is not active here." \
         in str(e.value).splitlines()[0]
+
+
+def test_a_fragment_keeps_its_declared_extents():
+    """'fa' is declared [4, 2]; the view's extents are only known at run time (r2 is written
+    twice), so the engine checks them at the load (FragDecl)."""
+    with pytest.raises(KernelFault) as e:
+        mma_kernel(A, B, F32, "row.row", 0.0, (4, 5), declared={"fa": (4, 2)}, body=[
+            "CONST r2 k2", "MMA_LOAD m1 v0 c0"])
+    assert str(e.value).splitlines()[0] == (
+        "code.asm:10:1: runtime error: MMA: matrix shapes do not match: `fa'([4, 2]) v.s. "
+        "`a'([4, 3]).")
+
+
+def test_the_first_use_fixes_an_extent_known_only_at_run_time():
+    """'fa' is [?, ?]: its first load makes it [4, 3], so a [2, 3] tile later is an error."""
+    with pytest.raises(KernelFault) as e:
+        mma_kernel(A, B, F32, "row.row", 0.0, (4, 5), extra=[2], body=[
+            "MMA_LOAD m1 v0 c0", "CONST r1 k8", "MMA_LOAD m1 v0 c0"])
+    assert str(e.value).splitlines()[0] == (
+        "code.asm:11:1: runtime error: MMA: matrix shapes do not match: `fa'([4, 3]) v.s. "
+        "`a'([2, 3]).")
 
 
 def test_mma_load_outside_its_buffer():

@@ -645,6 +645,29 @@ def test_inthreads_barrier_and_sync_units():
         ("sync.shared", 0), ("sync.barrier : group", 32), ("barrier at end of parallel", 0)]
 
 
+def test_fences_sync_global_and_async_launches_reach_the_bytecode():
+    """What a GPU needs and the interpreters do not (§6.8, §14.2): fences with their level's
+    lane count, sync.global, and the async flag of a launch."""
+    src = """
+    __co__ void f() {
+      s32 [4] a;
+      parallel.async p by 1 : block {
+        parallel g by 1 : group-4, t by 128 : thread {
+          sync.fence : block; sync.fence : group-4; sync.fence : group; sync.fence : thread;
+        }
+      }
+      sync.global;
+      parallel q by 1 : block { a.at(0) = 1; }
+    }"""
+    fn = lower(src).functions[0]
+    code = fn.kernels[0].code
+    assert [operands(code, pc)[0] for pc, n in enumerate(ops(code)) if n == "FENCE"] == \
+        [0, 128, 32, 1]
+    assert_ops(fn.host, "LAUNCH", "SYNC_GLOBAL", "LAUNCH")
+    assert [la.is_async for la in fn.host.launches] == [True, False]
+    assert run(src) == ""
+
+
 # --------------------------------------------------------------------------- lanesets and events (§7.4, §10)
 
 _EVAL = {
@@ -956,7 +979,7 @@ def test_each_constant_is_loaded_once_per_code_and_never_written_again(src):
         writes = {}
         for pc in range(0, len(words), opcodes.WIDTH):
             op = opcodes.TABLE[words[pc]]
-            if op.meaning.startswith("R[a] :="):
+            if op.writes == 0:
                 writes.setdefault(words[pc + 1], []).append(pc // opcodes.WIDTH)
         loaded = [(code.regs[words[pc + 1]], code.consts[words[pc + 2]].dtype,
                    repr(code.consts[words[pc + 2]].value))

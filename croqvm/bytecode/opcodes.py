@@ -8,9 +8,10 @@ Instruction encoding (``Code.code`` is a flat list of ints, ``WIDTH`` per instru
       word 0   1      2      3      4      5      6
 
 Operands a..e are read by the kinds listed in ``Op.operands`` (unused slots are 0);
-``span`` indexes ``Module.spans``. Everything else -- the encoder's arity checks, the
-verifier, the disassembler, the engines' dispatch tables and the native C header -- is
-derived from ``TABLE``.
+``span`` indexes ``Module.spans``. Everything else -- the encoder's arity checks and
+constant-register guard, the verifier's operand, type and placement rules, the
+disassembler, the engines' dispatch tables, the native C header and docs/OPCODES.md
+(``python -m croqvm.bytecode.generate``) -- is derived from ``TABLE``.
 
 Operand kinds (``OPERAND_KINDS``) name the table an operand indexes in the enclosing
 ``Code`` (croqvm.bytecode.module). A kind followed by ``?`` also accepts -1 ("none").
@@ -18,10 +19,46 @@ Operand kinds (``OPERAND_KINDS``) name the table an operand indexes in the enclo
 Notation of the meanings: ``R[a]`` register a of the executing lane, ``K[b]`` constant b,
 ``S[b]`` string b, ``@a`` the element an access descriptor names, ``->T`` a stored
 instruction index.
+
+Each row also states:
+
+- ``types``: the dtype rule of each register operand, in operand order (the classes of
+  ``verify_rules.CLASSES``; a trailing ``=`` ties the dtypes of all such operands of the
+  instruction). Arithmetic never promotes: its operands are already of the operation type
+  (LANGUAGE.md §12.2), a *computation type* -- s32, u32, s64, u64, f16, bf16, f32, f64, and
+  bool for logic -- and so is its result. Lowering converts narrower integers, bool,
+  tf32 and fp8 with ``CVT`` first, so conversions happen in CVT (and where a value
+  meets memory: LOAD, STORE, FILL, MMA_FILL, which convert as CVT does) and nowhere else.
+- ``imms``: the rule of each immediate operand (``verify_code`` knows them).
+- ``writes``: the position of the register operand the op writes, or -1.
+- ``optype``: the operation type and the result, for the docs.
+- ``faults``: the runtime errors the op itself may raise (the kinds of the message
+  catalogue); every instruction may also exceed the step limit.
+- ``collective`` / ``blocks``: never, always, or when the op's collective-site operand
+  (kind ``c?``) names a site (``Mode``).
+- ``entry``: a rule on the side-table entry an operand names (``verify_code``).
+- ``returns``: for a return opcode, the ``Function.ret_kind`` it belongs to.
+
+Two rules of synchronisation hold for every engine and for generated CUDA code:
+
+- A *collective* is a rendezvous of its participants (LANGUAGE.md §7.4): no participant
+  runs past it until every live participant has arrived; its effect then happens once;
+  and every participant observes the effect after it. It therefore implies a full
+  barrier of the participants before and after its effect.
+- ``ONCE r, site, unit`` is always followed by ``IF r`` whose body (no ELSE) is the
+  site's *effect block*: straight-line code without control flow, blocking, collective or
+  ONCE instructions (the verifier checks it). The claiming lane runs the block; every
+  other lane of the instance that reaches the same execution of the site waits at the
+  IF's END until the claimer has left the block, so the effect is visible to all of them
+  from the next instruction on (§7.2.2). The interpreters publish by not preempting the
+  claiming warp until it is past that END; a GPU waits on a per-site flag there.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
+
+from .module import RetKind
 
 WIDTH = 7          # words per instruction
 SPAN = WIDTH - 1   # the word holding the span index
@@ -46,123 +83,220 @@ OPERAND_KINDS = {
 }
 
 
+class Mode(IntEnum):
+    """When an opcode is a collective, or may block its warp."""
+    NEVER = 0
+    ALWAYS = 1
+    WITH_SITE = 2      # when its collective-site operand (kind ``c?``) is >= 0
+
+
 @dataclass(frozen=True)
 class Op:
     code: int
     name: str
     operands: tuple      # operand kinds, e.g. ("r", "r", "r")
     meaning: str
-    collective: bool = False   # executed once by a converged set of lanes (ARCHITECTURE.md)
-    blocks: bool = False       # may suspend the warp
+    types: tuple = ()          # a dtype rule per register operand (module docstring)
+    imms: tuple = ()           # a rule per immediate operand
+    writes: int = -1           # position of the register operand written, -1: none
+    optype: str = ""           # operation type and result (docs)
+    faults: tuple = ()         # runtime error kinds it may raise
+    collective: Mode = Mode.NEVER   # executed once by a converged set of lanes (§7.4)
+    blocks: Mode = Mode.NEVER       # may suspend the warp
     opens: bool = False        # IF / LOOP: pushes a control frame
     closes: bool = False       # END
     host_only: bool = False
     kernel_only: bool = False
+    entry: str = ""            # rule on the table entry an operand names
+    returns: RetKind | None = None  # a return opcode: the function kind it belongs to
+    effect_block: bool = False      # ONCE: the IF on its result that follows is its effect block
 
 
-def _ops(*rows):
-    return tuple(Op(i, *row[:3], **(row[3] if len(row) > 3 else {})) for i, row in enumerate(rows))
+# -- families of rows ---------------------------------------------------------------------
+
+_ARITH = dict(types=("arith=", "arith=", "arith="), writes=0,
+              optype="T, the operands' type (an arithmetic computation type); result T")
+_LOGIC = dict(types=("logic=", "logic=", "logic="), writes=0,
+              optype="T, the operands' type (a 32- or 64-bit integer, or bool); result T")
+_SHIFT = dict(types=("shift=", "shift=", "shift"), writes=0, faults=("SHIFT_COUNT",),
+              optype="T, R[b]'s type (a 32- or 64-bit integer); the count R[c] is any such "
+                     "integer; result T")
+_COMPARE = dict(types=("bool", "compare=", "compare="), writes=0,
+                optype="T, the operands' type (a computation type, §12.3.4); result bool")
+_LEAF = dict(writes=0)
+_COLL = dict(collective=Mode.ALWAYS, blocks=Mode.ALWAYS, kernel_only=True)
+_SITE = dict(collective=Mode.WITH_SITE, blocks=Mode.WITH_SITE)
+_COLL_FAULTS = ("NOT_A_PARTICIPANT", "DIVERGENT_COLLECTIVE")
+_MMA_FAULTS = ("NOT_A_PARTICIPANT", "UNIT_INACTIVE", "UNIT_TERMINATED", "OPERANDS_DIFFER")
+_BASE_FAULTS = ("BUFFER_BEFORE_DECLARATION", "BUFFER_ARRAY_INDEX", "FUTURE_NO_DATA",
+                "FUTURE_NOT_WAITED", "OUT_OF_RANGE")
+_CONVERT = ("FLOAT_TO_INT",)
 
 
-_COLL = {"collective": True, "blocks": True, "kernel_only": True}
+def _op(name: str, operands: tuple, meaning: str, *families: dict, **fields) -> tuple:
+    merged: dict = {}
+    for family in families:
+        merged.update(family)
+    merged.update(fields)
+    return name, operands, meaning, merged
 
-TABLE = _ops(
-    # --- data and arithmetic (§4, §12): dtypes are those of the registers
-    ("NOP", (), "nothing"),
-    ("CONST", ("r", "k"), "R[a] := K[b] (of R[a]'s dtype)"),
-    ("MOV", ("r", "r"), "R[a] := R[b] (same dtype)"),
-    ("CVT", ("r", "r"), "R[a] := R[b] converted to R[a]'s dtype (§12.3; may fault)"),
-    ("LANE", ("r",), "R[a] := the lane's index in its block (0 on the host)"),
-    ("BLOCKIDX", ("r", "i"), "R[a] := the block's index along grid dimension b"),
-    ("ADD", ("r", "r", "r"), "R[a] := R[b] + R[c]"),
-    ("SUB", ("r", "r", "r"), "R[a] := R[b] - R[c]"),
-    ("MUL", ("r", "r", "r"), "R[a] := R[b] * R[c]"),
-    ("DIV", ("r", "r", "r"), "R[a] := R[b] / R[c] (integers truncate; zero faults)"),
-    ("MOD", ("r", "r", "r"), "R[a] := R[b] % R[c] (sign of the dividend; zero faults)"),
-    ("MIN", ("r", "r", "r"), "R[a] := min(R[b], R[c])"),
-    ("MAX", ("r", "r", "r"), "R[a] := max(R[b], R[c])"),
-    ("AND", ("r", "r", "r"), "R[a] := R[b] & R[c] (bool: logical and)"),
-    ("OR", ("r", "r", "r"), "R[a] := R[b] | R[c] (bool: logical or)"),
-    ("XOR", ("r", "r", "r"), "R[a] := R[b] ^ R[c]"),
-    ("SHL", ("r", "r", "r"), "R[a] := R[b] << R[c] (count checked)"),
-    ("SHR", ("r", "r", "r"), "R[a] := R[b] >> R[c] (arithmetic if signed; count checked)"),
-    ("EQ", ("r", "r", "r"), "R[a] := R[b] == R[c] (R[a] is bool)"),
-    ("NE", ("r", "r", "r"), "R[a] := R[b] != R[c]"),
-    ("LT", ("r", "r", "r"), "R[a] := R[b] < R[c]"),
-    ("LE", ("r", "r", "r"), "R[a] := R[b] <= R[c]"),
-    ("GT", ("r", "r", "r"), "R[a] := R[b] > R[c]"),
-    ("GE", ("r", "r", "r"), "R[a] := R[b] >= R[c]"),
-    ("NEG", ("r", "r"), "R[a] := -R[b]"),
-    ("NOT", ("r", "r"), "R[a] := !R[b] (bool)"),
-    ("BNOT", ("r", "r"), "R[a] := ~R[b]"),
-    ("SELECT", ("r", "r", "r", "r"), "R[a] := R[b] ? R[c] : R[d]"),
+
+_ROWS = (
+    # --- data and arithmetic (§4, §12)
+    _op("NOP", (), "nothing"),
+    _op("CONST", ("r", "k"), "R[a] := K[b], a constant of R[a]'s dtype", _LEAF,
+        types=("any",), entry="typed_const"),
+    _op("MOV", ("r", "r"), "R[a] := R[b]", _LEAF, types=("any=", "any=")),
+    _op("CVT", ("r", "r"), "R[a] := R[b] converted to R[a]'s dtype (§12.3.3): integers wrap, "
+        "floats truncate toward zero into integers, every number rounds once to nearest "
+        "even into a float type, x != 0 into bool", _LEAF, types=("any", "any"),
+        faults=_CONVERT, optype="from R[b]'s dtype to R[a]'s; NaN or out of range into an "
+        "integer faults"),
+    _op("LANE", ("r",), "R[a] := the lane's index in its block (0 on the host)", _LEAF,
+        types=("index",)),
+    _op("BLOCKIDX", ("r", "i"), "R[a] := the block's index along grid dimension b", _LEAF,
+        types=("index",), imms=("grid_dim",)),
+    _op("ADD", ("r", "r", "r"), "R[a] := R[b] + R[c] (integers wrap)", _ARITH),
+    _op("SUB", ("r", "r", "r"), "R[a] := R[b] - R[c] (integers wrap)", _ARITH),
+    _op("MUL", ("r", "r", "r"), "R[a] := R[b] * R[c] (integers wrap)", _ARITH),
+    _op("DIV", ("r", "r", "r"), "R[a] := R[b] / R[c]: integers truncate toward zero, "
+        "MIN / -1 wraps to MIN, an integer division by zero faults", _ARITH,
+        faults=("DIVISION_BY_ZERO",)),
+    _op("MOD", ("r", "r", "r"), "R[a] := R[b] % R[c]: the sign of the dividend, MIN % -1 is "
+        "0, an integer division by zero faults; floats as C's fmod", _ARITH,
+        faults=("DIVISION_BY_ZERO",)),
+    _op("MIN", ("r", "r", "r"), "R[a] := min(R[b], R[c]); a NaN operand is ignored, equal "
+        "operands (+0 and -0 included) give R[b]", _ARITH),
+    _op("MAX", ("r", "r", "r"), "R[a] := max(R[b], R[c]); a NaN operand is ignored, equal "
+        "operands (+0 and -0 included) give R[b]", _ARITH),
+    _op("AND", ("r", "r", "r"), "R[a] := R[b] & R[c] (bool: logical and)", _LOGIC),
+    _op("OR", ("r", "r", "r"), "R[a] := R[b] | R[c] (bool: logical or)", _LOGIC),
+    _op("XOR", ("r", "r", "r"), "R[a] := R[b] ^ R[c]", _LOGIC),
+    _op("SHL", ("r", "r", "r"), "R[a] := R[b] << R[c]; a count outside 0 .. bits(T) - 1 "
+        "faults", _SHIFT),
+    _op("SHR", ("r", "r", "r"), "R[a] := R[b] >> R[c], arithmetic for signed T; a count "
+        "outside 0 .. bits(T) - 1 faults", _SHIFT),
+    _op("EQ", ("r", "r", "r"), "R[a] := R[b] == R[c] (false with a NaN)", _COMPARE),
+    _op("NE", ("r", "r", "r"), "R[a] := R[b] != R[c] (true with a NaN)", _COMPARE),
+    _op("LT", ("r", "r", "r"), "R[a] := R[b] < R[c] (false with a NaN)", _COMPARE),
+    _op("LE", ("r", "r", "r"), "R[a] := R[b] <= R[c] (false with a NaN)", _COMPARE),
+    _op("GT", ("r", "r", "r"), "R[a] := R[b] > R[c] (false with a NaN)", _COMPARE),
+    _op("GE", ("r", "r", "r"), "R[a] := R[b] >= R[c] (false with a NaN)", _COMPARE),
+    _op("NEG", ("r", "r"), "R[a] := -R[b] (integers wrap)", _LEAF, types=("arith=", "arith="),
+        optype="T, the operand's type (an arithmetic computation type); result T"),
+    _op("NOT", ("r", "r"), "R[a] := !R[b]", _LEAF, types=("bool", "bool"),
+        optype="bool"),
+    _op("BNOT", ("r", "r"), "R[a] := ~R[b]", _LEAF, types=("shift=", "shift="),
+        optype="T, the operand's type (a 32- or 64-bit integer); result T"),
+    _op("SELECT", ("r", "r", "r", "r"), "R[a] := R[b] ? R[c] : R[d]", _LEAF,
+        types=("any=", "bool", "any=", "any=")),
     # --- structured control flow (§6.5, §7.3)
-    ("IF", ("r", "t"), "lanes with R[a] run on; the others skip to ->b (ELSE or END)",
-     {"opens": True}),
-    ("ELSE", ("t",), "switch to the lanes that skipped the IF; ->a is the END"),
-    ("LOOP", ("t",), "start a loop whose END is ->a", {"opens": True}),
-    ("BREAK_IF", ("r",), "lanes with R[a] leave the innermost loop (masked until its END)"),
-    ("CONTINUE_IF", ("r",), "lanes with R[a] skip to the next iteration of the innermost loop"),
-    ("END", ("t",), "close the IF/LOOP at ->a: reconverge, or iterate while lanes remain",
-     {"closes": True}),
-    ("YIELD", (), "terminate the active lanes (§6.5)", {"kernel_only": True}),
-    ("ONCE", ("r", "i", "i"),
-     "R[a] := true for the one lane performing this outer-level execution of site b "
-     "in its instance of c lanes (0: the block) (§7.2.2)", {"kernel_only": True}),
+    _op("IF", ("r", "t"), "lanes with R[a] run on; the others skip to ->b (ELSE or END)",
+        types=("bool",), opens=True),
+    _op("ELSE", ("t",), "switch to the lanes that skipped the IF; ->a is the END"),
+    _op("LOOP", ("t",), "start a loop whose END is ->a", opens=True),
+    _op("BREAK_IF", ("r",), "lanes with R[a] leave the innermost loop (masked until its END)",
+        types=("bool",)),
+    _op("CONTINUE_IF", ("r",), "lanes with R[a] skip to the next iteration of the innermost "
+        "loop", types=("bool",)),
+    _op("END", ("t",), "close the IF/LOOP at ->a: reconverge, or iterate while lanes remain",
+        closes=True),
+    _op("YIELD", (), "terminate the active lanes (§6.5)", kernel_only=True),
+    _op("ONCE", ("r", "i", "i"), "R[a] := true for the one lane performing this outer-level "
+        "execution of site b in its instance of c lanes (0: the block) (§7.2.2); the IF R[a] "
+        "that follows is the effect block the other lanes wait for at its END", _LEAF,
+        types=("bool",), imms=("once_site", "unit"), kernel_only=True, effect_block=True),
     # --- memory (§3.2, §8.6)
-    ("ALLOC", ("b",), "allocate and zero buffer a for this instance, if not yet (§3.2.4)"),
-    ("FILL", ("b", "r", "c?"), "every element of buffer a := R[b]; collective at site c"),
-    ("LOAD", ("r", "a"), "R[a] := @b (bounds-checked)"),
-    ("STORE", ("a", "r"), "@a := R[b] converted to the element type"),
-    ("UPDATE", ("a", "r", "i"), "@a := @a <op c> R[b], one lane after another (c: an opcode)"),
-    ("DIMOF", ("r", "b", "i"), "R[a] := extent c of buffer b's current instance"),
+    _op("ALLOC", ("b",), "allocate and zero buffer a for this instance, if not yet (§3.2.4)",
+        faults=("ALLOC_EXTENT", "ALLOC_BUFFER")),
+    _op("FILL", ("b", "r", "c?"), "every element of buffer a := R[b] converted to the element "
+        "type; a collective of site c when it names one", _SITE, types=("any",),
+        faults=("BUFFER_BEFORE_DECLARATION",) + _CONVERT + _COLL_FAULTS + ("OPERANDS_DIFFER",)),
+    _op("LOAD", ("r", "a"), "R[a] := @b converted to R[a]'s dtype (bounds-checked)", _LEAF,
+        types=("any",), faults=_BASE_FAULTS + ("UNINITIALISED",) + _CONVERT),
+    _op("STORE", ("a", "r"), "@a := R[b] converted to the element type (bounds-checked)",
+        types=("any",), faults=_BASE_FAULTS + _CONVERT),
+    _op("UPDATE", ("a", "r", "i"), "@a := @a <op c> R[b], one lane after another (c: a binary "
+        "ALU opcode); the element converts to R[b]'s dtype T, the result back",
+        types=("arith",), imms=("alu_op",),
+        optype="T, R[b]'s type: the computation type of the element type and the value's "
+        "(§12.2); result converted to the element type",
+        faults=_BASE_FAULTS + ("UNINITIALISED", "DIVISION_BY_ZERO", "SHIFT_COUNT") + _CONVERT),
+    _op("DIMOF", ("r", "b", "i"), "R[a] := extent c of buffer b's current instance", _LEAF,
+        types=("index",), imms=("buffer_dim",), faults=("BUFFER_BEFORE_DECLARATION",)),
     # --- DMA and futures (§9)
-    ("DMA", ("d", "c?"), "copy as DMA descriptor a says; a collective of site b when it "
-     "names one", {"blocks": True}),
-    ("FUT_ANY", ("f",), "future a := a placeholder without data (dma.any)"),
-    ("WAIT", ("f", "c?"), "complete future a's async transfer; a barrier of site b",
-     {"blocks": True}),
-    ("SWAP", ("f", "f"), "exchange the handles of futures a and b"),
-    ("FUT_DIM", ("r", "f", "i"), "R[a] := extent c of future b's data"),
-    # --- synchronisation (§6.7, §6.8, §7.2.3, §10)
-    ("BARRIER", ("c",), "rendezvous of the participants of site a", _COLL),
-    ("TRIGGER", ("e", "r"), "arrive once at slot R[b] of event a", {"kernel_only": True}),
-    ("WAIT_EVENT", ("e", "r"), "block until slot R[b] of event a completes the lane's next "
-     "generation", {"blocks": True, "kernel_only": True}),
+    _op("DMA", ("d", "c?"), "copy as DMA descriptor a says; a collective of site b when it "
+        "names one", _SITE,
+        faults=("EMPTY_TILE", "TILE_OUTSIDE", "DMA_SHAPE", "DMA_SHAPE_ZFILL", "NEVER_WAITED",
+                "ALLOC_EXTENT", "ALLOC_BUFFER", "ALLOC_TILE") + _BASE_FAULTS[:4]
+        + _COLL_FAULTS + ("OPERANDS_DIFFER",)),
+    _op("FUT_ANY", ("f",), "future a := a placeholder without data (dma.any)"),
+    _op("WAIT", ("f", "c?"), "complete future a's async transfer; a barrier of site b when it "
+        "names one", _SITE, faults=("FUTURE_WAITED_TWICE",) + _COLL_FAULTS),
+    _op("SWAP", ("f", "f"), "exchange the handles of futures a and b (of one type)",
+        entry="same_future"),
+    _op("FUT_DIM", ("r", "f", "i"), "R[a] := extent c of future b's data", _LEAF,
+        types=("index",), imms=("future_dim",), faults=("FUTURE_NO_DATA",)),
+    # --- synchronisation (§6.7, §6.8, §7.2.3, §10, §14.2)
+    _op("BARRIER", ("c",), "rendezvous of the participants of site a", _COLL,
+        faults=_COLL_FAULTS),
+    _op("FENCE", ("i",), "a memory fence among the lanes of the executing lane's unit of a "
+        "lanes (0: the block; sync.fence, §6.8); nothing in the interpreters, whose memory "
+        "is sequentially consistent", imms=("unit",), kernel_only=True),
+    _op("TRIGGER", ("e", "r"), "arrive once at slot R[b] of event a", types=("index",),
+        faults=("EVENT_INDEX",), kernel_only=True),
+    _op("WAIT_EVENT", ("e", "r"), "block until slot R[b] of event a completes the lane's next "
+        "generation", types=("index",), faults=("EVENT_INDEX",), blocks=Mode.ALWAYS,
+        kernel_only=True),
+    _op("SYNC_GLOBAL", (), "wait until every kernel launched asynchronously so far has "
+        "completed (sync.global, §6.8); nothing in the interpreters, which run every launch "
+        "to completion", host_only=True),
     # --- MMA (§11): each a collective of its unit
-    ("MMA_FILL", ("m", "r", "c"), "fragment a := R[b] everywhere", _COLL),
-    ("MMA_LOAD", ("m", "v", "c"), "fragment a := the tile of view b", _COLL),
-    ("MMA_EXEC", ("m", "m", "m", "i", "c"),
-     "fragment a += b x c in layout d (0 row.row, 1 row.col, 2 col.row, 3 col.col)", _COLL),
-    ("MMA_STORE", ("m", "v", "i", "c"), "view b := fragment a (c=1: transposed)", _COLL),
+    _op("MMA_FILL", ("m", "r", "c"), "accumulator a := R[b] converted to its element type, "
+        "everywhere", _COLL, types=("any",), entry="mma_fill", faults=_CONVERT + _MMA_FAULTS),
+    _op("MMA_LOAD", ("m", "v", "c"), "operand fragment a := the tile of view b, of a's "
+        "element type", _COLL, entry="mma_load",
+        faults=("MMA_READ_OUTSIDE", "MMA_UNINITIALISED", "MMA_SHAPES") + _BASE_FAULTS[:4]
+        + _MMA_FAULTS),
+    _op("MMA_EXEC", ("m", "m", "m", "i", "c"), "accumulator a += b x c in layout d (0 "
+        "row.row, 1 row.col, 2 col.row, 3 col.col): k ascending, each step rounded once "
+        "(§12.4)", _COLL, imms=("mma_layout",), entry="mma_exec",
+        optype="the accumulator's type; A and B of one element type (or both 8-bit integers)",
+        faults=("FRAGMENT_EMPTY", "MMA_SHAPES", "ALLOC_FRAGMENT") + _MMA_FAULTS),
+    _op("MMA_STORE", ("m", "v", "i", "c"), "view b := accumulator a converted to the view's "
+        "element type (c=1: transposed)", _COLL, imms=("flag",), entry="mma_store",
+        faults=("MMA_STORE_SHAPE", "MMA_STORE_OWNERS", "ALLOC_FRAGMENT") + _BASE_FAULTS[:4]
+        + _MMA_FAULTS),
     # --- output and checks (§6.9, §13)
-    ("PRINT", ("p",), "print format a, one lane after another"),
-    ("ASSERT", ("r", "s"), "fault with message S[b], verbatim, where R[a] is false"),
+    _op("PRINT", ("p",), "print format a, one lane after another"),
+    _op("ASSERT", ("r", "s"), "fault with message S[b], verbatim, where R[a] is false",
+        types=("bool",), faults=("ASSERT",)),
+    _op("ASSERT_FMT", ("r", "p"), "fault where R[a] is false, with the text print format b "
+        "writes for the lowest such lane (§13.2): run-time checks that show values (§5.5.2, "
+        "§6.2.2)", types=("bool",), entry="message", faults=("ASSERT_FMT",)),
     # --- host (§14.2)
-    ("LAUNCH", ("l",), "run the kernel launch described by a", {"host_only": True}),
-    ("RET", (), "return nothing", {"host_only": True}),
-    ("RET_VAL", ("r",), "return R[a]", {"host_only": True}),
-    ("RET_BUF", ("b",), "return a copy of buffer a", {"host_only": True}),
-    # --- appended, so that every opcode above keeps its number (format 1 files still read)
-    ("ASSERT_FMT", ("r", "p"), "fault where R[a] is false, with the text print format b "
-     "writes for the lowest such lane (§13.2): run-time checks that show values (§5.5.2, "
-     "§6.2.2)"),
+    _op("LAUNCH", ("l",), "run the kernel launch described by a (an async one need not have "
+        "completed before SYNC_GLOBAL or the function's end)", host_only=True,
+        faults=("GRID_BOUND", "TOO_MANY_THREADS", "BLOCK_SIZE")),
+    _op("RET", (), "return nothing (the end of every host program)", host_only=True),
+    _op("RET_VAL", ("r",), "return R[a]", types=("any",), host_only=True,
+        returns=RetKind.SCALAR),
+    _op("RET_BUF", ("b",), "return a copy of buffer a", host_only=True,
+        returns=RetKind.BUFFER),
 )
 
+TABLE = tuple(Op(code, name, operands, meaning, **fields)
+              for code, (name, operands, meaning, fields) in enumerate(_ROWS))
 BY_NAME = {op.name: op for op in TABLE}
 assert all(len(op.operands) <= MAX_OPERANDS for op in TABLE)
 
-
-def _export():
-    g = globals()
-    for op in TABLE:
-        g[op.name] = op.code
-
-
-_export()
+# Opcode numbers by name, written out so that tools see them; a test checks them against TABLE.
+(NOP, CONST, MOV, CVT, LANE, BLOCKIDX, ADD, SUB, MUL, DIV, MOD, MIN, MAX, AND, OR, XOR, SHL,
+ SHR, EQ, NE, LT, LE, GT, GE, NEG, NOT, BNOT, SELECT, IF, ELSE, LOOP, BREAK_IF, CONTINUE_IF,
+ END, YIELD, ONCE, ALLOC, FILL, LOAD, STORE, UPDATE, DIMOF, DMA, FUT_ANY, WAIT, SWAP, FUT_DIM,
+ BARRIER, FENCE, TRIGGER, WAIT_EVENT, SYNC_GLOBAL, MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE,
+ PRINT, ASSERT, ASSERT_FMT, LAUNCH, RET, RET_VAL, RET_BUF) = range(len(TABLE))
 
 # Binary ALU opcodes in operator order: UPDATE's immediate names one of these.
-BINARY_ALU = tuple(BY_NAME[n].code for n in
-                   ("ADD", "SUB", "MUL", "DIV", "MOD", "MIN", "MAX", "AND", "OR", "XOR",
-                    "SHL", "SHR"))
-COMPARE = tuple(BY_NAME[n].code for n in ("EQ", "NE", "LT", "LE", "GT", "GE"))
+BINARY_ALU = (ADD, SUB, MUL, DIV, MOD, MIN, MAX, AND, OR, XOR, SHL, SHR)
+COMPARE = (EQ, NE, LT, LE, GT, GE)

@@ -4,24 +4,40 @@ ARCHITECTURE.md "The bytecode": decoding validates types, index ranges, nesting,
 counts and resource limits before anything runs, and engines trust the result; a
 violation an engine meets later is a verifier bug, fixed here with a test. This module
 checks the module and function level; ``verify_decls`` a Code's side tables;
-``verify_code`` its instructions (a one-pass validator after WebAssembly's); the typing
-rules per opcode are data in ``verify_rules``.
+``verify_code`` its instructions (a one-pass validator after WebAssembly's) with the
+rules the opcode table states per opcode, ``verify_mma`` those of MMA instructions;
+``verify_base`` holds what they share.
 
-What a verified module guarantees, besides the Python types of every value (``schema``):
+What a verified module guarantees, besides the Python types of every value and that every
+enumerated field holds one of its enum's values (``schema``):
 - every index an instruction or table holds is in range (-1 only where the opcode table's
   "?" or the model allows it), every opcode is known and unused operand slots are 0;
 - IF/ELSE/LOOP/END nest, each opener stores the index of its ELSE/END and each END its
-  opener's, BREAK_IF/CONTINUE_IF sit inside a LOOP (EXECUTION.md §3);
-- register dtypes follow ``verify_rules``; host-only ops are only in host code,
-  kernel-only ops only in kernels; lane sets are straight-line register code, and every
-  collective site names one;
+  opener's, BREAK_IF/CONTINUE_IF sit inside a LOOP (EXECUTION.md §3); every ONCE is
+  followed by its effect block (``IF`` on its result, no ELSE, straight-line code without
+  blocking, collective or ONCE instructions);
+- register dtypes follow the table (``Op.types``): arithmetic, logic, shifts and
+  comparisons take computation types only and tie their operands and result, so only CVT
+  and the memory ops convert; CONST loads a constant of its register's dtype; index,
+  extent, origin, padding, grid, block-size, lane, block-index and event-slot registers
+  are s32; UPDATE computes in its value's dtype, the computation type of the element's
+  and the value's;
+- every constant holds a value of its dtype: an int in range, 0/1 for bool, a float the
+  dtype represents exactly;
+- host-only ops are only in host code, kernel-only ops only in kernels; lane sets are
+  straight-line register code, and every collective site names one;
 - index lists match the rank of what they index wherever the module states it: shape
-  registers, the parameter or (kernel) launch-bound host buffer behind a slot, the source
-  of the DMA owning a buffer or filling a future (futures swapped together share it);
+  registers, the parameter or (kernel) launch-bound host buffer behind a slot, the
+  future's declared shape;
+- DMAs copy between one element type and rank (§9.2) and fill futures of their element
+  type, rank, destination storage and async-ness; SWAP exchanges futures of one type;
+  DMA-owned buffers have shape registers;
+- MMA ops name fragments of the right role and element type, views of rank 2 and, where
+  the module states them statically, tile extents that agree (``verify_mma``);
 - parameters, symbolic dimensions, launch bindings and return opcodes agree with the
   function's signature (§14.3);
 - a kernel's block size is static (1..1024) or 0, and then every launch of it names an
-  integer host register holding it (a launch of a static one names none);
+  s32 host register holding it (a launch of a static one names none);
 - limits: grid rank 1..3, at most 65536 registers per Code, static
   shared memory (buffers with constant extents plus 8-byte event slots) at most 228 KiB.
 
@@ -37,7 +53,7 @@ from croqvm.limits import (EVENT_SLOT_BYTES, MAX_BLOCK_SIZE, MAX_SHARED_BYTES, b
 from . import opcodes as O
 from . import schema
 from .module import FORMAT_VERSION, Function, Module, ParamKind, RetKind, Storage
-from .verify_code import MAX_GRID_RANK, CodeCtx, Where, lookup, want_reg
+from .verify_base import MAX_GRID_RANK, CodeCtx, Where, known_registers, lookup, want_reg
 from .verify_decls import check_code, want_dtype
 
 MAX_EXTENT = 2**31 - 1             # a static extent is an 'int' (s32, LANGUAGE.md §3.1)
@@ -85,7 +101,7 @@ def _check_function(module: Module, fn: Function) -> None:
         if name in names:
             at.fail("bound twice")
         names.add(name)
-        want_reg(host, at, reg, "int", "register")
+        want_reg(host, at, reg, "index", "register")
 
 
 def _check_param(host: CodeCtx, at: Where, p: int, param) -> None:
@@ -135,32 +151,10 @@ def _static_shared_bytes(cx: CodeCtx, k: int) -> int:
     extents are constants (skipped when an extent is only known at run time)."""
     code = cx.code
     total = EVENT_SLOT_BYTES * sum(ev.slots for ev in code.events)
-    known = _constant_registers(cx, k)
+    known = known_registers(cx)
     for buf in code.buffers:
         extents = [known.get(reg) for reg in buf.shape]
         if buf.storage != Storage.SHARED or not extents or None in extents or min(extents) < 1:
             continue
         total += buffer_bytes(BY_CODE[buf.dtype].bits, buf.count, extents)
     return total
-
-
-def _constant_registers(cx: CodeCtx, k: int) -> dict[int, int]:
-    """Registers whose only writer is one CONST of an int: their value at any ALLOC
-    is that constant (or 0 before it runs, which ALLOC rejects at run time). Any other
-    instruction naming the register as its first operand counts as a writer, and so does
-    a launch passing it an argument, which keeps the estimate safe."""
-    writers, value = {}, {}
-    for reg in (kreg for launch in cx.fn.host.launches if launch.kernel == k
-                for kreg, _ in launch.scalars):
-        writers[reg] = writers.get(reg, 0) + 1
-    for words in [cx.code.code] + [ls.code for ls in cx.code.lanesets]:
-        for pc in range(0, len(words), O.WIDTH):
-            op = O.TABLE[words[pc]]
-            if op.operands[:1] != ("r",):
-                continue
-            reg = words[pc + 1]
-            writers[reg] = writers.get(reg, 0) + 1
-            if op.code == O.CONST:
-                value[reg] = cx.code.consts[words[pc + 2]]
-    return {reg: k.value for reg, k in value.items()
-            if writers[reg] == 1 and BY_CODE[k.dtype].is_int}

@@ -3,11 +3,13 @@
 One pass over a flat instruction array with an explicit control stack whose bottom frame
 is implicit, so "there is always a frame" holds without special cases (wasm spec,
 ``appendix/algorithm.rst``). Operands are checked by their kinds from ``opcodes.TABLE``
-through ``lookup`` -- one wording for every index error -- and then by the per-opcode
-rules of ``verify_rules``. Structured control flow is EXECUTION.md §3: ``IF`` and ``LOOP``
-push a frame storing the index of their ``ELSE``/``END``; ``ELSE`` must be that index of
-an ``IF`` on top; ``END`` must be that index and store its opener's; ``BREAK_IF`` and
-``CONTINUE_IF`` need an enclosing ``LOOP``.
+through ``lookup`` -- one wording for every index error -- and then by the opcode's rules
+in the table (register dtypes, immediates, entries, returns). Structured control flow is
+EXECUTION.md §3: ``IF`` and ``LOOP`` push a frame storing the index of their
+``ELSE``/``END``; ``ELSE`` must be that index of an ``IF`` on top; ``END`` must be that
+index and store its opener's; ``BREAK_IF`` and ``CONTINUE_IF`` need an enclosing
+``LOOP``. After the pass, every ``ONCE`` must be followed by its effect block (the
+opcodes module docstring).
 
 Conventions: ``cx`` the Code being checked (``CodeCtx``), ``at`` a ``Where`` (the place
 messages name), ``op`` an ``opcodes.Op``, ``used`` the operand words the op uses, ``i``
@@ -17,119 +19,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from croqvm.dtypes import BY_CODE, DType
-from croqvm.errors import BytecodeError
-from croqvm.limits import MAX_BLOCK_SIZE
+from croqvm.dtypes import BY_CODE, promote
 
 from . import opcodes as O
-from .module import DYNAMIC, BaseKind, Code, Function, Kernel, Module, Storage
-from .verify_rules import CLASSES, ENTRIES, IMMEDIATES, REGISTER_TYPES, RETURNS, in_class
-
-MAX_GRID_RANK = 3
-
-_PLURALS = {"target": "instructions", "access": "accesses", "launch": "launches"}
-
-
-class Where:
-    """A place in a module, named the way messages name it."""
-
-    def __init__(self, text: str):
-        self.text = text
-
-    def at(self, more: str) -> "Where":
-        return Where(f"{self.text}, {more}")
-
-    def fail(self, message: str):
-        raise BytecodeError(f"malformed .cqb: {self.text}: {message}")
-
-
-def lookup(at: Where, noun: str, n: int, table, *, optional: bool = False):
-    """``table[n]`` (None for -1 when ``optional``), or the one index error wording."""
-    if optional and n == -1:
-        return None
-    if not 0 <= n < len(table):
-        plural = _PLURALS.get(noun, noun + "s")
-        at.fail(f"{noun} index {n} out of range ({len(table)} {plural})")
-    return table[n]
-
-
-def label(noun: str, n: int, name: str) -> str:
-    """How messages name a table entry: "buffer 3 ('sa')", or "buffer 3" if unnamed."""
-    return f"{noun} {n} ('{name}')" if name else f"{noun} {n}"
-
-
-@dataclass
-class CodeCtx:
-    """The Code being verified and what its checks need to know around it."""
-    module: Module
-    fn: Function
-    code: Code
-    kernel: Kernel | None      # None: the host program
-    where: Where
-
-    @property
-    def is_kernel(self) -> bool:
-        return self.kernel is not None
-
-
-def want_reg(cx: CodeCtx, at: Where, reg: int, rule: str, what: str,
-             *, optional=False) -> DType | None:
-    """Register ``reg`` exists and its dtype is in class ``rule``; returns the dtype."""
-    if lookup(at, "register", reg, cx.code.regs, optional=optional) is None:
-        return None
-    dt = BY_CODE[cx.code.regs[reg]]
-    if not in_class(rule, dt):
-        at.fail(f"{what} r{reg} is {dt.name}, but must be {CLASSES[rule.rstrip('=')][0]}")
-    return dt
-
-
-def check_unit(at: Where, unit: int):
-    """A unit of lanes: 0 (the block) or a lane count up to the block limit (§7.4, §11.2)."""
-    if not 0 <= unit <= MAX_BLOCK_SIZE:
-        at.fail(f"unit of {unit} lanes out of range (0 for the block, else 1..{MAX_BLOCK_SIZE})")
-
-
-def element_dtype(cx: CodeCtx, kind: BaseKind, base: int) -> DType:
-    """The element type of an access's or view's base (checked to exist): the buffer's,
-    or the future's declared one (§9.4.4)."""
-    table = cx.code.buffers if kind == BaseKind.BUF else cx.code.futures
-    return BY_CODE[table[base].dtype]
-
-
-def buffer_rank(cx: CodeCtx, b: int) -> int | None:
-    """Rank of buffer slot ``b`` as the module states it, None if it does not: its shape
-    registers; else the parameter it is bound to; else (a kernel's global slot) the host
-    buffer the first launch binds to it. Indices are guarded: this runs before the tables
-    it reads are checked, and the checks of launches then hold every other binding to the
-    rank found here."""
-    buf = cx.code.buffers[b]
-    params = cx.fn.params
-    if buf.shape:
-        return len(buf.shape)
-    if 0 <= buf.param < len(params) and params[buf.param].shape:
-        return len(params[buf.param].shape)
-    if cx.is_kernel:
-        host = CodeCtx(cx.module, cx.fn, cx.fn.host, None, cx.where)
-        for launch in cx.fn.host.launches:
-            for kslot, hslot in launch.buffers:
-                if (0 <= launch.kernel < len(cx.fn.kernels) and cx.fn.kernels[launch.kernel] is
-                        cx.kernel and kslot == b and 0 <= hslot < len(host.code.buffers)):
-                    return buffer_rank(host, hslot)
-    return None
-
-
-def base_rank(cx: CodeCtx, kind: BaseKind, base: int) -> int | None:
-    """Rank of an access's or view's base (checked to exist), None if not stated."""
-    if kind == BaseKind.FUT:
-        return len(cx.code.futures[base].shape)
-    return buffer_rank(cx, base)
-
-
-def base_storage(cx: CodeCtx, kind: BaseKind, base: int) -> Storage:
-    """Where an access's or view's base (checked to exist) lives."""
-    table = cx.code.buffers if kind == BaseKind.BUF else cx.code.futures
-    return table[base].storage
-
+from . import verify_mma
+from .verify_base import (MAX_GRID_RANK, CodeCtx, Where, buffer_rank, check_unit, dt_name,
+                          element_dtype, future_text, label, lookup, operand, want_reg)
+from .verify_rules import CLASSES, in_class
 
 # -- the pass -----------------------------------------------------------------------------
 
@@ -165,6 +61,9 @@ def check_instructions(cx: CodeCtx, words: list[int], where: Where, *, laneset=F
         f = frames[-1]
         where.fail(f"{f.opener} at instruction {f.start} is never closed "
                    f"(it stores {f.target} as its end)")
+    for i in range(n):
+        if O.TABLE[words[i * O.WIDTH]].effect_block:
+            _effect_block(words, i, where)
 
 
 def _check_placement(cx: CodeCtx, op: O.Op, at: Where, laneset: bool):
@@ -184,6 +83,26 @@ def _pure(op: O.Op) -> bool:
             and not (op.collective or op.blocks or op.host_only or op.kernel_only))
 
 
+def _effect_block(words: list[int], i: int, where: Where) -> None:
+    """``ONCE r`` at ``i`` (the structure is checked): ``IF r`` follows, without ELSE, and
+    its body is straight-line code without blocking, collective or ONCE instructions."""
+    W = O.WIDTH
+    at = where.at(f"instruction {i} (ONCE)")
+    nxt = i + 1
+    if nxt * W >= len(words) or words[nxt * W] != O.IF or words[nxt * W + 1] != words[i * W + 1]:
+        at.fail(f"must be followed by IF r{words[i * W + 1]}, the effect block (§7.2.2)")
+    end = words[nxt * W + 2]
+    if words[end * W] != O.END:
+        at.fail(f"its effect block (the IF at instruction {nxt}) has an ELSE")
+    for j in range(nxt + 1, end):
+        op = O.TABLE[words[j * W]]
+        if op.opens or op.closes or op.effect_block or op.collective or op.blocks or \
+                op.name in _STRUCTURE or op.code == O.YIELD:
+            where.at(f"instruction {j} ({op.name})").fail(
+                f"not allowed in the effect block of the ONCE at instruction {i} (straight-line "
+                "code without control flow, blocking, collective or ONCE instructions)")
+
+
 def _check_operand(cx: CodeCtx, at: Where, kind: str, value: int, n: int):
     base = kind.rstrip("?")
     attr, noun = O.OPERAND_KINDS[base]
@@ -194,11 +113,11 @@ def _check_operand(cx: CodeCtx, at: Where, kind: str, value: int, n: int):
 
 
 def _check_values(cx: CodeCtx, at: Where, op: O.Op, used: list[int]):
-    """The per-opcode rules of verify_rules: register dtypes, immediates, constants."""
+    """The opcode's rules in the table: register dtypes, immediates, entries, returns."""
     letters = "abcde"
     regs = [(letters[p], v) for p, (k, v) in enumerate(zip(op.operands, used)) if k == "r"]
     tied = None
-    for (letter, reg), rule in zip(regs, REGISTER_TYPES.get(op.name, ())):
+    for (letter, reg), rule in zip(regs, op.types):
         dt = want_reg(cx, at, reg, rule, f"operand {letter}")
         if rule.endswith("="):
             if tied is not None and tied[1] is not dt:
@@ -206,19 +125,15 @@ def _check_values(cx: CodeCtx, at: Where, op: O.Op, used: list[int]):
                         f"got {tied[1].name} and {dt.name}")
             tied = tied or (letter, dt)
     imms = [v for k, v in zip(op.operands, used) if k == "i"]
-    for value, rule in zip(imms, IMMEDIATES.get(op.name, ())):
+    for value, rule in zip(imms, op.imms):
         _IMMEDIATE_RULES[rule](cx, at, value, op, used)
-    if op.name in ENTRIES:
-        _ENTRY_RULES[ENTRIES[op.name]](cx, at, op, used)
-    if RETURNS.get(op.name, cx.fn.ret_kind) != cx.fn.ret_kind:
+    if op.entry:
+        ENTRY_RULES[op.entry](cx, at, op, used)
+    if op.returns not in (None, cx.fn.ret_kind):
         at.fail(f"{op.name} in a function returning {cx.fn.ret_kind.name.lower()}")
 
 
-# -- immediates (verify_rules.IMMEDIATES) ----------------------------------------------------
-
-def _operand(op: O.Op, used: list[int], kind: str) -> int:
-    return used[op.operands.index(kind)]
-
+# -- immediates (Op.imms) ---------------------------------------------------------------------
 
 def _grid_dim(cx, at, v, op, used):
     rank = cx.kernel.grid_rank if cx.is_kernel else MAX_GRID_RANK
@@ -235,27 +150,32 @@ def _unit(cx, at, v, op, used):
 
 
 def _alu_op(cx, at, v, op, used):
+    """@a := @a <op> R[b] computes in R[b]'s dtype T: the computation type of the element
+    type and T (§12.2), one the operator takes."""
     if v not in O.BINARY_ALU:
         names = ", ".join(O.TABLE[c].name for c in O.BINARY_ALU)
         at.fail(f"update operator {v} is not a binary ALU opcode ({names})")
-    # @a := @a <op> R[b]: the operator's dtype class binds the value and the element.
-    name = O.TABLE[v].name
-    rule = REGISTER_TYPES[name][0]
-    want_reg(cx, at, _operand(op, used, "r"), rule, f"value of the {name} update")
-    access = cx.code.accesses[_operand(op, used, "a")]
-    dt = element_dtype(cx, access.base_kind, access.base)
-    if not in_class(rule, dt):
-        at.fail(f"{name} update of a {dt.name} element")
+    alu = O.TABLE[v]
+    r = operand(op, used, "r")
+    t = BY_CODE[cx.code.regs[r]]
+    if not in_class(alu.types[1], t):
+        at.fail(f"{alu.name} update computing in {t.name}; {alu.name} takes "
+                f"{CLASSES[alu.types[1].rstrip('=')][0]}")
+    access = cx.code.accesses[operand(op, used, "a")]
+    elem = element_dtype(cx, access.base_kind, access.base)
+    if promote(elem, t) is not t:
+        at.fail(f"the value r{r} is {t.name}, but {elem.name} elements and {t.name} values "
+                f"compute in {promote(elem, t).name}")
 
 
 def _buffer_dim(cx, at, v, op, used):
-    rank = buffer_rank(cx, _operand(op, used, "b"))
+    rank = buffer_rank(cx, operand(op, used, "b"))
     if v < 0 or (rank is not None and v >= rank):
         at.fail(f"dimension {v} out of range (rank {rank})")
 
 
 def _future_dim(cx, at, v, op, used):
-    rank = len(cx.code.futures[_operand(op, used, "f")].shape)
+    rank = len(cx.code.futures[operand(op, used, "f")].shape)
     if v < 0 or v >= rank:
         at.fail(f"dimension {v} out of range (rank {rank})")
 
@@ -274,30 +194,12 @@ _IMMEDIATE_RULES = {
 }
 
 
-# -- entries named by operands (verify_rules.ENTRIES) ---------------------------------------
-
-def _matrix_view(cx, at, op, used):
-    v = _operand(op, used, "v")
-    rank = len(cx.code.views[v].extents)
-    if rank != 2:
-        at.fail(f"view {v} has rank {rank}; MMA tiles are 2-D")
-
+# -- entries named by operands (Op.entry) -----------------------------------------------------
 
 def _message(cx, at, op, used):
-    p = _operand(op, used, "p")
+    p = operand(op, used, "p")
     if cx.code.prints[p].newline:
         at.fail(f"print format {p} ends with a newline; a fault message is one line")
-
-
-def future_text(fut) -> str:
-    """A future's declared type as messages write it: ``async shared f16 [16, ?]``."""
-    shape = ", ".join("?" if d == DYNAMIC else str(d) for d in fut.shape)
-    return (f"{'async ' if fut.is_async else ''}{fut.storage.name.lower()} "
-            f"{_dt(fut.dtype)} [{shape}]")
-
-
-def _dt(code: int) -> str:
-    return BY_CODE[code].name if code in BY_CODE else f"<dtype {code}>"
 
 
 def _same_future(cx, at, op, used):
@@ -310,20 +212,20 @@ def _same_future(cx, at, op, used):
 
 def _typed_const(cx, at, op, used):
     """CONST never converts: the constant has the register's dtype."""
-    r, k = _operand(op, used, "r"), _operand(op, used, "k")
+    r, k = operand(op, used, "r"), operand(op, used, "k")
     have, want = cx.code.consts[k].dtype, cx.code.regs[r]
     if have != want:
-        at.fail(f"constant k{k} is {BY_CODE[have].name}, but r{r} is {BY_CODE[want].name}")
+        at.fail(f"constant k{k} is {dt_name(have)}, but r{r} is {dt_name(want)}")
 
 
-_ENTRY_RULES = {"matrix_view": _matrix_view, "message": _message,
-                "typed_const": _typed_const, "same_future": _same_future}
+ENTRY_RULES = {"message": _message, "typed_const": _typed_const, "same_future": _same_future,
+               **verify_mma.RULES}
 
 
 # -- structured control flow (EXECUTION.md §3) ----------------------------------------------
 
 def _open(frames, i, op, used, at):
-    frames.append(Frame(op.name, i, _operand(op, used, "t")))
+    frames.append(Frame(op.name, i, operand(op, used, "t")))
 
 
 def _else(frames, i, op, used, at):
@@ -333,7 +235,7 @@ def _else(frames, i, op, used, at):
                 else "ELSE outside an IF")
     if top.target != i:
         at.fail(f"the IF at instruction {top.start} stores {top.target} as its ELSE/END")
-    frames[-1] = Frame("ELSE", top.start, _operand(op, used, "t"))
+    frames[-1] = Frame("ELSE", top.start, operand(op, used, "t"))
 
 
 def _end(frames, i, op, used, at):
@@ -343,8 +245,8 @@ def _end(frames, i, op, used, at):
     if top.target != i:
         at.fail(f"closes the {_opener(top)} at instruction {top.start}, which stores "
                 f"{top.target} as its end")
-    if _operand(op, used, "t") != top.start:
-        at.fail(f"stores {_operand(op, used, 't')} as its opener, but closes the "
+    if operand(op, used, "t") != top.start:
+        at.fail(f"stores {operand(op, used, 't')} as its opener, but closes the "
                 f"{_opener(top)} at instruction {top.start}")
     frames.pop()
 

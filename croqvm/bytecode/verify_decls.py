@@ -33,9 +33,10 @@ from croqvm.limits import MAX_REGISTERS
 
 from .module import DYNAMIC, BaseKind, DmaOp, ParamKind, PieceKind, Storage
 from .opcodes import WIDTH
-from .verify_code import (CodeCtx, Where, base_rank, base_storage, buffer_rank,
-                          check_instructions, check_unit, element_dtype, future_text, label,
+from .verify_base import (CodeCtx, Where, base_rank, base_storage, buffer_rank, check_unit,
+                          element_dtype, extents_text, future_text, known_extents, label,
                           lookup, want_reg)
+from .verify_code import check_instructions
 
 MAX_BUFFER_ARRAY = 65536      # engines keep one instance slot per array element (§8.5)
 
@@ -105,7 +106,7 @@ def _buffer(cx: CodeCtx, at: Where, b: int, buf):
                 "(§3.2.2)")
     want_dtype(at, buf.dtype)
     for reg in buf.shape:
-        want_reg(cx, at, reg, "int", "extent register")
+        want_reg(cx, at, reg, "index", "extent register")
     count = 1
     for d in buf.array:
         if d < 1:
@@ -161,7 +162,7 @@ def _base(cx: CodeCtx, at: Where, kind: BaseKind, base: int, arr: int) -> int | 
             at.fail(f"a future base takes no array index (got r{arr})")
         return base_rank(cx, kind, base)
     buf = lookup(at, "buffer", base, cx.code.buffers)
-    want_reg(cx, at, arr, "int", "array index", optional=True)
+    want_reg(cx, at, arr, "index", "array index", optional=True)
     if buf.array and arr == -1:
         at.fail(f"buffer array '{buf.name}' needs an array index register")
     return buffer_rank(cx, base)
@@ -176,7 +177,7 @@ def _access(cx, at, n, acc):
     rank = _base(cx, at, acc.base_kind, acc.base, acc.arr)
     _ranked(at, "indices", acc.indices, rank)
     for reg in acc.indices:
-        want_reg(cx, at, reg, "int", "index register")
+        want_reg(cx, at, reg, "index", "index register")
 
 
 def _view(cx, at, n, view):
@@ -186,7 +187,7 @@ def _view(cx, at, n, view):
                 "(expected the same number, at least 1)")
     _ranked(at, "extents", view.extents, rank)
     for reg in view.origin + view.extents:
-        want_reg(cx, at, reg, "int", "origin/extent register")
+        want_reg(cx, at, reg, "index", "origin/extent register")
 
 
 def _dma(cx, at, n, dma):
@@ -200,7 +201,7 @@ def _dma(cx, at, n, dma):
     if any(len(p) != want for p in pads) or (dma.pad_value == -1) != (dma.op != DmaOp.PAD):
         at.fail(f"padding registers do not fit a DMA '{op}' of rank {rank}")
     for reg in dma.pad_lo + dma.pad_hi + dma.pad_mid:
-        want_reg(cx, at, reg, "int", "padding register")
+        want_reg(cx, at, reg, "index", "padding register")
     pad = want_reg(cx, at, dma.pad_value, "any", "pad value", optional=True)
     if pad not in (None, etype):
         at.fail(f"pad value r{dma.pad_value} is {pad.name}, but the elements are {etype.name}")
@@ -213,27 +214,32 @@ def _dma(cx, at, n, dma):
             at.fail(f"fills {label('future', dma.future, fut.name)} ({future_text(fut)}) with "
                     f"{'async ' if dma.is_async else ''}{storage.name.lower()} "
                     f"{etype.name} data of rank {rank}")
+        extents = known_extents(cx, dst[1]) if dst is not None else fut.shape
+        if any(DYNAMIC not in (x, y) and x != y for x, y in zip(extents, fut.shape)):
+            at.fail(f"fills {label('future', dma.future, fut.name)} ({future_text(fut)}) with "
+                    f"data of extents {extents_text(extents)}")
     elif dst is None:
         at.fail("no destination (a view, a future or the statement's own buffer)")
 
 
 def _dma_destination(cx, at, dma, rank, etype):
-    """Check a DMA's view or own buffer: (its storage, what it is), or None if neither."""
+    """Check a DMA's view or own buffer: (its storage, its extent registers), or None if
+    the DMA has neither."""
     view = lookup(at, "view", dma.dst_view, cx.code.views, optional=True)
     own = lookup(at, "buffer", dma.dst_buffer, cx.code.buffers, optional=True)
     if view is not None:
-        kind, base, drank, what = view.base_kind, view.base, len(view.extents), "destination view"
+        kind, base, extents, what = view.base_kind, view.base, view.extents, "destination view"
     elif own is not None:
         if not own.shape:
             at.fail(f"own {label('buffer', dma.dst_buffer, own.name)} has no shape registers")
-        kind, base, drank, what = BaseKind.BUF, dma.dst_buffer, len(own.shape), "own buffer"
+        kind, base, extents, what = BaseKind.BUF, dma.dst_buffer, own.shape, "own buffer"
     else:
         return None
     dtype = element_dtype(cx, kind, base)
-    if drank != rank or dtype is not etype:
+    if len(extents) != rank or dtype is not etype:
         at.fail(f"copies {etype.name} data of rank {rank} into the {what}, of {dtype.name} "
-                f"elements and rank {drank} (§9.2: one element type and rank)")
-    return base_storage(cx, kind, base), what
+                f"elements and rank {len(extents)} (§9.2: one element type and rank)")
+    return base_storage(cx, kind, base), extents
 
 
 def _coll(cx, at, n, coll):
@@ -260,12 +266,12 @@ def _launch(cx, at, n, launch):
     if len(launch.grid) != kernel.grid_rank:
         at.fail(f"{len(launch.grid)} grid extents for a kernel of grid rank {kernel.grid_rank}")
     for reg in launch.grid:
-        want_reg(cx, at, reg, "int", "grid extent")
+        want_reg(cx, at, reg, "index", "grid extent")
     if kernel.block_size == 0:
         if launch.block == -1:
             at.fail(f"gives no block size register for kernel {launch.kernel}, whose block "
                     "size is given at launch")
-        want_reg(cx, at, launch.block, "int", "block size register")
+        want_reg(cx, at, launch.block, "index", "block size register")
     elif launch.block != -1:
         at.fail(f"gives block size register r{launch.block} for a kernel whose block size is "
                 f"{kernel.block_size}")

@@ -216,8 +216,9 @@ def op_once(w, ins):
     """A lane's n-th arrival at the site claims execution n of its instance unless
     another lane already has; in lane order, so the lowest live lane under the default
     schedule. The other lanes must see the effect from the next statement on (§7.2.2):
-    a warp that claims runs its guarded ``IF ... END`` without being preempted, so no
-    schedule lets another warp slip in between the claim and the effect."""
+    the ``IF r ... END`` that follows is the effect block (the verifier guarantees it),
+    and a warp that claims runs it without being preempted, so no schedule lets another
+    warp pass its END before the effect has happened."""
     _, r, site, unit = ins[:4]
     blk = w.blk
     arrivals = blk.once.get(("arrivals", site))
@@ -237,9 +238,8 @@ def op_once(w, ins):
         res[active[mine][want > before]] = True
         blk.once[(site, u)] = max(claimed, int(want.max()))
     w.write(r, res)
-    nxt = blk.prog.ins[w.pc] if w.pc < len(blk.prog.ins) else None
-    if res.any() and nxt is not None and nxt[0] == opcodes.IF and nxt[1] == r:
-        w.hold = nxt[2]
+    if res.any():
+        w.hold = blk.prog.ins[w.pc][2]      # the effect block's END
 
 
 # --------------------------------------------------------------------------- events (§10)
@@ -326,7 +326,13 @@ def op_wait_event(w, ins):
         w.block_on(wait)
 
 
+def op_no_effect(w, ins):
+    """FENCE and SYNC_GLOBAL: memory is sequentially consistent and every launch runs to
+    completion at its LAUNCH (docs/EXECUTION.md §1), so there is nothing to order or to
+    wait for."""
+
+
 HANDLERS = {
     "BARRIER": op_barrier, "ONCE": op_once, "TRIGGER": op_trigger,
-    "WAIT_EVENT": op_wait_event,
+    "WAIT_EVENT": op_wait_event, "FENCE": op_no_effect, "SYNC_GLOBAL": op_no_effect,
 }

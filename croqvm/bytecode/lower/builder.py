@@ -23,9 +23,6 @@ from croqvm.bytecode.module import Code, Const
 from croqvm.source import SourceFile, Span
 
 W = opcodes.WIDTH
-CONST = opcodes.BY_NAME["CONST"].code
-# Opcodes whose operand a is a register they write ("R[a] := ..." in the table's notation).
-WRITES_A = frozenset(op.code for op in opcodes.TABLE if op.meaning.startswith("R[a] :="))
 # Operand positions holding instruction indices, moved when the prologue is inserted.
 TARGETS = {op.code: [i for i, kind in enumerate(op.operands) if kind == "t"]
            for op in opcodes.TABLE}
@@ -135,8 +132,8 @@ class CodeBuilder:
         if len(operands) != len(op.operands):
             raise AssertionError(f"{name} takes {len(op.operands)} operands, got {len(operands)}")
         self._last_write = None
-        if op.code in WRITES_A:
-            dst = operands[0]
+        if op.writes >= 0:
+            dst = operands[op.writes]
             if dst in self._const_of:
                 raise AssertionError(f"{name} writes r{dst}, a read-only constant register")
             self._writes[dst] = self._writes.get(dst, 0) + 1
@@ -201,7 +198,7 @@ class CodeBuilder:
         where = self.spans.intern(span)
         prologue = []
         for k, r in self._const_regs.items():          # in order of first use
-            prologue += [CONST, r, k, *pad, where]
+            prologue += [opcodes.CONST, r, k, *pad, where]
         self.insns[:0] = prologue
 
     def op_dim(self, name: str, slot: int, k: int) -> int:

@@ -169,10 +169,10 @@ def lower_binary(lw: Lowerer, e: ast.Binary) -> Val:
                    b.convert(rhs.reg, common))
         return Val(dtypes.BOOL, out)
     if e.op in SHIFTS:
-        # the count keeps its type: its value, not a wrapped copy, is checked against the
-        # width (§12.3.1)
+        # the count keeps its value: its own promotion (§12.2) never wraps it, and that
+        # value, not a wrapped copy, is checked against the width (§12.3.1)
         common = dtypes.promote(lhs.dtype, lhs.dtype)
-        count = rhs.reg
+        count = b.convert(rhs.reg, dtypes.promote(rhs.dtype, rhs.dtype))
     else:
         common = dtypes.promote(lhs.dtype, rhs.dtype)
         count = b.convert(rhs.reg, common)
@@ -223,7 +223,7 @@ def _logical(lw: Lowerer, e: ast.Binary) -> Val:
 
 def lower_unary(lw: Lowerer, e: ast.Unary) -> Val:
     if e.op in ("++", "--"):
-        reg = _step(lw, e.operand, e.op)
+        reg = step(lw, e.operand, e.op)
         copy = lw.b.reg(lw.b.reg_dtype(reg))
         lw.b.emit("MOV", copy, reg)
         return Val(lw.b.reg_dtype(copy), copy)
@@ -244,15 +244,22 @@ def lower_postfix(lw: Lowerer, e: ast.Postfix) -> Val:
     v = value(lw, e.operand)
     old = lw.b.reg(v.dtype)
     lw.b.emit("MOV", old, v.reg)
-    _step(lw, e.operand, e.op)
+    step(lw, e.operand, e.op)
     return Val(v.dtype, old)
 
 
-def _step(lw: Lowerer, target: ast.Expr, op: str) -> int:
-    """``x := x ± 1`` on a mutable scalar name (§4.2.6); returns x's register."""
+def step(lw: Lowerer, target: ast.Expr, op: str) -> int:
+    """``x := x ± 1`` on a mutable scalar name (§4.2.6), computed in x's arithmetic type
+    (§12.2) and converted back; returns x's register."""
     v = value(lw, target)
-    one = lw.b.load_const(v.dtype, 1)
-    lw.b.emit("ADD" if op == "++" else "SUB", v.reg, v.reg, one)
+    b = lw.b
+    t = dtypes.promote(v.dtype, v.dtype)
+    one = b.load_const(t, 1)
+    name = "ADD" if op == "++" else "SUB"
+    if t is v.dtype:
+        b.emit(name, v.reg, v.reg, one)
+    else:
+        b.emit("CVT", v.reg, b.op(name, t, b.convert(v.reg, t), one))
     return v.reg
 
 
@@ -338,8 +345,9 @@ def lower_convert(lw: Lowerer, e: ast.Convert) -> Val:
         lw.unsupported(e, f"conversion to '{e.dtype}'")
     v = value(lw, e.operand)
     if target.kind == "bool" and v.dtype.kind != "bool":
-        zero = lw.b.load_const(v.dtype, 0)
-        return Val(dtypes.BOOL, lw.b.op("NE", dtypes.BOOL, v.reg, zero))
+        t = dtypes.promote(v.dtype, v.dtype)       # compared in its arithmetic type
+        zero = lw.b.load_const(t, 0)
+        return Val(dtypes.BOOL, lw.b.op("NE", dtypes.BOOL, lw.b.convert(v.reg, t), zero))
     return Val(target, lw.b.convert(v.reg, target))
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from croqvm import dtypes
 from croqvm.bytecode.module import BufferDecl, Code, CollSite, Kernel, LaneSet, Launch, Storage
 from croqvm.lang import ast
-from croqvm.limits import UNIT_OF_LEVEL
+from croqvm.limits import LEVEL_LANES, UNIT_OF_LEVEL
 
 from .builder import CodeBuilder
 from .exprs import lower_as
@@ -227,11 +227,18 @@ _SYNC_UNITS = {None: 0, "block": 0, **{u.level: u.lanes for u in UNIT_OF_LEVEL.v
 
 
 def lower_sync(lw: Lowerer, s: ast.Sync) -> None:
-    """``sync.shared`` / ``sync.barrier : level`` (§6.8); fences and ``sync.global`` are
-    no-ops here: memory is sequentially consistent and launches complete in order."""
-    if s.kind in ("fence", "global") or not lw.ctx.in_kernel:
+    """``sync.shared`` / ``sync.barrier : level`` (§6.8) are barriers; ``sync.fence : level``
+    is a FENCE among the lanes of the level's instance and ``sync.global`` a SYNC_GLOBAL,
+    both kept for the GPU though the interpreters need neither."""
+    if s.kind == "global":
+        lw.b.emit("SYNC_GLOBAL")
+        return
+    if not lw.ctx.in_kernel:
         return
     unit = _SYNC_UNITS.get(s.level)
+    if s.kind == "fence":
+        lw.b.emit("FENCE", LEVEL_LANES["thread"] if unit is None else unit)
+        return
     if unit is None:                        # ": thread": nothing to wait for
         return
     text = "sync.shared" if s.kind == "shared" else f"sync.barrier : {s.level or 'block'}"

@@ -13,7 +13,7 @@ from croqvm.bytecode.module import BufferDecl, Storage
 from croqvm.lang import ast
 from croqvm.lang import types as T
 
-from .exprs import literal, lower_as, scalar_value, value
+from .exprs import literal, lower_as, scalar_value, step, value
 from .output import emit_check
 from .state import Lowerer, dtype_of
 from .values import BufRef, Val
@@ -123,13 +123,11 @@ def _store(lw: Lowerer, s: ast.Assign) -> None:
             b.emit("STORE", acc, v.reg)
         else:
             common = dtypes.promote(base.dtype, v.dtype)
-            b.emit("UPDATE", acc, b.convert(v.reg, common), getattr(opcodes, _COMPOUND[s.op]))
+            b.emit("UPDATE", acc, b.convert(v.reg, common), opcodes.BY_NAME[_COMPOUND[s.op]].code)
 
 
 def lower_incdec(lw: Lowerer, s: ast.IncDec) -> None:
-    v = value(lw, s.target)
-    one = lw.b.load_const(v.dtype, 1)
-    lw.b.emit("ADD" if s.op == "++" else "SUB", v.reg, v.reg, one)
+    step(lw, s.target, s.op)
 
 
 # --------------------------------------------------------------------------- control flow

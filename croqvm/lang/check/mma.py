@@ -220,6 +220,11 @@ def check_exec(ck, s: ast.MmaExec):
         return
     if frag.dtype is None:  # D11: the accumulator type follows the operands
         sym.type = Fragment(dtypes.lookup(acc), frag.shape, "acc")
+    elif frag.dtype.is_int != a.dtype.is_int:
+        kind = "an integer" if a.dtype.is_int else "a float"
+        ck.error(s.span, f"MMA: accumulator '{s.c.id}' is {frag.dtype.name}, but {a.dtype.name} "
+                         f"operands accumulate in {kind} type.")
+        return
     s.c.ty = sym.type
 
 

@@ -1,0 +1,114 @@
+"""The verifier's rules for MMA instructions (LANGUAGE.md §11.3, D11): what the fragments
+and views an MMA op names must be.
+
+- MMA_FILL, MMA_STORE act on an accumulator; MMA_LOAD fills an A or B operand fragment;
+  MMA_EXEC takes an accumulator, an A and a B fragment in that order (``FragDecl.role``).
+- Views are 2-D; MMA_LOAD's view has the fragment's element type (a load never
+  converts); A and B have one element type, or are both 8-bit integers; operands of a
+  float type accumulate in a float type, integer ones in an integer type.
+- Tile extents agree wherever the module states both statically (``FragDecl`` extents,
+  extent registers holding known constants): a view's with its fragment's, and in
+  MMA_EXEC the M, N and K of the accumulator [M, N], A ([M, K] row, [K, M] col) and B
+  ([N, K] row, [K, N] col) by the layout. Extents known only at run time are checked by
+  the engines at the first use of each fragment copy (``FragDecl``).
+
+Each rule is an entry rule of the opcode table (``Op.entry``); conventions as in
+verify_base.
+"""
+from __future__ import annotations
+
+from croqvm.dtypes import BY_CODE
+
+from .module import DYNAMIC, FragRole
+from .verify_base import (CodeCtx, Where, element_dtype, extents_text, known_extents, label,
+                          operand)
+
+ROLE_NAMES = {FragRole.ACC: "an accumulator", FragRole.A: "an A operand fragment",
+              FragRole.B: "a B operand fragment"}
+MMA_OPERAND_TYPES = ("f16", "bf16", "tf32", "f8_e4m3", "f8_e5m2", "f32", "f64", "s8", "u8")
+# (A's rows, A's cols) and (B's rows, B's cols) as (M, N, K) letters, per layout.
+_LAYOUT_DIMS = {0: ("MK", "NK"), 1: ("MK", "KN"), 2: ("KM", "NK"), 3: ("KM", "KN")}
+
+
+def _frag(cx: CodeCtx, at: Where, op, m: int, *roles: FragRole):
+    frag = cx.code.frags[m]
+    if frag.role not in roles:
+        wanted = " or ".join(ROLE_NAMES[r] for r in roles)
+        at.fail(f"{label('fragment', m, frag.name)} is {ROLE_NAMES[frag.role]}; "
+                f"{op.name} takes {wanted} there")
+    return frag
+
+
+def _view_extents(cx: CodeCtx, at: Where, v: int) -> list[int]:
+    view = cx.code.views[v]
+    if len(view.extents) != 2:
+        at.fail(f"view {v} has rank {len(view.extents)}; MMA tiles are 2-D")
+    return known_extents(cx, view.extents)
+
+
+def _agree(at: Where, what: str, have, want, fragment="the fragment") -> None:
+    """Extents ``have`` (of ``what``) against a fragment's ``want``, where both static."""
+    if any(DYNAMIC not in (x, y) and x != y for x, y in zip(have, want)):
+        at.fail(f"{what} has extents {extents_text(have)}, but {fragment} is "
+                f"{extents_text(want)}")
+
+
+def mma_fill(cx, at, op, used):
+    _frag(cx, at, op, operand(op, used, "m"), FragRole.ACC)
+
+
+def mma_load(cx, at, op, used):
+    m, v = operand(op, used, "m"), operand(op, used, "v")
+    frag = _frag(cx, at, op, m, FragRole.A, FragRole.B)
+    extents = _view_extents(cx, at, v)
+    view = cx.code.views[v]
+    elem = element_dtype(cx, view.base_kind, view.base)
+    if elem.code != frag.dtype:
+        at.fail(f"view {v} has {elem.name} elements, but {label('fragment', m, frag.name)} "
+                f"is {BY_CODE[frag.dtype].name}")
+    _agree(at, f"view {v}", extents, (frag.rows, frag.cols))
+
+
+def mma_store(cx, at, op, used):
+    m, v = operand(op, used, "m"), operand(op, used, "v")
+    frag = _frag(cx, at, op, m, FragRole.ACC)
+    extents = _view_extents(cx, at, v)
+    if used[2] == 1:      # V is [N, M] (§11.3.4)
+        _agree(at, f"view {v}", extents, (frag.cols, frag.rows), "the fragment stored transposed")
+    else:
+        _agree(at, f"view {v}", extents, (frag.rows, frag.cols))
+
+
+def mma_exec(cx, at, op, used):
+    c, a, b, layout = used[:4]
+    acc = _frag(cx, at, op, c, FragRole.ACC)
+    fa, fb = _frag(cx, at, op, a, FragRole.A), _frag(cx, at, op, b, FragRole.B)
+    ta, tb, tc = (BY_CODE[f.dtype] for f in (fa, fb, acc))
+    if ta.name not in MMA_OPERAND_TYPES:
+        at.fail(f"{ta.name} operands; MMA takes {', '.join(MMA_OPERAND_TYPES)}")
+    if ta is not tb and not (ta.bits == tb.bits == 8 and ta.is_int and tb.is_int):
+        at.fail(f"A is {ta.name} but B is {tb.name}; MMA operands have one element type "
+                f"(or are both 8-bit integers)")
+    if ta.is_int != tc.is_int:
+        at.fail(f"{ta.name} operands accumulate in {'an integer' if ta.is_int else 'a float'} "
+                f"type, not {tc.name}")
+    if 0 <= layout < len(_LAYOUT_DIMS):
+        _shapes_agree(at, layout, fa, fb, acc)
+
+
+def _shapes_agree(at: Where, layout: int, fa, fb, acc) -> None:
+    """M, N and K of the three tiles agree where both sides state them."""
+    seen: dict = {}
+    (a_dims, b_dims), c_dims = _LAYOUT_DIMS[layout], "MN"
+    for frag, dims, what in ((acc, c_dims, "C"), (fa, a_dims, "A"), (fb, b_dims, "B")):
+        for letter, extent in zip(dims, (frag.rows, frag.cols)):
+            if extent == DYNAMIC:
+                continue
+            if letter in seen and seen[letter][0] != extent:
+                at.fail(f"{letter} is {seen[letter][0]} in {seen[letter][1]} but {extent} in "
+                        f"{what} ('{frag.name}' {extents_text((frag.rows, frag.cols))})")
+            seen.setdefault(letter, (extent, f"{what} ('{frag.name}')"))
+
+
+RULES = {"mma_fill": mma_fill, "mma_load": mma_load, "mma_store": mma_store,
+         "mma_exec": mma_exec}
