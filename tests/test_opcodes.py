@@ -3,6 +3,7 @@ one table drives the encoder, the verifier, the disassembler, the engines and th
 import pytest
 
 from croqvm.bytecode import opcodes as O
+from croqvm.faults import Kind
 from croqvm.bytecode.verify_code import _IMMEDIATE_RULES, ENTRY_RULES
 from croqvm.bytecode.verify_rules import CLASSES
 
@@ -54,3 +55,10 @@ def test_update_operators_are_binary_alu_ops():
     for code in O.BINARY_ALU:
         assert O.TABLE[code].types[1:] in (("arith=", "arith="), ("logic=", "logic="),
                                            ("shift=", "shift"))
+
+
+def test_every_fault_kind_belongs_to_an_opcode():
+    """Every runtime error but the step limit (any instruction's) is some opcode's."""
+    named = {kind for op in O.TABLE for kind in op.faults}
+    assert all(isinstance(kind, Kind) for kind in named)
+    assert set(Kind) - named == {Kind.STEP_LIMIT}

@@ -1,13 +1,8 @@
 """The ``.cqb`` file format: encode, decode (always verified), save, load.
 
 ARCHITECTURE.md "The bytecode": ".cqb files are msgpack with a magic, a format version and
-a checksum". Layout::
-
-    offset  size  field
-         0     4  magic b"CQB\\0"
-         4     4  format version, unsigned little-endian (module.FORMAT_VERSION)
-         8    32  SHA-256 of the payload
-        40     -  payload: the Module as msgpack plain data (croqvm.bytecode.schema)
+a checksum": a header of ``HEADER_FIELDS`` (little-endian), then the payload, the Module as
+msgpack plain data (croqvm.bytecode.schema); docs/CQB.md draws it, generated from here.
 
 The payload holds only lists, ints, floats (always float64), bools and strings -- no maps,
 no extension types -- so encoding is deterministic: the same module gives the same bytes.
@@ -31,7 +26,11 @@ from .module import FORMAT_VERSION, Module
 from .verify import check_semantics
 
 MAGIC = CQB_MAGIC
-_HEADER = struct.Struct("<4sI32s")
+HEADER_FIELDS = (("4s", f"magic {MAGIC!r}"),
+                 ("I", "format version, unsigned (module.FORMAT_VERSION)"),
+                 ("32s", "SHA-256 of the payload"))
+_HEADER = struct.Struct("<" + "".join(code for code, _ in HEADER_FIELDS))
+HEADER_SIZE = _HEADER.size
 
 
 def encode(module: Module) -> bytes:

@@ -84,13 +84,13 @@ class BufferDecl:
     """A buffer slot. ``shape`` lists registers holding the extents (read at ALLOC); a
     parameter (``param >= 0``) takes its shape from the bound array instead. ``array`` is
     the static shape of a buffer array (§8.5; [] for a single buffer)."""
-    name: str
+    name: str                # for messages ("" for a hidden buffer)
     storage: Storage
-    dtype: int
-    shape: list[int]
-    array: list[int] = field(default_factory=list)
-    param: int = -1
-    span: int = 0
+    dtype: int               # element type (a dtype code)
+    shape: list[int]         # s32 registers holding the extents, [] when bound elsewhere
+    array: list[int] = field(default_factory=list)   # buffer-array extents, [] for one buffer
+    param: int = -1          # the parameter bound to it, -1: none
+    span: int = 0            # its declaration
 
     @property
     def count(self) -> int:
@@ -109,11 +109,11 @@ class FutureDecl:
     dimension, an extent or ``DYNAMIC`` when only known at run time (``FUT_DIM``). Every
     DMA filling it and every future swapped with it agree (the verifier checks)."""
     name: str
-    dtype: int
-    storage: Storage
-    is_async: bool
-    shape: list[int]
-    span: int = 0
+    dtype: int               # element type of its data
+    storage: Storage         # where its data lives
+    is_async: bool           # filled by async DMAs (then waited)
+    shape: list[int]         # extent per dimension of its data, or DYNAMIC
+    span: int = 0            # its declaration
 
 
 @dataclass
@@ -121,11 +121,11 @@ class EventDecl:
     """A shared event with ``slots`` slots (§10). Arrivals per generation: ``count`` when
     >= 0 (``event<N>``), else the number of lanes in the union of ``lanesets`` (§10.2)."""
     name: str
-    slots: int
-    ready: bool = False
-    count: int = -1
-    lanesets: list[int] = field(default_factory=list)
-    span: int = 0
+    slots: int               # >= 1
+    ready: bool = False      # every slot starts with one completed generation
+    count: int = -1          # arrivals per generation, -1: from the lane sets
+    lanesets: list[int] = field(default_factory=list)   # lane sets of its trigger statements
+    span: int = 0            # its declaration
 
 
 @dataclass
@@ -136,13 +136,13 @@ class FragDecl:
     accumulator [M, N]; an operand as its view: A [M, K] or [K, M], B [N, K] or [K, N] by
     layout, §11.3). An extent is ``DYNAMIC`` where only known at run time: the first
     operation on each copy fixes it, and later ones must agree."""
-    name: str
+    name: str                # the fragment, or the operand's source text for a hidden one
     role: FragRole
-    dtype: int
-    rows: int
+    dtype: int               # element type
+    rows: int                # tile extents as stored, or DYNAMIC
     cols: int
-    unit: int
-    span: int = 0
+    unit: int                # lanes per copy: 0 the block, 1, 32 or 128
+    span: int = 0            # its first use
 
 
 @dataclass
@@ -152,10 +152,10 @@ class Access:
     a future, indices relative to its view). ``text`` is how messages name it, e.g.
     ``sa[st]``."""
     base_kind: BaseKind
-    base: int
-    arr: int
-    indices: list[int]
-    text: str = ""
+    base: int                # buffer slot or future
+    arr: int                 # s32 register: index into a buffer array, -1: none
+    indices: list[int]       # s32 registers, one per dimension of the base
+    text: str = ""           # how messages name it
 
 
 @dataclass
@@ -163,11 +163,11 @@ class View:
     """A view (§8.1): origin and extents in registers, relative to the base's own view
     (a buffer's whole extent, or a future's data)."""
     base_kind: BaseKind
-    base: int
-    arr: int
-    origin: list[int]
-    extents: list[int]
-    text: str = ""
+    base: int                # buffer slot or future
+    arr: int                 # s32 register: index into a buffer array, -1: none
+    origin: list[int]        # s32 registers, one per dimension of the base
+    extents: list[int]       # s32 registers, as many
+    text: str = ""           # how messages name it
 
 
 @dataclass
@@ -179,16 +179,16 @@ class DmaDesc:
     names the collective site when the copy is one (§9.3)."""
     op: DmaOp
     src: int                 # view
-    dst_view: int = -1
-    dst_buffer: int = -1
-    future: int = -1
+    dst_view: int = -1       # view, -1: none
+    dst_buffer: int = -1     # the statement's own buffer slot, -1: none
+    future: int = -1         # the future it fills, -1: none
     is_async: bool = False
-    zfill: bool = False
-    perm: list[int] = field(default_factory=list)
-    pad_lo: list[int] = field(default_factory=list)   # registers
+    zfill: bool = False      # clear the destination beyond the source (§9.5.1)
+    perm: list[int] = field(default_factory=list)     # TRANSP: a permutation of the dimensions
+    pad_lo: list[int] = field(default_factory=list)   # PAD: s32 registers per dimension
     pad_hi: list[int] = field(default_factory=list)
     pad_mid: list[int] = field(default_factory=list)
-    pad_value: int = -1                               # register
+    pad_value: int = -1      # PAD: register of the element type, -1 otherwise
     text: str = ""           # "dma.copy", for messages
 
 
@@ -197,7 +197,7 @@ class CollSite:
     """Who takes part in a collective (§7.4): lanes in ``laneset`` that share the executing
     lane's unit of ``unit`` lanes (0: the whole block) and are not terminated."""
     laneset: int
-    unit: int
+    unit: int                # 0: the block, else lanes per instance
     text: str                # "dma.copy", "barrier at end of parallel", ...
 
 
@@ -207,15 +207,15 @@ class LaneSet:
     ``code`` (instructions, flat) runs with LANE giving the candidate lane and with the
     kernel's argument registers set; the lane belongs to the set when ``result`` is true.
     ``result`` = -1 means every lane of the block."""
-    code: list[int] = field(default_factory=list)
-    result: int = -1
+    code: list[int] = field(default_factory=list)   # straight-line instructions
+    result: int = -1         # bool register, -1: every lane
 
 
 @dataclass
 class PrintFormat:
     """Pieces printed back to back: (``STR``, string index) or (``REG``, register)."""
-    pieces: list[tuple[PieceKind, int]]
-    newline: bool
+    pieces: list[tuple[PieceKind, int]]   # (STR, string) or (REG, register)
+    newline: bool            # println
 
 
 @dataclass
@@ -223,13 +223,13 @@ class Launch:
     """A kernel launch from a host program (§14.2). ``block`` is the host register holding
     the block's lane count when the kernel's ``block_size`` is 0 (given at launch), else
     -1; the engine checks the count is 1..MAX_BLOCK_SIZE when it launches (§6.3.6)."""
-    kernel: int
-    grid: list[int]                       # host registers: extent per grid dimension
+    kernel: int                           # index in Function.kernels
+    grid: list[int]                       # s32 host registers: extent per grid dimension
     buffers: list[tuple[int, int]]        # (kernel buffer slot, host buffer slot)
     scalars: list[tuple[int, int]]        # (kernel register, host register)
-    is_async: bool = False
-    span: int = 0
-    block: int = -1                       # host register: lanes per block, or -1
+    is_async: bool = False                # parallel.async: the host need not wait (§14.2)
+    span: int = 0                         # the kernel's parallel statement
+    block: int = -1                       # s32 host register: lanes per block, or -1
 
 
 @dataclass
@@ -243,8 +243,10 @@ class Const:
 
 @dataclass
 class Code:
-    code: list[int] = field(default_factory=list)
-    regs: list[int] = field(default_factory=list)
+    """A host program or a kernel: instructions and the side tables their operands index
+    (operand kinds, croqvm.bytecode.opcodes)."""
+    code: list[int] = field(default_factory=list)        # WIDTH words per instruction
+    regs: list[int] = field(default_factory=list)        # dtype code per register
     reg_names: list[str] = field(default_factory=list)   # "" for temporaries
     consts: list[Const] = field(default_factory=list)
     strings: list[str] = field(default_factory=list)     # ASSERT messages, print text
@@ -258,8 +260,8 @@ class Code:
     colls: list[CollSite] = field(default_factory=list)
     lanesets: list[LaneSet] = field(default_factory=list)
     prints: list[PrintFormat] = field(default_factory=list)
-    launches: list[Launch] = field(default_factory=list)
-    once_sites: int = 0
+    launches: list[Launch] = field(default_factory=list)  # host programs only
+    once_sites: int = 0      # ONCE sites, numbered 0 .. once_sites - 1
 
 
 @dataclass
@@ -282,28 +284,30 @@ class Param:
     -1 for a stream."""
     name: str
     kind: ParamKind
-    dtype: int
-    shape: list = field(default_factory=list)
+    dtype: int               # element or scalar type, -1 for a stream
+    shape: list = field(default_factory=list)   # BUFFER: per dimension an int, a name or "?"
     storage: ParamStorage = ParamStorage.GLOBAL
-    slot: int = -1
+    slot: int = -1           # host buffer slot or host register, -1 for a stream
 
 
 @dataclass
 class Function:
+    """A ``__co__`` function (§14.3): its signature, host program and kernels."""
     name: str
     params: list[Param]
-    dims: list[tuple[str, int]]     # symbolic dimension -> host register
+    dims: list[tuple[str, int]]     # (symbolic dimension, s32 host register)
     ret_kind: RetKind
     ret_dtype: int                  # -1 for VOID
     host: Code
     kernels: list[Kernel] = field(default_factory=list)
-    span: int = 0
+    span: int = 0                   # the function's name
 
 
 @dataclass
 class Module:
+    """A compiled program: what a ``.cqb`` file holds."""
     sources: list[tuple[str, str]]                  # (file name, text)
-    spans: list[tuple[int, int, int, int, int]]
+    spans: list[tuple[int, int, int, int, int]]     # (file, line, col, end line, end col)
     functions: list[Function]
     version: int = FORMAT_VERSION
 

@@ -58,6 +58,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
+from croqvm.faults import Kind as K
+
 from .module import RetKind
 
 WIDTH = 7          # words per instruction
@@ -100,7 +102,7 @@ class Op:
     imms: tuple = ()           # a rule per immediate operand
     writes: int = -1           # position of the register operand written, -1: none
     optype: str = ""           # operation type and result (docs)
-    faults: tuple = ()         # runtime error kinds it may raise
+    faults: tuple = ()         # the faults.Kind of each runtime error it may raise
     collective: Mode = Mode.NEVER   # executed once by a converged set of lanes (§7.4)
     blocks: Mode = Mode.NEVER       # may suspend the warp
     opens: bool = False        # IF / LOOP: pushes a control frame
@@ -118,7 +120,7 @@ _ARITH = dict(types=("arith=", "arith=", "arith="), writes=0,
               optype="T, the operands' type (an arithmetic computation type); result T")
 _LOGIC = dict(types=("logic=", "logic=", "logic="), writes=0,
               optype="T, the operands' type (a 32- or 64-bit integer, or bool); result T")
-_SHIFT = dict(types=("shift=", "shift=", "shift"), writes=0, faults=("SHIFT_COUNT",),
+_SHIFT = dict(types=("shift=", "shift=", "shift"), writes=0, faults=(K.SHIFT_COUNT,),
               optype="T, R[b]'s type (a 32- or 64-bit integer); the count R[c] is any such "
                      "integer; result T")
 _COMPARE = dict(types=("bool", "compare=", "compare="), writes=0,
@@ -126,11 +128,11 @@ _COMPARE = dict(types=("bool", "compare=", "compare="), writes=0,
 _LEAF = dict(writes=0)
 _COLL = dict(collective=Mode.ALWAYS, blocks=Mode.ALWAYS, kernel_only=True)
 _SITE = dict(collective=Mode.WITH_SITE, blocks=Mode.WITH_SITE)
-_COLL_FAULTS = ("NOT_A_PARTICIPANT", "DIVERGENT_COLLECTIVE")
-_MMA_FAULTS = ("NOT_A_PARTICIPANT", "UNIT_INACTIVE", "UNIT_TERMINATED", "OPERANDS_DIFFER")
-_BASE_FAULTS = ("BUFFER_BEFORE_DECLARATION", "BUFFER_ARRAY_INDEX", "FUTURE_NO_DATA",
-                "FUTURE_NOT_WAITED", "OUT_OF_RANGE")
-_CONVERT = ("FLOAT_TO_INT",)
+_COLL_FAULTS = (K.NOT_A_PARTICIPANT, K.DIVERGENT_COLLECTIVE)
+_MMA_FAULTS = (K.NOT_A_PARTICIPANT, K.UNIT_INACTIVE, K.UNIT_TERMINATED, K.OPERANDS_DIFFER)
+_BASE_FAULTS = (K.BUFFER_BEFORE_DECLARATION, K.BUFFER_ARRAY_INDEX, K.FUTURE_NO_DATA,
+                K.FUTURE_NOT_WAITED, K.OUT_OF_RANGE)
+_CONVERT = (K.FLOAT_TO_INT,)
 
 
 def _op(name: str, operands: tuple, meaning: str, *families: dict, **fields) -> tuple:
@@ -161,10 +163,10 @@ _ROWS = (
     _op("MUL", ("r", "r", "r"), "R[a] := R[b] * R[c] (integers wrap)", _ARITH),
     _op("DIV", ("r", "r", "r"), "R[a] := R[b] / R[c]: integers truncate toward zero, "
         "MIN / -1 wraps to MIN, an integer division by zero faults", _ARITH,
-        faults=("DIVISION_BY_ZERO",)),
+        faults=(K.DIVISION_BY_ZERO,)),
     _op("MOD", ("r", "r", "r"), "R[a] := R[b] % R[c]: the sign of the dividend, MIN % -1 is "
         "0, an integer division by zero faults; floats as C's fmod", _ARITH,
-        faults=("DIVISION_BY_ZERO",)),
+        faults=(K.DIVISION_BY_ZERO,)),
     _op("MIN", ("r", "r", "r"), "R[a] := min(R[b], R[c]); a NaN operand is ignored, equal "
         "operands (+0 and -0 included) give R[b]", _ARITH),
     _op("MAX", ("r", "r", "r"), "R[a] := max(R[b], R[c]); a NaN operand is ignored, equal "
@@ -208,12 +210,12 @@ _ROWS = (
         types=("bool",), imms=("once_site", "unit"), kernel_only=True, effect_block=True),
     # --- memory (§3.2, §8.6)
     _op("ALLOC", ("b",), "allocate and zero buffer a for this instance, if not yet (§3.2.4)",
-        faults=("ALLOC_EXTENT", "ALLOC_BUFFER")),
+        faults=(K.ALLOC_EXTENT, K.ALLOC_BUFFER)),
     _op("FILL", ("b", "r", "c?"), "every element of buffer a := R[b] converted to the element "
         "type; a collective of site c when it names one", _SITE, types=("any",),
-        faults=("BUFFER_BEFORE_DECLARATION",) + _CONVERT + _COLL_FAULTS + ("OPERANDS_DIFFER",)),
+        faults=(K.BUFFER_BEFORE_DECLARATION,) + _CONVERT + _COLL_FAULTS + (K.OPERANDS_DIFFER,)),
     _op("LOAD", ("r", "a"), "R[a] := @b converted to R[a]'s dtype (bounds-checked)", _LEAF,
-        types=("any",), faults=_BASE_FAULTS + ("UNINITIALISED",) + _CONVERT),
+        types=("any",), faults=_BASE_FAULTS + (K.UNINITIALISED,) + _CONVERT),
     _op("STORE", ("a", "r"), "@a := R[b] converted to the element type (bounds-checked)",
         types=("any",), faults=_BASE_FAULTS + _CONVERT),
     _op("UPDATE", ("a", "r", "i"), "@a := @a <op c> R[b], one lane after another (c: a binary "
@@ -221,22 +223,22 @@ _ROWS = (
         types=("arith",), imms=("alu_op",),
         optype="T, R[b]'s type: the computation type of the element type and the value's "
         "(§12.2); result converted to the element type",
-        faults=_BASE_FAULTS + ("UNINITIALISED", "DIVISION_BY_ZERO", "SHIFT_COUNT") + _CONVERT),
+        faults=_BASE_FAULTS + (K.UNINITIALISED, K.DIVISION_BY_ZERO, K.SHIFT_COUNT) + _CONVERT),
     _op("DIMOF", ("r", "b", "i"), "R[a] := extent c of buffer b's current instance", _LEAF,
-        types=("index",), imms=("buffer_dim",), faults=("BUFFER_BEFORE_DECLARATION",)),
+        types=("index",), imms=("buffer_dim",), faults=(K.BUFFER_BEFORE_DECLARATION,)),
     # --- DMA and futures (§9)
     _op("DMA", ("d", "c?"), "copy as DMA descriptor a says; a collective of site b when it "
         "names one", _SITE,
-        faults=("EMPTY_TILE", "TILE_OUTSIDE", "DMA_SHAPE", "DMA_SHAPE_ZFILL", "NEVER_WAITED",
-                "ALLOC_EXTENT", "ALLOC_BUFFER", "ALLOC_TILE") + _BASE_FAULTS[:4]
-        + _COLL_FAULTS + ("OPERANDS_DIFFER",)),
+        faults=(K.EMPTY_TILE, K.TILE_OUTSIDE, K.DMA_SHAPE, K.DMA_SHAPE_ZFILL, K.NEVER_WAITED,
+                K.ALLOC_EXTENT, K.ALLOC_BUFFER, K.ALLOC_TILE) + _BASE_FAULTS[:4]
+        + _COLL_FAULTS + (K.OPERANDS_DIFFER,)),
     _op("FUT_ANY", ("f",), "future a := a placeholder without data (dma.any)"),
     _op("WAIT", ("f", "c?"), "complete future a's async transfer; a barrier of site b when it "
-        "names one", _SITE, faults=("FUTURE_WAITED_TWICE",) + _COLL_FAULTS),
+        "names one", _SITE, faults=(K.FUTURE_WAITED_TWICE,) + _COLL_FAULTS),
     _op("SWAP", ("f", "f"), "exchange the handles of futures a and b (of one type)",
         entry="same_future"),
     _op("FUT_DIM", ("r", "f", "i"), "R[a] := extent c of future b's data", _LEAF,
-        types=("index",), imms=("future_dim",), faults=("FUTURE_NO_DATA",)),
+        types=("index",), imms=("future_dim",), faults=(K.FUTURE_NO_DATA,)),
     # --- synchronisation (§6.7, §6.8, §7.2.3, §10, §14.2)
     _op("BARRIER", ("c",), "rendezvous of the participants of site a", _COLL,
         faults=_COLL_FAULTS),
@@ -244,9 +246,9 @@ _ROWS = (
         "lanes (0: the block; sync.fence, §6.8); nothing in the interpreters, whose memory "
         "is sequentially consistent", imms=("unit",), kernel_only=True),
     _op("TRIGGER", ("e", "r"), "arrive once at slot R[b] of event a", types=("index",),
-        faults=("EVENT_INDEX",), kernel_only=True),
+        faults=(K.EVENT_INDEX,), kernel_only=True),
     _op("WAIT_EVENT", ("e", "r"), "block until slot R[b] of event a completes the lane's next "
-        "generation", types=("index",), faults=("EVENT_INDEX",), blocks=Mode.ALWAYS,
+        "generation", types=("index",), faults=(K.EVENT_INDEX,), blocks=Mode.ALWAYS,
         kernel_only=True),
     _op("SYNC_GLOBAL", (), "wait until every kernel launched asynchronously so far has "
         "completed (sync.global, §6.8); nothing in the interpreters, which run every launch "
@@ -256,28 +258,28 @@ _ROWS = (
         "everywhere", _COLL, types=("any",), entry="mma_fill", faults=_CONVERT + _MMA_FAULTS),
     _op("MMA_LOAD", ("m", "v", "c"), "operand fragment a := the tile of view b, of a's "
         "element type", _COLL, entry="mma_load",
-        faults=("MMA_READ_OUTSIDE", "MMA_UNINITIALISED", "MMA_SHAPES") + _BASE_FAULTS[:4]
+        faults=(K.MMA_READ_OUTSIDE, K.MMA_UNINITIALISED, K.MMA_TILE_SHAPE) + _BASE_FAULTS[:4]
         + _MMA_FAULTS),
     _op("MMA_EXEC", ("m", "m", "m", "i", "c"), "accumulator a += b x c in layout d (0 "
         "row.row, 1 row.col, 2 col.row, 3 col.col): k ascending, each step rounded once "
         "(§12.4)", _COLL, imms=("mma_layout",), entry="mma_exec",
         optype="the accumulator's type; A and B of one element type (or both 8-bit integers)",
-        faults=("FRAGMENT_EMPTY", "MMA_SHAPES", "ALLOC_FRAGMENT") + _MMA_FAULTS),
+        faults=(K.FRAGMENT_EMPTY, K.MMA_SHAPES, K.ALLOC_FRAGMENT) + _MMA_FAULTS),
     _op("MMA_STORE", ("m", "v", "i", "c"), "view b := accumulator a converted to the view's "
         "element type (c=1: transposed)", _COLL, imms=("flag",), entry="mma_store",
-        faults=("MMA_STORE_SHAPE", "MMA_STORE_OWNERS", "ALLOC_FRAGMENT") + _BASE_FAULTS[:4]
+        faults=(K.MMA_TILE_SHAPE, K.MMA_STORE_OWNERS, K.ALLOC_FRAGMENT) + _BASE_FAULTS[:4]
         + _MMA_FAULTS),
     # --- output and checks (§6.9, §13)
     _op("PRINT", ("p",), "print format a, one lane after another"),
     _op("ASSERT", ("r", "s"), "fault with message S[b], verbatim, where R[a] is false",
-        types=("bool",), faults=("ASSERT",)),
+        types=("bool",), faults=(K.ASSERT,)),
     _op("ASSERT_FMT", ("r", "p"), "fault where R[a] is false, with the text print format b "
         "writes for the lowest such lane (§13.2): run-time checks that show values (§5.5.2, "
-        "§6.2.2)", types=("bool",), entry="message", faults=("ASSERT_FMT",)),
+        "§6.2.2)", types=("bool",), entry="message", faults=(K.ASSERT_FMT,)),
     # --- host (§14.2)
     _op("LAUNCH", ("l",), "run the kernel launch described by a (an async one need not have "
         "completed before SYNC_GLOBAL or the function's end)", host_only=True,
-        faults=("GRID_BOUND", "TOO_MANY_THREADS", "BLOCK_SIZE")),
+        faults=(K.GRID_BOUND, K.TOO_MANY_THREADS, K.BLOCK_SIZE)),
     _op("RET", (), "return nothing (the end of every host program)", host_only=True),
     _op("RET_VAL", ("r",), "return R[a]", types=("any",), host_only=True,
         returns=RetKind.SCALAR),

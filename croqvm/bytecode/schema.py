@@ -10,7 +10,9 @@ symbolic names and ``"?"``.
 ``to_plain`` checks every value's Python type on the way out (so the verifier can trust
 types) and ``from_plain`` checks the decoded data on the way in, turning enum values into
 their members; both name the offending place as a path such as
-``functions[0].kernels[1].code.buffers[3].dtype``.
+``functions[0].kernels[1].code.buffers[3].dtype``. ``records`` and ``type_text`` describe
+the layout for docs/CQB.md; ``fingerprint`` condenses everything a ``.cqb`` file's meaning
+depends on, so that a test notices a change made without a new ``FORMAT_VERSION``.
 
 Conventions: ``spec`` is a type annotation; ``path`` the dotted location of a value.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import hashlib
 import typing
 
 from croqvm.errors import BytecodeError
@@ -158,3 +161,74 @@ def from_plain(data, spec=M.Module, path="module"):
             _fail(path, f"expected a list of {len(items)} items, got {_what(data)}")
         return tuple(from_plain(x, t, f"{path}[{i}]") for i, (x, t) in enumerate(zip(data, items)))
     return _leaf(spec)(data, path)
+
+
+# -- the layout, described ----------------------------------------------------------------
+
+def records(spec=M.Module) -> list:
+    """Every record (dataclass) of the payload, depth first from ``spec`` in field order."""
+    out: list = []
+
+    def visit(t):
+        if dataclasses.is_dataclass(t):
+            if t in out:
+                return
+            out.append(t)
+            for _, ann in _fields(t):
+                visit(ann)
+        for arg in typing.get_args(t):
+            visit(arg)
+    visit(spec)
+    return out
+
+
+def enums(spec=M.Module) -> list:
+    """Every IntEnum a field of the payload holds, in the order ``records`` meets them."""
+    out: list = []
+
+    def visit(t):
+        if _is_enum(t) and t not in out:
+            out.append(t)
+        for arg in typing.get_args(t):
+            visit(arg)
+    for record in records(spec):
+        for _, ann in _fields(record):
+            visit(ann)
+    return out
+
+
+def type_text(spec) -> str:
+    """How docs/CQB.md writes a field's type."""
+    if dataclasses.is_dataclass(spec):
+        return spec.__name__
+    if _is_enum(spec):
+        return f"{spec.__name__} (int)"
+    if spec is list:
+        return "list of (int or str)"
+    origin = typing.get_origin(spec)
+    if origin is list:
+        return f"list of {type_text(typing.get_args(spec)[0])}"
+    if origin is tuple:
+        return "[" + ", ".join(type_text(t) for t in typing.get_args(spec)) + "]"
+    if spec == int | float:
+        return "int or float"
+    return spec.__name__
+
+
+def fields(record) -> tuple:
+    """(name, annotation) of each field of a model record, in payload order."""
+    return _fields(record)
+
+
+def fingerprint() -> str:
+    """SHA-256 of what a payload's meaning depends on: every record's field names and
+    types in order, every enum's members, the opcode table's numbers, names and operand
+    kinds, and the dtype codes. Prose is left out, so documenting changes nothing."""
+    from croqvm import dtypes
+    from . import opcodes
+    parts = [f"{r.__name__}({', '.join(f'{n}: {type_text(a)}' for n, a in _fields(r))})"
+             for r in records()]
+    parts += [f"{e.__name__}{[(m.name, m.value) for m in e]}" for e in enums()]
+    parts += [f"{op.code} {op.name} {op.operands}" for op in opcodes.TABLE]
+    parts += [f"{d.code} {d.name}" for d in dtypes.BY_CODE.values()]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()

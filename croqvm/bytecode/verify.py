@@ -50,7 +50,6 @@ from croqvm.dtypes import BY_CODE
 from croqvm.limits import (EVENT_SLOT_BYTES, MAX_BLOCK_SIZE, MAX_SHARED_BYTES, buffer_bytes,
                            shared_limit_message)
 
-from . import opcodes as O
 from . import schema
 from .module import FORMAT_VERSION, Function, Module, ParamKind, RetKind, Storage
 from .verify_base import MAX_GRID_RANK, CodeCtx, Where, known_registers, lookup, want_reg

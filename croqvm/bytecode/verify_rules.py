@@ -20,7 +20,6 @@ WIDE_INTS = ("s32", "u32", "s64", "u64")
 CLASSES = {
     "any": ("any dtype", lambda d: True),
     "bool": ("bool", lambda d: d.kind == "bool"),
-    "int": ("an integer dtype", lambda d: d.is_int),
     "index": ("s32", lambda d: d.name == "s32"),
     "arith": ("an arithmetic type (" + ", ".join(ARITH) + ")", lambda d: d.name in ARITH),
     "logic": ("a 32- or 64-bit integer or bool", lambda d: d.name in WIDE_INTS + ("bool",)),
