@@ -322,6 +322,7 @@ enum cq_fault {
     CQ_FAULT_MMA_STORE_OWNERS = 35,
     CQ_FAULT_ASSERT = 36,
     CQ_FAULT_ASSERT_FMT = 37,
+    CQ_FAULT_GRID_LIMIT = 38,
 };
 
 #endif  /* CQ_OPCODES_H */

@@ -279,7 +279,7 @@ _ROWS = (
     # --- host (§14.2)
     _op("LAUNCH", ("l",), "run the kernel launch described by a (an async one need not have "
         "completed before SYNC_GLOBAL or the function's end)", host_only=True,
-        faults=(K.GRID_BOUND, K.TOO_MANY_THREADS, K.BLOCK_SIZE)),
+        faults=(K.GRID_BOUND, K.GRID_LIMIT, K.TOO_MANY_THREADS, K.BLOCK_SIZE)),
     _op("RET", (), "return nothing (the end of every host program)", host_only=True),
     _op("RET_VAL", ("r",), "return R[a]", types=("any",), host_only=True,
         returns=RetKind.SCALAR),
