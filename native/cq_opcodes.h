@@ -323,6 +323,7 @@ enum cq_fault {
     CQ_FAULT_ASSERT = 36,
     CQ_FAULT_ASSERT_FMT = 37,
     CQ_FAULT_GRID_LIMIT = 38,
+    CQ_FAULT_SHARED_LIMIT = 39,
 };
 
 #endif  /* CQ_OPCODES_H */

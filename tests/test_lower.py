@@ -841,6 +841,24 @@ def test_dma_into_storage_owns_a_buffer_of_the_source_shape():
     assert d.future >= 0 and dma_site(k.code) >= 0 and d.dst_view == -1
 
 
+def test_a_dma_owned_buffer_takes_its_shape_registers_and_the_shared_limit():
+    """The own buffer is allocated with its shape registers (here [N, N], known at the
+    call), and a shared one counts toward the block's shared memory as an ALLOC would."""
+    src = """
+    __co__ void big(s32 [N, N] a) {
+      parallel p by 1 : block {
+        t = dma.copy a => shared;
+        println(t.data.at(0, 1), t.span(1));
+      }
+    }"""
+    assert run(src, "big", [np.arange(100, dtype=np.int32).reshape(10, 10)]) == "1 10\n"
+    with pytest.raises(KernelFault) as e:
+        call(src, "big", np.zeros((300, 300), np.int32))
+    assert str(e.value).splitlines()[0] == (
+        "t.co:4:9: runtime error: allocating 't': 360000 bytes of shared memory per block, "
+        "more than the limit of 233472 (228 KiB).")
+
+
 def test_pad_and_transpose():
     src = """
     __co__ auto pad(s32 [2, 3] a) {

@@ -210,7 +210,7 @@ _ROWS = (
         types=("bool",), imms=("once_site", "unit"), kernel_only=True, effect_block=True),
     # --- memory (§3.2, §8.6)
     _op("ALLOC", ("b",), "allocate and zero buffer a for this instance, if not yet (§3.2.4)",
-        faults=(K.ALLOC_EXTENT, K.ALLOC_BUFFER)),
+        faults=(K.ALLOC_EXTENT, K.SHARED_LIMIT, K.ALLOC_BUFFER)),
     _op("FILL", ("b", "r", "c?"), "every element of buffer a := R[b] converted to the element "
         "type; a collective of site c when it names one", _SITE, types=("any",),
         faults=(K.BUFFER_BEFORE_DECLARATION,) + _CONVERT + _COLL_FAULTS + (K.OPERANDS_DIFFER,)),
@@ -230,7 +230,8 @@ _ROWS = (
     _op("DMA", ("d", "c?"), "copy as DMA descriptor a says; a collective of site b when it "
         "names one", _SITE,
         faults=(K.EMPTY_TILE, K.TILE_OUTSIDE, K.DMA_SHAPE, K.DMA_SHAPE_ZFILL, K.NEVER_WAITED,
-                K.ALLOC_EXTENT, K.ALLOC_BUFFER, K.ALLOC_TILE) + _BASE_FAULTS[:4]
+                K.ALLOC_EXTENT, K.SHARED_LIMIT, K.ALLOC_BUFFER, K.ALLOC_TILE)
+        + _BASE_FAULTS[:4]
         + _COLL_FAULTS + (K.OPERANDS_DIFFER,)),
     _op("FUT_ANY", ("f",), "future a := a placeholder without data (dma.any)"),
     _op("WAIT", ("f", "c?"), "complete future a's async transfer; a barrier of site b when it "

@@ -15,10 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..bytecode.module import BaseKind, Storage
+from ..bytecode.module import BaseKind
 from ..bytecode.opcodes import TABLE
-from ..faults import Kind, LaneFault
-from ..limits import MAX_SHARED_BYTES
+from ..faults import LaneFault
 from ..numerics import binary_op, convert, converter
 from .memory import block_wide, buffer_of, check_written, distinct, is_uniform, load, locate, store
 from .sync import arrive, check_uniform, register_operand
@@ -48,15 +47,7 @@ def op_alloc(w, ins):
             if blk.uniform_slot(slot):
                 return
             continue
-        shape = [int(w.regs[r][i]) for r in decl.shape]
-        for d in shape:
-            if d < 1:
-                raise LaneFault(Kind.ALLOC_EXTENT, (d,), int(i))
-        if decl.storage == Storage.SHARED and not blk.is_host:
-            used = blk.claim_shared(slot, shape)
-            if used > MAX_SHARED_BYTES:   # extents known only now (§3.2.4, limits)
-                raise LaneFault(Kind.SHARED_LIMIT, (slot, used), int(i))
-        blk.allocate(slot, lane, shape)
+        blk.allocate_declared(slot, lane, [int(w.regs[r][i]) for r in decl.shape])
 
 
 def _fill(blk, slot, lane, value, vtype):

@@ -125,19 +125,10 @@ class Plan:
             if h is not None and h.buf is not None:
                 return h.buf, h.origin, h.extents
         insts = blk.instances(desc.dst_buffer, lane) or \
-            blk.allocate(desc.dst_buffer, lane, self._own_shape(blk, desc, w, i, lane))
+            blk.allocate_declared(desc.dst_buffer, lane, [
+                int(w.regs[r][i]) for r in blk.prog.code.buffers[desc.dst_buffer].shape])
         buf = insts[0]
         return buf, (0,) * buf.data.ndim, buf.shape
-
-    @staticmethod
-    def _own_shape(blk, desc, w, i, lane):
-        """The statement's own buffer's extents: its shape registers (§9.4.1)."""
-        decl = blk.prog.code.buffers[desc.dst_buffer]
-        shape = [int(w.regs[r][i]) for r in decl.shape]
-        for d in shape:
-            if d < 1:
-                raise Fault(Kind.ALLOC_EXTENT, (d,), lane)
-        return shape
 
     def operands(self):
         """What every participant of a collective DMA must present alike (§7.4.5)."""

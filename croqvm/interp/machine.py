@@ -13,8 +13,8 @@ import numpy as np
 from .. import dtypes
 from ..bytecode.module import Storage
 from ..bytecode.opcodes import SPAN, WIDTH
-from ..limits import EVENT_SLOT_BYTES, WARP_SIZE, buffer_bytes
-from ..faults import Kind
+from ..limits import EVENT_SLOT_BYTES, MAX_SHARED_BYTES, WARP_SIZE, buffer_bytes
+from ..faults import Fault, Kind
 from ..messages import lanes_phrase
 from ..position import PROGRESS_EVERY, RunPosition
 from ..source import SpanTable
@@ -155,6 +155,19 @@ class Block:
         self.shared[slot] = buffer_bytes(dtypes.BY_CODE[decl.dtype].bits, decl.count, shape)
         events = EVENT_SLOT_BYTES * sum(ev.slots for ev in self.prog.code.events)
         return events + sum(self.shared.values())
+
+    def allocate_declared(self, slot: int, lane: int, shape) -> list:
+        """Allocate ``slot`` for ``lane`` with ``shape``, the values of its shape registers
+        (at its ALLOC, or at the DMA owning it, §9.4.1): every extent at least 1 and a
+        kernel's shared memory within the limit, else a runtime error of the lane."""
+        for d in shape:
+            if d < 1:
+                raise Fault(Kind.ALLOC_EXTENT, (d,), lane)
+        if self.prog.code.buffers[slot].storage == Storage.SHARED and not self.is_host:
+            used = self.claim_shared(slot, shape)
+            if used > MAX_SHARED_BYTES:   # extents known only now (§3.2.4, limits)
+                raise Fault(Kind.SHARED_LIMIT, (slot, used), lane)
+        return self.allocate(slot, lane, shape)
 
     def warp_of(self, lane: int):
         """(warp, lane index in it) of block lane ``lane``."""
