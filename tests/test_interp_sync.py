@@ -268,3 +268,25 @@ def test_once_effect_is_seen_by_every_lane_under_random_schedules():
         out = np.zeros(64, np.int32)
         run(mod, args=[out], schedule="random", seed=seed)
         assert (out == 7).all(), seed
+
+
+def test_a_blocked_wait_is_one_step():
+    """docs/EXECUTION.md "Step counting": warp 0 waits for warp 1's trigger; each warp
+    issues 8 instructions and the host 3, and the wait that blocked does not run again."""
+    a = Asm()
+    k = a.code("""
+        LANE r0
+        CONST r1 k0
+        LT r2 r0 r1
+        CONST r3 k1
+        IF r2
+          WAIT_EVENT e0 r3
+        ELSE
+          TRIGGER e0 r3
+        END""", regs="s32 s32 bool s32", consts=[("s32", 32), ("s32", 0)],
+        events=[EventDecl("e", 1, count=32)])
+    stats = {}
+    run(kernel_module(a, k, 64), stats=stats)
+    # warp 0: 7 instructions with its 32 lanes, then END with none (the ELSE emptied it);
+    # warp 1: IF leaves none active, so its ELSE issues with none
+    assert (stats["warp_steps"], stats["lane_steps"]) == (8 + 8 + 3, 7 * 32 + 7 * 32 + 3)

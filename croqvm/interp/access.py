@@ -120,18 +120,19 @@ def prepare_update(prog, ins):
 def op_update(w, ins):
     """``@a := @a <op> R[b]`` one lane after another (§7.1.3): a lane sees the element
     as the lanes before it left it. When no two lanes share an element that order is
-    invisible and the lanes go together."""
+    invisible and the lanes go together, checked in stages (docs/EXECUTION.md "Fault
+    precedence"): addresses, then uninitialised reads, then the operation."""
     a, uniform, r, ops = ins
     groups = locate(w, a, uniform)
     if _lanes_collide(groups):
         _update_in_order(w, a, groups, ops, r)
         return
+    _lowest(*(_try(check_written, w, a, buf, lanes, flat)[1] for buf, lanes, flat in groups))
     results, faults = [], []
     for buf, lanes, flat in groups:
-        try:
-            results.append((buf, flat, _updated(w, a, buf, lanes, flat, ops, r)))
-        except LaneFault as f:
-            faults.append(f)
+        vals, fault = _try(_updated, w, lanes, flat, buf, ops, r)
+        results.append((buf, flat, vals))
+        faults.append(fault)
     _lowest(*faults)
     for buf, flat, vals in results:
         buf.flat[flat] = vals
@@ -139,9 +140,8 @@ def op_update(w, ins):
             buf.written.reshape(-1)[flat] = True
 
 
-def _updated(w, a, buf, lanes, flat, ops, r):
+def _updated(w, lanes, flat, buf, ops, r):
     """The new values of the elements at ``flat`` of ``buf`` that ``lanes`` update."""
-    check_written(w, a, buf, lanes, flat)
     fn, to_elem = ops
     if len(lanes) == w.width:          # every lane: the register as it is
         values, act = w.regs[r], w.act

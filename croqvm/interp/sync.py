@@ -71,6 +71,9 @@ class Waiting:
     def ready(self) -> bool:
         return all(r.done for r in self.recs)
 
+    def wake(self) -> None:
+        """Nothing is left to do: the collective's effect ran when it completed."""
+
     def view(self) -> tuple:
         """The block view's waits (croqvm.blockview): the rendezvous not complete."""
         return tuple(r.view() for r in self.recs if not r.done)
@@ -305,6 +308,10 @@ class EventWait:
     def ready(self) -> bool:
         return not self.pending().any()
 
+    def wake(self) -> None:
+        """Each waiting lane has waited for one more generation of its slot."""
+        self.ev.waits[self.lanes, self.slots] += 1
+
     def view(self) -> tuple:
         """The block view's waits (croqvm.blockview): the first lane still waiting's."""
         ev = self.ev
@@ -320,10 +327,9 @@ def op_wait_event(w, ins):
     lanes = w.lanes[w.act]
     wait = EventWait(ev, w.ip, lanes, slots)
     if wait.ready():
-        ev.waits[lanes, slots] += 1
+        wait.wake()
     else:
-        w.pc = w.ip          # run the WAIT again once the generations have completed
-        w.block_on(wait)
+        w.block_on(wait)     # one step: waking completes the wait, nothing runs again
 
 
 def op_no_effect(w, ins):

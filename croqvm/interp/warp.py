@@ -87,9 +87,10 @@ class Warp:
         self.blocker = blocker
 
     def runnable(self) -> bool:
-        """Ready, or blocked on something that has now happened (then it wakes, and is
-        done if that was its last instruction)."""
+        """Ready, or blocked on something that has now happened (then it wakes, which
+        completes the blocking instruction, and is done if that was its last)."""
         if self.state == BLOCKED and self.blocker.ready():
+            self.blocker.wake()
             self.state, self.blocker = READY, None
             if self.pc >= len(self.blk.prog.ins):
                 self.finish()

@@ -1,0 +1,66 @@
+"""Which fault an instruction reports when several lanes fail in different ways
+(docs/EXECUTION.md "Fault precedence"): the checks run in stages, and the first stage
+that fails reports its lowest lane."""
+import io
+import textwrap
+
+import pytest
+
+import croqvm
+import engines
+from croqvm.errors import KernelFault
+
+pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
+
+
+def first_line(source: str, **options) -> str:
+    prog = croqvm.compile(textwrap.dedent(source).lstrip("\n"), "p.co")
+    with pytest.raises(KernelFault) as e:
+        engines.run(prog, "f", out=io.StringIO(), **options)
+    text = str(e.value).splitlines()
+    return f"{text[0]} | {text[-1]}"
+
+
+def test_an_update_reports_uninitialised_reads_before_its_operation():
+    """Lane 0 divides by zero, lane 1 reads an element never written: the read stage
+    comes first, though its lane is higher."""
+    src = """
+        __co__ void f() {
+          s32 [2] b;
+          b.at(0) = 5;
+          parallel t by 2
+            b.at(t) /= t;
+        }"""
+    assert first_line(src, poison=True) == (
+        "p.co:5:5: runtime error: read of uninitialised element b.at(1) (buffer declared "
+        "at p.co:2:11). |   in kernel launched at p.co:4:3, block (0), lane 1 (warp 0, "
+        "lane 1)")
+
+
+def test_a_load_reports_addresses_before_uninitialised_reads():
+    src = """
+        __co__ void f() {
+          s32 [2] b;
+          s32 [2] c;
+          parallel t by 2
+            c.at(t) = b.at(1 - 3 * t);
+        }"""
+    assert first_line(src, poison=True) == (
+        "p.co:5:5: runtime error: out-of-range access b.at(-2): index -2 of dimension 0 is "
+        "not in [0, 2). |   in kernel launched at p.co:4:3, block (0), lane 1 (warp 0, "
+        "lane 1)")
+
+
+def test_a_store_reports_the_lowest_lane_of_address_and_conversion_faults():
+    """Lane 0 stores a value no s32 holds, lane 1 out of range: lane 0 is lower."""
+    src = """
+        __co__ void f() {
+          s32 [2] b;
+          parallel t by 2 {
+            f32 v = 30000000000.0f - t;
+            b.at(3 * t) = v;
+          }
+        }"""
+    assert first_line(src) == (
+        "p.co:5:5: runtime error: value 3e+10 out of range for 's32'. |   in kernel "
+        "launched at p.co:3:3, block (0), lane 0 (warp 0, lane 0)")
