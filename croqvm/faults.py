@@ -1,4 +1,4 @@
-"""Runtime errors as structured records (LANGUAGE.md §15.3; docs/EXECUTION.md "Faults").
+"""Runtime errors as structured records (LANGUAGE.md §15.3; docs/EXECUTION.md §14).
 
 ``Kind`` names every kind of runtime error (its message template is in
 ``croqvm.messages``). Inside an engine a handler reports a runtime error by raising one of

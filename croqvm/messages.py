@@ -1,5 +1,5 @@
 """Every runtime message croqvm writes, one template per kind (LANGUAGE.md §15.3;
-docs/EXECUTION.md "Faults"), and how messages write values.
+docs/EXECUTION.md §14), and how messages write values.
 
 An engine reports a runtime error as a *kind* (``croqvm.faults.Kind``, whose numbers are
 the ones a C engine uses) and the kind's *arguments*: ints, floats, lane sets and indices into the

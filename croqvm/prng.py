@@ -1,5 +1,5 @@
 """The project's pseudo-random numbers: SplitMix64, fully specified so that every engine
-draws the same numbers (docs/EXECUTION.md "Scheduling" and "Random inputs").
+draws the same numbers (docs/EXECUTION.md §15-§16).
 
 The state is a u64, the seed itself (any Python int, taken modulo 2**64). Each draw adds
 the golden-ratio increment and mixes (all arithmetic modulo 2**64)::

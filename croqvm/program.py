@@ -20,7 +20,7 @@ from .diagnostics import Diagnostic, render_all
 from .errors import ArgumentError
 from .source import SourceFile
 
-SCHEDULES = ("rr", "random")     # LANGUAGE.md §7.1.2; docs/EXECUTION.md "Scheduling"
+SCHEDULES = ("rr", "random")     # LANGUAGE.md §7.1.2; docs/EXECUTION.md §16
 SEED_BITS = 64                   # a seed is taken modulo 2**64: the PRNG state (croqvm.prng)
 
 

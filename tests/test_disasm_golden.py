@@ -2,7 +2,7 @@
 line against the spec by hand (ARCHITECTURE.md "The bytecode"; STYLE.md section 3).
 
 What a reader can check in it: constants loaded once at the start of each program, the
-foreach shape of docs/EXECUTION.md §3 (increment at the top, the variable reset to 0
+foreach shape of docs/EXECUTION.md §4 (increment at the top, the variable reset to 0
 after the loop), the launch binding the host's buffers, and the kernel computing
 ``i = tid / 3``, ``j = tid % 3`` for ``{i, j} by [2, 3]`` (§6.2.4) with one UPDATE for
 ``+=``.

@@ -1,5 +1,5 @@
 """Which fault an instruction reports when several lanes fail in different ways
-(docs/EXECUTION.md "Fault precedence"): the checks run in stages, and the first stage
+(docs/EXECUTION.md §14.2): the checks run in stages, and the first stage
 that fails reports its lowest lane."""
 import io
 import textwrap

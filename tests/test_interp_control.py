@@ -1,4 +1,4 @@
-"""Divergence and reconvergence inside a warp (LANGUAGE.md §7.3; docs/EXECUTION.md §3),
+"""Divergence and reconvergence inside a warp (LANGUAGE.md §7.3; docs/EXECUTION.md §4),
 on hand-written bytecode listings; expected outputs worked out by hand."""
 import pytest
 

@@ -271,7 +271,7 @@ def test_once_effect_is_seen_by_every_lane_under_random_schedules():
 
 
 def test_a_blocked_wait_is_one_step():
-    """docs/EXECUTION.md "Step counting": warp 0 waits for warp 1's trigger; each warp
+    """docs/EXECUTION.md §17: warp 0 waits for warp 1's trigger; each warp
     issues 8 instructions and the host 3, and the wait that blocked does not run again."""
     a = Asm()
     k = a.code("""

@@ -92,7 +92,7 @@ OTHER_DOCUMENTS = re.compile(r"(?:EXECUTION|NUMERICS|CQB|OPCODES)\.md,? §[\d.]+
 def cited_sections():
     """Every section of this reference the repository cites: ``LANGUAGE.md §n.m`` anywhere,
     and a bare ``§n.m`` in code, tests and programs, where it means this document unless it
-    names another one (``docs/EXECUTION.md §3``, ``C11 §6.5.13``)."""
+    names another one (``docs/EXECUTION.md §4``, ``C11 §6.5.13``)."""
     cited = set()
     for folder in ("croqvm", "tests", "programs", "bench", "docs"):
         for path in (ROOT / folder).rglob("*"):

@@ -13,6 +13,7 @@ from croqvm.bytecode.module import BufferDecl, CollSite, Const
 from croqvm.errors import InternalError, KernelFault
 from croqvm.faults import Kind
 from croqvm.messages import REPORTS, TEMPLATES, WRITERS, message
+from croqvm.messages_doc import faults_markdown
 from croqvm.program import Program
 from croqvm import report
 from croqvm.source import SpanTable
@@ -123,3 +124,8 @@ def test_collective_operands_compare_by_their_bits():
     assert str(e.value).splitlines()[0] == (
         "code.asm:12:9: runtime error: operands of collective 's {v}' differ between lane 0 "
         "and lane 1 (value 0 vs -0).")
+
+
+def test_the_faults_document_is_generated_from_the_catalogue():
+    """docs/FAULTS.md: regenerate with ``python -m croqvm.messages_doc > docs/FAULTS.md``."""
+    assert (ROOT / "docs" / "FAULTS.md").read_text() == faults_markdown()

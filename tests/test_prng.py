@@ -84,7 +84,7 @@ def two_warps_print():
 
 
 def model_schedule(seed: int) -> list[int]:
-    """docs/EXECUTION.md "Scheduling", for warps of two instructions and no copies: before
+    """docs/EXECUTION.md §16, for warps of two instructions and no copies: before
     each step, the runnable warps in order; one runs without a draw, two by below(2); a
     warp is done after its last instruction. Gives the warps in the order they print."""
     rng, left, printed = SplitMix64(seed), [2, 2], []

@@ -13,7 +13,7 @@ enumerated field holds one of its enum's values (``schema``):
 - every index an instruction or table holds is in range (-1 only where the opcode table's
   "?" or the model allows it), every opcode is known and unused operand slots are 0;
 - IF/ELSE/LOOP/END nest, each opener stores the index of its ELSE/END and each END its
-  opener's, BREAK_IF/CONTINUE_IF sit inside a LOOP (EXECUTION.md §3); every ONCE is
+  opener's, BREAK_IF/CONTINUE_IF sit inside a LOOP (EXECUTION.md §4); every ONCE is
   followed by its effect block (``IF`` on its result, no ELSE, straight-line code without
   blocking, collective or ONCE instructions);
 - register dtypes follow the table (``Op.types``): arithmetic, logic, shifts and

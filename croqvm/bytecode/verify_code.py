@@ -5,7 +5,7 @@ is implicit, so "there is always a frame" holds without special cases (wasm spec
 ``appendix/algorithm.rst``). Operands are checked by their kinds from ``opcodes.TABLE``
 through ``lookup`` -- one wording for every index error -- and then by the opcode's rules
 in the table (register dtypes, immediates, entries, returns). Structured control flow is
-EXECUTION.md §3: ``IF`` and ``LOOP`` push a frame storing the index of their
+EXECUTION.md §4: ``IF`` and ``LOOP`` push a frame storing the index of their
 ``ELSE``/``END``; ``ELSE`` must be that index of an ``IF`` on top; ``END`` must be that
 index and store its opener's; ``BREAK_IF`` and ``CONTINUE_IF`` need an enclosing
 ``LOOP``. After the pass, every ``ONCE`` must be followed by its effect block (the
@@ -77,7 +77,7 @@ def _check_placement(cx: CodeCtx, op: O.Op, at: Where, laneset: bool):
 
 
 def _pure(op: O.Op) -> bool:
-    """Straight-line register arithmetic: what a LaneSet may run (EXECUTION.md §2)."""
+    """Straight-line register arithmetic: what a LaneSet may run (EXECUTION.md §3)."""
     return (all(k in ("r", "k", "i") for k in op.operands)
             and _structure_rule(op) is _nothing
             and not (op.collective or op.blocks or op.host_only or op.kernel_only))
@@ -222,7 +222,7 @@ ENTRY_RULES = {"message": _message, "typed_const": _typed_const, "same_future": 
                **verify_mma.RULES}
 
 
-# -- structured control flow (EXECUTION.md §3) ----------------------------------------------
+# -- structured control flow (EXECUTION.md §4) ----------------------------------------------
 
 def _open(frames, i, op, used, at):
     frames.append(Frame(op.name, i, operand(op, used, "t")))

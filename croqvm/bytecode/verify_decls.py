@@ -17,7 +17,7 @@ rules state the module model's own conventions (module.py docstrings, EXECUTION.
 - DMA descriptors have a destination of the source's element type and rank (§9.2), a
   permutation for ``TRANSP`` and padding for ``PAD`` of that rank (§9.1); a future
   they fill has their element type, rank, destination storage and async-ness (§9.4.4);
-- lane sets are straight-line register code with a bool result (EXECUTION.md §2).
+- lane sets are straight-line register code with a bool result (EXECUTION.md §3).
 
 Conventions as in verify_code: ``cx`` CodeCtx, ``at`` Where.
 """

@@ -1,5 +1,5 @@
 """Memory handlers: ALLOC, FILL, LOAD, STORE, UPDATE, DIMOF (LANGUAGE.md §3.2-§3.3,
-§8.5-§8.6, §14.4; docs/EXECUTION.md §6).
+§8.5-§8.6, §14.4; docs/EXECUTION.md §9-§10).
 
 Conventions: handlers take (``w``, ``ins``); ``a`` the index of an ``Access`` in the
 code's table, ``acc`` the access itself; element stores go
@@ -120,8 +120,8 @@ def prepare_update(prog, ins):
 def op_update(w, ins):
     """``@a := @a <op> R[b]`` one lane after another (§7.1.3): a lane sees the element
     as the lanes before it left it. When no two lanes share an element that order is
-    invisible and the lanes go together, checked in stages (docs/EXECUTION.md "Fault
-    precedence"): addresses, then uninitialised reads, then the operation."""
+    invisible and the lanes go together, checked in stages (docs/EXECUTION.md §14.2):
+    addresses, then uninitialised reads, then the operation."""
     a, uniform, r, ops = ins
     groups = locate(w, a, uniform)
     if _lanes_collide(groups):

@@ -1,5 +1,5 @@
 """Structured control flow: IF / ELSE / LOOP / BREAK_IF / CONTINUE_IF / END / YIELD
-(LANGUAGE.md §6.5, §7.3 (D18); docs/EXECUTION.md §3).
+(LANGUAGE.md §6.5, §7.3 (D18); docs/EXECUTION.md §4).
 
 Conventions: handlers take (``w``, ``ins``) with ``w.pc`` already past the instruction;
 a jump sets ``w.pc``. The control stack holds ``Frame``s; reconvergence happens only at

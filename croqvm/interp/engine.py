@@ -1,5 +1,5 @@
 """The reference engine: the handler table, the step loop, launches and returns
-(ARCHITECTURE.md "The machine model"; LANGUAGE.md §7.1, §14.2; docs/EXECUTION.md §1-§2).
+(ARCHITECTURE.md "The machine model"; LANGUAGE.md §7.1, §14.2; docs/EXECUTION.md §2-§3).
 
 Conventions: ``HANDLERS[op](w, ins)`` performs one instruction for warp ``w``'s active
 lanes; the loop sets ``w.ip`` to the instruction and ``w.pc`` past it before the call, so a
@@ -153,7 +153,7 @@ def _lowest_lane(w):
 # --------------------------------------------------------------------------- launches
 
 def run_launch(hblk, index: int) -> None:
-    """§14.2, docs/EXECUTION.md §1: bind buffers by reference and scalars by value, then
+    """§14.2, docs/EXECUTION.md §2-§3: bind buffers by reference and scalars by value, then
     run the blocks of launch ``index`` of the host program one after another in
     row-major order (§7.1.1)."""
     call = hblk.call
@@ -222,7 +222,7 @@ def _set_args(w, hregs) -> None:
 
 
 def _start_block(blk, hregs) -> None:
-    """Evaluate every lane set for every lane at once (docs/EXECUTION.md §2): a scratch
+    """Evaluate every lane set for every lane at once (docs/EXECUTION.md §3): a scratch
     warp as wide as the block runs the straight-line lane-set code."""
     prepare(blk)
     prog = blk.prog

@@ -1,5 +1,5 @@
 """Calling a function: parameter binding, the host program, results (LANGUAGE.md §14.3;
-docs/EXECUTION.md §1).
+docs/EXECUTION.md §2-§3).
 
 Conventions: ``fn`` a bytecode ``Function``, ``p`` a ``Param``, ``n`` its position in
 the parameter list; every argument problem is an ``ArgumentError`` worded as §14.3.2.
@@ -183,7 +183,7 @@ def run_function(module, name: str, args: list, dims: dict, *, poison: bool, sch
     the returned array, scalar or None; ``global`` buffer parameters are copied back into
     the caller's arrays. ``dims`` gives symbolic dimensions no parameter binds (and must
     agree with those the parameters bind). ``max_steps`` bounds warp-steps
-    (docs/EXECUTION.md "Step counting"); None: nothing does. A ``stats`` dict receives
+    (docs/EXECUTION.md §17); None: nothing does. A ``stats`` dict receives
     ``warp_steps``, ``lane_steps``, ``launches`` and ``blocks`` (kernel blocks run) when
     given. ``progress`` is called with a ``RunPosition`` every ``PROGRESS_EVERY``
     warp-steps; an interrupt (Ctrl-C) leaves as ``Interrupted`` with the position it

@@ -1,5 +1,5 @@
 """Engine state: one call, its decoded programs, and the block being run (LANGUAGE.md
-§7.1, docs/EXECUTION.md §1-§2). The host program runs as a block of one lane.
+§7.1, docs/EXECUTION.md §2-§3). The host program runs as a block of one lane.
 
 Conventions: ``call`` the ``Call``, ``blk`` a ``Block``, ``prog`` a decoded ``Program``,
 ``ins`` an instruction tuple ``(op, a, b, c, d, e, span)``.

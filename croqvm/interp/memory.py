@@ -1,5 +1,5 @@
 """Buffer instances, future handles, views and bounds-checked element access
-(LANGUAGE.md §3.2, §8, §9.4, §14.4; docs/EXECUTION.md §6).
+(LANGUAGE.md §3.2, §8, §9.4, §14.4; docs/EXECUTION.md §9-§10).
 
 Conventions: ``w`` the executing warp, ``i`` a lane index in it, ``acc`` an
 ``Access``, ``buf`` a ``Buffer`` (one instance), ``o``/``e`` a view's origin and extents

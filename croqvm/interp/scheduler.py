@@ -6,7 +6,7 @@ completing) starts again from the lowest runnable warp; async copies land at iss
 ``Random`` ("random") runs one instruction at a time and picks the warp at random, from
 the project's SplitMix64 generator (croqvm.prng) seeded by the call's ``seed``, one stream
 for the whole call; it lands each pending async copy at a random step before its wait.
-Its decisions, exactly (docs/EXECUTION.md "Scheduling"), before every warp-step that is
+Its decisions, exactly (docs/EXECUTION.md §16), before every warp-step that is
 not inside a ONCE hold:
 
 1. every async copy of the block not landed yet, in issue order: one draw

@@ -334,7 +334,7 @@ def op_wait_event(w, ins):
 
 def op_no_effect(w, ins):
     """FENCE and SYNC_GLOBAL: memory is sequentially consistent and every launch runs to
-    completion at its LAUNCH (docs/EXECUTION.md §1), so there is nothing to order or to
+    completion at its LAUNCH (docs/EXECUTION.md §3), so there is nothing to order or to
     wait for."""
 
 

@@ -22,7 +22,7 @@ from ..blockview import BLOCKED, DONE, READY
 
 @dataclass
 class Frame:
-    """One open IF or LOOP (docs/EXECUTION.md §3). ``entered``: the lanes that entered
+    """One open IF or LOOP (docs/EXECUTION.md §4). ``entered``: the lanes that entered
     (those that left an enclosing loop or terminated are removed as it happens);
     ``other``: the IF's lanes set aside for the ELSE; ``out``: the LOOP's lanes that
     broke; ``jump``: where the warp goes when no lane is active (the ELSE or END)."""

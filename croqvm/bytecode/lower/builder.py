@@ -12,7 +12,7 @@ never converts. Strings go to ``Code.strings`` (``string``).
 Each distinct (dtype, value) a Code uses lives in one register, loaded once by
 a CONST in a prologue at instruction 0 (``finish``), where every lane is still active. A
 CONST at the first use would leave the register zero in the lanes a divergent IF set
-aside (docs/EXECUTION.md §3), and a later use in another branch would read that zero.
+aside (docs/EXECUTION.md §4), and a later use in another branch would read that zero.
 Constant registers are read-only: emitting an instruction that writes one is a bug.
 """
 from __future__ import annotations

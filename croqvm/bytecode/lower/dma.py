@@ -1,5 +1,5 @@
 """DMA statements, futures, ``dma.any``, ``swap``/``rotate`` and future waits (LANGUAGE.md
-§9; docs/EXECUTION.md §6).
+§9; docs/EXECUTION.md §9-§10).
 
 A DMA not touching ``local`` memory is a collective of its statement's collective set
 (§9.3, unit 0); its ``WAIT`` is a barrier of the same participants, so futures remember the

@@ -1,4 +1,4 @@
-"""Shared events, ``trigger`` and ``wait`` (LANGUAGE.md §10; docs/EXECUTION.md §7).
+"""Shared events, ``trigger`` and ``wait`` (LANGUAGE.md §10; docs/EXECUTION.md §11).
 
 Each event declaration gets an ``EventDecl`` per name with its slot count; its arrival
 count is ``event<N>``'s N, else the size of the union of the lanesets of every ``trigger``

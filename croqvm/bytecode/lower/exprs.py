@@ -4,7 +4,7 @@ Binary operations convert both operands to the arithmetic type of §12.2 (``CVT`
 compute in it (a shift converts its left operand only); comparisons produce ``bool``. Bounded arithmetic (§5.3-§5.4) computes the
 value normally and carries a bound register. ``&&``, ``||`` and ``?:`` evaluate their
 second operand per lane under an ``IF`` when it could fault or has side effects (§4.2.4,
-docs/EXECUTION.md §3); otherwise, and always in a laneset's straight-line code, they
+docs/EXECUTION.md §4); otherwise, and always in a laneset's straight-line code, they
 become ``AND``/``OR``/``SELECT``.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Functions: parameters, symbolic dimensions, the host program and returns (LANGUAGE.md
-§3.3.3, §14; docs/EXECUTION.md §1).
+§3.3.3, §14; docs/EXECUTION.md §2-§3).
 
 Buffer parameters become host buffer slots bound by parameter index; scalar parameters
 and symbolic dimensions become host registers the engine sets before the host program

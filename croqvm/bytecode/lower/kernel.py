@@ -1,5 +1,5 @@
 """Kernels, regions, ``inthreads``, ``sync`` and lanesets (LANGUAGE.md §6.2, §6.7-§6.8,
-§7.2, §7.4; docs/EXECUTION.md §2, §4-§5).
+§7.2, §7.4; docs/EXECUTION.md §3, §5, §7).
 
 A kernel is lowered where its ``parallel`` stands: grid extents are computed on the host,
 the body becomes the SPMD code of a ``Kernel`` (lane layout: levels.py), and the host emits
@@ -145,7 +145,7 @@ def _lower_levels(lw: Lowerer, st: KernelState, levels, body, ctx: Ctx) -> None:
 
 
 def _lower_region(lw: Lowerer, s: ast.Parallel) -> None:
-    """A nested ``parallel``: fork/join (§7.2.3, docs/EXECUTION.md §4)."""
+    """A nested ``parallel``: fork/join (§7.2.3, docs/EXECUTION.md §5)."""
     st, ctx = lw.kernel, lw.ctx
     if ctx.level is not None and ctx.level.writes:
         lw.b.emit("BARRIER", coll_site(lw, "barrier at start of parallel", ctx.unit))

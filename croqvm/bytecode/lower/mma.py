@@ -1,4 +1,4 @@
-"""MMA fragments and operations (LANGUAGE.md §11; docs/EXECUTION.md §8).
+"""MMA fragments and operations (LANGUAGE.md §11; docs/EXECUTION.md §12).
 
 Every fragment gets a ``FragDecl`` whose unit follows §11.2 (D9): the innermost enclosing
 ``group-4`` (128 lanes) or ``group`` (32) level; else the kind the fragment is used under

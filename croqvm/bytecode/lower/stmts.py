@@ -1,5 +1,5 @@
 """Declarations, assignments and structured control flow (LANGUAGE.md §3.3-§3.4, §5.5,
-§6.4-§6.6; shapes of docs/EXECUTION.md §3).
+§6.4-§6.6; shapes of docs/EXECUTION.md §4).
 
 Loops put their increment at the top so that ``CONTINUE_IF`` cannot skip it::
 
