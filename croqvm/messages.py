@@ -100,7 +100,8 @@ TEMPLATES = {
     Kind.TILE_OUTSIDE: _t("buffer:buffer origin:tuple shape:shape", "tile of '{buffer}' at "
                           "origin {origin} lies outside {shape}."),
     Kind.DMA_SHAPE: _t("dma:dma tile:shape dst:shape", "'{dma}' copies a {tile} tile into a "
-                       "{dst} destination; add '.zfill' to clear the rest."),
+                       "{dst} destination; the extents must be equal (a smaller tile needs "
+                       "'.zfill')."),
     Kind.DMA_SHAPE_ZFILL: _t("dma:dma tile:shape dst:shape", "'{dma}' copies a {tile} tile "
                              "into a {dst} destination."),
     Kind.EVENT_INDEX: _t("index:int event:event slots:int", "index {index} is out of range "
@@ -317,6 +318,34 @@ def _fill(t: Template, args: tuple, cx) -> str:
 def message(kind: Kind, args: tuple, cx: Context) -> str:
     """The text of a runtime error of ``kind`` with ``args``."""
     return _fill(TEMPLATES[kind], args, cx)
+
+
+def _smaller_tile_hint(args: tuple, cx: Context) -> str | None:
+    """A tile smaller than its destination: '.zfill' fits a tile cut at an edge, not the
+    equal parts of 'chunkat', which a user meaning fixed-size tiles gets wrong silently."""
+    _, tile, dst = args
+    if any(t > d for t, d in zip(tile, dst)):
+        return None
+    return (f"'.zfill' is right for a tile cut short at the edge of its buffer. A 'chunkat' "
+            f"tile is not cut: chunkat divides each dimension into equal parts (here "
+            f"{shape_text(tile)}), which do not line up with fixed-size tiles of the other "
+            f"operands; for {shape_text(dst)} tiles, the last one cut at the edge, use "
+            f"'subspan({', '.join(str(int(d)) for d in dst)}).at(...)' with '.zfill'.")
+
+
+def _block_size_hint(args: tuple, cx: Context) -> str:
+    return ("a parallel level with more instances than a block holds belongs on the grid: "
+            "annotate it ': block'")
+
+
+# kind -> the hint printed after its message, given the same arguments (None: no hint)
+HINTS = {Kind.DMA_SHAPE: _smaller_tile_hint, Kind.TOO_MANY_THREADS: _block_size_hint}
+
+
+def hint(kind: Kind, args: tuple, cx: Context) -> str | None:
+    """The hint of a runtime error of ``kind`` with ``args``, if it has one."""
+    rule = HINTS.get(kind)
+    return rule(args, cx) if rule else None
 
 
 def report(name: str, args: tuple, cx: Context) -> str:

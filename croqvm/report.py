@@ -18,7 +18,7 @@ from .diagnostics import Diagnostic, render
 from .errors import KernelFault
 from .faults import FaultRecord, Kind
 from .limits import UNIT_OF_LANES, WARP_SIZE
-from .messages import Context, message, report
+from .messages import Context, hint, message, report
 from .source import SpanTable
 
 
@@ -47,9 +47,11 @@ def kernel_fault(spans: SpanTable, fn, span: int, text: str, lines=(), hint=None
 
 def fault(spans: SpanTable, fn, rec: FaultRecord) -> KernelFault:
     """The runtime error ``rec`` of a call of ``fn``."""
-    text = message(rec.kind, rec.operands, Context(spans, fn, code_of(fn, rec.launch)))
+    cx = Context(spans, fn, code_of(fn, rec.launch))
+    text = message(rec.kind, rec.operands, cx)
     where = context(spans, fn, rec.launch, rec.block, rec.lane)
-    return kernel_fault(spans, fn, rec.span, text, [where], record=rec)
+    return kernel_fault(spans, fn, rec.span, text, [where], hint(rec.kind, rec.operands, cx),
+                        record=rec)
 
 
 # --------------------------------------------------------------------------- deadlocks

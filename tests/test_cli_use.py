@@ -439,3 +439,96 @@ def test_a_shared_size_known_at_launch_is_checked_there(work):
     assert err.splitlines()[0] == "sized.co:3:5: runtime error: allocating 's': 4000000 " \
                                   "bytes of shared memory per block, more than the limit of " \
                                   "233472 (228 KiB)."
+
+
+# ------------------------------------------------------------------ diagnostics that lead to the fix
+
+MACROS = """\
+__co__ void mm(global f16 [M, K] a, global f16 [N, K] b, global f16 [M, N] c) {
+  parallel p by 1 : block {
+    shared f16 [TM, TK] sa;
+    shared f16 [TN, TK] sb;
+    shared f16 [TM, TN] sc;
+    parallel q by 1 : group-4 {
+      mc = mma.fill.f16 0.0f;
+      ma = mma.load sa;
+      mb = mma.load sb;
+      mma.row.row mc, ma, mb;
+      mma.store mc, sc;
+    }
+  }
+}
+"""
+
+
+def test_undefined_macros_suggest_a_define_without_follow_on_errors(work):
+    (work / "mm.co").write_text(MACROS)
+    status, _, err = croqvm("check", "mm.co", cwd=work)
+    assert status == 1
+    assert [line for line in err.splitlines() if not line.startswith(" ")] == [
+        "mm.co:3:17: error: symbol 'TM' is used before declaration.",
+        "hint: 'TM' looks like a macro: define it with '#define TM ...' or on the command "
+        "line with -D TM=VALUE",
+        "mm.co:3:21: error: symbol 'TK' is used before declaration.",
+        "hint: 'TK' looks like a macro: define it with '#define TK ...' or on the command "
+        "line with -D TK=VALUE",
+        "mm.co:4:17: error: symbol 'TN' is used before declaration.",
+        "hint: 'TN' looks like a macro: define it with '#define TN ...' or on the command "
+        "line with -D TN=VALUE"]      # and no "can not infer the shape of accumulator 'mc'"
+    assert croqvm("check", "mm.co", "-D", "TM=64", "-D", "TN=64", "-D", "TK=16",
+                  cwd=work) == (0, "mm.co: ok: 1 function(s) (mm), 0 warning(s)\n", "")
+
+
+@pytest.mark.parametrize("body, first, hint", [
+    ("paralel t by 16 { }", "2:3: error: syntax error: unknown type 'paralel'.",
+     "did you mean 'parallel'?"),
+    ("pirntln(1);", "2:3: error: syntax error: 'pirntln(...)' is not a statement: Croqtile "
+                    "functions can not call each other.", "did you mean 'println'?"),
+    ("s32 [4] a;\n  a.at(0) = cdv(3, 2);", "3:13: error: symbol 'cdv' is used before "
+                                           "declaration.", "did you mean 'cdiv'?"),
+    ("s32 [4] a;\n  a.at(0) = __mn(3, 2);", "3:13: error: builtin '__mn' is not supported by "
+                                            "croqvm.", "did you mean '__min'?"),
+    ("int block_m = 1;\n  println(blok_m);", "3:11: error: symbol 'blok_m' is used before "
+                                             "declaration.", "did you mean 'block_m'?"),
+    ("s32 [64] x;\n  x.at(blockIdx.x * 32 + threadIdx.x) = 1;",
+     "3:8: error: syntax error: 'blockIdx.x' is CUDA, not Croqtile.",
+     "Croqtile has no built-in block index: 'parallel p by N : block' names it (p), and "
+     "'p # t' combines it with a thread index t"),
+    ("__syncthreads();", "2:3: error: syntax error: '__syncthreads' is a reserved word and "
+                         "can not be used as a name.",
+     "the barrier of a block is the statement 'sync.shared;'"),
+    ("for (int i = 0; i < 4; i++) { println(i); }",
+     "2:3: error: syntax error: 'for' is not a Croqtile statement.",
+     "Croqtile has no C 'for' loop: write 'foreach i in [N] { ... }' for i from 0 to N-1, or "
+     "a 'while' loop over a 'mutable int'"),
+    ("s32 [4] a;\n  a.chunkt(2) = 1;", "3:4: error: syntax error: unknown member '.chunkt'; "
+                                       "croqvm knows '.at', '.chunkat', '.subspan', '.view', "
+                                       "'.span' or '.data'.", "did you mean 'chunkat'?"),
+    ("s32 [4, 4] a;\n  println(a);", "3:11: error: can not print a value of type "
+                                     "'s32 [4, 4]'.",
+     "print the elements one by one: 'foreach {i, j} in [...] println(b.at(i, j));'"),
+])
+def test_misspellings_and_cuda_habits_get_a_hint(work, body, first, hint):
+    (work / "d.co").write_text("__co__ void f() {\n  " + body + "\n}\n")
+    status, _, err = croqvm("check", "d.co", cwd=work)
+    lines = err.splitlines()
+    assert (status, lines[0], lines[3]) == (1, "d.co:" + first, "hint: " + hint)
+    assert len(lines) == 4        # one error: no cascade
+
+
+def test_a_chunkat_tile_smaller_than_its_destination_explains_equal_parts(work):
+    (work / "c.co").write_text("__co__ void f(global f32 [4, K] b) {\n  f32 [4, 8] t;\n"
+                               "  foreach k in [cdiv(K, 8)]\n"
+                               "    dma.copy b.chunkat(_, k) => t;\n}\n")
+    status, _, err = croqvm("run", "c.co", "--func", "f", "--random-inputs", "--dim", "K=10",
+                            cwd=work)
+    assert status == 3
+    lines = err.splitlines()
+    assert lines[0] == "c.co:4:5: runtime error: 'dma.copy' copies a [4, 5] tile into a " \
+                       "[4, 8] destination; the extents must be equal (a smaller tile needs " \
+                       "'.zfill')."
+    assert lines[-1] == "hint: '.zfill' is right for a tile cut short at the edge of its " \
+                        "buffer. A 'chunkat' tile is not cut: chunkat divides each dimension " \
+                        "into equal parts (here [4, 5]), which do not line up with fixed-size " \
+                        "tiles of the other operands; for [4, 8] tiles, the last one cut at " \
+                        "the edge, use 'subspan(4, 8).at(...)' with '.zfill'."

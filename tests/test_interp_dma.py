@@ -115,8 +115,14 @@ def test_source_larger_than_destination_is_an_error():
 def test_smaller_source_needs_zfill():
     with pytest.raises(KernelFault) as e:
         host_dma(((0, 0), (2, 2)), (2, 3))
-    assert ("'dma.copy' copies a [2, 2] tile into a [2, 3] destination; add '.zfill' "
-            "to clear the rest.") in str(e.value)
+    assert str(e.value).splitlines()[0].endswith(
+        "'dma.copy' copies a [2, 2] tile into a [2, 3] destination; the extents must be "
+        "equal (a smaller tile needs '.zfill').")
+    assert str(e.value).splitlines()[-1] == (
+        "hint: '.zfill' is right for a tile cut short at the edge of its buffer. A 'chunkat' "
+        "tile is not cut: chunkat divides each dimension into equal parts (here [2, 2]), "
+        "which do not line up with fixed-size tiles of the other operands; for [2, 3] tiles, "
+        "the last one cut at the edge, use 'subspan(2, 3).at(...)' with '.zfill'.")
 
 
 # ---------------------------------------------------------------- futures (per lane)

@@ -319,7 +319,9 @@ def test_a_block_size_given_at_launch_is_checked_at_the_launch():
         "group-4 dims) must not exceed 1024.",
         "    4 | LAUNCH l0",
         "      | ^~~~~~~~~",
-        "  in host code of 'f'"])
+        "  in host code of 'f'",
+        "hint: a parallel level with more instances than a block holds belongs on the grid: "
+        "annotate it ': block'"])
     for size in (0, -3):
         with pytest.raises(KernelFault) as e:
             run(lanes_kernel(size))

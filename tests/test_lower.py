@@ -483,7 +483,10 @@ def test_a_block_sized_at_launch_over_1024_threads_faults_at_the_launch():
     assert str(info.value).splitlines()[0] == (
         "t.co:4:3: runtime error: Total physical threads per block (thread x group x group-4 "
         "dims) must not exceed 1024.")
-    assert str(info.value).splitlines()[-1] == "  in host code of 'scale'"
+    assert str(info.value).splitlines()[-2:] == [
+        "  in host code of 'scale'",
+        "hint: a parallel level with more instances than a block holds belongs on the grid: "
+        "annotate it ': block'"]
 
 
 def test_block_size_at_launch_does_not_overflow():

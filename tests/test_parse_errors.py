@@ -185,7 +185,7 @@ def test_deep_nesting_is_one_clear_error(body):
 def test_long_operator_chains_are_one_clear_error(body):
     errors = errors_in_body(body)
     assert [e.split(": ", 1)[1] for e in errors] == [
-        f"{SE}nesting too deep (more than 256 operators in a row)."]
+        f"{SE}expression too long (more than 256 operators in a row)."]
 
 
 def test_nesting_below_the_limits_is_fine():

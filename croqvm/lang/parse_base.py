@@ -16,7 +16,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from ..source import Span
-from .tokens import EOF, INT, KEYWORD, MEMBER, NAME, Token
+from .suggest import CUDA
+from .tokens import EOF, INT, KEYWORD, MEMBER, NAME, OP, Token
 
 # A level costs at most about ten Python frames (``a.at(a.at(...))``), so 64 levels stay
 # well below the interpreter's default recursion limit of 1000, even under a test runner,
@@ -172,7 +173,7 @@ class Cursor:
 
     def reserved_word(self):
         self.fail(f"syntax error: '{self.tok.value}' is a reserved word and can not be used "
-                  f"as a name.")
+                  f"as a name.", hint=CUDA.get(str(self.tok.value)))
 
     def int_literal(self, what: str) -> Token:
         if self.tok.kind == INT:
@@ -181,8 +182,8 @@ class Cursor:
 
     # ---------------------------------------------------------------- errors and recovery
 
-    def fail(self, message: str, span: Span | None = None):
-        self._report(message, span or self.tok.span)
+    def fail(self, message: str, span: Span | None = None, hint: str | None = None):
+        self._report(message, span or self.tok.span, hint)
         raise SyntaxAbort()
 
     def fail_after(self, message: str):
@@ -190,19 +191,20 @@ class Cursor:
         self._report(message, Span(s.file, s.end_line, s.end_col, s.end_line, s.end_col + 1))
         raise SyntaxAbort()
 
-    def _report(self, message: str, span: Span):
+    def _report(self, message: str, span: Span, hint: str | None = None):
         self.errors += 1
         # A second error at the very token where the last one was reported is its echo.
         if self.pos != self.last_error_pos:
-            self.sink.error(span, message)
+            self.sink.error(span, message, hint)
         self.last_error_pos = self.pos
 
     def warn(self, span: Span, message: str):
         self.sink.warning(span, message)
 
-    def too_deep(self, what: str = f"{MAX_NESTING} levels of brackets or statements"):
+    def too_deep(self, message: str = f"nesting too deep (more than {MAX_NESTING} levels of "
+                                      f"brackets or statements)", hint: str | None = None):
         self.errors += 1
-        self.sink.error(self.tok.span, f"syntax error: nesting too deep (more than {what}).")
+        self.sink.error(self.tok.span, f"syntax error: {message}.", hint)
         raise TooDeep()
 
     def deepen(self):
@@ -215,7 +217,8 @@ class Cursor:
         """One more operator in a chain; the caller gives it back with ``self.chain -= 1``."""
         self.chain += 1
         if self.chain > MAX_CHAIN:
-            self.too_deep(f"{MAX_CHAIN} operators in a row")
+            self.too_deep(f"expression too long (more than {MAX_CHAIN} operators in a row)",
+                          "split it with intermediate variables")
 
     @contextmanager
     def nested(self):
@@ -224,6 +227,18 @@ class Cursor:
             yield
         finally:
             self.depth -= 1
+
+    def skip_brackets(self):
+        """Skip the bracketed group that opens at the cursor, nested groups included."""
+        depth = 0
+        while self.tok.kind != EOF:
+            t = self.advance()
+            if t.kind == OP and t.value in ("(", "[", "{"):
+                depth += 1
+            elif t.kind == OP and t.value in (")", "]", "}"):
+                depth -= 1
+                if depth == 0:
+                    return
 
     def recover(self, start: int):
         """Skip the rest of a statement that began at token ``start`` (§15.1: report every

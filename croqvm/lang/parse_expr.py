@@ -23,7 +23,8 @@ from __future__ import annotations
 import math
 
 from . import ast
-from .parse_base import BRACKETS
+from .parse_base import BRACKETS, alternatives
+from .suggest import CUDA, did_you_mean
 from .tokens import FLOAT, INT, KEYWORD, NAME, OP, STRING
 
 BINARY_LEVELS = {
@@ -172,6 +173,14 @@ class ExprParser:
             return getattr(self, _MEMBERS[word])(expr)
         if word in _CHAINED:
             self.fail(f"syntax error: '.{word}' must follow '.{_CHAINED[word]}(...)'.")
+        if word is not None:
+            if isinstance(expr, ast.Name) and expr.id in CUDA:   # threadIdx.x
+                self.fail(f"syntax error: '{expr.id}.{word}' is CUDA, not Croqtile.",
+                          expr.span, CUDA[expr.id])
+            at = self.tok.span if n == 1 else self.tok.span.to(self.peek().span)
+            self.fail(f"syntax error: unknown member '.{word}'; croqvm knows "
+                      f"{alternatives('.' + m for m in _MEMBERS)}.", at,
+                      did_you_mean(word, _MEMBERS))
         if self.at_op("["):
             open_ = self.advance()
             index = self.expr()

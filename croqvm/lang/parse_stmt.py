@@ -11,6 +11,7 @@ from __future__ import annotations
 from . import ast
 from .parse_base import SyntaxAbort
 from .parse_decl import TYPE_WORDS
+from .suggest import C_FOR, CUDA, did_you_mean
 from .tokens import EOF, KEYWORD, NAME, OP
 
 # Statement keywords and the method parsing each statement they start.
@@ -159,8 +160,11 @@ class StmtParser:
     def _name_statement(self) -> ast.Stmt:
         """``x = e;``, ``x op= e;``, ``b.at(i) op= e;``, ``x++;`` and ``f = dma...;``."""
         start = self.tok
+        if start.value == "for" and self.peek().is_op("("):
+            return self._c_for()
         if self.peek().kind == NAME:  # ``s33 x = 1;``: a declaration with a misspelt type
-            self.fail(f"syntax error: unknown type '{start.value}'.")
+            self.fail(f"syntax error: unknown type '{start.value}'.",
+                      hint=did_you_mean(str(start.value), _KEYWORD_STATEMENTS))
         if self.peek().is_op(":"):  # the reference's ``sp : [a, b];`` (§3.1 keeps the keyword)
             self.fail(f"syntax error: unexpected ':' after '{start.value}'; declare an mdspan "
                       f"as 'mdspan {start.value} : [...];'.", self.peek().span)
@@ -173,6 +177,10 @@ class StmtParser:
         target = self.postfix_expr()
         if isinstance(target, ast.Postfix):
             return self._postfix_incdec(target, start)
+        if isinstance(target, ast.Call) and not self.at_op("="):
+            self.fail(f"syntax error: '{target.func}(...)' is not a statement: Croqtile "
+                      f"functions can not call each other.", target.func_span,
+                      CUDA.get(target.func) or did_you_mean(target.func, _KEYWORD_STATEMENTS))
         op = self._assign_op()
         if not isinstance(target, (ast.Name, ast.ElemAccess)):
             self.fail("syntax error: only a name or an element 'b.at(...)' can be assigned.",
@@ -191,6 +199,15 @@ class StmtParser:
             return t.value + "="
         self.fail(f"syntax error: unexpected {t.describe()}, expecting '=' or a compound "
                   f"assignment such as '+='.")
+
+    def _c_for(self) -> ast.Stmt:
+        """C's ``for (init; cond; step) body``: one error, then the loop is skipped whole
+        (its header would otherwise give an error per clause)."""
+        start = self.advance()
+        self._report("syntax error: 'for' is not a Croqtile statement.", start.span, C_FOR)
+        self.skip_brackets()
+        self.body()
+        return ast.Empty(self.span_from(start))
 
     def _postfix_incdec(self, target: ast.Postfix, start) -> ast.Stmt:
         if not isinstance(target.operand, ast.Name):

@@ -129,6 +129,14 @@ class Checker:
     def lookup(self, name: str) -> Symbol | None:
         return self.scope.find(name)
 
+    def visible_names(self) -> list[str]:
+        """Every name the current scope sees (for did-you-mean hints)."""
+        names, scope = [], self.scope
+        while scope is not None:
+            names += scope.names
+            scope = scope.parent
+        return names
+
     def declare(self, name: str, kind: str, ty: Type, decl, span, *, mutable=False,
                 **fields) -> Symbol:
         """Declare ``name`` in the current scope. A visible name is an error (no shadowing,
@@ -187,7 +195,11 @@ class Checker:
             return False
         if sym.kind in ("scalar", "future") and self.outside_current_parallel(sym):
             self.error(span, f"'{sym.name}' is declared outside the parallel-by and can "
-                             f"not be modified inside it.")
+                             f"not be modified inside it.",
+                       "every instance of the parallel-by would write it at once; to combine "
+                       "their values, let each write its own element of a buffer (indexed by "
+                       "its parallel variable) and add the elements up after the parallel-by"
+                       if sym.kind == "scalar" else None)
             return False
         return True
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from croqvm.lang import ast
-from croqvm.lang.types import Bounded, ITuple, Mdspan, Scalar, String
+from croqvm.lang.types import Bounded, Buffer, ITuple, Mdspan, Scalar, String, View
 
 from .consteval import const_value
 from .context import Unknown
@@ -41,7 +41,9 @@ def check_print(ck, s: ast.Print):
     for arg in s.args:
         ty = ck.expr(arg)
         if not isinstance(ty, PRINTABLE):
-            ck.error(arg.span, f"can not print a value of type '{tname(ty)}'.")
+            ck.error(arg.span, f"can not print a value of type '{tname(ty)}'.",
+                     "print the elements one by one: 'foreach {i, j} in [...] println(b.at(i, "
+                     "j));'" if isinstance(ty, (Buffer, View)) else None)
 
 
 def check_assert(ck, s: ast.Assert):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from croqvm import dtypes
 from croqvm.lang import ast
+from croqvm.lang.suggest import CUDA, did_you_mean, undeclared
 from croqvm.lang.types import Bounded, ITuple, Mdspan, Scalar, String
 
 from .consteval import const_value
@@ -27,7 +28,8 @@ def check_name(ck, e: ast.Name):
     if sym is None:
         if e.id not in ck.unknown_names:  # one problem, one report (§15.1)
             ck.unknown_names.add(e.id)
-            ck.error(e.span, f"symbol '{e.id}' is used before declaration.")
+            ck.error(e.span, f"symbol '{e.id}' is used before declaration.",
+                     undeclared(e.id, ck.visible_names()))
         return UNKNOWN
     if sym.kind in ("future", "fragment"):
         ck.late_names.append(e)
@@ -260,7 +262,8 @@ def check_call(ck, e: ast.Call):
             return UNKNOWN
         return rule(ck, e, types)
     if e.func.startswith("__"):
-        ck.error(span, f"builtin '{e.func}' is not supported by croqvm.")
+        ck.error(span, f"builtin '{e.func}' is not supported by croqvm.",
+                 CUDA.get(e.func) or did_you_mean(e.func, SUPPORTED_BUILTINS + ("__to",)))
         return UNKNOWN
     sym = ck.lookup(e.func)
     if sym is None and e.func in ck.function_names:
@@ -270,7 +273,9 @@ def check_call(ck, e: ast.Call):
     if sym is None:
         if e.func not in ck.unknown_names:
             ck.unknown_names.add(e.func)
-            ck.error(span, f"symbol '{e.func}' is used before declaration.")
+            ck.error(span, f"symbol '{e.func}' is used before declaration.",
+                     did_you_mean(e.func, SUPPORTED_BUILTINS) or
+                     undeclared(e.func, ck.visible_names()))
         return UNKNOWN
     if sym.info.get("bad") or any(is_unknown(t) for t in types):
         return UNKNOWN

@@ -257,7 +257,10 @@ def check_store(ck, s: ast.MmaStore):
 
 
 def finish(ck):
-    """D11: every accumulator needs a shape."""
+    """D11: every accumulator needs a shape. An undeclared name (a macro not defined, say)
+    already explains a shape that could not be inferred: no second error then."""
+    if ck.unknown_names:
+        return
     for sym in ck.symbols:
         if (sym.kind == "fragment" and not sym.info.get("bad")
                 and sym.type.role == "acc" and sym.type.shape is None):
