@@ -155,7 +155,8 @@ def _lowest_lane(w):
 def run_launch(hblk, index: int) -> None:
     """§14.2, docs/EXECUTION.md §2-§3: bind buffers by reference and scalars by value, then
     run the blocks of launch ``index`` of the host program one after another in
-    row-major order (§7.1.1)."""
+    row-major order (§7.1.1). An async launch (``launch.is_async``) runs to completion
+    here too, one legal schedule of it, so SYNC_GLOBAL finds nothing to wait for."""
     call = hblk.call
     launch = hblk.prog.code.launches[index]
     kernel = call.fn.kernels[launch.kernel]
