@@ -266,6 +266,8 @@ def disasm(file, defines):
               help="Seed of --schedule random (default 0).")
 @click.option("--poison", is_flag=True,
               help="Poison new buffers: reading an element never written faults.")
+@click.option("--check", type=click.Choice(["race"]),
+              help="Report the data races of the run (exit status 3), on the Python engine.")
 @click.option("--max-steps", type=COUNT, metavar="N",
               help="Stop with a runtime error after N warp-instructions (default: no limit).")
 @click.option("--watchdog", type=click.FloatRange(min=0), default=DEFAULT_WATCHDOG,
@@ -278,7 +280,7 @@ def disasm(file, defines):
               help="Where to run: cpu (the lane-accurate interpreter).")
 @_defines_option
 def run(file, func, inputs, random_inputs, seed, dims, output, expect, rtol, atol, schedule,
-        schedule_seed, poison, max_steps, watchdog, progress, quiet, device, defines):
+        schedule_seed, poison, check, max_steps, watchdog, progress, quiet, device, defines):
     if device == "gpu":
         raise errors.ArgumentError("--device gpu is not available yet: croqvm's CUDA path is "
                                    "not built; use --device cpu")
@@ -295,7 +297,7 @@ def run(file, func, inputs, random_inputs, seed, dims, output, expect, rtol, ato
         check_output(output, "--output", given)
     program = _load(file, defines, "run")
     monitor = _monitor(program, progress, quiet, watchdog)
-    options = dict(poison=poison, schedule=schedule, seed=schedule_seed or 0,
+    options = dict(poison=poison, check=check, schedule=schedule, seed=schedule_seed or 0,
                    max_steps=max_steps, out=sys.stdout, progress=monitor)
     stats = {}
     try:

@@ -165,6 +165,44 @@ REPORTS = {
     "needs_credits": _t("slot:slot_of_event", "no lane has triggered '{slot}' yet; a "
                         "credit-based pipeline needs initial credits: trigger every slot "
                         "once before the loop, or declare the event '= ready'."),
+    # race reports (croqvm.interp.racereport): the headline at the later access, the
+    # lanes of each access, and why nothing orders the two
+    "race": _t("storage:text buffer:buffer element:tuple here:text there:text where:where "
+               "why:text", "data race on {storage} '{buffer}' element {element}: {here} here, "
+               "{there} at {where}; {why}."),
+    "race_lanes": _t("storage:text buffer:buffer element:tuple here:text why:text",
+                     "data race on {storage} '{buffer}' element {element}: {here} here by "
+                     "several lanes of one warp; {why}."),
+    "race_by": _t("what:text block:tuple warps:text lanes:lanes",
+                  "{what} in block {block}, {warps} ({lanes})"),
+    "race_by_host": _t("what:text", "{what} on the host lane"),
+    "races_more": _t("count:int", "... and {count} more data races"),
+    "why_none": _t("", "no barrier or event orders them"),
+    "why_blocks": _t("", "the blocks of one launch are not ordered with each other"),
+    "why_async": _t("launch:where", "the kernel launched at {launch} is asynchronous, and "
+                    "neither 'sync.global' nor a synchronous launch comes between them"),
+    "why_trigger": _t("trigger:where slot:slot_of_event wait:where access:text",
+                      "the trigger at {trigger} completes the generation of '{slot}' that the "
+                      "wait at {wait} waits for, but it comes before the {access}"),
+    "why_copy": _t("wait:where", "the copy is in flight until its wait at {wait}"),
+    "why_copy_open": _t("", "the copy is in flight: nothing has waited for it yet"),
+    "why_lanes": _t("", "the lanes of a warp are not ordered within one instruction"),
+}
+
+# How race reports name what an access did: the participle (``read``, ``written by
+# 'mma.store'``) and the noun (``read``, ``'mma.store'``), by croqvm.interp.checks.Access
+# kind; ``{text}`` is the statement that makes the access, for copies and tiles.
+ACCESS_DONE = {
+    "read": "read", "write": "written", "update": "updated", "fill": "initialised",
+    "copy read": "read by '{text}'", "copy write": "written by '{text}'",
+    "async copy read": "read by the async copy '{text}'",
+    "async copy write": "written by the async copy '{text}'",
+    "tile read": "read by '{text}'", "tile write": "written by '{text}'",
+}
+ACCESS_NOUN = {
+    "read": "read", "write": "write", "update": "update", "fill": "initialisation",
+    "copy read": "'{text}'", "copy write": "'{text}'", "async copy read": "copy '{text}'",
+    "async copy write": "copy '{text}'", "tile read": "'{text}'", "tile write": "'{text}'",
 }
 
 

@@ -10,7 +10,9 @@ stats, progress)``, with the meaning of ``croqvm.interp.run_function``, the refe
 schedule of ``SCHEDULES``, a seed in [0, 2**64), a positive step limit or None (no limit),
 an output stream and a progress hook or None (croqvm.position). An engine
 or device planned but not part of this installation, and any unknown name, is an
-``ArgumentError`` that says which are available.
+``ArgumentError`` that says which are available. The run-time checks of ``CHECKS`` run on
+the engines of ``CHECKING`` only (the reference engine is the executable spec they
+observe), whose runners also take ``check``; other engines refuse them.
 """
 from __future__ import annotations
 
@@ -36,11 +38,11 @@ PLANNED = {
     ("engine", "native"): "the native C engine is not built yet",
     ("device", "cuda-cpu"): "croqvm's CUDA path is not built yet",
     ("device", "gpu"): "croqvm's CUDA path is not built yet",
-    ("check", "race"): "race detection is not built yet",
     ("check", "init"): "initialisation checking is not built yet",
 }
 DEVICES = ("cpu",)               # the engines run on the CPU
-CHECKS = (None,)                 # no run-time checks beyond the engine's own
+CHECKS = (None, "race")          # data races (LANGUAGE.md §7.5)
+CHECKING = ("python",)           # the engines whose runners take ``check``
 
 
 def _choose(what: str, name, usable) -> None:
@@ -121,6 +123,9 @@ class Program:
         was."""
         run = runner(device, engine)
         _choose("check", check, CHECKS)
+        if check is not None and engine not in CHECKING:
+            raise ArgumentError(f"check '{check}' runs on the Python engine only: use "
+                                f"engine='python' with it.")
         if schedule not in SCHEDULES:
             raise ArgumentError(f"unknown schedule '{schedule}': use 'rr' or 'random'.")
         if max_steps is not None and (isinstance(max_steps, bool)
@@ -129,6 +134,8 @@ class Program:
                                 f"{max_steps!r}.")
         if self.module.function(func) is None:
             raise ArgumentError(f"no function named '{func}' in this module.")
+        checking = {} if check is None else {"check": check}
         return run(self.module, func, list(args), dims, poison=bool(poison),
                    schedule=schedule, seed=check_seed(seed), max_steps=max_steps,
-                   out=sys.stdout if out is None else out, stats=stats, progress=progress)
+                   out=sys.stdout if out is None else out, stats=stats, progress=progress,
+                   **checking)

@@ -8,7 +8,8 @@ missing). An entry is one of:
   file order (as ``croqvm run FILE`` does, LANGUAGE.md §14.1) and the output must equal
   ``expected_stdout``;
 - a broken program (``broken/``): ``stage`` says whether the error is static or a runtime
-  error, ``error`` what it says and where.
+  error, ``error`` what it says and where, and ``check`` the run-time check that finds a
+  runtime error the plain run does not (``croqvm run --check``).
 
 References are computed with numpy from the inputs alone, in the precision §12 prescribes
 (s32 arithmetic wraps, every f32 operation rounds to f32), and never from croqvm output.
@@ -51,6 +52,7 @@ class Entry:
     warnings: tuple[Expect, ...] = ()     # warnings a valid program must produce, in order
     stage: str | None = None              # broken programs: "static" or "runtime"
     error: Expect | None = None
+    check: str | None = None              # the check that finds the runtime error, if any
 
     @property
     def path(self) -> Path:
@@ -123,6 +125,12 @@ def _scale_args(rng, m, n):
 
 def _tile_args(rng):
     return [_f16(rng, 64, 16), _f16(rng, 64, 16), np.zeros((64, 64), np.float32)], {}
+
+
+def _skeleton_args(rng):
+    """lhs [M, K], rhs [N, K] and output [M, N] in f16, M = N = 128, K = 256."""
+    return [_f16(rng, 128, 256), _f16(rng, 128, 256), np.zeros((128, 128), np.float16)], \
+        {"M": 128, "N": 128, "K": 256}
 
 
 # --------------------------------------------------------------------------- references
@@ -347,6 +355,20 @@ RUNTIME_BROKEN = [
                        "ta = dma.copy",
                        also=("\n  in kernel launched at {file}:17:3, block (0, 0)",))),
     # Warps 0-2 wait at the collective; warp 3 arrives with lanes 112-127 masked off.
+    # The tutorial's racy skeleton: the first of the two races (lhs; rhs is the same).
+    Entry("broken/racy_1p1c.co", "matmul", ("lhs", "rhs", "output"), stage="runtime",
+          check="race", make_args=lambda rng, scale: _skeleton_args(rng),
+          error=Expect("data race on shared 'lhs_load_s' element (0, 0): read by 'mma.load' "
+                       "here, written by 'dma.copy' at {file}:28:11; no barrier or event "
+                       "orders them.", 37, 13, "ma = mma.load lhs_load_s",
+                       also=("\n  read by 'mma.load' in block (0, 0), warps 4-7 (lanes "
+                             "128-255)\n  in kernel launched at {file}:19:3\n{file}:28:11: "
+                             "note: written by 'dma.copy' in block (0, 0), warps 0-3 (lanes "
+                             "0-127)\n",
+                             "\n{file}:38:13: runtime error: data race on shared "
+                             "'rhs_load_s' element (0, 0): read by 'mma.load' here, written "
+                             "by 'dma.copy' at {file}:29:11; no barrier or event orders "
+                             "them.\n"))),
     Entry("broken/mma_divergent.co", "gemm_tile", _GEMM_PARAMS, stage="runtime",
           make_args=lambda rng, scale: _tile_args(rng),
           error=Expect("mma.row.row needs all 128 lanes of warpgroup 0, but lanes 112-127 are "

@@ -59,8 +59,8 @@ def test_warnings_are_records_and_text(prog, tmp_path):
     (dict(device="cuda-cpu"), "device 'cuda-cpu' is not available: croqvm's CUDA path is "
                               "not built yet; use device='cpu'."),
     (dict(device="tpu"), "unknown device 'tpu': use one of cpu, cuda-cpu, gpu."),
-    (dict(check="race"), "check 'race' is not available: race detection is not built yet; "
-                         "use check=None."),
+    (dict(check="init"), "check 'init' is not available: initialisation checking is not "
+                         "built yet; use check=None."),
     (dict(check="bounds"), "unknown check 'bounds': use one of race, init."),
     (dict(schedule="fifo"), "unknown schedule 'fifo': use 'rr' or 'random'."),
     (dict(max_steps=0), "the step limit must be a positive integer, not 0."),

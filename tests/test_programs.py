@@ -14,6 +14,7 @@ import pytest
 import croqvm
 from croqvm.errors import CompileError, KernelFault
 from croqvm.diagnostics import render_all
+from croqvm.program import CHECKING
 
 import engines
 
@@ -73,7 +74,8 @@ def location(entry):
 
 
 def assert_reported(entry, text, severity):
-    assert f"{location(entry)}: {severity}: {entry.error.message}" in text, text
+    message = entry.error.message.replace("{file}", str(entry.path))
+    assert f"{location(entry)}: {severity}: {message}" in text, text
     for extra in entry.error.also:
         assert extra.replace("{file}", str(entry.path)) in text, text
 
@@ -180,8 +182,25 @@ def test_program_prints_expected_output(entry, capfd):
 
 
 @entries(RUNTIME)
-def test_runtime_error_stops_the_call_in_place(entry):
+def test_runtime_error_stops_the_call_in_place(entry, engine):
+    if entry.check is not None and engine not in CHECKING:
+        pytest.skip(f"check '{entry.check}' runs on the Python engine")
     prog = compile_entry(entry)
     with pytest.raises(KernelFault) as info:
-        run_entry(prog, entry)
+        run_entry(prog, entry, check=entry.check)
     assert_reported(entry, str(info.value), "runtime error")
+
+
+@entries([e for e in RUNTIME if e.check is not None])
+def test_runtime_error_needs_its_check(entry):
+    run_entry(compile_entry(entry), entry)
+
+
+@entries(VALID)
+def test_valid_program_has_no_data_races(entry, engine):
+    # Every program orders its shared and global accesses (LANGUAGE.md §7.5): the race
+    # check of the reference engine reports nothing, whatever the schedule.
+    if engine not in CHECKING:
+        pytest.skip("race checks run on the Python engine")
+    run_entry(compile_entry(entry), entry, check="race")
+    run_entry(compile_entry(entry), entry, check="race", schedule="random", seed=3)

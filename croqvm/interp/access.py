@@ -19,6 +19,7 @@ from ..bytecode.module import BaseKind
 from ..bytecode.opcodes import TABLE
 from ..faults import LaneFault
 from ..numerics import binary_op, convert, converter
+from .checks import Access
 from .memory import block_wide, buffer_of, check_written, distinct, is_uniform, load, locate, store
 from .sync import arrive, check_uniform, register_operand
 
@@ -56,6 +57,8 @@ def _fill(blk, slot, lane, value, vtype):
         buf.data[...] = convert(np.asarray([value]), vtype, buf.dtype, np.ones(1, bool))[0]
         if buf.written is not None:
             buf.written[...] = True
+        if blk.call.checker is not None:
+            blk.call.checker.tile(blk, buf, (0,) * buf.data.ndim, buf.shape, Access.FILL, lane)
 
 
 def op_fill(w, ins):

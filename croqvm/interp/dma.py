@@ -181,6 +181,7 @@ def _issue(blk, desc, plan, lanes, span):
         blk.transfers.append(transfer)
     else:
         transfer.land()
+    handle = None
     if desc.future >= 0:
         buf, o, D = plan.dst
         waited = np.zeros(blk.size, bool) if is_async else None
@@ -188,6 +189,8 @@ def _issue(blk, desc, plan, lanes, span):
         futs = blk.futures[desc.future]
         for lane in np.asarray(lanes).tolist():
             futs[lane] = handle
+    if blk.call.checker is not None:
+        blk.call.checker.dma_issue(blk, desc, plan, lanes, handle)
 
 
 def _same_view(h, h0) -> bool:
@@ -250,6 +253,8 @@ def wait_lane(blk, slot, lane):
         raise Fault(Kind.FUTURE_WAITED_TWICE, (slot,), lane)
     h.waited[lane] = True
     h.transfer.land()
+    if blk.call.checker is not None:
+        blk.call.checker.dma_wait(blk, h, lane)
 
 
 def op_wait(w, ins):

@@ -78,7 +78,8 @@ def prepare(blk) -> None:
     if prog.steps is None:
         steps = _steps(blk, prog.ins)
         prog.laneset_steps = [_steps(blk, ls) for ls in prog.lanesets]
-        prog.steps = steps
+        checker = blk.call.checker
+        prog.steps = steps if checker is None else checker.instrument(prog, steps)
 
 
 def run_block(blk) -> None:

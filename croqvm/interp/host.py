@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtypes
 from ..bytecode.module import ParamKind, ParamStorage
-from ..errors import ArgumentError
+from ..errors import ArgumentError, KernelFault
 from ..faults import Fault
 from ..numerics import round_to
 from ..position import Interrupted
@@ -19,6 +19,7 @@ from .memory import Buffer
 from .alu import const_array
 from . import diagnose
 from .dma import check_kernel_end
+from .checks import make_checker
 from .engine import run_block
 from .scheduler import make_scheduler
 
@@ -177,7 +178,8 @@ def _check_end(hblk) -> None:
 
 
 def run_function(module, name: str, args: list, dims: dict, *, poison: bool, schedule: str,
-                 seed: int, max_steps: int | None, out, stats: dict | None, progress=None):
+                 seed: int, max_steps: int | None, out, stats: dict | None, progress=None,
+                 check: str | None = None):
     """The reference engine's runner (croqvm.program): run function ``name`` of
     ``module`` on ``args`` (numpy arrays and Python scalars in parameter order). Returns
     the returned array, scalar or None; ``global`` buffer parameters are copied back into
@@ -187,10 +189,13 @@ def run_function(module, name: str, args: list, dims: dict, *, poison: bool, sch
     ``warp_steps``, ``lane_steps``, ``launches`` and ``blocks`` (kernel blocks run) when
     given. ``progress`` is called with a ``RunPosition`` every ``PROGRESS_EVERY``
     warp-steps; an interrupt (Ctrl-C) leaves as ``Interrupted`` with the position it
-    stopped at (croqvm.position). The options are valid: the facade checked them."""
+    stopped at (croqvm.position). ``check`` ("race" or None) adds a run-time check
+    (croqvm.interp.checks): what it finds is a KernelFault when the run ends. The options
+    are valid: the facade checked them."""
     fn = module.function(name)
     call = Call(module, fn, out=out, poison=poison, scheduler=make_scheduler(schedule, seed),
                 max_steps=max_steps, progress=progress)
+    call.checker = make_checker(check, call)
     call.result = None
     hblk = Block(call, call.program(fn.host), 1)
     # overflow to inf, x/0 and NaN are §12.3 results, in arguments (rounded on entry) too
@@ -201,10 +206,18 @@ def run_function(module, name: str, args: list, dims: dict, *, poison: bool, sch
             _check_end(hblk)
         except KeyboardInterrupt:
             raise Interrupted(call.position()) from None
+        except KernelFault as fault:
+            if call.checker is not None:
+                raise call.checker.finish(fault) or fault from None
+            raise
         finally:
             if stats is not None:
                 stats.update(warp_steps=call.steps, lane_steps=call.lane_steps,
                              launches=call.launches, blocks=call.blocks_run)
+        if call.checker is not None:
+            found = call.checker.finish()
+            if found is not None:
+                raise found
     for arr, buf in back:
         arr[...] = buf.data
     return call.result

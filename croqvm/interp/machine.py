@@ -42,10 +42,11 @@ class Call:
     """One ``run_function`` call: its options, output stream, step budget, progress hook,
     the buffers that live as long as the call (§3.2.1), and where it is (``position``)."""
 
-    def __init__(self, module, fn, *, out, poison, scheduler, max_steps, progress):
+    def __init__(self, module, fn, *, out, poison, scheduler, max_steps, progress, checker=None):
         self.module, self.fn, self.out = module, fn, out
         self.poison, self.scheduler, self.max_steps = poison, scheduler, max_steps
         self.progress = progress  # called with a RunPosition now and then (croqvm.position)
+        self.checker = checker    # a croqvm.interp.checks.Checker, or None
         self.steps = 0           # warp-instructions executed
         self.lane_steps = 0      # lane-instructions: the active lanes of each of those
         self.next_stop = 0       # the step count at which the engine next checks in
@@ -115,6 +116,7 @@ class Block:
         self.transfers: list = []     # async copies not landed yet (random schedule)
         self.released = False         # a collective or event generation completed
         self.shared = {}              # slot -> bytes of its shared buffers (the limit)
+        self.check_state = None       # the call's checker's state of this block
         self.warps = [new_warp(self, prog, n, b, min(WARP_SIZE, size - b),
                                self.live[b:b + WARP_SIZE])
                       for n, b in enumerate(range(0, size, WARP_SIZE))]

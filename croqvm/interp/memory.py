@@ -22,14 +22,16 @@ class Buffer:
     """One buffer instance: values, and in poison mode which elements were written.
     ``flat`` is a one-dimensional view of ``data`` in row-major order, what element
     accesses index by offset. ``ref`` = (code, slot, element) names the declaration it
-    was allocated for, as messages name buffers (croqvm.messages, type ``buffer``)."""
+    was allocated for, as messages name buffers (croqvm.messages, type ``buffer``).
+    ``shadow`` is a race checker's state of it (croqvm.interp.shadow), or None."""
 
-    __slots__ = ("ref", "dtype", "data", "flat", "written")
+    __slots__ = ("ref", "dtype", "data", "flat", "written", "shadow")
 
     def __init__(self, ref: tuple, dtype: DType, data: np.ndarray, written):
         data = np.ascontiguousarray(data)
         self.ref, self.dtype, self.data, self.written = ref, dtype, data, written
         self.flat = data.reshape(-1)
+        self.shadow = None
 
     @property
     def shape(self) -> tuple:

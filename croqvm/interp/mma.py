@@ -17,6 +17,7 @@ from ..bytecode.module import DYNAMIC
 from ..faults import Fault, Kind
 from ..limits import UNIT_OF_LANES
 from ..numerics import convert, fma_to, round_to
+from .checks import Access
 from .memory import allocating, view_of, view_registers
 from .sync import arrive, check_uniform, groups_of
 
@@ -129,6 +130,9 @@ def _load_tile(blk, v, lane, coll):
     if buf.written is not None and not buf.written[region].all():
         bad = np.argwhere(~buf.written[region])[0] + np.asarray(o)
         raise Fault(Kind.MMA_UNINITIALISED, (buf.ref, tuple(int(x) for x in bad)), lane)
+    if blk.call.checker is not None:
+        blk.call.checker.tile(blk, buf, o, e, Access.TILE_READ, lane,
+                              blk.prog.code.colls[coll].text)
     return buf, buf.data[region]
 
 
@@ -209,6 +213,8 @@ def op_mma_store(w, ins):
                 raise Fault(Kind.MMA_TILE_SHAPE, (m, frag.shape, buf.ref, e), ls[0])
             c = frag.shaped(ls[0])
             _store_tile(buf, o, c.T if transp else c, frag.dtype)
+            if blk.call.checker is not None:
+                blk.call.checker.tile(blk, buf, o, e, Access.TILE_WRITE, ls[0], site.text)
     arrive(w, ins, coll, effect, whole_unit=True)
 
 

@@ -44,6 +44,9 @@ class Rendezvous:
     def complete(self) -> None:
         """Run the effect once for the live participants, then release them all."""
         lanes = np.flatnonzero(self.arrived & self.blk.live)
+        checker = self.blk.call.checker if lanes.size else None
+        if checker is not None:
+            checker.collective(self, lanes)
         if self.effect is not None and lanes.size:
             try:
                 self.effect(self.blk, self, lanes)
@@ -51,6 +54,8 @@ class Rendezvous:
                 if f.span is None:
                     f.span = self.ins[SPAN]
                 raise
+        if checker is not None:
+            checker.collective_done(self, lanes)
         self.done = True
         self.blk.released = True
 

@@ -1,0 +1,682 @@
+"""Race checking on the reference engine: ``check="race"`` (LANGUAGE.md §7.5;
+docs/EXECUTION.md "Race checking").
+
+The checker follows the run as it happens and keeps a happens-before order of the memory
+accesses with vector clocks, one per warp of the running block (``Clocks``): a warp's
+lanes run in lockstep, so its accesses are ordered by its instruction order; a
+rendezvous (a barrier or any other collective) joins the clocks of the warps taking part;
+a trigger releases its warp's clock into the event generation its arrival belongs to, and
+a wait acquires the generations it consumes; the lane that performs an outer-level
+effect (ONCE) publishes its clock for the lanes that pass the same execution of the site
+later; an async copy reads its source and writes its destination from its issue until
+its wait. Global memory outlives blocks: an access there also carries its *segment*, the
+block (or stretch of host code) that made it, and segments are ordered by launches: the
+blocks of one launch are concurrent with each other, a launch is ordered after
+everything before it, and an asynchronous launch is concurrent with what follows it until
+a ``sync.global`` or a synchronous launch. Each buffer instance has a ``Shadow``
+(croqvm.interp.shadow) checked and updated for a whole warp's access, or a whole tile, at
+once.
+
+A conflict is kept as a ``Race`` (once per pair of statements) and the run goes on; the
+races are reported together when the function returns or stops (croqvm.interp.racereport).
+
+Conventions: ``st`` the running block's ``Clocks``; ``x`` and ``w`` warp indices in it;
+``c`` a clock value; a *site* is an instruction of a code together with the kind of
+access it makes (``Site``); ``info`` identifies an access in a shadow: ``site << 10 |
+lane`` for one lane's element access, ``-(record + 1)`` for a collective's.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..bytecode import opcodes
+from ..bytecode.module import Storage
+from ..bytecode.opcodes import SPAN
+from ..faults import LaneFault
+from ..limits import WARP_SIZE
+from .checks import Access, Checker
+from .memory import locate
+from .shadow import MAX_WARPS, Actor, Box, Flat, Shadow
+
+LANE_BITS = 10                 # a block lane in ``info``: lanes < MAX_BLOCK_SIZE = 1024
+NO_EVENT = -1                  # ``Clocks.src``: what last raised a clock entry is no event
+FOREVER = 1 << 62              # the end of a launch still running (a segment range)
+
+
+@dataclass(frozen=True)
+class Site:
+    """An instruction that accesses memory: ``code`` -1 for the host program, else the
+    kernel index; ``ip`` its index; ``kind`` the access; ``text`` the statement text that
+    names a copy or a tile operation ("" for element accesses); ``is_async``: an async copy."""
+    code: int
+    ip: int
+    span: int
+    kind: str
+    text: str = ""
+    is_async: bool = False
+
+
+@dataclass
+class Who:
+    """The lanes of one dynamic access: its segment and lanes (block lanes);
+    ``collective``: the lanes of a collective (or one lane's copy or tile), not one
+    lane per element."""
+    seq: int
+    lanes: np.ndarray
+    collective: bool = False
+
+
+@dataclass
+class Copy:
+    """An async copy in flight (§9.5.3): issued by ``who`` at ``site``; its source and
+    destination boxes; ``waited`` the span of the wait that completed it, once it has."""
+    site_read: int
+    site_write: int
+    who: Who
+    src: tuple            # (Shadow or None, Box)
+    dst: tuple
+    waited: int | None = None
+
+
+@dataclass
+class Gen:
+    """One generation of an event slot: the join of its triggers' clocks and, per
+    triggering warp, the trigger's span and clock (for reports)."""
+    vc: np.ndarray = field(default_factory=lambda: np.zeros(MAX_WARPS, np.int64))
+    triggers: dict = field(default_factory=dict)     # warp -> (span, clock)
+    slot: tuple = ()              # (event, slot) as croqvm.messages writes it
+    id: int = -1
+
+
+@dataclass
+class Race:
+    """Two conflicting accesses: ``first`` before ``second`` in the run, neither ordered
+    before the other. Each is (site, Who); ``why`` says what fails to order them (a tuple:
+    a croqvm.messages report name and its arguments, or a ``Copy`` whose wait is not known
+    yet); ``buffer`` the buffer's ref, ``storage`` its storage, ``element`` the first
+    conflicting element; ``same_instruction`` for lanes of one warp in one instruction."""
+    buffer: tuple
+    storage: Storage
+    element: tuple
+    first: tuple
+    second: tuple
+    why: object
+    same_instruction: bool = False
+
+
+class Clocks:
+    """The happens-before state of one block (or of the host program)."""
+
+    def __init__(self, nwarps: int, seq: int, ranges: list):
+        self.seq, self.ranges = seq, ranges
+        self.vc = np.zeros((nwarps, MAX_WARPS), np.int64)
+        self.vc[np.arange(nwarps), np.arange(nwarps)] = 1
+        self.src_gen = np.full((nwarps, MAX_WARPS), NO_EVENT, np.int64)
+        self.src_wait = np.zeros((nwarps, MAX_WARPS), np.int64)
+        self.actors = [Actor(seq, x, self.vc[x], ranges) for x in range(nwarps)]
+        self.triggers = [[] for _ in range(nwarps)]   # per warp, clocks of its triggers
+        self.gens: dict = {}          # (event, slot) -> {generation: Gen}
+        self.published: dict = {}     # (site, unit instance, execution) -> (warp, clock vector)
+        self.tick_at: dict = {}       # warp -> the effect-block END after which it ticks
+        self.coll = None              # the collective whose effect runs: (Actor, lanes, ip)
+
+    def join(self, warps: np.ndarray) -> None:
+        """A rendezvous of ``warps``: each takes the join of their clocks."""
+        joined = self.vc[warps].max(axis=0)
+        raised = joined[None, :] > self.vc[warps]
+        self.src_gen[warps] = np.where(raised, NO_EVENT, self.src_gen[warps])
+        self.vc[warps] = joined
+
+    def acquire(self, x: int, vc: np.ndarray, gen: int, wait_span: int) -> None:
+        raised = vc > self.vc[x]
+        if raised.any():
+            self.src_gen[x][raised] = gen
+            self.src_wait[x][raised] = wait_span
+            np.maximum(self.vc[x], vc, out=self.vc[x])
+
+    def tick(self, warps) -> None:
+        self.vc[warps, warps] += 1
+
+
+class RaceChecker(Checker):
+    """The ``check="race"`` checker of one call (croqvm.interp.checks explains the hooks)."""
+
+    def __init__(self, call):
+        self.call = call
+        self.sites: list[Site] = []
+        self._site_index: dict = {}
+        self.records: list[tuple] = []        # (site, Who) of tile and copy accesses
+        self.segments: list[tuple] = []       # seq -> (launch index, block index)
+        self.gens: list[Gen] = []             # every event generation, by id
+        self.copies: dict = {}                # id(transfer) -> Copy in flight
+        self.races: dict = {}                 # (site, site) -> Race
+        self.pending: list = []               # segment ranges of async launches running
+        self.launch = None                    # (first segment, ranges) of the running launch
+        self.host = None                      # the host program's Clocks
+
+    def instrument(self, prog, steps: list) -> list:
+        return instrument(self, prog, steps)
+
+    # ------------------------------------------------------------------ blocks and launches
+
+    def _new_seq(self, launch: int, index: tuple) -> int:
+        self.segments.append((launch, index))
+        return len(self.segments) - 1
+
+    def clocks(self, blk) -> Clocks:
+        """The block's happens-before state, made when it first acts."""
+        st = blk.check_state
+        if st is None:
+            if blk.is_host:
+                st = self.host = Clocks(1, self._new_seq(-1, ()), [])
+            else:
+                first, ranges = self.launch
+                st = Clocks(len(blk.warps), self._new_seq(blk.launch_index, blk.index),
+                            [(first, FOREVER)] + ranges)
+            blk.check_state = st
+        return st
+
+    def launch_begin(self, hblk, index: int) -> None:
+        """A synchronous launch waits for every earlier launch; an async one runs
+        concurrently with the async launches still running."""
+        if not hblk.prog.code.launches[index].is_async:
+            self.pending = []
+        self.launch = (len(self.segments), list(self.pending))
+
+    def launch_end(self, hblk, index: int) -> None:
+        first, _ = self.launch
+        if hblk.prog.code.launches[index].is_async:
+            self.pending.append((first, len(self.segments) - 1))
+        self._host_resumes(hblk)
+
+    def sync_global(self, hblk) -> None:
+        self.pending = []
+        self._host_resumes(hblk)
+
+    def _host_resumes(self, hblk) -> None:
+        """The host program goes on after a launch: a new segment, concurrent with the
+        async launches still running."""
+        st = self.clocks(hblk)
+        st.seq = self._new_seq(-1, ())
+        st.ranges = list(self.pending)
+        st.actors = [Actor(st.seq, 0, st.vc[0], st.ranges)]
+
+    # ------------------------------------------------------------------ sites and records
+
+    def site(self, blk, ip: int, kind: str, text: str = "", is_async: bool = False) -> int:
+        key = (blk.kernel_index, ip, kind)
+        n = self._site_index.get(key)
+        if n is None:
+            n = self._site_index[key] = len(self.sites)
+            self.sites.append(Site(blk.kernel_index, ip, blk.prog.ins[ip][SPAN], kind, text,
+                                   is_async))
+        return n
+
+    def _record(self, site: int, who: Who) -> int:
+        self.records.append((site, who))
+        return -len(self.records)
+
+    def who(self, info: int, seq: int) -> tuple:
+        """(site, Who) of the access ``info`` of segment ``seq`` (lanes: just its own)."""
+        if info < 0:
+            return self.records[-info - 1]
+        site, lane = divmod(int(info), 1 << LANE_BITS)
+        return site, Who(seq, np.array([lane]))
+
+    # ------------------------------------------------------------------ synchronisation
+
+    def collective(self, rec, lanes: np.ndarray) -> None:
+        """A rendezvous completes: its warps join their clocks; its effect's accesses are
+        the lowest participant's warp's, at the joined clock."""
+        st = self.clocks(rec.blk)
+        warps = np.unique(lanes // WARP_SIZE)
+        st.join(warps)
+        st.coll = (st.actors[int(warps[0])], lanes, rec.ip, warps)
+
+    def collective_done(self, rec, lanes: np.ndarray) -> None:
+        st = self.clocks(rec.blk)
+        st.tick(st.coll[3])
+        st.coll = None
+
+    def trigger(self, w, ins, before: tuple) -> None:
+        """The active lanes of ``w`` arrived at event ``ins[1]``: ``before`` is the slot's
+        (completed, arrivals) before them; each arrival belongs to generation
+        completed + arrivals // need, counted in lane order (§10.3)."""
+        blk = w.blk
+        ev = blk.events[ins[1]]
+        if ev.need <= 0:
+            return
+        st = self.clocks(blk)
+        x = w.index
+        completed, arrivals = before
+        slots = w.regs[ins[2]][w.act].astype(np.int64)
+        for s in np.unique(slots):
+            n = int(np.count_nonzero(slots == s))
+            first = int(completed[s]) + int(arrivals[s]) // ev.need
+            last = int(completed[s]) + (int(arrivals[s]) + n - 1) // ev.need
+            for g in range(first, last + 1):
+                gen = self._gen(st, ev, int(s), g)
+                np.maximum(gen.vc, st.vc[x], out=gen.vc)
+                gen.triggers[x] = (ins[SPAN], int(st.vc[x][x]))
+        st.triggers[x].append(int(st.vc[x][x]))
+        st.tick([x])
+
+    def _gen(self, st, ev, s: int, g: int) -> Gen:
+        gens = st.gens.setdefault((ev.index, s), {})
+        gen = gens.get(g)
+        if gen is None:
+            gen = gens[g] = Gen(slot=(ev.index, s))
+            self.gens.append(gen)
+            gen.id = len(self.gens) - 1
+        return gen
+
+    def waited_event(self, w, ins, consumed: np.ndarray, slots: np.ndarray) -> None:
+        """The active lanes of ``w`` passed a wait: lane k consumed generation
+        ``consumed[k]`` of slot ``slots[k]``."""
+        blk = w.blk
+        ev = blk.events[ins[1]]
+        st = self.clocks(blk)
+        for s, g in set(zip(slots.tolist(), consumed.tolist())):
+            gen = st.gens.get((ev.index, s), {}).get(g)
+            if gen is not None:           # else a `= ready` generation: nothing to acquire
+                st.acquire(w.index, gen.vc, gen.id, ins[SPAN])
+
+    def once(self, w, ins, claimed: np.ndarray, nth: np.ndarray, end: int) -> None:
+        """After ONCE (§7.2.2): the claiming lanes publish their warp's clock for their
+        execution, and their warp ticks after the effect block (``end``); the other
+        lanes acquire what the claimer of their execution published."""
+        st = self.clocks(w.blk)
+        site, unit = ins[2], ins[3]
+        lanes = w.lanes[w.act]
+        units = lanes // unit if unit > 0 else np.zeros(lanes.size, np.int64)
+        x = w.index
+        for k in np.flatnonzero(claimed):
+            st.published[(site, int(units[k]), int(nth[k]))] = (x, st.vc[x].copy())
+            st.tick_at[x] = end
+        rest = ~claimed
+        if rest.any():
+            for key in np.unique((units[rest] << 32) | nth[rest]).tolist():
+                pub = st.published.get((site, key >> 32, key & 0xFFFFFFFF))
+                if pub is not None and pub[0] != x:
+                    st.acquire(x, pub[1], NO_EVENT, 0)
+
+    def effect_end(self, w) -> None:
+        st = self.clocks(w.blk)
+        if st.tick_at.get(w.index) == w.ip:
+            del st.tick_at[w.index]
+            st.tick([w.index])
+
+    # ------------------------------------------------------------------ accesses
+
+    def _actor(self, st, lane: int) -> Actor:
+        """Who performs an access of ``lane`` now: the collective whose effect runs, else
+        the lane's warp."""
+        return st.coll[0] if st.coll is not None else st.actors[lane // WARP_SIZE]
+
+    def _ip(self, st, blk, lane: int) -> int:
+        """The instruction making an access of ``lane`` now."""
+        return st.coll[2] if st.coll is not None else blk.warp_of(lane)[0].ip
+
+    def _who(self, st, lane: int) -> Who:
+        lanes = st.coll[1] if st.coll is not None else np.array([lane])
+        return Who(st.seq, lanes, collective=True)
+
+    def _shadow(self, buf):
+        """The buffer's shadow, made at its first checked access."""
+        sh = buf.shadow
+        if sh is None:
+            storage = self.storage(buf)
+            sh = buf.shadow = Shadow(buf.shape, storage == Storage.GLOBAL)
+            sh.storage = storage
+        return sh
+
+    def storage(self, buf) -> Storage:
+        """Where ``buf`` lives: host buffers (parameters included) are global."""
+        code, slot, _ = buf.ref
+        if code < 0:
+            return Storage.GLOBAL
+        return self.call.fn.kernels[code].code.buffers[slot].storage
+
+    def elements(self, w, groups, olds, values, kind: str) -> None:
+        """An element access (LOAD, STORE, UPDATE) by the active lanes of ``w`` that
+        succeeded: ``groups`` what ``locate`` gave (buffer, lane indices, offsets); for a
+        write ``olds`` the elements' values before it, and for a STORE ``values`` what
+        each lane stored. A write that leaves an element as it was is no write: no read
+        can tell whether it happened (the lanes of a level that store one value to one
+        element, §7.2.1)."""
+        blk = w.blk
+        st = self.clocks(blk)
+        actor = st.actors[w.index]
+        site = self.site(blk, w.ip, kind)
+        for n, (buf, lanes, flat) in enumerate(groups):
+            sh = buf.shadow
+            if sh is None:
+                if self.storage(buf) == Storage.LOCAL:
+                    continue          # a lane's own buffer, no copy ever in flight there
+                sh = self._shadow(buf)
+            who = Who(st.seq, lanes + w.base)
+            if kind != Access.READ:
+                changed = _bits(olds[n]) != _bits(buf.flat[flat])
+                if len(flat) > 1:
+                    self._same_instruction(sh, buf, flat, who, values, changed, site)
+                if not changed.all():
+                    flat, who = flat[changed], Who(who.seq, who.lanes[changed])
+                    if not len(flat):
+                        continue
+            key = Flat(flat)
+            if sh.inflight:
+                self._inflight(sh, buf, key, kind, site, who)
+            if sh.storage == Storage.LOCAL:
+                continue
+            info = (site << LANE_BITS) | who.lanes
+            writes = kind != Access.READ
+            self._check(sh, buf, key, actor, site, who, st, writes=writes)
+            (sh.wrote if writes else sh.read)(key, actor, info)
+
+    def tile(self, blk, buf, origin, extents, kind: str, lane: int, text: str = "") -> None:
+        """A tile of ``buf`` (at ``origin``, ``extents``; the part in range) that a
+        collective's effect (mma.load, mma.store, a copy, a fill) or lane ``lane`` reads
+        or writes."""
+        key = _box(buf, origin, extents)
+        if key is None or (buf.shadow is None and self.storage(buf) == Storage.LOCAL):
+            return
+        st = self.clocks(blk)
+        actor = self._actor(st, lane)
+        site = self.site(blk, self._ip(st, blk, lane), kind, text)
+        who = self._who(st, lane)
+        sh = self._shadow(buf)
+        if sh.inflight:
+            self._inflight(sh, buf, key, kind, site, who)
+        if sh.storage == Storage.LOCAL:
+            return
+        writes = kind in Access.WRITES
+        self._check(sh, buf, key, actor, site, who, st, writes=writes)
+        (sh.wrote if writes else sh.read)(key, actor, self._record(site, who))
+
+    def _check(self, sh, buf, key, actor, site, who, st, *, writes: bool) -> None:
+        """Conflicts of the current access with the earlier ones: writes, and reads too
+        when the current access writes."""
+        found = [sh.after_writes(key, actor)]
+        if writes:
+            found.append(sh.after_reads(key, actor))
+        for prior in found:
+            if prior is not None:
+                self._conflicts(sh, buf, key, prior, site, who, st, actor)
+
+    # ------------------------------------------------------------------ DMA
+
+    def dma_issue(self, blk, desc, plan, lanes, handle) -> None:
+        """A DMA issued by ``lanes`` (a collective's participants, or one lane): a
+        synchronous copy reads and writes now; an async one from now until its wait."""
+        lane = int(lanes[0])
+        (src, so, se), (dst, do, dd) = plan.src, plan.dst
+        if handle is None or not handle.is_async:
+            self.tile(blk, src, so, se, Access.COPY_READ, lane, desc.text)
+            self.tile(blk, dst, do, dd, Access.COPY_WRITE, lane, desc.text)
+            return
+        st = self.clocks(blk)
+        actor = self._actor(st, lane)
+        who = self._who(st, lane)
+        ip = self._ip(st, blk, lane)
+        copy = Copy(self.site(blk, ip, Access.COPY_READ, desc.text, True),
+                    self.site(blk, ip, Access.COPY_WRITE, desc.text, True), who, None, None)
+        parts = []
+        for (buf, o, e), kind, site in ((plan.src, Access.COPY_READ, copy.site_read),
+                                        (plan.dst, Access.COPY_WRITE, copy.site_write)):
+            box = _box(buf, o, e)
+            sh = None
+            if box is not None:
+                sh = self._shadow(buf)
+                if sh.inflight:
+                    self._inflight(sh, buf, box, kind, site, who)
+                if sh.storage != Storage.LOCAL:
+                    self._check(sh, buf, box, actor, site, who, st,
+                                writes=kind == Access.COPY_WRITE)
+                sh.inflight.append((copy, kind, box))
+            parts.append((sh, buf, box))
+        copy.src, copy.dst = parts
+        self.copies[id(handle.transfer)] = (copy, handle.transfer)
+
+    def dma_wait(self, blk, handle, lane: int) -> None:
+        """Lane ``lane`` waited ``handle``'s transfer: the copy is complete for it, and
+        for whoever the waiting lanes are ordered before; its accesses count from here."""
+        entry = self.copies.pop(id(handle.transfer), None)
+        if entry is None:
+            return                    # another lane of the same wait completed it
+        copy = entry[0]
+        st = self.clocks(blk)
+        copy.waited = blk.prog.ins[self._ip(st, blk, lane)][SPAN]
+        actor = self._actor(st, lane)
+        for (sh, buf, box), writes, site in ((copy.src, False, copy.site_read),
+                                            (copy.dst, True, copy.site_write)):
+            if sh is None:
+                continue
+            sh.inflight = [x for x in sh.inflight if x[0] is not copy]
+            if sh.storage != Storage.LOCAL:
+                (sh.wrote if writes else sh.read)(box, actor, self._record(site, copy.who))
+
+    def _inflight(self, sh, buf, key, kind: str, site: int, who: Who) -> None:
+        """An access to ``buf`` while async copies read or write it (§9.5.3)."""
+        for copy, mode, box in list(sh.inflight):
+            if mode == Access.COPY_READ and kind not in Access.WRITES:
+                continue              # reading a copy's source while it reads it too
+            inside = key.inside(sh.shape, box.lo, box.hi)
+            if not inside.any():
+                continue
+            pos = int(np.flatnonzero(inside)[0])
+            first = (copy.site_read if mode == Access.COPY_READ else copy.site_write, copy.who)
+            mine = who if who.collective else Who(who.seq, who.lanes[inside])
+            self._add(Race(buf.ref, sh.storage, key.coords(sh.shape, pos), first,
+                           (site, mine), copy))
+
+    # ------------------------------------------------------------------ conflicts
+
+    def _same_instruction(self, sh, buf, flat, who: Who, values, changed, site: int) -> None:
+        """Lanes of one warp that write one element in one instruction: a race when they
+        store different values (``values`` per warp lane), or, for an update, change it."""
+        order = np.argsort(flat, kind="stable")
+        f = flat[order]
+        dup = f[1:] == f[:-1]
+        if not dup.any() or self._known(site, site):
+            return
+        if values is not None:
+            v = _bits(values[who.lanes % WARP_SIZE])[order]
+            differ = dup & (v[1:] != v[:-1])
+        else:
+            differ = dup & changed[order][1:]
+        if not differ.any():
+            return
+        off = f[int(np.flatnonzero(differ)[0])]
+        mine = Who(who.seq, who.lanes[flat == off])
+        pos = int(np.flatnonzero(flat == off)[0])
+        self._add(Race(buf.ref, sh.storage, Flat(flat).coords(sh.shape, pos), (site, mine),
+                       (site, mine), ("why_lanes", ()), same_instruction=True))
+
+    def _conflicts(self, sh, buf, key, prior, site: int, who: Who, st, actor) -> None:
+        """Record the races of the current access with the earlier accesses ``prior``:
+        one per earlier statement not yet reported with this one."""
+        sites = np.where(prior.info < 0, -1, prior.info >> LANE_BITS)
+        for info_site in np.unique(sites):
+            same = np.flatnonzero(sites == info_site)
+            k = same[0]
+            seq = int(prior.seq[k]) if prior.seq is not None else st.seq
+            s, first = self.who(int(prior.info[k]), seq)
+            if self._known(s, site):
+                continue
+            if info_site >= 0:        # element accesses: every lane of this statement here
+                first = Who(seq, np.unique(prior.info[same] & ((1 << LANE_BITS) - 1)))
+            mine = who if who.collective else Who(who.seq, np.unique(who.lanes[prior.pos[same]]))
+            why = self._why(st, actor, int(prior.warp[k]), int(prior.clock[k]), seq, s, site)
+            self._add(Race(buf.ref, sh.storage, key.coords(sh.shape, int(prior.pos[k])),
+                           (s, first), (site, mine), why))
+
+    def _known(self, a: int, b: int) -> bool:
+        return (min(a, b), max(a, b)) in self.races
+
+    def _add(self, race: Race) -> None:
+        a, b = race.first[0], race.second[0]
+        self.races.setdefault((min(a, b), max(a, b)), race)
+
+    def _why(self, st, actor, w: int, c: int, seq: int, first_site: int, site: int):
+        """Why the earlier access (warp ``w`` at clock ``c`` of segment ``seq``) is not
+        ordered before the current one: a croqvm.messages report name and arguments."""
+        if seq != actor.seq:
+            launch = self.segments[seq][0]
+            if launch >= 0 and launch == self.segments[actor.seq][0]:
+                return ("why_blocks", ())
+            other = launch if launch >= 0 else self.segments[actor.seq][0]
+            return ("why_async", (self.call.fn.host.launches[other].span,))
+        x = actor.warp
+        return self._early_trigger(st, x, w, c, first_site) or \
+            self._early_trigger(st, w, x, int(st.vc[x][x]), site) or ("why_none", ())
+
+    def _early_trigger(self, st, acquirer: int, releaser: int, c: int, site: int):
+        """The event generation through which ``acquirer`` last learnt ``releaser``'s
+        clock, when it was triggered before ``releaser``'s access at clock ``c`` (at
+        ``site``) with no other trigger of that warp in between: the trigger that
+        belongs after the access."""
+        gen_id = int(st.src_gen[acquirer][releaser])
+        if gen_id == NO_EVENT:
+            return None
+        gen = self.gens[gen_id]
+        span, t = gen.triggers.get(releaser, (None, 0))
+        if span is None or t >= c:
+            return None
+        later = st.triggers[releaser]
+        k = bisect.bisect_right(later, t)
+        if k < len(later) and later[k] < c:
+            return None
+        return ("why_trigger", (span, gen.slot, int(st.src_wait[acquirer][releaser]), site))
+
+    # ------------------------------------------------------------------ the end
+
+    def finish(self, fault=None):
+        """The KernelFault reporting the run's races (then ``fault``, the error the run
+        stopped with, if any), or None when there are none."""
+        if not self.races:
+            return None
+        from .racereport import race_fault
+        return race_fault(self, list(self.races.values()), fault)
+
+
+def _box(buf, o, e):
+    """The part of the tile at origin ``o`` with extents ``e`` inside ``buf``, or None."""
+    lo = [max(0, int(a)) for a in o]
+    hi = [min(int(a) + int(x), d) for a, x, d in zip(o, e, buf.shape)]
+    if any(h <= l for l, h in zip(lo, hi)):
+        return None
+    return Box(lo, hi)
+
+
+def effect_block_end(prog, ip: int) -> int:
+    """The END of the effect block of the ONCE at ``ip``: the ``IF r`` right after it, as
+    the verifier guarantees (§7.2.2)."""
+    return prog.ins[ip + 1][2]
+
+
+def instrument(checker, prog, steps: list) -> list:
+    """The step table of ``prog`` with handlers that tell ``checker`` what happened
+    (croqvm.interp.checks); ``steps`` is the engine's own."""
+    out = list(steps)
+    for ip, ins in enumerate(prog.ins):
+        handler, operands = steps[ip]
+        make = WRAPPERS.get(ins[0])
+        if make is not None:
+            out[ip] = (make(checker, handler), operands)
+        if ins[0] == opcodes.ONCE:
+            end = effect_block_end(prog, ip)
+            out[end] = (_effect_end(checker, steps[end][0]), steps[end][1])
+    return out
+
+
+def _bits(values: np.ndarray) -> np.ndarray:
+    """Values as unsigned integers of their width: equal values are equal bits."""
+    return values.view(f"u{values.dtype.itemsize}")
+
+
+def _elements(a_at: int, uniform_at: int, kind: str, stored=None):
+    """LOAD, STORE, UPDATE: the elements are located before the handler runs, so that a
+    write's old values are known (a fault there is the handler's to raise);
+    ``stored(ins, w)`` gives what each lane of a STORE stores."""
+    def make(checker, handler):
+        def op(w, ins):
+            try:
+                groups = locate(w, ins[a_at], ins[uniform_at])
+            except LaneFault:
+                groups = None
+            olds = None if kind == Access.READ or groups is None else \
+                [buf.flat[flat] for buf, _, flat in groups]
+            handler(w, ins)
+            if groups is not None:
+                checker.elements(w, groups, olds, stored and stored(ins, w), kind)
+        return op
+    return make
+
+
+def _trigger(checker, handler):
+    def op(w, ins):
+        ev = w.blk.events[ins[1]]
+        before = (ev.completed.copy(), ev.arrivals.copy())
+        handler(w, ins)
+        checker.trigger(w, ins, before)
+    return op
+
+
+def _wait_event(checker, handler):
+    def op(w, ins):
+        ev = w.blk.events[ins[1]]
+        lanes = w.lanes[w.act]
+        slots = w.regs[ins[2]][w.act].astype(np.int64)
+        handler(w, ins)
+        if w.pc != w.ip:              # passed: each lane consumed its next generation
+            checker.waited_event(w, ins, ev.waits[lanes, slots] - 1, slots)
+    return op
+
+
+def _once(checker, handler):
+    def op(w, ins):
+        handler(w, ins)
+        blk = w.blk
+        claimed = w.regs[ins[1]][w.act].astype(bool)
+        nth = blk.once[("arrivals", ins[2])][w.lanes[w.act]]
+        checker.once(w, ins, claimed, nth, effect_block_end(blk.prog, w.ip))
+    return op
+
+
+def _effect_end(checker, handler):
+    def op(w, ins):
+        handler(w, ins)
+        checker.effect_end(w)
+    return op
+
+
+def _launch(checker, handler):
+    def op(w, ins):
+        checker.launch_begin(w.blk, ins[1])
+        handler(w, ins)
+        checker.launch_end(w.blk, ins[1])
+    return op
+
+
+def _sync_global(checker, handler):
+    def op(w, ins):
+        handler(w, ins)
+        checker.sync_global(w.blk)
+    return op
+
+
+# opcode -> (checker, the engine's handler) -> the handler to run
+WRAPPERS = {
+    opcodes.LOAD: _elements(1, 2, Access.READ),       # prepared: (r, a, uniform, to_reg)
+    opcodes.STORE: _elements(0, 1, Access.WRITE,      # (a, uniform, r, to_elem)
+                             lambda ins, w: ins[3](w.regs[ins[2]], w.act)),
+    opcodes.UPDATE: _elements(0, 1, Access.UPDATE),   # (a, uniform, r, ops)
+    opcodes.TRIGGER: _trigger,
+    opcodes.WAIT_EVENT: _wait_event,
+    opcodes.ONCE: _once,
+    opcodes.LAUNCH: _launch,
+    opcodes.SYNC_GLOBAL: _sync_global,
+}

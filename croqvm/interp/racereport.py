@@ -1,0 +1,105 @@
+"""The report of a race-checked run (LANGUAGE.md §7.5; docs/EXECUTION.md "Race
+checking"): every race the run found, in the order found, as a runtime error at the
+later access (its statement with a caret, its lanes, where it ran) followed by a note at
+the earlier one, through the diagnostics renderer and the message catalogue; at most
+``MAX_SHOWN`` of them, then a count of the others. A run that also stopped with a
+runtime error ends with that error.
+"""
+from __future__ import annotations
+
+from .. import report
+from ..bytecode.module import Storage
+from ..diagnostics import Diagnostic, render
+from ..errors import KernelFault
+from ..limits import WARP_SIZE
+from ..messages import ACCESS_DONE, ACCESS_NOUN, Context, format_lanes
+from ..messages import report as line
+from .race import Copy
+
+MAX_SHOWN = 10
+
+STORAGE = {Storage.GLOBAL: "global", Storage.SHARED: "shared", Storage.LOCAL: "local"}
+
+
+def _kind(site) -> str:
+    return ("async " if site.is_async else "") + site.kind
+
+
+def _done(site) -> str:
+    return ACCESS_DONE[_kind(site)].format(text=site.text)
+
+
+class _Writer:
+    """What the report needs of the run: its checker's sites and segments, the spans."""
+
+    def __init__(self, checker):
+        self.checker = checker
+        self.call = checker.call
+        self.spans = checker.call.spans
+        self.cx = Context(self.spans, self.call.fn, self.call.fn.host)
+
+    def code_cx(self, who) -> Context:
+        """The context of messages about what ran in ``who``'s segment."""
+        launch = self.checker.segments[who.seq][0]
+        return Context(self.spans, self.call.fn, report.code_of(self.call.fn, launch))
+
+    def by(self, site, who) -> str:
+        """``read by block (0), warp 1 (lanes 32-63)``."""
+        launch, block = self.checker.segments[who.seq]
+        if launch < 0:
+            return line("race_by_host", (_done(site),), self.cx)
+        warps = sorted({int(x) // WARP_SIZE for x in who.lanes})
+        noun = "warp" if len(warps) == 1 else "warps"
+        return line("race_by", (_done(site), block, f"{noun} {format_lanes(warps)}",
+                                who.lanes), self.cx)
+
+    def context(self, who) -> str:
+        launch, block = self.checker.segments[who.seq]
+        return report.context(self.spans, self.call.fn, launch, block, None)
+
+    def why(self, race) -> str:
+        why = race.why
+        if isinstance(why, Copy):
+            if why.waited is None:
+                return line("why_copy_open", (), self.cx)
+            return line("why_copy", (why.waited,), self.cx)
+        name, args = why
+        if name == "why_trigger":
+            trigger, slot, wait, site = args
+            site = self.checker.sites[site]
+            args = (trigger, slot, wait, ACCESS_NOUN[_kind(site)].format(text=site.text))
+        return line(name, args, self.code_cx(race.second[1]))
+
+    def diagnostics(self, race) -> list[Diagnostic]:
+        (s1, who1), (s2, who2) = race.first, race.second
+        first, second = self.checker.sites[s1], self.checker.sites[s2]
+        storage = STORAGE[race.storage]
+        if race.same_instruction:
+            text = line("race_lanes", (storage, race.buffer, race.element, _done(second),
+                                       self.why(race)), self.cx)
+            return [Diagnostic("runtime error", text, self.spans.span(second.span), None,
+                               ["  " + self.by(second, who2), self.context(who2)])]
+        text = line("race", (storage, race.buffer, race.element, _done(second), _done(first),
+                             first.span, self.why(race)), self.cx)
+        here = Diagnostic("runtime error", text, self.spans.span(second.span), None,
+                          ["  " + self.by(second, who2), self.context(who2)])
+        notes = [] if self.context(who1) == self.context(who2) else [self.context(who1)]
+        there = Diagnostic("note", self.by(first, who1), self.spans.span(first.span), None,
+                           notes)
+        return [here, there]
+
+
+def race_fault(checker, races: list, fault=None) -> KernelFault:
+    """The KernelFault listing ``races`` (croqvm.interp.race.Race), then ``fault``."""
+    writer = _Writer(checker)
+    diags = []
+    for race in races[:MAX_SHOWN]:
+        diags += writer.diagnostics(race)
+    texts = [render(d, writer.spans.files) for d in diags]
+    if len(races) > MAX_SHOWN:
+        texts.append(line("races_more", (len(races) - MAX_SHOWN,), writer.cx))
+    if fault is not None:
+        texts.append(str(fault))
+        diags += fault.diagnostics
+    return KernelFault("\n".join(texts), diags)
+

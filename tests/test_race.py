@@ -1,0 +1,512 @@
+"""Race checking (``check="race"``, ``croqvm run --check race``; LANGUAGE.md §7.5,
+docs/EXECUTION.md "Race checking"): one short kernel per kind of race with its report,
+written out by hand from the kernel (which statements, which warps and lanes, which
+element, and why nothing orders them), the same kernels made correct reporting nothing,
+and the programs and examples that must report nothing.
+
+Race checking observes the reference engine, which these tests name explicitly: other
+engines refuse the check (croqvm.program.CHECKING).
+"""
+from __future__ import annotations
+
+import io
+import shlex
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import croqvm
+from croqvm.cli import main
+from test_language_doc import EXAMPLES
+
+
+def compile_src(source: str, filename: str = "race.co"):
+    return croqvm.compile(textwrap.dedent(source).lstrip("\n"), filename)
+
+
+def checked(source: str, func: str, *args, **options) -> str:
+    """Run ``func`` with the race check; the output it printed (there must be no race)."""
+    out = io.StringIO()
+    compile_src(source).run(func, *args, engine="python", check="race", out=out, **options)
+    return out.getvalue()
+
+
+def races(source: str, func: str, *args, **options) -> str:
+    """Run ``func`` with the race check; the report (there must be one)."""
+    with pytest.raises(croqvm.KernelFault) as info:
+        compile_src(source).run(func, *args, engine="python", check="race",
+                                out=io.StringIO(), **options)
+    return str(info.value)
+
+
+def report(*lines: str) -> str:
+    return "\n".join(lines)
+
+
+def quote(n: int, line: str) -> tuple[str, str]:
+    """Line ``n`` of a listing, ``line``, with a caret under the statement it holds (a
+    statement's span ends before its ';')."""
+    statement = line.strip().rstrip(";")
+    return f"{n:>5} | {line}", f"      | {' ' * line.index(statement)}^{'~' * (len(statement) - 1)}"
+
+
+# --------------------------------------------------------------------------- barriers
+
+# Warp 0 (lanes 0-31) writes buf[0..31] and reads buf[63..32], which warp 1 (lanes 32-63)
+# writes afterwards under the default schedule: nothing orders warp 0's reads and warp 1's
+# writes. The first conflict found is warp 1's write of element 32, which lane 31 read.
+FORGOTTEN_BARRIER = """
+    __co__ void swap_halves() {
+      s32 [64] out;
+      parallel b by 1 : block, t by 64 : thread {
+        shared s32 [64] buf;
+        buf.at(t) = t + 1;
+        BARRIER
+        out.at(t) = buf.at(63 - t);
+      }
+      println(out.at(0), out.at(63));
+    }
+"""
+
+
+def test_a_forgotten_barrier_is_a_race_between_warps():
+    assert races(FORGOTTEN_BARRIER.replace("BARRIER", ""), "swap_halves") == report(
+        "race.co:5:5: runtime error: data race on shared 'buf' element (32): written here, "
+        "read at race.co:7:5; no barrier or event orders them.",
+        *quote(5, "    buf.at(t) = t + 1;"),
+        "  written in block (0), warp 1 (lanes 32-63)",
+        "  in kernel launched at race.co:3:3",
+        "race.co:7:5: note: read in block (0), warp 0 (lanes 0-31)",
+        *quote(7, "    out.at(t) = buf.at(63 - t);"))
+
+
+def test_the_barrier_orders_the_writes_before_the_reads():
+    assert checked(FORGOTTEN_BARRIER.replace("BARRIER", "sync.shared;"),
+                   "swap_halves") == "64 1\n"
+
+
+# --------------------------------------------------------------------------- lanes of a warp
+
+def test_lanes_of_one_warp_storing_different_values_to_one_element_race():
+    assert races("""
+        __co__ void last_lane() {
+          s32 [4] x;
+          parallel t by 32 : thread
+            x.at(0) = t;
+          println(x.at(0));
+        }
+    """, "last_lane") == report(
+        "race.co:4:5: runtime error: data race on global 'x' element (0): written here by "
+        "several lanes of one warp; the lanes of a warp are not ordered within one "
+        "instruction.",
+        *quote(4, "    x.at(0) = t;"),
+        "  written in block (0), warp 0 (lanes 0-31)",
+        "  in kernel launched at race.co:3:3")
+
+
+def test_lanes_of_one_warp_updating_one_element_race():
+    assert races("""
+        __co__ void total() {
+          s32 [1] sum;
+          parallel t by 8 : thread
+            sum.at(0) += t;
+          println(sum.at(0));
+        }
+    """, "total").splitlines()[0] == (
+        "race.co:4:5: runtime error: data race on global 'sum' element (0): updated here by "
+        "several lanes of one warp; the lanes of a warp are not ordered within one "
+        "instruction.")
+
+
+def test_lanes_storing_one_value_to_one_element_do_not_race():
+    # Every lane of a level without a nested parallel runs the statement (§7.2.1): they
+    # all store the same value, which no read can tell apart from one store.
+    assert checked("""
+        __co__ void same() {
+          s32 [1] x;
+          parallel t by 64 : thread
+            x.at(0) = 7;
+          println(x.at(0));
+        }
+    """, "same") == "7\n"
+
+
+# --------------------------------------------------------------------------- events
+
+# Warpgroup 0 (warps 0-3) fills a ring of two slots; warpgroup 1 (warps 4-7) reads them.
+PIPELINE = """
+    #define STAGES 2
+    __co__ void ring() {
+      s32 [8] out;
+      parallel blk by 1 : block {
+        shared event full[STAGES], empty[STAGES];
+        shared s32 [STAGES] slot;
+        parallel role by 2 : group-4 {
+          inthreads.async (role == 0)
+            foreach k in [8] {
+              wait empty[k % STAGES];
+              PRODUCE
+            }
+          inthreads.async (role == 1) {
+            foreach s in [STAGES]
+              trigger empty[s];
+            foreach k in [8] {
+              wait full[k % STAGES];
+              CONSUME
+            }
+          }
+        }
+      }
+      println(out.at(1), out.at(7));
+    }
+"""
+FILL_THEN_TRIGGER = """slot.at(k % STAGES) = k * k + 1;
+              trigger full[k % STAGES];"""
+READ_THEN_TRIGGER = """out.at(k) = slot.at(k % STAGES);
+              trigger empty[k % STAGES];"""
+
+
+def pipeline(produce: str, consume: str) -> str:
+    return PIPELINE.replace("PRODUCE", produce).replace("CONSUME", consume)
+
+
+def test_the_event_protocol_orders_the_ring():
+    assert checked(pipeline(FILL_THEN_TRIGGER, READ_THEN_TRIGGER), "ring") == "2 50\n"
+
+
+def test_handing_a_slot_back_before_reading_it_races():
+    # The consumer triggers empty[0] and then reads slot 0: the producer, released by that
+    # trigger, refills slot 0 (element (0), round 2) before the read. The lane reported for
+    # the read is the last lane of warp 4 that read the element. Since the four consumer
+    # warps then read different rounds, their stores to out race too.
+    text = races(pipeline(FILL_THEN_TRIGGER, """trigger empty[k % STAGES];
+              out.at(k) = slot.at(k % STAGES);"""), "ring")
+    first, second = text.split("\nrace.co:20:11: runtime error: ")
+    assert first == report(
+        "race.co:11:11: runtime error: data race on shared 'slot' element (0): written "
+        "here, read at race.co:20:11; the trigger at race.co:19:11 completes the generation "
+        "of 'empty[0]' that the wait at race.co:10:11 waits for, but it comes before the "
+        "read.",
+        *quote(11, "          slot.at(k % STAGES) = k * k + 1;"),
+        "  written in block (0), warp 0 (lanes 0-31)",
+        "  in kernel launched at race.co:4:3",
+        "race.co:20:11: note: read in block (0), warp 4 (lane 159)",
+        *quote(20, "          out.at(k) = slot.at(k % STAGES);"))
+    assert second.startswith("data race on global 'out' element (0): written here, written "
+                             "at race.co:20:11; no barrier or event orders them.")
+
+
+def test_signalling_a_slot_full_before_filling_it_races():
+    # The producer triggers full[0] and then writes slot 0; the consumer, released by that
+    # trigger, reads slot 0 before the write (warp 4, all lanes) while lane 31 of warp 0
+    # wrote it last.
+    assert races(pipeline("""trigger full[k % STAGES];
+              slot.at(k % STAGES) = k * k + 1;""", READ_THEN_TRIGGER), "ring") == report(
+        "race.co:19:11: runtime error: data race on shared 'slot' element (0): read here, "
+        "written at race.co:12:11; the trigger at race.co:11:11 completes the generation of "
+        "'full[0]' that the wait at race.co:18:11 waits for, but it comes before the write.",
+        *quote(19, "          out.at(k) = slot.at(k % STAGES);"),
+        "  read in block (0), warp 4 (lanes 128-159)",
+        "  in kernel launched at race.co:4:3",
+        "race.co:12:11: note: written in block (0), warp 0 (lane 31)",
+        *quote(12, "          slot.at(k % STAGES) = k * k + 1;"))
+
+
+# --------------------------------------------------------------------------- async copies
+
+COPY = """
+    __co__ void early() {
+      s32 [32] a;
+      foreach i in [32]
+        a.at(i) = i + 1;
+      s32 [32] out;
+      parallel b by 1 : block {
+        shared s32 [32] dst;
+        f = dma.copy.async a => dst;
+        BEFORE
+        wait f;
+        AFTER
+      }
+      println(out.at(3));
+    }
+"""
+READ_DST = """parallel t by 32 : thread
+          out.at(t) = dst.at(t);"""
+
+
+def test_reading_an_async_copys_destination_before_its_wait_races():
+    assert races(COPY.replace("BEFORE", READ_DST).replace("AFTER", ""), "early") == report(
+        "race.co:10:7: runtime error: data race on shared 'dst' element (0): read here, "
+        "written by the async copy 'dma.copy' at race.co:8:5; the copy is in flight until "
+        "its wait at race.co:11:5.",
+        *quote(10, "      out.at(t) = dst.at(t);"),
+        "  read in block (0), warp 0 (lanes 0-31)",
+        "  in kernel launched at race.co:6:3",
+        "race.co:8:5: note: written by the async copy 'dma.copy' in block (0), warp 0 "
+        "(lanes 0-31)",
+        *quote(8, "    f = dma.copy.async a => dst;"))
+
+
+def test_reading_an_async_copys_destination_after_its_wait_is_ordered():
+    assert checked(COPY.replace("BEFORE", "").replace("AFTER", READ_DST), "early") == "4\n"
+
+
+def test_overwriting_an_in_flight_copys_source_races():
+    # Each lane copies the shared src into its own local buffer (a copy per lane, §9.3.1);
+    # lane 0's copy is the first that lane 0's write of src[0] meets.
+    assert races("""
+        __co__ void clobber() {
+          s32 [32] out;
+          parallel b by 1 : block {
+            shared s32 [32] src;
+            parallel t by 32 : thread
+              src.at(t) = t + 1;
+            f = dma.copy.async src => local;
+            parallel t by 32 : thread
+              src.at(t) = 0;
+            wait f;
+            parallel t by 32 : thread
+              out.at(t) = f.data.at(t);
+          }
+          println(out.at(3));
+        }
+    """, "clobber") == report(
+        "race.co:9:7: runtime error: data race on shared 'src' element (0): written here, "
+        "read by the async copy 'dma.copy' at race.co:7:5; the copy is in flight until its "
+        "wait at race.co:10:5.",
+        *quote(9, "      src.at(t) = 0;"),
+        "  written in block (0), warp 0 (lanes 0-31)",
+        "  in kernel launched at race.co:3:3",
+        "race.co:7:5: note: read by the async copy 'dma.copy' in block (0), warp 0 (lane 0)",
+        *quote(7, "    f = dma.copy.async src => local;"))
+
+
+# --------------------------------------------------------------------------- blocks, launches
+
+def test_blocks_of_one_launch_updating_one_element_race():
+    assert races("""
+        __co__ void histogram() {
+          s32 [32] acc;
+          parallel p by 4 : block, t by 32 : thread
+            acc.at(t) += p + 1;
+          println(acc.at(0));
+        }
+    """, "histogram") == report(
+        "race.co:4:5: runtime error: data race on global 'acc' element (0): updated here, "
+        "updated at race.co:4:5; the blocks of one launch are not ordered with each other.",
+        *quote(4, "    acc.at(t) += p + 1;"),
+        "  updated in block (1), warp 0 (lanes 0-31)",
+        "  in kernel launched at race.co:3:3",
+        "race.co:4:5: note: updated in block (0), warp 0 (lanes 0-31)",
+        *quote(4, "    acc.at(t) += p + 1;"))
+
+
+def test_launches_are_ordered():
+    assert checked("""
+        __co__ void twice() {
+          s32 [64] a;
+          parallel p by 2 : block, t by 32 : thread
+            a.at(p # t) = p # t;
+          parallel p by 2 : block, t by 32 : thread
+            a.at(63 - p # t) += 1;
+          println(a.at(0), a.at(63));
+        }
+    """, "twice") == "1 64\n"
+
+
+ASYNC = """
+    __co__ void later() {
+      s32 [64] a;
+      s32 [64] b;
+      parallel.async p by 2 : block, t by 32 : thread
+        a.at(p # t) = p # t + 1;
+      SYNC
+      parallel LAUNCH p by 2 : block, t by 32 : thread
+        b.at(p # t) = a.at(p # t) * 2;
+      sync.global;
+      println(b.at(5));
+    }
+"""
+
+
+def async_launch(sync: str, launch: str) -> str:
+    return ASYNC.replace("SYNC", sync).replace("parallel LAUNCH", f"parallel{launch}")
+
+
+def test_an_async_launch_is_not_ordered_with_a_later_async_launch():
+    assert races(async_launch("", ".async"), "later") == report(
+        "race.co:8:5: runtime error: data race on global 'a' element (0): read here, written "
+        "at race.co:5:5; the kernel launched at race.co:4:3 is asynchronous, and neither "
+        "'sync.global' nor a synchronous launch comes between them.",
+        *quote(8, "    b.at(p # t) = a.at(p # t) * 2;"),
+        "  read in block (0), warp 0 (lanes 0-31)",
+        "  in kernel launched at race.co:7:3",
+        "race.co:5:5: note: written in block (0), warp 0 (lanes 0-31)",
+        *quote(5, "    a.at(p # t) = p # t + 1;"),
+        "  in kernel launched at race.co:4:3")
+
+
+@pytest.mark.parametrize("sync, launch", [("sync.global;", ".async"), ("", "")])
+def test_sync_global_or_a_synchronous_launch_orders_an_async_launch(sync, launch):
+    assert checked(async_launch(sync, launch), "later") == "12\n"
+
+
+def test_the_host_reading_what_an_async_launch_writes_races():
+    text = races("""
+        __co__ void peek() {
+          s32 [64] a;
+          parallel.async p by 2 : block, t by 32 : thread
+            a.at(p # t) = p # t + 1;
+          println(a.at(5));
+        }
+    """, "peek")
+    assert text.splitlines()[:5] == [
+        "race.co:5:3: runtime error: data race on global 'a' element (5): read here, written "
+        "at race.co:4:5; the kernel launched at race.co:3:3 is asynchronous, and neither "
+        "'sync.global' nor a synchronous launch comes between them.",
+        *quote(5, "  println(a.at(5));"),
+        "  read on the host lane",
+        "  in host code of 'peek'"]
+
+
+# --------------------------------------------------------------------------- outer level
+
+def test_an_outer_level_effect_is_published_to_the_instance():
+    # LANGUAGE.md §7.2: the lane that performs base.at(0) = ... publishes it to the other
+    # lanes of its block; the region's barriers order the rest.
+    assert checked("""
+        __co__ void outer() {
+          s32 [2] out;
+          parallel b by 2 : block {
+            shared s32 [1] base;
+            base.at(0) = 10 * (b + 1);
+            println("block", b, "sets", base.at(0));
+            parallel t by 64 : thread {
+              if (t == 63)
+                out.at(b) = base.at(0) + t;
+            }
+          }
+          println(out.at(0), out.at(1));
+        }
+    """, "outer") == "block 0 sets 10\nblock 1 sets 20\n73 83\n"
+
+
+# --------------------------------------------------------------------------- the report
+
+def test_every_race_is_listed_once_per_pair_of_statements_up_to_a_cap():
+    # Twelve statements each write an element warp 0 read before: twelve races, ten shown.
+    writes = "\n".join(f"        if (t == 32) buf.at({k}) = {k + 1};" for k in range(12))
+    text = races(f"""
+        __co__ void many() {{
+          s32 [64] out;
+          parallel b by 1 : block, t by 64 : thread {{
+            shared s32 [16] buf;
+            out.at(t) = buf.at(t % 16);
+{writes}
+          }}
+        }}
+    """, "many")
+    assert text.count("runtime error: data race") == 10
+    assert text.endswith("\n... and 2 more data races")
+
+
+def test_races_come_before_the_error_that_stopped_the_run():
+    text = races(FORGOTTEN_BARRIER.replace("BARRIER", "").replace(
+        "println(out.at(0), out.at(63));", "println(100 / (out.at(0) - out.at(0)));"),
+        "swap_halves")
+    assert text.count("runtime error: data race") == 1
+    assert text.index("runtime error: data race") < \
+        text.index("race.co:9:3: runtime error: integer division by zero.")
+
+
+def test_a_random_schedule_finds_the_same_race():
+    for seed in range(1, 4):
+        text = races(FORGOTTEN_BARRIER.replace("BARRIER", ""), "swap_halves",
+                     schedule="random", seed=seed)
+        assert "no barrier or event orders them" in text
+
+
+def test_cli_reports_races_with_status_3(tmp_path, capsys):
+    path = tmp_path / "race.co"
+    path.write_text(textwrap.dedent(FORGOTTEN_BARRIER.replace("BARRIER", "")).lstrip("\n"))
+    assert main(["run", str(path), "--check", "race"]) == 3
+    err = capsys.readouterr().err
+    assert f"{path}:5:5: runtime error: data race on shared 'buf' element (32)" in err
+    assert main(["run", str(path)]) == 0
+
+
+def test_a_race_free_run_returns_its_results():
+    prog = compile_src("""
+        __co__ auto squares(s32 [N] x) {
+          s32 [N] y;
+          parallel p by cdiv(N, 32) : block, t by 32 : thread
+            if (p # t < N)
+              y.at(p # t) = x.at(p # t) * x.at(p # t);
+          return y;
+        }
+    """)
+    x = np.arange(40, dtype=np.int32)
+    got = prog.run("squares", x, engine="python", check="race")
+    np.testing.assert_array_equal(got, x * x)
+
+
+# --------------------------------------------------------------------------- no false alarms
+
+TUTORIAL = Path(__file__).resolve().parent / "tutorial"
+
+
+def _f16_matmul_bound(a, b):
+    """How far c = a @ b^T accumulated in f16 (the kernels' ``mma.fill.f16``) may lie from
+    the exact sum: each of the K steps rounds once to f16 (u = 2^-11), so
+    |c - exact| <= gamma_K * sum_k |a b| (Higham, §3.1); the f64 reference adds its own
+    gamma_K with u = 2^-53."""
+    k = a.shape[1]
+    gamma = sum(k * u / (1 - k * u) for u in (2.0 ** -11, 2.0 ** -53))
+    return gamma * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)).T)
+
+
+@pytest.mark.parametrize("name, defines", [
+    ("ch5_persistent.co", {}), ("ch5_persistent.co", {"NUM_SMS": "3"}),
+    ("ch6_pipeline.co", {})])
+def test_the_tutorials_f16_kernels_are_race_free(name, defines):
+    prog = croqvm.compile_file(TUTORIAL / name, defines=defines)
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-1, 1, (128, 256)).astype(np.float16)
+    b = rng.uniform(-1, 1, (128, 256)).astype(np.float16)
+    c = np.zeros((128, 128), np.float16)
+    prog.run("matmul", a, b, c, engine="python", check="race")
+    exact = a.astype(np.float64) @ b.astype(np.float64).T
+    assert np.all(np.abs(c - exact) <= _f16_matmul_bound(a, b))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ch3_matmul_scalar.co", "ch3_matmul_dma.co"])
+def test_the_tutorials_s32_kernels_are_race_free(name):
+    prog = croqvm.compile_file(TUTORIAL / name)
+    rng = np.random.default_rng(5)
+    a = rng.integers(-100, 100, (128, 256), dtype=np.int32)
+    b = rng.integers(-100, 100, (256, 256), dtype=np.int32)
+    got = prog.run("matmul", a, b, engine="python", check="race")
+    np.testing.assert_array_equal(got, a.astype(np.int64) @ b.astype(np.int64))
+
+
+def _doc_examples():
+    """LANGUAGE.md's runnable examples that run to the end (exit status 0)."""
+    return [p for p in EXAMPLES if p.values[2] == 0 and p.values[1].startswith("$ croqvm run ")]
+
+
+@pytest.mark.parametrize("source, shown, status", _doc_examples())
+def test_the_language_references_examples_are_race_free(source, shown, status, tmp_path,
+                                                         monkeypatch):
+    command, _, expected = shown.partition("\n")
+    argv = shlex.split(command[len("$ croqvm "):]) + ["--check", "race"]
+    name = next(a for a in argv if a.endswith(".co"))
+    (tmp_path / name).write_text(source, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    terminal = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert (main(argv), terminal.getvalue()) == (0, expected)
