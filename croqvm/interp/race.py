@@ -40,6 +40,7 @@ from ..limits import WARP_SIZE
 from .checks import Access, Checker
 from .memory import locate
 from .shadow import MAX_WARPS, Actor, Box, Flat, Shadow
+from .warp import BLOCKED
 
 LANE_BITS = 10                 # a block lane in ``info``: lanes < MAX_BLOCK_SIZE = 1024
 NO_EVENT = -1                  # ``Clocks.src``: what last raised a clock entry is no event
@@ -625,14 +626,39 @@ def _trigger(checker, handler):
     return op
 
 
+class _Acquiring:
+    """A blocked event wait whose waking also lets the checker acquire the generations
+    the lanes consumed (the blocker protocol of croqvm.interp.warp: ready, wake, view)."""
+
+    def __init__(self, wait, acquire):
+        self.wait, self.acquire = wait, acquire
+
+    def ready(self) -> bool:
+        return self.wait.ready()
+
+    def wake(self) -> None:
+        self.wait.wake()
+        self.acquire()
+
+    def view(self) -> tuple:
+        return self.wait.view()
+
+
 def _wait_event(checker, handler):
     def op(w, ins):
         ev = w.blk.events[ins[1]]
         lanes = w.lanes[w.act]
         slots = w.regs[ins[2]][w.act].astype(np.int64)
+        if ((slots < 0) | (slots >= ev.decl.slots)).any():
+            handler(w, ins)           # the handler's fault
+            return
+        consumed = ev.waits[lanes, slots]        # each lane's next generation
         handler(w, ins)
-        if w.pc != w.ip:              # passed: each lane consumed its next generation
-            checker.waited_event(w, ins, ev.waits[lanes, slots] - 1, slots)
+        if w.state == BLOCKED:        # it completes when the warp wakes
+            w.blocker = _Acquiring(w.blocker,
+                                   lambda: checker.waited_event(w, ins, consumed, slots))
+        else:
+            checker.waited_event(w, ins, consumed, slots)
     return op
 
 
