@@ -16,7 +16,7 @@ Every runtime error an engine reports is a record (docs/EXECUTION.md §14): a ki
 below, identified by its number, and its operands in the order listed, each of the type
 named after the colon (croqvm/messages.py defines the types). The message is the
 template with the operands written in. The report lines that follow come after a
-message, and make up deadlock reports (docs/EXECUTION.md §18) and race reports (§20).
+message, and make up deadlock reports (docs/EXECUTION.md §18) and race reports (docs/EXECUTION.md §20).
 """
 
 

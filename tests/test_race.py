@@ -1,5 +1,5 @@
 """Race checking (``check="race"``, ``croqvm run --check race``; LANGUAGE.md §7.5,
-docs/EXECUTION.md "Race checking"): one short kernel per kind of race with its report,
+docs/EXECUTION.md §20): one short kernel per kind of race with its report,
 written out by hand from the kernel (which statements, which warps and lanes, which
 element, and why nothing orders them), the same kernels made correct reporting nothing,
 and the programs and examples that must report nothing.

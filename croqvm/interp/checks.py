@@ -1,5 +1,5 @@
-"""Run-time checks beyond the engine's own: ``check="race"`` (croqvm.interp.race) and
-``check="init"`` (croqvm.interp.initcheck); docs/EXECUTION.md "Checked runs".
+"""Run-time checks beyond the engine's own: ``check="race"`` (croqvm.interp.race;
+docs/EXECUTION.md §20).
 
 A checker observes the run through a few hook points and never changes what it computes.
 With no check the engine calls none of them: ``Call.checker`` is None, the step table is

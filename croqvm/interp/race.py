@@ -1,5 +1,5 @@
 """Race checking on the reference engine: ``check="race"`` (LANGUAGE.md §7.5;
-docs/EXECUTION.md "Race checking").
+docs/EXECUTION.md §20).
 
 The checker follows the run as it happens and keeps a happens-before order of the memory
 accesses with vector clocks, one per warp of the running block (``Clocks``): a warp's

@@ -1,9 +1,9 @@
-"""The report of a race-checked run (LANGUAGE.md §7.5; docs/EXECUTION.md "Race
-checking"): every race the run found, in the order found, as a runtime error at the
-later access (its statement with a caret, its lanes, where it ran) followed by a note at
-the earlier one, through the diagnostics renderer and the message catalogue; at most
-``MAX_SHOWN`` of them, then a count of the others. A run that also stopped with a
-runtime error ends with that error.
+"""The report of a race-checked run (LANGUAGE.md §7.5; docs/EXECUTION.md §20): every
+race the run found, in the order found, as a runtime error at the later access (its
+statement with a caret, its lanes, where it ran) followed by a note at the earlier one,
+through the diagnostics renderer and the message catalogue; at most ``MAX_SHOWN`` of
+them, then a count of the others. A run that also stopped with a runtime error ends with
+that error.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shadow memory for race checking (docs/EXECUTION.md "Race checking"): per buffer
+"""Shadow memory for race checking (docs/EXECUTION.md §20): per buffer
 instance, who last wrote each element and who read it since, with the epochs that order
 them; checked and updated for a whole warp's access, or a whole tile, at once.
 
