@@ -1,0 +1,469 @@
+/* A call: the host program, launches and blocks (docs/EXECUTION.md §1-§2; LANGUAGE.md
+ * §7.1.1, §14.2), faults, and the functions of cq_api.h that the driver calls.
+ * croqvm/interp/engine.py (run_launch, _start_block) and host.py are the reference.
+ *
+ * cq_run is a state machine so that it can stop after any instruction (a slice) and
+ * continue: the host block runs until it reaches a LAUNCH; the launch's blocks then
+ * run one after another in row-major order; then the host block continues. */
+#include <math.h>
+#include <stdlib.h>
+#include "cq_engine.h"
+
+int cq_run_block(cq_block *blk);
+int cq_step(cq_block *blk, cq_warp *w, const cq_ins *ins);
+
+/* ------------------------------------------------------------------ faults */
+
+cq_fault *cq_fault_new(cq_block *blk, const cq_ins *ins, int kind, int lane)
+{
+    cq_call *call = blk->call;
+    cq_fault *f = &call->fault;
+    memset(f, 0, sizeof *f);
+    f->kind = kind;
+    f->code = blk->kernel;
+    f->launch = blk->launch ? (int32_t)(blk->launch - call->prog->host.launch) : -1;
+    f->ip = -1;
+    if (ins && ins >= blk->code->ins && ins < blk->code->ins + blk->code->n)
+        f->ip = (int32_t)(ins - blk->code->ins);
+    f->span = ins ? ins->span : -1;
+    f->lane = lane;
+    for (int d = 0; d < 3; d++)
+        f->block[d] = (int32_t)blk->index[d];
+    call->fault_blk = blk;
+    return f;
+}
+
+int cq_fault_lane(cq_warp *w, const cq_ins *ins, int kind, int i)
+{
+    cq_fault_new(w->blk, ins, kind, w->base + i);
+    return CQ_ST_FAULT;
+}
+
+int cq_fault_shift(cq_warp *w, const cq_ins *ins, int i, int64_t count, int count_type,
+                   int shift_type)
+{
+    cq_fault *f = cq_fault_new(w->blk, ins, CQ_F_SHIFT, w->base + i);
+    f->i[0] = count;
+    f->i[1] = count_type;
+    f->i[2] = shift_type;
+    return CQ_ST_FAULT;
+}
+
+int cq_fault_convert(cq_warp *w, const cq_ins *ins, int i, int src, const void *x, int dst)
+{
+    cq_fault *f = cq_fault_new(w->blk, ins, CQ_F_CONVERT, w->base + i);
+    f->f[0] = cq_to_double(src, x, i);
+    f->i[0] = dst;
+    return CQ_ST_FAULT;
+}
+
+int cq_internal(cq_block *blk, const char *file, int line)
+{
+    cq_fault *f = cq_fault_new(blk, NULL, CQ_F_NONE, -1);
+    f->c_file = file;
+    f->c_line = line;
+    blk->call->internal = 1;
+    return CQ_ST_FAULT;
+}
+
+/* ------------------------------------------------------------------ blocks */
+
+static void warp_init(cq_block *blk, cq_warp *w, int index, int base, int width)
+{
+    const cq_code *code = blk->code;
+    memset(w, 0, sizeof *w);
+    w->blk = blk;
+    w->index = index;
+    w->base = base;
+    w->width = width;
+    w->regs = cq_xcalloc(1, code->warp_bytes ? code->warp_bytes : 1);
+    w->stack = cq_xcalloc((size_t)code->depth + 1, sizeof(cq_frame));
+    w->counts = cq_xcalloc((size_t)code->ncoll_ins * CQ_WARP + 1, sizeof(int64_t));
+    w->act = width == 32 ? 0xffffffffu : (1u << width) - 1;
+    w->hold = -1;
+    w->state = CQ_READY;
+}
+
+static void warp_free(cq_warp *w)
+{
+    free(w->regs);
+    free(w->stack);
+    free(w->counts);
+}
+
+static cq_block *block_new(cq_call *call, const cq_code *code, int kernel, int size)
+{
+    cq_block *blk = cq_xcalloc(1, sizeof *blk);
+    blk->call = call;
+    blk->code = code;
+    blk->kernel = kernel;
+    blk->size = size;
+    blk->nwarps = (size + CQ_WARP - 1) / CQ_WARP;
+    blk->warps = cq_xcalloc((size_t)blk->nwarps, sizeof(cq_warp));
+    for (int k = 0; k < blk->nwarps; k++) {
+        int width = size - k * CQ_WARP < CQ_WARP ? size - k * CQ_WARP : CQ_WARP;
+        warp_init(blk, &blk->warps[k], k, k * CQ_WARP, width);
+        blk->live[k] = blk->warps[k].act;
+    }
+    blk->bufs = cq_xcalloc((size_t)code->nbuf + 1, sizeof(cq_insts));
+    blk->locals = cq_xcalloc((size_t)code->nbuf + 1, sizeof(cq_insts *));
+    blk->fut = cq_xcalloc((size_t)code->nfut + 1, sizeof(int32_t *));
+    for (int s = 0; s < code->nfut; s++) {
+        blk->fut[s] = cq_xmalloc((size_t)size * sizeof(int32_t));
+        for (int l = 0; l < size; l++)
+            blk->fut[s][l] = -1;
+    }
+    blk->freehandle = -1;
+    blk->lanesets = cq_xcalloc((size_t)code->nlaneset + 1, sizeof(cq_lanes));
+    blk->once_arrivals = cq_xcalloc((size_t)code->once_sites * size + 1, sizeof(int64_t));
+    blk->once_claimed = cq_xcalloc((size_t)code->once_sites * size + 1, sizeof(int64_t));
+    blk->frags = cq_xcalloc((size_t)code->nfrag + 1, sizeof(cq_frag **));
+    blk->cur = -1;
+    return blk;
+}
+
+void cq_free_block_extras(cq_block *blk);
+
+static void block_free(cq_block *blk)
+{
+    if (!blk)
+        return;
+    const cq_code *code = blk->code;
+    for (int k = 0; k < blk->nwarps; k++)
+        warp_free(&blk->warps[k]);
+    free(blk->warps);
+    cq_free_block_extras(blk);
+    for (int s = 0; s < code->nbuf; s++)
+        free(blk->locals[s]);      /* the instances themselves are in the arena */
+    free(blk->locals);
+    free(blk->bufs);
+    for (int s = 0; s < code->nfut; s++)
+        free(blk->fut[s]);
+    free(blk->fut);
+    free(blk->lanesets);
+    cq_arena_free(&blk->arena);
+    free(blk->once_arrivals);
+    free(blk->once_claimed);
+    free(blk);
+}
+
+/* Registers of the launch's scalar arguments, in every lane of ``w``. */
+static void set_args(cq_call *call, cq_warp *w)
+{
+    const cq_launch *L = call->launch;
+    const cq_code *code = &call->prog->kernels[L->kernel].code;
+    for (int j = 0; j < L->nscalar; j++) {
+        int r = L->scalar[2 * j];
+        int size = cq_type_size[code->rtype[r]];
+        for (int i = 0; i < CQ_WARP; i++)
+            memcpy(w->regs + code->roff[r] + (size_t)i * size, &call->hval[j], size);
+    }
+}
+
+/* Evaluate every lane set for every lane (docs/EXECUTION.md §2): scratch warps covering
+ * the block run the straight-line lane-set code one instruction at a time across the
+ * block, so a fault names the lowest lane of the first faulting instruction. */
+static int eval_lanesets(cq_call *call, cq_block *blk)
+{
+    const cq_code *code = blk->code;
+    for (int k = 0; k < code->nlaneset; k++) {
+        const cq_laneset *ls = &code->laneset[k];
+        cq_lanes *out = &blk->lanesets[k];
+        if (ls->result < 0) {
+            for (int l = 0; l < blk->size; l++)
+                cq_lanes_set(out, l);
+            continue;
+        }
+        cq_warp *sw = cq_xcalloc((size_t)blk->nwarps, sizeof(cq_warp));
+        for (int q = 0; q < blk->nwarps; q++) {
+            warp_init(blk, &sw[q], q, blk->warps[q].base, blk->warps[q].width);
+            set_args(call, &sw[q]);
+        }
+        int st = CQ_ST_OK;
+        for (int n = 0; n < ls->n && st == CQ_ST_OK; n++)
+            for (int q = 0; q < blk->nwarps && st == CQ_ST_OK; q++) {
+                sw[q].ip = 0;
+                st = cq_step(blk, &sw[q], &ls->ins[n]);
+            }
+        for (int q = 0; q < blk->nwarps; q++) {
+            const uint8_t *res = (const uint8_t *)sw[q].regs + code->roff[ls->result];
+            for (int i = 0; i < sw[q].width; i++)
+                if (res[i])
+                    cq_lanes_set(out, sw[q].base + i);
+            warp_free(&sw[q]);
+        }
+        free(sw);
+        if (st != CQ_ST_OK)
+            return st;
+    }
+    cq_init_events(blk);
+    return CQ_ST_OK;
+}
+
+/* The next block of the launch in row-major order (§7.1.1), its buffers bound: the
+ * kernel's own global buffers, then the host's instances by reference. */
+static int start_block(cq_call *call)
+{
+    const cq_launch *L = call->launch;
+    const cq_kernel *K = &call->prog->kernels[L->kernel];
+    cq_block *blk = block_new(call, &K->code, L->kernel, call->block_size);
+    blk->launch = L;
+    blk->rank = L->ngrid;
+    for (int d = 0; d < L->ngrid; d++)
+        blk->index[d] = call->cursor[d];
+    for (int s = 0; s < K->code.nbuf; s++)
+        if (call->kglobals[L->kernel][s])
+            blk->bufs[s] = call->kglobals[L->kernel][s];
+    for (int j = 0; j < L->nbuf; j++) {
+        cq_insts insts = call->host->bufs[L->buf[2 * j + 1]];
+        if (insts)
+            blk->bufs[L->buf[2 * j]] = insts;
+    }
+    for (int q = 0; q < blk->nwarps; q++)
+        set_args(call, &blk->warps[q]);
+    call->blk = blk;
+    return eval_lanesets(call, blk);
+}
+
+/* Move to the next block index (the last dimension fastest); 0 when the grid is done. */
+static int next_index(cq_call *call)
+{
+    for (int d = call->launch->ngrid - 1; d >= 0; d--) {
+        if (++call->cursor[d] < call->grid[d])
+            return 1;
+        call->cursor[d] = 0;
+    }
+    return 0;
+}
+
+static int64_t host_int(cq_block *hb, int r)
+{
+    const cq_code *code = hb->code;
+    int t = code->rtype[r];
+    const char *p = hb->warps[0].regs + code->roff[r];
+    if (t == CQ_F32 || t == CQ_F64)
+        return (int64_t)trunc(cq_to_double(t, p, 0));
+    return cq_to_int64(t, p, 0);
+}
+
+/* LAUNCH (§14.2, docs/EXECUTION.md §1): check the grid and the block size, convert the
+ * scalar arguments, and hand over to cq_run, which runs the blocks. */
+int cq_op_launch(cq_warp *w, const cq_ins *ins)
+{
+    cq_block *hb = w->blk;
+    cq_call *call = hb->call;
+    const cq_launch *L = &hb->code->launch[ins->a];
+    const cq_kernel *K = &call->prog->kernels[L->kernel];
+    for (int d = 0; d < L->ngrid; d++) {
+        call->grid[d] = host_int(hb, L->grid[d]);
+        call->cursor[d] = 0;
+    }
+    for (int d = 0; d < L->ngrid; d++)
+        if (call->grid[d] < 1) {
+            cq_fault *f = cq_fault_new(hb, ins, CQ_F_GRID, -1);
+            f->i[0] = d;
+            f->i[1] = call->grid[d];
+            return CQ_ST_FAULT;
+        }
+    int64_t size = K->block_size;
+    if (size <= 0) {
+        size = host_int(hb, L->block);
+        if (size > CQ_MAX_BLOCK || size < 1) {
+            cq_fault *f = cq_fault_new(hb, ins, size < 1 ? CQ_F_BLOCK_SIZE_LOW : CQ_F_BLOCK_SIZE,
+                                       -1);
+            f->i[0] = size;
+            return CQ_ST_FAULT;
+        }
+    }
+    call->block_size = (int32_t)size;
+    free(call->hval);
+    call->hval = cq_xcalloc((size_t)L->nscalar + 1, sizeof(int64_t));
+    for (int j = 0; j < L->nscalar; j++) {
+        int kr = L->scalar[2 * j], hr = L->scalar[2 * j + 1];
+        int bad;
+        const char *src = w->regs + hb->code->roff[hr];
+        cq_convert(hb->code->rtype[hr], K->code.rtype[kr], src, &call->hval[j], 1, 1u, &bad);
+        if (bad >= 0)
+            return cq_fault_convert(w, ins, 0, hb->code->rtype[hr], src, K->code.rtype[kr]);
+    }
+    call->launch = L;
+    call->launching = 1;
+    return CQ_ST_LAUNCH;
+}
+
+int cq_op_ret(cq_warp *w, const cq_ins *ins)
+{
+    cq_call *call = w->blk->call;
+    const cq_code *code = w->blk->code;
+    if (ins->op == CQ_OP_RET_VAL) {
+        call->result_kind = 1;
+        call->result_type = code->rtype[ins->a];
+        call->result_bits = 0;
+        memcpy(&call->result_bits, w->regs + code->roff[ins->a], cq_type_size[call->result_type]);
+    } else if (ins->op == CQ_OP_RET_BUF) {
+        cq_buf **insts = cq_instances(w->blk, ins->a, 0);
+        if (!insts)
+            return CQ_INTERNAL_ERROR(w->blk);
+        call->result_kind = 2;
+        call->result_buf = insts[0];
+    }
+    w->nstack = 0;
+    cq_finish(w);
+    return CQ_ST_OK;
+}
+
+/* ------------------------------------------------------------------ the API */
+
+cq_call *cq_call_new(const cq_prog *prog, const cq_opts *opts)
+{
+    cq_call *call = cq_xcalloc(1, sizeof *call);
+    call->prog = prog;
+    call->opts = *opts;
+    call->rng = opts->seed;
+    call->kglobals = cq_xcalloc((size_t)prog->nkernels + 1, sizeof(cq_insts *));
+    for (int k = 0; k < prog->nkernels; k++)
+        call->kglobals[k] = cq_xcalloc((size_t)prog->kernels[k].code.nbuf + 1, sizeof(cq_insts));
+    call->host = block_new(call, &prog->host, -1, 1);
+    return call;
+}
+
+void cq_call_free(cq_call *call)
+{
+    if (!call)
+        return;
+    block_free(call->blk);
+    block_free(call->host);
+    for (int k = 0; k < call->prog->nkernels; k++)
+        free(call->kglobals[k]);
+    free(call->kglobals);
+    cq_arena_free(&call->arena);
+    free(call->hval);
+    free(call->out);
+    free(call->fault_text);
+    free(call);
+}
+
+void cq_set_reg(cq_call *call, int32_t r, const void *value)
+{
+    const cq_code *code = &call->prog->host;
+    memcpy(call->host->warps[0].regs + code->roff[r], value, cq_type_size[code->rtype[r]]);
+}
+
+int cq_bind(cq_call *call, int32_t slot, void *data, int32_t ndim, const int64_t *shape,
+            uint8_t *written, int32_t name, int32_t decl_span)
+{
+    const cq_bufdecl *decl = &call->prog->host.buf[slot];
+    cq_buf *b = cq_arena_alloc(&call->arena, sizeof *b);    /* the data is the caller's */
+    cq_buf **insts = cq_arena_alloc(&call->arena, sizeof(cq_buf *));
+    if (!b || !insts)
+        return -1;
+    b->data = data;
+    b->written = written;
+    b->type = decl->type;
+    b->esize = cq_type_size[b->type];
+    b->ndim = ndim;
+    b->count = 1;
+    for (int d = 0; d < ndim; d++) {
+        b->shape[d] = shape[d];
+        b->count *= shape[d];
+    }
+    b->name = name;
+    b->decl_span = decl_span;
+    insts[0] = b;
+    call->host->bufs[slot] = insts;
+    return 0;
+}
+
+static int fault_status(cq_call *call)
+{
+    return call->internal ? CQ_INTERNAL : CQ_FAULT;
+}
+
+int cq_run(cq_call *call, int64_t slice_steps)
+{
+    call->slice_end = call->steps + slice_steps;
+    for (;;) {
+        if (call->blk) {
+            int st = cq_run_block(call->blk);
+            if (st == CQ_ST_SLICE)
+                return CQ_SLICE;
+            if (st != CQ_ST_DONE || cq_check_kernel_end(call->blk) != CQ_ST_OK)
+                return fault_status(call);
+            block_free(call->blk);
+            call->blk = NULL;
+            if (!next_index(call))
+                call->launching = 0;
+            continue;
+        }
+        if (call->launching) {
+            if (start_block(call) != CQ_ST_OK)
+                return fault_status(call);
+            continue;
+        }
+        int st = cq_run_block(call->host);
+        if (st == CQ_ST_SLICE)
+            return CQ_SLICE;
+        if (st == CQ_ST_LAUNCH)
+            continue;
+        if (st != CQ_ST_DONE || cq_check_kernel_end(call->host) != CQ_ST_OK)
+            return fault_status(call);
+        return CQ_DONE;
+    }
+}
+
+const cq_fault *cq_get_fault(const cq_call *call)
+{
+    return &call->fault;
+}
+
+void cq_out_write(cq_call *call, const char *s, size_t n)
+{
+    if (call->nout + n > call->capout) {
+        size_t cap = call->capout ? call->capout : 4096;
+        while (cap < call->nout + n)
+            cap *= 2;
+        call->out = realloc(call->out, cap);
+        if (!call->out)
+            abort();
+        call->capout = cap;
+    }
+    memcpy(call->out + call->nout, s, n);
+    call->nout += n;
+}
+
+size_t cq_output_size(const cq_call *call)
+{
+    return call->nout;
+}
+
+size_t cq_take_output(cq_call *call, char *dst, size_t cap)
+{
+    size_t n = call->nout < cap ? call->nout : cap;
+    memcpy(dst, call->out, n);
+    memmove(call->out, call->out + n, call->nout - n);
+    call->nout -= n;
+    return n;
+}
+
+void cq_stats(const cq_call *call, int64_t *steps, int64_t *lane_steps)
+{
+    *steps = call->steps;
+    *lane_steps = call->lane_steps;
+}
+
+int cq_result(const cq_call *call, void *value, cq_buffer_info *info)
+{
+    if (call->result_kind == 1) {
+        memcpy(value, &call->result_bits, sizeof call->result_bits);
+        info->type = call->result_type;
+    }
+    if (call->result_kind == 2) {
+        const cq_buf *b = call->result_buf;
+        info->data = b->data;
+        info->type = b->type;
+        info->ndim = b->ndim;
+        for (int d = 0; d < b->ndim; d++)
+            info->shape[d] = b->shape[d];
+    }
+    return call->result_kind;
+}

@@ -1,0 +1,373 @@
+/* Internal structures of the native engine: the loaded program (cq_code and its side
+ * tables, as croqvm/bytecode/module.py defines them) and the state of a call (blocks,
+ * warps, buffers, futures, events, collectives). docs/EXECUTION.md is the machine model;
+ * croqvm/interp/ is the reference engine whose decisions these mirror.
+ *
+ * Conventions: ``w`` a warp, ``blk`` its block, ``call`` the call, ``ins`` a decoded
+ * instruction, ``lane`` a block lane, ``i`` a lane index in a warp, ``act`` the active
+ * mask (bit i = lane i of the warp), a "lane set" is a cq_lanes (1024 bits). Registers
+ * of a warp are one arena: register r's 32 lanes sit together at ``roff[r]`` in the
+ * register's storage type (SoA). Every runtime error leaves through cq_fault_at (or a
+ * helper calling it), which records it on the call; handlers then return CQ_ST_FAULT.
+ */
+#ifndef CQ_ENGINE_H
+#define CQ_ENGINE_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <string.h>
+#include "cq_api.h"
+#include "cq_opcodes.h"
+
+#define CQ_WARP 32
+#define CQ_MAX_BLOCK 1024
+#define CQ_MAX_WARPS (CQ_MAX_BLOCK / CQ_WARP)
+#define CQ_MAX_RANK 8
+#define CQ_LANE_WORDS (CQ_MAX_BLOCK / 32)
+
+typedef struct { uint32_t w[CQ_LANE_WORDS]; } cq_lanes;
+
+static inline int cq_lanes_get(const cq_lanes *s, int lane) { return (s->w[lane >> 5] >> (lane & 31)) & 1; }
+static inline void cq_lanes_set(cq_lanes *s, int lane) { s->w[lane >> 5] |= 1u << (lane & 31); }
+
+/* Specialised handlers (cq_dispatch.inc): an ALU family has one handler per operand
+ * type, HB_<OP> + type; the other opcodes with a case of their own come after. */
+#define CQ_ALU_FAMILIES(X) X(ADD) X(SUB) X(MUL) X(DIV) X(MOD) X(MIN) X(MAX) X(AND) X(OR) \
+    X(XOR) X(SHL) X(SHR) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(NEG) X(NOT) X(BNOT) X(MOV) \
+    X(SELECT)
+#define CQ_OWN_CASES(X) X(CONST) X(CVT) X(LANE) X(BLOCKIDX) X(IF) X(ELSE) X(LOOP) \
+    X(BREAK_IF) X(CONTINUE_IF) X(END) X(YIELD) X(NOP)
+enum {
+    H_OTHER,
+#define CQ_H_FAMILY(OP) HB_##OP, HL_##OP = HB_##OP + CQ_NTYPES - 1,
+    CQ_ALU_FAMILIES(CQ_H_FAMILY)
+#undef CQ_H_FAMILY
+#define CQ_H_OWN(OP) H_##OP,
+    CQ_OWN_CASES(CQ_H_OWN)
+#undef CQ_H_OWN
+    H_COUNT
+};
+
+/* Status of a handler or of a run. */
+enum { CQ_ST_OK = 0, CQ_ST_FAULT = 1, CQ_ST_LAUNCH = 2, CQ_ST_SLICE = 3, CQ_ST_DONE = 4 };
+
+/* Warp states (croqvm/interp/warp.py). */
+enum { CQ_READY = 0, CQ_BLOCKED = 1, CQ_FINISHED = 2 };
+
+/* ------------------------------------------------------------------ the program */
+
+typedef struct {
+    uint16_t op;            /* opcode (cq_opcodes.h) */
+    uint16_t h;             /* specialised handler: see engine.c */
+    int32_t a, b, c, d, e;  /* operand words */
+    int32_t span;
+    uint32_t ra, rb, rc, rd;/* byte offsets of the register operands in the warp arena */
+    uint8_t ta, tb, tc, td; /* their types */
+    int64_t k;              /* CONST: the value's bits in R[a]'s storage type */
+} cq_ins;
+
+typedef struct {
+    int32_t storage;        /* 0 global, 1 shared, 2 local */
+    int32_t type, nshape, count, param, span, name;
+    int32_t *shape;         /* registers */
+    int32_t *names;         /* name of each of the count instances (string ids) */
+} cq_bufdecl;
+
+typedef struct { int32_t slots, ready, count, nls, name; int32_t *ls; } cq_eventdecl;
+typedef struct { int32_t type, unit, name; } cq_fragdecl;
+typedef struct { int32_t kind, base, arr, n; int32_t *idx; } cq_access;   /* kind 0 buf, 1 fut */
+typedef struct { int32_t kind, base, arr, n; int32_t *origin, *extents; } cq_viewdecl;
+typedef struct {
+    int32_t op;             /* 0 copy, 1 transp, 2 pad */
+    int32_t src, dst_view, dst_buffer, future, is_async, zfill, coll, name;
+    int32_t nperm, npad, pad_value;
+    int32_t *perm, *pad_lo, *pad_hi, *pad_mid;
+} cq_dmadecl;
+typedef struct { int32_t laneset, unit; } cq_coll;
+typedef struct { int32_t result, n; cq_ins *ins; } cq_laneset;
+typedef struct { int32_t n, newline; int32_t *kind, *x; } cq_print;  /* kind 0 string const, 1 register */
+typedef struct {
+    int32_t kernel, ngrid, nbuf, nscalar, is_async, span, block;
+    int32_t *grid, *buf, *scalar;   /* buf, scalar: (kernel, host) pairs */
+} cq_launch;
+
+typedef struct {
+    int32_t n;
+    cq_ins *ins;
+    int32_t nregs;
+    uint8_t *rtype;
+    uint32_t *roff;
+    size_t warp_bytes;
+    int32_t nconsts;
+    const char **cstr;      /* string constants (NULL for numbers) */
+    int32_t *clen;
+    int32_t nbuf, nfut, nevent, nfrag, naccess, nview, ndma, ncoll, nlaneset, nprint, nlaunch;
+    cq_bufdecl *buf;
+    int32_t *fut_name;
+    cq_eventdecl *event;
+    cq_fragdecl *frag;
+    cq_access *access;
+    cq_viewdecl *view;
+    cq_dmadecl *dma;
+    cq_coll *coll;
+    cq_laneset *laneset;
+    cq_print *print;
+    cq_launch *launch;
+    int32_t once_sites;
+    int32_t *coll_slot;     /* per instruction: its index among collective instructions, or -1 */
+    int32_t ncoll_ins;
+    int32_t depth;          /* deepest IF/LOOP nesting */
+} cq_code;
+
+typedef struct { int32_t block_size, grid_rank, span; cq_code code; } cq_kernel;
+
+struct cq_prog {
+    cq_code host;
+    uint8_t promote[CQ_NTYPES * CQ_NTYPES];   /* §12.2: arithmetic type of (a, b) */
+    int32_t nkernels;
+    cq_kernel *kernels;
+    int32_t fn_span;
+    int32_t ret_kind;       /* 0 void, 1 scalar, 2 buffer */
+    char *strings;          /* the string table: string k is str_len[k] bytes at str_off[k] */
+    int32_t nstrings;
+    int64_t *str_off, *str_len;
+};
+
+/* ------------------------------------------------------------------ the machine */
+
+typedef struct cq_chunk cq_chunk;    /* arena chunks (memory.c) */
+
+typedef struct cq_buf {
+    char *data;
+    uint8_t *written;       /* poison mode: 1 where written; NULL otherwise */
+    int32_t type, ndim, esize, name, decl_span;
+    int64_t shape[CQ_MAX_RANK];
+    int64_t count;
+} cq_buf;
+
+/* The instances of a buffer slot a lane sees: one, or one per element of a buffer
+ * array (§8.5). */
+typedef cq_buf **cq_insts;
+
+/* What a lane's future holds (croqvm/interp/memory.py Handle). */
+typedef struct {
+    cq_buf *buf;            /* NULL: a placeholder without data */
+    int32_t nd, is_async, issued, refs;
+    int64_t o[CQ_MAX_RANK], e[CQ_MAX_RANK];
+    cq_lanes waited;
+    int32_t transfer;       /* pending transfer (random schedule), or -1 */
+} cq_handle;
+
+typedef struct {
+    uint8_t kind;           /* 0 if, 1 loop */
+    int32_t opener, jump;
+    uint32_t entered, other;/* other: the IF's else-lanes, or the LOOP's lanes that broke */
+} cq_frame;
+
+typedef struct cq_warp {
+    struct cq_block *blk;
+    char *regs;
+    int32_t index, base, width;
+    uint32_t act;
+    int32_t pc, ip, state, hold;
+    int32_t nstack;
+    cq_frame *stack;
+    int32_t blocker;        /* 0 none, 1 collectives (rdv), 2 event wait */
+    int32_t nrdv;
+    int32_t rdv[CQ_WARP];
+    int32_t ev, ev_span, ev_n;
+    int32_t ev_lane[CQ_WARP], ev_slot[CQ_WARP];
+    int64_t *counts;        /* per collective instruction, per lane: executions (§7.4.3) */
+} cq_warp;
+
+typedef struct {
+    int32_t ip, unit_index, count, site, whole_unit, done, open, refs;
+    cq_lanes members, arrived;
+} cq_rdv;
+
+typedef struct {
+    int64_t need;
+    int64_t *completed, *arrivals;
+    int64_t *waits;         /* size x slots */
+} cq_event;
+
+typedef struct {
+    int32_t type, rows, cols, has_data;
+    int64_t ifill;
+    double ffill;
+    void *data;             /* rows x cols, int64_t (integer types) or double */
+} cq_frag;
+
+typedef struct cq_transfer cq_transfer;
+
+typedef struct cq_block {
+    struct cq_call *call;
+    const cq_code *code;
+    int32_t kernel;         /* -1: the host program */
+    const cq_launch *launch;
+    int32_t size, nwarps;
+    int32_t index[3], rank;
+    uint32_t live[CQ_MAX_WARPS];
+    cq_warp *warps;
+    cq_insts *bufs;         /* per slot: its instances, or NULL before ALLOC (block-wide) */
+    cq_insts **locals;      /* per slot, per lane (local storage) */
+    int32_t **fut;          /* per future slot: per lane a handle, -1 none */
+    cq_handle *handles;
+    int32_t nhandles, caphandles, freehandle;
+    cq_lanes *lanesets;
+    cq_event *events;
+    cq_rdv *rdvs;
+    int32_t nrdvs, caprdvs;
+    int32_t *open;          /* open rendezvous, in creation order */
+    int32_t nopen, capopen;
+    int64_t *once_arrivals; /* once_sites x size */
+    int64_t *once_claimed;  /* once_sites x size (unit instances) */
+    cq_frag ***frags;       /* per fragment: per unit instance */
+    cq_transfer *transfers;
+    int32_t ntransfers, captransfers;
+    int32_t released;
+    int32_t cur;            /* the warp running its quantum, or -1 */
+    int64_t quantum_n;
+    cq_chunk *arena;        /* shared and local buffers, freed with the block */
+} cq_block;
+
+typedef struct cq_call {
+    const cq_prog *prog;
+    cq_opts opts;
+    int64_t steps, lane_steps, slice_end;
+    cq_block *host;
+    cq_block *blk;          /* the kernel block running, or NULL */
+    /* the launch in progress */
+    int32_t launching;
+    const cq_launch *launch;
+    int64_t grid[3];
+    int64_t cursor[3];      /* the next block's index */
+    int32_t block_size;
+    int64_t *hval;          /* scalar arguments of the launch, bits of the kernel types */
+    cq_insts **kglobals;    /* per kernel, per slot: global buffers declared in kernels */
+    cq_chunk *arena;        /* host and kernel-global buffers, bound parameters */
+    /* output */
+    char *out;
+    size_t nout, capout;
+    /* result */
+    int32_t result_kind, result_type;
+    int64_t result_bits;
+    cq_buf *result_buf;
+    /* faults */
+    cq_fault fault;
+    int32_t internal;       /* the fault is an engine inconsistency */
+    char *fault_text;
+    cq_block *fault_blk;    /* the block a deadlock or fault happened in (kept for views) */
+    uint64_t rng;
+} cq_call;
+
+/* ------------------------------------------------------------------ shared helpers */
+
+extern const int cq_type_size[CQ_NTYPES];
+
+static inline void *cq_reg(cq_warp *w, uint32_t off) { return w->regs + off; }
+
+/* The lowest lane of a mask (it must not be empty). */
+static inline int cq_low(uint32_t m) { return __builtin_ctz(m); }
+
+/* Faults (call.c): cq_fault_new records one (``ins`` the faulting instruction or NULL,
+ * ``lane`` a block lane or -1) and returns it for the caller to fill in; the handler
+ * then returns CQ_ST_FAULT. The others are the common shapes. */
+cq_fault *cq_fault_new(cq_block *blk, const cq_ins *ins, int kind, int lane);
+int cq_fault_lane(cq_warp *w, const cq_ins *ins, int kind, int i);   /* i: lane of w */
+int cq_fault_shift(cq_warp *w, const cq_ins *ins, int i, int64_t count, int count_type,
+                   int shift_type);
+int cq_fault_convert(cq_warp *w, const cq_ins *ins, int i, int src, const void *x, int dst);
+int cq_internal(cq_block *blk, const char *file, int line);
+#define CQ_INTERNAL_ERROR(blk) cq_internal((blk), __FILE__, __LINE__)
+
+/* Conversions (alu.c): n lanes of type src at x into type dst at y; faults (float to
+ * integer out of range) are reported for the lowest lane of act (bad lane index in
+ * *bad, else -1). */
+void cq_convert(int src, int dst, const void *x, void *y, int n, uint32_t act, int *bad);
+double cq_to_double(int type, const void *p, int64_t i);
+int64_t cq_to_int64(int type, const void *p, int64_t i);   /* integers and bool */
+
+/* Allocation (memory.c): engine bookkeeping aborts when memory runs out; memory a
+ * program asks for comes from an arena and fails softly (NULL). */
+void *cq_xmalloc(size_t n);
+void *cq_xcalloc(size_t n, size_t m);
+void *cq_arena_alloc(cq_chunk **arena, size_t n);
+void cq_arena_free(cq_chunk **arena);
+cq_buf *cq_new_buffer(cq_chunk **arena, int type, int ndim, const int64_t *shape, int name,
+                      int decl_span, int poison);
+
+/* Handlers outside engine.c return CQ_ST_OK / CQ_ST_FAULT. */
+int cq_op_alloc(cq_warp *w, const cq_ins *ins);
+int cq_op_fill(cq_warp *w, const cq_ins *ins);
+int cq_op_load(cq_warp *w, const cq_ins *ins);
+int cq_op_store(cq_warp *w, const cq_ins *ins);
+int cq_op_update(cq_warp *w, const cq_ins *ins);
+int cq_op_dimof(cq_warp *w, const cq_ins *ins);
+int cq_op_dma(cq_warp *w, const cq_ins *ins);
+int cq_op_fut_any(cq_warp *w, const cq_ins *ins);
+int cq_op_wait(cq_warp *w, const cq_ins *ins);
+int cq_op_swap(cq_warp *w, const cq_ins *ins);
+int cq_op_fut_dim(cq_warp *w, const cq_ins *ins);
+int cq_op_barrier(cq_warp *w, const cq_ins *ins);
+int cq_op_once(cq_warp *w, const cq_ins *ins);
+int cq_op_trigger(cq_warp *w, const cq_ins *ins);
+int cq_op_wait_event(cq_warp *w, const cq_ins *ins);
+int cq_op_mma(cq_warp *w, const cq_ins *ins);
+int cq_op_print(cq_warp *w, const cq_ins *ins);
+int cq_op_assert(cq_warp *w, const cq_ins *ins);
+
+/* Collectives (sync.c). */
+typedef int (*cq_effect)(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes, int n);
+int cq_arrive(cq_warp *w, const cq_ins *ins, int coll, int whole_unit);
+int cq_recheck_rendezvous(cq_block *blk);
+int cq_runnable(cq_warp *w);
+void cq_release_blocker(cq_warp *w);
+void cq_init_events(cq_block *blk);
+int cq_rdv_effect(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes, int n);
+int cq_uniform_regs(cq_block *blk, const int *lanes, int n, const int32_t *regs, int nregs);
+int cq_uniform_value(cq_block *blk, const cq_rdv *rec, const int *lanes, int n, int r);
+int cq_operands_differ(cq_block *blk, const cq_rdv *rec, int first, int lane, int label,
+                       int words, const int64_t *a, const int64_t *b);
+
+/* Effects of collectives, by opcode (dma.c, memory.c, mma.c). */
+int cq_effect_fill(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes, int n);
+int cq_effect_dma(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes, int n);
+int cq_effect_wait(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes, int n);
+int cq_effect_mma(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes, int n);
+
+/* Memory (memory.c). Lane-level lookups fault with the instruction ``ins``. */
+#define CQ_PLACEHOLDER (-2)     /* a future holding dma.any: a handle without data */
+cq_insts cq_instances(cq_block *blk, int slot, int lane);
+cq_insts cq_allocate(cq_block *blk, int slot, int lane, int ndim, const int64_t *shape,
+                     int *fault);
+int cq_alloc_fault(cq_block *blk, const cq_ins *ins, int lane, int what, int name, int ndim,
+                   const int64_t *shape);
+int cq_buffer_of(cq_warp *w, const cq_ins *ins, int slot, int arr, int i, cq_buf **out);
+int cq_future_data(cq_warp *w, const cq_ins *ins, int slot, int i, cq_handle **out);
+int cq_view_of(cq_warp *w, const cq_ins *ins, int v, int i, cq_buf **buf, int64_t *o,
+               int64_t *e);
+int64_t cq_lane_reg_int(cq_block *blk, int lane, int r);
+cq_warp *cq_warp_of(cq_block *blk, int lane, int *i);
+int32_t cq_handle_new(cq_block *blk);
+void cq_handle_set(cq_block *blk, int slot, int lane, int32_t h);
+void cq_handle_unref(cq_block *blk, int32_t h);
+int cq_same_view(const cq_block *blk, int32_t h, int32_t g);
+int cq_same_value(int type, const void *a, const void *b);
+int cq_fill_lane(cq_block *blk, const cq_ins *ins, int slot, int lane, int vlane);
+int cq_check_kernel_end(cq_block *blk);
+
+/* Output (output.c). */
+void cq_out_write(struct cq_call *call, const char *s, size_t n);
+void cq_format_value(char *dst, size_t cap, int type, const void *reg, int i);
+char *cq_print_text(cq_warp *w, const cq_print *fmt, int i, size_t *len);
+
+/* The block and its warps (engine.c). */
+void cq_finish(cq_warp *w);
+int cq_settle(cq_warp *w);
+
+/* The project PRNG (SplitMix64). */
+uint64_t cq_rng_next(uint64_t *state);
+uint64_t cq_rng_below(uint64_t *state, uint64_t n);
+
+#endif

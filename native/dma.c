@@ -1,0 +1,611 @@
+/* DMA and futures: DMA, FUT_ANY, WAIT, SWAP, FUT_DIM, and the end-of-kernel check
+ * (LANGUAGE.md §9; docs/EXECUTION.md §6; croqvm/interp/dma.py is the reference).
+ *
+ * A DMA is planned at issue for one lane (views resolved, shapes checked, futures
+ * updated); its working tiles are allocated then, and its data moves when the transfer
+ * lands: at once under the round-robin schedule, later (before its wait) under the
+ * random one. A tile is three arrays of the source extents: values, which elements were
+ * in range, which were written. */
+#include <stdlib.h>
+#include "cq_engine.h"
+
+typedef struct {
+    cq_buf *src, *dst;
+    int nd, dnd, npad;
+    int64_t so[CQ_MAX_RANK], se[CQ_MAX_RANK];
+    int64_t dO[CQ_MAX_RANK], dD[CQ_MAX_RANK];
+    int64_t lo[CQ_MAX_RANK], hi[CQ_MAX_RANK], mid[CQ_MAX_RANK];
+    int64_t shape[CQ_MAX_RANK];     /* after the operation */
+    int pad_type;
+    char pad_value[8];
+} plan;
+
+struct cq_transfer {
+    plan p;
+    const cq_dmadecl *desc;
+    char *tile[2];                  /* source tile; padded tile (pad only) */
+    int64_t count[2];
+    int32_t lane;                   /* the planning lane (pad value conversion faults there) */
+    int32_t span;
+};
+
+static void in_range(const int64_t *o, const int64_t *e, const int64_t *shape, int nd,
+                     int64_t *lo, int64_t *hi)
+{
+    for (int d = 0; d < nd; d++) {
+        lo[d] = o[d] < 0 ? -o[d] : 0;
+        hi[d] = shape[d] - o[d] < e[d] ? shape[d] - o[d] : e[d];
+    }
+}
+
+static int tile_fault(cq_block *blk, const cq_ins *ins, int kind, int lane, const cq_buf *b,
+                      const int64_t *o, const int64_t *second, int nd)
+{
+    cq_fault *f = cq_fault_new(blk, ins, kind, lane);
+    f->i[0] = b->name;
+    f->i[1] = nd;
+    for (int d = 0; d < nd; d++) {
+        f->i[2 + d] = o[d];
+        f->i[2 + nd + d] = second[d];
+    }
+    return CQ_ST_FAULT;
+}
+
+static int check_tile(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_t *o,
+                      const int64_t *e, int nd, int lane)
+{
+    for (int d = 0; d < nd; d++)
+        if (e[d] < 1)
+            return tile_fault(blk, ins, CQ_F_EMPTY_TILE, lane, b, o, e, nd);
+    int64_t lo[CQ_MAX_RANK], hi[CQ_MAX_RANK];
+    in_range(o, e, b->shape, nd, lo, hi);
+    for (int d = 0; d < nd; d++)
+        if (hi[d] <= lo[d])
+            return tile_fault(blk, ins, CQ_F_TILE_OUTSIDE, lane, b, o, b->shape, nd);
+    return CQ_ST_OK;
+}
+
+static int destination(cq_block *blk, const cq_ins *ins, const cq_dmadecl *desc, cq_warp *w,
+                       int i, int lane, plan *p)
+{
+    if (desc->dst_view >= 0) {
+        p->dnd = blk->code->view[desc->dst_view].n;
+        return cq_view_of(w, ins, desc->dst_view, i, &p->dst, p->dO, p->dD);
+    }
+    if (desc->future >= 0) {
+        int32_t h = blk->fut[desc->future][lane];
+        if (h >= 0 && blk->handles[h].buf) {
+            const cq_handle *hd = &blk->handles[h];
+            p->dst = hd->buf;
+            p->dnd = hd->nd;
+            memcpy(p->dO, hd->o, sizeof p->dO);
+            memcpy(p->dD, hd->e, sizeof p->dD);
+            return CQ_ST_OK;
+        }
+    }
+    cq_buf **insts = cq_instances(blk, desc->dst_buffer, lane);
+    if (!insts) {
+        int fault;
+        insts = cq_allocate(blk, desc->dst_buffer, lane, p->nd, p->shape, &fault);
+        if (!insts)
+            return cq_alloc_fault(blk, ins, lane, 0, blk->code->buf[desc->dst_buffer].name,
+                                  p->nd, p->shape);
+    }
+    p->dst = insts[0];
+    p->dnd = p->dst->ndim;
+    for (int d = 0; d < p->dnd; d++) {
+        p->dO[d] = 0;
+        p->dD[d] = p->dst->shape[d];
+    }
+    return CQ_ST_OK;
+}
+
+/* A DMA resolved for one lane (dma.py Plan). */
+static int plan_for(cq_block *blk, const cq_ins *ins, const cq_dmadecl *desc, int lane, plan *p)
+{
+    int i;
+    cq_warp *w = cq_warp_of(blk, lane, &i);
+    memset(p, 0, sizeof *p);
+    p->nd = blk->code->view[desc->src].n;
+    if (cq_view_of(w, ins, desc->src, i, &p->src, p->so, p->se) != CQ_ST_OK ||
+        check_tile(blk, ins, p->src, p->so, p->se, p->nd, lane) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    p->npad = desc->npad;
+    for (int d = 0; d < desc->npad; d++) {
+        p->lo[d] = cq_lane_reg_int(blk, lane, desc->pad_lo[d]);
+        p->hi[d] = cq_lane_reg_int(blk, lane, desc->pad_hi[d]);
+        p->mid[d] = cq_lane_reg_int(blk, lane, desc->pad_mid[d]);
+    }
+    if (desc->op == 2) {
+        p->pad_type = blk->code->rtype[desc->pad_value];
+        int size = cq_type_size[p->pad_type];
+        memcpy(p->pad_value, w->regs + blk->code->roff[desc->pad_value] + (size_t)i * size, size);
+    }
+    for (int d = 0; d < p->nd; d++) {
+        int64_t x = p->se[d];
+        p->shape[d] = desc->op == 1 ? p->se[desc->perm[d]]
+                    : desc->op == 2 ? p->lo[d] + x + (x - 1) * p->mid[d] + p->hi[d] : x;
+    }
+    if (destination(blk, ins, desc, w, i, lane, p) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    if (desc->dst_view >= 0 &&
+        check_tile(blk, ins, p->dst, p->dO, p->dD, p->dnd, lane) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    int bad = p->nd != p->dnd;
+    for (int d = 0; d < p->nd && !bad; d++)
+        bad = p->shape[d] > p->dD[d] || (!desc->zfill && p->shape[d] != p->dD[d]);
+    if (bad) {
+        cq_fault *f = cq_fault_new(blk, ins, CQ_F_TILE_SHAPE, lane);
+        f->i[0] = ins->a;
+        f->i[1] = p->nd;
+        f->i[2] = p->dnd;
+        for (int d = 0; d < p->nd; d++)
+            f->i[3 + d] = p->shape[d];
+        for (int d = 0; d < p->dnd; d++)
+            f->i[3 + p->nd + d] = p->dD[d];
+        return CQ_ST_FAULT;
+    }
+    return CQ_ST_OK;
+}
+
+/* ------------------------------------------------------------------ moving data */
+
+static int64_t box_count(const int64_t *e, int nd)
+{
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++)
+        if (__builtin_mul_overflow(n, e[d], &n))
+            return -1;
+    return n;
+}
+
+/* Row-major flat index of ``t`` in a box of extents ``e``. */
+static int64_t flat_of(const int64_t *t, const int64_t *e, int nd)
+{
+    int64_t f = 0;
+    for (int d = 0; d < nd; d++)
+        f = f * e[d] + t[d];
+    return f;
+}
+
+/* Advance the odometer ``t`` over [lo, hi); 0 when done. */
+static int next(int64_t *t, const int64_t *lo, const int64_t *hi, int nd)
+{
+    for (int d = nd - 1; d >= 0; d--) {
+        if (++t[d] < hi[d])
+            return 1;
+        t[d] = lo[d];
+    }
+    return 0;
+}
+
+/* A tile's three arrays in one allocation: values, then valid, then written. */
+static char *tile_alloc(int64_t count, int esize)
+{
+    if (count < 0 || count > INT64_MAX / (esize + 2))
+        return NULL;
+    return calloc(1, (size_t)count * (esize + 2) + 1);
+}
+
+/* Allocate the working tiles at issue, so that a tile no memory can hold is a fault
+ * of the DMA whenever its data would move. */
+static int reserve(cq_block *blk, const cq_ins *ins, cq_transfer *t)
+{
+    const plan *p = &t->p;
+    int esize = p->src->esize;
+    int ntiles = t->desc->op == 2 ? 2 : 1;
+    for (int k = 0; k < ntiles; k++) {
+        const int64_t *shape = k ? p->shape : p->se;
+        t->count[k] = box_count(shape, p->nd);
+        t->tile[k] = tile_alloc(t->count[k], esize);
+        if (!t->tile[k])
+            return cq_alloc_fault(blk, ins, t->lane, 1, t->desc->name, p->nd, shape);
+    }
+    return CQ_ST_OK;
+}
+
+static void transfer_free(cq_transfer *t)
+{
+    free(t->tile[0]);
+    free(t->tile[1]);
+    free(t);
+}
+
+/* §9.5.1: in-range elements copied; source out of range leaves the destination
+ * unchanged (zero with .zfill); destination out of range skipped; .zfill also clears the
+ * destination beyond the tile. */
+static void write_tile(const plan *p, const char *tile, const int64_t *T, int zfill)
+{
+    cq_buf *b = p->dst;
+    int nd = p->dnd, esize = p->src->esize;
+    int64_t lo[CQ_MAX_RANK], hi[CQ_MAX_RANK], t[CQ_MAX_RANK], r[CQ_MAX_RANK];
+    in_range(p->dO, p->dD, b->shape, nd, lo, hi);
+    for (int d = 0; d < nd; d++)
+        if (hi[d] <= lo[d])
+            return;
+    if (zfill) {
+        memcpy(t, lo, sizeof(int64_t) * nd);
+        do {
+            for (int d = 0; d < nd; d++)
+                r[d] = p->dO[d] + t[d];
+            int64_t f = flat_of(r, b->shape, nd);
+            memset(b->data + f * b->esize, 0, b->esize);
+            if (b->written)
+                b->written[f] = 1;
+        } while (next(t, lo, hi, nd));
+    }
+    for (int d = 0; d < nd; d++) {
+        if (T[d] < hi[d])
+            hi[d] = T[d];
+        if (hi[d] <= lo[d])
+            return;
+    }
+    int64_t count = box_count(T, nd);
+    const uint8_t *valid = (const uint8_t *)tile + count * esize, *wr = valid + count;
+    memcpy(t, lo, sizeof(int64_t) * nd);
+    do {
+        int64_t s = flat_of(t, T, nd);
+        if (!valid[s])
+            continue;
+        for (int d = 0; d < nd; d++)
+            r[d] = p->dO[d] + t[d];
+        int64_t f = flat_of(r, b->shape, nd);
+        if (b->type == p->src->type) {
+            memcpy(b->data + f * b->esize, tile + s * esize, esize);
+        } else {   /* a DMA between element types converts, as format 1 allowed */
+            int bad;
+            cq_convert(p->src->type, b->type, tile + s * esize, b->data + f * b->esize, 1, 1u,
+                       &bad);
+        }
+        if (b->written)
+            b->written[f] = wr[s];
+    } while (next(t, lo, hi, nd));
+}
+
+/* Land a transfer: read the source tile, transpose or pad it, write it. A pad value
+ * that does not fit the element type faults in the planning lane. */
+static int land(cq_block *blk, cq_transfer *t)
+{
+    const plan *p = &t->p;
+    const cq_buf *sb = p->src;
+    int nd = p->nd, esize = sb->esize;
+    char *tile = t->tile[0];
+    int64_t n0 = t->count[0];
+    uint8_t *valid = (uint8_t *)tile + n0 * esize, *wr = valid + n0;
+    int64_t lo[CQ_MAX_RANK], hi[CQ_MAX_RANK], k[CQ_MAX_RANK], r[CQ_MAX_RANK];
+    in_range(p->so, p->se, sb->shape, nd, lo, hi);
+    memcpy(k, lo, sizeof(int64_t) * nd);
+    do {
+        for (int d = 0; d < nd; d++)
+            r[d] = p->so[d] + k[d];
+        int64_t s = flat_of(r, sb->shape, nd), f = flat_of(k, p->se, nd);
+        memcpy(tile + f * esize, sb->data + s * esize, esize);
+        valid[f] = 1;
+        wr[f] = sb->written ? sb->written[s] : 1;
+    } while (next(k, lo, hi, nd));
+    const int64_t *T = p->se;
+    if (t->desc->op == 1) {   /* transp: out[j] = in[i] where i[perm[d]] = j[d] */
+        char *out = tile_alloc(n0, esize);
+        if (!out)
+            abort();
+        uint8_t *ov = (uint8_t *)out + n0 * esize, *ow = ov + n0;
+        int64_t zero[CQ_MAX_RANK] = {0};
+        memset(k, 0, sizeof k);
+        do {
+            for (int d = 0; d < nd; d++)
+                r[t->desc->perm[d]] = k[d];
+            int64_t src = flat_of(r, p->se, nd), dst = flat_of(k, p->shape, nd);
+            memcpy(out + dst * esize, tile + src * esize, esize);
+            ov[dst] = valid[src];
+            ow[dst] = wr[src];
+        } while (next(k, zero, p->shape, nd));
+        free(t->tile[0]);
+        t->tile[0] = tile = out;
+        T = p->shape;
+    } else if (t->desc->op == 2) {   /* pad (§9.6.3): element i lands at lo + i*(mid+1) */
+        char value[8];
+        int bad, vi;
+        cq_warp *vw = cq_warp_of(blk, t->lane, &vi);
+        cq_convert(p->pad_type, sb->type, p->pad_value, value, 1, 1u, &bad);
+        if (bad >= 0)
+            return cq_fault_convert(vw, &blk->code->ins[0], vi, p->pad_type,
+                                    (const char *)p->pad_value - (size_t)vi * cq_type_size[p->pad_type],
+                                    sb->type);
+        char *out = t->tile[1];
+        int64_t n1 = t->count[1];
+        uint8_t *ov = (uint8_t *)out + n1 * esize, *ow = ov + n1;
+        for (int64_t e = 0; e < n1; e++)
+            memcpy(out + e * esize, value, esize);
+        memset(ov, 1, (size_t)n1 * 2);
+        int64_t zero[CQ_MAX_RANK] = {0};
+        memset(k, 0, sizeof k);
+        do {
+            for (int d = 0; d < nd; d++)
+                r[d] = p->lo[d] + k[d] * (p->mid[d] + 1);
+            int64_t src = flat_of(k, p->se, nd), dst = flat_of(r, p->shape, nd);
+            memcpy(out + dst * esize, tile + src * esize, esize);
+            ov[dst] = valid[src];
+            ow[dst] = wr[src];
+        } while (next(k, zero, p->se, nd));
+        tile = out;
+        T = p->shape;
+    }
+    write_tile(p, tile, T, t->desc->zfill);
+    return CQ_ST_OK;
+}
+
+/* ------------------------------------------------------------------ issuing */
+
+static int issue(cq_block *blk, const cq_ins *ins, const cq_dmadecl *desc, const plan *p,
+                 const int *lanes, int n)
+{
+    cq_transfer *t = cq_xcalloc(1, sizeof *t);
+    t->p = *p;
+    t->desc = desc;
+    t->lane = lanes[0];
+    t->span = ins->span;
+    if (reserve(blk, ins, t) != CQ_ST_OK) {
+        transfer_free(t);
+        return CQ_ST_FAULT;
+    }
+    int is_async = desc->is_async && desc->future >= 0;
+    int st = land(blk, t);
+    transfer_free(t);
+    if (st != CQ_ST_OK)
+        return st;
+    if (desc->future >= 0) {
+        int32_t h = cq_handle_new(blk);
+        cq_handle *hd = &blk->handles[h];
+        hd->buf = p->dst;
+        hd->nd = p->dnd;
+        memcpy(hd->o, p->dO, sizeof hd->o);
+        memcpy(hd->e, p->dD, sizeof hd->e);
+        hd->is_async = is_async;
+        hd->issued = ins->span;
+        for (int k = 0; k < n; k++)
+            cq_handle_set(blk, desc->future, lanes[k], h);
+    }
+    return CQ_ST_OK;
+}
+
+/* §9.5.4: issuing into a future whose async transfer a lane never waited. */
+static int first_pending(const cq_block *blk, int slot, const int *lanes, int n)
+{
+    for (int k = 0; k < n; k++) {
+        int32_t h = blk->fut[slot][lanes[k]];
+        if (h >= 0 && blk->handles[h].is_async &&
+            !cq_lanes_get(&blk->handles[h].waited, lanes[k]))
+            return lanes[k];
+    }
+    return -1;
+}
+
+static int unwaited_fault(cq_block *blk, const cq_ins *ins, int slot, int lane, int span)
+{
+    cq_fault *f = cq_fault_new(blk, ins, CQ_F_UNWAITED, lane);
+    f->i[0] = slot;
+    f->i[1] = blk->handles[blk->fut[slot][lane]].issued;
+    if (span >= 0)
+        f->span = span;
+    return CQ_ST_FAULT;
+}
+
+static int check_unwaited(cq_block *blk, const cq_ins *ins, const cq_dmadecl *desc,
+                          const int *lanes, int n)
+{
+    if (desc->future < 0)
+        return CQ_ST_OK;
+    int lane = first_pending(blk, desc->future, lanes, n);
+    return lane < 0 ? CQ_ST_OK : unwaited_fault(blk, ins, desc->future, lane, -1);
+}
+
+/* The registers that settle a collective DMA's operands (dma.py _registers): views
+ * with block-wide bases, and a destination future every lane holds alike. */
+static int operand_registers(cq_block *blk, const cq_dmadecl *desc, const int *lanes, int n,
+                             int32_t *regs)
+{
+    const cq_code *code = blk->code;
+    int nr = 0;
+    int views[2] = {desc->src, desc->dst_view};
+    for (int k = 0; k < 2; k++) {
+        if (views[k] < 0)
+            continue;
+        const cq_viewdecl *v = &code->view[views[k]];
+        if (v->kind != 0 || code->buf[v->base].storage == 2)
+            return -1;
+        for (int d = 0; d < v->n; d++) {
+            regs[nr++] = v->origin[d];
+            regs[nr++] = v->extents[d];
+        }
+        if (v->arr >= 0)
+            regs[nr++] = v->arr;
+    }
+    if (desc->dst_view < 0 && desc->future >= 0) {
+        int32_t h0 = blk->fut[desc->future][lanes[0]];
+        for (int k = 1; k < n; k++)
+            if (!cq_same_view(blk, blk->fut[desc->future][lanes[k]], h0))
+                return -1;
+    }
+    for (int d = 0; d < desc->npad; d++) {
+        regs[nr++] = desc->pad_lo[d];
+        regs[nr++] = desc->pad_hi[d];
+        regs[nr++] = desc->pad_mid[d];
+    }
+    if (desc->op == 2)
+        regs[nr++] = desc->pad_value;
+    return nr;
+}
+
+int cq_uniform_regs(cq_block *blk, const int *lanes, int n, const int32_t *regs, int nregs);
+
+/* Operand labels of §7.4.5 messages (faults.py OPERAND_LABELS). */
+enum { L_SOURCE = 4, L_ORIGIN = 2, L_EXTENTS_SHAPE = 9, L_DEST = 5, L_DEST_ORIGIN = 6,
+       L_DEST_EXTENTS = 7, L_PADDING = 8 };
+
+static int pack_tuple(int64_t *out, const int64_t *v, int n)
+{
+    out[0] = n;
+    for (int d = 0; d < n; d++)
+        out[1 + d] = v[d];
+    return n + 1;
+}
+
+/* The first operand in which plan b differs from plan a (the lowest lane's), as a
+ * fault of lane ``lane``; CQ_ST_OK when they agree. */
+static int compare_plans(cq_block *blk, const cq_rdv *rec, int first, int lane, const plan *a,
+                         const plan *b)
+{
+    int64_t x[3 * CQ_MAX_RANK + 3], y[3 * CQ_MAX_RANK + 3];
+    for (int label = 0; label < 7; label++) {
+        static const int labels[7] = {L_SOURCE, L_ORIGIN, L_EXTENTS_SHAPE, L_DEST,
+                                      L_DEST_ORIGIN, L_DEST_EXTENTS, L_PADDING};
+        int n;
+        switch (label) {
+        case 0: x[0] = a->src->name; y[0] = b->src->name; n = 1; break;
+        case 1: n = pack_tuple(x, a->so, a->nd); pack_tuple(y, b->so, b->nd); break;
+        case 2: n = pack_tuple(x, a->se, a->nd); pack_tuple(y, b->se, b->nd); break;
+        case 3: x[0] = a->dst->name; y[0] = b->dst->name; n = 1; break;
+        case 4: n = pack_tuple(x, a->dO, a->dnd); pack_tuple(y, b->dO, b->dnd); break;
+        case 5: n = pack_tuple(x, a->dD, a->dnd); pack_tuple(y, b->dD, b->dnd); break;
+        default:
+            n = pack_tuple(x, a->lo, a->npad);
+            n += pack_tuple(x + n, a->hi, a->npad);
+            n += pack_tuple(x + n, a->mid, a->npad);
+            pack_tuple(y, b->lo, b->npad);
+            pack_tuple(y + a->npad + 1, b->hi, b->npad);
+            pack_tuple(y + 2 * (a->npad + 1), b->mid, b->npad);
+        }
+        if (memcmp(x, y, sizeof(int64_t) * n))
+            return cq_operands_differ(blk, rec, first, lane, labels[label], n, x, y);
+    }
+    return CQ_ST_OK;
+}
+
+int cq_effect_dma(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes, int n)
+{
+    const cq_dmadecl *desc = &blk->code->dma[ins->a];
+    if (check_unwaited(blk, ins, desc, lanes, n) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    int32_t regs[8 * CQ_MAX_RANK + 4];
+    int nr = operand_registers(blk, desc, lanes, n, regs);
+    plan first;
+    if (plan_for(blk, ins, desc, lanes[0], &first) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    if (nr < 0 || !cq_uniform_regs(blk, lanes, n, regs, nr))
+        for (int k = 1; k < n; k++) {
+            plan other;
+            if (plan_for(blk, ins, desc, lanes[k], &other) != CQ_ST_OK ||
+                compare_plans(blk, rec, lanes[0], lanes[k], &first, &other) != CQ_ST_OK)
+                return CQ_ST_FAULT;
+        }
+    return issue(blk, ins, desc, &first, lanes, n);
+}
+
+int cq_op_dma(cq_warp *w, const cq_ins *ins)
+{
+    cq_block *blk = w->blk;
+    const cq_dmadecl *desc = &blk->code->dma[ins->a];
+    if (desc->coll >= 0)
+        return cq_arrive(w, ins, desc->coll, 0);
+    for (uint32_t m = w->act; m; m &= m - 1) {
+        int lane = w->base + cq_low(m);
+        plan p;
+        if (check_unwaited(blk, ins, desc, &lane, 1) != CQ_ST_OK ||
+            plan_for(blk, ins, desc, lane, &p) != CQ_ST_OK ||
+            issue(blk, ins, desc, &p, &lane, 1) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+    }
+    return CQ_ST_OK;
+}
+
+/* ------------------------------------------------------------------ futures */
+
+int cq_op_fut_any(cq_warp *w, const cq_ins *ins)
+{
+    for (uint32_t m = w->act; m; m &= m - 1)
+        cq_handle_set(w->blk, ins->a, w->base + cq_low(m), CQ_PLACEHOLDER);
+    return CQ_ST_OK;
+}
+
+/* §9.5.3-4: complete the lane's transfer; a second wait of it faults; waiting a
+ * placeholder without data, or a sync transfer, does nothing. */
+static int wait_lane(cq_block *blk, const cq_ins *ins, int slot, int lane)
+{
+    int32_t h = blk->fut[slot][lane];
+    if (h < 0 || !blk->handles[h].buf || !blk->handles[h].is_async)
+        return CQ_ST_OK;
+    if (cq_lanes_get(&blk->handles[h].waited, lane)) {
+        cq_fault *f = cq_fault_new(blk, ins, CQ_F_WAITED_TWICE, lane);
+        f->i[0] = slot;
+        return CQ_ST_FAULT;
+    }
+    cq_lanes_set(&blk->handles[h].waited, lane);
+    return CQ_ST_OK;
+}
+
+int cq_effect_wait(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes, int n)
+{
+    (void)rec;
+    for (int k = 0; k < n; k++)
+        if (wait_lane(blk, ins, ins->a, lanes[k]) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+    return CQ_ST_OK;
+}
+
+int cq_op_wait(cq_warp *w, const cq_ins *ins)
+{
+    if (ins->b >= 0)
+        return cq_arrive(w, ins, ins->b, 0);
+    for (uint32_t m = w->act; m; m &= m - 1)
+        if (wait_lane(w->blk, ins, ins->a, w->base + cq_low(m)) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+    return CQ_ST_OK;
+}
+
+int cq_op_swap(cq_warp *w, const cq_ins *ins)
+{
+    int32_t *a = w->blk->fut[ins->a], *b = w->blk->fut[ins->b];
+    for (uint32_t m = w->act; m; m &= m - 1) {
+        int lane = w->base + cq_low(m);
+        int32_t t = a[lane];
+        a[lane] = b[lane];
+        b[lane] = t;
+    }
+    return CQ_ST_OK;
+}
+
+int cq_op_fut_dim(cq_warp *w, const cq_ins *ins)
+{
+    cq_block *blk = w->blk;
+    int64_t out[CQ_WARP] = {0};
+    for (uint32_t m = w->act; m; m &= m - 1) {
+        int i = cq_low(m), lane = w->base + i;
+        int32_t h = blk->fut[ins->b][lane];
+        if (h < 0 || !blk->handles[h].buf) {
+            cq_fault *f = cq_fault_new(blk, ins, CQ_F_NO_DATA, lane);
+            f->i[0] = ins->b;
+            return CQ_ST_FAULT;
+        }
+        out[i] = blk->handles[h].e[ins->c];
+    }
+    int bad;
+    cq_convert(CQ_S64, ins->ta, out, w->regs + ins->ra, CQ_WARP, w->act, &bad);
+    return CQ_ST_OK;
+}
+
+/* §9.5.4: a kernel (or the host program, at the function) ending with an async transfer
+ * some lane never waited. */
+int cq_check_kernel_end(cq_block *blk)
+{
+    const cq_prog *prog = blk->call->prog;
+    int span = blk->kernel < 0 ? prog->fn_span : prog->kernels[blk->kernel].span;
+    int lanes[CQ_MAX_BLOCK];
+    for (int l = 0; l < blk->size; l++)
+        lanes[l] = l;
+    for (int s = 0; s < blk->code->nfut; s++) {
+        int lane = first_pending(blk, s, lanes, blk->size);
+        if (lane >= 0)
+            return unwaited_fault(blk, NULL, s, lane, span);
+    }
+    return CQ_ST_OK;
+}

@@ -1,0 +1,392 @@
+/* Loading a program: the image croqvm/native/flatten.py writes (its docstring is the
+ * layout) becomes a cq_prog; every instruction is decoded once into a cq_ins naming its
+ * specialised handler, register offsets and types (design-native-cuda.md §2.3).
+ *
+ * The image comes from a verified module, so its indices are trusted; the reader still
+ * checks that it stays inside the image, and a malformed image is a load error (an
+ * internal error for Python), never a crash. */
+#include <setjmp.h>
+#include <stdlib.h>
+#include "cq_engine.h"
+#include "cq_types.h"
+
+typedef struct {
+    const int64_t *w;
+    size_t n, at;
+    jmp_buf fail;
+    const char *why;
+} reader;
+
+static int64_t rd(reader *r)
+{
+    if (r->at >= r->n) {
+        r->why = "image ends early";
+        longjmp(r->fail, 1);
+    }
+    return r->w[r->at++];
+}
+
+static int32_t *rd_list(reader *r, int32_t n)
+{
+    int32_t *out = cq_xcalloc((size_t)n + 1, sizeof(int32_t));
+    for (int32_t k = 0; k < n; k++)
+        out[k] = (int32_t)rd(r);
+    return out;
+}
+
+/* A count followed by that many words. */
+static int32_t *rd_counted(reader *r, int32_t *n)
+{
+    *n = (int32_t)rd(r);
+    return rd_list(r, *n);
+}
+
+/* ------------------------------------------------------------------ decoding */
+
+static const char *const operand_kinds[] = CQ_OPERANDS_INIT;
+
+#define CQ_FAMILY_ENTRY(OP) [CQ_OP_##OP] = HB_##OP,
+static const int16_t family[CQ_NOPS] = { CQ_ALU_FAMILIES(CQ_FAMILY_ENTRY) };
+#undef CQ_FAMILY_ENTRY
+#define CQ_OWN_ENTRY(OP) [CQ_OP_##OP] = H_##OP,
+static const int16_t own[CQ_NOPS] = { CQ_OWN_CASES(CQ_OWN_ENTRY) };
+#undef CQ_OWN_ENTRY
+
+int cq_update_handler(int op, int type)
+{
+    return family[op] + type;
+}
+
+/* Which register's type selects an ALU family's handler: the first source, except for
+ * MOV and SELECT (the destination, which they copy into). */
+static int handler_of(const cq_ins *ins)
+{
+    if (family[ins->op])
+        return family[ins->op] +
+               (ins->op == CQ_OP_MOV || ins->op == CQ_OP_SELECT ? ins->ta : ins->tb);
+    return own[ins->op] ? own[ins->op] : H_OTHER;
+}
+
+static void decode(reader *r, const cq_code *code, const int64_t *words, cq_ins *ins)
+{
+    memset(ins, 0, sizeof *ins);
+    if (words[0] < 0 || words[0] >= CQ_NOPS) {
+        r->why = "unknown opcode";
+        longjmp(r->fail, 1);
+    }
+    ins->op = (uint16_t)words[0];
+    int32_t *ops[5] = {&ins->a, &ins->b, &ins->c, &ins->d, &ins->e};
+    uint32_t *offs[4] = {&ins->ra, &ins->rb, &ins->rc, &ins->rd};
+    uint8_t *types[4] = {&ins->ta, &ins->tb, &ins->tc, &ins->td};
+    const char *kinds = operand_kinds[ins->op];
+    for (int k = 0; k < 5; k++) {
+        *ops[k] = (int32_t)words[1 + k];
+        if (k < 4 && kinds[k] == 'r') {
+            if (*ops[k] < 0 || *ops[k] >= code->nregs) {
+                r->why = "register out of range";
+                longjmp(r->fail, 1);
+            }
+            *offs[k] = code->roff[*ops[k]];
+            *types[k] = code->rtype[*ops[k]];
+        }
+    }
+    ins->span = (int32_t)words[6];
+    ins->h = (uint16_t)handler_of(ins);
+}
+
+static cq_ins *rd_code_words(reader *r, const cq_code *code, int32_t *n)
+{
+    *n = (int32_t)rd(r);
+    cq_ins *ins = cq_xcalloc((size_t)*n + 1, sizeof(cq_ins));
+    for (int32_t k = 0; k < *n; k++) {
+        int64_t words[7];
+        for (int j = 0; j < 7; j++)
+            words[j] = rd(r);
+        decode(r, code, words, &ins[k]);
+    }
+    return ins;
+}
+
+/* CONST values, converted to their registers' types by the driver: (bits, fault) for
+ * each CONST in order, the code's first, then each lane set's. */
+static void rd_consts(reader *r, cq_ins *ins, int32_t n)
+{
+    for (int32_t k = 0; k < n; k++)
+        if (ins[k].op == CQ_OP_CONST) {
+            ins[k].k = rd(r);
+            ins[k].c = (int32_t)rd(r);    /* 1: converting the constant faults */
+        }
+}
+
+static void rd_code(reader *r, cq_code *code)
+{
+    code->nregs = (int32_t)rd(r);
+    code->rtype = cq_xcalloc((size_t)code->nregs + 1, 1);
+    code->roff = cq_xcalloc((size_t)code->nregs + 1, sizeof(uint32_t));
+    size_t off = 0;
+    for (int32_t k = 0; k < code->nregs; k++) {
+        int64_t t = rd(r);
+        if (t < 0 || t >= CQ_NTYPES || !(CQ_SUPPORTED_TYPES >> t & 1)) {
+            r->why = "a register type the native engine does not support";
+            longjmp(r->fail, 1);
+        }
+        code->rtype[k] = (uint8_t)t;
+        code->roff[k] = (uint32_t)off;
+        off += ((size_t)CQ_WARP * cq_type_size[t] + 63) / 64 * 64;
+    }
+    code->warp_bytes = off;
+    code->ins = rd_code_words(r, code, &code->n);
+
+    code->nbuf = (int32_t)rd(r);
+    code->buf = cq_xcalloc((size_t)code->nbuf + 1, sizeof(cq_bufdecl));
+    for (int32_t k = 0; k < code->nbuf; k++) {
+        cq_bufdecl *b = &code->buf[k];
+        b->storage = (int32_t)rd(r);
+        b->type = (int32_t)rd(r);
+        b->span = (int32_t)rd(r);
+        b->name = (int32_t)rd(r);
+        b->param = (int32_t)rd(r);
+        b->shape = rd_counted(r, &b->nshape);
+        b->names = rd_counted(r, &b->count);
+    }
+    code->fut_name = rd_counted(r, &code->nfut);
+    code->nevent = (int32_t)rd(r);
+    code->event = cq_xcalloc((size_t)code->nevent + 1, sizeof(cq_eventdecl));
+    for (int32_t k = 0; k < code->nevent; k++) {
+        cq_eventdecl *e = &code->event[k];
+        e->slots = (int32_t)rd(r);
+        e->ready = (int32_t)rd(r);
+        e->count = (int32_t)rd(r);
+        e->name = (int32_t)rd(r);
+        e->ls = rd_counted(r, &e->nls);
+    }
+    code->nfrag = (int32_t)rd(r);
+    code->frag = cq_xcalloc((size_t)code->nfrag + 1, sizeof(cq_fragdecl));
+    for (int32_t k = 0; k < code->nfrag; k++) {
+        code->frag[k].type = (int32_t)rd(r);
+        code->frag[k].unit = (int32_t)rd(r);
+        code->frag[k].name = (int32_t)rd(r);
+    }
+    code->naccess = (int32_t)rd(r);
+    code->access = cq_xcalloc((size_t)code->naccess + 1, sizeof(cq_access));
+    for (int32_t k = 0; k < code->naccess; k++) {
+        cq_access *a = &code->access[k];
+        a->kind = (int32_t)rd(r);
+        a->base = (int32_t)rd(r);
+        a->arr = (int32_t)rd(r);
+        a->idx = rd_counted(r, &a->n);
+    }
+    code->nview = (int32_t)rd(r);
+    code->view = cq_xcalloc((size_t)code->nview + 1, sizeof(cq_viewdecl));
+    for (int32_t k = 0; k < code->nview; k++) {
+        cq_viewdecl *v = &code->view[k];
+        int32_t n2;
+        v->kind = (int32_t)rd(r);
+        v->base = (int32_t)rd(r);
+        v->arr = (int32_t)rd(r);
+        v->origin = rd_counted(r, &v->n);
+        v->extents = rd_counted(r, &n2);
+    }
+    code->ndma = (int32_t)rd(r);
+    code->dma = cq_xcalloc((size_t)code->ndma + 1, sizeof(cq_dmadecl));
+    for (int32_t k = 0; k < code->ndma; k++) {
+        cq_dmadecl *d = &code->dma[k];
+        d->op = (int32_t)rd(r);
+        d->src = (int32_t)rd(r);
+        d->dst_view = (int32_t)rd(r);
+        d->dst_buffer = (int32_t)rd(r);
+        d->future = (int32_t)rd(r);
+        d->is_async = (int32_t)rd(r);
+        d->zfill = (int32_t)rd(r);
+        d->coll = (int32_t)rd(r);
+        d->name = (int32_t)rd(r);
+        d->pad_value = (int32_t)rd(r);
+        d->perm = rd_counted(r, &d->nperm);
+        d->pad_lo = rd_counted(r, &d->npad);
+        d->pad_hi = rd_list(r, d->npad);
+        d->pad_mid = rd_list(r, d->npad);
+    }
+    code->ncoll = (int32_t)rd(r);
+    code->coll = cq_xcalloc((size_t)code->ncoll + 1, sizeof(cq_coll));
+    for (int32_t k = 0; k < code->ncoll; k++) {
+        code->coll[k].laneset = (int32_t)rd(r);
+        code->coll[k].unit = (int32_t)rd(r);
+    }
+    code->nlaneset = (int32_t)rd(r);
+    code->laneset = cq_xcalloc((size_t)code->nlaneset + 1, sizeof(cq_laneset));
+    for (int32_t k = 0; k < code->nlaneset; k++) {
+        code->laneset[k].result = (int32_t)rd(r);
+        code->laneset[k].ins = rd_code_words(r, code, &code->laneset[k].n);
+    }
+    code->nprint = (int32_t)rd(r);
+    code->print = cq_xcalloc((size_t)code->nprint + 1, sizeof(cq_print));
+    for (int32_t k = 0; k < code->nprint; k++) {
+        cq_print *p = &code->print[k];
+        p->n = (int32_t)rd(r);
+        p->kind = rd_list(r, p->n);
+        p->x = rd_list(r, p->n);
+        p->newline = (int32_t)rd(r);
+    }
+    code->nlaunch = (int32_t)rd(r);
+    code->launch = cq_xcalloc((size_t)code->nlaunch + 1, sizeof(cq_launch));
+    for (int32_t k = 0; k < code->nlaunch; k++) {
+        cq_launch *l = &code->launch[k];
+        int32_t n;
+        l->kernel = (int32_t)rd(r);
+        l->is_async = (int32_t)rd(r);
+        l->span = (int32_t)rd(r);
+        l->block = (int32_t)rd(r);
+        l->grid = rd_counted(r, &l->ngrid);
+        l->buf = rd_counted(r, &n);
+        l->nbuf = n / 2;
+        l->scalar = rd_counted(r, &n);
+        l->nscalar = n / 2;
+    }
+    code->once_sites = (int32_t)rd(r);
+    rd_consts(r, code->ins, code->n);
+    for (int32_t k = 0; k < code->nlaneset; k++)
+        rd_consts(r, code->laneset[k].ins, code->laneset[k].n);
+
+    /* derived: the collective instructions' count slots, the deepest nesting */
+    code->coll_slot = cq_xcalloc((size_t)code->n + 1, sizeof(int32_t));
+    int depth = 0;
+    for (int32_t k = 0; k < code->n; k++) {
+        int op = code->ins[k].op;
+        int coll = op == CQ_OP_BARRIER || op == CQ_OP_DMA || op == CQ_OP_WAIT ||
+                   op == CQ_OP_FILL || op == CQ_OP_MMA_FILL || op == CQ_OP_MMA_LOAD ||
+                   op == CQ_OP_MMA_EXEC || op == CQ_OP_MMA_STORE;
+        code->coll_slot[k] = coll ? code->ncoll_ins++ : -1;
+        if (op == CQ_OP_IF || op == CQ_OP_LOOP)
+            depth++;
+        else if (op == CQ_OP_END)
+            depth--;
+        if (depth > code->depth)
+            code->depth = depth;
+    }
+}
+
+static void free_code(cq_code *code)
+{
+    for (int32_t k = 0; k < code->nbuf; k++) {
+        free(code->buf[k].shape);
+        free(code->buf[k].names);
+    }
+    for (int32_t k = 0; k < code->nevent; k++)
+        free(code->event[k].ls);
+    for (int32_t k = 0; k < code->naccess; k++)
+        free(code->access[k].idx);
+    for (int32_t k = 0; k < code->nview; k++) {
+        free(code->view[k].origin);
+        free(code->view[k].extents);
+    }
+    for (int32_t k = 0; k < code->ndma; k++) {
+        free(code->dma[k].perm);
+        free(code->dma[k].pad_lo);
+        free(code->dma[k].pad_hi);
+        free(code->dma[k].pad_mid);
+    }
+    for (int32_t k = 0; k < code->nlaneset; k++)
+        free(code->laneset[k].ins);
+    for (int32_t k = 0; k < code->nprint; k++) {
+        free(code->print[k].kind);
+        free(code->print[k].x);
+    }
+    for (int32_t k = 0; k < code->nlaunch; k++) {
+        free(code->launch[k].grid);
+        free(code->launch[k].buf);
+        free(code->launch[k].scalar);
+    }
+    free(code->ins);
+    free(code->rtype);
+    free(code->roff);
+    free(code->buf);
+    free(code->fut_name);
+    free(code->event);
+    free(code->frag);
+    free(code->access);
+    free(code->view);
+    free(code->dma);
+    free(code->coll);
+    free(code->laneset);
+    free(code->print);
+    free(code->launch);
+    free(code->coll_slot);
+}
+
+static _Thread_local const char *load_error;
+
+const char *cq_load_error(void)
+{
+    return load_error;
+}
+
+uint32_t cq_supported_types(void)
+{
+    return CQ_SUPPORTED_TYPES;
+}
+
+#define CQ_IMAGE_MAGIC 0x31474d4951435143LL   /* "CQCQIMG1" */
+
+cq_prog *cq_load(const int64_t *image, size_t nwords, const char *strings, size_t nbytes)
+{
+    reader r;
+    memset(&r, 0, sizeof r);
+    r.w = image;
+    r.n = nwords;
+    cq_prog *prog = cq_xcalloc(1, sizeof *prog);
+    if (setjmp(r.fail)) {
+        load_error = r.why;
+        cq_prog_free(prog);
+        return NULL;
+    }
+    if (rd(&r) != CQ_IMAGE_MAGIC) {
+        r.why = "not a croqvm native image";
+        longjmp(r.fail, 1);
+    }
+    prog->strings = cq_xmalloc(nbytes + 1);
+    memcpy(prog->strings, strings, nbytes);
+    prog->nstrings = (int32_t)rd(&r);
+    prog->str_off = cq_xcalloc((size_t)prog->nstrings + 1, sizeof(int64_t));
+    prog->str_len = cq_xcalloc((size_t)prog->nstrings + 1, sizeof(int64_t));
+    for (int32_t k = 0; k < prog->nstrings; k++) {
+        prog->str_off[k] = rd(&r);
+        prog->str_len[k] = rd(&r);
+        if (prog->str_off[k] < 0 || prog->str_len[k] < 0 ||
+            (size_t)(prog->str_off[k] + prog->str_len[k]) > nbytes) {
+            r.why = "string out of range";
+            longjmp(r.fail, 1);
+        }
+    }
+    for (int k = 0; k < CQ_NTYPES * CQ_NTYPES; k++)
+        prog->promote[k] = (uint8_t)rd(&r);
+    prog->fn_span = (int32_t)rd(&r);
+    prog->ret_kind = (int32_t)rd(&r);
+    rd_code(&r, &prog->host);
+    prog->nkernels = (int32_t)rd(&r);
+    prog->kernels = cq_xcalloc((size_t)prog->nkernels + 1, sizeof(cq_kernel));
+    for (int32_t k = 0; k < prog->nkernels; k++) {
+        prog->kernels[k].block_size = (int32_t)rd(&r);
+        prog->kernels[k].grid_rank = (int32_t)rd(&r);
+        prog->kernels[k].span = (int32_t)rd(&r);
+        rd_code(&r, &prog->kernels[k].code);
+    }
+    if (r.at != r.n) {
+        r.why = "image has trailing words";
+        longjmp(r.fail, 1);
+    }
+    return prog;
+}
+
+void cq_prog_free(cq_prog *prog)
+{
+    if (!prog)
+        return;
+    free_code(&prog->host);
+    for (int32_t k = 0; k < prog->nkernels; k++)
+        free_code(&prog->kernels[k].code);
+    free(prog->kernels);
+    free(prog->strings);
+    free(prog->str_off);
+    free(prog->str_len);
+    free(prog);
+}

@@ -1,0 +1,679 @@
+/* Buffer instances, future handles, views and bounds-checked element access, and the
+ * memory opcodes ALLOC, FILL, LOAD, STORE, UPDATE, DIMOF (LANGUAGE.md §3.2-§3.3,
+ * §8.5-§8.6, §14.4; docs/EXECUTION.md §6; croqvm/interp/memory.py and access.py).
+ *
+ * Fault precedence (§7.1.3): an instruction faults in its lowest active lane that has a
+ * fault; for one lane, a base that cannot be resolved comes before an index out of range.
+ * Element stores go lane by lane in increasing order, so when lanes collide the highest
+ * one's value stays. */
+#include <math.h>
+#include <stdlib.h>
+#include "cq_engine.h"
+
+/* ------------------------------------------------------------------ allocation */
+
+void *cq_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        abort();   /* engine bookkeeping only; user-sized memory goes through the arena */
+    return p;
+}
+
+void *cq_xcalloc(size_t n, size_t m)
+{
+    void *p = calloc(n ? n : 1, m ? m : 1);
+    if (!p)
+        abort();
+    return p;
+}
+
+/* Arena chunks: one allocation each, freed together with their owner (a block, or the
+ * call for host and kernel-global buffers). The header keeps data 16-byte aligned. */
+typedef struct cq_chunk { struct cq_chunk *next; size_t pad; } cq_chunk;
+
+void *cq_arena_alloc(cq_chunk **arena, size_t n)
+{
+    if (n > SIZE_MAX - sizeof(cq_chunk))
+        return NULL;
+    cq_chunk *c = calloc(1, sizeof(cq_chunk) + n);
+    if (!c)
+        return NULL;
+    c->next = *arena;
+    *arena = c;
+    return c + 1;
+}
+
+void cq_arena_free(cq_chunk **arena)
+{
+    cq_chunk *c = *arena;
+    while (c) {
+        cq_chunk *next = c->next;
+        free(c);
+        c = next;
+    }
+    *arena = NULL;
+}
+
+/* A zero-filled instance, or in poison mode NaN / bytes 0xA5 with nothing written
+ * (§14.4); NULL when no memory can hold it. */
+cq_buf *cq_new_buffer(cq_chunk **arena, int type, int ndim, const int64_t *shape, int name,
+                      int decl_span, int poison)
+{
+    int64_t count = 1;
+    for (int d = 0; d < ndim; d++)
+        if (__builtin_mul_overflow(count, shape[d], &count))
+            return NULL;
+    int64_t bytes;
+    if (__builtin_mul_overflow(count, (int64_t)cq_type_size[type], &bytes))
+        return NULL;
+    cq_buf *b = cq_arena_alloc(arena, sizeof *b);
+    if (!b)
+        return NULL;
+    b->data = cq_arena_alloc(arena, (size_t)bytes);
+    if (!b->data)
+        return NULL;
+    b->type = type;
+    b->esize = cq_type_size[type];
+    b->ndim = ndim;
+    for (int d = 0; d < ndim; d++)
+        b->shape[d] = shape[d];
+    b->count = count;
+    b->name = name;
+    b->decl_span = decl_span;
+    if (poison) {
+        b->written = cq_arena_alloc(arena, (size_t)count);
+        if (!b->written)
+            return NULL;
+        if (type == CQ_F32)
+            for (int64_t k = 0; k < count; k++)
+                ((float *)b->data)[k] = (float)NAN;
+        else if (type == CQ_F64)
+            for (int64_t k = 0; k < count; k++)
+                ((double *)b->data)[k] = NAN;
+        else
+            memset(b->data, 0xA5, (size_t)bytes);
+    }
+    return b;
+}
+
+static int block_wide(const cq_bufdecl *decl) { return decl->storage != 2; }
+
+/* The instances of ``slot`` that ``lane`` sees, or NULL before its ALLOC. */
+cq_insts cq_instances(cq_block *blk, int slot, int lane)
+{
+    if (block_wide(&blk->code->buf[slot]))
+        return blk->bufs[slot];
+    return blk->locals[slot] ? blk->locals[slot][lane] : NULL;
+}
+
+/* Allocate the instances of ``slot`` for ``lane`` (§3.2.4: once per instance); NULL
+ * with *fault set when memory can not hold them. */
+cq_insts cq_allocate(cq_block *blk, int slot, int lane, int ndim, const int64_t *shape,
+                     int *fault)
+{
+    cq_call *call = blk->call;
+    const cq_bufdecl *decl = &blk->code->buf[slot];
+    int kernel_global = decl->storage == 0 && blk->kernel >= 0;
+    cq_chunk **arena = (blk->kernel < 0 || kernel_global) ? &call->arena : &blk->arena;
+    *fault = 0;
+    cq_buf **insts = cq_arena_alloc(arena, (size_t)decl->count * sizeof(cq_buf *));
+    for (int k = 0; insts && k < decl->count; k++) {
+        insts[k] = cq_new_buffer(arena, decl->type, ndim, shape, decl->names[k], decl->span,
+                                 call->opts.poison);
+        if (!insts[k])
+            insts = NULL;
+    }
+    if (!insts) {
+        *fault = 1;
+        return NULL;
+    }
+    if (!block_wide(decl)) {
+        if (!blk->locals[slot])
+            blk->locals[slot] = cq_xcalloc((size_t)blk->size, sizeof(cq_insts));
+        blk->locals[slot][lane] = insts;
+    } else {
+        blk->bufs[slot] = insts;
+        if (kernel_global)
+            call->kglobals[blk->kernel][slot] = insts;
+    }
+    return insts;
+}
+
+/* The fault for an allocation that failed: what (0 a buffer, 1 a DMA tile, 2 a
+ * fragment), the name, the extents. */
+int cq_alloc_fault(cq_block *blk, const cq_ins *ins, int lane, int what, int name, int ndim,
+                   const int64_t *shape)
+{
+    cq_fault *f = cq_fault_new(blk, ins, CQ_F_ALLOC, lane);
+    f->i[0] = what;
+    f->i[1] = name;
+    f->i[2] = ndim;
+    for (int d = 0; d < ndim; d++)
+        f->i[3 + d] = shape[d];
+    return CQ_ST_FAULT;
+}
+
+cq_warp *cq_warp_of(cq_block *blk, int lane, int *i)
+{
+    cq_warp *w = &blk->warps[lane / CQ_WARP];
+    *i = lane - w->base;
+    return w;
+}
+
+static inline int64_t reg_int(cq_warp *w, int r, int i)
+{
+    const cq_code *code = w->blk->code;
+    return cq_to_int64(code->rtype[r], w->regs + code->roff[r], i);
+}
+
+int64_t cq_lane_reg_int(cq_block *blk, int lane, int r)
+{
+    int i;
+    cq_warp *w = cq_warp_of(blk, lane, &i);
+    return reg_int(w, r, i);
+}
+
+/* ------------------------------------------------------------------ handles */
+
+int32_t cq_handle_new(cq_block *blk)
+{
+    int32_t h = blk->freehandle;
+    if (h >= 0) {
+        blk->freehandle = blk->handles[h].transfer;
+    } else {
+        if (blk->nhandles == blk->caphandles) {
+            blk->caphandles = blk->caphandles ? 2 * blk->caphandles : 16;
+            blk->handles = realloc(blk->handles, (size_t)blk->caphandles * sizeof(cq_handle));
+            if (!blk->handles)
+                abort();
+        }
+        h = blk->nhandles++;
+    }
+    memset(&blk->handles[h], 0, sizeof(cq_handle));
+    blk->handles[h].transfer = -1;
+    return h;
+}
+
+void cq_handle_unref(cq_block *blk, int32_t h)
+{
+    if (h < 0 || --blk->handles[h].refs > 0)
+        return;
+    blk->handles[h].transfer = blk->freehandle;
+    blk->freehandle = h;
+}
+
+/* Lane ``lane`` of future ``slot`` := handle h (-1 none, CQ_PLACEHOLDER a dma.any). */
+void cq_handle_set(cq_block *blk, int slot, int lane, int32_t h)
+{
+    int32_t old = blk->fut[slot][lane];
+    if (h >= 0)
+        blk->handles[h].refs++;
+    blk->fut[slot][lane] = h;
+    cq_handle_unref(blk, old);
+}
+
+/* ------------------------------------------------------------------ bases and views */
+
+/* Lane i's instance of buffer slot ``slot`` (element R[arr] of an array). */
+int cq_buffer_of(cq_warp *w, const cq_ins *ins, int slot, int arr, int i, cq_buf **out)
+{
+    const cq_bufdecl *decl = &w->blk->code->buf[slot];
+    cq_buf **insts = cq_instances(w->blk, slot, w->base + i);
+    if (!insts) {
+        cq_fault *f = cq_fault_new(w->blk, ins, CQ_F_BEFORE_DECL, w->base + i);
+        f->i[0] = slot;
+        return CQ_ST_FAULT;
+    }
+    int64_t a = 0;
+    if (arr >= 0) {
+        a = reg_int(w, arr, i);
+        int huge = w->blk->code->rtype[arr] == CQ_U64 && a < 0;
+        if (huge || a < 0 || a >= decl->count) {
+            cq_fault *f = cq_fault_new(w->blk, ins, CQ_F_ARRAY_INDEX, w->base + i);
+            f->i[0] = a;
+            f->i[1] = slot;
+            f->i[2] = decl->count;
+            f->i[3] = huge;     /* Python prints the register's value: u64 unsigned */
+            return CQ_ST_FAULT;
+        }
+    }
+    *out = insts[a];
+    return CQ_ST_OK;
+}
+
+/* Lane i's handle of future ``slot``, which must hold waited data (§9.5.4). */
+int cq_future_data(cq_warp *w, const cq_ins *ins, int slot, int i, cq_handle **out)
+{
+    cq_block *blk = w->blk;
+    int lane = w->base + i;
+    int32_t h = blk->fut[slot][lane];
+    int kind = h < 0 || !blk->handles[h].buf ? CQ_F_NO_DATA
+             : blk->handles[h].is_async && !cq_lanes_get(&blk->handles[h].waited, lane)
+             ? CQ_F_NOT_WAITED : CQ_F_NONE;
+    if (kind != CQ_F_NONE) {
+        cq_fault *f = cq_fault_new(blk, ins, kind, lane);
+        f->i[0] = slot;
+        return CQ_ST_FAULT;
+    }
+    *out = &blk->handles[h];
+    return CQ_ST_OK;
+}
+
+/* (buffer, origin, extents) of a base for lane i, in root coordinates. */
+static int base_view(cq_warp *w, const cq_ins *ins, int kind, int base, int arr, int i,
+                     cq_buf **buf, int64_t *o, int64_t *e)
+{
+    if (kind == 1) {
+        cq_handle *h;
+        if (cq_future_data(w, ins, base, i, &h) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+        *buf = h->buf;
+        for (int d = 0; d < h->nd; d++) {
+            o[d] = h->o[d];
+            e[d] = h->e[d];
+        }
+        return CQ_ST_OK;
+    }
+    if (cq_buffer_of(w, ins, base, arr, i, buf) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    for (int d = 0; d < (*buf)->ndim; d++) {
+        o[d] = 0;
+        e[d] = (*buf)->shape[d];
+    }
+    return CQ_ST_OK;
+}
+
+/* View v for lane i: (buffer, origin, extents), root coordinates. */
+int cq_view_of(cq_warp *w, const cq_ins *ins, int v, int i, cq_buf **buf, int64_t *o,
+               int64_t *e)
+{
+    const cq_viewdecl *view = &w->blk->code->view[v];
+    int64_t bo[CQ_MAX_RANK], be[CQ_MAX_RANK];
+    if (base_view(w, ins, view->kind, view->base, view->arr, i, buf, bo, be) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    for (int d = 0; d < view->n; d++) {
+        o[d] = bo[d] + reg_int(w, view->origin[d], i);
+        e[d] = reg_int(w, view->extents[d], i);
+    }
+    return CQ_ST_OK;
+}
+
+/* ------------------------------------------------------------------ element access */
+
+/* Where each active lane's element lies: its instance and flat offset, and for a
+ * future's data the handle (views group lanes, see group_of). */
+typedef struct {
+    uint32_t lanes;                 /* the located lanes (the active ones) */
+    cq_buf *buf[CQ_WARP];
+    int64_t off[CQ_WARP];
+    int32_t h[CQ_WARP];
+} located;
+
+static int range_fault(cq_warp *w, const cq_ins *ins, int a, int i, int k, int64_t lo,
+                       int64_t hi, const int64_t *idx, int n)
+{
+    cq_fault *f = cq_fault_new(w->blk, ins, CQ_F_RANGE, w->base + i);
+    f->i[0] = a;
+    f->i[1] = k;
+    f->i[2] = lo;
+    f->i[3] = hi;
+    f->i[4] = n;
+    for (int d = 0; d < n; d++)
+        f->i[5 + d] = idx[d];
+    return CQ_ST_FAULT;
+}
+
+/* Access ``a`` for every active lane, every index checked (§8.6). */
+static int locate(cq_warp *w, const cq_ins *ins, int a, located *L)
+{
+    const cq_code *code = w->blk->code;
+    const cq_access *acc = &code->access[a];
+    uint32_t act = w->act;
+    L->lanes = act;
+    while (act) {
+        int i = cq_low(act);
+        act &= act - 1;
+        cq_buf *buf;
+        int64_t o[CQ_MAX_RANK], e[CQ_MAX_RANK], idx[CQ_MAX_RANK];
+        if (base_view(w, ins, acc->kind, acc->base, acc->arr, i, &buf, o, e) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+        int64_t flat = 0;
+        for (int d = 0; d < acc->n; d++) {
+            idx[d] = reg_int(w, acc->idx[d], i);
+        }
+        for (int d = 0; d < acc->n; d++) {
+            int64_t lo = o[d] < 0 ? -o[d] : 0;
+            int64_t hi = buf->shape[d] - o[d] < e[d] ? buf->shape[d] - o[d] : e[d];
+            if (idx[d] < lo || idx[d] >= hi)
+                return range_fault(w, ins, a, i, d, lo, hi, idx, acc->n);
+            flat = flat * buf->shape[d] + idx[d] + o[d];
+        }
+        L->buf[i] = buf;
+        L->off[i] = flat;
+        L->h[i] = acc->kind == 1 ? w->blk->fut[acc->base][w->base + i] : -1;
+    }
+    return CQ_ST_OK;
+}
+
+/* Poison mode (§14.4): the lowest of ``lanes`` whose element was never written faults. */
+static int check_written(cq_warp *w, const cq_ins *ins, int a, const located *L, uint32_t lanes)
+{
+    while (lanes) {
+        int i = cq_low(lanes);
+        lanes &= lanes - 1;
+        const cq_buf *b = L->buf[i];
+        if (b->written && !b->written[L->off[i]]) {
+            const cq_access *acc = &w->blk->code->access[a];
+            cq_fault *f = cq_fault_new(w->blk, ins, CQ_F_UNINIT, w->base + i);
+            f->i[0] = a;
+            f->i[2] = b->decl_span;
+            f->i[3] = acc->n;
+            for (int d = 0; d < acc->n; d++)
+                f->i[4 + d] = reg_int(w, acc->idx[d], i);
+            return CQ_ST_FAULT;
+        }
+    }
+    return CQ_ST_OK;
+}
+
+int cq_op_load(cq_warp *w, const cq_ins *ins)
+{
+    located L;
+    if (locate(w, ins, ins->b, &L) != CQ_ST_OK || check_written(w, ins, ins->b, &L, L.lanes))
+        return CQ_ST_FAULT;
+    char vals[CQ_WARP * 8];
+    int etype = -1;
+    for (uint32_t m = L.lanes; m; m &= m - 1) {
+        int i = cq_low(m);
+        const cq_buf *b = L.buf[i];
+        if (etype < 0)
+            etype = b->type;
+        memcpy(vals + i * b->esize, b->data + L.off[i] * b->esize, b->esize);
+    }
+    if (etype < 0)
+        return CQ_ST_OK;
+    int bad;
+    cq_convert(etype, ins->ta, vals, w->regs + ins->ra, CQ_WARP, L.lanes, &bad);
+    if (bad >= 0)
+        return cq_fault_convert(w, ins, bad, etype, vals, ins->ta);
+    return CQ_ST_OK;
+}
+
+int cq_op_store(cq_warp *w, const cq_ins *ins)
+{
+    located L;
+    int f1 = locate(w, ins, ins->a, &L);
+    cq_fault saved = w->blk->call->fault;
+    const cq_access *acc = &w->blk->code->access[ins->a];
+    int etype;
+    if (f1 == CQ_ST_OK)
+        etype = L.buf[cq_low(L.lanes)]->type;
+    else if (acc->kind == 0)
+        etype = w->blk->code->buf[acc->base].type;
+    else
+        etype = CQ_F64;   /* no lane reached a future's data: nothing is converted */
+    char vals[CQ_WARP * 8];
+    int bad;
+    cq_convert(ins->tb, etype, w->regs + ins->rb, vals, CQ_WARP, w->act, &bad);
+    if (f1 != CQ_ST_OK) {
+        if (bad >= 0 && w->base + bad < saved.lane)
+            return cq_fault_convert(w, ins, bad, ins->tb, w->regs + ins->rb, etype);
+        w->blk->call->fault = saved;
+        return CQ_ST_FAULT;
+    }
+    if (bad >= 0)
+        return cq_fault_convert(w, ins, bad, ins->tb, w->regs + ins->rb, etype);
+    int size = cq_type_size[etype];
+    for (uint32_t m = L.lanes; m; m &= m - 1) {
+        int i = cq_low(m);
+        cq_buf *b = L.buf[i];
+        memcpy(b->data + L.off[i] * size, vals + i * size, size);
+        if (b->written)
+            b->written[L.off[i]] = 1;
+    }
+    return CQ_ST_OK;
+}
+
+/* ------------------------------------------------------------------ UPDATE */
+
+/* @a := @a <op> R[b], one lane after another (§7.1.3). The operation is the ALU's own:
+ * the elements and the values, promoted to the arithmetic type (§12.2), go through the
+ * dispatch loop's handler on a scratch warp, and the results convert back. */
+typedef struct {
+    cq_warp sw;
+    cq_ins op;
+    char regs[3 * CQ_WARP * 8];
+} update_scratch;
+
+int cq_step(cq_block *blk, cq_warp *w, const cq_ins *ins);
+int cq_update_handler(int op, int type);
+
+static int shift_counts(cq_warp *w, const cq_ins *ins, int t, uint32_t lanes)
+{
+    int bits = cq_type_size[t] == 8 ? 64 : 32;
+    for (; lanes; lanes &= lanes - 1) {
+        int i = cq_low(lanes);
+        int64_t n = reg_int(w, ins->b, i);
+        if (n < 0 || n >= bits)
+            return cq_fault_shift(w, ins, i, n, ins->tb, t);
+    }
+    return CQ_ST_OK;
+}
+
+/* The new values of ``lanes``' elements (read now), into ``out`` (element type). */
+static int updated(cq_warp *w, const cq_ins *ins, const located *L, uint32_t lanes, char *out,
+                   update_scratch *s)
+{
+    int etype = L->buf[cq_low(lanes)]->type;
+    int t = w->blk->call->prog->promote[etype * CQ_NTYPES + ins->tb];
+    int op = ins->c;
+    if ((op == CQ_OP_SHL || op == CQ_OP_SHR) && shift_counts(w, ins, t, lanes) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    char x[CQ_WARP * 8];
+    for (uint32_t m = lanes; m; m &= m - 1) {
+        int i = cq_low(m);
+        memcpy(x + i * L->buf[i]->esize, L->buf[i]->data + L->off[i] * L->buf[i]->esize,
+               L->buf[i]->esize);
+    }
+    int bad;
+    s->sw.act = lanes;
+    cq_convert(etype, t, x, s->regs, CQ_WARP, lanes, &bad);
+    cq_convert(ins->tb, t, w->regs + ins->rb, s->regs + CQ_WARP * 8, CQ_WARP, lanes, &bad);
+    s->op.h = (uint16_t)cq_update_handler(op, t);
+    s->op.span = ins->span;
+    if (cq_step(w->blk, &s->sw, &s->op) != CQ_ST_OK) {
+        w->blk->call->fault.ip = (int32_t)(ins - w->blk->code->ins);   /* at this UPDATE */
+        return CQ_ST_FAULT;
+    }
+    cq_convert(t, etype, s->regs + 2 * CQ_WARP * 8, out, CQ_WARP, lanes, &bad);
+    if (bad >= 0)
+        return cq_fault_convert(w, ins, bad, t, s->regs + 2 * CQ_WARP * 8, etype);
+    return CQ_ST_OK;
+}
+
+static void write_back(const located *L, uint32_t lanes, const char *vals)
+{
+    for (; lanes; lanes &= lanes - 1) {
+        int i = cq_low(lanes);
+        cq_buf *b = L->buf[i];
+        memcpy(b->data + L->off[i] * b->esize, vals + i * b->esize, b->esize);
+        if (b->written)
+            b->written[L->off[i]] = 1;
+    }
+}
+
+/* Whether two located lanes address one element. Offsets increasing with the lane in
+ * one instance (the usual case) settle it at once. */
+static int collide(const located *L)
+{
+    uint32_t m = L->lanes;
+    int prev = -1, sorted = 1;
+    for (uint32_t k = m; k; k &= k - 1) {
+        int i = cq_low(k);
+        if (prev >= 0 && (L->buf[i] != L->buf[prev] || L->off[i] <= L->off[prev]))
+            sorted = 0;
+        prev = i;
+    }
+    if (sorted)
+        return 0;
+    for (uint32_t a = m; a; a &= a - 1)
+        for (uint32_t b = a & (a - 1); b; b &= b - 1) {
+            int i = cq_low(a), j = cq_low(b);
+            if (L->buf[i] == L->buf[j] && L->off[i] == L->off[j])
+                return 1;
+        }
+    return 0;
+}
+
+/* The lanes of ``L`` that see the same view as lane i: one instance of a buffer, or
+ * handles with one view (croqvm/interp/memory.py groups lanes so). */
+static uint32_t group_of(const cq_block *blk, const located *L, uint32_t lanes, int i)
+{
+    uint32_t g = 0;
+    for (uint32_t m = lanes; m; m &= m - 1) {
+        int j = cq_low(m);
+        if (L->buf[j] == L->buf[i] && cq_same_view(blk, L->h[j], L->h[i]))
+            g |= 1u << j;
+    }
+    return g;
+}
+
+int cq_op_update(cq_warp *w, const cq_ins *ins)
+{
+    located L;
+    if (locate(w, ins, ins->a, &L) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    update_scratch s;
+    memset(&s.sw, 0, sizeof s.sw);
+    memset(&s.op, 0, sizeof s.op);
+    s.sw.blk = w->blk;
+    s.sw.base = w->base;
+    s.sw.width = CQ_WARP;
+    s.sw.regs = s.regs;
+    s.op.rb = 0;
+    s.op.rc = CQ_WARP * 8;
+    s.op.ra = 2 * CQ_WARP * 8;
+    char out[CQ_WARP * 8];
+    if (collide(&L)) {   /* lane by lane: a lane sees the element as earlier lanes left it */
+        for (uint32_t m = L.lanes; m; m &= m - 1) {
+            uint32_t one = m & -m;
+            if (check_written(w, ins, ins->a, &L, one) || updated(w, ins, &L, one, out, &s))
+                return CQ_ST_FAULT;
+            write_back(&L, one, out);
+        }
+        return CQ_ST_OK;
+    }
+    /* No two lanes share an element: the order is invisible and the lanes go together,
+     * a group (one view) at a time; a group's poisoned read comes before its arithmetic,
+     * and the lowest faulting group wins (croqvm/interp/access.py op_update). */
+    cq_fault best;
+    int have = 0;
+    uint32_t left = L.lanes;
+    while (left) {
+        uint32_t g = group_of(w->blk, &L, left, cq_low(left));
+        left &= ~g;
+        if (check_written(w, ins, ins->a, &L, g) == CQ_ST_OK &&
+            updated(w, ins, &L, g, out, &s) == CQ_ST_OK)
+            continue;
+        if (!have || w->blk->call->fault.lane < best.lane)
+            best = w->blk->call->fault;
+        have = 1;
+    }
+    if (have) {
+        w->blk->call->fault = best;
+        return CQ_ST_FAULT;
+    }
+    write_back(&L, L.lanes, out);
+    return CQ_ST_OK;
+}
+
+/* ------------------------------------------------------------------ ALLOC, FILL, DIMOF */
+
+int cq_op_alloc(cq_warp *w, const cq_ins *ins)
+{
+    cq_block *blk = w->blk;
+    const cq_bufdecl *decl = &blk->code->buf[ins->a];
+    for (uint32_t m = w->act; m; m &= m - 1) {
+        int i = cq_low(m);
+        int lane = w->base + i;
+        if (cq_instances(blk, ins->a, lane)) {
+            if (block_wide(decl))
+                return CQ_ST_OK;
+            continue;
+        }
+        int64_t shape[CQ_MAX_RANK];
+        for (int d = 0; d < decl->nshape; d++)
+            shape[d] = reg_int(w, decl->shape[d], i);
+        for (int d = 0; d < decl->nshape; d++)
+            if (shape[d] < 1) {
+                cq_fault *f = cq_fault_new(blk, ins, CQ_F_MDSPAN_SIZE, lane);
+                f->i[0] = shape[d];
+                return CQ_ST_FAULT;
+            }
+        int fault;
+        if (!cq_allocate(blk, ins->a, lane, decl->nshape, shape, &fault))
+            return cq_alloc_fault(blk, ins, lane, 0, decl->name, decl->nshape, shape);
+    }
+    return CQ_ST_OK;
+}
+
+/* Every element of every instance of ``slot`` that ``lane`` sees := the value of R[r]
+ * in lane ``vlane`` (§3.3.2); a value that does not fit the elements faults there. */
+int cq_fill_lane(cq_block *blk, const cq_ins *ins, int slot, int lane, int vlane)
+{
+    cq_buf **insts = cq_instances(blk, slot, lane);
+    const cq_bufdecl *decl = &blk->code->buf[slot];
+    int vi;
+    cq_warp *vw = cq_warp_of(blk, vlane, &vi);
+    const char *src = vw->regs + blk->code->roff[ins->b] + (size_t)vi * cq_type_size[ins->tb];
+    for (int k = 0; insts && k < decl->count; k++) {
+        cq_buf *b = insts[k];
+        char v[8];
+        int bad;
+        cq_convert(ins->tb, b->type, src, v, 1, 1u, &bad);
+        if (bad >= 0)
+            return cq_fault_convert(vw, ins, vi, ins->tb, vw->regs + blk->code->roff[ins->b],
+                                    b->type);
+        for (int64_t e = 0; e < b->count; e++)
+            memcpy(b->data + e * b->esize, v, b->esize);
+        if (b->written)
+            memset(b->written, 1, (size_t)b->count);
+    }
+    return CQ_ST_OK;
+}
+
+int cq_effect_fill(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes, int n)
+{
+    if (cq_uniform_value(blk, rec, lanes, n, ins->b) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    return cq_fill_lane(blk, ins, ins->a, lanes[0], lanes[0]);
+}
+
+int cq_op_fill(cq_warp *w, const cq_ins *ins)
+{
+    if (ins->c >= 0)
+        return cq_arrive(w, ins, ins->c, 0);
+    for (uint32_t m = w->act; m; m &= m - 1) {
+        int lane = w->base + cq_low(m);
+        if (cq_fill_lane(w->blk, ins, ins->a, lane, lane) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+    }
+    return CQ_ST_OK;
+}
+
+int cq_op_dimof(cq_warp *w, const cq_ins *ins)
+{
+    int64_t out[CQ_WARP] = {0};
+    int uniform = block_wide(&w->blk->code->buf[ins->b]);
+    for (uint32_t m = w->act; m; m &= m - 1) {
+        int i = cq_low(m);
+        cq_buf *b;
+        if (cq_buffer_of(w, ins, ins->b, -1, uniform ? cq_low(w->act) : i, &b) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+        out[i] = b->shape[ins->c];
+    }
+    int bad;
+    cq_convert(CQ_S64, ins->ta, out, w->regs + ins->ra, CQ_WARP, w->act, &bad);
+    return CQ_ST_OK;
+}

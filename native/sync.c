@@ -1,0 +1,549 @@
+/* Collectives, barriers, ONCE and events (LANGUAGE.md §7.2, §7.4, §10; docs/EXECUTION.md
+ * §4, §5, §7; croqvm/interp/sync.py is the reference).
+ *
+ * A collective's dynamic instance is a rendezvous keyed by (instruction, unit instance,
+ * the lane's execution count of the instruction). Its effect runs once, when the last
+ * live participant arrives, and every participant is then released. Records live in a
+ * per-block pool; ``open`` lists the incomplete ones in creation order; a record is
+ * reused once it is complete and no blocked warp refers to it. */
+#include <stdlib.h>
+#include "cq_engine.h"
+
+static int is_unit_kind(int unit) { return unit == 32 || unit == 128; }
+
+static void lanes_and_not(cq_lanes *out, const cq_lanes *a, const uint32_t *live,
+                          const cq_lanes *b, int nwords)
+{
+    for (int k = 0; k < nwords; k++)
+        out->w[k] = a->w[k] & live[k] & ~(b ? b->w[k] : 0);
+}
+
+static int nwords(const cq_block *blk) { return blk->nwarps; }
+
+static int any(const cq_lanes *s, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (s->w[k])
+            return 1;
+    return 0;
+}
+
+/* members & live & ~arrived */
+static int missing(const cq_block *blk, const cq_rdv *r, cq_lanes *out)
+{
+    cq_lanes tmp;
+    lanes_and_not(out ? out : &tmp, &r->members, blk->live, &r->arrived, nwords(blk));
+    return any(out ? out : &tmp, nwords(blk));
+}
+
+static int32_t rdv_new(cq_block *blk)
+{
+    for (int k = 0; k < blk->nrdvs; k++)
+        if (blk->rdvs[k].done && !blk->rdvs[k].refs && !blk->rdvs[k].open)
+            return k;
+    if (blk->nrdvs == blk->caprdvs) {
+        blk->caprdvs = blk->caprdvs ? 2 * blk->caprdvs : 8;
+        blk->rdvs = realloc(blk->rdvs, (size_t)blk->caprdvs * sizeof(cq_rdv));
+        if (!blk->rdvs)
+            abort();
+    }
+    return blk->nrdvs++;
+}
+
+static void open_push(cq_block *blk, int32_t r)
+{
+    if (blk->nopen == blk->capopen) {
+        blk->capopen = blk->capopen ? 2 * blk->capopen : 8;
+        blk->open = realloc(blk->open, (size_t)blk->capopen * sizeof(int32_t));
+        if (!blk->open)
+            abort();
+    }
+    blk->open[blk->nopen++] = r;
+    blk->rdvs[r].open = 1;
+}
+
+static void open_remove(cq_block *blk, int32_t r)
+{
+    for (int k = 0; k < blk->nopen; k++)
+        if (blk->open[k] == r) {
+            memmove(&blk->open[k], &blk->open[k + 1], (size_t)(blk->nopen - k - 1) * sizeof(int32_t));
+            blk->nopen--;
+            break;
+        }
+    blk->rdvs[r].open = 0;
+}
+
+/* Run the effect once for the live participants, then release them all. */
+static int complete(cq_block *blk, int32_t r)
+{
+    cq_rdv *rec = &blk->rdvs[r];
+    int lanes[CQ_MAX_BLOCK], n = 0;
+    for (int l = 0; l < blk->size; l++)
+        if (cq_lanes_get(&rec->arrived, l) && (blk->live[l >> 5] >> (l & 31) & 1))
+            lanes[n++] = l;
+    if (n) {
+        cq_rdv copy = *rec;      /* the pool may move while the effect runs */
+        if (cq_rdv_effect(blk, &blk->code->ins[copy.ip], &copy, lanes, n) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+    }
+    blk->rdvs[r].done = 1;
+    blk->released = 1;
+    return CQ_ST_OK;
+}
+
+int cq_rdv_effect(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes, int n)
+{
+    switch (ins->op) {
+    case CQ_OP_FILL: return cq_effect_fill(blk, ins, rec, lanes, n);
+    case CQ_OP_DMA: return cq_effect_dma(blk, ins, rec, lanes, n);
+    case CQ_OP_WAIT: return cq_effect_wait(blk, ins, rec, lanes, n);
+    case CQ_OP_MMA_FILL: case CQ_OP_MMA_LOAD: case CQ_OP_MMA_EXEC: case CQ_OP_MMA_STORE:
+        return cq_effect_mma(blk, ins, rec, lanes, n);
+    default: return CQ_ST_OK;   /* BARRIER: the rendezvous is the effect */
+    }
+}
+
+static int lane_list_fault(cq_block *blk, const cq_ins *ins, int kind, int lane, int site,
+                           int unit, int u, const cq_lanes *lanes)
+{
+    cq_fault *f = cq_fault_new(blk, ins, kind, lane);
+    f->i[0] = site;
+    f->i[1] = unit;
+    f->i[2] = u;
+    memcpy(f->lanes, lanes->w, sizeof f->lanes);
+    return CQ_ST_FAULT;
+}
+
+/* §7.4.4: every live participant lane of this warp must be active here. */
+static int check_converged(cq_warp *w, const cq_ins *ins, int coll, const cq_lanes *members,
+                           int unit, int u, int whole_unit)
+{
+    cq_block *blk = w->blk;
+    int lane = w->base + cq_low(w->act);
+    int unit_kind = whole_unit && is_unit_kind(unit);
+    if (unit_kind) {
+        cq_lanes gone;
+        for (int k = 0; k < nwords(blk); k++)
+            gone.w[k] = members->w[k] & ~blk->live[k];
+        for (int k = nwords(blk); k < CQ_LANE_WORDS; k++)
+            gone.w[k] = 0;
+        if (any(&gone, nwords(blk)))
+            return lane_list_fault(blk, ins, CQ_F_UNIT_TERMINATED, lane, coll, unit, u, &gone);
+    }
+    uint32_t full = w->width == 32 ? 0xffffffffu : (1u << w->width) - 1;
+    if (w->act == full)
+        return CQ_ST_OK;
+    uint32_t idle = members->w[w->index] & blk->live[w->index] & ~w->act;
+    if (!idle)
+        return CQ_ST_OK;
+    cq_lanes out;
+    memset(&out, 0, sizeof out);
+    if (unit_kind) {
+        out.w[w->index] = idle;
+        return lane_list_fault(blk, ins, CQ_F_UNIT_INACTIVE, lane, coll, unit, u, &out);
+    }
+    int n = 0;
+    for (int k = 0; k < nwords(blk); k++)
+        n += __builtin_popcount(members->w[k] & blk->live[k]);
+    out.w[0] = idle;      /* lanes of the warp, as the message counts them */
+    return lane_list_fault(blk, ins, CQ_F_DIVERGENT, lane, coll, n, w->index, &out);
+}
+
+/* The active lanes of ``w`` reach collective site ``coll``; the warp blocks until every
+ * rendezvous its lanes joined is complete. */
+int cq_arrive(cq_warp *w, const cq_ins *ins, int coll, int whole_unit)
+{
+    cq_block *blk = w->blk;
+    const cq_coll *site = &blk->code->coll[coll];
+    const cq_lanes *inset = &blk->lanesets[site->laneset];
+    uint32_t outside = w->act & ~inset->w[w->index];
+    if (outside) {
+        cq_fault *f = cq_fault_new(blk, ins, CQ_F_NOT_PARTICIPANT, w->base + cq_low(outside));
+        f->i[0] = coll;
+        return CQ_ST_FAULT;
+    }
+    int64_t *counts = w->counts + (size_t)blk->code->coll_slot[w->ip] * CQ_WARP;
+    for (uint32_t m = w->act; m; m &= m - 1)
+        counts[cq_low(m)]++;
+    int recs[CQ_WARP], nrecs = 0, all_done = 1;
+    uint32_t left_units = w->act;
+    while (left_units) {
+        /* the lanes of the lowest unit instance still to do */
+        int i0 = cq_low(left_units);
+        int u = site->unit > 0 ? (w->base + i0) / site->unit : 0;
+        uint32_t in_unit = 0;
+        for (uint32_t m = left_units; m; m &= m - 1) {
+            int i = cq_low(m);
+            if (site->unit <= 0 || (w->base + i) / site->unit == u)
+                in_unit |= 1u << i;
+        }
+        left_units &= ~in_unit;
+        cq_lanes members;
+        memset(&members, 0, sizeof members);
+        for (int l = 0; l < blk->size; l++)
+            if (cq_lanes_get(inset, l) && (site->unit <= 0 || l / site->unit == u))
+                cq_lanes_set(&members, l);
+        if (check_converged(w, ins, coll, &members, site->unit, u, whole_unit) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+        while (in_unit) {
+            int64_t c = counts[cq_low(in_unit)];
+            for (uint32_t m = in_unit; m; m &= m - 1)
+                if (counts[cq_low(m)] < c)
+                    c = counts[cq_low(m)];
+            uint32_t same = 0;
+            for (uint32_t m = in_unit; m; m &= m - 1)
+                if (counts[cq_low(m)] == c)
+                    same |= 1u << cq_low(m);
+            in_unit &= ~same;
+            int32_t r = -1;
+            for (int k = 0; k < blk->nopen; k++) {
+                const cq_rdv *o = &blk->rdvs[blk->open[k]];
+                if (o->ip == w->ip && o->unit_index == u && o->count == c) {
+                    r = blk->open[k];
+                    break;
+                }
+            }
+            if (r < 0) {
+                r = rdv_new(blk);
+                cq_rdv *rec = &blk->rdvs[r];
+                memset(rec, 0, sizeof *rec);
+                rec->ip = w->ip;
+                rec->unit_index = u;
+                rec->count = (int32_t)c;
+                rec->site = coll;
+                rec->whole_unit = whole_unit;
+                rec->members = members;
+                open_push(blk, r);
+            }
+            blk->rdvs[r].arrived.w[w->index] |= same;
+            if (!missing(blk, &blk->rdvs[r], NULL)) {
+                open_remove(blk, r);
+                if (complete(blk, r) != CQ_ST_OK)
+                    return CQ_ST_FAULT;
+            }
+            recs[nrecs++] = r;
+            all_done &= blk->rdvs[r].done;
+        }
+    }
+    if (!all_done) {
+        w->state = CQ_BLOCKED;
+        w->blocker = 1;
+        w->nrdv = nrecs;
+        for (int k = 0; k < nrecs; k++) {
+            w->rdv[k] = recs[k];
+            blk->rdvs[recs[k]].refs++;
+        }
+    }
+    return CQ_ST_OK;
+}
+
+/* Lanes terminated (§6.5): collectives stop waiting for them. */
+int cq_recheck_rendezvous(cq_block *blk)
+{
+    for (int k = 0; k < blk->nopen;) {
+        int32_t r = blk->open[k];
+        if (missing(blk, &blk->rdvs[r], NULL)) {
+            k++;
+            continue;
+        }
+        open_remove(blk, r);
+        if (complete(blk, r) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+    }
+    return CQ_ST_OK;
+}
+
+int cq_op_barrier(cq_warp *w, const cq_ins *ins)
+{
+    return cq_arrive(w, ins, ins->a, 0);
+}
+
+/* Whether every lane of ``lanes`` holds the lowest one's value in each register of
+ * ``regs`` (values compared as the language compares them: NaN differs from itself). */
+int cq_uniform_regs(cq_block *blk, const int *lanes, int n, const int32_t *regs, int nregs)
+{
+    const cq_code *code = blk->code;
+    for (int j = 0; j < nregs; j++) {
+        int r = regs[j], size = cq_type_size[code->rtype[r]], i0;
+        cq_warp *w0 = cq_warp_of(blk, lanes[0], &i0);
+        const char *want = w0->regs + code->roff[r] + (size_t)i0 * size;
+        for (int k = 0; k < n; k++) {
+            int i;
+            cq_warp *w = cq_warp_of(blk, lanes[k], &i);
+            if (!cq_same_value(code->rtype[r], want, w->regs + code->roff[r] + (size_t)i * size))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* §7.4.5 for a value register: the first lane whose value differs from the lowest's
+ * (label 0, "value": the register's type and bits). */
+int cq_uniform_value(cq_block *blk, const cq_rdv *rec, const int *lanes, int n, int r)
+{
+    int32_t reg = r;
+    if (cq_uniform_regs(blk, lanes, n, &reg, 1))
+        return CQ_ST_OK;
+    int t = blk->code->rtype[r], size = cq_type_size[t], i0;
+    cq_warp *w0 = cq_warp_of(blk, lanes[0], &i0);
+    const char *p0 = w0->regs + blk->code->roff[r] + (size_t)i0 * size;
+    for (int k = 1; k < n; k++) {
+        int i;
+        cq_warp *w = cq_warp_of(blk, lanes[k], &i);
+        const char *p = w->regs + blk->code->roff[r] + (size_t)i * size;
+        if (!cq_same_value(t, p0, p)) {
+            int64_t a[2] = {t, 0}, b[2] = {t, 0};
+            memcpy(&a[1], p0, size);
+            memcpy(&b[1], p, size);
+            return cq_operands_differ(blk, rec, lanes[0], lanes[k], 0, 2, a, b);
+        }
+    }
+    return CQ_ST_OK;
+}
+
+int cq_same_value(int type, const void *a, const void *b)
+{
+    if (type == CQ_F32)
+        return *(const float *)a == *(const float *)b;
+    if (type == CQ_F64)
+        return *(const double *)a == *(const double *)b;
+    return cq_to_int64(type, a, 0) == cq_to_int64(type, b, 0);
+}
+
+int cq_same_view(const cq_block *blk, int32_t h, int32_t g)
+{
+    if (h == g)
+        return 1;
+    if (h < 0 || g < 0)
+        return 0;
+    const cq_handle *a = &blk->handles[h], *b = &blk->handles[g];
+    if (a->buf != b->buf || a->nd != b->nd)
+        return 0;
+    for (int d = 0; d < a->nd; d++)
+        if (a->o[d] != b->o[d] || a->e[d] != b->e[d])
+            return 0;
+    return 1;
+}
+
+/* §7.4.5: the operands of lane ``lane`` differ from the lowest lane's, first in label
+ * ``label``; each value is ``words`` words (faults.py decodes them by label). */
+int cq_operands_differ(cq_block *blk, const cq_rdv *rec, int first, int lane, int label,
+                       int words, const int64_t *a, const int64_t *b)
+{
+    cq_fault *f = cq_fault_new(blk, &blk->code->ins[rec->ip], CQ_F_OPERANDS, lane);
+    f->i[0] = rec->site;
+    f->i[1] = first;
+    f->i[2] = label;
+    f->i[3] = words;
+    for (int k = 0; k < words; k++) {
+        f->i[4 + k] = a[k];
+        f->i[4 + words + k] = b[k];
+    }
+    return CQ_ST_FAULT;
+}
+
+/* ------------------------------------------------------------------ blocking */
+
+static int event_ready(const cq_block *blk, const cq_warp *w)
+{
+    const cq_event *ev = &blk->events[w->ev];
+    int slots = blk->code->event[w->ev].slots;
+    for (int k = 0; k < w->ev_n; k++)
+        if (ev->completed[w->ev_slot[k]] <= ev->waits[(size_t)w->ev_lane[k] * slots + w->ev_slot[k]])
+            return 0;
+    return 1;
+}
+
+void cq_release_blocker(cq_warp *w)
+{
+    cq_block *blk = w->blk;
+    if (w->blocker == 1)
+        for (int k = 0; k < w->nrdv; k++)
+            blk->rdvs[w->rdv[k]].refs--;
+    w->blocker = 0;
+    w->nrdv = 0;
+}
+
+/* Ready, or blocked on something that has now happened (then it wakes). */
+int cq_runnable(cq_warp *w)
+{
+    if (w->state == CQ_BLOCKED) {
+        int ready = 1;
+        if (w->blocker == 1) {
+            for (int k = 0; k < w->nrdv; k++)
+                ready &= w->blk->rdvs[w->rdv[k]].done;
+        } else {
+            ready = event_ready(w->blk, w);
+        }
+        if (ready) {
+            cq_release_blocker(w);
+            w->state = CQ_READY;
+        }
+    }
+    return w->state == CQ_READY;
+}
+
+/* ------------------------------------------------------------------ ONCE (§7.2.2) */
+
+/* A lane's n-th arrival at the site claims execution n of its instance unless another
+ * lane already has; in lane order. A warp that claims runs its guarded IF ... END
+ * without being preempted, so no schedule slips another warp between claim and effect. */
+int cq_op_once(cq_warp *w, const cq_ins *ins)
+{
+    cq_block *blk = w->blk;
+    int site = ins->b, unit = ins->c;
+    int64_t *arrivals = blk->once_arrivals + (size_t)site * blk->size;
+    int64_t *claimed = blk->once_claimed + (size_t)site * blk->size;
+    uint8_t res[CQ_WARP] = {0};
+    for (uint32_t m = w->act; m; m &= m - 1) {
+        int i = cq_low(m), lane = w->base + i;
+        int64_t nth = ++arrivals[lane];
+        int64_t *c = &claimed[unit > 0 ? lane / unit : 0];
+        if (nth > *c) {       /* lanes go in order: beyond every claim so far */
+            res[i] = 1;
+            *c = nth;
+        }
+    }
+    uint8_t *r = (uint8_t *)w->regs + blk->code->roff[ins->a];
+    int claimed_any = 0;
+    for (uint32_t m = w->act; m; m &= m - 1) {
+        int i = cq_low(m);
+        r[i] = res[i];
+        claimed_any |= res[i];
+    }
+    const cq_code *code = blk->code;
+    if (claimed_any && w->pc < code->n && code->ins[w->pc].op == CQ_OP_IF &&
+        code->ins[w->pc].a == ins->a)
+        w->hold = code->ins[w->pc].b;
+    return CQ_ST_OK;
+}
+
+/* ------------------------------------------------------------------ events (§10) */
+
+void cq_init_events(cq_block *blk)
+{
+    const cq_code *code = blk->code;
+    blk->events = cq_xcalloc((size_t)code->nevent + 1, sizeof(cq_event));
+    for (int k = 0; k < code->nevent; k++) {
+        const cq_eventdecl *d = &code->event[k];
+        cq_event *ev = &blk->events[k];
+        ev->need = d->count;
+        if (ev->need < 0) {
+            cq_lanes u;
+            memset(&u, 0, sizeof u);
+            for (int j = 0; j < d->nls; j++)
+                for (int q = 0; q < CQ_LANE_WORDS; q++)
+                    u.w[q] |= blk->lanesets[d->ls[j]].w[q];
+            ev->need = 0;
+            for (int q = 0; q < CQ_LANE_WORDS; q++)
+                ev->need += __builtin_popcount(u.w[q]);
+        }
+        ev->completed = cq_xcalloc((size_t)d->slots, sizeof(int64_t));
+        ev->arrivals = cq_xcalloc((size_t)d->slots, sizeof(int64_t));
+        ev->waits = cq_xcalloc((size_t)d->slots * blk->size, sizeof(int64_t));
+        for (int s = 0; s < d->slots; s++)
+            ev->completed[s] = d->ready ? 1 : 0;
+    }
+}
+
+/* The slot each active lane names; a slot out of range faults in the lowest lane. */
+static int event_slots(cq_warp *w, const cq_ins *ins, int64_t *slots)
+{
+    const cq_eventdecl *d = &w->blk->code->event[ins->a];
+    for (uint32_t m = w->act; m; m &= m - 1) {
+        int i = cq_low(m);
+        int64_t s = cq_lane_reg_int(w->blk, w->base + i, ins->b);
+        if (s < 0 || s >= d->slots) {
+            cq_fault *f = cq_fault_new(w->blk, ins, CQ_F_EVENT_INDEX, w->base + i);
+            f->i[0] = s;
+            f->i[1] = ins->a;
+            return CQ_ST_FAULT;
+        }
+        slots[i] = s;
+    }
+    return CQ_ST_OK;
+}
+
+/* Each active lane arrives at its slot; every ``need``-th arrival completes a
+ * generation, and the surplus counts toward the next one. */
+int cq_op_trigger(cq_warp *w, const cq_ins *ins)
+{
+    int64_t slots[CQ_WARP];
+    if (event_slots(w, ins, slots) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    cq_event *ev = &w->blk->events[ins->a];
+    uint32_t left = w->act;
+    while (left) {
+        int64_t s = slots[cq_low(left)];
+        for (uint32_t m = left; m; m &= m - 1)
+            if (slots[cq_low(m)] < s)
+                s = slots[cq_low(m)];
+        int64_t count = 0;
+        for (uint32_t m = left; m; m &= m - 1)
+            if (slots[cq_low(m)] == s) {
+                count++;
+                left &= ~(1u << cq_low(m));
+            }
+        int64_t total = ev->arrivals[s] + count;
+        if (ev->need > 0 && total >= ev->need) {
+            ev->completed[s] += total / ev->need;
+            w->blk->released = 1;
+            total %= ev->need;
+        }
+        ev->arrivals[s] = total;
+    }
+    return CQ_ST_OK;
+}
+
+/* Block until, for every active lane, its slot has completed the lane's next generation;
+ * then each lane has waited once more. A blocked warp runs the instruction again. */
+int cq_op_wait_event(cq_warp *w, const cq_ins *ins)
+{
+    int64_t slots[CQ_WARP];
+    if (event_slots(w, ins, slots) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    w->ev = ins->a;
+    w->ev_span = ins->span;
+    w->ev_n = 0;
+    for (uint32_t m = w->act; m; m &= m - 1) {
+        int i = cq_low(m);
+        w->ev_lane[w->ev_n] = w->base + i;
+        w->ev_slot[w->ev_n++] = (int32_t)slots[i];
+    }
+    if (event_ready(w->blk, w)) {
+        cq_event *ev = &w->blk->events[ins->a];
+        int nslots = w->blk->code->event[ins->a].slots;
+        for (int k = 0; k < w->ev_n; k++)
+            ev->waits[(size_t)w->ev_lane[k] * nslots + w->ev_slot[k]]++;
+        return CQ_ST_OK;
+    }
+    w->pc = w->ip;
+    w->state = CQ_BLOCKED;
+    w->blocker = 2;
+    return CQ_ST_OK;
+}
+
+void cq_free_block_extras(cq_block *blk)
+{
+    if (blk->events)
+        for (int k = 0; k < blk->code->nevent; k++) {
+            free(blk->events[k].completed);
+            free(blk->events[k].arrivals);
+            free(blk->events[k].waits);
+        }
+    free(blk->events);
+    free(blk->rdvs);
+    free(blk->open);
+    free(blk->handles);
+    free(blk->transfers);
+    for (int m = 0; m < blk->code->nfrag; m++) {
+        if (blk->frags[m])
+            for (int u = 0; u < blk->size; u++)
+                if (blk->frags[m][u]) {
+                    free(blk->frags[m][u]->data);
+                    free(blk->frags[m][u]);
+                }
+        free(blk->frags[m]);
+    }
+    free(blk->frags);
+}
