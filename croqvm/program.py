@@ -31,11 +31,15 @@ def _python_engine():
     return run_function
 
 
+def _native_engine():
+    from .native import runner
+    return runner()
+
+
 # engine name -> loader giving its runner (raising ArgumentError when it can not run here)
-ENGINES = {"python": _python_engine}
+ENGINES = {"python": _python_engine, "native": _native_engine}
 # what exists on paper only, and why it can not be used yet
 PLANNED = {
-    ("engine", "native"): "the native C engine is not built yet",
     ("device", "cuda-cpu"): "croqvm's CUDA path is not built yet",
     ("device", "gpu"): "croqvm's CUDA path is not built yet",
     ("check", "init"): "initialisation checking is not built yet",

@@ -62,13 +62,13 @@ def _cdef() -> str:
     return text.split("/* cdef begin */")[1].split("/* cdef end */")[0]
 
 
-def _flags() -> list[str]:
+def _extra() -> list[str]:
     extra = shlex.split(os.environ.get("CROQVM_NATIVE_CFLAGS", ""))
     bad = [f for f in extra if f in FORBIDDEN]
     if bad:
         raise SystemExit(f"CROQVM_NATIVE_CFLAGS: {' '.join(bad)} would break croqvm's "
                          f"numerics (design-native-cuda.md §2.5)")
-    return FLAGS + extra
+    return extra
 
 
 ffibuilder = FFI()
@@ -78,7 +78,8 @@ ffibuilder.set_source(
     '#include "cq_api.h"',
     sources=[os.path.relpath(HERE / s, os.getcwd()) for s in SOURCES],
     include_dirs=[str(HERE), str(_generated_dir())],
-    extra_compile_args=_flags(),
+    extra_compile_args=FLAGS + _extra(),
+    extra_link_args=[f for f in _extra() if f.startswith("-fsanitize")],   # their runtimes
     libraries=["m"],
 )
 

@@ -20,7 +20,6 @@ cq_fault *cq_fault_new(cq_block *blk, const cq_ins *ins, int kind, int lane)
     cq_fault *f = &call->fault;
     memset(f, 0, sizeof *f);
     f->kind = kind;
-    f->code = blk->kernel;
     f->launch = blk->launch ? (int32_t)(blk->launch - call->prog->host.launch) : -1;
     f->ip = -1;
     if (ins && ins >= blk->code->ins && ins < blk->code->ins + blk->code->n)
@@ -39,31 +38,74 @@ int cq_fault_lane(cq_warp *w, const cq_ins *ins, int kind, int i)
     return CQ_ST_FAULT;
 }
 
+/* The count as its own type reads it (a u64 count stays unsigned), the promoted type. */
 int cq_fault_shift(cq_warp *w, const cq_ins *ins, int i, int64_t count, int count_type,
                    int shift_type)
 {
-    cq_fault *f = cq_fault_new(w->blk, ins, CQ_F_SHIFT, w->base + i);
-    f->i[0] = count;
-    f->i[1] = count_type;
-    f->i[2] = shift_type;
+    cq_fault *f = cq_fault_new(w->blk, ins, CQ_K_SHIFT_COUNT, w->base + i);
+    cq_put_u64(f, count, count_type == CQ_U64);
+    cq_put(f, shift_type);
     return CQ_ST_FAULT;
 }
 
 int cq_fault_convert(cq_warp *w, const cq_ins *ins, int i, int src, const void *x, int dst)
 {
-    cq_fault *f = cq_fault_new(w->blk, ins, CQ_F_CONVERT, w->base + i);
-    f->f[0] = cq_to_double(src, x, i);
-    f->i[0] = dst;
+    cq_fault *f = cq_fault_new(w->blk, ins, CQ_K_FLOAT_TO_INT, w->base + i);
+    cq_put_double(f, cq_to_double(src, x, i));
+    cq_put(f, dst);
     return CQ_ST_FAULT;
 }
 
 int cq_internal(cq_block *blk, const char *file, int line)
 {
-    cq_fault *f = cq_fault_new(blk, NULL, CQ_F_NONE, -1);
+    cq_fault *f = cq_fault_new(blk, NULL, CQ_DEADLOCK, -1);
     f->c_file = file;
     f->c_line = line;
     blk->call->internal = 1;
     return CQ_ST_FAULT;
+}
+
+void cq_put(cq_fault *f, int64_t v)
+{
+    if (f->n < (int)(sizeof f->i / sizeof f->i[0]))
+        f->i[f->n++] = v;
+}
+
+void cq_put_u64(cq_fault *f, int64_t v, int is_u64)
+{
+    if (is_u64 && v < 0 && f->n < 64)
+        f->unsigned_words |= 1ull << f->n;
+    cq_put(f, v);
+}
+
+void cq_put_list(cq_fault *f, int n, const int64_t *v)
+{
+    cq_put(f, n);
+    for (int k = 0; k < n; k++)
+        cq_put(f, v[k]);
+}
+
+void cq_put_double(cq_fault *f, double x)
+{
+    int64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    cq_put(f, bits);
+}
+
+void cq_put_buffer(cq_fault *f, const cq_buf *b)
+{
+    cq_put(f, b->code);
+    cq_put(f, b->slot);
+    cq_put(f, b->element);
+}
+
+/* A value of ``type`` (its storage bits at p) as a "value" argument. */
+void cq_put_value(cq_fault *f, int type, const void *p)
+{
+    int64_t bits = 0;
+    memcpy(&bits, p, cq_type_size[type]);
+    cq_put(f, type);
+    cq_put(f, bits);
 }
 
 /* ------------------------------------------------------------------ blocks */
@@ -260,18 +302,20 @@ int cq_op_launch(cq_warp *w, const cq_ins *ins)
     }
     for (int d = 0; d < L->ngrid; d++)
         if (call->grid[d] < 1) {
-            cq_fault *f = cq_fault_new(hb, ins, CQ_F_GRID, -1);
-            f->i[0] = d;
-            f->i[1] = call->grid[d];
+            cq_fault *f = cq_fault_new(hb, ins, CQ_K_GRID_BOUND, -1);
+            cq_put(f, d);
+            cq_put(f, call->grid[d]);
             return CQ_ST_FAULT;
         }
     int64_t size = K->block_size;
     if (size <= 0) {
         size = host_int(hb, L->block);
-        if (size > CQ_MAX_BLOCK || size < 1) {
-            cq_fault *f = cq_fault_new(hb, ins, size < 1 ? CQ_F_BLOCK_SIZE_LOW : CQ_F_BLOCK_SIZE,
-                                       -1);
-            f->i[0] = size;
+        if (size > CQ_MAX_BLOCK) {
+            cq_fault_new(hb, ins, CQ_K_TOO_MANY_THREADS, -1);
+            return CQ_ST_FAULT;
+        }
+        if (size < 1) {
+            cq_put(cq_fault_new(hb, ins, CQ_K_BLOCK_SIZE, -1), size);
             return CQ_ST_FAULT;
         }
     }
@@ -339,7 +383,6 @@ void cq_call_free(cq_call *call)
     cq_arena_free(&call->arena);
     free(call->hval);
     free(call->out);
-    free(call->fault_text);
     free(call);
 }
 
@@ -350,7 +393,7 @@ void cq_set_reg(cq_call *call, int32_t r, const void *value)
 }
 
 int cq_bind(cq_call *call, int32_t slot, void *data, int32_t ndim, const int64_t *shape,
-            uint8_t *written, int32_t name, int32_t decl_span)
+            uint8_t *written)
 {
     const cq_bufdecl *decl = &call->prog->host.buf[slot];
     cq_buf *b = cq_arena_alloc(&call->arena, sizeof *b);    /* the data is the caller's */
@@ -367,8 +410,9 @@ int cq_bind(cq_call *call, int32_t slot, void *data, int32_t ndim, const int64_t
         b->shape[d] = shape[d];
         b->count *= shape[d];
     }
-    b->name = name;
-    b->decl_span = decl_span;
+    b->code = -1;
+    b->slot = slot;
+    b->element = -1;
     insts[0] = b;
     call->host->bufs[slot] = insts;
     return 0;

@@ -25,66 +25,27 @@ enum cq_type {
 /* What cq_run returns. */
 enum cq_status { CQ_DONE, CQ_SLICE, CQ_FAULT, CQ_INTERNAL };
 
-/* Fault kinds: how Python words the record (croqvm/native/faults.py, one entry each). */
-enum cq_fault_kind {
-    CQ_F_NONE,
-    CQ_F_STEP_LIMIT,        /* i0 the limit */
-    CQ_F_CONVERT,           /* f0 the value, i0 destination type */
-    CQ_F_DIV_ZERO,
-    CQ_F_SHIFT,             /* i0 the count (as int64), i1 its type, i2 the shift's type */
-    CQ_F_CONST,             /* i0 the constant's instruction (its conversion faults) */
-    CQ_F_ASSERT,            /* i0 the message constant */
-    CQ_F_ASSERT_FMT,        /* text: the lane's print text */
-    CQ_F_GRID,              /* i0 dimension, i1 extent */
-    CQ_F_BLOCK_SIZE,        /* i0 the size (too large) */
-    CQ_F_BLOCK_SIZE_LOW,    /* i0 the size (below 1) */
-    CQ_F_MDSPAN_SIZE,       /* i0 the extent */
-    CQ_F_ALLOC,             /* i0 what (0 buffer, 1 DMA tile, 2 fragment), i1 name,
-                               i2 rank, i3.. extents */
-    CQ_F_ARRAY_INDEX,       /* i0 index, i1 buffer slot, i2 array size */
-    CQ_F_BEFORE_DECL,       /* i0 buffer slot */
-    CQ_F_NO_DATA,           /* i0 future */
-    CQ_F_NOT_WAITED,        /* i0 future */
-    CQ_F_RANGE,             /* i0 access, i1 dimension, i2 lo, i3 hi, i4 rank, i5.. index */
-    CQ_F_UNINIT,            /* i0 access (-1: a buffer name, i1), i2 decl span, i3 rank,
-                               i4.. element */
-    CQ_F_EVENT_INDEX,       /* i0 index, i1 event */
-    CQ_F_NOT_PARTICIPANT,   /* i0 site */
-    CQ_F_UNIT_TERMINATED,   /* i0 site, i1 unit, i2 unit index; lanes */
-    CQ_F_UNIT_INACTIVE,     /* i0 site, i1 unit, i2 unit index; lanes */
-    CQ_F_DIVERGENT,         /* i0 site, i1 participants, i2 warp; lanes (warp lanes) */
-    CQ_F_OPERANDS,          /* i0 site, i1 first lane, i2 label, i3 words per value,
-                               i4.. first value then the other's (see faults.py) */
-    CQ_F_EMPTY_TILE,        /* i0 name, i1 rank, i2.. origin, extents */
-    CQ_F_TILE_OUTSIDE,      /* i0 name, i1 rank, i2.. origin, buffer shape */
-    CQ_F_TILE_SHAPE,        /* i0 dma, i1 rank of tile, i2 rank of dst, i3.. tile, dst */
-    CQ_F_UNWAITED,          /* i0 future, i1 issuing span */
-    CQ_F_WAITED_TWICE,      /* i0 future */
-    CQ_F_MMA_OUTSIDE,       /* i0 site, i1 name, i2 rank, i3.. element */
-    CQ_F_FRAG_EMPTY,        /* i0 fragment */
-    CQ_F_MMA_SHAPES,        /* i0 x name kind(0 frag,1 buffer), i1 x, i2 y kind, i3 y,
-                               i4..i7 shapes [x0 x1 y0 y1] */
-    CQ_F_MMA_STORE_UNITS,   /* i0 fragment, i1 units */
-    CQ_F_DEADLOCK,          /* cq_view_* describe the block */
-    CQ_F_NKINDS
-};
+/* A runtime error: ``kind`` is a croqvm.messages.Kind (native/cq_kinds.h), or
+ * CQ_DEADLOCK, whose report reads the block views below. Its arguments are ``n`` words
+ * in ``i`` (croqvm/native/faults.py says how each argument type is written; a word whose
+ * bit is set in ``unsigned_words`` holds a u64 value), plus the lane set ``lanes`` for a
+ * lane-set argument. ``launch`` is the host's launch running the faulting block (-1: the
+ * host program); ``span`` the span the message points at; ``lane`` the block lane at
+ * fault (-1: none). CQ_INTERNAL's origin is ``c_file``:``c_line``. */
+enum { CQ_DEADLOCK = 0 };
 
-/* A runtime error, or CQ_INTERNAL's origin. ``code`` is the faulting Code: -1 the host
- * program, k kernel k. ``span`` >= 0 overrides the instruction's span. ``lane`` is the
- * block lane (-1: none). ``lanes`` is the lane set some kinds list. */
 typedef struct {
     int32_t kind;
-    int32_t code;
-    int32_t launch;         /* the host's launch running the block, -1 for the host */
+    int32_t launch;
     int32_t ip;
     int32_t span;
     int32_t lane;
     int32_t block[3];
+    int32_t n;
+    uint64_t unsigned_words;
     int64_t i[48];
-    double f[2];
     uint32_t lanes[32];
-    const char *text;
-    const char *c_file;     /* CQ_INTERNAL: where the engine found the inconsistency */
+    const char *c_file;
     int32_t c_line;
 } cq_fault;
 
@@ -131,17 +92,14 @@ typedef struct {
 cq_prog *cq_load(const int64_t *image, size_t nwords, const char *strings, size_t nbytes);
 void cq_prog_free(cq_prog *prog);
 const char *cq_load_error(void);
-/* The element types the engine computes with: bit t for enum cq_type t. */
-uint32_t cq_supported_types(void);
 
 cq_call *cq_call_new(const cq_prog *prog, const cq_opts *opts);
 void cq_call_free(cq_call *call);
 /* Host register r := the bytes at value (its storage type, one lane). */
 void cq_set_reg(cq_call *call, int32_t r, const void *value);
-/* Host buffer slot := a caller-owned array (written: poison flags or NULL), named
- * ``name`` (a string id) and declared at span ``decl_span``. */
+/* Host buffer slot := a caller-owned array (written: poison flags or NULL). */
 int cq_bind(cq_call *call, int32_t slot, void *data, int32_t ndim, const int64_t *shape,
-            uint8_t *written, int32_t name, int32_t decl_span);
+            uint8_t *written);
 int cq_run(cq_call *call, int64_t slice_steps);
 const cq_fault *cq_get_fault(const cq_call *call);
 size_t cq_take_output(cq_call *call, char *dst, size_t cap);

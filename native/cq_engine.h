@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <string.h>
 #include "cq_api.h"
+#include "cq_kinds.h"
 #include "cq_opcodes.h"
 
 #define CQ_WARP 32
@@ -63,29 +64,31 @@ typedef struct {
     int32_t span;
     uint32_t ra, rb, rc, rd;/* byte offsets of the register operands in the warp arena */
     uint8_t ta, tb, tc, td; /* their types */
+    uint8_t te;             /* LOAD, STORE, UPDATE: the element type the module declares */
+    uint8_t tt;             /* UPDATE: the arithmetic type of element and value (§12.2) */
+    uint16_t hx;            /* UPDATE: the ALU handler of its operation in that type */
     int64_t k;              /* CONST: the value's bits in R[a]'s storage type */
 } cq_ins;
 
 typedef struct {
-    int32_t storage;        /* 0 global, 1 shared, 2 local */
-    int32_t type, nshape, count, param, span, name;
+    int32_t storage;        /* 0 global, 1 shared, 2 local (module.Storage) */
+    int32_t type, nshape, count, is_array;   /* count: instances (§8.5 buffer arrays) */
     int32_t *shape;         /* registers */
-    int32_t *names;         /* name of each of the count instances (string ids) */
 } cq_bufdecl;
 
-typedef struct { int32_t slots, ready, count, nls, name; int32_t *ls; } cq_eventdecl;
-typedef struct { int32_t type, unit, name; } cq_fragdecl;
+typedef struct { int32_t slots, ready, count, nls; int32_t *ls; } cq_eventdecl;
+typedef struct { int32_t type, unit, rows, cols; } cq_fragdecl;   /* rows, cols -1: dynamic */
 typedef struct { int32_t kind, base, arr, n; int32_t *idx; } cq_access;   /* kind 0 buf, 1 fut */
 typedef struct { int32_t kind, base, arr, n; int32_t *origin, *extents; } cq_viewdecl;
 typedef struct {
-    int32_t op;             /* 0 copy, 1 transp, 2 pad */
-    int32_t src, dst_view, dst_buffer, future, is_async, zfill, coll, name;
+    int32_t op;             /* 0 copy, 1 transp, 2 pad (module.DmaOp) */
+    int32_t src, dst_view, dst_buffer, future, is_async, zfill;
     int32_t nperm, npad, pad_value;
     int32_t *perm, *pad_lo, *pad_hi, *pad_mid;
 } cq_dmadecl;
 typedef struct { int32_t laneset, unit; } cq_coll;
 typedef struct { int32_t result, n; cq_ins *ins; } cq_laneset;
-typedef struct { int32_t n, newline; int32_t *kind, *x; } cq_print;  /* kind 0 string const, 1 register */
+typedef struct { int32_t n, newline; int32_t *kind, *x; } cq_print;  /* kind 0 string, 1 register */
 typedef struct {
     int32_t kernel, ngrid, nbuf, nscalar, is_async, span, block;
     int32_t *grid, *buf, *scalar;   /* buf, scalar: (kernel, host) pairs */
@@ -98,12 +101,9 @@ typedef struct {
     uint8_t *rtype;
     uint32_t *roff;
     size_t warp_bytes;
-    int32_t nconsts;
-    const char **cstr;      /* string constants (NULL for numbers) */
-    int32_t *clen;
     int32_t nbuf, nfut, nevent, nfrag, naccess, nview, ndma, ncoll, nlaneset, nprint, nlaunch;
     cq_bufdecl *buf;
-    int32_t *fut_name;
+    int32_t *fut_type;      /* the element type of each future's data (§9.4.4) */
     cq_eventdecl *event;
     cq_fragdecl *frag;
     cq_access *access;
@@ -123,11 +123,9 @@ typedef struct { int32_t block_size, grid_rank, span; cq_code code; } cq_kernel;
 
 struct cq_prog {
     cq_code host;
-    uint8_t promote[CQ_NTYPES * CQ_NTYPES];   /* §12.2: arithmetic type of (a, b) */
     int32_t nkernels;
     cq_kernel *kernels;
     int32_t fn_span;
-    int32_t ret_kind;       /* 0 void, 1 scalar, 2 buffer */
     char *strings;          /* the string table: string k is str_len[k] bytes at str_off[k] */
     int32_t nstrings;
     int64_t *str_off, *str_len;
@@ -140,7 +138,8 @@ typedef struct cq_chunk cq_chunk;    /* arena chunks (memory.c) */
 typedef struct cq_buf {
     char *data;
     uint8_t *written;       /* poison mode: 1 where written; NULL otherwise */
-    int32_t type, ndim, esize, name, decl_span;
+    int32_t type, ndim, esize;
+    int32_t code, slot, element;   /* the declaration (messages' "buffer" argument) */
     int64_t shape[CQ_MAX_RANK];
     int64_t count;
 } cq_buf;
@@ -192,7 +191,8 @@ typedef struct {
 } cq_event;
 
 typedef struct {
-    int32_t type, rows, cols, has_data;
+    int32_t rows, cols;     /* -1 until the first operation fixes a dynamic extent */
+    int32_t has_data;
     int64_t ifill;
     double ffill;
     void *data;             /* rows x cols, int64_t (integer types) or double */
@@ -256,7 +256,6 @@ typedef struct cq_call {
     /* faults */
     cq_fault fault;
     int32_t internal;       /* the fault is an engine inconsistency */
-    char *fault_text;
     cq_block *fault_blk;    /* the block a deadlock or fault happened in (kept for views) */
     uint64_t rng;
 } cq_call;
@@ -279,6 +278,13 @@ int cq_fault_shift(cq_warp *w, const cq_ins *ins, int i, int64_t count, int coun
                    int shift_type);
 int cq_fault_convert(cq_warp *w, const cq_ins *ins, int i, int src, const void *x, int dst);
 int cq_internal(cq_block *blk, const char *file, int line);
+/* Arguments, in the order of the kind's template (croqvm/native/faults.py). */
+void cq_put(cq_fault *f, int64_t v);
+void cq_put_u64(cq_fault *f, int64_t v, int is_u64);
+void cq_put_list(cq_fault *f, int n, const int64_t *v);
+void cq_put_double(cq_fault *f, double x);
+void cq_put_buffer(cq_fault *f, const struct cq_buf *b);
+void cq_put_value(cq_fault *f, int type, const void *p);
 #define CQ_INTERNAL_ERROR(blk) cq_internal((blk), __FILE__, __LINE__)
 
 /* Conversions (alu.c): n lanes of type src at x into type dst at y; faults (float to
@@ -294,8 +300,8 @@ void *cq_xmalloc(size_t n);
 void *cq_xcalloc(size_t n, size_t m);
 void *cq_arena_alloc(cq_chunk **arena, size_t n);
 void cq_arena_free(cq_chunk **arena);
-cq_buf *cq_new_buffer(cq_chunk **arena, int type, int ndim, const int64_t *shape, int name,
-                      int decl_span, int poison);
+cq_buf *cq_new_buffer(cq_chunk **arena, int type, int ndim, const int64_t *shape, int code,
+                      int slot, int element, int poison);
 
 /* Handlers outside engine.c return CQ_ST_OK / CQ_ST_FAULT. */
 int cq_op_alloc(cq_warp *w, const cq_ins *ins);
@@ -328,7 +334,7 @@ int cq_rdv_effect(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int
 int cq_uniform_regs(cq_block *blk, const int *lanes, int n, const int32_t *regs, int nregs);
 int cq_uniform_value(cq_block *blk, const cq_rdv *rec, const int *lanes, int n, int r);
 int cq_operands_differ(cq_block *blk, const cq_rdv *rec, int first, int lane, int label,
-                       int words, const int64_t *a, const int64_t *b);
+                       int tag, int words, const int64_t *a, const int64_t *b);
 
 /* Effects of collectives, by opcode (dma.c, memory.c, mma.c). */
 int cq_effect_fill(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes, int n);
@@ -341,7 +347,7 @@ int cq_effect_mma(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int
 cq_insts cq_instances(cq_block *blk, int slot, int lane);
 cq_insts cq_allocate(cq_block *blk, int slot, int lane, int ndim, const int64_t *shape,
                      int *fault);
-int cq_alloc_fault(cq_block *blk, const cq_ins *ins, int lane, int what, int name, int ndim,
+int cq_alloc_fault(cq_block *blk, const cq_ins *ins, int lane, int kind, int what, int ndim,
                    const int64_t *shape);
 int cq_buffer_of(cq_warp *w, const cq_ins *ins, int slot, int arr, int i, cq_buf **out);
 int cq_future_data(cq_warp *w, const cq_ins *ins, int slot, int i, cq_handle **out);
@@ -353,14 +359,13 @@ int32_t cq_handle_new(cq_block *blk);
 void cq_handle_set(cq_block *blk, int slot, int lane, int32_t h);
 void cq_handle_unref(cq_block *blk, int32_t h);
 int cq_same_view(const cq_block *blk, int32_t h, int32_t g);
-int cq_same_value(int type, const void *a, const void *b);
+int cq_same_bits(int type, const void *a, const void *b);
 int cq_fill_lane(cq_block *blk, const cq_ins *ins, int slot, int lane, int vlane);
+int cq_extents(cq_warp *w, const cq_ins *ins, const cq_bufdecl *decl, int i, int64_t *shape);
 int cq_check_kernel_end(cq_block *blk);
 
 /* Output (output.c). */
 void cq_out_write(struct cq_call *call, const char *s, size_t n);
-void cq_format_value(char *dst, size_t cap, int type, const void *reg, int i);
-char *cq_print_text(cq_warp *w, const cq_print *fmt, int i, size_t *len);
 
 /* The block and its warps (engine.c). */
 void cq_finish(cq_warp *w);

@@ -1,72 +1,55 @@
 /* Element types as the engine computes with them (LANGUAGE.md §12; croqvm/dtypes.py is
- * the table, croqvm/interp/scalar.py the reference).
+ * the table, native/cq_numerics.h the numbers: every rounding, wrap and fault below is
+ * one of its functions).
  *
  * Each type NAME has:
- *   ST_NAME  its storage type (what a register lane or a buffer element holds);
+ *   ST_NAME  its storage type (a register lane or a buffer element): bf16, tf32 and fp8
+ *            are stored as float, f16 as its bit pattern, bool as one byte;
  *   CT_NAME  the type the operations of §12.2 compute in: narrow integers promote to s32,
- *            tf32 and fp8 to f32 (§12.2), f16 and bf16 compute exactly in f64;
- *   UT_NAME  the unsigned type of CT's width (modular arithmetic, §12.3.1: C leaves signed
- *            overflow undefined, so + - * << are done on unsigned bits);
+ *            tf32 and fp8 to f32, f16 and bf16 compute in f64 and round once;
+ *   NT_NAME  the cq_numerics.h suffix of the integer type CT is (s32, u32, s64, u64);
+ *   PT_NAME  the promoted type as an enum cq_type (shift counts are checked against it);
  *   LD_NAME(s)  a stored value as CT;  SV_NAME(v)  a CT value rounded/wrapped into ST;
- *   BITS_NAME   CT's width (shift counts are checked against it), SIGNED_NAME.
+ *   NEG_NAME(s) a float's negation on its storage (§12: NEG flips the sign, no rounding).
  * The X-lists say which types an opcode family is instantiated for.
  */
 #ifndef CQ_TYPES_H
 #define CQ_TYPES_H
 
-#include <math.h>
 #include <stdint.h>
+#include "cq_numerics.h"
 
 #define ST_BOOL uint8_t
 #define CT_BOOL int32_t
-#define UT_BOOL uint32_t
 #define LD_BOOL(s) ((int32_t)((s) != 0))
 #define SV_BOOL(v) ((uint8_t)((v) != 0))
-#define BITS_BOOL 32
-#define SIGNED_BOOL 1
 
+/* integers: widening is exact, narrowing wraps (casts to narrower signed types wrap
+ * modulo 2^n on every compiler croqvm supports, as cq_numerics.h assumes) */
 #define ST_S8 int8_t
-#define CT_S8 int32_t
-#define UT_S8 uint32_t
-#define BITS_S8 32
-#define SIGNED_S8 1
 #define ST_S16 int16_t
-#define CT_S16 int32_t
-#define UT_S16 uint32_t
-#define BITS_S16 32
-#define SIGNED_S16 1
 #define ST_S32 int32_t
-#define CT_S32 int32_t
-#define UT_S32 uint32_t
-#define BITS_S32 32
-#define SIGNED_S32 1
 #define ST_S64 int64_t
-#define CT_S64 int64_t
-#define UT_S64 uint64_t
-#define BITS_S64 64
-#define SIGNED_S64 1
 #define ST_U8 uint8_t
-#define CT_U8 int32_t
-#define UT_U8 uint32_t
-#define BITS_U8 32
-#define SIGNED_U8 1
 #define ST_U16 uint16_t
-#define CT_U16 int32_t
-#define UT_U16 uint32_t
-#define BITS_U16 32
-#define SIGNED_U16 1
 #define ST_U32 uint32_t
-#define CT_U32 uint32_t
-#define UT_U32 uint32_t
-#define BITS_U32 32
-#define SIGNED_U32 0
 #define ST_U64 uint64_t
+#define CT_S8 int32_t
+#define CT_S16 int32_t
+#define CT_S32 int32_t
+#define CT_S64 int64_t
+#define CT_U8 int32_t
+#define CT_U16 int32_t
+#define CT_U32 uint32_t
 #define CT_U64 uint64_t
-#define UT_U64 uint64_t
-#define BITS_U64 64
-#define SIGNED_U64 0
-/* integers: widening is exact, narrowing wraps (gcc converts modulo 2^n) */
-/* the type §12.2 promotes to (shift counts are checked against its width) */
+#define NT_S8 s32
+#define NT_S16 s32
+#define NT_S32 s32
+#define NT_S64 s64
+#define NT_U8 s32
+#define NT_U16 s32
+#define NT_U32 u32
+#define NT_U64 u64
 #define PT_S8 CQ_S32
 #define PT_S16 CQ_S32
 #define PT_S32 CQ_S32
@@ -92,29 +75,65 @@
 #define SV_U32(v) (v)
 #define SV_U64(v) (v)
 
+#define ST_F16 uint16_t
+#define CT_F16 double
+#define LD_F16(s) cq_f16_value(s)
+#define SV_F16(v) cq_f16_bits(v)
+#define NEG_F16(s) ((uint16_t)((s) ^ 0x8000u))
+#define ST_BF16 float
+#define CT_BF16 double
+#define LD_BF16(s) ((double)(s))
+#define SV_BF16(v) ((float)cq_round_bf16(v))
+#define NEG_BF16(s) (-(s))
 #define ST_F32 float
 #define CT_F32 float
 #define LD_F32(s) (s)
-#define SV_F32(v) (v)
+#define SV_F32(v) ((float)(v))
+#define NEG_F32(s) (-(s))
 #define ST_F64 double
 #define CT_F64 double
 #define LD_F64(s) (s)
-#define SV_F64(v) (v)
+#define SV_F64(v) ((double)(v))
+#define NEG_F64(s) (-(s))
+#define ST_TF32 float
+#define CT_TF32 float
+#define LD_TF32(s) (s)
+#define SV_TF32(v) ((float)cq_round_tf32((double)(v)))
+#define NEG_TF32(s) (-(s))
+#define ST_F8_E4M3 float
+#define CT_F8_E4M3 float
+#define LD_F8_E4M3(s) (s)
+#define SV_F8_E4M3(v) ((float)cq_round_e4m3((double)(v)))
+#define NEG_F8_E4M3(s) (-(s))
+#define ST_F8_E5M2 float
+#define CT_F8_E5M2 float
+#define LD_F8_E5M2(s) (s)
+#define SV_F8_E5M2(v) ((float)cq_round_e5m2((double)(v)))
+#define NEG_F8_E5M2(s) (-(s))
 
 /* Families: X(NAME) for each type the family covers. */
 #define CQ_INT_TYPES(X) X(S8) X(S16) X(S32) X(S64) X(U8) X(U16) X(U32) X(U64)
-#define CQ_FLOAT_TYPES(X) X(F32) X(F64)
+#define CQ_FLOAT_TYPES(X) X(F16) X(BF16) X(F32) X(F64) X(TF32) X(F8_E4M3) X(F8_E5M2)
 #define CQ_NUM_TYPES(X) CQ_INT_TYPES(X) CQ_FLOAT_TYPES(X)
-#define CQ_BITS_TYPES(X) X(BOOL) CQ_INT_TYPES(X)
 #define CQ_ALL_TYPES(X) X(BOOL) CQ_NUM_TYPES(X)
 
-/* Whether a type has handlers here (the driver refuses modules using the others). */
-#define CQ_TYPE_ONE(N) | (1u << CQ_##N)
-#define CQ_SUPPORTED_TYPES (0u CQ_ALL_TYPES(CQ_TYPE_ONE))
+/* cq_numerics.h's float format of a float type (enum cq_type -> CQ_FMT_*). */
+static inline int cq_fmt_of(int type)
+{
+    switch (type) {
+    case CQ_F32: return CQ_FMT_F32;
+    case CQ_F16: return CQ_FMT_F16;
+    case CQ_BF16: return CQ_FMT_BF16;
+    case CQ_TF32: return CQ_FMT_TF32;
+    case CQ_F8_E4M3: return CQ_FMT_E4M3;
+    case CQ_F8_E5M2: return CQ_FMT_E5M2;
+    default: return CQ_FMT_F64;
+    }
+}
 
-/* MIN and MAX (PLAN.md decision): a NaN operand is ignored, equal operands (+0, -0
- * included) give the first. Integers never take the NaN branches. */
-#define CQ_MIN(x, y) ((x) != (x) ? (y) : (y) != (y) ? (x) : ((y) < (x) ? (y) : (x)))
-#define CQ_MAX(x, y) ((x) != (x) ? (y) : (y) != (y) ? (x) : ((y) > (x) ? (y) : (x)))
+static inline int cq_is_float(int type)
+{
+    return type >= CQ_F16 && type <= CQ_F8_E5M2;
+}
 
 #endif

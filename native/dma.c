@@ -8,6 +8,7 @@
  * in range, which were written. */
 #include <stdlib.h>
 #include "cq_engine.h"
+#include "cq_types.h"
 
 typedef struct {
     cq_buf *src, *dst;
@@ -22,6 +23,7 @@ typedef struct {
 
 struct cq_transfer {
     plan p;
+    int32_t d;                      /* the DMA descriptor */
     const cq_dmadecl *desc;
     char *tile[2];                  /* source tile; padded tile (pad only) */
     int64_t count[2];
@@ -38,16 +40,14 @@ static void in_range(const int64_t *o, const int64_t *e, const int64_t *shape, i
     }
 }
 
+/* EMPTY_TILE (buffer, origin, extents) or TILE_OUTSIDE (buffer, origin, its shape). */
 static int tile_fault(cq_block *blk, const cq_ins *ins, int kind, int lane, const cq_buf *b,
                       const int64_t *o, const int64_t *second, int nd)
 {
     cq_fault *f = cq_fault_new(blk, ins, kind, lane);
-    f->i[0] = b->name;
-    f->i[1] = nd;
-    for (int d = 0; d < nd; d++) {
-        f->i[2 + d] = o[d];
-        f->i[2 + nd + d] = second[d];
-    }
+    cq_put_buffer(f, b);
+    cq_put_list(f, nd, o);
+    cq_put_list(f, nd, second);
     return CQ_ST_FAULT;
 }
 
@@ -56,12 +56,12 @@ static int check_tile(cq_block *blk, const cq_ins *ins, const cq_buf *b, const i
 {
     for (int d = 0; d < nd; d++)
         if (e[d] < 1)
-            return tile_fault(blk, ins, CQ_F_EMPTY_TILE, lane, b, o, e, nd);
+            return tile_fault(blk, ins, CQ_K_EMPTY_TILE, lane, b, o, e, nd);
     int64_t lo[CQ_MAX_RANK], hi[CQ_MAX_RANK];
     in_range(o, e, b->shape, nd, lo, hi);
     for (int d = 0; d < nd; d++)
         if (hi[d] <= lo[d])
-            return tile_fault(blk, ins, CQ_F_TILE_OUTSIDE, lane, b, o, b->shape, nd);
+            return tile_fault(blk, ins, CQ_K_TILE_OUTSIDE, lane, b, o, b->shape, nd);
     return CQ_ST_OK;
 }
 
@@ -84,12 +84,16 @@ static int destination(cq_block *blk, const cq_ins *ins, const cq_dmadecl *desc,
         }
     }
     cq_buf **insts = cq_instances(blk, desc->dst_buffer, lane);
-    if (!insts) {
+    if (!insts) {   /* the statement's own buffer: its own extents (§9.4.1) */
+        const cq_bufdecl *decl = &blk->code->buf[desc->dst_buffer];
+        int64_t shape[CQ_MAX_RANK];
         int fault;
-        insts = cq_allocate(blk, desc->dst_buffer, lane, p->nd, p->shape, &fault);
+        if (cq_extents(w, ins, decl, i, shape) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+        insts = cq_allocate(blk, desc->dst_buffer, lane, decl->nshape, shape, &fault);
         if (!insts)
-            return cq_alloc_fault(blk, ins, lane, 0, blk->code->buf[desc->dst_buffer].name,
-                                  p->nd, p->shape);
+            return cq_alloc_fault(blk, ins, lane, CQ_K_ALLOC_BUFFER, desc->dst_buffer,
+                                  decl->nshape, shape);
     }
     p->dst = insts[0];
     p->dnd = p->dst->ndim;
@@ -100,9 +104,10 @@ static int destination(cq_block *blk, const cq_ins *ins, const cq_dmadecl *desc,
     return CQ_ST_OK;
 }
 
-/* A DMA resolved for one lane (dma.py Plan). */
-static int plan_for(cq_block *blk, const cq_ins *ins, const cq_dmadecl *desc, int lane, plan *p)
+/* DMA ``ins->a`` resolved for one lane (dma.py Plan). */
+static int plan_for(cq_block *blk, const cq_ins *ins, int lane, plan *p)
 {
+    const cq_dmadecl *desc = &blk->code->dma[ins->a];
     int i;
     cq_warp *w = cq_warp_of(blk, lane, &i);
     memset(p, 0, sizeof *p);
@@ -135,14 +140,11 @@ static int plan_for(cq_block *blk, const cq_ins *ins, const cq_dmadecl *desc, in
     for (int d = 0; d < p->nd && !bad; d++)
         bad = p->shape[d] > p->dD[d] || (!desc->zfill && p->shape[d] != p->dD[d]);
     if (bad) {
-        cq_fault *f = cq_fault_new(blk, ins, CQ_F_TILE_SHAPE, lane);
-        f->i[0] = ins->a;
-        f->i[1] = p->nd;
-        f->i[2] = p->dnd;
-        for (int d = 0; d < p->nd; d++)
-            f->i[3 + d] = p->shape[d];
-        for (int d = 0; d < p->dnd; d++)
-            f->i[3 + p->nd + d] = p->dD[d];
+        cq_fault *f = cq_fault_new(blk, ins, desc->zfill ? CQ_K_DMA_SHAPE_ZFILL : CQ_K_DMA_SHAPE,
+                                   lane);
+        cq_put(f, ins->a);
+        cq_put_list(f, p->nd, p->shape);
+        cq_put_list(f, p->dnd, p->dD);
         return CQ_ST_FAULT;
     }
     return CQ_ST_OK;
@@ -199,7 +201,7 @@ static int reserve(cq_block *blk, const cq_ins *ins, cq_transfer *t)
         t->count[k] = box_count(shape, p->nd);
         t->tile[k] = tile_alloc(t->count[k], esize);
         if (!t->tile[k])
-            return cq_alloc_fault(blk, ins, t->lane, 1, t->desc->name, p->nd, shape);
+            return cq_alloc_fault(blk, ins, t->lane, CQ_K_ALLOC_TILE, t->d, p->nd, shape);
     }
     return CQ_ST_OK;
 }
@@ -250,21 +252,14 @@ static void write_tile(const plan *p, const char *tile, const int64_t *T, int zf
         for (int d = 0; d < nd; d++)
             r[d] = p->dO[d] + t[d];
         int64_t f = flat_of(r, b->shape, nd);
-        if (b->type == p->src->type) {
-            memcpy(b->data + f * b->esize, tile + s * esize, esize);
-        } else {   /* a DMA between element types converts, as format 1 allowed */
-            int bad;
-            cq_convert(p->src->type, b->type, tile + s * esize, b->data + f * b->esize, 1, 1u,
-                       &bad);
-        }
+        memcpy(b->data + f * esize, tile + s * esize, esize);   /* one element type (§9.2) */
         if (b->written)
             b->written[f] = wr[s];
     } while (next(t, lo, hi, nd));
 }
 
-/* Land a transfer: read the source tile, transpose or pad it, write it. A pad value
- * that does not fit the element type faults in the planning lane. */
-static int land(cq_block *blk, cq_transfer *t)
+/* Land a transfer: read the source tile, transpose or pad it, write it. */
+static void land(cq_transfer *t)
 {
     const plan *p = &t->p;
     const cq_buf *sb = p->src;
@@ -303,19 +298,11 @@ static int land(cq_block *blk, cq_transfer *t)
         t->tile[0] = tile = out;
         T = p->shape;
     } else if (t->desc->op == 2) {   /* pad (§9.6.3): element i lands at lo + i*(mid+1) */
-        char value[8];
-        int bad, vi;
-        cq_warp *vw = cq_warp_of(blk, t->lane, &vi);
-        cq_convert(p->pad_type, sb->type, p->pad_value, value, 1, 1u, &bad);
-        if (bad >= 0)
-            return cq_fault_convert(vw, &blk->code->ins[0], vi, p->pad_type,
-                                    (const char *)p->pad_value - (size_t)vi * cq_type_size[p->pad_type],
-                                    sb->type);
         char *out = t->tile[1];
         int64_t n1 = t->count[1];
         uint8_t *ov = (uint8_t *)out + n1 * esize, *ow = ov + n1;
-        for (int64_t e = 0; e < n1; e++)
-            memcpy(out + e * esize, value, esize);
+        for (int64_t e = 0; e < n1; e++)   /* the value has the element type (§9.6.3) */
+            memcpy(out + e * esize, p->pad_value, esize);
         memset(ov, 1, (size_t)n1 * 2);
         int64_t zero[CQ_MAX_RANK] = {0};
         memset(k, 0, sizeof k);
@@ -331,16 +318,16 @@ static int land(cq_block *blk, cq_transfer *t)
         T = p->shape;
     }
     write_tile(p, tile, T, t->desc->zfill);
-    return CQ_ST_OK;
 }
 
 /* ------------------------------------------------------------------ issuing */
 
-static int issue(cq_block *blk, const cq_ins *ins, const cq_dmadecl *desc, const plan *p,
-                 const int *lanes, int n)
+static int issue(cq_block *blk, const cq_ins *ins, const plan *p, const int *lanes, int n)
 {
+    const cq_dmadecl *desc = &blk->code->dma[ins->a];
     cq_transfer *t = cq_xcalloc(1, sizeof *t);
     t->p = *p;
+    t->d = ins->a;
     t->desc = desc;
     t->lane = lanes[0];
     t->span = ins->span;
@@ -349,10 +336,8 @@ static int issue(cq_block *blk, const cq_ins *ins, const cq_dmadecl *desc, const
         return CQ_ST_FAULT;
     }
     int is_async = desc->is_async && desc->future >= 0;
-    int st = land(blk, t);
+    land(t);
     transfer_free(t);
-    if (st != CQ_ST_OK)
-        return st;
     if (desc->future >= 0) {
         int32_t h = cq_handle_new(blk);
         cq_handle *hd = &blk->handles[h];
@@ -382,9 +367,9 @@ static int first_pending(const cq_block *blk, int slot, const int *lanes, int n)
 
 static int unwaited_fault(cq_block *blk, const cq_ins *ins, int slot, int lane, int span)
 {
-    cq_fault *f = cq_fault_new(blk, ins, CQ_F_UNWAITED, lane);
-    f->i[0] = slot;
-    f->i[1] = blk->handles[blk->fut[slot][lane]].issued;
+    cq_fault *f = cq_fault_new(blk, ins, CQ_K_NEVER_WAITED, lane);
+    cq_put(f, blk->handles[blk->fut[slot][lane]].issued);
+    cq_put(f, slot);
     if (span >= 0)
         f->span = span;
     return CQ_ST_FAULT;
@@ -438,10 +423,6 @@ static int operand_registers(cq_block *blk, const cq_dmadecl *desc, const int *l
 
 int cq_uniform_regs(cq_block *blk, const int *lanes, int n, const int32_t *regs, int nregs);
 
-/* Operand labels of §7.4.5 messages (faults.py OPERAND_LABELS). */
-enum { L_SOURCE = 4, L_ORIGIN = 2, L_EXTENTS_SHAPE = 9, L_DEST = 5, L_DEST_ORIGIN = 6,
-       L_DEST_EXTENTS = 7, L_PADDING = 8 };
-
 static int pack_tuple(int64_t *out, const int64_t *v, int n)
 {
     out[0] = n;
@@ -450,33 +431,49 @@ static int pack_tuple(int64_t *out, const int64_t *v, int n)
     return n + 1;
 }
 
-/* The first operand in which plan b differs from plan a (the lowest lane's), as a
- * fault of lane ``lane``; CQ_ST_OK when they agree. */
-static int compare_plans(cq_block *blk, const cq_rdv *rec, int first, int lane, const plan *a,
-                         const plan *b)
+static int pack_buffer(int64_t *out, const cq_buf *b)
 {
-    int64_t x[3 * CQ_MAX_RANK + 3], y[3 * CQ_MAX_RANK + 3];
-    for (int label = 0; label < 7; label++) {
-        static const int labels[7] = {L_SOURCE, L_ORIGIN, L_EXTENTS_SHAPE, L_DEST,
-                                      L_DEST_ORIGIN, L_DEST_EXTENTS, L_PADDING};
+    out[0] = b->code;
+    out[1] = b->slot;
+    out[2] = b->element;
+    return 3;
+}
+
+/* The first operand in which plan b differs from plan a (the lowest lane's, dma.py
+ * Plan.operands), as a fault of lane ``lane``; CQ_ST_OK when they agree. */
+static int compare_plans(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, int first,
+                         int lane, const plan *a, const plan *b)
+{
+    static const int label[10] = {
+        CQ_LABEL_SOURCE, CQ_LABEL_ORIGIN, CQ_LABEL_EXTENTS, CQ_LABEL_DESTINATION,
+        CQ_LABEL_DESTINATION_ORIGIN, CQ_LABEL_DESTINATION_EXTENTS, CQ_LABEL_LOW_PADDING,
+        CQ_LABEL_HIGH_PADDING, CQ_LABEL_INTERIOR_PADDING, CQ_LABEL_PADDING_VALUE};
+    static const int tag[10] = {
+        CQ_TAG_BUFFER, CQ_TAG_TUPLE, CQ_TAG_SHAPE, CQ_TAG_BUFFER, CQ_TAG_TUPLE, CQ_TAG_SHAPE,
+        CQ_TAG_TUPLE, CQ_TAG_TUPLE, CQ_TAG_TUPLE, CQ_TAG_VALUE};
+    int nops = blk->code->dma[ins->a].op == 2 ? 10 : 9;
+    for (int k = 0; k < nops; k++) {
+        int64_t x[CQ_MAX_RANK + 1], y[CQ_MAX_RANK + 1];
         int n;
-        switch (label) {
-        case 0: x[0] = a->src->name; y[0] = b->src->name; n = 1; break;
+        switch (k) {
+        case 0: n = pack_buffer(x, a->src); pack_buffer(y, b->src); break;
         case 1: n = pack_tuple(x, a->so, a->nd); pack_tuple(y, b->so, b->nd); break;
         case 2: n = pack_tuple(x, a->se, a->nd); pack_tuple(y, b->se, b->nd); break;
-        case 3: x[0] = a->dst->name; y[0] = b->dst->name; n = 1; break;
+        case 3: n = pack_buffer(x, a->dst); pack_buffer(y, b->dst); break;
         case 4: n = pack_tuple(x, a->dO, a->dnd); pack_tuple(y, b->dO, b->dnd); break;
         case 5: n = pack_tuple(x, a->dD, a->dnd); pack_tuple(y, b->dD, b->dnd); break;
+        case 6: n = pack_tuple(x, a->lo, a->npad); pack_tuple(y, b->lo, b->npad); break;
+        case 7: n = pack_tuple(x, a->hi, a->npad); pack_tuple(y, b->hi, b->npad); break;
+        case 8: n = pack_tuple(x, a->mid, a->npad); pack_tuple(y, b->mid, b->npad); break;
         default:
-            n = pack_tuple(x, a->lo, a->npad);
-            n += pack_tuple(x + n, a->hi, a->npad);
-            n += pack_tuple(x + n, a->mid, a->npad);
-            pack_tuple(y, b->lo, b->npad);
-            pack_tuple(y + a->npad + 1, b->hi, b->npad);
-            pack_tuple(y + 2 * (a->npad + 1), b->mid, b->npad);
+            n = 2;
+            x[0] = y[0] = a->pad_type;
+            x[1] = y[1] = 0;
+            memcpy(&x[1], a->pad_value, cq_type_size[a->pad_type]);
+            memcpy(&y[1], b->pad_value, cq_type_size[b->pad_type]);
         }
         if (memcmp(x, y, sizeof(int64_t) * n))
-            return cq_operands_differ(blk, rec, first, lane, labels[label], n, x, y);
+            return cq_operands_differ(blk, rec, first, lane, label[k], tag[k], n, x, y);
     }
     return CQ_ST_OK;
 }
@@ -489,30 +486,31 @@ int cq_effect_dma(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int
     int32_t regs[8 * CQ_MAX_RANK + 4];
     int nr = operand_registers(blk, desc, lanes, n, regs);
     plan first;
-    if (plan_for(blk, ins, desc, lanes[0], &first) != CQ_ST_OK)
+    if (plan_for(blk, ins, lanes[0], &first) != CQ_ST_OK)
         return CQ_ST_FAULT;
     if (nr < 0 || !cq_uniform_regs(blk, lanes, n, regs, nr))
         for (int k = 1; k < n; k++) {
             plan other;
-            if (plan_for(blk, ins, desc, lanes[k], &other) != CQ_ST_OK ||
-                compare_plans(blk, rec, lanes[0], lanes[k], &first, &other) != CQ_ST_OK)
+            if (plan_for(blk, ins, lanes[k], &other) != CQ_ST_OK ||
+                compare_plans(blk, ins, rec, lanes[0], lanes[k], &first, &other) != CQ_ST_OK)
                 return CQ_ST_FAULT;
         }
-    return issue(blk, ins, desc, &first, lanes, n);
+    return issue(blk, ins, &first, lanes, n);
 }
 
+/* DMA: a collective of site b when it names one (§9.3), else one copy per active lane,
+ * in lane order. */
 int cq_op_dma(cq_warp *w, const cq_ins *ins)
 {
     cq_block *blk = w->blk;
     const cq_dmadecl *desc = &blk->code->dma[ins->a];
-    if (desc->coll >= 0)
-        return cq_arrive(w, ins, desc->coll, 0);
+    if (ins->b >= 0)
+        return cq_arrive(w, ins, ins->b, 0);
     for (uint32_t m = w->act; m; m &= m - 1) {
         int lane = w->base + cq_low(m);
         plan p;
         if (check_unwaited(blk, ins, desc, &lane, 1) != CQ_ST_OK ||
-            plan_for(blk, ins, desc, lane, &p) != CQ_ST_OK ||
-            issue(blk, ins, desc, &p, &lane, 1) != CQ_ST_OK)
+            plan_for(blk, ins, lane, &p) != CQ_ST_OK || issue(blk, ins, &p, &lane, 1) != CQ_ST_OK)
             return CQ_ST_FAULT;
     }
     return CQ_ST_OK;
@@ -535,8 +533,7 @@ static int wait_lane(cq_block *blk, const cq_ins *ins, int slot, int lane)
     if (h < 0 || !blk->handles[h].buf || !blk->handles[h].is_async)
         return CQ_ST_OK;
     if (cq_lanes_get(&blk->handles[h].waited, lane)) {
-        cq_fault *f = cq_fault_new(blk, ins, CQ_F_WAITED_TWICE, lane);
-        f->i[0] = slot;
+        cq_put(cq_fault_new(blk, ins, CQ_K_FUTURE_WAITED_TWICE, lane), slot);
         return CQ_ST_FAULT;
     }
     cq_lanes_set(&blk->handles[h].waited, lane);
@@ -582,8 +579,7 @@ int cq_op_fut_dim(cq_warp *w, const cq_ins *ins)
         int i = cq_low(m), lane = w->base + i;
         int32_t h = blk->fut[ins->b][lane];
         if (h < 0 || !blk->handles[h].buf) {
-            cq_fault *f = cq_fault_new(blk, ins, CQ_F_NO_DATA, lane);
-            f->i[0] = ins->b;
+            cq_put(cq_fault_new(blk, ins, CQ_K_FUTURE_NO_DATA, lane), ins->b);
             return CQ_ST_FAULT;
         }
         out[i] = blk->handles[h].e[ins->c];

@@ -2,7 +2,6 @@
  * for the one-lane host program), structured control flow (docs/EXECUTION.md §3), the
  * scheduler (LANGUAGE.md §7.1.2) and the block loop. croqvm/interp/engine.py,
  * control.py and scheduler.py are the reference this follows decision by decision. */
-#include <math.h>
 #include "cq_engine.h"
 #include "cq_types.h"
 
@@ -71,18 +70,13 @@ static void write_bits(char *reg, int type, const int64_t *bits, uint32_t act, i
             memcpy(reg + (size_t)i * size, &bits[i], size);   /* little-endian hosts */
 }
 
-static int op_const(cq_warp *w, const cq_ins *ins, uint32_t act, int n)
+/* CONST: the constant is of R[a]'s type (the verifier's guarantee). */
+static void op_const(cq_warp *w, const cq_ins *ins, uint32_t act, int n)
 {
-    if (ins->c) {   /* the constant does not fit R[a]'s type: a fault of the warp's lane 0 */
-        cq_fault *f = cq_fault_new(w->blk, ins, CQ_F_CONST, w->base);
-        f->i[0] = ins->k;
-        return CQ_ST_FAULT;
-    }
     int64_t bits[CQ_WARP];
     for (int i = 0; i < n; i++)
         bits[i] = ins->k;
     write_bits(w->regs + ins->ra, ins->ta, bits, act, n);
-    return CQ_ST_OK;
 }
 
 /* R[a] := an s64 value per lane, converted (wrapping) to R[a]'s type. */
@@ -123,9 +117,9 @@ static int op_yield(cq_block *blk, cq_warp *w)
 
 static int step_limit(cq_warp *w, const cq_ins *ins)
 {
-    cq_fault *f = cq_fault_new(w->blk, ins, CQ_F_STEP_LIMIT,
+    cq_fault *f = cq_fault_new(w->blk, ins, CQ_K_STEP_LIMIT,
                                w->act ? w->base + cq_low(w->act) : -1);
-    f->i[0] = w->blk->call->opts.max_steps;
+    cq_put(f, w->blk->call->opts.max_steps);
     return CQ_ST_FAULT;
 }
 
@@ -218,7 +212,7 @@ int cq_run_block(cq_block *blk)
             if (!w) {
                 for (int k = 0; k < blk->nwarps; k++)
                     if (blk->warps[k].state != CQ_FINISHED) {
-                        cq_fault_new(blk, NULL, CQ_F_DEADLOCK, -1);
+                        cq_fault_new(blk, NULL, CQ_DEADLOCK, -1);
                         return CQ_ST_FAULT;
                     }
                 return CQ_ST_DONE;

@@ -79,9 +79,10 @@ static void decode(reader *r, const cq_code *code, const int64_t *words, cq_ins 
     uint32_t *offs[4] = {&ins->ra, &ins->rb, &ins->rc, &ins->rd};
     uint8_t *types[4] = {&ins->ta, &ins->tb, &ins->tc, &ins->td};
     const char *kinds = operand_kinds[ins->op];
+    size_t nkinds = strlen(kinds);
     for (int k = 0; k < 5; k++) {
         *ops[k] = (int32_t)words[1 + k];
-        if (k < 4 && kinds[k] == 'r') {
+        if (k < 4 && (size_t)k < nkinds && kinds[k] == 'r') {
             if (*ops[k] < 0 || *ops[k] >= code->nregs) {
                 r->why = "register out of range";
                 longjmp(r->fail, 1);
@@ -107,15 +108,40 @@ static cq_ins *rd_code_words(reader *r, const cq_code *code, int32_t *n)
     return ins;
 }
 
-/* CONST values, converted to their registers' types by the driver: (bits, fault) for
- * each CONST in order, the code's first, then each lane set's. */
-static void rd_consts(reader *r, cq_ins *ins, int32_t n)
+/* The element type an access's base declares (a buffer's, or a future's, §9.4.4). */
+static int element_type(const cq_code *code, int a)
 {
-    for (int32_t k = 0; k < n; k++)
-        if (ins[k].op == CQ_OP_CONST) {
+    const cq_access *acc = &code->access[a];
+    return acc->kind == 0 ? code->buf[acc->base].type : code->fut_type[acc->base];
+}
+
+/* What the driver works out for some instructions, one word each, in order: a CONST's
+ * value (its bits in R[a]'s storage type), an UPDATE's arithmetic type (§12.2). */
+static void rd_aux(reader *r, const cq_code *code, cq_ins *ins, int32_t n)
+{
+    for (int32_t k = 0; k < n; k++) {
+        if (ins[k].op == CQ_OP_CONST)
             ins[k].k = rd(r);
-            ins[k].c = (int32_t)rd(r);    /* 1: converting the constant faults */
+        if (ins[k].op == CQ_OP_LOAD)
+            ins[k].te = (uint8_t)element_type(code, ins[k].b);
+        if (ins[k].op == CQ_OP_STORE)
+            ins[k].te = (uint8_t)element_type(code, ins[k].a);
+        if (ins[k].op == CQ_OP_UPDATE) {
+            ins[k].te = (uint8_t)element_type(code, ins[k].a);
+            ins[k].tt = (uint8_t)rd(r);
+            ins[k].hx = (uint16_t)(family[ins[k].c] + ins[k].tt);
         }
+    }
+}
+
+static int32_t rd_type(reader *r)
+{
+    int64_t t = rd(r);
+    if (t < 0 || t >= CQ_NTYPES) {
+        r->why = "unknown element type";
+        longjmp(r->fail, 1);
+    }
+    return (int32_t)t;
 }
 
 static void rd_code(reader *r, cq_code *code)
@@ -125,31 +151,24 @@ static void rd_code(reader *r, cq_code *code)
     code->roff = cq_xcalloc((size_t)code->nregs + 1, sizeof(uint32_t));
     size_t off = 0;
     for (int32_t k = 0; k < code->nregs; k++) {
-        int64_t t = rd(r);
-        if (t < 0 || t >= CQ_NTYPES || !(CQ_SUPPORTED_TYPES >> t & 1)) {
-            r->why = "a register type the native engine does not support";
-            longjmp(r->fail, 1);
-        }
+        int32_t t = rd_type(r);
         code->rtype[k] = (uint8_t)t;
         code->roff[k] = (uint32_t)off;
         off += ((size_t)CQ_WARP * cq_type_size[t] + 63) / 64 * 64;
     }
     code->warp_bytes = off;
-    code->ins = rd_code_words(r, code, &code->n);
 
     code->nbuf = (int32_t)rd(r);
     code->buf = cq_xcalloc((size_t)code->nbuf + 1, sizeof(cq_bufdecl));
     for (int32_t k = 0; k < code->nbuf; k++) {
         cq_bufdecl *b = &code->buf[k];
         b->storage = (int32_t)rd(r);
-        b->type = (int32_t)rd(r);
-        b->span = (int32_t)rd(r);
-        b->name = (int32_t)rd(r);
-        b->param = (int32_t)rd(r);
+        b->type = rd_type(r);
+        b->count = (int32_t)rd(r);
+        b->is_array = (int32_t)rd(r);
         b->shape = rd_counted(r, &b->nshape);
-        b->names = rd_counted(r, &b->count);
     }
-    code->fut_name = rd_counted(r, &code->nfut);
+    code->fut_type = rd_counted(r, &code->nfut);
     code->nevent = (int32_t)rd(r);
     code->event = cq_xcalloc((size_t)code->nevent + 1, sizeof(cq_eventdecl));
     for (int32_t k = 0; k < code->nevent; k++) {
@@ -157,15 +176,15 @@ static void rd_code(reader *r, cq_code *code)
         e->slots = (int32_t)rd(r);
         e->ready = (int32_t)rd(r);
         e->count = (int32_t)rd(r);
-        e->name = (int32_t)rd(r);
         e->ls = rd_counted(r, &e->nls);
     }
     code->nfrag = (int32_t)rd(r);
     code->frag = cq_xcalloc((size_t)code->nfrag + 1, sizeof(cq_fragdecl));
     for (int32_t k = 0; k < code->nfrag; k++) {
-        code->frag[k].type = (int32_t)rd(r);
+        code->frag[k].type = rd_type(r);
         code->frag[k].unit = (int32_t)rd(r);
-        code->frag[k].name = (int32_t)rd(r);
+        code->frag[k].rows = (int32_t)rd(r);
+        code->frag[k].cols = (int32_t)rd(r);
     }
     code->naccess = (int32_t)rd(r);
     code->access = cq_xcalloc((size_t)code->naccess + 1, sizeof(cq_access));
@@ -198,8 +217,6 @@ static void rd_code(reader *r, cq_code *code)
         d->future = (int32_t)rd(r);
         d->is_async = (int32_t)rd(r);
         d->zfill = (int32_t)rd(r);
-        d->coll = (int32_t)rd(r);
-        d->name = (int32_t)rd(r);
         d->pad_value = (int32_t)rd(r);
         d->perm = rd_counted(r, &d->nperm);
         d->pad_lo = rd_counted(r, &d->npad);
@@ -211,12 +228,6 @@ static void rd_code(reader *r, cq_code *code)
     for (int32_t k = 0; k < code->ncoll; k++) {
         code->coll[k].laneset = (int32_t)rd(r);
         code->coll[k].unit = (int32_t)rd(r);
-    }
-    code->nlaneset = (int32_t)rd(r);
-    code->laneset = cq_xcalloc((size_t)code->nlaneset + 1, sizeof(cq_laneset));
-    for (int32_t k = 0; k < code->nlaneset; k++) {
-        code->laneset[k].result = (int32_t)rd(r);
-        code->laneset[k].ins = rd_code_words(r, code, &code->laneset[k].n);
     }
     code->nprint = (int32_t)rd(r);
     code->print = cq_xcalloc((size_t)code->nprint + 1, sizeof(cq_print));
@@ -243,9 +254,16 @@ static void rd_code(reader *r, cq_code *code)
         l->nscalar = n / 2;
     }
     code->once_sites = (int32_t)rd(r);
-    rd_consts(r, code->ins, code->n);
+    code->nlaneset = (int32_t)rd(r);
+    code->laneset = cq_xcalloc((size_t)code->nlaneset + 1, sizeof(cq_laneset));
+    for (int32_t k = 0; k < code->nlaneset; k++) {
+        code->laneset[k].result = (int32_t)rd(r);
+        code->laneset[k].ins = rd_code_words(r, code, &code->laneset[k].n);
+    }
+    code->ins = rd_code_words(r, code, &code->n);
+    rd_aux(r, code, code->ins, code->n);
     for (int32_t k = 0; k < code->nlaneset; k++)
-        rd_consts(r, code->laneset[k].ins, code->laneset[k].n);
+        rd_aux(r, code, code->laneset[k].ins, code->laneset[k].n);
 
     /* derived: the collective instructions' count slots, the deepest nesting */
     code->coll_slot = cq_xcalloc((size_t)code->n + 1, sizeof(int32_t));
@@ -267,10 +285,8 @@ static void rd_code(reader *r, cq_code *code)
 
 static void free_code(cq_code *code)
 {
-    for (int32_t k = 0; k < code->nbuf; k++) {
+    for (int32_t k = 0; k < code->nbuf; k++)
         free(code->buf[k].shape);
-        free(code->buf[k].names);
-    }
     for (int32_t k = 0; k < code->nevent; k++)
         free(code->event[k].ls);
     for (int32_t k = 0; k < code->naccess; k++)
@@ -300,7 +316,7 @@ static void free_code(cq_code *code)
     free(code->rtype);
     free(code->roff);
     free(code->buf);
-    free(code->fut_name);
+    free(code->fut_type);
     free(code->event);
     free(code->frag);
     free(code->access);
@@ -318,11 +334,6 @@ static _Thread_local const char *load_error;
 const char *cq_load_error(void)
 {
     return load_error;
-}
-
-uint32_t cq_supported_types(void)
-{
-    return CQ_SUPPORTED_TYPES;
 }
 
 #define CQ_IMAGE_MAGIC 0x31474d4951435143LL   /* "CQCQIMG1" */
@@ -357,10 +368,7 @@ cq_prog *cq_load(const int64_t *image, size_t nwords, const char *strings, size_
             longjmp(r.fail, 1);
         }
     }
-    for (int k = 0; k < CQ_NTYPES * CQ_NTYPES; k++)
-        prog->promote[k] = (uint8_t)rd(&r);
     prog->fn_span = (int32_t)rd(&r);
-    prog->ret_kind = (int32_t)rd(&r);
     rd_code(&r, &prog->host);
     prog->nkernels = (int32_t)rd(&r);
     prog->kernels = cq_xcalloc((size_t)prog->nkernels + 1, sizeof(cq_kernel));

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "cq_engine.h"
+#include "cq_types.h"
 
 /* ------------------------------------------------------------------ allocation */
 
@@ -57,12 +58,12 @@ void cq_arena_free(cq_chunk **arena)
 
 /* A zero-filled instance, or in poison mode NaN / bytes 0xA5 with nothing written
  * (§14.4); NULL when no memory can hold it. */
-cq_buf *cq_new_buffer(cq_chunk **arena, int type, int ndim, const int64_t *shape, int name,
-                      int decl_span, int poison)
+cq_buf *cq_new_buffer(cq_chunk **arena, int type, int ndim, const int64_t *shape, int code,
+                      int slot, int element, int poison)
 {
     int64_t count = 1;
     for (int d = 0; d < ndim; d++)
-        if (__builtin_mul_overflow(count, shape[d], &count))
+        if (shape[d] < 0 || __builtin_mul_overflow(count, shape[d], &count))
             return NULL;
     int64_t bytes;
     if (__builtin_mul_overflow(count, (int64_t)cq_type_size[type], &bytes))
@@ -79,20 +80,22 @@ cq_buf *cq_new_buffer(cq_chunk **arena, int type, int ndim, const int64_t *shape
     for (int d = 0; d < ndim; d++)
         b->shape[d] = shape[d];
     b->count = count;
-    b->name = name;
-    b->decl_span = decl_span;
+    b->code = code;
+    b->slot = slot;
+    b->element = element;
     if (poison) {
         b->written = cq_arena_alloc(arena, (size_t)count);
         if (!b->written)
             return NULL;
-        if (type == CQ_F32)
-            for (int64_t k = 0; k < count; k++)
-                ((float *)b->data)[k] = (float)NAN;
-        else if (type == CQ_F64)
-            for (int64_t k = 0; k < count; k++)
-                ((double *)b->data)[k] = NAN;
-        else
+        if (cq_is_float(type)) {
+            int bad;
+            double nan = NAN;
+            cq_convert(CQ_F64, type, &nan, b->data, 1, 1u, &bad);   /* numpy's quiet NaN */
+            for (int64_t k = 1; k < count; k++)
+                memcpy(b->data + k * b->esize, b->data, b->esize);
+        } else {
             memset(b->data, 0xA5, (size_t)bytes);
+        }
     }
     return b;
 }
@@ -119,8 +122,8 @@ cq_insts cq_allocate(cq_block *blk, int slot, int lane, int ndim, const int64_t 
     *fault = 0;
     cq_buf **insts = cq_arena_alloc(arena, (size_t)decl->count * sizeof(cq_buf *));
     for (int k = 0; insts && k < decl->count; k++) {
-        insts[k] = cq_new_buffer(arena, decl->type, ndim, shape, decl->names[k], decl->span,
-                                 call->opts.poison);
+        insts[k] = cq_new_buffer(arena, decl->type, ndim, shape, blk->kernel, slot,
+                                 decl->is_array ? k : -1, call->opts.poison);
         if (!insts[k])
             insts = NULL;
     }
@@ -140,17 +143,16 @@ cq_insts cq_allocate(cq_block *blk, int slot, int lane, int ndim, const int64_t 
     return insts;
 }
 
-/* The fault for an allocation that failed: what (0 a buffer, 1 a DMA tile, 2 a
- * fragment), the name, the extents. */
-int cq_alloc_fault(cq_block *blk, const cq_ins *ins, int lane, int what, int name, int ndim,
+/* An allocation that failed: ALLOC_BUFFER (``what`` a slot), ALLOC_TILE (a DMA) or
+ * ALLOC_FRAGMENT (a fragment), with the extents asked for. */
+int cq_alloc_fault(cq_block *blk, const cq_ins *ins, int lane, int kind, int what, int ndim,
                    const int64_t *shape)
 {
-    cq_fault *f = cq_fault_new(blk, ins, CQ_F_ALLOC, lane);
-    f->i[0] = what;
-    f->i[1] = name;
-    f->i[2] = ndim;
-    for (int d = 0; d < ndim; d++)
-        f->i[3 + d] = shape[d];
+    cq_fault *f = cq_fault_new(blk, ins, kind, lane);
+    cq_put(f, what);
+    cq_put(f, ndim);
+    for (int d = 0; d < ndim; d++)   /* an extent read from a u64 register may be huge */
+        cq_put_u64(f, shape[d], shape[d] < 0);
     return CQ_ST_FAULT;
 }
 
@@ -215,31 +217,36 @@ void cq_handle_set(cq_block *blk, int slot, int lane, int32_t h)
 
 /* ------------------------------------------------------------------ bases and views */
 
-/* Lane i's instance of buffer slot ``slot`` (element R[arr] of an array). */
-int cq_buffer_of(cq_warp *w, const cq_ins *ins, int slot, int arr, int i, cq_buf **out)
+/* Lane i's instance of buffer slot ``slot`` (element R[arr] of an array). An array
+ * index is reported as the register's value, except through an access to a block-wide
+ * array (``as_int64``), which reads it as an s64, as the reference does. */
+static int buffer_of(cq_warp *w, const cq_ins *ins, int slot, int arr, int i, int as_int64,
+                     cq_buf **out)
 {
     const cq_bufdecl *decl = &w->blk->code->buf[slot];
     cq_buf **insts = cq_instances(w->blk, slot, w->base + i);
     if (!insts) {
-        cq_fault *f = cq_fault_new(w->blk, ins, CQ_F_BEFORE_DECL, w->base + i);
-        f->i[0] = slot;
+        cq_put(cq_fault_new(w->blk, ins, CQ_K_BUFFER_BEFORE_DECLARATION, w->base + i), slot);
         return CQ_ST_FAULT;
     }
     int64_t a = 0;
     if (arr >= 0) {
         a = reg_int(w, arr, i);
-        int huge = w->blk->code->rtype[arr] == CQ_U64 && a < 0;
-        if (huge || a < 0 || a >= decl->count) {
-            cq_fault *f = cq_fault_new(w->blk, ins, CQ_F_ARRAY_INDEX, w->base + i);
-            f->i[0] = a;
-            f->i[1] = slot;
-            f->i[2] = decl->count;
-            f->i[3] = huge;     /* Python prints the register's value: u64 unsigned */
+        if (a < 0 || a >= decl->count) {   /* a u64 index >= 2^63 reads as negative */
+            cq_fault *f = cq_fault_new(w->blk, ins, CQ_K_BUFFER_ARRAY_INDEX, w->base + i);
+            cq_put_u64(f, a, !as_int64 && w->blk->code->rtype[arr] == CQ_U64);
+            cq_put(f, slot);
+            cq_put(f, decl->count);
             return CQ_ST_FAULT;
         }
     }
     *out = insts[a];
     return CQ_ST_OK;
+}
+
+int cq_buffer_of(cq_warp *w, const cq_ins *ins, int slot, int arr, int i, cq_buf **out)
+{
+    return buffer_of(w, ins, slot, arr, i, 0, out);
 }
 
 /* Lane i's handle of future ``slot``, which must hold waited data (§9.5.4). */
@@ -248,12 +255,11 @@ int cq_future_data(cq_warp *w, const cq_ins *ins, int slot, int i, cq_handle **o
     cq_block *blk = w->blk;
     int lane = w->base + i;
     int32_t h = blk->fut[slot][lane];
-    int kind = h < 0 || !blk->handles[h].buf ? CQ_F_NO_DATA
+    int kind = h < 0 || !blk->handles[h].buf ? CQ_K_FUTURE_NO_DATA
              : blk->handles[h].is_async && !cq_lanes_get(&blk->handles[h].waited, lane)
-             ? CQ_F_NOT_WAITED : CQ_F_NONE;
-    if (kind != CQ_F_NONE) {
-        cq_fault *f = cq_fault_new(blk, ins, kind, lane);
-        f->i[0] = slot;
+             ? CQ_K_FUTURE_NOT_WAITED : 0;
+    if (kind) {
+        cq_put(cq_fault_new(blk, ins, kind, lane), slot);
         return CQ_ST_FAULT;
     }
     *out = &blk->handles[h];
@@ -262,7 +268,7 @@ int cq_future_data(cq_warp *w, const cq_ins *ins, int slot, int i, cq_handle **o
 
 /* (buffer, origin, extents) of a base for lane i, in root coordinates. */
 static int base_view(cq_warp *w, const cq_ins *ins, int kind, int base, int arr, int i,
-                     cq_buf **buf, int64_t *o, int64_t *e)
+                     int as_int64, cq_buf **buf, int64_t *o, int64_t *e)
 {
     if (kind == 1) {
         cq_handle *h;
@@ -275,7 +281,7 @@ static int base_view(cq_warp *w, const cq_ins *ins, int kind, int base, int arr,
         }
         return CQ_ST_OK;
     }
-    if (cq_buffer_of(w, ins, base, arr, i, buf) != CQ_ST_OK)
+    if (buffer_of(w, ins, base, arr, i, as_int64, buf) != CQ_ST_OK)
         return CQ_ST_FAULT;
     for (int d = 0; d < (*buf)->ndim; d++) {
         o[d] = 0;
@@ -290,7 +296,7 @@ int cq_view_of(cq_warp *w, const cq_ins *ins, int v, int i, cq_buf **buf, int64_
 {
     const cq_viewdecl *view = &w->blk->code->view[v];
     int64_t bo[CQ_MAX_RANK], be[CQ_MAX_RANK];
-    if (base_view(w, ins, view->kind, view->base, view->arr, i, buf, bo, be) != CQ_ST_OK)
+    if (base_view(w, ins, view->kind, view->base, view->arr, i, 0, buf, bo, be) != CQ_ST_OK)
         return CQ_ST_FAULT;
     for (int d = 0; d < view->n; d++) {
         o[d] = bo[d] + reg_int(w, view->origin[d], i);
@@ -313,14 +319,13 @@ typedef struct {
 static int range_fault(cq_warp *w, const cq_ins *ins, int a, int i, int k, int64_t lo,
                        int64_t hi, const int64_t *idx, int n)
 {
-    cq_fault *f = cq_fault_new(w->blk, ins, CQ_F_RANGE, w->base + i);
-    f->i[0] = a;
-    f->i[1] = k;
-    f->i[2] = lo;
-    f->i[3] = hi;
-    f->i[4] = n;
-    for (int d = 0; d < n; d++)
-        f->i[5 + d] = idx[d];
+    cq_fault *f = cq_fault_new(w->blk, ins, CQ_K_OUT_OF_RANGE, w->base + i);
+    cq_put(f, a);
+    cq_put_list(f, n, idx);
+    cq_put(f, idx[k]);
+    cq_put(f, k);
+    cq_put(f, lo);
+    cq_put(f, hi);
     return CQ_ST_FAULT;
 }
 
@@ -336,7 +341,8 @@ static int locate(cq_warp *w, const cq_ins *ins, int a, located *L)
         act &= act - 1;
         cq_buf *buf;
         int64_t o[CQ_MAX_RANK], e[CQ_MAX_RANK], idx[CQ_MAX_RANK];
-        if (base_view(w, ins, acc->kind, acc->base, acc->arr, i, &buf, o, e) != CQ_ST_OK)
+        int wide = acc->kind == 0 && block_wide(&code->buf[acc->base]);
+        if (base_view(w, ins, acc->kind, acc->base, acc->arr, i, wide, &buf, o, e) != CQ_ST_OK)
             return CQ_ST_FAULT;
         int64_t flat = 0;
         for (int d = 0; d < acc->n; d++) {
@@ -365,66 +371,52 @@ static int check_written(cq_warp *w, const cq_ins *ins, int a, const located *L,
         const cq_buf *b = L->buf[i];
         if (b->written && !b->written[L->off[i]]) {
             const cq_access *acc = &w->blk->code->access[a];
-            cq_fault *f = cq_fault_new(w->blk, ins, CQ_F_UNINIT, w->base + i);
-            f->i[0] = a;
-            f->i[2] = b->decl_span;
-            f->i[3] = acc->n;
+            cq_fault *f = cq_fault_new(w->blk, ins, CQ_K_UNINITIALISED, w->base + i);
+            cq_put(f, a);
+            cq_put(f, acc->n);
             for (int d = 0; d < acc->n; d++)
-                f->i[4 + d] = reg_int(w, acc->idx[d], i);
+                cq_put_u64(f, reg_int(w, acc->idx[d], i),
+                           w->blk->code->rtype[acc->idx[d]] == CQ_U64);
+            cq_put_buffer(f, b);
             return CQ_ST_FAULT;
         }
     }
     return CQ_ST_OK;
 }
 
+/* LOAD: the elements convert from the declared element type to R[a]'s. */
 int cq_op_load(cq_warp *w, const cq_ins *ins)
 {
     located L;
     if (locate(w, ins, ins->b, &L) != CQ_ST_OK || check_written(w, ins, ins->b, &L, L.lanes))
         return CQ_ST_FAULT;
     char vals[CQ_WARP * 8];
-    int etype = -1;
+    int size = cq_type_size[ins->te];
     for (uint32_t m = L.lanes; m; m &= m - 1) {
         int i = cq_low(m);
-        const cq_buf *b = L.buf[i];
-        if (etype < 0)
-            etype = b->type;
-        memcpy(vals + i * b->esize, b->data + L.off[i] * b->esize, b->esize);
+        memcpy(vals + i * size, L.buf[i]->data + L.off[i] * size, size);
     }
-    if (etype < 0)
-        return CQ_ST_OK;
     int bad;
-    cq_convert(etype, ins->ta, vals, w->regs + ins->ra, CQ_WARP, L.lanes, &bad);
+    cq_convert(ins->te, ins->ta, vals, w->regs + ins->ra, CQ_WARP, L.lanes, &bad);
     if (bad >= 0)
-        return cq_fault_convert(w, ins, bad, etype, vals, ins->ta);
+        return cq_fault_convert(w, ins, bad, ins->te, vals, ins->ta);
     return CQ_ST_OK;
 }
 
+/* STORE: R[b] converts to the element type; the lowest lane with a fault wins, an
+ * access fault before a conversion fault of the same lane. */
 int cq_op_store(cq_warp *w, const cq_ins *ins)
 {
     located L;
-    int f1 = locate(w, ins, ins->a, &L);
-    cq_fault saved = w->blk->call->fault;
-    const cq_access *acc = &w->blk->code->access[ins->a];
-    int etype;
-    if (f1 == CQ_ST_OK)
-        etype = L.buf[cq_low(L.lanes)]->type;
-    else if (acc->kind == 0)
-        etype = w->blk->code->buf[acc->base].type;
-    else
-        etype = CQ_F64;   /* no lane reached a future's data: nothing is converted */
+    int located_ok = locate(w, ins, ins->a, &L) == CQ_ST_OK;
     char vals[CQ_WARP * 8];
     int bad;
-    cq_convert(ins->tb, etype, w->regs + ins->rb, vals, CQ_WARP, w->act, &bad);
-    if (f1 != CQ_ST_OK) {
-        if (bad >= 0 && w->base + bad < saved.lane)
-            return cq_fault_convert(w, ins, bad, ins->tb, w->regs + ins->rb, etype);
-        w->blk->call->fault = saved;
+    cq_convert(ins->tb, ins->te, w->regs + ins->rb, vals, CQ_WARP, w->act, &bad);
+    if (bad >= 0 && (located_ok || w->base + bad < w->blk->call->fault.lane))
+        return cq_fault_convert(w, ins, bad, ins->tb, w->regs + ins->rb, ins->te);
+    if (!located_ok)
         return CQ_ST_FAULT;
-    }
-    if (bad >= 0)
-        return cq_fault_convert(w, ins, bad, ins->tb, w->regs + ins->rb, etype);
-    int size = cq_type_size[etype];
+    int size = cq_type_size[ins->te];
     for (uint32_t m = L.lanes; m; m &= m - 1) {
         int i = cq_low(m);
         cq_buf *b = L.buf[i];
@@ -447,8 +439,9 @@ typedef struct {
 } update_scratch;
 
 int cq_step(cq_block *blk, cq_warp *w, const cq_ins *ins);
-int cq_update_handler(int op, int type);
 
+/* A shift's count is R[b] as its own type reads it, checked against the width of the
+ * promoted element type t (croqvm/numerics.py _shift) before any conversion. */
 static int shift_counts(cq_warp *w, const cq_ins *ins, int t, uint32_t lanes)
 {
     int bits = cq_type_size[t] == 8 ? 64 : 32;
@@ -465,22 +458,21 @@ static int shift_counts(cq_warp *w, const cq_ins *ins, int t, uint32_t lanes)
 static int updated(cq_warp *w, const cq_ins *ins, const located *L, uint32_t lanes, char *out,
                    update_scratch *s)
 {
-    int etype = L->buf[cq_low(lanes)]->type;
-    int t = w->blk->call->prog->promote[etype * CQ_NTYPES + ins->tb];
-    int op = ins->c;
-    if ((op == CQ_OP_SHL || op == CQ_OP_SHR) && shift_counts(w, ins, t, lanes) != CQ_ST_OK)
+    int etype = ins->te, t = ins->tt, size = cq_type_size[etype];
+    if ((ins->c == CQ_OP_SHL || ins->c == CQ_OP_SHR) &&
+        shift_counts(w, ins, t, lanes) != CQ_ST_OK)
         return CQ_ST_FAULT;
     char x[CQ_WARP * 8];
     for (uint32_t m = lanes; m; m &= m - 1) {
         int i = cq_low(m);
-        memcpy(x + i * L->buf[i]->esize, L->buf[i]->data + L->off[i] * L->buf[i]->esize,
-               L->buf[i]->esize);
+        memcpy(x + i * size, L->buf[i]->data + L->off[i] * size, size);
     }
     int bad;
     s->sw.act = lanes;
     cq_convert(etype, t, x, s->regs, CQ_WARP, lanes, &bad);
     cq_convert(ins->tb, t, w->regs + ins->rb, s->regs + CQ_WARP * 8, CQ_WARP, lanes, &bad);
-    s->op.h = (uint16_t)cq_update_handler(op, t);
+    s->op.h = ins->hx;
+    s->op.tc = (uint8_t)t;      /* a shift's count, checked above, converted exactly */
     s->op.span = ins->span;
     if (cq_step(w->blk, &s->sw, &s->op) != CQ_ST_OK) {
         w->blk->call->fault.ip = (int32_t)(ins - w->blk->code->ins);   /* at this UPDATE */
@@ -590,6 +582,22 @@ int cq_op_update(cq_warp *w, const cq_ins *ins)
 
 /* ------------------------------------------------------------------ ALLOC, FILL, DIMOF */
 
+/* A declaration's extents for lane i: its shape registers, each at least 1 (§3.2.4). A
+ * u64 extent >= 2^63 is huge, not negative: no memory holds it (cq_allocate fails). */
+int cq_extents(cq_warp *w, const cq_ins *ins, const cq_bufdecl *decl, int i, int64_t *shape)
+{
+    for (int d = 0; d < decl->nshape; d++)
+        shape[d] = reg_int(w, decl->shape[d], i);
+    for (int d = 0; d < decl->nshape; d++) {
+        int huge = shape[d] < 0 && w->blk->code->rtype[decl->shape[d]] == CQ_U64;
+        if (shape[d] < 1 && !huge) {
+            cq_put(cq_fault_new(w->blk, ins, CQ_K_ALLOC_EXTENT, w->base + i), shape[d]);
+            return CQ_ST_FAULT;
+        }
+    }
+    return CQ_ST_OK;
+}
+
 int cq_op_alloc(cq_warp *w, const cq_ins *ins)
 {
     cq_block *blk = w->blk;
@@ -603,17 +611,11 @@ int cq_op_alloc(cq_warp *w, const cq_ins *ins)
             continue;
         }
         int64_t shape[CQ_MAX_RANK];
-        for (int d = 0; d < decl->nshape; d++)
-            shape[d] = reg_int(w, decl->shape[d], i);
-        for (int d = 0; d < decl->nshape; d++)
-            if (shape[d] < 1) {
-                cq_fault *f = cq_fault_new(blk, ins, CQ_F_MDSPAN_SIZE, lane);
-                f->i[0] = shape[d];
-                return CQ_ST_FAULT;
-            }
+        if (cq_extents(w, ins, decl, i, shape) != CQ_ST_OK)
+            return CQ_ST_FAULT;
         int fault;
         if (!cq_allocate(blk, ins->a, lane, decl->nshape, shape, &fault))
-            return cq_alloc_fault(blk, ins, lane, 0, decl->name, decl->nshape, shape);
+            return cq_alloc_fault(blk, ins, lane, CQ_K_ALLOC_BUFFER, ins->a, decl->nshape, shape);
     }
     return CQ_ST_OK;
 }

@@ -8,8 +8,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include "cq_engine.h"
+#include "cq_types.h"
 
-static int is_int_type(int t) { return t != CQ_F32 && t != CQ_F64 && t != CQ_BOOL; }
+static int is_int_type(int t) { return !cq_is_float(t); }
 
 static cq_frag *fragment(cq_block *blk, int m, int u)
 {
@@ -18,7 +19,8 @@ static cq_frag *fragment(cq_block *blk, int m, int u)
     cq_frag *f = blk->frags[m][u];
     if (!f) {
         f = blk->frags[m][u] = cq_xcalloc(1, sizeof(cq_frag));
-        f->type = blk->code->frag[m].type;
+        f->rows = blk->code->frag[m].rows;     /* -1 (dynamic) until the first use */
+        f->cols = blk->code->frag[m].cols;
     }
     return f;
 }
@@ -44,41 +46,57 @@ static int groups(const cq_block *blk, int m, const int *lanes, int n, int *firs
     return ng;
 }
 
-/* The fragment's values, allocated with its fill value at ``rows`` x ``cols``. */
-static int shaped(cq_block *blk, const cq_ins *ins, cq_frag *f, int m, int64_t rows,
-                  int64_t cols, int lane)
+/* Whether a tile of rows x cols agrees with the copy's shape; fixes its dynamic extents
+ * if so (mma.py Fragment.fits). */
+static int fits(cq_frag *f, int64_t rows, int64_t cols)
+{
+    if ((f->rows != -1 && f->rows != rows) || (f->cols != -1 && f->cols != cols))
+        return 0;
+    f->rows = (int32_t)rows;
+    f->cols = (int32_t)cols;
+    return 1;
+}
+
+/* The copy's values, made of its fill value at the first use (its shape is fixed). */
+static int shaped(cq_block *blk, const cq_ins *ins, cq_frag *f, int m, int lane)
 {
     if (f->has_data)
         return CQ_ST_OK;
-    int64_t n;
-    int64_t shape[2] = {rows, cols};
-    if (rows < 0 || cols < 0 || __builtin_mul_overflow(rows, cols, &n) ||
-        !(f->data = calloc((size_t)n + 1, 8)))
-        return cq_alloc_fault(blk, ins, lane, 2, blk->code->frag[m].name, 2, shape);
+    int64_t n, shape[2] = {f->rows, f->cols};
+    if (__builtin_mul_overflow(shape[0], shape[1], &n) || !(f->data = calloc((size_t)n + 1, 8)))
+        return cq_alloc_fault(blk, ins, lane, CQ_K_ALLOC_FRAGMENT, m, 2, shape);
     for (int64_t k = 0; k < n; k++) {
-        if (is_int_type(f->type))
+        if (is_int_type(blk->code->frag[m].type))
             ((int64_t *)f->data)[k] = f->ifill;
         else
             ((double *)f->data)[k] = f->ffill;
     }
-    f->rows = rows;
-    f->cols = cols;
     f->has_data = 1;
     return CQ_ST_OK;
 }
 
-/* A value of ``type`` (an element, or a register lane) in a fragment of ``ftype``. */
+/* A value of ``vtype`` (element i at p) held as a fragment of ``ftype`` holds it:
+ * int64 for integer fragments (numpy's astype: a float truncates, NaN and values beyond
+ * int64 give INT64_MIN as x86 does), double for float ones. */
 static void hold(int ftype, int vtype, const void *p, int64_t i, int64_t *iv, double *fv)
 {
-    if (is_int_type(ftype))
-        *iv = cq_to_int64(vtype, p, i);
-    else
+    if (!is_int_type(ftype)) {
         *fv = cq_to_double(vtype, p, i);
+    } else if (!cq_is_float(vtype)) {
+        *iv = cq_to_int64(vtype, p, i);
+    } else {
+        double x = trunc(cq_to_double(vtype, p, i));
+        *iv = x >= -0x1p63 && x < 0x1p63 ? (int64_t)x : INT64_MIN;
+    }
+}
+
+static void put_fragshape(cq_fault *f, int64_t rows, int64_t cols)
+{
+    int64_t shape[2] = {rows, cols};
+    cq_put_list(f, 2, shape);
 }
 
 /* ------------------------------------------------------------------ operands */
-
-enum { L_BUFFER = 1, L_ORIGIN = 2, L_EXTENTS_TUPLE = 3 };   /* faults.py OPERAND_LABELS */
 
 typedef struct { cq_buf *buf; int64_t o[2], e[2]; } view2;
 
@@ -106,17 +124,18 @@ static int uniform_view(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, con
     for (int k = 1; k < n; k++) {
         if (view_for(blk, ins, v, lanes[k], &b) != CQ_ST_OK)
             return CQ_ST_FAULT;
-        int64_t x[3] = {2, 0, 0}, y[3] = {2, 0, 0};
-        if (a.buf->name != b.buf->name) {
-            x[0] = a.buf->name;
-            y[0] = b.buf->name;
-            return cq_operands_differ(blk, rec, lanes[0], lanes[k], L_BUFFER, 1, x, y);
-        }
-        for (int label = L_ORIGIN; label <= L_EXTENTS_TUPLE; label++) {
-            const int64_t *p = label == L_ORIGIN ? a.o : a.e, *q = label == L_ORIGIN ? b.o : b.e;
+        int64_t x[3] = {a.buf->code, a.buf->slot, a.buf->element};
+        int64_t y[3] = {b.buf->code, b.buf->slot, b.buf->element};
+        if (memcmp(x, y, sizeof x))
+            return cq_operands_differ(blk, rec, lanes[0], lanes[k], CQ_LABEL_BUFFER,
+                                      CQ_TAG_BUFFER, 3, x, y);
+        for (int label = CQ_LABEL_ORIGIN; label <= CQ_LABEL_EXTENTS; label++) {
+            const int64_t *p = label == CQ_LABEL_ORIGIN ? a.o : a.e;
+            const int64_t *q = label == CQ_LABEL_ORIGIN ? b.o : b.e;
             if (p[0] != q[0] || p[1] != q[1]) {
-                x[1] = p[0], x[2] = p[1], y[1] = q[0], y[2] = q[1];
-                return cq_operands_differ(blk, rec, lanes[0], lanes[k], label, 3, x, y);
+                int64_t s[3] = {2, p[0], p[1]}, t[3] = {2, q[0], q[1]};
+                return cq_operands_differ(blk, rec, lanes[0], lanes[k], label, CQ_TAG_TUPLE, 3,
+                                          s, t);
             }
         }
     }
@@ -130,6 +149,7 @@ static int effect_fill(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, cons
 {
     if (cq_uniform_value(blk, rec, lanes, n, ins->b) != CQ_ST_OK)
         return CQ_ST_FAULT;
+    int type = blk->code->frag[ins->a].type;
     int first[CQ_MAX_BLOCK];
     int ng = groups(blk, ins->a, lanes, n, first);
     for (int g = 0; g < ng; g++) {
@@ -138,12 +158,12 @@ static int effect_fill(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, cons
         cq_warp *w = cq_warp_of(blk, first[g], &i);
         char v[8];
         const char *reg = w->regs + blk->code->roff[ins->b];
-        cq_convert(ins->tb, f->type, reg + (size_t)i * cq_type_size[ins->tb], v, 1, 1u, &bad);
+        cq_convert(ins->tb, type, reg + (size_t)i * cq_type_size[ins->tb], v, 1, 1u, &bad);
         if (bad >= 0)
-            return cq_fault_convert(w, ins, i, ins->tb, reg, f->type);
-        hold(f->type, f->type, v, 0, &f->ifill, &f->ffill);
-        for (int64_t k = 0; f->has_data && k < f->rows * f->cols; k++) {
-            if (is_int_type(f->type))
+            return cq_fault_convert(w, ins, i, ins->tb, reg, type);
+        hold(type, type, v, 0, &f->ifill, &f->ffill);
+        for (int64_t k = 0; f->has_data && k < (int64_t)f->rows * f->cols; k++) {
+            if (is_int_type(type))
                 ((int64_t *)f->data)[k] = f->ifill;
             else
                 ((double *)f->data)[k] = f->ffill;
@@ -170,11 +190,24 @@ static int first_outside(const int64_t *o, const int64_t *e, const int64_t *shap
     return 1;
 }
 
+static int tile_shape_fault(cq_block *blk, const cq_ins *ins, int lane, int m, const cq_frag *f,
+                            const cq_buf *b, int64_t r, int64_t c)
+{
+    cq_fault *fl = cq_fault_new(blk, ins, CQ_K_MMA_TILE_SHAPE, lane);
+    int64_t ys[2] = {r, c};
+    cq_put(fl, m);
+    put_fragshape(fl, f->rows, f->cols);
+    cq_put_buffer(fl, b);
+    cq_put_list(fl, 2, ys);
+    return CQ_ST_FAULT;
+}
+
 static int effect_load(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes,
                        int n)
 {
     if (uniform_view(blk, ins, rec, lanes, n, ins->b) != CQ_ST_OK)
         return CQ_ST_FAULT;
+    int type = blk->code->frag[ins->a].type;
     int first[CQ_MAX_BLOCK];
     int ng = groups(blk, ins->a, lanes, n, first);
     for (int g = 0; g < ng; g++) {
@@ -184,50 +217,46 @@ static int effect_load(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, cons
             return CQ_ST_FAULT;
         const cq_buf *b = v.buf;
         if (first_outside(v.o, v.e, b->shape, at)) {
-            cq_fault *f = cq_fault_new(blk, ins, CQ_F_MMA_OUTSIDE, first[g]);
-            f->i[0] = ins->c;
-            f->i[1] = b->name;
-            f->i[2] = 2;
-            f->i[3] = at[0];
-            f->i[4] = at[1];
+            cq_fault *f = cq_fault_new(blk, ins, CQ_K_MMA_READ_OUTSIDE, first[g]);
+            cq_put(f, ins->c);
+            cq_put_list(f, 2, at);
+            cq_put_buffer(f, b);
             return CQ_ST_FAULT;
         }
         int64_t rows = v.e[0] > 0 ? v.e[0] : 0, cols = v.e[1] > 0 ? v.e[1] : 0;
-        if (b->written)
-            for (int64_t r = 0; r < rows; r++)
-                for (int64_t c = 0; c < cols; c++)
-                    if (!b->written[(v.o[0] + r) * b->shape[1] + v.o[1] + c]) {
-                        cq_fault *f = cq_fault_new(blk, ins, CQ_F_UNINIT, first[g]);
-                        f->i[0] = -1;
-                        f->i[1] = b->name;
-                        f->i[2] = b->decl_span;
-                        f->i[3] = 2;
-                        f->i[4] = v.o[0] + r;
-                        f->i[5] = v.o[1] + c;
-                        return CQ_ST_FAULT;
-                    }
+        for (int64_t r = 0; b->written && r < rows; r++)
+            for (int64_t c = 0; c < cols; c++)
+                if (!b->written[(v.o[0] + r) * b->shape[1] + v.o[1] + c]) {
+                    cq_fault *f = cq_fault_new(blk, ins, CQ_K_MMA_UNINITIALISED, first[g]);
+                    int64_t el[2] = {v.o[0] + r, v.o[1] + c};
+                    cq_put_buffer(f, b);
+                    cq_put_list(f, 2, el);
+                    return CQ_ST_FAULT;
+                }
         cq_frag *f = fragment(blk, ins->a, unit_of(blk, ins->a, first[g]));
+        if (!fits(f, rows, cols))
+            return tile_shape_fault(blk, ins, first[g], ins->a, f, b, rows, cols);
         free(f->data);
         f->data = cq_xcalloc((size_t)(rows * cols) + 1, 8);
-        f->type = b->type;
-        f->rows = rows;
-        f->cols = cols;
         f->has_data = 1;
         for (int64_t r = 0; r < rows; r++)
             for (int64_t c = 0; c < cols; c++)
-                hold(f->type, b->type, b->data, (v.o[0] + r) * b->shape[1] + v.o[1] + c,
+                hold(type, b->type, b->data, (v.o[0] + r) * b->shape[1] + v.o[1] + c,
                      &((int64_t *)f->data)[r * cols + c], &((double *)f->data)[r * cols + c]);
     }
     return CQ_ST_OK;
 }
 
+/* MMA_SHAPES (§11.3.1): fragment x with its shape (a fragshape), fragment y's tile. */
 static int shapes_fault(cq_block *blk, const cq_ins *ins, int lane, int x, int64_t x0,
                         int64_t x1, int y, int64_t y0, int64_t y1)
 {
-    cq_fault *f = cq_fault_new(blk, ins, CQ_F_MMA_SHAPES, lane);
-    f->i[0] = x;
-    f->i[1] = y;
-    f->i[2] = x0, f->i[3] = x1, f->i[4] = y0, f->i[5] = y1;
+    cq_fault *f = cq_fault_new(blk, ins, CQ_K_MMA_SHAPES, lane);
+    int64_t ys[2] = {y0, y1};
+    cq_put(f, x);
+    put_fragshape(f, x0, x1);
+    cq_put(f, y);
+    cq_put_list(f, 2, ys);
     return CQ_ST_FAULT;
 }
 
@@ -236,74 +265,30 @@ static cq_frag *operand(cq_block *blk, const cq_ins *ins, int m, int lane, int *
     cq_frag *f = fragment(blk, m, unit_of(blk, m, lane));
     *st = CQ_ST_OK;
     if (!f->has_data) {
-        cq_fault *fl = cq_fault_new(blk, ins, CQ_F_FRAG_EMPTY, lane);
-        fl->i[0] = m;
+        cq_put(cq_fault_new(blk, ins, CQ_K_FRAGMENT_EMPTY, lane), m);
         *st = CQ_ST_FAULT;
     }
     return f;
 }
 
-/* §12.4: c + a * b computed exactly and rounded once to the accumulator's type, with
- * error-free sums and products in f64 (croqvm/numerics.py fma_to, f32 and f64). */
-static double two_sum(double x, double y, double *e)
-{
-    double s = x + y, b = s - x;
-    *e = (x - (s - b)) + (y - b);
-    return s;
-}
-
-static double to_odd(double s, double e)
-{
-    uint64_t u;
-    memcpy(&u, &s, sizeof u);
-    if (e != 0.0 && isfinite(e) && !(u & 1))
-        return nextafter(s, e > 0.0 ? INFINITY : -INFINITY);
-    return s;
-}
-
-static double two_product(double x, double y, double *e)
-{
-    double p = x * y, t, xh, xl, yh, yl;
-    t = 134217729.0 * x;
-    xh = t - (t - x);
-    xl = x - xh;
-    t = 134217729.0 * y;
-    yh = t - (t - y);
-    yl = y - yh;
-    double err = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl;
-    *e = isfinite(err) ? err : 0.0;
-    return p;
-}
-
-static double fma_to(double c, double a, double b, int type, int exact)
-{
-    double e, pe, v;
-    if (exact) {
-        double s = two_sum(c, a * b, &e);
-        return type == CQ_F64 ? s : (double)(float)to_odd(s, e);
-    }
-    double p = two_product(a, b, &pe);
-    double s = two_sum(c, p, &e);
-    double t = two_sum(e, pe, &v);
-    v = to_odd(t, v);
-    if (type == CQ_F64)
-        return s + v;
-    t = two_sum(s, v, &e);
-    return (double)(float)to_odd(t, e);
-}
-
 /* The integer accumulator c + a * b wrapped into ``type`` (§12.4: integers wrap). */
 static int64_t int_step(int64_t c, int64_t a, int64_t b, int type)
 {
-    int64_t v = (int64_t)((uint64_t)c + (uint64_t)a * (uint64_t)b), out = 0;
+    int64_t v = cq_add_s64(c, cq_mul_s64(a, b)), out = 0;
     int bad;
     cq_convert(CQ_S64, type, &v, &out, 1, 1u, &bad);
     return cq_to_int64(type, &out, 0);
 }
 
+/* C[m][n] += A[m][k] * B[k][n] for k ascending, rounding after each step (§11.3, §12.4);
+ * ``layout`` (0 row.row, 1 row.col, 2 col.row, 3 col.col) says how A and B are stored:
+ * A row [M, K] / col [K, M]; B row [N, K] / col [K, N]. */
 static int effect_exec(cq_block *blk, const cq_ins *ins, const int *lanes, int n)
 {
     int mc = ins->a, ma = ins->b, mb = ins->c, layout = ins->d;
+    const cq_fragdecl *fd = blk->code->frag;
+    int ctype = fd[mc].type, fmt = cq_fmt_of(ctype);
+    int exact = fd[ma].type != CQ_F64 && fd[mb].type != CQ_F64;   /* products exact in f64 */
     int first[CQ_MAX_BLOCK];
     int ng = groups(blk, mc, lanes, n, first);
     for (int g = 0; g < ng; g++) {
@@ -317,44 +302,82 @@ static int effect_exec(cq_block *blk, const cq_ins *ins, const int *lanes, int n
         int at = layout >= 2, bt = layout == 0 || layout == 2;   /* which are transposed */
         int64_t M = at ? A->cols : A->rows, K = at ? A->rows : A->cols;
         int64_t KB = bt ? B->cols : B->rows, N = bt ? B->rows : B->cols;
-        const cq_fragdecl *fd = blk->code->frag;
         if (K != KB)
-            return shapes_fault(blk, ins, lane, fd[ma].name, A->rows, A->cols, fd[mb].name,
-                                B->rows, B->cols);
+            return shapes_fault(blk, ins, lane, ma, A->rows, A->cols, mb, B->rows, B->cols);
         cq_frag *C = fragment(blk, mc, unit_of(blk, mc, lane));
-        if (C->has_data && (C->rows != M || C->cols != N)) {
-            int byA = C->rows != M;   /* as the checker does: A when M disagrees, else B */
-            return shapes_fault(blk, ins, lane, fd[mc].name, C->rows, C->cols,
-                                byA ? fd[ma].name : fd[mb].name, byA ? A->rows : B->rows,
-                                byA ? A->cols : B->cols);
+        int64_t d0 = C->rows, d1 = C->cols;
+        if (!fits(C, M, N)) {   /* as the checker does: A when M disagrees, else B */
+            int byA = d0 != M && d0 != -1;
+            return shapes_fault(blk, ins, lane, mc, d0, d1, byA ? ma : mb,
+                                byA ? A->rows : B->rows, byA ? A->cols : B->cols);
         }
-        if (shaped(blk, ins, C, mc, M, N, lane) != CQ_ST_OK)
+        if (shaped(blk, ins, C, mc, lane) != CQ_ST_OK)
             return CQ_ST_FAULT;
-        int exact = A->type != CQ_F64 && B->type != CQ_F64;
+        int aint = is_int_type(fd[ma].type), bint = is_int_type(fd[mb].type);
         for (int64_t k = 0; k < K; k++)
             for (int64_t i = 0; i < M; i++)
                 for (int64_t j = 0; j < N; j++) {
                     int64_t ai = at ? k * A->cols + i : i * A->cols + k;
                     int64_t bi = bt ? j * B->cols + k : k * B->cols + j;
-                    if (is_int_type(C->type)) {
-                        /* operands are held as int64 or double: an int accumulator of
-                         * float tiles takes their values (as numpy's astype does) */
-                        int64_t a = is_int_type(A->type) ? ((int64_t *)A->data)[ai]
-                                                         : (int64_t)((double *)A->data)[ai];
-                        int64_t b = is_int_type(B->type) ? ((int64_t *)B->data)[bi]
-                                                         : (int64_t)((double *)B->data)[bi];
+                    if (is_int_type(ctype)) {
                         int64_t *c = &((int64_t *)C->data)[i * N + j];
-                        *c = int_step(*c, a, b, C->type);
+                        int64_t a, b;
+                        double av = aint ? 0 : ((double *)A->data)[ai];
+                        double bv = bint ? 0 : ((double *)B->data)[bi];
+                        hold(CQ_S64, aint ? CQ_S64 : CQ_F64, aint ? A->data : &av,
+                             aint ? ai : 0, &a, NULL);
+                        hold(CQ_S64, bint ? CQ_S64 : CQ_F64, bint ? B->data : &bv,
+                             bint ? bi : 0, &b, NULL);
+                        *c = int_step(*c, a, b, ctype);
                     } else {
-                        double a = is_int_type(A->type) ? (double)((int64_t *)A->data)[ai]
-                                                        : ((double *)A->data)[ai];
-                        double b = is_int_type(B->type) ? (double)((int64_t *)B->data)[bi]
-                                                        : ((double *)B->data)[bi];
+                        double a = aint ? (double)((int64_t *)A->data)[ai] : ((double *)A->data)[ai];
+                        double b = bint ? (double)((int64_t *)B->data)[bi] : ((double *)B->data)[bi];
                         double *c = &((double *)C->data)[i * N + j];
-                        *c = fma_to(*c, a, b, C->type, exact);
+                        *c = cq_fma_to(*c, a, b, fmt, exact);
                     }
                 }
     }
+    return CQ_ST_OK;
+}
+
+/* §11.3.4: the tile converted to the destination's type (first to the fragment's
+ * storage); out-of-range elements skipped. A value the destination type can not hold
+ * faults, in the first such element in row-major order of the tile as stored. */
+static int store_tile(cq_block *blk, const cq_ins *ins, int lane, int ftype, const cq_frag *f,
+                      const view2 *v, int transp)
+{
+    cq_buf *b = v->buf;
+    int64_t rows = v->e[0], cols = v->e[1];
+    char *vals = cq_xcalloc((size_t)(rows * cols) + 1, 8);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            int64_t k = transp ? c * f->cols + r : r * f->cols + c;
+            char t[8];
+            int bad;
+            if (is_int_type(ftype))
+                cq_convert(CQ_S64, ftype, &((int64_t *)f->data)[k], t, 1, 1u, &bad);
+            else
+                cq_convert(CQ_F64, ftype, &((double *)f->data)[k], t, 1, 1u, &bad);
+            cq_convert(ftype, b->type, t, vals + (r * cols + c) * b->esize, 1, 1u, &bad);
+            if (bad >= 0) {
+                cq_fault *fl = cq_fault_new(blk, ins, CQ_K_FLOAT_TO_INT, lane);
+                cq_put_double(fl, cq_to_double(ftype, t, 0));
+                cq_put(fl, b->type);
+                free(vals);
+                return CQ_ST_FAULT;
+            }
+        }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            int64_t y = v->o[0] + r, x = v->o[1] + c;
+            if (y < 0 || y >= b->shape[0] || x < 0 || x >= b->shape[1])
+                continue;
+            int64_t e = y * b->shape[1] + x;
+            memcpy(b->data + e * b->esize, vals + (r * cols + c) * b->esize, b->esize);
+            if (b->written)
+                b->written[e] = 1;
+        }
+    free(vals);
     return CQ_ST_OK;
 }
 
@@ -368,9 +391,10 @@ static int effect_store(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, con
     int ng = groups(blk, m, lanes, n, first);
     const cq_fragdecl *decl = &blk->code->frag[m];
     if (blk->code->coll[ins->d].unit == 0 && ng > 1 && (decl->unit == 32 || decl->unit == 128)) {
-        cq_fault *f = cq_fault_new(blk, ins, CQ_F_MMA_STORE_UNITS, lanes[0]);
-        f->i[0] = m;
-        f->i[1] = ng;
+        cq_fault *f = cq_fault_new(blk, ins, CQ_K_MMA_STORE_OWNERS, lanes[0]);
+        cq_put(f, m);
+        cq_put(f, ng);
+        cq_put(f, decl->unit);
         return CQ_ST_FAULT;
     }
     for (int g = 0; g < ng; g++) {
@@ -379,42 +403,11 @@ static int effect_store(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, con
             return CQ_ST_FAULT;
         int64_t rows = transp ? v.e[1] : v.e[0], cols = transp ? v.e[0] : v.e[1];
         cq_frag *f = fragment(blk, m, unit_of(blk, m, first[g]));
-        if (shaped(blk, ins, f, m, rows, cols, first[g]) != CQ_ST_OK)
+        if (!fits(f, rows, cols))   /* §11.3.4: V is [M, N] ([N, M] with .transp) */
+            return tile_shape_fault(blk, ins, first[g], m, f, v.buf, v.e[0], v.e[1]);
+        if (shaped(blk, ins, f, m, first[g]) != CQ_ST_OK ||
+            store_tile(blk, ins, first[g], decl->type, f, &v, transp) != CQ_ST_OK)
             return CQ_ST_FAULT;
-        if (f->rows != rows || f->cols != cols)   /* §11.3.4: V is [M, N] ([N, M] .transp) */
-            return shapes_fault(blk, ins, first[g], decl->name, f->rows, f->cols, v.buf->name,
-                                v.e[0], v.e[1]);
-        cq_buf *b = v.buf;
-        for (int64_t r = 0; r < v.e[0]; r++)
-            for (int64_t c = 0; c < v.e[1]; c++) {
-                int64_t y = v.o[0] + r, x = v.o[1] + c;
-                if (y < 0 || y >= b->shape[0] || x < 0 || x >= b->shape[1])
-                    continue;
-                int64_t k = transp ? c * f->cols + r : r * f->cols + c;
-                char val[8];
-                int bad;
-                if (is_int_type(f->type)) {   /* wrapped into the fragment's type first */
-                    char t[8];
-                    cq_convert(CQ_S64, f->type, &((int64_t *)f->data)[k], t, 1, 1u, &bad);
-                    cq_convert(f->type, b->type, t, val, 1, 1u, &bad);
-                } else {
-                    double d = ((double *)f->data)[k];
-                    float s = (float)d;
-                    cq_convert(f->type == CQ_F32 ? CQ_F32 : CQ_F64, b->type,
-                               f->type == CQ_F32 ? (void *)&s : (void *)&d, val, 1, 1u, &bad);
-                }
-                if (bad >= 0) {
-                    cq_fault *fl = cq_fault_new(blk, ins, CQ_F_CONVERT, first[g]);
-                    fl->f[0] = is_int_type(f->type) ? (double)((int64_t *)f->data)[k]
-                                                    : ((double *)f->data)[k];
-                    fl->i[0] = b->type;
-                    return CQ_ST_FAULT;
-                }
-                int64_t e = y * b->shape[1] + x;
-                memcpy(b->data + e * b->esize, val, b->esize);
-                if (b->written)
-                    b->written[e] = 1;
-            }
     }
     return CQ_ST_OK;
 }

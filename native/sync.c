@@ -103,13 +103,14 @@ int cq_rdv_effect(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int
     }
 }
 
-static int lane_list_fault(cq_block *blk, const cq_ins *ins, int kind, int lane, int site,
-                           int unit, int u, const cq_lanes *lanes)
+/* UNIT_TERMINATED and UNIT_INACTIVE: (site, unit, unit index, the lanes). */
+static int unit_fault(cq_block *blk, const cq_ins *ins, int kind, int lane, int site,
+                      int unit, int u, const cq_lanes *lanes)
 {
     cq_fault *f = cq_fault_new(blk, ins, kind, lane);
-    f->i[0] = site;
-    f->i[1] = unit;
-    f->i[2] = u;
+    cq_put(f, site);
+    cq_put(f, unit);
+    cq_put(f, u);
     memcpy(f->lanes, lanes->w, sizeof f->lanes);
     return CQ_ST_FAULT;
 }
@@ -128,7 +129,7 @@ static int check_converged(cq_warp *w, const cq_ins *ins, int coll, const cq_lan
         for (int k = nwords(blk); k < CQ_LANE_WORDS; k++)
             gone.w[k] = 0;
         if (any(&gone, nwords(blk)))
-            return lane_list_fault(blk, ins, CQ_F_UNIT_TERMINATED, lane, coll, unit, u, &gone);
+            return unit_fault(blk, ins, CQ_K_UNIT_TERMINATED, lane, coll, unit, u, &gone);
     }
     uint32_t full = w->width == 32 ? 0xffffffffu : (1u << w->width) - 1;
     if (w->act == full)
@@ -140,13 +141,17 @@ static int check_converged(cq_warp *w, const cq_ins *ins, int coll, const cq_lan
     memset(&out, 0, sizeof out);
     if (unit_kind) {
         out.w[w->index] = idle;
-        return lane_list_fault(blk, ins, CQ_F_UNIT_INACTIVE, lane, coll, unit, u, &out);
+        return unit_fault(blk, ins, CQ_K_UNIT_INACTIVE, lane, coll, unit, u, &out);
     }
     int n = 0;
     for (int k = 0; k < nwords(blk); k++)
         n += __builtin_popcount(members->w[k] & blk->live[k]);
-    out.w[0] = idle;      /* lanes of the warp, as the message counts them */
-    return lane_list_fault(blk, ins, CQ_F_DIVERGENT, lane, coll, n, w->index, &out);
+    cq_fault *f = cq_fault_new(blk, ins, CQ_K_DIVERGENT_COLLECTIVE, lane);
+    cq_put(f, coll);
+    cq_put(f, n);
+    f->lanes[0] = idle;   /* lanes of the warp, as the message counts them */
+    cq_put(f, w->index);
+    return CQ_ST_FAULT;
 }
 
 /* The active lanes of ``w`` reach collective site ``coll``; the warp blocks until every
@@ -158,8 +163,10 @@ int cq_arrive(cq_warp *w, const cq_ins *ins, int coll, int whole_unit)
     const cq_lanes *inset = &blk->lanesets[site->laneset];
     uint32_t outside = w->act & ~inset->w[w->index];
     if (outside) {
-        cq_fault *f = cq_fault_new(blk, ins, CQ_F_NOT_PARTICIPANT, w->base + cq_low(outside));
-        f->i[0] = coll;
+        int lane = w->base + cq_low(outside);
+        cq_fault *f = cq_fault_new(blk, ins, CQ_K_NOT_A_PARTICIPANT, lane);
+        cq_put(f, lane);
+        cq_put(f, coll);
         return CQ_ST_FAULT;
     }
     int64_t *counts = w->counts + (size_t)blk->code->coll_slot[w->ip] * CQ_WARP;
@@ -259,7 +266,7 @@ int cq_op_barrier(cq_warp *w, const cq_ins *ins)
 }
 
 /* Whether every lane of ``lanes`` holds the lowest one's value in each register of
- * ``regs`` (values compared as the language compares them: NaN differs from itself). */
+ * ``regs``, bit for bit (so NaN matches NaN, and -0.0 does not match 0.0). */
 int cq_uniform_regs(cq_block *blk, const int *lanes, int n, const int32_t *regs, int nregs)
 {
     const cq_code *code = blk->code;
@@ -270,15 +277,14 @@ int cq_uniform_regs(cq_block *blk, const int *lanes, int n, const int32_t *regs,
         for (int k = 0; k < n; k++) {
             int i;
             cq_warp *w = cq_warp_of(blk, lanes[k], &i);
-            if (!cq_same_value(code->rtype[r], want, w->regs + code->roff[r] + (size_t)i * size))
+            if (!cq_same_bits(code->rtype[r], want, w->regs + code->roff[r] + (size_t)i * size))
                 return 0;
         }
     }
     return 1;
 }
 
-/* §7.4.5 for a value register: the first lane whose value differs from the lowest's
- * (label 0, "value": the register's type and bits). */
+/* §7.4.5 for a value register: the first lane whose value differs from the lowest's. */
 int cq_uniform_value(cq_block *blk, const cq_rdv *rec, const int *lanes, int n, int r)
 {
     int32_t reg = r;
@@ -291,23 +297,22 @@ int cq_uniform_value(cq_block *blk, const cq_rdv *rec, const int *lanes, int n, 
         int i;
         cq_warp *w = cq_warp_of(blk, lanes[k], &i);
         const char *p = w->regs + blk->code->roff[r] + (size_t)i * size;
-        if (!cq_same_value(t, p0, p)) {
+        if (!cq_same_bits(t, p0, p)) {
             int64_t a[2] = {t, 0}, b[2] = {t, 0};
             memcpy(&a[1], p0, size);
             memcpy(&b[1], p, size);
-            return cq_operands_differ(blk, rec, lanes[0], lanes[k], 0, 2, a, b);
+            return cq_operands_differ(blk, rec, lanes[0], lanes[k], CQ_LABEL_VALUE,
+                                      CQ_TAG_VALUE, 2, a, b);
         }
     }
     return CQ_ST_OK;
 }
 
-int cq_same_value(int type, const void *a, const void *b)
+int cq_same_bits(int type, const void *a, const void *b)
 {
-    if (type == CQ_F32)
-        return *(const float *)a == *(const float *)b;
-    if (type == CQ_F64)
-        return *(const double *)a == *(const double *)b;
-    return cq_to_int64(type, a, 0) == cq_to_int64(type, b, 0);
+    if (type == CQ_BOOL)
+        return !*(const uint8_t *)a == !*(const uint8_t *)b;
+    return !memcmp(a, b, cq_type_size[type]);
 }
 
 int cq_same_view(const cq_block *blk, int32_t h, int32_t g)
@@ -325,19 +330,21 @@ int cq_same_view(const cq_block *blk, int32_t h, int32_t g)
     return 1;
 }
 
-/* §7.4.5: the operands of lane ``lane`` differ from the lowest lane's, first in label
- * ``label``; each value is ``words`` words (faults.py decodes them by label). */
+/* §7.4.5: the operands of lane ``lane`` differ from the lowest lane's, first in the one
+ * labelled ``label``: both values, of the typed type ``tag``, ``words`` words each as
+ * croqvm/native/faults.py reads that type. */
 int cq_operands_differ(cq_block *blk, const cq_rdv *rec, int first, int lane, int label,
-                       int words, const int64_t *a, const int64_t *b)
+                       int tag, int words, const int64_t *a, const int64_t *b)
 {
-    cq_fault *f = cq_fault_new(blk, &blk->code->ins[rec->ip], CQ_F_OPERANDS, lane);
-    f->i[0] = rec->site;
-    f->i[1] = first;
-    f->i[2] = label;
-    f->i[3] = words;
-    for (int k = 0; k < words; k++) {
-        f->i[4 + k] = a[k];
-        f->i[4 + words + k] = b[k];
+    cq_fault *f = cq_fault_new(blk, &blk->code->ins[rec->ip], CQ_K_OPERANDS_DIFFER, lane);
+    cq_put(f, rec->site);
+    cq_put(f, first);
+    cq_put(f, lane);
+    cq_put(f, label);
+    for (int side = 0; side < 2; side++) {
+        cq_put(f, tag);
+        for (int k = 0; k < words; k++)
+            cq_put(f, (side ? b : a)[k]);
     }
     return CQ_ST_FAULT;
 }
@@ -454,9 +461,10 @@ static int event_slots(cq_warp *w, const cq_ins *ins, int64_t *slots)
         int i = cq_low(m);
         int64_t s = cq_lane_reg_int(w->blk, w->base + i, ins->b);
         if (s < 0 || s >= d->slots) {
-            cq_fault *f = cq_fault_new(w->blk, ins, CQ_F_EVENT_INDEX, w->base + i);
-            f->i[0] = s;
-            f->i[1] = ins->a;
+            cq_fault *f = cq_fault_new(w->blk, ins, CQ_K_EVENT_INDEX, w->base + i);
+            cq_put(f, s);
+            cq_put(f, ins->a);
+            cq_put(f, d->slots);
             return CQ_ST_FAULT;
         }
         slots[i] = s;

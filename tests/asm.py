@@ -88,8 +88,8 @@ class Asm:
         c.reg_names = [""] * len(c.regs)
         c.consts = [const(t, v) for t, v in consts]
         c.strings = list(strings)
-        for key, value in tables.items():
-            setattr(c, key, list(value))
+        for key, value in tables.items():   # side tables, and once_sites (a count)
+            setattr(c, key, value if isinstance(value, int) else list(value))
         return c
 
     def module(self, *functions: M.Function) -> M.Module:

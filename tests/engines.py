@@ -18,6 +18,7 @@ from croqvm.program import available
 
 ENGINES = {
     "python": {"engine": "python"},
+    "native": {"engine": "native"},
 }
 
 _active: list[str] = []     # the engine of the running test, set by the 'engine' fixture

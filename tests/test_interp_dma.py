@@ -218,7 +218,7 @@ def collective_copy(origin_from_lane=False, with_async=False, wait="WAIT f0 0", 
           LOAD r5 a0
           STORE a1 r5
         END
-    """, regs="s32 s32 s32 s32 s32 s32 s32 bool s32",
+    """, regs="s32 s32 s32 bool s32 s32 s32 bool s32",
         consts=[("s32", 0), ("s32", 4), ("s32", 16), ("s32", lanes)],
         buffers=[BufferDecl("a", Storage.GLOBAL, S32, []),
                  BufferDecl("out", Storage.GLOBAL, S32, []),

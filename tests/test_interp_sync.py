@@ -174,7 +174,7 @@ def once_kernel(a, unit):
         END
     """, regs="s32 s32 s32 s32 bool bool", consts=[("s32", -1), ("s32", 1), ("s32", 3)],
         strings=["lane ", " round "],
-        prints=[P("s0 r0 s1 r1")])
+        prints=[P("s0 r0 s1 r1")], once_sites=1)
 
 
 def test_once_picks_one_lane_per_execution_and_block():
@@ -213,7 +213,7 @@ def test_once_claims_follow_each_lanes_own_arrivals(unit, want):
           PRINT p1
         END
     """, regs="s32 s32 bool bool", consts=[("s32", 16)], strings=["first ", "second "],
-        prints=[P("s0 r0"), P("s1 r0")])
+        prints=[P("s0 r0"), P("s1 r0")], once_sites=1)
     assert run(kernel_module(a, k, 64))[1].splitlines() == want
 
 

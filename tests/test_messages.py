@@ -9,7 +9,7 @@ import pytest
 
 from asm import ALL, Asm, function, kernel_module, run
 from croqvm import dtypes
-from croqvm.bytecode.module import BufferDecl, CollSite, Const
+from croqvm.bytecode.module import BufferDecl, CollSite, Const, Storage
 from croqvm.errors import InternalError, KernelFault
 from croqvm.faults import Kind
 from croqvm.messages import REPORTS, TEMPLATES, WRITERS, message
@@ -117,7 +117,7 @@ def test_collective_operands_compare_by_their_bits():
         ALLOC b0
         FILL b0 r6 c0""", regs="s32 f32 f32 f32 f32 f32 f32 s32",
         consts=[("f32", 2.0), ("f32", 1.0), ("f32", 0.0), ("s32", 4)],
-        buffers=[BufferDecl("s", "shared", dtypes.F32.code, [7])],
+        buffers=[BufferDecl("s", Storage.SHARED, dtypes.F32.code, [7])],
         colls=[CollSite(0, 0, "s {v}")], lanesets=[ALL])
     with pytest.raises(KernelFault) as e:
         run(kernel_module(a, k, 2))

@@ -52,8 +52,6 @@ def test_warnings_are_records_and_text(prog, tmp_path):
 
 @pytest.mark.parametrize("options, message", [
     (dict(engine="cuda"), "unknown engine 'cuda': use one of python, native."),
-    (dict(engine="native"), "engine 'native' is not available: the native C engine is not "
-                            "built yet; use engine='python'."),
     (dict(device="gpu"), "device 'gpu' is not available: croqvm's CUDA path is not built "
                          "yet; use device='cpu'."),
     (dict(device="cuda-cpu"), "device 'cuda-cpu' is not available: croqvm's CUDA path is "

@@ -27,22 +27,27 @@ def _mask(words, n: int, base: int = 0) -> np.ndarray:
 class _Block:
     """The attributes of croqvm.interp.machine.Block that the report reads."""
 
-    def __init__(self, place, code, size, live):
-        self.call, self.is_host, self.launch = place.call, place.is_host, place.launch
-        self.block_text = place.block_text
-        self.prog = Program(code)
+    def __init__(self, pycall, fn, f, size, live):
+        self.call, self.launch_index = pycall, int(f.launch)
+        self.is_host = self.launch_index < 0
+        launch = None if self.is_host else fn.host.launches[self.launch_index]
+        self.index = () if self.is_host else tuple(int(f.block[d]) for d in range(len(launch.grid)))
+        self.prog = Program(fn.host if self.is_host else fn.kernels[launch.kernel].code)
         self.size, self.live = size, live
         self.warps: list = []
 
+    def block_text(self) -> str:
+        return "(" + ", ".join(str(i) for i in self.index) + ")"
 
-def deadlock(lib, ffi, c, prog, pycall, place):
-    fn = prog.fn
+
+def deadlock(lib, ffi, c, prog, pycall):
+    """The KernelFault of the deadlock (or partial group) C reported."""
     f = lib.cq_get_fault(c)
-    code = fn.host if f.code < 0 else fn.kernels[f.code].code
     nwarps, size = ffi.new("int32_t *"), ffi.new("int32_t *")
     live_words = ffi.new("uint32_t[32]")
     lib.cq_view_size(c, nwarps, size, live_words)
-    blk = _Block(place, code, size[0], _mask(live_words, size[0]))
+    blk = _Block(pycall, prog.fn, f, size[0], _mask(live_words, size[0]))
+    code = blk.prog.code
     events: dict = {}
     depth = 1 + len(code.code)
     for k in range(nwarps[0]):
@@ -70,8 +75,8 @@ def _rendezvous(lib, ffi, c, k, blk, code) -> list:
     recs = []
     for j in range(lib.cq_view_rdvs(c, k, out, 32)):
         r = out[j]
-        rec = Rendezvous(blk, r.ip, blk.prog.ins[r.ip], code.colls[r.site],
-                         _mask(r.members, blk.size), None, r.unit_index, bool(r.whole_unit))
+        rec = Rendezvous(blk, r.ip, blk.prog.ins[r.ip], r.site, _mask(r.members, blk.size),
+                         None, r.unit_index, bool(r.whole_unit))
         rec.arrived = _mask(r.arrived, blk.size)
         rec.done = bool(r.done)
         recs.append(rec)
@@ -85,7 +90,7 @@ def _event_wait(lib, ffi, c, k, blk, code, events) -> EventWait:
     e = event[0]
     if e not in events:
         decl = code.events[e]
-        ev = EventSlots(decl, 0, blk.size)
+        ev = EventSlots(e, decl, 0, blk.size)
         completed = ffi.new("int64_t[]", decl.slots)
         arrivals = ffi.new("int64_t[]", decl.slots)
         waits = ffi.new("int64_t[]", decl.slots * blk.size)

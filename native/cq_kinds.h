@@ -1,0 +1,67 @@
+/* Generated from croqvm/messages.py and croqvm/native/faults.py by 'python -m croqvm.native.faults': do not edit. */
+#ifndef CQ_KINDS_H
+#define CQ_KINDS_H
+
+enum cq_kind {
+    CQ_K_STEP_LIMIT = 1,
+    CQ_K_GRID_BOUND = 2,
+    CQ_K_TOO_MANY_THREADS = 3,
+    CQ_K_BLOCK_SIZE = 4,
+    CQ_K_FLOAT_TO_INT = 5,
+    CQ_K_DIVISION_BY_ZERO = 6,
+    CQ_K_SHIFT_COUNT = 7,
+    CQ_K_ALLOC_EXTENT = 8,
+    CQ_K_ALLOC_BUFFER = 9,
+    CQ_K_ALLOC_TILE = 10,
+    CQ_K_ALLOC_FRAGMENT = 11,
+    CQ_K_BUFFER_ARRAY_INDEX = 12,
+    CQ_K_BUFFER_BEFORE_DECLARATION = 13,
+    CQ_K_OUT_OF_RANGE = 14,
+    CQ_K_UNINITIALISED = 15,
+    CQ_K_FUTURE_NO_DATA = 16,
+    CQ_K_FUTURE_NOT_WAITED = 17,
+    CQ_K_FUTURE_WAITED_TWICE = 18,
+    CQ_K_NEVER_WAITED = 19,
+    CQ_K_EMPTY_TILE = 20,
+    CQ_K_TILE_OUTSIDE = 21,
+    CQ_K_DMA_SHAPE = 22,
+    CQ_K_DMA_SHAPE_ZFILL = 23,
+    CQ_K_EVENT_INDEX = 24,
+    CQ_K_NOT_A_PARTICIPANT = 25,
+    CQ_K_DIVERGENT_COLLECTIVE = 26,
+    CQ_K_UNIT_INACTIVE = 27,
+    CQ_K_UNIT_TERMINATED = 28,
+    CQ_K_OPERANDS_DIFFER = 29,
+    CQ_K_MMA_READ_OUTSIDE = 30,
+    CQ_K_MMA_UNINITIALISED = 31,
+    CQ_K_FRAGMENT_EMPTY = 32,
+    CQ_K_MMA_SHAPES = 33,
+    CQ_K_MMA_TILE_SHAPE = 34,
+    CQ_K_MMA_STORE_OWNERS = 35,
+    CQ_K_ASSERT = 36,
+    CQ_K_ASSERT_FMT = 37,
+};
+
+enum cq_tag {
+    CQ_TAG_VALUE = 0,
+    CQ_TAG_BUFFER = 1,
+    CQ_TAG_TUPLE = 2,
+    CQ_TAG_SHAPE = 3,
+};
+
+enum cq_label {
+    CQ_LABEL_VALUE = 0,
+    CQ_LABEL_BUFFER = 1,
+    CQ_LABEL_ORIGIN = 2,
+    CQ_LABEL_EXTENTS = 3,
+    CQ_LABEL_SOURCE = 4,
+    CQ_LABEL_DESTINATION = 5,
+    CQ_LABEL_DESTINATION_ORIGIN = 6,
+    CQ_LABEL_DESTINATION_EXTENTS = 7,
+    CQ_LABEL_LOW_PADDING = 8,
+    CQ_LABEL_HIGH_PADDING = 9,
+    CQ_LABEL_INTERIOR_PADDING = 10,
+    CQ_LABEL_PADDING_VALUE = 11,
+};
+
+#endif
