@@ -278,9 +278,13 @@ def disasm(file, defines):
 @click.option("--quiet", is_flag=True, help="No progress line and no summary of results.")
 @click.option("--device", default="cpu", show_default=True, metavar="cpu",
               help="Where to run: cpu (the lane-accurate interpreter).")
+@click.option("--engine", type=click.Choice(["native", "python"]), default="python",
+              show_default=True,
+              help="The interpreter: native (C) or python (the reference engine).")
 @_defines_option
 def run(file, func, inputs, random_inputs, seed, dims, output, expect, rtol, atol, schedule,
-        schedule_seed, poison, check, max_steps, watchdog, progress, quiet, device, defines):
+        schedule_seed, poison, check, max_steps, watchdog, progress, quiet, device, engine,
+        defines):
     if device == "gpu":
         raise errors.ArgumentError("--device gpu is not available yet: croqvm's CUDA path is "
                                    "not built; use --device cpu")
@@ -297,8 +301,9 @@ def run(file, func, inputs, random_inputs, seed, dims, output, expect, rtol, ato
         check_output(output, "--output", given)
     program = _load(file, defines, "run")
     monitor = _monitor(program, progress, quiet, watchdog)
-    options = dict(poison=poison, check=check, schedule=schedule, seed=schedule_seed or 0,
-                   max_steps=max_steps, out=sys.stdout, progress=monitor)
+    options = dict(engine=engine, poison=poison, check=check, schedule=schedule,
+                   seed=schedule_seed or 0, max_steps=max_steps, out=sys.stdout,
+                   progress=monitor)
     stats = {}
     try:
         if func is None:

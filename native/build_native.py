@@ -14,6 +14,7 @@ written into ``cq_opcodes.h`` in the build directory, never copied by hand.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import shlex
 import sys
@@ -30,10 +31,20 @@ FLAGS = ["-O2", "-std=c11", "-D_GNU_SOURCE", "-ffp-contract=off", "-fno-strict-a
 FORBIDDEN = ("-ffast-math", "-Ofast", "-funsafe-math-optimizations")
 
 
+def _opcode_table():
+    """croqvm/bytecode/opcodes.py's TABLE, read on its own: a build may run where the
+    package's dependencies (numpy) are not installed yet."""
+    spec = importlib.util.spec_from_file_location(
+        "_croqvm_opcodes", ROOT / "croqvm" / "bytecode" / "opcodes.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module       # dataclasses looks the module up while it loads
+    spec.loader.exec_module(module)
+    return module.TABLE
+
+
 def opcodes_header() -> str:
     """``cq_opcodes.h``: CQ_OP_<NAME> per opcode, CQ_NOPS, and the operand kinds."""
-    sys.path.insert(0, str(ROOT))
-    from croqvm.bytecode.opcodes import TABLE
+    TABLE = _opcode_table()
     lines = ["/* Generated from croqvm/bytecode/opcodes.py by native/build_native.py: "
              "do not edit. */", "#ifndef CQ_OPCODES_H", "#define CQ_OPCODES_H", "",
              "enum cq_opcode {"]

@@ -160,7 +160,7 @@ static cq_block *block_new(cq_call *call, const cq_code *code, int kernel, int s
     blk->once_arrivals = cq_xcalloc((size_t)code->once_sites * size + 1, sizeof(int64_t));
     blk->once_claimed = cq_xcalloc((size_t)code->once_sites * size + 1, sizeof(int64_t));
     blk->frags = cq_xcalloc((size_t)code->nfrag + 1, sizeof(cq_frag **));
-    blk->cur = -1;
+    blk->cur = blk->last = -1;
     return blk;
 }
 
@@ -264,6 +264,8 @@ static int start_block(cq_call *call)
     for (int q = 0; q < blk->nwarps; q++)
         set_args(call, &blk->warps[q]);
     call->blk = blk;
+    call->blocks_run++;
+    call->block_start = call->steps;
     return eval_lanesets(call, blk);
 }
 
@@ -300,13 +302,17 @@ int cq_op_launch(cq_warp *w, const cq_ins *ins)
         call->grid[d] = host_int(hb, L->grid[d]);
         call->cursor[d] = 0;
     }
-    for (int d = 0; d < L->ngrid; d++)
-        if (call->grid[d] < 1) {
-            cq_fault *f = cq_fault_new(hb, ins, CQ_K_GRID_BOUND, -1);
+    for (int d = 0; d < L->ngrid; d++) {
+        int64_t g = call->grid[d], limit = call->opts.max_grid[d];
+        if (g < 1 || g > limit) {
+            cq_fault *f = cq_fault_new(hb, ins, g < 1 ? CQ_K_GRID_BOUND : CQ_K_GRID_LIMIT, -1);
             cq_put(f, d);
-            cq_put(f, call->grid[d]);
+            cq_put(f, g);
+            if (g > limit)
+                cq_put(f, limit);
             return CQ_ST_FAULT;
         }
+    }
     int64_t size = K->block_size;
     if (size <= 0) {
         size = host_int(hb, L->block);
@@ -332,6 +338,11 @@ int cq_op_launch(cq_warp *w, const cq_ins *ins)
     }
     call->launch = L;
     call->launching = 1;
+    call->launches++;
+    call->block_number = 0;
+    call->blocks = 1;
+    for (int d = 0; d < L->ngrid; d++)
+        call->blocks *= call->grid[d];
     return CQ_ST_LAUNCH;
 }
 
@@ -435,6 +446,7 @@ int cq_run(cq_call *call, int64_t slice_steps)
                 return fault_status(call);
             block_free(call->blk);
             call->blk = NULL;
+            call->block_number++;
             if (!next_index(call))
                 call->launching = 0;
             continue;
@@ -489,10 +501,40 @@ size_t cq_take_output(cq_call *call, char *dst, size_t cap)
     return n;
 }
 
-void cq_stats(const cq_call *call, int64_t *steps, int64_t *lane_steps)
+void cq_where(const cq_call *call, cq_position *out)
 {
-    *steps = call->steps;
-    *lane_steps = call->lane_steps;
+    memset(out, 0, sizeof *out);
+    out->steps = call->steps;
+    out->lane_steps = call->lane_steps;
+    out->launches = call->launches;
+    out->blocks_run = call->blocks_run;
+    out->launch = -1;
+    out->warp = out->ip = out->loop_ip = -1;
+    const cq_block *blk = call->blk ? call->blk : call->host;
+    if (call->blk) {
+        out->launch = (int32_t)(call->launch - call->prog->host.launch);
+        for (int d = 0; d < 3; d++)
+            out->block[d] = (int32_t)blk->index[d];
+        out->block_number = call->block_number;
+        out->blocks = call->blocks;
+        out->block_steps = call->steps - call->block_start;
+    }
+    int k = blk->cur >= 0 ? blk->cur : blk->last;
+    if (k < 0)
+        return;
+    const cq_warp *w = &blk->warps[k];
+    out->warp = k;
+    out->ip = w->ip;
+    out->act = w->act;
+    out->base = w->base;
+    for (int f = w->nstack - 1; f >= 0 && out->loop_ip < 0; f--)
+        if (w->stack[f].kind == 1)
+            out->loop_ip = w->stack[f].opener;
+}
+
+int32_t cq_max_block(void)
+{
+    return CQ_MAX_BLOCK;
 }
 
 int cq_result(const cq_call *call, void *value, cq_buffer_info *info)

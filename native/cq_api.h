@@ -53,11 +53,24 @@ typedef struct cq_prog cq_prog;
 typedef struct cq_call cq_call;
 
 typedef struct {
-    int64_t max_steps;
+    int64_t max_steps;      /* warp-steps allowed (INT64_MAX: no limit) */
     int32_t poison;
     int32_t schedule;       /* 0 round-robin, 1 random */
     uint64_t seed;
+    int64_t max_grid[3];    /* blocks per grid dimension (croqvm.limits.MAX_GRID) */
 } cq_opts;
+
+/* Where a call is (croqvm.position.RunPosition): counts, and the running block and warp
+ * when there is one (``warp`` -1 otherwise). */
+typedef struct {
+    int64_t steps, lane_steps, launches, blocks_run;
+    int32_t launch;         /* the running launch, -1 in host code */
+    int32_t block[3];
+    int64_t block_number, blocks, block_steps;
+    int32_t warp, ip, loop_ip;   /* loop_ip: the innermost LOOP's, or -1 */
+    uint32_t act;
+    int32_t base;
+} cq_position;
 
 /* A buffer as Python sees it (result buffers, bound parameters). */
 typedef struct {
@@ -104,7 +117,9 @@ int cq_run(cq_call *call, int64_t slice_steps);
 const cq_fault *cq_get_fault(const cq_call *call);
 size_t cq_take_output(cq_call *call, char *dst, size_t cap);
 size_t cq_output_size(const cq_call *call);
-void cq_stats(const cq_call *call, int64_t *steps, int64_t *lane_steps);
+void cq_where(const cq_call *call, cq_position *out);
+/* The lanes per block the engine is built for (croqvm.limits.MAX_BLOCK_SIZE). */
+int32_t cq_max_block(void);
 /* The returned value: 0 none, 1 scalar (its bytes in value, 8 at most; its type in
  * info->type), 2 buffer (info). */
 int cq_result(const cq_call *call, void *value, cq_buffer_info *info);

@@ -148,13 +148,15 @@ typedef struct cq_buf {
  * array (§8.5). */
 typedef cq_buf **cq_insts;
 
+typedef struct cq_transfer cq_transfer;   /* a DMA's data movement (dma.c) */
+
 /* What a lane's future holds (croqvm/interp/memory.py Handle). */
 typedef struct {
     cq_buf *buf;            /* NULL: a placeholder without data */
-    int32_t nd, is_async, issued, refs;
+    int32_t nd, is_async, issued, refs, next_free;
     int64_t o[CQ_MAX_RANK], e[CQ_MAX_RANK];
     cq_lanes waited;
-    int32_t transfer;       /* pending transfer (random schedule), or -1 */
+    cq_transfer *transfer;  /* its copy while it may still land (random schedule) */
 } cq_handle;
 
 typedef struct {
@@ -198,8 +200,6 @@ typedef struct {
     void *data;             /* rows x cols, int64_t (integer types) or double */
 } cq_frag;
 
-typedef struct cq_transfer cq_transfer;
-
 typedef struct cq_block {
     struct cq_call *call;
     const cq_code *code;
@@ -223,10 +223,11 @@ typedef struct cq_block {
     int64_t *once_arrivals; /* once_sites x size */
     int64_t *once_claimed;  /* once_sites x size (unit instances) */
     cq_frag ***frags;       /* per fragment: per unit instance */
-    cq_transfer *transfers;
+    cq_transfer **transfers;/* async copies in issue order that may not have landed */
     int32_t ntransfers, captransfers;
     int32_t released;
     int32_t cur;            /* the warp running its quantum, or -1 */
+    int32_t last;           /* the warp that ran last (where the block is), or -1 */
     int64_t quantum_n;
     cq_chunk *arena;        /* shared and local buffers, freed with the block */
 } cq_block;
@@ -242,6 +243,7 @@ typedef struct cq_call {
     const cq_launch *launch;
     int64_t grid[3];
     int64_t cursor[3];      /* the next block's index */
+    int64_t launches, blocks_run, block_number, blocks, block_start;   /* cq_position */
     int32_t block_size;
     int64_t *hval;          /* scalar arguments of the launch, bits of the kernel types */
     cq_insts **kglobals;    /* per kernel, per slot: global buffers declared in kernels */
@@ -356,6 +358,7 @@ int cq_view_of(cq_warp *w, const cq_ins *ins, int v, int i, cq_buf **buf, int64_
 int64_t cq_lane_reg_int(cq_block *blk, int lane, int r);
 cq_warp *cq_warp_of(cq_block *blk, int lane, int *i);
 int32_t cq_handle_new(cq_block *blk);
+void cq_transfer_unref(cq_transfer *t);
 void cq_handle_set(cq_block *blk, int slot, int lane, int32_t h);
 void cq_handle_unref(cq_block *blk, int32_t h);
 int cq_same_view(const cq_block *blk, int32_t h, int32_t g);

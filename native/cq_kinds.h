@@ -40,6 +40,7 @@ enum cq_kind {
     CQ_K_MMA_STORE_OWNERS = 35,
     CQ_K_ASSERT = 36,
     CQ_K_ASSERT_FMT = 37,
+    CQ_K_GRID_LIMIT = 38,
 };
 
 enum cq_tag {

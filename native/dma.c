@@ -21,14 +21,16 @@ typedef struct {
     char pad_value[8];
 } plan;
 
+/* A DMA's data movement with its working tiles; ``refs``: the block's pending list and
+ * the handle of the future it fills hold it. */
 struct cq_transfer {
     plan p;
     int32_t d;                      /* the DMA descriptor */
     const cq_dmadecl *desc;
     char *tile[2];                  /* source tile; padded tile (pad only) */
     int64_t count[2];
-    int32_t lane;                   /* the planning lane (pad value conversion faults there) */
-    int32_t span;
+    int32_t lane;                   /* the planning lane */
+    int32_t landed, refs;
 };
 
 static void in_range(const int64_t *o, const int64_t *e, const int64_t *shape, int nd,
@@ -213,6 +215,12 @@ static void transfer_free(cq_transfer *t)
     free(t);
 }
 
+void cq_transfer_unref(cq_transfer *t)
+{
+    if (t && --t->refs == 0)
+        transfer_free(t);
+}
+
 /* §9.5.1: in-range elements copied; source out of range leaves the destination
  * unchanged (zero with .zfill); destination out of range skipped; .zfill also clears the
  * destination beyond the tile. */
@@ -258,9 +266,12 @@ static void write_tile(const plan *p, const char *tile, const int64_t *T, int zf
     } while (next(t, lo, hi, nd));
 }
 
-/* Land a transfer: read the source tile, transpose or pad it, write it. */
+/* Land a transfer (once): read the source tile, transpose or pad it, write it. */
 static void land(cq_transfer *t)
 {
+    if (t->landed)
+        return;
+    t->landed = 1;
     const plan *p = &t->p;
     const cq_buf *sb = p->src;
     int nd = p->nd, esize = sb->esize;
@@ -318,6 +329,40 @@ static void land(cq_transfer *t)
         T = p->shape;
     }
     write_tile(p, tile, T, t->desc->zfill);
+    free(t->tile[0]);
+    free(t->tile[1]);
+    t->tile[0] = t->tile[1] = NULL;
+}
+
+/* The random schedule's first decision (croqvm/interp/scheduler.py): each pending async
+ * copy, in issue order, lands with one chance in four; one landed by a WAIT meanwhile
+ * leaves the list without a draw. */
+void cq_land_pending(cq_block *blk, uint64_t *rng)
+{
+    int keep = 0;
+    for (int k = 0; k < blk->ntransfers; k++) {
+        cq_transfer *t = blk->transfers[k];
+        if (!t->landed && cq_rng_below(rng, 4) != 0) {
+            blk->transfers[keep++] = t;
+            continue;
+        }
+        land(t);
+        cq_transfer_unref(t);
+    }
+    blk->ntransfers = keep;
+}
+
+static void defer(cq_block *blk, cq_transfer *t)
+{
+    if (blk->ntransfers == blk->captransfers) {
+        blk->captransfers = blk->captransfers ? 2 * blk->captransfers : 8;
+        blk->transfers = realloc(blk->transfers,
+                                 (size_t)blk->captransfers * sizeof(cq_transfer *));
+        if (!blk->transfers)
+            abort();
+    }
+    blk->transfers[blk->ntransfers++] = t;
+    t->refs++;
 }
 
 /* ------------------------------------------------------------------ issuing */
@@ -330,14 +375,16 @@ static int issue(cq_block *blk, const cq_ins *ins, const plan *p, const int *lan
     t->d = ins->a;
     t->desc = desc;
     t->lane = lanes[0];
-    t->span = ins->span;
+    t->refs = 1;                /* this function's, until the end */
     if (reserve(blk, ins, t) != CQ_ST_OK) {
-        transfer_free(t);
+        cq_transfer_unref(t);
         return CQ_ST_FAULT;
     }
     int is_async = desc->is_async && desc->future >= 0;
-    land(t);
-    transfer_free(t);
+    if (is_async && blk->call->opts.schedule)   /* it lands some time before its wait */
+        defer(blk, t);
+    else
+        land(t);
     if (desc->future >= 0) {
         int32_t h = cq_handle_new(blk);
         cq_handle *hd = &blk->handles[h];
@@ -347,9 +394,14 @@ static int issue(cq_block *blk, const cq_ins *ins, const plan *p, const int *lan
         memcpy(hd->e, p->dD, sizeof hd->e);
         hd->is_async = is_async;
         hd->issued = ins->span;
+        if (!t->landed) {
+            hd->transfer = t;
+            t->refs++;
+        }
         for (int k = 0; k < n; k++)
             cq_handle_set(blk, desc->future, lanes[k], h);
     }
+    cq_transfer_unref(t);
     return CQ_ST_OK;
 }
 
@@ -537,6 +589,8 @@ static int wait_lane(cq_block *blk, const cq_ins *ins, int slot, int lane)
         return CQ_ST_FAULT;
     }
     cq_lanes_set(&blk->handles[h].waited, lane);
+    if (blk->handles[h].transfer)
+        land(blk->handles[h].transfer);
     return CQ_ST_OK;
 }
 

@@ -182,8 +182,12 @@ int cq_step(cq_block *blk, cq_warp *w, const cq_ins *ins)
 
 /* ------------------------------------------------------------------ scheduling */
 
-/* The lowest-numbered runnable warp (round-robin), or one drawn by the project PRNG
- * (random), or NULL. */
+void cq_land_pending(cq_block *blk, uint64_t *rng);
+
+/* The lowest-numbered runnable warp (round-robin), or, under the random schedule, after
+ * the pending async copies had their chance to land, one of the runnable warps drawn by
+ * the project PRNG (croqvm/interp/scheduler.py gives the decisions exactly); NULL when
+ * no warp is runnable. */
 static cq_warp *pick(cq_block *blk)
 {
     if (!blk->call->opts.schedule) {
@@ -192,12 +196,13 @@ static cq_warp *pick(cq_block *blk)
                 return &blk->warps[k];
         return NULL;
     }
+    cq_land_pending(blk, &blk->call->rng);
     int ready[CQ_MAX_WARPS], n = 0;
     for (int k = 0; k < blk->nwarps; k++)
         if (cq_runnable(&blk->warps[k]))
             ready[n++] = k;
-    if (!n)
-        return NULL;
+    if (n <= 1)
+        return n ? &blk->warps[ready[0]] : NULL;
     return &blk->warps[ready[cq_rng_below(&blk->call->rng, (uint64_t)n)]];
 }
 
@@ -218,7 +223,7 @@ int cq_run_block(cq_block *blk)
                 return CQ_ST_DONE;
             }
             blk->released = 0;
-            blk->cur = w->index;
+            blk->cur = blk->last = w->index;
             blk->quantum_n = 0;
         }
         cq_warp *w = &blk->warps[blk->cur];

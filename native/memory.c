@@ -182,7 +182,7 @@ int32_t cq_handle_new(cq_block *blk)
 {
     int32_t h = blk->freehandle;
     if (h >= 0) {
-        blk->freehandle = blk->handles[h].transfer;
+        blk->freehandle = blk->handles[h].next_free;
     } else {
         if (blk->nhandles == blk->caphandles) {
             blk->caphandles = blk->caphandles ? 2 * blk->caphandles : 16;
@@ -193,7 +193,6 @@ int32_t cq_handle_new(cq_block *blk)
         h = blk->nhandles++;
     }
     memset(&blk->handles[h], 0, sizeof(cq_handle));
-    blk->handles[h].transfer = -1;
     return h;
 }
 
@@ -201,7 +200,9 @@ void cq_handle_unref(cq_block *blk, int32_t h)
 {
     if (h < 0 || --blk->handles[h].refs > 0)
         return;
-    blk->handles[h].transfer = blk->freehandle;
+    cq_transfer_unref(blk->handles[h].transfer);
+    blk->handles[h].transfer = NULL;
+    blk->handles[h].next_free = blk->freehandle;
     blk->freehandle = h;
 }
 

@@ -385,6 +385,8 @@ int cq_runnable(cq_warp *w)
         if (ready) {
             cq_release_blocker(w);
             w->state = CQ_READY;
+            if (w->pc >= w->blk->code->n)
+                cq_finish(w);     /* that was its last instruction */
         }
     }
     return w->state == CQ_READY;
@@ -542,7 +544,11 @@ void cq_free_block_extras(cq_block *blk)
     free(blk->events);
     free(blk->rdvs);
     free(blk->open);
+    for (int k = 0; k < blk->nhandles; k++)
+        cq_transfer_unref(blk->handles[k].transfer);
     free(blk->handles);
+    for (int k = 0; k < blk->ntransfers; k++)
+        cq_transfer_unref(blk->transfers[k]);
     free(blk->transfers);
     for (int m = 0; m < blk->code->nfrag; m++) {
         if (blk->frags[m])

@@ -261,7 +261,8 @@ def test_once_effect_is_seen_by_every_lane_under_random_schedules():
         STORE a1 r1
     """, regs="bool s32 s32 s32 s32", consts=[("s32", 0), ("s32", 7), ("s32", 1)],
         buffers=[BufferDecl("cell", Storage.SHARED, 3, [4]), BufferDecl("out", Storage.GLOBAL, 3, [])],
-        accesses=[Access(BaseKind.BUF, 0, -1, [2], "cell"), Access(BaseKind.BUF, 1, -1, [2], "out")])
+        accesses=[Access(BaseKind.BUF, 0, -1, [2], "cell"), Access(BaseKind.BUF, 1, -1, [2], "out")],
+        once_sites=1)
     mod = kernel_module(a, k, 64, params=[Param("out", ParamKind.BUFFER, 3, [64], ParamStorage.GLOBAL, 0)],
                         bind=[(1, 0)], buffers=[BufferDecl("out", Storage.GLOBAL, 3, [], param=0)])
     for seed in range(12):

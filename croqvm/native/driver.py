@@ -15,10 +15,16 @@ import codecs
 
 import numpy as np
 
+from dataclasses import replace
+
 from .. import report
 from ..bytecode.module import ParamKind
+from ..bytecode.opcodes import SPAN, WIDTH
 from ..bytecode.verify import verify
-from ..errors import ArgumentError, InternalError
+from ..errors import InternalError
+from ..limits import MAX_GRID
+from ..messages import lanes_phrase
+from ..position import PROGRESS_EVERY, Interrupted, RunPosition
 from ..interp.host import _given_dims, bind
 from ..interp.machine import Block, Call
 from ..interp.scheduler import make_scheduler
@@ -26,7 +32,8 @@ from .faults import ctype_table, record
 from .flatten import flatten
 
 SLICE_STEPS = 1 << 20      # warp-steps between two returns to Python
-SCHEDULES = {"rr": 0}      # the random schedule waits for the project PRNG's procedure
+SCHEDULES = {"rr": 0, "random": 1}
+NO_LIMIT = 2 ** 63 - 1
 
 
 class Program:
@@ -60,30 +67,32 @@ def program(lib, ffi, module, fn) -> Program:
 
 
 def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison: bool,
-                 schedule: str, seed: int, max_steps: int, out, stats: dict | None):
-    """The native engine's runner (croqvm.program): what croqvm.interp.run_function does."""
-    if schedule not in SCHEDULES:
-        raise ArgumentError(f"the native engine does not run schedule '{schedule}' yet; use "
-                            f"engine='python' for it.")
+                 schedule: str, seed: int, max_steps: int | None, out, stats: dict | None,
+                 progress=None):
+    """The native engine's runner (croqvm.program): what croqvm.interp.run_function does.
+    ``progress`` is called between slices (every PROGRESS_EVERY warp-steps or so)."""
     fn = module.function(name)
     pycall = Call(module, fn, out=out, poison=poison, scheduler=make_scheduler(schedule, seed),
-                  max_steps=max_steps)
+                  max_steps=max_steps, progress=progress)
     hblk = Block(pycall, pycall.program(fn.host), 1)
     with np.errstate(all="ignore"):
         back = bind(pycall, hblk, list(args), _given_dims(fn, dims or {}))
     prog = program(lib, ffi, module, fn)
-    opts = ffi.new("cq_opts *", {"max_steps": max_steps, "poison": int(poison),
-                                 "schedule": SCHEDULES[schedule], "seed": seed})
+    opts = ffi.new("cq_opts *", {"max_steps": NO_LIMIT if max_steps is None else max_steps,
+                                 "poison": int(poison), "schedule": SCHEDULES[schedule],
+                                 "seed": seed, "max_grid": list(MAX_GRID)})
     c = lib.cq_call_new(prog.prog, opts)
     try:
         keep = _bind(lib, ffi, c, fn, hblk)
         result = _run(lib, ffi, c, prog, pycall)
         del keep
+    except KeyboardInterrupt:
+        raise Interrupted(_position(lib, ffi, c, pycall)) from None
     finally:
         if stats is not None:
-            steps, lanes = ffi.new("int64_t *"), ffi.new("int64_t *")
-            lib.cq_stats(c, steps, lanes)
-            stats.update(warp_steps=steps[0], lane_steps=lanes[0])
+            at = _where(lib, ffi, c)
+            stats.update(warp_steps=at.steps, lane_steps=at.lane_steps,
+                         launches=at.launches, blocks=at.blocks_run)
         lib.cq_call_free(c)     # before the program can go: the call reads its tables
     for arr, buf in back:
         arr[...] = buf.data
@@ -113,13 +122,16 @@ def _run(lib, ffi, c, prog, pycall):
     """Run ``c`` slice by slice; returns the function's result or raises its error."""
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     chunk = ffi.new("char[]", 1 << 16)
+    slice_steps = SLICE_STEPS if pycall.progress is None else PROGRESS_EVERY
     while True:
-        status = lib.cq_run(c, SLICE_STEPS)
+        status = lib.cq_run(c, slice_steps)
         while lib.cq_output_size(c):
             n = lib.cq_take_output(c, chunk, len(chunk))
             pycall.out.write(decoder.decode(ffi.buffer(chunk, n)[:]))
         if status != lib.CQ_SLICE:
             break
+        if pycall.progress is not None:
+            pycall.progress(_position(lib, ffi, c, pycall))
     f = lib.cq_get_fault(c)
     if status == lib.CQ_INTERNAL:
         raise _internal(ffi, f, pycall)
@@ -129,6 +141,34 @@ def _run(lib, ffi, c, prog, pycall):
             raise deadlock(lib, ffi, c, prog, pycall)
         raise report.fault(pycall.spans, prog.fn, record(f, prog.ctypes, prog.fn))
     return _result(lib, ffi, c, prog)
+
+
+def _where(lib, ffi, c):
+    at = ffi.new("cq_position *")
+    lib.cq_where(c, at)
+    return at
+
+
+def _position(lib, ffi, c, pycall) -> RunPosition:
+    """Where call ``c`` is, as croqvm.interp's Call.position says it."""
+    at, fn, spans = _where(lib, ffi, c), pycall.fn, pycall.spans
+    base = RunPosition(fn.name, at.steps, at.lane_steps, at.launches)
+    if at.warp < 0:
+        return base
+    code = fn.host if at.launch < 0 else fn.kernels[fn.host.launches[at.launch].kernel].code
+    n = len(code.code) // WIDTH
+    span = spans.span(code.code[at.ip * WIDTH + SPAN]) if 0 <= at.ip < n else None
+    loop = spans.span(code.code[at.loop_ip * WIDTH + SPAN]) if at.loop_ip >= 0 else None
+    base = replace(base, span=span, loop_span=loop)
+    if at.launch < 0:
+        return base
+    launch = fn.host.launches[at.launch]
+    act = [at.base + b for b in range(32) if at.act >> b & 1]
+    lanes = lanes_phrase(act) if act else "no active lanes"
+    return replace(base, kernel_span=spans.span(launch.span),
+                   block=tuple(at.block[d] for d in range(len(launch.grid))),
+                   block_number=at.block_number, blocks=at.blocks, block_steps=at.block_steps,
+                   lanes=f"warp {at.warp}, {lanes}")
 
 
 def _result(lib, ffi, c, prog):

@@ -1,0 +1,87 @@
+"""The native engine against the reference engine (STYLE.md rule 8: two engines, one
+meaning): every program of programs/ runs on both and must give bit-identical results and
+parameters, the same printed text, the same diagnostics and the same statistics, under
+the round-robin schedule and random ones. The execution tests themselves run on both
+engines through the ``engine`` parameter (tests/engines.py); this module holds what only
+makes sense for two engines side by side, and the native build's own contracts."""
+from __future__ import annotations
+
+import io
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+import croqvm
+from croqvm.limits import MAX_BLOCK_SIZE
+from croqvm.native import extension
+from croqvm.native.faults import c_header
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "programs"))
+from catalog import PROGRAMS  # noqa: E402
+
+EXT = extension()
+pytestmark = pytest.mark.skipif(EXT is None, reason="the native extension is not built")
+
+
+def test_generated_fault_header_is_current():
+    """native/cq_kinds.h is written by croqvm/native/faults.py from the catalogue."""
+    assert (ROOT / "native" / "cq_kinds.h").read_text() == c_header()
+
+
+def test_the_engine_holds_the_largest_block():
+    assert EXT.lib.cq_max_block() == MAX_BLOCK_SIZE
+
+
+def test_loading_the_engine_keeps_subnormals():
+    """A library built with -ffast-math would switch the process to flush-to-zero."""
+    tiny = np.float32(np.finfo(np.float32).smallest_subnormal)
+    assert tiny > 0 and tiny * np.float32(3) == np.float32(3) * tiny > tiny
+
+
+# --------------------------------------------------------------------------- programs/
+
+def _outcome(module, func, args, dims, engine, **options):
+    """Everything a run shows: result, arguments after it, printed text, error, stats."""
+    args = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+    out, stats = io.StringIO(), {}
+    try:
+        result, error = croqvm.Program(module).run(func, *args, engine=engine, out=out,
+                                                   stats=stats, **options, **dims), None
+    except croqvm.CroqvmError as e:
+        result, error = None, (type(e).__name__, str(e))
+    return result, args, out.getvalue(), error, stats
+
+
+def _same(a, b) -> bool:
+    """Equal values; arrays equal in dtype, shape and bits (any NaN equals any NaN)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
+                and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+    if isinstance(a, float) and isinstance(b, float) and a != a:
+        return b != b
+    return type(a) is type(b) and a == b
+
+
+def _runs():
+    for entry in PROGRAMS:
+        if entry.stage == "static":
+            continue
+        for schedule, seed in (("rr", 0), ("random", 1), ("random", 2)):
+            yield pytest.param(entry, schedule, seed, id=f"{entry.id}-{schedule}-{seed}")
+
+
+@pytest.mark.parametrize("entry, schedule, seed", _runs())
+def test_program_runs_alike_on_both_engines(entry, schedule, seed):
+    module = croqvm.compile_file(entry.path, defines=entry.defines).module
+    funcs = [entry.func] if entry.func else [f.name for f in module.functions if not f.params]
+    for func in funcs:
+        args, dims = entry.make_args(np.random.default_rng(0), "test") if entry.make_args \
+            else ([], {})
+        ref = _outcome(module, func, args, dims, "python", schedule=schedule, seed=seed)
+        got = _outcome(module, func, args, dims, "native", schedule=schedule, seed=seed)
+        assert _same(got[0], ref[0]), f"{func}: result"
+        assert all(_same(g, r) for g, r in zip(got[1], ref[1])), f"{func}: arguments"
+        assert got[2:] == ref[2:], f"{func}: output, error or stats"
