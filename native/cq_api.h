@@ -127,12 +127,11 @@ int cq_result(const cq_call *call, void *value, cq_buffer_info *info);
 /* The faulting block, for deadlock and partial-group reports. */
 int cq_view_size(const cq_call *call, int32_t *nwarps, int32_t *size, uint32_t *live);
 int cq_view_warp(const cq_call *call, int32_t w, cq_warp_view *out, int32_t *openers,
-                 uint32_t *entered);
+                 uint32_t *entered, int32_t cap);
 int cq_view_rdvs(const cq_call *call, int32_t w, cq_rdv_view *out, int32_t cap);
-int cq_view_event_wait(const cq_call *call, int32_t w, int32_t *event, int32_t *span,
-                       int32_t *lanes, int32_t *slots, int32_t cap);
-int cq_view_event(const cq_call *call, int32_t event, int64_t *completed, int64_t *arrivals,
-                  int64_t *waits, int32_t slots_cap, int32_t lanes_cap, int64_t *need);
+/* A warp blocked at WAIT_EVENT: event, then for the first of its lanes still waiting:
+ * slot, completed generations, arrivals, arrivals needed, the generation it waits for. */
+void cq_view_event_wait(const cq_call *call, int32_t w, int64_t *out);
 
 /* cdef end */
 #endif

@@ -41,6 +41,7 @@ enum cq_kind {
     CQ_K_ASSERT = 36,
     CQ_K_ASSERT_FMT = 37,
     CQ_K_GRID_LIMIT = 38,
+    CQ_K_SHARED_LIMIT = 39,
 };
 
 enum cq_tag {

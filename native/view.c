@@ -14,7 +14,7 @@ int cq_view_size(const cq_call *call, int32_t *nwarps, int32_t *size, uint32_t *
 }
 
 int cq_view_warp(const cq_call *call, int32_t k, cq_warp_view *out, int32_t *openers,
-                 uint32_t *entered)
+                 uint32_t *entered, int32_t cap)
 {
     const cq_block *blk = call->fault_blk;
     const cq_warp *w = &blk->warps[k];
@@ -26,7 +26,7 @@ int cq_view_warp(const cq_call *call, int32_t k, cq_warp_view *out, int32_t *ope
     out->width = w->width;
     out->nframes = w->nstack;
     out->blocker = w->state == CQ_BLOCKED ? w->blocker : 0;
-    for (int f = 0; f < w->nstack; f++) {
+    for (int f = 0; f < w->nstack && f < cap; f++) {
         openers[f] = w->stack[f].opener;
         entered[f] = w->stack[f].entered;
     }
@@ -45,36 +45,28 @@ int cq_view_rdvs(const cq_call *call, int32_t k, cq_rdv_view *out, int32_t cap)
         out[j].unit_index = r->unit_index;
         out[j].whole_unit = r->whole_unit;
         out[j].done = r->done;
-        memcpy(out[j].members, r->members.w, sizeof out[j].members);
-        memcpy(out[j].arrived, r->arrived.w, sizeof out[j].arrived);
+        for (int q = 0; q < CQ_LANE_WORDS; q++) {   /* the live ones */
+            uint32_t live = q < blk->nwarps ? blk->live[q] : 0;
+            out[j].members[q] = r->members.w[q] & live;
+            out[j].arrived[q] = r->arrived.w[q] & live;
+        }
     }
     return n;
 }
 
-int cq_view_event_wait(const cq_call *call, int32_t k, int32_t *event, int32_t *span,
-                       int32_t *lanes, int32_t *slots, int32_t cap)
-{
-    const cq_warp *w = &call->fault_blk->warps[k];
-    *event = w->ev;
-    *span = w->ev_span;
-    for (int j = 0; j < w->ev_n && j < cap; j++) {
-        lanes[j] = w->ev_lane[j];
-        slots[j] = w->ev_slot[j];
-    }
-    return w->ev_n;
-}
-
-int cq_view_event(const cq_call *call, int32_t e, int64_t *completed, int64_t *arrivals,
-                  int64_t *waits, int32_t slots_cap, int32_t lanes_cap, int64_t *need)
+void cq_view_event_wait(const cq_call *call, int32_t k, int64_t *out)
 {
     const cq_block *blk = call->fault_blk;
-    const cq_event *ev = &blk->events[e];
-    int slots = blk->code->event[e].slots;
-    if (slots > slots_cap || blk->size > lanes_cap)
-        return -1;
-    memcpy(completed, ev->completed, sizeof(int64_t) * slots);
-    memcpy(arrivals, ev->arrivals, sizeof(int64_t) * slots);
-    memcpy(waits, ev->waits, sizeof(int64_t) * slots * blk->size);
-    *need = ev->need;
-    return slots;
+    const cq_warp *w = &blk->warps[k];
+    const cq_event *ev = &blk->events[w->ev];
+    int slots = blk->code->event[w->ev].slots;
+    for (int j = 0; j < w->ev_n; j++) {
+        int s = w->ev_slot[j];
+        int64_t gen = ev->waits[(size_t)w->ev_lane[j] * slots + s];
+        if (ev->completed[s] <= gen) {
+            int64_t v[6] = {w->ev, s, ev->completed[s], ev->arrivals[s], ev->need, gen};
+            memcpy(out, v, sizeof v);
+            return;
+        }
+    }
 }

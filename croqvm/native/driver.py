@@ -138,7 +138,7 @@ def _run(lib, ffi, c, prog, pycall):
     if status == lib.CQ_FAULT:
         if f.kind == lib.CQ_DEADLOCK:
             from .blockview import deadlock
-            raise deadlock(lib, ffi, c, prog, pycall)
+            raise deadlock(lib, ffi, c, prog.fn, pycall.spans)
         raise report.fault(pycall.spans, prog.fn, record(f, prog.ctypes, prog.fn))
     return _result(lib, ffi, c, prog)
 
