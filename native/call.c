@@ -14,10 +14,10 @@ int cq_step(cq_block *blk, cq_warp *w, const cq_ins *ins);
 
 /* ------------------------------------------------------------------ faults */
 
-cq_fault *cq_fault_new(cq_block *blk, const cq_ins *ins, int kind, int lane)
+cq_record *cq_fault_new(cq_block *blk, const cq_ins *ins, int kind, int lane)
 {
     cq_call *call = blk->call;
-    cq_fault *f = &call->fault;
+    cq_record *f = &call->fault;
     memset(f, 0, sizeof *f);
     f->kind = kind;
     f->launch = blk->launch ? (int32_t)(blk->launch - call->prog->host.launch) : -1;
@@ -42,15 +42,15 @@ int cq_fault_lane(cq_warp *w, const cq_ins *ins, int kind, int i)
 int cq_fault_shift(cq_warp *w, const cq_ins *ins, int i, int64_t count, int count_type,
                    int shift_type)
 {
-    cq_fault *f = cq_fault_new(w->blk, ins, CQ_K_SHIFT_COUNT, w->base + i);
-    cq_put_u64(f, count, count_type == CQ_U64);
+    cq_record *f = cq_fault_new(w->blk, ins, CQ_FAULT_SHIFT_COUNT, w->base + i);
+    cq_put_u64(f, count, count_type == CQ_DT_U64);
     cq_put(f, shift_type);
     return CQ_ST_FAULT;
 }
 
 int cq_fault_convert(cq_warp *w, const cq_ins *ins, int i, int src, const void *x, int dst)
 {
-    cq_fault *f = cq_fault_new(w->blk, ins, CQ_K_FLOAT_TO_INT, w->base + i);
+    cq_record *f = cq_fault_new(w->blk, ins, CQ_FAULT_FLOAT_TO_INT, w->base + i);
     cq_put_double(f, cq_to_double(src, x, i));
     cq_put(f, dst);
     return CQ_ST_FAULT;
@@ -58,41 +58,41 @@ int cq_fault_convert(cq_warp *w, const cq_ins *ins, int i, int src, const void *
 
 int cq_internal(cq_block *blk, const char *file, int line)
 {
-    cq_fault *f = cq_fault_new(blk, NULL, CQ_DEADLOCK, -1);
+    cq_record *f = cq_fault_new(blk, NULL, CQ_DEADLOCK, -1);
     f->c_file = file;
     f->c_line = line;
     blk->call->internal = 1;
     return CQ_ST_FAULT;
 }
 
-void cq_put(cq_fault *f, int64_t v)
+void cq_put(cq_record *f, int64_t v)
 {
     if (f->n < (int)(sizeof f->i / sizeof f->i[0]))
         f->i[f->n++] = v;
 }
 
-void cq_put_u64(cq_fault *f, int64_t v, int is_u64)
+void cq_put_u64(cq_record *f, int64_t v, int is_u64)
 {
     if (is_u64 && v < 0 && f->n < 64)
         f->unsigned_words |= 1ull << f->n;
     cq_put(f, v);
 }
 
-void cq_put_list(cq_fault *f, int n, const int64_t *v)
+void cq_put_list(cq_record *f, int n, const int64_t *v)
 {
     cq_put(f, n);
     for (int k = 0; k < n; k++)
         cq_put(f, v[k]);
 }
 
-void cq_put_double(cq_fault *f, double x)
+void cq_put_double(cq_record *f, double x)
 {
     int64_t bits;
     memcpy(&bits, &x, sizeof bits);
     cq_put(f, bits);
 }
 
-void cq_put_buffer(cq_fault *f, const cq_buf *b)
+void cq_put_buffer(cq_record *f, const cq_buf *b)
 {
     cq_put(f, b->code);
     cq_put(f, b->slot);
@@ -100,7 +100,7 @@ void cq_put_buffer(cq_fault *f, const cq_buf *b)
 }
 
 /* A value of ``type`` (its storage bits at p) as a "value" argument. */
-void cq_put_value(cq_fault *f, int type, const void *p)
+void cq_put_value(cq_record *f, int type, const void *p)
 {
     int64_t bits = 0;
     memcpy(&bits, p, cq_type_size[type]);
@@ -160,6 +160,7 @@ static cq_block *block_new(cq_call *call, const cq_code *code, int kernel, int s
     blk->once_arrivals = cq_xcalloc((size_t)code->once_sites * size + 1, sizeof(int64_t));
     blk->once_claimed = cq_xcalloc((size_t)code->once_sites * size + 1, sizeof(int64_t));
     blk->frags = cq_xcalloc((size_t)code->nfrag + 1, sizeof(cq_frag **));
+    blk->shared = cq_xcalloc((size_t)code->nbuf + 1, sizeof(int64_t));
     blk->cur = blk->last = -1;
     return blk;
 }
@@ -186,6 +187,7 @@ static void block_free(cq_block *blk)
     cq_arena_free(&blk->arena);
     free(blk->once_arrivals);
     free(blk->once_claimed);
+    free(blk->shared);
     free(blk);
 }
 
@@ -285,7 +287,7 @@ static int64_t host_int(cq_block *hb, int r)
     const cq_code *code = hb->code;
     int t = code->rtype[r];
     const char *p = hb->warps[0].regs + code->roff[r];
-    if (t == CQ_F32 || t == CQ_F64)
+    if (t == CQ_DT_F32 || t == CQ_DT_F64)
         return (int64_t)trunc(cq_to_double(t, p, 0));
     return cq_to_int64(t, p, 0);
 }
@@ -305,7 +307,7 @@ int cq_op_launch(cq_warp *w, const cq_ins *ins)
     for (int d = 0; d < L->ngrid; d++) {
         int64_t g = call->grid[d], limit = call->opts.max_grid[d];
         if (g < 1 || g > limit) {
-            cq_fault *f = cq_fault_new(hb, ins, g < 1 ? CQ_K_GRID_BOUND : CQ_K_GRID_LIMIT, -1);
+            cq_record *f = cq_fault_new(hb, ins, g < 1 ? CQ_FAULT_GRID_BOUND : CQ_FAULT_GRID_LIMIT, -1);
             cq_put(f, d);
             cq_put(f, g);
             if (g > limit)
@@ -317,11 +319,11 @@ int cq_op_launch(cq_warp *w, const cq_ins *ins)
     if (size <= 0) {
         size = host_int(hb, L->block);
         if (size > CQ_MAX_BLOCK) {
-            cq_fault_new(hb, ins, CQ_K_TOO_MANY_THREADS, -1);
+            cq_fault_new(hb, ins, CQ_FAULT_TOO_MANY_THREADS, -1);
             return CQ_ST_FAULT;
         }
         if (size < 1) {
-            cq_put(cq_fault_new(hb, ins, CQ_K_BLOCK_SIZE, -1), size);
+            cq_put(cq_fault_new(hb, ins, CQ_FAULT_BLOCK_SIZE, -1), size);
             return CQ_ST_FAULT;
         }
     }
@@ -431,7 +433,7 @@ int cq_bind(cq_call *call, int32_t slot, void *data, int32_t ndim, const int64_t
 
 static int fault_status(cq_call *call)
 {
-    return call->internal ? CQ_INTERNAL : CQ_FAULT;
+    return call->internal ? CQ_RUN_INTERNAL : CQ_RUN_FAULT;
 }
 
 int cq_run(cq_call *call, int64_t slice_steps)
@@ -441,7 +443,7 @@ int cq_run(cq_call *call, int64_t slice_steps)
         if (call->blk) {
             int st = cq_run_block(call->blk);
             if (st == CQ_ST_SLICE)
-                return CQ_SLICE;
+                return CQ_RUN_SLICE;
             if (st != CQ_ST_DONE || cq_check_kernel_end(call->blk) != CQ_ST_OK)
                 return fault_status(call);
             block_free(call->blk);
@@ -458,16 +460,16 @@ int cq_run(cq_call *call, int64_t slice_steps)
         }
         int st = cq_run_block(call->host);
         if (st == CQ_ST_SLICE)
-            return CQ_SLICE;
+            return CQ_RUN_SLICE;
         if (st == CQ_ST_LAUNCH)
             continue;
         if (st != CQ_ST_DONE || cq_check_kernel_end(call->host) != CQ_ST_OK)
             return fault_status(call);
-        return CQ_DONE;
+        return CQ_RUN_DONE;
     }
 }
 
-const cq_fault *cq_get_fault(const cq_call *call)
+const cq_record *cq_get_fault(const cq_call *call)
 {
     return &call->fault;
 }
@@ -530,11 +532,6 @@ void cq_where(const cq_call *call, cq_position *out)
     for (int f = w->nstack - 1; f >= 0 && out->loop_ip < 0; f--)
         if (w->stack[f].kind == 1)
             out->loop_ip = w->stack[f].opener;
-}
-
-int32_t cq_max_block(void)
-{
-    return CQ_MAX_BLOCK;
 }
 
 int cq_result(const cq_call *call, void *value, cq_buffer_info *info)

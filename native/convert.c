@@ -8,21 +8,21 @@
 #include "cq_engine.h"
 #include "cq_types.h"
 
-#define SIZE_OF(N) [CQ_##N] = sizeof(ST_##N),
-const int cq_type_size[CQ_NTYPES] = { CQ_ALL_TYPES(SIZE_OF) };
+#define SIZE_OF(N) [CQ_DT_##N] = sizeof(ST_##N),
+const int cq_type_size[CQ_NUM_DTYPES] = { CQ_ALL_TYPES(SIZE_OF) };
 #undef SIZE_OF
 
 /* bits and signedness of the integer types (bool counts as unsigned, 8 bits) */
-static const struct { int8_t bits, sgn; } int_shape[CQ_NTYPES] = {
-    [CQ_BOOL] = {8, 0}, [CQ_S8] = {8, 1}, [CQ_S16] = {16, 1}, [CQ_S32] = {32, 1},
-    [CQ_S64] = {64, 1}, [CQ_U8] = {8, 0}, [CQ_U16] = {16, 0}, [CQ_U32] = {32, 0},
-    [CQ_U64] = {64, 0},
+static const struct { int8_t bits, sgn; } int_shape[CQ_NUM_DTYPES] = {
+    [CQ_DT_BOOL] = {8, 0}, [CQ_DT_S8] = {8, 1}, [CQ_DT_S16] = {16, 1}, [CQ_DT_S32] = {32, 1},
+    [CQ_DT_S64] = {64, 1}, [CQ_DT_U8] = {8, 0}, [CQ_DT_U16] = {16, 0}, [CQ_DT_U32] = {32, 0},
+    [CQ_DT_U64] = {64, 0},
 };
 
 int64_t cq_to_int64(int t, const void *p, int64_t i)
 {
     switch (t) {
-#define LOAD(N) case CQ_##N: return (int64_t)LD_##N(((const ST_##N *)p)[i]);
+#define LOAD(N) case CQ_DT_##N: return (int64_t)LD_##N(((const ST_##N *)p)[i]);
     LOAD(BOOL)
     CQ_INT_TYPES(LOAD)
 #undef LOAD
@@ -33,10 +33,10 @@ int64_t cq_to_int64(int t, const void *p, int64_t i)
 double cq_to_double(int t, const void *p, int64_t i)
 {
     switch (t) {
-#define LOAD(N) case CQ_##N: return (double)LD_##N(((const ST_##N *)p)[i]);
+#define LOAD(N) case CQ_DT_##N: return (double)LD_##N(((const ST_##N *)p)[i]);
     CQ_FLOAT_TYPES(LOAD)
 #undef LOAD
-    case CQ_U64: return (double)((const uint64_t *)p)[i];
+    case CQ_DT_U64: return (double)((const uint64_t *)p)[i];
     }
     return (double)cq_to_int64(t, p, i);
 }
@@ -45,7 +45,7 @@ double cq_to_double(int t, const void *p, int64_t i)
 static void store_float(int t, void *p, int i, double v)
 {
     switch (t) {
-#define STORE(N) case CQ_##N: ((ST_##N *)p)[i] = SV_##N(v); break;
+#define STORE(N) case CQ_DT_##N: ((ST_##N *)p)[i] = SV_##N(v); break;
     CQ_FLOAT_TYPES(STORE)
 #undef STORE
     }
@@ -54,7 +54,7 @@ static void store_float(int t, void *p, int i, double v)
 static void store_int(int t, void *p, int i, int64_t v)
 {
     switch (t) {
-#define STORE(N) case CQ_##N: ((ST_##N *)p)[i] = (ST_##N)v; break;
+#define STORE(N) case CQ_DT_##N: ((ST_##N *)p)[i] = (ST_##N)v; break;
     CQ_INT_TYPES(STORE)
 #undef STORE
     }
@@ -64,7 +64,7 @@ static void store_int(int t, void *p, int i, int64_t v)
  * CQ_NUM_OUT_OF_RANGE (a float that no value of the integer type dst holds). */
 static int convert_one(int src, int dst, const void *x, void *y, int i)
 {
-    if (dst == CQ_BOOL) {
+    if (dst == CQ_DT_BOOL) {
         ((uint8_t *)y)[i] = cq_is_float(src) ? cq_to_double(src, x, i) != 0
                                              : cq_to_int64(src, x, i) != 0;
         return CQ_NUM_OK;
@@ -84,7 +84,7 @@ static int convert_one(int src, int dst, const void *x, void *y, int i)
     double v;
     if (cq_is_float(src))
         v = cq_round_fmt(cq_to_double(src, x, i), cq_fmt_of(dst));
-    else if (src == CQ_U64)
+    else if (src == CQ_DT_U64)
         v = cq_u64_to_fmt(((const uint64_t *)x)[i], cq_fmt_of(dst));
     else
         v = cq_s64_to_fmt(cq_to_int64(src, x, i), cq_fmt_of(dst));

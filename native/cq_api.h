@@ -16,22 +16,16 @@
 #include <stdint.h>
 /* cdef begin */
 
-/* Element types, by name (the Python side maps croqvm.dtypes names onto these). */
-enum cq_type {
-    CQ_BOOL, CQ_S8, CQ_S16, CQ_S32, CQ_S64, CQ_U8, CQ_U16, CQ_U32, CQ_U64,
-    CQ_F16, CQ_BF16, CQ_F32, CQ_F64, CQ_TF32, CQ_F8_E4M3, CQ_F8_E5M2, CQ_NTYPES
-};
-
 /* What cq_run returns. */
-enum cq_status { CQ_DONE, CQ_SLICE, CQ_FAULT, CQ_INTERNAL };
+enum cq_status { CQ_RUN_DONE, CQ_RUN_SLICE, CQ_RUN_FAULT, CQ_RUN_INTERNAL };
 
-/* A runtime error: ``kind`` is a croqvm.messages.Kind (native/cq_kinds.h), or
+/* A runtime error: ``kind`` is a croqvm.faults.Kind (CQ_FAULT_* of cq_opcodes.h), or
  * CQ_DEADLOCK, whose report reads the block views below. Its arguments are ``n`` words
  * in ``i`` (croqvm/native/faults.py says how each argument type is written; a word whose
  * bit is set in ``unsigned_words`` holds a u64 value), plus the lane set ``lanes`` for a
  * lane-set argument. ``launch`` is the host's launch running the faulting block (-1: the
  * host program); ``span`` the span the message points at; ``lane`` the block lane at
- * fault (-1: none). CQ_INTERNAL's origin is ``c_file``:``c_line``. */
+ * fault (-1: none). CQ_RUN_INTERNAL's origin is ``c_file``:``c_line``. */
 enum { CQ_DEADLOCK = 0 };
 
 typedef struct {
@@ -47,7 +41,7 @@ typedef struct {
     uint32_t lanes[32];
     const char *c_file;
     int32_t c_line;
-} cq_fault;
+} cq_record;
 
 typedef struct cq_prog cq_prog;
 typedef struct cq_call cq_call;
@@ -114,12 +108,10 @@ void cq_set_reg(cq_call *call, int32_t r, const void *value);
 int cq_bind(cq_call *call, int32_t slot, void *data, int32_t ndim, const int64_t *shape,
             uint8_t *written);
 int cq_run(cq_call *call, int64_t slice_steps);
-const cq_fault *cq_get_fault(const cq_call *call);
+const cq_record *cq_get_fault(const cq_call *call);
 size_t cq_take_output(cq_call *call, char *dst, size_t cap);
 size_t cq_output_size(const cq_call *call);
 void cq_where(const cq_call *call, cq_position *out);
-/* The lanes per block the engine is built for (croqvm.limits.MAX_BLOCK_SIZE). */
-int32_t cq_max_block(void);
 /* The returned value: 0 none, 1 scalar (its bytes in value, 8 at most; its type in
  * info->type), 2 buffer (info). */
 int cq_result(const cq_call *call, void *value, cq_buffer_info *info);

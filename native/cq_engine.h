@@ -17,11 +17,11 @@
 #include <stddef.h>
 #include <string.h>
 #include "cq_api.h"
-#include "cq_kinds.h"
 #include "cq_opcodes.h"
+#include "cq_record.h"
 
-#define CQ_WARP 32
-#define CQ_MAX_BLOCK 1024
+#define CQ_WARP CQ_WARP_SIZE
+#define CQ_MAX_BLOCK CQ_MAX_BLOCK_SIZE
 #define CQ_MAX_WARPS (CQ_MAX_BLOCK / CQ_WARP)
 #define CQ_MAX_RANK 8
 #define CQ_LANE_WORDS (CQ_MAX_BLOCK / 32)
@@ -37,10 +37,10 @@ static inline void cq_lanes_set(cq_lanes *s, int lane) { s->w[lane >> 5] |= 1u <
     X(XOR) X(SHL) X(SHR) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(NEG) X(NOT) X(BNOT) X(MOV) \
     X(SELECT)
 #define CQ_OWN_CASES(X) X(CONST) X(CVT) X(LANE) X(BLOCKIDX) X(IF) X(ELSE) X(LOOP) \
-    X(BREAK_IF) X(CONTINUE_IF) X(END) X(YIELD) X(NOP)
+    X(BREAK_IF) X(CONTINUE_IF) X(END) X(YIELD) X(NOP) X(FENCE) X(SYNC_GLOBAL)
 enum {
     H_OTHER,
-#define CQ_H_FAMILY(OP) HB_##OP, HL_##OP = HB_##OP + CQ_NTYPES - 1,
+#define CQ_H_FAMILY(OP) HB_##OP, HL_##OP = HB_##OP + CQ_NUM_DTYPES - 1,
     CQ_ALU_FAMILIES(CQ_H_FAMILY)
 #undef CQ_H_FAMILY
 #define CQ_H_OWN(OP) H_##OP,
@@ -114,6 +114,7 @@ typedef struct {
     cq_print *print;
     cq_launch *launch;
     int32_t once_sites;
+    int64_t event_bytes;    /* shared memory of the event slots (the shared limit counts it) */
     int32_t *coll_slot;     /* per instruction: its index among collective instructions, or -1 */
     int32_t ncoll_ins;
     int32_t depth;          /* deepest IF/LOOP nesting */
@@ -230,6 +231,7 @@ typedef struct cq_block {
     int32_t last;           /* the warp that ran last (where the block is), or -1 */
     int64_t quantum_n;
     cq_chunk *arena;        /* shared and local buffers, freed with the block */
+    int64_t *shared;        /* per slot: bytes of its shared instances (the limit) */
 } cq_block;
 
 typedef struct cq_call {
@@ -256,7 +258,7 @@ typedef struct cq_call {
     int64_t result_bits;
     cq_buf *result_buf;
     /* faults */
-    cq_fault fault;
+    cq_record fault;
     int32_t internal;       /* the fault is an engine inconsistency */
     cq_block *fault_blk;    /* the block a deadlock or fault happened in (kept for views) */
     uint64_t rng;
@@ -264,7 +266,7 @@ typedef struct cq_call {
 
 /* ------------------------------------------------------------------ shared helpers */
 
-extern const int cq_type_size[CQ_NTYPES];
+extern const int cq_type_size[CQ_NUM_DTYPES];
 
 static inline void *cq_reg(cq_warp *w, uint32_t off) { return w->regs + off; }
 
@@ -274,19 +276,19 @@ static inline int cq_low(uint32_t m) { return __builtin_ctz(m); }
 /* Faults (call.c): cq_fault_new records one (``ins`` the faulting instruction or NULL,
  * ``lane`` a block lane or -1) and returns it for the caller to fill in; the handler
  * then returns CQ_ST_FAULT. The others are the common shapes. */
-cq_fault *cq_fault_new(cq_block *blk, const cq_ins *ins, int kind, int lane);
+cq_record *cq_fault_new(cq_block *blk, const cq_ins *ins, int kind, int lane);
 int cq_fault_lane(cq_warp *w, const cq_ins *ins, int kind, int i);   /* i: lane of w */
 int cq_fault_shift(cq_warp *w, const cq_ins *ins, int i, int64_t count, int count_type,
                    int shift_type);
 int cq_fault_convert(cq_warp *w, const cq_ins *ins, int i, int src, const void *x, int dst);
 int cq_internal(cq_block *blk, const char *file, int line);
 /* Arguments, in the order of the kind's template (croqvm/native/faults.py). */
-void cq_put(cq_fault *f, int64_t v);
-void cq_put_u64(cq_fault *f, int64_t v, int is_u64);
-void cq_put_list(cq_fault *f, int n, const int64_t *v);
-void cq_put_double(cq_fault *f, double x);
-void cq_put_buffer(cq_fault *f, const struct cq_buf *b);
-void cq_put_value(cq_fault *f, int type, const void *p);
+void cq_put(cq_record *f, int64_t v);
+void cq_put_u64(cq_record *f, int64_t v, int is_u64);
+void cq_put_list(cq_record *f, int n, const int64_t *v);
+void cq_put_double(cq_record *f, double x);
+void cq_put_buffer(cq_record *f, const struct cq_buf *b);
+void cq_put_value(cq_record *f, int type, const void *p);
 #define CQ_INTERNAL_ERROR(blk) cq_internal((blk), __FILE__, __LINE__)
 
 /* Conversions (alu.c): n lanes of type src at x into type dst at y; faults (float to
@@ -364,7 +366,7 @@ void cq_handle_unref(cq_block *blk, int32_t h);
 int cq_same_view(const cq_block *blk, int32_t h, int32_t g);
 int cq_same_bits(int type, const void *a, const void *b);
 int cq_fill_lane(cq_block *blk, const cq_ins *ins, int slot, int lane, int vlane);
-int cq_extents(cq_warp *w, const cq_ins *ins, const cq_bufdecl *decl, int i, int64_t *shape);
+cq_insts cq_allocate_declared(cq_warp *w, const cq_ins *ins, int slot, int i);
 int cq_check_kernel_end(cq_block *blk);
 
 /* Output (output.c). */

@@ -50,14 +50,14 @@
 #define NT_U16 s32
 #define NT_U32 u32
 #define NT_U64 u64
-#define PT_S8 CQ_S32
-#define PT_S16 CQ_S32
-#define PT_S32 CQ_S32
-#define PT_S64 CQ_S64
-#define PT_U8 CQ_S32
-#define PT_U16 CQ_S32
-#define PT_U32 CQ_U32
-#define PT_U64 CQ_U64
+#define PT_S8 CQ_DT_S32
+#define PT_S16 CQ_DT_S32
+#define PT_S32 CQ_DT_S32
+#define PT_S64 CQ_DT_S64
+#define PT_U8 CQ_DT_S32
+#define PT_U16 CQ_DT_S32
+#define PT_U32 CQ_DT_U32
+#define PT_U64 CQ_DT_U64
 #define LD_S8(s) ((int32_t)(s))
 #define LD_S16(s) ((int32_t)(s))
 #define LD_S32(s) (s)
@@ -121,19 +121,19 @@
 static inline int cq_fmt_of(int type)
 {
     switch (type) {
-    case CQ_F32: return CQ_FMT_F32;
-    case CQ_F16: return CQ_FMT_F16;
-    case CQ_BF16: return CQ_FMT_BF16;
-    case CQ_TF32: return CQ_FMT_TF32;
-    case CQ_F8_E4M3: return CQ_FMT_E4M3;
-    case CQ_F8_E5M2: return CQ_FMT_E5M2;
+    case CQ_DT_F32: return CQ_FMT_F32;
+    case CQ_DT_F16: return CQ_FMT_F16;
+    case CQ_DT_BF16: return CQ_FMT_BF16;
+    case CQ_DT_TF32: return CQ_FMT_TF32;
+    case CQ_DT_F8_E4M3: return CQ_FMT_E4M3;
+    case CQ_DT_F8_E5M2: return CQ_FMT_E5M2;
     default: return CQ_FMT_F64;
     }
 }
 
 static inline int cq_is_float(int type)
 {
-    return type >= CQ_F16 && type <= CQ_F8_E5M2;
+    return type >= CQ_DT_F16 && type <= CQ_DT_F8_E5M2;
 }
 
 #endif

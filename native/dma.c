@@ -46,7 +46,7 @@ static void in_range(const int64_t *o, const int64_t *e, const int64_t *shape, i
 static int tile_fault(cq_block *blk, const cq_ins *ins, int kind, int lane, const cq_buf *b,
                       const int64_t *o, const int64_t *second, int nd)
 {
-    cq_fault *f = cq_fault_new(blk, ins, kind, lane);
+    cq_record *f = cq_fault_new(blk, ins, kind, lane);
     cq_put_buffer(f, b);
     cq_put_list(f, nd, o);
     cq_put_list(f, nd, second);
@@ -58,12 +58,12 @@ static int check_tile(cq_block *blk, const cq_ins *ins, const cq_buf *b, const i
 {
     for (int d = 0; d < nd; d++)
         if (e[d] < 1)
-            return tile_fault(blk, ins, CQ_K_EMPTY_TILE, lane, b, o, e, nd);
+            return tile_fault(blk, ins, CQ_FAULT_EMPTY_TILE, lane, b, o, e, nd);
     int64_t lo[CQ_MAX_RANK], hi[CQ_MAX_RANK];
     in_range(o, e, b->shape, nd, lo, hi);
     for (int d = 0; d < nd; d++)
         if (hi[d] <= lo[d])
-            return tile_fault(blk, ins, CQ_K_TILE_OUTSIDE, lane, b, o, b->shape, nd);
+            return tile_fault(blk, ins, CQ_FAULT_TILE_OUTSIDE, lane, b, o, b->shape, nd);
     return CQ_ST_OK;
 }
 
@@ -86,17 +86,8 @@ static int destination(cq_block *blk, const cq_ins *ins, const cq_dmadecl *desc,
         }
     }
     cq_buf **insts = cq_instances(blk, desc->dst_buffer, lane);
-    if (!insts) {   /* the statement's own buffer: its own extents (§9.4.1) */
-        const cq_bufdecl *decl = &blk->code->buf[desc->dst_buffer];
-        int64_t shape[CQ_MAX_RANK];
-        int fault;
-        if (cq_extents(w, ins, decl, i, shape) != CQ_ST_OK)
-            return CQ_ST_FAULT;
-        insts = cq_allocate(blk, desc->dst_buffer, lane, decl->nshape, shape, &fault);
-        if (!insts)
-            return cq_alloc_fault(blk, ins, lane, CQ_K_ALLOC_BUFFER, desc->dst_buffer,
-                                  decl->nshape, shape);
-    }
+    if (!insts && !(insts = cq_allocate_declared(w, ins, desc->dst_buffer, i)))
+        return CQ_ST_FAULT;     /* the statement's own buffer, its own extents (§9.4.1) */
     p->dst = insts[0];
     p->dnd = p->dst->ndim;
     for (int d = 0; d < p->dnd; d++) {
@@ -142,7 +133,7 @@ static int plan_for(cq_block *blk, const cq_ins *ins, int lane, plan *p)
     for (int d = 0; d < p->nd && !bad; d++)
         bad = p->shape[d] > p->dD[d] || (!desc->zfill && p->shape[d] != p->dD[d]);
     if (bad) {
-        cq_fault *f = cq_fault_new(blk, ins, desc->zfill ? CQ_K_DMA_SHAPE_ZFILL : CQ_K_DMA_SHAPE,
+        cq_record *f = cq_fault_new(blk, ins, desc->zfill ? CQ_FAULT_DMA_SHAPE_ZFILL : CQ_FAULT_DMA_SHAPE,
                                    lane);
         cq_put(f, ins->a);
         cq_put_list(f, p->nd, p->shape);
@@ -203,7 +194,7 @@ static int reserve(cq_block *blk, const cq_ins *ins, cq_transfer *t)
         t->count[k] = box_count(shape, p->nd);
         t->tile[k] = tile_alloc(t->count[k], esize);
         if (!t->tile[k])
-            return cq_alloc_fault(blk, ins, t->lane, CQ_K_ALLOC_TILE, t->d, p->nd, shape);
+            return cq_alloc_fault(blk, ins, t->lane, CQ_FAULT_ALLOC_TILE, t->d, p->nd, shape);
     }
     return CQ_ST_OK;
 }
@@ -419,7 +410,7 @@ static int first_pending(const cq_block *blk, int slot, const int *lanes, int n)
 
 static int unwaited_fault(cq_block *blk, const cq_ins *ins, int slot, int lane, int span)
 {
-    cq_fault *f = cq_fault_new(blk, ins, CQ_K_NEVER_WAITED, lane);
+    cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_NEVER_WAITED, lane);
     cq_put(f, blk->handles[blk->fut[slot][lane]].issued);
     cq_put(f, slot);
     if (span >= 0)
@@ -585,7 +576,7 @@ static int wait_lane(cq_block *blk, const cq_ins *ins, int slot, int lane)
     if (h < 0 || !blk->handles[h].buf || !blk->handles[h].is_async)
         return CQ_ST_OK;
     if (cq_lanes_get(&blk->handles[h].waited, lane)) {
-        cq_put(cq_fault_new(blk, ins, CQ_K_FUTURE_WAITED_TWICE, lane), slot);
+        cq_put(cq_fault_new(blk, ins, CQ_FAULT_FUTURE_WAITED_TWICE, lane), slot);
         return CQ_ST_FAULT;
     }
     cq_lanes_set(&blk->handles[h].waited, lane);
@@ -633,13 +624,13 @@ int cq_op_fut_dim(cq_warp *w, const cq_ins *ins)
         int i = cq_low(m), lane = w->base + i;
         int32_t h = blk->fut[ins->b][lane];
         if (h < 0 || !blk->handles[h].buf) {
-            cq_put(cq_fault_new(blk, ins, CQ_K_FUTURE_NO_DATA, lane), ins->b);
+            cq_put(cq_fault_new(blk, ins, CQ_FAULT_FUTURE_NO_DATA, lane), ins->b);
             return CQ_ST_FAULT;
         }
         out[i] = blk->handles[h].e[ins->c];
     }
     int bad;
-    cq_convert(CQ_S64, ins->ta, out, w->regs + ins->ra, CQ_WARP, w->act, &bad);
+    cq_convert(CQ_DT_S64, ins->ta, out, w->regs + ins->ra, CQ_WARP, w->act, &bad);
     return CQ_ST_OK;
 }
 

@@ -83,7 +83,7 @@ static void op_const(cq_warp *w, const cq_ins *ins, uint32_t act, int n)
 static void write_s64(cq_warp *w, const cq_ins *ins, const int64_t *v, uint32_t act, int n)
 {
     int bad;
-    cq_convert(CQ_S64, ins->ta, v, w->regs + ins->ra, n, act, &bad);
+    cq_convert(CQ_DT_S64, ins->ta, v, w->regs + ins->ra, n, act, &bad);
 }
 
 static int op_lane(cq_warp *w, const cq_ins *ins, uint32_t act, int n)
@@ -117,7 +117,7 @@ static int op_yield(cq_block *blk, cq_warp *w)
 
 static int step_limit(cq_warp *w, const cq_ins *ins)
 {
-    cq_fault *f = cq_fault_new(w->blk, ins, CQ_K_STEP_LIMIT,
+    cq_record *f = cq_fault_new(w->blk, ins, CQ_FAULT_STEP_LIMIT,
                                w->act ? w->base + cq_low(w->act) : -1);
     cq_put(f, w->blk->call->opts.max_steps);
     return CQ_ST_FAULT;

@@ -43,13 +43,11 @@ static int32_t *rd_counted(reader *r, int32_t *n)
 
 /* ------------------------------------------------------------------ decoding */
 
-static const char *const operand_kinds[] = CQ_OPERANDS_INIT;
-
 #define CQ_FAMILY_ENTRY(OP) [CQ_OP_##OP] = HB_##OP,
-static const int16_t family[CQ_NOPS] = { CQ_ALU_FAMILIES(CQ_FAMILY_ENTRY) };
+static const int16_t family[CQ_NUM_OPCODES] = { CQ_ALU_FAMILIES(CQ_FAMILY_ENTRY) };
 #undef CQ_FAMILY_ENTRY
 #define CQ_OWN_ENTRY(OP) [CQ_OP_##OP] = H_##OP,
-static const int16_t own[CQ_NOPS] = { CQ_OWN_CASES(CQ_OWN_ENTRY) };
+static const int16_t own[CQ_NUM_OPCODES] = { CQ_OWN_CASES(CQ_OWN_ENTRY) };
 #undef CQ_OWN_ENTRY
 
 int cq_update_handler(int op, int type)
@@ -70,7 +68,7 @@ static int handler_of(const cq_ins *ins)
 static void decode(reader *r, const cq_code *code, const int64_t *words, cq_ins *ins)
 {
     memset(ins, 0, sizeof *ins);
-    if (words[0] < 0 || words[0] >= CQ_NOPS) {
+    if (words[0] < 0 || words[0] >= CQ_NUM_OPCODES) {
         r->why = "unknown opcode";
         longjmp(r->fail, 1);
     }
@@ -78,11 +76,13 @@ static void decode(reader *r, const cq_code *code, const int64_t *words, cq_ins 
     int32_t *ops[5] = {&ins->a, &ins->b, &ins->c, &ins->d, &ins->e};
     uint32_t *offs[4] = {&ins->ra, &ins->rb, &ins->rc, &ins->rd};
     uint8_t *types[4] = {&ins->ta, &ins->tb, &ins->tc, &ins->td};
-    const char *kinds = operand_kinds[ins->op];
-    size_t nkinds = strlen(kinds);
+    char kinds[CQ_MAX_OPERANDS + 1] = {0};     /* the operand kind letters, '?' dropped */
+    for (const char *p = CQ_OPERAND_KINDS[ins->op], *q = p; *q; q++)
+        if (*q != '?')
+            kinds[strlen(kinds)] = *q;
     for (int k = 0; k < 5; k++) {
         *ops[k] = (int32_t)words[1 + k];
-        if (k < 4 && (size_t)k < nkinds && kinds[k] == 'r') {
+        if (k < 4 && kinds[k] == 'r') {
             if (*ops[k] < 0 || *ops[k] >= code->nregs) {
                 r->why = "register out of range";
                 longjmp(r->fail, 1);
@@ -137,7 +137,7 @@ static void rd_aux(reader *r, const cq_code *code, cq_ins *ins, int32_t n)
 static int32_t rd_type(reader *r)
 {
     int64_t t = rd(r);
-    if (t < 0 || t >= CQ_NTYPES) {
+    if (t < 0 || t >= CQ_NUM_DTYPES) {
         r->why = "unknown element type";
         longjmp(r->fail, 1);
     }
@@ -254,6 +254,7 @@ static void rd_code(reader *r, cq_code *code)
         l->nscalar = n / 2;
     }
     code->once_sites = (int32_t)rd(r);
+    code->event_bytes = rd(r);
     code->nlaneset = (int32_t)rd(r);
     code->laneset = cq_xcalloc((size_t)code->nlaneset + 1, sizeof(cq_laneset));
     for (int32_t k = 0; k < code->nlaneset; k++) {
@@ -270,10 +271,7 @@ static void rd_code(reader *r, cq_code *code)
     int depth = 0;
     for (int32_t k = 0; k < code->n; k++) {
         int op = code->ins[k].op;
-        int coll = op == CQ_OP_BARRIER || op == CQ_OP_DMA || op == CQ_OP_WAIT ||
-                   op == CQ_OP_FILL || op == CQ_OP_MMA_FILL || op == CQ_OP_MMA_LOAD ||
-                   op == CQ_OP_MMA_EXEC || op == CQ_OP_MMA_STORE;
-        code->coll_slot[k] = coll ? code->ncoll_ins++ : -1;
+        code->coll_slot[k] = CQ_SITE[op] >= 0 ? code->ncoll_ins++ : -1;  /* may arrive */
         if (op == CQ_OP_IF || op == CQ_OP_LOOP)
             depth++;
         else if (op == CQ_OP_END)

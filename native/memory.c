@@ -90,7 +90,7 @@ cq_buf *cq_new_buffer(cq_chunk **arena, int type, int ndim, const int64_t *shape
         if (cq_is_float(type)) {
             int bad;
             double nan = NAN;
-            cq_convert(CQ_F64, type, &nan, b->data, 1, 1u, &bad);   /* numpy's quiet NaN */
+            cq_convert(CQ_DT_F64, type, &nan, b->data, 1, 1u, &bad);   /* numpy's quiet NaN */
             for (int64_t k = 1; k < count; k++)
                 memcpy(b->data + k * b->esize, b->data, b->esize);
         } else {
@@ -148,7 +148,7 @@ cq_insts cq_allocate(cq_block *blk, int slot, int lane, int ndim, const int64_t 
 int cq_alloc_fault(cq_block *blk, const cq_ins *ins, int lane, int kind, int what, int ndim,
                    const int64_t *shape)
 {
-    cq_fault *f = cq_fault_new(blk, ins, kind, lane);
+    cq_record *f = cq_fault_new(blk, ins, kind, lane);
     cq_put(f, what);
     cq_put(f, ndim);
     for (int d = 0; d < ndim; d++)   /* an extent read from a u64 register may be huge */
@@ -227,15 +227,15 @@ static int buffer_of(cq_warp *w, const cq_ins *ins, int slot, int arr, int i, in
     const cq_bufdecl *decl = &w->blk->code->buf[slot];
     cq_buf **insts = cq_instances(w->blk, slot, w->base + i);
     if (!insts) {
-        cq_put(cq_fault_new(w->blk, ins, CQ_K_BUFFER_BEFORE_DECLARATION, w->base + i), slot);
+        cq_put(cq_fault_new(w->blk, ins, CQ_FAULT_BUFFER_BEFORE_DECLARATION, w->base + i), slot);
         return CQ_ST_FAULT;
     }
     int64_t a = 0;
     if (arr >= 0) {
         a = reg_int(w, arr, i);
         if (a < 0 || a >= decl->count) {   /* a u64 index >= 2^63 reads as negative */
-            cq_fault *f = cq_fault_new(w->blk, ins, CQ_K_BUFFER_ARRAY_INDEX, w->base + i);
-            cq_put_u64(f, a, !as_int64 && w->blk->code->rtype[arr] == CQ_U64);
+            cq_record *f = cq_fault_new(w->blk, ins, CQ_FAULT_BUFFER_ARRAY_INDEX, w->base + i);
+            cq_put_u64(f, a, !as_int64 && w->blk->code->rtype[arr] == CQ_DT_U64);
             cq_put(f, slot);
             cq_put(f, decl->count);
             return CQ_ST_FAULT;
@@ -256,9 +256,9 @@ int cq_future_data(cq_warp *w, const cq_ins *ins, int slot, int i, cq_handle **o
     cq_block *blk = w->blk;
     int lane = w->base + i;
     int32_t h = blk->fut[slot][lane];
-    int kind = h < 0 || !blk->handles[h].buf ? CQ_K_FUTURE_NO_DATA
+    int kind = h < 0 || !blk->handles[h].buf ? CQ_FAULT_FUTURE_NO_DATA
              : blk->handles[h].is_async && !cq_lanes_get(&blk->handles[h].waited, lane)
-             ? CQ_K_FUTURE_NOT_WAITED : 0;
+             ? CQ_FAULT_FUTURE_NOT_WAITED : 0;
     if (kind) {
         cq_put(cq_fault_new(blk, ins, kind, lane), slot);
         return CQ_ST_FAULT;
@@ -320,7 +320,7 @@ typedef struct {
 static int range_fault(cq_warp *w, const cq_ins *ins, int a, int i, int k, int64_t lo,
                        int64_t hi, const int64_t *idx, int n)
 {
-    cq_fault *f = cq_fault_new(w->blk, ins, CQ_K_OUT_OF_RANGE, w->base + i);
+    cq_record *f = cq_fault_new(w->blk, ins, CQ_FAULT_OUT_OF_RANGE, w->base + i);
     cq_put(f, a);
     cq_put_list(f, n, idx);
     cq_put(f, idx[k]);
@@ -372,12 +372,12 @@ static int check_written(cq_warp *w, const cq_ins *ins, int a, const located *L,
         const cq_buf *b = L->buf[i];
         if (b->written && !b->written[L->off[i]]) {
             const cq_access *acc = &w->blk->code->access[a];
-            cq_fault *f = cq_fault_new(w->blk, ins, CQ_K_UNINITIALISED, w->base + i);
+            cq_record *f = cq_fault_new(w->blk, ins, CQ_FAULT_UNINITIALISED, w->base + i);
             cq_put(f, a);
             cq_put(f, acc->n);
             for (int d = 0; d < acc->n; d++)
                 cq_put_u64(f, reg_int(w, acc->idx[d], i),
-                           w->blk->code->rtype[acc->idx[d]] == CQ_U64);
+                           w->blk->code->rtype[acc->idx[d]] == CQ_DT_U64);
             cq_put_buffer(f, b);
             return CQ_ST_FAULT;
         }
@@ -558,16 +558,17 @@ int cq_op_update(cq_warp *w, const cq_ins *ins)
         return CQ_ST_OK;
     }
     /* No two lanes share an element: the order is invisible and the lanes go together,
-     * a group (one view) at a time; a group's poisoned read comes before its arithmetic,
-     * and the lowest faulting group wins (croqvm/interp/access.py op_update). */
-    cq_fault best;
+     * checked in stages (docs/EXECUTION.md §14.2): addresses, uninitialised reads, then
+     * the operation, a group (one view) at a time, the lowest faulting lane winning. */
+    if (check_written(w, ins, ins->a, &L, L.lanes) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    cq_record best;
     int have = 0;
     uint32_t left = L.lanes;
     while (left) {
         uint32_t g = group_of(w->blk, &L, left, cq_low(left));
         left &= ~g;
-        if (check_written(w, ins, ins->a, &L, g) == CQ_ST_OK &&
-            updated(w, ins, &L, g, out, &s) == CQ_ST_OK)
+        if (updated(w, ins, &L, g, out, &s) == CQ_ST_OK)
             continue;
         if (!have || w->blk->call->fault.lane < best.lane)
             best = w->blk->call->fault;
@@ -583,20 +584,54 @@ int cq_op_update(cq_warp *w, const cq_ins *ins)
 
 /* ------------------------------------------------------------------ ALLOC, FILL, DIMOF */
 
-/* A declaration's extents for lane i: its shape registers, each at least 1 (§3.2.4). A
- * u64 extent >= 2^63 is huge, not negative: no memory holds it (cq_allocate fails). */
-int cq_extents(cq_warp *w, const cq_ins *ins, const cq_bufdecl *decl, int i, int64_t *shape)
+/* The shared memory a kernel block uses once slot ``slot`` holds instances of ``shape``,
+ * as the limit counts it: its event slots and every shared slot allocated, a bool or a
+ * narrower type taking a byte per element, bf16 two (croqvm.limits.buffer_bytes). */
+static int64_t claim_shared(cq_block *blk, int slot, int ndim, const int64_t *shape)
 {
+    const cq_bufdecl *decl = &blk->code->buf[slot];
+    int bits = CQ_DTYPE_BITS[decl->type];
+    unsigned __int128 size = (unsigned __int128)decl->count * (bits < 8 ? 1 : bits / 8);
+    for (int d = 0; d < ndim; d++)
+        if ((size *= (unsigned __int128)shape[d]) > INT64_MAX)
+            size = INT64_MAX;        /* beyond any limit; the report saturates */
+    blk->shared[slot] = (int64_t)size;
+    int64_t used = blk->code->event_bytes;
+    for (int s = 0; s < blk->code->nbuf; s++)
+        used = used > INT64_MAX - blk->shared[s] ? INT64_MAX : used + blk->shared[s];
+    return used;
+}
+
+/* Allocate ``slot`` for lane i of w with the values of its shape registers (at its ALLOC,
+ * or at the DMA owning it, §9.4.1): every extent at least 1 and a kernel's shared memory
+ * within the limit, else a runtime error of the lane (croqvm/interp/machine.py
+ * allocate_declared). */
+cq_insts cq_allocate_declared(cq_warp *w, const cq_ins *ins, int slot, int i)
+{
+    cq_block *blk = w->blk;
+    const cq_bufdecl *decl = &blk->code->buf[slot];
+    int lane = w->base + i, fault;
+    int64_t shape[CQ_MAX_RANK];
     for (int d = 0; d < decl->nshape; d++)
         shape[d] = reg_int(w, decl->shape[d], i);
-    for (int d = 0; d < decl->nshape; d++) {
-        int huge = shape[d] < 0 && w->blk->code->rtype[decl->shape[d]] == CQ_U64;
-        if (shape[d] < 1 && !huge) {
-            cq_put(cq_fault_new(w->blk, ins, CQ_K_ALLOC_EXTENT, w->base + i), shape[d]);
-            return CQ_ST_FAULT;
+    for (int d = 0; d < decl->nshape; d++)
+        if (shape[d] < 1) {
+            cq_put(cq_fault_new(blk, ins, CQ_FAULT_ALLOC_EXTENT, lane), shape[d]);
+            return NULL;
+        }
+    if (decl->storage == CQ_STORAGE_SHARED && blk->kernel >= 0) {
+        int64_t used = claim_shared(blk, slot, decl->nshape, shape);
+        if (used > CQ_MAX_SHARED_BYTES) {   /* extents known only now (§3.2.4) */
+            cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_SHARED_LIMIT, lane);
+            cq_put(f, slot);
+            cq_put(f, used);
+            return NULL;
         }
     }
-    return CQ_ST_OK;
+    cq_insts insts = cq_allocate(blk, slot, lane, decl->nshape, shape, &fault);
+    if (!insts)
+        cq_alloc_fault(blk, ins, lane, CQ_FAULT_ALLOC_BUFFER, slot, decl->nshape, shape);
+    return insts;
 }
 
 int cq_op_alloc(cq_warp *w, const cq_ins *ins)
@@ -611,12 +646,8 @@ int cq_op_alloc(cq_warp *w, const cq_ins *ins)
                 return CQ_ST_OK;
             continue;
         }
-        int64_t shape[CQ_MAX_RANK];
-        if (cq_extents(w, ins, decl, i, shape) != CQ_ST_OK)
+        if (!cq_allocate_declared(w, ins, ins->a, i))
             return CQ_ST_FAULT;
-        int fault;
-        if (!cq_allocate(blk, ins->a, lane, decl->nshape, shape, &fault))
-            return cq_alloc_fault(blk, ins, lane, CQ_K_ALLOC_BUFFER, ins->a, decl->nshape, shape);
     }
     return CQ_ST_OK;
 }
@@ -677,6 +708,6 @@ int cq_op_dimof(cq_warp *w, const cq_ins *ins)
         out[i] = b->shape[ins->c];
     }
     int bad;
-    cq_convert(CQ_S64, ins->ta, out, w->regs + ins->ra, CQ_WARP, w->act, &bad);
+    cq_convert(CQ_DT_S64, ins->ta, out, w->regs + ins->ra, CQ_WARP, w->act, &bad);
     return CQ_ST_OK;
 }

@@ -64,7 +64,7 @@ static int shaped(cq_block *blk, const cq_ins *ins, cq_frag *f, int m, int lane)
         return CQ_ST_OK;
     int64_t n, shape[2] = {f->rows, f->cols};
     if (__builtin_mul_overflow(shape[0], shape[1], &n) || !(f->data = calloc((size_t)n + 1, 8)))
-        return cq_alloc_fault(blk, ins, lane, CQ_K_ALLOC_FRAGMENT, m, 2, shape);
+        return cq_alloc_fault(blk, ins, lane, CQ_FAULT_ALLOC_FRAGMENT, m, 2, shape);
     for (int64_t k = 0; k < n; k++) {
         if (is_int_type(blk->code->frag[m].type))
             ((int64_t *)f->data)[k] = f->ifill;
@@ -90,7 +90,7 @@ static void hold(int ftype, int vtype, const void *p, int64_t i, int64_t *iv, do
     }
 }
 
-static void put_fragshape(cq_fault *f, int64_t rows, int64_t cols)
+static void put_fragshape(cq_record *f, int64_t rows, int64_t cols)
 {
     int64_t shape[2] = {rows, cols};
     cq_put_list(f, 2, shape);
@@ -193,7 +193,7 @@ static int first_outside(const int64_t *o, const int64_t *e, const int64_t *shap
 static int tile_shape_fault(cq_block *blk, const cq_ins *ins, int lane, int m, const cq_frag *f,
                             const cq_buf *b, int64_t r, int64_t c)
 {
-    cq_fault *fl = cq_fault_new(blk, ins, CQ_K_MMA_TILE_SHAPE, lane);
+    cq_record *fl = cq_fault_new(blk, ins, CQ_FAULT_MMA_TILE_SHAPE, lane);
     int64_t ys[2] = {r, c};
     cq_put(fl, m);
     put_fragshape(fl, f->rows, f->cols);
@@ -217,7 +217,7 @@ static int effect_load(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, cons
             return CQ_ST_FAULT;
         const cq_buf *b = v.buf;
         if (first_outside(v.o, v.e, b->shape, at)) {
-            cq_fault *f = cq_fault_new(blk, ins, CQ_K_MMA_READ_OUTSIDE, first[g]);
+            cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_MMA_READ_OUTSIDE, first[g]);
             cq_put(f, ins->c);
             cq_put_list(f, 2, at);
             cq_put_buffer(f, b);
@@ -227,7 +227,7 @@ static int effect_load(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, cons
         for (int64_t r = 0; b->written && r < rows; r++)
             for (int64_t c = 0; c < cols; c++)
                 if (!b->written[(v.o[0] + r) * b->shape[1] + v.o[1] + c]) {
-                    cq_fault *f = cq_fault_new(blk, ins, CQ_K_MMA_UNINITIALISED, first[g]);
+                    cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_MMA_UNINITIALISED, first[g]);
                     int64_t el[2] = {v.o[0] + r, v.o[1] + c};
                     cq_put_buffer(f, b);
                     cq_put_list(f, 2, el);
@@ -251,7 +251,7 @@ static int effect_load(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, cons
 static int shapes_fault(cq_block *blk, const cq_ins *ins, int lane, int x, int64_t x0,
                         int64_t x1, int y, int64_t y0, int64_t y1)
 {
-    cq_fault *f = cq_fault_new(blk, ins, CQ_K_MMA_SHAPES, lane);
+    cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_MMA_SHAPES, lane);
     int64_t ys[2] = {y0, y1};
     cq_put(f, x);
     put_fragshape(f, x0, x1);
@@ -265,7 +265,7 @@ static cq_frag *operand(cq_block *blk, const cq_ins *ins, int m, int lane, int *
     cq_frag *f = fragment(blk, m, unit_of(blk, m, lane));
     *st = CQ_ST_OK;
     if (!f->has_data) {
-        cq_put(cq_fault_new(blk, ins, CQ_K_FRAGMENT_EMPTY, lane), m);
+        cq_put(cq_fault_new(blk, ins, CQ_FAULT_FRAGMENT_EMPTY, lane), m);
         *st = CQ_ST_FAULT;
     }
     return f;
@@ -276,7 +276,7 @@ static int64_t int_step(int64_t c, int64_t a, int64_t b, int type)
 {
     int64_t v = cq_add_s64(c, cq_mul_s64(a, b)), out = 0;
     int bad;
-    cq_convert(CQ_S64, type, &v, &out, 1, 1u, &bad);
+    cq_convert(CQ_DT_S64, type, &v, &out, 1, 1u, &bad);
     return cq_to_int64(type, &out, 0);
 }
 
@@ -288,7 +288,7 @@ static int effect_exec(cq_block *blk, const cq_ins *ins, const int *lanes, int n
     int mc = ins->a, ma = ins->b, mb = ins->c, layout = ins->d;
     const cq_fragdecl *fd = blk->code->frag;
     int ctype = fd[mc].type, fmt = cq_fmt_of(ctype);
-    int exact = fd[ma].type != CQ_F64 && fd[mb].type != CQ_F64;   /* products exact in f64 */
+    int exact = fd[ma].type != CQ_DT_F64 && fd[mb].type != CQ_DT_F64;   /* products exact in f64 */
     int first[CQ_MAX_BLOCK];
     int ng = groups(blk, mc, lanes, n, first);
     for (int g = 0; g < ng; g++) {
@@ -324,9 +324,9 @@ static int effect_exec(cq_block *blk, const cq_ins *ins, const int *lanes, int n
                         int64_t a, b;
                         double av = aint ? 0 : ((double *)A->data)[ai];
                         double bv = bint ? 0 : ((double *)B->data)[bi];
-                        hold(CQ_S64, aint ? CQ_S64 : CQ_F64, aint ? A->data : &av,
+                        hold(CQ_DT_S64, aint ? CQ_DT_S64 : CQ_DT_F64, aint ? A->data : &av,
                              aint ? ai : 0, &a, NULL);
-                        hold(CQ_S64, bint ? CQ_S64 : CQ_F64, bint ? B->data : &bv,
+                        hold(CQ_DT_S64, bint ? CQ_DT_S64 : CQ_DT_F64, bint ? B->data : &bv,
                              bint ? bi : 0, &b, NULL);
                         *c = int_step(*c, a, b, ctype);
                     } else {
@@ -355,12 +355,12 @@ static int store_tile(cq_block *blk, const cq_ins *ins, int lane, int ftype, con
             char t[8];
             int bad;
             if (is_int_type(ftype))
-                cq_convert(CQ_S64, ftype, &((int64_t *)f->data)[k], t, 1, 1u, &bad);
+                cq_convert(CQ_DT_S64, ftype, &((int64_t *)f->data)[k], t, 1, 1u, &bad);
             else
-                cq_convert(CQ_F64, ftype, &((double *)f->data)[k], t, 1, 1u, &bad);
+                cq_convert(CQ_DT_F64, ftype, &((double *)f->data)[k], t, 1, 1u, &bad);
             cq_convert(ftype, b->type, t, vals + (r * cols + c) * b->esize, 1, 1u, &bad);
             if (bad >= 0) {
-                cq_fault *fl = cq_fault_new(blk, ins, CQ_K_FLOAT_TO_INT, lane);
+                cq_record *fl = cq_fault_new(blk, ins, CQ_FAULT_FLOAT_TO_INT, lane);
                 cq_put_double(fl, cq_to_double(ftype, t, 0));
                 cq_put(fl, b->type);
                 free(vals);
@@ -391,7 +391,7 @@ static int effect_store(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, con
     int ng = groups(blk, m, lanes, n, first);
     const cq_fragdecl *decl = &blk->code->frag[m];
     if (blk->code->coll[ins->d].unit == 0 && ng > 1 && (decl->unit == 32 || decl->unit == 128)) {
-        cq_fault *f = cq_fault_new(blk, ins, CQ_K_MMA_STORE_OWNERS, lanes[0]);
+        cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_MMA_STORE_OWNERS, lanes[0]);
         cq_put(f, m);
         cq_put(f, ng);
         cq_put(f, decl->unit);

@@ -15,11 +15,11 @@ static int format_value(char *dst, size_t cap, const cq_code *code, const cq_war
 {
     int t = code->rtype[r];
     const char *reg = w->regs + code->roff[r];
-    if (t == CQ_BOOL)
+    if (t == CQ_DT_BOOL)
         return snprintf(dst, cap, "%s", reg[i] ? "true" : "false");
     if (cq_is_float(t))
         return cq_format_float(dst, cap, cq_to_double(t, reg, i));
-    if (t == CQ_U64)
+    if (t == CQ_DT_U64)
         return snprintf(dst, cap, "%" PRIu64, ((const uint64_t *)reg)[i]);
     return snprintf(dst, cap, "%" PRId64, cq_to_int64(t, reg, i));
 }
@@ -62,10 +62,10 @@ int cq_op_assert(cq_warp *w, const cq_ins *ins)
         return CQ_ST_OK;
     int i = cq_low(failed);
     if (ins->op == CQ_OP_ASSERT) {
-        cq_put(cq_fault_new(w->blk, ins, CQ_K_ASSERT, w->base + i), ins->b);
+        cq_put(cq_fault_new(w->blk, ins, CQ_FAULT_ASSERT, w->base + i), ins->b);
         return CQ_ST_FAULT;
     }
-    cq_fault *f = cq_fault_new(w->blk, ins, CQ_K_ASSERT_FMT, w->base + i);
+    cq_record *f = cq_fault_new(w->blk, ins, CQ_FAULT_ASSERT_FMT, w->base + i);
     const cq_print *fmt = &code->print[ins->b];
     cq_put(f, ins->b);
     for (int k = 0; k < fmt->n; k++)

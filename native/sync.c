@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include "cq_engine.h"
 
+static void wake_event(cq_warp *w);
+
 static int is_unit_kind(int unit) { return unit == 32 || unit == 128; }
 
 static void lanes_and_not(cq_lanes *out, const cq_lanes *a, const uint32_t *live,
@@ -107,7 +109,7 @@ int cq_rdv_effect(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int
 static int unit_fault(cq_block *blk, const cq_ins *ins, int kind, int lane, int site,
                       int unit, int u, const cq_lanes *lanes)
 {
-    cq_fault *f = cq_fault_new(blk, ins, kind, lane);
+    cq_record *f = cq_fault_new(blk, ins, kind, lane);
     cq_put(f, site);
     cq_put(f, unit);
     cq_put(f, u);
@@ -129,7 +131,7 @@ static int check_converged(cq_warp *w, const cq_ins *ins, int coll, const cq_lan
         for (int k = nwords(blk); k < CQ_LANE_WORDS; k++)
             gone.w[k] = 0;
         if (any(&gone, nwords(blk)))
-            return unit_fault(blk, ins, CQ_K_UNIT_TERMINATED, lane, coll, unit, u, &gone);
+            return unit_fault(blk, ins, CQ_FAULT_UNIT_TERMINATED, lane, coll, unit, u, &gone);
     }
     uint32_t full = w->width == 32 ? 0xffffffffu : (1u << w->width) - 1;
     if (w->act == full)
@@ -141,12 +143,12 @@ static int check_converged(cq_warp *w, const cq_ins *ins, int coll, const cq_lan
     memset(&out, 0, sizeof out);
     if (unit_kind) {
         out.w[w->index] = idle;
-        return unit_fault(blk, ins, CQ_K_UNIT_INACTIVE, lane, coll, unit, u, &out);
+        return unit_fault(blk, ins, CQ_FAULT_UNIT_INACTIVE, lane, coll, unit, u, &out);
     }
     int n = 0;
     for (int k = 0; k < nwords(blk); k++)
         n += __builtin_popcount(members->w[k] & blk->live[k]);
-    cq_fault *f = cq_fault_new(blk, ins, CQ_K_DIVERGENT_COLLECTIVE, lane);
+    cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_DIVERGENT_COLLECTIVE, lane);
     cq_put(f, coll);
     cq_put(f, n);
     f->lanes[0] = idle;   /* lanes of the warp, as the message counts them */
@@ -164,7 +166,7 @@ int cq_arrive(cq_warp *w, const cq_ins *ins, int coll, int whole_unit)
     uint32_t outside = w->act & ~inset->w[w->index];
     if (outside) {
         int lane = w->base + cq_low(outside);
-        cq_fault *f = cq_fault_new(blk, ins, CQ_K_NOT_A_PARTICIPANT, lane);
+        cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_NOT_A_PARTICIPANT, lane);
         cq_put(f, lane);
         cq_put(f, coll);
         return CQ_ST_FAULT;
@@ -310,7 +312,7 @@ int cq_uniform_value(cq_block *blk, const cq_rdv *rec, const int *lanes, int n, 
 
 int cq_same_bits(int type, const void *a, const void *b)
 {
-    if (type == CQ_BOOL)
+    if (type == CQ_DT_BOOL)
         return !*(const uint8_t *)a == !*(const uint8_t *)b;
     return !memcmp(a, b, cq_type_size[type]);
 }
@@ -336,7 +338,7 @@ int cq_same_view(const cq_block *blk, int32_t h, int32_t g)
 int cq_operands_differ(cq_block *blk, const cq_rdv *rec, int first, int lane, int label,
                        int tag, int words, const int64_t *a, const int64_t *b)
 {
-    cq_fault *f = cq_fault_new(blk, &blk->code->ins[rec->ip], CQ_K_OPERANDS_DIFFER, lane);
+    cq_record *f = cq_fault_new(blk, &blk->code->ins[rec->ip], CQ_FAULT_OPERANDS_DIFFER, lane);
     cq_put(f, rec->site);
     cq_put(f, first);
     cq_put(f, lane);
@@ -383,6 +385,8 @@ int cq_runnable(cq_warp *w)
             ready = event_ready(w->blk, w);
         }
         if (ready) {
+            if (w->blocker == 2)
+                wake_event(w);    /* completes the WAIT_EVENT it blocked at */
             cq_release_blocker(w);
             w->state = CQ_READY;
             if (w->pc >= w->blk->code->n)
@@ -420,10 +424,8 @@ int cq_op_once(cq_warp *w, const cq_ins *ins)
         r[i] = res[i];
         claimed_any |= res[i];
     }
-    const cq_code *code = blk->code;
-    if (claimed_any && w->pc < code->n && code->ins[w->pc].op == CQ_OP_IF &&
-        code->ins[w->pc].a == ins->a)
-        w->hold = code->ins[w->pc].b;
+    if (claimed_any)   /* the IF that follows is the effect block (the verifier's word) */
+        w->hold = blk->code->ins[w->pc].b;
     return CQ_ST_OK;
 }
 
@@ -463,7 +465,7 @@ static int event_slots(cq_warp *w, const cq_ins *ins, int64_t *slots)
         int i = cq_low(m);
         int64_t s = cq_lane_reg_int(w->blk, w->base + i, ins->b);
         if (s < 0 || s >= d->slots) {
-            cq_fault *f = cq_fault_new(w->blk, ins, CQ_K_EVENT_INDEX, w->base + i);
+            cq_record *f = cq_fault_new(w->blk, ins, CQ_FAULT_EVENT_INDEX, w->base + i);
             cq_put(f, s);
             cq_put(f, ins->a);
             cq_put(f, d->slots);
@@ -505,8 +507,17 @@ int cq_op_trigger(cq_warp *w, const cq_ins *ins)
     return CQ_ST_OK;
 }
 
+/* Each lane of the warp's event wait has waited for one more generation of its slot. */
+static void wake_event(cq_warp *w)
+{
+    cq_event *ev = &w->blk->events[w->ev];
+    int nslots = w->blk->code->event[w->ev].slots;
+    for (int k = 0; k < w->ev_n; k++)
+        ev->waits[(size_t)w->ev_lane[k] * nslots + w->ev_slot[k]]++;
+}
+
 /* Block until, for every active lane, its slot has completed the lane's next generation;
- * then each lane has waited once more. A blocked warp runs the instruction again. */
+ * then each lane has waited once more. */
 int cq_op_wait_event(cq_warp *w, const cq_ins *ins)
 {
     int64_t slots[CQ_WARP];
@@ -521,14 +532,10 @@ int cq_op_wait_event(cq_warp *w, const cq_ins *ins)
         w->ev_slot[w->ev_n++] = (int32_t)slots[i];
     }
     if (event_ready(w->blk, w)) {
-        cq_event *ev = &w->blk->events[ins->a];
-        int nslots = w->blk->code->event[ins->a].slots;
-        for (int k = 0; k < w->ev_n; k++)
-            ev->waits[(size_t)w->ev_lane[k] * nslots + w->ev_slot[k]]++;
+        wake_event(w);
         return CQ_ST_OK;
     }
-    w->pc = w->ip;
-    w->state = CQ_BLOCKED;
+    w->state = CQ_BLOCKED;   /* one step: waking completes the wait, nothing runs again */
     w->blocker = 2;
     return CQ_ST_OK;
 }

@@ -28,7 +28,8 @@ from ..position import PROGRESS_EVERY, Interrupted, RunPosition
 from ..interp.host import _given_dims, bind
 from ..interp.machine import Block, Call
 from ..interp.scheduler import make_scheduler
-from .faults import ctype_table, record
+from .. import dtypes
+from .faults import record
 from .flatten import flatten
 
 SLICE_STEPS = 1 << 20      # warp-steps between two returns to Python
@@ -41,7 +42,7 @@ class Program:
 
     def __init__(self, lib, ffi, fn):
         self.fn = fn
-        words, strings = flatten(lib, fn)
+        words, strings = flatten(fn)
         self._words = ffi.new("int64_t[]", words)
         self._strings = ffi.new("char[]", strings or b"\0")
         prog = lib.cq_load(self._words, len(words), self._strings, len(strings))
@@ -50,7 +51,6 @@ class Program:
             raise InternalError(f"internal error: the native engine rejected the image of "
                                 f"'{fn.name}': {reason}")
         self.prog = ffi.gc(prog, lib.cq_prog_free)
-        self.ctypes = ctype_table(lib)
 
 
 def program(lib, ffi, module, fn) -> Program:
@@ -128,18 +128,18 @@ def _run(lib, ffi, c, prog, pycall):
         while lib.cq_output_size(c):
             n = lib.cq_take_output(c, chunk, len(chunk))
             pycall.out.write(decoder.decode(ffi.buffer(chunk, n)[:]))
-        if status != lib.CQ_SLICE:
+        if status != lib.CQ_RUN_SLICE:
             break
         if pycall.progress is not None:
             pycall.progress(_position(lib, ffi, c, pycall))
     f = lib.cq_get_fault(c)
-    if status == lib.CQ_INTERNAL:
+    if status == lib.CQ_RUN_INTERNAL:
         raise _internal(ffi, f, pycall)
-    if status == lib.CQ_FAULT:
+    if status == lib.CQ_RUN_FAULT:
         if f.kind == lib.CQ_DEADLOCK:
             from .blockview import deadlock
             raise deadlock(lib, ffi, c, prog.fn, pycall.spans)
-        raise report.fault(pycall.spans, prog.fn, record(f, prog.ctypes, prog.fn))
+        raise report.fault(pycall.spans, prog.fn, record(f, prog.fn))
     return _result(lib, ffi, c, prog)
 
 
@@ -177,7 +177,7 @@ def _result(lib, ffi, c, prog):
     kind = lib.cq_result(c, value, info)
     if kind == 0:
         return None
-    t = prog.ctypes[info.type]
+    t = dtypes.BY_CODE[info.type]
     if kind == 1:
         v = np.frombuffer(ffi.buffer(value, 8), np.uint8)[:t.np.itemsize].view(t.np)[0]
         return bool(v) if t.kind == "bool" else float(v) if t.is_float else int(v)

@@ -1,4 +1,4 @@
-"""Runtime errors of the native engine: the C fault record (native/cq_api.h ``cq_fault``)
+"""Runtime errors of the native engine: the C fault record (native/cq_api.h ``cq_record``)
 read back as the ``croqvm.faults.FaultRecord`` every engine reports, which
 ``croqvm.report`` words from the catalogue of ``croqvm.messages``. C never writes text.
 
@@ -6,17 +6,19 @@ C writes a kind's arguments (``messages.TEMPLATES[kind].args``) one after anothe
 the record's words, each argument type in a fixed way (``READERS`` reads them back):
 
   int, unit, where, slot, future, event, frag, access, dma, coll, string   one word
-  float      the double's bits            dtype     a C type id (enum cq_type)
+  float      the double's bits            dtype     a dtype code
   tuple, shape, fragshape, dims, list     a count, then that many words
   lanes      nothing: the record's lane set
-  value      C type id, then the value's bits in its storage type
+  value      a dtype code, then the value's bits in its storage type
   buffer     code (-1 the host program, else the kernel), slot, element (-1 none)
   print      the print format, then the bits of each register value it shows
   typed      a tag (``TAGS``), then the tagged type's words
   text       an index into ``LABELS``
 
-``c_header()`` writes native/cq_kinds.h, the C side of these tables (a test keeps the
-committed header equal to it): ``python -m croqvm.native.faults > native/cq_kinds.h``.
+The kinds are croqvm.faults.Kind (CQ_FAULT_* in the generated native/cq_opcodes.h).
+``c_header()`` writes native/cq_record.h, the C side of ``TAGS`` and ``LABELS`` (a test
+keeps the committed header equal to it): ``python -m croqvm.native.faults >
+native/cq_record.h``.
 """
 from __future__ import annotations
 
@@ -40,12 +42,14 @@ LABELS = ("value", "buffer", "origin", "extents", "source", "destination",
 class Words:
     """The words of one record, read front to back."""
 
-    def __init__(self, f, lanes, ctypes, fn, code):
-        self.f, self.at, self.lanes, self.ctypes, self.fn, self.code = f, 0, lanes, ctypes, fn, code
+    def __init__(self, f, lanes, fn, code):
+        self.f, self.at, self.lanes, self.fn, self.code = f, 0, lanes, fn, code
 
     def next(self) -> int:
+        """The next word; one marked unsigned holds a u64."""
         self.at += 1
-        return int(self.f.i[self.at - 1])
+        value = int(self.f.i[self.at - 1])
+        return value & (2 ** 64 - 1) if self.f.unsigned_words >> (self.at - 1) & 1 else value
 
     def many(self) -> tuple:
         return tuple(self.next() for _ in range(self.next()))
@@ -53,7 +57,7 @@ class Words:
 
 def _value(r: Words, t) -> object:
     """A value of dtype ``t`` from its storage bits, as numpy holds it."""
-    raw = struct.pack("<q", r.next())[:t.np.itemsize]
+    raw = struct.pack("<Q", r.next() & (2 ** 64 - 1))[:t.np.itemsize]
     return np.frombuffer(raw, t.np)[0]
 
 
@@ -76,11 +80,11 @@ READERS = {
     "int": _one, "unit": _one, "where": _one, "slot": _one, "future": _one, "event": _one,
     "frag": _one, "access": _one, "dma": _one, "coll": _one, "string": _one,
     "float": lambda r: struct.unpack("<d", struct.pack("<q", r.next()))[0],
-    "dtype": lambda r: r.ctypes[r.next()].code,
+    "dtype": _one,
     "tuple": Words.many, "shape": Words.many, "fragshape": Words.many, "dims": Words.many,
     "list": Words.many,
     "lanes": lambda r: tuple(r.lanes),
-    "value": lambda r: (lambda t: (t.code, _value(r, t)))(r.ctypes[r.next()]),
+    "value": lambda r: (lambda t: (t.code, _value(r, t)))(dtypes.BY_CODE[r.next()]),
     "buffer": lambda r: (r.next(), r.next(), r.next()),
     "print": _print,
     "typed": _typed,
@@ -88,14 +92,13 @@ READERS = {
 }
 
 
-def record(f, ctypes, fn) -> FaultRecord:
-    """The FaultRecord of C fault ``f`` of a call of ``fn``; ``ctypes`` maps C type ids
-    to DTypes."""
+def record(f, fn) -> FaultRecord:
+    """The FaultRecord of C fault ``f`` of a call of ``fn``."""
     kind = Kind(int(f.kind))
     lanes = [w * 32 + b for w in range(32) for b in range(32) if f.lanes[w] >> b & 1]
     launch = int(f.launch)
     code = fn.host if launch < 0 else fn.kernels[fn.host.launches[launch].kernel].code
-    r = Words(f, lanes, ctypes, fn, code)
+    r = Words(f, lanes, fn, code)
     operands = tuple(READERS[t](r) for _, t in TEMPLATES[kind].args)
     block = () if launch < 0 else \
         tuple(int(f.block[d]) for d in range(len(fn.host.launches[launch].grid)))
@@ -103,23 +106,16 @@ def record(f, ctypes, fn) -> FaultRecord:
     return FaultRecord(kind, operands, launch, block, lane, int(f.ip), int(f.span))
 
 
-def ctype_table(lib) -> dict:
-    """C type id -> DType."""
-    return {getattr(lib, "CQ_" + d.name.upper()): d for d in dtypes.BY_CODE.values()}
-
-
 def _enum(name: str, prefix: str, items) -> list[str]:
     return [f"enum {name} {{"] + [f"    {prefix}{n} = {v}," for n, v in items] + ["};", ""]
 
 
 def c_header() -> str:
-    """native/cq_kinds.h: fault kinds, operand tags and labels for C."""
+    """native/cq_record.h: the operand tags and labels of fault records, for C."""
     label = [(s.upper().replace(" ", "_"), k) for k, s in enumerate(LABELS)]
     return "\n".join(
-        ["/* Generated from croqvm/messages.py and croqvm/native/faults.py by "
-         "'python -m croqvm.native.faults': do not edit. */", "#ifndef CQ_KINDS_H",
-         "#define CQ_KINDS_H", ""]
-        + _enum("cq_kind", "CQ_K_", [(k.name, int(k)) for k in Kind])
+        ["/* Generated from croqvm/native/faults.py by 'python -m croqvm.native.faults': "
+         "do not edit. */", "#ifndef CQ_RECORD_H", "#define CQ_RECORD_H", ""]
         + _enum("cq_tag", "CQ_TAG_", [(t.upper(), k) for k, t in enumerate(TAGS)])
         + _enum("cq_label", "CQ_LABEL_", label)
         + ["#endif", ""])

@@ -2,8 +2,7 @@
 module model (croqvm/bytecode/module.py) meets the C structures (native/cq_engine.h).
 
 The image is a flat list of int64 words plus a string table (UTF-8 bytes), read in this
-order by native/load.c. Types are C type ids (``enum cq_type``), enumerations the
-module's own values, "list" a count followed by that many words::
+order by native/load.c. Types are dtype codes, enumerations the module's own values, "list" a count followed by that many words::
 
     magic, nstrings, (offset, length) per string, function span,
     host Code, nkernels, per kernel: block size, grid rank, span, Code
@@ -22,7 +21,7 @@ module's own values, "list" a count followed by that many words::
                   ids, registers), newline,
            nlaunches, per launch: kernel, async, span, block register, grid (list),
                   (kernel slot, host slot) pairs (list), (kernel, host register) pairs (list),
-           once sites,
+           once sites, shared memory of the event slots,
            nlanesets, per lane set: result, ninstructions, 7 words each,
            ninstructions, 7 words each (as Code.code holds them),
            aux: one word per CONST (its value's bits in the register's storage type)
@@ -36,6 +35,7 @@ import numpy as np
 from .. import dtypes
 from ..bytecode import opcodes
 from ..bytecode.module import PieceKind
+from ..limits import EVENT_SLOT_BYTES
 from ..numerics import binary_op
 
 MAGIC = 0x31474D4951435143          # "CQCQIMG1", little-endian
@@ -44,12 +44,10 @@ MAGIC = 0x31474D4951435143          # "CQCQIMG1", little-endian
 class Image:
     """The image of one function."""
 
-    def __init__(self, lib):
+    def __init__(self):
         self.words: list[int] = []
         self.strings: list[str] = []
         self._ids: dict[str, int] = {}
-        self._ctype = {code: getattr(lib, "CQ_" + dt.name.upper())
-                       for code, dt in dtypes.BY_CODE.items()}
 
     def string(self, text: str) -> int:
         sid = self._ids.get(text)
@@ -57,9 +55,6 @@ class Image:
             sid = self._ids[text] = len(self.strings)
             self.strings.append(text)
         return sid
-
-    def ctype(self, code: int) -> int:
-        return self._ctype[code]
 
     def put(self, *values) -> None:
         self.words.extend(int(v) for v in values)
@@ -71,19 +66,19 @@ class Image:
 
     def code(self, code) -> None:
         rtypes = [dtypes.BY_CODE[c] for c in code.regs]
-        self.put(len(code.regs), *(self.ctype(c) for c in code.regs))
+        self.put(len(code.regs), *(c for c in code.regs))
         self.put(len(code.buffers))
         for b in code.buffers:
-            self.put(b.storage, self.ctype(b.dtype), b.count, int(bool(b.array)))
+            self.put(b.storage, b.dtype, b.count, int(bool(b.array)))
             self.counted(b.shape)
-        self.counted(self.ctype(f.dtype) for f in code.futures)
+        self.counted(f.dtype for f in code.futures)
         self.put(len(code.events))
         for e in code.events:
             self.put(e.slots, int(e.ready), e.count)
             self.counted(e.lanesets)
         self.put(len(code.frags))
         for f in code.frags:
-            self.put(self.ctype(f.dtype), f.unit, f.rows, f.cols)
+            self.put(f.dtype, f.unit, f.rows, f.cols)
         self.put(len(code.accesses))
         for a in code.accesses:
             self.put(a.base_kind, a.base, a.arr)
@@ -114,7 +109,7 @@ class Image:
             self.counted(ln.grid)
             self.counted(x for pair in ln.buffers for x in pair)
             self.counted(x for pair in ln.scalars for x in pair)
-        self.put(code.once_sites)
+        self.put(code.once_sites, EVENT_SLOT_BYTES * sum(e.slots for e in code.events))
         self.put(len(code.lanesets))
         for ls in code.lanesets:
             self.put(ls.result, len(ls.code) // opcodes.WIDTH, *ls.code)
@@ -132,7 +127,7 @@ class Image:
             table = code.futures if acc.base_kind else code.buffers
             etype = dtypes.BY_CODE[table[acc.base].dtype]
             _, t = binary_op(opcodes.TABLE[ins[3]].name, etype, rtypes[ins[2]])
-            self.put(self.ctype(t.code))
+            self.put(t.code)
 
     def finish(self) -> tuple[list[int], bytes]:
         """The words with the string table's header in front, and the strings."""
@@ -144,9 +139,9 @@ class Image:
         return [MAGIC, len(encoded), *offsets] + self.words, b"".join(encoded)
 
 
-def flatten(lib, fn) -> tuple[list[int], bytes]:
+def flatten(fn) -> tuple[list[int], bytes]:
     """The image of function ``fn`` of a verified module: (words, strings)."""
-    img = Image(lib)
+    img = Image()
     img.put(fn.span)
     img.code(fn.host)
     img.put(len(fn.kernels))
