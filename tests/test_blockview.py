@@ -2,25 +2,12 @@
 croqvm.report.deadlock): what a second engine exports about a stuck block gives the
 report the reference engine prints, word for word."""
 import croqvm
-from appendix import APPENDIX
+from appendix import A8_REPORT, APPENDIX
 from croqvm import report
 from croqvm.blockview import (BLOCKED, DONE, BlockView, EventWaitView, FrameView,
                               RendezvousView, WarpView)
 from croqvm.bytecode.opcodes import BY_NAME, WIDTH
 from croqvm.source import SpanTable
-
-A8_REPORT = """\
-broken.co:11:11: runtime error: deadlock: every live lane of block (0) is blocked
-   11 |           wait empty[k % STAGES];
-      |           ^~~~~~~~~~~~~~~~~~~~~~
-  warps 0-3 (lanes 0-127): broken.co:11:11 'wait empty[k % STAGES]': slot empty[0]: \
-completed generations 0, arrivals 0/128; these lanes wait for generation 0
-  warps 4-7 (lanes 128-255): broken.co:18:11 'wait full[k % STAGES]': slot full[0]: \
-completed generations 0, arrivals 0/128; these lanes wait for generation 0
-  in kernel launched at broken.co:5:3
-hint: no lane has triggered 'empty[0]' yet; a credit-based pipeline needs initial \
-credits: trigger every slot once before the loop, or declare the event '= ready'."""
-
 
 def instructions(code, name: str) -> list[int]:
     """The indices of the instructions ``name`` in ``code``."""

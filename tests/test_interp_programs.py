@@ -5,7 +5,7 @@ import io
 import numpy as np
 import pytest
 
-from appendix import APPENDIX
+from appendix import A8_REPORT, APPENDIX
 import croqvm
 from croqvm.errors import KernelFault
 
@@ -18,18 +18,6 @@ A1 = APPENDIX["A.1"]
 A7 = APPENDIX["A.7"]
 
 A8 = APPENDIX["A.8"]
-
-A8_REPORT = """\
-broken.co:11:11: runtime error: deadlock: every live lane of block (0) is blocked
-   11 |           wait empty[k % STAGES];
-      |           ^~~~~~~~~~~~~~~~~~~~~~
-  warps 0-3 (lanes 0-127): broken.co:11:11 'wait empty[k % STAGES]': slot empty[0]: \
-completed generations 0, arrivals 0/128; these lanes wait for generation 0
-  warps 4-7 (lanes 128-255): broken.co:18:11 'wait full[k % STAGES]': slot full[0]: \
-completed generations 0, arrivals 0/128; these lanes wait for generation 0
-  in kernel launched at broken.co:5:3
-hint: no lane has triggered 'empty[0]' yet; a credit-based pipeline needs initial \
-credits: trigger every slot once before the loop, or declare the event '= ready'."""
 
 A2_A4 = """\
 __co__ auto matmul(s32 [M, K] a, s32 [K, N] b) {

@@ -10,6 +10,7 @@ rules the opcode table states per opcode, ``verify_mma`` those of MMA instructio
 
 What a verified module guarantees, besides the Python types of every value and that every
 enumerated field holds one of its enum's values (``schema``):
+- every span lies in its source file (lines and columns that exist), so messages can quote it;
 - every index an instruction or table holds is in range (-1 only where the opcode table's
   "?" or the model allows it), every opcode is known and unused operand slots are 0;
 - IF/ELSE/LOOP/END nest, each opener stores the index of its ELSE/END and each END its
@@ -69,17 +70,28 @@ def check_semantics(module: Module) -> None:
     top = Where("module")
     if module.version != FORMAT_VERSION:
         top.fail(f"format version {module.version}, expected {FORMAT_VERSION}")
+    lines = [text.split("\n") for _, text in module.sources]
     for s, span in enumerate(module.spans):
-        at = top.at(f"span {s}")
-        lookup(at, "source file", span[0], module.sources)
-        if min(span[1:]) < 0:
-            at.fail(f"negative line or column in {span}")
+        _check_span(top.at(f"span {s}"), module, lines, span)
     seen = set()
     for fn in module.functions:
         if fn.name in seen:
             Where(f"function '{fn.name}'").fail("a second function of this name")
         seen.add(fn.name)
         _check_function(module, fn)
+
+
+def _check_span(at: Where, module: Module, lines: list, span) -> None:
+    """A span lies in its source file, so that every message can quote it: lines 1..n,
+    columns from 1 to one past the end of their line, and its end not before its start."""
+    f, line, col, end_line, end_col = span
+    lookup(at, "source file", f, module.sources)
+    text = lines[f]
+    if not 1 <= line <= end_line <= len(text) or \
+            not 1 <= col <= len(text[line - 1]) + 1 or \
+            not 1 <= end_col <= len(text[end_line - 1]) + 1 or \
+            (line == end_line and end_col < col):
+        at.fail(f"{tuple(span)} does not lie in source file {f} ({len(text)} lines)")
 
 
 def _check_function(module: Module, fn: Function) -> None:
