@@ -37,7 +37,8 @@ Exit status: 0 success, 1 static error (source or .cqb rejected), 2 usage
 error, 3 runtime error (a kernel fault, or a result that differs from
 --expect), 4 internal error (a croqvm bug: please report it), {EXIT_INTERRUPTED} interrupted."""
 
-RUN_HELP = """Run a function of a .co or .cqb file on the CPU interpreter.
+RUN_HELP = """Run a function of a .co or .cqb file on the CPU interpreter, or its
+kernels as CUDA (--device cuda-cpu or gpu).
 
 \b
 Without --func, every function without parameters runs, in file order.
@@ -106,6 +107,18 @@ COUNT, SEED = _Count(), _Seed()
 def _defines_option(fn):
     return click.option("-D", "--define", "defines", multiple=True, metavar="NAME[=VALUE]",
                         help="Define a macro, as a C compiler's -D does (repeatable).")(fn)
+
+
+def _verbose_option(fn):
+    return click.option("-v", "--verbose", is_flag=True,
+                        help="Show the CUDA build cache's hits and misses and the compiler "
+                             "commands.")(fn)
+
+
+def _cuda_verbose(verbose: bool) -> None:
+    """The CUDA devices read this when they are made (croqvm.cuda.launch)."""
+    if verbose:
+        os.environ["CROQVM_CUDA_VERBOSE"] = "1"
 
 
 @click.group(help=HELP, context_settings={"help_option_names": ["-h", "--help"],
@@ -276,20 +289,19 @@ def disasm(file, defines):
 @click.option("--progress", is_flag=True,
               help="Print progress lines even when stderr is not a terminal, from the start.")
 @click.option("--quiet", is_flag=True, help="No progress line and no summary of results.")
-@click.option("--device", default="cpu", show_default=True, metavar="cpu",
-              help="Where to run: cpu (the lane-accurate interpreter).")
+@click.option("--device", type=click.Choice(["cpu", "cuda-cpu", "gpu"]), default="cpu",
+              show_default=True,
+              help="Where kernels run: cpu (the lane-accurate interpreter), cuda-cpu (the "
+                   "generated CUDA compiled for the CPU), gpu (compiled by nvcc).")
 @click.option("--engine", type=click.Choice(["native", "python"]), default="python",
               show_default=True,
               help="The interpreter: native (C) or python (the reference engine).")
+@_verbose_option
 @_defines_option
 def run(file, func, inputs, random_inputs, seed, dims, output, expect, rtol, atol, schedule,
         schedule_seed, poison, check, max_steps, watchdog, progress, quiet, device, engine,
-        defines):
-    if device == "gpu":
-        raise errors.ArgumentError("--device gpu is not available yet: croqvm's CUDA path is "
-                                   "not built; use --device cpu")
-    if device != "cpu":
-        raise errors.ArgumentError(f"unknown device '{device}': use cpu")
+        verbose, defines):
+    _cuda_verbose(verbose)
     _check_run_options(func, inputs, random_inputs, seed, dims, expect, rtol, atol, schedule,
                        schedule_seed, progress, quiet)
     if output is not None:
@@ -303,7 +315,7 @@ def run(file, func, inputs, random_inputs, seed, dims, output, expect, rtol, ato
     monitor = _monitor(program, progress, quiet, watchdog)
     options = dict(engine=engine, poison=poison, check=check, schedule=schedule,
                    seed=schedule_seed or 0, max_steps=max_steps, out=sys.stdout,
-                   progress=monitor)
+                   progress=monitor, device=device)
     stats = {}
     try:
         if func is None:
@@ -415,6 +427,68 @@ def _finish(results, used, quiet, output, expect, rtol, atol) -> None:
             raise SystemExit(EXIT_MISMATCH)
         if not quiet:
             print(f"--expect {expect}: the results agree", file=sys.stderr)
+
+
+@command(name="emit-cuda", help="Write the CUDA C++ the generator makes of a file's kernels: "
+                                "one CQ_KERNEL per kernel, each statement with its source line.")
+@click.argument("file", metavar="FILE")
+@click.option("-o", "--output", metavar="FILE.cu",
+              help="Where to write (default: FILE with the suffix .cu).")
+@click.option("--arch", type=click.Choice(["sm_80", "sm_90a"]), default="sm_80",
+              show_default=True, help="The GPU architecture to generate for.")
+@click.option("--checks/--no-checks", default=True, show_default=True,
+              help="Bounds checks of every element access in the generated code.")
+@_defines_option
+def emit_cuda(file, output, arch, checks, defines):
+    from .cuda.emit import emit
+    out = os.path.splitext(file)[0] + ".cu" if output is None else output
+    check_output(out, "-o", {file: "the program file"})
+    program = _load(file, defines, "translate")
+    text = emit(program.module, arch=arch, checks=checks).text
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(text)
+    print(f"wrote {out} ({len(text.splitlines())} lines)")
+
+
+@command(help="Run a function on the interpreter and on another engine or device with the "
+              "same inputs; say whether they agree, else list the first differences (exit "
+              "status 3).")
+@click.argument("file", metavar="FILE")
+@click.option("--func", required=True, metavar="NAME", help="The function to run.")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=FILE",
+              help="A parameter's value, as for run.")
+@click.option("--random-inputs", is_flag=True,
+              help="Random values for the parameters without --input, as for run.")
+@click.option("--seed", type=SEED, metavar="N", help="Seed of --random-inputs (default 0).")
+@click.option("--dim", "dims", multiple=True, metavar="NAME=N",
+              help="The value of a symbolic dimension no input binds.")
+@click.option("--against", type=click.Choice(["python", "native", "cuda-cpu", "gpu"]),
+              default="cuda-cpu", show_default=True, help="What to compare with.")
+@click.option("--rtol", type=float, metavar="X",
+              help="Relative tolerance for floats (default: 0, or 1e-3 against gpu).")
+@click.option("--atol", type=float, metavar="X",
+              help="Absolute tolerance for floats (default: 0, or 1e-5 against gpu).")
+@_verbose_option
+@_defines_option
+def diff(file, func, inputs, random_inputs, seed, dims, against, rtol, atol, verbose, defines):
+    from .diff import differ
+    from .run_io import build_args, load_inputs, parse_dims
+    _cuda_verbose(verbose)
+    program = _load(file, defines, "run")
+    fn = program.function(func)
+    if fn is None:
+        known = ", ".join(f.name for f in program.functions) or "none"
+        raise errors.ArgumentError(f"no function '{func}' in {file} (functions: {known})")
+    args, dim_values = build_args(fn, load_inputs(list(inputs)), parse_dims(list(dims)),
+                                  random_inputs, seed or 0)
+    found = differ(program, func, *args, against=against, rtol=rtol, atol=atol, **dim_values)
+    if not found:
+        print(f"{func}: {against} agrees with the interpreter")
+        return
+    print(f"{func}: {against} differs from the interpreter:", file=sys.stderr)
+    for m in found:
+        print(f"  {m}", file=sys.stderr)
+    raise SystemExit(EXIT_MISMATCH)
 
 
 def main(argv=None) -> int:

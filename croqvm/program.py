@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 
 from .diagnostics import Diagnostic, render_all
-from .errors import ArgumentError
+from .errors import ArgumentError, DeviceError
 from .source import SourceFile
 
 SCHEDULES = ("rr", "random")     # LANGUAGE.md §7.1.2; docs/EXECUTION.md §16
@@ -40,13 +40,37 @@ def _native_engine():
 ENGINES = {"python": _python_engine, "native": _native_engine}
 # what exists on paper only, and why it can not be used yet
 PLANNED = {
-    ("device", "cuda-cpu"): "croqvm's CUDA path is not built yet",
-    ("device", "gpu"): "croqvm's CUDA path is not built yet",
     ("check", "init"): "initialisation checking is not built yet",
 }
-DEVICES = ("cpu",)               # the engines run on the CPU
+# "cpu": the engines run everything; "cuda-cpu" and "gpu": the host program runs on the
+# Python engine and the kernels as generated CUDA (croqvm.cuda), compiled for the CPU
+# runtime or for the GPU
+DEVICES = ("cpu", "cuda-cpu", "gpu")
 CHECKS = (None, "race")          # data races (LANGUAGE.md §7.5)
 CHECKING = ("python",)           # the engines whose runners take ``check``
+_CUDA_DEVICES: dict = {}         # one per device kind: it keeps what it built loaded
+
+
+def _device_runner(device: str, engine: str):
+    """The Python engine's runner with kernels on a CUDA ``device``."""
+    import functools
+    from .cuda.launch import Device
+    if engine != "python":
+        raise ArgumentError(f"device '{device}' runs host programs on the python engine; "
+                            f"use engine='python'.")
+    if device not in _CUDA_DEVICES:
+        _CUDA_DEVICES[device] = Device(device)
+    run = functools.partial(_python_engine(), device=_CUDA_DEVICES[device])
+
+    def runner(module, func, args, dims, *, poison, schedule, seed, max_steps, out, stats,
+               progress=None):
+        if poison or schedule != "rr":
+            what = "poison mode" if poison else f"schedule '{schedule}'"
+            raise ArgumentError(f"{what} is not available on device '{device}': the "
+                                f"kernels run as compiled code.")
+        return run(module, func, args, dims, poison=poison, schedule=schedule, seed=seed,
+                   max_steps=max_steps, out=out, stats=stats, progress=progress)
+    return runner
 
 
 def _choose(what: str, name, usable) -> None:
@@ -66,6 +90,8 @@ def runner(device: str = "cpu", engine: str = "python"):
     """The function that runs modules on ``device`` with ``engine``."""
     _choose("device", device, DEVICES)
     _choose("engine", engine, tuple(ENGINES))
+    if device != "cpu":
+        return _device_runner(device, engine)
     return ENGINES[engine]()
 
 
@@ -73,7 +99,7 @@ def available(device: str = "cpu", engine: str = "python") -> bool:
     """Whether ``runner(device, engine)`` works in this installation."""
     try:
         runner(device, engine)
-    except ArgumentError:
+    except (ArgumentError, DeviceError):
         return False
     return True
 
@@ -127,9 +153,9 @@ class Program:
         was."""
         run = runner(device, engine)
         _choose("check", check, CHECKS)
-        if check is not None and engine not in CHECKING:
+        if check is not None and (engine not in CHECKING or device != "cpu"):
             raise ArgumentError(f"check '{check}' runs on the Python engine only: use "
-                                f"engine='python' with it.")
+                                f"engine='python' and device='cpu' with it.")
         if schedule not in SCHEDULES:
             raise ArgumentError(f"unknown schedule '{schedule}': use 'rr' or 'random'.")
         if max_steps is not None and (isinstance(max_steps, bool)

@@ -25,7 +25,7 @@ def pytest_configure(config):
 
 def pytest_generate_tests(metafunc):
     if "engine" in metafunc.fixturenames:
-        chosen = metafunc.config.getoption("--engine") or engines.usable()
+        chosen = metafunc.config.getoption("--engine") or engines.default()
         metafunc.parametrize("engine", chosen, indirect=True)
 
 
@@ -52,6 +52,9 @@ def cuda_cache(request):
     if "CROQVM_CACHE_DIR" in os.environ:
         yield
         return
-    os.environ["CROQVM_CACHE_DIR"] = str(request.config.cache.mkdir("croqvm-cuda"))
+    cache = getattr(request.config, "cache", None)      # absent with -p no:cacheprovider
+    where = cache.mkdir("croqvm-cuda") if cache else request.getfixturevalue(
+        "tmp_path_factory").mktemp("croqvm-cuda")
+    os.environ["CROQVM_CACHE_DIR"] = str(where)
     yield
     del os.environ["CROQVM_CACHE_DIR"]

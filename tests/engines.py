@@ -19,7 +19,12 @@ from croqvm.program import available
 ENGINES = {
     "python": {"engine": "python"},
     "native": {"engine": "native"},
+    "cuda-cpu": {"device": "cuda-cpu"},
 }
+# run only when asked for (``--engine cuda-cpu``): every test program is compiled by the
+# host C++ compiler first, which takes most of a second each; tests/test_cuda_programs.py
+# runs the programs of programs/ on cuda-cpu by default
+ON_REQUEST = {"cuda-cpu"}
 
 _active: list[str] = []     # the engine of the running test, set by the 'engine' fixture
 
@@ -27,6 +32,11 @@ _active: list[str] = []     # the engine of the running test, set by the 'engine
 def usable() -> list[str]:
     """The engines of ``ENGINES`` that work in this installation."""
     return [name for name, opts in ENGINES.items() if available(**opts)]
+
+
+def default() -> list[str]:
+    """The engines tests run on when ``--engine`` does not choose."""
+    return [name for name in usable() if name not in ON_REQUEST]
 
 
 @contextmanager

@@ -104,7 +104,7 @@ def test_skips_functions_with_parameters_with_a_note(write, capsys):
     (["run", "missing.co"], "no such file: 'missing.co'"),
     (["check", "{add}", "extra"], "unexpected extra argument"),
     (["frobnicate"], "No such command 'frobnicate'"),
-    (["run", "{add}", "--device", "gpu"], "--device gpu is not available yet"),
+    (["run", "{add}", "--device", "tpu"], "Invalid value for '--device'"),
     (["run", "{add}", "--func", "nope"], "no function 'nope'"),
     (["run", "{scale}", "--func", "scale"], "parameter 'x' of 'scale' needs a value"),
     (["run", "{scale}", "--func", "scale", "--random-inputs"], "give it with --dim N=VALUE"),

@@ -1,5 +1,7 @@
 """The GPU device adapter (croqvm/cuda/driver.py). Without a GPU only its decisions and
 its error path can run here; test_cuda_runtime.py runs kernels where a GPU exists."""
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -19,7 +21,7 @@ def test_no_gpu_is_one_line_device_error(monkeypatch):
     monkeypatch.setattr(driver, "gpu_status", lambda: {"ok": False, "reason": "no usable GPU"})
     with pytest.raises(errors.DeviceError) as exc:
         driver.require_gpu()
-    assert str(exc.value) == "--device gpu needs a CUDA GPU and driver: no usable GPU"
+    assert str(exc.value) == "device 'gpu' needs a CUDA GPU and driver: no usable GPU"
 
 
 @pytest.mark.parametrize("capability, arch", [
@@ -50,7 +52,8 @@ class FakeBackend:
 
     def __init__(self, kernel):
         self.kernel, self.mem, self.next, self.freed = kernel, {}, 4096, []
-        self.globals = {"cq_fault_record": self.alloc(56), "cq_watchdog_ns": self.alloc(8)}
+        self.globals = {"cq_fault_record": self.alloc(ctypes.sizeof(abi.FaultRec)),
+                        "cq_watchdog_ns": self.alloc(8), "cq_step_limit": self.alloc(8)}
 
     def load(self, image):
         return image
@@ -106,5 +109,5 @@ def test_launch_reads_the_fault_record_and_opts_in_to_large_shared_memory():
         dev.mem[dev.globals["cq_fault_record"]][:] = np.frombuffer(rec, np.uint8)
     backend = FakeBackend(kernel)
     got = driver.GpuModule(backend, b"image").launch("k", (4,), 64, 64 * 1024)
-    assert got == abi.DeviceFault(abi.FaultKind.CHECK, 4, 3, 17, (99, 0, 0, 0))
+    assert got == abi.DeviceFault(abi.FaultKind.CHECK, 4, 3, 17, (99,) + (0,) * 15)
     assert backend.smem == 64 * 1024

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import croqvm
+from croqvm.cuda.driver import gpu_status
 import engines
 from croqvm.errors import ArgumentError
 
@@ -52,10 +53,11 @@ def test_warnings_are_records_and_text(prog, tmp_path):
 
 @pytest.mark.parametrize("options, message", [
     (dict(engine="cuda"), "unknown engine 'cuda': use one of python, native."),
-    (dict(device="gpu"), "device 'gpu' is not available: croqvm's CUDA path is not built "
-                         "yet; use device='cpu'."),
-    (dict(device="cuda-cpu"), "device 'cuda-cpu' is not available: croqvm's CUDA path is "
-                              "not built yet; use device='cpu'."),
+    (dict(device="cuda-cpu", poison=True), "poison mode is not available on device "
+                                           "'cuda-cpu': the kernels run as compiled code."),
+    (dict(device="cuda-cpu", schedule="random"), "schedule 'random' is not available on "
+                                                 "device 'cuda-cpu': the kernels run as "
+                                                 "compiled code."),
     (dict(device="tpu"), "unknown device 'tpu': use one of cpu, cuda-cpu, gpu."),
     (dict(check="init"), "check 'init' is not available: initialisation checking is not "
                          "built yet; use check=None."),
@@ -80,7 +82,8 @@ def test_an_unknown_function_is_an_argument_error(prog):
 
 def test_availability_is_queryable():
     assert croqvm.program.available("cpu", "python")
-    assert not croqvm.program.available("gpu", "python")
+    assert croqvm.program.available("cuda-cpu", "python")
+    assert croqvm.program.available("gpu", "python") == gpu_status()["ok"]
     assert "python" in engines.usable()
 
 

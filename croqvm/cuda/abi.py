@@ -44,6 +44,7 @@ class WaitKind(enum.IntEnum):
     MBARRIER = 4
     EVENT = 5
     WARP = 6
+    FLAG = 7
 
 
 class Status(enum.IntEnum):
@@ -57,7 +58,7 @@ class Status(enum.IntEnum):
 class FaultRec(ctypes.Structure):
     _fields_ = [("key", ctypes.c_uint64), ("lock", ctypes.c_int32), ("kind", ctypes.c_int32),
                 ("site", ctypes.c_int32), ("pad", ctypes.c_int32),
-                ("args", ctypes.c_int64 * 4)]
+                ("args", ctypes.c_int64 * 16)]
 
 
 class ThreadWait(ctypes.Structure):
@@ -70,6 +71,10 @@ class DeadlockRec(ctypes.Structure):
                 ("pad", ctypes.c_int32), ("thread", ThreadWait * MAX_BLOCK)]
 
 
+class PrintBuf(ctypes.Structure):
+    _fields_ = [("used", ctypes.c_uint64), ("cap", ctypes.c_uint64), ("data", ctypes.c_void_p)]
+
+
 class LaunchCfg(ctypes.Structure):
     _fields_ = [("grid", ctypes.c_uint32 * 3), ("block", ctypes.c_uint32),
                 ("smem_bytes", ctypes.c_uint64), ("stack_bytes", ctypes.c_uint64)]
@@ -78,7 +83,7 @@ class LaunchCfg(ctypes.Structure):
 # Kernel parameter kinds (generated kernels take pointers, then extents and scalars with
 # exact C types) and their ctypes.
 PARAM_TYPES = {
-    "ptr": ctypes.c_void_p, "i8": ctypes.c_int8, "u8": ctypes.c_uint8, "i16": ctypes.c_int16,
+    "ptr": ctypes.c_void_p, "bool": ctypes.c_bool, "i8": ctypes.c_int8, "u8": ctypes.c_uint8, "i16": ctypes.c_int16,
     "u16": ctypes.c_uint16, "i32": ctypes.c_int32, "u32": ctypes.c_uint32,
     "i64": ctypes.c_int64, "u64": ctypes.c_uint64, "f32": ctypes.c_float,
     "f64": ctypes.c_double,
@@ -96,7 +101,8 @@ def expected_table() -> dict:
                         ("CQ_WAIT_", WaitKind), ("CQ_", Status)):
         out.update({prefix + m.name: int(m) for m in cls})
     for cname, st in (("cq_fault_rec", FaultRec), ("cq_thread_wait", ThreadWait),
-                      ("cq_deadlock_rec", DeadlockRec), ("cq_launch_cfg", LaunchCfg)):
+                      ("cq_deadlock_rec", DeadlockRec), ("cq_print_buf", PrintBuf),
+                      ("cq_launch_cfg", LaunchCfg)):
         out[f"sizeof {cname}"] = ctypes.sizeof(st)
         for field, _ in st._fields_:
             if field not in ("lock", "pad"):

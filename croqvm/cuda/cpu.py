@@ -61,10 +61,13 @@ class CpuModule:
                                        f"'{kernel}' (no CQ_EXPORT({kernel}))") from None
 
     def launch(self, kernel: str, grid: Sequence[int], block: int, smem: int = 0,
-               params: Sequence[Param] = (), stack: int = 0) -> Outcome:
+               params: Sequence[Param] = (), stack: int = 0,
+               step_limit: int = (1 << 64) - 1) -> Outcome:
         """Runs ``kernel`` on a grid of up to three dimensions; returns None, the
-        first fault, or the deadlock that stopped it."""
+        first fault, or the deadlock that stopped it. ``step_limit``: loop iterations
+        a thread may run (generated code counts them)."""
         grid = tuple(grid) + (1,) * (3 - len(grid))
+        ctypes.c_uint64.in_dll(self.lib, "cq_step_limit").value = step_limit
         cfg = abi.LaunchCfg((ctypes.c_uint32 * 3)(*grid), block, smem, stack)
         args, keep = pack_params(params)
         with self._lock:
@@ -74,6 +77,8 @@ class CpuModule:
                 return None
             if status == abi.Status.FAULTED:
                 return abi.decode_fault(self.fault)
+            if status == abi.Status.DEADLOCKED and self.fault.key != abi.NO_FAULT:
+                return abi.decode_fault(self.fault)    # the fault left lanes waiting
             if status == abi.Status.DEADLOCKED:
                 n = ctypes.c_uint64()
                 ptr = self.lib.cq_cpu_deadlock_smem(ctypes.byref(n))
@@ -85,5 +90,25 @@ class CpuModule:
         raise errors.DeviceError(f"cuda-cpu launch of '{kernel}' failed: "
                                  f"{what.get(status, f'status {status}')}")
 
+    def printed(self) -> list:
+        """The records the last launch printed: (print number, values as 64 bits)."""
+        buf = abi.PrintBuf.in_dll(self.lib, "cq_print_state")
+        if not buf.used:
+            return []
+        words = np.ctypeslib.as_array((ctypes.c_uint64 * buf.used).from_address(buf.data))
+        return decode_prints(words)
+
     def misuse_text(self, fault: abi.DeviceFault) -> str:
         return self.misuse_texts.get(fault.args[0], f"misuse {fault.args[0]}")
+
+
+def decode_prints(words) -> list:
+    """Printed records (cq_abi.h): a header word (format << 32 | 1 << 31 | count), the
+    values; a zero header is where the records that did not fit begin."""
+    out, at = [], 0
+    while at < len(words) and int(words[at]):
+        head = int(words[at])
+        n = head & 0x7FFFFFFF
+        out.append((head >> 32, [int(x) for x in words[at + 1:at + 1 + n]]))
+        at += 1 + n
+    return out

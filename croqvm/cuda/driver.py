@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import errors
 from . import abi
-from .cpu import Param, pack_params
+from .cpu import Param, decode_prints, pack_params
 
 WATCHDOG_ENV = "CROQVM_GPU_WATCHDOG_S"     # seconds a spin wait may stall; 0: forever
 DEFAULT_WATCHDOG_S = 60
@@ -132,7 +132,7 @@ class DriverBackend:
 
 
 # PyCUDA's prepared-call format characters for the kernel parameter kinds
-PYCUDA_FORMAT = {"ptr": "P", "i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i",
+PYCUDA_FORMAT = {"ptr": "P", "bool": "?", "i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i",
                  "u32": "I", "i64": "q", "u64": "Q", "f32": "f", "f64": "d"}
 
 
@@ -253,7 +253,7 @@ def require_gpu() -> dict:
     """The probe's result, or the one-line DeviceError of ``--device gpu`` without one."""
     status = gpu_status()
     if not status["ok"]:
-        raise errors.DeviceError(f"--device gpu needs a CUDA GPU and driver: "
+        raise errors.DeviceError(f"device 'gpu' needs a CUDA GPU and driver: "
                                  f"{status['reason']}")
     return status
 
@@ -288,6 +288,7 @@ class GpuModule:
                     np.array([int(seconds * 1e9)], np.uint64))
         self.functions = {}
         self.smem_opt_in = {}
+        self.print_buf = None       # (device address, capacity in words)
 
     def _function(self, kernel: str, smem: int):
         fn = self.functions.get(kernel)
@@ -299,7 +300,7 @@ class GpuModule:
         return fn
 
     def launch(self, kernel: str, grid: Sequence[int], block: int, smem: int = 0,
-               params: Sequence[Param] = ()):
+               params: Sequence[Param] = (), step_limit: int = (1 << 64) - 1):
         """Runs ``kernel`` to completion; returns None or the first fault. A "ptr"
         parameter given as a numpy array is copied to the device for the launch and
         back after it (unless the array is read-only); an int is a device address."""
@@ -316,6 +317,8 @@ class GpuModule:
                     self.backend.h2d(ptr, value)
                     value = ptr
                 device_params.append((kind, value))
+            self.backend.h2d(self.backend.global_ptr(self.module, "cq_step_limit"),
+                             np.array([step_limit], np.uint64))
             record = abi.FaultRec(key=abi.NO_FAULT)
             raw = np.frombuffer(record, np.uint8)      # a view the copies fill in place
             self.backend.h2d(self.fault_ptr, raw)
@@ -332,3 +335,25 @@ class GpuModule:
                 except GpuError:
                     pass     # a failed launch poisons the context; its error is the report
         return abi.decode_fault(record)
+
+    def launch_printing(self, kernel: str, grid: Sequence[int], block: int, smem: int,
+                        params: Sequence[Param], words: int, step_limit: int):
+        """``launch`` with a print buffer of ``words`` 64-bit words: (outcome, printed
+        records). Records that did not fit are reported on stderr."""
+        if self.print_buf is None:
+            self.print_buf = (self.backend.alloc(8 * words), words)
+        ptr, cap = self.print_buf
+        state_ptr = self.backend.global_ptr(self.module, "cq_print_state")
+        state = abi.PrintBuf(0, cap, ptr)
+        raw = np.frombuffer(state, np.uint8)
+        self.backend.h2d(state_ptr, raw)
+        outcome = self.launch(kernel, grid, block, smem, params, step_limit)
+        self.backend.d2h(raw, state_ptr)
+        if not state.used:
+            return outcome, []
+        kept = np.zeros(min(state.used, cap), np.uint64)
+        self.backend.d2h(kept, ptr)
+        if state.used > cap:
+            print(f"croqvm: the kernel printed {state.used} words of records; the last "
+                  f"{state.used - cap} did not fit the GPU's print buffer", file=sys.stderr)
+        return outcome, decode_prints(kept)

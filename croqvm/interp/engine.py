@@ -172,6 +172,9 @@ def run_launch(hblk, index: int) -> None:
     hregs = [(kr, hblk.lane_reg(0, hr), hblk.prog.rtypes[hr]) for kr, hr in launch.scalars]
     bound = {ks: hblk.bufs.get(hs) for ks, hs in launch.buffers}
     call.launches += 1
+    if call.device is not None:         # the kernel runs as generated CUDA (croqvm.cuda)
+        call.device.launch(call, hblk, index, grid, size, hregs, bound)
+        return
     call.blocks = math.prod(grid)
     host_warp = call.warp
     for number, block in enumerate(_row_major(grid)):

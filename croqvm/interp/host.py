@@ -179,7 +179,7 @@ def _check_end(hblk) -> None:
 
 def run_function(module, name: str, args: list, dims: dict, *, poison: bool, schedule: str,
                  seed: int, max_steps: int | None, out, stats: dict | None, progress=None,
-                 check: str | None = None):
+                 check: str | None = None, device=None):
     """The reference engine's runner (croqvm.program): run function ``name`` of
     ``module`` on ``args`` (numpy arrays and Python scalars in parameter order). Returns
     the returned array, scalar or None; ``global`` buffer parameters are copied back into
@@ -191,10 +191,11 @@ def run_function(module, name: str, args: list, dims: dict, *, poison: bool, sch
     warp-steps; an interrupt (Ctrl-C) leaves as ``Interrupted`` with the position it
     stopped at (croqvm.position). ``check`` ("race" or None) adds a run-time check
     (croqvm.interp.checks): what it finds is a KernelFault when the run ends. The options
-    are valid: the facade checked them."""
+    are valid: the facade checked them. With a ``device`` (croqvm.cuda.launch.Device) the
+    kernels run there and only the host program here."""
     fn = module.function(name)
     call = Call(module, fn, out=out, poison=poison, scheduler=make_scheduler(schedule, seed),
-                max_steps=max_steps, progress=progress)
+                max_steps=max_steps, progress=progress, device=device)
     call.checker = make_checker(check, call)
     call.result = None
     hblk = Block(call, call.program(fn.host), 1)

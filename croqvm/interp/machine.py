@@ -42,8 +42,10 @@ class Call:
     """One ``run_function`` call: its options, output stream, step budget, progress hook,
     the buffers that live as long as the call (§3.2.1), and where it is (``position``)."""
 
-    def __init__(self, module, fn, *, out, poison, scheduler, max_steps, progress, checker=None):
+    def __init__(self, module, fn, *, out, poison, scheduler, max_steps, progress, checker=None,
+                 device=None):
         self.module, self.fn, self.out = module, fn, out
+        self.device = device     # runs the kernels instead (croqvm.cuda.launch.Device)
         self.poison, self.scheduler, self.max_steps = poison, scheduler, max_steps
         self.progress = progress  # called with a RunPosition now and then (croqvm.position)
         self.checker = checker    # a croqvm.interp.checks.Checker, or None

@@ -43,7 +43,9 @@
   X(CQ_WAIT_MBARRIER, 4)      /* a0: its byte offset in shared memory, a1: the phase */ \
   X(CQ_WAIT_EVENT, 5)         /* a0: counter's byte offset in shared memory, a1: the    \
                                  generation waited for */                               \
-  X(CQ_WAIT_WARP, 6)          /* a warp-wide operation; a0: lanes of the warp arrived */
+  X(CQ_WAIT_WARP, 6)          /* a warp-wide operation; a0: lanes of the warp arrived */ \
+  X(CQ_WAIT_FLAG, 7)          /* a published count; a0: its byte offset in shared memory,\
+                                 a1: the value waited for */
 
 /* What a CPU launch returns. */
 #define CQ_STATUSES(X)                                                                  \
@@ -69,7 +71,7 @@ typedef struct cq_fault_rec {
   int kind;               /* cq_fault_kind */
   int site;               /* the generator's site id (check or wait statement) */
   int pad;
-  long long args[4];      /* values the message shows; for a misuse args[0] is its code */
+  long long args[16];     /* values the message shows; for a misuse args[0] is its code */
 } cq_fault_rec;
 
 typedef struct cq_thread_wait {
@@ -84,6 +86,17 @@ typedef struct cq_deadlock_rec {
   int pad;
   cq_thread_wait thread[CQ_MAX_BLOCK];
 } cq_deadlock_rec;
+
+/* Printed records: `data` holds, back to back, a header word (print format << 32 |
+   1 << 31 | value count; never 0) and that many 64-bit values (integers sign- or
+   zero-extended, floats as the bits of a double, bool as 0 or 1). `used` counts the
+   words asked for, which may exceed `cap`: a record that does not fit is dropped, and
+   the host reports how much was lost. */
+typedef struct cq_print_buf {
+  unsigned long long used;
+  unsigned long long cap;
+  unsigned long long *data;
+} cq_print_buf;
 
 typedef struct cq_launch_cfg {
   unsigned grid[3];

@@ -49,6 +49,7 @@
 #define CQ_KERNEL static
 #define CQ_DEV static inline
 #define CQ_HD static inline
+#define CQ_OUTLINED static
 
 typedef unsigned long long cq_mbar;
 typedef unsigned long long cq_mbar_token;
@@ -56,8 +57,10 @@ typedef unsigned long long cq_mbar_token;
 #include "cq_mma.h"
 
 extern "C" {
-cq_fault_rec cq_fault_record = {CQ_NO_FAULT, 0, 0, 0, 0, {0, 0, 0, 0}};
+cq_fault_rec cq_fault_record = {CQ_NO_FAULT, 0, 0, 0, 0, {0}};
 cq_deadlock_rec cq_deadlock_record;
+cq_print_buf cq_print_state = {0, 0, 0};
+unsigned long long cq_step_limit = ~0ull;
 }
 
 namespace cq {
@@ -146,6 +149,10 @@ static inline void yield(bool progressed) {
   cq_fiber_switch_to(&rt.self->ctx, &rt.sched, 0);
 }
 
+/* The thread that completes a barrier lets the others go first: the scheduler then
+   resumes the released threads in lane order, as the engines run warps (§7.1.2). */
+static inline void let_others_run() { yield(true); }
+
 template <class Ready>
 static inline void wait_until(int kind, int site, long long a0, long long a1, Ready ready) {
   if (ready()) return;
@@ -160,23 +167,20 @@ static inline void wait_until(int kind, int site, long long a0, long long a1, Re
   t->wait.site = -1;
 }
 
-static inline void record(int kind, int site, long long a0, long long a1, long long a2,
-                          long long a3) {
+static inline void record(int kind, int site, const long long *args, int n) {
   unsigned long long key = ((unsigned long long)rt.blk->linear << 32) | rt.self->tid;
   if (key >= cq_fault_record.key) return;
   cq_fault_record.key = key;
   cq_fault_record.kind = kind;
   cq_fault_record.site = site;
-  cq_fault_record.args[0] = a0;
-  cq_fault_record.args[1] = a1;
-  cq_fault_record.args[2] = a2;
-  cq_fault_record.args[3] = a3;
+  for (int i = 0; i < 16; i++) cq_fault_record.args[i] = i < n ? args[i] : 0;
 }
 
 /* A CUDA rule broken by the generated code: recorded, and this thread never runs
    again; the scheduler ends the launch. */
 static inline void misuse(int code, int site, long long a0 = 0, long long a1 = 0) {
-  record(CQ_FAULT_MISUSE, site, code, a0, a1, 0);
+  const long long args[3] = {code, a0, a1};
+  record(CQ_FAULT_MISUSE, site, args, 3);
   rt.abort = true;
   for (;;) yield(true);
 }
@@ -195,12 +199,14 @@ static inline void check_smem_object(const void *p, size_t bytes, int site) {
 
 /* ------------------------------------------------------------------ barriers */
 
-static inline void release_block_barrier() {
+static inline bool release_block_barrier() {
   block_state *b = rt.blk;
   if (b->bar0_arrived && b->bar0_arrived == b->live) {
     b->bar0_arrived = 0;
     b->bar0_gen++;
+    return true;
   }
+  return false;
 }
 
 /* Warp `w` arrives at named barrier `nb` once all its live threads have. */
@@ -318,6 +324,7 @@ extern "C" int cq_cpu_launch(void (*entry)(void **), void **args, const cq_launc
   rt.kept_bytes = 0;
   cq_fault_record.key = CQ_NO_FAULT;
   cq_fault_record.lock = 0;
+  cq_print_state.used = 0;
   if (cfg->block < 1 || cfg->block > CQ_MAX_BLOCK || !cfg->grid[0] || !cfg->grid[1] ||
       !cfg->grid[2])
     return CQ_ERR_CONFIG;
@@ -399,6 +406,8 @@ extern "C" const cq_abi_entry cq_abi_table[] = {
     CQ_ABI_FIELD(cq_thread_wait, a1)
     CQ_ABI_SIZE(cq_deadlock_rec) CQ_ABI_FIELD(cq_deadlock_rec, block)
     CQ_ABI_FIELD(cq_deadlock_rec, nthreads) CQ_ABI_FIELD(cq_deadlock_rec, thread)
+    CQ_ABI_SIZE(cq_print_buf) CQ_ABI_FIELD(cq_print_buf, used) CQ_ABI_FIELD(cq_print_buf, cap)
+    CQ_ABI_FIELD(cq_print_buf, data)
     CQ_ABI_SIZE(cq_launch_cfg) CQ_ABI_FIELD(cq_launch_cfg, grid) CQ_ABI_FIELD(cq_launch_cfg, block)
     CQ_ABI_FIELD(cq_launch_cfg, smem_bytes) CQ_ABI_FIELD(cq_launch_cfg, stack_bytes)
     {"CQ_NO_FAULT", (long long)CQ_NO_FAULT}, {"CQ_MAX_BLOCK", CQ_MAX_BLOCK},
@@ -419,13 +428,68 @@ CQ_DEV int cq_block_size() { return (int)cq::rt.cfg.block; }
 CQ_DEV int cq_block_idx(int d) { return (int)cq::rt.blk->idx[d]; }
 CQ_DEV int cq_grid_dim(int d) { return (int)cq::rt.cfg.grid[d]; }
 CQ_DEV unsigned char *cq_smem() { return cq::rt.blk->smem; }
+CQ_DEV unsigned cq_smem_bytes() { return (unsigned)cq::rt.blk->smem_bytes; }
 
 CQ_DEV void cq_fence_block() {}
 CQ_DEV void cq_fence_global() {}
 
-CQ_DEV void cq_fault(int site, long long a0 = 0, long long a1 = 0, long long a2 = 0,
-                     long long a3 = 0) {
-  cq::record(CQ_FAULT_CHECK, site, a0, a1, a2, a3);
+CQ_DEV void cq_fault_n(int site, const long long *args, int n) {
+  cq::record(CQ_FAULT_CHECK, site, args, n);
+}
+
+CQ_DEV unsigned cq_atomic_or(unsigned *p, unsigned v) {
+  unsigned old = *p;
+  *p = old | v;
+  return old;
+}
+CQ_DEV unsigned cq_atomic_and(unsigned *p, unsigned v) {
+  unsigned old = *p;
+  *p = old & v;
+  return old;
+}
+CQ_DEV unsigned cq_popc(unsigned v) { return (unsigned)__builtin_popcount(v); }
+CQ_DEV unsigned cq_atomic_cas(unsigned *p, unsigned expect, unsigned v) {
+  unsigned old = *p;
+  if (old == expect) *p = v;
+  return old;
+}
+CQ_DEV unsigned cq_atomic_add(unsigned *p, unsigned v) {
+  unsigned old = *p;
+  *p = old + v;
+  return old;
+}
+
+/* A lane's own memory of a size known at run time. */
+CQ_DEV void *cq_malloc(unsigned long long bytes) { return malloc(bytes); }
+CQ_DEV void cq_free(void *p) { free(p); }
+
+/* The thread ends here, as when it returns from the kernel. */
+CQ_DEV void cq_thread_exit() {
+  cq::thread_exit();
+  cq::rt.self->progressed = true;
+  cq_fiber_switch_to(&cq::rt.self->ctx, &cq::rt.sched, 1);
+}
+
+/* Appends one printed record (cq_abi.h); the buffer grows as needed. Nothing is
+   printed once a fault is recorded: the engines stop at the first one. */
+CQ_DEV void cq_print(int fmt, int n, const unsigned long long *values) {
+  cq_print_buf *pb = &cq_print_state;
+  if (cq_fault_record.key != CQ_NO_FAULT) return;
+  if (pb->used + n + 1 > pb->cap) {
+    unsigned long long cap = pb->cap ? pb->cap : 4096;
+    while (cap < pb->used + n + 1) cap *= 2;
+    unsigned long long *grown =
+        (unsigned long long *)realloc(pb->data, cap * sizeof(unsigned long long));
+    if (!grown) {
+      pb->used += n + 1;
+      return;
+    }
+    pb->data = grown;
+    pb->cap = cap;
+  }
+  pb->data[pb->used] = (unsigned long long)fmt << 32 | 0x80000000u | (unsigned)n;
+  for (int i = 0; i < n; i++) pb->data[pb->used + 1 + i] = values[i];
+  pb->used += n + 1;
 }
 
 CQ_DEV void cq_sync_block(int site) {
@@ -433,7 +497,7 @@ CQ_DEV void cq_sync_block(int site) {
   block_state *b = rt.blk;
   unsigned long long gen = b->bar0_gen;
   b->bar0_arrived++;
-  release_block_barrier();
+  if (release_block_barrier()) let_others_run();
   wait_until(CQ_WAIT_BLOCK_BARRIER, site, 0, 0, [=] { return b->bar0_gen != gen; });
 }
 
@@ -476,6 +540,7 @@ static inline cq_mbar_token mbar_arrive(cq_mbar *bar, bool drop) {
   if (!pending) {
     pending = expected;
     *bar = mbar_pack(pending, expected, phase + 1);
+    if (!drop) let_others_run();
   } else {
     *bar = mbar_pack(pending, expected, phase);
   }
@@ -511,6 +576,14 @@ CQ_DEV void cq_event_wait(const unsigned *arrivals, unsigned need, unsigned read
   wait_until(CQ_WAIT_EVENT, site, smem_offset(arrivals), want,
              [=] { return ready + (need ? *arrivals / need : 0) > want; });
   *waits = want + 1;
+}
+
+/* A count one thread publishes and others wait to reach (a store, then a wait that
+   yields, on the CPU). */
+CQ_DEV void cq_flag_publish(unsigned *flag, unsigned value) { *flag = value; }
+CQ_DEV void cq_flag_wait(const unsigned *flag, unsigned value, int site) {
+  using namespace cq;
+  wait_until(CQ_WAIT_FLAG, site, smem_offset(flag), value, [=] { return *flag >= value; });
 }
 
 CQ_DEV bool cq_once_claim(unsigned *claimed, unsigned nth) {

@@ -13,6 +13,7 @@
 #define CQ_KERNEL extern "C" __global__
 #define CQ_DEV static __device__ __forceinline__
 #define CQ_HD static __host__ __device__ __forceinline__
+#define CQ_OUTLINED static __device__ __noinline__   /* big helpers: compiled once */
 
 typedef unsigned long long cq_mbar;
 typedef unsigned long long cq_mbar_token;
@@ -20,8 +21,10 @@ typedef unsigned long long cq_mbar_token;
 #include "cq_mma.h"
 
 extern "C" {
-__device__ cq_fault_rec cq_fault_record = {CQ_NO_FAULT, 0, 0, 0, 0, {0, 0, 0, 0}};
+__device__ cq_fault_rec cq_fault_record = {CQ_NO_FAULT, 0, 0, 0, 0, {0}};
 __device__ unsigned long long cq_watchdog_ns = 0;
+__device__ cq_print_buf cq_print_state = {0, 0, 0};
+__device__ unsigned long long cq_step_limit = ~0ull;
 }
 
 extern __shared__ __align__(128) unsigned char cq_smem_buf[];
@@ -31,16 +34,45 @@ CQ_DEV int cq_block_size() { return (int)blockDim.x; }
 CQ_DEV int cq_block_idx(int d) { return (int)(d == 0 ? blockIdx.x : d == 1 ? blockIdx.y : blockIdx.z); }
 CQ_DEV int cq_grid_dim(int d) { return (int)(d == 0 ? gridDim.x : d == 1 ? gridDim.y : gridDim.z); }
 CQ_DEV unsigned char *cq_smem() { return cq_smem_buf; }
+CQ_DEV unsigned cq_smem_bytes() {
+  unsigned n;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(n));
+  return n;
+}
 
 CQ_DEV unsigned cq_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
 
 CQ_DEV void cq_fence_block() { __threadfence_block(); }
 CQ_DEV void cq_fence_global() { __threadfence(); }
 
+CQ_DEV unsigned cq_atomic_or(unsigned *p, unsigned v) { return atomicOr(p, v); }
+CQ_DEV unsigned cq_atomic_and(unsigned *p, unsigned v) { return atomicAnd(p, v); }
+CQ_DEV unsigned cq_popc(unsigned v) { return (unsigned)__popc(v); }
+CQ_DEV unsigned cq_atomic_cas(unsigned *p, unsigned expect, unsigned v) {
+  return atomicCAS(p, expect, v);
+}
+CQ_DEV unsigned cq_atomic_add(unsigned *p, unsigned v) { return atomicAdd(p, v); }
+
+/* A lane's own memory of a size known at run time: the device heap. */
+CQ_DEV void *cq_malloc(unsigned long long bytes) { return malloc(bytes); }
+CQ_DEV void cq_free(void *p) { free(p); }
+
+/* The thread ends here (PTX exit: barriers stop waiting for it, nothing traps). */
+CQ_DEV void cq_thread_exit() { asm volatile("exit;"); }
+
+/* Appends one printed record (cq_abi.h); records beyond the buffer are counted only.
+   Nothing is printed once a fault is recorded: the engines stop at the first one. */
+CQ_DEV void cq_print(int fmt, int n, const unsigned long long *values) {
+  if (*(volatile unsigned long long *)&cq_fault_record.key != CQ_NO_FAULT) return;
+  unsigned long long at = atomicAdd(&cq_print_state.used, (unsigned long long)n + 1);
+  if (at + n + 1 > cq_print_state.cap) return;
+  cq_print_state.data[at] = (unsigned long long)fmt << 32 | 0x80000000u | (unsigned)n;
+  for (int i = 0; i < n; i++) cq_print_state.data[at + 1 + i] = values[i];
+}
+
 /* ------------------------------------------------------------------ faults */
 
-CQ_DEV void cq_record(int kind, int site, long long a0, long long a1, long long a2,
-                      long long a3) {
+CQ_OUTLINED void cq_record(int kind, int site, const long long *args, int n) {
   unsigned long long linear =
       ((unsigned long long)blockIdx.x * gridDim.y + blockIdx.y) * gridDim.z + blockIdx.z;
   unsigned long long key = linear << 32 | threadIdx.x;
@@ -51,19 +83,15 @@ CQ_DEV void cq_record(int kind, int site, long long a0, long long a1, long long 
   if (key < cq_fault_record.key) {
     cq_fault_record.kind = kind;
     cq_fault_record.site = site;
-    cq_fault_record.args[0] = a0;
-    cq_fault_record.args[1] = a1;
-    cq_fault_record.args[2] = a2;
-    cq_fault_record.args[3] = a3;
+    for (int i = 0; i < 16; i++) cq_fault_record.args[i] = i < n ? args[i] : 0;
     cq_fault_record.key = key;
   }
   __threadfence();
   atomicExch(&cq_fault_record.lock, 0);
 }
 
-CQ_DEV void cq_fault(int site, long long a0 = 0, long long a1 = 0, long long a2 = 0,
-                     long long a3 = 0) {
-  cq_record(CQ_FAULT_CHECK, site, a0, a1, a2, a3);
+CQ_DEV void cq_fault_n(int site, const long long *args, int n) {
+  cq_record(CQ_FAULT_CHECK, site, args, n);
 }
 
 CQ_DEV unsigned long long cq_now_ns() {
@@ -81,7 +109,7 @@ template <class Ready> CQ_DEV void cq_spin(int site, Ready ready) {
     __nanosleep(backoff);
     if (backoff < 1024) backoff *= 2;
     if (limit && cq_now_ns() - start > limit) {
-      cq_record(CQ_FAULT_TIMEOUT, site, 0, 0, 0, 0);
+      cq_record(CQ_FAULT_TIMEOUT, site, 0, 0);
       asm volatile("exit;");
     }
   }
@@ -155,6 +183,16 @@ CQ_DEV void cq_event_wait(const unsigned *arrivals, unsigned need, unsigned read
 }
 
 CQ_DEV bool cq_once_claim(unsigned *claimed, unsigned nth) { return atomicMax(claimed, nth) < nth; }
+
+/* A count one thread publishes (release) and others wait to reach (acquire): what a
+   claimed outer-level effect did is visible once its count is. */
+CQ_DEV void cq_flag_publish(unsigned *flag, unsigned value) {
+  asm volatile("st.release.cta.shared.u32 [%0], %1;" ::"r"(cq_smem_addr(flag)), "r"(value)
+               : "memory");
+}
+CQ_DEV void cq_flag_wait(const unsigned *flag, unsigned value, int site) {
+  cq_spin(site, [=] { return cq_event_load(flag) >= value; });
+}
 
 /* ------------------------------------------------------------------ cp.async */
 

@@ -9,12 +9,14 @@
  *   CQ_KERNEL void name(params) { ... }   a kernel: 1-D blocks, up to 3-D grids;
  *   CQ_EXPORT(name)                      after it: the CPU entry point cq_entry_<name>
  *                                        (void **args, as cuLaunchKernel takes them);
- *   CQ_DEV, CQ_HD                        device / host-and-device helper functions.
+ *   CQ_DEV, CQ_HD                        device / host-and-device helper functions;
+ *   CQ_OUTLINED                          a big helper, called rather than inlined (keeps
+ *                                        nvcc fast: generated code calls them often).
  *   The CPU library runs a launch with cq_cpu_launch(cq_entry_<name>, args, &cfg).
  *
  * Identity and memory
  *   cq_lane(), cq_block_size(), cq_block_idx(d), cq_grid_dim(d)   threadIdx.x, blockDim.x, ...
- *   cq_smem()                     the block's dynamic shared memory, 128-byte aligned;
+ *   cq_smem(), cq_smem_bytes()    the block's dynamic shared memory, 128-byte aligned;
  *                                 every shared object is carved from it at fixed offsets
  *   cq_fence_block(), cq_fence_global()    memory fences (CTA, GPU scope)
  *
@@ -30,6 +32,8 @@
  *                                         counter events with LANGUAGE.md §10.3 generations
  *   cq_once_claim(&claimed, nth)          true for the thread whose nth arrival claims
  *                                         execution nth first (ONCE, §7.2.2)
+ *   cq_flag_publish(&flag, n), cq_flag_wait(&flag, n, site)
+ *                                         release a count / wait until it reaches n
  *
  * Asynchronous copies (global to shared)
  *   cq_cp_async<4|8|16>(dst, src, src_bytes)   copies src_bytes, zero-fills the rest
@@ -38,9 +42,16 @@
  * Tensor cores (cq_mma.h lists the shapes and the fragment layouts)
  *   cq_mma_sync<cq_mma_m16n8k16_f16_f32>(d, a, b, c, site)   one warp, converged
  *
- * Faults: cq_fault(site, a0, a1, a2, a3) records a failed check in cq_fault_record
- * (cq_abi.h); the first one in (block, lane) order is kept; the thread goes on with a
- * safe value. Nothing traps.
+ * Other primitives
+ *   cq_atomic_or/and/add(p, v), cq_atomic_cas(p, expect, v), cq_popc(v)   on 32-bit words
+ *   cq_malloc(bytes), cq_free(p)          a lane's memory of a size known at run time
+ *   cq_thread_exit()                      the thread ends here, as if it returned
+ *   cq_print(format, n, values)           appends a printed record to cq_print_state
+ *   cq_step_limit                         loop iterations a thread may run (the host sets
+ *                                         it from the call's step limit)
+ *
+ * Faults: cq_fault(site, values...) records a failed check in cq_fault_record
+ * (cq_abi.h); the first one in (block, lane) order is kept. Nothing traps.
  */
 #ifndef CROQVM_RT_CUH
 #define CROQVM_RT_CUH
@@ -57,5 +68,12 @@
 #else
 #error "croqvm_rt.cuh: compile with nvcc, or with -DCQ_CPU for the CPU runtime"
 #endif
+
+/* cq_fault(site, values...): up to 16 values for the message. */
+template <class... A> CQ_DEV void cq_fault(int site, A... values) {
+  static_assert(sizeof...(A) <= 16, "a fault record holds 16 values");
+  const long long args[] = {(long long)values..., 0};
+  cq_fault_n(site, args, (int)sizeof...(A));
+}
 
 #endif /* CROQVM_RT_CUH */

@@ -1,0 +1,502 @@
+"""One generated kernel: its shared-memory layout, parameters, prologue and the
+translation of its instructions (croqvm/cuda/emit.py says how the bytecode maps).
+
+Conventions: ``self`` a ``KernelEmitter``; ``ins`` an instruction tuple; ``r`` a register
+(C name ``r<r>``), ``rt(r)`` its DType; ``b<s>`` the pointer of buffer slot s bound at
+launch and ``b<s>_d<k>`` its extents; ``lb<s>`` a local buffer; ``f<n>`` a future;
+``cq_leave()`` ends the lane after a fault or YIELD. Instruction handlers live in
+``emit_ops`` (registers, control, memory) and ``emit_sync`` (collectives, events, ONCE,
+DMA, MMA, output); ``HANDLERS`` maps every opcode to one.
+"""
+from __future__ import annotations
+
+import struct
+
+from .. import dtypes
+from ..bytecode.module import Storage
+from ..bytecode.opcodes import SPAN
+from ..faults import Kind
+from ..limits import EVENT_SLOT_BYTES, MAX_SHARED_BYTES, buffer_bytes
+from . import cnum
+from .emit import (BoundBuffer, KernelInfo, Site, UnsupportedError, c_ident, decode,
+                   max_block, op_name, span_of)
+
+RUNTIME_SITE = -1        # waits of the prologue, which never block for long
+DYN_RECORD = 80          # bytes of a cq_dyn record (rt/cq_kernel.h)
+
+
+def bits_value(bits: int, t: dtypes.DType):
+    """A recorded 64-bit value of type ``t`` as a Python number."""
+    bits %= 1 << 64
+    if t.is_float:
+        return struct.unpack("<d", struct.pack("<Q", bits))[0]
+    if t.kind == "bool":
+        return bool(bits)
+    if t.signed and bits >= 1 << 63:
+        return bits - (1 << 64)
+    return bits
+
+
+def _align(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+class Layout:
+    """Offsets in the block's dynamic shared memory, assigned in order."""
+
+    def __init__(self):
+        self.size = 0
+
+    def take(self, nbytes: int, align: int = 8) -> int:
+        at = _align(self.size, align)
+        self.size = at + nbytes
+        return at
+
+
+class KernelEmitter:
+    def __init__(self, module, spans, fn, index, kernel, sites, prints, *, arch, checks):
+        from .emit_ops import HANDLERS
+        self.handlers = HANDLERS
+        self.module, self.spans, self.fn, self.index, self.kernel = module, spans, fn, index, kernel
+        self.code = kernel.code
+        self.ins = decode(self.code.code)
+        self.sites, self.prints, self.arch, self.checks = sites, prints, arch, checks
+        self.pending_once = None        # (register, site, unit) of the last ONCE
+        self.rtypes = [dtypes.BY_CODE[c] for c in self.code.regs]
+        self.cname = c_ident(f"{fn.name}_k{index}")
+        self.out: list[str] = []
+        self.depth = 1
+        self.in_laneset = False
+        self.last_line = None
+        self.frames: list = []          # open IF/LOOP: (kind, extra)
+        self.consts = self._constant_registers()
+        self.block = max_block(kernel)
+        self.launches = [l for l in fn.host.launches if l.kernel == index]
+
+    # ------------------------------------------------------------------ helpers
+
+    def rt(self, r: int) -> dtypes.DType:
+        return self.rtypes[r]
+
+    @staticmethod
+    def reg(r: int) -> str:
+        return f"r{r}"
+
+    def line(self, text: str, ins=None) -> None:
+        if ins is not None:
+            self._source_line(ins)
+            span = self.spans.span(span_of(ins))
+            text += f"  // {span.line}:{span.col}" if span else ""
+        self.out.append("  " * self.depth + text)
+
+    def _source_line(self, ins) -> None:
+        span = self.spans.span(span_of(ins))
+        if span is None or (span.file, span.line) == self.last_line:
+            return
+        self.last_line = (span.file, span.line)
+        src = self.spans.files.get(span.file)
+        text = src.line(span.line).strip() if src else ""
+        self.out.append("  " * self.depth + f"// {span.file}:{span.line}: {text}")
+
+    def unsupported(self, what: str, ins=None) -> UnsupportedError:
+        where = self.spans.where(span_of(ins) if ins is not None else self.kernel.span)
+        return UnsupportedError(f"{where}: error: the CUDA generator can not translate "
+                                f"this program: {what}")
+
+    def _constant_registers(self) -> dict:
+        """Registers written only by CONST, each time with one value: their value."""
+        written: dict = {}
+        for ins in self.ins:
+            op = op_name(ins)
+            w = _written_register(ins)
+            if w is None:
+                continue
+            value = self.code.consts[ins[2]].value if op == "CONST" else None
+            written.setdefault(w, set()).add((op, value))
+        args = {kr for l in self.fn.host.launches if l.kernel == self.index
+                for kr, _ in l.scalars}
+        return {r: next(iter(v))[1] for r, v in written.items()
+                if len(v) == 1 and next(iter(v))[0] == "CONST" and r not in args}
+
+    def static(self, r: int, what: str, ins=None) -> int:
+        if r not in self.consts:
+            raise self.unsupported(f"{what} is known only at run time", ins)
+        return int(self.consts[r])
+
+    # ------------------------------------------------------------------ faults and sites
+
+    def wait_site_plain(self, ins, ip: int, text: str) -> int:
+        """A wait site that is not a collective (reports name ``text``)."""
+        return self.site(None, ip, span_of(ins), text=text)
+
+    def wait_site_for(self, ins, ip: int) -> int:
+        """A wait site for instruction ``ip`` (a lane waiting inside its effect)."""
+        from .emit_sync import wait_site
+        return wait_site(self, ins, ip, self.code.colls[_coll_operand(ins)].text)
+
+    def print_id(self, fmt: int) -> int:
+        """The module-wide number of this kernel's print format ``fmt``."""
+        key = (self.fn.name, self.index, fmt)
+        if key not in self.prints:
+            self.prints.append(key)
+        return self.prints.index(key)
+
+    def site(self, kind, ip: int, span: int, operands=lambda args, refs: (), text="",
+             coll=-1) -> int:
+        self.sites.append(Site(kind, ip, span, operands, text, coll))
+        return len(self.sites) - 1
+
+    def fault(self, cond: str, kind: Kind, ins, ip: int, args=(), operands=None) -> None:
+        """``if (cond)``: record fault ``kind`` of the instruction and leave."""
+        if operands is None:
+            operands = lambda a, refs: ()      # noqa: E731
+        n = self.site(kind, ip, span_of(ins), operands)
+        call = ", ".join([str(n), *args])
+        leave = "cq_thread_exit()" if self.in_laneset else "cq_leave()"
+        self.line(f"if ({cond}) {{ cq_fault({call}); {leave}; }}", ins)
+
+    def checked(self, target: str, c: cnum.Checked, ins, ip: int) -> None:
+        """``target = value`` of a Checked, with its fault."""
+        for s in c.setup:
+            self.line(s, ins)
+        if c.faults:
+            self.fault(c.bad, c.kind, ins, ip, c.args, _OPERANDS[c.kind])
+        self.line(f"{target} = {c.value};", ins)
+
+    def convert_into(self, target: str, x: str, src, dst, ins, ip: int) -> None:
+        tmp = f"cv{ip}"
+        c = cnum.convert(x, src, dst, tmp)
+        if c.faults:
+            self.line(f"uint64_t {tmp};", ins)
+        self.checked(target, c, ins, ip)
+
+    # ------------------------------------------------------------------ layout
+
+    def _layout(self) -> None:
+        code, L = self.code, Layout()
+        self.off_live = L.take(128, 128)
+        self.off_laneset = {k: L.take(128, 4) for k, ls in enumerate(code.lanesets)
+                            if ls.result >= 0}
+        # an event's slot counters, then its arrivals per generation (for reports)
+        self.off_event = {e: L.take(4 * ev.slots + 4, 4) for e, ev in enumerate(code.events)}
+        self.once_units = {}
+        self.off_once = {}
+        for ip, ins in enumerate(self.ins):
+            if op_name(ins) == "ONCE":
+                site, unit = ins[2], ins[3]
+                units = self._instances(unit)
+                self.once_units[site] = unit
+                self.off_once[site] = L.take(8 * units, 4)
+        self.colls = {}          # ip -> (site, mbarrier offset or None)
+        for ip, ins in enumerate(self.ins):
+            c = _coll_operand(ins)
+            if c is None or c < 0:
+                continue
+            site = code.colls[c]
+            fast = site.unit == 0 and code.lanesets[site.laneset].result < 0
+            self.colls[ip] = (site, None if fast else L.take(8 * self._instances(site.unit), 8))
+        self.off_fragflag = {m: L.take(4 * self._instances(f.unit), 4)
+                             for m, f in enumerate(code.frags) if f.unit != 1}
+        self.shared = {}         # slot -> (offset, elements, bytes per element, shape)
+        self.local = {}          # slot -> (elements, shape)
+        self.dyn_shared = {}     # slot -> offset of its cq_dyn record
+        self.dyn_local = set()   # slots of local buffers with run-time extents
+        accounted = EVENT_SLOT_BYTES * sum(ev.slots for ev in code.events)
+        for s, decl in enumerate(code.buffers):
+            if decl.storage == Storage.GLOBAL and decl.param < 0 and decl.shape:
+                raise self.unsupported(f"global buffer '{decl.name}' is allocated inside a "
+                                       f"kernel")
+            if decl.storage == Storage.GLOBAL:
+                continue
+            t = dtypes.BY_CODE[decl.dtype]
+            if not all(r in self.consts for r in decl.shape):
+                if decl.storage == Storage.SHARED:
+                    self.dyn_shared[s] = L.take(DYN_RECORD, 8)
+                else:
+                    self.dyn_local.add(s)
+                continue
+            shape = [int(self.consts[r]) for r in decl.shape]
+            n = 1
+            for d in shape:
+                n *= max(d, 0)
+            if decl.storage == Storage.SHARED:
+                self.shared[s] = (L.take(n * cnum.elem_bytes(t) * decl.count, 16), n,
+                                  cnum.elem_bytes(t), shape)
+                accounted += buffer_bytes(t.bits, decl.count, shape)
+            else:
+                self.local[s] = (n, shape)
+        self.off_frag = {}
+        self.dyn_frag = {}       # fragment -> offset of its cq_dyn records, one per instance
+        for m, f in enumerate(code.frags):
+            if f.rows < 0 or f.cols < 0:
+                self.dyn_frag[m] = L.take(DYN_RECORD * self._instances(f.unit), 8)
+            elif f.unit != 1:
+                vt = cnum.reg_c(dtypes.BY_CODE[f.dtype])
+                size = f.rows * f.cols * (8 if vt in ("double", "int64_t", "uint64_t") else 4)
+                self.off_frag[m] = L.take(size * self._instances(f.unit), 16)
+        # the pool for run-time extents: its next free byte, and the shared memory the
+        # engines' limit counts (static buffers and events, then each allocation)
+        self.pool = None
+        if self.dyn_shared or self.dyn_frag:
+            self.pool = (L.take(4, 4), L.take(4, 4), accounted)
+        self.smem_bytes = _align(L.size, 16)
+        self.static_bytes = self.smem_bytes
+        if self.smem_bytes > MAX_SHARED_BYTES:
+            raise self.unsupported(f"it needs {self.smem_bytes} bytes of shared memory, "
+                                   f"more than {MAX_SHARED_BYTES}")
+        if self.pool:
+            self.smem_bytes += MAX_SHARED_BYTES      # the engines' limit, for the pool
+
+    def _instances(self, unit: int) -> int:
+        return 1 if unit <= 0 else (self.block + unit - 1) // unit
+
+    # ------------------------------------------------------------------ parameters
+
+    def _params(self):
+        """Buffers bound by the kernel's launches (a pointer and extents each), then the
+        argument registers, in slot and register order."""
+        bound, scalars = {}, {}
+        for l in self.launches:
+            for ks, hs in l.buffers:
+                hdecl = self.fn.host.buffers[hs]
+                rank = len(self.fn.params[hdecl.param].shape) if hdecl.param >= 0 else \
+                    len(hdecl.shape)
+                bound[ks] = BoundBuffer(ks, rank, dtypes.BY_CODE[self.code.buffers[ks].dtype])
+            for kr, _ in l.scalars:
+                scalars[kr] = self.rt(kr)
+        self.bound = [bound[s] for s in sorted(bound)]
+        self.scalars = [(r, scalars[r]) for r in sorted(scalars)]
+        params = []
+        for b in self.bound:
+            params.append(f"{cnum.store_c(b.dtype)} *b{b.slot}")
+            params += [f"long long b{b.slot}_d{k}" for k in range(b.rank)]
+        params += [f"{cnum.reg_c(t)} p{r}" for r, t in self.scalars]
+        return params
+
+    # ------------------------------------------------------------------ the kernel
+
+    def emit(self) -> str:
+        self._layout()
+        params = self._params()
+        body_start = len(self.out)
+        self._prologue()
+        self._body(self.ins, 0)
+        self._epilogue()
+        body = self.out[body_start:]
+        k = self.kernel
+        head = [f"// kernel {self.index} of '{self.fn.name}': "
+                f"{self.spans.where(k.span)}; block size "
+                f"{k.block_size or 'given at launch'}, {self.smem_bytes} bytes of shared memory",
+                f"CQ_KERNEL void {self.cname}({', '.join(params)}) {{"]
+        self.info = KernelInfo(self.fn.name, self.index, self.cname, k.block_size,
+                               self.smem_bytes, self.bound, self.scalars, self._stack_bytes(),
+                               {"events": self.off_event, "live": self.off_live,
+                                "lanesets": self.off_laneset})
+        return "\n".join(head + body + ["}", f"CQ_EXPORT({self.cname});", ""])
+
+    def _stack_bytes(self) -> int:
+        """The CPU runtime's stack per thread: room for local buffers and fragments."""
+        local = sum(n * 8 * max(1, self.code.buffers[s].count) for s, (n, _) in self.local.items())
+        local += sum(f.rows * f.cols * 8 for f in self.code.frags if f.unit == 1)
+        return _align(64 * 1024 + 2 * local, 4096)
+
+    def _prologue(self) -> None:
+        code = self.code
+        self.line("const int lane = cq_lane(), nlanes = cq_block_size();")
+        self.line("const unsigned long long cq_limit = cq_step_limit;")
+        self.line("unsigned long long cq_steps = 0;")
+        self.line("unsigned char *const smem = cq_smem();")
+        self.line(f"unsigned *const cq_live = (unsigned *)(smem + {self.off_live});")
+        for r, t in enumerate(self.rtypes):
+            init = f"p{r}" if any(r == sr for sr, _ in self.scalars) else "0"
+            self.line(f"{cnum.reg_c(t)} r{r} = {init};")
+        for s, (n, _) in self.local.items():
+            t = dtypes.BY_CODE[code.buffers[s].dtype]
+            self.line(f"{cnum.store_c(t)} lb{s}[{max(1, n * code.buffers[s].count)}] = {{}};")
+        for m, f in enumerate(code.frags):
+            if f.unit == 1:
+                t = dtypes.BY_CODE[f.dtype]
+                self.line(f"{cnum.reg_c(t)} lf{m}[{f.rows * f.cols}] = {{}};")
+                self.line(f"int lf{m}_full = 0;")
+        for n in range(len(code.futures)):
+            self.line(f"cq_future f{n} = {{}};")
+        for sl in sorted(self.dyn_local):
+            self.line(f"cq_local_dyn lbd{sl} = {{}};")
+        for e, ev in enumerate(code.events):
+            self.line(f"unsigned ew{e}[{ev.slots}] = {{}};")
+        for site in self.off_once:
+            self.line(f"unsigned on{site} = 0;")
+        self.line("for (int i = lane; i < " f"{self.smem_bytes // 4}; i += nlanes) "
+                  "((unsigned *)smem)[i] = 0u;")
+        self.line(f"cq_sync_block({RUNTIME_SITE});")
+        self.in_laneset = True
+        for k, ls in enumerate(code.lanesets):
+            if ls.result >= 0:
+                self._laneset(k, ls)
+        self.in_laneset = False
+        self.line("cq_mask_add(cq_live, lane);")
+        if self.pool:
+            top, used, accounted = self.pool
+            self.line(f"if (lane == 0) {{ *(unsigned *)(smem + {top}) = {self.static_bytes}; "
+                      f"*(unsigned *)(smem + {used}) = {accounted}; }}")
+        self.line(f"cq_sync_block({RUNTIME_SITE});")
+        for e, ev in enumerate(code.events):
+            self.line(f"const unsigned en{e} = {self._event_need(ev)};")
+            self.line(f"if (lane == 0) ((unsigned *)(smem + {self.off_event[e]}))[{ev.slots}] = "
+                      f"en{e};")
+        self._init_barriers()
+        self._leave_lambda()
+
+    def _laneset(self, k: int, ls) -> None:
+        """Lane set k for this lane: its code on fresh registers, the argument registers
+        set (docs/EXECUTION.md §2)."""
+        ins = decode(ls.code)
+        regs = sorted({r for i in ins for r in _registers_of(i)})
+        self.line("{")
+        self.depth += 1
+        for r in regs:
+            if not any(r == sr for sr, _ in self.scalars):
+                self.line(f"{cnum.reg_c(self.rt(r))} r{r} = 0;")
+        self._body(ins, 0, laneset=True)
+        self.line(f"if (r{ls.result}) cq_mask_add((unsigned *)(smem + "
+                  f"{self.off_laneset[k]}), lane);")
+        self.depth -= 1
+        self.line("}")
+
+    def mask(self, laneset: int) -> str:
+        """C pointer to lane set ``laneset``'s mask, or 0 for every lane."""
+        if self.code.lanesets[laneset].result < 0:
+            return "(const unsigned *)0"
+        return f"((const unsigned *)(smem + {self.off_laneset[laneset]}))"
+
+    def _event_need(self, ev) -> str:
+        """Arrivals per generation (§10.2): event<N>, else the union of the trigger
+        statements' lane sets."""
+        if ev.count >= 0:
+            return f"{ev.count}u"
+        if any(self.code.lanesets[k].result < 0 for k in ev.lanesets):
+            return "(unsigned)nlanes"
+        if not ev.lanesets:
+            return "0u"
+        words = " | ".join(f"{self.mask(k)}[w]" for k in ev.lanesets)
+        return f"[&] {{ unsigned n = 0; for (int w = 0; w < 32; w++) n += cq_popc({words}); " \
+               f"return n; }}()"
+
+    def coll(self, ip: int) -> str:
+        """A ``cq_coll`` for the collective instruction ``ip`` and this lane."""
+        site, off = self.colls[ip]
+        lo, hi = self.unit_range(site.unit)
+        bar = "(cq_mbar *)0" if off is None else \
+            f"(cq_mbar *)(smem + {off}) + {self.unit_index(site.unit)}"
+        return f"cq_coll{{{bar}, {self.mask(site.laneset)}, cq_live, {lo}, {hi}}}"
+
+    def unit_index(self, unit: int) -> str:
+        return "0" if unit <= 0 else f"(lane / {unit})"
+
+    def unit_range(self, unit: int):
+        if unit <= 0:
+            return "0", "nlanes"
+        lo = f"(lane / {unit} * {unit})"
+        return lo, f"({lo} + {unit} < nlanes ? {lo} + {unit} : nlanes)"
+
+    def _init_barriers(self) -> None:
+        bars = [(ip, site, off) for ip, (site, off) in self.colls.items() if off is not None]
+        if not bars:
+            return
+        self.line("if (lane == 0) {")
+        self.depth += 1
+        for ip, site, off in bars:
+            unit = max(site.unit, 0)
+            members = "cq_live" if self.code.lanesets[site.laneset].result < 0 else \
+                self.mask(site.laneset)
+            count = f"(nlanes + {unit - 1}) / {unit}" if unit else "1"
+            self.line(f"for (int u = 0; u < {count}; u++) {{  // instruction {ip}: {site.text}")
+            hi = f"(u + 1) * {unit} < nlanes ? (u + 1) * {unit} : nlanes" if unit else "nlanes"
+            lo = f"u * {unit}" if unit else "0"
+            self.line(f"  unsigned n = cq_mask_count({members}, (const unsigned *)0, {lo}, "
+                      f"{hi});")
+            self.line(f"  if (n) cq_mbar_init((cq_mbar *)(smem + {off}) + u, n);")
+            self.line("}")
+        self.depth -= 1
+        self.line("}")
+        self.line(f"cq_sync_block({RUNTIME_SITE});")
+
+    def _leave_lambda(self) -> None:
+        """``cq_leave()``: the lane terminates (YIELD, or after a fault): it leaves every
+        collective it takes part in, so that nobody waits for it, and the live mask."""
+        self.line("auto cq_leave = [&]() {")
+        self.depth += 1
+        for ip, (site, off) in self.colls.items():
+            if off is None:
+                continue
+            m = self.mask(site.laneset)
+            member = "true" if self.code.lanesets[site.laneset].result < 0 else \
+                f"cq_mask_has({m}, lane)"
+            self.line(f"if ({member}) cq_mbar_arrive_drop((cq_mbar *)(smem + {off}) + "
+                      f"{self.unit_index(site.unit)});")
+        self.line("cq_cp_async_wait<0>();")
+        for sl in sorted(self.dyn_local):
+            self.line(f"cq_free(lbd{sl}.p);")
+        self.line("cq_mask_remove(cq_live, lane);")
+        self.line("cq_thread_exit();")
+        self.depth -= 1
+        self.line("};")
+        self.line("(void)cq_leave;")
+
+    def _body(self, ins_list, base: int, laneset: bool = False) -> None:
+        for ip, ins in enumerate(ins_list):
+            handler = self.handlers.get(op_name(ins))
+            if handler is None:
+                raise self.unsupported(f"opcode {op_name(ins)}", ins)
+            handler(self, ins, -1 if laneset else base + ip)
+
+    def _epilogue(self) -> None:
+        """The kernel ends: every async copy the lane issued must have been waited
+        (§9.5.4)."""
+        from .emit_sync import never_waited_checks
+        end = (0,) * SPAN + (self.kernel.span,)     # the kernel's statement, for comments
+        never_waited_checks(self, -1, end)
+        self.line("cq_cp_async_wait<0>();", end)
+        for sl in sorted(self.dyn_local):
+            self.line(f"cq_free(lbd{sl}.p);", end)
+
+
+# --------------------------------------------------------------------------- operand facts
+
+def _written_register(ins):
+    from ..bytecode.opcodes import TABLE
+    op = TABLE[ins[0]]
+    if op.operands and op.operands[0] == "r" and op.name not in ("IF", "BREAK_IF",
+                                                                  "CONTINUE_IF", "ASSERT",
+                                                                  "ASSERT_FMT", "TRIGGER",
+                                                                  "WAIT_EVENT", "RET_VAL"):
+        return ins[1]
+    return None
+
+
+def _registers_of(ins):
+    from ..bytecode.opcodes import TABLE
+    op = TABLE[ins[0]]
+    return [ins[1 + k] for k, kind in enumerate(op.operands) if kind == "r"]
+
+
+def _coll_operand(ins):
+    """The collective-site operand of an instruction, or None."""
+    from ..bytecode.opcodes import TABLE
+    op = TABLE[ins[0]]
+    for k, kind in enumerate(op.operands):
+        if kind in ("c", "c?"):
+            return ins[1 + k]
+    return None
+
+
+def _args(n):
+    return lambda a: tuple(int(x) for x in a[:n])
+
+
+# fault kind -> operands from the recorded values, for faults raised by cnum conversions
+_OPERANDS = {
+    Kind.FLOAT_TO_INT: lambda a, refs: (bits_value(a[0], dtypes.F64), int(a[1])),
+    Kind.DIVISION_BY_ZERO: lambda a, refs: (),
+    Kind.SHIFT_COUNT: lambda a, refs: (int(a[0]), int(a[1])),
+}

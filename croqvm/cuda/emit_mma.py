@@ -1,0 +1,275 @@
+"""MMA in generated CUDA: MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE (LANGUAGE.md §11,
+§12.4; docs/EXECUTION.md §8).
+
+Each unit instance owns its copy of a fragment (§11.2): in shared memory at a fixed
+offset (one per instance), or in the lane's own array for per-lane fragments. Every
+operation is a collective of its site; the participants of one fragment copy share its
+cells out by rank. MMA_EXEC runs the engines' step, k ascending, each step rounded once
+(cq_mma_cells over cq_numerics.h's cq_fma_to), so results equal the interpreter's bit
+for bit, whatever the shape.
+
+Conventions as in ``emit_ops``; ``m`` a fragment index; ``VT`` the C value type of a
+fragment's dtype (its register type).
+"""
+from __future__ import annotations
+
+from .. import dtypes
+from ..bytecode.module import BaseKind
+from ..faults import Kind
+from . import cnum
+from .emit_sync import collective, view
+
+
+def frag_dtype(k, m: int) -> dtypes.DType:
+    return dtypes.BY_CODE[k.code.frags[m].dtype]
+
+
+def frag_ref(k, m: int):
+    """(pointer to the lane's copy of fragment m, its 'holds a tile' flag, the lanes
+    [lo, hi) of its instance)."""
+    f = k.code.frags[m]
+    vt = cnum.reg_c(frag_dtype(k, m))
+    if f.unit == 1:
+        return f"lf{m}", f"lf{m}_full", ("lane", "lane + 1")
+    inst = k.unit_index(f.unit)
+    size = f.rows * f.cols * (8 if vt in ("double", "int64_t", "uint64_t") else 4)
+    ptr = f"(({vt} *)(smem + {k.off_frag[m]} + {inst} * {size}))"
+    flag = f"((unsigned *)(smem + {k.off_fragflag[m]}))[{inst}]"
+    return ptr, flag, k.unit_range(f.unit)
+
+
+def _elem_type(k, v: int) -> dtypes.DType:
+    d = k.code.views[v]
+    table = k.code.futures if d.base_kind == BaseKind.FUT else k.code.buffers
+    return dtypes.BY_CODE[table[d.base].dtype]
+
+
+def _tile_shape_fault(k, ins, ip, m, shape, want):
+    f = k.code.frags[m]
+    k.fault(f"{shape}.ext[0] != {want[0]} || {shape}.ext[1] != {want[1]}",
+            Kind.MMA_TILE_SHAPE, ins, ip,
+            (f"{shape}.slot", f"{shape}.index", f"{shape}.ext[0]", f"{shape}.ext[1]"),
+            lambda a, refs, m=m, s=(f.rows, f.cols): (m, s, refs(int(a[0]), int(a[1])),
+                                                       (int(a[2]), int(a[3]))))
+
+
+def FMT_OF(t) -> str:
+    """The cq_numerics.h format an accumulator rounds to (0 for integers: they wrap)."""
+    return cnum.FMT.get(t.name, "0")
+
+
+def _dynamic(k, *frags) -> bool:
+    return any(m in k.dyn_frag for m in frags)
+
+
+def op_mma_fill(k, ins, ip):
+    _, m, r, c = ins[:4]
+    if _dynamic(k, m):
+        return emit_mma_dyn.op_fill(k, ins, ip)
+    ptr, flag, lo_hi = frag_ref(k, m)
+    f = k.code.frags[m]
+    with collective(k, ins, ip, True, lo_hi, whole_unit=True) as (part, parts):
+        t = frag_dtype(k, m)
+        k.line(f"{cnum.reg_c(t)} val;", ins)
+        k.convert_into("val", f"r{r}", k.rt(r), t, ins, ip)
+        k.line(f"for (int i = {part}; i < {f.rows * f.cols}; i += {parts}) {ptr}[i] = val;", ins)
+        k.line(f"{flag} = 1;", ins)
+
+
+def op_mma_load(k, ins, ip):
+    """§11.3.2: the tile of the view; an element outside its buffer faults."""
+    _, m, v, c = ins[:4]
+    if _dynamic(k, m):
+        return emit_mma_dyn.op_load(k, ins, ip)
+    ptr, flag, lo_hi = frag_ref(k, m)
+    f = k.code.frags[m]
+    et, ft = _elem_type(k, v), frag_dtype(k, m)
+    with collective(k, ins, ip, True, lo_hi, whole_unit=True) as (part, parts):
+        view(k, v, "src", ins, ip)
+        k.line("long long at[2];", ins)
+        k.fault("cq_first_outside(src, at)", Kind.MMA_READ_OUTSIDE, ins, ip,
+                ("src.slot", "src.index", "at[0]", "at[1]"),
+                lambda a, refs, s=c: (s, (int(a[2]), int(a[3])), refs(int(a[0]), int(a[1]))))
+        _tile_shape_fault(k, ins, ip, m, "src", (f.rows, f.cols))
+        k.line(f"for (int i = {part}; i < {f.rows * f.cols}; i += {parts}) {{", ins)
+        k.depth += 1
+        k.line(f"const long long ix[2] = {{i / {f.cols}, i % {f.cols}}};", ins)
+        value = cnum.load_value(f"({cnum.store_c(et)} *)(src.base + cq_offset(src, ix))", et)
+        k.convert_into(f"{ptr}[i]", value, et, ft, ins, ip)
+        k.depth -= 1
+        k.line("}", ins)
+        k.line(f"{flag} = 1;", ins)
+
+
+def _exec_shapes(k, ins, mc, ma, mb, layout):
+    """(M, N, K) of an exec, from the fragments' static shapes (§11.3)."""
+    fa, fb, fc = (k.code.frags[x] for x in (ma, mb, mc))
+    m, ka = (fa.rows, fa.cols) if layout in (0, 1) else (fa.cols, fa.rows)
+    n, kb = (fb.rows, fb.cols) if layout in (0, 2) else (fb.cols, fb.rows)
+    if ka != kb or (fc.rows, fc.cols) != (m, n):
+        raise k.unsupported(f"the shapes of fragments '{fc.name}', '{fa.name}' and "
+                            f"'{fb.name}' do not agree", ins)
+    return m, n, ka
+
+
+# mma.sync atoms of the runtime (rt/cq_mma.h), preferred first: (A, B, C, m, n, k)
+ATOMS = [(a, a, "f32", 16, 8, kk) for a in ("f16", "bf16") for kk in (16, 8)] + \
+    [("tf32", "tf32", "f32", 16, 8, kk) for kk in (8, 4)] + \
+    [(a, b, "s32", m, 8, kk) for m, kk in ((16, 32), (16, 16), (8, 16))
+     for a in ("s8", "u8") for b in ("s8", "u8")] + [("f64", "f64", "f64", 8, 8, 4)]
+
+
+def atom_name(atom) -> str:
+    a, b, c, m, n, kk = atom
+    types = f"{a}_{c}" if a in ("f16", "bf16", "tf32", "f64") else f"{a}_{b}_{c}"
+    return f"cq_mma_m{m}n{n}k{kk}_{types}"
+
+
+def tensor_atom(k, mc, ma, mb, site, M, N, K):
+    """The mma.sync atom an exec runs on, or None for the generic path: a warp or a
+    warpgroup (each warp a quarter of M) owning its fragments, every lane of it taking
+    part, and M, N, K multiples of a hardware shape of these types (§11.4)."""
+    f = k.code.frags[mc]
+    if f.unit not in (32, 128) or k.code.frags[ma].unit != f.unit or \
+            k.code.frags[mb].unit != f.unit or site.unit != f.unit:
+        return None
+    warps = f.unit // 32
+    if M % warps:
+        return None
+    types = (frag_dtype(k, ma).name, frag_dtype(k, mb).name, frag_dtype(k, mc).name)
+    for atom in ATOMS:
+        if atom[:3] == types and (M // warps) % atom[3] == 0 and N % atom[4] == 0 and \
+                K % atom[5] == 0:
+            return atom
+    return None
+
+
+def op_mma_exec(k, ins, ip):
+    """C += A B, k ascending, each step rounded once (§12.4): on tensor cores for a
+    hardware shape, else cell by cell."""
+    _, mc, ma, mb, layout, c = ins[:6]
+    if _dynamic(k, mc, ma, mb):
+        return emit_mma_dyn.op_exec(k, ins, ip)
+    M, N, K = _exec_shapes(k, ins, mc, ma, mb, layout)
+    pc, flag_c, lo_hi = frag_ref(k, mc)
+    tc = frag_dtype(k, mc)
+    exact = int(dtypes.F64 not in (frag_dtype(k, ma), frag_dtype(k, mb)))
+    fmt = FMT_OF(tc)
+    atom = tensor_atom(k, mc, ma, mb, k.code.colls[c], M, N, K)
+    with collective(k, ins, ip, True, lo_hi, whole_unit=True) as (part, parts):
+        for x in (ma, mb):
+            px, flag_x, _ = frag_ref(k, x)
+            k.fault(f"!{flag_x}", Kind.FRAGMENT_EMPTY, ins, ip, (), lambda a, refs, x=x: (x,))
+        pa, pb = frag_ref(k, ma)[0], frag_ref(k, mb)[0]
+        cells = (f"cq_mma_cells({pc}, {pa}, {pb}, {M}, {N}, {K}, {layout}, {fmt}, {exact}, "
+                 f"{part}, {parts});")
+        if atom is None:
+            k.line(cells, ins)
+        else:
+            # every lane of the unit takes part (decided alike by all of them), so each
+            # warp can run mma.sync converged; else cell by cell
+            unit = k.code.frags[mc].unit
+            k.line(f"if (cl.hi - cl.lo == {unit} && cq_mask_count(cl.live, cl.members, cl.lo, "
+                   f"cl.hi) == {unit}) {{", ins)
+            k.depth += 1
+            _tensor_exec(k, ins, ip, atom, (pc, pa, pb), (M, N, K), layout, unit)
+            k.depth -= 1
+            k.line("} else {", ins)
+            k.line("  " + cells, ins)
+            k.line("}", ins)
+        k.line(f"{flag_c} = 1;", ins)
+
+
+def _tensor_exec(k, ins, ip, atom, ptrs, mnk, layout, unit) -> None:
+    """Each warp of the unit multiplies its rows of C in atoms: per (m, n) tile the
+    lanes gather their fragment elements (the PTX layouts of cq_mma.h) and run mma.sync
+    for k ascending, so every cell sees the engines' order of steps."""
+    pc, pa, pb = ptrs
+    M, N, K = mnk
+    am, an, ak = atom[3:]
+    rows = M // (unit // 32)
+    name = atom_name(atom)
+    a_at = "{pa}[(m) * {K} + (kk)]" if layout < 2 else "{pa}[(kk) * {M} + (m)]"
+    b_at = "{pb}[(kk) * {N} + (n)]" if layout & 1 else "{pb}[(n) * {K} + (kk)]"
+    fill = dict(pa=pa, pb=pb, M=M, N=N, K=K)
+    n = k.wait_site_for(ins, ip)
+    for line in (
+        f"const int wl = lane % 32, m0 = (lane % {unit}) / 32 * {rows};",
+        f"typedef {name} S;",
+        f"for (int mt = m0; mt < m0 + {rows}; mt += {am})",
+        f"  for (int nt = 0; nt < {N}; nt += {an}) {{",
+        "    S::c_value cf[S::NC], df[S::NC];",
+        "    for (int i = 0; i < S::NC; i++) "
+        f"cf[i] = {pc}[(mt + cq_mma_c_row(wl, i)) * {N} + nt + cq_mma_c_col(wl, i)];",
+        f"    for (int kt = 0; kt < {K}; kt += {ak}) {{",
+        "      S::a_value af[S::NA]; S::b_value bf[S::NB];",
+        "      for (int i = 0; i < S::NA; i++) { const int m = mt + cq_mma_a_row(S::ta::W, "
+        "wl, i), kk = kt + cq_mma_a_col(S::ta::W, wl, i); af[i] = "
+        f"(S::a_value){a_at.format(**fill)}; }}",
+        "      for (int i = 0; i < S::NB; i++) { const int kk = kt + cq_mma_b_row(S::tb::W, "
+        f"wl, i), n = nt + cq_mma_b_col(wl); bf[i] = (S::b_value){b_at.format(**fill)}; }}",
+        f"      cq_mma_sync<S>(df, af, bf, cf, {n});",
+        "      for (int i = 0; i < S::NC; i++) cf[i] = df[i];",
+        "    }",
+        "    for (int i = 0; i < S::NC; i++) "
+        f"{pc}[(mt + cq_mma_c_row(wl, i)) * {N} + nt + cq_mma_c_col(wl, i)] = cf[i];",
+        "  }",
+    ):
+        k.line(line, ins)
+
+
+def op_mma_store(k, ins, ip):
+    """§11.3.4: the fragment converted to the view's type; .transp writes V[n][m];
+    elements outside the buffer are skipped."""
+    _, m, v, transp, c = ins[:5]
+    if _dynamic(k, m):
+        return emit_mma_dyn.op_store(k, ins, ip)
+    f = k.code.frags[m]
+    ptr, flag, lo_hi = frag_ref(k, m)
+    with collective(k, ins, ip, True, lo_hi, whole_unit=True) as (part, parts):
+        owners_check(k, ins, ip, m, c)
+        k.fault(f"!{flag}", Kind.FRAGMENT_EMPTY, ins, ip, (), lambda a, refs, m=m: (m,))
+        view(k, v, "dst", ins, ip)
+        want = (f.cols, f.rows) if transp else (f.rows, f.cols)
+        _tile_shape_fault(k, ins, ip, m, "dst", want)
+        store_cells(k, ins, ip, m, v, transp, ptr, str(f.rows), str(f.cols), part, parts)
+
+
+def owners_check(k, ins, ip, m: int, c: int) -> None:
+    """§11.2: at block level, a fragment owned per warp or warpgroup may be stored by
+    one unit only."""
+    f, site = k.code.frags[m], k.code.colls[c]
+    if site.unit != 0 or f.unit not in (32, 128):
+        return
+    k.line("int owners = 0;", ins)
+    k.line(f"for (int u = 0; u * {f.unit} < nlanes; u++) owners += cq_mask_count("
+           f"cl.live, cl.members, u * {f.unit}, (u + 1) * {f.unit} < nlanes ? "
+           f"(u + 1) * {f.unit} : nlanes) > 0;", ins)
+    k.fault("owners > 1", Kind.MMA_STORE_OWNERS, ins, ip, ("owners",),
+            lambda a, refs, m=m, u=f.unit: (m, int(a[0]), u))
+
+
+def store_cells(k, ins, ip, m, v, transp, ptr, rows, cols, part, parts) -> None:
+    """The lane's share of the cells of fragment m [rows, cols] into view ``dst``,
+    converted, elements outside the buffer skipped."""
+    et, ft = _elem_type(k, v), frag_dtype(k, m)
+    k.line(f"for (long long i = {part}; i < {rows} * {cols}; i += {parts}) {{", ins)
+    k.depth += 1
+    row, col = f"i / {cols}", f"i % {cols}"
+    first, second = (col, row) if transp else (row, col)
+    k.line(f"const long long ix[2] = {{{first}, {second}}};", ins)
+    k.line("if (ix[0] < cq_lo(dst, 0) || ix[0] >= cq_hi(dst, 0) || ix[1] < cq_lo(dst, 1) "
+           "|| ix[1] >= cq_hi(dst, 1)) continue;", ins)
+    k.line(f"{cnum.reg_c(et)} val;", ins)
+    k.convert_into("val", f"{ptr}[i]", ft, et, ins, ip)
+    k.line(f"*({cnum.store_c(et)} *)(dst.base + cq_offset(dst, ix)) = "
+           f"{cnum.store_value('val', et)};", ins)
+    k.depth -= 1
+    k.line("}", ins)
+
+
+# the dynamic variants build on the helpers above
+from . import emit_mma_dyn  # noqa: E402
+
+HANDLERS = {"MMA_FILL": op_mma_fill, "MMA_LOAD": op_mma_load, "MMA_EXEC": op_mma_exec,
+            "MMA_STORE": op_mma_store}

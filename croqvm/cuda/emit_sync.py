@@ -1,0 +1,349 @@
+"""Instruction handlers of the CUDA generator that synchronise lanes or move tiles:
+collectives, ONCE, events, DMA and futures, MMA, output and checks (LANGUAGE.md §7.2,
+§7.4, §9, §10, §11, §13; docs/EXECUTION.md §4-§8).
+
+Conventions as in ``emit_ops``. A collective is emitted as: rendezvous (``cq_coll_sync``),
+the effect shared out among the participants by rank, rendezvous again (opcodes.py: a
+collective implies a barrier of its participants before and after its effect). Every
+participant computes the operands itself (they are uniform, §7.4.5), so each also
+detects the same faults; the fault record keeps the lowest lane's, as the engines
+report the lowest participant's.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from .. import dtypes
+from ..bytecode.module import BaseKind, DmaOp
+from ..faults import Kind
+from ..messages import print_registers
+from . import cnum
+from .emit_ops import allocate, buffer_instance, future_view
+
+
+def wait_site(k, ins, ip, text: str) -> int:
+    from .emit_kernel import _coll_operand
+    c = _coll_operand(ins)
+    return k.site(None, ip, ins[-1], text=text, coll=-1 if c is None else c)
+
+
+@contextmanager
+def collective(k, ins, ip, is_collective: bool, lo_hi=None, whole_unit=False):
+    """Wraps an effect: for a collective, a rendezvous before and after it and the
+    lane's share (part, parts) of the work among the participants (of the lanes
+    [lo, hi) when given: a fragment's instance); else the lane does it all.
+    ``whole_unit``: an mma operation, which needs every lane of its warp or warpgroup
+    (§11.2): a terminated one is a fault."""
+    k.line("{", ins)
+    k.depth += 1
+    if not is_collective:
+        yield "0", "1"
+    else:
+        site = k.colls[ip][0]
+        k.line(f"const cq_coll cl = {k.coll(ip)};", ins)
+        n = wait_site(k, ins, ip, site.text)
+        k.line(f"cq_coll_sync(cl, {n});", ins)
+        if whole_unit and site.unit in (32, 128):
+            _unit_terminated(k, ins, ip, site)
+        if lo_hi is not None:
+            k.line(f"const cq_coll share = cq_coll{{cl.bar, cl.members, cl.live, "
+                   f"{lo_hi[0]}, {lo_hi[1]}}};", ins)
+        else:
+            k.line("const cq_coll &share = cl;", ins)
+        k.line("const int part = cq_coll_rank(share, lane), parts = cq_coll_parts(share);",
+               ins)
+        yield "part", "parts"
+        k.line(f"cq_coll_sync(cl, {n});", ins)
+    k.depth -= 1
+    k.line("}", ins)
+
+
+def _unit_terminated(k, ins, ip, site) -> None:
+    """UNIT_TERMINATED: members of the lane's unit instance that have terminated; the
+    fault carries the instance's first lane and the terminated lanes as bit words."""
+    k.line("unsigned gone[4] = {0, 0, 0, 0}; int any_gone = 0;", ins)
+    k.line("for (int l = cl.lo; l < cl.hi; l++) if ((!cl.members || cq_mask_has(cl.members, "
+           "l)) && !cq_mask_has(cl.live, l)) { gone[(l - cl.lo) >> 5] |= 1u << ((l - cl.lo) "
+           "& 31); any_gone = 1; }", ins)
+    coll = _site_index(k, ip)
+    k.fault("any_gone", Kind.UNIT_TERMINATED, ins, ip,
+            ("cl.lo", "gone[0]", "gone[1]", "gone[2]", "gone[3]"),
+            lambda a, refs, c=coll, u=site.unit: (c, u, int(a[0]) // u, tuple(
+                int(a[0]) + 32 * w + b for w in range(4) for b in range(32)
+                if (int(a[1 + w]) >> b) & 1)))
+
+
+def _site_index(k, ip) -> int:
+    from .emit_kernel import _coll_operand
+    return _coll_operand(k.ins[ip])
+
+
+def op_barrier(k, ins, ip):
+    site = k.colls[ip][0]
+    k.line(f"cq_coll_sync({k.coll(ip)}, {wait_site(k, ins, ip, site.text)});", ins)
+
+
+# --------------------------------------------------------------------------- ONCE (§7.2.2)
+
+def op_once(k, ins, ip):
+    """The lane's n-th arrival at the site claims execution n of its instance unless
+    another lane has; the IF on the result that follows is the effect block."""
+    _, r, site, unit = ins[:4]
+    k.line(f"r{r} = cq_once_claim((unsigned *)(smem + {k.off_once[site]}) + "
+           f"2 * {k.unit_index(unit)}, ++on{site});", ins)
+    k.pending_once = (r, site, unit)
+
+
+def close_once(k, ins, once) -> None:
+    """End of an effect block: the claiming lane publishes the execution count; the
+    other lanes of the instance wait for it, so the effect is visible to them from the
+    next instruction on."""
+    _, site, unit = once
+    flag = f"(unsigned *)(smem + {k.off_once[site]}) + 2 * {k.unit_index(unit)} + 1"
+    k.line(f"cq_flag_publish({flag}, on{site});", ins)
+    k.depth -= 1
+    n = wait_site(k, ins, -1, "outer-level statement")
+    k.line(f"}} else cq_flag_wait({flag}, on{site}, {n});", ins)
+
+
+# --------------------------------------------------------------------------- events (§10)
+
+def _slot(k, ins, ip, e: int, r: int) -> str:
+    ev = k.code.events[e]
+    k.line(f"const long long slot = (long long)r{r};", ins)
+    k.fault(f"slot < 0 || slot >= {ev.slots}", Kind.EVENT_INDEX, ins, ip, ("slot",),
+            lambda a, refs, e=e, n=ev.slots: (int(a[0]), e, n))
+    return f"(unsigned *)(smem + {k.off_event[e]}) + slot"
+
+
+def op_trigger(k, ins, ip):
+    _, e, r = ins[:3]
+    k.line("{", ins)
+    k.depth += 1
+    k.line(f"cq_event_trigger({_slot(k, ins, ip, e, r)});", ins)
+    k.depth -= 1
+    k.line("}", ins)
+
+
+def op_wait_event(k, ins, ip):
+    _, e, r = ins[:3]
+    ev = k.code.events[e]
+    k.line("{", ins)
+    k.depth += 1
+    counter = _slot(k, ins, ip, e, r)
+    n = wait_site(k, ins, ip, k.spans.text(ins[-1]))
+    k.line(f"cq_event_wait({counter}, en{e}, {int(ev.ready)}u, &ew{e}[slot], {n});", ins)
+    k.depth -= 1
+    k.line("}", ins)
+
+
+# --------------------------------------------------------------------------- views
+
+def view(k, v: int, name: str, ins, ip) -> None:
+    """Declares ``cq_view name``: view ``v`` of the code for this lane (§8.1)."""
+    d = k.code.views[v]
+    if d.base_kind == BaseKind.FUT:
+        k.line(f"cq_view {name} = {future_view(k, d.base, ins, ip)};", ins)
+    else:
+        k.line(f"cq_view {name} = {buffer_instance(k, d.base, d.arr, ins, ip).view()};", ins)
+    for j, (o, e) in enumerate(zip(d.origin, d.extents)):
+        k.line(f"{name}.origin[{j}] += (long long)r{o}; {name}.ext[{j}] = (long long)r{e};",
+               ins)
+
+
+def _tile_operands(kind, rank):
+    """EMPTY_TILE / TILE_OUTSIDE from cq_check_tile's values."""
+    def operands(args, refs):
+        ref = refs(int(args[0]), int(args[1]))
+        origin = tuple(int(x) for x in args[2:2 + rank])
+        return (ref, origin, tuple(int(x) for x in args[2 + rank:2 + 2 * rank]))
+    return operands
+
+
+def check_tile(k, name: str, rank: int, ins, ip) -> None:
+    n = k.site(Kind.EMPTY_TILE, ip, ins[-1], _tile_operands(Kind.EMPTY_TILE, rank))
+    k.site(Kind.TILE_OUTSIDE, ip, ins[-1], _tile_operands(Kind.TILE_OUTSIDE, rank))
+    k.line(f"if (!cq_check_tile({name}, {n})) cq_leave();", ins)
+
+
+def view_rank(k, v: int) -> int:
+    return len(k.code.views[v].origin)
+
+
+# --------------------------------------------------------------------------- DMA (§9)
+
+def never_waited_checks(k, ip, ins=None) -> None:
+    """§9.5.4: the lane ends (the kernel, or YIELD) with an async copy it never waited."""
+    for n, decl in enumerate(k.code.futures):
+        if not decl.is_async:
+            continue
+        site = k.site(Kind.NEVER_WAITED, -1, k.kernel.span,
+                      lambda a, refs, f=n: (int(a[0]), f))
+        k.line(f"if (cq_future_pending(f{n})) {{ cq_fault({site}, (long long)f{n}.issued); "
+               f"cq_leave(); }}", ins)
+
+
+def op_dma(k, ins, ip):
+    _, d, c = ins[:3]
+    desc = k.code.dmas[d]
+    rank = view_rank(k, desc.src)
+    with collective(k, ins, ip, c >= 0) as (part, parts):
+        if desc.future >= 0:
+            n = k.site(Kind.NEVER_WAITED, ip, ins[-1], lambda a, refs, f=desc.future:
+                       (int(a[0]), f))
+            k.line(f"if (cq_future_pending(f{desc.future})) {{ cq_fault({n}, (long long)"
+                   f"f{desc.future}.issued); cq_leave(); }}", ins)
+        k.line("cq_dma dm = {};", ins)
+        view(k, desc.src, "src", ins, ip)
+        check_tile(k, "src", rank, ins, ip)
+        k.line(f"dm.src = src; dm.op = {int(desc.op)}; dm.zfill = {int(desc.zfill)};", ins)
+        for j, p in enumerate(desc.perm):
+            k.line(f"dm.perm[{j}] = {p};", ins)
+        hi = "0"
+        if desc.op == DmaOp.PAD:
+            t = dtypes.BY_CODE[k.code.views[desc.src].base_kind == BaseKind.FUT and
+                               k.code.futures[k.code.views[desc.src].base].dtype or
+                               k.code.buffers[k.code.views[desc.src].base].dtype]
+            for j in range(rank):
+                k.line(f"dm.pad_lo[{j}] = r{desc.pad_lo[j]}; dm.pad_mid[{j}] = "
+                       f"r{desc.pad_mid[j]};", ins)
+            hi = ", ".join(f"(long long)r{r}" for r in desc.pad_hi)
+            k.line(f"{cnum.reg_c(t)} pv;", ins)
+            k.convert_into("pv", f"r{desc.pad_value}", k.rt(desc.pad_value), t, ins, ip)
+            k.line(f"{{ {cnum.store_c(t)} enc = {cnum.store_value('pv', t)}; "
+                   f"memcpy(dm.pad_value, &enc, sizeof enc); }}", ins)
+        k.line(f"{{ const long long hi[{max(rank, 1)}] = {{{hi}}}; cq_dma_tile(dm, hi); }}", ins)
+        _dma_destination(k, desc, rank, ins, ip)
+        shape = k.site(Kind.DMA_SHAPE, ip, ins[-1], _shape_operands(d, rank))
+        k.site(Kind.DMA_SHAPE_ZFILL, ip, ins[-1], _shape_operands(d, rank))
+        k.line(f"if (!cq_dma_fits(dm, {shape})) cq_leave();", ins)
+        size = _cp_async_size(k, desc)
+        if size:
+            k.line(f"cq_dma_move_async<{size}>(dm, {part}, {parts});", ins)
+        else:
+            k.line(f"cq_dma_move(dm, {part}, {parts});", ins)
+        if desc.future >= 0:
+            f = f"f{desc.future}"
+            k.line(f"{f}.v = dm.dst; {f}.has_data = 1; {f}.is_async = "
+                   f"{int(desc.is_async)}; {f}.waited = 0; {f}.issued = {ins[-1]};", ins)
+
+
+def _cp_async_size(k, desc) -> int:
+    """The element size when an async DMA can go by cp.async (a copy from a global
+    buffer into shared memory of 4- or 8-byte elements), else 0."""
+    from ..bytecode.module import Storage
+    src = k.code.views[desc.src]
+    if not desc.is_async or desc.future < 0 or desc.op != DmaOp.COPY or \
+            src.base_kind != BaseKind.BUF or k.code.buffers[src.base].storage != Storage.GLOBAL:
+        return 0
+    if desc.dst_view >= 0:
+        dst = k.code.views[desc.dst_view]
+        shared = dst.base_kind == BaseKind.BUF and \
+            k.code.buffers[dst.base].storage == Storage.SHARED
+    else:
+        shared = k.code.futures[desc.future].storage == Storage.SHARED
+    size = cnum.elem_bytes(dtypes.BY_CODE[k.code.buffers[src.base].dtype])
+    return size if shared and size in (4, 8) else 0
+
+
+def _shape_operands(d: int, rank: int):
+    def operands(args, refs):
+        return (d, tuple(int(x) for x in args[:rank]),
+                tuple(int(x) for x in args[rank:2 * rank]))
+    return operands
+
+
+def _dma_destination(k, desc, rank, ins, ip) -> None:
+    """§9.4: an explicit view; else the buffer the future holds; else the statement's
+    own buffer."""
+    if desc.dst_view >= 0:
+        view(k, desc.dst_view, "dst", ins, ip)
+        check_tile(k, "dst", rank, ins, ip)
+        k.line("dm.dst = dst;", ins)
+        return
+    if desc.future >= 0:
+        k.line(f"if (f{desc.future}.has_data) dm.dst = f{desc.future}.v; else {{", ins)
+    else:
+        k.line("{", ins)
+    k.depth += 1
+    if desc.dst_buffer in k.dyn_shared or desc.dst_buffer in k.dyn_local:
+        allocate(k, desc.dst_buffer, ins, ip)     # its own buffer, on first use (§9.4.1)
+    k.line(f"dm.dst = {buffer_instance(k, desc.dst_buffer, -1, ins, ip).view()};", ins)
+    k.depth -= 1
+    k.line("}", ins)
+
+
+def op_fut_any(k, ins, ip):
+    k.line(f"f{ins[1]} = cq_future{{}};", ins)
+
+
+def op_swap(k, ins, ip):
+    a, b = ins[1], ins[2]
+    k.line(f"{{ cq_future t = f{a}; f{a} = f{b}; f{b} = t; }}", ins)
+
+
+def op_fut_dim(k, ins, ip):
+    _, r, n, d = ins[:4]
+    k.fault(f"!f{n}.has_data", Kind.FUTURE_NO_DATA, ins, ip, (), lambda a, refs, f=n: (f,))
+    k.line(f"r{r} = ({cnum.reg_c(k.rt(r))})f{n}.v.ext[{d}];", ins)
+
+
+def op_wait(k, ins, ip):
+    """§9.5.3: the transfer completes: the lane's cp.async copies land (every other
+    copy moved at issue); a second wait faults; for a collective copy the wait is also
+    a barrier of its participants, after which all of them see all of the data."""
+    _, n, c = ins[:3]
+    k.line("{", ins)
+    k.depth += 1
+    k.line("cq_cp_async_wait<0>();", ins)
+    if c >= 0:
+        site = k.colls[ip][0]
+        k.line(f"cq_coll_sync({k.coll(ip)}, {wait_site(k, ins, ip, site.text)});", ins)
+    f = f"f{n}"
+    k.fault(f"{f}.has_data && {f}.is_async && {f}.waited", Kind.FUTURE_WAITED_TWICE, ins, ip,
+            (), lambda a, refs, f=n: (f,))
+    k.line(f"if ({f}.has_data && {f}.is_async) {f}.waited = 1;", ins)
+    k.depth -= 1
+    k.line("}", ins)
+
+
+# --------------------------------------------------------------------------- output
+
+def op_print(k, ins, ip):
+    fmt = k.code.prints[ins[1]]
+    regs = print_registers(fmt)
+    values = ", ".join(cnum.value_bits(f"r{r}", k.rt(r)) for r in regs) or "0ull"
+    pid = k.print_id(ins[1])
+    k.line(f"{{ const unsigned long long pv[{max(len(regs), 1)}] = {{{values}}}; "
+           f"cq_print({pid}, {len(regs)}, pv); }}", ins)
+
+
+def op_assert(k, ins, ip):
+    _, r, s = ins[:3]
+    k.fault(f"!r{r}", Kind.ASSERT, ins, ip, (), lambda a, refs, s=s: (s,))
+
+
+def op_assert_fmt(k, ins, ip):
+    _, r, p = ins[:3]
+    regs = print_registers(k.code.prints[p])
+    if len(regs) > 16:
+        raise k.unsupported("a run-time check showing more than 16 values", ins)
+    types = [k.rt(x) for x in regs]
+    from .emit_kernel import bits_value
+    k.fault(f"!r{r}", Kind.ASSERT_FMT, ins, ip,
+            tuple(f"(long long){cnum.value_bits(f'r{x}', k.rt(x))}" for x in regs),
+            lambda a, refs, p=p, ts=types: ((p, tuple(bits_value(int(v), t)
+                                                      for v, t in zip(a, ts))),))
+
+
+def _handlers():
+    from .emit_mma import HANDLERS as MMA
+    return {
+        "BARRIER": op_barrier, "ONCE": op_once, "TRIGGER": op_trigger,
+        "WAIT_EVENT": op_wait_event, "DMA": op_dma, "FUT_ANY": op_fut_any, "WAIT": op_wait,
+        "SWAP": op_swap, "FUT_DIM": op_fut_dim, "PRINT": op_print, "ASSERT": op_assert,
+        "ASSERT_FMT": op_assert_fmt, **MMA,
+    }
+
+
+HANDLERS = _handlers()

@@ -1,0 +1,346 @@
+"""Running kernels on a CUDA device while the host program stays on the CPU engine
+(ARCHITECTURE.md "The CUDA path"; LANGUAGE.md §14.2; docs/EXECUTION.md §1).
+
+A ``Device`` is what the engine's LAUNCH calls instead of running the blocks itself:
+it generates the module's CUDA once, builds it for the device (the host C++ compiler
+for ``cuda-cpu``, nvcc for ``gpu``; both cached on disk), passes the launch's buffers
+and scalars, and turns what the device reports -- printed records, the fault record,
+a deadlock -- into the output and the ``KernelFault`` the engines would give: the same
+fault record (croqvm.faults), so the same text.
+
+Differences from the engines, by design of the devices: the first fault kept is the
+lowest (block, lane) rather than the first in time; print lines of one launch come in
+the device's order (the CPU runtime runs lane after lane, a GPU in any order); and
+floating-point accumulation in UPDATEs racing on one element, and tensor-core MMA on a
+GPU, round in the device's order.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+
+import numpy as np
+
+from .. import dtypes, report
+from ..errors import ArgumentError, InternalError, KernelFault
+from ..faults import FaultRecord
+from ..limits import WARP_SIZE
+from ..messages import lanes_phrase, print_text
+from ..numerics import convert
+from . import abi
+from . import compile as cc
+from .emit import GENERATOR_VERSION, emit
+
+KINDS = ("cuda-cpu", "gpu")
+CHECKS_ENV = "CROQVM_CUDA_CHECKS"      # 0: generated code without bounds checks
+VERBOSE_ENV = "CROQVM_CUDA_VERBOSE"    # 1: builds report cache hits, misses and commands
+PRINT_WORDS = 1 << 22                  # GPU print buffer, 64-bit words
+
+# register type -> kernel parameter kind (abi.PARAM_TYPES)
+PARAM_KIND = {"bool": "bool", "s8": "i8", "s16": "i16", "s32": "i32", "s64": "i64",
+              "u8": "u8", "u16": "u16", "u32": "u32", "u64": "u64", "f64": "f64"}
+
+
+def _param_kind(t: dtypes.DType) -> str:
+    return PARAM_KIND.get(t.name, "f32")       # the other floats are float registers
+
+
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def checks_enabled() -> bool:
+    return os.environ.get(CHECKS_ENV, "1") not in ("0", "")
+
+
+class Device:
+    """``cuda-cpu`` or ``gpu`` for the calls of one process; ``log`` receives the
+    build cache's hits, misses and commands."""
+
+    def __init__(self, kind: str, *, checks: bool | None = None, log=None):
+        if kind not in KINDS:
+            raise ArgumentError(f"unknown CUDA device '{kind}'")
+        if log is None and os.environ.get(VERBOSE_ENV):
+            log = _to_stderr
+        self.kind, self.log = kind, log
+        self.checks = checks_enabled() if checks is None else checks
+        self._loaded: dict = {}
+        if kind == "gpu":
+            from .driver import arch_for, require_gpu
+            status = require_gpu()
+            self.arch = arch_for(status["capability"])
+        else:
+            self.arch = cc.CPU
+
+    # ------------------------------------------------------------------ building
+
+    def prepare(self, module):
+        """(generated module, loaded binary) for ``module``, built once per process."""
+        key = id(module)
+        if key not in self._loaded:
+            gen = emit(module, arch="sm_90a" if self.arch == "sm_90a" else "sm_80",
+                       checks=self.checks)
+            binary = cc.build(gen.text, self.arch, generator=GENERATOR_VERSION, log=self.log)
+            self._loaded[key] = (module, gen, self._load(binary))
+        _, gen, loaded = self._loaded[key]
+        return gen, loaded
+
+    def _load(self, binary):
+        if self.kind == "cuda-cpu":
+            from .cpu import CpuModule
+            return CpuModule(binary)
+        from .driver import GpuModule, open_backend
+        return GpuModule(open_backend(), binary.read_bytes())
+
+    # ------------------------------------------------------------------ launching
+
+    def launch(self, call, hblk, index: int, grid, size: int, hregs, bound) -> None:
+        """LAUNCH ``index`` of the host program, its grid, block size, scalar values
+        ((kernel register, value, host type)) and bound buffers (kernel slot -> host
+        buffer instances) already checked by the engine (§14.2)."""
+        launch = hblk.prog.code.launches[index]
+        gen, loaded = self.prepare(call.module)
+        info = gen.kernels[(call.fn.name, launch.kernel)]
+        code = call.fn.kernels[launch.kernel].code
+        params = []
+        for b in info.buffers:
+            data = bound[b.slot][0].data
+            params.append(("ptr", data))
+            params += [("i64", d) for d in data.shape]
+        values = {kr: (v, t) for kr, v, t in hregs}
+        for r, t in info.scalars:
+            v, ht = values[r]
+            x = convert(np.asarray([v]), ht, t, np.ones(1, bool))[0]
+            params.append((_param_kind(t), x.item()))
+        if self.kind == "cuda-cpu":
+            outcome = loaded.launch(info.cname, grid, size, info.smem_bytes, params,
+                                    info.stack_bytes, _step_limit(call))
+            records = loaded.printed()
+        else:
+            outcome, records = loaded.launch_printing(info.cname, grid, size, info.smem_bytes,
+                                                      params, PRINT_WORDS, _step_limit(call))
+        self._print(call, gen, records)
+        if outcome is None:
+            return
+        if isinstance(outcome, abi.Deadlock):
+            rec = divergent_collective(gen, info, code, outcome, index, grid)
+            if rec is not None:
+                raise report.fault(call.spans, call.fn, rec)
+            raise deadlock_report(call, index, grid, gen, info, code, outcome,
+                                  stuck_collective(call, gen, info, code, outcome))
+        raise self._fault(call, index, grid, gen, outcome, _refs(call, launch, bound))
+
+    def _fault(self, call, index, grid, gen, f: abi.DeviceFault, refs) -> Exception:
+        block = tuple(int(x) for x in np.unravel_index(f.block, tuple(grid)))
+        if f.kind == abi.FaultKind.MISUSE:
+            return InternalError(f"internal error: the generated CUDA broke a CUDA rule in "
+                                 f"block {block}, lane {f.lane}: {_misuse_text(f)}")
+        site = gen.sites[f.site]
+        if f.kind == abi.FaultKind.TIMEOUT:
+            text = (f"deadlock: a wait made no progress on the GPU for "
+                    f"{os.environ.get('CROQVM_GPU_WATCHDOG_S', 60)} s")
+            return report.kernel_fault(call.spans, call.fn, site.span, text,
+                                       [report.context(call.spans, call.fn, index, block,
+                                                       f.lane)])
+        try:
+            operands = site.operands(f.args, refs)
+        except (IndexError, ValueError, KeyError) as exc:
+            return InternalError(f"internal error: fault site {f.site} of the generated "
+                                 f"CUDA has unreadable values: {exc}")
+        rec = FaultRecord(site.kind, tuple(operands), index, block, f.lane, site.ip, site.span)
+        return report.fault(call.spans, call.fn, rec)
+
+    def _print(self, call, gen, records) -> None:
+        for pid, values in records:
+            fn_name, k, p = gen.prints[pid]
+            code = call.fn.kernels[k].code
+            fmt = code.prints[p]
+            types = [dtypes.BY_CODE[code.regs[r]] for kind, r in fmt.pieces if kind == 1]
+            from .emit_kernel import bits_value
+            vals = [bits_value(v, t) for v, t in zip(values, types)]
+            call.out.write(print_text(code, fmt, vals) + ("\n" if fmt.newline else ""))
+
+
+def _step_limit(call) -> int:
+    """Loop iterations a lane may run: the call's step limit, or no limit."""
+    return (1 << 64) - 1 if call.max_steps is None else call.max_steps
+
+
+def _misuse_text(f) -> str:
+    return {m.value: m.name.lower().replace("_", " ") for m in abi.Misuse}.get(
+        int(f.args[0]), f"rule {f.args[0]}")
+
+
+def _refs(call, launch, bound):
+    """How messages name a buffer the kernel reached by (slot, array element): a bound
+    slot is the host's buffer; the others are the kernel's."""
+    def ref(slot: int, index: int):
+        if slot in bound and bound[slot] is not None:
+            return bound[slot][max(index, 0)].ref
+        return (launch.kernel, slot, index)
+    return ref
+
+
+def _mask(d: abi.Deadlock, offset: int) -> set:
+    words = np.frombuffer(d.smem[offset:offset + 128], np.uint32)
+    return {32 * w + b for w in range(32) for b in range(32) if (int(words[w]) >> b) & 1}
+
+
+def divergent_collective(gen, info, code, d: abi.Deadlock, index: int, grid):
+    """What the engines report instead of this deadlock when a warp reached a collective
+    with some of its participant lanes elsewhere (§7.4.4, §11.2): the fault of the
+    lowest such warp, else None."""
+    from ..bytecode.opcodes import TABLE
+    from ..faults import Kind
+    live = _mask(d, info.layout["live"])
+    at: dict = {}
+    for lane, (kind, site, _, _) in enumerate(d.threads):
+        if site >= 0 and gen.sites[site].coll >= 0:
+            at.setdefault(site, set()).add(lane)
+    block = tuple(int(x) for x in np.unravel_index(d.block, tuple(grid)))
+    found = []
+    for site, lanes in at.items():
+        s = gen.sites[site]
+        cs = code.colls[s.coll]
+        ls = code.lanesets[cs.laneset]
+        members = set(range(len(d.threads))) if ls.result < 0 else \
+            _mask(d, info.layout["lanesets"][cs.laneset])
+        members &= live
+        unit = cs.unit if cs.unit > 0 else len(d.threads)
+        whole = TABLE[code.code[s.ip * 7]].name.startswith("MMA_") and cs.unit in (32, 128)
+        for w in range(0, len(d.threads), WARP_SIZE):
+            here = {l for l in lanes if w <= l < w + WARP_SIZE}
+            if not here:
+                continue
+            u = min(here) // unit
+            mine = {l for l in members if l // unit == u}
+            idle = sorted(l for l in mine - lanes if w <= l < w + WARP_SIZE)
+            if not idle:
+                continue
+            if whole:
+                kind, ops = Kind.UNIT_INACTIVE, (s.coll, cs.unit, u, tuple(idle))
+            else:
+                kind, ops = Kind.DIVERGENT_COLLECTIVE, (s.coll, len(mine),
+                                                        tuple(l - w for l in idle), w // 32)
+            found.append((w, FaultRecord(kind, ops, index, block, min(here), s.ip, s.span)))
+    return min(found, key=lambda x: x[0])[1] if found else None
+
+
+def _members(d, info, code, cs, live) -> set:
+    ls = code.lanesets[cs.laneset]
+    every = set(range(len(d.threads)))
+    return (every if ls.result < 0 else _mask(d, info.layout["lanesets"][cs.laneset])) & live
+
+
+def stuck_collective(call, gen, info, code, d: abi.Deadlock):
+    """The headline the engines give a deadlock at a collective that can no longer
+    complete (§7.4.3, §11.2): an mma operation whose unit is not all there, or a group
+    some of whose lanes finished the kernel without arriving; (text, span) or None."""
+    from ..bytecode.opcodes import TABLE
+    from ..faults import Kind
+    from ..messages import Context, message
+    live = _mask(d, info.layout["live"])
+    finished = {l for l, t in enumerate(d.threads) if t[0] == abi.WaitKind.EXITED} & live
+    at: dict = {}
+    for lane, (kind, site, _, _) in enumerate(d.threads):
+        if site >= 0 and gen.sites[site].coll >= 0:
+            at.setdefault(site, set()).add(lane)
+    for lane, (kind, site, _, _) in enumerate(d.threads):
+        if site < 0 or gen.sites[site].coll < 0:
+            continue
+        s = gen.sites[site]
+        cs = code.colls[s.coll]
+        unit = cs.unit if cs.unit > 0 else len(d.threads)
+        u = lane // unit
+        missing = sorted(l for l in _members(d, info, code, cs, live) - at[site]
+                         if l // unit == u)
+        if TABLE[code.code[s.ip * 7]].name.startswith("MMA_") and cs.unit in (32, 128) \
+                and missing:
+            cx = Context(call.spans, call.fn, code)
+            return message(Kind.UNIT_INACTIVE, (s.coll, cs.unit, u, tuple(missing)), cx), s.span
+        gone = [l for l in missing if l in finished]
+        if gone:
+            return (f"'{cs.text}' was reached by only part of its group: "
+                    f"{lanes_phrase(gone)} finished the kernel without arriving."), s.span
+    return None
+
+
+def deadlock_report(call, index, grid, gen, info, code, d: abi.Deadlock,
+                    stuck=None) -> KernelFault:
+    """The §10.5 report from the CPU runtime's deadlock record: one line per run of
+    warps that wait at the same place, as the engines group them."""
+    block = tuple(int(x) for x in np.unravel_index(d.block, tuple(grid)))
+    lines, run = [], None
+    for lane in range(0, len(d.threads), WARP_SIZE):
+        waits = [t for t in d.threads[lane:lane + WARP_SIZE] if t[0] != abi.WaitKind.EXITED]
+        if not waits:
+            continue
+        text = _wait_text(call, gen, info, code, waits[0], d)
+        w = lane // WARP_SIZE
+        if run and run[2] == text and run[1] == w - 1:
+            run[1] = w
+        else:
+            run = [w, w, text]
+            lines.append(run)
+    out = []
+    hint = next((h for h in (_event_hint(info, code, t, d) for t in d.threads) if h), None)
+    for first, last, text in lines:
+        lanes = f"{first * WARP_SIZE}-{(last + 1) * WARP_SIZE - 1}"
+        who = f"warp {first}" if first == last else f"warps {first}-{last}"
+        out.append(f"  {who} (lanes {lanes}): {text}")
+    site = next((gen.sites[t[1]] for t in d.threads if t[1] >= 0), None)
+    span = site.span if site else call.fn.kernels[call.fn.host.launches[index].kernel].span
+    out.append(report.context(call.spans, call.fn, index, block, None))
+    text = f"deadlock: every live lane of block ({', '.join(map(str, block))}) is blocked"
+    if stuck is not None:
+        text, span = stuck
+    return report.kernel_fault(call.spans, call.fn, span, text, out, hint)
+
+
+def _wait_text(call, gen, info, code, wait, d) -> str:
+    kind, site, a0, a1 = wait
+    where = call.spans.where(gen.sites[site].span) if site >= 0 else "the kernel's start"
+    text = gen.sites[site].text if site >= 0 else ""
+    if kind == abi.WaitKind.EVENT:
+        return f"{where} '{text}': {_event_state(info, code, a0, a1, d)}"
+    if kind == abi.WaitKind.BLOCK_BARRIER:
+        return f"{text} ({where}): arrived {a0}/{a1}"
+    return f"{text} ({where})"
+
+
+def _slot(info, code, offset, d):
+    """(slot name, completed generations, arrivals toward the next, arrivals per
+    generation) of the event counter at ``offset``: an event's counters are followed by
+    its arrivals per generation."""
+    for e, at in info.layout["events"].items():
+        ev = code.events[e]
+        if not at <= offset < at + 4 * ev.slots:
+            continue
+        word = lambda o: int.from_bytes(d.smem[o:o + 4], "little")   # noqa: E731
+        arrivals, need = word(offset), word(at + 4 * ev.slots)
+        done = int(ev.ready) + (arrivals // need if need else 0)
+        name = f"{ev.name}[{(offset - at) // 4}]" if ev.slots > 1 else ev.name
+        return name, done, arrivals % need if need else arrivals, need
+    return None
+
+
+def _event_state(info, code, offset, generation, d) -> str:
+    """A slot's state as the engines report it (§10.5)."""
+    slot = _slot(info, code, offset, d)
+    if slot is None:
+        return "an event"
+    name, done, arrivals, need = slot
+    return (f"slot {name}: completed generations {done}, arrivals {arrivals}/{need}; these "
+            f"lanes wait for generation {generation}")
+
+
+def _event_hint(info, code, wait, d):
+    """The engines' hint for a slot nobody has triggered yet (§10.5)."""
+    kind, _, offset, _ = wait
+    slot = _slot(info, code, offset, d) if kind == abi.WaitKind.EVENT else None
+    if slot is None or slot[1] or slot[2]:
+        return None
+    return (f"no lane has triggered '{slot[0]}' yet; a credit-based pipeline needs initial "
+            f"credits: trigger every slot once before the loop, or declare the event "
+            f"'= ready'.")

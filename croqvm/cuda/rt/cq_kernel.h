@@ -1,0 +1,425 @@
+/* What kernels written by croqvm/cuda/emit.py use besides the cq_* primitives: lane
+ * masks, the rendezvous of a collective, views and futures, element checks, the DMA
+ * copy and the generic MMA (LANGUAGE.md §7.4, §8, §9, §11; docs/EXECUTION.md §5-§8).
+ * Built only on croqvm_rt.cuh and cq_numerics.h, so it is the same code on a GPU and in
+ * the CPU runtime.
+ *
+ * Conventions: a lane mask is 32 words of 32 lanes (a block has at most 1024 lanes) in
+ * shared memory; `lo`, `n` bound a unit instance's lanes; `site` numbers what a fault or
+ * a wait reports (the generator's table of sites).
+ */
+#ifndef CQ_KERNEL_H
+#define CQ_KERNEL_H
+
+#include "croqvm_rt.cuh"
+#include "cq_numerics.h"
+
+#include <type_traits>
+
+#define CQ_MAX_RANK 6
+#define CQ_MASK_WORDS 32
+
+/* ------------------------------------------------------------------ lane masks */
+
+CQ_DEV bool cq_mask_has(const unsigned *m, int lane) { return (m[lane >> 5] >> (lane & 31)) & 1u; }
+CQ_DEV void cq_mask_add(unsigned *m, int lane) { cq_atomic_or(&m[lane >> 5], 1u << (lane & 31)); }
+CQ_DEV void cq_mask_remove(unsigned *m, int lane) {
+  cq_atomic_and(&m[lane >> 5], ~(1u << (lane & 31)));
+}
+
+/* Lanes in [lo, hi) that are in both masks (`b` may be null: `a` alone). */
+CQ_DEV int cq_mask_count(const unsigned *a, const unsigned *b, int lo, int hi) {
+  int n = 0;
+  for (int w = lo >> 5; w <= (hi - 1) >> 5 && lo < hi; w++) {
+    unsigned bits = a[w] & (b ? b[w] : ~0u);
+    int first = w * 32, last = first + 32;
+    if (lo > first) bits &= ~0u << (lo - first);
+    if (hi < last) bits &= (1u << (hi - first)) - 1u;
+    n += (int)cq_popc(bits);
+  }
+  return n;
+}
+
+/* ------------------------------------------------------------------ collectives */
+
+/* The participants of a collective are the live lanes of its lane set in the executing
+   lane's unit instance [lo, hi) (LANGUAGE.md §7.4). `bar` is the site's mbarrier for
+   that instance, counting the members; null: every lane of the block takes part, and
+   __syncthreads (which waits for every thread that has not exited) does. */
+struct cq_coll {
+  cq_mbar *bar;
+  const unsigned *members; /* null: every lane */
+  const unsigned *live;
+  int lo, hi;
+};
+
+CQ_DEV void cq_coll_sync(const cq_coll &c, int site) {
+  if (c.bar) cq_mbar_wait(c.bar, cq_mbar_arrive(c.bar), site);
+  else cq_sync_block(site);
+}
+
+/* How many participants, and the executing lane's rank among them: the work of a
+   collective is shared out by rank. */
+CQ_DEV int cq_coll_parts(const cq_coll &c) { return cq_mask_count(c.live, c.members, c.lo, c.hi); }
+CQ_DEV int cq_coll_rank(const cq_coll &c, int lane) {
+  return cq_mask_count(c.live, c.members, c.lo, lane);
+}
+
+/* ------------------------------------------------------------------ views and futures */
+
+/* A view (§8.1): a buffer instance (`base`, `elem` bytes per element, row-major `dims`),
+   origin and extents in its coordinates. `slot`/`index` name the buffer for messages
+   (the kernel's buffer slot and array element, -1 outside an array). */
+struct cq_view {
+  unsigned char *base;
+  int elem, rank, slot, index;
+  long long dims[CQ_MAX_RANK], origin[CQ_MAX_RANK], ext[CQ_MAX_RANK];
+};
+
+/* What a lane's future holds (§9.4): a view of its data, or nothing (a placeholder);
+   whether the last transfer was async and whether this lane has waited for it; the
+   span of the DMA that issued it. */
+struct cq_future {
+  cq_view v;
+  int has_data, is_async, waited, issued;
+};
+
+CQ_DEV bool cq_future_pending(const cq_future &f) { return f.has_data && f.is_async && !f.waited; }
+
+CQ_DEV long long cq_elements(const long long *ext, int rank) {
+  long long n = 1;
+  for (int k = 0; k < rank; k++) n *= ext[k];
+  return n;
+}
+
+/* The in-range index interval of dimension k of a view: [max(0, -o), min(e, d - o)). */
+CQ_DEV long long cq_lo(const cq_view &v, int k) { return v.origin[k] < 0 ? -v.origin[k] : 0; }
+CQ_DEV long long cq_hi(const cq_view &v, int k) {
+  long long h = v.dims[k] - v.origin[k];
+  return v.ext[k] < h ? v.ext[k] : h;
+}
+
+/* The byte offset of view element idx (in range), row-major in the root. */
+CQ_DEV long long cq_offset(const cq_view &v, const long long *idx) {
+  long long off = 0;
+  for (int k = 0; k < v.rank; k++) off = off * v.dims[k] + v.origin[k] + idx[k];
+  return off * v.elem;
+}
+
+/* An element access (§8.6): every index in its in-range interval, else a fault of
+   `site` with the indices, the dimension and the interval (OUT_OF_RANGE). */
+CQ_OUTLINED bool cq_check_index(const cq_view &v, const long long *idx, int site) {
+  for (int k = 0; k < v.rank; k++) {
+    long long lo = cq_lo(v, k), hi = cq_hi(v, k);
+    if (idx[k] < lo || idx[k] >= hi) {
+      long long a[16] = {0};
+      for (int j = 0; j < v.rank; j++) a[j] = idx[j];
+      a[v.rank] = k;
+      a[v.rank + 1] = lo;
+      a[v.rank + 2] = hi;
+      cq_fault_n(site, a, v.rank + 3);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* A tile for a DMA or mma operation (§9.5.1): faults EMPTY_TILE (`site`) when an extent
+   is below 1 and TILE_OUTSIDE (`site` + 1) when no element lies in range; args: the
+   buffer (slot, index), origin and extents or root shape. */
+CQ_OUTLINED bool cq_check_tile(const cq_view &v, int site) {
+  bool empty = false, outside = false;
+  for (int k = 0; k < v.rank; k++) {
+    if (v.ext[k] < 1) empty = true;
+    else if (cq_hi(v, k) <= cq_lo(v, k)) outside = true;
+  }
+  if (!empty && !outside) return true;
+  long long a[16] = {v.slot, v.index};
+  for (int k = 0; k < v.rank; k++) {
+    a[2 + k] = v.origin[k];
+    a[2 + v.rank + k] = empty ? v.ext[k] : v.dims[k];
+  }
+  cq_fault_n(empty ? site : site + 1, a, 2 + 2 * v.rank);
+  return false;
+}
+
+/* An access to a whole buffer instance (origin 0): every index below its extent, else
+   the fault OUT_OF_RANGE of `site`, as cq_check_index. */
+CQ_OUTLINED bool cq_check_dims(const long long *idx, const long long *dims, int rank, int site) {
+  for (int k = 0; k < rank; k++) {
+    if (idx[k] < 0 || idx[k] >= dims[k]) {
+      long long a[16] = {0};
+      for (int j = 0; j < rank; j++) a[j] = idx[j];
+      a[rank] = k;
+      a[rank + 1] = 0;
+      a[rank + 2] = dims[k];
+      cq_fault_n(site, a, rank + 3);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* *p = fn(*p) as one indivisible step (UPDATE, §7.1.3): lanes that update one element
+   each see what the others left. On a GPU a compare-and-swap loop on the aligned word
+   holding the element (fn may run more than once); on the CPU fibers never interleave
+   inside it. */
+template <class S, class F> CQ_DEV void cq_update(S *p, F fn) {
+#if defined(CQ_CPU)
+  *p = fn(*p);
+#else
+  static_assert(sizeof(S) <= 8, "elements are at most 8 bytes");
+  if constexpr (sizeof(S) == 8) {
+    unsigned long long *w = (unsigned long long *)p, old = *w, seen;
+    do {
+      seen = old;
+      S v, n;
+      memcpy(&v, &seen, 8);
+      n = fn(v);
+      unsigned long long nw;
+      memcpy(&nw, &n, 8);
+      old = atomicCAS(w, seen, nw);
+    } while (old != seen);
+  } else {
+    unsigned *w = (unsigned *)((uintptr_t)p & ~(uintptr_t)3);
+    int shift = (int)((uintptr_t)p & 3) * 8;
+    unsigned mask = sizeof(S) == 4 ? ~0u : ((1u << (8 * sizeof(S))) - 1u) << shift;
+    unsigned old = *w, seen;
+    do {
+      seen = old;
+      unsigned part = (seen & mask) >> shift;
+      S v, n;
+      memcpy(&v, &part, sizeof(S));
+      n = fn(v);
+      unsigned np = 0;
+      memcpy(&np, &n, sizeof(S));
+      old = atomicCAS(w, seen, (seen & ~mask) | ((np << shift) & mask));
+    } while (old != seen);
+  }
+#endif
+}
+
+/* ------------------------------------------------------------------ run-time extents */
+
+/* A shared buffer or fragment copy whose extents are known only at run time: allocated
+   from the block's pool of shared memory the first time a lane reaches it (§3.2.4); the
+   first lane claims it, fills it (`fill`: one element's bytes, zero for buffers) and
+   publishes it, the others wait (lanes reaching it agree on the extents, §7.4.5). */
+enum { CQ_DYN_NONE = 0, CQ_DYN_BUSY = 1, CQ_DYN_READY = 2, CQ_DYN_OVER_LIMIT = 3,
+       CQ_DYN_NO_ROOM = 4 };
+
+struct cq_dyn {
+  unsigned state, off, used; /* state (CQ_DYN_*), byte offset, block's usage at failure */
+  unsigned pad;
+  long long dims[CQ_MAX_RANK];
+  unsigned char fill[8];     /* fragments: the fill value until a tile gives a shape */
+};
+
+static_assert(sizeof(cq_dyn) <= 80, "croqvm/cuda/emit_kernel.py DYN_RECORD");
+
+/* The block's pool: `top` is the next free byte offset, `end` the size of shared memory;
+   `used` counts shared buffers as the engines' limit counts them (`account` bytes for
+   this one), at most `limit`. Returns the state: CQ_DYN_READY, or why it failed. */
+CQ_OUTLINED unsigned cq_dyn_alloc(cq_dyn *d, const long long *dims, int rank, int elem,
+                                  long long count, long long account, unsigned char *smem,
+                                  unsigned *top, unsigned end, unsigned *used, unsigned limit,
+                                  int site) {
+  if (d->state < CQ_DYN_READY && cq_atomic_cas(&d->state, CQ_DYN_NONE, CQ_DYN_BUSY) == 0) {
+    long long n = count;
+    for (int k = 0; k < rank; k++) n *= dims[k];
+    long long bytes = (n * elem + 15) / 16 * 16;
+    unsigned now = cq_atomic_add(used, (unsigned)account) + (unsigned)account;
+    unsigned state = CQ_DYN_READY;
+    unsigned at = 0;
+    if (account && now > limit) {
+      state = CQ_DYN_OVER_LIMIT;
+    } else if (bytes > (long long)end) {
+      state = CQ_DYN_NO_ROOM;
+    } else {
+      at = cq_atomic_add(top, (unsigned)bytes);
+      if ((long long)at + bytes > (long long)end) state = CQ_DYN_NO_ROOM;
+    }
+    if (state == CQ_DYN_READY) {
+      for (long long i = 0; i < n; i++)
+        for (int b = 0; b < elem; b++) smem[at + i * elem + b] = d->fill[b];
+      for (int k = 0; k < rank; k++) d->dims[k] = dims[k];
+      d->off = at;
+    }
+    d->used = now;
+    cq_flag_publish(&d->state, state);
+    return state;
+  }
+  cq_flag_wait(&d->state, CQ_DYN_READY, site);
+  return d->state;
+}
+
+/* A local buffer with run-time extents: the lane's own heap memory. */
+struct cq_local_dyn {
+  unsigned char *p;
+  long long dims[CQ_MAX_RANK];
+};
+
+/* ------------------------------------------------------------------ DMA */
+
+enum { CQ_DMA_COPY = 0, CQ_DMA_TRANSP = 1, CQ_DMA_PAD = 2 };
+
+/* One DMA statement, resolved (§9.5, §9.6): source view, destination view (extents D),
+   the tile T the operation makes of the source, and its parameters. */
+struct cq_dma {
+  cq_view src, dst;
+  int op, zfill;
+  long long tile[CQ_MAX_RANK];
+  int perm[CQ_MAX_RANK];
+  long long pad_lo[CQ_MAX_RANK], pad_mid[CQ_MAX_RANK];
+  unsigned char pad_value[8];
+};
+
+/* T: the extents the operation gives the source tile (permuted, or padded). */
+CQ_OUTLINED void cq_dma_tile(cq_dma &d, const long long *pad_hi) {
+  for (int k = 0; k < d.src.rank; k++) {
+    long long e = d.src.ext[k];
+    if (d.op == CQ_DMA_TRANSP) e = d.src.ext[d.perm[k]];
+    if (d.op == CQ_DMA_PAD) e = d.pad_lo[k] + e + (e - 1) * d.pad_mid[k] + pad_hi[k];
+    d.tile[k] = e;
+  }
+}
+
+/* Whether T fits the destination (no larger; equal unless .zfill); else faults
+   DMA_SHAPE (`site`) or DMA_SHAPE_ZFILL (`site` + 1) with both shapes. */
+CQ_OUTLINED bool cq_dma_fits(const cq_dma &d, int site) {
+  bool ok = true;
+  for (int k = 0; k < d.src.rank; k++)
+    if (d.tile[k] > d.dst.ext[k] || (!d.zfill && d.tile[k] != d.dst.ext[k])) ok = false;
+  if (ok) return true;
+  long long a[16] = {0};
+  for (int k = 0; k < d.src.rank; k++) {
+    a[k] = d.tile[k];
+    a[d.src.rank + k] = d.dst.ext[k];
+  }
+  cq_fault_n(d.zfill ? site + 1 : site, a, 2 * d.src.rank);
+  return false;
+}
+
+/* The source element of tile element t, or null (outside the source, or padding: then
+   *pad says which). */
+CQ_DEV const unsigned char *cq_dma_source(const cq_dma &d, const long long *t, bool *pad) {
+  long long i[CQ_MAX_RANK];
+  *pad = false;
+  for (int k = 0; k < d.src.rank; k++) {
+    if (d.op == CQ_DMA_TRANSP) {
+      i[d.perm[k]] = t[k];
+    } else if (d.op == CQ_DMA_PAD) {
+      long long x = t[k] - d.pad_lo[k], step = d.pad_mid[k] + 1;
+      if (x < 0 || x % step || x / step >= d.src.ext[k]) {
+        *pad = true;
+        return 0;
+      }
+      i[k] = x / step;
+    } else {
+      i[k] = t[k];
+    }
+  }
+  for (int k = 0; k < d.src.rank; k++)
+    if (i[k] < cq_lo(d.src, k) || i[k] >= cq_hi(d.src, k)) return 0;
+  return d.src.base + cq_offset(d.src, i);
+}
+
+/* Moves the share `part` of `parts` of the DMA's elements (§9.5.1): every destination
+   element in range inside T gets its source element (when that is in range; else 0
+   with .zfill, else it stays), or the padding value; with .zfill the destination
+   elements beyond T become 0. */
+CQ_OUTLINED void cq_dma_move(const cq_dma &d, int part, int parts) {
+  const cq_view &v = d.dst;
+  long long total = cq_elements(v.ext, v.rank);
+  for (long long n = part; n < total; n += parts) {
+    long long t[CQ_MAX_RANK], rest = n;
+    bool inside = true, in_tile = true;
+    for (int k = v.rank - 1; k >= 0; k--) {
+      t[k] = rest % v.ext[k];
+      rest /= v.ext[k];
+      if (t[k] < cq_lo(v, k) || t[k] >= cq_hi(v, k)) inside = false;
+      if (t[k] >= d.tile[k]) in_tile = false;
+    }
+    if (!inside) continue;
+    unsigned char *to = v.base + cq_offset(v, t);
+    bool pad = false;
+    const unsigned char *from = in_tile ? cq_dma_source(d, t, &pad) : 0;
+    if (from) {
+      for (int b = 0; b < v.elem; b++) to[b] = from[b];
+    } else if (pad) {
+      for (int b = 0; b < v.elem; b++) to[b] = d.pad_value[b];
+    } else if (d.zfill) {
+      for (int b = 0; b < v.elem; b++) to[b] = 0;
+    }
+  }
+}
+
+/* cq_dma_move for an async copy of E-byte elements from global to shared memory:
+   elements that come from the source go by cp.async and land when the lane waits for
+   its copies (LANGUAGE.md §9.5.3); zeros are stored at once; the rest stays. */
+template <int E> CQ_OUTLINED void cq_dma_move_async(const cq_dma &d, int part, int parts) {
+  const cq_view &v = d.dst;
+  long long total = cq_elements(v.ext, v.rank);
+  for (long long n = part; n < total; n += parts) {
+    long long t[CQ_MAX_RANK], rest = n;
+    bool inside = true, in_tile = true;
+    for (int k = v.rank - 1; k >= 0; k--) {
+      t[k] = rest % v.ext[k];
+      rest /= v.ext[k];
+      if (t[k] < cq_lo(v, k) || t[k] >= cq_hi(v, k)) inside = false;
+      if (t[k] >= d.tile[k]) in_tile = false;
+    }
+    if (!inside) continue;
+    unsigned char *to = v.base + cq_offset(v, t);
+    bool pad = false;
+    const unsigned char *from = in_tile ? cq_dma_source(d, t, &pad) : 0;
+    if (from) cq_cp_async<E>(to, from, E);
+    else if (d.zfill) for (int b = 0; b < E; b++) to[b] = 0;
+  }
+  cq_cp_async_commit();
+}
+
+/* The first element of a tile outside its root in row-major order (§11.3.2): the
+   origin itself when it lies outside, else the origin moved to the edge along the last
+   dimension the tile overflows. Returns false when the tile lies inside. */
+CQ_OUTLINED bool cq_first_outside(const cq_view &v, long long *at) {
+  bool origin_out = false;
+  int over = -1;
+  for (int k = 0; k < v.rank; k++) {
+    at[k] = v.origin[k];
+    if (v.origin[k] < 0 || v.origin[k] >= v.dims[k]) origin_out = true;
+    if (v.origin[k] + v.ext[k] > v.dims[k]) over = k;
+  }
+  if (origin_out) return true;
+  if (over < 0) return false;
+  at[over] = v.dims[over];
+  return true;
+}
+
+/* ------------------------------------------------------------------ generic MMA */
+
+/* The share `part` of `parts` of the cells of C [M, N] += A B (§11.3, §12.4): k
+   ascending, each step c + a b rounded once to C's type (`fmt`; integers wrap to C's
+   type). A is stored [M, K] for layouts 0, 1 (row) and [K, M] for 2, 3; B [N, K] for
+   layouts 0, 2 and [K, N] for 1, 3. `exact`: A and B are narrower than f64, so a b is
+   exact in double. */
+template <class C, class A, class B>
+CQ_OUTLINED void cq_mma_cells(C *c, const A *a, const B *b, int M, int N, int K, int layout,
+                         int fmt, int exact, int part, int parts) {
+  for (int cell = part; cell < M * N; cell += parts) {
+    int m = cell / N, n = cell % N;
+    C acc = c[cell];
+    for (int k = 0; k < K; k++) {
+      A av = layout < 2 ? a[m * K + k] : a[k * M + m];
+      B bv = (layout & 1) ? b[k * N + n] : b[n * K + k];
+      if constexpr (std::is_integral<C>::value)
+        acc = (C)((unsigned long long)acc +
+                  (unsigned long long)((long long)av * (long long)bv));
+      else
+        acc = (C)cq_fma_to((double)acc, (double)av, (double)bv, fmt, exact);
+    }
+    c[cell] = acc;
+  }
+}
+
+#endif /* CQ_KERNEL_H */

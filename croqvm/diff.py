@@ -1,0 +1,136 @@
+"""Differential runs: one function on the same inputs by the reference interpreter and
+by another engine or device, and where they disagree (``croqvm diff``; a pytest helper).
+
+    from croqvm.diff import assert_agree
+    def test_my_kernel_on_cuda():
+        prog = croqvm.compile_file("gemm.co")
+        assert_agree(prog, "matmul", a, b, against="cuda-cpu")
+
+What is compared: the returned value, every ``global`` buffer parameter after the call
+(§14.3.3), the printed lines (as multisets: a device prints a launch's lines in its own
+order) and the runtime error, if any (its text). Integers and bools must be equal;
+floats may differ by ``atol + rtol * |reference|`` (NaN equals NaN).
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bytecode.module import ParamKind, ParamStorage
+from .errors import ArgumentError, KernelFault
+
+# what --against names -> Program.run options
+AGAINST = {"python": {"engine": "python"}, "native": {"engine": "native"},
+           "cuda-cpu": {"device": "cuda-cpu"}, "gpu": {"device": "gpu"}}
+# default float tolerance per target: exact where the arithmetic is the engines'; tensor
+# cores and GPU accumulation orders round differently (LANGUAGE.md §12.4)
+DEFAULT_TOLERANCE = {"python": (0.0, 0.0), "native": (0.0, 0.0), "cuda-cpu": (0.0, 0.0),
+                     "gpu": (1e-3, 1e-5)}
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """One disagreement: ``what`` (a result name, ``output`` or ``error``), the element
+    index (None for a whole value), both values and the tolerance that applied."""
+    what: str
+    index: tuple | None
+    reference: object
+    other: object
+    tolerance: float = 0.0
+
+    def __str__(self) -> str:
+        where = self.what if self.index is None else \
+            f"{self.what}[{', '.join(map(str, self.index))}]"
+        tol = f" (tolerance {self.tolerance:g})" if self.tolerance else ""
+        return f"{where}: reference {self.reference!r}, other {self.other!r}{tol}"
+
+
+@dataclass
+class Outcome:
+    results: dict
+    output: str
+    error: str | None
+
+
+def run_once(program, func: str, args: list, dims: dict, options: dict) -> Outcome:
+    """One run on copies of ``args``: results by name (``result`` for the returned
+    value, then each ``global`` buffer parameter), printed text, error text."""
+    fn = program.function(func)
+    if fn is None:
+        raise ArgumentError(f"no function named '{func}' in this module.")
+    mine = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    out = io.StringIO()
+    try:
+        result = program.run(func, *mine, out=out, **options, **dims)
+    except KernelFault as err:
+        return Outcome({}, out.getvalue(), str(err))
+    results = {} if result is None else {"result": result}
+    for p, a in zip(fn.params, mine):
+        if p.kind == ParamKind.BUFFER and p.storage == ParamStorage.GLOBAL:
+            results[p.name] = a
+    return Outcome(results, out.getvalue(), None)
+
+
+def _elements(name, want, got, rtol, atol, limit):
+    want, got = np.asarray(want), np.asarray(got)
+    if want.shape != got.shape or want.dtype != got.dtype:
+        return [Mismatch(name, None, f"{want.dtype}{list(want.shape)}",
+                         f"{got.dtype}{list(got.shape)}")]
+    if want.dtype.kind == "f":
+        w, g = want.astype(np.float64), got.astype(np.float64)
+        bound = atol + rtol * np.abs(w)
+        bad = ~((np.abs(g - w) <= bound) | (np.isnan(w) & np.isnan(g)) | (w == g))
+    else:
+        bound = np.zeros(want.shape)
+        bad = want != got
+    out = []
+    for idx in np.argwhere(bad)[:limit]:
+        i = tuple(int(x) for x in idx)
+        out.append(Mismatch(name, i, want[i].item(), got[i].item(), float(bound[i])))
+    return out
+
+
+def compare(ref: Outcome, other: Outcome, rtol: float = 0.0, atol: float = 0.0,
+            limit: int = 10) -> list:
+    """The first ``limit`` mismatches between two outcomes (in order of results, then
+    output, then error)."""
+    found = []
+    for name, want in ref.results.items():
+        if name not in other.results:
+            found.append(Mismatch(name, None, "a value", "nothing"))
+        elif np.ndim(want) == 0 and not isinstance(want, np.ndarray):
+            got = other.results[name]
+            if not (got == want or (isinstance(want, float) and got != got and want != want)):
+                found.append(Mismatch(name, None, want, got))
+        else:
+            found += _elements(name, want, other.results[name], rtol, atol, limit)
+    if sorted(ref.output.splitlines()) != sorted(other.output.splitlines()):
+        found.append(Mismatch("output", None, ref.output, other.output))
+    if ref.error != other.error:
+        found.append(Mismatch("error", None, ref.error, other.error))
+    return found[:limit]
+
+
+def differ(program, func: str, *args, against: str = "cuda-cpu", rtol: float | None = None,
+           atol: float | None = None, limit: int = 10, **dims) -> list:
+    """Run ``func`` on the reference interpreter and on ``against``; the mismatches."""
+    if against not in AGAINST:
+        raise ArgumentError(f"unknown target '{against}' to compare with: use "
+                            f"{', '.join(AGAINST)}")
+    d_rtol, d_atol = DEFAULT_TOLERANCE[against]
+    ref = run_once(program, func, list(args), dims, {})
+    other = run_once(program, func, list(args), dims, AGAINST[against])
+    return compare(ref, other, d_rtol if rtol is None else rtol,
+                   d_atol if atol is None else atol, limit)
+
+
+def assert_agree(program, func: str, *args, against: str = "cuda-cpu", rtol=None, atol=None,
+                 **dims) -> None:
+    """pytest helper: fail with the mismatches unless ``against`` agrees with the
+    reference interpreter on ``func(*args)``."""
+    found = differ(program, func, *args, against=against, rtol=rtol, atol=atol, **dims)
+    if found:
+        raise AssertionError(f"'{func}' on {against} differs from the interpreter:\n" +
+                             "\n".join(f"  {m}" for m in found))
