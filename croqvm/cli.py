@@ -279,8 +279,9 @@ def disasm(file, defines):
               help="Seed of --schedule random (default 0).")
 @click.option("--poison", is_flag=True,
               help="Poison new buffers: reading an element never written faults.")
-@click.option("--check", type=click.Choice(["race"]),
-              help="Report the data races of the run (exit status 3), on the Python engine.")
+@click.option("--check", type=click.Choice(["race", "init"]),
+              help="race: report the data races of the run; init: reads of elements and "
+                   "registers never written (as --poison); exit status 3.")
 @click.option("--max-steps", type=COUNT, metavar="N",
               help="Stop with a runtime error after N warp-instructions (default: no limit).")
 @click.option("--watchdog", type=click.FloatRange(min=0), default=DEFAULT_WATCHDOG,

@@ -63,6 +63,7 @@ class Kind(IntEnum):
     ASSERT_FMT = 37
     GRID_LIMIT = 38
     SHARED_LIMIT = 39
+    UNINITIALISED_REGISTER = 40
 
 
 class LaneFault(Exception):

@@ -26,6 +26,8 @@ so the texts are identical. ``TEMPLATES[kind]`` declares the arguments, in order
                    an index into that table of the code that ran, written as the name
                    (buffer declaration, future, event, fragment) or the text (access,
                    DMA, collective site) the table gives
+  register         a register of the code that ran: ``variable 'x'`` when it holds a named
+                   variable (``Code.reg_names``), else ``register r12``
   string           a string of the code that ran (``Code.strings``), verbatim (ASSERT)
   print            (print format, values of its register pieces), written as ``print``
                    would (ASSERT_FMT)
@@ -123,6 +125,9 @@ TEMPLATES = {
                              "{theirs})."),
     Kind.MMA_READ_OUTSIDE: _t("site:coll element:tuple buffer:buffer", "{site} reads element "
                               "{element} outside '{buffer}'."),
+    Kind.UNINITIALISED_REGISTER: _t("register:register", "read of uninitialised "
+                                    "{register}: no instruction has written it in this lane "
+                                    "yet."),
     Kind.MMA_UNINITIALISED: _t("buffer:buffer element:list", "read of uninitialised element "
                                "{buffer}.at({element}) (buffer declared at {buffer.decl})."),
     Kind.FRAGMENT_EMPTY: _t("frag:frag", "fragment '{frag}' is used before it holds a tile."),
@@ -336,6 +341,8 @@ WRITERS = {
     "slot_of_event": lambda cx, v: _slot_name(cx.code.events[v[0]], v[1]),
     "buffer": _buffer,
     "slot": lambda cx, v: cx.code.buffers[v].name,
+    "register": lambda cx, v: f"variable '{cx.code.reg_names[v]}'" if cx.code.reg_names[v]
+    else f"register r{v}",
     "future": lambda cx, v: cx.code.futures[v].name,
     "event": lambda cx, v: cx.code.events[v].name,
     "frag": lambda cx, v: cx.code.frags[v].name,

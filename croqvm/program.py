@@ -39,14 +39,13 @@ def _native_engine():
 # engine name -> loader giving its runner (raising ArgumentError when it can not run here)
 ENGINES = {"python": _python_engine, "native": _native_engine}
 # what exists on paper only, and why it can not be used yet
-PLANNED = {
-    ("check", "init"): "initialisation checking is not built yet",
-}
+PLANNED: dict = {}
 # "cpu": the engines run everything; "cuda-cpu" and "gpu": the host program runs on the
 # Python engine and the kernels as generated CUDA (croqvm.cuda), compiled for the CPU
 # runtime or for the GPU
 DEVICES = ("cpu", "cuda-cpu", "gpu")
-CHECKS = (None, "race")          # data races (LANGUAGE.md §7.5)
+# data races (LANGUAGE.md §7.5); reads of elements and registers never written (§14.4)
+CHECKS = (None, "race", "init")
 CHECKING = ("python",)           # the engines whose runners take ``check``
 _CUDA_DEVICES: dict = {}         # one per device kind: it keeps what it built loaded
 
@@ -150,9 +149,15 @@ class Program:
         ``blocks``; ``out`` receives what the kernels print (default: ``sys.stdout``);
         ``progress`` is called with a ``croqvm.position.RunPosition`` now and then, and
         an interrupt leaves as ``croqvm.position.Interrupted``, which says where the run
-        was."""
+        was. ``check`` adds a run-time check of ``CHECKS``: "race" reports data races
+        (§7.5), "init" reads of buffer elements and registers never written (§14.4).
+        ``poison`` (new buffers poisoned, reading an element never written faults) is
+        ``check="init"`` on an engine that checks, and every engine's poison mode on the
+        others."""
         run = runner(device, engine)
         _choose("check", check, CHECKS)
+        if poison and check is None and engine in CHECKING and device == "cpu":
+            check = "init"
         if check is not None and (engine not in CHECKING or device != "cpu"):
             raise ArgumentError(f"check '{check}' runs on the Python engine only: use "
                                 f"engine='python' and device='cpu' with it.")

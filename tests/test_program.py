@@ -59,8 +59,6 @@ def test_warnings_are_records_and_text(prog, tmp_path):
                                                  "device 'cuda-cpu': the kernels run as "
                                                  "compiled code."),
     (dict(device="tpu"), "unknown device 'tpu': use one of cpu, cuda-cpu, gpu."),
-    (dict(check="init"), "check 'init' is not available: initialisation checking is not "
-                         "built yet; use check=None."),
     (dict(check="bounds"), "unknown check 'bounds': use one of race, init."),
     (dict(schedule="fifo"), "unknown schedule 'fifo': use 'rr' or 'random'."),
     (dict(max_steps=0), "the step limit must be a positive integer, not 0."),
@@ -72,6 +70,20 @@ def test_options_are_checked_before_anything_runs(prog, options, message):
     with pytest.raises(ArgumentError) as e:
         prog.run("hello", out=out, **options)
     assert str(e.value) == message and out.getvalue() == ""
+
+
+def test_checks_run_on_the_python_engine_only(prog, monkeypatch):
+    # An engine without checks (this stand-in records what its runner gets) refuses a
+    # check, and takes poison=True as its own poison mode.
+    calls = []
+    monkeypatch.setitem(croqvm.program.ENGINES, "other",
+                        lambda: lambda *args, **options: calls.append(options))
+    with pytest.raises(ArgumentError) as e:
+        prog.run("hello", engine="other", check="race")
+    assert str(e.value) == "check 'race' runs on the Python engine only: use " \
+                           "engine='python' and device='cpu' with it."
+    prog.run("hello", engine="other", poison=True)
+    assert calls[0]["poison"] is True and "check" not in calls[0]
 
 
 def test_an_unknown_function_is_an_argument_error(prog):

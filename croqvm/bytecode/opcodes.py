@@ -33,7 +33,8 @@ Each row also states:
 - ``writes``: the position of the register operand the op writes, or -1.
 - ``optype``: the operation type and the result, for the docs.
 - ``faults``: the runtime errors the op itself may raise (the kinds of the message
-  catalogue); every instruction may also exceed the step limit.
+  catalogue); every instruction may also exceed the step limit, and with
+  ``check="init"`` read a register no instruction wrote (``UNINITIALISED_REGISTER``).
 - ``collective`` / ``blocks``: never, always, or when the op's collective-site operand
   (kind ``c?``) names a site (``Mode``).
 - ``entry``: a rule on the side-table entry an operand names (``verify_code``).

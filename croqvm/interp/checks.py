@@ -1,5 +1,5 @@
-"""Run-time checks beyond the engine's own: ``check="race"`` (croqvm.interp.race;
-docs/EXECUTION.md §20).
+"""Run-time checks beyond the engine's own: ``check="race"`` (croqvm.interp.race) and
+``check="init"`` (croqvm.interp.initcheck); docs/EXECUTION.md §20.
 
 A checker observes the run through a few hook points and never changes what it computes.
 With no check the engine calls none of them: ``Call.checker`` is None, the step table is
@@ -57,8 +57,11 @@ class Checker:
 
 
 def make_checker(check: str | None, call):
-    """The checker of ``check`` (None or "race") for ``call``, or None."""
+    """The checker of ``check`` (None, "race" or "init") for ``call``, or None."""
     if check is None:
         return None
-    from .race import RaceChecker
-    return RaceChecker(call)
+    if check == "race":
+        from .race import RaceChecker
+        return RaceChecker(call)
+    from .initcheck import InitChecker
+    return InitChecker(call)

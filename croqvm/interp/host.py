@@ -189,13 +189,14 @@ def run_function(module, name: str, args: list, dims: dict, *, poison: bool, sch
     ``warp_steps``, ``lane_steps``, ``launches`` and ``blocks`` (kernel blocks run) when
     given. ``progress`` is called with a ``RunPosition`` every ``PROGRESS_EVERY``
     warp-steps; an interrupt (Ctrl-C) leaves as ``Interrupted`` with the position it
-    stopped at (croqvm.position). ``check`` ("race" or None) adds a run-time check
-    (croqvm.interp.checks): what it finds is a KernelFault when the run ends. The options
-    are valid: the facade checked them. With a ``device`` (croqvm.cuda.launch.Device) the
-    kernels run there and only the host program here."""
+    stopped at (croqvm.position). ``check`` ("race", "init" or None) adds a run-time check
+    (croqvm.interp.checks; "init" also poisons new buffers): what it finds is a
+    KernelFault. The options are valid: the facade checked them. With a ``device``
+    (croqvm.cuda.launch.Device) the kernels run there and only the host program here."""
     fn = module.function(name)
-    call = Call(module, fn, out=out, poison=poison, scheduler=make_scheduler(schedule, seed),
-                max_steps=max_steps, progress=progress, device=device)
+    call = Call(module, fn, out=out, poison=poison or check == "init",
+                scheduler=make_scheduler(schedule, seed), max_steps=max_steps,
+                progress=progress, device=device)
     call.checker = make_checker(check, call)
     call.result = None
     hblk = Block(call, call.program(fn.host), 1)
