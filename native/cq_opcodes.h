@@ -324,6 +324,7 @@ enum cq_fault {
     CQ_FAULT_ASSERT_FMT = 37,
     CQ_FAULT_GRID_LIMIT = 38,
     CQ_FAULT_SHARED_LIMIT = 39,
+    CQ_FAULT_UNINITIALISED_REGISTER = 40,
 };
 
 #endif  /* CQ_OPCODES_H */
