@@ -532,3 +532,19 @@ def test_a_chunkat_tile_smaller_than_its_destination_explains_equal_parts(work):
                         "into equal parts (here [4, 5]), which do not line up with fixed-size " \
                         "tiles of the other operands; for [4, 8] tiles, the last one cut at " \
                         "the edge, use 'subspan(4, 8).at(...)' with '.zfill'."
+
+
+def test_a_wide_bound_that_does_not_fit_an_int_is_an_error_not_a_wrap(work):
+    # 2^32 + 1 converted to 'int' would be 1: one block run instead of an error
+    (work / "w.co").write_text("__co__ void w(s64 n) {\n  s32 [4] a;\n"
+                               "  parallel p by n : block, q by 32 : thread\n"
+                               "    a.at(0) = 1;\n  println(a.at(0));\n}\n")
+    for value, text in ((2**32 + 1, "does not fit in an 'int' (at most 2147483647)."),
+                        (-(2**32) + 1, "should be greater than 0.")):
+        np.save(work / "n.npy", np.int64(value))
+        status, out, err = croqvm("run", "w.co", "--func", "w", "--input", "n=n.npy", cwd=work)
+        assert (status, out) == (3, "")
+        assert err.splitlines()[0] == f"w.co:3:3: runtime error: the parallel bound of 'p' " \
+                                      f"is {value}: it {text}"
+    np.save(work / "n.npy", np.int64(3))
+    assert croqvm("run", "w.co", "--func", "w", "--input", "n=n.npy", cwd=work)[:2] == (0, "1\n")

@@ -18,10 +18,11 @@ from croqvm.limits import LEVEL_LANES, UNIT_OF_LEVEL
 
 from .builder import CodeBuilder
 from .exprs import lower_as
-from .levels import LevelInfo, check_positive, emit_level, has_regions, plan, trivial
+from .levels import (LevelInfo, bound_operands, check_positive, emit_level, has_regions, plan,
+                     trivial)
 from .state import Ctx, Lowerer
 from .values import BufRef, Env, Val
-from .views import int_operands, reg_of
+from .views import reg_of
 
 
 @dataclass(eq=False)
@@ -160,8 +161,10 @@ def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
     host_b, host_env = lw.b, lw.env
     has_block = bool(s.kinds) and s.kinds[0] == "block"
     if has_block:
-        grid = [reg_of(lw, x) for x in int_operands(lw, s.levels[0].bounds)]
-        names = s.levels[0].names
+        names, grid = s.levels[0].names, []
+        for e in s.levels[0].bounds:
+            name = names[len(grid)] if len(grid) < len(names) else ""
+            grid += [reg_of(lw, x) for x in bound_operands(lw, e, name)]
         for d, r in enumerate(grid):
             check_positive(lw, r, names[d] if d < len(names) else "")
     else:

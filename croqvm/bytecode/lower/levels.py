@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from math import prod
 
 from croqvm import dtypes, numerics
-from croqvm.limits import LEVEL_LANES, MAX_BLOCK_SIZE, TOO_MANY_THREADS
+from croqvm.limits import LEVEL_LANES, MAX_BLOCK_SIZE, MAX_INT, TOO_MANY_THREADS
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
 from croqvm.lang import types as T
 
 from .output import emit_check
+from .exprs import scalar_value
 from .state import Lowerer
 from .values import Val
 from .views import Reg, int_operands, o_div, o_mul, o_op, reg_of
@@ -147,7 +148,8 @@ def _bounds(lw: Lowerer, st, info: LevelInfo) -> None:
             info.bounds.extend(e.ty.shape)
             info.host.extend(e.ty.shape)
         elif _on_host(e):
-            for x in int_operands(lw, [e]):
+            for x in bound_operands(lw, e, names[len(info.bounds)] if
+                                    len(info.bounds) < len(names) else ""):
                 k = len(info.bounds)
                 name = names[k] if k < len(names) else ""
                 info.host.append(x)
@@ -167,6 +169,25 @@ def _on_host(e) -> bool:
     kids += [x for v in vars(e).values() if isinstance(v, list) for x in v
              if isinstance(x, ast.Expr)]
     return all(_on_host(k) for k in kids)
+
+
+def bound_operands(lw: Lowerer, e: ast.Expr, name: str) -> list:
+    """The operands of parallel bound ``e`` (an ituple or mdspan gives several) as 'int's.
+    A value of a wider type (s64, u32, u64) is checked to be from 1 to MAX_INT first, where
+    the conversion to 'int' would wrap it: 2^32 + 1 blocks must not run as 1."""
+    ty = e.ty
+    if not (isinstance(ty, T.Scalar) and ty.dtype.is_int
+            and numerics.int_range(ty.dtype)[1] > MAX_INT):
+        return int_operands(lw, [e])
+    b = lw.b
+    wide = scalar_value(lw, e).reg
+    what = f" of '{name}'" if name else ""
+    ok = b.op("GE", dtypes.BOOL, wide, b.load_const(ty.dtype, 1))
+    emit_check(b, ok, f"the parallel bound{what} is ", wide, ": it should be greater than 0.")
+    ok = b.op("LE", dtypes.BOOL, wide, b.load_const(ty.dtype, MAX_INT))
+    emit_check(b, ok, f"the parallel bound{what} is ", wide, f": it does not fit in an 'int' "
+                                                           f"(at most {MAX_INT}).")
+    return [Reg(b.convert(wide, dtypes.S32))]
 
 
 def check_positive(lw: Lowerer, host_reg: int, name: str) -> None:
