@@ -282,6 +282,9 @@ def disasm(file, defines):
 @click.option("--check", type=click.Choice(["race", "init"]),
               help="race: report the data races of the run; init: reads of elements and "
                    "registers never written (as --poison); exit status 3.")
+@click.option("--replay", metavar="FILE",
+              help="Run again, exactly, the call a replay file of 'croqvm explore --record' "
+                   "holds: its function, inputs, dims, schedule and check.")
 @click.option("--max-steps", type=COUNT, metavar="N",
               help="Stop with a runtime error after N warp-instructions (default: no limit).")
 @click.option("--watchdog", type=click.FloatRange(min=0), default=DEFAULT_WATCHDOG,
@@ -300,9 +303,13 @@ def disasm(file, defines):
 @_verbose_option
 @_defines_option
 def run(file, func, inputs, random_inputs, seed, dims, output, expect, rtol, atol, schedule,
-        schedule_seed, poison, check, max_steps, watchdog, progress, quiet, device, engine,
-        verbose, defines):
+        schedule_seed, poison, check, replay, max_steps, watchdog, progress, quiet, device,
+        engine, verbose, defines):
     _cuda_verbose(verbose)
+    if replay is not None:
+        _check_replay_options(func=func, input=inputs, random_inputs=random_inputs, seed=seed,
+                              dim=dims, schedule=schedule != "rr", schedule_seed=schedule_seed,
+                              poison=poison, check=check)
     _check_run_options(func, inputs, random_inputs, seed, dims, expect, rtol, atol, schedule,
                        schedule_seed, progress, quiet)
     if output is not None:
@@ -313,6 +320,15 @@ def run(file, func, inputs, random_inputs, seed, dims, output, expect, rtol, ato
             given[expect] = "the --expect file"
         check_output(output, "--output", given)
     program = _load(file, defines, "run")
+    if replay is None:
+        from .run_io import load_inputs, parse_dims
+        arrays, dim_values = load_inputs(list(inputs)), parse_dims(list(dims))
+    else:
+        from .explore import read_replay
+        rec = read_replay(replay, program)
+        func, arrays, dim_values = rec.func, rec.inputs, rec.dims
+        schedule, schedule_seed, check = "random", rec.seed, rec.check
+        random_inputs = True      # the file holds every argument; a stream takes None
     monitor = _monitor(program, progress, quiet, watchdog)
     options = dict(engine=engine, poison=poison, check=check, schedule=schedule,
                    seed=schedule_seed or 0, max_steps=max_steps, out=sys.stdout,
@@ -322,8 +338,8 @@ def run(file, func, inputs, random_inputs, seed, dims, output, expect, rtol, ato
         if func is None:
             results, saved_inputs = _run_all(program, file, options, stats), {}
         else:
-            results, saved_inputs = _run_one(program, file, func, inputs, random_inputs,
-                                              seed or 0, dims, options, stats)
+            results, saved_inputs = _run_one(program, file, func, arrays, random_inputs,
+                                              seed or 0, dim_values, options, stats)
     finally:
         monitor.finish()
     if progress:
@@ -351,6 +367,16 @@ def _check_run_options(func, inputs, random_inputs, seed, dims, expect, rtol, at
         raise errors.ArgumentError("--rtol and --atol are the tolerances of --expect")
     if progress and quiet:
         raise errors.ArgumentError("--progress and --quiet contradict each other")
+
+
+def _check_replay_options(**given) -> None:
+    """What a replay file gives can not be given again."""
+    for name, value in given.items():
+        if value:
+            option = "--" + name.replace("_", "-")
+            raise errors.ArgumentError(f"{option} with --replay: the replay file gives the "
+                                       f"function, its inputs and dims, the schedule and the "
+                                       f"check")
 
 
 def _monitor(program, progress: bool, quiet: bool, watchdog: float):
@@ -390,25 +416,24 @@ def _run_all(program, file: str, options: dict, stats: dict) -> dict:
     return results
 
 
-def _run_one(program, file, func, inputs, random_inputs, seed, dims, options, stats):
-    from .bytecode.module import ParamKind, ParamStorage
-    from .dtypes import BY_CODE
-    from .run_io import build_args, load_inputs, parse_dims
+def _arguments(program, file, func, arrays: dict, dims: dict, random_inputs, seed):
+    """Function ``func`` of ``program`` (``file``) and its arguments: (function,
+    arguments in parameter order, the dims no argument binds)."""
+    from .run_io import build_args
     fn = program.function(func)
     if fn is None:
         known = ", ".join(f.name for f in program.functions) or "none"
         raise errors.ArgumentError(f"no function '{func}' in {file} (functions: {known})")
-    args, dim_values = build_args(fn, load_inputs(list(inputs)), parse_dims(list(dims)),
-                                  random_inputs, seed)
-    used = {f"input.{p.name}": np.array(a, copy=True) if p.kind == ParamKind.BUFFER else
-            np.asarray(a, dtype=BY_CODE[p.dtype].numpy_param)
-            for p, a in zip(fn.params, args) if p.kind != ParamKind.STREAM}
+    args, dim_values = build_args(fn, arrays, dims, random_inputs, seed)
+    return fn, args, dim_values
+
+
+def _run_one(program, file, func, arrays, random_inputs, seed, dims, options, stats):
+    from .run_io import inputs_used, results_of
+    fn, args, dim_values = _arguments(program, file, func, arrays, dims, random_inputs, seed)
+    used = inputs_used(fn, args)
     result = program.run(func, *args, **options, stats=stats, **dim_values)
-    results = {} if result is None else {"result": result}
-    for p, a in zip(fn.params, args):
-        if p.kind == ParamKind.BUFFER and p.storage == ParamStorage.GLOBAL:
-            results[p.name] = a
-    return results, used
+    return results_of(fn, args, result), used
 
 
 def _finish(results, used, quiet, output, expect, rtol, atol) -> None:
@@ -473,15 +498,11 @@ def emit_cuda(file, output, arch, checks, defines):
 @_defines_option
 def diff(file, func, inputs, random_inputs, seed, dims, against, rtol, atol, verbose, defines):
     from .diff import differ
-    from .run_io import build_args, load_inputs, parse_dims
+    from .run_io import load_inputs, parse_dims
     _cuda_verbose(verbose)
     program = _load(file, defines, "run")
-    fn = program.function(func)
-    if fn is None:
-        known = ", ".join(f.name for f in program.functions) or "none"
-        raise errors.ArgumentError(f"no function '{func}' in {file} (functions: {known})")
-    args, dim_values = build_args(fn, load_inputs(list(inputs)), parse_dims(list(dims)),
-                                  random_inputs, seed or 0)
+    _, args, dim_values = _arguments(program, file, func, load_inputs(list(inputs)),
+                                     parse_dims(list(dims)), random_inputs, seed or 0)
     found = differ(program, func, *args, against=against, rtol=rtol, atol=atol, **dim_values)
     if not found:
         print(f"{func}: {against} agrees with the interpreter")
@@ -490,6 +511,83 @@ def diff(file, func, inputs, random_inputs, seed, dims, against, rtol, atol, ver
     for m in found:
         print(f"  {m}", file=sys.stderr)
     raise SystemExit(EXIT_MISMATCH)
+
+
+@command(help="Run a function under N seeded random schedules with the same inputs and "
+              "group the outcomes (results, printed text, runtime error) with their seeds; "
+              "exit status 3 when they differ or a run stops with a runtime error.")
+@click.argument("file", metavar="FILE")
+@click.option("--func", metavar="NAME",
+              help="The function to run (default: the file's only function).")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=FILE",
+              help="A parameter's value, as for run.")
+@click.option("--random-inputs", is_flag=True,
+              help="Random values for the parameters without --input, drawn once, as for "
+                   "run.")
+@click.option("--seed", type=SEED, metavar="N", help="Seed of --random-inputs (default 0).")
+@click.option("--dim", "dims", multiple=True, metavar="NAME=N",
+              help="The value of a symbolic dimension no input binds.")
+@click.option("--seeds", type=COUNT, required=True, metavar="N",
+              help="How many schedules: the schedule seeds 0 to N-1.")
+@click.option("--check", type=click.Choice(["race", "init"]),
+              help="Check every run, as run --check does.")
+@click.option("--record", metavar="DIR",
+              help="Write a replay file (for run --replay) of each schedule whose outcome "
+                   "is not the usual one, or that stops with a runtime error.")
+@_defines_option
+def explore(file, func, inputs, random_inputs, seed, dims, seeds, check, record, defines):
+    from .explore import deviating, explore as run_seeds, write_replay
+    from .run_io import inputs_used, load_inputs, parse_dims
+    if seed is not None and not random_inputs:
+        raise errors.ArgumentError("--seed seeds --random-inputs")
+    program = _load(file, defines, "run")
+    if func is None:
+        if len(program.functions) != 1:
+            names = ", ".join(f.name for f in program.functions)
+            raise errors.ArgumentError(f"{file} has several functions ({names}): choose one "
+                                       f"with --func NAME")
+        func = program.functions[0].name
+    fn, args, dim_values = _arguments(program, file, func, load_inputs(list(inputs)),
+                                      parse_dims(list(dims)), random_inputs, seed or 0)
+    groups = run_seeds(program, fn, args, dim_values, range(seeds), check)
+    print(f"explore: '{func}' under {seeds} random schedules (seeds 0-{seeds - 1})")
+    for n, (outcome, which, results) in enumerate(groups, 1):
+        _print_outcome(n, outcome, which, results)
+    late = deviating(groups)
+    if record is not None and late:
+        os.makedirs(record, exist_ok=True)
+        used = inputs_used(fn, args)
+        for s in late:
+            path = os.path.join(record, f"{func}.seed{s}.replay")
+            write_replay(path, program, file, fn, used, dim_values, s, check,
+                         _defines(defines))
+            print(f"wrote {path}")
+    if len(groups) > 1:
+        print(f"explore: the results differ between schedules ({len(groups)} outcomes in "
+              f"{seeds} runs)", file=sys.stderr)
+        raise SystemExit(EXIT_MISMATCH)
+    if late:
+        print(f"explore: every schedule stops with the same runtime error", file=sys.stderr)
+        raise SystemExit(EXIT_MISMATCH)
+    print("explore: every schedule gives the same outcome")
+
+
+SHOWN_LINES = 10     # of what a run printed, in explore's outcomes
+
+
+def _print_outcome(n: int, outcome, seeds: list, results: dict) -> None:
+    from .messages import format_lanes
+    from .results import describe
+    print(f"outcome {n}: seed{'s' if len(seeds) > 1 else ''} {format_lanes(seeds)}")
+    lines = outcome.printed.splitlines()
+    for k, text in enumerate(lines[:SHOWN_LINES]):
+        print(f"  {'printed: ' if k == 0 else '         '}{text}")
+    if len(lines) > SHOWN_LINES:
+        print(f"           ... and {len(lines) - SHOWN_LINES} more lines")
+    for name, value in results.items():
+        print(f"  {describe(name, value)}")
+    if outcome.error is not None:
+        print(f"  stopped: {outcome.error.splitlines()[0]}")
 
 
 def main(argv=None) -> int:

@@ -10,7 +10,8 @@ import os
 
 import numpy as np
 
-from .bytecode.module import ParamKind
+from .bytecode.module import ParamKind, ParamStorage
+from .dtypes import BY_CODE
 from .errors import ArgumentError
 from .files import load_numpy, write_atomic
 from .limits import MAX_INT
@@ -141,6 +142,24 @@ def _input_value(p, arr):
         raise ArgumentError(f"--input {p.name}: '{p.name}' is a scalar parameter, but the "
                             f"file holds an array of shape {np.shape(arr)}")
     return arr.item()
+
+
+def inputs_used(fn, args: list) -> dict[str, np.ndarray]:
+    """The arguments as ``--output`` saves them: ``input.NAME`` arrays (a scalar as a 0-d
+    array of its parameter's type), copied before the call changes any."""
+    return {f"input.{p.name}": np.array(a, copy=True) if p.kind == ParamKind.BUFFER else
+            np.asarray(a, dtype=BY_CODE[p.dtype].numpy_param)
+            for p, a in zip(fn.params, args) if p.kind != ParamKind.STREAM}
+
+
+def results_of(fn, args: list, result) -> dict:
+    """A call's results by name: its returned value as ``result``, then every ``global``
+    buffer parameter (after the call)."""
+    results = {} if result is None else {"result": result}
+    for p, a in zip(fn.params, args):
+        if p.kind == ParamKind.BUFFER and p.storage == ParamStorage.GLOBAL:
+            results[p.name] = a
+    return results
 
 
 def save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:

@@ -481,7 +481,7 @@ class RaceChecker(Checker):
         order = np.argsort(flat, kind="stable")
         f = flat[order]
         dup = f[1:] == f[:-1]
-        if not dup.any() or self._known(site, site):
+        if not dup.any() or self._known(site, site, True):
             return
         if values is not None:
             v = _bits(values[who.lanes % WARP_SIZE])[order]
@@ -514,12 +514,14 @@ class RaceChecker(Checker):
             self._add(Race(buf.ref, sh.storage, key.coords(sh.shape, int(prior.pos[k])),
                            (s, first), (site, mine), why))
 
-    def _known(self, a: int, b: int) -> bool:
-        return (min(a, b), max(a, b)) in self.races
+    def _known(self, a: int, b: int, same_instruction: bool = False) -> bool:
+        return (min(a, b), max(a, b), same_instruction) in self.races
 
     def _add(self, race: Race) -> None:
+        """Keep ``race`` unless one of the same statements is known: once per pair of
+        statements, and once more for the lanes of one warp in one statement."""
         a, b = race.first[0], race.second[0]
-        self.races.setdefault((min(a, b), max(a, b)), race)
+        self.races.setdefault((min(a, b), max(a, b), race.same_instruction), race)
 
     def _why(self, st, actor, w: int, c: int, seq: int, first_site: int, site: int):
         """Why the earlier access (warp ``w`` at clock ``c`` of segment ``seq``) is not

@@ -1,0 +1,138 @@
+"""Schedule exploration and replay files: ``croqvm explore`` runs one call under many
+seeded random schedules (LANGUAGE.md §7.1.2) and groups the outcomes; ``--record DIR``
+keeps a replay file of each schedule that deviates, and ``croqvm run FILE --replay FILE``
+runs that call again exactly (README "Finding races").
+
+An *outcome* is what a run gives: its results (each one's name, dtype, shape and a
+SHA-256 of its bytes), the text it printed, and the runtime error it stopped with, if any
+(with ``--check race``, the race report). A schedule is only a seed of the random
+scheduler: the same program, inputs, seed and croqvm version give the same interleaving,
+so a replay file records the inputs, the function, the dims, the seed and the check, and
+identifies the program by a digest of its bytecode and the croqvm version that ran it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import __version__
+from .bytecode.cqb import encode
+from .errors import ArgumentError, KernelFault
+from .files import load_numpy, write_atomic
+from .run_io import results_of
+
+REPLAY_FORMAT = "croqvm replay"
+REPLAY_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Outcome:
+    results: tuple          # (name, dtype, shape, sha256) per result, in order
+    printed: str
+    error: str | None       # the runtime error's text
+
+
+def digest(results: dict) -> tuple:
+    out = []
+    for name, value in results.items():
+        arr = np.ascontiguousarray(value)
+        out.append((name, str(arr.dtype), arr.shape, hashlib.sha256(arr.tobytes()).hexdigest()))
+    return tuple(out)
+
+
+def run_schedule(program, fn, args: list, dims: dict, seed: int, check):
+    """One run of ``fn`` under the random schedule ``seed``, on copies of ``args``: its
+    ``Outcome`` and its results (empty when it stopped with a runtime error)."""
+    copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+    out = io.StringIO()
+    try:
+        result = program.run(fn.name, *copies, schedule="random", seed=seed, check=check,
+                             out=out, **dims)
+    except KernelFault as err:
+        return Outcome((), out.getvalue(), str(err)), {}
+    results = results_of(fn, copies, result)
+    return Outcome(digest(results), out.getvalue(), None), results
+
+
+def explore(program, fn, args: list, dims: dict, seeds, check):
+    """Run every seed of ``seeds``; the outcomes in the order first seen, each with its
+    seeds and the results of its first run: a list of (Outcome, seeds, results)."""
+    groups: dict = {}
+    for seed in seeds:
+        outcome, results = run_schedule(program, fn, args, dims, seed, check)
+        groups.setdefault(outcome, ([], results))[0].append(seed)
+    return [(outcome, seeds, results) for outcome, (seeds, results) in groups.items()]
+
+
+def deviating(groups) -> list[int]:
+    """The seeds whose outcome is not the usual one (the most frequent; of equals, the
+    first seen), or that stopped with a runtime error."""
+    usual = max(groups, key=lambda g: len(g[1]))[0]
+    return sorted(s for outcome, seeds, _ in groups for s in seeds
+                  if outcome != usual or outcome.error is not None)
+
+
+# --------------------------------------------------------------------------- replay files
+
+def program_digest(module) -> str:
+    """The program's identity: its bytecode, whatever the path its sources were read from."""
+    plain = dataclasses.replace(module, sources=[("", text) for _, text in module.sources])
+    return hashlib.sha256(encode(plain)).hexdigest()
+
+
+def write_replay(path: str, program, file: str, fn, used: dict, dims: dict, seed: int,
+                 check, defines: dict) -> None:
+    """A replay file of ``fn``'s run on the inputs ``used`` (``input.NAME`` arrays, as
+    ``croqvm run --output`` writes them) under schedule ``seed``."""
+    meta = {"format": REPLAY_FORMAT, "version": REPLAY_VERSION, "croqvm": __version__,
+            "program": program_digest(program.module), "file": file, "defines": defines,
+            "func": fn.name, "dims": dims, "schedule_seed": seed, "check": check}
+    write_atomic(path, lambda f: np.savez(f, meta=np.array(json.dumps(meta)), **used))
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What a replay file says: the call and how to run it."""
+    path: str
+    func: str
+    inputs: dict            # parameter name -> array
+    dims: dict
+    seed: int
+    check: str | None
+
+
+def read_replay(path: str, program) -> Replay:
+    """The replay file ``path`` for ``program``; a file of another program, another croqvm
+    version or another format is an ArgumentError that says which."""
+    data = load_numpy(path, "--replay")
+    if not isinstance(data, np.lib.npyio.NpzFile) or "meta" not in data.files:
+        raise ArgumentError(f"--replay {path}: not a replay file (croqvm explore --record "
+                            f"writes them)")
+    with data:
+        try:
+            meta = json.loads(str(data["meta"]))
+        except (ValueError, TypeError):
+            meta = {}
+        if meta.get("format") != REPLAY_FORMAT or meta.get("version") != REPLAY_VERSION:
+            raise ArgumentError(f"--replay {path}: not a replay file of this croqvm "
+                                f"(format {meta.get('format')!r} version "
+                                f"{meta.get('version')!r})")
+        if meta["croqvm"] != __version__:
+            raise ArgumentError(f"--replay {path}: recorded by croqvm {meta['croqvm']}, this "
+                                f"is croqvm {__version__}: its schedules may differ; record "
+                                f"it again with croqvm explore")
+        if meta["program"] != program_digest(program.module):
+            given = " ".join(f"-D {k}" + ("" if v is None else f"={v}")
+                             for k, v in meta["defines"].items())
+            raise ArgumentError(f"--replay {path}: recorded for another program: "
+                                f"{meta['file']}" + (f" with {given}" if given else "") +
+                                ", as it was then")
+        inputs = {key[len("input."):]: data[key] for key in data.files
+                  if key.startswith("input.")}
+    return Replay(path, meta["func"], inputs, meta["dims"], meta["schedule_seed"],
+                  meta["check"])
