@@ -121,6 +121,32 @@ def test_lanes_of_one_warp_updating_one_element_race():
         "instruction.")
 
 
+def test_lanes_of_one_warp_copying_into_one_shared_tile_race():
+    # Each lane copies its own local tile (a copy per lane, §9.3.1) into the whole of dst:
+    # lanes 0 and 1 are the first two whose copies meet.
+    assert races("""
+        __co__ void spread() {
+          s32 [8] src {3};
+          s32 [4, 8] out;
+          parallel b by 1 : block, t by 4 : thread {
+            shared s32 [8] dst;
+            mine = dma.copy src => local;
+            dma.copy mine.data => dst;
+            sync.shared;
+            foreach j in [8]
+              out.at(t, j) = dst.at(j);
+          }
+          println(out.at(3, 7));
+        }
+    """, "spread") == report(
+        "race.co:7:5: runtime error: data race on shared 'dst' element (0): written by "
+        "'dma.copy' here by several lanes of one warp; the lanes of a warp are not ordered "
+        "within one instruction.",
+        *quote(7, "    dma.copy mine.data => dst;"),
+        "  written by 'dma.copy' in block (0), warp 0 (lanes 0-1)",
+        "  in kernel launched at race.co:4:3")
+
+
 def test_lanes_storing_one_value_to_one_element_do_not_race():
     # Every lane of a level without a nested parallel runs the statement (§7.2.1): they
     # all store the same value, which no read can tell apart from one store.

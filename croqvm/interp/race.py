@@ -123,6 +123,7 @@ class Clocks:
         self.published: dict = {}     # (site, unit instance, execution) -> (warp, clock vector)
         self.tick_at: dict = {}       # warp -> the effect-block END after which it ticks
         self.coll = None              # the collective whose effect runs: (Actor, lanes, ip)
+        self.lane_copies = (None, [])  # ((warp, step), [(buffer, box, lane)]): per-lane DMAs
 
     def join(self, warps: np.ndarray) -> None:
         """A rendezvous of ``warps``: each takes the join of their clocks."""
@@ -414,6 +415,8 @@ class RaceChecker(Checker):
         synchronous copy reads and writes now; an async one from now until its wait."""
         lane = int(lanes[0])
         (src, so, se), (dst, do, dd) = plan.src, plan.dst
+        if self.clocks(blk).coll is None:
+            self._lane_copy(blk, desc, dst, _box(dst, do, dd), lane)
         if handle is None or not handle.is_async:
             self.tile(blk, src, so, se, Access.COPY_READ, lane, desc.text)
             self.tile(blk, dst, do, dd, Access.COPY_WRITE, lane, desc.text)
@@ -440,6 +443,25 @@ class RaceChecker(Checker):
             parts.append((sh, buf, box))
         copy.src, copy.dst = parts
         self.copies[id(handle.transfer)] = (copy, handle.transfer)
+
+    def _lane_copy(self, blk, desc, buf, box, lane: int) -> None:
+        """A DMA each lane makes (§9.3.1) writing ``box`` of a block-wide buffer: lanes of
+        one warp whose copies of one instruction write one element race."""
+        if box is None or self.storage(buf) == Storage.LOCAL:
+            return
+        st = self.clocks(blk)
+        key = (lane // WARP_SIZE, self.call.steps)
+        if st.lane_copies[0] != key:
+            st.lane_copies = (key, [])
+        site = self.site(blk, self._ip(st, blk, lane), Access.COPY_WRITE, desc.text)
+        for other, obox, olane in st.lane_copies[1]:
+            if other is buf and not self._known(site, site, True):
+                lo = [max(a, b) for a, b in zip(box.lo, obox.lo)]
+                if all(a < min(b, c) for a, b, c in zip(lo, box.hi, obox.hi)):
+                    who = Who(st.seq, np.array([olane, lane]), collective=True)
+                    self._add(Race(buf.ref, self.storage(buf), tuple(lo), (site, who),
+                                   (site, who), ("why_lanes", ()), same_instruction=True))
+        st.lane_copies[1].append((buf, box, lane))
 
     def dma_wait(self, blk, handle, lane: int) -> None:
         """Lane ``lane`` waited ``handle``'s transfer: the copy is complete for it, and
