@@ -20,7 +20,8 @@ from ..bytecode.opcodes import TABLE
 from ..faults import LaneFault
 from ..numerics import binary_op, convert, converter
 from .checks import Access
-from .memory import block_wide, buffer_of, check_written, distinct, is_uniform, load, locate, store
+from .memory import (block_wide, buffer_of, check_written, distinct, gather, is_uniform, load,
+                     locate, store)
 from .sync import arrive, check_uniform, register_operand
 
 
@@ -94,6 +95,15 @@ def op_load(w, ins):
     w.write(r, to_reg(load(w, a, uniform), w.act))
 
 
+def load_at(w, ins, groups, fault):
+    """LOAD of the elements ``locate`` found, or its ``fault`` (a checker locates them
+    first, croqvm.interp.race)."""
+    if fault is not None:
+        raise fault
+    r, a, _, to_reg = ins
+    w.write(r, to_reg(gather(w, a, groups), w.act))
+
+
 def prepare_store(prog, ins):
     _, a, r = ins[:3]
     acc = prog.code.accesses[a]
@@ -102,10 +112,14 @@ def prepare_store(prog, ins):
 
 
 def op_store(w, ins):
-    a, uniform, r, to_elem = ins
-    groups, f1 = _try(locate, w, a, uniform)
+    store_at(w, ins, *_try(locate, w, ins[0], ins[1]))
+
+
+def store_at(w, ins, groups, fault):
+    """STORE of the elements ``locate`` found, or its ``fault``."""
+    _, _, r, to_elem = ins
     vals, f2 = _try(to_elem, w.regs[r], w.act)
-    _lowest(f1, f2)
+    _lowest(fault, f2)
     for buf, lanes, flat in groups:
         store(buf, lanes, flat, vals)
 
@@ -125,8 +139,14 @@ def op_update(w, ins):
     as the lanes before it left it. When no two lanes share an element that order is
     invisible and the lanes go together, checked in stages (docs/EXECUTION.md §14.2):
     addresses, then uninitialised reads, then the operation."""
-    a, uniform, r, ops = ins
-    groups = locate(w, a, uniform)
+    update_at(w, ins, *_try(locate, w, ins[0], ins[1]))
+
+
+def update_at(w, ins, groups, fault):
+    """UPDATE of the elements ``locate`` found, or its ``fault``."""
+    if fault is not None:
+        raise fault
+    a, _, r, ops = ins
     if _lanes_collide(groups):
         _update_in_order(w, a, groups, ops, r)
         return
@@ -196,6 +216,9 @@ def op_dimof(w, ins):
             out[i] = buffer_of(w, slot, -1, int(i)).shape[k]
     w.write(r, converter(dtypes.S64, rtype)(out, w.act))
 
+
+# LOAD, STORE, UPDATE given what ``locate`` gave: (groups, fault)
+LOCATED = {"LOAD": load_at, "STORE": store_at, "UPDATE": update_at}
 
 PREPARE = {"LOAD": prepare_load, "STORE": prepare_store, "UPDATE": prepare_update,
            "DIMOF": prepare_dimof}

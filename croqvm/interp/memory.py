@@ -300,7 +300,11 @@ def check_written(w, a: int, buf: Buffer, lanes, flat) -> None:
 def load(w, a: int, uniform: bool):
     """The element of access ``a`` per lane (array over the warp; inactive lanes 0).
     Poison checks follow lane order across buffer instances."""
-    groups = locate(w, a, uniform)
+    return gather(w, a, locate(w, a, uniform))
+
+
+def gather(w, a: int, groups):
+    """``load`` of the elements ``locate`` found (``groups``)."""
     if len(groups) == 1 and w.full:        # one instance, every lane: a plain gather
         buf, lanes, flat = groups[0]
         check_written(w, a, buf, lanes, flat)

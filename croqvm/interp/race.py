@@ -37,8 +37,9 @@ from ..bytecode.module import Storage
 from ..bytecode.opcodes import SPAN
 from ..faults import LaneFault
 from ..limits import WARP_SIZE
+from .access import LOCATED
 from .checks import Access, Checker
-from .memory import locate
+from .memory import distinct, locate
 from .shadow import MAX_WARPS, Actor, Box, Flat, Shadow
 from .warp import BLOCKED
 
@@ -342,41 +343,48 @@ class RaceChecker(Checker):
             return Storage.GLOBAL
         return self.call.fn.kernels[code].code.buffers[slot].storage
 
-    def elements(self, w, groups, olds, values, kind: str) -> None:
-        """An element access (LOAD, STORE, UPDATE) by the active lanes of ``w`` that
-        succeeded: ``groups`` what ``locate`` gave (buffer, lane indices, offsets); for a
-        write ``olds`` the elements' values before it, and for a STORE ``values`` what
-        each lane stored. A write that leaves an element as it was is no write: no read
-        can tell whether it happened (the lanes of a level that store one value to one
-        element, §7.2.1)."""
+    def elements(self, w, site: int, groups, olds, values, kind: str) -> None:
+        """An element access (LOAD, STORE, UPDATE) at ``site`` by the active lanes of
+        ``w`` that succeeded: ``groups`` what ``locate`` gave (buffer, lane indices,
+        offsets); for a write ``olds`` the elements' values before it, and for a STORE
+        ``values`` what each lane stored. A write that leaves an element as it was is no
+        write: no read can tell whether it happened (the lanes of a level that store one
+        value to one element, §7.2.1)."""
         blk = w.blk
-        st = self.clocks(blk)
+        st = blk.check_state or self.clocks(blk)
         actor = st.actors[w.index]
-        site = self.site(blk, w.ip, kind)
+        writes = kind != Access.READ
         for n, (buf, lanes, flat) in enumerate(groups):
             sh = buf.shadow
             if sh is None:
                 if self.storage(buf) == Storage.LOCAL:
                     continue          # a lane's own buffer, no copy ever in flight there
                 sh = self._shadow(buf)
-            who = Who(st.seq, lanes + w.base)
-            if kind != Access.READ:
+            lanes = lanes + w.base
+            if writes:
                 changed = _bits(olds[n]) != _bits(buf.flat[flat])
-                if len(flat) > 1:
-                    self._same_instruction(sh, buf, flat, who, values, changed, site)
+                if len(flat) > 1 and not distinct(flat):
+                    self._same_instruction(sh, buf, flat, Who(st.seq, lanes), values,
+                                           changed, site)
                 if not changed.all():
-                    flat, who = flat[changed], Who(who.seq, who.lanes[changed])
+                    flat, lanes = flat[changed], lanes[changed]
                     if not len(flat):
                         continue
             key = Flat(flat)
             if sh.inflight:
-                self._inflight(sh, buf, key, kind, site, who)
+                self._inflight(sh, buf, key, kind, site, Who(st.seq, lanes))
             if sh.storage == Storage.LOCAL:
                 continue
-            info = (site << LANE_BITS) | who.lanes
-            writes = kind != Access.READ
-            self._check(sh, buf, key, actor, site, who, st, writes=writes)
-            (sh.wrote if writes else sh.read)(key, actor, info)
+            prior = sh.after_writes(key, actor)
+            if prior is not None:
+                self._conflicts(sh, buf, key, prior, site, Who(st.seq, lanes), st, actor)
+            if writes:
+                prior = sh.after_reads(key, actor)
+                if prior is not None:
+                    self._conflicts(sh, buf, key, prior, site, Who(st.seq, lanes), st, actor)
+                sh.wrote(key, actor, (site << LANE_BITS) | lanes)
+            else:
+                sh.read(key, actor, (site << LANE_BITS) | lanes)
 
     def tile(self, blk, buf, origin, extents, kind: str, lane: int, text: str = "") -> None:
         """A tile of ``buf`` (at ``origin``, ``extents``; the part in range) that a
@@ -500,11 +508,11 @@ class RaceChecker(Checker):
     def _same_instruction(self, sh, buf, flat, who: Who, values, changed, site: int) -> None:
         """Lanes of one warp that write one element in one instruction: a race when they
         store different values (``values`` per warp lane), or, for an update, change it."""
+        if self._known(site, site, True):
+            return
         order = np.argsort(flat, kind="stable")
         f = flat[order]
         dup = f[1:] == f[:-1]
-        if not dup.any() or self._known(site, site, True):
-            return
         if values is not None:
             v = _bits(values[who.lanes % WARP_SIZE])[order]
             differ = dup & (v[1:] != v[:-1])
@@ -622,21 +630,27 @@ def _bits(values: np.ndarray) -> np.ndarray:
     return values.view(f"u{values.dtype.itemsize}")
 
 
-def _elements(a_at: int, uniform_at: int, kind: str, stored=None):
-    """LOAD, STORE, UPDATE: the elements are located before the handler runs, so that a
-    write's old values are known (a fault there is the handler's to raise);
-    ``stored(ins, w)`` gives what each lane of a STORE stores."""
+def _elements(op_name: str, a_at: int, uniform_at: int, kind: str, stored=None):
+    """LOAD, STORE, UPDATE: the elements are located first, so that a write's old values
+    are known, and the instruction runs on them (``access.LOCATED``) instead of locating
+    them again; a fault of ``locate`` is the instruction's to raise. ``stored(ins, w)``
+    gives what each lane of a STORE stores."""
+    run = LOCATED[op_name]
+
     def make(checker, handler):
+        site = []             # this instruction's, once known
+
         def op(w, ins):
             try:
-                groups = locate(w, ins[a_at], ins[uniform_at])
-            except LaneFault:
-                groups = None
-            olds = None if kind == Access.READ or groups is None else \
+                groups, fault = locate(w, ins[a_at], ins[uniform_at]), None
+            except LaneFault as f:
+                groups, fault = None, f
+            olds = None if kind == Access.READ or fault is not None else \
                 [buf.flat[flat] for buf, _, flat in groups]
-            handler(w, ins)
-            if groups is not None:
-                checker.elements(w, groups, olds, stored and stored(ins, w), kind)
+            run(w, ins, groups, fault)
+            if not site:
+                site.append(checker.site(w.blk, w.ip, kind))
+            checker.elements(w, site[0], groups, olds, stored and stored(ins, w), kind)
         return op
     return make
 
@@ -720,10 +734,10 @@ def _sync_global(checker, handler):
 
 # opcode -> (checker, the engine's handler) -> the handler to run
 WRAPPERS = {
-    opcodes.LOAD: _elements(1, 2, Access.READ),       # prepared: (r, a, uniform, to_reg)
-    opcodes.STORE: _elements(0, 1, Access.WRITE,      # (a, uniform, r, to_elem)
+    opcodes.LOAD: _elements("LOAD", 1, 2, Access.READ),      # prepared: (r, a, uniform, to_reg)
+    opcodes.STORE: _elements("STORE", 0, 1, Access.WRITE,    # (a, uniform, r, to_elem)
                              lambda ins, w: ins[3](w.regs[ins[2]], w.act)),
-    opcodes.UPDATE: _elements(0, 1, Access.UPDATE),   # (a, uniform, r, ops)
+    opcodes.UPDATE: _elements("UPDATE", 0, 1, Access.UPDATE),   # (a, uniform, r, ops)
     opcodes.TRIGGER: _trigger,
     opcodes.WAIT_EVENT: _wait_event,
     opcodes.ONCE: _once,
