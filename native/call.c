@@ -10,7 +10,7 @@
 #include "cq_engine.h"
 
 int cq_run_block(cq_block *blk);
-int cq_step(cq_block *blk, cq_warp *w, const cq_ins *ins);
+int cq_step(cq_block *blk, cq_warp *w, const cq_ins *ins, int n);
 
 /* ------------------------------------------------------------------ faults */
 
@@ -227,7 +227,7 @@ static int eval_lanesets(cq_call *call, cq_block *blk)
         for (int n = 0; n < ls->n && st == CQ_ST_OK; n++)
             for (int q = 0; q < blk->nwarps && st == CQ_ST_OK; q++) {
                 sw[q].ip = 0;
-                st = cq_step(blk, &sw[q], &ls->ins[n]);
+                st = cq_step(blk, &sw[q], &ls->ins[n], CQ_WARP);
             }
         for (int q = 0; q < blk->nwarps; q++) {
             const uint8_t *res = (const uint8_t *)sw[q].regs + code->roff[ls->result];

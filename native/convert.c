@@ -92,16 +92,30 @@ static int convert_one(int src, int dst, const void *x, void *y, int i)
     return CQ_NUM_OK;
 }
 
+/* The active lanes of x copied into y, values of ``size`` bytes. */
+static void copy_lanes(int size, const void *x, void *y, int n, uint32_t act)
+{
+    switch (size) {
+#define COPY(T) \
+        for (int i = 0; i < n; i++) \
+            ((T *)y)[i] = (act >> i & 1) ? ((const T *)x)[i] : ((T *)y)[i]; \
+        return;
+    case 1: COPY(uint8_t)
+    case 2: COPY(uint16_t)
+    case 4: COPY(uint32_t)
+    default: COPY(uint64_t)
+#undef COPY
+    }
+}
+
 void cq_convert(int src, int dst, const void *x, void *y, int n, uint32_t act, int *bad)
 {
     *bad = -1;
-    int size = cq_type_size[dst];
-    for (int i = 0; i < n; i++) {
-        if (!(act >> i & 1))
-            continue;
-        if (src == dst)
-            memcpy((char *)y + (size_t)i * size, (const char *)x + (size_t)i * size, size);
-        else if (convert_one(src, dst, x, y, i) != CQ_NUM_OK && *bad < 0)
-            *bad = i;
+    if (src == dst) {
+        copy_lanes(cq_type_size[dst], x, y, n, act);
+        return;
     }
+    for (int i = 0; i < n; i++)
+        if ((act >> i & 1) && convert_one(src, dst, x, y, i) != CQ_NUM_OK && *bad < 0)
+            *bad = i;
 }

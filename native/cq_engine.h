@@ -270,6 +270,22 @@ extern const int cq_type_size[CQ_NUM_DTYPES];
 
 static inline void *cq_reg(cq_warp *w, uint32_t off) { return w->regs + off; }
 
+/* The lanes of a mask, without the library call baseline x86-64 compiles
+ * __builtin_popcount into. */
+static inline int cq_popcount(uint32_t m)
+{
+    m = m - ((m >> 1) & 0x55555555u);
+    m = (m & 0x33333333u) + ((m >> 2) & 0x33333333u);
+    return (int)((((m + (m >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
+}
+
+/* The lanes a per-lane loop over ``m`` must cover: up to its highest lane (1 for the
+ * one-lane host program). */
+static inline int cq_span(uint32_t m)
+{
+    return m ? 32 - __builtin_clz(m) : 0;
+}
+
 /* The lowest lane of a mask (it must not be empty). */
 static inline int cq_low(uint32_t m) { return __builtin_ctz(m); }
 

@@ -175,9 +175,9 @@ static int op_other(cq_block *blk, cq_warp *w, const cq_ins *ins)
 
 /* One instruction for a whole warp outside the loop: lane-set code (docs/EXECUTION.md
  * §2), which is straight-line register arithmetic. */
-int cq_step(cq_block *blk, cq_warp *w, const cq_ins *ins)
+int cq_step(cq_block *blk, cq_warp *w, const cq_ins *ins, int n)
 {
-    return step32(blk, w, ins);
+    return n == 1 ? step1(blk, w, ins) : step32(blk, w, ins);
 }
 
 /* ------------------------------------------------------------------ scheduling */

@@ -309,13 +309,20 @@ int cq_view_of(cq_warp *w, const cq_ins *ins, int v, int i, cq_buf **buf, int64_
 /* ------------------------------------------------------------------ element access */
 
 /* Where each active lane's element lies: its instance and flat offset, and for a
- * future's data the handle (views group lanes, see group_of). */
+ * future's data the handle (views group lanes, see group_of). When every lane sees one
+ * view, ``one`` is its instance and ``buf`` and ``h`` are not filled in. */
 typedef struct {
     uint32_t lanes;                 /* the located lanes (the active ones) */
+    cq_buf *one;
     cq_buf *buf[CQ_WARP];
     int64_t off[CQ_WARP];
     int32_t h[CQ_WARP];
 } located;
+
+static inline cq_buf *buf_at(const located *L, int i)
+{
+    return L->one ? L->one : L->buf[i];
+}
 
 static int range_fault(cq_warp *w, const cq_ins *ins, int a, int i, int k, int64_t lo,
                        int64_t hi, const int64_t *idx, int n)
@@ -330,12 +337,77 @@ static int range_fault(cq_warp *w, const cq_ins *ins, int a, int i, int k, int64
     return CQ_ST_FAULT;
 }
 
+/* The usual case at once: every active lane sees one view (a block-wide buffer, or one
+ * future's waited data, the common case after a collective DMA) and its s32 indices are
+ * in range. Returns 0 when it does not apply, or some lane faults: then ``locate`` goes
+ * lane by lane and finds the fault the reference engine reports. */
+static int locate_uniform(cq_warp *w, const cq_access *acc, located *L)
+{
+    cq_block *blk = w->blk;
+    const cq_code *code = blk->code;
+    uint32_t act = w->act;
+    cq_buf *buf;
+    const int64_t *o = NULL, *e;
+    int32_t h = -1;
+    if (acc->kind == CQ_BASE_KIND_FUT) {
+        const int32_t *held = blk->fut[acc->base] + w->base;
+        h = held[cq_low(act)];
+        if (h < 0)
+            return 0;
+        for (uint32_t m = act; m; m &= m - 1)
+            if (held[cq_low(m)] != h)
+                return 0;
+        const cq_handle *hd = &blk->handles[h];
+        if (!hd->buf || (hd->is_async && (hd->waited.w[w->index] & act) != act))
+            return 0;
+        buf = hd->buf;
+        o = hd->o;
+        e = hd->e;
+    } else {
+        if (!block_wide(&code->buf[acc->base]) || acc->arr >= 0 || !blk->bufs[acc->base])
+            return 0;
+        buf = blk->bufs[acc->base][0];
+        e = buf->shape;
+    }
+    uint32_t out[CQ_WARP];         /* lanes with an index out of range */
+    uint64_t *off = (uint64_t *)L->off;   /* inactive lanes compute garbage: unsigned, */
+    const int n = cq_span(act);           /* so that it can not overflow */
+    for (int i = 0; i < n; i++)
+        out[i] = 0, off[i] = 0;
+    for (int d = 0; d < acc->n; d++) {
+        int r = acc->idx[d];
+        if (code->rtype[r] != CQ_DT_S32)
+            return 0;
+        const int32_t *x = (const int32_t *)(w->regs + code->roff[r]);
+        int64_t od = o ? o[d] : 0, lo = od < 0 ? -od : 0;
+        int64_t hi = buf->shape[d] - od < e[d] ? buf->shape[d] - od : e[d];
+        if (hi <= lo || lo > INT32_MAX || hi > (int64_t)INT32_MAX + 1)
+            return 0;
+        uint32_t lo32 = (uint32_t)lo, width = (uint32_t)(hi - lo);
+        uint64_t extent = (uint64_t)buf->shape[d], shift = (uint64_t)od;
+        for (int i = 0; i < n; i++)     /* x in [lo, hi) as one unsigned compare */
+            out[i] |= (uint32_t)x[i] - lo32 >= width;
+        for (int i = 0; i < n; i++)
+            off[i] = off[i] * extent + (uint64_t)(int64_t)x[i] + shift;
+    }
+    for (uint32_t m = act; m; m &= m - 1)
+        if (out[cq_low(m)])
+            return 0;
+    L->lanes = act;
+    L->one = buf;
+    (void)h;
+    return 1;
+}
+
 /* Access ``a`` for every active lane, every index checked (§8.6). */
 static int locate(cq_warp *w, const cq_ins *ins, int a, located *L)
 {
     const cq_code *code = w->blk->code;
     const cq_access *acc = &code->access[a];
     uint32_t act = w->act;
+    L->one = NULL;
+    if (locate_uniform(w, acc, L))
+        return CQ_ST_OK;
     L->lanes = act;
     while (act) {
         int i = cq_low(act);
@@ -366,10 +438,12 @@ static int locate(cq_warp *w, const cq_ins *ins, int a, located *L)
 /* Poison mode (§14.4): the lowest of ``lanes`` whose element was never written faults. */
 static int check_written(cq_warp *w, const cq_ins *ins, int a, const located *L, uint32_t lanes)
 {
+    if (L->one && !L->one->written)
+        return CQ_ST_OK;
     while (lanes) {
         int i = cq_low(lanes);
         lanes &= lanes - 1;
-        const cq_buf *b = L->buf[i];
+        const cq_buf *b = buf_at(L, i);
         if (b->written && !b->written[L->off[i]]) {
             const cq_access *acc = &w->blk->code->access[a];
             cq_record *f = cq_fault_new(w->blk, ins, CQ_FAULT_UNINITIALISED, w->base + i);
@@ -386,6 +460,55 @@ static int check_written(cq_warp *w, const cq_ins *ins, int a, const located *L,
 }
 
 /* LOAD: the elements convert from the declared element type to R[a]'s. */
+/* Element i of each lane of ``lanes`` (size bytes each) into vals, lane by lane. */
+static void gather(const located *L, uint32_t lanes, int size, char *vals)
+{
+    switch (size) {
+#define GATHER(T) \
+        if (L->one) { \
+            const T *src = (const T *)L->one->data; \
+            for (uint32_t m = lanes; m; m &= m - 1) \
+                ((T *)vals)[cq_low(m)] = src[L->off[cq_low(m)]]; \
+            return; \
+        } \
+        for (uint32_t m = lanes; m; m &= m - 1) { \
+            int i = cq_low(m); \
+            ((T *)vals)[i] = ((const T *)L->buf[i]->data)[L->off[i]]; \
+        } \
+        return;
+    case 1: GATHER(uint8_t)
+    case 2: GATHER(uint16_t)
+    case 4: GATHER(uint32_t)
+    default: GATHER(uint64_t)
+#undef GATHER
+    }
+}
+
+/* vals of each lane of ``lanes`` into its element, in lane order. */
+static void scatter(const located *L, uint32_t lanes, int size, const char *vals)
+{
+    switch (size) {
+#define SCATTER(T) \
+        for (uint32_t m = lanes; m; m &= m - 1) { \
+            int i = cq_low(m); \
+            ((T *)buf_at(L, i)->data)[L->off[i]] = ((const T *)vals)[i]; \
+        } \
+        break;
+    case 1: SCATTER(uint8_t)
+    case 2: SCATTER(uint16_t)
+    case 4: SCATTER(uint32_t)
+    default: SCATTER(uint64_t)
+#undef SCATTER
+    }
+    if (L->one && !L->one->written)
+        return;
+    for (uint32_t m = lanes; m; m &= m - 1) {
+        int i = cq_low(m);
+        if (buf_at(L, i)->written)
+            buf_at(L, i)->written[L->off[i]] = 1;
+    }
+}
+
 int cq_op_load(cq_warp *w, const cq_ins *ins)
 {
     located L;
@@ -393,12 +516,13 @@ int cq_op_load(cq_warp *w, const cq_ins *ins)
         return CQ_ST_FAULT;
     char vals[CQ_WARP * 8];
     int size = cq_type_size[ins->te];
-    for (uint32_t m = L.lanes; m; m &= m - 1) {
-        int i = cq_low(m);
-        memcpy(vals + i * size, L.buf[i]->data + L.off[i] * size, size);
+    if (ins->te == ins->ta) {   /* straight into the register */
+        gather(&L, L.lanes, size, w->regs + ins->ra);
+        return CQ_ST_OK;
     }
+    gather(&L, L.lanes, size, vals);
     int bad;
-    cq_convert(ins->te, ins->ta, vals, w->regs + ins->ra, CQ_WARP, L.lanes, &bad);
+    cq_convert(ins->te, ins->ta, vals, w->regs + ins->ra, cq_span(L.lanes), L.lanes, &bad);
     if (bad >= 0)
         return cq_fault_convert(w, ins, bad, ins->te, vals, ins->ta);
     return CQ_ST_OK;
@@ -412,19 +536,12 @@ int cq_op_store(cq_warp *w, const cq_ins *ins)
     int located_ok = locate(w, ins, ins->a, &L) == CQ_ST_OK;
     char vals[CQ_WARP * 8];
     int bad;
-    cq_convert(ins->tb, ins->te, w->regs + ins->rb, vals, CQ_WARP, w->act, &bad);
+    cq_convert(ins->tb, ins->te, w->regs + ins->rb, vals, cq_span(w->act), w->act, &bad);
     if (bad >= 0 && (located_ok || w->base + bad < w->blk->call->fault.lane))
         return cq_fault_convert(w, ins, bad, ins->tb, w->regs + ins->rb, ins->te);
     if (!located_ok)
         return CQ_ST_FAULT;
-    int size = cq_type_size[ins->te];
-    for (uint32_t m = L.lanes; m; m &= m - 1) {
-        int i = cq_low(m);
-        cq_buf *b = L.buf[i];
-        memcpy(b->data + L.off[i] * size, vals + i * size, size);
-        if (b->written)
-            b->written[L.off[i]] = 1;
-    }
+    scatter(&L, L.lanes, cq_type_size[ins->te], vals);
     return CQ_ST_OK;
 }
 
@@ -439,7 +556,7 @@ typedef struct {
     char regs[3 * CQ_WARP * 8];
 } update_scratch;
 
-int cq_step(cq_block *blk, cq_warp *w, const cq_ins *ins);
+int cq_step(cq_block *blk, cq_warp *w, const cq_ins *ins, int n);
 
 /* A shift's count is R[b] as its own type reads it, checked against the width of the
  * promoted element type t (croqvm/numerics.py _shift) before any conversion. */
@@ -464,37 +581,25 @@ static int updated(cq_warp *w, const cq_ins *ins, const located *L, uint32_t lan
         shift_counts(w, ins, t, lanes) != CQ_ST_OK)
         return CQ_ST_FAULT;
     char x[CQ_WARP * 8];
-    for (uint32_t m = lanes; m; m &= m - 1) {
-        int i = cq_low(m);
-        memcpy(x + i * size, L->buf[i]->data + L->off[i] * size, size);
-    }
+    gather(L, lanes, size, x);
     int bad;
     s->sw.act = lanes;
-    cq_convert(etype, t, x, s->regs, CQ_WARP, lanes, &bad);
-    cq_convert(ins->tb, t, w->regs + ins->rb, s->regs + CQ_WARP * 8, CQ_WARP, lanes, &bad);
+    int n = cq_span(lanes);
+    cq_convert(etype, t, x, s->regs, n, lanes, &bad);
+    cq_convert(ins->tb, t, w->regs + ins->rb, s->regs + CQ_WARP * 8, n, lanes, &bad);
     s->op.h = ins->hx;
     s->op.tc = (uint8_t)t;      /* a shift's count, checked above, converted exactly */
     s->op.span = ins->span;
-    if (cq_step(w->blk, &s->sw, &s->op) != CQ_ST_OK) {
+    if (cq_step(w->blk, &s->sw, &s->op, n) != CQ_ST_OK) {
         w->blk->call->fault.ip = (int32_t)(ins - w->blk->code->ins);   /* at this UPDATE */
         return CQ_ST_FAULT;
     }
-    cq_convert(t, etype, s->regs + 2 * CQ_WARP * 8, out, CQ_WARP, lanes, &bad);
+    cq_convert(t, etype, s->regs + 2 * CQ_WARP * 8, out, n, lanes, &bad);
     if (bad >= 0)
         return cq_fault_convert(w, ins, bad, t, s->regs + 2 * CQ_WARP * 8, etype);
     return CQ_ST_OK;
 }
 
-static void write_back(const located *L, uint32_t lanes, const char *vals)
-{
-    for (; lanes; lanes &= lanes - 1) {
-        int i = cq_low(lanes);
-        cq_buf *b = L->buf[i];
-        memcpy(b->data + L->off[i] * b->esize, vals + i * b->esize, b->esize);
-        if (b->written)
-            b->written[L->off[i]] = 1;
-    }
-}
 
 /* Whether two located lanes address one element. Offsets increasing with the lane in
  * one instance (the usual case) settle it at once. */
@@ -504,7 +609,7 @@ static int collide(const located *L)
     int prev = -1, sorted = 1;
     for (uint32_t k = m; k; k &= k - 1) {
         int i = cq_low(k);
-        if (prev >= 0 && (L->buf[i] != L->buf[prev] || L->off[i] <= L->off[prev]))
+        if (prev >= 0 && (buf_at(L, i) != buf_at(L, prev) || L->off[i] <= L->off[prev]))
             sorted = 0;
         prev = i;
     }
@@ -513,7 +618,7 @@ static int collide(const located *L)
     for (uint32_t a = m; a; a &= a - 1)
         for (uint32_t b = a & (a - 1); b; b &= b - 1) {
             int i = cq_low(a), j = cq_low(b);
-            if (L->buf[i] == L->buf[j] && L->off[i] == L->off[j])
+            if (buf_at(L, i) == buf_at(L, j) && L->off[i] == L->off[j])
                 return 1;
         }
     return 0;
@@ -537,9 +642,7 @@ int cq_op_update(cq_warp *w, const cq_ins *ins)
     located L;
     if (locate(w, ins, ins->a, &L) != CQ_ST_OK)
         return CQ_ST_FAULT;
-    update_scratch s;
-    memset(&s.sw, 0, sizeof s.sw);
-    memset(&s.op, 0, sizeof s.op);
+    update_scratch s;       /* only the fields the ALU handlers read */
     s.sw.blk = w->blk;
     s.sw.base = w->base;
     s.sw.width = CQ_WARP;
@@ -553,7 +656,7 @@ int cq_op_update(cq_warp *w, const cq_ins *ins)
             uint32_t one = m & -m;
             if (check_written(w, ins, ins->a, &L, one) || updated(w, ins, &L, one, out, &s))
                 return CQ_ST_FAULT;
-            write_back(&L, one, out);
+            scatter(&L, one, cq_type_size[ins->te], out);
         }
         return CQ_ST_OK;
     }
@@ -566,7 +669,7 @@ int cq_op_update(cq_warp *w, const cq_ins *ins)
     int have = 0;
     uint32_t left = L.lanes;
     while (left) {
-        uint32_t g = group_of(w->blk, &L, left, cq_low(left));
+        uint32_t g = L.one ? left : group_of(w->blk, &L, left, cq_low(left));
         left &= ~g;
         if (updated(w, ins, &L, g, out, &s) == CQ_ST_OK)
             continue;
@@ -578,7 +681,7 @@ int cq_op_update(cq_warp *w, const cq_ins *ins)
         w->blk->call->fault = best;
         return CQ_ST_FAULT;
     }
-    write_back(&L, L.lanes, out);
+    scatter(&L, L.lanes, cq_type_size[ins->te], out);
     return CQ_ST_OK;
 }
 
@@ -708,6 +811,6 @@ int cq_op_dimof(cq_warp *w, const cq_ins *ins)
         out[i] = b->shape[ins->c];
     }
     int bad;
-    cq_convert(CQ_DT_S64, ins->ta, out, w->regs + ins->ra, CQ_WARP, w->act, &bad);
+    cq_convert(CQ_DT_S64, ins->ta, out, w->regs + ins->ra, cq_span(w->act), w->act, &bad);
     return CQ_ST_OK;
 }

@@ -314,20 +314,33 @@ static int effect_exec(cq_block *blk, const cq_ins *ins, const int *lanes, int n
         if (shaped(blk, ins, C, mc, lane) != CQ_ST_OK)
             return CQ_ST_FAULT;
         int aint = is_int_type(fd[ma].type), bint = is_int_type(fd[mb].type);
-        for (int64_t k = 0; k < K; k++)
+        /* each element on its own, k ascending (§12.4): the same steps in any element
+         * order, and the accumulator stays in a register */
+        int64_t as = at ? 1 : A->cols, ak = at ? A->cols : 1;   /* A[i][k] = a[i*as + k*ak] */
+        int64_t bs = bt ? B->cols : 1, bk = bt ? 1 : B->cols;   /* B[k][j] = b[j*bs + k*bk] */
+        if (!is_int_type(ctype) && !aint && !bint) {             /* the common case */
+            const double *a = A->data, *b = B->data;
             for (int64_t i = 0; i < M; i++)
                 for (int64_t j = 0; j < N; j++) {
-                    int64_t ai = at ? k * A->cols + i : i * A->cols + k;
-                    int64_t bi = bt ? j * B->cols + k : k * B->cols + j;
+                    double c = ((double *)C->data)[i * N + j];
+                    const double *ap = a + i * as, *bp = b + j * bs;
+                    for (int64_t k = 0; k < K; k++)
+                        c = cq_fma_to(c, ap[k * ak], bp[k * bk], fmt, exact);
+                    ((double *)C->data)[i * N + j] = c;
+                }
+            continue;
+        }
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++)
+                for (int64_t k = 0; k < K; k++) {
+                    int64_t ai = i * as + k * ak, bi = j * bs + k * bk;
                     if (is_int_type(ctype)) {
+                        /* operands are held as int64 or double: an int accumulator of
+                         * float tiles takes their values (as numpy's astype does) */
                         int64_t *c = &((int64_t *)C->data)[i * N + j];
                         int64_t a, b;
-                        double av = aint ? 0 : ((double *)A->data)[ai];
-                        double bv = bint ? 0 : ((double *)B->data)[bi];
-                        hold(CQ_DT_S64, aint ? CQ_DT_S64 : CQ_DT_F64, aint ? A->data : &av,
-                             aint ? ai : 0, &a, NULL);
-                        hold(CQ_DT_S64, bint ? CQ_DT_S64 : CQ_DT_F64, bint ? B->data : &bv,
-                             bint ? bi : 0, &b, NULL);
+                        hold(CQ_DT_S64, aint ? CQ_DT_S64 : CQ_DT_F64, A->data, ai, &a, NULL);
+                        hold(CQ_DT_S64, bint ? CQ_DT_S64 : CQ_DT_F64, B->data, bi, &b, NULL);
                         *c = int_step(*c, a, b, ctype);
                     } else {
                         double a = aint ? (double)((int64_t *)A->data)[ai] : ((double *)A->data)[ai];

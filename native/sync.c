@@ -147,7 +147,7 @@ static int check_converged(cq_warp *w, const cq_ins *ins, int coll, const cq_lan
     }
     int n = 0;
     for (int k = 0; k < nwords(blk); k++)
-        n += __builtin_popcount(members->w[k] & blk->live[k]);
+        n += cq_popcount(members->w[k] & blk->live[k]);
     cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_DIVERGENT_COLLECTIVE, lane);
     cq_put(f, coll);
     cq_put(f, n);
@@ -187,11 +187,11 @@ int cq_arrive(cq_warp *w, const cq_ins *ins, int coll, int whole_unit)
                 in_unit |= 1u << i;
         }
         left_units &= ~in_unit;
-        cq_lanes members;
-        memset(&members, 0, sizeof members);
-        for (int l = 0; l < blk->size; l++)
-            if (cq_lanes_get(inset, l) && (site->unit <= 0 || l / site->unit == u))
-                cq_lanes_set(&members, l);
+        cq_lanes members = *inset;      /* the lane set's lanes of unit instance u */
+        if (site->unit > 0)
+            for (int l = 0; l < nwords(blk) * 32; l++)
+                if (l / site->unit != u)
+                    members.w[l >> 5] &= ~(1u << (l & 31));
         if (check_converged(w, ins, coll, &members, site->unit, u, whole_unit) != CQ_ST_OK)
             return CQ_ST_FAULT;
         while (in_unit) {
@@ -447,7 +447,7 @@ void cq_init_events(cq_block *blk)
                     u.w[q] |= blk->lanesets[d->ls[j]].w[q];
             ev->need = 0;
             for (int q = 0; q < CQ_LANE_WORDS; q++)
-                ev->need += __builtin_popcount(u.w[q]);
+                ev->need += cq_popcount(u.w[q]);
         }
         ev->completed = cq_xcalloc((size_t)d->slots, sizeof(int64_t));
         ev->arrivals = cq_xcalloc((size_t)d->slots, sizeof(int64_t));
