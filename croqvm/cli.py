@@ -300,11 +300,13 @@ def disasm(file, defines):
 @click.option("--engine", type=click.Choice(["native", "python"]), default="python",
               show_default=True,
               help="The interpreter: native (C) or python (the reference engine).")
+@click.option("--jobs", type=click.IntRange(min=1), metavar="N",
+              help="Threads a launch's blocks run on (native engine; default: the cores).")
 @_verbose_option
 @_defines_option
 def run(file, func, inputs, random_inputs, seed, dims, output, expect, rtol, atol, schedule,
         schedule_seed, poison, check, replay, max_steps, watchdog, progress, quiet, device,
-        engine, verbose, defines):
+        engine, jobs, verbose, defines):
     _cuda_verbose(verbose)
     if replay is not None:
         _check_replay_options(func=func, input=inputs, random_inputs=random_inputs, seed=seed,
@@ -332,7 +334,7 @@ def run(file, func, inputs, random_inputs, seed, dims, output, expect, rtol, ato
     monitor = _monitor(program, progress, quiet, watchdog)
     options = dict(engine=engine, poison=poison, check=check, schedule=schedule,
                    seed=schedule_seed or 0, max_steps=max_steps, out=sys.stdout,
-                   progress=monitor, device=device)
+                   progress=monitor, device=device, jobs=jobs)
     stats = {}
     try:
         if func is None:

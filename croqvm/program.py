@@ -47,6 +47,7 @@ DEVICES = ("cpu", "cuda-cpu", "gpu")
 # data races (LANGUAGE.md §7.5); reads of elements and registers never written (§14.4)
 CHECKS = (None, "race", "init")
 CHECKING = ("python",)           # the engines whose runners take ``check``
+THREADED = ("native",)           # the engines whose runners take ``jobs``
 _CUDA_DEVICES: dict = {}         # one per device kind: it keeps what it built loaded
 
 
@@ -140,7 +141,7 @@ class Program:
     def run(self, func: str, *args, device: str = "cpu", engine: str = "python", check=None,
             schedule: str = "rr", seed: int = 0, poison: bool = False,
             max_steps: int | None = None, out=None, stats: dict | None = None, progress=None,
-            **dims):
+            jobs: int | None = None, **dims):
         """Run function ``func`` on numpy arrays and Python scalars (in parameter order)
         and return its result (§14.3): an array, a scalar or None. ``global`` buffer
         parameters are updated in place. ``dims`` fixes symbolic dimensions no argument
@@ -153,7 +154,8 @@ class Program:
         (§7.5), "init" reads of buffer elements and registers never written (§14.4).
         ``poison`` (new buffers poisoned, reading an element never written faults) is
         ``check="init"`` on an engine that checks, and every engine's poison mode on the
-        others."""
+        others. ``jobs`` is how many threads a launch's blocks may run on (the native
+        engine; default: the cores), with results identical to one thread's."""
         run = runner(device, engine)
         _choose("check", check, CHECKS)
         if poison and check is None and engine in CHECKING and device == "cpu":
@@ -169,8 +171,16 @@ class Program:
                                 f"{max_steps!r}.")
         if self.module.function(func) is None:
             raise ArgumentError(f"no function named '{func}' in this module.")
-        checking = {} if check is None else {"check": check}
+        if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int)
+                                 or jobs < 1):
+            raise ArgumentError(f"jobs must be a positive integer, not {jobs!r}.")
+        if jobs not in (None, 1) and engine not in THREADED:
+            raise ArgumentError(f"jobs={jobs} runs on the native engine only: use "
+                                f"engine='native' with it.")
+        extra = {} if check is None else {"check": check}
+        if engine in THREADED:
+            extra["jobs"] = jobs
         return run(self.module, func, list(args), dims, poison=bool(poison),
                    schedule=schedule, seed=check_seed(seed), max_steps=max_steps,
                    out=sys.stdout if out is None else out, stats=stats, progress=progress,
-                   **checking)
+                   **extra)

@@ -22,7 +22,7 @@ from cffi import FFI
 
 HERE = Path(__file__).resolve().parent
 SOURCES = ["engine.c", "call.c", "convert.c", "memory.c", "sync.c", "dma.c", "mma.c",
-           "output.c", "load.c", "rng.c", "view.c"]
+           "output.c", "load.c", "rng.c", "view.c", "pool.c"]
 FLAGS = ["-O2", "-std=c11", "-D_GNU_SOURCE", "-ffp-contract=off", "-fno-strict-aliasing",
          "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter"]
 FORBIDDEN = ("-ffast-math", "-Ofast", "-funsafe-math-optimizations")
@@ -51,7 +51,7 @@ ffibuilder.set_source(
     include_dirs=[str(HERE)],
     extra_compile_args=FLAGS + _extra(),
     extra_link_args=[f for f in _extra() if f.startswith("-fsanitize")],   # their runtimes
-    libraries=["m"],
+    libraries=["m", "pthread"],
 )
 
 if __name__ == "__main__":

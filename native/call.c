@@ -167,7 +167,7 @@ static cq_block *block_new(cq_call *call, const cq_code *code, int kernel, int s
 
 void cq_free_block_extras(cq_block *blk);
 
-static void block_free(cq_block *blk)
+void cq_block_free(cq_block *blk)
 {
     if (!blk)
         return;
@@ -244,9 +244,10 @@ static int eval_lanesets(cq_call *call, cq_block *blk)
     return CQ_ST_OK;
 }
 
-/* The next block of the launch in row-major order (§7.1.1), its buffers bound: the
- * kernel's own global buffers, then the host's instances by reference. */
-static int start_block(cq_call *call)
+/* Block ``index`` of the launch running, its buffers bound (the kernel's own global
+ * buffers, then the host's instances by reference), its arguments set and its lane sets
+ * evaluated; NULL with the fault recorded when a lane set faults. */
+cq_block *cq_block_begin(cq_call *call, const int64_t *index)
 {
     const cq_launch *L = call->launch;
     const cq_kernel *K = &call->prog->kernels[L->kernel];
@@ -254,7 +255,7 @@ static int start_block(cq_call *call)
     blk->launch = L;
     blk->rank = L->ngrid;
     for (int d = 0; d < L->ngrid; d++)
-        blk->index[d] = call->cursor[d];
+        blk->index[d] = index[d];
     for (int s = 0; s < K->code.nbuf; s++)
         if (call->kglobals[L->kernel][s])
             blk->bufs[s] = call->kglobals[L->kernel][s];
@@ -265,10 +266,23 @@ static int start_block(cq_call *call)
     }
     for (int q = 0; q < blk->nwarps; q++)
         set_args(call, &blk->warps[q]);
-    call->blk = blk;
+    if (eval_lanesets(call, blk) != CQ_ST_OK) {
+        call->blk = blk;      /* the fault's block, kept for its view */
+        return NULL;
+    }
+    return blk;
+}
+
+/* The launch's next block in row-major order (§7.1.1). */
+static int start_block(cq_call *call)
+{
     call->blocks_run++;
     call->block_start = call->steps;
-    return eval_lanesets(call, blk);
+    cq_block *blk = cq_block_begin(call, call->cursor);
+    if (!blk)
+        return CQ_ST_FAULT;
+    call->blk = blk;
+    return CQ_ST_OK;
 }
 
 /* Move to the next block index (the last dimension fastest); 0 when the grid is done. */
@@ -340,6 +354,7 @@ int cq_op_launch(cq_warp *w, const cq_ins *ins)
     }
     call->launch = L;
     call->launching = 1;
+    call->serial = 0;
     call->launches++;
     call->block_number = 0;
     call->blocks = 1;
@@ -388,8 +403,10 @@ void cq_call_free(cq_call *call)
 {
     if (!call)
         return;
-    block_free(call->blk);
-    block_free(call->host);
+    if (call->pool)
+        cq_pool_abandon(call);
+    cq_block_free(call->blk);
+    cq_block_free(call->host);
     for (int k = 0; k < call->prog->nkernels; k++)
         free(call->kglobals[k]);
     free(call->kglobals);
@@ -446,14 +463,29 @@ int cq_run(cq_call *call, int64_t slice_steps)
                 return CQ_RUN_SLICE;
             if (st != CQ_ST_DONE || cq_check_kernel_end(call->blk) != CQ_ST_OK)
                 return fault_status(call);
-            block_free(call->blk);
+            cq_block_free(call->blk);
             call->blk = NULL;
             call->block_number++;
             if (!next_index(call))
                 call->launching = 0;
             continue;
         }
+        if (call->pool) {
+            int st = cq_pool_wait(call, 20);   /* return now and then: Ctrl-C, progress */
+            if (st == CQ_ST_SLICE)
+                return CQ_RUN_SLICE;
+            if (st == CQ_ST_DONE)
+                call->launching = 0;
+            else
+                call->serial = 1;   /* again, one block after another, for the report */
+            continue;
+        }
         if (call->launching) {
+            if (!call->serial && call->block_number == 0 && call->opts.jobs > 1 &&
+                !call->opts.schedule && call->blocks > 1) {
+                cq_pool_start(call);
+                continue;
+            }
             if (start_block(call) != CQ_ST_OK)
                 return fault_status(call);
             continue;
@@ -512,6 +544,12 @@ void cq_where(const cq_call *call, cq_position *out)
     out->blocks_run = call->blocks_run;
     out->launch = -1;
     out->warp = out->ip = out->loop_ip = -1;
+    if (call->pool) {
+        out->launch = (int32_t)(call->launch - call->prog->host.launch);
+        out->blocks = call->blocks;
+        cq_pool_where(call, out);
+        return;
+    }
     const cq_block *blk = call->blk ? call->blk : call->host;
     if (call->blk) {
         out->launch = (int32_t)(call->launch - call->prog->host.launch);

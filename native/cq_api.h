@@ -52,6 +52,7 @@ typedef struct {
     int32_t schedule;       /* 0 round-robin, 1 random */
     uint64_t seed;
     int64_t max_grid[3];    /* blocks per grid dimension (croqvm.limits.MAX_GRID) */
+    int32_t jobs;           /* threads a launch's blocks may run on */
 } cq_opts;
 
 /* Where a call is (croqvm.position.RunPosition): counts, and the running block and warp

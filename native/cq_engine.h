@@ -250,6 +250,9 @@ typedef struct cq_call {
     int64_t *hval;          /* scalar arguments of the launch, bits of the kernel types */
     cq_insts **kglobals;    /* per kernel, per slot: global buffers declared in kernels */
     cq_chunk *arena;        /* host and kernel-global buffers, bound parameters */
+    struct cq_pool *pool;   /* the launch's blocks running on threads (pool.c), or NULL */
+    void *kg_lock;          /* a pthread mutex while blocks run at once, else NULL */
+    int32_t serial;         /* the launch runs serially: again, after its pool failed */
     /* output */
     char *out;
     size_t nout, capout;
@@ -320,6 +323,7 @@ void *cq_xmalloc(size_t n);
 void *cq_xcalloc(size_t n, size_t m);
 void *cq_arena_alloc(cq_chunk **arena, size_t n);
 void cq_arena_free(cq_chunk **arena);
+void cq_arena_join(cq_chunk **into, cq_chunk *list);
 cq_buf *cq_new_buffer(cq_chunk **arena, int type, int ndim, const int64_t *shape, int code,
                       int slot, int element, int poison);
 
@@ -391,6 +395,12 @@ void cq_out_write(struct cq_call *call, const char *s, size_t n);
 /* The block and its warps (engine.c). */
 void cq_finish(cq_warp *w);
 int cq_settle(cq_warp *w);
+
+/* Blocks on threads (pool.c). */
+void cq_pool_start(cq_call *call);
+int cq_pool_wait(cq_call *call, int ms);
+void cq_pool_abandon(cq_call *call);
+void cq_pool_where(const cq_call *call, cq_position *out);
 
 /* The project PRNG (SplitMix64). */
 uint64_t cq_rng_next(uint64_t *state);

@@ -7,6 +7,7 @@
  * Element stores go lane by lane in increasing order, so when lanes collide the highest
  * one's value stays. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include "cq_engine.h"
 #include "cq_types.h"
@@ -43,6 +44,18 @@ void *cq_arena_alloc(cq_chunk **arena, size_t n)
     c->next = *arena;
     *arena = c;
     return c + 1;
+}
+
+/* The chunks of ``list`` join ``into``'s, to be freed with them. */
+void cq_arena_join(cq_chunk **into, cq_chunk *list)
+{
+    if (!list)
+        return;
+    cq_chunk *last = list;
+    while (last->next)
+        last = last->next;
+    last->next = *into;
+    *into = list;
 }
 
 void cq_arena_free(cq_chunk **arena)
@@ -722,6 +735,19 @@ cq_insts cq_allocate_declared(cq_warp *w, const cq_ins *ins, int slot, int i)
             cq_put(cq_fault_new(blk, ins, CQ_FAULT_ALLOC_EXTENT, lane), shape[d]);
             return NULL;
         }
+    if (decl->storage == CQ_STORAGE_GLOBAL && blk->kernel >= 0 && blk->call->kg_lock) {
+        /* blocks running at once (pool.c): the first to allocate a kernel's global
+         * buffer makes it, the others take it, as they would one after another */
+        pthread_mutex_lock(blk->call->kg_lock);
+        cq_insts made = blk->call->kglobals[blk->kernel][slot];
+        cq_insts insts = made ? made : cq_allocate(blk, slot, lane, decl->nshape, shape, &fault);
+        pthread_mutex_unlock(blk->call->kg_lock);
+        if (made)
+            blk->bufs[slot] = made;
+        else if (!insts)
+            cq_alloc_fault(blk, ins, lane, CQ_FAULT_ALLOC_BUFFER, slot, decl->nshape, shape);
+        return insts;
+    }
     if (decl->storage == CQ_STORAGE_SHARED && blk->kernel >= 0) {
         int64_t used = claim_shared(blk, slot, decl->nshape, shape);
         if (used > CQ_MAX_SHARED_BYTES) {   /* extents known only now (§3.2.4) */

@@ -80,3 +80,32 @@ def test_program_runs_alike_on_both_engines(entry, schedule, seed):
         assert _same(got[0], ref[0]), f"{func}: result"
         assert all(_same(g, r) for g, r in zip(got[1], ref[1])), f"{func}: arguments"
         assert got[2:] == ref[2:], f"{func}: output, error or stats"
+
+
+# --------------------------------------------------------------------------- several threads
+
+BLOCKS = """
+__co__ void blocks(global s32 [N] x) {
+  parallel b by [N] : block {
+    println("block ", b, " starts");
+    foreach i in [b * 50]
+      x.at(b) += i;
+    if (b == 5 || b == 9)
+      x.at(b + BAD) = 1;
+    println("block ", b, " ends");
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("bad, max_steps", [(0, None), (100, None), (0, 3000)],
+                         ids=["clean", "faults in blocks 5 and 9", "step limit"])
+def test_blocks_on_threads_give_the_serial_run(bad, max_steps):
+    """A launch's blocks on 4 threads: the same results, output in row-major order, and
+    the report of the serial run (the lowest faulting block, the step the limit hits)."""
+    module = croqvm.compile(BLOCKS, "blocks.co", {"BAD": str(bad)}).module
+    x = np.zeros(16, np.int32)
+    ref = _outcome(module, "blocks", [x], {}, "python", max_steps=max_steps)
+    for jobs in (1, 4):
+        got = _outcome(module, "blocks", [x], {}, "native", max_steps=max_steps, jobs=jobs)
+        assert _same(got[1][0], ref[1][0]) and got[2:] == ref[2:], jobs

@@ -12,6 +12,7 @@ Conventions: ``lib``/``ffi`` the extension, ``c`` the C call, ``fn`` the Functio
 from __future__ import annotations
 
 import codecs
+import os
 
 import numpy as np
 
@@ -68,9 +69,10 @@ def program(lib, ffi, module, fn) -> Program:
 
 def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison: bool,
                  schedule: str, seed: int, max_steps: int | None, out, stats: dict | None,
-                 progress=None):
+                 progress=None, jobs: int | None = None):
     """The native engine's runner (croqvm.program): what croqvm.interp.run_function does.
-    ``progress`` is called between slices (every PROGRESS_EVERY warp-steps or so)."""
+    ``progress`` is called between slices (every PROGRESS_EVERY warp-steps or so);
+    ``jobs`` threads run a launch's blocks (default: the cores the process may use)."""
     fn = module.function(name)
     pycall = Call(module, fn, out=out, poison=poison, scheduler=make_scheduler(schedule, seed),
                   max_steps=max_steps, progress=progress)
@@ -80,7 +82,8 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
     prog = program(lib, ffi, module, fn)
     opts = ffi.new("cq_opts *", {"max_steps": NO_LIMIT if max_steps is None else max_steps,
                                  "poison": int(poison), "schedule": SCHEDULES[schedule],
-                                 "seed": seed, "max_grid": list(MAX_GRID)})
+                                 "seed": seed, "max_grid": list(MAX_GRID),
+                                 "jobs": jobs or len(os.sched_getaffinity(0))})
     c = lib.cq_call_new(prog.prog, opts)
     try:
         keep = _bind(lib, ffi, c, fn, hblk)
