@@ -74,6 +74,15 @@ F16, BF16, F32, F64, TF32 = (BY_NAME[n] for n in ("f16", "bf16", "f32", "f64", "
 F8_E4M3, F8_E5M2 = BY_NAME["f8_e4m3"], BY_NAME["f8_e5m2"]
 
 
+# MMA operand element types and the accumulator type each gives without a '.T' suffix
+# (LANGUAGE.md §11.3, D11). s32 operands are the CPU engines' own (co-mock's tests): no
+# tensor core multiplies them.
+MMA_ACCUMULATOR: dict[str, str] = {
+    "f16": "f16", "bf16": "f32", "tf32": "f32", "f8_e4m3": "f32", "f8_e5m2": "f32",
+    "f32": "f32", "f64": "f64", "s8": "s32", "u8": "s32", "s32": "s32",
+}
+
+
 def lookup(spelling: str) -> DType | None:
     """The dtype a source spelling names (aliases included), or None."""
     return BY_NAME.get(ALIASES.get(spelling, spelling))

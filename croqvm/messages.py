@@ -26,6 +26,8 @@ so the texts are identical. ``TEMPLATES[kind]`` declares the arguments, in order
                    an index into that table of the code that ran, written as the name
                    (buffer declaration, future, event, fragment) or the text (access,
                    DMA, collective site) the table gives
+  loadsite         the collective site of an MMA_LOAD, written as its text, or -1 (an
+                   MMA_LOAD without a site, at host level), written ``mma.load``
   register         a register of the code that ran: ``variable 'x'`` when it holds a named
                    variable (``Code.reg_names``), else ``register r12``
   string           a string of the code that ran (``Code.strings``), verbatim (ASSERT)
@@ -123,8 +125,8 @@ TEMPLATES = {
                              "theirs:typed", "operands of collective '{site}' differ "
                              "between lane {first} and lane {lane} ({operand} {mine} vs "
                              "{theirs})."),
-    Kind.MMA_READ_OUTSIDE: _t("site:coll element:tuple buffer:buffer", "{site} reads element "
-                              "{element} outside '{buffer}'."),
+    Kind.MMA_READ_OUTSIDE: _t("site:loadsite element:tuple buffer:buffer", "{site} reads "
+                              "element {element} outside '{buffer}'."),
     Kind.UNINITIALISED_REGISTER: _t("register:register", "read of uninitialised "
                                     "{register}: no instruction has written it in this lane "
                                     "yet."),
@@ -349,6 +351,7 @@ WRITERS = {
     "access": lambda cx, v: cx.code.accesses[v].text,
     "dma": lambda cx, v: cx.code.dmas[v].text,
     "coll": lambda cx, v: cx.code.colls[v].text,
+    "loadsite": lambda cx, v: cx.code.colls[v].text if v >= 0 else "mma.load",
     "string": lambda cx, v: cx.code.strings[v],
     "print": lambda cx, v: print_text(cx.code, cx.code.prints[v[0]], v[1]),
     "typed": lambda cx, v: WRITERS[v[0]](cx, v[1]),

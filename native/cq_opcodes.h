@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#define CQ_FORMAT_VERSION 2
+#define CQ_FORMAT_VERSION 3
 #define CQ_WIDTH 7  /* words per instruction: opcode, a, b, c, d, e, span */
 #define CQ_SPAN 6  /* the word holding the span index */
 #define CQ_MAX_OPERANDS 5
@@ -124,8 +124,8 @@ static const char *const CQ_OPERAND_KINDS[CQ_NUM_OPCODES] = {
     "", "rk", "rr", "rr", "r", "ri", "rrr", "rrr", "rrr", "rrr", "rrr", "rrr", "rrr",
     "rrr", "rrr", "rrr", "rrr", "rrr", "rrr", "rrr", "rrr", "rrr", "rrr", "rrr", "rr",
     "rr", "rr", "rrrr", "rt", "t", "t", "r", "r", "t", "", "rii", "b", "brc?", "ra", "ar",
-    "ari", "rbi", "dc?", "f", "fc?", "ff", "rfi", "c", "i", "er", "er", "", "mrc", "mvc",
-    "mmmic", "mvic", "p", "rs", "rp", "l", "", "r", "b"
+    "ari", "rbi", "dc?", "f", "fc?", "ff", "rfi", "c", "i", "er", "er", "", "mrc?", "mvc?",
+    "mmmic?", "mvic?", "p", "rs", "rp", "l", "", "r", "b"
 };
 
 /* The operand (0 = a) holding the register the op writes, -1: none. */
@@ -145,21 +145,21 @@ static const int8_t CQ_SITE[CQ_NUM_OPCODES] = {
 /* enum cq_mode: when the op is a collective of the site's participants. */
 static const uint8_t CQ_COLLECTIVE[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 2, 0, 0, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 2, 0, 0, 1, 0, 0, 0, 0, 2, 2, 2, 2, 0, 0,
     0, 0, 0, 0, 0
 };
 
 /* enum cq_mode: when the op may block its warp. */
 static const uint8_t CQ_BLOCKS[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 2, 0, 0, 1, 0, 0, 1, 0, 1, 1, 1, 1, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 2, 0, 0, 1, 0, 0, 1, 0, 2, 2, 2, 2, 0, 0,
     0, 0, 0, 0, 0
 };
 
 /* enum cq_flag bits. */
 static const uint8_t CQ_FLAGS[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
-    0, 1, 0, 0, 2, 8, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 4, 8, 8, 8, 8, 0, 0,
+    0, 1, 0, 0, 2, 8, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 4, 0, 0, 0, 0, 0, 0,
     0, 4, 4, 4, 4
 };
 

@@ -403,7 +403,8 @@ static int effect_store(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, con
     int first[CQ_MAX_BLOCK];
     int ng = groups(blk, m, lanes, n, first);
     const cq_fragdecl *decl = &blk->code->frag[m];
-    if (blk->code->coll[ins->d].unit == 0 && ng > 1 && (decl->unit == 32 || decl->unit == 128)) {
+    if (ins->d >= 0 && blk->code->coll[ins->d].unit == 0 && ng > 1 &&
+        (decl->unit == 32 || decl->unit == 128)) {
         cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_MMA_STORE_OWNERS, lanes[0]);
         cq_put(f, m);
         cq_put(f, ng);
@@ -435,9 +436,17 @@ int cq_effect_mma(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int
     }
 }
 
-/* The site operand of each MMA opcode. */
+/* A collective of its unit at the op's site; without one (the host, §11.2 (c)) each
+ * active lane runs it alone, in lane order, as DMA and FILL without a site do. */
 int cq_op_mma(cq_warp *w, const cq_ins *ins)
 {
     int coll = ins->op == CQ_OP_MMA_EXEC ? ins->e : ins->op == CQ_OP_MMA_STORE ? ins->d : ins->c;
-    return cq_arrive(w, ins, coll, 1);
+    if (coll >= 0)
+        return cq_arrive(w, ins, coll, 1);
+    for (uint32_t m = w->act; m; m &= m - 1) {
+        int lane = w->base + cq_low(m);
+        if (cq_effect_mma(w->blk, ins, NULL, &lane, 1) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+    }
+    return CQ_ST_OK;
 }

@@ -268,7 +268,8 @@ CASES = [
      "  { y = dma.copy.async a => shared; swap(x, y); }\n  wait x;\n}",
      ["5:37: swapping values defined in different scopes is forbidden"]),
     # MMA (§11)
-    ("mma.commit;", ["2:1: mma operations must be inside parallel-by."]),
+    ("s16 [2, 2] a;\nma = mma.load a;\nmb = mma.load a;\nmc = mma.fill.s32 0;\n"
+     "mma.row.col mc, ma, mb;", ["6:1: MMA: operand element type 's16' is not supported."]),
     ("parallel p by 1 : group-4 {\n  shared f16 [64, 16] a;\n  shared f16 [64, 8] b;\n"
      "  fa = mma.load a;\n  fb = mma.load b;\n  acc = mma.fill 0.0f;\n"
      "  mma.row.row acc, fa, fb;\n}",

@@ -548,3 +548,17 @@ def test_a_wide_bound_that_does_not_fit_an_int_is_an_error_not_a_wrap(work):
                                       f"is {value}: it {text}"
     np.save(work / "n.npy", np.int64(3))
     assert croqvm("run", "w.co", "--func", "w", "--input", "n=n.npy", cwd=work)[:2] == (0, "1\n")
+
+
+def test_an_mma_at_host_level_runs_as_croqtiles_own_interpreter_runs_it(work):
+    # §11.2 (c): the host lane is the unit; s32 operands accumulate in s32
+    (work / "h.co").write_text(
+        "__co__ void h() {\n  s32 [2, 3] a;\n  s32 [3, 2] b;\n  s32 [2, 2] c;\n"
+        "  foreach {i, j} in [2, 3] {\n    a.at(i, j) = i - j;\n    b.at(j, i) = i + j * 2;\n"
+        "  }\n  mc = mma.fill.s32 5;\n  ma = mma.load a;\n  mb = mma.load b;\n"
+        "  mma.row.col mc, ma, mb;\n  mma.store mc, c;\n"
+        "  println(c.at(0, 0), c.at(0, 1), c.at(1, 0), c.at(1, 1));\n}\n")
+    a = np.array([[i - j for j in range(3)] for i in range(2)])
+    b = np.array([[i + j * 2 for i in range(2)] for j in range(3)])
+    want = " ".join(str(x) for x in (5 + a @ b).ravel())
+    assert croqvm("run", "h.co", cwd=work) == (0, want + "\n", "")

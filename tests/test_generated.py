@@ -33,7 +33,9 @@ int main(void) {
     /* the tables line up with the opcode enum and with each other */
     if (sizeof CQ_OP_NAME / sizeof CQ_OP_NAME[0] != CQ_NUM_OPCODES) return 1;
     if (strcmp(CQ_OP_NAME[CQ_OP_MMA_EXEC], "MMA_EXEC") != 0) return 2;
-    if (CQ_NUM_OPERANDS[CQ_OP_MMA_EXEC] != strlen(CQ_OPERAND_KINDS[CQ_OP_MMA_EXEC])) return 3;
+    size_t kinds = 0;    /* one letter per operand, '?' marking an optional one */
+    for (const char *k = CQ_OPERAND_KINDS[CQ_OP_MMA_EXEC]; *k; k++) kinds += *k != '?';
+    if (CQ_NUM_OPERANDS[CQ_OP_MMA_EXEC] != kinds) return 3;
     if (CQ_COLLECTIVE[CQ_OP_DMA] != CQ_MODE_WITH_SITE || CQ_SITE[CQ_OP_DMA] != 1) return 4;
     if (!(CQ_FLAGS[CQ_OP_ONCE] & CQ_FLAG_EFFECT_BLOCK) || CQ_WRITES[CQ_OP_LOAD] != 0) return 5;
     if (CQ_DTYPE_STORAGE_BYTES[CQ_DT_BF16] != 4 || CQ_STORAGE_LOCAL != 2) return 6;

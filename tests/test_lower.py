@@ -944,7 +944,7 @@ def test_mma_fragments_belong_to_their_unit():
     assert code.frags[0].dtype == dtypes.F32.code
     assert_ops(code, "MMA_LOAD", "MMA_EXEC")      # b is loaded into a hidden fragment first
     assert ops(code).count("MMA_LOAD") == 2
-    units = {code.colls[operands(code, pc)[opcodes.BY_NAME[n].operands.index("c")]].unit
+    units = {code.colls[operands(code, pc)[opcodes.BY_NAME[n].operands.index("c?")]].unit
              for pc, n in enumerate(ops(code)) if n.startswith("MMA_")}
     assert units == {32}
 

@@ -247,10 +247,10 @@ MALFORMED = [
     ("MMA_EXEC of two operand types", B.misc, lambda m: (no_loads(m), frag(m, 2, dtype=D.F32.code)),
      "instruction 6 (MMA_EXEC): A is f16 but B is f32; MMA operands have one element type (or "
      "are both 8-bit integers)"),
-    ("MMA_EXEC of s32 operands", B.misc,
-     lambda m: (no_loads(m), frag(m, 1, dtype=D.S32.code), frag(m, 2, dtype=D.S32.code)),
-     "instruction 6 (MMA_EXEC): s32 operands; MMA takes f16, bf16, tf32, f8_e4m3, f8_e5m2, f32, "
-     "f64, s8, u8"),
+    ("MMA_EXEC of s16 operands", B.misc,
+     lambda m: (no_loads(m), frag(m, 1, dtype=D.S16.code), frag(m, 2, dtype=D.S16.code)),
+     "instruction 6 (MMA_EXEC): s16 operands; MMA takes f16, bf16, tf32, f8_e4m3, f8_e5m2, f32, "
+     "f64, s8, u8, s32"),
     ("MMA_EXEC of float operands into s32", B.misc, lambda m: frag(m, 0, dtype=D.S32.code),
      "instruction 6 (MMA_EXEC): f16 operands accumulate in a float type, not s32"),
     ("MMA_EXEC with disagreeing K", B.misc, lambda m: (no_loads(m), frag(m, 2, cols=8)),
@@ -404,7 +404,7 @@ MALFORMED = [
     ("two functions of one name", B.squares, lambda m: m.functions.append(B.squares().functions[0]),
      "function 'squares': a second function of this name"),
     ("format version", B.squares, lambda m: setattr(m, "version", 1),
-     "module: format version 1, expected 2"),
+     "module: format version 1, expected 3"),
 ]
 
 

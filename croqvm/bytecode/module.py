@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3       # 3: MMA operations may run on the host, without a collective site
 
 
 # -- enumerations (the values are part of the format) --------------------------------------

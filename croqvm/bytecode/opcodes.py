@@ -255,20 +255,21 @@ _ROWS = (
     _op("SYNC_GLOBAL", (), "wait until every kernel launched asynchronously so far has "
         "completed (sync.global, §6.8); nothing in the interpreters, which run every launch "
         "to completion", host_only=True),
-    # --- MMA (§11): each a collective of its unit
-    _op("MMA_FILL", ("m", "r", "c"), "accumulator a := R[b] converted to its element type, "
-        "everywhere", _COLL, types=("any",), entry="mma_fill", faults=_CONVERT + _MMA_FAULTS),
-    _op("MMA_LOAD", ("m", "v", "c"), "operand fragment a := the tile of view b, of a's "
-        "element type", _COLL, entry="mma_load",
+    # --- MMA (§11): each a collective of its unit, named by its site; on the host (no site,
+    # §11.2 (c)) the host lane runs it alone
+    _op("MMA_FILL", ("m", "r", "c?"), "accumulator a := R[b] converted to its element type, "
+        "everywhere", _SITE, types=("any",), entry="mma_fill", faults=_CONVERT + _MMA_FAULTS),
+    _op("MMA_LOAD", ("m", "v", "c?"), "operand fragment a := the tile of view b, of a's "
+        "element type", _SITE, entry="mma_load",
         faults=(K.MMA_READ_OUTSIDE, K.MMA_UNINITIALISED, K.MMA_TILE_SHAPE) + _BASE_FAULTS[:4]
         + _MMA_FAULTS),
-    _op("MMA_EXEC", ("m", "m", "m", "i", "c"), "accumulator a += b x c in layout d (0 "
+    _op("MMA_EXEC", ("m", "m", "m", "i", "c?"), "accumulator a += b x c in layout d (0 "
         "row.row, 1 row.col, 2 col.row, 3 col.col): k ascending, each step rounded once "
-        "(§12.4)", _COLL, imms=("mma_layout",), entry="mma_exec",
+        "(§12.4)", _SITE, imms=("mma_layout",), entry="mma_exec",
         optype="the accumulator's type; A and B of one element type (or both 8-bit integers)",
         faults=(K.FRAGMENT_EMPTY, K.MMA_SHAPES, K.ALLOC_FRAGMENT) + _MMA_FAULTS),
-    _op("MMA_STORE", ("m", "v", "i", "c"), "view b := accumulator a converted to the view's "
-        "element type (c=1: transposed)", _COLL, imms=("flag",), entry="mma_store",
+    _op("MMA_STORE", ("m", "v", "i", "c?"), "view b := accumulator a converted to the "
+        "view's element type (c=1: transposed)", _SITE, imms=("flag",), entry="mma_store",
         faults=(K.MMA_TILE_SHAPE, K.MMA_STORE_OWNERS, K.ALLOC_FRAGMENT) + _BASE_FAULTS[:4]
         + _MMA_FAULTS),
     # --- output and checks (§6.9, §13)

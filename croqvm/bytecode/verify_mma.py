@@ -17,7 +17,7 @@ verify_base.
 """
 from __future__ import annotations
 
-from croqvm.dtypes import BY_CODE
+from croqvm.dtypes import BY_CODE, MMA_ACCUMULATOR
 
 from .module import DYNAMIC, FragRole
 from .verify_base import (CodeCtx, Where, element_dtype, extents_text, known_extents, label,
@@ -25,7 +25,6 @@ from .verify_base import (CodeCtx, Where, element_dtype, extents_text, known_ext
 
 ROLE_NAMES = {FragRole.ACC: "an accumulator", FragRole.A: "an A operand fragment",
               FragRole.B: "a B operand fragment"}
-MMA_OPERAND_TYPES = ("f16", "bf16", "tf32", "f8_e4m3", "f8_e5m2", "f32", "f64", "s8", "u8")
 # (A's rows, A's cols) and (B's rows, B's cols) as (M, N, K) letters, per layout.
 _LAYOUT_DIMS = {0: ("MK", "NK"), 1: ("MK", "KN"), 2: ("KM", "NK"), 3: ("KM", "KN")}
 
@@ -84,8 +83,8 @@ def mma_exec(cx, at, op, used):
     acc = _frag(cx, at, op, c, FragRole.ACC)
     fa, fb = _frag(cx, at, op, a, FragRole.A), _frag(cx, at, op, b, FragRole.B)
     ta, tb, tc = (BY_CODE[f.dtype] for f in (fa, fb, acc))
-    if ta.name not in MMA_OPERAND_TYPES:
-        at.fail(f"{ta.name} operands; MMA takes {', '.join(MMA_OPERAND_TYPES)}")
+    if ta.name not in MMA_ACCUMULATOR:
+        at.fail(f"{ta.name} operands; MMA takes {', '.join(MMA_ACCUMULATOR)}")
     if ta is not tb and not (ta.bits == tb.bits == 8 and ta.is_int and tb.is_int):
         at.fail(f"A is {ta.name} but B is {tb.name}; MMA operands have one element type "
                 f"(or are both 8-bit integers)")

@@ -21,6 +21,8 @@ from .checks import Access
 from .memory import allocating, view_of, view_registers
 from .sync import arrive, check_uniform, groups_of
 
+HOST_LANE = 1        # the unit of an op without a site: the host lane (§11.2 (c))
+
 class Fragment:
     """One unit's copy of a fragment: a 2-D tile, or only a fill value until an exec
     or store needs its data (§11.3.3)."""
@@ -75,6 +77,17 @@ def _by_instance(blk, m, lanes):
     return [(_fragment(blk, m, u), lanes[mine].tolist()) for u, mine in groups_of(units)]
 
 
+def _collective(w, ins, coll: int, effect) -> None:
+    """Run ``effect`` as a collective of the op's unit at site ``coll`` (§11.2); without a
+    site (host level, §11.2 (c)) each active lane runs it alone, in lane order, as DMA and
+    FILL without a site do: on the host, the host lane as any host statement."""
+    if coll >= 0:
+        arrive(w, ins, coll, effect, whole_unit=True)
+        return
+    for i in w.active_indices():
+        effect(w.blk, None, w.lanes[i:i + 1])
+
+
 def _step(c, a, b, t, exact_product):
     """§12.4: c + a * b exact, then rounded to the accumulator type (integers wrap)."""
     if t.is_int:
@@ -93,7 +106,7 @@ def op_mma_fill(w, ins):
             frag.fill = v.astype(frag.holder)[0]
             if frag.data is not None:
                 frag.data[...] = frag.fill
-    arrive(w, ins, coll, effect, whole_unit=True)
+    _collective(w, ins, coll, effect)
 
 
 def _view_operands(blk, v):
@@ -131,8 +144,7 @@ def _load_tile(blk, v, lane, coll):
         bad = np.argwhere(~buf.written[region])[0] + np.asarray(o)
         raise Fault(Kind.MMA_UNINITIALISED, (buf.ref, tuple(int(x) for x in bad)), lane)
     if blk.call.checker is not None:
-        blk.call.checker.tile(blk, buf, o, e, Access.TILE_READ, lane,
-                              blk.prog.code.colls[coll].text)
+        blk.call.checker.tile(blk, buf, o, e, Access.TILE_READ, lane, "mma.load")
     return buf, buf.data[region]
 
 
@@ -147,7 +159,7 @@ def op_mma_load(w, ins):
             if not frag.fits(tile.shape):
                 raise Fault(Kind.MMA_TILE_SHAPE, (m, frag.shape, buf.ref, tile.shape), ls[0])
             frag.data = tile.astype(frag.holder)
-    arrive(w, ins, coll, effect, whole_unit=True)
+    _collective(w, ins, coll, effect)
 
 
 def _tile(blk, m, lane):
@@ -191,19 +203,19 @@ def op_mma_exec(w, ins):
                 col, row = np.broadcast_arrays(a[:, k, None], b[None, k, :])
                 c = _step(c, col, row, frag.dtype, exact)
             frag.data = c
-    arrive(w, ins, coll, effect, whole_unit=True)
+    _collective(w, ins, coll, effect)
 
 
 def op_mma_store(w, ins):
     _, m, v, transp, coll = ins[:5]
-    site = w.blk.prog.code.colls[coll]
+    site_unit = w.blk.prog.code.colls[coll].unit if coll >= 0 else HOST_LANE
     decl = w.blk.prog.code.frags[m]
 
     def effect(blk, rec, lanes):
         check_uniform(blk, rec, lanes, _view_operands(blk, v),
                       view_registers(blk.prog.code, v))
         groups = _by_instance(blk, m, lanes)
-        if site.unit == 0 and len(groups) > 1 and decl.unit in UNIT_OF_LANES:
+        if site_unit == 0 and len(groups) > 1 and decl.unit in UNIT_OF_LANES:
             raise Fault(Kind.MMA_STORE_OWNERS, (m, len(groups), decl.unit), int(lanes[0]))
         for frag, ls in groups:
             wl, i = blk.warp_of(ls[0])
@@ -214,8 +226,8 @@ def op_mma_store(w, ins):
             c = frag.shaped(ls[0])
             _store_tile(buf, o, c.T if transp else c, frag.dtype)
             if blk.call.checker is not None:
-                blk.call.checker.tile(blk, buf, o, e, Access.TILE_WRITE, ls[0], site.text)
-    arrive(w, ins, coll, effect, whole_unit=True)
+                blk.call.checker.tile(blk, buf, o, e, Access.TILE_WRITE, ls[0], "mma.store")
+    _collective(w, ins, coll, effect)
 
 
 def _store_tile(buf, o, c, t):

@@ -30,13 +30,14 @@ class FunctionState:
     ret_dtype: dtypes.DType | None = None
     kernels: list = field(default_factory=list)
     cache: dict = field(default_factory=dict)     # per-concern facts (future groups)
+    body: ast.Stmt | None = None                  # for scans of host-level statements
 
 
 def lower_function(lw: Lowerer, fn: ast.Function) -> M.Function:
     code = M.Code()
     b = CodeBuilder(code, lw.spans)
     b.span = fn.name_span or fn.span
-    lw.fn = FunctionState(fn.name)
+    lw.fn = FunctionState(fn.name, body=fn.body)
     lw.names = [{}]
     with lw.using(b, Env()):
         params, dims = _bind_params(lw, fn)

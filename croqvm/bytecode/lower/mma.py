@@ -3,8 +3,10 @@
 Every fragment gets a ``FragDecl`` whose unit follows §11.2 (D9): the innermost enclosing
 ``group-4`` (128 lanes) or ``group`` (32) level; else the kind the fragment is used under
 elsewhere in the kernel; else the innermost level (a lane at ``thread`` level, the block
-at ``block`` level). Each operation is a collective of that unit. A view operand of
-``mma.row.col`` etc. is first loaded into a hidden fragment.
+at ``block`` level). Each operation is a collective of that unit. At host level the host
+lane is the unit (§11.2 (c)): a fragment of the host program, operations without a site
+that run like any host statement. A view operand of ``mma.row.col`` etc. is first loaded
+into a hidden fragment.
 
 A fragment's declaration states its role (§11.3: accumulator, A or B operand), element
 type and tile shape as the checker fixed them. An operand fragment used both as A and
@@ -26,6 +28,7 @@ from .values import FragRef
 from .views import view_of
 
 LAYOUTS = {"row.row": 0, "row.col": 1, "col.row": 2, "col.col": 3}
+HOST_UNIT = 1         # a fragment of the host program: the host lane's own (§11.2 (c))
 _OPERANDS = {ast.MmaFill: ("target",), ast.MmaLoad: ("target",), ast.MmaExec: ("c", "a", "b"),
              ast.MmaStore: ("frag",)}
 
@@ -41,14 +44,14 @@ def _units(lw: Lowerer) -> dict:
 
 
 def _roles(lw: Lowerer, sym) -> list:
-    """The roles of fragment ``sym`` in the kernel: ACC, or the operand positions its
-    MMA_EXECs use it in (A when none does)."""
+    """The roles of fragment ``sym`` in the kernel (or host program): ACC, or the operand
+    positions its MMA_EXECs use it in (A when none does)."""
     if sym.type.role == "acc":
         return [FragRole.ACC]
-    st = lw.kernel
+    st, root = (lw.kernel, lw.kernel.par) if lw.kernel is not None else (lw.fn, lw.fn.body)
     if "frag_roles" not in st.cache:
         st.cache["frag_roles"] = roles = {}
-        _scan_roles(st.par, roles)
+        _scan_roles(root, roles)
     return sorted(st.cache["frag_roles"].get(sym, {FragRole.A}))
 
 
@@ -97,11 +100,14 @@ def frag_ref(lw: Lowerer, sym, node, dtype=None) -> FragRef:
     ref = lw.env.get(sym)
     if isinstance(ref, FragRef):
         return ref
-    if ref is not None or lw.kernel is None:
+    if ref is not None:
         lw.unsupported(node, f"'{sym.name}' as an mma fragment here")
     ty = sym.type
     dtype = (ty.dtype if isinstance(ty, T.Fragment) else None) or dtype or dtypes.F32
-    unit = _units(lw).get(sym, lw.ctx.mma_unit if lw.ctx.mma_unit is not None else 0)
+    if lw.kernel is None:
+        unit = HOST_UNIT
+    else:
+        unit = _units(lw).get(sym, lw.ctx.mma_unit if lw.ctx.mma_unit is not None else 0)
     rows, cols = _extents(ty.shape if isinstance(ty, T.Fragment) else None)
     span = lw.spans.intern(node.span)
     ref = FragRef({role: lw.b.add("frags", FragDecl(sym.name, role, dtype.code, rows, cols,

@@ -18,19 +18,7 @@ from .typerules import convert, is_number, is_unknown, tname
 from .views import root_name, view_source
 from .walk import thread_dependence
 
-# D11: accumulator type for the operand type, without a '.T' suffix.
-ACCUMULATOR = {
-    "f16": "f16", "bf16": "f32", "tf32": "f32", "f8_e4m3": "f32", "f8_e5m2": "f32",
-    "f32": "f32", "f64": "f64", "s8": "s32", "u8": "s32",
-}
 ACC_HINT = "an accumulator is created by 'mc = mma.fill v' (mma.load makes operand tiles)"
-
-
-def _inside_parallel(ck, s) -> bool:
-    if not ck.in_parallel:
-        ck.error(s.span, "mma operations must be inside parallel-by.")
-        return False
-    return True
 
 
 def _unit_kind(ck):
@@ -100,7 +88,7 @@ def _frag_str(f: Fragment) -> str:
 
 def check_fill(ck, s: ast.MmaFill):
     """``mc = mma.fill[.T] v`` / ``mma.fill mc, v`` (§11.1)."""
-    inside = _inside_parallel(ck, s)
+    inside = ck.in_parallel   # else the host lane is the unit (§11.2 (c))
     value_ty = ck.expr(s.value)
     dt = None
     if s.dtype is not None:
@@ -147,7 +135,7 @@ def _tile(ck, expr, what) -> Tile | None:
 
 
 def check_load(ck, s: ast.MmaLoad):
-    inside = _inside_parallel(ck, s)
+    inside = ck.in_parallel   # else the host lane is the unit (§11.2 (c))
     tile = _tile(ck, s.view, "mma.load")
     if isinstance(s.view.ty, Fragment):
         ck.error(s.view.span, "mma.load needs a buffer or a view.")
@@ -171,7 +159,7 @@ def _differ(x, y) -> bool:
 
 def check_exec(ck, s: ast.MmaExec):
     """``mma.<a>.<b> c, a, b`` (§11.3): C[M, N] += A * B over K."""
-    inside = _inside_parallel(ck, s)
+    inside = ck.in_parallel   # else the host lane is the unit (§11.2 (c))
     cty = ck.expr(s.c)
     a, b = _tile(ck, s.a, f"mma.{s.layout}"), _tile(ck, s.b, f"mma.{s.layout}")
     if inside:
@@ -214,7 +202,7 @@ def check_exec(ck, s: ast.MmaExec):
         ck.error(s.span, f"MMA: operand types do not match: '{a.name}' is {a.dtype.name} but "
                          f"'{b.name}' is {b.dtype.name}.")
         return
-    acc = ACCUMULATOR.get(a.dtype.name)
+    acc = dtypes.MMA_ACCUMULATOR.get(a.dtype.name)
     if acc is None:
         ck.error(s.span, f"MMA: operand element type '{a.dtype.name}' is not supported.")
         return
@@ -230,7 +218,7 @@ def check_exec(ck, s: ast.MmaExec):
 
 def check_store(ck, s: ast.MmaStore):
     """``mma.store[.transp] mc, V`` (§11.3.4)."""
-    inside = _inside_parallel(ck, s)
+    inside = ck.in_parallel   # else the host lane is the unit (§11.2 (c))
     fty = ck.expr(s.frag)
     tile = _tile(ck, s.view, "mma.store")
     if inside:
@@ -272,5 +260,5 @@ RULES = {
     ast.MmaLoad: check_load,
     ast.MmaExec: check_exec,
     ast.MmaStore: check_store,
-    ast.MmaCommit: lambda ck, s: _inside_parallel(ck, s),
+    ast.MmaCommit: lambda ck, s: None,   # does nothing (D10)
 }
