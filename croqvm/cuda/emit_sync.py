@@ -78,6 +78,11 @@ def _site_index(k, ip) -> int:
     return _coll_operand(k.ins[ip])
 
 
+def op_fence(k, ins, ip):
+    """sync.fence (§6.8): a CTA-scope fence orders memory for any unit of the block."""
+    k.line("cq_fence_block();", ins)
+
+
 def op_barrier(k, ins, ip):
     site = k.colls[ip][0]
     k.line(f"cq_coll_sync({k.coll(ip)}, {wait_site(k, ins, ip, site.text)});", ins)
@@ -339,7 +344,7 @@ def op_assert_fmt(k, ins, ip):
 def _handlers():
     from .emit_mma import HANDLERS as MMA
     return {
-        "BARRIER": op_barrier, "ONCE": op_once, "TRIGGER": op_trigger,
+        "BARRIER": op_barrier, "FENCE": op_fence, "ONCE": op_once, "TRIGGER": op_trigger,
         "WAIT_EVENT": op_wait_event, "DMA": op_dma, "FUT_ANY": op_fut_any, "WAIT": op_wait,
         "SWAP": op_swap, "FUT_DIM": op_fut_dim, "PRINT": op_print, "ASSERT": op_assert,
         "ASSERT_FMT": op_assert_fmt, **MMA,

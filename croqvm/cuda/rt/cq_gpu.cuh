@@ -117,7 +117,12 @@ template <class Ready> CQ_DEV void cq_spin(int site, Ready ready) {
 
 /* ------------------------------------------------------------------ barriers */
 
-CQ_DEV void cq_sync_block(int site) { (void)site; __syncthreads(); }
+/* barrier.sync 0 rather than __syncthreads (bar.sync, .aligned): the threads of a warp
+   may reach it at different times (after spin waits), which .aligned forbids. */
+CQ_DEV void cq_sync_block(int site) {
+  (void)site;
+  asm volatile("barrier.sync 0;" ::: "memory");
+}
 
 CQ_DEV void cq_sync_named(int id, int count, int site) {
   (void)site;
@@ -303,6 +308,7 @@ template <class S>
 CQ_DEV void cq_mma_sync(typename S::c_value *d, const typename S::a_value *a,
                         const typename S::b_value *b, const typename S::c_value *c, int site) {
   (void)site;
+  __syncwarp();   /* mma.sync.aligned: the warp's threads execute it together */
   if constexpr (sizeof(typename S::a_value) == 8) {
     cq_mma_ptx<S>::run(d, a, b, c);
   } else {

@@ -1,0 +1,32 @@
+"""The CUDA generator's own rules (croqvm/cuda/emit*.py); what its output computes is
+tested by running it (test_cuda_programs.py and, on request, --engine cuda-cpu)."""
+from pathlib import Path
+
+import pytest
+
+import croqvm
+from croqvm.bytecode.opcodes import TABLE
+from croqvm.cuda.emit import UnsupportedError, emit
+from croqvm.cuda.emit_ops import HANDLERS
+
+
+def test_every_opcode_a_kernel_may_hold_has_a_handler():
+    assert {op.name for op in TABLE if not op.host_only} <= set(HANDLERS)
+
+
+def test_an_unknown_architecture_is_refused():
+    prog = croqvm.compile("__co__ void f() { parallel p by 2 { println(p); } }")
+    with pytest.raises(UnsupportedError, match="unknown CUDA architecture 'sm_75': use "
+                                               "sm_80 or sm_90a"):
+        emit(prog.module, arch="sm_75")
+
+
+def test_sync_fence_is_a_block_fence():
+    prog = croqvm.compile("__co__ void f() { parallel p by 2 { sync.fence : block; } }")
+    assert "cq_fence_block();" in emit(prog.module).text
+
+
+def test_generation_is_deterministic():
+    prog = croqvm.compile_file(Path(__file__).resolve().parent.parent / "programs" /
+                               "matmul_1p1c.co")
+    assert emit(prog.module).text == emit(prog.module).text
