@@ -37,6 +37,7 @@ DEFAULT_WATCHDOG_S = 60
 # CUDA driver API constants used below (cuda.h)
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 STATIC_SMEM_LIMIT = 48 * 1024      # above this a kernel must opt in to dynamic shared memory
 
@@ -84,6 +85,13 @@ class DriverBackend:
             self._call("cuDeviceGetAttribute", ctypes.byref(v), attr, self.dev)
             out.append(v.value)
         return out[0], out[1]
+
+    def max_smem(self) -> int:
+        """Shared memory a block may have (opting in beyond 48 KiB)."""
+        v = ctypes.c_int()
+        self._call("cuDeviceGetAttribute", ctypes.byref(v),
+                   CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, self.dev)
+        return v.value
 
     def load(self, image: bytes):
         self._image = ctypes.create_string_buffer(image)     # NUL-terminated for PTX
@@ -156,6 +164,10 @@ class PyCudaBackend:
 
     def capability(self) -> Tuple[int, int]:
         return self.dev.compute_capability()
+
+    def max_smem(self) -> int:
+        return self.dev.get_attribute(
+            self.drv.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
 
     def load(self, image: bytes):
         return self.drv.module_from_buffer(image)

@@ -72,7 +72,8 @@ class KernelInfo:
     index: int
     cname: str
     block_size: int               # 0: each launch gives it
-    smem_bytes: int
+    smem_bytes: int               # what a launch asks for: the layout, and a pool if any
+    static_bytes: int             # the layout alone
     buffers: list                 # BoundBuffer, in parameter order
     scalars: list                 # (kernel register, DType), in parameter order
     stack_bytes: int

@@ -289,7 +289,8 @@ class KernelEmitter:
                 f"{k.block_size or 'given at launch'}, {self.smem_bytes} bytes of shared memory",
                 f"CQ_KERNEL void {self.cname}({', '.join(params)}) {{"]
         self.info = KernelInfo(self.fn.name, self.index, self.cname, k.block_size,
-                               self.smem_bytes, self.bound, self.scalars, self._stack_bytes(),
+                               self.smem_bytes, self.static_bytes, self.bound, self.scalars,
+                               self._stack_bytes(),
                                {"events": self.off_event, "live": self.off_live,
                                 "lanesets": self.off_laneset})
         return "\n".join(head + body + ["}", f"CQ_EXPORT({self.cname});", ""])

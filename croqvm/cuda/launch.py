@@ -23,7 +23,7 @@ import sys
 import numpy as np
 
 from .. import dtypes, report
-from ..errors import ArgumentError, InternalError, KernelFault
+from ..errors import ArgumentError, DeviceError, InternalError, KernelFault
 from ..faults import FaultRecord
 from ..limits import WARP_SIZE
 from ..messages import lanes_phrase, print_text
@@ -118,8 +118,9 @@ class Device:
                                     info.stack_bytes, _step_limit(call))
             records = loaded.printed()
         else:
-            outcome, records = loaded.launch_printing(info.cname, grid, size, info.smem_bytes,
-                                                      params, PRINT_WORDS, _step_limit(call))
+            outcome, records = loaded.launch_printing(info.cname, grid, size,
+                                                      self._gpu_smem(loaded, info), params,
+                                                      PRINT_WORDS, _step_limit(call))
         self._print(call, gen, records)
         if outcome is None:
             return
@@ -130,6 +131,16 @@ class Device:
             raise deadlock_report(call, index, grid, gen, info, code, outcome,
                                   stuck_collective(call, gen, info, code, outcome))
         raise self._fault(call, index, grid, gen, outcome, _refs(call, launch, bound))
+
+    @staticmethod
+    def _gpu_smem(loaded, info) -> int:
+        """The shared memory of a launch on this GPU: what the kernel lays out, its pool
+        for run-time extents cut to what the GPU has (allocations beyond it fault)."""
+        most = loaded.backend.max_smem()
+        if info.static_bytes > most:
+            raise DeviceError(f"kernel '{info.cname}' needs {info.static_bytes} bytes of "
+                              f"shared memory; this GPU has {most} per block")
+        return min(info.smem_bytes, most)
 
     def _fault(self, call, index, grid, gen, f: abi.DeviceFault, refs) -> Exception:
         block = tuple(int(x) for x in np.unravel_index(f.block, tuple(grid)))
