@@ -4,6 +4,7 @@ the Python engine, with the same inputs and agreement checked.
 
     python bench/cuda.py               # test sizes
     python bench/cuda.py --bench       # the catalogue's benchmark sizes (slow on the engine)
+    python bench/cuda.py --only matmul # the programs whose name contains "matmul"
 
 Cold builds use a fresh cache directory; "cached" is the second build of the same text
 (a cache hit: the key is hashed and the file found). CPU seconds of the compilers are
@@ -75,6 +76,7 @@ def agree(a, b) -> bool:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench", action="store_true", help="benchmark sizes")
+    ap.add_argument("--only", default="", help="programs whose name contains this")
     opts = ap.parse_args()
     scale = "bench" if opts.bench else "test"
     cache = tempfile.mkdtemp(prefix="croqvm-bench-cache-")
@@ -84,7 +86,7 @@ def main() -> None:
           f"{'cpu-lib cold/cpu/hit':>21} {'interp s':>9} {'cuda-cpu s':>10} agree")
     try:
         for entry in PROGRAMS:
-            if entry.stage is not None:
+            if entry.stage is not None or opts.only not in entry.id:
                 continue
             prog = croqvm.compile_file(entry.path, defines=entry.defines)
             if not any(fn.kernels for fn in prog.functions):

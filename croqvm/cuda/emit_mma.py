@@ -83,22 +83,33 @@ def op_mma_load(k, ins, ip):
         return emit_mma_dyn.op_load(k, ins, ip)
     ptr, flag, lo_hi = frag_ref(k, m)
     f = k.code.frags[m]
-    et, ft = _elem_type(k, v), frag_dtype(k, m)
     with collective(k, ins, ip, True, lo_hi, whole_unit=True) as (part, parts):
         view(k, v, "src", ins, ip)
-        k.line("long long at[2];", ins)
-        k.fault("cq_first_outside(src, at)", Kind.MMA_READ_OUTSIDE, ins, ip,
-                ("src.slot", "src.index", "at[0]", "at[1]"),
-                lambda a, refs, s=c: (s, (int(a[2]), int(a[3])), refs(int(a[0]), int(a[1]))))
+        read_outside_check(k, ins, ip, c)
         _tile_shape_fault(k, ins, ip, m, "src", (f.rows, f.cols))
-        k.line(f"for (int i = {part}; i < {f.rows * f.cols}; i += {parts}) {{", ins)
-        k.depth += 1
-        k.line(f"const long long ix[2] = {{i / {f.cols}, i % {f.cols}}};", ins)
-        value = cnum.load_value(f"({cnum.store_c(et)} *)(src.base + cq_offset(src, ix))", et)
-        k.convert_into(f"{ptr}[i]", value, et, ft, ins, ip)
-        k.depth -= 1
-        k.line("}", ins)
+        load_cells(k, ins, ip, m, v, ptr, str(f.rows), str(f.cols), part, parts)
         k.line(f"{flag} = 1;", ins)
+
+
+def read_outside_check(k, ins, ip, c: int) -> None:
+    """§11.3.2: an element of the view ``src`` outside its buffer faults."""
+    k.line("long long at[2];", ins)
+    k.fault("cq_first_outside(src, at)", Kind.MMA_READ_OUTSIDE, ins, ip,
+            ("src.slot", "src.index", "at[0]", "at[1]"),
+            lambda a, refs, s=c: (s, (int(a[2]), int(a[3])), refs(int(a[0]), int(a[1]))))
+
+
+def load_cells(k, ins, ip, m, v, ptr, rows, cols, part, parts) -> None:
+    """The lane's share of the cells of fragment m [rows, cols] from view ``src``,
+    converted to the fragment's type."""
+    et, ft = _elem_type(k, v), frag_dtype(k, m)
+    k.line(f"for (long long i = {part}; i < {rows} * {cols}; i += {parts}) {{", ins)
+    k.depth += 1
+    k.line(f"const long long ix[2] = {{i / {cols}, i % {cols}}};", ins)
+    value = cnum.load_value(f"({cnum.store_c(et)} *)(src.base + cq_offset(src, ix))", et)
+    k.convert_into(f"{ptr}[i]", value, et, ft, ins, ip)
+    k.depth -= 1
+    k.line("}", ins)
 
 
 def _exec_shapes(k, ins, mc, ma, mb, layout):

@@ -72,29 +72,15 @@ def op_fill(k, ins, ip):
 
 
 def op_load(k, ins, ip):
+    from .emit_mma import load_cells, read_outside_check
     _, m, v, c = ins[:4]
-    et, ft = _view_type(k, v), frag_dtype(k, m)
     with collective(k, ins, ip, True, lanes_of(k, m), whole_unit=True) as (part, parts):
         view(k, v, "src", ins, ip)
-        k.line("long long at[2];", ins)
-        k.fault("cq_first_outside(src, at)", Kind.MMA_READ_OUTSIDE, ins, ip,
-                ("src.slot", "src.index", "at[0]", "at[1]"),
-                lambda a, refs, s=c: (s, (int(a[2]), int(a[3])), refs(int(a[0]), int(a[1]))))
+        read_outside_check(k, ins, ip, c)
         _agree(k, m, ins, ip, "src.ext[0]", "src.ext[1]", "src")
         shape_fragment(k, m, "src.ext[0]", "src.ext[1]", ins, ip)
         ptr, rows, cols, _ = access(k, m)
-        k.line(f"for (long long i = {part}; i < {rows} * {cols}; i += {parts}) {{", ins)
-        k.depth += 1
-        k.line(f"const long long ix[2] = {{i / {cols}, i % {cols}}};", ins)
-        value = cnum.load_value(f"({cnum.store_c(et)} *)(src.base + cq_offset(src, ix))", et)
-        k.convert_into(f"{ptr}[i]", value, et, ft, ins, ip)
-        k.depth -= 1
-        k.line("}", ins)
-
-
-def _view_type(k, v: int):
-    from .emit_mma import _elem_type
-    return _elem_type(k, v)
+        load_cells(k, ins, ip, m, v, ptr, rows, cols, part, parts)
 
 
 def _agree(k, m, ins, ip, rows, cols, v) -> None:

@@ -324,32 +324,44 @@ CQ_DEV const unsigned char *cq_dma_source(const cq_dma &d, const long long *t, b
   return d.src.base + cq_offset(d.src, i);
 }
 
+/* Destination element n (row-major in D) of a DMA: false when it lies outside its
+   buffer; else *to, and *from the source element, or null (outside the source, or
+   padding: then *pad says which). */
+CQ_DEV bool cq_dma_element(const cq_dma &d, long long n, unsigned char **to,
+                           const unsigned char **from, bool *pad) {
+  const cq_view &v = d.dst;
+  long long t[CQ_MAX_RANK], rest = n;
+  bool in_tile = true;
+  for (int k = v.rank - 1; k >= 0; k--) {
+    t[k] = rest % v.ext[k];
+    rest /= v.ext[k];
+    if (t[k] < cq_lo(v, k) || t[k] >= cq_hi(v, k)) return false;
+    if (t[k] >= d.tile[k]) in_tile = false;
+  }
+  *to = v.base + cq_offset(v, t);
+  *pad = false;
+  *from = in_tile ? cq_dma_source(d, t, pad) : 0;
+  return true;
+}
+
 /* Moves the share `part` of `parts` of the DMA's elements (§9.5.1): every destination
    element in range inside T gets its source element (when that is in range; else 0
    with .zfill, else it stays), or the padding value; with .zfill the destination
    elements beyond T become 0. */
 CQ_OUTLINED void cq_dma_move(const cq_dma &d, int part, int parts) {
-  const cq_view &v = d.dst;
-  long long total = cq_elements(v.ext, v.rank);
+  long long total = cq_elements(d.dst.ext, d.dst.rank);
+  int elem = d.dst.elem;
   for (long long n = part; n < total; n += parts) {
-    long long t[CQ_MAX_RANK], rest = n;
-    bool inside = true, in_tile = true;
-    for (int k = v.rank - 1; k >= 0; k--) {
-      t[k] = rest % v.ext[k];
-      rest /= v.ext[k];
-      if (t[k] < cq_lo(v, k) || t[k] >= cq_hi(v, k)) inside = false;
-      if (t[k] >= d.tile[k]) in_tile = false;
-    }
-    if (!inside) continue;
-    unsigned char *to = v.base + cq_offset(v, t);
-    bool pad = false;
-    const unsigned char *from = in_tile ? cq_dma_source(d, t, &pad) : 0;
+    unsigned char *to;
+    const unsigned char *from;
+    bool pad;
+    if (!cq_dma_element(d, n, &to, &from, &pad)) continue;
     if (from) {
-      for (int b = 0; b < v.elem; b++) to[b] = from[b];
+      for (int b = 0; b < elem; b++) to[b] = from[b];
     } else if (pad) {
-      for (int b = 0; b < v.elem; b++) to[b] = d.pad_value[b];
+      for (int b = 0; b < elem; b++) to[b] = d.pad_value[b];
     } else if (d.zfill) {
-      for (int b = 0; b < v.elem; b++) to[b] = 0;
+      for (int b = 0; b < elem; b++) to[b] = 0;
     }
   }
 }
@@ -358,21 +370,12 @@ CQ_OUTLINED void cq_dma_move(const cq_dma &d, int part, int parts) {
    elements that come from the source go by cp.async and land when the lane waits for
    its copies (LANGUAGE.md §9.5.3); zeros are stored at once; the rest stays. */
 template <int E> CQ_OUTLINED void cq_dma_move_async(const cq_dma &d, int part, int parts) {
-  const cq_view &v = d.dst;
-  long long total = cq_elements(v.ext, v.rank);
+  long long total = cq_elements(d.dst.ext, d.dst.rank);
   for (long long n = part; n < total; n += parts) {
-    long long t[CQ_MAX_RANK], rest = n;
-    bool inside = true, in_tile = true;
-    for (int k = v.rank - 1; k >= 0; k--) {
-      t[k] = rest % v.ext[k];
-      rest /= v.ext[k];
-      if (t[k] < cq_lo(v, k) || t[k] >= cq_hi(v, k)) inside = false;
-      if (t[k] >= d.tile[k]) in_tile = false;
-    }
-    if (!inside) continue;
-    unsigned char *to = v.base + cq_offset(v, t);
-    bool pad = false;
-    const unsigned char *from = in_tile ? cq_dma_source(d, t, &pad) : 0;
+    unsigned char *to;
+    const unsigned char *from;
+    bool pad;
+    if (!cq_dma_element(d, n, &to, &from, &pad)) continue;
     if (from) cq_cp_async<E>(to, from, E);
     else if (d.zfill) for (int b = 0; b < E; b++) to[b] = 0;
   }
