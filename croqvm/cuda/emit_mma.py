@@ -68,7 +68,7 @@ def op_mma_fill(k, ins, ip):
         return emit_mma_dyn.op_fill(k, ins, ip)
     ptr, flag, lo_hi = frag_ref(k, m)
     f = k.code.frags[m]
-    with collective(k, ins, ip, True, lo_hi, whole_unit=True) as (part, parts):
+    with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
         t = frag_dtype(k, m)
         k.line(f"{cnum.reg_c(t)} val;", ins)
         k.convert_into("val", f"r{r}", k.rt(r), t, ins, ip)
@@ -83,7 +83,7 @@ def op_mma_load(k, ins, ip):
         return emit_mma_dyn.op_load(k, ins, ip)
     ptr, flag, lo_hi = frag_ref(k, m)
     f = k.code.frags[m]
-    with collective(k, ins, ip, True, lo_hi, whole_unit=True) as (part, parts):
+    with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
         view(k, v, "src", ins, ip)
         read_outside_check(k, ins, ip, c)
         _tile_shape_fault(k, ins, ip, m, "src", (f.rows, f.cols))
@@ -166,8 +166,8 @@ def op_mma_exec(k, ins, ip):
     tc = frag_dtype(k, mc)
     exact = int(dtypes.F64 not in (frag_dtype(k, ma), frag_dtype(k, mb)))
     fmt = FMT_OF(tc)
-    atom = tensor_atom(k, mc, ma, mb, k.code.colls[c], M, N, K)
-    with collective(k, ins, ip, True, lo_hi, whole_unit=True) as (part, parts):
+    atom = tensor_atom(k, mc, ma, mb, k.code.colls[c], M, N, K) if c >= 0 else None
+    with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
         for x in (ma, mb):
             px, flag_x, _ = frag_ref(k, x)
             k.fault(f"!{flag_x}", Kind.FRAGMENT_EMPTY, ins, ip, (), lambda a, refs, x=x: (x,))
@@ -237,7 +237,7 @@ def op_mma_store(k, ins, ip):
         return emit_mma_dyn.op_store(k, ins, ip)
     f = k.code.frags[m]
     ptr, flag, lo_hi = frag_ref(k, m)
-    with collective(k, ins, ip, True, lo_hi, whole_unit=True) as (part, parts):
+    with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
         owners_check(k, ins, ip, m, c)
         k.fault(f"!{flag}", Kind.FRAGMENT_EMPTY, ins, ip, (), lambda a, refs, m=m: (m,))
         view(k, v, "dst", ins, ip)
@@ -249,8 +249,8 @@ def op_mma_store(k, ins, ip):
 def owners_check(k, ins, ip, m: int, c: int) -> None:
     """§11.2: at block level, a fragment owned per warp or warpgroup may be stored by
     one unit only."""
-    f, site = k.code.frags[m], k.code.colls[c]
-    if site.unit != 0 or f.unit not in (32, 128):
+    f = k.code.frags[m]
+    if c < 0 or k.code.colls[c].unit != 0 or f.unit not in (32, 128):
         return
     k.line("int owners = 0;", ins)
     k.line(f"for (int u = 0; u * {f.unit} < nlanes; u++) owners += cq_mask_count("

@@ -64,7 +64,7 @@ def op_fill(k, ins, ip):
     _, m, r, c = ins[:4]
     ptr, rows, cols, ready = access(k, m)
     t = frag_dtype(k, m)
-    with collective(k, ins, ip, True, lanes_of(k, m), whole_unit=True) as (part, parts):
+    with collective(k, ins, ip, c >= 0, lanes_of(k, m), whole_unit=True) as (part, parts):
         k.line(f"{cnum.reg_c(t)} val;", ins)
         k.convert_into("val", f"r{r}", k.rt(r), t, ins, ip)
         k.line(f"if ({ready}) {{ for (long long i = {part}; i < {rows} * {cols}; i += {parts}) "
@@ -74,7 +74,7 @@ def op_fill(k, ins, ip):
 def op_load(k, ins, ip):
     from .emit_mma import load_cells, read_outside_check
     _, m, v, c = ins[:4]
-    with collective(k, ins, ip, True, lanes_of(k, m), whole_unit=True) as (part, parts):
+    with collective(k, ins, ip, c >= 0, lanes_of(k, m), whole_unit=True) as (part, parts):
         view(k, v, "src", ins, ip)
         read_outside_check(k, ins, ip, c)
         _agree(k, m, ins, ip, "src.ext[0]", "src.ext[1]", "src")
@@ -100,7 +100,7 @@ def op_exec(k, ins, ip):
     pc, rc, cc, ready_c = access(k, mc)
     pa, ra, ca, ready_a = access(k, ma)
     pb, rb, cb, ready_b = access(k, mb)
-    with collective(k, ins, ip, True, lanes_of(k, mc), whole_unit=True) as (part, parts):
+    with collective(k, ins, ip, c >= 0, lanes_of(k, mc), whole_unit=True) as (part, parts):
         for x, ready in ((ma, ready_a), (mb, ready_b)):
             k.fault(f"!{ready}", Kind.FRAGMENT_EMPTY, ins, ip, (), lambda a, refs, x=x: (x,))
         m_, ka = (ra, ca) if layout in (0, 1) else (ca, ra)
@@ -129,7 +129,7 @@ def op_store(k, ins, ip):
     """§11.3.4 with the shape taken from the destination when the copy has none."""
     from .emit_mma import owners_check, store_cells
     _, m, v, transp, c = ins[:5]
-    with collective(k, ins, ip, True, lanes_of(k, m), whole_unit=True) as (part, parts):
+    with collective(k, ins, ip, c >= 0, lanes_of(k, m), whole_unit=True) as (part, parts):
         owners_check(k, ins, ip, m, c)
         view(k, v, "dst", ins, ip)
         rows, cols = ("dst.ext[1]", "dst.ext[0]") if transp else ("dst.ext[0]", "dst.ext[1]")
