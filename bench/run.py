@@ -1,7 +1,8 @@
 """Reference-engine benchmark: wall time, lane-instructions per second, ratio to numpy.
 
-    python bench/run.py            # the benchmark sizes (minutes on the Python engine)
-    python bench/run.py --quick    # the test sizes, to check the harness
+    python bench/run.py                # the benchmark sizes (minutes on the Python engine)
+    python bench/run.py --quick        # the test sizes, to check the harness
+    python bench/run.py --check race   # also the cost of race checking (LANGUAGE.md §7.5)
 
 Runs the DMA matmul (s32, 128x256x256) and the warp-specialised 1P1C pipeline (f16 in,
 f32 out, 256x256x256) of programs/, checks each result against its numpy reference, and
@@ -65,12 +66,34 @@ def run_one(file: str, defines: dict, scale: str) -> str:
             f"numpy {ref * 1e3:8.2f} ms  ratio {wall / ref:>10,.0f}x")
 
 
+def check_cost(file: str, defines: dict, scale: str, checking: str) -> str:
+    """The run with the check ``checking`` against the plain run, on the same inputs: CPU
+    seconds (the machine may be shared) of the better of two runs each."""
+    entry = entry_for(file, defines)
+    program = croqvm.compile_file(entry.path, defines=entry.defines)
+    best = {None: float("inf"), checking: float("inf")}
+    for _ in range(2):
+        for which in best:
+            args, dims = entry.make_args(np.random.default_rng(0), scale)
+            t0 = time.process_time()
+            result = program.run(entry.func, *args, check=which, **dims)
+            best[which] = min(best[which], time.process_time() - t0)
+            check(entry, args, result)
+    return (f"{file:22s} --check {checking}: {best[checking]:8.2f} s CPU, "
+            f"{best[checking] / best[None]:5.2f}x the plain run ({best[None]:.2f} s)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="use the small test sizes")
-    scale = "test" if parser.parse_args().quick else "bench"
+    parser.add_argument("--check", choices=["race"],
+                        help="also time each program with this run-time check")
+    options = parser.parse_args()
+    scale = "test" if options.quick else "bench"
     for file, defines in BENCHMARKS:
         print(run_one(file, defines, scale), flush=True)
+        if options.check:
+            print(check_cost(file, defines, scale, options.check), flush=True)
 
 
 if __name__ == "__main__":
