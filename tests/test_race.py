@@ -420,6 +420,37 @@ def test_an_outer_level_effect_is_published_to_the_instance():
     """, "outer") == "block 0 sets 10\nblock 1 sets 20\n73 83\n"
 
 
+OUTER = """
+    __co__ void outer() {
+      s32 [64] out;
+      parallel b by 1 : block {
+        shared s32 [1] x;
+        x.at(0) = 1;
+        STATEMENTS
+        parallel t by 64 : thread
+          out.at(t) = v;
+      }
+      println(out.at(0), out.at(63));
+    }
+"""
+
+
+def test_an_outer_level_statement_reading_what_its_own_effect_writes_is_no_race():
+    # Every lane reads x for x = x + 1, but only the performing lane's sum is stored; the
+    # others' reads, after the store under the default schedule, are not used (§7.2.2).
+    assert checked(OUTER.replace("STATEMENTS", "x.at(0) = x.at(0) + 1;\n        s32 v = "
+                                 "x.at(0);"), "outer") == "2 2\n"
+
+
+def test_an_outer_level_read_and_a_later_outer_level_write_race():
+    # Warp 0 reads x, then performs the write of the next statement before warp 1 reads x
+    # for its own v: the lanes of warp 1 keep 7, those of warp 0 keep 1.
+    assert races(OUTER.replace("STATEMENTS", "s32 v = x.at(0);\n        x.at(0) = 7;"),
+                 "outer").splitlines()[0] == (
+        "race.co:6:5: runtime error: data race on shared 'x' element (0): read here, written "
+        "at race.co:7:5; no barrier or event orders them.")
+
+
 # --------------------------------------------------------------------------- the report
 
 def test_every_race_is_listed_once_per_pair_of_statements_up_to_a_cap():

@@ -52,13 +52,16 @@ FOREVER = 1 << 62              # the end of a launch still running (a segment ra
 class Site:
     """An instruction that accesses memory: ``code`` -1 for the host program, else the
     kernel index; ``ip`` its index; ``kind`` the access; ``text`` the statement text that
-    names a copy or a tile operation ("" for element accesses); ``is_async``: an async copy."""
+    names a copy or a tile operation ("" for element accesses); ``is_async``: an async copy.
+    ``once``: the ONCE site of the outer-level statement it belongs to (§7.2.2), for an
+    access in its effect block or before its ONCE, else -1."""
     code: int
     ip: int
     span: int
     kind: str
     text: str = ""
     is_async: bool = False
+    once: int = -1
 
 
 @dataclass
@@ -215,7 +218,7 @@ class RaceChecker(Checker):
         if n is None:
             n = self._site_index[key] = len(self.sites)
             self.sites.append(Site(blk.kernel_index, ip, blk.prog.ins[ip][SPAN], kind, text,
-                                   is_async))
+                                   is_async, statement_once(blk.prog, ip)))
         return n
 
     def _record(self, site: int, who: Who) -> int:
@@ -535,7 +538,7 @@ class RaceChecker(Checker):
             k = same[0]
             seq = int(prior.seq[k]) if prior.seq is not None else st.seq
             s, first = self.who(int(prior.info[k]), seq)
-            if self._known(s, site):
+            if self._known(s, site) or self._own_effect(s, site):
                 continue
             if info_site >= 0:        # element accesses: every lane of this statement here
                 first = Who(seq, np.unique(prior.info[same] & ((1 << LANE_BITS) - 1)))
@@ -543,6 +546,15 @@ class RaceChecker(Checker):
             why = self._why(st, actor, int(prior.warp[k]), int(prior.clock[k]), seq, s, site)
             self._add(Race(buf.ref, sh.storage, key.coords(sh.shape, int(prior.pos[k])),
                            (s, first), (site, mine), why))
+
+    def _own_effect(self, a: int, b: int) -> bool:
+        """Whether sites ``a`` and ``b`` are a read of an outer-level statement and the
+        write of that statement's own effect: the lanes that do not perform the effect
+        read what they do not use (only the performing lane's values are stored,
+        §7.2.2), and the performing lane reads before it writes."""
+        r, w = sorted((self.sites[a], self.sites[b]), key=lambda s: s.kind != Access.READ)
+        return r.kind == Access.READ and w.kind != Access.READ and w.once >= 0 and \
+            (w.code, w.once) == (r.code, r.once) and r.ip < w.ip
 
     def _known(self, a: int, b: int, same_instruction: bool = False) -> bool:
         return (min(a, b), max(a, b), same_instruction) in self.races
@@ -602,6 +614,24 @@ def _box(buf, o, e):
     if any(h <= l for l, h in zip(lo, hi)):
         return None
     return Box(lo, hi)
+
+
+def statement_once(prog, ip: int) -> int:
+    """The ONCE site of the outer-level statement instruction ``ip`` belongs to: the ONCE
+    that ends the straight run of its statement's instructions (one span) it lies in, or
+    whose effect block holds it; -1 if none."""
+    span = prog.ins[ip][SPAN]
+    k = ip
+    while k < len(prog.ins) and prog.ins[k][SPAN] == span:
+        if prog.ins[k][0] == opcodes.ONCE:
+            return prog.ins[k][2]
+        k += 1
+    k = ip
+    while k >= 0 and prog.ins[k][SPAN] == span:
+        if prog.ins[k][0] == opcodes.ONCE:
+            return prog.ins[k][2] if ip <= effect_block_end(prog, k) else -1
+        k -= 1
+    return -1
 
 
 def effect_block_end(prog, ip: int) -> int:
