@@ -241,6 +241,35 @@ def test_signalling_a_slot_full_before_filling_it_races():
         *quote(12, "          slot.at(k % STAGES) = k * k + 1;"))
 
 
+def test_a_producer_that_refills_before_the_consumer_read_races():
+    # Lane 32 writes v and triggers e three times; lane 0 waits for each generation and
+    # reads v. Nothing tells the producer that the read is done before the next write:
+    # the protocol lacks an event (the trigger publishes the write before it, it is not
+    # misplaced).
+    assert races("""
+        __co__ void rounds() {
+          parallel blk by 1 : block {
+            shared event<1> e;
+            shared s32 [1] v;
+            parallel t by 64 : thread {
+              foreach k in [3] {
+                if (t == 32) {
+                  v.at(0) = k + 1;
+                  trigger e;
+                }
+                if (t == 0) {
+                  wait e;
+                  println(v.at(0));
+                }
+              }
+            }
+          }
+        }
+    """, "rounds").splitlines()[0] == (
+        "race.co:7:11: runtime error: data race on shared 'v' element (0): written here, "
+        "read at race.co:12:11; no barrier or event orders them.")
+
+
 # --------------------------------------------------------------------------- async copies
 
 COPY = """

@@ -76,14 +76,16 @@ class Who:
 
 @dataclass
 class Copy:
-    """An async copy in flight (§9.5.3): issued by ``who`` at ``site``; its source and
-    destination boxes; ``waited`` the span of the wait that completed it, once it has."""
+    """An async copy (§9.5.3): issued by ``who`` at ``site``; its source and destination
+    (shadow, buffer, box); ``waited`` the span of the first wait, and ``done`` the (warp,
+    clock) its accesses were recorded at then."""
     site_read: int
     site_write: int
     who: Who
-    src: tuple            # (Shadow or None, Box)
+    src: tuple
     dst: tuple
     waited: int | None = None
+    done: tuple | None = None
 
 
 @dataclass
@@ -128,6 +130,7 @@ class Clocks:
         self.tick_at: dict = {}       # warp -> the effect-block END after which it ticks
         self.coll = None              # the collective whose effect runs: (Actor, lanes, ip)
         self.lane_copies = (None, [])  # ((warp, step), [(buffer, box, lane)]): per-lane DMAs
+        self.copies: dict = {}        # id(transfer) -> (Copy, the transfer) of async copies
 
     def join(self, warps: np.ndarray) -> None:
         """A rendezvous of ``warps``: each takes the join of their clocks."""
@@ -157,7 +160,6 @@ class RaceChecker(Checker):
         self.records: list[tuple] = []        # (site, Who) of tile and copy accesses
         self.segments: list[tuple] = []       # seq -> (launch index, block index)
         self.gens: list[Gen] = []             # every event generation, by id
-        self.copies: dict = {}                # id(transfer) -> Copy in flight
         self.races: dict = {}                 # (site, site) -> Race
         self.pending: list = []               # segment ranges of async launches running
         self.launch = None                    # (first segment, ranges) of the running launch
@@ -453,7 +455,7 @@ class RaceChecker(Checker):
                 sh.inflight.append((copy, kind, box))
             parts.append((sh, buf, box))
         copy.src, copy.dst = parts
-        self.copies[id(handle.transfer)] = (copy, handle.transfer)
+        st.copies[id(handle.transfer)] = (copy, handle.transfer)
 
     def _lane_copy(self, blk, desc, buf, box, lane: int) -> None:
         """A DMA each lane makes (§9.3.1) writing ``box`` of a block-wide buffer: lanes of
@@ -476,14 +478,27 @@ class RaceChecker(Checker):
 
     def dma_wait(self, blk, handle, lane: int) -> None:
         """Lane ``lane`` waited ``handle``'s transfer: the copy is complete for it, and
-        for whoever the waiting lanes are ordered before; its accesses count from here."""
-        entry = self.copies.pop(id(handle.transfer), None)
-        if entry is None:
-            return                    # another lane of the same wait completed it
-        copy = entry[0]
+        for whoever the waiting lanes are ordered before; its accesses count from here.
+        The first wait records them: a collective wait at its joined clock, which every
+        participant has; a lane's own wait at a clock of its warp's that only the copy
+        has (the warp ticks before and after), so that the lanes of other warps that
+        wait the same copy later (a collective copy each lane waits for itself) acquire
+        just that."""
         st = self.clocks(blk)
+        copy = st.copies.get(id(handle.transfer), (None,))[0]
+        if copy is None:
+            return
+        x = lane // WARP_SIZE
+        if copy.done is not None:     # another lane waited it first
+            w, c = copy.done
+            if st.coll is None and w != x and st.vc[x][w] < c:
+                st.vc[x][w] = c
+            return
         copy.waited = blk.prog.ins[self._ip(st, blk, lane)][SPAN]
+        if st.coll is None:
+            st.tick([x])
         actor = self._actor(st, lane)
+        copy.done = (actor.warp, int(actor.vc[actor.warp]))
         for (sh, buf, box), writes, site in ((copy.src, False, copy.site_read),
                                             (copy.dst, True, copy.site_write)):
             if sh is None:
@@ -491,6 +506,8 @@ class RaceChecker(Checker):
             sh.inflight = [x for x in sh.inflight if x[0] is not copy]
             if sh.storage != Storage.LOCAL:
                 (sh.wrote if writes else sh.read)(box, actor, self._record(site, copy.who))
+        if st.coll is None:
+            st.tick([x])
 
     def _inflight(self, sh, buf, key, kind: str, site: int, who: Who) -> None:
         """An access to ``buf`` while async copies read or write it (§9.5.3)."""
@@ -543,7 +560,9 @@ class RaceChecker(Checker):
             if info_site >= 0:        # element accesses: every lane of this statement here
                 first = Who(seq, np.unique(prior.info[same] & ((1 << LANE_BITS) - 1)))
             mine = who if who.collective else Who(who.seq, np.unique(who.lanes[prior.pos[same]]))
-            why = self._why(st, actor, int(prior.warp[k]), int(prior.clock[k]), seq, s, site)
+            own = _last_access(sh, key.offsets(sh.shape, prior.pos[k:k + 1])[0], actor)
+            why = self._why(st, actor, int(prior.warp[k]), int(prior.clock[k]), seq, s, site,
+                            own)
             self._add(Race(buf.ref, sh.storage, key.coords(sh.shape, int(prior.pos[k])),
                            (s, first), (site, mine), why))
 
@@ -565,9 +584,11 @@ class RaceChecker(Checker):
         a, b = race.first[0], race.second[0]
         self.races.setdefault((min(a, b), max(a, b), race.same_instruction), race)
 
-    def _why(self, st, actor, w: int, c: int, seq: int, first_site: int, site: int):
+    def _why(self, st, actor, w: int, c: int, seq: int, first_site: int, site: int,
+             own: int):
         """Why the earlier access (warp ``w`` at clock ``c`` of segment ``seq``) is not
-        ordered before the current one: a croqvm.messages report name and arguments."""
+        ordered before the current one (whose warp last accessed the element at clock
+        ``own``, 0: never): a croqvm.messages report name and arguments."""
         if seq != actor.seq:
             launch = self.segments[seq][0]
             if launch >= 0 and launch == self.segments[actor.seq][0]:
@@ -576,13 +597,16 @@ class RaceChecker(Checker):
             return ("why_async", (self.call.fn.host.launches[other].span,))
         x = actor.warp
         return self._early_trigger(st, x, w, c, first_site) or \
-            self._early_trigger(st, w, x, int(st.vc[x][x]), site) or ("why_none", ())
+            self._early_trigger(st, w, x, int(st.vc[x][x]), site, own) or ("why_none", ())
 
-    def _early_trigger(self, st, acquirer: int, releaser: int, c: int, site: int):
+    def _early_trigger(self, st, acquirer: int, releaser: int, c: int, site: int,
+                       own: int = 0):
         """The event generation through which ``acquirer`` last learnt ``releaser``'s
         clock, when it was triggered before ``releaser``'s access at clock ``c`` (at
         ``site``) with no other trigger of that warp in between: the trigger that
-        belongs after the access."""
+        belongs after the access. Not when the releaser accessed the element since its
+        trigger before that one (at clock ``own``): the trigger then publishes that
+        access, and the race is a protocol that lacks an event, not a misplaced trigger."""
         gen_id = int(st.src_gen[acquirer][releaser])
         if gen_id == NO_EVENT:
             return None
@@ -590,9 +614,12 @@ class RaceChecker(Checker):
         span, t = gen.triggers.get(releaser, (None, 0))
         if span is None or t >= c:
             return None
-        later = st.triggers[releaser]
-        k = bisect.bisect_right(later, t)
-        if k < len(later) and later[k] < c:
+        mine = st.triggers[releaser]
+        k = bisect.bisect_right(mine, t)
+        if k < len(mine) and mine[k] < c:
+            return None
+        before = mine[k - 2] if k >= 2 else 0     # the trigger before the one at t
+        if before < own <= t:
             return None
         return ("why_trigger", (span, gen.slot, int(st.src_wait[acquirer][releaser]), site))
 
@@ -605,6 +632,19 @@ class RaceChecker(Checker):
             return None
         from .racereport import race_fault
         return race_fault(self, list(self.races.values()), fault)
+
+
+def _last_access(sh, offset: int, actor) -> int:
+    """The clock of the actor's warp's last access to element ``offset`` of ``sh`` in its
+    segment, 0 for none."""
+    out = 0
+    if int(sh.w_warp[offset]) == actor.warp and (sh.w_seq is None or
+                                                 int(sh.w_seq[offset]) == actor.seq):
+        out = int(sh.w_clock[offset])
+    row = int(sh.row_of[actor.warp])
+    if row >= 0 and (sh.r_seq is None or int(sh.r_seq[row, offset]) == actor.seq):
+        out = max(out, int(sh.r_clock[row, offset]))
+    return out
 
 
 def _box(buf, o, e):
