@@ -266,8 +266,8 @@ def test_a_producer_that_refills_before_the_consumer_read_races():
           }
         }
     """, "rounds").splitlines()[0] == (
-        "race.co:7:11: runtime error: data race on shared 'v' element (0): written here, "
-        "read at race.co:12:11; no barrier or event orders them.")
+        "race.co:8:11: runtime error: data race on shared 'v' element (0): written here, "
+        "read at race.co:13:11; no barrier or event orders them.")
 
 
 # --------------------------------------------------------------------------- async copies
