@@ -1,7 +1,5 @@
 """Building CUDA sources (croqvm/cuda/compile.py): the on-disk cache, its key, and the
 errors when a compiler is missing or fails."""
-import json
-import os
 
 import pytest
 

@@ -17,7 +17,6 @@ import pytest
 from croqvm import dtypes, errors
 from croqvm.cuda import abi
 from croqvm.cuda import compile as cc
-from croqvm.cuda.cpu import CpuModule
 from croqvm.numerics import fma_to
 
 from cuda_helpers import CUDA_DIR, cpu_module, device_module, nvcc_build

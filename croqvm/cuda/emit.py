@@ -28,13 +28,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .. import __version__, dtypes
-from ..bytecode.module import Storage
 from ..bytecode.opcodes import SPAN, TABLE, WIDTH
 from ..errors import CroqvmError
 from ..faults import Kind
 from ..limits import MAX_BLOCK_SIZE
 from ..source import SpanTable
-from . import cnum
 
 GENERATOR_VERSION = "1"
 ARCHES = ("sm_80", "sm_90a")
@@ -134,10 +132,6 @@ def span_of(ins) -> int:
     return ins[SPAN]
 
 
-def is_block_wide(decl) -> bool:
-    return decl.storage != Storage.LOCAL
-
-
 def max_block(kernel) -> int:
     return kernel.block_size if kernel.block_size > 0 else MAX_BLOCK_SIZE
 
@@ -145,5 +139,3 @@ def max_block(kernel) -> int:
 def c_ident(text: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in text)
 
-
-REG_C = cnum.REG_C

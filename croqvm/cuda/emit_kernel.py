@@ -491,10 +491,6 @@ def _coll_operand(ins):
     return None
 
 
-def _args(n):
-    return lambda a: tuple(int(x) for x in a[:n])
-
-
 # fault kind -> operands from the recorded values, for faults raised by cnum conversions
 _OPERANDS = {
     Kind.FLOAT_TO_INT: lambda a, refs: (bits_value(a[0], dtypes.F64), int(a[1])),

@@ -16,7 +16,6 @@ GPU, round in the device's order.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 
