@@ -6,7 +6,6 @@ engines through the ``engine`` parameter (tests/engines.py); this module holds w
 makes sense for two engines side by side, and the native build's own contracts."""
 from __future__ import annotations
 
-import io
 import pathlib
 import sys
 
@@ -16,6 +15,7 @@ import pytest
 import croqvm
 from croqvm.native import extension
 from croqvm.native.faults import c_header
+from parity import assert_alike, outcome
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "programs"))
@@ -38,28 +38,6 @@ def test_loading_the_engine_keeps_subnormals():
 
 # --------------------------------------------------------------------------- programs/
 
-def _outcome(module, func, args, dims, engine, **options):
-    """Everything a run shows: result, arguments after it, printed text, error, stats."""
-    args = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
-    out, stats = io.StringIO(), {}
-    try:
-        result, error = croqvm.Program(module).run(func, *args, engine=engine, out=out,
-                                                   stats=stats, **options, **dims), None
-    except croqvm.CroqvmError as e:
-        result, error = None, (type(e).__name__, str(e))
-    return result, args, out.getvalue(), error, stats
-
-
-def _same(a, b) -> bool:
-    """Equal values; arrays equal in dtype, shape and bits (any NaN equals any NaN)."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
-                and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
-    if isinstance(a, float) and isinstance(b, float) and a != a:
-        return b != b
-    return type(a) is type(b) and a == b
-
-
 def _runs():
     for entry in PROGRAMS:
         if entry.stage == "static":
@@ -75,11 +53,9 @@ def test_program_runs_alike_on_both_engines(entry, schedule, seed):
     for func in funcs:
         args, dims = entry.make_args(np.random.default_rng(0), "test") if entry.make_args \
             else ([], {})
-        ref = _outcome(module, func, args, dims, "python", schedule=schedule, seed=seed)
-        got = _outcome(module, func, args, dims, "native", schedule=schedule, seed=seed)
-        assert _same(got[0], ref[0]), f"{func}: result"
-        assert all(_same(g, r) for g, r in zip(got[1], ref[1])), f"{func}: arguments"
-        assert got[2:] == ref[2:], f"{func}: output, error or stats"
+        ref = outcome(module, func, args, dims, "python", schedule=schedule, seed=seed)
+        got = outcome(module, func, args, dims, "native", schedule=schedule, seed=seed)
+        assert_alike(got, ref, func)
 
 
 # --------------------------------------------------------------------------- several threads
@@ -105,7 +81,8 @@ def test_blocks_on_threads_give_the_serial_run(bad, max_steps):
     the report of the serial run (the lowest faulting block, the step the limit hits)."""
     module = croqvm.compile(BLOCKS, "blocks.co", {"BAD": str(bad)}).module
     x = np.zeros(16, np.int32)
-    ref = _outcome(module, "blocks", [x], {}, "python", max_steps=max_steps)
+    ref = outcome(module, "blocks", [x], {}, "python", max_steps=max_steps)
     for jobs in (1, 4):
-        got = _outcome(module, "blocks", [x], {}, "native", max_steps=max_steps, jobs=jobs)
-        assert _same(got[1][0], ref[1][0]) and got[2:] == ref[2:], jobs
+        got = outcome(module, "blocks", [x], {}, "native", max_steps=max_steps, jobs=jobs)
+        assert_alike(got, ref, f"jobs={jobs}")
+

@@ -1,0 +1,50 @@
+"""Generated kernels (tests/kernelgen.py) on both engines: bit-identical results, the same
+printed text, the same diagnostics and the same statistics, under the round-robin schedule
+and two random ones. The native engine runs a launch's blocks on one thread, and, when no
+block touches another's elements, on two as well (a race between blocks may end otherwise
+on threads: jobs promise the serial result to race-free programs only). The default run
+draws a few hundred kernels; ``--runslow`` draws thousands (the marker ``slow``)."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import croqvm
+from croqvm.native import extension
+from kernelgen import FAMILIES
+from parity import assert_alike, outcome
+
+pytestmark = pytest.mark.skipif(extension() is None, reason="the native extension is not built")
+
+SCHEDULES = (("rr", 0), ("random", 1), ("random", 7))
+EXAMPLES = {"lanes": 300, "events": 80, "copies": 80, "mma": 150}
+
+
+def check_alike(case) -> None:
+    module = croqvm.compile(case.source, "gen.co").module
+    for schedule, seed in SCHEDULES:
+        options = dict(schedule=schedule, seed=seed, max_steps=case.max_steps)
+        ref = outcome(module, case.func, case.args, {}, "python", **options)
+        for jobs in (1, 2) if case.independent else (1,):
+            got = outcome(module, case.func, case.args, {}, "native", jobs=jobs, **options)
+            assert_alike(got, ref, f"{schedule} {seed} jobs={jobs}:\n{case.source}")
+
+
+def _test(family: str, examples: int):
+    @settings(max_examples=examples, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(FAMILIES[family]())
+    def test(case):
+        check_alike(case)
+    return test
+
+
+test_lanes = _test("lanes", EXAMPLES["lanes"])
+test_events = _test("events", EXAMPLES["events"])
+test_copies = _test("copies", EXAMPLES["copies"])
+test_mma = _test("mma", EXAMPLES["mma"])
+
+test_lanes_many = pytest.mark.slow(_test("lanes", 5000))
+test_events_many = pytest.mark.slow(_test("events", 1000))
+test_copies_many = pytest.mark.slow(_test("copies", 1000))
+test_mma_many = pytest.mark.slow(_test("mma", 2000))
