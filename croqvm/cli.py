@@ -297,9 +297,9 @@ def disasm(file, defines):
               show_default=True,
               help="Where kernels run: cpu (the lane-accurate interpreter), cuda-cpu (the "
                    "generated CUDA compiled for the CPU), gpu (compiled by nvcc).")
-@click.option("--engine", type=click.Choice(["native", "python"]), default="python",
-              show_default=True,
-              help="The interpreter: native (C) or python (the reference engine).")
+@click.option("--engine", type=click.Choice(["native", "python"]),
+              help="The interpreter: native (C) or python (the reference engine). Default: "
+                   "native, or python for --check, --poison and where native is not built.")
 @click.option("--jobs", type=click.IntRange(min=1), metavar="N",
               help="Threads a launch's blocks run on (native engine; default: the cores).")
 @_verbose_option

@@ -120,7 +120,7 @@ def differ(program, func: str, *args, against: str = "cuda-cpu", rtol: float | N
         raise ArgumentError(f"unknown target '{against}' to compare with: use "
                             f"{', '.join(AGAINST)}")
     d_rtol, d_atol = DEFAULT_TOLERANCE[against]
-    ref = run_once(program, func, list(args), dims, {})
+    ref = run_once(program, func, list(args), dims, {"engine": "python"})
     other = run_once(program, func, list(args), dims, AGAINST[against])
     return compare(ref, other, d_rtol if rtol is None else rtol,
                    d_atol if atol is None else atol, limit)

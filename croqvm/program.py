@@ -10,7 +10,11 @@ stats, progress)``, with the meaning of ``croqvm.interp.run_function``, the refe
 schedule of ``SCHEDULES``, a seed in [0, 2**64), a positive step limit or None (no limit),
 an output stream and a progress hook or None (croqvm.position). An engine
 or device planned but not part of this installation, and any unknown name, is an
-``ArgumentError`` that says which are available. The run-time checks of ``CHECKS`` run on
+``ArgumentError`` that says which are available. Without an ``engine``, a run goes to
+the native engine, or to the reference engine where native can not serve it: another
+device, a check or poison mode (its full form, registers included, is the reference
+engine's), or an installation without the extension, which one warning line says once
+per process. The run-time checks of ``CHECKS`` run on
 the engines of ``CHECKING`` only (the reference engine is the executable spec they
 observe), whose runners also take ``check``; other engines refuse them.
 """
@@ -48,6 +52,7 @@ DEVICES = ("cpu", "cuda-cpu", "gpu")
 CHECKS = (None, "race", "init")
 CHECKING = ("python",)           # the engines whose runners take ``check``
 THREADED = ("native",)           # the engines whose runners take ``jobs``
+_FALLBACK_TOLD: list = []        # the warning that native is missing, once per process
 _CUDA_DEVICES: dict = {}         # one per device kind: it keeps what it built loaded
 
 
@@ -95,6 +100,22 @@ def runner(device: str = "cpu", engine: str = "python"):
     return ENGINES[engine]()
 
 
+def default_engine(device: str = "cpu", check=None, poison: bool = False) -> str:
+    """The engine a run gets when it names none: "native", else "python" (see above),
+    with the warning line on ``sys.stderr``."""
+    if device != "cpu" or check is not None or poison:
+        return "python"
+    from .native import unavailable
+    why = unavailable()
+    if why is None:
+        return "native"
+    if not _FALLBACK_TOLD:
+        _FALLBACK_TOLD.append(True)
+        print(f"croqvm: warning: the native engine is not available, running on the python "
+              f"engine: {why}.", file=sys.stderr)
+    return "python"
+
+
 def available(device: str = "cpu", engine: str = "python") -> bool:
     """Whether ``runner(device, engine)`` works in this installation."""
     try:
@@ -138,7 +159,7 @@ class Program:
         from .bytecode.cqb import save
         save(self.module, path)
 
-    def run(self, func: str, *args, device: str = "cpu", engine: str = "python", check=None,
+    def run(self, func: str, *args, device: str = "cpu", engine: str | None = None, check=None,
             schedule: str = "rr", seed: int = 0, poison: bool = False,
             max_steps: int | None = None, out=None, stats: dict | None = None, progress=None,
             jobs: int | None = None, **dims):
@@ -150,12 +171,17 @@ class Program:
         ``blocks``; ``out`` receives what the kernels print (default: ``sys.stdout``);
         ``progress`` is called with a ``croqvm.position.RunPosition`` now and then, and
         an interrupt leaves as ``croqvm.position.Interrupted``, which says where the run
-        was. ``check`` adds a run-time check of ``CHECKS``: "race" reports data races
+        was. ``engine`` is "native" or "python" (default: ``default_engine``).
+        ``check`` adds a run-time check of ``CHECKS``: "race" reports data races
         (§7.5), "init" reads of buffer elements and registers never written (§14.4).
         ``poison`` (new buffers poisoned, reading an element never written faults) is
         ``check="init"`` on an engine that checks, and every engine's poison mode on the
         others. ``jobs`` is how many threads a launch's blocks may run on (the native
-        engine; default: the cores), with results identical to one thread's."""
+        engine; default: the cores, or 1 under the random schedule, whose runs are
+        replayed exactly), with results identical to one thread's when no block races
+        with another."""
+        if engine is None:
+            engine = default_engine(device, check, poison)
         run = runner(device, engine)
         _choose("check", check, CHECKS)
         if poison and check is None and engine in CHECKING and device == "cpu":

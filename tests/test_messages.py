@@ -95,7 +95,7 @@ def test_an_instruction_that_can_not_be_prepared_is_an_internal_error_at_it():
     host = a.code("CONST r0 k0\nRET", regs="f64")
     host.consts = [Const(dtypes.F64.code, 10 ** 400)]
     with pytest.raises(InternalError) as e:
-        Program(a.module(function("f", host))).run("f")
+        Program(a.module(function("f", host))).run("f", engine="python")
     assert str(e.value).startswith("code.asm:1:1: error: internal error: OverflowError")
     assert str(e.value).endswith("in host code of 'f'")
 

@@ -6,13 +6,17 @@ engines through the ``engine`` parameter (tests/engines.py); this module holds w
 makes sense for two engines side by side, and the native build's own contracts."""
 from __future__ import annotations
 
+import io
+import os
 import pathlib
+import subprocess
 import sys
 
 import numpy as np
 import pytest
 
 import croqvm
+from croqvm import program
 from croqvm.native import extension
 from croqvm.native.faults import c_header
 from parity import assert_alike, outcome
@@ -86,3 +90,76 @@ def test_blocks_on_threads_give_the_serial_run(bad, max_steps):
         got = outcome(module, "blocks", [x], {}, "native", max_steps=max_steps, jobs=jobs)
         assert_alike(got, ref, f"jobs={jobs}")
 
+
+# --------------------------------------------------------------------------- engine selection
+
+# Runs croqvm's command line in a fresh process whose import of croqvm._native fails as
+# an installation without the extension (ModuleNotFoundError) or with a broken one
+# (ImportError) does.
+WITHOUT_EXTENSION = """
+import runpy, sys
+class Missing:
+    def find_spec(self, name, path=None, target=None):
+        if name == "croqvm._native":
+            raise {error}("croqvm._native: simulated")
+sys.meta_path.insert(0, Missing())
+sys.argv = ["croqvm", *sys.argv[1:]]
+runpy.run_module("croqvm", run_name="__main__")
+"""
+ADD_TWICE = """
+__co__ void twice(global s32 [4] x) {
+  parallel t by [4] : thread { x.at(t) = x.at(t) + 1; }
+  parallel t by [4] : thread { x.at(t) = x.at(t) + 1; }
+  println("x", x.at(3));
+}
+"""
+
+
+def _croqvm(prelude: str, *args, cwd):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-c", prelude, *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("error, why", [
+    ("ModuleNotFoundError", "the extension croqvm._native was not built (reinstall croqvm "
+                            "with 'pip install -e .', which compiles it)"),
+    ("ImportError", "the extension croqvm._native does not load (croqvm._native: simulated)")])
+def test_without_the_extension_native_is_an_error_and_the_default_python(error, why,
+                                                                        tmp_path):
+    (tmp_path / "twice.co").write_text(ADD_TWICE)
+    prelude = WITHOUT_EXTENSION.format(error=error)
+    run = ["run", "twice.co", "--func", "twice", "--random-inputs"]
+    chosen = _croqvm(prelude, *run, "--engine", "native", cwd=tmp_path)
+    assert chosen.returncode == 2 and chosen.stdout == ""
+    assert chosen.stderr.startswith(f"engine 'native' is not available: {why}")
+    assert "Traceback" not in chosen.stderr and len(chosen.stderr.splitlines()) == 1
+    default = _croqvm(prelude, *run, cwd=tmp_path)
+    assert default.returncode == 0, default.stderr
+    # two launches, one warning line first; then what the python engine shows
+    warning, rest = default.stderr.split("\n", 1)
+    assert warning == (f"croqvm: warning: the native engine is not available, running on "
+                       f"the python engine: {why}.")
+    python = _croqvm(prelude, *run, "--engine", "python", cwd=tmp_path)
+    assert python.returncode == 0 and "warning" not in python.stderr
+    assert (default.stdout, rest) == (python.stdout, python.stderr)
+    assert "x " in default.stdout
+
+
+def test_a_run_naming_no_engine_runs_on_native(monkeypatch):
+    """Without ``engine``, a plain run never reaches the Python engine's runner; a checked
+    or poisoned one does."""
+    calls = []
+    python = program.ENGINES["python"]
+
+    def spy():
+        calls.append(True)
+        return python()
+    monkeypatch.setitem(program.ENGINES, "python", spy)
+    prog = croqvm.compile(ADD_TWICE, "twice.co")
+    x = np.arange(4, dtype=np.int32)
+    prog.run("twice", x, out=io.StringIO())
+    assert calls == [] and x.tolist() == [2, 3, 4, 5]
+    prog.run("twice", x, check="race", out=io.StringIO())
+    prog.run("twice", x, poison=True, out=io.StringIO())
+    assert len(calls) == 2 and x.tolist() == [6, 7, 8, 9]

@@ -1,7 +1,9 @@
 """The README's commands work as shown: each ``$ croqvm ...`` example prints what the README
 shows after it, and each command of the table of broken programs ends with the exit status
 the table gives. Files the README introduces (```NAME.co`:`` and a code block) are written
-first; commands run in a directory where ``programs/`` is the repository's."""
+first; commands run in a directory where ``programs/`` is the repository's. The ``croqvm
+run`` examples run on the native engine by default: they show the same with the Python
+engine's runner refused."""
 import os
 import re
 import shlex
@@ -10,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from croqvm.program import available
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -35,15 +39,36 @@ def cwd(tmp_path_factory):
     return where
 
 
-def croqvm(command: str, cwd):
+# croqvm's command line with the Python engine's runner replaced by a failure
+WITHOUT_PYTHON_ENGINE = """
+import runpy, sys
+import croqvm.program
+def refuse():
+    raise SystemExit("the python engine was chosen")
+croqvm.program.ENGINES["python"] = refuse
+sys.argv = ["croqvm", *sys.argv[1:]]
+runpy.run_module("croqvm", run_name="__main__")
+"""
+
+
+def croqvm(command: str, cwd, start=("-m", "croqvm")):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "croqvm", *shlex.split(command)[1:]],
+    return subprocess.run([sys.executable, *start, *shlex.split(command)[1:]],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.parametrize("command, shown", list(examples()))
 def test_example_prints_what_the_readme_shows(command, shown, cwd):
     r = croqvm(command, cwd)
+    assert r.stderr + r.stdout == shown or r.stdout + r.stderr == shown
+
+
+@pytest.mark.skipif(not available(engine="native"), reason="the native extension is not built")
+@pytest.mark.parametrize("command, shown", [
+    p for p in examples() if p.values[0].startswith("croqvm run ")
+    and not any(o in p.values[0] for o in ("--check", "--poison", "--device"))])
+def test_run_example_shows_the_same_on_the_default_engine_native(command, shown, cwd):
+    r = croqvm(command, cwd, start=("-c", WITHOUT_PYTHON_ENGINE))
     assert r.stderr + r.stdout == shown or r.stdout + r.stderr == shown
 
 

@@ -72,7 +72,9 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
                  progress=None, jobs: int | None = None):
     """The native engine's runner (croqvm.program): what croqvm.interp.run_function does.
     ``progress`` is called between slices (every PROGRESS_EVERY warp-steps or so);
-    ``jobs`` threads run a launch's blocks (default: the cores the process may use)."""
+    ``jobs`` threads run a launch's blocks (default: the cores the process may use; one
+    under the random schedule, whose runs replay exactly (croqvm explore --record), which
+    blocks racing on threads would not)."""
     fn = module.function(name)
     pycall = Call(module, fn, out=out, poison=poison, scheduler=make_scheduler(schedule, seed),
                   max_steps=max_steps, progress=progress)
@@ -83,7 +85,8 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
     opts = ffi.new("cq_opts *", {"max_steps": NO_LIMIT if max_steps is None else max_steps,
                                  "poison": int(poison), "schedule": SCHEDULES[schedule],
                                  "seed": seed, "max_grid": list(MAX_GRID),
-                                 "jobs": jobs or len(os.sched_getaffinity(0))})
+                                 "jobs": jobs or (1 if schedule == "random"
+                                                  else len(os.sched_getaffinity(0)))})
     c = lib.cq_call_new(prog.prog, opts)
     try:
         keep = _bind(lib, ffi, c, fn, hblk)
