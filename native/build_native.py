@@ -4,10 +4,14 @@ setup.py names this module in ``cffi_modules``, so ``pip install -e .`` and
 ``python setup.py build_ext --inplace`` compile it. Flags follow design-native-cuda.md
 §2.7: C11, no floating-point contraction (the error-free MMA arithmetic needs every
 operation rounded on its own) and never -ffast-math, which would also switch the whole
-process to flush-to-zero. ``CROQVM_NATIVE_CFLAGS`` adds flags, e.g. the sanitizer build::
+process to flush-to-zero. ``CROQVM_NATIVE_CFLAGS`` adds flags; ``CROQVM_NATIVE_SANITIZE=1``
+builds with AddressSanitizer and UndefinedBehaviorSanitizer (``SANITIZE``; any report
+aborts). Python itself is not instrumented, so the ASan runtime must be loaded first::
 
-    CROQVM_NATIVE_CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined
-        -fno-omit-frame-pointer" python setup.py build_ext --inplace
+    CROQVM_NATIVE_SANITIZE=1 python setup.py build_ext --inplace --force
+    LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 pytest ...
+
+(tests/test_sanitize.py does exactly this on a copy of the checkout: ``pytest --sanitize``.)
 
 Opcodes, dtypes, fault kinds and limits come from the generated native/cq_opcodes.h,
 numbers from native/cq_numerics.h; nothing is copied by hand.
@@ -26,6 +30,8 @@ SOURCES = ["engine.c", "call.c", "convert.c", "memory.c", "sync.c", "dma.c", "mm
 FLAGS = ["-O2", "-std=c11", "-D_GNU_SOURCE", "-ffp-contract=off", "-fno-strict-aliasing",
          "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter"]
 FORBIDDEN = ("-ffast-math", "-Ofast", "-funsafe-math-optimizations")
+SANITIZE = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=all"]
 
 
 def _cdef() -> str:
@@ -35,6 +41,8 @@ def _cdef() -> str:
 
 def _extra() -> list[str]:
     extra = shlex.split(os.environ.get("CROQVM_NATIVE_CFLAGS", ""))
+    if os.environ.get("CROQVM_NATIVE_SANITIZE", "") not in ("", "0"):
+        extra = SANITIZE + extra
     bad = [f for f in extra if f in FORBIDDEN]
     if bad:
         raise SystemExit(f"CROQVM_NATIVE_CFLAGS: {' '.join(bad)} would break croqvm's "

@@ -1,4 +1,5 @@
-"""Shared pytest set-up: long stress and fuzz runs are behind ``--runslow``; execution
+"""Shared pytest set-up: long stress and fuzz runs are behind ``--runslow``, the native
+engine's sanitizer run (tests/test_sanitize.py) behind ``--sanitize``; execution
 tests run once per engine (tests/engines.py), chosen with ``--engine``; compiled CUDA
 goes to a cache inside .pytest_cache, never the user's."""
 import os
@@ -11,6 +12,9 @@ import engines
 def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False,
                      help="also run tests marked slow (long fuzz and stress runs)")
+    parser.addoption("--sanitize", action="store_true", default=False,
+                     help="also run tests marked sanitize (the native engine built with "
+                          "ASan and UBSan: minutes)")
     parser.addoption("--engine", action="append", default=[], choices=list(engines.ENGINES),
                      help="run the execution tests on this engine (repeatable; default: "
                           "every available one)")
@@ -37,12 +41,13 @@ def engine(request):
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--runslow"):
-        return
-    skip = pytest.mark.skip(reason="slow: run with --runslow")
-    for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
+    for marker, option in (("slow", "--runslow"), ("sanitize", "--sanitize")):
+        if config.getoption(option):
+            continue
+        skip = pytest.mark.skip(reason=f"{marker}: run with {option}")
+        for item in items:
+            if marker in item.keywords:
+                item.add_marker(skip)
 
 
 @pytest.fixture(scope="session", autouse=True)
