@@ -1,99 +1,263 @@
-"""Reference-engine benchmark: wall time, lane-instructions per second, ratio to numpy.
+"""Interpreter benchmark: both engines side by side, with ratios to numpy and between them.
 
-    python bench/run.py                # the benchmark sizes (minutes on the Python engine)
-    python bench/run.py --quick        # the test sizes, to check the harness
-    python bench/run.py --check race   # also the cost of race checking (LANGUAGE.md §7.5)
+    python bench/run.py              # the benchmark sizes (a few minutes)
+    python bench/run.py --quick      # small sizes, to check the harness
+    python bench/run.py --no-python  # the native engine only
+    python bench/run.py --check race # also the cost of race checking (LANGUAGE.md §7.5)
 
-Runs the DMA matmul (s32, 128x256x256) and the warp-specialised 1P1C pipeline (f16 in,
-f32 out, 256x256x256) of programs/, checks each result against its numpy reference, and
-prints one row per program.
+Each benchmark runs on the native engine at its benchmark size and, where the Python engine
+would take too long there, on both engines at a smaller size too, so the speed-up is
+measured on the same work. Every result is checked against its numpy reference.
+
+A row gives the wall time and the process's CPU time (best of the repeats), the
+warp- and lane-instructions run, lane-instructions per CPU second, numpy's time on the same
+inputs and the ratio to it. CPU time is the figure for "one core": the machine may be
+shared, and then wall time counts other processes too. The ``jobs`` rows run one launch's
+blocks on 1 and 2 threads; there wall time is the measure (CPU time adds the threads up).
+``--check race`` adds, per benchmark, a race-checked run on the Python engine (the engine
+that checks) beside a plain one at the same size, and their ratio in CPU time.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 import croqvm
+from croqvm.program import available
 
 ROOT = Path(__file__).resolve().parent.parent
+KERNELS = Path(__file__).resolve().parent / "kernels"
 sys.path.insert(0, str(ROOT / "programs"))
 from catalog import PROGRAMS  # noqa: E402
 
-BENCHMARKS = [("matmul_dma.co", {}), ("matmul_1p1c.co", {})]
+
+def _catalog(file: str, defines: dict | None = None):
+    return next(e for e in PROGRAMS if e.file == file and e.defines == (defines or {}))
 
 
-def entry_for(file: str, defines: dict):
-    return next(e for e in PROGRAMS if e.file == file and e.defines == defines)
+def _s32(rng, *shape):
+    # 16-bit magnitudes, as the catalogue's matmuls: products fit, sums wrap now and then
+    return rng.integers(-2 ** 15, 2 ** 15, size=shape, dtype=np.int64).astype(np.int32)
 
 
-def numpy_seconds(entry, args) -> float:
-    """Best of 5 runs of the numpy reference on the same inputs."""
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        entry.reference(args)
-        best = min(best, time.perf_counter() - t0)
-    return best
+def _wrap32(x):
+    return ((np.asarray(x, np.int64) + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(np.int32)
 
 
-def check(entry, args, result) -> None:
-    expected = entry.reference(args)
-    for key, want in expected.items():
-        got = result if key == "return" else args[entry.params.index(key)]
-        bound = entry.tolerance(args) if entry.tolerance else 0
-        assert np.all(np.abs(np.asarray(got, np.float64) - want) <= bound), f"{key} differs"
+def _alu_reference(x, iters: int):
+    """The per-lane loop of bench/kernels/alu.co, on every lane at once (int32 wraps)."""
+    acc = x.astype(np.int32)
+    with np.errstate(over="ignore"):
+        for i in range(iters):
+            acc = acc * np.int32(3) + np.int32(i)
+            acc = acc ^ (acc >> np.int32(3))
+    return acc
 
 
-def run_one(file: str, defines: dict, scale: str) -> str:
-    entry = entry_for(file, defines)
-    program = croqvm.compile_file(entry.path, defines=entry.defines)
-    args, dims = entry.make_args(np.random.default_rng(0), scale)
-    shapes = " ".join("x".join(map(str, np.shape(a))) for a in args if isinstance(a, np.ndarray))
+@dataclass(frozen=True)
+class Bench:
+    """One benchmark: ``make(rng, size) -> (args, dims)``, ``reference(args) -> {name or
+    "return": expected}`` and ``bound(args)``, the absolute error allowed (0: exact).
+    ``sizes`` maps "native", "python" and "quick" to a size; ``target(row)`` says whether
+    the native row at the benchmark size meets the goal set for it."""
+    name: str
+    path: Path
+    func: str
+    params: tuple
+    make: Callable
+    reference: Callable
+    sizes: dict
+    target: tuple[str, Callable] | None = None
+    bound: Callable = lambda args: 0
+    defines: dict | None = None
+
+
+def _matmul_dma():
+    entry = _catalog("matmul_dma.co")
+    return Bench(
+        "DMA matmul s32", entry.path, entry.func, entry.params,
+        make=lambda rng, s: ([_s32(rng, s[0], s[1]), _s32(rng, s[1], s[2])],
+                             {"M": s[0], "K": s[1], "N": s[2]}),
+        reference=entry.reference,
+        sizes={"native": (128, 256, 256), "python": (128, 256, 256), "quick": (16, 48, 32)},
+        target=("<= 10x numpy", lambda row: row.cpu <= 10 * row.numpy))
+
+
+def _gemm_args(rng, s):
+    m, n, k = s
+    return ([rng.uniform(-1, 1, (m, k)).astype(np.float16),
+             rng.uniform(-1, 1, (n, k)).astype(np.float16),
+             np.full((m, n), np.nan, np.float32)], {"M": m, "N": n, "K": k})
+
+
+def _matmul_1p1c():
+    entry = _catalog("matmul_1p1c.co")
+    return Bench(
+        "1P1C pipeline f16", entry.path, entry.func, entry.params, make=_gemm_args,
+        reference=entry.reference, bound=entry.tolerance,
+        sizes={"native": (1024, 1024, 1024), "python": (256, 256, 256),
+               "quick": (80, 64, 160)},
+        target=("< 10 s", lambda row: row.cpu < 10))
+
+
+def _alu():
+    iters = 1000
+    return Bench(
+        "ALU loop s32", KERNELS / "alu.co", "alu", ("x",),
+        make=lambda rng, s: ([_s32(rng, s)], {"N": s}),
+        reference=lambda args: {"x": _alu_reference(args[0], iters)},
+        sizes={"native": 64 * 256, "python": 2 * 256, "quick": 256},
+        target=(">= 1e9 lane-instr/s", lambda row: row.lanes / row.cpu >= 1e9),
+        defines={"ITERS": str(iters)})
+
+
+def _host_matmul():
+    return Bench(
+        "host foreach matmul", KERNELS / "host_matmul.co", "host_matmul", ("a", "b"),
+        make=lambda rng, s: ([_s32(rng, s, s), _s32(rng, s, s)], {"M": s, "K": s, "N": s}),
+        reference=lambda args: {"return": _wrap32(args[0].astype(np.int64) @ args[1])},
+        sizes={"native": 128, "python": 32, "quick": 8},
+        target=("< 0.3 s", lambda row: row.cpu < 0.3))
+
+
+BENCHMARKS = (_matmul_dma, _alu, _matmul_1p1c, _host_matmul)
+
+
+@dataclass
+class Row:
+    bench: Bench
+    engine: str
+    size: object
+    jobs: int | None
+    check: str | None
+    wall: float
+    cpu: float
+    warps: int
+    lanes: int
+    numpy: float
+
+
+def _best(fn, repeats: int) -> tuple[float, float, object]:
+    """(best wall, best CPU, the last result) of ``repeats`` calls of ``fn``."""
+    wall = cpu = float("inf")
+    result = None
+    for _ in range(repeats):
+        w0, c0 = time.perf_counter(), time.process_time()
+        result = fn()
+        wall = min(wall, time.perf_counter() - w0)
+        cpu = min(cpu, time.process_time() - c0)
+    return wall, cpu, result
+
+
+def _check(bench: Bench, inputs: list, outputs: list, result) -> None:
+    """The run that left ``outputs`` (the arguments after it) and ``result`` against the
+    reference computed from ``inputs``."""
+    for key, want in bench.reference(inputs).items():
+        got = result if key == "return" else outputs[bench.params.index(key)]
+        error = np.abs(np.asarray(got, np.float64) - np.asarray(want, np.float64))
+        if not np.all(error <= bench.bound(inputs)):
+            raise SystemExit(f"{bench.name}: '{key}' differs from the numpy reference")
+
+
+def measure(bench: Bench, engine: str, size, jobs: int | None, repeats: int,
+            check: str | None = None) -> Row:
+    program = croqvm.compile_file(str(bench.path), defines=bench.defines or {})
+    args0, dims = bench.make(np.random.default_rng(0), size)
+    fresh = lambda: [np.array(a, copy=True) for a in args0]   # noqa: E731
     stats: dict = {}
-    t0 = time.perf_counter()
-    result = program.run(entry.func, *args, stats=stats, **dims)
-    wall = time.perf_counter() - t0
-    check(entry, args, result)
-    ref = numpy_seconds(entry, [np.array(a, copy=True) if isinstance(a, np.ndarray) else a
-                                for a in args])
-    lanes = stats["lane_steps"]
-    return (f"{file:22s} {shapes:22s} {wall:9.2f} s  {stats['warp_steps']:>12,d} warp-instr  "
-            f"{lanes:>14,d} lane-instr  {lanes / wall / 1e6:6.2f} M lane-instr/s  "
-            f"numpy {ref * 1e3:8.2f} ms  ratio {wall / ref:>10,.0f}x")
+    runs = []
+    options = {"jobs": jobs} if jobs is not None else {}
+    if check is not None:
+        options["check"] = check
+
+    def once():
+        args = fresh()
+        stats.clear()
+        runs.append(args)
+        return program.run(bench.func, *args, stats=stats, engine=engine, **options, **dims)
+    wall, cpu, result = _best(once, repeats)
+    _check(bench, fresh(), runs[-1], result)
+    _, numpy_cpu, _ = _best(lambda: bench.reference(fresh()), 5)
+    return Row(bench, engine, size, jobs, check, wall, cpu, stats["warp_steps"],
+               stats["lane_steps"], numpy_cpu)
 
 
-def check_cost(file: str, defines: dict, scale: str, checking: str) -> str:
-    """The run with the check ``checking`` against the plain run, on the same inputs: CPU
-    seconds (the machine may be shared) of the better of two runs each."""
-    entry = entry_for(file, defines)
-    program = croqvm.compile_file(entry.path, defines=entry.defines)
-    best = {None: float("inf"), checking: float("inf")}
-    for _ in range(2):
-        for which in best:
-            args, dims = entry.make_args(np.random.default_rng(0), scale)
-            t0 = time.process_time()
-            result = program.run(entry.func, *args, check=which, **dims)
-            best[which] = min(best[which], time.process_time() - t0)
-            check(entry, args, result)
-    return (f"{file:22s} --check {checking}: {best[checking]:8.2f} s CPU, "
-            f"{best[checking] / best[None]:5.2f}x the plain run ({best[None]:.2f} s)")
+def _size(size) -> str:
+    return "x".join(map(str, size)) if isinstance(size, tuple) else str(size)
+
+
+HEADER = (f"{'benchmark':21s} {'size':14s} {'engine':11s} {'wall s':>8s} {'CPU s':>8s} "
+          f"{'lane-instr':>14s} {'M lane/s':>9s} {'numpy ms':>9s} {'x numpy':>8s}  target")
+
+
+def show(row: Row, target: bool = False) -> None:
+    engine = row.engine + (f" j{row.jobs}" if row.jobs else "") + \
+        (f" {row.check}" if row.check else "")
+    note = ""
+    if target and row.bench.target:
+        text, met = row.bench.target
+        note = f"{text}: {'met' if met(row) else 'MISSED'}"
+    print(f"{row.bench.name:21s} {_size(row.size):14s} {engine:11s} {row.wall:8.3f} "
+          f"{row.cpu:8.3f} {row.lanes:>14,d} {row.lanes / row.cpu / 1e6:9.1f} "
+          f"{row.numpy * 1e3:9.2f} {row.cpu / row.numpy:8.1f}  {note}", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="use the small test sizes")
+    parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
+    parser.add_argument("--no-python", action="store_true", help="native rows only")
+    parser.add_argument("--repeats", type=int, default=3, help="native runs per row (best)")
     parser.add_argument("--check", choices=["race"],
-                        help="also time each program with this run-time check")
-    options = parser.parse_args()
-    scale = "test" if options.quick else "bench"
-    for file, defines in BENCHMARKS:
-        print(run_one(file, defines, scale), flush=True)
-        if options.check:
-            print(check_cost(file, defines, scale, options.check), flush=True)
+                        help="also time the Python engine's runs with this run-time check")
+    opts = parser.parse_args()
+    if not available(engine="native"):
+        raise SystemExit("the native engine is not built: pip install -e . (or python "
+                         "setup.py build_ext --inplace)")
+    repeats = 1 if opts.quick else opts.repeats
+    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+    print(HEADER)
+    speedups, costs = [], []
+    for make in BENCHMARKS:
+        bench = make()
+        main_size = bench.sizes["quick" if opts.quick else "native"]
+        first = measure(bench, "native", main_size, 1, repeats)
+        show(first, target=not opts.quick)
+        if opts.no_python:
+            continue
+        small = bench.sizes["quick" if opts.quick else "python"]
+        same = first if small == main_size else measure(bench, "native", small, 1, repeats)
+        if same is not first:
+            show(same)
+        python = measure(bench, "python", small, None, 1)
+        show(python)
+        speedups.append((bench.name, _size(small), python.cpu / same.cpu))
+        if opts.check:
+            checked = measure(bench, "python", small, None, 1, check=opts.check)
+            show(checked)
+            costs.append((bench.name, _size(small), checked.cpu / python.cpu))
+    print()
+    for name, size, ratio in speedups:
+        print(f"speed-up of native over python, {name} {size}: {ratio:,.0f}x (CPU time)")
+    for name, size, ratio in costs:
+        print(f"cost of --check {opts.check}, {name} {size}: {ratio:.2f}x the plain run "
+              f"(python engine, CPU time)")
+    print()
+    print("a launch's blocks on 1 and 2 threads (native; wall time):")
+    for make in (_matmul_dma, _alu):
+        bench = make()
+        size = bench.sizes["quick" if opts.quick else "native"]
+        one, two = (measure(bench, "native", size, jobs, repeats) for jobs in (1, 2))
+        show(one)
+        show(two)
+        print(f"  {bench.name}: jobs=2 wall time {one.wall / two.wall:.2f}x faster than "
+              f"jobs=1")
 
 
 if __name__ == "__main__":
