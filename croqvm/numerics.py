@@ -48,15 +48,28 @@ def format_float(x: float) -> str:
 
 
 # --------------------------------------------------------------------------- rounding
-# Formats numpy lacks, as (mantissa bits, minimum normal exponent, largest finite value,
-# value beyond the range). §12.3: round to nearest even, subnormals kept, overflow after
-# rounding gives inf, except OCP E4M3, which has no infinity and gives NaN.
+# The binary float formats (§12.1): (mantissa bits, exponent bits).
+FLOAT_FORMATS = {
+    "f64": (52, 11), "f32": (23, 8), "tf32": (10, 8), "f16": (10, 5), "bf16": (7, 8),
+    "f8_e4m3": (3, 4), "f8_e5m2": (2, 5),
+}
+
+
+def _narrow(fmt: str, top: float | None = None, beyond: float = np.inf):
+    """(mantissa bits, minimum normal exponent, largest finite value, value beyond the
+    range) of ``fmt``; the largest value is IEEE's unless ``top`` says otherwise."""
+    man, exp = FLOAT_FORMATS[fmt]
+    bias = 2 ** (exp - 1) - 1
+    return man, 1 - bias, (2 - 2.0 ** -man) * 2.0 ** bias if top is None else top, beyond
+
+
+# Formats numpy lacks. §12.3: round to nearest even, subnormals kept, overflow after
+# rounding gives inf, except OCP E4M3, which has no infinity (its all-ones pattern is
+# NaN, so its largest value is 448) and gives NaN.
 _NARROW = {
-    "bf16": (7, -126, (2 - 2.0 ** -7) * 2.0 ** 127, np.inf),
-    "tf32": (10, -126, (2 - 2.0 ** -10) * 2.0 ** 127, np.inf),
-    "f8_e4m3": (3, -6, 448.0, np.nan),
-    "f8_e5m2": (2, -14, 57344.0, np.inf),
-    "f16": (10, -14, 65504.0, np.inf),   # numpy does this one; kept to test the routine
+    "bf16": _narrow("bf16"), "tf32": _narrow("tf32"),
+    "f8_e4m3": _narrow("f8_e4m3", 448.0, np.nan), "f8_e5m2": _narrow("f8_e5m2"),
+    "f16": _narrow("f16"),   # numpy does this one; kept to test the routine
 }
 
 

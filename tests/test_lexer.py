@@ -108,6 +108,25 @@ def test_f32_literal_is_rounded_to_f32():
     assert only("0.1f").value == 0.100000001490116119384765625  # nearest f32 to 0.1
 
 
+# The f32 overflow boundary is 2^128 - 2^103, halfway between the largest f32
+# (2 - 2^-23) * 2^127 and 2^128: below it a literal rounds to the largest f32, at it
+# (ties to even) to inf. 2^128 - 2^103 - 0.1 rounds up to the boundary in f64, so a
+# literal rounded through f64 first is wrongly out of range.
+F32_MAX = (2 - 2.0 ** -23) * 2.0 ** 127
+F32_OVERFLOW = 2 ** 128 - 2 ** 103
+
+
+def test_f32_literal_just_below_the_overflow_boundary_is_the_largest_f32():
+    tok = only(f"{F32_OVERFLOW - 1}.9f")
+    assert (tok.value, tok.dtype) == (F32_MAX, "f32")
+
+
+def test_f32_literal_at_the_overflow_boundary_is_out_of_range():
+    text = f"{F32_OVERFLOW}.0f"
+    assert errors(text) == [(f"floating-point literal '{text}' is out of range for f32.",
+                             2, 1, 1 + len(text), None)]
+
+
 def test_minus_is_always_an_operator():  # D1
     assert body("x-1.0f") == [("NAME", "x"), ("OP", "-"), ("FLOAT", float(np.float32(1.0)))]
 

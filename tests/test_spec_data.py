@@ -1055,6 +1055,17 @@ def test_a_python_int_rounds_once_into_a_float_parameter():
     assert run(src, 2 ** 60 + 2 ** 36 + 1)[1] == 2.0 ** 60 + 2.0 ** 37
 
 
+@pytest.mark.parametrize("t, want", [("f32", 2.0 ** 100 + 2.0 ** 77),
+                                     ("bf16", 2.0 ** 100 + 2.0 ** 93)])
+def test_a_python_int_wider_than_64_bits_rounds_once_into_a_float_parameter(t, want):
+    # §12.3.3: 2^100 + 2^(99-m) + 1, with m the mantissa bits of t, is just above the tie
+    # between 2^100 and its next value in t, so it rounds up; through f64 it would first
+    # become the tie itself, which rounds to even, 2^100
+    m = {"f32": 23, "bf16": 7}[t]
+    src = f"__co__ auto f({t} x) {{\n  return x;\n}}\n"
+    assert run(src, 2 ** 100 + 2 ** (99 - m) + 1)[1] == want
+
+
 @pytest.mark.parametrize("t, value", [("f32", 10 ** 400), ("s64", 2 ** 64)],
                          ids=["f32", "s64"])
 def test_an_integer_argument_no_type_can_hold(t, value):

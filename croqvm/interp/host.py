@@ -12,11 +12,10 @@ from .. import dtypes
 from ..bytecode.module import ParamKind, ParamStorage
 from ..errors import ArgumentError, KernelFault
 from ..faults import Fault
-from ..numerics import round_to
+from ..numerics import round_to, value_of
 from ..position import Interrupted
 from .machine import Block, Call
 from .memory import Buffer
-from .alu import const_array
 from . import diagnose
 from .dma import check_kernel_end
 from .checks import make_checker
@@ -119,22 +118,16 @@ def bind(call: Call, hblk: Block, args: list, given: dict) -> list:
 
 
 def _scalar_value(n, p, t, value):
-    """The argument converted to the parameter's type as §12.3 converts: a Python int
-    as a 64-bit integer (so that it is rounded once into a float type), a float as an
-    f64; ints wider than 64 bits only into float types, through f64."""
-    if t.kind == "bool":
-        return const_array(dtypes.BOOL.code, value, t, 1)
-    if isinstance(value, float):
-        return const_array(dtypes.F64.code, value, t, 1)
-    if -(1 << 63) <= value < (1 << 64):
-        src = dtypes.U64 if value >= (1 << 63) else dtypes.S64
-        return const_array(src.code, value, t, 1)
-    if t.is_int or not _fits_f64(value):
+    """The argument as a value of the parameter's type, converted as §12.3.3 converts an
+    exact number (``numerics.value_of``): rounded once into a float type, an int of any
+    width included. An int no croqvm type can hold is refused: into an integer type it
+    must fit in 64 bits (and then wraps), into a float type in the range of f64."""
+    if not (-(1 << 63) <= value < (1 << 64) if t.is_int else _fits_f64(value)):
         raise ArgumentError(f"{_who(n, p)} is {value}, out of range for '{t.name}'.")
-    return const_array(dtypes.F64.code, value, t, 1)
+    return np.array([value_of(value, t)], t.np)
 
 
-def _fits_f64(value: int) -> bool:
+def _fits_f64(value) -> bool:
     try:
         float(value)
     except OverflowError:

@@ -10,8 +10,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
-import numpy as np
-
+from .. import dtypes, numerics
 from .tokens import FLOAT, INT, Token
 
 S32_MAX, S64_MAX = 2**31 - 1, 2**63 - 1
@@ -83,7 +82,7 @@ def _float_token(m, text, span, sink) -> Token:
         suffix = ""
     exact = Fraction(f"{whole}.{frac}")
     dtype = "f32" if suffix else "f64"
-    value = _round_f32(exact) if suffix else _round_f64(exact)
+    value = numerics.value_of(exact, dtypes.F32 if suffix else dtypes.F64)
     if value == float("inf"):
         sink.error(span, f"floating-point literal '{text}' is out of range for {dtype}.")
     return Token(FLOAT, value, span, dtype)
@@ -102,7 +101,7 @@ def _exponent_error(m, span, sink) -> Token:
         exact = Fraction(Decimal(f"{whole}.{frac}").scaleb(exp))
     except (InvalidOperation, ValueError, OverflowError):
         exact = Fraction(0)
-    value = _round_f32(exact) if f_suffix else _round_f64(exact)
+    value = numerics.value_of(exact, dtypes.F32 if f_suffix else dtypes.F64)
     return Token(FLOAT, value, span, "f32" if f_suffix else "f64")
 
 
@@ -114,24 +113,3 @@ def _decimal_spelling(whole: str, frac: str, exp: int) -> str:
     text = text.rstrip("0")
     return text + "0" if text.endswith(".") else text
 
-
-def _round_f64(exact: Fraction) -> float:
-    try:
-        return exact.numerator / exact.denominator  # int / int rounds correctly
-    except OverflowError:
-        return float("inf")
-
-
-def _round_f32(exact: Fraction) -> float:
-    """Round the exact decimal value to the nearest f32, ties to even (no double rounding)."""
-    approx = _round_f64(exact)
-    with np.errstate(over="ignore"):
-        near = np.float32(approx)
-    if np.isinf(near):
-        return float("inf")
-    cands = [near, np.nextafter(near, np.float32(-np.inf)), np.nextafter(near, np.float32(np.inf))]
-    cands = [c for c in cands if np.isfinite(c)]
-
-    def key(c):
-        return abs(Fraction(float(c)) - exact), int(np.array(c, np.float32).view(np.uint32)) & 1
-    return float(min(cands, key=key))

@@ -4,7 +4,7 @@ from __future__ import annotations
 from croqvm import dtypes
 from croqvm.dtypes import BOOL, S32, DType
 from croqvm.lang import ast
-from croqvm.numerics import fits, int_range
+from croqvm.numerics import FLOAT_FORMATS, fits, int_range
 from croqvm.lang.types import Bounded, ITuple, Mdspan, Scalar, Type, value_dtype
 
 from .consteval import const_value
@@ -85,12 +85,6 @@ def dim_of(expr: ast.Expr):
 
 # --------------------------------------------------------------------------- conversions
 
-_FLOAT_PRECISION = {  # (mantissa bits, exponent bits) per float type (§12.1)
-    "f64": (52, 11), "f32": (23, 8), "tf32": (10, 8), "f16": (10, 5), "bf16": (7, 8),
-    "f8_e4m3": (3, 4), "f8_e5m2": (2, 5),
-}
-
-
 def is_lossy(src: DType, dst: DType) -> bool:
     """Whether converting every value of ``src`` to ``dst`` may change it (§3.4.6). Integer
     to float is not flagged: it is the usual way to feed indices into float math."""
@@ -99,8 +93,8 @@ def is_lossy(src: DType, dst: DType) -> bool:
     if src.is_float and dst.is_int:
         return True
     if src.is_float and dst.is_float:
-        sm, se = _FLOAT_PRECISION[src.name]
-        dm, de = _FLOAT_PRECISION[dst.name]
+        sm, se = FLOAT_FORMATS[src.name]
+        dm, de = FLOAT_FORMATS[dst.name]
         return dm < sm or de < se
     if src.is_int and dst.is_int:
         slo, shi = int_range(src)
