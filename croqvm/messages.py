@@ -172,6 +172,11 @@ REPORTS = {
     "needs_credits": _t("slot:slot_of_event", "no lane has triggered '{slot}' yet; a "
                         "credit-based pipeline needs initial credits: trigger every slot "
                         "once before the loop, or declare the event '= ready'."),
+    "same_warp_trigger": _t("slot:slot_of_event lanes:lanes", "no lane has triggered "
+                            "'{slot}' yet, and {lanes} of the same warp {lanes.are} suspended "
+                            "until the waiting lanes leave their divergent code, so no trigger "
+                            "of theirs can release the wait: trigger before the divergent "
+                            "code, or from another warp."),
     # race reports (croqvm.interp.racereport): the headline at the later access, the
     # lanes of each access, and why nothing orders the two
     "race": _t("storage:text buffer:buffer element:tuple here:text there:text where:where "

@@ -227,8 +227,9 @@ def test_deadlock_report_lists_lanes_suspended_in_divergent_code():
         "generations 0, arrivals 0/16; these lanes wait for generation 0",
         "  lanes 16-31 suspended in divergent code at code.asm:6:9",
         "  in kernel launched at host.asm:3:1",
-        "hint: no lane has triggered 'e' yet; a credit-based pipeline needs initial credits: "
-        "trigger every slot once before the loop, or declare the event '= ready'."]
+        "hint: no lane has triggered 'e' yet, and lanes 16-31 of the same warp are suspended "
+        "until the waiting lanes leave their divergent code, so no trigger of theirs can "
+        "release the wait: trigger before the divergent code, or from another warp."]
 
 
 def test_once_effect_is_seen_by_every_lane_under_random_schedules():

@@ -299,6 +299,59 @@ def test_appendix_a8_with_credits_restored(ready, credits):
     assert printed == "49\n"
 
 
+SAME_WARP = """
+    __co__ void main() {
+      parallel b by 1 : block {
+        shared event<16> e;
+        parallel t by %d : thread {
+          if (t < 16) { wait e; }
+          %s
+        }
+      }
+    }
+"""
+
+
+@pytest.mark.parametrize("lanes, trigger, other", [
+    (32, "else { trigger e; }", []),
+    (64, "if (t >= 16 && t < 32) { trigger e; }",
+     ["  warp 1 (lanes 32-63): barrier at end of parallel (sem.co:4:5): arrived 32/64"]),
+])
+def test_a_wait_on_a_trigger_of_the_same_warp_gets_the_divergence_hint(lanes, trigger, other):
+    # §7.3: lanes 16-31 would trigger e, but they are in warp 0 too and run only after
+    # lanes 0-15 leave the 'if'; initial credits are not the repair
+    text = fault(SAME_WARP % (lanes, trigger), "main")
+    assert text.splitlines()[3:] == [
+        "  warp 0 (lanes 0-15): sem.co:5:21 'wait e': slot e: completed generations 0, "
+        "arrivals 0/16; these lanes wait for generation 0",
+        *other,
+        "  lanes 16-31 suspended in divergent code at sem.co:5:7",
+        "  in kernel launched at sem.co:2:3",
+        "hint: no lane has triggered 'e' yet, and lanes 16-31 of the same warp are suspended "
+        "until the waiting lanes leave their divergent code, so no trigger of theirs can "
+        "release the wait: trigger before the divergent code, or from another warp."]
+
+
+def test_a_one_lane_producer_without_credits_gets_the_credits_hint():
+    # lane 0 alone produces (lanes 1-31 of its warp are set aside), warp 1 consumes: the
+    # consumer waits on an event too, so the missing trigger is a credit
+    src = """
+        __co__ void main() {
+          parallel b by 1 : block {
+            shared event<1> full, empty;
+            shared s32 [1] slot;
+            parallel t by 64 : thread {
+              if (t == 0) { wait empty; slot.at(0) = 1; trigger full; }
+              if (t == 32) { wait full; trigger empty; }
+            }
+          }
+        }
+    """
+    assert fault(src, "main").splitlines()[-1] == (
+        "hint: no lane has triggered 'empty' yet; a credit-based pipeline needs initial "
+        "credits: trigger every slot once before the loop, or declare the event '= ready'.")
+
+
 # ------------------------------------------------------------ futures (§9.4, §9.6)
 
 # Lane t of the single block stores the sum of elements 0..t of each row it sees, so
