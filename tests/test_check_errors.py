@@ -306,6 +306,10 @@ CASES = [
     ("__co__ s32 [4] f() { s32 [8] a; return a; }",
      ["1:33: return type inconsistent: s32 [4] vs. s32 [8]"]),
     ("__co__ int f() { return; }", ["1:18: non-void function 'f' must return a value."]),
+    ("__co__ bool f() { return 2; }", ["1:26: can not convert 's32' to 'bool' implicitly."]),
+    ("__co__ s32 [4] f() { return 1; }", ["1:22: return type inconsistent: s32 [4] vs. s32"]),
+    ("__co__ auto f() {\n  if (true) { return 1; }\n  return 1.5f;\n}",
+     ["3:3: return type inconsistent: s32 vs. f32"]),
     ("__co__ void f() { }\n__co__ void f() { }", ["2:13: function 'f' has been defined already."]),
     ("__co__ int g() { return 1; }\n__co__ void f() { x = g(); }",
      ["2:23: function 'g' can not be called: Croqtile functions can not call each other."]),
@@ -324,6 +328,9 @@ WARNINGS = [
     ("s32 [4] a;\ns8 [4] b;\nb.at(0) = a.at(1);",
      ["4:11: implicit conversion from 's32' to 's8' may lose precision."]),
     ("s8 x = 100;\nf16 h = 0.5f;\nf32 z = 7;", []),  # constants that fit exactly
+    ("__co__ s32 f() {\n  return 2.5f;\n}",
+     ["2:10: implicit conversion from 'f32' to 's32' may lose precision."]),
+    ("__co__ s8 f() {\n  return 100;\n}", []),
     ("__co__ void f(s32 [4] a) {\n  a.at(0) = 1;\n}",
      ["2:3: writes to parameter 'a' are not visible to the caller; declare it 'global'."]),
 ]

@@ -103,6 +103,22 @@ def test_syntax_error(body, expected):
 
 # --------------------------------------------------------------------------- headers
 
+@pytest.mark.parametrize("rng, col", [("t(0::2)", 14), ("t(::2)", 13), ("t(1::)", 14)])
+def test_a_double_colon_in_a_range_is_one_token(rng, col):
+    # §2.4.1: longest match makes '::' one token, so it can not be two ':' of a range
+    # (§5.5.2); with a blank between them it is
+    sink = DiagnosticSink()
+    parse_program(tokenize_program(SourceFile("t.co", f"__co__ void f() {{\n  foreach {rng} "
+                                                      f"{{}}\n}}"), None, sink), sink)
+    assert [(d.span.line, d.span.col, d.span.end_col, d.message, d.hint)
+            for d in sink.sorted()] == [
+        (2, col, col + 2, f"{SE}'::' is one token, not two ':' of the range of 't'.",
+         "put a blank between them, as in 't(0: :2)', or write 't(0:0:2)'")]
+    program, errors = diagnose("__co__ void f() {\n  foreach t(0: :2) {}\n  foreach t(: :2) {}"
+                               "\n  foreach t(0:0:2) {}\n}")
+    assert errors == [] and len(program.functions) == 1
+
+
 @pytest.mark.parametrize("text,expected", [
     ("__co__ f() {\n}", [f"1:8: {SE}unexpected 'f', expecting a return type ('void', 'auto' "
                          f"or a type such as 's32')."]),

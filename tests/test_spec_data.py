@@ -1094,6 +1094,19 @@ def test_a_returned_scalar_is_a_python_scalar(ret, arg, want):
     assert type(got) is type(want) and got == want
 
 
+@pytest.mark.parametrize("ret, param, arg, want", [
+    ("s32", "f32 x", -2.75, -2),              # truncated toward zero (§12.3.3)
+    ("u8", "s32 x", 300, 44),                 # wraps modulo 2^8
+    ("f16", "f64 x", 0.1, float(np.float16(0.1))),
+    ("f32", "s32 x", 16777217, 16777216.0),   # 2^24 + 1 rounds to even
+])
+def test_a_returned_scalar_converts_to_the_written_result_type(ret, param, arg, want):
+    # §14.3.4 with §3.4.6: the returned value initialises a result of the written type
+    src = f"__co__ {ret} f({param}) {{\n  return x;\n}}\n"
+    got = run(src, arg)[1]
+    assert type(got) is type(want) and got == want
+
+
 def test_a_void_function_returns_none():
     assert run("__co__ void f() {\n  println(1);\n}\n") == ("1\n", None)
 

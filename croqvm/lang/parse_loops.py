@@ -135,7 +135,11 @@ class LoopParser:
         lo = hi = step = None
         if self.at_op("("):
             open_ = self.advance()
-            lo = None if self.at_op(":") else self.expr()
+            lo = None if self.at_op(":", "::") else self.expr()
+            if self.at_op("::"):    # longest match makes '::' one token (§2.4.1)
+                self.fail(f"syntax error: '::' is one token, not two ':' of the range of "
+                          f"'{name}'.", hint=f"put a blank between them, as in "
+                                             f"'{name}(0: :2)', or write '{name}(0:0:2)'")
             self.expect_op(":", f"syntax error: expected ':' in the range of '{name}', as in "
                                 f"'{name}(lo:hi)'.")
             hi = None if self.at_op(":", ")") else self.expr()

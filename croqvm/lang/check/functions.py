@@ -9,7 +9,7 @@ from croqvm.lang.types import Bounded, Buffer, Scalar, Stream, Symbol
 from .consteval import const_value
 from .context import Checker, is_bad
 from .dma import expect_later_types, later_types
-from .typerules import INT, dim_of, is_integer, is_unknown, resolve_type, tname
+from .typerules import INT, convert, dim_of, is_integer, is_unknown, resolve_type, tname
 
 
 def _param_dim(ck, p: ast.Param, dim: ast.Dim):
@@ -92,7 +92,11 @@ def _compatible(a, b) -> bool:
 
 
 def check_returns(ck, fn: ast.Function):
-    """§14.3.4."""
+    """§14.3.4. A scalar returned from a function with a written scalar result type
+    initialises the result: it converts to that type as an initialisation does (§3.4.6,
+    the lossy-conversion warning included), as lowering's ``RET_VAL`` converts it. A
+    returned buffer, and every return of an ``auto`` function, must have the type of the
+    written or first returned one."""
     void = fn.ret.name == "void"
     expected = _return_type(ck, fn)
     first = expected
@@ -105,6 +109,9 @@ def check_returns(ck, fn: ast.Function):
             ck.error(stmt.span, f"return statement found in void function '{fn.name}'.")
             continue
         if is_unknown(ty):
+            continue
+        if isinstance(expected, Scalar) and isinstance(ty, (Scalar, Bounded)):
+            convert(ck, ty, expected.dtype, stmt.value)
             continue
         if isinstance(ty, Bounded):
             ty = INT
