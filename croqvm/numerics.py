@@ -7,7 +7,10 @@ from §12 the function handling it says so.
 Conventions: ``x``, ``y`` operand arrays (one element per lane, in the storage dtype of
 their croqvm type), ``t`` a ``DType``, ``act`` the bool mask of the lanes whose faults
 count. Inactive lanes compute garbage that the caller throws away; a fault is raised for
-the lowest active lane only (§7.1.3), as ``LaneFault(kind, operands, index)``.
+the lowest active lane only (§7.1.3), as ``LaneFault(kind, operands, index)``. IEEE
+overflow, invalid operations and division by zero are results (inf, NaN), not errors:
+callers run the array functions under ``np.errstate(all="ignore")``, as both engines do
+for a whole call (the ``fold_*`` functions do it themselves).
 """
 from __future__ import annotations
 
