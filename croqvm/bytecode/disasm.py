@@ -105,7 +105,7 @@ def _string(code: Code, n: int) -> str:
     return f"s{n} (={code.strings[n]!r})"
 
 
-def _launch(code: Code, n: int) -> str:
+def _launch_operand(code: Code, n: int) -> str:
     if not 0 <= n < len(code.launches):
         return f"launch{n} <out of range>"
     return f"launch{n} (kernel {code.launches[n].kernel})"
@@ -124,7 +124,7 @@ _OPERANDS = {
     "d": _named("dma", "dmas", "text", paren=True),
     "c": _named("coll", "colls", "text", paren=True),
     "p": _named("fmt", "prints", None),
-    "l": _launch,
+    "l": _launch_operand,
     "t": lambda code, n: f"-> {n}",
     "i": lambda code, n: str(n),
 }
