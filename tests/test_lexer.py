@@ -259,6 +259,13 @@ def test_non_ascii_is_stray():
     assert errors("é") == [("stray 'é' in program", 2, 1, 2, None)]
 
 
+def test_a_byte_that_is_not_utf8_is_named_so():
+    # a Latin-1 'é' (byte 0xE9) read as UTF-8 is replaced by U+FFFD
+    text = b"x\xe9".decode("utf-8", errors="replace")
+    assert errors(text) == [("stray byte that is not UTF-8 in program (croqvm reads "
+                             "sources as UTF-8)", 2, 2, 3, None)]
+
+
 def test_tab_is_one_column():
     (fn,), _ = lex("__co__\n\t\tx\t=1;")
     assert [(t.value, t.span.col) for t in fn[1:-1]] == [("x", 3), ("=", 5), (1, 6), (";", 7)]

@@ -79,6 +79,13 @@ def stray_char_text(ch: str) -> str:
     return f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}"
 
 
+def _stray_message(ch: str) -> str:
+    # sources are decoded as UTF-8 with bytes that are not UTF-8 replaced by U+FFFD
+    if ch == "\ufffd":
+        return "stray byte that is not UTF-8 in program (croqvm reads sources as UTF-8)"
+    return f"stray '{stray_char_text(ch)}' in program"
+
+
 def scan(text: str, base: int, lines: LineMap, sink) -> list[tuple[Token, int]]:
     """Tokens of ``text``, which starts at offset ``base`` of the file ``lines`` maps."""
     out: list[tuple[Token, int]] = []
@@ -88,8 +95,7 @@ def scan(text: str, base: int, lines: LineMap, sink) -> list[tuple[Token, int]]:
         m = _TOKEN_RE.match(text, pos)
         if m is None:
             start = base + pos
-            sink.error(lines.span(start, start + 1),
-                       f"stray '{stray_char_text(text[pos])}' in program")
+            sink.error(lines.span(start, start + 1), _stray_message(text[pos]))
             pos += 1
             continue
         kind, lexeme = m.lastgroup, m.group()
