@@ -2,7 +2,8 @@
 its output compiles with nvcc for sm_80 and sm_90a, and run on the CPU runtime
 (``device="cuda-cpu"``) it gives what the interpreter gives on the same inputs.
 
-Agreement: integer and bool results bit for bit. Floating-point results are exact too
+cuda-cpu runs the sm_90a flavour of the generated code; the programs with MMA also run
+the sm_80 flavour. Agreement: integer and bool results bit for bit. Floating-point results are exact too
 wherever the order of operations is the engines': generated code rounds every
 operation as croqvm.numerics does (cq_numerics.h) and runs each MMA step in the
 engines' order, on tensor-core atoms as on the generic path. The one order that can
@@ -77,6 +78,18 @@ def inputs_of(entry):
 
 @entries(KERNELS)
 def test_kernel_results_match_the_interpreter(entry):
+    """cuda-cpu runs the sm_90a flavour (wgmma for warpgroup MMA)."""
+    kernel_results_match(entry)
+
+
+@entries([e for e in KERNELS if "mma." in Path(e.path).read_text()])
+def test_sm_80_flavour_results_match_the_interpreter(entry, monkeypatch):
+    """The sm_80 flavour differs in MMA only (mma.sync per warp for warpgroups)."""
+    monkeypatch.setenv("CROQVM_CUDA_ARCH", "sm_80")
+    kernel_results_match(entry)
+
+
+def kernel_results_match(entry):
     want, _, err_want = run(entry, "cpu")
     got, _, err_got = run(entry, "cuda-cpu")
     assert err_want is None and err_got is None, err_got

@@ -34,6 +34,9 @@ class Misuse(enum.IntEnum):
     WARP_PARTIAL = 11
     WARP_DIVERGED = 12
     SMEM_CARVE = 13
+    WGMMA_FENCE = 14
+    WGMMA_DESC = 15
+    WGMMA_PENDING = 16
 
 
 class WaitKind(enum.IntEnum):

@@ -29,7 +29,7 @@ from typing import Callable
 
 from .. import __version__, dtypes
 from ..bytecode.opcodes import SPAN, TABLE, WIDTH
-from ..errors import CroqvmError
+from ..errors import CompileError
 from ..faults import Kind
 from ..limits import MAX_BLOCK_SIZE
 from ..source import SpanTable
@@ -38,7 +38,7 @@ GENERATOR_VERSION = "1"
 ARCHES = ("sm_80", "sm_90a")
 
 
-class UnsupportedError(CroqvmError):
+class UnsupportedError(CompileError):
     """A program the CUDA generator can not translate (exit status 1), with the reason
     and the source position."""
 

@@ -103,6 +103,12 @@ class KernelEmitter:
         return UnsupportedError(f"{where}: error: the CUDA generator can not translate "
                                 f"this program: {what}")
 
+    def needs_arch(self, arch: str, what: str, ins) -> UnsupportedError:
+        """A feature the target architecture lacks, naming the one that has it."""
+        where = self.spans.where(span_of(ins))
+        return UnsupportedError(f"{where}: error: {what} needs {arch}; the target is "
+                                f"{self.arch} (emit-cuda --arch {arch})")
+
     def _constant_registers(self) -> dict:
         """Registers written only by CONST, each time with one value: their value."""
         written: dict = {}
@@ -234,6 +240,12 @@ class KernelEmitter:
                 vt = cnum.reg_c(dtypes.BY_CODE[f.dtype])
                 size = f.rows * f.cols * (8 if vt in ("double", "int64_t", "uint64_t") else 4)
                 self.off_frag[m] = L.take(size * self._instances(f.unit), 16)
+        # each warpgroup's staging area for wgmma operands, as large as its largest exec
+        from .emit_mma import wgmma_plan
+        plans = [wgmma_plan(self, ins) for ins in self.ins if op_name(ins) == "MMA_EXEC"]
+        self.wgmma_stage = _align(max((p.stage_bytes for p in plans if p), default=0), 128)
+        self.off_wgmma = L.take(self.wgmma_stage * self._instances(128), 128) \
+            if self.wgmma_stage else None
         # the pool for run-time extents: its next free byte, and the shared memory the
         # engines' limit counts (static buffers and events, then each allocation)
         self.pool = None

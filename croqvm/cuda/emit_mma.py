@@ -8,10 +8,17 @@ cells out by rank. MMA_EXEC runs the engines' step, k ascending, each step round
 (cq_mma_cells over cq_numerics.h's cq_fma_to), so results equal the interpreter's bit
 for bit, whatever the shape.
 
+An exec runs on tensor cores where the hardware has an instruction for it (§11.4):
+on sm_90a, a warpgroup's exec runs on ``wgmma.mma_async`` with both operands staged in
+shared memory (rt/cq_wgmma.h); else a warp's or warpgroup's exec runs on ``mma.sync``
+per warp (rt/cq_mma.h); else cell by cell. All three take the steps in the same order.
+
 Conventions as in ``emit_ops``; ``m`` a fragment index; ``VT`` the C value type of a
 fragment's dtype (its register type).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from .. import dtypes
 from ..bytecode.module import BaseKind
@@ -155,10 +162,70 @@ def tensor_atom(k, mc, ma, mb, site, M, N, K):
     return None
 
 
+# wgmma operand types of the runtime (rt/cq_wgmma.h): (A, B, C) -> (its name, K per
+# instruction); N per instruction, largest first (every type takes these)
+WGMMA_TYPES = {("f16", "f16", "f32"): ("f16_f32", 16), ("bf16", "bf16", "f32"): ("bf16_f32", 16),
+               ("tf32", "tf32", "f32"): ("tf32_f32", 8),
+               ("f8_e4m3", "f8_e4m3", "f32"): ("e4m3_f32", 32),
+               ("f8_e5m2", "f8_e5m2", "f32"): ("e5m2_f32", 32),
+               **{(a, b, "s32"): (f"{a}_{b}_s32", 32) for a in ("s8", "u8") for b in ("s8", "u8")}}
+WGMMA_N = (64, 32, 16, 8)
+WGMMA_M = 64
+# operand types no tensor-core instruction of an architecture takes, and the one that has
+FP8 = ("f8_e4m3", "f8_e5m2")
+
+
+@dataclass(frozen=True)
+class WgmmaPlan:
+    """How an exec runs on wgmma: the runtime shape, its K and N per instruction, the
+    element size, and the bytes of shared memory one warpgroup stages A and B in."""
+    shape: str
+    k: int
+    n: int
+    elem_bytes: int
+    a_bytes: int
+    stage_bytes: int
+
+
+def wgmma_plan(k, ins):
+    """The wgmma plan of MMA_EXEC ``ins``, or None: on sm_90a, a warpgroup owning its
+    fragments, M a multiple of 64, N of 8, K of the instruction's K, and operand types
+    of a wgmma (§11.4). Whether every lane takes part is decided at run time."""
+    _, mc, ma, mb, layout, c = ins[:6]
+    if k.arch != "sm_90a" or c < 0 or _dynamic(k, mc, ma, mb):
+        return None
+    frags = [k.code.frags[x] for x in (mc, ma, mb)]
+    if any(f.unit != 128 for f in frags) or k.code.colls[c].unit != 128:
+        return None
+    M, N, K = _exec_shapes(k, ins, mc, ma, mb, layout)
+    types = tuple(frag_dtype(k, x).name for x in (ma, mb, mc))
+    if types not in WGMMA_TYPES or M % WGMMA_M or N % WGMMA_N[-1]:
+        return None
+    name, kk = WGMMA_TYPES[types]
+    if K % kk:
+        return None
+    n = next(x for x in WGMMA_N if N % x == 0)
+    size = 32 // kk
+    return WgmmaPlan(f"cq_wgmma_n{n}_{name}", kk, n, size, WGMMA_M * K * size,
+                     (WGMMA_M + n) * K * size)
+
+
+def check_arch(k, ins) -> None:
+    """An exec the target has no tensor-core instruction for is an error naming the
+    architecture that has one: 8-bit floats on sm_80."""
+    _, _, ma, mb = ins[:4]
+    types = {frag_dtype(k, ma).name, frag_dtype(k, mb).name}
+    if k.arch == "sm_80" and types & set(FP8):
+        t = sorted(types & set(FP8))[0]
+        raise k.needs_arch("sm_90a", f"MMA on {t} operands (sm_80 tensor cores take no "
+                           f"8-bit floats)", ins)
+
+
 def op_mma_exec(k, ins, ip):
     """C += A B, k ascending, each step rounded once (§12.4): on tensor cores for a
     hardware shape, else cell by cell."""
     _, mc, ma, mb, layout, c = ins[:6]
+    check_arch(k, ins)
     if _dynamic(k, mc, ma, mb):
         return emit_mma_dyn.op_exec(k, ins, ip)
     M, N, K = _exec_shapes(k, ins, mc, ma, mb, layout)
@@ -166,7 +233,9 @@ def op_mma_exec(k, ins, ip):
     tc = frag_dtype(k, mc)
     exact = int(dtypes.F64 not in (frag_dtype(k, ma), frag_dtype(k, mb)))
     fmt = FMT_OF(tc)
-    atom = tensor_atom(k, mc, ma, mb, k.code.colls[c], M, N, K) if c >= 0 else None
+    plan = wgmma_plan(k, ins)
+    atom = tensor_atom(k, mc, ma, mb, k.code.colls[c], M, N, K) if c >= 0 and not plan \
+        else None
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
         for x in (ma, mb):
             px, flag_x, _ = frag_ref(k, x)
@@ -174,21 +243,76 @@ def op_mma_exec(k, ins, ip):
         pa, pb = frag_ref(k, ma)[0], frag_ref(k, mb)[0]
         cells = (f"cq_mma_cells({pc}, {pa}, {pb}, {M}, {N}, {K}, {layout}, {fmt}, {exact}, "
                  f"{part}, {parts});")
-        if atom is None:
+        if atom is None and plan is None:
             k.line(cells, ins)
         else:
             # every lane of the unit takes part (decided alike by all of them), so each
-            # warp can run mma.sync converged; else cell by cell
+            # warp can run mma.sync or wgmma converged; else cell by cell
             unit = k.code.frags[mc].unit
             k.line(f"if (cl.hi - cl.lo == {unit} && cq_mask_count(cl.live, cl.members, cl.lo, "
                    f"cl.hi) == {unit}) {{", ins)
             k.depth += 1
-            _tensor_exec(k, ins, ip, atom, (pc, pa, pb), (M, N, K), layout, unit)
+            if plan:
+                _wgmma_exec(k, ins, ip, plan, (pc, pa, pb), (M, N, K), layout)
+            else:
+                _tensor_exec(k, ins, ip, atom, (pc, pa, pb), (M, N, K), layout, unit)
             k.depth -= 1
             k.line("} else {", ins)
             k.line("  " + cells, ins)
             k.line("}", ins)
         k.line(f"{flag_c} = 1;", ins)
+
+
+def _operand_at(layout: int, ptrs, M: int, N: int, K: int):
+    """C expressions of A (m, kk) and B (kk, n) in the fragments' cells, by layout."""
+    pa, pb = ptrs
+    a_at = f"{pa}[(m) * {K} + (kk)]" if layout < 2 else f"{pa}[(kk) * {M} + (m)]"
+    b_at = f"{pb}[(kk) * {N} + (n)]" if layout & 1 else f"{pb}[(n) * {K} + (kk)]"
+    return a_at, b_at
+
+
+def _wgmma_exec(k, ins, ip, plan: WgmmaPlan, ptrs, mnk, layout) -> None:
+    """The warpgroup multiplies C in [64, n] tiles: its lanes stage A [64, K] and B
+    [n, K] K-major in the warpgroup's shared staging area (rt/cq_wgmma.h's layout,
+    elements in their PTX encoding), fence it for the async proxy and meet; then each
+    lane loads its accumulator registers, and K / k wgmmas, the descriptors advancing
+    32 bytes of K each, run in one commit group, k ascending as the engines step."""
+    pc, pa, pb = ptrs
+    M, N, K = mnk
+    a_at, b_at = _operand_at(layout, (pa, pb), M, N, K)
+    n = k.wait_site_for(ins, ip)
+    stage = f"(smem + {k.off_wgmma} + {k.unit_index(128)} * {k.wgmma_stage})"
+    desc = ("cq_wgmma_desc(cq_smem_addr(st) + {off} + kt * CQ_WGMMA_STEP_SLABS * "
+            "cq_wgmma_lbo({rows}), cq_wgmma_lbo({rows}), CQ_WGMMA_SBO)")
+    for line in (
+        f"const int wt = lane % 128;",
+        f"unsigned char *const st = {stage};",
+        f"typedef {plan.shape} W;",
+        f"for (int mt = 0; mt < {M}; mt += 64)",
+        f"  for (int nt = 0; nt < {N}; nt += {plan.n}) {{",
+        f"    for (int i = wt; i < 64 * {K}; i += 128) {{ const int m = mt + i / {K}, "
+        f"kk = i % {K}; cq_wgmma_elem<W::ta>::put(st + cq_wgmma_offset(i / {K}, kk, 64, "
+        f"W::BYTES), {a_at}); }}",
+        f"    for (int i = wt; i < {plan.n * K}; i += 128) {{ const int n = nt + i / {K}, "
+        f"kk = i % {K}; cq_wgmma_elem<W::tb>::put(st + {plan.a_bytes} + cq_wgmma_offset(i / "
+        f"{K}, kk, {plan.n}, W::BYTES), {b_at}); }}",
+        "    cq_fence_proxy_async();",
+        f"    cq_coll_sync(cl, {n});",
+        "    W::c_value d[W::ND];",
+        "    for (int i = 0; i < W::ND; i++) "
+        f"d[i] = {pc}[(mt + cq_wgmma_d_row(wt, i)) * {N} + nt + cq_wgmma_d_col(wt, i)];",
+        "    cq_wgmma_fence<W>(d);",
+        f"    for (int kt = 0; kt < {K // plan.k}; kt++)",
+        f"      cq_wgmma<W>(d, {desc.format(off=0, rows=64)}, "
+        f"{desc.format(off=plan.a_bytes, rows=plan.n)}, {n});",
+        "    cq_wgmma_commit();",
+        "    cq_wgmma_wait<0, W>(d);",
+        "    for (int i = 0; i < W::ND; i++) "
+        f"{pc}[(mt + cq_wgmma_d_row(wt, i)) * {N} + nt + cq_wgmma_d_col(wt, i)] = d[i];",
+        f"    cq_coll_sync(cl, {n});     // the staging area is reused by the next tile",
+        "  }",
+    ):
+        k.line(line, ins)
 
 
 def _tensor_exec(k, ins, ip, atom, ptrs, mnk, layout, unit) -> None:
@@ -200,9 +324,7 @@ def _tensor_exec(k, ins, ip, atom, ptrs, mnk, layout, unit) -> None:
     am, an, ak = atom[3:]
     rows = M // (unit // 32)
     name = atom_name(atom)
-    a_at = "{pa}[(m) * {K} + (kk)]" if layout < 2 else "{pa}[(kk) * {M} + (m)]"
-    b_at = "{pb}[(kk) * {N} + (n)]" if layout & 1 else "{pb}[(n) * {K} + (kk)]"
-    fill = dict(pa=pa, pb=pb, M=M, N=N, K=K)
+    a_at, b_at = _operand_at(layout, (pa, pb), M, N, K)
     n = k.wait_site_for(ins, ip)
     for line in (
         f"const int wl = lane % 32, m0 = (lane % {unit}) / 32 * {rows};",
@@ -216,9 +338,9 @@ def _tensor_exec(k, ins, ip, atom, ptrs, mnk, layout, unit) -> None:
         "      S::a_value af[S::NA]; S::b_value bf[S::NB];",
         "      for (int i = 0; i < S::NA; i++) { const int m = mt + cq_mma_a_row(S::ta::W, "
         "wl, i), kk = kt + cq_mma_a_col(S::ta::W, wl, i); af[i] = "
-        f"(S::a_value){a_at.format(**fill)}; }}",
+        f"(S::a_value){a_at}; }}",
         "      for (int i = 0; i < S::NB; i++) { const int kk = kt + cq_mma_b_row(S::tb::W, "
-        f"wl, i), n = nt + cq_mma_b_col(wl); bf[i] = (S::b_value){b_at.format(**fill)}; }}",
+        f"wl, i), n = nt + cq_mma_b_col(wl); bf[i] = (S::b_value){b_at}; }}",
         f"      cq_mma_sync<S>(df, af, bf, cf, {n});",
         "      for (int i = 0; i < S::NC; i++) cf[i] = df[i];",
         "    }",

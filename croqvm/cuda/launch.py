@@ -29,11 +29,13 @@ from ..messages import lanes_phrase, print_text
 from ..numerics import convert
 from . import abi
 from . import compile as cc
-from .emit import GENERATOR_VERSION, emit
+from .emit import ARCHES, GENERATOR_VERSION, emit
 
 KINDS = ("cuda-cpu", "gpu")
 CHECKS_ENV = "CROQVM_CUDA_CHECKS"      # 0: generated code without bounds checks
 VERBOSE_ENV = "CROQVM_CUDA_VERBOSE"    # 1: builds report cache hits, misses and commands
+ARCH_ENV = "CROQVM_CUDA_ARCH"          # cuda-cpu: the flavour of generated code it runs
+CPU_ARCH = "sm_90a"                    # ... by default: every feature (wgmma, fp8 MMA)
 PRINT_WORDS = 1 << 22                  # GPU print buffer, 64-bit words
 
 # register type -> kernel parameter kind (abi.PARAM_TYPES)
@@ -53,6 +55,14 @@ def checks_enabled() -> bool:
     return os.environ.get(CHECKS_ENV, "1") not in ("0", "")
 
 
+def cpu_arch() -> str:
+    """The architecture whose generated code cuda-cpu runs (CROQVM_CUDA_ARCH)."""
+    arch = os.environ.get(ARCH_ENV) or CPU_ARCH
+    if arch not in ARCHES:
+        raise ArgumentError(f"{ARCH_ENV} is '{arch}': use {' or '.join(ARCHES)}")
+    return arch
+
+
 class Device:
     """``cuda-cpu`` or ``gpu`` for the calls of one process; ``log`` receives the
     build cache's hits, misses and commands."""
@@ -69,17 +79,19 @@ class Device:
             from .driver import arch_for, require_gpu
             status = require_gpu()
             self.arch = arch_for(status["capability"])
+            self.flavour = "sm_90a" if self.arch == "sm_90a" else "sm_80"
         else:
             self.arch = cc.CPU
+            self.flavour = None               # cpu_arch() when a module is prepared
 
     # ------------------------------------------------------------------ building
 
     def prepare(self, module):
         """(generated module, loaded binary) for ``module``, built once per process."""
-        key = id(module)
+        flavour = self.flavour or cpu_arch()
+        key = (id(module), flavour)
         if key not in self._loaded:
-            gen = emit(module, arch="sm_90a" if self.arch == "sm_90a" else "sm_80",
-                       checks=self.checks)
+            gen = emit(module, arch=flavour, checks=self.checks)
             binary = cc.build(gen.text, self.arch, generator=GENERATOR_VERSION, log=self.log)
             self._loaded[key] = (module, gen, self._load(binary))
         _, gen, loaded = self._loaded[key]

@@ -32,7 +32,12 @@
   X(CQ_MISUSE_CP_ASYNC_PENDING, 10, "thread exited with cp.async copies never waited")  \
   X(CQ_MISUSE_WARP_PARTIAL, 11, "warp-wide operation in a warp without 32 live threads") \
   X(CQ_MISUSE_WARP_DIVERGED, 12, "threads of one warp reached different warp-wide operations") \
-  X(CQ_MISUSE_SMEM_CARVE, 13, "shared memory object outside the launch's shared memory")
+  X(CQ_MISUSE_SMEM_CARVE, 13, "shared memory object outside the launch's shared memory") \
+  X(CQ_MISUSE_WGMMA_FENCE, 14, "wgmma.mma_async without a wgmma.fence since the "       \
+                               "accumulator was last waited for")                       \
+  X(CQ_MISUSE_WGMMA_DESC, 15, "wgmma matrix descriptor with swizzling or a matrix "      \
+                              "outside the block's shared memory")                      \
+  X(CQ_MISUSE_WGMMA_PENDING, 16, "thread exited with wgmma results never waited for")
 
 /* What a thread of a deadlocked block (CPU runtime) waits for. */
 #define CQ_WAIT_KINDS(X)                                                                \

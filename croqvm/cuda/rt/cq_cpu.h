@@ -27,6 +27,13 @@
  * - mma.sync: a warp rendezvous; the last lane to arrive computes the product from the
  *   PTX fragment layouts (cq_mma.h) with the engines' MMA arithmetic (§12.4), so the
  *   results equal the interpreter's bit for bit.
+ * - wgmma.mma_async (sm_90a): a warpgroup rendezvous; the last thread to arrive reads A
+ *   and B from shared memory by decoding the matrix descriptors as the PTX ISA defines
+ *   them (start address, leading and stride byte offsets, no swizzling) and computes as
+ *   for mma.sync. The results land in the accumulator registers at the thread's
+ *   wgmma.wait_group for their commit group, never earlier (the registers read NaN or
+ *   INT_MIN until then); consecutive wgmmas on one accumulator chain as on hardware. A
+ *   wgmma without a wgmma.fence since the thread last waited is a misuse.
  * Fibers never preempt each other, so this mode cannot expose missing fences or data
  * races (the interpreter's race detection covers those).
  */
@@ -55,6 +62,7 @@ typedef unsigned long long cq_mbar;
 typedef unsigned long long cq_mbar_token;
 
 #include "cq_mma.h"
+#include "cq_wgmma.h"
 
 extern "C" {
 cq_fault_rec cq_fault_record = {CQ_NO_FAULT, 0, 0, 0, 0, {0}};
@@ -66,7 +74,19 @@ unsigned long long cq_step_limit = ~0ull;
 namespace cq {
 
 enum { WARP = 32, MAX_WARPS = CQ_MAX_BLOCK / WARP, NAMED_BARRIERS = 16,
-       DEFAULT_STACK = 64 * 1024, POISON = 0xFF, SMEM_FILL = 0xA5 };
+       DEFAULT_STACK = 64 * 1024, POISON = 0xFF, SMEM_FILL = 0xA5, WARPGROUP = 128,
+       MAX_WARPGROUPS = CQ_MAX_BLOCK / WARPGROUP, MAX_WGMMA_ND = 32 };
+
+/* A wgmma a thread issued whose results have not landed: its accumulator registers,
+   the values they will hold, and the commit group (the thread's count of commits when
+   it issued). */
+struct pending_wgmma {
+  void *d;
+  double v[MAX_WGMMA_ND];
+  int n;
+  bool is_int;
+  unsigned group;
+};
 
 struct pending_copy {
   unsigned char *dst;
@@ -83,6 +103,9 @@ struct thread_state {
   cq_thread_wait wait;
   std::vector<pending_copy> copies; /* cp.async issued and not yet waited */
   unsigned committed;              /* cp.async groups committed so far */
+  std::vector<pending_wgmma> wgmmas; /* issued, results not yet landed */
+  unsigned wg_committed;           /* wgmma groups committed so far */
+  bool wg_fenced;                  /* wgmma.fence since the last wgmma.wait_group */
 };
 
 struct named_barrier {
@@ -107,6 +130,13 @@ struct mma_operands {
   long long ia[WARP][16], ib[WARP][8], ic[WARP][4], id[WARP][4];
 };
 
+/* One warpgroup's wgmma rendezvous: the descriptors the first thread gave (every
+   thread must give the same), and each thread's accumulator in and out. */
+struct wgmma_operands {
+  unsigned long long da, db;
+  double c[WARPGROUP][MAX_WGMMA_ND], d[WARPGROUP][MAX_WGMMA_ND];
+};
+
 struct block_state {
   unsigned idx[3];
   long long linear;
@@ -118,6 +148,7 @@ struct block_state {
   unsigned long long bar0_gen;
   named_barrier named[NAMED_BARRIERS];
   warp_rendezvous warps[MAX_WARPS];
+  warp_rendezvous groups[MAX_WARPGROUPS];
 };
 
 struct launch_state {
@@ -130,6 +161,7 @@ struct launch_state {
   size_t stack_size;
   block_state *blk;
   mma_operands operands[MAX_WARPS];
+  wgmma_operands wg_operands[MAX_WARPGROUPS];
   thread_state *self;
   bool abort;                      /* a misuse was recorded: stop the launch */
   unsigned char *kept_smem;        /* the deadlocked block's shared memory, until the next
@@ -229,6 +261,8 @@ static inline void thread_exit() {
   block_state *b = rt.blk;
   unsigned w = t->tid / WARP;
   if (b->warps[w].arrived) misuse(CQ_MISUSE_WARP_PARTIAL, -1, w);
+  if (b->groups[t->tid / WARPGROUP].arrived) misuse(CQ_MISUSE_WARP_PARTIAL, -1, w);
+  if (!t->wgmmas.empty()) misuse(CQ_MISUSE_WGMMA_PENDING, -1, (long long)t->wgmmas.size());
   t->done = true;
   t->wait.kind = CQ_WAIT_EXITED;
   b->live--;
@@ -261,7 +295,7 @@ static inline void fill_deadlock_record() {
     } else if (w.kind == CQ_WAIT_NAMED_BARRIER) {
       w.a1 = b->named[w.a0].total;
     } else if (w.kind == CQ_WAIT_WARP) {
-      w.a0 = b->warps[i / WARP].arrived;
+      w.a0 = w.a1 == WARPGROUP ? b->groups[i / WARPGROUP].arrived : b->warps[i / WARP].arrived;
     }
     cq_deadlock_record.thread[i] = w;
   }
@@ -279,6 +313,9 @@ static int run_block() {
     t->wait.a0 = t->wait.a1 = 0;
     t->copies.clear();
     t->committed = 0;
+    t->wgmmas.clear();
+    t->wg_committed = 0;
+    t->wg_fenced = false;
     cq_fiber_prepare(&t->ctx, fiber_main);
   }
   while (b->live) {
@@ -428,6 +465,8 @@ CQ_DEV int cq_block_size() { return (int)cq::rt.cfg.block; }
 CQ_DEV int cq_block_idx(int d) { return (int)cq::rt.blk->idx[d]; }
 CQ_DEV int cq_grid_dim(int d) { return (int)cq::rt.cfg.grid[d]; }
 CQ_DEV unsigned char *cq_smem() { return cq::rt.blk->smem; }
+/* the shared window address: the offset in the block's shared memory */
+CQ_DEV unsigned cq_smem_addr(const void *p) { return (unsigned)cq::smem_offset(p); }
 CQ_DEV unsigned cq_smem_bytes() { return (unsigned)cq::rt.blk->smem_bytes; }
 
 CQ_DEV void cq_fence_block() {}
@@ -704,6 +743,147 @@ CQ_DEV void cq_mma_sync(typename S::c_value *d, const typename S::a_value *a,
     if constexpr (S::tc::INT) d[i] = (typename S::c_value)op->id[lane][i];
     else d[i] = (typename S::c_value)op->d[lane][i];
   }
+}
+
+/* ------------------------------------------------------------------ wgmma (sm_90a) */
+
+namespace cq {
+/* Decoded matrix descriptor (PTX ISA "Matrix Descriptor Format"): each field is the byte
+   value >> 4; base offset and swizzle mode (bits 49-51, 62-63) must be 0 here. */
+struct wgmma_desc {
+  size_t start, lbo, sbo;
+  bool ok;
+};
+
+static inline wgmma_desc decode_desc(unsigned long long desc) {
+  wgmma_desc d;
+  d.start = (size_t)(desc & 0x3FFF) << 4;
+  d.lbo = (size_t)(desc >> 16 & 0x3FFF) << 4;
+  d.sbo = (size_t)(desc >> 32 & 0x3FFF) << 4;
+  d.ok = (desc >> 49 & 7) == 0 && (desc >> 62) == 0;
+  return d;
+}
+
+/* Byte offset of element (row, k) of a K-major operand without swizzling: the
+   canonical layout ((8, m), (T, 2k)) : ((1T, SBO), (1, LBO)) in elements, T elements
+   per 16 bytes (PTX ISA "Canonical Layouts"). */
+static inline size_t desc_offset(const wgmma_desc &d, int row, int k, int bytes) {
+  return d.start + (size_t)(row % 8) * 16 + (size_t)(row / 8) * d.sbo +
+         (size_t)(k * bytes / 16) * d.lbo + (size_t)(k * bytes % 16);
+}
+
+static inline void check_desc(const wgmma_desc &d, int rows, int bytes, int site) {
+  size_t last = desc_offset(d, rows - 1, 32 / bytes - 1, bytes) + (size_t)bytes;
+  if (!d.ok || last > rt.blk->smem_bytes) misuse(CQ_MISUSE_WGMMA_DESC, site, (long long)d.start);
+}
+
+/* D = C + A B with k ascending (§12.4), C and D through the accumulator map, A [64, K]
+   and B [N, K] read from shared memory through the descriptors. One launch runs at a
+   time and this never yields, so the tiles can be static. */
+template <class S> static void wgmma_compute(wgmma_operands *op, int site) {
+  static double A[64][32], B[64][32], C[64][64];
+  wgmma_desc da = decode_desc(op->da), db = decode_desc(op->db);
+  check_desc(da, S::M, S::BYTES, site);
+  check_desc(db, S::N, S::BYTES, site);
+  for (int t = 0; t < WARPGROUP; t++)
+    for (int i = 0; i < S::ND; i++) C[cq_wgmma_d_row(t, i)][cq_wgmma_d_col(t, i)] = op->c[t][i];
+  for (int k = 0; k < S::K; k++) {
+    for (int m = 0; m < S::M; m++)
+      A[m][k] = cq_wgmma_elem<typename S::ta>::get(rt.blk->smem + desc_offset(da, m, k, S::BYTES));
+    for (int n = 0; n < S::N; n++)
+      B[n][k] = cq_wgmma_elem<typename S::tb>::get(rt.blk->smem + desc_offset(db, n, k, S::BYTES));
+  }
+  for (int m = 0; m < S::M; m++)
+    for (int n = 0; n < S::N; n++)
+      for (int k = 0; k < S::K; k++) {
+        if constexpr (S::tc::INT)
+          C[m][n] = (double)mma_step<cq_s32>::run((long long)C[m][n], (long long)A[m][k],
+                                                  (long long)B[n][k]);
+        else
+          C[m][n] = mma_step<cq_f32>::run(C[m][n], A[m][k], B[n][k]);
+      }
+  for (int t = 0; t < WARPGROUP; t++)
+    for (int i = 0; i < S::ND; i++) op->d[t][i] = C[cq_wgmma_d_row(t, i)][cq_wgmma_d_col(t, i)];
+}
+}  // namespace cq
+
+template <class S> CQ_DEV void cq_wgmma_fence(typename S::c_value *d) {
+  (void)d;
+  cq::rt.self->wg_fenced = true;
+}
+
+CQ_DEV void cq_fence_proxy_async() {}
+
+template <class S>
+CQ_DEV void cq_wgmma(typename S::c_value *d, unsigned long long da, unsigned long long db,
+                     int site) {
+  using namespace cq;
+  static_assert(S::ND <= MAX_WGMMA_ND, "wgmma N above the runtime's operand store");
+  block_state *bs = rt.blk;
+  thread_state *self = rt.self;
+  unsigned g = self->tid / WARPGROUP, t = self->tid % WARPGROUP;
+  for (unsigned w = 4 * g; w < 4 * g + 4; w++)
+    if (w * WARP >= bs->size || warp_size_of(w) != WARP || bs->warp_live[w] != WARP)
+      misuse(CQ_MISUSE_WARP_PARTIAL, site, w);
+  if (!self->wg_fenced) misuse(CQ_MISUSE_WGMMA_FENCE, site);
+  warp_rendezvous *rv = &bs->groups[g];
+  wgmma_operands *op = &rt.wg_operands[g];
+  const void *tag = &mma_tag<S>::id;
+  if (!rv->arrived) {
+    rv->shape = tag;
+    op->da = da;
+    op->db = db;
+  } else if (rv->shape != tag || op->da != da || op->db != db) {
+    misuse(CQ_MISUSE_WARP_DIVERGED, site, 4 * g);
+  }
+  /* the accumulator in: the newest result still in flight for it, else the registers */
+  const pending_wgmma *chained = NULL;
+  for (const pending_wgmma &p : self->wgmmas)
+    if (p.d == (void *)d) chained = &p;
+  for (int i = 0; i < S::ND; i++) op->c[t][i] = chained ? chained->v[i] : (double)d[i];
+  unsigned long long gen = rv->gen;
+  if (++rv->arrived == WARPGROUP) {
+    wgmma_compute<S>(op, site);
+    rv->arrived = 0;
+    rv->gen++;
+  } else {
+    wait_until(CQ_WAIT_WARP, site, 0, WARPGROUP, [=] { return rv->gen != gen; });
+  }
+  pending_wgmma p;
+  p.d = d;
+  p.n = S::ND;
+  p.is_int = S::tc::INT;
+  p.group = self->wg_committed;
+  for (int i = 0; i < S::ND; i++) p.v[i] = op->d[t][i];
+  self->wgmmas.push_back(p);
+  for (int i = 0; i < S::ND; i++) {
+    if constexpr (S::tc::INT) d[i] = INT32_MIN;
+    else d[i] = NAN;
+  }
+}
+
+CQ_DEV void cq_wgmma_commit() { cq::rt.self->wg_committed++; }
+
+/* wgmma.wait_group N: every committed group but the newest N has landed. */
+template <int N, class S> CQ_DEV void cq_wgmma_wait(typename S::c_value *d) {
+  using namespace cq;
+  (void)d;
+  thread_state *self = rt.self;
+  unsigned upto = self->wg_committed > (unsigned)N ? self->wg_committed - N : 0;
+  size_t keep = 0;
+  for (size_t i = 0; i < self->wgmmas.size(); i++) {
+    pending_wgmma &p = self->wgmmas[i];
+    if (p.group < upto) {
+      for (int j = 0; j < p.n; j++) {
+        if (p.is_int) ((int *)p.d)[j] = (int)p.v[j];
+        else ((float *)p.d)[j] = (float)p.v[j];
+      }
+    } else {
+      self->wgmmas[keep++] = p;
+    }
+  }
+  self->wgmmas.resize(keep);
+  self->wg_fenced = false;
 }
 
 #endif /* CQ_CPU_H */

@@ -19,6 +19,7 @@ typedef unsigned long long cq_mbar;
 typedef unsigned long long cq_mbar_token;
 
 #include "cq_mma.h"
+#include "cq_wgmma.h"
 
 extern "C" {
 __device__ cq_fault_rec cq_fault_record = {CQ_NO_FAULT, 0, 0, 0, 0, {0}};
@@ -319,5 +320,65 @@ CQ_DEV void cq_mma_sync(typename S::c_value *d, const typename S::a_value *a,
     cq_mma_ptx<S>::run(d, ra, rb, c);
   }
 }
+
+/* ------------------------------------------------------------------ wgmma (sm_90a) */
+
+#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/* Accumulator operands: N / 2 registers, then the two descriptors. */
+#define CQ_WG_D4(c, o) "+" c(d[o]), "+" c(d[o + 1]), "+" c(d[o + 2]), "+" c(d[o + 3])
+#define CQ_WG_D8(c, o) CQ_WG_D4(c, o), CQ_WG_D4(c, o + 4)
+#define CQ_WG_D16(c, o) CQ_WG_D8(c, o), CQ_WG_D8(c, o + 8)
+#define CQ_WG_D32(c, o) CQ_WG_D16(c, o), CQ_WG_D16(c, o + 16)
+#define CQ_WG_D_8 CQ_WG_D4
+#define CQ_WG_D_16 CQ_WG_D8
+#define CQ_WG_D_32 CQ_WG_D16
+#define CQ_WG_D_64 CQ_WG_D32
+#define CQ_WG_OPS_8 "{%0, %1, %2, %3}, %4, %5"
+#define CQ_WG_OPS_16 "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9"
+#define CQ_WG_OPS_32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17"
+#define CQ_WG_OPS_64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33"
+
+template <class S> struct cq_wgmma_ptx;
+/* scale-d 1: D = A B + D */
+#define CQ_WGMMA_PTX(n, name, a, b, c, k, ptx, imm, cc)                                 \
+  template <> struct cq_wgmma_ptx<cq_wgmma_n##n##_##name> {                             \
+    template <class C>                                                                  \
+    CQ_DEV void run(C *d, unsigned long long da, unsigned long long db) {               \
+      asm volatile("wgmma.mma_async.sync.aligned.m64n" #n "k" #k "." ptx " "            \
+                   CQ_WG_OPS_##n ", 1" imm ";"                                          \
+                   : CQ_WG_D_##n(cc, 0) : "l"(da), "l"(db) : "memory");                 \
+    }                                                                                   \
+  };
+CQ_WGMMA_SHAPES(CQ_WGMMA_PTX)
+#undef CQ_WGMMA_PTX
+
+/* Shared memory written by the threads' ordinary stores is read by wgmma through the
+   async proxy: each writer fences before the barrier that precedes the wgmma. */
+CQ_DEV void cq_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+/* The compiler must not move accumulator accesses across the asynchronous section. */
+CQ_DEV void cq_wgmma_keep(float &x) { asm volatile("" : "+f"(x)::"memory"); }
+CQ_DEV void cq_wgmma_keep(int &x) { asm volatile("" : "+r"(x)::"memory"); }
+
+template <class S> CQ_DEV void cq_wgmma_fence(typename S::c_value *d) {
+  __syncwarp();   /* .sync.aligned: the warp's threads execute it together */
+  for (int i = 0; i < S::ND; i++) cq_wgmma_keep(d[i]);
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+
+template <class S>
+CQ_DEV void cq_wgmma(typename S::c_value *d, unsigned long long da, unsigned long long db,
+                     int site) {
+  (void)site;
+  cq_wgmma_ptx<S>::run(d, da, db);
+}
+
+CQ_DEV void cq_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+
+template <int N, class S> CQ_DEV void cq_wgmma_wait(typename S::c_value *d) {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+  for (int i = 0; i < S::ND; i++) cq_wgmma_keep(d[i]);
+}
+#endif
 
 #endif /* CQ_GPU_CUH */

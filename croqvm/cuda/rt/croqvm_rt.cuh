@@ -41,6 +41,12 @@
  *
  * Tensor cores (cq_mma.h lists the shapes and the fragment layouts)
  *   cq_mma_sync<cq_mma_m16n8k16_f16_f32>(d, a, b, c, site)   one warp, converged
+ * Warpgroup tensor cores, sm_90a only (cq_wgmma.h: shapes, staging layout, descriptors)
+ *   cq_fence_proxy_async()                after writing operands with ordinary stores
+ *   cq_wgmma_fence<S>(d), cq_wgmma<S>(d, desc_a, desc_b, site), cq_wgmma_commit(),
+ *   cq_wgmma_wait<N, S>(d)                wgmma.fence / mma_async / commit_group /
+ *                                         wait_group of one warpgroup, converged
+ *   cq_smem_addr(p)                       the shared-window address descriptors take
  *
  * Other primitives
  *   cq_atomic_or/and/add(p, v), cq_atomic_cas(p, expect, v), cq_popc(v)   on 32-bit words

@@ -1,0 +1,146 @@
+/* Warpgroup tensor-core shapes (wgmma.mma_async on sm_90a, LANGUAGE.md §11.4 `group-4`
+ * level), their operand layout in shared memory, matrix descriptors and accumulator
+ * fragments, shared by the GPU implementation (cq_gpu.cuh) and the CPU emulation
+ * (cq_cpu.h). PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate".
+ *
+ * One instruction computes D [64, N] += A [64, K] B [K, N] for the 128 threads of a
+ * warpgroup; K is 32 bytes of the operand type (16 f16/bf16, 8 tf32, 32 8-bit). A and
+ * B are read from shared memory through 64-bit matrix descriptors; croqvm stages both
+ * K-major (no transposition bits: the only major-ness 8-bit types allow) without
+ * swizzling, in the canonical layout ((8, m), (T, 2k)) : ((1T, SBO), (1, LBO)) with T the
+ * elements per 16 bytes:
+ *   - a core matrix is 8 rows (of M or N) by 16 bytes of K, 128 contiguous bytes, row r
+ *     at 16 r;
+ *   - core matrices of the next 8 rows follow at SBO = 128 bytes;
+ *   - the next 16 bytes of K start LBO = 16 * rows bytes further (a slab per 16 bytes).
+ * So element (row, k) of a staged [rows, K] operand is at cq_wgmma_offset below, and
+ * the instruction for K columns kt.. starts 2 slabs (32 bytes of K) per step further.
+ *
+ * The accumulator lives in registers: thread t of the warpgroup holds N / 2 values,
+ * value i at row 16 (t / 32) + (t % 32) / 4 + 8 ((i / 2) % 2), column 8 (i / 4) +
+ * 2 (t % 4) + i % 2 (the m64nNk* "Accumulator D" figures).
+ *
+ * croqvm issues N = 8, 16, 32 or 64 per instruction (larger tiles are several
+ * instructions), which every operand type allows.
+ */
+#ifndef CQ_WGMMA_H
+#define CQ_WGMMA_H
+
+#include "cq_numerics.h"
+
+/* 8-bit floats, as cq_mma.h's element types: C value type, elements per register. */
+struct cq_e4m3 { typedef float value; enum { W = 4, INT = 0 }; };
+struct cq_e5m2 { typedef float value; enum { W = 4, INT = 0 }; };
+
+template <int N_, class TA, class TB, class TC> struct cq_wgmma_shape {
+  enum { M = 64, N = N_, K = 8 * TA::W, BYTES = 4 / TA::W, ND = N_ / 2,
+         A_BYTES = 64 * K * BYTES, B_BYTES = N_ * K * BYTES };
+  typedef TA ta;
+  typedef TB tb;
+  typedef TC tc;
+  typedef typename TC::value c_value;
+};
+
+/* Operand types: name, A, B, accumulator types, K, the PTX type suffix, the
+   immediates after scale-d (scale-a, scale-b and, for 16-bit types, both transposition
+   bits), the accumulator's asm constraint. */
+#define CQ_WGMMA_TYPES(X, n)                                                            \
+  X(n, f16_f32, cq_f16, cq_f16, cq_f32, 16, "f32.f16.f16", ", 1, 1, 0, 0", "f")          \
+  X(n, bf16_f32, cq_bf16, cq_bf16, cq_f32, 16, "f32.bf16.bf16", ", 1, 1, 0, 0", "f")     \
+  X(n, tf32_f32, cq_tf32, cq_tf32, cq_f32, 8, "f32.tf32.tf32", ", 1, 1", "f")            \
+  X(n, e4m3_f32, cq_e4m3, cq_e4m3, cq_f32, 32, "f32.e4m3.e4m3", ", 1, 1", "f")           \
+  X(n, e5m2_f32, cq_e5m2, cq_e5m2, cq_f32, 32, "f32.e5m2.e5m2", ", 1, 1", "f")           \
+  X(n, s8_s8_s32, cq_s8, cq_s8, cq_s32, 32, "s32.s8.s8", "", "r")                        \
+  X(n, s8_u8_s32, cq_s8, cq_u8, cq_s32, 32, "s32.s8.u8", "", "r")                        \
+  X(n, u8_s8_s32, cq_u8, cq_s8, cq_s32, 32, "s32.u8.s8", "", "r")                        \
+  X(n, u8_u8_s32, cq_u8, cq_u8, cq_s32, 32, "s32.u8.u8", "", "r")
+
+/* Every shape: the types at each N croqvm issues. */
+#define CQ_WGMMA_SHAPES(X)                                                              \
+  CQ_WGMMA_TYPES(X, 8) CQ_WGMMA_TYPES(X, 16) CQ_WGMMA_TYPES(X, 32) CQ_WGMMA_TYPES(X, 64)
+
+#define CQ_WGMMA_TYPEDEF(n, name, a, b, c, k, ptx, imm, cc)                             \
+  typedef cq_wgmma_shape<n, a, b, c> cq_wgmma_n##n##_##name;
+CQ_WGMMA_SHAPES(CQ_WGMMA_TYPEDEF)
+#undef CQ_WGMMA_TYPEDEF
+
+/* The accumulator fragment map; t is the thread's rank in its warpgroup. */
+CQ_HD int cq_wgmma_d_row(int t, int i) { return 16 * (t / 32) + (t % 32) / 4 + 8 * ((i / 2) % 2); }
+CQ_HD int cq_wgmma_d_col(int t, int i) { return 8 * (i / 4) + 2 * (t % 4) + i % 2; }
+
+/* Byte offset of element (row, k) of a [rows, K] operand staged K-major as above. */
+CQ_HD int cq_wgmma_offset(int row, int k, int rows, int bytes) {
+  return (k * bytes / 16) * (16 * rows) + (row / 8) * 128 + (row % 8) * 16 + (k * bytes) % 16;
+}
+CQ_HD unsigned cq_wgmma_lbo(int rows) { return 16u * (unsigned)rows; }
+enum { CQ_WGMMA_SBO = 128, CQ_WGMMA_STEP_SLABS = 2 };
+
+/* The matrix descriptor: start address, leading and stride byte offsets, each as
+   (x & 0x3FFFF) >> 4; base offset 0 and swizzle mode 0 (none). `addr` is the shared
+   memory address (cq_smem_addr). */
+CQ_HD unsigned long long cq_wgmma_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+  return (unsigned long long)((addr & 0x3FFFFu) >> 4) |
+         (unsigned long long)((lbo & 0x3FFFFu) >> 4) << 16 |
+         (unsigned long long)((sbo & 0x3FFFFu) >> 4) << 32;
+}
+
+/* OCP 8-bit float patterns of a value of the type (already rounded to it): `man`
+   mantissa bits, exponent bias `bias`; NaN is all ones below the sign, infinity (E5M2
+   only; E4M3 has none) the all-ones exponent. */
+CQ_HD unsigned char cq_f8_bits(double x, int man, int bias) {
+  unsigned char sign = signbit(x) ? 0x80 : 0;
+  double a = fabs(x);
+  if (isnan(a)) return (unsigned char)(sign | 0x7F);
+  if (isinf(a)) return (unsigned char)(sign | 0x7C);
+  if (a < ldexp(1.0, 1 - bias))                    /* subnormal or zero */
+    return (unsigned char)(sign | (unsigned char)ldexp(a, bias - 1 + man));
+  int e = 0;
+  double f = frexp(a, &e);                         /* a = f * 2^e, 0.5 <= f < 1 */
+  return (unsigned char)(sign | (e - 1 + bias) << man |
+                         (unsigned char)(ldexp(f, man + 1) - ldexp(1.0, man)));
+}
+
+CQ_HD double cq_f8_value(unsigned char bits, int man, int bias) {
+  int ex = (bits & 0x7F) >> man, m = bits & ((1 << man) - 1);
+  double a;
+  if (man == 3 && (bits & 0x7F) == 0x7F) a = NAN;
+  else if (man == 2 && ex == 0x1F) a = m ? NAN : INFINITY;
+  else if (ex == 0) a = ldexp((double)m, 1 - bias - man);
+  else a = ldexp((double)(m | 1 << man), ex - bias - man);
+  return (bits & 0x80) ? -a : a;
+}
+
+/* Staging: the operand element `v` (a value of the type) at `p` in its PTX encoding,
+   and back (the CPU emulation reads the operands as the tensor core would). */
+template <class T> struct cq_wgmma_elem;
+template <> struct cq_wgmma_elem<cq_f16> {
+  CQ_HD void put(unsigned char *p, float v) { *(uint16_t *)p = cq_f16_bits(v); }
+  CQ_HD double get(const unsigned char *p) { return cq_f16_value(*(const uint16_t *)p); }
+};
+template <> struct cq_wgmma_elem<cq_bf16> {
+  CQ_HD void put(unsigned char *p, float v) { *(uint16_t *)p = cq_bf16_bits(v); }
+  CQ_HD double get(const unsigned char *p) { return cq_bf16_value(*(const uint16_t *)p); }
+};
+/* a tf32 value is an f32 whose low 13 mantissa bits are 0 (§12.3) */
+template <> struct cq_wgmma_elem<cq_tf32> {
+  CQ_HD void put(unsigned char *p, float v) { *(uint32_t *)p = cq_f32_bits(v); }
+  CQ_HD double get(const unsigned char *p) { return cq_f32_from_bits(*(const uint32_t *)p); }
+};
+template <> struct cq_wgmma_elem<cq_e4m3> {
+  CQ_HD void put(unsigned char *p, float v) { *p = cq_f8_bits(v, 3, 7); }
+  CQ_HD double get(const unsigned char *p) { return cq_f8_value(*p, 3, 7); }
+};
+template <> struct cq_wgmma_elem<cq_e5m2> {
+  CQ_HD void put(unsigned char *p, float v) { *p = cq_f8_bits(v, 2, 15); }
+  CQ_HD double get(const unsigned char *p) { return cq_f8_value(*p, 2, 15); }
+};
+template <> struct cq_wgmma_elem<cq_s8> {
+  CQ_HD void put(unsigned char *p, int v) { *(int8_t *)p = (int8_t)v; }
+  CQ_HD double get(const unsigned char *p) { return *(const int8_t *)p; }
+};
+template <> struct cq_wgmma_elem<cq_u8> {
+  CQ_HD void put(unsigned char *p, int v) { *p = (unsigned char)v; }
+  CQ_HD double get(const unsigned char *p) { return *p; }
+};
+
+#endif /* CQ_WGMMA_H */

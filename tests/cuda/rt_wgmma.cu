@@ -1,0 +1,58 @@
+// wgmma.mma_async through the croqvm CUDA runtime (sm_90a; the CPU runtime emulates it
+// from the descriptors): one kernel per shape of cq_wgmma.h, run by one warpgroup, that
+// stages row-major A [64, 2K] and B [N, 2K] from global memory into shared memory in
+// cq_wgmma.h's layout, gathers C [64, N] with the accumulator map, runs two chained
+// wgmmas (the second's descriptors start 2 slabs further) in one commit group, and
+// scatters D; and one kernel that writes the layout, descriptor and map themselves
+// (tests/test_cuda_wgmma.py checks both).
+#include "croqvm_rt.cuh"
+
+template <class S>
+CQ_DEV void wgmma_tile(const typename S::ta::value *A, const typename S::tb::value *B,
+                       const typename S::c_value *C, typename S::c_value *D) {
+  const int t = cq_lane(), k2 = 2 * S::K;
+  unsigned char *sa = cq_smem(), *sb = cq_smem() + 2 * S::A_BYTES;
+  for (int i = t; i < 64 * k2; i += 128)
+    cq_wgmma_elem<typename S::ta>::put(sa + cq_wgmma_offset(i / k2, i % k2, 64, S::BYTES), A[i]);
+  for (int i = t; i < S::N * k2; i += 128)
+    cq_wgmma_elem<typename S::tb>::put(sb + cq_wgmma_offset(i / k2, i % k2, S::N, S::BYTES),
+                                       B[i]);
+  cq_fence_proxy_async();
+  cq_sync_block(0);
+  typename S::c_value d[S::ND];
+  for (int i = 0; i < S::ND; i++) d[i] = C[cq_wgmma_d_row(t, i) * S::N + cq_wgmma_d_col(t, i)];
+  cq_wgmma_fence<S>(d);
+  for (int s = 0; s < 2; s++) {
+    const unsigned step = CQ_WGMMA_STEP_SLABS * s;
+    cq_wgmma<S>(d, cq_wgmma_desc(cq_smem_addr(sa) + step * cq_wgmma_lbo(64), cq_wgmma_lbo(64),
+                                 CQ_WGMMA_SBO),
+                cq_wgmma_desc(cq_smem_addr(sb) + step * cq_wgmma_lbo(S::N), cq_wgmma_lbo(S::N),
+                              CQ_WGMMA_SBO), 1);
+  }
+  cq_wgmma_commit();
+  cq_wgmma_wait<0, S>(d);
+  for (int i = 0; i < S::ND; i++) D[cq_wgmma_d_row(t, i) * S::N + cq_wgmma_d_col(t, i)] = d[i];
+}
+
+#define WGMMA_KERNEL(n, name, a, b, c, k, ptx, imm, cc)                                 \
+  CQ_KERNEL void wgmma_n##n##_##name(const a::value *A, const b::value *B,               \
+                                     const c::value *C, c::value *D) {                  \
+    wgmma_tile<cq_wgmma_n##n##_##name>(A, B, C, D);                                     \
+  }                                                                                     \
+  CQ_EXPORT(wgmma_n##n##_##name);
+CQ_WGMMA_SHAPES(WGMMA_KERNEL)
+
+// The byte offset of element (row, k) of a [rows, 32 / bytes * 2] operand; the
+// descriptor of one at shared address `addr`; the accumulator map of N = 64 (row, col
+// per thread and value, thread-major).
+CQ_KERNEL void layout(int rows, int bytes, int *off, unsigned addr,
+                      unsigned long long *desc, int *dmap) {
+  const int t = cq_lane(), ks = 64 / bytes;
+  for (int i = t; i < rows * ks; i += 128) off[i] = cq_wgmma_offset(i / ks, i % ks, rows, bytes);
+  if (t == 0) *desc = cq_wgmma_desc(addr, cq_wgmma_lbo(rows), CQ_WGMMA_SBO);
+  for (int i = 0; i < 32; i++) {
+    dmap[2 * (t * 32 + i)] = cq_wgmma_d_row(t, i);
+    dmap[2 * (t * 32 + i) + 1] = cq_wgmma_d_col(t, i);
+  }
+}
+CQ_EXPORT(layout);

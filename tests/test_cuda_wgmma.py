@@ -1,0 +1,238 @@
+"""wgmma.mma_async in the croqvm CUDA runtime (rt/cq_wgmma.h; LANGUAGE.md §11.4
+`group-4` on sm_90a): the hand-written kernels of tests/cuda/rt_wgmma.cu run on the CPU
+runtime, which emulates wgmma by decoding the matrix descriptors as the PTX ISA defines
+them, and compile with nvcc for sm_90a. No GPU ran them here; where one is present the
+same kernels run on it.
+
+References, independent of the runtime: the PTX ISA's worked example of the canonical
+K-major layout without swizzling ("K-Major, no-swizzling and tf32 type": layout
+((8,2),(4,4)):((4,32),(1,64)) in elements, LBO 256 and SBO 128 bytes, encoded 16 and 8),
+CUTLASS's accumulator layout of the SM90 GMMA atoms (CLayout_64xN, NVIDIA/cutlass
+include/cute/atom/mma_traits_sm90_gmma.hpp), numpy, and the interpreter's MMA arithmetic
+(croqvm.numerics) for rounding.
+"""
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import croqvm
+from croqvm import dtypes
+from croqvm.cuda import abi
+from croqvm.cuda import compile as cc
+from croqvm.cuda.emit import UnsupportedError, emit
+from croqvm.numerics import round_to
+
+from cuda_helpers import cpu_module, device_module, nvcc_build
+from test_cuda_runtime import cute_index, operand, stepwise
+
+# name: (A, B, accumulator types, K) -- every type cq_wgmma.h provides, at N 8 .. 64
+TYPES = {
+    "f16_f32": ("f16", "f16", "f32", 16), "bf16_f32": ("bf16", "bf16", "f32", 16),
+    "tf32_f32": ("tf32", "tf32", "f32", 8), "e4m3_f32": ("e4m3", "e4m3", "f32", 32),
+    "e5m2_f32": ("e5m2", "e5m2", "f32", 32),
+    **{f"{a}_{b}_s32": (a, b, "s32", 32) for a in ("s8", "u8") for b in ("s8", "u8")},
+}
+SHAPES = {f"n{n}_{name}": (n, *t) for n in (8, 16, 32, 64) for name, t in TYPES.items()}
+BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1}
+FP8 = {"e4m3": np.float32, "e5m2": np.float32}
+
+
+@pytest.fixture(params=["cpu", "gpu"])
+def device(request):
+    return request.param
+
+
+@pytest.fixture
+def wg(device):
+    return device_module("rt_wgmma.cu", device)
+
+
+def test_the_runtime_provides_every_type_listed_here():
+    text = (cc.RT_DIR / "cq_wgmma.h").read_text()
+    listed = re.findall(r"X\(n, (\w+), cq_(\w+), cq_(\w+), cq_(\w+), (\d+),", text)
+    assert {n: (a, b, c, int(k)) for n, a, b, c, k in listed} == TYPES
+
+
+def layout(wg, rows, bytes_, addr):
+    ks = 64 // bytes_
+    off = np.zeros(rows * ks, np.int32)
+    desc = np.zeros(1, np.uint64)
+    dmap = np.zeros(2 * 128 * 32, np.int32)
+    assert wg.launch("layout", (1,), 128, 0, [("i32", rows), ("i32", bytes_), ("ptr", off),
+                                              ("u32", addr), ("ptr", desc),
+                                              ("ptr", dmap)]) is None
+    return off.reshape(rows, ks), int(desc[0]), dmap.reshape(128, 32, 2)
+
+
+def test_staging_layout_is_the_ptx_isa_example():
+    """tf32, 16 rows, 16 columns of K: ((8,2),(4,4)):((4,32),(1,64)) in elements."""
+    off, desc, _ = layout(cpu_module("rt_wgmma.cu"), 16, 4, 0)
+    want = np.zeros((16, 16), np.int64)
+    for r in range(16):
+        for k in range(16):
+            want[r, k] = 4 * ((r % 8) * 4 + (r // 8) * 32 + (k % 4) * 1 + (k // 4) * 64)
+    assert (off == want).all()
+    assert desc == 16 << 16 | 8 << 32                    # LBO 256 >> 4, SBO 128 >> 4
+
+
+def test_descriptor_fields():
+    _, desc, _ = layout(cpu_module("rt_wgmma.cu"), 64, 2, 0x12340)
+    assert desc & 0x3FFF == 0x12340 >> 4
+    assert (desc >> 16) & 0x3FFF == 64 * 16 >> 4 and (desc >> 32) & 0x3FFF == 128 >> 4
+    assert desc >> 46 == 0                               # base offset 0, no swizzling
+
+
+def test_accumulator_map_is_cutlass_clayout_64xn():
+    """CLayout_64xN = ((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512)), column-major (M, N)."""
+    _, _, dmap = layout(cpu_module("rt_wgmma.cu"), 64, 2, 0)
+    clayout = (((4, 8, 4), (128, 1, 16)), ((2, 2, 8), (64, 8, 512)))
+    for t in range(128):
+        for i in range(32):
+            idx = cute_index(clayout, t, i)
+            assert tuple(dmap[t, i]) == (idx % 64, idx // 64)
+
+
+def values(rng, t, shape, small):
+    if t in FP8:
+        # values of the type: small integers, or signed powers of two and their 1.5x
+        if small:
+            return rng.integers(-4, 5, shape).astype(np.float32)
+        mant = rng.choice([1.0, 1.5], shape) * rng.choice([-1.0, 1.0], shape)
+        return (mant * 2.0 ** rng.integers(-6, 7, shape)).astype(np.float32)
+    return operand(rng, t, shape, small)
+
+
+def run_wgmma(wg, name, small, seed):
+    n, ta, tb, tc, k = SHAPES[name]
+    rng = np.random.default_rng(seed)
+    a, b = values(rng, ta, (64, 2 * k), small), values(rng, tb, (n, 2 * k), small)
+    c = operand(rng, tc, (64, n), small)
+    d = np.zeros((64, n), c.dtype)
+    smem = 2 * (64 + n) * k * BYTES[ta]
+    assert wg.launch(f"wgmma_{name}", (1,), 128, smem,
+                     [("ptr", a), ("ptr", b), ("ptr", c), ("ptr", d)]) is None
+    return a, b, c, d
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_wgmma_small_integers_equal_numpy(wg, name):
+    """Exact on every device: on a GPU this checks layout, descriptors and maps against
+    the tensor cores themselves."""
+    a, b, c, d = run_wgmma(wg, name, small=True, seed=1)
+    want = a.astype(np.int64) @ b.astype(np.int64).T + c.astype(np.int64)
+    assert (d.astype(np.int64) == want).all()
+
+
+@pytest.mark.parametrize("name", [s for s in sorted(SHAPES) if s.startswith("n32_")])
+def test_wgmma_rounds_like_the_interpreter(name):
+    """The CPU runtime reproduces the engines' rounding bit for bit, over both chained
+    instructions (k ascending)."""
+    a, b, c, d = run_wgmma(cpu_module("rt_wgmma.cu"), name, small=False, seed=2)
+    assert (d == stepwise(a, b.T, c, SHAPES[name][3]).astype(d.dtype)).all()
+
+
+def test_wgmma_rules_broken_are_reported():
+    """A launch of fewer than 128 threads cannot run a warpgroup instruction."""
+    wg = cpu_module("rt_wgmma.cu")
+    a, b, c = (np.zeros(s, np.float32) for s in ((64, 32), (8, 32), (64, 8)))
+    got = wg.launch("wgmma_n8_f16_f32", (1,), 96, 2 * (64 + 8) * 16 * 2,
+                    [("ptr", a), ("ptr", b), ("ptr", c), ("ptr", c.copy())])
+    assert (got.kind, got.args[0]) == (abi.FaultKind.MISUSE, abi.Misuse.WARP_PARTIAL)
+
+
+def test_runtime_kernels_compile_with_nvcc_for_sm_90a():
+    assert nvcc_build("rt_wgmma.cu", "sm_90a").read_bytes()[:4] == b"\x7fELF"
+
+
+# --------------------------------------------------------------------------- generated code
+
+# (A, B, C types, layout, M, N, K): every wgmma operand type; several m, n and k tiles
+# (n tiles of 64, 32 and 8 columns); all four layouts; one case per line
+GEMMS = [
+    ("f16", "f16", "f32", "row.row", 64, 128, 32),
+    ("bf16", "bf16", "f32", "row.col", 128, 64, 16),
+    ("tf32", "tf32", "f32", "col.row", 64, 40, 16),
+    ("f8_e4m3", "f8_e4m3", "f32", "col.col", 64, 16, 64),
+    ("f8_e5m2", "f8_e5m2", "f32", "row.row", 64, 24, 32),
+    ("s8", "u8", "s32", "row.row", 64, 32, 64),
+    ("u8", "s8", "s32", "col.row", 128, 8, 32),
+]
+FILL = {"f32": "0.5f", "s32": "3"}
+
+
+def gemm_source(ta, tb, tc, layout, m, n, k):
+    """One warpgroup multiplies operands staged in shared memory; C starts at a
+    constant, so the accumulator's initial value matters."""
+    sa = f"[{m}, {k}]" if layout.startswith("row") else f"[{k}, {m}]"
+    sb = f"[{n}, {k}]" if layout.endswith("row") else f"[{k}, {n}]"
+    return f"""__co__ void mm(global {ta} {sa} a, global {tb} {sb} b, global {tc} [{m}, {n}] c) {{
+  parallel p by 1 : block {{
+    shared {ta} {sa} sa;
+    shared {tb} {sb} sb;
+    dma.copy a => sa;
+    dma.copy b => sb;
+    parallel g by 1 : group-4 {{
+      acc = mma.fill.{tc} {FILL[tc]};
+      fa = mma.load sa;
+      fb = mma.load sb;
+      mma.{layout} acc, fa, fb;
+      mma.store acc, c;
+    }}
+  }}
+}}
+"""
+
+
+def operand_values(rng, t, shape):
+    """Random values of type ``t`` (croqvm.dtypes): integers over their whole range,
+    floats of many magnitudes rounded to the type, so that rounding shows."""
+    if t.is_int:
+        info = np.iinfo(t.np)
+        return rng.integers(info.min, info.max + 1, shape).astype(t.np)
+    x = rng.standard_normal(shape) * 2.0 ** rng.integers(-4, 5, shape)
+    return round_to(x, t).astype(t.np)
+
+
+def run_gemm(prog, device, a, b, c_shape, tc):
+    c = np.zeros(c_shape, dtypes.BY_NAME[tc].np)
+    prog.run("mm", a.copy(), b.copy(), c, device=device)
+    return c
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+@pytest.mark.parametrize("case", GEMMS, ids=["-".join(map(str, g[:4])) for g in GEMMS])
+def test_generated_mma_matches_the_interpreter(case, arch, monkeypatch):
+    """Bit for bit: the CPU runtime takes the engines' steps on every path (wgmma on
+    sm_90a, mma.sync per warp on sm_80)."""
+    prog = croqvm.compile(gemm_source(*case))
+    if arch == "sm_80" and case[0].startswith("f8"):
+        with pytest.raises(UnsupportedError, match="needs sm_90a"):
+            emit(prog.module, arch=arch)
+        return
+    text = emit(prog.module, arch=arch).text
+    assert ("cq_wgmma<W>" in text) == (arch == "sm_90a")
+    monkeypatch.setenv("CROQVM_CUDA_ARCH", arch)
+    ta, tb, tc, layout, m, n, k = case
+    rng = np.random.default_rng(3)
+    a = operand_values(rng, dtypes.BY_NAME[ta], (m, k) if layout.startswith("row") else (k, m))
+    b = operand_values(rng, dtypes.BY_NAME[tb], (n, k) if layout.endswith("row") else (k, n))
+    want, got = (run_gemm(prog, dev, a, b, (m, n), tc) for dev in ("cpu", "cuda-cpu"))
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_fp8_mma_on_sm_80_is_an_error_naming_sm_90a(tmp_path):
+    """emit-cuda: a source error with its position, no traceback, exit status 1."""
+    src = tmp_path / "fp8.co"
+    src.write_text(gemm_source("f8_e4m3", "f8_e4m3", "f32", "row.row", 64, 8, 32))
+    done = subprocess.run([sys.executable, "-m", "croqvm", "emit-cuda", str(src), "--arch",
+                           "sm_80", "-o", str(tmp_path / "out.cu")],
+                          capture_output=True, text=True)
+    assert done.returncode == 1
+    assert done.stderr == (f"{src}:11:7: error: MMA on f8_e4m3 operands (sm_80 tensor cores "
+                           f"take no 8-bit floats) needs sm_90a; the target is sm_80 "
+                           f"(emit-cuda --arch sm_90a)\n")
+    assert not (tmp_path / "out.cu").exists()
