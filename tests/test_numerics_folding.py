@@ -13,7 +13,6 @@ import math
 import struct
 from decimal import Decimal
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..bytecode import opcodes
 from ..blockview import EventWaitView, RendezvousView
 from ..bytecode.opcodes import SPAN
 from ..faults import Fault, Kind, LaneFault
 from ..limits import UNIT_OF_LANES
+
 
 def unit_members(inset: np.ndarray, unit: int, u: int) -> np.ndarray:
     """The lanes of lane set ``inset`` in instance ``u`` of ``unit`` (0: the block)."""

@@ -72,11 +72,11 @@ def _over_limits(module: Module, fn) -> list[Diagnostic]:
                                   f"the limit of {MAX_REGISTERS}.", places.span(span),
                                   "split the function, or use loops instead of repeated "
                                   "statements"))
-    for k, kernel in enumerate(fn.kernels):
+    for k, kern in enumerate(fn.kernels):
         used = static_shared_bytes(module, fn, k)
         if used > MAX_SHARED_BYTES:
             out.append(Diagnostic("error", f"this kernel needs {shared_limit_message(used)}.",
-                                  places.span(kernel.span),
+                                  places.span(kern.span),
                                   "shared memory holds every shared buffer of a block and 8 "
                                   "bytes per event slot: use smaller tiles or fewer stages"))
     return out

@@ -13,13 +13,13 @@ from croqvm import dtypes
 from croqvm.bytecode import module as M
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
+from croqvm.lang.check.walk import child_stmts
 from croqvm.lang import types as T
 
 from .builder import CodeBuilder
 from .exprs import lower_as
 from .state import Lowerer, dtype_of
 from .values import BufRef, Env, Val
-from .levels import children
 from .views import reg_of, view_of
 
 
@@ -124,7 +124,7 @@ def _return_type(lw: Lowerer, fn: ast.Function) -> None:
 def _first_return(s):
     if isinstance(s, ast.Return) and s.value is not None:
         return s
-    for c in children(s):
+    for c in child_stmts(s):
         r = _first_return(c)
         if r is not None:
             return r

@@ -22,6 +22,7 @@ from croqvm import dtypes, numerics
 from croqvm.limits import LEVEL_LANES, MAX_BLOCK_SIZE, MAX_INT, TOO_MANY_THREADS
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
+from croqvm.lang.check.walk import child_stmts, nested_parallels
 from croqvm.lang import types as T
 
 from .output import emit_check
@@ -54,23 +55,10 @@ class LevelInfo:
 
 # --------------------------------------------------------------------------- statement walks
 
-def children(s) -> list:
-    if isinstance(s, ast.Block):
-        return s.stmts
-    if isinstance(s, ast.If):
-        return [x for x in (s.then, s.other) if x is not None]
-    if isinstance(s, (ast.With, ast.Foreach, ast.While, ast.Inthreads, ast.Parallel)):
-        return [s.body]
-    return []
-
-
 def regions(s):
-    """The ``parallel`` statements nested in ``s`` (not inside another one)."""
-    if isinstance(s, ast.Parallel):
-        yield s
-        return
-    for child in children(s):
-        yield from regions(child)
+    """The ``parallel`` statements nested in ``s`` (not inside another one): ``s`` itself
+    when it is one."""
+    return iter([s]) if isinstance(s, ast.Parallel) else nested_parallels(s)
 
 
 def has_regions(s) -> bool:
@@ -87,7 +75,7 @@ def _writes(s) -> bool:
         return getattr(ty, "storage", None) in ("shared", "global")
     if isinstance(s, ast.Parallel):
         return False
-    return any(_writes(c) for c in children(s))
+    return any(_writes(c) for c in child_stmts(s))
 
 
 # --------------------------------------------------------------------------- planning

@@ -19,10 +19,10 @@ from croqvm import dtypes
 from croqvm.bytecode.module import DYNAMIC, FragDecl, FragRole
 from croqvm.lang import ast
 from croqvm.lang import types as T
+from croqvm.lang.check.walk import child_stmts
 from croqvm.limits import UNIT_OF_LANES, UNIT_OF_LEVEL
 
 from .exprs import lower_as
-from .levels import children
 from .state import Lowerer
 from .values import FragRef
 from .views import view_of
@@ -61,7 +61,7 @@ def _scan_roles(s, roles: dict) -> None:
             sym = getattr(e, "sym", None)
             if isinstance(e, ast.Name) and sym is not None and sym.kind == "fragment":
                 roles.setdefault(sym, set()).add(role)
-    for c in children(s):
+    for c in child_stmts(s):
         _scan_roles(c, roles)
 
 
@@ -77,7 +77,7 @@ def _scan(s, group_kind, inner_kind, uses) -> None:
             else getattr(e, "sym", None)
         if sym is not None and sym.kind == "fragment":
             uses.setdefault(sym, []).append(group_kind or inner_kind)
-    for c in children(s):
+    for c in child_stmts(s):
         _scan(c, group_kind, inner_kind, uses)
 
 
