@@ -266,6 +266,13 @@ def test_a_byte_that_is_not_utf8_is_named_so():
                              "sources as UTF-8)", 2, 2, 3, None)]
 
 
+def test_a_string_with_bytes_that_are_not_utf8_warns():
+    _, diags = lex("__co__\n" + b'"a\xe9b"'.decode("utf-8", errors="replace"))
+    assert [(d.severity, d.message, d.span.col, d.span.end_col) for d in diags] == [
+        ("warning", "string literal with bytes that are not UTF-8: each prints as U+FFFD "
+                    "(croqvm reads sources as UTF-8).", 1, 6)]
+
+
 def test_tab_is_one_column():
     (fn,), _ = lex("__co__\n\t\tx\t=1;")
     assert [(t.value, t.span.col) for t in fn[1:-1]] == [("x", 3), ("=", 5), (1, 6), (";", 7)]

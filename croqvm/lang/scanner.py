@@ -79,9 +79,11 @@ def stray_char_text(ch: str) -> str:
     return f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}"
 
 
+_NOT_UTF8 = "\ufffd"    # sources are decoded as UTF-8, bytes that are not UTF-8 replaced by it
+
+
 def _stray_message(ch: str) -> str:
-    # sources are decoded as UTF-8 with bytes that are not UTF-8 replaced by U+FFFD
-    if ch == "\ufffd":
+    if ch == _NOT_UTF8:
         return "stray byte that is not UTF-8 in program (croqvm reads sources as UTF-8)"
     return f"stray '{stray_char_text(ch)}' in program"
 
@@ -131,6 +133,9 @@ def _member(text, span, sink):
 
 
 def _string(text, closed, span, sink):
+    if _NOT_UTF8 in text:
+        sink.warning(span, "string literal with bytes that are not UTF-8: each prints as "
+                           "U+FFFD (croqvm reads sources as UTF-8).")
     if not closed:
         sink.error(span, "missing terminating '\"' character.")
         return Token(STRING, _unescape(text[1:]), span)
