@@ -10,10 +10,10 @@ declarations (one line per side-table entry) and its instructions in columns::
     --> scale.co:10:18  11    LOAD        r7, acc0 'tile.at(t)'
 
 a ``; file:line text`` row where the source line changes, then per instruction: ``-->``
-when it is the marked one (runtime and deadlock reports mark the faulting or blocked
-instruction), source position, index, opname indented by structured depth, operands. Operands are rendered by their
-kind from ``opcodes.TABLE`` through the ``_OPERANDS`` dict -- no per-opcode branches; only
-immediates that encode a choice (UPDATE's operator, MMA layouts) have a table of names.
+when it is the one ``marker`` names, source position, index, opname indented by
+structured depth, operands. Operands are rendered by their kind from ``opcodes.TABLE``
+through the ``_OPERANDS`` dict -- no per-opcode branches; only immediates that encode a
+choice (UPDATE's operator, MMA layouts) have a table of names.
 
 The disassembler never raises on a module the verifier would reject: an index out of range
 prints as ``buf9 <out of range>``, so lowering bugs can be looked at.
