@@ -15,10 +15,14 @@ import sys
 import time
 import traceback
 
-import click
+from typing import Annotated
+
 import numpy as np
+import typer
+import typer.core
 
 from . import __version__, errors
+from . import cli_values as values
 from .files import check_output, read_program
 from .position import Interrupted
 
@@ -66,67 +70,67 @@ host code) runs longer than --watchdog seconds, a note shows the loop it is
 in, and Ctrl-C stops the run saying where it was."""
 
 
-class _Count(click.ParamType):
-    """A positive integer, also written ``1e9`` or ``1_000_000``."""
-    name = "N"
+class _Group(typer.core.TyperGroup):
+    """The commands in the help in alphabetical order, as croqvm has always listed them."""
 
-    def convert(self, value, param, ctx):
-        if isinstance(value, int):
-            return value
-        number = None
-        try:
-            number = int(value, 0)
-        except ValueError:
-            try:
-                if float(value).is_integer():
-                    number = int(float(value))
-            except (ValueError, OverflowError):
-                pass
-        if number is None or number < 1:
-            self.fail(f"{value!r} is not a positive integer", param, ctx)
-        return number
+    def list_commands(self, ctx):
+        return sorted(super().list_commands(ctx))
 
 
-class _Seed(click.ParamType):
-    """A seed: an integer from 0 to 2^64 - 1 (the state of the project's generator)."""
-    name = "N"
+class _Command(typer.core.TyperCommand):
+    """A command's help as croqvm has always shown it: its argument in the usage line by
+    its name (``croqvm run [OPTIONS] FILE``), the options below, no table of arguments
+    (typer writes ``{FILE}`` and a section ``Arguments: FILE <str> [required]``)."""
 
-    def convert(self, value, param, ctx):
-        try:
-            number = value if isinstance(value, int) else int(value, 0)
-        except ValueError:
-            number = None
-        if number is None or not 0 <= number < 2 ** 64:
-            self.fail(f"{value!r} is not a seed: use an integer from 0 to 2^64 - 1", param, ctx)
-        return number
+    def collect_usage_pieces(self, ctx):
+        return [self.options_metavar] + [param.metavar for param in self.get_params(ctx)
+                                         if param.param_type_name == "argument"]
 
-
-COUNT, SEED = _Count(), _Seed()
-
-
-def _defines_option(fn):
-    return click.option("-D", "--define", "defines", multiple=True, metavar="NAME[=VALUE]",
-                        help="Define a macro, as a C compiler's -D does (repeatable).")(fn)
+    def format_options(self, ctx, formatter):
+        options = [param.get_help_record(ctx) for param in self.get_params(ctx)
+                   if param.param_type_name == "option"]
+        with formatter.section("Options"):
+            formatter.write_dl([record for record in options if record])
 
 
-def _verbose_option(fn):
-    return click.option("-v", "--verbose", is_flag=True,
-                        help="Show the CUDA build cache's hits and misses and the compiler "
-                             "commands.")(fn)
+app = typer.Typer(cls=_Group, help=HELP, no_args_is_help=True, add_completion=False,
+                  rich_markup_mode=None, pretty_exceptions_enable=False,
+                  # the longest name first: usage errors end "Try 'croqvm run --help'"
+                  context_settings={"help_option_names": ["--help", "-h"],
+                                    "max_content_width": 88})
+
+
+def _show_version(wanted: bool) -> None:
+    if wanted:
+        print(f"croqvm {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _croqvm(version: Annotated[bool, typer.Option(
+        "--version", callback=_show_version, is_eager=True, expose_value=False,
+        help="Show the version and exit.")] = False) -> None:
+    pass
+
+
+# the argument and options several commands share
+File = Annotated[str, typer.Argument(metavar="FILE")]
+Defines = Annotated[list[str] | None, typer.Option(
+    "-D", "--define", metavar="NAME[=VALUE]",
+    help="Define a macro, as a C compiler's -D does (repeatable).")]
+Verbose = Annotated[bool, typer.Option(
+    "-v", "--verbose",
+    help="Show the CUDA build cache's hits and misses and the compiler commands.")]
+Seed = Annotated[int | None, typer.Option(
+    parser=values.seed, metavar="N", help="Seed of --random-inputs (default 0).")]
+Dims = Annotated[list[str] | None, typer.Option(
+    "--dim", metavar="NAME=N", help="The value of a symbolic dimension no input binds.")]
 
 
 def _cuda_verbose(verbose: bool) -> None:
     """The CUDA devices read this when they are made (croqvm.cuda.launch)."""
     if verbose:
         os.environ["CROQVM_CUDA_VERBOSE"] = "1"
-
-
-@click.group(help=HELP, context_settings={"help_option_names": ["-h", "--help"],
-                                          "max_content_width": 88})
-@click.version_option(__version__, "--version", prog_name="croqvm",
-                      message="%(prog)s %(version)s")
-def app():
-    pass
 
 
 def _print_error(err: errors.CroqvmError) -> None:
@@ -161,15 +165,16 @@ def command(**settings):
                 print("croqvm: internal error: this is a bug in croqvm; please report it with "
                       "the traceback above", file=sys.stderr)
                 raise SystemExit(EXIT[errors.InternalError]) from None
-        return app.command(**settings)(wrapper)
+        return app.command(cls=_Command, **settings)(wrapper)
     return register
 
 
 def _defines(items) -> dict:
     """§1.2.4: ``-D NAME`` defines NAME as 1 (None, as the preprocessor's
-    ``initial_macros`` reads it), ``-D NAME=VALUE`` as VALUE (``-D NAME=``: as nothing)."""
+    ``initial_macros`` reads it), ``-D NAME=VALUE`` as VALUE (``-D NAME=``: as nothing);
+    ``items`` None: no -D given."""
     out = {}
-    for item in items:
+    for item in items or ():
         name, sep, value = item.partition("=")
         if not _MACRO_NAME.match(name):
             raise errors.ArgumentError(f"-D {item}: '{name}' is not a macro name (a name, "
@@ -201,9 +206,7 @@ def _load(path: str, defines, verb: str):
 
 @command(help="Report every error and warning of a source file: whatever compile would "
               "reject, all at once.")
-@click.argument("file", metavar="FILE")
-@_defines_option
-def check(file, defines):
+def check(file: File, defines: Defines = None):
     import croqvm
     from .bytecode.cqb import decode
     from .diagnostics import render_all
@@ -232,11 +235,11 @@ def check(file, defines):
 
 
 @command(help="Compile a .co file to a .cqb bytecode file.")
-@click.argument("file", metavar="FILE")
-@click.option("-o", "--output", metavar="FILE.cqb",
-              help="Where to write (default: FILE with the suffix .cqb).")
-@_defines_option
-def compile(file, output, defines):
+def compile(file: File,
+            output: Annotated[str | None, typer.Option(
+                "-o", "--output", metavar="FILE.cqb",
+                help="Where to write (default: FILE with the suffix .cqb).")] = None,
+            defines: Defines = None):
     if read_program(file).bytecode is not None:
         raise errors.ArgumentError(f"{file} is already bytecode; compile takes a .co file")
     out = os.path.splitext(file)[0] + ".cqb" if output is None else output
@@ -247,66 +250,84 @@ def compile(file, output, defines):
 
 
 @command(help="Print the bytecode of every function, with source positions.")
-@click.argument("file", metavar="FILE")
-@_defines_option
-def disasm(file, defines):
+def disasm(file: File, defines: Defines = None):
     from .bytecode.disasm import disassemble
     print(disassemble(_load(file, defines, "disassemble").module))
 
 
 @command(help=RUN_HELP)
-@click.argument("file", metavar="FILE")
-@click.option("--func", metavar="NAME",
-              help="The function to run (default: every one without parameters).")
-@click.option("--input", "inputs", multiple=True, metavar="NAME=FILE",
-              help="A parameter's value: FILE.npy, FILE.npz (its array NAME) or FILE.npz:KEY.")
-@click.option("--random-inputs", is_flag=True,
-              help="Random values for the parameters without --input (see above).")
-@click.option("--seed", type=SEED, metavar="N",
-              help="Seed of --random-inputs (default 0).")
-@click.option("--dim", "dims", multiple=True, metavar="NAME=N",
-              help="The value of a symbolic dimension no input binds.")
-@click.option("--output", metavar="FILE.npz", help="Save the results and inputs here.")
-@click.option("--expect", metavar="REF.npz",
-              help="Compare the results with REF; exit status 3 if they differ.")
-@click.option("--rtol", type=float, metavar="X",
-              help="Relative tolerance of --expect (default 1e-5; integers: exact).")
-@click.option("--atol", type=float, metavar="X",
-              help="Absolute tolerance of --expect (default 1e-8; integers: exact).")
-@click.option("--schedule", type=click.Choice(["rr", "random"]), default="rr",
-              show_default=True, help="Warp order: round-robin, or seeded random.")
-@click.option("--schedule-seed", type=SEED, metavar="N",
-              help="Seed of --schedule random (default 0).")
-@click.option("--poison", is_flag=True,
-              help="Poison new buffers: reading an element never written faults.")
-@click.option("--check", type=click.Choice(["race", "init"]),
-              help="race: report the data races of the run; init: reads of elements and "
-                   "registers never written (as --poison); exit status 3.")
-@click.option("--replay", metavar="FILE",
-              help="Run again, exactly, the call a replay file of 'croqvm explore --record' "
-                   "holds: its function, inputs, dims, schedule and check.")
-@click.option("--max-steps", type=COUNT, metavar="N",
-              help="Stop with a runtime error after N warp-instructions (default: no limit).")
-@click.option("--watchdog", type=click.FloatRange(min=0), default=DEFAULT_WATCHDOG,
-              show_default=True, metavar="SECONDS",
-              help="Note the loop a block is in once it has run this long (0: never).")
-@click.option("--progress", is_flag=True,
-              help="Print progress lines even when stderr is not a terminal, from the start.")
-@click.option("--quiet", is_flag=True, help="No progress line and no summary of results.")
-@click.option("--device", type=click.Choice(["cpu", "cuda-cpu", "gpu"]), default="cpu",
-              show_default=True,
-              help="Where kernels run: cpu (the lane-accurate interpreter), cuda-cpu (the "
-                   "generated CUDA compiled for the CPU), gpu (compiled by nvcc).")
-@click.option("--engine", type=click.Choice(["native", "python"]),
-              help="The interpreter: native (C) or python (the reference engine). Default: "
-                   "native, or python for --check, --poison and where native is not built.")
-@click.option("--jobs", type=click.IntRange(min=1), metavar="N",
-              help="Threads a launch's blocks run on (native engine; default: the cores).")
-@_verbose_option
-@_defines_option
-def run(file, func, inputs, random_inputs, seed, dims, output, expect, rtol, atol, schedule,
-        schedule_seed, poison, check, replay, max_steps, watchdog, progress, quiet, device,
-        engine, jobs, verbose, defines):
+def run(
+        file: File,
+        func: Annotated[str | None, typer.Option(
+            metavar="NAME",
+            help="The function to run (default: every one without parameters).")] = None,
+        inputs: Annotated[list[str] | None, typer.Option(
+            "--input", metavar="NAME=FILE",
+            help="A parameter's value: FILE.npy, FILE.npz (its array NAME) or "
+                 "FILE.npz:KEY.")] = None,
+        random_inputs: Annotated[bool, typer.Option(
+            "--random-inputs",
+            help="Random values for the parameters without --input (see above).")] = False,
+        seed: Seed = None,
+        dims: Dims = None,
+        output: Annotated[str | None, typer.Option(
+            metavar="FILE.npz", help="Save the results and inputs here.")] = None,
+        expect: Annotated[str | None, typer.Option(
+            metavar="REF.npz",
+            help="Compare the results with REF; exit status 3 if they differ.")] = None,
+        rtol: Annotated[float | None, typer.Option(
+            parser=values.real, metavar="X",
+            help="Relative tolerance of --expect (default 1e-5; integers: exact).")] = None,
+        atol: Annotated[float | None, typer.Option(
+            parser=values.real, metavar="X",
+            help="Absolute tolerance of --expect (default 1e-8; integers: exact).")] = None,
+        schedule: Annotated[str, typer.Option(
+            **values.one_of("rr", "random"), show_default=True,
+            help="Warp order: round-robin, or seeded random.")] = "rr",
+        schedule_seed: Annotated[int | None, typer.Option(
+            parser=values.seed, metavar="N",
+            help="Seed of --schedule random (default 0).")] = None,
+        poison: Annotated[bool, typer.Option(
+            "--poison",
+            help="Poison new buffers: reading an element never written faults.")] = False,
+        check: Annotated[str | None, typer.Option(
+            **values.one_of("race", "init"),
+            help="race: report the data races of the run; init: reads of elements and "
+                 "registers never written (as --poison); exit status 3.")] = None,
+        replay: Annotated[str | None, typer.Option(
+            metavar="FILE",
+            help="Run again, exactly, the call a replay file of 'croqvm explore --record' "
+                 "holds: its function, inputs, dims, schedule and check.")] = None,
+        max_steps: Annotated[int | None, typer.Option(
+            parser=values.count, metavar="N",
+            help="Stop with a runtime error after N warp-instructions (default: no "
+                 "limit).")] = None,
+        watchdog: Annotated[float, typer.Option(
+            **values.at_least(0, float), show_default=True, metavar="SECONDS",
+            help="Note the loop a block is in once it has run this long (0: "
+                 "never).")] = DEFAULT_WATCHDOG,
+        progress: Annotated[bool, typer.Option(
+            "--progress",
+            help="Print progress lines even when stderr is not a terminal, from the "
+                 "start.")] = False,
+        quiet: Annotated[bool, typer.Option(
+            "--quiet", help="No progress line and no summary of results.")] = False,
+        device: Annotated[str, typer.Option(
+            **values.one_of("cpu", "cuda-cpu", "gpu"), show_default=True,
+            help="Where kernels run: cpu (the lane-accurate interpreter), cuda-cpu (the "
+                 "generated CUDA compiled for the CPU), gpu (compiled by nvcc).")] = "cpu",
+        engine: Annotated[str | None, typer.Option(
+            **values.one_of("native", "python"),
+            help="The interpreter: native (C) or python (the reference engine). Default: "
+                 "native, or python for --check, --poison and where native is not "
+                 "built.")] = None,
+        jobs: Annotated[int | None, typer.Option(
+            **values.at_least(1), metavar="N",
+            help="Threads a launch's blocks run on (native engine; default: the "
+                 "cores).")] = None,
+        verbose: Verbose = False,
+        defines: Defines = None):
+    inputs, dims = inputs or [], dims or []    # typer gives None for none given
     _cuda_verbose(verbose)
     if replay is not None:
         _check_replay_options(func=func, input=inputs, random_inputs=random_inputs, seed=seed,
@@ -459,15 +480,18 @@ def _finish(results, used, quiet, output, expect, rtol, atol) -> None:
 
 @command(name="emit-cuda", help="Write the CUDA C++ the generator makes of a file's kernels: "
                                 "one CQ_KERNEL per kernel, each statement with its source line.")
-@click.argument("file", metavar="FILE")
-@click.option("-o", "--output", metavar="FILE.cu",
-              help="Where to write (default: FILE with the suffix .cu).")
-@click.option("--arch", type=click.Choice(["sm_80", "sm_90a"]), default="sm_80",
-              show_default=True, help="The GPU architecture to generate for.")
-@click.option("--checks/--no-checks", default=True, show_default=True,
-              help="Bounds checks of every element access in the generated code.")
-@_defines_option
-def emit_cuda(file, output, arch, checks, defines):
+def emit_cuda(
+        file: File,
+        output: Annotated[str | None, typer.Option(
+            "-o", "--output", metavar="FILE.cu",
+            help="Where to write (default: FILE with the suffix .cu).")] = None,
+        arch: Annotated[str, typer.Option(
+            **values.one_of("sm_80", "sm_90a"), show_default=True,
+            help="The GPU architecture to generate for.")] = "sm_80",
+        checks: Annotated[bool, typer.Option(
+            "--checks/--no-checks", show_default=True,
+            help="Bounds checks of every element access in the generated code.")] = True,
+        defines: Defines = None):
     from .cuda.emit import emit
     out = os.path.splitext(file)[0] + ".cu" if output is None else output
     check_output(out, "-o", {file: "the program file"})
@@ -481,24 +505,28 @@ def emit_cuda(file, output, arch, checks, defines):
 @command(help="Run a function on the interpreter and on another engine or device with the "
               "same inputs; say whether they agree, else list the first differences (exit "
               "status 3).")
-@click.argument("file", metavar="FILE")
-@click.option("--func", required=True, metavar="NAME", help="The function to run.")
-@click.option("--input", "inputs", multiple=True, metavar="NAME=FILE",
-              help="A parameter's value, as for run.")
-@click.option("--random-inputs", is_flag=True,
-              help="Random values for the parameters without --input, as for run.")
-@click.option("--seed", type=SEED, metavar="N", help="Seed of --random-inputs (default 0).")
-@click.option("--dim", "dims", multiple=True, metavar="NAME=N",
-              help="The value of a symbolic dimension no input binds.")
-@click.option("--against", type=click.Choice(["python", "native", "cuda-cpu", "gpu"]),
-              default="cuda-cpu", show_default=True, help="What to compare with.")
-@click.option("--rtol", type=float, metavar="X",
-              help="Relative tolerance for floats (default: 0, or 1e-3 against gpu).")
-@click.option("--atol", type=float, metavar="X",
-              help="Absolute tolerance for floats (default: 0, or 1e-5 against gpu).")
-@_verbose_option
-@_defines_option
-def diff(file, func, inputs, random_inputs, seed, dims, against, rtol, atol, verbose, defines):
+def diff(
+        file: File,
+        func: Annotated[str, typer.Option(metavar="NAME", help="The function to run.")],
+        inputs: Annotated[list[str] | None, typer.Option(
+            "--input", metavar="NAME=FILE", help="A parameter's value, as for run.")] = None,
+        random_inputs: Annotated[bool, typer.Option(
+            "--random-inputs",
+            help="Random values for the parameters without --input, as for run.")] = False,
+        seed: Seed = None,
+        dims: Dims = None,
+        against: Annotated[str, typer.Option(
+            **values.one_of("python", "native", "cuda-cpu", "gpu"), show_default=True,
+            help="What to compare with.")] = "cuda-cpu",
+        rtol: Annotated[float | None, typer.Option(
+            parser=values.real, metavar="X",
+            help="Relative tolerance for floats (default: 0, or 1e-3 against gpu).")] = None,
+        atol: Annotated[float | None, typer.Option(
+            parser=values.real, metavar="X",
+            help="Absolute tolerance for floats (default: 0, or 1e-5 against gpu).")] = None,
+        verbose: Verbose = False,
+        defines: Defines = None):
+    inputs, dims = inputs or [], dims or []    # typer gives None for none given
     from .diff import differ
     from .run_io import load_inputs, parse_dims
     _cuda_verbose(verbose)
@@ -518,26 +546,31 @@ def diff(file, func, inputs, random_inputs, seed, dims, against, rtol, atol, ver
 @command(help="Run a function under N seeded random schedules with the same inputs and "
               "group the outcomes (results, printed text, runtime error) with their seeds; "
               "exit status 3 when they differ or a run stops with a runtime error.")
-@click.argument("file", metavar="FILE")
-@click.option("--func", metavar="NAME",
-              help="The function to run (default: the file's only function).")
-@click.option("--input", "inputs", multiple=True, metavar="NAME=FILE",
-              help="A parameter's value, as for run.")
-@click.option("--random-inputs", is_flag=True,
-              help="Random values for the parameters without --input, drawn once, as for "
-                   "run.")
-@click.option("--seed", type=SEED, metavar="N", help="Seed of --random-inputs (default 0).")
-@click.option("--dim", "dims", multiple=True, metavar="NAME=N",
-              help="The value of a symbolic dimension no input binds.")
-@click.option("--seeds", type=COUNT, required=True, metavar="N",
-              help="How many schedules: the schedule seeds 0 to N-1.")
-@click.option("--check", type=click.Choice(["race", "init"]),
-              help="Check every run, as run --check does.")
-@click.option("--record", metavar="DIR",
-              help="Write a replay file (for run --replay) of each schedule whose outcome "
-                   "is not the usual one, or that stops with a runtime error.")
-@_defines_option
-def explore(file, func, inputs, random_inputs, seed, dims, seeds, check, record, defines):
+def explore(
+        file: File,
+        func: Annotated[str | None, typer.Option(
+            metavar="NAME",
+            help="The function to run (default: the file's only function).")] = None,
+        inputs: Annotated[list[str] | None, typer.Option(
+            "--input", metavar="NAME=FILE", help="A parameter's value, as for run.")] = None,
+        random_inputs: Annotated[bool, typer.Option(
+            "--random-inputs",
+            help="Random values for the parameters without --input, drawn once, as for "
+                 "run.")] = False,
+        seed: Seed = None,
+        dims: Dims = None,
+        seeds: Annotated[int, typer.Option(
+            parser=values.count, metavar="N",
+            help="How many schedules: the schedule seeds 0 to N-1.")] = ...,
+        check: Annotated[str | None, typer.Option(
+            **values.one_of("race", "init"),
+            help="Check every run, as run --check does.")] = None,
+        record: Annotated[str | None, typer.Option(
+            metavar="DIR",
+            help="Write a replay file (for run --replay) of each schedule whose outcome is "
+                 "not the usual one, or that stops with a runtime error.")] = None,
+        defines: Defines = None):
+    inputs, dims = inputs or [], dims or []    # typer gives None for none given
     from .explore import deviating, explore as run_seeds, write_replay
     from .run_io import inputs_used, load_inputs, parse_dims
     if seed is not None and not random_inputs:
@@ -595,8 +628,8 @@ def _print_outcome(n: int, outcome, seeds: list, results: dict) -> None:
 def main(argv=None) -> int:
     """Run the command with ``argv`` (default: the process's); returns the exit status."""
     try:
-        app.main(args=argv, prog_name="croqvm", standalone_mode=True)
-    except SystemExit as e:   # click exits with 2 on usage errors, as §15.1 asks
+        typer.main.get_command(app).main(args=argv, prog_name="croqvm")
+    except SystemExit as e:   # typer exits with 2 on usage errors, as §15.1 asks
         return e.code if isinstance(e.code, int) else 1
     return 0
 
