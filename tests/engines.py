@@ -8,7 +8,9 @@ it; a new engine or device plugs in by adding one entry here (it is then used wh
 once per selected engine (``pytest --engine NAME``, repeatable; by default every available
 one), with that engine active while the test runs. The helpers that run code
 (``tests/asm.py``'s ``run`` and ``run`` here) add the active engine's options, and fail
-when no engine is active, so a test that runs code can not bypass the parameter.
+when no engine is active, so a test that runs code can not bypass the parameter. Tests of
+the croqvm command pass their command lines through ``cli_options``, which adds the active
+engine's options to a ``run``; one without an engine exercises the default engine.
 """
 from __future__ import annotations
 
@@ -55,6 +57,26 @@ def options() -> dict:
         raise RuntimeError("this test runs code without an engine: its module needs "
                            "pytestmark = pytest.mark.usefixtures('engine')")
     return dict(ENGINES[_active[-1]])
+
+
+# options of croqvm run that decide where it runs: the checks run on the Python engine
+RUN_WHERE = ("--check", "--poison", "--device")
+
+
+def runs_on_any_engine(argv) -> bool:
+    """Whether the croqvm command line ``argv`` is a ``run`` that every engine can do."""
+    return argv[:1] == ["run"] and not any(a.split("=")[0] in RUN_WHERE for a in argv)
+
+
+def cli_options(argv) -> list:
+    """``argv`` of the croqvm command with, for a ``run``, the options that choose the
+    active engine (``--engine native``, ``--device cuda-cpu``) added; with no engine
+    active, ``argv`` as it is: the run gets the command's default engine."""
+    argv = [str(a) for a in argv]
+    if not _active or argv[:1] != ["run"]:
+        return argv
+    chosen = ENGINES[_active[-1]].items()
+    return argv + [x for key, value in chosen for x in (f"--{key}", value)]
 
 
 def run(program, func: str, *args, **opts):

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from croqvm.cli import main
+from engines import cli_options
 
 ADD = """\
 __co__ void add_demo() {
@@ -60,18 +61,23 @@ def test_check_reports_error_with_position_and_exit_1(write, capsys):
     assert "Traceback" not in err
 
 
-def test_run_parameterless_function_prints_its_output(write, capsys):
+def test_run_parameterless_function_prints_its_output(write, capsys, engine):
+    assert main(cli_options(["run", write("add.co", ADD)])) == 0
+    assert capsys.readouterr().out == "10 11 12\n13 14 15\n"
+
+
+def test_run_without_engine_option_runs_on_the_default_engine(write, capsys):
     assert main(["run", write("add.co", ADD)]) == 0
     assert capsys.readouterr().out == "10 11 12\n13 14 15\n"
 
 
-def test_run_with_inputs_and_output_file(write, tmp_path, capsys):
+def test_run_with_inputs_and_output_file(write, tmp_path, capsys, engine):
     x = np.arange(5, dtype=np.int32)
     np.save(tmp_path / "x.npy", x)
     out = tmp_path / "out.npz"
-    rc = main(["run", write("scale.co", SCALE), "--func", "scale",
-               "--input", f"x={tmp_path / 'x.npy'}", "--random-inputs", "--seed", "3",
-               "--output", str(out)])
+    rc = main(cli_options(["run", write("scale.co", SCALE), "--func", "scale",
+                           "--input", f"x={tmp_path / 'x.npy'}", "--random-inputs",
+                           "--seed", "3", "--output", str(out)]))
     assert rc == 0
     saved = np.load(out)
     k = int(saved["result"][1])  # y[1] = x[1] * k = k
@@ -79,24 +85,24 @@ def test_run_with_inputs_and_output_file(write, tmp_path, capsys):
     assert "result: int32 [5]" in capsys.readouterr().err
 
 
-def test_compile_then_run_cqb(write, tmp_path, capsys):
+def test_compile_then_run_cqb(write, tmp_path, capsys, engine):
     src = write("add.co", ADD)
     assert main(["compile", src]) == 0
     cqb = src[:-3] + ".cqb"
-    assert main(["run", cqb]) == 0
+    assert main(cli_options(["run", cqb])) == 0
     assert capsys.readouterr().out.endswith("10 11 12\n13 14 15\n")
 
 
-def test_runtime_fault_exits_3_with_lane_and_line(write, capsys):
+def test_runtime_fault_exits_3_with_lane_and_line(write, capsys, engine):
     path = write("oob.co", OOB)
-    assert main(["run", path]) == 3
+    assert main(cli_options(["run", path])) == 3
     err = capsys.readouterr().err
     assert f"{path}:4:5: runtime error: out-of-range access v.at(4): index 4 of dimension 0 is not in [0, 4)." in err
     assert "lane 4 (warp 0, lane 4)" in err
 
 
-def test_skips_functions_with_parameters_with_a_note(write, capsys):
-    assert main(["run", write("both.co", SCALE + ADD)]) == 0
+def test_skips_functions_with_parameters_with_a_note(write, capsys, engine):
+    assert main(cli_options(["run", write("both.co", SCALE + ADD)])) == 0
     assert "note: skipping 'scale': it has parameters" in capsys.readouterr().err
 
 
@@ -128,12 +134,13 @@ def test_corrupt_cqb_exits_1(tmp_path, capsys):
     assert "malformed .cqb" in capsys.readouterr().err
 
 
-def test_results_of_parameterless_functions_are_saved_by_name(write, tmp_path, capsys):
+def test_results_of_parameterless_functions_are_saved_by_name(write, tmp_path, capsys,
+                                                              engine):
     path = write("two.co", "__co__ auto ramp() {\n  s32 [3] r;\n  foreach i in [3]\n"
                            "    r.at(i) = i * 2;\n  return r;\n}\n"
                            "__co__ void hello() {\n  println(1);\n}\n")
     out = tmp_path / "two.npz"
-    assert main(["run", path, "--output", str(out)]) == 0
+    assert main(cli_options(["run", path, "--output", str(out)])) == 0
     saved = np.load(out)
     assert list(saved) == ["ramp"]
     np.testing.assert_array_equal(saved["ramp"], [0, 2, 4])

@@ -1,7 +1,8 @@
 """Everyday use of the croqvm command, run as a user runs it (``python -m croqvm`` in a
 subprocess): outputs, progress and limits, checkable results, runs that would do nothing,
 the size of grids, help and exit statuses. Messages are checked exactly; numeric results
-against numpy."""
+against numpy. The tests whose commands run kernels run once per engine (tests/engines.py:
+``--engine NAME`` added to each ``croqvm run``)."""
 import os
 import re
 import signal
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from engines import cli_options
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,10 +61,11 @@ __co__ void scale(global f16 [N] x, f32 k) {
 
 
 def croqvm(*args, cwd, umask=None):
-    """Run the command; return (exit status, stdout, stderr)."""
+    """Run the command (a ``run`` on the test's engine, if it has one); return (exit
+    status, stdout, stderr)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    r = subprocess.run([sys.executable, "-m", "croqvm", *args], cwd=cwd, env=env,
-                       capture_output=True, text=True, timeout=120,
+    r = subprocess.run([sys.executable, "-m", "croqvm", *cli_options(args)], cwd=cwd,
+                       env=env, capture_output=True, text=True, timeout=120,
                        preexec_fn=(lambda: os.umask(umask)) if umask is not None else None)
     return r.returncode, r.stdout, r.stderr
 
@@ -113,7 +117,7 @@ def test_outputs_get_the_permissions_of_the_umask(work, umask):
 
 # ------------------------------------------------------------------ checkable results
 
-def test_output_holds_results_and_every_input(work):
+def test_output_holds_results_and_every_input(work, engine):
     status, _, err = croqvm("run", "add.co", "--func", "add", "--input", "a=a.npy",
                             "--random-inputs", "--seed", "7", "--output", "c.npz", cwd=work)
     assert status == 0, err
@@ -125,7 +129,7 @@ def test_output_holds_results_and_every_input(work):
     np.testing.assert_array_equal(saved["result"], saved["input.a"] + b)
 
 
-def test_summary_shows_range_mean_and_special_values(work):
+def test_summary_shows_range_mean_and_special_values(work, engine):
     np.save(work / "x.npy", np.array([1, -2, 0, 3], np.float32))
     status, _, err = croqvm("run", "divide.co", "--func", "divide", "--input", "x=x.npy",
                             cwd=work)
@@ -137,7 +141,7 @@ def test_summary_shows_range_mean_and_special_values(work):
                         err)
 
 
-def test_inputs_come_from_npz_files_by_name_or_key(work):
+def test_inputs_come_from_npz_files_by_name_or_key(work, engine):
     np.savez(work / "in.npz", a=np.ones(40, np.float32), other=np.full(40, 2, np.float32))
     status, _, err = croqvm("run", "add.co", "--func", "add", "--input", "a=in.npz",
                             "--input", "b=in.npz:other", "--output", "c.npz", cwd=work)
@@ -171,7 +175,7 @@ def test_an_f32_array_for_an_f16_parameter_gets_the_conversion_as_a_hint(work):
                "hint: convert it with .astype(np.float16)\n")
 
 
-def test_expect_agrees_and_differs_with_the_first_differences(work):
+def test_expect_agrees_and_differs_with_the_first_differences(work, engine):
     args = ["run", "add.co", "--func", "add", "--input", "a=a.npy", "--input", "b=b.npy"]
     want = np.arange(40, dtype=np.float32) + 0.5
     np.savez(work / "good.npz", result=want)
@@ -214,7 +218,7 @@ def test_seed_and_tolerance_misuse_is_a_usage_error(work, args, message):
     assert err.splitlines()[-1] == message
 
 
-def test_the_schedule_seed_leaves_the_inputs_alone(work):
+def test_the_schedule_seed_leaves_the_inputs_alone(work, engine):
     base = ["run", "add.co", "--func", "add", "--random-inputs", "--seed", "5", "--dim", "N=40",
             "--schedule", "random", "--quiet"]
     assert croqvm(*base, "--schedule-seed", "1", "--output", "one.npz", cwd=work)[0] == 0
@@ -262,7 +266,7 @@ def test_a_define_the_file_overrides_is_a_warning_naming_both(work):
         "the value\n"))
 
 
-def test_functions_after_a_failing_one_are_named(work):
+def test_functions_after_a_failing_one_are_named(work, engine):
     (work / "three.co").write_text("__co__ void f1() { println(1); }\n"
                                    "__co__ void f2() { s32 [2] v; parallel p by 4 v.at(p) = 1; }\n"
                                    "__co__ void f3() { println(3); }\n")
@@ -273,7 +277,7 @@ def test_functions_after_a_failing_one_are_named(work):
 
 # ------------------------------------------------------------------ progress and limits
 
-def test_progress_lines_when_asked(work):
+def test_progress_lines_when_asked(work, engine):
     status, out, err = croqvm("run", "spin.co", "--max-steps", "100000", "--progress",
                               "--watchdog", "0", cwd=work)
     assert status == 3
@@ -284,7 +288,7 @@ def test_progress_lines_when_asked(work):
                        "warp-instructions"
 
 
-def test_progress_ends_with_a_summary_of_the_work(work):
+def test_progress_ends_with_a_summary_of_the_work(work, engine):
     status, _, err = croqvm("run", "add.co", "--func", "add", "--random-inputs", "--dim",
                             "N=100", "--progress", cwd=work)
     assert status == 0
@@ -292,7 +296,7 @@ def test_progress_ends_with_a_summary_of_the_work(work):
                         r"in \d+\.\d s", err.splitlines()[0])
 
 
-def test_the_watchdog_shows_the_loop_and_lets_the_run_go_on(work):
+def test_the_watchdog_shows_the_loop_and_lets_the_run_go_on(work, engine):
     status, _, err = croqvm("run", "spin.co", "--watchdog", "0.001", "--max-steps", "200000",
                             cwd=work)
     assert status == 3
@@ -309,11 +313,11 @@ def test_the_watchdog_shows_the_loop_and_lets_the_run_go_on(work):
                              "warp-instructions")
 
 
-def test_ctrl_c_says_where_the_run_was(work):
+def test_ctrl_c_says_where_the_run_was(work, engine):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "croqvm", "run", "spin.co", "--progress",
-                             "--watchdog", "0"], cwd=work, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    argv = cli_options(["run", "spin.co", "--progress", "--watchdog", "0"])
+    proc = subprocess.Popen([sys.executable, "-m", "croqvm", *argv], cwd=work, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     first = proc.stderr.readline()            # the run is in the loop now
     proc.send_signal(signal.SIGINT)
     rest = proc.stderr.read()
@@ -339,16 +343,17 @@ def test_version_and_short_help(work):
     assert "4 internal error" in out
 
 
-def test_a_closed_pipe_ends_the_run_quietly(work):
+def test_a_closed_pipe_ends_the_run_quietly(work, engine):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    r = subprocess.run(f"{sys.executable} -m croqvm run hello.co | head -n 1", shell=True,
+    command = " ".join(cli_options(["run", "hello.co"]))
+    r = subprocess.run(f"{sys.executable} -m croqvm {command} | head -n 1", shell=True,
                        cwd=work, env=env, capture_output=True, text=True, timeout=120)
     assert (r.stdout, r.stderr) == ("line 0\n", "")
 
 
 # ------------------------------------------------------------------ size of grids
 
-def test_a_huge_grid_starts_at_once(work):
+def test_a_huge_grid_starts_at_once(work, engine):
     # 10^8 blocks: listing them before the first ran took 4 GB; block (0) faults at once
     (work / "grid.co").write_text(
         "__co__ void g() {\n  s32 [4] a;\n"
@@ -359,7 +364,7 @@ def test_a_huge_grid_starts_at_once(work):
                                    "(warp 0, lane 0)"
 
 
-def test_grid_bounds_beyond_cuda_and_int_are_errors(work):
+def test_grid_bounds_beyond_cuda_and_int_are_errors(work, engine):
     (work / "g.co").write_text(
         "__co__ void g() {\n  s32 [4] a;\n"
         "  parallel p by 4294967296 : block, q by 32 : thread\n    a.at(0) = 1;\n"
@@ -430,7 +435,7 @@ def test_check_reports_what_compile_rejects_all_at_once(work):
     assert croqvm("compile", "low.co", cwd=work) == (1, "", err)
 
 
-def test_a_shared_size_known_at_launch_is_checked_there(work):
+def test_a_shared_size_known_at_launch_is_checked_there(work, engine):
     (work / "sized.co").write_text(LOWERING[LOWERING.index("__co__ void sized"):])
     args = ["run", "sized.co", "--func", "sized", "--random-inputs", "--quiet"]
     assert croqvm(*args, "--dim", "N=100", cwd=work) == (0, "", "")
@@ -516,7 +521,7 @@ def test_misspellings_and_cuda_habits_get_a_hint(work, body, first, hint):
     assert len(lines) == 4        # one error: no cascade
 
 
-def test_a_chunkat_tile_smaller_than_its_destination_explains_equal_parts(work):
+def test_a_chunkat_tile_smaller_than_its_destination_explains_equal_parts(work, engine):
     (work / "c.co").write_text("__co__ void f(global f32 [4, K] b) {\n  f32 [4, 8] t;\n"
                                "  foreach k in [cdiv(K, 8)]\n"
                                "    dma.copy b.chunkat(_, k) => t;\n}\n")
@@ -534,7 +539,7 @@ def test_a_chunkat_tile_smaller_than_its_destination_explains_equal_parts(work):
                         "the edge, use 'subspan(4, 8).at(...)' with '.zfill'."
 
 
-def test_a_wide_bound_that_does_not_fit_an_int_is_an_error_not_a_wrap(work):
+def test_a_wide_bound_that_does_not_fit_an_int_is_an_error_not_a_wrap(work, engine):
     # 2^32 + 1 converted to 'int' would be 1: one block run instead of an error
     (work / "w.co").write_text("__co__ void w(s64 n) {\n  s32 [4] a;\n"
                                "  parallel p by n : block, q by 32 : thread\n"
@@ -550,7 +555,7 @@ def test_a_wide_bound_that_does_not_fit_an_int_is_an_error_not_a_wrap(work):
     assert croqvm("run", "w.co", "--func", "w", "--input", "n=n.npy", cwd=work)[:2] == (0, "1\n")
 
 
-def test_an_mma_at_host_level_runs_as_croqtiles_own_interpreter_runs_it(work):
+def test_an_mma_at_host_level_runs_as_croqtiles_own_interpreter_runs_it(work, engine):
     # §11.2 (c): the host lane is the unit; s32 operands accumulate in s32
     (work / "h.co").write_text(
         "__co__ void h() {\n  s32 [2, 3] a;\n  s32 [3, 2] b;\n  s32 [2, 2] c;\n"

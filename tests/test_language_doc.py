@@ -6,7 +6,8 @@ followed by two fenced blocks: the Croqtile source, then what a terminal shows. 
 block starts with the command line (``$ croqvm run NAME.co ...``); the source is saved under
 the ``.co`` name the command gives, and everything the command writes to stdout and stderr,
 in the order written, must equal the rest of the block. The exit status is 0 unless the
-comment says otherwise.
+comment says otherwise. An example whose command is a ``croqvm run`` that any engine can do
+runs once per engine (tests/engines.py).
 """
 import io
 import re
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from croqvm.cli import main
+from engines import cli_options, runs_on_any_engine
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "LANGUAGE.md"
@@ -57,19 +59,39 @@ def test_the_reference_has_runnable_examples():
     assert TEXT.count("<!-- example") == len(EXAMPLES)
 
 
-@pytest.mark.parametrize("source, shown, status", EXAMPLES)
-def test_example(source, shown, status, tmp_path, monkeypatch):
-    command, _, expected = shown.partition("\n")
+def command_of(shown: str) -> list:
+    """The argv of the command line an example's output block starts with."""
+    command = shown.partition("\n")[0]
     assert command.startswith("$ croqvm "), "the output block starts with the command"
-    argv = shlex.split(command[len("$ croqvm "):])
+    return shlex.split(command[len("$ croqvm "):])
+
+
+def on_any_engine(yes: bool) -> list:
+    """The examples whose command every engine can run, or the others."""
+    return [p for p in EXAMPLES if runs_on_any_engine(command_of(p.values[1])) == yes]
+
+
+def shows_what_the_doc_shows(source, shown, status, tmp_path, monkeypatch):
+    argv = command_of(shown)
+    expected = shown.partition("\n")[2]
     name = next(a for a in argv if a.endswith(".co"))
     (tmp_path / name).write_text(source, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     terminal = io.StringIO()        # one stream, so stdout and stderr interleave as written
     monkeypatch.setattr(sys, "stdout", terminal)
     monkeypatch.setattr(sys, "stderr", terminal)
-    code = main(argv)
+    code = main(cli_options(argv))
     assert (terminal.getvalue(), code) == (expected, status)
+
+
+@pytest.mark.parametrize("source, shown, status", on_any_engine(False))
+def test_example(source, shown, status, tmp_path, monkeypatch):
+    shows_what_the_doc_shows(source, shown, status, tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize("source, shown, status", on_any_engine(True))
+def test_run_example_on_each_engine(source, shown, status, tmp_path, monkeypatch, engine):
+    shows_what_the_doc_shows(source, shown, status, tmp_path, monkeypatch)
 
 
 # --------------------------------------------------------------------------- citations

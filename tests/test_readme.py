@@ -1,9 +1,9 @@
 """The README's commands work as shown: each ``$ croqvm ...`` example prints what the README
 shows after it, and each command of the table of broken programs ends with the exit status
 the table gives. Files the README introduces (```NAME.co`:`` and a code block) are written
-first; commands run in a directory where ``programs/`` is the repository's. The ``croqvm
-run`` examples run on the native engine by default: they show the same with the Python
-engine's runner refused."""
+first; commands run in a directory where ``programs/`` is the repository's. Each ``croqvm
+run`` that any engine can do runs once per engine (tests/engines.py), and once more on the
+default engine, native: it shows the same with the Python engine's runner refused."""
 import os
 import re
 import shlex
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from croqvm.program import available
+from engines import cli_options, runs_on_any_engine
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -52,21 +53,37 @@ runpy.run_module("croqvm", run_name="__main__")
 
 
 def croqvm(command: str, cwd, start=("-m", "croqvm")):
+    """Run ``command`` (a ``run`` on the test's engine, if it has one)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, *start, *shlex.split(command)[1:]],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    argv = cli_options(shlex.split(command)[1:])
+    return subprocess.run([sys.executable, *start, *argv], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.parametrize("command, shown", list(examples()))
+def on_any_engine(params, yes: bool) -> list:
+    """The ``params`` whose command (their first value) every engine can run, or the
+    others."""
+    return [p for p in params
+            if runs_on_any_engine(shlex.split(p.values[0])[1:]) == yes]
+
+
+EXAMPLES = list(examples())
+
+
+@pytest.mark.parametrize("command, shown", on_any_engine(EXAMPLES, False))
 def test_example_prints_what_the_readme_shows(command, shown, cwd):
     r = croqvm(command, cwd)
     assert r.stderr + r.stdout == shown or r.stdout + r.stderr == shown
 
 
+@pytest.mark.parametrize("command, shown", on_any_engine(EXAMPLES, True))
+def test_run_example_prints_what_the_readme_shows_on_each_engine(command, shown, cwd, engine):
+    r = croqvm(command, cwd)
+    assert r.stderr + r.stdout == shown or r.stdout + r.stderr == shown
+
+
 @pytest.mark.skipif(not available(engine="native"), reason="the native extension is not built")
-@pytest.mark.parametrize("command, shown", [
-    p for p in examples() if p.values[0].startswith("croqvm run ")
-    and not any(o in p.values[0] for o in ("--check", "--poison", "--device"))])
+@pytest.mark.parametrize("command, shown", on_any_engine(EXAMPLES, True))
 def test_run_example_shows_the_same_on_the_default_engine_native(command, shown, cwd):
     r = croqvm(command, cwd, start=("-c", WITHOUT_PYTHON_ENGINE))
     assert r.stderr + r.stdout == shown or r.stdout + r.stderr == shown
@@ -80,6 +97,15 @@ def test_the_table_of_broken_programs_lists_each_one_with_its_header_command():
         assert command in (ROOT / "programs" / "broken" / name).read_text()
 
 
-@pytest.mark.parametrize("name, status, command", ROW.findall(README))
-def test_broken_program_command_exits_as_the_table_says(name, status, command, cwd):
+ROWS = [pytest.param(command, status, id=name) for name, status, command in ROW.findall(README)]
+
+
+@pytest.mark.parametrize("command, status", on_any_engine(ROWS, False))
+def test_broken_program_command_exits_as_the_table_says(command, status, cwd):
+    assert croqvm(command, cwd).returncode == int(status)
+
+
+@pytest.mark.parametrize("command, status", on_any_engine(ROWS, True))
+def test_broken_program_run_exits_as_the_table_says_on_each_engine(command, status, cwd,
+                                                                    engine):
     assert croqvm(command, cwd).returncode == int(status)

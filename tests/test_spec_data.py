@@ -15,12 +15,18 @@ import pytest
 
 import croqvm
 from croqvm import dtypes
-from croqvm.cli import main
+from croqvm.cli import main as croqvm_main
 from croqvm.numerics import binary, convert
 
 import engines
 
 pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
+
+
+def main(argv) -> int:
+    """The croqvm command, a ``run`` on the test's engine (tests/engines.py)."""
+    return croqvm_main(engines.cli_options(argv))
+
 
 FILE = "spec.co"
 
