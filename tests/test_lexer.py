@@ -318,15 +318,24 @@ PIECES = list("__co__{}()\"'/*\\#\n\t .0123456789eEfuLx+-@abdefinlu\ré") + [
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(PIECES), max_size=80).map("".join))
 def test_random_text_never_raises(text):
-    lex(text)
-    lex("__co__ void f() {" + text)
+    lex_soundly(text)
+    lex_soundly("__co__ void f() {" + text)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=200))
 def test_random_bytes_never_raise(data):
-    lex(data.decode("latin-1"))
-    lex("__co__ " + data.decode("utf-8", "replace"))
+    lex_soundly(data.decode("latin-1"))
+    lex_soundly("__co__ " + data.decode("utf-8", "replace"))
+
+
+def lex_soundly(text):
+    """Lex ``text``; every token and diagnostic has a position inside the file, in order."""
+    functions, diags = lex(text)
+    last_line = text.count("\n") + 1
+    for span in [d.span for d in diags] + [t.span for fn in functions for t in fn]:
+        assert 1 <= span.line <= span.end_line <= last_line + 1 and span.col >= 1, span
+        assert (span.end_line, span.end_col) >= (span.line, span.col), span
 
 
 def test_nan_and_inf_never_come_from_literals():
