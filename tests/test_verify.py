@@ -410,7 +410,9 @@ MALFORMED = [
 
 @pytest.mark.parametrize("build", B.ALL.values(), ids=list(B.ALL))
 def test_hand_built_modules_are_valid(build):
-    verify(build())
+    m = build()
+    verify(m)                                  # raises BytecodeError on any fault
+    assert cqb.decode(cqb.encode(m)) == m      # and the file holds exactly the module
 
 
 def test_a_block_size_given_at_launch_is_valid_and_round_trips():
