@@ -1,5 +1,6 @@
 """Lexical rules of LANGUAGE.md §2: names, literals, operators, member tokens, locations."""
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -119,6 +120,23 @@ F32_OVERFLOW = 2 ** 128 - 2 ** 103
 def test_f32_literal_just_below_the_overflow_boundary_is_the_largest_f32():
     tok = only(f"{F32_OVERFLOW - 1}.9f")
     assert (tok.value, tok.dtype) == (F32_MAX, "f32")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.from_regex(r"[0-9]{1,40}\.[0-9]{1,40}", fullmatch=True))
+def test_f32_literals_round_once_to_nearest_even(text):
+    # the defining property, checked with exact arithmetic: no f32 is nearer to the
+    # decimal value, and a tie goes to the even pattern; beyond the boundary it is an error
+    exact = Fraction(text)
+    if exact >= F32_OVERFLOW:
+        assert errors(text + "f")
+        return
+    v = np.float32(only(text + "f").value)
+    assert float(v) == only(text + "f").value           # an f32 value
+    for n in (np.nextafter(v, np.float32(-1)), np.nextafter(v, np.float32(np.inf))):
+        if np.isfinite(n) and n >= 0:
+            d, dn = abs(Fraction(float(v)) - exact), abs(Fraction(float(n)) - exact)
+            assert d < dn or (d == dn and not int(v.view(np.uint32)) & 1)
 
 
 def test_f32_literal_at_the_overflow_boundary_is_out_of_range():
