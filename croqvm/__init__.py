@@ -74,7 +74,7 @@ def compile_file(path, defines=None) -> Program:
     """Compile a ``.co`` file; see ``compile``."""
     path = os.fspath(path)
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with open(path, encoding="utf-8-sig", errors="replace") as f:   # no BOM
             text = f.read()
     except OSError as exc:
         raise CroqvmError(f"can not read '{path}': {exc.strerror}") from None

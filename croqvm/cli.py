@@ -45,7 +45,8 @@ RUN_HELP = """Run a function of a .co or .cqb file on the CPU interpreter, or it
 kernels as CUDA (--device cuda-cpu or gpu).
 
 \b
-Without --func, every function without parameters runs, in file order.
+Without --func, every function without parameters runs, in file order
+(when there are several, each after a line '==> NAME <==' on stderr).
 With --func NAME, the function gets its arguments from --input and
 --random-inputs; symbolic dimensions no input binds come from --dim.
 
@@ -359,7 +360,7 @@ def run(
     stats = {}
     try:
         if func is None:
-            results, saved_inputs = _run_all(program, file, options, stats), {}
+            results, saved_inputs = _run_all(program, file, options, stats, not quiet), {}
         else:
             results, saved_inputs = _run_one(program, file, func, arrays, random_inputs,
                                               seed or 0, dim_values, options, stats)
@@ -411,8 +412,10 @@ def _monitor(program, progress: bool, quiet: bool, watchdog: float):
                    tty=sys.stderr.isatty())
 
 
-def _run_all(program, file: str, options: dict, stats: dict) -> dict:
-    """Every parameterless function in file order; results named after the functions."""
+def _run_all(program, file: str, options: dict, stats: dict, label: bool) -> dict:
+    """Every parameterless function in file order; results named after the functions.
+    When several run and ``label``, a line on stderr names each before its output (as
+    ``head`` names files), ``==> NAME <==``."""
     runnable = [fn for fn in program.functions if not fn.params]
     if not runnable:
         names = ", ".join(fn.name for fn in program.functions)
@@ -425,6 +428,9 @@ def _run_all(program, file: str, options: dict, stats: dict) -> dict:
                   f"{fn.name} and --input/--random-inputs.", file=sys.stderr)
     results = {}
     for n, fn in enumerate(runnable):
+        if label and len(runnable) > 1:   # on stderr: stdout stays what the kernels print
+            sys.stdout.flush()
+            print(f"==> {fn.name} <==", file=sys.stderr)
         try:
             result = program.run(fn.name, **options, stats=stats)
         except errors.CroqvmError as err:

@@ -48,7 +48,8 @@ def read_program(path: str) -> ProgramFile:
     if len(data) > MAX_SOURCE_BYTES:   # a file whose size the system does not tell
         raise ArgumentError(f"{path}: too large for a Croqtile source file (croqvm reads up "
                             f"to {MAX_SOURCE_BYTES} bytes)")
-    return ProgramFile(path, None, data.decode("utf-8", errors="replace"))
+    # a byte-order mark is no part of the text (editors on Windows write one)
+    return ProgramFile(path, None, data.decode("utf-8-sig", errors="replace"))
 
 
 def _refuse_data(path: str, head: bytes) -> None:

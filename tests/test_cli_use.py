@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from croqvm import compile_file
 from engines import cli_options
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -266,12 +267,32 @@ def test_a_define_the_file_overrides_is_a_warning_naming_both(work):
         "the value\n"))
 
 
+def test_the_output_of_each_function_follows_its_name(work, engine):
+    (work / "two.co").write_text("__co__ void f1() { println(1); }\n"
+                                 "__co__ void f2() { println(2); }\n")
+    r = subprocess.run([sys.executable, "-m", "croqvm", *cli_options(["run", "two.co"])],
+                       cwd=work, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert (r.returncode, r.stdout) == (0, "==> f1 <==\n1\n==> f2 <==\n2\n")
+    assert croqvm("run", "two.co", "--quiet", cwd=work) == (0, "1\n2\n", "")
+    assert croqvm("run", "two.co", "--func", "f2", cwd=work) == (0, "2\n", "")
+
+
+def test_a_byte_order_mark_and_crlf_line_ends_are_read_as_text(work):
+    (work / "win.co").write_bytes(b"\xef\xbb\xbf__co__ void f() {\r\n  println(1);\r\n}\r\n")
+    assert croqvm("check", "win.co", cwd=work) == (
+        0, "win.co: ok: 1 function(s) (f), 0 warning(s)\n", "")   # no note about line 1
+    assert croqvm("run", "win.co", cwd=work) == (0, "1\n", "")
+    assert compile_file(work / "win.co").warnings == ""           # the API reads it so too
+
+
 def test_functions_after_a_failing_one_are_named(work, engine):
     (work / "three.co").write_text("__co__ void f1() { println(1); }\n"
                                    "__co__ void f2() { s32 [2] v; parallel p by 4 v.at(p) = 1; }\n"
                                    "__co__ void f3() { println(3); }\n")
     status, out, err = croqvm("run", "three.co", cwd=work)
     assert (status, out) == (3, "1\n")
+    assert err.splitlines()[0] == "==> f1 <=="
     assert err.splitlines()[-1] == "note: not run after this error: 'f3'"
 
 

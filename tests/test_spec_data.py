@@ -1317,7 +1317,7 @@ def test_cli_runs_every_parameterless_function_in_file_order(write, capsys):
     out, err = capsys.readouterr()
     assert out == "b\na\n"
     assert err == ("note: skipping 'g': it has parameters; run it with --func g and "
-                   "--input/--random-inputs.\n")
+                   "--input/--random-inputs.\n==> b <==\n==> a <==\n")
 
 
 def test_cli_poison_mode_stops_with_status_3(write, capsys):
