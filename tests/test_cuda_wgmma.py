@@ -236,3 +236,15 @@ def test_fp8_mma_on_sm_80_is_an_error_naming_sm_90a(tmp_path):
                            f"take no 8-bit floats) needs sm_90a; the target is sm_80 "
                            f"(emit-cuda --arch sm_90a)\n")
     assert not (tmp_path / "out.cu").exists()
+
+
+def test_generated_wgmma_of_every_type_compiles_with_nvcc():
+    """ptxas accepts the wgmma code generated for every operand type (one module with a
+    function per case, one build)."""
+    if cc.shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    source = "".join(gemm_source(*case).replace("void mm(", f"void mm{i}(")
+                     for i, case in enumerate(GEMMS))
+    text = emit(croqvm.compile(source).module, arch="sm_90a").text
+    assert text.count("cq_wgmma<W>") == len(GEMMS)
+    assert cc.build(text, "sm_90a").read_bytes()[:4] == b"\x7fELF"
