@@ -134,7 +134,19 @@ def test_wgmma_rounds_like_the_interpreter(name):
     assert (d == stepwise(a, b.T, c, SHAPES[name][3]).astype(d.dtype)).all()
 
 
-def test_wgmma_rules_broken_are_reported():
+# the thread that finds it: the first to issue; the last to arrive, which decodes the
+# descriptors; the first to exit, which that last one is
+@pytest.mark.parametrize("which, code, lane", [(0, abi.Misuse.WGMMA_FENCE, 0),
+                                               (1, abi.Misuse.WGMMA_DESC, 127),
+                                               (2, abi.Misuse.WGMMA_PENDING, 127)])
+def test_wgmma_rules_the_hardware_leaves_undefined_are_reported(which, code, lane):
+    wg = cpu_module("rt_wgmma.cu")
+    got = wg.launch("misuse", (1,), 128, (64 + 8) * 16 * 2, [("i32", which)])
+    assert (got.kind, got.args[0], got.lane) == (abi.FaultKind.MISUSE, code, lane)
+    assert wg.misuse_text(got)
+
+
+def test_wgmma_in_a_partial_warpgroup_is_reported():
     """A launch of fewer than 128 threads cannot run a warpgroup instruction."""
     wg = cpu_module("rt_wgmma.cu")
     a, b, c = (np.zeros(s, np.float32) for s in ((64, 32), (8, 32), (64, 8)))
