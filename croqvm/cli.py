@@ -325,7 +325,8 @@ def run(
         jobs: Annotated[int | None, typer.Option(
             **values.at_least(1), metavar="N",
             help="Threads a launch's blocks run on (native engine; default: the "
-                 "cores).")] = None,
+                 "cores, but one for a kernel that prints, whose output then "
+                 "streams).")] = None,
         verbose: Verbose = False,
         defines: Defines = None):
     inputs, dims = inputs or [], dims or []    # typer gives None for none given

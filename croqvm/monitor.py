@@ -82,6 +82,9 @@ class Monitor:
             done = pos.block_number
             parts.append(f"launch {pos.launch}, block {done + 1}/{pos.blocks} "
                          f"({100 * done // pos.blocks}%)")
+        elif pos.on_threads:
+            parts.append(f"launch {pos.launch}, blocks on threads, {pos.block_number}/"
+                         f"{pos.blocks} started")
         else:
             parts.append("host code")
         parts.append(f"{_count(pos.steps)} warp-instructions, {_count(pos.steps / elapsed)}/s")
@@ -93,13 +96,14 @@ class Monitor:
 
     def _note(self, pos: RunPosition, running: float) -> None:
         who = (f"block {pos.block_text()} of the kernel launched at {pos.kernel_span}"
-               if pos.in_kernel else f"the host code of '{pos.function}'")
+               if pos.in_kernel else f"the kernel launched at {pos.kernel_span} (its blocks "
+               f"on threads)" if pos.on_threads else f"the host code of '{pos.function}'")
         steps = pos.block_steps if pos.in_kernel else pos.steps
         place = "this loop" if pos.loop_span else "this statement"
         lanes = f"; {pos.lanes} is in {place}" if pos.lanes else f"; it is in {place}"
         diag = Diagnostic("note", f"{who} has been running for {_seconds(running)} ({steps} "
-                          f"warp-instructions){lanes}", pos.loop_span or pos.span,
-                          WATCHDOG_HINT)
+                          f"warp-instructions){lanes}",
+                          pos.loop_span or pos.span or pos.kernel_span, WATCHDOG_HINT)
         self._write(render(diag, self.sources), keep=True)
 
     def _write(self, text: str, keep: bool = False) -> None:

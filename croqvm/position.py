@@ -25,7 +25,9 @@ class RunPosition:
     and ``block_steps`` the warp-instructions that block has run. ``span`` is the
     statement of the instruction running, ``loop_span`` the innermost loop it is in
     (None outside loops), ``lanes`` the running warp's active lanes as text
-    (``warp 1, lanes 32-63``).
+    (``warp 1, lanes 32-63``). While a launch's blocks run on several threads (the native
+    engine's ``jobs``), no one block runs: ``kernel_span`` is set, ``block`` is None and
+    ``block_number`` counts the blocks started.
     """
     function: str
     steps: int                  # warp-instructions so far: one instruction run by one warp
@@ -44,6 +46,10 @@ class RunPosition:
     def in_kernel(self) -> bool:
         return self.block is not None
 
+    @property
+    def on_threads(self) -> bool:
+        return self.block is None and self.kernel_span is not None
+
     def block_text(self) -> str:
         """``(47, 40)``: the running block's index, as runtime errors write it."""
         return "(" + ", ".join(str(i) for i in self.block or ()) + ")"
@@ -51,6 +57,9 @@ class RunPosition:
     def where(self) -> str:
         """``'matmul', launch 1 (kernel at f.co:15:3), block (47, 40) (3049 of 4096)``."""
         text = f"'{self.function}'"
+        if self.on_threads:
+            return (f"{text}, launch {self.launch} (kernel at {self.kernel_span}), blocks on "
+                    f"threads ({self.block_number} of {self.blocks} started)")
         if not self.in_kernel:
             return f"{text}, host code"
         return (f"{text}, launch {self.launch} (kernel at {self.kernel_span}), block "

@@ -178,8 +178,9 @@ class Program:
         ``check="init"`` on an engine that checks, and every engine's poison mode on the
         others. ``jobs`` is how many threads a launch's blocks may run on (the native
         engine; default: the cores, or 1 under the random schedule, whose runs are
-        replayed exactly), with results identical to one thread's when no block races
-        with another."""
+        replayed exactly, and for a kernel that prints, whose output then streams while
+        it runs; on threads it comes when the launch ends), with results identical to
+        one thread's when no block races with another."""
         if engine is None:
             engine = default_engine(device, check, poison)
         run = runner(device, engine)

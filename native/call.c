@@ -481,8 +481,13 @@ int cq_run(cq_call *call, int64_t slice_steps)
             continue;
         }
         if (call->launching) {
+            /* a kernel that prints runs on threads only when asked for: its output
+             * then comes when the launch ends (the blocks' outputs join in row-major
+             * order); serially, it streams while the launch runs */
             if (!call->serial && call->block_number == 0 && call->opts.jobs > 1 &&
-                !call->opts.schedule && call->blocks > 1) {
+                !call->opts.schedule && call->blocks > 1 &&
+                (call->opts.jobs_printing ||
+                 !call->prog->kernels[call->launch->kernel].code.prints)) {
                 cq_pool_start(call);
                 continue;
             }

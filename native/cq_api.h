@@ -53,6 +53,7 @@ typedef struct {
     uint64_t seed;
     int64_t max_grid[3];    /* blocks per grid dimension (croqvm.limits.MAX_GRID) */
     int32_t jobs;           /* threads a launch's blocks may run on */
+    int32_t jobs_printing;  /* 1: a kernel that prints runs on them too (else on one) */
 } cq_opts;
 
 /* Where a call is (croqvm.position.RunPosition): counts, and the running block and warp

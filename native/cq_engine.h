@@ -118,6 +118,7 @@ typedef struct {
     int32_t *coll_slot;     /* per instruction: its index among collective instructions, or -1 */
     int32_t ncoll_ins;
     int32_t depth;          /* deepest IF/LOOP nesting */
+    int32_t prints;         /* 1 when a PRINT instruction is in the code */
 } cq_code;
 
 typedef struct { int32_t block_size, grid_rank, span; cq_code code; } cq_kernel;

@@ -266,7 +266,7 @@ static void rd_code(reader *r, cq_code *code)
     for (int32_t k = 0; k < code->nlaneset; k++)
         rd_aux(r, code, code->laneset[k].ins, code->laneset[k].n);
 
-    /* derived: the collective instructions' count slots, the deepest nesting */
+    /* derived: the collective instructions' count slots, the deepest nesting, printing */
     code->coll_slot = cq_xcalloc((size_t)code->n + 1, sizeof(int32_t));
     int depth = 0;
     for (int32_t k = 0; k < code->n; k++) {
@@ -278,6 +278,7 @@ static void rd_code(reader *r, cq_code *code)
             depth--;
         if (depth > code->depth)
             code->depth = depth;
+        code->prints |= op == CQ_OP_PRINT;
     }
 }
 

@@ -92,3 +92,21 @@ def test_the_watchdog_notes_a_block_once_and_a_new_block_starts_afresh():
     clock.now += 5
     m(position(6000, block_number=1, block_steps=2))
     assert out.getvalue().count("note:") == 1
+
+
+def test_blocks_on_threads_show_as_the_launch_with_its_blocks_started():
+    m, clock, out = monitor("always", watchdog=10)
+    threads = RunPosition("k", 1000, 32000, launch=1, kernel_span=Span("k.co", 2, 3, 2, 20),
+                          block_number=2, blocks=4)
+    clock.now += 1
+    m(threads)
+    clock.now += 10
+    m(threads)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == ("progress: 'k', launch 1, blocks on threads, 2/4 started, 1.0k "
+                        "warp-instructions, 1.0k/s")
+    assert lines[1] == ("k.co:2:3: note: the kernel launched at k.co:2:3 (its blocks on "
+                        "threads) has been running for 10 s (1000 warp-instructions); it is "
+                        "in this statement")
+    assert threads.describe() == ("in 'k', launch 1 (kernel at k.co:2:3), blocks on threads "
+                                  "(2 of 4 started), after 1000 warp-instructions")

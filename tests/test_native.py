@@ -9,6 +9,8 @@ from __future__ import annotations
 import io
 import os
 import pathlib
+import re
+import signal
 import subprocess
 import sys
 
@@ -89,6 +91,55 @@ def test_blocks_on_threads_give_the_serial_run(bad, max_steps):
     for jobs in (1, 4):
         got = outcome(module, "blocks", [x], {}, "native", max_steps=max_steps, jobs=jobs)
         assert_alike(got, ref, f"jobs={jobs}")
+
+
+# --------------------------------------------------------------------------- slices
+
+SPIN = """
+__co__ void spin(global s32 [128] a) {
+  parallel p by 4 : block, t by [32] : thread {
+    if (t == 0) println("block", p, "starts");
+    mutable int i = 0;
+    while (i >= 0) { a.at(p # t) += 1; }
+  }
+}
+"""
+
+
+def _start(tmp_path, *options):
+    (tmp_path / "spin.co").write_text(SPIN)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "croqvm", "run", "spin.co", "--func",
+                             "spin", "--random-inputs", "--engine", "native", *options],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _interrupt(proc) -> str:
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    return err.splitlines()[-1]
+
+
+def test_a_kernel_prints_while_it_runs_and_ctrl_c_stops_it(tmp_path):
+    """The run never ends: the line read is output streamed from the running launch (a
+    kernel that prints runs its blocks one after another by default), and the interrupt
+    stops the C engine between two slices, saying where it was."""
+    proc = _start(tmp_path)
+    assert proc.stdout.readline() == "block 0 starts\n"
+    assert re.fullmatch(r"interrupted in 'spin', launch 1 \(kernel at spin\.co:3:3\), "
+                        r"block \(0\) \(1 of 4\), at spin\.co:6:5 \(warp 0, lanes 0-31\), "
+                        r"after \d+ warp-instructions", _interrupt(proc))
+
+
+def test_ctrl_c_stops_blocks_running_on_threads(tmp_path):
+    proc = _start(tmp_path, "--jobs", "2", "--progress")
+    assert re.match(r"progress: 'spin', launch 1, blocks on threads, [0-4]/4 started, ",
+                    proc.stderr.readline())
+    assert re.fullmatch(r"interrupted in 'spin', launch 1 \(kernel at spin\.co:3:3\), blocks on "
+                        r"threads \([0-4] of 4 started\), after \d+ warp-instructions",
+                        _interrupt(proc))
 
 
 # --------------------------------------------------------------------------- engine selection

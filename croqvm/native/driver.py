@@ -74,7 +74,9 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
     ``progress`` is called between slices (every PROGRESS_EVERY warp-steps or so);
     ``jobs`` threads run a launch's blocks (default: the cores the process may use; one
     under the random schedule, whose runs replay exactly (croqvm explore --record), which
-    blocks racing on threads would not)."""
+    blocks racing on threads would not). A kernel that prints runs on one unless ``jobs``
+    is given: serially its output streams while it runs, on threads it comes when the
+    launch ends."""
     fn = module.function(name)
     pycall = Call(module, fn, out=out, poison=poison, scheduler=make_scheduler(schedule, seed),
                   max_steps=max_steps, progress=progress)
@@ -86,7 +88,8 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
                                  "poison": int(poison), "schedule": SCHEDULES[schedule],
                                  "seed": seed, "max_grid": list(MAX_GRID),
                                  "jobs": jobs or (1 if schedule == "random"
-                                                  else len(os.sched_getaffinity(0)))})
+                                                  else len(os.sched_getaffinity(0))),
+                                 "jobs_printing": jobs is not None})
     c = lib.cq_call_new(prog.prog, opts)
     try:
         keep = _bind(lib, ffi, c, fn, hblk)
@@ -159,6 +162,9 @@ def _position(lib, ffi, c, pycall) -> RunPosition:
     """Where call ``c`` is, as croqvm.interp's Call.position says it."""
     at, fn, spans = _where(lib, ffi, c), pycall.fn, pycall.spans
     base = RunPosition(fn.name, at.steps, at.lane_steps, at.launches)
+    if at.launch >= 0 and at.warp < 0:      # the launch's blocks run on threads
+        return replace(base, kernel_span=spans.span(fn.host.launches[at.launch].span),
+                       block_number=at.block_number, blocks=at.blocks)
     if at.warp < 0:
         return base
     code = fn.host if at.launch < 0 else fn.kernels[fn.host.launches[at.launch].kernel].code
