@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -44,21 +45,28 @@ def _tail(run: subprocess.CompletedProcess) -> str:
 
 
 @pytest.mark.sanitize
-def test_differential_suite_and_fuzzer_are_clean_under_asan_and_ubsan(tmp_path):
+def test_differential_suite_and_fuzzer_are_clean_under_asan_and_ubsan():
     runtime = _runtime()
     if runtime is None or shutil.which("git") is None:
         pytest.skip("needs gcc's libasan and git")
-    _copy_checkout(tmp_path)
+    # not pytest's tmp_path: pytest keeps only the last few of those, and a concurrent run
+    # would delete this one under the hour-long run
+    with tempfile.TemporaryDirectory(prefix="croqvm-sanitize-") as where:
+        _run(Path(where), runtime)
+
+
+def _run(where: Path, runtime: str) -> None:
+    _copy_checkout(where)
     env = dict(os.environ, CROQVM_NATIVE_SANITIZE="1")
     build = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"],
-                           cwd=tmp_path, env=env, capture_output=True, text=True)
+                           cwd=where, env=env, capture_output=True, text=True)
     assert build.returncode == 0, _tail(build)
-    env.update(LD_PRELOAD=runtime, PYTHONPATH=str(tmp_path),
+    env.update(LD_PRELOAD=runtime, PYTHONPATH=str(where),
                # Python's own allocations are never freed at exit: not the engine's leaks.
                # A mutant asking for terabytes must get the engine's error, not an abort.
                ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1",
                UBSAN_OPTIONS="print_stacktrace=1")
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                          "--runslow", "--engine", "native", *SUITE],
-                         cwd=tmp_path, env=env, capture_output=True, text=True)
+                          f"--basetemp={where / 'pytest'}", "--runslow", "--engine", "native",
+                          *SUITE], cwd=where, env=env, capture_output=True, text=True)
     assert run.returncode == 0, _tail(run)
