@@ -385,8 +385,9 @@ static int locate_uniform(cq_warp *w, const cq_access *acc, located *L)
     uint32_t out[CQ_WARP];         /* lanes with an index out of range */
     uint64_t *off = (uint64_t *)L->off;   /* inactive lanes compute garbage: unsigned, */
     const int n = cq_span(act);           /* so that it can not overflow */
-    for (int i = 0; i < n; i++)
-        out[i] = 0, off[i] = 0;
+    if (acc->n == 0)
+        for (int i = 0; i < n; i++)
+            out[i] = 0, off[i] = 0;
     for (int d = 0; d < acc->n; d++) {
         int r = acc->idx[d];
         if (code->rtype[r] != CQ_DT_S32)
@@ -398,7 +399,14 @@ static int locate_uniform(cq_warp *w, const cq_access *acc, located *L)
             return 0;
         uint32_t lo32 = (uint32_t)lo, width = (uint32_t)(hi - lo);
         uint64_t extent = (uint64_t)buf->shape[d], shift = (uint64_t)od;
-        for (int i = 0; i < n; i++)     /* x in [lo, hi) as one unsigned compare */
+        if (d == 0) {                   /* x in [lo, hi) as one unsigned compare */
+            for (int i = 0; i < n; i++)
+                out[i] = (uint32_t)x[i] - lo32 >= width;
+            for (int i = 0; i < n; i++)
+                off[i] = (uint64_t)(int64_t)x[i] + shift;
+            continue;
+        }
+        for (int i = 0; i < n; i++)
             out[i] |= (uint32_t)x[i] - lo32 >= width;
         for (int i = 0; i < n; i++)
             off[i] = off[i] * extent + (uint64_t)(int64_t)x[i] + shift;

@@ -129,7 +129,7 @@ def test_a_kernel_prints_while_it_runs_and_ctrl_c_stops_it(tmp_path):
     proc = _start(tmp_path)
     assert proc.stdout.readline() == "block 0 starts\n"
     assert re.fullmatch(r"interrupted in 'spin', launch 1 \(kernel at spin\.co:3:3\), "
-                        r"block \(0\) \(1 of 4\), at spin\.co:6:5 \(warp 0, lanes 0-31\), "
+                        r"block \(0\) \(1 of 4\), at spin\.co:6:\d+ \(warp 0, lanes 0-31\), "
                         r"after \d+ warp-instructions", _interrupt(proc))
 
 
