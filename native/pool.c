@@ -272,7 +272,8 @@ static void finish(struct cq_pool *p, int failed)
         free(wk->wc.out);
         cq_arena_join(&call->arena, wk->wc.arena);   /* kernel globals may live there */
     }
-    qsort(all, (size_t)n, sizeof *all, by_block);
+    if (n)                      /* no block printed: ``all`` is NULL, which qsort may not take */
+        qsort(all, (size_t)n, sizeof *all, by_block);
     for (int64_t j = 0; j < n; j++) {
         if (!failed)
             cq_out_write(call, all[j].text, all[j].n);

@@ -1,5 +1,5 @@
 """The native engine under AddressSanitizer and UndefinedBehaviorSanitizer (``pytest
---sanitize``; about half an hour on two cores): a copy of this checkout gets the extension
+--sanitize``; most of an hour on two cores): a copy of this checkout gets the extension
 built with ``CROQVM_NATIVE_SANITIZE=1`` (native/build_native.py), and the differential
 tests (tests/test_native.py, tests/test_native_generated.py with its long runs) and the
 .cqb fuzzer (tests/test_fuzz_run.py with its long runs) run there on the native engine.
@@ -41,7 +41,8 @@ def _copy_checkout(to: Path) -> None:
 
 
 def _tail(run: subprocess.CompletedProcess) -> str:
-    return (run.stdout + run.stderr)[-6000:]
+    """The start of stderr (a sanitizer report) and the end of the test run's output."""
+    return run.stderr[:6000] + "\n...\n" + run.stdout[-2000:]
 
 
 @pytest.mark.sanitize
@@ -66,7 +67,10 @@ def _run(where: Path, runtime: str) -> None:
                # A mutant asking for terabytes must get the engine's error, not an abort.
                ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1",
                UBSAN_OPTIONS="print_stacktrace=1")
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                          f"--basetemp={where / 'pytest'}", "--runslow", "--engine", "native",
-                          *SUITE], cwd=where, env=env, capture_output=True, text=True)
+    # -s: a report ends the process at once, before pytest could show the stderr it
+    # captured; uncaptured, the report is in this run's stderr
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-x", "-p",
+                          "no:cacheprovider", f"--basetemp={where / 'pytest'}", "--runslow",
+                          "--engine", "native", *SUITE],
+                         cwd=where, env=env, capture_output=True, text=True)
     assert run.returncode == 0, _tail(run)

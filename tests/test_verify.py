@@ -299,6 +299,10 @@ MALFORMED = [
      "kernel 0 ('scale_k0'), event 0 ('done'): 0 slots; an event has at least 1"),
     ("DMA without destination", B.scale, lambda m: setattr(kern(m).dmas[0], "dst_view", -1),
      "DMA 0 ('dma.copy'): no destination"),
+    # the future holds no data before its first fill: there would be nowhere to copy to
+    ("DMA filling a future without a buffer of its own", B.misc,
+     lambda m: setattr(host(m).dmas[0], "dst_buffer", -1),
+     "DMA 0 ('dma.copy'): no destination"),
     ("DMA into a view of another element type", B.scale,
      lambda m: setattr(kern(m).buffers[2], "dtype", D.F32.code),
      "kernel 0 ('scale_k0'), DMA 0 ('dma.copy'): copies s32 data of rank 1 into the "

@@ -206,20 +206,20 @@ def _dma(cx, at, n, dma):
     if pad not in (None, etype):
         at.fail(f"pad value r{dma.pad_value} is {pad.name}, but the elements are {etype.name}")
     dst = _dma_destination(cx, at, dma, rank, etype)
+    if dst is None:     # a future's data is the destination only once it holds some (§9.4)
+        at.fail("no destination (a view or the statement's own buffer)")
     fut = lookup(at, "future", dma.future, cx.code.futures, optional=True)
     if fut is not None:
-        storage = dst[0] if dst is not None else fut.storage
+        storage = dst[0]
         if (fut.dtype, len(fut.shape), fut.storage, fut.is_async) != \
                 (etype.code, rank, storage, dma.is_async):
             at.fail(f"fills {label('future', dma.future, fut.name)} ({future_text(fut)}) with "
                     f"{'async ' if dma.is_async else ''}{storage.name.lower()} "
                     f"{etype.name} data of rank {rank}")
-        extents = known_extents(cx, dst[1]) if dst is not None else fut.shape
+        extents = known_extents(cx, dst[1])
         if any(DYNAMIC not in (x, y) and x != y for x, y in zip(extents, fut.shape)):
             at.fail(f"fills {label('future', dma.future, fut.name)} ({future_text(fut)}) with "
                     f"data of extents {extents_text(extents)}")
-    elif dst is None:
-        at.fail("no destination (a view, a future or the statement's own buffer)")
 
 
 def _dma_destination(cx, at, dma, rank, etype):
