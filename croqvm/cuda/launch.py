@@ -21,11 +21,11 @@ import sys
 
 import numpy as np
 
-from .. import dtypes, report
+from .. import dtypes, messages, report
 from ..errors import ArgumentError, DeviceError, InternalError, KernelFault
 from ..faults import FaultRecord
 from ..limits import WARP_SIZE
-from ..messages import lanes_phrase, print_text
+from ..messages import print_text
 from ..numerics import convert
 from . import abi
 from . import compile as cc
@@ -261,7 +261,7 @@ def stuck_collective(call, gen, info, code, d: abi.Deadlock):
     some of whose lanes finished the kernel without arriving; (text, span) or None."""
     from ..bytecode.opcodes import TABLE
     from ..faults import Kind
-    from ..messages import Context, message
+    cx = messages.Context(call.spans, call.fn, code)
     live = _mask(d, info.layout["live"])
     finished = {l for l, t in enumerate(d.threads) if t[0] == abi.WaitKind.EXITED} & live
     at: dict = {}
@@ -279,26 +279,26 @@ def stuck_collective(call, gen, info, code, d: abi.Deadlock):
                          if l // unit == u)
         if TABLE[code.code[s.ip * 7]].name.startswith("MMA_") and cs.unit in (32, 128) \
                 and missing:
-            cx = Context(call.spans, call.fn, code)
-            return message(Kind.UNIT_INACTIVE, (s.coll, cs.unit, u, tuple(missing)), cx), s.span
+            return messages.message(Kind.UNIT_INACTIVE, (s.coll, cs.unit, u, tuple(missing)), cx), s.span
         gone = [l for l in missing if l in finished]
         if gone:
-            return (f"'{cs.text}' was reached by only part of its group: "
-                    f"{lanes_phrase(gone)} finished the kernel without arriving."), s.span
+            return messages.report("partial_group", (s.coll, gone), cx), s.span
     return None
 
 
 def deadlock_report(call, index, grid, gen, info, code, d: abi.Deadlock,
                     stuck=None) -> KernelFault:
     """The §10.5 report from the CPU runtime's deadlock record: one line per run of
-    warps that wait at the same place, as the engines group them."""
+    warps that wait at the same place, as the engines group them, in the catalogue's
+    words (croqvm.messages)."""
+    cx = messages.Context(call.spans, call.fn, code)
     block = tuple(int(x) for x in np.unravel_index(d.block, tuple(grid)))
     lines, run = [], None
     for lane in range(0, len(d.threads), WARP_SIZE):
         waits = [t for t in d.threads[lane:lane + WARP_SIZE] if t[0] != abi.WaitKind.EXITED]
         if not waits:
             continue
-        text = _wait_text(call, gen, info, code, waits[0], d)
+        text = _wait_text(cx, gen, info, waits[0], d)
         w = lane // WARP_SIZE
         if run and run[2] == text and run[1] == w - 1:
             run[1] = w
@@ -306,33 +306,37 @@ def deadlock_report(call, index, grid, gen, info, code, d: abi.Deadlock,
             run = [w, w, text]
             lines.append(run)
     out = []
-    hint = next((h for h in (_event_hint(info, code, t, d) for t in d.threads) if h), None)
+    hint = next((h for h in (_event_hint(cx, info, t, d) for t in d.threads) if h), None)
     for first, last, text in lines:
-        lanes = f"{first * WARP_SIZE}-{(last + 1) * WARP_SIZE - 1}"
-        who = f"warp {first}" if first == last else f"warps {first}-{last}"
-        out.append(f"  {who} (lanes {lanes}): {text}")
+        lanes = range(first * WARP_SIZE, (last + 1) * WARP_SIZE)
+        out.append(messages.report("warp", (first, lanes, text), cx) if first == last
+                   else messages.report("warps", (first, last, lanes, text), cx))
     site = next((gen.sites[t[1]] for t in d.threads if t[1] >= 0), None)
     span = site.span if site else call.fn.kernels[call.fn.host.launches[index].kernel].span
     out.append(report.context(call.spans, call.fn, index, block, None))
-    text = f"deadlock: every live lane of block ({', '.join(map(str, block))}) is blocked"
+    text = messages.report("deadlock", (block,), cx)
     if stuck is not None:
         text, span = stuck
     return report.kernel_fault(call.spans, call.fn, span, text, out, hint)
 
 
-def _wait_text(call, gen, info, code, wait, d) -> str:
+def _wait_text(cx, gen, info, wait, d) -> str:
+    """What a thread waits for, as the engines' report line says (an event wait with its
+    slot's state, a barrier with its arrivals)."""
     kind, site, a0, a1 = wait
-    where = call.spans.where(gen.sites[site].span) if site >= 0 else "the kernel's start"
-    text = gen.sites[site].text if site >= 0 else ""
-    if kind == abi.WaitKind.EVENT:
-        return f"{where} '{text}': {_event_state(info, code, a0, a1, d)}"
-    if kind == abi.WaitKind.BLOCK_BARRIER:
-        return f"{text} ({where}): arrived {a0}/{a1}"
-    return f"{text} ({where})"
+    if site < 0:
+        return "the kernel's start"
+    s = gen.sites[site]
+    slot = _slot(info, cx.code, a0, d) if kind == abi.WaitKind.EVENT else None
+    if slot is not None:
+        return messages.report("at_event", (s.span, s.span, *slot, a1), cx)
+    if kind == abi.WaitKind.BLOCK_BARRIER and s.coll >= 0:
+        return messages.report("at_barrier", (s.coll, s.span, a0, a1), cx)
+    return f"{s.text} ({cx.spans.where(s.span)})"
 
 
 def _slot(info, code, offset, d):
-    """(slot name, completed generations, arrivals toward the next, arrivals per
+    """((event, slot), completed generations, arrivals toward the next, arrivals per
     generation) of the event counter at ``offset``: an event's counters are followed by
     its arrivals per generation."""
     for e, at in info.layout["events"].items():
@@ -342,27 +346,14 @@ def _slot(info, code, offset, d):
         word = lambda o: int.from_bytes(d.smem[o:o + 4], "little")   # noqa: E731
         arrivals, need = word(offset), word(at + 4 * ev.slots)
         done = int(ev.ready) + (arrivals // need if need else 0)
-        name = f"{ev.name}[{(offset - at) // 4}]" if ev.slots > 1 else ev.name
-        return name, done, arrivals % need if need else arrivals, need
+        return (e, (offset - at) // 4), done, arrivals % need if need else arrivals, need
     return None
 
 
-def _event_state(info, code, offset, generation, d) -> str:
-    """A slot's state as the engines report it (§10.5)."""
-    slot = _slot(info, code, offset, d)
-    if slot is None:
-        return "an event"
-    name, done, arrivals, need = slot
-    return (f"slot {name}: completed generations {done}, arrivals {arrivals}/{need}; these "
-            f"lanes wait for generation {generation}")
-
-
-def _event_hint(info, code, wait, d):
+def _event_hint(cx, info, wait, d):
     """The engines' hint for a slot nobody has triggered yet (§10.5)."""
     kind, _, offset, _ = wait
-    slot = _slot(info, code, offset, d) if kind == abi.WaitKind.EVENT else None
+    slot = _slot(info, cx.code, offset, d) if kind == abi.WaitKind.EVENT else None
     if slot is None or slot[1] or slot[2]:
         return None
-    return (f"no lane has triggered '{slot[0]}' yet; a credit-based pipeline needs initial "
-            f"credits: trigger every slot once before the loop, or declare the event "
-            f"'= ready'.")
+    return messages.report("needs_credits", (slot[0],), cx)
