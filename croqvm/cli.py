@@ -25,6 +25,7 @@ from . import __version__, errors
 from . import cli_values as values
 from .files import check_output, read_program
 from .position import Interrupted
+from .program import CHECKS, DEVICES, ENGINES, SCHEDULES
 
 EXIT = {errors.CompileError: 1, errors.BytecodeError: 1, errors.ArgumentError: 2,
         errors.KernelFault: 3, errors.InternalError: 4}
@@ -283,7 +284,7 @@ def run(
             parser=values.real, metavar="X",
             help="Absolute tolerance of --expect (default 1e-8; integers: exact).")] = None,
         schedule: Annotated[str, typer.Option(
-            **values.one_of("rr", "random"), show_default=True,
+            **values.one_of(*SCHEDULES), show_default=True,
             help="Warp order: round-robin, or seeded random.")] = "rr",
         schedule_seed: Annotated[int | None, typer.Option(
             parser=values.seed, metavar="N",
@@ -292,7 +293,7 @@ def run(
             "--poison",
             help="Poison new buffers: reading an element never written faults.")] = False,
         check: Annotated[str | None, typer.Option(
-            **values.one_of("race", "init"),
+            **values.one_of(*CHECKS[1:]),
             help="race: report the data races of the run; init: reads of elements and "
                  "registers never written (as --poison); exit status 3.")] = None,
         replay: Annotated[str | None, typer.Option(
@@ -314,11 +315,11 @@ def run(
         quiet: Annotated[bool, typer.Option(
             "--quiet", help="No progress line and no summary of results.")] = False,
         device: Annotated[str, typer.Option(
-            **values.one_of("cpu", "cuda-cpu", "gpu"), show_default=True,
+            **values.one_of(*DEVICES), show_default=True,
             help="Where kernels run: cpu (the lane-accurate interpreter), cuda-cpu (the "
                  "generated CUDA compiled for the CPU), gpu (compiled by nvcc).")] = "cpu",
         engine: Annotated[str | None, typer.Option(
-            **values.one_of("native", "python"),
+            **values.one_of(*ENGINES),
             help="The interpreter: native (C) or python (the reference engine). Default: "
                  "native, or python for --check, --poison and where native is not "
                  "built.")] = None,
@@ -570,7 +571,7 @@ def explore(
             parser=values.count, metavar="N",
             help="How many schedules: the schedule seeds 0 to N-1.")] = ...,
         check: Annotated[str | None, typer.Option(
-            **values.one_of("race", "init"),
+            **values.one_of(*CHECKS[1:]),
             help="Check every run, as run --check does.")] = None,
         record: Annotated[str | None, typer.Option(
             metavar="DIR",
@@ -609,7 +610,7 @@ def explore(
               f"{seeds} runs)", file=sys.stderr)
         raise SystemExit(EXIT_MISMATCH)
     if late:
-        print(f"explore: every schedule stops with the same runtime error", file=sys.stderr)
+        print("explore: every schedule stops with the same runtime error", file=sys.stderr)
         raise SystemExit(EXIT_MISMATCH)
     print("explore: every schedule gives the same outcome")
 

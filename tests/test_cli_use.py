@@ -532,7 +532,9 @@ def test_undefined_macros_suggest_a_define_without_follow_on_errors(work):
                                        "'.span' or '.data'.", "did you mean 'chunkat'?"),
     ("s32 [4, 4] a;\n  println(a);", "3:11: error: can not print a value of type "
                                      "'s32 [4, 4]'.",
-     "print the elements one by one: 'foreach {i, j} in [...] println(b.at(i, j));'"),
+     "print the elements one by one: 'foreach {i, j} in [...] println(a.at(i, j));'"),
+    ("s32 [4] v;\n  println(v);", "3:11: error: can not print a value of type 's32 [4]'.",
+     "print the elements one by one: 'foreach i in [...] println(v.at(i));'"),
 ])
 def test_misspellings_and_cuda_habits_get_a_hint(work, body, first, hint):
     (work / "d.co").write_text("__co__ void f() {\n  " + body + "\n}\n")

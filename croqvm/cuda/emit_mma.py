@@ -285,7 +285,7 @@ def _wgmma_exec(k, ins, ip, plan: WgmmaPlan, ptrs, mnk, layout) -> None:
     desc = ("cq_wgmma_desc(cq_smem_addr(st) + {off} + kt * CQ_WGMMA_STEP_SLABS * "
             "cq_wgmma_lbo({rows}), cq_wgmma_lbo({rows}), CQ_WGMMA_SBO)")
     for line in (
-        f"const int wt = lane % 128;",
+        "const int wt = lane % 128;",
         f"unsigned char *const st = {stage};",
         f"typedef {plan.shape} W;",
         f"for (int mt = 0; mt < {M}; mt += 64)",

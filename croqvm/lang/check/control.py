@@ -42,8 +42,17 @@ def check_print(ck, s: ast.Print):
         ty = ck.expr(arg)
         if not isinstance(ty, PRINTABLE):
             ck.error(arg.span, f"can not print a value of type '{tname(ty)}'.",
-                     "print the elements one by one: 'foreach {i, j} in [...] println(b.at(i, "
-                     "j));'" if isinstance(ty, (Buffer, View)) else None)
+                     _element_loop(arg, ty) if isinstance(ty, (Buffer, View)) else None)
+
+
+def _element_loop(arg, ty) -> str:
+    """The hint for printing a buffer: a loop over its elements, written with its name
+    and one index per dimension."""
+    name = arg.id if isinstance(arg, ast.Name) else "b"
+    index = ", ".join("ijklmn"[d] if d < 6 else f"i{d}" for d in range(ty.rank))
+    loop = index if ty.rank == 1 else "{" + index + "}"
+    return (f"print the elements one by one: 'foreach {loop} in [...] "
+            f"println({name}.at({index}));'")
 
 
 def check_assert(ck, s: ast.Assert):
