@@ -513,6 +513,8 @@ const cq_record *cq_get_fault(const cq_call *call)
 
 void cq_out_write(cq_call *call, const char *s, size_t n)
 {
+    if (!n)             /* an empty string: nothing to copy, maybe nowhere yet */
+        return;
     if (call->nout + n > call->capout) {
         size_t cap = call->capout ? call->capout : 4096;
         while (cap < call->nout + n)
