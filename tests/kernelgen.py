@@ -228,7 +228,9 @@ class _Lanes:
         if kind == "yield":
             return [f"{indent}if {self.cond(1)} yield;"]
         if kind == "assert":
-            return [f'{indent}assert({self.cond(1)}, "a{self.name("")}");']
+            # '|| t < 0' (never true) keeps a condition of literals from being folded:
+            # an assert that is false as written is a compile-time error (§13)
+            return [f'{indent}assert({self.cond(1)} || t < 0, "a{self.name("")}");']
         if kind in ("break", "continue"):
             return [f"{indent}if {self.cond(1)} {kind};"]
         if kind == "fault":
