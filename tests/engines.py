@@ -59,6 +59,12 @@ def options() -> dict:
     return dict(ENGINES[_active[-1]])
 
 
+def interprets(name: str) -> bool:
+    """Whether engine ``name`` runs kernels on an interpreter, lane by lane (schedules,
+    progress lines, the watchdog and interrupts are the interpreters'), not as CUDA."""
+    return "device" not in ENGINES[name]
+
+
 # options of croqvm run that decide where it runs: the checks run on the Python engine
 RUN_WHERE = ("--check", "--poison", "--device")
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from croqvm import compile_file
-from engines import cli_options
+from engines import cli_options, interprets
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -80,6 +80,15 @@ def work(tmp_path):
     np.save(tmp_path / "a.npy", np.arange(40, dtype=np.float32))
     np.save(tmp_path / "b.npy", np.full(40, 0.5, np.float32))
     return tmp_path
+
+
+@pytest.fixture
+def interpreter(engine):
+    """The test's engine, an interpreter: what the test runs is the interpreters' (random
+    schedules, progress lines, the watchdog, Ctrl-C)."""
+    if not interprets(engine):
+        pytest.skip(f"{engine} runs kernels as compiled CUDA")
+    return engine
 
 
 # ------------------------------------------------------------------ outputs
@@ -219,7 +228,7 @@ def test_seed_and_tolerance_misuse_is_a_usage_error(work, args, message):
     assert err.splitlines()[-1] == message
 
 
-def test_the_schedule_seed_leaves_the_inputs_alone(work, engine):
+def test_the_schedule_seed_leaves_the_inputs_alone(work, interpreter):
     base = ["run", "add.co", "--func", "add", "--random-inputs", "--seed", "5", "--dim", "N=40",
             "--schedule", "random", "--quiet"]
     assert croqvm(*base, "--schedule-seed", "1", "--output", "one.npz", cwd=work)[0] == 0
@@ -298,7 +307,7 @@ def test_functions_after_a_failing_one_are_named(work, engine):
 
 # ------------------------------------------------------------------ progress and limits
 
-def test_progress_lines_when_asked(work, engine):
+def test_progress_lines_when_asked(work, interpreter):
     status, out, err = croqvm("run", "spin.co", "--max-steps", "100000", "--progress",
                               "--watchdog", "0", cwd=work)
     assert status == 3
@@ -309,7 +318,7 @@ def test_progress_lines_when_asked(work, engine):
                        "warp-instructions"
 
 
-def test_progress_ends_with_a_summary_of_the_work(work, engine):
+def test_progress_ends_with_a_summary_of_the_work(work, interpreter):
     status, _, err = croqvm("run", "add.co", "--func", "add", "--random-inputs", "--dim",
                             "N=100", "--progress", cwd=work)
     assert status == 0
@@ -317,7 +326,7 @@ def test_progress_ends_with_a_summary_of_the_work(work, engine):
                         r"in \d+\.\d s", err.splitlines()[0])
 
 
-def test_the_watchdog_shows_the_loop_and_lets_the_run_go_on(work, engine):
+def test_the_watchdog_shows_the_loop_and_lets_the_run_go_on(work, interpreter):
     status, _, err = croqvm("run", "spin.co", "--watchdog", "0.001", "--max-steps", "200000",
                             cwd=work)
     assert status == 3
@@ -334,7 +343,7 @@ def test_the_watchdog_shows_the_loop_and_lets_the_run_go_on(work, engine):
                              "warp-instructions")
 
 
-def test_ctrl_c_says_where_the_run_was(work, engine):
+def test_ctrl_c_says_where_the_run_was(work, interpreter):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     argv = cli_options(["run", "spin.co", "--progress", "--watchdog", "0"])
     proc = subprocess.Popen([sys.executable, "-m", "croqvm", *argv], cwd=work, env=env,
