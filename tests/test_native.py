@@ -52,7 +52,7 @@ def _runs():
             yield pytest.param(entry, schedule, seed, id=f"{entry.id}-{schedule}-{seed}")
 
 
-@pytest.mark.parametrize("entry, schedule, seed", _runs())
+@pytest.mark.parametrize("entry, schedule, seed", list(_runs()))
 def test_program_runs_alike_on_both_engines(entry, schedule, seed):
     module = croqvm.compile_file(entry.path, defines=entry.defines).module
     funcs = [entry.func] if entry.func else [f.name for f in module.functions if not f.params]
