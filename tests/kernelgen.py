@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from croqvm import dtypes
@@ -480,3 +481,14 @@ REGION
 
 
 FAMILIES = {"lanes": lanes, "events": events, "copies": copies, "mma": mma}
+
+
+def family_test(family: str, examples: int, check):
+    """A test that runs ``check(case)`` on ``examples`` kernels drawn from ``family``, the
+    same ones on every run (derandomized), however long each takes."""
+    @settings(max_examples=examples, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(FAMILIES[family]())
+    def test(case):
+        check(case)
+    return test

@@ -27,10 +27,9 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
 
 import croqvm
-from kernelgen import FAMILIES, Case
+from kernelgen import Case, family_test
 from parity import same
 
 EXAMPLES = {"lanes": 10, "events": 5, "copies": 5, "mma": 10}
@@ -91,24 +90,15 @@ def _fault_place(error):
     return tuple(int(x) for x in found.group(1).split(",")), int(found.group(2))
 
 
-def _test(family: str, examples: int):
-    @settings(max_examples=examples, deadline=None, derandomize=True, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(FAMILIES[family]())
-    def test(case):
-        check_alike(case)
-    return test
+test_lanes = family_test("lanes", EXAMPLES["lanes"], check_alike)
+test_events = family_test("events", EXAMPLES["events"], check_alike)
+test_copies = family_test("copies", EXAMPLES["copies"], check_alike)
+test_mma = family_test("mma", EXAMPLES["mma"], check_alike)
 
-
-test_lanes = _test("lanes", EXAMPLES["lanes"])
-test_events = _test("events", EXAMPLES["events"])
-test_copies = _test("copies", EXAMPLES["copies"])
-test_mma = _test("mma", EXAMPLES["mma"])
-
-test_lanes_many = pytest.mark.slow(_test("lanes", MANY["lanes"]))
-test_events_many = pytest.mark.slow(_test("events", MANY["events"]))
-test_copies_many = pytest.mark.slow(_test("copies", MANY["copies"]))
-test_mma_many = pytest.mark.slow(_test("mma", MANY["mma"]))
+test_lanes_many = pytest.mark.slow(family_test("lanes", MANY["lanes"], check_alike))
+test_events_many = pytest.mark.slow(family_test("events", MANY["events"], check_alike))
+test_copies_many = pytest.mark.slow(family_test("copies", MANY["copies"], check_alike))
+test_mma_many = pytest.mark.slow(family_test("mma", MANY["mma"], check_alike))
 
 
 SEVERAL_FAULTS = """

@@ -7,11 +7,10 @@ draws a few hundred kernels; ``--runslow`` draws thousands (the marker ``slow``)
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 
 import croqvm
 from croqvm.native import extension
-from kernelgen import FAMILIES
+from kernelgen import family_test
 from parity import assert_alike, outcome
 
 pytestmark = pytest.mark.skipif(extension() is None, reason="the native extension is not built")
@@ -30,21 +29,12 @@ def check_alike(case) -> None:
             assert_alike(got, ref, f"{schedule} {seed} jobs={jobs}:\n{case.source}")
 
 
-def _test(family: str, examples: int):
-    @settings(max_examples=examples, deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(FAMILIES[family]())
-    def test(case):
-        check_alike(case)
-    return test
+test_lanes = family_test("lanes", EXAMPLES["lanes"], check_alike)
+test_events = family_test("events", EXAMPLES["events"], check_alike)
+test_copies = family_test("copies", EXAMPLES["copies"], check_alike)
+test_mma = family_test("mma", EXAMPLES["mma"], check_alike)
 
-
-test_lanes = _test("lanes", EXAMPLES["lanes"])
-test_events = _test("events", EXAMPLES["events"])
-test_copies = _test("copies", EXAMPLES["copies"])
-test_mma = _test("mma", EXAMPLES["mma"])
-
-test_lanes_many = pytest.mark.slow(_test("lanes", 5000))
-test_events_many = pytest.mark.slow(_test("events", 1000))
-test_copies_many = pytest.mark.slow(_test("copies", 1000))
-test_mma_many = pytest.mark.slow(_test("mma", 2000))
+test_lanes_many = pytest.mark.slow(family_test("lanes", 5000, check_alike))
+test_events_many = pytest.mark.slow(family_test("events", 1000, check_alike))
+test_copies_many = pytest.mark.slow(family_test("copies", 1000, check_alike))
+test_mma_many = pytest.mark.slow(family_test("mma", 2000, check_alike))
