@@ -22,6 +22,23 @@ static void lanes_and_not(cq_lanes *out, const cq_lanes *a, const uint32_t *live
 
 static int nwords(const cq_block *blk) { return blk->nwarps; }
 
+/* The lanes of ``lanes`` whose value in ``v`` is the least, which goes to ``*least``:
+ * lanes that differ in a per-lane count or slot are served one value at a time, lowest
+ * first, as the reference engine groups them. */
+static uint32_t lanes_of_least(const int64_t *v, uint32_t lanes, int64_t *least)
+{
+    int64_t x = v[cq_low(lanes)];
+    for (uint32_t m = lanes; m; m &= m - 1)
+        if (v[cq_low(m)] < x)
+            x = v[cq_low(m)];
+    uint32_t same = 0;
+    for (uint32_t m = lanes; m; m &= m - 1)
+        if (v[cq_low(m)] == x)
+            same |= 1u << cq_low(m);
+    *least = x;
+    return same;
+}
+
 static int any(const cq_lanes *s, int n)
 {
     for (int k = 0; k < n; k++)
@@ -195,14 +212,8 @@ int cq_arrive(cq_warp *w, const cq_ins *ins, int coll, int whole_unit)
         if (check_converged(w, ins, coll, &members, site->unit, u, whole_unit) != CQ_ST_OK)
             return CQ_ST_FAULT;
         while (in_unit) {
-            int64_t c = counts[cq_low(in_unit)];
-            for (uint32_t m = in_unit; m; m &= m - 1)
-                if (counts[cq_low(m)] < c)
-                    c = counts[cq_low(m)];
-            uint32_t same = 0;
-            for (uint32_t m = in_unit; m; m &= m - 1)
-                if (counts[cq_low(m)] == c)
-                    same |= 1u << cq_low(m);
+            int64_t c;
+            uint32_t same = lanes_of_least(counts, in_unit, &c);
             in_unit &= ~same;
             int32_t r = -1;
             for (int k = 0; k < blk->nopen; k++) {
@@ -486,17 +497,10 @@ int cq_op_trigger(cq_warp *w, const cq_ins *ins)
     cq_event *ev = &w->blk->events[ins->a];
     uint32_t left = w->act;
     while (left) {
-        int64_t s = slots[cq_low(left)];
-        for (uint32_t m = left; m; m &= m - 1)
-            if (slots[cq_low(m)] < s)
-                s = slots[cq_low(m)];
-        int64_t count = 0;
-        for (uint32_t m = left; m; m &= m - 1)
-            if (slots[cq_low(m)] == s) {
-                count++;
-                left &= ~(1u << cq_low(m));
-            }
-        int64_t total = ev->arrivals[s] + count;
+        int64_t s;
+        uint32_t same = lanes_of_least(slots, left, &s);
+        left &= ~same;
+        int64_t total = ev->arrivals[s] + cq_popcount(same);
         if (ev->need > 0 && total >= ev->need) {
             ev->completed[s] += total / ev->need;
             w->blk->released = 1;
