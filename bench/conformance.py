@@ -10,8 +10,10 @@ what each holds):
   *negative* when a ``RUN:`` line starts with ``not`` or its CHECK lines expect an
   ``error``: croqvm must reject it (``check`` fails). Every other program must pass
   ``check``; then each of its functions runs with random inputs (``--random-inputs``,
-  seed 0; a symbolic dimension nothing binds gets ``--dim-default``) on the default engine
-  and on cuda-cpu, and the two must agree (``croqvm diff``'s rules).
+  seed 0) on the default engine
+  and on cuda-cpu, and the two must agree (``croqvm diff``'s rules). A symbolic
+  dimension takes its size from the file's host code where it calls the function with
+  arrays it builds (``host_shapes``), else ``--dim-default``.
 - ``tools/co-mock/tests``: co-mock's own programs. Every function without parameters runs
   in file order on the default engine, and the printed text must satisfy the file's
   ``// CHECK`` lines (a small FileCheck: CHECK, -NEXT, -SAME, -NOT, -DAG, -LABEL, -EMPTY,
@@ -165,6 +167,60 @@ def check_lines(text: str) -> list[tuple[str, str]]:
             re.finditer(r"//\s*(CHECK(?:-NEXT|-SAME|-NOT|-DAG|-LABEL|-EMPTY)?):(.*)", text)]
 
 
+# -- the sizes the host program calls a function with -----------------------------------
+
+def host_shapes(text: str) -> dict[str, list[tuple[int, ...]]]:
+    """Per function name, the shapes of its arguments in the first call the file's host
+    C++ makes with arrays it builds itself (``auto x = choreo::make_spandata<T>(2, 3)``
+    or ``make_spanview<N, T>(ptr, {a, b})``, sizes as integer literals or variables set
+    from one): the sizes a symbolic dimension gets, as the compiler's own test runs it."""
+    ints = {m.group(1): int(m.group(2)) for m in
+            re.finditer(r"\b(\w+)\s*=\s*(\d+)\s*[,;]", text)}
+
+    def size(tok: str):
+        tok = tok.strip()
+        return int(tok) if tok.isdigit() else ints.get(tok)
+
+    arrays: dict[str, list[tuple[int, tuple[int, ...]]]] = {}   # name -> (where, shape)
+    for m in re.finditer(r"\b(\w+)\s*=\s*(?:choreo::)?make_span(?:data|view)\s*<[^>]*>"
+                         r"\s*\(([^;]*)\)\s*;", text):
+        inner = m.group(2)
+        brace = re.search(r"\{([^}]*)\}", inner)
+        dims = [size(t) for t in (brace.group(1) if brace else inner).split(",")]
+        if dims and None not in dims:
+            arrays.setdefault(m.group(1), []).append((m.start(), tuple(dims)))
+
+    def latest(name: str, where: int):
+        shapes = [shape for at, shape in arrays.get(name, ()) if at < where]
+        return shapes[-1] if shapes else None
+
+    calls: dict[str, list[tuple[int, ...]]] = {}
+    for m in re.finditer(r"\b(\w+)\s*\(([^;{}]*)\)\s*;", text):
+        args = [latest(re.sub(r"\.view\(\)$", "", a.strip()), m.start())
+                for a in m.group(2).split(",")]
+        if m.group(1) not in calls and args and None not in args:
+            calls[m.group(1)] = args
+    return calls
+
+
+def bind_dims(fn, shapes, default: int) -> dict[str, int]:
+    """A value for each symbolic dimension of ``fn``'s buffer parameters: from the host's
+    call where it makes one, else ``default``."""
+    from croqvm.bytecode.module import ParamKind
+    dims: dict[str, int] = {}
+    buffers = [p for p in fn.params if p.kind == ParamKind.BUFFER]
+    for p, shape in zip(buffers, shapes or []):
+        if len(shape) == len(p.shape):
+            for d, n in zip(p.shape, shape):
+                if isinstance(d, str) and d != "?":
+                    dims.setdefault(d, n)
+    for p in buffers:
+        for d in p.shape:
+            if isinstance(d, str) and d != "?":
+                dims.setdefault(d, default)
+    return dims
+
+
 # -- one program, in a process of its own ---------------------------------------------
 
 def _first_error(text: str) -> str:
@@ -177,10 +233,8 @@ def _first_error(text: str) -> str:
 
 def run_one(path: str, folder: str, cuda: bool, dim_default: int) -> dict:
     """Everything this runner asks of one program, as a JSON-ready record."""
-    import io
     import numpy as np
     import croqvm
-    from croqvm.bytecode.module import ParamKind
     from croqvm.diff import compare, run_once
     from croqvm.errors import CroqvmError
     from croqvm.run_io import build_args
@@ -209,17 +263,15 @@ def run_one(path: str, folder: str, cuda: bool, dim_default: int) -> dict:
         return rec
 
     np.seterr(all="ignore")
+    calls = host_shapes(text)
     runs, agree = True, True
     printed = []
     for fn in program.functions:
         if folder == "co-mock" and fn.params:
             continue
-        dims = {}
+        dims = bind_dims(fn, calls.get(fn.name), dim_default)
         try:
-            unbound = {d for p in fn.params if p.kind == ParamKind.BUFFER
-                       for d in p.shape if isinstance(d, str) and d != "?"}
-            args, _ = build_args(fn, {}, {d: dim_default for d in unbound}, True, 0)
-            dims = {d: dim_default for d in unbound}
+            args, _ = build_args(fn, {}, dims, True, 0)
         except CroqvmError as err:
             runs = False
             rec["cause"] = rec["cause"] or f"run: {fn.name}: {err}"
@@ -334,7 +386,7 @@ def main() -> None:
     ap.add_argument("--no-cuda", dest="cuda", action="store_false",
                     help="skip cuda-cpu (check and run only)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per program")
-    ap.add_argument("--dim-default", type=int, default=128,
+    ap.add_argument("--dim-default", type=int, default=16,
                     help="value of a symbolic dimension nothing binds")
     ap.add_argument("--json", metavar="FILE", help="write every program's record here")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
