@@ -510,9 +510,10 @@ def emit_cuda(
     print(f"wrote {out} ({len(text.splitlines())} lines)")
 
 
-@command(help="Run a function on the interpreter and on another engine or device with the "
-              "same inputs; say whether they agree, else list the first differences (exit "
-              "status 3).")
+@command(help="Run a function on the interpreter (the native engine, or --reference "
+              "python) and on another engine or device with the same inputs; say whether "
+              "they agree, else list the first differences (exit status 3). Both runs "
+              "stopping with the same runtime error is reported as such, with status 3.")
 def diff(
         file: File,
         func: Annotated[str, typer.Option(metavar="NAME", help="The function to run.")],
@@ -526,6 +527,10 @@ def diff(
         against: Annotated[str, typer.Option(
             **values.one_of("python", "native", "cuda-cpu", "gpu"), show_default=True,
             help="What to compare with.")] = "cuda-cpu",
+        reference: Annotated[str, typer.Option(
+            **values.one_of("native", "python"), show_default=True,
+            help="The interpreter whose run is the reference (against native: python).")
+            ] = "native",
         rtol: Annotated[float | None, typer.Option(
             parser=values.real, metavar="X",
             help="Relative tolerance for floats (default: 0, or 1e-3 against gpu).")] = None,
@@ -535,18 +540,24 @@ def diff(
         verbose: Verbose = False,
         defines: Defines = None):
     inputs, dims = inputs or [], dims or []    # typer gives None for none given
-    from .diff import differ
+    from .diff import comparison, reference_for
     from .run_io import load_inputs, parse_dims
     _cuda_verbose(verbose)
     program = _load(file, defines, "run")
     _, args, dim_values = _arguments(program, file, func, load_inputs(list(inputs)),
                                      parse_dims(list(dims)), random_inputs, seed or 0)
-    found = differ(program, func, *args, against=against, rtol=rtol, atol=atol, **dim_values)
-    if not found:
-        print(f"{func}: {against} agrees with the interpreter")
+    found = comparison(program, func, *args, against=against, reference=reference, rtol=rtol,
+                       atol=atol, **dim_values)
+    engine = reference_for(against, reference)
+    if found.both_fault:      # alike, but no results to compare: not a success
+        print(f"{func}: {against} and the {engine} engine both fault alike:\n"
+              f"{found.reference.error.rstrip()}", file=sys.stderr)
+        raise SystemExit(EXIT_MISMATCH)
+    if not found.mismatches:
+        print(f"{func}: {against} agrees with the {engine} engine")
         return
-    print(f"{func}: {against} differs from the interpreter:", file=sys.stderr)
-    for m in found:
+    print(f"{func}: {against} differs from the {engine} engine:", file=sys.stderr)
+    for m in found.mismatches:
         print(f"  {m}", file=sys.stderr)
     raise SystemExit(EXIT_MISMATCH)
 

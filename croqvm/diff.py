@@ -10,6 +10,11 @@ What is compared: the returned value, every ``global`` buffer parameter after th
 (§14.3.3), the printed lines (as multisets: a device prints a launch's lines in its own
 order) and the runtime error, if any (its text). Integers and bools must be equal;
 floats may differ by ``atol + rtol * |reference|`` (NaN equals NaN).
+
+The reference is the native engine (``reference="python"`` for the specification itself;
+against the native engine, the reference is always the Python engine). Two runs that
+stop with the same runtime error agree, but a caller that wants results must not take that
+for success: ``Comparison.both_fault`` says so.
 """
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ AGAINST = {"python": {"engine": "python"}, "native": {"engine": "native"},
 # cores and GPU accumulation orders round differently (LANGUAGE.md §12.4)
 DEFAULT_TOLERANCE = {"python": (0.0, 0.0), "native": (0.0, 0.0), "cuda-cpu": (0.0, 0.0),
                      "gpu": (1e-3, 1e-5)}
+REFERENCES = ("native", "python")      # the interpreters a comparison may take as reference
 
 
 @dataclass(frozen=True)
@@ -43,8 +49,18 @@ class Mismatch:
     def __str__(self) -> str:
         where = self.what if self.index is None else \
             f"{self.what}[{', '.join(map(str, self.index))}]"
+        if self.what in ("output", "error"):      # text: shown as text, one block each
+            return (f"{where}:\n    reference: {_text(self.reference)}\n"
+                    f"    other:     {_text(self.other)}")
         tol = f" (tolerance {self.tolerance:g})" if self.tolerance else ""
         return f"{where}: reference {self.reference!r}, other {self.other!r}{tol}"
+
+
+def _text(value) -> str:
+    if value is None:
+        return "(no error)"
+    lines = str(value).rstrip("\n").split("\n")
+    return "\n               ".join(lines) if lines != [""] else "(nothing)"
 
 
 @dataclass
@@ -80,8 +96,11 @@ def _elements(name, want, got, rtol, atol, limit):
                          f"{got.dtype}{list(got.shape)}")]
     if want.dtype.kind == "f":
         w, g = want.astype(np.float64), got.astype(np.float64)
-        bound = atol + rtol * np.abs(w)
-        bad = ~((np.abs(g - w) <= bound) | (np.isnan(w) & np.isnan(g)) | (w == g))
+        with np.errstate(all="ignore"):          # inf - inf is a NaN that compares unequal
+            bound = atol + rtol * np.abs(w)
+            # an infinity is only close to itself (its bound would be infinite)
+            near = (np.abs(g - w) <= bound) & np.isfinite(w) & np.isfinite(g)
+            bad = ~(near | (np.isnan(w) & np.isnan(g)) | (w == g))
     else:
         bound = np.zeros(want.shape)
         bad = want != got
@@ -113,24 +132,60 @@ def compare(ref: Outcome, other: Outcome, rtol: float = 0.0, atol: float = 0.0,
     return found[:limit]
 
 
-def differ(program, func: str, *args, against: str = "cuda-cpu", rtol: float | None = None,
-           atol: float | None = None, limit: int = 10, **dims) -> list:
-    """Run ``func`` on the reference interpreter and on ``against``; the mismatches."""
+@dataclass
+class Comparison:
+    """Both outcomes of a differential run and their mismatches (none: they agree)."""
+    reference: Outcome
+    other: Outcome
+    mismatches: list
+
+    @property
+    def both_fault(self) -> bool:
+        """Both runs stopped with the same runtime error: they agree, on a fault."""
+        return not self.mismatches and self.reference.error is not None
+
+
+def reference_for(against: str, reference: str = "native") -> str:
+    """The interpreter a comparison against ``against`` takes as reference: ``reference``,
+    unless that is ``against`` itself (the native engine is compared with Python)."""
+    from .program import available
+    if reference not in REFERENCES:
+        raise ArgumentError(f"unknown reference '{reference}': use {' or '.join(REFERENCES)}")
+    if against == reference or not available("cpu", reference):
+        return "python"      # the specification: also where the extension is not built
+    return reference
+
+
+def comparison(program, func: str, *args, against: str = "cuda-cpu",
+               reference: str = "native", rtol: float | None = None,
+               atol: float | None = None, limit: int = 10, **dims) -> Comparison:
+    """Run ``func`` on the reference interpreter and on ``against`` with the same
+    arguments; both outcomes and the first ``limit`` mismatches."""
     if against not in AGAINST:
         raise ArgumentError(f"unknown target '{against}' to compare with: use "
                             f"{', '.join(AGAINST)}")
+    ref_engine = reference_for(against, reference)
     d_rtol, d_atol = DEFAULT_TOLERANCE[against]
-    ref = run_once(program, func, list(args), dims, {"engine": "python"})
+    ref = run_once(program, func, list(args), dims, {"engine": ref_engine})
     other = run_once(program, func, list(args), dims, AGAINST[against])
-    return compare(ref, other, d_rtol if rtol is None else rtol,
-                   d_atol if atol is None else atol, limit)
+    return Comparison(ref, other, compare(ref, other, d_rtol if rtol is None else rtol,
+                                          d_atol if atol is None else atol, limit))
 
 
-def assert_agree(program, func: str, *args, against: str = "cuda-cpu", rtol=None, atol=None,
-                 **dims) -> None:
+def differ(program, func: str, *args, against: str = "cuda-cpu", reference: str = "native",
+           rtol: float | None = None, atol: float | None = None, limit: int = 10,
+           **dims) -> list:
+    """Run ``func`` on the reference interpreter and on ``against``; the mismatches."""
+    return comparison(program, func, *args, against=against, reference=reference, rtol=rtol,
+                      atol=atol, limit=limit, **dims).mismatches
+
+
+def assert_agree(program, func: str, *args, against: str = "cuda-cpu", reference="native",
+                 rtol=None, atol=None, **dims) -> None:
     """pytest helper: fail with the mismatches unless ``against`` agrees with the
     reference interpreter on ``func(*args)``."""
-    found = differ(program, func, *args, against=against, rtol=rtol, atol=atol, **dims)
+    found = differ(program, func, *args, against=against, reference=reference, rtol=rtol,
+                   atol=atol, **dims)
     if found:
         raise AssertionError(f"'{func}' on {against} differs from the interpreter:\n" +
                              "\n".join(f"  {m}" for m in found))

@@ -10,7 +10,7 @@ import pytest
 
 import croqvm
 from croqvm.cuda import driver
-from croqvm.diff import assert_agree, differ
+from croqvm.diff import Mismatch, Outcome, assert_agree, compare, differ
 
 ROOT = Path(__file__).resolve().parent.parent
 MATMUL = ROOT / "programs" / "matmul_dma.co"
@@ -80,7 +80,7 @@ def test_diff_agrees_with_status_0():
     done = croqvm_cmd("diff", MATMUL, "--func", "matmul", "--random-inputs", "--dim", "M=32",
                       "--dim", "N=32", "--dim", "K=32")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "matmul: cuda-cpu agrees with the interpreter\n"
+    assert done.stdout == "matmul: cuda-cpu agrees with the native engine\n"
 
 
 def test_diff_lists_mismatches_with_status_3_and_a_tolerance_hides_them(tmp_path):
@@ -88,9 +88,61 @@ def test_diff_lists_mismatches_with_status_3_and_a_tolerance_hides_them(tmp_path
     src.write_text(RACY_SUM)
     done = croqvm_cmd("diff", src, "--func", "racy", "--random-inputs")
     assert done.returncode == 3, done.stderr
-    assert done.stderr.startswith("racy: cuda-cpu differs from the interpreter:\n  s[0]: ")
+    assert done.stderr.startswith("racy: cuda-cpu differs from the native engine:\n  s[0]: ")
     loose = croqvm_cmd("diff", src, "--func", "racy", "--random-inputs", "--atol", "1e-3")
     assert loose.returncode == 0, loose.stderr
+
+
+OOB = """
+__co__ void oob(global s32 [4] a) {
+  parallel p by 1 : block {
+    parallel t by 8 : thread
+      a.at(t) = t;
+  }
+}
+"""
+
+
+def test_diff_of_two_runs_faulting_alike_says_so_with_status_3(tmp_path):
+    src = tmp_path / "oob.co"
+    src.write_text(OOB)
+    done = croqvm_cmd("diff", src, "--func", "oob", "--random-inputs")
+    assert done.returncode == 3, done.stderr
+    head, error = done.stderr.split("\n", 1)
+    assert head == "oob: cuda-cpu and the native engine both fault alike:"
+    assert error.startswith(f"{src}:5:7: runtime error: out-of-range access a.at(4)")
+    # against the native engine, the specification is the reference
+    done = croqvm_cmd("diff", src, "--func", "oob", "--random-inputs", "--against", "native")
+    assert done.returncode == 3
+    assert done.stderr.startswith("oob: native and the python engine both fault alike:\n")
+
+
+def test_diff_reference_can_be_the_python_engine():
+    done = croqvm_cmd("diff", MATMUL, "--func", "matmul", "--random-inputs", "--dim", "M=16",
+                      "--dim", "N=16", "--dim", "K=16", "--reference", "python")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "matmul: cuda-cpu agrees with the python engine\n"
+
+
+def test_mismatching_errors_and_output_print_as_text():
+    ref = Outcome({}, "1 2\n", "f.co:3:5: runtime error: deadlock\n  warp 0: wait e")
+    other = Outcome({}, "", None)
+    error = [m for m in compare(ref, other) if m.what == "error"][0]
+    assert str(error) == ("error:\n    reference: f.co:3:5: runtime error: deadlock\n"
+                          "                 warp 0: wait e\n"
+                          "    other:     (no error)")
+    output = [m for m in compare(ref, other) if m.what == "output"][0]
+    assert str(output) == "output:\n    reference: 1 2\n    other:     (nothing)"
+
+
+def test_comparing_infinities_and_nans_raises_no_numpy_warning():
+    ref = Outcome({"r": np.array([np.inf, -np.inf, np.nan, 1.0], np.float32)}, "", None)
+    same = Outcome({"r": np.array([np.inf, -np.inf, np.nan, 1.0], np.float32)}, "", None)
+    other = Outcome({"r": np.array([-np.inf, np.inf, 0.0, 1.0], np.float32)}, "", None)
+    with np.errstate(all="raise"):
+        assert compare(ref, same, rtol=1e-3, atol=1e-5) == []
+        assert [m.index for m in compare(ref, other, rtol=1e-3)] == [(0,), (1,), (2,)]
+    assert isinstance(compare(ref, other)[0], Mismatch)
 
 
 def test_assert_agree_passes_and_fails_as_a_test_would():
