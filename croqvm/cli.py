@@ -278,10 +278,10 @@ def run(
             metavar="REF.npz",
             help="Compare the results with REF; exit status 3 if they differ.")] = None,
         rtol: Annotated[float | None, typer.Option(
-            parser=values.real, metavar="X",
+            parser=values.tolerance, metavar="X",
             help="Relative tolerance of --expect (default 1e-5; integers: exact).")] = None,
         atol: Annotated[float | None, typer.Option(
-            parser=values.real, metavar="X",
+            parser=values.tolerance, metavar="X",
             help="Absolute tolerance of --expect (default 1e-8; integers: exact).")] = None,
         schedule: Annotated[str, typer.Option(
             **values.one_of(*SCHEDULES), show_default=True,
@@ -346,6 +346,10 @@ def run(
             given[expect] = "the --expect file"
         check_output(output, "--output", given)
     program = _load(file, defines, "run")
+    reference = None        # (path, arrays): read before the run, which may be long
+    if expect is not None:
+        from .results import read_expected
+        reference = (expect, read_expected(expect))
     if replay is None:
         from .run_io import load_inputs, parse_dims
         arrays, dim_values = load_inputs(list(inputs)), parse_dims(list(dims))
@@ -372,7 +376,7 @@ def run(
         print(f"progress: done: {stats.get('launches', 0)} launch(es), "
               f"{stats.get('blocks', 0)} block(s), {stats.get('warp_steps', 0)} "
               f"warp-instructions in {time.monotonic() - monitor.start:.1f} s", file=sys.stderr)
-    _finish(results, saved_inputs, quiet, output, expect, rtol, atol)
+    _finish(results, saved_inputs, quiet, output, reference, rtol, atol)
 
 
 def _check_run_options(func, inputs, random_inputs, seed, dims, expect, rtol, atol, schedule,
@@ -467,8 +471,9 @@ def _run_one(program, file, func, arrays, random_inputs, seed, dims, options, st
     return results_of(fn, args, result), used
 
 
-def _finish(results, used, quiet, output, expect, rtol, atol) -> None:
-    """The summary, the output file, then the comparison (whose failure keeps the file)."""
+def _finish(results, used, quiet, output, reference, rtol, atol) -> None:
+    """The summary, the output file, then the comparison with ``reference``, (path,
+    arrays) or None (whose failure keeps the file)."""
     from .results import compare, describe
     from .run_io import save_npz
     if not quiet:
@@ -476,14 +481,15 @@ def _finish(results, used, quiet, output, expect, rtol, atol) -> None:
             print(describe(name, value), file=sys.stderr)
     if output is not None:
         save_npz(output, {**{k: np.asarray(v) for k, v in results.items()}, **used})
-    if expect is not None:
-        report = compare(results, used, expect, rtol, atol)
+    if reference is not None:
+        path, expected = reference
+        report = compare(results, used, path, expected, rtol, atol)
         if report:
-            print(f"--expect {expect}: the results differ", file=sys.stderr)
+            print(f"--expect {path}: the results differ", file=sys.stderr)
             print("\n".join(report), file=sys.stderr)
             raise SystemExit(EXIT_MISMATCH)
         if not quiet:
-            print(f"--expect {expect}: the results agree", file=sys.stderr)
+            print(f"--expect {path}: the results agree", file=sys.stderr)
 
 
 @command(name="emit-cuda", help="Write the CUDA C++ the generator makes of a file's kernels: "
@@ -532,10 +538,10 @@ def diff(
             help="The interpreter whose run is the reference (against native: python).")
             ] = "native",
         rtol: Annotated[float | None, typer.Option(
-            parser=values.real, metavar="X",
+            parser=values.tolerance, metavar="X",
             help="Relative tolerance for floats (default: 0, or 1e-3 against gpu).")] = None,
         atol: Annotated[float | None, typer.Option(
-            parser=values.real, metavar="X",
+            parser=values.tolerance, metavar="X",
             help="Absolute tolerance for floats (default: 0, or 1e-5 against gpu).")] = None,
         verbose: Verbose = False,
         defines: Defines = None):

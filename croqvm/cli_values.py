@@ -22,9 +22,13 @@ def _number(text, kind: type, what: str):
         raise typer.BadParameter(f"{text!r} is not a valid {what}.") from None
 
 
-def real(text) -> float:
-    """A float, as Python writes one (``1e-3``, ``nan``, ``inf``)."""
-    return _number(text, float, "float")
+def tolerance(text) -> float:
+    """A tolerance: a finite float of at least 0 (a NaN would make every value agree)."""
+    number = _number(text, float, "float")
+    if not 0.0 <= number < float("inf"):
+        raise typer.BadParameter(f"{text!r} is not a tolerance: use a finite number "
+                                 f"of at least 0.")
+    return number
 
 
 def at_least(low: int, kind: type = int) -> dict:

@@ -110,29 +110,28 @@ def read_replay(path: str, program) -> Replay:
     """The replay file ``path`` for ``program``; a file of another program, another croqvm
     version or another format is an ArgumentError that says which."""
     data = load_numpy(path, "--replay")
-    if not isinstance(data, np.lib.npyio.NpzFile) or "meta" not in data.files:
+    if not isinstance(data, dict) or "meta" not in data:
         raise ArgumentError(f"--replay {path}: not a replay file (croqvm explore --record "
                             f"writes them)")
-    with data:
-        try:
-            meta = json.loads(str(data["meta"]))
-        except (ValueError, TypeError):
-            meta = {}
-        if meta.get("format") != REPLAY_FORMAT or meta.get("version") != REPLAY_VERSION:
-            raise ArgumentError(f"--replay {path}: not a replay file of this croqvm "
-                                f"(format {meta.get('format')!r} version "
-                                f"{meta.get('version')!r})")
-        if meta["croqvm"] != __version__:
-            raise ArgumentError(f"--replay {path}: recorded by croqvm {meta['croqvm']}, this "
-                                f"is croqvm {__version__}: its schedules may differ; record "
-                                f"it again with croqvm explore")
-        if meta["program"] != program_digest(program.module):
-            given = " ".join(f"-D {k}" + ("" if v is None else f"={v}")
-                             for k, v in meta["defines"].items())
-            raise ArgumentError(f"--replay {path}: recorded for another program: "
-                                f"{meta['file']}" + (f" with {given}" if given else "") +
-                                ", as it was then")
-        inputs = {key[len("input."):]: data[key] for key in data.files
-                  if key.startswith("input.")}
+    try:
+        meta = json.loads(str(data["meta"]))
+    except (ValueError, TypeError):
+        meta = {}
+    if meta.get("format") != REPLAY_FORMAT or meta.get("version") != REPLAY_VERSION:
+        raise ArgumentError(f"--replay {path}: not a replay file of this croqvm "
+                            f"(format {meta.get('format')!r} version "
+                            f"{meta.get('version')!r})")
+    if meta["croqvm"] != __version__:
+        raise ArgumentError(f"--replay {path}: recorded by croqvm {meta['croqvm']}, this "
+                            f"is croqvm {__version__}: its schedules may differ; record "
+                            f"it again with croqvm explore")
+    if meta["program"] != program_digest(program.module):
+        given = " ".join(f"-D {k}" + ("" if v is None else f"={v}")
+                         for k, v in meta["defines"].items())
+        raise ArgumentError(f"--replay {path}: recorded for another program: "
+                            f"{meta['file']}" + (f" with {given}" if given else "") +
+                            ", as it was then")
+    inputs = {key[len("input."):]: data[key] for key in data
+              if key.startswith("input.")}
     return Replay(path, meta["func"], inputs, meta["dims"], meta["schedule_seed"],
                   meta["check"])

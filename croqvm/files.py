@@ -64,15 +64,76 @@ def _refuse_data(path: str, head: bytes) -> None:
 
 
 def load_numpy(path: str, where: str):
-    """``np.load`` of a ``.npy`` (an array) or ``.npz`` (an ``NpzFile``), never of
-    pickled objects; problems name ``where`` (``--input a=x.npy``) and the file."""
+    """The array of a ``.npy`` file, or the arrays of a ``.npz`` file as a dict by name,
+    never pickled objects. Every size is checked from the headers before anything is read:
+    an array whose header claims more bytes than the file holds, or an archive that would
+    expand beyond ``max_array_bytes()``, is refused. Problems name ``where`` (``--input
+    a=x.npy``) and the file."""
+    import zipfile
+    with reading(path, where), open(path, "rb") as f:
+        if f.read(4) in (b"PK\x03\x04", b"PK\x05\x06"):
+            f.seek(0)
+            try:
+                with zipfile.ZipFile(f) as archive:
+                    return _read_npz(archive, path, where)
+            except (zipfile.BadZipFile, EOFError, OSError, ValueError, zlib_error()):
+                raise ArgumentError(f"{where}: '{path}' is a damaged .npz file") from None
+        f.seek(0)
+        return _read_npy(f, os.fstat(f.fileno()).st_size, path, where)
+
+
+def zlib_error():
+    import zlib
+    return zlib.error
+
+
+def max_array_bytes() -> int:
+    """The most bytes of arrays one input file may expand to: half the memory this
+    machine has free, so that reading an input never exhausts it."""
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError, AttributeError):
+        return 1 << 32
+
+
+def _read_npz(archive, path: str, where: str) -> dict:
+    members = [i for i in archive.infolist() if i.filename.endswith(".npy")]
+    expands = sum(i.file_size for i in members)
+    if expands > max_array_bytes():
+        raise ArgumentError(f"{where}: '{path}' would expand to {expands} bytes, more than "
+                            f"the {max_array_bytes()} this machine can spare")
+    arrays = {}
+    for info in members:
+        with archive.open(info) as member:
+            arrays[info.filename[:-len(".npy")]] = _read_npy(member, info.file_size, path,
+                                                             where)
+    return arrays
+
+
+def _read_npy(stream, size: int, path: str, where: str):
+    """One ``.npy`` array from ``stream`` (``size`` bytes), its header checked first."""
     import numpy as np
-    with reading(path, where):
-        try:
-            return np.load(path, allow_pickle=False)
-        except ValueError:   # numpy's message suggests allow_pickle, never the fix here
-            raise ArgumentError(f"{where}: '{path}' is not a .npy or .npz file of "
-                                f"numbers") from None
+    fmt = np.lib.format
+    bad = f"{where}: '{path}' is not a .npy or .npz file of numbers"
+    try:
+        version = fmt.read_magic(stream)
+        header = fmt.read_array_header_1_0 if version == (1, 0) else \
+            fmt.read_array_header_2_0        # 2.0 and 3.0 differ in the text's encoding only
+        shape, fortran, dtype = header(stream)
+    except (ValueError, EOFError, OSError):
+        raise ArgumentError(bad) from None
+    if dtype.hasobject:
+        raise ArgumentError(bad + " (object arrays are not read)")
+    claimed = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if claimed > size - stream.tell():
+        raise ArgumentError(f"{where}: '{path}' is damaged: its header claims an array of "
+                            f"{claimed} bytes ({dtype} {list(shape)}), more than the file "
+                            f"holds")
+    data = stream.read(claimed)
+    if len(data) != claimed:
+        raise ArgumentError(f"{where}: '{path}' is damaged: the array data ends early")
+    array = np.frombuffer(data, dtype=dtype).copy()
+    return array.reshape(shape, order="F" if fortran else "C")
 
 
 @contextmanager

@@ -28,6 +28,7 @@ from .source import SourceFile
 
 SCHEDULES = ("rr", "random")     # LANGUAGE.md §7.1.2; docs/EXECUTION.md §16
 SEED_BITS = 64                   # a seed is taken modulo 2**64: the PRNG state (croqvm.prng)
+MAX_STEP_LIMIT = 2 ** 63 - 1     # the engines count warp-steps in 64-bit signed integers
 
 
 def _python_engine():
@@ -193,8 +194,9 @@ class Program:
         if schedule not in SCHEDULES:
             raise ArgumentError(f"unknown schedule '{schedule}': use 'rr' or 'random'.")
         if max_steps is not None and (isinstance(max_steps, bool)
-                                      or not isinstance(max_steps, int) or max_steps < 1):
-            raise ArgumentError(f"the step limit must be a positive integer, not "
+                                      or not isinstance(max_steps, int)
+                                      or not 1 <= max_steps <= MAX_STEP_LIMIT):
+            raise ArgumentError(f"the step limit must be an integer from 1 to 2^63 - 1, not "
                                 f"{max_steps!r}.")
         if self.module.function(func) is None:
             raise ArgumentError(f"no function named '{func}' in this module.")

@@ -64,13 +64,19 @@ def describe(name: str, value) -> str:
     return f"{name}: {value!r}"
 
 
-def compare(results: dict, inputs: dict, expected_path: str, rtol: float | None,
+def read_expected(path: str):
+    """The arrays of an ``--expect`` file, read before the run so that a damaged one is
+    refused before any work: see ``compare``."""
+    return load_numpy(path, f"--expect {path}")
+
+
+def compare(results: dict, inputs: dict, expected_path: str, expected, rtol: float | None,
             atol: float | None) -> list[str]:
-    """Compare ``results`` with the arrays of ``expected_path`` (an .npz, or a .npy for a
-    run with one result); return the report of every mismatch (empty: all agree). The
-    reference's ``input.NAME`` arrays (an earlier ``--output`` file) are compared with
-    ``inputs``, the values this run used."""
-    reference = _read_reference(expected_path, list(results), list(inputs))
+    """Compare ``results`` with ``expected``, the arrays ``read_expected`` read from
+    ``expected_path`` (an .npz, or a .npy for a run with one result); return the report of
+    every mismatch (empty: all agree). The reference's ``input.NAME`` arrays (an earlier
+    ``--output`` file) are compared with ``inputs``, the values this run used."""
+    reference = _read_reference(expected, expected_path, list(results), list(inputs))
     report = []
     for key, want in reference.items():
         got = np.asarray(results[key] if key in results else inputs[key])
@@ -81,23 +87,21 @@ def compare(results: dict, inputs: dict, expected_path: str, rtol: float | None,
     return report
 
 
-def _read_reference(path: str, produced: list[str], used: list[str]) -> dict:
-    data = load_numpy(path, f"--expect {path}")
-    if not isinstance(data, np.lib.npyio.NpzFile):
+def _read_reference(data, path: str, produced: list[str], used: list[str]) -> dict:
+    if not isinstance(data, dict):
         if len(produced) != 1:
             raise ArgumentError(f"--expect {path}: a .npy file holds one array, but this run "
                                 f"produces {len(produced)} ({', '.join(produced) or 'none'}); "
                                 f"give an .npz with one array per result")
         return {produced[0]: data}
-    with data:
-        extra = [k for k in data.files if k not in produced and k not in used]
-        if extra:
-            raise ArgumentError(f"--expect {path}: this run produces no '{extra[0]}' (it "
-                                f"produces: {', '.join(produced) or 'nothing'})")
-        if not data.files:
-            raise ArgumentError(f"--expect {path}: the file holds no array")
-        # inputs first: when they differ, that explains the other differences
-        return {k: data[k] for k in sorted(data.files, key=lambda k: k not in used)}
+    extra = [k for k in data if k not in produced and k not in used]
+    if extra:
+        raise ArgumentError(f"--expect {path}: this run produces no '{extra[0]}' (it "
+                            f"produces: {', '.join(produced) or 'nothing'})")
+    if not data:
+        raise ArgumentError(f"--expect {path}: the file holds no array")
+    # inputs first: when they differ, that explains the other differences
+    return {k: data[k] for k in sorted(data, key=lambda k: k not in used)}
 
 
 def _differences(key: str, got: np.ndarray, want: np.ndarray, rtol, atol) -> list[str]:

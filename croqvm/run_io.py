@@ -72,21 +72,16 @@ def _read_input(name: str, spec: str) -> np.ndarray:
     path, key = _split_spec(spec)
     where = f"--input {name}={spec}"
     data = load_numpy(path, where)
-    if not isinstance(data, np.lib.npyio.NpzFile):
+    if not isinstance(data, dict):
         if key is not None:
             raise ArgumentError(f"{where}: '{path}' is a single array (.npy), it has no keys")
         return data
-    with data:
-        key = name if key is None else key
-        if key not in data.files:
-            held = ", ".join(data.files) or "nothing"
-            raise ArgumentError(f"{where}: '{path}' holds no array '{key}' (it holds: {held}); "
-                                f"choose one with {name}={path}:KEY")
-        try:
-            return data[key]
-        except ValueError:
-            raise ArgumentError(f"{where}: the array '{key}' in '{path}' is not numbers "
-                                f"(object arrays are not read)") from None
+    key = name if key is None else key
+    if key not in data:
+        held = ", ".join(data) or "nothing"
+        raise ArgumentError(f"{where}: '{path}' holds no array '{key}' (it holds: {held}); "
+                            f"choose one with {name}={path}:KEY")
+    return data[key]
 
 
 def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
@@ -135,13 +130,31 @@ def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
 
 
 def _input_value(p, arr):
-    """A scalar parameter takes the number a 0-d array holds (``np.save(f, 3)``)."""
+    """A scalar parameter takes the number a 0-d array holds (``np.save(f, 3)``), which
+    must be a value of the parameter's type: an integer in its range for an integer type
+    (a file is data, not an expression: nothing wraps), a number for a float type (rounded
+    once), a bool or 0/1 for bool."""
     if p.kind != ParamKind.SCALAR:
         return arr
+    where = f"--input {p.name}"
     if np.ndim(arr) != 0:
-        raise ArgumentError(f"--input {p.name}: '{p.name}' is a scalar parameter, but the "
+        raise ArgumentError(f"{where}: '{p.name}' is a scalar parameter, but the "
                             f"file holds an array of shape {np.shape(arr)}")
-    return arr.item()
+    t = BY_CODE[p.dtype]
+    if np.asarray(arr).dtype.kind not in "biuf":
+        raise ArgumentError(f"{where}: the file holds a {np.asarray(arr).dtype}, not a number")
+    value = arr.item()
+    if t.is_float:
+        return float(value)
+    if isinstance(value, float):
+        raise ArgumentError(f"{where}: '{p.name}' is {t.name}, but the file holds the float "
+                            f"{value!r}; save an integer array (e.g. np.int64)")
+    low, high = (0, 1) if t.kind == "bool" else \
+        (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.signed else (0, (1 << t.bits) - 1)
+    if not low <= value <= high:
+        raise ArgumentError(f"{where}: {value} is out of range for '{p.name}' ({t.name}: "
+                            f"{low} to {high})")
+    return bool(value) if t.kind == "bool" else int(value)
 
 
 def inputs_used(fn, args: list) -> dict[str, np.ndarray]:

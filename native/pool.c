@@ -196,12 +196,16 @@ static void restore_buffers(struct cq_pool *p)
            sizeof(cq_insts) * call->prog->kernels[L->kernel].code.nbuf);
 }
 
-/* Start the launch's blocks on ``call->opts.jobs`` threads. */
+static void pool_free(struct cq_pool *p);
+
+/* Start the launch's blocks on ``call->opts.jobs`` threads, but no more threads than
+ * blocks. Where the system refuses a thread, the threads already started share the
+ * blocks; where it refuses the first, the launch runs serially (``call->serial``). */
 void cq_pool_start(cq_call *call)
 {
     struct cq_pool *p = cq_xcalloc(1, sizeof *p);
     p->call = call;
-    p->nworkers = call->opts.jobs;
+    p->nworkers = call->opts.jobs < call->blocks ? call->opts.jobs : (int)call->blocks;
     p->budget = call->opts.max_steps - call->steps;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->done, NULL);
@@ -220,8 +224,16 @@ void cq_pool_start(cq_call *call)
         wk->wc.arena = NULL;
         wk->wc.blk = NULL;
         wk->wc.kg_lock = &p->kg;
-        if (pthread_create(&wk->thread, NULL, work, wk))
-            abort();
+        if (pthread_create(&wk->thread, NULL, work, wk)) {
+            atomic_fetch_sub(&p->running, p->nworkers - k);
+            p->nworkers = k;
+            break;
+        }
+    }
+    if (p->nworkers == 0) {
+        pool_free(p);
+        call->serial = 1;
+        return;
     }
     call->pool = p;
 }

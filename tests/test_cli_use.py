@@ -177,6 +177,80 @@ def test_input_problems_name_the_file(work, inputs, message):
                   cwd=work) == (2, "", message + "\n")
 
 
+def _liar(path, shape):
+    """A .npy file whose header claims ``shape`` but which holds 4 float32 values."""
+    np.save(path, np.ones(4, np.float32))
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b"(4,)", repr(shape).encode().ljust(4)))
+
+
+@pytest.mark.parametrize("make, spec, message", [
+    (lambda w: _liar(w / "liar.npy", (1 << 40,)), "a=liar.npy",
+     "--input a=liar.npy: 'liar.npy' is damaged: its header claims an array of "
+     "4398046511104 bytes (float32 [1099511627776]), more than the file holds"),
+    (lambda w: _liar(w / "short.npy", (40,)), "a=short.npy",
+     "--input a=short.npy: 'short.npy' is damaged: its header claims an array of 160 bytes "
+     "(float32 [40]), more than the file holds"),
+    (lambda w: (w / "zip.npz").write_bytes(b"PK\x03\x04" + bytes(60)), "a=zip.npz",
+     "--input a=zip.npz: 'zip.npz' is a damaged .npz file"),
+])
+def test_damaged_array_files_are_refused_from_their_headers(work, make, spec, message):
+    make(work)
+    assert croqvm("run", "add.co", "--func", "add", "--input", spec, "--random-inputs",
+                  cwd=work) == (2, "", message + "\n")
+
+
+def test_damaged_expect_and_replay_files_are_usage_errors(work):
+    (work / "zip.npz").write_bytes(b"PK\x03\x04" + bytes(60))
+    base = ["run", "add.co", "--func", "add", "--random-inputs", "--dim", "N=4"]
+    assert croqvm(*base, "--expect", "zip.npz", cwd=work) == (
+        2, "", "--expect zip.npz: 'zip.npz' is a damaged .npz file\n")
+    assert croqvm("run", "add.co", "--replay", "zip.npz", cwd=work) == (
+        2, "", "--replay: 'zip.npz' is a damaged .npz file\n")
+
+
+@pytest.mark.parametrize("value, message", [
+    (np.int64(2 ** 31), "--input k: 2147483648 is out of range for 'k' (s32: -2147483648 to "
+                        "2147483647)"),
+    (np.float64("nan"), "--input k: 'k' is s32, but the file holds the float nan; save an "
+                        "integer array (e.g. np.int64)"),
+    (np.float64(1e300), "--input k: 'k' is s32, but the file holds the float 1e+300; save an "
+                        "integer array (e.g. np.int64)"),
+])
+def test_a_scalar_input_must_be_a_value_of_its_type(work, value, message):
+    (work / "k.co").write_text("__co__ s32 k(s32 k) { return k + 1; }\n")
+    np.save(work / "k.npy", value)
+    assert croqvm("run", "k.co", "--func", "k", "--input", "k=k.npy", cwd=work) == (
+        2, "", message + "\n")
+    np.save(work / "k.npy", np.int64(-7))
+    assert croqvm("run", "k.co", "--func", "k", "--input", "k=k.npy", "--quiet",
+                  cwd=work)[0] == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--max-steps", str(2 ** 63)], "the step limit must be an integer from 1 to 2^63 - 1, "
+                                    f"not {2 ** 63}."),
+    (["--expect", "x.npy", "--rtol", "nan"], "Error: Invalid value for '--rtol': 'nan' is "
+                                             "not a tolerance: use a finite number of at least "
+                                             "0."),
+    (["--expect", "x.npy", "--atol", "-1"], "Error: Invalid value for '--atol': '-1' is not a "
+                                            "tolerance: use a finite number of at least 0."),
+])
+def test_limits_and_tolerances_out_of_range_are_usage_errors(work, args, message):
+    status, out, err = croqvm("run", "add.co", "--func", "add", "--random-inputs",
+                              "--dim", "N=4", *args, cwd=work)
+    assert (status, out, err.splitlines()[-1]) == (2, "", message)
+
+
+def test_more_jobs_than_blocks_or_threads_run_as_many_as_are_useful(work):
+    want = np.arange(40, dtype=np.float32) + 0.5
+    np.save(work / "want.npy", want)
+    for jobs in ("512", str(2 ** 40)):
+        assert croqvm("run", "add.co", "--func", "add", "--input", "a=a.npy", "--input",
+                      "b=b.npy", "--engine", "native", "--jobs", jobs, "--expect", "want.npy",
+                      "--quiet", cwd=work) == (0, "", "")
+
+
 def test_an_f32_array_for_an_f16_parameter_gets_the_conversion_as_a_hint(work):
     np.save(work / "x.npy", np.ones(4, np.float32))
     assert croqvm("run", "scale.co", "--func", "scale", "--input", "x=x.npy",

@@ -36,6 +36,9 @@ from .flatten import flatten
 SLICE_STEPS = 1 << 20      # warp-steps between two returns to Python
 SCHEDULES = {"rr": 0, "random": 1}
 NO_LIMIT = 2 ** 63 - 1
+# more threads than this gain nothing on any machine croqvm runs on, and a huge --jobs
+# would only meet the system's thread limit (the pool also never starts more than blocks)
+MAX_JOBS = 256
 
 
 class Program:
@@ -87,8 +90,9 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
     opts = ffi.new("cq_opts *", {"max_steps": NO_LIMIT if max_steps is None else max_steps,
                                  "poison": int(poison), "schedule": SCHEDULES[schedule],
                                  "seed": seed, "max_grid": list(MAX_GRID),
-                                 "jobs": jobs or (1 if schedule == "random"
-                                                  else len(os.sched_getaffinity(0))),
+                                 "jobs": min(jobs or (1 if schedule == "random"
+                                                      else len(os.sched_getaffinity(0))),
+                                             MAX_JOBS),
                                  "jobs_printing": jobs is not None})
     c = lib.cq_call_new(prog.prog, opts)
     try:
