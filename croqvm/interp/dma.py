@@ -269,6 +269,23 @@ def op_wait(w, ins):
         wait_lane(w.blk, slot, int(lane))
 
 
+def op_fut_bind(w, ins):
+    """§10.7: each active lane hands its transfer to the trigger that follows: the copy
+    lands now (before the arrival that publishes it) and counts as the lane's wait; the
+    lane does not block."""
+    blk = w.blk
+    for lane in w.lanes[w.act]:
+        h = blk.futures[ins[1]][int(lane)]
+        if h is None or h.buf is None or not h.is_async:
+            continue
+        if h.waited[lane]:
+            raise Fault(Kind.FUTURE_WAITED_TWICE, (ins[1],), int(lane))
+        h.waited[lane] = True
+        h.transfer.land()
+        if blk.call.checker is not None:
+            blk.call.checker.dma_bind(blk, h, int(lane))
+
+
 def op_swap(w, ins):
     a, b = w.blk.futures[ins[1]], w.blk.futures[ins[2]]
     for lane in w.lanes[w.act]:
@@ -299,5 +316,6 @@ def check_kernel_end(blk) -> None:
 
 HANDLERS = {
     "DMA": op_dma, "FUT_ANY": op_fut_any, "WAIT": op_wait, "SWAP": op_swap,
+    "FUT_BIND": op_fut_bind,
     "FUT_DIM": op_fut_dim,
 }
