@@ -243,9 +243,10 @@ def op_fut_any(w, ins):
         futs[lane] = Handle()
 
 
-def wait_lane(blk, slot, lane):
+def wait_lane(blk, slot, lane, bind=False):
     """§9.5.3-4: complete the lane's transfer; a second wait of it faults; waiting a
-    placeholder without data, or a sync transfer, does nothing."""
+    placeholder without data, or a sync transfer, does nothing. ``bind``: FUT_BIND's
+    completion (§10.7), which the race checker hands to a trigger."""
     h = blk.futures[slot][lane]
     if h is None or h.buf is None or not h.is_async:
         return
@@ -254,7 +255,7 @@ def wait_lane(blk, slot, lane):
     h.waited[lane] = True
     h.transfer.land()
     if blk.call.checker is not None:
-        blk.call.checker.dma_wait(blk, h, lane)
+        (blk.call.checker.dma_bind if bind else blk.call.checker.dma_wait)(blk, h, lane)
 
 
 def op_wait(w, ins):
@@ -270,20 +271,11 @@ def op_wait(w, ins):
 
 
 def op_fut_bind(w, ins):
-    """§10.7: each active lane hands its transfer to the trigger that follows: the copy
-    lands now (before the arrival that publishes it) and counts as the lane's wait; the
-    lane does not block."""
-    blk = w.blk
+    """§10.7: each active lane hands its transfer to the TRIGGER that follows: the copy
+    lands now, before the arrival that publishes it, and counts as the lane's wait;
+    nothing blocks."""
     for lane in w.lanes[w.act]:
-        h = blk.futures[ins[1]][int(lane)]
-        if h is None or h.buf is None or not h.is_async:
-            continue
-        if h.waited[lane]:
-            raise Fault(Kind.FUTURE_WAITED_TWICE, (ins[1],), int(lane))
-        h.waited[lane] = True
-        h.transfer.land()
-        if blk.call.checker is not None:
-            blk.call.checker.dma_bind(blk, h, int(lane))
+        wait_lane(w.blk, ins[1], int(lane), bind=True)
 
 
 def op_swap(w, ins):
