@@ -42,7 +42,8 @@ class EventWaitView:
     (``Code.events``): the first slot (in the order of the warp's active lanes) some lane
     still waits on, its completed generations and arrivals toward the next one, the
     arrivals a generation needs, and the generation those lanes wait for (the number of
-    generations they have waited for already)."""
+    generations they have waited for already, or for a parity wait at ``WAIT_EVENT_AT``
+    the generation its order names, §10.6)."""
     ip: int
     event: int
     slot: int

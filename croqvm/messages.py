@@ -177,6 +177,12 @@ REPORTS = {
                             "until the waiting lanes leave their divergent code, so no trigger "
                             "of theirs can release the wait: trigger before the divergent "
                             "code, or from another warp."),
+    "stale_phase": _t("slot:slot_of_event generation:int completed:int", "generation "
+                      "{generation} of '{slot}' completed, but the slot has completed "
+                      "{completed} generations by now; a wait '.at(order)' tells generations "
+                      "apart only by their parity, so a waiter two generations behind waits "
+                      "for the next generation of that parity: let no trigger run more than "
+                      "one generation ahead of the slowest waiter."),
     # race reports (croqvm.interp.racereport): the headline at the later access, the
     # lanes of each access, and why nothing orders the two
     "race": _t("storage:text buffer:buffer element:tuple here:text there:text where:where "

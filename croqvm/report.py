@@ -103,13 +103,17 @@ def _suspended(cx: Context, w) -> list[str]:
 
 
 def _hint(cx: Context, blocked):
-    """The repair, when the first event wait of the report has never been triggered. When
+    """The repair, when the first event wait of the report is a parity wait (§10.6) whose
+    generation completed long ago, or has never been triggered. When
     no other blocked warp waits on an event, the only lanes left that might trigger it are
     lanes of the waiting warp set aside in divergent code, and those run only after the
     waiting lanes leave it (§7.3): a same-warp protocol, which initial credits do not
     repair. Otherwise it is a cross-warp pipeline that lacks its initial credits."""
     for w in blocked:
         wait = w.waits[0]
+        if isinstance(wait, EventWaitView) and wait.completed > wait.generation:
+            return report("stale_phase", ((wait.event, wait.slot), wait.generation,
+                                          wait.completed), cx)
         if isinstance(wait, EventWaitView) and wait.completed == 0 and wait.arrivals == 0:
             slot = (wait.event, wait.slot)
             idle = sorted(set(w.live) - set(w.active))

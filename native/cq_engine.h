@@ -180,6 +180,8 @@ typedef struct cq_warp {
     int32_t rdv[CQ_WARP];
     int32_t ev, ev_span, ev_n;
     int32_t ev_lane[CQ_WARP], ev_slot[CQ_WARP];
+    int32_t ev_parity;      /* a parity wait (WAIT_EVENT_AT, §10.6): ev_gen holds the ... */
+    int64_t ev_gen[CQ_WARP];     /* ... generation each waiting lane waits for */
     int64_t *counts;        /* per collective instruction, per lane: executions (§7.4.3) */
 } cq_warp;
 
@@ -344,6 +346,9 @@ int cq_op_barrier(cq_warp *w, const cq_ins *ins);
 int cq_op_once(cq_warp *w, const cq_ins *ins);
 int cq_op_trigger(cq_warp *w, const cq_ins *ins);
 int cq_op_wait_event(cq_warp *w, const cq_ins *ins);
+int cq_op_wait_event_at(cq_warp *w, const cq_ins *ins);
+int cq_event_pending(const cq_block *blk, const cq_warp *w, int k, int64_t *gen);
+int cq_op_fut_bind(cq_warp *w, const cq_ins *ins);
 int cq_op_mma(cq_warp *w, const cq_ins *ins);
 int cq_op_print(cq_warp *w, const cq_ins *ins);
 int cq_op_assert(cq_warp *w, const cq_ins *ins);

@@ -604,6 +604,17 @@ int cq_op_wait(cq_warp *w, const cq_ins *ins)
     return CQ_ST_OK;
 }
 
+/* §10.7: each active lane hands its transfer to the TRIGGER that follows: the copy lands
+ * now, before the arrival that publishes it, and counts as the lane's wait; nothing
+ * blocks. */
+int cq_op_fut_bind(cq_warp *w, const cq_ins *ins)
+{
+    for (uint32_t m = w->act; m; m &= m - 1)
+        if (wait_lane(w->blk, ins, ins->a, w->base + cq_low(m)) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+    return CQ_ST_OK;
+}
+
 int cq_op_swap(cq_warp *w, const cq_ins *ins)
 {
     int32_t *a = w->blk->fut[ins->a], *b = w->blk->fut[ins->b];

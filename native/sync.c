@@ -364,12 +364,26 @@ int cq_operands_differ(cq_block *blk, const cq_rdv *rec, int first, int lane, in
 
 /* ------------------------------------------------------------------ blocking */
 
-static int event_ready(const cq_block *blk, const cq_warp *w)
+/* Whether the k-th waiting lane of w's event wait still waits, and for which generation:
+ * its next one (§10.3), or for a parity wait the generation it names, which passes when
+ * the slot's completed count has the parity of that generation + 1 (§10.6). */
+int cq_event_pending(const cq_block *blk, const cq_warp *w, int k, int64_t *gen)
 {
     const cq_event *ev = &blk->events[w->ev];
-    int slots = blk->code->event[w->ev].slots;
+    int s = w->ev_slot[k];
+    if (w->ev_parity) {
+        *gen = w->ev_gen[k];
+        return ev->completed[s] % 2 == *gen % 2;
+    }
+    *gen = ev->waits[(size_t)w->ev_lane[k] * blk->code->event[w->ev].slots + s];
+    return ev->completed[s] <= *gen;
+}
+
+static int event_ready(const cq_block *blk, const cq_warp *w)
+{
+    int64_t gen;
     for (int k = 0; k < w->ev_n; k++)
-        if (ev->completed[w->ev_slot[k]] <= ev->waits[(size_t)w->ev_lane[k] * slots + w->ev_slot[k]])
+        if (cq_event_pending(blk, w, k, &gen))
             return 0;
     return 1;
 }
@@ -511,13 +525,27 @@ int cq_op_trigger(cq_warp *w, const cq_ins *ins)
     return CQ_ST_OK;
 }
 
-/* Each lane of the warp's event wait has waited for one more generation of its slot. */
+/* Each lane of the warp's event wait has waited for one more generation of its slot; a
+ * parity wait counts nothing. */
 static void wake_event(cq_warp *w)
 {
     cq_event *ev = &w->blk->events[w->ev];
     int nslots = w->blk->code->event[w->ev].slots;
+    if (w->ev_parity)
+        return;
     for (int k = 0; k < w->ev_n; k++)
         ev->waits[(size_t)w->ev_lane[k] * nslots + w->ev_slot[k]]++;
+}
+
+static int block_or_pass(cq_warp *w)
+{
+    if (event_ready(w->blk, w)) {
+        wake_event(w);
+        return CQ_ST_OK;
+    }
+    w->state = CQ_BLOCKED;   /* one step: waking completes the wait, nothing runs again */
+    w->blocker = 2;
+    return CQ_ST_OK;
 }
 
 /* Block until, for every active lane, its slot has completed the lane's next generation;
@@ -530,18 +558,39 @@ int cq_op_wait_event(cq_warp *w, const cq_ins *ins)
     w->ev = ins->a;
     w->ev_span = ins->span;
     w->ev_n = 0;
+    w->ev_parity = 0;
     for (uint32_t m = w->act; m; m &= m - 1) {
         int i = cq_low(m);
         w->ev_lane[w->ev_n] = w->base + i;
         w->ev_slot[w->ev_n++] = (int32_t)slots[i];
     }
-    if (event_ready(w->blk, w)) {
-        wake_event(w);
-        return CQ_ST_OK;
+    return block_or_pass(w);
+}
+
+/* §10.6: each active lane waits for generation order / N of slot order % N, by parity; a
+ * negative order faults in the lowest such lane as the slot it names. */
+int cq_op_wait_event_at(cq_warp *w, const cq_ins *ins)
+{
+    int64_t nslots = w->blk->code->event[ins->a].slots;
+    w->ev = ins->a;
+    w->ev_span = ins->span;
+    w->ev_n = 0;
+    w->ev_parity = 1;
+    for (uint32_t m = w->act; m; m &= m - 1) {
+        int i = cq_low(m);
+        int64_t order = cq_lane_reg_int(w->blk, w->base + i, ins->b);
+        if (order < 0) {
+            cq_record *f = cq_fault_new(w->blk, ins, CQ_FAULT_EVENT_INDEX, w->base + i);
+            cq_put(f, order);
+            cq_put(f, ins->a);
+            cq_put(f, nslots);
+            return CQ_ST_FAULT;
+        }
+        w->ev_lane[w->ev_n] = w->base + i;
+        w->ev_slot[w->ev_n] = (int32_t)(order % nslots);
+        w->ev_gen[w->ev_n++] = order / nslots;
     }
-    w->state = CQ_BLOCKED;   /* one step: waking completes the wait, nothing runs again */
-    w->blocker = 2;
-    return CQ_ST_OK;
+    return block_or_pass(w);
 }
 
 void cq_free_block_extras(cq_block *blk)

@@ -59,11 +59,10 @@ void cq_view_event_wait(const cq_call *call, int32_t k, int64_t *out)
     const cq_block *blk = call->fault_blk;
     const cq_warp *w = &blk->warps[k];
     const cq_event *ev = &blk->events[w->ev];
-    int slots = blk->code->event[w->ev].slots;
     for (int j = 0; j < w->ev_n; j++) {
         int s = w->ev_slot[j];
-        int64_t gen = ev->waits[(size_t)w->ev_lane[j] * slots + s];
-        if (ev->completed[s] <= gen) {
+        int64_t gen;
+        if (cq_event_pending(blk, w, j, &gen)) {
             int64_t v[6] = {w->ev, s, ev->completed[s], ev->arrivals[s], ev->need, gen};
             memcpy(out, v, sizeof v);
             return;

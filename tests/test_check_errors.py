@@ -18,6 +18,12 @@ def diagnose(text: str, severity="error") -> list[str]:
             if d.severity == severity]
 
 
+# A block with events 'e[2]' and 'one', a shared tile 's' and a global 'g'; the case's
+# statements go in the thread-level body, from line 6 on.
+EVENTS = ("__co__ void f(s32 [4] g) {\n  parallel p by 1 : block {\n    shared s32 [4] s;\n"
+          "    shared event e[2], one;\n    parallel t by 32 : thread {\n%s\n    }\n  }\n}")
+COPY = "      a = dma.copy.async g => s;\n"
+
 CASES = [
     # names and scopes (§3.4)
     ("int x = 1; int x = 2;", ["2:16: symbol 'x' has been declared already."]),
@@ -203,6 +209,50 @@ CASES = [
      ["4:3: event 'e' is waited but never triggered."]),
     ("parallel p by 8 {\n  int x = 1;\n  trigger x;\n}",
      ["4:11: expect `x' an event but got 's32'."]),
+    # cyclic generations and trigger-after (§10.6, §10.7; lib/earlysema.cpp, lib/semacheck.cpp)
+    (EVENTS % "      wait one.at(0);", ["6:12: '.at(order)' requires an event array."]),
+    (EVENTS % "      shared event m[2][2];\n      wait m.at(0);",
+     ["7:12: '.at(order)' requires a one-dimensional event array."]),
+    (EVENTS % "      wait e.at(1.5f);", ["6:17: event order must be an integer expression."]),
+    (EVENTS % "      mutable s32 k = 0;\n      wait e.at(k++ + 1);",
+     ["7:17: an event order update must be the direct '.at' argument; use '.at(order++)' or "
+      "update the order separately."]),
+    (EVENTS % "      mutable s32 k = 0;\n      trigger e.at(k++);\n      wait e.at(k);", []),
+    (EVENTS % (COPY + "      trigger e[0], one after a;"),
+     ["7:7: trigger-after requires exactly one shared event that can be bound to native async "
+      "completion."]),
+    (EVENTS % (COPY + "      trigger e after a;"),
+     ["7:7: trigger-after requires exactly one shared event that can be bound to native async "
+      "completion."]),
+    (EVENTS % ("      mutable s32 k = 0;\n" + COPY + "      b = dma.copy.async g => s;\n"
+               "      trigger e.at(k++) after a, b;"),
+     ["9:20: an incremented event order cannot be shared by multiple trigger-after "
+      "dependencies; advance the order in a separate statement after the joined trigger."]),
+    (EVENTS % "      int x = 1;\n      trigger one after x;",
+     ["7:25: trigger-after dependency 'x' must be an async future, but got 's32'."]),
+    (EVENTS % "      a = dma.copy g => s;\n      trigger one after a;",
+     ["7:25: trigger-after dependency must be asynchronous."]),
+    (EVENTS % (COPY + "      wait a;\n      trigger one after a;"),
+     ["8:25: trigger-after cannot bind future 'a' after it was explicitly waited; trigger the "
+      "event directly after the wait."]),
+    (EVENTS % (COPY + "      trigger one after a;\n      trigger e[0] after a;"),
+     ["8:26: trigger-after consumes future 'a' more than once; publish an event for multiple "
+      "consumers."]),
+    (EVENTS % (COPY + "      trigger one after a;\n" + COPY + "      trigger e[0] after a;"),
+     []),
+    (EVENTS % "      a = dma.copy.async s => g;\n      trigger one after a;",
+     ["7:25: trigger-after cannot bind a TMA store future because shared-to-global TMA has no "
+      "mbarrier completion; use a synchronous tma.copy followed by a direct trigger."]),
+    (EVENTS % "      a = dma.copy.async g => local;\n      trigger one after a;",
+     ["7:25: trigger-after requires native completion-event binding; use an explicit wait "
+      "followed by a direct trigger for this DMA future."]),
+    (EVENTS % "      a = dma.any;\n      trigger one after a;",
+     ["6:7: dma.any 'a' is defined but never used!",
+      "7:25: trigger-after requires a source-visible async DMA future producer."]),
+    # an event may shadow an outer event, and nothing else (§10.1)
+    (EVENTS % "      shared event one;\n      trigger one;", []),
+    (EVENTS % "      shared s32 [2] one;", ["6:22: symbol 'one' has been declared already."]),
+    (EVENTS % "      shared event s;", ["6:20: symbol 's' has been declared already."]),
     # DMA and futures (§9)
     ("s32 [4] a;\ns32 [4] b;\ndma.copy.async a => b;",
      ["4:1: forbid to associated async dma without a named future or a named event."]),

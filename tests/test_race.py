@@ -596,3 +596,92 @@ def test_the_language_references_examples_are_race_free(source, shown, status, t
     monkeypatch.setattr(sys, "stdout", terminal)
     monkeypatch.setattr(sys, "stderr", terminal)
     assert (main(argv), terminal.getvalue()) == (0, expected)
+
+
+# --------------------------------------------------------------------------- trigger-after
+
+# Warp 0 copies `a` into the shared `box` asynchronously and binds the copy to `full`
+# (§10.7); warp 1 waits for `full` and reads `box`. PRODUCER and CONSUMER add statements.
+BOUND = """
+    __co__ void bound() {
+      s32 [32] a {4};
+      s32 [32] out;
+      parallel b by 1 : block {
+        shared s32 [32] box;
+        shared event full;
+        parallel g by 2 : group, t by 32 : thread {
+          inthreads.async (g == 0) {
+            f = dma.copy.async a => box;
+            trigger full after f;
+            PRODUCER
+          }
+          inthreads.async (g == 1) {
+            CONSUMER
+            out.at(t) = box.at(t);
+          }
+        }
+      }
+      println(out.at(31));
+    }
+"""
+
+
+def test_a_copy_bound_to_an_event_lands_before_its_waiters_read():
+    assert checked(BOUND.replace("PRODUCER", "").replace("CONSUMER", "wait full;"),
+                   "bound") == "4\n"
+
+
+def test_reading_a_bound_copys_destination_without_waiting_for_the_event_races():
+    text = races(BOUND.replace("PRODUCER", "").replace("CONSUMER", ""), "bound")
+    assert text.splitlines()[0] == (
+        "race.co:15:9: runtime error: data race on shared 'box' element (0): read here, "
+        "written by the async copy 'dma.copy' at race.co:9:9; the copy is in flight: "
+        "nothing has waited for it yet."), text
+
+
+def test_the_binding_warp_is_not_ordered_after_its_copy():
+    # trigger-after does not wait: the producer's own write meets its copy in flight.
+    text = races(BOUND.replace("PRODUCER", "box.at(t) = 1;").replace("CONSUMER", "wait full;"),
+                 "bound")
+    assert text.splitlines()[0] == (
+        "race.co:11:9: runtime error: data race on shared 'box' element (0): written here, "
+        "written by the async copy 'dma.copy' at race.co:9:9; the copy is in flight until "
+        "its wait at race.co:14:9."), text
+
+
+def test_a_ring_with_cyclic_generations_and_bound_copies_is_ordered():
+    # Seven items through two slots: every refill waits for the slot's `empty`
+    # generation of that round and every read for its `full` one (§10.6, §10.7).
+    from test_semantics_events import ring
+    checked(ring(7), "ring", np.arange(28, dtype=np.int32).reshape(7, 4))
+
+
+def test_a_parity_wait_that_passes_two_generations_early_does_not_order_the_read():
+    # Warp 1 publishes box = 1 as generation 0 of `full`, then box = 2 as generation 1
+    # after warp 0's hand-back; warp 0's wait for generation 2 (slot 0 of event[1], phase
+    # 0) passes on generation 0's parity before generation 1 (§10.6), and its read of
+    # box meets the unordered write of the second round.
+    text = races("""
+        __co__ void early() {
+          parallel b by 1 : block {
+            shared event full[1], back;
+            shared s32 [1] box;
+            parallel g by 2 : group, t by 32 : thread {
+              inthreads.async (g == 0) {
+                wait full.at(0);
+                trigger back;
+                wait full.at(2);
+                println(box.at(0));
+              }
+              inthreads.async (g == 1) {
+                box.at(0) = 1;
+                trigger full.at(0);
+                wait back;
+                box.at(0) = 2;
+                trigger full.at(1);
+              }
+            }
+          }
+        }
+    """, "early")
+    assert "data race on shared 'box' element (0)" in text.splitlines()[0], text

@@ -288,6 +288,14 @@ _ROWS = (
         returns=RetKind.SCALAR),
     _op("RET_BUF", ("b",), "return a copy of buffer a", host_only=True,
         returns=RetKind.BUFFER),
+    # --- cyclic event generations and trigger-after (§10.6, §10.7)
+    _op("WAIT_EVENT_AT", ("e", "r"), "block until slot R[b] % S of event a (S slots) has "
+        "completed a generation of the parity of (R[b] / S) + 1, as an mbarrier parity wait "
+        "of phase (R[b] / S) % 2 does", types=("order",), faults=(K.EVENT_INDEX,),
+        blocks=Mode.ALWAYS, kernel_only=True),
+    _op("FUT_BIND", ("f",), "hand future a's async transfer to the TRIGGER that follows: it "
+        "lands, counts as waited by the lane, and the trigger's arrival publishes it",
+        faults=(K.FUTURE_WAITED_TWICE,), kernel_only=True),
 )
 
 TABLE = tuple(Op(code, name, operands, meaning, **fields)
@@ -300,7 +308,8 @@ assert all(len(op.operands) <= MAX_OPERANDS for op in TABLE)
  SHR, EQ, NE, LT, LE, GT, GE, NEG, NOT, BNOT, SELECT, IF, ELSE, LOOP, BREAK_IF, CONTINUE_IF,
  END, YIELD, ONCE, ALLOC, FILL, LOAD, STORE, UPDATE, DIMOF, DMA, FUT_ANY, WAIT, SWAP, FUT_DIM,
  BARRIER, FENCE, TRIGGER, WAIT_EVENT, SYNC_GLOBAL, MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE,
- PRINT, ASSERT, ASSERT_FMT, LAUNCH, RET, RET_VAL, RET_BUF) = range(len(TABLE))
+ PRINT, ASSERT, ASSERT_FMT, LAUNCH, RET, RET_VAL, RET_BUF, WAIT_EVENT_AT,
+ FUT_BIND) = range(len(TABLE))
 
 # Binary ALU opcodes in operator order: UPDATE's immediate names one of these.
 BINARY_ALU = (ADD, SUB, MUL, DIV, MOD, MIN, MAX, AND, OR, XOR, SHL, SHR)

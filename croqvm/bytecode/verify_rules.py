@@ -25,6 +25,7 @@ CLASSES = {
     "logic": ("a 32- or 64-bit integer or bool", lambda d: d.name in WIDE_INTS + ("bool",)),
     "shift": ("a 32- or 64-bit integer", lambda d: d.name in WIDE_INTS),
     "compare": ("an arithmetic type or bool", lambda d: d.name in ARITH + ("bool",)),
+    "order": ("s64", lambda d: d.name == "s64"),
 }
 
 

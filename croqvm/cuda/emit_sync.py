@@ -142,6 +142,40 @@ def op_wait_event(k, ins, ip):
     k.line("}", ins)
 
 
+def op_wait_event_at(k, ins, ip):
+    """§10.6: a parity wait on slot order % N for generation order / N; it passes while
+    the slot's completed count has the parity of that generation + 1, as an mbarrier
+    try_wait.parity of phase (order / N) % 2 does."""
+    _, e, r = ins[:3]
+    ev = k.code.events[e]
+    k.line("{", ins)
+    k.depth += 1
+    k.line(f"const long long order = (long long)r{r};", ins)
+    k.fault("order < 0", Kind.EVENT_INDEX, ins, ip, ("order",),
+            lambda a, refs, e=e, n=ev.slots: (int(a[0]), e, n))
+    counter = f"(unsigned *)(smem + {k.off_event[e]}) + order % {ev.slots}"
+    n = wait_site(k, ins, ip, k.spans.text(ins[-1]))
+    k.line(f"cq_event_wait_parity({counter}, en{e}, {int(ev.ready)}u, "
+           f"(unsigned)(order / {ev.slots}), {n});", ins)
+    k.depth -= 1
+    k.line("}", ins)
+
+
+def op_fut_bind(k, ins, ip):
+    """§10.7: the lane's part of the transfer lands (its cp.async copies; every other copy
+    moved at issue) before the TRIGGER that follows publishes it with a release; the
+    lane's future counts as waited, and a second completion faults."""
+    f = f"f{ins[1]}"
+    k.line("{", ins)
+    k.depth += 1
+    k.line("cq_cp_async_wait<0>();", ins)
+    k.fault(f"{f}.has_data && {f}.is_async && {f}.waited", Kind.FUTURE_WAITED_TWICE, ins, ip,
+            (), lambda a, refs, n=ins[1]: (n,))
+    k.line(f"if ({f}.has_data && {f}.is_async) {f}.waited = 1;", ins)
+    k.depth -= 1
+    k.line("}", ins)
+
+
 # --------------------------------------------------------------------------- views
 
 def view(k, v: int, name: str, ins, ip) -> None:
@@ -347,7 +381,8 @@ def _handlers():
         "BARRIER": op_barrier, "FENCE": op_fence, "ONCE": op_once, "TRIGGER": op_trigger,
         "WAIT_EVENT": op_wait_event, "DMA": op_dma, "FUT_ANY": op_fut_any, "WAIT": op_wait,
         "SWAP": op_swap, "FUT_DIM": op_fut_dim, "PRINT": op_print, "ASSERT": op_assert,
-        "ASSERT_FMT": op_assert_fmt, **MMA,
+        "ASSERT_FMT": op_assert_fmt, "WAIT_EVENT_AT": op_wait_event_at,
+        "FUT_BIND": op_fut_bind, **MMA,
     }
 
 

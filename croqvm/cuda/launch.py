@@ -351,9 +351,12 @@ def _slot(info, code, offset, d):
 
 
 def _event_hint(cx, info, wait, d):
-    """The engines' hint for a slot nobody has triggered yet (§10.5)."""
-    kind, _, offset, _ = wait
+    """The engines' hint for a parity wait two generations behind (§10.6) or a slot
+    nobody has triggered yet (§10.5)."""
+    kind, _, offset, generation = wait
     slot = _slot(info, cx.code, offset, d) if kind == abi.WaitKind.EVENT else None
+    if slot is not None and slot[1] > generation:
+        return messages.report("stale_phase", (slot[0], generation, slot[1]), cx)
     if slot is None or slot[1] or slot[2]:
         return None
     return messages.report("needs_credits", (slot[0],), cx)

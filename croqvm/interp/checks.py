@@ -49,6 +49,9 @@ class Checker:
     def dma_wait(self, blk, handle, lane: int) -> None:
         pass
 
+    def dma_bind(self, blk, handle, lane: int) -> None:
+        """Lane ``lane`` bound ``handle``'s transfer to the trigger that follows (§10.7)."""
+
     def tile(self, blk, buf, origin, extents, kind: str, lane: int, text: str = "") -> None:
         pass
 

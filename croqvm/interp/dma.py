@@ -243,9 +243,10 @@ def op_fut_any(w, ins):
         futs[lane] = Handle()
 
 
-def wait_lane(blk, slot, lane):
+def wait_lane(blk, slot, lane, bind=False):
     """§9.5.3-4: complete the lane's transfer; a second wait of it faults; waiting a
-    placeholder without data, or a sync transfer, does nothing."""
+    placeholder without data, or a sync transfer, does nothing. ``bind``: FUT_BIND's
+    completion (§10.7), which the race checker hands to a trigger."""
     h = blk.futures[slot][lane]
     if h is None or h.buf is None or not h.is_async:
         return
@@ -254,7 +255,7 @@ def wait_lane(blk, slot, lane):
     h.waited[lane] = True
     h.transfer.land()
     if blk.call.checker is not None:
-        blk.call.checker.dma_wait(blk, h, lane)
+        (blk.call.checker.dma_bind if bind else blk.call.checker.dma_wait)(blk, h, lane)
 
 
 def op_wait(w, ins):
@@ -267,6 +268,14 @@ def op_wait(w, ins):
         return
     for lane in w.lanes[w.act]:
         wait_lane(w.blk, slot, int(lane))
+
+
+def op_fut_bind(w, ins):
+    """§10.7: each active lane hands its transfer to the TRIGGER that follows: the copy
+    lands now, before the arrival that publishes it, and counts as the lane's wait;
+    nothing blocks."""
+    for lane in w.lanes[w.act]:
+        wait_lane(w.blk, ins[1], int(lane), bind=True)
 
 
 def op_swap(w, ins):
@@ -299,5 +308,6 @@ def check_kernel_end(blk) -> None:
 
 HANDLERS = {
     "DMA": op_dma, "FUT_ANY": op_fut_any, "WAIT": op_wait, "SWAP": op_swap,
+    "FUT_BIND": op_fut_bind,
     "FUT_DIM": op_fut_dim,
 }

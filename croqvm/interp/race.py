@@ -6,7 +6,9 @@ accesses with vector clocks, one per warp of the running block (``Clocks``): a w
 lanes run in lockstep, so its accesses are ordered by its instruction order; a
 rendezvous (a barrier or any other collective) joins the clocks of the warps taking part;
 a trigger releases its warp's clock into the event generation its arrival belongs to, and
-a wait acquires the generations it consumes; the lane that performs an outer-level
+a wait acquires the generations it consumes; an async copy bound to a trigger (``trigger e
+after f``, §10.7) completes for a warp when that warp acquires the generation the trigger
+arrived at, never for the binding warp itself; the lane that performs an outer-level
 effect (ONCE) publishes its clock for the lanes that pass the same execution of the site
 later; an async copy reads its source and writes its destination from its issue until
 its wait. Global memory outlives blocks: an access there also carries its *segment*, the
@@ -96,6 +98,7 @@ class Gen:
     triggers: dict = field(default_factory=dict)     # warp -> (span, clock)
     slot: tuple = ()              # (event, slot) as croqvm.messages writes it
     id: int = -1
+    copies: list = field(default_factory=list)       # handles of the bound async copies
 
 
 @dataclass
@@ -131,6 +134,7 @@ class Clocks:
         self.coll = None              # the collective whose effect runs: (Actor, lanes, ip)
         self.lane_copies = (None, [])  # ((warp, step), [(buffer, box, lane)]): per-lane DMAs
         self.copies: dict = {}        # id(transfer) -> (Copy, the transfer) of async copies
+        self.bound = [[] for _ in range(nwarps)]      # per warp, handles FUT_BIND gave it
 
     def join(self, warps: np.ndarray) -> None:
         """A rendezvous of ``warps``: each takes the join of their clocks."""
@@ -269,6 +273,8 @@ class RaceChecker(Checker):
                 gen = self._gen(st, ev, int(s), g)
                 np.maximum(gen.vc, st.vc[x], out=gen.vc)
                 gen.triggers[x] = (ins[SPAN], int(st.vc[x][x]))
+                gen.copies += [h for h in st.bound[x] if h not in gen.copies]
+        st.bound[x] = []
         st.triggers[x].append(int(st.vc[x][x]))
         st.tick([x])
 
@@ -291,6 +297,15 @@ class RaceChecker(Checker):
             gen = st.gens.get((ev.index, s), {}).get(g)
             if gen is not None:           # else a `= ready` generation: nothing to acquire
                 st.acquire(w.index, gen.vc, gen.id, ins[SPAN])
+                for handle in gen.copies:   # the bound copies have landed for this warp
+                    self.dma_wait(blk, handle, int(w.lanes[0]))
+
+    def dma_bind(self, blk, handle, lane: int) -> None:
+        """``trigger e after f``: the copy stays in flight for the binding warp; it is
+        handed to the generation the warp's next trigger arrives at (§10.7)."""
+        bound = self.clocks(blk).bound[lane // WARP_SIZE]
+        if handle not in bound:
+            bound.append(handle)
 
     def once(self, w, ins, claimed: np.ndarray, nth: np.ndarray, end: int) -> None:
         """After ONCE (§7.2.2): the claiming lanes publish their warp's clock for their
@@ -762,12 +777,38 @@ def _wait_event(checker, handler):
             return
         consumed = ev.waits[lanes, slots]        # each lane's next generation
         handler(w, ins)
-        if w.state == BLOCKED:        # it completes when the warp wakes
-            w.blocker = _Acquiring(w.blocker,
-                                   lambda: checker.waited_event(w, ins, consumed, slots))
-        else:
-            checker.waited_event(w, ins, consumed, slots)
+        _acquire_after(checker, w, ins, consumed, slots)
     return op
+
+
+def _wait_event_at(checker, handler):
+    """A parity wait (§10.6) observes the slot's last completed generation, whichever
+    it is: when it passes, the lanes acquire that one."""
+    def op(w, ins):
+        ev = w.blk.events[ins[1]]
+        orders = w.regs[ins[2]][w.act].astype(np.int64)
+        if (orders < 0).any():
+            handler(w, ins)           # the handler's fault
+            return
+        slots = orders % ev.decl.slots
+        handler(w, ins)
+        _acquire_after(checker, w, ins, None, slots)
+    return op
+
+
+def _acquire_after(checker, w, ins, consumed, slots) -> None:
+    """After an event wait's handler: acquire now, or when the blocked warp wakes; a
+    parity wait (``consumed`` None) acquires the last generation its slots completed by
+    then."""
+    def acquire():
+        gens = consumed
+        if gens is None:
+            gens = w.blk.events[ins[1]].completed[slots] - 1
+        checker.waited_event(w, ins, gens, slots)
+    if w.state == BLOCKED:            # it completes when the warp wakes
+        w.blocker = _Acquiring(w.blocker, acquire)
+    else:
+        acquire()
 
 
 def _once(checker, handler):
@@ -810,6 +851,7 @@ WRAPPERS = {
     opcodes.UPDATE: _elements("UPDATE", 0, 1, Access.UPDATE),   # (a, uniform, r, ops)
     opcodes.TRIGGER: _trigger,
     opcodes.WAIT_EVENT: _wait_event,
+    opcodes.WAIT_EVENT_AT: _wait_event_at,
     opcodes.ONCE: _once,
     opcodes.LAUNCH: _launch,
     opcodes.SYNC_GLOBAL: _sync_global,

@@ -301,36 +301,64 @@ def op_trigger(w, ins):
 
 
 class EventWait:
-    """A warp whose active lanes wait for their next generations (§10.3)."""
+    """A warp whose active lanes wait for their next generations (§10.3), or, for a parity
+    wait (§10.6), each for generation ``gens[k]`` of its slot: an mbarrier parity wait
+    passes when the slot's completed count has the parity of ``gens[k] + 1``."""
 
-    def __init__(self, ev, ip, lanes, slots):
-        self.ev, self.ip, self.lanes, self.slots = ev, ip, lanes, slots
+    def __init__(self, ev, ip, lanes, slots, gens=None):
+        self.ev, self.ip, self.lanes, self.slots, self.gens = ev, ip, lanes, slots, gens
 
     def pending(self) -> np.ndarray:
         ev = self.ev
+        if self.gens is not None:
+            return ev.completed[self.slots] % 2 == self.gens % 2
         return ev.completed[self.slots] <= ev.waits[self.lanes, self.slots]
 
     def ready(self) -> bool:
         return not self.pending().any()
 
     def wake(self) -> None:
-        """Each waiting lane has waited for one more generation of its slot."""
-        self.ev.waits[self.lanes, self.slots] += 1
+        """Each waiting lane has waited for one more generation of its slot; a parity
+        wait counts nothing."""
+        if self.gens is None:
+            self.ev.waits[self.lanes, self.slots] += 1
 
     def view(self) -> tuple:
         """The block view's waits (croqvm.blockview): the first lane still waiting's."""
         ev = self.ev
         n = int(np.flatnonzero(self.pending())[0])
         s = int(self.slots[n])
+        gen = int(self.gens[n]) if self.gens is not None else int(ev.waits[self.lanes[n], s])
         return (EventWaitView(self.ip, ev.index, s, int(ev.completed[s]), int(ev.arrivals[s]),
-                              ev.need, int(ev.waits[self.lanes[n], s])),)
+                              ev.need, gen),)
 
 
 def op_wait_event(w, ins):
     ev = w.blk.events[ins[1]]
     slots = _slots(w, ev, ins[2])[w.act]
     lanes = w.lanes[w.act]
-    wait = EventWait(ev, w.ip, lanes, slots)
+    _block_or_pass(w, EventWait(ev, w.ip, lanes, slots))
+
+
+def order_slots(w, ev: EventSlots, r: int):
+    """§10.6: the slot ``order % N`` and generation ``order / N`` of each active lane's
+    order; a negative order faults as the slot it names."""
+    orders = w.regs[r].astype(np.int64)
+    hit = np.flatnonzero((orders < 0) & w.act)
+    if hit.size:
+        i = int(hit[0])
+        raise LaneFault(Kind.EVENT_INDEX, (int(orders[i]), ev.index, ev.decl.slots), i)
+    orders = orders[w.act]
+    return orders % ev.decl.slots, orders // ev.decl.slots
+
+
+def op_wait_event_at(w, ins):
+    ev = w.blk.events[ins[1]]
+    slots, gens = order_slots(w, ev, ins[2])
+    _block_or_pass(w, EventWait(ev, w.ip, w.lanes[w.act], slots, gens))
+
+
+def _block_or_pass(w, wait: EventWait) -> None:
     if wait.ready():
         wait.wake()
     else:
@@ -346,4 +374,5 @@ def op_no_effect(w, ins):
 HANDLERS = {
     "BARRIER": op_barrier, "ONCE": op_once, "TRIGGER": op_trigger,
     "WAIT_EVENT": op_wait_event, "FENCE": op_no_effect, "SYNC_GLOBAL": op_no_effect,
+    "WAIT_EVENT_AT": op_wait_event_at,
 }

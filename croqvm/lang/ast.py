@@ -177,6 +177,15 @@ class Index(Expr):
 
 
 @dataclass
+class EventAt(Expr):
+    """``e.at(order)`` in ``trigger`` and ``wait`` (§10.6): the cyclic generation ``order``
+    of the one-dimensional event array ``e``."""
+    base: Expr
+    order: Expr
+    span: Span
+
+
+@dataclass
 class ElemAccess(Expr):
     """``b.at(i, ...)``: element access, an lvalue (§8.6)."""
     base: Expr
@@ -420,7 +429,7 @@ class Inthreads(Stmt):
 
 @dataclass
 class Wait(Stmt):
-    refs: list[Expr]   # Name or Index (futures or event slots)
+    refs: list[Expr]   # Name, Index or EventAt (futures, event slots, cyclic generations)
     span: Span
 
 
@@ -428,6 +437,7 @@ class Wait(Stmt):
 class Trigger(Stmt):
     refs: list[Expr]
     span: Span
+    after: list[Expr] = field(default_factory=list)   # ``trigger e after f0, f1`` (§10.7)
 
 
 @dataclass

@@ -155,12 +155,18 @@ class DeviceParser:
         return self._refs_statement(ast.Trigger)
 
     def _refs_statement(self, make) -> ast.Stmt:
-        """``wait a, b[i];`` or ``wait(a, b[i]);`` (§9.5.3, §10.1)."""
+        """``wait a, b[i], c.at(k);`` or ``wait(a, b[i]);`` (§9.5.3, §10.1); ``trigger``
+        may end with ``after f0, f1`` (§10.7)."""
         start = self.advance()
         refs = self._operands(self._ref)
         if not refs:
             self.fail(f"syntax error: '{start.value}' needs at least one name.", self.prev.span)
+        after = []
+        if make is ast.Trigger and self.accept_kw("after"):
+            after = self.comma_list(self._ref)
         self.end_statement()
+        if after:
+            return ast.Trigger(refs, self.span_from(start), after)
         return make(refs, self.span_from(start))
 
     def _operands(self, item) -> list[ast.Expr]:
@@ -174,6 +180,12 @@ class DeviceParser:
         ref = self._name_node()
         for index in self._subscripts():
             ref = ast.Index(ref, index, self.span_from(ref.span))
+        if self.accept_dotted("at"):
+            open_ = self.expect_op("(", "syntax error: expected '(' and the event order "
+                                        "after '.at', as in 'wait full.at(order);'.")
+            order = self.expr()
+            self.expect_close(open_)
+            ref = ast.EventAt(ref, order, self.span_from(ref.span))
         return ref
 
     def _swap(self) -> ast.Stmt:

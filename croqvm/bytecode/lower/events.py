@@ -4,6 +4,12 @@ Each event declaration gets an ``EventDecl`` per name with its slot count; its a
 count is ``event<N>``'s N, else the size of the union of the lanesets of every ``trigger``
 statement naming it (§10.2), which the engine evaluates when a block starts. A whole
 array in ``trigger``/``wait`` acts on each slot in index order (§10.1).
+
+``e.at(order)`` (§10.6) evaluates ``order`` once, as s64: a trigger arrives at slot
+``order % N`` (a TRIGGER of that slot; a negative order is passed on as the slot, which
+faults), a wait is a WAIT_EVENT_AT of the order, which the engine turns into the slot and
+the parity. ``trigger e after f0, f1`` (§10.7) is one
+FUT_BIND per future followed by the TRIGGER that publishes them.
 """
 from __future__ import annotations
 
@@ -13,7 +19,10 @@ from croqvm.bytecode.module import EventDecl
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
 
+from croqvm import dtypes
+
 from .dma import lower_future_wait
+from .exprs import lower_as
 from .state import Lowerer
 from .values import EventRef, FutRef
 from .views import flat_subscript, peel_subscripts
@@ -31,8 +40,24 @@ def lower_event_decl(lw: Lowerer, s: ast.EventDecl) -> None:
         lw.bind(item.sym, EventRef(lw.b.add("events", decl), dims, item.name))
 
 
+def _order(lw: Lowerer, at: ast.EventAt):
+    """``(event, s64 order register)`` of ``e.at(order)``."""
+    target = lw.lookup(at.base.sym, at.base)
+    return target, lower_as(lw, at.order, dtypes.S64)
+
+
 def _slots(lw: Lowerer, ref_expr: ast.Expr):
-    """``(target, [slot registers])`` of ``e``, ``e[i]``, ``e[i][j]`` or a future name."""
+    """``(target, [slot registers])`` of ``e``, ``e[i]``, ``e[i][j]``, ``e.at(order)`` or a
+    future name."""
+    if isinstance(ref_expr, ast.EventAt):
+        ev, order = _order(lw, ref_expr)
+        # slot order % N; a negative order stays negative, so that TRIGGER faults on it as
+        # WAIT_EVENT_AT does
+        b = lw.b
+        wrapped = b.op("MOD", dtypes.S64, order, b.load_const(dtypes.S64, ev.array[0]))
+        negative = b.op("LT", dtypes.BOOL, order, b.load_const(dtypes.S64, 0))
+        slot = b.op("SELECT", dtypes.S64, negative, order, wrapped)
+        return ev, None, [b.convert(slot, dtypes.S32)]
     e, subs = peel_subscripts(ref_expr)
     if not isinstance(e, ast.Name):
         lw.unsupported(ref_expr, f"'{lw.snippet(ref_expr.span)}' in trigger/wait")
@@ -57,12 +82,18 @@ def lower_trigger(lw: Lowerer, s: ast.Trigger) -> None:
         ls = _laneset(lw)
         if ls not in decl.lanesets:
             decl.lanesets.append(ls)
+        for dep in s.after:
+            lw.b.emit("FUT_BIND", lw.lookup(dep.sym, dep).slot)
         for slot in slots:
             lw.b.emit("TRIGGER", ev.index, slot)
 
 
 def lower_wait(lw: Lowerer, s: ast.Wait) -> None:
     for r in s.refs:
+        if isinstance(r, ast.EventAt):
+            ev, order = _order(lw, r)
+            lw.b.emit("WAIT_EVENT_AT", ev.index, order)
+            continue
         target, sym, slots = _slots(lw, r)
         if isinstance(target, FutRef):
             lower_future_wait(lw, target, sym)

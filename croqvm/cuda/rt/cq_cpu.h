@@ -617,6 +617,15 @@ CQ_DEV void cq_event_wait(const unsigned *arrivals, unsigned need, unsigned read
   *waits = want + 1;
 }
 
+/* A parity wait (LANGUAGE.md §10.6) for generation `gen`: it passes while the slot's
+   completed count has the parity of gen + 1, as an mbarrier parity wait does. */
+CQ_DEV void cq_event_wait_parity(const unsigned *arrivals, unsigned need, unsigned ready,
+                                 unsigned gen, int site) {
+  using namespace cq;
+  wait_until(CQ_WAIT_EVENT, site, smem_offset(arrivals), gen,
+             [=] { return ((ready + (need ? *arrivals / need : 0)) & 1u) != (gen & 1u); });
+}
+
 /* A count one thread publishes and others wait to reach (a store, then a wait that
    yields, on the CPU). */
 CQ_DEV void cq_flag_publish(unsigned *flag, unsigned value) { *flag = value; }

@@ -188,6 +188,15 @@ CQ_DEV void cq_event_wait(const unsigned *arrivals, unsigned need, unsigned read
   *waits = want + 1;
 }
 
+/* A parity wait (LANGUAGE.md §10.6) for generation `gen`: it passes while the slot's
+   completed count has the parity of gen + 1, as an mbarrier parity wait does. */
+CQ_DEV void cq_event_wait_parity(const unsigned *arrivals, unsigned need, unsigned ready,
+                                 unsigned gen, int site) {
+  cq_spin(site, [=] {
+    return ((ready + (need ? cq_event_load(arrivals) / need : 0)) & 1u) != (gen & 1u);
+  });
+}
+
 CQ_DEV bool cq_once_claim(unsigned *claimed, unsigned nth) { return atomicMax(claimed, nth) < nth; }
 
 /* A count one thread publishes (release) and others wait to reach (acquire): what a

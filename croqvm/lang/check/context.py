@@ -138,9 +138,10 @@ class Checker:
         return names
 
     def declare(self, name: str, kind: str, ty: Type, decl, span, *, mutable=False,
-                **fields) -> Symbol:
+                shadows=False, **fields) -> Symbol:
         """Declare ``name`` in the current scope. A visible name is an error (no shadowing,
-        §3.4.4); the new symbol is still returned (marked bad) so checking can go on."""
+        §3.4.4) unless ``shadows`` (an event hiding an outer event, §10.1); the new symbol
+        is still returned (marked bad) so checking can go on."""
         sym = Symbol(name, kind, ty, decl, mutable=mutable,
                      parallel=self.parallels[-1] if self.parallels else None, **fields)
         sym.info["scope"] = self.scope
@@ -150,7 +151,7 @@ class Checker:
             sym.info["bad"] = True
             self.symbols.append(sym)
             return sym
-        if self.scope.find(name) is not None:
+        if self.scope.find(name) is not None and not shadows:
             self.error(span, f"symbol '{name}' has been declared already.")
             sym.info["bad"] = True
             self.symbols.append(sym)

@@ -31,6 +31,10 @@ class FutureFacts:
     parent: dict = field(default_factory=dict)       # swap/rotate groups (union-find)
     placeholders: list = field(default_factory=list)  # (Symbol, DmaAny)
     later: dict = field(default_factory=dict)  # id(DmaAny) -> (Future, span typing it)
+    # The latest async DMA into each future, in source order: (source storage, destination
+    # storage), and what consumed it since ("wait" or "bind"), for trigger-after (§10.7)
+    producer: dict = field(default_factory=dict)
+    consumed: dict = field(default_factory=dict)
 
     def root(self, sym):
         while self.parent.get(sym, sym) is not sym:
@@ -201,6 +205,9 @@ def check_dma(ck, s: ast.Dma):
             fty = Future(s.is_async, src.dtype, tuple(moved.shape), dst_storage)
     if s.target is not None:
         _bind_future(ck, s, fty)
+        if s.is_async and src is not None and dst_storage is not None and s.sym is not None:
+            facts(ck).producer[s.sym] = (src.storage, dst_storage)
+            facts(ck).consumed.pop(s.sym, None)
 
 
 def check_dma_any(ck, s: ast.DmaAny):
@@ -256,6 +263,44 @@ def note_wait(ck, ref, sym):
     if sym.type.dtype is not None and not sym.type.is_async:
         ck.error(ref.span, f"non-async future '{sym.name}' can not be waited.")
     facts(ck).waited.add(sym)
+    facts(ck).consumed[sym] = "wait"
+
+
+def note_bind(ck, ref, sym):
+    """``trigger e after f`` (§10.7): ``f`` must hold a live async global-to-shared copy of
+    an earlier statement; binding consumes it as a wait would (lib/semacheck.cpp)."""
+    f = facts(ck)
+    if sym.info.get("bad"):
+        return
+    if not sym.type.is_async and sym.type.dtype is not None:
+        ck.error(ref.span, "trigger-after dependency must be asynchronous.",
+                 hint=f"make the copy 'dma.copy.async', or trigger the event directly after "
+                      f"the synchronous copy")
+        return
+    if f.consumed.get(sym) == "wait":
+        ck.error(ref.span, f"trigger-after cannot bind future '{sym.name}' after it was "
+                           f"explicitly waited; trigger the event directly after the wait.")
+        return
+    if f.consumed.get(sym) == "bind":
+        ck.error(ref.span, f"trigger-after consumes future '{sym.name}' more than once; "
+                           f"publish an event for multiple consumers.")
+        return
+    producer = f.producer.get(sym)
+    if producer is None:
+        ck.error(ref.span, "trigger-after requires a source-visible async DMA future "
+                           "producer.", hint=f"bind '{sym.name}' after the async copy into it")
+        return
+    src, dst = producer
+    if dst == "global":
+        ck.error(ref.span, "trigger-after cannot bind a TMA store future because "
+                           "shared-to-global TMA has no mbarrier completion; use a "
+                           "synchronous tma.copy followed by a direct trigger.")
+    elif (src, dst) != ("global", "shared"):
+        ck.error(ref.span, "trigger-after requires native completion-event binding; use an "
+                           "explicit wait followed by a direct trigger for this DMA future.",
+                 hint="only an async copy from global to shared memory can be bound")
+    f.consumed[sym] = "bind"
+    f.waited.add(sym)
 
 
 def finish(ck):

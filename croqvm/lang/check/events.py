@@ -1,4 +1,5 @@
-"""Events, ``trigger`` and ``wait`` (LANGUAGE.md §10.1-§10.2, §9.5 for waits on futures)."""
+"""Events, ``trigger`` and ``wait`` (LANGUAGE.md §10.1-§10.2, §10.6-§10.7, §9.5 for waits on
+futures)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -8,7 +9,7 @@ from croqvm.lang.types import Event, Future
 
 from . import dma
 from .consteval import const_value
-from .typerules import is_unknown, tname
+from .typerules import UNKNOWN, is_integer, is_unknown, tname
 
 
 @dataclass
@@ -47,37 +48,114 @@ def check_event_decl(ck, d: ast.EventDecl):
     for item in d.items:
         array = tuple(_positive_constant(ck, x, f"the size of event array '{item.name}'")
                       for x in item.array)
-        item.sym = ck.declare(item.name, "event", Event(array), item, item.span)
+        # An event may shadow an event of an enclosing scope (Croqtile's nested parallel-by
+        # blocks declare their own 'shared event e'; §10.1).
+        outer = ck.lookup(item.name)
+        shadows = outer is not None and outer.kind == "event" and \
+            item.name not in ck.scope.names
+        item.sym = ck.declare(item.name, "event", Event(array), item, item.span,
+                              shadows=shadows)
         item.sym.info["ready"] = item.ready
 
 
 def _ref_name(ref) -> str:
-    while isinstance(ref, ast.Index):
+    while isinstance(ref, (ast.Index, ast.EventAt)):
         ref = ref.base
     return ref.id if isinstance(ref, ast.Name) else "<expression>"
 
 
 def _ref_symbol(ref):
-    while isinstance(ref, ast.Index):
+    while isinstance(ref, (ast.Index, ast.EventAt)):
         ref = ref.base
     return ref.sym if isinstance(ref, ast.Name) else None
 
 
+def _steps(e) -> bool:
+    """Whether ``e`` contains ``++`` or ``--``."""
+    if isinstance(e, (ast.Unary, ast.Postfix)) and e.op in ("++", "--"):
+        return True
+    return any(_steps(v) for v in vars(e).values() if isinstance(v, ast.Expr)) or \
+        any(_steps(x) for v in vars(e).values() if isinstance(v, list)
+            for x in v if isinstance(x, ast.Expr))
+
+
+def _direct_step(e) -> bool:
+    return isinstance(e, (ast.Unary, ast.Postfix)) and e.op in ("++", "--")
+
+
+def check_event_at(ck, e: ast.EventAt):
+    """``e.at(order)`` (§10.6): slot ``order % N``, phase ``order / N % 2`` of ``event[N]``;
+    the rules of lib/earlysema.cpp."""
+    base = ck.expr(e.base)
+    if not is_unknown(base) and (not isinstance(base, Event) or not base.array):
+        ck.error(e.span, "'.at(order)' requires an event array.")
+        base = None
+    elif not is_unknown(base) and len(base.array) != 1:
+        ck.error(e.span, "'.at(order)' requires a one-dimensional event array.")
+        base = None
+    if _steps(e.order) and not _direct_step(e.order):
+        ck.error(e.order.span, "an event order update must be the direct '.at' argument; "
+                               "use '.at(order++)' or update the order separately.")
+        return UNKNOWN
+    order = ck.expr(e.order)
+    if not is_unknown(order) and not is_integer(order):
+        ck.error(e.order.span, "event order must be an integer expression.")
+        return UNKNOWN
+    if base is None or is_unknown(base) or is_unknown(order):
+        return UNKNOWN
+    return Event(())
+
+
+def _ref_type(ck, ref):
+    if isinstance(ref, ast.EventAt):
+        ref.ty = check_event_at(ck, ref)
+        return ref.ty
+    return ck.expr(ref)
+
+
 def check_trigger(ck, s: ast.Trigger):
     for ref in s.refs:
-        ty = ck.expr(ref)
+        ty = _ref_type(ck, ref)
         if is_unknown(ty):
             continue
         if not isinstance(ty, Event):
             ck.error(ref.span, f"expect `{_ref_name(ref)}' an event but got '{tname(ty)}'.")
             continue
         facts(ck).triggered.add(_ref_symbol(ref))
+    if s.after:
+        _check_after(ck, s)
+
+
+def _check_after(ck, s: ast.Trigger):
+    """``trigger e after f0, f1`` (§10.7): binds the completion of async copies to one
+    event slot; the rules and wording of lib/semacheck.cpp and lib/earlysema.cpp."""
+    ref = s.refs[0]
+    if len(s.refs) != 1 or (isinstance(ref.ty, Event) and ref.ty.array):
+        ck.error(s.span, "trigger-after requires exactly one shared event that can be bound "
+                         "to native async completion.",
+                 hint="name one event slot, e.g. 'trigger full[s] after f;'")
+    if len(s.after) > 1 and isinstance(ref, ast.EventAt) and _direct_step(ref.order):
+        ck.error(ref.order.span, "an incremented event order cannot be shared by multiple "
+                                 "trigger-after dependencies; advance the order in a "
+                                 "separate statement after the joined trigger.")
+    for dep in s.after:
+        if not isinstance(dep, ast.Name):
+            ck.error(dep.span, "trigger-after currently requires a named future.")
+            continue
+        ty = ck.expr(dep)
+        if is_unknown(ty):
+            continue
+        if not isinstance(ty, Future):
+            ck.error(dep.span, f"trigger-after dependency '{dep.id}' must be an async future, "
+                               f"but got '{tname(ty)}'.")
+            continue
+        dma.note_bind(ck, dep, dep.sym)
 
 
 def check_wait(ck, s: ast.Wait):
-    """``wait`` takes futures (§9.5) and events (§10.3), left to right."""
+    """``wait`` takes futures (§9.5) and events (§10.3, §10.6), left to right."""
     for ref in s.refs:
-        ty = ck.expr(ref)
+        ty = _ref_type(ck, ref)
         sym = _ref_symbol(ref)
         if is_unknown(ty) or sym is None:
             continue
