@@ -15,7 +15,8 @@ from croqvm.lang.check.consteval import const_value
 
 from .dma import lower_future_wait
 from .state import Lowerer
-from .values import EventRef, FutRef
+from .mma import lower_op_future_wait
+from .values import EventRef, FragRef, FutRef
 from .views import flat_subscript, peel_subscripts
 
 
@@ -37,7 +38,7 @@ def _slots(lw: Lowerer, ref_expr: ast.Expr):
     if not isinstance(e, ast.Name):
         lw.unsupported(ref_expr, f"'{lw.snippet(ref_expr.span)}' in trigger/wait")
     target = lw.lookup(e.sym, e)
-    if isinstance(target, FutRef):
+    if isinstance(target, (FutRef, FragRef)):
         return target, e.sym, []
     if not isinstance(target, EventRef):
         lw.unsupported(ref_expr, f"'{lw.snippet(ref_expr.span)}' in trigger/wait")
@@ -51,7 +52,7 @@ def _slots(lw: Lowerer, ref_expr: ast.Expr):
 def lower_trigger(lw: Lowerer, s: ast.Trigger) -> None:
     for r in s.refs:
         ev, _, slots = _slots(lw, r)
-        if isinstance(ev, FutRef):
+        if isinstance(ev, (FutRef, FragRef)):
             lw.unsupported(r, "triggering a future")
         decl = lw.b.code.events[ev.index]
         ls = _laneset(lw)
@@ -66,6 +67,9 @@ def lower_wait(lw: Lowerer, s: ast.Wait) -> None:
         target, sym, slots = _slots(lw, r)
         if isinstance(target, FutRef):
             lower_future_wait(lw, target, sym)
+            continue
+        if isinstance(target, FragRef):
+            lower_op_future_wait(lw, target)
             continue
         for slot in slots:
             lw.b.emit("WAIT_EVENT", target.index, slot)
