@@ -379,6 +379,12 @@ RUNTIME_BROKEN = [
                        "not active here.", 23, 9, "mma.row.row acc, fa, fb;",
                        also=("\n  in kernel launched at {file}:13:3, block (0), lane 96 "
                              "(warp 3, lane 0)",))),
+    Entry("broken/mma_before_wait.co", "gemm_tile", _GEMM_PARAMS, stage="runtime",
+          make_args=lambda rng, scale: _tile_args(rng),
+          error=Expect("accumulator 'acc' is used before the wait of its asynchronous mma.",
+                       19, 7, "mma.store acc, c;",
+                       also=("\n  in kernel launched at {file}:12:3, block (0), lane 0 "
+                             "(warp 0, lane 0)",))),
 ]
 
 STATIC_BROKEN = [
