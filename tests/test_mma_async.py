@@ -1,5 +1,5 @@
 """Asynchronous MMA and operation futures (LANGUAGE.md §11.5), K-tile schedules (§11.6),
-``mma.store.mask`` (§11.1, §11.3.4) and the ``[[...]]`` attributes (§6.2.1): results
+``mma.store.mask`` (§11.1, §11.3.4) and the ``[[...]]`` attributes (§6.2.5): results
 against numpy references computed in the order LANGUAGE.md §12.4 prescribes, runtime
 faults and static errors with their exact text."""
 import numpy as np

@@ -346,7 +346,7 @@ class PLevel(Node):
 
 @dataclass
 class Attribute(Node):
-    """``[[name(args)]]`` before a statement (§6.2.1, §11.6)."""
+    """``[[name(args)]]`` before a statement (§6.2.5, §11.6)."""
     name: str
     args: list[Expr]
     span: Span

@@ -91,7 +91,7 @@ class StmtParser:
     # ---------------------------------------------------------------- attributes
 
     def _attributed(self) -> ast.Stmt:
-        """``[[launch_bounds(...)]] [[maxnreg(n)]] parallel ...`` (§6.2.1) and
+        """``[[launch_bounds(...)]] [[maxnreg(n)]] parallel ...`` (§6.2.5) and
         ``[[schedule(k_tiles(...))]]`` before an MMA execution (§11.6), as the reference
         grammar has them (lib/parser.yy ``pb_attribute``, ``mma_schedule_attribute``)."""
         attrs = []

@@ -202,7 +202,7 @@ def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
 
 def _launch_bounds(s: ast.Parallel, block_size: int) -> list[int]:
     """``[[launch_bounds(...)]]`` with ``_`` (0) standing for the block size where it is
-    known statically (§6.2.1)."""
+    known statically (§6.2.5)."""
     bounds = list(s.launch_bounds or [])
     if bounds and bounds[0] == 0:
         bounds[0] = block_size

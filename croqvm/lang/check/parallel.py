@@ -47,7 +47,7 @@ def _check_bounds(ck, pl: ast.PLevel, kind: str, items):
 
 def _check_attrs(ck, p: ast.Parallel):
     """``[[launch_bounds(threads[, min_blocks[, max_cluster]])]]`` and ``[[maxnreg(n)]]``
-    (§6.2.1): on a block level only, compile-time integers (lib/earlysema.cpp,
+    (§6.2.5): on a block level only, compile-time integers (lib/earlysema.cpp,
     lib/semacheck.cpp); ``_`` for the thread count means the kernel's block size."""
     for a in p.attrs:
         where = f"[[{a.name}]]"
