@@ -64,6 +64,8 @@ class Kind(IntEnum):
     GRID_LIMIT = 38
     SHARED_LIMIT = 39
     UNINITIALISED_REGISTER = 40
+    MMA_PENDING = 41
+    MMA_NOT_PENDING = 42
 
 
 class LaneFault(Exception):

@@ -138,6 +138,10 @@ TEMPLATES = {
     Kind.MMA_STORE_OWNERS: _t("frag:frag count:int unit:unit", "mma.store of '{frag}' at "
                               "block level would write the same destination from {count} "
                               "{unit.plural}; store inside the '{unit.level}' level."),
+    Kind.MMA_PENDING: _t("frag:frag", "accumulator '{frag}' is used before the wait of "
+                         "its asynchronous mma."),
+    Kind.MMA_NOT_PENDING: _t("frag:frag", "no asynchronous mma on accumulator '{frag}' is "
+                             "pending here: its operation future has been waited already."),
     Kind.ASSERT: _t("message:string", "{message}"),
     Kind.ASSERT_FMT: _t("message:print", "{message}"),
 }

@@ -199,6 +199,7 @@ typedef struct {
 typedef struct {
     int32_t rows, cols;     /* -1 until the first operation fixes a dynamic extent */
     int32_t has_data;
+    int32_t pending;        /* asynchronous MMAs on it not yet waited (MMA_ASYNC) */
     int64_t ifill;
     double ffill;
     void *data;             /* rows x cols, int64_t (integer types) or double */

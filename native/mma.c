@@ -1,5 +1,5 @@
-/* MMA: MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE (LANGUAGE.md §11, §12.4;
- * docs/EXECUTION.md §8; croqvm/interp/mma.py is the reference).
+/* MMA: MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE, MMA_STORE_MASK, MMA_ASYNC, MMA_WAIT
+ * (LANGUAGE.md §11, §12.4; docs/EXECUTION.md §8; croqvm/interp/mma.py is the reference).
  *
  * Each op is a collective of its unit; its effect runs once per fragment instance among
  * the participants. A fragment instance holds int64 values (integer types) or doubles,
@@ -23,6 +23,15 @@ static cq_frag *fragment(cq_block *blk, int m, int u)
         f->cols = blk->code->frag[m].cols;
     }
     return f;
+}
+
+/* MMA_PENDING when an asynchronous MMA on the copy is not yet waited (§11.5). */
+static int ready(cq_block *blk, const cq_ins *ins, const cq_frag *f, int m, int lane)
+{
+    if (!f->pending)
+        return CQ_ST_OK;
+    cq_put(cq_fault_new(blk, ins, CQ_FAULT_MMA_PENDING, lane), m);
+    return CQ_ST_FAULT;
 }
 
 static int unit_of(const cq_block *blk, int m, int lane)
@@ -154,6 +163,8 @@ static int effect_fill(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, cons
     int ng = groups(blk, ins->a, lanes, n, first);
     for (int g = 0; g < ng; g++) {
         cq_frag *f = fragment(blk, ins->a, unit_of(blk, ins->a, first[g]));
+        if (ready(blk, ins, f, ins->a, first[g]) != CQ_ST_OK)
+            return CQ_ST_FAULT;
         int i, bad;
         cq_warp *w = cq_warp_of(blk, first[g], &i);
         char v[8];
@@ -293,6 +304,8 @@ static int effect_exec(cq_block *blk, const cq_ins *ins, const int *lanes, int n
     int ng = groups(blk, mc, lanes, n, first);
     for (int g = 0; g < ng; g++) {
         int lane = first[g], st;
+        if (ready(blk, ins, fragment(blk, mc, unit_of(blk, mc, lane)), mc, lane) != CQ_ST_OK)
+            return CQ_ST_FAULT;
         cq_frag *A = operand(blk, ins, ma, lane, &st);
         if (st != CQ_ST_OK)
             return st;
@@ -394,16 +407,19 @@ static int store_tile(cq_block *blk, const cq_ins *ins, int lane, int ftype, con
     return CQ_ST_OK;
 }
 
+/* MMA_STORE, and MMA_STORE_MASK: only rows below R[c] and columns below R[d] of the tile
+ * are written (§11.3.4). */
 static int effect_store(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes,
                         int n)
 {
-    int m = ins->a, transp = ins->c;
+    int m = ins->a, masked = ins->op == CQ_OP_MMA_STORE_MASK;
+    int transp = masked ? 0 : ins->c, coll = masked ? ins->e : ins->d;
     if (uniform_view(blk, ins, rec, lanes, n, ins->b) != CQ_ST_OK)
         return CQ_ST_FAULT;
     int first[CQ_MAX_BLOCK];
     int ng = groups(blk, m, lanes, n, first);
     const cq_fragdecl *decl = &blk->code->frag[m];
-    if (ins->d >= 0 && blk->code->coll[ins->d].unit == 0 && ng > 1 &&
+    if (coll >= 0 && blk->code->coll[coll].unit == 0 && ng > 1 &&
         (decl->unit == 32 || decl->unit == 128)) {
         cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_MMA_STORE_OWNERS, lanes[0]);
         cq_put(f, m);
@@ -417,11 +433,44 @@ static int effect_store(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, con
             return CQ_ST_FAULT;
         int64_t rows = transp ? v.e[1] : v.e[0], cols = transp ? v.e[0] : v.e[1];
         cq_frag *f = fragment(blk, m, unit_of(blk, m, first[g]));
+        if (ready(blk, ins, f, m, first[g]) != CQ_ST_OK)
+            return CQ_ST_FAULT;
         if (!fits(f, rows, cols))   /* §11.3.4: V is [M, N] ([N, M] with .transp) */
             return tile_shape_fault(blk, ins, first[g], m, f, v.buf, v.e[0], v.e[1]);
+        if (masked) {
+            int i;
+            cq_warp *w = cq_warp_of(blk, first[g], &i);
+            for (int k = 0; k < 2; k++) {
+                int32_t r = k ? ins->d : ins->c;
+                int64_t keep = cq_to_int64(CQ_DT_S32, w->regs + blk->code->roff[r], i);
+                v.e[k] = keep < 0 ? 0 : keep < v.e[k] ? keep : v.e[k];
+            }
+            if (v.e[0] == 0 || v.e[1] == 0)
+                continue;
+        }
         if (shaped(blk, ins, f, m, first[g]) != CQ_ST_OK ||
             store_tile(blk, ins, first[g], decl->type, f, &v, transp) != CQ_ST_OK)
             return CQ_ST_FAULT;
+    }
+    return CQ_ST_OK;
+}
+
+/* MMA_ASYNC: one more pending completion on each copy of accumulator a; MMA_WAIT:
+ * none left, MMA_NOT_PENDING when there was none (§11.5). */
+static int effect_async(cq_block *blk, const cq_ins *ins, const int *lanes, int n)
+{
+    int first[CQ_MAX_BLOCK];
+    int ng = groups(blk, ins->a, lanes, n, first);
+    for (int g = 0; g < ng; g++) {
+        cq_frag *f = fragment(blk, ins->a, unit_of(blk, ins->a, first[g]));
+        if (ins->op == CQ_OP_MMA_ASYNC) {
+            f->pending++;
+        } else if (!f->pending) {
+            cq_put(cq_fault_new(blk, ins, CQ_FAULT_MMA_NOT_PENDING, first[g]), ins->a);
+            return CQ_ST_FAULT;
+        } else {
+            f->pending = 0;
+        }
     }
     return CQ_ST_OK;
 }
@@ -432,6 +481,7 @@ int cq_effect_mma(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int
     case CQ_OP_MMA_FILL: return effect_fill(blk, ins, rec, lanes, n);
     case CQ_OP_MMA_LOAD: return effect_load(blk, ins, rec, lanes, n);
     case CQ_OP_MMA_EXEC: return effect_exec(blk, ins, lanes, n);
+    case CQ_OP_MMA_ASYNC: case CQ_OP_MMA_WAIT: return effect_async(blk, ins, lanes, n);
     default: return effect_store(blk, ins, rec, lanes, n);
     }
 }
@@ -440,7 +490,9 @@ int cq_effect_mma(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int
  * active lane runs it alone, in lane order, as DMA and FILL without a site do. */
 int cq_op_mma(cq_warp *w, const cq_ins *ins)
 {
-    int coll = ins->op == CQ_OP_MMA_EXEC ? ins->e : ins->op == CQ_OP_MMA_STORE ? ins->d : ins->c;
+    int coll = ins->op == CQ_OP_MMA_EXEC || ins->op == CQ_OP_MMA_STORE_MASK ? ins->e
+             : ins->op == CQ_OP_MMA_STORE ? ins->d
+             : ins->op == CQ_OP_MMA_ASYNC || ins->op == CQ_OP_MMA_WAIT ? ins->b : ins->c;
     if (coll >= 0)
         return cq_arrive(w, ins, coll, 1);
     for (uint32_t m = w->act; m; m &= m - 1) {

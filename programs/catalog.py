@@ -299,6 +299,10 @@ VALID = [
           make_args=_sized({"test": (64, 32, 48), "bench": (256, 256, 256)}, _gemm_nn_args),
           reference=lambda x: {"c": _gemm_exact(x[0], x[1])},
           tolerance=lambda x: _gemm_bound(x[0], x[1])),
+    Entry("matmul_wgmma_async.co", "gemm_async", _GEMM_PARAMS,
+          make_args=_sized({"test": (100, 72, 128), "bench": (256, 256, 512)}, _gemm_nt_args),
+          reference=lambda x: {"c": _gemm_exact(x[0], x[1].T)},
+          tolerance=lambda x: _gemm_bound(x[0], x[1].T)),
     Entry("reduce_sum.co", "sum_squares", ("x",),
           make_args=_sized({"test": (200,), "bench": (100_003,)}, _vector_s32_args),
           reference=_sum_squares),
@@ -375,6 +379,12 @@ RUNTIME_BROKEN = [
                        "not active here.", 23, 9, "mma.row.row acc, fa, fb;",
                        also=("\n  in kernel launched at {file}:13:3, block (0), lane 96 "
                              "(warp 3, lane 0)",))),
+    Entry("broken/mma_before_wait.co", "gemm_tile", _GEMM_PARAMS, stage="runtime",
+          make_args=lambda rng, scale: _tile_args(rng),
+          error=Expect("accumulator 'acc' is used before the wait of its asynchronous mma.",
+                       19, 7, "mma.store acc, c;",
+                       also=("\n  in kernel launched at {file}:12:3, block (0), lane 0 "
+                             "(warp 0, lane 0)",))),
 ]
 
 STATIC_BROKEN = [

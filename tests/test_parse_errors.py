@@ -52,7 +52,8 @@ CASES = [
     ("  dma.move a => b;", [f"2:6: {SE}unexpected '.move', expecting '.copy', '.transp', "
                             f"'.pad' or '.any' after 'dma'."]),
     ("  dma.copy.async.async a => b;", [f"2:17: {SE}'.async' is written twice."]),
-    ("  x = mma.row.row a, b, c;", [f"2:10: {SE}'mma.row' has no value to assign to 'x'."]),
+    ("  x = mma.row.row a, b, c;", [f"2:14: {SE}'mma.row.row' has no value to assign to 'x'; "
+                                   f"'x = mma.row.row.async ...' makes an operation future."]),
     ("  mma.load a;", [f"2:6: {SE}'mma.load' must be assigned to a name, as in "
                        f"'fa = mma.load sa;'."]),
     ("  foreach kt(1) {}",

@@ -275,6 +275,10 @@ class Kernel:
     block_size: int                 # lanes per block; 0: given by each launch
     grid_rank: int                  # 1..3
     span: int = 0                   # the kernel's ``parallel`` statement
+    # ``[[launch_bounds(...)]]`` (§6.2.5): threads per block (0: the block size), then
+    # optionally the minimum blocks per multiprocessor and the maximum cluster size
+    launch_bounds: list[int] = field(default_factory=list)
+    maxnreg: int = 0                # ``[[maxnreg(n)]]``: registers per thread, 0: none
 
 
 @dataclass

@@ -258,7 +258,8 @@ _ROWS = (
     # --- MMA (§11): each a collective of its unit, named by its site; on the host (no site,
     # §11.2 (c)) the host lane runs it alone
     _op("MMA_FILL", ("m", "r", "c?"), "accumulator a := R[b] converted to its element type, "
-        "everywhere", _SITE, types=("any",), entry="mma_fill", faults=_CONVERT + _MMA_FAULTS),
+        "everywhere", _SITE, types=("any",), entry="mma_fill",
+        faults=_CONVERT + _MMA_FAULTS + (K.MMA_PENDING,)),
     _op("MMA_LOAD", ("m", "v", "c?"), "operand fragment a := the tile of view b, of a's "
         "element type", _SITE, entry="mma_load",
         faults=(K.MMA_READ_OUTSIDE, K.MMA_UNINITIALISED, K.MMA_TILE_SHAPE) + _BASE_FAULTS[:4]
@@ -267,11 +268,12 @@ _ROWS = (
         "row.row, 1 row.col, 2 col.row, 3 col.col): k ascending, each step rounded once "
         "(§12.4)", _SITE, imms=("mma_layout",), entry="mma_exec",
         optype="the accumulator's type; A and B of one element type (or both 8-bit integers)",
-        faults=(K.FRAGMENT_EMPTY, K.MMA_SHAPES, K.ALLOC_FRAGMENT) + _MMA_FAULTS),
+        faults=(K.FRAGMENT_EMPTY, K.MMA_SHAPES, K.ALLOC_FRAGMENT) + _MMA_FAULTS
+        + (K.MMA_PENDING,)),
     _op("MMA_STORE", ("m", "v", "i", "c?"), "view b := accumulator a converted to the "
         "view's element type (c=1: transposed)", _SITE, imms=("flag",), entry="mma_store",
         faults=(K.MMA_TILE_SHAPE, K.MMA_STORE_OWNERS, K.ALLOC_FRAGMENT) + _BASE_FAULTS[:4]
-        + _MMA_FAULTS),
+        + _MMA_FAULTS + (K.MMA_PENDING,)),
     # --- output and checks (§6.9, §13)
     _op("PRINT", ("p",), "print format a, one lane after another"),
     _op("ASSERT", ("r", "s"), "fault with message S[b], verbatim, where R[a] is false",
@@ -296,6 +298,18 @@ _ROWS = (
     _op("FUT_BIND", ("f",), "hand future a's async transfer to the TRIGGER that follows: it "
         "lands, counts as waited by the lane, and the trigger's arrival publishes it",
         faults=(K.FUTURE_WAITED_TWICE,), kernel_only=True),
+    # --- asynchronous MMA and masked stores (§11.1, §11.5)
+    _op("MMA_ASYNC", ("m", "c?"), "the MMAs just executed on accumulator a complete "
+        "asynchronously: a has one more pending completion, and no other operation may use "
+        "it until MMA_WAIT", _SITE, entry="mma_acc", faults=_MMA_FAULTS),
+    _op("MMA_WAIT", ("m", "c?"), "complete the pending asynchronous MMAs of accumulator a "
+        "(a wait of its operation future)", _SITE, entry="mma_acc",
+        faults=(K.MMA_NOT_PENDING,) + _MMA_FAULTS),
+    _op("MMA_STORE_MASK", ("m", "v", "r", "r", "c?"), "view b := accumulator a converted to "
+        "the view's element type, the elements of rows below R[c] and columns below R[d] "
+        "only", _SITE, types=("index", "index"), entry="mma_store",
+        faults=(K.MMA_TILE_SHAPE, K.MMA_STORE_OWNERS, K.ALLOC_FRAGMENT, K.MMA_PENDING)
+        + _BASE_FAULTS[:4] + _MMA_FAULTS),
 )
 
 TABLE = tuple(Op(code, name, operands, meaning, **fields)
@@ -308,8 +322,8 @@ assert all(len(op.operands) <= MAX_OPERANDS for op in TABLE)
  SHR, EQ, NE, LT, LE, GT, GE, NEG, NOT, BNOT, SELECT, IF, ELSE, LOOP, BREAK_IF, CONTINUE_IF,
  END, YIELD, ONCE, ALLOC, FILL, LOAD, STORE, UPDATE, DIMOF, DMA, FUT_ANY, WAIT, SWAP, FUT_DIM,
  BARRIER, FENCE, TRIGGER, WAIT_EVENT, SYNC_GLOBAL, MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE,
- PRINT, ASSERT, ASSERT_FMT, LAUNCH, RET, RET_VAL, RET_BUF, WAIT_EVENT_AT,
- FUT_BIND) = range(len(TABLE))
+ PRINT, ASSERT, ASSERT_FMT, LAUNCH, RET, RET_VAL, RET_BUF, WAIT_EVENT_AT, FUT_BIND, MMA_ASYNC,
+ MMA_WAIT, MMA_STORE_MASK) = range(len(TABLE))
 
 # Binary ALU opcodes in operator order: UPDATE's immediate names one of these.
 BINARY_ALU = (ADD, SUB, MUL, DIV, MOD, MIN, MAX, AND, OR, XOR, SHL, SHR)

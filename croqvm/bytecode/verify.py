@@ -142,6 +142,12 @@ def _check_kernel(cx: CodeCtx, k: int) -> None:
                    f"launch, else 1..{MAX_BLOCK_SIZE})")
     if not 1 <= kernel.grid_rank <= MAX_GRID_RANK:
         where.fail(f"grid rank {kernel.grid_rank} out of range (1..{MAX_GRID_RANK})")
+    bounds = kernel.launch_bounds
+    if len(bounds) > 3 or any(b < (1 if i else 0) for i, b in enumerate(bounds)):
+        where.fail(f"launch bounds {bounds} (expected up to 3 counts: threads, 0 for the "
+                   f"block size, then minimum blocks and maximum cluster size, >= 1)")
+    if kernel.maxnreg < 0:
+        where.fail(f"maxnreg {kernel.maxnreg} is negative")
     lookup(where, "span", kernel.span, cx.module.spans)
     check_code(cx)
     used = _static_shared_bytes(cx, k)

@@ -72,7 +72,7 @@ def mma_store(cx, at, op, used):
     m, v = operand(op, used, "m"), operand(op, used, "v")
     frag = _frag(cx, at, op, m, FragRole.ACC)
     extents = _view_extents(cx, at, v)
-    if used[2] == 1:      # V is [N, M] (§11.3.4)
+    if op.name == "MMA_STORE" and used[2] == 1:      # V is [N, M] (§11.3.4)
         _agree(at, f"view {v}", extents, (frag.cols, frag.rows), "the fragment stored transposed")
     else:
         _agree(at, f"view {v}", extents, (frag.rows, frag.cols))
@@ -109,5 +109,10 @@ def _shapes_agree(at: Where, layout: int, fa, fb, acc) -> None:
             seen.setdefault(letter, (extent, f"{what} ('{frag.name}')"))
 
 
+def mma_acc(cx, at, op, used):
+    """MMA_ASYNC and MMA_WAIT name an accumulator (§11.5)."""
+    _frag(cx, at, op, operand(op, used, "m"), FragRole.ACC)
+
+
 RULES = {"mma_fill": mma_fill, "mma_load": mma_load, "mma_store": mma_store,
-         "mma_exec": mma_exec}
+         "mma_exec": mma_exec, "mma_acc": mma_acc}

@@ -14,6 +14,7 @@ import struct
 
 from .. import dtypes
 from ..bytecode.module import Storage
+from ..bytecode import opcodes
 from ..bytecode.opcodes import SPAN
 from ..faults import Kind
 from ..limits import EVENT_SLOT_BYTES, MAX_SHARED_BYTES, buffer_bytes
@@ -233,6 +234,8 @@ class KernelEmitter:
                 self.local[s] = (n, shape)
         self.off_frag = {}
         self.dyn_frag = {}       # fragment -> offset of its cq_dyn records, one per instance
+        # accumulators of asynchronous MMAs: their uses check nothing is pending (§11.5)
+        self.async_frags = {ins[1] for ins in self.ins if ins[0] == opcodes.MMA_ASYNC}
         for m, f in enumerate(code.frags):
             if f.rows < 0 or f.cols < 0:
                 self.dyn_frag[m] = L.take(DYN_RECORD * self._instances(f.unit), 8)

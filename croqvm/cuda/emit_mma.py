@@ -1,5 +1,5 @@
-"""MMA in generated CUDA: MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE (LANGUAGE.md §11,
-§12.4; docs/EXECUTION.md §8).
+"""MMA in generated CUDA: MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE, MMA_STORE_MASK,
+MMA_ASYNC, MMA_WAIT (LANGUAGE.md §11, §12.4; docs/EXECUTION.md §8).
 
 Each unit instance owns its copy of a fragment (§11.2): in shared memory at a fixed
 offset (one per instance), or in the lane's own array for per-lane fragments. Every
@@ -13,6 +13,11 @@ on sm_90a, a warpgroup's exec runs on ``wgmma.mma_async`` with both operands sta
 shared memory (rt/cq_wgmma.h); else a warp's or warpgroup's exec runs on ``mma.sync``
 per warp (rt/cq_mma.h); else cell by cell. All three take the steps in the same order.
 
+A fragment copy's flag holds 1 when it holds a tile, plus 2 for each asynchronous MMA
+on it not yet waited (§11.5): the wgmma of an exec commits and waits for its own group,
+so what MMA_ASYNC and MMA_WAIT keep is the rule of the engines that the accumulator is
+not used before the wait, with the same faults.
+
 Conventions as in ``emit_ops``; ``m`` a fragment index; ``VT`` the C value type of a
 fragment's dtype (its register type).
 """
@@ -21,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import dtypes
+from ..bytecode import opcodes
 from ..bytecode.module import BaseKind
 from ..faults import Kind
 from . import cnum
@@ -69,6 +75,14 @@ def _dynamic(k, *frags) -> bool:
     return any(m in k.dyn_frag for m in frags)
 
 
+def pending_check(k, ins, ip, m: int, part: str) -> None:
+    """MMA_PENDING: the copy of accumulator m has an asynchronous MMA not yet waited.
+    The lane of rank 0 reports it (the engines name the first lane of the instance),
+    so that no other lane leaves while that one still checks for terminated lanes."""
+    k.fault(f"{part} == 0 && ({frag_ref(k, m)[1]}) >> 1", Kind.MMA_PENDING, ins, ip, (),
+            lambda a, refs, m=m: (m,))
+
+
 def op_mma_fill(k, ins, ip):
     _, m, r, c = ins[:4]
     if _dynamic(k, m):
@@ -76,6 +90,8 @@ def op_mma_fill(k, ins, ip):
     ptr, flag, lo_hi = frag_ref(k, m)
     f = k.code.frags[m]
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
+        if m in k.async_frags:
+            pending_check(k, ins, ip, m, part)
         t = frag_dtype(k, m)
         k.line(f"{cnum.reg_c(t)} val;", ins)
         k.convert_into("val", f"r{r}", k.rt(r), t, ins, ip)
@@ -237,6 +253,8 @@ def op_mma_exec(k, ins, ip):
     atom = tensor_atom(k, mc, ma, mb, k.code.colls[c], M, N, K) if c >= 0 and not plan \
         else None
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
+        if mc in k.async_frags:
+            pending_check(k, ins, ip, mc, part)
         for x in (ma, mb):
             px, flag_x, _ = frag_ref(k, x)
             k.fault(f"!{flag_x}", Kind.FRAGMENT_EMPTY, ins, ip, (), lambda a, refs, x=x: (x,))
@@ -353,19 +371,58 @@ def _tensor_exec(k, ins, ip, atom, ptrs, mnk, layout, unit) -> None:
 
 def op_mma_store(k, ins, ip):
     """§11.3.4: the fragment converted to the view's type; .transp writes V[n][m];
-    elements outside the buffer are skipped."""
-    _, m, v, transp, c = ins[:5]
+    elements outside the buffer are skipped. MMA_STORE_MASK writes the rows below R[c]
+    and the columns below R[d] only."""
+    masked = ins[0] == opcodes.MMA_STORE_MASK
+    if masked:
+        _, m, v, rows, cols, c = ins[:6]
+        transp, guard = 0, (f"r{rows}", f"r{cols}")
+    else:
+        _, m, v, transp, c = ins[:5]
+        guard = None
     if _dynamic(k, m):
+        if masked:
+            raise k.unsupported("mma.store.mask of a fragment whose shape is known only at "
+                                "run time", ins)
         return emit_mma_dyn.op_store(k, ins, ip)
     f = k.code.frags[m]
     ptr, flag, lo_hi = frag_ref(k, m)
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
         owners_check(k, ins, ip, m, c)
+        if m in k.async_frags:
+            pending_check(k, ins, ip, m, part)
         k.fault(f"!{flag}", Kind.FRAGMENT_EMPTY, ins, ip, (), lambda a, refs, m=m: (m,))
         view(k, v, "dst", ins, ip)
         want = (f.cols, f.rows) if transp else (f.rows, f.cols)
         _tile_shape_fault(k, ins, ip, m, "dst", want)
-        store_cells(k, ins, ip, m, v, transp, ptr, str(f.rows), str(f.cols), part, parts)
+        store_cells(k, ins, ip, m, v, transp, ptr, str(f.rows), str(f.cols), part, parts,
+                    guard)
+
+
+def op_mma_async(k, ins, ip):
+    """One more asynchronous MMA pending on the accumulator copy (§11.5)."""
+    _, m, c = ins[:3]
+    if _dynamic(k, m):
+        raise k.unsupported("an asynchronous MMA on a fragment whose shape is known only "
+                            "at run time", ins)
+    _, flag, lo_hi = frag_ref(k, m)
+    with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, _):
+        k.line(f"if ({part} == 0) {flag} += 2;", ins)
+
+
+def op_mma_wait(k, ins, ip):
+    """The wait of an operation future: its accumulator copy has nothing pending after
+    it; MMA_NOT_PENDING when it had nothing before. The lane of rank 0 decides and
+    updates, so no lane reads the flag while another writes it."""
+    _, m, c = ins[:3]
+    if _dynamic(k, m):
+        raise k.unsupported("an asynchronous MMA on a fragment whose shape is known only "
+                            "at run time", ins)
+    _, flag, lo_hi = frag_ref(k, m)
+    with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, _):
+        k.fault(f"{part} == 0 && !(({flag}) >> 1)", Kind.MMA_NOT_PENDING, ins, ip, (),
+                lambda a, refs, m=m: (m,))
+        k.line(f"if ({part} == 0) {flag} &= 1;", ins)
 
 
 def owners_check(k, ins, ip, m: int, c: int) -> None:
@@ -382,15 +439,18 @@ def owners_check(k, ins, ip, m: int, c: int) -> None:
             lambda a, refs, m=m, u=f.unit: (m, int(a[0]), u))
 
 
-def store_cells(k, ins, ip, m, v, transp, ptr, rows, cols, part, parts) -> None:
+def store_cells(k, ins, ip, m, v, transp, ptr, rows, cols, part, parts, guard=None) -> None:
     """The lane's share of the cells of fragment m [rows, cols] into view ``dst``,
-    converted, elements outside the buffer skipped."""
+    converted, elements outside the buffer skipped; with ``guard`` (C expressions of a
+    row and a column count) only the cells below both."""
     et, ft = _elem_type(k, v), frag_dtype(k, m)
     k.line(f"for (long long i = {part}; i < {rows} * {cols}; i += {parts}) {{", ins)
     k.depth += 1
     row, col = f"i / {cols}", f"i % {cols}"
     first, second = (col, row) if transp else (row, col)
     k.line(f"const long long ix[2] = {{{first}, {second}}};", ins)
+    if guard is not None:
+        k.line(f"if ({row} >= {guard[0]} || {col} >= {guard[1]}) continue;", ins)
     k.line("if (ix[0] < cq_lo(dst, 0) || ix[0] >= cq_hi(dst, 0) || ix[1] < cq_lo(dst, 1) "
            "|| ix[1] >= cq_hi(dst, 1)) continue;", ins)
     k.line(f"{cnum.reg_c(et)} val;", ins)
@@ -405,4 +465,5 @@ def store_cells(k, ins, ip, m, v, transp, ptr, rows, cols, part, parts) -> None:
 from . import emit_mma_dyn  # noqa: E402
 
 HANDLERS = {"MMA_FILL": op_mma_fill, "MMA_LOAD": op_mma_load, "MMA_EXEC": op_mma_exec,
-            "MMA_STORE": op_mma_store}
+            "MMA_STORE": op_mma_store, "MMA_STORE_MASK": op_mma_store,
+            "MMA_ASYNC": op_mma_async, "MMA_WAIT": op_mma_wait}

@@ -1,18 +1,22 @@
-"""MMA: MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE (LANGUAGE.md §11, §12.4; docs/EXECUTION.md
-§8).
+"""MMA: MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE, MMA_STORE_MASK, MMA_ASYNC, MMA_WAIT
+(LANGUAGE.md §11, §12.4; docs/EXECUTION.md §8).
 
 Conventions: each op is a collective of its unit (``arrive(..., whole_unit=True)``);
 its effect runs once per fragment instance among the participants (a block-level
 ``mc = mma.fill`` fills every warpgroup's copy, §11.2). A ``Fragment`` holds f64 values
 (int64 for integer types), each already rounded to the fragment's declared type; its
 shape is the declared one, an extent the module leaves ``DYNAMIC`` being fixed by the
-first operation on the copy (``FragDecl``).
+first operation on the copy (``FragDecl``). An asynchronous MMA computes when it is
+issued; what is asynchronous is when its result may be used: its accumulator copy counts
+the completions still pending (MMA_ASYNC), and any use of it before MMA_WAIT is an
+error (§11.5).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .. import dtypes
+from ..bytecode import opcodes
 from ..bytecode.module import DYNAMIC
 from ..faults import Fault, Kind
 from ..limits import UNIT_OF_LANES
@@ -32,6 +36,13 @@ class Fragment:
         self.shape = (decl.rows, decl.cols)     # DYNAMIC extents until the first use
         self.data = None
         self.fill = 0
+        self.pending = 0     # asynchronous MMAs on it not yet waited (§11.5)
+
+    def ready(self, lane) -> "Fragment":
+        """This copy, when no asynchronous MMA on it is pending."""
+        if self.pending:
+            raise Fault(Kind.MMA_PENDING, (self.m,), lane)
+        return self
 
     @property
     def holder(self):
@@ -101,6 +112,7 @@ def op_mma_fill(w, ins):
     def effect(blk, rec, lanes):
         check_uniform(blk, rec, lanes, lambda lane: [("value", blk.lane_reg(lane, r))], [r])
         for frag, ls in _by_instance(blk, m, lanes):
+            frag.ready(ls[0])
             v = convert(np.asarray([blk.lane_reg(ls[0], r)]), blk.prog.rtypes[r], frag.dtype,
                         np.ones(1, bool))
             frag.fill = v.astype(frag.holder)[0]
@@ -183,6 +195,7 @@ def op_mma_exec(w, ins):
 
     def effect(blk, rec, lanes):
         for frag, ls in _by_instance(blk, mc, lanes):
+            frag.ready(ls[0])
             sa, sb = _tile(blk, ma, ls[0]), _tile(blk, mb, ls[0])
             a = sa if layout in (0, 1) else sa.T
             b = sb.T if layout in (0, 2) else sb
@@ -207,7 +220,14 @@ def op_mma_exec(w, ins):
 
 
 def op_mma_store(w, ins):
-    _, m, v, transp, coll = ins[:5]
+    """MMA_STORE, and MMA_STORE_MASK: only rows below R[rows] and columns below R[cols]
+    of the tile are written (§11.3.4)."""
+    masked = ins[0] == opcodes.MMA_STORE_MASK
+    if masked:
+        _, m, v, rows, cols, coll = ins[:6]
+        transp = 0
+    else:
+        _, m, v, transp, coll = ins[:5]
     site_unit = w.blk.prog.code.colls[coll].unit if coll >= 0 else HOST_LANE
     decl = w.blk.prog.code.frags[m]
 
@@ -218,12 +238,19 @@ def op_mma_store(w, ins):
         if site_unit == 0 and len(groups) > 1 and decl.unit in UNIT_OF_LANES:
             raise Fault(Kind.MMA_STORE_OWNERS, (m, len(groups), decl.unit), int(lanes[0]))
         for frag, ls in groups:
+            frag.ready(ls[0])
             wl, i = blk.warp_of(ls[0])
             buf, o, e = view_of(wl, v, i)
             want = tuple(e[::-1]) if transp else tuple(e)
             if not frag.fits(want):      # §11.3.4: V is [M, N] ([N, M] with .transp)
                 raise Fault(Kind.MMA_TILE_SHAPE, (m, frag.shape, buf.ref, e), ls[0])
             c = frag.shaped(ls[0])
+            if masked:
+                keep = [max(0, min(int(blk.lane_reg(ls[0], r)), x))
+                        for r, x in ((rows, e[0]), (cols, e[1]))]
+                c, e = c[:keep[0], :keep[1]], tuple(keep)
+                if 0 in keep:
+                    continue
             _store_tile(buf, o, c.T if transp else c, frag.dtype)
             if blk.call.checker is not None:
                 blk.call.checker.tile(blk, buf, o, e, Access.TILE_WRITE, ls[0], "mma.store")
@@ -245,7 +272,29 @@ def _store_tile(buf, o, c, t):
         buf.written[root] = True
 
 
+def op_mma_async(w, ins):
+    """The MMAs just executed on accumulator ``m`` are pending until MMA_WAIT (§11.5)."""
+    _, m, coll = ins[:3]
+
+    def effect(blk, rec, lanes):
+        for frag, _ in _by_instance(blk, m, lanes):
+            frag.pending += 1
+    _collective(w, ins, coll, effect)
+
+
+def op_mma_wait(w, ins):
+    _, m, coll = ins[:3]
+
+    def effect(blk, rec, lanes):
+        for frag, ls in _by_instance(blk, m, lanes):
+            if not frag.pending:
+                raise Fault(Kind.MMA_NOT_PENDING, (m,), ls[0])
+            frag.pending = 0
+    _collective(w, ins, coll, effect)
+
+
 HANDLERS = {
     "MMA_FILL": op_mma_fill, "MMA_LOAD": op_mma_load, "MMA_EXEC": op_mma_exec,
-    "MMA_STORE": op_mma_store,
+    "MMA_STORE": op_mma_store, "MMA_STORE_MASK": op_mma_store, "MMA_ASYNC": op_mma_async,
+    "MMA_WAIT": op_mma_wait,
 }

@@ -354,13 +354,24 @@ class PLevel(Node):
 
 
 @dataclass
+class Attribute(Node):
+    """``[[name(args)]]`` before a statement (§6.2.5, §11.6)."""
+    name: str
+    args: list[Expr]
+    span: Span
+
+
+@dataclass
 class Parallel(Stmt):
     is_async: bool
     stream: str | None
     levels: list[PLevel]
     body: Stmt
     span: Span
+    attrs: list[Attribute] = field(default_factory=list)  # ``[[launch_bounds(...)]]`` etc.
     kinds = None             # normalised levels, one per PLevel
+    launch_bounds = None     # set by the checker: the values of ``[[launch_bounds]]``
+    maxnreg = None           # set by the checker: the value of ``[[maxnreg]]``
     is_kernel = False
 
 
@@ -549,12 +560,20 @@ class MmaLoad(Stmt):
 
 @dataclass
 class MmaExec(Stmt):
-    """``mma.row.col c, a, b;`` (§11.1); ``a``/``b`` fragments or views."""
+    """``mma.row.col c, a, b;`` (§11.1); ``a``/``b`` fragments or views; ``f =
+    mma.row.col.async c, a, b;`` makes the operation future ``f`` (§11.5), and a
+    ``[[schedule(k_tiles(...))]]`` before it gives ``k_order`` (§11.6)."""
     layout: str                   # "row.row", "row.col", "col.row", "col.col"
     c: Name
     a: Expr
     b: Expr
     span: Span
+    future: Name | None = None    # the target of the ``.async`` form
+    k_order: list[int] | None = None
+    k_order_span: Span | None = None
+    declares = False              # set by the checker when ``future`` is new
+    sym = None                    # the future's symbol
+    k_tile = 0                    # set by the checker: the K extent of one scheduled tile
 
 
 @dataclass
@@ -563,6 +582,7 @@ class MmaStore(Stmt):
     frag: Name
     view: Expr
     span: Span
+    guards: list[Expr] = field(default_factory=list)  # ``mma.store.mask``: rows[, columns]
 
 
 @dataclass

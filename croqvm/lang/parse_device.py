@@ -9,7 +9,7 @@ from .tokens import KEYWORD
 DMA_OPS = ("copy", "transp", "pad", "any")
 DMA_DESTINATIONS = ("shared", "local", "global")
 MMA_OPS = ("fill", "load", "row", "col", "store", "commit")
-MMA_ASSIGNED = ("fill", "load")  # the forms written ``x = mma...``
+MMA_ASSIGNED = ("fill", "load", "row", "col")  # the forms written ``x = mma...``
 SYNC_KINDS = ("shared", "barrier", "fence", "global")
 SYNC_WITH_LEVEL = ("barrier", "fence")
 
@@ -127,21 +127,39 @@ class DeviceParser:
             swizzle = self._swizzle(word)
         return ast.MmaLoad(target, self.expr(), swizzle, None)
 
-    def _mma_exec(self, _target, first) -> ast.Stmt:
+    def _mma_exec(self, target, first) -> ast.Stmt:
         second = self.expect_dotted("row", "col", after=f"mma.{first}")
+        method = f"mma.{first}.{second}"
+        is_async = self.accept_dotted("async") is not None
+        if target is not None and not is_async:
+            self.fail(f"syntax error: '{method}' has no value to assign to '{target.id}'; "
+                      f"'{target.id} = {method}.async ...' makes an operation future.",
+                      self.prev.span)
+        if target is None and is_async:
+            self.fail(f"syntax error: '{method}.async' must be assigned to a name, as in "
+                      f"'f = {method}.async mc, a, b;'.", self.prev.span)
         c = self._name_node()
         self.expect_op(",", "syntax error: expected ',' after the accumulator of the mma.")
         a = self.expr()
         self.expect_op(",", "syntax error: expected ',' between the operands of the mma.")
         b = self.expr()
-        return ast.MmaExec(f"{first}.{second}", c, a, b, None)
+        return ast.MmaExec(f"{first}.{second}", c, a, b, None, future=target)
 
     def _mma_store(self, _target, _op) -> ast.Stmt:
-        transp = self.accept_dotted("transp") is not None
+        """``mma.store[.transp|.mask|.async] mc, V[, rows[, columns]]`` (§11.1)."""
+        word = self.accept_dotted("transp", "mask", "async")
         frag = self._name_node()
         self.expect_op(",", "syntax error: expected ',' and the destination after the "
                             "fragment of 'mma.store'.")
-        return ast.MmaStore(transp, frag, self.expr(), None)
+        node = ast.MmaStore(word == "transp", frag, self.expr(), None)
+        if word == "mask":
+            self.expect_op(",", "syntax error: 'mma.store.mask' needs the number of rows to "
+                                "store after the destination, as in "
+                                "'mma.store.mask mc, V, rows;'.")
+            node.guards = [self.expr()]
+            if self.accept_op(","):
+                node.guards.append(self.expr())
+        return node
 
     def _mma_commit(self, _target, _op) -> ast.Stmt:
         return ast.MmaCommit(None)

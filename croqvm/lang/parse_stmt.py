@@ -78,6 +78,8 @@ class StmtParser:
             return self.block()
         if t.is_op("++", "--"):
             return self._prefix_incdec()
+        if t.is_op("[") and self.peek().is_op("["):
+            return self._attributed()
         if t.kind == KEYWORD and t.value in _KEYWORD_STATEMENTS:
             return getattr(self, _KEYWORD_STATEMENTS[t.value])()
         if t.kind == KEYWORD and self.peek().kind != NAME:  # ``by = 1;``, not ``auto x``
@@ -85,6 +87,65 @@ class StmtParser:
         if t.kind == NAME:
             return self._name_statement()
         self.fail(f"syntax error: unexpected {t.describe()}, expecting a statement.")
+
+    # ---------------------------------------------------------------- attributes
+
+    def _attributed(self) -> ast.Stmt:
+        """``[[launch_bounds(...)]] [[maxnreg(n)]] parallel ...`` (§6.2.5) and
+        ``[[schedule(k_tiles(...))]]`` before an MMA execution (§11.6), as the reference
+        grammar has them (lib/parser.yy ``pb_attribute``, ``mma_schedule_attribute``)."""
+        attrs = []
+        while self.at_op("[") and self.peek().is_op("["):
+            attrs.append(self._attribute())
+        start = self.tok
+        stmt = self._statement()
+        for a in attrs:
+            if a.name == "schedule":
+                if not isinstance(stmt, ast.MmaExec):
+                    self.fail("[[schedule(k_tiles(...))]] only applies to an MMA execution "
+                              "statement.", self.span_from(start))
+                if stmt.k_order is not None:
+                    self.fail("syntax error: '[[schedule]]' is written twice.", a.span)
+                stmt.k_order = [int(x.value) for x in a.args]
+                stmt.k_order_span = a.span
+            elif not isinstance(stmt, ast.Parallel):
+                self.fail(f"syntax error: '[[{a.name}]]' applies to a 'parallel' statement "
+                          f"only.", a.span)
+            elif any(b.name == a.name for b in stmt.attrs):
+                self.fail(f"syntax error: '[[{a.name}]]' is written twice.", a.span)
+            else:
+                stmt.attrs.append(a)
+        return stmt
+
+    def _attribute(self) -> ast.Attribute:
+        open_ = self.advance()
+        self.advance()
+        name = self.name()
+        if name.value == "schedule":
+            self.expect_op("(", "syntax error: expected '(' after 'schedule', as in "
+                                "'[[schedule(k_tiles(1, 0))]]'.")
+            inner = self.name()
+            if inner.value != "k_tiles":
+                self.fail("syntax error: expected 'k_tiles' inside the MMA schedule "
+                          "attribute.", inner.span)
+            self.expect_op("(", "syntax error: expected '(' after 'k_tiles'.")
+            args = self.comma_list(self._issue_order_entry)
+            self.expect_op(")", "syntax error: expected ')' to close 'k_tiles('.")
+        elif name.value in ("launch_bounds", "maxnreg"):
+            self.expect_op("(", f"syntax error: expected '(' after '{name.value}'.")
+            args = self.comma_list(self.expr)
+        else:
+            self.fail(f"syntax error: unknown attribute '{name.value}'; the attributes are "
+                      f"'schedule', 'launch_bounds' and 'maxnreg'.", name.span)
+        self.expect_op(")", f"syntax error: expected ')' to close '{name.value}('.")
+        for _ in range(2):
+            self.expect_op("]", "syntax error: expected ']]' to close the attribute.")
+        return ast.Attribute(str(name.value), args, self.span_from(open_))
+
+    def _issue_order_entry(self):
+        if self.at_op("-"):
+            self.fail("mma issue order entries must be non-negative.")
+        return self.int_literal("a K tile index")
 
     # ---------------------------------------------------------------- control flow
 

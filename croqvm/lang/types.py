@@ -116,6 +116,16 @@ class Future(Type):
 
 
 @dataclass(frozen=True)
+class OpFuture(Type):
+    """The operation future of an asynchronous MMA (§11.5): it names completion only; the
+    result is the accumulator ``acc``."""
+    acc: str
+
+    def __str__(self):
+        return "mma future"
+
+
+@dataclass(frozen=True)
 class Event(Type):
     array: tuple = ()
 

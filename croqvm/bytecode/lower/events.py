@@ -24,7 +24,8 @@ from croqvm import dtypes
 from .dma import lower_future_wait
 from .exprs import lower_as
 from .state import Lowerer
-from .values import EventRef, FutRef
+from .mma import lower_op_future_wait
+from .values import EventRef, FragRef, FutRef
 from .views import flat_subscript, peel_subscripts
 
 
@@ -62,7 +63,7 @@ def _slots(lw: Lowerer, ref_expr: ast.Expr):
     if not isinstance(e, ast.Name):
         lw.unsupported(ref_expr, f"'{lw.snippet(ref_expr.span)}' in trigger/wait")
     target = lw.lookup(e.sym, e)
-    if isinstance(target, FutRef):
+    if isinstance(target, (FutRef, FragRef)):
         return target, e.sym, []
     if not isinstance(target, EventRef):
         lw.unsupported(ref_expr, f"'{lw.snippet(ref_expr.span)}' in trigger/wait")
@@ -76,7 +77,7 @@ def _slots(lw: Lowerer, ref_expr: ast.Expr):
 def lower_trigger(lw: Lowerer, s: ast.Trigger) -> None:
     for r in s.refs:
         ev, _, slots = _slots(lw, r)
-        if isinstance(ev, FutRef):
+        if isinstance(ev, (FutRef, FragRef)):
             lw.unsupported(r, "triggering a future")
         decl = lw.b.code.events[ev.index]
         ls = _laneset(lw)
@@ -97,6 +98,9 @@ def lower_wait(lw: Lowerer, s: ast.Wait) -> None:
         target, sym, slots = _slots(lw, r)
         if isinstance(target, FutRef):
             lower_future_wait(lw, target, sym)
+            continue
+        if isinstance(target, FragRef):
+            lower_op_future_wait(lw, target)
             continue
         for slot in slots:
             lw.b.emit("WAIT_EVENT", target.index, slot)

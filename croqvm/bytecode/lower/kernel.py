@@ -179,7 +179,7 @@ def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
     plan(lw, st)
     fs = lw.fn
     kernel = Kernel(f"{fs.name}.k{len(fs.kernels)}", code, st.block_size, len(grid),
-                    lw.spans.intern(s.span))
+                    lw.spans.intern(s.span), _launch_bounds(s, st.block_size), s.maxnreg or 0)
     lw.names.append({})
     with lw.using(kb, Env(parent=st.args_env)):
         lw.kernel = st
@@ -198,6 +198,15 @@ def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
     launch = Launch(len(fs.kernels) - 1, grid, st.buffers, st.scalars, s.is_async,
                     lw.spans.intern(s.span), st.block_reg)
     host_b.emit("LAUNCH", host_b.add("launches", launch))
+
+
+def _launch_bounds(s: ast.Parallel, block_size: int) -> list[int]:
+    """``[[launch_bounds(...)]]`` with ``_`` (0) standing for the block size where it is
+    known statically (§6.2.5)."""
+    bounds = list(s.launch_bounds or [])
+    if bounds and bounds[0] == 0:
+        bounds[0] = block_size
+    return bounds
 
 
 def _bind_block_level(lw: Lowerer, st: KernelState, lv: ast.PLevel, grid: list[int]) -> None:

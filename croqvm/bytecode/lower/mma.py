@@ -25,7 +25,7 @@ from croqvm.limits import UNIT_OF_LANES, UNIT_OF_LEVEL
 from .exprs import lower_as
 from .state import Lowerer
 from .values import FragRef
-from .views import view_of
+from .views import k_view, reg_of, view_of
 
 LAYOUTS = {"row.row": 0, "row.col": 1, "col.row": 2, "col.col": 3}
 HOST_UNIT = 1         # a fragment of the host program: the host lane's own (§11.2 (c))
@@ -137,20 +137,47 @@ def lower_load(lw: Lowerer, s: ast.MmaLoad) -> None:
 
 
 def lower_exec(lw: Lowerer, s: ast.MmaExec) -> None:
+    """One MMA_EXEC, or one per K tile in the order of a ``[[schedule(k_tiles(...))]]``
+    (§11.6): each accumulates its tile's k ascending, so the whole is the MMA with its k
+    visited tile by tile in the schedule's order. ``.async`` adds MMA_ASYNC (§11.5)."""
     c = frag_ref(lw, s.c.sym, s.c)
-    a = _operand(lw, s.a, FragRole.A, c.unit)
-    b = _operand(lw, s.b, FragRole.B, c.unit)
     text = f"mma.{s.layout}"
-    lw.b.emit("MMA_EXEC", c.acc, a, b, LAYOUTS[s.layout], lw.coll_site(text, c.unit))
+    tiles = [None] if not s.k_tile or len(s.k_order) == 1 else s.k_order
+    for t in tiles:
+        a = _operand(lw, s.a, FragRole.A, c.unit, _k_slice(s, "a", t))
+        b = _operand(lw, s.b, FragRole.B, c.unit, _k_slice(s, "b", t))
+        lw.b.emit("MMA_EXEC", c.acc, a, b, LAYOUTS[s.layout], lw.coll_site(text, c.unit))
+    if s.future is not None:
+        sym = s.sym if s.declares else s.future.sym
+        if lw.env.get(sym) is None:
+            lw.bind(sym, c)
+        lw.b.emit("MMA_ASYNC", c.acc, lw.coll_site(f"{text}.async", c.unit))
 
 
-def _operand(lw: Lowerer, e: ast.Expr, role: FragRole, unit: int) -> int:
+def _k_slice(s: ast.MmaExec, which: str, tile):
+    """(dimension, origin, extent) of K tile ``tile`` in operand ``which``, or None."""
+    if tile is None:
+        return None
+    row_major = s.layout.split(".")[0 if which == "a" else 1] == "row"
+    return (1 if row_major else 0), tile * s.k_tile, s.k_tile
+
+
+def lower_op_future_wait(lw: Lowerer, ref: FragRef) -> None:
+    """``wait f`` of an operation future: its accumulator's asynchronous MMAs complete."""
+    lw.b.emit("MMA_WAIT", ref.acc, lw.coll_site("wait", ref.unit))
+
+
+def _operand(lw: Lowerer, e: ast.Expr, role: FragRole, unit: int, k_slice=None) -> int:
     """A fragment, or a view loaded into a hidden fragment of the same unit (§11.1),
-    named by the operand's source text so that runtime messages quote what was written."""
+    named by the operand's source text so that runtime messages quote what was written;
+    ``k_slice`` restricts the view to one K tile (§11.6)."""
     sym = getattr(e, "sym", None)
     if isinstance(e, ast.Name) and sym is not None and sym.kind == "fragment":
         return frag_ref(lw, sym, e).indices[role]
-    view, base, ext = view_of(lw, e)
+    if k_slice is None:
+        view, base, ext = view_of(lw, e)
+    else:
+        view, base, ext = k_view(lw, e, *k_slice)
     rows, cols = _extents(ext)
     idx = lw.b.add("frags", FragDecl(lw.snippet(e.span), role, base.dtype.code, rows, cols,
                                      unit, lw.spans.intern(e.span)))
@@ -160,9 +187,16 @@ def _operand(lw: Lowerer, e: ast.Expr, role: FragRole, unit: int) -> int:
 
 def lower_store(lw: Lowerer, s: ast.MmaStore) -> None:
     f = frag_ref(lw, s.frag.sym, s.frag)
-    view, _, _ = view_of(lw, s.view)
-    lw.b.emit("MMA_STORE", f.acc, view, int(s.transp),
-              lw.coll_site("mma.store", _store_unit(lw, f)))
+    view, _, ext = view_of(lw, s.view)
+    unit = _store_unit(lw, f)
+    if s.guards:
+        rows = lower_as(lw, s.guards[0], dtypes.S32)
+        cols = lower_as(lw, s.guards[1], dtypes.S32) if len(s.guards) > 1 \
+            else reg_of(lw, ext[1])
+        lw.b.emit("MMA_STORE_MASK", f.acc, view, rows, cols,
+                  lw.coll_site("mma.store.mask", unit))
+        return
+    lw.b.emit("MMA_STORE", f.acc, view, int(s.transp), lw.coll_site("mma.store", unit))
 
 
 def _store_unit(lw: Lowerer, f: FragRef) -> int:

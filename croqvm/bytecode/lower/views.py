@@ -232,6 +232,18 @@ def view_of(lw: Lowerer, e: ast.Expr):
     return lw.b.add("views", view), base, ext
 
 
+def k_view(lw: Lowerer, e: ast.Expr, dim: int, origin: int, size: int):
+    """Like ``view_of``, restricted to ``size`` elements from ``origin`` in dimension
+    ``dim``: one K tile of an MMA operand (§11.6)."""
+    base, org, ext = view_parts(lw, e)
+    org[dim] = o_add(lw, org[dim], origin)
+    ext[dim] = size
+    ext = [extent(lw, x) for x in ext]
+    view = View(base.kind, base.slot, base.arr, [reg_of(lw, o) for o in org],
+                [reg_of(lw, x) for x in ext], _root_text(base.text))
+    return lw.b.add("views", view), base, ext
+
+
 def _root_text(text: str) -> str:
     return text[:-5] if text.endswith(".data") else text
 

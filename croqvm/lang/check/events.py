@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from croqvm.lang import ast
-from croqvm.lang.types import Event, Future
+from croqvm.lang.types import Event, Future, OpFuture
 
 from . import dma
 from .consteval import const_value
@@ -161,6 +161,8 @@ def check_wait(ck, s: ast.Wait):
             continue
         if isinstance(ty, Future) and isinstance(ref, ast.Name):
             dma.note_wait(ck, ref, sym)
+        elif isinstance(ty, OpFuture) and isinstance(ref, ast.Name):
+            dma.facts(ck).waited.add(sym)
         elif isinstance(ty, Event):
             facts(ck).first_wait.setdefault(sym, s.span)
         else:

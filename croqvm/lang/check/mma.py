@@ -10,11 +10,12 @@ from typing import NamedTuple
 from croqvm import dtypes
 from croqvm.dtypes import DType
 from croqvm.lang import ast
-from croqvm.lang.types import Fragment, shape_str
+from croqvm.lang.types import Fragment, OpFuture, shape_str
 from croqvm.limits import UNIT_OF_LEVEL
 
 from .decls import note_param_write
-from .typerules import convert, is_number, is_unknown, tname
+from .dma import facts as future_facts
+from .typerules import convert, is_integer, is_number, is_unknown, tname
 from .views import root_name, view_source
 from .walk import thread_dependence
 
@@ -161,6 +162,8 @@ def check_exec(ck, s: ast.MmaExec):
     """``mma.<a>.<b> c, a, b`` (§11.3): C[M, N] += A * B over K."""
     inside = ck.in_parallel   # else the host lane is the unit (§11.2 (c))
     cty = ck.expr(s.c)
+    if s.future is not None:
+        _bind_op_future(ck, s)
     a, b = _tile(ck, s.a, f"mma.{s.layout}"), _tile(ck, s.b, f"mma.{s.layout}")
     if inside:
         for x in (s.a, s.b):
@@ -197,6 +200,8 @@ def check_exec(ck, s: ast.MmaExec):
     if _differ(ka, kb):
         _mismatch(ck, s.span, a, b)
         return
+    if s.k_order is not None:
+        _schedule(ck, s, a, b, ka)
     if a.dtype is not b.dtype and not (a.dtype.is_int and b.dtype.is_int
                                        and a.dtype.bits == b.dtype.bits == 8):
         ck.error(s.span, f"MMA: operand types do not match: '{a.name}' is {a.dtype.name} but "
@@ -216,6 +221,58 @@ def check_exec(ck, s: ast.MmaExec):
     s.c.ty = sym.type
 
 
+def _bind_op_future(ck, s: ast.MmaExec):
+    """``f = mma.<a>.<b>.async c, a, b`` (§11.5): ``f`` names the completion of MMAs on
+    ``c``, and only on ``c``: every assignment to one future names the same accumulator."""
+    t = s.future
+    sym = ck.lookup(t.id)
+    if sym is None:
+        sym = ck.declare(t.id, "future", OpFuture(s.c.id), s, t.span, mutable=True)
+        s.declares = True
+    elif sym.info.get("bad"):
+        pass
+    elif not isinstance(sym.type, OpFuture):
+        ck.error(t.span, f"'{t.id}' of type \"{tname(sym.type)}\" can not be re-assigned as "
+                         f"\"mma future\".")
+        return
+    elif ck.check_modifiable(sym, t.span) and sym.type.acc != s.c.id:
+        ck.error(s.span, f"'{t.id}' is the future of asynchronous MMAs on '{sym.type.acc}', "
+                         f"not on '{s.c.id}'.",
+                 hint="use one operation future per accumulator")
+    s.sym = sym
+    ck.bind_name(t, sym)
+    future_facts(ck).async_at.setdefault(sym, s.span)
+
+
+def k_tile(dtype: DType) -> int:
+    """The K extent of one auto-split MMA tile: 32 bytes of each operand row, as the
+    hardware atoms take it (16 for 16-bit types, 8 for tf32, 32 for 8-bit types;
+    lib/Target/GPU/wgmma_pattern.cpp)."""
+    return max(1, 256 // dtype.bits)
+
+
+def _schedule(ck, s: ast.MmaExec, a: Tile, b: Tile, k) -> None:
+    """``[[schedule(k_tiles(...))]]`` (§11.6): a permutation of the K tiles of the MMA.
+    Fragment operands are one tile; shared views are split into K tiles of ``k_tile``."""
+    span = s.k_order_span or s.span
+    if not isinstance(k, int):
+        ck.error(span, "MMA k_tiles schedule needs a K extent known at compile time.")
+        return
+    direct = not (isinstance(s.a.ty, Fragment) or isinstance(s.b.ty, Fragment))
+    tk = k_tile(a.dtype)
+    tiles = k // tk if direct and k % tk == 0 else 1
+    order = s.k_order
+    if len(order) != tiles:
+        ck.error(span, f"MMA k_tiles schedule must contain exactly one entry for each "
+                       f"auto-split K tile (expected {tiles}, got {len(order)}).",
+                 hint=f"K = {k} is split into tiles of {tk}" if tiles > 1 else
+                 "an MMA with an operand fragment is one K tile")
+    elif sorted(order) != list(range(tiles)):
+        ck.error(span, f"MMA k_tiles schedule must be a permutation of [0, {tiles}).")
+    else:
+        s.k_tile = k // tiles
+
+
 def check_store(ck, s: ast.MmaStore):
     """``mma.store[.transp] mc, V`` (§11.3.4)."""
     inside = ck.in_parallel   # else the host lane is the unit (§11.2 (c))
@@ -223,6 +280,13 @@ def check_store(ck, s: ast.MmaStore):
     tile = _tile(ck, s.view, "mma.store")
     if inside:
         _uniform(ck, "mma.store", s.view)
+    for g in s.guards:
+        gty = ck.expr(g)
+        if not is_unknown(gty) and not is_integer(gty):
+            ck.error(g.span, f"mma.store.mask needs an integer count but got "
+                             f"'{tname(gty)}'.")
+        elif inside:
+            _uniform(ck, "mma.store.mask", g)
     note_param_write(ck, s.view)
     if is_unknown(fty):
         return

@@ -8,7 +8,7 @@ from . import levels
 from .binders import bound_items, declare_indices
 from .consteval import const_value
 from .exprs import require_bool
-from .typerules import tname
+from .typerules import is_integer, is_unknown, tname
 from .walk import value_names
 
 MAX_SUB_INDICES = 3
@@ -45,6 +45,50 @@ def _check_bounds(ck, pl: ast.PLevel, kind: str, items):
                      GRID_LIMIT_TAIL.format(limit=MAX_GRID[i]))
 
 
+def _check_attrs(ck, p: ast.Parallel):
+    """``[[launch_bounds(threads[, min_blocks[, max_cluster]])]]`` and ``[[maxnreg(n)]]``
+    (§6.2.5): on a block level only, compile-time integers (lib/earlysema.cpp,
+    lib/semacheck.cpp); ``_`` for the thread count means the kernel's block size."""
+    for a in p.attrs:
+        where = f"[[{a.name}]]"
+        if p.kinds[0] != "block":
+            ck.error(a.span, f"{where} is only valid on block-level parallel-by.")
+        if a.name == "launch_bounds" and not 1 <= len(a.args) <= 3:
+            ck.error(a.span, f"{where} expects 1 to 3 integer arguments, but got "
+                             f"{len(a.args)}.")
+            continue
+        values = []
+        for i, arg in enumerate(a.args):
+            if isinstance(arg, ast.Wildcard) and a.name == "launch_bounds" and i == 0:
+                values.append(0)
+                continue
+            ty = ck.expr(arg)
+            if is_unknown(ty):
+                continue
+            if not is_integer(ty):
+                ck.error(arg.span, f"{where} argument must be an integer but got "
+                                   f"'{tname(ty)}'.")
+                continue
+            value = const_value(arg)
+            if not isinstance(value, int):
+                ck.error(arg.span, f"{where} argument must be a compile-time integer "
+                                   f"constant.")
+            elif a.name == "maxnreg" and value <= 0:
+                ck.error(arg.span, f"{where} argument must be a positive integer.")
+            elif value < 0:
+                ck.error(arg.span, f"{where} argument must be a non-negative integer.")
+            elif i > 0 and value == 0:
+                ck.error(arg.span, f"{where} minBlocks/maxCluster must be positive (use 0 "
+                                   f"only for maxThreadsPerBlock to auto-compute).")
+            else:
+                values.append(value)
+        if len(values) == len(a.args):
+            if a.name == "maxnreg":
+                p.maxnreg = values[0]
+            else:
+                p.launch_bounds = values
+
+
 def _parallel_bound_message(ty):
     return f"the parallel bound requires integers but got '{tname(ty)}'."
 
@@ -56,6 +100,7 @@ def check_parallel(ck, p: ast.Parallel):
         p.kinds = ["thread"] * len(p.levels)
     if not kernel and p.is_async:
         ck.error(p.span, "inner parallel-by level can not be asynchronous.")
+    _check_attrs(ck, p)
     if p.stream is not None:
         sym = ck.lookup(p.stream)
         if sym is None or sym.kind != "stream":

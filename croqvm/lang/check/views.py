@@ -6,8 +6,8 @@ dimension's name, or None. A static check fires only when every number involved 
 from __future__ import annotations
 
 from croqvm.lang import ast
-from croqvm.lang.types import (Bounded, Buffer, Event, Future, ITuple, Mdspan, Scalar, View,
-                               shape_str)
+from croqvm.lang.types import (Bounded, Buffer, Event, Future, ITuple, Mdspan, OpFuture, Scalar,
+                               View, shape_str)
 
 from .consteval import const_value
 from .context import UNKNOWN, ordinal
@@ -80,6 +80,11 @@ def check_data(ck, e: ast.DataOf):
         if ty.dtype is None:
             return UNKNOWN
         return Buffer(ty.dtype, tuple(ty.shape), ty.storage)
+    if isinstance(ty, OpFuture):
+        ck.error(e.span, f"the operation future '{root_name(e.base)}' has no '.data': after "
+                         f"'wait {root_name(e.base)}', the result is the accumulator "
+                         f"'{ty.acc}'.")
+        return UNKNOWN
     ck.error(e.span, f"'.data' requires a future but '{root_name(e.base)}' is "
                      f"'{tname(ty)}'.")
     return UNKNOWN
