@@ -64,6 +64,9 @@ class Kind(IntEnum):
     GRID_LIMIT = 38
     SHARED_LIMIT = 39
     UNINITIALISED_REGISTER = 40
+    FRAGMENT_INDEX = 41
+    FRAGMENT_NOT_OWNED = 42
+    SHUFFLE_INACTIVE = 43
 
 
 class LaneFault(Exception):

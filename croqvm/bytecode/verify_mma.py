@@ -109,5 +109,14 @@ def _shapes_agree(at: Where, layout: int, fa, fb, acc) -> None:
             seen.setdefault(letter, (extent, f"{what} ('{frag.name}')"))
 
 
+def frag_elem(cx, at, op, used):
+    """FRAG_GET and FRAG_SET name an accumulator of static shape (§11.5)."""
+    m = operand(op, used, "m")
+    frag = _frag(cx, at, op, m, FragRole.ACC)
+    if DYNAMIC in (frag.rows, frag.cols):
+        at.fail(f"{label('fragment', m, frag.name)} has extents "
+                f"{extents_text((frag.rows, frag.cols))}; {op.name} needs static ones")
+
+
 RULES = {"mma_fill": mma_fill, "mma_load": mma_load, "mma_store": mma_store,
-         "mma_exec": mma_exec}
+         "mma_exec": mma_exec, "frag_elem": frag_elem}
