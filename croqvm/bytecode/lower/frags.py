@@ -77,8 +77,13 @@ def _if(lw: Lowerer, cond: int, body) -> None:
     lw.b.close_if(pc)
 
 
-def _arith(lw: Lowerer, name: str, x: int, y) -> int:
-    y = lw.int_reg(y) if isinstance(y, int) else y
+def _arith(lw: Lowerer, name: str, x: int, k: int) -> int:
+    """R[x] <name> k, k a constant."""
+    return lw.b.op(name, dtypes.S32, x, lw.int_reg(k))
+
+
+def _arith_r(lw: Lowerer, name: str, x: int, y: int) -> int:
+    """R[x] <name> R[y]."""
     return lw.b.op(name, dtypes.S32, x, y)
 
 
@@ -121,7 +126,7 @@ class _Owned:
         self.col0 = col0
 
         def band(t):
-            i = _arith(lw, "ADD", _arith(lw, "MUL", t, 8), row0)
+            i = _arith_r(lw, "ADD", _arith(lw, "MUL", t, 8), row0)
             inside = _less(lw, i, self.rows)
             if self.unit == WARP_SIZE:
                 mine = lw.true_reg()
@@ -139,10 +144,10 @@ class _Owned:
         lw = self.lw
 
         def chunk(u):
-            base = _arith(lw, "ADD", _arith(lw, "MUL", u, 8), self.col0)
+            base = _arith_r(lw, "ADD", _arith(lw, "MUL", u, 8), self.col0)
 
             def pair(e):
-                j = _arith(lw, "ADD", base, e)
+                j = _arith_r(lw, "ADD", base, e)
                 _if(lw, _less(lw, j, self.cols), lambda: body(j))
             _loop(lw, 2, "frag.pair", pair)
         _loop(lw, -(-self.cols // 8), "frag.chunk", chunk)
