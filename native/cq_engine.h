@@ -345,6 +345,7 @@ int cq_op_once(cq_warp *w, const cq_ins *ins);
 int cq_op_trigger(cq_warp *w, const cq_ins *ins);
 int cq_op_wait_event(cq_warp *w, const cq_ins *ins);
 int cq_op_mma(cq_warp *w, const cq_ins *ins);
+int cq_op_frag_elem(cq_warp *w, const cq_ins *ins);
 int cq_op_print(cq_warp *w, const cq_ins *ins);
 int cq_op_assert(cq_warp *w, const cq_ins *ins);
 
