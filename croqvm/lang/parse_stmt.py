@@ -41,7 +41,7 @@ _VALUE_STATEMENTS = {"dma": "_dma", "tma": "_dma", "mma": "_mma"}
 # Fragment statements (§11.5) and their argument counts. The reference reserves the words
 # of its own (above); ``reduce_min`` and ``all_reduce_max|min`` stay names that start a
 # statement only when a '(' follows.
-FRAG_OPS = {"copy": 2, "reduce_sum": 3, "reduce_max": 3, "reduce_min": 3,
+FRAG_OPS = {"copy": 2, "mma.load": 2, "reduce_sum": 3, "reduce_max": 3, "reduce_min": 3,
             "all_reduce_sum": 1, "all_reduce_max": 1, "all_reduce_min": 1}
 
 

@@ -241,7 +241,7 @@ def _load(lw: Lowerer, e: ast.Expr, idx: list[int], dtype: dtypes.DType) -> int:
 
 
 def lower_frag_op(lw: Lowerer, s: ast.FragOp) -> None:
-    if s.op == "copy":
+    if s.op in ("copy", "mma.load"):
         _copy(lw, s)
     elif s.op.startswith("reduce_"):
         _reduce(lw, s, s.op[len("reduce_"):])

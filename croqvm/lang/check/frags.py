@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from croqvm.lang import ast
 from croqvm.lang.parse_stmt import FRAG_OPS
-from croqvm.lang.types import Buffer, Fragment, shape_str
+from croqvm.lang.types import Buffer, Fragment, Future, shape_str
 
 from .consteval import const_value
 from .decls import note_param_write
@@ -87,6 +87,22 @@ def _buffer(ck, e, what):
     return None
 
 
+def _data(ck, e):
+    """A buffer, or a future's data (§9.4.5), as a Buffer type; else None (reported)."""
+    ty = ck.expr(e)
+    if isinstance(ty, Future) and ty.dtype is not None:
+        return Buffer(ty.dtype, tuple(ty.shape), ty.storage)
+    if is_unknown(ty) or isinstance(ty, Future):
+        return None
+    if isinstance(ty, Buffer) and not ty.array:
+        return ty
+    ck.error(e.span, f"mma.load into a frag needs a buffer or a future but "
+                     f"'{root_name(e)}' is '{tname(ty)}'.",
+             hint="copy a tile into shared memory first, as in 'sa = dma.copy x.chunkat(i, "
+                  "j) => shared;'")
+    return None
+
+
 def _same_shape(a, b) -> bool:
     return len(a) != len(b) or all(not (isinstance(x, int) and isinstance(y, int)) or x == y
                                    for x, y in zip(a, b))
@@ -98,20 +114,31 @@ def check_frag_op(ck, s: ast.FragOp):
         ck.error(s.span, f"'{s.op}' takes {want} argument{'s' if want > 1 else ''} but got "
                          f"{len(s.args)}.", hint=_USAGE[s.op])
         return
-    {"copy": _check_copy}.get(s.op, _check_all_reduce if want == 1 else _check_reduce)(ck, s)
+    {"copy": _check_copy, "mma.load": _check_copy}.get(s.op, _check_all_reduce if want == 1 else _check_reduce)(ck, s)
 
 
-_USAGE = {"copy": "'copy(dst, src)'", **{f"reduce_{k}": f"'reduce_{k}(dst, src, 1)'"
+_USAGE = {"copy": "'copy(dst, src)'", "mma.load": "'mma.load src, f;'", **{f"reduce_{k}": f"'reduce_{k}(dst, src, 1)'"
                                          for k in ("sum", "max", "min")},
           **{f"all_reduce_{k}": f"'all_reduce_{k}(row)'" for k in ("sum", "max", "min")}}
 
 
 def _check_copy(ck, s):
-    dst, src = (_buffer(ck, e, "copy") for e in s.args)
+    """``copy(dst, src)``; ``mma.load src, dst;`` copies a buffer or a future's data into a
+    frag."""
+    dst = _buffer(ck, s.args[0], s.op)
+    if s.op == "mma.load":
+        src = _data(ck, s.args[1])
+        if dst is not None and dst.storage != "local":
+            ck.error(s.args[0].span, f"'mma.load src, f' loads into a frag but "
+                                     f"'{root_name(s.args[0])}' is a {dst.storage} buffer.",
+                     hint="load into a 'frag', or write 'f = mma.load src;'")
+            return
+    else:
+        src = _buffer(ck, s.args[1], s.op)
     if dst is None or src is None:
         return
     if len(dst.shape) != len(src.shape) or not _same_shape(dst.shape, src.shape):
-        ck.error(s.span, f"copy: '{root_name(s.args[0])}' is {shape_str(dst.shape)} but "
+        ck.error(s.span, f"{s.op}: '{root_name(s.args[0])}' is {shape_str(dst.shape)} but "
                          f"'{root_name(s.args[1])}' is {shape_str(src.shape)}: the shapes "
                          f"must be equal.")
         return
