@@ -303,6 +303,11 @@ _ROWS = (
         "the lane's xor c (a warp shuffle; that lane must be active)", _LEAF,
         types=("any=", "any="), imms=("lane_mask",), faults=(K.SHUFFLE_INACTIVE,),
         kernel_only=True),
+    _op("MMA_GATHER", ("m", "b", "i", "c?"), "fragment a := the 2-D local buffer b, element "
+        "(r, c) from the copy of the lane that holds it (c=1: the lane holding (c, r) of the "
+        "layout, a transposed operand), converted to a's element type", _SITE,
+        imms=("flag",), entry="mma_gather",
+        faults=(K.MMA_TILE_SHAPE, K.BUFFER_BEFORE_DECLARATION) + _MMA_FAULTS),
 )
 
 TABLE = tuple(Op(code, name, operands, meaning, **fields)
@@ -316,7 +321,7 @@ assert all(len(op.operands) <= MAX_OPERANDS for op in TABLE)
  END, YIELD, ONCE, ALLOC, FILL, LOAD, STORE, UPDATE, DIMOF, DMA, FUT_ANY, WAIT, SWAP, FUT_DIM,
  BARRIER, FENCE, TRIGGER, WAIT_EVENT, SYNC_GLOBAL, MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE,
  PRINT, ASSERT, ASSERT_FMT, LAUNCH, RET, RET_VAL, RET_BUF, FRAG_GET, FRAG_SET,
- SHFL_XOR) = range(len(TABLE))
+ SHFL_XOR, MMA_GATHER) = range(len(TABLE))
 
 # Binary ALU opcodes in operator order: UPDATE's immediate names one of these.
 BINARY_ALU = (ADD, SUB, MUL, DIV, MOD, MIN, MAX, AND, OR, XOR, SHL, SHR)

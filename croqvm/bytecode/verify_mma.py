@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from croqvm.dtypes import BY_CODE, MMA_ACCUMULATOR
 
-from .module import DYNAMIC, FragRole
+from .module import DYNAMIC, FragRole, Storage
 from .verify_base import (CodeCtx, Where, element_dtype, extents_text, known_extents, label,
                           operand)
 
@@ -118,5 +118,19 @@ def frag_elem(cx, at, op, used):
                 f"{extents_text((frag.rows, frag.cols))}; {op.name} needs static ones")
 
 
-RULES = {"mma_fill": mma_fill, "mma_load": mma_load, "mma_store": mma_store,
+def mma_gather(cx, at, op, used):
+    """A local 2-D buffer whose element type is the fragment's and whose static extents
+    agree with it."""
+    m, b = operand(op, used, "m"), operand(op, used, "b")
+    frag = cx.code.frags[m]
+    buf = cx.code.buffers[b]
+    if buf.storage != Storage.LOCAL or len(buf.shape) != 2:
+        at.fail(f"{label('buffer', b, buf.name)} is not a 2-D local buffer")
+    if buf.dtype != frag.dtype:
+        at.fail(f"{label('buffer', b, buf.name)} has {BY_CODE[buf.dtype].name} elements, but "
+                f"{label('fragment', m, frag.name)} is {BY_CODE[frag.dtype].name}")
+    _agree(at, f"buffer {b}", known_extents(cx, buf.shape), (frag.rows, frag.cols))
+
+
+RULES = {"mma_gather": mma_gather, "mma_fill": mma_fill, "mma_load": mma_load, "mma_store": mma_store,
          "mma_exec": mma_exec, "frag_elem": frag_elem}

@@ -292,7 +292,39 @@ def op_frag_set(w, ins):
         frag.shaped(lane)[i, j] = v.astype(frag.holder)[0]
 
 
+def op_mma_gather(w, ins):
+    """Each element from the copy of the local buffer that its holder has: the fragment
+    a unit's lanes build from their registers (§11.5)."""
+    _, m, b, transposed, coll = ins[:5]
+    decl = w.blk.prog.code.frags[m]
+
+    def effect(blk, rec, lanes):
+        for frag, ls in _by_instance(blk, m, lanes):
+            base = ls[0] - ls[0] % decl.unit if decl.unit in UNIT_OF_LANES else ls[0]
+            copies: dict = {}
+
+            def copy_of(lane):
+                if lane not in copies:
+                    insts = blk.instances(b, lane)
+                    if insts is None:
+                        raise Fault(Kind.BUFFER_BEFORE_DECLARATION, (b,), lane)
+                    copies[lane] = insts[0]
+                return copies[lane]
+            shape = copy_of(ls[0]).shape
+            if not frag.fits(shape):
+                raise Fault(Kind.MMA_TILE_SHAPE, (m, frag.shape, copy_of(ls[0]).ref, shape),
+                            ls[0])
+            data = np.empty(shape, frag.holder)
+            for r in range(shape[0]):
+                for c in range(shape[1]):
+                    who = owner(decl.unit, c, r) if transposed else owner(decl.unit, r, c)
+                    src = copy_of(base + who if who >= 0 else ls[0])
+                    data[r, c] = src.data[r, c]
+            frag.data = data
+    _collective(w, ins, coll, effect)
+
+
 HANDLERS = {
-    "MMA_FILL": op_mma_fill, "MMA_LOAD": op_mma_load, "MMA_EXEC": op_mma_exec,
+    "MMA_GATHER": op_mma_gather, "MMA_FILL": op_mma_fill, "MMA_LOAD": op_mma_load, "MMA_EXEC": op_mma_exec,
     "MMA_STORE": op_mma_store, "FRAG_GET": op_frag_get, "FRAG_SET": op_frag_set,
 }

@@ -27,17 +27,16 @@ import numpy as np
 from croqvm import dtypes
 from croqvm.bytecode.module import Access
 from croqvm.lang import ast
-from croqvm.limits import WARP_SIZE
 
 from .exprs import scalar_value
 from .mma import frag_ref
+from .owned import Owned, loop, when
 from .state import Lowerer
 from .values import Val
 from .views import int_operands, reg_of, resolve_base
 
 # reduce_* and all_reduce_*: the ALU op, the identity a held row starts from
 _FOLDS = {"sum": "ADD", "max": "MAX", "min": "MIN"}
-ROW_LANES = 4            # the lanes of a warp holding one row of a C/D fragment
 _BUTTERFLY = (2, 1)      # their shuffle masks, as the reference's code orders them
 
 
@@ -56,106 +55,6 @@ def _identity(op: str, t: dtypes.DType):
         return -math.inf if op == "max" else math.inf
     info = np.iinfo(t.np)
     return int(info.min if op == "max" else info.max)
-
-
-def _loop(lw: Lowerer, count, name: str, body) -> None:
-    """``for i in [0, count)``: body(i register); count an int or a register."""
-    b = lw.b
-    i = b.reg(dtypes.S32, name)
-    end = lw.int_reg(count) if isinstance(count, int) else count
-    b.emit("CONST", i, b.const(dtypes.S32, -1))
-    loop = b.open_loop()
-    b.emit("ADD", i, i, lw.int_reg(1))
-    b.emit("BREAK_IF", b.op("GE", dtypes.BOOL, i, end))
-    body(i)
-    b.close_loop(loop)
-
-
-def _if(lw: Lowerer, cond: int, body) -> None:
-    pc = lw.b.open_if(cond)
-    body()
-    lw.b.close_if(pc)
-
-
-def _arith(lw: Lowerer, name: str, x: int, k: int) -> int:
-    """R[x] <name> k, k a constant."""
-    return lw.b.op(name, dtypes.S32, x, lw.int_reg(k))
-
-
-def _arith_r(lw: Lowerer, name: str, x: int, y: int) -> int:
-    """R[x] <name> R[y]."""
-    return lw.b.op(name, dtypes.S32, x, y)
-
-
-def _less(lw: Lowerer, x: int, bound: int) -> int:
-    return lw.b.op("LT", dtypes.BOOL, x, lw.int_reg(bound))
-
-
-class _Owned:
-    """The elements of accumulator ``sym`` the executing lane holds (see above)."""
-
-    def __init__(self, lw: Lowerer, sym, node):
-        self.lw, self.ref = lw, frag_ref(lw, sym, node)
-        self.rows, self.cols = sym.type.shape
-        self.unit = self.ref.unit
-        if self.unit == 0:
-            lw.error(node.span, f"the elements of accumulator '{sym.name}' are held by the "
-                                f"block as a whole here, not by a warp, a warpgroup or one "
-                                f"lane.", hint="use them inside the 'group' or 'group-4' "
-                                               "level that owns the accumulator")
-
-    def per_lane(self) -> bool:
-        return self.unit in (WARP_SIZE, WARP_SIZE * 4)
-
-    def lane_parts(self):
-        """(l / 4, 2 * (l % 4), warp index in the unit) of the executing lane."""
-        lw, b = self.lw, self.lw.b
-        lane = b.reg(dtypes.S32)
-        b.emit("LANE", lane)
-        rank = _arith(lw, "MOD", lane, self.unit)
-        l = _arith(lw, "MOD", rank, WARP_SIZE)
-        row0 = _arith(lw, "DIV", l, ROW_LANES)
-        col0 = _arith(lw, "MUL", _arith(lw, "MOD", l, ROW_LANES), 2)
-        return row0, col0, _arith(lw, "DIV", rank, WARP_SIZE)
-
-    def rows_loop(self, body, uniform: bool = False) -> None:
-        """body(i) for each held row i; ``uniform``: every lane of a warp runs the same
-        iterations (for shuffles), with ``i`` possibly past the last row."""
-        lw = self.lw
-        row0, col0, warp = self.lane_parts()
-        self.col0 = col0
-
-        def band(t):
-            i = _arith_r(lw, "ADD", _arith(lw, "MUL", t, 8), row0)
-            inside = _less(lw, i, self.rows)
-            if self.unit == WARP_SIZE:
-                mine = lw.true_reg()
-            else:           # rows of 16-row bands cycle over the four warps
-                quarter = _arith(lw, "MOD", _arith(lw, "DIV", t, 2), 4)
-                mine = lw.b.op("EQ", dtypes.BOOL, quarter, warp)
-            if uniform:
-                _if(lw, mine, lambda: body(i, inside))
-            else:
-                _if(lw, lw.b.op("AND", dtypes.BOOL, mine, inside), lambda: body(i, inside))
-        _loop(lw, -(-self.rows // 8), "frag.band", band)
-
-    def cols_loop(self, body) -> None:
-        """body(j) for each held column j, ascending (after rows_loop set the lane)."""
-        lw = self.lw
-
-        def chunk(u):
-            base = _arith_r(lw, "ADD", _arith(lw, "MUL", u, 8), self.col0)
-
-            def pair(e):
-                j = _arith_r(lw, "ADD", base, e)
-                _if(lw, _less(lw, j, self.cols), lambda: body(j))
-            _loop(lw, 2, "frag.pair", pair)
-        _loop(lw, -(-self.cols // 8), "frag.chunk", chunk)
-
-    def get(self, i: int, j: int, dtype: dtypes.DType) -> int:
-        r = self.lw.b.reg(dtype)
-        self.lw.b.emit("FRAG_GET", r, self.ref.acc, i, j)
-        return r
 
 
 # ------------------------------------------------------------------------ element access
@@ -198,7 +97,7 @@ def lower_apply(lw: Lowerer, s: ast.Apply) -> None:
     if s.frag is None:
         lw.stmt(s.loop)
         return
-    owned = _Owned(lw, s.frag, s.within.bound[0].base)
+    owned = Owned(lw, frag_ref(lw, s.frag, s.within.bound[0].base), s.frag.type.shape, s.frag.name, s.within.bound[0].base)
     if not owned.per_lane():
         lw.stmt(s.loop)
         return
@@ -260,7 +159,7 @@ def _copy(lw: Lowerer, s: ast.FragOp) -> None:
         if len(idx) == len(shape):
             _store(lw, dst, idx, _load(lw, src, idx, dst.ty.dtype))
             return
-        _loop(lw, shape[len(idx)], f"copy.{len(idx)}", lambda i: nest(idx + [i]))
+        loop(lw, shape[len(idx)], f"copy.{len(idx)}", lambda i: nest(idx + [i]))
     nest([])
 
 
@@ -276,7 +175,7 @@ def _reduce(lw: Lowerer, s: ast.FragOp, kind: str) -> None:
     if acc is None:
         _reduce_buffer(lw, s, kind)
         return
-    owned = _Owned(lw, acc, src)
+    owned = Owned(lw, frag_ref(lw, acc, src), acc.type.shape, acc.name, src)
     t = _fold_type(acc.type.dtype)
     if not owned.per_lane():
         _reduce_rows(lw, s, kind, t, owned.rows, owned.cols,
@@ -288,10 +187,10 @@ def _reduce(lw: Lowerer, s: ast.FragOp, kind: str) -> None:
         v = b.load_const(t, _identity(kind, t), "reduce.value")
 
         def col(j):
-            _if(lw, inside, lambda: b.emit(alu, v, v, owned.get(i, j, t)))
+            when(lw, inside, lambda: b.emit(alu, v, v, owned.get(i, j, t)))
         owned.cols_loop(col)
         _butterfly(lw, v, alu, t)
-        _if(lw, inside, lambda: _store(lw, dst, _dst_index(s, lw, i),
+        when(lw, inside, lambda: _store(lw, dst, _dst_index(s, lw, i),
                                        b.convert(v, dst.ty.dtype)))
     owned.rows_loop(row, uniform=True)
 
@@ -322,9 +221,9 @@ def _reduce_rows(lw: Lowerer, s, kind: str, t, rows: int, cols: int, read) -> No
 
     def row(i):
         v = b.load_const(t, _identity(kind, t), "reduce.value")
-        _loop(lw, cols, "reduce.col", lambda j: b.emit(alu, v, v, read(i, j)))
+        loop(lw, cols, "reduce.col", lambda j: b.emit(alu, v, v, read(i, j)))
         _store(lw, dst, _dst_index(s, lw, i), b.convert(v, dst.ty.dtype))
-    _loop(lw, rows, "reduce.row", row)
+    loop(lw, rows, "reduce.row", row)
 
 
 def _all_reduce(lw: Lowerer, s: ast.FragOp, kind: str) -> None:
@@ -332,7 +231,7 @@ def _all_reduce(lw: Lowerer, s: ast.FragOp, kind: str) -> None:
     if acc is None:
         return          # one lane holds the whole row (§11.5)
     (x,) = s.args
-    owned = _Owned(lw, acc, x)
+    owned = Owned(lw, frag_ref(lw, acc, x), acc.type.shape, acc.name, x)
     if not owned.per_lane():
         return
     t, alu = _fold_type(x.ty.dtype), _FOLDS[kind]
@@ -341,7 +240,7 @@ def _all_reduce(lw: Lowerer, s: ast.FragOp, kind: str) -> None:
         v = _load(lw, x, [i], t)
         _butterfly(lw, v, alu, t)
         _store(lw, x, [i], lw.b.convert(v, x.ty.dtype))
-    _loop(lw, x.ty.shape[0], "all_reduce.elem", elem)
+    loop(lw, x.ty.shape[0], "all_reduce.elem", elem)
 
 
 TABLE = {ast.Apply: lower_apply, ast.FragOp: lower_frag_op}
