@@ -66,6 +66,9 @@ class Kind(IntEnum):
     UNINITIALISED_REGISTER = 40
     MMA_PENDING = 41
     MMA_NOT_PENDING = 42
+    FRAGMENT_INDEX = 43
+    FRAGMENT_NOT_OWNED = 44
+    SHUFFLE_INACTIVE = 45
 
 
 class LaneFault(Exception):

@@ -144,6 +144,14 @@ TEMPLATES = {
                              "pending here: its operation future has been waited already."),
     Kind.ASSERT: _t("message:string", "{message}"),
     Kind.ASSERT_FMT: _t("message:print", "{message}"),
+    Kind.FRAGMENT_INDEX: _t("frag:frag element:tuple shape:fragshape", "element {element} "
+                            "is outside accumulator '{frag}' {shape}."),
+    Kind.FRAGMENT_NOT_OWNED: _t("frag:frag element:tuple unit:unit owner:int", "element "
+                                "{element} of accumulator '{frag}' is held by lane {owner} "
+                                "of the {unit.noun}, not by this lane (the hardware's "
+                                "fragment layout, LANGUAGE.md §11.5)."),
+    Kind.SHUFFLE_INACTIVE: _t("partner:int", "the lane exchanges a value with lane "
+                              "{partner} of its warp, which is not active here."),
 }
 
 # The lines around a runtime error and a deadlock report (croqvm.report), by name.

@@ -351,6 +351,7 @@ int cq_op_wait_event_at(cq_warp *w, const cq_ins *ins);
 int cq_event_pending(const cq_block *blk, const cq_warp *w, int k, int64_t *gen);
 int cq_op_fut_bind(cq_warp *w, const cq_ins *ins);
 int cq_op_mma(cq_warp *w, const cq_ins *ins);
+int cq_op_frag_elem(cq_warp *w, const cq_ins *ins);
 int cq_op_print(cq_warp *w, const cq_ins *ins);
 int cq_op_assert(cq_warp *w, const cq_ins *ins);
 

@@ -86,9 +86,13 @@ enum cq_opcode {
     CQ_OP_MMA_ASYNC = 65,  /* the MMAs just executed on accumulator a complete asynchronously: a has one more pending completion, and no other operation may use it until MMA_WAIT */
     CQ_OP_MMA_WAIT = 66,  /* complete the pending asynchronous MMAs of accumulator a (a wait of its operation future) */
     CQ_OP_MMA_STORE_MASK = 67,  /* view b := accumulator a converted to the view's element type, the elements of rows below R[c] and columns below R[d] only */
+    CQ_OP_FRAG_GET = 68,  /* R[a] := element (R[c], R[d]) of accumulator b's copy, converted to R[a]'s dtype */
+    CQ_OP_FRAG_SET = 69,  /* element (R[b], R[c]) of accumulator a's copy := R[d] converted to its element type */
+    CQ_OP_SHFL_XOR = 70,  /* R[a] := R[b] of the lane whose index in the warp is the lane's xor c (a warp shuffle; that lane must be active) */
+    CQ_OP_MMA_GATHER = 71,  /* fragment a := the 2-D local buffer b, element (r, c) from the copy of the lane that holds it (c=1: the lane holding (c, r) of the layout, a transposed operand), converted to a's element type */
 };
 
-#define CQ_NUM_OPCODES 68
+#define CQ_NUM_OPCODES 72
 
 /* When an opcode is a collective (CQ_COLLECTIVE) or may block (CQ_BLOCKS); WITH_SITE: when its collective-site operand (kind 'c?') is >= 0. */
 enum cq_mode {
@@ -115,14 +119,14 @@ static const char *const CQ_OP_NAME[CQ_NUM_OPCODES] = {
     "WAIT", "SWAP", "FUT_DIM", "BARRIER", "FENCE", "TRIGGER", "WAIT_EVENT", "SYNC_GLOBAL",
     "MMA_FILL", "MMA_LOAD", "MMA_EXEC", "MMA_STORE", "PRINT", "ASSERT", "ASSERT_FMT",
     "LAUNCH", "RET", "RET_VAL", "RET_BUF", "WAIT_EVENT_AT", "FUT_BIND", "MMA_ASYNC",
-    "MMA_WAIT", "MMA_STORE_MASK"
+    "MMA_WAIT", "MMA_STORE_MASK", "FRAG_GET", "FRAG_SET", "SHFL_XOR", "MMA_GATHER"
 };
 
 /* Operands used (a..e); the other operand words are 0. */
 static const uint8_t CQ_NUM_OPERANDS[CQ_NUM_OPCODES] = {
     0, 2, 2, 2, 1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 4, 2,
     1, 1, 1, 1, 1, 0, 3, 1, 3, 2, 2, 3, 3, 2, 1, 2, 2, 3, 1, 1, 2, 2, 0, 3, 3, 5, 4, 1, 2,
-    2, 1, 0, 1, 1, 2, 1, 2, 2, 5
+    2, 1, 0, 1, 1, 2, 1, 2, 2, 5, 4, 4, 3, 4
 };
 
 /* Operand kind letters in operand order, '?' after a kind that also takes -1 (CQ_KIND_* below). */
@@ -132,42 +136,43 @@ static const char *const CQ_OPERAND_KINDS[CQ_NUM_OPCODES] = {
     "rr", "rr", "rrrr", "rt", "t", "t", "r", "r", "t", "", "rii", "b", "brc?", "ra", "ar",
     "ari", "rbi", "dc?", "f", "fc?", "ff", "rfi", "c", "i", "er", "er", "", "mrc?", "mvc?",
     "mmmic?", "mvic?", "p", "rs", "rp", "l", "", "r", "b", "er", "f", "mc?", "mc?",
-    "mvrrc?"
+    "mvrrc?", "rmrr", "mrrr", "rri", "mbic?"
 };
 
 /* The operand (0 = a) holding the register the op writes, -1: none. */
 static const int8_t CQ_WRITES[CQ_NUM_OPCODES] = {
     -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     -1, -1, -1, -1, -1, -1, -1, 0, -1, -1, 0, -1, -1, 0, -1, -1, -1, -1, 0, -1, -1, -1, -1,
-    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, -1, 0, -1
 };
 
 /* The operand naming its collective site, -1: none. */
 static const int8_t CQ_SITE[CQ_NUM_OPCODES] = {
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, -1, -1, -1, -1, 1, -1,
-    1, -1, -1, 0, -1, -1, -1, -1, 2, 2, 4, 3, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 1, 4
+    1, -1, -1, 0, -1, -1, -1, -1, 2, 2, 4, 3, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 1, 4,
+    -1, -1, -1, 3
 };
 
 /* enum cq_mode: when the op is a collective of the site's participants. */
 static const uint8_t CQ_COLLECTIVE[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 2, 0, 0, 1, 0, 0, 0, 0, 2, 2, 2, 2, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 2, 2, 2
+    0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 0, 0, 0, 2
 };
 
 /* enum cq_mode: when the op may block its warp. */
 static const uint8_t CQ_BLOCKS[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 2, 0, 0, 1, 0, 0, 1, 0, 2, 2, 2, 2, 0, 0,
-    0, 0, 0, 0, 0, 1, 0, 2, 2, 2
+    0, 0, 0, 0, 0, 1, 0, 2, 2, 2, 0, 0, 0, 2
 };
 
 /* enum cq_flag bits. */
 static const uint8_t CQ_FLAGS[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
     0, 1, 0, 0, 2, 8, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 4, 0, 0, 0, 0, 0, 0,
-    0, 4, 4, 4, 4, 8, 8, 0, 0, 0
+    0, 4, 4, 4, 4, 8, 8, 0, 0, 0, 0, 0, 8, 0
 };
 
 /* UPDATE's operator immediate is one of these opcodes. */
@@ -334,6 +339,9 @@ enum cq_fault {
     CQ_FAULT_UNINITIALISED_REGISTER = 40,
     CQ_FAULT_MMA_PENDING = 41,
     CQ_FAULT_MMA_NOT_PENDING = 42,
+    CQ_FAULT_FRAGMENT_INDEX = 43,
+    CQ_FAULT_FRAGMENT_NOT_OWNED = 44,
+    CQ_FAULT_SHUFFLE_INACTIVE = 45,
 };
 
 #endif  /* CQ_OPCODES_H */

@@ -105,6 +105,28 @@ static int op_blockidx(cq_block *blk, cq_warp *w, const cq_ins *ins, uint32_t ac
     return CQ_ST_OK;
 }
 
+/* SHFL_XOR: R[a] := R[b] of the lane at (own index xor c) of the warp, which must be
+ * active; every value is read before any is written. */
+static int op_shfl_xor(cq_warp *w, const cq_ins *ins, uint32_t act, int n)
+{
+    int size = cq_type_size[ins->ta];
+    char got[CQ_WARP * 8];
+    for (uint32_t m = act; m; m &= m - 1) {
+        int i = cq_low(m), p = i ^ ins->c;
+        if (p >= n || !(w->act >> p & 1)) {
+            cq_record *f = cq_fault_new(w->blk, ins, CQ_FAULT_SHUFFLE_INACTIVE, w->base + i);
+            cq_put(f, p);
+            return CQ_ST_FAULT;
+        }
+        memcpy(got + (size_t)i * size, w->regs + ins->rb + (size_t)p * size, size);
+    }
+    for (uint32_t m = act; m; m &= m - 1) {
+        int i = cq_low(m);
+        memcpy(w->regs + ins->ra + (size_t)i * size, got + (size_t)i * size, size);
+    }
+    return CQ_ST_OK;
+}
+
 /* §6.5: the active lanes terminate; collectives stop waiting for them. */
 static int op_yield(cq_block *blk, cq_warp *w)
 {
@@ -150,6 +172,8 @@ static int op_other(cq_block *blk, cq_warp *w, const cq_ins *ins)
     case CQ_OP_MMA_FILL: case CQ_OP_MMA_LOAD: case CQ_OP_MMA_EXEC: case CQ_OP_MMA_STORE:
     case CQ_OP_MMA_STORE_MASK: case CQ_OP_MMA_ASYNC: case CQ_OP_MMA_WAIT:
         return cq_op_mma(w, ins);
+    case CQ_OP_FRAG_GET: case CQ_OP_FRAG_SET: return cq_op_frag_elem(w, ins);
+    case CQ_OP_SHFL_XOR: return op_shfl_xor(w, ins, w->act, w->width);
     case CQ_OP_PRINT: return cq_op_print(w, ins);
     case CQ_OP_ASSERT: case CQ_OP_ASSERT_FMT: return cq_op_assert(w, ins);
     case CQ_OP_LAUNCH: return cq_op_launch(w, ins);

@@ -486,6 +486,74 @@ int cq_effect_mma(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int
     }
 }
 
+/* ------------------------------------------------------------------ elements (§11.5) */
+
+/* The rank in its unit of the lane holding element (i, j) (mma.py owner): the C fragment
+ * of mma.sync.m16n8 per warp, the warps of a warpgroup taking 16-row bands in turn; -1
+ * for a unit of another size, which holds every element itself. */
+static int owner(int unit, int64_t i, int64_t j)
+{
+    if (unit != 32 && unit != 128)
+        return -1;
+    int lane = (int)(i % 8) * 4 + (int)(j % 8) / 2;
+    return unit > 32 ? lane + 32 * (int)((i / 16) % 4) : lane;
+}
+
+/* FRAG_GET r, m, i, j and FRAG_SET m, i, j, r: each active lane in order, after the range
+ * and the ownership checks. */
+int cq_op_frag_elem(cq_warp *w, const cq_ins *ins)
+{
+    cq_block *blk = w->blk;
+    int get = ins->op == CQ_OP_FRAG_GET, m = get ? ins->b : ins->a;
+    const cq_fragdecl *decl = &blk->code->frag[m];
+    const char *ri = w->regs + (get ? ins->rc : ins->rb), *rj = w->regs + (get ? ins->rd : ins->rc);
+    int ti = get ? ins->tc : ins->tb, tj = get ? ins->td : ins->tc;
+    for (uint32_t act = w->act; act; act &= act - 1) {
+        int k = cq_low(act), lane = w->base + k;
+        int64_t at[2] = {cq_to_int64(ti, ri, k), cq_to_int64(tj, rj, k)};
+        if (at[0] < 0 || at[0] >= decl->rows || at[1] < 0 || at[1] >= decl->cols) {
+            cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_FRAGMENT_INDEX, lane);
+            cq_put(f, m);
+            cq_put_list(f, 2, at);
+            put_fragshape(f, decl->rows, decl->cols);
+            return CQ_ST_FAULT;
+        }
+        int who = owner(decl->unit, at[0], at[1]);
+        if (who >= 0 && who != lane % decl->unit) {
+            cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_FRAGMENT_NOT_OWNED, lane);
+            cq_put(f, m);
+            cq_put_list(f, 2, at);
+            cq_put(f, decl->unit);
+            cq_put(f, who);
+            return CQ_ST_FAULT;
+        }
+        cq_frag *fr = fragment(blk, m, unit_of(blk, m, lane));
+        if (shaped(blk, ins, fr, m, lane) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+        int64_t e = at[0] * fr->cols + at[1];
+        int type = decl->type, bad;
+        char held[8];
+        if (get) {      /* the held value in the fragment's type, then to R[a]'s */
+            if (is_int_type(type))
+                cq_convert(CQ_DT_S64, type, &((int64_t *)fr->data)[e], held, 1, 1u, &bad);
+            else
+                cq_convert(CQ_DT_F64, type, &((double *)fr->data)[e], held, 1, 1u, &bad);
+            char *out = w->regs + ins->ra + (size_t)k * cq_type_size[ins->ta];
+            cq_convert(type, ins->ta, held, out, 1, 1u, &bad);
+            if (bad >= 0)
+                return cq_fault_convert(w, ins, k, type, held, ins->ta);
+        } else {
+            const char *src = w->regs + ins->rd;
+            cq_convert(ins->td, type, src + (size_t)k * cq_type_size[ins->td], held, 1, 1u,
+                       &bad);
+            if (bad >= 0)
+                return cq_fault_convert(w, ins, k, ins->td, src, type);
+            hold(type, type, held, 0, &((int64_t *)fr->data)[e], &((double *)fr->data)[e]);
+        }
+    }
+    return CQ_ST_OK;
+}
+
 /* A collective of its unit at the op's site; without one (the host, §11.2 (c)) each
  * active lane runs it alone, in lane order, as DMA and FILL without a site do. */
 int cq_op_mma(cq_warp *w, const cq_ins *ins)

@@ -310,6 +310,26 @@ _ROWS = (
         "only", _SITE, types=("index", "index"), entry="mma_store",
         faults=(K.MMA_TILE_SHAPE, K.MMA_STORE_OWNERS, K.ALLOC_FRAGMENT, K.MMA_PENDING)
         + _BASE_FAULTS[:4] + _MMA_FAULTS),
+    # --- fragment elements (§11.5): the lane reads and writes only the elements of its
+    # unit's copy that the hardware layout gives it (a lane of the host or of a one-lane
+    # unit holds them all)
+    _op("FRAG_GET", ("r", "m", "r", "r"), "R[a] := element (R[c], R[d]) of accumulator b's "
+        "copy, converted to R[a]'s dtype", _LEAF, types=("any", "index", "index"),
+        entry="frag_elem",
+        faults=(K.FRAGMENT_INDEX, K.FRAGMENT_NOT_OWNED, K.ALLOC_FRAGMENT) + _CONVERT),
+    _op("FRAG_SET", ("m", "r", "r", "r"), "element (R[b], R[c]) of accumulator a's copy := "
+        "R[d] converted to its element type", types=("index", "index", "any"),
+        entry="frag_elem",
+        faults=(K.FRAGMENT_INDEX, K.FRAGMENT_NOT_OWNED, K.ALLOC_FRAGMENT) + _CONVERT),
+    _op("SHFL_XOR", ("r", "r", "i"), "R[a] := R[b] of the lane whose index in the warp is "
+        "the lane's xor c (a warp shuffle; that lane must be active)", _LEAF,
+        types=("any=", "any="), imms=("lane_mask",), faults=(K.SHUFFLE_INACTIVE,),
+        kernel_only=True),
+    _op("MMA_GATHER", ("m", "b", "i", "c?"), "fragment a := the 2-D local buffer b, element "
+        "(r, c) from the copy of the lane that holds it (c=1: the lane holding (c, r) of the "
+        "layout, a transposed operand), converted to a's element type", _SITE,
+        imms=("flag",), entry="mma_gather",
+        faults=(K.MMA_TILE_SHAPE, K.BUFFER_BEFORE_DECLARATION) + _MMA_FAULTS),
 )
 
 TABLE = tuple(Op(code, name, operands, meaning, **fields)
@@ -323,7 +343,7 @@ assert all(len(op.operands) <= MAX_OPERANDS for op in TABLE)
  END, YIELD, ONCE, ALLOC, FILL, LOAD, STORE, UPDATE, DIMOF, DMA, FUT_ANY, WAIT, SWAP, FUT_DIM,
  BARRIER, FENCE, TRIGGER, WAIT_EVENT, SYNC_GLOBAL, MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE,
  PRINT, ASSERT, ASSERT_FMT, LAUNCH, RET, RET_VAL, RET_BUF, WAIT_EVENT_AT, FUT_BIND, MMA_ASYNC,
- MMA_WAIT, MMA_STORE_MASK) = range(len(TABLE))
+ MMA_WAIT, MMA_STORE_MASK, FRAG_GET, FRAG_SET, SHFL_XOR, MMA_GATHER) = range(len(TABLE))
 
 # Binary ALU opcodes in operator order: UPDATE's immediate names one of these.
 BINARY_ALU = (ADD, SUB, MUL, DIV, MOD, MIN, MAX, AND, OR, XOR, SHL, SHR)

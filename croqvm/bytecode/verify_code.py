@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from croqvm.dtypes import BY_CODE, promote
+from croqvm.limits import WARP_SIZE
 
 from . import opcodes as O
 from . import verify_mma
@@ -187,10 +188,17 @@ def _choice(count: int, what: str):
     return rule
 
 
+def _lane_mask(cx, at, v, op, used):
+    """A shuffle partner differs from the lane and lies in its warp."""
+    if not 0 < v < WARP_SIZE:
+        at.fail(f"lane mask {v} out of range (1..{WARP_SIZE - 1})")
+
+
 _IMMEDIATE_RULES = {
     "grid_dim": _grid_dim, "once_site": _once_site, "unit": _unit, "alu_op": _alu_op,
     "buffer_dim": _buffer_dim, "future_dim": _future_dim,
     "mma_layout": _choice(4, "mma layout"), "flag": _choice(2, "flag"),
+    "lane_mask": _lane_mask,
 }
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from croqvm.dtypes import BY_CODE, MMA_ACCUMULATOR
 
-from .module import DYNAMIC, FragRole
+from .module import DYNAMIC, FragRole, Storage
 from .verify_base import (CodeCtx, Where, element_dtype, extents_text, known_extents, label,
                           operand)
 
@@ -114,5 +114,29 @@ def mma_acc(cx, at, op, used):
     _frag(cx, at, op, operand(op, used, "m"), FragRole.ACC)
 
 
+def frag_elem(cx, at, op, used):
+    """FRAG_GET and FRAG_SET name an accumulator of static shape (§11.5)."""
+    m = operand(op, used, "m")
+    frag = _frag(cx, at, op, m, FragRole.ACC)
+    if DYNAMIC in (frag.rows, frag.cols):
+        at.fail(f"{label('fragment', m, frag.name)} has extents "
+                f"{extents_text((frag.rows, frag.cols))}; {op.name} needs static ones")
+
+
+def mma_gather(cx, at, op, used):
+    """A local 2-D buffer whose element type is the fragment's and whose static extents
+    agree with it."""
+    m, b = operand(op, used, "m"), operand(op, used, "b")
+    frag = cx.code.frags[m]
+    buf = cx.code.buffers[b]
+    if buf.storage != Storage.LOCAL or len(buf.shape) != 2:
+        at.fail(f"{label('buffer', b, buf.name)} is not a 2-D local buffer")
+    if buf.dtype != frag.dtype:
+        at.fail(f"{label('buffer', b, buf.name)} has {BY_CODE[buf.dtype].name} elements, but "
+                f"{label('fragment', m, frag.name)} is {BY_CODE[frag.dtype].name}")
+    _agree(at, f"buffer {b}", known_extents(cx, buf.shape), (frag.rows, frag.cols))
+
+
 RULES = {"mma_fill": mma_fill, "mma_load": mma_load, "mma_store": mma_store,
-         "mma_exec": mma_exec, "mma_acc": mma_acc}
+         "mma_exec": mma_exec, "mma_acc": mma_acc, "mma_gather": mma_gather,
+         "frag_elem": frag_elem}

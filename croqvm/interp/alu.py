@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import dtypes
 from ..bytecode.opcodes import BINARY_ALU, COMPARE, TABLE
+from ..faults import Kind, LaneFault
 from ..numerics import binary_op, convert, converter, round_to, same, unary_op
 
 
@@ -114,12 +115,23 @@ def op_select(w, ins):
     w.write(a, np.where(w.regs[b].astype(bool), yes, no))
 
 
+def op_shfl_xor(w, ins):
+    """R[a] := R[b] of the warp's lane at index (own index xor c), which must be active."""
+    _, a, b, mask = ins[:4]
+    partner = w.every ^ mask
+    for k in w.active_indices():
+        p = int(partner[k])
+        if p >= w.width or not w.act[p]:
+            raise LaneFault(Kind.SHUFFLE_INACTIVE, (p,), int(k))
+    w.write(a, w.regs[b][np.minimum(partner, w.width - 1)])
+
+
 _BINARY = [TABLE[c].name for c in BINARY_ALU + COMPARE]
 _UNARY = ("NEG", "NOT", "BNOT")
 
 HANDLERS = {
     "NOP": op_nop, "CONST": op_const, "MOV": op_mov, "CVT": op_cvt, "LANE": op_lane,
-    "BLOCKIDX": op_blockidx, "SELECT": op_select,
+    "BLOCKIDX": op_blockidx, "SELECT": op_select, "SHFL_XOR": op_shfl_xor,
     **{n: op_binary for n in _BINARY}, **{n: op_unary for n in _UNARY},
 }
 PREPARE = {

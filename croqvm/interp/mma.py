@@ -19,7 +19,7 @@ from .. import dtypes
 from ..bytecode import opcodes
 from ..bytecode.module import DYNAMIC
 from ..faults import Fault, Kind
-from ..limits import UNIT_OF_LANES
+from ..limits import UNIT_OF_LANES, WARP_SIZE
 from ..numerics import convert, fma_to, round_to
 from .checks import Access
 from .memory import allocating, view_of, view_registers
@@ -293,8 +293,88 @@ def op_mma_wait(w, ins):
     _collective(w, ins, coll, effect)
 
 
+def owner(unit: int, i: int, j: int) -> int:
+    """The rank in its unit of the lane holding element (i, j) of an accumulator (§11.5):
+    the C fragment of mma.sync.m16n8 per warp; a warpgroup's warps take 16-row bands in
+    turn (wgmma's D fragment); a unit of another size is one lane, or the whole block,
+    which holds every element itself (-1)."""
+    if unit not in UNIT_OF_LANES:
+        return -1
+    lane = (i % 8) * 4 + (j % 8) // 2
+    return lane + WARP_SIZE * ((i // 16) % 4) if unit > WARP_SIZE else lane
+
+
+def _element(w, ins, m: int, ri: int, rj: int):
+    """(fragment copy, i, j) per active lane, in lane order, after the range and the
+    ownership checks."""
+    blk = w.blk
+    decl = blk.prog.code.frags[m]
+    for k in w.active_indices():
+        lane = int(w.lanes[k])
+        i, j = int(w.regs[ri][k]), int(w.regs[rj][k])
+        if not (0 <= i < decl.rows and 0 <= j < decl.cols):
+            raise Fault(Kind.FRAGMENT_INDEX, (m, (i, j), (decl.rows, decl.cols)), lane)
+        who = owner(decl.unit, i, j)
+        if who >= 0 and who != lane % decl.unit:
+            raise Fault(Kind.FRAGMENT_NOT_OWNED, (m, (i, j), decl.unit, who), lane)
+        yield k, _instance(blk, m, lane), i, j, lane
+
+
+def op_frag_get(w, ins):
+    _, r, m, ri, rj = ins[:5]
+    t = w.blk.prog.rtypes[r]
+    out = w.regs[r].copy()
+    for k, frag, i, j, lane in _element(w, ins, m, ri, rj):
+        held = frag.shaped(lane)[i:i + 1, j]
+        stored = held.astype(frag.dtype.np) if frag.dtype.is_int else round_to(held, frag.dtype)
+        mask = np.ones(1, bool)
+        out[k] = convert(stored, frag.dtype, t, mask)[0]
+    w.write(r, out)
+
+
+def op_frag_set(w, ins):
+    _, m, ri, rj, r = ins[:5]
+    src = w.blk.prog.rtypes[r]
+    for k, frag, i, j, lane in _element(w, ins, m, ri, rj):
+        v = convert(w.regs[r][k:k + 1], src, frag.dtype, np.ones(1, bool))
+        frag.shaped(lane)[i, j] = v.astype(frag.holder)[0]
+
+
+def op_mma_gather(w, ins):
+    """Each element from the copy of the local buffer that its holder has: the fragment
+    a unit's lanes build from their registers (§11.5)."""
+    _, m, b, transposed, coll = ins[:5]
+    decl = w.blk.prog.code.frags[m]
+
+    def effect(blk, rec, lanes):
+        for frag, ls in _by_instance(blk, m, lanes):
+            base = ls[0] - ls[0] % decl.unit if decl.unit in UNIT_OF_LANES else ls[0]
+            copies: dict = {}
+
+            def copy_of(lane):
+                if lane not in copies:
+                    insts = blk.instances(b, lane)
+                    if insts is None:
+                        raise Fault(Kind.BUFFER_BEFORE_DECLARATION, (b,), lane)
+                    copies[lane] = insts[0]
+                return copies[lane]
+            shape = copy_of(ls[0]).shape
+            if not frag.fits(shape):
+                raise Fault(Kind.MMA_TILE_SHAPE, (m, frag.shape, copy_of(ls[0]).ref, shape),
+                            ls[0])
+            data = np.empty(shape, frag.holder)
+            for r in range(shape[0]):
+                for c in range(shape[1]):
+                    who = owner(decl.unit, c, r) if transposed else owner(decl.unit, r, c)
+                    src = copy_of(base + who if who >= 0 else ls[0])
+                    data[r, c] = src.data[r, c]
+            frag.data = data
+    _collective(w, ins, coll, effect)
+
+
 HANDLERS = {
     "MMA_FILL": op_mma_fill, "MMA_LOAD": op_mma_load, "MMA_EXEC": op_mma_exec,
     "MMA_STORE": op_mma_store, "MMA_STORE_MASK": op_mma_store, "MMA_ASYNC": op_mma_async,
-    "MMA_WAIT": op_mma_wait,
+    "MMA_WAIT": op_mma_wait, "MMA_GATHER": op_mma_gather, "FRAG_GET": op_frag_get,
+    "FRAG_SET": op_frag_set,
 }

@@ -282,6 +282,7 @@ class BufferDecl(Stmt):
     shape: list[Expr]      # items; an mdspan item is spliced by the checker
     items: list[BufferItem]
     span: Span
+    frag: bool = False     # written ``frag T[shape] f;``: a lane's register fragment
 
 
 @dataclass
@@ -588,6 +589,26 @@ class MmaStore(Stmt):
 @dataclass
 class MmaCommit(Stmt):
     span: Span
+
+
+@dataclass
+class Apply(Stmt):
+    """``apply {i, j} in x.span body``: ``body`` for every element of ``x`` the lane holds
+    (§11.5). The checker sets ``frag`` to the accumulator symbol when ``x`` is one."""
+    within: Within
+    body: Stmt
+    span: Span
+    frag = None
+
+
+@dataclass
+class FragOp(Stmt):
+    """``copy(dst, src)``, ``reduce_sum|max|min(dst, src, axis)`` and
+    ``all_reduce_sum|max|min(x)`` (§11.5)."""
+    op: str
+    args: list[Expr]
+    span: Span
+    op_span: Span
 
 
 # --------------------------------------------------------------------------- top level

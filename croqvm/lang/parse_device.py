@@ -101,9 +101,9 @@ class DeviceParser:
             self.fail(f"syntax error: 'mma.{op}' has no value to assign to '{target.id}'.",
                       self.prev.span)
         if target is None and op == "load":
-            self.fail("syntax error: 'mma.load' must be assigned to a name, as in "
-                      "'fa = mma.load sa;'.", self.prev.span)
-        node = getattr(self, _MMA_FORMS[op])(target, op)
+            node = self._mma_load_into(start)
+        else:
+            node = getattr(self, _MMA_FORMS[op])(target, op)
         self.end_statement()
         node.span = self.span_from(start)
         return node
@@ -122,10 +122,24 @@ class DeviceParser:
 
     def _mma_load(self, target, _op) -> ast.Stmt:
         swizzle = None
+        self.accept_dotted("frag")      # a register operand: what every mma.load makes here
         word = self.accept_dotted("swiz", "swizzle")
         if word is not None:
             swizzle = self._swizzle(word)
         return ast.MmaLoad(target, self.expr(), swizzle, None)
+
+    def _mma_load_into(self, start) -> ast.Stmt:
+        """``mma.load SRC, f;``: SRC into the existing register fragment ``f`` (§11.5)."""
+        if not self.at_op("(") and self.peek_dotted()[0] is None and \
+                self.peek().is_op(";"):
+            self.fail("syntax error: 'mma.load' must be assigned to a name, as in "
+                      "'fa = mma.load sa;', or name its fragment, as in "
+                      "'mma.load sa, f;'.", self.prev.span)
+        src = self.expr()
+        self.expect_op(",", "syntax error: 'mma.load' must be assigned to a name, as in "
+                            "'fa = mma.load sa;', or name its fragment, as in "
+                            "'mma.load sa, f;'.")
+        return ast.FragOp("mma.load", [self._name_node(), src], None, start.span)
 
     def _mma_exec(self, target, first) -> ast.Stmt:
         second = self.expect_dotted("row", "col", after=f"mma.{first}")

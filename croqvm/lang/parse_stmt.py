@@ -24,7 +24,9 @@ _KEYWORD_STATEMENTS = {
     "print": "_print", "println": "_print", "assert": "_assert",
     "global": "_storage_decl", "shared": "_storage_decl", "local": "_storage_decl",
     "mutable": "_mutable_decl", "ituple": "_typed_decl", "mdspan": "_typed_decl",
-    "event": "_event_decl",
+    "event": "_event_decl", "frag": "_frag_decl", "apply": "_apply",
+    "copy": "_frag_op", "reduce_sum": "_frag_op", "reduce_max": "_frag_op",
+    "all_reduce_sum": "_frag_op",
     **{w: "_typed_decl" for w in TYPE_WORDS},
 }
 
@@ -35,6 +37,12 @@ _COMPOUND = frozenset("+-*/%")
 
 # Statements a value from ``dma``/``tma``/``mma`` can be assigned from (§9.1, §11.1).
 _VALUE_STATEMENTS = {"dma": "_dma", "tma": "_dma", "mma": "_mma"}
+
+# Fragment statements (§11.5) and their argument counts. The reference reserves the words
+# of its own (above); ``reduce_min`` and ``all_reduce_max|min`` stay names that start a
+# statement only when a '(' follows.
+FRAG_OPS = {"copy": 2, "mma.load": 2, "reduce_sum": 3, "reduce_max": 3, "reduce_min": 3,
+            "all_reduce_sum": 1, "all_reduce_max": 1, "all_reduce_min": 1}
 
 
 class StmtParser:
@@ -223,6 +231,8 @@ class StmtParser:
         start = self.tok
         if start.value == "for" and self.peek().is_op("("):
             return self._c_for()
+        if start.value in FRAG_OPS and self.peek().is_op("("):
+            return self._frag_op()
         if self.peek().kind == NAME:  # ``s33 x = 1;``: a declaration with a misspelt type
             self.fail(f"syntax error: unknown type '{start.value}'.",
                       hint=did_you_mean(str(start.value), _KEYWORD_STATEMENTS))
@@ -249,6 +259,30 @@ class StmtParser:
         value = self.expr()
         self.end_statement()
         return ast.Assign(target, op, value, self.span_from(start))
+
+    # ---------------------------------------------------------------- fragments (§11.5)
+
+    def _frag_decl(self) -> ast.Stmt:
+        """``frag T[shape] f [{v}], ...;``: a buffer in the lane's registers."""
+        start = self.advance()
+        dtype = self.type_ref()
+        if not self.at_op("["):
+            self.fail_after(f"syntax error: expected '[' and the shape of the fragment after "
+                            f"'{dtype.name}'.")
+        decl = self._buffer_decl(start, "local", dtype)
+        decl.frag = True
+        return decl
+
+    def _apply(self) -> ast.Stmt:
+        start = self.advance()
+        within = self._within()
+        return ast.Apply(within, self.body(), self.span_from(start))
+
+    def _frag_op(self) -> ast.Stmt:
+        start = self.advance()
+        args = self.paren_args(start.value)
+        self.end_statement()
+        return ast.FragOp(str(start.value), args, self.span_from(start), start.span)
 
     def _assign_op(self) -> str:
         if self.accept_op("="):

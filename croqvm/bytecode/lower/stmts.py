@@ -14,6 +14,7 @@ from croqvm.lang import ast
 from croqvm.lang import types as T
 
 from .exprs import literal, lower_as, scalar_value, step, value
+from .frags import is_fragment_elem, store_fragment_elem
 from .output import emit_check
 from .state import Lowerer, dtype_of
 from .values import BufRef, Val
@@ -89,6 +90,9 @@ _COMPOUND = {"+=": "ADD", "-=": "SUB", "*=": "MUL", "/=": "DIV", "%=": "MOD"}
 def lower_assign(lw: Lowerer, s: ast.Assign) -> None:
     if getattr(s, "declares", False):
         declare(lw, s.sym, s.value)
+        return
+    if is_fragment_elem(s.target):
+        store_fragment_elem(lw, s, _COMPOUND.get(s.op))
         return
     if isinstance(s.target, ast.ElemAccess):
         _store(lw, s)

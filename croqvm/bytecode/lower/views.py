@@ -259,6 +259,9 @@ def access_of(lw: Lowerer, e: ast.ElemAccess) -> tuple[int, Base]:
 
 
 def lower_elem(lw: Lowerer, e: ast.ElemAccess) -> Val:
+    from .frags import is_fragment_elem, lower_fragment_elem   # frags imports this module
+    if is_fragment_elem(e):
+        return lower_fragment_elem(lw, e)
     acc, base = access_of(lw, e)
     r = lw.b.reg(base.dtype)
     lw.b.emit("LOAD", r, acc)
@@ -269,6 +272,8 @@ def lower_span_of(lw: Lowerer, e: ast.SpanOf) -> Val:
     """``a.span`` -> mdspan of extents; ``a.span(i)`` -> extent i (§4.4)."""
     if isinstance(e.base.ty, T.Mdspan):
         elems = lw.expr(e.base).elems
+    elif isinstance(e.base.ty, T.Fragment):      # an accumulator's static shape (§11.5)
+        elems = list(e.base.ty.shape)
     else:
         elems = resolve_base(lw, e.base).extents
     if e.dim is None:

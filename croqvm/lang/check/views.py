@@ -6,7 +6,8 @@ dimension's name, or None. A static check fires only when every number involved 
 from __future__ import annotations
 
 from croqvm.lang import ast
-from croqvm.lang.types import (Bounded, Buffer, Event, Future, ITuple, Mdspan, OpFuture, Scalar,
+from croqvm.lang.types import (Bounded, Buffer, Event, Fragment, Future, ITuple, Mdspan,
+                               OpFuture, Scalar,
                                View, shape_str)
 
 from .consteval import const_value
@@ -29,6 +30,8 @@ def view_source(ck, ty, expr, what="a view"):
     or a future standing for its data (§9.4.5). None when unusable (reported)."""
     if is_unknown(ty):
         return None
+    if isinstance(ty, Fragment) and what in ("'.span'", "element access"):
+        return fragment_source(ck, ty, expr)
     if isinstance(ty, Buffer):
         if ty.array:
             ck.error(expr.span, f"buffer array '{root_name(expr)}' needs an index, as in "
@@ -44,6 +47,26 @@ def view_source(ck, ty, expr, what="a view"):
     ck.error(expr.span, f"{what} requires a buffer, a view or a future but got "
                         f"'{tname(ty)}'.")
     return None
+
+
+def fragment_source(ck, ty, expr):
+    """The elements of an MMA accumulator, for '.span' and '.at' (§11.5)."""
+    name = root_name(expr)
+    if ty.role != "acc":
+        ck.error(expr.span, f"'{name}' is an MMA operand fragment: only accumulators and "
+                            f"frags have elements a program can use.",
+                 hint="make it an accumulator with 'mma.fill', or copy the data into a "
+                      "'frag'")
+        return None
+    if ty.shape is None or ty.dtype is None:
+        ck.error(expr.span, f"the shape of accumulator '{name}' is not known here: it comes "
+                            f"from its first 'mma' or 'mma.store'.")
+        return None
+    sym = getattr(expr, "sym", None)
+    if sym is not None and ck.in_parallel:
+        from .mma import _use       # mma imports this module
+        _use(ck, sym, expr.span)
+    return View(ty.dtype, tuple(ty.shape), "local")
 
 
 # --------------------------------------------------------------------------- buffers
