@@ -236,6 +236,7 @@ class Param(Node):
     shape: list[Dim] | None  # None for scalar and stream parameters
     name: str | None
     span: Span
+    by_ref: bool = False     # ``T [dims] &name``: the caller's array is updated (§14.3.3)
     sym = None
 
 

@@ -77,7 +77,7 @@ class Parser(StmtParser, LoopParser, DeclParser, DeviceParser, ExprParser, Curso
                   f"('void', 'auto' or a type such as 's32').")
 
     def _param(self) -> ast.Param:
-        """``[global] T [dims] [NAME]``, ``(int|bool|T) [NAME]`` or ``stream [NAME]``."""
+        """``[global] T [dims] [&] [NAME]``, ``(int|bool|T) [&] [NAME]`` or ``stream [NAME]``."""
         start = self.tok
         storage = str(self.advance().value) if self.at_kw(*PARAM_STORAGES) else None
         shape = None
@@ -94,12 +94,13 @@ class Parser(StmtParser, LoopParser, DeclParser, DeviceParser, ExprParser, Curso
         if storage is not None and shape is None:  # scalars take no qualifier (§3.2.3)
             self.fail_after(f"syntax error: expected '[' and the shape of the '{storage}' "
                             f"buffer after '{written.name}'.")
+        by_ref = self.accept_op("&") is not None
         name = None
         if self.tok.kind == NAME:
             name = str(self.advance().value)
         elif self.tok.kind == KEYWORD:
             self.reserved_word()
-        return ast.Param(storage, written, shape, name, self.span_from(start))
+        return ast.Param(storage, written, shape, name, self.span_from(start), by_ref)
 
     def _dim(self) -> ast.Dim:
         """A parameter dimension: an expression or ``?`` (§3.3.3)."""

@@ -154,7 +154,8 @@ def note_param_write(ck, target):
         target = target.base
     sym = target.sym if isinstance(target, ast.Name) else None
     if (sym is not None and sym.kind == "buffer" and sym.param_index is not None
-            and sym.decl.storage != "global" and sym.param_index not in ck.warned_params):
+            and sym.decl.storage != "global" and not sym.decl.by_ref
+            and sym.param_index not in ck.warned_params):
         ck.warned_params.add(sym.param_index)
         ck.warning(target.span, f"writes to parameter '{sym.name}' are not visible to the "
                                 f"caller; declare it 'global'.")

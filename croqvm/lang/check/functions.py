@@ -54,12 +54,30 @@ def declare_params(ck, fn: ast.Function):
             shape = tuple(_param_dim(ck, p, d) for d in p.shape)
             kind, mutable = "buffer", True
             ty = Buffer(dt, shape, "global") if dt is not None else None
+        _check_by_ref(ck, p, kind)
         if p.name is None:
             p.sym = Symbol("", kind, ty, p, mutable=mutable, param_index=index)
             continue
         p.sym = ck.declare(p.name, kind, ty, p, p.span, mutable=mutable, param_index=index)
         if ty is None:
             p.sym.info["bad"] = True
+
+
+def _check_by_ref(ck, p: ast.Param, kind: str):
+    """``&`` on a buffer parameter asks for its writes to reach the caller (§14.3.3);
+    the reference's rules for where it may stand (lib/earlysema.cpp, Parameter)."""
+    if not p.by_ref:
+        return
+    if p.name is None:
+        ck.error(p.span, "Unnamed parameter is not allowed to be passed by reference.",
+                 hint="name the parameter after '&'")
+    elif kind != "buffer":
+        ck.error(p.span, "Scalar parameter is not supported to be passed by reference for "
+                         "now.", hint="remove the '&'; return the value instead")
+    elif p.storage == "global":
+        ck.error(p.span, f"The parameter '{p.name}' is global, which is not allowed to be "
+                         f"passed by reference.",
+                 hint="a 'global' parameter is updated in place already: remove the '&'")
 
 
 # --------------------------------------------------------------------------- returns
