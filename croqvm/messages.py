@@ -149,6 +149,7 @@ REPORTS = {
     "in_kernel_lane": _t("launch:where block:tuple lane:int warp:int index:int",
                          "  in kernel launched at {launch}, block {block}, lane {lane} "
                          "(warp {warp}, lane {index})"),
+    "in_call": _t("call:where", "  in the call at {call}"),
     "internal": _t("what:text", "internal error: {what}"),
     # deadlock reports (croqvm.report.deadlock)
     "deadlock": _t("block:tuple", "deadlock: every live lane of block {block} is blocked"),

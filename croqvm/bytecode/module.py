@@ -11,7 +11,8 @@ Conventions shared by every stage:
 - A register index refers to ``Code.regs``, whose entries are dtype codes (croqvm.dtypes).
   Registers are per lane. A kernel's argument registers receive their value at launch.
 - "-1" means "none" wherever an index is optional.
-- Spans: ``Module.spans[i] = (file_index, line, col, end_line, end_col)``.
+- Spans: ``Module.spans[i] = (file_index, line, col, end_line, end_col)``; a span inside
+  an inlined call has its own index, paired with the call's in ``Module.calls``.
 """
 from __future__ import annotations
 
@@ -310,6 +311,9 @@ class Module:
     spans: list[tuple[int, int, int, int, int]]     # (file, line, col, end line, end col)
     functions: list[Function]
     version: int = FORMAT_VERSION
+    # Spans inside inlined ``__co_device__`` calls (§6.10): (span, span of the call it
+    # lies in); a call inside a callee is itself such a span, so the pairs form a chain.
+    calls: list[tuple[int, int]] = field(default_factory=list)
 
     def function(self, name: str) -> Function | None:
         for fn in self.functions:

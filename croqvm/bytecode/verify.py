@@ -73,12 +73,33 @@ def check_semantics(module: Module) -> None:
     lines = [text.split("\n") for _, text in module.sources]
     for s, span in enumerate(module.spans):
         _check_span(top.at(f"span {s}"), module, lines, span)
+    _check_calls(top, module)
     seen = set()
     for fn in module.functions:
         if fn.name in seen:
             Where(f"function '{fn.name}'").fail("a second function of this name")
         seen.add(fn.name)
         _check_function(module, fn)
+
+
+def _check_calls(top: Where, module: Module) -> None:
+    """Each span lies in at most one call, and following calls outwards ends (a span is
+    never inside itself)."""
+    caller = {}
+    for i, (span, call) in enumerate(module.calls):
+        at = top.at(f"call {i}")
+        lookup(at, "span", span, module.spans)
+        lookup(at, "span", call, module.spans)
+        if span in caller:
+            at.fail(f"span {span} is inside two calls")
+        caller[span] = call
+    for span in caller:
+        seen = {span}
+        while span in caller:
+            span = caller[span]
+            if span in seen:
+                top.fail(f"the calls around span {span} form a cycle")
+            seen.add(span)
 
 
 def _check_span(at: Where, module: Module, lines: list, span) -> None:

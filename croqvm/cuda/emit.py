@@ -100,7 +100,7 @@ def emit(module, *, arch: str = "sm_80", checks: bool = True) -> CudaModule:
     if arch not in ARCHES:
         raise UnsupportedError(f"unknown CUDA architecture '{arch}': use "
                                f"{' or '.join(ARCHES)}")
-    spans = SpanTable(module.sources, module.spans)
+    spans = SpanTable(module.sources, module.spans, module.calls)
     sites: list[Site] = []
     prints: list = []
     parts, kernels = [], {}

@@ -100,6 +100,18 @@ class Ternary(Expr):
 
 
 @dataclass
+class DeviceCall(Expr):
+    """``call f<targs>(args)``: a call of a ``__co_device__`` function (LANGUAGE.md §6.10).
+    ``func`` is the name as written, namespaces included (``lib::f``)."""
+    func: str
+    targs: list[Expr]
+    args: list[Expr]
+    span: Span
+    func_span: Span
+    callee = None  # set by the checker: the called ``Function``
+
+
+@dataclass
 class Extent(Expr):
     """``#x``: the bound of a bounded name (§5.2)."""
     name: Name
@@ -475,6 +487,13 @@ class Print(Stmt):
 
 
 @dataclass
+class CallStmt(Stmt):
+    """``call f(args);``: a call whose result, if any, is dropped (§6.10)."""
+    call: DeviceCall
+    span: Span
+
+
+@dataclass
 class Assert(Stmt):
     cond: Expr
     message: str
@@ -573,6 +592,7 @@ class Function(Node):
     body: Block
     span: Span                    # the whole function
     name_span: Span | None = None
+    device: bool = False          # ``__co_device__``: inlined where it is called (§6.10)
     sym_table = None              # set by the checker: every Symbol declared in it
 
 

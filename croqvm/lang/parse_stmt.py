@@ -24,7 +24,7 @@ _KEYWORD_STATEMENTS = {
     "print": "_print", "println": "_print", "assert": "_assert",
     "global": "_storage_decl", "shared": "_storage_decl", "local": "_storage_decl",
     "mutable": "_mutable_decl", "ituple": "_typed_decl", "mdspan": "_typed_decl",
-    "event": "_event_decl",
+    "event": "_event_decl", "call": "_call_stmt",
     **{w: "_typed_decl" for w in TYPE_WORDS},
 }
 
@@ -147,6 +147,12 @@ class StmtParser:
         self.expect_close(open_)
         self.end_statement()
         return ast.Assert(cond, message, self.span_from(start))
+
+    def _call_stmt(self) -> ast.Stmt:
+        start = self.tok
+        call = self.device_call()
+        self.end_statement()
+        return ast.CallStmt(call, self.span_from(start))
 
     # ---------------------------------------------------------------- assignments
 

@@ -4,7 +4,8 @@
     parse_program(functions, sink) -> ast.Program
     parse_function(tokens, sink) -> ast.Function | None
 
-Each token list is one ``__co__`` function from the lexer (first token ``__co__``, last EOF).
+Each token list is one ``__co__`` or ``__co_device__`` function from the lexer (first token
+``__co__`` or ``__co_device__``, last EOF).
 Syntax errors and the §4.1 precedence warning go to ``sink``; parsing recovers after each
 error so that independent errors are all reported, and no token list makes it raise. A
 function with a syntax error is still parsed to the end but not returned.
@@ -45,11 +46,12 @@ class Parser(StmtParser, LoopParser, DeclParser, DeviceParser, ExprParser, Curso
             return None
         ret, ret_shape, name, params = header
         return ast.Function(ret, ret_shape, str(name.value), params, body,
-                            self.span_from(start), name.span)
+                            self.span_from(start), name.span, start.is_kw("__co_device__"))
 
     def _header(self):
-        """``__co__ (T [shape]|void|auto) NAME ( params )`` (§6.1 ``function``, §14.3)."""
-        if not self.at_kw("__co__"):
+        """``(__co__|__co_device__) (T [shape]|void|auto) NAME ( params )`` (§6.1
+        ``function``, §6.10, §14.3)."""
+        if not (self.at_kw("__co__") or self.at_kw("__co_device__")):
             self.fail(f"syntax error: unexpected {self.tok.describe()}, expecting '__co__'.")
         self.advance()
         ret = self._return_type()

@@ -154,23 +154,26 @@ def check_returns(ck, fn: ast.Function):
 
 
 def check_function(fn: ast.Function, sink, expr_rules, stmt_rules, finishers,
-                   function_names=frozenset()):
+                   function_names=frozenset(), device_functions=None):
     """Check ``fn``, reporting into ``sink``. A function using the shape of a ``dma.any``
     placeholder before the DMA that fixes it (§9.4.4) is checked a second time, knowing
     that DMA's type from the first pass (see ``dma``); only the last pass reports."""
     first = DiagnosticSink()
-    ck = _check_pass(fn, first, expr_rules, stmt_rules, finishers, function_names, {})
+    ck = _check_pass(fn, first, expr_rules, stmt_rules, finishers, function_names,
+                     device_functions, {})
     later = later_types(ck)
     if later:
-        ck = _check_pass(fn, sink, expr_rules, stmt_rules, finishers, function_names, later)
+        ck = _check_pass(fn, sink, expr_rules, stmt_rules, finishers, function_names,
+                         device_functions, later)
     else:
         for d in first.items:
             sink.add(d)
     fn.sym_table = ck.symbols
 
 
-def _check_pass(fn, sink, expr_rules, stmt_rules, finishers, function_names, later) -> Checker:
-    ck = Checker(sink, fn, expr_rules, stmt_rules, function_names)
+def _check_pass(fn, sink, expr_rules, stmt_rules, finishers, function_names,
+                device_functions, later) -> Checker:
+    ck = Checker(sink, fn, expr_rules, stmt_rules, function_names, device_functions)
     expect_later_types(ck, later)
     try:
         declare_params(ck, fn)
