@@ -64,6 +64,7 @@ class Kind(IntEnum):
     GRID_LIMIT = 38
     SHARED_LIMIT = 39
     UNINITIALISED_REGISTER = 40
+    ASM_ON_CPU = 41
 
 
 class LaneFault(Exception):

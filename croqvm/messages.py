@@ -139,6 +139,7 @@ TEMPLATES = {
                               "block level would write the same destination from {count} "
                               "{unit.plural}; store inside the '{unit.level}' level."),
     Kind.ASSERT: _t("message:string", "{message}"),
+    Kind.ASM_ON_CPU: _t("", "inline assembly ('__asm__') runs only on a GPU."),
     Kind.ASSERT_FMT: _t("message:print", "{message}"),
 }
 
@@ -392,8 +393,13 @@ def _block_size_hint(args: tuple, cx: Context) -> str:
             "annotate it ': block'")
 
 
+def _gpu_hint(args: tuple, cx: Context) -> str:
+    return "run it with '--device gpu' (device='gpu' in Python)"
+
+
 # kind -> the hint printed after its message, given the same arguments (None: no hint)
-HINTS = {Kind.DMA_SHAPE: _smaller_tile_hint, Kind.TOO_MANY_THREADS: _block_size_hint}
+HINTS = {Kind.DMA_SHAPE: _smaller_tile_hint, Kind.TOO_MANY_THREADS: _block_size_hint,
+         Kind.ASM_ON_CPU: _gpu_hint}
 
 
 def hint(kind: Kind, args: tuple, cx: Context) -> str | None:

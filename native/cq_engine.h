@@ -347,6 +347,7 @@ int cq_op_wait_event(cq_warp *w, const cq_ins *ins);
 int cq_op_mma(cq_warp *w, const cq_ins *ins);
 int cq_op_print(cq_warp *w, const cq_ins *ins);
 int cq_op_assert(cq_warp *w, const cq_ins *ins);
+int cq_op_asm(cq_warp *w, const cq_ins *ins);
 
 /* Collectives (sync.c). */
 typedef int (*cq_effect)(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes, int n);

@@ -77,3 +77,11 @@ int cq_op_assert(cq_warp *w, const cq_ins *ins)
         }
     return CQ_ST_FAULT;
 }
+
+/* Inline assembly (LANGUAGE.md §6.11) is for a GPU's assembler: on the CPU the lowest
+ * active lane faults before it runs. */
+int cq_op_asm(cq_warp *w, const cq_ins *ins)
+{
+    cq_fault_new(w->blk, ins, CQ_FAULT_ASM_ON_CPU, w->base + cq_low(w->act));
+    return CQ_ST_FAULT;
+}

@@ -220,6 +220,27 @@ class PrintFormat:
 
 
 @dataclass
+class AsmOperand:
+    """An operand of inline assembly (§6.11): a register of the kernel, read (``"r"``),
+    written (``"=r"``) or both (``"+r"``) as the constraint says; ``name`` is its symbolic
+    name (``[dst]``), "" when it has none."""
+    constraint: str
+    reg: int
+    name: str = ""
+
+
+@dataclass
+class AsmDecl:
+    """``__asm__ [volatile] ("text" : outputs : inputs : clobbers)`` (§6.11): passed to the
+    GPU's assembler as written; output operands first, then the inputs."""
+    text: str
+    volatile: bool
+    outputs: list[AsmOperand]
+    inputs: list[AsmOperand]
+    clobbers: list[str]
+
+
+@dataclass
 class Launch:
     """A kernel launch from a host program (§14.2). ``block`` is the host register holding
     the block's lane count when the kernel's ``block_size`` is 0 (given at launch), else
@@ -263,6 +284,7 @@ class Code:
     prints: list[PrintFormat] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)  # host programs only
     once_sites: int = 0      # ONCE sites, numbered 0 .. once_sites - 1
+    asms: list[AsmDecl] = field(default_factory=list)    # inline assembly (kernels only)
 
 
 @dataclass

@@ -218,8 +218,24 @@ def _typed_const(cx, at, op, used):
         at.fail(f"constant k{k} is {dt_name(have)}, but r{r} is {dt_name(want)}")
 
 
+def _asm_operands(cx, at, op, used):
+    """Inline assembly (§6.11): its registers exist, outputs say '=' or '+' and inputs
+    neither, and no output is a register a CONST loads (those are read-only)."""
+    asm = cx.code.asms[operand(op, used, "x")]
+    consts = {cx.code.code[i + 1] for i in range(0, len(cx.code.code), O.WIDTH)
+              if cx.code.code[i] == O.CONST}
+    for role, operands in (("output", asm.outputs), ("input", asm.inputs)):
+        for k, x in enumerate(operands):
+            want_reg(cx, at, x.reg, "any", f"{role} {k}")
+            if (role == "output") != x.constraint.startswith(("=", "+")):
+                at.fail(f"{role} {k} has constraint {x.constraint!r}: outputs start with "
+                        f"'=' or '+', inputs with neither")
+            if role == "output" and x.reg in consts:
+                at.fail(f"output {k} writes r{x.reg}, a constant register")
+
+
 ENTRY_RULES = {"message": _message, "typed_const": _typed_const, "same_future": _same_future,
-               **verify_mma.RULES}
+               "asm_operands": _asm_operands, **verify_mma.RULES}
 
 
 # -- structured control flow (EXECUTION.md §4) ----------------------------------------------

@@ -494,6 +494,26 @@ class CallStmt(Stmt):
 
 
 @dataclass
+class AsmOperand(Node):
+    """``[name] "constraint" (expr)`` of inline assembly (§6.11)."""
+    name: str | None
+    constraint: str
+    expr: Expr
+    span: Span
+
+
+@dataclass
+class Asm(Stmt):
+    """``__asm__ [volatile] ("text" : outputs : inputs : clobbers);`` (§6.11)."""
+    volatile: bool
+    template: str
+    outputs: list[AsmOperand]
+    inputs: list[AsmOperand]
+    clobbers: list[str]
+    span: Span
+
+
+@dataclass
 class Assert(Stmt):
     cond: Expr
     message: str

@@ -1,4 +1,5 @@
-"""``call`` of a ``__co_device__`` function: the callee is inlined (LANGUAGE.md §6.10).
+"""``call`` of a ``__co_device__`` function: the callee is inlined (LANGUAGE.md §6.10);
+inline assembly (§6.11) at the end.
 
 The arguments are evaluated in the caller, in order: a scalar argument is converted to its
 parameter's type into a new register (parameters are passed by value), a buffer argument
@@ -21,10 +22,12 @@ from contextlib import contextmanager
 from croqvm import dtypes
 from croqvm.lang import ast
 
-from .exprs import lower_as
+from croqvm.bytecode import module as M
+
+from .exprs import lower_as, scalar_value
 from .state import Lowerer, dtype_of
 from .values import BufRef, Val
-from .views import resolve_base
+from .views import access_of, resolve_base
 
 
 class _Inlined:
@@ -144,5 +147,32 @@ def _returns_early(body: ast.Block) -> bool:
         tail is not None and not isinstance(tail, ast.Return) and _contains_return(tail))
 
 
-TABLE = {ast.CallStmt: lower_call_stmt}
+def lower_asm(lw: Lowerer, s: ast.Asm) -> None:
+    """Inline assembly (§6.11) reads and writes registers only: an element output goes
+    through a register, loaded first for a read-write ('+') operand and stored after::
+
+        t := LOAD @e (for '+') ; ASM x ; STORE @e, t
+    """
+    b = lw.b
+    outputs, stores = [], []
+    for op in s.outputs:
+        if isinstance(op.expr, ast.ElemAccess):
+            acc, base = access_of(lw, op.expr)
+            reg = b.reg(base.dtype)
+            if op.constraint.startswith("+"):
+                b.emit("LOAD", reg, acc)
+            stores.append((acc, base, reg))
+        else:
+            reg = lw.lookup(op.expr.sym, op.expr).reg
+        outputs.append(M.AsmOperand(op.constraint, reg, op.name or ""))
+    inputs = [M.AsmOperand(op.constraint, scalar_value(lw, op.expr).reg, op.name or "")
+              for op in s.inputs]
+    b.emit("ASM", b.add("asms", M.AsmDecl(s.template, s.volatile, outputs, inputs,
+                                          list(s.clobbers))))
+    for acc, base, reg in stores:
+        with lw.once_guard(base.storage in ("shared", "global")):
+            b.emit("STORE", acc, reg)
+
+
+TABLE = {ast.CallStmt: lower_call_stmt, ast.Asm: lower_asm}
 EXPR_TABLE = {ast.DeviceCall: lower_device_call}

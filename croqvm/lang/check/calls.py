@@ -1,5 +1,6 @@
 """``__co_device__`` functions and ``call`` (LANGUAGE.md §6.10; Croqtile:
-call-and-device.md, lib/earlysema.cpp for the messages the reference gives).
+call-and-device.md, lib/earlysema.cpp for the messages the reference gives), and inline
+assembly (§6.11; Croqtile: inline-asm.md).
 
 A ``__co_device__`` function is checked once, on its own, as code that runs on one thread:
 it has no ``parallel``, data movement, events, barriers or MMA, and buffers it declares are
@@ -13,7 +14,7 @@ import dataclasses
 
 from croqvm.lang import ast
 from croqvm.lang.suggest import did_you_mean
-from croqvm.lang.types import Buffer, Scalar, Type
+from croqvm.lang.types import Bounded, Buffer, Scalar, Type
 
 from .context import UNKNOWN, ordinal
 from .typerules import convert, is_unknown, resolve_type, tname
@@ -234,5 +235,47 @@ def check_call_placement(fn: ast.Function, sink) -> None:
                 stack.append(child)
 
 
+# --------------------------------------------------------------------------- inline assembly
+
+
+def check_asm(ck, s: ast.Asm):
+    """§6.11 (Croqtile: inline-asm.md): device code only; outputs are modifiable scalars
+    or elements and say '=' or '+', inputs are scalar values and say neither."""
+    if not (ck.in_parallel or ck.fn.device):
+        ck.error(s.span, "'__asm__' can only be used inside parallel-by.",
+                 hint="inline assembly runs on GPU threads: put it inside a 'parallel'")
+    for role, operands in (("output", s.outputs), ("input", s.inputs)):
+        for op in operands:
+            ty = ck.expr(op.expr)
+            output = role == "output"
+            if output != op.constraint.startswith(("=", "+")):
+                ck.error(op.span, f"the constraint of an {role} operand "
+                                  f"{'must' if output else 'can not'} start with '=' or "
+                                  f"'+': '{op.constraint}'.",
+                         hint="outputs come first, after the first ':', inputs after the "
+                              "second")
+            if is_unknown(ty):
+                continue
+            if not isinstance(ty, (Scalar, Bounded)):
+                ck.error(op.expr.span, f"an {role} operand of '__asm__' must be a scalar "
+                                       f"value but got '{tname(ty)}'.")
+                continue
+            if output and not _asm_target(ck, op.expr):
+                ck.error(op.expr.span, "an output operand of '__asm__' must be a mutable "
+                                       "variable or an element 'b.at(...)'.")
+
+
+def _asm_target(ck, e: ast.Expr) -> bool:
+    if isinstance(e, ast.ElemAccess):
+        return True
+    if isinstance(e, ast.Name) and e.sym is not None and e.sym.kind == "scalar":
+        if not e.sym.mutable:
+            ck.error(e.span, f"only mutables can be re-assigned ({e.id}).")
+            return True
+        ck.check_modifiable(e.sym, e.span)
+        return True
+    return False
+
+
 RULES = {ast.DeviceCall: check_device_call}
-STMT_RULES = {ast.CallStmt: check_call_stmt}
+STMT_RULES = {ast.CallStmt: check_call_stmt, ast.Asm: check_asm}
