@@ -25,6 +25,7 @@ _KEYWORD_STATEMENTS = {
     "global": "_storage_decl", "shared": "_storage_decl", "local": "_storage_decl",
     "mutable": "_mutable_decl", "ituple": "_typed_decl", "mdspan": "_typed_decl",
     "event": "_event_decl", "call": "_call_stmt", "__asm__": "_asm",
+    "asm": "_asm",
     **{w: "_typed_decl" for w in TYPE_WORDS},
 }
 
@@ -236,9 +237,6 @@ class StmtParser:
         start = self.tok
         if start.value == "for" and self.peek().is_op("("):
             return self._c_for()
-        if start.value == "asm" and (self.peek().is_op("(") or self.peek().kind == NAME
-                                     and self.peek().value in ("volatile", "goto")):
-            return self._asm()
         if self.peek().kind == NAME:  # ``s33 x = 1;``: a declaration with a misspelt type
             self.fail(f"syntax error: unknown type '{start.value}'.",
                       hint=did_you_mean(str(start.value), _KEYWORD_STATEMENTS))

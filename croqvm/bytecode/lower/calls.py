@@ -148,30 +148,39 @@ def _returns_early(body: ast.Block) -> bool:
 
 
 def lower_asm(lw: Lowerer, s: ast.Asm) -> None:
-    """Inline assembly (§6.11) reads and writes registers only: an element output goes
-    through a register, loaded first for a read-write ('+') operand and stored after::
+    """Inline assembly (§6.11) writes registers of its own, which nothing else writes (so
+    no analysis takes one for a constant): each output goes through one, loaded first for
+    a read-write ('+') operand, and is moved or stored to its target after::
 
-        t := LOAD @e (for '+') ; ASM x ; STORE @e, t
+        t := MOV x | LOAD @e (for '+') ; ASM a ; x := MOV t | STORE @e, t
     """
     b = lw.b
-    outputs, stores = [], []
+    outputs, results = [], []
     for op in s.outputs:
+        read = op.constraint.startswith("+")
         if isinstance(op.expr, ast.ElemAccess):
             acc, base = access_of(lw, op.expr)
             reg = b.reg(base.dtype)
-            if op.constraint.startswith("+"):
+            if read:
                 b.emit("LOAD", reg, acc)
-            stores.append((acc, base, reg))
+            results.append((reg, acc, base))
         else:
-            reg = lw.lookup(op.expr.sym, op.expr).reg
+            var = lw.lookup(op.expr.sym, op.expr).reg
+            reg = b.reg(b.reg_dtype(var))
+            if read:
+                b.emit("MOV", reg, var)
+            results.append((reg, var, None))
         outputs.append(M.AsmOperand(op.constraint, reg, op.name or ""))
     inputs = [M.AsmOperand(op.constraint, scalar_value(lw, op.expr).reg, op.name or "")
               for op in s.inputs]
     b.emit("ASM", b.add("asms", M.AsmDecl(s.template, s.volatile, outputs, inputs,
                                           list(s.clobbers))))
-    for acc, base, reg in stores:
+    for reg, target, base in results:
+        if base is None:
+            b.emit("MOV", target, reg)
+            continue
         with lw.once_guard(base.storage in ("shared", "global")):
-            b.emit("STORE", acc, reg)
+            b.emit("STORE", target, reg)
 
 
 TABLE = {ast.CallStmt: lower_call_stmt, ast.Asm: lower_asm}
