@@ -158,7 +158,7 @@ CALL_ERRORS = [
            "'__co_device__' function runs on a thread: call it inside a 'parallel'",
            "5:5: 'sq' takes 1 argument(s) but got 2. | 'sq' is declared at line 1",
            "6:10: function 'nope' is not defined in this file. | croqvm calls "
-           "'__co_device__' functions defined in the same file",
+           "'__co_device__' and '__device__' functions defined in the same file",
            "7:10: 'f' is a '__co__' function and can not be called: Croqtile functions can "
            "not call each other. | write the shared code as a '__co_device__' function",
            "8:21: 'call' can not be part of an expression. | assign its result to a "
@@ -213,6 +213,81 @@ def test_a_co_device_function_with_a_cxx_header_stays_host_text():
                             '__co__ void f() { }\n', "p.co")
     assert [d.message for d in diags] == [
         "host C++ code is not compiled by croqvm (line 1)"]
+
+
+# --------------------------------------------------------------------------- C++ device functions
+
+
+CXX = """
+    #include <cmath>
+    __device__ __forceinline__ float lerp3(float a, float b, int k) {
+      float t = (float)k / 7.0f;   // { a brace in a comment }
+      return a + (b - a) * t;
+    }
+    __device__ unsigned long long mixbits(unsigned long long x, bool flip) {
+      x ^= x >> 31; x *= 0x9E3779B97F4A7C15ull;
+      return flip ? ~x : x;
+    }
+    template <int N> __device__ int times(int x) { return x * N; }
+    __device__ void by_pointer(float *v) { v[0] = 1.0f; }
+    __co__ f32 [8] f(f32 a, f32 b, global u64 [8] h) {
+      f32 [8] out;
+      parallel p by 8 {
+        out.at(p) = call lerp3(a, b, p);
+        h.at(p) = call mixbits(h.at(p), p % 2 == 1);
+      }
+      return out;
+    }
+"""
+
+
+def test_a_cxx_device_function_runs_per_lane_with_its_own_arithmetic():
+    """The C++ code is compiled, not interpreted: its float arithmetic is C's (one
+    rounding per operation in f32), its unsigned 64-bit products wrap."""
+    a, b = 0.25, 3.5
+    h = np.arange(8, dtype=np.uint64) * np.uint64(1000003)
+    t = np.arange(8, dtype=np.float32) / np.float32(7)
+    want = np.float32(a) + (np.float32(b) - np.float32(a)) * t
+    x = h ^ (h >> np.uint64(31))
+    with np.errstate(over="ignore"):
+        x = x * np.uint64(0x9E3779B97F4A7C15)
+    x[1::2] = ~x[1::2]
+    got = engines.run(compile_(CXX), "f", a, b, h)
+    assert got.tobytes() == want.tobytes()
+    assert h.tolist() == x.tolist()
+
+
+def test_cxx_call_errors():
+    text = textwrap.dedent(CXX).replace(
+        "out.at(p) = call lerp3(a, b, p);",
+        "out.at(p) = call lerp3(a, b);\n    call times<2>(p);\n    call by_pointer(a);")
+    assert errors(text) == [
+        "15:17: 'lerp3' takes 3 argument(s) but got 2. | 'lerp3' is declared at line 2",
+        "16:10: croqvm can not call the C++ function 'times': it is a template. | write it "
+        "as a '__co_device__' function, or call a C++ function that takes and returns "
+        "scalars",
+        "17:10: croqvm can not call the C++ function 'by_pointer': its parameter 'float *v' "
+        "is not a scalar of a type croqvm knows (pointers and references are not passed). "
+        "| write it as a '__co_device__' function, or call a C++ function that takes and "
+        "returns scalars"]
+
+
+def test_cxx_that_does_not_compile_for_the_cpu_is_reported():
+    prog = compile_("""
+        __device__ int lane_id(int x) { return x + threadIdx.x; }
+        __co__ void f() {
+          parallel p by 2 {
+            s32 v = call lane_id(p);
+            println(v);
+          }
+        }""")
+    if "device" in engines.options():
+        return                 # the CUDA path compiles the function with its kernel
+    with pytest.raises(croqvm.CompileError) as e:
+        engines.run(prog, "f", out=io.StringIO())
+    assert str(e.value).startswith("the C++ device functions called ('lane_id') do not "
+                                   "compile for the CPU; the compiler said:")
+    assert "threadIdx" in str(e.value)
 
 
 # --------------------------------------------------------------------------- parameters by reference

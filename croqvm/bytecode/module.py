@@ -241,6 +241,25 @@ class AsmDecl:
 
 
 @dataclass
+class CxxCall:
+    """A call of C++ device function ``func`` (``Module.cxx``, §6.10.4): ``args`` are
+    registers of the parameters' dtypes; ``result`` a register of the result's, -1 for a
+    void function."""
+    func: int
+    args: list[int]
+    result: int = -1
+
+
+@dataclass
+class CxxFunc:
+    """A C++ device function of ``Module.cxx_source`` that kernels call: its name, result
+    dtype (-1 for void) and parameter dtypes, all scalars."""
+    name: str
+    ret: int
+    params: list[int]
+
+
+@dataclass
 class Launch:
     """A kernel launch from a host program (§14.2). ``block`` is the host register holding
     the block's lane count when the kernel's ``block_size`` is 0 (given at launch), else
@@ -285,6 +304,7 @@ class Code:
     launches: list[Launch] = field(default_factory=list)  # host programs only
     once_sites: int = 0      # ONCE sites, numbered 0 .. once_sites - 1
     asms: list[AsmDecl] = field(default_factory=list)    # inline assembly (kernels only)
+    cxx_calls: list[CxxCall] = field(default_factory=list)   # calls of C++ functions
 
 
 @dataclass
@@ -336,6 +356,10 @@ class Module:
     # Spans inside inlined ``__co_device__`` calls (§6.10): (span, span of the call it
     # lies in); a call inside a callee is itself such a span, so the pairs form a chain.
     calls: list[tuple[int, int]] = field(default_factory=list)
+    # The C++ device functions kernels call (§6.10.4): their text, in file order, and
+    # their signatures.
+    cxx_source: str = ""
+    cxx: list[CxxFunc] = field(default_factory=list)
 
     def function(self, name: str) -> Function | None:
         for fn in self.functions:

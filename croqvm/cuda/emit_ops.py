@@ -473,6 +473,14 @@ def op_asm(k, ins, ip):
     k.line("#endif")
 
 
+def op_call_cxx(k, ins, ip):
+    """A C++ device function (LANGUAGE.md §6.10.4), compiled with the kernel."""
+    call = k.code.cxx_calls[ins[1]]
+    fn = k.module.cxx[call.func]
+    expr = f"{fn.name}({', '.join(f'r{r}' for r in call.args)})"
+    k.line(f"r{call.result} = {expr};" if call.result >= 0 else f"{expr};", ins)
+
+
 def _handlers():
     from . import emit_sync
     table = {
@@ -481,6 +489,7 @@ def _handlers():
         "LOOP": op_loop, "BREAK_IF": op_break_if, "CONTINUE_IF": op_continue_if, "END": op_end,
         "YIELD": op_yield, "ALLOC": op_alloc, "FILL": op_fill, "LOAD": op_load,
         "STORE": op_store, "UPDATE": op_update, "DIMOF": op_dimof, "ASM": op_asm,
+        "CALL_CXX": op_call_cxx,
         **{TABLE[c].name: op_binary for c in BINARY_ALU + COMPARE},
         **{n: op_unary for n in ("NEG", "NOT", "BNOT")},
         **emit_sync.HANDLERS,

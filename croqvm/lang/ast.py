@@ -108,7 +108,7 @@ class DeviceCall(Expr):
     args: list[Expr]
     span: Span
     func_span: Span
-    callee = None  # set by the checker: the called ``Function``
+    callee = None  # set by the checker: the called ``Function`` or ``cxx.CxxFunction``
 
 
 @dataclass
@@ -620,3 +620,4 @@ class Function(Node):
 class Program(Node):
     functions: list[Function]
     span: Span | None = None
+    cxx: list = field(default_factory=list)   # C++ device functions (lang.cxx, §6.10.4)

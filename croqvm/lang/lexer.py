@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from .cxx import find_device_functions
 from .macros import Expander
 from .preprocess import HOST_LEXEME, Preprocessed, preprocess
 from .scanner import scan
@@ -24,10 +25,14 @@ _BLANKS = " \t\r\n\f\v"
 
 
 def tokenize_program(src: SourceFile, defines: dict[str, str | None] | None,
-                     sink) -> list[list[Token]]:
+                     sink, cxx: list | None = None) -> list[list[Token]]:
+    """The token lists; the C++ device functions of the host text are appended to
+    ``cxx`` when it is given (§6.10.4)."""
     pp = preprocess(src, defines, sink)
     functions = find_functions(pp.text)
     report_host_text(src, pp, functions, sink)
+    if cxx is not None:
+        cxx += find_device_functions(pp.text, pp.lines, functions)
     return [_function_tokens(pp, start, end, sink) for start, end in functions]
 
 

@@ -40,12 +40,14 @@ def lower_program(program: ast.Program, sources: list[SourceFile]):
     resource limit: every function is lowered, so that ``croqvm check`` reports what
     ``compile`` rejects all at once). The module may be used only without diagnostics."""
     spans = SpanTable(list(sources))
+    cxx = calls.CxxTable(program.cxx)
     functions, diagnostics = [], []
     for fn in program.functions:
         if fn.device:       # inlined where it is called (calls.py)
             continue
         lw = Lowerer(list(sources), spans, STMT_TABLE, EXPR_TABLE)
         lw.node_span = fn.span
+        lw.cxx = cxx
         try:
             functions.append(host.lower_function(lw, fn))
         except CompileError as err:
@@ -55,7 +57,8 @@ def lower_program(program: ast.Program, sources: list[SourceFile]):
         except Exception as exc:  # a croqvm bug: report it at the node being lowered
             diagnostics.append(Diagnostic("error", f"internal error: {type(exc).__name__}: "
                                                    f"{exc}", lw.node_span))
-    module = Module(spans.sources, spans.rows, functions, calls=spans.calls)
+    module = Module(spans.sources, spans.rows, functions, calls=spans.calls,
+                    cxx_source=cxx.source(), cxx=cxx.funcs)
     for fn in functions:
         diagnostics += _over_limits(module, fn)
     return module, diagnostics

@@ -38,7 +38,43 @@ class _Inlined:
         self.done = done
 
 
+class CxxTable:
+    """The C++ device functions kernels call (``Module.cxx``), numbered in the order of
+    their first call; their text goes into ``Module.cxx_source`` in file order, every one
+    of them, as a function may call another."""
+
+    def __init__(self, found: list):
+        self.found = found
+        self.funcs: list[M.CxxFunc] = []
+        self.index: dict[str, int] = {}
+
+    def number(self, fn) -> int:
+        if fn.name not in self.index:
+            self.index[fn.name] = len(self.funcs)
+            ret = dtypes.lookup(fn.ret).code if fn.ret is not None else -1
+            self.funcs.append(M.CxxFunc(fn.name, ret, [dtypes.lookup(p).code
+                                                       for p in fn.params]))
+        return self.index[fn.name]
+
+    def source(self) -> str:
+        return "\n\n".join(fn.text for fn in self.found) if self.funcs else ""
+
+
+def _cxx_call(lw: Lowerer, e: ast.DeviceCall) -> Val | None:
+    """A C++ device function (§6.10.4): arguments converted to its parameters' types;
+    CALL_CXX runs it per lane."""
+    fn = e.callee
+    b = lw.b
+    args = [lower_as(lw, a, dtypes.lookup(p)) for a, p in zip(e.args, fn.params)]
+    ret = dtypes.lookup(fn.ret) if fn.ret is not None else None
+    result = b.reg(ret, f"{fn.name}()") if ret is not None else -1
+    b.emit("CALL_CXX", b.add("cxx_calls", M.CxxCall(lw.cxx.number(fn), args, result)))
+    return Val(ret, result) if ret is not None else None
+
+
 def lower_device_call(lw: Lowerer, e: ast.DeviceCall) -> Val | None:
+    if not isinstance(e.callee, ast.Function):
+        return _cxx_call(lw, e)
     callee = e.callee
     bindings = [(p, _argument(lw, p, a)) for p, a in zip(callee.params, e.args)]
     b = lw.b

@@ -41,7 +41,8 @@ def check_program(program: ast.Program, sink) -> None:
     """Check every function of ``program``; never raises for any input (§15.1)."""
     seen: set[str] = set()
     names = frozenset(fn.name for fn in program.functions if not fn.device)
-    device = {fn.name: fn for fn in program.functions if fn.device}
+    device = {**{fn.name: fn for fn in program.cxx},
+              **{fn.name: fn for fn in program.functions if fn.device}}
     for fn in program.functions:
         if fn.name in seen:
             sink.error(fn.name_span or fn.span, f"function '{fn.name}' has been defined "

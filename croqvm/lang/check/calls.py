@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from croqvm import dtypes
 from croqvm.lang import ast
+from croqvm.lang.cxx import CxxFunction
 from croqvm.lang.suggest import did_you_mean
 from croqvm.lang.types import Bounded, Buffer, Scalar, Type
 
@@ -66,6 +68,8 @@ def check_device_call(ck, e: ast.DeviceCall):
     if callee is None:
         _unknown_callee(ck, e)
         return UNKNOWN
+    if isinstance(callee, CxxFunction):
+        return _cxx_call(ck, e, callee, types)
     e.callee = callee
     if e.targs:
         ck.error(e.targs[0].span, f"'{e.func}' is a '__co_device__' function and takes no "
@@ -81,6 +85,29 @@ def check_device_call(ck, e: ast.DeviceCall):
     return _result_type(ck, callee)
 
 
+def _cxx_call(ck, e: ast.DeviceCall, fn: CxxFunction, types):
+    """A call of a C++ device function (§6.10.4): scalars in, a scalar or nothing out."""
+    if fn.problem is not None:
+        ck.error(e.func_span, f"croqvm can not call the C++ function '{fn.name}': "
+                              f"{fn.problem}.",
+                 hint="write it as a '__co_device__' function, or call a C++ function "
+                      "that takes and returns scalars")
+        return UNKNOWN
+    if e.targs:
+        ck.error(e.targs[0].span, f"'{e.func}' is not a template.")
+    e.callee = fn
+    if len(e.args) != len(fn.params):
+        ck.error(e.span, f"'{e.func}' takes {len(fn.params)} argument(s) but got "
+                         f"{len(e.args)}.", hint=f"'{fn.name}' is declared at line "
+                                                 f"{fn.span.line}")
+    else:
+        for a, ty, want in zip(e.args, types, fn.params):
+            convert(ck, ty, dtypes.lookup(want) or dtypes.BOOL, a)
+    if fn.ret is None:
+        return VOID
+    return Scalar(dtypes.lookup(fn.ret) or dtypes.BOOL)
+
+
 def _unknown_callee(ck, e: ast.DeviceCall) -> None:
     span = e.func_span
     if e.func in ck.function_names:
@@ -90,7 +117,8 @@ def _unknown_callee(ck, e: ast.DeviceCall) -> None:
         return
     ck.error(span, f"function '{e.func}' is not defined in this file.",
              did_you_mean(e.func, sorted(ck.device_functions)) or
-             "croqvm calls '__co_device__' functions defined in the same file")
+             "croqvm calls '__co_device__' and '__device__' functions defined in the same "
+             "file")
 
 
 def _declared_as(fn: ast.Function) -> str:
@@ -202,7 +230,7 @@ def _calls_in(node):
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, ast.DeviceCall) and n.callee is not None:
+        if isinstance(n, ast.DeviceCall) and isinstance(n.callee, ast.Function):
             yield n
         if not dataclasses.is_dataclass(n):
             continue
