@@ -69,6 +69,7 @@ class Kind(IntEnum):
     FRAGMENT_INDEX = 43
     FRAGMENT_NOT_OWNED = 44
     SHUFFLE_INACTIVE = 45
+    ASM_ON_CPU = 46
 
 
 class LaneFault(Exception):

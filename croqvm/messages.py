@@ -143,6 +143,7 @@ TEMPLATES = {
     Kind.MMA_NOT_PENDING: _t("frag:frag", "no asynchronous mma on accumulator '{frag}' is "
                              "pending here: its operation future has been waited already."),
     Kind.ASSERT: _t("message:string", "{message}"),
+    Kind.ASM_ON_CPU: _t("", "inline assembly ('__asm__') runs only on a GPU."),
     Kind.ASSERT_FMT: _t("message:print", "{message}"),
     Kind.FRAGMENT_INDEX: _t("frag:frag element:tuple shape:fragshape", "element {element} "
                             "is outside accumulator '{frag}' {shape}."),
@@ -161,6 +162,7 @@ REPORTS = {
     "in_kernel_lane": _t("launch:where block:tuple lane:int warp:int index:int",
                          "  in kernel launched at {launch}, block {block}, lane {lane} "
                          "(warp {warp}, lane {index})"),
+    "in_call": _t("call:where", "  in the call at {call}"),
     "internal": _t("what:text", "internal error: {what}"),
     # deadlock reports (croqvm.report.deadlock)
     "deadlock": _t("block:tuple", "deadlock: every live lane of block {block} is blocked"),
@@ -409,8 +411,13 @@ def _block_size_hint(args: tuple, cx: Context) -> str:
             "annotate it ': block'")
 
 
+def _gpu_hint(args: tuple, cx: Context) -> str:
+    return "run it with '--device gpu' (device='gpu' in Python)"
+
+
 # kind -> the hint printed after its message, given the same arguments (None: no hint)
-HINTS = {Kind.DMA_SHAPE: _smaller_tile_hint, Kind.TOO_MANY_THREADS: _block_size_hint}
+HINTS = {Kind.DMA_SHAPE: _smaller_tile_hint, Kind.TOO_MANY_THREADS: _block_size_hint,
+         Kind.ASM_ON_CPU: _gpu_hint}
 
 
 def hint(kind: Kind, args: tuple, cx: Context) -> str | None:

@@ -41,7 +41,13 @@ def context(spans: SpanTable, fn, launch: int, block: tuple, lane) -> str:
 
 def kernel_fault(spans: SpanTable, fn, span: int, text: str, lines=(), hint=None,
                  record=None) -> KernelFault:
-    diag = Diagnostic("runtime error", text, spans.span(span), hint, list(lines))
+    """The runtime error ``text`` at ``span``; ``lines`` end with where it ran, and the
+    calls of ``__co_device__`` functions the span lies in come before that line."""
+    lines = list(lines)
+    cx = Context(spans, fn, fn.host)
+    calls = [report("in_call", (call,), cx) for call in spans.calls_around(span)]
+    lines[len(lines) - 1:len(lines) - 1] = calls
+    diag = Diagnostic("runtime error", text, spans.span(span), hint, lines)
     return KernelFault(render(diag, spans.files), [diag], record)
 
 

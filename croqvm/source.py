@@ -67,12 +67,22 @@ class Span:
 
 class SpanTable:
     """The spans of a bytecode module (``spans[i] = (file index, line, col, end_line,
-    end_col)``) over its source files: how runtime messages quote places."""
+    end_col)``) over its source files: how runtime messages quote places. ``calls`` pairs
+    a span inside an inlined call with the call's span (``Module.calls``)."""
 
-    def __init__(self, sources: list[tuple[str, str]], spans: list):
+    def __init__(self, sources: list[tuple[str, str]], spans: list, calls=()):
         self.names = [name for name, _ in sources]
         self.files = {name: SourceFile(name, text) for name, text in sources}
         self.spans = spans
+        self.caller = dict(calls)
+
+    def calls_around(self, index: int) -> list[int]:
+        """The spans of the calls ``index`` lies in, innermost first."""
+        out = []
+        while index in self.caller and len(out) < len(self.caller):
+            index = self.caller[index]
+            out.append(index)
+        return out
 
     def span(self, index: int) -> Span | None:
         if not 0 <= index < len(self.spans):

@@ -100,6 +100,10 @@ typedef struct {
 
 cq_prog *cq_load(const int64_t *image, size_t nwords, const char *strings, size_t nbytes);
 void cq_prog_free(cq_prog *prog);
+/* The entry points of the module's C++ functions (croqvm/cxx.py), in Module.cxx order:
+ * fn(args, result), args[i] pointing to argument i, result to the result (NULL: void). */
+typedef void (*cq_cxx_fn)(void *const *args, void *result);
+void cq_prog_set_cxx(cq_prog *prog, int32_t n, cq_cxx_fn *fns);
 const char *cq_load_error(void);
 
 cq_call *cq_call_new(const cq_prog *prog, const cq_opts *opts);

@@ -89,6 +89,7 @@ typedef struct {
 typedef struct { int32_t laneset, unit; } cq_coll;
 typedef struct { int32_t result, n; cq_ins *ins; } cq_laneset;
 typedef struct { int32_t n, newline; int32_t *kind, *x; } cq_print;  /* kind 0 string, 1 register */
+typedef struct { int32_t func, result, nargs; int32_t *args; } cq_cxxcall;  /* result -1: void */
 typedef struct {
     int32_t kernel, ngrid, nbuf, nscalar, is_async, span, block;
     int32_t *grid, *buf, *scalar;   /* buf, scalar: (kernel, host) pairs */
@@ -113,6 +114,8 @@ typedef struct {
     cq_laneset *laneset;
     cq_print *print;
     cq_launch *launch;
+    int32_t ncxxcall;
+    cq_cxxcall *cxxcall;
     int32_t once_sites;
     int64_t event_bytes;    /* shared memory of the event slots (the shared limit counts it) */
     int32_t *coll_slot;     /* per instruction: its index among collective instructions, or -1 */
@@ -129,6 +132,8 @@ struct cq_prog {
     cq_kernel *kernels;
     int32_t fn_span;
     char *strings;          /* the string table: string k is str_len[k] bytes at str_off[k] */
+    int32_t ncxx;           /* the module's C++ functions (cq_prog_set_cxx) */
+    cq_cxx_fn *cxx;
     int32_t nstrings;
     int64_t *str_off, *str_len;
 };
@@ -354,6 +359,8 @@ int cq_op_mma(cq_warp *w, const cq_ins *ins);
 int cq_op_frag_elem(cq_warp *w, const cq_ins *ins);
 int cq_op_print(cq_warp *w, const cq_ins *ins);
 int cq_op_assert(cq_warp *w, const cq_ins *ins);
+int cq_op_asm(cq_warp *w, const cq_ins *ins);
+int cq_op_call_cxx(cq_warp *w, const cq_ins *ins);
 
 /* Collectives (sync.c). */
 typedef int (*cq_effect)(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes, int n);

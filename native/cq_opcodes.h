@@ -90,9 +90,11 @@ enum cq_opcode {
     CQ_OP_FRAG_SET = 69,  /* element (R[b], R[c]) of accumulator a's copy := R[d] converted to its element type */
     CQ_OP_SHFL_XOR = 70,  /* R[a] := R[b] of the lane whose index in the warp is the lane's xor c (a warp shuffle; that lane must be active) */
     CQ_OP_MMA_GATHER = 71,  /* fragment a := the 2-D local buffer b, element (r, c) from the copy of the lane that holds it (c=1: the lane holding (c, r) of the layout, a transposed operand), converted to a's element type */
+    CQ_OP_ASM = 72,  /* inline assembly a, for the GPU's assembler: it reads and writes the registers its operands name; on any other device it is a runtime error */
+    CQ_OP_CALL_CXX = 73,  /* call a: per active lane, in increasing lane order, the C++ function with that lane's argument registers, its result into that lane's result register */
 };
 
-#define CQ_NUM_OPCODES 72
+#define CQ_NUM_OPCODES 74
 
 /* When an opcode is a collective (CQ_COLLECTIVE) or may block (CQ_BLOCKS); WITH_SITE: when its collective-site operand (kind 'c?') is >= 0. */
 enum cq_mode {
@@ -119,14 +121,15 @@ static const char *const CQ_OP_NAME[CQ_NUM_OPCODES] = {
     "WAIT", "SWAP", "FUT_DIM", "BARRIER", "FENCE", "TRIGGER", "WAIT_EVENT", "SYNC_GLOBAL",
     "MMA_FILL", "MMA_LOAD", "MMA_EXEC", "MMA_STORE", "PRINT", "ASSERT", "ASSERT_FMT",
     "LAUNCH", "RET", "RET_VAL", "RET_BUF", "WAIT_EVENT_AT", "FUT_BIND", "MMA_ASYNC",
-    "MMA_WAIT", "MMA_STORE_MASK", "FRAG_GET", "FRAG_SET", "SHFL_XOR", "MMA_GATHER"
+    "MMA_WAIT", "MMA_STORE_MASK", "FRAG_GET", "FRAG_SET", "SHFL_XOR", "MMA_GATHER", "ASM",
+    "CALL_CXX"
 };
 
 /* Operands used (a..e); the other operand words are 0. */
 static const uint8_t CQ_NUM_OPERANDS[CQ_NUM_OPCODES] = {
     0, 2, 2, 2, 1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 4, 2,
     1, 1, 1, 1, 1, 0, 3, 1, 3, 2, 2, 3, 3, 2, 1, 2, 2, 3, 1, 1, 2, 2, 0, 3, 3, 5, 4, 1, 2,
-    2, 1, 0, 1, 1, 2, 1, 2, 2, 5, 4, 4, 3, 4
+    2, 1, 0, 1, 1, 2, 1, 2, 2, 5, 4, 4, 3, 4, 1, 1
 };
 
 /* Operand kind letters in operand order, '?' after a kind that also takes -1 (CQ_KIND_* below). */
@@ -136,14 +139,15 @@ static const char *const CQ_OPERAND_KINDS[CQ_NUM_OPCODES] = {
     "rr", "rr", "rrrr", "rt", "t", "t", "r", "r", "t", "", "rii", "b", "brc?", "ra", "ar",
     "ari", "rbi", "dc?", "f", "fc?", "ff", "rfi", "c", "i", "er", "er", "", "mrc?", "mvc?",
     "mmmic?", "mvic?", "p", "rs", "rp", "l", "", "r", "b", "er", "f", "mc?", "mc?",
-    "mvrrc?", "rmrr", "mrrr", "rri", "mbic?"
+    "mvrrc?", "rmrr", "mrrr", "rri", "mbic?", "x", "y"
 };
 
 /* The operand (0 = a) holding the register the op writes, -1: none. */
 static const int8_t CQ_WRITES[CQ_NUM_OPCODES] = {
     -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     -1, -1, -1, -1, -1, -1, -1, 0, -1, -1, 0, -1, -1, 0, -1, -1, -1, -1, 0, -1, -1, -1, -1,
-    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, -1, 0, -1
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, -1, 0, -1, -1,
+    -1
 };
 
 /* The operand naming its collective site, -1: none. */
@@ -151,28 +155,28 @@ static const int8_t CQ_SITE[CQ_NUM_OPCODES] = {
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, -1, -1, -1, -1, 1, -1,
     1, -1, -1, 0, -1, -1, -1, -1, 2, 2, 4, 3, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 1, 4,
-    -1, -1, -1, 3
+    -1, -1, -1, 3, -1, -1
 };
 
 /* enum cq_mode: when the op is a collective of the site's participants. */
 static const uint8_t CQ_COLLECTIVE[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 2, 0, 0, 1, 0, 0, 0, 0, 2, 2, 2, 2, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 0, 0, 0, 2
+    0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 0, 0, 0, 2, 0, 0
 };
 
 /* enum cq_mode: when the op may block its warp. */
 static const uint8_t CQ_BLOCKS[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 2, 0, 0, 1, 0, 0, 1, 0, 2, 2, 2, 2, 0, 0,
-    0, 0, 0, 0, 0, 1, 0, 2, 2, 2, 0, 0, 0, 2
+    0, 0, 0, 0, 0, 1, 0, 2, 2, 2, 0, 0, 0, 2, 0, 0
 };
 
 /* enum cq_flag bits. */
 static const uint8_t CQ_FLAGS[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
     0, 1, 0, 0, 2, 8, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 4, 0, 0, 0, 0, 0, 0,
-    0, 4, 4, 4, 4, 8, 8, 0, 0, 0, 0, 0, 8, 0
+    0, 4, 4, 4, 4, 8, 8, 0, 0, 0, 0, 0, 8, 0, 8, 8
 };
 
 /* UPDATE's operator immediate is one of these opcodes. */
@@ -196,6 +200,8 @@ enum cq_operand_kind {
     CQ_KIND_COLLECTIVE_SITE = 'c',  /* indexes Code.colls */
     CQ_KIND_PRINT_FORMAT = 'p',  /* indexes Code.prints */
     CQ_KIND_LAUNCH = 'l',  /* indexes Code.launches */
+    CQ_KIND_INLINE_ASSEMBLY = 'x',  /* indexes Code.asms */
+    CQ_KIND_CXX_CALL = 'y',  /* indexes Code.cxx_calls */
     CQ_KIND_TARGET = 't',
     CQ_KIND_IMMEDIATE = 'i',
 };
@@ -342,6 +348,7 @@ enum cq_fault {
     CQ_FAULT_FRAGMENT_INDEX = 43,
     CQ_FAULT_FRAGMENT_NOT_OWNED = 44,
     CQ_FAULT_SHUFFLE_INACTIVE = 45,
+    CQ_FAULT_ASM_ON_CPU = 46,
 };
 
 #endif  /* CQ_OPCODES_H */

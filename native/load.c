@@ -253,6 +253,14 @@ static void rd_code(reader *r, cq_code *code)
         l->scalar = rd_counted(r, &n);
         l->nscalar = n / 2;
     }
+    code->ncxxcall = (int32_t)rd(r);
+    code->cxxcall = cq_xcalloc((size_t)code->ncxxcall + 1, sizeof(cq_cxxcall));
+    for (int32_t k = 0; k < code->ncxxcall; k++) {
+        cq_cxxcall *c = &code->cxxcall[k];
+        c->func = (int32_t)rd(r);
+        c->result = (int32_t)rd(r);
+        c->args = rd_counted(r, &c->nargs);
+    }
     code->once_sites = (int32_t)rd(r);
     code->event_bytes = rd(r);
     code->nlaneset = (int32_t)rd(r);
@@ -311,6 +319,9 @@ static void free_code(cq_code *code)
         free(code->launch[k].buf);
         free(code->launch[k].scalar);
     }
+    for (int32_t k = 0; k < code->ncxxcall; k++)
+        free(code->cxxcall[k].args);
+    free(code->cxxcall);
     free(code->ins);
     free(code->rtype);
     free(code->roff);
@@ -395,5 +406,14 @@ void cq_prog_free(cq_prog *prog)
     free(prog->strings);
     free(prog->str_off);
     free(prog->str_len);
+    free(prog->cxx);
     free(prog);
+}
+
+void cq_prog_set_cxx(cq_prog *prog, int32_t n, cq_cxx_fn *fns)
+{
+    free(prog->cxx);
+    prog->cxx = cq_xcalloc((size_t)n + 1, sizeof(cq_cxx_fn));
+    memcpy(prog->cxx, fns, (size_t)n * sizeof(cq_cxx_fn));
+    prog->ncxx = n;
 }

@@ -1,5 +1,6 @@
 /* PRINT, ASSERT and ASSERT_FMT (LANGUAGE.md §6.9, §13; croqvm/interp/output.py): one
  * lane after another, in lane order; a failed check faults in its lowest failing lane.
+ * ASM faults (§6.11); CALL_CXX calls a C++ function lane after lane (§6.10.4).
  * Values are written as print writes them (croqvm.messages.format_value): bool
  * true/false, integers in decimal, floats as %g of the value as a double, any NaN as
  * "nan" (cq_numerics.h cq_format_float). */
@@ -76,4 +77,35 @@ int cq_op_assert(cq_warp *w, const cq_ins *ins)
             cq_put(f, bits);
         }
     return CQ_ST_FAULT;
+}
+
+/* Inline assembly (LANGUAGE.md §6.11) is for a GPU's assembler: on the CPU the lowest
+ * active lane faults before it runs. */
+int cq_op_asm(cq_warp *w, const cq_ins *ins)
+{
+    cq_fault_new(w->blk, ins, CQ_FAULT_ASM_ON_CPU, w->base + cq_low(w->act));
+    return CQ_ST_FAULT;
+}
+
+/* A C++ device function (LANGUAGE.md §6.10.4; croqvm/interp/cxxcall.py): called once per
+ * active lane, in increasing lane order, with pointers to that lane's registers. */
+int cq_op_call_cxx(cq_warp *w, const cq_ins *ins)
+{
+    const cq_code *code = w->blk->code;
+    const cq_cxxcall *c = &code->cxxcall[ins->a];
+    const cq_prog *prog = w->blk->call->prog;
+    if (c->func >= prog->ncxx || !prog->cxx[c->func])
+        return CQ_INTERNAL_ERROR(w->blk);
+    void *argv[c->nargs + 1];
+    for (uint32_t m = w->act; m; m &= m - 1) {
+        int i = cq_low(m);
+        for (int k = 0; k < c->nargs; k++) {
+            int r = c->args[k];
+            argv[k] = w->regs + code->roff[r] + (size_t)i * cq_type_size[code->rtype[r]];
+        }
+        void *result = c->result < 0 ? NULL :
+            w->regs + code->roff[c->result] + (size_t)i * cq_type_size[code->rtype[c->result]];
+        prog->cxx[c->func](argv, result);
+    }
+    return CQ_ST_OK;
 }

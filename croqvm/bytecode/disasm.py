@@ -125,6 +125,8 @@ _OPERANDS = {
     "c": _named("coll", "colls", "text", paren=True),
     "p": _named("fmt", "prints", None),
     "l": _launch_operand,
+    "x": lambda code, n: (f"asm{n} ({code.asms[n].text!r})" if 0 <= n < len(code.asms)
+                          else f"asm{n} <out of range>"),
     "t": lambda code, n: f"-> {n}",
     "i": lambda code, n: str(n),
 }

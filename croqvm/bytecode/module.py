@@ -11,7 +11,8 @@ Conventions shared by every stage:
 - A register index refers to ``Code.regs``, whose entries are dtype codes (croqvm.dtypes).
   Registers are per lane. A kernel's argument registers receive their value at launch.
 - "-1" means "none" wherever an index is optional.
-- Spans: ``Module.spans[i] = (file_index, line, col, end_line, end_col)``.
+- Spans: ``Module.spans[i] = (file_index, line, col, end_line, end_col)``; a span inside
+  an inlined call has its own index, paired with the call's in ``Module.calls``.
 """
 from __future__ import annotations
 
@@ -219,6 +220,46 @@ class PrintFormat:
 
 
 @dataclass
+class AsmOperand:
+    """An operand of inline assembly (§6.11): a register of the kernel, read (``"r"``),
+    written (``"=r"``) or both (``"+r"``) as the constraint says; ``name`` is its symbolic
+    name (``[dst]``), "" when it has none."""
+    constraint: str
+    reg: int
+    name: str = ""
+
+
+@dataclass
+class AsmDecl:
+    """``__asm__ [volatile] ("text" : outputs : inputs : clobbers)`` (§6.11): passed to the
+    GPU's assembler as written; output operands first, then the inputs."""
+    text: str
+    volatile: bool
+    outputs: list[AsmOperand]
+    inputs: list[AsmOperand]
+    clobbers: list[str]
+
+
+@dataclass
+class CxxCall:
+    """A call of C++ device function ``func`` (``Module.cxx``, §6.10.4): ``args`` are
+    registers of the parameters' dtypes; ``result`` a register of the result's, -1 for a
+    void function."""
+    func: int
+    args: list[int]
+    result: int = -1
+
+
+@dataclass
+class CxxFunc:
+    """A C++ device function of ``Module.cxx_source`` that kernels call: its name, result
+    dtype (-1 for void) and parameter dtypes, all scalars."""
+    name: str
+    ret: int
+    params: list[int]
+
+
+@dataclass
 class Launch:
     """A kernel launch from a host program (§14.2). ``block`` is the host register holding
     the block's lane count when the kernel's ``block_size`` is 0 (given at launch), else
@@ -262,6 +303,8 @@ class Code:
     prints: list[PrintFormat] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)  # host programs only
     once_sites: int = 0      # ONCE sites, numbered 0 .. once_sites - 1
+    asms: list[AsmDecl] = field(default_factory=list)    # inline assembly (kernels only)
+    cxx_calls: list[CxxCall] = field(default_factory=list)   # calls of C++ functions
 
 
 @dataclass
@@ -314,6 +357,13 @@ class Module:
     spans: list[tuple[int, int, int, int, int]]     # (file, line, col, end line, end col)
     functions: list[Function]
     version: int = FORMAT_VERSION
+    # Spans inside inlined ``__co_device__`` calls (§6.10): (span, span of the call it
+    # lies in); a call inside a callee is itself such a span, so the pairs form a chain.
+    calls: list[tuple[int, int]] = field(default_factory=list)
+    # The C++ device functions kernels call (§6.10.4): their text, in file order, and
+    # their signatures.
+    cxx_source: str = ""
+    cxx: list[CxxFunc] = field(default_factory=list)
 
     def function(self, name: str) -> Function | None:
         for fn in self.functions:

@@ -81,6 +81,8 @@ OPERAND_KINDS = {
     "c": ("colls", "collective site"),
     "p": ("prints", "print format"),
     "l": ("launches", "launch"),
+    "x": ("asms", "inline assembly"),
+    "y": ("cxx_calls", "cxx call"),
     "t": (None, "target"),   # instruction index, checked by the structure pass
     "i": (None, "immediate"),
 }
@@ -330,6 +332,14 @@ _ROWS = (
         "layout, a transposed operand), converted to a's element type", _SITE,
         imms=("flag",), entry="mma_gather",
         faults=(K.MMA_TILE_SHAPE, K.BUFFER_BEFORE_DECLARATION) + _MMA_FAULTS),
+    # --- inline assembly (§6.11)
+    _op("ASM", ("x",), "inline assembly a, for the GPU's assembler: it reads and writes the "
+        "registers its operands name; on any other device it is a runtime error",
+        faults=(K.ASM_ON_CPU,), kernel_only=True, entry="asm_operands"),
+    # --- C++ device functions (§6.10.4)
+    _op("CALL_CXX", ("y",), "call a: per active lane, in increasing lane order, the C++ "
+        "function with that lane's argument registers, its result into that lane's result "
+        "register", kernel_only=True, entry="cxx_call"),
 )
 
 TABLE = tuple(Op(code, name, operands, meaning, **fields)
@@ -343,7 +353,8 @@ assert all(len(op.operands) <= MAX_OPERANDS for op in TABLE)
  END, YIELD, ONCE, ALLOC, FILL, LOAD, STORE, UPDATE, DIMOF, DMA, FUT_ANY, WAIT, SWAP, FUT_DIM,
  BARRIER, FENCE, TRIGGER, WAIT_EVENT, SYNC_GLOBAL, MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE,
  PRINT, ASSERT, ASSERT_FMT, LAUNCH, RET, RET_VAL, RET_BUF, WAIT_EVENT_AT, FUT_BIND, MMA_ASYNC,
- MMA_WAIT, MMA_STORE_MASK, FRAG_GET, FRAG_SET, SHFL_XOR, MMA_GATHER) = range(len(TABLE))
+ MMA_WAIT, MMA_STORE_MASK, FRAG_GET, FRAG_SET, SHFL_XOR, MMA_GATHER, ASM,
+ CALL_CXX) = range(len(TABLE))
 
 # Binary ALU opcodes in operator order: UPDATE's immediate names one of these.
 BINARY_ALU = (ADD, SUB, MUL, DIV, MOD, MIN, MAX, AND, OR, XOR, SHL, SHR)

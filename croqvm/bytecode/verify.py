@@ -73,12 +73,49 @@ def check_semantics(module: Module) -> None:
     lines = [text.split("\n") for _, text in module.sources]
     for s, span in enumerate(module.spans):
         _check_span(top.at(f"span {s}"), module, lines, span)
+    _check_calls(top, module)
+    _check_cxx(top, module)
     seen = set()
     for fn in module.functions:
         if fn.name in seen:
             Where(f"function '{fn.name}'").fail("a second function of this name")
         seen.add(fn.name)
         _check_function(module, fn)
+
+
+def _check_calls(top: Where, module: Module) -> None:
+    """Each span lies in at most one call, and following calls outwards ends (a span is
+    never inside itself)."""
+    caller = {}
+    for i, (span, call) in enumerate(module.calls):
+        at = top.at(f"call {i}")
+        lookup(at, "span", span, module.spans)
+        lookup(at, "span", call, module.spans)
+        if span in caller:
+            at.fail(f"span {span} is inside two calls")
+        caller[span] = call
+    for span in caller:
+        seen = {span}
+        while span in caller:
+            span = caller[span]
+            if span in seen:
+                top.fail(f"the calls around span {span} form a cycle")
+            seen.add(span)
+
+
+def _check_cxx(top: Where, module: Module) -> None:
+    """C++ functions (§6.10.4): named once, of scalar dtypes, with source text to compile."""
+    names = set()
+    for i, fn in enumerate(module.cxx):
+        at = top.at(f"C++ function {i} ('{fn.name}')")
+        if not fn.name.isidentifier() or fn.name in names:
+            at.fail("a name that is not an identifier, or a second function of this name")
+        names.add(fn.name)
+        for code in fn.params + ([fn.ret] if fn.ret != -1 else []):
+            if code not in BY_CODE:
+                at.fail(f"dtype code {code} is not a dtype")
+    if module.cxx and not module.cxx_source:
+        top.fail("C++ functions without their source text")
 
 
 def _check_span(at: Where, module: Module, lines: list, span) -> None:

@@ -226,8 +226,49 @@ def _typed_const(cx, at, op, used):
         at.fail(f"constant k{k} is {dt_name(have)}, but r{r} is {dt_name(want)}")
 
 
+def _asm_operands(cx, at, op, used):
+    """Inline assembly (§6.11): its registers exist, outputs say '=' or '+' and inputs
+    neither, and no output is a register a CONST loads (those are read-only)."""
+    asm = cx.code.asms[operand(op, used, "x")]
+    consts = {cx.code.code[i + 1] for i in range(0, len(cx.code.code), O.WIDTH)
+              if cx.code.code[i] == O.CONST}
+    for role, operands in (("output", asm.outputs), ("input", asm.inputs)):
+        for k, x in enumerate(operands):
+            want_reg(cx, at, x.reg, "any", f"{role} {k}")
+            if (role == "output") != x.constraint.startswith(("=", "+")):
+                at.fail(f"{role} {k} has constraint {x.constraint!r}: outputs start with "
+                        f"'=' or '+', inputs with neither")
+            if role == "output" and x.reg in consts:
+                at.fail(f"output {k} writes r{x.reg}, a constant register")
+
+
+def _cxx_call(cx, at, op, used):
+    """A C++ call (§6.10.4) names a function of the module and passes registers of its
+    parameters' dtypes; its result register has the result's dtype and no CONST loads it."""
+    call = cx.code.cxx_calls[operand(op, used, "y")]
+    fn = lookup(at, "cxx function", call.func, cx.module.cxx)
+    if len(call.args) != len(fn.params):
+        at.fail(f"passes {len(call.args)} argument(s) to '{fn.name}', which takes "
+                f"{len(fn.params)}")
+    for k, (reg, want) in enumerate(zip(call.args, fn.params)):
+        if want_reg(cx, at, reg, "any", f"argument {k}") is not BY_CODE.get(want):
+            at.fail(f"argument {k} r{reg} is {dt_name(cx.code.regs[reg])}, but '{fn.name}' "
+                    f"takes {dt_name(want)}")
+    if (call.result >= 0) != (fn.ret >= 0):
+        at.fail(f"'{fn.name}' returns {'nothing' if fn.ret < 0 else dt_name(fn.ret)}, but "
+                f"the call's result register is {call.result}")
+    if call.result >= 0:
+        want_reg(cx, at, call.result, "any", "the result")
+        if cx.code.regs[call.result] != fn.ret:
+            at.fail(f"the result r{call.result} is {dt_name(cx.code.regs[call.result])}, "
+                    f"but '{fn.name}' returns {dt_name(fn.ret)}")
+        if any(cx.code.code[i] == O.CONST and cx.code.code[i + 1] == call.result
+               for i in range(0, len(cx.code.code), O.WIDTH)):
+            at.fail(f"the result r{call.result} is a register a CONST loads")
+
+
 ENTRY_RULES = {"message": _message, "typed_const": _typed_const, "same_future": _same_future,
-               **verify_mma.RULES}
+               "asm_operands": _asm_operands, "cxx_call": _cxx_call, **verify_mma.RULES}
 
 
 # -- structured control flow (EXECUTION.md §4) ----------------------------------------------

@@ -100,7 +100,7 @@ def emit(module, *, arch: str = "sm_80", checks: bool = True) -> CudaModule:
     if arch not in ARCHES:
         raise UnsupportedError(f"unknown CUDA architecture '{arch}': use "
                                f"{' or '.join(ARCHES)}")
-    spans = SpanTable(module.sources, module.spans)
+    spans = SpanTable(module.sources, module.spans, module.calls)
     sites: list[Site] = []
     prints: list = []
     parts, kernels = [], {}
@@ -116,8 +116,22 @@ def emit(module, *, arch: str = "sm_80", checks: bool = True) -> CudaModule:
         f"// module sha256 {module_hash(module)}; {arch}; "
         f"device checks {'on' if checks else 'off'}",
         '#include "cq_kernel.h"', "",
-    ]
+    ] + _cxx_functions(module)
     return CudaModule("\n".join(header + parts) + "\n", arch, checks, kernels, sites, prints)
+
+
+def _cxx_functions(module) -> list[str]:
+    """The C++ device functions kernels call (LANGUAGE.md §6.10.4), as written; the CPU
+    runtime's compiler reads their CUDA words as croqvm/cxx.py does, nvcc reads
+    '__co_device__' as '__device__'."""
+    if not module.cxx:
+        return []
+    from ..cxx import PRELUDE
+    cpu = [line for line in PRELUDE.splitlines() if line.startswith("#define")]
+    undo = ["#undef " + line.split()[1] for line in cpu]
+    return (["#ifdef CQ_CPU", *cpu, "#else", "#define __co_device__ __device__", "#endif",
+             module.cxx_source,
+             "#ifdef CQ_CPU", *undo, "#else", "#undef __co_device__", "#endif", ""])
 
 
 def decode(flat) -> list:

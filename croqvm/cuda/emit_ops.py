@@ -9,6 +9,8 @@ engine's handler of the same opcode computes for one lane.
 """
 from __future__ import annotations
 
+import re
+
 from .. import dtypes
 from ..bytecode.module import BaseKind, Storage
 from ..bytecode.opcodes import BINARY_ALU, COMPARE, TABLE
@@ -433,6 +435,52 @@ def op_dimof(k, ins, ip):
     k.line("}", ins)
 
 
+def _c_string(text: str) -> str:
+    """``text`` as a C string literal."""
+    escaped = "".join(c if c.isprintable() and c not in '"\\' else
+                      {"\n": "\\n", "\t": "\\t", '"': '\\"', "\\": "\\\\"}.get(
+                          c, f"\\{ord(c):03o}") for c in text)
+    return f'"{escaped}"'
+
+
+def _positional(asm) -> str:
+    """The template with each ``%[name]`` written as its operand's number (outputs first,
+    then inputs): nvcc takes no symbolic operand names."""
+    numbers = {}
+    for n, x in enumerate(asm.outputs + asm.inputs):
+        if x.name:
+            numbers.setdefault(x.name, n)
+    return re.sub(r"%(%|\[([A-Za-z_]\w*)\])",
+                  lambda m: m.group(0) if m.group(2) not in numbers
+                  else f"%{numbers[m.group(2)]}", asm.text)
+
+
+def op_asm(k, ins, ip):
+    """Inline assembly (LANGUAGE.md §6.11) passes to the GPU's assembler as written, its
+    operands bound to the registers lowering chose; the CPU runtime faults instead."""
+    asm = k.code.asms[ins[1]]
+
+    def operands(xs):
+        return ", ".join(f"{_c_string(x.constraint)}(r{x.reg})" for x in xs)
+    parts = [_c_string(_positional(asm)), operands(asm.outputs), operands(asm.inputs),
+             ", ".join(_c_string(c) for c in asm.clobbers)]
+    while len(parts) > 1 and not parts[-1]:
+        parts.pop()
+    k.line("#ifdef CQ_CPU", ins)
+    k.fault("true", Kind.ASM_ON_CPU, ins, ip)
+    k.line("#else")
+    k.line(f"asm{' volatile' if asm.volatile else ''}({' : '.join(parts)});", ins)
+    k.line("#endif")
+
+
+def op_call_cxx(k, ins, ip):
+    """A C++ device function (LANGUAGE.md §6.10.4), compiled with the kernel."""
+    call = k.code.cxx_calls[ins[1]]
+    fn = k.module.cxx[call.func]
+    expr = f"{fn.name}({', '.join(f'r{r}' for r in call.args)})"
+    k.line(f"r{call.result} = {expr};" if call.result >= 0 else f"{expr};", ins)
+
+
 def _handlers():
     from . import emit_sync
     table = {
@@ -440,7 +488,8 @@ def _handlers():
         "BLOCKIDX": op_blockidx, "SELECT": op_select, "IF": op_if, "ELSE": op_else,
         "LOOP": op_loop, "BREAK_IF": op_break_if, "CONTINUE_IF": op_continue_if, "END": op_end,
         "YIELD": op_yield, "ALLOC": op_alloc, "FILL": op_fill, "LOAD": op_load,
-        "STORE": op_store, "UPDATE": op_update, "DIMOF": op_dimof,
+        "STORE": op_store, "UPDATE": op_update, "DIMOF": op_dimof, "ASM": op_asm,
+        "CALL_CXX": op_call_cxx,
         **{TABLE[c].name: op_binary for c in BINARY_ALU + COMPARE},
         **{n: op_unary for n in ("NEG", "NOT", "BNOT")},
         **emit_sync.HANDLERS,

@@ -24,7 +24,7 @@ from ..errors import CroqvmError
 from ..faults import Fault, Kind, LaneFault
 from ..limits import MAX_BLOCK_SIZE, MAX_GRID
 from ..numerics import convert
-from . import access, alu, control, diagnose, dma, mma, output, sync
+from . import access, alu, control, cxxcall, diagnose, dma, mma, output, sync
 from .machine import Block
 from .warp import DONE, READY, Warp
 
@@ -52,7 +52,7 @@ def _buffer(w, ins):
 
 _BY_NAME = {
     **alu.HANDLERS, **control.HANDLERS, **access.HANDLERS, **dma.HANDLERS,
-    **sync.HANDLERS, **mma.HANDLERS, **output.HANDLERS,
+    **sync.HANDLERS, **mma.HANDLERS, **output.HANDLERS, **cxxcall.HANDLERS,
     "LAUNCH": op_launch,
     "RET": _ret(lambda w, ins: None), "RET_VAL": _ret(_scalar), "RET_BUF": _ret(_buffer),
 }

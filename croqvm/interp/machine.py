@@ -60,7 +60,7 @@ class Call:
         self.block_number = 0    # row-major ordinal of a kernel block, of ``blocks``
         self.blocks = 0
         self.block_start = 0     # ``steps`` when the running block started
-        self.spans = SpanTable(module.sources, module.spans)
+        self.spans = SpanTable(module.sources, module.spans, module.calls)
         self.kernel_globals: dict = {}    # (kernel index, slot) -> buffers
         self._programs: dict = {}
 

@@ -1,5 +1,5 @@
 """PRINT, ASSERT and ASSERT_FMT (LANGUAGE.md §6.9, §13): one lane after another, in lane
-order; a failed check faults in its lowest failing lane (§7.1.3).
+order; a failed check faults in its lowest failing lane (§7.1.3). ASM (§6.11) faults.
 
 Conventions: handlers take (``w``, ``ins``); text goes to the call's output stream; ``i``
 indexes the warp's lanes.
@@ -46,4 +46,11 @@ def op_assert_fmt(w, ins):
         raise LaneFault(Kind.ASSERT_FMT, ((p, _values(w, w.blk.prog.code.prints[p], i)),), i)
 
 
-HANDLERS = {"PRINT": op_print, "ASSERT": op_assert, "ASSERT_FMT": op_assert_fmt}
+def op_asm(w, ins):
+    """Inline assembly (§6.11) is for a GPU's assembler: on the CPU the lowest active
+    lane faults before it runs."""
+    raise LaneFault(Kind.ASM_ON_CPU, (), int(w.active_indices()[0]))
+
+
+HANDLERS = {"PRINT": op_print, "ASSERT": op_assert, "ASSERT_FMT": op_assert_fmt,
+            "ASM": op_asm}

@@ -100,6 +100,18 @@ class Ternary(Expr):
 
 
 @dataclass
+class DeviceCall(Expr):
+    """``call f<targs>(args)``: a call of a ``__co_device__`` function (LANGUAGE.md §6.10).
+    ``func`` is the name as written, namespaces included (``lib::f``)."""
+    func: str
+    targs: list[Expr]
+    args: list[Expr]
+    span: Span
+    func_span: Span
+    callee = None  # set by the checker: the called ``Function`` or ``cxx.CxxFunction``
+
+
+@dataclass
 class Extent(Expr):
     """``#x``: the bound of a bounded name (§5.2)."""
     name: Name
@@ -245,6 +257,7 @@ class Param(Node):
     shape: list[Dim] | None  # None for scalar and stream parameters
     name: str | None
     span: Span
+    by_ref: bool = False     # ``T [dims] &name``: the caller's array is updated (§14.3.3)
     sym = None
 
 
@@ -496,6 +509,33 @@ class Print(Stmt):
 
 
 @dataclass
+class CallStmt(Stmt):
+    """``call f(args);``: a call whose result, if any, is dropped (§6.10)."""
+    call: DeviceCall
+    span: Span
+
+
+@dataclass
+class AsmOperand(Node):
+    """``[name] "constraint" (expr)`` of inline assembly (§6.11)."""
+    name: str | None
+    constraint: str
+    expr: Expr
+    span: Span
+
+
+@dataclass
+class Asm(Stmt):
+    """``__asm__ [volatile] ("text" : outputs : inputs : clobbers);`` (§6.11)."""
+    volatile: bool
+    template: str
+    outputs: list[AsmOperand]
+    inputs: list[AsmOperand]
+    clobbers: list[str]
+    span: Span
+
+
+@dataclass
 class Assert(Stmt):
     cond: Expr
     message: str
@@ -623,6 +663,7 @@ class Function(Node):
     body: Block
     span: Span                    # the whole function
     name_span: Span | None = None
+    device: bool = False          # ``__co_device__``: inlined where it is called (§6.10)
     sym_table = None              # set by the checker: every Symbol declared in it
 
 
@@ -630,3 +671,4 @@ class Function(Node):
 class Program(Node):
     functions: list[Function]
     span: Span | None = None
+    cxx: list = field(default_factory=list)   # C++ device functions (lang.cxx, §6.10.4)

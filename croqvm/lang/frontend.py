@@ -24,8 +24,10 @@ def front_end(text: str, filename: str = "<string>", defines=None):
     sink = DiagnosticSink()
     program = None
     try:
-        functions = tokenize_program(src, dict(defines or {}), sink)
+        cxx: list = []
+        functions = tokenize_program(src, dict(defines or {}), sink, cxx)
         program = parse_program(functions, sink)
+        program.cxx = cxx
         check_program(program, sink)   # the functions that parsed; the others are reported
     except RecursionError:
         sink.error(Span.point(filename, 1, 1), "nesting too deep")

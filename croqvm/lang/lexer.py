@@ -12,6 +12,9 @@ reports that). Problems go to the sink; no input makes this raise. ``defines`` m
 """
 from __future__ import annotations
 
+import re
+
+from .cxx import find_device_functions
 from .macros import Expander
 from .preprocess import HOST_LEXEME, Preprocessed, preprocess
 from .scanner import scan
@@ -22,22 +25,44 @@ _BLANKS = " \t\r\n\f\v"
 
 
 def tokenize_program(src: SourceFile, defines: dict[str, str | None] | None,
-                     sink) -> list[list[Token]]:
+                     sink, cxx: list | None = None) -> list[list[Token]]:
+    """The token lists; the C++ device functions of the host text are appended to
+    ``cxx`` when it is given (§6.10.4)."""
     pp = preprocess(src, defines, sink)
     functions = find_functions(pp.text)
     report_host_text(src, pp, functions, sink)
+    if cxx is not None:
+        cxx += find_device_functions(pp.text, pp.lines, functions)
     return [_function_tokens(pp, start, end, sink) for start, end in functions]
 
 
+# A ``__co_device__`` function written in Croqtile (§6.10): a result type with an optional
+# shape, a name and parameters without C++'s pointers, references, strings or qualifiers.
+# Any other ``__co_device__`` function is C++ (the reference passes its text through).
+_CROQTILE_DEVICE_HEADER = re.compile(r"""
+    __co_device__\s+[A-Za-z_]\w*(?:\s*\[[^\]{};*&"]*\])?\s+[A-Za-z_]\w*
+    \s*\([^(){};*&"]*\)\s*\{""", re.VERBOSE)
+_CXX_WORDS = re.compile(r"\b(?:extern|static|inline|__forceinline__|const|unsigned|template|"
+                        r"struct|volatile|signed|long|short)\b")
+
+
+def croqtile_device_header(text: str, start: int) -> bool:
+    """Whether the ``__co_device__`` at ``start`` begins a function written in Croqtile."""
+    m = _CROQTILE_DEVICE_HEADER.match(text, start)
+    return m is not None and _CXX_WORDS.search(m.group()) is None
+
+
 def find_functions(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` offsets of each ``__co__`` function: from the word ``__co__`` to
-    just after the ``}`` that closes its body (§1.1.1). Braces inside strings and character
-    literals do not count (comments are gone already). A function still open when the next
-    ``__co__`` or the end of the file comes ends there."""
+    """``(start, end)`` offsets of each ``__co__`` function and each ``__co_device__``
+    function written in Croqtile: from its first word to just after the ``}`` that closes
+    its body (§1.1.1). Braces inside strings and character literals do not count (comments
+    are gone already). A function still open when the next one or the end of the file
+    comes ends there."""
     found, start, depth = [], None, 0
     for m in HOST_LEXEME.finditer(text):
         kind = m.lastgroup
-        if kind == "word" and m.group() == "__co__":
+        if kind == "word" and (m.group() == "__co__" or m.group() == "__co_device__"
+                               and croqtile_device_header(text, m.start())):
             if start is not None:
                 found.append((start, m.start()))
             start, depth = m.start(), 0
@@ -75,7 +100,7 @@ def report_host_text(src: SourceFile, pp: Preprocessed, functions, sink) -> None
 
 def _function_tokens(pp: Preprocessed, start: int, end: int, sink) -> list[Token]:
     raw = scan(pp.text[start:end], start, pp.lines, sink)
-    head = raw[0][0]  # the KEYWORD '__co__' itself is never macro-expanded
+    head = raw[0][0]  # the KEYWORD '__co__' (or '__co_device__') is never macro-expanded
     items = [(tok, pp.env_at(offset)) for tok, offset in raw[1:]]
     toks = [head] + join_strings(Expander(sink).expand(items))
     file, line, col = pp.lines.locate(end)

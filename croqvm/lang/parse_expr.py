@@ -280,6 +280,8 @@ class ExprParser:
             return ast.FloatLit(math.inf, "f32", t.span)
         if t.value == "__to":
             return self._convert()
+        if t.value == "call":
+            return self.device_call()
         if t.value in BUILTIN_CALLS or (str(t.value).startswith("__") and t.value != "__co__"):
             self.advance()
             args = self.paren_args(t.value)
@@ -296,6 +298,40 @@ class ExprParser:
         operand = self.expr()
         self.expect_close(open_)
         return ast.Convert(dtype.name, operand, self.span_from(start))
+
+    def device_call(self) -> ast.DeviceCall:
+        """``call NAME[::NAME...] [<args>] (args)`` (§6.10)."""
+        start = self.advance()
+        name = self._qualified_name("the function name after 'call'")
+        targs = []
+        if self.at_op("<"):
+            self.advance()
+            while True:
+                targs.append(self._template_arg())
+                if not self.accept_op(","):
+                    break
+            self.expect_op(">", "syntax error: expected '>' after the template arguments.")
+        if not self.at_op("("):
+            self.fail(f"syntax error: expected '(' and the arguments after 'call "
+                      f"{name.id}'.")
+        args = self.paren_args()
+        return ast.DeviceCall(name.id, targs, args, self.span_from(start), name.span)
+
+    def _qualified_name(self, what: str) -> ast.Name:
+        first = self.name(what)
+        parts, span = [str(first.value)], first.span
+        while self.at_op("::"):
+            self.advance()
+            t = self.name("a name after '::'")
+            parts.append(str(t.value))
+            span = span.to(t.span)
+        return ast.Name("::".join(parts), span)
+
+    def _template_arg(self) -> ast.Expr:
+        """A template argument: a constant expression, or a name of the host C++ code."""
+        if self.tok.kind == NAME and self.peek().is_op("::"):
+            return self._qualified_name("a template argument")
+        return self.arithmetic_expr()
 
     def _paren(self) -> ast.Expr:
         open_ = self.advance()

@@ -12,7 +12,7 @@ from . import ast
 from .parse_base import SyntaxAbort
 from .parse_decl import TYPE_WORDS
 from .suggest import C_FOR, CUDA, did_you_mean
-from .tokens import EOF, KEYWORD, NAME, OP
+from .tokens import EOF, KEYWORD, NAME, OP, STRING
 
 # Statement keywords and the method parsing each statement they start.
 _KEYWORD_STATEMENTS = {
@@ -27,6 +27,7 @@ _KEYWORD_STATEMENTS = {
     "event": "_event_decl", "frag": "_frag_decl", "apply": "_apply",
     "copy": "_frag_op", "reduce_sum": "_frag_op", "reduce_max": "_frag_op",
     "all_reduce_sum": "_frag_op",
+    "call": "_call_stmt", "__asm__": "_asm", "asm": "_asm",
     **{w: "_typed_decl" for w in TYPE_WORDS},
 }
 
@@ -216,6 +217,80 @@ class StmtParser:
         self.expect_close(open_)
         self.end_statement()
         return ast.Assert(cond, message, self.span_from(start))
+
+    def _asm(self) -> ast.Stmt:
+        """``(__asm__|asm) [volatile] ( "text" [: outputs [: inputs [: clobbers]]] );``
+        (§6.11): GNU extended assembly, without ``goto``."""
+        start = self.advance()
+        volatile = False
+        if self.tok.value == "volatile" and self.tok.kind in (NAME, KEYWORD):
+            self.advance()
+            volatile = True
+        if self.tok.value == "goto" and self.tok.kind in (NAME, KEYWORD):
+            self.fail("syntax error: __asm__ goto is not supported.")
+        open_ = self.expect_op("(", f"syntax error: invalid __asm__ syntax: expected '(' "
+                                    f"after '{start.value}'.")
+        if self.tok.kind != STRING:
+            self.fail("syntax error: invalid __asm__ syntax: expected the template string.")
+        template = str(self.advance().value)
+        sections: list[list] = []
+        colons = 0
+        while len(sections) < 3:
+            colons += self._asm_colons()
+            if colons <= len(sections):
+                break
+            item = self._asm_clobber if len(sections) == 2 else self._asm_operand
+            items = []
+            if not (self.at_op(":") or self.at_op("::") or self.at_op(")")):
+                items.append(item())
+                while self.accept_op(","):
+                    items.append(item())
+            sections.append(items)
+        if colons > 3 or self.at_op(":") or self.at_op("::"):
+            self.fail("syntax error: invalid __asm__ syntax: at most three ':' sections "
+                      "(outputs, inputs, clobbers).")
+        self.expect_close(open_)
+        self.end_statement()
+        sections += [[]] * (3 - len(sections))
+        return ast.Asm(volatile, template, sections[0], sections[1],
+                       [str(c) for c in sections[2]], self.span_from(start))
+
+    def _asm_colons(self) -> int:
+        """The ':' here (0, 1, or 2 for a '::' token)."""
+        if self.accept_op(":"):
+            return 1
+        if self.accept_op("::"):
+            return 2
+        return 0
+
+    def _asm_operand(self) -> ast.AsmOperand:
+        start = self.tok
+        name = None
+        if self.accept_op("["):
+            name = str(self.name("the operand's symbolic name").value)
+            self.expect_op("]", "syntax error: invalid __asm__ syntax: expected ']' after "
+                                "the operand's name.")
+        if self.tok.kind != STRING:
+            self.fail("syntax error: invalid __asm__ syntax: expected an operand's "
+                      "constraint string, as in '\"r\"(x)'.")
+        constraint = str(self.advance().value)
+        open_ = self.expect_op("(", "syntax error: invalid __asm__ syntax: expected '(' and "
+                                    "the operand after its constraint.")
+        e = self.expr()
+        self.expect_close(open_)
+        return ast.AsmOperand(name, constraint, e, self.span_from(start))
+
+    def _asm_clobber(self) -> str:
+        if self.tok.kind != STRING:
+            self.fail("syntax error: invalid __asm__ syntax: a clobber is a string, as in "
+                      "'\"memory\"'.")
+        return str(self.advance().value)
+
+    def _call_stmt(self) -> ast.Stmt:
+        start = self.tok
+        call = self.device_call()
+        self.end_statement()
+        return ast.CallStmt(call, self.span_from(start))
 
     # ---------------------------------------------------------------- assignments
 

@@ -4,7 +4,8 @@
     parse_program(functions, sink) -> ast.Program
     parse_function(tokens, sink) -> ast.Function | None
 
-Each token list is one ``__co__`` function from the lexer (first token ``__co__``, last EOF).
+Each token list is one ``__co__`` or ``__co_device__`` function from the lexer (first token
+``__co__`` or ``__co_device__``, last EOF).
 Syntax errors and the §4.1 precedence warning go to ``sink``; parsing recovers after each
 error so that independent errors are all reported, and no token list makes it raise. A
 function with a syntax error is still parsed to the end but not returned.
@@ -45,11 +46,12 @@ class Parser(StmtParser, LoopParser, DeclParser, DeviceParser, ExprParser, Curso
             return None
         ret, ret_shape, name, params = header
         return ast.Function(ret, ret_shape, str(name.value), params, body,
-                            self.span_from(start), name.span)
+                            self.span_from(start), name.span, start.is_kw("__co_device__"))
 
     def _header(self):
-        """``__co__ (T [shape]|void|auto) NAME ( params )`` (§6.1 ``function``, §14.3)."""
-        if not self.at_kw("__co__"):
+        """``(__co__|__co_device__) (T [shape]|void|auto) NAME ( params )`` (§6.1
+        ``function``, §6.10, §14.3)."""
+        if not (self.at_kw("__co__") or self.at_kw("__co_device__")):
             self.fail(f"syntax error: unexpected {self.tok.describe()}, expecting '__co__'.")
         self.advance()
         ret = self._return_type()
@@ -77,7 +79,7 @@ class Parser(StmtParser, LoopParser, DeclParser, DeviceParser, ExprParser, Curso
                   f"('void', 'auto' or a type such as 's32').")
 
     def _param(self) -> ast.Param:
-        """``[global] T [dims] [NAME]``, ``(int|bool|T) [NAME]`` or ``stream [NAME]``."""
+        """``[global] T [dims] [&] [NAME]``, ``(int|bool|T) [&] [NAME]`` or ``stream [NAME]``."""
         start = self.tok
         storage = str(self.advance().value) if self.at_kw(*PARAM_STORAGES) else None
         shape = None
@@ -94,12 +96,13 @@ class Parser(StmtParser, LoopParser, DeclParser, DeviceParser, ExprParser, Curso
         if storage is not None and shape is None:  # scalars take no qualifier (§3.2.3)
             self.fail_after(f"syntax error: expected '[' and the shape of the '{storage}' "
                             f"buffer after '{written.name}'.")
+        by_ref = self.accept_op("&") is not None
         name = None
         if self.tok.kind == NAME:
             name = str(self.advance().value)
         elif self.tok.kind == KEYWORD:
             self.reserved_word()
-        return ast.Param(storage, written, shape, name, self.span_from(start))
+        return ast.Param(storage, written, shape, name, self.span_from(start), by_ref)
 
     def _dim(self) -> ast.Dim:
         """A parameter dimension: an expression or ``?`` (§3.3.3)."""

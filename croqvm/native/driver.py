@@ -18,7 +18,7 @@ import numpy as np
 
 from dataclasses import replace
 
-from .. import report
+from .. import cxx, report
 from ..bytecode.module import ParamKind
 from ..bytecode.opcodes import SPAN, WIDTH
 from ..bytecode.verify import verify
@@ -67,6 +67,11 @@ def program(lib, ffi, module, fn) -> Program:
     prog = cache.get(fn.name)
     if prog is None or prog.fn is not fn:
         prog = cache[fn.name] = Program(lib, ffi, fn)
+        if module.cxx:          # the C++ functions its kernels call (croqvm/cxx.py)
+            compiled = cxx.library(module)
+            fns = ffi.new("cq_cxx_fn[]", [ffi.cast("cq_cxx_fn", compiled.address(k))
+                                          for k in range(len(module.cxx))])
+            lib.cq_prog_set_cxx(prog.prog, len(module.cxx), fns)
     return prog
 
 

@@ -21,6 +21,7 @@ order by native/load.c. Types are dtype codes, enumerations the module's own val
                   ids, registers), newline,
            nlaunches, per launch: kernel, async, span, block register, grid (list),
                   (kernel slot, host slot) pairs (list), (kernel, host register) pairs (list),
+           ncxxcalls, per C++ call: function, result register, argument registers (list),
            once sites, shared memory of the event slots,
            nlanesets, per lane set: result, ninstructions, 7 words each,
            ninstructions, 7 words each (as Code.code holds them),
@@ -109,6 +110,10 @@ class Image:
             self.counted(ln.grid)
             self.counted(x for pair in ln.buffers for x in pair)
             self.counted(x for pair in ln.scalars for x in pair)
+        self.put(len(code.cxx_calls))
+        for c in code.cxx_calls:
+            self.put(c.func, c.result)
+            self.counted(c.args)
         self.put(code.once_sites, EVENT_SLOT_BYTES * sum(e.slots for e in code.events))
         self.put(len(code.lanesets))
         for ls in code.lanesets:

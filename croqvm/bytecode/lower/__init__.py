@@ -10,7 +10,7 @@ diagnostic at the node being lowered (LANGUAGE.md §15.1), never a raw exception
 
 Modules: builder (one Code), state (the Lowerer and contexts), values (lowered values and
 environments), exprs, views (§8), stmts (§3, §5.5, §6.4-§6.6), output (§6.9, §13), host
-(§14), kernel (§6.2-§7.4), dma (§9), events (§10), mma (§11).
+(§14), kernel (§6.2-§7.4), dma (§9), events (§10), mma (§11), calls (§6.10).
 """
 from __future__ import annotations
 
@@ -23,13 +23,13 @@ from croqvm.limits import MAX_REGISTERS, MAX_SHARED_BYTES, shared_limit_message
 from croqvm.source import SourceFile
 from croqvm.source import SpanTable as SourceSpans
 
-from . import dma, events, exprs, frags, host, kernel, mma, output, stmts, views
+from . import calls, dma, events, exprs, frags, host, kernel, mma, output, stmts, views
 from .builder import SpanTable
 from .state import Lowerer
 
 STMT_TABLE = {**stmts.TABLE, **output.TABLE, **host.TABLE, **kernel.TABLE, **dma.TABLE,
-              **events.TABLE, **mma.TABLE, **frags.TABLE}
-EXPR_TABLE = {**exprs.TABLE, **views.TABLE}
+              **events.TABLE, **mma.TABLE, **frags.TABLE, **calls.TABLE}
+EXPR_TABLE = {**exprs.TABLE, **views.TABLE, **calls.EXPR_TABLE}
 
 __all__ = ["lower_program"]
 
@@ -40,10 +40,14 @@ def lower_program(program: ast.Program, sources: list[SourceFile]):
     resource limit: every function is lowered, so that ``croqvm check`` reports what
     ``compile`` rejects all at once). The module may be used only without diagnostics."""
     spans = SpanTable(list(sources))
+    cxx = calls.CxxTable(program.cxx)
     functions, diagnostics = [], []
     for fn in program.functions:
+        if fn.device:       # inlined where it is called (calls.py)
+            continue
         lw = Lowerer(list(sources), spans, STMT_TABLE, EXPR_TABLE)
         lw.node_span = fn.span
+        lw.cxx = cxx
         try:
             functions.append(host.lower_function(lw, fn))
         except CompileError as err:
@@ -53,7 +57,8 @@ def lower_program(program: ast.Program, sources: list[SourceFile]):
         except Exception as exc:  # a croqvm bug: report it at the node being lowered
             diagnostics.append(Diagnostic("error", f"internal error: {type(exc).__name__}: "
                                                    f"{exc}", lw.node_span))
-    module = Module(spans.sources, spans.rows, functions)
+    module = Module(spans.sources, spans.rows, functions, calls=spans.calls,
+                    cxx_source=cxx.source(), cxx=cxx.funcs)
     for fn in functions:
         diagnostics += _over_limits(module, fn)
     return module, diagnostics

@@ -17,6 +17,8 @@ Constant registers are read-only: emitting an instruction that writes one is a b
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from croqvm import dtypes, numerics
 from croqvm.bytecode import opcodes
 from croqvm.bytecode.module import Code, Const
@@ -29,13 +31,27 @@ TARGETS = {op.code: [i for i, kind in enumerate(op.operands) if kind == "t"]
 
 
 class SpanTable:
-    """Interns spans as ``Module.spans`` rows ``(file index, line, col, end_line, end_col)``."""
+    """Interns spans as ``Module.spans`` rows ``(file index, line, col, end_line, end_col)``.
+    Inside ``calling`` a span is interned as a place inside that call: a row of its own,
+    paired with the call's span in ``calls`` (``Module.calls``)."""
 
     def __init__(self, sources: list[SourceFile]):
         self.sources: list[tuple[str, str]] = [(s.name, s.text) for s in sources]
         self._file_index = {name: i for i, (name, _) in enumerate(self.sources)}
         self.rows: list[tuple[int, int, int, int, int]] = []
         self._index: dict[tuple, int] = {}
+        self.calls: list[tuple[int, int]] = []
+        self._call = -1         # the span index of the call being inlined, -1 outside
+
+    @contextmanager
+    def calling(self, call: Span):
+        """Spans interned meanwhile lie inside the call at ``call`` (§6.10)."""
+        saved = self._call
+        self._call = self.intern(call)
+        try:
+            yield
+        finally:
+            self._call = saved
 
     def intern(self, span: Span | None) -> int:
         if span is None:
@@ -46,10 +62,13 @@ class SpanTable:
             self.sources.append((span.file, ""))
             self._file_index[span.file] = fi
         row = (fi, span.line, span.col, span.end_line, span.end_col)
-        idx = self._index.get(row)
+        key = row if self._call < 0 else (row, self._call)
+        idx = self._index.get(key)
         if idx is None:
-            idx = self._index[row] = len(self.rows)
+            idx = self._index[key] = len(self.rows)
             self.rows.append(row)
+            if self._call >= 0:
+                self.calls.append((idx, self._call))
         return idx
 
 

@@ -71,7 +71,9 @@ def _bind_params(lw: Lowerer, fn: ast.Function):
         shape = [_param_dim(lw, d, dims) for d in p.shape]
         slot = b.add("buffers", M.BufferDecl(name, M.Storage.GLOBAL, dtype.code, [], param=i,
                                              span=lw.spans.intern(p.span)))
-        storage = M.ParamStorage.GLOBAL if p.storage == "global" else M.ParamStorage.DEFAULT
+        # ``&`` (§14.3.3) asks for what ``global`` gives: the caller's array is updated.
+        copied_back = p.storage == "global" or p.by_ref
+        storage = M.ParamStorage.GLOBAL if copied_back else M.ParamStorage.DEFAULT
         params.append(M.Param(name, M.ParamKind.BUFFER, dtype.code, shape, storage, slot))
         if p.sym is not None:
             lw.bind(p.sym, BufRef(slot, dtype, "global", len(shape), [], name))

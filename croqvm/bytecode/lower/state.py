@@ -63,6 +63,7 @@ class Lowerer:
         self.ctx = Ctx()
         self.node_span: Span | None = None  # for internal-error reports
         self.names: list[dict] = [{}]       # lexical name -> Symbol (for ``t(i)`` calls)
+        self.cxx = None                     # calls.CxxTable: the module's C++ functions
 
     # ---------------------------------------------------------------- diagnostics
     def error(self, span: Span | None, message: str, hint: str | None = None):

@@ -28,25 +28,33 @@ from __future__ import annotations
 
 from croqvm.lang import ast
 
-from . import control, decls, dma, events, exprs, frags, loops, mma, parallel, views
+from . import calls, control, decls, dma, events, exprs, frags, loops, mma, parallel, views
 from .functions import check_function
 
-EXPR_RULES = {**exprs.RULES, **views.RULES}
+EXPR_RULES = {**exprs.RULES, **views.RULES, **calls.RULES}
 STMT_RULES = {**control.RULES, **decls.RULES, **loops.RULES, **parallel.RULES,
-              **dma.RULES, **events.RULES, **mma.RULES, **frags.RULES}
+              **dma.RULES, **events.RULES, **mma.RULES, **frags.RULES,
+              **calls.STMT_RULES}
 FINISHERS = (dma.finish, events.finish, mma.finish)
 
 
 def check_program(program: ast.Program, sink) -> None:
     """Check every function of ``program``; never raises for any input (§15.1)."""
     seen: set[str] = set()
-    names = frozenset(fn.name for fn in program.functions)
+    names = frozenset(fn.name for fn in program.functions if not fn.device)
+    device = {**{fn.name: fn for fn in program.cxx},
+              **{fn.name: fn for fn in program.functions if fn.device}}
     for fn in program.functions:
         if fn.name in seen:
             sink.error(fn.name_span or fn.span, f"function '{fn.name}' has been defined "
                                                 f"already.")
         seen.add(fn.name)
-        check_function(fn, sink, EXPR_RULES, STMT_RULES, FINISHERS, names)
+        if fn.device:
+            calls.check_device_result(sink, fn)
+            calls.check_device_body(sink, fn)
+        check_function(fn, sink, EXPR_RULES, STMT_RULES, FINISHERS, names, device)
+        calls.check_call_placement(fn, sink)
+    calls.check_recursion(program, sink)
 
 
 __all__ = ["check_program"]

@@ -61,10 +61,11 @@ class Checker:
     ``rule(ck, node)``; they are assembled in ``croqvm.lang.check.__init__``."""
 
     def __init__(self, sink, fn: ast.Function, expr_rules: dict, stmt_rules: dict,
-                 function_names=frozenset()):
+                 function_names=frozenset(), device_functions=None):
         self.sink = sink
         self.fn = fn
         self.function_names = function_names          # the program's functions (§1.1.3)
+        self.device_functions = device_functions or {}  # name -> __co_device__ (§6.10)
         self.expr_rules = expr_rules
         self.stmt_rules = stmt_rules
         self.scope = Scope(None)

@@ -115,6 +115,8 @@ def _array_dims(ck, item: ast.BufferItem):
 
 def _storage(ck, d: ast.BufferDecl, item) -> str:
     """§3.2.2-§3.2.3: host level buffers are global, parallel ones shared or local."""
+    if ck.fn.device and d.storage == "local":   # runs on one thread (§6.10.2)
+        return "local"
     if not ck.in_parallel:
         if d.storage in ("shared", "local"):
             ck.error(item.span, f"{d.storage} variable '{item.name}' must be declared inside "
@@ -154,7 +156,8 @@ def note_param_write(ck, target):
         target = target.base
     sym = target.sym if isinstance(target, ast.Name) else None
     if (sym is not None and sym.kind == "buffer" and sym.param_index is not None
-            and sym.decl.storage != "global" and sym.param_index not in ck.warned_params):
+            and sym.decl.storage != "global" and not sym.decl.by_ref and not ck.fn.device
+            and sym.param_index not in ck.warned_params):
         ck.warned_params.add(sym.param_index)
         ck.warning(target.span, f"writes to parameter '{sym.name}' are not visible to the "
                                 f"caller; declare it 'global'.")

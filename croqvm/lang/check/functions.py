@@ -54,12 +54,30 @@ def declare_params(ck, fn: ast.Function):
             shape = tuple(_param_dim(ck, p, d) for d in p.shape)
             kind, mutable = "buffer", True
             ty = Buffer(dt, shape, "global") if dt is not None else None
+        _check_by_ref(ck, p, kind)
         if p.name is None:
             p.sym = Symbol("", kind, ty, p, mutable=mutable, param_index=index)
             continue
         p.sym = ck.declare(p.name, kind, ty, p, p.span, mutable=mutable, param_index=index)
         if ty is None:
             p.sym.info["bad"] = True
+
+
+def _check_by_ref(ck, p: ast.Param, kind: str):
+    """``&`` on a buffer parameter asks for its writes to reach the caller (§14.3.3);
+    the reference's rules for where it may stand (lib/earlysema.cpp, Parameter)."""
+    if not p.by_ref:
+        return
+    if p.name is None:
+        ck.error(p.span, "Unnamed parameter is not allowed to be passed by reference.",
+                 hint="name the parameter after '&'")
+    elif kind != "buffer":
+        ck.error(p.span, "Scalar parameter is not supported to be passed by reference for "
+                         "now.", hint="remove the '&'; return the value instead")
+    elif p.storage == "global":
+        ck.error(p.span, f"The parameter '{p.name}' is global, which is not allowed to be "
+                         f"passed by reference.",
+                 hint="a 'global' parameter is updated in place already: remove the '&'")
 
 
 # --------------------------------------------------------------------------- returns
@@ -136,23 +154,26 @@ def check_returns(ck, fn: ast.Function):
 
 
 def check_function(fn: ast.Function, sink, expr_rules, stmt_rules, finishers,
-                   function_names=frozenset()):
+                   function_names=frozenset(), device_functions=None):
     """Check ``fn``, reporting into ``sink``. A function using the shape of a ``dma.any``
     placeholder before the DMA that fixes it (§9.4.4) is checked a second time, knowing
     that DMA's type from the first pass (see ``dma``); only the last pass reports."""
     first = DiagnosticSink()
-    ck = _check_pass(fn, first, expr_rules, stmt_rules, finishers, function_names, {})
+    ck = _check_pass(fn, first, expr_rules, stmt_rules, finishers, function_names,
+                     device_functions, {})
     later = later_types(ck)
     if later:
-        ck = _check_pass(fn, sink, expr_rules, stmt_rules, finishers, function_names, later)
+        ck = _check_pass(fn, sink, expr_rules, stmt_rules, finishers, function_names,
+                         device_functions, later)
     else:
         for d in first.items:
             sink.add(d)
     fn.sym_table = ck.symbols
 
 
-def _check_pass(fn, sink, expr_rules, stmt_rules, finishers, function_names, later) -> Checker:
-    ck = Checker(sink, fn, expr_rules, stmt_rules, function_names)
+def _check_pass(fn, sink, expr_rules, stmt_rules, finishers, function_names,
+                device_functions, later) -> Checker:
+    ck = Checker(sink, fn, expr_rules, stmt_rules, function_names, device_functions)
     expect_later_types(ck, later)
     try:
         declare_params(ck, fn)
