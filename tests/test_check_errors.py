@@ -24,8 +24,12 @@ CASES = [
     ("println(y);\nint y = 1;", ["2:9: symbol 'y' is used before declaration."]),
     ("if (true) { z = 1; }\nprintln(z);", ["3:9: symbol 'z' is used before declaration."]),
     ("foreach i in [4] { int i2 = 0; }\nforeach j in [4] { int i = j; }\nint j = 0;", []),
-    ("foreach i in [4] { foreach i in [2] { } }",
-     ["2:28: symbol 'i' has been declared already."]),
+    ("foreach i in [4] { foreach i in [2] { } }", []),      # an inner scope shadows
+    ("foreach i in [4] { s32 i = 0; }", ["2:24: symbol 'i' has been declared already."]),
+    ("parallel p by 2 { local s32 [2] p; }",
+     ["2:33: symbol 'p' has been declared already."]),
+    ("with {a, b} in [2, 2] { foreach c = a { int c = 1; } }",
+     ["2:45: symbol 'c' has been declared already."]),
     ("__co__ void f(s32 [N] a) {\n  int N = 3;\n}",
      ["2:7: symbol 'N' has been declared already."]),
     ("println(_);", ["2:9: '_' means a whole dimension and can only be used in 'chunkat' and "

@@ -26,13 +26,13 @@ def _bind_withins(ck, withins):
 def check_with(ck, s: ast.With):
     with ck.scoped():
         _bind_withins(ck, s.withins)
-        ck.body(s.body)
+        ck.body(s.body, joined=True)
 
 
-def _loop_body(ck, body):
+def _loop_body(ck, body, joined=False):
     ck.loop_depth += 1
     try:
-        ck.body(body)
+        ck.body(body, joined)
     finally:
         ck.loop_depth -= 1
 
@@ -102,7 +102,7 @@ def check_foreach(ck, s: ast.Foreach):
                                  f"in this foreach.")
             seen.add(r.new_name)
             _check_range(ck, r, repeated)
-        _loop_body(ck, s.body)
+        _loop_body(ck, s.body, joined=True)
 
 
 def check_while(ck, s: ast.While):

@@ -1,0 +1,82 @@
+"""Scopes (LANGUAGE.md §3.4.4, D13) and the view forms of §8, run on every engine; the
+expected values are computed by hand or with numpy slicing."""
+from __future__ import annotations
+
+import io
+import textwrap
+
+import numpy as np
+import pytest
+
+import croqvm
+
+import engines
+
+pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
+
+
+def compile_src(source: str):
+    return croqvm.compile(textwrap.dedent(source).lstrip("\n"), "views.co")
+
+
+def run(source: str, *args, func: str = "f"):
+    """Run ``func``; return (what it printed, what it returned)."""
+    out = io.StringIO()
+    result = engines.run(compile_src(source), func, *args, out=out)
+    return out.getvalue(), result
+
+
+# =========================================================================== §3.4 scopes
+
+
+def test_an_inner_declaration_shadows_and_its_initializer_reads_the_outer_name():
+    text, _ = run("""
+        __co__ void f(int x) {
+          parallel p by 2 {
+            println(x);
+            parallel q by 1 {
+              int x = x + 10;
+              println(x);
+            }
+            println(x);
+          }
+          println(x);
+        }
+    """, 5)
+    assert text == "5\n15\n5\n5\n15\n5\n5\n"
+
+
+def test_buffers_and_events_of_the_same_name_in_nested_parallels_are_distinct():
+    text, _ = run("""
+        __co__ void f() {
+          parallel b by 1 : block {
+            shared s32 [2] buf;
+            shared event e;
+            parallel t by 2 : thread {
+              local s32 [2] buf;
+              buf.at(t) = 7;
+              println(buf.at(0) + buf.at(1));
+            }
+            println(buf.at(0), buf.at(1));
+          }
+        }
+    """)
+    assert text == "7\n7\n0 0\n"
+
+
+def test_assigning_an_outer_immutable_in_a_block_declares_a_new_name():
+    program = compile_src("""
+        __co__ void f() {
+          int k = 2;
+          if (true) {
+            k = 5;
+            println(k);
+          }
+          println(k);
+        }
+    """)
+    assert ("4:5: warning: 'k = ...' declares a new 'k' that shadows the immutable one of "
+            "an enclosing scope; it is not an assignment.") in program.warnings
+    out = io.StringIO()
+    engines.run(program, "f", out=out)
+    assert out.getvalue() == "5\n2\n"
