@@ -32,10 +32,10 @@ CASES = [
      ["2:45: symbol 'c' has been declared already."]),
     ("__co__ void f(s32 [N] a) {\n  int N = 3;\n}",
      ["2:7: symbol 'N' has been declared already."]),
-    ("println(_);", ["2:9: '_' means a whole dimension and can only be used in 'chunkat' and "
-                     "'subspan' arguments."]),
+    ("println(_);", ["2:9: '_' means a whole dimension and can only be used in 'chunkat', "
+                     "'subspan' and 'view' arguments."]),
     ("foreach _ in [3] { }", ["2:9: '_' can not be used as a name: it means a whole "
-                             "dimension in 'chunkat' and 'subspan' arguments."]),
+                             "dimension in 'chunkat', 'subspan' and 'view' arguments."]),
     ("x = y + 1;\nw = y;", ["2:5: symbol 'y' is used before declaration."]),
     # declarations, mutability, D13, D14 (§3.2-§3.4)
     ("int x;", ["2:5: declaration of 'x' requires an initializer."]),
@@ -217,6 +217,14 @@ CASES = [
     ("s32 [2, 8] a;\nparallel p by 1 {\n  shared s32 [4, 4] b;\n  dma.copy a => b;\n}",
      ["5:3: Type inconsistent between DMA 'from'(s32 mdspan<2> [2, 8]) and 'to'(shared s32 "
       "mdspan<2> [4, 4])."]),
+    # a smaller source without .zfill: only rank 2 between global and shared, equal rows
+    ("s32 [2, 4] a;\nparallel p by 1 {\n  local s32 [4, 4] b;\n  dma.copy a => b;\n}",
+     ["5:3: Type inconsistent between DMA 'from'(s32 mdspan<2> [2, 4]) and 'to'(local s32 "
+      "mdspan<2> [4, 4])."]),
+    ("s32 [2, 4, 2] a;\nparallel p by 1 {\n  shared s32 [4, 4, 2] b;\n  dma.copy a => b;\n}",
+     ["5:3: Type inconsistent between DMA 'from'(s32 mdspan<3> [2, 4, 2]) and 'to'(shared s32 "
+      "mdspan<3> [4, 4, 2])."]),
+    ("s32 [2, 4] a;\nparallel p by 1 {\n  shared s32 [4, 4] b;\n  dma.copy a => b;\n}", []),
     ("s32 [4, 8] a;\ns32 [8, 4] b;\ndma.transp<0, 0> a => b;",
      ["4:1: dma.transp<0, 0> is not a permutation of the 2 dimensions of the source."]),
     ("s32 [4, 8] a;\ns32 [6, 10] b;\ndma.pad<{1}, {1}, {0}, 0> a => b;",

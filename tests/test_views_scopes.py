@@ -80,3 +80,45 @@ def test_assigning_an_outer_immutable_in_a_block_declares_a_new_name():
     out = io.StringIO()
     engines.run(program, "f", out=out)
     assert out.getvalue() == "5\n2\n"
+
+
+# =========================================================================== §8 views
+
+
+def test_a_wildcard_in_view_keeps_the_whole_extent():
+    a = np.arange(2 * 5 * 4, dtype=np.int32).reshape(2, 5, 4)
+    _, out = run("""
+        __co__ s32 [2, 5, 4] f(s32 [2, 5, 4] a) {
+          s32 [2, 5, 4] out;
+          parallel p by 2 : block {
+            foreach x in 2 {
+              rows = (x == 1) ? 2 : 3;
+              shared s32 [1, 3, 4] t;
+              dma.copy a.view(1, rows, _).from(p, 3 * x, 0) => t.subspan(1, rows, _);
+              dma.copy t.subspan(1, rows, _) => out.view(1, rows, _).from(p, 3 * x, 0);
+            }
+          }
+          return out;
+        }
+    """, a)
+    np.testing.assert_array_equal(out, a)
+
+
+def test_a_smaller_source_fills_part_of_a_shared_destination_without_zfill():
+    a = (np.arange(5 * 4, dtype=np.int32).reshape(5, 4) + 1)
+    _, out = run("""
+        __co__ s32 [8, 4] f(s32 [5, 4] a) {
+          s32 [8, 4] out;
+          parallel p by 1 : block {
+            shared s32 [8, 4] buf {-1};
+            fut = dma.copy.async a.subspan(5, 4) => buf.subspan(8, 4);
+            wait fut;
+            println(fut.span);
+            dma.copy buf => out;
+          }
+          return out;
+        }
+    """, a)
+    expected = np.full((8, 4), -1, np.int32)
+    expected[:5] = a
+    np.testing.assert_array_equal(out, expected)

@@ -160,7 +160,7 @@ class Checker:
         sym.info["scope"] = self.scope
         if name == "_":
             self.error(span, "'_' can not be used as a name: it means a whole dimension in "
-                             "'chunkat' and 'subspan' arguments.")
+                             "'chunkat', 'subspan' and 'view' arguments.")
             sym.info["bad"] = True
             self.symbols.append(sym)
             return sym

@@ -37,8 +37,8 @@ def check_name(ck, e: ast.Name):
 
 
 def check_wildcard(ck, e: ast.Wildcard):
-    ck.error(e.span, "'_' means a whole dimension and can only be used in 'chunkat' and "
-                     "'subspan' arguments.")
+    ck.error(e.span, "'_' means a whole dimension and can only be used in 'chunkat', "
+                     "'subspan' and 'view' arguments.")
     return UNKNOWN
 
 
