@@ -24,6 +24,10 @@ CASES = [
     ("println(y);\nint y = 1;", ["2:9: symbol 'y' is used before declaration."]),
     ("if (true) { z = 1; }\nprintln(z);", ["3:9: symbol 'z' is used before declaration."]),
     ("foreach i in [4] { int i2 = 0; }\nforeach j in [4] { int i = j; }\nint j = 0;", []),
+    ("foreach i in [4] : unroll(8) { }",
+     ["2:1: unroll factor (8) exceeds the loop extent (4)."]),
+    ("with idx = {x, y} in [2, 8] {\n  foreach idx : unroll(4) { }\n}",
+     ["3:3: unroll factor (4) exceeds the loop extent (2)."]),
     ("foreach i in [4] { foreach i in [2] { } }", []),      # an inner scope shadows
     ("foreach i in [4] { s32 i = 0; }", ["2:24: symbol 'i' has been declared already."]),
     ("parallel p by 2 { local s32 [2] p; }",

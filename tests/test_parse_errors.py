@@ -92,6 +92,10 @@ CASES = [
     ("  sp : [4, 8];", [f"2:6: {SE}unexpected ':' after 'sp'; declare an mdspan as "
                         f"'mdspan sp : [...];'."]),
     ("  auto x = 1;", [f"2:3: {SE}unexpected 'auto', expecting a statement."]),
+    ("  foreach i in [4] : unroll(0) { }", [f"2:29: {SE}unroll factor must be a positive "
+                                            f"integer."]),
+    ("  foreach i in [4] : roll { }", [f"2:22: {SE}expected 'unroll' or 'unroll(k)' after "
+                                      f"':' of the 'foreach'."]),
     ("  )x = 1;\n  y = 2;", [f"2:3: {SE}unexpected ')', expecting a statement."]),
 ]
 

@@ -82,6 +82,19 @@ def test_assigning_an_outer_immutable_in_a_block_declares_a_new_name():
     assert out.getvalue() == "5\n2\n"
 
 
+def test_an_unroll_hint_changes_nothing_a_loop_does():
+    text, _ = run("""
+        __co__ void f() {
+          with idx = {x, y} in [2, 3] {
+            foreach idx : unroll(2) print(x # y, "");
+          }
+          foreach i in [3] : unroll print(i, "");
+          println();
+        }
+    """)
+    assert text == "0 1 2 3 4 5 0 1 2 \n"
+
+
 # =========================================================================== §8 views
 
 

@@ -388,11 +388,13 @@ class Range(Node):
 
 @dataclass
 class Foreach(Stmt):
-    """Either ``withins`` (``foreach i in [8]``) or ``ranges`` (``foreach kt(1:)``)."""
+    """Either ``withins`` (``foreach i in [8]``) or ``ranges`` (``foreach kt(1:)``).
+    ``unroll``: the factor of ``: unroll(k)``, 0 for ``: unroll``, None without a hint."""
     withins: list[Within]
     ranges: list[Range]
     body: Stmt
     span: Span
+    unroll: int | None = None
 
 
 @dataclass

@@ -115,7 +115,29 @@ class LoopParser:
         if withins and ranges:
             self.fail("syntax error: a 'foreach' iterates either 'in' bounds or ranges of "
                       "bounded variables, not both.", self.span_from(start))
-        return ast.Foreach(withins, ranges, self.body(), self.span_from(start))
+        unroll = self._unroll_hint() if self.at_op(":") else None
+        span = self.span_from(start)
+        return ast.Foreach(withins, ranges, self.body(), span, unroll)
+
+    def _unroll_hint(self) -> int:
+        """``: unroll`` (0) or ``: unroll(k)``, a hint for code generation that croqvm's
+        engines need not follow (lib/parser.yy ``suffix_expr``)."""
+        self.advance()
+        t = self.tok
+        if not t.is_kw("unroll"):
+            self.fail("syntax error: expected 'unroll' or 'unroll(k)' after ':' of the "
+                      "'foreach'.")
+        self.advance()
+        if not self.at_op("("):
+            return 0
+        open_ = self.advance()
+        t = self.tok
+        if t.kind != INT or not isinstance(t.value, int) or t.value <= 0:
+            self.fail("syntax error: unroll factor must be a positive integer.",
+                      hint="write a positive integer literal, as in 'unroll(2)'")
+        self.advance()
+        self.expect_close(open_)
+        return t.value
 
     def _foreach_item(self):
         t, nxt = self.tok, self.peek()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from croqvm.lang import ast
-from croqvm.lang.types import ITuple
+from croqvm.lang.types import Bounded, ITuple
 
 from .binders import bound_items, declare_indices, with_bound_message
 from .consteval import const_value
@@ -102,7 +102,25 @@ def check_foreach(ck, s: ast.Foreach):
                                  f"in this foreach.")
             seen.add(r.new_name)
             _check_range(ck, r, repeated)
+        if s.unroll:
+            _check_unroll(ck, s)
         _loop_body(ck, s.body, joined=True)
+
+
+def _check_unroll(ck, s: ast.Foreach):
+    """``: unroll(k)`` may not exceed the static extent of the outermost loop
+    (lib/semacheck.cpp)."""
+    if s.withins:
+        syms = s.withins[0].syms
+    else:
+        sym = s.ranges[0].var_sym
+        syms = [sym] + list(getattr(sym.decl, "syms", []) if sym is not None and
+                            isinstance(sym.type, ITuple) else [])
+    bounds = [x.type.bound for x in syms if x is not None and isinstance(x.type, Bounded)]
+    extent = bounds[0] if bounds else None
+    if isinstance(extent, int) and s.unroll > extent:
+        ck.error(s.span, f"unroll factor ({s.unroll}) exceeds the loop extent ({extent}).",
+                 hint=f"use a factor of at most {extent}")
 
 
 def check_while(ck, s: ast.While):
