@@ -96,8 +96,14 @@ CASES = [
      ["2:18: the element index of an ituple must be a constant."]),
     ("println({1, 2}(0, 1));", ["2:9: an element '(...)' takes one integer argument."]),
     ("s32 [4] a;\nprintln(a.span(0)(1));",
-     ["3:9: a value of type 's32' can not be called; '(i)' applies to ituples and bounded "
-      "ints only."]),
+     ["3:9: a value of type 's32' can not be called; '(i)' applies to ituples, mdspans and "
+      "bounded ints only."]),
+    ("mdspan sp : [7, 8];\nprintln(sp(2));",
+     ["3:12: index 2 is out of range for 'sp' (mdspan<2> [7, 8])."]),
+    ("mdspan<3> sp : [7, 8];", ["2:11: 'sp' is declared as \"mdspan<3>\" but initialized with "
+                               "\"mdspan<2> [7, 8]\"."]),
+    ("ituple<2> t = {1, 2, 3};", ["2:11: 't' is declared as \"ituple<2>\" but initialized "
+                                 "with \"ituple<3>\"."]),
     ("parallel {x, y} by [2, 3] { println((x)(-1), ({x, y})(1)(-1)); }", []),
     # bounded values (§5)
     ("parallel p by 4 {\n  println(p # 1.0f);\n}",

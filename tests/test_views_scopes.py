@@ -95,6 +95,26 @@ def test_an_unroll_hint_changes_nothing_a_loop_does():
     assert text == "0 1 2 3 4 5 0 1 2 \n"
 
 
+# =========================================================================== shapes
+
+
+def test_mdspan_and_ituple_declarations_elements_and_a_single_name_over_several_bounds():
+    text, _ = run("""
+        __co__ void f(s32 x) {
+          a : [7, 8, 9];
+          mdspan<2> b : [a(2), 4];
+          ituple<3> t = {1, x, 3};
+          println(a, b, t, a(0) + b(1), |a|);
+          with idx in [t] {
+            foreach idx print(idx, "");
+          }
+          println();
+        }
+    """, np.int32(2))
+    assert text == ("[7, 8, 9] [9, 4] {1, 2, 3} 11 504\n"
+                    "{0, 0, 0} {0, 0, 1} {0, 0, 2} {0, 1, 0} {0, 1, 1} {0, 1, 2} \n")
+
+
 # =========================================================================== §8 views
 
 

@@ -217,9 +217,11 @@ class ViewFrom(Expr):
 @dataclass
 class TypeRef(Node):
     """A written type: ``int``, ``bool``, an element type, ``void``, ``auto``, ``stream``,
-    ``ituple``, ``mdspan`` (``name`` is the spelling as written)."""
+    ``ituple``, ``mdspan`` (``name`` is the spelling as written; ``rank`` the N of
+    ``mdspan<N>`` and ``ituple<N>``)."""
     name: str
     span: Span
+    rank: int | None = None
 
 
 @dataclass
@@ -357,12 +359,14 @@ class Parallel(Stmt):
 
 @dataclass
 class Within(Node):
-    """``t in B`` / ``{a, b} in B`` / ``t = {a, b} in B`` (§6.1 within)."""
+    """``t in B`` / ``{a, b} in B`` / ``t = {a, b} in B`` (§6.1 within). ``braced``: the
+    names were written in braces."""
     names: list[str]
     tuple_name: str | None
     bound: list[Expr]
     bound_is_list: bool
     span: Span
+    braced: bool = True
     syms = None
 
 

@@ -99,13 +99,14 @@ class LoopParser:
         if self.tok.kind == NAME and self.peek().is_op("=") and self.peek(2).is_op("{"):
             tuple_name = str(self.advance().value)
             self.advance()
-        if self.at_op("{"):
+        braced = self.at_op("{")
+        if braced:
             names = self._brace_names()
         else:
             names = [str(self.name("'{' or a name").value)]
         self.expect_kw("in", "syntax error: expected 'in' after the iteration variables.")
         bound, is_list = self._bound()
-        return ast.Within(names, tuple_name, bound, is_list, self.span_from(start))
+        return ast.Within(names, tuple_name, bound, is_list, self.span_from(start), braced)
 
     def _foreach(self) -> ast.Stmt:
         start = self.advance()

@@ -93,8 +93,22 @@ def check_scalar_decl(ck, d: ast.ScalarDecl):
             item.sym = ck.declare(item.name, "scalar", UNKNOWN, item, item.span)
             item.sym.info["bad"] = True
             continue
+        if d.type is not None and d.type.rank is not None:
+            ty = _check_rank(ck, item, d.type, ty)
         item.sym = declare_value(ck, item.name, ty, item.init, item, item.span,
                                  mutable=d.mutable, declared=declared)
+
+
+def _check_rank(ck, item, ref: ast.TypeRef, ty):
+    """``mdspan<N> sp : ...`` and ``ituple<N> t = ...``: the initializer has rank N
+    (lib/earlysema.cpp)."""
+    rank = len(ty.shape) if isinstance(ty, Mdspan) else ty.rank if isinstance(ty, ITuple) \
+        else None
+    if rank is not None and rank != ref.rank:
+        ck.error(item.span, f"'{item.name}' is declared as \"{ref.name}<{ref.rank}>\" but "
+                            f"initialized with \"{tname(ty)}\".")
+        return UNKNOWN
+    return ty
 
 
 # --------------------------------------------------------------------------- buffers

@@ -14,6 +14,12 @@ from .typerules import is_bounded_like, is_integer, is_unknown, tname
 def _bind_withins(ck, withins):
     for w in withins:
         items = bound_items(ck, w.bound, with_bound_message)
+        if not w.braced and len(items) > 1:
+            # ``idx in [a, b]``: one name for several dimensions binds the bounded ituple
+            # ``idx`` (Croqtile: iteration.md); its elements are ``idx(0)``, ``idx(1)``...
+            w.tuple_name = w.names[0]
+            w.names = [f"{w.tuple_name}({k})" for k in range(len(items))]
+            w.braced = True
         if len(w.names) != len(items) and not any(is_unknown(b.ty) for b in w.bound):
             names = ", ".join(f"i{k}" for k in range(len(items)))
             ck.error(w.span, f"un-matched with-matcher-count({len(w.names)}) and mdspan "
