@@ -30,14 +30,22 @@ CASES = [
     ("println(y);\nint y = 1;", ["2:9: symbol 'y' is used before declaration."]),
     ("if (true) { z = 1; }\nprintln(z);", ["3:9: symbol 'z' is used before declaration."]),
     ("foreach i in [4] { int i2 = 0; }\nforeach j in [4] { int i = j; }\nint j = 0;", []),
-    ("foreach i in [4] { foreach i in [2] { } }",
-     ["2:28: symbol 'i' has been declared already."]),
+    ("foreach i in [4] : unroll(8) { }",
+     ["2:1: unroll factor (8) exceeds the loop extent (4)."]),
+    ("with idx = {x, y} in [2, 8] {\n  foreach idx : unroll(4) { }\n}",
+     ["3:3: unroll factor (4) exceeds the loop extent (2)."]),
+    ("foreach i in [4] { foreach i in [2] { } }", []),      # an inner scope shadows
+    ("foreach i in [4] { s32 i = 0; }", ["2:24: symbol 'i' has been declared already."]),
+    ("parallel p by 2 { local s32 [2] p; }",
+     ["2:33: symbol 'p' has been declared already."]),
+    ("with {a, b} in [2, 2] { foreach c = a { int c = 1; } }",
+     ["2:45: symbol 'c' has been declared already."]),
     ("__co__ void f(s32 [N] a) {\n  int N = 3;\n}",
      ["2:7: symbol 'N' has been declared already."]),
-    ("println(_);", ["2:9: '_' means a whole dimension and can only be used in 'chunkat' and "
-                     "'subspan' arguments."]),
+    ("println(_);", ["2:9: '_' means a whole dimension and can only be used in 'chunkat', "
+                     "'subspan' and 'view' arguments."]),
     ("foreach _ in [3] { }", ["2:9: '_' can not be used as a name: it means a whole "
-                             "dimension in 'chunkat' and 'subspan' arguments."]),
+                             "dimension in 'chunkat', 'subspan' and 'view' arguments."]),
     ("x = y + 1;\nw = y;", ["2:5: symbol 'y' is used before declaration."]),
     # declarations, mutability, D13, D14 (§3.2-§3.4)
     ("int x;", ["2:5: declaration of 'x' requires an initializer."]),
@@ -94,8 +102,14 @@ CASES = [
      ["2:18: the element index of an ituple must be a constant."]),
     ("println({1, 2}(0, 1));", ["2:9: an element '(...)' takes one integer argument."]),
     ("s32 [4] a;\nprintln(a.span(0)(1));",
-     ["3:9: a value of type 's32' can not be called; '(i)' applies to ituples and bounded "
-      "ints only."]),
+     ["3:9: a value of type 's32' can not be called; '(i)' applies to ituples, mdspans and "
+      "bounded ints only."]),
+    ("mdspan sp : [7, 8];\nprintln(sp(2));",
+     ["3:12: index 2 is out of range for 'sp' (mdspan<2> [7, 8])."]),
+    ("mdspan<3> sp : [7, 8];", ["2:11: 'sp' is declared as \"mdspan<3>\" but initialized with "
+                               "\"mdspan<2> [7, 8]\"."]),
+    ("ituple<2> t = {1, 2, 3};", ["2:11: 't' is declared as \"ituple<2>\" but initialized "
+                                 "with \"ituple<3>\"."]),
     ("parallel {x, y} by [2, 3] { println((x)(-1), ({x, y})(1)(-1)); }", []),
     # bounded values (§5)
     ("parallel p by 4 {\n  println(p # 1.0f);\n}",
@@ -263,6 +277,14 @@ CASES = [
     ("s32 [2, 8] a;\nparallel p by 1 {\n  shared s32 [4, 4] b;\n  dma.copy a => b;\n}",
      ["5:3: Type inconsistent between DMA 'from'(s32 mdspan<2> [2, 8]) and 'to'(shared s32 "
       "mdspan<2> [4, 4])."]),
+    # a smaller source without .zfill: only rank 2 between global and shared, equal rows
+    ("s32 [2, 4] a;\nparallel p by 1 {\n  local s32 [4, 4] b;\n  dma.copy a => b;\n}",
+     ["5:3: Type inconsistent between DMA 'from'(s32 mdspan<2> [2, 4]) and 'to'(local s32 "
+      "mdspan<2> [4, 4])."]),
+    ("s32 [2, 4, 2] a;\nparallel p by 1 {\n  shared s32 [4, 4, 2] b;\n  dma.copy a => b;\n}",
+     ["5:3: Type inconsistent between DMA 'from'(s32 mdspan<3> [2, 4, 2]) and 'to'(shared s32 "
+      "mdspan<3> [4, 4, 2])."]),
+    ("s32 [2, 4] a;\nparallel p by 1 {\n  shared s32 [4, 4] b;\n  dma.copy a => b;\n}", []),
     ("s32 [4, 8] a;\ns32 [8, 4] b;\ndma.transp<0, 0> a => b;",
      ["4:1: dma.transp<0, 0> is not a permutation of the 2 dimensions of the source."]),
     ("s32 [4, 8] a;\ns32 [6, 10] b;\ndma.pad<{1}, {1}, {0}, 0> a => b;",

@@ -90,9 +90,13 @@ CASES = [
     ("  wait;", [f"2:7: {SE}unexpected ';', expecting a name."]),
     ("  x = ;", [f"2:7: {SE}unexpected ';', expecting an expression."]),
     ("  s33 x = 1;", [f"2:3: {SE}unknown type 's33'."]),
-    ("  sp : [4, 8];", [f"2:6: {SE}unexpected ':' after 'sp'; declare an mdspan as "
-                        f"'mdspan sp : [...];'."]),
+    ("  mdspan<0> sp : [4];", [f"2:10: {SE}the rank of 'mdspan<N>' must be a positive "
+                              f"integer literal."]),
     ("  auto x = 1;", [f"2:3: {SE}unexpected 'auto', expecting a statement."]),
+    ("  foreach i in [4] : unroll(0) { }", [f"2:29: {SE}unroll factor must be a positive "
+                                            f"integer."]),
+    ("  foreach i in [4] : roll { }", [f"2:22: {SE}expected 'unroll' or 'unroll(k)' after "
+                                      f"':' of the 'foreach'."]),
     ("  )x = 1;\n  y = 2;", [f"2:3: {SE}unexpected ')', expecting a statement."]),
 ]
 

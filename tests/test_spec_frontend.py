@@ -316,10 +316,11 @@ def test_immutable_values(code, expected):  # §3.4.2
      ["4:11: symbol 'z' is used before declaration."]),
     ("if (true) int a = 1; else int a = 2;\nint a = 3;", []),        # each body is a scope
     ("{\n  int z = 1;\n}\n{\n  int z = 2;\n}", []),
-    ("int a = 1;\n{\n  int a = 2;\n}", ["4:7: symbol 'a' has been declared already."]),
+    ("int a = 1;\n{\n  int a = 2;\n}", []),                     # shadows the outer 'a'
+    ("int a = 1;\nint a = 2;", ["3:5: symbol 'a' has been declared already."]),
     ("__co__ void f(int n) {\n  int n = 1;\n}", ["2:7: symbol 'n' has been declared already."]),
-    ("parallel p by 2 {\n  foreach p in [2] { }\n}",
-     ["3:11: symbol 'p' has been declared already."]),
+    ("parallel p by 2 {\n  foreach p in [2] { }\n}", []),
+    ("parallel p by 2 {\n  int p = 1;\n}", ["3:7: symbol 'p' has been declared already."]),
     ("int a = a + 1;", ["2:9: symbol 'a' is used before declaration."]),
 ])
 def test_scopes(code, expected):  # §3.4.4

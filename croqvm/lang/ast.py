@@ -238,9 +238,11 @@ class ViewFrom(Expr):
 @dataclass
 class TypeRef(Node):
     """A written type: ``int``, ``bool``, an element type, ``void``, ``auto``, ``stream``,
-    ``ituple``, ``mdspan`` (``name`` is the spelling as written)."""
+    ``ituple``, ``mdspan`` (``name`` is the spelling as written; ``rank`` the N of
+    ``mdspan<N>`` and ``ituple<N>``)."""
     name: str
     span: Span
+    rank: int | None = None
 
 
 @dataclass
@@ -391,12 +393,14 @@ class Parallel(Stmt):
 
 @dataclass
 class Within(Node):
-    """``t in B`` / ``{a, b} in B`` / ``t = {a, b} in B`` (§6.1 within)."""
+    """``t in B`` / ``{a, b} in B`` / ``t = {a, b} in B`` (§6.1 within). ``braced``: the
+    names were written in braces."""
     names: list[str]
     tuple_name: str | None
     bound: list[Expr]
     bound_is_list: bool
     span: Span
+    braced: bool = True
     syms = None
 
 
@@ -422,11 +426,13 @@ class Range(Node):
 
 @dataclass
 class Foreach(Stmt):
-    """Either ``withins`` (``foreach i in [8]``) or ``ranges`` (``foreach kt(1:)``)."""
+    """Either ``withins`` (``foreach i in [8]``) or ``ranges`` (``foreach kt(1:)``).
+    ``unroll``: the factor of ``: unroll(k)``, 0 for ``: unroll``, None without a hint."""
     withins: list[Within]
     ranges: list[Range]
     body: Stmt
     span: Span
+    unroll: int | None = None
 
 
 @dataclass

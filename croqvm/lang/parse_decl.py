@@ -5,7 +5,7 @@ from __future__ import annotations
 from croqvm import dtypes
 
 from . import ast
-from .tokens import KEYWORD, NAME
+from .tokens import INT, KEYWORD, NAME
 
 # Every element-type spelling is a reserved word (§2.1.3); the unsupported ones parse so
 # that the checker can name them (§3.1).
@@ -39,8 +39,7 @@ class DeclParser:
         """``T [shape] b ...;`` or ``(int|bool|T|ituple|mdspan) x = e, ...;``."""
         start = self.tok
         if self.at_kw(*SHAPE_TYPES):
-            self.advance()
-            return self._scalar_decl(start, False, ast.TypeRef(str(start.value), start.span))
+            return self._scalar_decl(start, False, self._shape_type())
         dtype = self.type_ref()
         if self.at_op("["):
             return self._buffer_decl(start, None, dtype)
@@ -50,10 +49,28 @@ class DeclParser:
         start = self.advance()
         t = self.tok
         written = None
-        if t.kind == KEYWORD and (t.value in TYPE_WORDS or t.value in SHAPE_TYPES):
+        if t.kind == KEYWORD and t.value in SHAPE_TYPES:
+            written = self._shape_type()
+        elif t.kind == KEYWORD and t.value in TYPE_WORDS:
             self.advance()
             written = ast.TypeRef(str(t.value), t.span)
         return self._scalar_decl(start, True, written)
+
+    def _shape_type(self) -> ast.TypeRef:
+        """``mdspan`` or ``ituple``, with an optional rank ``<N>`` (Croqtile:
+        shapes-and-mdspan.md, integers-and-ituples.md)."""
+        t = self.advance()
+        rank = None
+        if self.accept_op("<"):
+            n = self.tok
+            if n.kind != INT or not isinstance(n.value, int) or n.value <= 0:
+                self.fail(f"syntax error: the rank of '{t.value}<N>' must be a positive "
+                          f"integer literal.")
+            self.advance()
+            rank = n.value
+            self.expect_op(">", f"syntax error: expected '>' after the rank of "
+                                f"'{t.value}<{rank}>'.")
+        return ast.TypeRef(str(t.value), self.span_from(t), rank)
 
     def _scalar_decl(self, start, mutable: bool, written: ast.TypeRef | None) -> ast.Stmt:
         items = self.comma_list(lambda: self._scalar_item(written))

@@ -99,13 +99,14 @@ class LoopParser:
         if self.tok.kind == NAME and self.peek().is_op("=") and self.peek(2).is_op("{"):
             tuple_name = str(self.advance().value)
             self.advance()
-        if self.at_op("{"):
+        braced = self.at_op("{")
+        if braced:
             names = self._brace_names()
         else:
             names = [str(self.name("'{' or a name").value)]
         self.expect_kw("in", "syntax error: expected 'in' after the iteration variables.")
         bound, is_list = self._bound()
-        return ast.Within(names, tuple_name, bound, is_list, self.span_from(start))
+        return ast.Within(names, tuple_name, bound, is_list, self.span_from(start), braced)
 
     def _foreach(self) -> ast.Stmt:
         start = self.advance()
@@ -115,7 +116,29 @@ class LoopParser:
         if withins and ranges:
             self.fail("syntax error: a 'foreach' iterates either 'in' bounds or ranges of "
                       "bounded variables, not both.", self.span_from(start))
-        return ast.Foreach(withins, ranges, self.body(), self.span_from(start))
+        unroll = self._unroll_hint() if self.at_op(":") else None
+        span = self.span_from(start)
+        return ast.Foreach(withins, ranges, self.body(), span, unroll)
+
+    def _unroll_hint(self) -> int:
+        """``: unroll`` (0) or ``: unroll(k)``, a hint for code generation that croqvm's
+        engines need not follow (lib/parser.yy ``suffix_expr``)."""
+        self.advance()
+        t = self.tok
+        if not t.is_kw("unroll"):
+            self.fail("syntax error: expected 'unroll' or 'unroll(k)' after ':' of the "
+                      "'foreach'.")
+        self.advance()
+        if not self.at_op("("):
+            return 0
+        open_ = self.advance()
+        t = self.tok
+        if t.kind != INT or not isinstance(t.value, int) or t.value <= 0:
+            self.fail("syntax error: unroll factor must be a positive integer.",
+                      hint="write a positive integer literal, as in 'unroll(2)'")
+        self.advance()
+        self.expect_close(open_)
+        return t.value
 
     def _foreach_item(self):
         t, nxt = self.tok, self.peek()

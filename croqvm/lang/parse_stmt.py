@@ -311,9 +311,8 @@ class StmtParser:
         if self.peek().kind == NAME:  # ``s33 x = 1;``: a declaration with a misspelt type
             self.fail(f"syntax error: unknown type '{start.value}'.",
                       hint=did_you_mean(str(start.value), _KEYWORD_STATEMENTS))
-        if self.peek().is_op(":"):  # the reference's ``sp : [a, b];`` (§3.1 keeps the keyword)
-            self.fail(f"syntax error: unexpected ':' after '{start.value}'; declare an mdspan "
-                      f"as 'mdspan {start.value} : [...];'.", self.peek().span)
+        if self.peek().is_op(":"):  # ``sp : [a, b];``: an mdspan, its keyword left out
+            return self._scalar_decl(start, False, ast.TypeRef("mdspan", start.span))
         if self.peek().is_op("=") and self.peek(2).kind == KEYWORD \
                 and self.peek(2).value in _VALUE_STATEMENTS:
             target = ast.Name(str(start.value), start.span)

@@ -75,7 +75,9 @@ def lower_dma(lw: Lowerer, s: ast.Dma) -> None:
                                                       sbase.dtype.code, shape,
                                                       span=lw.spans.intern(s.span)))
     else:
-        desc.dst_view, dbase, _ = view_of(lw, s.dst)
+        # a smaller source that fits (§9.2) writes the part of the destination it covers
+        fit = ext if getattr(s, "fits_smaller", False) else None
+        desc.dst_view, dbase, _ = view_of(lw, s.dst, fit)
         storages.add(dbase.storage)
     if s.op == "pad":
         desc.pad_lo = [reg_of(lw, x) for x in int_operands(lw, s.pad_lo)]

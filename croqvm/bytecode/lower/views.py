@@ -190,9 +190,7 @@ def view_parts(lw: Lowerer, e: ast.Expr):
         return base, org, ext
     if isinstance(e, ast.Subspan):
         base, org, ext = view_parts(lw, e.base)
-        sizes = [None if isinstance(s, ast.Wildcard) else s for s in e.sizes]
-        new_ext = [extent(lw, ext[k]) if s is None else int_operand(lw, s)
-                   for k, s in enumerate(sizes)]
+        new_ext = _sizes(lw, e.sizes, ext)
         steps = int_operands(lw, e.steps) if e.steps else new_ext
         if e.at:
             for k, i in enumerate(int_operands(lw, e.at)):
@@ -200,12 +198,24 @@ def view_parts(lw: Lowerer, e: ast.Expr):
         return base, org, new_ext
     if isinstance(e, ast.ViewFrom):
         base, org, ext = view_parts(lw, e.base)
-        new_ext = int_operands(lw, e.sizes)
+        new_ext = _sizes(lw, e.sizes, ext)
         for k, f in enumerate(int_operands(lw, e.origin)):
             org[k] = o_add(lw, org[k], f)
         return base, org, new_ext
     base = resolve_base(lw, e)
     return base, [0] * len(base.extents), list(base.extents)
+
+
+def _sizes(lw: Lowerer, sizes, ext) -> list:
+    """The extents of ``subspan(...)`` or ``view(...)``: ``_`` keeps the current one;
+    ituples and mdspans count as their elements."""
+    out = []
+    for s in sizes:
+        if isinstance(s, ast.Wildcard):
+            out.append(extent(lw, ext[len(out)]))
+        else:
+            out.extend(int_operands(lw, [s]))
+    return out
 
 
 def _chunk_args(lw: Lowerer, args) -> list:
@@ -223,10 +233,12 @@ def _chunk_args(lw: Lowerer, args) -> list:
     return out
 
 
-def view_of(lw: Lowerer, e: ast.Expr):
-    """Lower a view chain to a ``View`` entry; returns ``(view index, base, extents)``."""
+def view_of(lw: Lowerer, e: ast.Expr, extents=None):
+    """Lower a view chain to a ``View`` entry; returns ``(view index, base, extents)``.
+    ``extents``: operands that replace the chain's extents (a destination cut to the
+    source that fits it)."""
     base, org, ext = view_parts(lw, e)
-    ext = [extent(lw, x) for x in ext]
+    ext = [extent(lw, x) for x in (ext if extents is None else extents)]
     view = View(base.kind, base.slot, base.arr, [reg_of(lw, o) for o in org],
                 [reg_of(lw, x) for x in ext], _root_text(base.text))
     return lw.b.add("views", view), base, ext

@@ -22,6 +22,8 @@ def bound_items(ck, exprs, bad_type_message) -> list[tuple]:
         ty = ck.expr(b)
         if isinstance(ty, Mdspan):
             items.extend((b, d, k) for k, d in enumerate(ty.shape))
+        elif isinstance(ty, ITuple) and not ty.bounded:
+            items.extend((b, None, k) for k in range(ty.rank))
         elif is_integer(ty):
             items.append((b, dim_of(b), None))
         elif is_unknown(ty):

@@ -42,9 +42,19 @@ def ordinal(n: int) -> str:
 class Scope:
     """One lexical scope (§3.4.4): a function body, a braced block or a statement body."""
 
-    def __init__(self, parent: Scope | None):
+    def __init__(self, parent: Scope | None, joined: bool = False):
         self.parent = parent
+        self.joined = joined    # one scope with its parent: a body and the names bound for it
         self.names: dict[str, Symbol] = {}
+
+    def declares(self, name: str) -> bool:
+        """``name`` is declared in this scope (a joined scope includes its parent)."""
+        scope = self
+        while scope is not None:
+            if name in scope.names:
+                return True
+            scope = scope.parent if scope.joined else None
+        return False
 
     def find(self, name: str) -> Symbol | None:
         scope = self
@@ -113,9 +123,11 @@ class Checker:
         except Exception as exc:  # a checker bug must not hide the user's other errors
             self.error(s.span, f"internal error: {type(exc).__name__}: {exc}")
 
-    def body(self, s: ast.Stmt):
-        """A statement body of ``if``/``while``/``foreach``...: its own scope (§3.4.4)."""
-        with self.scoped():
+    def body(self, s: ast.Stmt, joined: bool = False):
+        """A statement body of ``if``/``while``/``foreach``...: its own scope (§3.4.4).
+        ``joined``: the body shares the scope of the names bound for it (parameters,
+        ``parallel``, ``with`` and ``foreach`` variables), so it can not declare them again."""
+        with self.scoped(joined):
             if isinstance(s, ast.Block):
                 for inner in s.stmts:
                     self.stmt(inner)
@@ -124,8 +136,8 @@ class Checker:
 
     # ----------------------------------------------------------------- scopes
 
-    def scoped(self):
-        return _ScopeGuard(self)
+    def scoped(self, joined: bool = False):
+        return _ScopeGuard(self, joined)
 
     def lookup(self, name: str) -> Symbol | None:
         return self.scope.find(name)
@@ -139,20 +151,21 @@ class Checker:
         return names
 
     def declare(self, name: str, kind: str, ty: Type, decl, span, *, mutable=False,
-                shadows=False, **fields) -> Symbol:
-        """Declare ``name`` in the current scope. A visible name is an error (no shadowing,
-        §3.4.4) unless ``shadows`` (an event hiding an outer event, §10.1); the new symbol
-        is still returned (marked bad) so checking can go on."""
+                **fields) -> Symbol:
+        """Declare ``name`` in the current scope. A name declared in the same scope is an
+        error; one of an enclosing scope is shadowed (§3.4.4, lib/earlysema.cpp's one
+        definition rule is per scope). On error the new symbol is still returned (marked
+        bad) so checking can go on."""
         sym = Symbol(name, kind, ty, decl, mutable=mutable,
                      parallel=self.parallels[-1] if self.parallels else None, **fields)
         sym.info["scope"] = self.scope
         if name == "_":
             self.error(span, "'_' can not be used as a name: it means a whole dimension in "
-                             "'chunkat' and 'subspan' arguments.")
+                             "'chunkat', 'subspan' and 'view' arguments.")
             sym.info["bad"] = True
             self.symbols.append(sym)
             return sym
-        if self.scope.find(name) is not None and not shadows:
+        if self.scope.declares(name):
             self.error(span, f"symbol '{name}' has been declared already.")
             sym.info["bad"] = True
             self.symbols.append(sym)
@@ -212,11 +225,12 @@ class Checker:
 
 
 class _ScopeGuard:
-    def __init__(self, ck: Checker):
+    def __init__(self, ck: Checker, joined: bool):
         self.ck = ck
+        self.joined = joined
 
     def __enter__(self):
-        self.ck.scope = Scope(self.ck.scope)
+        self.ck.scope = Scope(self.ck.scope, self.joined)
         return self.ck.scope
 
     def __exit__(self, *exc):

@@ -93,8 +93,22 @@ def check_scalar_decl(ck, d: ast.ScalarDecl):
             item.sym = ck.declare(item.name, "scalar", UNKNOWN, item, item.span)
             item.sym.info["bad"] = True
             continue
+        if d.type is not None and d.type.rank is not None:
+            ty = _check_rank(ck, item, d.type, ty)
         item.sym = declare_value(ck, item.name, ty, item.init, item, item.span,
                                  mutable=d.mutable, declared=declared)
+
+
+def _check_rank(ck, item, ref: ast.TypeRef, ty):
+    """``mdspan<N> sp : ...`` and ``ituple<N> t = ...``: the initializer has rank N
+    (lib/earlysema.cpp)."""
+    rank = len(ty.shape) if isinstance(ty, Mdspan) else ty.rank if isinstance(ty, ITuple) \
+        else None
+    if rank is not None and rank != ref.rank:
+        ck.error(item.span, f"'{item.name}' is declared as \"{ref.name}<{ref.rank}>\" but "
+                            f"initialized with \"{tname(ty)}\".")
+        return UNKNOWN
+    return ty
 
 
 # --------------------------------------------------------------------------- buffers
@@ -204,11 +218,27 @@ def _assign_symbol(ck, s: ast.Assign, sym, value_ty):
         sym.info["lane_dep"] = dep
 
 
+def _shadowable(ck, sym) -> bool:
+    """D13: ``x = e`` declares a new ``x`` in an inner scope when the visible ``x`` is an
+    immutable value of an enclosing scope (lib/earlysema.cpp: immutables in an inner scope
+    are new declarations)."""
+    if sym.info.get("bad") or ck.scope.declares(sym.name):
+        return False
+    return sym.kind in ("scalar", "bounded", "ituple", "mdspan", "dim") and not sym.mutable
+
+
 def check_assign(ck, s: ast.Assign):
     t = s.target
     if isinstance(t, ast.Name):
         sym = ck.lookup(t.id)
-        if sym is None and s.op == "=":  # D13: declares
+        shadows = (sym is not None and s.op == "=" and _shadowable(ck, sym))
+        if shadows:
+            ck.warning(t.span, f"'{t.id} = ...' declares a new '{t.id}' that shadows the "
+                               f"immutable one of an enclosing scope; it is not an "
+                               f"assignment.",
+                       hint=f"declare the outer '{t.id}' 'mutable' to assign it, or give "
+                            f"the new value another name")
+        if (sym is None or shadows) and s.op == "=":  # D13: declares
             ty = ck.expr(s.value)
             sym = declare_value(ck, t.id, ty, s.value, s, t.span, mutable=False)
             s.declares, s.sym, t.sym = True, sym, sym

@@ -113,8 +113,24 @@ def _check_types(ck, s: ast.Dma, src: View, dst: View):
         if any(a > b for a, b in pairs):
             inconsistent()
         elif any(a < b for a, b in pairs) and not s.zfill:
-            inconsistent(hint="add '.zfill' to zero the destination elements the source "
-                              "does not cover")
+            if _fits_smaller(s, src, dst):
+                s.fits_smaller = True
+            else:
+                inconsistent(hint="add '.zfill' to zero the destination elements the source "
+                                  "does not cover")
+
+
+def _fits_smaller(s: ast.Dma, src: View, dst: View) -> bool:
+    """A copy of a smaller source that leaves the rest of the destination as it is, which
+    lib/semacheck.cpp accepts without '.zfill' for a rank-2 copy between global and shared
+    memory whose rows have one known length and whose extents are all known."""
+    if s.op != "copy" or len(src.shape) != 2:
+        return False
+    if not all(isinstance(d, int) for d in src.shape + dst.shape):
+        return False
+    if src.shape[1] != dst.shape[1]:
+        return False
+    return {src.storage, dst.storage} == {"global", "shared"}
 
 
 def _check_collective(ck, s: ast.Dma, src: View, dst_storage: str):
@@ -200,7 +216,9 @@ def check_dma(ck, s: ast.Dma):
         if dst_storage is not None:
             _check_collective(ck, s, src, dst_storage)
         if dst is not None:
-            fty = Future(s.is_async, dst.dtype, tuple(dst.shape), dst.storage)
+            # the data of a copy that fits a smaller source is the part it covers
+            shape = moved.shape if getattr(s, "fits_smaller", False) else dst.shape
+            fty = Future(s.is_async, dst.dtype, tuple(shape), dst.storage)
         elif moved is not None:
             fty = Future(s.is_async, src.dtype, tuple(moved.shape), dst_storage)
     if s.target is not None:

@@ -48,13 +48,8 @@ def check_event_decl(ck, d: ast.EventDecl):
     for item in d.items:
         array = tuple(_positive_constant(ck, x, f"the size of event array '{item.name}'")
                       for x in item.array)
-        # An event may shadow an event of an enclosing scope (Croqtile's nested parallel-by
-        # blocks declare their own 'shared event e'; §10.1).
-        outer = ck.lookup(item.name)
-        shadows = outer is not None and outer.kind == "event" and \
-            item.name not in ck.scope.names
-        item.sym = ck.declare(item.name, "event", Event(array), item, item.span,
-                              shadows=shadows)
+        # an event of an enclosing scope is shadowed, as every name is (§3.4.4, §10.1)
+        item.sym = ck.declare(item.name, "event", Event(array), item, item.span)
         item.sym.info["ready"] = item.ready
 
 

@@ -37,8 +37,8 @@ def check_name(ck, e: ast.Name):
 
 
 def check_wildcard(ck, e: ast.Wildcard):
-    ck.error(e.span, "'_' means a whole dimension and can only be used in 'chunkat' and "
-                     "'subspan' arguments.")
+    ck.error(e.span, "'_' means a whole dimension and can only be used in 'chunkat', "
+                     "'subspan' and 'view' arguments.")
     return UNKNOWN
 
 
@@ -231,7 +231,8 @@ _BUILTINS = {"cdiv": _cdiv, "__min": _min_max, "__max": _min_max}
 
 
 def _element_of(ck, e, ty, types, name: str | None):
-    """``t(i)`` of an ituple or bounded ituple (§4.4), or ``x(-n)`` of a bounded int.
+    """``t(i)`` of an ituple, a bounded ituple or an mdspan (§4.4; Croqtile:
+    shapes-and-mdspan.md), or ``x(-n)`` of a bounded int.
     ``name`` is the called name (``t``), None for ``e(i)`` on another expression, which
     the diagnostic's caret shows."""
     if len(types) != 1 or not is_integer(types[0]):
@@ -241,14 +242,18 @@ def _element_of(ck, e, ty, types, name: str | None):
     if isinstance(ty, Bounded):
         return Bounded(ty.bound)
     i = const_value(e.args[0])
+    kind = "mdspan" if isinstance(ty, Mdspan) else "ituple"
     if i is None:
-        of = f"ituple '{name}'" if name else "an ituple"
+        of = f"{kind} '{name}'" if name else f"an {kind}"
         ck.error(e.args[0].span, f"the element index of {of} must be a constant.")
         return UNKNOWN
-    if not 0 <= i < ty.rank:
+    rank = len(ty.shape) if isinstance(ty, Mdspan) else ty.rank
+    if not 0 <= i < rank:
         of = f"'{name}' ({tname(ty)})" if name else f"an {tname(ty)}"
         ck.error(e.args[0].span, f"index {i} is out of range for {of}.")
         return UNKNOWN
+    if isinstance(ty, Mdspan):
+        return INT
     return Bounded(None) if ty.bounded else INT
 
 
@@ -279,7 +284,7 @@ def check_call(ck, e: ast.Call):
         return UNKNOWN
     if sym.info.get("bad") or any(is_unknown(t) for t in types):
         return UNKNOWN
-    if isinstance(sym.type, (ITuple, Bounded)):
+    if isinstance(sym.type, (ITuple, Bounded, Mdspan)):
         return _element_of(ck, e, sym.type, types, e.func)
     ck.error(span, f"'{e.func}' of type '{tname(sym.type)}' can not be called; croqvm "
                    f"supports {', '.join(SUPPORTED_BUILTINS)} and __to<T>.")
@@ -292,10 +297,10 @@ def check_element(ck, e: ast.Element):
     types = [ck.expr(a) for a in e.args]
     if is_unknown(ty) or any(is_unknown(t) for t in types):
         return UNKNOWN
-    if isinstance(ty, (ITuple, Bounded)):
+    if isinstance(ty, (ITuple, Bounded, Mdspan)):
         return _element_of(ck, e, ty, types, None)
     ck.error(e.span, f"a value of type '{tname(ty)}' can not be called; '(i)' applies to "
-                     f"ituples and bounded ints only.")
+                     f"ituples, mdspans and bounded ints only.")
     return UNKNOWN
 
 

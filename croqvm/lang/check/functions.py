@@ -177,7 +177,7 @@ def _check_pass(fn, sink, expr_rules, stmt_rules, finishers, function_names,
     expect_later_types(ck, later)
     try:
         declare_params(ck, fn)
-        ck.body(fn.body)
+        ck.body(fn.body, joined=True)
         check_returns(ck, fn)
         for finish in finishers:
             finish(ck)

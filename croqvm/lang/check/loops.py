@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from croqvm.lang import ast
-from croqvm.lang.types import ITuple
+from croqvm.lang.types import Bounded, ITuple
 
 from .binders import bound_items, declare_indices, with_bound_message
 from .consteval import const_value
@@ -14,6 +14,12 @@ from .typerules import is_bounded_like, is_integer, is_unknown, tname
 def _bind_withins(ck, withins):
     for w in withins:
         items = bound_items(ck, w.bound, with_bound_message)
+        if not w.braced and len(items) > 1:
+            # ``idx in [a, b]``: one name for several dimensions binds the bounded ituple
+            # ``idx`` (Croqtile: iteration.md); its elements are ``idx(0)``, ``idx(1)``...
+            w.tuple_name = w.names[0]
+            w.names = [f"{w.tuple_name}({k})" for k in range(len(items))]
+            w.braced = True
         if len(w.names) != len(items) and not any(is_unknown(b.ty) for b in w.bound):
             names = ", ".join(f"i{k}" for k in range(len(items)))
             ck.error(w.span, f"un-matched with-matcher-count({len(w.names)}) and mdspan "
@@ -26,13 +32,13 @@ def _bind_withins(ck, withins):
 def check_with(ck, s: ast.With):
     with ck.scoped():
         _bind_withins(ck, s.withins)
-        ck.body(s.body)
+        ck.body(s.body, joined=True)
 
 
-def _loop_body(ck, body):
+def _loop_body(ck, body, joined=False):
     ck.loop_depth += 1
     try:
-        ck.body(body)
+        ck.body(body, joined)
     finally:
         ck.loop_depth -= 1
 
@@ -102,7 +108,25 @@ def check_foreach(ck, s: ast.Foreach):
                                  f"in this foreach.")
             seen.add(r.new_name)
             _check_range(ck, r, repeated)
-        _loop_body(ck, s.body)
+        if s.unroll:
+            _check_unroll(ck, s)
+        _loop_body(ck, s.body, joined=True)
+
+
+def _check_unroll(ck, s: ast.Foreach):
+    """``: unroll(k)`` may not exceed the static extent of the outermost loop
+    (lib/semacheck.cpp)."""
+    if s.withins:
+        syms = s.withins[0].syms
+    else:
+        sym = s.ranges[0].var_sym
+        syms = [sym] + list(getattr(sym.decl, "syms", []) if sym is not None and
+                            isinstance(sym.type, ITuple) else [])
+    bounds = [x.type.bound for x in syms if x is not None and isinstance(x.type, Bounded)]
+    extent = bounds[0] if bounds else None
+    if isinstance(extent, int) and s.unroll > extent:
+        ck.error(s.span, f"unroll factor ({s.unroll}) exceeds the loop extent ({extent}).",
+                 hint=f"use a factor of at most {extent}")
 
 
 def check_while(ck, s: ast.While):

@@ -128,7 +128,7 @@ def check_parallel(ck, p: ast.Parallel):
         saved = ck.loop_depth, ck.inthreads
         ck.loop_depth, ck.inthreads = 0, []
         try:
-            ck.body(p.body)
+            ck.body(p.body, joined=True)
         finally:
             ck.loop_depth, ck.inthreads = saved
             del ck.levels[len(ck.levels) - len(p.levels):]

@@ -309,9 +309,9 @@ def check_subspan(ck, e: ast.Subspan):
 
 
 def check_view(ck, e: ast.ViewFrom):
-    """§8.3.2: extents ``s_k``, origin ``o_k + f_k``."""
+    """§8.3.2: extents ``s_k`` (``_``: the whole extent), origin ``o_k + f_k``."""
     src = view_source(ck, ck.expr(e.base), e.base, "'view'")
-    sizes = _int_items(ck, e.sizes, "view")
+    sizes = _int_items(ck, e.sizes, "view", wildcard_ok=True)
     origin = _int_items(ck, e.origin, "'.from'")
     if src is None:
         return UNKNOWN
@@ -319,6 +319,7 @@ def check_view(ck, e: ast.ViewFrom):
     if (_rank_mismatch(ck, e, rank, "view size count", len(sizes))
             or _rank_mismatch(ck, e, rank, "offset index count", len(origin))):
         return UNKNOWN
+    sizes = [(x, extent if s == "_" else s) for (x, s), extent in zip(sizes, src.shape)]
     for k, ((x, s), (ox, _), extent) in enumerate(zip(sizes, origin, src.shape)):
         if s == 0 or (isinstance(s, int) and s < 0):
             ck.error(x.span, f"view dimension {k} must be greater than 0.")

@@ -1,0 +1,157 @@
+"""Scopes (LANGUAGE.md §3.4.4, D13) and the view forms of §8, run on every engine; the
+expected values are computed by hand or with numpy slicing."""
+from __future__ import annotations
+
+import io
+import textwrap
+
+import numpy as np
+import pytest
+
+import croqvm
+
+import engines
+
+pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
+
+
+def compile_src(source: str):
+    return croqvm.compile(textwrap.dedent(source).lstrip("\n"), "views.co")
+
+
+def run(source: str, *args, func: str = "f"):
+    """Run ``func``; return (what it printed, what it returned)."""
+    out = io.StringIO()
+    result = engines.run(compile_src(source), func, *args, out=out)
+    return out.getvalue(), result
+
+
+# =========================================================================== §3.4 scopes
+
+
+def test_an_inner_declaration_shadows_and_its_initializer_reads_the_outer_name():
+    text, _ = run("""
+        __co__ void f(int x) {
+          parallel p by 2 {
+            println(x);
+            parallel q by 1 {
+              int x = x + 10;
+              println(x);
+            }
+            println(x);
+          }
+          println(x);
+        }
+    """, 5)
+    assert text == "5\n15\n5\n5\n15\n5\n5\n"
+
+
+def test_buffers_and_events_of_the_same_name_in_nested_parallels_are_distinct():
+    text, _ = run("""
+        __co__ void f() {
+          parallel b by 1 : block {
+            shared s32 [2] buf;
+            shared event e;
+            parallel t by 2 : thread {
+              local s32 [2] buf;
+              buf.at(t) = 7;
+              println(buf.at(0) + buf.at(1));
+            }
+            println(buf.at(0), buf.at(1));
+          }
+        }
+    """)
+    assert text == "7\n7\n0 0\n"
+
+
+def test_assigning_an_outer_immutable_in_a_block_declares_a_new_name():
+    program = compile_src("""
+        __co__ void f() {
+          int k = 2;
+          if (true) {
+            k = 5;
+            println(k);
+          }
+          println(k);
+        }
+    """)
+    assert ("4:5: warning: 'k = ...' declares a new 'k' that shadows the immutable one of "
+            "an enclosing scope; it is not an assignment.") in program.warnings
+    out = io.StringIO()
+    engines.run(program, "f", out=out)
+    assert out.getvalue() == "5\n2\n"
+
+
+def test_an_unroll_hint_changes_nothing_a_loop_does():
+    text, _ = run("""
+        __co__ void f() {
+          with idx = {x, y} in [2, 3] {
+            foreach idx : unroll(2) print(x # y, "");
+          }
+          foreach i in [3] : unroll print(i, "");
+          println();
+        }
+    """)
+    assert text == "0 1 2 3 4 5 0 1 2 \n"
+
+
+# =========================================================================== shapes
+
+
+def test_mdspan_and_ituple_declarations_elements_and_a_single_name_over_several_bounds():
+    text, _ = run("""
+        __co__ void f(s32 x) {
+          a : [7, 8, 9];
+          mdspan<2> b : [a(2), 4];
+          ituple<3> t = {1, x, 3};
+          println(a, b, t, a(0) + b(1), |a|);
+          with idx in [t] {
+            foreach idx print(idx, "");
+          }
+          println();
+        }
+    """, np.int32(2))
+    assert text == ("[7, 8, 9] [9, 4] {1, 2, 3} 11 504\n"
+                    "{0, 0, 0} {0, 0, 1} {0, 0, 2} {0, 1, 0} {0, 1, 1} {0, 1, 2} \n")
+
+
+# =========================================================================== §8 views
+
+
+def test_a_wildcard_in_view_keeps_the_whole_extent():
+    a = np.arange(2 * 5 * 4, dtype=np.int32).reshape(2, 5, 4)
+    _, out = run("""
+        __co__ s32 [2, 5, 4] f(s32 [2, 5, 4] a) {
+          s32 [2, 5, 4] out;
+          parallel p by 2 : block {
+            foreach x in 2 {
+              rows = (x == 1) ? 2 : 3;
+              shared s32 [1, 3, 4] t;
+              dma.copy a.view(1, rows, _).from(p, 3 * x, 0) => t.subspan(1, rows, _);
+              dma.copy t.subspan(1, rows, _) => out.view(1, rows, _).from(p, 3 * x, 0);
+            }
+          }
+          return out;
+        }
+    """, a)
+    np.testing.assert_array_equal(out, a)
+
+
+def test_a_smaller_source_fills_part_of_a_shared_destination_without_zfill():
+    a = (np.arange(5 * 4, dtype=np.int32).reshape(5, 4) + 1)
+    _, out = run("""
+        __co__ s32 [8, 4] f(s32 [5, 4] a) {
+          s32 [8, 4] out;
+          parallel p by 1 : block {
+            shared s32 [8, 4] buf {-1};
+            fut = dma.copy.async a.subspan(5, 4) => buf.subspan(8, 4);
+            wait fut;
+            println(fut.span);
+            dma.copy buf => out;
+          }
+          return out;
+        }
+    """, a)
+    expected = np.full((8, 4), -1, np.int32)
+    expected[:5] = a
+    np.testing.assert_array_equal(out, expected)
