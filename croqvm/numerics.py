@@ -499,3 +499,83 @@ def fits(v, t: DType) -> bool:
     if isinstance(v, float) and math.isnan(v):
         return isinstance(r, float) and math.isnan(r)
     return r == v
+
+
+# --------------------------------------------------------------------------- math functions
+# MATH (croqvm.intrinsics, docs/NUMERICS.md "Math functions"): the arguments, of one float
+# type t, are taken as f64, the function is computed in f64 by the C library's double
+# function (or the f64 formula below, evaluated operation by operation), and the result
+# rounds once to t. The C library is called through ctypes, not through Python's math
+# module (which raises on a domain or range error where C gives NaN or infinity) nor
+# numpy (whose vectorised sin, exp, ... are its own and differ from libm in the last
+# bit): the native engine and generated CPU code call the same functions, so every
+# engine gives the same bits on one machine.
+
+def _libm():
+    """The C library's double functions, as functions of f64 arrays."""
+    import ctypes
+    import ctypes.util
+    lib = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    fns = {}
+    for name, arity in (("sqrt", 1), ("exp", 1), ("exp2", 1), ("expm1", 1), ("log", 1),
+                        ("log1p", 1), ("sin", 1), ("cos", 1), ("tan", 1), ("asin", 1),
+                        ("acos", 1), ("atan", 1), ("sinh", 1), ("cosh", 1), ("tanh", 1),
+                        ("ceil", 1), ("floor", 1), ("round", 1), ("pow", 2), ("atan2", 2)):
+        fn = getattr(lib, name)
+        fn.restype = ctypes.c_double
+        fn.argtypes = (ctypes.c_double,) * arity
+        lanes = np.frompyfunc(fn, arity, 1)
+        fns[name] = lambda *xs, lanes=lanes: lanes(*xs).astype(F64)
+    return fns
+
+
+_C = _libm()
+
+
+def _gelu(x):
+    """The tanh form of the reference's GPU runtime, evaluated as C does (left to right)."""
+    inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+    return x * 0.5 * (1.0 + _C["tanh"](inner))
+
+
+# f64 arrays -> f64 arrays per function; numpy's + - * / are IEEE's, as C's are
+_MATH_F64 = {
+    "__sqrt": _C["sqrt"], "__rsqrt": lambda x: 1.0 / _C["sqrt"](x),
+    "__exp": _C["exp"], "__exp2f": _C["exp2"], "__expm1": _C["expm1"], "__log": _C["log"],
+    "__log1p": _C["log1p"], "__sin": _C["sin"], "__cos": _C["cos"], "__tan": _C["tan"],
+    "__asin": _C["asin"], "__acos": _C["acos"], "__atan": _C["atan"], "__sinh": _C["sinh"],
+    "__cosh": _C["cosh"], "__tanh": _C["tanh"], "__ceil": _C["ceil"],
+    "__floor": _C["floor"], "__round": _C["round"], "__fabs": np.abs,
+    "__frcp_rn": lambda x: 1.0 / x,
+    "__gelu": _gelu,
+    "__sigmoid": lambda x: 1.0 / (1.0 + _C["exp"](-x)),
+    "__softplus": lambda x: _C["log1p"](_C["exp"](x)),
+    "__sign": lambda x: (x > 0.0).astype(F64) - (x < 0.0).astype(F64),
+    "__pow": _C["pow"], "__atan2": _C["atan2"],
+}
+
+
+def _fma(x, y, z, t: DType):
+    """x * y + z rounded once to t. Where the f64 result of x * y + z is not finite the
+    exact one is not either (or overflows t), and the error-free transformations of
+    ``fma_to`` would turn infinities into NaN: that result is taken as it is."""
+    plain = x * y + z
+    return round_to(np.where(np.isfinite(plain), fma_to(z, x, y, t), plain), t)
+
+
+def math_op(name: str, t: DType):
+    """MATH function ``name`` on values of float type ``t``: ``fn(args, act)`` with
+    ``args`` a list of lane arrays of ``t`` (one per argument), giving values of ``t``
+    (bool for ``__isfinite``)."""
+    if name == "__isfinite":
+        return lambda args, act: np.isfinite(args[0])
+    if name == "__fmaf":
+        return lambda args, act: _fma(*(a.astype(F64) for a in args), t)
+    fn, to_t = _MATH_F64[name], rounder(t)
+    return lambda args, act: to_t(fn(*(a.astype(F64) for a in args)))
+
+
+def fold_math(name: str, args: list, t: DType):
+    """MATH function ``name`` of the single values ``args`` of type ``t``."""
+    with np.errstate(all="ignore"):
+        return _single(math_op(name, t)([_lane(a, t) for a in args], _ONE_LANE))

@@ -365,6 +365,67 @@ CQ_NUM_FN double cq_max_f(double x, double y)
     return isnan(x) ? y : isnan(y) ? x : (y > x ? y : x);
 }
 
+/* ------------------------------------------------------------------ math functions */
+
+/* MATH's functions (croqvm/intrinsics.py, in its order; a test checks the numbers). */
+enum {
+    CQ_MATH_SQRT, CQ_MATH_RSQRT, CQ_MATH_EXP, CQ_MATH_EXP2F, CQ_MATH_EXPM1, CQ_MATH_LOG,
+    CQ_MATH_LOG1P, CQ_MATH_SIN, CQ_MATH_COS, CQ_MATH_TAN, CQ_MATH_ASIN, CQ_MATH_ACOS,
+    CQ_MATH_ATAN, CQ_MATH_SINH, CQ_MATH_COSH, CQ_MATH_TANH, CQ_MATH_CEIL, CQ_MATH_FLOOR,
+    CQ_MATH_ROUND, CQ_MATH_FABS, CQ_MATH_FRCP_RN, CQ_MATH_GELU, CQ_MATH_SIGMOID,
+    CQ_MATH_SOFTPLUS, CQ_MATH_SIGN, CQ_MATH_ISFINITE, CQ_MATH_POW, CQ_MATH_ATAN2,
+    CQ_MATH_FMAF,
+    CQ_NUM_MATH
+};
+
+/* numerics.math_op: function `fn` of the values x, y, z (those it takes) of a float type
+ * of format `fmt`, computed in double by the C library's function or the formula of
+ * croqvm/intrinsics.py, evaluated in this order, and rounded once to `fmt`
+ * (__isfinite gives 1 or 0). __fmaf rounds x * y + z once (cq_fma_to), except where
+ * x * y + z in double is not finite, which it gives as it is. */
+CQ_NUM_FN double cq_math(int fn, double x, double y, double z, int fmt)
+{
+    double r;
+    switch (fn) {
+    case CQ_MATH_SQRT: r = sqrt(x); break;
+    case CQ_MATH_RSQRT: r = 1.0 / sqrt(x); break;
+    case CQ_MATH_EXP: r = exp(x); break;
+    case CQ_MATH_EXP2F: r = exp2(x); break;
+    case CQ_MATH_EXPM1: r = expm1(x); break;
+    case CQ_MATH_LOG: r = log(x); break;
+    case CQ_MATH_LOG1P: r = log1p(x); break;
+    case CQ_MATH_SIN: r = sin(x); break;
+    case CQ_MATH_COS: r = cos(x); break;
+    case CQ_MATH_TAN: r = tan(x); break;
+    case CQ_MATH_ASIN: r = asin(x); break;
+    case CQ_MATH_ACOS: r = acos(x); break;
+    case CQ_MATH_ATAN: r = atan(x); break;
+    case CQ_MATH_SINH: r = sinh(x); break;
+    case CQ_MATH_COSH: r = cosh(x); break;
+    case CQ_MATH_TANH: r = tanh(x); break;
+    case CQ_MATH_CEIL: r = ceil(x); break;
+    case CQ_MATH_FLOOR: r = floor(x); break;
+    case CQ_MATH_ROUND: r = round(x); break;
+    case CQ_MATH_FABS: r = fabs(x); break;
+    case CQ_MATH_FRCP_RN: r = 1.0 / x; break;
+    case CQ_MATH_GELU: r = x * 0.5 * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+        break;
+    case CQ_MATH_SIGMOID: r = 1.0 / (1.0 + exp(-x)); break;
+    case CQ_MATH_SOFTPLUS: r = log1p(exp(x)); break;
+    case CQ_MATH_SIGN: r = (double)((x > 0.0) - (x < 0.0)); break;
+    case CQ_MATH_ISFINITE: return isfinite(x) ? 1.0 : 0.0;
+    case CQ_MATH_POW: r = pow(x, y); break;
+    case CQ_MATH_ATAN2: r = atan2(x, y); break;
+    case CQ_MATH_FMAF:
+        r = x * y + z;
+        if (isfinite(r))
+            return cq_fma_to(z, x, y, fmt, 0);
+        break;
+    default: r = NAN; break;
+    }
+    return cq_round_fmt(r, fmt);
+}
+
 /* ------------------------------------------------------------------ print */
 
 /* How print writes a float (numerics.format_float): %g of its value as a double, and

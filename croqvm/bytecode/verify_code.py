@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from croqvm.dtypes import BY_CODE, promote
+from croqvm.intrinsics import ATOMIC, MATH
 
 from . import opcodes as O
 from . import verify_mma
@@ -187,7 +188,24 @@ def _choice(count: int, what: str):
     return rule
 
 
+def _math_fn(cx, at, v, op, used):
+    """The function exists; its result is bool (a predicate) or the arguments' type."""
+    if not 0 <= v < len(MATH):
+        at.fail(f"math function {v} out of range (0..{len(MATH) - 1})")
+    regs = [r for k, r in zip(op.operands, used) if k == "r"]
+    result, arg = BY_CODE[cx.code.regs[regs[0]]], BY_CODE[cx.code.regs[regs[1]]]
+    want = "bool" if MATH[v].predicate else arg.name
+    if result.name != want:
+        at.fail(f"{MATH[v].name} of {arg.name} gives {want}, but r{regs[0]} is {result.name}")
+
+
+def _atomic_op(cx, at, v, op, used):
+    if not 0 <= v < len(ATOMIC):
+        at.fail(f"atomic operation {v} out of range (0..{len(ATOMIC) - 1})")
+
+
 _IMMEDIATE_RULES = {
+    "math_fn": _math_fn, "atomic_op": _atomic_op,
     "grid_dim": _grid_dim, "once_site": _once_site, "unit": _unit, "alu_op": _alu_op,
     "buffer_dim": _buffer_dim, "future_dim": _future_dim,
     "mma_layout": _choice(4, "mma layout"), "flag": _choice(2, "flag"),
@@ -218,7 +236,19 @@ def _typed_const(cx, at, op, used):
         at.fail(f"constant k{k} is {dt_name(have)}, but r{r} is {dt_name(want)}")
 
 
-ENTRY_RULES = {"message": _message, "typed_const": _typed_const, "same_future": _same_future,
+def _atomic(cx, at, op, used):
+    """The registers have the element type of the access, one the operation takes."""
+    access = cx.code.accesses[operand(op, used, "a")]
+    elem = element_dtype(cx, access.base_kind, access.base)
+    r = operand(op, used, "r")
+    fn = ATOMIC[operand(op, used, "i")]
+    if cx.code.regs[r] != elem.code:
+        at.fail(f"r{r} is {BY_CODE[cx.code.regs[r]].name}, but the element is {elem.name}")
+    if elem.name not in fn.types:
+        at.fail(f"{fn.name} on {elem.name} elements; it takes {', '.join(fn.types)}")
+
+
+ENTRY_RULES = {"atomic": _atomic, "message": _message, "typed_const": _typed_const, "same_future": _same_future,
                **verify_mma.RULES}
 
 

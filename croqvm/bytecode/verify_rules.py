@@ -16,6 +16,7 @@ from croqvm.dtypes import DType
 
 ARITH = ("s32", "u32", "s64", "u64", "f16", "bf16", "f32", "f64")
 WIDE_INTS = ("s32", "u32", "s64", "u64")
+MATH = ("f16", "bf16", "f32", "f64")
 
 CLASSES = {
     "any": ("any dtype", lambda d: True),
@@ -25,6 +26,7 @@ CLASSES = {
     "logic": ("a 32- or 64-bit integer or bool", lambda d: d.name in WIDE_INTS + ("bool",)),
     "shift": ("a 32- or 64-bit integer", lambda d: d.name in WIDE_INTS),
     "compare": ("an arithmetic type or bool", lambda d: d.name in ARITH + ("bool",)),
+    "math": ("a float computation type (" + ", ".join(MATH) + ")", lambda d: d.name in MATH),
 }
 
 

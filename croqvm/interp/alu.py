@@ -15,7 +15,8 @@ import numpy as np
 
 from .. import dtypes
 from ..bytecode.opcodes import BINARY_ALU, COMPARE, TABLE
-from ..numerics import binary_op, convert, converter, round_to, same, unary_op
+from ..intrinsics import MATH
+from ..numerics import binary_op, convert, converter, math_op, round_to, same, unary_op
 
 
 def const_array(kind: int, value, dst, width: int) -> np.ndarray:
@@ -114,15 +115,27 @@ def op_select(w, ins):
     w.write(a, np.where(w.regs[b].astype(bool), yes, no))
 
 
+def prepare_math(prog, ins):
+    """(a, the argument registers, ``fn(args, act)``) for the function and its type."""
+    _, a, b, c, d, e = ins[:6]
+    fn = MATH[e]
+    return a, (b, c, d)[:fn.arity], math_op(fn.name, prog.rtypes[b])
+
+
+def op_math(w, ins):
+    a, args, fn = ins
+    w.write(a, fn([w.regs[r] for r in args], w.act))
+
+
 _BINARY = [TABLE[c].name for c in BINARY_ALU + COMPARE]
 _UNARY = ("NEG", "NOT", "BNOT")
 
 HANDLERS = {
     "NOP": op_nop, "CONST": op_const, "MOV": op_mov, "CVT": op_cvt, "LANE": op_lane,
-    "BLOCKIDX": op_blockidx, "SELECT": op_select,
+    "BLOCKIDX": op_blockidx, "SELECT": op_select, "MATH": op_math,
     **{n: op_binary for n in _BINARY}, **{n: op_unary for n in _UNARY},
 }
 PREPARE = {
-    "CONST": prepare_const,
+    "CONST": prepare_const, "MATH": prepare_math,
     **{n: prepare_binary for n in _BINARY}, **{n: prepare_unary for n in _UNARY},
 }

@@ -76,7 +76,12 @@ def check_sync(ck, s: ast.Sync):
         ck.error(s.span, f"'sync.{s.kind}' needs a level: block, group-4, group or thread.")
 
 
+def check_call_stmt(ck, s: ast.CallStmt):
+    ck.expr(s.call)
+
+
 RULES = {
+    ast.CallStmt: check_call_stmt,
     ast.Block: check_block,
     ast.Empty: lambda ck, s: None,
     ast.If: check_if,
