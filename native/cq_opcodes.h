@@ -1,4 +1,4 @@
-/* generated from croqvm/bytecode/opcodes.py, croqvm/bytecode/module.py, croqvm/dtypes.py, croqvm/faults.py, croqvm/limits.py by python -m croqvm.bytecode.generate; do not edit */
+/* generated from croqvm/bytecode/opcodes.py, croqvm/bytecode/module.py, croqvm/dtypes.py, croqvm/faults.py, croqvm/limits.py, croqvm/intrinsics.py by python -m croqvm.bytecode.generate; do not edit */
 /* cq_opcodes.h -- the bytecode as C: the instruction encoding, the opcode table, the enum values of the .cqb model (docs/CQB.md), element types, fault kinds and limits. Meanings: docs/OPCODES.md. */
 #ifndef CQ_OPCODES_H
 #define CQ_OPCODES_H
@@ -327,6 +327,19 @@ enum cq_fault {
     CQ_FAULT_GRID_LIMIT = 38,
     CQ_FAULT_SHARED_LIMIT = 39,
     CQ_FAULT_UNINITIALISED_REGISTER = 40,
+};
+
+/* ATOMIC's operation immediate (croqvm/intrinsics.py): the new element from the old one and the value v. */
+enum cq_atomic {
+    CQ_ATOMIC_ADD = 0,  /* old + v */
+    CQ_ATOMIC_SUB = 1,  /* old - v */
+    CQ_ATOMIC_EXCH = 2,  /* v */
+    CQ_ATOMIC_MIN = 3,  /* min(old, v) */
+    CQ_ATOMIC_MAX = 4,  /* max(old, v) */
+    CQ_ATOMIC_AND = 5,  /* old & v */
+    CQ_ATOMIC_OR = 6,  /* old | v */
+    CQ_ATOMIC_XOR = 7,  /* old ^ v */
+    CQ_ATOMIC_CAS = 8,  /* v if old == cmp, else old */
 };
 
 #endif  /* CQ_OPCODES_H */
