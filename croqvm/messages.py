@@ -210,11 +210,13 @@ ACCESS_DONE = {
     "async copy read": "read by the async copy '{text}'",
     "async copy write": "written by the async copy '{text}'",
     "tile read": "read by '{text}'", "tile write": "written by '{text}'",
+    "atomic": "updated atomically",
 }
 ACCESS_NOUN = {
     "read": "read", "write": "write", "update": "update", "fill": "initialisation",
     "copy read": "'{text}'", "copy write": "'{text}'", "async copy read": "copy '{text}'",
     "async copy write": "copy '{text}'", "tile read": "'{text}'", "tile write": "'{text}'",
+    "atomic": "atomic",
 }
 
 
