@@ -16,7 +16,8 @@ import numpy as np
 from .. import dtypes
 from ..bytecode.opcodes import BINARY_ALU, COMPARE, TABLE
 from ..intrinsics import MATH
-from ..numerics import binary_op, convert, converter, math_op, round_to, same, unary_op
+from ..numerics import (binary_op, convert, converter, math_op, round_to, same, storage_array,
+                        unary_op)
 
 
 def const_array(kind: int, value, dst, width: int) -> np.ndarray:
@@ -42,7 +43,7 @@ def prepare_const(prog, ins):
     """CONST: the constant, of the destination's type (the verifier's guarantee), as one
     value of its storage type."""
     _, r, k = ins[:3]
-    return r, np.array([prog.code.consts[k].value], prog.rtypes[r].np)[0]
+    return r, storage_array([prog.code.consts[k].value], prog.rtypes[r])[0]
 
 
 def op_const(w, ins):
