@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 
 
@@ -53,6 +54,14 @@ _TABLE = [
     DType(13, "tf32", "float", 32, True, "float32", "float32", "float"),
     DType(14, "f8_e4m3", "float", 8, True, "float32", "float32", "__nv_fp8_e4m3"),
     DType(15, "f8_e5m2", "float", 8, True, "float32", "float32", "__nv_fp8_e5m2"),
+    # the OCP MX formats, stored as their bit pattern, one byte each (croqvm.numerics,
+    # "narrow formats stored as bits"); parameters are float32 values or ml_dtypes arrays
+    # (ML_DTYPES; f8_ue4m3 has none)
+    DType(16, "f6_e2m3", "float", 6, True, "uint8", "float32", "__nv_fp6_e2m3"),
+    DType(17, "f6_e3m2", "float", 6, True, "uint8", "float32", "__nv_fp6_e3m2"),
+    DType(18, "f4_e2m1", "float", 4, True, "uint8", "float32", "__nv_fp4_e2m1"),
+    DType(19, "f8_ue8m0", "float", 8, False, "uint8", "float32", "__nv_fp8_e8m0"),
+    DType(20, "f8_ue4m3", "float", 8, False, "uint8", "float32", "__nv_fp8_e4m3"),
 ]
 
 BY_CODE: dict[int, DType] = {d.code: d for d in _TABLE}
@@ -65,13 +74,14 @@ ALIASES: dict[str, str] = {
 }
 
 # Type names the reference accepts and croqvm rejects (§3.1 "other type names").
-UNSUPPORTED = ("f8_ue4m3", "f8_ue8m0", "f6_e2m3", "f6_e3m2", "f4_e2m1",
-               "s2", "u2", "s4", "u4", "s6", "u6", "u1", "bin1")
+UNSUPPORTED = ("s2", "u2", "s4", "u4", "s6", "u6", "u1", "bin1")
 
 BOOL, S8, S16, S32, S64 = (BY_NAME[n] for n in ("bool", "s8", "s16", "s32", "s64"))
 U8, U16, U32, U64 = (BY_NAME[n] for n in ("u8", "u16", "u32", "u64"))
 F16, BF16, F32, F64, TF32 = (BY_NAME[n] for n in ("f16", "bf16", "f32", "f64", "tf32"))
 F8_E4M3, F8_E5M2 = BY_NAME["f8_e4m3"], BY_NAME["f8_e5m2"]
+# float types whose storage is their bit pattern (uint8), not a numpy float holding the value
+BIT_STORED = frozenset(d.name for d in _TABLE if d.is_float and d.storage == "uint8")
 
 
 # MMA operand element types and the accumulator type each gives without a '.T' suffix
@@ -81,6 +91,24 @@ MMA_ACCUMULATOR: dict[str, str] = {
     "f16": "f16", "bf16": "f32", "tf32": "f32", "f8_e4m3": "f32", "f8_e5m2": "f32",
     "f32": "f32", "f64": "f64", "s8": "s32", "u8": "s32", "s32": "s32",
 }
+
+
+# the ml_dtypes array types of the narrow float types, which parameters also accept (§14.3.1)
+ML_DTYPES = {"bf16": "bfloat16", "f8_e4m3": "float8_e4m3fn", "f8_e5m2": "float8_e5m2",
+             "f6_e2m3": "float6_e2m3fn", "f6_e3m2": "float6_e3m2fn",
+             "f4_e2m1": "float4_e2m1fn", "f8_ue8m0": "float8_e8m0fnu"}
+
+
+def ml_dtype(t: DType) -> np.dtype | None:
+    """The ml_dtypes numpy type of ``t``, or None."""
+    name = ML_DTYPES.get(t.name)
+    return None if name is None else np.dtype(getattr(ml_dtypes, name))
+
+
+def param_dtype(t: DType) -> np.dtype:
+    """The numpy dtype a buffer parameter of element type ``t`` is given as (§14.3.1)."""
+    return ml_dtype(t) if t.name in BIT_STORED and ml_dtype(t) is not None else \
+        np.dtype(t.numpy_param)
 
 
 def lookup(spelling: str) -> DType | None:
@@ -97,7 +125,7 @@ def promote(a: DType, b: DType) -> DType:
         names = {a.name, b.name}
         if "f64" in names:
             return F64
-        if names & {"f32", "tf32", "f8_e4m3", "f8_e5m2"}:
+        if names & ({"f32", "tf32", "f8_e4m3", "f8_e5m2"} | BIT_STORED):
             return F32
         fl = [d for d in (a, b) if d.is_float]
         if len(fl) == 1:

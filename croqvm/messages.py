@@ -40,11 +40,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from . import dtypes
 from .bytecode.module import DYNAMIC, PieceKind
 from .faults import Kind
 from .limits import GRID_LIMIT_TAIL, TOO_MANY_THREADS, UNIT_OF_LANES, shared_limit_message
-from .numerics import format_float
+from .numerics import decode, format_float
 
 
 @dataclass(frozen=True)
@@ -230,11 +232,13 @@ ACCESS_DONE = {
     "async copy read": "read by the async copy '{text}'",
     "async copy write": "written by the async copy '{text}'",
     "tile read": "read by '{text}'", "tile write": "written by '{text}'",
+    "atomic": "updated atomically",
 }
 ACCESS_NOUN = {
     "read": "read", "write": "write", "update": "update", "fill": "initialisation",
     "copy read": "'{text}'", "copy write": "'{text}'", "async copy read": "copy '{text}'",
     "async copy write": "copy '{text}'", "tile read": "'{text}'", "tile write": "'{text}'",
+    "atomic": "atomic",
 }
 
 
@@ -244,6 +248,8 @@ def format_value(v, t: dtypes.DType) -> str:
     """One lane's value of type ``t`` as ``print`` writes it (LANGUAGE.md §13.2, D19)."""
     if t.kind == "bool":
         return "true" if v else "false"
+    if t.name in dtypes.BIT_STORED:
+        return format_float(float(decode(np.asarray(v), t)))
     if t.is_float:
         return format_float(float(v))
     return str(int(v))

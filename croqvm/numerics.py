@@ -90,8 +90,94 @@ def round_bits(x: np.ndarray, fmt: str) -> np.ndarray:
     return np.copysign(r, x)
 
 
+# --------------------------------------------------------------------------- narrow formats
+# stored as bits: the OCP MX formats (LANGUAGE.md §12.1) keep their bit pattern in a byte
+# (dtypes.BIT_STORED); rounding gives the pattern, and every use of a value decodes it.
+# (mantissa bits, exponent bits, exponent bias, signed, the pattern of NaN or None)
+BIT_FORMATS = {
+    "f6_e2m3": (3, 2, 1, True, None), "f6_e3m2": (2, 3, 3, True, None),
+    "f4_e2m1": (1, 2, 1, True, None), "f8_ue8m0": (0, 8, 127, False, 0xFF),
+    "f8_ue4m3": (3, 4, 7, False, 0x7F),
+}
+FLOAT_FORMATS.update({name: (m, e) for name, (m, e, *_) in BIT_FORMATS.items()})
+
+
+def _decode_table(name: str) -> np.ndarray:
+    """The f64 value of each byte (patterns beyond the format's width repeat the
+    format's: only the low bits count)."""
+    man, exp, bias, signed, nan = BIT_FORMATS[name]
+    width = man + exp + signed
+    bits = np.arange(256) & ((1 << width) - 1)
+    m = bits & ((1 << man) - 1)
+    e = (bits >> man) & ((1 << exp) - 1)
+    if name == "f8_ue8m0":       # no mantissa, no subnormals: 2^(e - 127)
+        mag = np.ldexp(1.0, e - bias)
+    else:
+        mag = np.where(e == 0, np.ldexp(m.astype(F64), 1 - bias - man),
+                       np.ldexp((m + (1 << man)).astype(F64), e - bias - man))
+    if nan is not None:
+        mag = np.where(bits == nan, np.nan, mag)
+    sign = (bits >> (man + exp)) & 1 if signed else np.zeros(256, int)
+    return np.where(sign == 1, -mag, mag)
+
+
+DECODE = {name: _decode_table(name) for name in BIT_FORMATS}
+
+
+def decode(bits: np.ndarray, t: DType) -> np.ndarray:
+    """The f64 values of the stored patterns ``bits`` of a bit-stored type ``t``."""
+    return DECODE[t.name][bits]
+
+
+def _encode(x: np.ndarray, name: str) -> np.ndarray:
+    """The patterns of f64 values ``x`` rounded to nearest even into ``name``:
+    - f6 and f4 (no infinity, no NaN) saturate: beyond the largest value, infinities
+      included, gives the largest of the sign, and NaN the positive largest;
+    - f8_ue4m3 is E4M3 without a sign: rounds as f8_e4m3 (beyond 448 NaN), and a
+      negative value (not -0, which gives +0) is NaN;
+    - f8_ue8m0 holds powers of two 2^-127 .. 2^127: x rounds to the nearer one, a tie
+      (1.5 * 2^k) to the one of even pattern; below 2^-127, zero included, gives
+      2^-127, and beyond 2^127, a negative value, infinity and NaN give NaN."""
+    man, exp, bias, signed, nan = BIT_FORMATS[name]
+    ax = np.abs(x)
+    if name == "f8_ue8m0":
+        with np.errstate(all="ignore"):
+            m, e = np.frexp(ax)                   # ax = m * 2^e, 0.5 <= m < 1
+        k = e - 1 + bias                          # the pattern of 2^floor(log2 ax)
+        up = (m > 0.75) | ((m == 0.75) & (k % 2 == 1))
+        k = np.where(up, k + 1, k)
+        k = np.where(ax < 2.0 ** -bias, 0, k)
+        bad = np.isnan(x) | np.isinf(x) | (x < 0) | (k > 254)
+        return np.where(bad, nan, k).astype(np.uint8)
+    emin = 1 - bias
+    top = (2 - 2.0 ** -man) * 2.0 ** (2 ** exp - 1 - bias)
+    if nan is not None:                           # ue4m3: the all-ones pattern is NaN
+        top = (2 - 2.0 ** (1 - man)) * 2.0 ** (2 ** exp - 1 - bias)
+    with np.errstate(all="ignore"):
+        _, e = np.frexp(ax)
+        q = np.maximum(e - 1, emin) - man
+        r = np.rint(np.ldexp(ax, -q))             # the value in units of its quantum
+        r = np.where(np.isfinite(ax), np.ldexp(r, q), ax)
+    over = r > top
+    r = np.where(over, top, r)
+    _, e = np.frexp(r)
+    sub = r < 2.0 ** emin
+    field_e = np.where(sub, 0, e - 1 + bias)
+    field_m = np.where(sub, np.ldexp(r, man - emin), np.ldexp(r, man - (e - 1)) - (1 << man))
+    bits = (field_e.astype(np.int64) << man) | np.nan_to_num(field_m).astype(np.int64)
+    if signed:
+        neg = np.signbit(x) & ~np.isnan(x)
+        bits = np.where(neg, bits | (1 << (man + exp)), bits)
+        bits = np.where(np.isnan(x), ((2 ** exp - 1) << man) | ((1 << man) - 1), bits)
+        return bits.astype(np.uint8)
+    bad = np.isnan(x) | over | (np.signbit(x) & (x != 0))
+    return np.where(bad, nan, bits).astype(np.uint8)
+
+
 def rounder(t: DType):
     """``round_to`` for float type ``t``, as a function of the f64 values alone."""
+    if t.name in BIT_FORMATS:
+        return lambda x64: _encode(np.asarray(x64, F64), t.name)
     if t.name == "f64":
         return lambda x64: x64.astype(F64, copy=False)
     if t.name in ("f32", "f16"):
@@ -129,9 +215,12 @@ def same(x, act):
 def _make_converter(src: DType, dst: DType):
     """§12.3.3: integers wrap, floats truncate toward zero into integers (NaN or out of
     range faults), conversions into floats round to nearest even, numbers become bool
-    as ``x != 0``."""
+    as ``x != 0``. A bit-stored type is decoded first."""
     if src is dst:
         return same
+    if src.name in BIT_FORMATS:
+        from_f64 = _make_converter(dtypes.F64, dst)
+        return lambda x, act: from_f64(decode(x, src), act)
     if dst.kind == "bool":
         return lambda x, act: x != 0
     to = dst.np
@@ -417,7 +506,15 @@ _ONE_LANE = np.ones(1, bool)
 
 
 def _lane(v, t: DType) -> np.ndarray:
-    return np.array([v], t.np)
+    return storage_array([v], t)
+
+
+def storage_array(values, t: DType) -> np.ndarray:
+    """Values of type ``t`` (Python numbers) in its storage: a bit-stored type's
+    patterns, else the numpy dtype holding the values."""
+    if t.name in BIT_FORMATS:
+        return _encode(np.asarray(values, F64), t.name)
+    return np.array(values, t.np)
 
 
 def _single(values: np.ndarray):
@@ -441,7 +538,8 @@ def fold_unary(name: str, x, tx: DType):
 def fold_convert(x, src: DType, dst: DType):
     """``x`` of type ``src`` as a value of type ``dst`` (``convert``)."""
     with np.errstate(all="ignore"):
-        return _single(converter(src, dst)(_lane(x, src), _ONE_LANE))
+        out = converter(src, dst)(_lane(x, src), _ONE_LANE)
+        return _single(decode(out, dst) if dst.name in BIT_FORMATS else out)
 
 
 def value_of(v, t: DType):
@@ -499,3 +597,83 @@ def fits(v, t: DType) -> bool:
     if isinstance(v, float) and math.isnan(v):
         return isinstance(r, float) and math.isnan(r)
     return r == v
+
+
+# --------------------------------------------------------------------------- math functions
+# MATH (croqvm.intrinsics, docs/NUMERICS.md "Math functions"): the arguments, of one float
+# type t, are taken as f64, the function is computed in f64 by the C library's double
+# function (or the f64 formula below, evaluated operation by operation), and the result
+# rounds once to t. The C library is called through ctypes, not through Python's math
+# module (which raises on a domain or range error where C gives NaN or infinity) nor
+# numpy (whose vectorised sin, exp, ... are its own and differ from libm in the last
+# bit): the native engine and generated CPU code call the same functions, so every
+# engine gives the same bits on one machine.
+
+def _libm():
+    """The C library's double functions, as functions of f64 arrays."""
+    import ctypes
+    import ctypes.util
+    lib = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    fns = {}
+    for name, arity in (("sqrt", 1), ("exp", 1), ("exp2", 1), ("expm1", 1), ("log", 1),
+                        ("log1p", 1), ("sin", 1), ("cos", 1), ("tan", 1), ("asin", 1),
+                        ("acos", 1), ("atan", 1), ("sinh", 1), ("cosh", 1), ("tanh", 1),
+                        ("ceil", 1), ("floor", 1), ("round", 1), ("pow", 2), ("atan2", 2)):
+        fn = getattr(lib, name)
+        fn.restype = ctypes.c_double
+        fn.argtypes = (ctypes.c_double,) * arity
+        lanes = np.frompyfunc(fn, arity, 1)
+        fns[name] = lambda *xs, lanes=lanes: lanes(*xs).astype(F64)
+    return fns
+
+
+_C = _libm()
+
+
+def _gelu(x):
+    """The tanh form of the reference's GPU runtime, evaluated as C does (left to right)."""
+    inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+    return x * 0.5 * (1.0 + _C["tanh"](inner))
+
+
+# f64 arrays -> f64 arrays per function; numpy's + - * / are IEEE's, as C's are
+_MATH_F64 = {
+    "__sqrt": _C["sqrt"], "__rsqrt": lambda x: 1.0 / _C["sqrt"](x),
+    "__exp": _C["exp"], "__exp2f": _C["exp2"], "__expm1": _C["expm1"], "__log": _C["log"],
+    "__log1p": _C["log1p"], "__sin": _C["sin"], "__cos": _C["cos"], "__tan": _C["tan"],
+    "__asin": _C["asin"], "__acos": _C["acos"], "__atan": _C["atan"], "__sinh": _C["sinh"],
+    "__cosh": _C["cosh"], "__tanh": _C["tanh"], "__ceil": _C["ceil"],
+    "__floor": _C["floor"], "__round": _C["round"], "__fabs": np.abs,
+    "__frcp_rn": lambda x: 1.0 / x,
+    "__gelu": _gelu,
+    "__sigmoid": lambda x: 1.0 / (1.0 + _C["exp"](-x)),
+    "__softplus": lambda x: _C["log1p"](_C["exp"](x)),
+    "__sign": lambda x: (x > 0.0).astype(F64) - (x < 0.0).astype(F64),
+    "__pow": _C["pow"], "__atan2": _C["atan2"],
+}
+
+
+def _fma(x, y, z, t: DType):
+    """x * y + z rounded once to t. Where the f64 result of x * y + z is not finite the
+    exact one is not either (or overflows t), and the error-free transformations of
+    ``fma_to`` would turn infinities into NaN: that result is taken as it is."""
+    plain = x * y + z
+    return round_to(np.where(np.isfinite(plain), fma_to(z, x, y, t), plain), t)
+
+
+def math_op(name: str, t: DType):
+    """MATH function ``name`` on values of float type ``t``: ``fn(args, act)`` with
+    ``args`` a list of lane arrays of ``t`` (one per argument), giving values of ``t``
+    (bool for ``__isfinite``)."""
+    if name == "__isfinite":
+        return lambda args, act: np.isfinite(args[0])
+    if name == "__fmaf":
+        return lambda args, act: _fma(*(a.astype(F64) for a in args), t)
+    fn, to_t = _MATH_F64[name], rounder(t)
+    return lambda args, act: to_t(fn(*(a.astype(F64) for a in args)))
+
+
+def fold_math(name: str, args: list, t: DType):
+    """MATH function ``name`` of the single values ``args`` of type ``t``."""
+    with np.errstate(all="ignore"):
+        return _single(math_op(name, t)([_lane(a, t) for a in args], _ONE_LANE))

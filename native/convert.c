@@ -119,3 +119,20 @@ void cq_convert(int src, int dst, const void *x, void *y, int n, uint32_t act, i
         if ((act >> i & 1) && convert_one(src, dst, x, y, i) != CQ_NUM_OK && *bad < 0)
             *bad = i;
 }
+
+/* MATH: cq_math of each active lane's arguments, R[b]'s float type (docs/NUMERICS.md). */
+int cq_op_math(cq_warp *w, const cq_ins *ins)
+{
+    int t = ins->tb, fmt = cq_fmt_of(t);
+    for (uint32_t m = w->act; m; m &= m - 1) {
+        int i = cq_low(m);
+        double r = cq_math(ins->e, cq_to_double(t, w->regs + ins->rb, i),
+                           cq_to_double(t, w->regs + ins->rc, i),
+                           cq_to_double(t, w->regs + ins->rd, i), fmt);
+        if (ins->ta == CQ_DT_BOOL)
+            ((uint8_t *)(w->regs + ins->ra))[i] = r != 0.0;
+        else
+            store_float(ins->ta, w->regs + ins->ra, i, r);
+    }
+    return CQ_ST_OK;
+}

@@ -64,7 +64,7 @@ typedef struct {
     int32_t span;
     uint32_t ra, rb, rc, rd;/* byte offsets of the register operands in the warp arena */
     uint8_t ta, tb, tc, td; /* their types */
-    uint8_t te;             /* LOAD, STORE, UPDATE: the element type the module declares */
+    uint8_t te;             /* LOAD, STORE, UPDATE, ATOMIC: the element type the module declares */
     uint8_t tt;             /* UPDATE: the arithmetic type of element and value (§12.2) */
     uint16_t hx;            /* UPDATE: the ALU handler of its operation in that type */
     int64_t k;              /* CONST: the value's bits in R[a]'s storage type */
@@ -343,6 +343,8 @@ int cq_op_load(cq_warp *w, const cq_ins *ins);
 int cq_op_store(cq_warp *w, const cq_ins *ins);
 int cq_op_update(cq_warp *w, const cq_ins *ins);
 int cq_op_dimof(cq_warp *w, const cq_ins *ins);
+int cq_op_atomic(cq_warp *w, const cq_ins *ins);
+int cq_op_math(cq_warp *w, const cq_ins *ins);
 int cq_op_dma(cq_warp *w, const cq_ins *ins);
 int cq_op_fut_any(cq_warp *w, const cq_ins *ins);
 int cq_op_wait(cq_warp *w, const cq_ins *ins);

@@ -49,7 +49,12 @@ enum {
     CQ_FMT_BF16 = 3,
     CQ_FMT_TF32 = 4,
     CQ_FMT_E4M3 = 5,
-    CQ_FMT_E5M2 = 6
+    CQ_FMT_E5M2 = 6,
+    CQ_FMT_F6_E2M3 = 7,       /* the OCP MX formats, stored as their bit patterns */
+    CQ_FMT_F6_E3M2 = 8,
+    CQ_FMT_F4_E2M1 = 9,
+    CQ_FMT_UE8M0 = 10,
+    CQ_FMT_UE4M3 = 11
 };
 
 /* ------------------------------------------------------------------ bits */
@@ -131,6 +136,80 @@ CQ_NUM_FN double cq_round_e5m2(double x)
     return cq_round_bits(x, 2, -14, 57344.0, INFINITY);
 }
 
+/* ------------------------------------------------------------------ OCP MX formats */
+
+/* numerics.BIT_FORMATS: mantissa bits, exponent bits, bias, signed, the NaN pattern (-1:
+ * none) of an MX format. */
+CQ_NUM_FN void cq_mx_format(int fmt, int *man, int *exp, int *bias, int *sgn, int *nan)
+{
+    switch (fmt) {
+    case CQ_FMT_F6_E2M3: *man = 3; *exp = 2; *bias = 1; *sgn = 1; *nan = -1; break;
+    case CQ_FMT_F6_E3M2: *man = 2; *exp = 3; *bias = 3; *sgn = 1; *nan = -1; break;
+    case CQ_FMT_F4_E2M1: *man = 1; *exp = 2; *bias = 1; *sgn = 1; *nan = -1; break;
+    case CQ_FMT_UE8M0: *man = 0; *exp = 8; *bias = 127; *sgn = 0; *nan = 0xFF; break;
+    default: *man = 3; *exp = 4; *bias = 7; *sgn = 0; *nan = 0x7F; break;   /* UE4M3 */
+    }
+}
+
+/* numerics.DECODE: the value of a pattern (only the format's low bits count). */
+CQ_NUM_FN double cq_mx_value(unsigned bits, int fmt)
+{
+    int man, exp, bias, sgn, nan;
+    cq_mx_format(fmt, &man, &exp, &bias, &sgn, &nan);
+    bits &= (1u << (man + exp + sgn)) - 1u;
+    if (nan >= 0 && bits == (unsigned)nan)
+        return NAN;
+    int m = (int)(bits & ((1u << man) - 1u)), e = (int)((bits >> man) & ((1u << exp) - 1u));
+    double mag = fmt == CQ_FMT_UE8M0 ? ldexp(1.0, e - bias)
+        : e == 0 ? ldexp((double)m, 1 - bias - man) : ldexp((double)(m | 1 << man), e - bias - man);
+    return sgn && (bits >> (man + exp) & 1u) ? -mag : mag;
+}
+
+/* numerics._encode: the pattern of x rounded to nearest even into an MX format; f6 and
+ * f4 saturate (NaN gives the positive largest), ue4m3 rounds as E4M3 and a negative
+ * value is NaN, ue8m0 holds 2^-127 .. 2^127 (a tie to the even pattern, below the range
+ * the least, beyond it, negative, infinite or NaN: NaN). */
+CQ_NUM_FN unsigned cq_mx_bits(double x, int fmt)
+{
+    int man, exp, bias, sgn, nan, e;
+    cq_mx_format(fmt, &man, &exp, &bias, &sgn, &nan);
+    double ax = fabs(x);
+    if (fmt == CQ_FMT_UE8M0) {
+        if (isnan(x) || isinf(x) || x < 0.0)
+            return (unsigned)nan;
+        if (ax < ldexp(1.0, -bias))
+            return 0;
+        double m = frexp(ax, &e);
+        int k = e - 1 + bias;
+        if (m > 0.75 || (m == 0.75 && (k & 1)))
+            k++;
+        return k > 254 ? (unsigned)nan : (unsigned)k;
+    }
+    int emin = 1 - bias, top_e = (1 << exp) - 1 - bias;
+    double top = (2.0 - ldexp(1.0, nan >= 0 ? 1 - man : -man)) * ldexp(1.0, top_e);
+    if (isnan(x))
+        return sgn ? (((1u << exp) - 1u) << man) | ((1u << man) - 1u) : (unsigned)nan;
+    double r = ax;
+    if (!isinf(ax)) {
+        (void)frexp(ax, &e);
+        int q = (e - 1 > emin ? e - 1 : emin) - man;
+        r = ldexp(rint(ldexp(ax, -q)), q);
+    }
+    int over = r > top;
+    if (over)
+        r = top;
+    unsigned bits;
+    if (r < ldexp(1.0, emin)) {
+        bits = (unsigned)ldexp(r, man - emin);
+    } else {
+        (void)frexp(r, &e);
+        bits = (unsigned)(e - 1 + bias) << man | (unsigned)(ldexp(r, man - (e - 1)) - (1 << man));
+    }
+    if (sgn)
+        return signbit(x) ? bits | 1u << (man + exp) : bits;
+    return over || (signbit(x) && x != 0.0) ? (unsigned)nan : bits;
+}
+
 /* f64 -> f32 is one rounding to nearest even in C (round_to for f32). */
 CQ_NUM_FN double cq_round_f32(double x)
 {
@@ -147,6 +226,8 @@ CQ_NUM_FN double cq_round_fmt(double x, int fmt)
     case CQ_FMT_TF32: return cq_round_tf32(x);
     case CQ_FMT_E4M3: return cq_round_e4m3(x);
     case CQ_FMT_E5M2: return cq_round_e5m2(x);
+    case CQ_FMT_F6_E2M3: case CQ_FMT_F6_E3M2: case CQ_FMT_F4_E2M1: case CQ_FMT_UE8M0:
+    case CQ_FMT_UE4M3: return cq_mx_value(cq_mx_bits(x, fmt), fmt);
     default: return x;
     }
 }
@@ -363,6 +444,67 @@ CQ_NUM_FN double cq_min_f(double x, double y)
 CQ_NUM_FN double cq_max_f(double x, double y)
 {
     return isnan(x) ? y : isnan(y) ? x : (y > x ? y : x);
+}
+
+/* ------------------------------------------------------------------ math functions */
+
+/* MATH's functions (croqvm/intrinsics.py, in its order; a test checks the numbers). */
+enum {
+    CQ_MATH_SQRT, CQ_MATH_RSQRT, CQ_MATH_EXP, CQ_MATH_EXP2F, CQ_MATH_EXPM1, CQ_MATH_LOG,
+    CQ_MATH_LOG1P, CQ_MATH_SIN, CQ_MATH_COS, CQ_MATH_TAN, CQ_MATH_ASIN, CQ_MATH_ACOS,
+    CQ_MATH_ATAN, CQ_MATH_SINH, CQ_MATH_COSH, CQ_MATH_TANH, CQ_MATH_CEIL, CQ_MATH_FLOOR,
+    CQ_MATH_ROUND, CQ_MATH_FABS, CQ_MATH_FRCP_RN, CQ_MATH_GELU, CQ_MATH_SIGMOID,
+    CQ_MATH_SOFTPLUS, CQ_MATH_SIGN, CQ_MATH_ISFINITE, CQ_MATH_POW, CQ_MATH_ATAN2,
+    CQ_MATH_FMAF,
+    CQ_NUM_MATH
+};
+
+/* numerics.math_op: function `fn` of the values x, y, z (those it takes) of a float type
+ * of format `fmt`, computed in double by the C library's function or the formula of
+ * croqvm/intrinsics.py, evaluated in this order, and rounded once to `fmt`
+ * (__isfinite gives 1 or 0). __fmaf rounds x * y + z once (cq_fma_to), except where
+ * x * y + z in double is not finite, which it gives as it is. */
+CQ_NUM_FN double cq_math(int fn, double x, double y, double z, int fmt)
+{
+    double r;
+    switch (fn) {
+    case CQ_MATH_SQRT: r = sqrt(x); break;
+    case CQ_MATH_RSQRT: r = 1.0 / sqrt(x); break;
+    case CQ_MATH_EXP: r = exp(x); break;
+    case CQ_MATH_EXP2F: r = exp2(x); break;
+    case CQ_MATH_EXPM1: r = expm1(x); break;
+    case CQ_MATH_LOG: r = log(x); break;
+    case CQ_MATH_LOG1P: r = log1p(x); break;
+    case CQ_MATH_SIN: r = sin(x); break;
+    case CQ_MATH_COS: r = cos(x); break;
+    case CQ_MATH_TAN: r = tan(x); break;
+    case CQ_MATH_ASIN: r = asin(x); break;
+    case CQ_MATH_ACOS: r = acos(x); break;
+    case CQ_MATH_ATAN: r = atan(x); break;
+    case CQ_MATH_SINH: r = sinh(x); break;
+    case CQ_MATH_COSH: r = cosh(x); break;
+    case CQ_MATH_TANH: r = tanh(x); break;
+    case CQ_MATH_CEIL: r = ceil(x); break;
+    case CQ_MATH_FLOOR: r = floor(x); break;
+    case CQ_MATH_ROUND: r = round(x); break;
+    case CQ_MATH_FABS: r = fabs(x); break;
+    case CQ_MATH_FRCP_RN: r = 1.0 / x; break;
+    case CQ_MATH_GELU: r = x * 0.5 * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+        break;
+    case CQ_MATH_SIGMOID: r = 1.0 / (1.0 + exp(-x)); break;
+    case CQ_MATH_SOFTPLUS: r = log1p(exp(x)); break;
+    case CQ_MATH_SIGN: r = (double)((x > 0.0) - (x < 0.0)); break;
+    case CQ_MATH_ISFINITE: return isfinite(x) ? 1.0 : 0.0;
+    case CQ_MATH_POW: r = pow(x, y); break;
+    case CQ_MATH_ATAN2: r = atan2(x, y); break;
+    case CQ_MATH_FMAF:
+        r = x * y + z;
+        if (isfinite(r))
+            return cq_fma_to(z, x, y, fmt, 0);
+        break;
+    default: r = NAN; break;
+    }
+    return cq_round_fmt(r, fmt);
 }
 
 /* ------------------------------------------------------------------ print */

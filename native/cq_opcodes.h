@@ -1,4 +1,4 @@
-/* generated from croqvm/bytecode/opcodes.py, croqvm/bytecode/module.py, croqvm/dtypes.py, croqvm/faults.py, croqvm/limits.py by python -m croqvm.bytecode.generate; do not edit */
+/* generated from croqvm/bytecode/opcodes.py, croqvm/bytecode/module.py, croqvm/dtypes.py, croqvm/faults.py, croqvm/limits.py, croqvm/intrinsics.py by python -m croqvm.bytecode.generate; do not edit */
 /* cq_opcodes.h -- the bytecode as C: the instruction encoding, the opcode table, the enum values of the .cqb model (docs/CQB.md), element types, fault kinds and limits. Meanings: docs/OPCODES.md. */
 #ifndef CQ_OPCODES_H
 #define CQ_OPCODES_H
@@ -92,9 +92,11 @@ enum cq_opcode {
     CQ_OP_MMA_GATHER = 71,  /* fragment a := the 2-D local buffer b, element (r, c) from the copy of the lane that holds it (c=1: the lane holding (c, r) of the layout, a transposed operand), converted to a's element type */
     CQ_OP_ASM = 72,  /* inline assembly a, for the GPU's assembler: it reads and writes the registers its operands name; on any other device it is a runtime error */
     CQ_OP_CALL_CXX = 73,  /* call a: per active lane, in increasing lane order, the C++ function with that lane's argument registers, its result into that lane's result register */
+    CQ_OP_MATH = 74,  /* R[a] := math function e of R[b] (and R[c], R[d] for those of two and three arguments; the others repeat R[b]), computed in f64 and rounded once (docs/NUMERICS.md) */
+    CQ_OP_ATOMIC = 75,  /* R[a] := @b, then @b := atomic operation e of @b and R[c] (__atomic_cas: R[c] where @b == R[d]; the others repeat R[c]), one lane after another in lane order */
 };
 
-#define CQ_NUM_OPCODES 74
+#define CQ_NUM_OPCODES 76
 
 /* When an opcode is a collective (CQ_COLLECTIVE) or may block (CQ_BLOCKS); WITH_SITE: when its collective-site operand (kind 'c?') is >= 0. */
 enum cq_mode {
@@ -122,14 +124,14 @@ static const char *const CQ_OP_NAME[CQ_NUM_OPCODES] = {
     "MMA_FILL", "MMA_LOAD", "MMA_EXEC", "MMA_STORE", "PRINT", "ASSERT", "ASSERT_FMT",
     "LAUNCH", "RET", "RET_VAL", "RET_BUF", "WAIT_EVENT_AT", "FUT_BIND", "MMA_ASYNC",
     "MMA_WAIT", "MMA_STORE_MASK", "FRAG_GET", "FRAG_SET", "SHFL_XOR", "MMA_GATHER", "ASM",
-    "CALL_CXX"
+    "CALL_CXX", "MATH", "ATOMIC"
 };
 
 /* Operands used (a..e); the other operand words are 0. */
 static const uint8_t CQ_NUM_OPERANDS[CQ_NUM_OPCODES] = {
     0, 2, 2, 2, 1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 4, 2,
     1, 1, 1, 1, 1, 0, 3, 1, 3, 2, 2, 3, 3, 2, 1, 2, 2, 3, 1, 1, 2, 2, 0, 3, 3, 5, 4, 1, 2,
-    2, 1, 0, 1, 1, 2, 1, 2, 2, 5, 4, 4, 3, 4, 1, 1
+    2, 1, 0, 1, 1, 2, 1, 2, 2, 5, 4, 4, 3, 4, 1, 1, 5, 5
 };
 
 /* Operand kind letters in operand order, '?' after a kind that also takes -1 (CQ_KIND_* below). */
@@ -139,7 +141,7 @@ static const char *const CQ_OPERAND_KINDS[CQ_NUM_OPCODES] = {
     "rr", "rr", "rrrr", "rt", "t", "t", "r", "r", "t", "", "rii", "b", "brc?", "ra", "ar",
     "ari", "rbi", "dc?", "f", "fc?", "ff", "rfi", "c", "i", "er", "er", "", "mrc?", "mvc?",
     "mmmic?", "mvic?", "p", "rs", "rp", "l", "", "r", "b", "er", "f", "mc?", "mc?",
-    "mvrrc?", "rmrr", "mrrr", "rri", "mbic?", "x", "y"
+    "mvrrc?", "rmrr", "mrrr", "rri", "mbic?", "x", "y", "rrrri", "rarri"
 };
 
 /* The operand (0 = a) holding the register the op writes, -1: none. */
@@ -147,7 +149,7 @@ static const int8_t CQ_WRITES[CQ_NUM_OPCODES] = {
     -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     -1, -1, -1, -1, -1, -1, -1, 0, -1, -1, 0, -1, -1, 0, -1, -1, -1, -1, 0, -1, -1, -1, -1,
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, -1, 0, -1, -1,
-    -1
+    -1, 0, 0
 };
 
 /* The operand naming its collective site, -1: none. */
@@ -155,28 +157,28 @@ static const int8_t CQ_SITE[CQ_NUM_OPCODES] = {
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, -1, -1, -1, -1, 1, -1,
     1, -1, -1, 0, -1, -1, -1, -1, 2, 2, 4, 3, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 1, 4,
-    -1, -1, -1, 3, -1, -1
+    -1, -1, -1, 3, -1, -1, -1, -1
 };
 
 /* enum cq_mode: when the op is a collective of the site's participants. */
 static const uint8_t CQ_COLLECTIVE[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 2, 0, 0, 1, 0, 0, 0, 0, 2, 2, 2, 2, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 0, 0, 0, 2, 0, 0
+    0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 0, 0, 0, 2, 0, 0, 0, 0
 };
 
 /* enum cq_mode: when the op may block its warp. */
 static const uint8_t CQ_BLOCKS[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 2, 0, 0, 1, 0, 0, 1, 0, 2, 2, 2, 2, 0, 0,
-    0, 0, 0, 0, 0, 1, 0, 2, 2, 2, 0, 0, 0, 2, 0, 0
+    0, 0, 0, 0, 0, 1, 0, 2, 2, 2, 0, 0, 0, 2, 0, 0, 0, 0
 };
 
 /* enum cq_flag bits. */
 static const uint8_t CQ_FLAGS[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
     0, 1, 0, 0, 2, 8, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 4, 0, 0, 0, 0, 0, 0,
-    0, 4, 4, 4, 4, 8, 8, 0, 0, 0, 0, 0, 8, 0, 8, 8
+    0, 4, 4, 4, 4, 8, 8, 0, 0, 0, 0, 0, 8, 0, 8, 8, 0, 0
 };
 
 /* UPDATE's operator immediate is one of these opcodes. */
@@ -277,28 +279,33 @@ enum cq_dtype {
     CQ_DT_TF32 = 13,  /* float */
     CQ_DT_F8_E4M3 = 14,  /* __nv_fp8_e4m3 */
     CQ_DT_F8_E5M2 = 15,  /* __nv_fp8_e5m2 */
+    CQ_DT_F6_E2M3 = 16,  /* __nv_fp6_e2m3 */
+    CQ_DT_F6_E3M2 = 17,  /* __nv_fp6_e3m2 */
+    CQ_DT_F4_E2M1 = 18,  /* __nv_fp4_e2m1 */
+    CQ_DT_F8_UE8M0 = 19,  /* __nv_fp8_e8m0 */
+    CQ_DT_F8_UE4M3 = 20,  /* __nv_fp8_e4m3 */
 };
 
-#define CQ_NUM_DTYPES 16
+#define CQ_NUM_DTYPES 21
 
 /* Bits of the type. */
 static const uint8_t CQ_DTYPE_BITS[CQ_NUM_DTYPES] = {
-    8, 8, 16, 32, 64, 8, 16, 32, 64, 16, 16, 32, 64, 32, 8, 8
+    8, 8, 16, 32, 64, 8, 16, 32, 64, 16, 16, 32, 64, 32, 8, 8, 6, 6, 4, 8, 8
 };
 
 /* 0 bool, 1 integer, 2 float. */
 static const uint8_t CQ_DTYPE_KIND[CQ_NUM_DTYPES] = {
-    0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2
 };
 
 /* Signed types. */
 static const uint8_t CQ_DTYPE_SIGNED[CQ_NUM_DTYPES] = {
-    0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1
+    0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0
 };
 
 /* Bytes a value is stored in: bf16, tf32 and fp8 are stored as float. */
 static const uint8_t CQ_DTYPE_STORAGE_BYTES[CQ_NUM_DTYPES] = {
-    1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 4, 8, 4, 4, 4
+    1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 4, 8, 4, 4, 4, 1, 1, 1, 1, 1
 };
 
 /* Runtime error kinds an engine reports; Python formats the messages (croqvm/faults.py). */
@@ -349,6 +356,19 @@ enum cq_fault {
     CQ_FAULT_FRAGMENT_NOT_OWNED = 44,
     CQ_FAULT_SHUFFLE_INACTIVE = 45,
     CQ_FAULT_ASM_ON_CPU = 46,
+};
+
+/* ATOMIC's operation immediate (croqvm/intrinsics.py): the new element from the old one and the value v. */
+enum cq_atomic {
+    CQ_ATOMIC_ADD = 0,  /* old + v */
+    CQ_ATOMIC_SUB = 1,  /* old - v */
+    CQ_ATOMIC_EXCH = 2,  /* v */
+    CQ_ATOMIC_MIN = 3,  /* min(old, v) */
+    CQ_ATOMIC_MAX = 4,  /* max(old, v) */
+    CQ_ATOMIC_AND = 5,  /* old & v */
+    CQ_ATOMIC_OR = 6,  /* old | v */
+    CQ_ATOMIC_XOR = 7,  /* old ^ v */
+    CQ_ATOMIC_CAS = 8,  /* v if old == cmp, else old */
 };
 
 #endif  /* CQ_OPCODES_H */

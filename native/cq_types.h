@@ -111,9 +111,38 @@
 #define SV_F8_E5M2(v) ((float)cq_round_e5m2((double)(v)))
 #define NEG_F8_E5M2(s) (-(s))
 
+/* the OCP MX formats: stored as their bit pattern, like f16 (no operation computes in
+ * them: NEG's sign flip is there for the family's sake) */
+#define ST_F6_E2M3 uint8_t
+#define CT_F6_E2M3 double
+#define LD_F6_E2M3(s) cq_mx_value(s, CQ_FMT_F6_E2M3)
+#define SV_F6_E2M3(v) ((uint8_t)cq_mx_bits(v, CQ_FMT_F6_E2M3))
+#define NEG_F6_E2M3(s) ((uint8_t)((s) ^ 0x20u))
+#define ST_F6_E3M2 uint8_t
+#define CT_F6_E3M2 double
+#define LD_F6_E3M2(s) cq_mx_value(s, CQ_FMT_F6_E3M2)
+#define SV_F6_E3M2(v) ((uint8_t)cq_mx_bits(v, CQ_FMT_F6_E3M2))
+#define NEG_F6_E3M2(s) ((uint8_t)((s) ^ 0x20u))
+#define ST_F4_E2M1 uint8_t
+#define CT_F4_E2M1 double
+#define LD_F4_E2M1(s) cq_mx_value(s, CQ_FMT_F4_E2M1)
+#define SV_F4_E2M1(v) ((uint8_t)cq_mx_bits(v, CQ_FMT_F4_E2M1))
+#define NEG_F4_E2M1(s) ((uint8_t)((s) ^ 0x08u))
+#define ST_F8_UE8M0 uint8_t
+#define CT_F8_UE8M0 double
+#define LD_F8_UE8M0(s) cq_mx_value(s, CQ_FMT_UE8M0)
+#define SV_F8_UE8M0(v) ((uint8_t)cq_mx_bits(v, CQ_FMT_UE8M0))
+#define NEG_F8_UE8M0(s) (s)
+#define ST_F8_UE4M3 uint8_t
+#define CT_F8_UE4M3 double
+#define LD_F8_UE4M3(s) cq_mx_value(s, CQ_FMT_UE4M3)
+#define SV_F8_UE4M3(v) ((uint8_t)cq_mx_bits(v, CQ_FMT_UE4M3))
+#define NEG_F8_UE4M3(s) (s)
+
 /* Families: X(NAME) for each type the family covers. */
 #define CQ_INT_TYPES(X) X(S8) X(S16) X(S32) X(S64) X(U8) X(U16) X(U32) X(U64)
-#define CQ_FLOAT_TYPES(X) X(F16) X(BF16) X(F32) X(F64) X(TF32) X(F8_E4M3) X(F8_E5M2)
+#define CQ_FLOAT_TYPES(X) X(F16) X(BF16) X(F32) X(F64) X(TF32) X(F8_E4M3) X(F8_E5M2) \
+    X(F6_E2M3) X(F6_E3M2) X(F4_E2M1) X(F8_UE8M0) X(F8_UE4M3)
 #define CQ_NUM_TYPES(X) CQ_INT_TYPES(X) CQ_FLOAT_TYPES(X)
 #define CQ_ALL_TYPES(X) X(BOOL) CQ_NUM_TYPES(X)
 
@@ -127,13 +156,18 @@ static inline int cq_fmt_of(int type)
     case CQ_DT_TF32: return CQ_FMT_TF32;
     case CQ_DT_F8_E4M3: return CQ_FMT_E4M3;
     case CQ_DT_F8_E5M2: return CQ_FMT_E5M2;
+    case CQ_DT_F6_E2M3: return CQ_FMT_F6_E2M3;
+    case CQ_DT_F6_E3M2: return CQ_FMT_F6_E3M2;
+    case CQ_DT_F4_E2M1: return CQ_FMT_F4_E2M1;
+    case CQ_DT_F8_UE8M0: return CQ_FMT_UE8M0;
+    case CQ_DT_F8_UE4M3: return CQ_FMT_UE4M3;
     default: return CQ_FMT_F64;
     }
 }
 
 static inline int cq_is_float(int type)
 {
-    return type >= CQ_DT_F16 && type <= CQ_DT_F8_E5M2;
+    return type >= CQ_DT_F16 && type <= CQ_DT_F8_UE4M3;
 }
 
 #endif

@@ -158,6 +158,8 @@ static int op_other(cq_block *blk, cq_warp *w, const cq_ins *ins)
     case CQ_OP_STORE: return cq_op_store(w, ins);
     case CQ_OP_UPDATE: return cq_op_update(w, ins);
     case CQ_OP_DIMOF: return cq_op_dimof(w, ins);
+    case CQ_OP_ATOMIC: return cq_op_atomic(w, ins);
+    case CQ_OP_MATH: return cq_op_math(w, ins);
     case CQ_OP_DMA: return cq_op_dma(w, ins);
     case CQ_OP_FUT_ANY: return cq_op_fut_any(w, ins);
     case CQ_OP_WAIT: return cq_op_wait(w, ins);

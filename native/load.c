@@ -126,6 +126,8 @@ static void rd_aux(reader *r, const cq_code *code, cq_ins *ins, int32_t n)
             ins[k].te = (uint8_t)element_type(code, ins[k].b);
         if (ins[k].op == CQ_OP_STORE)
             ins[k].te = (uint8_t)element_type(code, ins[k].a);
+        if (ins[k].op == CQ_OP_ATOMIC)
+            ins[k].te = (uint8_t)element_type(code, ins[k].b);
         if (ins[k].op == CQ_OP_UPDATE) {
             ins[k].te = (uint8_t)element_type(code, ins[k].a);
             ins[k].tt = (uint8_t)rd(r);

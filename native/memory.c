@@ -706,6 +706,72 @@ int cq_op_update(cq_warp *w, const cq_ins *ins)
     return CQ_ST_OK;
 }
 
+/* ------------------------------------------------------------------ ATOMIC */
+
+/* The element after ATOMIC operation ``op`` (enum cq_atomic) of the element ``old``, the
+ * value ``v`` and, for CAS, ``cmp``, all of element type T, which the operation takes
+ * (the verifier's guarantee); integers as cq_numerics.h, floats rounded once. */
+#define ATOMIC_INT(N) \
+    case CQ_DT_##N: { \
+        CT_##N o = LD_##N(*(const ST_##N *)old), x = LD_##N(*(const ST_##N *)v); \
+        CT_##N r = op == CQ_ATOMIC_ADD ? NUM_OF(add, N)(o, x) \
+            : op == CQ_ATOMIC_SUB ? NUM_OF(sub, N)(o, x) \
+            : op == CQ_ATOMIC_MIN ? NUM_OF(min, N)(o, x) \
+            : op == CQ_ATOMIC_MAX ? NUM_OF(max, N)(o, x) \
+            : op == CQ_ATOMIC_AND ? (CT_##N)(o & x) : op == CQ_ATOMIC_OR ? (CT_##N)(o | x) \
+            : op == CQ_ATOMIC_XOR ? (CT_##N)(o ^ x) : op == CQ_ATOMIC_EXCH ? x \
+            : o == LD_##N(*(const ST_##N *)cmp) ? x : o; \
+        *(ST_##N *)out = SV_##N(r); \
+        break; }
+#define ATOMIC_FLOAT(N) \
+    case CQ_DT_##N: \
+        *(ST_##N *)out = op == CQ_ATOMIC_ADD \
+            ? SV_##N(LD_##N(*(const ST_##N *)old) + LD_##N(*(const ST_##N *)v)) \
+            : *(const ST_##N *)v; \
+        break;
+#define NUM_OF2(OP, NT) cq_##OP##_##NT
+#define NUM_OF1(OP, NT) NUM_OF2(OP, NT)
+#define NUM_OF(OP, N) NUM_OF1(OP, NT_##N)
+
+static void atomic_new(int op, int t, const void *old, const void *v, const void *cmp,
+                       void *out)
+{
+    switch (t) {
+    CQ_INT_TYPES(ATOMIC_INT)
+    CQ_FLOAT_TYPES(ATOMIC_FLOAT)
+    }
+}
+
+#undef ATOMIC_INT
+#undef ATOMIC_FLOAT
+#undef NUM_OF2
+#undef NUM_OF1
+#undef NUM_OF
+
+/* R[a] := @b, @b := the new element, one lane after another in lane order (§4.5):
+ * a lane reads the element as the lanes before it left it. */
+int cq_op_atomic(cq_warp *w, const cq_ins *ins)
+{
+    located L;
+    if (locate(w, ins, ins->b, &L) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    int size = cq_type_size[ins->te];
+    for (uint32_t m = L.lanes; m; m &= m - 1) {
+        uint32_t one = m & -m;
+        int i = cq_low(m);
+        if (check_written(w, ins, ins->b, &L, one) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+        char old[8], out[CQ_WARP * 8];
+        char *cell = buf_at(&L, i)->data + (size_t)L.off[i] * (size_t)size;
+        memcpy(old, cell, (size_t)size);
+        atomic_new(ins->e, ins->te, old, w->regs + ins->rc + (size_t)i * (size_t)size,
+                   w->regs + ins->rd + (size_t)i * (size_t)size, out + (size_t)i * (size_t)size);
+        scatter(&L, one, size, out);
+        memcpy(w->regs + ins->ra + (size_t)i * (size_t)size, old, (size_t)size);
+    }
+    return CQ_ST_OK;
+}
+
 /* ------------------------------------------------------------------ ALLOC, FILL, DIMOF */
 
 /* The shared memory a kernel block uses once slot ``slot`` holds instances of ``shape``,

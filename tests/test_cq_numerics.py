@@ -41,6 +41,9 @@ void fma_many(const double *c, const double *a, const double *b, double *y, int 
               int fmt, int exact);
 void minmax_many(const double *x, const double *y, double *lo, double *hi, int n);
 int int_op(int type, int op, uint64_t x, uint64_t y, uint64_t *out);
+void math_many(int fn, const double *x, const double *y, const double *z, double *out, int n,
+               int fmt);
+int math_code(const char *name);
 """
 
 # the wrappers: loops over arrays, and one entry point for the integer operations
@@ -67,6 +70,21 @@ void fma_many(const double *c, const double *a, const double *b, double *y, int 
 { for (int i = 0; i < n; i++) y[i] = cq_fma_to(c[i], a[i], b[i], fmt, exact); }
 void minmax_many(const double *x, const double *y, double *lo, double *hi, int n)
 { for (int i = 0; i < n; i++) { lo[i] = cq_min_f(x[i], y[i]); hi[i] = cq_max_f(x[i], y[i]); } }
+
+void math_many(int fn, const double *x, const double *y, const double *z, double *out, int n,
+               int fmt)
+{ for (int i = 0; i < n; i++) out[i] = cq_math(fn, x[i], y[i], z[i], fmt); }
+#define MATH_CODE(N) if (!strcmp(name, #N)) return CQ_MATH_##N;
+int math_code(const char *name)
+{
+    MATH_CODE(SQRT) MATH_CODE(RSQRT) MATH_CODE(EXP) MATH_CODE(EXP2F) MATH_CODE(EXPM1)
+    MATH_CODE(LOG) MATH_CODE(LOG1P) MATH_CODE(SIN) MATH_CODE(COS) MATH_CODE(TAN)
+    MATH_CODE(ASIN) MATH_CODE(ACOS) MATH_CODE(ATAN) MATH_CODE(SINH) MATH_CODE(COSH)
+    MATH_CODE(TANH) MATH_CODE(CEIL) MATH_CODE(FLOOR) MATH_CODE(ROUND) MATH_CODE(FABS)
+    MATH_CODE(FRCP_RN) MATH_CODE(GELU) MATH_CODE(SIGMOID) MATH_CODE(SOFTPLUS)
+    MATH_CODE(SIGN) MATH_CODE(ISFINITE) MATH_CODE(POW) MATH_CODE(ATAN2) MATH_CODE(FMAF)
+    return strcmp(name, "COUNT") ? -1 : CQ_NUM_MATH;
+}
 
 #define BINARY(T, CT, NAME) \
     case NAME##_##T: { CT r = cq_##NAME##_##T((CT)x, (CT)y); *out = (uint64_t)r; return 0; }
@@ -399,3 +417,40 @@ def test_percent_g_on_100000_values(cq):
     for v in x.tolist():
         cq.lib.cq_format_float(buf, 64, v)
         assert cq.ffi.string(buf).decode() == numerics.format_float(v), v
+
+
+def test_math_enum_is_the_intrinsics_table(cq):
+    """CQ_MATH_* in cq_numerics.h numbers the functions as croqvm/intrinsics.py does."""
+    from croqvm.intrinsics import C_NAME, MATH
+    for fn in MATH:
+        name = C_NAME[fn.code][len("CQ_MATH_"):]
+        assert cq.lib.math_code(name.encode()) == fn.code, name
+    assert cq.lib.math_code(b"COUNT") == len(MATH)
+
+
+def _math_samples(rng, n):
+    """Ordinary values, edges (zeros, infinities, NaN, tiny and huge) and halfway cases
+    of the narrow formats."""
+    edges = [0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -1.0, 0.5, 1e-300, -1e-300,
+             1e300, 88.7, 710.0, -745.0, 2.5, -2.5, 1.5, 3.0, 0.1]
+    x = np.concatenate([edges, rng.normal(0, 3, n), rng.uniform(-1, 1, n) * 1e-3,
+                        np.ldexp(rng.uniform(0.5, 1, n), rng.integers(-60, 60, n))])
+    return x
+
+
+@pytest.mark.parametrize("fmt", ["f64", "f32", "f16", "bf16"])
+def test_every_math_function_gives_the_python_bits(cq, fmt):
+    """cq_math and numerics.math_op agree bit for bit on the values of each float type
+    (the arguments first rounded to it, as registers hold them)."""
+    from croqvm.intrinsics import MATH
+    rng = np.random.default_rng(7)
+    t = T[fmt]
+    args = [py_round(_math_samples(rng, 300), fmt) for _ in range(3)]
+    for fn in MATH:
+        c_out = np.empty_like(args[0])
+        cq.lib.math_many(fn.code, *(ptr(cq, "double", a) for a in args),
+                         ptr(cq, "double", c_out), len(c_out), FORMATS[fmt])
+        with np.errstate(all="ignore"):
+            py = numerics.math_op(fn.name, t)([a.astype(t.np) for a in args[:fn.arity]],
+                                              None).astype(np.float64)
+        assert same_bits(c_out, py) is None, (fn.name, same_bits(c_out, py))

@@ -685,3 +685,39 @@ def test_a_parity_wait_that_passes_two_generations_early_does_not_order_the_read
         }
     """, "early")
     assert "data race on shared 'box' element (0)" in text.splitlines()[0], text
+
+
+# --------------------------------------------------------------------------- atomics (§4.5)
+
+ATOMICS = """
+    __co__ void f(global s32 [4] out) {
+      parallel p by 64 : thread {
+        __atomic_add(out.at(0), 1);
+        if (p == 40) out.at(0) = 5;
+      }
+    }
+    __co__ void g(global s32 [4] out) {
+      parallel p by 64 : thread {
+        shared s32 [4] s;
+        __atomic_max(s.at(p % 4), p);
+        __atomic_add(out.at(p % 4), 1);
+      }
+    }"""
+
+
+def test_atomics_never_race_with_each_other():
+    out = np.zeros(4, np.int32)
+    assert checked(ATOMICS, "g", out) == ""
+    np.testing.assert_array_equal(out, [16, 16, 16, 16])
+
+
+def test_an_atomic_races_with_a_plain_access():
+    assert races(ATOMICS, "f", np.zeros(4, np.int32)) == report(
+        "race.co:4:18: runtime error: data race on global 'out' element (0): written here, "
+        "updated atomically at race.co:3:5; no barrier or event orders them.",
+        "    4 |     if (p == 40) out.at(0) = 5;",
+        "      |                  ^~~~~~~~~~~~~",
+        "  written in block (0), warp 1 (lane 40)",
+        "  in kernel launched at race.co:2:3",
+        "race.co:3:5: note: updated atomically in block (0), warp 0 (lane 31)",
+        *quote(3, "    __atomic_add(out.at(0), 1);"))

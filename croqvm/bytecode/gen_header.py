@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import re
 
-from croqvm import dtypes, limits
+from croqvm import dtypes, intrinsics, limits
 from croqvm.faults import Kind
 
 from . import module, opcodes, schema
 from .opcodes import TABLE, Mode
 
 SOURCES = ("croqvm/bytecode/opcodes.py", "croqvm/bytecode/module.py", "croqvm/dtypes.py",
-           "croqvm/faults.py", "croqvm/limits.py")
+           "croqvm/faults.py", "croqvm/limits.py", "croqvm/intrinsics.py")
 _FLAGS = (("OPENS", "opens", "IF, LOOP: push a control frame"),
           ("CLOSES", "closes", "END"),
           ("HOST_ONLY", "host_only", "only in host programs"),
@@ -139,6 +139,13 @@ def _faults() -> list[str]:
                  "(croqvm/faults.py).")
 
 
+def _atomics() -> list[str]:
+    return _enum("atomic", [(f"CQ_ATOMIC_{a.name[len('__atomic_'):].upper()}", a.code, a.meaning)
+                            for a in intrinsics.ATOMIC],
+                 "ATOMIC's operation immediate (croqvm/intrinsics.py): the new element from "
+                 "the old one and the value v.")
+
+
 def header() -> str:
     lines = [
         f"/* generated from {', '.join(SOURCES)} by python -m croqvm.bytecode.generate; "
@@ -165,6 +172,6 @@ def header() -> str:
         f"#define CQ_MAX_SHARED_BYTES {limits.MAX_SHARED_BYTES}",
         "",
     ]
-    lines += _opcodes() + _operand_kinds() + _model_enums() + _dtypes() + _faults()
+    lines += _opcodes() + _operand_kinds() + _model_enums() + _dtypes() + _faults() + _atomics()
     lines += ["#endif  " + _comment("CQ_OPCODES_H")]
     return "\n".join(lines) + "\n"

@@ -340,6 +340,18 @@ _ROWS = (
     _op("CALL_CXX", ("y",), "call a: per active lane, in increasing lane order, the C++ "
         "function with that lane's argument registers, its result into that lane's result "
         "register", kernel_only=True, entry="cxx_call"),
+    # --- builtin functions (§4.4, §4.5; croqvm/intrinsics.py)
+    _op("MATH", ("r", "r", "r", "r", "i"), "R[a] := math function e of R[b] (and R[c], R[d] "
+        "for those of two and three arguments; the others repeat R[b]), computed in f64 and "
+        "rounded once (docs/NUMERICS.md)", _LEAF, types=("any", "math=", "math=", "math="),
+        imms=("math_fn",), optype="T, the arguments' type (f16, bf16, f32 or f64); result T, "
+        "bool for __isfinite"),
+    _op("ATOMIC", ("r", "a", "r", "r", "i"), "R[a] := @b, then @b := atomic operation e of "
+        "@b and R[c] (__atomic_cas: R[c] where @b == R[d]; the others repeat R[c]), one lane "
+        "after another in lane order", _LEAF, types=("any=", "any=", "any="),
+        imms=("atomic_op",), entry="atomic",
+        optype="T, the element type of @b, one the operation takes (croqvm/intrinsics.py); "
+        "result T", faults=_BASE_FAULTS + (K.UNINITIALISED,)),
 )
 
 TABLE = tuple(Op(code, name, operands, meaning, **fields)
@@ -353,8 +365,8 @@ assert all(len(op.operands) <= MAX_OPERANDS for op in TABLE)
  END, YIELD, ONCE, ALLOC, FILL, LOAD, STORE, UPDATE, DIMOF, DMA, FUT_ANY, WAIT, SWAP, FUT_DIM,
  BARRIER, FENCE, TRIGGER, WAIT_EVENT, SYNC_GLOBAL, MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE,
  PRINT, ASSERT, ASSERT_FMT, LAUNCH, RET, RET_VAL, RET_BUF, WAIT_EVENT_AT, FUT_BIND, MMA_ASYNC,
- MMA_WAIT, MMA_STORE_MASK, FRAG_GET, FRAG_SET, SHFL_XOR, MMA_GATHER, ASM,
- CALL_CXX) = range(len(TABLE))
+ MMA_WAIT, MMA_STORE_MASK, FRAG_GET, FRAG_SET, SHFL_XOR, MMA_GATHER, ASM, CALL_CXX, MATH,
+ ATOMIC) = range(len(TABLE))
 
 # Binary ALU opcodes in operator order: UPDATE's immediate names one of these.
 BINARY_ALU = (ADD, SUB, MUL, DIV, MOD, MIN, MAX, AND, OR, XOR, SHL, SHR)

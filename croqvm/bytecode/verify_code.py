@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from croqvm.dtypes import BY_CODE, promote
+from croqvm.intrinsics import ATOMIC, MATH
 from croqvm.limits import WARP_SIZE
 
 from . import opcodes as O
@@ -194,7 +195,24 @@ def _lane_mask(cx, at, v, op, used):
         at.fail(f"lane mask {v} out of range (1..{WARP_SIZE - 1})")
 
 
+def _math_fn(cx, at, v, op, used):
+    """The function exists; its result is bool (a predicate) or the arguments' type."""
+    if not 0 <= v < len(MATH):
+        at.fail(f"math function {v} out of range (0..{len(MATH) - 1})")
+    regs = [r for k, r in zip(op.operands, used) if k == "r"]
+    result, arg = BY_CODE[cx.code.regs[regs[0]]], BY_CODE[cx.code.regs[regs[1]]]
+    want = "bool" if MATH[v].predicate else arg.name
+    if result.name != want:
+        at.fail(f"{MATH[v].name} of {arg.name} gives {want}, but r{regs[0]} is {result.name}")
+
+
+def _atomic_op(cx, at, v, op, used):
+    if not 0 <= v < len(ATOMIC):
+        at.fail(f"atomic operation {v} out of range (0..{len(ATOMIC) - 1})")
+
+
 _IMMEDIATE_RULES = {
+    "math_fn": _math_fn, "atomic_op": _atomic_op,
     "grid_dim": _grid_dim, "once_site": _once_site, "unit": _unit, "alu_op": _alu_op,
     "buffer_dim": _buffer_dim, "future_dim": _future_dim,
     "mma_layout": _choice(4, "mma layout"), "flag": _choice(2, "flag"),
@@ -267,8 +285,21 @@ def _cxx_call(cx, at, op, used):
             at.fail(f"the result r{call.result} is a register a CONST loads")
 
 
+def _atomic(cx, at, op, used):
+    """The registers have the element type of the access, one the operation takes."""
+    access = cx.code.accesses[operand(op, used, "a")]
+    elem = element_dtype(cx, access.base_kind, access.base)
+    r = operand(op, used, "r")
+    fn = ATOMIC[operand(op, used, "i")]
+    if cx.code.regs[r] != elem.code:
+        at.fail(f"r{r} is {BY_CODE[cx.code.regs[r]].name}, but the element is {elem.name}")
+    if elem.name not in fn.types:
+        at.fail(f"{fn.name} on {elem.name} elements; it takes {', '.join(fn.types)}")
+
+
 ENTRY_RULES = {"message": _message, "typed_const": _typed_const, "same_future": _same_future,
-               "asm_operands": _asm_operands, "cxx_call": _cxx_call, **verify_mma.RULES}
+               "asm_operands": _asm_operands, "cxx_call": _cxx_call, "atomic": _atomic,
+               **verify_mma.RULES}
 
 
 # -- structured control flow (EXECUTION.md §4) ----------------------------------------------

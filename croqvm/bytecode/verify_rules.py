@@ -16,6 +16,7 @@ from croqvm.dtypes import DType
 
 ARITH = ("s32", "u32", "s64", "u64", "f16", "bf16", "f32", "f64")
 WIDE_INTS = ("s32", "u32", "s64", "u64")
+MATH = ("f16", "bf16", "f32", "f64")
 
 CLASSES = {
     "any": ("any dtype", lambda d: True),
@@ -26,6 +27,7 @@ CLASSES = {
     "shift": ("a 32- or 64-bit integer", lambda d: d.name in WIDE_INTS),
     "compare": ("an arithmetic type or bool", lambda d: d.name in ARITH + ("bool",)),
     "order": ("s64", lambda d: d.name == "s64"),
+    "math": ("a float computation type (" + ", ".join(MATH) + ")", lambda d: d.name in MATH),
 }
 
 

@@ -23,13 +23,17 @@ from ..faults import Kind
 REG_C = {"bool": "bool", "s8": "int8_t", "s16": "int16_t", "s32": "int32_t", "s64": "int64_t",
          "u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t", "u64": "uint64_t",
          "f16": "float", "bf16": "float", "f32": "float", "f64": "double", "tf32": "float",
-         "f8_e4m3": "float", "f8_e5m2": "float"}
+         "f8_e4m3": "float", "f8_e5m2": "float", "f6_e2m3": "float", "f6_e3m2": "float",
+         "f4_e2m1": "float", "f8_ue8m0": "float", "f8_ue4m3": "float"}
 # croqvm type -> C type of an element in memory: the numpy storage of the engines, so
 # host arrays are copied byte for byte (f16 as its bit pattern)
-STORE_C = {**REG_C, "bool": "uint8_t", "f16": "uint16_t"}
+STORE_C = {**REG_C, "bool": "uint8_t", "f16": "uint16_t",
+           **{name: "uint8_t" for name in dtypes.BIT_STORED}}
 # float type -> cq_numerics.h format
 FMT = {"f64": "CQ_FMT_F64", "f32": "CQ_FMT_F32", "f16": "CQ_FMT_F16", "bf16": "CQ_FMT_BF16",
-       "tf32": "CQ_FMT_TF32", "f8_e4m3": "CQ_FMT_E4M3", "f8_e5m2": "CQ_FMT_E5M2"}
+       "tf32": "CQ_FMT_TF32", "f8_e4m3": "CQ_FMT_E4M3", "f8_e5m2": "CQ_FMT_E5M2",
+       "f6_e2m3": "CQ_FMT_F6_E2M3", "f6_e3m2": "CQ_FMT_F6_E3M2", "f4_e2m1": "CQ_FMT_F4_E2M1",
+       "f8_ue8m0": "CQ_FMT_UE8M0", "f8_ue4m3": "CQ_FMT_UE4M3"}
 # integer computation types -> cq_numerics.h suffix
 INT_OPS = {"s32": "s32", "u32": "u32", "s64": "s64", "u64": "u64"}
 
@@ -211,6 +215,8 @@ def load_value(ptr: str, t: DType) -> str:
     """The value of the element ``*ptr`` of type ``t`` (``ptr`` typed as its storage)."""
     if t.name == "f16":
         return f"(float)cq_f16_value(*({ptr}))"
+    if t.name in dtypes.BIT_STORED:
+        return f"(float)cq_mx_value(*({ptr}), {FMT[t.name]})"
     if t.kind == "bool":
         return f"(*({ptr}) != 0)"
     return f"*({ptr})"
@@ -220,6 +226,8 @@ def store_value(x: str, t: DType) -> str:
     """The storage encoding of value ``x`` of type ``t``."""
     if t.name == "f16":
         return f"cq_f16_bits((double)({x}))"
+    if t.name in dtypes.BIT_STORED:
+        return f"(uint8_t)cq_mx_bits((double)({x}), {FMT[t.name]})"
     if t.kind == "bool":
         return f"(uint8_t)(({x}) != 0)"
     return x

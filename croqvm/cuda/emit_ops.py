@@ -15,6 +15,7 @@ from .. import dtypes
 from ..bytecode.module import BaseKind, Storage
 from ..bytecode.opcodes import BINARY_ALU, COMPARE, TABLE
 from ..faults import Kind
+from ..intrinsics import ATOMIC, C_NAME, CAS, MATH
 from ..limits import MAX_SHARED_BYTES
 from . import cnum
 
@@ -385,6 +386,47 @@ def op_update(k, ins, ip):
     k.line("}", ins)
 
 
+def op_atomic(k, ins, ip):
+    """R[a] := @b, @b := the new element, as one indivisible step per lane (§4.5): the
+    compare-and-swap loop of UPDATE (cq_update), so the element is computed as the
+    engines compute it; R[a] takes what the successful step read."""
+    _, r, a, v, cmp, code = ins[:6]
+    t = element_type(k, k.code.accesses[a])
+    op = ATOMIC[code]
+    if op.alu:
+        now = cnum.binary(op.alu, "old", f"r{v}", t, t, "").value
+    elif code == CAS:
+        now = f"(old == r{cmp} ? r{v} : old)"
+    else:
+        now = f"r{v}"
+    k.line("{", ins)
+    k.depth += 1
+    ptr = element_pointer(k, a, ins, ip)
+    k.line(f"{cnum.reg_c(t)} old;", ins)
+    k.line(f"cq_update({ptr}, [&]({cnum.store_c(t)} stored) {{", ins)
+    k.depth += 1
+    k.line(f"old = {cnum.load_value('&stored', t)};", ins)
+    k.line(f"{cnum.reg_c(t)} now = {now};", ins)
+    k.line(f"return ({cnum.store_c(t)}){cnum.store_value('now', t)};", ins)
+    k.depth -= 1
+    k.line("});", ins)
+    k.line(f"r{r} = old;", ins)
+    k.depth -= 1
+    k.line("}", ins)
+
+
+def op_math(k, ins, ip):
+    """cq_numerics.h's cq_math, as the engines compute it (docs/NUMERICS.md)."""
+    _, a, b, c, d, fn = ins[:6]
+    t = k.rt(b)
+    value = (f"cq_math({C_NAME[fn]}, (double)r{b}, (double)r{c}, (double)r{d}, "
+             f"{cnum.FMT[t.name]})")
+    if MATH[fn].predicate:
+        k.line(f"r{a} = {value} != 0.0;", ins)
+    else:
+        k.line(f"r{a} = ({cnum.reg_c(t)}){value};", ins)
+
+
 def op_alloc(k, ins, ip):
     """Buffers of static extents are zeroed when the block starts (shared) or the lane
     does (local), which is when their ALLOC takes effect the first time (§3.2.4);
@@ -489,7 +531,7 @@ def _handlers():
         "LOOP": op_loop, "BREAK_IF": op_break_if, "CONTINUE_IF": op_continue_if, "END": op_end,
         "YIELD": op_yield, "ALLOC": op_alloc, "FILL": op_fill, "LOAD": op_load,
         "STORE": op_store, "UPDATE": op_update, "DIMOF": op_dimof, "ASM": op_asm,
-        "CALL_CXX": op_call_cxx,
+        "CALL_CXX": op_call_cxx, "ATOMIC": op_atomic, "MATH": op_math,
         **{TABLE[c].name: op_binary for c in BINARY_ALU + COMPARE},
         **{n: op_unary for n in ("NEG", "NOT", "BNOT")},
         **emit_sync.HANDLERS,

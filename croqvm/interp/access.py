@@ -18,6 +18,7 @@ from .. import dtypes
 from ..bytecode.module import BaseKind
 from ..bytecode.opcodes import TABLE
 from ..faults import LaneFault
+from ..intrinsics import ATOMIC, CAS
 from ..numerics import binary_op, convert, converter
 from .checks import Access
 from .memory import (block_wide, buffer_of, check_written, distinct, gather, is_uniform, load,
@@ -200,6 +201,53 @@ def _lanes_collide(groups) -> bool:
     return len(set(cells)) < len(cells)
 
 
+def prepare_atomic(prog, ins):
+    """(r, access index, uniform, value and compare registers, ``new(old, v, cmp)`` on
+    one-lane arrays of the element type T, which the registers have too)."""
+    _, r, a, v, cmp, code = ins[:6]
+    acc = prog.code.accesses[a]
+    t = element_type(prog.code, acc)
+    op = ATOMIC[code]
+    if op.alu:
+        fn, _ = binary_op(op.alu, t, t)
+        new = lambda old, x, c: fn(old, x, _ONE)       # noqa: E731
+    elif code == CAS:
+        new = lambda old, x, c: np.where(old == c, x, old)   # noqa: E731
+    else:
+        new = lambda old, x, c: x                       # noqa: E731
+    return r, a, is_uniform(prog.code, acc), v, cmp, new
+
+
+_ONE = np.ones(1, bool)
+
+
+def op_atomic(w, ins):
+    atomic_at(w, ins, *_try(locate, w, ins[1], ins[2]))
+
+
+def atomic_at(w, ins, groups, fault):
+    """ATOMIC of the elements ``locate`` found: one lane after another in lane order
+    (§4.5), each reading the element as the lanes before it left it; R[r] := the value it
+    read."""
+    if fault is not None:
+        raise fault
+    r, a, _, v, cmp, new = ins
+    old = np.zeros(w.width, w.regs[r].dtype)
+    order = sorted((int(lanes[n]), buf, int(flat[n]))
+                   for buf, lanes, flat in groups for n in range(len(lanes)))
+    for i, buf, off in order:
+        try:
+            check_written(w, a, buf, np.array([i]), np.array([off]))
+        except LaneFault as f:
+            raise f.at(i) from None
+        cell = buf.flat[off:off + 1]
+        old[i] = cell[0]
+        buf.flat[off] = new(cell, w.regs[v][i:i + 1], w.regs[cmp][i:i + 1])[0]
+        if buf.written is not None:
+            buf.written.reshape(-1)[off] = True
+    w.write(r, old)
+
+
 def prepare_dimof(prog, ins):
     _, r, slot, k = ins[:4]
     return r, slot, k, block_wide(prog.code.buffers[slot]), prog.rtypes[r]
@@ -218,12 +266,12 @@ def op_dimof(w, ins):
 
 
 # LOAD, STORE, UPDATE given what ``locate`` gave: (groups, fault)
-LOCATED = {"LOAD": load_at, "STORE": store_at, "UPDATE": update_at}
+LOCATED = {"LOAD": load_at, "STORE": store_at, "UPDATE": update_at, "ATOMIC": atomic_at}
 
 PREPARE = {"LOAD": prepare_load, "STORE": prepare_store, "UPDATE": prepare_update,
-           "DIMOF": prepare_dimof}
+           "DIMOF": prepare_dimof, "ATOMIC": prepare_atomic}
 
 HANDLERS = {
     "ALLOC": op_alloc, "FILL": op_fill, "LOAD": op_load, "STORE": op_store,
-    "UPDATE": op_update, "DIMOF": op_dimof,
+    "UPDATE": op_update, "DIMOF": op_dimof, "ATOMIC": op_atomic,
 }

@@ -16,7 +16,9 @@ import numpy as np
 from .. import dtypes
 from ..bytecode.opcodes import BINARY_ALU, COMPARE, TABLE
 from ..faults import Kind, LaneFault
-from ..numerics import binary_op, convert, converter, round_to, same, unary_op
+from ..intrinsics import MATH
+from ..numerics import (binary_op, convert, converter, math_op, round_to, same, storage_array,
+                        unary_op)
 
 
 def const_array(kind: int, value, dst, width: int) -> np.ndarray:
@@ -42,7 +44,7 @@ def prepare_const(prog, ins):
     """CONST: the constant, of the destination's type (the verifier's guarantee), as one
     value of its storage type."""
     _, r, k = ins[:3]
-    return r, np.array([prog.code.consts[k].value], prog.rtypes[r].np)[0]
+    return r, storage_array([prog.code.consts[k].value], prog.rtypes[r])[0]
 
 
 def op_const(w, ins):
@@ -126,15 +128,27 @@ def op_shfl_xor(w, ins):
     w.write(a, w.regs[b][np.minimum(partner, w.width - 1)])
 
 
+def prepare_math(prog, ins):
+    """(a, the argument registers, ``fn(args, act)``) for the function and its type."""
+    _, a, b, c, d, e = ins[:6]
+    fn = MATH[e]
+    return a, (b, c, d)[:fn.arity], math_op(fn.name, prog.rtypes[b])
+
+
+def op_math(w, ins):
+    a, args, fn = ins
+    w.write(a, fn([w.regs[r] for r in args], w.act))
+
+
 _BINARY = [TABLE[c].name for c in BINARY_ALU + COMPARE]
 _UNARY = ("NEG", "NOT", "BNOT")
 
 HANDLERS = {
     "NOP": op_nop, "CONST": op_const, "MOV": op_mov, "CVT": op_cvt, "LANE": op_lane,
-    "BLOCKIDX": op_blockidx, "SELECT": op_select, "SHFL_XOR": op_shfl_xor,
+    "BLOCKIDX": op_blockidx, "SELECT": op_select, "SHFL_XOR": op_shfl_xor, "MATH": op_math,
     **{n: op_binary for n in _BINARY}, **{n: op_unary for n in _UNARY},
 }
 PREPARE = {
-    "CONST": prepare_const,
+    "CONST": prepare_const, "MATH": prepare_math,
     **{n: prepare_binary for n in _BINARY}, **{n: prepare_unary for n in _UNARY},
 }

@@ -27,8 +27,9 @@ class Access:
     COPY_READ, COPY_WRITE = "copy read", "copy write"
     TILE_READ, TILE_WRITE = "tile read", "tile write"
     FILL = "fill"
+    ATOMIC = "atomic"
 
-    WRITES = frozenset({WRITE, UPDATE, COPY_WRITE, TILE_WRITE, FILL})
+    WRITES = frozenset({WRITE, UPDATE, COPY_WRITE, TILE_WRITE, FILL, ATOMIC})
 
 
 class Checker:

@@ -26,6 +26,7 @@ from ..limits import MAX_BLOCK_SIZE, MAX_GRID
 from ..numerics import convert
 from . import access, alu, control, cxxcall, diagnose, dma, mma, output, sync
 from .machine import Block
+from .values import returned, scalar_result
 from .warp import DONE, READY, Warp
 
 
@@ -42,12 +43,12 @@ def _ret(value_of):
 
 
 def _scalar(w, ins):
-    v, t = w.regs[ins[1]][0], w.blk.prog.rtypes[ins[1]]
-    return bool(v) if t.kind == "bool" else float(v) if t.is_float else int(v)
+    return scalar_result(w.regs[ins[1]][:1], w.blk.prog.rtypes[ins[1]])
 
 
 def _buffer(w, ins):
-    return np.array(w.blk.instances(ins[1], 0)[0].data, copy=True)
+    buf = w.blk.instances(ins[1], 0)[0]
+    return returned(np.array(buf.data, copy=True), buf.dtype)
 
 
 _BY_NAME = {

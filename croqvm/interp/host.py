@@ -21,6 +21,7 @@ from .dma import check_kernel_end
 from .checks import make_checker
 from .engine import run_block
 from .scheduler import make_scheduler
+from .values import copy_back
 
 
 def ordinal(n: int) -> str:
@@ -58,17 +59,21 @@ def _array_arg(n: int, p, arg, dims: _Dims) -> np.ndarray:
                             f"{type(arg).__name__}.")
     if arg.ndim != len(p.shape):
         raise ArgumentError(f"{_who(n, p)} expects rank {len(p.shape)} but got rank {arg.ndim}.")
-    if arg.dtype != np.dtype(t.numpy_param):
-        raise ArgumentError(f"{_who(n, p)} expects dtype {t.numpy_param} but got {arg.dtype}.",
-                            hint=f"convert it with .astype(np.{t.numpy_param})")
+    ml = dtypes.ml_dtype(t)
+    if arg.dtype != np.dtype(t.numpy_param) and (ml is None or arg.dtype != ml):
+        also = f" or {ml}" if ml is not None else ""
+        raise ArgumentError(f"{_who(n, p)} expects dtype {t.numpy_param}{also} but got "
+                            f"{arg.dtype}.", hint=f"convert it with .astype(np.{t.numpy_param})")
     for k, (want, got) in enumerate(zip(p.shape, arg.shape)):
         if isinstance(want, int) and want != got:
             raise ArgumentError(f"shape inconsistent on {_who(n, p, k)}: expect: {want}, "
                                 f"but got {got}.")
         if isinstance(want, str) and want != "?":
             dims.bind(want, got, _who(n, p, k))
-    if t.is_float and t.storage == "float32" and t.name != "f32":
-        return round_to(arg.astype(np.float64), t)   # bf16, tf32, fp8: rounded on entry
+    if t.name in dtypes.BIT_STORED and arg.dtype == ml:
+        return arg.view(np.uint8).copy()             # the patterns themselves
+    if t.is_float and t.storage != t.numpy_param:
+        return round_to(arg.astype(np.float64), t)   # bf16, tf32, fp8, f6, f4: rounded on entry
     return np.array(arg, copy=True)
 
 
@@ -111,7 +116,7 @@ def bind(call: Call, hblk: Block, args: list, given: dict) -> list:
             if not arg.flags.writeable:
                 raise ArgumentError(f"{_who(n, p)} is 'global' and receives the results, "
                                     f"but the array is read-only.")
-            back.append((arg, buf))
+            back.append((arg, buf, t))
     for name, reg in fn.dims:
         hw.regs[reg][:] = _dim_value(fn, name, dims, given)
     return back
@@ -213,6 +218,6 @@ def run_function(module, name: str, args: list, dims: dict, *, poison: bool, sch
             found = call.checker.finish()
             if found is not None:
                 raise found
-    for arr, buf in back:
-        arr[...] = buf.data
+    for arr, buf, t in back:
+        copy_back(arr, buf.data, t)
     return call.result

@@ -373,7 +373,7 @@ class RaceChecker(Checker):
         blk = w.blk
         st = blk.check_state or self.clocks(blk)
         actor = st.actors[w.index]
-        writes = kind != Access.READ
+        writes = kind not in (Access.READ, Access.ATOMIC)   # atomics of a warp never race
         for n, (buf, lanes, flat) in enumerate(groups):
             sh = buf.shadow
             if sh is None:
@@ -395,6 +395,10 @@ class RaceChecker(Checker):
                 self._inflight(sh, buf, key, kind, site, Who(st.seq, lanes))
             if sh.storage == Storage.LOCAL:
                 continue
+            if sh.atomics is not None or kind == Access.ATOMIC:
+                self._atomic(sh, buf, key, kind, site, Who(st.seq, lanes), st, actor)
+                if kind == Access.ATOMIC:
+                    continue
             prior = sh.after_writes(key, actor)
             if prior is not None:
                 self._conflicts(sh, buf, key, prior, site, Who(st.seq, lanes), st, actor)
@@ -405,6 +409,22 @@ class RaceChecker(Checker):
                 sh.wrote(key, actor, (site << LANE_BITS) | lanes)
             else:
                 sh.read(key, actor, (site << LANE_BITS) | lanes)
+
+    def _atomic(self, sh, buf, key, kind: str, site: int, who, st, actor) -> None:
+        """Atomics (§4.5) are ordered among themselves: an atomic is checked against the
+        other accesses and recorded apart (``Shadow.atomics``); any other access is
+        checked against the atomics too."""
+        if kind != Access.ATOMIC:
+            prior = sh.atomics.after_reads(key, actor)
+            if prior is not None:
+                self._conflicts(sh, buf, key, prior, site, who, st, actor)
+            return
+        for prior in (sh.after_writes(key, actor), sh.after_reads(key, actor)):
+            if prior is not None:
+                self._conflicts(sh, buf, key, prior, site, who, st, actor)
+        if sh.atomics is None:
+            sh.atomics = Shadow(sh.shape, sh.glob)
+        sh.atomics.read(key, actor, (site << LANE_BITS) | who.lanes)
 
     def tile(self, blk, buf, origin, extents, kind: str, lane: int, text: str = "") -> None:
         """A tile of ``buf`` (at ``origin``, ``extents``; the part in range) that a
@@ -423,6 +443,8 @@ class RaceChecker(Checker):
         if sh.storage == Storage.LOCAL:
             return
         writes = kind in Access.WRITES
+        if sh.atomics is not None:
+            self._atomic(sh, buf, key, kind, site, who, st, actor)
         self._check(sh, buf, key, actor, site, who, st, writes=writes)
         (sh.wrote if writes else sh.read)(key, actor, self._record(site, who))
 
@@ -849,6 +871,7 @@ WRAPPERS = {
     opcodes.STORE: _elements("STORE", 0, 1, Access.WRITE,    # (a, uniform, r, to_elem)
                              lambda ins, w: ins[3](w.regs[ins[2]], w.act)),
     opcodes.UPDATE: _elements("UPDATE", 0, 1, Access.UPDATE),   # (a, uniform, r, ops)
+    opcodes.ATOMIC: _elements("ATOMIC", 1, 2, Access.ATOMIC),   # (r, a, uniform, ...)
     opcodes.TRIGGER: _trigger,
     opcodes.WAIT_EVENT: _wait_event,
     opcodes.WAIT_EVENT_AT: _wait_event_at,

@@ -166,6 +166,10 @@ class Shadow:
         # number replaced, kept while it may still be concurrent with a write
         self.f_clock = self.f_warp = self.f_info = self.f_seq = None
         self.inflight: list = []
+        # the atomic accesses (§4.5), apart: kept as reads, one row per warp, so that
+        # atomics never conflict with each other and every other access is checked
+        # against each warp's last one
+        self.atomics: Shadow | None = None
 
     # ------------------------------------------------------------------ checks
 

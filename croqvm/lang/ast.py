@@ -549,6 +549,13 @@ class Assert(Stmt):
 
 
 @dataclass
+class BuiltinStmt(Stmt):
+    """A builtin call whose value is discarded: ``__atomic_add(b.at(i), 1);`` (§4.5)."""
+    call: Call
+    span: Span
+
+
+@dataclass
 class Dma(Stmt):
     """``[f =] dma.copy|transp|pad ... SRC => DST;`` (§9.1).
 

@@ -8,6 +8,8 @@ unwinds to the innermost enclosing ``statement`` call, which skips the rest of i
 """
 from __future__ import annotations
 
+from croqvm.intrinsics import ATOMIC
+
 from . import ast
 from .parse_base import SyntaxAbort
 from .parse_decl import TYPE_WORDS
@@ -29,6 +31,7 @@ _KEYWORD_STATEMENTS = {
     "all_reduce_sum": "_frag_op",
     "call": "_call_stmt", "__asm__": "_asm", "asm": "_asm",
     **{w: "_typed_decl" for w in TYPE_WORDS},
+    **{a.name: "_call_statement" for a in ATOMIC},
 }
 
 _JUMPS = {"break": ast.Break, "continue": ast.Continue, "yield": ast.Yield}
@@ -217,6 +220,12 @@ class StmtParser:
         self.expect_close(open_)
         self.end_statement()
         return ast.Assert(cond, message, self.span_from(start))
+
+    def _call_statement(self) -> ast.Stmt:
+        start = self.tok
+        call = self.postfix_expr()
+        self.end_statement()
+        return ast.BuiltinStmt(call, self.span_from(start))
 
     def _asm(self) -> ast.Stmt:
         """``(__asm__|asm) [volatile] ( "text" [: outputs [: inputs [: clobbers]]] );``

@@ -27,6 +27,7 @@ from ..limits import MAX_GRID
 from ..messages import lanes_phrase
 from ..position import PROGRESS_EVERY, Interrupted, RunPosition
 from ..interp.host import _given_dims, bind
+from ..interp.values import copy_back, returned, scalar_result
 from ..interp.machine import Block, Call
 from ..interp.scheduler import make_scheduler
 from .. import dtypes
@@ -112,8 +113,8 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
             stats.update(warp_steps=at.steps, lane_steps=at.lane_steps,
                          launches=at.launches, blocks=at.blocks_run)
         lib.cq_call_free(c)     # before the program can go: the call reads its tables
-    for arr, buf in back:
-        arr[...] = buf.data
+    for arr, buf, t in back:
+        copy_back(arr, buf.data, t)
     return result
 
 
@@ -200,14 +201,14 @@ def _result(lib, ffi, c, prog):
         return None
     t = dtypes.BY_CODE[info.type]
     if kind == 1:
-        v = np.frombuffer(ffi.buffer(value, 8), np.uint8)[:t.np.itemsize].view(t.np)[0]
-        return bool(v) if t.kind == "bool" else float(v) if t.is_float else int(v)
+        v = np.frombuffer(ffi.buffer(value, 8), np.uint8)[:t.np.itemsize].view(t.np)
+        return scalar_result(v, t)
     shape = tuple(info.shape[d] for d in range(info.ndim))
     count = int(np.prod(shape, dtype=np.int64))
     if not count:
-        return np.zeros(shape, t.np)
+        return returned(np.zeros(shape, t.np), t)
     raw = ffi.buffer(info.data, count * t.np.itemsize)
-    return np.frombuffer(raw, t.np).reshape(shape).copy()
+    return returned(np.frombuffer(raw, t.np).reshape(shape).copy(), t)
 
 
 def _internal(ffi, f, pycall) -> InternalError:

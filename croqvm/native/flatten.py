@@ -37,7 +37,7 @@ from .. import dtypes
 from ..bytecode import opcodes
 from ..bytecode.module import PieceKind
 from ..limits import EVENT_SLOT_BYTES
-from ..numerics import binary_op
+from ..numerics import binary_op, storage_array
 
 MAGIC = 0x31474D4951435143          # "CQCQIMG1", little-endian
 
@@ -125,7 +125,7 @@ class Image:
 
     def _aux(self, code, rtypes, ins) -> None:
         if ins[0] == opcodes.CONST:
-            raw = np.array([code.consts[ins[2]].value], rtypes[ins[1]].np).tobytes()
+            raw = storage_array([code.consts[ins[2]].value], rtypes[ins[1]]).tobytes()
             self.put(int.from_bytes(raw.ljust(8, b"\0"), "little", signed=True))
         elif ins[0] == opcodes.UPDATE:
             acc = code.accesses[ins[1]]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from croqvm import dtypes
+from croqvm.intrinsics import ATOMIC_BY_NAME, CAS, MATH_BY_NAME
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
 from croqvm.lang import types as T
@@ -296,8 +297,15 @@ def _move_into(lw: Lowerer, out: int, bound: int, e: ast.Expr) -> None:
 # --------------------------------------------------------------------------- builtins
 
 def lower_call(lw: Lowerer, e: ast.Call) -> Val:
-    if e.func in ("cdiv", "__min", "__max"):
+    if e.func in ("cdiv", "__min", "__max", "__alignup", "__aligndown"):
         return _builtin(lw, e)
+    if e.func in MATH_BY_NAME:
+        return _math(lw, e)
+    if e.func in ATOMIC_BY_NAME:
+        if lw.ctx.in_kernel and lw.ctx.outer:
+            lw.unsupported(e, "the value of an atomic at an outer level, where one lane "
+                              "performs it (§7.2.2)")
+        return atomic(lw, e)
     sym = getattr(e, "sym", None) or lw.symbol_named(e.func)
     base = lw.lookup(sym, e) if sym is not None else None
     return _element(lw, e, base)
@@ -329,13 +337,60 @@ def _builtin(lw: Lowerer, e: ast.Call) -> Val:
     common = dtypes.promote(a.dtype, c.dtype)
     b = lw.b
     x, y = b.convert(a.reg, common), b.convert(c.reg, common)
-    if e.func == "cdiv":                    # (a + b - 1) / b
+    if e.func in ("cdiv", "__alignup"):     # (a + b - 1) / b, times b for __alignup
         t = b.op("ADD", common, x, y)
         t = b.op("SUB", common, t, b.load_const(common, 1))
         out = b.op("DIV", common, t, y)
+        if e.func == "__alignup":
+            out = b.op("MUL", common, out, y)
+    elif e.func == "__aligndown":          # a / b * b
+        out = b.op("MUL", common, b.op("DIV", common, x, y), y)
     else:
         out = b.op("MIN" if e.func == "__min" else "MAX", common, x, y)
     return result_val(lw, e, out)
+
+
+def math_type(types) -> dtypes.DType:
+    """The float type a math function computes in (§4.4): f64 with an f64 argument, f16
+    or bf16 when every argument is of that type, else f32."""
+    names = {t.name for t in types}
+    if "f64" in names:
+        return dtypes.F64
+    if len(names) == 1 and names <= {"f16", "bf16"}:
+        return types[0]
+    return dtypes.F32
+
+
+def _math(lw: Lowerer, e: ast.Call) -> Val:
+    """MATH in the function's float type; the result converts to the first argument's
+    type (bool for a predicate)."""
+    fn = MATH_BY_NAME[e.func]
+    args = []
+    for i, a in enumerate(e.args):   # left to right (§4.2.6)
+        v = value(lw, a)
+        args.append(copy(lw, v) if any(mutates(x) for x in e.args[i + 1:]) else v)
+    t = math_type([a.dtype for a in args])
+    b = lw.b
+    regs = [b.convert(a.reg, t) for a in args]
+    regs += regs[:1] * (3 - len(regs))
+    out = b.reg(dtypes.BOOL if fn.predicate else t)
+    b.emit("MATH", out, *regs, fn.code)
+    want = dtypes.BOOL if fn.predicate else args[0].dtype
+    return Val(want, b.convert(out, want))
+
+
+def atomic(lw: Lowerer, e: ast.Call) -> Val:
+    """ATOMIC on the element: the values convert to the element type (§4.5)."""
+    from .views import access_of
+    op = ATOMIC_BY_NAME[e.func]
+    acc, base = access_of(lw, e.args[0])
+    regs = [lower_as(lw, a, base.dtype) for a in e.args[1:]]
+    if op.code == CAS:                      # __atomic_cas(b.at(i), cmp, v)
+        regs = [regs[1], regs[0]]
+    b = lw.b
+    out = b.reg(base.dtype)
+    b.emit("ATOMIC", out, acc, regs[0], regs[-1], op.code)
+    return Val(base.dtype, out)
 
 
 def lower_convert(lw: Lowerer, e: ast.Convert) -> Val:

@@ -13,7 +13,7 @@ from croqvm.bytecode.module import BufferDecl, Storage
 from croqvm.lang import ast
 from croqvm.lang import types as T
 
-from .exprs import literal, lower_as, scalar_value, step, value
+from .exprs import atomic, literal, lower_as, scalar_value, step, value
 from .frags import is_fragment_elem, store_fragment_elem
 from .output import emit_check
 from .state import Lowerer, dtype_of
@@ -128,6 +128,13 @@ def _store(lw: Lowerer, s: ast.Assign) -> None:
         else:
             common = dtypes.promote(base.dtype, v.dtype)
             b.emit("UPDATE", acc, b.convert(v.reg, common), opcodes.BY_NAME[_COMPOUND[s.op]].code)
+
+
+def lower_builtin_stmt(lw: Lowerer, s: ast.BuiltinStmt) -> None:
+    """An atomic whose value is discarded: once per instance at an outer level (§7.2.2),
+    like a store."""
+    with lw.once_guard():
+        atomic(lw, s.call)
 
 
 def lower_incdec(lw: Lowerer, s: ast.IncDec) -> None:
@@ -291,6 +298,7 @@ def _nest(lw: Lowerer, loops: list, body: ast.Stmt) -> None:
 TABLE = {
     ast.Block: lower_block, ast.Empty: lower_empty, ast.ScalarDecl: lower_scalar_decl,
     ast.BufferDecl: lower_buffer_decl, ast.Assign: lower_assign, ast.IncDec: lower_incdec,
+    ast.BuiltinStmt: lower_builtin_stmt,
     ast.If: lower_if, ast.While: lower_while, ast.Break: lower_break,
     ast.Continue: lower_continue, ast.Yield: lower_yield, ast.With: lower_with,
     ast.Foreach: lower_foreach,

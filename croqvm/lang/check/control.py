@@ -76,7 +76,12 @@ def check_sync(ck, s: ast.Sync):
         ck.error(s.span, f"'sync.{s.kind}' needs a level: block, group-4, group or thread.")
 
 
+def check_builtin_stmt(ck, s: ast.BuiltinStmt):
+    ck.expr(s.call)
+
+
 RULES = {
+    ast.BuiltinStmt: check_builtin_stmt,
     ast.Block: check_block,
     ast.Empty: lambda ck, s: None,
     ast.If: check_if,

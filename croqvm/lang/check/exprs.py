@@ -7,16 +7,19 @@ Operand errors of binary operators use the wording of §5.3:
 from __future__ import annotations
 
 from croqvm import dtypes
+from croqvm.intrinsics import ATOMIC_BY_NAME, CAS, MATH_BY_NAME
 from croqvm.lang import ast
 from croqvm.lang.suggest import CUDA, did_you_mean, undeclared
-from croqvm.lang.types import Bounded, ITuple, Mdspan, Scalar, String
+from croqvm.lang.types import Bounded, Buffer, ITuple, Mdspan, Scalar, String, value_dtype
 
 from .consteval import const_value
 from .context import UNKNOWN
-from .typerules import (BOOL_T, INT, arithmetic, common, dim_of, is_bool, is_bounded_like,
-                        is_integer, is_number, is_unknown, tname)
+from .typerules import (BOOL_T, INT, arithmetic, common, convert, dim_of, is_bool,
+                        is_bounded_like, is_integer, is_number, is_unknown, tname)
+from .views import root_name
 
-SUPPORTED_BUILTINS = ("cdiv", "__min", "__max")
+SUPPORTED_BUILTINS = ("cdiv", "__min", "__max", "__alignup", "__aligndown",
+                      *MATH_BY_NAME, *ATOMIC_BY_NAME)
 # Kinds whose values never change (§3.4.2, §3.3.3): bounded values, ituples, mdspans and
 # symbolic dimensions.
 ALWAYS_IMMUTABLE = frozenset(["bounded", "ituple", "mdspan", "dim"])
@@ -227,7 +230,67 @@ def _min_max(ck, e, types):
     return common(ck, types[0], types[1], e.span, e.func)
 
 
-_BUILTINS = {"cdiv": _cdiv, "__min": _min_max, "__max": _min_max}
+def _align(ck, e, types):
+    """``__alignup(x, a)`` and ``__aligndown(x, a)``: integers (lib/earlysema.cpp)."""
+    if all(is_integer(t) or is_unknown(t) for t in types):
+        return arithmetic(*(INT if is_unknown(t) else t for t in types))
+    ck.error(e.span, f"'{e.func}' requires integers but got '{tname(types[0])}' and "
+                     f"'{tname(types[1])}'.")
+    return UNKNOWN
+
+
+_BUILTINS = {"cdiv": _cdiv, "__min": _min_max, "__max": _min_max,
+             "__alignup": _align, "__aligndown": _align}
+
+
+def _arity(ck, e, types, want: int) -> bool:
+    if len(types) == want:
+        return True
+    ck.error(e.span, f"'{e.func}' takes {want} argument{'s' if want > 1 else ''} but got "
+                     f"{len(types)}.")
+    return False
+
+
+def _math(ck, e, types):
+    """A math function (§4.4, croqvm.intrinsics): numbers in, the first argument's type
+    out (lib/earlysema.cpp), bool for ``__isfinite``."""
+    fn = MATH_BY_NAME[e.func]
+    if not _arity(ck, e, types, fn.arity) or any(is_unknown(t) for t in types):
+        return UNKNOWN
+    for arg, t in zip(e.args, types):
+        if not is_number(t):
+            ck.error(arg.span, f"'{e.func}' requires numbers but got '{tname(t)}'.")
+            return UNKNOWN
+    if fn.predicate:
+        return BOOL_T
+    return Scalar(value_dtype(types[0]))
+
+
+def _atomic(ck, e, types):
+    """An atomic operation (§4.5): an element of a shared or global buffer, of a type the
+    operation takes (atomic-operations.md), and values converting to it."""
+    op = ATOMIC_BY_NAME[e.func]
+    if not _arity(ck, e, types, 3 if op.code == CAS else 2) or is_unknown(types[0]):
+        return UNKNOWN
+    target = e.args[0]
+    if not isinstance(target, ast.ElemAccess):
+        ck.error(target.span, f"the first argument of '{e.func}' must be an element "
+                              f"'b.at(...)' of a shared or global buffer.")
+        return UNKNOWN
+    base = target.base.ty
+    if isinstance(base, Buffer) and base.storage not in ("shared", "global"):
+        ck.error(target.span, f"'{e.func}' on an element of the {base.storage} buffer "
+                              f"'{root_name(target.base)}': atomics need shared or global "
+                              f"memory.")
+        return UNKNOWN
+    elem = value_dtype(types[0])
+    if elem.name not in op.types:
+        ck.error(target.span, f"'{e.func}' is not available for '{elem.name}' elements.",
+                 f"it takes {', '.join(op.types)}")
+        return UNKNOWN
+    for arg, t in zip(e.args[1:], types[1:]):
+        convert(ck, t, elem, arg)
+    return Scalar(elem)
 
 
 def _element_of(ck, e, ty, types, name: str | None):
@@ -260,6 +323,10 @@ def _element_of(ck, e, ty, types, name: str | None):
 def check_call(ck, e: ast.Call):
     types = [ck.expr(a) for a in e.args]
     span = e.func_span or e.span
+    if e.func in MATH_BY_NAME:
+        return _math(ck, e, types)
+    if e.func in ATOMIC_BY_NAME:
+        return _atomic(ck, e, types)
     rule = _BUILTINS.get(e.func)
     if rule is not None:
         if len(types) != 2:

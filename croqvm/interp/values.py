@@ -1,0 +1,39 @@
+"""How the values of each element type cross the API (LANGUAGE.md §14.3): what the
+caller's arrays receive and what a function returns. A bit-stored type (dtypes.BIT_STORED)
+goes out as its ml_dtypes array type, or as values into a float32 array the caller gave.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..numerics import decode
+
+
+def copy_back(arr: np.ndarray, data: np.ndarray, t) -> None:
+    """A ``global`` buffer parameter's contents into the caller's array (§14.3.3): the
+    values, or a bit-stored type's patterns into an ml_dtypes array of the type."""
+    if t.name in dtypes.BIT_STORED:
+        if arr.dtype == dtypes.ml_dtype(t):
+            arr.view(np.uint8)[...] = data
+        else:
+            arr[...] = decode(data, t)
+        return
+    arr[...] = data
+
+
+def scalar_result(v: np.ndarray, t):
+    """A returned scalar (a one-element array of ``t``'s storage) as a Python value."""
+    if t.name in dtypes.BIT_STORED:
+        return float(decode(v, t)[0])
+    v = v[0]
+    return bool(v) if t.kind == "bool" else float(v) if t.is_float else int(v)
+
+
+def returned(data: np.ndarray, t) -> np.ndarray:
+    """A returned buffer as the caller gets it: a bit-stored type as its ml_dtypes array
+    type (f8_ue4m3, which has none, as float32 values)."""
+    if t.name in dtypes.BIT_STORED:
+        ml = dtypes.ml_dtype(t)
+        return data.view(ml) if ml is not None else decode(data, t).astype(np.float32)
+    return data
