@@ -22,6 +22,7 @@ from croqvm.lang import types as T
 from croqvm.lang.check.walk import child_stmts
 from croqvm.limits import UNIT_OF_LANES, UNIT_OF_LEVEL
 
+from .dma import swizzled_view
 from .exprs import lower_as
 from .state import Lowerer
 from .values import FragRef
@@ -130,7 +131,7 @@ def lower_fill(lw: Lowerer, s: ast.MmaFill) -> None:
 
 
 def lower_load(lw: Lowerer, s: ast.MmaLoad) -> None:
-    view, base, _ = view_of(lw, s.view)
+    view, base, _ = swizzled_view(lw, s.view, s.swizzle)
     f = _target(lw, s, base.dtype)
     for index in f.indices.values():
         lw.b.emit("MMA_LOAD", index, view, lw.coll_site("mma.load", f.unit))
@@ -150,7 +151,7 @@ def _operand(lw: Lowerer, e: ast.Expr, role: FragRole, unit: int) -> int:
     sym = getattr(e, "sym", None)
     if isinstance(e, ast.Name) and sym is not None and sym.kind == "fragment":
         return frag_ref(lw, sym, e).indices[role]
-    view, base, ext = view_of(lw, e)
+    view, base, ext = swizzled_view(lw, e)
     rows, cols = _extents(ext)
     idx = lw.b.add("frags", FragDecl(lw.snippet(e.span), role, base.dtype.code, rows, cols,
                                      unit, lw.spans.intern(e.span)))

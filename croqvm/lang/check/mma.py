@@ -14,6 +14,7 @@ from croqvm.lang.types import Fragment, shape_str
 from croqvm.limits import UNIT_OF_LEVEL
 
 from .decls import note_param_write
+from .dma import swizzle_of_load
 from .typerules import convert, is_number, is_unknown, tname
 from .views import root_name, view_source
 from .walk import thread_dependence
@@ -142,6 +143,7 @@ def check_load(ck, s: ast.MmaLoad):
         return
     if inside:
         _uniform(ck, "mma.load", s.view)
+    swizzle_of_load(ck, s)
     fty = Fragment(tile.dtype, tile.shape, "operand") if tile else None
     sym = _target(ck, s, fty, "operand")
     if sym is not None and inside:
