@@ -14,7 +14,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from .. import dtypes
-from ..bytecode.module import BaseKind, DmaOp
+from ..bytecode.module import BaseKind, DmaOp, swizzled_sides
 from ..faults import Kind
 from ..messages import print_registers
 from . import cnum
@@ -202,6 +202,9 @@ def op_dma(k, ins, ip):
         view(k, desc.src, "src", ins, ip)
         check_tile(k, "src", rank, ins, ip)
         k.line(f"dm.src = src; dm.op = {int(desc.op)}; dm.zfill = {int(desc.zfill)};", ins)
+        swz_src, swz_dst = swizzled_sides(k.code, desc)
+        if desc.swizzle:
+            k.line(f"dm.swz_src = {swz_src}; dm.swz_dst = {swz_dst};", ins)
         for j, p in enumerate(desc.perm):
             k.line(f"dm.perm[{j}] = {p};", ins)
         hi = "0"

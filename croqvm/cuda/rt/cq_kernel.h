@@ -106,6 +106,19 @@ CQ_DEV long long cq_offset(const cq_view &v, const long long *idx) {
   return off * v.elem;
 }
 
+/* §9.7: where a swizzle of `swizzle` bytes (0: none) places the element at byte offset
+   `off` of view v's buffer: off ^ ((off & M) >> 3), M the log2(swizzle / 16) bits from
+   bit 7 up; the elements after the buffer's last whole swizzle-sized block stay put
+   (croqvm/interp/memory.py swizzled_positions). */
+CQ_DEV long long cq_swizzle(const cq_view &v, long long off, int swizzle) {
+  if (!swizzle) return off;
+  long long count = 1;
+  for (int k = 0; k < v.rank; k++) count *= v.dims[k];
+  if (off + v.elem > count * v.elem / swizzle * swizzle) return off;
+  long long mask = (long long)((swizzle >> 4) - 1) << 7;
+  return off ^ ((off & mask) >> 3);
+}
+
 /* An element access (§8.6): every index in its in-range interval, else a fault of
    `site` with the indices, the dimension and the interval (OUT_OF_RANGE). */
 CQ_OUTLINED bool cq_check_index(const cq_view &v, const long long *idx, int site) {
@@ -268,6 +281,7 @@ enum { CQ_DMA_COPY = 0, CQ_DMA_TRANSP = 1, CQ_DMA_PAD = 2 };
 struct cq_dma {
   cq_view src, dst;
   int op, zfill;
+  int swz_src, swz_dst;   /* the swizzle of each side in bytes, 0: none (§9.7) */
   long long tile[CQ_MAX_RANK];
   int perm[CQ_MAX_RANK];
   long long pad_lo[CQ_MAX_RANK], pad_mid[CQ_MAX_RANK];
@@ -321,7 +335,7 @@ CQ_DEV const unsigned char *cq_dma_source(const cq_dma &d, const long long *t, b
   }
   for (int k = 0; k < d.src.rank; k++)
     if (i[k] < cq_lo(d.src, k) || i[k] >= cq_hi(d.src, k)) return 0;
-  return d.src.base + cq_offset(d.src, i);
+  return d.src.base + cq_swizzle(d.src, cq_offset(d.src, i), d.swz_src);
 }
 
 /* Destination element n (row-major in D) of a DMA: false when it lies outside its
@@ -338,7 +352,7 @@ CQ_DEV bool cq_dma_element(const cq_dma &d, long long n, unsigned char **to,
     if (t[k] < cq_lo(v, k) || t[k] >= cq_hi(v, k)) return false;
     if (t[k] >= d.tile[k]) in_tile = false;
   }
-  *to = v.base + cq_offset(v, t);
+  *to = v.base + cq_swizzle(v, cq_offset(v, t), d.swz_dst);
   *pad = false;
   *from = in_tile ? cq_dma_source(d, t, pad) : 0;
   return true;
