@@ -140,12 +140,13 @@ def _load_tile(blk, v, lane, coll):
     if bad is not None:
         raise Fault(Kind.MMA_READ_OUTSIDE, (coll, tuple(bad), buf.ref), lane)
     region = tuple(slice(a, a + x) for a, x in zip(o, e))
-    laid = laid_out(buf, blk.prog.code.views[v].swizzle)     # §9.7
+    swizzle = blk.prog.code.views[v].swizzle
+    laid = laid_out(buf, swizzle)     # §9.7
     if laid.written is not None and not laid.written[region].all():
         bad = np.argwhere(~laid.written[region])[0] + np.asarray(o)
         raise Fault(Kind.MMA_UNINITIALISED, (buf.ref, tuple(int(x) for x in bad)), lane)
     if blk.call.checker is not None:
-        blk.call.checker.tile(blk, buf, o, e, Access.TILE_READ, lane, "mma.load")
+        blk.call.checker.tile(blk, buf, o, e, Access.TILE_READ, lane, "mma.load", swizzle)
     return buf, laid.data[region]
 
 
