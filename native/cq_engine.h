@@ -79,12 +79,17 @@ typedef struct {
 typedef struct { int32_t slots, ready, count, nls; int32_t *ls; } cq_eventdecl;
 typedef struct { int32_t type, unit, rows, cols; } cq_fragdecl;   /* rows, cols -1: dynamic */
 typedef struct { int32_t kind, base, arr, n; int32_t *idx; } cq_access;   /* kind 0 buf, 1 fut */
-typedef struct { int32_t kind, base, arr, n; int32_t *origin, *extents; } cq_viewdecl;
+typedef struct {
+    int32_t kind, base, arr, n;
+    int32_t *origin, *extents;
+    int32_t swizzle;        /* bytes of the swizzle mma.load reads through (§9.7), 0: none */
+} cq_viewdecl;
 typedef struct {
     int32_t op;             /* 0 copy, 1 transp, 2 pad (module.DmaOp) */
     int32_t src, dst_view, dst_buffer, future, is_async, zfill;
     int32_t nperm, npad, pad_value;
     int32_t *perm, *pad_lo, *pad_hi, *pad_mid;
+    int32_t swz_src, swz_dst;   /* swizzle bytes of each side (§9.7), 0: none */
 } cq_dmadecl;
 typedef struct { int32_t laneset, unit; } cq_coll;
 typedef struct { int32_t result, n; cq_ins *ins; } cq_laneset;
@@ -150,6 +155,18 @@ typedef struct cq_buf {
     int64_t shape[CQ_MAX_RANK];
     int64_t count;
 } cq_buf;
+
+/* §9.7 (croqvm/interp/memory.py swizzled_positions): the position in buffer ``b`` that
+ * holds its logical element ``k`` under a swizzle of ``swizzle`` bytes (0: none). Byte
+ * offset x goes to x ^ ((x & M) >> 3), M the log2(swizzle / 16) bits from bit 7 up;
+ * elements after the last whole swizzle-sized block stay put. */
+static inline int64_t cq_swizzled(const cq_buf *b, int64_t k, int32_t swizzle)
+{
+    if (!swizzle || (k + 1) * b->esize > b->count * b->esize / swizzle * swizzle)
+        return k;
+    int64_t x = k * b->esize, mask = (int64_t)((swizzle >> 4) - 1) << 7;
+    return (x ^ ((x & mask) >> 3)) / b->esize;
+}
 
 /* The instances of a buffer slot a lane sees: one, or one per element of a buffer
  * array (§8.5). */

@@ -255,6 +255,14 @@ enum cq_dma_op {
     CQ_DMA_OP_PAD = 2,
 };
 
+/* module.L2Hint: The L2 cache policy a TMA load asks for (Croqtile: tma.md): a hint the interpreters
+    record and the CUDA generator passes on; it changes no value. */
+enum cq_l2_hint {
+    CQ_L2_HINT_NONE = 0,
+    CQ_L2_HINT_EVICT_FIRST = 1,
+    CQ_L2_HINT_EVICT_LAST = 2,
+};
+
 /* module.PieceKind: A piece of a print format: a string of ``Code.strings`` or a register's value. */
 enum cq_piece_kind {
     CQ_PIECE_KIND_STR = 0,

@@ -19,6 +19,7 @@ typedef struct {
     int64_t shape[CQ_MAX_RANK];     /* after the operation */
     int pad_type;
     char pad_value[8];
+    int32_t swz_src, swz_dst;       /* the swizzle of each side (§9.7) */
 } plan;
 
 /* A DMA's data movement with its working tiles; ``refs``: the block's pending list and
@@ -109,6 +110,8 @@ static int plan_for(cq_block *blk, const cq_ins *ins, int lane, plan *p)
         check_tile(blk, ins, p->src, p->so, p->se, p->nd, lane) != CQ_ST_OK)
         return CQ_ST_FAULT;
     p->npad = desc->npad;
+    p->swz_src = desc->swz_src;
+    p->swz_dst = desc->swz_dst;
     for (int d = 0; d < desc->npad; d++) {
         p->lo[d] = cq_lane_reg_int(blk, lane, desc->pad_lo[d]);
         p->hi[d] = cq_lane_reg_int(blk, lane, desc->pad_hi[d]);
@@ -229,7 +232,7 @@ static void write_tile(const plan *p, const char *tile, const int64_t *T, int zf
         do {
             for (int d = 0; d < nd; d++)
                 r[d] = p->dO[d] + t[d];
-            int64_t f = flat_of(r, b->shape, nd);
+            int64_t f = cq_swizzled(b, flat_of(r, b->shape, nd), p->swz_dst);
             memset(b->data + f * b->esize, 0, b->esize);
             if (b->written)
                 b->written[f] = 1;
@@ -250,7 +253,7 @@ static void write_tile(const plan *p, const char *tile, const int64_t *T, int zf
             continue;
         for (int d = 0; d < nd; d++)
             r[d] = p->dO[d] + t[d];
-        int64_t f = flat_of(r, b->shape, nd);
+        int64_t f = cq_swizzled(b, flat_of(r, b->shape, nd), p->swz_dst);
         memcpy(b->data + f * esize, tile + s * esize, esize);   /* one element type (§9.2) */
         if (b->written)
             b->written[f] = wr[s];
@@ -275,7 +278,8 @@ static void land(cq_transfer *t)
     do {
         for (int d = 0; d < nd; d++)
             r[d] = p->so[d] + k[d];
-        int64_t s = flat_of(r, sb->shape, nd), f = flat_of(k, p->se, nd);
+        int64_t s = cq_swizzled(sb, flat_of(r, sb->shape, nd), p->swz_src);
+        int64_t f = flat_of(k, p->se, nd);
         memcpy(tile + f * esize, sb->data + s * esize, esize);
         valid[f] = 1;
         wr[f] = sb->written ? sb->written[s] : 1;

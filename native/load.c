@@ -207,6 +207,7 @@ static void rd_code(reader *r, cq_code *code)
         v->arr = (int32_t)rd(r);
         v->origin = rd_counted(r, &v->n);
         v->extents = rd_counted(r, &n2);
+        v->swizzle = (int32_t)rd(r);
     }
     code->ndma = (int32_t)rd(r);
     code->dma = cq_xcalloc((size_t)code->ndma + 1, sizeof(cq_dmadecl));
@@ -224,6 +225,8 @@ static void rd_code(reader *r, cq_code *code)
         d->pad_lo = rd_counted(r, &d->npad);
         d->pad_hi = rd_list(r, d->npad);
         d->pad_mid = rd_list(r, d->npad);
+        d->swz_src = (int32_t)rd(r);
+        d->swz_dst = (int32_t)rd(r);
     }
     code->ncoll = (int32_t)rd(r);
     code->coll = cq_xcalloc((size_t)code->ncoll + 1, sizeof(cq_coll));

@@ -235,9 +235,11 @@ static int effect_load(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, cons
             return CQ_ST_FAULT;
         }
         int64_t rows = v.e[0] > 0 ? v.e[0] : 0, cols = v.e[1] > 0 ? v.e[1] : 0;
+        int32_t swz = blk->code->view[ins->b].swizzle;     /* §9.7 */
+#define AT(r, c) cq_swizzled(b, (v.o[0] + (r)) * b->shape[1] + v.o[1] + (c), swz)
         for (int64_t r = 0; b->written && r < rows; r++)
             for (int64_t c = 0; c < cols; c++)
-                if (!b->written[(v.o[0] + r) * b->shape[1] + v.o[1] + c]) {
+                if (!b->written[AT(r, c)]) {
                     cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_MMA_UNINITIALISED, first[g]);
                     int64_t el[2] = {v.o[0] + r, v.o[1] + c};
                     cq_put_buffer(f, b);
@@ -252,8 +254,9 @@ static int effect_load(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, cons
         f->has_data = 1;
         for (int64_t r = 0; r < rows; r++)
             for (int64_t c = 0; c < cols; c++)
-                hold(type, b->type, b->data, (v.o[0] + r) * b->shape[1] + v.o[1] + c,
+                hold(type, b->type, b->data, AT(r, c),
                      &((int64_t *)f->data)[r * cols + c], &((double *)f->data)[r * cols + c]);
+#undef AT
     }
     return CQ_ST_OK;
 }

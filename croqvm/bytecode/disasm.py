@@ -317,7 +317,8 @@ def _access(module, code, n, a):
 
 def _view(module, code, n, v):
     return (f"view{n} '{v.text}': {_base(v.base_kind, v.base, v.arr)} origin "
-            f"{_regs(v.origin)} extents {_regs(v.extents)}")
+            f"{_regs(v.origin)} extents {_regs(v.extents)}"
+            + (f" swizzle {v.swizzle}" if v.swizzle else ""))
 
 
 def _dma(module, code, n, d):
@@ -325,7 +326,12 @@ def _dma(module, code, n, d):
     parts += [f"{name}{prefix}{value}" for name, prefix, value in (
         ("", "view", d.dst_view), ("own ", "buf", d.dst_buffer), ("future ", "fut", d.future))
         if value != -1]
-    parts += [w for w, on in (("async", d.is_async), ("zfill", d.zfill)) if on]
+    parts += [w for w, on in (("async", d.is_async), ("zfill", d.zfill), ("tma", d.tma))
+              if on]
+    if d.swizzle:
+        parts.append(f"swizzle {d.swizzle}")
+    if d.l2_hint:
+        parts.append(_name(d.l2_hint))
     if d.perm:
         parts.append(f"perm {tuple(d.perm)}")
     if d.op == DmaOp.PAD:

@@ -44,6 +44,17 @@ class DmaOp(IntEnum):
     PAD = 2
 
 
+class L2Hint(IntEnum):
+    """The L2 cache policy a TMA load asks for (Croqtile: tma.md): a hint the interpreters
+    record and the CUDA generator passes on; it changes no value."""
+    NONE = 0
+    EVICT_FIRST = 1
+    EVICT_LAST = 2
+
+
+SWIZZLES = (0, 32, 64, 128)     # swizzle sizes in bytes (0: none, §9.7)
+
+
 class PieceKind(IntEnum):
     """A piece of a print format: a string of ``Code.strings`` or a register's value."""
     STR = 0
@@ -169,6 +180,7 @@ class View:
     origin: list[int]        # s32 registers, one per dimension of the base
     extents: list[int]       # s32 registers, as many
     text: str = ""           # how messages name it
+    swizzle: int = 0         # bytes of the swizzle mma.load reads it through (§9.7), 0: none
 
 
 @dataclass
@@ -177,7 +189,9 @@ class DmaDesc:
     the future holds (if it holds data); else the statement's own buffer ``dst_buffer``,
     allocated on first use with its own shape registers, which the future then refers to
     (§9.4). Source and destination have one element type (§9.2). The ``DMA`` instruction
-    names the collective site when the copy is one (§9.3)."""
+    names the collective site when the copy is one (§9.3). With ``swizzle`` the shared
+    side (the destination when it is in shared memory, else the source) is addressed
+    through the swizzle function of §9.7."""
     op: DmaOp
     src: int                 # view
     dst_view: int = -1       # view, -1: none
@@ -191,6 +205,29 @@ class DmaDesc:
     pad_mid: list[int] = field(default_factory=list)
     pad_value: int = -1      # PAD: register of the element type, -1 otherwise
     text: str = ""           # "dma.copy", for messages
+    tma: bool = False        # a TMA transfer between global and shared memory (§9.7)
+    swizzle: int = 0         # bytes of the swizzle laying out the shared side (§9.7), 0: none
+    l2_hint: L2Hint = L2Hint.NONE    # TMA load cache policy
+
+
+def dst_storage(code, desc: DmaDesc) -> Storage:
+    """Where a DMA's destination lives: its view's base, else the future's data, else the
+    statement's own buffer (§9.4)."""
+    if desc.dst_view >= 0:
+        v = code.views[desc.dst_view]
+        table = code.futures if v.base_kind == BaseKind.FUT else code.buffers
+        return table[v.base].storage
+    if desc.future >= 0:
+        return code.futures[desc.future].storage
+    return code.buffers[desc.dst_buffer].storage
+
+
+def swizzled_sides(code, desc: DmaDesc) -> tuple[int, int]:
+    """The swizzle of a DMA's (source, destination) (§9.7): its shared side's, the
+    destination when that is in shared memory, else the source."""
+    if dst_storage(code, desc) == Storage.SHARED:
+        return 0, desc.swizzle
+    return desc.swizzle, 0
 
 
 @dataclass

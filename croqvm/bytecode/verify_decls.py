@@ -31,7 +31,7 @@ from croqvm.dtypes import BY_CODE
 from croqvm.numerics import round_to
 from croqvm.limits import MAX_REGISTERS
 
-from .module import DYNAMIC, BaseKind, DmaOp, ParamKind, PieceKind, Storage
+from .module import DYNAMIC, SWIZZLES, BaseKind, DmaOp, L2Hint, ParamKind, PieceKind, Storage
 from .opcodes import WIDTH
 from .verify_base import (CodeCtx, Where, base_rank, base_storage, buffer_rank, check_unit,
                           element_dtype, extents_text, future_text, known_extents, label,
@@ -188,6 +188,12 @@ def _view(cx, at, n, view):
     _ranked(at, "extents", view.extents, rank)
     for reg in view.origin + view.extents:
         want_reg(cx, at, reg, "index", "origin/extent register")
+    _swizzle(at, view.swizzle)
+
+
+def _swizzle(at, n: int):
+    if n not in SWIZZLES:
+        at.fail(f"swizzle of {n} bytes (expected one of {', '.join(map(str, SWIZZLES))})")
 
 
 def _dma(cx, at, n, dma):
@@ -208,6 +214,7 @@ def _dma(cx, at, n, dma):
     dst = _dma_destination(cx, at, dma, rank, etype)
     if dst is None:     # a future's data is the destination only once it holds some (§9.4)
         at.fail("no destination (a view or the statement's own buffer)")
+    _tma(cx, at, dma, base_storage(cx, src.base_kind, src.base), dst[0])
     fut = lookup(at, "future", dma.future, cx.code.futures, optional=True)
     if fut is not None:
         storage = dst[0]
@@ -220,6 +227,19 @@ def _dma(cx, at, n, dma):
         if any(DYNAMIC not in (x, y) and x != y for x, y in zip(extents, fut.shape)):
             at.fail(f"fills {label('future', dma.future, fut.name)} ({future_text(fut)}) with "
                     f"data of extents {extents_text(extents)}")
+
+
+def _tma(cx, at, dma, src: Storage, dst: Storage):
+    """§9.7: a TMA transfer goes between global and shared memory; an L2 hint belongs to a
+    TMA load; a swizzle lays out a shared side."""
+    if dma.tma and {src, dst} != {Storage.GLOBAL, Storage.SHARED}:
+        at.fail(f"TMA transfer from {src.name.lower()} to {dst.name.lower()} memory "
+                "(expected between global and shared)")
+    if dma.l2_hint != L2Hint.NONE and not (dma.tma and dst == Storage.SHARED):
+        at.fail("L2 hint on a DMA that is not a TMA load into shared memory")
+    _swizzle(at, dma.swizzle)
+    if dma.swizzle and Storage.SHARED not in (src, dst):
+        at.fail(f"swizzle of {dma.swizzle} bytes with neither side in shared memory")
 
 
 def _dma_destination(cx, at, dma, rank, etype):

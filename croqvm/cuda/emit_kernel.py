@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 
 from .. import dtypes
-from ..bytecode.module import Storage
+from ..bytecode.module import BaseKind, DmaOp, Storage, dst_storage
 from ..bytecode import opcodes
 from ..bytecode.opcodes import SPAN
 from ..faults import Kind
@@ -40,6 +40,21 @@ def bits_value(bits: int, t: dtypes.DType):
 
 def _align(n: int, a: int) -> int:
     return (n + a - 1) // a * a
+
+
+# a TMA barrier's bytes: the cq_tma_bar, then the parity its issuer publishes (§9.7)
+TMA_BAR_BYTES = 32
+
+
+def bulk_load(k, desc) -> bool:
+    """Whether DMA ``desc`` may go by TMA bulk copies: a TMA copy from global into shared
+    memory, on sm_90a (§9.7; whether each execution does is decided when it runs)."""
+    if k.arch != "sm_90a" or not desc.tma or desc.op != DmaOp.COPY:
+        return False
+    src = k.code.views[desc.src]
+    table = k.code.futures if src.base_kind == BaseKind.FUT else k.code.buffers
+    return table[src.base].storage == Storage.GLOBAL and \
+        dst_storage(k.code, desc) == Storage.SHARED
 
 
 class Layout:
@@ -243,6 +258,13 @@ class KernelEmitter:
                 vt = cnum.reg_c(dtypes.BY_CODE[f.dtype])
                 size = f.rows * f.cols * (8 if vt in ("double", "int64_t", "uint64_t") else 4)
                 self.off_frag[m] = L.take(size * self._instances(f.unit), 16)
+        # on sm_90a a TMA barrier (cq_tma_bar and the parity its issuer publishes) per
+        # instance of every shared buffer, when a TMA load may fill one (§9.7)
+        self.off_tma = {}
+        if any(bulk_load(self, d) for d in code.dmas):
+            self.off_tma = {s: L.take(TMA_BAR_BYTES * decl.count, 16)
+                            for s, decl in enumerate(code.buffers)
+                            if decl.storage == Storage.SHARED}
         # each warpgroup's staging area for wgmma operands, as large as its largest exec
         from .emit_mma import wgmma_plan
         plans = [wgmma_plan(self, ins) for ins in self.ins if op_name(ins) == "MMA_EXEC"]
@@ -361,6 +383,7 @@ class KernelEmitter:
             self.line(f"if (lane == 0) ((unsigned *)(smem + {self.off_event[e]}))[{ev.slots}] = "
                       f"en{e};")
         self._init_barriers()
+        self._init_tma_barriers()
         self._leave_lambda()
 
     def _laneset(self, k: int, ls) -> None:
@@ -436,6 +459,23 @@ class KernelEmitter:
         self.depth -= 1
         self.line("}")
         self.line(f"cq_sync_block({RUNTIME_SITE});")
+
+    def _init_tma_barriers(self) -> None:
+        if not self.off_tma:
+            return
+        self.line("if (lane == 0) {")
+        for s, off in self.off_tma.items():
+            self.line(f"  for (int i = 0; i < {self.code.buffers[s].count}; i++) "
+                      f"cq_tma_init((cq_tma_bar *)(smem + {off} + i * {TMA_BAR_BYTES}));")
+        self.line("}")
+        self.line(f"cq_sync_block({RUNTIME_SITE});")
+
+    def tma_bar(self, view: str) -> str:
+        """The TMA barrier of the shared buffer instance ``view`` lies in (§9.7)."""
+        pick = " : ".join(f"{view}.slot == {s} ? smem + {off}" for s, off in
+                          self.off_tma.items())
+        index = f"({view}.index > 0 ? {view}.index : 0)"     # -1: not a buffer array
+        return f"(cq_tma_bar *)(({pick} : smem) + {index} * {TMA_BAR_BYTES})"
 
     def _leave_lambda(self) -> None:
         """``cq_leave()``: the lane terminates (YIELD, or after a fault): it leaves every

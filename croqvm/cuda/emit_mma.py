@@ -129,7 +129,9 @@ def load_cells(k, ins, ip, m, v, ptr, rows, cols, part, parts) -> None:
     k.line(f"for (long long i = {part}; i < {rows} * {cols}; i += {parts}) {{", ins)
     k.depth += 1
     k.line(f"const long long ix[2] = {{i / {cols}, i % {cols}}};", ins)
-    value = cnum.load_value(f"({cnum.store_c(et)} *)(src.base + cq_offset(src, ix))", et)
+    swizzle = k.code.views[v].swizzle      # §9.7: the layout a swizzled copy gave it
+    value = cnum.load_value(f"({cnum.store_c(et)} *)(src.base + cq_swizzle(src, "
+                            f"cq_offset(src, ix), {swizzle}))", et)
     k.convert_into(f"{ptr}[i]", value, et, ft, ins, ip)
     k.depth -= 1
     k.line("}", ins)

@@ -14,10 +14,11 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from .. import dtypes
-from ..bytecode.module import BaseKind, DmaOp
+from ..bytecode.module import BaseKind, DmaOp, swizzled_sides
 from ..faults import Kind
 from ..messages import print_registers
 from . import cnum
+from .emit_kernel import bulk_load
 from .emit_ops import allocate, buffer_instance, future_view
 
 
@@ -226,6 +227,9 @@ def op_dma(k, ins, ip):
     _, d, c = ins[:3]
     desc = k.code.dmas[d]
     rank = view_rank(k, desc.src)
+    bulk = bulk_load(k, desc) and c >= 0
+    if bulk:
+        k.line(f"cq_tma_bar *tb{ip} = 0;", ins)
     with collective(k, ins, ip, c >= 0) as (part, parts):
         if desc.future >= 0:
             n = k.site(Kind.NEVER_WAITED, ip, ins[-1], lambda a, refs, f=desc.future:
@@ -236,6 +240,9 @@ def op_dma(k, ins, ip):
         view(k, desc.src, "src", ins, ip)
         check_tile(k, "src", rank, ins, ip)
         k.line(f"dm.src = src; dm.op = {int(desc.op)}; dm.zfill = {int(desc.zfill)};", ins)
+        swz_src, swz_dst = swizzled_sides(k.code, desc)
+        if desc.swizzle:
+            k.line(f"dm.swz_src = {swz_src}; dm.swz_dst = {swz_dst};", ins)
         for j, p in enumerate(desc.perm):
             k.line(f"dm.perm[{j}] = {p};", ins)
         hi = "0"
@@ -256,6 +263,8 @@ def op_dma(k, ins, ip):
         shape = k.site(Kind.DMA_SHAPE, ip, ins[-1], _shape_operands(d, rank))
         k.site(Kind.DMA_SHAPE_ZFILL, ip, ins[-1], _shape_operands(d, rank))
         k.line(f"if (!cq_dma_fits(dm, {shape})) cq_leave();", ins)
+        if bulk:
+            _bulk_issue(k, ins, ip, desc, part)
         size = _cp_async_size(k, desc)
         if size:
             k.line(f"cq_dma_move_async<{size}>(dm, {part}, {parts});", ins)
@@ -264,7 +273,33 @@ def op_dma(k, ins, ip):
         if desc.future >= 0:
             f = f"f{desc.future}"
             k.line(f"{f}.v = dm.dst; {f}.has_data = 1; {f}.is_async = "
-                   f"{int(desc.is_async)}; {f}.waited = 0; {f}.issued = {ins[-1]};", ins)
+                   f"{int(desc.is_async)}; {f}.waited = 0; {f}.issued = {ins[-1]}; "
+                   f"{f}.tma = 0;", ins)
+    if bulk:
+        _bulk_complete(k, ins, ip, desc)
+
+
+def _bulk_issue(k, ins, ip, desc, part) -> None:
+    """§9.7 on sm_90a: a copy the runtime finds fit goes as TMA bulk copies, issued by the
+    first participant, which publishes the parity of the barrier phase they complete;
+    every other copy moves as any DMA does."""
+    k.line(f"if (cq_dma_bulk_ok(dm)) {{ tb{ip} = {k.tma_bar('dm.dst')}; if ({part} == 0) {{ "
+           f"((volatile unsigned *)(tb{ip} + 1))[0] = cq_tma_phase(tb{ip}); "
+           f"cq_dma_bulk(dm, tb{ip}, {int(desc.l2_hint)}); }} }} else", ins)
+
+
+def _bulk_complete(k, ins, ip, desc) -> None:
+    """After the rendezvous that ends the issue, each participant reads the published
+    parity: an async copy's future waits for it (op_wait), a synchronous copy at once."""
+    k.line(f"if (tb{ip}) {{", ins)
+    k.depth += 1
+    k.line(f"const unsigned ph = ((volatile unsigned *)(tb{ip} + 1))[0];", ins)
+    if desc.is_async and desc.future >= 0:
+        k.line(f"f{desc.future}.tma = tb{ip}; f{desc.future}.phase = ph;", ins)
+    else:
+        k.line(f"cq_tma_wait(tb{ip}, ph, {wait_site(k, ins, ip, desc.text)});", ins)
+    k.depth -= 1
+    k.line("}", ins)
 
 
 def _cp_async_size(k, desc) -> int:
@@ -335,6 +370,9 @@ def op_wait(k, ins, ip):
     k.line("{", ins)
     k.depth += 1
     k.line("cq_cp_async_wait<0>();", ins)
+    if k.off_tma:     # a TMA bulk copy completes on its barrier (§9.7)
+        k.line(f"if (f{n}.tma && !f{n}.waited) cq_tma_wait(f{n}.tma, f{n}.phase, "
+               f"{wait_site(k, ins, ip, 'wait')});", ins)
     if c >= 0:
         site = k.colls[ip][0]
         k.line(f"cq_coll_sync({k.coll(ip)}, {wait_site(k, ins, ip, site.text)});", ins)

@@ -13,11 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..bytecode.module import DmaOp
+from ..bytecode.module import DmaOp, swizzled_sides
 from ..bytecode.opcodes import SPAN
 from ..faults import Fault, Kind
 from ..numerics import convert
-from .memory import Handle, Transfer, allocating, first_pending, view_of, view_registers
+from .memory import (Handle, Transfer, allocating, first_pending, laid_out, view_of,
+                     view_registers)
 from .sync import arrive, check_uniform
 
 
@@ -116,6 +117,7 @@ class Plan:
             raise Fault(kind, (d, tuple(self.shape), tuple(D)), lane)
         self.d, self.desc = d, desc
         self.tiles = []          # the working tiles, from reserve() until the data moves
+        self.swizzles = swizzled_sides(blk.prog.code, desc)
 
     def _destination(self, blk, desc, w, i, lane):
         if desc.dst_view >= 0:
@@ -152,15 +154,22 @@ class Plan:
                 self.tiles.append(new_tile(shape, src_buf.data.dtype))
 
     def move(self):
+        """Read the source and write the destination, each in logical order: the shared
+        side of a swizzled copy through its swizzle (§9.7)."""
         src_buf, o, _ = self.src
-        tile = read_tile(src_buf, o, self.tiles[0])
+        tile = read_tile(laid_out(src_buf, self.swizzles[0]), o, self.tiles[0])
         if self.desc.op == DmaOp.TRANSP:
             tile = tuple(np.transpose(a, self.desc.perm) for a in tile)
         elif self.desc.op == DmaOp.PAD:
             lo, _, mid = self.pads
             tile = _pad(tile, lo, mid, self.pad_value, self.tiles[1])
         self.tiles = []
-        write_tile(*self.dst, tile, self.desc.zfill)
+        dst_buf, do, D = self.dst
+        dst = laid_out(dst_buf, self.swizzles[1])
+        write_tile(dst, do, D, tile, self.desc.zfill)
+        if dst is not dst_buf:
+            dst.store()
+
 
 
 def _check_unwaited(blk, desc, lanes):

@@ -51,6 +51,51 @@ def new_buffer(ref: tuple, dtype: DType, shape, poison: bool) -> Buffer:
     return Buffer(ref, dtype, data, np.zeros(shape, bool))
 
 
+def swizzled_positions(count: int, elem_bytes: int, swizzle: int) -> np.ndarray:
+    """§9.7: where a swizzle of ``swizzle`` bytes places each element of a buffer of
+    ``count`` elements: ``pos[k]`` is the row-major position that holds logical element
+    ``k``. The byte offset ``b = k * elem_bytes`` goes to ``b ^ ((b & M) >> 3)``, ``M`` the
+    log2(swizzle / 16) bits from bit 7 up (PTX/CUTLASS Swizzle<B, 4, 3>, as
+    lib/Target/GPU/cute_codegen.cpp addresses a swizzled tile); the function permutes each
+    whole ``swizzle``-byte block, and the elements after the last whole block stay put."""
+    k = np.arange(count, dtype=np.int64)
+    b = k * elem_bytes
+    mask = ((swizzle >> 4) - 1) << 7
+    pos = (b ^ ((b & mask) >> 3)) // elem_bytes
+    whole = count * elem_bytes // swizzle * swizzle // elem_bytes
+    pos[whole:] = k[whole:]
+    return pos
+
+
+class Laid:
+    """A buffer as its logical elements, when a swizzle lays it out (§9.7): ``data`` and
+    ``written`` are copies in logical order; ``store`` puts changes back where the swizzle
+    places them. Read and written where a ``Buffer`` would be (``ref``, ``shape``)."""
+
+    __slots__ = ("buf", "pos", "ref", "data", "written")
+
+    def __init__(self, buf: Buffer, swizzle: int):
+        self.buf, self.ref = buf, buf.ref
+        self.pos = swizzled_positions(buf.flat.size, buf.data.itemsize, swizzle)
+        self.data = buf.flat[self.pos].reshape(buf.shape)
+        self.written = None if buf.written is None else \
+            buf.written.reshape(-1)[self.pos].reshape(buf.shape)
+
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape
+
+    def store(self) -> None:
+        self.buf.flat[self.pos] = self.data.reshape(-1)
+        if self.written is not None:
+            self.buf.written.reshape(-1)[self.pos] = self.written.reshape(-1)
+
+
+def laid_out(buf: Buffer, swizzle: int):
+    """``buf`` in logical order: itself, or its ``Laid`` copy under a swizzle."""
+    return Laid(buf, swizzle) if swizzle else buf
+
+
 @contextmanager
 def allocating(kind: Kind, operands: tuple, shape, lane):
     """numpy refusing to make an array of ``shape`` (extents no memory can hold, say from a

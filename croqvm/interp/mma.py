@@ -22,7 +22,7 @@ from ..faults import Fault, Kind
 from ..limits import UNIT_OF_LANES, WARP_SIZE
 from ..numerics import convert, fma_to, round_to
 from .checks import Access
-from .memory import allocating, view_of, view_registers
+from .memory import allocating, laid_out, view_of, view_registers
 from .sync import arrive, check_uniform, groups_of
 
 HOST_LANE = 1        # the unit of an op without a site: the host lane (§11.2 (c))
@@ -152,12 +152,14 @@ def _load_tile(blk, v, lane, coll):
     if bad is not None:
         raise Fault(Kind.MMA_READ_OUTSIDE, (coll, tuple(bad), buf.ref), lane)
     region = tuple(slice(a, a + x) for a, x in zip(o, e))
-    if buf.written is not None and not buf.written[region].all():
-        bad = np.argwhere(~buf.written[region])[0] + np.asarray(o)
+    swizzle = blk.prog.code.views[v].swizzle
+    laid = laid_out(buf, swizzle)     # §9.7
+    if laid.written is not None and not laid.written[region].all():
+        bad = np.argwhere(~laid.written[region])[0] + np.asarray(o)
         raise Fault(Kind.MMA_UNINITIALISED, (buf.ref, tuple(int(x) for x in bad)), lane)
     if blk.call.checker is not None:
-        blk.call.checker.tile(blk, buf, o, e, Access.TILE_READ, lane, "mma.load")
-    return buf, buf.data[region]
+        blk.call.checker.tile(blk, buf, o, e, Access.TILE_READ, lane, "mma.load", swizzle)
+    return buf, laid.data[region]
 
 
 def op_mma_load(w, ins):

@@ -426,11 +426,12 @@ class RaceChecker(Checker):
             sh.atomics = Shadow(sh.shape, sh.glob)
         sh.atomics.read(key, actor, (site << LANE_BITS) | who.lanes)
 
-    def tile(self, blk, buf, origin, extents, kind: str, lane: int, text: str = "") -> None:
-        """A tile of ``buf`` (at ``origin``, ``extents``; the part in range) that a
-        collective's effect (mma.load, mma.store, a copy, a fill) or lane ``lane`` reads
-        or writes."""
-        key = _box(buf, origin, extents)
+    def tile(self, blk, buf, origin, extents, kind: str, lane: int, text: str = "",
+             swizzle: int = 0) -> None:
+        """A tile of ``buf`` (at ``origin``, ``extents``; the part in range; laid out by
+        ``swizzle``) that a collective's effect (mma.load, mma.store, a copy, a fill) or
+        lane ``lane`` reads or writes."""
+        key = _box(buf, origin, extents, swizzle)
         if key is None or (buf.shadow is None and self.storage(buf) == Storage.LOCAL):
             return
         st = self.clocks(blk)
@@ -465,11 +466,12 @@ class RaceChecker(Checker):
         synchronous copy reads and writes now; an async one from now until its wait."""
         lane = int(lanes[0])
         (src, so, se), (dst, do, dd) = plan.src, plan.dst
+        swz_src, swz_dst = plan.swizzles
         if self.clocks(blk).coll is None:
-            self._lane_copy(blk, desc, dst, _box(dst, do, dd), lane)
+            self._lane_copy(blk, desc, dst, _box(dst, do, dd, swz_dst), lane)
         if handle is None or not handle.is_async:
-            self.tile(blk, src, so, se, Access.COPY_READ, lane, desc.text)
-            self.tile(blk, dst, do, dd, Access.COPY_WRITE, lane, desc.text)
+            self.tile(blk, src, so, se, Access.COPY_READ, lane, desc.text, swz_src)
+            self.tile(blk, dst, do, dd, Access.COPY_WRITE, lane, desc.text, swz_dst)
             return
         st = self.clocks(blk)
         actor = self._actor(st, lane)
@@ -478,9 +480,10 @@ class RaceChecker(Checker):
         copy = Copy(self.site(blk, ip, Access.COPY_READ, desc.text, True),
                     self.site(blk, ip, Access.COPY_WRITE, desc.text, True), who, None, None)
         parts = []
-        for (buf, o, e), kind, site in ((plan.src, Access.COPY_READ, copy.site_read),
-                                        (plan.dst, Access.COPY_WRITE, copy.site_write)):
-            box = _box(buf, o, e)
+        for (buf, o, e), kind, site, swz in (
+                (plan.src, Access.COPY_READ, copy.site_read, swz_src),
+                (plan.dst, Access.COPY_WRITE, copy.site_write, swz_dst)):
+            box = _box(buf, o, e, swz)
             sh = None
             if box is not None:
                 sh = self._shadow(buf)
@@ -684,12 +687,20 @@ def _last_access(sh, offset: int, actor) -> int:
     return out
 
 
-def _box(buf, o, e):
-    """The part of the tile at origin ``o`` with extents ``e`` inside ``buf``, or None."""
+def _box(buf, o, e, swizzle: int = 0):
+    """The part of the tile at origin ``o`` with extents ``e`` inside ``buf``, or None.
+    Under a swizzle (§9.7) the elements lie elsewhere, but each stays in its aligned
+    ``swizzle``-byte block: the box grows to whole blocks of the last dimension, or to
+    the whole buffer when its rows do not hold whole blocks."""
     lo = [max(0, int(a)) for a in o]
     hi = [min(int(a) + int(x), d) for a, x, d in zip(o, e, buf.shape)]
     if any(h <= l for l, h in zip(lo, hi)):
         return None
+    block = swizzle // buf.data.itemsize
+    if block and buf.shape[-1] % block == 0:
+        lo[-1], hi[-1] = lo[-1] // block * block, -(-hi[-1] // block) * block
+    elif block:
+        lo, hi = [0] * len(lo), list(buf.shape)
     return Box(lo, hi)
 
 

@@ -557,13 +557,13 @@ class BuiltinStmt(Stmt):
 
 @dataclass
 class Dma(Stmt):
-    """``[f =] dma.copy|transp|pad ... SRC => DST;`` (§9.1).
+    """``[f =] dma.copy|transp|pad ... SRC => DST;``, ``[f =] tma.copy|load ...`` (§9.1).
 
     ``dst`` is an expression, or a storage keyword as a ``str`` ("shared", "local",
     "global"). ``perm`` holds ``transp<...>``; ``pad_lo/hi/mid/value`` hold ``pad<...>``.
     """
     target: Name | None
-    op: str                       # "copy", "transp", "pad"
+    op: str                       # "copy", "transp", "pad", "load" (tma.load)
     is_async: bool
     zfill: bool
     swizzle: int | None
@@ -576,15 +576,17 @@ class Dma(Stmt):
     pad_hi: list[Expr] = field(default_factory=list)
     pad_mid: list[Expr] = field(default_factory=list)
     pad_value: Expr | None = None
+    l2_hint: str | None = None    # "evict_first", "evict_last" (tma.load only)
     declares = False              # set by the checker when ``target`` is new
     sym = None
 
 
 @dataclass
 class DmaAny(Stmt):
-    """``f = dma.any;`` (§9.4.2)."""
+    """``f = dma.any;`` or ``f = tma.any;`` (§9.4.2)."""
     target: Name
     span: Span
+    tma: bool = False
     declares = False
     sym = None
 

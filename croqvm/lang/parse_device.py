@@ -7,6 +7,9 @@ from .parse_decl import TYPE_WORDS
 from .tokens import KEYWORD
 
 DMA_OPS = ("copy", "transp", "pad", "any")
+TMA_OPS = ("copy", "load", "any")
+SWIZZLE_BYTES = (32, 64, 128)
+L2_HINTS = ("evict_first", "evict_last")     # TMA load cache policies (Croqtile: tma.md)
 DMA_DESTINATIONS = ("shared", "local", "global")
 MMA_OPS = ("fill", "load", "row", "col", "store", "commit")
 MMA_ASSIGNED = ("fill", "load", "row", "col")  # the forms written ``x = mma...``
@@ -21,13 +24,17 @@ class DeviceParser:
         start = start or self.tok
         kw = self.advance()
         tma = kw.value == "tma"
-        op = self.expect_dotted(*(("copy",) if tma else DMA_OPS), after=kw.value)
+        if not tma and self.accept_dotted("load"):    # lib/parser.yy, dma_stmt
+            self.fail("'.load' is a TMA-only operation.", self.prev.span,
+                      hint="write 'tma.load', or 'dma.copy' for a copy by the DMA engine")
+        op = self.expect_dotted(*(TMA_OPS if tma else DMA_OPS), after=kw.value)
         if op == "any":
             if target is None:
-                self.fail("syntax error: 'dma.any' makes a placeholder future and must be "
-                          "assigned to a name, as in 'f = dma.any;'.", self.span_from(start))
+                self.fail(f"syntax error: '{kw.value}.any' makes a placeholder future and "
+                          f"must be assigned to a name, as in 'f = {kw.value}.any;'.",
+                          self.span_from(start))
             self.end_statement()
-            return ast.DmaAny(target, self.span_from(start))
+            return ast.DmaAny(target, self.span_from(start), tma)
         node = ast.Dma(target, op, False, False, None, tma, None, None, start.span)
         if op == "transp":
             node.perm = self._angle_ints("a dimension index of 'dma.transp<...>'")
@@ -46,26 +53,48 @@ class DeviceParser:
         return node
 
     def _dma_suffixes(self, node: ast.Dma):
-        """``.async``, ``.zfill``, ``.swiz<N>`` in any order, each once."""
+        """``.async``, ``.zfill``, ``.swiz<N>`` in any order, each once; an L2 eviction
+        hint (``.evict_first``/``.evict_last``) at most once and before ``.swiz``, and only
+        on ``tma.load`` (lib/parser.yy, dma_attrib and dma_stmt)."""
         seen = set()
         while True:
-            word = self.accept_dotted("async", "zfill", "swiz", "swizzle")
+            word = self.accept_dotted("async", "zfill", "swiz", "swizzle", *L2_HINTS)
             if word is None:
                 return
+            if word in L2_HINTS:
+                self._l2_hint(node, word, seen)
+                continue
             if word in seen:
                 self.fail(f"syntax error: '.{word}' is written twice.", self.prev.span)
             seen.add(word)
             if word == "async":
+                if node.l2_hint is not None:
+                    self.fail("TMA eviction modifier must follow '.async'.", self.prev.span,
+                              hint=f"write '.async.{node.l2_hint}'")
                 node.is_async = True
             elif word == "zfill":
                 node.zfill = True
             else:
                 node.swizzle = self._swizzle(word)
 
+    def _l2_hint(self, node: ast.Dma, word: str, seen: set):
+        where = self.prev.span
+        if node.op != "load":
+            self.fail("TMA L2 eviction modifiers are only valid on 'tma.load'.", where)
+        if node.l2_hint is not None:
+            self.fail("only one TMA eviction modifier is allowed.", where)
+        if seen & {"swiz", "swizzle"}:
+            self.fail("TMA eviction modifier must precede '.swiz'.", where,
+                      hint=f"write '.{word}' before '.swiz<N>'")
+        node.l2_hint = word
+
     def _swizzle(self, word: str) -> int:
         self.expect_op("<", f"syntax error: expected '<N>' after '.{word}', as in "
                             f"'.{word}<128>'.")
         n = self.int_literal("the swizzle size (32, 64 or 128)")
+        if int(n.value) not in SWIZZLE_BYTES:      # lib/parser.yy, swiz_value
+            self.fail("swizzle value must be 128, 64, or 32", n.span,
+                      hint="the swizzle sizes are 32, 64 and 128 bytes")
         self.expect_op(">", f"syntax error: expected '>' after the size of '.{word}<N>'.")
         return int(n.value)
 

@@ -13,9 +13,10 @@ order by native/load.c. Types are dtype codes, enumerations the module's own val
            nevents, per event: slots, ready, count, lane sets (list),
            nfrags, per fragment: type, unit, rows, cols (-1: dynamic),
            naccesses, per access: base kind, base, arr, indices (list),
-           nviews, per view: base kind, base, arr, origin (list), extents (list),
+           nviews, per view: base kind, base, arr, origin (list), extents (list), swizzle,
            ndmas, per DMA: op, src, dst view, dst buffer, future, async, zfill,
                   pad value, perm (list), pad lo (list), pad hi, pad mid (as many),
+                  swizzle of the source, of the destination (bytes, 0: none),
            nsites, per site: lane set, unit,
            nprints, per format: npieces, kinds (0 string, 1 register), values (string
                   ids, registers), newline,
@@ -35,7 +36,7 @@ import numpy as np
 
 from .. import dtypes
 from ..bytecode import opcodes
-from ..bytecode.module import PieceKind
+from ..bytecode.module import PieceKind, swizzled_sides
 from ..limits import EVENT_SLOT_BYTES
 from ..numerics import binary_op, storage_array
 
@@ -89,6 +90,7 @@ class Image:
             self.put(v.base_kind, v.base, v.arr)
             self.counted(v.origin)
             self.counted(v.extents)
+            self.put(v.swizzle)
         self.put(len(code.dmas))
         for d in code.dmas:
             self.put(d.op, d.src, d.dst_view, d.dst_buffer, d.future, int(d.is_async),
@@ -96,6 +98,7 @@ class Image:
             self.counted(d.perm)
             self.counted(d.pad_lo)
             self.put(*d.pad_hi, *d.pad_mid)
+            self.put(*swizzled_sides(code, d))
         self.put(len(code.colls))
         for c in code.colls:
             self.put(c.laneset, c.unit)

@@ -8,9 +8,12 @@ site of the collective copy that filled them. ``rotate(f0, ..., fn)`` is a left 
 """
 from __future__ import annotations
 
-from croqvm.bytecode.module import DYNAMIC, BufferDecl, DmaDesc, DmaOp, FutureDecl, Storage
+from croqvm.bytecode.module import (DYNAMIC, BufferDecl, DmaDesc, DmaOp, FutureDecl, L2Hint,
+                                     Storage)
 from croqvm.lang import ast
 from croqvm.lang import types as T
+
+from croqvm.lang.check.dma import root_symbol
 
 from .state import Lowerer
 from .values import FutRef
@@ -63,8 +66,11 @@ def _group_key(lw: Lowerer, sym):
 def lower_dma(lw: Lowerer, s: ast.Dma) -> None:
     b = lw.b
     src, sbase, ext = view_of(lw, s.src)
-    desc = DmaDesc(DmaOp[s.op.upper()], src, is_async=s.is_async, zfill=s.zfill,
-                   text=f"dma.{s.op}")
+    op = DmaOp.COPY if s.op == "load" else DmaOp[s.op.upper()]
+    desc = DmaDesc(op, src, is_async=s.is_async, zfill=s.zfill,
+                   text=f"tma.{s.op}" if s.tma else f"dma.{s.op}", tma=s.tma,
+                   swizzle=s.swizzle or 0,
+                   l2_hint=L2Hint[s.l2_hint.upper()] if s.l2_hint else L2Hint.NONE)
     desc.perm = list(s.perm)
     storages = {sbase.storage}
     if isinstance(s.dst, str):
@@ -110,6 +116,20 @@ def _dst_extents(lw: Lowerer, s: ast.Dma, ext: list) -> list:
             out.append(o_add(lw, o_add(lw, o_add(lw, lo[k], e), gaps), hi[k]))
         return out
     return list(ext)
+
+
+def swizzled_view(lw: Lowerer, e: ast.Expr, swizzle: int | None = None) -> tuple:
+    """``view_of`` for a tile an MMA reads (§9.7): through ``swizzle`` when given, else
+    through the swizzle the checker found its buffer laid out with."""
+    view, base, ext = view_of(lw, e)
+    lw.b.code.views[view].swizzle = buffer_swizzle(e) if swizzle is None else swizzle
+    return view, base, ext
+
+
+def buffer_swizzle(e: ast.Expr) -> int:
+    """The swizzle the checker found the buffer under ``e`` laid out with (0: none)."""
+    sym = root_symbol(e)
+    return (sym.info.get("swizzle") or (0,))[0] if sym is not None else 0
 
 
 def lower_dma_any(lw: Lowerer, s: ast.DmaAny) -> None:

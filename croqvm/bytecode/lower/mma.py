@@ -22,6 +22,7 @@ from croqvm.lang import types as T
 from croqvm.lang.check.walk import child_stmts
 from croqvm.limits import UNIT_OF_LANES, UNIT_OF_LEVEL
 
+from .dma import buffer_swizzle, swizzled_view
 from .exprs import lower_as
 from .state import Lowerer
 from .values import FragRef
@@ -130,7 +131,7 @@ def lower_fill(lw: Lowerer, s: ast.MmaFill) -> None:
 
 
 def lower_load(lw: Lowerer, s: ast.MmaLoad) -> None:
-    view, base, _ = view_of(lw, s.view)
+    view, base, _ = swizzled_view(lw, s.view, s.swizzle)
     f = _target(lw, s, base.dtype)
     for index in f.indices.values():
         lw.b.emit("MMA_LOAD", index, view, lw.coll_site("mma.load", f.unit))
@@ -175,9 +176,10 @@ def _operand(lw: Lowerer, e: ast.Expr, role: FragRole, unit: int, k_slice=None) 
     if isinstance(e, ast.Name) and sym is not None and sym.kind == "fragment":
         return frag_ref(lw, sym, e).indices[role]
     if k_slice is None:
-        view, base, ext = view_of(lw, e)
-    else:
+        view, base, ext = swizzled_view(lw, e)
+    else:       # one K tile, addressed as its buffer is laid out (§9.7)
         view, base, ext = k_view(lw, e, *k_slice)
+        lw.b.code.views[view].swizzle = buffer_swizzle(e)
     rows, cols = _extents(ext)
     idx = lw.b.add("frags", FragDecl(lw.snippet(e.span), role, base.dtype.code, rows, cols,
                                      unit, lw.spans.intern(e.span)))

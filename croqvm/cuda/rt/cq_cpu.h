@@ -640,6 +640,57 @@ CQ_DEV bool cq_once_claim(unsigned *claimed, unsigned nth) {
   return true;
 }
 
+/* ------------------------------------------------------------------ TMA bulk copies */
+
+/* The mbarrier's one arrival counts once the expected bytes have all been transferred;
+   a bulk copy moves its bytes when issued. */
+struct cq_tma_bar {
+  cq_mbar bar;
+  long long tx;   /* bytes expected and not yet transferred, + 2^40 while the arrival waits */
+};
+
+namespace cq {
+static const long long TMA_ARMED = 1ll << 40;
+static inline void tma_settle(cq_tma_bar *b) {
+  if (b->tx == TMA_ARMED) {
+    b->tx = 0;
+    mbar_arrive(&b->bar, false);
+  }
+}
+}  // namespace cq
+
+CQ_DEV void cq_tma_init(cq_tma_bar *b) {
+  cq::check_smem_object(b, sizeof *b, -1);
+  cq_mbar_init(&b->bar, 1);
+  b->tx = 0;
+}
+
+CQ_DEV unsigned cq_tma_phase(cq_tma_bar *b) { return (unsigned)(cq::mbar_phase(b->bar) & 1); }
+
+CQ_DEV void cq_tma_expect(cq_tma_bar *b, unsigned bytes) {
+  b->tx += cq::TMA_ARMED + bytes;
+  cq::tma_settle(b);
+}
+
+CQ_DEV void cq_tma_load(void *dst, const void *src, unsigned bytes, cq_tma_bar *b, int hint) {
+  using namespace cq;
+  (void)hint;
+  if (!bytes || bytes % 16) misuse(CQ_MISUSE_CP_ASYNC_SIZE, -1, bytes);
+  if ((uintptr_t)dst % 16 || (uintptr_t)src % 16)
+    misuse(CQ_MISUSE_CP_ASYNC_ALIGN, -1, (long long)(uintptr_t)dst, (long long)(uintptr_t)src);
+  long long off = smem_offset(dst);
+  if (off < 0 || (size_t)off + bytes > rt.blk->smem_bytes) misuse(CQ_MISUSE_CP_ASYNC_DST, -1, off);
+  memcpy(dst, src, bytes);
+  b->tx -= bytes;
+  tma_settle(b);
+}
+
+CQ_DEV void cq_tma_wait(cq_tma_bar *b, unsigned parity, int site) {
+  using namespace cq;
+  wait_until(CQ_WAIT_MBARRIER, site, smem_offset(b), (long long)parity,
+             [=] { return (mbar_phase(b->bar) & 1) != parity; });
+}
+
 /* ------------------------------------------------------------------ cp.async */
 
 template <int BYTES> CQ_DEV void cq_cp_async(void *dst, const void *src, int src_bytes) {

@@ -330,6 +330,64 @@ CQ_DEV void cq_mma_sync(typename S::c_value *d, const typename S::a_value *a,
   }
 }
 
+/* ------------------------------------------------------------------ TMA bulk copies */
+
+struct cq_tma_bar {
+  cq_mbar bar;
+  unsigned long long unused;   /* the CPU runtime's transaction count */
+};
+
+#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+CQ_DEV void cq_tma_init(cq_tma_bar *b) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(cq_smem_addr(&b->bar)) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+/* test_wait.parity 0 succeeds once the phase of parity 0 has completed, that is while
+   the current phase has parity 1. */
+CQ_DEV unsigned cq_tma_phase(cq_tma_bar *b) {
+  unsigned done;
+  asm volatile("{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [%1], 0; "
+               "selp.u32 %0, 1, 0, p; }"
+               : "=r"(done) : "r"(cq_smem_addr(&b->bar)) : "memory");
+  return done;
+}
+
+CQ_DEV void cq_tma_expect(cq_tma_bar *b, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+               ::"r"(cq_smem_addr(&b->bar)), "r"(bytes) : "memory");
+}
+
+CQ_DEV void cq_tma_load(void *dst, const void *src, unsigned bytes, cq_tma_bar *b, int hint) {
+  unsigned d = cq_smem_addr(dst), m = cq_smem_addr(&b->bar);
+  if (hint == 0) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1], %2, [%3];" ::"r"(d), "l"(src), "r"(bytes), "r"(m) : "memory");
+    return;
+  }
+  unsigned long long policy;
+  if (hint == 1)
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  else
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+               ".L2::cache_hint [%0], [%1], %2, [%3], %4;"
+               ::"r"(d), "l"(src), "r"(bytes), "r"(m), "l"(policy) : "memory");
+}
+
+CQ_DEV bool cq_tma_done(cq_tma_bar *b, unsigned parity) {
+  unsigned done;
+  asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
+               "selp.u32 %0, 1, 0, p; }"
+               : "=r"(done) : "r"(cq_smem_addr(&b->bar)), "r"(parity) : "memory");
+  return done;
+}
+
+CQ_DEV void cq_tma_wait(cq_tma_bar *b, unsigned parity, int site) {
+  cq_spin(site, [=] { return cq_tma_done(b, parity); });
+}
+#endif
+
 /* ------------------------------------------------------------------ wgmma (sm_90a) */
 
 #if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)

@@ -82,6 +82,8 @@ struct cq_view {
 struct cq_future {
   cq_view v;
   int has_data, is_async, waited, issued;
+  cq_tma_bar *tma;     /* the barrier of a bulk copy in flight, else null (§9.7) */
+  unsigned phase;      /* the parity of the barrier phase that completes it */
 };
 
 CQ_DEV bool cq_future_pending(const cq_future &f) { return f.has_data && f.is_async && !f.waited; }
@@ -104,6 +106,19 @@ CQ_DEV long long cq_offset(const cq_view &v, const long long *idx) {
   long long off = 0;
   for (int k = 0; k < v.rank; k++) off = off * v.dims[k] + v.origin[k] + idx[k];
   return off * v.elem;
+}
+
+/* §9.7: where a swizzle of `swizzle` bytes (0: none) places the element at byte offset
+   `off` of view v's buffer: off ^ ((off & M) >> 3), M the log2(swizzle / 16) bits from
+   bit 7 up; the elements after the buffer's last whole swizzle-sized block stay put
+   (croqvm/interp/memory.py swizzled_positions). */
+CQ_DEV long long cq_swizzle(const cq_view &v, long long off, int swizzle) {
+  if (!swizzle) return off;
+  long long count = 1;
+  for (int k = 0; k < v.rank; k++) count *= v.dims[k];
+  if (off + v.elem > count * v.elem / swizzle * swizzle) return off;
+  long long mask = (long long)((swizzle >> 4) - 1) << 7;
+  return off ^ ((off & mask) >> 3);
 }
 
 /* An element access (§8.6): every index in its in-range interval, else a fault of
@@ -268,6 +283,7 @@ enum { CQ_DMA_COPY = 0, CQ_DMA_TRANSP = 1, CQ_DMA_PAD = 2 };
 struct cq_dma {
   cq_view src, dst;
   int op, zfill;
+  int swz_src, swz_dst;   /* the swizzle of each side in bytes, 0: none (§9.7) */
   long long tile[CQ_MAX_RANK];
   int perm[CQ_MAX_RANK];
   long long pad_lo[CQ_MAX_RANK], pad_mid[CQ_MAX_RANK];
@@ -321,7 +337,7 @@ CQ_DEV const unsigned char *cq_dma_source(const cq_dma &d, const long long *t, b
   }
   for (int k = 0; k < d.src.rank; k++)
     if (i[k] < cq_lo(d.src, k) || i[k] >= cq_hi(d.src, k)) return 0;
-  return d.src.base + cq_offset(d.src, i);
+  return d.src.base + cq_swizzle(d.src, cq_offset(d.src, i), d.swz_src);
 }
 
 /* Destination element n (row-major in D) of a DMA: false when it lies outside its
@@ -338,7 +354,7 @@ CQ_DEV bool cq_dma_element(const cq_dma &d, long long n, unsigned char **to,
     if (t[k] < cq_lo(v, k) || t[k] >= cq_hi(v, k)) return false;
     if (t[k] >= d.tile[k]) in_tile = false;
   }
-  *to = v.base + cq_offset(v, t);
+  *to = v.base + cq_swizzle(v, cq_offset(v, t), d.swz_dst);
   *pad = false;
   *from = in_tile ? cq_dma_source(d, t, pad) : 0;
   return true;
@@ -381,6 +397,51 @@ template <int E> CQ_OUTLINED void cq_dma_move_async(const cq_dma &d, int part, i
   }
   cq_cp_async_commit();
 }
+
+#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/* Whether a copy from global into shared memory can go as TMA bulk copies (§9.7): a
+   plain copy of a tile inside both buffers, filling its destination, whose rows are
+   runs of whole 16-byte chunks at 16-byte aligned addresses on both sides. */
+CQ_OUTLINED bool cq_dma_bulk_ok(const cq_dma &d) {
+  const cq_view &s = d.src, &t = d.dst;
+  if (d.op != CQ_DMA_COPY || s.elem != t.elem || s.rank != t.rank || !s.rank) return false;
+  for (int k = 0; k < s.rank; k++)
+    if (d.tile[k] != t.ext[k] || s.origin[k] < 0 || s.origin[k] + s.ext[k] > s.dims[k] ||
+        t.origin[k] < 0 || t.origin[k] + t.ext[k] > t.dims[k])
+      return false;
+  int last = s.rank - 1;
+  long long run = s.ext[last] * s.elem;
+  return run % 16 == 0 && (s.dims[last] * s.elem) % 16 == 0 &&
+         (s.origin[last] * s.elem) % 16 == 0 && (t.dims[last] * t.elem) % 16 == 0 &&
+         (t.origin[last] * t.elem) % 16 == 0 && (unsigned long long)s.base % 16 == 0 &&
+         (unsigned long long)t.base % 16 == 0;
+}
+
+/* Issues the bulk copies of a copy cq_dma_bulk_ok accepts: one thread, one arrival on
+   `bar` expecting the tile's bytes, then one copy per row, or per 16-byte chunk when the
+   destination is swizzled (the swizzle moves whole chunks). */
+CQ_OUTLINED void cq_dma_bulk(const cq_dma &d, cq_tma_bar *bar, int hint) {
+  const cq_view &s = d.src, &t = d.dst;
+  int last = s.rank - 1;
+  long long rows = cq_elements(s.ext, last), run = s.ext[last] * s.elem;
+  cq_fence_proxy_async();   /* ordinary stores to the destination come first */
+  cq_tma_expect(bar, (unsigned)(rows * run));
+  for (long long r = 0; r < rows; r++) {
+    long long idx[CQ_MAX_RANK] = {0}, rest = r;
+    for (int k = last - 1; k >= 0; k--) {
+      idx[k] = rest % s.ext[k];
+      rest /= s.ext[k];
+    }
+    long long so = cq_offset(s, idx), to = cq_offset(t, idx);
+    if (!d.swz_dst) {
+      cq_tma_load(t.base + to, s.base + so, (unsigned)run, bar, hint);
+      continue;
+    }
+    for (long long c = 0; c < run; c += 16)
+      cq_tma_load(t.base + cq_swizzle(t, to + c, d.swz_dst), s.base + so + c, 16, bar, hint);
+  }
+}
+#endif
 
 /* The first element of a tile outside its root in row-major order (§11.3.2): the
    origin itself when it lies outside, else the origin moved to the edge along the last

@@ -39,6 +39,18 @@
  *   cq_cp_async<4|8|16>(dst, src, src_bytes)   copies src_bytes, zero-fills the rest
  *   cq_cp_async_commit(), cq_cp_async_wait<N>()  commit a group; wait for all but N
  *
+ * Bulk copies by the tensor memory accelerator (sm_90a; the CPU runtime copies at once)
+ *   cq_tma_bar                            an mbarrier with a transaction count (16 bytes
+ *                                         of shared memory, 16-byte aligned)
+ *   cq_tma_init(bar)                      one thread initialises it, then a block barrier
+ *   cq_tma_phase(bar) -> parity           the parity of its current phase
+ *   cq_tma_expect(bar, bytes)             one arrival expecting `bytes` more transferred
+ *   cq_tma_load(dst, src, bytes, bar, hint)   cp.async.bulk global -> shared (16-byte
+ *                                         aligned, whole 16-byte chunks), completing
+ *                                         `bytes` on bar; hint 0 none, 1 evict_first,
+ *                                         2 evict_last (module.L2Hint)
+ *   cq_tma_wait(bar, parity, site)        until the phase of that parity has completed
+ *
  * Tensor cores (cq_mma.h lists the shapes and the fragment layouts)
  *   cq_mma_sync<cq_mma_m16n8k16_f16_f32>(d, a, b, c, site)   one warp, converged
  * Warpgroup tensor cores, sm_90a only (cq_wgmma.h: shapes, staging layout, descriptors)

@@ -50,7 +50,70 @@ def facts(ck) -> FutureFacts:
 
 
 def _op_name(s: ast.Dma) -> str:
-    return "tma.copy" if s.tma else f"dma.{s.op}"
+    return f"tma.{s.op}" if s.tma else f"dma.{s.op}"
+
+
+def root_symbol(e):
+    """The symbol of the buffer or future at the root of a view chain, or None."""
+    while not isinstance(e, ast.Name):
+        e = getattr(e, "base", None)
+        if e is None:
+            return None
+    return getattr(e, "sym", None)
+
+
+def _check_tma(ck, s: ast.Dma, src: View, dst_storage: str):
+    """A TMA transfer moves a tile between global and shared memory (Croqtile: tma.md);
+    'tma.load' only from global into shared. 'tma.copy' in any other direction is the
+    copy 'dma.copy' makes (§9.7)."""
+    direction = (src.storage, dst_storage)
+    if s.op == "load" and direction != ("global", "shared"):
+        ck.error(s.span, f"'tma.load' copies global memory into shared memory, but this "
+                         f"one copies {src.storage} memory into {dst_storage} memory.",
+                 hint="use 'tma.copy' for a store from shared to global memory, or "
+                      "'dma.copy' for other directions")
+    elif s.tma and direction not in (("global", "shared"), ("shared", "global")):
+        ck.warning(s.span, f"'tma.copy' from {src.storage} to {dst_storage} memory is not "
+                           f"a TMA transfer, which moves tiles between global and shared "
+                           f"memory; it copies as 'dma.copy' does.")
+        s.tma = False
+
+
+def _check_swizzle(ck, s: ast.Dma, src: View, dst_storage: str):
+    """§9.7: '.swiz<N>' lays out the shared side of the copy (the destination when it is
+    in shared memory, else the source); an 'mma.load' of that buffer without its own
+    '.swiz' reads through the same swizzle (lib/semacheck.cpp)."""
+    if dst_storage == "shared":
+        side = s.target if isinstance(s.dst, str) else s.dst
+    elif src.storage == "shared":
+        side = s.src
+    else:
+        ck.error(s.span, f"'.swiz<{s.swizzle}>' lays out a tile in shared memory, but this "
+                         f"copy moves {src.storage} memory into {dst_storage} memory.",
+                 hint="remove '.swiz<N>', or copy into a shared buffer")
+        return
+    sym = root_symbol(side) if side is not None else None
+    if sym is not None:
+        sym.info["swizzle"] = (s.swizzle, s.span)
+
+
+def swizzle_of_load(ck, s) -> None:
+    """``mma.load[.swiz<N>] VIEW`` (§9.7): without '.swiz' it reads through the swizzle the
+    buffer was laid out with; with a different one it reads other elements than the
+    copy wrote there, as on the GPU, and gets a warning (lib/semacheck.cpp)."""
+    sym = root_symbol(s.view)
+    laid = sym.info.get("swizzle") if sym is not None else None
+    if laid is None:
+        return
+    n, span = laid
+    if s.swizzle is None:
+        s.swizzle = n
+    elif s.swizzle != n:
+        ck.warning(s.span, f"'mma.load.swiz<{s.swizzle}>' reads '{sym.name}' through a "
+                           f"{s.swizzle}-byte swizzle, but the copy at line {span.line} "
+                           f"laid it out with '.swiz<{n}>': the fragment gets other "
+                           f"elements than the copy placed there.",
+                   hint=f"write 'mma.load.swiz<{n}>' or leave the swizzle out")
 
 
 # --------------------------------------------------------------------------- shapes
@@ -215,6 +278,8 @@ def check_dma(ck, s: ast.Dma):
             _check_types(ck, s, moved, dst)
         if dst_storage is not None:
             _check_collective(ck, s, src, dst_storage)
+            if s.tma:
+                _check_tma(ck, s, src, dst_storage)
         if dst is not None:
             # the data of a copy that fits a smaller source is the part it covers
             shape = moved.shape if getattr(s, "fits_smaller", False) else dst.shape
@@ -226,6 +291,8 @@ def check_dma(ck, s: ast.Dma):
         if s.is_async and src is not None and dst_storage is not None and s.sym is not None:
             facts(ck).producer[s.sym] = (src.storage, dst_storage)
             facts(ck).consumed.pop(s.sym, None)
+    if s.swizzle is not None and src is not None and dst_storage is not None:
+        _check_swizzle(ck, s, src, dst_storage)
 
 
 def check_dma_any(ck, s: ast.DmaAny):
@@ -332,7 +399,8 @@ def finish(ck):
                                          f"{', '.join(sym.name for sym in missing)}.")
     for sym, stmt in f.placeholders:
         if sym.type.dtype is None and not sym.info.get("bad"):
-            ck.error(stmt.span, f"dma.any '{sym.name}' is defined but never used!")
+            word = "tma" if stmt.tma else "dma"
+            ck.error(stmt.span, f"{word}.any '{sym.name}' is defined but never used!")
 
 
 def later_types(ck) -> dict:

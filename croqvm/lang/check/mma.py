@@ -15,6 +15,7 @@ from croqvm.limits import UNIT_OF_LEVEL
 
 from .decls import note_param_write
 from .dma import facts as future_facts
+from .dma import swizzle_of_load
 from .typerules import convert, is_integer, is_number, is_unknown, tname
 from .views import root_name, view_source
 from .walk import thread_dependence
@@ -143,6 +144,7 @@ def check_load(ck, s: ast.MmaLoad):
         return
     if inside:
         _uniform(ck, "mma.load", s.view)
+    swizzle_of_load(ck, s)
     fty = Fragment(tile.dtype, tile.shape, "operand") if tile else None
     sym = _target(ck, s, fty, "operand")
     if sym is not None and inside:

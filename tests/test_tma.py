@@ -1,0 +1,231 @@
+"""TMA copies and swizzled shared layouts (LANGUAGE.md §9.7): the forms and their static
+errors, where a swizzle places a tile's bytes (computed here from the 16-byte-chunk
+picture of the swizzle, not from croqvm's formula), stores and MMA reads through the
+right and a wrong swizzle, futures of TMA copies, the race checker on an in-flight TMA
+load. Execution tests run on each engine."""
+import io
+
+import numpy as np
+import pytest
+
+import croqvm
+import engines
+from croqvm.bytecode.module import L2Hint
+from croqvm.errors import KernelFault
+from croqvm.lang.frontend import front_end
+
+
+def diagnose(body: str, severity="error") -> list[str]:
+    text = ("__co__ void f(global s32 [8, 32] g, global s32 [8, 32] h) {\n" + body + "\n}")
+    _, diags, _ = front_end(text, "t.co")
+    return [f"{d.span.line}:{d.span.col}: {d.message}" for d in diags
+            if d.severity == severity]
+
+
+def block(stmt: str) -> str:
+    return "parallel p by 1 : block {\n  " + stmt + "\n}"
+
+
+ERRORS = [
+    (block("x = dma.load g => shared;"), ["3:10: '.load' is a TMA-only operation."]),
+    (block("x = tma.copy.evict_first g => shared;"),
+     ["3:16: TMA L2 eviction modifiers are only valid on 'tma.load'."]),
+    (block("x = tma.load.evict_first.evict_last g => shared;"),
+     ["3:28: only one TMA eviction modifier is allowed."]),
+    (block("x = tma.load.swiz<128>.evict_last g => shared;"),
+     ["3:26: TMA eviction modifier must precede '.swiz'."]),
+    (block("x = tma.load.evict_last.async g => shared;\n  wait x;"),
+     ["3:26: TMA eviction modifier must follow '.async'."]),
+    (block("x = dma.copy.swiz<256> g => shared;"),
+     ["3:21: swizzle value must be 128, 64, or 32"]),
+    (block("shared s32 [8, 32] s;\n  tma.load s => h;"),
+     ["4:3: 'tma.load' copies global memory into shared memory, but this one copies "
+      "shared memory into global memory."]),
+    (block("x = dma.copy.swiz<64> g.subspan(1, 32).at(0, 0) => local;"),
+     ["3:3: '.swiz<64>' lays out a tile in shared memory, but this copy moves global "
+      "memory into local memory."]),
+    (block("x = tma.any;"), ["3:3: tma.any 'x' is defined but never used!"]),
+    ("tma.any;", ["2:1: syntax error: 'tma.any' makes a placeholder future and must be "
+                  "assigned to a name, as in 'f = tma.any;'."]),
+    (block("x = tma.load.async.evict_first.swiz<128> g => shared;\n  wait x;\n"
+           "  tma.copy.swiz<128> x => h;"), []),
+]
+
+
+@pytest.mark.parametrize("body, want", ERRORS)
+def test_static_errors(body, want):
+    assert diagnose(body) == want
+
+
+def test_tma_copy_between_global_buffers_copies_as_dma_with_a_warning():
+    assert diagnose("f = tma.copy g => h;", "warning") == [
+        "2:1: 'tma.copy' from global to global memory is not a TMA transfer, which moves "
+        "tiles between global and shared memory; it copies as 'dma.copy' does."]
+
+
+def test_the_descriptor_records_tma_swizzle_and_l2_hint():
+    mod = croqvm.compile("__co__ void f(global s32 [8, 32] g) {\n" + block(
+        "x = tma.load.async.evict_last.swiz<64> g => shared;\n  wait x;") + "\n}").module
+    (d,) = mod.functions[0].kernels[0].code.dmas
+    assert (d.tma, d.swizzle, d.l2_hint, d.text) == (True, 64, L2Hint.EVICT_LAST, "tma.load")
+
+
+# --------------------------------------------------------------------------- execution
+
+def placed(logical: np.ndarray, swizzle: int) -> np.ndarray:
+    """The buffer a swizzle of ``swizzle`` bytes makes of ``logical``: in every 128-byte
+    line L, the 16-byte chunk c goes to chunk c ^ (L mod (swizzle / 16)) (the CUTLASS
+    picture of Swizzle<B, 4, 3>)."""
+    raw = logical.reshape(-1).view(np.uint8)
+    lines = raw.reshape(-1, 8, 16)
+    out = np.empty_like(lines)
+    for line in range(lines.shape[0]):
+        for c in range(8):
+            out[line, c ^ (line % (swizzle // 16))] = lines[line, c]
+    return out.reshape(-1).view(logical.dtype).reshape(logical.shape)
+
+
+SWIZZLED_LOAD = """
+__co__ void f(global T [8, N] a, global T [8, N] raw, global T [8, N] back) {
+  parallel p by 1 : block {
+    shared T [8, N] s;
+    x = tma.load.async.swiz<SW> a => s;
+    wait x;
+    parallel t by 32 : thread
+      foreach i in [8]
+        foreach j in [N / 32]
+          raw.at(i, j * 32 + t) = s.at(i, j * 32 + t);
+    tma.copy.STORE s => back;
+  }
+}
+"""
+
+
+@pytest.mark.usefixtures("engine")
+@pytest.mark.parametrize("swizzle", [32, 64, 128])
+@pytest.mark.parametrize("dtype, name", [(np.int32, "s32"), (np.float16, "f16")])
+def test_a_swizzled_load_places_the_tile_by_the_swizzle(swizzle, dtype, name):
+    n = 256 // np.dtype(dtype).itemsize          # two 128-byte lines per row
+    a = np.arange(8 * n).astype(dtype).reshape(8, n)
+    src = SWIZZLED_LOAD.replace("T ", name + " ").replace("SW", str(swizzle))
+    src = src.replace("N", str(n)).replace("STORE", f"swiz<{swizzle}>")
+    raw, back = np.zeros_like(a), np.zeros_like(a)
+    engines.run(croqvm.compile(src), "f", a, raw, back)
+    assert np.array_equal(raw, placed(a, swizzle))
+    assert not np.array_equal(raw, a)
+    assert np.array_equal(back, a)        # the store reads through the same swizzle
+
+
+@pytest.mark.usefixtures("engine")
+def test_a_store_without_the_swizzle_copies_the_placed_bytes():
+    a = np.arange(8 * 64).astype(np.int32).reshape(8, 64)
+    src = SWIZZLED_LOAD.replace("T ", "s32 ").replace("SW", "128").replace("N", "64")
+    raw, back = np.zeros_like(a), np.zeros_like(a)
+    engines.run(croqvm.compile(src.replace("tma.copy.STORE", "tma.copy")), "f", a, raw, back)
+    assert np.array_equal(back, placed(a, 128))
+
+
+MMA = """
+__co__ void mm(global f16 [16, 64] a, global f16 [16, 64] b, global f32 [16, 16] c) {
+  parallel p by 1 : block {
+    sa = tma.load.swiz<128> a => shared;
+    sb = tma.load.swiz<128> b => shared;
+    parallel w by 1 : group {
+      acc = mma.fill.f32 0.0f;
+      foreach k in [4] {
+        fa = mma.load sa.chunkat(_, k);
+        fb = mma.load LOAD sb.chunkat(_, k);
+        mma.row.row acc, fa, fb;
+      }
+      mma.store acc, c;
+    }
+  }
+}
+"""
+
+
+@pytest.mark.usefixtures("engine")
+@pytest.mark.parametrize("load, right", [("", True), (".swiz<128>", True),
+                                          (".swiz<64>", False)])
+def test_mma_load_reads_through_the_swizzle_of_the_copy(load, right):
+    rng = np.random.default_rng(7)
+    a = rng.integers(-3, 4, (16, 64)).astype(np.float16)
+    b = rng.integers(-3, 4, (16, 64)).astype(np.float16)
+    prog = croqvm.compile(MMA.replace("mma.load LOAD", "mma.load" + load), "mm.co")
+    c = np.zeros((16, 16), np.float32)
+    engines.run(prog, "mm", a, b, c)
+    ref = a.astype(np.float32) @ b.astype(np.float32).T
+    assert np.array_equal(c, ref) == right
+    warned = [d.message for d in prog.diagnostics]
+    assert bool(warned) != right
+    if not right:
+        assert "'mma.load.swiz<64>' reads 'sb' through a 64-byte swizzle, but the copy at " \
+               "line 5 laid it out with '.swiz<128>'" in warned[0]
+
+
+DOUBLE_BUFFER = """
+__co__ auto f(s32 [8, 4, 16] l, s32 [8, 4, 16] r) {
+  s32 [l.span] output;
+  parallel p by 4 : block {
+    with k in [4] {
+      l0 = tma.load.async l.chunkat(_, k, p) => shared;
+      r0 = tma.load.async r.chunkat(_, k, p) => shared;
+      l1 = tma.any;
+      r1 = tma.any;
+      shared s32 [l0.span] out;
+      foreach k(1:) {
+        l1 = tma.load.async l.chunkat(_, k, p) => shared;
+        r1 = tma.load.async r.chunkat(_, k, p) => shared;
+        wait l0, r0;
+        foreach {i, j, m} in [l0.span]
+          out.at(i, j, m) = l0.data.at(i, j, m) + r0.data.at(i, j, m);
+        tma.copy out => output.chunkat(_, k - 1, p);
+        swap l0, l1;
+        swap r0, r1;
+      }
+      wait l0, r0;
+      foreach {i, j, m} in [l0.span]
+        out.at(i, j, m) = l0.data.at(i, j, m) + r0.data.at(i, j, m);
+      tma.copy out => output.chunkat(_, k(-1), p);
+    }
+  }
+  return output;
+}
+"""
+
+
+@pytest.mark.usefixtures("engine")
+@pytest.mark.parametrize("schedule, seed", [("rr", 0), ("random", 3)])
+def test_double_buffered_tma_with_placeholders(schedule, seed):
+    rng = np.random.default_rng(5)
+    l, r = (rng.integers(-50, 50, (8, 4, 16)).astype(np.int32) for _ in range(2))
+    out = engines.run(croqvm.compile(DOUBLE_BUFFER), "f", l, r, schedule=schedule, seed=seed)
+    assert np.array_equal(out, l + r)
+
+
+@pytest.mark.usefixtures("engine")
+def test_reading_a_tma_load_before_its_wait_is_an_error():
+    src = ("__co__ void f(global s32 [4] g) {\n  parallel p by 1 : block {\n"
+           "    x = tma.load.async g => shared;\n    println(x.data.at(0));\n    wait x;\n"
+           "  }\n}\n")
+    with pytest.raises(KernelFault) as e:
+        engines.run(croqvm.compile(src, "t.co"), "f", np.zeros(4, np.int32),
+                    out=io.StringIO())
+    assert "t.co:4:5: runtime error: future 'x' is not waited before using." in str(e.value)
+
+
+def test_the_race_checker_sees_a_tma_load_in_flight_until_its_wait():
+    src = ("__co__ void f(global s32 [8, 32] a, global s32 [8, 32] out) {\n"
+           "  parallel p by 1 : block {\n    shared s32 [8, 32] s;\n"
+           "    x = tma.load.async.swiz<128> a => s;\n    parallel t by 32 : thread\n"
+           "      out.at(0, t) = s.at(0, t);\n    wait x;\n  }\n}\n")
+    a = np.zeros((8, 32), np.int32)
+    with pytest.raises(KernelFault) as e:
+        croqvm.compile(src, "t.co").run("f", a, a.copy(), engine="python", check="race")
+    assert ("t.co:6:7: runtime error: data race on shared 's' element (0, 0): read here, "
+            "written by the async copy 'tma.load' at t.co:4:5; the copy is in flight until "
+            "its wait at t.co:7:5.") in str(e.value)
+    fixed = src.replace("    parallel t by 32 : thread\n      out.at(0, t) = s.at(0, t);\n"
+                        "    wait x;\n", "    wait x;\n    parallel t by 32 : thread\n"
+                        "      out.at(0, t) = s.at(0, t);\n")
+    croqvm.compile(fixed, "t.co").run("f", a, a.copy(), engine="python", check="race")
