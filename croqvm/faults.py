@@ -64,6 +64,9 @@ class Kind(IntEnum):
     GRID_LIMIT = 38
     SHARED_LIMIT = 39
     UNINITIALISED_REGISTER = 40
+    BAR_ID = 41
+    BAR_COUNT = 42
+    BAR_COUNT_DIFFERS = 43
 
 
 class LaneFault(Exception):

@@ -140,6 +140,14 @@ TEMPLATES = {
                               "{unit.plural}; store inside the '{unit.level}' level."),
     Kind.ASSERT: _t("message:string", "{message}"),
     Kind.ASSERT_FMT: _t("message:print", "{message}"),
+    Kind.BAR_ID: _t("site:coll id:int", "'{site}' names barrier {id}, but named barriers "
+                    "are numbered 0 to 15."),
+    Kind.BAR_COUNT: _t("site:coll count:int limit:int", "'{site}' waits for {count} threads, "
+                       "but the count must be a positive multiple of 32 and at most the "
+                       "{limit} threads of the block's warps."),
+    Kind.BAR_COUNT_DIFFERS: _t("site:coll id:int count:int other:int", "'{site}' arrives at "
+                               "barrier {id} with a count of {count} threads, but the "
+                               "barrier's current phase began with a count of {other}."),
 }
 
 # The lines around a runtime error and a deadlock report (croqvm.report), by name.
@@ -165,6 +173,14 @@ REPORTS = {
                    "arrivals:int need:int generation:int",
                    "{where} '{statement}': slot {slot}: completed generations {completed}, "
                    "arrivals {arrivals}/{need}; these lanes wait for generation {generation}"),
+    "at_named_barrier": _t("where:where statement:source barrier:int arrived:int need:int",
+                           "{where} '{statement}': named barrier {barrier}: arrived "
+                           "{arrived}/{need} threads"),
+    "named_barrier_short": _t("barrier:int need:int arrived:int",
+                              "named barrier {barrier} waits for {need} threads, but only "
+                              "{arrived} arrived before every warp was blocked or done: the "
+                              "count must be the threads (32 per warp) of the warps that reach "
+                              "the barrier in each phase."),
     "suspended": _t("lanes:lanes where:where", "  {lanes} suspended in divergent code at "
                     "{where}"),
     "suspended_at_start": _t("lanes:lanes", "  {lanes} suspended in divergent code at the "

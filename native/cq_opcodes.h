@@ -13,6 +13,7 @@
 #define CQ_WARP_SIZE 32
 #define CQ_WARPGROUP_SIZE 128
 #define CQ_MAX_BLOCK_SIZE 1024
+#define CQ_NAMED_BARRIERS 16
 #define CQ_MAX_REGISTERS 65536
 #define CQ_MAX_SHARED_BYTES 233472
 
@@ -81,9 +82,11 @@ enum cq_opcode {
     CQ_OP_RET = 60,  /* return nothing (the end of every host program) */
     CQ_OP_RET_VAL = 61,  /* return R[a] */
     CQ_OP_RET_BUF = 62,  /* return a copy of buffer a */
+    CQ_OP_BAR_SYNC = 63,  /* the warp arrives at named barrier R[a] (0-15), whose phase completes when R[b] threads (a positive multiple of 32, at most the block's warps' lanes) have arrived, and blocks until it completes */
+    CQ_OP_BAR_ARRIVE = 64,  /* the warp arrives at named barrier R[a] as BAR_SYNC does, without waiting */
 };
 
-#define CQ_NUM_OPCODES 63
+#define CQ_NUM_OPCODES 65
 
 /* When an opcode is a collective (CQ_COLLECTIVE) or may block (CQ_BLOCKS); WITH_SITE: when its collective-site operand (kind 'c?') is >= 0. */
 enum cq_mode {
@@ -109,14 +112,14 @@ static const char *const CQ_OP_NAME[CQ_NUM_OPCODES] = {
     "YIELD", "ONCE", "ALLOC", "FILL", "LOAD", "STORE", "UPDATE", "DIMOF", "DMA", "FUT_ANY",
     "WAIT", "SWAP", "FUT_DIM", "BARRIER", "FENCE", "TRIGGER", "WAIT_EVENT", "SYNC_GLOBAL",
     "MMA_FILL", "MMA_LOAD", "MMA_EXEC", "MMA_STORE", "PRINT", "ASSERT", "ASSERT_FMT",
-    "LAUNCH", "RET", "RET_VAL", "RET_BUF"
+    "LAUNCH", "RET", "RET_VAL", "RET_BUF", "BAR_SYNC", "BAR_ARRIVE"
 };
 
 /* Operands used (a..e); the other operand words are 0. */
 static const uint8_t CQ_NUM_OPERANDS[CQ_NUM_OPCODES] = {
     0, 2, 2, 2, 1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 4, 2,
     1, 1, 1, 1, 1, 0, 3, 1, 3, 2, 2, 3, 3, 2, 1, 2, 2, 3, 1, 1, 2, 2, 0, 3, 3, 5, 4, 1, 2,
-    2, 1, 0, 1, 1
+    2, 1, 0, 1, 1, 3, 3
 };
 
 /* Operand kind letters in operand order, '?' after a kind that also takes -1 (CQ_KIND_* below). */
@@ -125,42 +128,42 @@ static const char *const CQ_OPERAND_KINDS[CQ_NUM_OPCODES] = {
     "rrr", "rrr", "rrr", "rrr", "rrr", "rrr", "rrr", "rrr", "rrr", "rrr", "rrr", "rr",
     "rr", "rr", "rrrr", "rt", "t", "t", "r", "r", "t", "", "rii", "b", "brc?", "ra", "ar",
     "ari", "rbi", "dc?", "f", "fc?", "ff", "rfi", "c", "i", "er", "er", "", "mrc?", "mvc?",
-    "mmmic?", "mvic?", "p", "rs", "rp", "l", "", "r", "b"
+    "mmmic?", "mvic?", "p", "rs", "rp", "l", "", "r", "b", "rrc", "rrc"
 };
 
 /* The operand (0 = a) holding the register the op writes, -1: none. */
 static const int8_t CQ_WRITES[CQ_NUM_OPCODES] = {
     -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     -1, -1, -1, -1, -1, -1, -1, 0, -1, -1, 0, -1, -1, 0, -1, -1, -1, -1, 0, -1, -1, -1, -1,
-    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1
 };
 
 /* The operand naming its collective site, -1: none. */
 static const int8_t CQ_SITE[CQ_NUM_OPCODES] = {
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, -1, -1, -1, -1, 1, -1,
-    1, -1, -1, 0, -1, -1, -1, -1, 2, 2, 4, 3, -1, -1, -1, -1, -1, -1, -1
+    1, -1, -1, 0, -1, -1, -1, -1, 2, 2, 4, 3, -1, -1, -1, -1, -1, -1, -1, 2, 2
 };
 
 /* enum cq_mode: when the op is a collective of the site's participants. */
 static const uint8_t CQ_COLLECTIVE[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 2, 0, 0, 1, 0, 0, 0, 0, 2, 2, 2, 2, 0, 0,
-    0, 0, 0, 0, 0
+    0, 0, 0, 0, 0, 0, 0
 };
 
 /* enum cq_mode: when the op may block its warp. */
 static const uint8_t CQ_BLOCKS[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 2, 0, 0, 1, 0, 0, 1, 0, 2, 2, 2, 2, 0, 0,
-    0, 0, 0, 0, 0
+    0, 0, 0, 0, 0, 1, 0
 };
 
 /* enum cq_flag bits. */
 static const uint8_t CQ_FLAGS[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
     0, 1, 0, 0, 2, 8, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 4, 0, 0, 0, 0, 0, 0,
-    0, 4, 4, 4, 4
+    0, 4, 4, 4, 4, 8, 8
 };
 
 /* UPDATE's operator immediate is one of these opcodes. */
@@ -325,6 +328,9 @@ enum cq_fault {
     CQ_FAULT_GRID_LIMIT = 38,
     CQ_FAULT_SHARED_LIMIT = 39,
     CQ_FAULT_UNINITIALISED_REGISTER = 40,
+    CQ_FAULT_BAR_ID = 41,
+    CQ_FAULT_BAR_COUNT = 42,
+    CQ_FAULT_BAR_COUNT_DIFFERS = 43,
 };
 
 #endif  /* CQ_OPCODES_H */

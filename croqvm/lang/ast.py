@@ -446,6 +446,15 @@ class Sync(Stmt):
 
 
 @dataclass
+class NamedBarrier(Stmt):
+    """``__bar_sync(id, count)`` and ``__bar_arrive(id, count)`` (§6.8); the checker
+    wants exactly those two arguments."""
+    arrive: bool
+    args: list[Expr]
+    span: Span
+
+
+@dataclass
 class Break(Stmt):
     span: Span
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from croqvm.lang import ast
+from croqvm.limits import MAX_BLOCK_SIZE, NAMED_BARRIERS, WARP_SIZE
 from croqvm.lang.types import Bounded, Buffer, ITuple, Mdspan, Scalar, String, View
 
 from .consteval import const_value
 from .context import Unknown
 from .exprs import require_bool
-from .typerules import tname
+from .typerules import is_integer, is_unknown, tname
 
 PRINTABLE = (Scalar, Bounded, ITuple, Mdspan, String, Unknown)  # §13.2
 
@@ -76,6 +77,37 @@ def check_sync(ck, s: ast.Sync):
         ck.error(s.span, f"'sync.{s.kind}' needs a level: block, group-4, group or thread.")
 
 
+def check_named_barrier(ck, s: ast.NamedBarrier):
+    """§6.8: ``__bar_sync(id, count)`` / ``__bar_arrive(id, count)`` inside parallel-by,
+    integers both; a constant id is 0-15 and a constant count a positive multiple of 32
+    within a block (the engines check the rest when the statement runs)."""
+    name = "__bar_arrive" if s.arrive else "__bar_sync"
+    if not ck.in_parallel:
+        ck.error(s.span, f"'{name}' must be inside parallel-by.")
+    if len(s.args) != 2:
+        for arg in s.args:
+            ck.expr(arg)
+        ck.error(s.span, f"'{name}' expects 2 arguments (barrier id, thread count) but got "
+                         f"{len(s.args)}.", f"write '{name}(id, count)': a barrier id 0-15 "
+                                            "and the number of threads it waits for")
+        return
+    for arg, what in zip(s.args, ("barrier id", "thread count")):
+        ty = ck.expr(arg)
+        if not is_unknown(ty) and not is_integer(ty):
+            ck.error(arg.span, f"the {what} of '{name}' must be an integer but got "
+                               f"'{tname(ty)}'.")
+    bar_id, count = (const_value(a) for a in s.args)
+    if isinstance(bar_id, int) and not 0 <= bar_id < NAMED_BARRIERS:
+        ck.error(s.args[0].span, f"named barrier {bar_id} does not exist: ids are 0 to "
+                                 f"{NAMED_BARRIERS - 1}.")
+    if isinstance(count, int) and (count <= 0 or count % WARP_SIZE or count > MAX_BLOCK_SIZE):
+        ck.error(s.args[1].span, f"'{name}' can not wait for {count} threads: the count must "
+                                 f"be a positive multiple of {WARP_SIZE} and at most "
+                                 f"{MAX_BLOCK_SIZE}.",
+                 "a warp arrives for all of its 32 threads: count the threads of the warps "
+                 "that reach the barrier")
+
+
 RULES = {
     ast.Block: check_block,
     ast.Empty: lambda ck, s: None,
@@ -85,4 +117,5 @@ RULES = {
     ast.Print: check_print,
     ast.Assert: check_assert,
     ast.Sync: check_sync,
+    ast.NamedBarrier: check_named_barrier,
 }
