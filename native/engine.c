@@ -145,6 +145,7 @@ static int op_other(cq_block *blk, cq_warp *w, const cq_ins *ins)
     case CQ_OP_ONCE: return cq_op_once(w, ins);
     case CQ_OP_TRIGGER: return cq_op_trigger(w, ins);
     case CQ_OP_WAIT_EVENT: return cq_op_wait_event(w, ins);
+    case CQ_OP_BAR_SYNC: case CQ_OP_BAR_ARRIVE: return cq_op_named_barrier(w, ins);
     case CQ_OP_MMA_FILL: case CQ_OP_MMA_LOAD: case CQ_OP_MMA_EXEC: case CQ_OP_MMA_STORE:
         return cq_op_mma(w, ins);
     case CQ_OP_PRINT: return cq_op_print(w, ins);
