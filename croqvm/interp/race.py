@@ -131,6 +131,7 @@ class Clocks:
         self.coll = None              # the collective whose effect runs: (Actor, lanes, ip)
         self.lane_copies = (None, [])  # ((warp, step), [(buffer, box, lane)]): per-lane DMAs
         self.copies: dict = {}        # id(transfer) -> (Copy, the transfer) of async copies
+        self.bars: dict = {}          # (named barrier, phase) -> join of its arrivals' clocks
 
     def join(self, warps: np.ndarray) -> None:
         """A rendezvous of ``warps``: each takes the join of their clocks."""
@@ -291,6 +292,23 @@ class RaceChecker(Checker):
             gen = st.gens.get((ev.index, s), {}).get(g)
             if gen is not None:           # else a `= ready` generation: nothing to acquire
                 st.acquire(w.index, gen.vc, gen.id, ins[SPAN])
+
+    def bar_arrived(self, w, index: int, phase: int) -> None:
+        """``w`` arrived at phase ``phase`` of named barrier ``index``: its clock joins the
+        phase's, which every BAR_SYNC of the phase acquires when the phase completes."""
+        st = self.clocks(w.blk)
+        x = w.index
+        vc = st.bars.get((index, phase))
+        if vc is None:
+            vc = st.bars[(index, phase)] = np.zeros(MAX_WARPS, np.int64)
+        np.maximum(vc, st.vc[x], out=vc)
+        st.tick([x])
+
+    def bar_passed(self, w, index: int, phase: int) -> None:
+        """``w`` passed BAR_SYNC: what every arrival of its phase did before arriving is
+        ordered before what it does next. An arrival orders nothing for its own warp."""
+        st = self.clocks(w.blk)
+        st.acquire(w.index, st.bars[(index, phase)], NO_EVENT, 0)
 
     def once(self, w, ins, claimed: np.ndarray, nth: np.ndarray, end: int) -> None:
         """After ONCE (§7.2.2): the claiming lanes publish their warp's clock for their
@@ -770,6 +788,25 @@ def _wait_event(checker, handler):
     return op
 
 
+def _named_barrier(checker, handler):
+    """BAR_SYNC and BAR_ARRIVE: the arrival is known once the handler ran without a fault
+    (the barrier's phase count moved on, or it holds the warp's arrival); a BAR_SYNC
+    acquires its phase when it passes, at once or when its warp wakes."""
+    def op(w, ins):
+        lane = int(w.lanes[w.active_indices()[0]])
+        index = int(w.blk.lane_reg(lane, ins[1]))
+        phase = w.blk.named[index].phases if 0 <= index < len(w.blk.named) else -1
+        handler(w, ins)         # faults on a bad index before the checker sees it
+        checker.bar_arrived(w, index, phase)
+        if ins[0] == opcodes.BAR_ARRIVE:
+            return
+        if w.state == BLOCKED:
+            w.blocker = _Acquiring(w.blocker, lambda: checker.bar_passed(w, index, phase))
+        else:
+            checker.bar_passed(w, index, phase)
+    return op
+
+
 def _once(checker, handler):
     def op(w, ins):
         handler(w, ins)
@@ -811,6 +848,8 @@ WRAPPERS = {
     opcodes.TRIGGER: _trigger,
     opcodes.WAIT_EVENT: _wait_event,
     opcodes.ONCE: _once,
+    opcodes.BAR_SYNC: _named_barrier,
+    opcodes.BAR_ARRIVE: _named_barrier,
     opcodes.LAUNCH: _launch,
     opcodes.SYNC_GLOBAL: _sync_global,
 }
