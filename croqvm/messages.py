@@ -141,7 +141,7 @@ TEMPLATES = {
     Kind.ASSERT: _t("message:string", "{message}"),
     Kind.ASSERT_FMT: _t("message:print", "{message}"),
     Kind.BAR_ID: _t("site:coll id:int", "'{site}' names barrier {id}, but named barriers "
-                    "are numbered 0 to 15."),
+                    "are numbered 1 to 15 (0 is the block barrier of 'sync.shared')."),
     Kind.BAR_COUNT: _t("site:coll count:int limit:int", "'{site}' waits for {count} threads, "
                        "but the count must be a positive multiple of 32 and at most the "
                        "{limit} threads of the block's warps."),

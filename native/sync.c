@@ -599,7 +599,7 @@ int cq_op_named_barrier(cq_warp *w, const cq_ins *ins)
         warp_uniform(w, ins, ins->b, CQ_LABEL_THREAD_COUNT, &count) != CQ_ST_OK)
         return CQ_ST_FAULT;
     int lane = w->base + cq_low(w->act);
-    if (id < 0 || id >= CQ_NAMED_BARRIERS) {
+    if (id < 1 || id >= CQ_NAMED_BARRIERS) {     /* 0: the block barrier of sync.shared */
         cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_BAR_ID, lane);
         cq_put(f, coll);
         cq_put(f, id);

@@ -403,7 +403,7 @@ def op_named_barrier(w, ins):
     _check_converged(w, coll, inset, 0, 0, False)
     index, count = _warp_uniform(w, coll, active, ((rid, "barrier"), (rcount, "thread count")))
     lane = int(lanes[0])
-    if not 0 <= index < NAMED_BARRIERS:
+    if not 1 <= index < NAMED_BARRIERS:       # 0: the block barrier of sync.shared
         raise Fault(Kind.BAR_ID, (coll, index), lane)
     limit = WARP_SIZE * len(blk.warps)
     if count <= 0 or count % WARP_SIZE or count > limit:

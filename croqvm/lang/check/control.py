@@ -79,7 +79,7 @@ def check_sync(ck, s: ast.Sync):
 
 def check_named_barrier(ck, s: ast.NamedBarrier):
     """§6.8: ``__bar_sync(id, count)`` / ``__bar_arrive(id, count)`` inside parallel-by,
-    integers both; a constant id is 0-15 and a constant count a positive multiple of 32
+    integers both; a constant id is 1-15 (0 is the block barrier) and a constant count a positive multiple of 32
     within a block (the engines check the rest when the statement runs)."""
     name = "__bar_arrive" if s.arrive else "__bar_sync"
     if not ck.in_parallel:
@@ -88,7 +88,7 @@ def check_named_barrier(ck, s: ast.NamedBarrier):
         for arg in s.args:
             ck.expr(arg)
         ck.error(s.span, f"'{name}' expects 2 arguments (barrier id, thread count) but got "
-                         f"{len(s.args)}.", f"write '{name}(id, count)': a barrier id 0-15 "
+                         f"{len(s.args)}.", f"write '{name}(id, count)': a barrier id 1-15 "
                                             "and the number of threads it waits for")
         return
     for arg, what in zip(s.args, ("barrier id", "thread count")):
@@ -97,9 +97,11 @@ def check_named_barrier(ck, s: ast.NamedBarrier):
             ck.error(arg.span, f"the {what} of '{name}' must be an integer but got "
                                f"'{tname(ty)}'.")
     bar_id, count = (const_value(a) for a in s.args)
-    if isinstance(bar_id, int) and not 0 <= bar_id < NAMED_BARRIERS:
-        ck.error(s.args[0].span, f"named barrier {bar_id} does not exist: ids are 0 to "
-                                 f"{NAMED_BARRIERS - 1}.")
+    if isinstance(bar_id, int) and not 1 <= bar_id < NAMED_BARRIERS:
+        ck.error(s.args[0].span, f"'{name}' can not use named barrier {bar_id}: ids are 1 to "
+                                 f"{NAMED_BARRIERS - 1}.",
+                 "barrier 0 is the block barrier of 'sync.shared' and of the barriers croqvm "
+                 "inserts" if bar_id == 0 else None)
     if isinstance(count, int) and (count <= 0 or count % WARP_SIZE or count > MAX_BLOCK_SIZE):
         ck.error(s.args[1].span, f"'{name}' can not wait for {count} threads: the count must "
                                  f"be a positive multiple of {WARP_SIZE} and at most "
