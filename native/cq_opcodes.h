@@ -82,7 +82,7 @@ enum cq_opcode {
     CQ_OP_RET = 60,  /* return nothing (the end of every host program) */
     CQ_OP_RET_VAL = 61,  /* return R[a] */
     CQ_OP_RET_BUF = 62,  /* return a copy of buffer a */
-    CQ_OP_BAR_SYNC = 63,  /* the warp arrives at named barrier R[a] (0-15), whose phase completes when R[b] threads (a positive multiple of 32, at most the block's warps' lanes) have arrived, and blocks until it completes */
+    CQ_OP_BAR_SYNC = 63,  /* the warp arrives at named barrier R[a] (1-15), whose phase completes when R[b] threads (a positive multiple of 32, at most the block's warps' lanes) have arrived, and blocks until it completes */
     CQ_OP_BAR_ARRIVE = 64,  /* the warp arrives at named barrier R[a] as BAR_SYNC does, without waiting */
 };
 

@@ -291,7 +291,8 @@ _ROWS = (
     _op("RET_BUF", ("b",), "return a copy of buffer a", host_only=True,
         returns=RetKind.BUFFER),
     # --- named barriers (__bar_sync, __bar_arrive; §6.8): the warp counts for its 32 lanes;
-    # site c is the statement's collective set, whose lanes of the warp must all be active
+    # site c is the statement's collective set, whose lanes of the warp must all be active.
+    # Not collectives: no rendezvous of a fixed set of lanes, no effect run once
     _op("BAR_SYNC", ("r", "r", "c"), "the warp arrives at named barrier R[a] (1-15), whose "
         "phase completes when R[b] threads (a positive multiple of 32, at most the block's "
         "warps' lanes) have arrived, and blocks until it completes", types=("index", "index"),
