@@ -209,6 +209,9 @@ REPORTS = {
     "why_blocks": _t("", "the blocks of one launch are not ordered with each other"),
     "why_async": _t("launch:where", "the kernel launched at {launch} is asynchronous, and "
                     "neither 'sync.global' nor a synchronous launch comes between them"),
+    "why_stream": _t("launch:where stream:text", "the kernel launched at {launch} runs on "
+                     "stream '{stream}', and neither 'sync.global' nor a synchronous launch on "
+                     "that stream comes between them"),
     "why_trigger": _t("trigger:where slot:slot_of_event wait:where access:text",
                       "the trigger at {trigger} completes the generation of '{slot}' that the "
                       "wait at {wait} waits for, but it comes before the {access}"),

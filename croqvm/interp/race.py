@@ -162,7 +162,7 @@ class RaceChecker(Checker):
         self.segments: list[tuple] = []       # seq -> (launch index, block index)
         self.gens: list[Gen] = []             # every event generation, by id
         self.races: dict = {}                 # (site, site) -> Race
-        self.pending: list = []               # segment ranges of async launches running
+        self.pending: list = []               # (segment range, stream) of launches running
         self.launch = None                    # (first segment, ranges) of the running launch
         self.host = None                      # the host program's Clocks
 
@@ -189,16 +189,23 @@ class RaceChecker(Checker):
         return st
 
     def launch_begin(self, hblk, index: int) -> None:
-        """A synchronous launch waits for every earlier launch; an async one runs
-        concurrently with the async launches still running."""
-        if not hblk.prog.code.launches[index].is_async:
+        """A synchronous launch on the default stream waits for every earlier launch; a
+        launch on stream s starts after the earlier launches on s; an async launch of the
+        default stream runs concurrently with the launches still running."""
+        launch = hblk.prog.code.launches[index]
+        if not launch.is_async and launch.stream < 0:
             self.pending = []
-        self.launch = (len(self.segments), list(self.pending))
+        if launch.stream >= 0:
+            self.pending = [p for p in self.pending if p[1] != launch.stream]
+        self.launch = (len(self.segments), [r for r, _ in self.pending])
 
     def launch_end(self, hblk, index: int) -> None:
+        """The host goes on at once after an async launch; after ``parallel<s>`` it has
+        waited for stream s only, which the launch began by emptying."""
         first, _ = self.launch
-        if hblk.prog.code.launches[index].is_async:
-            self.pending.append((first, len(self.segments) - 1))
+        launch = hblk.prog.code.launches[index]
+        if launch.is_async:
+            self.pending.append(((first, len(self.segments) - 1), launch.stream))
         self._host_resumes(hblk)
 
     def sync_global(self, hblk) -> None:
@@ -210,7 +217,7 @@ class RaceChecker(Checker):
         async launches still running."""
         st = self.clocks(hblk)
         st.seq = self._new_seq(-1, ())
-        st.ranges = list(self.pending)
+        st.ranges = [r for r, _ in self.pending]
         st.actors = [Actor(st.seq, 0, st.vc[0], st.ranges)]
 
     # ------------------------------------------------------------------ sites and records
@@ -611,8 +618,11 @@ class RaceChecker(Checker):
             launch = self.segments[seq][0]
             if launch >= 0 and launch == self.segments[actor.seq][0]:
                 return ("why_blocks", ())
-            other = launch if launch >= 0 else self.segments[actor.seq][0]
-            return ("why_async", (self.call.fn.host.launches[other].span,))
+            other = self.call.fn.host.launches[
+                launch if launch >= 0 else self.segments[actor.seq][0]]
+            if other.stream >= 0:
+                return ("why_stream", (other.span, self.call.fn.params[other.stream].name))
+            return ("why_async", (other.span,))
         x = actor.warp
         return self._early_trigger(st, x, w, c, first_site) or \
             self._early_trigger(st, w, x, int(st.vc[x][x]), site, own) or ("why_none", ())

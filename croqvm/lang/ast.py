@@ -353,6 +353,7 @@ class Parallel(Stmt):
     span: Span
     kinds = None             # normalised levels, one per PLevel
     is_kernel = False
+    stream_param = -1        # the parameter index of ``stream``, once checked
 
 
 @dataclass
