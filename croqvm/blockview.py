@@ -54,11 +54,21 @@ class EventWaitView:
 
 
 @dataclass(frozen=True)
+class NamedBarrierView:
+    """A warp blocked at ``BAR_SYNC`` (instruction ``ip``) on named barrier ``barrier``:
+    the threads arrived in its current phase and the count that phase began with."""
+    ip: int
+    barrier: int
+    arrived: int
+    need: int
+
+
+@dataclass(frozen=True)
 class WarpView:
     """One warp: its state (READY, BLOCKED, DONE), the instruction it is at, its active
     and live (not terminated) lanes, its open frames (outermost first), and for a blocked
     warp what it waits for: the rendezvous its lanes wait at (those not complete, in the
-    order its lanes joined them), or one event wait."""
+    order its lanes joined them), or one event wait or named-barrier wait."""
     index: int
     state: str
     ip: int

@@ -70,6 +70,9 @@ class Kind(IntEnum):
     FRAGMENT_NOT_OWNED = 44
     SHUFFLE_INACTIVE = 45
     ASM_ON_CPU = 46
+    BAR_ID = 47
+    BAR_COUNT = 48
+    BAR_COUNT_DIFFERS = 49
 
 
 class LaneFault(Exception):

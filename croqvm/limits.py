@@ -17,6 +17,7 @@ MAX_REGISTERS = 65536              # registers declared by one host program or k
 
 WARP_SIZE = 32                     # lanes per warp: a block's lanes 0-31 are warp 0, ...
 WARPGROUP_SIZE = 4 * WARP_SIZE     # lanes per warpgroup, one instance of 'group-4'
+NAMED_BARRIERS = 16                # named barriers per block (bar.sync); 0 is the block barrier
 
 
 @dataclass(frozen=True)

@@ -155,6 +155,14 @@ TEMPLATES = {
                                 "fragment layout, LANGUAGE.md §11.5)."),
     Kind.SHUFFLE_INACTIVE: _t("partner:int", "the lane exchanges a value with lane "
                               "{partner} of its warp, which is not active here."),
+    Kind.BAR_ID: _t("site:coll id:int", "'{site}' names barrier {id}, but named barriers "
+                    "are numbered 1 to 15 (0 is the block barrier of 'sync.shared')."),
+    Kind.BAR_COUNT: _t("site:coll count:int limit:int", "'{site}' waits for {count} threads, "
+                       "but the count must be a positive multiple of 32 and at most the "
+                       "{limit} threads of the block's warps."),
+    Kind.BAR_COUNT_DIFFERS: _t("site:coll id:int count:int other:int", "'{site}' arrives at "
+                               "barrier {id} with a count of {count} threads, but the "
+                               "barrier's current phase began with a count of {other}."),
 }
 
 # The lines around a runtime error and a deadlock report (croqvm.report), by name.
@@ -181,6 +189,14 @@ REPORTS = {
                    "arrivals:int need:int generation:int",
                    "{where} '{statement}': slot {slot}: completed generations {completed}, "
                    "arrivals {arrivals}/{need}; these lanes wait for generation {generation}"),
+    "at_named_barrier": _t("where:where statement:source barrier:int arrived:int need:int",
+                           "{where} '{statement}': named barrier {barrier}: arrived "
+                           "{arrived}/{need} threads"),
+    "named_barrier_short": _t("barrier:int need:int arrived:int",
+                              "named barrier {barrier} waits for {need} threads, but only "
+                              "{arrived} arrived before every warp was blocked or done: the "
+                              "count must be the threads (32 per warp) of the warps that reach "
+                              "the barrier in each phase."),
     "suspended": _t("lanes:lanes where:where", "  {lanes} suspended in divergent code at "
                     "{where}"),
     "suspended_at_start": _t("lanes:lanes", "  {lanes} suspended in divergent code at the "
@@ -215,6 +231,9 @@ REPORTS = {
     "why_blocks": _t("", "the blocks of one launch are not ordered with each other"),
     "why_async": _t("launch:where", "the kernel launched at {launch} is asynchronous, and "
                     "neither 'sync.global' nor a synchronous launch comes between them"),
+    "why_stream": _t("launch:where stream:text", "the kernel launched at {launch} runs on "
+                     "stream '{stream}', and neither 'sync.global' nor a synchronous launch on "
+                     "that stream comes between them"),
     "why_trigger": _t("trigger:where slot:slot_of_event wait:where access:text",
                       "the trigger at {trigger} completes the generation of '{slot}' that the "
                       "wait at {wait} waits for, but it comes before the {access}"),

@@ -12,7 +12,8 @@ engine and a C engine print the same text.
 """
 from __future__ import annotations
 
-from .blockview import BLOCKED, DONE, BlockView, EventWaitView, RendezvousView
+from .blockview import BLOCKED, DONE, BlockView, EventWaitView, NamedBarrierView, \
+    RendezvousView
 from .bytecode.opcodes import BY_NAME, SPAN, WIDTH
 from .diagnostics import Diagnostic, render
 from .errors import KernelFault
@@ -73,6 +74,9 @@ def _waiting(cx: Context, wait) -> str:
         return report("at_event", (_span(code, wait.ip), _span(code, wait.ip),
                                    (wait.event, wait.slot), wait.completed, wait.arrivals,
                                    wait.need, wait.generation), cx)
+    if isinstance(wait, NamedBarrierView):
+        return report("at_named_barrier", (_span(code, wait.ip), _span(code, wait.ip),
+                                           wait.barrier, wait.arrived, wait.need), cx)
     name = "at_barrier" if code.code[wait.ip * WIDTH] == BY_NAME["BARRIER"].code \
         else "at_collective"
     return report(name, (wait.site, _span(code, wait.ip), len(wait.arrived),
@@ -114,12 +118,16 @@ def _hint(cx: Context, blocked):
     no other blocked warp waits on an event, the only lanes left that might trigger it are
     lanes of the waiting warp set aside in divergent code, and those run only after the
     waiting lanes leave it (§7.3): a same-warp protocol, which initial credits do not
-    repair. Otherwise it is a cross-warp pipeline that lacks its initial credits."""
+    repair. Otherwise it is a cross-warp pipeline that lacks its initial credits. A warp
+    waiting at a named barrier waits for a count that the warps which can still arrive do
+    not make up."""
     for w in blocked:
         wait = w.waits[0]
         if isinstance(wait, EventWaitView) and wait.completed > wait.generation:
             return report("stale_phase", ((wait.event, wait.slot), wait.generation,
                                           wait.completed), cx)
+        if isinstance(wait, NamedBarrierView):
+            return report("named_barrier_short", (wait.barrier, wait.need, wait.arrived), cx)
         if isinstance(wait, EventWaitView) and wait.completed == 0 and wait.arrivals == 0:
             slot = (wait.event, wait.slot)
             idle = sorted(set(w.live) - set(w.active))

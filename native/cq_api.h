@@ -130,6 +130,9 @@ int cq_view_rdvs(const cq_call *call, int32_t w, cq_rdv_view *out, int32_t cap);
 /* A warp blocked at WAIT_EVENT: event, then for the first of its lanes still waiting:
  * slot, completed generations, arrivals, arrivals needed, the generation it waits for. */
 void cq_view_event_wait(const cq_call *call, int32_t w, int64_t *out);
+/* A warp blocked at BAR_SYNC: the named barrier, the threads arrived in its current
+ * phase, the count that phase began with. */
+void cq_view_named_barrier(const cq_call *call, int32_t w, int64_t *out);
 
 /* cdef end */
 #endif

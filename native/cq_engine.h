@@ -197,7 +197,7 @@ typedef struct cq_warp {
     int32_t pc, ip, state, hold;
     int32_t nstack;
     cq_frame *stack;
-    int32_t blocker;        /* 0 none, 1 collectives (rdv), 2 event wait */
+    int32_t blocker;        /* 0 none, 1 collectives (rdv), 2 event wait, 3 named barrier */
     int32_t nrdv;
     int32_t rdv[CQ_WARP];
     int32_t ev, ev_span, ev_n;
@@ -205,6 +205,8 @@ typedef struct cq_warp {
     int32_t ev_parity;      /* a parity wait (WAIT_EVENT_AT, §10.6): ev_gen holds the ... */
     int64_t ev_gen[CQ_WARP];     /* ... generation each waiting lane waits for */
     int64_t *counts;        /* per collective instruction, per lane: executions (§7.4.3) */
+    int32_t bar;            /* BAR_SYNC: the named barrier it waits at ... */
+    int64_t bar_phase;      /* ... and the phase it arrived in */
 } cq_warp;
 
 typedef struct {
@@ -258,6 +260,10 @@ typedef struct cq_block {
     int64_t quantum_n;
     cq_chunk *arena;        /* shared and local buffers, freed with the block */
     int64_t *shared;        /* per slot: bytes of its shared instances (the limit) */
+    /* named barriers (§6.8): the count the current phase began with (0 before its first
+     * arrival), the threads arrived in it, the phases completed */
+    int32_t bar_count[CQ_NAMED_BARRIERS], bar_arrived[CQ_NAMED_BARRIERS];
+    int64_t bar_phases[CQ_NAMED_BARRIERS];
 } cq_block;
 
 typedef struct cq_call {
@@ -374,6 +380,7 @@ int cq_op_wait_event(cq_warp *w, const cq_ins *ins);
 int cq_op_wait_event_at(cq_warp *w, const cq_ins *ins);
 int cq_event_pending(const cq_block *blk, const cq_warp *w, int k, int64_t *gen);
 int cq_op_fut_bind(cq_warp *w, const cq_ins *ins);
+int cq_op_named_barrier(cq_warp *w, const cq_ins *ins);
 int cq_op_mma(cq_warp *w, const cq_ins *ins);
 int cq_op_frag_elem(cq_warp *w, const cq_ins *ins);
 int cq_op_print(cq_warp *w, const cq_ins *ins);

@@ -22,6 +22,8 @@ enum cq_label {
     CQ_LABEL_HIGH_PADDING = 9,
     CQ_LABEL_INTERIOR_PADDING = 10,
     CQ_LABEL_PADDING_VALUE = 11,
+    CQ_LABEL_BARRIER = 12,
+    CQ_LABEL_THREAD_COUNT = 13,
 };
 
 #endif

@@ -171,6 +171,7 @@ static int op_other(cq_block *blk, cq_warp *w, const cq_ins *ins)
     case CQ_OP_WAIT_EVENT: return cq_op_wait_event(w, ins);
     case CQ_OP_WAIT_EVENT_AT: return cq_op_wait_event_at(w, ins);
     case CQ_OP_FUT_BIND: return cq_op_fut_bind(w, ins);
+    case CQ_OP_BAR_SYNC: case CQ_OP_BAR_ARRIVE: return cq_op_named_barrier(w, ins);
     case CQ_OP_MMA_FILL: case CQ_OP_MMA_LOAD: case CQ_OP_MMA_EXEC: case CQ_OP_MMA_STORE:
     case CQ_OP_MMA_STORE_MASK: case CQ_OP_MMA_ASYNC: case CQ_OP_MMA_WAIT:
         return cq_op_mma(w, ins);

@@ -407,6 +407,8 @@ int cq_runnable(cq_warp *w)
         if (w->blocker == 1) {
             for (int k = 0; k < w->nrdv; k++)
                 ready &= w->blk->rdvs[w->rdv[k]].done;
+        } else if (w->blocker == 3) {
+            ready = w->blk->bar_phases[w->bar] > w->bar_phase;
         } else {
             ready = event_ready(w->blk, w);
         }
@@ -592,6 +594,97 @@ int cq_op_wait_event_at(cq_warp *w, const cq_ins *ins)
         w->ev_gen[w->ev_n++] = order / nslots;
     }
     return block_or_pass(w);
+}
+
+/* ------------------------------------------------------------------ named barriers (§6.8) */
+
+/* The value every active lane of ``w`` gives in s32 register ``r`` (the lowest lane's);
+ * a lane giving another is OPERANDS_DIFFER: a warp arrives as one. */
+static int warp_uniform(cq_warp *w, const cq_ins *ins, int r, int label, int32_t *out)
+{
+    cq_block *blk = w->blk;
+    const int32_t *v = (const int32_t *)cq_reg(w, blk->code->roff[r]);
+    int i0 = cq_low(w->act);
+    for (uint32_t m = w->act; m; m &= m - 1) {
+        int i = cq_low(m);
+        if (v[i] != v[i0]) {
+            cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_OPERANDS_DIFFER, w->base + i);
+            cq_put(f, ins->c);
+            cq_put(f, w->base + i0);
+            cq_put(f, w->base + i);
+            cq_put(f, label);
+            for (int side = 0; side < 2; side++) {
+                uint32_t bits = (uint32_t)v[side ? i : i0];
+                cq_put(f, CQ_TAG_VALUE);
+                cq_put(f, blk->code->rtype[r]);
+                cq_put(f, (int64_t)bits);
+            }
+            return CQ_ST_FAULT;
+        }
+    }
+    *out = v[i0];
+    return CQ_ST_OK;
+}
+
+/* BAR_SYNC and BAR_ARRIVE: the warp, with every live lane of its collective set active,
+ * arrives for its 32 threads at barrier R[a] with count R[b]; the arrival that reaches
+ * the count completes the phase; BAR_SYNC then waits for its phase. */
+int cq_op_named_barrier(cq_warp *w, const cq_ins *ins)
+{
+    cq_block *blk = w->blk;
+    int coll = ins->c;
+    const cq_lanes *inset = &blk->lanesets[blk->code->coll[coll].laneset];
+    uint32_t outside = w->act & ~inset->w[w->index];
+    if (outside) {
+        int lane = w->base + cq_low(outside);
+        cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_NOT_A_PARTICIPANT, lane);
+        cq_put(f, lane);
+        cq_put(f, coll);
+        return CQ_ST_FAULT;
+    }
+    if (check_converged(w, ins, coll, inset, 0, 0, 0) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    int32_t id, count;
+    if (warp_uniform(w, ins, ins->a, CQ_LABEL_BARRIER, &id) != CQ_ST_OK ||
+        warp_uniform(w, ins, ins->b, CQ_LABEL_THREAD_COUNT, &count) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    int lane = w->base + cq_low(w->act);
+    if (id < 1 || id >= CQ_NAMED_BARRIERS) {     /* 0: the block barrier of sync.shared */
+        cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_BAR_ID, lane);
+        cq_put(f, coll);
+        cq_put(f, id);
+        return CQ_ST_FAULT;
+    }
+    int limit = CQ_WARP * blk->nwarps;
+    if (count <= 0 || count % CQ_WARP || count > limit) {
+        cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_BAR_COUNT, lane);
+        cq_put(f, coll);
+        cq_put(f, count);
+        cq_put(f, limit);
+        return CQ_ST_FAULT;
+    }
+    if (blk->bar_count[id] && blk->bar_count[id] != count) {
+        cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_BAR_COUNT_DIFFERS, lane);
+        cq_put(f, coll);
+        cq_put(f, id);
+        cq_put(f, count);
+        cq_put(f, blk->bar_count[id]);
+        return CQ_ST_FAULT;
+    }
+    int64_t phase = blk->bar_phases[id];
+    blk->bar_count[id] = count;
+    blk->bar_arrived[id] += CQ_WARP;
+    if (blk->bar_arrived[id] == count) {
+        blk->bar_phases[id]++;
+        blk->bar_count[id] = blk->bar_arrived[id] = 0;
+        blk->released = 1;
+    } else if (ins->op == CQ_OP_BAR_SYNC) {
+        w->state = CQ_BLOCKED;
+        w->blocker = 3;
+        w->bar = id;
+        w->bar_phase = phase;
+    }
+    return CQ_ST_OK;
 }
 
 void cq_free_block_extras(cq_block *blk)

@@ -69,3 +69,11 @@ void cq_view_event_wait(const cq_call *call, int32_t k, int64_t *out)
         }
     }
 }
+
+void cq_view_named_barrier(const cq_call *call, int32_t k, int64_t *out)
+{
+    const cq_block *blk = call->fault_blk;
+    const cq_warp *w = &blk->warps[k];
+    int64_t v[3] = {w->bar, blk->bar_arrived[w->bar], blk->bar_count[w->bar]};
+    memcpy(out, v, sizeof v);
+}

@@ -182,7 +182,8 @@ def test_fault_record_orders_blocks_row_major(events):
 def test_deadlock_reports_every_threads_wait(cpu_events):
     got = cpu_events.launch("deadlock", (1,), 64, 8, [("ptr", np.zeros(64, np.int32))])
     assert isinstance(got, abi.Deadlock) and got.block == 0
-    assert got.threads[:32] == ((abi.WaitKind.NAMED_BARRIER, 8, 3, 32),) * 32
+    # a named barrier's wait: the barrier, then its count (64) and the threads arrived
+    assert got.threads[:32] == ((abi.WaitKind.NAMED_BARRIER, 8, 3, 64 << 32 | 32),) * 32
     assert got.threads[32:] == ((abi.WaitKind.EVENT, 9, 4, 0),) * 32
     assert got.smem == (32).to_bytes(4, "little") + bytes(4)
 

@@ -25,7 +25,9 @@ def test_flags_agree_with_the_operands(op):
     if op.writes >= 0:
         assert op.operands[op.writes] == "r"
     site = [k for k in op.operands if k.startswith("c")]
-    assert (op.collective == O.Mode.ALWAYS) == (site == ["c"])
+    # a named barrier's site gives only the lanes a warp must arrive with (§6.8)
+    named_barrier = op.name in ("BAR_SYNC", "BAR_ARRIVE")
+    assert (op.collective == O.Mode.ALWAYS) == (site == ["c"] and not named_barrier)
     assert (op.collective == O.Mode.WITH_SITE) == (site == ["c?"])
     assert op.blocks == O.Mode.ALWAYS or op.blocks == op.collective
     assert not (op.host_only and op.kernel_only)

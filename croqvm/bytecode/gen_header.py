@@ -168,6 +168,7 @@ def header() -> str:
         f"#define CQ_WARP_SIZE {limits.WARP_SIZE}",
         f"#define CQ_WARPGROUP_SIZE {limits.WARPGROUP_SIZE}",
         f"#define CQ_MAX_BLOCK_SIZE {limits.MAX_BLOCK_SIZE}",
+        f"#define CQ_NAMED_BARRIERS {limits.NAMED_BARRIERS}",
         f"#define CQ_MAX_REGISTERS {limits.MAX_REGISTERS}",
         f"#define CQ_MAX_SHARED_BYTES {limits.MAX_SHARED_BYTES}",
         "",

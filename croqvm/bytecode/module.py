@@ -308,6 +308,8 @@ class Launch:
     is_async: bool = False                # parallel.async: the host need not wait (§14.2)
     span: int = 0                         # the kernel's parallel statement
     block: int = -1                       # s32 host register: lanes per block, or -1
+    stream: int = -1                      # parallel<s>: the index of stream parameter s;
+                                          # -1: the default stream (§14.2)
 
 
 @dataclass

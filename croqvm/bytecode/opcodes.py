@@ -136,6 +136,8 @@ _MMA_FAULTS = (K.NOT_A_PARTICIPANT, K.UNIT_INACTIVE, K.UNIT_TERMINATED, K.OPERAN
 _BASE_FAULTS = (K.BUFFER_BEFORE_DECLARATION, K.BUFFER_ARRAY_INDEX, K.FUTURE_NO_DATA,
                 K.FUTURE_NOT_WAITED, K.OUT_OF_RANGE)
 _CONVERT = (K.FLOAT_TO_INT,)
+_BAR_FAULTS = (K.NOT_A_PARTICIPANT, K.DIVERGENT_COLLECTIVE, K.OPERANDS_DIFFER, K.BAR_ID,
+               K.BAR_COUNT, K.BAR_COUNT_DIFFERS)
 
 
 def _op(name: str, operands: tuple, meaning: str, *families: dict, **fields) -> tuple:
@@ -352,6 +354,16 @@ _ROWS = (
         imms=("atomic_op",), entry="atomic",
         optype="T, the element type of @b, one the operation takes (croqvm/intrinsics.py); "
         "result T", faults=_BASE_FAULTS + (K.UNINITIALISED,)),
+    # --- named barriers (__bar_sync, __bar_arrive; §6.8): the warp counts for its 32 lanes;
+    # site c is the statement's collective set, whose lanes of the warp must all be active.
+    # Not collectives: no rendezvous of a fixed set of lanes, no effect run once
+    _op("BAR_SYNC", ("r", "r", "c"), "the warp arrives at named barrier R[a] (1-15), whose "
+        "phase completes when R[b] threads (a positive multiple of 32, at most the block's "
+        "warps' lanes) have arrived, and blocks until it completes", types=("index", "index"),
+        faults=_BAR_FAULTS, blocks=Mode.ALWAYS, kernel_only=True),
+    _op("BAR_ARRIVE", ("r", "r", "c"), "the warp arrives at named barrier R[a] as BAR_SYNC "
+        "does, without waiting", types=("index", "index"), faults=_BAR_FAULTS,
+        kernel_only=True),
 )
 
 TABLE = tuple(Op(code, name, operands, meaning, **fields)
@@ -366,7 +378,7 @@ assert all(len(op.operands) <= MAX_OPERANDS for op in TABLE)
  BARRIER, FENCE, TRIGGER, WAIT_EVENT, SYNC_GLOBAL, MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE,
  PRINT, ASSERT, ASSERT_FMT, LAUNCH, RET, RET_VAL, RET_BUF, WAIT_EVENT_AT, FUT_BIND, MMA_ASYNC,
  MMA_WAIT, MMA_STORE_MASK, FRAG_GET, FRAG_SET, SHFL_XOR, MMA_GATHER, ASM, CALL_CXX, MATH,
- ATOMIC) = range(len(TABLE))
+ ATOMIC, BAR_SYNC, BAR_ARRIVE) = range(len(TABLE))
 
 # Binary ALU opcodes in operator order: UPDATE's immediate names one of these.
 BINARY_ALU = (ADD, SUB, MUL, DIV, MOD, MIN, MAX, AND, OR, XOR, SHL, SHR)

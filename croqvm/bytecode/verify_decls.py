@@ -322,6 +322,12 @@ def _launch(cx, at, n, launch):
                     "expected the same dtype, each kernel register once")
         set_regs.add(kreg)
     want_span(cx, at, launch.span)
+    if launch.stream != -1:
+        params = cx.fn.params
+        if not 0 <= launch.stream < len(params) or \
+                params[launch.stream].kind != ParamKind.STREAM:
+            at.fail(f"runs on stream {launch.stream}, which is not a stream parameter of the "
+                    "function")
 
 
 def _dt(code: int) -> str:

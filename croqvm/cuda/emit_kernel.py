@@ -15,7 +15,7 @@ import struct
 from .. import dtypes
 from ..bytecode.module import BaseKind, DmaOp, Storage, dst_storage
 from ..bytecode import opcodes
-from ..bytecode.opcodes import SPAN
+from ..bytecode.opcodes import BAR_ARRIVE, BAR_SYNC, SPAN
 from ..faults import Kind
 from ..limits import EVENT_SLOT_BYTES, MAX_SHARED_BYTES, buffer_bytes
 from . import cnum
@@ -212,8 +212,8 @@ class KernelEmitter:
         self.colls = {}          # ip -> (site, mbarrier offset or None)
         for ip, ins in enumerate(self.ins):
             c = _coll_operand(ins)
-            if c is None or c < 0:
-                continue
+            if c is None or c < 0 or ins[0] in (BAR_SYNC, BAR_ARRIVE):
+                continue       # a named barrier is a hardware barrier, not an mbarrier
             site = code.colls[c]
             fast = site.unit == 0 and code.lanesets[site.laneset].result < 0
             self.colls[ip] = (site, None if fast else L.take(8 * self._instances(site.unit), 8))

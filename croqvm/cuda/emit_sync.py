@@ -15,7 +15,9 @@ from contextlib import contextmanager
 
 from .. import dtypes
 from ..bytecode.module import BaseKind, DmaOp, swizzled_sides
+from ..bytecode.opcodes import BAR_ARRIVE
 from ..faults import Kind
+from ..limits import NAMED_BARRIERS, WARP_SIZE
 from ..messages import print_registers
 from . import cnum
 from .emit_kernel import bulk_load
@@ -87,6 +89,26 @@ def op_fence(k, ins, ip):
 def op_barrier(k, ins, ip):
     site = k.colls[ip][0]
     k.line(f"cq_coll_sync({k.coll(ip)}, {wait_site(k, ins, ip, site.text)});", ins)
+
+
+def op_named_barrier(k, ins, ip):
+    """``__bar_sync`` / ``__bar_arrive`` (§6.8): barrier.sync / barrier.arrive, after the
+    checks of the id and the count that the engines make; what the engines also check
+    across lanes (a warp all there, one count per phase) the CPU runtime checks as misuses
+    of the barrier."""
+    _, a, b, c = ins[:4]
+    k.line("{", ins)
+    k.depth += 1
+    k.fault(f"r{a} < 1 || r{a} >= {NAMED_BARRIERS}", Kind.BAR_ID, ins, ip,
+            (f"(long long)r{a}",), lambda args, refs, c=c: (c, int(args[0])))
+    k.line(f"const int limit = (nlanes + {WARP_SIZE - 1}) / {WARP_SIZE} * {WARP_SIZE};", ins)
+    k.fault(f"r{b} <= 0 || r{b} % {WARP_SIZE} || r{b} > limit", Kind.BAR_COUNT, ins, ip,
+            (f"(long long)r{b}", "(long long)limit"),
+            lambda args, refs, c=c: (c, int(args[0]), int(args[1])))
+    call = "cq_arrive_named" if k.ins[ip][0] == BAR_ARRIVE else "cq_sync_named"
+    k.line(f"{call}(r{a}, r{b}, {wait_site(k, ins, ip, k.code.colls[c].text)});", ins)
+    k.depth -= 1
+    k.line("}", ins)
 
 
 # --------------------------------------------------------------------------- ONCE (§7.2.2)
@@ -420,7 +442,8 @@ def _handlers():
         "WAIT_EVENT": op_wait_event, "DMA": op_dma, "FUT_ANY": op_fut_any, "WAIT": op_wait,
         "SWAP": op_swap, "FUT_DIM": op_fut_dim, "PRINT": op_print, "ASSERT": op_assert,
         "ASSERT_FMT": op_assert_fmt, "WAIT_EVENT_AT": op_wait_event_at,
-        "FUT_BIND": op_fut_bind, **MMA,
+        "FUT_BIND": op_fut_bind, "BAR_SYNC": op_named_barrier,
+        "BAR_ARRIVE": op_named_barrier, **MMA,
     }
 
 

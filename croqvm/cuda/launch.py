@@ -306,7 +306,8 @@ def deadlock_report(call, index, grid, gen, info, code, d: abi.Deadlock,
             run = [w, w, text]
             lines.append(run)
     out = []
-    hint = next((h for h in (_event_hint(cx, info, t, d) for t in d.threads) if h), None)
+    hint = next((h for h in (_event_hint(cx, info, t, d) or _named_barrier_hint(cx, t)
+                             for t in d.threads) if h), None)
     for first, last, text in lines:
         lanes = range(first * WARP_SIZE, (last + 1) * WARP_SIZE)
         out.append(messages.report("warp", (first, lanes, text), cx) if first == last
@@ -332,6 +333,9 @@ def _wait_text(cx, gen, info, wait, d) -> str:
         return messages.report("at_event", (s.span, s.span, *slot, a1), cx)
     if kind == abi.WaitKind.BLOCK_BARRIER and s.coll >= 0:
         return messages.report("at_barrier", (s.coll, s.span, a0, a1), cx)
+    if kind == abi.WaitKind.NAMED_BARRIER:
+        return messages.report("at_named_barrier", (s.span, s.span, a0, a1 & 0xFFFFFFFF,
+                                                    a1 >> 32), cx)
     return f"{s.text} ({cx.spans.where(s.span)})"
 
 
@@ -360,3 +364,11 @@ def _event_hint(cx, info, wait, d):
     if slot is None or slot[1] or slot[2]:
         return None
     return messages.report("needs_credits", (slot[0],), cx)
+
+def _named_barrier_hint(cx, wait):
+    """The engines' hint for a named barrier whose count is not made up (§6.8)."""
+    kind, _, index, counts = wait
+    if kind != abi.WaitKind.NAMED_BARRIER:
+        return None
+    return messages.report("named_barrier_short", (index, counts >> 32, counts & 0xFFFFFFFF),
+                           cx)

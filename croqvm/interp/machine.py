@@ -19,6 +19,7 @@ from ..messages import lanes_phrase
 from ..position import PROGRESS_EVERY, RunPosition
 from ..source import SpanTable
 from .memory import allocating, block_wide, new_buffer
+from .sync import new_named_barriers
 from .warp import new_warp
 
 
@@ -112,6 +113,7 @@ class Block:
         self.futures = [[None] * size for _ in prog.code.futures]
         self.lanesets: list = []      # per LaneSet: bool array over the block's lanes
         self.events: list = []        # croqvm.interp.sync.EventSlots per EventDecl
+        self.named = new_named_barriers()   # croqvm.interp.sync.NamedBarrier per id
         self.rendezvous: dict = {}    # open collectives, see croqvm.interp.sync
         self.once: dict = {}          # ONCE bookkeeping, see croqvm.interp.sync
         self.frags: dict = {}         # (fragment, unit instance) -> Fragment

@@ -135,6 +135,7 @@ class Clocks:
         self.lane_copies = (None, [])  # ((warp, step), [(buffer, box, lane)]): per-lane DMAs
         self.copies: dict = {}        # id(transfer) -> (Copy, the transfer) of async copies
         self.bound = [[] for _ in range(nwarps)]      # per warp, handles FUT_BIND gave it
+        self.bars: dict = {}          # (named barrier, phase) -> join of its arrivals' clocks
 
     def join(self, warps: np.ndarray) -> None:
         """A rendezvous of ``warps``: each takes the join of their clocks."""
@@ -165,7 +166,7 @@ class RaceChecker(Checker):
         self.segments: list[tuple] = []       # seq -> (launch index, block index)
         self.gens: list[Gen] = []             # every event generation, by id
         self.races: dict = {}                 # (site, site) -> Race
-        self.pending: list = []               # segment ranges of async launches running
+        self.pending: list = []               # (segment range, stream) of launches running
         self.launch = None                    # (first segment, ranges) of the running launch
         self.host = None                      # the host program's Clocks
 
@@ -192,16 +193,23 @@ class RaceChecker(Checker):
         return st
 
     def launch_begin(self, hblk, index: int) -> None:
-        """A synchronous launch waits for every earlier launch; an async one runs
-        concurrently with the async launches still running."""
-        if not hblk.prog.code.launches[index].is_async:
+        """A synchronous launch on the default stream waits for every earlier launch; a
+        launch on stream s starts after the earlier launches on s; an async launch of the
+        default stream runs concurrently with the launches still running."""
+        launch = hblk.prog.code.launches[index]
+        if not launch.is_async and launch.stream < 0:
             self.pending = []
-        self.launch = (len(self.segments), list(self.pending))
+        if launch.stream >= 0:
+            self.pending = [p for p in self.pending if p[1] != launch.stream]
+        self.launch = (len(self.segments), [r for r, _ in self.pending])
 
     def launch_end(self, hblk, index: int) -> None:
+        """The host goes on at once after an async launch; after ``parallel<s>`` it has
+        waited for stream s only, which the launch began by emptying."""
         first, _ = self.launch
-        if hblk.prog.code.launches[index].is_async:
-            self.pending.append((first, len(self.segments) - 1))
+        launch = hblk.prog.code.launches[index]
+        if launch.is_async:
+            self.pending.append(((first, len(self.segments) - 1), launch.stream))
         self._host_resumes(hblk)
 
     def sync_global(self, hblk) -> None:
@@ -213,7 +221,7 @@ class RaceChecker(Checker):
         async launches still running."""
         st = self.clocks(hblk)
         st.seq = self._new_seq(-1, ())
-        st.ranges = list(self.pending)
+        st.ranges = [r for r, _ in self.pending]
         st.actors = [Actor(st.seq, 0, st.vc[0], st.ranges)]
 
     # ------------------------------------------------------------------ sites and records
@@ -306,6 +314,23 @@ class RaceChecker(Checker):
         bound = self.clocks(blk).bound[lane // WARP_SIZE]
         if handle not in bound:
             bound.append(handle)
+
+    def bar_arrived(self, w, index: int, phase: int) -> None:
+        """``w`` arrived at phase ``phase`` of named barrier ``index``: its clock joins the
+        phase's, which every BAR_SYNC of the phase acquires when the phase completes."""
+        st = self.clocks(w.blk)
+        x = w.index
+        vc = st.bars.get((index, phase))
+        if vc is None:
+            vc = st.bars[(index, phase)] = np.zeros(MAX_WARPS, np.int64)
+        np.maximum(vc, st.vc[x], out=vc)
+        st.tick([x])
+
+    def bar_passed(self, w, index: int, phase: int) -> None:
+        """``w`` passed BAR_SYNC: what every arrival of its phase did before arriving is
+        ordered before what it does next. An arrival orders nothing for its own warp."""
+        st = self.clocks(w.blk)
+        st.acquire(w.index, st.bars[(index, phase)], NO_EVENT, 0)
 
     def once(self, w, ins, claimed: np.ndarray, nth: np.ndarray, end: int) -> None:
         """After ONCE (§7.2.2): the claiming lanes publish their warp's clock for their
@@ -633,8 +658,11 @@ class RaceChecker(Checker):
             launch = self.segments[seq][0]
             if launch >= 0 and launch == self.segments[actor.seq][0]:
                 return ("why_blocks", ())
-            other = launch if launch >= 0 else self.segments[actor.seq][0]
-            return ("why_async", (self.call.fn.host.launches[other].span,))
+            other = self.call.fn.host.launches[
+                launch if launch >= 0 else self.segments[actor.seq][0]]
+            if other.stream >= 0:
+                return ("why_stream", (other.span, self.call.fn.params[other.stream].name))
+            return ("why_async", (other.span,))
         x = actor.warp
         return self._early_trigger(st, x, w, c, first_site) or \
             self._early_trigger(st, w, x, int(st.vc[x][x]), site, own) or ("why_none", ())
@@ -844,6 +872,25 @@ def _acquire_after(checker, w, ins, consumed, slots) -> None:
         acquire()
 
 
+def _named_barrier(checker, handler):
+    """BAR_SYNC and BAR_ARRIVE: the arrival is known once the handler ran without a fault
+    (the barrier's phase count moved on, or it holds the warp's arrival); a BAR_SYNC
+    acquires its phase when it passes, at once or when its warp wakes."""
+    def op(w, ins):
+        lane = int(w.lanes[w.active_indices()[0]])
+        index = int(w.blk.lane_reg(lane, ins[1]))
+        phase = w.blk.named[index].phases if 0 <= index < len(w.blk.named) else -1
+        handler(w, ins)         # faults on a bad index before the checker sees it
+        checker.bar_arrived(w, index, phase)
+        if ins[0] == opcodes.BAR_ARRIVE:
+            return
+        if w.state == BLOCKED:
+            w.blocker = _Acquiring(w.blocker, lambda: checker.bar_passed(w, index, phase))
+        else:
+            checker.bar_passed(w, index, phase)
+    return op
+
+
 def _once(checker, handler):
     def op(w, ins):
         handler(w, ins)
@@ -887,6 +934,8 @@ WRAPPERS = {
     opcodes.WAIT_EVENT: _wait_event,
     opcodes.WAIT_EVENT_AT: _wait_event_at,
     opcodes.ONCE: _once,
+    opcodes.BAR_SYNC: _named_barrier,
+    opcodes.BAR_ARRIVE: _named_barrier,
     opcodes.LAUNCH: _launch,
     opcodes.SYNC_GLOBAL: _sync_global,
 }

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..blockview import EventWaitView, RendezvousView
-from ..bytecode.opcodes import SPAN
+from ..blockview import EventWaitView, NamedBarrierView, RendezvousView
+from ..bytecode.opcodes import BAR_ARRIVE, SPAN
 from ..faults import Fault, Kind, LaneFault
-from ..limits import UNIT_OF_LANES
+from ..limits import NAMED_BARRIERS, UNIT_OF_LANES, WARP_SIZE
 
 
 def unit_members(inset: np.ndarray, unit: int, u: int) -> np.ndarray:
@@ -365,6 +365,91 @@ def _block_or_pass(w, wait: EventWait) -> None:
         w.block_on(wait)     # one step: waking completes the wait, nothing runs again
 
 
+# --------------------------------------------------------------------------- named barriers (§6.8)
+
+class NamedBarrier:
+    """One of a block's named barriers: the thread count its current phase began with (0
+    before the phase's first arrival), the threads arrived in that phase (32 per warp),
+    and the phases completed so far."""
+
+    def __init__(self):
+        self.count = self.arrived = self.phases = 0
+
+
+def new_named_barriers() -> list:
+    return [NamedBarrier() for _ in range(NAMED_BARRIERS)]
+
+
+class BarrierWait:
+    """A warp blocked at BAR_SYNC (instruction ``ip``) until phase ``phase`` of named
+    barrier ``index`` completes."""
+
+    def __init__(self, bar: NamedBarrier, index: int, phase: int, ip: int):
+        self.bar, self.index, self.phase, self.ip = bar, index, phase, ip
+
+    def ready(self) -> bool:
+        return self.bar.phases > self.phase
+
+    def wake(self) -> None:
+        """Nothing is left to do: the phase completed."""
+
+    def view(self) -> tuple:
+        return (NamedBarrierView(self.ip, self.index, self.bar.arrived, self.bar.count),)
+
+
+def _warp_uniform(w, coll: int, active, regs_labels) -> tuple:
+    """The value every active lane of ``w`` gives in each register (the lowest lane's);
+    a lane giving another is OPERANDS_DIFFER: a warp arrives as one."""
+    lanes = w.lanes[active]
+    out = []
+    for r, label in regs_labels:
+        values = w.regs[r][active]
+        odd = np.flatnonzero(values != values[0])
+        if odd.size:
+            k = int(odd[0])
+            dtype = w.blk.prog.code.regs[r]
+            raise Fault(Kind.OPERANDS_DIFFER, (coll, int(lanes[0]), int(lanes[k]), label,
+                                               ("value", (dtype, values[0])),
+                                               ("value", (dtype, values[k]))), int(lanes[k]))
+        out.append(int(values[0]))
+    return tuple(out)
+
+
+def op_named_barrier(w, ins):
+    """BAR_SYNC and BAR_ARRIVE: the warp, with every live lane of its collective set
+    active, arrives for its 32 threads at barrier R[a] with count R[b]; the arrival that
+    reaches the count completes the phase; BAR_SYNC then waits for its phase."""
+    _, rid, rcount, coll = ins[:4]
+    blk = w.blk
+    site = blk.prog.code.colls[coll]
+    inset = blk.lanesets[site.laneset]
+    active = w.active_indices()
+    lanes = w.lanes[active]
+    if np.count_nonzero(inset[lanes]) != lanes.size:
+        outside = int(lanes[~inset[lanes]][0])
+        raise Fault(Kind.NOT_A_PARTICIPANT, (outside, coll), outside)
+    _check_converged(w, coll, inset, 0, 0, False)
+    index, count = _warp_uniform(w, coll, active, ((rid, "barrier"), (rcount, "thread count")))
+    lane = int(lanes[0])
+    if not 1 <= index < NAMED_BARRIERS:       # 0: the block barrier of sync.shared
+        raise Fault(Kind.BAR_ID, (coll, index), lane)
+    limit = WARP_SIZE * len(blk.warps)
+    if count <= 0 or count % WARP_SIZE or count > limit:
+        raise Fault(Kind.BAR_COUNT, (coll, count, limit), lane)
+    bar = blk.named[index]
+    if bar.count and bar.count != count:
+        raise Fault(Kind.BAR_COUNT_DIFFERS, (coll, index, count, bar.count), lane)
+    phase = bar.phases
+    bar.count = count
+    bar.arrived += WARP_SIZE
+    if bar.arrived == count:
+        bar.phases += 1
+        bar.count = bar.arrived = 0
+        blk.released = True
+    elif ins[0] != BAR_ARRIVE:
+        w.block_on(BarrierWait(bar, index, phase, w.ip))
+
+
 def op_no_effect(w, ins):
     """FENCE and SYNC_GLOBAL: memory is sequentially consistent and every launch runs to
     completion at its LAUNCH (docs/EXECUTION.md §3), so there is nothing to order or to
@@ -375,4 +460,5 @@ HANDLERS = {
     "BARRIER": op_barrier, "ONCE": op_once, "TRIGGER": op_trigger,
     "WAIT_EVENT": op_wait_event, "FENCE": op_no_effect, "SYNC_GLOBAL": op_no_effect,
     "WAIT_EVENT_AT": op_wait_event_at,
+    "BAR_SYNC": op_named_barrier, "BAR_ARRIVE": op_named_barrier,
 }

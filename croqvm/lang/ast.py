@@ -389,6 +389,7 @@ class Parallel(Stmt):
     launch_bounds = None     # set by the checker: the values of ``[[launch_bounds]]``
     maxnreg = None           # set by the checker: the value of ``[[maxnreg]]``
     is_kernel = False
+    stream_param = -1        # the parameter index of ``stream``, once checked
 
 
 @dataclass
@@ -483,6 +484,15 @@ class Swap(Stmt):
 class Sync(Stmt):
     kind: str            # "shared", "barrier", "fence", "global"
     level: str | None    # for barrier/fence
+    span: Span
+
+
+@dataclass
+class NamedBarrier(Stmt):
+    """``__bar_sync(id, count)`` and ``__bar_arrive(id, count)`` (§6.8); the checker
+    wants exactly those two arguments."""
+    arrive: bool
+    args: list[Expr]
     span: Span
 
 

@@ -266,6 +266,12 @@ class DeviceParser:
         self.end_statement()
         return ast.Sync(kind, level, self.span_from(start))
 
+    def _named_barrier(self) -> ast.Stmt:
+        start = self.advance()
+        args = self.paren_args(start.value)
+        self.end_statement()
+        return ast.NamedBarrier(start.value == "__bar_arrive", args, self.span_from(start))
+
     def _name_node(self) -> ast.Name:
         t = self.name()
         return ast.Name(str(t.value), t.span)

@@ -16,10 +16,10 @@ class LoopParser:
         start = self.advance()
         is_async = self.accept_dotted("async") is not None
         stream = None
-        if is_async and self.accept_op("<"):
+        if self.accept_op("<"):
             stream = str(self.name("the name of a 'stream' parameter").value)
-            self.expect_op(">", "syntax error: expected '>' after the stream of "
-                                "'parallel.async<s>'.")
+            form = "parallel.async<s>" if is_async else "parallel<s>"
+            self.expect_op(">", f"syntax error: expected '>' after the stream of '{form}'.")
         levels = self.comma_list(self._plevel)
         return ast.Parallel(is_async, stream, levels, self.body(), self.span_from(start))
 

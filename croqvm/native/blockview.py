@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import report
 from ..blockview import BLOCKED, DONE, READY, BlockView, EventWaitView, FrameView, \
-    RendezvousView, WarpView
+    NamedBarrierView, RendezvousView, WarpView
 
 STATES = (READY, BLOCKED, DONE)
 
@@ -50,5 +50,9 @@ def _warp(lib, ffi, c, k) -> WarpView:
         e = ffi.new("int64_t[6]")
         lib.cq_view_event_wait(c, k, e)
         waits = (EventWaitView(v.ip, *(int(x) for x in e)),)
+    elif v.blocker == 3:
+        b = ffi.new("int64_t[3]")
+        lib.cq_view_named_barrier(c, k, b)
+        waits = (NamedBarrierView(v.ip, *(int(x) for x in b)),)
     return WarpView(k, STATES[v.state], v.ip, _lanes([v.act], v.base),
                     _lanes([v.live], v.base), frames, waits)

@@ -37,7 +37,7 @@ TAGS = ("value", "buffer", "tuple", "shape")
 # the words of ``text`` arguments: the operands of collectives (§7.4.5)
 LABELS = ("value", "buffer", "origin", "extents", "source", "destination",
           "destination origin", "destination extents", "low padding", "high padding",
-          "interior padding", "padding value")
+          "interior padding", "padding value", "barrier", "thread count")
 
 
 class Words:

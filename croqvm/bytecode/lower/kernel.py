@@ -196,7 +196,7 @@ def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
             lw.names.pop()
     fs.kernels.append(kernel)
     launch = Launch(len(fs.kernels) - 1, grid, st.buffers, st.scalars, s.is_async,
-                    lw.spans.intern(s.span), st.block_reg)
+                    lw.spans.intern(s.span), st.block_reg, s.stream_param)
     host_b.emit("LAUNCH", host_b.add("launches", launch))
 
 
@@ -257,4 +257,13 @@ def lower_sync(lw: Lowerer, s: ast.Sync) -> None:
     lw.b.emit("BARRIER", coll_site(lw, text, unit))
 
 
-TABLE = {ast.Parallel: lower_parallel, ast.Inthreads: lower_inthreads, ast.Sync: lower_sync}
+def lower_named_barrier(lw: Lowerer, s: ast.NamedBarrier) -> None:
+    """``__bar_sync`` / ``__bar_arrive`` (§6.8): the id and the count as s32, and the
+    statement's collective set, whose lanes of a warp must all arrive together."""
+    text = "__bar_arrive" if s.arrive else "__bar_sync"
+    bar, count = (lower_as(lw, a, dtypes.S32) for a in s.args)
+    lw.b.emit("BAR_ARRIVE" if s.arrive else "BAR_SYNC", bar, count, coll_site(lw, text))
+
+
+TABLE = {ast.Parallel: lower_parallel, ast.Inthreads: lower_inthreads, ast.Sync: lower_sync,
+         ast.NamedBarrier: lower_named_barrier}

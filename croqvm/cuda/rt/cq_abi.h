@@ -82,7 +82,7 @@ typedef struct cq_fault_rec {
 typedef struct cq_thread_wait {
   int kind; /* cq_wait_kind */
   int site; /* the generator's site id of the waiting statement, -1 if none */
-  long long a0, a1;
+  long long a0, a1; /* what it waits for; a named barrier: the id, then count << 32 | arrived */
 } cq_thread_wait;
 
 typedef struct cq_deadlock_rec {

@@ -113,6 +113,7 @@ struct named_barrier {
   unsigned total;                  /* threads arrived: 32 per warp arrived */
   unsigned long long gen;
   unsigned short in_warp[MAX_WARPS]; /* threads of each warp arrived */
+  unsigned long long warp_arrivals[MAX_WARPS]; /* arrivals of each warp so far */
 };
 
 /* One warp's mma.sync rendezvous; the operands travel in `mma_operands`. */
@@ -245,6 +246,7 @@ static inline bool release_block_barrier() {
 static inline void named_warp_check(named_barrier *nb, unsigned w, int site) {
   if (!nb->in_warp[w] || nb->in_warp[w] != rt.blk->warp_live[w]) return;
   nb->in_warp[w] = 0;
+  nb->warp_arrivals[w]++;
   nb->total += WARP;
   if (nb->total > nb->count) misuse(CQ_MISUSE_BARRIER_OVERFLOW, site, nb->total, nb->count);
   if (nb->total == nb->count) {
@@ -292,8 +294,8 @@ static inline void fill_deadlock_record() {
     if (w.kind == CQ_WAIT_BLOCK_BARRIER) {
       w.a0 = b->bar0_arrived;
       w.a1 = b->live;
-    } else if (w.kind == CQ_WAIT_NAMED_BARRIER) {
-      w.a1 = b->named[w.a0].total;
+    } else if (w.kind == CQ_WAIT_NAMED_BARRIER) {   /* the count, then the threads arrived */
+      w.a1 = (long long)b->named[w.a0].count << 32 | b->named[w.a0].total;
     } else if (w.kind == CQ_WAIT_WARP) {
       w.a0 = w.a1 == WARPGROUP ? b->groups[i / WARPGROUP].arrived : b->warps[i / WARP].arrived;
     }
@@ -540,8 +542,11 @@ CQ_DEV void cq_sync_block(int site) {
   wait_until(CQ_WAIT_BLOCK_BARRIER, site, 0, 0, [=] { return b->bar0_gen != gen; });
 }
 
-CQ_DEV void cq_sync_named(int id, int count, int site) {
-  using namespace cq;
+namespace cq {
+/* The thread arrives at named barrier `id` (barrier{.cta}: its warp's arrival, 32
+   threads, is marked once every live thread of the warp has arrived); returns the
+   generation it arrived in. */
+static inline unsigned long long named_arrive(int id, int count, int site) {
   block_state *b = rt.blk;
   if (id < 1 || id >= NAMED_BARRIERS) misuse(CQ_MISUSE_BARRIER_ID, site, id);
   if (count <= 0 || count % WARP || (unsigned)count > (b->size + WARP - 1) / WARP * WARP)
@@ -552,7 +557,26 @@ CQ_DEV void cq_sync_named(int id, int count, int site) {
   unsigned long long gen = nb->gen;
   nb->in_warp[rt.self->tid / WARP]++;
   named_warp_check(nb, rt.self->tid / WARP, site);
+  return gen;
+}
+}  // namespace cq
+
+CQ_DEV void cq_sync_named(int id, int count, int site) {
+  using namespace cq;
+  unsigned long long gen = named_arrive(id, count, site);
+  named_barrier *nb = &rt.blk->named[id];
   wait_until(CQ_WAIT_NAMED_BARRIER, site, id, 0, [=] { return nb->gen != gen; });
+}
+
+/* barrier.arrive: like barrier.sync, the thread waits for the live threads of its warp,
+   but not for the other warps. */
+CQ_DEV void cq_arrive_named(int id, int count, int site) {
+  using namespace cq;
+  unsigned w = rt.self->tid / WARP;
+  named_barrier *nb = &rt.blk->named[id < 1 || id >= NAMED_BARRIERS ? 0 : id];
+  unsigned long long mine = nb->warp_arrivals[w];
+  named_arrive(id, count, site);
+  wait_until(CQ_WAIT_NAMED_BARRIER, site, id, 0, [=] { return nb->warp_arrivals[w] != mine; });
 }
 
 /* mbarrier: bits 0-20 pending arrivals, 21-41 expected arrivals, 42-63 phase. */

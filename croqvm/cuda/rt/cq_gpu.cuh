@@ -130,6 +130,11 @@ CQ_DEV void cq_sync_named(int id, int count, int site) {
   asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
+CQ_DEV void cq_arrive_named(int id, int count, int site) {
+  (void)site;
+  asm volatile("barrier.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
 CQ_DEV void cq_mbar_init(cq_mbar *bar, unsigned count) {
   asm volatile("mbarrier.init.shared.b64 [%0], %1;" ::"r"(cq_smem_addr(bar)), "r"(count)
                : "memory");

@@ -24,6 +24,7 @@
  * reports (CPU) and watchdog faults (GPU).
  *   cq_sync_block(site)                   __syncthreads(): every non-exited thread
  *   cq_sync_named(id, count, site)        barrier.sync id (1..15), count (multiple of 32)
+ *   cq_arrive_named(id, count, site)      barrier.arrive id, count: no wait for other warps
  *   cq_mbar_init(bar, count)              an mbarrier (8 bytes of shared memory, one thread
  *                                         initialises it, then a block barrier)
  *   cq_mbar_arrive(bar) -> token, cq_mbar_wait(bar, token, site), cq_mbar_arrive_drop(bar)

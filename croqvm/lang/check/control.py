@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from croqvm.lang import ast
+from croqvm.limits import MAX_BLOCK_SIZE, NAMED_BARRIERS, WARP_SIZE
 from croqvm.lang.types import Bounded, Buffer, ITuple, Mdspan, Scalar, String, View
 
 from .consteval import const_value
 from .context import Unknown
 from .exprs import require_bool
-from .typerules import tname
+from .typerules import is_integer, is_unknown, tname
 
 PRINTABLE = (Scalar, Bounded, ITuple, Mdspan, String, Unknown)  # §13.2
 
@@ -80,6 +81,39 @@ def check_builtin_stmt(ck, s: ast.BuiltinStmt):
     ck.expr(s.call)
 
 
+def check_named_barrier(ck, s: ast.NamedBarrier):
+    """§6.8: ``__bar_sync(id, count)`` / ``__bar_arrive(id, count)`` inside parallel-by,
+    integers both; a constant id is 1-15 (0 is the block barrier) and a constant count a positive multiple of 32
+    within a block (the engines check the rest when the statement runs)."""
+    name = "__bar_arrive" if s.arrive else "__bar_sync"
+    if not ck.in_parallel:
+        ck.error(s.span, f"'{name}' must be inside parallel-by.")
+    if len(s.args) != 2:
+        for arg in s.args:
+            ck.expr(arg)
+        ck.error(s.span, f"'{name}' expects 2 arguments (barrier id, thread count) but got "
+                         f"{len(s.args)}.", f"write '{name}(id, count)': a barrier id 1-15 "
+                                            "and the number of threads it waits for")
+        return
+    for arg, what in zip(s.args, ("barrier id", "thread count")):
+        ty = ck.expr(arg)
+        if not is_unknown(ty) and not is_integer(ty):
+            ck.error(arg.span, f"the {what} of '{name}' must be an integer but got "
+                               f"'{tname(ty)}'.")
+    bar_id, count = (const_value(a) for a in s.args)
+    if isinstance(bar_id, int) and not 1 <= bar_id < NAMED_BARRIERS:
+        ck.error(s.args[0].span, f"'{name}' can not use named barrier {bar_id}: ids are 1 to "
+                                 f"{NAMED_BARRIERS - 1}.",
+                 "barrier 0 is the block barrier of 'sync.shared' and of the barriers croqvm "
+                 "inserts" if bar_id == 0 else None)
+    if isinstance(count, int) and (count <= 0 or count % WARP_SIZE or count > MAX_BLOCK_SIZE):
+        ck.error(s.args[1].span, f"'{name}' can not wait for {count} threads: the count must "
+                                 f"be a positive multiple of {WARP_SIZE} and at most "
+                                 f"{MAX_BLOCK_SIZE}.",
+                 "a warp arrives for all of its 32 threads: count the threads of the warps "
+                 "that reach the barrier")
+
+
 RULES = {
     ast.BuiltinStmt: check_builtin_stmt,
     ast.Block: check_block,
@@ -90,4 +124,5 @@ RULES = {
     ast.Print: check_print,
     ast.Assert: check_assert,
     ast.Sync: check_sync,
+    ast.NamedBarrier: check_named_barrier,
 }

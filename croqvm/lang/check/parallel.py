@@ -105,6 +105,11 @@ def check_parallel(ck, p: ast.Parallel):
         sym = ck.lookup(p.stream)
         if sym is None or sym.kind != "stream":
             ck.error(p.span, f"'{p.stream}' is not a stream parameter.")
+        elif not kernel:
+            ck.error(p.span, "only a kernel, the outermost parallel-by, runs on a stream.",
+                     f"put '<{p.stream}>' on the parallel-by that encloses this one")
+        else:
+            p.stream_param = sym.param_index
     # Bounds are evaluated when the statement starts, outside its own names (§6.2.2).
     all_items = []
     for pl, kind in zip(p.levels, p.kinds):
