@@ -1,0 +1,70 @@
+"""bench/conformance.py, the runner over the Croqtile repository's own tests: how it reads
+a program's expectations (negative or valid, CHECK lines, the sizes its host code calls a
+function with). The runner itself reads a Croqtile checkout and is never run here."""
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import conformance  # noqa: E402
+
+
+def checks(text):
+    return conformance.check_lines(text)
+
+
+@pytest.mark.parametrize("pattern, output, failure", [
+    ("// CHECK: 11\n// CHECK: 33", "11\n22\n33\n", None),
+    ("// CHECK: 33\n// CHECK: 11", "11\n22\n33\n", "CHECK: '11' not found"),
+    ("// CHECK: a\n// CHECK-NEXT: b", "a\nb\n", None),
+    ("// CHECK: a\n// CHECK-NEXT: c", "a\nb\nc\n", "CHECK-NEXT: 'c' not on output line 2"),
+    ("// CHECK: a\n// CHECK-NOT: x\n// CHECK: b", "a\nx\nb\n",
+     "CHECK-NOT: 'x' found on output line 2"),
+    ("// CHECK: a\n// CHECK-NOT: x\n// CHECK: b", "a\nb\nx\n", None),
+    ("// CHECK-DAG: val= 1\n// CHECK-DAG: val= 0", "val= 0\nval= 1\n", None),
+    ("// CHECK-DAG: val= 2", "val= 0\nval= 1\n", "CHECK-DAG: 'val= 2' not found"),
+    ("// CHECK: f[ 0 , 1 ] = 2", "f[ 0 , 1 ]   = 2\n", None),      # blanks: any run
+    ("// CHECK: x = {{[0-9]+}}", "x = 42\n", None),
+    ("// CHECK: x = {{[0-9]+}}", "x = y\n", "CHECK: 'x = {{[0-9]+}}' not found"),
+    ("// CHECK: a\n// CHECK-SAME: c", "a b c\n", None),
+    ("// CHECK: 1 2\n// CHECK: 2", "1 2\n", "CHECK: '2' not found"),   # no going back
+])
+def test_filecheck_matches_in_order_from_after_the_last_match(pattern, output, failure):
+    assert conformance.filecheck(checks(pattern), output) == failure
+
+
+@pytest.mark.parametrize("folder, text, kind", [
+    ("cute", "// RUN: not choreo -es %s\n", "negative"),
+    ("cute", "// RUN: choreo -gs %s\n// CHECK: error: swizzle value must be 128\n",
+     "negative"),
+    ("cute", "// RUN: choreo -es %s\n// CHECK: __global__\n", "valid"),
+    ("co-mock", "// RUN: printf 's\\nc\\n' > %t.script && co-mock -s %t.script %s\n",
+     "debugger"),
+    ("co-mock", "// RUN: co-mock %s 2>&1 | FileCheck %s\n// CHECK: error\n", "valid"),
+])
+def test_negative_and_debugger_programs_are_told_from_their_run_and_check_lines(
+        folder, text, kind):
+    assert conformance.classify(folder, text) == kind
+
+
+HOST = """
+__co__ auto scale(f32 [M, N] a) { return a; }
+int main() {
+  unsigned long Md = 8, Nd = 256;
+  {
+    auto a = choreo::make_spandata<choreo::f32>(2, 3);
+    auto r = scale(a.view());
+  }
+  {
+    auto a = choreo::make_spanview<2, choreo::f32>(ptr, {Md, Nd});
+    auto r = other(a.view());
+  }
+}
+"""
+
+
+def test_symbolic_dimensions_take_the_sizes_of_the_host_codes_first_call():
+    calls = conformance.host_shapes(HOST)
+    assert calls["scale"] == [(2, 3)]
+    assert calls["other"] == [(8, 256)]      # the latest array of that name before the call
