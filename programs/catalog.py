@@ -93,6 +93,11 @@ def _add_2d_args(rng, m, n):
     return [_s32(rng, m, n), _s32(rng, m, n)], {"M": m, "N": n}
 
 
+def _ring_args(rng, n):
+    # 16-bit magnitudes; more rows than slots, so every slot is reused.
+    return [_s32(rng, n, 32, bits=15)], {"N": n}
+
+
 def _matmul_s32_args(rng, m, k, n):
     # 16-bit magnitudes: products fit in s32 but sums of a few of them wrap.
     return [_s32(rng, m, k, bits=15), _s32(rng, k, n, bits=15)], {"M": m, "K": k, "N": n}
@@ -144,6 +149,10 @@ def _matmul_s32(x):
     # |sums| < 2^63, so the int64 product is exact; s32 wraps each step, which is the same
     # value modulo 2^32.
     return {"return": _wrap32(x[0].astype(np.int64) @ x[1].astype(np.int64))}
+
+
+def _ring(x):
+    return {"return": x[0] * 3 + np.arange(len(x[0]), dtype=np.int32)[:, None]}
 
 
 def _matmul_f32_in_k_order(x):
@@ -311,6 +320,10 @@ VALID = [
           reference=_scaled),
     Entry("divergence.co", expected_stdout=DIVERGENCE),
     Entry("pipeline_events.co", expected_stdout="49\n49\n"),
+    Entry("pipeline_ring.co", "ring", ("input",),
+          make_args=_sized({"test": (7,), "bench": (64,)}, _ring_args), reference=_ring),
+    Entry("pipeline_ring.co", "ring", ("input",), defines={"STAGES": "3"},
+          make_args=_sized({"test": (10,), "bench": (64,)}, _ring_args), reference=_ring),
     Entry("async_launch.co", expected_stdout="0 126\n2 3\n"),
     Entry("hello.co", expected_stdout=HELLO),
     Entry("loops.co", expected_stdout=LOOPS),

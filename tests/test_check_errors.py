@@ -242,6 +242,9 @@ CASES = [
                "      trigger e.at(k++) after a, b;"),
      ["9:20: an incremented event order cannot be shared by multiple trigger-after "
       "dependencies; advance the order in a separate statement after the joined trigger."]),
+    (EVENTS % (COPY + "      trigger one after a[0];"),
+     ["6:7: some asyncs are not explicitly waited: a.",
+      "7:25: trigger-after currently requires a named future."]),
     (EVENTS % "      int x = 1;\n      trigger one after x;",
      ["7:25: trigger-after dependency 'x' must be an async future, but got 's32'."]),
     (EVENTS % "      a = dma.copy g => s;\n      trigger one after a;",

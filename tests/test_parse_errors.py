@@ -88,6 +88,11 @@ CASES = [
     ("  x = a ? b;", [f"2:12: {SE}expected ':' in the conditional expression 'c ? a : b'."]),
     ("  swap(a, 1);", [f"2:11: {SE}unexpected '1', expecting a name."]),
     ("  wait;", [f"2:7: {SE}unexpected ';', expecting a name."]),
+    ("  wait e.at 3;", [f"2:12: {SE}expected '(' and the event order after '.at', as in "
+                        f"'wait full.at(order);'."]),
+    ("  trigger e after;", [f"2:18: {SE}unexpected ';', expecting a name."]),
+    ("  wait e after f;", [f"2:10: {SE}only 'trigger' takes an 'after' clause, as in 'trigger "
+                           f"full after f;'."]),
     ("  x = ;", [f"2:7: {SE}unexpected ';', expecting an expression."]),
     ("  s33 x = 1;", [f"2:3: {SE}unknown type 's33'."]),
     ("  mdspan<0> sp : [4];", [f"2:10: {SE}the rank of 'mdspan<N>' must be a positive "

@@ -471,3 +471,44 @@ def test_wrong_python_types_are_bytecode_errors():
     with pytest.raises(BytecodeError, match=r"accesses\[0\]\.base_kind: expected an integer "
                                             r"\(BaseKind\), got Storage"):
         verify(m)
+
+
+BOUND = """
+__co__ void bound(s32 [4] g) {
+  parallel p by 1 : block {
+    shared s32 [4] s;
+    shared event e[2];
+    parallel t by 32 : thread {
+      f = dma.copy.async g => s;
+      trigger e[0] after f;
+      wait e.at(0);
+    }
+  }
+}
+"""
+
+
+def _first(code, name):
+    return next(i for i in range(len(code.code) // W) if code.code[i * W] == O.BY_NAME[name].code)
+
+
+def test_a_future_bound_without_its_trigger_is_rejected():
+    import croqvm
+    m = croqvm.compile(BOUND, "bound.co").module
+    put(kern(m), _first(kern(m), "TRIGGER"), "NOP")
+    with pytest.raises(BytecodeError) as err:
+        verify(m)
+    assert f"instruction {_first(kern(m), 'FUT_BIND')} (FUT_BIND): must be followed by the " \
+           "TRIGGER that publishes it (FUT_BINDs may come between)" in str(err.value)
+
+
+def test_a_parity_wait_takes_an_s64_order():
+    import croqvm
+    m = croqvm.compile(BOUND, "bound.co").module
+    i = _first(kern(m), "WAIT_EVENT_AT")
+    s32 = kern(m).regs.index(D.S32.code)
+    word(kern(m), i, 2, s32)
+    with pytest.raises(BytecodeError) as err:
+        verify(m)
+    assert f"instruction {i} (WAIT_EVENT_AT): operand b r{s32} is s32, but must be s64" \
+        in str(err.value)

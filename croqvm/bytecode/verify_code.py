@@ -9,7 +9,7 @@ EXECUTION.md §4: ``IF`` and ``LOOP`` push a frame storing the index of their
 ``ELSE``/``END``; ``ELSE`` must be that index of an ``IF`` on top; ``END`` must be that
 index and store its opener's; ``BREAK_IF`` and ``CONTINUE_IF`` need an enclosing
 ``LOOP``. After the pass, every ``ONCE`` must be followed by its effect block (the
-opcodes module docstring).
+opcodes module docstring), and every ``FUT_BIND`` by the ``TRIGGER`` that publishes it.
 
 Conventions: ``cx`` the Code being checked (``CodeCtx``), ``at`` a ``Where`` (the place
 messages name), ``op`` an ``opcodes.Op``, ``used`` the operand words the op uses, ``i``
@@ -66,6 +66,19 @@ def check_instructions(cx: CodeCtx, words: list[int], where: Where, *, laneset=F
     for i in range(n):
         if O.TABLE[words[i * O.WIDTH]].effect_block:
             _effect_block(words, i, where)
+        if words[i * O.WIDTH] == O.FUT_BIND:
+            _bound_trigger(words, i, where)
+
+
+def _bound_trigger(words: list[int], i: int, where: Where) -> None:
+    """``FUT_BIND`` at ``i``: more FUT_BINDs, then the TRIGGER whose arrival publishes the
+    bound copies (§10.7; the race checker hands them to that trigger)."""
+    j = i + 1
+    while j * O.WIDTH < len(words) and words[j * O.WIDTH] == O.FUT_BIND:
+        j += 1
+    if j * O.WIDTH >= len(words) or words[j * O.WIDTH] != O.TRIGGER:
+        where.at(f"instruction {i} (FUT_BIND)").fail(
+            "must be followed by the TRIGGER that publishes it (FUT_BINDs may come between)")
 
 
 def _check_placement(cx: CodeCtx, op: O.Op, at: Where, laneset: bool):

@@ -225,6 +225,9 @@ class DeviceParser:
         after = []
         if make is ast.Trigger and self.accept_kw("after"):
             after = self.comma_list(self._ref)
+        elif self.at_kw("after"):
+            self.fail("syntax error: only 'trigger' takes an 'after' clause, as in 'trigger "
+                      "full after f;'.")
         self.end_statement()
         if after:
             return ast.Trigger(refs, self.span_from(start), after)

@@ -8,18 +8,17 @@ array in ``trigger``/``wait`` acts on each slot in index order (§10.1).
 ``e.at(order)`` (§10.6) evaluates ``order`` once, as s64: a trigger arrives at slot
 ``order % N`` (a TRIGGER of that slot; a negative order is passed on as the slot, which
 faults), a wait is a WAIT_EVENT_AT of the order, which the engine turns into the slot and
-the parity. ``trigger e after f0, f1`` (§10.7) is one
-FUT_BIND per future followed by the TRIGGER that publishes them.
+the parity. ``trigger e after f0, f1`` (§10.7) is one FUT_BIND per future followed by the
+TRIGGER that publishes them.
 """
 from __future__ import annotations
 
 from math import prod
 
+from croqvm import dtypes
 from croqvm.bytecode.module import EventDecl
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
-
-from croqvm import dtypes
 
 from .dma import lower_future_wait
 from .exprs import lower_as

@@ -31,8 +31,9 @@ class FutureFacts:
     parent: dict = field(default_factory=dict)       # swap/rotate groups (union-find)
     placeholders: list = field(default_factory=list)  # (Symbol, DmaAny)
     later: dict = field(default_factory=dict)  # id(DmaAny) -> (Future, span typing it)
-    # The latest async DMA into each future, in source order: (source storage, destination
-    # storage), and what consumed it since ("wait" or "bind"), for trigger-after (§10.7)
+    # The latest async copy into each future, in source order: (source storage or None
+    # where the statement does not say, destination storage), and what consumed it since
+    # ("wait" or "bind"), for trigger-after (§10.7)
     producer: dict = field(default_factory=dict)
     consumed: dict = field(default_factory=dict)
 
@@ -252,6 +253,9 @@ def _bind_future(ck, s, fty: Future | None):
     ck.bind_name(t, sym)
     if s.is_async:
         facts(ck).async_at.setdefault(sym, s.span)
+        if fty is not None:       # a new transfer to bind (§10.7); check_dma adds its source
+            facts(ck).producer[sym] = (None, fty.storage)
+            facts(ck).consumed.pop(sym, None)
 
 
 def check_dma(ck, s: ast.Dma):
@@ -288,9 +292,8 @@ def check_dma(ck, s: ast.Dma):
             fty = Future(s.is_async, src.dtype, tuple(moved.shape), dst_storage)
     if s.target is not None:
         _bind_future(ck, s, fty)
-        if s.is_async and src is not None and dst_storage is not None and s.sym is not None:
-            facts(ck).producer[s.sym] = (src.storage, dst_storage)
-            facts(ck).consumed.pop(s.sym, None)
+        if s.is_async and src is not None and s.sym in facts(ck).producer:
+            facts(ck).producer[s.sym] = (src.storage, facts(ck).producer[s.sym][1])
     if s.swizzle is not None and src is not None and dst_storage is not None:
         _check_swizzle(ck, s, src, dst_storage)
 
@@ -380,7 +383,7 @@ def note_bind(ck, ref, sym):
         ck.error(ref.span, "trigger-after cannot bind a TMA store future because "
                            "shared-to-global TMA has no mbarrier completion; use a "
                            "synchronous tma.copy followed by a direct trigger.")
-    elif (src, dst) != ("global", "shared"):
+    elif dst != "shared" or src not in ("global", None):
         ck.error(ref.span, "trigger-after requires native completion-event binding; use an "
                            "explicit wait followed by a direct trigger for this DMA future.",
                  hint="only an async copy from global to shared memory can be bound")

@@ -65,17 +65,17 @@ def _ref_symbol(ref):
     return ref.sym if isinstance(ref, ast.Name) else None
 
 
-def _steps(e) -> bool:
-    """Whether ``e`` contains ``++`` or ``--``."""
-    if isinstance(e, (ast.Unary, ast.Postfix)) and e.op in ("++", "--"):
-        return True
-    return any(_steps(v) for v in vars(e).values() if isinstance(v, ast.Expr)) or \
-        any(_steps(x) for v in vars(e).values() if isinstance(v, list)
-            for x in v if isinstance(x, ast.Expr))
-
-
 def _direct_step(e) -> bool:
+    """Whether ``e`` is ``x++``, ``++x``, ``x--`` or ``--x``."""
     return isinstance(e, (ast.Unary, ast.Postfix)) and e.op in ("++", "--")
+
+
+def _steps(e) -> bool:
+    """Whether ``e`` contains an increment or decrement anywhere."""
+    children = [v for v in vars(e).values() if isinstance(v, ast.Expr)]
+    children += [x for v in vars(e).values() if isinstance(v, list)
+                 for x in v if isinstance(x, ast.Expr)]
+    return _direct_step(e) or any(_steps(c) for c in children)
 
 
 def check_event_at(ck, e: ast.EventAt):
