@@ -220,3 +220,62 @@ def test_attributes_reach_the_kernel():
                           "t.co")
     k = prog.module.functions[0].kernels[0]
     assert (k.launch_bounds, k.maxnreg) == ([128, 2], 72)
+
+
+RACY = """
+__co__ void f(global f16 [64, 16] a, global f16 [64, 16] b, global f32 [64, 64] c) {
+  parallel blk by 1 : block {
+    shared f16 [64, 16] sa, sb;
+    shared event issued;
+    dma.copy a => sa;
+    dma.copy b => sb;
+    parallel g by 2 : group-4 {
+      inthreads.async (g == 0) {
+        acc = mma.fill.f32 0.0f;
+        f = mma.row.row.async acc, sa, sb;
+        BEFORE
+        trigger issued;
+        AFTER
+        mma.store acc, c;
+      }
+      inthreads.async (g == 1) {
+        wait issued;
+        foreach k in [16] { sb.at(0, k) = 0.0f; }
+      }
+    }
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("before, after, racy", [("", "wait f;", True), ("wait f;", "", False)])
+def test_async_mma_reads_its_operands_until_its_wait(before, after, racy):
+    """Warpgroup 1 writes an operand after the issue (the event orders that) but nothing
+    orders it before warpgroup 0's wait: a race. With the wait before the trigger, none."""
+    prog = croqvm.compile(RACY.replace("BEFORE", before).replace("AFTER", after), "t.co")
+    args = [np.ones((64, 16), np.float16), np.ones((64, 16), np.float16),
+            np.zeros((64, 64), np.float32)]
+    if not racy:
+        prog.run("f", *args, check="race")
+        return
+    with pytest.raises(croqvm.KernelFault) as err:
+        prog.run("f", *args, check="race")
+    assert str(err.value).startswith(
+        "t.co:19:29: runtime error: data race on shared 'sb' element (0, 0): written here, "
+        "read by the asynchronous 'mma.row.row.async' at t.co:11:9; the trigger at t.co:13:9 "
+        "completes the generation of 'issued' that the wait at t.co:18:9 waits for, but it "
+        "comes before the asynchronous 'mma.row.row.async'.")
+
+
+def test_a_write_to_an_operand_before_the_wait_of_the_same_warpgroup_races():
+    source = FAULTING.replace("parallel g by 2", "parallel g by 1").replace(
+        "BODY", "      dma.copy a => sb;\n      wait f;\n      mma.store acc, c;")
+    prog = croqvm.compile(source, "t.co")
+    args = [np.ones((64, 16), np.float16), np.ones((64, 16), np.float16),
+            np.zeros((64, 64), np.float32)]
+    with pytest.raises(croqvm.KernelFault) as err:
+        prog.run("f", *args, check="race")
+    assert str(err.value).startswith(
+        "t.co:10:7: runtime error: data race on shared 'sb' element (0, 0): written by "
+        "'dma.copy' here, read by the asynchronous 'mma.row.row.async' at t.co:9:7; the "
+        "asynchronous mma reads its operands until its wait at t.co:11:7.")
