@@ -279,3 +279,52 @@ def test_a_write_to_an_operand_before_the_wait_of_the_same_warpgroup_races():
         "t.co:10:7: runtime error: data race on shared 'sb' element (0, 0): written by "
         "'dma.copy' here, read by the asynchronous 'mma.row.row.async' at t.co:9:7; the "
         "asynchronous mma reads its operands until its wait at t.co:11:7.")
+
+
+def test_kernel_qualifiers_in_generated_cuda():
+    """nvcc takes __launch_bounds__ or __maxnreg__ on a kernel, not both: launch bounds
+    win, and the kernel says why its register cap is missing."""
+    from croqvm.cuda.emit import emit
+    source = "".join(kernel(attrs=attrs).replace("void f(", f"void f{i}(")
+                     for i, attrs in enumerate(["  [[launch_bounds(_, 2)]]\n",
+                                                "  [[maxnreg(40)]]\n",
+                                                "  [[maxnreg(72)]]\n  [[launch_bounds(256)]]\n"]))
+    text = emit(croqvm.compile(source, "t.co").module, arch="sm_90a").text
+    assert "CQ_KERNEL CQ_LAUNCH_BOUNDS(128, 2) void f0_k0(" in text
+    assert "CQ_KERNEL CQ_MAXNREG(40) void f1_k0(" in text
+    assert ("// [[maxnreg(72)]] is not applied: nvcc does not take __maxnreg__ beside "
+            "__launch_bounds__\nCQ_KERNEL CQ_LAUNCH_BOUNDS(256) void f2_k0(") in text
+
+
+def test_launch_bounds_below_the_block_size_are_refused():
+    with pytest.raises(croqvm.CompileError) as err:
+        croqvm.compile(kernel(attrs="  [[launch_bounds(64)]]\n"), "t.co")
+    assert str(err.value).startswith("t.co:2:3: error: [[launch_bounds]] allows 64 threads "
+                                     "per block, but the kernel has 128.")
+
+
+@pytest.mark.parametrize("body", [
+    "      mma.fill acc, 1.0f;\n      wait f;",
+    "      wait f;\n      wait f;\n      mma.store acc, c;",
+])
+def test_cuda_cpu_faults_as_the_interpreter(body):
+    prog = croqvm.compile(FAULTING.replace("BODY", body), "t.co")
+    args = [np.ones((64, 16), np.float16), np.ones((64, 16), np.float16),
+            np.zeros((64, 64), np.float32)]
+    texts = []
+    for device in ("cpu", "cuda-cpu"):
+        with pytest.raises(croqvm.KernelFault) as err:
+            prog.run("f", *[a.copy() for a in args], device=device)
+        texts.append(str(err.value))
+    assert texts[0] == texts[1]
+
+
+def test_cuda_cpu_masked_store_and_schedule_agree_with_numpy():
+    a, b = gemm_inputs()
+    source = SHARED_GEMM.replace("SCHEDULE", "[[schedule(k_tiles(2, 0, 3, 1))]]").replace(
+        "mma.store acc, c;", "mma.store.mask acc, c, 37, 29;")
+    c = np.full((64, 32), np.nan, np.float32)
+    croqvm.compile(source, "t.co").run("f", a, b, c, device="cuda-cpu")
+    want = np.full((64, 32), np.nan, np.float32)
+    want[:37, :29] = in_tile_order(a, b, (2, 0, 3, 1), 16)[:37, :29]
+    np.testing.assert_array_equal(c, want)
