@@ -328,3 +328,18 @@ def test_cuda_cpu_masked_store_and_schedule_agree_with_numpy():
     want = np.full((64, 32), np.nan, np.float32)
     want[:37, :29] = in_tile_order(a, b, (2, 0, 3, 1), 16)[:37, :29]
     np.testing.assert_array_equal(c, want)
+
+
+def test_the_verifier_rejects_mma_async_on_an_operand_fragment():
+    from croqvm.bytecode import opcodes
+    from croqvm.bytecode.verify import verify
+    from croqvm.errors import BytecodeError
+    module = croqvm.compile(kernel("      f = mma.row.row.async acc, sa, sb;\n      wait f;"),
+                            "t.co").module
+    code = module.functions[0].kernels[0].code
+    at = next(i for i in range(0, len(code.code), opcodes.WIDTH)
+              if code.code[i] == opcodes.MMA_ASYNC)
+    operand = next(m for m, f in enumerate(code.frags) if f.role != 0)
+    code.code[at + 1] = operand
+    with pytest.raises(BytecodeError, match="MMA_ASYNC"):
+        verify(module)
