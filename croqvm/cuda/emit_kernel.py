@@ -292,16 +292,21 @@ class KernelEmitter:
 
     def _bounds(self) -> str:
         """``[[launch_bounds]]`` and ``[[maxnreg]]`` (LANGUAGE.md §6.2.5) as the kernel's
-        qualifiers; nvcc takes only one of the two on a kernel, so launch bounds win."""
+        qualifiers; nvcc takes only one of the two on a kernel, so launch bounds win.
+        Launch bounds whose thread count is the block size given at launch are left out
+        (nvcc needs a number)."""
         k = self.kernel
-        if k.launch_bounds:
+        if k.launch_bounds and k.launch_bounds[0]:
             return f"CQ_LAUNCH_BOUNDS({', '.join(map(str, k.launch_bounds))}) "
         if k.maxnreg:
             return f"CQ_MAXNREG({k.maxnreg}) "
         return ""
 
     def _register_hints(self) -> list[str]:
+        """Comments on the hints ``_bounds`` could not apply."""
         k = self.kernel
+        if k.launch_bounds and not k.launch_bounds[0]:
+            return ["// [[launch_bounds]] is not applied: the block size is given at launch"]
         if k.launch_bounds and k.maxnreg:
             return [f"// [[maxnreg({k.maxnreg})]] is not applied: nvcc does not take "
                     f"__maxnreg__ beside __launch_bounds__"]
