@@ -125,23 +125,23 @@ BODY
 
 
 @pytest.mark.usefixtures("engine")
-@pytest.mark.parametrize("body, line, message", [
-    ("      mma.fill acc, 1.0f;\n      wait f;", 10,
+@pytest.mark.parametrize("body, where, message", [
+    ("      mma.fill acc, 1.0f;\n      wait f;", "10:7",
      "accumulator 'acc' is used before the wait of its asynchronous mma."),
-    ("      mma.row.row acc, sa, sb;\n      wait f;", 10,
+    ("      mma.row.row acc, sa, sb;\n      wait f;", "10:7",
      "accumulator 'acc' is used before the wait of its asynchronous mma."),
-    ("      wait f;\n      wait f;\n      mma.store acc, c;", 11,
+    ("      foreach i in [2] { wait f; }\n      mma.store acc, c;", "10:26",
      "no asynchronous mma on accumulator 'acc' is pending here: its operation future has "
      "been waited already."),
 ])
-def test_accumulator_use_before_the_wait_and_double_waits_fault(engine, body, line, message):
+def test_accumulator_use_before_the_wait_and_double_waits_fault(engine, body, where, message):
     prog = croqvm.compile(FAULTING.replace("BODY", body), "t.co")
     args = [np.ones((64, 16), np.float16), np.ones((64, 16), np.float16),
             np.zeros((64, 64), np.float32)]
     with pytest.raises(croqvm.KernelFault) as err:
         run(prog, "f", *args)
     text = str(err.value)
-    assert text.startswith(f"t.co:{line}:7: runtime error: {message}")
+    assert text.startswith(f"t.co:{where}: runtime error: {message}")
     assert "block (0), lane 0 (warp 0, lane 0)" in text
 
 
@@ -181,10 +181,12 @@ def kernel(body: str = "      mma.row.row acc, sa, sb;", attrs: str = "") -> str
      ["8:11: the operation future 'f' has no '.data': after 'wait f', the result is the "
       "accumulator 'acc'."]),
     (kernel("      acc2 = mma.fill.f32 0.0f;\n      f = mma.row.row.async acc, sa, sb;\n"
-            "      wait f;\n      f = mma.row.row.async acc2, sa, sb;\n      wait f;"),
-     ["10:7: 'f' is the future of asynchronous MMAs on 'acc', not on 'acc2'."]),
+            "      f = mma.row.row.async acc2, sa, sb;\n      wait f;"),
+     ["9:7: 'f' is the future of asynchronous MMAs on 'acc', not on 'acc2'."]),
     (kernel("      f = mma.row.row.async acc, sa, sb;"),
      ["7:7: some asyncs are not explicitly waited: f."]),
+    (kernel("      f = mma.row.row.async acc, sa, sb;\n      wait f;\n      wait f;"),
+     ["9:12: wait observes future 'f' more than once."]),
     (kernel("      f = mma.row.row acc, sa, sb;"),
      ["7:18: syntax error: 'mma.row.row' has no value to assign to 'f'; 'f = "
       "mma.row.row.async ...' makes an operation future."]),
@@ -305,7 +307,7 @@ def test_launch_bounds_below_the_block_size_are_refused():
 
 @pytest.mark.parametrize("body", [
     "      mma.fill acc, 1.0f;\n      wait f;",
-    "      wait f;\n      wait f;\n      mma.store acc, c;",
+    "      foreach i in [2] { wait f; }\n      mma.store acc, c;",
 ])
 def test_cuda_cpu_faults_as_the_interpreter(body):
     prog = croqvm.compile(FAULTING.replace("BODY", body), "t.co")
