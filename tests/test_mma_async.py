@@ -345,3 +345,28 @@ def test_the_verifier_rejects_mma_async_on_an_operand_fragment():
     code.code[at + 1] = operand
     with pytest.raises(BytecodeError, match="MMA_ASYNC"):
         verify(module)
+
+
+@pytest.mark.usefixtures("engine")
+def test_one_wait_for_two_futures_and_host_level_async(engine):
+    """``wait f, g`` completes both; at host level the host lane is the unit (§11.2 (c))."""
+    source = """
+__co__ void f(global f16 [16, 8] a, global f16 [16, 8] b, global f32 [16, 16] c,
+              global f32 [16, 16] d) {
+  acc = mma.fill.f32 0.0f;
+  acc2 = mma.fill.f32 1.0f;
+  p = mma.row.row.async acc, a, b;
+  q = mma.row.row.async acc2, b, a;
+  wait p, q;
+  mma.store acc, c;
+  mma.store acc2, d;
+}
+"""
+    rng = np.random.default_rng(11)
+    a = rng.integers(-4, 5, (16, 8)).astype(np.float16)
+    b = rng.integers(-4, 5, (16, 8)).astype(np.float16)
+    c, d = np.zeros((16, 16), np.float32), np.zeros((16, 16), np.float32)
+    run(croqvm.compile(source, "t.co"), "f", a, b, c, d)
+    exact_a = a.astype(np.float64)             # small integers: every sum is exact
+    assert np.array_equal(c, exact_a @ b.astype(np.float64).T)
+    assert np.array_equal(d, 1.0 + b.astype(np.float64) @ exact_a.T)
