@@ -239,6 +239,10 @@ REPORTS = {
                       "wait at {wait} waits for, but it comes before the {access}"),
     "why_copy": _t("wait:where", "the copy is in flight until its wait at {wait}"),
     "why_copy_open": _t("", "the copy is in flight: nothing has waited for it yet"),
+    "why_mma": _t("wait:where", "the asynchronous mma reads its operands until its wait at "
+                  "{wait}"),
+    "why_mma_open": _t("", "the asynchronous mma reads its operands until its wait, and "
+                       "nothing has waited for it yet"),
     "why_lanes": _t("", "the lanes of a warp are not ordered within one instruction"),
 }
 
@@ -252,12 +256,14 @@ ACCESS_DONE = {
     "async copy write": "written by the async copy '{text}'",
     "tile read": "read by '{text}'", "tile write": "written by '{text}'",
     "atomic": "updated atomically",
+    "async tile read": "read by the asynchronous '{text}'",
 }
 ACCESS_NOUN = {
     "read": "read", "write": "write", "update": "update", "fill": "initialisation",
     "copy read": "'{text}'", "copy write": "'{text}'", "async copy read": "copy '{text}'",
     "async copy write": "copy '{text}'", "tile read": "'{text}'", "tile write": "'{text}'",
     "atomic": "atomic",
+    "async tile read": "asynchronous '{text}'",
 }
 
 

@@ -351,15 +351,15 @@ class Kernel:
     """A kernel: SPMD code run by every lane of each block of the grid. ``block_size`` is
     the lanes per block, 1..MAX_BLOCK_SIZE, or 0 when every launch of the kernel gives it
     in a host register (``Launch.block``: a block-internal parallel bound known only on the
-    host, §6.3.4)."""
+    host, §6.3.4). ``launch_bounds`` are the counts of ``[[launch_bounds(...)]]`` (§6.2.5):
+    threads per block (0: the block size, known only at launch), then optionally the
+    minimum blocks per multiprocessor and the maximum cluster size; empty without one."""
     name: str
     code: Code
     block_size: int                 # lanes per block; 0: given by each launch
     grid_rank: int                  # 1..3
     span: int = 0                   # the kernel's ``parallel`` statement
-    # ``[[launch_bounds(...)]]`` (§6.2.5): threads per block (0: the block size), then
-    # optionally the minimum blocks per multiprocessor and the maximum cluster size
-    launch_bounds: list[int] = field(default_factory=list)
+    launch_bounds: list[int] = field(default_factory=list)  # threads, min blocks, cluster
     maxnreg: int = 0                # ``[[maxnreg(n)]]``: registers per thread, 0: none
 
 

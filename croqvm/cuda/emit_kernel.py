@@ -312,6 +312,28 @@ class KernelEmitter:
 
     # ------------------------------------------------------------------ the kernel
 
+    def _bounds(self) -> str:
+        """``[[launch_bounds]]`` and ``[[maxnreg]]`` (LANGUAGE.md §6.2.5) as the kernel's
+        qualifiers; nvcc takes only one of the two on a kernel, so launch bounds win.
+        Launch bounds whose thread count is the block size given at launch are left out
+        (nvcc needs a number)."""
+        k = self.kernel
+        if k.launch_bounds and k.launch_bounds[0]:
+            return f"CQ_LAUNCH_BOUNDS({', '.join(map(str, k.launch_bounds))}) "
+        if k.maxnreg:
+            return f"CQ_MAXNREG({k.maxnreg}) "
+        return ""
+
+    def _register_hints(self) -> list[str]:
+        """Comments on the hints ``_bounds`` could not apply."""
+        k = self.kernel
+        if k.launch_bounds and not k.launch_bounds[0]:
+            return ["// [[launch_bounds]] is not applied: the block size is given at launch"]
+        if k.launch_bounds and k.maxnreg:
+            return [f"// [[maxnreg({k.maxnreg})]] is not applied: nvcc does not take "
+                    f"__maxnreg__ beside __launch_bounds__"]
+        return []
+
     def emit(self) -> str:
         self._layout()
         params = self._params()
@@ -324,7 +346,8 @@ class KernelEmitter:
         head = [f"// kernel {self.index} of '{self.fn.name}': "
                 f"{self.spans.where(k.span)}; block size "
                 f"{k.block_size or 'given at launch'}, {self.smem_bytes} bytes of shared memory",
-                f"CQ_KERNEL void {self.cname}({', '.join(params)}) {{"]
+                *self._register_hints(),
+                f"CQ_KERNEL {self._bounds()}void {self.cname}({', '.join(params)}) {{"]
         self.info = KernelInfo(self.fn.name, self.index, self.cname, k.block_size,
                                self.smem_bytes, self.static_bytes, self.bound, self.scalars,
                                self._stack_bytes(),

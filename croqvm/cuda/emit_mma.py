@@ -75,11 +75,13 @@ def _dynamic(k, *frags) -> bool:
     return any(m in k.dyn_frag for m in frags)
 
 
-def pending_check(k, ins, ip, m: int, part: str) -> None:
+def pending_check(k, ins, ip, m: int, collective: bool) -> None:
     """MMA_PENDING: the copy of accumulator m has an asynchronous MMA not yet waited.
-    The lane of rank 0 reports it (the engines name the first lane of the instance),
-    so that no other lane leaves while that one still checks for terminated lanes."""
-    k.fault(f"{part} == 0 && ({frag_ref(k, m)[1]}) >> 1", Kind.MMA_PENDING, ins, ip, (),
+    Every participant has passed the collective's check for terminated lanes first (the
+    rendezvous), so that the lanes leaving here are not reported as terminated."""
+    if collective:
+        k.line(f"cq_coll_sync(cl, {k.wait_site_for(ins, ip)});", ins)
+    k.fault(f"({frag_ref(k, m)[1]}) >> 1", Kind.MMA_PENDING, ins, ip, (),
             lambda a, refs, m=m: (m,))
 
 
@@ -91,7 +93,7 @@ def op_mma_fill(k, ins, ip):
     f = k.code.frags[m]
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
         if m in k.async_frags:
-            pending_check(k, ins, ip, m, part)
+            pending_check(k, ins, ip, m, c >= 0)
         t = frag_dtype(k, m)
         k.line(f"{cnum.reg_c(t)} val;", ins)
         k.convert_into("val", f"r{r}", k.rt(r), t, ins, ip)
@@ -256,7 +258,7 @@ def op_mma_exec(k, ins, ip):
         else None
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
         if mc in k.async_frags:
-            pending_check(k, ins, ip, mc, part)
+            pending_check(k, ins, ip, mc, c >= 0)
         for x in (ma, mb):
             px, flag_x, _ = frag_ref(k, x)
             k.fault(f"!{flag_x}", Kind.FRAGMENT_EMPTY, ins, ip, (), lambda a, refs, x=x: (x,))
@@ -392,7 +394,7 @@ def op_mma_store(k, ins, ip):
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
         owners_check(k, ins, ip, m, c)
         if m in k.async_frags:
-            pending_check(k, ins, ip, m, part)
+            pending_check(k, ins, ip, m, c >= 0)
         k.fault(f"!{flag}", Kind.FRAGMENT_EMPTY, ins, ip, (), lambda a, refs, m=m: (m,))
         view(k, v, "dst", ins, ip)
         want = (f.cols, f.rows) if transp else (f.rows, f.cols)
@@ -414,16 +416,21 @@ def op_mma_async(k, ins, ip):
 
 def op_mma_wait(k, ins, ip):
     """The wait of an operation future: its accumulator copy has nothing pending after
-    it; MMA_NOT_PENDING when it had nothing before. The lane of rank 0 decides and
-    updates, so no lane reads the flag while another writes it."""
+    it; MMA_NOT_PENDING when it had nothing before. Every participant decides before the
+    lane of rank 0 updates (a rendezvous between), as for MMA_PENDING."""
     _, m, c = ins[:3]
     if _dynamic(k, m):
         raise k.unsupported("an asynchronous MMA on a fragment whose shape is known only "
                             "at run time", ins)
     _, flag, lo_hi = frag_ref(k, m)
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, _):
-        k.fault(f"{part} == 0 && !(({flag}) >> 1)", Kind.MMA_NOT_PENDING, ins, ip, (),
+        n = k.wait_site_for(ins, ip) if c >= 0 else None
+        if n is not None:
+            k.line(f"cq_coll_sync(cl, {n});", ins)
+        k.fault(f"!(({flag}) >> 1)", Kind.MMA_NOT_PENDING, ins, ip, (),
                 lambda a, refs, m=m: (m,))
+        if n is not None:
+            k.line(f"cq_coll_sync(cl, {n});", ins)
         k.line(f"if ({part} == 0) {flag} &= 1;", ins)
 
 

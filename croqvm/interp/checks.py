@@ -56,6 +56,12 @@ class Checker:
     def tile(self, blk, buf, origin, extents, kind: str, lane: int, text: str = "") -> None:
         pass
 
+    def mma_async(self, blk, m: int, lane: int, text: str) -> None:
+        pass
+
+    def mma_wait(self, blk, m: int, lane: int) -> None:
+        pass
+
     def finish(self, fault=None):
         return None
 

@@ -279,8 +279,11 @@ def op_mma_async(w, ins):
     _, m, coll = ins[:3]
 
     def effect(blk, rec, lanes):
-        for frag, _ in _by_instance(blk, m, lanes):
+        for frag, ls in _by_instance(blk, m, lanes):
             frag.pending += 1
+            if blk.call.checker is not None:
+                text = blk.prog.code.colls[coll].text if coll >= 0 else "mma.async"
+                blk.call.checker.mma_async(blk, m, ls[0], text)
     _collective(w, ins, coll, effect)
 
 
@@ -292,6 +295,8 @@ def op_mma_wait(w, ins):
             if not frag.pending:
                 raise Fault(Kind.MMA_NOT_PENDING, (m,), ls[0])
             frag.pending = 0
+            if blk.call.checker is not None:
+                blk.call.checker.mma_wait(blk, m, ls[0])
     _collective(w, ins, coll, effect)
 
 

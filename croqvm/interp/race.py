@@ -11,7 +11,8 @@ after f``, §10.7) completes for a warp when that warp acquires the generation t
 arrived at, never for the binding warp itself; the lane that performs an outer-level
 effect (ONCE) publishes its clock for the lanes that pass the same execution of the site
 later; an async copy reads its source and writes its destination from its issue until
-its wait. Global memory outlives blocks: an access there also carries its *segment*, the
+its wait, and an asynchronous MMA reads its view operands from its issue until its wait.
+Global memory outlives blocks: an access there also carries its *segment*, the
 block (or stretch of host code) that made it, and segments are ordered by launches: the
 blocks of one launch are concurrent with each other, a launch is ordered after
 everything before it, and an asynchronous launch is concurrent with what follows it until
@@ -88,6 +89,7 @@ class Copy:
     dst: tuple
     waited: int | None = None
     done: tuple | None = None
+    is_mma: bool = False          # an asynchronous MMA's read of one operand tile (§11.5)
 
 
 @dataclass
@@ -136,6 +138,8 @@ class Clocks:
         self.copies: dict = {}        # id(transfer) -> (Copy, the transfer) of async copies
         self.bound = [[] for _ in range(nwarps)]      # per warp, handles FUT_BIND gave it
         self.bars: dict = {}          # (named barrier, phase) -> join of its arrivals' clocks
+        self.mma_loads: dict = {}     # (lane, ip) -> (buffer, origin, extents) of an mma.load
+        self.mma_flights: dict = {}   # (accumulator, lane) -> [Copy] of async MMAs
 
     def join(self, warps: np.ndarray) -> None:
         """A rendezvous of ``warps``: each takes the join of their clocks."""
@@ -473,6 +477,39 @@ class RaceChecker(Checker):
             self._atomic(sh, buf, key, kind, site, who, st, actor)
         self._check(sh, buf, key, actor, site, who, st, writes=writes)
         (sh.wrote if writes else sh.read)(key, actor, self._record(site, who))
+        if text == "mma.load":
+            st.mma_loads[(lane, self._ip(st, blk, lane))] = (buf, key)
+
+    # ------------------------------------------------------------------ asynchronous MMA
+
+    def mma_async(self, blk, m: int, lane: int, text: str) -> None:
+        """The unit instance of ``lane`` issued the MMAs on accumulator ``m`` just before
+        (the statement's instructions): their view operands, loaded by the statement's
+        own mma.loads, stay in flight until the wait (§11.5, LANGUAGE.md §7.5.4)."""
+        st = self.clocks(blk)
+        ip = self._ip(st, blk, lane)
+        ins, span = blk.prog.ins, blk.prog.ins[ip][SPAN]
+        site = self.site(blk, ip, Access.TILE_READ, text, True)
+        flights = st.mma_flights.setdefault((m, lane), [])
+        k = ip - 1
+        while k >= 0 and ins[k][SPAN] == span:
+            loaded = st.mma_loads.pop((lane, k), None) if ins[k][0] == opcodes.MMA_LOAD \
+                else None
+            if loaded is not None:
+                buf, box = loaded
+                sh = self._shadow(buf)
+                copy = Copy(site, site, self._who(st, lane), (sh, buf, box),
+                            (None, None, None), is_mma=True)
+                sh.inflight.append((copy, Access.COPY_READ, box))
+                flights.append(copy)
+            k -= 1
+
+    def mma_wait(self, blk, m: int, lane: int) -> None:
+        """The wait of the operation future of accumulator ``m`` in ``lane``'s unit
+        instance: the operand reads of its MMAs count from here."""
+        st = self.clocks(blk)
+        for copy in st.mma_flights.pop((m, lane), []):
+            self._complete(blk, st, copy, lane)
 
     def _check(self, sh, buf, key, actor, site, who, st, *, writes: bool) -> None:
         """Conflicts of the current access with the earlier ones: writes, and reads too
@@ -551,8 +588,11 @@ class RaceChecker(Checker):
         just that."""
         st = self.clocks(blk)
         copy = st.copies.get(id(handle.transfer), (None,))[0]
-        if copy is None:
-            return
+        if copy is not None:
+            self._complete(blk, st, copy, lane)
+
+    def _complete(self, blk, st, copy: Copy, lane: int) -> None:
+        """``copy`` is complete for ``lane`` (see ``dma_wait``)."""
         x = lane // WARP_SIZE
         if copy.done is not None:     # another lane waited it first
             w, c = copy.done

@@ -60,9 +60,10 @@ class _Writer:
     def why(self, race) -> str:
         why = race.why
         if isinstance(why, Copy):
+            what = "mma" if why.is_mma else "copy"
             if why.waited is None:
-                return line("why_copy_open", (), self.cx)
-            return line("why_copy", (why.waited,), self.cx)
+                return line(f"why_{what}_open", (), self.cx)
+            return line(f"why_{what}", (why.waited,), self.cx)
         name, args = why
         if name == "why_trigger":
             trigger, slot, wait, site = args

@@ -179,7 +179,8 @@ def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
     plan(lw, st)
     fs = lw.fn
     kernel = Kernel(f"{fs.name}.k{len(fs.kernels)}", code, st.block_size, len(grid),
-                    lw.spans.intern(s.span), _launch_bounds(s, st.block_size), s.maxnreg or 0)
+                    lw.spans.intern(s.span), _launch_bounds(lw, s, st.block_size),
+                    s.maxnreg or 0)
     lw.names.append({})
     with lw.using(kb, Env(parent=st.args_env)):
         lw.kernel = st
@@ -200,12 +201,17 @@ def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
     host_b.emit("LAUNCH", host_b.add("launches", launch))
 
 
-def _launch_bounds(s: ast.Parallel, block_size: int) -> list[int]:
+def _launch_bounds(lw: Lowerer, s: ast.Parallel, block_size: int) -> list[int]:
     """``[[launch_bounds(...)]]`` with ``_`` (0) standing for the block size where it is
-    known statically (§6.2.5)."""
+    known statically (§6.2.5); a bound below the block size would make every launch fail
+    on a GPU."""
     bounds = list(s.launch_bounds or [])
     if bounds and bounds[0] == 0:
         bounds[0] = block_size
+    if bounds and block_size and bounds[0] < block_size:
+        lw.error(next(a.span for a in s.attrs if a.name == "launch_bounds"),
+                 f"[[launch_bounds]] allows {bounds[0]} threads per block, but the kernel "
+                 f"has {block_size}.")
     return bounds
 
 

@@ -181,10 +181,26 @@ def _operand(lw: Lowerer, e: ast.Expr, role: FragRole, unit: int, k_slice=None) 
         view, base, ext = k_view(lw, e, *k_slice)
         lw.b.code.views[view].swizzle = buffer_swizzle(e)
     rows, cols = _extents(ext)
-    idx = lw.b.add("frags", FragDecl(lw.snippet(e.span), role, base.dtype.code, rows, cols,
-                                     unit, lw.spans.intern(e.span)))
+    decl = FragDecl(lw.snippet(e.span), role, base.dtype.code, rows, cols, unit,
+                    lw.spans.intern(e.span))
+    idx = _hidden(lw, decl)
     lw.b.emit("MMA_LOAD", idx, view, lw.coll_site("mma.load", unit))
     return idx
+
+
+def _hidden(lw: Lowerer, decl: FragDecl) -> int:
+    """The hidden fragment for ``decl``: one per operand text, role, type, static shape
+    and unit in a code, shared by every MMA that loads it (the K tiles of a schedule,
+    statements naming the same tile): it is loaded just before each exec that reads it,
+    so no two of them hold it at once, and the CUDA generator gives it one place."""
+    if DYNAMIC in (decl.rows, decl.cols):
+        return lw.b.add("frags", decl)
+    holder = lw.kernel.cache if lw.kernel is not None else lw.fn.cache
+    pool = holder.setdefault("hidden_frags", {})
+    key = (decl.name, decl.role, decl.dtype, decl.rows, decl.cols, decl.unit)
+    if key not in pool:
+        pool[key] = lw.b.add("frags", decl)
+    return pool[key]
 
 
 def lower_store(lw: Lowerer, s: ast.MmaStore) -> None:

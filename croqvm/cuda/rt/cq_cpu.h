@@ -54,6 +54,8 @@
 #include "cq_numerics.h"
 
 #define CQ_KERNEL static
+#define CQ_LAUNCH_BOUNDS(...)       /* hints to nvcc (LANGUAGE.md §6.2.5) */
+#define CQ_MAXNREG(n)
 #define CQ_DEV static inline
 #define CQ_HD static inline
 #define CQ_OUTLINED static

@@ -11,6 +11,8 @@
 #define CQ_GPU_CUH
 
 #define CQ_KERNEL extern "C" __global__
+#define CQ_LAUNCH_BOUNDS(...) __launch_bounds__(__VA_ARGS__)
+#define CQ_MAXNREG(n) __maxnreg__(n)
 #define CQ_DEV static __device__ __forceinline__
 #define CQ_HD static __host__ __device__ __forceinline__
 #define CQ_OUTLINED static __device__ __noinline__   /* big helpers: compiled once */

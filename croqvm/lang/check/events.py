@@ -157,12 +157,24 @@ def check_wait(ck, s: ast.Wait):
         if isinstance(ty, Future) and isinstance(ref, ast.Name):
             dma.note_wait(ck, ref, sym)
         elif isinstance(ty, OpFuture) and isinstance(ref, ast.Name):
-            dma.facts(ck).waited.add(sym)
+            _observe(ck, ref, sym)
         elif isinstance(ty, Event):
             facts(ck).first_wait.setdefault(sym, s.span)
         else:
             ck.error(ref.span, f"'{_ref_name(ref)}' of type \"{tname(ty)}\" can not be "
                                f"waited.")
+
+
+def _observe(ck, ref, sym):
+    """An operation future has one wait statement in a function (§11.5; lib/semacheck.cpp
+    ``ObserveAsyncFuture``): to tell several consumers, wait once and trigger an event."""
+    if sym.info.get("waited_at") is not None:
+        ck.error(ref.span, f"wait observes future '{sym.name}' more than once.",
+                 hint="an operation future is waited at one place; to tell several "
+                      "consumers, wait once and trigger an event after the wait")
+        return
+    sym.info["waited_at"] = ref.span
+    dma.facts(ck).waited.add(sym)
 
 
 def finish(ck):
