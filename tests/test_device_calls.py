@@ -322,6 +322,53 @@ def test_reference_parameter_errors():
         "parameter after '&'"]
 
 
+# --------------------------------------------------------------------------- device regions
+
+
+def test_device_regions_run_their_bodies_where_they_stand():
+    """A heterogeneous program (as tests/gpu/end2end/hetero_cpu_gpu.co): host code for the
+    CPU, a kernel for the GPU, the reference parameter copied back."""
+    prog = compile_("""
+        __co__ void hetero(global f32 [64] A, f32 [64] &B) {
+          parallel.async by 1 : device(cpu) {
+            foreach i in [64]
+              A.at(i) = A.at(i) + 1.0f;
+          }
+          parallel.async by 1 : device(gpu) {
+            parallel p by 2 : block {
+              parallel q by 32 : thread
+                B.at(p * 32 + q) = B.at(p * 32 + q) * 2.0f;
+            }
+          }
+          sync.global;
+        }""")
+    a = np.linspace(0, 1, 64).astype(np.float32)
+    b = np.linspace(-3, 3, 64).astype(np.float32)
+    want_a, want_b = a + np.float32(1), b * np.float32(2)
+    engines.run(prog, "hetero", a, b)
+    assert a.tobytes() == want_a.tobytes() and b.tobytes() == want_b.tobytes()
+
+
+def test_device_region_errors():
+    assert errors("""
+        __co__ void f() {
+          parallel p by 1 : device(cpu) { }
+          parallel by 2 : device(gpu) { }
+          parallel by 1 : device(tpu) { }
+          parallel q by 2 : block {
+            parallel by 1 : device(gpu) { }
+          }
+        }""") == [
+        "2:12: a 'device(...)' level has no parallel variable. | write 'parallel by 1 : "
+        "device(...)'",
+        "3:12: croqvm runs one instance of a 'device(...)' level: write 'by 1'.",
+        "4:12: unknown device 'tpu': croqvm knows 'cpu' and 'gpu'.",
+        "6:14: a 'device(...)' level is the outermost level: it can not stand inside a "
+        "parallel-by."]
+    assert errors("__co__ void f() { parallel by 1 : device(cpu), by 2 { } }") == [
+        "1:28: syntax error: a 'device(...)' level stands alone in its 'parallel'."]
+
+
 # --------------------------------------------------------------------------- inline assembly
 
 

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 from croqvm.lang import ast
 
-from . import calls, control, decls, dma, events, exprs, loops, mma, parallel, views
+from . import calls, control, decls, dma, events, exprs, hetero, loops, mma, parallel, views
 from .functions import check_function
 
 EXPR_RULES = {**exprs.RULES, **views.RULES, **calls.RULES}
 STMT_RULES = {**control.RULES, **decls.RULES, **loops.RULES, **parallel.RULES,
-              **dma.RULES, **events.RULES, **mma.RULES, **calls.STMT_RULES}
+              **dma.RULES, **events.RULES, **mma.RULES, **calls.STMT_RULES, **hetero.RULES}
 FINISHERS = (dma.finish, events.finish, mma.finish)
 
 

@@ -14,7 +14,8 @@ def child_stmts(s: ast.Stmt):
         yield s.then
         if s.other is not None:
             yield s.other
-    elif isinstance(s, (ast.While, ast.With, ast.Foreach, ast.Inthreads, ast.Parallel)):
+    elif isinstance(s, (ast.While, ast.With, ast.Foreach, ast.Inthreads, ast.Parallel,
+                        ast.DeviceRegion)):
         yield s.body
 
 
