@@ -257,6 +257,26 @@ def test_a_cxx_device_function_runs_per_lane_with_its_own_arithmetic():
     assert h.tolist() == x.tolist()
 
 
+def test_a_cxx_result_counts_as_written_for_the_initialisation_check():
+    if engines.options() != {"engine": "python"}:
+        return                                  # check="init" is the Python engine's
+    h = np.arange(8, dtype=np.uint64)
+    got = croqvm.compile(textwrap.dedent(CXX), "p.co").run("f", 1.0, 2.0, h, check="init")
+    assert got[7] == np.float32(2.0)
+
+
+def test_cxx_functions_reach_nvcc_with_the_kernels():
+    from croqvm.cuda import compile as cc
+    from croqvm.cuda.emit import emit
+    text = emit(compile_(CXX).module, arch="sm_90a").text
+    assert "__device__ __forceinline__ float lerp3(float a, float b, int k) {" in text
+    assert any(line.strip().startswith("r") and "= lerp3(r" in line
+               for line in text.splitlines())
+    if shutil.which("nvcc") is None or engines.options() != {"engine": "python"}:
+        return                       # one build is enough: on the python engine's turn
+    assert cc.build(text, "sm_90a").read_bytes()[:4] == b"\x7fELF"
+
+
 def test_cxx_call_errors():
     text = textwrap.dedent(CXX).replace(
         "out.at(p) = call lerp3(a, b, p);",
