@@ -257,6 +257,36 @@ def test_a_cxx_device_function_runs_per_lane_with_its_own_arithmetic():
     assert h.tolist() == x.tolist()
 
 
+def test_a_buffer_passed_to_a_pointer_parameter_is_the_lanes_instance():
+    """As call-and-device.md's example: a buffer decays to a pointer to its first element;
+    local buffers are the lane's own, a global one is the caller's."""
+    prog = compile_("""
+        __device__ void axpy(float a, const float *x, float *y, int n) {
+          for (int i = 0; i < n; ++i) y[i] = a * x[i] + y[i];
+        }
+        __device__ int sum(const int *v, int n) {
+          int s = 0;
+          for (int i = 0; i < n; ++i) s += v[i];
+          return s;
+        }
+        __co__ f32 [4, 8] f(f32 [4, 8] x, s32 [8] w) {
+          f32 [4, 8] out;
+          parallel p by 4 {
+            local f32 [8] xs;
+            local f32 [8] ys;
+            foreach j in [8] { xs.at(j) = x.at(p, j); ys.at(j) = 1.0f; }
+            call axpy(2.0f, xs, ys, 8);
+            s32 total = call sum(w, 8);
+            foreach j in [8] out.at(p, j) = ys.at(j) + __to<f32>(total);
+          }
+          return out;
+        }""")
+    x = np.arange(32, dtype=np.float32).reshape(4, 8) / np.float32(7)
+    w = np.arange(8, dtype=np.int32)
+    want = np.float32(2) * x + np.float32(1) + np.float32(w.sum())
+    assert engines.run(prog, "f", x, w).tobytes() == want.tobytes()
+
+
 def test_a_cxx_result_counts_as_written_for_the_initialisation_check():
     if engines.options() != {"engine": "python"}:
         return                                  # check="init" is the Python engine's
@@ -284,12 +314,10 @@ def test_cxx_call_errors():
     assert errors(text) == [
         "15:17: 'lerp3' takes 3 argument(s) but got 2. | 'lerp3' is declared at line 2",
         "16:10: croqvm can not call the C++ function 'times': it is a template. | write it "
-        "as a '__co_device__' function, or call a C++ function that takes and returns "
-        "scalars",
-        "17:10: croqvm can not call the C++ function 'by_pointer': its parameter 'float *v' "
-        "is not a scalar of a type croqvm knows (pointers and references are not passed). "
-        "| write it as a '__co_device__' function, or call a C++ function that takes and "
-        "returns scalars"]
+        "as a '__co_device__' function, or call a C++ function of scalars and pointers to "
+        "elements",
+        "17:21: (1st) argument of 'by_pointer' must be a buffer of 'f32' but got 'f32'. | a "
+        "pointer parameter takes a buffer's name"]
 
 
 def test_cxx_that_does_not_compile_for_the_cpu_is_reported():

@@ -38,8 +38,8 @@ _HEADER = re.compile(r"(?P<ret>[A-Za-z_][\w\s:*&]*?)\s*\b(?P<name>[A-Za-z_]\w*)\
 @dataclass
 class CxxFunction:
     """A C++ device function: its name, result (an element type name, None for void),
-    parameters (element type names), text as written, the span of its name, and why croqvm
-    can not call it (None when it can)."""
+    parameters (element type names, ``f32*`` for a pointer to elements), text as written,
+    the span of its name, and why croqvm can not call it (None when it can)."""
     name: str
     ret: str | None
     params: list[str]
@@ -113,10 +113,11 @@ def _read_signature(fn: CxxFunction, ret: str, params: str) -> None:
         return
     for p in params.split(","):
         words = p.strip()
-        m = re.fullmatch(r"(?:const\s+)?(?P<type>[A-Za-z_][\w\s]*?)(?:\s+[A-Za-z_]\w*)?", words)
+        m = re.fullmatch(r"(?:const\s+)?(?P<type>[A-Za-z_][\w\s]*?)\s*(?P<ptr>\*?)\s*"
+                         r"(?:(?:const\s+)?[A-Za-z_]\w*)?", words)
         dtype = C_TYPES.get(" ".join(m.group("type").split())) if m else None
         if dtype is None:
-            fn.problem = (f"its parameter '{words}' is not a scalar of a type croqvm knows "
-                          f"(pointers and references are not passed)")
+            fn.problem = (f"its parameter '{words}' is neither a scalar nor a pointer to "
+                          f"elements of a type croqvm knows")
             return
-        fn.params.append(dtype)
+        fn.params.append(dtype + m.group("ptr"))

@@ -52,8 +52,9 @@ class CxxTable:
         if fn.name not in self.index:
             self.index[fn.name] = len(self.funcs)
             ret = dtypes.lookup(fn.ret).code if fn.ret is not None else -1
-            self.funcs.append(M.CxxFunc(fn.name, ret, [dtypes.lookup(p).code
-                                                       for p in fn.params]))
+            self.funcs.append(M.CxxFunc(fn.name, ret,
+                                        [dtypes.lookup(p.rstrip("*")).code for p in fn.params],
+                                        [p.endswith("*") for p in fn.params]))
         return self.index[fn.name]
 
     def source(self) -> str:
@@ -61,11 +62,12 @@ class CxxTable:
 
 
 def _cxx_call(lw: Lowerer, e: ast.DeviceCall) -> Val | None:
-    """A C++ device function (§6.10.4): arguments converted to its parameters' types;
-    CALL_CXX runs it per lane."""
+    """A C++ device function (§6.10.4): scalar arguments converted to their parameters'
+    types, buffers by slot; CALL_CXX runs it per lane."""
     fn = e.callee
     b = lw.b
-    args = [lower_as(lw, a, dtypes.lookup(p)) for a, p in zip(e.args, fn.params)]
+    args = [lw.lookup(a.sym, a).slot if p.endswith("*") else lower_as(lw, a, dtypes.lookup(p))
+            for a, p in zip(e.args, fn.params)]
     ret = dtypes.lookup(fn.ret) if fn.ret is not None else None
     result = b.reg(ret, f"{fn.name}()") if ret is not None else -1
     b.emit("CALL_CXX", b.add("cxx_calls", M.CxxCall(lw.cxx.number(fn), args, result)))

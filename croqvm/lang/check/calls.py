@@ -91,7 +91,7 @@ def _cxx_call(ck, e: ast.DeviceCall, fn: CxxFunction, types):
         ck.error(e.func_span, f"croqvm can not call the C++ function '{fn.name}': "
                               f"{fn.problem}.",
                  hint="write it as a '__co_device__' function, or call a C++ function "
-                      "that takes and returns scalars")
+                      "of scalars and pointers to elements")
         return UNKNOWN
     if e.targs:
         ck.error(e.targs[0].span, f"'{e.func}' is not a template.")
@@ -101,11 +101,28 @@ def _cxx_call(ck, e: ast.DeviceCall, fn: CxxFunction, types):
                          f"{len(e.args)}.", hint=f"'{fn.name}' is declared at line "
                                                  f"{fn.span.line}")
     else:
-        for a, ty, want in zip(e.args, types, fn.params):
-            convert(ck, ty, dtypes.lookup(want) or dtypes.BOOL, a)
+        for index, (a, ty, want) in enumerate(zip(e.args, types, fn.params)):
+            if want.endswith("*"):
+                _pointer_argument(ck, e, index, a, ty, want[:-1])
+            else:
+                convert(ck, ty, dtypes.lookup(want) or dtypes.BOOL, a)
     if fn.ret is None:
         return VOID
     return Scalar(dtypes.lookup(fn.ret) or dtypes.BOOL)
+
+
+def _pointer_argument(ck, e, index: int, a: ast.Expr, ty, element: str) -> None:
+    """A pointer parameter takes a buffer (not an array of buffers) of its element type:
+    C++ decays it to a pointer to its first element (call-and-device.md)."""
+    if is_unknown(ty):
+        return
+    if not (isinstance(ty, Buffer) and not ty.array and _names_buffer(a)):
+        ck.error(a.span, f"({ordinal(index + 1)}) argument of '{e.func}' must be a buffer "
+                         f"of '{element}' but got '{tname(ty)}'.",
+                 hint="a pointer parameter takes a buffer's name")
+    elif ty.dtype.name != element:
+        ck.error(a.span, f"({ordinal(index + 1)}) argument of '{e.func}' has element type "
+                         f"'{ty.dtype.name}' but the parameter points to '{element}'.")
 
 
 def _unknown_callee(ck, e: ast.DeviceCall) -> None:
