@@ -23,11 +23,12 @@ from croqvm import dtypes
 from croqvm.lang import ast
 
 from croqvm.bytecode import module as M
+from croqvm.lang.check.walk import child_stmts
 
 from .exprs import lower_as, scalar_value
 from .state import Lowerer, dtype_of
 from .values import BufRef, Val
-from .views import access_of, resolve_base
+from .views import access_of, extent, reg_of, resolve_base
 
 
 class _Inlined:
@@ -124,12 +125,7 @@ def _bind_param(lw: Lowerer, p: ast.Param, v) -> None:
         sym = getattr(d.expr, "sym", None)
         if isinstance(d.expr, ast.Name) and sym is not None and sym.kind == "dim":
             lw.bind(sym, x if isinstance(x, Val) else
-                    Val(dtypes.S32, _extent_reg(lw, x)))
-
-
-def _extent_reg(lw: Lowerer, x) -> int:
-    from .views import extent, reg_of
-    return reg_of(lw, extent(lw, x))
+                    Val(dtypes.S32, reg_of(lw, extent(lw, x))))
 
 
 @contextmanager
@@ -173,13 +169,11 @@ def _block(lw: Lowerer, s: ast.Block, frame: _Inlined) -> None:
 
 
 def _contains_return(s) -> bool:
-    from croqvm.lang.check.walk import child_stmts
     return isinstance(s, ast.Return) or any(_contains_return(c) for c in child_stmts(s))
 
 
 def _returns_early(body: ast.Block) -> bool:
     """Whether some ``return`` is not the last statement of the body."""
-    from croqvm.lang.check.walk import child_stmts
     tail = body.stmts[-1] if body.stmts else None
     return any(_contains_return(c) for c in child_stmts(body) if c is not tail) or (
         tail is not None and not isinstance(tail, ast.Return) and _contains_return(tail))

@@ -6,7 +6,8 @@ A ``__co_device__`` function is checked once, on its own, as code that runs on o
 it has no ``parallel``, data movement, events, barriers or MMA, and buffers it declares are
 ``local``. A ``call`` is checked against the callee's parameters; lowering inlines the
 callee at each call, so the program-wide rule here is that no function reaches itself
-through calls (``check_recursion``).
+through calls (``check_recursion``). A call of a C++ device function (``lang.cxx``,
+§6.10.4) is checked against the signature read from its header.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from croqvm.lang.cxx import CxxFunction
 from croqvm.lang.suggest import did_you_mean
 from croqvm.lang.types import Bounded, Buffer, Scalar, Type
 
+from .consteval import const_value
 from .context import UNKNOWN, ordinal
 from .typerules import convert, is_unknown, resolve_type, tname
 from .walk import child_stmts
@@ -28,6 +30,7 @@ _NOT_IN_DEVICE = {
     ast.Wait: "wait", ast.Trigger: "trigger", ast.Swap: "swap", ast.Sync: "sync",
     ast.Yield: "yield", ast.EventDecl: "event", ast.MmaFill: "mma", ast.MmaLoad: "mma",
     ast.MmaExec: "mma", ast.MmaStore: "mma", ast.MmaCommit: "mma",
+    ast.DeviceRegion: "parallel",
 }
 _LOOPS = (ast.While, ast.Foreach, ast.With)
 
@@ -202,7 +205,6 @@ def _param_dim(d: ast.Dim):
         return None
     if isinstance(d.expr, ast.Name):
         return d.expr.id
-    from .consteval import const_value
     value = const_value(d.expr)
     return value if isinstance(value, int) else None
 
