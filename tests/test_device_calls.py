@@ -201,6 +201,18 @@ CALL_ERRORS = [
 ]
 
 
+CALL_ERRORS.append(("""
+     __co_device__ void g(f32 [16] x) { }
+     __co__ void f(f32 [64] input) {
+       parallel p by 4 {
+         f = dma.copy input.chunkat(p) => local;
+         call g(f.data);
+       }
+     }
+     """, ["5:12: croqvm does not pass a future's data ('.data') to a function yet. | copy it "
+           "into a named buffer ('dma.copy ... => buf;') and pass 'buf'"]))
+
+
 @pytest.mark.parametrize("source, want", CALL_ERRORS)
 def test_call_errors(source, want):
     assert errors(source) == want

@@ -117,7 +117,7 @@ def _cxx_call(ck, e: ast.DeviceCall, fn: CxxFunction, types):
 def _pointer_argument(ck, e, index: int, a: ast.Expr, ty, element: str) -> None:
     """A pointer parameter takes a buffer (not an array of buffers) of its element type:
     C++ decays it to a pointer to its first element (call-and-device.md)."""
-    if is_unknown(ty):
+    if is_unknown(ty) or _future_data(ck, a):
         return
     if not (isinstance(ty, Buffer) and not ty.array and _names_buffer(a)):
         ck.error(a.span, f"({ordinal(index + 1)}) argument of '{e.func}' must be a buffer "
@@ -167,6 +167,8 @@ def _check_argument(ck, e, callee, index, p: ast.Param, a: ast.Expr, ty, dims) -
         if dt is not None:
             convert(ck, ty, dt, a)
         return
+    if _future_data(ck, a):
+        return
     if not isinstance(ty, Buffer) or not _names_buffer(a):
         ck.error(a.span, f"{where} must be a buffer of type '{p.type.name}' but got "
                          f"'{tname(ty)}'.",
@@ -197,6 +199,15 @@ def _check_argument(ck, e, callee, index, p: ast.Param, a: ast.Expr, ty, dims) -
 def _names_buffer(a: ast.Expr) -> bool:
     """Lowering passes a buffer by its name (the callee then uses the caller's buffer)."""
     return isinstance(a, ast.Name)
+
+
+def _future_data(ck, a: ast.Expr) -> bool:
+    """``f.data`` as an argument: reported, as croqvm passes named buffers only."""
+    if not isinstance(a, ast.DataOf):
+        return False
+    ck.error(a.span, "croqvm does not pass a future's data ('.data') to a function yet.",
+             hint="copy it into a named buffer ('dma.copy ... => buf;') and pass 'buf'")
+    return True
 
 
 def _param_dim(d: ast.Dim):
