@@ -198,10 +198,7 @@ CALL_ERRORS = [
            "4:33: croqvm does not support 'return' inside a loop of a '__co_device__' "
            "function. | keep the result in a 'mutable' variable, 'break', and return it "
            "after the loop"]),
-]
-
-
-CALL_ERRORS.append(("""
+    ("""
      __co_device__ void g(f32 [16] x) { }
      __co__ void f(f32 [64] input) {
        parallel p by 4 {
@@ -210,7 +207,8 @@ CALL_ERRORS.append(("""
        }
      }
      """, ["5:12: croqvm does not pass a future's data ('.data') to a function yet. | copy it "
-           "into a named buffer ('dma.copy ... => buf;') and pass 'buf'"]))
+           "into a named buffer ('dma.copy ... => buf;') and pass 'buf'"]),
+]
 
 
 @pytest.mark.parametrize("source, want", CALL_ERRORS)
