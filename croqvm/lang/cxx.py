@@ -65,10 +65,11 @@ def find_device_functions(text: str, lines, skip: list[tuple[int, int]]) -> list
         h = _HEADER.match(header.strip())
         if h is None:
             continue
-        start = m.end() + text[m.end():open_].rfind(h.group("name") + "(") \
-            if h.group("name") + "(" in text[m.end():open_] else m.start()
-        span = lines.span(start, start + len(h.group("name")))
-        fn = CxxFunction(h.group("name"), None, [], _extern_first(text[m.start():close]), span)
+        name = h.group("name")
+        at = re.search(r"\b" + name + r"\s*\(", text[m.end():open_])
+        start = m.end() + at.start() if at else m.start()
+        span = lines.span(start, start + len(name))
+        fn = CxxFunction(name, None, [], _extern_first(text[m.start():close]), span)
         if m.group().lstrip().startswith("template"):
             fn.problem = "it is a template"
         else:
