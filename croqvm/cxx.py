@@ -4,9 +4,11 @@ into a shared library that both engines call through cffi, so that they run the 
 machine code on the same bits.
 
 Every function gets one entry point of a single shape, ``cq_cxx_<k>(args, result)``:
-``args[i]`` points to the i-th argument, of the parameter's C type, and ``result`` to where
-the result goes (NULL for a void function). An engine calls it once per active lane, in
-increasing lane order, with pointers to that lane's registers.
+``args[i]`` points to the i-th argument, of the parameter's C type (for a pointer
+parameter it is the pointer: the first element of the buffer), and ``result`` to where the
+result goes (NULL for a void function). An engine calls it once per active lane, in
+increasing lane order, with pointers to that lane's registers and buffer instances. What
+the C++ code does through a pointer is not checked: it is trusted as the GPU trusts it.
 """
 from __future__ import annotations
 
@@ -34,8 +36,9 @@ def source(module) -> str:
     """The translation unit: the functions as written, then one entry point each."""
     out = [PRELUDE, "#line 1 \"croqvm-cxx\"", module.cxx_source, ""]
     for k, fn in enumerate(module.cxx):
-        args = ", ".join(f"*(const {C_TYPE[BY_CODE[p].name]} *)args[{i}]"
-                         for i, p in enumerate(fn.params))
+        args = ", ".join(f"({C_TYPE[BY_CODE[p].name]} *)args[{i}]" if pointer else
+                         f"*(const {C_TYPE[BY_CODE[p].name]} *)args[{i}]"
+                         for i, (p, pointer) in enumerate(zip(fn.params, fn.pointers)))
         call = f"{fn.name}({args})"
         if fn.ret >= 0:
             call = f"*({C_TYPE[BY_CODE[fn.ret].name]} *)result = {call}"

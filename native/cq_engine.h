@@ -94,7 +94,8 @@ typedef struct {
 typedef struct { int32_t laneset, unit; } cq_coll;
 typedef struct { int32_t result, n; cq_ins *ins; } cq_laneset;
 typedef struct { int32_t n, newline; int32_t *kind, *x; } cq_print;  /* kind 0 string, 1 register */
-typedef struct { int32_t func, result, nargs; int32_t *args; } cq_cxxcall;  /* result -1: void */
+/* A C++ call: args[k] a register, or a buffer slot where pointer[k] (result -1: void). */
+typedef struct { int32_t func, result, nargs, npointer; int32_t *args, *pointer; } cq_cxxcall;
 typedef struct {
     int32_t kernel, ngrid, nbuf, nscalar, is_async, span, block;
     int32_t *grid, *buf, *scalar;   /* buf, scalar: (kernel, host) pairs */

@@ -265,6 +265,11 @@ static void rd_code(reader *r, cq_code *code)
         c->func = (int32_t)rd(r);
         c->result = (int32_t)rd(r);
         c->args = rd_counted(r, &c->nargs);
+        c->pointer = rd_counted(r, &c->npointer);
+        if (c->npointer != c->nargs) {
+            r->why = "a C++ call without a pointer flag per argument";
+            longjmp(r->fail, 1);
+        }
     }
     code->once_sites = (int32_t)rd(r);
     code->event_bytes = rd(r);
@@ -324,8 +329,10 @@ static void free_code(cq_code *code)
         free(code->launch[k].buf);
         free(code->launch[k].scalar);
     }
-    for (int32_t k = 0; k < code->ncxxcall; k++)
+    for (int32_t k = 0; k < code->ncxxcall; k++) {
         free(code->cxxcall[k].args);
+        free(code->cxxcall[k].pointer);
+    }
     free(code->cxxcall);
     free(code->ins);
     free(code->rtype);

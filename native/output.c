@@ -88,7 +88,9 @@ int cq_op_asm(cq_warp *w, const cq_ins *ins)
 }
 
 /* A C++ device function (LANGUAGE.md §6.10.4; croqvm/interp/cxxcall.py): called once per
- * active lane, in increasing lane order, with pointers to that lane's registers. */
+ * active lane, in increasing lane order, with pointers to that lane's registers and to
+ * the data of its instances of the buffers passed to pointer parameters, which then
+ * count as written in poison mode. */
 int cq_op_call_cxx(cq_warp *w, const cq_ins *ins)
 {
     const cq_code *code = w->blk->code;
@@ -100,12 +102,27 @@ int cq_op_call_cxx(cq_warp *w, const cq_ins *ins)
     for (uint32_t m = w->act; m; m &= m - 1) {
         int i = cq_low(m);
         for (int k = 0; k < c->nargs; k++) {
-            int r = c->args[k];
-            argv[k] = w->regs + code->roff[r] + (size_t)i * cq_type_size[code->rtype[r]];
+            int x = c->args[k];
+            if (!c->pointer[k]) {
+                argv[k] = w->regs + code->roff[x] + (size_t)i * cq_type_size[code->rtype[x]];
+                continue;
+            }
+            cq_buf **insts = cq_instances(w->blk, x, w->base + i);
+            if (!insts) {
+                cq_put(cq_fault_new(w->blk, ins, CQ_FAULT_BUFFER_BEFORE_DECLARATION,
+                                    w->base + i), x);
+                return CQ_ST_FAULT;
+            }
+            argv[k] = insts[0]->data;
         }
         void *result = c->result < 0 ? NULL :
             w->regs + code->roff[c->result] + (size_t)i * cq_type_size[code->rtype[c->result]];
         prog->cxx[c->func](argv, result);
+        for (int k = 0; k < c->nargs; k++) {
+            cq_buf *b = c->pointer[k] ? cq_instances(w->blk, c->args[k], w->base + i)[0] : NULL;
+            if (b && b->written)
+                memset(b->written, 1, (size_t)b->count);
+        }
     }
     return CQ_ST_OK;
 }

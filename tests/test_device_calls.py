@@ -198,6 +198,16 @@ CALL_ERRORS = [
            "4:33: croqvm does not support 'return' inside a loop of a '__co_device__' "
            "function. | keep the result in a 'mutable' variable, 'break', and return it "
            "after the loop"]),
+    ("""
+     __co_device__ void g(f32 [16] x) { }
+     __co__ void f(f32 [64] input) {
+       parallel p by 4 {
+         f = dma.copy input.chunkat(p) => local;
+         call g(f.data);
+       }
+     }
+     """, ["5:12: croqvm does not pass a future's data ('.data') to a function yet. | copy it "
+           "into a named buffer ('dma.copy ... => buf;') and pass 'buf'"]),
 ]
 
 
@@ -257,6 +267,56 @@ def test_a_cxx_device_function_runs_per_lane_with_its_own_arithmetic():
     assert h.tolist() == x.tolist()
 
 
+def test_a_buffer_passed_to_a_pointer_parameter_is_the_lanes_instance():
+    """As call-and-device.md's example: a buffer decays to a pointer to its first element;
+    local buffers are the lane's own, a global one is the caller's."""
+    prog = compile_("""
+        __device__ void axpy(float a, const float *x, float *y, int n) {
+          for (int i = 0; i < n; ++i) y[i] = a * x[i] + y[i];
+        }
+        __device__ int sum(const int *v, int n) {
+          int s = 0;
+          for (int i = 0; i < n; ++i) s += v[i];
+          return s;
+        }
+        __co__ f32 [4, 8] f(f32 [4, 8] x, s32 [8] w) {
+          f32 [4, 8] out;
+          parallel p by 4 {
+            local f32 [8] xs;
+            local f32 [8] ys;
+            foreach j in [8] { xs.at(j) = x.at(p, j); ys.at(j) = 1.0f; }
+            call axpy(2.0f, xs, ys, 8);
+            s32 total = call sum(w, 8);
+            foreach j in [8] out.at(p, j) = ys.at(j) + __to<f32>(total);
+          }
+          return out;
+        }""")
+    x = np.arange(32, dtype=np.float32).reshape(4, 8) / np.float32(7)
+    w = np.arange(8, dtype=np.int32)
+    want = np.float32(2) * x + np.float32(1) + np.float32(w.sum())
+    assert engines.run(prog, "f", x, w).tobytes() == want.tobytes()
+
+
+def test_a_cxx_result_counts_as_written_for_the_initialisation_check():
+    if engines.options() != {"engine": "python"}:
+        return                                  # check="init" is the Python engine's
+    h = np.arange(8, dtype=np.uint64)
+    got = croqvm.compile(textwrap.dedent(CXX), "p.co").run("f", 1.0, 2.0, h, check="init")
+    assert got[7] == np.float32(2.0)
+
+
+def test_cxx_functions_reach_nvcc_with_the_kernels():
+    from croqvm.cuda import compile as cc
+    from croqvm.cuda.emit import emit
+    text = emit(compile_(CXX).module, arch="sm_90a").text
+    assert "__device__ __forceinline__ float lerp3(float a, float b, int k) {" in text
+    assert any(line.strip().startswith("r") and "= lerp3(r" in line
+               for line in text.splitlines())
+    if shutil.which("nvcc") is None or engines.options() != {"engine": "python"}:
+        return                       # one build is enough: on the python engine's turn
+    assert cc.build(text, "sm_90a").read_bytes()[:4] == b"\x7fELF"
+
+
 def test_cxx_call_errors():
     text = textwrap.dedent(CXX).replace(
         "out.at(p) = call lerp3(a, b, p);",
@@ -264,12 +324,10 @@ def test_cxx_call_errors():
     assert errors(text) == [
         "15:17: 'lerp3' takes 3 argument(s) but got 2. | 'lerp3' is declared at line 2",
         "16:10: croqvm can not call the C++ function 'times': it is a template. | write it "
-        "as a '__co_device__' function, or call a C++ function that takes and returns "
-        "scalars",
-        "17:10: croqvm can not call the C++ function 'by_pointer': its parameter 'float *v' "
-        "is not a scalar of a type croqvm knows (pointers and references are not passed). "
-        "| write it as a '__co_device__' function, or call a C++ function that takes and "
-        "returns scalars"]
+        "as a '__co_device__' function, or call a C++ function of scalars and pointers to "
+        "elements",
+        "17:21: (1st) argument of 'by_pointer' must be a buffer of 'f32' but got 'f32'. | a "
+        "pointer parameter takes a buffer's name"]
 
 
 def test_cxx_that_does_not_compile_for_the_cpu_is_reported():
@@ -320,6 +378,53 @@ def test_reference_parameter_errors():
         "| a 'global' parameter is updated in place already: remove the '&'",
         "1:42: Unnamed parameter is not allowed to be passed by reference. | name the "
         "parameter after '&'"]
+
+
+# --------------------------------------------------------------------------- device regions
+
+
+def test_device_regions_run_their_bodies_where_they_stand():
+    """A heterogeneous program (as tests/gpu/end2end/hetero_cpu_gpu.co): host code for the
+    CPU, a kernel for the GPU, the reference parameter copied back."""
+    prog = compile_("""
+        __co__ void hetero(global f32 [64] A, f32 [64] &B) {
+          parallel.async by 1 : device(cpu) {
+            foreach i in [64]
+              A.at(i) = A.at(i) + 1.0f;
+          }
+          parallel.async by 1 : device(gpu) {
+            parallel p by 2 : block {
+              parallel q by 32 : thread
+                B.at(p * 32 + q) = B.at(p * 32 + q) * 2.0f;
+            }
+          }
+          sync.global;
+        }""")
+    a = np.linspace(0, 1, 64).astype(np.float32)
+    b = np.linspace(-3, 3, 64).astype(np.float32)
+    want_a, want_b = a + np.float32(1), b * np.float32(2)
+    engines.run(prog, "hetero", a, b)
+    assert a.tobytes() == want_a.tobytes() and b.tobytes() == want_b.tobytes()
+
+
+def test_device_region_errors():
+    assert errors("""
+        __co__ void f() {
+          parallel p by 1 : device(cpu) { }
+          parallel by 2 : device(gpu) { }
+          parallel by 1 : device(tpu) { }
+          parallel q by 2 : block {
+            parallel by 1 : device(gpu) { }
+          }
+        }""") == [
+        "2:12: a 'device(...)' level has no parallel variable. | write 'parallel by 1 : "
+        "device(...)'",
+        "3:12: croqvm runs one instance of a 'device(...)' level: write 'by 1'.",
+        "4:12: unknown device 'tpu': croqvm knows 'cpu' and 'gpu'.",
+        "6:14: a 'device(...)' level is the outermost level: it can not stand inside a "
+        "parallel-by."]
+    assert errors("__co__ void f() { parallel by 1 : device(cpu), by 2 { } }") == [
+        "1:28: syntax error: a 'device(...)' level stands alone in its 'parallel'."]
 
 
 # --------------------------------------------------------------------------- inline assembly

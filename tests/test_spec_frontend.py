@@ -50,13 +50,16 @@ def fault(text: str, func: str = "f", *args) -> str:
 # =========================================================================== §1 program shape
 
 def test_device_functions_and_cok_blocks_are_one_stretch_of_host_text():  # §1.1.2
+    """A ``__co_device__`` function written in Croqtile is compiled (§6.10), one with a
+    C++ header is host text."""
     text = ("__co_device__ int helper(int x) { return x; }\n"
+            "__co_device__ extern \"C\" int plus(int *x) { return *x; }\n"
             "__device__ int twice(int x) { return 2 * x; }\n"
             "__cok__ {\n"
             "  int y = 3;\n"
             "}\n"
             "__co__ void f() { println(1); }\n")
-    assert diagnose(text, "note") == ["1:1: host C++ code is not compiled by croqvm (lines 1-5)"]
+    assert diagnose(text, "note") == ["2:1: host C++ code is not compiled by croqvm (lines 2-6)"]
     assert output(text) == "1\n"
 
 

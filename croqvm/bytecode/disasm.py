@@ -127,6 +127,8 @@ _OPERANDS = {
     "l": _launch_operand,
     "x": lambda code, n: (f"asm{n} ({code.asms[n].text!r})" if 0 <= n < len(code.asms)
                           else f"asm{n} <out of range>"),
+    "y": lambda code, n: (f"cxx{n} (func {code.cxx_calls[n].func})"
+                          if 0 <= n < len(code.cxx_calls) else f"cxx{n} <out of range>"),
     "t": lambda code, n: f"-> {n}",
     "i": lambda code, n: str(n),
 }

@@ -280,8 +280,9 @@ class AsmDecl:
 @dataclass
 class CxxCall:
     """A call of C++ device function ``func`` (``Module.cxx``, §6.10.4): ``args`` are
-    registers of the parameters' dtypes; ``result`` a register of the result's, -1 for a
-    void function."""
+    registers of the parameters' dtypes, or for a pointer parameter buffer slots of its
+    element dtype (the lane's instance, by its first element); ``result`` a register of the
+    result's dtype, -1 for a void function."""
     func: int
     args: list[int]
     result: int = -1
@@ -290,10 +291,12 @@ class CxxCall:
 @dataclass
 class CxxFunc:
     """A C++ device function of ``Module.cxx_source`` that kernels call: its name, result
-    dtype (-1 for void) and parameter dtypes, all scalars."""
+    dtype (-1 for void), parameter dtypes, and which parameters point to elements of
+    their dtype (the others are scalars)."""
     name: str
     ret: int
     params: list[int]
+    pointers: list[bool]
 
 
 @dataclass

@@ -275,15 +275,24 @@ def _asm_operands(cx, at, op, used):
 
 def _cxx_call(cx, at, op, used):
     """A C++ call (§6.10.4) names a function of the module and passes registers of its
-    parameters' dtypes; its result register has the result's dtype and no CONST loads it."""
+    parameters' dtypes (buffers for pointers); its result register has the result's dtype
+    and no CONST loads it."""
     call = cx.code.cxx_calls[operand(op, used, "y")]
     fn = lookup(at, "cxx function", call.func, cx.module.cxx)
     if len(call.args) != len(fn.params):
         at.fail(f"passes {len(call.args)} argument(s) to '{fn.name}', which takes "
                 f"{len(fn.params)}")
-    for k, (reg, want) in enumerate(zip(call.args, fn.params)):
-        if want_reg(cx, at, reg, "any", f"argument {k}") is not BY_CODE.get(want):
-            at.fail(f"argument {k} r{reg} is {dt_name(cx.code.regs[reg])}, but '{fn.name}' "
+    if len(fn.pointers) != len(fn.params):
+        at.fail(f"'{fn.name}' says of {len(fn.pointers)} parameter(s) whether they are "
+                f"pointers, but has {len(fn.params)}")
+    for k, (x, want, pointer) in enumerate(zip(call.args, fn.params, fn.pointers)):
+        if pointer:
+            buf = lookup(at, "buffer", x, cx.code.buffers)
+            if buf.dtype != want or buf.array:
+                at.fail(f"argument {k} is buffer {x}, but '{fn.name}' takes a pointer to "
+                        f"{dt_name(want)}, which a buffer of that dtype (not an array) gives")
+        elif want_reg(cx, at, x, "any", f"argument {k}") is not BY_CODE.get(want):
+            at.fail(f"argument {k} r{x} is {dt_name(cx.code.regs[x])}, but '{fn.name}' "
                     f"takes {dt_name(want)}")
     if (call.result >= 0) != (fn.ret >= 0):
         at.fail(f"'{fn.name}' returns {'nothing' if fn.ret < 0 else dt_name(fn.ret)}, but "

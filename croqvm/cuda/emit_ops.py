@@ -516,10 +516,19 @@ def op_asm(k, ins, ip):
 
 
 def op_call_cxx(k, ins, ip):
-    """A C++ device function (LANGUAGE.md §6.10.4), compiled with the kernel."""
+    """A C++ device function (LANGUAGE.md §6.10.4), compiled with the kernel; a pointer
+    parameter gets the lane's instance of its buffer."""
+    from ..cxx import C_TYPE
     call = k.code.cxx_calls[ins[1]]
     fn = k.module.cxx[call.func]
-    expr = f"{fn.name}({', '.join(f'r{r}' for r in call.args)})"
+    args = []
+    for x, t, pointer in zip(call.args, fn.params, fn.pointers):
+        if pointer:
+            inst = buffer_instance(k, x, -1, ins, ip)
+            args.append(f"({C_TYPE[dtypes.BY_CODE[t].name]} *){inst.base}")
+        else:
+            args.append(f"r{x}")
+    expr = f"{fn.name}({', '.join(args)})"
     k.line(f"r{call.result} = {expr};" if call.result >= 0 else f"{expr};", ins)
 
 

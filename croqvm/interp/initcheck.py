@@ -13,8 +13,9 @@ before the code runs: a kernel's argument registers (``Launch.scalars``), the ho
 program's scalar parameters and symbolic dimensions. An instruction reads the registers
 among its operands other than the one it writes (``Op.writes``), and those the side-table
 entries it names hold: an access's indices, a view's origin and extents, a DMA's views,
-padding and own buffer's shape, a buffer's shape (ALLOC), a print format's values and a
-launch's grid, arguments and block size.
+padding and own buffer's shape, a buffer's shape (ALLOC), a print format's values, a
+launch's grid, arguments and block size, a C++ call's arguments and inline assembly's
+inputs; it writes ``Op.writes`` and a C++ call's result or inline assembly's outputs.
 """
 from __future__ import annotations
 
@@ -57,8 +58,18 @@ def _launch(code, n):
         ([launch.block] if launch.block >= 0 else [])
 
 
+def _asm_reads(code, a):
+    asm = code.asms[a]
+    return [x.reg for x in asm.inputs] + \
+        [x.reg for x in asm.outputs if x.constraint.startswith("+")]
+
+
 # operand kind -> the registers that the side-table entry it names holds
-SIDE_TABLES = {"a": _access, "v": _view, "d": _dma, "p": _print, "l": _launch}
+SIDE_TABLES = {"a": _access, "v": _view, "d": _dma, "p": _print, "l": _launch,
+               "x": _asm_reads, "y": lambda code, c: list(code.cxx_calls[c].args)}
+# operand kind -> the registers that the side-table entry it names has written
+SIDE_WRITES = {"x": lambda code, a: [x.reg for x in code.asms[a].outputs],
+               "y": lambda code, c: [code.cxx_calls[c].result]}
 # opcodes reading the registers of a buffer operand's shape: those that allocate
 SHAPE_READERS = {"ALLOC"}
 
@@ -76,6 +87,16 @@ def registers_read(code, ins) -> list[int]:
         elif kind == "b" and op.name in SHAPE_READERS:
             regs += code.buffers[value].shape
     return list(dict.fromkeys(r for r in regs if r >= 0))
+
+
+def registers_written(code, ins) -> list[int]:
+    """The registers instruction ``ins`` of ``code`` writes."""
+    op = TABLE[ins[0]]
+    regs = [ins[1 + op.writes]] if op.writes >= 0 else []
+    for n, kind in enumerate(op.operands):
+        if kind in SIDE_WRITES:
+            regs += SIDE_WRITES[kind](code, ins[1 + n])
+    return [r for r in regs if r >= 0]
 
 
 class Written:
@@ -104,9 +125,8 @@ class InitChecker(Checker):
         out = list(steps)
         for ip, ins in enumerate(prog.ins):
             reads = registers_read(prog.code, ins)
-            at = TABLE[ins[0]].writes
-            writes = ins[1 + at] if at >= 0 else -1
-            if reads or writes >= 0:
+            writes = registers_written(prog.code, ins)
+            if reads or writes:
                 out[ip] = (_checked(self, steps[ip][0], reads, writes), steps[ip][1])
         return out
 
@@ -128,7 +148,7 @@ class InitChecker(Checker):
         return [k for k, _ in fn.host.launches[blk.launch_index].scalars]
 
 
-def _checked(checker, handler, reads: list, writes: int):
+def _checked(checker, handler, reads: list, writes: list):
     def op(w, ins):
         rec = checker.written(w)
         for r in reads:
@@ -138,6 +158,7 @@ def _checked(checker, handler, reads: list, writes: int):
                     raise LaneFault(Kind.UNINITIALISED_REGISTER, (r,),
                                     int(np.flatnonzero(unset)[0]))
         handler(w, ins)
-        if writes >= 0 and not rec.full[writes]:
-            rec.wrote(writes, w.act)
+        for r in writes:
+            if not rec.full[r]:
+                rec.wrote(r, w.act)
     return op

@@ -393,6 +393,17 @@ class Parallel(Stmt):
 
 
 @dataclass
+class DeviceRegion(Stmt):
+    """``parallel[.async] by 1 : device(cpu|gpu) { ... }``: the part of a heterogeneous
+    program one device runs (§14.2.1)."""
+    is_async: bool
+    device: str
+    level: PLevel
+    body: Stmt
+    span: Span
+
+
+@dataclass
 class Within(Node):
     """``t in B`` / ``{a, b} in B`` / ``t = {a, b} in B`` (§6.1 within). ``braced``: the
     names were written in braces."""

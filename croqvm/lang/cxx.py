@@ -38,8 +38,8 @@ _HEADER = re.compile(r"(?P<ret>[A-Za-z_][\w\s:*&]*?)\s*\b(?P<name>[A-Za-z_]\w*)\
 @dataclass
 class CxxFunction:
     """A C++ device function: its name, result (an element type name, None for void),
-    parameters (element type names), text as written, the span of its name, and why croqvm
-    can not call it (None when it can)."""
+    parameters (element type names, ``f32*`` for a pointer to elements), text as written,
+    the span of its name, and why croqvm can not call it (None when it can)."""
     name: str
     ret: str | None
     params: list[str]
@@ -65,10 +65,11 @@ def find_device_functions(text: str, lines, skip: list[tuple[int, int]]) -> list
         h = _HEADER.match(header.strip())
         if h is None:
             continue
-        start = m.end() + text[m.end():open_].rfind(h.group("name") + "(") \
-            if h.group("name") + "(" in text[m.end():open_] else m.start()
-        span = lines.span(start, start + len(h.group("name")))
-        fn = CxxFunction(h.group("name"), None, [], _extern_first(text[m.start():close]), span)
+        name = h.group("name")
+        at = re.search(r"\b" + name + r"\s*\(", text[m.end():open_])
+        start = m.end() + at.start() if at else m.start()
+        span = lines.span(start, start + len(name))
+        fn = CxxFunction(name, None, [], _extern_first(text[m.start():close]), span)
         if m.group().lstrip().startswith("template"):
             fn.problem = "it is a template"
         else:
@@ -113,10 +114,11 @@ def _read_signature(fn: CxxFunction, ret: str, params: str) -> None:
         return
     for p in params.split(","):
         words = p.strip()
-        m = re.fullmatch(r"(?:const\s+)?(?P<type>[A-Za-z_][\w\s]*?)(?:\s+[A-Za-z_]\w*)?", words)
+        m = re.fullmatch(r"(?:const\s+)?(?P<type>[A-Za-z_][\w\s]*?)\s*(?P<ptr>\*?)\s*"
+                         r"(?:(?:const\s+)?[A-Za-z_]\w*)?", words)
         dtype = C_TYPES.get(" ".join(m.group("type").split())) if m else None
         if dtype is None:
-            fn.problem = (f"its parameter '{words}' is not a scalar of a type croqvm knows "
-                          f"(pointers and references are not passed)")
+            fn.problem = (f"its parameter '{words}' is neither a scalar nor a pointer to "
+                          f"elements of a type croqvm knows")
             return
-        fn.params.append(dtype)
+        fn.params.append(dtype + m.group("ptr"))

@@ -21,6 +21,13 @@ class LoopParser:
             form = "parallel.async<s>" if is_async else "parallel<s>"
             self.expect_op(">", f"syntax error: expected '>' after the stream of '{form}'.")
         levels = self.comma_list(self._plevel)
+        devices = [lv for lv in levels if (lv.level or "").startswith("device(")]
+        if devices:
+            if len(levels) > 1 or stream is not None:
+                self.fail("syntax error: a 'device(...)' level stands alone in its "
+                          "'parallel'.", devices[0].span)
+            return ast.DeviceRegion(is_async, devices[0].level[7:-1], devices[0],
+                                    self.body(), self.span_from(start))
         return ast.Parallel(is_async, stream, levels, self.body(), self.span_from(start))
 
     def _plevel(self) -> ast.PLevel:
@@ -41,8 +48,19 @@ class LoopParser:
                       f"'{{' or a name.")
         self.expect_kw("by", "syntax error: expected 'by' after the parallel variables.")
         bounds, is_list = self._bound()
-        level = self.level() if self.accept_op(":") else None
+        level = None
+        if self.accept_op(":"):
+            level = self._device_level() if self.at_kw("device") and self.peek().is_op("(") \
+                else self.level()
         return ast.PLevel(names, tuple_name, bounds, is_list, level, self.span_from(start))
+
+    def _device_level(self) -> str:
+        """``device(NAME)`` (§14.2.1), as the level text ``device(NAME)``."""
+        self.advance()
+        open_ = self.advance()
+        name = self.name("a device name ('cpu' or 'gpu')")
+        self.expect_close(open_)
+        return f"device({name.value})"
 
     def level(self) -> str:
         """``block``, ``group-4``, ``group`` or ``thread`` (§6.1 ``level``)."""

@@ -51,7 +51,7 @@ class Parser(StmtParser, LoopParser, DeclParser, DeviceParser, ExprParser, Curso
     def _header(self):
         """``(__co__|__co_device__) (T [shape]|void|auto) NAME ( params )`` (§6.1
         ``function``, §6.10, §14.3)."""
-        if not (self.at_kw("__co__") or self.at_kw("__co_device__")):
+        if not self.at_kw("__co__", "__co_device__"):
             self.fail(f"syntax error: unexpected {self.tok.describe()}, expecting '__co__'.")
         self.advance()
         ret = self._return_type()

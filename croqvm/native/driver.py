@@ -45,9 +45,9 @@ MAX_JOBS = 256
 class Program:
     """One function loaded into C, with what its faults are read back with."""
 
-    def __init__(self, lib, ffi, fn):
+    def __init__(self, lib, ffi, fn, cxx=()):
         self.fn = fn
-        words, strings = flatten(fn)
+        words, strings = flatten(fn, cxx)
         self._words = ffi.new("int64_t[]", words)
         self._strings = ffi.new("char[]", strings or b"\0")
         prog = lib.cq_load(self._words, len(words), self._strings, len(strings))
@@ -67,7 +67,7 @@ def program(lib, ffi, module, fn) -> Program:
         cache = module.__dict__["_native_programs"] = {}
     prog = cache.get(fn.name)
     if prog is None or prog.fn is not fn:
-        prog = cache[fn.name] = Program(lib, ffi, fn)
+        prog = cache[fn.name] = Program(lib, ffi, fn, module.cxx)
         if module.cxx:          # the C++ functions its kernels call (croqvm/cxx.py)
             compiled = cxx.library(module)
             fns = ffi.new("cq_cxx_fn[]", [ffi.cast("cq_cxx_fn", compiled.address(k))

@@ -22,7 +22,8 @@ order by native/load.c. Types are dtype codes, enumerations the module's own val
                   ids, registers), newline,
            nlaunches, per launch: kernel, async, span, block register, grid (list),
                   (kernel slot, host slot) pairs (list), (kernel, host register) pairs (list),
-           ncxxcalls, per C++ call: function, result register, argument registers (list),
+           ncxxcalls, per C++ call: function, result register, arguments (list: a register,
+                  or a buffer slot for a pointer parameter), whether each is a pointer (list),
            once sites, shared memory of the event slots,
            nlanesets, per lane set: result, ninstructions, 7 words each,
            ninstructions, 7 words each (as Code.code holds them),
@@ -44,9 +45,10 @@ MAGIC = 0x31474D4951435143          # "CQCQIMG1", little-endian
 
 
 class Image:
-    """The image of one function."""
+    """The image of one function; ``cxx`` is the module's C++ functions (``Module.cxx``)."""
 
-    def __init__(self):
+    def __init__(self, cxx=()):
+        self.cxx = cxx
         self.words: list[int] = []
         self.strings: list[str] = []
         self._ids: dict[str, int] = {}
@@ -117,6 +119,7 @@ class Image:
         for c in code.cxx_calls:
             self.put(c.func, c.result)
             self.counted(c.args)
+            self.counted(int(p) for p in self.cxx[c.func].pointers)
         self.put(code.once_sites, EVENT_SLOT_BYTES * sum(e.slots for e in code.events))
         self.put(len(code.lanesets))
         for ls in code.lanesets:
@@ -147,9 +150,10 @@ class Image:
         return [MAGIC, len(encoded), *offsets] + self.words, b"".join(encoded)
 
 
-def flatten(fn) -> tuple[list[int], bytes]:
-    """The image of function ``fn`` of a verified module: (words, strings)."""
-    img = Image()
+def flatten(fn, cxx=()) -> tuple[list[int], bytes]:
+    """The image of function ``fn`` of a verified module whose C++ functions are ``cxx``:
+    (words, strings)."""
+    img = Image(cxx)
     img.put(fn.span)
     img.code(fn.host)
     img.put(len(fn.kernels))

@@ -23,12 +23,13 @@ from croqvm.limits import MAX_REGISTERS, MAX_SHARED_BYTES, shared_limit_message
 from croqvm.source import SourceFile
 from croqvm.source import SpanTable as SourceSpans
 
-from . import calls, dma, events, exprs, frags, host, kernel, mma, output, stmts, views
+from . import (calls, dma, events, exprs, frags, hetero, host, kernel, mma, output, stmts,
+               views)
 from .builder import SpanTable
 from .state import Lowerer
 
 STMT_TABLE = {**stmts.TABLE, **output.TABLE, **host.TABLE, **kernel.TABLE, **dma.TABLE,
-              **events.TABLE, **mma.TABLE, **frags.TABLE, **calls.TABLE}
+              **events.TABLE, **mma.TABLE, **frags.TABLE, **calls.TABLE, **hetero.TABLE}
 EXPR_TABLE = {**exprs.TABLE, **views.TABLE, **calls.EXPR_TABLE}
 
 __all__ = ["lower_program"]

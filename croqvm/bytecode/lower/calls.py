@@ -23,11 +23,12 @@ from croqvm import dtypes
 from croqvm.lang import ast
 
 from croqvm.bytecode import module as M
+from croqvm.lang.check.walk import child_stmts
 
 from .exprs import lower_as, scalar_value
 from .state import Lowerer, dtype_of
 from .values import BufRef, Val
-from .views import access_of, resolve_base
+from .views import access_of, extent, reg_of, resolve_base
 
 
 class _Inlined:
@@ -52,8 +53,9 @@ class CxxTable:
         if fn.name not in self.index:
             self.index[fn.name] = len(self.funcs)
             ret = dtypes.lookup(fn.ret).code if fn.ret is not None else -1
-            self.funcs.append(M.CxxFunc(fn.name, ret, [dtypes.lookup(p).code
-                                                       for p in fn.params]))
+            self.funcs.append(M.CxxFunc(fn.name, ret,
+                                        [dtypes.lookup(p.rstrip("*")).code for p in fn.params],
+                                        [p.endswith("*") for p in fn.params]))
         return self.index[fn.name]
 
     def source(self) -> str:
@@ -61,11 +63,12 @@ class CxxTable:
 
 
 def _cxx_call(lw: Lowerer, e: ast.DeviceCall) -> Val | None:
-    """A C++ device function (§6.10.4): arguments converted to its parameters' types;
-    CALL_CXX runs it per lane."""
+    """A C++ device function (§6.10.4): scalar arguments converted to their parameters'
+    types, buffers by slot; CALL_CXX runs it per lane."""
     fn = e.callee
     b = lw.b
-    args = [lower_as(lw, a, dtypes.lookup(p)) for a, p in zip(e.args, fn.params)]
+    args = [lw.lookup(a.sym, a).slot if p.endswith("*") else lower_as(lw, a, dtypes.lookup(p))
+            for a, p in zip(e.args, fn.params)]
     ret = dtypes.lookup(fn.ret) if fn.ret is not None else None
     result = b.reg(ret, f"{fn.name}()") if ret is not None else -1
     b.emit("CALL_CXX", b.add("cxx_calls", M.CxxCall(lw.cxx.number(fn), args, result)))
@@ -122,12 +125,7 @@ def _bind_param(lw: Lowerer, p: ast.Param, v) -> None:
         sym = getattr(d.expr, "sym", None)
         if isinstance(d.expr, ast.Name) and sym is not None and sym.kind == "dim":
             lw.bind(sym, x if isinstance(x, Val) else
-                    Val(dtypes.S32, _extent_reg(lw, x)))
-
-
-def _extent_reg(lw: Lowerer, x) -> int:
-    from .views import extent, reg_of
-    return reg_of(lw, extent(lw, x))
+                    Val(dtypes.S32, reg_of(lw, extent(lw, x))))
 
 
 @contextmanager
@@ -171,13 +169,11 @@ def _block(lw: Lowerer, s: ast.Block, frame: _Inlined) -> None:
 
 
 def _contains_return(s) -> bool:
-    from croqvm.lang.check.walk import child_stmts
     return isinstance(s, ast.Return) or any(_contains_return(c) for c in child_stmts(s))
 
 
 def _returns_early(body: ast.Block) -> bool:
     """Whether some ``return`` is not the last statement of the body."""
-    from croqvm.lang.check.walk import child_stmts
     tail = body.stmts[-1] if body.stmts else None
     return any(_contains_return(c) for c in child_stmts(body) if c is not tail) or (
         tail is not None and not isinstance(tail, ast.Return) and _contains_return(tail))

@@ -28,13 +28,14 @@ from __future__ import annotations
 
 from croqvm.lang import ast
 
-from . import calls, control, decls, dma, events, exprs, frags, loops, mma, parallel, views
+from . import (calls, control, decls, dma, events, exprs, frags, hetero, loops, mma, parallel,
+               views)
 from .functions import check_function
 
 EXPR_RULES = {**exprs.RULES, **views.RULES, **calls.RULES}
 STMT_RULES = {**control.RULES, **decls.RULES, **loops.RULES, **parallel.RULES,
               **dma.RULES, **events.RULES, **mma.RULES, **frags.RULES,
-              **calls.STMT_RULES}
+              **calls.STMT_RULES, **hetero.RULES}
 FINISHERS = (dma.finish, events.finish, mma.finish)
 
 

@@ -6,7 +6,8 @@ A ``__co_device__`` function is checked once, on its own, as code that runs on o
 it has no ``parallel``, data movement, events, barriers or MMA, and buffers it declares are
 ``local``. A ``call`` is checked against the callee's parameters; lowering inlines the
 callee at each call, so the program-wide rule here is that no function reaches itself
-through calls (``check_recursion``).
+through calls (``check_recursion``). A call of a C++ device function (``lang.cxx``,
+§6.10.4) is checked against the signature read from its header.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from croqvm.lang.cxx import CxxFunction
 from croqvm.lang.suggest import did_you_mean
 from croqvm.lang.types import Bounded, Buffer, Scalar, Type
 
+from .consteval import const_value
 from .context import UNKNOWN, ordinal
 from .typerules import convert, is_unknown, resolve_type, tname
 from .walk import child_stmts
@@ -28,6 +30,7 @@ _NOT_IN_DEVICE = {
     ast.Wait: "wait", ast.Trigger: "trigger", ast.Swap: "swap", ast.Sync: "sync",
     ast.Yield: "yield", ast.EventDecl: "event", ast.MmaFill: "mma", ast.MmaLoad: "mma",
     ast.MmaExec: "mma", ast.MmaStore: "mma", ast.MmaCommit: "mma",
+    ast.DeviceRegion: "parallel",
 }
 _LOOPS = (ast.While, ast.Foreach, ast.With)
 
@@ -91,7 +94,7 @@ def _cxx_call(ck, e: ast.DeviceCall, fn: CxxFunction, types):
         ck.error(e.func_span, f"croqvm can not call the C++ function '{fn.name}': "
                               f"{fn.problem}.",
                  hint="write it as a '__co_device__' function, or call a C++ function "
-                      "that takes and returns scalars")
+                      "of scalars and pointers to elements")
         return UNKNOWN
     if e.targs:
         ck.error(e.targs[0].span, f"'{e.func}' is not a template.")
@@ -101,11 +104,28 @@ def _cxx_call(ck, e: ast.DeviceCall, fn: CxxFunction, types):
                          f"{len(e.args)}.", hint=f"'{fn.name}' is declared at line "
                                                  f"{fn.span.line}")
     else:
-        for a, ty, want in zip(e.args, types, fn.params):
-            convert(ck, ty, dtypes.lookup(want) or dtypes.BOOL, a)
+        for index, (a, ty, want) in enumerate(zip(e.args, types, fn.params)):
+            if want.endswith("*"):
+                _pointer_argument(ck, e, index, a, ty, want[:-1])
+            else:
+                convert(ck, ty, dtypes.lookup(want) or dtypes.BOOL, a)
     if fn.ret is None:
         return VOID
     return Scalar(dtypes.lookup(fn.ret) or dtypes.BOOL)
+
+
+def _pointer_argument(ck, e, index: int, a: ast.Expr, ty, element: str) -> None:
+    """A pointer parameter takes a buffer (not an array of buffers) of its element type:
+    C++ decays it to a pointer to its first element (call-and-device.md)."""
+    if is_unknown(ty) or _future_data(ck, a):
+        return
+    if not (isinstance(ty, Buffer) and not ty.array and _names_buffer(a)):
+        ck.error(a.span, f"({ordinal(index + 1)}) argument of '{e.func}' must be a buffer "
+                         f"of '{element}' but got '{tname(ty)}'.",
+                 hint="a pointer parameter takes a buffer's name")
+    elif ty.dtype.name != element:
+        ck.error(a.span, f"({ordinal(index + 1)}) argument of '{e.func}' has element type "
+                         f"'{ty.dtype.name}' but the parameter points to '{element}'.")
 
 
 def _unknown_callee(ck, e: ast.DeviceCall) -> None:
@@ -147,6 +167,8 @@ def _check_argument(ck, e, callee, index, p: ast.Param, a: ast.Expr, ty, dims) -
         if dt is not None:
             convert(ck, ty, dt, a)
         return
+    if _future_data(ck, a):
+        return
     if not isinstance(ty, Buffer) or not _names_buffer(a):
         ck.error(a.span, f"{where} must be a buffer of type '{p.type.name}' but got "
                          f"'{tname(ty)}'.",
@@ -179,13 +201,21 @@ def _names_buffer(a: ast.Expr) -> bool:
     return isinstance(a, ast.Name)
 
 
+def _future_data(ck, a: ast.Expr) -> bool:
+    """``f.data`` as an argument: reported, as croqvm passes named buffers only."""
+    if not isinstance(a, ast.DataOf):
+        return False
+    ck.error(a.span, "croqvm does not pass a future's data ('.data') to a function yet.",
+             hint="copy it into a named buffer ('dma.copy ... => buf;') and pass 'buf'")
+    return True
+
+
 def _param_dim(d: ast.Dim):
     """A parameter dimension as the callee declared it: an int, a symbolic name or None."""
     if d.expr is None:
         return None
     if isinstance(d.expr, ast.Name):
         return d.expr.id
-    from .consteval import const_value
     value = const_value(d.expr)
     return value if isinstance(value, int) else None
 

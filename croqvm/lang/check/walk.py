@@ -15,7 +15,7 @@ def child_stmts(s: ast.Stmt):
         if s.other is not None:
             yield s.other
     elif isinstance(s, (ast.While, ast.With, ast.Foreach, ast.Inthreads, ast.Parallel,
-                        ast.Apply)):
+                        ast.Apply, ast.DeviceRegion)):
         yield s.body
 
 
