@@ -67,6 +67,8 @@ class Kind(IntEnum):
     BAR_ID = 41
     BAR_COUNT = 42
     BAR_COUNT_DIFFERS = 43
+    GRID_FINISHED = 44
+    GRID_RESIDENT = 45
 
 
 class LaneFault(Exception):

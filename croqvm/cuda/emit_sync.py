@@ -110,6 +110,14 @@ def op_named_barrier(k, ins, ip):
     k.line("}", ins)
 
 
+def op_grid_sync(k, ins, ip):
+    """A grid barrier needs a cooperative launch (cudaLaunchCooperativeKernel) and a
+    runtime that keeps every block resident; neither the launch code nor the CPU runtime,
+    which runs one block at a time, provides them yet."""
+    raise k.unsupported("a grid barrier ('sync.barrier : block' in a block<cooperative> "
+                        "launch)", ins)
+
+
 # --------------------------------------------------------------------------- ONCE (§7.2.2)
 
 def op_once(k, ins, ip):
@@ -370,7 +378,7 @@ def _handlers():
         "WAIT_EVENT": op_wait_event, "DMA": op_dma, "FUT_ANY": op_fut_any, "WAIT": op_wait,
         "SWAP": op_swap, "FUT_DIM": op_fut_dim, "PRINT": op_print, "ASSERT": op_assert,
         "ASSERT_FMT": op_assert_fmt, "BAR_SYNC": op_named_barrier,
-        "BAR_ARRIVE": op_named_barrier, **MMA,
+        "BAR_ARRIVE": op_named_barrier, "GRID_SYNC": op_grid_sync, **MMA,
     }
 
 

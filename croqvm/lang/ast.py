@@ -342,6 +342,7 @@ class PLevel(Node):
     level: str | None        # written level or None
     span: Span
     syms = None              # Symbols of names (and tuple name last, if any)
+    cooperative = False      # written ``: block<cooperative>`` (any level parses)
 
 
 @dataclass
@@ -354,6 +355,7 @@ class Parallel(Stmt):
     kinds = None             # normalised levels, one per PLevel
     is_kernel = False
     stream_param = -1        # the parameter index of ``stream``, once checked
+    cooperative = False      # a kernel whose block level is ``block<cooperative>``
 
 
 @dataclass
@@ -444,6 +446,7 @@ class Sync(Stmt):
     kind: str            # "shared", "barrier", "fence", "global"
     level: str | None    # for barrier/fence
     span: Span
+    grid = False         # ``sync.barrier : block`` in a cooperative kernel: all its blocks
 
 
 @dataclass

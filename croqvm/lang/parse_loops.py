@@ -42,7 +42,16 @@ class LoopParser:
         self.expect_kw("by", "syntax error: expected 'by' after the parallel variables.")
         bounds, is_list = self._bound()
         level = self.level() if self.accept_op(":") else None
-        return ast.PLevel(names, tuple_name, bounds, is_list, level, self.span_from(start))
+        cooperative = level is not None and self.accept_op("<") is not None
+        if cooperative:
+            if self.tok.kind not in (NAME, KEYWORD) or self.tok.value != "cooperative":
+                self.fail(f"syntax error: unexpected {self.tok.describe()}, expecting "
+                          "'cooperative' in 'block<cooperative>'.")
+            self.advance()
+            self.expect_op(">", "syntax error: expected '>' after 'block<cooperative'.")
+        pl = ast.PLevel(names, tuple_name, bounds, is_list, level, self.span_from(start))
+        pl.cooperative = cooperative
+        return pl
 
     def level(self) -> str:
         """``block``, ``group-4``, ``group`` or ``thread`` (§6.1 ``level``)."""

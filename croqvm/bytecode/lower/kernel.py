@@ -196,7 +196,7 @@ def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
             lw.names.pop()
     fs.kernels.append(kernel)
     launch = Launch(len(fs.kernels) - 1, grid, st.buffers, st.scalars, s.is_async,
-                    lw.spans.intern(s.span), st.block_reg, s.stream_param)
+                    lw.spans.intern(s.span), st.block_reg, s.stream_param, s.cooperative)
     host_b.emit("LAUNCH", host_b.add("launches", launch))
 
 
@@ -245,7 +245,7 @@ def lower_sync(lw: Lowerer, s: ast.Sync) -> None:
     if unit is None:                        # ": thread": nothing to wait for
         return
     text = "sync.shared" if s.kind == "shared" else f"sync.barrier : {s.level or 'block'}"
-    lw.b.emit("BARRIER", coll_site(lw, text, unit))
+    lw.b.emit("GRID_SYNC" if s.grid else "BARRIER", coll_site(lw, text, unit))
 
 
 def lower_named_barrier(lw: Lowerer, s: ast.NamedBarrier) -> None:

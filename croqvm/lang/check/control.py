@@ -75,6 +75,9 @@ def check_sync(ck, s: ast.Sync):
         ck.error(s.span, f"'sync.{s.kind}' must be inside parallel-by.")
     if s.kind in ("barrier", "fence") and s.level not in _SYNC_LEVELS:
         ck.error(s.span, f"'sync.{s.kind}' needs a level: block, group-4, group or thread.")
+    # Croqtile: cooperative-launch.md; lib/semacheck.cpp
+    s.grid = s.kind == "barrier" and s.level == "block" and ck.in_parallel and \
+        ck.parallels[0].cooperative
 
 
 def check_named_barrier(ck, s: ast.NamedBarrier):

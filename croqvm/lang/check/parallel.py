@@ -56,6 +56,12 @@ def check_parallel(ck, p: ast.Parallel):
         p.kinds = ["thread"] * len(p.levels)
     if not kernel and p.is_async:
         ck.error(p.span, "inner parallel-by level can not be asynchronous.")
+    for pl, kind in zip(p.levels, p.kinds):
+        if pl.cooperative and (kind != "block" or not kernel):
+            ck.warning(pl.span, "'cooperative' annotation is only valid on block-level "
+                                "parallel-by; ignoring.")
+        elif pl.cooperative:
+            p.cooperative = True
     if p.stream is not None:
         sym = ck.lookup(p.stream)
         if sym is None or sym.kind != "stream":
