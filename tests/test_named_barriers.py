@@ -291,3 +291,20 @@ def test_a_write_after_the_arrival_races_with_the_waiters_read():
     assert report.splitlines()[0] == (
         "bar.co:11:9: runtime error: data race on shared 'buf' element (63): read here, "
         "written at bar.co:8:9; no barrier or event orders them.")
+
+
+# ------------------------------------------------------------------------ generated CUDA
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+def test_generated_named_barriers_compile_for_the_gpu(arch):
+    """barrier.arrive and barrier.sync with register operands, through the runtime's
+    cq_arrive_named and cq_sync_named, build with nvcc for both flavours."""
+    from croqvm.cuda import compile as cc
+    from croqvm.cuda.emit import emit
+    if engines._active[-1] != "python":
+        pytest.skip("built once, not per engine")
+    if cc.shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    text = emit(compile_src(HANDOFF).module, arch=arch).text
+    assert "cq_arrive_named(" in text and "cq_sync_named(" in text
+    assert cc.build(text, arch).read_bytes()[:4] == b"\x7fELF"
