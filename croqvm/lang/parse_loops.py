@@ -63,6 +63,11 @@ class LoopParser:
             return "group-4"
         if t.kind == KEYWORD and t.value in LEVELS:
             return str(self.advance().value)
+        if t.is_kw("cluster"):
+            self.fail("'cluster' parallel-by levels (blocks of a thread block cluster) are not "
+                      "supported by croqvm yet.",
+                      hint="drop the 'cluster' level and compute its indices from the "
+                           "block indices (the blocks of a cluster are consecutive)")
         self.fail(f"syntax error: unexpected {t.describe()}, expecting {alternatives(LEVELS)}.")
 
     def _split_group4(self) -> bool:
