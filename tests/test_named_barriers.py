@@ -256,6 +256,12 @@ def _errors(body: str) -> list[str]:
       "multiple of 32 and at most 1024. [a warp arrives for all of its 32 threads: count "
       "the threads of the warps that reach the barrier]"]),
     ("parallel t by 32 : thread __bar_sync(n, n * 32);", []),
+    ("parallel t by 64 : thread __bar_sync(n, 128);",
+     ["2:41: '__bar_sync' waits for 128 threads, but a block of this kernel has 64. [count "
+      "the threads (32 per warp) of the warps that reach the barrier; this kernel's blocks "
+      "have 2 warps]"]),
+    ("parallel t by 48 : thread __bar_sync(n, 64);", []),       # 2 warps, the second partial
+    ("parallel t by n : thread __bar_sync(1, 1024);", []),      # the block size is not known
 ])
 def test_static_errors(body, expected):
     assert _errors(body) == expected

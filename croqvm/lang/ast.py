@@ -356,6 +356,7 @@ class Parallel(Stmt):
     is_kernel = False
     stream_param = -1        # the parameter index of ``stream``, once checked
     cooperative = False      # a kernel whose block level is ``block<cooperative>``
+    named_counts = ()        # a kernel's named barriers with a constant count: (stmt, count)
 
 
 @dataclass

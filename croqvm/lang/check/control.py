@@ -105,6 +105,9 @@ def check_named_barrier(ck, s: ast.NamedBarrier):
                                  f"{NAMED_BARRIERS - 1}.",
                  "barrier 0 is the block barrier of 'sync.shared' and of the barriers croqvm "
                  "inserts" if bar_id == 0 else None)
+    if isinstance(count, int) and ck.in_parallel:
+        kernel = ck.parallels[0]
+        kernel.named_counts = kernel.named_counts + ((s, count),)
     if isinstance(count, int) and (count <= 0 or count % WARP_SIZE or count > MAX_BLOCK_SIZE):
         ck.error(s.args[1].span, f"'{name}' can not wait for {count} threads: the count must "
                                  f"be a positive multiple of {WARP_SIZE} and at most "

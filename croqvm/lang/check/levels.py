@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from croqvm.lang import ast
-from croqvm.limits import MAX_BLOCK_SIZE, TOO_MANY_THREADS, UNIT_OF_LEVEL
+from croqvm.limits import MAX_BLOCK_SIZE, TOO_MANY_THREADS, UNIT_OF_LEVEL, WARP_SIZE
 from croqvm.lang.types import Mdspan
 
 from .consteval import const_value
@@ -179,3 +179,17 @@ def check_kernel_sizes(ck, kernel: ast.Parallel, nodes: list[LevelNode]):
     if known and max(known) > MAX_BLOCK_SIZE:
         ck.error(kernel.span, TOO_MANY_THREADS,
                  hint=f"this kernel needs {max(known)} threads per block")
+    elif known and len(known) == len(sizes):
+        _check_named_counts(ck, kernel, -(-max(known) // WARP_SIZE) * WARP_SIZE)
+
+
+def _check_named_counts(ck, kernel: ast.Parallel, threads: int):
+    """§6.8: a constant named-barrier count within the block's warps, when its size is
+    known."""
+    for s, count in kernel.named_counts:
+        if WARP_SIZE <= count <= MAX_BLOCK_SIZE and count % WARP_SIZE == 0 and count > threads:
+            name = "__bar_arrive" if s.arrive else "__bar_sync"
+            ck.error(s.args[1].span, f"'{name}' waits for {count} threads, but a block of "
+                                     f"this kernel has {threads}.",
+                     f"count the threads (32 per warp) of the warps that reach the barrier; "
+                     f"this kernel's blocks have {threads // WARP_SIZE} warps")
