@@ -49,6 +49,7 @@ def resident_blocks(block_size: int) -> int:
     return SM_COUNT * min(SM_BLOCKS, SM_THREADS // threads)
 
 
+MAX_CLUSTER = 8                    # blocks per thread block cluster (CUDA's portable size)
 MAX_GRID = (2**31 - 1, 65535, 65535)   # blocks per grid dimension x, y, z (CUDA)
 GRID_LIMIT_TAIL = (f"more than CUDA's limit of {{limit}} blocks (dimension 0, x, allows "
                    f"{MAX_GRID[0]}; dimensions 1 and 2, y and z, allow {MAX_GRID[1]}).")

@@ -211,8 +211,3 @@ def test_only_cooperative_goes_between_the_brackets():
         "2:25: syntax error: unexpected 'resident', expecting 'cooperative' in "
         "'block<cooperative>'."]
 
-
-def test_a_cluster_level_is_refused_by_name():
-    assert _diags("parallel c by 2 : cluster { parallel b by 4 : block { } }", "error") == [
-        "2:19: 'cluster' parallel-by levels (blocks of a thread block cluster) are not "
-        "supported by croqvm yet."]

@@ -6,7 +6,7 @@ from . import ast
 from .parse_base import alternatives
 from .tokens import GROUP4, INT, KEYWORD, NAME
 
-LEVELS = ("block", "group-4", "group", "thread")
+LEVELS = ("cluster", "block", "group-4", "group", "thread")
 
 
 class LoopParser:
@@ -21,7 +21,13 @@ class LoopParser:
             form = "parallel.async<s>" if is_async else "parallel<s>"
             self.expect_op(">", f"syntax error: expected '>' after the stream of '{form}'.")
         levels = self.comma_list(self._plevel)
-        return ast.Parallel(is_async, stream, levels, self.body(), self.span_from(start))
+        body = self.body()
+        inner = _only_parallel(body)
+        if levels[-1].level == "cluster" and inner is not None and not inner.is_async \
+                and inner.stream is None:
+            # one statement of the levels, as 'parallel c by C : cluster, b by B : block'
+            levels, body = levels + inner.levels, inner.body
+        return ast.Parallel(is_async, stream, levels, body, self.span_from(start))
 
     def _plevel(self) -> ast.PLevel:
         start = self.tok
@@ -63,11 +69,6 @@ class LoopParser:
             return "group-4"
         if t.kind == KEYWORD and t.value in LEVELS:
             return str(self.advance().value)
-        if t.is_kw("cluster"):
-            self.fail("'cluster' parallel-by levels (blocks of a thread block cluster) are not "
-                      "supported by croqvm yet.",
-                      hint="drop the 'cluster' level and compute its indices from the "
-                           "block indices (the blocks of a cluster are consecutive)")
         self.fail(f"syntax error: unexpected {t.describe()}, expecting {alternatives(LEVELS)}.")
 
     def _split_group4(self) -> bool:
@@ -169,3 +170,10 @@ class LoopParser:
                       f"integer literal.")
         self.advance()
         return t.value
+
+
+def _only_parallel(body):
+    """The ``parallel`` statement that is all of ``body``, or None."""
+    while isinstance(body, ast.Block) and len(body.stmts) == 1:
+        body = body.stmts[0]
+    return body if isinstance(body, ast.Parallel) else None

@@ -17,7 +17,7 @@ from croqvm.lang.types import Mdspan
 from .consteval import const_value
 from .walk import nested_parallels
 
-ORDER = {"block": 0, "group-4": 1, "group": 2, "thread": 3}  # outer -> inner (§6.3.1)
+ORDER = {"cluster": -1, "block": 0, "group-4": 1, "group": 2, "thread": 3}  # outer -> inner
 DEFAULT_ROWS = {1: ("thread",), 2: ("block", "thread"), 3: ("block", "group", "thread")}
 MAX_DEPTH = 3
 
@@ -90,6 +90,15 @@ def _check_order(ck, nodes) -> bool:
     """§6.3.1: levels strictly descend along every path; no 'group' in 'group-4'."""
     ok = True
     for n in nodes:
+        if n.kind == "cluster" and (n.parent is not None or len(n.children) != 1 or
+                                    n.children[0].kind != "block" or
+                                    n.children[0].parallel is not n.parallel):
+            ck.error(n.plevel.span, "a 'cluster' level must be the outermost level of a "
+                                    "kernel, directly around its 'block' level.",
+                     "write 'parallel c by C : cluster, b by B : block { ... }', or a "
+                     "'cluster' parallel-by whose body is only the 'block' one")
+            ok = False
+            continue
         if n.parent is None:
             continue
         outer, inner = n.parent.kind, n.kind

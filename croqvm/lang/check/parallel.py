@@ -1,8 +1,10 @@
 """``parallel`` and ``inthreads`` statements (LANGUAGE.md §6.2, §6.3, §6.7)."""
 from __future__ import annotations
 
+import math
+
 from croqvm.lang import ast
-from croqvm.limits import GRID_LIMIT_TAIL, MAX_GRID, MAX_INT
+from croqvm.limits import GRID_LIMIT_TAIL, MAX_CLUSTER, MAX_GRID, MAX_INT
 
 from . import levels
 from .binders import bound_items, declare_indices
@@ -43,6 +45,11 @@ def _check_bounds(ck, pl: ast.PLevel, kind: str, items):
         elif kind == "block" and i < len(MAX_GRID) and value > MAX_GRID[i]:
             ck.error(expr.span, f"{subject} is {value}: " +
                      GRID_LIMIT_TAIL.format(limit=MAX_GRID[i]))
+    sizes = [const_value(e) for e, d, _ in items if isinstance(d, int)]
+    if kind == "cluster" and all(isinstance(v, int) for v in sizes) and \
+            math.prod(sizes) > MAX_CLUSTER:
+        ck.error(pl.span, f"a cluster of {math.prod(sizes)} blocks is more than the "
+                          f"{MAX_CLUSTER} a cluster may have.")
 
 
 def _parallel_bound_message(ty):
