@@ -117,6 +117,39 @@ def test_a_count_of_two_warps_leaves_the_others_free():
                                                 "passing 64"]
 
 
+# Warp specialisation as Croqtile kernels write it: warpgroup 0 fills a buffer and arrives
+# at barrier 5, warpgroup 1 waits there, reads, and hands the buffer back at barrier 6
+# (256 threads each). Round k reads buf[127 - t] = 1000 k + 127 - t.
+PINGPONG = """
+    __co__ void pingpong(global s32 [4, 128] out) {
+      parallel p by 1 : block {
+        shared s32 [128] buf;
+        parallel g by 2 : group-4, t by 128 : thread {
+          foreach k in [4] {
+            inthreads.async (g == 0) {
+              buf.at(t) = k * 1000 + t;
+              __bar_arrive(5, 256);
+              __bar_sync(6, 256);
+            }
+            inthreads.async (g == 1) {
+              __bar_sync(5, 256);
+              out.at(k, t) = buf.at(127 - t);
+              __bar_arrive(6, 256);
+            }
+          }
+        }
+      }
+    }
+"""
+
+
+def test_two_warpgroups_hand_a_buffer_back_and_forth():
+    out = np.zeros((4, 128), np.int32)
+    run(PINGPONG, "pingpong", out)
+    k, t = np.meshgrid(np.arange(4), np.arange(128), indexing="ij")
+    np.testing.assert_array_equal(out, k * 1000 + 127 - t)
+
+
 # ------------------------------------------------------------------------ runtime errors
 
 IDS = """
@@ -283,6 +316,9 @@ def test_a_barrier_orders_what_its_arrivals_did_before_it():
         pytest.skip("race checking runs on the Python engine")
     assert _race_report(HANDOFF, "handoff") is None
     assert _race_report(ROUNDS, "rounds") is None
+    out = np.zeros((4, 128), np.int32)
+    compile_src(PINGPONG).run("pingpong", out, engine="python", check="race",
+                              out=io.StringIO())
 
 
 def test_a_write_after_the_arrival_races_with_the_waiters_read():
