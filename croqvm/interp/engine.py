@@ -22,7 +22,7 @@ import numpy as np
 from ..bytecode.opcodes import GRID_SYNC, SPAN, TABLE
 from ..errors import CroqvmError
 from ..faults import Fault, Kind, LaneFault
-from ..limits import MAX_BLOCK_SIZE, MAX_GRID, resident_blocks
+from ..limits import MAX_BLOCK_SIZE, MAX_GRID, WARP_SIZE, resident_blocks
 from ..numerics import convert
 from . import access, alu, control, diagnose, dma, mma, output, sync
 from .machine import Block
@@ -266,7 +266,8 @@ def _run_cooperative(call, start, grid, size: int) -> None:
         site = first.prog.ins[ip][1]
         if started < total:
             raise diagnose.fault(first, Kind.GRID_RESIDENT,
-                                 (site, total, resident_max, -(-size // 32) * 32), lane, ip)
+                                 (site, total, resident_max, -(-size // WARP_SIZE) * WARP_SIZE),
+                                 lane, ip)
         if finished is not None:
             raise diagnose.fault(first, Kind.GRID_FINISHED, (site, finished.index), lane, ip)
         state.gen += 1
