@@ -64,6 +64,13 @@ class NamedBarrierView:
 
 
 @dataclass(frozen=True)
+class GridWaitView:
+    """A warp blocked at ``GRID_SYNC`` (instruction ``ip``), waiting for the other blocks
+    of its cooperative launch."""
+    ip: int
+
+
+@dataclass(frozen=True)
 class WarpView:
     """One warp: its state (READY, BLOCKED, DONE), the instruction it is at, its active
     and live (not terminated) lanes, its open frames (outermost first), and for a blocked

@@ -73,6 +73,8 @@ class Kind(IntEnum):
     BAR_ID = 47
     BAR_COUNT = 48
     BAR_COUNT_DIFFERS = 49
+    GRID_FINISHED = 50
+    GRID_RESIDENT = 51
 
 
 class LaneFault(Exception):

@@ -36,6 +36,20 @@ UNIT_OF_LEVEL = {u.level: u for u in UNITS}
 UNIT_OF_LANES = {u.lanes: u for u in UNITS}
 LEVEL_LANES = {**{u.level: u.lanes for u in UNITS}, "thread": 1}   # lanes of one instance
 
+# The device whose residency bounds a cooperative launch (§7.1.4): an H100 SXM, 132 SMs of
+# at most 2048 threads and 32 blocks each.
+SM_COUNT = 132
+SM_THREADS = 2048
+SM_BLOCKS = 32
+
+
+def resident_blocks(block_size: int) -> int:
+    """How many blocks of ``block_size`` lanes (whole warps) the device holds at once."""
+    threads = -(-block_size // WARP_SIZE) * WARP_SIZE
+    return SM_COUNT * min(SM_BLOCKS, SM_THREADS // threads)
+
+
+MAX_CLUSTER = 8                    # blocks per thread block cluster (CUDA's portable size)
 MAX_GRID = (2**31 - 1, 65535, 65535)   # blocks per grid dimension x, y, z (CUDA)
 GRID_LIMIT_TAIL = (f"more than CUDA's limit of {{limit}} blocks (dimension 0, x, allows "
                    f"{MAX_GRID[0]}; dimensions 1 and 2, y and z, allow {MAX_GRID[1]}).")

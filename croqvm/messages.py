@@ -163,6 +163,13 @@ TEMPLATES = {
     Kind.BAR_COUNT_DIFFERS: _t("site:coll id:int count:int other:int", "'{site}' arrives at "
                                "barrier {id} with a count of {count} threads, but the "
                                "barrier's current phase began with a count of {other}."),
+    Kind.GRID_FINISHED: _t("site:coll block:tuple", "deadlock: '{site}' waits for every block "
+                           "of the cooperative launch, but block {block} finished the kernel "
+                           "without reaching it."),
+    Kind.GRID_RESIDENT: _t("site:coll blocks:int resident:int threads:int", "deadlock: "
+                           "'{site}' waits for all {blocks} blocks of the cooperative launch, "
+                           "but at most {resident} blocks of {threads} threads are resident "
+                           "at once, and the others can not start."),
 }
 
 # The lines around a runtime error and a deadlock report (croqvm.report), by name.
@@ -192,6 +199,8 @@ REPORTS = {
     "at_named_barrier": _t("where:where statement:source barrier:int arrived:int need:int",
                            "{where} '{statement}': named barrier {barrier}: arrived "
                            "{arrived}/{need} threads"),
+    "at_grid": _t("site:coll where:where", "grid barrier '{site}' ({where}), waiting for "
+                  "the other blocks"),
     "named_barrier_short": _t("barrier:int need:int arrived:int",
                               "named barrier {barrier} waits for {need} threads, but only "
                               "{arrived} arrived before every warp was blocked or done: the "

@@ -12,8 +12,8 @@ engine and a C engine print the same text.
 """
 from __future__ import annotations
 
-from .blockview import BLOCKED, DONE, BlockView, EventWaitView, NamedBarrierView, \
-    RendezvousView
+from .blockview import BLOCKED, DONE, BlockView, EventWaitView, GridWaitView, \
+    NamedBarrierView, RendezvousView
 from .bytecode.opcodes import BY_NAME, SPAN, WIDTH
 from .diagnostics import Diagnostic, render
 from .errors import KernelFault
@@ -74,6 +74,8 @@ def _waiting(cx: Context, wait) -> str:
         return report("at_event", (_span(code, wait.ip), _span(code, wait.ip),
                                    (wait.event, wait.slot), wait.completed, wait.arrivals,
                                    wait.need, wait.generation), cx)
+    if isinstance(wait, GridWaitView):
+        return report("at_grid", (code.code[wait.ip * WIDTH + 1], _span(code, wait.ip)), cx)
     if isinstance(wait, NamedBarrierView):
         return report("at_named_barrier", (_span(code, wait.ip), _span(code, wait.ip),
                                            wait.barrier, wait.arrived, wait.need), cx)

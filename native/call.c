@@ -10,6 +10,7 @@
 #include "cq_engine.h"
 
 int cq_run_block(cq_block *blk);
+static void coop_end(cq_call *call);
 int cq_step(cq_block *blk, cq_warp *w, const cq_ins *ins, int n);
 
 /* ------------------------------------------------------------------ faults */
@@ -355,6 +356,15 @@ int cq_op_launch(cq_warp *w, const cq_ins *ins)
     call->launch = L;
     call->launching = 1;
     call->serial = 0;
+    call->coop = L->cooperative && K->code.grid_sync;
+    if (call->coop) {
+        int64_t threads = (size + CQ_WARP - 1) / CQ_WARP * CQ_WARP;
+        int64_t per_sm = CQ_SM_THREADS / threads < CQ_SM_BLOCKS ? CQ_SM_THREADS / threads
+                                                                : CQ_SM_BLOCKS;
+        call->coop_max = CQ_SM_COUNT * per_sm;
+        call->coop_started = call->coop_i = 0;
+        call->finished_number = -1;
+    }
     call->launches++;
     call->block_number = 0;
     call->blocks = 1;
@@ -405,6 +415,7 @@ void cq_call_free(cq_call *call)
         return;
     if (call->pool)
         cq_pool_abandon(call);
+    coop_end(call);
     cq_block_free(call->blk);
     cq_block_free(call->host);
     for (int k = 0; k < call->prog->nkernels; k++)
@@ -448,6 +459,107 @@ int cq_bind(cq_call *call, int32_t slot, void *data, int32_t ndim, const int64_t
     return 0;
 }
 
+/* ------------------------------------------------------------------ cooperative launches */
+
+/* The next block in row-major order becomes resident (croqvm/interp/engine.py
+ * _run_cooperative decides the same). */
+static int coop_admit(cq_call *call)
+{
+    call->blocks_run++;
+    call->block_start = call->steps;
+    cq_block *blk = cq_block_begin(call, call->cursor);
+    if (!blk)
+        return CQ_ST_FAULT;
+    blk->number = call->coop_started++;
+    next_index(call);
+    call->resident = realloc(call->resident, sizeof(cq_block *) * (size_t)(call->nresident + 1));
+    if (!call->resident)
+        abort();
+    call->resident[call->nresident++] = blk;
+    return CQ_ST_OK;
+}
+
+static void coop_end(cq_call *call)
+{
+    for (int k = 0; k < call->nresident; k++)
+        if (call->resident[k] != call->blk)
+            cq_block_free(call->resident[k]);
+    free(call->resident);
+    call->resident = NULL;
+    call->nresident = 0;
+    call->coop = 0;
+}
+
+/* A cooperative launch with a grid barrier (§7.1.4): as many blocks as the device holds
+ * are resident; each in turn runs until done (the next block starts in its place) or
+ * parked at the grid barrier; when all are parked, the barrier releases them if the
+ * whole grid is resident and no block finished, else it is a deadlock reported at the
+ * grid barrier of the first parked block. CQ_ST_SLICE, CQ_ST_FAULT or CQ_ST_DONE. */
+static int run_cooperative(cq_call *call)
+{
+    if (call->coop_started == 0)       /* the launch begins: its first wave */
+        while (call->coop_started < call->blocks && call->coop_started < call->coop_max)
+            if (coop_admit(call) != CQ_ST_OK)
+                return CQ_ST_FAULT;
+    for (;;) {
+        if (call->coop_i < call->nresident) {
+            cq_block *blk = call->resident[call->coop_i];
+            call->blk = blk;
+            call->block_number = blk->number;
+            int st = cq_run_block(blk);
+            if (st == CQ_ST_SLICE)
+                return st;
+            if (st == CQ_ST_PARKED) {
+                call->coop_i++;
+                continue;
+            }
+            if (st != CQ_ST_DONE || cq_check_kernel_end(blk) != CQ_ST_OK)
+                return CQ_ST_FAULT;
+            if (call->finished_number < 0 || blk->number < call->finished_number) {
+                call->finished_number = blk->number;
+                for (int d = 0; d < 3; d++)
+                    call->finished_index[d] = blk->index[d];
+            }
+            call->blk = NULL;
+            cq_block_free(blk);
+            call->nresident--;
+            memmove(&call->resident[call->coop_i], &call->resident[call->coop_i + 1],
+                    sizeof(cq_block *) * (size_t)(call->nresident - call->coop_i));
+            if (call->coop_started < call->blocks && coop_admit(call) != CQ_ST_OK)
+                return CQ_ST_FAULT;
+            continue;
+        }
+        call->blk = NULL;
+        if (!call->nresident)
+            return CQ_ST_DONE;
+        cq_block *first = call->resident[0];
+        cq_warp *w = first->warps;
+        while (w->state != CQ_BLOCKED)
+            w++;
+        const cq_ins *ins = &first->code->ins[w->ip];
+        int lane = w->base + cq_low(w->act);
+        if (call->coop_started < call->blocks) {
+            cq_record *f = cq_fault_new(first, ins, CQ_FAULT_GRID_RESIDENT, lane);
+            cq_put(f, ins->a);
+            cq_put(f, call->blocks);
+            cq_put(f, call->coop_max);
+            cq_put(f, (first->size + CQ_WARP - 1) / CQ_WARP * CQ_WARP);
+            return CQ_ST_FAULT;
+        }
+        if (call->finished_number >= 0) {
+            cq_record *f = cq_fault_new(first, ins, CQ_FAULT_GRID_FINISHED, lane);
+            int64_t index[3];
+            for (int d = 0; d < call->launch->ngrid; d++)
+                index[d] = call->finished_index[d];
+            cq_put(f, ins->a);
+            cq_put_list(f, call->launch->ngrid, index);
+            return CQ_ST_FAULT;
+        }
+        call->grid_gen++;
+        call->coop_i = 0;
+    }
+}
+
 static int fault_status(cq_call *call)
 {
     return call->internal ? CQ_RUN_INTERNAL : CQ_RUN_FAULT;
@@ -457,6 +569,16 @@ int cq_run(cq_call *call, int64_t slice_steps)
 {
     call->slice_end = call->steps + slice_steps;
     for (;;) {
+        if (call->coop) {
+            int st = run_cooperative(call);
+            if (st == CQ_ST_SLICE)
+                return CQ_RUN_SLICE;
+            if (st != CQ_ST_DONE)
+                return fault_status(call);
+            coop_end(call);
+            call->launching = 0;
+            continue;
+        }
         if (call->blk) {
             int st = cq_run_block(call->blk);
             if (st == CQ_ST_SLICE)

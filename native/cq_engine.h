@@ -50,7 +50,8 @@ enum {
 };
 
 /* Status of a handler or of a run. */
-enum { CQ_ST_OK = 0, CQ_ST_FAULT = 1, CQ_ST_LAUNCH = 2, CQ_ST_SLICE = 3, CQ_ST_DONE = 4 };
+enum { CQ_ST_OK = 0, CQ_ST_FAULT = 1, CQ_ST_LAUNCH = 2, CQ_ST_SLICE = 3, CQ_ST_DONE = 4,
+       CQ_ST_PARKED = 5 };   /* PARKED: every warp not done waits at the grid barrier */
 
 /* Warp states (croqvm/interp/warp.py). */
 enum { CQ_READY = 0, CQ_BLOCKED = 1, CQ_FINISHED = 2 };
@@ -97,7 +98,7 @@ typedef struct { int32_t n, newline; int32_t *kind, *x; } cq_print;  /* kind 0 s
 /* A C++ call: args[k] a register, or a buffer slot where pointer[k] (result -1: void). */
 typedef struct { int32_t func, result, nargs, npointer; int32_t *args, *pointer; } cq_cxxcall;
 typedef struct {
-    int32_t kernel, ngrid, nbuf, nscalar, is_async, span, block;
+    int32_t kernel, ngrid, nbuf, nscalar, is_async, span, block, cooperative;
     int32_t *grid, *buf, *scalar;   /* buf, scalar: (kernel, host) pairs */
 } cq_launch;
 
@@ -127,6 +128,7 @@ typedef struct {
     int32_t *coll_slot;     /* per instruction: its index among collective instructions, or -1 */
     int32_t ncoll_ins;
     int32_t depth;          /* deepest IF/LOOP nesting */
+    int32_t grid_sync;      /* 1 when a GRID_SYNC instruction is in the code */
     int32_t prints;         /* 1 when a PRINT instruction is in the code */
 } cq_code;
 
@@ -198,7 +200,8 @@ typedef struct cq_warp {
     int32_t pc, ip, state, hold;
     int32_t nstack;
     cq_frame *stack;
-    int32_t blocker;        /* 0 none, 1 collectives (rdv), 2 event wait, 3 named barrier */
+    int32_t blocker;        /* 0 none, 1 collectives (rdv), 2 event wait, 3 named barrier,
+                             * 4 grid barrier */
     int32_t nrdv;
     int32_t rdv[CQ_WARP];
     int32_t ev, ev_span, ev_n;
@@ -207,7 +210,8 @@ typedef struct cq_warp {
     int64_t ev_gen[CQ_WARP];     /* ... generation each waiting lane waits for */
     int64_t *counts;        /* per collective instruction, per lane: executions (§7.4.3) */
     int32_t bar;            /* BAR_SYNC: the named barrier it waits at ... */
-    int64_t bar_phase;      /* ... and the phase it arrived in */
+    int64_t bar_phase;      /* ... and the phase it arrived in; GRID_SYNC: the grid
+                             * barrier's generation it waits to see released */
 } cq_warp;
 
 typedef struct {
@@ -265,6 +269,7 @@ typedef struct cq_block {
      * arrival), the threads arrived in it, the phases completed */
     int32_t bar_count[CQ_NAMED_BARRIERS], bar_arrived[CQ_NAMED_BARRIERS];
     int64_t bar_phases[CQ_NAMED_BARRIERS];
+    int64_t number;         /* row-major number in its launch */
 } cq_block;
 
 typedef struct cq_call {
@@ -286,6 +291,14 @@ typedef struct cq_call {
     struct cq_pool *pool;   /* the launch's blocks running on threads (pool.c), or NULL */
     void *kg_lock;          /* a pthread mutex while blocks run at once, else NULL */
     int32_t serial;         /* the launch runs serially: again, after its pool failed */
+    /* a cooperative launch with a grid barrier (§7.1.4): its resident blocks in start
+     * order, the one running, how many started, the lowest-numbered finished one */
+    int32_t coop;
+    cq_block **resident;
+    int32_t nresident, coop_i;
+    int64_t coop_started, coop_max, grid_gen;
+    int64_t finished_number;
+    int32_t finished_index[3];
     /* output */
     char *out;
     size_t nout, capout;
@@ -382,6 +395,7 @@ int cq_op_wait_event_at(cq_warp *w, const cq_ins *ins);
 int cq_event_pending(const cq_block *blk, const cq_warp *w, int k, int64_t *gen);
 int cq_op_fut_bind(cq_warp *w, const cq_ins *ins);
 int cq_op_named_barrier(cq_warp *w, const cq_ins *ins);
+int cq_op_grid_sync(cq_warp *w, const cq_ins *ins);
 int cq_op_mma(cq_warp *w, const cq_ins *ins);
 int cq_op_frag_elem(cq_warp *w, const cq_ins *ins);
 int cq_op_print(cq_warp *w, const cq_ins *ins);

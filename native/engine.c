@@ -172,6 +172,7 @@ static int op_other(cq_block *blk, cq_warp *w, const cq_ins *ins)
     case CQ_OP_WAIT_EVENT_AT: return cq_op_wait_event_at(w, ins);
     case CQ_OP_FUT_BIND: return cq_op_fut_bind(w, ins);
     case CQ_OP_BAR_SYNC: case CQ_OP_BAR_ARRIVE: return cq_op_named_barrier(w, ins);
+    case CQ_OP_GRID_SYNC: return cq_op_grid_sync(w, ins);
     case CQ_OP_MMA_FILL: case CQ_OP_MMA_LOAD: case CQ_OP_MMA_EXEC: case CQ_OP_MMA_STORE:
     case CQ_OP_MMA_STORE_MASK: case CQ_OP_MMA_ASYNC: case CQ_OP_MMA_WAIT:
         return cq_op_mma(w, ins);
@@ -247,12 +248,19 @@ int cq_run_block(cq_block *blk)
         if (blk->cur < 0) {
             cq_warp *w = pick(blk);
             if (!w) {
+                int left = 0, at_grid = 0;
                 for (int k = 0; k < blk->nwarps; k++)
                     if (blk->warps[k].state != CQ_FINISHED) {
-                        cq_fault_new(blk, NULL, CQ_DEADLOCK, -1);
-                        return CQ_ST_FAULT;
+                        left++;
+                        at_grid += blk->warps[k].state == CQ_BLOCKED &&
+                                   blk->warps[k].blocker == 4;
                     }
-                return CQ_ST_DONE;
+                if (!left)
+                    return CQ_ST_DONE;
+                if (at_grid == left)
+                    return CQ_ST_PARKED;
+                cq_fault_new(blk, NULL, CQ_DEADLOCK, -1);
+                return CQ_ST_FAULT;
             }
             blk->released = 0;
             blk->cur = blk->last = w->index;

@@ -252,6 +252,7 @@ static void rd_code(reader *r, cq_code *code)
         l->is_async = (int32_t)rd(r);
         l->span = (int32_t)rd(r);
         l->block = (int32_t)rd(r);
+        l->cooperative = (int32_t)rd(r);
         l->grid = rd_counted(r, &l->ngrid);
         l->buf = rd_counted(r, &n);
         l->nbuf = n / 2;
@@ -297,6 +298,7 @@ static void rd_code(reader *r, cq_code *code)
         if (depth > code->depth)
             code->depth = depth;
         code->prints |= op == CQ_OP_PRINT;
+        code->grid_sync |= op == CQ_OP_GRID_SYNC;
     }
 }
 

@@ -409,6 +409,8 @@ int cq_runnable(cq_warp *w)
                 ready &= w->blk->rdvs[w->rdv[k]].done;
         } else if (w->blocker == 3) {
             ready = w->blk->bar_phases[w->bar] > w->bar_phase;
+        } else if (w->blocker == 4) {
+            ready = w->blk->call->grid_gen > w->bar_phase;
         } else {
             ready = event_ready(w->blk, w);
         }
@@ -629,10 +631,11 @@ static int warp_uniform(cq_warp *w, const cq_ins *ins, int r, int label, int32_t
 /* BAR_SYNC and BAR_ARRIVE: the warp, with every live lane of its collective set active,
  * arrives for its 32 threads at barrier R[a] with count R[b]; the arrival that reaches
  * the count completes the phase; BAR_SYNC then waits for its phase. */
-int cq_op_named_barrier(cq_warp *w, const cq_ins *ins)
+/* The active lanes of ``w`` arrive at a statement of site ``coll`` as a whole warp: each
+ * a participant, no live participant of the warp missing (§7.4.4). */
+static int arrive_converged(cq_warp *w, const cq_ins *ins, int coll)
 {
     cq_block *blk = w->blk;
-    int coll = ins->c;
     const cq_lanes *inset = &blk->lanesets[blk->code->coll[coll].laneset];
     uint32_t outside = w->act & ~inset->w[w->index];
     if (outside) {
@@ -642,7 +645,14 @@ int cq_op_named_barrier(cq_warp *w, const cq_ins *ins)
         cq_put(f, coll);
         return CQ_ST_FAULT;
     }
-    if (check_converged(w, ins, coll, inset, 0, 0, 0) != CQ_ST_OK)
+    return check_converged(w, ins, coll, inset, 0, 0, 0);
+}
+
+int cq_op_named_barrier(cq_warp *w, const cq_ins *ins)
+{
+    cq_block *blk = w->blk;
+    int coll = ins->c;
+    if (arrive_converged(w, ins, coll) != CQ_ST_OK)
         return CQ_ST_FAULT;
     int32_t id, count;
     if (warp_uniform(w, ins, ins->a, CQ_LABEL_BARRIER, &id) != CQ_ST_OK ||
@@ -684,6 +694,18 @@ int cq_op_named_barrier(cq_warp *w, const cq_ins *ins)
         w->bar = id;
         w->bar_phase = phase;
     }
+    return CQ_ST_OK;
+}
+
+/* GRID_SYNC (§7.1.4): the warp's participant lanes wait until the launch releases the
+ * grid barrier's current generation (call.c runs cooperative launches). */
+int cq_op_grid_sync(cq_warp *w, const cq_ins *ins)
+{
+    if (arrive_converged(w, ins, ins->a) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    w->state = CQ_BLOCKED;
+    w->blocker = 4;
+    w->bar_phase = w->blk->call->grid_gen;
     return CQ_ST_OK;
 }
 

@@ -34,7 +34,8 @@ CASES = [
     ("  parallel [4] {}", [f"2:12: {SE}unexpected '[', expecting 'by', '{{' or a name."]),
     ("  parallel p 4 {}", [f"2:13: {SE}expected 'by' after the parallel variables."]),
     ("  parallel p by 4 : warp {}",
-     [f"2:21: {SE}unexpected 'warp', expecting 'block', 'group-4', 'group' or 'thread'."]),
+     [f"2:21: {SE}unexpected 'warp', expecting 'cluster', 'block', 'group-4', 'group' or"
+     " 'thread'."]),
     ("  parallel.async<> p by 4 {}", [f"2:18: {SE}unexpected '>', expecting the name of a "
                                       f"'stream' parameter."]),
     ("  x = 1\n  y = 2;", [f"2:8: {SE}expected ';' after the statement."]),

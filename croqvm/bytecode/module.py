@@ -313,6 +313,8 @@ class Launch:
     block: int = -1                       # s32 host register: lanes per block, or -1
     stream: int = -1                      # parallel<s>: the index of stream parameter s;
                                           # -1: the default stream (§14.2)
+    cooperative: bool = False             # block<cooperative>: all blocks resident at
+                                          # once, as GRID_SYNC needs (§7.1.4)
 
 
 @dataclass

@@ -364,6 +364,11 @@ _ROWS = (
     _op("BAR_ARRIVE", ("r", "r", "c"), "the warp arrives at named barrier R[a] as BAR_SYNC "
         "does, without waiting", types=("index", "index"), faults=_BAR_FAULTS,
         kernel_only=True),
+    # --- cooperative launches (§7.1.4)
+    _op("GRID_SYNC", ("c",), "grid barrier: the participants of site a in every block of the "
+        "cooperative launch meet; a block finished before it, or one that can not be "
+        "resident while the others wait, is a deadlock", _COLL,
+        faults=_COLL_FAULTS + (K.GRID_FINISHED, K.GRID_RESIDENT)),
 )
 
 TABLE = tuple(Op(code, name, operands, meaning, **fields)
@@ -378,7 +383,7 @@ assert all(len(op.operands) <= MAX_OPERANDS for op in TABLE)
  BARRIER, FENCE, TRIGGER, WAIT_EVENT, SYNC_GLOBAL, MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE,
  PRINT, ASSERT, ASSERT_FMT, LAUNCH, RET, RET_VAL, RET_BUF, WAIT_EVENT_AT, FUT_BIND, MMA_ASYNC,
  MMA_WAIT, MMA_STORE_MASK, FRAG_GET, FRAG_SET, SHFL_XOR, MMA_GATHER, ASM, CALL_CXX, MATH,
- ATOMIC, BAR_SYNC, BAR_ARRIVE) = range(len(TABLE))
+ ATOMIC, BAR_SYNC, BAR_ARRIVE, GRID_SYNC) = range(len(TABLE))
 
 # Binary ALU opcodes in operator order: UPDATE's immediate names one of these.
 BINARY_ALU = (ADD, SUB, MUL, DIV, MOD, MIN, MAX, AND, OR, XOR, SHL, SHR)

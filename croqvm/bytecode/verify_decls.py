@@ -32,7 +32,7 @@ from croqvm.numerics import round_to
 from croqvm.limits import MAX_REGISTERS
 
 from .module import DYNAMIC, SWIZZLES, BaseKind, DmaOp, L2Hint, ParamKind, PieceKind, Storage
-from .opcodes import WIDTH
+from .opcodes import GRID_SYNC, WIDTH
 from .verify_base import (CodeCtx, Where, base_rank, base_storage, buffer_rank, check_unit,
                           element_dtype, extents_text, future_text, known_extents, label,
                           lookup, want_reg)
@@ -322,6 +322,10 @@ def _launch(cx, at, n, launch):
                     "expected the same dtype, each kernel register once")
         set_regs.add(kreg)
     want_span(cx, at, launch.span)
+    if not launch.cooperative and any(
+            kcode.code[i] == GRID_SYNC for i in range(0, len(kcode.code), WIDTH)):
+        at.fail(f"launches kernel {launch.kernel}, which has a grid barrier (GRID_SYNC), "
+                "without cooperative")
     if launch.stream != -1:
         params = cx.fn.params
         if not 0 <= launch.stream < len(params) or \

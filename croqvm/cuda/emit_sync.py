@@ -21,6 +21,7 @@ from ..limits import NAMED_BARRIERS, WARP_SIZE
 from ..messages import print_registers
 from . import cnum
 from .emit_kernel import bulk_load
+from .emit import span_of
 from .emit_ops import allocate, buffer_instance, future_view
 
 
@@ -93,9 +94,9 @@ def op_barrier(k, ins, ip):
 
 def op_named_barrier(k, ins, ip):
     """``__bar_sync`` / ``__bar_arrive`` (§6.8): barrier.sync / barrier.arrive, after the
-    checks of the id and the count that the engines make; what the engines also check
-    across lanes (a warp all there, one count per phase) the CPU runtime checks as misuses
-    of the barrier."""
+    checks of the id and the count that the engines make; a count mixed within a phase is
+    reported by the CPU runtime (a GPU leaves it to the hardware), and a warp not all there
+    or split over two barriers is left to the barrier itself."""
     _, a, b, c = ins[:4]
     k.line("{", ins)
     k.depth += 1
@@ -105,10 +106,21 @@ def op_named_barrier(k, ins, ip):
     k.fault(f"r{b} <= 0 || r{b} % {WARP_SIZE} || r{b} > limit", Kind.BAR_COUNT, ins, ip,
             (f"(long long)r{b}", "(long long)limit"),
             lambda args, refs, c=c: (c, int(args[0]), int(args[1])))
-    call = "cq_arrive_named" if k.ins[ip][0] == BAR_ARRIVE else "cq_sync_named"
-    k.line(f"{call}(r{a}, r{b}, {wait_site(k, ins, ip, k.code.colls[c].text)});", ins)
+    call = "cq_bar_arrive" if k.ins[ip][0] == BAR_ARRIVE else "cq_bar_sync"
+    mixed = k.site(Kind.BAR_COUNT_DIFFERS, ip, span_of(ins),
+                   lambda args, refs, c=c: (c, int(args[0]), int(args[1]), int(args[2])))
+    k.line(f"if (!{call}(r{a}, r{b}, {wait_site(k, ins, ip, k.code.colls[c].text)}, "
+           f"{mixed})) cq_leave();", ins)
     k.depth -= 1
     k.line("}", ins)
+
+
+def op_grid_sync(k, ins, ip):
+    """A grid barrier needs a cooperative launch (cudaLaunchCooperativeKernel) and a
+    runtime that keeps every block resident; neither the launch code nor the CPU runtime,
+    which runs one block at a time, provides them yet."""
+    raise k.unsupported("a grid barrier ('sync.barrier : block' in a block<cooperative> "
+                        "launch)", ins)
 
 
 # --------------------------------------------------------------------------- ONCE (§7.2.2)
@@ -443,7 +455,7 @@ def _handlers():
         "SWAP": op_swap, "FUT_DIM": op_fut_dim, "PRINT": op_print, "ASSERT": op_assert,
         "ASSERT_FMT": op_assert_fmt, "WAIT_EVENT_AT": op_wait_event_at,
         "FUT_BIND": op_fut_bind, "BAR_SYNC": op_named_barrier,
-        "BAR_ARRIVE": op_named_barrier, **MMA,
+        "BAR_ARRIVE": op_named_barrier, "GRID_SYNC": op_grid_sync, **MMA,
     }
 
 

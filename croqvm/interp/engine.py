@@ -19,15 +19,15 @@ import math
 
 import numpy as np
 
-from ..bytecode.opcodes import SPAN, TABLE
+from ..bytecode.opcodes import GRID_SYNC, SPAN, TABLE
 from ..errors import CroqvmError
 from ..faults import Fault, Kind, LaneFault
-from ..limits import MAX_BLOCK_SIZE, MAX_GRID
+from ..limits import MAX_BLOCK_SIZE, MAX_GRID, WARP_SIZE, resident_blocks
 from ..numerics import convert
 from . import access, alu, control, cxxcall, diagnose, dma, mma, output, sync
 from .machine import Block
 from .values import returned, scalar_result
-from .warp import DONE, READY, Warp
+from .warp import BLOCKED, DONE, READY, Warp
 
 
 def op_launch(w, ins):
@@ -83,17 +83,23 @@ def prepare(blk) -> None:
         prog.steps = steps if checker is None else checker.instrument(prog, steps)
 
 
-def run_block(blk) -> None:
-    """Run every warp of ``blk`` to completion under the call's scheduler (§7.1.2)."""
+def run_block(blk) -> bool:
+    """Run every warp of ``blk`` to completion under the call's scheduler (§7.1.2): True;
+    or, in a cooperative launch, until every warp not done waits at the grid barrier:
+    False (the block is parked, §7.1.4)."""
     prepare(blk)
     sched = blk.call.scheduler
     blk.call.block = blk
     while True:
         w = sched.pick(blk)
         if w is None:
-            if any(x.state != DONE for x in blk.warps):
-                raise diagnose.deadlock(blk)
-            return
+            waiting = [x for x in blk.warps if x.state != DONE]
+            if not waiting:
+                return True
+            if all(x.state == BLOCKED and isinstance(x.blocker, sync.GridWait)
+                   for x in waiting):
+                return False
+            raise diagnose.deadlock(blk)
         blk.released = False
         _run_warp(w, sched.quantum)
 
@@ -178,7 +184,8 @@ def run_launch(hblk, index: int) -> None:
         return
     call.blocks = math.prod(grid)
     host_warp = call.warp
-    for number, block in enumerate(_row_major(grid)):
+
+    def start(number: int, block: tuple):
         call.block_number, call.block_start = number, call.steps
         call.blocks_run += 1
         blk = Block(call, prog, size, kernel=kernel, kernel_index=launch.kernel,
@@ -189,12 +196,84 @@ def run_launch(hblk, index: int) -> None:
         for w in blk.warps:
             _set_args(w, hregs)
         _start_block(blk, hregs)
-        run_block(blk)
-        try:
-            dma.check_kernel_end(blk)
-        except Fault as f:
-            raise diagnose.fault(blk, f.kind, f.operands, f.lane, -1, f.span) from None
+        blk.number = number
+        return blk
+
+    if launch.cooperative and GRID_SYNC in (ins[0] for ins in prog.ins):
+        _run_cooperative(call, start, grid, size)
+    else:
+        for number, block in enumerate(_row_major(grid)):
+            blk = start(number, block)
+            run_block(blk)
+            _end_block(blk)
     call.block, call.warp = hblk, host_warp
+
+
+def _end_block(blk) -> None:
+    try:
+        dma.check_kernel_end(blk)
+    except Fault as f:
+        raise diagnose.fault(blk, f.kind, f.operands, f.lane, -1, f.span) from None
+
+
+class GridState:
+    """The grid barrier of a cooperative launch: the generations it released."""
+
+    def __init__(self):
+        self.gen = 0
+
+
+def _run_cooperative(call, start, grid, size: int) -> None:
+    """A cooperative launch with a grid barrier (§7.1.4): as many blocks as the device
+    holds are resident, started in row-major order. Each resident block in turn runs
+    until it is done, when the next block starts in its place, or parked at the grid
+    barrier. When every resident block is parked, the barrier releases them if the whole
+    grid is resident and no block finished without reaching it; otherwise nothing can
+    move again: a deadlock, reported at the grid barrier of the first parked block."""
+    state = GridState()
+    order = enumerate(_row_major(grid))
+    total, resident_max = math.prod(grid), resident_blocks(size)
+    started, finished, resident = 0, None, []
+
+    def admit():
+        nonlocal started
+        number, block = next(order)
+        blk = start(number, block)
+        blk.grid = state
+        resident.append(blk)
+        started += 1
+
+    while started < min(total, resident_max):
+        admit()
+    while resident:
+        i = 0
+        while i < len(resident):
+            blk = resident[i]
+            call.block_number = blk.number
+            if run_block(blk):
+                _end_block(blk)
+                if finished is None or blk.number < finished.number:
+                    finished = blk
+                del resident[i]
+                if started < total:
+                    admit()
+                continue
+            i += 1
+        if not resident:
+            return
+        first = resident[0]
+        w = next(x for x in first.warps if x.state == BLOCKED)
+        lane, ip = int(w.lanes[w.act][0]), w.blocker.ip
+        site = first.prog.ins[ip][1]
+        if started < total:
+            raise diagnose.fault(first, Kind.GRID_RESIDENT,
+                                 (site, total, resident_max, -(-size // WARP_SIZE) * WARP_SIZE),
+                                 lane, ip)
+        if finished is not None:
+            raise diagnose.fault(first, Kind.GRID_FINISHED, (site, finished.index), lane, ip)
+        state.gen += 1
+        if call.checker is not None:
+            call.checker.grid_released(resident)
 
 
 def _row_major(grid: list[int]):

@@ -114,6 +114,8 @@ class Block:
         self.lanesets: list = []      # per LaneSet: bool array over the block's lanes
         self.events: list = []        # croqvm.interp.sync.EventSlots per EventDecl
         self.named = new_named_barriers()   # croqvm.interp.sync.NamedBarrier per id
+        self.grid = None              # a cooperative launch's GridState (croqvm.interp.engine)
+        self.number = 0               # row-major number in its launch
         self.rendezvous: dict = {}    # open collectives, see croqvm.interp.sync
         self.once: dict = {}          # ONCE bookkeeping, see croqvm.interp.sync
         self.frags: dict = {}         # (fragment, unit instance) -> Fragment

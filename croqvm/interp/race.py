@@ -216,6 +216,19 @@ class RaceChecker(Checker):
             self.pending.append(((first, len(self.segments) - 1), launch.stream))
         self._host_resumes(hblk)
 
+    def grid_released(self, blocks) -> None:
+        """The grid barrier of a cooperative launch released ``blocks``, every block of
+        the launch (§7.1.4): what any of them did before it is ordered before what any
+        does after it. Each goes on in a new segment, concurrent only with the segments
+        from the first of these on and with the async launches still running."""
+        first = len(self.segments)
+        _, pending = self.launch
+        for blk in blocks:
+            st = self.clocks(blk)
+            st.seq = self._new_seq(blk.launch_index, blk.index)
+            st.ranges = [(first, FOREVER)] + pending
+            st.actors = [Actor(st.seq, x, st.vc[x], st.ranges) for x in range(len(st.actors))]
+
     def sync_global(self, hblk) -> None:
         self.pending = []
         self._host_resumes(hblk)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..blockview import EventWaitView, NamedBarrierView, RendezvousView
+from ..blockview import EventWaitView, GridWaitView, NamedBarrierView, RendezvousView
 from ..bytecode.opcodes import BAR_ARRIVE, SPAN
 from ..faults import Fault, Kind, LaneFault
 from ..limits import NAMED_BARRIERS, UNIT_OF_LANES, WARP_SIZE
@@ -415,20 +415,29 @@ def _warp_uniform(w, coll: int, active, regs_labels) -> tuple:
     return tuple(out)
 
 
-def op_named_barrier(w, ins):
-    """BAR_SYNC and BAR_ARRIVE: the warp, with every live lane of its collective set
-    active, arrives for its 32 threads at barrier R[a] with count R[b]; the arrival that
-    reaches the count completes the phase; BAR_SYNC then waits for its phase."""
-    _, rid, rcount, coll = ins[:4]
+def _arrive_converged(w, coll: int):
+    """The active lanes of ``w`` arrive at a statement of collective site ``coll`` as a
+    whole warp: each is a participant, and no live participant of the warp is missing
+    (§7.4.4). Returns the active indices."""
     blk = w.blk
-    site = blk.prog.code.colls[coll]
-    inset = blk.lanesets[site.laneset]
+    inset = blk.lanesets[blk.prog.code.colls[coll].laneset]
     active = w.active_indices()
     lanes = w.lanes[active]
     if np.count_nonzero(inset[lanes]) != lanes.size:
         outside = int(lanes[~inset[lanes]][0])
         raise Fault(Kind.NOT_A_PARTICIPANT, (outside, coll), outside)
     _check_converged(w, coll, inset, 0, 0, False)
+    return active
+
+
+def op_named_barrier(w, ins):
+    """BAR_SYNC and BAR_ARRIVE: the warp, with every live lane of its collective set
+    active, arrives for its 32 threads at barrier R[a] with count R[b]; the arrival that
+    reaches the count completes the phase; BAR_SYNC then waits for its phase."""
+    _, rid, rcount, coll = ins[:4]
+    blk = w.blk
+    active = _arrive_converged(w, coll)
+    lanes = w.lanes[active]
     index, count = _warp_uniform(w, coll, active, ((rid, "barrier"), (rcount, "thread count")))
     lane = int(lanes[0])
     if not 1 <= index < NAMED_BARRIERS:       # 0: the block barrier of sync.shared
@@ -450,6 +459,33 @@ def op_named_barrier(w, ins):
         w.block_on(BarrierWait(bar, index, phase, w.ip))
 
 
+# --------------------------------------------------------------------------- grid barriers (§7.1.4)
+
+class GridWait:
+    """A warp blocked at GRID_SYNC (instruction ``ip``) until the launch's grid barrier
+    releases generation ``gen``: when every resident block waits at it and every block
+    of the grid is resident (croqvm.interp.engine runs cooperative launches)."""
+
+    def __init__(self, grid, gen: int, ip: int):
+        self.grid, self.gen, self.ip = grid, gen, ip
+
+    def ready(self) -> bool:
+        return self.grid.gen > self.gen
+
+    def wake(self) -> None:
+        """Nothing is left to do: the grid barrier released."""
+
+    def view(self) -> tuple:
+        return (GridWaitView(self.ip),)
+
+
+def op_grid_sync(w, ins):
+    """The warp's participant lanes wait at the grid barrier; a block whose warps all
+    wait there (or are done) is parked until the launch releases it."""
+    _arrive_converged(w, ins[1])
+    w.block_on(GridWait(w.blk.grid, w.blk.grid.gen, w.ip))
+
+
 def op_no_effect(w, ins):
     """FENCE and SYNC_GLOBAL: memory is sequentially consistent and every launch runs to
     completion at its LAUNCH (docs/EXECUTION.md §3), so there is nothing to order or to
@@ -460,5 +496,5 @@ HANDLERS = {
     "BARRIER": op_barrier, "ONCE": op_once, "TRIGGER": op_trigger,
     "WAIT_EVENT": op_wait_event, "FENCE": op_no_effect, "SYNC_GLOBAL": op_no_effect,
     "WAIT_EVENT_AT": op_wait_event_at,
-    "BAR_SYNC": op_named_barrier, "BAR_ARRIVE": op_named_barrier,
+    "BAR_SYNC": op_named_barrier, "BAR_ARRIVE": op_named_barrier, "GRID_SYNC": op_grid_sync,
 }

@@ -367,6 +367,7 @@ class PLevel(Node):
     level: str | None        # written level or None
     span: Span
     syms = None              # Symbols of names (and tuple name last, if any)
+    cooperative = False      # written ``: block<cooperative>`` (any level parses)
 
 
 @dataclass
@@ -390,6 +391,8 @@ class Parallel(Stmt):
     maxnreg = None           # set by the checker: the value of ``[[maxnreg]]``
     is_kernel = False
     stream_param = -1        # the parameter index of ``stream``, once checked
+    cooperative = False      # a kernel whose block level is ``block<cooperative>``
+    named_counts = ()        # a kernel's named barriers with a constant count: (stmt, count)
 
 
 @dataclass
@@ -496,6 +499,7 @@ class Sync(Stmt):
     kind: str            # "shared", "barrier", "fence", "global"
     level: str | None    # for barrier/fence
     span: Span
+    grid = False         # ``sync.barrier : block`` in a cooperative kernel: all its blocks
 
 
 @dataclass

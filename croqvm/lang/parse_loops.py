@@ -6,7 +6,7 @@ from . import ast
 from .parse_base import alternatives
 from .tokens import GROUP4, INT, KEYWORD, NAME
 
-LEVELS = ("block", "group-4", "group", "thread")
+LEVELS = ("cluster", "block", "group-4", "group", "thread")
 
 
 class LoopParser:
@@ -28,7 +28,13 @@ class LoopParser:
                           "'parallel'.", devices[0].span)
             return ast.DeviceRegion(is_async, devices[0].level[7:-1], devices[0],
                                     self.body(), self.span_from(start))
-        return ast.Parallel(is_async, stream, levels, self.body(), self.span_from(start))
+        body = self.body()
+        inner = _only_parallel(body)
+        if levels[-1].level == "cluster" and inner is not None and not inner.is_async \
+                and inner.stream is None:
+            # one statement of the levels, as 'parallel c by C : cluster, b by B : block'
+            levels, body = levels + inner.levels, inner.body
+        return ast.Parallel(is_async, stream, levels, body, self.span_from(start))
 
     def _plevel(self) -> ast.PLevel:
         start = self.tok
@@ -48,11 +54,20 @@ class LoopParser:
                       f"'{{' or a name.")
         self.expect_kw("by", "syntax error: expected 'by' after the parallel variables.")
         bounds, is_list = self._bound()
-        level = None
+        level, cooperative = None, False
         if self.accept_op(":"):
             level = self._device_level() if self.at_kw("device") and self.peek().is_op("(") \
                 else self.level()
-        return ast.PLevel(names, tuple_name, bounds, is_list, level, self.span_from(start))
+            cooperative = self.accept_op("<") is not None
+        if cooperative:
+            if self.tok.kind not in (NAME, KEYWORD) or self.tok.value != "cooperative":
+                self.fail(f"syntax error: unexpected {self.tok.describe()}, expecting "
+                          "'cooperative' in 'block<cooperative>'.")
+            self.advance()
+            self.expect_op(">", "syntax error: expected '>' after 'block<cooperative'.")
+        pl = ast.PLevel(names, tuple_name, bounds, is_list, level, self.span_from(start))
+        pl.cooperative = cooperative
+        return pl
 
     def _device_level(self) -> str:
         """``device(NAME)`` (§14.2.1), as the level text ``device(NAME)``."""
@@ -196,3 +211,10 @@ class LoopParser:
                       f"integer literal.")
         self.advance()
         return t.value
+
+
+def _only_parallel(body):
+    """The ``parallel`` statement that is all of ``body``, or None."""
+    while isinstance(body, ast.Block) and len(body.stmts) == 1:
+        body = body.stmts[0]
+    return body if isinstance(body, ast.Parallel) else None

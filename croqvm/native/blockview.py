@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import report
 from ..blockview import BLOCKED, DONE, READY, BlockView, EventWaitView, FrameView, \
-    NamedBarrierView, RendezvousView, WarpView
+    GridWaitView, NamedBarrierView, RendezvousView, WarpView
 
 STATES = (READY, BLOCKED, DONE)
 
@@ -54,5 +54,7 @@ def _warp(lib, ffi, c, k) -> WarpView:
         b = ffi.new("int64_t[3]")
         lib.cq_view_named_barrier(c, k, b)
         waits = (NamedBarrierView(v.ip, *(int(x) for x in b)),)
+    elif v.blocker == 4:
+        waits = (GridWaitView(v.ip),)
     return WarpView(k, STATES[v.state], v.ip, _lanes([v.act], v.base),
                     _lanes([v.live], v.base), frames, waits)

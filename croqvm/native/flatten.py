@@ -20,7 +20,7 @@ order by native/load.c. Types are dtype codes, enumerations the module's own val
            nsites, per site: lane set, unit,
            nprints, per format: npieces, kinds (0 string, 1 register), values (string
                   ids, registers), newline,
-           nlaunches, per launch: kernel, async, span, block register, grid (list),
+           nlaunches, per launch: kernel, async, span, block register, cooperative, grid (list),
                   (kernel slot, host slot) pairs (list), (kernel, host register) pairs (list),
            ncxxcalls, per C++ call: function, result register, arguments (list: a register,
                   or a buffer slot for a pointer parameter), whether each is a pointer (list),
@@ -111,7 +111,7 @@ class Image:
                        for kind, x in p.pieces), int(p.newline))
         self.put(len(code.launches))
         for ln in code.launches:
-            self.put(ln.kernel, int(ln.is_async), ln.span, ln.block)
+            self.put(ln.kernel, int(ln.is_async), ln.span, ln.block, int(ln.cooperative))
             self.counted(ln.grid)
             self.counted(x for pair in ln.buffers for x in pair)
             self.counted(x for pair in ln.scalars for x in pair)

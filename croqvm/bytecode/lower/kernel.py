@@ -20,6 +20,7 @@ from .builder import CodeBuilder
 from .exprs import lower_as
 from .levels import (LevelInfo, bound_operands, check_positive, emit_level, has_regions, plan,
                      trivial)
+from .output import emit_check
 from .state import Ctx, Lowerer
 from .values import BufRef, Env, Val
 from .views import reg_of
@@ -36,6 +37,7 @@ class KernelState:
     nests: int = 0                                 # parallel nests directly in the block
     levels: dict = field(default_factory=dict)     # id(PLevel) -> LevelInfo
     block_syms: list = field(default_factory=list) # (symbol, grid dim, bound register)
+    cluster_syms: list = field(default_factory=list)  # (symbol, grid dim, cluster extent)
     block_tuple: object = None
     buffers: list = field(default_factory=list)    # Launch.buffers
     scalars: list = field(default_factory=list)    # Launch.scalars
@@ -74,6 +76,11 @@ def emit_block_vars(lw: Lowerer, st: KernelState) -> None:
         r = lw.b.reg(dtypes.S32, sym.name)
         lw.b.emit("BLOCKIDX", r, d)
         lw.bind(sym, Val(dtypes.S32, r, bound))
+    for sym, d, extent in st.cluster_syms:        # the block's place in its cluster
+        index = lw.b.reg(dtypes.S32)
+        lw.b.emit("BLOCKIDX", index, d)
+        r = lw.b.op("MOD", dtypes.S32, index, extent)
+        lw.bind(sym, Val(dtypes.S32, lw.b.variable(r, sym.name, mutable=False), extent))
     if st.block_tuple is not None:
         lw.bind(st.block_tuple, Val(None, elems=[lw.env.get(s) for s, _, _ in st.block_syms]))
 
@@ -159,16 +166,13 @@ def _lower_region(lw: Lowerer, s: ast.Parallel) -> None:
 def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
     """A kernel: grid extents on the host, the body as SPMD code, then ``LAUNCH`` (§14.2)."""
     host_b, host_env = lw.b, lw.env
-    has_block = bool(s.kinds) and s.kinds[0] == "block"
+    clustered = bool(s.kinds) and s.kinds[0] == "cluster"   # the block level follows it
+    has_block = bool(s.kinds) and s.kinds[clustered] == "block"
     if has_block:
-        names, grid = s.levels[0].names, []
-        for e in s.levels[0].bounds:
-            name = names[len(grid)] if len(grid) < len(names) else ""
-            grid += [reg_of(lw, x) for x in bound_operands(lw, e, name)]
-        for d, r in enumerate(grid):
-            check_positive(lw, r, names[d] if d < len(names) else "")
+        grid = _host_extents(lw, s.levels[clustered])
     else:
         grid = [lw.int_reg(1)]
+    cluster = _cluster_extents(lw, s.levels[0], grid) if clustered else []
     if len(grid) > 3:
         lw.unsupported(s.levels[0], "a block level with more than 3 dimensions")
     code = Code()
@@ -187,17 +191,20 @@ def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
         try:
             st.tid = kb.reg(dtypes.S32, "tid")
             kb.emit("LANE", st.tid)
+            if clustered:
+                _bind_cluster_level(lw, st, s.levels[0], cluster)
             if has_block:
-                _bind_block_level(lw, st, s.levels[0], grid)
-            info = st.levels.get(id(s.levels[0])) if has_block else None
-            _lower_levels(lw, st, s.levels[1 if has_block else 0:], s.body, Ctx(0, level=info))
+                _bind_block_level(lw, st, s.levels[clustered], grid)
+            info = st.levels.get(id(s.levels[clustered])) if has_block else None
+            _lower_levels(lw, st, s.levels[clustered + has_block:], s.body,
+                          Ctx(0, level=info))
             kb.finish(s.span)
         finally:
             lw.kernel = None
             lw.names.pop()
     fs.kernels.append(kernel)
     launch = Launch(len(fs.kernels) - 1, grid, st.buffers, st.scalars, s.is_async,
-                    lw.spans.intern(s.span), st.block_reg, s.stream_param)
+                    lw.spans.intern(s.span), st.block_reg, s.stream_param, s.cooperative)
     host_b.emit("LAUNCH", host_b.add("launches", launch))
 
 
@@ -213,6 +220,43 @@ def _launch_bounds(lw: Lowerer, s: ast.Parallel, block_size: int) -> list[int]:
                  f"[[launch_bounds]] allows {bounds[0]} threads per block, but the kernel "
                  f"has {block_size}.")
     return bounds
+
+
+def _host_extents(lw: Lowerer, lv: ast.PLevel) -> list[int]:
+    """The extents of a grid level as host registers, each checked to be positive."""
+    names, out = lv.names, []
+    for e in lv.bounds:
+        name = names[len(out)] if len(out) < len(names) else ""
+        out += [reg_of(lw, x) for x in bound_operands(lw, e, name)]
+    for d, r in enumerate(out):
+        check_positive(lw, r, names[d] if d < len(names) else "")
+    return out
+
+
+def _cluster_extents(lw: Lowerer, lv: ast.PLevel, grid: list[int]) -> list[int]:
+    """A cluster's extents (LANGUAGE.md §6.3.7), each dividing the grid's in its
+    dimension: checked on the host before the launch."""
+    cluster = _host_extents(lw, lv)
+    if len(cluster) > len(grid):
+        lw.unsupported(lv, "a cluster with more dimensions than its block level")
+    b = lw.b
+    for d, c in enumerate(cluster):
+        rest = b.op("MOD", dtypes.S32, grid[d], c)
+        ok = b.op("EQ", dtypes.BOOL, rest, lw.int_reg(0))
+        emit_check(b, ok, f"the grid's dimension {d} has ", grid[d], " blocks, which is not a "
+                   "multiple of the cluster's ", c, ".")
+    return cluster
+
+
+def _bind_cluster_level(lw: Lowerer, st: KernelState, lv: ast.PLevel,
+                        cluster: list[int]) -> None:
+    syms = list(lv.syms or [])
+    for d, host_reg in enumerate(cluster):
+        name = lv.names[d] if d < len(lv.names) else ""
+        extent = lw.b.reg(dtypes.S32, f"#{name}" if name else "")
+        st.scalars.append((extent, host_reg))
+        if d < len(lv.names):
+            st.cluster_syms.append((syms[d], d, extent))
 
 
 def _bind_block_level(lw: Lowerer, st: KernelState, lv: ast.PLevel, grid: list[int]) -> None:
@@ -260,7 +304,7 @@ def lower_sync(lw: Lowerer, s: ast.Sync) -> None:
     if unit is None:                        # ": thread": nothing to wait for
         return
     text = "sync.shared" if s.kind == "shared" else f"sync.barrier : {s.level or 'block'}"
-    lw.b.emit("BARRIER", coll_site(lw, text, unit))
+    lw.b.emit("GRID_SYNC" if s.grid else "BARRIER", coll_site(lw, text, unit))
 
 
 def lower_named_barrier(lw: Lowerer, s: ast.NamedBarrier) -> None:

@@ -85,11 +85,14 @@ def plan(lw: Lowerer, st) -> None:
     host register ``st.block_reg``); runs while ``lw`` emits host code, so that runtime
     bounds are computed on the host before the launch."""
     par = st.par
-    start = 1 if par.kinds and par.kinds[0] == "block" else 0
-    if start:
-        st.levels[id(par.levels[0])] = LevelInfo(par.levels[0], "block", [], None)
+    start = 0          # the grid levels: a cluster (§6.3.7), then the block level
+    while par.kinds and start < len(par.kinds) and par.kinds[start] in ("cluster", "block"):
+        st.levels[id(par.levels[start])] = LevelInfo(par.levels[start], par.kinds[start],
+                                                     [], None)
+        start += 1
     _plan(lw, st, par, start, None)
-    top = [i for i in st.levels.values() if i.kind != "block" and i.parent is None]
+    top = [i for i in st.levels.values()
+           if i.kind not in ("cluster", "block") and i.parent is None]
     st.nests = len(top)
     sizes = [i.static_lanes for i in top if i.static_lanes is not None]
     if max(sizes, default=1) > MAX_BLOCK_SIZE:

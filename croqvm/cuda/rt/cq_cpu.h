@@ -581,6 +581,31 @@ CQ_DEV void cq_arrive_named(int id, int count, int site) {
   wait_until(CQ_WAIT_NAMED_BARRIER, site, id, 0, [=] { return nb->warp_arrivals[w] != mine; });
 }
 
+/* The engines' named barriers (LANGUAGE.md §6.8) as generated code uses them: a count
+   other than the one the barrier's current phase began with is recorded as the fault of
+   `fault_site` (the thread then leaves: false), where hardware would misbehave. */
+namespace cq {
+static inline bool named_count_ok(int id, int count, int fault_site) {
+  const named_barrier *nb = &rt.blk->named[id];
+  if (!nb->count || nb->count == (unsigned)count) return true;
+  const long long args[3] = {id, count, (long long)nb->count};
+  cq_fault_n(fault_site, args, 3);
+  return false;
+}
+}  // namespace cq
+
+CQ_DEV bool cq_bar_sync(int id, int count, int site, int fault_site) {
+  if (!cq::named_count_ok(id, count, fault_site)) return false;
+  cq_sync_named(id, count, site);
+  return true;
+}
+
+CQ_DEV bool cq_bar_arrive(int id, int count, int site, int fault_site) {
+  if (!cq::named_count_ok(id, count, fault_site)) return false;
+  cq_arrive_named(id, count, site);
+  return true;
+}
+
 /* mbarrier: bits 0-20 pending arrivals, 21-41 expected arrivals, 42-63 phase. */
 namespace cq {
 enum { MBAR_BITS = 21 };

@@ -25,6 +25,10 @@
  *   cq_sync_block(site)                   __syncthreads(): every non-exited thread
  *   cq_sync_named(id, count, site)        barrier.sync id (1..15), count (multiple of 32)
  *   cq_arrive_named(id, count, site)      barrier.arrive id, count: no wait for other warps
+ *   cq_bar_sync / cq_bar_arrive(id, count, site, fault_site) -> bool
+ *                                         the same for __bar_sync / __bar_arrive; false
+ *                                         after recording a count mixed within a phase
+ *                                         (CPU) as the fault of fault_site
  *   cq_mbar_init(bar, count)              an mbarrier (8 bytes of shared memory, one thread
  *                                         initialises it, then a block barrier)
  *   cq_mbar_arrive(bar) -> token, cq_mbar_wait(bar, token, site), cq_mbar_arrive_drop(bar)

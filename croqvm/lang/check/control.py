@@ -75,6 +75,9 @@ def check_sync(ck, s: ast.Sync):
         ck.error(s.span, f"'sync.{s.kind}' must be inside parallel-by.")
     if s.kind in ("barrier", "fence") and s.level not in _SYNC_LEVELS:
         ck.error(s.span, f"'sync.{s.kind}' needs a level: block, group-4, group or thread.")
+    # Croqtile: cooperative-launch.md; lib/semacheck.cpp
+    s.grid = s.kind == "barrier" and s.level == "block" and ck.in_parallel and \
+        ck.parallels[0].cooperative
 
 
 def check_builtin_stmt(ck, s: ast.BuiltinStmt):
@@ -106,6 +109,9 @@ def check_named_barrier(ck, s: ast.NamedBarrier):
                                  f"{NAMED_BARRIERS - 1}.",
                  "barrier 0 is the block barrier of 'sync.shared' and of the barriers croqvm "
                  "inserts" if bar_id == 0 else None)
+    if isinstance(count, int) and ck.in_parallel:
+        kernel = ck.parallels[0]
+        kernel.named_counts = kernel.named_counts + ((s, count),)
     if isinstance(count, int) and (count <= 0 or count % WARP_SIZE or count > MAX_BLOCK_SIZE):
         ck.error(s.args[1].span, f"'{name}' can not wait for {count} threads: the count must "
                                  f"be a positive multiple of {WARP_SIZE} and at most "

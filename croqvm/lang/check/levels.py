@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from croqvm.lang import ast
-from croqvm.limits import MAX_BLOCK_SIZE, TOO_MANY_THREADS, UNIT_OF_LEVEL
+from croqvm.limits import MAX_BLOCK_SIZE, TOO_MANY_THREADS, UNIT_OF_LEVEL, WARP_SIZE
 from croqvm.lang.types import Mdspan
 
 from .consteval import const_value
 from .walk import nested_parallels
 
-ORDER = {"block": 0, "group-4": 1, "group": 2, "thread": 3}  # outer -> inner (§6.3.1)
+ORDER = {"cluster": -1, "block": 0, "group-4": 1, "group": 2, "thread": 3}  # outer -> inner
 DEFAULT_ROWS = {1: ("thread",), 2: ("block", "thread"), 3: ("block", "group", "thread")}
 MAX_DEPTH = 3
 
@@ -90,6 +90,15 @@ def _check_order(ck, nodes) -> bool:
     """§6.3.1: levels strictly descend along every path; no 'group' in 'group-4'."""
     ok = True
     for n in nodes:
+        if n.kind == "cluster" and (n.parent is not None or len(n.children) != 1 or
+                                    n.children[0].kind != "block" or
+                                    n.children[0].parallel is not n.parallel):
+            ck.error(n.plevel.span, "a 'cluster' level must be the outermost level of a "
+                                    "kernel, directly around its 'block' level.",
+                     "write 'parallel c by C : cluster, b by B : block { ... }', or a "
+                     "'cluster' parallel-by whose body is only the 'block' one")
+            ok = False
+            continue
         if n.parent is None:
             continue
         outer, inner = n.parent.kind, n.kind
@@ -179,3 +188,17 @@ def check_kernel_sizes(ck, kernel: ast.Parallel, nodes: list[LevelNode]):
     if known and max(known) > MAX_BLOCK_SIZE:
         ck.error(kernel.span, TOO_MANY_THREADS,
                  hint=f"this kernel needs {max(known)} threads per block")
+    elif known and len(known) == len(sizes):
+        _check_named_counts(ck, kernel, -(-max(known) // WARP_SIZE) * WARP_SIZE)
+
+
+def _check_named_counts(ck, kernel: ast.Parallel, threads: int):
+    """§6.8: a constant named-barrier count within the block's warps, when its size is
+    known."""
+    for s, count in kernel.named_counts:
+        if WARP_SIZE <= count <= MAX_BLOCK_SIZE and count % WARP_SIZE == 0 and count > threads:
+            name = "__bar_arrive" if s.arrive else "__bar_sync"
+            ck.error(s.args[1].span, f"'{name}' waits for {count} threads, but a block of "
+                                     f"this kernel has {threads}.",
+                     f"count the threads (32 per warp) of the warps that reach the barrier; "
+                     f"this kernel's blocks have {threads // WARP_SIZE} warps")

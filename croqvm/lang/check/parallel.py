@@ -1,8 +1,10 @@
 """``parallel`` and ``inthreads`` statements (LANGUAGE.md §6.2, §6.3, §6.7)."""
 from __future__ import annotations
 
+import math
+
 from croqvm.lang import ast
-from croqvm.limits import GRID_LIMIT_TAIL, MAX_GRID, MAX_INT
+from croqvm.limits import GRID_LIMIT_TAIL, MAX_CLUSTER, MAX_GRID, MAX_INT
 
 from . import levels
 from .binders import bound_items, declare_indices
@@ -43,6 +45,11 @@ def _check_bounds(ck, pl: ast.PLevel, kind: str, items):
         elif kind == "block" and i < len(MAX_GRID) and value > MAX_GRID[i]:
             ck.error(expr.span, f"{subject} is {value}: " +
                      GRID_LIMIT_TAIL.format(limit=MAX_GRID[i]))
+    sizes = [const_value(e) for e, d, _ in items if isinstance(d, int)]
+    if kind == "cluster" and all(isinstance(v, int) for v in sizes) and \
+            math.prod(sizes) > MAX_CLUSTER:
+        ck.error(pl.span, f"a cluster of {math.prod(sizes)} blocks is more than the "
+                          f"{MAX_CLUSTER} a cluster may have.")
 
 
 def _check_attrs(ck, p: ast.Parallel):
@@ -101,6 +108,12 @@ def check_parallel(ck, p: ast.Parallel):
     if not kernel and p.is_async:
         ck.error(p.span, "inner parallel-by level can not be asynchronous.")
     _check_attrs(ck, p)
+    for pl, kind in zip(p.levels, p.kinds):
+        if pl.cooperative and (kind != "block" or not kernel):
+            ck.warning(pl.span, "'cooperative' annotation is only valid on block-level "
+                                "parallel-by; ignoring.")
+        elif pl.cooperative:
+            p.cooperative = True
     if p.stream is not None:
         sym = ck.lookup(p.stream)
         if sym is None or sym.kind != "stream":
