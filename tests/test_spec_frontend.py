@@ -182,9 +182,10 @@ def test_other_element_types_are_not_supported(name):  # §3.1
         f"1:15: {message}", f"1:{23 + len(name)}: {message}"]
 
 
-def test_a_view_can_not_be_named():  # §3.1
-    errors = diagnose("s32 [8] a;\nparallel p by 2 { v = a.chunkat(p); }")
-    assert len(errors) == 1 and errors[0].startswith("3:19: ")
+def test_a_view_can_be_named_but_not_re_assigned():  # §3.1, §8.3.5
+    assert diagnose("s32 [8] a;\nparallel p by 2 { v = a.chunkat(p); }") == []
+    assert diagnose("s32 [8] a;\nparallel p by 2 {\n  v = a.chunkat(p);\n  "
+                    "v = a.chunkat(p);\n}") == ["5:3: only mutables can be re-assigned (v)."]
 
 
 # --------------------------------------------------------------------------- storage §3.2

@@ -155,3 +155,71 @@ def test_a_smaller_source_fills_part_of_a_shared_destination_without_zfill():
     expected = np.full((8, 4), -1, np.int32)
     expected[:5] = a
     np.testing.assert_array_equal(out, expected)
+
+
+def test_span_as_and_sqz_name_views_whose_elements_are_those_of_numpy_reshapes():
+    a = np.arange(2 * 3 * 4, dtype=np.int32).reshape(2, 3, 4) * 3 - 7
+    text, _ = run("""
+        __co__ void f(s32 [2, 3, 4] a) {
+          l = a.span_as(6, 4);
+          m = a.span_as([6, 4]).subspan(2, 4).at(1, 0);
+          n = a.subspan(1, 3, 4).at(1, 0, 0).sqz();
+          c = n.subspan(2, 4).at(0, 0).span_as([8]);
+          r = a.span_as(4, 6).subspan(1, 6).at(2, 0).sqz().span_as(2, 3);
+          println(l.span, m.span, n.span, c.span, r.span);
+          println(l.at(5, 3), m.at(1, 2), n.at(2, 3), c.at(6));
+          foreach {i, j} in r.span print(r.at(i, j), "");
+        }
+    """, a)
+    flat = a.reshape(6, 4)
+    r = a.reshape(4, 6)[2].reshape(2, 3)
+    assert text.splitlines() == [
+        "[6, 4] [2, 4] [3, 4] [8] [2, 3]",
+        f"{flat[5, 3]} {flat[2:4][1, 2]} {a[1][2, 3]} {a[1][:2].reshape(-1)[6]}",
+        " ".join(str(x) for x in r.reshape(-1)) + " "]
+
+
+def test_named_views_are_read_and_written_inside_parallel_regions():
+    a = np.arange(2 * 3 * 8, dtype=np.int32).reshape(2, 3, 8)
+    _, out = run("""
+        __co__ s32 [6, 8] f(s32 [2, 3, 8] a) {
+          l = a.span_as(6, 8);
+          s32 [l.span] out;
+          parallel p by 6, q by 8 {
+            row = out.subspan(1, 8).at(p, 0).sqz();
+            row.at(q) = l.at(p, q) * 2 + 1;
+          }
+          return out;
+        }
+    """, a)
+    np.testing.assert_array_equal(out, a.reshape(6, 8) * 2 + 1)
+
+
+def test_an_element_outside_what_a_view_shows_is_a_runtime_error():
+    program = compile_src("""
+        __co__ void f(s32 [4, 4] a) {
+          v = a.subspan(2, 4).at(1, 0);
+          mutable int i = 0;
+          while (i < 3) {
+            println(v.at(i, 1));
+            i += 1;
+          }
+        }
+    """)
+    with pytest.raises(croqvm.KernelFault) as info:
+        engines.run(program, "f", np.zeros((4, 4), np.int32), out=io.StringIO())
+    assert ("views.co:5:5: runtime error: out-of-range access v.at(i, 1): index 2 of "
+            "dimension 0 is not in [0, 2).") in str(info.value)
+
+
+def test_views_made_by_span_as_or_sqz_are_refused_as_dma_operands():
+    with pytest.raises(croqvm.CompileError) as info:
+        compile_src("""
+            __co__ void f(s32 [4, 4] a) {
+              parallel p by 1 : block {
+                t = dma.copy a.span_as(2, 8) => shared;
+              }
+            }
+        """)
+    assert ("not supported by croqvm yet: a view made by 'span_as' or '.sqz()' as a DMA or "
+            "MMA operand.") in str(info.value)

@@ -211,6 +211,22 @@ class ViewFrom(Expr):
     span: Span
 
 
+@dataclass
+class SpanAs(Expr):
+    """``v.span_as([s...])`` or ``v.span_as(s...)``: the elements of the contiguous ``v``
+    in row-major order under the shape ``s`` (§8.3.3)."""
+    base: Expr
+    sizes: list[Expr]
+    span: Span
+
+
+@dataclass
+class Squeeze(Expr):
+    """``v.sqz()``: ``v`` without its dimensions of extent 1 (§8.3.4)."""
+    base: Expr
+    span: Span
+
+
 # --------------------------------------------------------------------------- types in source
 
 

@@ -232,6 +232,18 @@ class ExprParser:
         origin = self.paren_args(".from")
         return ast.ViewFrom(base, sizes, origin, self.span_from(base.span))
 
+    def _member_span_as(self, base):
+        """``.span_as([a, b])`` or ``.span_as(a, b)``: one mdspan or the extents."""
+        sizes = self.paren_args(".span_as")
+        if not sizes:
+            self.fail_after("syntax error: '.span_as' needs a shape, as in '.span_as([4, 8])'.")
+        return ast.SpanAs(base, sizes, self.span_from(base.span))
+
+    def _member_sqz(self, base):
+        open_ = self.expect_op("(")
+        self.expect_close(open_)
+        return ast.Squeeze(base, self.span_from(base.span))
+
     def _member_span(self, base):
         dim = None
         if self.at_op("("):
@@ -333,6 +345,7 @@ class ExprParser:
 _MEMBERS = {
     "at": "_member_at", "chunkat": "_member_chunkat", "subspan": "_member_subspan",
     "view": "_member_view", "span": "_member_span", "data": "_member_data",
+    "span_as": "_member_span_as", "sqz": "_member_sqz",
 }
 # Member words valid only right after another one.
 _CHAINED = {"step": "subspan", "from": "view"}

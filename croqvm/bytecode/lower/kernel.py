@@ -21,7 +21,7 @@ from .exprs import lower_as
 from .levels import (LevelInfo, bound_operands, check_positive, emit_level, has_regions, plan,
                      trivial)
 from .state import Ctx, Lowerer
-from .values import BufRef, Env, Val
+from .values import BufRef, Env, Val, ViewAlias
 from .views import reg_of
 
 
@@ -48,6 +48,8 @@ class KernelState:
         """A host value used in the kernel: an argument register / buffer slot bound at launch."""
         if isinstance(v, Val):
             return self._import_val(v, sym.name if sym is not None else "")
+        if isinstance(v, ViewAlias):    # its chain imports what it reads when lowered
+            return v
         if isinstance(v, BufRef):
             slot = self.b.add("buffers", BufferDecl(v.name, Storage.GLOBAL, v.dtype.code, [],
                                                     list(v.array)))

@@ -16,7 +16,7 @@ from croqvm.lang import types as T
 from .exprs import literal, lower_as, scalar_value, step, value
 from .output import emit_check
 from .state import Lowerer, dtype_of
-from .values import BufRef, Val
+from .values import BufRef, Val, ViewAlias
 from .views import Reg, access_of, int_operands, reg_of
 
 
@@ -47,6 +47,9 @@ def declare_value(lw: Lowerer, sym, v: Val) -> Val:
 def declare(lw: Lowerer, sym, init: ast.Expr) -> None:
     """``sym = init``: a literal of the variable's own type is loaded straight into it; a
     scalar keeps no bound, so none is computed for it."""
+    if getattr(sym, "kind", None) == "view":
+        lw.bind(sym, ViewAlias(init))
+        return
     ty = getattr(sym, "type", None)
     want = dtype_of(ty) if isinstance(ty, T.Scalar) else None
     lit = literal(init)

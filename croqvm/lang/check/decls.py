@@ -1,6 +1,8 @@
 """Declarations and assignments (LANGUAGE.md §3.2-§3.4, §6.6, D13, D14)."""
 from __future__ import annotations
 
+import dataclasses
+
 from croqvm.lang import ast
 from croqvm.lang.types import Bounded, Buffer, Future, ITuple, Mdspan, Scalar, View
 
@@ -10,8 +12,9 @@ from .exprs import binary_type, check_step, mdspan_dims
 from .typerules import convert, is_unknown, resolve_type, tname
 from .walk import thread_dependence
 
-_KIND_OF = {Scalar: "scalar", Bounded: "bounded", ITuple: "ituple", Mdspan: "mdspan"}
-_ALWAYS_IMMUTABLE = ("bounded", "ituple", "mdspan")
+_KIND_OF = {Scalar: "scalar", Bounded: "bounded", ITuple: "ituple", Mdspan: "mdspan",
+            View: "view"}
+_ALWAYS_IMMUTABLE = ("bounded", "ituple", "mdspan", "view")
 
 
 def _remember_value(sym, init):
@@ -35,9 +38,6 @@ def _copy_error(ck, ty, init, name, span):
         else:
             ck.error(span, f"future '{getattr(init, 'id', 'value')}' can not be copied.",
                      hint="use swap(...) to exchange futures, or '.data' to use its buffer")
-    elif isinstance(ty, View):
-        ck.error(span, f"a view can not be named ('{name}'): use it directly as a DMA or "
-                       f"MMA operand.")
     else:
         ck.error(span, f"can not initialize '{name}' with a value of type '{tname(ty)}'.")
 
@@ -64,11 +64,54 @@ def declare_value(ck, name, ty, init, decl, span, *, mutable, declared=None):
         return sym
     if mutable and kind in _ALWAYS_IMMUTABLE:
         ck.error(span, f"'{name}' with a type of \"{ty}\" can not be declared as 'mutable'.")
+    if kind == "view" and not _fixed_view(ck, name, init):
+        sym = ck.declare(name, kind, UNKNOWN, decl, span)
+        sym.info["bad"] = True
+        return sym
     if isinstance(ty, Scalar):
         ty = Scalar(ty.dtype, control=ty.control)
     sym = ck.declare(name, kind, ty, decl, span, mutable=mutable and kind == "scalar")
     _remember_value(sym, init)
     return sym
+
+
+def _fixed_view(ck, name, init) -> bool:
+    """A named view stands for its chain wherever it is used (§8.3.5), so the chain may
+    read no value that can change: no mutable scalar and no buffer element."""
+    for node in _nodes(init):
+        what = None
+        if isinstance(node, ast.ElemAccess):
+            what = f"the element '{node_text(node)}'"
+        elif isinstance(node, ast.Name) and node.sym is not None and node.sym.mutable \
+                and node.sym.kind == "scalar":
+            what = f"the mutable '{node.id}'"
+        if what is not None:
+            ck.error(node.span, f"the view '{name}' can not be named: it depends on {what}, "
+                                f"which can change.",
+                     hint="copy the value into an immutable name first, as in "
+                          "'int row = ...;'")
+            return False
+    return True
+
+
+def _nodes(expr):
+    stack = [expr]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, ast.Extent):
+            continue
+        for f in dataclasses.fields(n) if dataclasses.is_dataclass(n) else ():
+            value = getattr(n, f.name)
+            if isinstance(value, ast.Expr):
+                stack.append(value)
+            elif isinstance(value, list):
+                stack.extend(v for v in value if isinstance(v, ast.Expr))
+
+
+def node_text(node) -> str:
+    from .views import root_name
+    return f"{root_name(node.base)}.at(...)"
 
 
 def _declared_type(ck, ref: ast.TypeRef | None):
@@ -164,7 +207,7 @@ def check_buffer_decl(ck, d: ast.BufferDecl):
 def note_param_write(ck, target):
     """§14.3.3: writes to a non-global buffer parameter never reach the caller."""
     while isinstance(target, (ast.ElemAccess, ast.Index, ast.ChunkAt, ast.Subspan,
-                              ast.ViewFrom)):
+                              ast.ViewFrom, ast.SpanAs, ast.Squeeze)):
         target = target.base
     sym = target.sym if isinstance(target, ast.Name) else None
     if (sym is not None and sym.kind == "buffer" and sym.param_index is not None
