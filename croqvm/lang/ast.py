@@ -204,11 +204,12 @@ class Subspan(Expr):
 
 @dataclass
 class ViewFrom(Expr):
-    """``v.view(s...).from(f...)`` (§8.3.2)."""
+    """``v.view(s... [: t...]).from(f...)`` (§8.3.2); ``strides`` the ``t`` as written."""
     base: Expr
     sizes: list[Expr]
     origin: list[Expr]
     span: Span
+    strides: list[Expr] | None = None
 
 
 @dataclass

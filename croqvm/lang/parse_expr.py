@@ -226,11 +226,25 @@ class ExprParser:
         return ast.Subspan(base, sizes, steps, at, self.span_from(base.span))
 
     def _member_view(self, base):
-        sizes = self.paren_args(".view")
+        """``.view(e0, ... [: t0, ...]).from(f0, ...)``: extents, then element strides."""
+        if not self.at_op("("):
+            self.fail_after("syntax error: expected '(' after '.view'.")
+        open_ = self.advance()
+        sizes, strides = [], None
+        while not self.at_op(")"):
+            sizes.append(self.expr())
+            if self.accept_op(":"):
+                strides = self.expr_list(open_)
+                break
+            if not self.accept_op(","):
+                self.expect_close(open_)
+                break
+        else:
+            self.advance()
         if not self.accept_dotted("from"):
             self.fail_after("syntax error: expected '.from(...)' after '.view(...)'.")
         origin = self.paren_args(".from")
-        return ast.ViewFrom(base, sizes, origin, self.span_from(base.span))
+        return ast.ViewFrom(base, sizes, origin, self.span_from(base.span), strides)
 
     def _member_span_as(self, base):
         """``.span_as([a, b])`` or ``.span_as(a, b)``: one mdspan or the extents."""

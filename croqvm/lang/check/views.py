@@ -312,6 +312,11 @@ def check_subspan(ck, e: ast.Subspan):
 def check_view(ck, e: ast.ViewFrom):
     """§8.3.2: extents ``s_k`` (``_``: the whole extent), origin ``o_k + f_k``."""
     src = view_source(ck, ck.expr(e.base), e.base, "'view'")
+    if e.strides is not None:
+        ck.error(e.strides[0].span if e.strides else e.span,
+                 "element strides in 'view(extents : strides)' are not supported by croqvm.",
+                 hint="a regular grid of tiles is 'subspan(...).step(...).at(...)'")
+        return UNKNOWN
     sizes = _int_items(ck, e.sizes, "view", wildcard_ok=True)
     origin = _int_items(ck, e.origin, "'.from'")
     if src is None:
