@@ -25,7 +25,7 @@ CASES = [
     ("if (true) { z = 1; }\nprintln(z);", ["3:9: symbol 'z' is used before declaration."]),
     ("foreach i in [4] { int i2 = 0; }\nforeach j in [4] { int i = j; }\nint j = 0;", []),
     ("s32 [8, 8] a;\nparallel p by 1 { dma.copy a.view(2, 3 : 8, 2).from(0, 0) => shared; }",
-     ["3:41: element strides in 'view(extents : strides)' are not supported by croqvm."]),
+     ["3:42: element strides in 'view(extents : strides)' are not supported by croqvm."]),
     ("foreach i in [4] : unroll(8) { }",
      ["2:1: unroll factor (8) exceeds the loop extent (4)."]),
     ("with idx = {x, y} in [2, 8] {\n  foreach idx : unroll(4) { }\n}",
