@@ -63,8 +63,10 @@ CASES = [
     # storage classes (§3.2)
     ("shared s32 [32] staging;",
      ["2:17: shared variable 'staging' must be declared inside parallel-by."]),
-    ("parallel p by 4 {\n  s32 [4] w;\n}",
-     ["3:11: global variable 'w' mustn't be declared inside parallel-by."]),
+    ("parallel p by 4 {\n  s32 [4] w;\n}", []),          # one global buffer: a warning
+    ("parallel p by 4 {\n  global s32 [p + 1] w;\n}",
+     ["3:15: global variable 'w' is made before the parallel-by, but its shape reads 'p', "
+      "which is declared inside it."]),
     ("__co__ void f(shared s32 [4] a) { }",
      ["1:15: the shared data can not be used as a parameter."]),
     ("__co__ void f(s32 [?, 4] a) { }",

@@ -223,3 +223,23 @@ def test_views_made_by_span_as_or_sqz_are_refused_as_dma_operands():
         """)
     assert ("not supported by croqvm yet: a view made by 'span_as' or '.sqz()' as a DMA or "
             "MMA operand.") in str(info.value)
+
+
+def test_a_global_buffer_declared_in_a_parallel_is_one_buffer_for_the_call():
+    _, out = run("""
+        __co__ s32 [2, 3] f() {
+          s32 [2, 3] out;
+          foreach round in [2] {
+            parallel b by 2 : block {
+              s32 [2, 3] acc;                 // global: one buffer, kept across launches
+              parallel t by 3 : thread {
+                acc.at(b, t) += b * 10 + t;
+                out.at(b, t) = acc.at(b, t);
+              }
+            }
+          }
+          return out;
+        }
+    """)
+    b, t = np.meshgrid(np.arange(2), np.arange(3), indexing="ij")
+    np.testing.assert_array_equal(out, 2 * (b * 10 + t))

@@ -160,6 +160,8 @@ def _lower_region(lw: Lowerer, s: ast.Parallel) -> None:
 
 def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
     """A kernel: grid extents on the host, the body as SPMD code, then ``LAUNCH`` (§14.2)."""
+    from .stmts import hoist_globals
+    hoist_globals(lw, s)
     host_b, host_env = lw.b, lw.env
     has_block = bool(s.kinds) and s.kinds[0] == "block"
     if has_block:

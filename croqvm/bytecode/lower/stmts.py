@@ -12,6 +12,7 @@ from croqvm.bytecode import opcodes
 from croqvm.bytecode.module import BufferDecl, Storage
 from croqvm.lang import ast
 from croqvm.lang import types as T
+from croqvm.lang.check.walk import child_stmts
 
 from .exprs import literal, lower_as, scalar_value, step, value
 from .output import emit_check
@@ -67,7 +68,10 @@ def lower_scalar_decl(lw: Lowerer, s: ast.ScalarDecl) -> None:
 
 
 def lower_buffer_decl(lw: Lowerer, s: ast.BufferDecl) -> None:
-    """One slot per item; ALLOC (first execution per instance, §3.2.4); FILL for ``{v}``."""
+    """One slot per item; ALLOC (first execution per instance, §3.2.4); FILL for ``{v}``.
+    A global buffer declared inside a parallel-by was made by the host code before it."""
+    if getattr(s, "hoisted", False) and lw.kernel is not None:
+        return
     storage = s.storage or "global"
     for item in s.items:
         ty = item.sym.type
@@ -82,6 +86,18 @@ def lower_buffer_decl(lw: Lowerer, s: ast.BufferDecl) -> None:
             fill = lower_as(lw, item.init, ty.dtype)
             coll = lw.coll_site("fill") if storage == "shared" else -1
             lw.b.emit("FILL", slot, fill, coll)
+
+
+def hoist_globals(lw: Lowerer, s: ast.Parallel) -> None:
+    """§3.2.3: the global buffers declared inside the kernel ``s``, made by the host code
+    before its launch (lib/latenorm.hpp)."""
+    stack = [s.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.BufferDecl) and node.storage in (None, "global"):
+            lower_buffer_decl(lw, node)
+            node.hoisted = True
+        stack.extend(reversed(list(child_stmts(node))))
 
 
 # --------------------------------------------------------------------------- assignments

@@ -10,7 +10,7 @@ from .consteval import const_as, const_value
 from .context import UNKNOWN
 from .exprs import binary_type, check_step, mdspan_dims
 from .typerules import convert, is_unknown, resolve_type, tname
-from .walk import thread_dependence
+from .walk import thread_dependence, value_names
 
 _KIND_OF = {Scalar: "scalar", Bounded: "bounded", ITuple: "ituple", Mdspan: "mdspan",
             View: "view"}
@@ -171,18 +171,38 @@ def _array_dims(ck, item: ast.BufferItem):
 
 
 def _storage(ck, d: ast.BufferDecl, item) -> str:
-    """§3.2.2-§3.2.3: host level buffers are global, parallel ones shared or local."""
+    """§3.2.2-§3.2.3: host level buffers are global; inside a parallel, a global buffer
+    is one buffer for the call, declared before the parallel-by (lib/latenorm.hpp)."""
     if not ck.in_parallel:
         if d.storage in ("shared", "local"):
             ck.error(item.span, f"{d.storage} variable '{item.name}' must be declared inside "
                                 f"parallel-by.")
         return "global" if d.storage in (None, "global") else d.storage
     if d.storage in (None, "global"):
-        ck.error(item.span, f"global variable '{item.name}' mustn't be declared inside "
-                            f"parallel-by.",
-                 hint="declare it 'shared' (one per block) or 'local' (one per thread)")
+        _global_in_parallel(ck, d, item)
         return "global"
     return d.storage
+
+
+def _global_in_parallel(ck, d: ast.BufferDecl, item):
+    """A global buffer declared inside a parallel-by is made once, before the outermost
+    one, so its shape and fill value may only read values of the host code."""
+    parts = [("shape", e) for e in d.shape] + \
+        ([("fill value", item.init)] if item.init is not None else [])
+    for what, e in parts:
+        for n in value_names(e):
+            if n.sym is not None and n.sym.parallel is not None:
+                ck.error(n.span, f"global variable '{item.name}' is made before the "
+                                 f"parallel-by, but its {what} reads '{n.id}', which is "
+                                 f"declared inside it.",
+                         hint="declare it 'shared' (one per block) or 'local' (one per thread)")
+                return
+    if d.storage is None:
+        ck.warning(item.span, f"'{item.name}' declared inside parallel-by without 'shared' or "
+                              f"'local' is global: one buffer for the whole call, shared by "
+                              f"every instance.",
+                   hint="declare it 'global' to say so, or 'shared' (one per block) or "
+                        "'local' (one per thread)")
 
 
 def check_buffer_decl(ck, d: ast.BufferDecl):
