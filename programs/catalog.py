@@ -401,9 +401,6 @@ STATIC_BROKEN = [
         "non-async future 'tile' can not be waited.", 12, 10, "tile;")),
     Entry("broken/event_never_triggered.co", stage="static", error=Expect(
         "event 'full' is waited but never triggered.", 26, 11, "wait full[k % STAGES];")),
-    Entry("broken/outer_scalar_write.co", stage="static", error=Expect(
-        "'count' is declared outside the parallel-by and can not be modified inside it.",
-        13, 7, "count += 1;")),
     Entry("broken/inthreads_not_divergent.co", stage="static", error=Expect(
         "inthreads' predicate must be strictly divergent.", 13, 16, "t % 2 == 0")),
     Entry("broken/mma_shape_mismatch.co", stage="static", error=Expect(

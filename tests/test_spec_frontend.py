@@ -337,13 +337,21 @@ def test_scopes(code, expected):  # §3.4.4
     ("s32 [4] a;\ns32 [4] b;\nf = dma.copy.async a => b;\ng = dma.copy.async a => b;\n"
      "parallel p by 1 {\n  swap(f, g);\n}\nwait f;",
      ["7:8: 'f' is declared outside the parallel-by and can not be modified inside it."]),
-    ("mutable int n = 0;\nparallel p by 4 { n++; }",
-     ["3:19: 'n' is declared outside the parallel-by and can not be modified inside it."]),
-    ("parallel p by 2 { mutable int n = 0; parallel q by 2 { n = 1; } }",
-     ["2:56: 'n' is declared outside the parallel-by and can not be modified inside it."]),
 ])
-def test_outer_scalars_and_futures_are_read_only_inside_parallel(code, expected):  # D14
+def test_outer_futures_are_read_only_inside_parallel(code, expected):  # D14
     assert diagnose(code) == expected
+
+
+@pytest.mark.parametrize("code, expected", [
+    ("mutable int n = 0;\nparallel p by 4 { n++; }",
+     ["3:19: 'n' is declared outside the parallel-by: each instance changes a copy of its "
+      "own."]),
+    ("parallel p by 2 { mutable int n = 0; parallel q by 2 { n = 1; } }",
+     ["2:56: 'n' is declared outside the parallel-by: each instance changes a copy of its "
+      "own."]),
+])
+def test_outer_scalars_change_per_instance_with_a_warning(code, expected):  # D14
+    assert diagnose(code, "warning") == expected
 
 
 @pytest.mark.parametrize("code, expected", [

@@ -64,6 +64,28 @@ def test_buffers_and_events_of_the_same_name_in_nested_parallels_are_distinct():
     assert text == "7\n7\n0 0\n"
 
 
+def test_an_outer_scalar_changed_in_a_parallel_is_each_instance_s_own_copy():
+    text, _ = run("""
+        __co__ void f() {
+          mutable int n = 100;
+          s32 [2, 4] seen;
+          parallel b by 2 : block {
+            mutable int m = b;
+            parallel t by 4 : thread {
+              n = n + t;
+              m += 10 * t;
+              n++;
+              seen.at(b, t) = n * 1000 + m;
+            }
+          }
+          println(n);
+          foreach {i, j} in [2, 4] print(seen.at(i, j), "");
+        }
+    """)
+    expected = [(100 + t + 1) * 1000 + b + 10 * t for b in range(2) for t in range(4)]
+    assert text == "100\n" + "".join(f"{x} " for x in expected)
+
+
 def test_assigning_an_outer_immutable_in_a_block_declares_a_new_name():
     program = compile_src("""
         __co__ void f() {
