@@ -101,6 +101,8 @@ CASES = [
       "bounded ints only."]),
     ("mdspan sp : [7, 8];\nprintln(sp(2));",
      ["3:12: index 2 is out of range for 'sp' (mdspan<2> [7, 8])."]),
+    ("sp : [7, 8, 9] + {1, 2};", ["2:6: in operation \"+\": unable to apply to the types "
+                                  "(mdspan<3> [7, 8, 9] vs. ituple<2>)."]),
     ("mdspan<3> sp : [7, 8];", ["2:11: 'sp' is declared as \"mdspan<3>\" but initialized with "
                                "\"mdspan<2> [7, 8]\"."]),
     ("ituple<2> t = {1, 2, 3};", ["2:11: 't' is declared as \"ituple<2>\" but initialized "

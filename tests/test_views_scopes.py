@@ -137,6 +137,21 @@ def test_mdspan_and_ituple_declarations_elements_and_a_single_name_over_several_
                     "{0, 0, 0} {0, 0, 1} {0, 0, 2} {0, 1, 0} {0, 1, 1} {0, 1, 2} \n")
 
 
+def test_mdspan_arithmetic_works_dimension_by_dimension():
+    text, _ = run("""
+        __co__ void f(s32 k) {
+          shape : [12, 18, 7];
+          halved : shape / 2;
+          tiled : shape / {4, 3, k};
+          grown : [shape + 1, 5];
+          s32 [tiled - {1, 1, 0}] b;
+          rest : shape % 5;
+          println(halved, tiled, grown, b.span, |rest|);
+        }
+    """, np.int32(7))
+    assert text == "[6, 9, 3] [3, 6, 1] [13, 19, 8, 5] [2, 5, 1] 12\n"
+
+
 # =========================================================================== §8 views
 
 
