@@ -232,6 +232,24 @@ def test_named_views_are_read_and_written_inside_parallel_regions():
     np.testing.assert_array_equal(out, a.reshape(6, 8) * 2 + 1)
 
 
+def test_a_buffer_of_an_array_named_again_is_that_buffer():
+    text, _ = run("""
+        __co__ void f() {
+          parallel p by 1 : block {
+            shared s32 [8] s[3][2];
+            s0 = s[2][1];
+            t = s[2][1].span_as(2, 4);
+            parallel q by 8 : thread
+              s0.at(q) = q * q;
+            local s32 [8] mine;
+            dma.copy s0 => mine;
+            println(s[2][1].at(5), t.at(1, 1), mine.at(6), s0.span);
+          }
+        }
+    """)
+    assert text == "25 25 36 [8]\n"
+
+
 def test_an_element_outside_what_a_view_shows_is_a_runtime_error():
     program = compile_src("""
         __co__ void f(s32 [4, 4] a) {

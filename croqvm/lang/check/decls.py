@@ -51,7 +51,9 @@ def declare_value(ck, name, ty, init, decl, span, *, mutable, declared=None):
                          mutable=mutable or not declared.control)
         _remember_value(sym, init)
         return sym
-    kind = _KIND_OF.get(type(ty))
+    if isinstance(ty, Buffer) and not ty.array and declared is None:
+        ty = View(ty.dtype, tuple(ty.shape), ty.storage, tuple(ty.shape), tuple(ty.shape))
+    kind = _KIND_OF.get(type(ty))   # a whole buffer named again is a view of it (§8.3.5)
     if declared is not None and not is_unknown(ty) and kind != declared:
         ck.error(span, f"'{name}' is declared as \"{declared}\" but initialized with "
                        f"\"{tname(ty)}\".")
