@@ -286,7 +286,8 @@ def _shadowable(ck, sym) -> bool:
     are new declarations)."""
     if sym.info.get("bad") or ck.scope.declares(sym.name):
         return False
-    return sym.kind in ("scalar", "bounded", "ituple", "mdspan", "dim") and not sym.mutable
+    return sym.kind in ("scalar", "bounded", "ituple", "mdspan", "dim", "view") and \
+        not sym.mutable
 
 
 def check_assign(ck, s: ast.Assign):
