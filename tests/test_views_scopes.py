@@ -147,9 +147,13 @@ def test_mdspan_arithmetic_works_dimension_by_dimension():
           s32 [tiled - {1, 1, 0}] b;
           rest : shape % 5;
           println(halved, tiled, grown, b.span, |rest|);
+          derived : shape [(0) / 2, (2) + (1), 1];
+          mdspan<2> both : tiled [(1) * 10, k];
+          println(derived, both);
         }
     """, np.int32(7))
-    assert text == "[6, 9, 3] [3, 6, 1] [13, 19, 8, 5] [2, 5, 1] 12\n"
+    assert text == ("[6, 9, 3] [3, 6, 1] [13, 19, 8, 5] [2, 5, 1] 12\n"
+                    "[6, 25, 1] [60, 7]\n")
 
 
 # =========================================================================== §8 views
