@@ -138,10 +138,10 @@ def test_views_have_extents_of_section_8():
               "  h = dma.copy a.view(3, 5).from(1, 2) => shared;\n"
               "  k = dma.copy a.chunkat(_, q) => shared;\n}")
     views = [d.src.ty for d in find(fn, ast.Dma)]
-    assert views[0] == View(dtypes.S32, (3, 4), "global")   # floor(10 / 3), 16 / 4
-    assert views[1] == View(dtypes.S32, (4, 8), "global")
-    assert views[2] == View(dtypes.S32, (3, 5), "global")
-    assert views[3] == View(dtypes.S32, (10, 4), "global")
+    assert views[0] == View(dtypes.S32, (3, 4), "global", (10, 16), (3, 4))   # floor(10 / 3), 16 / 4
+    assert views[1] == View(dtypes.S32, (4, 8), "global", (10, 16), (4, 8))
+    assert views[2] == View(dtypes.S32, (3, 5), "global", (10, 16), (3, 5))
+    assert views[3] == View(dtypes.S32, (10, 4), "global", (10, 16), (10, 4))
     assert sym(fn, "f").type == Future(False, dtypes.S32, (3, 4), "shared")
     assert sym(fn, "g").type == Future(False, dtypes.S32, (4, 8), "local")
 

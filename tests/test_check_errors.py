@@ -30,6 +30,8 @@ CASES = [
     ("println(y);\nint y = 1;", ["2:9: symbol 'y' is used before declaration."]),
     ("if (true) { z = 1; }\nprintln(z);", ["3:9: symbol 'z' is used before declaration."]),
     ("foreach i in [4] { int i2 = 0; }\nforeach j in [4] { int i = j; }\nint j = 0;", []),
+    ("s32 [8, 8] a;\nparallel p by 1 { dma.copy a.view(2, 3 : 8, 2).from(0, 0) => shared; }",
+     ["3:42: element strides in 'view(extents : strides)' are not supported by croqvm."]),
     ("foreach i in [4] : unroll(8) { }",
      ["2:1: unroll factor (8) exceeds the loop extent (4)."]),
     ("with idx = {x, y} in [2, 8] {\n  foreach idx : unroll(4) { }\n}",
@@ -52,10 +54,7 @@ CASES = [
     ("int x = 1;\nx = 2;", ["3:1: only mutables can be re-assigned (x)."]),
     ("x = 1;\nx += 2;", ["3:1: only mutables can be re-assigned (x)."]),
     ("int x = 1;\nx++;", ["3:1: only mutables can be re-assigned (x)."]),
-    ("mutable int n = 0;\nparallel p by 4 {\n  n += 1;\n}",
-     ["4:3: 'n' is declared outside the parallel-by and can not be modified inside it."]),
-    ("mutable int n = 0;\nparallel p by 4 { ++n; }",
-     ["3:19: 'n' is declared outside the parallel-by and can not be modified inside it."]),
+    ("mutable int n = 0;\nparallel p by 4 {\n  n += 1;\n}", []),    # a warning (D14)
     ("ituple t = {1, 2};\nmutable u = t;",
      ["3:9: 'u' with a type of \"ituple<2>\" can not be declared as 'mutable'."]),
     ("foreach i in [4] { mutable j = i; }",
@@ -67,8 +66,10 @@ CASES = [
     # storage classes (§3.2)
     ("shared s32 [32] staging;",
      ["2:17: shared variable 'staging' must be declared inside parallel-by."]),
-    ("parallel p by 4 {\n  s32 [4] w;\n}",
-     ["3:11: global variable 'w' mustn't be declared inside parallel-by."]),
+    ("parallel p by 4 {\n  s32 [4] w;\n}", []),          # one global buffer: a warning
+    ("parallel p by 4 {\n  global s32 [p + 1] w;\n}",
+     ["3:15: global variable 'w' is made before the parallel-by, but its shape reads 'p', "
+      "which is declared inside it."]),
     ("__co__ void f(shared s32 [4] a) { }",
      ["1:15: the shared data can not be used as a parameter."]),
     ("__co__ void f(s32 [?, 4] a) { }",
@@ -106,6 +107,8 @@ CASES = [
       "bounded ints only."]),
     ("mdspan sp : [7, 8];\nprintln(sp(2));",
      ["3:12: index 2 is out of range for 'sp' (mdspan<2> [7, 8])."]),
+    ("sp : [7, 8, 9] + {1, 2};", ["2:6: in operation \"+\": unable to apply to the types "
+                                  "(mdspan<3> [7, 8, 9] vs. ituple<2>)."]),
     ("mdspan<3> sp : [7, 8];", ["2:11: 'sp' is declared as \"mdspan<3>\" but initialized with "
                                "\"mdspan<2> [7, 8]\"."]),
     ("ituple<2> t = {1, 2, 3};", ["2:11: 't' is declared as \"ituple<2>\" but initialized "

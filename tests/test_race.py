@@ -88,6 +88,35 @@ def test_the_barrier_orders_the_writes_before_the_reads():
                    "swap_halves") == "64 1\n"
 
 
+THROUGH_VIEWS = """
+__co__ void f(s32 [4, 6] a) {
+  l = a.span_as(6, 4);
+  parallel p by 2 : block {
+    row = a.subspan(1, 6).at(p, 0).sqz();
+    if (p == 0) row.at(4) = 1;
+    if (p == 1) l.at(COLUMN) = 2;
+  }
+}
+"""
+
+
+def test_writes_through_views_race_on_the_element_of_the_buffer_they_name():
+    # row.at(4) of block 0 is a.at(0, 4); l.at(1, 0) is element 4 of the reshaped a, too
+    zeros = np.zeros((4, 6), np.int32)
+    assert races(THROUGH_VIEWS.replace("COLUMN", "1, 0"), "f", zeros) == report(
+        "race.co:6:17: runtime error: data race on global 'a' element (0, 4): written here, "
+        "written at race.co:5:17; the blocks of one launch are not ordered with each other.",
+        "    6 |     if (p == 1) l.at(1, 0) = 2;",
+        "      |                 ^~~~~~~~~~~~~~",
+        "  written in block (1), warp 0 (lane 0)",
+        "  in kernel launched at race.co:3:3",
+        "race.co:5:17: note: written in block (0), warp 0 (lane 0)",
+        "    5 |     if (p == 0) row.at(4) = 1;",
+        "      |                 ^~~~~~~~~~~~~")
+    # l.at(2, 2) is element 10, a.at(1, 4): no other block writes it
+    assert checked(THROUGH_VIEWS.replace("COLUMN", "2, 2"), "f", zeros) == ""
+
+
 # --------------------------------------------------------------------------- lanes of a warp
 
 def test_lanes_of_one_warp_storing_different_values_to_one_element_race():

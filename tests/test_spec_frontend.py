@@ -185,9 +185,10 @@ def test_other_element_types_are_not_supported(name):  # §3.1
         f"1:15: {message}", f"1:{23 + len(name)}: {message}"]
 
 
-def test_a_view_can_not_be_named():  # §3.1
-    errors = diagnose("s32 [8] a;\nparallel p by 2 { v = a.chunkat(p); }")
-    assert len(errors) == 1 and errors[0].startswith("3:19: ")
+def test_a_view_can_be_named_but_not_re_assigned():  # §3.1, §8.3.5
+    assert diagnose("s32 [8] a;\nparallel p by 2 { v = a.chunkat(p); }") == []
+    assert diagnose("s32 [8] a;\nparallel p by 2 {\n  v = a.chunkat(p);\n  "
+                    "v = a.chunkat(p);\n}") == ["5:3: only mutables can be re-assigned (v)."]
 
 
 # --------------------------------------------------------------------------- storage §3.2
@@ -201,11 +202,13 @@ def test_global_written_at_host_level_is_allowed():  # §3.2.2
     assert output("global s32 [4] g;\ng.at(1) = 2;\nprintln(g.at(1));") == "2\n"
 
 
-def test_unqualified_buffer_inside_parallel_has_the_hint():  # §3.2.3
+def test_unqualified_buffer_inside_parallel_is_global_with_a_warning():  # §3.2.3
     _, diags, _ = front_end(program("parallel p by 4 {\n  s32 [4] w;\n}"), "t.co")
-    assert [(d.message, d.hint) for d in diags] == [
-        ("global variable 'w' mustn't be declared inside parallel-by.",
-         "declare it 'shared' (one per block) or 'local' (one per thread)")]
+    assert [(d.severity, d.message, d.hint) for d in diags] == [
+        ("warning", "'w' declared inside parallel-by without 'shared' or 'local' is global: "
+         "one buffer for the whole call, shared by every instance.",
+         "declare it 'global' to say so, or 'shared' (one per block) or 'local' (one per "
+         "thread)")]
 
 
 @pytest.mark.parametrize("param, col", [
@@ -337,13 +340,21 @@ def test_scopes(code, expected):  # §3.4.4
     ("s32 [4] a;\ns32 [4] b;\nf = dma.copy.async a => b;\ng = dma.copy.async a => b;\n"
      "parallel p by 1 {\n  swap(f, g);\n}\nwait f;",
      ["7:8: 'f' is declared outside the parallel-by and can not be modified inside it."]),
-    ("mutable int n = 0;\nparallel p by 4 { n++; }",
-     ["3:19: 'n' is declared outside the parallel-by and can not be modified inside it."]),
-    ("parallel p by 2 { mutable int n = 0; parallel q by 2 { n = 1; } }",
-     ["2:56: 'n' is declared outside the parallel-by and can not be modified inside it."]),
 ])
-def test_outer_scalars_and_futures_are_read_only_inside_parallel(code, expected):  # D14
+def test_outer_futures_are_read_only_inside_parallel(code, expected):  # D14
     assert diagnose(code) == expected
+
+
+@pytest.mark.parametrize("code, expected", [
+    ("mutable int n = 0;\nparallel p by 4 { n++; }",
+     ["3:19: 'n' is declared outside the parallel-by: each instance changes a copy of its "
+      "own."]),
+    ("parallel p by 2 { mutable int n = 0; parallel q by 2 { n = 1; } }",
+     ["2:56: 'n' is declared outside the parallel-by: each instance changes a copy of its "
+      "own."]),
+])
+def test_outer_scalars_change_per_instance_with_a_warning(code, expected):  # D14
+    assert diagnose(code, "warning") == expected
 
 
 @pytest.mark.parametrize("code, expected", [
@@ -634,13 +645,14 @@ def test_a_range_known_only_at_run_time_is_checked_at_run_time():  # §5.5.2
 # =========================================================================== §15 diagnostics
 
 def test_a_static_error_is_rendered_with_gutter_caret_and_hint():  # §15.1
-    text = F + "  parallel p by 4 {\n    s32 [4] w;\n  }\n}\n"
+    text = F + "  parallel p by 4 {\n    s32 [p] w;\n  }\n}\n"
     with pytest.raises(croqvm.CompileError) as info:
         croqvm.compile(text, "k.co")
     assert str(info.value) == (
-        "k.co:3:13: error: global variable 'w' mustn't be declared inside parallel-by.\n"
-        "    3 |     s32 [4] w;\n"
-        "      |             ^\n"
+        "k.co:3:10: error: global variable 'w' is made before the parallel-by, but its "
+        "shape reads 'p', which is declared inside it.\n"
+        "    3 |     s32 [p] w;\n"
+        "      |          ^\n"
         "hint: declare it 'shared' (one per block) or 'local' (one per thread)")
 
 
@@ -654,11 +666,12 @@ def test_warnings_have_the_same_shape():  # §15.1
 
 def test_the_caret_follows_tabs_of_the_source_line():  # §15.1, §2.1.1
     with pytest.raises(croqvm.CompileError) as info:
-        croqvm.compile(F + "\tparallel p by 4 {\n\t\ts32 [4] w;\n\t}\n}\n", "k.co")
+        croqvm.compile(F + "\tparallel p by 4 {\n\t\ts32 [p] w;\n\t}\n}\n", "k.co")
     assert str(info.value).splitlines()[:3] == [
-        "k.co:3:11: error: global variable 'w' mustn't be declared inside parallel-by.",
-        "    3 | \t\ts32 [4] w;",
-        "      | \t\t        ^"]
+        "k.co:3:8: error: global variable 'w' is made before the parallel-by, but its shape "
+        "reads 'p', which is declared inside it.",
+        "    3 | \t\ts32 [p] w;",
+        "      | \t\t     ^"]
 
 
 def test_errors_come_in_source_order_even_when_found_later():  # §15.1

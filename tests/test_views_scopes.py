@@ -64,6 +64,28 @@ def test_buffers_and_events_of_the_same_name_in_nested_parallels_are_distinct():
     assert text == "7\n7\n0 0\n"
 
 
+def test_an_outer_scalar_changed_in_a_parallel_is_each_instance_s_own_copy():
+    text, _ = run("""
+        __co__ void f() {
+          mutable int n = 100;
+          s32 [2, 4] seen;
+          parallel b by 2 : block {
+            mutable int m = b;
+            parallel t by 4 : thread {
+              n = n + t;
+              m += 10 * t;
+              n++;
+              seen.at(b, t) = n * 1000 + m;
+            }
+          }
+          println(n);
+          foreach {i, j} in [2, 4] print(seen.at(i, j), "");
+        }
+    """)
+    expected = [(100 + t + 1) * 1000 + b + 10 * t for b in range(2) for t in range(4)]
+    assert text == "100\n" + "".join(f"{x} " for x in expected)
+
+
 def test_assigning_an_outer_immutable_in_a_block_declares_a_new_name():
     program = compile_src("""
         __co__ void f() {
@@ -115,6 +137,25 @@ def test_mdspan_and_ituple_declarations_elements_and_a_single_name_over_several_
                     "{0, 0, 0} {0, 0, 1} {0, 0, 2} {0, 1, 0} {0, 1, 1} {0, 1, 2} \n")
 
 
+def test_mdspan_arithmetic_works_dimension_by_dimension():
+    text, _ = run("""
+        __co__ void f(s32 k) {
+          shape : [12, 18, 7];
+          halved : shape / 2;
+          tiled : shape / {4, 3, k};
+          grown : [shape + 1, 5];
+          s32 [tiled - {1, 1, 0}] b;
+          rest : shape % 5;
+          println(halved, tiled, grown, b.span, |rest|);
+          derived : shape [(0) / 2, (2) + (1), 1];
+          mdspan<2> both : tiled [(1) * 10, k];
+          println(derived, both);
+        }
+    """, np.int32(7))
+    assert text == ("[6, 9, 3] [3, 6, 1] [13, 19, 8, 5] [2, 5, 1] 12\n"
+                    "[6, 25, 1] [60, 7]\n")
+
+
 # =========================================================================== §8 views
 
 
@@ -155,3 +196,109 @@ def test_a_smaller_source_fills_part_of_a_shared_destination_without_zfill():
     expected = np.full((8, 4), -1, np.int32)
     expected[:5] = a
     np.testing.assert_array_equal(out, expected)
+
+
+def test_span_as_and_sqz_name_views_whose_elements_are_those_of_numpy_reshapes():
+    a = np.arange(2 * 3 * 4, dtype=np.int32).reshape(2, 3, 4) * 3 - 7
+    text, _ = run("""
+        __co__ void f(s32 [2, 3, 4] a) {
+          l = a.span_as(6, 4);
+          m = a.span_as([6, 4]).subspan(2, 4).at(1, 0);
+          n = a.subspan(1, 3, 4).at(1, 0, 0).sqz();
+          c = n.subspan(2, 4).at(0, 0).span_as([8]);
+          r = a.span_as(4, 6).subspan(1, 6).at(2, 0).sqz().span_as(2, 3);
+          println(l.span, m.span, n.span, c.span, r.span);
+          println(l.at(5, 3), m.at(1, 2), n.at(2, 3), c.at(6));
+          foreach {i, j} in r.span print(r.at(i, j), "");
+        }
+    """, a)
+    flat = a.reshape(6, 4)
+    r = a.reshape(4, 6)[2].reshape(2, 3)
+    assert text.splitlines() == [
+        "[6, 4] [2, 4] [3, 4] [8] [2, 3]",
+        f"{flat[5, 3]} {flat[2:4][1, 2]} {a[1][2, 3]} {a[1][:2].reshape(-1)[6]}",
+        " ".join(str(x) for x in r.reshape(-1)) + " "]
+
+
+def test_named_views_are_read_and_written_inside_parallel_regions():
+    a = np.arange(2 * 3 * 8, dtype=np.int32).reshape(2, 3, 8)
+    _, out = run("""
+        __co__ s32 [6, 8] f(s32 [2, 3, 8] a) {
+          l = a.span_as(6, 8);
+          s32 [l.span] out;
+          parallel p by 6, q by 8 {
+            row = out.subspan(1, 8).at(p, 0).sqz();
+            row.at(q) = l.at(p, q) * 2 + 1;
+          }
+          return out;
+        }
+    """, a)
+    np.testing.assert_array_equal(out, a.reshape(6, 8) * 2 + 1)
+
+
+def test_a_buffer_of_an_array_named_again_is_that_buffer():
+    text, _ = run("""
+        __co__ void f() {
+          parallel p by 1 : block {
+            shared s32 [8] s[3][2];
+            s0 = s[2][1];
+            t = s[2][1].span_as(2, 4);
+            parallel q by 8 : thread
+              s0.at(q) = q * q;
+            local s32 [8] mine;
+            dma.copy s0 => mine;
+            println(s[2][1].at(5), t.at(1, 1), mine.at(6), s0.span);
+          }
+        }
+    """)
+    assert text == "25 25 36 [8]\n"
+
+
+def test_an_element_outside_what_a_view_shows_is_a_runtime_error():
+    program = compile_src("""
+        __co__ void f(s32 [4, 4] a) {
+          v = a.subspan(2, 4).at(1, 0);
+          mutable int i = 0;
+          while (i < 3) {
+            println(v.at(i, 1));
+            i += 1;
+          }
+        }
+    """)
+    with pytest.raises(croqvm.KernelFault) as info:
+        engines.run(program, "f", np.zeros((4, 4), np.int32), out=io.StringIO())
+    assert ("views.co:5:5: runtime error: out-of-range access v.at(i, 1): index 2 of "
+            "dimension 0 is not in [0, 2).") in str(info.value)
+
+
+def test_views_made_by_span_as_or_sqz_are_refused_as_dma_operands():
+    with pytest.raises(croqvm.CompileError) as info:
+        compile_src("""
+            __co__ void f(s32 [4, 4] a) {
+              parallel p by 1 : block {
+                t = dma.copy a.span_as(2, 8) => shared;
+              }
+            }
+        """)
+    assert ("not supported by croqvm yet: a view made by 'span_as' or '.sqz()' as a DMA or "
+            "MMA operand.") in str(info.value)
+
+
+def test_a_global_buffer_declared_in_a_parallel_is_one_buffer_for_the_call():
+    _, out = run("""
+        __co__ s32 [2, 3] f() {
+          s32 [2, 3] out;
+          foreach round in [2] {
+            parallel b by 2 : block {
+              s32 [2, 3] acc;                 // global: one buffer, kept across launches
+              parallel t by 3 : thread {
+                acc.at(b, t) += b * 10 + t;
+                out.at(b, t) = acc.at(b, t);
+              }
+            }
+          }
+          return out;
+        }
+    """)
+    b, t = np.meshgrid(np.arange(2), np.arange(3), indexing="ij")
+    np.testing.assert_array_equal(out, 2 * (b * 10 + t))

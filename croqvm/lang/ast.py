@@ -225,10 +225,27 @@ class Subspan(Expr):
 
 @dataclass
 class ViewFrom(Expr):
-    """``v.view(s...).from(f...)`` (§8.3.2)."""
+    """``v.view(s... [: t...]).from(f...)`` (§8.3.2); ``strides`` the ``t`` as written."""
     base: Expr
     sizes: list[Expr]
     origin: list[Expr]
+    span: Span
+    strides: list[Expr] | None = None
+
+
+@dataclass
+class SpanAs(Expr):
+    """``v.span_as([s...])`` or ``v.span_as(s...)``: the elements of the contiguous ``v``
+    in row-major order under the shape ``s`` (§8.3.3)."""
+    base: Expr
+    sizes: list[Expr]
+    span: Span
+
+
+@dataclass
+class Squeeze(Expr):
+    """``v.sqz()``: ``v`` without its dimensions of extent 1 (§8.3.4)."""
+    base: Expr
     span: Span
 
 

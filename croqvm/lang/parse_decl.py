@@ -2,6 +2,8 @@
 (§10.1), plus the written types they share with parameters (§3.1)."""
 from __future__ import annotations
 
+import dataclasses
+
 from croqvm import dtypes
 
 from . import ast
@@ -81,10 +83,33 @@ class DeclParser:
         name = self.name()
         init = None
         # ``mdspan sp : [a, b];`` is the reference's spelling of an mdspan initializer.
-        if self.accept_op("=") or (written is not None and written.name == "mdspan"
-                                   and self.accept_op(":")):
+        if written is not None and written.name == "mdspan" and self.accept_op(":"):
+            init = self._derived_shape() if self.tok.kind == NAME and \
+                self.peek().is_op("[") else self.expr()
+        elif self.accept_op("="):
             init = self.expr()
         return ast.ScalarItem(str(name.value), init, self.span_from(name))
+
+    def _derived_shape(self) -> ast.Expr:
+        """``shape [(0) / 2, (1) + 1, 1]``: an mdspan whose items read dimension ``k`` of
+        ``shape`` as ``(k)`` (Croqtile: shapes-and-mdspan.md), that is ``shape(k)``."""
+        base = self.advance()
+        open_ = self.advance()
+        items = self.expr_list(open_)
+        return ast.MdspanLit([self._dimension_refs(str(base.value), base.span, x)
+                              for x in items], self.span_from(base))
+
+    def _dimension_refs(self, base: str, base_span, e):
+        if isinstance(e, ast.IntLit) and id(e) in self.parenthesised:
+            return ast.Call(base, [e], e.span, base_span)
+        for f in dataclasses.fields(e) if dataclasses.is_dataclass(e) else ():
+            value = getattr(e, f.name)
+            if isinstance(value, ast.Expr):
+                setattr(e, f.name, self._dimension_refs(base, base_span, value))
+            elif isinstance(value, list):
+                setattr(e, f.name, [self._dimension_refs(base, base_span, v)
+                                    if isinstance(v, ast.Expr) else v for v in value])
+        return e
 
     def _buffer_decl(self, start, storage: str | None, dtype: ast.TypeRef) -> ast.Stmt:
         open_ = self.advance()

@@ -226,11 +226,37 @@ class ExprParser:
         return ast.Subspan(base, sizes, steps, at, self.span_from(base.span))
 
     def _member_view(self, base):
-        sizes = self.paren_args(".view")
+        """``.view(e0, ... [: t0, ...]).from(f0, ...)``: extents, then element strides."""
+        if not self.at_op("("):
+            self.fail_after("syntax error: expected '(' after '.view'.")
+        open_ = self.advance()
+        sizes, strides = [], None
+        while not self.at_op(")"):
+            sizes.append(self.expr())
+            if self.accept_op(":"):
+                strides = self.expr_list(open_)
+                break
+            if not self.accept_op(","):
+                self.expect_close(open_)
+                break
+        else:
+            self.advance()
         if not self.accept_dotted("from"):
             self.fail_after("syntax error: expected '.from(...)' after '.view(...)'.")
         origin = self.paren_args(".from")
-        return ast.ViewFrom(base, sizes, origin, self.span_from(base.span))
+        return ast.ViewFrom(base, sizes, origin, self.span_from(base.span), strides)
+
+    def _member_span_as(self, base):
+        """``.span_as([a, b])`` or ``.span_as(a, b)``: one mdspan or the extents."""
+        sizes = self.paren_args(".span_as")
+        if not sizes:
+            self.fail_after("syntax error: '.span_as' needs a shape, as in '.span_as([4, 8])'.")
+        return ast.SpanAs(base, sizes, self.span_from(base.span))
+
+    def _member_sqz(self, base):
+        open_ = self.expect_op("(")
+        self.expect_close(open_)
+        return ast.Squeeze(base, self.span_from(base.span))
 
     def _member_span(self, base):
         dim = None
@@ -369,6 +395,7 @@ class ExprParser:
 _MEMBERS = {
     "at": "_member_at", "chunkat": "_member_chunkat", "subspan": "_member_subspan",
     "view": "_member_view", "span": "_member_span", "data": "_member_data",
+    "span_as": "_member_span_as", "sqz": "_member_sqz",
 }
 # Member words valid only right after another one.
 _CHAINED = {"step": "subspan", "from": "view"}

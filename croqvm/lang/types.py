@@ -86,10 +86,16 @@ class Buffer(Type):
 
 @dataclass(frozen=True)
 class View(Type):
-    """A chunkat/subspan/view chain (§8.1); only a DMA or MMA operand."""
+    """A view chain (§8.1). ``shape`` is what the view shows; ``full`` its extents in the
+    index space ``space`` of its root (the buffer's shape, or the shape of the last
+    ``span_as``), and ``keep`` which dimensions of ``full`` it shows (None: all; ``sqz``
+    hides some). ``space`` and ``full`` are None where not known."""
     dtype: DType
     shape: tuple
     storage: str
+    space: tuple | None = None
+    full: tuple | None = None
+    keep: tuple | None = None
 
     @property
     def rank(self):

@@ -160,6 +160,8 @@ def lower_binary(lw: Lowerer, e: ast.Binary) -> Val:
         return _bounded_op(lw, e)
     if e.op in ("#*", "#/", "#%"):
         lw.error(e.span, f"operator '{e.op}' is not supported by croqvm.")
+    if isinstance(e.ty, T.Mdspan):
+        return _shape_arith(lw, e)
     lhs = stable(lw, value(lw, e.lhs), e.rhs)
     rhs = value(lw, e.rhs)
     b = lw.b
@@ -180,6 +182,19 @@ def lower_binary(lw: Lowerer, e: ast.Binary) -> Val:
     out = b.op(ARITH[e.op], common, b.convert(lhs.reg, common), count)
     bound = lhs.bound if lhs.bound >= 0 else rhs.bound   # §5.4: the bounded operand's bound
     return result_val(lw, e, out, bound)
+
+
+def _shape_arith(lw: Lowerer, e: ast.Binary) -> Val:
+    """``sp op n`` / ``sp op t``: an mdspan computed dimension by dimension in 'int'."""
+    left = lw.expr(e.lhs).elems
+    right = lw.expr(e.rhs)
+    right = right.elems if right.is_tuple else [right] * len(left)
+    b = lw.b
+    elems = []
+    for x, y in zip(left, right):
+        r = b.op(ARITH[e.op], dtypes.S32, lw.as_int(x), lw.as_int(y))
+        elems.append(Val(dtypes.S32, r))
+    return Val(None, elems=elems)
 
 
 def _bounded_op(lw: Lowerer, e: ast.Binary, with_bound: bool = True) -> Val:

@@ -22,7 +22,7 @@ from .levels import (LevelInfo, bound_operands, check_positive, emit_level, has_
                      trivial)
 from .output import emit_check
 from .state import Ctx, Lowerer
-from .values import BufRef, Env, Val
+from .values import BufRef, Env, Val, ViewAlias
 from .views import reg_of
 
 
@@ -50,6 +50,8 @@ class KernelState:
         """A host value used in the kernel: an argument register / buffer slot bound at launch."""
         if isinstance(v, Val):
             return self._import_val(v, sym.name if sym is not None else "")
+        if isinstance(v, ViewAlias):    # its chain imports what it reads when lowered
+            return v
         if isinstance(v, BufRef):
             slot = self.b.add("buffers", BufferDecl(v.name, Storage.GLOBAL, v.dtype.code, [],
                                                     list(v.array)))
@@ -165,6 +167,8 @@ def _lower_region(lw: Lowerer, s: ast.Parallel) -> None:
 
 def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
     """A kernel: grid extents on the host, the body as SPMD code, then ``LAUNCH`` (§14.2)."""
+    from .stmts import hoist_globals
+    hoist_globals(lw, s)
     host_b, host_env = lw.b, lw.env
     clustered = bool(s.kinds) and s.kinds[0] == "cluster"   # the block level follows it
     has_block = bool(s.kinds) and s.kinds[clustered] == "block"

@@ -12,12 +12,13 @@ from croqvm.bytecode import opcodes
 from croqvm.bytecode.module import BufferDecl, Storage
 from croqvm.lang import ast
 from croqvm.lang import types as T
+from croqvm.lang.check.walk import child_stmts
 
 from .exprs import atomic, literal, lower_as, scalar_value, step, value
 from .frags import is_fragment_elem, store_fragment_elem
 from .output import emit_check
 from .state import Lowerer, dtype_of
-from .values import BufRef, Val
+from .values import BufRef, Val, ViewAlias
 from .views import Reg, access_of, int_operands, reg_of
 
 
@@ -48,6 +49,9 @@ def declare_value(lw: Lowerer, sym, v: Val) -> Val:
 def declare(lw: Lowerer, sym, init: ast.Expr) -> None:
     """``sym = init``: a literal of the variable's own type is loaded straight into it; a
     scalar keeps no bound, so none is computed for it."""
+    if getattr(sym, "kind", None) == "view":
+        lw.bind(sym, ViewAlias(init))
+        return
     ty = getattr(sym, "type", None)
     want = dtype_of(ty) if isinstance(ty, T.Scalar) else None
     lit = literal(init)
@@ -65,7 +69,10 @@ def lower_scalar_decl(lw: Lowerer, s: ast.ScalarDecl) -> None:
 
 
 def lower_buffer_decl(lw: Lowerer, s: ast.BufferDecl) -> None:
-    """One slot per item; ALLOC (first execution per instance, §3.2.4); FILL for ``{v}``."""
+    """One slot per item; ALLOC (first execution per instance, §3.2.4); FILL for ``{v}``.
+    A global buffer declared inside a parallel-by was made by the host code before it."""
+    if getattr(s, "hoisted", False) and lw.kernel is not None:
+        return
     storage = s.storage or "global"
     for item in s.items:
         ty = item.sym.type
@@ -80,6 +87,18 @@ def lower_buffer_decl(lw: Lowerer, s: ast.BufferDecl) -> None:
             fill = lower_as(lw, item.init, ty.dtype)
             coll = lw.coll_site("fill") if storage == "shared" else -1
             lw.b.emit("FILL", slot, fill, coll)
+
+
+def hoist_globals(lw: Lowerer, s: ast.Parallel) -> None:
+    """§3.2.3: the global buffers declared inside the kernel ``s``, made by the host code
+    before its launch (lib/latenorm.hpp)."""
+    stack = [s.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.BufferDecl) and node.storage in (None, "global"):
+            lower_buffer_decl(lw, node)
+            node.hoisted = True
+        stack.extend(reversed(list(child_stmts(node))))
 
 
 # --------------------------------------------------------------------------- assignments

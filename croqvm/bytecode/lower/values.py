@@ -42,6 +42,13 @@ class FutRef:
 
 
 @dataclass
+class ViewAlias:
+    """A named view (§8.3.5): the view chain it stands for, lowered again at each use, in
+    the environment of that use (the checker allows no value in it that can change)."""
+    expr: object
+
+
+@dataclass
 class EventRef:
     index: int
     array: list[int]

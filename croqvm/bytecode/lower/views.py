@@ -18,8 +18,9 @@ from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
 from croqvm.lang import types as T
 
+from .output import emit_check
 from .state import Lowerer
-from .values import BufRef, FutRef, Val
+from .values import BufRef, FutRef, Val, ViewAlias
 
 
 @dataclass(frozen=True)
@@ -175,10 +176,56 @@ def _array_index(lw: Lowerer, ref: BufRef, idx: list, node) -> int:
 
 # --------------------------------------------------------------------------- views
 
-def view_parts(lw: Lowerer, e: ast.Expr):
-    """``(base, origin operands, extent operands)`` of a view chain (§8.1-§8.3)."""
+@dataclass
+class VState:
+    """A view chain lowered (§8.1-§8.3): origin and extents (operands) in an index
+    space of extents ``space`` -- the base's own, or the shape of a ``span_as`` of the
+    contiguous view ``under`` -- and the dimensions it shows (``keep``, None: all)."""
+    base: Base
+    org: list
+    ext: list
+    space: list
+    keep: list | None = None
+    under: "VState | None" = None
+
+    @property
+    def shown(self) -> list[int]:
+        return list(range(len(self.ext))) if self.keep is None else self.keep
+
+    @property
+    def plain(self) -> bool:
+        """A window of the base itself, as a ``View`` record describes one."""
+        return self.keep is None and self.under is None
+
+
+def view_state(lw: Lowerer, e: ast.Expr) -> VState:
+    """The ``VState`` of a view chain; a named view stands for its chain (§8.3.5)."""
+    if isinstance(e, ast.Name) and isinstance(e.ty, T.View):
+        alias = lw.lookup(e.sym, e)
+        if not isinstance(alias, ViewAlias):
+            lw.unsupported(e, f"'{e.id}' as a view")
+        return view_state(lw, alias.expr)
+    if isinstance(e, (ast.ChunkAt, ast.Subspan, ast.ViewFrom)):
+        st = view_state(lw, e.base)
+        shown = st.shown
+        org, ext = _window(lw, e, [st.org[k] for k in shown], [st.ext[k] for k in shown])
+        for k, o, x in zip(shown, org, ext):
+            st.org[k], st.ext[k] = o, x
+        return st
+    if isinstance(e, ast.SpanAs):
+        return _span_as(lw, e, view_state(lw, e.base))
+    if isinstance(e, ast.Squeeze):
+        st = view_state(lw, e.base)
+        keep = list(e.ty.keep)
+        st.keep = None if keep == list(range(len(st.ext))) else keep
+        return st
+    base = resolve_base(lw, e)
+    return VState(base, [0] * len(base.extents), list(base.extents), list(base.extents))
+
+
+def _window(lw: Lowerer, e, org: list, ext: list):
+    """``chunkat``, ``subspan`` or ``view`` applied to origin and extents (§8.2, §8.3)."""
     if isinstance(e, ast.ChunkAt):
-        base, org, ext = view_parts(lw, e.base)
         args = _chunk_args(lw, e.args)
         if len(args) != len(ext):
             lw.unsupported(e, "chunkat with a tiling factor count different from the rank")
@@ -187,23 +234,58 @@ def view_parts(lw: Lowerer, e: ast.Expr):
                 continue
             ext[k] = o_div(lw, extent(lw, ext[k]), operand(lw, a.bound))
             org[k] = o_add(lw, org[k], o_mul(lw, operand(lw, lw.as_int(a)), ext[k]))
-        return base, org, ext
+        return org, ext
+    new_ext = _sizes(lw, e.sizes, ext)
     if isinstance(e, ast.Subspan):
-        base, org, ext = view_parts(lw, e.base)
-        new_ext = _sizes(lw, e.sizes, ext)
         steps = int_operands(lw, e.steps) if e.steps else new_ext
         if e.at:
             for k, i in enumerate(int_operands(lw, e.at)):
                 org[k] = o_add(lw, org[k], o_mul(lw, i, steps[k]))
-        return base, org, new_ext
-    if isinstance(e, ast.ViewFrom):
-        base, org, ext = view_parts(lw, e.base)
-        new_ext = _sizes(lw, e.sizes, ext)
-        for k, f in enumerate(int_operands(lw, e.origin)):
-            org[k] = o_add(lw, org[k], f)
-        return base, org, new_ext
-    base = resolve_base(lw, e)
-    return base, [0] * len(base.extents), list(base.extents)
+        return org, new_ext
+    for k, f in enumerate(int_operands(lw, e.origin)):
+        org[k] = o_add(lw, org[k], f)
+    return org, new_ext
+
+
+def _span_as(lw: Lowerer, e: ast.SpanAs, under: VState) -> VState:
+    """§8.3.3: a new index space over the elements of the contiguous ``under``. Its
+    element count and its origin in the dimensions it covers whole are checked here when
+    not known at compile time (the checker proved the rest)."""
+    from croqvm.lang.check.views import contiguous_prefix
+    sizes = int_operands(lw, e.sizes)
+    shown = [extent(lw, under.ext[k]) for k in under.shown]
+    under.ext = [extent(lw, x) for x in under.ext]
+    new, old = _product(lw, sizes), _product(lw, shown)
+    if isinstance(new, Reg) or isinstance(old, Reg):
+        ok = lw.b.op("EQ", dtypes.BOOL, reg_of(lw, new), reg_of(lw, old))
+        emit_check(lw.b, ok, "span_as reshapes ", reg_of(lw, old), " elements into ",
+                   reg_of(lw, new), ".")
+    src = e.base.ty     # a buffer or a future's data is contiguous as a whole
+    whole = contiguous_prefix(src.full, src.space) + 1 if isinstance(src, T.View) \
+        else len(under.org)
+    for k in range(whole, len(under.org)):
+        o = under.org[k]
+        if isinstance(o, Reg):
+            ok = lw.b.op("EQ", dtypes.BOOL, o.r, lw.int_reg(0))
+            emit_check(lw.b, ok, f"span_as needs a contiguous view, but its origin in "
+                                 f"dimension {k} is ", o.r, ", not 0.")
+    return VState(under.base, [0] * len(sizes), list(sizes), list(sizes), None, under)
+
+
+def _product(lw: Lowerer, xs: list):
+    total = 1
+    for x in xs:
+        total = o_mul(lw, total, x)
+    return total
+
+
+def view_parts(lw: Lowerer, e: ast.Expr):
+    """``(base, origin operands, extent operands)`` of a view chain that is a window of its
+    base, as DMA and MMA operands are."""
+    st = view_state(lw, e)
+    if not st.plain:
+        lw.unsupported(e, "a view made by 'span_as' or '.sqz()' as a DMA or MMA operand")
+    return st.base, st.org, st.ext
 
 
 def _sizes(lw: Lowerer, sizes, ext) -> list:
@@ -263,11 +345,53 @@ def _root_text(text: str) -> str:
 # --------------------------------------------------------------------------- element access
 
 def access_of(lw: Lowerer, e: ast.ElemAccess) -> tuple[int, Base]:
+    if isinstance(e.base.ty, T.View):
+        return _view_access(lw, e)
     base = resolve_base(lw, e.base)
     idx = [reg_of(lw, x) for x in int_operands(lw, e.indices)]
     # named as written (``f.data.at(1, 2)``): ``f.at`` is no construct of the language
     acc = Access(base.kind, base.slot, base.arr, idx, base.text)
     return lw.b.add("accesses", acc), base
+
+
+def _view_access(lw: Lowerer, e: ast.ElemAccess) -> tuple[int, Base]:
+    """Element ``i`` of a view (§8.3.5): ``i`` is checked against the extents the view
+    shows, then maps to an element of its base, through the row-major order of each
+    ``span_as`` on the way; the base's own access check follows."""
+    st = view_state(lw, e.base)
+    idx = int_operands(lw, e.indices)
+    text = lw.snippet(e.span)
+    for k, (i, x) in enumerate(zip(idx, [extent(lw, st.ext[k]) for k in st.shown])):
+        if not isinstance(i, Reg) and not isinstance(x, Reg) and 0 <= i < x:
+            continue
+        ok = lw.b.op("AND", dtypes.BOOL,
+                     lw.b.op("GE", dtypes.BOOL, reg_of(lw, i), lw.int_reg(0)),
+                     lw.b.op("LT", dtypes.BOOL, reg_of(lw, i), reg_of(lw, x)))
+        emit_check(lw.b, ok, f"out-of-range access {text}: index ", reg_of(lw, i),
+                   f" of dimension {k} is not in [0, ", reg_of(lw, x), ").")
+    full = _base_index(lw, st, idx)
+    base = st.base
+    acc = Access(base.kind, base.slot, base.arr, [reg_of(lw, x) for x in full], base.text)
+    return lw.b.add("accesses", acc), base
+
+
+def _base_index(lw: Lowerer, st: VState, idx: list) -> list:
+    """The base element that shown index ``idx`` of ``st`` names."""
+    full = list(st.org)
+    for k, i in zip(st.shown, idx):
+        full[k] = o_add(lw, full[k], i)
+    if st.under is None:
+        return full
+    linear = 0
+    for k, i in enumerate(full):                # row-major in the span_as space
+        linear = o_add(lw, o_mul(lw, linear, extent(lw, st.space[k])), i)
+    under = st.under
+    shape = [extent(lw, under.ext[k]) for k in under.shown]
+    inner = []
+    for x in reversed(shape):                   # the same position in the view reshaped
+        inner.insert(0, o_op(lw, "MOD", linear, x))
+        linear = o_div(lw, linear, x)
+    return _base_index(lw, under, inner)
 
 
 def lower_elem(lw: Lowerer, e: ast.ElemAccess) -> Val:
@@ -286,6 +410,9 @@ def lower_span_of(lw: Lowerer, e: ast.SpanOf) -> Val:
         elems = lw.expr(e.base).elems
     elif isinstance(e.base.ty, T.Fragment):      # an accumulator's static shape (§11.5)
         elems = list(e.base.ty.shape)
+    elif isinstance(e.base.ty, T.View):
+        st = view_state(lw, e.base)
+        elems = [st.ext[k] for k in st.shown]
     else:
         elems = resolve_base(lw, e.base).extents
     if e.dim is None:

@@ -205,16 +205,22 @@ class Checker:
         return self.in_parallel and sym.parallel is not self.current_parallel
 
     def check_modifiable(self, sym: Symbol, span) -> bool:
-        """§3.4.2 and D14 for an assignment, ``++``/``--``, DMA target or swap."""
+        """§3.4.2 and D14 for an assignment, ``++``/``--``, DMA target or swap: a scalar of
+        an enclosing parallel-by is each instance's own copy (a warning), as in the
+        reference compiler's code; a future can not be changed there."""
         if sym.info.get("bad"):
             return False
-        if sym.kind in ("scalar", "future") and self.outside_current_parallel(sym):
+        if sym.kind == "scalar" and self.outside_current_parallel(sym):
+            self.warning(span, f"'{sym.name}' is declared outside the parallel-by: each "
+                               f"instance changes a copy of its own.",
+                         "the change is not seen outside the instance; to combine the "
+                         "values of the instances, let each write its own element of a "
+                         "buffer (indexed by its parallel variable) and add the elements up "
+                         "after the parallel-by")
+            return True
+        if sym.kind == "future" and self.outside_current_parallel(sym):
             self.error(span, f"'{sym.name}' is declared outside the parallel-by and can "
-                             f"not be modified inside it.",
-                       "every instance of the parallel-by would write it at once; to combine "
-                       "their values, let each write its own element of a buffer (indexed by "
-                       "its parallel variable) and add the elements up after the parallel-by"
-                       if sym.kind == "scalar" else None)
+                             f"not be modified inside it.")
             return False
         return True
 

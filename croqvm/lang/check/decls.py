@@ -1,6 +1,8 @@
 """Declarations and assignments (LANGUAGE.md §3.2-§3.4, §6.6, D13, D14)."""
 from __future__ import annotations
 
+import dataclasses
+
 from croqvm.lang import ast
 from croqvm.lang.types import Bounded, Buffer, Future, ITuple, Mdspan, Scalar, View
 
@@ -8,10 +10,11 @@ from .consteval import const_as, const_value
 from .context import UNKNOWN
 from .exprs import binary_type, check_step, mdspan_dims
 from .typerules import convert, is_unknown, resolve_type, tname
-from .walk import thread_dependence
+from .walk import thread_dependence, value_names
 
-_KIND_OF = {Scalar: "scalar", Bounded: "bounded", ITuple: "ituple", Mdspan: "mdspan"}
-_ALWAYS_IMMUTABLE = ("bounded", "ituple", "mdspan")
+_KIND_OF = {Scalar: "scalar", Bounded: "bounded", ITuple: "ituple", Mdspan: "mdspan",
+            View: "view"}
+_ALWAYS_IMMUTABLE = ("bounded", "ituple", "mdspan", "view")
 
 
 def _remember_value(sym, init):
@@ -35,9 +38,6 @@ def _copy_error(ck, ty, init, name, span):
         else:
             ck.error(span, f"future '{getattr(init, 'id', 'value')}' can not be copied.",
                      hint="use swap(...) to exchange futures, or '.data' to use its buffer")
-    elif isinstance(ty, View):
-        ck.error(span, f"a view can not be named ('{name}'): use it directly as a DMA or "
-                       f"MMA operand.")
     else:
         ck.error(span, f"can not initialize '{name}' with a value of type '{tname(ty)}'.")
 
@@ -51,7 +51,9 @@ def declare_value(ck, name, ty, init, decl, span, *, mutable, declared=None):
                          mutable=mutable or not declared.control)
         _remember_value(sym, init)
         return sym
-    kind = _KIND_OF.get(type(ty))
+    if isinstance(ty, Buffer) and not ty.array and declared is None:
+        ty = View(ty.dtype, tuple(ty.shape), ty.storage, tuple(ty.shape), tuple(ty.shape))
+    kind = _KIND_OF.get(type(ty))   # a whole buffer named again is a view of it (§8.3.5)
     if declared is not None and not is_unknown(ty) and kind != declared:
         ck.error(span, f"'{name}' is declared as \"{declared}\" but initialized with "
                        f"\"{tname(ty)}\".")
@@ -64,11 +66,54 @@ def declare_value(ck, name, ty, init, decl, span, *, mutable, declared=None):
         return sym
     if mutable and kind in _ALWAYS_IMMUTABLE:
         ck.error(span, f"'{name}' with a type of \"{ty}\" can not be declared as 'mutable'.")
+    if kind == "view" and not _fixed_view(ck, name, init):
+        sym = ck.declare(name, kind, UNKNOWN, decl, span)
+        sym.info["bad"] = True
+        return sym
     if isinstance(ty, Scalar):
         ty = Scalar(ty.dtype, control=ty.control)
     sym = ck.declare(name, kind, ty, decl, span, mutable=mutable and kind == "scalar")
     _remember_value(sym, init)
     return sym
+
+
+def _fixed_view(ck, name, init) -> bool:
+    """A named view stands for its chain wherever it is used (§8.3.5), so the chain may
+    read no value that can change: no mutable scalar and no buffer element."""
+    for node in _nodes(init):
+        what = None
+        if isinstance(node, ast.ElemAccess):
+            what = f"the element '{node_text(node)}'"
+        elif isinstance(node, ast.Name) and node.sym is not None and node.sym.mutable \
+                and node.sym.kind == "scalar":
+            what = f"the mutable '{node.id}'"
+        if what is not None:
+            ck.error(node.span, f"the view '{name}' can not be named: it depends on {what}, "
+                                f"which can change.",
+                     hint="copy the value into an immutable name first, as in "
+                          "'int row = ...;'")
+            return False
+    return True
+
+
+def _nodes(expr):
+    stack = [expr]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, ast.Extent):
+            continue
+        for f in dataclasses.fields(n) if dataclasses.is_dataclass(n) else ():
+            value = getattr(n, f.name)
+            if isinstance(value, ast.Expr):
+                stack.append(value)
+            elif isinstance(value, list):
+                stack.extend(v for v in value if isinstance(v, ast.Expr))
+
+
+def node_text(node) -> str:
+    from .views import root_name
+    return f"{root_name(node.base)}.at(...)"
 
 
 def _declared_type(ck, ref: ast.TypeRef | None):
@@ -128,7 +173,8 @@ def _array_dims(ck, item: ast.BufferItem):
 
 
 def _storage(ck, d: ast.BufferDecl, item) -> str:
-    """§3.2.2-§3.2.3: host level buffers are global, parallel ones shared or local."""
+    """§3.2.2-§3.2.3: host level buffers are global; inside a parallel, a global buffer
+    is one buffer for the call, declared before the parallel-by (lib/latenorm.hpp)."""
     if ck.fn.device and d.storage == "local":   # runs on one thread (§6.10.2)
         return "local"
     if not ck.in_parallel:
@@ -137,11 +183,30 @@ def _storage(ck, d: ast.BufferDecl, item) -> str:
                                 f"parallel-by.")
         return "global" if d.storage in (None, "global") else d.storage
     if d.storage in (None, "global"):
-        ck.error(item.span, f"global variable '{item.name}' mustn't be declared inside "
-                            f"parallel-by.",
-                 hint="declare it 'shared' (one per block) or 'local' (one per thread)")
+        _global_in_parallel(ck, d, item)
         return "global"
     return d.storage
+
+
+def _global_in_parallel(ck, d: ast.BufferDecl, item):
+    """A global buffer declared inside a parallel-by is made once, before the outermost
+    one, so its shape and fill value may only read values of the host code."""
+    parts = [("shape", e) for e in d.shape] + \
+        ([("fill value", item.init)] if item.init is not None else [])
+    for what, e in parts:
+        for n in value_names(e):
+            if n.sym is not None and n.sym.parallel is not None:
+                ck.error(n.span, f"global variable '{item.name}' is made before the "
+                                 f"parallel-by, but its {what} reads '{n.id}', which is "
+                                 f"declared inside it.",
+                         hint="declare it 'shared' (one per block) or 'local' (one per thread)")
+                return
+    if d.storage is None:
+        ck.warning(item.span, f"'{item.name}' declared inside parallel-by without 'shared' or "
+                              f"'local' is global: one buffer for the whole call, shared by "
+                              f"every instance.",
+                   hint="declare it 'global' to say so, or 'shared' (one per block) or "
+                        "'local' (one per thread)")
 
 
 def check_buffer_decl(ck, d: ast.BufferDecl):
@@ -166,7 +231,7 @@ def check_buffer_decl(ck, d: ast.BufferDecl):
 def note_param_write(ck, target):
     """§14.3.3: writes to a non-global buffer parameter never reach the caller."""
     while isinstance(target, (ast.ElemAccess, ast.Index, ast.ChunkAt, ast.Subspan,
-                              ast.ViewFrom)):
+                              ast.ViewFrom, ast.SpanAs, ast.Squeeze)):
         target = target.base
     sym = target.sym if isinstance(target, ast.Name) else None
     if (sym is not None and sym.kind == "buffer" and sym.param_index is not None
@@ -224,7 +289,8 @@ def _shadowable(ck, sym) -> bool:
     are new declarations)."""
     if sym.info.get("bad") or ck.scope.declares(sym.name):
         return False
-    return sym.kind in ("scalar", "bounded", "ituple", "mdspan", "dim") and not sym.mutable
+    return sym.kind in ("scalar", "bounded", "ituple", "mdspan", "dim", "view") and \
+        not sym.mutable
 
 
 def check_assign(ck, s: ast.Assign):

@@ -60,8 +60,35 @@ def _bad_operands(ck, e, op, a, b):
     return UNKNOWN
 
 
+def _shape_arith(ck, e, op, a: Mdspan, b):
+    """``sp op n`` and ``sp op t`` (an ituple or mdspan of its rank): dimension by
+    dimension (Croqtile: shapes-and-mdspan.md)."""
+    if is_integer(b):
+        right = [const_value(e.rhs)] * len(a.shape)
+    elif isinstance(b, (ITuple, Mdspan)) and not getattr(b, "bounded", False):
+        rank = b.rank if isinstance(b, ITuple) else len(b.shape)
+        if rank != len(a.shape):
+            return _bad_operands(ck, e, op, a, b)
+        right = list(b.shape) if isinstance(b, Mdspan) else [None] * rank
+    else:
+        return _bad_operands(ck, e, op, a, b)
+    return Mdspan(tuple(_fold_dim(op, x, y) for x, y in zip(a.shape, right)))
+
+
+def _fold_dim(op, x, y):
+    if not (isinstance(x, int) and isinstance(y, int)) or isinstance(y, bool):
+        return None
+    if op in ("/", "%") and (y <= 0 or x < 0):
+        return None     # C's rounding differs from Python's; the engine computes it
+    return {"+": x + y, "-": x - y, "*": x * y, "/": x // max(y, 1),
+            "%": x % max(y, 1)}[op]
+
+
 def _arith(ck, e, op, a, b):
-    """``+ - * / %`` (§4.2.1) with bounded results (§5.4)."""
+    """``+ - * / %`` (§4.2.1) with bounded results (§5.4); on mdspans dimension by
+    dimension."""
+    if isinstance(a, Mdspan):
+        return _shape_arith(ck, e, op, a, b)
     ok = is_integer if op == "%" else is_number
     if not (ok(a) and ok(b)):
         return _bad_operands(ck, e, op, a, b)

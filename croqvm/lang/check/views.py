@@ -37,13 +37,13 @@ def view_source(ck, ty, expr, what="a view"):
             ck.error(expr.span, f"buffer array '{root_name(expr)}' needs an index, as in "
                                 f"'{root_name(expr)}[i]'.")
             return None
-        return View(ty.dtype, tuple(ty.shape), ty.storage)
+        return _whole(ty)
     if isinstance(ty, View):
         return ty
     if isinstance(ty, Future):
         if ty.dtype is None:
             return None  # a placeholder without data: a runtime error (§9.5.4)
-        return View(ty.dtype, tuple(ty.shape), ty.storage)
+        return _whole(ty)
     ck.error(expr.span, f"{what} requires a buffer, a view or a future but got "
                         f"'{tname(ty)}'.")
     return None
@@ -67,6 +67,38 @@ def fragment_source(ck, ty, expr):
         from .mma import _use       # mma imports this module
         _use(ck, sym, expr.span)
     return View(ty.dtype, tuple(ty.shape), "local")
+
+
+def _whole(ty) -> View:
+    """All of a buffer or of a future's data, as a view."""
+    shape = tuple(ty.shape)
+    return View(ty.dtype, shape, ty.storage, shape, shape)
+
+
+def _derived(src: View, shape) -> View:
+    """``src`` after a rank-keeping operation (chunkat, subspan, view) on the dimensions it
+    shows, which now have the extents ``shape``."""
+    full = None
+    if src.full is not None:
+        keep = src.keep if src.keep is not None else range(len(src.full))
+        full = list(src.full)
+        for k, d in zip(keep, shape):
+            full[k] = d
+        full = tuple(full)
+    return View(src.dtype, tuple(shape), src.storage, src.space, full, src.keep)
+
+
+def contiguous_prefix(full, space) -> int | None:
+    """The dimension before which a view of extents ``full`` in the row-major space
+    ``space`` has extent 1 and after which it covers whole extents, so that its elements
+    are consecutive in memory (when its origin is 0 in those whole dimensions); None when
+    that is not known."""
+    j = len(full) - 1
+    while j > 0 and full[j] is not None and full[j] == space[j]:
+        j -= 1
+    if all(full[i] == 1 for i in range(j)):
+        return j
+    return None
 
 
 # --------------------------------------------------------------------------- buffers
@@ -156,14 +188,11 @@ def check_span(ck, e: ast.SpanOf):
 
 
 def check_elem_access(ck, e: ast.ElemAccess):
-    """``b.at(i, ...)`` (§8.6): an lvalue element of a buffer."""
+    """``b.at(i, ...)`` (§8.6): an lvalue element of a buffer or a view, indices relative
+    to what it shows (§8.3.5)."""
     base = ck.expr(e.base)
     types = [ck.expr(i) for i in e.indices]
     if is_unknown(base):
-        return UNKNOWN
-    if isinstance(base, View):
-        ck.error(e.span, "element access needs a buffer, not a view: views are only DMA "
-                         "and MMA operands.")
         return UNKNOWN
     if isinstance(base, Future):
         ck.error(e.span, f"element access needs a buffer: write "
@@ -246,7 +275,7 @@ def check_chunkat(ck, e: ast.ChunkAt):
             shape.append(extent // t)
         else:
             shape.append(None)
-    return View(src.dtype, tuple(shape), src.storage)
+    return _derived(src, shape)
 
 
 def _int_items(ck, exprs, what, wildcard_ok=False):
@@ -305,12 +334,17 @@ def check_subspan(ck, e: ast.Subspan):
             if value >= tiles:
                 ck.error(x.span, f"index out of bounds for dimension {k} ({value} >= "
                                  f"{tiles}).")
-    return View(src.dtype, tuple(shape), src.storage)
+    return _derived(src, shape)
 
 
 def check_view(ck, e: ast.ViewFrom):
     """§8.3.2: extents ``s_k`` (``_``: the whole extent), origin ``o_k + f_k``."""
     src = view_source(ck, ck.expr(e.base), e.base, "'view'")
+    if e.strides is not None:
+        ck.error(e.strides[0].span if e.strides else e.span,
+                 "element strides in 'view(extents : strides)' are not supported by croqvm.",
+                 hint="a regular grid of tiles is 'subspan(...).step(...).at(...)'")
+        return UNKNOWN
     sizes = _int_items(ck, e.sizes, "view", wildcard_ok=True)
     origin = _int_items(ck, e.origin, "'.from'")
     if src is None:
@@ -327,7 +361,72 @@ def check_view(ck, e: ast.ViewFrom):
         if isinstance(offset, int) and isinstance(extent, int) and offset >= extent:
             ck.error(ox.span, f"offset out of bounds for dimension {k} ({offset} >= "
                               f"{extent}).")
-    return View(src.dtype, tuple(s for _, s in sizes), src.storage)
+    return _derived(src, [s for _, s in sizes])
+
+
+def _count(shape):
+    total = 1
+    for d in shape:
+        if not isinstance(d, int):
+            return None
+        total *= d
+    return total
+
+
+def check_span_as(ck, e: ast.SpanAs):
+    """§8.3.3: the elements of a contiguous view, in row-major order, under a new shape
+    of as many elements (Croqtile: view-operations.md; lib/shapeinfer.cpp)."""
+    src = view_source(ck, ck.expr(e.base), e.base, "'span_as'")
+    items = _int_items(ck, e.sizes, "span_as")
+    if src is None:
+        return UNKNOWN
+    shape = tuple(d for _, d in items)
+    for (x, d) in items:
+        if isinstance(d, int) and d < 1:
+            ck.error(x.span, f'The mdspan size "{d}" is invalid!')
+            return UNKNOWN
+    if src.full is None or contiguous_prefix(src.full, src.space) is None:
+        shown = shape_str(src.full or src.shape)
+        ck.error(e.span, f"span_as requires a contiguous view, but the view {shown} of "
+                         f"'{root_name(e.base)}' {shape_str(src.space or ())} is not one.",
+                 hint="apply span_as to a whole buffer, or to a tile of whole rows (extent "
+                      "1 before the first partial dimension, whole extents after it)")
+        return UNKNOWN
+    old, new = _count(src.shape), _count(shape)
+    if old is not None and new is not None and old != new:
+        ck.error(e.span, f"can not apply span_as to reshape from {shape_str(src.shape)}"
+                         f"({old}) to {shape_str(shape)}({new}).")
+        return UNKNOWN
+    return View(src.dtype, shape, src.storage, shape, shape)
+
+
+def _shaped_chain(e) -> bool:
+    """Whether a view chain has a subspan, view or span_as that fixed its extents (the
+    rule of lib/shapeinfer.cpp for '.sqz()'); a named view counts."""
+    while True:
+        if isinstance(e, (ast.Subspan, ast.ViewFrom, ast.SpanAs)):
+            return True
+        if isinstance(e, ast.Name):
+            return isinstance(e.ty, View) and e.sym is not None and e.sym.kind == "view"
+        if not isinstance(e, (ast.ChunkAt, ast.Squeeze)):
+            return False
+        e = e.base
+
+
+def check_squeeze(ck, e: ast.Squeeze):
+    """§8.3.4: the view without the dimensions whose extent is 1 at compile time (all of
+    them 1: the last one stays)."""
+    src = view_source(ck, ck.expr(e.base), e.base, "'.sqz'")
+    if src is None:
+        return UNKNOWN
+    if not _shaped_chain(e.base):
+        ck.error(e.span, ".sqz requires a preceding .subspan, .span_as, or .view.",
+                 hint="the extents of 1 that '.sqz()' removes come from one of them")
+        return UNKNOWN
+    shown = [k for k, d in enumerate(src.shape) if d != 1] or [len(src.shape) - 1]
+    keep = src.keep if src.keep is not None else tuple(range(len(src.shape)))
+    return View(src.dtype, tuple(src.shape[k] for k in shown), src.storage, src.space,
+                src.full, tuple(keep[k] for k in shown))
 
 
 RULES = {
@@ -338,4 +437,6 @@ RULES = {
     ast.ChunkAt: check_chunkat,
     ast.Subspan: check_subspan,
     ast.ViewFrom: check_view,
+    ast.SpanAs: check_span_as,
+    ast.Squeeze: check_squeeze,
 }
