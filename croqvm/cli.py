@@ -135,10 +135,19 @@ def _cuda_verbose(verbose: bool) -> None:
         os.environ["CROQVM_CUDA_VERBOSE"] = "1"
 
 
+# run options as croqvm.Program.run's messages name them (``engine='python'``, ``jobs=4``)
+_API_OPTION = re.compile(r"\b(engine|device|check|schedule|jobs)=('?)([\w-]+)\2")
+
+
 def _print_error(err: errors.CroqvmError) -> None:
-    print(str(err), file=sys.stderr)
-    if err.hint:
-        print(f"hint: {err.hint}", file=sys.stderr)
+    """The error and its hint; a usage error names options as the command spells them."""
+    text, hint = str(err), err.hint
+    if isinstance(err, errors.ArgumentError):
+        text = _API_OPTION.sub(r"--\1 \3", text)
+        hint = hint and _API_OPTION.sub(r"--\1 \3", hint)
+    print(text, file=sys.stderr)
+    if hint:
+        print(f"hint: {hint}", file=sys.stderr)
 
 
 def _status(err: errors.CroqvmError) -> int:
