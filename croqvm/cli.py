@@ -501,6 +501,79 @@ def _finish(results, used, quiet, output, reference, rtol, atol) -> None:
             print(f"--expect {path}: the results agree", file=sys.stderr)
 
 
+@command(help="Step through a function as it runs on the reference engine: breakpoints, "
+              "watchpoints, every lane's values, stepping back (README: Stepping through a "
+              "kernel).")
+def debug(
+        file: File,
+        func: Annotated[str | None, typer.Option(
+            metavar="NAME",
+            help="The function to debug (default: the first one without parameters).")] = None,
+        inputs: Annotated[list[str] | None, typer.Option(
+            "--input", metavar="NAME=FILE",
+            help="A parameter's value, as for run.")] = None,
+        random_inputs: Annotated[bool, typer.Option(
+            "--random-inputs", help="Random values for the parameters without --input.")] = False,
+        seed: Seed = None,
+        dims: Dims = None,
+        schedule: Annotated[str, typer.Option(
+            **values.one_of(*SCHEDULES), show_default=True,
+            help="Warp order: round-robin, or seeded random.")] = "rr",
+        schedule_seed: Annotated[int | None, typer.Option(
+            parser=values.seed, metavar="N", help="Seed of --schedule random.")] = None,
+        poison: Annotated[bool, typer.Option(
+            "--poison", help="Poison new buffers, as for run.")] = False,
+        check: Annotated[str | None, typer.Option(
+            **values.one_of(*CHECKS[1:]),
+            help="race or init, as for run ('break race' stops at a race).")] = None,
+        max_steps: Annotated[int | None, typer.Option(
+            parser=values.count, metavar="N",
+            help="Stop with a runtime error after N warp-instructions.")] = None,
+        script: Annotated[str | None, typer.Option(
+            metavar="FILE",
+            help="Read the commands from FILE, echoing each; at its end the run goes on to "
+                 "its end. Without it the commands come from the terminal.")] = None,
+        defines: Defines = None):
+    inputs, dims = inputs or [], dims or []
+    _check_run_options(func or "", inputs, random_inputs, seed, dims, None, None, None,
+                       schedule, schedule_seed, False, False)
+    program = _load(file, defines, "debug")
+    if func is None:
+        fn = next((f for f in program.functions if not f.params), None)
+        if fn is None:
+            raise errors.ArgumentError(f"every function of {file} takes parameters; choose "
+                                       f"one with --func NAME and give its arguments")
+        func = fn.name
+    from .run_io import load_inputs, parse_dims
+    _, args, dim_values = _arguments(program, file, func, load_inputs(list(inputs)),
+                                     parse_dims(list(dims)), random_inputs, seed or 0)
+    lines = None
+    if script is not None:
+        try:
+            with open(script, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except OSError as e:
+            raise errors.ArgumentError(f"--script {script}: {e.strerror}") from None
+    raise SystemExit(_debug(program, func, args, dim_values, lines, script,
+                            dict(schedule=schedule, seed=schedule_seed or 0, poison=poison,
+                                 check=check, max_steps=max_steps)))
+
+
+def _debug(program, func, args, dims, lines, script, options, at_fault=False) -> int:
+    """A debugger session on ``func(*args)``: from ``lines`` of ``script``, else the
+    terminal; ``at_fault``: run to the first runtime error and stop there."""
+    from .debug import Session
+    from .debug.console import Console, interact, run_script
+    session = Session(program, func, *args, out=sys.stdout, **options, **dims)
+    console = Console(session, sys.stdout)
+    if at_fault:
+        session.break_fault = True
+        session.cont()
+    if lines is None:
+        return interact(console)
+    return run_script(console, lines, script)
+
+
 @command(name="emit-cuda", help="Write the CUDA C++ the generator makes of a file's kernels: "
                                 "one CQ_KERNEL per kernel, each statement with its source line.")
 def emit_cuda(
