@@ -258,6 +258,7 @@ class _Run:
         if self.thread.is_alive():
             self.go.put(None)
             self.thread.join()
+            self.s.stops.get()        # the None its end handed over
 
 
 def _same(a, b) -> bool:
@@ -680,7 +681,8 @@ class Session:
     # ------------------------------------------------------------------ watchpoints
 
     def watch(self, text: str, read: bool = False) -> Watch:
-        """Stop after an instruction changes (``read``: reads) element ``BUF.at(...)``."""
+        """Stop after an instruction changes (``read``: reads) element ``BUF.at(...)``,
+        indices evaluated in the focused lane."""
         e = parse(text)
         from ..lang import ast
         if not isinstance(e, ast.ElemAccess) or not isinstance(e.base, ast.Name):
@@ -697,10 +699,15 @@ class Session:
             raise DebugError(f"{text} is not an element of '{base.name}' (extents "
                              f"{list(base.data.shape)})")
         slot = sc.buffer(e.base.id, blk)
+        where = (None if blk.is_host else blk.index, slot,
+                 sc.w.base + self.focus[2] if blk is sc.blk else 0)
+        if not blk.is_host:             # a buffer the host passed: watched in every block
+            launch = self.run.host.prog.code.launches[blk.launch_index]
+            host_slot = dict(launch.buffers).get(slot)
+            if host_slot is not None:
+                where = (None, host_slot, 0)
         self._numbers += 1
-        w = Watch(self._numbers, text, read,
-                  (None if blk.is_host else blk.index, slot,
-                   sc.w.base + self.focus[2] if blk is sc.blk else 0), idx)
+        w = Watch(self._numbers, text, read, where, idx)
         w.old = base.data[idx].copy()
         self.watches.append(w)
         return w
@@ -719,9 +726,9 @@ class Session:
         ins = w.blk.prog.ins[pc]
         op = TABLE[ins[0]]
         lanes = np.flatnonzero(w.act).tolist()
-        if "acc" not in op.operands:
+        if "a" not in op.operands:
             return lanes
-        acc = w.blk.prog.code.accesses[ins[1 + op.operands.index("acc")]]
+        acc = w.blk.prog.code.accesses[ins[1 + op.operands.index("a")]]
         hit = []
         for i in lanes:
             if tuple(int(w.regs[r][i]) for r in acc.indices) == watch.index:
@@ -731,12 +738,12 @@ class Session:
     def reads(self, run, w, pc, watch) -> bool:
         ins = w.blk.prog.ins[pc]
         op = TABLE[ins[0]]
-        if "acc" not in op.operands or op.writes < 0:
+        if "a" not in op.operands or op.writes < 0:     # an element load
             return False
-        acc = w.blk.prog.code.accesses[ins[1 + op.operands.index("acc")]]
-        return acc.base == watch.buffer[1] and any(
-            tuple(int(w.regs[r][i]) for r in acc.indices) == watch.index
-            for i in np.flatnonzero(w.act))
+        acc = w.blk.prog.code.accesses[ins[1 + op.operands.index("a")]]
+        watched = self.watch_array(run, watch)
+        return any(_reads_element(w, acc, i, watched, watch.index)
+                   for i in np.flatnonzero(w.act))
 
 
 # Choosing where to go back to among the statement starts before now, (step, block,
@@ -757,6 +764,16 @@ def _last_hit(events, focus, depth):
     """... the last breakpoint hit."""
     hits = [e for e in events if e[4]]
     return hits[-1] if hits else None
+
+
+def _reads_element(w, acc, i, watched, index) -> bool:
+    """Whether lane ``i`` of ``w`` loading through access ``acc`` reads ``watched[index]``."""
+    from ..bytecode.module import BaseKind
+    if acc.base_kind != BaseKind.BUF:
+        return False
+    insts = w.blk.instances(acc.base, w.base + i)
+    return insts is not None and insts[0].data is watched and \
+        tuple(int(w.regs[r][i]) for r in acc.indices) == index
 
 
 def _waits(w) -> str:

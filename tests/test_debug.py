@@ -1,0 +1,205 @@
+"""croqvm debug (croqvm/debug): co-mock's three debugger tests, and each command against
+values computed by hand from the programs in tests/debug/.
+
+kernel.co: ``scale(out)`` runs 2 blocks of one warp; lane t of block p computes
+v = 2t, adds 100 where t < 4 (line 6), and stores out[32p + t] = v + p (line 7).
+"""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import croqvm
+from croqvm.cli import main
+from croqvm.debug import DebugError, Session
+from croqvm.debug.console import Console, run_script
+
+HERE = Path(__file__).parent / "debug"
+
+
+def session(name="kernel.co", func="scale", *args):
+    program = croqvm.compile_file(str(HERE / name))
+    out = io.StringIO()
+    if not args and func == "scale":
+        args = (np.full(64, -1, np.int32),)
+    return Session(program, func, *args, out=out), out
+
+
+def transcript(name, func, args, script: str):
+    s, out = session(name, func, *args)
+    text = io.StringIO()
+    status = run_script(Console(s, text), script.splitlines(), "script")
+    return status, text.getvalue(), out.getvalue()
+
+
+# ----------------------------------------------------------------------- co-mock's tests
+
+@pytest.mark.parametrize("name, script, expected", [
+    ("script_debug.co", "s\ns\np x\nc\n", ["x = 10", "15"]),
+    ("script_mode.co", "c\n", ["42"]),
+    ("debugger_info.co", "s\ninfo mem\nc\n", ["arr: global s32[4] (16 bytes)", "20"]),
+])
+def test_comock_debugger_scripts(tmp_path, capsys, name, script, expected):
+    path = tmp_path / "cmds"
+    path.write_text(script)
+    assert main(["debug", str(HERE / name), "--script", str(path)]) == 0
+    out = capsys.readouterr().out
+    at = 0
+    for want in expected:                  # FileCheck: in order
+        at = out.index(want, at) + len(want)
+
+
+def test_script_transcript_echoes_each_command_then_its_output(tmp_path, capsys):
+    path = tmp_path / "cmds"
+    path.write_text("s\ns\np x\nc\n")
+    main(["debug", str(HERE / "script_debug.co"), "--script", str(path)])
+    assert capsys.readouterr().out.splitlines() == [
+        "-> 4    s32 x = 10;",
+        "(croqvm) s",
+        "-> 5    s32 y = x + 5;",
+        "(croqvm) s",
+        "-> 6    println(y);",
+        "(croqvm) p x",
+        "x = 10",
+        "(croqvm) c",
+        "15",
+        "The program finished.",
+    ]
+
+
+# ----------------------------------------------------------------------- commands
+
+def test_breakpoint_and_every_lane_of_a_variable():
+    s, _ = session()
+    s.break_at(6)
+    stop = s.cont()
+    assert (stop.reason, stop.place.line, stop.place.block) == ("breakpoint", 6, (0,))
+    assert stop.place.active == [0, 1, 2, 3]          # t < 4
+    v = s.evaluate("v")
+    assert v.values.tolist() == [2 * t for t in range(32)]
+    assert v.active.tolist() == [t < 4 for t in range(32)]
+    s.set_focus(lane=3)
+    assert s.evaluate("v + 1").values[3] == 7
+    assert s.evaluate("t < 4 ? v : -1").values[3] == 6
+    s.quit()
+
+
+def test_conditional_breakpoint_names_the_lanes_that_met_it():
+    s, _ = session()
+    s.break_at(7, condition="t % 8 == 5 && p == 1")
+    stop = s.cont()
+    assert stop.reason == "breakpoint" and stop.place.block == (1,)
+    assert stop.lanes == [5, 13, 21, 29]
+    s.quit()
+
+
+def test_step_next_and_step_into_a_kernel():
+    s, _ = session()
+    assert s.stop.place.line == 2 and s.stop.place.block == (0,)
+    assert [s.step().place.line for _ in range(4)] == [3, 4, 5, 6]
+    assert s.next().place.line == 7
+    s.quit()
+
+
+def test_reverse_step_lands_on_the_exact_earlier_state():
+    s, _ = session()
+    s.break_at(6)
+    at6 = s.cont()
+    before = s.evaluate("v").values.copy()            # 0, 2, 4, ... (line 6 not run yet)
+    s.step()
+    assert s.evaluate("v").values[:4].tolist() == [100, 102, 104, 106]
+    back = s.reverse_step()
+    assert (back.step, back.place.line) == (at6.step, 6)
+    assert np.array_equal(s.evaluate("v").values, before)
+    s.quit()
+
+
+def test_reverse_continue_goes_back_to_the_last_breakpoint_hit():
+    s, _ = session()
+    s.break_at(6)
+    first = s.cont()                 # block 0
+    second = s.cont()                # block 1
+    assert second.place.block == (1,) and second.step > first.step
+    s.step()
+    back = s.reverse_continue()
+    assert (back.step, back.reason, back.place.block) == (second.step, "breakpoint", (1,))
+    s.quit()
+
+
+def test_watchpoint_names_old_and_new_value_and_the_writer():
+    s, _ = session()
+    w = s.watch("out.at(33)")        # written by block 1, lane 1: 2 + 100 + 1
+    stop = s.cont()
+    watch, old, new, writer, lanes = stop.watch
+    assert watch is w and (int(old), int(new)) == (-1, 103)
+    assert writer == ((1,), 0) and lanes == [1]
+    s.quit()
+
+
+def test_print_buffer_element_and_chunk():
+    s, _ = session()
+    s.break_at(7)
+    s.cont()
+    s.cont()                         # block 1 at line 7: block 0 has stored its 32
+    assert s.evaluate("out.at(2)").values[0] == 104
+    chunk = s.evaluate("out.chunkat(p)")
+    assert chunk.origin == (32,) and chunk.data.tolist() == [-1] * 32
+    s.quit()
+
+
+def test_info_mem_and_variables():
+    s, _ = session("debugger_info.co", "debugger_info_test")
+    s.step()
+    assert s.memory() == [("arr", "global", "s32", [4], 16)]
+    s.quit()
+
+
+def test_break_fault_stops_before_the_report_with_state_live():
+    s, _ = session("oob.co", "oob", np.zeros(8, np.int32), 5)
+    s.break_fault = True
+    stop = s.cont()
+    assert stop.reason == "fault" and stop.place.line == 4
+    assert "out.at(8)" in stop.message and "lane 3" in stop.message
+    assert s.evaluate("k").values.tolist() == [t + 5 for t in range(32)]
+
+
+def test_debugging_changes_no_result():
+    program = croqvm.compile_file(str(HERE / "kernel.co"))
+    ref = np.full(64, -1, np.int32)
+    program.run("scale", ref, engine="python", out=io.StringIO())
+    got = np.full(64, -1, np.int32)
+    s = Session(program, "scale", got, out=io.StringIO())
+    s.break_at(7)
+    s.cont()
+    s.reverse_step()
+    while not s.finished:
+        s.cont()
+    assert np.array_equal(got, ref)
+    t = np.arange(32)
+    assert got.tolist() == [2 * i + 100 * (i < 4) + p for p in (0, 1) for i in t]
+
+
+@pytest.mark.parametrize("line, message", [
+    ("zork", "unknown command 'zork'"),
+    ("b 9", "line 9 of"),
+    ("p v +", "does not parse"),
+    ("warp 3", "no warp 3"),
+    ("lane 40", "no lane 40"),
+    ("p nothing", "no variable 'nothing'"),
+])
+def test_bad_input_is_one_line_and_the_prompt_again(line, message):
+    s, _ = session()
+    text = io.StringIO()
+    with pytest.raises(DebugError, match=message):
+        Console(s, text).execute(line)
+    assert text.getvalue() == ""
+    s.quit()
+
+
+def test_a_script_error_stops_with_its_line_number_and_exit_2():
+    status, text, _ = transcript("kernel.co", "scale", (), "s\nwarp 7\nc\n")
+    assert status == 2
+    assert text.splitlines()[-1] == "script:2: no warp 7: the block has 1 warp(s), 0-0"
