@@ -337,6 +337,10 @@ def run(
             help="Threads a launch's blocks run on (native engine; default: the "
                  "cores, but one for a kernel that prints, whose output then "
                  "streams).")] = None,
+        debug_on_fault: Annotated[bool, typer.Option(
+            "--debug-on-fault",
+            help="On a runtime error, run the call again under the debugger (croqvm debug) "
+                 "and stop at the error, its state live.")] = False,
         verbose: Verbose = False,
         defines: Defines = None):
     inputs, dims = inputs or [], dims or []    # typer gives None for none given
@@ -379,6 +383,18 @@ def run(
         else:
             results, saved_inputs = _run_one(program, file, func, arrays, random_inputs,
                                               seed or 0, dim_values, options, stats)
+    except errors.KernelFault as fault:
+        if not debug_on_fault:
+            raise
+        _print_error(fault)
+        monitor.finish()
+        func = func or _faulting(program)
+        _, args, dim_values = _arguments(program, file, func, arrays, dim_values,
+                                         random_inputs, seed or 0)
+        raise SystemExit(_debug(program, func, args, dim_values, None, None,
+                                dict(schedule=schedule, seed=schedule_seed or 0,
+                                     poison=poison, check=check, max_steps=max_steps),
+                                at_fault=True)) from None
     finally:
         monitor.finish()
     if progress:
@@ -557,6 +573,21 @@ def debug(
     raise SystemExit(_debug(program, func, args, dim_values, lines, script,
                             dict(schedule=schedule, seed=schedule_seed or 0, poison=poison,
                                  check=check, max_steps=max_steps)))
+
+
+def _faulting(program) -> str:
+    """The function a run of every parameterless function stopped in: the first that
+    faults again on the reference engine (the runs are deterministic)."""
+    import io
+    for fn in program.functions:
+        if fn.params:
+            continue
+        try:
+            program.run(fn.name, engine="python", out=io.StringIO())
+        except errors.KernelFault:
+            return fn.name
+    raise errors.ArgumentError("the runtime error does not recur on the reference engine; "
+                               "nothing to debug")
 
 
 def _debug(program, func, args, dims, lines, script, options, at_fault=False) -> int:

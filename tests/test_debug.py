@@ -203,3 +203,15 @@ def test_a_script_error_stops_with_its_line_number_and_exit_2():
     status, text, _ = transcript("kernel.co", "scale", (), "s\nwarp 7\nc\n")
     assert status == 2
     assert text.splitlines()[-1] == "script:2: no warp 7: the block has 1 warp(s), 0-0"
+
+
+def test_readme_transcript_is_what_the_debugger_prints(tmp_path, capsys, monkeypatch):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Stepping through a kernel", 1)[1].split("\n## ", 1)[0]
+    source, script, shown = [b.split("```", 1)[0] for b in section.split("```\n")[1::2]]
+    (tmp_path / "stepping.co").write_text(source)
+    (tmp_path / "steps.txt").write_text(script)
+    monkeypatch.chdir(tmp_path)
+    assert main(["debug", "stepping.co", "--func", "scale", "--random-inputs",
+                 "--script", "steps.txt"]) == 0
+    assert capsys.readouterr().out == shown

@@ -326,7 +326,9 @@ class Session:
             w = self.run.cur
             stop.place = self._place(w)
             here = (None if w.blk.is_host else w.blk.index, w.index)
-            if self.focus is None or self.focus[:2] != here:   # the warp that stopped
+            if stop.lanes:                   # the first lane that met a breakpoint
+                self.focus = here + (stop.lanes[0],)
+            elif self.focus is None or self.focus[:2] != here:   # the warp that stopped
                 lane = int(np.flatnonzero(w.act)[0]) if w.nact else 0
                 self.focus = here + (lane,)
         self.stop = stop
