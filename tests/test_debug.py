@@ -98,10 +98,152 @@ def test_conditional_breakpoint_names_the_lanes_that_met_it():
 
 def test_step_next_and_step_into_a_kernel():
     s, _ = session()
-    assert s.stop.place.line == 2 and s.stop.place.block == (0,)
+    assert (s.stop.place.line, s.stop.place.block) == (2, None)     # the host's launch
     assert [s.step().place.line for _ in range(4)] == [3, 4, 5, 6]
+    assert s.stop.place.block == (0,) and s.focus == ((0,), 0, 0)
     assert s.next().place.line == 7
     s.quit()
+
+
+def test_next_steps_over_a_launch_and_over_a_nested_block():
+    s, _ = session()
+    assert s.next().reason == "finished"          # the host's only statement: the launch
+    s, _ = session()
+    s.break_at(5)
+    s.cont()
+    assert s.next().place.line == 7               # over the if and its body (line 6)
+    s.quit()
+
+
+def test_stepi_runs_one_instruction_of_the_focused_warp():
+    s, _ = session()
+    s.break_at(4)
+    first = s.cont()
+    second = s.stepi()                          # t * 2, then the move into v: same line
+    assert (second.step, second.place.line) == (first.step + 1, 4)
+    assert s.stepi().place.line == 5
+    s.quit()
+
+
+def test_finish_runs_until_the_host_resumes():
+    program = croqvm.compile(HOST_AFTER, "tail.co")
+    s = Session(program, "tail", np.zeros(32, np.int32), out=io.StringIO())
+    s.break_at(3)
+    s.cont()
+    stop = s.finish()
+    assert (stop.place.block, stop.place.line) == (None, 4)
+    assert s.step().place.line == 5 and s.evaluate("k").values[0] == 7
+    s.quit()
+
+
+HOST_AFTER = """__co__ void tail(global s32 [32] out) {
+  parallel t by 32 : thread
+    out.at(t) = t;
+  s32 k = 7;
+  println(k);
+}
+"""
+
+
+def test_reverse_next_goes_back_over_the_nested_block():
+    s, _ = session()
+    s.break_at(5)
+    at5 = s.cont()
+    s.next()                                      # line 7
+    back = s.reverse_next()
+    assert (back.step, back.place.line) == (at5.step, 5)
+    s.quit()
+
+
+def test_enter_repeats_the_last_motion():
+    status, text, _ = transcript("kernel.co", "scale", (), "s\n\n\nq\n")
+    assert status == 0
+    assert [ln.split()[1] for ln in text.splitlines() if ln.startswith("->")] == \
+        ["2", "3", "4", "5"]
+
+
+def test_read_watchpoint_stops_after_the_load():
+    program = croqvm.compile(READER, "reader.co")
+    s = Session(program, "reader", np.arange(4, dtype=np.int32), np.zeros(1, np.int32),
+                out=io.StringIO())
+    s.watch("a.at(2)", read=True)
+    stop = s.cont()
+    watch, old, new, writer, lanes = stop.watch
+    assert stop.reason == "watch" and int(new) == 2 and writer == (None, 0)
+    assert s.stop.place.line == 3                  # the statement that read it
+    s.quit()
+
+
+READER = """__co__ void reader(s32 [4] a, global s32 [1] out) {
+  out.at(0) = a.at(0);
+  out.at(0) = out.at(0) + a.at(2);
+}
+"""
+
+
+def test_break_race_stops_at_the_first_race_with_the_warp_that_made_it():
+    program = croqvm.compile_file(str(HERE / "racy.co"))
+    s = Session(program, "racy", np.zeros(2, np.int32), check="race", out=io.StringIO())
+    s.break_race = True
+    stop = s.cont()
+    # lane t of warp t / 32 writes out[1 - t / 32]: the 32 lanes of warp 0 all write out[1]
+    assert stop.reason == "race" and stop.message == "data race on 'out' element (1)"
+    assert s.focus[:2] == ((0,), 0)
+    while not s.finished:
+        s.cont()
+    assert "data race" in s.stop.message
+
+
+def test_info_variables_of_each_scope_and_help_and_list():
+    s, _ = session()
+    s.break_at(7)
+    s.cont()
+    s.set_focus(lane=3)
+    scopes = dict(s.variables())
+    kernel = scopes["kernel block (0) warp 0 lane 3"]
+    assert ("v", "106") in kernel and ("t", "3") in kernel and ("p", "0") in kernel
+    text = io.StringIO()
+    console = Console(s, text)
+    console.execute("help watch")
+    console.execute("l")
+    lines = text.getvalue().splitlines()
+    assert lines[0].startswith("watch BUF.at(i, ...): stop after an instruction changes")
+    assert "B-> 7\t      out.at(p # t) = v + p;" in lines
+    s.quit()
+
+
+def test_reverse_step_is_exact_under_the_random_schedule():
+    program = croqvm.compile_file(str(HERE / "kernel.co"))
+    s = Session(program, "scale", np.zeros(64, np.int32), schedule="random", seed=3,
+                out=io.StringIO())
+    s.break_at(7)
+    s.cont()
+    s.cont()
+    mark = s.stop.step
+    state = s.evaluate("out").data.copy()
+    s.step()
+    back = s.reverse_step()
+    assert back.step == mark and np.array_equal(s.evaluate("out").data, state)
+    s.quit()
+
+
+OOB_NO_PARAMS = """__co__ void oob() {
+  s32[8] out;
+  parallel t by 32 : thread {
+    s32 k = t + 5;
+    out.at(k) = t;
+  }
+}
+"""
+
+
+def test_debug_on_fault_stops_at_the_error(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "oob.co"
+    path.write_text(OOB_NO_PARAMS)
+    monkeypatch.setattr("sys.stdin", io.StringIO("p k\nq\n"))
+    assert main(["run", str(path), "--debug-on-fault", "--engine", "python"]) == 3
+    out = capsys.readouterr().out
+    assert "-> 5" in out and "lanes  0- 7:  5  6  7  8  9 10 11 12" in out
 
 
 def test_reverse_step_lands_on_the_exact_earlier_state():

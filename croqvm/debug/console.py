@@ -92,14 +92,13 @@ class Console:
                 self.say(stop.message)
             self.say("The program finished.")
             return
-        if stop.reason == "error":
-            self.say(stop.message)
-            return
         place = stop.place
         if stop.reason == "fault":
             self.say(stop.message)
+        if stop.reason == "interrupted":
+            self.say("Interrupted.")
         if stop.reason == "race":
-            self.say("Data race found (its report comes when the run ends).")
+            self.say(f"Stopped at a {stop.message} (the report comes when the run ends).")
         if stop.reason == "watch":
             watch, old, new, (block, warp), lanes = stop.watch
             who = "the host program" if block is None else \

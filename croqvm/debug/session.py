@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..blockview import DONE
 from ..bytecode.opcodes import BY_NAME, SPAN, TABLE
-from ..errors import CroqvmError, KernelFault
+from ..errors import ArgumentError, KernelFault
 from ..source import SpanTable
 from .values import DebugError, Lanes, Scope, Tile, parse, scalar_text
 
@@ -73,8 +74,9 @@ class WarpInfo:
 
 @dataclass
 class Stop:
-    """Where and why the run stopped. ``reason``: "start", "step", "breakpoint",
-    "watch", "race", "fault", "finished". ``lanes``: the lanes that met a breakpoint's
+    """Where and why the run stopped. ``reason``: "step", "breakpoint", "watch",
+    "race", "fault", "interrupted", "finished" (``message``: the runtime error it
+    stopped with, if any; ``result``: what the function returned). ``lanes``: the lanes that met a breakpoint's
     condition; ``watch``: (watch, old, new, block, warp, lanes) of the write seen."""
     reason: str
     step: int
@@ -117,6 +119,7 @@ class _Run:
         self.last = {}                # id(warp) -> (line, pc) of its last statement start
         self.races = 0
         self.after_step = False       # stopped after the current warp's instruction
+        self.interrupt = False        # Ctrl-C: stop before the next step
         self.go: queue.Queue = queue.Queue()
         self.out = _Silent(session.out)
         self.out.quiet = target > 0
@@ -135,10 +138,8 @@ class _Run:
             self.after_step = False
             s.stops.put(Stop("fault", self.call.steps if self.call else 0,
                              message=str(fault)))
-        except CroqvmError as err:
-            s.stops.put(Stop("error", 0, message=str(err)))
-        except BaseException as exc:   # noqa: BLE001 - handed to the session, which raises
-            s.stops.put(exc)
+        except BaseException as exc:   # noqa: BLE001 - bad arguments, a croqvm bug: the
+            s.stops.put(exc)           # session raises it
 
     # ------------------------------------------------------------------ the hook
 
@@ -178,6 +179,10 @@ class _Run:
                 self.out.quiet = False
                 self.pause(w, Stop("step", n))
             return
+        if self.interrupt:
+            self.interrupt = False
+            self.pause(w, Stop("interrupted", n))
+            return
         if new:
             hit = self.s.breakpoint_hit(self, w, line)
             if hit is not None:
@@ -198,14 +203,16 @@ class _Run:
             if mode == STEPI:
                 return True
             return new and (mode == STEP or mode == NEXT and len(w.stack) <= self.depth)
-        left = fw.state == "done" or w.blk is not fw.blk
+        # another warp: the focused one is done, or waits, or is the host inside a launch
+        left = fw.state == DONE or w.blk is not fw.blk
+        back = w.blk.is_host and not fw.blk.is_host          # from a kernel to its host
         if mode == STEPI:
             return left
         if mode == STEP:
             return new and left
         if mode == NEXT:
-            return new and (fw.state == "done" or fw.blk.is_host is False and w.blk.is_host)
-        return new and mode == FINISH and not fw.blk.is_host and w.blk.is_host
+            return new and (fw.state == DONE or back)
+        return new and back                                   # FINISH
 
     def after(self, w, pc):
         s = self.s
@@ -230,10 +237,19 @@ class _Run:
                 return
             watch.old = new.copy()
         if s.break_race and self.call.checker is not None:
-            found = len(getattr(self.call.checker, "races", ()))
-            if found > self.races:
-                self.races = found
-                self.pause(w, Stop("race", self.call.steps), after=True)
+            races = getattr(self.call.checker, "races", {})
+            if len(races) > self.races:
+                self.races = len(races)
+                race = list(races.values())[-1]           # the newest pair of statements
+                self.pause(w, Stop("race", self.call.steps, message=self._race_text(race)),
+                           after=True)
+
+    def _race_text(self, race) -> str:
+        kernel, slot, _ = race.buffer
+        blk = self.blk if kernel >= 0 else self.host
+        name = blk.prog.code.buffers[slot].name
+        element = ", ".join(str(i) for i in race.element)
+        return f"data race on '{name}' element ({element})"
 
     def where_of(self, w) -> tuple:
         return (None if w.blk.is_host else w.blk.index, w.index)
@@ -278,9 +294,11 @@ class Session:
         from ..program import check_seed
         module = program.module
         if module.function(func) is None:
-            raise CroqvmError(f"no function named '{func}' in this module.")
+            raise ArgumentError(f"no function named '{func}' in this module.")
         if check not in (None, "race", "init"):
-            raise CroqvmError(f"unknown check '{check}': use 'race' or 'init'.")
+            raise ArgumentError(f"unknown check '{check}': use 'race' or 'init'.")
+        if schedule not in ("rr", "random"):
+            raise ArgumentError(f"unknown schedule '{schedule}': use 'rr' or 'random'.")
         self.module, self.func = module, func
         self.out = sys.stdout if out is None else out
         self.spans = SpanTable(module.sources, module.spans)
@@ -314,13 +332,19 @@ class Session:
     # ------------------------------------------------------------------ running
 
     def _wait(self) -> Stop:
-        got = self.stops.get()
+        """The run's next stop; Ctrl-C while it runs stops it before its next step."""
+        while True:
+            try:
+                got = self.stops.get()
+                break
+            except KeyboardInterrupt:
+                self.run.interrupt = True
         if isinstance(got, BaseException):
             raise got
         stop = got
         if stop.reason == "fault" and not self.break_fault:
             stop.reason = "finished"
-        if stop.reason in ("finished", "error"):
+        if stop.reason == "finished":
             stop.place = None
         else:
             w = self.run.cur
@@ -337,7 +361,7 @@ class Session:
     @property
     def finished(self) -> bool:
         """Whether the run is over (a fault it stopped at included)."""
-        return self.stop.reason in ("finished", "error", "fault")
+        return self.stop.reason in ("finished", "fault")
 
     def _go(self, mode, target=0) -> Stop:
         if self.finished:
@@ -429,15 +453,20 @@ class Session:
 
     def lines(self, prog) -> list:
         """(file, line) of each instruction of ``prog``; None for a function's prologue
-        and epilogue (the constants it hoists, its return), which no statement owns."""
+        and epilogue (the constants it hoists, its return: on its header's line) and a
+        kernel's (its indices and constants: the span of its parallel statement), which
+        no statement owns."""
         key = id(prog.code)
         if key not in self._lines:
             fn = self.module.function(self.func)
-            own = {fn.span} | {k.span for k in fn.kernels if prog.code is not k.code}
+            header = self.spans.span(fn.span)
+            own = {k.span for k in fn.kernels if prog.code is k.code}
             table = []
             for ins in prog.ins:
                 sp = self.spans.span(ins[SPAN])
-                table.append(None if ins[SPAN] in own or sp is None else (sp.file, sp.line))
+                hidden = sp is None or ins[SPAN] in own or \
+                    (sp.file, sp.line) == (header.file, header.line)
+                table.append(None if hidden else (sp.file, sp.line))
             self._lines[key] = table
         return self._lines[key]
 
