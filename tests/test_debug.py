@@ -357,3 +357,17 @@ def test_readme_transcript_is_what_the_debugger_prints(tmp_path, capsys, monkeyp
     assert main(["debug", "stepping.co", "--func", "scale", "--random-inputs",
                  "--script", "steps.txt"]) == 0
     assert capsys.readouterr().out == shown
+
+
+def test_where_shows_each_warp_with_what_it_waits_for():
+    program = croqvm.compile_file(str(HERE / "barrier.co"))
+    s = Session(program, "two", np.zeros(64, np.int32), out=io.StringIO())
+    s.break_at(4)
+    s.cont()                                  # warp 0 (round-robin: it runs first)
+    stop = s.cont()                           # warp 0 waits at the inner parallel's end
+    assert stop.place.warp == 1
+    w0, w1 = s.where()
+    assert (w0.state, w0.line, w0.waits) == \
+        ("blocked", 3, "waiting for barrier at end of parallel")
+    assert (w1.state, w1.line, w1.waits) == ("ready", 4, "")
+    s.quit()

@@ -12,7 +12,7 @@ import re
 import sys
 
 from .session import Session, Stop
-from .values import DebugError, Lanes, Tile, lanes_text, scalar_text, table
+from .values import DebugError, Tile, lanes_text, scalar_text, table
 
 PROMPT = "(croqvm) "
 
@@ -330,7 +330,7 @@ def _warp_line(wi) -> str:
     who = "host" if wi.block is None else f"block {_index(wi.block)} warp {wi.warp}"
     if wi.state == "done":
         return f"  {who}: done"
-    waits = f", waiting for {wi.waits}" if wi.waits else ""
+    waits = f", {wi.waits}" if wi.waits else ""
     return (f"  {who}: line {wi.line} ({wi.state}{waits}), lanes {_lanes(wi.active)}: "
             f"{wi.text}")
 

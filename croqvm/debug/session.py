@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..blockview import DONE
+from ..blockview import BLOCKED, DONE
 from ..bytecode.opcodes import BY_NAME, SPAN, TABLE
 from ..errors import ArgumentError, KernelFault
 from ..source import SpanTable
@@ -68,16 +68,18 @@ class WarpInfo:
     line: int
     text: str
     active: list
-    waits: str = ""
+    waits: str = ""                 # a blocked warp: what it waits for
     depth: int = 0
 
 
 @dataclass
 class Stop:
-    """Where and why the run stopped. ``reason``: "step", "breakpoint", "watch",
-    "race", "fault", "interrupted", "finished" (``message``: the runtime error it
-    stopped with, if any; ``result``: what the function returned). ``lanes``: the lanes that met a breakpoint's
-    condition; ``watch``: (watch, old, new, block, warp, lanes) of the write seen."""
+    """Where and why the run stopped, before step ``step`` (after it for a watchpoint
+    or a race). ``reason``: "step", "breakpoint", "watch", "race", "fault",
+    "interrupted", "finished"; ``message``: the race, or the runtime error it stopped
+    with; ``result``: what the function returned; ``lanes``: the lanes that met a
+    breakpoint's condition; ``watch``: (watch, old, new, (block, warp), lanes) of the
+    access seen."""
     reason: str
     step: int
     place: WarpInfo | None = None
@@ -479,7 +481,9 @@ class Session:
 
     def _place(self, w) -> WarpInfo:
         blk = w.blk
-        ip = w.ip if w is self.run.cur and not self.run.after_step else w.pc
+        # the instruction it is at: the one it stopped before, or blocks in, else the next
+        ip = w.ip if w is self.run.cur and not self.run.after_step or w.state == BLOCKED \
+            else w.pc
         code = blk.prog.ins
         file, line = "", 0
         if ip < len(code):
@@ -811,6 +815,8 @@ def _waits(w) -> str:
     b = w.blocker
     if b is None:
         return ""
+    if b.ready():
+        return "its wait is over; it resumes when next picked"
     views = b.view() if hasattr(b, "view") else ()
     code = w.blk.prog.code
     names = []
@@ -819,7 +825,7 @@ def _waits(w) -> str:
             names.append(code.colls[v.site].text)
         elif hasattr(v, "event"):
             names.append(f"event '{code.events[v.event].name}' slot {v.slot}")
-    return ", ".join(names) or "a wait"
+    return "waiting for " + (", ".join(names) or "a wait")
 
 
 def _text(index) -> str:
