@@ -371,3 +371,19 @@ def test_where_shows_each_warp_with_what_it_waits_for():
         ("blocked", 3, "waiting for barrier at end of parallel")
     assert (w1.state, w1.line, w1.waits) == ("ready", 4, "")
     s.quit()
+
+
+def test_info_futures_and_the_data_a_future_holds():
+    program = croqvm.compile_file(str(HERE.parent.parent / "programs" /
+                                      "matmul_double_buffer.co"))
+    a = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
+    b = np.ones((32, 16), np.float32)
+    s = Session(program, "matmul_db", a, b, out=io.StringIO())
+    s.break_at(34)                  # the first wait: both pairs issued, none waited
+    s.cont()
+    assert dict(s.futures()) == {name: "pending (async), data [0:16, 0:16]"
+                                 for name in ("cur_a", "cur_b", "nxt_a", "nxt_b")}
+    assert np.array_equal(s.evaluate("cur_a.data").data, a[:, 0:16])
+    assert np.array_equal(s.evaluate("nxt_a.data").data, a[:, 16:32])
+    assert s.evaluate("nxt_a.data.at(1, 2)").values[0] == a[1, 18]
+    s.quit()

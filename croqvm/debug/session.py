@@ -627,19 +627,20 @@ class Session:
         return out
 
     def futures(self) -> list[tuple[str, str]]:
-        """(future, state) per future slot of the focused lane."""
+        """(future, its state in the focused lane): empty, or whether its last transfer
+        is async and still pending, and the view of the data it holds."""
         blk = self._block(self.focus[0])
         lane = blk.warps[self.focus[1]].base + self.focus[2]
         out = []
         for slot, decl in enumerate(blk.prog.code.futures):
-            handle = blk.futures[slot][lane]
-            if handle is None:
-                state = "empty"
-            else:
-                waited = getattr(handle, "waited", None)
-                state = "completed" if waited or not getattr(handle, "is_async", False) \
-                    else "pending"
-            out.append((decl.name, state))
+            h = blk.futures[slot][lane]
+            if h is None or h.buf is None:
+                out.append((decl.name, "empty"))
+                continue
+            state = "pending" if h.pending(lane) else "completed"
+            kind = "async" if h.is_async else "sync"
+            box = ", ".join(f"{o}:{o + e}" for o, e in zip(h.origin, h.extents))
+            out.append((decl.name, f"{state} ({kind}), data [{box}]"))
         return out
 
     def events(self) -> list[tuple[str, str]]:

@@ -183,8 +183,10 @@ class Scope:
             return self._element(e, lane)
         if isinstance(e, ast.ChunkAt):
             return self._chunk(e, lane)
-        raise DebugError("the debugger evaluates names, literals, operators, .at and "
-                         ".chunkat; not this expression")
+        if isinstance(e, ast.DataOf) and isinstance(e.base, ast.Name):
+            return self._future_data(e.base.id, lane)
+        raise DebugError("the debugger evaluates names, literals, operators, ?:, .at, "
+                         ".chunkat and a future's .data; not this expression")
 
     def _arith(self, fn):
         try:
@@ -216,7 +218,7 @@ class Scope:
                              f"not {len(idx)}")
         out = np.zeros(self.w.width, base.dtype.np)
         for i in range(self.w.width):
-            at = tuple(int(k[i]) - o for k, o in zip(idx, base.origin or [0] * len(idx)))
+            at = tuple(int(k[i]) for k in idx)      # a view's indices are its own (§8)
             if all(0 <= a < n for a, n in zip(at, base.data.shape)):
                 out[i] = base.data[at]
             elif i == lane:
@@ -224,6 +226,21 @@ class Scope:
                 raise DebugError(f"{base.name}.at({shown}) is out of bounds "
                                  f"(extents {list(base.data.shape)})")
         return Lanes(out, base.dtype, self.w.act.copy())
+
+    def _future_data(self, name: str, lane: int) -> Tile:
+        """``f.data``: the view of the buffer future ``f`` holds in ``lane``."""
+        from ..bytecode.module import Storage
+        code = self.blk.prog.code
+        slot = next((k for k, f in enumerate(code.futures) if f.name == name), None)
+        if slot is None:
+            raise DebugError(f"no future '{name}' here")
+        h = self.blk.futures[slot][self.w.base + lane]
+        if h is None or h.buf is None:
+            raise DebugError(f"future '{name}' holds no data")
+        decl = code.futures[slot]
+        box = tuple(slice(o, o + n) for o, n in zip(h.origin, h.extents))
+        return Tile(f"{name}.data", Storage(decl.storage).name.lower(),
+                    dtypes.BY_CODE[decl.dtype], h.buf.data[box], tuple(h.origin))
 
     def _chunk(self, e, lane: int) -> Tile:
         base = self._base(e.base, lane)
