@@ -387,3 +387,37 @@ def test_info_futures_and_the_data_a_future_holds():
     assert np.array_equal(s.evaluate("nxt_a.data").data, a[:, 16:32])
     assert s.evaluate("nxt_a.data.at(1, 2)").values[0] == a[1, 18]
     s.quit()
+
+
+SHOW = """__co__ void show(global s32 [10, 10] m) {
+  parallel t by 1 : thread
+    m.at(0, 0) = 1;
+}
+"""
+
+
+def test_print_buffer_as_an_aligned_table_with_elision_and_file_breakpoints():
+    program = croqvm.compile(SHOW, "show.co")
+    s = Session(program, "show", np.arange(100, dtype=np.int32).reshape(10, 10),
+                out=io.StringIO())
+    text = io.StringIO()
+    console = Console(s, text)
+    for line in ("p m", "p m.at(9, 8)", "b show.co:3", "info break"):
+        console.execute(line)
+    assert text.getvalue().splitlines() == [
+        "m: global s32[10, 10]",
+        "[[ 0  1  2 ...  7  8  9]",
+        " [10 11 12 ... 17 18 19]",
+        " [20 21 22 ... 27 28 29]",
+        " ...",
+        " [70 71 72 ... 77 78 79]",
+        " [80 81 82 ... 87 88 89]",
+        " [90 91 92 ... 97 98 99]]",
+        "m.at(9, 8) = 98",
+        "Breakpoint 1 set at line 3",
+        "Breakpoints:",
+        "  1: line 3: m.at(0, 0) = 1;  (hit 0 time(s))",
+    ]
+    with pytest.raises(DebugError, match="no source file 'nope.co'"):
+        console.execute("b nope.co:3")
+    s.quit()
