@@ -421,3 +421,11 @@ def test_print_buffer_as_an_aligned_table_with_elision_and_file_breakpoints():
     with pytest.raises(DebugError, match="no source file 'nope.co'"):
         console.execute("b nope.co:3")
     s.quit()
+
+
+def test_going_back_from_the_end_of_the_run():
+    s, out = session("script_debug.co", "script_debug_test")
+    assert s.cont().reason == "finished" and out.getvalue() == "15\n"
+    back = s.reverse_step()                   # the last statement: println(y), not run
+    assert back.place.line == 6 and s.evaluate("y").values[0] == 15
+    assert s.cont().reason == "finished" and out.getvalue() == "15\n15\n"

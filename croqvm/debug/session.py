@@ -426,7 +426,8 @@ class Session:
         now = self.stop.step
         if now <= 1:
             raise DebugError("already at the start of the run")
-        focus, depth = self.focus, self.stop.place.depth
+        focus = self.focus
+        depth = self.stop.place.depth if self.stop.place is not None else 0
         events = self._history(now)
         chosen = pick(events, focus, depth)
         target = chosen[0] if chosen else events[0][0] if events else 1
