@@ -429,3 +429,11 @@ def test_going_back_from_the_end_of_the_run():
     back = s.reverse_step()                   # the last statement: println(y), not run
     assert back.place.line == 6 and s.evaluate("y").values[0] == 15
     assert s.cont().reason == "finished" and out.getvalue() == "15\n15\n"
+
+
+def test_no_going_back_before_the_first_statement():
+    s, _ = session("script_debug.co", "script_debug_test")
+    with pytest.raises(DebugError, match="already at the first statement"):
+        s.reverse_step()
+    assert s.stop.place.line == 4 and s.step().place.line == 5
+    s.quit()

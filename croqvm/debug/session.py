@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..blockview import BLOCKED, DONE
-from ..bytecode.opcodes import BY_NAME, SPAN, TABLE
+from ..bytecode.opcodes import BY_NAME, SPAN, TABLE, WIDTH
 from ..errors import ArgumentError, KernelFault
 from ..source import SpanTable
 from .values import DebugError, Lanes, Scope, Tile, parse, scalar_text
@@ -423,21 +423,21 @@ class Session:
         return events
 
     def _back_to(self, pick) -> Stop:
-        now = self.stop.step
-        if now <= 1:
-            raise DebugError("already at the start of the run")
-        focus = self.focus
-        depth = self.stop.place.depth if self.stop.place is not None else 0
-        events = self._history(now)
+        here, focus = self.stop, self.focus
+        depth = here.place.depth if here.place is not None else 0
+        events = self._history(here.step)      # ends where it began: in this very state
+        if not events:
+            self.stop, self.focus = here, focus
+            raise DebugError("already at the first statement of the run")
         chosen = pick(events, focus, depth)
-        target = chosen[0] if chosen else events[0][0] if events else 1
-        self._replay(target)
+        self._replay(chosen[0] if chosen else events[0][0])
         self.stop.reason = "breakpoint" if chosen and chosen[4] and pick is _last_hit \
             else "step"
         if self.stop.reason == "breakpoint":
             here = self.stop.place
-            self.stop.breakpoint = next((b for b in self.breakpoints if b.line == here.line),
-                                        None)
+            place = self.stop.place
+            self.stop.breakpoint = next((b for b in self.breakpoints
+                                         if (b.file, b.line) == (place.file, place.line)), None)
         return self.stop
 
     def reverse_step(self) -> Stop:
@@ -673,7 +673,7 @@ class Session:
         lines = set()
         fn = self.module.function(self.func)
         for code in [fn.host] + [k.code for k in fn.kernels]:
-            for n in range(0, len(code.code), 7):
+            for n in range(0, len(code.code), WIDTH):
                 sp = self.spans.span(code.code[n + SPAN])
                 if sp is not None and sp.file == name:
                     lines.add(sp.line)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes
-from ..bytecode.opcodes import TABLE
+from ..bytecode.opcodes import TABLE, WIDTH
 from ..diagnostics import DiagnosticSink
 from ..faults import Fault, LaneFault
 from ..lang import ast
@@ -80,9 +80,8 @@ class Tile:
 def first_writes(code) -> list[int]:
     """Per register, the index of the first instruction writing it (len: never)."""
     first = [len(code.code)] * len(code.regs)
-    width = 7
-    for n in range(len(code.code) // width):
-        ins = code.code[n * width:(n + 1) * width]
+    for n in range(len(code.code) // WIDTH):
+        ins = code.code[n * WIDTH:(n + 1) * WIDTH]
         pos = TABLE[ins[0]].writes
         if pos >= 0 and first[ins[1 + pos]] > n:
             first[ins[1 + pos]] = n
@@ -106,11 +105,11 @@ class Scope:
     def register(self, name: str, blk, ip: int):
         code = blk.prog.code
         firsts = self._firsts(code)
-        best = None
-        for r, n in enumerate(code.reg_names):
-            if n == name and (best is None or firsts[best] <= firsts[r] <= ip):
-                best = r
-        return best
+        named = [r for r, n in enumerate(code.reg_names) if n == name]
+        written = [r for r in named if firsts[r] <= ip]
+        if written:
+            return max(written, key=firsts.__getitem__)
+        return named[0] if named else None
 
     def buffer(self, name: str, blk):
         for slot, decl in enumerate(blk.prog.code.buffers):
