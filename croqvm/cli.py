@@ -551,7 +551,8 @@ def debug(
                  "its end. Without it the commands come from the terminal.")] = None,
         defines: Defines = None):
     inputs, dims = inputs or [], dims or []
-    _check_run_options(func or "", inputs, random_inputs, seed, dims, None, None, None,
+    # there is always a function to give arguments to: --func, else the default one
+    _check_run_options(func or "(the default)", inputs, random_inputs, seed, dims, None, None, None,
                        schedule, schedule_seed, False, False)
     program = _load(file, defines, "debug")
     if func is None:

@@ -37,8 +37,8 @@ HELP = {
     "lane": ("lane L", "focus on lane L of the focused warp"),
     "where": ("where", "every warp of the focused block: line, state, what it waits on"),
     "bt": ("bt", "the focused warp and the launch it runs under"),
-    "p": ("p EXPR", "EXPR in the focused lane; a variable: every lane; a buffer, .at, "
-          ".chunkat: its elements"),
+    "p": ("p EXPR", "EXPR in the focused lane; a variable: every lane; a buffer, "
+          ".chunkat, F.data: its elements"),
     "info": ("info [break|mem|futures|events|warps]", "variables of every active scope, "
              "or the breakpoints, allocations, futures, events, warps"),
     "l": ("l, list", "the source around the current line"),
