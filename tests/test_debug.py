@@ -437,3 +437,18 @@ def test_no_going_back_before_the_first_statement():
         s.reverse_step()
     assert s.stop.place.line == 4 and s.step().place.line == 5
     s.quit()
+
+
+def test_break_fault_at_a_deadlock_shows_every_blocked_warp_and_the_launch():
+    program = croqvm.compile_file(str(HERE.parent.parent / "programs" / "broken" /
+                                      "missing_bootstrap.co"))
+    s = Session(program, "broken", out=io.StringIO())
+    s.break_fault = True
+    stop = s.cont()
+    assert stop.reason == "fault" and "deadlock" in stop.message
+    warps = s.where()
+    assert [(w.state, w.line) for w in warps] == [("blocked", 20)] * 4 + [("blocked", 27)] * 4
+    assert warps[0].waits == "waiting for event 'empty' slot 0"
+    assert warps[7].waits == "waiting for event 'full' slot 0"
+    kernel, host = s.backtrace()
+    assert (kernel.block, kernel.warp, host.block, host.line) == ((0,), 7, None, 14)

@@ -482,8 +482,11 @@ class Session:
 
     def _place(self, w) -> WarpInfo:
         blk = w.blk
-        # the instruction it is at: the one it stopped before, or blocks in, else the next
-        ip = w.ip if w is self.run.cur and not self.run.after_step or w.state == BLOCKED \
+        # the instruction it is at: the one it stopped before, blocks in, or (the host
+        # program while a kernel runs) launched from; else the next
+        run = self.run
+        inside = w.blk.is_host and run.blk is not None and run.blk is not w.blk
+        ip = w.ip if w is run.cur and not run.after_step or w.state == BLOCKED or inside \
             else w.pc
         code = blk.prog.ins
         file, line = "", 0
