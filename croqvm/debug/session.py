@@ -18,14 +18,21 @@ from __future__ import annotations
 
 import io
 import queue
+import sys
 import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import dtypes
 from ..blockview import BLOCKED, DONE
+from ..bytecode.module import BaseKind, Storage
 from ..bytecode.opcodes import BY_NAME, SPAN, TABLE, WIDTH
 from ..errors import ArgumentError, KernelFault
+from ..interp.host import run_function
+from ..lang import ast
+from ..limits import buffer_bytes
+from ..program import check_seed
 from ..source import SpanTable
 from .values import DebugError, Lanes, Scope, Tile, parse, scalar_text
 
@@ -291,9 +298,6 @@ class Session:
 
     def __init__(self, program, func: str, *args, out=None, schedule: str = "rr",
                  seed: int = 0, poison: bool = False, check=None, max_steps=None, **dims):
-        import sys
-        from ..interp.host import run_function
-        from ..program import check_seed
         module = program.module
         if module.function(func) is None:
             raise ArgumentError(f"no function named '{func}' in this module.")
@@ -609,9 +613,6 @@ class Session:
     def memory(self) -> list[tuple[str, str, str, list, int]]:
         """Every allocated named buffer: (name, storage, dtype, shape, bytes), host
         program first, then the running block's."""
-        from ..limits import buffer_bytes
-        from ..bytecode.module import Storage
-        from .. import dtypes
         out, seen = [], set()
         blocks = [self.run.host] + ([self.run.blk] if self.run.blk is not None
                                     and not self.run.blk.is_host else [])
@@ -724,7 +725,6 @@ class Session:
         """Stop after an instruction changes (``read``: reads) element ``BUF.at(...)``,
         indices evaluated in the focused lane."""
         e = parse(text)
-        from ..lang import ast
         if not isinstance(e, ast.ElemAccess) or not isinstance(e.base, ast.Name):
             raise DebugError("watch takes an element: BUF.at(i, ...)")
         sc = self.scope()
@@ -808,7 +808,6 @@ def _last_hit(events, focus, depth):
 
 def _reads_element(w, acc, i, watched, index) -> bool:
     """Whether lane ``i`` of ``w`` loading through access ``acc`` reads ``watched[index]``."""
-    from ..bytecode.module import BaseKind
     if acc.base_kind != BaseKind.BUF:
         return False
     insts = w.blk.instances(acc.base, w.base + i)

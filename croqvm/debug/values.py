@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes
+from ..bytecode.module import Storage
 from ..bytecode.opcodes import TABLE, WIDTH
 from ..diagnostics import DiagnosticSink
 from ..faults import Fault, LaneFault
@@ -141,7 +142,6 @@ class Scope:
         insts = blk.instances(slot, lane)
         if insts is None:
             raise DebugError(f"'{decl.name}' is not allocated yet")
-        from ..bytecode.module import Storage
         return Tile(decl.name, Storage(decl.storage).name.lower(), dtypes.BY_CODE[decl.dtype],
                     insts[0].data)
 
@@ -228,7 +228,6 @@ class Scope:
 
     def _future_data(self, name: str, lane: int) -> Tile:
         """``f.data``: the view of the buffer future ``f`` holds in ``lane``."""
-        from ..bytecode.module import Storage
         code = self.blk.prog.code
         slot = next((k for k, f in enumerate(code.futures) if f.name == name), None)
         if slot is None:
