@@ -135,10 +135,19 @@ def _cuda_verbose(verbose: bool) -> None:
         os.environ["CROQVM_CUDA_VERBOSE"] = "1"
 
 
+# run options as croqvm.Program.run's messages name them (``engine='python'``, ``jobs=4``)
+_API_OPTION = re.compile(r"\b(engine|device|check|schedule|jobs)=('?)([\w-]+)\2")
+
+
 def _print_error(err: errors.CroqvmError) -> None:
-    print(str(err), file=sys.stderr)
-    if err.hint:
-        print(f"hint: {err.hint}", file=sys.stderr)
+    """The error and its hint; a usage error names options as the command spells them."""
+    text, hint = str(err), err.hint
+    if isinstance(err, errors.ArgumentError):
+        text = _API_OPTION.sub(r"--\1 \3", text)
+        hint = hint and _API_OPTION.sub(r"--\1 \3", hint)
+    print(text, file=sys.stderr)
+    if hint:
+        print(f"hint: {hint}", file=sys.stderr)
 
 
 def _status(err: errors.CroqvmError) -> int:
@@ -328,6 +337,10 @@ def run(
             help="Threads a launch's blocks run on (native engine; default: the "
                  "cores, but one for a kernel that prints, whose output then "
                  "streams).")] = None,
+        debug_on_fault: Annotated[bool, typer.Option(
+            "--debug-on-fault",
+            help="On a runtime error, run the call again under the debugger (croqvm debug) "
+                 "and stop at the error, its state live.")] = False,
         verbose: Verbose = False,
         defines: Defines = None):
     inputs, dims = inputs or [], dims or []    # typer gives None for none given
@@ -370,6 +383,18 @@ def run(
         else:
             results, saved_inputs = _run_one(program, file, func, arrays, random_inputs,
                                               seed or 0, dim_values, options, stats)
+    except errors.KernelFault as fault:
+        if not debug_on_fault:
+            raise
+        _print_error(fault)
+        monitor.finish()
+        func = func or _faulting(program)
+        _, args, dim_values = _arguments(program, file, func, arrays, dim_values,
+                                         random_inputs, seed or 0)
+        raise SystemExit(_debug(program, func, args, dim_values, None, None,
+                                dict(schedule=schedule, seed=schedule_seed or 0,
+                                     poison=poison, check=check, max_steps=max_steps),
+                                at_fault=True)) from None
     finally:
         monitor.finish()
     if progress:
@@ -490,6 +515,95 @@ def _finish(results, used, quiet, output, reference, rtol, atol) -> None:
             raise SystemExit(EXIT_MISMATCH)
         if not quiet:
             print(f"--expect {path}: the results agree", file=sys.stderr)
+
+
+@command(help="Step through a function as it runs on the reference engine: breakpoints, "
+              "watchpoints, every lane's values, stepping back (README: Stepping through a "
+              "kernel).")
+def debug(
+        file: File,
+        func: Annotated[str | None, typer.Option(
+            metavar="NAME",
+            help="The function to debug (default: the first one without parameters).")] = None,
+        inputs: Annotated[list[str] | None, typer.Option(
+            "--input", metavar="NAME=FILE",
+            help="A parameter's value, as for run.")] = None,
+        random_inputs: Annotated[bool, typer.Option(
+            "--random-inputs", help="Random values for the parameters without --input.")] = False,
+        seed: Seed = None,
+        dims: Dims = None,
+        schedule: Annotated[str, typer.Option(
+            **values.one_of(*SCHEDULES), show_default=True,
+            help="Warp order: round-robin, or seeded random.")] = "rr",
+        schedule_seed: Annotated[int | None, typer.Option(
+            parser=values.seed, metavar="N", help="Seed of --schedule random.")] = None,
+        poison: Annotated[bool, typer.Option(
+            "--poison", help="Poison new buffers, as for run.")] = False,
+        check: Annotated[str | None, typer.Option(
+            **values.one_of(*CHECKS[1:]),
+            help="race or init, as for run ('break race' stops at a race).")] = None,
+        max_steps: Annotated[int | None, typer.Option(
+            parser=values.count, metavar="N",
+            help="Stop with a runtime error after N warp-instructions.")] = None,
+        script: Annotated[str | None, typer.Option(
+            metavar="FILE",
+            help="Read the commands from FILE, echoing each; at its end the run goes on to "
+                 "its end. Without it the commands come from the terminal.")] = None,
+        defines: Defines = None):
+    inputs, dims = inputs or [], dims or []
+    # there is always a function to give arguments to: --func, else the default one
+    _check_run_options(func or "(the default)", inputs, random_inputs, seed, dims, None, None, None,
+                       schedule, schedule_seed, False, False)
+    program = _load(file, defines, "debug")
+    if func is None:
+        fn = next((f for f in program.functions if not f.params), None)
+        if fn is None:
+            raise errors.ArgumentError(f"every function of {file} takes parameters; choose "
+                                       f"one with --func NAME and give its arguments")
+        func = fn.name
+    from .run_io import load_inputs, parse_dims
+    _, args, dim_values = _arguments(program, file, func, load_inputs(list(inputs)),
+                                     parse_dims(list(dims)), random_inputs, seed or 0)
+    lines = None
+    if script is not None:
+        try:
+            with open(script, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except OSError as e:
+            raise errors.ArgumentError(f"--script {script}: {e.strerror}") from None
+    raise SystemExit(_debug(program, func, args, dim_values, lines, script,
+                            dict(schedule=schedule, seed=schedule_seed or 0, poison=poison,
+                                 check=check, max_steps=max_steps)))
+
+
+def _faulting(program) -> str:
+    """The function a run of every parameterless function stopped in: the first that
+    faults again on the reference engine (the runs are deterministic)."""
+    import io
+    for fn in program.functions:
+        if fn.params:
+            continue
+        try:
+            program.run(fn.name, engine="python", out=io.StringIO())
+        except errors.KernelFault:
+            return fn.name
+    raise errors.ArgumentError("the runtime error does not recur on the reference engine; "
+                               "nothing to debug")
+
+
+def _debug(program, func, args, dims, lines, script, options, at_fault=False) -> int:
+    """A debugger session on ``func(*args)``: from ``lines`` of ``script``, else the
+    terminal; ``at_fault``: run to the first runtime error and stop there."""
+    from .debug import Session
+    from .debug.console import Console, interact, run_script
+    session = Session(program, func, *args, out=sys.stdout, **options, **dims)
+    console = Console(session, sys.stdout)
+    if at_fault:
+        session.break_fault = True
+        session.cont()
+    if lines is None:
+        return interact(console)
+    return run_script(console, lines, script)
 
 
 @command(name="emit-cuda", help="Write the CUDA C++ the generator makes of a file's kernels: "

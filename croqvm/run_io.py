@@ -98,6 +98,8 @@ def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
             for d, ext in zip(p.shape, np.shape(arr)):
                 if isinstance(d, str) and d != "?":
                     known.setdefault(d, int(ext))
+    if random_inputs:
+        _all_dims_known(fn, inputs, known)
     rng = SplitMix64(seed)       # one stream, parameter after parameter (croqvm.prng)
     args = []
     for p in fn.params:
@@ -113,10 +115,9 @@ def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
                     shape.append(d)
                 elif d in known:
                     shape.append(known[d])
-                else:
-                    what = "an anonymous dimension '?'" if d == "?" else f"symbolic dimension '{d}'"
-                    hint = f"--input {p.name}=FILE.npy" if d == "?" else f"--dim {d}=VALUE"
-                    raise ArgumentError(f"parameter '{p.name}' has {what}; give it with {hint}")
+                else:       # symbolic ones are known (_all_dims_known)
+                    raise ArgumentError(f"parameter '{p.name}' has an anonymous dimension "
+                                        f"'?'; give it with --input {p.name}=FILE.npy")
             try:
                 args.append(random_array(rng, p.dtype, tuple(shape)))
             except (MemoryError, ValueError):
@@ -127,6 +128,22 @@ def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
         else:
             args.append(None)
     return args, {k: v for k, v in dims.items()}
+
+
+def _all_dims_known(fn, inputs: dict, known: dict) -> None:
+    """Every symbolic dimension a random parameter needs has a value: else one error that
+    lists all of those missing, in parameter order."""
+    missing = []
+    for p in fn.params:
+        if p.kind == ParamKind.BUFFER and p.name not in inputs:
+            missing += [d for d in p.shape if isinstance(d, str) and d != "?"
+                        and d not in known and d not in missing]
+    if missing:
+        names = ", ".join(f"'{d}'" for d in missing)
+        given = " ".join(f"--dim {d}=VALUE" for d in missing)
+        what = "symbolic dimension" if len(missing) == 1 else "symbolic dimensions"
+        raise ArgumentError(f"no value for the {what} {names} of '{fn.name}'; give "
+                            f"{'it' if len(missing) == 1 else 'them'} with {given}")
 
 
 def _input_value(p, arr):

@@ -242,6 +242,24 @@ def test_limits_and_tolerances_out_of_range_are_usage_errors(work, args, message
     assert (status, out, err.splitlines()[-1]) == (2, "", message)
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--engine", "native", "--check", "race"], "check 'race' runs on the Python engine only: "
+                                                "use --engine python and --device cpu with it."),
+    (["--engine", "python", "--jobs", "4"], "--jobs 4 runs on the native engine only: use "
+                                            "--engine native with it."),
+])
+def test_usage_errors_name_options_as_the_command_spells_them(work, args, message):
+    assert croqvm("run", "add.co", "--func", "add", "--random-inputs", "--dim", "N=4", *args,
+                  cwd=work) == (2, "", message + "\n")
+
+
+def test_every_missing_dimension_is_named_in_one_message(work):
+    matmul = ROOT / "programs" / "matmul_dma.co"
+    assert croqvm("run", matmul, "--func", "matmul", "--random-inputs", "--dim", "K=16",
+                  cwd=work) == (2, "", "no value for the symbolic dimensions 'M', 'N' of "
+                                       "'matmul'; give them with --dim M=VALUE --dim N=VALUE\n")
+
+
 def test_more_jobs_than_blocks_or_threads_run_as_many_as_are_useful(work):
     want = np.arange(40, dtype=np.float32) + 0.5
     np.save(work / "want.npy", want)

@@ -61,8 +61,10 @@ def test_warnings_are_records_and_text(prog, tmp_path):
     (dict(device="tpu"), "unknown device 'tpu': use one of cpu, cuda-cpu, gpu."),
     (dict(check="bounds"), "unknown check 'bounds': use one of race, init."),
     (dict(schedule="fifo"), "unknown schedule 'fifo': use 'rr' or 'random'."),
-    (dict(max_steps=0), "the step limit must be a positive integer, not 0."),
-    (dict(max_steps=True), "the step limit must be a positive integer, not True."),
+    (dict(max_steps=0), "the step limit must be an integer from 1 to 2^63 - 1, not 0."),
+    (dict(max_steps=True), "the step limit must be an integer from 1 to 2^63 - 1, not True."),
+    (dict(max_steps=2 ** 63), "the step limit must be an integer from 1 to 2^63 - 1, not "
+                              "9223372036854775808."),
     (dict(seed=1.5), "a seed must be an integer, not 1.5."),
 ])
 def test_options_are_checked_before_anything_runs(prog, options, message):

@@ -81,6 +81,9 @@ def prepare(blk) -> None:
         prog.laneset_steps = [_steps(blk, ls) for ls in prog.lanesets]
         checker = blk.call.checker
         prog.steps = steps if checker is None else checker.instrument(prog, steps)
+        debugger = blk.call.debugger   # outermost: it sees each step before any checker
+        if debugger is not None:
+            prog.steps = debugger.instrument(prog, prog.steps)
 
 
 def run_block(blk) -> bool:

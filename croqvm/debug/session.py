@@ -1,0 +1,846 @@
+"""``Session``: one call of a function under the debugger, its commands as methods that
+return data (croqvm.debug.console turns them into text).
+
+The call runs on the reference engine in a thread of its own. The session's hook
+(``instrument``, attached as ``Call.debugger``) wraps each instruction's handler: before
+it, the hook decides whether to stop there (a step command's rule, a breakpoint); after
+it, whether a watched element changed or the race checker found a race. To stop, the
+run's thread hands a ``Stop`` to the session and parks until the next command; the state
+it stands in (registers, buffers, warps) is then read by the session's thread alone.
+
+A stop is named by the call's step count, ``call.steps``: the stop *before* warp-step N
+is the state after N - 1 steps, which a re-run from the start reproduces exactly (the
+engine and both schedules are deterministic). Going back (``reverse_step``, ...) re-runs
+the call twice: once recording the steps where the wanted stop could be, once to the
+chosen step, with the program's printing silenced until then.
+"""
+from __future__ import annotations
+
+import io
+import queue
+import sys
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import dtypes
+from ..blockview import BLOCKED, DONE
+from ..bytecode.module import BaseKind, Storage
+from ..bytecode.opcodes import BY_NAME, SPAN, TABLE, WIDTH
+from ..errors import ArgumentError, KernelFault
+from ..interp.host import run_function
+from ..lang import ast
+from ..limits import buffer_bytes
+from ..program import check_seed
+from ..source import SpanTable
+from .values import DebugError, Lanes, Scope, Tile, parse, scalar_text
+
+# What ends a step: the focused warp starts a new statement (STEP), one at its nesting
+# depth or outside it (NEXT), any instruction (STEPI), its block is left (FINISH), nothing
+# but a breakpoint or a watchpoint (CONTINUE), the step count (TO).
+STEP, NEXT, STEPI, FINISH, CONTINUE, TO = "step", "next", "stepi", "finish", "continue", "to"
+# Instructions that close a structure: their span is the opener's, and stopping there
+# would show the opener's line again.
+_STRUCTURAL = frozenset(BY_NAME[n].code for n in ("END", "ELSE"))
+
+
+@dataclass
+class Breakpoint:
+    number: int
+    file: str
+    line: int
+    condition: str = ""
+    expr: object = None
+    hits: int = 0
+
+
+@dataclass
+class Watch:
+    number: int
+    text: str
+    read: bool                      # rwatch: stop when an instruction reads it
+    buffer: tuple                   # (block index or None for the host, slot, lane)
+    index: tuple
+    old: object = None
+
+
+@dataclass
+class WarpInfo:
+    """One warp at a stop: where it is and what it waits for."""
+    block: tuple | None             # None: the host program
+    warp: int
+    state: str
+    file: str
+    line: int
+    text: str
+    active: list
+    waits: str = ""                 # a blocked warp: what it waits for
+    depth: int = 0
+
+
+@dataclass
+class Stop:
+    """Where and why the run stopped, before step ``step`` (after it for a watchpoint
+    or a race). ``reason``: "step", "breakpoint", "watch", "race", "fault",
+    "interrupted", "finished"; ``message``: the race, or the runtime error it stopped
+    with; ``result``: what the function returned; ``lanes``: the lanes that met a
+    breakpoint's condition; ``watch``: (watch, old, new, (block, warp), lanes) of the
+    access seen."""
+    reason: str
+    step: int
+    place: WarpInfo | None = None
+    breakpoint: Breakpoint | None = None
+    lanes: list = field(default_factory=list)
+    watch: tuple | None = None
+    message: str = ""
+    result: object = None
+
+
+class _Abort(BaseException):
+    """Unwinds a run the session abandons (not an Exception: the engine lets it pass)."""
+
+
+class _Silent(io.TextIOBase):
+    """The program's output during a re-run, until the run reaches its target step."""
+
+    def __init__(self, out):
+        self.out, self.quiet = out, True
+
+    def write(self, text):
+        if not self.quiet:
+            self.out.write(text)
+        return len(text)
+
+    def flush(self):
+        self.out.flush()
+
+
+class _Run:
+    """One execution of the call: its thread and the hook's state."""
+
+    def __init__(self, session, mode, target=0, record=None):
+        self.s = session
+        self.mode, self.target, self.record = mode, target, record
+        self.focus_warp = None
+        self.depth = 0
+        self.call = self.host = self.blk = self.cur = None
+        self.last = {}                # id(warp) -> (line, pc) of its last statement start
+        self.races = 0
+        self.after_step = False       # stopped after the current warp's instruction
+        self.interrupt = False        # Ctrl-C: stop before the next step
+        self.go: queue.Queue = queue.Queue()
+        self.out = _Silent(session.out)
+        self.out.quiet = target > 0
+        self.thread = threading.Thread(target=self._main, daemon=True)
+        self.thread.start()
+
+    def _main(self):
+        s = self.s
+        try:
+            result = s.runner(self, self.out)
+            self.cur = None
+            s.stops.put(Stop("finished", self.call.steps if self.call else 0, result=result))
+        except _Abort:
+            s.stops.put(None)
+        except KernelFault as fault:      # the faulting warp is ``cur``, at its instruction
+            self.after_step = False
+            s.stops.put(Stop("fault", self.call.steps if self.call else 0,
+                             message=str(fault)))
+        except BaseException as exc:   # noqa: BLE001 - bad arguments, a croqvm bug: the
+            s.stops.put(exc)           # session raises it
+
+    # ------------------------------------------------------------------ the hook
+
+    def instrument(self, prog, steps: list) -> list:
+        s = self.s
+        lines = s.lines(prog)
+        stmt = [ins[0] not in _STRUCTURAL and lines[pc] is not None
+                for pc, ins in enumerate(prog.ins)]
+        return [(self._wrap(handler, pc, lines[pc], stmt[pc]), operands)
+                for pc, (handler, operands) in enumerate(steps)]
+
+    def _wrap(self, handler, pc: int, line, statement: bool):
+        def step(w, operands):
+            self.before(w, pc, line, statement)
+            handler(w, operands)
+            if self.s.watches or self.s.break_race:
+                self.after(w, pc)
+        return step
+
+    def before(self, w, pc, line, statement):
+        call = w.blk.call
+        if self.call is None:
+            self.call, self.host = call, w.blk
+        if w.blk is not self.blk:
+            self.blk, self.last = w.blk, {}
+        self.cur = w
+        new = False
+        if statement:
+            prev = self.last.get(id(w))
+            new = prev is None or prev[0] != line or pc <= prev[1]
+            self.last[id(w)] = (line, pc)
+        n = call.steps
+        if self.mode == TO:
+            if self.record is not None and n < self.target:
+                self.record(self, w, pc, line, new)
+            if n == self.target:
+                self.out.quiet = False
+                self.pause(w, Stop("step", n))
+            return
+        if self.interrupt:
+            self.interrupt = False
+            self.pause(w, Stop("interrupted", n))
+            return
+        if new:
+            hit = self.s.breakpoint_hit(self, w, line)
+            if hit is not None:
+                bp, lanes = hit
+                bp.hits += 1
+                self.pause(w, Stop("breakpoint", n, breakpoint=bp, lanes=lanes))
+                return
+        if self.wanted(w, new):
+            self.pause(w, Stop("step", n))
+
+    def wanted(self, w, new: bool) -> bool:
+        mode, fw = self.mode, self.focus_warp
+        if mode == CONTINUE:
+            return False
+        if fw is None:                       # the start: the first statement
+            return new
+        if w is fw:
+            if mode == STEPI:
+                return True
+            return new and (mode == STEP or mode == NEXT and len(w.stack) <= self.depth)
+        # another warp: the focused one is done, or waits, or is the host inside a launch
+        left = fw.state == DONE or w.blk is not fw.blk
+        back = w.blk.is_host and not fw.blk.is_host          # from a kernel to its host
+        if mode == STEPI:
+            return left
+        if mode == STEP:
+            return new and left
+        if mode == NEXT:
+            return new and (fw.state == DONE or back)
+        return new and back                                   # FINISH
+
+    def after(self, w, pc):
+        s = self.s
+        if self.mode == TO:
+            return
+        for watch in s.watches:
+            arr = s.watch_array(self, watch)
+            if arr is None:
+                continue
+            new = arr[watch.index]
+            if watch.read:
+                if s.reads(self, w, pc, watch):
+                    self.pause(w, Stop("watch", self.call.steps,
+                                       watch=(watch, new, new, self.where_of(w),
+                                              s.touching(self, w, pc, watch))), after=True)
+                continue
+            if watch.old is not None and not _same(watch.old, new):
+                old, watch.old = watch.old, new.copy()
+                self.pause(w, Stop("watch", self.call.steps,
+                                   watch=(watch, old, new.copy(), self.where_of(w),
+                                          s.touching(self, w, pc, watch))), after=True)
+                return
+            watch.old = new.copy()
+        if s.break_race and self.call.checker is not None:
+            races = getattr(self.call.checker, "races", {})
+            if len(races) > self.races:
+                self.races = len(races)
+                race = list(races.values())[-1]           # the newest pair of statements
+                self.pause(w, Stop("race", self.call.steps, message=self._race_text(race)),
+                           after=True)
+
+    def _race_text(self, race) -> str:
+        kernel, slot, _ = race.buffer
+        blk = self.blk if kernel >= 0 else self.host
+        name = blk.prog.code.buffers[slot].name
+        element = ", ".join(str(i) for i in race.element)
+        return f"data race on '{name}' element ({element})"
+
+    def where_of(self, w) -> tuple:
+        return (None if w.blk.is_host else w.blk.index, w.index)
+
+    def pause(self, w, stop: Stop, after: bool = False):
+        """Hand ``stop`` to the session and park until it says what next: the mode and
+        target step of the next stop, or None to abandon the run."""
+        self.after_step = after
+        self.cur = w
+        self.s.stops.put(stop)
+        order = self.go.get()
+        if order is None:
+            raise _Abort
+        self.mode, self.target, self.record = order
+        self.focus_warp = self.s.focused_warp(self)
+        self.depth = len(self.focus_warp.stack) if self.focus_warp is not None else 0
+
+    def resume(self, mode, target=0):
+        self.go.put((mode, target, None))
+
+    def abort(self):
+        if self.thread.is_alive():
+            self.go.put(None)
+            self.thread.join()
+            self.s.stops.get()        # the None its end handed over
+
+
+def _same(a, b) -> bool:
+    return bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+
+
+class Session:
+    """``program.run(func, *args, **options)`` under the debugger, stopped before its
+    first statement. ``options``: those of ``croqvm.Program.run`` the Python engine takes
+    (``schedule``, ``seed``, ``poison``, ``check``, ``max_steps``, dims) and ``out``,
+    where the program's printing goes (default sys.stdout)."""
+
+    def __init__(self, program, func: str, *args, out=None, schedule: str = "rr",
+                 seed: int = 0, poison: bool = False, check=None, max_steps=None, **dims):
+        module = program.module
+        if module.function(func) is None:
+            raise ArgumentError(f"no function named '{func}' in this module.")
+        if check not in (None, "race", "init"):
+            raise ArgumentError(f"unknown check '{check}': use 'race' or 'init'.")
+        if schedule not in ("rr", "random"):
+            raise ArgumentError(f"unknown schedule '{schedule}': use 'rr' or 'random'.")
+        self.module, self.func = module, func
+        self.out = sys.stdout if out is None else out
+        self.spans = SpanTable(module.sources, module.spans)
+        self._lines: dict = {}
+        self.firsts: dict = {}
+        pristine = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+        self.args = args
+
+        def runner(run, out):
+            fresh = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a
+                     for a in pristine]
+            result = run_function(module, func, fresh, dims, poison=poison,
+                                  schedule=schedule, seed=check_seed(seed),
+                                  max_steps=max_steps, out=out, stats=None, check=check,
+                                  debugger=run)
+            for given, final in zip(self.args, fresh):
+                if isinstance(given, np.ndarray) and given.flags.writeable:
+                    given[...] = final
+            return result
+        self.runner = runner
+        self.breakpoints: list[Breakpoint] = []
+        self.watches: list[Watch] = []
+        self.break_fault = False
+        self.break_race = False
+        self._numbers = 0
+        self.focus = None               # (block index or None, warp, lane)
+        self.stops: queue.Queue = queue.Queue()
+        self.run = _Run(self, STEP)
+        self.stop = self._wait()
+
+    # ------------------------------------------------------------------ running
+
+    def _wait(self) -> Stop:
+        """The run's next stop; Ctrl-C while it runs stops it before its next step."""
+        while True:
+            try:
+                got = self.stops.get()
+                break
+            except KeyboardInterrupt:
+                self.run.interrupt = True
+        if isinstance(got, BaseException):
+            raise got
+        stop = got
+        if stop.reason == "fault" and not self.break_fault:
+            stop.reason = "finished"
+        if stop.reason == "finished":
+            stop.place = None
+        else:
+            w = self.run.cur
+            stop.place = self._place(w)
+            here = (None if w.blk.is_host else w.blk.index, w.index)
+            if stop.lanes:                   # the first lane that met a breakpoint
+                self.focus = here + (stop.lanes[0],)
+            elif self.focus is None or self.focus[:2] != here:   # the warp that stopped
+                lane = int(np.flatnonzero(w.act)[0]) if w.nact else 0
+                self.focus = here + (lane,)
+        self.stop = stop
+        return stop
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run is over (a fault it stopped at included)."""
+        return self.stop.reason in ("finished", "fault")
+
+    def _go(self, mode, target=0) -> Stop:
+        if self.finished:
+            raise DebugError("the program is not running")
+        self.run.resume(mode, target)
+        return self._wait()
+
+    def step(self) -> Stop:
+        """Run the focused warp to its next statement, into a kernel it launches."""
+        return self._go(STEP)
+
+    def next(self) -> Stop:
+        """Run the focused warp to its next statement outside nested blocks and launches."""
+        return self._go(NEXT)
+
+    def stepi(self) -> Stop:
+        """Run one instruction of the focused warp."""
+        return self._go(STEPI)
+
+    def cont(self) -> Stop:
+        """Run to a breakpoint, a watchpoint, a fault (with break fault) or the end."""
+        if self.stop.reason == "fault":
+            self.run.thread.join()
+            self.stop = Stop("finished", self.stop.step, message=self.stop.message)
+            return self.stop
+        return self._go(CONTINUE)
+
+    def finish(self) -> Stop:
+        """Run until the host program resumes after the focused kernel block."""
+        return self._go(FINISH)
+
+    def quit(self) -> None:
+        self.run.abort()
+
+    # ------------------------------------------------------------------ going back
+
+    def _replay(self, target: int, record=None) -> None:
+        """Run the call again from its start and stop before step ``target``; watched
+        elements are compared from there on."""
+        self.run.abort()
+        self.run = _Run(self, TO, target, record)
+        self._wait()
+        for watch in self.watches:
+            arr = self.watch_array(self.run, watch)
+            watch.old = None if arr is None else arr[watch.index].copy()
+
+    def _history(self, upto: int):
+        """Every statement start before step ``upto``: (step, block, warp, depth, hit)."""
+        events = []
+
+        def record(run, w, pc, line, new):
+            if new:
+                hit = self.breakpoint_hit(run, w, line) is not None
+                events.append((run.call.steps, None if w.blk.is_host else w.blk.index,
+                               w.index, len(w.stack), hit))
+        self._replay(upto, record)
+        return events
+
+    def _back_to(self, pick) -> Stop:
+        here, focus = self.stop, self.focus
+        depth = here.place.depth if here.place is not None else 0
+        events = self._history(here.step)      # ends where it began: in this very state
+        if not events:
+            self.stop, self.focus = here, focus
+            raise DebugError("already at the first statement of the run")
+        chosen = pick(events, focus, depth)
+        self._replay(chosen[0] if chosen else events[0][0])
+        self.stop.reason = "breakpoint" if chosen and chosen[4] and pick is _last_hit \
+            else "step"
+        if self.stop.reason == "breakpoint":
+            here = self.stop.place
+            place = self.stop.place
+            self.stop.breakpoint = next((b for b in self.breakpoints
+                                         if (b.file, b.line) == (place.file, place.line)), None)
+        return self.stop
+
+    def reverse_step(self) -> Stop:
+        """Back to the focused warp's previous statement start (exactly that state)."""
+        return self._back_to(_last_of_focus)
+
+    def reverse_next(self) -> Stop:
+        """Back to the previous statement start at the focused warp's depth or outside."""
+        return self._back_to(_last_at_depth)
+
+    def reverse_continue(self) -> Stop:
+        """Back to the last breakpoint hit before now, else to the start."""
+        return self._back_to(_last_hit)
+
+    # ------------------------------------------------------------------ where
+
+    def lines(self, prog) -> list:
+        """(file, line) of each instruction of ``prog``; None for a function's prologue
+        and epilogue (the constants it hoists, its return: on its header's line) and a
+        kernel's (its indices and constants: the span of its parallel statement), which
+        no statement owns."""
+        key = id(prog.code)
+        if key not in self._lines:
+            fn = self.module.function(self.func)
+            header = self.spans.span(fn.span)
+            own = {k.span for k in fn.kernels if prog.code is k.code}
+            table = []
+            for ins in prog.ins:
+                sp = self.spans.span(ins[SPAN])
+                hidden = sp is None or ins[SPAN] in own or \
+                    (sp.file, sp.line) == (header.file, header.line)
+                table.append(None if hidden else (sp.file, sp.line))
+            self._lines[key] = table
+        return self._lines[key]
+
+    def source_line(self, file: str, line: int) -> str:
+        src = self.spans.files.get(file)
+        if src is None:
+            return ""
+        text = src.text.split("\n")
+        return text[line - 1] if 1 <= line <= len(text) else ""
+
+    def _place(self, w) -> WarpInfo:
+        blk = w.blk
+        # the instruction it is at: the one it stopped before, blocks in, or (the host
+        # program while a kernel runs) launched from; else the next
+        run = self.run
+        inside = w.blk.is_host and run.blk is not None and run.blk is not w.blk
+        ip = w.ip if w is run.cur and not run.after_step or w.state == BLOCKED or inside \
+            else w.pc
+        code = blk.prog.ins
+        file, line = "", 0
+        if ip < len(code):
+            sp = self.spans.span(code[ip][SPAN])
+            if sp is not None:
+                file, line = sp.file, sp.line
+        return WarpInfo(None if blk.is_host else blk.index, w.index, w.state, file, line,
+                        self.source_line(file, line).strip() if line else "",
+                        np.flatnonzero(w.act).tolist(), _waits(w), len(w.stack))
+
+    def _block(self, index):
+        run = self.run
+        if run.host is None:
+            raise DebugError("the program has not started")
+        if index is None:
+            return run.host
+        if run.blk is None or run.blk.is_host or run.blk.index != index:
+            now = "the host program" if run.blk is None or run.blk.is_host \
+                else f"block {run.blk.block_text()}"
+            raise DebugError(f"block {_text(index)} is not running (blocks run one at a time; "
+                             f"now: {now})")
+        return run.blk
+
+    def focused_warp(self, run=None):
+        if self.focus is None:
+            return None
+        try:
+            return self._block(self.focus[0]).warps[self.focus[1]]
+        except DebugError:
+            return None
+
+    def where(self) -> list[WarpInfo]:
+        """Every warp of the focused block."""
+        blk = self._block(self.focus[0])
+        return [self._place(w) for w in blk.warps]
+
+    def backtrace(self) -> list[WarpInfo]:
+        """The focused warp, then the host program's launch it runs under."""
+        out = [self._place(self._block(self.focus[0]).warps[self.focus[1]])]
+        if self.focus[0] is not None:
+            out.append(self._place(self.run.host.warps[0]))
+        return out
+
+    def warps(self) -> list[WarpInfo]:
+        """Every warp of the running block, with the host program's first."""
+        out = [self._place(self.run.host.warps[0])]
+        if self.run.blk is not None and not self.run.blk.is_host:
+            out += [self._place(w) for w in self.run.blk.warps]
+        return out
+
+    # ------------------------------------------------------------------ focus
+
+    def set_focus(self, block=None, warp=None, lane=None) -> tuple:
+        """Focus on ``block`` (an index tuple, or "host"), ``warp`` of it, ``lane`` of that."""
+        cur_block, cur_warp, cur_lane = self.focus
+        if block is not None:
+            index = None if block == "host" else tuple(block)
+            blk = self._block(index)
+            self.focus = (index, 0, 0)
+            cur_block, cur_warp, cur_lane = self.focus
+        blk = self._block(cur_block)
+        if warp is not None:
+            if not 0 <= warp < len(blk.warps):
+                raise DebugError(f"no warp {warp}: the block has {len(blk.warps)} "
+                                 f"warp(s), 0-{len(blk.warps) - 1}")
+            cur_warp, cur_lane = warp, 0
+        if lane is not None:
+            width = blk.warps[cur_warp].width
+            if not 0 <= lane < width:
+                raise DebugError(f"no lane {lane}: warp {cur_warp} has {width} lane(s), "
+                                 f"0-{width - 1}")
+            cur_lane = lane
+        self.focus = (cur_block, cur_warp, cur_lane)
+        return self.focus
+
+    # ------------------------------------------------------------------ values
+
+    def scope(self) -> Scope:
+        blk = self._block(self.focus[0])
+        w = blk.warps[self.focus[1]]
+        here = w.ip if w is self.run.cur else w.pc
+        return Scope(blk, w, here, None if blk.is_host else self.run.host, self.firsts)
+
+    def evaluate(self, text: str):
+        """``text`` in the focused warp: Lanes (one value per lane) or Tile (elements)."""
+        e = parse(text)
+        with np.errstate(all="ignore"):
+            return self.scope().evaluate(e, self.focus[2])
+
+    def variables(self) -> list[tuple[str, list]]:
+        """Per program in force (the focused warp's, then the host's): (scope name, [(name,
+        value text)]) of its named registers written so far and its allocated buffers."""
+        out = []
+        sc = self.scope()
+        places = [(sc.blk, sc.w, sc.ip)]
+        if sc.host is not None:
+            places.append((sc.host, sc.host.warps[0], len(sc.host.prog.ins)))
+        lane = self.focus[2]
+        for blk, w, ip in places:
+            code = blk.prog.code
+            firsts = sc._firsts(code)
+            items, seen = [], set()
+            for r in sorted(range(len(code.regs)), key=lambda r: -firsts[r]):
+                name = code.reg_names[r]
+                if not name or name.startswith("#") or name in seen or firsts[r] >= ip:
+                    continue
+                seen.add(name)
+                t = blk.prog.rtypes[r]
+                items.append((name, scalar_text(w.regs[r][lane if w is sc.w else 0], t)))
+            for slot, decl in enumerate(code.buffers):
+                if decl.name and blk.instances(slot, w.base + (lane if w is sc.w else 0)):
+                    tile = sc.tile(blk, slot, lane if w is sc.w else 0)
+                    items.append((decl.name, _brief(tile)))
+            name = "host" if blk.is_host else f"kernel block {blk.block_text()} warp " \
+                f"{w.index} lane {lane}"
+            out.append((name, items))
+        return out
+
+    def memory(self) -> list[tuple[str, str, str, list, int]]:
+        """Every allocated named buffer: (name, storage, dtype, shape, bytes), host
+        program first, then the running block's."""
+        out, seen = [], set()
+        blocks = [self.run.host] + ([self.run.blk] if self.run.blk is not None
+                                    and not self.run.blk.is_host else [])
+        for blk in blocks:
+            code = blk.prog.code
+            found = [(slot, insts) for slot, insts in blk.bufs.items()] + \
+                [(slot, insts) for (slot, _), insts in blk.locals.items()]
+            for slot, insts in sorted(found, key=lambda x: x[0]):
+                decl = code.buffers[slot]
+                if not decl.name or id(insts[0].data) in seen:
+                    continue
+                seen.add(id(insts[0].data))
+                t = dtypes.BY_CODE[decl.dtype]
+                shape = list(insts[0].data.shape)
+                out.append((decl.name, Storage(decl.storage).name.lower(), t.name, shape,
+                            buffer_bytes(t.bits, decl.count, shape)))
+        return out
+
+    def futures(self) -> list[tuple[str, str]]:
+        """(future, its state in the focused lane): empty, or whether its last transfer
+        is async and still pending, and the view of the data it holds."""
+        blk = self._block(self.focus[0])
+        lane = blk.warps[self.focus[1]].base + self.focus[2]
+        out = []
+        for slot, decl in enumerate(blk.prog.code.futures):
+            h = blk.futures[slot][lane]
+            if h is None or h.buf is None:
+                out.append((decl.name, "empty"))
+                continue
+            state = "pending" if h.pending(lane) else "completed"
+            kind = "async" if h.is_async else "sync"
+            box = ", ".join(f"{o}:{o + e}" for o, e in zip(h.origin, h.extents))
+            out.append((decl.name, f"{state} ({kind}), data [{box}]"))
+        return out
+
+    def events(self) -> list[tuple[str, str]]:
+        """(event, per slot: completed generations / arrivals toward the next)."""
+        blk = self._block(self.focus[0])
+        out = []
+        for decl, ev in zip(blk.prog.code.events, blk.events):
+            slots = ", ".join(f"slot {s}: {int(ev.completed[s])} done, "
+                              f"{int(ev.arrivals[s])} arrived"
+                              for s in range(decl.slots))
+            out.append((decl.name, slots))
+        return out
+
+    # ------------------------------------------------------------------ breakpoints
+
+    def _file(self, file: str | None) -> str:
+        names = self.spans.names
+        if file is None:
+            return names[0]
+        for n in names:
+            if n == file or n.endswith("/" + file):
+                return n
+        raise DebugError(f"no source file '{file}' in this program")
+
+    def break_at(self, line: int, file: str | None = None, condition: str = "") -> Breakpoint:
+        """A breakpoint at the first statement of ``line``; with ``condition``, the warp
+        stops when an active lane meets it."""
+        name = self._file(file)
+        lines = set()
+        fn = self.module.function(self.func)
+        for code in [fn.host] + [k.code for k in fn.kernels]:
+            for n in range(0, len(code.code), WIDTH):
+                sp = self.spans.span(code.code[n + SPAN])
+                if sp is not None and sp.file == name:
+                    lines.add(sp.line)
+        if line not in lines:
+            raise DebugError(f"line {line} of {name} has no code")
+        expr = parse(condition) if condition else None
+        self._numbers += 1
+        bp = Breakpoint(self._numbers, name, line, condition, expr)
+        self.breakpoints.append(bp)
+        return bp
+
+    def delete(self, number: int | None = None) -> list[Breakpoint]:
+        """Delete breakpoint ``number`` (or watchpoint), or every one: those deleted."""
+        if number is None:
+            gone, self.breakpoints, self.watches = self.breakpoints + self.watches, [], []
+            return gone
+        for items in (self.breakpoints, self.watches):
+            for item in items:
+                if item.number == number:
+                    items.remove(item)
+                    return [item]
+        raise DebugError(f"no breakpoint number {number}")
+
+    def breakpoint_hit(self, run, w, line):
+        for bp in self.breakpoints:
+            if (bp.file, bp.line) != line:
+                continue
+            if bp.expr is None:
+                return bp, np.flatnonzero(w.act).tolist()
+            sc = Scope(w.blk, w, w.ip, None if w.blk.is_host else run.host, self.firsts)
+            try:
+                with np.errstate(all="ignore"):
+                    v = sc.evaluate(bp.expr, 0)
+            except DebugError:
+                continue
+            if isinstance(v, Lanes):
+                met = (v.values != 0) & w.act
+                if met.any():
+                    return bp, np.flatnonzero(met).tolist()
+        return None
+
+    # ------------------------------------------------------------------ watchpoints
+
+    def watch(self, text: str, read: bool = False) -> Watch:
+        """Stop after an instruction changes (``read``: reads) element ``BUF.at(...)``,
+        indices evaluated in the focused lane."""
+        e = parse(text)
+        if not isinstance(e, ast.ElemAccess) or not isinstance(e.base, ast.Name):
+            raise DebugError("watch takes an element: BUF.at(i, ...)")
+        sc = self.scope()
+        base = sc.evaluate(e.base, self.focus[2])
+        if not isinstance(base, Tile):
+            raise DebugError(f"'{e.base.id}' is not a buffer")
+        blk = sc.blk if sc.buffer(e.base.id, sc.blk) is not None else sc.host
+        idx = tuple(int(sc._scalar(i, self.focus[2]).values[self.focus[2]])
+                    for i in e.indices)
+        if len(idx) != base.data.ndim or not all(0 <= i < n for i, n in
+                                                 zip(idx, base.data.shape)):
+            raise DebugError(f"{text} is not an element of '{base.name}' (extents "
+                             f"{list(base.data.shape)})")
+        slot = sc.buffer(e.base.id, blk)
+        where = (None if blk.is_host else blk.index, slot,
+                 sc.w.base + self.focus[2] if blk is sc.blk else 0)
+        if not blk.is_host:             # a buffer the host passed: watched in every block
+            launch = self.run.host.prog.code.launches[blk.launch_index]
+            host_slot = dict(launch.buffers).get(slot)
+            if host_slot is not None:
+                where = (None, host_slot, 0)
+        self._numbers += 1
+        w = Watch(self._numbers, text, read, where, idx)
+        w.old = base.data[idx].copy()
+        self.watches.append(w)
+        return w
+
+    def watch_array(self, run, watch):
+        block, slot, lane = watch.buffer
+        blk = run.host if block is None else run.blk
+        if blk is None or (block is not None and (blk.is_host or blk.index != block)):
+            return None
+        insts = blk.instances(slot, lane)
+        return None if insts is None else insts[0].data
+
+    def touching(self, run, w, pc, watch) -> list:
+        """The lanes of ``w`` whose element access at ``pc`` names the watched element
+        (all active lanes when the instruction is not an element access)."""
+        ins = w.blk.prog.ins[pc]
+        op = TABLE[ins[0]]
+        lanes = np.flatnonzero(w.act).tolist()
+        if "a" not in op.operands:
+            return lanes
+        acc = w.blk.prog.code.accesses[ins[1 + op.operands.index("a")]]
+        hit = []
+        for i in lanes:
+            if tuple(int(w.regs[r][i]) for r in acc.indices) == watch.index:
+                hit.append(i)
+        return hit or lanes
+
+    def reads(self, run, w, pc, watch) -> bool:
+        ins = w.blk.prog.ins[pc]
+        op = TABLE[ins[0]]
+        if "a" not in op.operands or op.writes < 0:     # an element load
+            return False
+        acc = w.blk.prog.code.accesses[ins[1 + op.operands.index("a")]]
+        watched = self.watch_array(run, watch)
+        return any(_reads_element(w, acc, i, watched, watch.index)
+                   for i in np.flatnonzero(w.act))
+
+
+# Choosing where to go back to among the statement starts before now, (step, block,
+# warp, depth, breakpoint hit): the focused warp's last (else the run's last, as when
+# stepping back out of a kernel's first statement into the host program), ...
+def _last_of_focus(events, focus, depth):
+    mine = [e for e in events if (e[1], e[2]) == focus[:2]]
+    return mine[-1] if mine else (events[-1] if events else None)
+
+
+def _last_at_depth(events, focus, depth):
+    """... the focused warp's last at its depth or outside (over nested blocks), ..."""
+    mine = [e for e in events if (e[1], e[2]) == focus[:2] and e[3] <= depth]
+    return mine[-1] if mine else _last_of_focus(events, focus, depth)
+
+
+def _last_hit(events, focus, depth):
+    """... the last breakpoint hit."""
+    hits = [e for e in events if e[4]]
+    return hits[-1] if hits else None
+
+
+def _reads_element(w, acc, i, watched, index) -> bool:
+    """Whether lane ``i`` of ``w`` loading through access ``acc`` reads ``watched[index]``."""
+    if acc.base_kind != BaseKind.BUF:
+        return False
+    insts = w.blk.instances(acc.base, w.base + i)
+    return insts is not None and insts[0].data is watched and \
+        tuple(int(w.regs[r][i]) for r in acc.indices) == index
+
+
+def _waits(w) -> str:
+    b = w.blocker
+    if b is None:
+        return ""
+    if b.ready():
+        return "its wait is over; it resumes when next picked"
+    views = b.view() if hasattr(b, "view") else ()
+    code = w.blk.prog.code
+    names = []
+    for v in views:
+        if hasattr(v, "site"):
+            names.append(code.colls[v.site].text)
+        elif hasattr(v, "event"):
+            names.append(f"event '{code.events[v.event].name}' slot {v.slot}")
+    return "waiting for " + (", ".join(names) or "a wait")
+
+
+def _text(index) -> str:
+    return "(" + ", ".join(str(i) for i in index) + ")"
+
+
+def _brief(tile: Tile) -> str:
+    flat = tile.data.reshape(-1)
+    shown = ", ".join(scalar_text(v, tile.dtype) for v in flat[:8])
+    more = ", ..." if flat.size > 8 else ""
+    dims = ", ".join(str(d) for d in tile.data.shape)
+    return f"{tile.storage} {tile.dtype.name}[{dims}]  [{shown}{more}]"
+
+

@@ -1,0 +1,454 @@
+"""croqvm debug (croqvm/debug): co-mock's three debugger tests, and each command against
+values computed by hand from the programs in tests/debug/.
+
+kernel.co: ``scale(out)`` runs 2 blocks of one warp; lane t of block p computes
+v = 2t, adds 100 where t < 4 (line 6), and stores out[32p + t] = v + p (line 7).
+"""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import croqvm
+from croqvm.cli import main
+from croqvm.debug import DebugError, Session
+from croqvm.debug.console import Console, run_script
+
+HERE = Path(__file__).parent / "debug"
+
+
+def session(name="kernel.co", func="scale", *args):
+    program = croqvm.compile_file(str(HERE / name))
+    out = io.StringIO()
+    if not args and func == "scale":
+        args = (np.full(64, -1, np.int32),)
+    return Session(program, func, *args, out=out), out
+
+
+def transcript(name, func, args, script: str):
+    s, out = session(name, func, *args)
+    text = io.StringIO()
+    status = run_script(Console(s, text), script.splitlines(), "script")
+    return status, text.getvalue(), out.getvalue()
+
+
+# ----------------------------------------------------------------------- co-mock's tests
+
+@pytest.mark.parametrize("name, script, expected", [
+    ("script_debug.co", "s\ns\np x\nc\n", ["x = 10", "15"]),
+    ("script_mode.co", "c\n", ["42"]),
+    ("debugger_info.co", "s\ninfo mem\nc\n", ["arr: global s32[4] (16 bytes)", "20"]),
+])
+def test_comock_debugger_scripts(tmp_path, capsys, name, script, expected):
+    path = tmp_path / "cmds"
+    path.write_text(script)
+    assert main(["debug", str(HERE / name), "--script", str(path)]) == 0
+    out = capsys.readouterr().out
+    at = 0
+    for want in expected:                  # FileCheck: in order
+        at = out.index(want, at) + len(want)
+
+
+def test_script_transcript_echoes_each_command_then_its_output(tmp_path, capsys):
+    path = tmp_path / "cmds"
+    path.write_text("s\ns\np x\nc\n")
+    main(["debug", str(HERE / "script_debug.co"), "--script", str(path)])
+    assert capsys.readouterr().out.splitlines() == [
+        "-> 4    s32 x = 10;",
+        "(croqvm) s",
+        "-> 5    s32 y = x + 5;",
+        "(croqvm) s",
+        "-> 6    println(y);",
+        "(croqvm) p x",
+        "x = 10",
+        "(croqvm) c",
+        "15",
+        "The program finished.",
+    ]
+
+
+# ----------------------------------------------------------------------- commands
+
+def test_breakpoint_and_every_lane_of_a_variable():
+    s, _ = session()
+    s.break_at(6)
+    stop = s.cont()
+    assert (stop.reason, stop.place.line, stop.place.block) == ("breakpoint", 6, (0,))
+    assert stop.place.active == [0, 1, 2, 3]          # t < 4
+    v = s.evaluate("v")
+    assert v.values.tolist() == [2 * t for t in range(32)]
+    assert v.active.tolist() == [t < 4 for t in range(32)]
+    s.set_focus(lane=3)
+    assert s.evaluate("v + 1").values[3] == 7
+    assert s.evaluate("t < 4 ? v : -1").values[3] == 6
+    s.quit()
+
+
+def test_conditional_breakpoint_names_the_lanes_that_met_it():
+    s, _ = session()
+    s.break_at(7, condition="t % 8 == 5 && p == 1")
+    stop = s.cont()
+    assert stop.reason == "breakpoint" and stop.place.block == (1,)
+    assert stop.lanes == [5, 13, 21, 29]
+    s.quit()
+
+
+def test_step_next_and_step_into_a_kernel():
+    s, _ = session()
+    assert (s.stop.place.line, s.stop.place.block) == (2, None)     # the host's launch
+    assert [s.step().place.line for _ in range(4)] == [3, 4, 5, 6]
+    assert s.stop.place.block == (0,) and s.focus == ((0,), 0, 0)
+    assert s.next().place.line == 7
+    s.quit()
+
+
+def test_next_steps_over_a_launch_and_over_a_nested_block():
+    s, _ = session()
+    assert s.next().reason == "finished"          # the host's only statement: the launch
+    s, _ = session()
+    s.break_at(5)
+    s.cont()
+    assert s.next().place.line == 7               # over the if and its body (line 6)
+    s.quit()
+
+
+def test_stepi_runs_one_instruction_of_the_focused_warp():
+    s, _ = session()
+    s.break_at(4)
+    first = s.cont()
+    second = s.stepi()                          # t * 2, then the move into v: same line
+    assert (second.step, second.place.line) == (first.step + 1, 4)
+    assert s.stepi().place.line == 5
+    s.quit()
+
+
+def test_finish_runs_until_the_host_resumes():
+    program = croqvm.compile(HOST_AFTER, "tail.co")
+    s = Session(program, "tail", np.zeros(32, np.int32), out=io.StringIO())
+    s.break_at(3)
+    s.cont()
+    stop = s.finish()
+    assert (stop.place.block, stop.place.line) == (None, 4)
+    assert s.step().place.line == 5 and s.evaluate("k").values[0] == 7
+    s.quit()
+
+
+HOST_AFTER = """__co__ void tail(global s32 [32] out) {
+  parallel t by 32 : thread
+    out.at(t) = t;
+  s32 k = 7;
+  println(k);
+}
+"""
+
+
+def test_reverse_next_goes_back_over_the_nested_block():
+    s, _ = session()
+    s.break_at(5)
+    at5 = s.cont()
+    s.next()                                      # line 7
+    back = s.reverse_next()
+    assert (back.step, back.place.line) == (at5.step, 5)
+    s.quit()
+
+
+def test_enter_repeats_the_last_motion():
+    status, text, _ = transcript("kernel.co", "scale", (), "s\n\n\nq\n")
+    assert status == 0
+    assert [ln.split()[1] for ln in text.splitlines() if ln.startswith("->")] == \
+        ["2", "3", "4", "5"]
+
+
+def test_read_watchpoint_stops_after_the_load():
+    program = croqvm.compile(READER, "reader.co")
+    s = Session(program, "reader", np.arange(4, dtype=np.int32), np.zeros(1, np.int32),
+                out=io.StringIO())
+    s.watch("a.at(2)", read=True)
+    stop = s.cont()
+    watch, old, new, writer, lanes = stop.watch
+    assert stop.reason == "watch" and int(new) == 2 and writer == (None, 0)
+    assert s.stop.place.line == 3                  # the statement that read it
+    s.quit()
+
+
+READER = """__co__ void reader(s32 [4] a, global s32 [1] out) {
+  out.at(0) = a.at(0);
+  out.at(0) = out.at(0) + a.at(2);
+}
+"""
+
+
+def test_break_race_stops_at_the_first_race_with_the_warp_that_made_it():
+    program = croqvm.compile_file(str(HERE / "racy.co"))
+    s = Session(program, "racy", np.zeros(2, np.int32), check="race", out=io.StringIO())
+    s.break_race = True
+    stop = s.cont()
+    # lane t of warp t / 32 writes out[1 - t / 32]: the 32 lanes of warp 0 all write out[1]
+    assert stop.reason == "race" and stop.message == "data race on 'out' element (1)"
+    assert s.focus[:2] == ((0,), 0)
+    while not s.finished:
+        s.cont()
+    assert "data race" in s.stop.message
+
+
+def test_info_variables_of_each_scope_and_help_and_list():
+    s, _ = session()
+    s.break_at(7)
+    s.cont()
+    s.set_focus(lane=3)
+    scopes = dict(s.variables())
+    kernel = scopes["kernel block (0) warp 0 lane 3"]
+    assert ("v", "106") in kernel and ("t", "3") in kernel and ("p", "0") in kernel
+    text = io.StringIO()
+    console = Console(s, text)
+    console.execute("help watch")
+    console.execute("l")
+    lines = text.getvalue().splitlines()
+    assert lines[0].startswith("watch BUF.at(i, ...): stop after an instruction changes")
+    assert "B-> 7\t      out.at(p # t) = v + p;" in lines
+    s.quit()
+
+
+def test_reverse_step_is_exact_under_the_random_schedule():
+    program = croqvm.compile_file(str(HERE / "kernel.co"))
+    s = Session(program, "scale", np.zeros(64, np.int32), schedule="random", seed=3,
+                out=io.StringIO())
+    s.break_at(7)
+    s.cont()
+    s.cont()
+    mark = s.stop.step
+    state = s.evaluate("out").data.copy()
+    s.step()
+    back = s.reverse_step()
+    assert back.step == mark and np.array_equal(s.evaluate("out").data, state)
+    s.quit()
+
+
+OOB_NO_PARAMS = """__co__ void oob() {
+  s32[8] out;
+  parallel t by 32 : thread {
+    s32 k = t + 5;
+    out.at(k) = t;
+  }
+}
+"""
+
+
+def test_debug_on_fault_stops_at_the_error(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "oob.co"
+    path.write_text(OOB_NO_PARAMS)
+    monkeypatch.setattr("sys.stdin", io.StringIO("p k\nq\n"))
+    assert main(["run", str(path), "--debug-on-fault", "--engine", "python"]) == 3
+    out = capsys.readouterr().out
+    assert "-> 5" in out and "lanes  0- 7:  5  6  7  8  9 10 11 12" in out
+
+
+def test_reverse_step_lands_on_the_exact_earlier_state():
+    s, _ = session()
+    s.break_at(6)
+    at6 = s.cont()
+    before = s.evaluate("v").values.copy()            # 0, 2, 4, ... (line 6 not run yet)
+    s.step()
+    assert s.evaluate("v").values[:4].tolist() == [100, 102, 104, 106]
+    back = s.reverse_step()
+    assert (back.step, back.place.line) == (at6.step, 6)
+    assert np.array_equal(s.evaluate("v").values, before)
+    s.quit()
+
+
+def test_reverse_continue_goes_back_to_the_last_breakpoint_hit():
+    s, _ = session()
+    s.break_at(6)
+    first = s.cont()                 # block 0
+    second = s.cont()                # block 1
+    assert second.place.block == (1,) and second.step > first.step
+    s.step()
+    back = s.reverse_continue()
+    assert (back.step, back.reason, back.place.block) == (second.step, "breakpoint", (1,))
+    s.quit()
+
+
+def test_watchpoint_names_old_and_new_value_and_the_writer():
+    s, _ = session()
+    w = s.watch("out.at(33)")        # written by block 1, lane 1: 2 + 100 + 1
+    stop = s.cont()
+    watch, old, new, writer, lanes = stop.watch
+    assert watch is w and (int(old), int(new)) == (-1, 103)
+    assert writer == ((1,), 0) and lanes == [1]
+    s.quit()
+
+
+def test_print_buffer_element_and_chunk():
+    s, _ = session()
+    s.break_at(7)
+    s.cont()
+    s.cont()                         # block 1 at line 7: block 0 has stored its 32
+    assert s.evaluate("out.at(2)").values[0] == 104
+    chunk = s.evaluate("out.chunkat(p)")
+    assert chunk.origin == (32,) and chunk.data.tolist() == [-1] * 32
+    s.quit()
+
+
+def test_info_mem_and_variables():
+    s, _ = session("debugger_info.co", "debugger_info_test")
+    s.step()
+    assert s.memory() == [("arr", "global", "s32", [4], 16)]
+    s.quit()
+
+
+def test_break_fault_stops_before_the_report_with_state_live():
+    s, _ = session("oob.co", "oob", np.zeros(8, np.int32), 5)
+    s.break_fault = True
+    stop = s.cont()
+    assert stop.reason == "fault" and stop.place.line == 4
+    assert "out.at(8)" in stop.message and "lane 3" in stop.message
+    assert s.evaluate("k").values.tolist() == [t + 5 for t in range(32)]
+
+
+def test_debugging_changes_no_result():
+    program = croqvm.compile_file(str(HERE / "kernel.co"))
+    ref = np.full(64, -1, np.int32)
+    program.run("scale", ref, engine="python", out=io.StringIO())
+    got = np.full(64, -1, np.int32)
+    s = Session(program, "scale", got, out=io.StringIO())
+    s.break_at(7)
+    s.cont()
+    s.reverse_step()
+    while not s.finished:
+        s.cont()
+    assert np.array_equal(got, ref)
+    t = np.arange(32)
+    assert got.tolist() == [2 * i + 100 * (i < 4) + p for p in (0, 1) for i in t]
+
+
+@pytest.mark.parametrize("line, message", [
+    ("zork", "unknown command 'zork'"),
+    ("b 9", "line 9 of"),
+    ("p v +", "does not parse"),
+    ("warp 3", "no warp 3"),
+    ("lane 40", "no lane 40"),
+    ("p nothing", "no variable 'nothing'"),
+])
+def test_bad_input_is_one_line_and_the_prompt_again(line, message):
+    s, _ = session()
+    text = io.StringIO()
+    with pytest.raises(DebugError, match=message):
+        Console(s, text).execute(line)
+    assert text.getvalue() == ""
+    s.quit()
+
+
+def test_a_script_error_stops_with_its_line_number_and_exit_2():
+    status, text, _ = transcript("kernel.co", "scale", (), "s\nwarp 7\nc\n")
+    assert status == 2
+    assert text.splitlines()[-1] == "script:2: no warp 7: the block has 1 warp(s), 0-0"
+
+
+def test_readme_transcript_is_what_the_debugger_prints(tmp_path, capsys, monkeypatch):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Stepping through a kernel", 1)[1].split("\n## ", 1)[0]
+    source, script, shown = [b.split("```", 1)[0] for b in section.split("```\n")[1::2]]
+    (tmp_path / "stepping.co").write_text(source)
+    (tmp_path / "steps.txt").write_text(script)
+    monkeypatch.chdir(tmp_path)
+    assert main(["debug", "stepping.co", "--func", "scale", "--random-inputs",
+                 "--script", "steps.txt"]) == 0
+    assert capsys.readouterr().out == shown
+
+
+def test_where_shows_each_warp_with_what_it_waits_for():
+    program = croqvm.compile_file(str(HERE / "barrier.co"))
+    s = Session(program, "two", np.zeros(64, np.int32), out=io.StringIO())
+    s.break_at(4)
+    s.cont()                                  # warp 0 (round-robin: it runs first)
+    stop = s.cont()                           # warp 0 waits at the inner parallel's end
+    assert stop.place.warp == 1
+    w0, w1 = s.where()
+    assert (w0.state, w0.line, w0.waits) == \
+        ("blocked", 3, "waiting for barrier at end of parallel")
+    assert (w1.state, w1.line, w1.waits) == ("ready", 4, "")
+    s.quit()
+
+
+def test_info_futures_and_the_data_a_future_holds():
+    program = croqvm.compile_file(str(HERE.parent.parent / "programs" /
+                                      "matmul_double_buffer.co"))
+    a = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
+    b = np.ones((32, 16), np.float32)
+    s = Session(program, "matmul_db", a, b, out=io.StringIO())
+    s.break_at(34)                  # the first wait: both pairs issued, none waited
+    s.cont()
+    assert dict(s.futures()) == {name: "pending (async), data [0:16, 0:16]"
+                                 for name in ("cur_a", "cur_b", "nxt_a", "nxt_b")}
+    assert np.array_equal(s.evaluate("cur_a.data").data, a[:, 0:16])
+    assert np.array_equal(s.evaluate("nxt_a.data").data, a[:, 16:32])
+    assert s.evaluate("nxt_a.data.at(1, 2)").values[0] == a[1, 18]
+    s.quit()
+
+
+SHOW = """__co__ void show(global s32 [10, 10] m) {
+  parallel t by 1 : thread
+    m.at(0, 0) = 1;
+}
+"""
+
+
+def test_print_buffer_as_an_aligned_table_with_elision_and_file_breakpoints():
+    program = croqvm.compile(SHOW, "show.co")
+    s = Session(program, "show", np.arange(100, dtype=np.int32).reshape(10, 10),
+                out=io.StringIO())
+    text = io.StringIO()
+    console = Console(s, text)
+    for line in ("p m", "p m.at(9, 8)", "b show.co:3", "info break"):
+        console.execute(line)
+    assert text.getvalue().splitlines() == [
+        "m: global s32[10, 10]",
+        "[[ 0  1  2 ...  7  8  9]",
+        " [10 11 12 ... 17 18 19]",
+        " [20 21 22 ... 27 28 29]",
+        " ...",
+        " [70 71 72 ... 77 78 79]",
+        " [80 81 82 ... 87 88 89]",
+        " [90 91 92 ... 97 98 99]]",
+        "m.at(9, 8) = 98",
+        "Breakpoint 1 set at line 3",
+        "Breakpoints:",
+        "  1: line 3: m.at(0, 0) = 1;  (hit 0 time(s))",
+    ]
+    with pytest.raises(DebugError, match="no source file 'nope.co'"):
+        console.execute("b nope.co:3")
+    s.quit()
+
+
+def test_going_back_from_the_end_of_the_run():
+    s, out = session("script_debug.co", "script_debug_test")
+    assert s.cont().reason == "finished" and out.getvalue() == "15\n"
+    back = s.reverse_step()                   # the last statement: println(y), not run
+    assert back.place.line == 6 and s.evaluate("y").values[0] == 15
+    assert s.cont().reason == "finished" and out.getvalue() == "15\n15\n"
+
+
+def test_no_going_back_before_the_first_statement():
+    s, _ = session("script_debug.co", "script_debug_test")
+    with pytest.raises(DebugError, match="already at the first statement"):
+        s.reverse_step()
+    assert s.stop.place.line == 4 and s.step().place.line == 5
+    s.quit()
+
+
+def test_break_fault_at_a_deadlock_shows_every_blocked_warp_and_the_launch():
+    program = croqvm.compile_file(str(HERE.parent.parent / "programs" / "broken" /
+                                      "missing_bootstrap.co"))
+    s = Session(program, "broken", out=io.StringIO())
+    s.break_fault = True
+    stop = s.cont()
+    assert stop.reason == "fault" and "deadlock" in stop.message
+    warps = s.where()
+    assert [(w.state, w.line) for w in warps] == [("blocked", 20)] * 4 + [("blocked", 27)] * 4
+    assert warps[0].waits == "waiting for event 'empty' slot 0"
+    assert warps[7].waits == "waiting for event 'full' slot 0"
+    kernel, host = s.backtrace()
+    assert (kernel.block, kernel.warp, host.block, host.line) == ((0,), 7, None, 14)
