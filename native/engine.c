@@ -168,6 +168,7 @@ static int op_other(cq_block *blk, cq_warp *w, const cq_ins *ins)
     case CQ_OP_TRIGGER: return cq_op_trigger(w, ins);
     case CQ_OP_WAIT_EVENT: return cq_op_wait_event(w, ins);
     case CQ_OP_MMA_FILL: case CQ_OP_MMA_LOAD: case CQ_OP_MMA_EXEC: case CQ_OP_MMA_STORE:
+    case CQ_OP_MMA_GATHER:
         return cq_op_mma(w, ins);
     case CQ_OP_FRAG_GET: case CQ_OP_FRAG_SET: return cq_op_frag_elem(w, ins);
     case CQ_OP_SHFL_XOR: return op_shfl_xor(w, ins, w->act, w->width);

@@ -16,7 +16,7 @@ two operand positions in different layouts.
 from __future__ import annotations
 
 from croqvm import dtypes
-from croqvm.bytecode.module import DYNAMIC, FragDecl, FragRole
+from croqvm.bytecode.module import DYNAMIC, Access, FragDecl, FragRole
 from croqvm.lang import ast
 from croqvm.lang import types as T
 from croqvm.lang.check.walk import child_stmts
@@ -24,8 +24,9 @@ from croqvm.limits import UNIT_OF_LANES, UNIT_OF_LEVEL
 
 from .exprs import lower_as
 from .state import Lowerer
+from .owned import Owned, loop
 from .values import FragRef
-from .views import view_of
+from .views import resolve_base, view_of
 
 LAYOUTS = {"row.row": 0, "row.col": 1, "col.row": 2, "col.col": 3}
 HOST_UNIT = 1         # a fragment of the host program: the host lane's own (§11.2 (c))
@@ -123,6 +124,10 @@ def _target(lw: Lowerer, s, dtype=None) -> FragRef:
 
 
 def lower_fill(lw: Lowerer, s: ast.MmaFill) -> None:
+    if getattr(s, "frag_fill", False):        # the lane's own frag (§11.5)
+        base = resolve_base(lw, s.target)
+        lw.b.emit("FILL", base.slot, lower_as(lw, s.value, base.dtype), -1)
+        return
     dtype = dtypes.lookup(s.dtype) if s.dtype else None
     f = _target(lw, s, dtype)
     v = lower_as(lw, s.value, f.dtype)
@@ -137,19 +142,65 @@ def lower_load(lw: Lowerer, s: ast.MmaLoad) -> None:
 
 
 def lower_exec(lw: Lowerer, s: ast.MmaExec) -> None:
-    c = frag_ref(lw, s.c.sym, s.c)
-    a = _operand(lw, s.a, FragRole.A, c.unit)
-    b = _operand(lw, s.b, FragRole.B, c.unit)
     text = f"mma.{s.layout}"
+    if getattr(s, "c_frag", False):
+        _exec_into_frag(lw, s, text)
+        return
+    c = frag_ref(lw, s.c.sym, s.c)
+    a = _operand(lw, s.a, FragRole.A, c.unit, text)
+    b = _operand(lw, s.b, FragRole.B, c.unit, text)
     lw.b.emit("MMA_EXEC", c.acc, a, b, LAYOUTS[s.layout], lw.coll_site(text, c.unit))
 
 
-def _operand(lw: Lowerer, e: ast.Expr, role: FragRole, unit: int) -> int:
+def _exec_unit(lw: Lowerer) -> int:
+    """The unit of an MMA on frags only: the operation's own (§11.2 (a), (c))."""
+    if lw.kernel is None:
+        return HOST_UNIT
+    if lw.ctx.mma_unit is not None:
+        return lw.ctx.mma_unit
+    return 1 if lw.ctx.unit == 1 else 0
+
+
+def _exec_into_frag(lw: Lowerer, s: ast.MmaExec, text: str) -> None:
+    """``mma.M f, A, B`` with a frag ``f`` (§11.5): a hidden accumulator gathered from the
+    lanes' copies, the exec, and each lane's held elements written back to its copy."""
+    unit = _exec_unit(lw)
+    base = resolve_base(lw, s.c)
+    rows, cols = s.c.ty.shape
+    name = lw.snippet(s.c.span)
+    acc = lw.b.add("frags", FragDecl(name, FragRole.ACC, base.dtype.code, rows, cols, unit,
+                                     lw.spans.intern(s.c.span)))
+    lw.b.emit("MMA_GATHER", acc, base.slot, 0, lw.coll_site(text, unit))
+    a = _operand(lw, s.a, FragRole.A, unit, text)
+    b = _operand(lw, s.b, FragRole.B, unit, text)
+    lw.b.emit("MMA_EXEC", acc, a, b, LAYOUTS[s.layout], lw.coll_site(text, unit))
+    owned = Owned(lw, FragRef({FragRole.ACC: acc}, base.dtype, unit), (rows, cols), name, s.c)
+
+    def store(i: int, j: int) -> None:
+        index = lw.b.add("accesses", Access(base.kind, base.slot, base.arr, [i, j], base.text))
+        lw.b.emit("STORE", index, owned.get(i, j, base.dtype))
+    if owned.per_lane():
+        owned.rows_loop(lambda i, _: owned.cols_loop(lambda j: store(i, j)))
+    else:
+        loop(lw, rows, "frag.row", lambda i: loop(lw, cols, "frag.col", lambda j: store(i, j)))
+
+
+def _operand(lw: Lowerer, e: ast.Expr, role: FragRole, unit: int, text: str) -> int:
     """A fragment, or a view loaded into a hidden fragment of the same unit (§11.1),
-    named by the operand's source text so that runtime messages quote what was written."""
+    named by the operand's source text so that runtime messages quote what was written;
+    a frag is gathered from the lanes that hold its elements (§11.5)."""
     sym = getattr(e, "sym", None)
     if isinstance(e, ast.Name) and sym is not None and sym.kind == "fragment":
         return frag_ref(lw, sym, e).indices[role]
+    if isinstance(e, ast.Name) and isinstance(e.ty, T.Buffer) and e.ty.storage == "local":
+        base = resolve_base(lw, e)
+        rows, cols = _extents(e.ty.shape)
+        idx = lw.b.add("frags", FragDecl(lw.snippet(e.span), role, base.dtype.code, rows,
+                                         cols, unit, lw.spans.intern(e.span)))
+        stored_as = text.split(".")[1 if role == FragRole.A else 2]
+        lw.b.emit("MMA_GATHER", idx, base.slot, int(stored_as == "col"),
+                  lw.coll_site(text, unit))
+        return idx
     view, base, ext = view_of(lw, e)
     rows, cols = _extents(ext)
     idx = lw.b.add("frags", FragDecl(lw.snippet(e.span), role, base.dtype.code, rows, cols,
