@@ -238,7 +238,10 @@ def check_exec(ck, s: ast.MmaExec):
         for x in (s.a, s.b):
             if isinstance(x, ast.Name) and isinstance(x.ty, Fragment):
                 _use(ck, x.sym, s.span)
-    if a is None or b is None or not _register_operands(ck, s, a, b):
+    if a is None or b is None:
+        return
+    if not _register_operands(ck, s, a, b):
+        sym.info["bad"] = True      # reported: no second error about its shape
         return
     a_layout, b_layout = s.layout.split(".")
     m, ka = a.shape if a_layout == "row" else a.shape[::-1]
