@@ -54,7 +54,8 @@ CASES = [
     ("  dma.copy.async.async a => b;", [f"2:17: {SE}'.async' is written twice."]),
     ("  x = mma.row.row a, b, c;", [f"2:10: {SE}'mma.row' has no value to assign to 'x'."]),
     ("  mma.load a;", [f"2:6: {SE}'mma.load' must be assigned to a name, as in "
-                       f"'fa = mma.load sa;'."]),
+                       f"'fa = mma.load sa;', or name its fragment, as in "
+                       f"'mma.load sa, f;'."]),
     ("  foreach kt(1) {}",
      [f"2:15: {SE}expected ':' in the range of 'kt', as in 'kt(lo:hi)'."]),
     ("  foreach t(0:0:-1) {}",
