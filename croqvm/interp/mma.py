@@ -325,7 +325,10 @@ def op_mma_gather(w, ins):
             for r in range(shape[0]):
                 for c in range(shape[1]):
                     who = owner(decl.unit, c, r) if transposed else owner(decl.unit, r, c)
-                    src = copy_of(base + who if who >= 0 else ls[0])
+                    holder = base + who if who >= 0 else ls[0]
+                    src = copy_of(holder)
+                    if src.written is not None and not src.written[r, c]:
+                        raise Fault(Kind.MMA_UNINITIALISED, (src.ref, (r, c)), holder)
                     data[r, c] = src.data[r, c]
             frag.data = data
     _collective(w, ins, coll, effect)

@@ -27,6 +27,7 @@ import numpy as np
 from croqvm import dtypes
 from croqvm.bytecode.module import Access
 from croqvm.lang import ast
+from croqvm.lang.check.walk import child_stmts
 
 from .exprs import scalar_value
 from .mma import frag_ref
@@ -97,9 +98,16 @@ def lower_apply(lw: Lowerer, s: ast.Apply) -> None:
     if s.frag is None:
         lw.stmt(s.loop)
         return
-    owned = Owned(lw, frag_ref(lw, s.frag, s.within.bound[0].base), s.frag.type.shape, s.frag.name, s.within.bound[0].base)
+    node = s.within.bound[0].base
+    owned = Owned(lw, frag_ref(lw, s.frag, node), s.frag.type.shape, s.frag.name, node)
     if not owned.per_lane():
         lw.stmt(s.loop)
+        return
+    jump = _leaving_jump(s.body)
+    if jump is not None:
+        lw.error(jump.span, "'break' and 'continue' can not leave an 'apply' over an "
+                            "accumulator: each lane visits only the elements it holds.",
+                 hint="use 'if' around the part of the body to skip")
         return
     names = list(s.within.syms or [])[:2]
     vals = [Val(dtypes.S32, lw.b.reg(dtypes.S32, sym.name), lw.int_reg(n))
@@ -119,6 +127,19 @@ def lower_apply(lw: Lowerer, s: ast.Apply) -> None:
         owned.rows_loop(row)
     finally:
         lw.names.pop()
+
+
+def _leaving_jump(s):
+    """A ``break`` or ``continue`` of ``s`` that is not inside a loop of its own."""
+    if isinstance(s, (ast.Break, ast.Continue)):
+        return s
+    if isinstance(s, (ast.While, ast.Foreach, ast.Apply)):
+        return None
+    for c in child_stmts(s):
+        found = _leaving_jump(c)
+        if found is not None:
+            return found
+    return None
 
 
 def _access(lw: Lowerer, e: ast.Expr, idx: list[int]):
