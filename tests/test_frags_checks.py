@@ -47,3 +47,52 @@ def test_generated_fragment_code_builds_with_nvcc(source, arch):
         pytest.skip("nvcc is not installed")
     text = emit(croqvm.compile(source, "t.co").module, arch=arch).text
     assert cc.build(text, arch).read_bytes()[:4] == b"\x7fELF"
+
+
+UNWRITTEN = """
+__co__ void f(f16 [16, 16] b, global f32 [16, 16] out) {
+  parallel blk by 1 : block {
+    sb = dma.copy b => shared;
+    parallel g by 1 : group {
+      frag f16[16, 16] fa;
+      parallel t by 32 : thread {
+        if (t != 4) { apply {i, k} in fa.span fa.at(i, k) = 1.0f; }
+      }
+      acc = mma.fill.f32 0.0f;
+      mma.row.row acc, fa, sb;
+      mma.store acc, out;
+    }
+  }
+}
+"""
+
+
+def test_poison_mode_reports_an_unwritten_element_of_its_holders_frag():
+    """Lane 4 holds (1, 0) first in row-major order ((i % 8) * 4 + (k % 8) / 2 == 4)."""
+    prog = croqvm.compile(UNWRITTEN, "t.co")
+    with pytest.raises(KernelFault) as e:
+        prog.run("f", np.ones((16, 16), np.float16), np.zeros((16, 16), np.float32),
+                 engine="python", poison=True)
+    assert "read of uninitialised element fa.at(1, 0)" in str(e.value)
+    assert "lane 4" in str(e.value)
+
+
+def test_break_out_of_an_apply_over_an_accumulator_is_an_error():
+    src = """
+__co__ void f(global f32 [16, 8] out) {
+  parallel b by 1 : block {
+    parallel g by 1 : group {
+      acc = mma.fill.f32 0.0f;
+      mma.store acc, out;
+      apply {i, j} in acc.span {
+        if (j > 2) { break; }
+        acc.at(i, j) = 1.0f;
+      }
+    }
+  }
+}
+"""
+    with pytest.raises(croqvm.CompileError) as e:
+        croqvm.compile(src, "t.co")
+    assert "t.co:8:22: error: 'break' and 'continue' can not leave an 'apply' over an " \
+           "accumulator" in str(e.value)
