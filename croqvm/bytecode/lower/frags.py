@@ -192,7 +192,7 @@ def _dst_index(s: ast.FragOp, lw: Lowerer, i: int) -> list[int]:
 
 def _reduce(lw: Lowerer, s: ast.FragOp, kind: str) -> None:
     dst, src, _ = s.args
-    acc = getattr(s, "acc", None)
+    acc = s.acc
     if acc is None:
         _reduce_buffer(lw, s, kind)
         return
@@ -248,7 +248,7 @@ def _reduce_rows(lw: Lowerer, s, kind: str, t, rows: int, cols: int, read) -> No
 
 
 def _all_reduce(lw: Lowerer, s: ast.FragOp, kind: str) -> None:
-    acc = getattr(s, "acc", None)
+    acc = s.acc
     if acc is None:
         return          # one lane holds the whole row (§11.5)
     (x,) = s.args

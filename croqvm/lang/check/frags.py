@@ -6,7 +6,10 @@ A ``frag T[shape] f`` is a ``local`` buffer (the checker sees it as one). ``appl
 lowering visits only the elements the lane holds. ``copy``, ``reduce_*`` and
 ``all_reduce_*`` are checked here; facts for lowering are left on the node:
 
-- ``s.acc``: the accumulator symbol a ``reduce_*`` reads, or an ``apply`` iterates;
+- ``s.frag`` (Apply): the accumulator an ``apply`` iterates, and ``s.loop`` the
+  ``foreach`` it is over a frag or buffer;
+- ``s.acc`` (FragOp): the accumulator a ``reduce_*`` reads, or whose rows the frag of an
+  ``all_reduce_*`` holds;
 - ``s.dst_map``: for ``reduce_*``, the position of the row index among ``dst``'s indices;
 - ``sym.info["rows_of"]``: a 1-D buffer whose element ``i`` an ``apply`` over an
   accumulator wrote, or a ``reduce_*`` of one: it is replicated over the lanes holding
