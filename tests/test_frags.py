@@ -255,6 +255,11 @@ def diagnose(text: str) -> list[str]:
      "parallel g by 1 : group-4 { acc = mma.fill.f32 0.0f;\nmma.col.col acc, fk, sa; } }",
      ["4:18: wgmma takes A from registers K-major only, but 'mma.col.col' reads 'fk' as "
       "[K, M]."]),
+    ("parallel b by 1 : block { shared f32 [16] r; shared f16 [16, 8] a;\n"
+     "parallel g by 1 : group { acc = mma.fill.f32 0.0f; fa = mma.load a;\n"
+     "mma.row.row acc, fa, fa; reduce_sum(r, acc, 1); } }",
+     ["4:37: reduce_sum of accumulator 'acc' writes each lane's rows into its own frag, but "
+      "'r' is a shared buffer."]),
     ("parallel b by 1 : block { parallel g by 1 : group {\n"
      "acc = mma.fill.f32 0.0f;\nprintln(acc.at(0, 0)); } }",
      ["3:1: can not infer the shape of accumulator 'acc'.",

@@ -196,6 +196,12 @@ def _check_reduce(ck, s):
                              f"[{rows}] (or [{rows}, 1], [1, {rows}]) but it is "
                              f"{shape_str(dshape)}.")
         return
+    if acc and dst.storage != "local":
+        ck.error(dst_e.span, f"{s.op} of accumulator '{root_name(src_e)}' writes each lane's "
+                             f"rows into its own frag, but '{root_name(dst_e)}' is a "
+                             f"{dst.storage} buffer.",
+                 hint=f"declare 'frag {dst.dtype.name}[{rows}] {root_name(dst_e)};'")
+        return
     s.dst_map = (places[0], len(dshape))
     note_param_write(ck, dst_e)
     dsym = getattr(dst_e, "sym", None)
