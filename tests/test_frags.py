@@ -260,6 +260,10 @@ def diagnose(text: str) -> list[str]:
      "mma.row.row acc, fa, fa; reduce_sum(r, acc, 1); } }",
      ["4:37: reduce_sum of accumulator 'acc' writes each lane's rows into its own frag, but "
       "'r' is a shared buffer."]),
+    ("parallel t by 1 : thread { frag f32[4, 8] s; frag f32[4, 6] d;\n"
+     "apply {i, j} in s.span d.at(i, j) = s.at(i, j); }",
+     ["3:24: 'd' [4, 6] is indexed by 'j' of an apply over 's' [4, 8], which reaches 7: "
+      "the shapes do not match."]),
     ("parallel b by 1 : block { parallel g by 1 : group {\n"
      "acc = mma.fill.f32 0.0f;\nprintln(acc.at(0, 0)); } }",
      ["3:1: can not infer the shape of accumulator 'acc'.",

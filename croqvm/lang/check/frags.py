@@ -17,6 +17,8 @@ lowering visits only the elements the lane holds. ``copy``, ``reduce_*`` and
 """
 from __future__ import annotations
 
+import dataclasses
+
 from croqvm.lang import ast
 from croqvm.lang.parse_stmt import FRAG_OPS
 from croqvm.lang.types import Buffer, Fragment, Future, shape_str
@@ -51,6 +53,7 @@ def check_apply(ck, s: ast.Apply):
         return
     s.loop = ast.Foreach([w], [], s.body, s.span)
     check_foreach(ck, s.loop)
+    _check_reach(ck, w, bound, s.body)
     base = bound.base
     if isinstance(base, ast.Name) and isinstance(base.ty, Fragment) and base.ty.role == "acc":
         s.frag = acc = base.sym
@@ -58,6 +61,47 @@ def check_apply(ck, s: ast.Apply):
         return
     if len(w.names) == 2:
         _note_rows(s.body, w.names[0], acc)
+
+
+def _element_accesses(node):
+    """Every ``x.at(...)`` in the statements and expressions under ``node``."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.ElemAccess):
+            yield n
+        if not dataclasses.is_dataclass(n):
+            continue
+        for f in dataclasses.fields(n):
+            value = getattr(n, f.name)
+            if isinstance(value, ast.Node):
+                stack.append(value)
+            elif isinstance(value, list):
+                stack.extend(v for v in value if isinstance(v, ast.Node))
+
+
+def _check_reach(ck, w: ast.Within, bound: ast.SpanOf, body) -> None:
+    """An element indexed by an apply's own variable must exist for every value the
+    variable takes: a smaller extent than the span's is an apply over mismatched shapes."""
+    span = getattr(bound.ty, "shape", None)
+    if span is None or len(span) != len(w.names):
+        return
+    reach = dict(zip(w.names, span))
+    for e in _element_accesses(body):
+        shape = getattr(getattr(e.base, "ty", None), "shape", None)
+        if shape is None or len(shape) != len(e.indices):
+            continue
+        for k, idx in enumerate(e.indices):
+            name = idx.id if isinstance(idx, ast.Name) else None
+            extent, need = shape[k], reach.get(name)
+            if isinstance(extent, int) and isinstance(need, int) and extent < need:
+                ck.error(e.span, f"'{root_name(e.base)}' {shape_str(shape)} is indexed by "
+                                 f"'{name}' of an apply over "
+                                 f"'{root_name(bound.base)}' {shape_str(span)}, which "
+                                 f"reaches {need - 1}: the shapes do not match.",
+                         hint=f"make dimension {k} of '{root_name(e.base)}' {need}, or "
+                              f"apply over '{root_name(e.base)}.span'")
+                break
 
 
 def _note_rows(stmt, row: str, acc) -> None:
@@ -196,7 +240,7 @@ def _check_reduce(ck, s):
                              f"[{rows}] (or [{rows}, 1], [1, {rows}]) but it is "
                              f"{shape_str(dshape)}.")
         return
-    if acc and dst.storage != "local":
+    if acc and dst.storage != "local" and _unit_kind(ck) is not None:
         ck.error(dst_e.span, f"{s.op} of accumulator '{root_name(src_e)}' writes each lane's "
                              f"rows into its own frag, but '{root_name(dst_e)}' is a "
                              f"{dst.storage} buffer.",
