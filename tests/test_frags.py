@@ -231,8 +231,9 @@ def diagnose(text: str) -> list[str]:
 
 @pytest.mark.parametrize("text, errors", [
     ("f32[4, 8] s; f32[4] r;\nreduce_sum(r, s, 0);",
-     ["3:18: reduce_sum reduces dimension 1 of a 2-dimensional tile, but got dimension 0 "
-      "of 's' [4, 8]."]),
+     ["3:18: reduce_sum reduces dimension 1 (along each row), but got dimension 0."]),
+    ("f32[4] s; f32[1] r;\nreduce_min(r, s, 1);",
+     ["3:15: reduce_min reduces the rows of a 2-dimensional tile, but 's' is [4]."]),
     ("f32[4, 8] s; f32[8] r;\nreduce_max(r, s, 1);",
      ["3:12: reduce_max writes one value per row of 's' [4, 8], so 'r' must be [4] (or "
       "[4, 1], [1, 4]) but it is [8]."]),

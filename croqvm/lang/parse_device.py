@@ -131,7 +131,9 @@ class DeviceParser:
         return ast.MmaLoad(target, self.expr(), swizzle, None)
 
     def _mma_load_into(self, start) -> ast.Stmt:
-        """``mma.load SRC, f;``: SRC into the existing register fragment ``f`` (§11.5)."""
+        """``mma.load[.frag] SRC, f;``: SRC into the existing register fragment ``f``
+        (§11.5)."""
+        self.accept_dotted("frag")
         if self.peek().is_op(";"):       # ``mma.load sa;``: said at '.load'
             self.fail(_LOAD_FORMS, self.prev.span)
         src = self.expr()

@@ -214,11 +214,14 @@ def _check_reduce(ck, s):
         ck.error(axis_e.span, f"the axis of {s.op} must be an integer constant.",
                  hint=_USAGE[s.op])
         return
-    if len(shape) != 2 or axis != 1:
-        ck.error(axis_e.span if len(shape) == 2 else src_e.span,
-                 f"{s.op} reduces dimension 1 of a 2-dimensional tile, but got dimension "
-                 f"{axis} of '{root_name(src_e)}' {shape_str(shape)}.",
-                 hint="reduce the rows with axis 1; for the columns, reduce a transposed "
+    if len(shape) != 2:
+        ck.error(src_e.span, f"{s.op} reduces the rows of a 2-dimensional tile, but "
+                             f"'{root_name(src_e)}' is {shape_str(shape)}.")
+        return
+    if axis != 1:
+        ck.error(axis_e.span, f"{s.op} reduces dimension 1 (along each row), but got "
+                              f"dimension {axis}.",
+                 hint="the reference reduces rows only; for the columns, reduce a transposed "
                       "copy")
         return
     rows, cols = shape
