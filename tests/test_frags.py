@@ -346,3 +346,33 @@ def test_a_frag_accumulator_updates_the_elements_each_lane_holds():
     mine = (i % 8 == 0) & (j % 8 < 2)
     want = np.where(mine, 1 + a.astype(np.float64) @ b.T.astype(np.float64), 1.0)
     np.testing.assert_allclose(seen, want, rtol=1e-5)
+
+
+SCALAR_UPDATE = """
+__co__ auto fused(f16 [32, 32] lhs, f16 [32, 32] rhs, f16 bias) {
+  f32 [32, 32] output;
+  parallel {m, n} by [1, 1] : block {
+    parallel {g0, g1} by [2, 2] : group {
+      mc = mma.fill.f32 0.0f;
+      foreach k in 2 {
+        ma = mma.load lhs.chunkat(m#g0, k);
+        mb = mma.load rhs.chunkat(k, n#g1);
+        mma.row.col mc, ma, mb;
+      }
+      mc += bias;
+      mc *= 2;
+      mma.store mc, output.chunkat(m#g0, n#g1);
+    }
+  }
+  return output;
+}
+"""
+
+
+def test_a_scalar_update_of_an_accumulator_reaches_every_element():
+    """``mc += bias`` (tests/gpu/end2end/ampere_mma.co): each lane its own elements."""
+    rng = np.random.default_rng(11)
+    a, b = (rng.uniform(-1, 1, (32, 32)).astype(np.float16) for _ in range(2))
+    out = engines.run(croqvm.compile(SCALAR_UPDATE, "t.co"), "fused", a, b, np.float16(3.5))
+    want = (a.astype(np.float64) @ b.astype(np.float64) + 3.5) * 2
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)

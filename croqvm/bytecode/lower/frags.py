@@ -92,6 +92,23 @@ def store_fragment_elem(lw: Lowerer, s: ast.Assign, op_name: str | None) -> None
     b.emit("FRAG_SET", ref.acc, i, j, b.op(op_name, common, cur, b.convert(v.reg, common)))
 
 
+def update_fragment(lw: Lowerer, s: ast.Assign, op_name: str) -> None:
+    """``acc op= v`` (§11.5): every element the lane holds, with one value of ``v``."""
+    sym = s.target.sym
+    ref = frag_ref(lw, sym, s.target)
+    owned = Owned(lw, ref, sym.type.shape, sym.name, s.target)
+    v = scalar_value(lw, s.value)
+    b = lw.b
+    common = dtypes.promote(ref.dtype, v.dtype)
+    value = b.convert(v.reg, common)
+
+    def update(i: int, j: int) -> None:
+        cur = b.reg(common)
+        b.emit("FRAG_GET", cur, ref.acc, i, j)
+        b.emit("FRAG_SET", ref.acc, i, j, b.op(op_name, common, cur, value))
+    owned.each(update)
+
+
 # ------------------------------------------------------------------------ statements
 
 def lower_apply(lw: Lowerer, s: ast.Apply) -> None:

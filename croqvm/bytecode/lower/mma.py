@@ -24,7 +24,7 @@ from croqvm.limits import UNIT_OF_LANES, UNIT_OF_LEVEL
 
 from .exprs import lower_as
 from .state import Lowerer
-from .owned import Owned, loop
+from .owned import Owned
 from .values import FragRef
 from .views import resolve_base, view_of
 
@@ -179,10 +179,7 @@ def _exec_into_frag(lw: Lowerer, s: ast.MmaExec, text: str) -> None:
     def store(i: int, j: int) -> None:
         index = lw.b.add("accesses", Access(base.kind, base.slot, base.arr, [i, j], base.text))
         lw.b.emit("STORE", index, owned.get(i, j, base.dtype))
-    if owned.per_lane():
-        owned.rows_loop(lambda i, _: owned.cols_loop(lambda j: store(i, j)))
-    else:
-        loop(lw, rows, "frag.row", lambda i: loop(lw, cols, "frag.col", lambda j: store(i, j)))
+    owned.each(store)
 
 
 def _operand(lw: Lowerer, e: ast.Expr, role: FragRole, unit: int, text: str) -> int:
