@@ -478,17 +478,6 @@ static int effect_async(cq_block *blk, const cq_ins *ins, const int *lanes, int 
     return CQ_ST_OK;
 }
 
-int cq_effect_mma(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes, int n)
-{
-    switch (ins->op) {
-    case CQ_OP_MMA_FILL: return effect_fill(blk, ins, rec, lanes, n);
-    case CQ_OP_MMA_LOAD: return effect_load(blk, ins, rec, lanes, n);
-    case CQ_OP_MMA_EXEC: return effect_exec(blk, ins, lanes, n);
-    case CQ_OP_MMA_ASYNC: case CQ_OP_MMA_WAIT: return effect_async(blk, ins, lanes, n);
-    default: return effect_store(blk, ins, rec, lanes, n);
-    }
-}
-
 /* ------------------------------------------------------------------ elements (§11.5) */
 
 /* The rank in its unit of the lane holding element (i, j) (mma.py owner): the C fragment
@@ -557,12 +546,64 @@ int cq_op_frag_elem(cq_warp *w, const cq_ins *ins)
     return CQ_ST_OK;
 }
 
+/* MMA_GATHER: each element from the copy of the local buffer that its holder has (mma.py
+ * op_mma_gather). */
+static int effect_gather(cq_block *blk, const cq_ins *ins, const int *lanes, int n)
+{
+    int m = ins->a, slot = ins->b, transposed = ins->c;
+    const cq_fragdecl *decl = &blk->code->frag[m];
+    int per_lane = decl->unit == 32 || decl->unit == 128;
+    int first[CQ_MAX_BLOCK];
+    int ng = groups(blk, m, lanes, n, first);
+    for (int g = 0; g < ng; g++) {
+        int lead = first[g], base = per_lane ? lead - lead % decl->unit : lead;
+        cq_insts mine = cq_instances(blk, slot, lead);
+        if (!mine) {
+            cq_put(cq_fault_new(blk, ins, CQ_FAULT_BUFFER_BEFORE_DECLARATION, lead), slot);
+            return CQ_ST_FAULT;
+        }
+        int64_t rows = mine[0]->shape[0], cols = mine[0]->shape[1];
+        cq_frag *f = fragment(blk, m, unit_of(blk, m, lead));
+        if (!fits(f, rows, cols))
+            return tile_shape_fault(blk, ins, lead, m, f, mine[0], rows, cols);
+        if (shaped(blk, ins, f, m, lead) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++) {
+                int who = transposed ? owner(decl->unit, c, r) : owner(decl->unit, r, c);
+                int lane = who >= 0 ? base + who : lead;
+                cq_insts theirs = cq_instances(blk, slot, lane);
+                if (!theirs) {
+                    cq_put(cq_fault_new(blk, ins, CQ_FAULT_BUFFER_BEFORE_DECLARATION, lane),
+                           slot);
+                    return CQ_ST_FAULT;
+                }
+                int64_t e = r * cols + c;
+                hold(decl->type, theirs[0]->type, theirs[0]->data, e,
+                     &((int64_t *)f->data)[e], &((double *)f->data)[e]);
+            }
+    }
+    return CQ_ST_OK;
+}
+
+int cq_effect_mma(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes, int n)
+{
+    switch (ins->op) {
+    case CQ_OP_MMA_FILL: return effect_fill(blk, ins, rec, lanes, n);
+    case CQ_OP_MMA_LOAD: return effect_load(blk, ins, rec, lanes, n);
+    case CQ_OP_MMA_EXEC: return effect_exec(blk, ins, lanes, n);
+    case CQ_OP_MMA_GATHER: return effect_gather(blk, ins, lanes, n);
+    case CQ_OP_MMA_ASYNC: case CQ_OP_MMA_WAIT: return effect_async(blk, ins, lanes, n);
+    default: return effect_store(blk, ins, rec, lanes, n);
+    }
+}
+
 /* A collective of its unit at the op's site; without one (the host, §11.2 (c)) each
  * active lane runs it alone, in lane order, as DMA and FILL without a site do. */
 int cq_op_mma(cq_warp *w, const cq_ins *ins)
 {
     int coll = ins->op == CQ_OP_MMA_EXEC || ins->op == CQ_OP_MMA_STORE_MASK ? ins->e
-             : ins->op == CQ_OP_MMA_STORE ? ins->d
+             : ins->op == CQ_OP_MMA_STORE || ins->op == CQ_OP_MMA_GATHER ? ins->d
              : ins->op == CQ_OP_MMA_ASYNC || ins->op == CQ_OP_MMA_WAIT ? ins->b : ins->c;
     if (coll >= 0)
         return cq_arrive(w, ins, coll, 1);

@@ -274,6 +274,37 @@ def _precedence_warning(op: str, line: int, col: int, at: str) -> Expect:
 
 _GEMM_PARAMS = ("a", "b", "c")
 
+
+def _attention_args(rng, length):
+    """q, k, v in [0.1, 1) so that every causal row of scores has a positive sum; o starts
+    as NaN: every element must be stored."""
+    q, k, v = (rng.uniform(0.1, 1, (length, 16)).astype(np.float16) for _ in range(3))
+    return [q, k, v, np.full((length, 16), np.nan, np.float32)], {"L": length}
+
+
+def _attention_parts(x):
+    """The causal scores (exact, f64), the f16 weights and the row sums."""
+    q, k = (a.astype(np.float64) for a in x[:2])
+    s = np.tril(q @ k.T)
+    return s, s.astype(np.float16).astype(np.float64), s.sum(1, keepdims=True)
+
+
+def _attention(x):
+    _, p, total = _attention_parts(x)
+    return {"o": (p @ x[2].astype(np.float64)) / total}
+
+
+def _attention_bound(x):
+    """The scores are f32 sums of 16 exact f16 products (relative error <= 16 u32); each
+    weight rounds once more to f16 (half an ulp, 2^-11, and at most one ulp apart from the
+    reference's rounding of the exact score); the output sums and the row totals are f32
+    (relative error <= L u32 each). So |o - ref| <= (2^-10 + 2 (16 + L) 2^-24) times
+    (|p| |v|)[i] / total[i], plus the f64 reference's own error."""
+    _, p, total = _attention_parts(x)
+    length = x[0].shape[0]
+    scale = (np.abs(p) @ np.abs(x[2].astype(np.float64))) / total
+    return (2.0 ** -10 + 2 * (16 + length) * 2.0 ** -24) * scale + 1e-12
+
 VALID = [
     Entry("add_1d.co", "add_1d", ("a", "b", "c"),
           make_args=_sized({"test": (100,), "bench": (100_003,)}, _vector_args),
@@ -312,6 +343,9 @@ VALID = [
           make_args=_sized({"test": (100, 72, 128), "bench": (256, 256, 512)}, _gemm_nt_args),
           reference=lambda x: {"c": _gemm_exact(x[0], x[1].T)},
           tolerance=lambda x: _gemm_bound(x[0], x[1].T)),
+    Entry("attention_rows.co", "attention", ("q", "k", "v", "o"),
+          make_args=_sized({"test": (128,), "bench": (512,)}, _attention_args),
+          reference=_attention, tolerance=_attention_bound),
     Entry("reduce_sum.co", "sum_squares", ("x",),
           make_args=_sized({"test": (200,), "bench": (100_003,)}, _vector_s32_args),
           reference=_sum_squares),

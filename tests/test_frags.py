@@ -231,8 +231,9 @@ def diagnose(text: str) -> list[str]:
 
 @pytest.mark.parametrize("text, errors", [
     ("f32[4, 8] s; f32[4] r;\nreduce_sum(r, s, 0);",
-     ["3:18: reduce_sum reduces dimension 1 of a 2-dimensional tile, but got dimension 0 "
-      "of 's' [4, 8]."]),
+     ["3:18: reduce_sum reduces dimension 1 (along each row), but got dimension 0."]),
+    ("f32[4] s; f32[1] r;\nreduce_min(r, s, 1);",
+     ["3:15: reduce_min reduces the rows of a 2-dimensional tile, but 's' is [4]."]),
     ("f32[4, 8] s; f32[8] r;\nreduce_max(r, s, 1);",
      ["3:12: reduce_max writes one value per row of 's' [4, 8], so 'r' must be [4] (or "
       "[4, 1], [1, 4]) but it is [8]."]),
@@ -248,6 +249,130 @@ def diagnose(text: str) -> list[str]:
      ["4:1: all_reduce_sum requires a replicated 1D fragment layout: 'v' is not known to "
       "hold one row of an MMA accumulator per element."]),
     ("f32[4] s;\nreduce_sum(s, s);", ["3:1: 'reduce_sum' takes 3 arguments but got 2."]),
+    ("parallel b by 1 : block { shared f16 [64, 16] sa; frag f16[64, 16] fa;\n"
+     "parallel g by 1 : group-4 { acc = mma.fill.f32 0.0f;\nmma.row.row acc, sa, fa; } }",
+     ["4:22: wgmma takes its B operand from shared memory, but 'fa' is a frag."]),
+    ("parallel b by 1 : block { shared f16 [16, 64] sa; frag f16[16, 64] fk;\n"
+     "parallel g by 1 : group-4 { acc = mma.fill.f32 0.0f;\nmma.col.col acc, fk, sa; } }",
+     ["4:18: wgmma takes A from registers K-major only, but 'mma.col.col' reads 'fk' as "
+      "[K, M]."]),
+    ("parallel b by 1 : block { shared f32 [16] r; shared f16 [16, 8] a;\n"
+     "parallel g by 1 : group { acc = mma.fill.f32 0.0f; fa = mma.load a;\n"
+     "mma.row.row acc, fa, fa; reduce_sum(r, acc, 1); } }",
+     ["4:37: reduce_sum of accumulator 'acc' writes each lane's rows into its own frag, but "
+      "'r' is a shared buffer."]),
+    ("parallel t by 1 : thread { frag f32[4, 8] s; frag f32[4, 6] d;\n"
+     "apply {i, j} in s.span d.at(i, j) = s.at(i, j); }",
+     ["3:24: 'd' [4, 6] is indexed by 'j' of an apply over 's' [4, 8], which reaches 7: "
+      "the shapes do not match."]),
+    ("parallel b by 1 : block { parallel g by 1 : group {\n"
+     "acc = mma.fill.f32 0.0f;\nprintln(acc.at(0, 0)); } }",
+     ["3:1: can not infer the shape of accumulator 'acc'.",
+      "4:9: the shape of accumulator 'acc' is not known here: it comes from its first "
+      "'mma' or 'mma.store'."]),
 ])
 def test_diagnostics(text, errors):
     assert diagnose(text) == errors
+
+
+REGISTER_A = """
+__co__ void rs(f16 [64, 16] a, f16 [32, 16] b, global f32 [64, 32] c,
+               global f32 [64, 32] owners) {
+  parallel blk by 1 : block {
+    sa = dma.copy a => shared;
+    sb = dma.copy b => shared;
+    frag f16[64, 16] fa;
+    frag f16[64, 16] tag;
+    parallel g by 1 : group-4 {
+      mma.load sa, fa;
+      acc = mma.fill.f32 0.0f;
+      mma.row.row acc, fa, sb;
+      mma.store acc, c;
+      parallel t by 128 : thread {
+        apply {i, k} in tag.span
+          tag.at(i, k) = t;
+      }
+      who = mma.fill.f32 0.0f;
+      mma.row.row who, tag, sb;
+      mma.store who, owners;
+    }
+  }
+}
+"""
+
+
+def test_wgmma_a_from_registers_takes_each_element_from_its_holder():
+    """RS mode (PTX wgmma A in registers: the 16-bit A fragment of m16n8k16 per warp,
+    warp w holding rows 16w .. 16w + 15): with B all ones, row i of the product sums the
+    lane numbers holding A's elements (i, 0 .. 15)."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((64, 16)).astype(np.float16)
+    ones = np.ones((32, 16), np.float16)
+    c, owners = np.zeros((64, 32), np.float32), np.zeros((64, 32), np.float32)
+    engines.run(croqvm.compile(REGISTER_A, "t.co"), "rs", a, ones, c, owners)
+    np.testing.assert_allclose(c, (a.astype(np.float64) @ ones.T.astype(np.float64)),
+                               rtol=1e-6)
+    i, k = np.indices((64, 16))
+    held_by = (i % 8) * 4 + (k % 8) // 2 + 32 * (i // 16)
+    np.testing.assert_array_equal(owners, np.repeat(held_by.sum(1)[:, None], 32, 1))
+
+
+FRAG_ACC = """
+__co__ void fc(f16 [16, 16] a, f16 [8, 16] b, global f32 [16, 8] seen) {
+  parallel blk by 1 : block {
+    sa = dma.copy a => shared;
+    sb = dma.copy b => shared;
+    parallel g by 1 : group {
+      frag f32[16, 8] c {1.0f};
+      mma.row.row c, sa, sb;
+      parallel t by 32 : thread {
+        if (t == 0) { copy(seen, c); }
+      }
+    }
+  }
+}
+"""
+
+
+def test_a_frag_accumulator_updates_the_elements_each_lane_holds():
+    """Lane 0 holds (i, j) with i % 8 == 0 and j % 8 in {0, 1}: only those of its copy
+    receive the product; the rest of its copy keeps the fill value."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((16, 16)).astype(np.float16)
+    b = rng.standard_normal((8, 16)).astype(np.float16)
+    seen = np.zeros((16, 8), np.float32)
+    engines.run(croqvm.compile(FRAG_ACC, "t.co"), "fc", a, b, seen)
+    i, j = np.indices((16, 8))
+    mine = (i % 8 == 0) & (j % 8 < 2)
+    want = np.where(mine, 1 + a.astype(np.float64) @ b.T.astype(np.float64), 1.0)
+    np.testing.assert_allclose(seen, want, rtol=1e-5)
+
+
+SCALAR_UPDATE = """
+__co__ auto fused(f16 [32, 32] lhs, f16 [32, 32] rhs, f16 bias) {
+  f32 [32, 32] output;
+  parallel {m, n} by [1, 1] : block {
+    parallel {g0, g1} by [2, 2] : group {
+      mc = mma.fill.f32 0.0f;
+      foreach k in 2 {
+        ma = mma.load lhs.chunkat(m#g0, k);
+        mb = mma.load rhs.chunkat(k, n#g1);
+        mma.row.col mc, ma, mb;
+      }
+      mc += bias;
+      mc *= 2;
+      mma.store mc, output.chunkat(m#g0, n#g1);
+    }
+  }
+  return output;
+}
+"""
+
+
+def test_a_scalar_update_of_an_accumulator_reaches_every_element():
+    """``mc += bias`` (tests/gpu/end2end/ampere_mma.co): each lane its own elements."""
+    rng = np.random.default_rng(11)
+    a, b = (rng.uniform(-1, 1, (32, 32)).astype(np.float16) for _ in range(2))
+    out = engines.run(croqvm.compile(SCALAR_UPDATE, "t.co"), "fused", a, b, np.float16(3.5))
+    want = (a.astype(np.float64) @ b.astype(np.float64) + 3.5) * 2
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)

@@ -56,7 +56,8 @@ CASES = [
     ("  x = mma.row.row a, b, c;", [f"2:14: {SE}'mma.row.row' has no value to assign to 'x'; "
                                    f"'x = mma.row.row.async ...' makes an operation future."]),
     ("  mma.load a;", [f"2:6: {SE}'mma.load' must be assigned to a name, as in "
-                       f"'fa = mma.load sa;'."]),
+                       f"'fa = mma.load sa;', or name its fragment, as in "
+                       f"'mma.load sa, f;'."]),
     ("  foreach kt(1) {}",
      [f"2:15: {SE}expected ':' in the range of 'kt', as in 'kt(lo:hi)'."]),
     ("  foreach t(0:0:-1) {}",

@@ -333,7 +333,8 @@ _ROWS = (
         "(r, c) from the copy of the lane that holds it (c=1: the lane holding (c, r) of the "
         "layout, a transposed operand), converted to a's element type", _SITE,
         imms=("flag",), entry="mma_gather",
-        faults=(K.MMA_TILE_SHAPE, K.BUFFER_BEFORE_DECLARATION) + _MMA_FAULTS),
+        faults=(K.MMA_TILE_SHAPE, K.MMA_UNINITIALISED, K.BUFFER_BEFORE_DECLARATION)
+        + _MMA_FAULTS),
     # --- inline assembly (§6.11)
     _op("ASM", ("x",), "inline assembly a, for the GPU's assembler: it reads and writes the "
         "registers its operands name; on any other device it is a runtime error",

@@ -470,9 +470,79 @@ def store_cells(k, ins, ip, m, v, transp, ptr, rows, cols, part, parts, guard=No
     k.line("}", ins)
 
 
+# --------------------------------------------------------------------------- elements (§11.5)
+
+def _holder(unit: int, i: str, j: str) -> str:
+    """The rank in its unit of the lane holding element (i, j) (croqvm.interp.mma.owner)."""
+    band = f" + 32 * (int)(({i} / 16) % 4)" if unit > 32 else ""
+    return f"((int)({i} % 8) * 4 + (int)({j} % 8) / 2{band})"
+
+
+def _element(k, ins, ip, m: int, ri: int, rj: int) -> str:
+    """Checks of FRAG_GET / FRAG_SET; the cell of element (R[ri], R[rj])."""
+    f = k.code.frags[m]
+    ptr, _, _ = frag_ref(k, m)
+    k.line(f"const long long fi = (long long)r{ri}, fj = (long long)r{rj};", ins)
+    k.fault(f"fi < 0 || fi >= {f.rows} || fj < 0 || fj >= {f.cols}", Kind.FRAGMENT_INDEX,
+            ins, ip, ("fi", "fj"),
+            lambda a, refs, m=m, s=(f.rows, f.cols): (m, (int(a[0]), int(a[1])), s))
+    if f.unit in (32, 128):
+        k.line(f"const int holder = {_holder(f.unit, 'fi', 'fj')};", ins)
+        k.fault(f"holder != lane % {f.unit}", Kind.FRAGMENT_NOT_OWNED, ins, ip,
+                ("fi", "fj", "holder"), lambda a, refs, m=m, u=f.unit: (
+                    m, (int(a[0]), int(a[1])), u, int(a[2])))
+    return f"{ptr}[fi * {f.cols} + fj]"
+
+
+def op_frag_get(k, ins, ip):
+    _, r, m, ri, rj = ins[:5]
+    k.line("{", ins)
+    k.depth += 1
+    cell = _element(k, ins, ip, m, ri, rj)
+    k.convert_into(f"r{r}", cell, frag_dtype(k, m), k.rt(r), ins, ip)
+    k.depth -= 1
+    k.line("}", ins)
+
+
+def op_frag_set(k, ins, ip):
+    _, m, ri, rj, r = ins[:5]
+    k.line("{", ins)
+    k.depth += 1
+    cell = _element(k, ins, ip, m, ri, rj)
+    k.convert_into(cell, f"r{r}", k.rt(r), frag_dtype(k, m), ins, ip)
+    k.depth -= 1
+    k.line("}", ins)
+
+
+def op_mma_gather(k, ins, ip):
+    """Each lane writes the cells it holds from its own copy of the frag (every cell for
+    a one-lane unit, the first participant for a block-level one); the collective's
+    closing rendezvous publishes them (§11.5)."""
+    _, m, b, transposed, c = ins[:5]
+    f = k.code.frags[m]
+    ptr, flag, lo_hi = frag_ref(k, m)
+    t = frag_dtype(k, m)
+    with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
+        k.line(f"for (int i = 0; i < {f.rows * f.cols}; i++) {{", ins)
+        k.depth += 1
+        if f.unit in (32, 128):
+            r, col = f"(i / {f.cols})", f"(i % {f.cols})"
+            first, second = (col, r) if transposed else (r, col)
+            k.line(f"if ({_holder(f.unit, first, second)} != lane - {lo_hi[0]}) continue;",
+                   ins)
+        elif f.unit != 1:
+            k.line(f"if ({part} != 0) continue;", ins)
+        value = cnum.load_value(f"({cnum.store_c(t)} *)lb{b} + i", t)
+        k.line(f"{ptr}[i] = ({cnum.reg_c(t)}){value};", ins)
+        k.depth -= 1
+        k.line("}", ins)
+        k.line(f"{flag} = 1;", ins)
+
+
 # the dynamic variants build on the helpers above
 from . import emit_mma_dyn  # noqa: E402
 
 HANDLERS = {"MMA_FILL": op_mma_fill, "MMA_LOAD": op_mma_load, "MMA_EXEC": op_mma_exec,
             "MMA_STORE": op_mma_store, "MMA_STORE_MASK": op_mma_store,
-            "MMA_ASYNC": op_mma_async, "MMA_WAIT": op_mma_wait}
+            "MMA_ASYNC": op_mma_async, "MMA_WAIT": op_mma_wait, "FRAG_GET": op_frag_get,
+            "FRAG_SET": op_frag_set, "MMA_GATHER": op_mma_gather}

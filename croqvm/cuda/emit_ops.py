@@ -532,6 +532,22 @@ def op_call_cxx(k, ins, ip):
     k.line(f"r{call.result} = {expr};" if call.result >= 0 else f"{expr};", ins)
 
 
+def op_shfl_xor(k, ins, ip):
+    """R[a] := R[b] of the warp's lane (own index xor c), which must be active: a warp
+    shuffle (cq_shfl_xor: __shfl_xor_sync on a GPU, a warp rendezvous on cuda-cpu)."""
+    from .emit_sync import wait_site
+    _, a, b, mask = ins[:4]
+    n = wait_site(k, ins, ip, "warp shuffle")
+    k.line("{", ins)
+    k.depth += 1
+    k.line(f"const int partner = (lane % 32) ^ {mask};", ins)
+    k.fault("lane - lane % 32 + partner >= nlanes || !(cq_active_lanes() >> partner & 1u)",
+            Kind.SHUFFLE_INACTIVE, ins, ip, ("partner",), lambda v, refs: (int(v[0]),))
+    k.line(f"r{a} = cq_shfl_xor(r{b}, {mask}, {n});", ins)
+    k.depth -= 1
+    k.line("}", ins)
+
+
 def _handlers():
     from . import emit_sync
     table = {
@@ -540,7 +556,7 @@ def _handlers():
         "LOOP": op_loop, "BREAK_IF": op_break_if, "CONTINUE_IF": op_continue_if, "END": op_end,
         "YIELD": op_yield, "ALLOC": op_alloc, "FILL": op_fill, "LOAD": op_load,
         "STORE": op_store, "UPDATE": op_update, "DIMOF": op_dimof, "ASM": op_asm,
-        "CALL_CXX": op_call_cxx, "ATOMIC": op_atomic, "MATH": op_math,
+        "CALL_CXX": op_call_cxx, "ATOMIC": op_atomic, "MATH": op_math, "SHFL_XOR": op_shfl_xor,
         **{TABLE[c].name: op_binary for c in BINARY_ALU + COMPARE},
         **{n: op_unary for n in ("NEG", "NOT", "BNOT")},
         **emit_sync.HANDLERS,

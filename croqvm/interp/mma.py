@@ -18,7 +18,7 @@ import numpy as np
 from .. import dtypes
 from ..bytecode import opcodes
 from ..bytecode.module import DYNAMIC
-from ..faults import Fault, Kind
+from ..faults import Fault, Kind, LaneFault
 from ..limits import UNIT_OF_LANES, WARP_SIZE
 from ..numerics import convert, fma_to, round_to
 from .checks import Access
@@ -334,17 +334,24 @@ def op_frag_get(w, ins):
     for k, frag, i, j, lane in _element(w, ins, m, ri, rj):
         held = frag.shaped(lane)[i:i + 1, j]
         stored = held.astype(frag.dtype.np) if frag.dtype.is_int else round_to(held, frag.dtype)
-        mask = np.ones(1, bool)
-        out[k] = convert(stored, frag.dtype, t, mask)[0]
+        out[k] = _one(lambda: convert(stored, frag.dtype, t, np.ones(1, bool)), k)
     w.write(r, out)
+
+
+def _one(convert_one, k: int):
+    """A conversion of one lane's value, its fault naming that lane (index ``k``)."""
+    try:
+        return convert_one()[0]
+    except LaneFault as e:
+        raise e.at(int(k)) from None
 
 
 def op_frag_set(w, ins):
     _, m, ri, rj, r = ins[:5]
     src = w.blk.prog.rtypes[r]
     for k, frag, i, j, lane in _element(w, ins, m, ri, rj):
-        v = convert(w.regs[r][k:k + 1], src, frag.dtype, np.ones(1, bool))
-        frag.shaped(lane)[i, j] = v.astype(frag.holder)[0]
+        v = _one(lambda: convert(w.regs[r][k:k + 1], src, frag.dtype, np.ones(1, bool)), k)
+        frag.shaped(lane)[i, j] = np.asarray([v]).astype(frag.holder)[0]
 
 
 def op_mma_gather(w, ins):
@@ -373,7 +380,10 @@ def op_mma_gather(w, ins):
             for r in range(shape[0]):
                 for c in range(shape[1]):
                     who = owner(decl.unit, c, r) if transposed else owner(decl.unit, r, c)
-                    src = copy_of(base + who if who >= 0 else ls[0])
+                    holder = base + who if who >= 0 else ls[0]
+                    src = copy_of(holder)
+                    if src.written is not None and not src.written[r, c]:
+                        raise Fault(Kind.MMA_UNINITIALISED, (src.ref, (r, c)), holder)
                     data[r, c] = src.data[r, c]
             frag.data = data
     _collective(w, ins, coll, effect)

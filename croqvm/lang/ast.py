@@ -696,6 +696,7 @@ class Apply(Stmt):
     body: Stmt
     span: Span
     frag = None
+    loop = None     # the equivalent ``foreach`` (set by the checker)
 
 
 @dataclass
@@ -705,7 +706,8 @@ class FragOp(Stmt):
     op: str
     args: list[Expr]
     span: Span
-    op_span: Span
+    acc = None      # set by the checker (§11.5): the accumulator whose rows are reduced
+    dst_map = None  # reduce_*: (position of the row index, rank) of dst
 
 
 # --------------------------------------------------------------------------- top level

@@ -15,6 +15,8 @@ MMA_OPS = ("fill", "load", "row", "col", "store", "commit")
 MMA_ASSIGNED = ("fill", "load", "row", "col")  # the forms written ``x = mma...``
 SYNC_KINDS = ("shared", "barrier", "fence", "global")
 SYNC_WITH_LEVEL = ("barrier", "fence")
+_LOAD_FORMS = ("syntax error: 'mma.load' must be assigned to a name, as in 'fa = mma.load "
+               "sa;', or name its fragment, as in 'mma.load sa, f;'.")
 
 
 class DeviceParser:
@@ -158,17 +160,14 @@ class DeviceParser:
         return ast.MmaLoad(target, self.expr(), swizzle, None)
 
     def _mma_load_into(self, start) -> ast.Stmt:
-        """``mma.load SRC, f;``: SRC into the existing register fragment ``f`` (§11.5)."""
-        if not self.at_op("(") and self.peek_dotted()[0] is None and \
-                self.peek().is_op(";"):
-            self.fail("syntax error: 'mma.load' must be assigned to a name, as in "
-                      "'fa = mma.load sa;', or name its fragment, as in "
-                      "'mma.load sa, f;'.", self.prev.span)
+        """``mma.load[.frag] SRC, f;``: SRC into the existing register fragment ``f``
+        (§11.5)."""
+        self.accept_dotted("frag")
+        if self.peek().is_op(";"):       # ``mma.load sa;``: said at '.load'
+            self.fail(_LOAD_FORMS, self.prev.span)
         src = self.expr()
-        self.expect_op(",", "syntax error: 'mma.load' must be assigned to a name, as in "
-                            "'fa = mma.load sa;', or name its fragment, as in "
-                            "'mma.load sa, f;'.")
-        return ast.FragOp("mma.load", [self._name_node(), src], None, start.span)
+        self.expect_op(",", _LOAD_FORMS)
+        return ast.FragOp("mma.load", [self._name_node(), src], start.span)
 
     def _mma_exec(self, target, first) -> ast.Stmt:
         second = self.expect_dotted("row", "col", after=f"mma.{first}")

@@ -366,7 +366,7 @@ class StmtParser:
         start = self.advance()
         args = self.paren_args(start.value)
         self.end_statement()
-        return ast.FragOp(str(start.value), args, self.span_from(start), start.span)
+        return ast.FragOp(str(start.value), args, self.span_from(start))
 
     def _assign_op(self) -> str:
         if self.accept_op("="):

@@ -27,6 +27,7 @@ import numpy as np
 from croqvm import dtypes
 from croqvm.bytecode.module import Access
 from croqvm.lang import ast
+from croqvm.lang.check.walk import child_stmts
 
 from .exprs import scalar_value
 from .mma import frag_ref
@@ -91,15 +92,39 @@ def store_fragment_elem(lw: Lowerer, s: ast.Assign, op_name: str | None) -> None
     b.emit("FRAG_SET", ref.acc, i, j, b.op(op_name, common, cur, b.convert(v.reg, common)))
 
 
+def update_fragment(lw: Lowerer, s: ast.Assign, op_name: str) -> None:
+    """``acc op= v`` (§11.5): every element the lane holds, with one value of ``v``."""
+    sym = s.target.sym
+    ref = frag_ref(lw, sym, s.target)
+    owned = Owned(lw, ref, sym.type.shape, sym.name, s.target)
+    v = scalar_value(lw, s.value)
+    b = lw.b
+    common = dtypes.promote(ref.dtype, v.dtype)
+    value = b.convert(v.reg, common)
+
+    def update(i: int, j: int) -> None:
+        cur = b.reg(common)
+        b.emit("FRAG_GET", cur, ref.acc, i, j)
+        b.emit("FRAG_SET", ref.acc, i, j, b.op(op_name, common, cur, value))
+    owned.each(update)
+
+
 # ------------------------------------------------------------------------ statements
 
 def lower_apply(lw: Lowerer, s: ast.Apply) -> None:
     if s.frag is None:
         lw.stmt(s.loop)
         return
-    owned = Owned(lw, frag_ref(lw, s.frag, s.within.bound[0].base), s.frag.type.shape, s.frag.name, s.within.bound[0].base)
+    node = s.within.bound[0].base
+    owned = Owned(lw, frag_ref(lw, s.frag, node), s.frag.type.shape, s.frag.name, node)
     if not owned.per_lane():
         lw.stmt(s.loop)
+        return
+    jump = _leaving_jump(s.body)
+    if jump is not None:
+        lw.error(jump.span, "'break' and 'continue' can not leave an 'apply' over an "
+                            "accumulator: each lane visits only the elements it holds.",
+                 hint="use 'if' around the part of the body to skip")
         return
     names = list(s.within.syms or [])[:2]
     vals = [Val(dtypes.S32, lw.b.reg(dtypes.S32, sym.name), lw.int_reg(n))
@@ -119,6 +144,19 @@ def lower_apply(lw: Lowerer, s: ast.Apply) -> None:
         owned.rows_loop(row)
     finally:
         lw.names.pop()
+
+
+def _leaving_jump(s):
+    """A ``break`` or ``continue`` of ``s`` that is not inside a loop of its own."""
+    if isinstance(s, (ast.Break, ast.Continue)):
+        return s
+    if isinstance(s, (ast.While, ast.Foreach, ast.Apply)):
+        return None
+    for c in child_stmts(s):
+        found = _leaving_jump(c)
+        if found is not None:
+            return found
+    return None
 
 
 def _access(lw: Lowerer, e: ast.Expr, idx: list[int]):
@@ -171,7 +209,7 @@ def _dst_index(s: ast.FragOp, lw: Lowerer, i: int) -> list[int]:
 
 def _reduce(lw: Lowerer, s: ast.FragOp, kind: str) -> None:
     dst, src, _ = s.args
-    acc = getattr(s, "acc", None)
+    acc = s.acc
     if acc is None:
         _reduce_buffer(lw, s, kind)
         return
@@ -227,7 +265,7 @@ def _reduce_rows(lw: Lowerer, s, kind: str, t, rows: int, cols: int, read) -> No
 
 
 def _all_reduce(lw: Lowerer, s: ast.FragOp, kind: str) -> None:
-    acc = getattr(s, "acc", None)
+    acc = s.acc
     if acc is None:
         return          # one lane holds the whole row (§11.5)
     (x,) = s.args

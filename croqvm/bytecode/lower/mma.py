@@ -16,7 +16,7 @@ two operand positions in different layouts.
 from __future__ import annotations
 
 from croqvm import dtypes
-from croqvm.bytecode.module import DYNAMIC, FragDecl, FragRole
+from croqvm.bytecode.module import DYNAMIC, Access, FragDecl, FragRole
 from croqvm.lang import ast
 from croqvm.lang import types as T
 from croqvm.lang.check.walk import child_stmts
@@ -25,8 +25,9 @@ from croqvm.limits import UNIT_OF_LANES, UNIT_OF_LEVEL
 from .dma import buffer_swizzle, swizzled_view
 from .exprs import lower_as
 from .state import Lowerer
+from .owned import Owned
 from .values import FragRef
-from .views import k_view, reg_of, view_of
+from .views import k_view, reg_of, resolve_base, view_of
 
 LAYOUTS = {"row.row": 0, "row.col": 1, "col.row": 2, "col.col": 3}
 HOST_UNIT = 1         # a fragment of the host program: the host lane's own (§11.2 (c))
@@ -124,6 +125,10 @@ def _target(lw: Lowerer, s, dtype=None) -> FragRef:
 
 
 def lower_fill(lw: Lowerer, s: ast.MmaFill) -> None:
+    if getattr(s, "frag_fill", False):        # the lane's own frag (§11.5)
+        base = resolve_base(lw, s.target)
+        lw.b.emit("FILL", base.slot, lower_as(lw, s.value, base.dtype), -1)
+        return
     dtype = dtypes.lookup(s.dtype) if s.dtype else None
     f = _target(lw, s, dtype)
     v = lower_as(lw, s.value, f.dtype)
@@ -140,13 +145,17 @@ def lower_load(lw: Lowerer, s: ast.MmaLoad) -> None:
 def lower_exec(lw: Lowerer, s: ast.MmaExec) -> None:
     """One MMA_EXEC, or one per K tile in the order of a ``[[schedule(k_tiles(...))]]``
     (§11.6): each accumulates its tile's k ascending, so the whole is the MMA with its k
-    visited tile by tile in the schedule's order. ``.async`` adds MMA_ASYNC (§11.5)."""
-    c = frag_ref(lw, s.c.sym, s.c)
+    visited tile by tile in the schedule's order. ``.async`` adds MMA_ASYNC (§11.5). A
+    frag accumulator is gathered and written back (§11.7)."""
     text = f"mma.{s.layout}"
+    if getattr(s, "c_frag", False):
+        _exec_into_frag(lw, s, text)
+        return
+    c = frag_ref(lw, s.c.sym, s.c)
     tiles = [None] if not s.k_tile or len(s.k_order) == 1 else s.k_order
     for t in tiles:
-        a = _operand(lw, s.a, FragRole.A, c.unit, _k_slice(s, "a", t))
-        b = _operand(lw, s.b, FragRole.B, c.unit, _k_slice(s, "b", t))
+        a = _operand(lw, s.a, FragRole.A, c.unit, text, _k_slice(s, "a", t))
+        b = _operand(lw, s.b, FragRole.B, c.unit, text, _k_slice(s, "b", t))
         lw.b.emit("MMA_EXEC", c.acc, a, b, LAYOUTS[s.layout], lw.coll_site(text, c.unit))
     if s.future is not None:
         sym = s.sym if s.declares else s.future.sym
@@ -168,13 +177,55 @@ def lower_op_future_wait(lw: Lowerer, ref: FragRef) -> None:
     lw.b.emit("MMA_WAIT", ref.acc, lw.coll_site("wait", ref.unit))
 
 
-def _operand(lw: Lowerer, e: ast.Expr, role: FragRole, unit: int, k_slice=None) -> int:
+def _exec_unit(lw: Lowerer) -> int:
+    """The unit of an MMA on frags only: the operation's own (§11.2 (a), (c))."""
+    if lw.kernel is None:
+        return HOST_UNIT
+    if lw.ctx.mma_unit is not None:
+        return lw.ctx.mma_unit
+    return 1 if lw.ctx.unit == 1 else 0
+
+
+def _exec_into_frag(lw: Lowerer, s: ast.MmaExec, text: str) -> None:
+    """``mma.M f, A, B`` with a frag ``f`` (§11.5): a hidden accumulator gathered from the
+    lanes' copies, the exec, and each lane's held elements written back to its copy."""
+    unit = _exec_unit(lw)
+    base = resolve_base(lw, s.c)
+    rows, cols = s.c.ty.shape
+    name = lw.snippet(s.c.span)
+    acc = lw.b.add("frags", FragDecl(name, FragRole.ACC, base.dtype.code, rows, cols, unit,
+                                     lw.spans.intern(s.c.span)))
+    lw.b.emit("MMA_GATHER", acc, base.slot, 0, lw.coll_site(text, unit))
+    a = _operand(lw, s.a, FragRole.A, unit, text)
+    b = _operand(lw, s.b, FragRole.B, unit, text)
+    lw.b.emit("MMA_EXEC", acc, a, b, LAYOUTS[s.layout], lw.coll_site(text, unit))
+    owned = Owned(lw, FragRef({FragRole.ACC: acc}, base.dtype, unit), (rows, cols), name, s.c)
+
+    def store(i: int, j: int) -> None:
+        index = lw.b.add("accesses", Access(base.kind, base.slot, base.arr, [i, j], base.text))
+        lw.b.emit("STORE", index, owned.get(i, j, base.dtype))
+    owned.each(store)
+
+
+
+def _operand(lw: Lowerer, e: ast.Expr, role: FragRole, unit: int, text: str,
+             k_slice=None) -> int:
     """A fragment, or a view loaded into a hidden fragment of the same unit (§11.1),
     named by the operand's source text so that runtime messages quote what was written;
-    ``k_slice`` restricts the view to one K tile (§11.6)."""
+    a frag is gathered from the lanes that hold its elements (§11.7); ``k_slice``
+    restricts a view to one K tile (§11.6)."""
     sym = getattr(e, "sym", None)
     if isinstance(e, ast.Name) and sym is not None and sym.kind == "fragment":
         return frag_ref(lw, sym, e).indices[role]
+    if isinstance(e, ast.Name) and isinstance(e.ty, T.Buffer) and e.ty.storage == "local":
+        base = resolve_base(lw, e)
+        rows, cols = _extents(e.ty.shape)
+        idx = lw.b.add("frags", FragDecl(lw.snippet(e.span), role, base.dtype.code, rows,
+                                         cols, unit, lw.spans.intern(e.span)))
+        stored_as = text.split(".")[1 if role == FragRole.A else 2]
+        lw.b.emit("MMA_GATHER", idx, base.slot, int(stored_as == "col"),
+                  lw.coll_site(text, unit))
+        return idx
     if k_slice is None:
         view, base, ext = swizzled_view(lw, e)
     else:       # one K tile, addressed as its buffer is laid out (§9.7)

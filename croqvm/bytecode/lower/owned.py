@@ -109,6 +109,15 @@ class Owned:
             loop(lw, 2, "frag.pair", pair)
         loop(lw, -(-self.cols // 8), "frag.chunk", chunk)
 
+    def each(self, body) -> None:
+        """body(i, j) for every element the lane holds: all of them in a one-lane unit."""
+        lw = self.lw
+        if self.per_lane():
+            self.rows_loop(lambda i, _: self.cols_loop(lambda j: body(i, j)))
+        else:
+            loop(lw, self.rows, "frag.row",
+                 lambda i: loop(lw, self.cols, "frag.col", lambda j: body(i, j)))
+
     def get(self, i: int, j: int, dtype: dtypes.DType) -> int:
         r = self.lw.b.reg(dtype)
         self.lw.b.emit("FRAG_GET", r, self.ref.acc, i, j)

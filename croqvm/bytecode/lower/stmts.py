@@ -15,7 +15,7 @@ from croqvm.lang import types as T
 from croqvm.lang.check.walk import child_stmts
 
 from .exprs import atomic, literal, lower_as, scalar_value, step, value
-from .frags import is_fragment_elem, store_fragment_elem
+from .frags import is_fragment_elem, store_fragment_elem, update_fragment
 from .output import emit_check
 from .state import Lowerer, dtype_of
 from .values import BufRef, Val, ViewAlias
@@ -109,6 +109,9 @@ _COMPOUND = {"+=": "ADD", "-=": "SUB", "*=": "MUL", "/=": "DIV", "%=": "MOD"}
 def lower_assign(lw: Lowerer, s: ast.Assign) -> None:
     if getattr(s, "declares", False):
         declare(lw, s.sym, s.value)
+        return
+    if getattr(s, "frag_update", False):
+        update_fragment(lw, s, _COMPOUND[s.op])
         return
     if is_fragment_elem(s.target):
         store_fragment_elem(lw, s, _COMPOUND.get(s.op))

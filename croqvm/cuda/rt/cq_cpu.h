@@ -856,6 +856,47 @@ CQ_DEV void cq_mma_sync(typename S::c_value *d, const typename S::a_value *a,
   }
 }
 
+/* ------------------------------------------------------------------ warp shuffles */
+
+/* The lanes of the caller's warp whose threads have not exited: fibers never diverge,
+   so these are the active ones. */
+CQ_DEV unsigned cq_active_lanes() {
+  using namespace cq;
+  unsigned w = rt.self->tid / WARP, mask = 0;
+  for (unsigned l = 0; l < warp_size_of(w); l++)
+    if (!rt.threads[w * WARP + l].done) mask |= 1u << l;
+  return mask;
+}
+
+namespace cq {
+static const char shfl_tag = 0;
+}
+
+/* __shfl_xor_sync: a rendezvous of the warp's live threads, as mma.sync's; values travel
+   in the warp's mma_operands, in a slot per generation parity, so that a lane arriving
+   at the next shuffle does not overwrite a value its partner has yet to read. */
+template <class T> CQ_DEV T cq_shfl_xor(T v, int mask, int site) {
+  using namespace cq;
+  static_assert(sizeof(T) <= sizeof(long long), "a register of at most 8 bytes");
+  block_state *bs = rt.blk;
+  unsigned lane = rt.self->tid % WARP, w = rt.self->tid / WARP;
+  warp_rendezvous *rv = &bs->warps[w];
+  mma_operands *op = &rt.operands[w];
+  if (!rv->arrived) rv->shape = &shfl_tag;
+  else if (rv->shape != &shfl_tag) misuse(CQ_MISUSE_WARP_DIVERGED, site, w);
+  unsigned long long gen = rv->gen;
+  memcpy(&op->ia[lane][gen & 1], &v, sizeof v);
+  if (++rv->arrived == bs->warp_live[w]) {
+    rv->arrived = 0;
+    rv->gen++;
+  } else {
+    wait_until(CQ_WAIT_WARP, site, 0, 0, [=] { return rv->gen != gen; });
+  }
+  T out;
+  memcpy(&out, &op->ia[lane ^ (unsigned)mask][gen & 1], sizeof out);
+  return out;
+}
+
 /* ------------------------------------------------------------------ wgmma (sm_90a) */
 
 namespace cq {

@@ -335,6 +335,13 @@ template <> struct cq_mma_ptx<cq_mma_m8n8k4_f64_f64> {
   }
 };
 
+/* Warp shuffles (SHFL_XOR): the lanes of the warp executing together. */
+CQ_DEV unsigned cq_active_lanes() { return __activemask(); }
+template <class T> CQ_DEV T cq_shfl_xor(T v, int mask, int site) {
+  (void)site;
+  return __shfl_xor_sync(__activemask(), v, mask);
+}
+
 template <class S>
 CQ_DEV void cq_mma_sync(typename S::c_value *d, const typename S::a_value *a,
                         const typename S::b_value *b, const typename S::c_value *c, int site) {

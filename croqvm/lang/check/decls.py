@@ -10,6 +10,7 @@ from .consteval import const_as, const_value
 from .context import UNKNOWN
 from .exprs import binary_type, check_step, mdspan_dims
 from .typerules import convert, is_unknown, resolve_type, tname
+from .views import fragment_source
 from .walk import thread_dependence, value_names
 
 _KIND_OF = {Scalar: "scalar", Bounded: "bounded", ITuple: "ituple", Mdspan: "mdspan",
@@ -267,6 +268,9 @@ def _assign_symbol(ck, s: ast.Assign, sym, value_ty):
         ck.error(s.target.span, f"can not assign to buffer '{name}': assign its elements "
                                 f"with '{name}.at(...)'.")
         return
+    if sym.kind == "fragment" and s.op != "=" and sym.type.role == "acc":
+        _update_accumulator(ck, s, sym, value_ty)
+        return
     if sym.kind in ("fragment", "event"):
         ck.error(s.target.span, f"can not assign to {sym.kind} '{name}'.",
                  hint="fragments change only through mma operations" if sym.kind ==
@@ -291,6 +295,19 @@ def _shadowable(ck, sym) -> bool:
         return False
     return sym.kind in ("scalar", "bounded", "ituple", "mdspan", "dim", "view") and \
         not sym.mutable
+
+
+def _update_accumulator(ck, s: ast.Assign, sym, value_ty):
+    """``acc op= v`` (LANGUAGE.md §11.5): each element the lane holds, ``op`` ``v``."""
+    if fragment_source(ck, sym.type, s.target) is None:
+        return
+    if not is_unknown(value_ty) and not isinstance(value_ty, (Scalar, Bounded)):
+        ck.error(s.value.span, f"'{sym.name} {s.op} v' needs a number but got "
+                               f"'{tname(value_ty)}'.",
+                 hint=f"update elements with 'apply {{i, j}} in {sym.name}.span'")
+        return
+    s.frag_update = True
+    _store(ck, s, Scalar(sym.type.dtype), value_ty)
 
 
 def check_assign(ck, s: ast.Assign):

@@ -6,13 +6,18 @@ A ``frag T[shape] f`` is a ``local`` buffer (the checker sees it as one). ``appl
 lowering visits only the elements the lane holds. ``copy``, ``reduce_*`` and
 ``all_reduce_*`` are checked here; facts for lowering are left on the node:
 
-- ``s.acc``: the accumulator symbol a ``reduce_*`` reads, or an ``apply`` iterates;
+- ``s.frag`` (Apply): the accumulator an ``apply`` iterates, and ``s.loop`` the
+  ``foreach`` it is over a frag or buffer;
+- ``s.acc`` (FragOp): the accumulator a ``reduce_*`` reads, or whose rows the frag of an
+  ``all_reduce_*`` holds;
 - ``s.dst_map``: for ``reduce_*``, the position of the row index among ``dst``'s indices;
 - ``sym.info["rows_of"]``: a 1-D buffer whose element ``i`` an ``apply`` over an
   accumulator wrote, or a ``reduce_*`` of one: it is replicated over the lanes holding
   row ``i`` (what ``all_reduce_*`` needs under a warp or warpgroup).
 """
 from __future__ import annotations
+
+import dataclasses
 
 from croqvm.lang import ast
 from croqvm.lang.parse_stmt import FRAG_OPS
@@ -48,6 +53,7 @@ def check_apply(ck, s: ast.Apply):
         return
     s.loop = ast.Foreach([w], [], s.body, s.span)
     check_foreach(ck, s.loop)
+    _check_reach(ck, w, bound, s.body)
     base = bound.base
     if isinstance(base, ast.Name) and isinstance(base.ty, Fragment) and base.ty.role == "acc":
         s.frag = acc = base.sym
@@ -55,6 +61,47 @@ def check_apply(ck, s: ast.Apply):
         return
     if len(w.names) == 2:
         _note_rows(s.body, w.names[0], acc)
+
+
+def _element_accesses(node):
+    """Every ``x.at(...)`` in the statements and expressions under ``node``."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.ElemAccess):
+            yield n
+        if not dataclasses.is_dataclass(n):
+            continue
+        for f in dataclasses.fields(n):
+            value = getattr(n, f.name)
+            if isinstance(value, ast.Node):
+                stack.append(value)
+            elif isinstance(value, list):
+                stack.extend(v for v in value if isinstance(v, ast.Node))
+
+
+def _check_reach(ck, w: ast.Within, bound: ast.SpanOf, body) -> None:
+    """An element indexed by an apply's own variable must exist for every value the
+    variable takes: a smaller extent than the span's is an apply over mismatched shapes."""
+    span = getattr(bound.ty, "shape", None)
+    if span is None or len(span) != len(w.names):
+        return
+    reach = dict(zip(w.names, span))
+    for e in _element_accesses(body):
+        shape = getattr(getattr(e.base, "ty", None), "shape", None)
+        if shape is None or len(shape) != len(e.indices):
+            continue
+        for k, idx in enumerate(e.indices):
+            name = idx.id if isinstance(idx, ast.Name) else None
+            extent, need = shape[k], reach.get(name)
+            if isinstance(extent, int) and isinstance(need, int) and extent < need:
+                ck.error(e.span, f"'{root_name(e.base)}' {shape_str(shape)} is indexed by "
+                                 f"'{name}' of an apply over "
+                                 f"'{root_name(bound.base)}' {shape_str(span)}, which "
+                                 f"reaches {need - 1}: the shapes do not match.",
+                         hint=f"make dimension {k} of '{root_name(e.base)}' {need}, or "
+                              f"apply over '{root_name(e.base)}.span'")
+                break
 
 
 def _note_rows(stmt, row: str, acc) -> None:
@@ -167,11 +214,14 @@ def _check_reduce(ck, s):
         ck.error(axis_e.span, f"the axis of {s.op} must be an integer constant.",
                  hint=_USAGE[s.op])
         return
-    if len(shape) != 2 or axis != 1:
-        ck.error(axis_e.span if len(shape) == 2 else src_e.span,
-                 f"{s.op} reduces dimension 1 of a 2-dimensional tile, but got dimension "
-                 f"{axis} of '{root_name(src_e)}' {shape_str(shape)}.",
-                 hint="reduce the rows with axis 1; for the columns, reduce a transposed "
+    if len(shape) != 2:
+        ck.error(src_e.span, f"{s.op} reduces the rows of a 2-dimensional tile, but "
+                             f"'{root_name(src_e)}' is {shape_str(shape)}.")
+        return
+    if axis != 1:
+        ck.error(axis_e.span, f"{s.op} reduces dimension 1 (along each row), but got "
+                              f"dimension {axis}.",
+                 hint="the reference reduces rows only; for the columns, reduce a transposed "
                       "copy")
         return
     rows, cols = shape
@@ -192,6 +242,12 @@ def _check_reduce(ck, s):
                              f"{shape_str(shape)}, so '{root_name(dst_e)}' must be "
                              f"[{rows}] (or [{rows}, 1], [1, {rows}]) but it is "
                              f"{shape_str(dshape)}.")
+        return
+    if acc and dst.storage != "local" and _unit_kind(ck) is not None:
+        ck.error(dst_e.span, f"{s.op} of accumulator '{root_name(src_e)}' writes each lane's "
+                             f"rows into its own frag, but '{root_name(dst_e)}' is a "
+                             f"{dst.storage} buffer.",
+                 hint=f"declare 'frag {dst.dtype.name}[{rows}] {root_name(dst_e)};'")
         return
     s.dst_map = (places[0], len(dshape))
     note_param_write(ck, dst_e)

@@ -10,7 +10,7 @@ from typing import NamedTuple
 from croqvm import dtypes
 from croqvm.dtypes import DType
 from croqvm.lang import ast
-from croqvm.lang.types import Fragment, OpFuture, shape_str
+from croqvm.lang.types import Buffer, Fragment, OpFuture, shape_str
 from croqvm.limits import UNIT_OF_LEVEL
 
 from .decls import note_param_write
@@ -20,6 +20,7 @@ from .typerules import convert, is_integer, is_number, is_unknown, tname
 from .views import root_name, view_source
 from .walk import thread_dependence
 
+MMA_TYPES = {"f16", "f32", "f64", "s32"}       # the accumulator types (§11.3.3)
 ACC_HINT = "an accumulator is created by 'mc = mma.fill v' (mma.load makes operand tiles)"
 
 
@@ -100,6 +101,10 @@ def check_fill(ck, s: ast.MmaFill):
     if not s.assign_form and ck.lookup(s.target.id) is None:
         ck.expr(s.target)  # reports the undeclared name
         return
+    if not s.assign_form and _frag_buffer(ck.expr(s.target)):
+        s.frag_fill = True          # every element of the lane's frag (§11.5)
+        convert(ck, value_ty, s.target.ty.dtype, s.value)
+        return
     sym = _target(ck, s, Fragment(dt, None, "acc"), "acc")
     if sym is None:
         return
@@ -160,6 +165,54 @@ def _differ(x, y) -> bool:
     return isinstance(x, int) and isinstance(y, int) and x != y
 
 
+def _frag_buffer(ty) -> bool:
+    """Whether ``ty`` is a 2-D frag (a local buffer, §11.5) an MMA may use in registers."""
+    return isinstance(ty, Buffer) and ty.storage == "local" and not ty.array \
+        and len(ty.shape) == 2
+
+
+def _register_operands(ck, s, a, b) -> bool:
+    """§11.5: frags as operands; wgmma (a 'group-4' unit) takes only A from registers, and
+    only K-major (mma.row.*)."""
+    if _unit_kind(ck) != "group-4":
+        return True
+    a_layout = s.layout.split(".")[0]
+    if _frag_buffer(s.b.ty):
+        ck.error(s.b.span, f"wgmma takes its B operand from shared memory, but "
+                           f"'{root_name(s.b)}' is a frag.",
+                 hint="copy B into shared memory and pass that buffer")
+        return False
+    if _frag_buffer(s.a.ty) and a_layout != "row":
+        ck.error(s.a.span, f"wgmma takes A from registers K-major only, but "
+                           f"'mma.{s.layout}' reads '{root_name(s.a)}' as [K, M].",
+                 hint="store A as [M, K] and write 'mma.row.*'")
+        return False
+    return True
+
+
+def _check_frag_acc(ck, s, cty, a, b):
+    """``mma.<a>.<b> f, A, B`` with ``f`` a frag as the accumulator (§11.5)."""
+    s.c_frag = True
+    if a is None or b is None or not _register_operands(ck, s, a, b):
+        return
+    a_layout, b_layout = s.layout.split(".")
+    m, ka = a.shape if a_layout == "row" else a.shape[::-1]
+    n, kb = b.shape if b_layout == "row" else b.shape[::-1]
+    shape = tuple(cty.shape)
+    name = root_name(s.c)
+    if _differ(shape[0], m) or _differ(shape[1], n):
+        _mismatch(ck, s.span, Tile(name, cty.dtype, shape), a if _differ(shape[0], m) else b)
+    elif _differ(ka, kb):
+        _mismatch(ck, s.span, a, b)
+    elif a.dtype is not b.dtype and not (a.dtype.is_int and b.dtype.is_int
+                                         and a.dtype.bits == b.dtype.bits == 8):
+        ck.error(s.span, f"MMA: operand types do not match: '{a.name}' is {a.dtype.name} but "
+                         f"'{b.name}' is {b.dtype.name}.")
+    elif cty.dtype.is_int != a.dtype.is_int or cty.dtype.name not in MMA_TYPES:
+        ck.error(s.span, f"MMA: frag '{name}' of {cty.dtype.name} can not accumulate "
+                         f"{a.dtype.name} products.")
+
+
 def check_exec(ck, s: ast.MmaExec):
     """``mma.<a>.<b> c, a, b`` (§11.3): C[M, N] += A * B over K."""
     inside = ck.in_parallel   # else the host lane is the unit (§11.2 (c))
@@ -167,6 +220,9 @@ def check_exec(ck, s: ast.MmaExec):
     if s.future is not None:
         _bind_op_future(ck, s)
     a, b = _tile(ck, s.a, f"mma.{s.layout}"), _tile(ck, s.b, f"mma.{s.layout}")
+    if _frag_buffer(cty):
+        _check_frag_acc(ck, s, cty, a, b)
+        return
     if inside:
         for x in (s.a, s.b):
             if not isinstance(x.ty, Fragment):
@@ -188,6 +244,9 @@ def check_exec(ck, s: ast.MmaExec):
             if isinstance(x, ast.Name) and isinstance(x.ty, Fragment):
                 _use(ck, x.sym, s.span)
     if a is None or b is None:
+        return
+    if not _register_operands(ck, s, a, b):
+        sym.info["bad"] = True      # reported: no second error about its shape
         return
     a_layout, b_layout = s.layout.split(".")
     m, ka = a.shape if a_layout == "row" else a.shape[::-1]
