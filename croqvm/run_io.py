@@ -11,7 +11,7 @@ import os
 import numpy as np
 
 from .bytecode.module import ParamKind, ParamStorage
-from .dtypes import BY_CODE
+from .dtypes import BY_CODE, ml_dtype
 from .errors import ArgumentError
 from .files import load_numpy, write_atomic
 from .limits import MAX_INT
@@ -135,8 +135,13 @@ def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
 
 
 def _input_value(p, arr):
-    """A scalar parameter takes the number a 0-d array holds (``np.save(f, 3)``)."""
+    """A scalar parameter takes the number a 0-d array holds (``np.save(f, 3)``). numpy
+    saves an ml_dtypes array as raw bytes (dtype ``V1``, ``V2``): for a parameter of the
+    narrow float type they encode, the bytes are read as that type (LANGUAGE.md §12.1)."""
     if p.kind != ParamKind.SCALAR:
+        ml = ml_dtype(BY_CODE[p.dtype])
+        if ml is not None and arr.dtype.kind == "V" and arr.dtype.itemsize == ml.itemsize:
+            return arr.view(ml)
         return arr
     if np.ndim(arr) != 0:
         raise ArgumentError(f"--input {p.name}: '{p.name}' is a scalar parameter, but the "
