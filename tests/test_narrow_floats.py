@@ -149,3 +149,18 @@ def test_print_and_conversions():
     out = io.StringIO()
     engines.run(compile_src(src), "f", out=out)
     assert out.getvalue() == "1.5 7.5 2 nan -0.3125 9 7 true\n"
+
+
+def test_npy_files_carry_the_patterns(tmp_path, capsys):
+    """numpy saves an ml_dtypes array as raw bytes; --input reads them back as the
+    parameter's type, and --output saves the result's patterns."""
+    from croqvm.cli import main
+    src = tmp_path / "mx.co"
+    src.write_text(textwrap.dedent(ADD))
+    s = np.array([2.0 ** k for k in range(-3, 5)], ml_dtypes.float8_e8m0fnu)
+    np.save(tmp_path / "s.npy", s)
+    assert main(["run", str(src), "--func", "pass", "--input", f"s={tmp_path / 's.npy'}",
+                 "--output", str(tmp_path / "o.npz"), "--engine", "python"]) == 0
+    capsys.readouterr()
+    out = np.load(tmp_path / "o.npz")["result"]
+    np.testing.assert_array_equal(out.view(np.uint8), s.view(np.uint8))
