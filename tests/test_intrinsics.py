@@ -217,3 +217,12 @@ def test_static_errors():
         "3:15: '__exp' requires numbers but got 'bool'."]
     assert errors("f32 v = __alignup(1.5f, 2);") == [
         "2:9: '__alignup' requires integers but got 'f32' and 's32'."]
+
+
+def test_alignup_is_a_constant_in_a_shape():
+    src = """
+        __co__ void f() {
+          s32 [__alignup(5, 4), __aligndown(9, 4)] b;
+          println(b.span);
+        }"""
+    assert printed(src, "f") == "[8, 8]\n"
