@@ -428,9 +428,9 @@ def unary_op(name: str, tx: DType):
     the promoted integer type): (``fn(x, act)``, the result type)."""
     if name == "NOT":
         return (lambda x, act: ~(x != 0)), dtypes.BOOL
-    if tx.is_float:
+    if tx.is_float and tx.name not in BIT_FORMATS:
         return (lambda x, act: np.negative(x)), tx
-    t = dtypes.promote(tx, tx)
+    t = dtypes.promote(tx, tx)          # a bit-stored float negates in f32
     cx = converter(tx, t)
     fn = np.negative if name == "NEG" else np.invert
     return (lambda x, act: fn(cx(x, act))), t

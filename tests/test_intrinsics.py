@@ -181,8 +181,8 @@ def test_old_values_follow_lane_order():
     lanes = np.arange(64)
     if engines.interprets(engines._active[-1]):
         np.testing.assert_array_equal(got, lanes * (lanes - 1) // 2)
-    else:                       # a device orders the lanes its own way: the olds differ
-        assert sorted(got.tolist()) == sorted(set(got.tolist()))
+    else:                       # a device orders the lanes its own way
+        assert (got + lanes).max() == lanes.sum()
     assert acc[0] == lanes.sum()
 
 

@@ -12,7 +12,7 @@ from .. import dtypes
 from ..bytecode.module import ParamKind, ParamStorage
 from ..errors import ArgumentError, KernelFault
 from ..faults import Fault
-from ..numerics import round_to, value_of
+from ..numerics import round_to, storage_array, value_of
 from ..position import Interrupted
 from .machine import Block, Call
 from .memory import Buffer
@@ -129,7 +129,7 @@ def _scalar_value(n, p, t, value):
     must fit in 64 bits (and then wraps), into a float type in the range of f64."""
     if not (-(1 << 63) <= value < (1 << 64) if t.is_int else _fits_f64(value)):
         raise ArgumentError(f"{_who(n, p)} is {value}, out of range for '{t.name}'.")
-    return np.array([value_of(value, t)], t.np)
+    return storage_array([value_of(value, t)], t)
 
 
 def _fits_f64(value) -> bool:
