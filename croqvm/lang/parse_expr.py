@@ -282,6 +282,9 @@ class ExprParser:
             return ast.FloatLit(math.inf, "f32", t.span)
         if t.value == "__to":
             return self._convert()
+        if t.value == "select":
+            self.advance()
+            return ast.Call("select", self.paren_args("select"), self.span_from(t), t.span)
         if t.value in BUILTIN_CALLS or (str(t.value).startswith("__") and t.value != "__co__"):
             self.advance()
             args = self.paren_args(t.value)
