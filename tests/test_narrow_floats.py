@@ -164,3 +164,29 @@ def test_npy_files_carry_the_patterns(tmp_path, capsys):
     capsys.readouterr()
     out = np.load(tmp_path / "o.npz")["result"]
     np.testing.assert_array_equal(out.view(np.uint8), s.view(np.uint8))
+
+
+@pytest.mark.usefixtures("engine")
+@pytest.mark.parametrize("name", ["bf16", "f8_e4m3", "f8_e5m2"])
+def test_bf16_and_fp8_arrays_as_ml_dtypes(name):
+    """Stored as float32 holding the value, they go in as float32 (rounded) or as their
+    ml_dtypes type, and come out as the ml_dtypes type."""
+    ml = dtypes.ml_dtype(T[name])
+    prog = compile_src(f"""
+        __co__ auto twice({name} [4] x, global {name} [4] y) {{
+          {name} [4] r;
+          parallel p by 4 : thread {{
+            r.at(p) = x.at(p) * 2.0f;
+            y.at(p) = x.at(p);
+          }}
+          return r;
+        }}""")
+    x32 = np.array([1.1, -0.3, 3.0, 0.0], np.float32)
+    want = x32.astype(ml)
+    for x in (x32, want):
+        y = np.zeros(4, ml)
+        got = engines.run(prog, "twice", x, y)
+        assert got.dtype == ml
+        np.testing.assert_array_equal(got.astype(np.float32), (want.astype(np.float32) * 2)
+                                      .astype(ml).astype(np.float32))
+        np.testing.assert_array_equal(y.astype(np.float32), want.astype(np.float32))

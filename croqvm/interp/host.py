@@ -72,7 +72,7 @@ def _array_arg(n: int, p, arg, dims: _Dims) -> np.ndarray:
             dims.bind(want, got, _who(n, p, k))
     if t.name in dtypes.BIT_STORED and arg.dtype == ml:
         return arg.view(np.uint8).copy()             # the patterns themselves
-    if t.is_float and t.storage != t.numpy_param:
+    if t.is_float and t.name not in ("f16", "f32", "f64"):
         return round_to(arg.astype(np.float64), t)   # bf16, tf32, fp8, f6, f4: rounded on entry
     return np.array(arg, copy=True)
 
