@@ -671,9 +671,3 @@ def math_op(name: str, t: DType):
         return lambda args, act: _fma(*(a.astype(F64) for a in args), t)
     fn, to_t = _MATH_F64[name], rounder(t)
     return lambda args, act: to_t(fn(*(a.astype(F64) for a in args)))
-
-
-def fold_math(name: str, args: list, t: DType):
-    """MATH function ``name`` of the single values ``args`` of type ``t``."""
-    with np.errstate(all="ignore"):
-        return _single(math_op(name, t)([_lane(a, t) for a in args], _ONE_LANE))
