@@ -111,6 +111,16 @@ def param_dtype(t: DType) -> np.dtype:
         np.dtype(t.numpy_param)
 
 
+# C++ scalar types a foreign cast ``__to<"type">`` may name, and the element type each is
+# (LANGUAGE.md §4.4): the CUDA spellings of the table, and C's own names
+FOREIGN: dict[str, str] = {
+    **{d.cuda: d.name for d in _TABLE if d.name not in ("tf32", "f8_ue4m3")},
+    "int": "s32", "unsigned": "u32", "unsigned int": "u32", "short": "s16",
+    "unsigned short": "u16", "long long": "s64", "unsigned long long": "u64",
+    "signed char": "s8", "unsigned char": "u8", "half": "f16", "__fp16": "f16",
+}
+
+
 def lookup(spelling: str) -> DType | None:
     """The dtype a source spelling names (aliases included), or None."""
     return BY_NAME.get(ALIASES.get(spelling, spelling))

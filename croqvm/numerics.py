@@ -428,9 +428,9 @@ def unary_op(name: str, tx: DType):
     the promoted integer type): (``fn(x, act)``, the result type)."""
     if name == "NOT":
         return (lambda x, act: ~(x != 0)), dtypes.BOOL
-    if tx.is_float:
+    if tx.is_float and tx.name not in BIT_FORMATS:
         return (lambda x, act: np.negative(x)), tx
-    t = dtypes.promote(tx, tx)
+    t = dtypes.promote(tx, tx)          # a bit-stored float negates in f32
     cx = converter(tx, t)
     fn = np.negative if name == "NEG" else np.invert
     return (lambda x, act: fn(cx(x, act))), t
@@ -671,9 +671,3 @@ def math_op(name: str, t: DType):
         return lambda args, act: _fma(*(a.astype(F64) for a in args), t)
     fn, to_t = _MATH_F64[name], rounder(t)
     return lambda args, act: to_t(fn(*(a.astype(F64) for a in args)))
-
-
-def fold_math(name: str, args: list, t: DType):
-    """MATH function ``name`` of the single values ``args`` of type ``t``."""
-    with np.errstate(all="ignore"):
-        return _single(math_op(name, t)([_lane(a, t) for a in args], _ONE_LANE))

@@ -24,13 +24,15 @@ row-major order, one draw per element (a scalar is one element):
                                2**-52 grid (exact in f64), then rounded to nearest even
                                into the type (croqvm.numerics.round_to), which may
                                round a value just below 1 up to 1
+    unsigned floating point    (next() >> 11) / 2**53, uniform in [0, 1), rounded so
+    (f8_ue8m0, f8_ue4m3)
 """
 from __future__ import annotations
 
 import numpy as np
 
 from . import dtypes
-from .numerics import round_to
+from .numerics import decode, round_to
 
 MASK = (1 << 64) - 1
 GAMMA = 0x9E3779B97F4A7C15
@@ -90,5 +92,8 @@ def random_array(rng: SplitMix64, dtype: int, shape: tuple) -> np.ndarray:
         out = (top - 8 if t.signed else top).astype(t.numpy_param)
     else:
         unit = (bits >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
-        out = round_to(2.0 * unit - 1.0, t).astype(t.numpy_param)
+        out = round_to(2.0 * unit - 1.0 if t.signed else unit, t)
+        if t.name in dtypes.BIT_STORED:      # the values of the patterns
+            out = decode(out, t)
+        out = out.astype(t.numpy_param)
     return out.reshape(shape)

@@ -11,7 +11,7 @@ import os
 import numpy as np
 
 from .bytecode.module import ParamKind, ParamStorage
-from .dtypes import BY_CODE
+from .dtypes import BY_CODE, ml_dtype
 from .errors import ArgumentError
 from .files import load_numpy, write_atomic
 from .limits import MAX_INT
@@ -150,8 +150,13 @@ def _input_value(p, arr):
     """A scalar parameter takes the number a 0-d array holds (``np.save(f, 3)``), which
     must be a value of the parameter's type: an integer in its range for an integer type
     (a file is data, not an expression: nothing wraps), a number for a float type (rounded
-    once), a bool or 0/1 for bool."""
+    once), a bool or 0/1 for bool. numpy saves an ml_dtypes array as raw bytes (dtype
+    ``V1``, ``V2``): for a parameter of the narrow float type they encode, the bytes are
+    read as that type (LANGUAGE.md §12.1)."""
     if p.kind != ParamKind.SCALAR:
+        ml = ml_dtype(BY_CODE[p.dtype])
+        if ml is not None and arr.dtype.kind == "V" and arr.dtype.itemsize == ml.itemsize:
+            return arr.view(ml)
         return arr
     where = f"--input {p.name}"
     if np.ndim(arr) != 0:

@@ -44,6 +44,8 @@ int int_op(int type, int op, uint64_t x, uint64_t y, uint64_t *out);
 void math_many(int fn, const double *x, const double *y, const double *z, double *out, int n,
                int fmt);
 int math_code(const char *name);
+double mx_value(unsigned bits, int fmt);
+unsigned mx_bits(double x, int fmt);
 """
 
 # the wrappers: loops over arrays, and one entry point for the integer operations
@@ -74,6 +76,8 @@ void minmax_many(const double *x, const double *y, double *lo, double *hi, int n
 void math_many(int fn, const double *x, const double *y, const double *z, double *out, int n,
                int fmt)
 { for (int i = 0; i < n; i++) out[i] = cq_math(fn, x[i], y[i], z[i], fmt); }
+double mx_value(unsigned bits, int fmt) { return cq_mx_value(bits, fmt); }
+unsigned mx_bits(double x, int fmt) { return cq_mx_bits(x, fmt); }
 #define MATH_CODE(N) if (!strcmp(name, #N)) return CQ_MATH_##N;
 int math_code(const char *name)
 {
@@ -454,3 +458,27 @@ def test_every_math_function_gives_the_python_bits(cq, fmt):
             py = numerics.math_op(fn.name, t)([a.astype(t.np) for a in args[:fn.arity]],
                                               None).astype(np.float64)
         assert same_bits(c_out, py) is None, (fn.name, same_bits(c_out, py))
+
+
+MX = {"f6_e2m3": 7, "f6_e3m2": 8, "f4_e2m1": 9, "f8_ue8m0": 10, "f8_ue4m3": 11}
+
+
+@pytest.mark.parametrize("fmt", list(MX))
+def test_mx_formats_give_the_python_patterns(cq, fmt):
+    """cq_mx_value decodes every byte as numerics.DECODE does, and cq_mx_bits encodes
+    every value of the format, the halfway points between neighbours, values beyond the
+    range, zeros, infinities, NaN and random values as numerics does."""
+    values = numerics.DECODE[fmt]
+    got = np.array([cq.lib.mx_value(b, MX[fmt]) for b in range(256)])
+    assert same_bits(got, values) is None
+    finite = np.unique(values[np.isfinite(values)])
+    halves = (finite[1:] + finite[:-1]) / 2
+    rng = np.random.default_rng(5)
+    x = np.concatenate([finite, halves, np.nextafter(halves, np.inf),
+                        np.nextafter(halves, -np.inf), -finite, -halves,
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, -1e30, 1e-30],
+                        rng.normal(0, 4, 2000), np.ldexp(1.0, rng.integers(-140, 140, 500))])
+    c_bits = np.array([cq.lib.mx_bits(v, MX[fmt]) for v in x])
+    with np.errstate(all="ignore"):
+        py_bits = numerics.round_to(x, T[fmt])
+    np.testing.assert_array_equal(c_bits, py_bits)

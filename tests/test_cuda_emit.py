@@ -30,3 +30,18 @@ def test_generation_is_deterministic():
     prog = croqvm.compile_file(Path(__file__).resolve().parent.parent / "programs" /
                                "matmul_1p1c.co")
     assert emit(prog.module).text == emit(prog.module).text
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_math_atomics_and_mx_types_for_both_architectures(arch):
+    """MATH goes through cq_math, ATOMIC through the compare-and-swap step cq_update, and
+    MX elements are bytes read and written through cq_mx_value and cq_mx_bits."""
+    prog = croqvm.compile(
+        "__co__ void f(global s32 [4] g, global f4_e2m1 [4] h) {\n"
+        "  parallel p by 4 : thread {\n"
+        "    __atomic_max(g.at(p), 3);\n"
+        "    h.at(p) = __sin(__to<f32>(h.at(p)));\n"
+        "  }\n}")
+    text = emit(prog.module, arch=arch).text
+    assert "cq_math(CQ_MATH_SIN, " in text and "cq_update(" in text
+    assert "cq_mx_value(" in text and "cq_mx_bits(" in text

@@ -67,9 +67,17 @@ def float_values(t):
     return st.one_of(st.sampled_from(special), finite())
 
 
+def mx_values(t):
+    """Every value of an OCP MX type (a few dozen at most): its decoded patterns."""
+    from croqvm.numerics import DECODE
+    return st.sampled_from(sorted({float(v) for v in DECODE[t.name]}, key=repr))
+
+
 def values(t):
     if t.kind == "bool":
         return st.booleans()
+    if t.name in dtypes.BIT_STORED:
+        return mx_values(t)
     return int_values(t) if t.is_int else float_values(t)
 
 

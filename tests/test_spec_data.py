@@ -10,6 +10,7 @@ import math
 import textwrap
 import warnings
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -1117,8 +1118,9 @@ def test_a_void_function_returns_none():
     assert run("__co__ void f() {\n  println(1);\n}\n") == ("1\n", None)
 
 
-def test_a_returned_bf16_buffer_is_a_float32_array_of_rounded_values():
-    # §14.3.1: bf16 results come back as float32; 1 + 2^-8 + 2^-10 rounds up to 1 + 2^-7
+def test_a_returned_bf16_buffer_is_a_bfloat16_array_of_rounded_values():
+    # §14.3.1: bf16 results come back as ml_dtypes.bfloat16; 1 + 2^-8 + 2^-10 rounds up
+    # to 1 + 2^-7
     src = """
         __co__ auto f(f32 x) {
           bf16 [2] r;
@@ -1128,7 +1130,8 @@ def test_a_returned_bf16_buffer_is_a_float32_array_of_rounded_values():
         }
     """
     got = run(src, 1 + 2 ** -8 + 2 ** -10)[1]
-    assert got.dtype == np.float32 and got.tolist() == [1 + 2 ** -7, 3.0]
+    assert got.dtype == ml_dtypes.bfloat16
+    assert got.astype(np.float32).tolist() == [1 + 2 ** -7, 3.0]
 
 
 def test_a_returned_buffer_is_a_new_array():

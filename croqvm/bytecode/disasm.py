@@ -13,7 +13,8 @@ a ``; file:line text`` row where the source line changes, then per instruction: 
 when it is the one ``marker`` names, source position, index, opname indented by
 structured depth, operands. Operands are rendered by their kind from ``opcodes.TABLE``
 through the ``_OPERANDS`` dict -- no per-opcode branches; only immediates that encode a
-choice (UPDATE's operator, MMA layouts) have a table of names.
+choice (UPDATE's operator, MMA layouts, MATH's function, ATOMIC's operation) have a
+table of names.
 
 The disassembler never raises on a module the verifier would reject: an index out of range
 prints as ``buf9 <out of range>``, so lowering bugs can be looked at.
@@ -23,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from croqvm.dtypes import BY_CODE
+from croqvm.intrinsics import ATOMIC, MATH
 
 from . import opcodes as O
 from .module import DYNAMIC, BaseKind, Code, DmaOp, Function, Module, ParamKind, PieceKind, RetKind
@@ -137,6 +139,8 @@ _OPERANDS = {
 _IMMEDIATE_NAMES = {
     "UPDATE": lambda n: O.TABLE[n].name if n in O.BINARY_ALU else str(n),
     "MMA_EXEC": lambda n: MMA_LAYOUTS[n] if 0 <= n < len(MMA_LAYOUTS) else str(n),
+    "MATH": lambda n: MATH[n].name if 0 <= n < len(MATH) else str(n),
+    "ATOMIC": lambda n: ATOMIC[n].name if 0 <= n < len(ATOMIC) else str(n),
 }
 
 

@@ -11,7 +11,7 @@ import inspect
 import re
 import struct
 
-from croqvm import dtypes
+from croqvm import dtypes, intrinsics
 from croqvm.faults import Kind
 
 from . import cqb, module, opcodes, schema
@@ -103,7 +103,8 @@ def _details(op) -> list[str]:
 
 
 def opcodes_md() -> str:
-    out = [_generated("croqvm/bytecode/opcodes.py"), "", "# Opcode reference", "",
+    out = [_generated("croqvm/bytecode/opcodes.py and croqvm/intrinsics.py"), "",
+           "# Opcode reference", "",
            _markdown(opcodes.__doc__), "", "## Operand kinds", ""]
     out += _table(("letter", "operand", "indexes"),
                   [(f"`{k}`", noun, f"`Code.{table}`" if table else "-")
@@ -124,6 +125,18 @@ def opcodes_md() -> str:
                    for op in TABLE])
     for op in TABLE:
         out += _details(op)
+    out += ["## MATH functions", "",
+            "MATH's immediate (`croqvm/intrinsics.py`; docs/NUMERICS.md section 12a). "
+            "`gpu ulp`: CUDA's bound for the double function a GPU computes it with.", ""]
+    out += _table(("code", "builtin", "arguments", "computes", "gpu ulp"),
+                  [(f.code, f"`{f.name}`", f.arity, f.meaning, f.gpu_ulp)
+                   for f in intrinsics.MATH])
+    out += ["## ATOMIC operations", "",
+            "ATOMIC's immediate (`croqvm/intrinsics.py`; LANGUAGE.md §4.5): the new element "
+            "from the old one and the value `v`; the element types each takes.", ""]
+    out += _table(("code", "builtin", "new element", "element types", "CUDA"),
+                  [(a.code, f"`{a.name}`", a.meaning, ", ".join(a.types), f"`{a.cuda}`")
+                   for a in intrinsics.ATOMIC])
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -12,7 +12,7 @@ from .. import dtypes
 from ..bytecode.module import ParamKind, ParamStorage
 from ..errors import ArgumentError, KernelFault
 from ..faults import Fault
-from ..numerics import round_to, value_of
+from ..numerics import round_to, storage_array, value_of
 from ..position import Interrupted
 from .machine import Block, Call
 from .memory import Buffer
@@ -72,7 +72,7 @@ def _array_arg(n: int, p, arg, dims: _Dims) -> np.ndarray:
             dims.bind(want, got, _who(n, p, k))
     if t.name in dtypes.BIT_STORED and arg.dtype == ml:
         return arg.view(np.uint8).copy()             # the patterns themselves
-    if t.is_float and t.storage != t.numpy_param:
+    if t.is_float and t.name not in ("f16", "f32", "f64"):
         return round_to(arg.astype(np.float64), t)   # bf16, tf32, fp8, f6, f4: rounded on entry
     return np.array(arg, copy=True)
 
@@ -129,7 +129,7 @@ def _scalar_value(n, p, t, value):
     must fit in 64 bits (and then wraps), into a float type in the range of f64."""
     if not (-(1 << 63) <= value < (1 << 64) if t.is_int else _fits_f64(value)):
         raise ArgumentError(f"{_who(n, p)} is {value}, out of range for '{t.name}'.")
-    return np.array([value_of(value, t)], t.np)
+    return storage_array([value_of(value, t)], t)
 
 
 def _fits_f64(value) -> bool:

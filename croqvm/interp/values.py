@@ -1,6 +1,7 @@
-"""How the values of each element type cross the API (LANGUAGE.md §14.3): what the
-caller's arrays receive and what a function returns. A bit-stored type (dtypes.BIT_STORED)
-goes out as its ml_dtypes array type, or as values into a float32 array the caller gave.
+"""How the values of each element type cross the API (LANGUAGE.md §14.3.1): what the
+caller's arrays receive and what a function returns. The narrow float types go out as
+their ml_dtypes array types (dtypes.ML_DTYPES), or as values into a float32 array the
+caller gave; a bit-stored type (dtypes.BIT_STORED) keeps its patterns.
 """
 from __future__ import annotations
 
@@ -31,9 +32,10 @@ def scalar_result(v: np.ndarray, t):
 
 
 def returned(data: np.ndarray, t) -> np.ndarray:
-    """A returned buffer as the caller gets it: a bit-stored type as its ml_dtypes array
-    type (f8_ue4m3, which has none, as float32 values)."""
+    """A returned buffer as the caller gets it: a narrow float type as its ml_dtypes
+    array type (f8_ue4m3 and tf32, which have none, as float32 values)."""
     if t.name in dtypes.BIT_STORED:
         ml = dtypes.ml_dtype(t)
         return data.view(ml) if ml is not None else decode(data, t).astype(np.float32)
-    return data
+    ml = dtypes.ml_dtype(t)
+    return data if ml is None else data.astype(ml)     # bf16, fp8: exact

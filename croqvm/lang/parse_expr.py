@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import math
 
+from croqvm import dtypes
+
 from . import ast
 from .parse_base import BRACKETS, alternatives
 from .suggest import CUDA, did_you_mean
@@ -308,6 +310,9 @@ class ExprParser:
             return self._convert()
         if t.value == "call":
             return self.device_call()
+        if t.value == "select":
+            self.advance()
+            return ast.Call("select", self.paren_args("select"), self.span_from(t), t.span)
         if t.value in BUILTIN_CALLS or (str(t.value).startswith("__") and t.value != "__co__"):
             self.advance()
             args = self.paren_args(t.value)
@@ -318,12 +323,27 @@ class ExprParser:
         start = self.advance()
         self.expect_op("<", "syntax error: expected '<' and a type after '__to', as in "
                             "'__to<f32>(x)'.")
-        dtype = self.type_ref()
+        if self.tok.kind == STRING:
+            name = self._foreign_type()
+        else:
+            name = self.type_ref().name
         self.expect_op(">", "syntax error: expected '>' after the type of '__to<...>'.")
         open_ = self.expect_op("(", "syntax error: expected '(' after '__to<...>'.")
         operand = self.expr()
         self.expect_close(open_)
-        return ast.Convert(dtype.name, operand, self.span_from(start))
+        return ast.Convert(name, operand, self.span_from(start))
+
+    def _foreign_type(self) -> str:
+        """``__to<"type">``: the reference pastes the C++ type into generated code; on
+        croqvm it means a conversion when the string names an element type's C type
+        (dtypes.FOREIGN), and is refused otherwise (a pointer, a library type)."""
+        t = self.advance()
+        name = dtypes.FOREIGN.get(" ".join(str(t.value).split()))
+        if name is None:
+            self.fail(f"the foreign cast '__to<\"{t.value}\">' names a C++ type that is no "
+                      f"element type: croqvm runs no C++ it could be pasted into.", t.span,
+                      "write __to<T>(...) with an element type T, such as __to<f16>(x)")
+        return name
 
     def device_call(self) -> ast.DeviceCall:
         """``call NAME[::NAME...] [<args>] (args)`` (§6.10)."""

@@ -107,6 +107,8 @@ _COMPOUND = {"+=": "ADD", "-=": "SUB", "*=": "MUL", "/=": "DIV", "%=": "MOD"}
 
 
 def lower_assign(lw: Lowerer, s: ast.Assign) -> None:
+    if getattr(s, "alias", False):          # c = select(i, ...): another name, no code
+        return
     if getattr(s, "declares", False):
         declare(lw, s.sym, s.value)
         return

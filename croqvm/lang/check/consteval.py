@@ -134,15 +134,19 @@ def _ternary(e: ast.Ternary):
 
 
 def _call(e: ast.Call):
-    if e.func not in ("cdiv", "__min", "__max") or len(e.args) != 2:
+    if e.func not in ("cdiv", "__min", "__max", "__alignup", "__aligndown") or \
+            len(e.args) != 2:
         return None
     a, b = (_eval(x) for x in e.args)
     if a is None or b is None:
         return None
     common = dtypes.promote(a[1], b[1])
-    if e.func == "cdiv":                    # (a + b - 1) / b
+    if e.func in ("cdiv", "__alignup"):     # (a + b - 1) / b, times b for __alignup
         t = _op("SUB", _op("ADD", a, b, common), (1, common), common)
-        return _result(e, _op("DIV", t, b, common))
+        q = _op("DIV", t, b, common)
+        return _result(e, q if e.func == "cdiv" else _op("MUL", q, b, common))
+    if e.func == "__aligndown":             # a / b * b
+        return _result(e, _op("MUL", _op("DIV", a, b, common), b, common))
     return _result(e, _op("MIN" if e.func == "__min" else "MAX", a, b, common))
 
 

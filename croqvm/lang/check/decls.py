@@ -314,6 +314,10 @@ def check_assign(ck, s: ast.Assign):
     t = s.target
     if isinstance(t, ast.Name):
         sym = ck.lookup(t.id)
+        if sym is None and s.op == "=" and isinstance(s.value, ast.Call) \
+                and s.value.func == "select":
+            _select(ck, s)
+            return
         shadows = (sym is not None and s.op == "=" and _shadowable(ck, sym))
         if shadows:
             ck.warning(t.span, f"'{t.id} = ...' declares a new '{t.id}' that shadows the "
@@ -340,6 +344,49 @@ def check_assign(ck, s: ast.Assign):
         return
     note_param_write(ck, t)
     _store(ck, s, target_ty, value_ty)
+
+
+def _select(ck, s: ast.Assign):
+    """``c = select(i, x0, x1, ...)`` (§4.4, D28): ``c`` names operand ``i``, a constant,
+    of buffers or futures of one type (lib's tests: an index choice). ``c`` becomes
+    another name of that operand's symbol; nothing is lowered."""
+    e, name = s.value, s.target.id
+    if len(e.args) < 2:
+        ck.error(e.span, f"'select' takes an index and operands but got {len(e.args)} "
+                         f"argument{'s' if len(e.args) != 1 else ''}.")
+        return
+    types = [ck.expr(a) for a in e.args]
+    if any(is_unknown(t) for t in types):
+        return
+    syms = []
+    for a, t in zip(e.args[1:], types[1:]):
+        if not (isinstance(a, ast.Name) and a.sym is not None and
+                a.sym.kind in ("buffer", "future")):
+            ck.error(a.span, f"'select' chooses among buffers and futures, named; got "
+                             f"'{tname(t)}'.")
+            return
+        syms.append(a.sym)
+    for a, t in zip(e.args[2:], types[2:]):
+        if t != types[1] or a.sym.kind != syms[0].kind:
+            ck.error(a.span, f"'select' chooses among operands of one type: {a.id}({tname(t)}) "
+                             f"vs. {e.args[1].id}({tname(types[1])}).")
+            return
+    i = const_value(e.args[0])
+    if not isinstance(i, int) or isinstance(i, bool):
+        ck.error(e.args[0].span, "the index of 'select' must be an integer constant in "
+                                 "croqvm.", "choose with 'if' where the index is known only "
+                                            "at run time")
+        return
+    if not 0 <= i < len(syms):
+        ck.error(e.args[0].span, f"index {i} is out of range for 'select' of {len(syms)} "
+                                 f"operands.")
+        return
+    if ck.lookup(name) is not None or name in ck.scope.names:
+        ck.error(s.target.span, f"symbol '{name}' has been declared already.")
+        return
+    ck.scope.names[name] = syms[i]
+    s.alias = True
+    s.target.sym = syms[i]
 
 
 def check_incdec(ck, s: ast.IncDec):

@@ -350,6 +350,10 @@ def _element_of(ck, e, ty, types, name: str | None):
 def check_call(ck, e: ast.Call):
     types = [ck.expr(a) for a in e.args]
     span = e.func_span or e.span
+    if e.func == "select":
+        ck.error(e.span, "'select' can only name one of its operands: write "
+                         "'c = select(i, a, b);' and use 'c'.")
+        return UNKNOWN
     if e.func in MATH_BY_NAME:
         return _math(ck, e, types)
     if e.func in ATOMIC_BY_NAME:
