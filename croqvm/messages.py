@@ -152,7 +152,7 @@ TEMPLATES = {
     Kind.FRAGMENT_NOT_OWNED: _t("frag:frag element:tuple unit:unit owner:int", "element "
                                 "{element} of accumulator '{frag}' is held by lane {owner} "
                                 "of the {unit.noun}, not by this lane (the hardware's "
-                                "fragment layout, LANGUAGE.md §11.5)."),
+                                "fragment layout, LANGUAGE.md §11.7)."),
     Kind.SHUFFLE_INACTIVE: _t("partner:int", "the lane exchanges a value with lane "
                               "{partner} of its warp, which is not active here."),
     Kind.BAR_ID: _t("site:coll id:int", "'{site}' names barrier {id}, but named barriers "

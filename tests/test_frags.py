@@ -1,4 +1,4 @@
-"""Register fragments (LANGUAGE.md §11.5): frag declarations, apply, copy, reduce_*,
+"""Register fragments (LANGUAGE.md §11.7): frag declarations, apply, copy, reduce_*,
 all_reduce_*, accumulator elements held per lane by the PTX fragment layouts, and their
 diagnostics. Expected values are numpy's or derived by hand from the PTX ISA's layouts."""
 import io

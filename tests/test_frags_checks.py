@@ -1,4 +1,4 @@
-"""Fragments under the race checker and in generated CUDA (LANGUAGE.md §11.5): copies
+"""Fragments under the race checker and in generated CUDA (LANGUAGE.md §11.7): copies
 between frags and shared buffers are element accesses the checker orders; the CUDA code of
 apply, reduce_*, all_reduce_* and MMA on frags builds with nvcc for sm_90a and sm_80."""
 import shutil

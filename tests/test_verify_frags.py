@@ -1,4 +1,4 @@
-"""The verifier's rules for the fragment opcodes (LANGUAGE.md §11.5): FRAG_GET and FRAG_SET
+"""The verifier's rules for the fragment opcodes (LANGUAGE.md §11.7): FRAG_GET and FRAG_SET
 name an accumulator, SHFL_XOR a partner in the warp, MMA_GATHER a 2-D local buffer of the
 fragment's type."""
 import re

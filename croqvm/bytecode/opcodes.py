@@ -314,7 +314,7 @@ _ROWS = (
         "only", _SITE, types=("index", "index"), entry="mma_store",
         faults=(K.MMA_TILE_SHAPE, K.MMA_STORE_OWNERS, K.ALLOC_FRAGMENT, K.MMA_PENDING)
         + _BASE_FAULTS[:4] + _MMA_FAULTS),
-    # --- fragment elements (§11.5): the lane reads and writes only the elements of its
+    # --- fragment elements (§11.7): the lane reads and writes only the elements of its
     # unit's copy that the hardware layout gives it (a lane of the host or of a one-lane
     # unit holds them all)
     _op("FRAG_GET", ("r", "m", "r", "r"), "R[a] := element (R[c], R[d]) of accumulator b's "

@@ -115,7 +115,7 @@ def mma_acc(cx, at, op, used):
 
 
 def frag_elem(cx, at, op, used):
-    """FRAG_GET and FRAG_SET name an accumulator of static shape (§11.5)."""
+    """FRAG_GET and FRAG_SET name an accumulator of static shape (§11.7)."""
     m = operand(op, used, "m")
     frag = _frag(cx, at, op, m, FragRole.ACC)
     if DYNAMIC in (frag.rows, frag.cols):

@@ -470,7 +470,7 @@ def store_cells(k, ins, ip, m, v, transp, ptr, rows, cols, part, parts, guard=No
     k.line("}", ins)
 
 
-# --------------------------------------------------------------------------- elements (§11.5)
+# --------------------------------------------------------------------------- elements (§11.7)
 
 def _holder(unit: int, i: str, j: str) -> str:
     """The rank in its unit of the lane holding element (i, j) (croqvm.interp.mma.owner)."""
@@ -517,7 +517,7 @@ def op_frag_set(k, ins, ip):
 def op_mma_gather(k, ins, ip):
     """Each lane writes the cells it holds from its own copy of the frag (every cell for
     a one-lane unit, the first participant for a block-level one); the collective's
-    closing rendezvous publishes them (§11.5)."""
+    closing rendezvous publishes them (§11.7)."""
     _, m, b, transposed, c = ins[:5]
     f = k.code.frags[m]
     ptr, flag, lo_hi = frag_ref(k, m)

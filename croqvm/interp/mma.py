@@ -301,7 +301,7 @@ def op_mma_wait(w, ins):
 
 
 def owner(unit: int, i: int, j: int) -> int:
-    """The rank in its unit of the lane holding element (i, j) of an accumulator (§11.5):
+    """The rank in its unit of the lane holding element (i, j) of an accumulator (§11.7):
     the C fragment of mma.sync.m16n8 per warp; a warpgroup's warps take 16-row bands in
     turn (wgmma's D fragment); a unit of another size is one lane, or the whole block,
     which holds every element itself (-1)."""
@@ -356,7 +356,7 @@ def op_frag_set(w, ins):
 
 def op_mma_gather(w, ins):
     """Each element from the copy of the local buffer that its holder has: the fragment
-    a unit's lanes build from their registers (§11.5)."""
+    a unit's lanes build from their registers (§11.7)."""
     _, m, b, transposed, coll = ins[:5]
     decl = w.blk.prog.code.frags[m]
 

@@ -691,7 +691,7 @@ class MmaCommit(Stmt):
 @dataclass
 class Apply(Stmt):
     """``apply {i, j} in x.span body``: ``body`` for every element of ``x`` the lane holds
-    (§11.5). The checker sets ``frag`` to the accumulator symbol when ``x`` is one."""
+    (§11.7). The checker sets ``frag`` to the accumulator symbol when ``x`` is one."""
     within: Within
     body: Stmt
     span: Span
@@ -702,11 +702,11 @@ class Apply(Stmt):
 @dataclass
 class FragOp(Stmt):
     """``copy(dst, src)``, ``reduce_sum|max|min(dst, src, axis)`` and
-    ``all_reduce_sum|max|min(x)`` (§11.5)."""
+    ``all_reduce_sum|max|min(x)`` (§11.7)."""
     op: str
     args: list[Expr]
     span: Span
-    acc = None      # set by the checker (§11.5): the accumulator whose rows are reduced
+    acc = None      # set by the checker (§11.7): the accumulator whose rows are reduced
     dst_map = None  # reduce_*: (position of the row index, rank) of dst
 
 

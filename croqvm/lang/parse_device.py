@@ -161,7 +161,7 @@ class DeviceParser:
 
     def _mma_load_into(self, start) -> ast.Stmt:
         """``mma.load[.frag] SRC, f;``: SRC into the existing register fragment ``f``
-        (§11.5)."""
+        (§11.7)."""
         self.accept_dotted("frag")
         if self.peek().is_op(";"):       # ``mma.load sa;``: said at '.load'
             self.fail(_LOAD_FORMS, self.prev.span)

@@ -43,7 +43,7 @@ _COMPOUND = frozenset("+-*/%")
 # Statements a value from ``dma``/``tma``/``mma`` can be assigned from (§9.1, §11.1).
 _VALUE_STATEMENTS = {"dma": "_dma", "tma": "_dma", "mma": "_mma"}
 
-# Fragment statements (§11.5) and their argument counts. The reference reserves the words
+# Fragment statements (§11.7) and their argument counts. The reference reserves the words
 # of its own (above); ``reduce_min`` and ``all_reduce_max|min`` stay names that start a
 # statement only when a '(' follows.
 FRAG_OPS = {"copy": 2, "mma.load": 2, "reduce_sum": 3, "reduce_max": 3, "reduce_min": 3,
@@ -344,7 +344,7 @@ class StmtParser:
         self.end_statement()
         return ast.Assign(target, op, value, self.span_from(start))
 
-    # ---------------------------------------------------------------- fragments (§11.5)
+    # ---------------------------------------------------------------- fragments (§11.7)
 
     def _frag_decl(self) -> ast.Stmt:
         """``frag T[shape] f [{v}], ...;``: a buffer in the lane's registers."""

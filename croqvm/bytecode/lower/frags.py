@@ -1,4 +1,4 @@
-"""Register fragments and their operations (LANGUAGE.md §11.5).
+"""Register fragments and their operations (LANGUAGE.md §11.7).
 
 A ``frag`` is a ``local`` buffer, so ``copy`` and ``reduce_*`` over buffers are loops of
 LOAD and STORE. An MMA accumulator's elements are read and written with FRAG_GET and
@@ -93,7 +93,7 @@ def store_fragment_elem(lw: Lowerer, s: ast.Assign, op_name: str | None) -> None
 
 
 def update_fragment(lw: Lowerer, s: ast.Assign, op_name: str) -> None:
-    """``acc op= v`` (§11.5): every element the lane holds, with one value of ``v``."""
+    """``acc op= v`` (§11.7): every element the lane holds, with one value of ``v``."""
     sym = s.target.sym
     ref = frag_ref(lw, sym, s.target)
     owned = Owned(lw, ref, sym.type.shape, sym.name, s.target)
@@ -267,7 +267,7 @@ def _reduce_rows(lw: Lowerer, s, kind: str, t, rows: int, cols: int, read) -> No
 def _all_reduce(lw: Lowerer, s: ast.FragOp, kind: str) -> None:
     acc = s.acc
     if acc is None:
-        return          # one lane holds the whole row (§11.5)
+        return          # one lane holds the whole row (§11.7)
     (x,) = s.args
     owned = Owned(lw, frag_ref(lw, acc, x), acc.type.shape, acc.name, x)
     if not owned.per_lane():

@@ -125,7 +125,7 @@ def _target(lw: Lowerer, s, dtype=None) -> FragRef:
 
 
 def lower_fill(lw: Lowerer, s: ast.MmaFill) -> None:
-    if getattr(s, "frag_fill", False):        # the lane's own frag (§11.5)
+    if getattr(s, "frag_fill", False):        # the lane's own frag (§11.7)
         base = resolve_base(lw, s.target)
         lw.b.emit("FILL", base.slot, lower_as(lw, s.value, base.dtype), -1)
         return
@@ -187,7 +187,7 @@ def _exec_unit(lw: Lowerer) -> int:
 
 
 def _exec_into_frag(lw: Lowerer, s: ast.MmaExec, text: str) -> None:
-    """``mma.M f, A, B`` with a frag ``f`` (§11.5): a hidden accumulator gathered from the
+    """``mma.M f, A, B`` with a frag ``f`` (§11.7): a hidden accumulator gathered from the
     lanes' copies, the exec, and each lane's held elements written back to its copy."""
     unit = _exec_unit(lw)
     base = resolve_base(lw, s.c)

@@ -1,5 +1,5 @@
 """The accumulator elements a lane holds, as loops of plain integer arithmetic
-(LANGUAGE.md §11.5): the C fragment of ``mma.sync.m16n8`` per warp, the D fragment of
+(LANGUAGE.md §11.7): the C fragment of ``mma.sync.m16n8`` per warp, the D fragment of
 ``wgmma.m64nN`` per warpgroup (a warp per 16-row band), everything for a one-lane unit.
 Shared by the lowering of fragment statements and of MMA on frags."""
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _less(lw: Lowerer, x: int, bound: int) -> int:
 
 
 class Owned:
-    """The elements of an accumulator the executing lane holds (LANGUAGE.md §11.5): rows
+    """The elements of an accumulator the executing lane holds (LANGUAGE.md §11.7): rows
     ``8t + l/4`` (in a warpgroup, of the lane's warp's 16-row bands), columns
     ``8u + 2(l%4) + e``, e in {0, 1}, for lane ``l`` of its warp."""
 

@@ -408,7 +408,7 @@ def lower_span_of(lw: Lowerer, e: ast.SpanOf) -> Val:
     """``a.span`` -> mdspan of extents; ``a.span(i)`` -> extent i (§4.4)."""
     if isinstance(e.base.ty, T.Mdspan):
         elems = lw.expr(e.base).elems
-    elif isinstance(e.base.ty, T.Fragment):      # an accumulator's static shape (§11.5)
+    elif isinstance(e.base.ty, T.Fragment):      # an accumulator's static shape (§11.7)
         elems = list(e.base.ty.shape)
     elif isinstance(e.base.ty, T.View):
         st = view_state(lw, e.base)

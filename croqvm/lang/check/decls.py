@@ -298,7 +298,7 @@ def _shadowable(ck, sym) -> bool:
 
 
 def _update_accumulator(ck, s: ast.Assign, sym, value_ty):
-    """``acc op= v`` (LANGUAGE.md §11.5): each element the lane holds, ``op`` ``v``."""
+    """``acc op= v`` (LANGUAGE.md §11.7): each element the lane holds, ``op`` ``v``."""
     if fragment_source(ck, sym.type, s.target) is None:
         return
     if not is_unknown(value_ty) and not isinstance(value_ty, (Scalar, Bounded)):

@@ -1,4 +1,4 @@
-"""Register fragments and their operations (LANGUAGE.md §11.5; Croqtile: mma.md, "Fragment
+"""Register fragments and their operations (LANGUAGE.md §11.7; Croqtile: mma.md, "Fragment
 Reductions"; lib/parser.yy ``frag_stmt``, lib/Target/GPU/cute_codegen.cpp).
 
 A ``frag T[shape] f`` is a ``local`` buffer (the checker sees it as one). ``apply`` is a

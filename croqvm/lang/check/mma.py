@@ -102,7 +102,7 @@ def check_fill(ck, s: ast.MmaFill):
         ck.expr(s.target)  # reports the undeclared name
         return
     if not s.assign_form and _frag_buffer(ck.expr(s.target)):
-        s.frag_fill = True          # every element of the lane's frag (§11.5)
+        s.frag_fill = True          # every element of the lane's frag (§11.7)
         convert(ck, value_ty, s.target.ty.dtype, s.value)
         return
     sym = _target(ck, s, Fragment(dt, None, "acc"), "acc")
@@ -166,13 +166,13 @@ def _differ(x, y) -> bool:
 
 
 def _frag_buffer(ty) -> bool:
-    """Whether ``ty`` is a 2-D frag (a local buffer, §11.5) an MMA may use in registers."""
+    """Whether ``ty`` is a 2-D frag (a local buffer, §11.7) an MMA may use in registers."""
     return isinstance(ty, Buffer) and ty.storage == "local" and not ty.array \
         and len(ty.shape) == 2
 
 
 def _register_operands(ck, s, a, b) -> bool:
-    """§11.5: frags as operands; wgmma (a 'group-4' unit) takes only A from registers, and
+    """§11.7: frags as operands; wgmma (a 'group-4' unit) takes only A from registers, and
     only K-major (mma.row.*)."""
     if _unit_kind(ck) != "group-4":
         return True
@@ -191,7 +191,7 @@ def _register_operands(ck, s, a, b) -> bool:
 
 
 def _check_frag_acc(ck, s, cty, a, b):
-    """``mma.<a>.<b> f, A, B`` with ``f`` a frag as the accumulator (§11.5)."""
+    """``mma.<a>.<b> f, A, B`` with ``f`` a frag as the accumulator (§11.7)."""
     s.c_frag = True
     if a is None or b is None or not _register_operands(ck, s, a, b):
         return

@@ -50,7 +50,7 @@ def view_source(ck, ty, expr, what="a view"):
 
 
 def fragment_source(ck, ty, expr):
-    """The elements of an MMA accumulator, for '.span' and '.at' (§11.5)."""
+    """The elements of an MMA accumulator, for '.span' and '.at' (§11.7)."""
     name = root_name(expr)
     if ty.role != "acc":
         ck.error(expr.span, f"'{name}' is an MMA operand fragment: only accumulators and "
