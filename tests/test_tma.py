@@ -11,7 +11,9 @@ import pytest
 import croqvm
 import engines
 from croqvm.bytecode.module import L2Hint
-from croqvm.errors import KernelFault
+from croqvm.bytecode.verify import verify
+from croqvm.cuda.emit import emit
+from croqvm.errors import BytecodeError, KernelFault
 from croqvm.lang.frontend import front_end
 
 
@@ -229,3 +231,34 @@ def test_the_race_checker_sees_a_tma_load_in_flight_until_its_wait():
                         "    wait x;\n", "    wait x;\n    parallel t by 32 : thread\n"
                         "      out.at(0, t) = s.at(0, t);\n")
     croqvm.compile(fixed, "t.co").run("f", a, a.copy(), engine="python", check="race")
+
+
+# --------------------------------------------------------------------------- bytecode
+
+def _tma_module():
+    return croqvm.compile("__co__ void f(global s32 [8, 32] g) {\n" + block(
+        "x = tma.load.async.evict_first.swiz<128> g => shared;\n  wait x;") + "\n}").module
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d, v: setattr(d, "swizzle", 48), "swizzle of 48 bytes (expected one of 0, 32, "
+                                             "64, 128)"),
+    (lambda d, v: setattr(v, "swizzle", 16), "swizzle of 16 bytes"),
+    (lambda d, v: setattr(d, "tma", False), "L2 hint on a DMA that is not a TMA load into "
+                                            "shared memory"),
+])
+def test_the_verifier_checks_tma_fields(change, message):
+    module = _tma_module()
+    code = module.functions[0].kernels[0].code
+    change(code.dmas[0], code.views[0])
+    with pytest.raises(BytecodeError) as e:
+        verify(module)
+    assert message in str(e.value)
+
+
+def test_sm_90a_issues_tma_loads_as_bulk_copies_with_their_l2_hint():
+    module = _tma_module()
+    sm90 = emit(module, arch="sm_90a").text
+    assert "cq_dma_bulk(dm, tb" in sm90 and ", 1); } } else" in sm90     # evict_first
+    assert "cq_tma_wait(f0.tma, f0.phase" in sm90
+    assert "cq_dma_bulk" not in emit(module, arch="sm_80").text
