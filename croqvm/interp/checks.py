@@ -49,7 +49,8 @@ class Checker:
     def dma_wait(self, blk, handle, lane: int) -> None:
         pass
 
-    def tile(self, blk, buf, origin, extents, kind: str, lane: int, text: str = "") -> None:
+    def tile(self, blk, buf, origin, extents, kind: str, lane: int, text: str = "",
+             swizzle: int = 0) -> None:
         pass
 
     def finish(self, fault=None):
