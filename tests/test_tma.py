@@ -262,3 +262,23 @@ def test_sm_90a_issues_tma_loads_as_bulk_copies_with_their_l2_hint():
     assert "cq_dma_bulk(dm, tb" in sm90 and ", 1); } } else" in sm90     # evict_first
     assert "cq_tma_wait(f0.tma, f0.phase" in sm90
     assert "cq_dma_bulk" not in emit(module, arch="sm_80").text
+
+
+@pytest.mark.parametrize("swizzle, races", [("", False), (".swiz<128>", True)])
+def test_the_race_checker_sees_where_a_swizzle_puts_the_elements(swizzle, races):
+    """Columns 8-15 of row 1 are bytes 288-351, in the 128-byte line 2, where the swizzle
+    exchanges 16-byte chunks 0 and 2 (and 1 and 3): the copy writes element (1, 0)."""
+    src = ("__co__ void f(global s32 [2, 8] a, global s32 [2, 64] out) {\n"
+           "  parallel p by 1 : block {\n    shared s32 [2, 64] s;\n"
+           f"    x = tma.load.async{swizzle} a => s.subspan(2, 8).at(0, 1);\n"
+           "    parallel t by 1 : thread\n      out.at(1, 0) = s.at(1, 0);\n"
+           "    wait x;\n  }\n}\n")
+    prog = croqvm.compile(src, "t.co")
+    a, out = np.zeros((2, 8), np.int32), np.zeros((2, 64), np.int32)
+    if not races:
+        prog.run("f", a, out, engine="python", check="race")
+        return
+    with pytest.raises(KernelFault) as e:
+        prog.run("f", a, out, engine="python", check="race")
+    assert "data race on shared 's' element (1, 0): read here, written by the async copy " \
+           "'tma.load'" in str(e.value)
