@@ -68,7 +68,7 @@ def lower_dma(lw: Lowerer, s: ast.Dma) -> None:
     src, sbase, ext = view_of(lw, s.src)
     op = DmaOp.COPY if s.op == "load" else DmaOp[s.op.upper()]
     desc = DmaDesc(op, src, is_async=s.is_async, zfill=s.zfill,
-                   text=f"tma.{s.op}" if s.tma else f"dma.{s.op}", tma=s.tma,
+                   text=f"tma.{s.op}" if s.tma else f"dma.{s.op}", tma=s.tma_transfer,
                    swizzle=s.swizzle or 0,
                    l2_hint=L2Hint[s.l2_hint.upper()] if s.l2_hint else L2Hint.NONE)
     desc.perm = list(s.perm)

@@ -68,11 +68,12 @@ def _check_tma(ck, s: ast.Dma, src: View, dst_storage: str):
                          f"one copies {src.storage} memory into {dst_storage} memory.",
                  hint="use 'tma.copy' for a store from shared to global memory, or "
                       "'dma.copy' for other directions")
-    elif s.tma and direction not in (("global", "shared"), ("shared", "global")):
+    elif direction not in (("global", "shared"), ("shared", "global")):
         ck.warning(s.span, f"'tma.copy' from {src.storage} to {dst_storage} memory is not "
                            f"a TMA transfer, which moves tiles between global and shared "
                            f"memory; it copies as 'dma.copy' does.")
-        s.tma = False
+    else:
+        s.tma_transfer = True
 
 
 def _check_swizzle(ck, s: ast.Dma, src: View, dst_storage: str):
