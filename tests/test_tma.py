@@ -49,6 +49,7 @@ ERRORS = [
     (block("x = tma.any;"), ["3:3: tma.any 'x' is defined but never used!"]),
     ("tma.any;", ["2:1: syntax error: 'tma.any' makes a placeholder future and must be "
                   "assigned to a name, as in 'f = tma.any;'."]),
+    (block("x = dma.copy.swiz g => shared;"), []),          # a bare '.swiz': no swizzle
     (block("x = tma.load.async.evict_first.swiz<128> g => shared;\n  wait x;\n"
            "  tma.copy.swiz<128> x => h;"), []),
 ]
