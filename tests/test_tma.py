@@ -261,7 +261,7 @@ def test_sm_90a_issues_tma_loads_as_bulk_copies_with_their_l2_hint():
     module = _tma_module()
     sm90 = emit(module, arch="sm_90a").text
     assert "cq_dma_bulk(dm, tb" in sm90 and ", 1); } } else" in sm90     # evict_first
-    assert "cq_tma_wait(f0.tma, f0.phase" in sm90
+    assert "cq_future_land(f0, " in sm90
     assert "cq_dma_bulk" not in emit(module, arch="sm_80").text
 
 

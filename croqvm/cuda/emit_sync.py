@@ -329,16 +329,16 @@ def op_fut_dim(k, ins, ip):
 
 
 def op_wait(k, ins, ip):
-    """§9.5.3: the transfer completes: the lane's cp.async copies land (every other
-    copy moved at issue); a second wait faults; for a collective copy the wait is also
+    """§9.5.3: the transfer completes: the lane's cp.async copies land, and a TMA bulk
+    copy completes on its barrier (every other copy moved at issue); a second wait faults; for a collective copy the wait is also
     a barrier of its participants, after which all of them see all of the data."""
     _, n, c = ins[:3]
     k.line("{", ins)
     k.depth += 1
-    k.line("cq_cp_async_wait<0>();", ins)
-    if k.off_tma:     # a TMA bulk copy completes on its barrier (§9.7)
-        k.line(f"if (f{n}.tma && !f{n}.waited) cq_tma_wait(f{n}.tma, f{n}.phase, "
-               f"{wait_site(k, ins, ip, 'wait')});", ins)
+    if k.off_tma:     # TMA bulk copies complete on their barriers (§9.7)
+        k.line(f"cq_future_land(f{n}, {wait_site(k, ins, ip, 'wait')});", ins)
+    else:
+        k.line("cq_cp_async_wait<0>();", ins)
     if c >= 0:
         site = k.colls[ip][0]
         k.line(f"cq_coll_sync({k.coll(ip)}, {wait_site(k, ins, ip, site.text)});", ins)

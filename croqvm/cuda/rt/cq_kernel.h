@@ -88,6 +88,17 @@ struct cq_future {
 
 CQ_DEV bool cq_future_pending(const cq_future &f) { return f.has_data && f.is_async && !f.waited; }
 
+/* Until the transfer future f holds has landed for this lane (§9.5.3): the lane's
+   cp.async copies, and a TMA bulk copy on its barrier (§9.7). */
+CQ_DEV void cq_future_land(const cq_future &f, int site) {
+  cq_cp_async_wait<0>();
+#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  if (f.tma && !f.waited) cq_tma_wait(f.tma, f.phase, site);
+#else
+  (void)f, (void)site;
+#endif
+}
+
 CQ_DEV long long cq_elements(const long long *ext, int rank) {
   long long n = 1;
   for (int k = 0; k < rank; k++) n *= ext[k];
