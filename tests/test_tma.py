@@ -283,3 +283,21 @@ def test_the_race_checker_sees_where_a_swizzle_puts_the_elements(swizzle, races)
         prog.run("f", a, out, engine="python", check="race")
     assert "data race on shared 's' element (1, 0): read here, written by the async copy " \
            "'tma.load'" in str(e.value)
+
+
+@pytest.mark.usefixtures("engine")
+def test_elements_after_the_last_whole_swizzle_block_stay_put():
+    """s32 [5, 12] is 240 bytes: seven whole 32-byte blocks and 16 bytes more. In the
+    second 128-byte line (16-byte chunks 8-15) '.swiz<32>' exchanges chunks 8 and 9, 10
+    and 11, 12 and 13; chunk 14 lies after the last whole block and stays."""
+    src = SWIZZLED_LOAD.replace("T ", "s32 ").replace("SW", "32").replace("[8, N]", "[5, 12]")
+    src = src.replace("foreach i in [8]\n        foreach j in [N / 32]\n          raw.at(i, j * "
+                      "32 + t) = s.at(i, j * 32 + t);", "foreach i in [5]\n        if (t < 12)"
+                      " raw.at(i, t) = s.at(i, t);").replace("STORE", "swiz<32>")
+    a = np.arange(60, dtype=np.int32).reshape(5, 12)
+    chunks = a.reshape(-1, 4)                      # 15 chunks of four s32
+    order = list(range(8)) + [9, 8, 11, 10, 13, 12, 14]
+    raw, back = np.zeros_like(a), np.zeros_like(a)
+    engines.run(croqvm.compile(src), "f", a, raw, back)
+    assert np.array_equal(raw, chunks[order].reshape(5, 12))
+    assert np.array_equal(back, a)
