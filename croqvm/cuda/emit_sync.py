@@ -330,8 +330,9 @@ def op_fut_dim(k, ins, ip):
 
 def op_wait(k, ins, ip):
     """§9.5.3: the transfer completes: the lane's cp.async copies land, and a TMA bulk
-    copy completes on its barrier (every other copy moved at issue); a second wait faults; for a collective copy the wait is also
-    a barrier of its participants, after which all of them see all of the data."""
+    copy completes on its barrier (every other copy moved at issue); a second wait
+    faults; for a collective copy the wait is also a barrier of its participants, after
+    which all of them see all of the data."""
     _, n, c = ins[:3]
     k.line("{", ins)
     k.depth += 1
