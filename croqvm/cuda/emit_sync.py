@@ -18,7 +18,7 @@ from ..bytecode.module import BaseKind, DmaOp, swizzled_sides
 from ..faults import Kind
 from ..messages import print_registers
 from . import cnum
-from .emit_kernel import bulk_load
+from .emit_kernel import bulk_load, tma_load
 from .emit_ops import allocate, buffer_instance, future_view
 
 
@@ -231,6 +231,10 @@ def op_dma(k, ins, ip):
         k.line(f"if (!cq_dma_fits(dm, {shape})) cq_leave();", ins)
         if bulk:
             _bulk_issue(k, ins, ip, desc, part)
+        elif desc.is_async and desc.future >= 0 and tma_load(k, desc):
+            # sm_80: 16-byte cp.async chunks where the tile allows, as cp.async.bulk would
+            k.line(f"if (cq_dma_bulk_ok(dm)) cq_dma_chunks_async(dm, {part}, {parts}); else",
+                   ins)
         size = _cp_async_size(k, desc)
         if size:
             k.line(f"cq_dma_move_async<{size}>(dm, {part}, {parts});", ins)
