@@ -302,3 +302,33 @@ def test_elements_after_the_last_whole_swizzle_block_stay_put():
     engines.run(croqvm.compile(src), "f", a, raw, back)
     assert np.array_equal(raw, chunks[order].reshape(5, 12))
     assert np.array_equal(back, a)
+
+
+PER_WARPGROUP = """
+__co__ void f(global s32 [2, 32] out) {
+  parallel b by 1 : block {
+    shared s32 [1, 32] s[2];
+    parallel p by 2 : group-4 {
+      parallel t by 128 : thread
+        if (t < 32) s[p].at(0, t) = p * 100 + t;
+      OP s[p] => out.subspan(1, 32).at(p, 0);
+    }
+  }
+}
+"""
+
+
+@pytest.mark.usefixtures("engine")
+def test_a_tma_store_indexed_by_the_warpgroup_is_one_per_warpgroup():
+    out = np.zeros((2, 32), np.int32)
+    engines.run(croqvm.compile(PER_WARPGROUP.replace("OP", "tma.copy")), "f", out)
+    assert np.array_equal(out, np.arange(32) + np.array([[0], [100]]))
+
+
+@pytest.mark.usefixtures("engine")
+def test_a_dma_indexed_by_the_warpgroup_is_still_one_per_block():
+    with pytest.raises(KernelFault) as e:
+        engines.run(croqvm.compile(PER_WARPGROUP.replace("OP", "dma.copy"), "t.co"), "f",
+                    np.zeros((2, 32), np.int32))
+    assert "runtime error: operands of collective 'dma.copy' differ between lane 0 and lane " \
+           "128 (source s[0] vs s[1])." in str(e.value)

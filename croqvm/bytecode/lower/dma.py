@@ -91,7 +91,7 @@ def lower_dma(lw: Lowerer, s: ast.Dma) -> None:
             from .exprs import lower_as
             desc.pad_value = lower_as(lw, s.pad_value, sbase.dtype)
     collective = lw.kernel is not None and "local" not in storages
-    coll = lw.coll_site(desc.text, 0) if collective else -1
+    coll = lw.coll_site(desc.text, s.tma_unit) if collective else -1
     if s.target is not None:
         sym = s.sym if getattr(s, "declares", False) else s.target.sym
         desc.future = future_ref(lw, sym, s.target, getattr(s, "declares", False)).slot

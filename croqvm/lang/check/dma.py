@@ -21,7 +21,7 @@ from .consteval import const_value
 from .decls import note_param_write
 from .typerules import convert, is_integer, is_unknown, mdspan_str, tname
 from .views import view_source
-from .walk import thread_dependence
+from .walk import thread_dependence, value_names
 
 
 @dataclass
@@ -74,6 +74,19 @@ def _check_tma(ck, s: ast.Dma, src: View, dst_storage: str):
                            f"memory; it copies as 'dma.copy' does.")
     else:
         s.tma_transfer = True
+        s.tma_unit = _tma_unit(s)
+
+
+_UNITS = {"group-4": 128, "group": 32}     # lanes per instance of a level (§11.2)
+
+
+def _tma_unit(s: ast.Dma) -> int:
+    """Who issues a TMA copy (Croqtile: tma.md, "follows operand dependence"): when its
+    operands use a 'group-4' or 'group' index, each instance of that level makes its
+    own copy (lanes per instance); otherwise the block makes one (0)."""
+    exprs = [s.src] + ([] if isinstance(s.dst, str) else [s.dst])
+    return max((_UNITS.get(n.sym.level, 0) for e in exprs for n in value_names(e)
+                if n.sym is not None and n.sym.plevel is not None), default=0)
 
 
 def _check_swizzle(ck, s: ast.Dma, src: View, dst_storage: str):
