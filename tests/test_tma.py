@@ -325,8 +325,9 @@ def test_a_tma_store_indexed_by_the_warpgroup_is_one_per_warpgroup():
     assert np.array_equal(out, np.arange(32) + np.array([[0], [100]]))
 
 
-@pytest.mark.usefixtures("engine")
-def test_a_dma_indexed_by_the_warpgroup_is_still_one_per_block():
+def test_a_dma_indexed_by_the_warpgroup_is_still_one_per_block(engine):
+    if not engines.interprets(engine):
+        pytest.skip("generated CUDA does not compare the operands of a collective (CUDA.md)")
     with pytest.raises(KernelFault) as e:
         engines.run(croqvm.compile(PER_WARPGROUP.replace("OP", "dma.copy"), "t.co"), "f",
                     np.zeros((2, 32), np.int32))
