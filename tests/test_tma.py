@@ -327,7 +327,7 @@ def test_a_tma_store_indexed_by_the_warpgroup_is_one_per_warpgroup():
 
 def test_a_dma_indexed_by_the_warpgroup_is_still_one_per_block(engine):
     if not engines.interprets(engine):
-        pytest.skip("generated CUDA does not compare the operands of a collective (CUDA.md)")
+        pytest.skip("generated CUDA does not compare the operands of a collective")
     with pytest.raises(KernelFault) as e:
         engines.run(croqvm.compile(PER_WARPGROUP.replace("OP", "dma.copy"), "t.co"), "f",
                     np.zeros((2, 32), np.int32))
