@@ -213,6 +213,13 @@ static int tile_shape_fault(cq_block *blk, const cq_ins *ins, int lane, int m, c
     return CQ_ST_FAULT;
 }
 
+/* The position in its buffer of element (r, c) of view v, read through the view's
+ * swizzle (§9.7). */
+static int64_t tile_at(const view2 *v, int64_t r, int64_t c, int32_t swizzle)
+{
+    return cq_swizzled(v->buf, (v->o[0] + r) * v->buf->shape[1] + v->o[1] + c, swizzle);
+}
+
 static int effect_load(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes,
                        int n)
 {
@@ -235,11 +242,10 @@ static int effect_load(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, cons
             return CQ_ST_FAULT;
         }
         int64_t rows = v.e[0] > 0 ? v.e[0] : 0, cols = v.e[1] > 0 ? v.e[1] : 0;
-        int32_t swz = blk->code->view[ins->b].swizzle;     /* §9.7 */
-#define AT(r, c) cq_swizzled(b, (v.o[0] + (r)) * b->shape[1] + v.o[1] + (c), swz)
+        int32_t swz = blk->code->view[ins->b].swizzle;
         for (int64_t r = 0; b->written && r < rows; r++)
             for (int64_t c = 0; c < cols; c++)
-                if (!b->written[AT(r, c)]) {
+                if (!b->written[tile_at(&v, r, c, swz)]) {
                     cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_MMA_UNINITIALISED, first[g]);
                     int64_t el[2] = {v.o[0] + r, v.o[1] + c};
                     cq_put_buffer(f, b);
@@ -254,9 +260,8 @@ static int effect_load(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, cons
         f->has_data = 1;
         for (int64_t r = 0; r < rows; r++)
             for (int64_t c = 0; c < cols; c++)
-                hold(type, b->type, b->data, AT(r, c),
+                hold(type, b->type, b->data, tile_at(&v, r, c, swz),
                      &((int64_t *)f->data)[r * cols + c], &((double *)f->data)[r * cols + c]);
-#undef AT
     }
     return CQ_ST_OK;
 }

@@ -11,7 +11,9 @@ import pytest
 import croqvm
 import engines
 from croqvm.bytecode.module import L2Hint
-from croqvm.errors import KernelFault
+from croqvm.bytecode.verify import verify
+from croqvm.cuda.emit import emit
+from croqvm.errors import BytecodeError, KernelFault
 from croqvm.lang.frontend import front_end
 
 
@@ -47,6 +49,7 @@ ERRORS = [
     (block("x = tma.any;"), ["3:3: tma.any 'x' is defined but never used!"]),
     ("tma.any;", ["2:1: syntax error: 'tma.any' makes a placeholder future and must be "
                   "assigned to a name, as in 'f = tma.any;'."]),
+    (block("x = dma.copy.swiz g => shared;"), []),          # a bare '.swiz': no swizzle
     (block("x = tma.load.async.evict_first.swiz<128> g => shared;\n  wait x;\n"
            "  tma.copy.swiz<128> x => h;"), []),
 ]
@@ -229,3 +232,104 @@ def test_the_race_checker_sees_a_tma_load_in_flight_until_its_wait():
                         "    wait x;\n", "    wait x;\n    parallel t by 32 : thread\n"
                         "      out.at(0, t) = s.at(0, t);\n")
     croqvm.compile(fixed, "t.co").run("f", a, a.copy(), engine="python", check="race")
+
+
+# --------------------------------------------------------------------------- bytecode
+
+def _tma_module():
+    return croqvm.compile("__co__ void f(global s32 [8, 32] g) {\n" + block(
+        "x = tma.load.async.evict_first.swiz<128> g => shared;\n  wait x;") + "\n}").module
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d, v: setattr(d, "swizzle", 48), "swizzle of 48 bytes (expected one of 0, 32, "
+                                             "64, 128)"),
+    (lambda d, v: setattr(v, "swizzle", 16), "swizzle of 16 bytes"),
+    (lambda d, v: setattr(d, "tma", False), "L2 hint on a DMA that is not a TMA load into "
+                                            "shared memory"),
+])
+def test_the_verifier_checks_tma_fields(change, message):
+    module = _tma_module()
+    code = module.functions[0].kernels[0].code
+    change(code.dmas[0], code.views[0])
+    with pytest.raises(BytecodeError) as e:
+        verify(module)
+    assert message in str(e.value)
+
+
+def test_tma_loads_go_as_bulk_copies_on_sm_90a_and_as_cp_async_chunks_on_sm_80():
+    module = _tma_module()
+    sm90 = emit(module, arch="sm_90a").text
+    assert "cq_dma_bulk(dm, tb" in sm90 and ", 1); } } else" in sm90     # evict_first
+    assert "cq_future_land(f0, " in sm90
+    sm80 = emit(module, arch="sm_80").text
+    assert "cq_dma_bulk(" not in sm80 and "cq_dma_chunks_async(dm, part, parts)" in sm80
+
+
+@pytest.mark.parametrize("swizzle, races", [("", False), (".swiz<128>", True)])
+def test_the_race_checker_sees_where_a_swizzle_puts_the_elements(swizzle, races):
+    """Columns 8-15 of row 1 are bytes 288-351, in the 128-byte line 2, where the swizzle
+    exchanges 16-byte chunks 0 and 2 (and 1 and 3): the copy writes element (1, 0)."""
+    src = ("__co__ void f(global s32 [2, 8] a, global s32 [2, 64] out) {\n"
+           "  parallel p by 1 : block {\n    shared s32 [2, 64] s;\n"
+           f"    x = tma.load.async{swizzle} a => s.subspan(2, 8).at(0, 1);\n"
+           "    parallel t by 1 : thread\n      out.at(1, 0) = s.at(1, 0);\n"
+           "    wait x;\n  }\n}\n")
+    prog = croqvm.compile(src, "t.co")
+    a, out = np.zeros((2, 8), np.int32), np.zeros((2, 64), np.int32)
+    if not races:
+        prog.run("f", a, out, engine="python", check="race")
+        return
+    with pytest.raises(KernelFault) as e:
+        prog.run("f", a, out, engine="python", check="race")
+    assert "data race on shared 's' element (1, 0): read here, written by the async copy " \
+           "'tma.load'" in str(e.value)
+
+
+@pytest.mark.usefixtures("engine")
+def test_elements_after_the_last_whole_swizzle_block_stay_put():
+    """s32 [5, 12] is 240 bytes: seven whole 32-byte blocks and 16 bytes more. In the
+    second 128-byte line (16-byte chunks 8-15) '.swiz<32>' exchanges chunks 8 and 9, 10
+    and 11, 12 and 13; chunk 14 lies after the last whole block and stays."""
+    src = SWIZZLED_LOAD.replace("T ", "s32 ").replace("SW", "32").replace("[8, N]", "[5, 12]")
+    src = src.replace("foreach i in [8]\n        foreach j in [N / 32]\n          raw.at(i, j * "
+                      "32 + t) = s.at(i, j * 32 + t);", "foreach i in [5]\n        if (t < 12)"
+                      " raw.at(i, t) = s.at(i, t);").replace("STORE", "swiz<32>")
+    a = np.arange(60, dtype=np.int32).reshape(5, 12)
+    chunks = a.reshape(-1, 4)                      # 15 chunks of four s32
+    order = list(range(8)) + [9, 8, 11, 10, 13, 12, 14]
+    raw, back = np.zeros_like(a), np.zeros_like(a)
+    engines.run(croqvm.compile(src), "f", a, raw, back)
+    assert np.array_equal(raw, chunks[order].reshape(5, 12))
+    assert np.array_equal(back, a)
+
+
+PER_WARPGROUP = """
+__co__ void f(global s32 [2, 32] out) {
+  parallel b by 1 : block {
+    shared s32 [1, 32] s[2];
+    parallel p by 2 : group-4 {
+      parallel t by 128 : thread
+        if (t < 32) s[p].at(0, t) = p * 100 + t;
+      OP s[p] => out.subspan(1, 32).at(p, 0);
+    }
+  }
+}
+"""
+
+
+@pytest.mark.usefixtures("engine")
+def test_a_tma_store_indexed_by_the_warpgroup_is_one_per_warpgroup():
+    out = np.zeros((2, 32), np.int32)
+    engines.run(croqvm.compile(PER_WARPGROUP.replace("OP", "tma.copy")), "f", out)
+    assert np.array_equal(out, np.arange(32) + np.array([[0], [100]]))
+
+
+def test_a_dma_indexed_by_the_warpgroup_is_still_one_per_block(engine):
+    if not engines.interprets(engine):
+        pytest.skip("generated CUDA does not compare the operands of a collective")
+    with pytest.raises(KernelFault) as e:
+        engines.run(croqvm.compile(PER_WARPGROUP.replace("OP", "dma.copy"), "t.co"), "f",
+                    np.zeros((2, 32), np.int32))
+    assert "runtime error: operands of collective 'dma.copy' differ between lane 0 and lane " \
+           "128 (source s[0] vs s[1])." in str(e.value)

@@ -49,7 +49,12 @@ TMA_BAR_BYTES = 32
 def bulk_load(k, desc) -> bool:
     """Whether DMA ``desc`` may go by TMA bulk copies: a TMA copy from global into shared
     memory, on sm_90a (§9.7; whether each execution does is decided when it runs)."""
-    if k.arch != "sm_90a" or not desc.tma or desc.op != DmaOp.COPY:
+    return k.arch == "sm_90a" and tma_load(k, desc)
+
+
+def tma_load(k, desc) -> bool:
+    """Whether DMA ``desc`` is a TMA copy from global into shared memory (§9.7)."""
+    if not desc.tma or desc.op != DmaOp.COPY:
         return False
     src = k.code.views[desc.src]
     table = k.code.futures if src.base_kind == BaseKind.FUT else k.code.buffers

@@ -20,7 +20,7 @@ from ..faults import Kind
 from ..limits import NAMED_BARRIERS, WARP_SIZE
 from ..messages import print_registers
 from . import cnum
-from .emit_kernel import bulk_load
+from .emit_kernel import bulk_load, tma_load
 from .emit import span_of
 from .emit_ops import allocate, buffer_instance, future_view
 
@@ -197,13 +197,14 @@ def op_wait_event_at(k, ins, ip):
 
 
 def op_fut_bind(k, ins, ip):
-    """§10.7: the lane's part of the transfer lands (its cp.async copies; every other copy
-    moved at issue) before the TRIGGER that follows publishes it with a release; the
-    lane's future counts as waited, and a second completion faults."""
+    """§10.7: the lane's part of the transfer lands (its cp.async copies, a TMA bulk copy on
+    its barrier; every other copy moved at issue) before the TRIGGER that follows
+    publishes it with a release; the lane's future counts as waited, and a second
+    completion faults."""
     f = f"f{ins[1]}"
     k.line("{", ins)
     k.depth += 1
-    k.line("cq_cp_async_wait<0>();", ins)
+    k.line(f"cq_future_land({f}, {wait_site(k, ins, ip, 'trigger')});", ins)
     k.fault(f"{f}.has_data && {f}.is_async && {f}.waited", Kind.FUTURE_WAITED_TWICE, ins, ip,
             (), lambda a, refs, n=ins[1]: (n,))
     k.line(f"if ({f}.has_data && {f}.is_async) {f}.waited = 1;", ins)
@@ -299,6 +300,10 @@ def op_dma(k, ins, ip):
         k.line(f"if (!cq_dma_fits(dm, {shape})) cq_leave();", ins)
         if bulk:
             _bulk_issue(k, ins, ip, desc, part)
+        elif desc.is_async and desc.future >= 0 and tma_load(k, desc):
+            # sm_80: 16-byte cp.async chunks where the tile allows, as cp.async.bulk would
+            k.line(f"if (cq_dma_bulk_ok(dm)) cq_dma_chunks_async(dm, {part}, {parts}); else",
+                   ins)
         size = _cp_async_size(k, desc)
         if size:
             k.line(f"cq_dma_move_async<{size}>(dm, {part}, {parts});", ins)
@@ -397,16 +402,17 @@ def op_fut_dim(k, ins, ip):
 
 
 def op_wait(k, ins, ip):
-    """§9.5.3: the transfer completes: the lane's cp.async copies land (every other
-    copy moved at issue); a second wait faults; for a collective copy the wait is also
-    a barrier of its participants, after which all of them see all of the data."""
+    """§9.5.3: the transfer completes: the lane's cp.async copies land, and a TMA bulk
+    copy completes on its barrier (every other copy moved at issue); a second wait
+    faults; for a collective copy the wait is also a barrier of its participants, after
+    which all of them see all of the data."""
     _, n, c = ins[:3]
     k.line("{", ins)
     k.depth += 1
-    k.line("cq_cp_async_wait<0>();", ins)
-    if k.off_tma:     # a TMA bulk copy completes on its barrier (§9.7)
-        k.line(f"if (f{n}.tma && !f{n}.waited) cq_tma_wait(f{n}.tma, f{n}.phase, "
-               f"{wait_site(k, ins, ip, 'wait')});", ins)
+    if k.off_tma:     # TMA bulk copies complete on their barriers (§9.7)
+        k.line(f"cq_future_land(f{n}, {wait_site(k, ins, ip, 'wait')});", ins)
+    else:
+        k.line("cq_cp_async_wait<0>();", ins)
     if c >= 0:
         site = k.colls[ip][0]
         k.line(f"cq_coll_sync({k.coll(ip)}, {wait_site(k, ins, ip, site.text)});", ins)

@@ -53,7 +53,8 @@ class Checker:
     def dma_bind(self, blk, handle, lane: int) -> None:
         """Lane ``lane`` bound ``handle``'s transfer to the trigger that follows (§10.7)."""
 
-    def tile(self, blk, buf, origin, extents, kind: str, lane: int, text: str = "") -> None:
+    def tile(self, blk, buf, origin, extents, kind: str, lane: int, text: str = "",
+             swizzle: int = 0) -> None:
         pass
 
     def mma_async(self, blk, m: int, lane: int, text: str) -> None:

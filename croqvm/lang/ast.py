@@ -620,6 +620,8 @@ class Dma(Stmt):
     pad_value: Expr | None = None
     l2_hint: str | None = None    # "evict_first", "evict_last" (tma.load only)
     declares = False              # set by the checker when ``target`` is new
+    tma_transfer = False          # set by the checker: a TMA copy between global and shared
+    tma_unit = 0                  # set by the checker: lanes per issuing instance, 0: block
     sym = None
 
 

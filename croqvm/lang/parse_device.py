@@ -90,9 +90,11 @@ class DeviceParser:
                       hint=f"write '.{word}' before '.swiz<N>'")
         node.l2_hint = word
 
-    def _swizzle(self, word: str) -> int:
-        self.expect_op("<", f"syntax error: expected '<N>' after '.{word}', as in "
-                            f"'.{word}<128>'.")
+    def _swizzle(self, word: str) -> int | None:
+        """``<N>``; a bare ``.swiz`` asks for no swizzle (lib/parser.yy, swiz_mode)."""
+        if not self.tok.is_op("<"):
+            return None
+        self.advance()
         n = self.int_literal("the swizzle size (32, 64 or 128)")
         if int(n.value) not in SWIZZLE_BYTES:      # lib/parser.yy, swiz_value
             self.fail("swizzle value must be 128, 64, or 32", n.span,

@@ -68,7 +68,7 @@ def lower_dma(lw: Lowerer, s: ast.Dma) -> None:
     src, sbase, ext = view_of(lw, s.src)
     op = DmaOp.COPY if s.op == "load" else DmaOp[s.op.upper()]
     desc = DmaDesc(op, src, is_async=s.is_async, zfill=s.zfill,
-                   text=f"tma.{s.op}" if s.tma else f"dma.{s.op}", tma=s.tma,
+                   text=f"tma.{s.op}" if s.tma else f"dma.{s.op}", tma=s.tma_transfer,
                    swizzle=s.swizzle or 0,
                    l2_hint=L2Hint[s.l2_hint.upper()] if s.l2_hint else L2Hint.NONE)
     desc.perm = list(s.perm)
@@ -93,7 +93,7 @@ def lower_dma(lw: Lowerer, s: ast.Dma) -> None:
             from .exprs import lower_as
             desc.pad_value = lower_as(lw, s.pad_value, sbase.dtype)
     collective = lw.kernel is not None and "local" not in storages
-    coll = lw.coll_site(desc.text, 0) if collective else -1
+    coll = lw.coll_site(desc.text, s.tma_unit) if collective else -1
     if s.target is not None:
         sym = s.sym if getattr(s, "declares", False) else s.target.sym
         desc.future = future_ref(lw, sym, s.target, getattr(s, "declares", False)).slot

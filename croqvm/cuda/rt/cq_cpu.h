@@ -730,7 +730,8 @@ CQ_DEV void cq_tma_load(void *dst, const void *src, unsigned bytes, cq_tma_bar *
   if ((uintptr_t)dst % 16 || (uintptr_t)src % 16)
     misuse(CQ_MISUSE_CP_ASYNC_ALIGN, -1, (long long)(uintptr_t)dst, (long long)(uintptr_t)src);
   long long off = smem_offset(dst);
-  if (off < 0 || (size_t)off + bytes > rt.blk->smem_bytes) misuse(CQ_MISUSE_CP_ASYNC_DST, -1, off);
+  if (off < 0 || (size_t)off + bytes > rt.blk->smem_bytes)
+    misuse(CQ_MISUSE_CP_ASYNC_DST, -1, off);
   memcpy(dst, src, bytes);
   b->tx -= bytes;
   tma_settle(b);

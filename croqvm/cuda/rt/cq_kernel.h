@@ -88,6 +88,17 @@ struct cq_future {
 
 CQ_DEV bool cq_future_pending(const cq_future &f) { return f.has_data && f.is_async && !f.waited; }
 
+/* Until the transfer future f holds has landed for this lane (§9.5.3): the lane's
+   cp.async copies, and a TMA bulk copy on its barrier (§9.7). */
+CQ_DEV void cq_future_land(const cq_future &f, int site) {
+  cq_cp_async_wait<0>();
+#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  if (f.tma && !f.waited) cq_tma_wait(f.tma, f.phase, site);
+#else
+  (void)f, (void)site;
+#endif
+}
+
 CQ_DEV long long cq_elements(const long long *ext, int rank) {
   long long n = 1;
   for (int k = 0; k < rank; k++) n *= ext[k];
@@ -398,8 +409,7 @@ template <int E> CQ_OUTLINED void cq_dma_move_async(const cq_dma &d, int part, i
   cq_cp_async_commit();
 }
 
-#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
-/* Whether a copy from global into shared memory can go as TMA bulk copies (§9.7): a
+/* Whether a copy from global into shared memory can go in 16-byte chunks (§9.7): a
    plain copy of a tile inside both buffers, filling its destination, whose rows are
    runs of whole 16-byte chunks at 16-byte aligned addresses on both sides. */
 CQ_OUTLINED bool cq_dma_bulk_ok(const cq_dma &d) {
@@ -417,6 +427,26 @@ CQ_OUTLINED bool cq_dma_bulk_ok(const cq_dma &d) {
          (unsigned long long)t.base % 16 == 0;
 }
 
+/* The share `part` of `parts` of the 16-byte chunks of a copy cq_dma_bulk_ok accepts, by
+   cp.async (sm_80's way to a TMA load): each chunk to its place in the destination,
+   swizzled or not; they land when the lane waits for its copies. */
+CQ_OUTLINED void cq_dma_chunks_async(const cq_dma &d, int part, int parts) {
+  const cq_view &s = d.src, &t = d.dst;
+  int last = s.rank - 1;
+  long long per_row = s.ext[last] * s.elem / 16, total = cq_elements(s.ext, last) * per_row;
+  for (long long n = part; n < total; n += parts) {
+    long long idx[CQ_MAX_RANK] = {0}, rest = n / per_row, c = n % per_row * 16;
+    for (int k = last - 1; k >= 0; k--) {
+      idx[k] = rest % s.ext[k];
+      rest /= s.ext[k];
+    }
+    long long so = cq_offset(s, idx) + c, to = cq_offset(t, idx) + c;
+    cq_cp_async<16>(t.base + cq_swizzle(t, to, d.swz_dst), s.base + so, 16);
+  }
+  cq_cp_async_commit();
+}
+
+#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
 /* Issues the bulk copies of a copy cq_dma_bulk_ok accepts: one thread, one arrival on
    `bar` expecting the tile's bytes, then one copy per row, or per 16-byte chunk when the
    destination is swizzled (the swizzle moves whole chunks). */

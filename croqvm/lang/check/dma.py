@@ -21,7 +21,7 @@ from .consteval import const_value
 from .decls import note_param_write
 from .typerules import convert, is_integer, is_unknown, mdspan_str, tname
 from .views import view_source
-from .walk import thread_dependence
+from .walk import thread_dependence, value_names
 
 
 @dataclass
@@ -73,11 +73,25 @@ def _check_tma(ck, s: ast.Dma, src: View, dst_storage: str):
                          f"one copies {src.storage} memory into {dst_storage} memory.",
                  hint="use 'tma.copy' for a store from shared to global memory, or "
                       "'dma.copy' for other directions")
-    elif s.tma and direction not in (("global", "shared"), ("shared", "global")):
+    elif direction not in (("global", "shared"), ("shared", "global")):
         ck.warning(s.span, f"'tma.copy' from {src.storage} to {dst_storage} memory is not "
                            f"a TMA transfer, which moves tiles between global and shared "
                            f"memory; it copies as 'dma.copy' does.")
-        s.tma = False
+    else:
+        s.tma_transfer = True
+        s.tma_unit = _tma_unit(s)
+
+
+_UNITS = {"group-4": 128, "group": 32}     # lanes per instance of a level (§11.2)
+
+
+def _tma_unit(s: ast.Dma) -> int:
+    """Who issues a TMA copy (Croqtile: tma.md, "follows operand dependence"): when its
+    operands use a 'group-4' or 'group' index, each instance of that level makes its
+    own copy (lanes per instance); otherwise the block makes one (0)."""
+    exprs = [s.src] + ([] if isinstance(s.dst, str) else [s.dst])
+    return max((_UNITS.get(n.sym.level, 0) for e in exprs for n in value_names(e)
+                if n.sym is not None and n.sym.plevel is not None), default=0)
 
 
 def _check_swizzle(ck, s: ast.Dma, src: View, dst_storage: str):
