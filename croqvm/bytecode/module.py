@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-FORMAT_VERSION = 3       # 3: MMA operations may run on the host, without a collective site
+FORMAT_VERSION = 4       # 4: opcodes, swizzles, TMA hints, kernel attributes, streams,
+                         # cooperative launches, inline assembly and C++ calls (LANGUAGE.md)
 
 
 # -- enumerations (the values are part of the format) --------------------------------------
