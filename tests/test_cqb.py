@@ -130,9 +130,9 @@ BAD_FILES = [
      "the payload is not valid msgpack"),
     ("extension type", file_with_payload(b"\xd4\x05\x00"), "extension type 5 is not allowed"),
     ("a map", file_with_payload(msgpack.packb({"sources": []})),
-     "module: expected a record of 4 fields (Module), got dict"),
+     "module: expected a record of 7 fields (Module), got dict"),
     ("short record", file_with_payload(msgpack.packb([[], [], []])),
-     "module: expected a record of 4 fields (Module), got a list of 3"),
+     "module: expected a record of 7 fields (Module), got a list of 3"),
     ("bad utf-8", file_with_payload(b"\xa2\xff\xfe"), "the payload is not valid msgpack"),
 ]
 
