@@ -12,9 +12,8 @@ what each holds):
   ``check``; then each of its functions runs with random inputs (``--random-inputs``,
   seed 0; signed integers made non-negative, since programs index with them) on the
   default engine and on cuda-cpu, and the two must agree (``croqvm diff``'s rules). A
-  symbolic
-  dimension takes its size from the file's host code where it calls the function with
-  arrays it builds (``host_shapes``), else ``--dim-default``.
+  symbolic dimension takes its size from the file's host code where it calls the
+  function with arrays it builds (``host_shapes``), else ``--dim-default``.
 - ``tools/co-mock/tests``: co-mock's own programs. Every function without parameters runs
   in file order on the default engine, and the printed text must satisfy the file's
   ``// CHECK`` lines (a small FileCheck: CHECK, -NEXT, -SAME, -NOT, -DAG, -LABEL, -EMPTY,
