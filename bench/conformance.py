@@ -10,10 +10,10 @@ what each holds):
   *negative* when a ``RUN:`` line starts with ``not`` or its CHECK lines expect an
   ``error``: croqvm must reject it (``check`` fails). Every other program must pass
   ``check``; then each of its functions runs with random inputs (``--random-inputs``,
-  seed 0) on the default engine
-  and on cuda-cpu, and the two must agree (``croqvm diff``'s rules). A symbolic
-  dimension takes its size from the file's host code where it calls the function with
-  arrays it builds (``host_shapes``), else ``--dim-default``.
+  seed 0; signed integers made non-negative, since programs index with them) on the
+  default engine and on cuda-cpu, and the two must agree (``croqvm diff``'s rules). A
+  symbolic dimension takes its size from the file's host code where it calls the
+  function with arrays it builds (``host_shapes``), else ``--dim-default``.
 - ``tools/co-mock/tests``: co-mock's own programs. Every function without parameters runs
   in file order on the default engine, and the printed text must satisfy the file's
   ``// CHECK`` lines (a small FileCheck: CHECK, -NEXT, -SAME, -NOT, -DAG, -LABEL, -EMPTY,
@@ -231,6 +231,17 @@ def _first_error(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else "(no message)"
 
 
+def _non_negative(arg):
+    """Signed integer inputs made non-negative: the test programs index with them (the
+    compiler's own runs fill index arrays with valid indices)."""
+    import numpy as np
+    if isinstance(arg, np.ndarray) and arg.dtype.kind == "i":
+        return np.abs(arg)
+    if isinstance(arg, int) and not isinstance(arg, bool):
+        return abs(arg)
+    return arg
+
+
 def run_one(path: str, folder: str, cuda: bool, dim_default: int) -> dict:
     """Everything this runner asks of one program, as a JSON-ready record."""
     import numpy as np
@@ -276,6 +287,7 @@ def run_one(path: str, folder: str, cuda: bool, dim_default: int) -> dict:
             runs = False
             rec["cause"] = rec["cause"] or f"run: {fn.name}: {err}"
             continue
+        args = [_non_negative(a) for a in args]
         ref = run_once(program, fn.name, args, dims, {})
         printed.append(ref.output)
         if ref.error is not None:

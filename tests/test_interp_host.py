@@ -282,7 +282,7 @@ def test_unknown_function_and_bad_step_limit():
     assert str(e.value) == "no function named 'g' in this module."
     with pytest.raises(ArgumentError) as e:
         run(racy_kernel(), max_steps=0)
-    assert str(e.value) == "the step limit must be a positive integer, not 0."
+    assert str(e.value) == "the step limit must be an integer from 1 to 2^63 - 1, not 0."
 
 
 def test_buffer_array_subscript_out_of_range():
