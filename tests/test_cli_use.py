@@ -630,7 +630,8 @@ def test_undefined_macros_suggest_a_define_without_follow_on_errors(work):
      "a 'while' loop over a 'mutable int'"),
     ("s32 [4] a;\n  a.chunkt(2) = 1;", "3:4: error: syntax error: unknown member '.chunkt'; "
                                        "croqvm knows '.at', '.chunkat', '.subspan', '.view', "
-                                       "'.span' or '.data'.", "did you mean 'chunkat'?"),
+                                       "'.span', '.data', '.span_as' or '.sqz'.",
+     "did you mean 'chunkat'?"),
     ("s32 [4, 4] a;\n  println(a);", "3:11: error: can not print a value of type "
                                      "'s32 [4, 4]'.",
      "print the elements one by one: 'foreach {i, j} in [...] println(a.at(i, j));'"),

@@ -408,7 +408,7 @@ MALFORMED = [
     ("two functions of one name", B.squares, lambda m: m.functions.append(B.squares().functions[0]),
      "function 'squares': a second function of this name"),
     ("format version", B.squares, lambda m: setattr(m, "version", 1),
-     "module: format version 1, expected 3"),
+     "module: format version 1, expected 4"),
 ]
 
 
