@@ -17,9 +17,9 @@ what each holds):
 - ``tools/co-mock/tests``: co-mock's own programs. Every function without parameters runs
   in file order on the default engine, and the printed text must satisfy the file's
   ``// CHECK`` lines (a small FileCheck: CHECK, -NEXT, -SAME, -NOT, -DAG, -LABEL, -EMPTY,
-  ``{{regex}}``). Programs run with a debugger script (``-s`` in their RUN line) are
-  listed apart: they need ``croqvm debug``. With cuda-cpu, the same functions must also
-  print the same lines there.
+  ``{{regex}}``). With cuda-cpu, the same functions must also print the same lines there.
+  Programs run with a debugger script (``-s`` in their RUN line) run that script through
+  ``croqvm debug --script``, the transcript against the CHECK lines.
 
 Each program runs in a process of its own (``--one``) under a time limit, so a crash or a
 hang is a result, not the end of the run. The table per folder and the failures grouped
@@ -242,6 +242,40 @@ def _non_negative(arg):
     return arg
 
 
+def debugger_script(text: str) -> str | None:
+    """The script a co-mock RUN line writes with ``printf '...'`` or ``echo "..."`` before
+    running ``co-mock -s``, as text; None when the line writes it otherwise."""
+    for run in _comment_lines(text, "RUN"):
+        m = re.search(r"printf\s+'([^']*)'|echo\s+\"([^\"]*)\"", run)
+        if m:
+            return m.group(2) + "\n" if m.group(1) is None else \
+                m.group(1).encode().decode("unicode_escape")
+    return None
+
+
+def _run_debugger(path: str, text: str, rec: dict) -> dict:
+    """A co-mock debugger test: its script through ``croqvm debug --script``, the
+    transcript against the CHECK lines."""
+    import tempfile
+    script = debugger_script(text)
+    if script is None:
+        rec["cause"] = "debugger: the RUN line's script is not written by printf or echo"
+        return rec
+    with tempfile.NamedTemporaryFile("w", suffix=".script", delete=False) as f:
+        f.write(script)
+    try:
+        done = subprocess.run([sys.executable, "-m", "croqvm", "debug", path, "--script",
+                               f.name], capture_output=True, text=True, timeout=120)
+    finally:
+        os.unlink(f.name)
+    rec["stage"]["check"] = rec["stage"]["run"] = done.returncode == 0
+    failed = filecheck(check_lines(text), done.stdout + done.stderr)
+    rec["stage"]["output"] = done.returncode == 0 and failed is None
+    if not rec["stage"]["output"]:
+        rec["cause"] = "debugger: " + (failed or _first_error(done.stderr))
+    return rec
+
+
 def run_one(path: str, folder: str, cuda: bool, dim_default: int) -> dict:
     """Everything this runner asks of one program, as a JSON-ready record."""
     import numpy as np
@@ -254,8 +288,7 @@ def run_one(path: str, folder: str, cuda: bool, dim_default: int) -> dict:
     kind = classify(folder, text)
     rec = {"file": path, "folder": folder, "kind": kind, "stage": {}, "cause": None}
     if kind == "debugger":
-        rec["cause"] = "needs croqvm debug (a debugger script)"
-        return rec
+        return _run_debugger(path, text, rec)
     _, diags, _ = croqvm.check(text, path)
     errors = [d for d in diags if d.is_error]
     rec["stage"]["check"] = not errors
@@ -345,6 +378,10 @@ def report(records: list[dict], cuda: bool) -> str:
             n = sum(1 for r in valid if r["stage"].get(col))
             pct = 100.0 * n / len(valid) if valid else 0.0
             out.append(f"  {col:<8} {n:>4} / {len(valid):<4} {pct:5.1f}%")
+        dbg = [r for r in recs if r["kind"] == "debugger"]
+        if dbg:
+            n = sum(1 for r in dbg if r["stage"].get("output"))
+            out.append(f"  {'debugger':<8} {n:>4} / {len(dbg):<4} (scripts, croqvm debug)")
         neg = [r for r in recs if r["kind"] == "negative"]
         if neg:
             n = sum(1 for r in neg if not r["stage"].get("check"))

@@ -68,3 +68,13 @@ def test_symbolic_dimensions_take_the_sizes_of_the_host_codes_first_call():
     calls = conformance.host_shapes(HOST)
     assert calls["scale"] == [(2, 3)]
     assert calls["other"] == [(8, 256)]      # the latest array of that name before the call
+
+
+@pytest.mark.parametrize("run, script", [
+    ("// RUN: printf 's\\ninfo mem\\nc\\n' > %t.script && co-mock -s %t.script %s",
+     "s\ninfo mem\nc\n"),
+    ('// RUN: echo "c" > %t.script && co-mock -s %t.script %s', "c\n"),
+    ("// RUN: co-mock -s script.txt %s", None),
+])
+def test_a_debugger_tests_script_is_read_from_its_run_line(run, script):
+    assert conformance.debugger_script(run) == script
