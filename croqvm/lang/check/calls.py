@@ -22,7 +22,7 @@ from croqvm.lang.types import Bounded, Buffer, Scalar, Type
 from .consteval import const_value
 from .context import UNKNOWN, ordinal
 from .typerules import convert, is_unknown, resolve_type, tname
-from .walk import child_stmts
+from .walk import child_stmts, nodes_under
 
 # Statements a ``__co_device__`` function can not contain, with the word that names them.
 _NOT_IN_DEVICE = {
@@ -257,19 +257,8 @@ def check_recursion(program: ast.Program, sink) -> None:
 
 def _calls_in(node):
     """The checked ``call``s in ``node`` (statements and expressions, any depth)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ast.DeviceCall) and isinstance(n.callee, ast.Function):
-            yield n
-        if not dataclasses.is_dataclass(n):
-            continue
-        for f in dataclasses.fields(n):
-            value = getattr(n, f.name)
-            if isinstance(value, ast.Node):
-                stack.append(value)
-            elif isinstance(value, list):
-                stack.extend(v for v in value if isinstance(v, ast.Node))
+    return (n for n in nodes_under(node)
+            if isinstance(n, ast.DeviceCall) and isinstance(n.callee, ast.Function))
 
 
 def check_call_placement(fn: ast.Function, sink) -> None:

@@ -17,8 +17,6 @@ lowering visits only the elements the lane holds. ``copy``, ``reduce_*`` and
 """
 from __future__ import annotations
 
-import dataclasses
-
 from croqvm.lang import ast
 from croqvm.lang.parse_stmt import FRAG_OPS
 from croqvm.lang.types import Buffer, Fragment, Future, shape_str
@@ -29,6 +27,7 @@ from .loops import check_foreach
 from .mma import _unit_kind, _use
 from .typerules import is_unknown, tname
 from .views import fragment_source, root_name
+from .walk import nodes_under
 
 APPLY_HINT = "write 'apply {i, j} in x.span', where x is a frag, a buffer or an MMA accumulator"
 REPLICATED_HINT = ("accumulate it row by row in an 'apply {i, j} in acc.span' over an MMA "
@@ -65,19 +64,7 @@ def check_apply(ck, s: ast.Apply):
 
 def _element_accesses(node):
     """Every ``x.at(...)`` in the statements and expressions under ``node``."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ast.ElemAccess):
-            yield n
-        if not dataclasses.is_dataclass(n):
-            continue
-        for f in dataclasses.fields(n):
-            value = getattr(n, f.name)
-            if isinstance(value, ast.Node):
-                stack.append(value)
-            elif isinstance(value, list):
-                stack.extend(v for v in value if isinstance(v, ast.Node))
+    return (n for n in nodes_under(node) if isinstance(n, ast.ElemAccess))
 
 
 def _check_reach(ck, w: ast.Within, bound: ast.SpanOf, body) -> None:

@@ -28,6 +28,23 @@ def nested_parallels(s: ast.Stmt):
             yield from nested_parallels(child)
 
 
+def nodes_under(node):
+    """Every AST node under ``node`` (itself included): statements and expressions, at
+    any depth, parents before their children."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if not dataclasses.is_dataclass(n):
+            continue
+        for f in dataclasses.fields(n):
+            value = getattr(n, f.name)
+            if isinstance(value, ast.Node):
+                stack.append(value)
+            elif isinstance(value, list):
+                stack.extend(v for v in value if isinstance(v, ast.Node))
+
+
 def value_names(node):
     """Every ``ast.Name`` whose value an expression reads. The bound ``#x`` reads no value
     of ``x`` (it is fixed per launch), so names under ``ast.Extent`` are left out."""
