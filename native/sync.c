@@ -175,6 +175,20 @@ static int check_converged(cq_warp *w, const cq_ins *ins, int coll, const cq_lan
     return CQ_ST_FAULT;
 }
 
+/* NOT_A_PARTICIPANT for the lowest active lane of ``w`` outside ``inset``, the lanes of
+ * collective site ``coll``. */
+static int outsiders(cq_warp *w, const cq_ins *ins, int coll, const cq_lanes *inset)
+{
+    uint32_t outside = w->act & ~inset->w[w->index];
+    if (!outside)
+        return CQ_ST_OK;
+    int lane = w->base + cq_low(outside);
+    cq_record *f = cq_fault_new(w->blk, ins, CQ_FAULT_NOT_A_PARTICIPANT, lane);
+    cq_put(f, lane);
+    cq_put(f, coll);
+    return CQ_ST_FAULT;
+}
+
 /* The active lanes of ``w`` reach collective site ``coll``; the warp blocks until every
  * rendezvous its lanes joined is complete. */
 int cq_arrive(cq_warp *w, const cq_ins *ins, int coll, int whole_unit)
@@ -182,14 +196,8 @@ int cq_arrive(cq_warp *w, const cq_ins *ins, int coll, int whole_unit)
     cq_block *blk = w->blk;
     const cq_coll *site = &blk->code->coll[coll];
     const cq_lanes *inset = &blk->lanesets[site->laneset];
-    uint32_t outside = w->act & ~inset->w[w->index];
-    if (outside) {
-        int lane = w->base + cq_low(outside);
-        cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_NOT_A_PARTICIPANT, lane);
-        cq_put(f, lane);
-        cq_put(f, coll);
+    if (outsiders(w, ins, coll, inset) != CQ_ST_OK)
         return CQ_ST_FAULT;
-    }
     int64_t *counts = w->counts + (size_t)blk->code->coll_slot[w->ip] * CQ_WARP;
     for (uint32_t m = w->act; m; m &= m - 1)
         counts[cq_low(m)]++;
@@ -629,26 +637,19 @@ static int warp_uniform(cq_warp *w, const cq_ins *ins, int r, int label, int32_t
     return CQ_ST_OK;
 }
 
-/* BAR_SYNC and BAR_ARRIVE: the warp, with every live lane of its collective set active,
- * arrives for its 32 threads at barrier R[a] with count R[b]; the arrival that reaches
- * the count completes the phase; BAR_SYNC then waits for its phase. */
 /* The active lanes of ``w`` arrive at a statement of site ``coll`` as a whole warp: each
  * a participant, no live participant of the warp missing (§7.4.4). */
 static int arrive_converged(cq_warp *w, const cq_ins *ins, int coll)
 {
-    cq_block *blk = w->blk;
-    const cq_lanes *inset = &blk->lanesets[blk->code->coll[coll].laneset];
-    uint32_t outside = w->act & ~inset->w[w->index];
-    if (outside) {
-        int lane = w->base + cq_low(outside);
-        cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_NOT_A_PARTICIPANT, lane);
-        cq_put(f, lane);
-        cq_put(f, coll);
+    const cq_lanes *inset = &w->blk->lanesets[w->blk->code->coll[coll].laneset];
+    if (outsiders(w, ins, coll, inset) != CQ_ST_OK)
         return CQ_ST_FAULT;
-    }
     return check_converged(w, ins, coll, inset, 0, 0, 0);
 }
 
+/* BAR_SYNC and BAR_ARRIVE: the warp, with every live lane of its collective set active,
+ * arrives for its 32 threads at barrier R[a] with count R[b]; the arrival that reaches
+ * the count completes the phase; BAR_SYNC then waits for its phase. */
 int cq_op_named_barrier(cq_warp *w, const cq_ins *ins)
 {
     cq_block *blk = w->blk;
