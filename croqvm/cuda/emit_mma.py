@@ -403,13 +403,19 @@ def op_mma_store(k, ins, ip):
                     guard)
 
 
-def op_mma_async(k, ins, ip):
-    """One more asynchronous MMA pending on the accumulator copy (§11.5)."""
-    _, m, c = ins[:3]
+def _pending_flag(k, ins, m):
+    """(flag, lanes) of accumulator ``m``'s copy, whose pending count async MMAs keep."""
     if _dynamic(k, m):
         raise k.unsupported("an asynchronous MMA on a fragment whose shape is known only "
                             "at run time", ins)
     _, flag, lo_hi = frag_ref(k, m)
+    return flag, lo_hi
+
+
+def op_mma_async(k, ins, ip):
+    """One more asynchronous MMA pending on the accumulator copy (§11.5)."""
+    _, m, c = ins[:3]
+    flag, lo_hi = _pending_flag(k, ins, m)
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, _):
         k.line(f"if ({part} == 0) {flag} += 2;", ins)
 
@@ -419,10 +425,7 @@ def op_mma_wait(k, ins, ip):
     it; MMA_NOT_PENDING when it had nothing before. Every participant decides before the
     lane of rank 0 updates (a rendezvous between), as for MMA_PENDING."""
     _, m, c = ins[:3]
-    if _dynamic(k, m):
-        raise k.unsupported("an asynchronous MMA on a fragment whose shape is known only "
-                            "at run time", ins)
-    _, flag, lo_hi = frag_ref(k, m)
+    flag, lo_hi = _pending_flag(k, ins, m)
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, _):
         n = k.wait_site_for(ins, ip) if c >= 0 else None
         if n is not None:

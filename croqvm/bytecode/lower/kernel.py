@@ -252,25 +252,28 @@ def _cluster_extents(lw: Lowerer, lv: ast.PLevel, grid: list[int]) -> list[int]:
     return cluster
 
 
-def _bind_cluster_level(lw: Lowerer, st: KernelState, lv: ast.PLevel,
-                        cluster: list[int]) -> None:
+def _bind_extents(lw: Lowerer, st: KernelState, lv: ast.PLevel, host_regs: list[int],
+                  named: list) -> list:
+    """Each extent of a grid level (its host register) as a kernel scalar; the named
+    dimensions' (symbol, dimension, register) go to ``named``. Returns the level's
+    symbols."""
     syms = list(lv.syms or [])
-    for d, host_reg in enumerate(cluster):
+    for d, host_reg in enumerate(host_regs):
         name = lv.names[d] if d < len(lv.names) else ""
         extent = lw.b.reg(dtypes.S32, f"#{name}" if name else "")
         st.scalars.append((extent, host_reg))
         if d < len(lv.names):
-            st.cluster_syms.append((syms[d], d, extent))
+            named.append((syms[d], d, extent))
+    return syms
+
+
+def _bind_cluster_level(lw: Lowerer, st: KernelState, lv: ast.PLevel,
+                        cluster: list[int]) -> None:
+    _bind_extents(lw, st, lv, cluster, st.cluster_syms)
 
 
 def _bind_block_level(lw: Lowerer, st: KernelState, lv: ast.PLevel, grid: list[int]) -> None:
-    syms = list(lv.syms or [])
-    for d, host_reg in enumerate(grid):
-        name = lv.names[d] if d < len(lv.names) else ""
-        bound = lw.b.reg(dtypes.S32, f"#{name}" if name else "")
-        st.scalars.append((bound, host_reg))
-        if d < len(lv.names):
-            st.block_syms.append((syms[d], d, bound))
+    syms = _bind_extents(lw, st, lv, grid, st.block_syms)
     if len(syms) > len(lv.names):
         st.block_tuple = syms[-1]
     emit_block_vars(lw, st)
