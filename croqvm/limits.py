@@ -12,6 +12,8 @@ MAX_BLOCK_SIZE = 1024              # lanes per block (LANGUAGE.md §6.3.6)
 TOO_MANY_THREADS = ("Total physical threads per block (thread x group x group-4 dims) must "
                     f"not exceed {MAX_BLOCK_SIZE}.")
 MAX_SHARED_BYTES = 228 * 1024      # shared memory per block: the largest configurable (sm_90)
+LAUNCH_SHARED_BYTES = 227 * 1024   # what a launch can opt in to of it (an H100's or H200's
+                                   # MAX_SHARED_MEMORY_PER_BLOCK_OPTIN; 1 KiB stays reserved)
 EVENT_SLOT_BYTES = 8               # shared memory of one event slot: one mbarrier
 MAX_REGISTERS = 65536              # registers declared by one host program or kernel
 

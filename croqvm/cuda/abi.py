@@ -37,6 +37,7 @@ class Misuse(enum.IntEnum):
     WGMMA_FENCE = 14
     WGMMA_DESC = 15
     WGMMA_PENDING = 16
+    SMEM_OVERRUN = 17
 
 
 class WaitKind(enum.IntEnum):

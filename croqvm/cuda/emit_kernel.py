@@ -392,7 +392,9 @@ class KernelEmitter:
             self.line(f"unsigned ew{e}[{ev.slots}] = {{}};")
         for site in self.off_once:
             self.line(f"unsigned on{site} = 0;")
-        self.line("for (int i = lane; i < " f"{self.smem_bytes // 4}; i += nlanes) "
+        # the static part only: the pool may be cut to what the launch has, and
+        # cq_dyn_alloc fills what it hands out
+        self.line("for (int i = lane; i < " f"{self.static_bytes // 4}; i += nlanes) "
                   "((unsigned *)smem)[i] = 0u;")
         self.line(f"cq_sync_block({RUNTIME_SITE});")
         self.in_laneset = True

@@ -24,7 +24,7 @@ import numpy as np
 from .. import dtypes, messages, report
 from ..errors import ArgumentError, DeviceError, InternalError, KernelFault
 from ..faults import FaultRecord
-from ..limits import WARP_SIZE
+from ..limits import LAUNCH_SHARED_BYTES, WARP_SIZE
 from ..messages import print_text
 from ..numerics import convert
 from . import abi
@@ -125,13 +125,15 @@ class Device:
             x = convert(np.asarray([v]), ht, t, np.ones(1, bool))[0]
             params.append((_param_kind(t), x.item()))
         if self.kind == "cuda-cpu":
-            outcome = loaded.launch(info.cname, grid, size, info.smem_bytes, params,
+            outcome = loaded.launch(info.cname, grid, size,
+                                    _launch_smem(info, LAUNCH_SHARED_BYTES), params,
                                     info.stack_bytes, _step_limit(call))
             records = loaded.printed()
         else:
             outcome, records = loaded.launch_printing(info.cname, grid, size,
-                                                      self._gpu_smem(loaded, info), params,
-                                                      PRINT_WORDS, _step_limit(call))
+                                                      _launch_smem(info,
+                                                                   loaded.backend.max_smem()),
+                                                      params, PRINT_WORDS, _step_limit(call))
         self._print(call, gen, records)
         if outcome is None:
             return
@@ -142,16 +144,6 @@ class Device:
             raise deadlock_report(call, index, grid, gen, info, code, outcome,
                                   stuck_collective(call, gen, info, code, outcome))
         raise self._fault(call, index, grid, gen, outcome, _refs(call, launch, bound))
-
-    @staticmethod
-    def _gpu_smem(loaded, info) -> int:
-        """The shared memory of a launch on this GPU: what the kernel lays out, its pool
-        for run-time extents cut to what the GPU has (allocations beyond it fault)."""
-        most = loaded.backend.max_smem()
-        if info.static_bytes > most:
-            raise DeviceError(f"kernel '{info.cname}' needs {info.static_bytes} bytes of "
-                              f"shared memory; this GPU has {most} per block")
-        return min(info.smem_bytes, most)
 
     def _fault(self, call, index, grid, gen, f: abi.DeviceFault, refs) -> Exception:
         block = tuple(int(x) for x in np.unravel_index(f.block, tuple(grid)))
@@ -182,6 +174,16 @@ class Device:
             from .emit_kernel import bits_value
             vals = [bits_value(v, t) for v, t in zip(values, types)]
             call.out.write(print_text(code, fmt, vals) + ("\n" if fmt.newline else ""))
+
+
+def _launch_smem(info, most: int) -> int:
+    """The shared memory a launch gets where a block can have at most ``most`` bytes:
+    what the kernel lays out, its pool for run-time extents cut to ``most`` (allocations
+    beyond it fault). cuda-cpu takes an H100's figure, so it gives what a GPU gives."""
+    if info.static_bytes > most:
+        raise DeviceError(f"kernel '{info.cname}' needs {info.static_bytes} bytes of "
+                          f"shared memory; a block has at most {most}")
+    return min(info.smem_bytes, most)
 
 
 def _step_limit(call) -> int:

@@ -37,7 +37,8 @@
                                "accumulator was last waited for")                       \
   X(CQ_MISUSE_WGMMA_DESC, 15, "wgmma matrix descriptor with swizzling or a matrix "      \
                               "outside the block's shared memory")                      \
-  X(CQ_MISUSE_WGMMA_PENDING, 16, "thread exited with wgmma results never waited for")
+  X(CQ_MISUSE_WGMMA_PENDING, 16, "thread exited with wgmma results never waited for")   \
+  X(CQ_MISUSE_SMEM_OVERRUN, 17, "a write past the end of the launch's shared memory")
 
 /* What a thread of a deadlocked block (CPU runtime) waits for. */
 #define CQ_WAIT_KINDS(X)                                                                \

@@ -76,8 +76,8 @@ unsigned long long cq_step_limit = ~0ull;
 namespace cq {
 
 enum { WARP = 32, MAX_WARPS = CQ_MAX_BLOCK / WARP, NAMED_BARRIERS = 16,
-       DEFAULT_STACK = 64 * 1024, POISON = 0xFF, SMEM_FILL = 0xA5, WARPGROUP = 128,
-       MAX_WARPGROUPS = CQ_MAX_BLOCK / WARPGROUP, MAX_WGMMA_ND = 32 };
+       DEFAULT_STACK = 64 * 1024, POISON = 0xFF, SMEM_FILL = 0xA5, SMEM_GUARD = 4096,
+       WARPGROUP = 128, MAX_WARPGROUPS = CQ_MAX_BLOCK / WARPGROUP, MAX_WGMMA_ND = 32 };
 
 /* A wgmma a thread issued whose results have not landed: its accumulator registers,
    the values they will hold, and the commit group (the thread's count of commits when
@@ -340,6 +340,26 @@ static int run_block() {
   return cq_fault_record.key == CQ_NO_FAULT ? CQ_OK : CQ_FAULTED;
 }
 
+static bool overran(const unsigned char *guard, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (guard[i] != SMEM_FILL) return true;
+  return false;
+}
+
+/* The guard after the block's shared memory was written: a misuse of the block's first
+   thread, the launch ends. */
+static int smem_overrun() {
+  const long long args[3] = {CQ_MISUSE_SMEM_OVERRUN, (long long)rt.blk->smem_bytes, 0};
+  unsigned long long key = (unsigned long long)rt.blk->linear << 32;
+  if (key < cq_fault_record.key) {
+    cq_fault_record.key = key;
+    cq_fault_record.kind = CQ_FAULT_MISUSE;
+    cq_fault_record.site = -1;
+    for (int i = 0; i < 16; i++) cq_fault_record.args[i] = i < 3 ? args[i] : 0;
+  }
+  return CQ_FAULTED;
+}
+
 static int reserve_stacks(unsigned n, size_t size) {
   if (size != rt.stack_size) {
     for (unsigned i = 0; i < rt.nstacks; i++) cq_fiber_stack_free(&rt.threads[i].ctx);
@@ -373,7 +393,9 @@ extern "C" int cq_cpu_launch(void (*entry)(void **), void **args, const cq_launc
   if (reserve_stacks(cfg->block, stack) != 0) return CQ_ERR_NOMEM;
   block_state *b = (block_state *)calloc(1, sizeof(block_state));
   size_t smem_alloc = ((size_t)cfg->smem_bytes + 127) / 128 * 128;
-  unsigned char *smem = (unsigned char *)aligned_alloc(128, smem_alloc ? smem_alloc : 128);
+  /* A guard after the launch's shared memory: on a GPU a write past it is an illegal
+     address, here it would go unseen. */
+  unsigned char *smem = (unsigned char *)aligned_alloc(128, smem_alloc + SMEM_GUARD);
   if (!b || !smem) {
     free(b);
     free(smem);
@@ -397,8 +419,11 @@ extern "C" int cq_cpu_launch(void (*entry)(void **), void **args, const cq_launc
         for (unsigned w = 0; w * WARP < cfg->block; w++) b->warp_live[w] = warp_size_of(w);
         b->smem = smem;
         b->smem_bytes = (size_t)cfg->smem_bytes;
-        memset(smem, SMEM_FILL, smem_alloc);   /* CUDA shared memory starts undefined */
+        memset(smem, SMEM_FILL, smem_alloc + SMEM_GUARD);   /* CUDA's starts undefined */
         status = run_block();
+        if (status != CQ_DEADLOCKED && overran(smem + cfg->smem_bytes,
+                                               smem_alloc + SMEM_GUARD - cfg->smem_bytes))
+          status = smem_overrun();
       }
   rt.blk = NULL;
   if (status == CQ_DEADLOCKED) {

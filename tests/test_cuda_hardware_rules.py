@@ -1,0 +1,39 @@
+"""What a GPU does to generated code that an unconstrained CPU run would hide: each case
+is a bug of the CUDA path that only hardware shows, made visible on cuda-cpu (which now
+launches and leaves as a GPU does) or, where the CPU cannot show it, checked on the
+emitted code. bench/gpu_check.sh runs the same programs on a GPU."""
+import numpy as np
+import pytest
+
+import croqvm
+from croqvm.cuda.emit import emit
+from croqvm.limits import LAUNCH_SHARED_BYTES
+
+# A block-local buffer of a run-time size lives in the kernel's pool: the launch gets what
+# the GPU has (LAUNCH_SHARED_BYTES), not the pool the engines' limit would allow.
+SIZED_SHARED = """
+__co__ void sized(global f32 [N] x) {
+  parallel b by 2 : block, t by 32 : thread {
+    shared f32 [N] s;
+    s.at(t) = 1.0f;
+    x.at(t) = s.at(t);
+  }
+}
+"""
+
+
+def test_a_pooled_launch_gets_the_shared_memory_a_gpu_gives_and_stays_inside_it():
+    prog = croqvm.compile(SIZED_SHARED)
+    (kernel,) = emit(prog.module).kernels.values()
+    assert kernel.smem_bytes > LAUNCH_SHARED_BYTES    # layout plus the engines' pool
+    x = np.zeros(32, np.float32)
+    prog.run("sized", x, device="cuda-cpu")           # a write past the launch's end faults
+    np.testing.assert_array_equal(x, np.ones(32, np.float32))
+
+
+def test_the_prologue_clears_only_the_static_shared_memory():
+    generated = emit(croqvm.compile(SIZED_SHARED).module)
+    (kernel,) = generated.kernels.values()
+    text = generated.text
+    assert f"i < {kernel.static_bytes // 4}; i += nlanes" in text
+    assert f"i < {kernel.smem_bytes // 4};" not in text
