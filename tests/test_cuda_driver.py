@@ -81,6 +81,18 @@ class FakeBackend:
     def set_max_smem(self, fn, nbytes):
         self.smem = nbytes
 
+    regs = 32                  # registers per thread nvcc gave every kernel
+
+    def function_attribute(self, fn, name):
+        return {"NUM_REGS": self.regs,
+                "MAX_THREADS_PER_BLOCK": min(1024, 65536 // self.regs // 32 * 32)}[name]
+
+    def total_memory(self):
+        return 80 << 30
+
+    def set_heap(self, nbytes):
+        self.heap = nbytes
+
     def launch(self, fn, grid, block, smem, params):
         self.kernel(self, params)
 
@@ -111,3 +123,56 @@ def test_launch_reads_the_fault_record_and_opts_in_to_large_shared_memory():
     got = driver.GpuModule(backend, b"image").launch("k", (4,), 64, 64 * 1024)
     assert got == abi.DeviceFault(abi.FaultKind.CHECK, 4, 3, 17, (99,) + (0,) * 15)
     assert backend.smem == 64 * 1024
+
+
+def test_a_block_too_large_for_the_kernels_registers_is_refused_before_launch():
+    backend = FakeBackend(lambda dev, params: pytest.fail("launched"))
+    backend.regs = 214
+    with pytest.raises(errors.DeviceError, match=r"kernel 'k' can not launch 512 threads per "
+                                                 r"block: it uses 214 registers per thread, "
+                                                 r"so this GPU runs at most 288 threads"):
+        driver.GpuModule(backend, b"image").launch("k", (1,), 512)
+
+
+def test_the_device_heap_is_sized_once_before_the_first_allocating_launch(monkeypatch):
+    monkeypatch.setattr(driver, "_heap_reserved", False)
+    backend = FakeBackend(lambda dev, params: None)
+    module = driver.GpuModule(backend, b"image")
+    module.reserve_heap()
+    assert backend.heap == 20 << 30          # a quarter of the GPU, not CUDA's 8 MiB
+    backend.heap = None
+    module.reserve_heap()                    # CUDA refuses a later change
+    assert backend.heap is None
+
+
+def test_pycuda_pops_its_context_at_exit(monkeypatch):
+    """PyCUDA aborts the process at exit while its context stack is not empty, and the
+    GPU probe would then report no GPU."""
+    import sys
+    import types
+    calls, exits = [], []
+
+    class Context:
+        def push(self):
+            calls.append("push")
+
+        def pop(self):
+            calls.append("pop")
+
+    class Device:
+        def __init__(self, n):
+            pass
+
+        count = staticmethod(lambda: 1)
+        retain_primary_context = lambda self: Context()      # noqa: E731
+
+    drv = types.SimpleNamespace(init=lambda: None, Device=Device, Error=RuntimeError)
+    tools = types.SimpleNamespace(clear_context_caches=lambda: calls.append("clear"))
+    monkeypatch.setitem(sys.modules, "pycuda", types.SimpleNamespace(driver=drv, tools=tools))
+    monkeypatch.setitem(sys.modules, "pycuda.driver", drv)
+    monkeypatch.setitem(sys.modules, "pycuda.tools", tools)
+    monkeypatch.setattr(driver.atexit, "register", exits.append)
+    driver.PyCudaBackend()
+    assert calls == ["push"] and len(exits) == 1
+    exits[0]()
+    assert calls == ["push", "pop", "clear"]

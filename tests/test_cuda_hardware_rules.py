@@ -37,3 +37,37 @@ def test_the_prologue_clears_only_the_static_shared_memory():
     text = generated.text
     assert f"i < {kernel.static_bytes // 4}; i += nlanes" in text
     assert f"i < {kernel.smem_bytes // 4};" not in text
+
+
+@pytest.mark.parametrize("src, bounds", [
+    ("parallel p by 2 : block { parallel t by 512 : thread { x.at(t) = 1.0f; } }", "512"),
+    ("parallel p by 2 : block { parallel t by N : thread { x.at(t) = 1.0f; } }", "1024"),
+])
+def test_every_kernel_caps_its_registers_for_its_block(src, bounds):
+    """Without launch bounds nvcc gave the double-buffer matmul 214 registers per thread:
+    a block of 512 lanes then needs more than an SM's 65,536 and cannot launch."""
+    prog = croqvm.compile(f"__co__ void f(global f32 [N] x) {{ {src} }}")
+    assert f"CQ_KERNEL CQ_LAUNCH_BOUNDS({bounds}) void" in emit(prog.module).text
+
+
+def test_a_leaving_lane_is_out_of_the_live_mask_before_it_drops_out_of_collectives():
+    """Its drop can complete a rendezvous; the lanes released then share the work among
+    the live lanes (cuda-cpu runs a leave at once and cannot show the difference)."""
+    prog = croqvm.compile("""
+__co__ void yc(global f32 [N] x, global f32 [N] y) {
+  parallel b by 1 : block, t by 256 : thread {
+    shared f32 [N] s;
+    inthreads.async (t < 128) {
+      if (t >= 96)
+        yield;
+      dma.copy x => s;
+      y.at(t) = s.at(t) + s.at(t + 128);
+    }
+  }
+}""")
+    text = emit(prog.module).text
+    leave = text[text.index("auto cq_leave = [&]() {"):]
+    leave = leave[:leave.index("};")]
+    assert "cq_mbar_arrive_drop" in leave
+    assert leave.index("cq_mask_remove(cq_live, lane);") < \
+        leave.index("cq_fence_block();") < leave.index("cq_mbar_arrive_drop")

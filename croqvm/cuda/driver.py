@@ -17,6 +17,7 @@ instead of trapping.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import json
@@ -38,7 +39,9 @@ DEFAULT_WATCHDOG_S = 60
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
+CU_FUNC_ATTRIBUTES = {"MAX_THREADS_PER_BLOCK": 0, "NUM_REGS": 4}
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+CU_LIMIT_MALLOC_HEAP_SIZE = 2
 STATIC_SMEM_LIMIT = 48 * 1024      # above this a kernel must opt in to dynamic shared memory
 
 
@@ -130,6 +133,19 @@ class DriverBackend:
         self._call("cuFuncSetAttribute", fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                    ctypes.c_int(nbytes))
 
+    def function_attribute(self, fn, name: str) -> int:
+        v = ctypes.c_int()
+        self._call("cuFuncGetAttribute", ctypes.byref(v), CU_FUNC_ATTRIBUTES[name], fn)
+        return v.value
+
+    def total_memory(self) -> int:
+        v = ctypes.c_size_t()
+        self._call("cuDeviceTotalMem_v2", ctypes.byref(v), self.dev)
+        return v.value
+
+    def set_heap(self, nbytes: int) -> None:
+        self._call("cuCtxSetLimit", CU_LIMIT_MALLOC_HEAP_SIZE, ctypes.c_size_t(nbytes))
+
     def launch(self, fn, grid, block: int, smem: int, params: Sequence[Param]) -> None:
         args, _values = pack_params(params)
         self._call("cuLaunchKernel", fn, *map(ctypes.c_uint, grid), ctypes.c_uint(block),
@@ -161,6 +177,14 @@ class PyCudaBackend:
             self.ctx.push()
         except drv.Error as exc:
             raise GpuError(f"PyCUDA could not open the GPU: {exc}") from None
+        atexit.register(self._close)
+
+    def _close(self) -> None:
+        """Pops the context pushed at opening, as ``pycuda.autoprimaryctx`` does: PyCUDA
+        aborts the process at exit while its context stack is not empty."""
+        self.ctx.pop()
+        from pycuda.tools import clear_context_caches
+        clear_context_caches()
 
     def capability(self) -> Tuple[int, int]:
         return self.dev.compute_capability()
@@ -195,6 +219,15 @@ class PyCudaBackend:
 
     def set_max_smem(self, fn, nbytes: int) -> None:
         fn.set_attribute(self.drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
+
+    def function_attribute(self, fn, name: str) -> int:
+        return fn.get_attribute(getattr(self.drv.function_attribute, name))
+
+    def total_memory(self) -> int:
+        return self.dev.total_memory()
+
+    def set_heap(self, nbytes: int) -> None:
+        self.drv.Context.set_limit(self.drv.limit.MALLOC_HEAP_SIZE, nbytes)
 
     def launch(self, fn, grid, block: int, smem: int, params: Sequence[Param]) -> None:
         fn.prepare("".join(PYCUDA_FORMAT[k] for k, _ in params))
@@ -287,6 +320,8 @@ def arch_for(capability: Sequence[int]) -> str:
 
 # --------------------------------------------------------------------------- modules
 
+_heap_reserved = False       # the device heap is one per context: sized once per process
+
 class GpuModule:
     """A loaded cubin (or PTX) and its fault record; the same ``launch`` as the
     cuda-cpu device, with parameters of kind "ptr" holding device addresses."""
@@ -302,14 +337,33 @@ class GpuModule:
         self.smem_opt_in = {}
         self.print_buf = None       # (device address, capacity in words)
 
-    def _function(self, kernel: str, smem: int):
+    def _function(self, kernel: str, block: int, smem: int):
         fn = self.functions.get(kernel)
         if fn is None:
             fn = self.functions[kernel] = self.backend.function(self.module, kernel)
+        most = self.backend.function_attribute(fn, "MAX_THREADS_PER_BLOCK")
+        if block > most:
+            regs = self.backend.function_attribute(fn, "NUM_REGS")
+            raise errors.DeviceError(
+                f"kernel '{kernel}' can not launch {block} threads per block: it uses "
+                f"{regs} registers per thread, so this GPU runs at most {most} threads of "
+                f"it per block (a smaller block, or [[launch_bounds({block})]] to make nvcc "
+                f"use fewer registers)")
         if smem > max(STATIC_SMEM_LIMIT, self.smem_opt_in.get(kernel, 0)):
             self.backend.set_max_smem(fn, smem)
             self.smem_opt_in[kernel] = smem
         return fn
+
+    def reserve_heap(self) -> None:
+        """Sizes the device heap behind the lanes' run-time-sized local buffers before
+        the first launch that allocates from it (CUDA refuses to resize it later): a
+        quarter of the GPU's memory, not the driver's default of 8 MiB, which a realistic
+        grid outgrows. What the lanes need is only known inside the kernel; an
+        allocation beyond the heap faults with the buffer named."""
+        global _heap_reserved
+        if not _heap_reserved:
+            self.backend.set_heap(self.backend.total_memory() // 4)
+            _heap_reserved = True
 
     def launch(self, kernel: str, grid: Sequence[int], block: int, smem: int = 0,
                params: Sequence[Param] = (), step_limit: int = (1 << 64) - 1):
@@ -317,7 +371,7 @@ class GpuModule:
         parameter given as a numpy array is copied to the device for the launch and
         back after it (unless the array is read-only); an int is a device address."""
         grid = tuple(grid) + (1,) * (3 - len(grid))
-        fn = self._function(kernel, smem)
+        fn = self._function(kernel, block, smem)
         if any(isinstance(v, np.ndarray) and not v.flags.c_contiguous for _, v in params):
             raise errors.InternalError(f"launch of '{kernel}': buffers must be C-contiguous")
         copies, device_params = [], []

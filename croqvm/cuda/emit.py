@@ -76,6 +76,7 @@ class KernelInfo:
     scalars: list                 # (kernel register, DType), in parameter order
     stack_bytes: int
     layout: dict = field(default_factory=dict)   # event -> smem byte offset (reports)
+    heap: bool = False            # lanes allocate run-time-sized local buffers (cq_malloc)
 
 
 @dataclass

@@ -17,7 +17,7 @@ from ..bytecode.module import BaseKind, DmaOp, Storage, dst_storage
 from ..bytecode import opcodes
 from ..bytecode.opcodes import BAR_ARRIVE, BAR_SYNC, SPAN
 from ..faults import Kind
-from ..limits import EVENT_SLOT_BYTES, MAX_SHARED_BYTES, buffer_bytes
+from ..limits import EVENT_SLOT_BYTES, MAX_BLOCK_SIZE, MAX_SHARED_BYTES, buffer_bytes
 from . import cnum
 from .emit import (BoundBuffer, KernelInfo, Site, UnsupportedError, c_ident, decode,
                    max_block, op_name, span_of)
@@ -318,22 +318,21 @@ class KernelEmitter:
     # ------------------------------------------------------------------ the kernel
 
     def _bounds(self) -> str:
-        """``[[launch_bounds]]`` and ``[[maxnreg]]`` (LANGUAGE.md §6.2.5) as the kernel's
-        qualifiers; nvcc takes only one of the two on a kernel, so launch bounds win.
-        Launch bounds whose thread count is the block size given at launch are left out
-        (nvcc needs a number)."""
+        """The kernel's register budget for nvcc: ``[[launch_bounds]]`` and
+        ``[[maxnreg]]`` (LANGUAGE.md §6.2.5), else launch bounds of its block size, or of
+        the largest block where the size is given at launch: without them nvcc may give
+        a thread more registers than a large block can have, and the launch fails. nvcc
+        takes only one of the two on a kernel, so launch bounds win."""
         k = self.kernel
-        if k.launch_bounds and k.launch_bounds[0]:
-            return f"CQ_LAUNCH_BOUNDS({', '.join(map(str, k.launch_bounds))}) "
-        if k.maxnreg:
+        if k.maxnreg and not k.launch_bounds:
             return f"CQ_MAXNREG({k.maxnreg}) "
-        return ""
+        bounds = list(k.launch_bounds or (0,))
+        bounds[0] = bounds[0] or k.block_size or MAX_BLOCK_SIZE
+        return f"CQ_LAUNCH_BOUNDS({', '.join(map(str, bounds))}) "
 
     def _register_hints(self) -> list[str]:
         """Comments on the hints ``_bounds`` could not apply."""
         k = self.kernel
-        if k.launch_bounds and not k.launch_bounds[0]:
-            return ["// [[launch_bounds]] is not applied: the block size is given at launch"]
         if k.launch_bounds and k.maxnreg:
             return [f"// [[maxnreg({k.maxnreg})]] is not applied: nvcc does not take "
                     f"__maxnreg__ beside __launch_bounds__"]
@@ -357,7 +356,7 @@ class KernelEmitter:
                                self.smem_bytes, self.static_bytes, self.bound, self.scalars,
                                self._stack_bytes(),
                                {"events": self.off_event, "live": self.off_live,
-                                "lanesets": self.off_laneset})
+                                "lanesets": self.off_laneset}, bool(self.dyn_local))
         return "\n".join(head + body + ["}", f"CQ_EXPORT({self.cname});", ""])
 
     def _stack_bytes(self) -> int:
@@ -508,10 +507,14 @@ class KernelEmitter:
         return f"(cq_tma_bar *)(({pick} : smem) + {index} * {TMA_BAR_BYTES})"
 
     def _leave_lambda(self) -> None:
-        """``cq_leave()``: the lane terminates (YIELD, or after a fault): it leaves every
-        collective it takes part in, so that nobody waits for it, and the live mask."""
+        """``cq_leave()``: the lane terminates (YIELD, or after a fault): it leaves the
+        live mask, then every collective it takes part in, so that nobody waits for it.
+        In that order: a drop can complete a rendezvous, and the lanes it releases share
+        the collective's work among the live lanes, which must no longer count this one."""
         self.line("auto cq_leave = [&]() {")
         self.depth += 1
+        self.line("cq_mask_remove(cq_live, lane);")
+        self.line("cq_fence_block();")
         for ip, (site, off) in self.colls.items():
             if off is None:
                 continue
@@ -523,7 +526,6 @@ class KernelEmitter:
         self.line("cq_cp_async_wait<0>();")
         for sl in sorted(self.dyn_local):
             self.line(f"cq_free(lbd{sl}.p);")
-        self.line("cq_mask_remove(cq_live, lane);")
         self.line("cq_thread_exit();")
         self.depth -= 1
         self.line("};")

@@ -130,6 +130,8 @@ class Device:
                                     info.stack_bytes, _step_limit(call))
             records = loaded.printed()
         else:
+            if info.heap:
+                loaded.reserve_heap()
             outcome, records = loaded.launch_printing(info.cname, grid, size,
                                                       _launch_smem(info,
                                                                    loaded.backend.max_smem()),
