@@ -24,15 +24,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bytecode.module import ParamKind, ParamStorage
+from .cuda.tolerance import gpu_tolerance
 from .errors import ArgumentError, KernelFault
 
 # what --against names -> Program.run options
 AGAINST = {"python": {"engine": "python"}, "native": {"engine": "native"},
            "cuda-cpu": {"device": "cuda-cpu"}, "gpu": {"device": "gpu"}}
-# default float tolerance per target: exact where the arithmetic is the engines'; tensor
-# cores and GPU accumulation orders round differently (LANGUAGE.md §12.4)
+# default float tolerance per target: exact where the arithmetic is the engines'; on a
+# GPU, tensor cores and math functions round differently (LANGUAGE.md §12.4), by bounds
+# derived from each result's type and the module's accumulations
 DEFAULT_TOLERANCE = {"python": (0.0, 0.0), "native": (0.0, 0.0), "cuda-cpu": (0.0, 0.0),
-                     "gpu": (1e-3, 1e-5)}
+                     "gpu": (0.0, 0.0)}     # gpu: derived per result (cuda/tolerance.py)
 REFERENCES = ("native", "python")      # the interpreters a comparison may take as reference
 
 
@@ -112,9 +114,10 @@ def _elements(name, want, got, rtol, atol, limit):
 
 
 def compare(ref: Outcome, other: Outcome, rtol: float = 0.0, atol: float = 0.0,
-            limit: int = 10) -> list:
+            limit: int = 10, tolerance=None) -> list:
     """The first ``limit`` mismatches between two outcomes (in order of results, then
-    output, then error)."""
+    output, then error). ``tolerance(want)``, if given, is each float result's
+    (rtol, atol) instead."""
     found = []
     for name, want in ref.results.items():
         if name not in other.results:
@@ -124,6 +127,8 @@ def compare(ref: Outcome, other: Outcome, rtol: float = 0.0, atol: float = 0.0,
             if not (got == want or (isinstance(want, float) and got != got and want != want)):
                 found.append(Mismatch(name, None, want, got))
         else:
+            if tolerance is not None and np.asarray(want).dtype.kind == "f":
+                rtol, atol = tolerance(np.asarray(want))
             found += _elements(name, want, other.results[name], rtol, atol, limit)
     if sorted(ref.output.splitlines()) != sorted(other.output.splitlines()):
         found.append(Mismatch("output", None, ref.output, other.output))
@@ -166,10 +171,13 @@ def comparison(program, func: str, *args, against: str = "cuda-cpu",
                             f"{', '.join(AGAINST)}")
     ref_engine = reference_for(against, reference)
     d_rtol, d_atol = DEFAULT_TOLERANCE[against]
+    derived = None
+    if against == "gpu" and rtol is None and atol is None:
+        derived = lambda want: gpu_tolerance(program.module, args, want)   # noqa: E731
     ref = run_once(program, func, list(args), dims, {"engine": ref_engine})
     other = run_once(program, func, list(args), dims, AGAINST[against])
     return Comparison(ref, other, compare(ref, other, d_rtol if rtol is None else rtol,
-                                          d_atol if atol is None else atol, limit))
+                                          d_atol if atol is None else atol, limit, derived))
 
 
 def differ(program, func: str, *args, against: str = "cuda-cpu", reference: str = "native",

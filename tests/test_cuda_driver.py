@@ -176,3 +176,17 @@ def test_pycuda_pops_its_context_at_exit(monkeypatch):
     assert calls == ["push"] and len(exits) == 1
     exits[0]()
     assert calls == ["push", "pop", "clear"]
+
+
+def test_a_failed_kernel_is_named_and_so_is_it_when_later_launches_are_refused(monkeypatch):
+    monkeypatch.setattr(driver, "_failed", "")
+
+    def illegal_address(dev, params):
+        raise driver.GpuError("CUDA_ERROR_ILLEGAL_ADDRESS")
+    module = driver.GpuModule(FakeBackend(illegal_address), b"image")
+    with pytest.raises(errors.DeviceError,
+                       match="kernel 'first' failed on the GPU: CUDA_ERROR_ILLEGAL_ADDRESS"):
+        module.launch("first", (1,), 32)
+    with pytest.raises(errors.DeviceError, match="kernel 'second' can not run: kernel 'first' "
+                                                 "failed on the GPU before it"):
+        module.launch("second", (1,), 32)

@@ -2,12 +2,18 @@
 is a bug of the CUDA path that only hardware shows, made visible on cuda-cpu (which now
 launches and leaves as a GPU does) or, where the CPU cannot show it, checked on the
 emitted code. bench/gpu_check.sh runs the same programs on a GPU."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import croqvm
 from croqvm.cuda.emit import emit
+from croqvm.cuda.tolerance import gpu_tolerance
+from croqvm.diff import Outcome, compare
 from croqvm.limits import LAUNCH_SHARED_BYTES
+
+PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
 
 # A block-local buffer of a run-time size lives in the kernel's pool: the launch gets what
 # the GPU has (LAUNCH_SHARED_BYTES), not the pool the engines' limit would allow.
@@ -71,3 +77,26 @@ __co__ void yc(global f32 [N] x, global f32 [N] y) {
     assert "cq_mbar_arrive_drop" in leave
     assert leave.index("cq_mask_remove(cq_live, lane);") < \
         leave.index("cq_fence_block();") < leave.index("cq_mbar_arrive_drop")
+
+
+def test_gpu_tolerances_derive_from_the_result_type_the_accumulation_and_k():
+    f32_u, f16_u = 2.0 ** -24, 2.0 ** -11
+    plain = croqvm.compile("__co__ void f(global f32 [N] x) {\n"
+                           "  parallel t by 32 : thread { x.at(t) = __sin(x.at(t)); } }")
+    x = np.zeros(300, np.float32)
+    assert gpu_tolerance(plain.module, [x], np.ones(2, np.float32)) == (4 * f32_u, 0.0)
+    assert gpu_tolerance(plain.module, [x], np.ones(2, np.float16)) == (4 * f16_u, 0.0)
+    mma = croqvm.compile_file(PROGRAMS / "matmul_mma_warp.co")
+    a, b = np.zeros((64, 256), np.float16), np.zeros((256, 32), np.float16)
+    c = np.array([[0.5, -4.0]], np.float32)
+    # K = 256 products truncated into f32: 256 ulps of the accumulator, of max|c| = 4
+    assert gpu_tolerance(mma.module, [a, b, c], c) == (4 * f32_u + 256 * 2.0 ** -23,
+                                                       256 * 2.0 ** -23 * 4.0)
+
+
+def test_a_gpu_comparison_applies_each_results_derived_tolerance():
+    ref = Outcome({"c": np.array([1.0, 1.0], np.float32)}, "", None)
+    gpu = Outcome({"c": np.array([1.0 + 2.0 ** -20, 1.01], np.float32)}, "", None)
+    found = compare(ref, gpu, tolerance=lambda want: (2.0 ** -15, 0.0))
+    assert [m.index for m in found] == [(1,)]
+    assert compare(ref, gpu) != [] and len(compare(ref, gpu)) == 2    # exact without it

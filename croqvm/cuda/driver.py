@@ -321,6 +321,7 @@ def arch_for(capability: Sequence[int]) -> str:
 # --------------------------------------------------------------------------- modules
 
 _heap_reserved = False       # the device heap is one per context: sized once per process
+_failed = ""                 # what made the context unusable: later launches say so
 
 class GpuModule:
     """A loaded cubin (or PTX) and its fault record; the same ``launch`` as the
@@ -370,6 +371,10 @@ class GpuModule:
         """Runs ``kernel`` to completion; returns None or the first fault. A "ptr"
         parameter given as a numpy array is copied to the device for the launch and
         back after it (unless the array is read-only); an int is a device address."""
+        global _failed
+        if _failed:
+            raise GpuError(f"kernel '{kernel}' can not run: {_failed}, and a GPU context "
+                           f"stays unusable after a failed kernel until the process ends")
         grid = tuple(grid) + (1,) * (3 - len(grid))
         fn = self._function(kernel, block, smem)
         if any(isinstance(v, np.ndarray) and not v.flags.c_contiguous for _, v in params):
@@ -388,8 +393,12 @@ class GpuModule:
             record = abi.FaultRec(key=abi.NO_FAULT)
             raw = np.frombuffer(record, np.uint8)      # a view the copies fill in place
             self.backend.h2d(self.fault_ptr, raw)
-            self.backend.launch(fn, grid, block, smem, device_params)
-            self.backend.synchronize()
+            try:
+                self.backend.launch(fn, grid, block, smem, device_params)
+                self.backend.synchronize()
+            except GpuError as exc:
+                _failed = f"kernel '{kernel}' failed on the GPU before it ({exc})"
+                raise GpuError(f"kernel '{kernel}' failed on the GPU: {exc}") from None
             self.backend.d2h(raw, self.fault_ptr)
             for host, ptr in copies:
                 if host.flags.writeable:
