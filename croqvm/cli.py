@@ -607,7 +607,9 @@ def _debug(program, func, args, dims, lines, script, options, at_fault=False) ->
 
 
 @command(name="emit-cuda", help="Write the CUDA C++ the generator makes of a file's kernels: "
-                                "one CQ_KERNEL per kernel, each statement with its source line.")
+                                "one CQ_KERNEL per kernel, each statement with its source "
+                                "line, and the runtime it calls, so that 'nvcc -arch=ARCH "
+                                "-cubin FILE.cu' compiles it as it is.")
 def emit_cuda(
         file: File,
         output: Annotated[str | None, typer.Option(
@@ -620,11 +622,12 @@ def emit_cuda(
             "--checks/--no-checks", show_default=True,
             help="Bounds checks of every element access in the generated code.")] = True,
         defines: Defines = None):
+    from .cuda.compile import standalone
     from .cuda.emit import emit
     out = os.path.splitext(file)[0] + ".cu" if output is None else output
     check_output(out, "-o", {file: "the program file"})
     program = _load(file, defines, "translate")
-    text = emit(program.module, arch=arch, checks=checks).text
+    text = standalone(emit(program.module, arch=arch, checks=checks).text)
     with open(out, "w", encoding="utf-8") as f:
         f.write(text)
     print(f"wrote {out} ({len(text.splitlines())} lines)")

@@ -1,6 +1,7 @@
 """The CUDA path from the command line and the differential helpers (croqvm/cli.py
 emit-cuda, run --device, diff; croqvm/diff.py)."""
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -42,17 +43,22 @@ def test_emit_cuda_writes_commented_kernels(tmp_path):
     assert "sm_90a" in text.splitlines()[1]
     source_line = "// " + str(MATMUL) + ":31: c.at(bm # tm, bn # tn) +="
     assert any(line.strip().startswith(source_line) for line in text.splitlines())
-    body = text[text.index("(void)cq_leave;"):text.index("CQ_EXPORT")].splitlines()[1:]
+    body = text[text.index("(void)cq_leave;"):text.index("CQ_EXPORT(matmul_k0)")].splitlines()[1:]
     statements = [l for l in body if ";" in l and not l.strip().startswith("//")]
     assert statements and all(re.search(r"  // \d+:\d+$", l) for l in statements)
+
+
+def kernels(text: str) -> str:
+    """The generated kernels of an emitted file, after the runtime it carries."""
+    return text[text.index("CQ_KERNEL CQ_LAUNCH_BOUNDS"):]
 
 
 def test_emit_cuda_without_checks_has_no_bounds_checks(tmp_path):
     with_checks, without = tmp_path / "a.cu", tmp_path / "b.cu"
     assert croqvm_cmd("emit-cuda", MATMUL, "-o", with_checks).returncode == 0
     assert croqvm_cmd("emit-cuda", MATMUL, "-o", without, "--no-checks").returncode == 0
-    assert "cq_check_dims" in with_checks.read_text()
-    assert "cq_check_dims" not in without.read_text()
+    assert "cq_check_dims(" in kernels(with_checks.read_text())
+    assert "cq_check_dims(" not in kernels(without.read_text())
 
 
 def test_run_on_cuda_cpu_prints_what_the_interpreter_prints():
@@ -158,3 +164,14 @@ def test_assert_agree_passes_and_fails_as_a_test_would():
         assert_agree(racy, "racy", x, np.zeros(1, np.float32))
     found = differ(racy, "racy", x, np.zeros(1, np.float32), atol=1e-3)
     assert found == []
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_emitted_cuda_compiles_by_itself_with_plain_nvcc(tmp_path):
+    out = tmp_path / "mm.cu"
+    assert croqvm_cmd("emit-cuda", MATMUL, "-o", out, "--arch", "sm_90a").returncode == 0
+    assert '#include "' not in out.read_text()
+    done = subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "mm.cu", "-o", "mm.cubin"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "mm.cubin").stat().st_size > 0

@@ -18,6 +18,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -34,6 +35,8 @@ NUMERICS_DIR = RT_DIR if (RT_DIR / "cq_numerics.h").exists() else \
     Path(__file__).resolve().parents[2] / "native"
 INCLUDE_DIRS = (RT_DIR, NUMERICS_DIR)
 CACHE_LAYOUT = "cuda-v1"
+HEADERS = (".h", ".cuh")
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[ \t]*$', re.M)
 
 # -fmad=false: no contraction of a*b+c, which would round once where the engines round
 # twice (LANGUAGE.md §12.3); the -prec-div/-prec-sqrt/-ftz defaults are already IEEE.
@@ -94,7 +97,7 @@ def compiler_version(tool: str) -> str:
 def runtime_hash() -> str:
     """sha256 of every header the sources include, names included."""
     h = hashlib.sha256()
-    for path in sorted({p for d in INCLUDE_DIRS for p in d.glob("*.h*")}):
+    for path in sorted({p for d in INCLUDE_DIRS for p in d.iterdir() if p.suffix in HEADERS}):
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
@@ -106,6 +109,20 @@ def command(tool: str, target: str, src: Path, out: Path, flags: Sequence[str]) 
     kind = "-ptx" if target == PTX else "-cubin"
     return [tool, *NVCC_FLAGS, *flags, kind, f"-arch={target}", *includes, str(src),
             "-o", str(out)]
+
+
+def standalone(source: str) -> str:
+    """``source`` with the runtime's headers written in place of its quoted includes,
+    recursively, so that a plain ``nvcc -arch=ARCH -cubin`` compiles it. A header
+    included twice is written twice: its include guard empties the second copy."""
+    def expand(match):
+        name = match.group(1)
+        path = next((d / name for d in INCLUDE_DIRS if (d / name).is_file()), None)
+        if path is None:
+            return match.group(0)
+        body = _INCLUDE.sub(expand, path.read_text())
+        return f"// ---- {name} (croqvm runtime) ----\n{body.rstrip()}\n// ---- end of {name} ----"
+    return _INCLUDE.sub(expand, source)
 
 
 def cache_key(source: str, target: str, version: str, flags: Sequence[str],
