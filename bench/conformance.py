@@ -1,6 +1,6 @@
 """Croqtile conformance: croqvm over the language repository's own test programs.
 
-    python bench/conformance.py PATH-TO-CROQTILE-CHECKOUT [--jobs N] [--no-cuda]
+    python bench/conformance.py PATH-TO-CROQTILE-CHECKOUT [--jobs N] [--no-cuda] [--against gpu]
                                 [--folder end2end|cute|co-mock] [--json FILE] [-v]
 
 Three folders of the checkout are read (docs/CROQTILE-REFERENCE.md in the shared notes says
@@ -276,10 +276,12 @@ def _run_debugger(path: str, text: str, rec: dict) -> dict:
     return rec
 
 
-def run_one(path: str, folder: str, cuda: bool, dim_default: int) -> dict:
+def run_one(path: str, folder: str, cuda: bool, dim_default: int,
+            device: str = "cuda-cpu") -> dict:
     """Everything this runner asks of one program, as a JSON-ready record."""
     import numpy as np
     import croqvm
+    from croqvm.cuda.tolerance import gpu_tolerance
     from croqvm.diff import compare, run_once
     from croqvm.errors import CroqvmError
     from croqvm.run_io import build_args
@@ -330,15 +332,16 @@ def run_one(path: str, folder: str, cuda: bool, dim_default: int) -> dict:
         if not cuda:
             continue
         try:
-            other = run_once(program, fn.name, args, dims, {"device": "cuda-cpu"})
+            other = run_once(program, fn.name, args, dims, {"device": device})
         except CroqvmError as err:
             agree = False
-            rec["cause"] = rec["cause"] or f"cuda-cpu: {fn.name}: {_first_error(str(err))}"
+            rec["cause"] = rec["cause"] or f"{device}: {fn.name}: {_first_error(str(err))}"
             continue
-        found = compare(ref, other)
+        found = compare(ref, other, tolerance=None if device == "cuda-cpu" else
+                        lambda want: gpu_tolerance(program.module, args, want))
         if found:
             agree = False
-            rec["cause"] = rec["cause"] or f"differs on cuda-cpu: {fn.name}: {found[0].what}"
+            rec["cause"] = rec["cause"] or f"differs on {device}: {fn.name}: {found[0].what}"
     rec["stage"]["run"] = runs
     if folder == "co-mock":
         checks = check_lines(text)
@@ -358,7 +361,8 @@ def _group(cause: str) -> str:
     group while the construct a short quotation names stays."""
     cause = re.sub(r"'[^']{21,}'|`[^`]{21,}`|\"[^\"]{21,}\"", "'…'", cause)
     cause = re.sub(r"\b\d+\b", "N", cause)
-    return re.sub(r"^(run|cuda-cpu|differs on cuda-cpu): [\w:]+: ", r"\1: ", cause)
+    return re.sub(r"^(run|cuda-cpu|gpu|differs on cuda-cpu|differs on gpu): [\w:]+: ", r"\1: ",
+                  cause)
 
 
 def report(records: list[dict], cuda: bool) -> str:
@@ -414,7 +418,8 @@ def collect(root: Path, only: str | None) -> list[tuple[str, str]]:
 
 def _spawn(path: str, folder: str, args) -> dict:
     cmd = [sys.executable, __file__, "--one", path, "--folder", folder,
-           "--dim-default", str(args.dim_default)] + ([] if args.cuda else ["--no-cuda"])
+           "--dim-default", str(args.dim_default), "--against", args.against] + \
+        ([] if args.cuda else ["--no-cuda"])
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
     except subprocess.TimeoutExpired:
@@ -433,7 +438,10 @@ def main() -> None:
     ap.add_argument("--folder", choices=list(FOLDERS))
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--no-cuda", dest="cuda", action="store_false",
-                    help="skip cuda-cpu (check and run only)")
+                    help="skip the device (check and run only)")
+    ap.add_argument("--against", choices=("cuda-cpu", "gpu"), default="cuda-cpu",
+                    help="the device compared with the interpreter (gpu: within the "
+                         "derived tolerances of docs/CUDA.md)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per program")
     ap.add_argument("--dim-default", type=int, default=16,
                     help="value of a symbolic dimension nothing binds")
@@ -442,7 +450,8 @@ def main() -> None:
     ap.add_argument("-v", "--verbose", action="store_true", help="a line per program")
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(run_one(args.root, args.folder, args.cuda, args.dim_default)))
+        print(json.dumps(run_one(args.root, args.folder, args.cuda, args.dim_default,
+                                 args.against)))
         return
     cases = collect(Path(args.root), args.folder)
     records = []

@@ -2,6 +2,9 @@
 is a bug of the CUDA path that only hardware shows, made visible on cuda-cpu (which now
 launches and leaves as a GPU does) or, where the CPU cannot show it, checked on the
 emitted code. bench/gpu_check.sh runs the same programs on a GPU."""
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +16,8 @@ from croqvm.cuda.tolerance import gpu_tolerance
 from croqvm.diff import Outcome, compare
 from croqvm.limits import LAUNCH_SHARED_BYTES
 
-PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAMS = ROOT / "programs"
 
 # A block-local buffer of a run-time size lives in the kernel's pool: the launch gets what
 # the GPU has (LAUNCH_SHARED_BYTES), not the pool the engines' limit would allow.
@@ -100,3 +104,16 @@ def test_a_gpu_comparison_applies_each_results_derived_tolerance():
     found = compare(ref, gpu, tolerance=lambda want: (2.0 ** -15, 0.0))
     assert [m.index for m in found] == [(1,)]
     assert compare(ref, gpu) != [] and len(compare(ref, gpu)) == 2    # exact without it
+
+
+def test_the_prepared_gpu_check_runs_without_a_gpu_and_says_what_it_skipped(tmp_path):
+    from croqvm.cuda import driver
+    if driver.gpu_status()["ok"]:
+        pytest.skip("a GPU is present: bench/gpu_check.sh runs the whole check")
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_check.py"), "--out",
+                           str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    table = (tmp_path / "results.md").read_text()
+    for step in ("tests", "programs", "repros", "sanitizer", "gemm"):
+        assert f"| {step} | skipped: no GPU: " in table
+    assert json.loads((tmp_path / "results.json").read_text())["facts"]["gpu"]["ok"] is False
