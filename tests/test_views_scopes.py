@@ -221,6 +221,26 @@ def test_tiles_cut_at_a_runtime_edge_zero_fill_into_shared_and_are_cut_into_glob
     np.testing.assert_array_equal(out, expected)
 
 
+def test_placeholders_declared_outside_a_parallel_by_are_each_instances_own():
+    # §3.4.5: 'f0' and 'f1' are given data only inside, so each block has its own pair
+    a = np.arange(2 * 8, dtype=np.int32).reshape(2, 8) * 3 - 5
+    _, out = run("""
+        __co__ s32 [2, 8] f(s32 [2, 8] a) {
+          s32 [2, 8] out;
+          f0 = dma.any;
+          f1 = dma.any;
+          parallel p by 2 : block {
+            f1 = dma.copy.async a.subspan(1, 8).at(p, 0) => shared;
+            rotate(f0, f1);
+            wait f0;
+            dma.copy f0.data => out.subspan(1, 8).at(p, 0);
+          }
+          return out;
+        }
+    """, a)
+    np.testing.assert_array_equal(out, a)
+
+
 def test_span_as_and_sqz_name_views_whose_elements_are_those_of_numpy_reshapes():
     a = np.arange(2 * 3 * 4, dtype=np.int32).reshape(2, 3, 4) * 3 - 7
     text, _ = run("""
