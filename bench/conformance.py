@@ -13,7 +13,10 @@ what each holds):
   seed 0; signed integers made non-negative, since programs index with them) on the
   default engine and on cuda-cpu, and the two must agree (``croqvm diff``'s rules). A
   symbolic dimension takes its size from the file's host code where it calls the
-  function with arrays it builds (``host_shapes``), else ``--dim-default``.
+  function with arrays it builds (``host_shapes``), else ``--dim-default``; when a
+  function with such a dimension goes out of range of a buffer, it runs again with
+  ``--dim-retry`` for them (a kernel of 128 threads indexing rows of an [M, K] input needs
+  M >= 128, which nothing in a file without host calls says).
 - ``tools/co-mock/tests``: co-mock's own programs. Every function without parameters runs
   in file order on the default engine, and the printed text must satisfy the file's
   ``// CHECK`` lines (a small FileCheck: CHECK, -NEXT, -SAME, -NOT, -DAG, -LABEL, -EMPTY,
@@ -221,6 +224,20 @@ def bind_dims(fn, shapes, default: int) -> dict[str, int]:
     return dims
 
 
+def dim_sizes(fn, shapes, default: int, retry: int) -> list[dict[str, int]]:
+    """The bindings to try for ``fn``: ``bind_dims`` with ``default``, then with ``retry``
+    when that binds some dimension differently."""
+    first, second = bind_dims(fn, shapes, default), bind_dims(fn, shapes, retry)
+    return [first] + ([second] if second != first else [])
+
+
+def size_fault(error: str) -> bool:
+    """Whether a run failed by going out of range of a buffer, which larger sizes of the
+    dimensions nothing binds may cure."""
+    return re.search(r"error: (out-of-range access|tile of .* lies outside)", error) \
+        is not None
+
+
 # -- one program, in a process of its own ---------------------------------------------
 
 def _first_error(text: str) -> str:
@@ -277,7 +294,7 @@ def _run_debugger(path: str, text: str, rec: dict) -> dict:
 
 
 def run_one(path: str, folder: str, cuda: bool, dim_default: int,
-            device: str = "cuda-cpu") -> dict:
+            dim_retry: int, device: str = "cuda-cpu") -> dict:
     """Everything this runner asks of one program, as a JSON-ready record."""
     import numpy as np
     import croqvm
@@ -315,15 +332,20 @@ def run_one(path: str, folder: str, cuda: bool, dim_default: int,
     for fn in program.functions:
         if folder == "co-mock" and fn.params:
             continue
-        dims = bind_dims(fn, calls.get(fn.name), dim_default)
-        try:
-            args, _ = build_args(fn, {}, dims, True, 0)
-        except CroqvmError as err:
+        for dims in dim_sizes(fn, calls.get(fn.name), dim_default, dim_retry):
+            try:
+                args, _ = build_args(fn, {}, dims, True, 0)
+            except CroqvmError as err:
+                ref, failure = None, str(err)
+                break
+            args = [_non_negative(a) for a in args]
+            ref = run_once(program, fn.name, args, dims, {})
+            if ref.error is None or not size_fault(ref.error):
+                break
+        if ref is None:
             runs = False
-            rec["cause"] = rec["cause"] or f"run: {fn.name}: {err}"
+            rec["cause"] = rec["cause"] or f"run: {fn.name}: {failure}"
             continue
-        args = [_non_negative(a) for a in args]
-        ref = run_once(program, fn.name, args, dims, {})
         printed.append(ref.output)
         if ref.error is not None:
             runs = False
@@ -418,7 +440,8 @@ def collect(root: Path, only: str | None) -> list[tuple[str, str]]:
 
 def _spawn(path: str, folder: str, args) -> dict:
     cmd = [sys.executable, __file__, "--one", path, "--folder", folder,
-           "--dim-default", str(args.dim_default), "--against", args.against] + \
+           "--dim-default", str(args.dim_default), "--dim-retry", str(args.dim_retry),
+           "--against", args.against] + \
         ([] if args.cuda else ["--no-cuda"])
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
@@ -445,13 +468,15 @@ def main() -> None:
     ap.add_argument("--timeout", type=int, default=300, help="seconds per program")
     ap.add_argument("--dim-default", type=int, default=16,
                     help="value of a symbolic dimension nothing binds")
+    ap.add_argument("--dim-retry", type=int, default=128,
+                    help="its value for a second run when the first goes out of range")
     ap.add_argument("--json", metavar="FILE", help="write every program's record here")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("-v", "--verbose", action="store_true", help="a line per program")
     args = ap.parse_args()
     if args.one:
         print(json.dumps(run_one(args.root, args.folder, args.cuda, args.dim_default,
-                                 args.against)))
+                                 args.dim_retry, args.against)))
         return
     cases = collect(Path(args.root), args.folder)
     records = []

@@ -106,8 +106,9 @@ TEMPLATES = {
     Kind.TILE_OUTSIDE: _t("buffer:buffer origin:tuple shape:shape", "tile of '{buffer}' at "
                           "origin {origin} lies outside {shape}."),
     Kind.DMA_SHAPE: _t("dma:dma tile:shape dst:shape", "'{dma}' copies a {tile} tile into a "
-                       "{dst} destination; the extents must be equal (a smaller tile needs "
-                       "'.zfill')."),
+                       "{dst} destination; a tile smaller than its destination needs "
+                       "'.zfill'."),
+    # no longer raised (a larger tile is cut to its destination); kept for its number
     Kind.DMA_SHAPE_ZFILL: _t("dma:dma tile:shape dst:shape", "'{dma}' copies a {tile} tile "
                              "into a {dst} destination."),
     Kind.EVENT_INDEX: _t("index:int event:event slots:int", "index {index} is out of range "

@@ -134,10 +134,9 @@ static int plan_for(cq_block *blk, const cq_ins *ins, int lane, plan *p)
         return CQ_ST_FAULT;
     int bad = p->nd != p->dnd;
     for (int d = 0; d < p->nd && !bad; d++)
-        bad = p->shape[d] > p->dD[d] || (!desc->zfill && p->shape[d] != p->dD[d]);
+        bad = !desc->zfill && p->shape[d] < p->dD[d];
     if (bad) {
-        cq_record *f = cq_fault_new(blk, ins, desc->zfill ? CQ_FAULT_DMA_SHAPE_ZFILL : CQ_FAULT_DMA_SHAPE,
-                                   lane);
+        cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_DMA_SHAPE, lane);
         cq_put(f, ins->a);
         cq_put_list(f, p->nd, p->shape);
         cq_put_list(f, p->dnd, p->dD);

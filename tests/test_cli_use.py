@@ -655,8 +655,8 @@ def test_a_chunkat_tile_smaller_than_its_destination_explains_equal_parts(work, 
     assert status == 3
     lines = err.splitlines()
     assert lines[0] == "c.co:4:5: runtime error: 'dma.copy' copies a [4, 5] tile into a " \
-                       "[4, 8] destination; the extents must be equal (a smaller tile needs " \
-                       "'.zfill')."
+                       "[4, 8] destination; a tile smaller than its destination needs " \
+                       "'.zfill'."
     assert lines[-1] == "hint: '.zfill' is right for a tile cut short at the edge of its " \
                         "buffer. A 'chunkat' tile is not cut: chunkat divides each dimension " \
                         "into equal parts (here [4, 5]), which do not line up with fixed-size " \

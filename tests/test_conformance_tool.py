@@ -70,6 +70,19 @@ def test_symbolic_dimensions_take_the_sizes_of_the_host_codes_first_call():
     assert calls["other"] == [(8, 256)]      # the latest array of that name before the call
 
 
+def test_dimensions_nothing_binds_are_retried_larger_after_an_out_of_range_run():
+    import croqvm
+    fn = croqvm.compile("__co__ void f(s32 [M, 4] a, s32 [N] b) {}", "f.co").functions[0]
+    assert conformance.dim_sizes(fn, [(2, 4)], 16, 128) == [
+        {"M": 2, "N": 16}, {"M": 2, "N": 128}]
+    assert conformance.dim_sizes(fn, [(2, 4), (5,)], 16, 128) == [{"M": 2, "N": 5}]
+    assert conformance.size_fault("f.co:3:5: runtime error: out-of-range access "
+                                  "a.at(16, 0): index 16 of dimension 0 is not in [0, 16).")
+    assert conformance.size_fault("f.co:3:5: runtime error: tile of 'a' at origin (16, 0) "
+                                  "lies outside [16, 4].")
+    assert not conformance.size_fault("f.co:3:5: runtime error: integer division by zero.")
+
+
 @pytest.mark.parametrize("run, script", [
     ("// RUN: printf 's\\ninfo mem\\nc\\n' > %t.script && co-mock -s %t.script %s",
      "s\ninfo mem\nc\n"),

@@ -106,18 +106,23 @@ def test_tile_outside_its_buffer_is_an_error():
     assert str(e.value).endswith("  in host code of 'f'")
 
 
-def test_source_larger_than_destination_is_an_error():
-    with pytest.raises(KernelFault) as e:
-        host_dma(((0, 0), (3, 3)), (2, 3), zfill=True)
-    assert "'dma.copy' copies a [3, 3] tile into a [2, 3] destination." in str(e.value)
+@pytest.mark.parametrize("zfill", [False, True])
+def test_source_larger_than_destination_is_cut_to_it(zfill):
+    # §9.5.1: the overlap of the two extents is copied
+    assert np.array_equal(host_dma(((1, 1), (3, 3)), (2, 3), zfill=zfill), A[1:3, 1:4])
+
+
+def test_source_larger_in_one_dimension_and_smaller_in_another_with_zfill():
+    got = host_dma(((1, 1), (3, 2)), (2, 3), fill=7, zfill=True)
+    assert np.array_equal(got, [[A[1, 1], A[1, 2], 0], [A[2, 1], A[2, 2], 0]])
 
 
 def test_smaller_source_needs_zfill():
     with pytest.raises(KernelFault) as e:
         host_dma(((0, 0), (2, 2)), (2, 3))
     assert str(e.value).splitlines()[0].endswith(
-        "'dma.copy' copies a [2, 2] tile into a [2, 3] destination; the extents must be "
-        "equal (a smaller tile needs '.zfill').")
+        "'dma.copy' copies a [2, 2] tile into a [2, 3] destination; a tile smaller than its "
+        "destination needs '.zfill'.")
     assert str(e.value).splitlines()[-1] == (
         "hint: '.zfill' is right for a tile cut short at the edge of its buffer. A 'chunkat' "
         "tile is not cut: chunkat divides each dimension into equal parts (here [2, 2]), "

@@ -368,6 +368,31 @@ def test_overwriting_an_in_flight_copys_source_races():
         *quote(7, "    f = dma.copy.async src => local;"))
 
 
+CUT_COPY = """
+    __co__ void cut(s32 n) {
+      s32 [8] out;
+      parallel b by 1 : block {
+        shared s32 [8] src;
+        parallel t by 8 : thread
+          src.at(t) = t + 1;
+        f = dma.copy.async src => out.view(n).from(0);
+        parallel t by 4 : thread
+          src.at(t + 4) = 0;
+        wait f;
+      }
+      println(out.at(1));
+    }
+"""
+
+
+def test_a_copy_cut_to_its_destination_reads_only_the_part_it_copies():
+    # §9.5.1: with n = 4 the copy reads src[0..3] only; with n = 8 it reads src[4] too
+    assert checked(CUT_COPY, "cut", 4) == "2\n"
+    assert races(CUT_COPY, "cut", 8).startswith(
+        "race.co:9:7: runtime error: data race on shared 'src' element (4): written here, "
+        "read by the async copy 'dma.copy' at race.co:7:5;")
+
+
 # --------------------------------------------------------------------------- blocks, launches
 
 def test_blocks_of_one_launch_updating_one_element_race():

@@ -178,7 +178,7 @@ def test_a_wildcard_in_view_keeps_the_whole_extent():
     np.testing.assert_array_equal(out, a)
 
 
-def test_a_smaller_source_fills_part_of_a_shared_destination_without_zfill():
+def test_a_smaller_source_zero_fills_the_rest_of_a_shared_destination_without_zfill():
     a = (np.arange(5 * 4, dtype=np.int32).reshape(5, 4) + 1)
     _, out = run("""
         __co__ s32 [8, 4] f(s32 [5, 4] a) {
@@ -193,9 +193,52 @@ def test_a_smaller_source_fills_part_of_a_shared_destination_without_zfill():
           return out;
         }
     """, a)
-    expected = np.full((8, 4), -1, np.int32)
+    expected = np.zeros((8, 4), np.int32)
     expected[:5] = a
     np.testing.assert_array_equal(out, expected)
+
+
+def test_tiles_cut_at_a_runtime_edge_zero_fill_into_shared_and_are_cut_into_global():
+    # §9.5.1: the last row tile has 3 rows; the shared tile reads 0 below them (its row 3,
+    # copied into row 0), and the 4-row shared tile is cut to the 3-row global view
+    a = np.arange(7 * 8, dtype=np.int32).reshape(7, 8) - 20
+    _, out = run("""
+        __co__ s32 [8, 8] f(s32 [M, 8] a) {
+          s32 [8, 8] out {-1};
+          parallel p by 2 : block {
+            rows = (p == 1) ? M - 4 : 4;
+            shared s32 [4, 8] t;
+            dma.copy a.view(rows, 8).from(4 * p, 0) => t;
+            t.at(0, 1) = t.at(3, 1);
+            dma.copy t => out.view(rows, 8).from(4 * p, 0);
+          }
+          return out;
+        }
+    """, a)
+    expected = np.full((8, 8), -1, np.int32)
+    expected[:7] = a
+    expected[0, 1], expected[4, 1] = a[3, 1], 0
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_placeholders_declared_outside_a_parallel_by_are_each_instances_own():
+    # §3.4.5: 'f0' and 'f1' are given data only inside, so each block has its own pair
+    a = np.arange(2 * 8, dtype=np.int32).reshape(2, 8) * 3 - 5
+    _, out = run("""
+        __co__ s32 [2, 8] f(s32 [2, 8] a) {
+          s32 [2, 8] out;
+          f0 = dma.any;
+          f1 = dma.any;
+          parallel p by 2 : block {
+            f1 = dma.copy.async a.subspan(1, 8).at(p, 0) => shared;
+            rotate(f0, f1);
+            wait f0;
+            dma.copy f0.data => out.subspan(1, 8).at(p, 0);
+          }
+          return out;
+        }
+    """, a)
+    np.testing.assert_array_equal(out, a)
 
 
 def test_span_as_and_sqz_name_views_whose_elements_are_those_of_numpy_reshapes():

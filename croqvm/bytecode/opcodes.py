@@ -234,7 +234,7 @@ _ROWS = (
     # --- DMA and futures (§9)
     _op("DMA", ("d", "c?"), "copy as DMA descriptor a says; a collective of site b when it "
         "names one", _SITE,
-        faults=(K.EMPTY_TILE, K.TILE_OUTSIDE, K.DMA_SHAPE, K.DMA_SHAPE_ZFILL, K.NEVER_WAITED,
+        faults=(K.EMPTY_TILE, K.TILE_OUTSIDE, K.DMA_SHAPE, K.NEVER_WAITED,
                 K.ALLOC_EXTENT, K.SHARED_LIMIT, K.ALLOC_BUFFER, K.ALLOC_TILE)
         + _BASE_FAULTS[:4]
         + _COLL_FAULTS + (K.OPERANDS_DIFFER,)),

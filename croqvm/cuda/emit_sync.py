@@ -296,7 +296,6 @@ def op_dma(k, ins, ip):
         k.line(f"{{ const long long hi[{max(rank, 1)}] = {{{hi}}}; cq_dma_tile(dm, hi); }}", ins)
         _dma_destination(k, desc, rank, ins, ip)
         shape = k.site(Kind.DMA_SHAPE, ip, ins[-1], _shape_operands(d, rank))
-        k.site(Kind.DMA_SHAPE_ZFILL, ip, ins[-1], _shape_operands(d, rank))
         k.line(f"if (!cq_dma_fits(dm, {shape})) cq_leave();", ins)
         if bulk:
             _bulk_issue(k, ins, ip, desc, part)

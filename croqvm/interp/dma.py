@@ -111,13 +111,21 @@ class Plan:
         buf, o, D = self.dst
         if desc.dst_view >= 0:
             _check_tile(buf, o, D, lane)
-        if any(t > x for t, x in zip(self.shape, D)) or \
-                (not desc.zfill and tuple(self.shape) != tuple(D)):
-            kind = Kind.DMA_SHAPE_ZFILL if desc.zfill else Kind.DMA_SHAPE
-            raise Fault(kind, (d, tuple(self.shape), tuple(D)), lane)
+        if not desc.zfill and any(t < x for t, x in zip(self.shape, D)):
+            raise Fault(Kind.DMA_SHAPE, (d, tuple(self.shape), tuple(D)), lane)
         self.d, self.desc = d, desc
         self.tiles = []          # the working tiles, from reserve() until the data moves
         self.swizzles = swizzled_sides(blk.prog.code, desc)
+
+    def read_extents(self):
+        """The part of the source the copy reads (§9.5.1): a copy or transposition reads no
+        element beyond the destination's extents."""
+        se, D = self.src[2], self.dst[2]
+        if self.desc.op == DmaOp.PAD:
+            return se
+        if self.desc.op == DmaOp.TRANSP:
+            D = [D[self.desc.perm.index(k)] for k in range(len(D))]
+        return tuple(min(e, x) for e, x in zip(se, D))
 
     def _destination(self, blk, desc, w, i, lane):
         if desc.dst_view >= 0:

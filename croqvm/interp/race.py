@@ -540,7 +540,8 @@ class RaceChecker(Checker):
         """A DMA issued by ``lanes`` (a collective's participants, or one lane): a
         synchronous copy reads and writes now; an async one from now until its wait."""
         lane = int(lanes[0])
-        (src, so, se), (dst, do, dd) = plan.src, plan.dst
+        (src, so, _), (dst, do, dd) = plan.src, plan.dst
+        se = plan.read_extents()
         swz_src, swz_dst = plan.swizzles
         if self.clocks(blk).coll is None:
             self._lane_copy(blk, desc, dst, _box(dst, do, dd, swz_dst), lane)
@@ -556,7 +557,7 @@ class RaceChecker(Checker):
                     self.site(blk, ip, Access.COPY_WRITE, desc.text, True), who, None, None)
         parts = []
         for (buf, o, e), kind, site, swz in (
-                (plan.src, Access.COPY_READ, copy.site_read, swz_src),
+                ((src, so, se), Access.COPY_READ, copy.site_read, swz_src),
                 (plan.dst, Access.COPY_WRITE, copy.site_write, swz_dst)):
             box = _box(buf, o, e, swz)
             sh = None

@@ -24,11 +24,15 @@ def future_ref(lw: Lowerer, sym, node, declares: bool) -> FutRef:
     """The future slot of ``sym`` in the current code, created on its declaration."""
     ref = None if declares else lw.env.get(sym)
     if ref is None:
-        if not declares and sym.parallel is None and lw.kernel is not None:
+        in_host = not declares and sym.parallel is None and lw.kernel is not None
+        if in_host and not sym.info.get("instance_future"):
             lw.unsupported(node, f"using the host future '{sym.name}' inside a parallel-by")
         slot = lw.b.add("futures", _future_decl(lw, sym, node))
         ref = FutRef(slot, sym.name)
-        lw.bind(sym, ref)
+        if in_host:     # the kernel's own placeholder, one for all its scopes (§3.4.5)
+            lw.kernel.args_env.bind(sym, ref)
+        else:
+            lw.bind(sym, ref)
     if not isinstance(ref, FutRef):
         lw.unsupported(node, f"'{sym.name}' as a future")
     return ref

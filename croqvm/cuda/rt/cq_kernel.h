@@ -311,19 +311,19 @@ CQ_OUTLINED void cq_dma_tile(cq_dma &d, const long long *pad_hi) {
   }
 }
 
-/* Whether T fits the destination (no larger; equal unless .zfill); else faults
-   DMA_SHAPE (`site`) or DMA_SHAPE_ZFILL (`site` + 1) with both shapes. */
+/* Whether T covers the destination (a larger T is cut to it, §9.5.1; a smaller one
+   needs .zfill); else faults DMA_SHAPE (`site`) with both shapes. */
 CQ_OUTLINED bool cq_dma_fits(const cq_dma &d, int site) {
   bool ok = true;
   for (int k = 0; k < d.src.rank; k++)
-    if (d.tile[k] > d.dst.ext[k] || (!d.zfill && d.tile[k] != d.dst.ext[k])) ok = false;
+    if (!d.zfill && d.tile[k] < d.dst.ext[k]) ok = false;
   if (ok) return true;
   long long a[16] = {0};
   for (int k = 0; k < d.src.rank; k++) {
     a[k] = d.tile[k];
     a[d.src.rank + k] = d.dst.ext[k];
   }
-  cq_fault_n(d.zfill ? site + 1 : site, a, 2 * d.src.rank);
+  cq_fault_n(site, a, 2 * d.src.rank);
   return false;
 }
 

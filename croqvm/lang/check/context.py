@@ -219,9 +219,15 @@ class Checker:
                          "after the parallel-by")
             return True
         if sym.kind == "future" and self.outside_current_parallel(sym):
+            if sym.info.get("placeholder") and sym.parallel is None and \
+                    not sym.info.get("host_data"):
+                sym.info["instance_future"] = True     # each instance's own (§3.4.5)
+                return True
             self.error(span, f"'{sym.name}' is declared outside the parallel-by and can "
                              f"not be modified inside it.")
             return False
+        if sym.kind == "future" and not self.in_parallel:
+            sym.info["host_data"] = True
         return True
 
     def fact(self, key: str, factory):

@@ -191,11 +191,24 @@ def _check_types(ck, s: ast.Dma, src: View, dst: View):
         if any(a > b for a, b in pairs):
             inconsistent()
         elif any(a < b for a, b in pairs) and not s.zfill:
-            if _fits_smaller(s, src, dst):
-                s.fits_smaller = True
-            else:
+            if not _fits_smaller(s, src, dst):
                 inconsistent(hint="add '.zfill' to zero the destination elements the source "
                                   "does not cover")
+            elif dst.storage == "shared":
+                s.zfill = True
+            else:
+                s.fits_smaller = True
+        elif _zero_fills(s, src, dst):
+            s.zfill = True
+
+
+def _zero_fills(s: ast.Dma, src: View, dst: View) -> bool:
+    """§9.5.1: a copy or transposition into shared memory whose extents are not the same
+    at compile time zero-fills what the source does not cover, as the reference compiler
+    turns '.zfill' on for it (lib/Target/GPU/dma_plan.cpp, ResolvePrediction)."""
+    if s.op == "pad" or dst.storage != "shared":
+        return False
+    return any(not (isinstance(a, int) and a == b) for a, b in zip(src.shape, dst.shape))
 
 
 def _fits_smaller(s: ast.Dma, src: View, dst: View) -> bool:
