@@ -92,16 +92,18 @@ def view_operands(k) -> dict:
     for ip, ins in enumerate(k.ins):
         for x in _fragments_of(ins):
             uses.setdefault(x, []).append(ip)
+    dyn = {m for m, f in enumerate(code.frags) if f.rows < 0 or f.cols < 0}
     fused: dict = {}
     for m, f in enumerate(code.frags):
-        if f.role == FragRole.ACC or f.rows < 0 or f.cols < 0 or f.unit == 1:
+        if f.role == FragRole.ACC or m in dyn or f.unit == 1:
             continue
         plan = {}
         for ip in uses.get(m, []):
             ins = k.ins[ip]
             if ins[0] == opcodes.MMA_LOAD and _reads(k, _exec_after(k, ip), m):
                 continue
-            if not _reads(k, ip, m) or _load_before(k, ip, m) is None:
+            if not _reads(k, ip, m) or _load_before(k, ip, m) is None or \
+                    dyn & set(ins[1:4]):      # emit_mma_dyn reads operands as arrays
                 break
             plan[ip] = _load_before(k, ip, m)
         else:
