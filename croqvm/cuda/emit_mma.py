@@ -8,9 +8,9 @@ operation on it does the lane's own elements. An operand that an ``mma.load`` of
 fills just before the exec reading it is read from the view by the exec and has no copy.
 Other fragments are in shared memory at a fixed offset (one per instance), or in the
 lane's own array for per-lane fragments; the participants of one copy share its cells
-out by rank. Every operation is a collective of its site. MMA_EXEC runs the engines' step, k ascending, each step rounded once
-(cq_mma_cells over cq_numerics.h's cq_fma_to), so results equal the interpreter's bit
-for bit, whatever the shape.
+out by rank. Every operation is a collective of its site. MMA_EXEC runs the engines'
+step, k ascending, each step rounded once (cq_mma_dot over cq_numerics.h's cq_fma_to),
+so results equal the interpreter's bit for bit, whatever the shape.
 
 An exec runs on tensor cores where the hardware has an instruction for it (§11.4):
 on sm_90a, a warpgroup's exec runs on ``wgmma.mma_async`` with both operands staged in
@@ -235,10 +235,10 @@ def op_mma_load(k, ins, ip):
     ptr, flag, lo_hi = frag_ref(k, m)
     f = k.code.frags[m]
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
-        whole_instance(k, ins, ip, m, c)
         view(k, v, "src", ins, ip)
         read_outside_check(k, ins, ip, c)
         _tile_shape_fault(k, ins, ip, m, "src", (f.rows, f.cols))
+        whole_instance(k, ins, ip, m, c)
         if not any(m in ops for ops in k.view_operands.values()):   # else the exec reads src
             load_cells(k, ins, ip, m, v, ptr, str(f.rows), str(f.cols), part, parts)
         k.line(f"{flag} = 1;", ins)
@@ -392,51 +392,45 @@ def op_mma_exec(k, ins, ip):
     atom = tensor_atom(k, mc, ma, mb, k.code.colls[c], M, N, K) if c >= 0 and not plan \
         else None
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
-        whole_instance(k, ins, ip, mc, c)
         if mc in k.async_frags:
             pending_check(k, ins, ip, mc, c >= 0)
         for x in (ma, mb):
             px, flag_x, _ = frag_ref(k, x)
             k.fault(f"!{flag_x}", Kind.FRAGMENT_EMPTY, ins, ip, (), lambda a, refs, x=x: (x,))
+        whole_instance(k, ins, ip, mc, c)
         _operand_readers(k, ins, ip, ma, mb, layout)
-        if mc in k.reg_frags:
-            cells = f"rf{mc}[s] = cq_mma_dot(rf{mc}[s], A_at, B_at, fi, fj, {K}, {fmt}, {exact});"
-        else:
-            cells = (f"cq_mma_cells_at({pc}, A_at, B_at, {M}, {N}, {K}, {fmt}, {exact}, "
-                     f"{part}, {parts});")
-        if atom is None and plan is None:
-            _cells(k, ins, mc, cells)
-        else:
-            # every lane of the unit takes part (decided alike by all of them), so each
-            # warp can run mma.sync or wgmma converged; else cell by cell
-            unit = k.code.frags[mc].unit
-            k.line(f"if (cl.hi - cl.lo == {unit} && cq_mask_count(cl.live, cl.members, cl.lo, "
-                   f"cl.hi) == {unit}) {{", ins)
-            k.depth += 1
+        unit = k.code.frags[mc].unit
+
+        def tensor():
             if plan:
                 _wgmma_exec(k, ins, ip, plan, mc, (M, N, K))
             else:
                 _tensor_exec(k, ins, ip, atom, mc, (M, N, K), unit)
-            k.depth -= 1
-            k.line("} else {", ins)
-            k.depth += 1
-            _cells(k, ins, mc, cells)
+        if mc in k.reg_frags and (atom or plan):
+            tensor()         # whole_instance: every lane of the unit takes part
+        elif mc in k.reg_frags:
+            cell = own_cells(k, ins, mc)
+            k.line(f"{cell} = cq_mma_dot({cell}, A_at, B_at, fi, fj, {K}, {fmt}, {exact});",
+                   ins)
             k.depth -= 1
             k.line("}", ins)
+        else:
+            cells = (f"cq_mma_cells_at({pc}, A_at, B_at, {M}, {N}, {K}, {fmt}, {exact}, "
+                     f"{part}, {parts});")
+            if atom is None and plan is None:
+                k.line(cells, ins)
+            else:
+                # every lane of the unit takes part (decided alike by all of them), so
+                # each warp can run mma.sync or wgmma converged; else cell by cell
+                k.line(f"if (cl.hi - cl.lo == {unit} && cq_mask_count(cl.live, cl.members, "
+                       f"cl.lo, cl.hi) == {unit}) {{", ins)
+                k.depth += 1
+                tensor()
+                k.depth -= 1
+                k.line("} else {", ins)
+                k.line("  " + cells, ins)
+                k.line("}", ins)
         k.line(f"{flag_c} = 1;", ins)
-
-
-def _cells(k, ins, mc: int, text: str) -> None:
-    """The cell-by-cell exec: the lane's own elements of a register accumulator (the
-    loop that own_cells opens), else its share of the copy's."""
-    if mc in k.reg_frags:
-        depth = k.depth
-        own_cells(k, ins, mc)
-        k.depth = depth
-        k.line("  " + text, ins)
-        k.line("}", ins)
-    else:
-        k.line(text, ins)
 
 
 def acc_cell(k, mc: int, row: str, col: str) -> str:
