@@ -10,6 +10,7 @@ import pytest
 import croqvm
 from croqvm.cuda.emit import emit
 from croqvm.diff import assert_agree
+from croqvm.errors import KernelFault
 
 WIDE = """
 __co__ void wide(global f16 [64, 32] a, global f16 [N, 32] b, global f32 [64, N] c) {
@@ -138,3 +139,34 @@ def test_warpgroup_epilogue_agrees_with_the_engines(arch, monkeypatch):
     np.testing.assert_allclose(c, (prod + 0.5) * 2 + bias, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(rs, _lane_order_sums(c))
     np.testing.assert_array_equal(rm, c.max(axis=1))
+
+
+PART_OF_A_WARP = """
+__co__ void part(global f32 [16, 8] out) {
+  parallel b by 1 : block {
+    parallel g by 1 : group {
+      acc = mma.fill.f32 0.0f;
+      mma.store acc, out;
+      parallel t by 32 : thread {
+        inthreads (t < 16) {
+          mma.fill acc, 1.0f;
+        }
+      }
+      mma.store acc, out;
+    }
+  }
+}
+"""
+
+
+def test_an_operation_by_part_of_the_warp_is_refused_on_cuda_cpu():
+    """The engines keep one copy per warp, which half of it can fill; in registers the
+    other half's elements are out of reach, so the generated code reports those lanes
+    (docs/CUDA.md) instead of computing something else."""
+    program = croqvm.compile(PART_OF_A_WARP, "t.co")
+    out = np.zeros((16, 8), np.float32)
+    program.run("part", out)
+    np.testing.assert_array_equal(out, np.ones((16, 8), np.float32))
+    with pytest.raises(KernelFault, match="mma.fill needs all 32 lanes of warp 0, but "
+                                          "lanes 16-31 are not active here"):
+        program.run("part", np.zeros((16, 8), np.float32), device="cuda-cpu")
