@@ -256,10 +256,15 @@ class KernelEmitter:
         self.dyn_frag = {}       # fragment -> offset of its cq_dyn records, one per instance
         # accumulators of asynchronous MMAs: their uses check nothing is pending (§11.5)
         self.async_frags = {ins[1] for ins in self.ins if ins[0] == opcodes.MMA_ASYNC}
+        # accumulators in registers, and operands that execs read from views (emit_mma)
+        from .emit_mma import register_fragments, view_operands
+        self.reg_frags = register_fragments(self)
+        self.view_operands = view_operands(self)
+        in_views = {m for ops in self.view_operands.values() for m in ops}
         for m, f in enumerate(code.frags):
             if f.rows < 0 or f.cols < 0:
                 self.dyn_frag[m] = L.take(DYN_RECORD * self._instances(f.unit), 8)
-            elif f.unit != 1:
+            elif f.unit != 1 and m not in self.reg_frags and m not in in_views:
                 vt = cnum.reg_c(dtypes.BY_CODE[f.dtype])
                 size = f.rows * f.cols * (8 if vt in ("double", "int64_t", "uint64_t") else 4)
                 self.off_frag[m] = L.take(size * self._instances(f.unit), 16)
@@ -363,6 +368,7 @@ class KernelEmitter:
         """The CPU runtime's stack per thread: room for local buffers and fragments."""
         local = sum(n * 8 * max(1, self.code.buffers[s].count) for s, (n, _) in self.local.items())
         local += sum(f.rows * f.cols * 8 for f in self.code.frags if f.unit == 1)
+        local += sum(8 * n for n in self.reg_frags.values())
         return _align(64 * 1024 + 2 * local, 4096)
 
     def _prologue(self) -> None:
@@ -383,6 +389,9 @@ class KernelEmitter:
                 t = dtypes.BY_CODE[f.dtype]
                 self.line(f"{cnum.reg_c(t)} lf{m}[{f.rows * f.cols}] = {{}};")
                 self.line(f"int lf{m}_full = 0;")
+            elif m in self.reg_frags:
+                t = dtypes.BY_CODE[f.dtype]
+                self.line(f"{cnum.reg_c(t)} rf{m}[{self.reg_frags[m]}] = {{}};")
         for n in range(len(code.futures)):
             self.line(f"cq_future f{n} = {{}};")
         for sl in sorted(self.dyn_local):

@@ -1,12 +1,16 @@
 """MMA in generated CUDA: MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE, MMA_STORE_MASK,
 MMA_ASYNC, MMA_WAIT (LANGUAGE.md §11, §12.4; docs/EXECUTION.md §8).
 
-Each unit instance owns its copy of a fragment (§11.2): in shared memory at a fixed
-offset (one per instance), or in the lane's own array for per-lane fragments. Every
-operation is a collective of its site; the participants of one fragment copy share its
-cells out by rank. MMA_EXEC runs the engines' step, k ascending, each step rounded once
-(cq_mma_cells over cq_numerics.h's cq_fma_to), so results equal the interpreter's bit
-for bit, whatever the shape.
+Each unit instance owns its copy of a fragment (§11.2). An accumulator of a warp or
+warpgroup lives in registers: each lane keeps the elements it holds (§11.7's ownership,
+the PTX C/D fragment maps; rt/cq_mma.h's cq_frag_slot) in its array ``rf<m>``, and every
+operation on it does the lane's own elements. An operand that an ``mma.load`` of a view
+fills just before the exec reading it is read from the view by the exec and has no copy.
+Other fragments are in shared memory at a fixed offset (one per instance), or in the
+lane's own array for per-lane fragments; the participants of one copy share its cells
+out by rank. Every operation is a collective of its site. MMA_EXEC runs the engines'
+step, k ascending, each step rounded once (cq_mma_dot over cq_numerics.h's cq_fma_to),
+so results equal the interpreter's bit for bit, whatever the shape.
 
 An exec runs on tensor cores where the hardware has an instruction for it (§11.4):
 on sm_90a, a warpgroup's exec runs on ``wgmma.mma_async`` with both operands staged in
@@ -27,8 +31,9 @@ from dataclasses import dataclass
 
 from .. import dtypes
 from ..bytecode import opcodes
-from ..bytecode.module import BaseKind
+from ..bytecode.module import BaseKind, FragRole
 from ..faults import Kind
+from ..limits import UNIT_OF_LANES, WARP_SIZE
 from . import cnum
 from .emit_sync import collective, view
 
@@ -38,17 +43,133 @@ def frag_dtype(k, m: int) -> dtypes.DType:
 
 
 def frag_ref(k, m: int):
-    """(pointer to the lane's copy of fragment m, its 'holds a tile' flag, the lanes
-    [lo, hi) of its instance)."""
+    """(pointer to the lane's copy of fragment m -- for a register fragment, to the
+    array of the elements it holds --, its 'holds a tile' flag, the lanes [lo, hi) of its
+    instance)."""
     f = k.code.frags[m]
     vt = cnum.reg_c(frag_dtype(k, m))
     if f.unit == 1:
         return f"lf{m}", f"lf{m}_full", ("lane", "lane + 1")
     inst = k.unit_index(f.unit)
+    if m in k.reg_frags or m not in k.off_frag:
+        ptr = f"rf{m}" if m in k.reg_frags else "0"     # an operand read from its view
+        return ptr, f"((unsigned *)(smem + {k.off_fragflag[m]}))[{inst}]", \
+            k.unit_range(f.unit)
     size = f.rows * f.cols * (8 if vt in ("double", "int64_t", "uint64_t") else 4)
     ptr = f"(({vt} *)(smem + {k.off_frag[m]} + {inst} * {size}))"
     flag = f"((unsigned *)(smem + {k.off_fragflag[m]}))[{inst}]"
     return ptr, flag, k.unit_range(f.unit)
+
+
+def register_fragments(k) -> dict:
+    """Fragment -> the slots of its per-lane array: the accumulators of a warp or
+    warpgroup whose shape is known when generating and that no exec shares with a
+    fragment of run-time shape (those read their operands as arrays)."""
+    code = k.code
+    dyn = {m for m, f in enumerate(code.frags) if f.rows < 0 or f.cols < 0}
+    mixed = {ins[1] for ins in k.ins
+             if ins[0] == opcodes.MMA_EXEC and dyn & set(ins[1:4])}
+    mixed |= {ins[1] for ins in k.ins if ins[0] == opcodes.MMA_GATHER and ins[3]}
+    return {m: frag_slots(f.unit, f.rows, f.cols) for m, f in enumerate(code.frags)
+            if f.role == FragRole.ACC and f.unit in UNIT_OF_LANES and m not in dyn
+            and m not in mixed}
+
+
+def frag_slots(unit: int, rows: int, cols: int) -> int:
+    """The length of a lane's array for a [rows, cols] accumulator (cq_frag_slots)."""
+    bands = -(-rows // 8) if unit == WARP_SIZE else 2 * -(-rows // 64)
+    return bands * -(-cols // 8) * 2
+
+
+def view_operands(k) -> dict:
+    """MMA_EXEC's ip -> {operand fragment: the view its mma.load read}, for operands
+    that need no copy: every load of the fragment is followed, past other loads only, by
+    an exec reading it, and every exec reading it is preceded so, so the view holds
+    what the load read when the exec reads it (no statement runs between them). The
+    fragment's type is the view's, and it has no other use."""
+    code = k.code
+    uses: dict = {}
+    for ip, ins in enumerate(k.ins):
+        for x in _fragments_of(ins):
+            uses.setdefault(x, []).append(ip)
+    dyn = {m for m, f in enumerate(code.frags) if f.rows < 0 or f.cols < 0}
+    fused: dict = {}
+    for m, f in enumerate(code.frags):
+        if f.role == FragRole.ACC or m in dyn or f.unit == 1:
+            continue
+        plan = {}
+        for ip in uses.get(m, []):
+            ins = k.ins[ip]
+            if ins[0] == opcodes.MMA_LOAD and _reads(k, _exec_after(k, ip), m):
+                continue
+            if not _reads(k, ip, m) or _load_before(k, ip, m) is None or \
+                    dyn & set(ins[1:4]):      # emit_mma_dyn reads operands as arrays
+                break
+            plan[ip] = _load_before(k, ip, m)
+        else:
+            if plan and all(_elem_type(k, v) is frag_dtype(k, m) for v in plan.values()):
+                for ip, v in plan.items():
+                    fused.setdefault(ip, {})[m] = v
+    return fused
+
+
+def _fragments_of(ins) -> list:
+    from ..bytecode.opcodes import TABLE
+    op = TABLE[ins[0]]
+    return [ins[1 + j] for j, kind in enumerate(op.operands) if kind == "m"]
+
+
+def _exec_after(k, ip: int):
+    """The ip of the MMA_EXEC that ends the run of MMA_LOADs at ``ip``, or None."""
+    while ip < len(k.ins) and k.ins[ip][0] == opcodes.MMA_LOAD:
+        ip += 1
+    return ip if ip < len(k.ins) and k.ins[ip][0] == opcodes.MMA_EXEC else None
+
+
+def _reads(k, ip, m: int) -> bool:
+    """Whether the instruction at ``ip`` is an MMA_EXEC with operand ``m``."""
+    return ip is not None and k.ins[ip][0] == opcodes.MMA_EXEC and m in k.ins[ip][2:4] \
+        and m != k.ins[ip][1]
+
+
+def _load_before(k, ip: int, m: int):
+    """The view of the MMA_LOAD of ``m`` in the run of loads just before ``ip``."""
+    at = ip - 1
+    while at >= 0 and k.ins[at][0] == opcodes.MMA_LOAD:
+        if k.ins[at][1] == m:
+            return k.ins[at][2]
+        at -= 1
+    return None
+
+
+def own_cells(k, ins, m: int) -> str:
+    """Opens a loop over the elements of register fragment ``m`` the lane holds, with
+    ``fi``, ``fj`` their position; returns the C cell. The caller closes it."""
+    f = k.code.frags[m]
+    k.line(f"for (int s = 0; s < {k.reg_frags[m]}; s++) {{", ins)
+    k.depth += 1
+    k.line(f"const int fi = cq_frag_row({f.unit}, lane % {f.unit}, s, {f.cols}), "
+           f"fj = cq_frag_col(lane % {f.unit}, s, {f.cols});", ins)
+    k.line(f"if (fi >= {f.rows} || fj >= {f.cols}) continue;", ins)
+    return f"rf{m}[s]"
+
+
+def whole_instance(k, ins, ip, m: int, c: int) -> None:
+    """A register fragment's operation needs every lane of its instance: the others
+    hold elements it reads or writes. UNIT_INACTIVE names those not taking part."""
+    if m not in k.reg_frags or c < 0:
+        return
+    f = k.code.frags[m]
+    lo = k.unit_range(f.unit)[0]
+    k.line("unsigned absent[4] = {0, 0, 0, 0}; int any_absent = 0;", ins)
+    k.line(f"for (int l = {lo}; l < {lo} + {f.unit}; l++) if (l >= nlanes || (cl.members "
+           f"&& !cq_mask_has(cl.members, l)) || !cq_mask_has(cl.live, l)) {{ absent[(l - "
+           f"{lo}) >> 5] |= 1u << ((l - {lo}) & 31); any_absent = 1; }}", ins)
+    k.fault("any_absent", Kind.UNIT_INACTIVE, ins, ip,
+            (lo, "absent[0]", "absent[1]", "absent[2]", "absent[3]"),
+            lambda a, refs, c=c, u=f.unit: (c, u, int(a[0]) // u, tuple(
+                int(a[0]) + 32 * w + b for w in range(4) for b in range(32)
+                if (int(a[1 + w]) >> b) & 1)))
 
 
 def _elem_type(k, v: int) -> dtypes.DType:
@@ -94,10 +215,15 @@ def op_mma_fill(k, ins, ip):
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
         if m in k.async_frags:
             pending_check(k, ins, ip, m, c >= 0)
+        whole_instance(k, ins, ip, m, c)
         t = frag_dtype(k, m)
         k.line(f"{cnum.reg_c(t)} val;", ins)
         k.convert_into("val", f"r{r}", k.rt(r), t, ins, ip)
-        k.line(f"for (int i = {part}; i < {f.rows * f.cols}; i += {parts}) {ptr}[i] = val;", ins)
+        if m in k.reg_frags:
+            k.line(f"for (int s = 0; s < {k.reg_frags[m]}; s++) rf{m}[s] = val;", ins)
+        else:
+            k.line(f"for (int i = {part}; i < {f.rows * f.cols}; i += {parts}) {ptr}[i] = val;",
+                   ins)
         k.line(f"{flag} = 1;", ins)
 
 
@@ -112,7 +238,9 @@ def op_mma_load(k, ins, ip):
         view(k, v, "src", ins, ip)
         read_outside_check(k, ins, ip, c)
         _tile_shape_fault(k, ins, ip, m, "src", (f.rows, f.cols))
-        load_cells(k, ins, ip, m, v, ptr, str(f.rows), str(f.cols), part, parts)
+        whole_instance(k, ins, ip, m, c)
+        if not any(m in ops for ops in k.view_operands.values()):   # else the exec reads src
+            load_cells(k, ins, ip, m, v, ptr, str(f.rows), str(f.cols), part, parts)
         k.line(f"{flag} = 1;", ins)
 
 
@@ -128,15 +256,25 @@ def load_cells(k, ins, ip, m, v, ptr, rows, cols, part, parts) -> None:
     """The lane's share of the cells of fragment m [rows, cols] from view ``src``,
     converted to the fragment's type."""
     et, ft = _elem_type(k, v), frag_dtype(k, m)
-    k.line(f"for (long long i = {part}; i < {rows} * {cols}; i += {parts}) {{", ins)
-    k.depth += 1
-    k.line(f"const long long ix[2] = {{i / {cols}, i % {cols}}};", ins)
-    swizzle = k.code.views[v].swizzle      # §9.7: the layout a swizzled copy gave it
-    value = cnum.load_value(f"({cnum.store_c(et)} *)(src.base + cq_swizzle(src, "
-                            f"cq_offset(src, ix), {swizzle}))", et)
-    k.convert_into(f"{ptr}[i]", value, et, ft, ins, ip)
+    if m in k.reg_frags:
+        cell = own_cells(k, ins, m)
+        k.line("const long long ix[2] = {fi, fj};", ins)
+    else:
+        cell = f"{ptr}[i]"
+        k.line(f"for (long long i = {part}; i < {rows} * {cols}; i += {parts}) {{", ins)
+        k.depth += 1
+        k.line(f"const long long ix[2] = {{i / {cols}, i % {cols}}};", ins)
+    k.convert_into(cell, view_value(k, v, "src"), et, ft, ins, ip)
     k.depth -= 1
     k.line("}", ins)
+
+
+def view_value(k, v: int, name: str) -> str:
+    """Element ``ix`` of view ``name`` (view ``v``), as a value of its type."""
+    et = _elem_type(k, v)
+    swizzle = k.code.views[v].swizzle      # §9.7: the layout a swizzled copy gave it
+    return cnum.load_value(f"({cnum.store_c(et)} *)({name}.base + cq_swizzle({name}, "
+                           f"cq_offset({name}, ix), {swizzle}))", et)
 
 
 def _exec_shapes(k, ins, mc, ma, mb, layout):
@@ -165,18 +303,15 @@ def atom_name(atom) -> str:
 
 def tensor_atom(k, mc, ma, mb, site, M, N, K):
     """The mma.sync atom an exec runs on, or None for the generic path: a warp or a
-    warpgroup (each warp a quarter of M) owning its fragments, every lane of it taking
-    part, and M, N, K multiples of a hardware shape of these types (§11.4)."""
+    warpgroup (each warp the 16-row bands it holds) owning its fragments, every lane of
+    it taking part, and M, N, K multiples of a hardware shape of these types (§11.4)."""
     f = k.code.frags[mc]
     if f.unit not in (32, 128) or k.code.frags[ma].unit != f.unit or \
             k.code.frags[mb].unit != f.unit or site.unit != f.unit:
         return None
-    warps = f.unit // 32
-    if M % warps:
-        return None
     types = (frag_dtype(k, ma).name, frag_dtype(k, mb).name, frag_dtype(k, mc).name)
     for atom in ATOMS:
-        if atom[:3] == types and (M // warps) % atom[3] == 0 and N % atom[4] == 0 and \
+        if atom[:3] == types and M % atom[3] == 0 and N % atom[4] == 0 and \
                 K % atom[5] == 0:
             return atom
     return None
@@ -262,50 +397,80 @@ def op_mma_exec(k, ins, ip):
         for x in (ma, mb):
             px, flag_x, _ = frag_ref(k, x)
             k.fault(f"!{flag_x}", Kind.FRAGMENT_EMPTY, ins, ip, (), lambda a, refs, x=x: (x,))
-        pa, pb = frag_ref(k, ma)[0], frag_ref(k, mb)[0]
-        cells = (f"cq_mma_cells({pc}, {pa}, {pb}, {M}, {N}, {K}, {layout}, {fmt}, {exact}, "
-                 f"{part}, {parts});")
-        if atom is None and plan is None:
-            k.line(cells, ins)
-        else:
-            # every lane of the unit takes part (decided alike by all of them), so each
-            # warp can run mma.sync or wgmma converged; else cell by cell
-            unit = k.code.frags[mc].unit
-            k.line(f"if (cl.hi - cl.lo == {unit} && cq_mask_count(cl.live, cl.members, cl.lo, "
-                   f"cl.hi) == {unit}) {{", ins)
-            k.depth += 1
+        whole_instance(k, ins, ip, mc, c)
+        _operand_readers(k, ins, ip, ma, mb, layout)
+        unit = k.code.frags[mc].unit
+
+        def tensor():
             if plan:
-                _wgmma_exec(k, ins, ip, plan, (pc, pa, pb), (M, N, K), layout)
+                _wgmma_exec(k, ins, ip, plan, mc, (M, N, K))
             else:
-                _tensor_exec(k, ins, ip, atom, (pc, pa, pb), (M, N, K), layout, unit)
+                _tensor_exec(k, ins, ip, atom, mc, (M, N, K), unit)
+        if mc in k.reg_frags and (atom or plan):
+            tensor()         # whole_instance: every lane of the unit takes part
+        elif mc in k.reg_frags:
+            cell = own_cells(k, ins, mc)
+            k.line(f"{cell} = cq_mma_dot({cell}, A_at, B_at, fi, fj, {K}, {fmt}, {exact});",
+                   ins)
             k.depth -= 1
-            k.line("} else {", ins)
-            k.line("  " + cells, ins)
             k.line("}", ins)
+        else:
+            cells = (f"cq_mma_cells_at({pc}, A_at, B_at, {M}, {N}, {K}, {fmt}, {exact}, "
+                     f"{part}, {parts});")
+            if atom is None and plan is None:
+                k.line(cells, ins)
+            else:
+                # every lane of the unit takes part (decided alike by all of them), so
+                # each warp can run mma.sync or wgmma converged; else cell by cell
+                k.line(f"if (cl.hi - cl.lo == {unit} && cq_mask_count(cl.live, cl.members, "
+                       f"cl.lo, cl.hi) == {unit}) {{", ins)
+                k.depth += 1
+                tensor()
+                k.depth -= 1
+                k.line("} else {", ins)
+                k.line("  " + cells, ins)
+                k.line("}", ins)
         k.line(f"{flag_c} = 1;", ins)
 
 
-def _operand_at(layout: int, ptrs, M: int, N: int, K: int):
-    """C expressions of A (m, kk) and B (kk, n) in the fragments' cells, by layout."""
-    pa, pb = ptrs
-    a_at = f"{pa}[(m) * {K} + (kk)]" if layout < 2 else f"{pa}[(kk) * {M} + (m)]"
-    b_at = f"{pb}[(kk) * {N} + (n)]" if layout & 1 else f"{pb}[(n) * {K} + (kk)]"
-    return a_at, b_at
+def acc_cell(k, mc: int, row: str, col: str) -> str:
+    """The C cell of element (row, col) of accumulator ``mc`` that this lane holds."""
+    f = k.code.frags[mc]
+    if mc in k.reg_frags:
+        return f"rf{mc}[cq_frag_slot({f.unit}, {row}, {col}, {f.cols})]"
+    return f"{frag_ref(k, mc)[0]}[({row}) * {f.cols} + ({col})]"
 
 
-def _wgmma_exec(k, ins, ip, plan: WgmmaPlan, ptrs, mnk, layout) -> None:
+def _operand_readers(k, ins, ip, ma: int, mb: int, layout: int) -> None:
+    """``A_at(m, kk)`` and ``B_at(kk, n)``: the operands' elements by layout (A stored
+    [M, K] for row, [K, M] for col; B [N, K] for row, [K, N] for col), from their
+    copies or, for operands of view_operands, from the views their loads read."""
+    views = k.view_operands.get(ip, {})
+    for name, x, (r, col) in (("A", ma, ("m", "kk") if layout < 2 else ("kk", "m")),
+                              ("B", mb, ("kk", "n") if layout & 1 else ("n", "kk"))):
+        vt = cnum.reg_c(frag_dtype(k, x))
+        args = "int m, int kk" if name == "A" else "int kk, int n"
+        if x in views:
+            view(k, views[x], f"v{name}", ins, ip)
+            body = (f"const long long ix[2] = {{{r}, {col}}}; "
+                    f"return ({vt}){view_value(k, views[x], 'v' + name)};")
+        else:
+            body = f"return {frag_ref(k, x)[0]}[({r}) * {k.code.frags[x].cols} + ({col})];"
+        k.line(f"auto {name}_at = [&]({args}) -> {vt} {{ {body} }};", ins)
+
+
+def _wgmma_exec(k, ins, ip, plan: WgmmaPlan, mc: int, mnk) -> None:
     """The warpgroup multiplies C in [64, n] tiles: its lanes stage A [64, K] and B
     [n, K] K-major in the warpgroup's shared staging area (rt/cq_wgmma.h's layout,
     elements in their PTX encoding), fence it for the async proxy and meet; then each
     lane loads its accumulator registers, and K / k wgmmas, the descriptors advancing
     32 bytes of K each, run in one commit group, k ascending as the engines step."""
-    pc, pa, pb = ptrs
     M, N, K = mnk
-    a_at, b_at = _operand_at(layout, (pa, pb), M, N, K)
     n = k.wait_site_for(ins, ip)
     stage = f"(smem + {k.off_wgmma} + {k.unit_index(128)} * {k.wgmma_stage})"
     desc = ("cq_wgmma_desc(cq_smem_addr(st) + {off} + kt * CQ_WGMMA_STEP_SLABS * "
             "cq_wgmma_lbo({rows}), cq_wgmma_lbo({rows}), CQ_WGMMA_SBO)")
+    cell = acc_cell(k, mc, "mt + cq_wgmma_d_row(wt, i)", "nt + cq_wgmma_d_col(wt, i)")
     for line in (
         "const int wt = lane % 128;",
         f"unsigned char *const st = {stage};",
@@ -314,60 +479,55 @@ def _wgmma_exec(k, ins, ip, plan: WgmmaPlan, ptrs, mnk, layout) -> None:
         f"  for (int nt = 0; nt < {N}; nt += {plan.n}) {{",
         f"    for (int i = wt; i < 64 * {K}; i += 128) {{ const int m = mt + i / {K}, "
         f"kk = i % {K}; cq_wgmma_elem<W::ta>::put(st + cq_wgmma_offset(i / {K}, kk, 64, "
-        f"W::BYTES), {a_at}); }}",
+        f"W::BYTES), A_at(m, kk)); }}",
         f"    for (int i = wt; i < {plan.n * K}; i += 128) {{ const int n = nt + i / {K}, "
         f"kk = i % {K}; cq_wgmma_elem<W::tb>::put(st + {plan.a_bytes} + cq_wgmma_offset(i / "
-        f"{K}, kk, {plan.n}, W::BYTES), {b_at}); }}",
+        f"{K}, kk, {plan.n}, W::BYTES), B_at(kk, n)); }}",
         "    cq_fence_proxy_async();",
         f"    cq_coll_sync(cl, {n});",
         "    W::c_value d[W::ND];",
-        "    for (int i = 0; i < W::ND; i++) "
-        f"d[i] = {pc}[(mt + cq_wgmma_d_row(wt, i)) * {N} + nt + cq_wgmma_d_col(wt, i)];",
+        f"    for (int i = 0; i < W::ND; i++) d[i] = {cell};",
         "    cq_wgmma_fence<W>(d);",
         f"    for (int kt = 0; kt < {K // plan.k}; kt++)",
         f"      cq_wgmma<W>(d, {desc.format(off=0, rows=64)}, "
         f"{desc.format(off=plan.a_bytes, rows=plan.n)}, {n});",
         "    cq_wgmma_commit();",
         "    cq_wgmma_wait<0, W>(d);",
-        "    for (int i = 0; i < W::ND; i++) "
-        f"{pc}[(mt + cq_wgmma_d_row(wt, i)) * {N} + nt + cq_wgmma_d_col(wt, i)] = d[i];",
+        f"    for (int i = 0; i < W::ND; i++) {cell} = d[i];",
         f"    cq_coll_sync(cl, {n});     // the staging area is reused by the next tile",
         "  }",
     ):
         k.line(line, ins)
 
 
-def _tensor_exec(k, ins, ip, atom, ptrs, mnk, layout, unit) -> None:
-    """Each warp of the unit multiplies its rows of C in atoms: per (m, n) tile the
+def _tensor_exec(k, ins, ip, atom, mc: int, mnk, unit) -> None:
+    """Each warp of the unit multiplies its rows of C in atoms (a warpgroup's warp w the
+    16-row bands with (row / 16) % 4 == w, the rows it holds, §11.7): per (m, n) tile the
     lanes gather their fragment elements (the PTX layouts of cq_mma.h) and run mma.sync
     for k ascending, so every cell sees the engines' order of steps."""
-    pc, pa, pb = ptrs
     M, N, K = mnk
     am, an, ak = atom[3:]
-    rows = M // (unit // 32)
     name = atom_name(atom)
-    a_at, b_at = _operand_at(layout, (pa, pb), M, N, K)
     n = k.wait_site_for(ins, ip)
+    cell = acc_cell(k, mc, "mt + cq_mma_c_row(wl, i)", "nt + cq_mma_c_col(wl, i)")
+    mine = "" if unit == WARP_SIZE else " if ((mt / 16) % 4 == (lane % 128) / 32)"
     for line in (
-        f"const int wl = lane % 32, m0 = (lane % {unit}) / 32 * {rows};",
+        "const int wl = lane % 32;",
         f"typedef {name} S;",
-        f"for (int mt = m0; mt < m0 + {rows}; mt += {am})",
+        f"for (int mt = 0; mt < {M}; mt += {am}){mine}",
         f"  for (int nt = 0; nt < {N}; nt += {an}) {{",
         "    S::c_value cf[S::NC], df[S::NC];",
-        "    for (int i = 0; i < S::NC; i++) "
-        f"cf[i] = {pc}[(mt + cq_mma_c_row(wl, i)) * {N} + nt + cq_mma_c_col(wl, i)];",
+        f"    for (int i = 0; i < S::NC; i++) cf[i] = {cell};",
         f"    for (int kt = 0; kt < {K}; kt += {ak}) {{",
         "      S::a_value af[S::NA]; S::b_value bf[S::NB];",
         "      for (int i = 0; i < S::NA; i++) { const int m = mt + cq_mma_a_row(S::ta::W, "
-        "wl, i), kk = kt + cq_mma_a_col(S::ta::W, wl, i); af[i] = "
-        f"(S::a_value){a_at}; }}",
+        "wl, i), kk = kt + cq_mma_a_col(S::ta::W, wl, i); af[i] = (S::a_value)A_at(m, kk); }",
         "      for (int i = 0; i < S::NB; i++) { const int kk = kt + cq_mma_b_row(S::tb::W, "
-        f"wl, i), n = nt + cq_mma_b_col(wl); bf[i] = (S::b_value){b_at}; }}",
+        "wl, i), n = nt + cq_mma_b_col(wl); bf[i] = (S::b_value)B_at(kk, n); }",
         f"      cq_mma_sync<S>(df, af, bf, cf, {n});",
         "      for (int i = 0; i < S::NC; i++) cf[i] = df[i];",
         "    }",
-        "    for (int i = 0; i < S::NC; i++) "
-        f"{pc}[(mt + cq_mma_c_row(wl, i)) * {N} + nt + cq_mma_c_col(wl, i)] = cf[i];",
+        f"    for (int i = 0; i < S::NC; i++) {cell} = cf[i];",
         "  }",
     ):
         k.line(line, ins)
@@ -399,6 +559,7 @@ def op_mma_store(k, ins, ip):
         view(k, v, "dst", ins, ip)
         want = (f.cols, f.rows) if transp else (f.rows, f.cols)
         _tile_shape_fault(k, ins, ip, m, "dst", want)
+        whole_instance(k, ins, ip, m, c)
         store_cells(k, ins, ip, m, v, transp, ptr, str(f.rows), str(f.cols), part, parts,
                     guard)
 
@@ -456,9 +617,14 @@ def store_cells(k, ins, ip, m, v, transp, ptr, rows, cols, part, parts, guard=No
     converted, elements outside the buffer skipped; with ``guard`` (C expressions of a
     row and a column count) only the cells below both."""
     et, ft = _elem_type(k, v), frag_dtype(k, m)
-    k.line(f"for (long long i = {part}; i < {rows} * {cols}; i += {parts}) {{", ins)
-    k.depth += 1
-    row, col = f"i / {cols}", f"i % {cols}"
+    if m in k.reg_frags:
+        cell = own_cells(k, ins, m)
+        row, col = "fi", "fj"
+    else:
+        cell = f"{ptr}[i]"
+        k.line(f"for (long long i = {part}; i < {rows} * {cols}; i += {parts}) {{", ins)
+        k.depth += 1
+        row, col = f"i / {cols}", f"i % {cols}"
     first, second = (col, row) if transp else (row, col)
     k.line(f"const long long ix[2] = {{{first}, {second}}};", ins)
     if guard is not None:
@@ -466,7 +632,7 @@ def store_cells(k, ins, ip, m, v, transp, ptr, rows, cols, part, parts, guard=No
     k.line("if (ix[0] < cq_lo(dst, 0) || ix[0] >= cq_hi(dst, 0) || ix[1] < cq_lo(dst, 1) "
            "|| ix[1] >= cq_hi(dst, 1)) continue;", ins)
     k.line(f"{cnum.reg_c(et)} val;", ins)
-    k.convert_into("val", f"{ptr}[i]", ft, et, ins, ip)
+    k.convert_into("val", cell, ft, et, ins, ip)
     k.line(f"*({cnum.store_c(et)} *)(dst.base + cq_offset(dst, ix)) = "
            f"{cnum.store_value('val', et)};", ins)
     k.depth -= 1
@@ -484,7 +650,6 @@ def _holder(unit: int, i: str, j: str) -> str:
 def _element(k, ins, ip, m: int, ri: int, rj: int) -> str:
     """Checks of FRAG_GET / FRAG_SET; the cell of element (R[ri], R[rj])."""
     f = k.code.frags[m]
-    ptr, _, _ = frag_ref(k, m)
     k.line(f"const long long fi = (long long)r{ri}, fj = (long long)r{rj};", ins)
     k.fault(f"fi < 0 || fi >= {f.rows} || fj < 0 || fj >= {f.cols}", Kind.FRAGMENT_INDEX,
             ins, ip, ("fi", "fj"),
@@ -494,7 +659,7 @@ def _element(k, ins, ip, m: int, ri: int, rj: int) -> str:
         k.fault(f"holder != lane % {f.unit}", Kind.FRAGMENT_NOT_OWNED, ins, ip,
                 ("fi", "fj", "holder"), lambda a, refs, m=m, u=f.unit: (
                     m, (int(a[0]), int(a[1])), u, int(a[2])))
-    return f"{ptr}[fi * {f.cols} + fj]"
+    return acc_cell(k, m, "fi", "fj")
 
 
 def op_frag_get(k, ins, ip):
@@ -526,17 +691,22 @@ def op_mma_gather(k, ins, ip):
     ptr, flag, lo_hi = frag_ref(k, m)
     t = frag_dtype(k, m)
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
-        k.line(f"for (int i = 0; i < {f.rows * f.cols}; i++) {{", ins)
-        k.depth += 1
-        if f.unit in (32, 128):
-            r, col = f"(i / {f.cols})", f"(i % {f.cols})"
-            first, second = (col, r) if transposed else (r, col)
-            k.line(f"if ({_holder(f.unit, first, second)} != lane - {lo_hi[0]}) continue;",
-                   ins)
-        elif f.unit != 1:
-            k.line(f"if ({part} != 0) continue;", ins)
-        value = cnum.load_value(f"({cnum.store_c(t)} *)lb{b} + i", t)
-        k.line(f"{ptr}[i] = ({cnum.reg_c(t)}){value};", ins)
+        whole_instance(k, ins, ip, m, c)
+        if m in k.reg_frags:       # the lane's own elements, from its own frag
+            cell, i = own_cells(k, ins, m), f"fi * {f.cols} + fj"
+        else:
+            cell, i = f"{ptr}[i]", "i"
+            k.line(f"for (int i = 0; i < {f.rows * f.cols}; i++) {{", ins)
+            k.depth += 1
+            if f.unit in (32, 128):
+                r, col = f"(i / {f.cols})", f"(i % {f.cols})"
+                first, second = (col, r) if transposed else (r, col)
+                k.line(f"if ({_holder(f.unit, first, second)} != lane - {lo_hi[0]}) "
+                       f"continue;", ins)
+            elif f.unit != 1:
+                k.line(f"if ({part} != 0) continue;", ins)
+        value = cnum.load_value(f"({cnum.store_c(t)} *)lb{b} + {i}", t)
+        k.line(f"{cell} = ({cnum.reg_c(t)}){value};", ins)
         k.depth -= 1
         k.line("}", ins)
         k.line(f"{flag} = 1;", ins)

@@ -492,28 +492,41 @@ CQ_OUTLINED bool cq_first_outside(const cq_view &v, long long *at) {
 
 /* ------------------------------------------------------------------ generic MMA */
 
-/* The share `part` of `parts` of the cells of C [M, N] += A B (§11.3, §12.4): k
-   ascending, each step c + a b rounded once to C's type (`fmt`; integers wrap to C's
-   type). A is stored [M, K] for layouts 0, 1 (row) and [K, M] for 2, 3; B [N, K] for
-   layouts 0, 2 and [K, N] for 1, 3. `exact`: A and B are narrower than f64, so a b is
-   exact in double. */
+/* One cell of C += A B (§11.3, §12.4): `acc` plus a(m, k) b(k, n) for k ascending, each
+   step c + a b rounded once to C's type (`fmt`; integers wrap to C's type). `exact`: A
+   and B are narrower than f64, so a b is exact in double. */
+template <class C, class FA, class FB>
+CQ_DEV C cq_mma_dot(C acc, const FA &a, const FB &b, int m, int n, int K, int fmt,
+                    int exact) {
+  for (int k = 0; k < K; k++) {
+    const auto av = a(m, k);
+    const auto bv = b(k, n);
+    if constexpr (std::is_integral<C>::value)
+      acc = (C)((unsigned long long)acc + (unsigned long long)((long long)av * (long long)bv));
+    else
+      acc = (C)cq_fma_to((double)acc, (double)av, (double)bv, fmt, exact);
+  }
+  return acc;
+}
+
+/* The share `part` of `parts` of the cells of C [M, N] += A B, row-major in `c`; a(m, k)
+   and b(k, n) read the operands. */
+template <class C, class FA, class FB>
+CQ_DEV void cq_mma_cells_at(C *c, const FA &a, const FB &b, int M, int N, int K, int fmt,
+                            int exact, int part, int parts) {
+  for (int cell = part; cell < M * N; cell += parts)
+    c[cell] = cq_mma_dot(c[cell], a, b, cell / N, cell % N, K, fmt, exact);
+}
+
+/* cq_mma_cells_at over operands stored as arrays: A [M, K] for layouts 0, 1 (row) and
+   [K, M] for 2, 3; B [N, K] for layouts 0, 2 and [K, N] for 1, 3. */
 template <class C, class A, class B>
 CQ_OUTLINED void cq_mma_cells(C *c, const A *a, const B *b, int M, int N, int K, int layout,
                          int fmt, int exact, int part, int parts) {
-  for (int cell = part; cell < M * N; cell += parts) {
-    int m = cell / N, n = cell % N;
-    C acc = c[cell];
-    for (int k = 0; k < K; k++) {
-      A av = layout < 2 ? a[m * K + k] : a[k * M + m];
-      B bv = (layout & 1) ? b[k * N + n] : b[n * K + k];
-      if constexpr (std::is_integral<C>::value)
-        acc = (C)((unsigned long long)acc +
-                  (unsigned long long)((long long)av * (long long)bv));
-      else
-        acc = (C)cq_fma_to((double)acc, (double)av, (double)bv, fmt, exact);
-    }
-    c[cell] = acc;
-  }
+  cq_mma_cells_at(
+      c, [&](int m, int k) { return layout < 2 ? a[m * K + k] : a[k * M + m]; },
+      [&](int k, int n) { return (layout & 1) ? b[k * N + n] : b[n * K + k]; }, M, N, K, fmt,
+      exact, part, parts);
 }
 
 #endif /* CQ_KERNEL_H */

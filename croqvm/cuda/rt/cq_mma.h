@@ -82,4 +82,27 @@ CQ_HD int cq_mma_b_col(int lane) { return lane / 4; }
 CQ_HD int cq_mma_c_row(int lane, int i) { return lane / 4 + 8 * (i / 2); }
 CQ_HD int cq_mma_c_col(int lane, int i) { return (lane % 4) * 2 + i % 2; }
 
+/* Accumulators in registers (LANGUAGE.md §11.7): lane l of a warp holds element (i, j)
+ * of a warp's accumulator when i % 8 == l / 4 and (j % 8) / 2 == l % 4 (the C map above,
+ * repeated over the tile); in a warpgroup's, warp w holds the rows with (i / 16) % 4 == w
+ * (wgmma's D map). The lane keeps its elements in an array, slot
+ * ((row band) * nb + j / 8) * 2 + j % 2 with nb = ceil(N / 8) column chunks and row band
+ * i / 8 (a warp) or 2 (i / 64) + (i / 8) % 2 (a warpgroup); slots past the tile's edge
+ * hold nothing. `unit` is 32 or 128, `rank` the lane's rank in its unit. */
+CQ_HD int cq_frag_slots(int unit, int rows, int cols) {
+  const int nb = (cols + 7) / 8;
+  return (unit == 32 ? (rows + 7) / 8 : 2 * ((rows + 63) / 64)) * nb * 2;
+}
+CQ_HD int cq_frag_slot(int unit, int i, int j, int cols) {
+  const int band = unit == 32 ? i / 8 : 2 * (i / 64) + (i / 8) % 2;
+  return (band * ((cols + 7) / 8) + j / 8) * 2 + j % 2;
+}
+CQ_HD int cq_frag_row(int unit, int rank, int s, int cols) {
+  const int band = s / (2 * ((cols + 7) / 8)), g = (rank % 32) / 4;
+  return unit == 32 ? 8 * band + g : 64 * (band / 2) + 16 * (rank / 32) + 8 * (band % 2) + g;
+}
+CQ_HD int cq_frag_col(int rank, int s, int cols) {
+  return 8 * ((s / 2) % ((cols + 7) / 8)) + 2 * (rank % 4) + s % 2;
+}
+
 #endif /* CQ_MMA_H */
