@@ -79,17 +79,17 @@ class CostModel:
 
 def _positive(where: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ArgumentError(f"{where} must be a non-negative number, not {value!r}.")
+        raise ArgumentError(f"{where} must be a non-negative number, not {value!r}")
     return value
 
 
 def _table(where: str, given, known: dict) -> dict:
     if not isinstance(given, dict):
-        raise ArgumentError(f"{where} must be a table.")
+        raise ArgumentError(f"{where} must be a table")
     unknown = sorted(set(given) - set(known))
     if unknown:
         raise ArgumentError(f"{where} has no entry '{unknown[0]}' (known: "
-                            f"{', '.join(sorted(known))}).")
+                            f"{', '.join(sorted(known))})")
     return {k: _positive(f"{where}.{k}", v) for k, v in given.items()}
 
 
@@ -101,36 +101,38 @@ def load(path: str) -> CostModel:
         with open(path, "rb") as f:
             data = tomllib.load(f)
     except OSError as e:
-        raise ArgumentError(f"--cost {path}: {e.strerror}.") from None
+        raise ArgumentError(f"--cost {path}: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
-        raise ArgumentError(f"--cost {path}: not valid TOML: {e}.") from None
+        raise ArgumentError(f"--cost {path}: not valid TOML: {e}") from None
     model = CostModel()
     top = {"clock_ghz", "cycles", "dma", "tma", "mma"}
     unknown = sorted(set(data) - top)
     if unknown:
         raise ArgumentError(f"--cost {path}: unknown entry '{unknown[0]}' (known: "
-                            f"{', '.join(sorted(top))}).")
+                            f"{', '.join(sorted(top))})")
     changes = {}
     if "clock_ghz" in data:
-        changes["clock_ghz"] = _positive(f"{path}: clock_ghz", data["clock_ghz"]) or 1.0
+        changes["clock_ghz"] = _positive(f"--cost {path}: clock_ghz", data["clock_ghz"])
+        if not changes["clock_ghz"]:
+            raise ArgumentError(f"--cost {path}: clock_ghz must be positive")
     if "cycles" in data:
-        changes["cycles"] = {**model.cycles, **_table(f"{path}: [cycles]", data["cycles"],
+        changes["cycles"] = {**model.cycles, **_table(f"--cost {path}: [cycles]", data["cycles"],
                                                       model.cycles)}
     for name in ("dma", "tma"):
         if name in data:
             old = getattr(model, name)
             known = {f.name: getattr(old, f.name) for f in fields(old)}
-            changes[name] = replace(old, **_table(f"{path}: [{name}]", data[name], known))
+            changes[name] = replace(old, **_table(f"--cost {path}: [{name}]", data[name], known))
     if "mma" in data:
         mma = dict(data["mma"]) if isinstance(data["mma"], dict) else data["mma"]
         rates = mma.pop("macs_per_cycle", {}) if isinstance(mma, dict) else {}
         known = {"latency": 0, "move_bytes_per_cycle": 0}
-        new = replace(model.mma, **_table(f"{path}: [mma]", mma, known))
-        given = _table(f"{path}: [mma.macs_per_cycle]", rates, model.mma.macs_per_cycle)
+        new = replace(model.mma, **_table(f"--cost {path}: [mma]", mma, known))
+        given = _table(f"--cost {path}: [mma.macs_per_cycle]", rates, model.mma.macs_per_cycle)
         if any(v == 0 for v in given.values()):
-            raise ArgumentError(f"{path}: [mma.macs_per_cycle] rates must be positive.")
+            raise ArgumentError(f"--cost {path}: [mma.macs_per_cycle] rates must be positive")
         changes["mma"] = replace(new, macs_per_cycle={**model.mma.macs_per_cycle, **given})
     for name in ("dma", "tma"):
         if name in changes and changes[name].bytes_per_cycle == 0:
-            raise ArgumentError(f"{path}: [{name}] bytes_per_cycle must be positive.")
+            raise ArgumentError(f"--cost {path}: [{name}] bytes_per_cycle must be positive")
     return replace(model, **changes)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..blockview import BLOCKED
-from ..bytecode.module import Storage
+from ..bytecode.module import BaseKind, Storage
 from ..bytecode.opcodes import SPAN, TABLE, Mode
 from ..dtypes import BY_CODE
 from ..faults import Fault
@@ -49,7 +49,7 @@ _CLASS = {
                      "MMA_STORE", "MMA_STORE_MASK", "MMA_ASYNC", "MMA_WAIT", "MMA_GATHER",
                      "FRAG_GET", "FRAG_SET"), "other"),
 }
-_MEMORY = {"LOAD", "STORE", "UPDATE", "FILL", "DIMOF"}   # by the storage of what they name
+_MEMORY = {"LOAD", "STORE", "UPDATE", "FILL"}   # by the storage of what they name
 _STORAGE = {Storage.LOCAL: "local", Storage.SHARED: "shared", Storage.GLOBAL: "global"}
 # the steps that may wait or whose cost depends on what they do: the slow wrapper
 _TIMED = {op.code for op in TABLE if op.blocks != Mode.NEVER or op.collective != Mode.NEVER
@@ -192,7 +192,6 @@ class Recorder:
         self.coll = weakref.WeakKeyDictionary()     # Rendezvous -> latest arrival
         self.coll_done = weakref.WeakKeyDictionary()  # Rendezvous -> (release, done)
         self.landing = weakref.WeakKeyDictionary()  # Handle -> (landing time, flow)
-        self.next_flow = 0
 
     # ------------------------------------------------------------------ the hook
 
@@ -235,11 +234,7 @@ class Recorder:
         code, op = prog.code, TABLE[ins[0]]
         cls = _CLASS.get(op.name, "alu")
         if op.name in _MEMORY:
-            acc = code.accesses[ins[2]] if op.name != "DIMOF" else None
-            cls = "local" if acc is None or acc.base_kind != 0 else \
-                _STORAGE[code.buffers[acc.base].storage]
-        elif op.name == "ATOMIC":
-            cls = "atomic"
+            cls = _STORAGE[self._storage(code, op, ins)]
         span = self.spans.span(ins[SPAN])
         key = (span.file, span.line) if span else ("?", 0)
         row = self.rows.get(key)
@@ -248,6 +243,19 @@ class Recorder:
             row = self.rows[key] = StatRow(f"{key[0]}:{key[1]}", text)
         return Step(pc, ins[0], row.text, row.where, cls, float(self.cost.cycles[cls]), row,
                     key)
+
+    @staticmethod
+    def _storage(code, op, ins) -> Storage:
+        """Where the element access or buffer a memory instruction names lives."""
+        if "a" in op.operands:
+            acc = code.accesses[ins[1 + op.operands.index("a")]]
+            decls = code.buffers if acc.base_kind == BaseKind.BUF else code.futures
+            return decls[acc.base].storage
+        return code.buffers[ins[1 + op.operands.index("b")]].storage
+
+    def _where(self, index) -> str:
+        span = self.spans.span(index)
+        return f"{span.file}:{span.line}" if span else "?"
 
     def _text(self, span) -> str:
         if span is None:
@@ -336,10 +344,9 @@ class Recorder:
         blocks = len(self.processes) - first
         self.slices.append(Slice(HOST_PID, 0, f"launch: {info.name}", start, end, "launch",
                                  info.where, blocks))
-        info.stat.steps += 1
+        info.stat.steps += 1          # its blocks' time is theirs, not the statement's
         info.stat.lanes += 1
         info.stat.slots += 1
-        info.stat.cycles += end - start
         ws.clock = end
 
     def _end_block(self, st) -> float:
@@ -407,7 +414,7 @@ class Recorder:
             release = max(x[0] for x in times)
             done = max(x[1] for x in times)
             what = code.colls[recs[0].coll].text
-        flow = None
+        flow = None           # (name, the points before the waiter) of the flow it ends
         if op in (_OP["WAIT_EVENT"], _OP["WAIT_EVENT_AT"]):
             when, flow = self._generation(pre)
             if when > release:
@@ -431,7 +438,8 @@ class Recorder:
             done = self._issue(w.blk, ins, w.lanes[act], t, pre)
         self._wait(ws, info, t, release, f"wait {what}".rstrip())
         if flow is not None:
-            flow.points.append((ws.pid, ws.tid, release))
+            self.flows.append(Flow(len(self.flows), flow[0],
+                                   flow[1] + [(ws.pid, ws.tid, release)]))
         self._run(ws, info, release, done - release, nact, act)
         if op == _OP["TRIGGER"]:
             self._triggered(ws, pre, release, done)
@@ -506,12 +514,7 @@ class Recorder:
             if gens:
                 best = max(best, gens[min(count, len(gens)) - 1], key=lambda x: x[0])
         when, source = best
-        if source is None:
-            return when, None
-        flow = Flow(self.next_flow, "trigger", [source])
-        self.next_flow += 1
-        self.flows.append(flow)
-        return when, flow
+        return when, None if source is None else ("trigger", [source])
 
     def _gens(self, st, ev, slot) -> list:
         gens = st.gens.get((ev, slot))
@@ -586,24 +589,18 @@ class Recorder:
         st.copy_ends[tid] = land
         kind = "tma" if desc.tma else "dma"
         self.slices.append(Slice(st.pid, COPY_TID + tid, f"{desc.text} ({int(nbytes)} B)",
-                                 release, land, "copy", self.spans.where(ins[SPAN]),
+                                 release, land, "copy", self._where(ins[SPAN]),
                                  len(lanes)))
         barrier = self.cost.cycles["barrier"]
         if not (desc.is_async and desc.future >= 0):
             return land + barrier
-        source = self._issuer(blk, int(lanes[0]))
-        flow = Flow(self.next_flow, kind, [(source[0], source[1], release),
-                                           (st.pid, COPY_TID + tid, land)])
-        self.next_flow += 1
-        self.flows.append(flow)
-        handle = blk.futures[desc.future][int(lanes[0])]
-        if handle is not None:
-            self.landing[handle] = (land, flow)
+        issuer, _ = blk.warp_of(int(lanes[0]))
+        flow = (kind, [(st.pid, issuer.index, release), (st.pid, COPY_TID + tid, land)])
+        futs = blk.futures[desc.future]
+        for handle in {id(futs[lane]): futs[lane] for lane in lanes.tolist()}.values():
+            if handle is not None:
+                self.landing[handle] = (land, flow)
         return release + barrier
-
-    def _issuer(self, blk, lane):
-        w, _ = blk.warp_of(lane)
-        return self.cur.pid, w.index
 
 
 @dataclass
