@@ -35,7 +35,8 @@ def events(trace: Trace) -> list:
         if s.mask:
             args["mask"] = s.mask
         out.append({"ph": "X", "name": s.name, "cat": s.kind, "pid": s.pid, "tid": s.tid,
-                    "ts": us(s.start), "dur": us(s.end - s.start), "args": args})
+                    "ts": us(s.start), "dur": round(us(s.end) - us(s.start), 6),
+                    "args": args})   # rounded ends, so that touching slices still touch
     for f in trace.flows:
         if len(f.points) < 2:
             continue
