@@ -93,6 +93,21 @@ def test_a_future_wait_ends_at_its_copy_landing_and_the_copy_flows_from_issue_to
         assert issuer < 1000 <= copy and waiter < 1000 and issued < land <= waited
 
 
+def test_copies_and_mmas_take_the_cycles_the_model_gives():
+    program = croqvm.compile_file(str(PROGRAMS / "matmul_mma_warp.co"))
+    rng = np.random.default_rng(0)
+    a, b = (rng.uniform(-1, 1, (32, 32)).astype(np.float16) for _ in range(2))
+    trace = program.trace("gemm_warps", a, b, np.zeros((32, 32), np.float32))
+    took = defaultdict(set)
+    for s in trace.slices:
+        if s.kind in ("run", "copy"):
+            took[(s.kind, s.name.split()[0])].add(s.end - s.start)
+    # a warp's 16x16x16 f16 MMA: a quarter of 2048 MACs/cycle, 30 latency, 20 barrier
+    assert took[("run", "mma.row.col")] == {16 * 16 * 16 / 512 + 30 + 20}
+    # a 32x16 f16 tile (1024 B) at 16 B/cycle and 600 latency, in flight on its track
+    assert took[("copy", "dma.copy")] == {1024 / 16 + 600}
+
+
 def test_the_file_is_trace_event_format_with_matching_flows(tmp_path):
     for name in ("t.json", "t.json.gz"):
         path = tmp_path / name

@@ -29,7 +29,7 @@ def events(trace: Trace) -> list:
         out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
                     "args": {"name": name}})
     for s in trace.slices:
-        args = {"where": s.where, "cycles": round(s.end - s.start, 3)}
+        args = {"where": s.where}
         if s.kind in ("run", "copy"):
             args["lanes"] = s.lanes
         if s.mask:

@@ -55,6 +55,9 @@ _STORAGE = {Storage.LOCAL: "local", Storage.SHARED: "shared", Storage.GLOBAL: "g
 _TIMED = {op.code for op in TABLE if op.blocks != Mode.NEVER or op.collective != Mode.NEVER
           or op.name in ("TRIGGER", "DMA", "FUT_BIND", "LAUNCH")}
 _OP = {op.name: op.code for op in TABLE}
+# the operations whose cost depends on what they move or compute (``Recorder._complete``)
+_COSTED = {_OP[n] for n in ("DMA", "MMA_EXEC", "MMA_LOAD", "MMA_STORE", "MMA_STORE_MASK",
+                            "MMA_FILL", "MMA_GATHER")}
 
 
 @dataclass
@@ -385,13 +388,18 @@ class Recorder:
         mine = blocker.recs if isinstance(blocker, Waiting) else []
         for rec in mine:
             self.coll[rec] = max(self.coll.get(rec, t), t)
-        for rec in opened + [r for r in mine if r.done]:
-            if rec.done and rec not in self.coll_done:
-                release = max(self.coll.pop(rec, t), t)
-                self.coll_done[rec] = (release, self._complete(blk, rec, ins, op, release))
+        completed = [r for r in dict.fromkeys(opened + list(mine))
+                     if r.done and r not in self.coll_done]
+        for rec in completed:
+            release = max(self.coll.pop(rec, t), t)
+            lanes = np.flatnonzero(rec.arrived & blk.live)
+            self.coll_done[rec] = (release, self._complete(blk, lanes, ins, op, release))
+        alone = None        # a collective of this warp alone, or an operation without a site
+        if blocker is None and not completed and op in _COSTED:
+            alone = (t, self._complete(blk, w.lanes[act], ins, op, t))
         if op in (_OP["BAR_SYNC"], _OP["BAR_ARRIVE"]) and pre is not None:
             self._arrived(blk, pre, t)
-        wait = (ins, info, t, nact, act, list(mine), pre, opened)
+        wait = (ins, info, t, nact, act, list(mine), pre, opened, alone)
         if blocker is not None:
             ws.pending = wait
             return
@@ -404,16 +412,17 @@ class Recorder:
     def _settle(self, ws, w, wait) -> None:
         """The wait of a step is over (the interpreter ran what released it): place the
         wait and the step on the warp's clock."""
-        ins, info, t, nact, act, mine, pre, opened = wait
+        ins, info, t, nact, act, mine, pre, opened, alone = wait
         op = info.op
         release, done, what = t, t + info.cost, ""
         recs = mine or [r for r in opened if r.done]
-        times = [self.coll_done[r] for r in recs if r in self.coll_done]
+        times = [self.coll_done[r] for r in recs if r in self.coll_done] or \
+            ([alone] if alone else [])
         code = self.cur.code
         if times:
             release = max(x[0] for x in times)
             done = max(x[1] for x in times)
-            what = code.colls[recs[0].coll].text
+            what = code.colls[recs[0].coll].text if recs else ""
         flow = None           # (name, the points before the waiter) of the flow it ends
         if op in (_OP["WAIT_EVENT"], _OP["WAIT_EVENT_AT"]):
             when, flow = self._generation(pre)
@@ -434,8 +443,6 @@ class Recorder:
                 release = max(t, self.cur.released[pre])
                 done = release + info.cost
             what = f"named barrier {pre[0]}"
-        elif op == _OP["DMA"] and ins[2] < 0 and w is not None:
-            done = self._issue(w.blk, ins, w.lanes[act], t, pre)
         self._wait(ws, info, t, release, f"wait {what}".rstrip())
         if flow is not None:
             self.flows.append(Flow(len(self.flows), flow[0],
@@ -501,8 +508,6 @@ class Recorder:
             if not 1 <= index < NAMED_BARRIERS:
                 return None
             return (index, blk.named[index].phases)
-        if op == _OP["DMA"] and ins[2] < 0:
-            return self._dma_bytes(blk, ins, w.lanes[w.act])
         return None
 
     def _generation(self, needs):
@@ -525,11 +530,11 @@ class Recorder:
 
     # ------------------------------------------------------------------ what steps do
 
-    def _complete(self, blk, rec, ins, op, release) -> float:
-        """A collective completed, its last participant arriving at ``release``: when it
-        is done (its rendezvous and its operation's cost)."""
+    def _complete(self, blk, lanes, ins, op, release) -> float:
+        """A collective of block lanes ``lanes`` completed, its last participant arriving
+        at ``release`` (or an operation without a site ran on them): when it is done (its
+        rendezvous and its operation's cost)."""
         barrier = self.cost.cycles["barrier"]
-        lanes = np.flatnonzero(rec.arrived & blk.live)
         if not lanes.size:
             return release + barrier
         lane = int(lanes[0])
@@ -545,8 +550,9 @@ class Recorder:
             f = self._frag(blk, ins[1], lane)
             elems = max(f.shape[0], 1) * max(f.shape[1], 1)
             return release + barrier + self.cost.move_cycles(elems * f.dtype.bits / 8)
-        if op == _OP["DMA"]:
-            return self._issue(blk, ins, lanes, release, self._dma_bytes(blk, ins, lanes[:1]))
+        if op == _OP["DMA"]:       # a collective's lanes issue one copy, others one each
+            issuing = lanes[:1] if ins[2] >= 0 else lanes
+            return self._issue(blk, ins, lanes, release, self._dma_bytes(blk, ins, issuing))
         return release + barrier
 
     @staticmethod
@@ -559,8 +565,8 @@ class Recorder:
         return frag
 
     def _dma_bytes(self, blk, ins, lanes) -> float:
-        """The bytes a DMA's lanes move: its source view's, once per lane set issuing
-        (a collective's lanes issue one copy)."""
+        """The bytes the copies ``lanes`` issue move: the first lane's source view, once
+        per lane."""
         desc = blk.prog.code.dmas[ins[1]]
         if not len(lanes):
             return 0.0
