@@ -68,6 +68,14 @@ def test_a_two_slot_pipeline_overlaps_copy_and_mma_and_a_one_slot_one_does_not()
     assert end(two) < end(one)
 
 
+def test_the_timeline_does_not_depend_on_the_interpreters_schedule():
+    program = croqvm.compile_file(str(PROGRAMS / "pipeline_events.co"))
+    shape = lambda t: sorted((s.pid, s.tid, s.name, s.start, s.end) for s in t.slices)  # noqa: E731
+    rr = program.trace("pipeline", out=io.StringIO())
+    shuffled = program.trace("pipeline", schedule="random", seed=1, out=io.StringIO())
+    assert shape(shuffled) == shape(rr)
+
+
 def test_an_event_wait_ends_when_the_last_trigger_of_its_generation_does():
     trace, _ = gemm(2)
     triggers = {s.end for s in trace.slices if s.pid == 1 and s.tid < 4

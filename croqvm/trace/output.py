@@ -97,16 +97,19 @@ def draw(trace: Trace, path: str) -> None:
     scale = 1.0 / (trace.clock_ghz * 1000.0)
     fig, ax = plt.subplots(figsize=(12, 1 + 0.3 * len(tracks)))
     for s in trace.slices:
-        ax.broken_barh([(s.start * scale, (s.end - s.start) * scale)], (row[(s.pid, s.tid)] - 0.4, 0.8),
-                       facecolors=_COLOURS[s.kind], hatch="//" if s.kind == "wait" else None,
-                       edgecolor="black" if s.kind == "wait" else None, linewidth=0)
+        wait = s.kind == "wait"
+        ax.broken_barh([(s.start * scale, (s.end - s.start) * scale)],
+                       (row[(s.pid, s.tid)] - 0.4, 0.8), facecolors=_COLOURS[s.kind],
+                       hatch="//" if wait else None, edgecolor="black" if wait else None,
+                       linewidth=0)
     ax.set_yticks(range(len(tracks)))
     ax.set_yticklabels([f"{trace.processes[p]}: {trace.threads.get((p, t), t)}"
                         for p, t in tracks], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("time (µs, cost model)")
     ax.legend(handles=[Patch(facecolor=c, label=k, hatch="//" if k == "wait" else None)
-                       for k, c in _COLOURS.items()], loc="upper right", fontsize=7)
+                       for k, c in _COLOURS.items()], loc="upper left",
+              bbox_to_anchor=(1.0, 1.0), fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
