@@ -116,6 +116,36 @@ def test_copies_and_mmas_take_the_cycles_the_model_gives():
     assert took[("copy", "dma.copy")] == {1024 / 16 + 600}
 
 
+HANDOFF = """
+__co__ auto handoff() {
+  s32 [64] out;
+  parallel p by 1 : block {
+    shared s32 [64] buf;
+    parallel t by 128 : thread {
+      if (t < 64) {
+        buf.at(t) = t * 10;
+        __bar_arrive(1, 128);
+      } else {
+        __bar_sync(1, 128);
+        out.at(t - 64) = buf.at(127 - t);
+      }
+    }
+  }
+  return out;
+}
+"""
+
+
+def test_a_named_barrier_releases_its_waiters_at_the_last_arrival():
+    trace = croqvm.compile(HANDOFF, "handoff.co").trace("handoff")
+    np.testing.assert_array_equal(trace.result, (63 - np.arange(64)) * 10)
+    arrivals = [s for s in trace.slices if s.name == "__bar_arrive(1, 128);"]
+    waits = [s for s in trace.slices if s.name == "wait named barrier 1"]
+    assert {s.tid for s in arrivals} == {0, 1} and {s.tid for s in waits} == {2, 3}
+    last = max(arrivals, key=lambda s: s.end)
+    assert all(last.start <= w.end <= last.end for w in waits)
+
+
 def test_the_file_is_trace_event_format_with_matching_flows(tmp_path):
     for name in ("t.json", "t.json.gz"):
         path = tmp_path / name

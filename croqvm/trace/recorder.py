@@ -53,7 +53,7 @@ _MEMORY = {"LOAD", "STORE", "UPDATE", "FILL"}   # by the storage of what they na
 _STORAGE = {Storage.LOCAL: "local", Storage.SHARED: "shared", Storage.GLOBAL: "global"}
 # the steps that may wait or whose cost depends on what they do: the slow wrapper
 _TIMED = {op.code for op in TABLE if op.blocks != Mode.NEVER or op.collective != Mode.NEVER
-          or op.name in ("TRIGGER", "DMA", "FUT_BIND", "LAUNCH")}
+          or op.name in ("TRIGGER", "DMA", "FUT_BIND", "LAUNCH", "BAR_ARRIVE")}
 _OP = {op.name: op.code for op in TABLE}
 # the operations whose cost depends on what they move or compute (``Recorder._complete``)
 _COSTED = {_OP[n] for n in ("DMA", "MMA_EXEC", "MMA_LOAD", "MMA_STORE", "MMA_STORE_MASK",
