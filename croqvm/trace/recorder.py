@@ -28,7 +28,7 @@ from ..bytecode.opcodes import SPAN, TABLE, Mode
 from ..dtypes import BY_CODE
 from ..faults import Fault
 from ..interp.memory import view_of
-from ..interp.sync import BarrierWait, Waiting
+from ..interp.sync import Waiting
 from ..limits import NAMED_BARRIERS
 from ..source import SpanTable
 from .cost import CostModel
@@ -143,11 +143,11 @@ def _union(slices, chosen) -> list:
 
 class Step:
     """What the recorder knows of one instruction before it runs."""
-    __slots__ = ("pc", "op", "name", "where", "cls", "cost", "stat", "line")
+    __slots__ = ("pc", "op", "name", "where", "cost", "stat", "line")
 
-    def __init__(self, pc, op, name, where, cls, cost, stat, line):
+    def __init__(self, pc, op, name, where, cost, stat, line):
         self.pc, self.op, self.name, self.where = pc, op, name, where
-        self.cls, self.cost, self.stat, self.line = cls, cost, stat, line
+        self.cost, self.stat, self.line = cost, stat, line
 
 
 class Lane:
@@ -212,7 +212,7 @@ class Recorder:
                 self._enter(w.blk)
             ws = self.cur.warps[w.index]
             if ws.pending is not None:
-                self._resume(ws, w)
+                self._resume(ws)
             nact, act = w.nact, w.act
             handler(w, operands)
             self._run(ws, info, ws.clock, info.cost, nact, act)
@@ -224,7 +224,7 @@ class Recorder:
                 self._enter(w.blk)
             ws = self.cur.warps[w.index]
             if ws.pending is not None:
-                self._resume(ws, w)
+                self._resume(ws)
             if info.op == _OP["LAUNCH"]:
                 self._launch(ws, w, handler, operands, info)
                 return
@@ -244,8 +244,7 @@ class Recorder:
         if row is None:
             text = self._text(span)
             row = self.rows[key] = StatRow(f"{key[0]}:{key[1]}", text)
-        return Step(pc, ins[0], row.text, row.where, cls, float(self.cost.cycles[cls]), row,
-                    key)
+        return Step(pc, ins[0], row.text, row.where, float(self.cost.cycles[cls]), row, key)
 
     @staticmethod
     def _storage(code, op, ins) -> Storage:
@@ -358,7 +357,7 @@ class Recorder:
         self.blk, self.cur = None, st
         for ws in st.warps:
             if ws.pending is not None:
-                self._resume(ws, None)
+                self._resume(ws)
             if ws.open is not None:
                 self._close(ws)
             end = max(end, ws.clock)
@@ -403,13 +402,13 @@ class Recorder:
         if blocker is not None:
             ws.pending = wait
             return
-        self._settle(ws, w, wait)
+        self._settle(ws, wait)
 
-    def _resume(self, ws, w) -> None:
+    def _resume(self, ws) -> None:
         wait, ws.pending = ws.pending, None
-        self._settle(ws, w, wait)
+        self._settle(ws, wait)
 
-    def _settle(self, ws, w, wait) -> None:
+    def _settle(self, ws, wait) -> None:
         """The wait of a step is over (the interpreter ran what released it): place the
         wait and the step on the warp's clock."""
         ins, info, t, nact, act, mine, pre, opened, alone = wait
