@@ -648,7 +648,7 @@ def trace(
             metavar="FILE.png", help="Also draw the timeline (needs matplotlib).")] = None,
         defines: Defines = None):
     inputs, dims = inputs or [], dims or []
-    from .trace import CostModel, load
+    from .trace import CostModel, load, record
     from .trace.output import draw, stats_table, write
     _check_run_options(func or "(the default)", inputs, random_inputs, seed, dims, None, None,
                        None, schedule, schedule_seed, False, False)
@@ -674,9 +674,9 @@ def trace(
     from .run_io import load_inputs, parse_dims
     _, args, dim_values = _arguments(program, file, func, load_inputs(list(inputs)),
                                      parse_dims(list(dims)), random_inputs, seed or 0)
-    timeline = program.trace(func, *args, cost=model, schedule=schedule,
-                             seed=schedule_seed or 0, poison=poison, check=check,
-                             max_steps=max_steps, **dim_values)
+    timeline = record(program, func, args, dim_values, cost=model, schedule=schedule,
+                      seed=schedule_seed or 0, poison=poison, check=check,
+                      max_steps=max_steps, keep_on_fault=True)
     sys.stdout.flush()
     events = write(timeline, out)
     end = max((s.end for s in timeline.slices), default=0.0)
@@ -687,6 +687,8 @@ def trace(
         print(f"wrote {png}", file=sys.stderr)
     if stats:
         print(stats_table(timeline))
+    if timeline.error is not None:     # the trace up to it is written: reported as run does
+        raise timeline.error
 
 
 @command(name="emit-cuda", help="Write the CUDA C++ the generator makes of a file's kernels: "

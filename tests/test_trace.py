@@ -271,3 +271,14 @@ def test_the_api_refuses_an_unknown_function():
     program = croqvm.compile(TINY, "tiny.co")
     with pytest.raises(ArgumentError, match="no function named 'nope'"):
         program.trace("nope")
+
+
+def test_a_run_that_stops_with_a_runtime_error_still_writes_its_trace(tmp_path, capsys):
+    path = tmp_path / "dead.json"
+    broken = PROGRAMS / "broken" / "missing_bootstrap.co"
+    assert main(["trace", str(broken), "-o", str(path)]) == 3     # as croqvm run exits
+    assert "deadlock" in capsys.readouterr().err
+    names = {e["name"] for e in json.loads(path.read_text())["traceEvents"] if e["ph"] == "X"}
+    assert "still waiting when the run stopped: wait empty[k % STAGES];" in names
+    with pytest.raises(croqvm.KernelFault, match="deadlock"):
+        croqvm.compile_file(str(broken)).trace("broken", out=io.StringIO())

@@ -106,7 +106,8 @@ class StatRow:
 @dataclass
 class Trace:
     """A run's timeline: slices, flows, the names of processes (blocks, the host) and
-    threads (warps, copy tracks), the statements' totals and the cost model's clock."""
+    threads (warps, copy tracks), the statements' totals and the cost model's clock; the
+    call's result, or the runtime error it stopped with."""
     slices: list
     flows: list
     processes: dict
@@ -114,6 +115,7 @@ class Trace:
     stats: list
     clock_ghz: float
     result: object = None
+    error: object = None      # the KernelFault the run stopped with (croqvm.trace.record)
 
     def overlap(self, a, b) -> float:
         """Cycles during which some slice ``a`` selects and some slice ``b`` selects both
@@ -363,15 +365,24 @@ class Recorder:
             end = max(end, ws.clock)
         return end
 
-    def finish(self) -> None:
-        """The run ended: close what is open (the host's track, a faulted block's)."""
+    def finish(self, stopped: bool = False) -> None:
+        """The run ended: close what is open (the host's track; when it ``stopped`` with a
+        runtime error, the blocks it stopped in, whose waiting warps wait to the end)."""
         for st in self.tracks.values():
+            if stopped:
+                end = max(ws.clock for ws in st.warps)
+                for ws in st.warps:
+                    if ws.pending is not None:
+                        info, t = ws.pending[1], ws.pending[2]
+                        ws.pending = None
+                        self._wait(ws, info, t, end, f"still waiting when the run stopped: "
+                                                     f"{info.name}")
             self._end_block(st)
         self.tracks = {}
 
-    def trace(self, result=None) -> Trace:
+    def trace(self, result=None, error=None) -> Trace:
         return Trace(self.slices, self.flows, self.processes, self.threads,
-                     list(self.rows.values()), self.cost.clock_ghz, result)
+                     list(self.rows.values()), self.cost.clock_ghz, result, error)
 
     # ------------------------------------------------------------------ waits
 
@@ -523,7 +534,7 @@ class Recorder:
     def _gens(self, st, ev, slot) -> list:
         gens = st.gens.get((ev, slot))
         if gens is None:
-            ready = self.blk.prog.code.events[ev].ready
+            ready = st.code.events[ev].ready
             gens = st.gens[(ev, slot)] = [(st.start, None)] if ready else []
         return gens
 
