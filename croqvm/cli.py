@@ -606,6 +606,91 @@ def _debug(program, func, args, dims, lines, script, options, at_fault=False) ->
     return run_script(console, lines, script)
 
 
+@command(help="Run a function on the reference engine and write its timeline, a Trace Event "
+              "Format file for ui.perfetto.dev or chrome://tracing: a track per warp, slices "
+              "per statement, waits, copies and flows, timed by a cost model (README: Seeing "
+              "the timeline; docs/TRACE.md).")
+def trace(
+        file: File,
+        func: Annotated[str | None, typer.Option(
+            metavar="NAME",
+            help="The function to trace (default: the first one without parameters).")] = None,
+        inputs: Annotated[list[str] | None, typer.Option(
+            "--input", metavar="NAME=FILE",
+            help="A parameter's value, as for run.")] = None,
+        random_inputs: Annotated[bool, typer.Option(
+            "--random-inputs", help="Random values for the parameters without --input.")] = False,
+        seed: Seed = None,
+        dims: Dims = None,
+        schedule: Annotated[str, typer.Option(
+            **values.one_of(*SCHEDULES), show_default=True,
+            help="Warp order: round-robin, or seeded random.")] = "rr",
+        schedule_seed: Annotated[int | None, typer.Option(
+            parser=values.seed, metavar="N", help="Seed of --schedule random.")] = None,
+        poison: Annotated[bool, typer.Option(
+            "--poison", help="Poison new buffers, as for run.")] = False,
+        check: Annotated[str | None, typer.Option(
+            **values.one_of(*CHECKS[1:]), help="race or init, as for run.")] = None,
+        max_steps: Annotated[int | None, typer.Option(
+            parser=values.count, metavar="N",
+            help="Stop with a runtime error after N warp-instructions.")] = None,
+        output: Annotated[str | None, typer.Option(
+            "-o", "--output", metavar="FILE.json",
+            help="Where to write the trace; gzip-compressed when the name ends in .json.gz "
+                 "(default: FILE with the suffix .trace.json).")] = None,
+        cost: Annotated[str | None, typer.Option(
+            metavar="FILE.toml",
+            help="Cost-model numbers replacing the H100 defaults (docs/TRACE.md).")] = None,
+        stats: Annotated[bool, typer.Option(
+            "--stats", help="Print each statement's lane-instructions, divergence, cycles "
+                            "and wait, the most expensive first.")] = False,
+        png: Annotated[str | None, typer.Option(
+            metavar="FILE.png", help="Also draw the timeline (needs matplotlib).")] = None,
+        defines: Defines = None):
+    inputs, dims = inputs or [], dims or []
+    from .trace import CostModel, load, record
+    from .trace.output import draw, stats_table, write
+    _check_run_options(func or "(the default)", inputs, random_inputs, seed, dims, None, None,
+                       None, schedule, schedule_seed, False, False)
+    out = os.path.splitext(file)[0] + ".trace.json" if output is None else output
+    if not (out.endswith(".json") or out.endswith(".json.gz")):
+        raise errors.ArgumentError(f"-o {out}: a trace file is named .json or .json.gz")
+    check_output(out, "-o", {file: "the program file"})
+    if png is not None:
+        check_output(png, "--png", {file: "the program file", out: "the trace file"})
+        try:
+            import matplotlib  # noqa: F401  (drawn after the run; missing: say so now)
+        except ImportError:
+            raise errors.ArgumentError("--png needs matplotlib, which is not installed "
+                                       "(pip install matplotlib)") from None
+    model = CostModel() if cost is None else load(cost)
+    program = _load(file, defines, "trace")
+    if func is None:
+        fn = next((f for f in program.functions if not f.params), None)
+        if fn is None:
+            raise errors.ArgumentError(f"every function of {file} takes parameters; choose "
+                                       f"one with --func NAME and give its arguments")
+        func = fn.name
+    from .run_io import load_inputs, parse_dims
+    _, args, dim_values = _arguments(program, file, func, load_inputs(list(inputs)),
+                                     parse_dims(list(dims)), random_inputs, seed or 0)
+    timeline = record(program, func, args, dim_values, cost=model, schedule=schedule,
+                      seed=schedule_seed or 0, poison=poison, check=check,
+                      max_steps=max_steps, keep_on_fault=True)
+    sys.stdout.flush()
+    events = write(timeline, out)
+    end = max((s.end for s in timeline.slices), default=0.0)
+    print(f"wrote {out}: {events} events, {len(timeline.processes) - 1} block(s), "
+          f"{end / (model.clock_ghz * 1000):.3f} us of modelled time", file=sys.stderr)
+    if png is not None:
+        draw(timeline, png)
+        print(f"wrote {png}", file=sys.stderr)
+    if stats:
+        print(stats_table(timeline))
+    if timeline.error is not None:     # the trace up to it is written: reported as run does
+        raise timeline.error
+
+
 @command(name="emit-cuda", help="Write the CUDA C++ the generator makes of a file's kernels: "
                                 "one CQ_KERNEL per kernel, each statement with its source "
                                 "line, and the runtime it calls, so that 'nvcc -arch=ARCH "

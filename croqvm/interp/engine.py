@@ -81,6 +81,9 @@ def prepare(blk) -> None:
         prog.laneset_steps = [_steps(blk, ls) for ls in prog.lanesets]
         checker = blk.call.checker
         prog.steps = steps if checker is None else checker.instrument(prog, steps)
+        tracer = blk.call.tracer       # croqvm.trace: it times each step the checker sees
+        if tracer is not None:
+            prog.steps = tracer.instrument(prog, prog.steps)
         debugger = blk.call.debugger   # outermost: it sees each step before any checker
         if debugger is not None:
             prog.steps = debugger.instrument(prog, prog.steps)

@@ -177,7 +177,7 @@ def _check_end(hblk) -> None:
 
 def run_function(module, name: str, args: list, dims: dict, *, poison: bool, schedule: str,
                  seed: int, max_steps: int | None, out, stats: dict | None, progress=None,
-                 check: str | None = None, device=None, debugger=None):
+                 check: str | None = None, device=None, debugger=None, tracer=None):
     """The reference engine's runner (croqvm.program): run function ``name`` of
     ``module`` on ``args`` (numpy arrays and Python scalars in parameter order). Returns
     the returned array, scalar or None; ``global`` buffer parameters are copied back into
@@ -192,13 +192,15 @@ def run_function(module, name: str, args: list, dims: dict, *, poison: bool, sch
     KernelFault. The options are valid: the facade checked them. With a ``device``
     (croqvm.cuda.launch.Device) the kernels run there and only the host program here.
     A ``debugger`` (croqvm.debug) wraps every step table the call prepares: with none,
-    the engine runs its own."""
+    the engine runs its own. A ``tracer`` (croqvm.trace) wraps them the same way, inside
+    the debugger's."""
     fn = module.function(name)
     call = Call(module, fn, out=out, poison=poison or check == "init",
                 scheduler=make_scheduler(schedule, seed), max_steps=max_steps,
                 progress=progress, device=device)
     call.checker = make_checker(check, call)
     call.debugger = debugger
+    call.tracer = tracer
     call.result = None
     hblk = Block(call, call.program(fn.host), 1)
     # overflow to inf, x/0 and NaN are §12.3 results, in arguments (rounded on entry) too

@@ -51,6 +51,7 @@ class Call:
         self.progress = progress  # called with a RunPosition now and then (croqvm.position)
         self.checker = checker    # a croqvm.interp.checks.Checker, or None
         self.debugger = None      # croqvm.debug's hook: its ``instrument`` wraps step tables
+        self.tracer = None        # croqvm.trace's hook, the same way
         self.steps = 0           # warp-instructions executed
         self.lane_steps = 0      # lane-instructions: the active lanes of each of those
         self.next_stop = 0       # the step count at which the engine next checks in
