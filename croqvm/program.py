@@ -185,21 +185,12 @@ class Program:
         if engine is None:
             engine = default_engine(device, check, poison)
         run = runner(device, engine)
-        _choose("check", check, CHECKS)
+        self.check_options(func, check, schedule, max_steps)
         if poison and check is None and engine in CHECKING and device == "cpu":
             check = "init"
         if check is not None and (engine not in CHECKING or device != "cpu"):
             raise ArgumentError(f"check '{check}' runs on the Python engine only: use "
                                 f"engine='python' and device='cpu' with it.")
-        if schedule not in SCHEDULES:
-            raise ArgumentError(f"unknown schedule '{schedule}': use 'rr' or 'random'.")
-        if max_steps is not None and (isinstance(max_steps, bool)
-                                      or not isinstance(max_steps, int)
-                                      or not 1 <= max_steps <= MAX_STEP_LIMIT):
-            raise ArgumentError(f"the step limit must be an integer from 1 to 2^63 - 1, not "
-                                f"{max_steps!r}.")
-        if self.module.function(func) is None:
-            raise ArgumentError(f"no function named '{func}' in this module.")
         if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int)
                                  or jobs < 1):
             raise ArgumentError(f"jobs must be a positive integer, not {jobs!r}.")
@@ -213,6 +204,20 @@ class Program:
                    schedule=schedule, seed=check_seed(seed), max_steps=max_steps,
                    out=sys.stdout if out is None else out, stats=stats, progress=progress,
                    **extra)
+
+    def check_options(self, func: str, check, schedule: str, max_steps) -> None:
+        """The options of every way of running ``func`` (``run``, ``trace``), refused
+        alike."""
+        _choose("check", check, CHECKS)
+        if schedule not in SCHEDULES:
+            raise ArgumentError(f"unknown schedule '{schedule}': use 'rr' or 'random'.")
+        if max_steps is not None and (isinstance(max_steps, bool)
+                                      or not isinstance(max_steps, int)
+                                      or not 1 <= max_steps <= MAX_STEP_LIMIT):
+            raise ArgumentError(f"the step limit must be an integer from 1 to 2^63 - 1, not "
+                                f"{max_steps!r}.")
+        if self.module.function(func) is None:
+            raise ArgumentError(f"no function named '{func}' in this module.")
 
     def trace(self, func: str, *args, cost=None, check=None, schedule: str = "rr",
               seed: int = 0, poison: bool = False, max_steps: int | None = None, out=None,

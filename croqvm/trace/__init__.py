@@ -29,18 +29,8 @@ def record(program, func: str, args, dims: dict, *, cost: CostModel | None = Non
     trace where the run stopped and comes back as ``Trace.error``."""
     import sys
     from ..interp.host import run_function
-    from ..program import CHECKS, MAX_STEP_LIMIT, SCHEDULES, check_seed
-    if program.module.function(func) is None:
-        raise ArgumentError(f"no function named '{func}' in this module.")
-    if schedule not in SCHEDULES:
-        raise ArgumentError(f"unknown schedule '{schedule}': use 'rr' or 'random'.")
-    if check not in CHECKS:
-        raise ArgumentError(f"unknown check {check!r}: use one of "
-                            f"{', '.join(c for c in CHECKS if c)}.")
-    if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int)
-                                  or not 1 <= max_steps <= MAX_STEP_LIMIT):
-        raise ArgumentError(f"the step limit must be an integer from 1 to 2^63 - 1, not "
-                            f"{max_steps!r}.")
+    from ..program import check_seed
+    program.check_options(func, check, schedule, max_steps)
     if cost is not None and not isinstance(cost, CostModel):
         raise ArgumentError(f"cost must be a croqvm.trace.CostModel, not "
                             f"{type(cost).__name__}.")
