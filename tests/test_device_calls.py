@@ -157,8 +157,6 @@ CALL_ERRORS = [
      """, ["3:11: unable to call kernel function outside the parallel-by block(s). | a "
            "'__co_device__' function runs on a thread: call it inside a 'parallel'",
            "5:5: 'sq' takes 1 argument(s) but got 2. | 'sq' is declared at line 1",
-           "6:10: function 'nope' is not defined in this file. | croqvm calls "
-           "'__co_device__' and '__device__' functions defined in the same file",
            "7:10: 'f' is a '__co__' function and can not be called: Croqtile functions can "
            "not call each other. | write the shared code as a '__co_device__' function",
            "8:21: 'call' can not be part of an expression. | assign its result to a "
@@ -214,6 +212,99 @@ CALL_ERRORS = [
 @pytest.mark.parametrize("source, want", CALL_ERRORS)
 def test_call_errors(source, want):
     assert errors(source) == want
+
+
+EXTERN = """
+    __co__ s32 [8] f(s32 go) {
+      s32 [8] y;
+      parallel p by 8 {
+        local f32 [4] t;
+        if (go == 1) call lib::fill<4, lib::K>(t, p);
+        y.at(p) = p * 2;
+      }
+      return y;
+    }
+"""
+
+
+def test_a_function_defined_in_no_file_is_a_warning_and_faults_only_where_reached():
+    """§6.10.6: the call is left to the C++ compiler; the CPU has no code for it."""
+    _, diags, _ = front_end(textwrap.dedent(EXTERN).lstrip("\n"), "p.co")
+    assert [(d.span.line, d.span.col, d.message) for d in diags] == [
+        (5, 23, "function 'lib::fill' is not defined in this file: the call is left to the "
+                "C++ compiler, and running it on the CPU is a runtime error.")]
+    prog = compile_(EXTERN)
+    assert engines.run(prog, "f", 0).tolist() == [0, 2, 4, 6, 8, 10, 12, 14]
+    want = ["p.co:5:18: runtime error: 'lib::fill' is defined in no file of this program: "
+            "croqvm has no code to run for it.",
+            "  in kernel launched at p.co:3:3, block (0), lane 0 (warp 0, lane 0)",
+            "hint: define it in the file, as a '__co_device__' or a C++ '__device__' "
+            "function"]
+    with pytest.raises(KernelFault) as e:
+        engines.run(prog, "f", 1)
+    lines = str(e.value).splitlines()
+    assert [lines[0]] + lines[3:] == want
+
+
+def test_a_function_defined_in_no_file_reaches_nvcc_and_faults_on_cuda_cpu():
+    from croqvm.cuda.emit import emit
+    text = emit(compile_(EXTERN).module, arch="sm_80").text
+    calls = [line.strip() for line in text.splitlines() if "lib::fill<" in line
+             and not line.lstrip().startswith("//")]
+    assert len(calls) == 1
+    assert calls[0].startswith("lib::fill<4, lib::K>((float *)")
+    assert ", r" in calls[0]                                   # p, by value
+    if engines.options() != {"engine": "python"}:
+        return                       # one build is enough: on the python engine's turn
+    with pytest.raises(KernelFault) as e:
+        compile_(EXTERN).run("f", 1, device="cuda-cpu")
+    assert "'lib::fill' is defined in no file of this program" in str(e.value)
+
+
+SETREG = """
+    __co__ s32 [4] f() {
+      s32 [4] y;
+      parallel p by 4 : block {
+        call croq::cuda::setreg_dec(40);
+        y.at(p) = p + 1;
+        call croq::cuda::setreg_inc(240);
+      }
+      return y;
+    }
+"""
+
+
+def test_the_register_budget_is_setmaxnreg_on_sm90a_and_nothing_elsewhere():
+    """§6.10.6 (lib/Target/GPU/cute_codegen.cpp): sm_90a only; the CPU runs on."""
+    from croqvm.cuda.emit import emit
+    prog = compile_(SETREG)
+    assert engines.run(prog, "f").tolist() == [1, 2, 3, 4]
+    asm = [line.split("//")[0].strip() for line in
+           emit(prog.module, arch="sm_90a").text.splitlines() if "setmaxnreg" in line]
+    assert asm == ['asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");',
+                   'asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");']
+    assert "setmaxnreg" not in emit(prog.module, arch="sm_80").text
+
+
+def test_extern_call_and_register_budget_errors():
+    assert errors("""
+        __co__ void f(s32 [8] y) {
+          parallel p by 2 : block {
+            call croq::cuda::setreg_inc(20);
+            call croq::cuda::setreg_dec(40, 1);
+            call croq::cuda::setreg_dec(p);
+            call ext(y.span);
+          }
+        }
+        """) == [
+        "3:33: 'croq::cuda::setreg_inc' takes a register count that is a multiple of 8 from "
+        "24 to 256, but got 20. | setmaxnreg on sm_90a takes such counts",
+        "4:5: 'croq::cuda::setreg_dec' expects exactly one integer argument, but got 2.",
+        "5:33: 'croq::cuda::setreg_dec' expects an integer constant. | write the register "
+        "count as a number, e.g. 240",
+        "6:14: (1st) argument of 'ext' must be a scalar or a buffer's name but got "
+        "'mdspan<1> [8]'. | a function defined in no file of the program takes values and "
+        "pointers to buffers"]
 
 
 def test_a_co_device_function_with_a_cxx_header_stays_host_text():

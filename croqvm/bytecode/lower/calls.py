@@ -23,6 +23,7 @@ from croqvm import dtypes
 from croqvm.lang import ast
 
 from croqvm.bytecode import module as M
+from croqvm.lang.check.calls import ExternFunction, RegisterBudget
 from croqvm.lang.check.walk import child_stmts
 
 from .exprs import lower_as, scalar_value
@@ -75,7 +76,29 @@ def _cxx_call(lw: Lowerer, e: ast.DeviceCall) -> Val | None:
     return Val(ret, result) if ret is not None else None
 
 
+def _extern_call(lw: Lowerer, e: ast.DeviceCall) -> None:
+    """A function defined in no file of the program (§6.10.6): scalars in registers of
+    their own types, buffers by slot; the template arguments travel as written."""
+    args, buffers = [], []
+    for a in e.args:
+        ref = lw.lookup(a.sym, a) if isinstance(a, ast.Name) and a.sym is not None else None
+        buffers.append(isinstance(ref, BufRef))
+        args.append(ref.slot if isinstance(ref, BufRef) else scalar_value(lw, a).reg)
+    targs = ", ".join(lw.snippet(t.span) for t in e.targs)
+    b = lw.b
+    b.emit("CALL_EXTERN", b.string(e.func),
+           b.add("extern_calls", M.ExternCall(targs, args, buffers)))
+
+
+def _register_budget(lw: Lowerer, e: ast.DeviceCall) -> None:
+    lw.b.emit("SET_MAXNREG", e.callee.count, int(e.callee.increase))
+
+
 def lower_device_call(lw: Lowerer, e: ast.DeviceCall) -> Val | None:
+    if isinstance(e.callee, ExternFunction):
+        return _extern_call(lw, e)
+    if isinstance(e.callee, RegisterBudget):
+        return _register_budget(lw, e)
     if not isinstance(e.callee, ast.Function):
         return _cxx_call(lw, e)
     callee = e.callee
