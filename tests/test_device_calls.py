@@ -307,6 +307,58 @@ def test_extern_call_and_register_budget_errors():
         "pointers to buffers"]
 
 
+ACC_ARGUMENT = """
+    __device__ void mark(float* v) {
+      for (int k = 0; k < 4; ++k) v[k] = v[k] * 10.0f + k;
+    }
+    __co_device__ void bump(f32 [4] v) {
+      foreach k in [4]
+        v.at(k) = v.at(k) + 1000.0f;
+    }
+    __co__ f32 [M, 8] f(f16 [M, 16] a, f16 [8, 16] b) {
+      f32 [M, 8] c;
+      parallel blk by 1 : block {
+        shared f16 [M, 16] sa;
+        shared f16 [8, 16] sb;
+        dma.copy a => sa;
+        dma.copy b => sb;
+        parallel w by 1 : LEVEL {
+          mc = mma.fill.f32 0.0f;
+          mma.row.row mc, sa, sb;
+          call mark(mc);
+          call bump(mc);
+          mma.store mc, c;
+        }
+      }
+      return c;
+    }
+"""
+
+
+@pytest.mark.parametrize("level, rows", [("group", 16), ("group-4", 64)])
+def test_an_accumulator_passes_the_lanes_registers_in_the_fragments_order(level, rows):
+    """§11.7 item 10: lane l's registers per 8-column chunk are (r, c), (r, c + 1),
+    (r + 8, c), (r + 8, c + 1), r = l / 4 (+ 16 w in warp w of a warpgroup), c = 2 (l % 4);
+    what the callees write comes back. acc(i, j) = i + j; mark makes it 10 acc + k."""
+    a, b = np.zeros((rows, 16), np.float16), np.zeros((8, 16), np.float16)
+    a[:, 0], a[:, 1], b[:, 0], b[:, 1] = np.arange(rows), 1, 1, np.arange(8)
+    i, j = np.meshgrid(np.arange(rows), np.arange(8), indexing="ij")
+    want = ((i + j) * 10 + 2 * (i % 16 >= 8) + j % 2 + 1000).astype(np.float32)
+    prog = compile_(ACC_ARGUMENT.replace("LEVEL", level).replace("M,", f"{rows},"))
+    np.testing.assert_array_equal(engines.run(prog, "f", a, b), want)
+    if level == "group" and engines.options() == {"engine": "python"}:
+        np.testing.assert_array_equal(prog.run("f", a, b, device="cuda-cpu"), want)
+
+
+def test_an_accumulator_must_fit_a_written_extent():
+    with pytest.raises(croqvm.CompileError) as e:
+        compile_(ACC_ARGUMENT.replace("LEVEL", "group").replace("M,", "16,")
+                 .replace("f32 [4] v", "f32 [8] v"))
+    assert [line for line in str(e.value).splitlines() if "error" in line] == [
+        "p.co:19:17: error: (1st) argument of 'bump' is accumulator 'mc', whose 4 elements "
+        "in each lane's registers do not fit parameter 'v' [8]."]
+
+
 def test_a_co_device_function_with_a_cxx_header_stays_host_text():
     """``__co_device__ extern "C" void k(int *a)`` is C++ (Croqtile: call-and-device.md);
     only one written in Croqtile is compiled."""

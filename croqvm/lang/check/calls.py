@@ -18,7 +18,7 @@ from croqvm.limits import REG_BUDGET_MAX, REG_BUDGET_MIN
 from croqvm.lang import ast
 from croqvm.lang.cxx import CxxFunction
 from croqvm.lang.suggest import did_you_mean
-from croqvm.lang.types import Bounded, Buffer, Scalar, Type
+from croqvm.lang.types import Bounded, Buffer, Fragment, Scalar, Type
 
 from .consteval import const_value
 from .context import UNKNOWN, ordinal
@@ -121,6 +121,8 @@ def _pointer_argument(ck, e, index: int, a: ast.Expr, ty, element: str) -> None:
     C++ decays it to a pointer to its first element (call-and-device.md)."""
     if is_unknown(ty) or _future_data(ck, a):
         return
+    if _accumulator(a, ty):
+        ty = Buffer(ty.dtype, (None,), "local")
     if not (isinstance(ty, Buffer) and not ty.array and _names_buffer(a)):
         ck.error(a.span, f"({ordinal(index + 1)}) argument of '{e.func}' must be a buffer "
                          f"of '{element}' but got '{tname(ty)}'.",
@@ -146,7 +148,7 @@ def _unknown_callee(ck, e: ast.DeviceCall, types):
                "croqvm runs '__co_device__' and '__device__' functions defined in the same "
                "file")
     for index, (a, ty) in enumerate(zip(e.args, types)):
-        if is_unknown(ty) or isinstance(ty, (Scalar, Bounded)):
+        if is_unknown(ty) or isinstance(ty, (Scalar, Bounded)) or _accumulator(a, ty):
             continue
         if not (isinstance(ty, Buffer) and not ty.array and _names_buffer(a)):
             ck.error(a.span, f"({ordinal(index + 1)}) argument of '{e.func}' must be a scalar "
@@ -224,6 +226,8 @@ def _check_argument(ck, e, callee, index, p: ast.Param, a: ast.Expr, ty, dims) -
         return
     if _future_data(ck, a):
         return
+    if _accumulator(a, ty):         # the lane's registers: a 1-D buffer, its length known
+        ty = Buffer(ty.dtype, (None,), "local")   # when lowering knows the unit holding it
     if not isinstance(ty, Buffer) or not _names_buffer(a):
         ck.error(a.span, f"{where} must be a buffer of type '{p.type.name}' but got "
                          f"'{tname(ty)}'.",
@@ -249,6 +253,13 @@ def _check_argument(ck, e, callee, index, p: ast.Param, a: ast.Expr, ty, dims) -
         elif isinstance(want_value, int) and isinstance(d, int) and d != want_value:
             ck.error(a.span, f"{where} has {d} in dimension {k} but parameter '{p.name}' "
                              f"has {want_value}.", hint=_declared_as(callee))
+
+
+def _accumulator(a: ast.Expr, ty) -> bool:
+    """An MMA accumulator of known shape, named: passed as the lane's registers (§11.7
+    item 10)."""
+    return (isinstance(ty, Fragment) and ty.role == "acc" and ty.shape is not None
+            and ty.dtype is not None and isinstance(a, ast.Name))
 
 
 def _names_buffer(a: ast.Expr) -> bool:
