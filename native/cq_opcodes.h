@@ -304,28 +304,36 @@ enum cq_dtype {
     CQ_DT_F4_E2M1 = 18,  /* __nv_fp4_e2m1 */
     CQ_DT_F8_UE8M0 = 19,  /* __nv_fp8_e8m0 */
     CQ_DT_F8_UE4M3 = 20,  /* __nv_fp8_e4m3 */
+    CQ_DT_S2 = 21,  /* cute::int2b_t */
+    CQ_DT_U2 = 22,  /* cute::uint2b_t */
+    CQ_DT_S4 = 23,  /* cute::int4b_t */
+    CQ_DT_U4 = 24,  /* cute::uint4b_t */
+    CQ_DT_S6 = 25,  /* cute::int6b_t */
+    CQ_DT_U6 = 26,  /* cute::uint6b_t */
+    CQ_DT_U1 = 27,  /* cute::uint1b_t */
 };
 
-#define CQ_NUM_DTYPES 21
+#define CQ_NUM_DTYPES 28
 
 /* Bits of the type. */
 static const uint8_t CQ_DTYPE_BITS[CQ_NUM_DTYPES] = {
-    8, 8, 16, 32, 64, 8, 16, 32, 64, 16, 16, 32, 64, 32, 8, 8, 6, 6, 4, 8, 8
+    8, 8, 16, 32, 64, 8, 16, 32, 64, 16, 16, 32, 64, 32, 8, 8, 6, 6, 4, 8, 8, 2, 2, 4, 4,
+    6, 6, 1
 };
 
 /* 0 bool, 1 integer, 2 float. */
 static const uint8_t CQ_DTYPE_KIND[CQ_NUM_DTYPES] = {
-    0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1
 };
 
 /* Signed types. */
 static const uint8_t CQ_DTYPE_SIGNED[CQ_NUM_DTYPES] = {
-    0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0
+    0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0, 1, 0, 1, 0, 0
 };
 
 /* Bytes a value is stored in: bf16, tf32 and fp8 are stored as float. */
 static const uint8_t CQ_DTYPE_STORAGE_BYTES[CQ_NUM_DTYPES] = {
-    1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 4, 8, 4, 4, 4, 1, 1, 1, 1, 1
+    1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 4, 8, 4, 4, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
 };
 
 /* Runtime error kinds an engine reports; Python formats the messages (croqvm/faults.py). */
