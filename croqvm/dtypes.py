@@ -62,6 +62,15 @@ _TABLE = [
     DType(18, "f4_e2m1", "float", 4, True, "uint8", "float32", "__nv_fp4_e2m1"),
     DType(19, "f8_ue8m0", "float", 8, False, "uint8", "float32", "__nv_fp8_e8m0"),
     DType(20, "f8_ue4m3", "float", 8, False, "uint8", "float32", "__nv_fp8_e4m3"),
+    # the sub-byte integers (cute's int2b_t ... uint1b_t): a byte each, holding a value of
+    # the type; conversions into them wrap to their width (croqvm.numerics)
+    DType(21, "s2", "int", 2, True, "int8", "int8", "cute::int2b_t"),
+    DType(22, "u2", "int", 2, False, "uint8", "uint8", "cute::uint2b_t"),
+    DType(23, "s4", "int", 4, True, "int8", "int8", "cute::int4b_t"),
+    DType(24, "u4", "int", 4, False, "uint8", "uint8", "cute::uint4b_t"),
+    DType(25, "s6", "int", 6, True, "int8", "int8", "cute::int6b_t"),
+    DType(26, "u6", "int", 6, False, "uint8", "uint8", "cute::uint6b_t"),
+    DType(27, "u1", "int", 1, False, "uint8", "uint8", "cute::uint1b_t"),
 ]
 
 BY_CODE: dict[int, DType] = {d.code: d for d in _TABLE}
@@ -70,11 +79,8 @@ BY_NAME: dict[str, DType] = {d.name: d for d in _TABLE}
 # Source spellings that name a table entry (LANGUAGE.md §3.1).
 ALIASES: dict[str, str] = {
     "int": "s32", "half": "f16", "bfp16": "bf16", "float": "f32", "double": "f64",
-    "f8": "f8_e4m3",
+    "f8": "f8_e4m3", "bin1": "bool",      # cute's bin1_t is bool
 }
-
-# Type names the reference accepts and croqvm rejects (§3.1 "other type names").
-UNSUPPORTED = ("s2", "u2", "s4", "u4", "s6", "u6", "u1", "bin1")
 
 BOOL, S8, S16, S32, S64 = (BY_NAME[n] for n in ("bool", "s8", "s16", "s32", "s64"))
 U8, U16, U32, U64 = (BY_NAME[n] for n in ("u8", "u16", "u32", "u64"))

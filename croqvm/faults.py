@@ -75,6 +75,7 @@ class Kind(IntEnum):
     BAR_COUNT_DIFFERS = 49
     GRID_FINISHED = 50
     GRID_RESIDENT = 51
+    EXTERN_CALL = 52
 
 
 class LaneFault(Exception):

@@ -19,6 +19,7 @@ MAX_REGISTERS = 65536              # registers declared by one host program or k
 
 WARP_SIZE = 32                     # lanes per warp: a block's lanes 0-31 are warp 0, ...
 WARPGROUP_SIZE = 4 * WARP_SIZE     # lanes per warpgroup, one instance of 'group-4'
+REG_BUDGET_MIN, REG_BUDGET_MAX = 24, 256   # setmaxnreg's registers per thread, multiples of 8
 NAMED_BARRIERS = 16                # named barriers per block (bar.sync); 0 is the block barrier
 
 

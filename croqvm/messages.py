@@ -171,6 +171,8 @@ TEMPLATES = {
                            "'{site}' waits for all {blocks} blocks of the cooperative launch, "
                            "but at most {resident} blocks of {threads} threads are resident "
                            "at once, and the others can not start."),
+    Kind.EXTERN_CALL: _t("name:string", "'{name}' is defined in no file of this program: "
+                         "croqvm has no code to run for it."),
 }
 
 # The lines around a runtime error and a deadlock report (croqvm.report), by name.
@@ -456,9 +458,13 @@ def _gpu_hint(args: tuple, cx: Context) -> str:
     return "run it with '--device gpu' (device='gpu' in Python)"
 
 
+def _define_hint(args: tuple, cx: Context) -> str:
+    return "define it in the file, as a '__co_device__' or a C++ '__device__' function"
+
+
 # kind -> the hint printed after its message, given the same arguments (None: no hint)
 HINTS = {Kind.DMA_SHAPE: _smaller_tile_hint, Kind.TOO_MANY_THREADS: _block_size_hint,
-         Kind.ASM_ON_CPU: _gpu_hint}
+         Kind.ASM_ON_CPU: _gpu_hint, Kind.EXTERN_CALL: _define_hint}
 
 
 def hint(kind: Kind, args: tuple, cx: Context) -> str | None:

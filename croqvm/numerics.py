@@ -207,6 +207,16 @@ def int_range(t: DType) -> tuple[int, int]:
     return 0, (1 << t.bits) - 1
 
 
+def wrap_narrow(x: np.ndarray, t: DType) -> np.ndarray:
+    """Integers as values of the sub-byte integer type ``t`` (§12.3.3): the low ``t.bits``
+    bits, sign-extended for a signed type, in ``t``'s byte."""
+    low = x.astype(np.int64) & ((1 << t.bits) - 1)
+    if t.signed:
+        sign = 1 << (t.bits - 1)
+        low = (low ^ sign) - sign
+    return low.astype(t.np)
+
+
 def same(x, act):
     """The conversion between equal types."""
     return x
@@ -225,9 +235,11 @@ def _make_converter(src: DType, dst: DType):
         return lambda x, act: x != 0
     to = dst.np
     if dst.is_int:
-        if not src.is_float:
-            return lambda x, act: x.astype(to)   # numpy's integer casts are modular, as §12.3.3
-        return lambda x, act: _float_to_int(x, dst, act)
+        if src.is_float:
+            return lambda x, act: _float_to_int(x, dst, act)
+        if dst.bits < 8:
+            return lambda x, act: wrap_narrow(x, dst)
+        return lambda x, act: x.astype(to)   # numpy's integer casts are modular, as §12.3.3
     to_dst = rounder(dst)
     if src.is_int and src.bits == 64 and dst.name != "f64":
         return lambda x, act: to_dst(_f64_round_to_odd(x))

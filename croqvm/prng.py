@@ -20,6 +20,7 @@ row-major order, one draw per element (a scalar is one element):
     bool                       below(2) != 0
     signed integers            below(16) - 8        uniform in [-8, 8)
     unsigned integers          below(16)            uniform in [0, 16)
+                               (sub-byte integers: those values wrapped to their width)
     floating point             2 * (next() >> 11) / 2**53 - 1, uniform in [-1, 1) on a
                                2**-52 grid (exact in f64), then rounded to nearest even
                                into the type (croqvm.numerics.round_to), which may
@@ -32,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes
-from .numerics import decode, round_to
+from .numerics import decode, round_to, wrap_narrow
 
 MASK = (1 << 64) - 1
 GAMMA = 0x9E3779B97F4A7C15
@@ -89,7 +90,8 @@ def random_array(rng: SplitMix64, dtype: int, shape: tuple) -> np.ndarray:
         out = (bits >> np.uint64(63)) != 0
     elif t.is_int:
         top = (bits >> np.uint64(60)).astype(np.int64)
-        out = (top - 8 if t.signed else top).astype(t.numpy_param)
+        out = top - 8 if t.signed else top
+        out = wrap_narrow(out, t) if t.bits < 8 else out.astype(t.numpy_param)
     else:
         unit = (bits >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
         out = round_to(2.0 * unit - 1.0 if t.signed else unit, t)

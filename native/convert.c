@@ -16,7 +16,8 @@ const int cq_type_size[CQ_NUM_DTYPES] = { CQ_ALL_TYPES(SIZE_OF) };
 static const struct { int8_t bits, sgn; } int_shape[CQ_NUM_DTYPES] = {
     [CQ_DT_BOOL] = {8, 0}, [CQ_DT_S8] = {8, 1}, [CQ_DT_S16] = {16, 1}, [CQ_DT_S32] = {32, 1},
     [CQ_DT_S64] = {64, 1}, [CQ_DT_U8] = {8, 0}, [CQ_DT_U16] = {16, 0}, [CQ_DT_U32] = {32, 0},
-    [CQ_DT_U64] = {64, 0},
+    [CQ_DT_U64] = {64, 0}, [CQ_DT_S2] = {2, 1}, [CQ_DT_U2] = {2, 0}, [CQ_DT_S4] = {4, 1},
+    [CQ_DT_U4] = {4, 0}, [CQ_DT_S6] = {6, 1}, [CQ_DT_U6] = {6, 0}, [CQ_DT_U1] = {1, 0},
 };
 
 int64_t cq_to_int64(int t, const void *p, int64_t i)
@@ -54,7 +55,7 @@ static void store_float(int t, void *p, int i, double v)
 static void store_int(int t, void *p, int i, int64_t v)
 {
     switch (t) {
-#define STORE(N) case CQ_DT_##N: ((ST_##N *)p)[i] = (ST_##N)v; break;
+#define STORE(N) case CQ_DT_##N: ((ST_##N *)p)[i] = SV_##N(v); break;
     CQ_INT_TYPES(STORE)
 #undef STORE
     }

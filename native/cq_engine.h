@@ -37,7 +37,7 @@ static inline void cq_lanes_set(cq_lanes *s, int lane) { s->w[lane >> 5] |= 1u <
     X(XOR) X(SHL) X(SHR) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(NEG) X(NOT) X(BNOT) X(MOV) \
     X(SELECT)
 #define CQ_OWN_CASES(X) X(CONST) X(CVT) X(LANE) X(BLOCKIDX) X(IF) X(ELSE) X(LOOP) \
-    X(BREAK_IF) X(CONTINUE_IF) X(END) X(YIELD) X(NOP) X(FENCE) X(SYNC_GLOBAL)
+    X(BREAK_IF) X(CONTINUE_IF) X(END) X(YIELD) X(NOP) X(FENCE) X(SYNC_GLOBAL) X(SET_MAXNREG)
 enum {
     H_OTHER,
 #define CQ_H_FAMILY(OP) HB_##OP, HL_##OP = HB_##OP + CQ_NUM_DTYPES - 1,
@@ -402,6 +402,7 @@ int cq_op_print(cq_warp *w, const cq_ins *ins);
 int cq_op_assert(cq_warp *w, const cq_ins *ins);
 int cq_op_asm(cq_warp *w, const cq_ins *ins);
 int cq_op_call_cxx(cq_warp *w, const cq_ins *ins);
+int cq_op_call_extern(cq_warp *w, const cq_ins *ins);
 
 /* Collectives (sync.c). */
 typedef int (*cq_effect)(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes, int n);

@@ -387,6 +387,15 @@ CQ_NUM_FN int cq_f64_to_int(double x, int bits, int is_signed, uint64_t *out)
 
 /* ------------------------------------------------------------------ integers */
 
+/* A value as one of a sub-byte integer type of ``bits`` bits (croqvm/numerics.py
+ * wrap_narrow): its low bits, sign-extended when ``is_signed``. */
+CQ_NUM_FN int32_t cq_wrap_bits(int64_t v, int bits, int is_signed)
+{
+    int32_t low = (int32_t)((uint64_t)v & ((1u << bits) - 1u));
+    int32_t sign = is_signed ? (int32_t)(1u << (bits - 1)) : 0;
+    return (low ^ sign) - sign;
+}
+
 /* Wrapping + - * NEG in the promoted types, on unsigned bits (C leaves signed overflow
  * undefined); BNOT is ~. Division and remainder truncate (C99 / and %), the remainder
  * takes the dividend's sign, division by zero faults, MIN / -1 wraps to MIN with

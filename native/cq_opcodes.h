@@ -101,9 +101,11 @@ enum cq_opcode {
     CQ_OP_BAR_SYNC = 76,  /* the warp arrives at named barrier R[a] (1-15), whose phase completes when R[b] threads (a positive multiple of 32, at most the block's warps' lanes) have arrived, and blocks until it completes */
     CQ_OP_BAR_ARRIVE = 77,  /* the warp arrives at named barrier R[a] as BAR_SYNC does, without waiting */
     CQ_OP_GRID_SYNC = 78,  /* grid barrier: the participants of site a in every block of the cooperative launch meet; a block finished before it, or one that can not be resident while the others wait, is a deadlock */
+    CQ_OP_CALL_EXTERN = 79,  /* call b of function S[a], defined in no file of the program: the CUDA path leaves it to the C++ compiler; on the CPU it is a runtime error */
+    CQ_OP_SET_MAXNREG = 80,  /* the warp's registers per thread become a (b=1: an increase, 0: a decrease; setmaxnreg on sm_90a); no effect on the CPU */
 };
 
-#define CQ_NUM_OPCODES 79
+#define CQ_NUM_OPCODES 81
 
 /* When an opcode is a collective (CQ_COLLECTIVE) or may block (CQ_BLOCKS); WITH_SITE: when its collective-site operand (kind 'c?') is >= 0. */
 enum cq_mode {
@@ -131,14 +133,15 @@ static const char *const CQ_OP_NAME[CQ_NUM_OPCODES] = {
     "MMA_FILL", "MMA_LOAD", "MMA_EXEC", "MMA_STORE", "PRINT", "ASSERT", "ASSERT_FMT",
     "LAUNCH", "RET", "RET_VAL", "RET_BUF", "WAIT_EVENT_AT", "FUT_BIND", "MMA_ASYNC",
     "MMA_WAIT", "MMA_STORE_MASK", "FRAG_GET", "FRAG_SET", "SHFL_XOR", "MMA_GATHER", "ASM",
-    "CALL_CXX", "MATH", "ATOMIC", "BAR_SYNC", "BAR_ARRIVE", "GRID_SYNC"
+    "CALL_CXX", "MATH", "ATOMIC", "BAR_SYNC", "BAR_ARRIVE", "GRID_SYNC", "CALL_EXTERN",
+    "SET_MAXNREG"
 };
 
 /* Operands used (a..e); the other operand words are 0. */
 static const uint8_t CQ_NUM_OPERANDS[CQ_NUM_OPCODES] = {
     0, 2, 2, 2, 1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 4, 2,
     1, 1, 1, 1, 1, 0, 3, 1, 3, 2, 2, 3, 3, 2, 1, 2, 2, 3, 1, 1, 2, 2, 0, 3, 3, 5, 4, 1, 2,
-    2, 1, 0, 1, 1, 2, 1, 2, 2, 5, 4, 4, 3, 4, 1, 1, 5, 5, 3, 3, 1
+    2, 1, 0, 1, 1, 2, 1, 2, 2, 5, 4, 4, 3, 4, 1, 1, 5, 5, 3, 3, 1, 2, 2
 };
 
 /* Operand kind letters in operand order, '?' after a kind that also takes -1 (CQ_KIND_* below). */
@@ -149,7 +152,7 @@ static const char *const CQ_OPERAND_KINDS[CQ_NUM_OPCODES] = {
     "ari", "rbi", "dc?", "f", "fc?", "ff", "rfi", "c", "i", "er", "er", "", "mrc?", "mvc?",
     "mmmic?", "mvic?", "p", "rs", "rp", "l", "", "r", "b", "er", "f", "mc?", "mc?",
     "mvrrc?", "rmrr", "mrrr", "rri", "mbic?", "x", "y", "rrrri", "rarri", "rrc", "rrc",
-    "c"
+    "c", "sz", "ii"
 };
 
 /* The operand (0 = a) holding the register the op writes, -1: none. */
@@ -157,7 +160,7 @@ static const int8_t CQ_WRITES[CQ_NUM_OPCODES] = {
     -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     -1, -1, -1, -1, -1, -1, -1, 0, -1, -1, 0, -1, -1, 0, -1, -1, -1, -1, 0, -1, -1, -1, -1,
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, -1, 0, -1, -1,
-    -1, 0, 0, -1, -1, -1
+    -1, 0, 0, -1, -1, -1, -1, -1
 };
 
 /* The operand naming its collective site, -1: none. */
@@ -165,28 +168,28 @@ static const int8_t CQ_SITE[CQ_NUM_OPCODES] = {
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, -1, -1, -1, -1, 1, -1,
     1, -1, -1, 0, -1, -1, -1, -1, 2, 2, 4, 3, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 1, 4,
-    -1, -1, -1, 3, -1, -1, -1, -1, 2, 2, 0
+    -1, -1, -1, 3, -1, -1, -1, -1, 2, 2, 0, -1, -1
 };
 
 /* enum cq_mode: when the op is a collective of the site's participants. */
 static const uint8_t CQ_COLLECTIVE[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 2, 0, 0, 1, 0, 0, 0, 0, 2, 2, 2, 2, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 1
+    0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 1, 0, 0
 };
 
 /* enum cq_mode: when the op may block its warp. */
 static const uint8_t CQ_BLOCKS[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 2, 0, 0, 1, 0, 0, 1, 0, 2, 2, 2, 2, 0, 0,
-    0, 0, 0, 0, 0, 1, 0, 2, 2, 2, 0, 0, 0, 2, 0, 0, 0, 0, 1, 0, 1
+    0, 0, 0, 0, 0, 1, 0, 2, 2, 2, 0, 0, 0, 2, 0, 0, 0, 0, 1, 0, 1, 0, 0
 };
 
 /* enum cq_flag bits. */
 static const uint8_t CQ_FLAGS[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
     0, 1, 0, 0, 2, 8, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 4, 0, 0, 0, 0, 0, 0,
-    0, 4, 4, 4, 4, 8, 8, 0, 0, 0, 0, 0, 8, 0, 8, 8, 0, 0, 8, 8, 8
+    0, 4, 4, 4, 4, 8, 8, 0, 0, 0, 0, 0, 8, 0, 8, 8, 0, 0, 8, 8, 8, 8, 8
 };
 
 /* UPDATE's operator immediate is one of these opcodes. */
@@ -212,6 +215,7 @@ enum cq_operand_kind {
     CQ_KIND_LAUNCH = 'l',  /* indexes Code.launches */
     CQ_KIND_INLINE_ASSEMBLY = 'x',  /* indexes Code.asms */
     CQ_KIND_CXX_CALL = 'y',  /* indexes Code.cxx_calls */
+    CQ_KIND_EXTERN_CALL = 'z',  /* indexes Code.extern_calls */
     CQ_KIND_TARGET = 't',
     CQ_KIND_IMMEDIATE = 'i',
 };
@@ -300,28 +304,36 @@ enum cq_dtype {
     CQ_DT_F4_E2M1 = 18,  /* __nv_fp4_e2m1 */
     CQ_DT_F8_UE8M0 = 19,  /* __nv_fp8_e8m0 */
     CQ_DT_F8_UE4M3 = 20,  /* __nv_fp8_e4m3 */
+    CQ_DT_S2 = 21,  /* cute::int2b_t */
+    CQ_DT_U2 = 22,  /* cute::uint2b_t */
+    CQ_DT_S4 = 23,  /* cute::int4b_t */
+    CQ_DT_U4 = 24,  /* cute::uint4b_t */
+    CQ_DT_S6 = 25,  /* cute::int6b_t */
+    CQ_DT_U6 = 26,  /* cute::uint6b_t */
+    CQ_DT_U1 = 27,  /* cute::uint1b_t */
 };
 
-#define CQ_NUM_DTYPES 21
+#define CQ_NUM_DTYPES 28
 
 /* Bits of the type. */
 static const uint8_t CQ_DTYPE_BITS[CQ_NUM_DTYPES] = {
-    8, 8, 16, 32, 64, 8, 16, 32, 64, 16, 16, 32, 64, 32, 8, 8, 6, 6, 4, 8, 8
+    8, 8, 16, 32, 64, 8, 16, 32, 64, 16, 16, 32, 64, 32, 8, 8, 6, 6, 4, 8, 8, 2, 2, 4, 4,
+    6, 6, 1
 };
 
 /* 0 bool, 1 integer, 2 float. */
 static const uint8_t CQ_DTYPE_KIND[CQ_NUM_DTYPES] = {
-    0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1
 };
 
 /* Signed types. */
 static const uint8_t CQ_DTYPE_SIGNED[CQ_NUM_DTYPES] = {
-    0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0
+    0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0, 1, 0, 1, 0, 0
 };
 
 /* Bytes a value is stored in: bf16, tf32 and fp8 are stored as float. */
 static const uint8_t CQ_DTYPE_STORAGE_BYTES[CQ_NUM_DTYPES] = {
-    1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 4, 8, 4, 4, 4, 1, 1, 1, 1, 1
+    1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 4, 8, 4, 4, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
 };
 
 /* Runtime error kinds an engine reports; Python formats the messages (croqvm/faults.py). */
@@ -377,6 +389,7 @@ enum cq_fault {
     CQ_FAULT_BAR_COUNT_DIFFERS = 49,
     CQ_FAULT_GRID_FINISHED = 50,
     CQ_FAULT_GRID_RESIDENT = 51,
+    CQ_FAULT_EXTERN_CALL = 52,
 };
 
 /* ATOMIC's operation immediate (croqvm/intrinsics.py): the new element from the old one and the value v. */

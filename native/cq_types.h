@@ -75,6 +75,51 @@
 #define SV_U32(v) (v)
 #define SV_U64(v) (v)
 
+/* the sub-byte integers: a byte holding a value of the type; storing wraps to the width
+ * (the low bits, sign-extended for a signed type: cq_wrap_bits) */
+#define ST_S2 int8_t
+#define ST_U2 uint8_t
+#define ST_S4 int8_t
+#define ST_U4 uint8_t
+#define ST_S6 int8_t
+#define ST_U6 uint8_t
+#define ST_U1 uint8_t
+#define CT_S2 int32_t
+#define CT_U2 int32_t
+#define CT_S4 int32_t
+#define CT_U4 int32_t
+#define CT_S6 int32_t
+#define CT_U6 int32_t
+#define CT_U1 int32_t
+#define NT_S2 s32
+#define NT_U2 s32
+#define NT_S4 s32
+#define NT_U4 s32
+#define NT_S6 s32
+#define NT_U6 s32
+#define NT_U1 s32
+#define PT_S2 CQ_DT_S32
+#define PT_U2 CQ_DT_S32
+#define PT_S4 CQ_DT_S32
+#define PT_U4 CQ_DT_S32
+#define PT_S6 CQ_DT_S32
+#define PT_U6 CQ_DT_S32
+#define PT_U1 CQ_DT_S32
+#define LD_S2(s) ((int32_t)(s))
+#define LD_U2(s) ((int32_t)(s))
+#define LD_S4(s) ((int32_t)(s))
+#define LD_U4(s) ((int32_t)(s))
+#define LD_S6(s) ((int32_t)(s))
+#define LD_U6(s) ((int32_t)(s))
+#define LD_U1(s) ((int32_t)(s))
+#define SV_S2(v) ((int8_t)cq_wrap_bits((int64_t)(v), 2, 1))
+#define SV_U2(v) ((uint8_t)cq_wrap_bits((int64_t)(v), 2, 0))
+#define SV_S4(v) ((int8_t)cq_wrap_bits((int64_t)(v), 4, 1))
+#define SV_U4(v) ((uint8_t)cq_wrap_bits((int64_t)(v), 4, 0))
+#define SV_S6(v) ((int8_t)cq_wrap_bits((int64_t)(v), 6, 1))
+#define SV_U6(v) ((uint8_t)cq_wrap_bits((int64_t)(v), 6, 0))
+#define SV_U1(v) ((uint8_t)cq_wrap_bits((int64_t)(v), 1, 0))
+
 #define ST_F16 uint16_t
 #define CT_F16 double
 #define LD_F16(s) cq_f16_value(s)
@@ -140,7 +185,8 @@
 #define NEG_F8_UE4M3(s) (s)
 
 /* Families: X(NAME) for each type the family covers. */
-#define CQ_INT_TYPES(X) X(S8) X(S16) X(S32) X(S64) X(U8) X(U16) X(U32) X(U64)
+#define CQ_INT_TYPES(X) X(S8) X(S16) X(S32) X(S64) X(U8) X(U16) X(U32) X(U64) \
+    X(S2) X(U2) X(S4) X(U4) X(S6) X(U6) X(U1)
 #define CQ_FLOAT_TYPES(X) X(F16) X(BF16) X(F32) X(F64) X(TF32) X(F8_E4M3) X(F8_E5M2) \
     X(F6_E2M3) X(F6_E3M2) X(F4_E2M1) X(F8_UE8M0) X(F8_UE4M3)
 #define CQ_NUM_TYPES(X) CQ_INT_TYPES(X) CQ_FLOAT_TYPES(X)

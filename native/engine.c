@@ -183,6 +183,7 @@ static int op_other(cq_block *blk, cq_warp *w, const cq_ins *ins)
     case CQ_OP_ASSERT: case CQ_OP_ASSERT_FMT: return cq_op_assert(w, ins);
     case CQ_OP_ASM: return cq_op_asm(w, ins);
     case CQ_OP_CALL_CXX: return cq_op_call_cxx(w, ins);
+    case CQ_OP_CALL_EXTERN: return cq_op_call_extern(w, ins);
     case CQ_OP_LAUNCH: return cq_op_launch(w, ins);
     case CQ_OP_RET: case CQ_OP_RET_VAL: case CQ_OP_RET_BUF: return cq_op_ret(w, ins);
     default: return CQ_INTERNAL_ERROR(blk);

@@ -87,6 +87,14 @@ int cq_op_asm(cq_warp *w, const cq_ins *ins)
     return CQ_ST_FAULT;
 }
 
+/* A function defined in no file of the program (LANGUAGE.md §6.10.6) has no code on the
+ * CPU: the lowest active lane faults before it would call it; the message names S[a]. */
+int cq_op_call_extern(cq_warp *w, const cq_ins *ins)
+{
+    cq_put(cq_fault_new(w->blk, ins, CQ_FAULT_EXTERN_CALL, w->base + cq_low(w->act)), ins->a);
+    return CQ_ST_FAULT;
+}
+
 /* A C++ device function (LANGUAGE.md §6.10.4; croqvm/interp/cxxcall.py): called once per
  * active lane, in increasing lane order, with pointers to that lane's registers and to
  * the data of its instances of the buffers passed to pointer parameters, which then

@@ -157,8 +157,6 @@ CALL_ERRORS = [
      """, ["3:11: unable to call kernel function outside the parallel-by block(s). | a "
            "'__co_device__' function runs on a thread: call it inside a 'parallel'",
            "5:5: 'sq' takes 1 argument(s) but got 2. | 'sq' is declared at line 1",
-           "6:10: function 'nope' is not defined in this file. | croqvm calls "
-           "'__co_device__' and '__device__' functions defined in the same file",
            "7:10: 'f' is a '__co__' function and can not be called: Croqtile functions can "
            "not call each other. | write the shared code as a '__co_device__' function",
            "8:21: 'call' can not be part of an expression. | assign its result to a "
@@ -214,6 +212,151 @@ CALL_ERRORS = [
 @pytest.mark.parametrize("source, want", CALL_ERRORS)
 def test_call_errors(source, want):
     assert errors(source) == want
+
+
+EXTERN = """
+    __co__ s32 [8] f(s32 go) {
+      s32 [8] y;
+      parallel p by 8 {
+        local f32 [4] t;
+        if (go == 1) call lib::fill<4, lib::K>(t, p);
+        y.at(p) = p * 2;
+      }
+      return y;
+    }
+"""
+
+
+def test_a_function_defined_in_no_file_is_a_warning_and_faults_only_where_reached():
+    """§6.10.6: the call is left to the C++ compiler; the CPU has no code for it."""
+    _, diags, _ = front_end(textwrap.dedent(EXTERN).lstrip("\n"), "p.co")
+    assert [(d.span.line, d.span.col, d.message) for d in diags] == [
+        (5, 23, "function 'lib::fill' is not defined in this file: the call is left to the "
+                "C++ compiler, and running it on the CPU is a runtime error.")]
+    prog = compile_(EXTERN)
+    assert engines.run(prog, "f", 0).tolist() == [0, 2, 4, 6, 8, 10, 12, 14]
+    want = ["p.co:5:18: runtime error: 'lib::fill' is defined in no file of this program: "
+            "croqvm has no code to run for it.",
+            "  in kernel launched at p.co:3:3, block (0), lane 0 (warp 0, lane 0)",
+            "hint: define it in the file, as a '__co_device__' or a C++ '__device__' "
+            "function"]
+    with pytest.raises(KernelFault) as e:
+        engines.run(prog, "f", 1)
+    lines = str(e.value).splitlines()
+    assert [lines[0]] + lines[3:] == want
+
+
+def test_a_function_defined_in_no_file_reaches_nvcc_and_faults_on_cuda_cpu():
+    from croqvm.cuda.emit import emit
+    text = emit(compile_(EXTERN).module, arch="sm_80").text
+    calls = [line.strip() for line in text.splitlines() if "lib::fill<" in line
+             and not line.lstrip().startswith("//")]
+    assert len(calls) == 1
+    assert calls[0].startswith("lib::fill<4, lib::K>((float *)")
+    assert ", r" in calls[0]                                   # p, by value
+    if engines.options() != {"engine": "python"}:
+        return                       # one build is enough: on the python engine's turn
+    with pytest.raises(KernelFault) as e:
+        compile_(EXTERN).run("f", 1, device="cuda-cpu")
+    assert "'lib::fill' is defined in no file of this program" in str(e.value)
+
+
+SETREG = """
+    __co__ s32 [4] f() {
+      s32 [4] y;
+      parallel p by 4 : block {
+        call croq::cuda::setreg_dec(40);
+        y.at(p) = p + 1;
+        call croq::cuda::setreg_inc(240);
+      }
+      return y;
+    }
+"""
+
+
+def test_the_register_budget_is_setmaxnreg_on_sm90a_and_nothing_elsewhere():
+    """§6.10.6 (lib/Target/GPU/cute_codegen.cpp): sm_90a only; the CPU runs on."""
+    from croqvm.cuda.emit import emit
+    prog = compile_(SETREG)
+    assert engines.run(prog, "f").tolist() == [1, 2, 3, 4]
+    asm = [line.split("//")[0].strip() for line in
+           emit(prog.module, arch="sm_90a").text.splitlines() if "setmaxnreg" in line]
+    assert asm == ['asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");',
+                   'asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");']
+    assert "setmaxnreg" not in emit(prog.module, arch="sm_80").text
+
+
+def test_extern_call_and_register_budget_errors():
+    assert errors("""
+        __co__ void f(s32 [8] y) {
+          parallel p by 2 : block {
+            call croq::cuda::setreg_inc(20);
+            call croq::cuda::setreg_dec(40, 1);
+            call croq::cuda::setreg_dec(p);
+            call ext(y.span);
+          }
+        }
+        """) == [
+        "3:33: 'croq::cuda::setreg_inc' takes a register count that is a multiple of 8 from "
+        "24 to 256, but got 20. | setmaxnreg on sm_90a takes such counts",
+        "4:5: 'croq::cuda::setreg_dec' expects exactly one integer argument, but got 2.",
+        "5:33: 'croq::cuda::setreg_dec' expects an integer constant. | write the register "
+        "count as a number, e.g. 240",
+        "6:14: (1st) argument of 'ext' must be a scalar or a buffer's name but got "
+        "'mdspan<1> [8]'. | a function defined in no file of the program takes values and "
+        "pointers to buffers"]
+
+
+ACC_ARGUMENT = """
+    __device__ void mark(float* v) {
+      for (int k = 0; k < 4; ++k) v[k] = v[k] * 10.0f + k;
+    }
+    __co_device__ void bump(f32 [4] v) {
+      foreach k in [4]
+        v.at(k) = v.at(k) + 1000.0f;
+    }
+    __co__ f32 [M, 8] f(f16 [M, 16] a, f16 [8, 16] b) {
+      f32 [M, 8] c;
+      parallel blk by 1 : block {
+        shared f16 [M, 16] sa;
+        shared f16 [8, 16] sb;
+        dma.copy a => sa;
+        dma.copy b => sb;
+        parallel w by 1 : LEVEL {
+          mc = mma.fill.f32 0.0f;
+          mma.row.row mc, sa, sb;
+          call mark(mc);
+          call bump(mc);
+          mma.store mc, c;
+        }
+      }
+      return c;
+    }
+"""
+
+
+@pytest.mark.parametrize("level, rows", [("group", 16), ("group-4", 64)])
+def test_an_accumulator_passes_the_lanes_registers_in_the_fragments_order(level, rows):
+    """§11.7 item 10: lane l's registers per 8-column chunk are (r, c), (r, c + 1),
+    (r + 8, c), (r + 8, c + 1), r = l / 4 (+ 16 w in warp w of a warpgroup), c = 2 (l % 4);
+    what the callees write comes back. acc(i, j) = i + j; mark makes it 10 acc + k."""
+    a, b = np.zeros((rows, 16), np.float16), np.zeros((8, 16), np.float16)
+    a[:, 0], a[:, 1], b[:, 0], b[:, 1] = np.arange(rows), 1, 1, np.arange(8)
+    i, j = np.meshgrid(np.arange(rows), np.arange(8), indexing="ij")
+    want = ((i + j) * 10 + 2 * (i % 16 >= 8) + j % 2 + 1000).astype(np.float32)
+    prog = compile_(ACC_ARGUMENT.replace("LEVEL", level).replace("M,", f"{rows},"))
+    np.testing.assert_array_equal(engines.run(prog, "f", a, b), want)
+    if level == "group" and engines.options() == {"engine": "python"}:
+        np.testing.assert_array_equal(prog.run("f", a, b, device="cuda-cpu"), want)
+
+
+def test_an_accumulator_must_fit_a_written_extent():
+    with pytest.raises(croqvm.CompileError) as e:
+        compile_(ACC_ARGUMENT.replace("LEVEL", "group").replace("M,", "16,")
+                 .replace("f32 [4] v", "f32 [8] v"))
+    assert [line for line in str(e.value).splitlines() if "error" in line] == [
+        "p.co:19:17: error: (1st) argument of 'bump' is accumulator 'mc', whose 4 elements "
+        "in each lane's registers do not fit parameter 'v' [8]."]
 
 
 def test_a_co_device_function_with_a_cxx_header_stays_host_text():

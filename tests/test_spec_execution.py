@@ -913,6 +913,21 @@ def test_each_buffer_of_an_array_is_a_buffer_of_its_own():
     """) == "1 2 3 30 [2]\n"
 
 
+def test_a_partial_subscript_is_the_first_buffer_of_the_sub_array():
+    """s[2] of s[3][2] is s[2][0] (lib/Target/GPU/cute_codegen.cpp LinearizeArrayOffset)."""
+    assert output("""
+        __co__ void main() {
+          parallel p by 1 : block {
+            shared s32 [4] s[3][2];
+            foreach {i, j, k} in [3, 2, 4]
+              s[i][j].at(k) = 100 * i + 10 * j + k;
+            t = s[2].span_as(2, 2);
+            println(t.at(1, 1), s[1].at(2), s[2][1].at(0));
+          }
+        }
+    """) == "203 102 210\n"
+
+
 def test_a_buffer_array_subscript_is_checked_at_run_time():
     assert fault("""
         __co__ void main(int k) {

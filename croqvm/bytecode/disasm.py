@@ -131,6 +131,8 @@ _OPERANDS = {
                           else f"asm{n} <out of range>"),
     "y": lambda code, n: (f"cxx{n} (func {code.cxx_calls[n].func})"
                           if 0 <= n < len(code.cxx_calls) else f"cxx{n} <out of range>"),
+    "z": lambda code, n: (f"extern{n}" if 0 <= n < len(code.extern_calls)
+                          else f"extern{n} <out of range>"),
     "t": lambda code, n: f"-> {n}",
     "i": lambda code, n: str(n),
 }

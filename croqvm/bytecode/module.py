@@ -290,6 +290,18 @@ class CxxCall:
 
 
 @dataclass
+class ExternCall:
+    """A call of a function defined in no file of the program (LANGUAGE.md §6.10.6): the
+    C++ compiler of the CUDA path resolves it, the interpreters fault when it runs.
+    ``template_args`` is the text between ``<>`` as written ("" for none); ``args`` are
+    registers, or buffer slots where ``buffers`` says so (passed as a pointer to the lane's
+    instance)."""
+    template_args: str
+    args: list[int]
+    buffers: list[bool]
+
+
+@dataclass
 class CxxFunc:
     """A C++ device function of ``Module.cxx_source`` that kernels call: its name, result
     dtype (-1 for void), parameter dtypes, and which parameters point to elements of
@@ -350,6 +362,8 @@ class Code:
     once_sites: int = 0      # ONCE sites, numbered 0 .. once_sites - 1
     asms: list[AsmDecl] = field(default_factory=list)    # inline assembly (kernels only)
     cxx_calls: list[CxxCall] = field(default_factory=list)   # calls of C++ functions
+    extern_calls: list[ExternCall] = field(default_factory=list)   # calls of functions
+                                                                   # defined in no file
 
 
 @dataclass

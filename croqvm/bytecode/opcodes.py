@@ -83,6 +83,7 @@ OPERAND_KINDS = {
     "l": ("launches", "launch"),
     "x": ("asms", "inline assembly"),
     "y": ("cxx_calls", "cxx call"),
+    "z": ("extern_calls", "extern call"),
     "t": (None, "target"),   # instruction index, checked by the structure pass
     "i": (None, "immediate"),
 }
@@ -370,6 +371,13 @@ _ROWS = (
         "cooperative launch meet; a block finished before it, or one that can not be "
         "resident while the others wait, is a deadlock", _COLL,
         faults=_COLL_FAULTS + (K.GRID_FINISHED, K.GRID_RESIDENT)),
+    # --- functions defined in no file of the program, and the register budget (§6.10.6)
+    _op("CALL_EXTERN", ("s", "z"), "call b of function S[a], defined in no file of the "
+        "program: the CUDA path leaves it to the C++ compiler; on the CPU it is a runtime "
+        "error", faults=(K.EXTERN_CALL,), kernel_only=True, entry="extern_call"),
+    _op("SET_MAXNREG", ("i", "i"), "the warp's registers per thread become a (b=1: an "
+        "increase, 0: a decrease; setmaxnreg on sm_90a); no effect on the CPU",
+        imms=("reg_budget", "flag"), kernel_only=True),
 )
 
 TABLE = tuple(Op(code, name, operands, meaning, **fields)
@@ -384,7 +392,7 @@ assert all(len(op.operands) <= MAX_OPERANDS for op in TABLE)
  BARRIER, FENCE, TRIGGER, WAIT_EVENT, SYNC_GLOBAL, MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE,
  PRINT, ASSERT, ASSERT_FMT, LAUNCH, RET, RET_VAL, RET_BUF, WAIT_EVENT_AT, FUT_BIND, MMA_ASYNC,
  MMA_WAIT, MMA_STORE_MASK, FRAG_GET, FRAG_SET, SHFL_XOR, MMA_GATHER, ASM, CALL_CXX, MATH,
- ATOMIC, BAR_SYNC, BAR_ARRIVE, GRID_SYNC) = range(len(TABLE))
+ ATOMIC, BAR_SYNC, BAR_ARRIVE, GRID_SYNC, CALL_EXTERN, SET_MAXNREG) = range(len(TABLE))
 
 # Binary ALU opcodes in operator order: UPDATE's immediate names one of these.
 BINARY_ALU = (ADD, SUB, MUL, DIV, MOD, MIN, MAX, AND, OR, XOR, SHL, SHR)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from croqvm.dtypes import BY_CODE, promote
 from croqvm.intrinsics import ATOMIC, MATH
-from croqvm.limits import WARP_SIZE
+from croqvm.limits import REG_BUDGET_MAX, REG_BUDGET_MIN, WARP_SIZE
 
 from . import opcodes as O
 from . import verify_mma
@@ -208,6 +208,13 @@ def _lane_mask(cx, at, v, op, used):
         at.fail(f"lane mask {v} out of range (1..{WARP_SIZE - 1})")
 
 
+def _reg_budget(cx, at, v, op, used):
+    """setmaxnreg's count: a multiple of 8 in 24..256 (PTX ISA, setmaxnreg; §6.10.6)."""
+    if not (REG_BUDGET_MIN <= v <= REG_BUDGET_MAX and v % 8 == 0):
+        at.fail(f"register count {v} is not a multiple of 8 in {REG_BUDGET_MIN}.."
+                f"{REG_BUDGET_MAX}")
+
+
 def _math_fn(cx, at, v, op, used):
     """The function exists; its result is bool (a predicate) or the arguments' type."""
     if not 0 <= v < len(MATH):
@@ -229,7 +236,7 @@ _IMMEDIATE_RULES = {
     "grid_dim": _grid_dim, "once_site": _once_site, "unit": _unit, "alu_op": _alu_op,
     "buffer_dim": _buffer_dim, "future_dim": _future_dim,
     "mma_layout": _choice(4, "mma layout"), "flag": _choice(2, "flag"),
-    "lane_mask": _lane_mask,
+    "lane_mask": _lane_mask, "reg_budget": _reg_budget,
 }
 
 
@@ -307,6 +314,20 @@ def _cxx_call(cx, at, op, used):
             at.fail(f"the result r{call.result} is a register a CONST loads")
 
 
+def _extern_call(cx, at, op, used):
+    """A call of a function defined in no file (§6.10.6): registers of any dtype, and
+    buffers (not arrays) where it says so."""
+    call = cx.code.extern_calls[operand(op, used, "z")]
+    if len(call.buffers) != len(call.args):
+        at.fail(f"says of {len(call.buffers)} argument(s) whether they are buffers, but "
+                f"has {len(call.args)}")
+    for k, (x, buffer) in enumerate(zip(call.args, call.buffers)):
+        if not buffer:
+            want_reg(cx, at, x, "any", f"argument {k}")
+        elif lookup(at, "buffer", x, cx.code.buffers).array:
+            at.fail(f"argument {k} is buffer {x}, an array of buffers")
+
+
 def _atomic(cx, at, op, used):
     """The registers have the element type of the access, one the operation takes."""
     access = cx.code.accesses[operand(op, used, "a")]
@@ -321,6 +342,7 @@ def _atomic(cx, at, op, used):
 
 ENTRY_RULES = {"message": _message, "typed_const": _typed_const, "same_future": _same_future,
                "asm_operands": _asm_operands, "cxx_call": _cxx_call, "atomic": _atomic,
+               "extern_call": _extern_call,
                **verify_mma.RULES}
 
 

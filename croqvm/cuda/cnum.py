@@ -24,7 +24,9 @@ REG_C = {"bool": "bool", "s8": "int8_t", "s16": "int16_t", "s32": "int32_t", "s6
          "u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t", "u64": "uint64_t",
          "f16": "float", "bf16": "float", "f32": "float", "f64": "double", "tf32": "float",
          "f8_e4m3": "float", "f8_e5m2": "float", "f6_e2m3": "float", "f6_e3m2": "float",
-         "f4_e2m1": "float", "f8_ue8m0": "float", "f8_ue4m3": "float"}
+         "f4_e2m1": "float", "f8_ue8m0": "float", "f8_ue4m3": "float",
+         **{name: "int8_t" if name[0] == "s" else "uint8_t"
+            for name in ("s2", "u2", "s4", "u4", "s6", "u6", "u1")}}
 # croqvm type -> C type of an element in memory: the numpy storage of the engines, so
 # host arrays are copied byte for byte (f16 as its bit pattern)
 STORE_C = {**REG_C, "bool": "uint8_t", "f16": "uint16_t",
@@ -98,6 +100,9 @@ def convert(x: str, src: DType, dst: DType, tmp: str) -> Checked:
     if dst.kind == "bool":
         return Checked(value=f"(({x}) != 0)")
     if dst.is_int:
+        if not src.is_float and dst.bits < 8:      # a sub-byte integer: wrap to its width
+            return Checked(value=f"({reg_c(dst)})cq_wrap_bits((int64_t)({x}), {dst.bits}, "
+                                 f"{int(dst.signed)})")
         if not src.is_float:
             return Checked(value=f"({reg_c(dst)})({x})")
         status = f"cq_f64_to_int((double)({x}), {dst.bits}, {int(dst.signed)}, &{tmp})"

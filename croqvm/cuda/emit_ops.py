@@ -532,6 +532,40 @@ def op_call_cxx(k, ins, ip):
     k.line(f"r{call.result} = {expr};" if call.result >= 0 else f"{expr};", ins)
 
 
+def op_call_extern(k, ins, ip):
+    """A function defined in no file of the program (LANGUAGE.md §6.10.6): nvcc resolves
+    it against the code the kernels are built with; the CPU runtime faults, as the
+    interpreters do. A buffer argument is a pointer to the lane's instance."""
+    from ..cxx import C_TYPE
+    call = k.code.extern_calls[ins[2]]
+    args = []
+    for x, buffer in zip(call.args, call.buffers):
+        if buffer:
+            inst = buffer_instance(k, x, -1, ins, ip)
+            args.append(f"({C_TYPE[dtypes.BY_CODE[k.code.buffers[x].dtype].name]} *)"
+                        f"{inst.base}")
+        else:
+            args.append(f"r{x}")
+    targs = f"<{call.template_args}>" if call.template_args else ""
+    k.line("#ifdef CQ_CPU", ins)
+    k.fault("true", Kind.EXTERN_CALL, ins, ip, operands=lambda a, refs, s=ins[1]: (s,))
+    k.line("#else")
+    k.line(f"{k.code.strings[ins[1]]}{targs}({', '.join(args)});", ins)
+    k.line("#endif")
+
+
+def op_set_maxnreg(k, ins, ip):
+    """The warp's register budget (LANGUAGE.md §6.10.6): setmaxnreg on sm_90a, nothing
+    on sm_80 (which has no such instruction) and on the CPU, as the reference emits
+    (lib/Target/GPU/cute_codegen.cpp)."""
+    if k.arch != "sm_90a":
+        return
+    word = "inc" if ins[2] else "dec"
+    k.line("#ifndef CQ_CPU", ins)
+    k.line(f'asm volatile("setmaxnreg.{word}.sync.aligned.u32 {ins[1]};");', ins)
+    k.line("#endif")
+
+
 def op_shfl_xor(k, ins, ip):
     """R[a] := R[b] of the warp's lane (own index xor c), which must be active: a warp
     shuffle (cq_shfl_xor: __shfl_xor_sync on a GPU, a warp rendezvous on cuda-cpu)."""
@@ -557,6 +591,7 @@ def _handlers():
         "YIELD": op_yield, "ALLOC": op_alloc, "FILL": op_fill, "LOAD": op_load,
         "STORE": op_store, "UPDATE": op_update, "DIMOF": op_dimof, "ASM": op_asm,
         "CALL_CXX": op_call_cxx, "ATOMIC": op_atomic, "MATH": op_math, "SHFL_XOR": op_shfl_xor,
+        "CALL_EXTERN": op_call_extern, "SET_MAXNREG": op_set_maxnreg,
         **{TABLE[c].name: op_binary for c in BINARY_ALU + COMPARE},
         **{n: op_unary for n in ("NEG", "NOT", "BNOT")},
         **emit_sync.HANDLERS,

@@ -12,7 +12,7 @@ from .. import dtypes
 from ..bytecode.module import ParamKind, ParamStorage
 from ..errors import ArgumentError, KernelFault
 from ..faults import Fault
-from ..numerics import round_to, storage_array, value_of
+from ..numerics import round_to, storage_array, value_of, wrap_narrow
 from ..position import Interrupted
 from .machine import Block, Call
 from .memory import Buffer
@@ -74,6 +74,8 @@ def _array_arg(n: int, p, arg, dims: _Dims) -> np.ndarray:
         return arg.view(np.uint8).copy()             # the patterns themselves
     if t.is_float and t.name not in ("f16", "f32", "f64"):
         return round_to(arg.astype(np.float64), t)   # bf16, tf32, fp8, f6, f4: rounded on entry
+    if t.is_int and t.bits < 8:
+        return wrap_narrow(arg, t)                   # s2 ... u6: wrapped to their width
     return np.array(arg, copy=True)
 
 

@@ -1,5 +1,6 @@
 """PRINT, ASSERT and ASSERT_FMT (LANGUAGE.md §6.9, §13): one lane after another, in lane
-order; a failed check faults in its lowest failing lane (§7.1.3). ASM (§6.11) faults.
+order; a failed check faults in its lowest failing lane (§7.1.3). ASM (§6.11) and
+CALL_EXTERN (§6.10.6) fault; SET_MAXNREG does nothing.
 
 Conventions: handlers take (``w``, ``ins``); text goes to the call's output stream; ``i``
 indexes the warp's lanes.
@@ -52,5 +53,15 @@ def op_asm(w, ins):
     raise LaneFault(Kind.ASM_ON_CPU, (), int(w.active_indices()[0]))
 
 
+def op_call_extern(w, ins):
+    """A function defined in no file of the program (§6.10.6) has no code on the CPU: the
+    lowest active lane faults before it would call it."""
+    raise LaneFault(Kind.EXTERN_CALL, (ins[1],), int(w.active_indices()[0]))
+
+
+def op_set_maxnreg(w, ins):
+    """The register budget (§6.10.6) is the GPU's allocation; a lane here has no limit."""
+
+
 HANDLERS = {"PRINT": op_print, "ASSERT": op_assert, "ASSERT_FMT": op_assert_fmt,
-            "ASM": op_asm}
+            "ASM": op_asm, "CALL_EXTERN": op_call_extern, "SET_MAXNREG": op_set_maxnreg}

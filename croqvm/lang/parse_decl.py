@@ -9,9 +9,8 @@ from croqvm import dtypes
 from . import ast
 from .tokens import INT, KEYWORD, NAME
 
-# Every element-type spelling is a reserved word (§2.1.3); the unsupported ones parse so
-# that the checker can name them (§3.1).
-TYPE_WORDS = frozenset(dtypes.BY_NAME) | frozenset(dtypes.ALIASES) | frozenset(dtypes.UNSUPPORTED)
+# Every element-type spelling is a reserved word (§2.1.3).
+TYPE_WORDS = frozenset(dtypes.BY_NAME) | frozenset(dtypes.ALIASES)
 SHAPE_TYPES = ("ituple", "mdspan")
 
 

@@ -23,9 +23,14 @@ from croqvm import dtypes
 from croqvm.lang import ast
 
 from croqvm.bytecode import module as M
+from croqvm.lang.check.calls import ExternFunction, RegisterBudget
 from croqvm.lang.check.walk import child_stmts
 
+from croqvm.lang.check.consteval import const_value
+from croqvm.lang.check.context import ordinal
+
 from .exprs import lower_as, scalar_value
+from .frags import lane_registers
 from .state import Lowerer, dtype_of
 from .values import BufRef, Val
 from .views import access_of, extent, reg_of, resolve_base
@@ -67,19 +72,63 @@ def _cxx_call(lw: Lowerer, e: ast.DeviceCall) -> Val | None:
     types, buffers by slot; CALL_CXX runs it per lane."""
     fn = e.callee
     b = lw.b
-    args = [lw.lookup(a.sym, a).slot if p.endswith("*") else lower_as(lw, a, dtypes.lookup(p))
+    copies = []
+    args = [_pointer(lw, a, copies) if p.endswith("*") else lower_as(lw, a, dtypes.lookup(p))
             for a, p in zip(e.args, fn.params)]
     ret = dtypes.lookup(fn.ret) if fn.ret is not None else None
     result = b.reg(ret, f"{fn.name}()") if ret is not None else -1
     b.emit("CALL_CXX", b.add("cxx_calls", M.CxxCall(lw.cxx.number(fn), args, result)))
+    for copy_back in copies:
+        copy_back()
     return Val(ret, result) if ret is not None else None
 
 
+def _is_accumulator(a: ast.Expr) -> bool:
+    return isinstance(a, ast.Name) and a.sym is not None and a.sym.kind == "fragment"
+
+
+def _pointer(lw: Lowerer, a: ast.Expr, copies: list) -> int:
+    """The buffer slot a pointer argument passes: a buffer's own, or for an accumulator
+    the lane's registers (§11.7 item 10), whose copy back joins ``copies``."""
+    if not _is_accumulator(a):
+        return lw.lookup(a.sym, a).slot
+    ref, _, copy_back = lane_registers(lw, a)
+    copies.append(copy_back)
+    return ref.slot
+
+
+def _extern_call(lw: Lowerer, e: ast.DeviceCall) -> None:
+    """A function defined in no file of the program (§6.10.6): scalars in registers of
+    their own types, buffers by slot; the template arguments travel as written."""
+    args, buffers, copies = [], [], []
+    for a in e.args:
+        ref = lw.lookup(a.sym, a) if isinstance(a, ast.Name) and a.sym is not None else None
+        pointer = isinstance(ref, BufRef) or _is_accumulator(a)
+        buffers.append(pointer)
+        args.append(_pointer(lw, a, copies) if pointer else scalar_value(lw, a).reg)
+    targs = ", ".join(lw.snippet(t.span) for t in e.targs)
+    b = lw.b
+    b.emit("CALL_EXTERN", b.string(e.func),
+           b.add("extern_calls", M.ExternCall(targs, args, buffers)))
+    for copy_back in copies:
+        copy_back()
+
+
+def _register_budget(lw: Lowerer, e: ast.DeviceCall) -> None:
+    lw.b.emit("SET_MAXNREG", e.callee.count, int(e.callee.increase))
+
+
 def lower_device_call(lw: Lowerer, e: ast.DeviceCall) -> Val | None:
+    if isinstance(e.callee, ExternFunction):
+        return _extern_call(lw, e)
+    if isinstance(e.callee, RegisterBudget):
+        return _register_budget(lw, e)
     if not isinstance(e.callee, ast.Function):
         return _cxx_call(lw, e)
     callee = e.callee
-    bindings = [(p, _argument(lw, p, a)) for p, a in zip(callee.params, e.args)]
+    copies = []
+    bindings = [(p, _argument(lw, e, k, p, a, copies))
+                for k, (p, a) in enumerate(zip(callee.params, e.args))]
     b = lw.b
     ret = dtype_of(e.ty)
     result = b.reg(ret, f"{callee.name}()") if ret is not None else -1
@@ -93,6 +142,8 @@ def lower_device_call(lw: Lowerer, e: ast.DeviceCall) -> Val | None:
         for p, v in bindings:
             _bind_param(lw, p, v)
         lw.stmt(callee.body)
+    for copy_back in copies:
+        copy_back()
     return Val(ret, result) if ret is not None else None
 
 
@@ -100,13 +151,24 @@ def lower_call_stmt(lw: Lowerer, s: ast.CallStmt) -> None:
     lower_device_call(lw, s.call)
 
 
-def _argument(lw: Lowerer, p: ast.Param, a: ast.Expr):
+def _argument(lw: Lowerer, e: ast.DeviceCall, k: int, p: ast.Param, a: ast.Expr,
+              copies: list):
     if p.shape is None:
         dtype = dtypes.lookup(p.type.name) or dtypes.BOOL
         v = lower_as(lw, a, dtype)
         copy = lw.b.reg(dtype, p.name or "")
         lw.b.emit("MOV", copy, v)
         return Val(dtype, copy)
+    if _is_accumulator(a):
+        ref, count, copy_back = lane_registers(lw, a)
+        want = const_value(p.shape[0].expr) if p.shape[0].expr is not None else None
+        if isinstance(want, int) and want != count:
+            lw.error(a.span, f"({ordinal(k + 1)}) argument of '{e.func}' is accumulator "
+                             f"'{a.id}', whose {count} elements in each lane's registers do "
+                             f"not fit parameter '{p.name}' [{want}].",
+                     hint=f"a lane of this unit holds {count} of its elements")
+        copies.append(copy_back)
+        return ref, [count]
     ref = lw.lookup(a.sym, a)
     if not isinstance(ref, BufRef) or ref.array:
         lw.unsupported(a, f"passing '{lw.snippet(a.span)}' to a '__co_device__' function")

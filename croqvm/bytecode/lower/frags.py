@@ -25,15 +25,16 @@ import math
 import numpy as np
 
 from croqvm import dtypes
-from croqvm.bytecode.module import Access
+from croqvm.bytecode.module import Access, BaseKind, BufferDecl, Storage
 from croqvm.lang import ast
+from croqvm.limits import WARP_SIZE
 from croqvm.lang.check.walk import child_stmts
 
 from .exprs import scalar_value
 from .mma import frag_ref
 from .owned import Owned, loop, when
 from .state import Lowerer
-from .values import Val
+from .values import BufRef, Val
 from .views import int_operands, reg_of, resolve_base
 
 # reduce_* and all_reduce_*: the ALU op, the identity a held row starts from
@@ -107,6 +108,88 @@ def update_fragment(lw: Lowerer, s: ast.Assign, op_name: str) -> None:
         b.emit("FRAG_GET", cur, ref.acc, i, j)
         b.emit("FRAG_SET", ref.acc, i, j, b.op(op_name, common, cur, value))
     owned.each(update)
+
+
+# ------------------------------------------------------------------------ call arguments
+
+# The rows of an accumulator one warp's registers cover, by unit (§11.4): the C fragment
+# of mma.sync.m16n8, and a warpgroup's 64-row D fragment of wgmma.m64nN, whose warp w
+# holds band w.
+_TILE_ROWS = {WARP_SIZE: 16, 4 * WARP_SIZE: 64}
+_TILE_COLS = 8
+_CHUNK_REGS = 4          # a lane's registers per 8-column chunk of its band
+
+
+def lane_registers(lw: Lowerer, e: ast.Name):
+    """An accumulator passed to a function (§11.7 item 10), as the lane's registers: a
+    hidden local buffer of the elements the lane holds, copied in before the call in the
+    order of the PTX fragment's registers -- per 16-row band (a warpgroup's: 64 rows) and
+    8-column chunk, (r, c), (r, c + 1), (r + 8, c), (r + 8, c + 1) -- or every element
+    row-major where one lane holds them all. Returns the buffer's ref, its length, and a
+    function that copies the buffer back (the callee may write it)."""
+    sym = e.sym
+    ref = frag_ref(lw, sym, e)
+    shape = sym.type.shape
+    owned = Owned(lw, ref, shape, sym.name, e)
+    rows, cols = shape
+    if not (isinstance(rows, int) and isinstance(cols, int)):
+        lw.unsupported(e, f"passing accumulator '{sym.name}', whose shape is known only at "
+                          f"run time, to a function")
+    per_lane = owned.per_lane()
+    tile = _TILE_ROWS.get(ref.unit, 1)
+    if per_lane and (rows % tile or cols % _TILE_COLS):
+        lw.unsupported(e, f"passing accumulator '{sym.name}' [{rows}, {cols}], whose shape "
+                          f"is not a multiple of the [{tile}, {_TILE_COLS}] register fragment, "
+                          f"to a function")
+    count = rows * cols // (ref.unit if per_lane else 1)
+    b = lw.b
+    slot = b.add("buffers", BufferDecl("", Storage.LOCAL, ref.dtype.code, [lw.int_reg(count)],
+                                       span=lw.spans.intern(e.span)))
+    b.emit("ALLOC", slot)
+    text = f"{sym.name} (registers)"
+
+    def each(body):
+        """body(k, i, j): register k of the lane holds element (i, j)."""
+        if not per_lane:
+            loop(lw, rows * cols, "frag.k", lambda k: body(
+                k, _int(lw, "DIV", k, cols), _int(lw, "MOD", k, cols)))
+            return
+        row0, col0, warp = owned.lane_parts()
+        band0 = row0 if ref.unit == WARP_SIZE else \
+            b.op("ADD", dtypes.S32, row0, _int(lw, "MUL", warp, 16))
+        chunks = cols // _TILE_COLS
+
+        def register(t, u, q):
+            add = lambda x, y: b.op("ADD", dtypes.S32, x, y)      # noqa: E731
+            k = add(_int(lw, "MUL", add(_int(lw, "MUL", t, chunks), u), _CHUNK_REGS), q)
+            i = add(add(_int(lw, "MUL", t, tile), band0),
+                    _int(lw, "MUL", _int(lw, "DIV", q, 2), 8))
+            j = add(add(_int(lw, "MUL", u, _TILE_COLS), col0), _int(lw, "MOD", q, 2))
+            body(k, i, j)
+        loop(lw, rows // tile, "frag.band", lambda t: loop(
+            lw, chunks, "frag.chunk", lambda u: loop(
+                lw, _CHUNK_REGS, "frag.reg", lambda q: register(t, u, q))))
+
+    def access(k):
+        return b.add("accesses", Access(BaseKind.BUF, slot, -1, [k], text))
+
+    def copy_in(k, i, j):
+        r = b.reg(ref.dtype)
+        b.emit("FRAG_GET", r, ref.acc, i, j)
+        b.emit("STORE", access(k), r)
+
+    def copy_out(k, i, j):
+        r = b.reg(ref.dtype)
+        b.emit("LOAD", r, access(k))
+        b.emit("FRAG_SET", ref.acc, i, j, r)
+    each(copy_in)
+    return (BufRef(slot, ref.dtype, "local", 1, [], sym.name), count,
+            lambda: each(copy_out))
+
+
+def _int(lw: Lowerer, name: str, x: int, k: int) -> int:
+    """R[x] <name> k in s32, k a constant."""
+    return lw.b.op(name, dtypes.S32, x, lw.int_reg(k))
 
 
 # ------------------------------------------------------------------------ statements

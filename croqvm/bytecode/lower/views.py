@@ -169,9 +169,12 @@ def _array_index(lw: Lowerer, ref: BufRef, idx: list, node) -> int:
     """The flat buffer-array index register (§8.5), or -1 for a single buffer."""
     if not idx:
         return -1
-    if len(idx) != len(ref.array):
+    if len(idx) > len(ref.array):
         lw.unsupported(node, f"indexing buffer array '{ref.name}' with {len(idx)} subscripts")
-    return flat_subscript(lw, idx, ref.array)
+    flat = flat_subscript(lw, idx, ref.array)
+    for d in ref.array[len(idx):]:        # a partial subscript: the sub-array's first buffer
+        flat = lw.b.op("MUL", dtypes.S32, flat, lw.int_reg(d))
+    return flat
 
 
 # --------------------------------------------------------------------------- views

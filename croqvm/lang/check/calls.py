@@ -14,10 +14,11 @@ from __future__ import annotations
 import dataclasses
 
 from croqvm import dtypes
+from croqvm.limits import REG_BUDGET_MAX, REG_BUDGET_MIN
 from croqvm.lang import ast
 from croqvm.lang.cxx import CxxFunction
 from croqvm.lang.suggest import did_you_mean
-from croqvm.lang.types import Bounded, Buffer, Scalar, Type
+from croqvm.lang.types import Bounded, Buffer, Fragment, Scalar, Type
 
 from .consteval import const_value
 from .context import UNKNOWN, ordinal
@@ -69,8 +70,9 @@ def check_device_call(ck, e: ast.DeviceCall):
                       "'parallel'")
     callee = ck.device_functions.get(e.func)
     if callee is None:
-        _unknown_callee(ck, e)
-        return UNKNOWN
+        if e.func in REGISTER_BUDGETS:
+            return _register_budget(ck, e)
+        return _unknown_callee(ck, e, types)
     if isinstance(callee, CxxFunction):
         return _cxx_call(ck, e, callee, types)
     e.callee = callee
@@ -119,6 +121,8 @@ def _pointer_argument(ck, e, index: int, a: ast.Expr, ty, element: str) -> None:
     C++ decays it to a pointer to its first element (call-and-device.md)."""
     if is_unknown(ty) or _future_data(ck, a):
         return
+    if _accumulator(a, ty):
+        ty = Buffer(ty.dtype, (None,), "local")
     if not (isinstance(ty, Buffer) and not ty.array and _names_buffer(a)):
         ck.error(a.span, f"({ordinal(index + 1)}) argument of '{e.func}' must be a buffer "
                          f"of '{element}' but got '{tname(ty)}'.",
@@ -128,17 +132,70 @@ def _pointer_argument(ck, e, index: int, a: ast.Expr, ty, element: str) -> None:
                          f"'{ty.dtype.name}' but the parameter points to '{element}'.")
 
 
-def _unknown_callee(ck, e: ast.DeviceCall) -> None:
+def _unknown_callee(ck, e: ast.DeviceCall, types):
+    """A name that is no function of the file is a function defined elsewhere (§6.10.6):
+    the C++ compiler of the CUDA path resolves it; it takes scalars and buffer names and
+    gives no value croqvm knows."""
     span = e.func_span
     if e.func in ck.function_names:
         ck.error(span, f"'{e.func}' is a '__co__' function and can not be called: Croqtile "
                        f"functions can not call each other.",
                  hint="write the shared code as a '__co_device__' function")
-        return
-    ck.error(span, f"function '{e.func}' is not defined in this file.",
-             did_you_mean(e.func, sorted(ck.device_functions)) or
-             "croqvm calls '__co_device__' and '__device__' functions defined in the same "
-             "file")
+        return UNKNOWN
+    ck.warning(span, f"function '{e.func}' is not defined in this file: the call is left "
+                     f"to the C++ compiler, and running it on the CPU is a runtime error.",
+               did_you_mean(e.func, sorted(ck.device_functions)) or
+               "croqvm runs '__co_device__' and '__device__' functions defined in the same "
+               "file")
+    for index, (a, ty) in enumerate(zip(e.args, types)):
+        if is_unknown(ty) or isinstance(ty, (Scalar, Bounded)) or _accumulator(a, ty):
+            continue
+        if not (isinstance(ty, Buffer) and not ty.array and _names_buffer(a)):
+            ck.error(a.span, f"({ordinal(index + 1)}) argument of '{e.func}' must be a scalar "
+                             f"or a buffer's name but got '{tname(ty)}'.",
+                     hint="a function defined in no file of the program takes values and "
+                          "pointers to buffers")
+    e.callee = ExternFunction(e.func)
+    return VOID
+
+
+@dataclasses.dataclass(frozen=True)
+class ExternFunction:
+    """The callee of a call of a function defined in no file of the program (§6.10.6)."""
+    name: str
+
+
+@dataclasses.dataclass(frozen=True)
+class RegisterBudget:
+    """``croq::cuda::setreg_inc(n)`` / ``setreg_dec(n)`` (§6.10.6): the warp's registers per
+    thread become ``n`` (``setmaxnreg`` on sm_90a; lib/Target/GPU/cute_codegen.cpp)."""
+    increase: bool
+    count: int
+
+
+REGISTER_BUDGETS = {"croq::cuda::setreg_inc": True, "croq::cuda::setreg_dec": False}
+
+
+def _register_budget(ck, e: ast.DeviceCall):
+    """One integer constant, a register count setmaxnreg takes: a multiple of 8 in
+    24..256 (the reference checks the integer (lib/earlysema.cpp) and needs a positive
+    constant when it emits the instruction; PTX needs the rest)."""
+    if len(e.args) != 1:
+        ck.error(e.span, f"'{e.func}' expects exactly one integer argument, but got "
+                         f"{len(e.args)}.")
+        return VOID
+    value = const_value(e.args[0])
+    if not isinstance(value, int) or isinstance(value, bool):
+        ck.error(e.args[0].span, f"'{e.func}' expects an integer constant.",
+                 hint="write the register count as a number, e.g. 240")
+        return VOID
+    if not (REG_BUDGET_MIN <= value <= REG_BUDGET_MAX and value % 8 == 0):
+        ck.error(e.args[0].span, f"'{e.func}' takes a register count that is a multiple of 8 "
+                                 f"from {REG_BUDGET_MIN} to {REG_BUDGET_MAX}, but got {value}.",
+                 hint="setmaxnreg on sm_90a takes such counts")
+        return VOID
+    e.callee = RegisterBudget(REGISTER_BUDGETS[e.func], value)
+    return VOID
 
 
 def _declared_as(fn: ast.Function) -> str:
@@ -169,6 +226,8 @@ def _check_argument(ck, e, callee, index, p: ast.Param, a: ast.Expr, ty, dims) -
         return
     if _future_data(ck, a):
         return
+    if _accumulator(a, ty):         # the lane's registers: a 1-D buffer, its length known
+        ty = Buffer(ty.dtype, (None,), "local")   # when lowering knows the unit holding it
     if not isinstance(ty, Buffer) or not _names_buffer(a):
         ck.error(a.span, f"{where} must be a buffer of type '{p.type.name}' but got "
                          f"'{tname(ty)}'.",
@@ -194,6 +253,13 @@ def _check_argument(ck, e, callee, index, p: ast.Param, a: ast.Expr, ty, dims) -
         elif isinstance(want_value, int) and isinstance(d, int) and d != want_value:
             ck.error(a.span, f"{where} has {d} in dimension {k} but parameter '{p.name}' "
                              f"has {want_value}.", hint=_declared_as(callee))
+
+
+def _accumulator(a: ast.Expr, ty) -> bool:
+    """An MMA accumulator of known shape, named: passed as the lane's registers (§11.7
+    item 10)."""
+    return (isinstance(ty, Fragment) and ty.role == "acc" and ty.shape is not None
+            and ty.dtype is not None and isinstance(a, ast.Name))
 
 
 def _names_buffer(a: ast.Expr) -> bool:

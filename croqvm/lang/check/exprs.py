@@ -405,9 +405,6 @@ def check_element(ck, e: ast.Element):
 def check_convert(ck, e: ast.Convert):
     """``__to<T>(e)``: explicit conversion, bool <-> numbers included (§4.4)."""
     ty = ck.expr(e.operand)
-    if e.dtype in dtypes.UNSUPPORTED:
-        ck.error(e.span, f"element type '{e.dtype}' is not supported by croqvm.")
-        return UNKNOWN
     dt = dtypes.BOOL if e.dtype == "bool" else dtypes.lookup(e.dtype)
     if dt is None:
         ck.error(e.span, f"'{e.dtype}' is not an element type.")

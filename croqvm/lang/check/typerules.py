@@ -60,10 +60,7 @@ def arithmetic(a: Type, b: Type) -> Scalar:
 
 
 def resolve_type(ck, ref: ast.TypeRef) -> DType | None:
-    """An element type (or ``int``/``bool``) named in source, reporting unsupported ones."""
-    if ref.name in dtypes.UNSUPPORTED:
-        ck.error(ref.span, f"element type '{ref.name}' is not supported by croqvm.")
-        return None
+    """An element type (or ``int``/``bool``) named in source."""
     if ref.name == "bool":
         return BOOL
     dt = dtypes.lookup(ref.name)

@@ -33,11 +33,11 @@ def view_source(ck, ty, expr, what="a view"):
     if isinstance(ty, Fragment) and what in ("'.span'", "element access"):
         return fragment_source(ck, ty, expr)
     if isinstance(ty, Buffer):
-        if ty.array:
+        if ty.array and not isinstance(expr, ast.Index):
             ck.error(expr.span, f"buffer array '{root_name(expr)}' needs an index, as in "
                                 f"'{root_name(expr)}[i]'.")
             return None
-        return _whole(ty)
+        return _whole(ty)     # a partial subscript: the sub-array's first buffer (§8.5)
     if isinstance(ty, View):
         return ty
     if isinstance(ty, Future):
