@@ -59,6 +59,9 @@ def fragment_source(ck, ty, expr):
                       "'frag'")
         return None
     if ty.shape is None or ty.dtype is None:
+        sym = getattr(expr, "sym", None)
+        if sym is not None:
+            sym.info["shape_early"] = True      # a second pass may know it (see mma)
         ck.error(expr.span, f"the shape of accumulator '{name}' is not known here: it comes "
                             f"from its first 'mma' or 'mma.store'.")
         return None
