@@ -19,6 +19,7 @@ from croqvm.lang import ast
 from croqvm.lang.types import Buffer, Fragment, OpFuture, shape_str
 from croqvm.limits import UNIT_OF_LEVEL
 
+from .consteval import const_value
 from .decls import note_param_write
 from .dma import facts as future_facts
 from .dma import swizzle_of_load
@@ -86,7 +87,7 @@ def _uniform(ck, what, expr):
 def _target(ck, s, fty: Fragment | None, role: str):
     """Declare or re-bind the fragment named by ``s.target``."""
     t = s.target
-    sym = ck.lookup(t.id)
+    sym = None if getattr(s, "frag_form", False) else ck.lookup(t.id)
     if sym is None:
         later = _acc_facts(ck).later.get(id(s)) if role == "acc" else None
         if later is not None and fty is not None:
@@ -124,8 +125,61 @@ def _frag_str(f: Fragment) -> str:
     return f"{f}{shape}"
 
 
+def _array_extents(ck, s: ast.MmaFill) -> tuple | None:
+    """The extents of ``frag mc[d0][d1] {v};`` (§11.7): positive integer constants."""
+    dims = []
+    for d in s.dims:
+        ty = ck.expr(d)
+        n = const_value(d)
+        if is_unknown(ty):
+            return None
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+            ck.error(d.span, f"the extents of fragment array '{s.target.id}' must be positive "
+                             f"integer constants.")
+            return None
+        dims.append(n)
+    return tuple(dims)
+
+
+def _element(ck, e: ast.Name, subs: list) -> bool:
+    """``mc[i][j]``: one accumulator of an array of them (§11.7), with one integer
+    subscript per extent, the same for the whole unit; a constant one in range. False
+    when reported."""
+    sym = getattr(e, "sym", None)
+    if sym is None or sym.info.get("bad"):
+        return True
+    dims = sym.info.get("array")
+    if not dims:
+        if subs:
+            ck.error(subs[0].span, f"'{e.id}' is not an array of accumulators.")
+            return False
+        return True
+    if len(subs) != len(dims):
+        ck.error(e.span, f"fragment array '{e.id}' needs {len(dims)} subscript"
+                         f"{'s' if len(dims) > 1 else ''}, as in "
+                         f"'{e.id}{'[0]' * len(dims)}'.")
+        return False
+    for sub, n in zip(subs, dims):
+        ty = ck.expr(sub)
+        if is_unknown(ty):
+            return False
+        if not is_integer(ty):
+            ck.error(sub.span, f"an array subscript must be an integer but got "
+                               f"'{tname(ty)}'.")
+            return False
+        i = const_value(sub)
+        if isinstance(i, int) and not 0 <= i < n:
+            ck.error(sub.span, f"index {i} is out of range for fragment array '{e.id}' "
+                               f"[0, {n}).")
+            return False
+        if ck.in_parallel:
+            _uniform(ck, f"an element of fragment array '{e.id}'", sub)
+    return True
+
+
 def check_fill(ck, s: ast.MmaFill):
-    """``mc = mma.fill[.T] v`` / ``mma.fill mc, v`` (§11.1)."""
+    """``mc = mma.fill[.T] v`` / ``mma.fill mc, v`` (§11.1) / ``frag[.T] mc[d]... {v}``
+    (§11.7)."""
     inside = ck.in_parallel   # else the host lane is the unit (§11.2 (c))
     value_ty = ck.expr(s.value)
     dt = None
@@ -140,8 +194,16 @@ def check_fill(ck, s: ast.MmaFill):
         s.frag_fill = True          # every element of the lane's frag (§11.7)
         convert(ck, value_ty, s.target.ty.dtype, s.value)
         return
+    dims = _array_extents(ck, s) if s.dims else ()
     sym = _target(ck, s, Fragment(dt, None, "acc"), "acc")
     if sym is None:
+        return
+    if s.declares and s.dims:
+        if dims is None:
+            sym.info["bad"] = True
+            return
+        sym.info["array"] = dims
+    elif not _element(ck, s.target, s.elem):
         return
     if sym.type.dtype is not None:
         convert(ck, value_ty, sym.type.dtype, s.value)
@@ -276,7 +338,7 @@ def check_exec(ck, s: ast.MmaExec):
     """``mma.<a>.<b> c, a, b`` (§11.3): C[M, N] += A * B over K."""
     inside = ck.in_parallel   # else the host lane is the unit (§11.2 (c))
     cty = _loaded_accumulator(ck, s, s.c, ck.expr(s.c))
-    if cty is None:
+    if cty is None or not _element(ck, s.c, s.c_elem):
         return
     if s.future is not None:
         _bind_op_future(ck, s)
@@ -401,7 +463,7 @@ def check_store(ck, s: ast.MmaStore):
     """``mma.store[.transp] mc, V`` (§11.3.4)."""
     inside = ck.in_parallel   # else the host lane is the unit (§11.2 (c))
     fty = _loaded_accumulator(ck, s, s.frag, ck.expr(s.frag))
-    if fty is None:
+    if fty is None or not _element(ck, s.frag, s.elem):
         return
     tile = _tile(ck, s.view, "mma.store")
     if inside:

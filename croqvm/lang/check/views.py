@@ -58,6 +58,10 @@ def fragment_source(ck, ty, expr):
                  hint="make it an accumulator with 'mma.fill', or copy the data into a "
                       "'frag'")
         return None
+    if getattr(getattr(expr, "sym", None), "info", {}).get("array"):
+        ck.error(expr.span, f"not supported by croqvm yet: the elements of '{name}', an "
+                            f"array of accumulators.")
+        return None
     if ty.shape is None or ty.dtype is None:
         sym = getattr(expr, "sym", None)
         if sym is not None:
