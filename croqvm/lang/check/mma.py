@@ -144,7 +144,14 @@ def _array_extents(ck, s: ast.MmaFill) -> tuple | None:
 def _element(ck, e: ast.Name, subs: list) -> bool:
     """``mc[i][j]``: one accumulator of an array of them (§11.7), with one integer
     subscript per extent, the same for the whole unit; a constant one in range. False
-    when reported."""
+    when reported (the array is then left alone: no second error about its shape)."""
+    ok = _subscripts(ck, e, subs)
+    if not ok and getattr(e, "sym", None) is not None:
+        e.sym.info["bad"] = True
+    return ok
+
+
+def _subscripts(ck, e: ast.Name, subs: list) -> bool:
     sym = getattr(e, "sym", None)
     if sym is None or sym.info.get("bad"):
         return True
@@ -172,8 +179,13 @@ def _element(ck, e: ast.Name, subs: list) -> bool:
             ck.error(sub.span, f"index {i} is out of range for fragment array '{e.id}' "
                                f"[0, {n}).")
             return False
-        if ck.in_parallel:
-            _uniform(ck, f"an element of fragment array '{e.id}'", sub)
+        kind = _unit_kind(ck)
+        dep = thread_dependence(sub) if kind and ck.in_parallel else None
+        if dep:
+            ck.error(sub.span, f"a subscript of fragment array '{e.id}' is the same for the "
+                               f"whole '{kind}' instance, but this one depends on thread "
+                               f"index '{dep}'.")
+            return False
     return True
 
 
@@ -325,7 +337,7 @@ def _loaded_accumulator(ck, s, e, ty):
         return ty
     if ty.dtype.name not in MMA_TYPES:
         ck.error(e.span, f"'{e.id}' holds {ty.dtype.name} elements, but an accumulator is "
-                         f"{', '.join(sorted(MMA_TYPES))}.",
+                         f"f16, f32, f64 or s32.",
                  hint="load a tile of the accumulator's type, or start from 'mma.fill'")
         sym.info["bad"] = True
         return None
