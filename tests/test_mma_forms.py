@@ -229,3 +229,28 @@ GROUP = "parallel b by 1 : block { shared f16 [16, 16] s; shared bf16 [16, 16] h
 ])
 def test_diagnostics(text, errors):
     assert diagnose(text) == errors
+
+
+RELOAD = """
+__co__ void f(f16 [16, 16] a, global f16 [16, 8] c) {
+  parallel blk by 1 : block {
+    parallel w by 1 : group {
+      mc = mma.load c;
+      fa = mma.load a;
+      m = mma.row.row.async mc, fa, a.subspan(8, 16).at(0, 0);
+      mc = mma.load c;
+      wait m;
+      mma.store mc, c;
+    }
+  }
+}
+"""
+
+
+def test_loading_an_accumulator_anew_before_the_wait_is_a_fault():
+    """§11.5: the load is a use of the accumulator an asynchronous mma still writes."""
+    with pytest.raises(KernelFault) as e:
+        engines.run(croqvm.compile(RELOAD, "t.co"), "f", np.zeros((16, 16), np.float16),
+                    np.zeros((16, 8), np.float16))
+    assert "t.co:8:7: runtime error: accumulator 'mc' is used before the wait of its " \
+           "asynchronous mma." in str(e.value)

@@ -111,6 +111,8 @@ def op_mma_load(k, ins, ip):
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
         view(k, v, "src", ins, ip)
         read_outside_check(k, ins, ip, c)
+        if m in k.async_frags:      # an accumulator loaded anew (§11.3.2, §11.5)
+            pending_check(k, ins, ip, m, c >= 0)
         _tile_shape_fault(k, ins, ip, m, "src", (f.rows, f.cols))
         load_cells(k, ins, ip, m, v, ptr, str(f.rows), str(f.cols), part, parts)
         k.line(f"{flag} = 1;", ins)
