@@ -254,3 +254,25 @@ def test_loading_an_accumulator_anew_before_the_wait_is_a_fault():
                     np.zeros((16, 8), np.float16))
     assert "t.co:8:7: runtime error: accumulator 'mc' is used before the wait of its " \
            "asynchronous mma." in str(e.value)
+
+
+ONE = """
+__co__ void f(f16 [16, 16] a, global f32 [16, 8] c) {
+  parallel blk by 1 : block {
+    parallel w by 1 : group {
+      frag.f32 mc {1.5f};                    // as 'mc = mma.fill.f32 1.5f;'
+      fa = mma.load a;
+      mma.row.row mc, fa, a.subspan(8, 16).at(0, 0);
+      mma.store mc, c;
+    }
+  }
+}
+"""
+
+
+def test_frag_declares_one_accumulator():
+    rng = np.random.default_rng(6)
+    a = rng.integers(-4, 5, (16, 16)).astype(np.float16)
+    c = np.zeros((16, 8), np.float32)
+    engines.run(croqvm.compile(ONE, "t.co"), "f", a, c)
+    np.testing.assert_array_equal(c, 1.5 + a.astype(np.float64) @ a[:8].astype(np.float64).T)
