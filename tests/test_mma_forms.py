@@ -212,6 +212,8 @@ GROUP = "parallel b by 1 : block { shared f16 [16, 16] s; shared bf16 [16, 16] h
      ["5:14: index 2 is out of range for fragment array 'mc' [0, 2)."]),
     (GROUP + "frag mc[2][2] {0.0f};\nmma.store mc[1], s; } }",
      ["5:11: fragment array 'mc' needs 2 subscripts, as in 'mc[0][0]'."]),
+    (GROUP + "frag mc[2] {0.0f};\nmma.row.row mc, s, s; } }",
+     ["5:13: Cannot use the whole fragment array in mma exec operation."]),
     (GROUP + "frag mc[n] {0.0f};\nmma.store mc[0], s; } }",
      ["4:9: the extents of fragment array 'mc' must be positive integer constants."]),
     (GROUP + "mc = mma.fill 0.0f;\nmma.store mc[0], s; } }",

@@ -141,17 +141,17 @@ def _array_extents(ck, s: ast.MmaFill) -> tuple | None:
     return tuple(dims)
 
 
-def _element(ck, e: ast.Name, subs: list) -> bool:
+def _element(ck, e: ast.Name, subs: list, what: str) -> bool:
     """``mc[i][j]``: one accumulator of an array of them (§11.7), with one integer
     subscript per extent, the same for the whole unit; a constant one in range. False
     when reported (the array is then left alone: no second error about its shape)."""
-    ok = _subscripts(ck, e, subs)
+    ok = _subscripts(ck, e, subs, what)
     if not ok and getattr(e, "sym", None) is not None:
         e.sym.info["bad"] = True
     return ok
 
 
-def _subscripts(ck, e: ast.Name, subs: list) -> bool:
+def _subscripts(ck, e: ast.Name, subs: list, what: str) -> bool:
     sym = getattr(e, "sym", None)
     if sym is None or sym.info.get("bad"):
         return True
@@ -161,6 +161,10 @@ def _subscripts(ck, e: ast.Name, subs: list) -> bool:
             ck.error(subs[0].span, f"'{e.id}' is not an array of accumulators.")
             return False
         return True
+    if not subs:        # the reference's message (lib/earlysema.cpp)
+        ck.error(e.span, f"Cannot use the whole fragment array in {what} operation.",
+                 hint=f"name one of its accumulators, as in '{e.id}{'[0]' * len(dims)}'")
+        return False
     if len(subs) != len(dims):
         ck.error(e.span, f"fragment array '{e.id}' needs {len(dims)} subscript"
                          f"{'s' if len(dims) > 1 else ''}, as in "
@@ -215,7 +219,7 @@ def check_fill(ck, s: ast.MmaFill):
             sym.info["bad"] = True
             return
         sym.info["array"] = dims
-    elif not _element(ck, s.target, s.elem):
+    elif not _element(ck, s.target, s.elem, "mma fill"):
         return
     if sym.type.dtype is not None:
         convert(ck, value_ty, sym.type.dtype, s.value)
@@ -350,7 +354,7 @@ def check_exec(ck, s: ast.MmaExec):
     """``mma.<a>.<b> c, a, b`` (§11.3): C[M, N] += A * B over K."""
     inside = ck.in_parallel   # else the host lane is the unit (§11.2 (c))
     cty = _loaded_accumulator(ck, s, s.c, ck.expr(s.c))
-    if cty is None or not _element(ck, s.c, s.c_elem):
+    if cty is None or not _element(ck, s.c, s.c_elem, "mma exec"):
         return
     if s.future is not None:
         _bind_op_future(ck, s)
@@ -475,7 +479,7 @@ def check_store(ck, s: ast.MmaStore):
     """``mma.store[.transp] mc, V`` (§11.3.4)."""
     inside = ck.in_parallel   # else the host lane is the unit (§11.2 (c))
     fty = _loaded_accumulator(ck, s, s.frag, ck.expr(s.frag))
-    if fty is None or not _element(ck, s.frag, s.elem):
+    if fty is None or not _element(ck, s.frag, s.elem, "mma store"):
         return
     tile = _tile(ck, s.view, "mma.store")
     if inside:
