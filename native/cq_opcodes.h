@@ -75,7 +75,7 @@ enum cq_opcode {
     CQ_OP_WAIT_EVENT = 50,  /* block until slot R[b] of event a completes the lane's next generation */
     CQ_OP_SYNC_GLOBAL = 51,  /* wait until every kernel launched asynchronously so far has completed (sync.global, §6.8); nothing in the interpreters, which run every launch to completion */
     CQ_OP_MMA_FILL = 52,  /* accumulator a := R[b] converted to its element type, everywhere */
-    CQ_OP_MMA_LOAD = 53,  /* operand fragment a := the tile of view b, of a's element type */
+    CQ_OP_MMA_LOAD = 53,  /* fragment a (an operand, or an accumulator it starts) := the tile of view b, of a's element type */
     CQ_OP_MMA_EXEC = 54,  /* accumulator a += b x c in layout d (0 row.row, 1 row.col, 2 col.row, 3 col.col): k ascending, each step rounded once (§12.4) */
     CQ_OP_MMA_STORE = 55,  /* view b := accumulator a converted to the view's element type (c=1: transposed) */
     CQ_OP_PRINT = 56,  /* print format a, one lane after another */

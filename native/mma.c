@@ -253,6 +253,8 @@ static int effect_load(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, cons
                     return CQ_ST_FAULT;
                 }
         cq_frag *f = fragment(blk, ins->a, unit_of(blk, ins->a, first[g]));
+        if (ready(blk, ins, f, ins->a, first[g]) != CQ_ST_OK)   /* an accumulator (§11.3.2) */
+            return CQ_ST_FAULT;
         if (!fits(f, rows, cols))
             return tile_shape_fault(blk, ins, first[g], ins->a, f, b, rows, cols);
         free(f->data);

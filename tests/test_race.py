@@ -775,3 +775,34 @@ def test_an_atomic_races_with_a_plain_access():
         "  in kernel launched at race.co:2:3",
         "race.co:3:5: note: updated atomically in block (0), warp 0 (lane 31)",
         *quote(3, "    __atomic_add(out.at(0), 1);"))
+
+
+LOADED_ACC = """
+    __co__ void f(f16 [16, 16] a, global f16 [16, 8] c) {
+      parallel blk by 1 : block {
+        shared f16 [16, 8] s;
+        dma.copy c => s;
+        parallel w by 2 : group {
+          mc = mma.load s;
+          fa = mma.load a;
+          mma.row.row mc, fa, a.subspan(8, 16).at(0, 0);
+          if (w == 1) { mma.store mc, s; }
+        }
+      }
+    }"""
+
+
+def test_an_accumulator_loaded_from_a_tile_reads_it_as_mma_load_does():
+    """LANGUAGE.md §11.3.2: warp 1 stores into the tile warp 0 started its accumulator
+    from, with nothing between them."""
+    zero = np.zeros((16, 16), np.float16), np.zeros((16, 8), np.float16)
+    assert races(LOADED_ACC, "f", *zero) == report(
+        "race.co:9:21: runtime error: data race on shared 's' element (0, 0): written by "
+        "'mma.store' here, read by 'mma.load' at race.co:6:7; no barrier or event orders "
+        "them.",
+        "    9 |       if (w == 1) { mma.store mc, s; }",
+        "      |                     ^~~~~~~~~~~~~~~",
+        "  written by 'mma.store' in block (0), warp 1 (lanes 32-63)",
+        "  in kernel launched at race.co:2:3",
+        "race.co:6:7: note: read by 'mma.load' in block (0), warp 0 (lanes 0-31)",
+        *quote(6, "      mc = mma.load s;"))

@@ -234,9 +234,9 @@ MALFORMED = [
     ("MMA_FILL of an operand", B.misc, lambda m: put(kern(m), 3, "MMA_FILL 1 2 0 @11"),
      "instruction 3 (MMA_FILL): fragment 1 ('ma') is an A operand fragment; MMA_FILL takes an "
      "accumulator there"),
-    ("MMA_LOAD into an accumulator", B.misc, lambda m: put(kern(m), 4, "MMA_LOAD 0 0 0 @12"),
-     "instruction 4 (MMA_LOAD): fragment 0 ('mc') is an accumulator; MMA_LOAD takes an A "
-     "operand fragment or a B operand fragment there"),
+    ("MMA_LOAD into an accumulator of another element type", B.misc,
+     lambda m: (put(kern(m), 4, "MMA_LOAD 0 0 0 @12"), frag(m, 0, dtype=D.F32.code)),
+     "instruction 4 (MMA_LOAD): view 0 has f16 elements, but fragment 0 ('mc') is f32"),
     ("MMA_EXEC with B as A", B.misc, lambda m: put(kern(m), 6, "MMA_EXEC 0 2 1 0 0 @13"),
      "instruction 6 (MMA_EXEC): fragment 2 ('ma') is a B operand fragment; MMA_EXEC takes an A "
      "operand fragment there"),

@@ -265,10 +265,10 @@ _ROWS = (
     _op("MMA_FILL", ("m", "r", "c?"), "accumulator a := R[b] converted to its element type, "
         "everywhere", _SITE, types=("any",), entry="mma_fill",
         faults=_CONVERT + _MMA_FAULTS + (K.MMA_PENDING,)),
-    _op("MMA_LOAD", ("m", "v", "c?"), "operand fragment a := the tile of view b, of a's "
-        "element type", _SITE, entry="mma_load",
+    _op("MMA_LOAD", ("m", "v", "c?"), "fragment a (an operand, or an accumulator it starts) "
+        ":= the tile of view b, of a's element type", _SITE, entry="mma_load",
         faults=(K.MMA_READ_OUTSIDE, K.MMA_UNINITIALISED, K.MMA_TILE_SHAPE) + _BASE_FAULTS[:4]
-        + _MMA_FAULTS),
+        + _MMA_FAULTS + (K.MMA_PENDING,)),
     _op("MMA_EXEC", ("m", "m", "m", "i", "c?"), "accumulator a += b x c in layout d (0 "
         "row.row, 1 row.col, 2 col.row, 3 col.col): k ascending, each step rounded once "
         "(§12.4)", _SITE, imms=("mma_layout",), entry="mma_exec",

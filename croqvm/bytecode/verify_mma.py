@@ -1,7 +1,8 @@
 """The verifier's rules for MMA instructions (LANGUAGE.md §11.3, D11): what the fragments
 and views an MMA op names must be.
 
-- MMA_FILL, MMA_STORE act on an accumulator; MMA_LOAD fills an A or B operand fragment;
+- MMA_FILL, MMA_STORE act on an accumulator; MMA_LOAD fills an A or B operand fragment,
+  or an accumulator with the tile it starts from (LANGUAGE.md §11.3.2);
   MMA_EXEC takes an accumulator, an A and a B fragment in that order (``FragDecl.role``).
 - Views are 2-D; MMA_LOAD's view has the fragment's element type (a load never
   converts); A and B have one element type, or are both 8-bit integers; operands of a
@@ -58,7 +59,7 @@ def mma_fill(cx, at, op, used):
 
 def mma_load(cx, at, op, used):
     m, v = operand(op, used, "m"), operand(op, used, "v")
-    frag = _frag(cx, at, op, m, FragRole.A, FragRole.B)
+    frag = _frag(cx, at, op, m, FragRole.A, FragRole.B, FragRole.ACC)
     extents = _view_extents(cx, at, v)
     view = cx.code.views[v]
     elem = element_dtype(cx, view.base_kind, view.base)

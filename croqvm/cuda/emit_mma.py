@@ -237,6 +237,8 @@ def op_mma_load(k, ins, ip):
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
         view(k, v, "src", ins, ip)
         read_outside_check(k, ins, ip, c)
+        if m in k.async_frags:      # an accumulator loaded anew (§11.3.2, §11.5)
+            pending_check(k, ins, ip, m, c >= 0)
         _tile_shape_fault(k, ins, ip, m, "src", (f.rows, f.cols))
         whole_instance(k, ins, ip, m, c)
         if not any(m in ops for ops in k.view_operands.values()):   # else the exec reads src

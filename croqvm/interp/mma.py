@@ -170,6 +170,7 @@ def op_mma_load(w, ins):
                       view_registers(blk.prog.code, v))
         for frag, ls in _by_instance(blk, m, lanes):
             buf, tile = _load_tile(blk, v, ls[0], coll)
+            frag.ready(ls[0])       # an accumulator loaded anew (§11.3.2, §11.5)
             if not frag.fits(tile.shape):
                 raise Fault(Kind.MMA_TILE_SHAPE, (m, frag.shape, buf.ref, tile.shape), ls[0])
             frag.data = tile.astype(frag.holder)

@@ -637,12 +637,16 @@ class DmaAny(Stmt):
 
 @dataclass
 class MmaFill(Stmt):
-    """``mc = mma.fill[.T] v;`` (target new or existing) / ``mma.fill mc, v;``."""
+    """``mc = mma.fill[.T] v;`` (target new or existing) / ``mma.fill mc, v;`` /
+    ``frag[.T] mc[d0][d1] {v};`` (a new accumulator, or an array of them, §11.7)."""
     target: Name
     dtype: str | None
     value: Expr
-    assign_form: bool             # True for ``mc = mma.fill v``
+    assign_form: bool             # True for ``mc = mma.fill v`` and the ``frag`` form
     span: Span
+    dims: list[Expr] = field(default_factory=list)   # the ``frag`` form's array extents
+    elem: list[Expr] = field(default_factory=list)   # ``mma.fill mc[i][j], v``
+    frag_form: bool = False       # ``frag[.T] mc ... {v};``: always a new declaration
     declares = False
     sym = None
 
@@ -671,6 +675,7 @@ class MmaExec(Stmt):
     future: Name | None = None    # the target of the ``.async`` form
     k_order: list[int] | None = None
     k_order_span: Span | None = None
+    c_elem: list[Expr] = field(default_factory=list)  # ``mc[i][j]``: an array element
     declares = False              # set by the checker when ``future`` is new
     sym = None                    # the future's symbol
     k_tile = 0                    # set by the checker: the K extent of one scheduled tile
@@ -683,6 +688,7 @@ class MmaStore(Stmt):
     view: Expr
     span: Span
     guards: list[Expr] = field(default_factory=list)  # ``mma.store.mask``: rows[, columns]
+    elem: list[Expr] = field(default_factory=list)    # ``mma.store mc[i][j], V``
 
 
 @dataclass

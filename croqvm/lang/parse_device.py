@@ -148,10 +148,10 @@ class DeviceParser:
             dtype = self.accept_dotted(word)
         if target is not None:
             return ast.MmaFill(target, dtype, self.expr(), True, None)
-        frag = self._name_node()
+        frag, elem = self._acc_ref()
         self.expect_op(",", "syntax error: expected ',' and the fill value after the "
                             "fragment of 'mma.fill'.")
-        return ast.MmaFill(frag, dtype, self.expr(), False, None)
+        return ast.MmaFill(frag, dtype, self.expr(), False, None, elem=elem)
 
     def _mma_load(self, target, _op) -> ast.Stmt:
         swizzle = None
@@ -182,20 +182,20 @@ class DeviceParser:
         if target is None and is_async:
             self.fail(f"syntax error: '{method}.async' must be assigned to a name, as in "
                       f"'f = {method}.async mc, a, b;'.", self.prev.span)
-        c = self._name_node()
+        c, elem = self._acc_ref()
         self.expect_op(",", "syntax error: expected ',' after the accumulator of the mma.")
         a = self.expr()
         self.expect_op(",", "syntax error: expected ',' between the operands of the mma.")
         b = self.expr()
-        return ast.MmaExec(f"{first}.{second}", c, a, b, None, future=target)
+        return ast.MmaExec(f"{first}.{second}", c, a, b, None, future=target, c_elem=elem)
 
     def _mma_store(self, _target, _op) -> ast.Stmt:
         """``mma.store[.transp|.mask|.async] mc, V[, rows[, columns]]`` (§11.1)."""
         word = self.accept_dotted("transp", "mask", "async")
-        frag = self._name_node()
+        frag, elem = self._acc_ref()
         self.expect_op(",", "syntax error: expected ',' and the destination after the "
                             "fragment of 'mma.store'.")
-        node = ast.MmaStore(word == "transp", frag, self.expr(), None)
+        node = ast.MmaStore(word == "transp", frag, self.expr(), None, elem=elem)
         if word == "mask":
             self.expect_op(",", "syntax error: 'mma.store.mask' needs the number of rows to "
                                 "store after the destination, as in "
@@ -275,6 +275,17 @@ class DeviceParser:
         args = self.paren_args(start.value)
         self.end_statement()
         return ast.NamedBarrier(start.value == "__bar_arrive", args, self.span_from(start))
+
+    def _acc_ref(self) -> tuple[ast.Name, list[ast.Expr]]:
+        """An accumulator: ``mc``, or an element ``mc[i][j]`` of an array of them
+        (§11.7)."""
+        name = self._name_node()
+        subs = []
+        while self.accept_op("["):
+            subs.append(self.expr())
+            self.expect_op("]", "syntax error: expected ']' after the subscript of the "
+                                "fragment array.")
+        return name, subs
 
     def _name_node(self) -> ast.Name:
         t = self.name()

@@ -347,8 +347,12 @@ class StmtParser:
     # ---------------------------------------------------------------- fragments (§11.7)
 
     def _frag_decl(self) -> ast.Stmt:
-        """``frag T[shape] f [{v}], ...;``: a buffer in the lane's registers."""
+        """``frag T[shape] f [{v}], ...;``: a buffer in the lane's registers;
+        ``frag[.T] mc[d0]... {v};``: an accumulator, or an array of them, filled with
+        ``v`` (lib/parser.yy ``mma_stmt``)."""
         start = self.advance()
+        if self.at_op(".") or self.tok.kind == NAME:
+            return self._frag_accumulator(start)
         dtype = self.type_ref()
         if not self.at_op("["):
             self.fail_after(f"syntax error: expected '[' and the shape of the fragment after "
@@ -356,6 +360,22 @@ class StmtParser:
         decl = self._buffer_decl(start, "local", dtype)
         decl.frag = True
         return decl
+
+    def _frag_accumulator(self, start) -> ast.Stmt:
+        dtype = self.type_ref().name if self.accept_op(".") else None
+        target = self._name_node()
+        dims = []
+        while self.accept_op("["):
+            dims.append(self.expr())
+            self.expect_op("]", "syntax error: expected ']' after the extent of the fragment "
+                                "array.")
+        self.expect_op("{", f"syntax error: expected '{{' and the fill value of accumulator "
+                            f"'{target.id}'.")
+        value = self.expr()
+        self.expect_op("}", "syntax error: expected '}' after the fill value.")
+        self.end_statement()
+        return ast.MmaFill(target, dtype, value, True, self.span_from(start), dims=dims,
+                           frag_form=True)
 
     def _apply(self) -> ast.Stmt:
         start = self.advance()

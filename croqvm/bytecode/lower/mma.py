@@ -19,11 +19,13 @@ from croqvm import dtypes
 from croqvm.bytecode.module import DYNAMIC, Access, FragDecl, FragRole
 from croqvm.lang import ast
 from croqvm.lang import types as T
+from croqvm.lang.check.consteval import const_value
 from croqvm.lang.check.walk import child_stmts
 from croqvm.limits import UNIT_OF_LANES, UNIT_OF_LEVEL
 
 from .dma import buffer_swizzle, swizzled_view
 from .exprs import lower_as
+from .output import emit_check
 from .state import Lowerer
 from .owned import Owned
 from .values import FragRef
@@ -104,6 +106,13 @@ def frag_ref(lw: Lowerer, sym, node, dtype=None) -> FragRef:
         return ref
     if ref is not None:
         lw.unsupported(node, f"'{sym.name}' as an mma fragment here")
+    ref = _declare(lw, sym, node, dtype, sym.name)
+    lw.bind(sym, ref)
+    return ref
+
+
+def _declare(lw: Lowerer, sym, node, dtype, name: str) -> FragRef:
+    """The FragDecls of fragment ``sym`` (one per role), named ``name``."""
     ty = sym.type
     dtype = (ty.dtype if isinstance(ty, T.Fragment) else None) or dtype or dtypes.F32
     if lw.kernel is None:
@@ -112,11 +121,53 @@ def frag_ref(lw: Lowerer, sym, node, dtype=None) -> FragRef:
         unit = _units(lw).get(sym, lw.ctx.mma_unit if lw.ctx.mma_unit is not None else 0)
     rows, cols = _extents(ty.shape if isinstance(ty, T.Fragment) else None)
     span = lw.spans.intern(node.span)
-    ref = FragRef({role: lw.b.add("frags", FragDecl(sym.name, role, dtype.code, rows, cols,
-                                                    unit, span))
-                   for role in _roles(lw, sym)}, dtype, unit)
-    lw.bind(sym, ref)
-    return ref
+    return FragRef({role: lw.b.add("frags", FragDecl(name, role, dtype.code, rows, cols,
+                                                     unit, span))
+                    for role in _roles(lw, sym)}, dtype, unit)
+
+
+def _elements(lw: Lowerer, sym, node, dtype, dims: tuple) -> tuple:
+    """One accumulator per element of the array ``sym`` (§11.7), in row-major order."""
+    refs = lw.env.get(sym)
+    if refs is None:
+        names = [""]
+        for n in dims:
+            names = [f"{x}[{i}]" for x in names for i in range(n)]
+        refs = tuple(_declare(lw, sym, node, dtype, sym.name + x) for x in names)
+        lw.bind(sym, refs)
+    return refs
+
+
+def each_accumulator(lw: Lowerer, name: ast.Name, subs: list, emit, dtype=None) -> None:
+    """``emit(ref)`` for the accumulator ``name`` is, or for the element ``subs`` selects
+    of an array of them (§11.7): a constant subscript names its element; subscripts known
+    at run time are checked against the extents, and each element is compared with them
+    in turn (the unit's lanes agree on them, so all take one branch)."""
+    sym = name.sym
+    dims = sym.info.get("array")
+    if not dims:
+        emit(frag_ref(lw, sym, name, dtype))
+        return
+    refs = _elements(lw, sym, name, dtype, dims)
+    known = [const_value(x) for x in subs]
+    if all(isinstance(i, int) for i in known):
+        flat = 0
+        for i, n in zip(known, dims):
+            flat = flat * n + i
+        emit(refs[flat])
+        return
+    b, flat = lw.b, lw.int_reg(0)
+    for x, n in zip(subs, dims):
+        i = lower_as(lw, x, dtypes.S32)
+        ok = b.op("AND", dtypes.BOOL, b.op("GE", dtypes.BOOL, i, lw.int_reg(0)),
+                  b.op("LT", dtypes.BOOL, i, lw.int_reg(n)))
+        emit_check(b, ok, "index ", i, f" is out of range for fragment array "
+                                       f"'{sym.name}' [0, {n}).")
+        flat = b.op("ADD", dtypes.S32, b.op("MUL", dtypes.S32, flat, lw.int_reg(n)), i)
+    for k, ref in enumerate(refs):
+        pc = b.open_if(b.op("EQ", dtypes.BOOL, flat, lw.int_reg(k)))
+        emit(ref)
+        b.close_if(pc)
 
 
 def _target(lw: Lowerer, s, dtype=None) -> FragRef:
@@ -130,9 +181,16 @@ def lower_fill(lw: Lowerer, s: ast.MmaFill) -> None:
         lw.b.emit("FILL", base.slot, lower_as(lw, s.value, base.dtype), -1)
         return
     dtype = dtypes.lookup(s.dtype) if s.dtype else None
-    f = _target(lw, s, dtype)
-    v = lower_as(lw, s.value, f.dtype)
-    lw.b.emit("MMA_FILL", f.acc, v, lw.coll_site("mma.fill", f.unit))
+
+    def fill(f: FragRef) -> None:
+        v = lower_as(lw, s.value, f.dtype)
+        lw.b.emit("MMA_FILL", f.acc, v, lw.coll_site("mma.fill", f.unit))
+    sym = s.sym if getattr(s, "declares", False) and s.sym is not None else s.target.sym
+    if sym.info.get("array") and s.declares:      # ``frag mc[2][3] {v};``: every element
+        for f in _elements(lw, sym, s.target, dtype, sym.info["array"]):
+            fill(f)
+    else:
+        each_accumulator(lw, s.target, s.elem, fill, dtype)
 
 
 def lower_load(lw: Lowerer, s: ast.MmaLoad) -> None:
@@ -151,17 +209,23 @@ def lower_exec(lw: Lowerer, s: ast.MmaExec) -> None:
     if getattr(s, "c_frag", False):
         _exec_into_frag(lw, s, text)
         return
-    c = frag_ref(lw, s.c.sym, s.c)
-    tiles = [None] if not s.k_tile or len(s.k_order) == 1 else s.k_order
-    for t in tiles:
-        a = _operand(lw, s.a, FragRole.A, c.unit, text, _k_slice(s, "a", t))
-        b = _operand(lw, s.b, FragRole.B, c.unit, text, _k_slice(s, "b", t))
-        lw.b.emit("MMA_EXEC", c.acc, a, b, LAYOUTS[s.layout], lw.coll_site(text, c.unit))
-    if s.future is not None:
-        sym = s.sym if s.declares else s.future.sym
-        if lw.env.get(sym) is None:
-            lw.bind(sym, c)
-        lw.b.emit("MMA_ASYNC", c.acc, lw.coll_site(f"{text}.async", c.unit))
+    if s.future is not None and s.c_elem and not all(
+            isinstance(const_value(x), int) for x in s.c_elem):
+        lw.unsupported(s.c, "an asynchronous mma on an element of a fragment array chosen "
+                            "at run time")
+
+    def execute(c: FragRef) -> None:
+        tiles = [None] if not s.k_tile or len(s.k_order) == 1 else s.k_order
+        for t in tiles:
+            a = _operand(lw, s.a, FragRole.A, c.unit, text, _k_slice(s, "a", t))
+            b = _operand(lw, s.b, FragRole.B, c.unit, text, _k_slice(s, "b", t))
+            lw.b.emit("MMA_EXEC", c.acc, a, b, LAYOUTS[s.layout], lw.coll_site(text, c.unit))
+        if s.future is not None:
+            sym = s.sym if s.declares else s.future.sym
+            if lw.env.get(sym) is None:
+                lw.bind(sym, c)
+            lw.b.emit("MMA_ASYNC", c.acc, lw.coll_site(f"{text}.async", c.unit))
+    each_accumulator(lw, s.c, s.c_elem, execute)
 
 
 def _k_slice(s: ast.MmaExec, which: str, tile):
@@ -255,7 +319,10 @@ def _hidden(lw: Lowerer, decl: FragDecl) -> int:
 
 
 def lower_store(lw: Lowerer, s: ast.MmaStore) -> None:
-    f = frag_ref(lw, s.frag.sym, s.frag)
+    each_accumulator(lw, s.frag, s.elem, lambda f: _store(lw, s, f))
+
+
+def _store(lw: Lowerer, s: ast.MmaStore, f: FragRef) -> None:
     view, _, ext = view_of(lw, s.view)
     unit = _store_unit(lw, f)
     if s.guards:

@@ -9,6 +9,7 @@ from croqvm.lang.types import Bounded, Buffer, Scalar, Stream, Symbol
 from .consteval import const_value
 from .context import Checker, is_bad
 from .dma import expect_later_types, later_types
+from .mma import expect_later_shapes, later_shapes
 from .typerules import INT, convert, dim_of, is_integer, is_unknown, resolve_type, tname
 
 
@@ -156,15 +157,16 @@ def check_returns(ck, fn: ast.Function):
 def check_function(fn: ast.Function, sink, expr_rules, stmt_rules, finishers,
                    function_names=frozenset(), device_functions=None):
     """Check ``fn``, reporting into ``sink``. A function using the shape of a ``dma.any``
-    placeholder before the DMA that fixes it (§9.4.4) is checked a second time, knowing
-    that DMA's type from the first pass (see ``dma``); only the last pass reports."""
+    placeholder before the DMA that fixes it (§9.4.4), or the elements of an accumulator
+    before the MMA that shapes it (§11.3.3), is checked a second time, knowing those types
+    from the first pass (see ``dma``, ``mma``); only the last pass reports."""
     first = DiagnosticSink()
     ck = _check_pass(fn, first, expr_rules, stmt_rules, finishers, function_names,
-                     device_functions, {})
-    later = later_types(ck)
-    if later:
+                     device_functions, {}, {})
+    later, shapes = later_types(ck), later_shapes(ck)
+    if later or shapes:
         ck = _check_pass(fn, sink, expr_rules, stmt_rules, finishers, function_names,
-                         device_functions, later)
+                         device_functions, later, shapes)
     else:
         for d in first.items:
             sink.add(d)
@@ -172,9 +174,10 @@ def check_function(fn: ast.Function, sink, expr_rules, stmt_rules, finishers,
 
 
 def _check_pass(fn, sink, expr_rules, stmt_rules, finishers, function_names,
-                device_functions, later) -> Checker:
+                device_functions, later, shapes) -> Checker:
     ck = Checker(sink, fn, expr_rules, stmt_rules, function_names, device_functions)
     expect_later_types(ck, later)
+    expect_later_shapes(ck, shapes)
     try:
         declare_params(ck, fn)
         ck.body(fn.body, joined=True)

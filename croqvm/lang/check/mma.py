@@ -2,9 +2,15 @@
 
 A fragment symbol's type is refined as facts arrive in source order: the accumulator type
 (D11) and shape come from the first ``mma.row.*`` using it, else its first ``mma.store``.
+An element use (``acc.span``, ``acc.at``) may come before that statement in the text, as
+in a loop whose MMA follows the use (§11.3.3): the first pass over the function notes it
+(``Symbol.info["shape_early"]``) and ``later_shapes`` hands the types it learned to a
+second pass, in which the accumulator has its type from its declaration on
+(``expect_later_shapes``; see ``functions.check_function``).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from croqvm import dtypes
@@ -13,6 +19,7 @@ from croqvm.lang import ast
 from croqvm.lang.types import Buffer, Fragment, OpFuture, shape_str
 from croqvm.limits import UNIT_OF_LEVEL
 
+from .consteval import const_value
 from .decls import note_param_write
 from .dma import facts as future_facts
 from .dma import swizzle_of_load
@@ -22,6 +29,29 @@ from .walk import thread_dependence
 
 MMA_TYPES = {"f16", "f32", "f64", "s32"}       # the accumulator types (§11.3.3)
 ACC_HINT = "an accumulator is created by 'mc = mma.fill v' (mma.load makes operand tiles)"
+
+
+@dataclass
+class AccFacts:
+    declared: list = field(default_factory=list)  # (Symbol, declaring statement)
+    later: dict = field(default_factory=dict)     # id(declaring statement) -> Fragment
+
+
+def _acc_facts(ck) -> AccFacts:
+    return ck.fact("accumulators", AccFacts)
+
+
+def later_shapes(ck) -> dict:
+    """After a pass: the accumulators used element-wise before the statement that gave
+    them their shape, each with the type it ended with."""
+    return {id(stmt): sym.type for sym, stmt in _acc_facts(ck).declared
+            if sym.info.get("shape_early") and not sym.info.get("bad")
+            and sym.type.shape is not None and sym.type.dtype is not None}
+
+
+def expect_later_shapes(ck, later: dict):
+    """Before a pass: the accumulator types ``later_shapes`` found in the previous one."""
+    _acc_facts(ck).later = later
 
 
 def _unit_kind(ck):
@@ -57,17 +87,23 @@ def _uniform(ck, what, expr):
 def _target(ck, s, fty: Fragment | None, role: str):
     """Declare or re-bind the fragment named by ``s.target``."""
     t = s.target
-    sym = ck.lookup(t.id)
+    sym = None if getattr(s, "frag_form", False) else ck.lookup(t.id)
     if sym is None:
+        later = _acc_facts(ck).later.get(id(s)) if role == "acc" else None
+        if later is not None and fty is not None:
+            fty = later
         sym = ck.declare(t.id, "fragment", fty or Fragment(None, None, role), s, t.span,
                          mutable=True)
         s.declares = True
+        if role == "acc":
+            _acc_facts(ck).declared.append((sym, s))
         if fty is None:  # the operation itself is wrong (reported): keep uses quiet
             sym.info["bad"] = True
             return None
     elif sym.info.get("bad"):
         return None
-    elif not (sym.kind == "fragment" and sym.type.role == role):
+    elif not (sym.kind == "fragment" and (sym.type.role == role or (
+            role == "operand" and sym.info.get("loaded_acc")))):
         what = "an MMA accumulator" if role == "acc" else "an MMA operand fragment"
         ck.error(t.span, f"'{t.id}' of type \"{tname(sym.type)}\" is not {what}.")
         return None
@@ -89,8 +125,77 @@ def _frag_str(f: Fragment) -> str:
     return f"{f}{shape}"
 
 
+def _array_extents(ck, s: ast.MmaFill) -> tuple | None:
+    """The extents of ``frag mc[d0][d1] {v};`` (§11.7): positive integer constants."""
+    dims = []
+    for d in s.dims:
+        ty = ck.expr(d)
+        n = const_value(d)
+        if is_unknown(ty):
+            return None
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+            ck.error(d.span, f"the extents of fragment array '{s.target.id}' must be positive "
+                             f"integer constants.")
+            return None
+        dims.append(n)
+    return tuple(dims)
+
+
+def _element(ck, e: ast.Name, subs: list, what: str) -> bool:
+    """``mc[i][j]``: one accumulator of an array of them (§11.7), with one integer
+    subscript per extent, the same for the whole unit; a constant one in range. False
+    when reported (the array is then left alone: no second error about its shape)."""
+    ok = _subscripts(ck, e, subs, what)
+    if not ok and getattr(e, "sym", None) is not None:
+        e.sym.info["bad"] = True
+    return ok
+
+
+def _subscripts(ck, e: ast.Name, subs: list, what: str) -> bool:
+    sym = getattr(e, "sym", None)
+    if sym is None or sym.info.get("bad"):
+        return True
+    dims = sym.info.get("array")
+    if not dims:
+        if subs:
+            ck.error(subs[0].span, f"'{e.id}' is not an array of accumulators.")
+            return False
+        return True
+    if not subs:        # the reference's message (lib/earlysema.cpp)
+        ck.error(e.span, f"Cannot use the whole fragment array in {what} operation.",
+                 hint=f"name one of its accumulators, as in '{e.id}{'[0]' * len(dims)}'")
+        return False
+    if len(subs) != len(dims):
+        ck.error(e.span, f"fragment array '{e.id}' needs {len(dims)} subscript"
+                         f"{'s' if len(dims) > 1 else ''}, as in "
+                         f"'{e.id}{'[0]' * len(dims)}'.")
+        return False
+    for sub, n in zip(subs, dims):
+        ty = ck.expr(sub)
+        if is_unknown(ty):
+            return False
+        if not is_integer(ty):
+            ck.error(sub.span, f"an array subscript must be an integer but got "
+                               f"'{tname(ty)}'.")
+            return False
+        i = const_value(sub)
+        if isinstance(i, int) and not 0 <= i < n:
+            ck.error(sub.span, f"index {i} is out of range for fragment array '{e.id}' "
+                               f"[0, {n}).")
+            return False
+        kind = _unit_kind(ck)
+        dep = thread_dependence(sub) if kind and ck.in_parallel else None
+        if dep:
+            ck.error(sub.span, f"a subscript of fragment array '{e.id}' is the same for the "
+                               f"whole '{kind}' instance, but this one depends on thread "
+                               f"index '{dep}'.")
+            return False
+    return True
+
+
 def check_fill(ck, s: ast.MmaFill):
-    """``mc = mma.fill[.T] v`` / ``mma.fill mc, v`` (§11.1)."""
+    """``mc = mma.fill[.T] v`` / ``mma.fill mc, v`` (§11.1) / ``frag[.T] mc[d]... {v}``
+    (§11.7)."""
     inside = ck.in_parallel   # else the host lane is the unit (§11.2 (c))
     value_ty = ck.expr(s.value)
     dt = None
@@ -105,8 +210,16 @@ def check_fill(ck, s: ast.MmaFill):
         s.frag_fill = True          # every element of the lane's frag (§11.7)
         convert(ck, value_ty, s.target.ty.dtype, s.value)
         return
+    dims = _array_extents(ck, s) if s.dims else ()
     sym = _target(ck, s, Fragment(dt, None, "acc"), "acc")
     if sym is None:
+        return
+    if s.declares and s.dims:
+        if dims is None:
+            sym.info["bad"] = True
+            return
+        sym.info["array"] = dims
+    elif not _element(ck, s.target, s.elem, "mma fill"):
         return
     if sym.type.dtype is not None:
         convert(ck, value_ty, sym.type.dtype, s.value)
@@ -213,10 +326,36 @@ def _check_frag_acc(ck, s, cty, a, b):
                          f"{a.dtype.name} products.")
 
 
+def _loaded_accumulator(ck, s, e, ty):
+    """§11.3.2: a fragment made by ``mma.load`` and not used as an operand becomes an
+    accumulator holding the loaded tile where an ``mma`` or ``mma.store`` first uses it
+    as one (tests/gpu/end2end/ampere_mma.co: ``mc = mma.load output.chunkat(...)``).
+    Returns the type ``e`` has from here on; None when reported."""
+    sym = getattr(e, "sym", None)
+    if not (isinstance(ty, Fragment) and ty.role == "operand" and sym is not None
+            and isinstance(sym.decl, ast.MmaLoad) and not sym.info.get("operand_use")
+            and ty.dtype is not None and ty.shape is not None):
+        return ty
+    if isinstance(s, ast.MmaExec) and any(isinstance(x, ast.Name) and x.id == e.id
+                                          for x in (s.a, s.b)):
+        return ty
+    if ty.dtype.name not in MMA_TYPES:
+        ck.error(e.span, f"'{e.id}' holds {ty.dtype.name} elements, but an accumulator is "
+                         f"f16, f32, f64 or s32.",
+                 hint="load a tile of the accumulator's type, or start from 'mma.fill'")
+        sym.info["bad"] = True
+        return None
+    sym.type = e.ty = Fragment(ty.dtype, ty.shape, "acc")
+    sym.info["loaded_acc"] = True
+    return sym.type
+
+
 def check_exec(ck, s: ast.MmaExec):
     """``mma.<a>.<b> c, a, b`` (§11.3): C[M, N] += A * B over K."""
     inside = ck.in_parallel   # else the host lane is the unit (§11.2 (c))
-    cty = ck.expr(s.c)
+    cty = _loaded_accumulator(ck, s, s.c, ck.expr(s.c))
+    if cty is None or not _element(ck, s.c, s.c_elem, "mma exec"):
+        return
     if s.future is not None:
         _bind_op_future(ck, s)
     a, b = _tile(ck, s.a, f"mma.{s.layout}"), _tile(ck, s.b, f"mma.{s.layout}")
@@ -237,6 +376,8 @@ def check_exec(ck, s: ast.MmaExec):
         if isinstance(x.ty, Fragment) and x.ty.role != "operand":
             ck.error(x.span, f"'{root_name(x)}' is an accumulator, not an MMA operand.")
             return
+        if isinstance(x, ast.Name) and isinstance(x.ty, Fragment):
+            x.sym.info["operand_use"] = True
     sym = s.c.sym
     if inside:
         _use(ck, sym, s.span)
@@ -337,7 +478,9 @@ def _schedule(ck, s: ast.MmaExec, a: Tile, b: Tile, k) -> None:
 def check_store(ck, s: ast.MmaStore):
     """``mma.store[.transp] mc, V`` (§11.3.4)."""
     inside = ck.in_parallel   # else the host lane is the unit (§11.2 (c))
-    fty = ck.expr(s.frag)
+    fty = _loaded_accumulator(ck, s, s.frag, ck.expr(s.frag))
+    if fty is None or not _element(ck, s.frag, s.elem, "mma store"):
+        return
     tile = _tile(ck, s.view, "mma.store")
     if inside:
         _uniform(ck, "mma.store", s.view)

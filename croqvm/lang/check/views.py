@@ -58,7 +58,14 @@ def fragment_source(ck, ty, expr):
                  hint="make it an accumulator with 'mma.fill', or copy the data into a "
                       "'frag'")
         return None
+    if getattr(getattr(expr, "sym", None), "info", {}).get("array"):
+        ck.error(expr.span, f"not supported by croqvm yet: the elements of '{name}', an "
+                            f"array of accumulators.")
+        return None
     if ty.shape is None or ty.dtype is None:
+        sym = getattr(expr, "sym", None)
+        if sym is not None:
+            sym.info["shape_early"] = True      # a second pass may know it (see mma)
         ck.error(expr.span, f"the shape of accumulator '{name}' is not known here: it comes "
                             f"from its first 'mma' or 'mma.store'.")
         return None
