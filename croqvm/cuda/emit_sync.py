@@ -261,6 +261,10 @@ def never_waited_checks(k, ip, ins=None) -> None:
 def op_dma(k, ins, ip):
     _, d, c = ins[:3]
     desc = k.code.dmas[d]
+    if desc.multicast and k.arch != "sm_90a":
+        # each block loads its own copy of the tile (§9.7), but sm_80 has no TMA at all
+        raise k.needs_arch("sm_90a", f"'{desc.text}.multicast' (a TMA load into every block "
+                                     f"of a cluster)", ins)
     rank = view_rank(k, desc.src)
     bulk = bulk_load(k, desc) and c >= 0
     if bulk:

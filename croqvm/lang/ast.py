@@ -619,6 +619,7 @@ class Dma(Stmt):
     pad_mid: list[Expr] = field(default_factory=list)
     pad_value: Expr | None = None
     l2_hint: str | None = None    # "evict_first", "evict_last" (tma.load only)
+    multicast: bool = False       # ``.multicast``: into every block of the cluster (§9.7)
     declares = False              # set by the checker when ``target`` is new
     tma_transfer = False          # set by the checker: a TMA copy between global and shared
     tma_unit = 0                  # set by the checker: lanes per issuing instance, 0: block

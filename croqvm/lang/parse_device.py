@@ -55,12 +55,14 @@ class DeviceParser:
         return node
 
     def _dma_suffixes(self, node: ast.Dma):
-        """``.async``, ``.zfill``, ``.swiz<N>`` in any order, each once; an L2 eviction
-        hint (``.evict_first``/``.evict_last``) at most once and before ``.swiz``, and only
-        on ``tma.load`` (lib/parser.yy, dma_attrib and dma_stmt)."""
+        """``.async``, ``.zfill``, ``.swiz<N>`` and, on TMA copies, ``.multicast`` in any
+        order, each once; an L2 eviction hint (``.evict_first``/``.evict_last``) at most
+        once and before ``.swiz``, and only on ``tma.load`` (lib/parser.yy, dma_attrib and
+        dma_stmt)."""
         seen = set()
         while True:
-            word = self.accept_dotted("async", "zfill", "swiz", "swizzle", *L2_HINTS)
+            word = self.accept_dotted("async", "zfill", "swiz", "swizzle", "multicast",
+                                      *L2_HINTS)
             if word is None:
                 return
             if word in L2_HINTS:
@@ -76,6 +78,11 @@ class DeviceParser:
                 node.is_async = True
             elif word == "zfill":
                 node.zfill = True
+            elif word == "multicast":
+                if not node.tma:
+                    self.fail("'.multicast' is a TMA-only modifier.", self.prev.span,
+                              hint="write 'tma.copy.multicast' or 'tma.load.multicast'")
+                node.multicast = True
             else:
                 node.swizzle = self._swizzle(word)
 
