@@ -370,6 +370,16 @@ _ROWS = (
         "cooperative launch meet; a block finished before it, or one that can not be "
         "resident while the others wait, is a deadlock", _COLL,
         faults=_COLL_FAULTS + (K.GRID_FINISHED, K.GRID_RESIDENT)),
+    # --- block-scaled MMA (§11.8)
+    _op("MMA_SCALE", ("m", "m", "v", "r", "c?"), "accumulator a += partial sum b (an "
+        "accumulator of a's shape and type) scaled per row: element (i, j) adds b[i][j] times "
+        "s_i, where s_i := the i-th element of view c in row-major order (0 outside its "
+        "buffer) times R[d], rounded to f32; f32 accumulates by one fused multiply-add, f16 "
+        "rounds the product to f32, then to f16, then adds; then b := 0", _SITE,
+        types=("scale",), entry="mma_scale",
+        optype="the accumulator's type, f16 or f32; scales f32",
+        faults=(K.FRAGMENT_EMPTY, K.MMA_TILE_SHAPE, K.MMA_UNINITIALISED, K.ALLOC_FRAGMENT,
+                K.MMA_PENDING) + _BASE_FAULTS[:4] + _MMA_FAULTS),
 )
 
 TABLE = tuple(Op(code, name, operands, meaning, **fields)
@@ -384,7 +394,7 @@ assert all(len(op.operands) <= MAX_OPERANDS for op in TABLE)
  BARRIER, FENCE, TRIGGER, WAIT_EVENT, SYNC_GLOBAL, MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE,
  PRINT, ASSERT, ASSERT_FMT, LAUNCH, RET, RET_VAL, RET_BUF, WAIT_EVENT_AT, FUT_BIND, MMA_ASYNC,
  MMA_WAIT, MMA_STORE_MASK, FRAG_GET, FRAG_SET, SHFL_XOR, MMA_GATHER, ASM, CALL_CXX, MATH,
- ATOMIC, BAR_SYNC, BAR_ARRIVE, GRID_SYNC) = range(len(TABLE))
+ ATOMIC, BAR_SYNC, BAR_ARRIVE, GRID_SYNC, MMA_SCALE) = range(len(TABLE))
 
 # Binary ALU opcodes in operator order: UPDATE's immediate names one of these.
 BINARY_ALU = (ADD, SUB, MUL, DIV, MOD, MIN, MAX, AND, OR, XOR, SHL, SHR)

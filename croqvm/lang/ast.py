@@ -675,6 +675,8 @@ class MmaExec(Stmt):
     declares = False              # set by the checker when ``future`` is new
     sym = None                    # the future's symbol
     k_tile = 0                    # set by the checker: the K extent of one scheduled tile
+    scale: list[Expr] = field(default_factory=list)   # ``.scale``: row scales, factor (§11.8)
+    into_partial = False          # set by the checker: a plain MMA an ``mma.scale`` scales
 
 
 @dataclass
@@ -688,6 +690,16 @@ class MmaStore(Stmt):
 
 @dataclass
 class MmaCommit(Stmt):
+    span: Span
+
+
+@dataclass
+class MmaScale(Stmt):
+    """``mma.scale c, rows, factor;`` (§11.8): the plain MMAs on ``c`` before it in its
+    block, scaled per row by ``rows`` and by ``factor``, are added to ``c``."""
+    frag: Name
+    rows: Expr
+    factor: Expr
     span: Span
 
 

@@ -11,7 +11,7 @@ TMA_OPS = ("copy", "load", "any")
 SWIZZLE_BYTES = (32, 64, 128)
 L2_HINTS = ("evict_first", "evict_last")     # TMA load cache policies (Croqtile: tma.md)
 DMA_DESTINATIONS = ("shared", "local", "global")
-MMA_OPS = ("fill", "load", "row", "col", "store", "commit")
+MMA_OPS = ("fill", "load", "row", "col", "store", "commit", "scale")
 MMA_ASSIGNED = ("fill", "load", "row", "col")  # the forms written ``x = mma...``
 SYNC_KINDS = ("shared", "barrier", "fence", "global")
 SYNC_WITH_LEVEL = ("barrier", "fence")
@@ -181,7 +181,8 @@ class DeviceParser:
     def _mma_exec(self, target, first) -> ast.Stmt:
         second = self.expect_dotted("row", "col", after=f"mma.{first}")
         method = f"mma.{first}.{second}"
-        is_async = self.accept_dotted("async") is not None
+        word = self.accept_dotted("async", "scale")
+        is_async = word == "async"
         if target is not None and not is_async:
             self.fail(f"syntax error: '{method}' has no value to assign to '{target.id}'; "
                       f"'{target.id} = {method}.async ...' makes an operation future.",
@@ -194,7 +195,24 @@ class DeviceParser:
         a = self.expr()
         self.expect_op(",", "syntax error: expected ',' between the operands of the mma.")
         b = self.expr()
-        return ast.MmaExec(f"{first}.{second}", c, a, b, None, future=target)
+        node = ast.MmaExec(f"{first}.{second}", c, a, b, None, future=target)
+        if word == "scale":      # lib/parser.yy: mma_exec_method SCALE ... chunkat, s_expr
+            node.scale = self._scale_operands(f"{method}.scale mc, a, b, rows, factor;")
+        return node
+
+    def _scale_operands(self, form: str) -> list:
+        """``, rows, factor`` of a scaled MMA (§11.8)."""
+        missing = f"syntax error: expected ',' and the row scales and the factor, as in '{form}'"
+        self.expect_op(",", missing)
+        rows = self.expr()
+        self.expect_op(",", missing)
+        return [rows, self.expr()]
+
+    def _mma_scale(self, _target, _op) -> ast.Stmt:
+        """``mma.scale mc, rows, factor;`` (§11.8)."""
+        frag = self._name_node()
+        rows, factor = self._scale_operands("mma.scale mc, rows, factor;")
+        return ast.MmaScale(frag, rows, factor, None)
 
     def _mma_store(self, _target, _op) -> ast.Stmt:
         """``mma.store[.transp|.mask|.async] mc, V[, rows[, columns]]`` (§11.1)."""
@@ -289,4 +307,4 @@ class DeviceParser:
 
 
 _MMA_FORMS = {"fill": "_mma_fill", "load": "_mma_load", "row": "_mma_exec", "col": "_mma_exec",
-              "store": "_mma_store", "commit": "_mma_commit"}
+              "store": "_mma_store", "commit": "_mma_commit", "scale": "_mma_scale"}

@@ -18,7 +18,7 @@ from .dma import facts as future_facts
 from .dma import swizzle_of_load
 from .typerules import convert, is_integer, is_number, is_unknown, tname
 from .views import root_name, view_source
-from .walk import thread_dependence
+from .walk import child_stmts, thread_dependence
 
 MMA_TYPES = {"f16", "f32", "f64", "s32"}       # the accumulator types (§11.3.3)
 ACC_HINT = "an accumulator is created by 'mc = mma.fill v' (mma.load makes operand tiles)"
@@ -280,6 +280,85 @@ def check_exec(ck, s: ast.MmaExec):
                          f"operands accumulate in {kind} type.")
         return
     s.c.ty = sym.type
+    if s.scale:
+        check_scale_operands(ck, f"mma.{s.layout}.scale", s.c, *s.scale)
+
+
+SCALED_TYPES = ("f16", "f32")       # runtime/choreo_cute.h scale_accumulator: AccT
+
+
+def check_scale_operands(ck, what: str, c: ast.Name, rows: ast.Expr, factor: ast.Expr):
+    """§11.8: an f16 or f32 accumulator [M, N], f32 row scales of M elements ([M, 1],
+    [1, M] or [M], as runtime/choreo_cute.h reads them) and one factor, uniform in the
+    unit."""
+    rty, fty = ck.expr(rows), ck.expr(factor)
+    if ck.in_parallel:
+        _uniform(ck, what, rows)
+        _uniform(ck, what, factor)
+    convert(ck, fty, dtypes.F32, factor)
+    src = None if isinstance(rty, Fragment) else view_source(ck, rty, rows, what)
+    if isinstance(rty, Fragment):
+        ck.error(rows.span, f"the row scales of '{what}' are a buffer or a view, but "
+                            f"'{root_name(rows)}' is a fragment.")
+    elif src is not None and src.dtype is not dtypes.F32:
+        ck.error(rows.span, f"the row scales of '{what}' are f32, but '{root_name(rows)}' "
+                            f"is {src.dtype.name}.")
+        src = None
+    cty = c.ty
+    if not isinstance(cty, Fragment) or cty.dtype is None:
+        return
+    if cty.dtype.name not in SCALED_TYPES:
+        ck.error(c.span, f"'{what}' scales an f16 or f32 accumulator, but '{c.id}' is "
+                         f"{cty.dtype.name}.")
+        return
+    if src is None or cty.shape is None:
+        return
+    m = cty.shape[0]
+    shape = tuple(src.shape)
+    if not any(all(not _differ(x, y) for x, y in zip(shape, want)) and len(shape) == len(want)
+               for want in ((m, 1), (1, m), (m,))):
+        ck.error(rows.span, f"the row scales of '{what}' are one per row of '{c.id}' "
+                            f"{shape_str(cty.shape)}: a [{m}, 1], [1, {m}] or [{m}] tile, but "
+                            f"'{root_name(rows)}' is {shape_str(shape)}.")
+
+
+def check_scale(ck, s: ast.MmaScale):
+    """``mma.scale mc, rows, factor`` (§11.8); which MMAs it scales is settled by
+    ``finish`` once the whole function is known."""
+    cty = ck.expr(s.frag)
+    if is_unknown(cty):
+        return
+    if not (isinstance(cty, Fragment) and cty.role == "acc"):
+        ck.error(s.frag.span, f"'{s.frag.id}' of type \"{tname(cty)}\" is not an MMA "
+                              f"accumulator.", hint=ACC_HINT)
+        return
+    if ck.in_parallel:
+        _use(ck, s.frag.sym, s.span)
+    check_scale_operands(ck, "mma.scale", s.frag, s.rows, s.factor)
+
+
+def _scaled_partials(ck, stmts: list) -> None:
+    """Each ``mma.scale mc`` of a block scales the plain MMAs on ``mc`` written before it
+    in that block, at any depth (lib/Target/GPU/cute_codegen.cpp,
+    AnalyzeExplicitScaleAccumScope): they accumulate into ``mc``'s partial sum."""
+    for i, s in enumerate(stmts):
+        if not isinstance(s, ast.MmaScale) or getattr(s.frag, "sym", None) is None:
+            continue
+        execs = [x for before in stmts[:i] for x in _stmts_under(before)
+                 if isinstance(x, ast.MmaExec) and not x.scale
+                 and getattr(x.c, "sym", None) is s.frag.sym]
+        if not execs:
+            ck.error(s.span, f"mma.scale requires a preceding plain MMA on '{s.frag.id}' in "
+                             f"the same scope.",
+                     hint="write the MMAs it scales before it, in the same block")
+        for x in execs:
+            x.into_partial = True
+
+
+def _stmts_under(s):
+    yield s
+    for c in child_stmts(s):
+        yield from _stmts_under(c)
 
 
 def _bind_op_future(ck, s: ast.MmaExec):
@@ -371,7 +450,12 @@ def check_store(ck, s: ast.MmaStore):
 
 def finish(ck):
     """D11: every accumulator needs a shape. An undeclared name (a macro not defined, say)
-    already explains a shape that could not be inferred: no second error then."""
+    already explains a shape that could not be inferred: no second error then. §11.8:
+    the MMAs each ``mma.scale`` scales."""
+    if ck.fn is not None:
+        for s in _stmts_under(ck.fn.body):
+            if isinstance(s, ast.Block):
+                _scaled_partials(ck, s.stmts)
     if ck.unknown_names:
         return
     for sym in ck.symbols:
@@ -386,4 +470,5 @@ RULES = {
     ast.MmaExec: check_exec,
     ast.MmaStore: check_store,
     ast.MmaCommit: lambda ck, s: None,   # does nothing (D10)
+    ast.MmaScale: check_scale,
 }
