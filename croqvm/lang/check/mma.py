@@ -342,11 +342,12 @@ def _scaled_partials(ck, stmts: list) -> None:
     in that block, at any depth (lib/Target/GPU/cute_codegen.cpp,
     AnalyzeExplicitScaleAccumScope): they accumulate into ``mc``'s partial sum."""
     for i, s in enumerate(stmts):
-        if not isinstance(s, ast.MmaScale) or getattr(s.frag, "sym", None) is None:
+        sym = getattr(s.frag, "sym", None) if isinstance(s, ast.MmaScale) else None
+        if sym is None or sym.kind != "fragment":
             continue
         execs = [x for before in stmts[:i] for x in _stmts_under(before)
                  if isinstance(x, ast.MmaExec) and not x.scale
-                 and getattr(x.c, "sym", None) is s.frag.sym]
+                 and getattr(x.c, "sym", None) is sym]
         if not execs:
             ck.error(s.span, f"mma.scale requires a preceding plain MMA on '{s.frag.id}' in "
                              f"the same scope.",
