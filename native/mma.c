@@ -1,5 +1,5 @@
 /* MMA: MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE, MMA_STORE_MASK, MMA_ASYNC, MMA_WAIT,
- * MMA_SCALE (LANGUAGE.md §11, §12.4; docs/EXECUTION.md §8; croqvm/interp/mma.py is the reference).
+ * MMA_SCALE, MMA_SPARSE (LANGUAGE.md §11, §12.4; docs/EXECUTION.md §8; croqvm/interp/mma.py is the reference).
  *
  * Each op is a collective of its unit; its effect runs once per fragment instance among
  * the participants. A fragment instance holds int64 values (integer types) or doubles,
@@ -570,6 +570,50 @@ static int effect_scale(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, con
     return CQ_ST_OK;
 }
 
+/* MMA_SPARSE (§11.9; mma.py op_mma_sparse): the dense A [M, 2K] of packed fragment b
+ * [M, K] and metadata c [M, K/4]: group g of row i puts b[i][2g] at column 4g + p and
+ * b[i][2g + 1] at 4g + q (q's value when p = q), p | q << 2 being half-byte g % 2 of
+ * c[i][g / 2]; the rest is 0. */
+static int effect_sparse(cq_block *blk, const cq_ins *ins, const int *lanes, int n)
+{
+    int md = ins->a, mp = ins->b, mm = ins->c;
+    int dint = is_int_type(blk->code->frag[md].type);
+    int first[CQ_MAX_BLOCK];
+    int ng = groups(blk, md, lanes, n, first);
+    for (int g = 0; g < ng; g++) {
+        int lane = first[g], st;
+        cq_frag *P = operand(blk, ins, mp, lane, &st);
+        if (st != CQ_ST_OK)
+            return st;
+        cq_frag *E = operand(blk, ins, mm, lane, &st);
+        if (st != CQ_ST_OK)
+            return st;
+        int64_t rows = P->rows, half = P->cols;
+        if (E->rows != rows || 4 * (int64_t)E->cols != half)
+            return shapes_fault(blk, ins, lane, mm, E->rows, E->cols, mp, P->rows, P->cols);
+        cq_frag *D = fragment(blk, md, unit_of(blk, md, lane));
+        int64_t d0 = D->rows, d1 = D->cols;
+        if (!fits(D, rows, 2 * half))
+            return shapes_fault(blk, ins, lane, md, d0, d1, mp, P->rows, P->cols);
+        free(D->data);
+        D->data = cq_xcalloc((size_t)(rows * 2 * half) + 1, 8);
+        D->has_data = 1;
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t k = 0; k < half / 2; k++) {
+                int64_t byte = ((int64_t *)E->data)[i * E->cols + k / 2];
+                int64_t nib = (byte >> (4 * (k % 2))) & 0xF;
+                int64_t at[2] = {i * 2 * half + 4 * k + (nib & 3), i * 2 * half + 4 * k + (nib >> 2)};
+                for (int j = 0; j < 2; j++) {     /* q last: it wins when p = q */
+                    if (dint)
+                        ((int64_t *)D->data)[at[j]] = ((int64_t *)P->data)[i * half + 2 * k + j];
+                    else
+                        ((double *)D->data)[at[j]] = ((double *)P->data)[i * half + 2 * k + j];
+                }
+            }
+    }
+    return CQ_ST_OK;
+}
+
 /* MMA_ASYNC: one more pending completion on each copy of accumulator a; MMA_WAIT:
  * none left, MMA_NOT_PENDING when there was none (§11.5). */
 static int effect_async(cq_block *blk, const cq_ins *ins, const int *lanes, int n)
@@ -706,6 +750,7 @@ int cq_effect_mma(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int
     case CQ_OP_MMA_EXEC: return effect_exec(blk, ins, lanes, n);
     case CQ_OP_MMA_GATHER: return effect_gather(blk, ins, lanes, n);
     case CQ_OP_MMA_SCALE: return effect_scale(blk, ins, rec, lanes, n);
+    case CQ_OP_MMA_SPARSE: return effect_sparse(blk, ins, lanes, n);
     case CQ_OP_MMA_ASYNC: case CQ_OP_MMA_WAIT: return effect_async(blk, ins, lanes, n);
     default: return effect_store(blk, ins, rec, lanes, n);
     }
@@ -717,7 +762,8 @@ int cq_op_mma(cq_warp *w, const cq_ins *ins)
 {
     int coll = ins->op == CQ_OP_MMA_EXEC || ins->op == CQ_OP_MMA_STORE_MASK ||
                ins->op == CQ_OP_MMA_SCALE ? ins->e
-             : ins->op == CQ_OP_MMA_STORE || ins->op == CQ_OP_MMA_GATHER ? ins->d
+             : ins->op == CQ_OP_MMA_STORE || ins->op == CQ_OP_MMA_GATHER ||
+               ins->op == CQ_OP_MMA_SPARSE ? ins->d
              : ins->op == CQ_OP_MMA_ASYNC || ins->op == CQ_OP_MMA_WAIT ? ins->b : ins->c;
     if (coll >= 0)
         return cq_arrive(w, ins, coll, 1);

@@ -166,6 +166,26 @@ def mma_scale(cx, at, op, used):
                 f"{label('fragment', a, acc.name)} {extents_text((acc.rows, acc.cols))}")
 
 
-RULES = {"mma_fill": mma_fill, "mma_scale": mma_scale, "mma_load": mma_load, "mma_store": mma_store,
+def mma_sparse(cx, at, op, used):
+    """MMA_SPARSE (§11.9): a dense A operand of the packed one's element type, 8-bit
+    integer metadata, and extents [M, 2K], [M, K], [M, K/4] where static."""
+    a, b, c = used[:3]
+    dense = _frag(cx, at, op, a, FragRole.A)
+    packed = _frag(cx, at, op, b, FragRole.A, FragRole.B)
+    meta = _frag(cx, at, op, c, FragRole.A, FragRole.B)
+    if dense.dtype != packed.dtype:
+        at.fail(f"{label('fragment', a, dense.name)} is {BY_CODE[dense.dtype].name}, but the "
+                f"packed {label('fragment', b, packed.name)} is {BY_CODE[packed.dtype].name}")
+    if BY_CODE[meta.dtype].name not in ("u8", "s8"):
+        at.fail(f"metadata {label('fragment', c, meta.name)} is {BY_CODE[meta.dtype].name}, "
+                f"not 8-bit integers")
+    k = packed.cols
+    _agree(at, label('fragment', a, dense.name), (dense.rows, dense.cols),
+           (packed.rows, 2 * k if k != DYNAMIC else DYNAMIC), "twice the packed operand")
+    _agree(at, label('fragment', c, meta.name), (meta.rows, meta.cols * 4 if meta.cols !=
+           DYNAMIC else DYNAMIC), (packed.rows, k), "the packed operand (a quarter of it)")
+
+
+RULES = {"mma_fill": mma_fill, "mma_scale": mma_scale, "mma_sparse": mma_sparse, "mma_load": mma_load, "mma_store": mma_store,
          "mma_exec": mma_exec, "mma_acc": mma_acc, "mma_gather": mma_gather,
          "frag_elem": frag_elem}

@@ -460,6 +460,7 @@ def op_assert_fmt(k, ins, ip):
 def _handlers():
     from .emit_mma import HANDLERS as MMA
     from .emit_mma_scale import HANDLERS as MMA_SCALE
+    from .emit_mma_sparse import HANDLERS as MMA_SPARSE
     return {
         "BARRIER": op_barrier, "FENCE": op_fence, "ONCE": op_once, "TRIGGER": op_trigger,
         "WAIT_EVENT": op_wait_event, "DMA": op_dma, "FUT_ANY": op_fut_any, "WAIT": op_wait,
@@ -467,6 +468,7 @@ def _handlers():
         "ASSERT_FMT": op_assert_fmt, "WAIT_EVENT_AT": op_wait_event_at,
         "FUT_BIND": op_fut_bind, "BAR_SYNC": op_named_barrier,
         "BAR_ARRIVE": op_named_barrier, "GRID_SYNC": op_grid_sync, **MMA, **MMA_SCALE,
+        **MMA_SPARSE,
     }
 
 

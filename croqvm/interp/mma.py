@@ -321,6 +321,29 @@ def op_mma_scale(w, ins):
     _collective(w, ins, coll, effect)
 
 
+def op_mma_sparse(w, ins):
+    """The dense A that a packed 2:4 operand and its metadata stand for (§11.9;
+    runtime/choreo.h Sparse2to4HostPolicyWGMMA::encode is the inverse)."""
+    _, md, mp, mm, coll = ins[:5]
+
+    def effect(blk, rec, lanes):
+        for frag, ls in _by_instance(blk, md, lanes):
+            packed, meta = _tile(blk, mp, ls[0]), _tile(blk, mm, ls[0])
+            rows, half = packed.shape
+            if meta.shape[0] != rows or 4 * meta.shape[1] != half:
+                raise _mismatch(mm, meta.shape, mp, packed.shape, ls[0])
+            if not frag.fits((rows, 2 * half)):
+                raise _mismatch(md, frag.shape, mp, packed.shape, ls[0])
+            dense = np.zeros((rows, 2 * half), frag.holder)
+            g = np.arange(half // 2)
+            nibbles = (meta[:, g // 2].astype(np.int64) >> (4 * (g % 2))) & 0xF
+            r = np.arange(rows)[:, None]
+            dense[r, 4 * g + (nibbles & 3)] = packed[:, 0::2]
+            dense[r, 4 * g + (nibbles >> 2)] = packed[:, 1::2]     # q wins when p = q
+            frag.data = dense
+    _collective(w, ins, coll, effect)
+
+
 def op_mma_async(w, ins):
     """The MMAs just executed on accumulator ``m`` are pending until MMA_WAIT (§11.5)."""
     _, m, coll = ins[:3]
@@ -440,5 +463,5 @@ HANDLERS = {
     "MMA_FILL": op_mma_fill, "MMA_LOAD": op_mma_load, "MMA_EXEC": op_mma_exec,
     "MMA_STORE": op_mma_store, "MMA_STORE_MASK": op_mma_store, "MMA_ASYNC": op_mma_async,
     "MMA_WAIT": op_mma_wait, "MMA_GATHER": op_mma_gather, "FRAG_GET": op_frag_get,
-    "FRAG_SET": op_frag_set, "MMA_SCALE": op_mma_scale,
+    "FRAG_SET": op_frag_set, "MMA_SCALE": op_mma_scale, "MMA_SPARSE": op_mma_sparse,
 }

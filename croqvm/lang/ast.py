@@ -677,6 +677,7 @@ class MmaExec(Stmt):
     k_tile = 0                    # set by the checker: the K extent of one scheduled tile
     scale: list[Expr] = field(default_factory=list)   # ``.scale``: row scales, factor (§11.8)
     into_partial = False          # set by the checker: a plain MMA an ``mma.scale`` scales
+    sparse_meta: Expr | None = None   # ``.sp``: the 2:4 metadata of the packed A (§11.9)
 
 
 @dataclass

@@ -181,7 +181,7 @@ class DeviceParser:
     def _mma_exec(self, target, first) -> ast.Stmt:
         second = self.expect_dotted("row", "col", after=f"mma.{first}")
         method = f"mma.{first}.{second}"
-        word = self.accept_dotted("async", "scale")
+        word = self.accept_dotted("async", "scale", "sp")
         is_async = word == "async"
         if target is not None and not is_async:
             self.fail(f"syntax error: '{method}' has no value to assign to '{target.id}'; "
@@ -198,6 +198,10 @@ class DeviceParser:
         node = ast.MmaExec(f"{first}.{second}", c, a, b, None, future=target)
         if word == "scale":      # lib/parser.yy: mma_exec_method SCALE ... chunkat, s_expr
             node.scale = self._scale_operands(f"{method}.scale mc, a, b, rows, factor;")
+        elif word == "sp":       # lib/parser.yy: mma_exec_method SPARSE ... frag_expr
+            self.expect_op(",", f"syntax error: expected ',' and the metadata of the packed A "
+                                f"operand, as in '{method}.sp mc, a, b, meta;'")
+            node.sparse_meta = self.expr()
         return node
 
     def _scale_operands(self, form: str) -> list:

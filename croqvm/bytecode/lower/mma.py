@@ -156,7 +156,8 @@ def lower_exec(lw: Lowerer, s: ast.MmaExec) -> None:
     c = _partial(lw, acc, s.c) if s.scale or s.into_partial else acc
     tiles = [None] if not s.k_tile or len(s.k_order) == 1 else s.k_order
     for t in tiles:
-        a = _operand(lw, s.a, FragRole.A, c.unit, text, _k_slice(s, "a", t))
+        a = _sparse_a(lw, s, c.unit, text) if s.sparse_meta is not None else \
+            _operand(lw, s.a, FragRole.A, c.unit, text, _k_slice(s, "a", t))
         b = _operand(lw, s.b, FragRole.B, c.unit, text, _k_slice(s, "b", t))
         lw.b.emit("MMA_EXEC", c.acc, a, b, LAYOUTS[s.layout], lw.coll_site(text, c.unit))
     if s.future is not None:
@@ -166,6 +167,19 @@ def lower_exec(lw: Lowerer, s: ast.MmaExec) -> None:
         lw.b.emit("MMA_ASYNC", c.acc, lw.coll_site(f"{text}.async", c.unit))
     if s.scale:
         _emit_scale(lw, acc, c, *s.scale, f"{text}.scale")
+
+
+def _sparse_a(lw: Lowerer, s: ast.MmaExec, unit: int, text: str) -> int:
+    """The dense A of ``mma.M.sp`` (§11.9): a hidden fragment MMA_SPARSE fills from the
+    packed operand and its metadata, each a fragment or a view loaded as any operand."""
+    packed = _operand(lw, s.a, FragRole.A, unit, text)
+    meta = _operand(lw, s.sparse_meta, FragRole.A, unit, text)
+    p = lw.b.code.frags[packed]
+    cols = 2 * p.cols if p.cols != DYNAMIC else DYNAMIC
+    dense = _hidden(lw, FragDecl(f"{p.name} (dense)", FragRole.A, p.dtype, p.rows, cols, unit,
+                                 lw.spans.intern(s.a.span)))
+    lw.b.emit("MMA_SPARSE", dense, packed, meta, lw.coll_site(f"{text}.sp", unit))
+    return dense
 
 
 def _partial(lw: Lowerer, acc: FragRef, node: ast.Name) -> FragRef:

@@ -220,7 +220,13 @@ def check_exec(ck, s: ast.MmaExec):
     if s.future is not None:
         _bind_op_future(ck, s)
     a, b = _tile(ck, s.a, f"mma.{s.layout}"), _tile(ck, s.b, f"mma.{s.layout}")
+    if s.sparse_meta is not None:
+        a = _sparse_operand(ck, s, a)
     if _frag_buffer(cty):
+        if s.sparse_meta is not None or s.scale:
+            ck.error(s.span, f"a frag accumulator takes plain MMAs only, not "
+                             f"'mma.{s.layout}.{'scale' if s.scale else 'sp'}'.")
+            return
         _check_frag_acc(ck, s, cty, a, b)
         return
     if inside:
@@ -261,7 +267,9 @@ def check_exec(ck, s: ast.MmaExec):
     if _differ(ka, kb):
         _mismatch(ck, s.span, a, b)
         return
-    if s.k_order is not None:
+    if s.k_order is not None and s.sparse_meta is not None:
+        ck.error(s.k_order_span or s.span, "Sparse MMA k_tiles schedules are not supported.")
+    elif s.k_order is not None:
         _schedule(ck, s, a, b, ka)
     if a.dtype is not b.dtype and not (a.dtype.is_int and b.dtype.is_int
                                        and a.dtype.bits == b.dtype.bits == 8):
@@ -282,6 +290,45 @@ def check_exec(ck, s: ast.MmaExec):
     s.c.ty = sym.type
     if s.scale:
         check_scale_operands(ck, f"mma.{s.layout}.scale", s.c, *s.scale)
+
+
+def _sparse_operand(ck, s: ast.MmaExec, a: Tile | None) -> Tile | None:
+    """§11.9: A [M, K/2] holds the two kept values of each group of four along K, and the
+    metadata [M, K/8] of 8-bit integers their two 2-bit positions per group, a group in
+    each half byte (runtime/choreo.h, Sparse2to4HostPolicyWGMMA::encode). The tile the
+    rest of the checks see is the dense A [M, K]."""
+    what = f"mma.{s.layout}.sp"
+    meta = _tile(ck, s.sparse_meta, what)
+    if ck.in_parallel and not isinstance(s.sparse_meta.ty, Fragment):
+        _uniform(ck, what, s.sparse_meta)
+    if isinstance(s.sparse_meta, ast.Name) and isinstance(s.sparse_meta.ty, Fragment) \
+            and ck.in_parallel:
+        _use(ck, s.sparse_meta.sym, s.span)
+    if s.layout.startswith("col"):
+        ck.error(s.span, f"'{what}' needs A stored [M, K/2] along K, as 'mma.row.*.sp'.",
+                 hint="store the packed A row-major and write 'mma.row.row.sp' or "
+                      "'mma.row.col.sp'")
+        return None
+    if a is None or meta is None:
+        return None
+    if meta.dtype.name not in ("u8", "s8"):
+        ck.error(s.sparse_meta.span, f"the metadata of '{what}' is 8-bit integers, but "
+                                     f"'{meta.name}' is {meta.dtype.name}.")
+        return None
+    m, half = a.shape
+    if isinstance(half, int) and half % 4:
+        ck.error(s.a.span, f"the packed A of '{what}' holds two values per group of four "
+                           f"along K, in groups of 8 bytes of metadata: its {half} columns "
+                           f"are not a multiple of 4.")
+        return None
+    want = (m, half // 4 if isinstance(half, int) else None)
+    if any(_differ(x, y) for x, y in zip(meta.shape, want)):
+        ck.error(s.sparse_meta.span, f"the metadata of '{what}' for the packed A "
+                                     f"'{a.name}' {shape_str(a.shape)} is [{m}, "
+                                     f"{want[1]}], but '{meta.name}' is "
+                                     f"{shape_str(meta.shape)}.")
+        return None
+    return Tile(a.name, a.dtype, (m, 2 * half if isinstance(half, int) else half))
 
 
 SCALED_TYPES = ("f16", "f32")       # runtime/choreo_cute.h scale_accumulator: AccT
