@@ -110,6 +110,10 @@ ERRORS = [
     ("      mma.row.row.sp acc, ap, b, am.subspan(16, 1).at(0, 0);",
      ["6:34: the metadata of 'mma.row.row.sp' for the packed A 'ap' [16, 8] is [16, 2], "
       "but 'am' is [16, 1]."]),
+    ("      frag f32[16, 8] fa;\n      mma.row.row.sp fa, ap, b, am;",
+     ["7:7: a frag accumulator takes plain MMAs only, not 'mma.row.row.sp'."]),
+    ("      [[schedule(k_tiles(0))]] mma.row.row.sp acc, ap, b, am;",
+     ["6:7: Sparse MMA k_tiles schedules are not supported."]),
     ("      mma.row.row.sp acc, ap, b;",
      ["6:32: syntax error: expected ',' and the metadata of the packed A operand, as in "
       "'mma.row.row.sp mc, a, b, meta;'"]),
