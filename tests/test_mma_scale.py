@@ -136,6 +136,8 @@ ERRORS = [
     ("      mma.scale acc, s, 1.0f;",
      ["6:7: mma.scale requires a preceding plain MMA on 'acc' in the same scope."]),
     ("      foreach k in [2] { mma.row.row acc, a, b; }\n      mma.scale acc, s, 1.0f;", []),
+    (MMA + "      foreach k in [2]\n        mma.scale acc, s, 1.0f;",
+     ["8:9: mma.scale requires a preceding plain MMA on 'acc' in the same scope."]),
     (MMA + "      mma.scale acc, h, 1.0f;",
      ["7:22: the row scales of 'mma.scale' are f32, but 'h' is f16."]),
     (MMA + "      mma.scale acc, s.subspan(8, 1).at(0, 0), x.at(0);",

@@ -504,6 +504,10 @@ def finish(ck):
         for s in _stmts_under(ck.fn.body):
             if isinstance(s, ast.Block):
                 _scaled_partials(ck, s.stmts)
+                continue
+            for c in child_stmts(s):     # a body of one statement is a block of its own
+                if not isinstance(c, ast.Block):
+                    _scaled_partials(ck, [c])
     if ck.unknown_names:
         return
     for sym in ck.symbols:
