@@ -175,7 +175,7 @@ static int op_other(cq_block *blk, cq_warp *w, const cq_ins *ins)
     case CQ_OP_GRID_SYNC: return cq_op_grid_sync(w, ins);
     case CQ_OP_MMA_FILL: case CQ_OP_MMA_LOAD: case CQ_OP_MMA_EXEC: case CQ_OP_MMA_STORE:
     case CQ_OP_MMA_STORE_MASK: case CQ_OP_MMA_ASYNC: case CQ_OP_MMA_WAIT:
-    case CQ_OP_MMA_GATHER:
+    case CQ_OP_MMA_GATHER: case CQ_OP_MMA_SCALE: case CQ_OP_MMA_SPARSE:
         return cq_op_mma(w, ins);
     case CQ_OP_FRAG_GET: case CQ_OP_FRAG_SET: return cq_op_frag_elem(w, ins);
     case CQ_OP_SHFL_XOR: return op_shfl_xor(w, ins, w->act, w->width);

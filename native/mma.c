@@ -1,5 +1,5 @@
-/* MMA: MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE, MMA_STORE_MASK, MMA_ASYNC, MMA_WAIT
- * (LANGUAGE.md §11, §12.4; docs/EXECUTION.md §8; croqvm/interp/mma.py is the reference).
+/* MMA: MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE, MMA_STORE_MASK, MMA_ASYNC, MMA_WAIT,
+ * MMA_SCALE, MMA_SPARSE (LANGUAGE.md §11, §12.4; docs/EXECUTION.md §8; croqvm/interp/mma.py is the reference).
  *
  * Each op is a collective of its unit; its effect runs once per fragment instance among
  * the participants. A fragment instance holds int64 values (integer types) or doubles,
@@ -116,22 +116,36 @@ static int view_for(cq_block *blk, const cq_ins *ins, int v, int lane, view2 *ou
     return cq_view_of(w, ins, v, i, &out->buf, out->o, out->e);
 }
 
-/* §7.4.5 for a view (buffer, origin, extents), settled by its registers when its base is
- * one instance for the block. */
+/* One lane's view: its buffer, origin and extents in each of the view's dimensions. */
+typedef struct { cq_buf *buf; int64_t o[CQ_MAX_RANK], e[CQ_MAX_RANK]; } viewn;
+
+static int view_at(cq_block *blk, const cq_ins *ins, int v, int lane, viewn *out)
+{
+    int i;
+    cq_warp *w = cq_warp_of(blk, lane, &i);
+    return cq_view_of(w, ins, v, i, &out->buf, out->o, out->e);
+}
+
+/* §7.4.5 for a view (buffer, origin, extents) of any rank, settled by its registers when
+ * its base is one instance for the block. */
 static int uniform_view(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes,
                         int n, int v)
 {
     const cq_viewdecl *vd = &blk->code->view[v];
+    int nd = vd->n;
     if (vd->kind == 0 && blk->code->buf[vd->base].storage != 2) {
-        int32_t regs[5] = {vd->origin[0], vd->origin[1], vd->extents[0], vd->extents[1], vd->arr};
-        if (cq_uniform_regs(blk, lanes, n, regs, vd->arr >= 0 ? 5 : 4))
+        int32_t regs[2 * CQ_MAX_RANK + 1];
+        for (int d = 0; d < nd; d++)
+            regs[d] = vd->origin[d], regs[nd + d] = vd->extents[d];
+        regs[2 * nd] = vd->arr;
+        if (cq_uniform_regs(blk, lanes, n, regs, vd->arr >= 0 ? 2 * nd + 1 : 2 * nd))
             return CQ_ST_OK;
     }
-    view2 a, b;
-    if (view_for(blk, ins, v, lanes[0], &a) != CQ_ST_OK)
+    viewn a, b;
+    if (view_at(blk, ins, v, lanes[0], &a) != CQ_ST_OK)
         return CQ_ST_FAULT;
     for (int k = 1; k < n; k++) {
-        if (view_for(blk, ins, v, lanes[k], &b) != CQ_ST_OK)
+        if (view_at(blk, ins, v, lanes[k], &b) != CQ_ST_OK)
             return CQ_ST_FAULT;
         int64_t x[3] = {a.buf->code, a.buf->slot, a.buf->element};
         int64_t y[3] = {b.buf->code, b.buf->slot, b.buf->element};
@@ -141,10 +155,12 @@ static int uniform_view(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, con
         for (int label = CQ_LABEL_ORIGIN; label <= CQ_LABEL_EXTENTS; label++) {
             const int64_t *p = label == CQ_LABEL_ORIGIN ? a.o : a.e;
             const int64_t *q = label == CQ_LABEL_ORIGIN ? b.o : b.e;
-            if (p[0] != q[0] || p[1] != q[1]) {
-                int64_t s[3] = {2, p[0], p[1]}, t[3] = {2, q[0], q[1]};
-                return cq_operands_differ(blk, rec, lanes[0], lanes[k], label, CQ_TAG_TUPLE, 3,
-                                          s, t);
+            if (memcmp(p, q, (size_t)nd * sizeof *p)) {
+                int64_t s[CQ_MAX_RANK + 1] = {nd}, t[CQ_MAX_RANK + 1] = {nd};
+                memcpy(s + 1, p, (size_t)nd * sizeof *p);
+                memcpy(t + 1, q, (size_t)nd * sizeof *q);
+                return cq_operands_differ(blk, rec, lanes[0], lanes[k], label, CQ_TAG_TUPLE,
+                                          nd + 1, s, t);
             }
         }
     }
@@ -465,6 +481,141 @@ static int effect_store(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, con
     return CQ_ST_OK;
 }
 
+/* The f32 scale of each of the ``rows`` rows (§11.8; mma.py _row_scales): the view's
+ * elements in row-major order, 0 where it leaves its buffer, times ``factor``. */
+static int row_scales(cq_block *blk, const cq_ins *ins, int lane, int ma, const cq_frag *C,
+                      double factor, double *s)
+{
+    int v = ins->c, nd = blk->code->view[v].n;
+    viewn vw;
+    if (view_at(blk, ins, v, lane, &vw) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    const cq_buf *b = vw.buf;
+    int64_t count = 1, neg = 0;
+    for (int d = 0; d < nd; d++)
+        count *= vw.e[d], neg |= vw.e[d] < 0;
+    if (neg || count != C->rows) {
+        cq_record *fl = cq_fault_new(blk, ins, CQ_FAULT_MMA_TILE_SHAPE, lane);
+        cq_put(fl, ma);
+        put_fragshape(fl, C->rows, C->cols);
+        cq_put_buffer(fl, b);
+        cq_put_list(fl, nd, vw.e);
+        return CQ_ST_FAULT;
+    }
+    for (int pass = 0; pass < 2; pass++)      /* an uninitialised element first, then values */
+        for (int64_t k = 0; k < count; k++) {
+            int64_t rest = k, at[CQ_MAX_RANK], e = 0;
+            int inside = 1;
+            for (int d = nd - 1; d >= 0; d--) {
+                at[d] = vw.o[d] + rest % vw.e[d];
+                rest /= vw.e[d];
+                inside &= at[d] >= 0 && at[d] < b->shape[d];
+            }
+            for (int d = 0; inside && d < nd; d++)
+                e = e * b->shape[d] + at[d];
+            if (pass == 0 && inside && b->written && !b->written[e]) {
+                cq_record *fl = cq_fault_new(blk, ins, CQ_FAULT_MMA_UNINITIALISED, lane);
+                cq_put_buffer(fl, b);
+                cq_put_list(fl, nd, at);
+                return CQ_ST_FAULT;
+            }
+            if (pass == 1)
+                s[k] = cq_round_f32((inside ? cq_to_double(b->type, b->data, e) : 0.0) * factor);
+        }
+    return CQ_ST_OK;
+}
+
+/* MMA_SCALE (§11.8): accumulator a += partial sum b scaled per row, then b := 0; one
+ * rounding for f32 (choreo's fmaf), for f16 the product rounded to f32, then to f16, then
+ * added. */
+static int effect_scale(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes,
+                        int n)
+{
+    int ma = ins->a, mp = ins->b;
+    if (uniform_view(blk, ins, rec, lanes, n, ins->c) != CQ_ST_OK ||
+        cq_uniform_value(blk, rec, lanes, n, ins->d) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    int type = blk->code->frag[ma].type, fmt = cq_fmt_of(type);
+    int first[CQ_MAX_BLOCK];
+    int ng = groups(blk, ma, lanes, n, first);
+    for (int g = 0; g < ng; g++) {
+        int lane = first[g], i;
+        cq_frag *C = fragment(blk, ma, unit_of(blk, ma, lane));
+        cq_frag *P = fragment(blk, mp, unit_of(blk, mp, lane));
+        if (ready(blk, ins, C, ma, lane) != CQ_ST_OK || ready(blk, ins, P, mp, lane) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+        int dyn = C->rows == -1 || C->cols == -1;
+        int64_t rows = dyn ? P->rows : C->rows, cols = dyn ? P->cols : C->cols;
+        if (rows == -1 || cols == -1 || !fits(C, rows, cols) || !fits(P, rows, cols)) {
+            cq_put(cq_fault_new(blk, ins, CQ_FAULT_FRAGMENT_EMPTY, lane), mp);
+            return CQ_ST_FAULT;
+        }
+        cq_warp *w = cq_warp_of(blk, lane, &i);
+        double factor = cq_to_double(CQ_DT_F32, w->regs + blk->code->roff[ins->d], i);
+        double *s = cq_xcalloc((size_t)rows + 1, sizeof *s);
+        if (row_scales(blk, ins, lane, ma, C, factor, s) != CQ_ST_OK ||
+            shaped(blk, ins, C, ma, lane) != CQ_ST_OK || shaped(blk, ins, P, mp, lane) != CQ_ST_OK) {
+            free(s);
+            return CQ_ST_FAULT;
+        }
+        double *c = C->data, *p = P->data;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t k = r * cols; k < (r + 1) * cols; k++) {
+                if (type == CQ_DT_F32)
+                    c[k] = cq_fma_to(c[k], p[k], s[r], fmt, 1);
+                else
+                    c[k] = cq_round_f16(c[k] + cq_round_f16(cq_round_f32(p[k] * s[r])));
+                p[k] = 0.0;
+            }
+        free(s);
+    }
+    return CQ_ST_OK;
+}
+
+/* MMA_SPARSE (§11.9; mma.py op_mma_sparse): the dense A [M, 2K] of packed fragment b
+ * [M, K] and metadata c [M, K/4]: group g of row i puts b[i][2g] at column 4g + p and
+ * b[i][2g + 1] at 4g + q (q's value when p = q), p | q << 2 being half-byte g % 2 of
+ * c[i][g / 2]; the rest is 0. */
+static int effect_sparse(cq_block *blk, const cq_ins *ins, const int *lanes, int n)
+{
+    int md = ins->a, mp = ins->b, mm = ins->c;
+    int dint = is_int_type(blk->code->frag[md].type);
+    int first[CQ_MAX_BLOCK];
+    int ng = groups(blk, md, lanes, n, first);
+    for (int g = 0; g < ng; g++) {
+        int lane = first[g], st;
+        cq_frag *P = operand(blk, ins, mp, lane, &st);
+        if (st != CQ_ST_OK)
+            return st;
+        cq_frag *E = operand(blk, ins, mm, lane, &st);
+        if (st != CQ_ST_OK)
+            return st;
+        int64_t rows = P->rows, half = P->cols;
+        if (E->rows != rows || 4 * (int64_t)E->cols != half)
+            return shapes_fault(blk, ins, lane, mm, E->rows, E->cols, mp, P->rows, P->cols);
+        cq_frag *D = fragment(blk, md, unit_of(blk, md, lane));
+        int64_t d0 = D->rows, d1 = D->cols;
+        if (!fits(D, rows, 2 * half))
+            return shapes_fault(blk, ins, lane, md, d0, d1, mp, P->rows, P->cols);
+        free(D->data);
+        D->data = cq_xcalloc((size_t)(rows * 2 * half) + 1, 8);
+        D->has_data = 1;
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t k = 0; k < half / 2; k++) {
+                int64_t byte = ((int64_t *)E->data)[i * E->cols + k / 2];
+                int64_t nib = (byte >> (4 * (k % 2))) & 0xF;
+                int64_t at[2] = {i * 2 * half + 4 * k + (nib & 3), i * 2 * half + 4 * k + (nib >> 2)};
+                for (int j = 0; j < 2; j++) {     /* q last: it wins when p = q */
+                    if (dint)
+                        ((int64_t *)D->data)[at[j]] = ((int64_t *)P->data)[i * half + 2 * k + j];
+                    else
+                        ((double *)D->data)[at[j]] = ((double *)P->data)[i * half + 2 * k + j];
+                }
+            }
+    }
+    return CQ_ST_OK;
+}
+
 /* MMA_ASYNC: one more pending completion on each copy of accumulator a; MMA_WAIT:
  * none left, MMA_NOT_PENDING when there was none (§11.5). */
 static int effect_async(cq_block *blk, const cq_ins *ins, const int *lanes, int n)
@@ -600,6 +751,8 @@ int cq_effect_mma(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int
     case CQ_OP_MMA_LOAD: return effect_load(blk, ins, rec, lanes, n);
     case CQ_OP_MMA_EXEC: return effect_exec(blk, ins, lanes, n);
     case CQ_OP_MMA_GATHER: return effect_gather(blk, ins, lanes, n);
+    case CQ_OP_MMA_SCALE: return effect_scale(blk, ins, rec, lanes, n);
+    case CQ_OP_MMA_SPARSE: return effect_sparse(blk, ins, lanes, n);
     case CQ_OP_MMA_ASYNC: case CQ_OP_MMA_WAIT: return effect_async(blk, ins, lanes, n);
     default: return effect_store(blk, ins, rec, lanes, n);
     }
@@ -609,8 +762,10 @@ int cq_effect_mma(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int
  * active lane runs it alone, in lane order, as DMA and FILL without a site do. */
 int cq_op_mma(cq_warp *w, const cq_ins *ins)
 {
-    int coll = ins->op == CQ_OP_MMA_EXEC || ins->op == CQ_OP_MMA_STORE_MASK ? ins->e
-             : ins->op == CQ_OP_MMA_STORE || ins->op == CQ_OP_MMA_GATHER ? ins->d
+    int coll = ins->op == CQ_OP_MMA_EXEC || ins->op == CQ_OP_MMA_STORE_MASK ||
+               ins->op == CQ_OP_MMA_SCALE ? ins->e
+             : ins->op == CQ_OP_MMA_STORE || ins->op == CQ_OP_MMA_GATHER ||
+               ins->op == CQ_OP_MMA_SPARSE ? ins->d
              : ins->op == CQ_OP_MMA_ASYNC || ins->op == CQ_OP_MMA_WAIT ? ins->b : ins->c;
     if (coll >= 0)
         return cq_arrive(w, ins, coll, 1);

@@ -118,7 +118,7 @@ int cq_rdv_effect(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int
     case CQ_OP_WAIT: return cq_effect_wait(blk, ins, rec, lanes, n);
     case CQ_OP_MMA_FILL: case CQ_OP_MMA_LOAD: case CQ_OP_MMA_EXEC: case CQ_OP_MMA_STORE:
     case CQ_OP_MMA_STORE_MASK: case CQ_OP_MMA_ASYNC: case CQ_OP_MMA_WAIT:
-    case CQ_OP_MMA_GATHER:
+    case CQ_OP_MMA_GATHER: case CQ_OP_MMA_SCALE: case CQ_OP_MMA_SPARSE:
         return cq_effect_mma(blk, ins, rec, lanes, n);
     default: return CQ_ST_OK;   /* BARRIER: the rendezvous is the effect */
     }

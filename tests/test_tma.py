@@ -11,9 +11,10 @@ import pytest
 import croqvm
 import engines
 from croqvm.bytecode.module import L2Hint
+from croqvm.bytecode.disasm import disassemble
 from croqvm.bytecode.verify import verify
 from croqvm.cuda.emit import emit
-from croqvm.errors import BytecodeError, KernelFault
+from croqvm.errors import BytecodeError, CompileError, KernelFault
 from croqvm.lang.frontend import front_end
 
 
@@ -50,6 +51,14 @@ ERRORS = [
     ("tma.any;", ["2:1: syntax error: 'tma.any' makes a placeholder future and must be "
                   "assigned to a name, as in 'f = tma.any;'."]),
     (block("x = dma.copy.swiz g => shared;"), []),          # a bare '.swiz': no swizzle
+    (block("x = dma.copy.multicast g => shared;"),
+     ["3:16: '.multicast' is a TMA-only modifier."]),
+    (block("shared s32 [8, 32] s;\n  tma.copy.multicast s => h;"),
+     ["4:3: '.multicast' loads global memory into the shared memory of every block of a "
+      "cluster, but this copy goes from shared memory into global memory."]),
+    (block("tma.load.evict_last.multicast g => shared;"),
+     ["3:3: L2 eviction hints are not yet supported for multicast TMA."]),
+    (block("x = tma.load.async.multicast.swiz<128> g => shared;\n  wait x;"), []),
     (block("x = tma.load.async.evict_first.swiz<128> g => shared;\n  wait x;\n"
            "  tma.copy.swiz<128> x => h;"), []),
 ]
@@ -255,6 +264,54 @@ def test_the_verifier_checks_tma_fields(change, message):
     with pytest.raises(BytecodeError) as e:
         verify(module)
     assert message in str(e.value)
+
+
+MULTICAST = """
+__co__ void mc(global s32 [8, 4] a, global s32 [4, 2, 16] out) {
+  parallel {c} by [2] : cluster {
+    parallel {bm, bn} by [4, 2] : block {
+      shared s32 [4, 4] t;
+      tma.copy.multicast a.subspan(4, 4).at(bn, 0) => t;
+      parallel tid by 16 : thread
+        out.at(bm, bn, tid) = t.at(tid / 4, tid % 4) + c * 100;
+    }
+  }
+}
+"""
+
+
+@pytest.mark.usefixtures("engine")
+def test_a_multicast_load_gives_every_block_of_the_cluster_its_tile():
+    """The two blocks of each cluster (bm = 2q and 2q + 1) name the same tile of 'a', the
+    one the cluster's first block multicasts; each block sees it in its shared memory."""
+    a = np.arange(32, dtype=np.int32).reshape(8, 4)
+    out = np.zeros((4, 2, 16), np.int32)
+    engines.run(croqvm.compile(MULTICAST, "mc.co"), "mc", a, out)
+    for bm in range(4):
+        for bn in range(2):
+            assert np.array_equal(out[bm, bn], a[4 * bn:4 * bn + 4].reshape(16) + bm % 2 * 100)
+
+
+def test_multicast_is_recorded_listed_and_needs_sm_90a():
+    module = croqvm.compile(MULTICAST, "mc.co").module
+    code = module.functions[0].kernels[0].code
+    assert [d.multicast for d in code.dmas] == [True]
+    assert "copy view0 => view1 tma multicast" in disassemble(module)
+    assert "cq_dma_bulk(dm, tb" in emit(module, arch="sm_90a").text
+    with pytest.raises(CompileError) as e:
+        emit(module, arch="sm_80")
+    assert str(e.value) == ("mc.co:6:7: error: 'tma.copy.multicast' (a TMA load into every "
+                            "block of a cluster) needs sm_90a; the target is sm_80 "
+                            "(emit-cuda --arch sm_90a)")
+
+
+def test_the_verifier_checks_multicast():
+    module = croqvm.compile(MULTICAST, "mc.co").module
+    module.functions[0].kernels[0].code.dmas[0].l2_hint = L2Hint.EVICT_LAST
+    with pytest.raises(BytecodeError) as e:
+        verify(module)
+    assert "multicast on a DMA that is not a TMA load into shared memory without an L2 " \
+           "hint" in str(e.value)
 
 
 def test_tma_loads_go_as_bulk_copies_on_sm_90a_and_as_cp_async_chunks_on_sm_80():

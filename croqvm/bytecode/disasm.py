@@ -340,6 +340,8 @@ def _dma(module, code, n, d):
         parts.append(f"swizzle {d.swizzle}")
     if d.l2_hint:
         parts.append(_name(d.l2_hint))
+    if d.multicast:
+        parts.append("multicast")
     if d.perm:
         parts.append(f"perm {tuple(d.perm)}")
     if d.op == DmaOp.PAD:

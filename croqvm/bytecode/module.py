@@ -209,6 +209,7 @@ class DmaDesc:
     tma: bool = False        # a TMA transfer between global and shared memory (§9.7)
     swizzle: int = 0         # bytes of the swizzle laying out the shared side (§9.7), 0: none
     l2_hint: L2Hint = L2Hint.NONE    # TMA load cache policy
+    multicast: bool = False  # a TMA load into every block of the cluster (§9.7)
 
 
 def dst_storage(code, desc: DmaDesc) -> Storage:

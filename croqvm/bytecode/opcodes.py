@@ -378,6 +378,24 @@ _ROWS = (
     _op("SET_MAXNREG", ("i", "i"), "the warp's registers per thread become a (b=1: an "
         "increase, 0: a decrease; setmaxnreg on sm_90a); no effect on the CPU",
         imms=("reg_budget", "flag"), kernel_only=True),
+    # --- block-scaled MMA (§11.8)
+    _op("MMA_SCALE", ("m", "m", "v", "r", "c?"), "accumulator a += partial sum b (an "
+        "accumulator of a's shape and type) scaled per row: element (i, j) adds b[i][j] times "
+        "s_i, where s_i := the i-th element of view c in row-major order (0 outside its "
+        "buffer) times R[d], rounded to f32; f32 accumulates by one fused multiply-add, f16 "
+        "rounds the product to f32, then to f16, then adds; then b := 0", _SITE,
+        types=("scale",), entry="mma_scale",
+        optype="the accumulator's type, f16 or f32; scales f32",
+        faults=(K.FRAGMENT_EMPTY, K.MMA_TILE_SHAPE, K.MMA_UNINITIALISED, K.ALLOC_FRAGMENT,
+                K.MMA_PENDING) + _BASE_FAULTS[:4] + _MMA_FAULTS),
+    # --- 2:4 structured-sparse MMA (§11.9)
+    _op("MMA_SPARSE", ("m", "m", "m", "c?"), "A operand fragment a := the dense [M, 2K] "
+        "tile that packed fragment b [M, K] and metadata fragment c [M, K/4] of 8-bit "
+        "integers stand for: in row i, the kept values b[i][2g] and b[i][2g + 1] of group g "
+        "go to columns 4g + p and 4g + q, where p | q << 2 is half-byte g % 2 (the low one "
+        "first) of c[i][g / 2] (q's value when p = q); every other element is 0", _SITE,
+        entry="mma_sparse",
+        faults=(K.FRAGMENT_EMPTY, K.MMA_SHAPES, K.ALLOC_FRAGMENT) + _MMA_FAULTS),
 )
 
 TABLE = tuple(Op(code, name, operands, meaning, **fields)
@@ -392,7 +410,8 @@ assert all(len(op.operands) <= MAX_OPERANDS for op in TABLE)
  BARRIER, FENCE, TRIGGER, WAIT_EVENT, SYNC_GLOBAL, MMA_FILL, MMA_LOAD, MMA_EXEC, MMA_STORE,
  PRINT, ASSERT, ASSERT_FMT, LAUNCH, RET, RET_VAL, RET_BUF, WAIT_EVENT_AT, FUT_BIND, MMA_ASYNC,
  MMA_WAIT, MMA_STORE_MASK, FRAG_GET, FRAG_SET, SHFL_XOR, MMA_GATHER, ASM, CALL_CXX, MATH,
- ATOMIC, BAR_SYNC, BAR_ARRIVE, GRID_SYNC, CALL_EXTERN, SET_MAXNREG) = range(len(TABLE))
+ ATOMIC, BAR_SYNC, BAR_ARRIVE, GRID_SYNC, CALL_EXTERN, SET_MAXNREG, MMA_SCALE,
+ MMA_SPARSE) = range(len(TABLE))
 
 # Binary ALU opcodes in operator order: UPDATE's immediate names one of these.
 BINARY_ALU = (ADD, SUB, MUL, DIV, MOD, MIN, MAX, AND, OR, XOR, SHL, SHR)

@@ -237,6 +237,9 @@ def _tma(cx, at, dma, src: Storage, dst: Storage):
                 "(expected between global and shared)")
     if dma.l2_hint != L2Hint.NONE and not (dma.tma and dst == Storage.SHARED):
         at.fail("L2 hint on a DMA that is not a TMA load into shared memory")
+    if dma.multicast and not (dma.tma and dst == Storage.SHARED and dma.l2_hint == L2Hint.NONE):
+        at.fail("multicast on a DMA that is not a TMA load into shared memory without an "
+                "L2 hint")
     _swizzle(at, dma.swizzle)
     if dma.swizzle and Storage.SHARED not in (src, dst):
         at.fail(f"swizzle of {dma.swizzle} bytes with neither side in shared memory")

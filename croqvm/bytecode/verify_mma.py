@@ -138,6 +138,55 @@ def mma_gather(cx, at, op, used):
     _agree(at, f"buffer {b}", known_extents(cx, buf.shape), (frag.rows, frag.cols))
 
 
-RULES = {"mma_fill": mma_fill, "mma_load": mma_load, "mma_store": mma_store,
+def mma_scale(cx, at, op, used):
+    """MMA_SCALE (§11.8): an f16 or f32 accumulator, a partial sum of its type, shape and
+    unit, and a view of f32 row scales, one per row."""
+    a, b, v = used[:3]
+    acc = _frag(cx, at, op, a, FragRole.ACC)
+    part = _frag(cx, at, op, b, FragRole.ACC)
+    if a == b:
+        at.fail(f"{label('fragment', a, acc.name)} is its own partial sum")
+    if BY_CODE[acc.dtype].name not in ("f16", "f32"):
+        at.fail(f"{label('fragment', a, acc.name)} is {BY_CODE[acc.dtype].name}; scaled "
+                f"accumulators are f16 or f32")
+    if (part.dtype, part.unit) != (acc.dtype, acc.unit):
+        at.fail(f"the partial sum {label('fragment', b, part.name)} differs from "
+                f"{label('fragment', a, acc.name)} in element type or unit")
+    _agree(at, f"{label('fragment', b, part.name)}", (part.rows, part.cols),
+           (acc.rows, acc.cols), "the accumulator")
+    view = cx.code.views[v]
+    if len(view.extents) not in (1, 2):
+        at.fail(f"view {v} has rank {len(view.extents)}; row scales are 1-D or 2-D")
+    elem = element_dtype(cx, view.base_kind, view.base)
+    if elem.name != "f32":
+        at.fail(f"view {v} has {elem.name} elements; row scales are f32")
+    extents = known_extents(cx, view.extents)
+    if DYNAMIC not in extents and acc.rows != DYNAMIC and \
+            extents[0] * (extents[1] if len(extents) > 1 else 1) != acc.rows:
+        at.fail(f"view {v} has extents {extents_text(extents)}, not one scale per row of "
+                f"{label('fragment', a, acc.name)} {extents_text((acc.rows, acc.cols))}")
+
+
+def mma_sparse(cx, at, op, used):
+    """MMA_SPARSE (§11.9): a dense A operand of the packed one's element type, 8-bit
+    integer metadata, and extents [M, 2K], [M, K], [M, K/4] where static."""
+    a, b, c = used[:3]
+    dense = _frag(cx, at, op, a, FragRole.A)
+    packed = _frag(cx, at, op, b, FragRole.A, FragRole.B)
+    meta = _frag(cx, at, op, c, FragRole.A, FragRole.B)
+    if dense.dtype != packed.dtype:
+        at.fail(f"{label('fragment', a, dense.name)} is {BY_CODE[dense.dtype].name}, but the "
+                f"packed {label('fragment', b, packed.name)} is {BY_CODE[packed.dtype].name}")
+    if BY_CODE[meta.dtype].name not in ("u8", "s8"):
+        at.fail(f"metadata {label('fragment', c, meta.name)} is {BY_CODE[meta.dtype].name}, "
+                f"not 8-bit integers")
+    k = packed.cols
+    _agree(at, label('fragment', a, dense.name), (dense.rows, dense.cols),
+           (packed.rows, 2 * k if k != DYNAMIC else DYNAMIC), "twice the packed operand")
+    _agree(at, label('fragment', c, meta.name), (meta.rows, meta.cols * 4 if meta.cols !=
+           DYNAMIC else DYNAMIC), (packed.rows, k), "the packed operand (a quarter of it)")
+
+
+RULES = {"mma_fill": mma_fill, "mma_scale": mma_scale, "mma_sparse": mma_sparse, "mma_load": mma_load, "mma_store": mma_store,
          "mma_exec": mma_exec, "mma_acc": mma_acc, "mma_gather": mma_gather,
          "frag_elem": frag_elem}

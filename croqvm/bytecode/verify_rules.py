@@ -28,6 +28,7 @@ CLASSES = {
     "compare": ("an arithmetic type or bool", lambda d: d.name in ARITH + ("bool",)),
     "order": ("s64", lambda d: d.name == "s64"),
     "math": ("a float computation type (" + ", ".join(MATH) + ")", lambda d: d.name in MATH),
+    "scale": ("f32", lambda d: d.name == "f32"),
 }
 
 

@@ -261,6 +261,10 @@ def never_waited_checks(k, ip, ins=None) -> None:
 def op_dma(k, ins, ip):
     _, d, c = ins[:3]
     desc = k.code.dmas[d]
+    if desc.multicast and k.arch != "sm_90a":
+        # each block loads its own copy of the tile (§9.7), but sm_80 has no TMA at all
+        raise k.needs_arch("sm_90a", f"'{desc.text}.multicast' (a TMA load into every block "
+                                     f"of a cluster)", ins)
     rank = view_rank(k, desc.src)
     bulk = bulk_load(k, desc) and c >= 0
     if bulk:
@@ -454,13 +458,16 @@ def op_assert_fmt(k, ins, ip):
 
 def _handlers():
     from .emit_mma import HANDLERS as MMA
+    from .emit_mma_scale import HANDLERS as MMA_SCALE
+    from .emit_mma_sparse import HANDLERS as MMA_SPARSE
     return {
         "BARRIER": op_barrier, "FENCE": op_fence, "ONCE": op_once, "TRIGGER": op_trigger,
         "WAIT_EVENT": op_wait_event, "DMA": op_dma, "FUT_ANY": op_fut_any, "WAIT": op_wait,
         "SWAP": op_swap, "FUT_DIM": op_fut_dim, "PRINT": op_print, "ASSERT": op_assert,
         "ASSERT_FMT": op_assert_fmt, "WAIT_EVENT_AT": op_wait_event_at,
         "FUT_BIND": op_fut_bind, "BAR_SYNC": op_named_barrier,
-        "BAR_ARRIVE": op_named_barrier, "GRID_SYNC": op_grid_sync, **MMA,
+        "BAR_ARRIVE": op_named_barrier, "GRID_SYNC": op_grid_sync, **MMA, **MMA_SCALE,
+        **MMA_SPARSE,
     }
 
 

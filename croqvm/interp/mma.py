@@ -275,6 +275,76 @@ def _store_tile(buf, o, c, t):
         buf.written[root] = True
 
 
+def _row_scales(blk, v, frag, lane, coll):
+    """The f32 scale of each row of ``frag`` (§11.8): the view's elements in row-major
+    order, 0 where the view leaves its buffer, times the factor the caller applies."""
+    wl, i = blk.warp_of(lane)
+    buf, o, e = view_of(wl, v, i)
+    if any(x < 0 for x in e) or int(np.prod(e)) != frag.shape[0]:
+        raise Fault(Kind.MMA_TILE_SHAPE, (frag.m, frag.shape, buf.ref, e), lane)
+    index = np.indices(e).reshape(len(e), -1) + np.asarray(o)[:, None]
+    inside = np.all((index >= 0) & (index < np.asarray(buf.shape)[:, None]), axis=0)
+    at = tuple(np.where(inside, x, 0) for x in index)
+    if buf.written is not None and not buf.written[at][inside].all():
+        bad = index[:, np.flatnonzero(inside & ~buf.written[at])[0]]
+        raise Fault(Kind.MMA_UNINITIALISED, (buf.ref, tuple(int(x) for x in bad)), lane)
+    if blk.call.checker is not None:
+        blk.call.checker.tile(blk, buf, o, e, Access.TILE_READ, lane, "mma.scale")
+    return np.where(inside, buf.data[at].astype(np.float64), 0.0)    # f32 (verified)
+
+
+def op_mma_scale(w, ins):
+    """acc[i][j] += partial[i][j] * s_i, s_i = f32(rows[i] * factor), then partial := 0
+    (§11.8): one rounding for an f32 accumulator (runtime/choreo_cute.h's fmaf), the
+    product rounded to f32 and then to f16 before the add for an f16 one (its CPU path)."""
+    _, ma, mp, v, r, coll = ins[:6]
+
+    def effect(blk, rec, lanes):
+        check_uniform(blk, rec, lanes, _view_operands(blk, v), view_registers(blk.prog.code, v))
+        check_uniform(blk, rec, lanes, lambda lane: [("value", blk.lane_reg(lane, r))], [r])
+        for frag, ls in _by_instance(blk, ma, lanes):
+            part = _instance(blk, mp, ls[0])
+            frag.ready(ls[0])
+            part.ready(ls[0])
+            shape = part.shape if DYNAMIC in frag.shape else frag.shape
+            if DYNAMIC in shape or not (frag.fits(shape) and part.fits(shape)):
+                raise Fault(Kind.FRAGMENT_EMPTY, (mp,), ls[0])    # no MMA has shaped it
+            factor = np.float64(blk.lane_reg(ls[0], r))
+            scales = round_to(_row_scales(blk, v, frag, ls[0], coll) * factor, dtypes.F32)
+            s = np.broadcast_to(scales.astype(np.float64)[:, None], frag.shape)
+            c, p = frag.shaped(ls[0]), part.shaped(ls[0])
+            if frag.dtype.name == "f32":
+                frag.data = fma_to(c, p, s, frag.dtype, True)
+            else:
+                x = round_to(round_to(p * s, dtypes.F32).astype(np.float64), frag.dtype)
+                frag.data = round_to(c + x.astype(np.float64), frag.dtype).astype(np.float64)
+            part.data[...] = 0
+    _collective(w, ins, coll, effect)
+
+
+def op_mma_sparse(w, ins):
+    """The dense A that a packed 2:4 operand and its metadata stand for (§11.9;
+    runtime/choreo.h Sparse2to4HostPolicyWGMMA::encode is the inverse)."""
+    _, md, mp, mm, coll = ins[:5]
+
+    def effect(blk, rec, lanes):
+        for frag, ls in _by_instance(blk, md, lanes):
+            packed, meta = _tile(blk, mp, ls[0]), _tile(blk, mm, ls[0])
+            rows, half = packed.shape
+            if meta.shape[0] != rows or 4 * meta.shape[1] != half:
+                raise _mismatch(mm, meta.shape, mp, packed.shape, ls[0])
+            if not frag.fits((rows, 2 * half)):
+                raise _mismatch(md, frag.shape, mp, packed.shape, ls[0])
+            dense = np.zeros((rows, 2 * half), frag.holder)
+            g = np.arange(half // 2)
+            nibbles = (meta[:, g // 2].astype(np.int64) >> (4 * (g % 2))) & 0xF
+            r = np.arange(rows)[:, None]
+            dense[r, 4 * g + (nibbles & 3)] = packed[:, 0::2]
+            dense[r, 4 * g + (nibbles >> 2)] = packed[:, 1::2]     # q wins when p = q
+            frag.data = dense
+    _collective(w, ins, coll, effect)
+
+
 def op_mma_async(w, ins):
     """The MMAs just executed on accumulator ``m`` are pending until MMA_WAIT (§11.5)."""
     _, m, coll = ins[:3]
@@ -394,5 +464,5 @@ HANDLERS = {
     "MMA_FILL": op_mma_fill, "MMA_LOAD": op_mma_load, "MMA_EXEC": op_mma_exec,
     "MMA_STORE": op_mma_store, "MMA_STORE_MASK": op_mma_store, "MMA_ASYNC": op_mma_async,
     "MMA_WAIT": op_mma_wait, "MMA_GATHER": op_mma_gather, "FRAG_GET": op_frag_get,
-    "FRAG_SET": op_frag_set,
+    "FRAG_SET": op_frag_set, "MMA_SCALE": op_mma_scale, "MMA_SPARSE": op_mma_sparse,
 }

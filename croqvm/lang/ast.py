@@ -619,6 +619,7 @@ class Dma(Stmt):
     pad_mid: list[Expr] = field(default_factory=list)
     pad_value: Expr | None = None
     l2_hint: str | None = None    # "evict_first", "evict_last" (tma.load only)
+    multicast: bool = False       # ``.multicast``: into every block of the cluster (§9.7)
     declares = False              # set by the checker when ``target`` is new
     tma_transfer = False          # set by the checker: a TMA copy between global and shared
     tma_unit = 0                  # set by the checker: lanes per issuing instance, 0: block
@@ -679,6 +680,9 @@ class MmaExec(Stmt):
     declares = False              # set by the checker when ``future`` is new
     sym = None                    # the future's symbol
     k_tile = 0                    # set by the checker: the K extent of one scheduled tile
+    scale: list[Expr] = field(default_factory=list)   # ``.scale``: row scales, factor (§11.8)
+    into_partial = False          # set by the checker: a plain MMA an ``mma.scale`` scales
+    sparse_meta: Expr | None = None   # ``.sp``: the 2:4 metadata of the packed A (§11.9)
 
 
 @dataclass
@@ -693,6 +697,16 @@ class MmaStore(Stmt):
 
 @dataclass
 class MmaCommit(Stmt):
+    span: Span
+
+
+@dataclass
+class MmaScale(Stmt):
+    """``mma.scale c, rows, factor;`` (§11.8): the plain MMAs on ``c`` before it in its
+    block, scaled per row by ``rows`` and by ``factor``, are added to ``c``."""
+    frag: Name
+    rows: Expr
+    factor: Expr
     span: Span
 
 

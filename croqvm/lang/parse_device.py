@@ -11,7 +11,7 @@ TMA_OPS = ("copy", "load", "any")
 SWIZZLE_BYTES = (32, 64, 128)
 L2_HINTS = ("evict_first", "evict_last")     # TMA load cache policies (Croqtile: tma.md)
 DMA_DESTINATIONS = ("shared", "local", "global")
-MMA_OPS = ("fill", "load", "row", "col", "store", "commit")
+MMA_OPS = ("fill", "load", "row", "col", "store", "commit", "scale")
 MMA_ASSIGNED = ("fill", "load", "row", "col")  # the forms written ``x = mma...``
 SYNC_KINDS = ("shared", "barrier", "fence", "global")
 SYNC_WITH_LEVEL = ("barrier", "fence")
@@ -55,12 +55,14 @@ class DeviceParser:
         return node
 
     def _dma_suffixes(self, node: ast.Dma):
-        """``.async``, ``.zfill``, ``.swiz<N>`` in any order, each once; an L2 eviction
-        hint (``.evict_first``/``.evict_last``) at most once and before ``.swiz``, and only
-        on ``tma.load`` (lib/parser.yy, dma_attrib and dma_stmt)."""
+        """``.async``, ``.zfill``, ``.swiz<N>`` and, on TMA copies, ``.multicast`` in any
+        order, each once; an L2 eviction hint (``.evict_first``/``.evict_last``) at most
+        once and before ``.swiz``, and only on ``tma.load`` (lib/parser.yy, dma_attrib and
+        dma_stmt)."""
         seen = set()
         while True:
-            word = self.accept_dotted("async", "zfill", "swiz", "swizzle", *L2_HINTS)
+            word = self.accept_dotted("async", "zfill", "swiz", "swizzle", "multicast",
+                                      *L2_HINTS)
             if word is None:
                 return
             if word in L2_HINTS:
@@ -76,6 +78,11 @@ class DeviceParser:
                 node.is_async = True
             elif word == "zfill":
                 node.zfill = True
+            elif word == "multicast":
+                if not node.tma:
+                    self.fail("'.multicast' is a TMA-only modifier.", self.prev.span,
+                              hint="write 'tma.copy.multicast' or 'tma.load.multicast'")
+                node.multicast = True
             else:
                 node.swizzle = self._swizzle(word)
 
@@ -174,7 +181,8 @@ class DeviceParser:
     def _mma_exec(self, target, first) -> ast.Stmt:
         second = self.expect_dotted("row", "col", after=f"mma.{first}")
         method = f"mma.{first}.{second}"
-        is_async = self.accept_dotted("async") is not None
+        word = self.accept_dotted("async", "scale", "sp")
+        is_async = word == "async"
         if target is not None and not is_async:
             self.fail(f"syntax error: '{method}' has no value to assign to '{target.id}'; "
                       f"'{target.id} = {method}.async ...' makes an operation future.",
@@ -187,7 +195,28 @@ class DeviceParser:
         a = self.expr()
         self.expect_op(",", "syntax error: expected ',' between the operands of the mma.")
         b = self.expr()
-        return ast.MmaExec(f"{first}.{second}", c, a, b, None, future=target, c_elem=elem)
+        node = ast.MmaExec(f"{first}.{second}", c, a, b, None, future=target, c_elem=elem)
+        if word == "scale":      # lib/parser.yy: mma_exec_method SCALE ... chunkat, s_expr
+            node.scale = self._scale_operands(f"{method}.scale mc, a, b, rows, factor;")
+        elif word == "sp":       # lib/parser.yy: mma_exec_method SPARSE ... frag_expr
+            self.expect_op(",", f"syntax error: expected ',' and the metadata of the packed A "
+                                f"operand, as in '{method}.sp mc, a, b, meta;'")
+            node.sparse_meta = self.expr()
+        return node
+
+    def _scale_operands(self, form: str) -> list:
+        """``, rows, factor`` of a scaled MMA (§11.8)."""
+        missing = f"syntax error: expected ',' and the row scales and the factor, as in '{form}'"
+        self.expect_op(",", missing)
+        rows = self.expr()
+        self.expect_op(",", missing)
+        return [rows, self.expr()]
+
+    def _mma_scale(self, _target, _op) -> ast.Stmt:
+        """``mma.scale mc, rows, factor;`` (§11.8)."""
+        frag = self._name_node()
+        rows, factor = self._scale_operands("mma.scale mc, rows, factor;")
+        return ast.MmaScale(frag, rows, factor, None)
 
     def _mma_store(self, _target, _op) -> ast.Stmt:
         """``mma.store[.transp|.mask|.async] mc, V[, rows[, columns]]`` (§11.1)."""
@@ -293,4 +322,4 @@ class DeviceParser:
 
 
 _MMA_FORMS = {"fill": "_mma_fill", "load": "_mma_load", "row": "_mma_exec", "col": "_mma_exec",
-              "store": "_mma_store", "commit": "_mma_commit"}
+              "store": "_mma_store", "commit": "_mma_commit", "scale": "_mma_scale"}

@@ -74,7 +74,8 @@ def lower_dma(lw: Lowerer, s: ast.Dma) -> None:
     desc = DmaDesc(op, src, is_async=s.is_async, zfill=s.zfill,
                    text=f"tma.{s.op}" if s.tma else f"dma.{s.op}", tma=s.tma_transfer,
                    swizzle=s.swizzle or 0,
-                   l2_hint=L2Hint[s.l2_hint.upper()] if s.l2_hint else L2Hint.NONE)
+                   l2_hint=L2Hint[s.l2_hint.upper()] if s.l2_hint else L2Hint.NONE,
+                   multicast=s.multicast)
     desc.perm = list(s.perm)
     storages = {sbase.storage}
     if isinstance(s.dst, str):

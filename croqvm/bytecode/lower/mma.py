@@ -34,7 +34,7 @@ from .views import k_view, reg_of, resolve_base, view_of
 LAYOUTS = {"row.row": 0, "row.col": 1, "col.row": 2, "col.col": 3}
 HOST_UNIT = 1         # a fragment of the host program: the host lane's own (§11.2 (c))
 _OPERANDS = {ast.MmaFill: ("target",), ast.MmaLoad: ("target",), ast.MmaExec: ("c", "a", "b"),
-             ast.MmaStore: ("frag",)}
+             ast.MmaStore: ("frag",), ast.MmaScale: ("frag",)}
 
 
 def _units(lw: Lowerer) -> dict:
@@ -214,10 +214,13 @@ def lower_exec(lw: Lowerer, s: ast.MmaExec) -> None:
         lw.unsupported(s.c, "an asynchronous mma on an element of a fragment array chosen "
                             "at run time")
 
-    def execute(c: FragRef) -> None:
+    def execute(acc: FragRef) -> None:
+        # a scaled MMA, or one a later mma.scale scales, accumulates into the partial sum
+        c = _partial(lw, acc, s.c) if s.scale or s.into_partial else acc
         tiles = [None] if not s.k_tile or len(s.k_order) == 1 else s.k_order
         for t in tiles:
-            a = _operand(lw, s.a, FragRole.A, c.unit, text, _k_slice(s, "a", t))
+            a = _sparse_a(lw, s, c.unit, text) if s.sparse_meta is not None else \
+                _operand(lw, s.a, FragRole.A, c.unit, text, _k_slice(s, "a", t))
             b = _operand(lw, s.b, FragRole.B, c.unit, text, _k_slice(s, "b", t))
             lw.b.emit("MMA_EXEC", c.acc, a, b, LAYOUTS[s.layout], lw.coll_site(text, c.unit))
         if s.future is not None:
@@ -225,7 +228,49 @@ def lower_exec(lw: Lowerer, s: ast.MmaExec) -> None:
             if lw.env.get(sym) is None:
                 lw.bind(sym, c)
             lw.b.emit("MMA_ASYNC", c.acc, lw.coll_site(f"{text}.async", c.unit))
+        if s.scale:
+            _emit_scale(lw, acc, c, *s.scale, f"{text}.scale")
     each_accumulator(lw, s.c, s.c_elem, execute)
+
+def _sparse_a(lw: Lowerer, s: ast.MmaExec, unit: int, text: str) -> int:
+    """The dense A of ``mma.M.sp`` (§11.9): a hidden fragment MMA_SPARSE fills from the
+    packed operand and its metadata, each a fragment or a view loaded as any operand."""
+    packed = _operand(lw, s.a, FragRole.A, unit, text)
+    meta = _operand(lw, s.sparse_meta, FragRole.A, unit, text)
+    p = lw.b.code.frags[packed]
+    cols = 2 * p.cols if p.cols != DYNAMIC else DYNAMIC
+    dense = _hidden(lw, FragDecl(f"{p.name} (dense)", FragRole.A, p.dtype, p.rows, cols, unit,
+                                 lw.spans.intern(s.a.span)))
+    lw.b.emit("MMA_SPARSE", dense, packed, meta, lw.coll_site(f"{text}.sp", unit))
+    return dense
+
+
+def _partial(lw: Lowerer, acc: FragRef, node: ast.Name) -> FragRef:
+    """The partial sum of accumulator ``acc`` (§11.8): a hidden accumulator of its type,
+    shape and unit, one per accumulator in a code, zero until MMAs add to it and again
+    after each MMA_SCALE."""
+    holder = lw.kernel.cache if lw.kernel is not None else lw.fn.cache
+    pool = holder.setdefault("partial_sums", {})
+    if acc.acc not in pool:
+        decl = lw.b.code.frags[acc.acc]
+        pool[acc.acc] = FragRef({FragRole.ACC: lw.b.add("frags", FragDecl(
+            decl.name, FragRole.ACC, decl.dtype, decl.rows, decl.cols, decl.unit,
+            lw.spans.intern(node.span)))}, acc.dtype, acc.unit)
+    return pool[acc.acc]
+
+
+def _emit_scale(lw: Lowerer, acc: FragRef, part: FragRef, rows, factor, text: str) -> None:
+    view, _, _ = view_of(lw, rows)
+    lw.b.emit("MMA_SCALE", acc.acc, part.acc, view, lower_as(lw, factor, dtypes.F32),
+              lw.coll_site(text, acc.unit))
+
+
+def lower_scale(lw: Lowerer, s: ast.MmaScale) -> None:
+    """``mma.scale mc, rows, factor``: the partial sum of the MMAs the checker found
+    before it (§11.8) is scaled into ``mc``."""
+    acc = frag_ref(lw, s.frag.sym, s.frag)
+    _emit_scale(lw, acc, _partial(lw, acc, s.frag), s.rows, s.factor, "mma.scale")
+
 
 
 def _k_slice(s: ast.MmaExec, which: str, tile):
@@ -348,4 +393,4 @@ def lower_commit(lw: Lowerer, s: ast.MmaCommit) -> None:
 
 
 TABLE = {ast.MmaFill: lower_fill, ast.MmaLoad: lower_load, ast.MmaExec: lower_exec,
-         ast.MmaStore: lower_store, ast.MmaCommit: lower_commit}
+         ast.MmaStore: lower_store, ast.MmaCommit: lower_commit, ast.MmaScale: lower_scale}

@@ -30,7 +30,7 @@ _NOT_IN_DEVICE = {
     ast.Parallel: "parallel", ast.Inthreads: "inthreads", ast.Dma: "dma", ast.DmaAny: "dma",
     ast.Wait: "wait", ast.Trigger: "trigger", ast.Swap: "swap", ast.Sync: "sync",
     ast.Yield: "yield", ast.EventDecl: "event", ast.MmaFill: "mma", ast.MmaLoad: "mma",
-    ast.MmaExec: "mma", ast.MmaStore: "mma", ast.MmaCommit: "mma",
+    ast.MmaExec: "mma", ast.MmaStore: "mma", ast.MmaCommit: "mma", ast.MmaScale: "mma",
     ast.DeviceRegion: "parallel",
 }
 _LOOPS = (ast.While, ast.Foreach, ast.With)

@@ -80,6 +80,22 @@ def _check_tma(ck, s: ast.Dma, src: View, dst_storage: str):
     else:
         s.tma_transfer = True
         s.tma_unit = _tma_unit(s)
+    if s.multicast:
+        _check_multicast(ck, s, direction)
+
+
+def _check_multicast(ck, s: ast.Dma, direction: tuple):
+    """A multicast load writes one tile into the shared memory of every block of the
+    cluster (lib/Target/GPU/cute_codegen.cpp); it has no store form, and the reference
+    has no L2 policy for it (lib/Target/GPU/gpu_adapt.hpp)."""
+    if direction != ("global", "shared"):
+        ck.error(s.span, f"'.multicast' loads global memory into the shared memory of every "
+                         f"block of a cluster, but this copy goes from {direction[0]} memory "
+                         f"into {direction[1]} memory.",
+                 hint="drop '.multicast', or copy a global tile into a shared buffer")
+    if s.l2_hint is not None:
+        ck.error(s.span, "L2 eviction hints are not yet supported for multicast TMA.",
+                 hint=f"drop '.{s.l2_hint}'")
 
 
 _UNITS = {"group-4": 128, "group": 32}     # lanes per instance of a level (§11.2)

@@ -25,7 +25,7 @@ from .dma import facts as future_facts
 from .dma import swizzle_of_load
 from .typerules import convert, is_integer, is_number, is_unknown, tname
 from .views import root_name, view_source
-from .walk import thread_dependence
+from .walk import child_stmts, thread_dependence
 
 MMA_TYPES = {"f16", "f32", "f64", "s32"}       # the accumulator types (§11.3.3)
 ACC_HINT = "an accumulator is created by 'mc = mma.fill v' (mma.load makes operand tiles)"
@@ -359,7 +359,13 @@ def check_exec(ck, s: ast.MmaExec):
     if s.future is not None:
         _bind_op_future(ck, s)
     a, b = _tile(ck, s.a, f"mma.{s.layout}"), _tile(ck, s.b, f"mma.{s.layout}")
+    if s.sparse_meta is not None:
+        a = _sparse_operand(ck, s, a)
     if _frag_buffer(cty):
+        if s.sparse_meta is not None or s.scale:
+            ck.error(s.span, f"a frag accumulator takes plain MMAs only, not "
+                             f"'mma.{s.layout}.{'scale' if s.scale else 'sp'}'.")
+            return
         _check_frag_acc(ck, s, cty, a, b)
         return
     if inside:
@@ -402,7 +408,9 @@ def check_exec(ck, s: ast.MmaExec):
     if _differ(ka, kb):
         _mismatch(ck, s.span, a, b)
         return
-    if s.k_order is not None:
+    if s.k_order is not None and s.sparse_meta is not None:
+        ck.error(s.k_order_span or s.span, "Sparse MMA k_tiles schedules are not supported.")
+    elif s.k_order is not None:
         _schedule(ck, s, a, b, ka)
     if a.dtype is not b.dtype and not (a.dtype.is_int and b.dtype.is_int
                                        and a.dtype.bits == b.dtype.bits == 8):
@@ -421,6 +429,125 @@ def check_exec(ck, s: ast.MmaExec):
                          f"operands accumulate in {kind} type.")
         return
     s.c.ty = sym.type
+    if s.scale:
+        check_scale_operands(ck, f"mma.{s.layout}.scale", s.c, *s.scale)
+
+
+def _sparse_operand(ck, s: ast.MmaExec, a: Tile | None) -> Tile | None:
+    """§11.9: A [M, K/2] holds the two kept values of each group of four along K, and the
+    metadata [M, K/8] of 8-bit integers their two 2-bit positions per group, a group in
+    each half byte (runtime/choreo.h, Sparse2to4HostPolicyWGMMA::encode). The tile the
+    rest of the checks see is the dense A [M, K]."""
+    what = f"mma.{s.layout}.sp"
+    meta = _tile(ck, s.sparse_meta, what)
+    if ck.in_parallel and not isinstance(s.sparse_meta.ty, Fragment):
+        _uniform(ck, what, s.sparse_meta)
+    if isinstance(s.sparse_meta, ast.Name) and isinstance(s.sparse_meta.ty, Fragment) \
+            and ck.in_parallel:
+        _use(ck, s.sparse_meta.sym, s.span)
+    if s.layout.startswith("col"):
+        ck.error(s.span, f"'{what}' needs A stored [M, K/2] along K, as 'mma.row.*.sp'.",
+                 hint="store the packed A row-major and write 'mma.row.row.sp' or "
+                      "'mma.row.col.sp'")
+        return None
+    if a is None or meta is None:
+        return None
+    if meta.dtype.name not in ("u8", "s8"):
+        ck.error(s.sparse_meta.span, f"the metadata of '{what}' is 8-bit integers, but "
+                                     f"'{meta.name}' is {meta.dtype.name}.")
+        return None
+    m, half = a.shape
+    if isinstance(half, int) and half % 4:
+        ck.error(s.a.span, f"the packed A of '{what}' holds two values per group of four "
+                           f"along K, in groups of 8 bytes of metadata: its {half} columns "
+                           f"are not a multiple of 4.")
+        return None
+    want = (m, half // 4 if isinstance(half, int) else None)
+    if any(_differ(x, y) for x, y in zip(meta.shape, want)):
+        ck.error(s.sparse_meta.span, f"the metadata of '{what}' for the packed A "
+                                     f"'{a.name}' {shape_str(a.shape)} is [{m}, "
+                                     f"{want[1]}], but '{meta.name}' is "
+                                     f"{shape_str(meta.shape)}.")
+        return None
+    return Tile(a.name, a.dtype, (m, 2 * half if isinstance(half, int) else half))
+
+
+SCALED_TYPES = ("f16", "f32")       # runtime/choreo_cute.h scale_accumulator: AccT
+
+
+def check_scale_operands(ck, what: str, c: ast.Name, rows: ast.Expr, factor: ast.Expr):
+    """§11.8: an f16 or f32 accumulator [M, N], f32 row scales of M elements ([M, 1],
+    [1, M] or [M], as runtime/choreo_cute.h reads them) and one factor, uniform in the
+    unit."""
+    rty, fty = ck.expr(rows), ck.expr(factor)
+    if ck.in_parallel:
+        _uniform(ck, what, rows)
+        _uniform(ck, what, factor)
+    convert(ck, fty, dtypes.F32, factor)
+    src = None if isinstance(rty, Fragment) else view_source(ck, rty, rows, what)
+    if isinstance(rty, Fragment):
+        ck.error(rows.span, f"the row scales of '{what}' are a buffer or a view, but "
+                            f"'{root_name(rows)}' is a fragment.")
+    elif src is not None and src.dtype is not dtypes.F32:
+        ck.error(rows.span, f"the row scales of '{what}' are f32, but '{root_name(rows)}' "
+                            f"is {src.dtype.name}.")
+        src = None
+    cty = c.ty
+    if not isinstance(cty, Fragment) or cty.dtype is None:
+        return
+    if cty.dtype.name not in SCALED_TYPES:
+        ck.error(c.span, f"'{what}' scales an f16 or f32 accumulator, but '{c.id}' is "
+                         f"{cty.dtype.name}.")
+        return
+    if src is None or cty.shape is None:
+        return
+    m = cty.shape[0]
+    shape = tuple(src.shape)
+    if not any(all(not _differ(x, y) for x, y in zip(shape, want)) and len(shape) == len(want)
+               for want in ((m, 1), (1, m), (m,))):
+        ck.error(rows.span, f"the row scales of '{what}' are one per row of '{c.id}' "
+                            f"{shape_str(cty.shape)}: a [{m}, 1], [1, {m}] or [{m}] tile, but "
+                            f"'{root_name(rows)}' is {shape_str(shape)}.")
+
+
+def check_scale(ck, s: ast.MmaScale):
+    """``mma.scale mc, rows, factor`` (§11.8); which MMAs it scales is settled by
+    ``finish`` once the whole function is known."""
+    cty = ck.expr(s.frag)
+    if is_unknown(cty):
+        return
+    if not (isinstance(cty, Fragment) and cty.role == "acc"):
+        ck.error(s.frag.span, f"'{s.frag.id}' of type \"{tname(cty)}\" is not an MMA "
+                              f"accumulator.", hint=ACC_HINT)
+        return
+    if ck.in_parallel:
+        _use(ck, s.frag.sym, s.span)
+    check_scale_operands(ck, "mma.scale", s.frag, s.rows, s.factor)
+
+
+def _scaled_partials(ck, stmts: list) -> None:
+    """Each ``mma.scale mc`` of a block scales the plain MMAs on ``mc`` written before it
+    in that block, at any depth (lib/Target/GPU/cute_codegen.cpp,
+    AnalyzeExplicitScaleAccumScope): they accumulate into ``mc``'s partial sum."""
+    for i, s in enumerate(stmts):
+        sym = getattr(s.frag, "sym", None) if isinstance(s, ast.MmaScale) else None
+        if sym is None or sym.kind != "fragment":
+            continue
+        execs = [x for before in stmts[:i] for x in _stmts_under(before)
+                 if isinstance(x, ast.MmaExec) and not x.scale
+                 and getattr(x.c, "sym", None) is sym]
+        if not execs:
+            ck.error(s.span, f"mma.scale requires a preceding plain MMA on '{s.frag.id}' in "
+                             f"the same scope.",
+                     hint="write the MMAs it scales before it, in the same block")
+        for x in execs:
+            x.into_partial = True
+
+
+def _stmts_under(s):
+    yield s
+    for c in child_stmts(s):
+        yield from _stmts_under(c)
 
 
 def _bind_op_future(ck, s: ast.MmaExec):
@@ -514,7 +641,16 @@ def check_store(ck, s: ast.MmaStore):
 
 def finish(ck):
     """D11: every accumulator needs a shape. An undeclared name (a macro not defined, say)
-    already explains a shape that could not be inferred: no second error then."""
+    already explains a shape that could not be inferred: no second error then. §11.8:
+    the MMAs each ``mma.scale`` scales."""
+    if ck.fn is not None:
+        for s in _stmts_under(ck.fn.body):
+            if isinstance(s, ast.Block):
+                _scaled_partials(ck, s.stmts)
+                continue
+            for c in child_stmts(s):     # a body of one statement is a block of its own
+                if not isinstance(c, ast.Block):
+                    _scaled_partials(ck, [c])
     if ck.unknown_names:
         return
     for sym in ck.symbols:
@@ -529,4 +665,5 @@ RULES = {
     ast.MmaExec: check_exec,
     ast.MmaStore: check_store,
     ast.MmaCommit: lambda ck, s: None,   # does nothing (D10)
+    ast.MmaScale: check_scale,
 }
