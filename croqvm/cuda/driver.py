@@ -39,6 +39,7 @@ CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
 STATIC_SMEM_LIMIT = 48 * 1024      # above this a kernel must opt in to dynamic shared memory
 
 
@@ -130,10 +131,25 @@ class DriverBackend:
         self._call("cuFuncSetAttribute", fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                    ctypes.c_int(nbytes))
 
-    def launch(self, fn, grid, block: int, smem: int, params: Sequence[Param]) -> None:
+    def launch(self, fn, grid, block: int, smem: int, params: Sequence[Param],
+               cooperative: bool = False) -> None:
         args, _values = pack_params(params)
-        self._call("cuLaunchKernel", fn, *map(ctypes.c_uint, grid), ctypes.c_uint(block),
-                   ctypes.c_uint(1), ctypes.c_uint(1), ctypes.c_uint(smem), None, args, None)
+        dims = (*map(ctypes.c_uint, grid), ctypes.c_uint(block), ctypes.c_uint(1),
+                ctypes.c_uint(1), ctypes.c_uint(smem), None, args)
+        if cooperative:
+            self._call("cuLaunchCooperativeKernel", fn, *dims)
+        else:
+            self._call("cuLaunchKernel", fn, *dims, None)
+
+    def resident_blocks(self, fn, block: int, smem: int) -> int:
+        """How many blocks of ``fn`` the GPU holds at once (a cooperative launch's
+        limit): blocks per multiprocessor times multiprocessors."""
+        per_sm, sms = ctypes.c_int(), ctypes.c_int()
+        self._call("cuOccupancyMaxActiveBlocksPerMultiprocessor", ctypes.byref(per_sm), fn,
+                   ctypes.c_int(block), ctypes.c_size_t(smem))
+        self._call("cuDeviceGetAttribute", ctypes.byref(sms),
+                   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, self.dev)
+        return per_sm.value * sms.value
 
     def synchronize(self) -> None:
         self._call("cuCtxSynchronize")
@@ -196,13 +212,21 @@ class PyCudaBackend:
     def set_max_smem(self, fn, nbytes: int) -> None:
         fn.set_attribute(self.drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
 
-    def launch(self, fn, grid, block: int, smem: int, params: Sequence[Param]) -> None:
+    def launch(self, fn, grid, block: int, smem: int, params: Sequence[Param],
+               cooperative: bool = False) -> None:
+        if cooperative:
+            raise GpuError("PyCUDA has no cooperative launch, which a grid barrier needs "
+                           "(LANGUAGE.md §7.1.4): run with CROQVM_GPU_BACKEND=driver")
         fn.prepare("".join(PYCUDA_FORMAT[k] for k, _ in params))
         values = [int(v) if k == "ptr" else v for k, v in params]
         try:
             fn.prepared_call(tuple(grid), (block, 1, 1), *values, shared_size=smem)
         except self.drv.Error as exc:
             raise GpuError(f"kernel launch failed: {exc}") from None
+
+    def resident_blocks(self, fn, block: int, smem: int) -> int:
+        """PyCUDA launches no cooperative kernel (``launch`` says so): no limit here."""
+        return 1 << 62
 
     def synchronize(self) -> None:
         try:
@@ -311,11 +335,18 @@ class GpuModule:
             self.smem_opt_in[kernel] = smem
         return fn
 
+    def resident_blocks(self, kernel: str, block: int, smem: int) -> int:
+        """How many blocks of ``kernel`` this GPU holds at once."""
+        return self.backend.resident_blocks(self._function(kernel, smem), block, smem)
+
     def launch(self, kernel: str, grid: Sequence[int], block: int, smem: int = 0,
-               params: Sequence[Param] = (), step_limit: int = (1 << 64) - 1):
+               params: Sequence[Param] = (), step_limit: int = (1 << 64) - 1,
+               cooperative: bool = False):
         """Runs ``kernel`` to completion; returns None or the first fault. A "ptr"
         parameter given as a numpy array is copied to the device for the launch and
-        back after it (unless the array is read-only); an int is a device address."""
+        back after it (unless the array is read-only); an int is a device address.
+        ``cooperative``: a cooperative launch (every block resident, §7.1.4), with the
+        grid barrier's counters zeroed first."""
         grid = tuple(grid) + (1,) * (3 - len(grid))
         fn = self._function(kernel, smem)
         if any(isinstance(v, np.ndarray) and not v.flags.c_contiguous for _, v in params):
@@ -334,7 +365,10 @@ class GpuModule:
             record = abi.FaultRec(key=abi.NO_FAULT)
             raw = np.frombuffer(record, np.uint8)      # a view the copies fill in place
             self.backend.h2d(self.fault_ptr, raw)
-            self.backend.launch(fn, grid, block, smem, device_params)
+            if cooperative:
+                self.backend.h2d(self.backend.global_ptr(self.module, "cq_grid_state"),
+                                 np.zeros(2, np.uint32))
+            self.backend.launch(fn, grid, block, smem, device_params, cooperative)
             self.backend.synchronize()
             self.backend.d2h(raw, self.fault_ptr)
             for host, ptr in copies:
@@ -349,7 +383,8 @@ class GpuModule:
         return abi.decode_fault(record)
 
     def launch_printing(self, kernel: str, grid: Sequence[int], block: int, smem: int,
-                        params: Sequence[Param], words: int, step_limit: int):
+                        params: Sequence[Param], words: int, step_limit: int,
+                        cooperative: bool = False):
         """``launch`` with a print buffer of ``words`` 64-bit words: (outcome, printed
         records). Records that did not fit are reported on stderr."""
         if self.print_buf is None:
@@ -359,7 +394,7 @@ class GpuModule:
         state = abi.PrintBuf(0, cap, ptr)
         raw = np.frombuffer(state, np.uint8)
         self.backend.h2d(state_ptr, raw)
-        outcome = self.launch(kernel, grid, block, smem, params, step_limit)
+        outcome = self.launch(kernel, grid, block, smem, params, step_limit, cooperative)
         self.backend.d2h(raw, state_ptr)
         if not state.used:
             return outcome, []
