@@ -55,9 +55,15 @@ def _uniform(ck, what, expr):
 
 
 def _target(ck, s, fty: Fragment | None, role: str):
-    """Declare or re-bind the fragment named by ``s.target``."""
+    """Declare or re-bind the fragment named by ``s.target``. ``mc = mma.fill v`` re-fills
+    a fragment of the same parallel-by, and declares a new one hiding a fragment of an
+    enclosing parallel-by (lib/earlysema.cpp: DeclaredInSameParallelContext)."""
     t = s.target
     sym = ck.lookup(t.id)
+    if (sym is not None and isinstance(s, ast.MmaFill) and s.assign_form
+            and sym.kind == "fragment" and ck.outside_current_parallel(sym)):
+        sym.info["hidden"] = True
+        sym = None
     if sym is None:
         sym = ck.declare(t.id, "fragment", fty or Fragment(None, None, role), s, t.span,
                          mutable=True)
@@ -220,6 +226,9 @@ def check_exec(ck, s: ast.MmaExec):
     if s.future is not None:
         _bind_op_future(ck, s)
     a, b = _tile(ck, s.a, f"mma.{s.layout}"), _tile(ck, s.b, f"mma.{s.layout}")
+    for x in (s.c, s.a, s.b):
+        if isinstance(x, ast.Name) and x.sym is not None and x.sym.kind == "fragment":
+            x.sym.info["executed"] = True
     if _frag_buffer(cty):
         _check_frag_acc(ck, s, cty, a, b)
         return
@@ -371,13 +380,29 @@ def check_store(ck, s: ast.MmaStore):
 
 def finish(ck):
     """D11: every accumulator needs a shape. An undeclared name (a macro not defined, say)
-    already explains a shape that could not be inferred: no second error then."""
+    already explains a shape that could not be inferred: no second error then.
+    Every fragment is used by an MMA: the reference compiler takes a fragment's MMA kind
+    and layout from the MMA that uses it, and rejects the operations of a fragment no MMA
+    uses (lib/Target/GPU/cute_codegen.cpp, Visit(AST::MMA): FragHasMMAType); it finds this
+    when generating code, so only in a program with no other error."""
     if ck.unknown_names:
         return
+    # the reference finds an unused fragment when generating code, after every other
+    # check passed: with another error, it is likely a consequence of that one
+    others = any(d.is_error for d in ck.sink.items)
     for sym in ck.symbols:
-        if (sym.kind == "fragment" and not sym.info.get("bad")
-                and sym.type.role == "acc" and sym.type.shape is None):
-            ck.error(sym.decl.span, f"can not infer the shape of accumulator '{sym.name}'.")
+        if sym.kind != "fragment" or sym.info.get("bad"):
+            continue
+        hint = (f"'{sym.name} = mma.fill' inside a nested parallel-by declares a new "
+                f"accumulator, which hides this one there") if sym.info.get("hidden") else None
+        if sym.type.role == "acc" and sym.type.shape is None:
+            ck.error(sym.decl.span, f"can not infer the shape of accumulator '{sym.name}'.",
+                     hint=hint)
+        elif not sym.info.get("executed") and not others:
+            ck.error(sym.decl.span, f"the MMA operations of fragment '{sym.name}' can not be "
+                                    f"executed: no MMA ('mma.<a>.<b>') uses it.",
+                     hint=hint or "a fragment takes its MMA kind and layout from the MMA "
+                                  "that uses it")
 
 
 RULES = {
