@@ -107,10 +107,7 @@ __co__ void owners(global s32 [M, 16] who) {
   parallel b by 1 : block {
     parallel g by 1 : UNIT {
       acc = mma.fill.s32 -1;
-      fa = mma.load who;                    // zeros: an MMA gives acc its shape and
-      fb = mma.load who.subspan(16, 16).at(0, 0);   // layout, and leaves it -1
-      mma.row.row acc, fa, fb;
-      mma.store acc, who;
+      mma.store acc, who;                   // gives acc its shape
       parallel t by LANES : thread {
         apply {i, j} in acc.span
           acc.at(i, j) = t;
@@ -208,9 +205,6 @@ __co__ void f(global f32 [16, 8] out) {
   parallel b by 1 : block {
     parallel g by 1 : group {
       acc = mma.fill.f32 1.0f;
-      fa = mma.load out;                    // zeros: acc stays 1
-      fb = mma.load out.subspan(8, 8).at(0, 0);
-      mma.row.row acc, fa, fb;
       mma.store acc, out;
       parallel t by 32 : thread {
         if (t == 5) { out.at(0, 0) = acc.at(0, 0); }

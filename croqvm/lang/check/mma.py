@@ -381,28 +381,23 @@ def check_store(ck, s: ast.MmaStore):
 def finish(ck):
     """D11: every accumulator needs a shape. An undeclared name (a macro not defined, say)
     already explains a shape that could not be inferred: no second error then.
-    Every fragment is used by an MMA: the reference compiler takes a fragment's MMA kind
-    and layout from the MMA that uses it, and rejects the operations of a fragment no MMA
-    uses (lib/Target/GPU/cute_codegen.cpp, Visit(AST::MMA): FragHasMMAType); it finds this
-    when generating code, so only in a program with no other error."""
+    A fragment hidden by one of its name in a nested parallel-by, and used by no MMA, is
+    an error: the reference compiler takes a fragment's MMA kind from the MMA that uses
+    it and rejects the operations of one that no MMA uses
+    (lib/Target/GPU/cute_codegen.cpp, Visit(AST::MMA): FragHasMMAType; its
+    tests/gpu/codegen/cute/mma_error.co)."""
     if ck.unknown_names:
         return
-    # the reference finds an unused fragment when generating code, after every other
-    # check passed: with another error, it is likely a consequence of that one
-    others = any(d.is_error for d in ck.sink.items)
     for sym in ck.symbols:
         if sym.kind != "fragment" or sym.info.get("bad"):
             continue
-        hint = (f"'{sym.name} = mma.fill' inside a nested parallel-by declares a new "
-                f"accumulator, which hides this one there") if sym.info.get("hidden") else None
-        if sym.type.role == "acc" and sym.type.shape is None:
-            ck.error(sym.decl.span, f"can not infer the shape of accumulator '{sym.name}'.",
-                     hint=hint)
-        elif not sym.info.get("executed") and not others:
+        if sym.info.get("hidden") and not sym.info.get("executed"):
             ck.error(sym.decl.span, f"the MMA operations of fragment '{sym.name}' can not be "
                                     f"executed: no MMA ('mma.<a>.<b>') uses it.",
-                     hint=hint or "a fragment takes its MMA kind and layout from the MMA "
-                                  "that uses it")
+                     hint=f"'{sym.name} = mma.fill' inside a nested parallel-by declares a "
+                          f"new accumulator, which hides this one there")
+        elif sym.type.role == "acc" and sym.type.shape is None:
+            ck.error(sym.decl.span, f"can not infer the shape of accumulator '{sym.name}'.")
 
 
 RULES = {
