@@ -390,7 +390,8 @@ static int run_grid() {
     if (rt.abort) return CQ_FAULTED;
     if (!live) return cq_fault_record.key == CQ_NO_FAULT ? CQ_OK : CQ_FAULTED;
     if (moved) continue;
-    const block_state *parked = NULL, *finished = NULL;
+    block_state *parked = NULL;
+    const block_state *finished = NULL;
     for (unsigned i = 0; i < rt.nblocks; i++) {
       block_state *b = &rt.blocks[i];
       if (!b->live) {
@@ -402,6 +403,11 @@ static int run_grid() {
       } else if (!parked) {
         parked = b;
       }
+    }
+    if (!finished) {             /* every block waits, none released it: a runtime bug */
+      fill_deadlock_record(parked);
+      rt.blk = parked;
+      return CQ_DEADLOCKED;
     }
     const thread_state *t = parked->threads;
     while (t->done) t++;
