@@ -23,20 +23,14 @@ def compile_src(source: str, filename: str = "coop.co"):
 
 
 def run(source: str, func: str, *args):
-    """(printed, returned) of ``func``; the CUDA generator refuses grid barriers."""
+    """(printed, returned) of ``func``."""
     prog = compile_src(source)
     out = io.StringIO()
-    if not engines.interprets(engines._active[-1]):
-        with pytest.raises(croqvm.CompileError, match="a grid barrier"):
-            engines.run(prog, func, *args, out=out)
-        pytest.skip("the CUDA generator does not translate grid barriers")
     result = engines.run(prog, func, *args, out=out)
     return out.getvalue(), result
 
 
 def fault(source: str, func: str) -> str:
-    if not engines.interprets(engines._active[-1]):
-        pytest.skip("the CUDA generator does not translate grid barriers")
     with pytest.raises(croqvm.KernelFault) as info:
         engines.run(compile_src(source), func, out=io.StringIO())
     return str(info.value)
@@ -190,6 +184,81 @@ def test_accesses_on_one_side_of_the_grid_barrier_race_between_blocks():
     assert str(info.value).splitlines()[0] == (
         "coop.co:5:5: runtime error: data race on global 'a' element (2): written here, read "
         "at coop.co:6:5; the blocks of one launch are not ordered with each other.")
+
+
+# ------------------------------------------------------------------------ the CUDA path
+
+# Two phases per round across a 2 x 3 grid: every block writes its value, then (after the
+# grid barrier) adds the value of the block mirrored through the grid's centre, then
+# (after another) writes again. From v = 1 + linear index (1..6; mirror of linear l is
+# 5 - l): round 1 gives 7 everywhere, round 2 gives 14.
+TWO_PHASE = """
+    __co__ auto two_phase() {
+      s32 [2, 3] v;
+      s32 [2, 3] w;
+      parallel {bx, bz} by [2, 3] : block<cooperative>, t by 64 : thread {
+        if (t == 0)
+          v.at(bx, bz) = bx * 3 + bz + 1;
+        foreach r in [2] {
+          sync.barrier : block;
+          if (t == 0)
+            w.at(bx, bz) = v.at(bx, bz) + v.at(1 - bx, 2 - bz);
+          sync.barrier : block;
+          if (t == 0)
+            v.at(bx, bz) = w.at(bx, bz);
+        }
+      }
+      return v;
+    }
+"""
+
+
+def _once_on_the_python_engine():
+    if engines._active[-1] != "python":
+        pytest.skip("runs the CUDA path once, beside the Python engine")
+
+
+def test_cuda_cpu_agrees_with_the_engines_on_a_two_phase_kernel_across_blocks():
+    _once_on_the_python_engine()
+    from croqvm.diff import assert_agree
+    prog = compile_src(TWO_PHASE)
+    np.testing.assert_array_equal(prog.run("two_phase", device="cuda-cpu",
+                                           out=io.StringIO()), np.full((2, 3), 14))
+    assert_agree(prog, "two_phase", against="cuda-cpu")
+
+
+def test_cuda_cpu_reports_a_block_finished_before_the_grid_barrier_as_the_engines_do():
+    _once_on_the_python_engine()
+    source = """
+        __co__ void early_exit() {
+          parallel bx by 3 : block<cooperative>, t by 64 : thread {
+            if (bx == 1)
+              yield;
+            sync.barrier : block;
+          }
+        }
+    """
+    texts = []
+    for where in ({"engine": "python"}, {"device": "cuda-cpu"}):
+        with pytest.raises(croqvm.KernelFault) as info:
+            compile_src(source).run("early_exit", out=io.StringIO(), **where)
+        texts.append(str(info.value))
+    assert texts[1] == texts[0]
+    assert "block (1) finished the kernel without reaching it" in texts[0]
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_the_grid_barrier_compiles_with_nvcc(arch):
+    """Every block's leader arrives at the global generation-counting barrier between two
+    meetings of its block's participants."""
+    _once_on_the_python_engine()
+    from croqvm.cuda import compile as cc
+    from croqvm.cuda.emit import emit
+    text = emit(compile_src(TWO_PHASE).module, arch=arch).text
+    assert text.count("cq_grid_sync(cq_coll_rank(cl, lane) == 0, ") == 2
+    if cc.shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    assert cc.build(text, arch).read_bytes()[:4] == b"\x7fELF"
 
 
 # ------------------------------------------------------------------------ the front end

@@ -53,7 +53,9 @@ class FakeBackend:
     def __init__(self, kernel):
         self.kernel, self.mem, self.next, self.freed = kernel, {}, 4096, []
         self.globals = {"cq_fault_record": self.alloc(ctypes.sizeof(abi.FaultRec)),
-                        "cq_watchdog_ns": self.alloc(8), "cq_step_limit": self.alloc(8)}
+                        "cq_watchdog_ns": self.alloc(8), "cq_step_limit": self.alloc(8),
+                        "cq_grid_state": self.alloc(8)}
+        self.cooperative = None
 
     def load(self, image):
         return image
@@ -93,7 +95,8 @@ class FakeBackend:
     def set_heap(self, nbytes):
         self.heap = nbytes
 
-    def launch(self, fn, grid, block, smem, params):
+    def launch(self, fn, grid, block, smem, params, cooperative=False):
+        self.cooperative = cooperative
         self.kernel(self, params)
 
     def synchronize(self):
@@ -112,6 +115,16 @@ def test_launch_copies_buffers_in_and_written_ones_back():
     assert module.launch("twice", (1,), 32, 0, [("ptr", src), ("ptr", dst), ("i32", 5)]) is None
     assert dst.tolist() == [0, 2, 4, 6, 8]
     assert len(backend.freed) == 2
+
+
+def test_a_cooperative_launch_reopens_the_grid_barrier_first():
+    """A launch the watchdog ended may leave blocks counted at the grid barrier."""
+    seen = []
+    backend = FakeBackend(lambda dev, params: seen.append(
+        dev.mem[dev.globals["cq_grid_state"]].view(np.uint32).tolist()))
+    backend.mem[backend.globals["cq_grid_state"]][:] = 7
+    driver.GpuModule(backend, b"image").launch("k", (4,), 64, cooperative=True)
+    assert seen == [[0, 0]] and backend.cooperative is True
 
 
 def test_launch_reads_the_fault_record_and_opts_in_to_large_shared_memory():

@@ -263,6 +263,60 @@ def test_span_as_and_sqz_name_views_whose_elements_are_those_of_numpy_reshapes()
         " ".join(str(x) for x in r.reshape(-1)) + " "]
 
 
+def test_a_view_with_element_strides_reads_and_writes_numpy_s_strided_elements():
+    """``view(e : t).from(f)``: element x lies sum((f + x) * t) elements after the
+    source's first element in memory (Croqtile: view-operations.md; span_assign.co
+    places 'a.view(16, 8 : 12, 3).from(17, 18)' at a + 258); a chunkat of it scales its
+    offsets by the strides too, in a kernel as on the host."""
+    a = (np.arange(8 * 6, dtype=np.int32) * 7 - 20).reshape(8, 6)
+    flat = a.reshape(-1)
+    text, out = run("""
+        __co__ s32 [2, 4, 3] f(global s32 [8, 6] a) {
+          b = a.view(4, 3 : 8, 3).from(1, 2);
+          c = a.subspan(4, 6).at(1, 0).view(_, 2 : 1, 6).from(0, 1);
+          s32 [2, 4, 3] out;
+          parallel p by 2 : block, t by 12 : thread {
+            d = b.chunkat(p, _);
+            out.at(p, t / 3, t % 3) = d.at(t / 3 / 2, t % 3) + b.at(t / 3, t % 3);
+          }
+          println(b.span, c.span, b.at(3, 2), c.at(0, 1), c.at(2, 0));
+          c.at(1, 1) = 5;
+          return out;
+        }
+    """, a)
+    b = np.lib.stride_tricks.as_strided(flat[8 * 1 + 3 * 2:], (4, 3), (8 * 4, 3 * 4))
+    c = np.lib.stride_tricks.as_strided(flat[24 + 6:], (4, 2), (4, 24))
+    assert text == f"[4, 3] [4, 2] {b[3, 2]} {c[0, 1]} {c[2, 0]}\n"
+    want = np.stack([b[2 * p:2 * p + 2][np.arange(4) // 2] + b for p in range(2)])
+    np.testing.assert_array_equal(out, want)
+    assert a.reshape(-1)[24 + 6 + 1 + 6] == 5
+
+
+def test_a_view_with_element_strides_past_its_source_is_a_runtime_error():
+    with pytest.raises(croqvm.KernelFault) as info:
+        run("""
+            __co__ void f(s32 [8, 6] a) {
+              b = a.view(4, 3 : 10, 3).from(1, 2);
+              foreach {i, j} in [4, 3]
+                println(b.at(i, j));
+            }
+        """, np.zeros((8, 6), np.int32))
+    assert str(info.value).splitlines()[0] == (
+        "views.co:4:5: runtime error: a view with element strides reaches element 49 of "
+        "'a' in memory order, which has 48 elements.")
+
+
+def test_a_view_with_element_strides_is_no_dma_operand_yet():
+    with pytest.raises(croqvm.CompileError, match="a view with element strides "
+                       r"\('view\(extents : strides\)'\) as a DMA or MMA operand"):
+        compile_src("""
+            __co__ void f(s32 [64, 32] a) {
+              parallel p by 2 : block
+                dma.copy a.view(16, 8 : 12, 3).from(p * 16, 0) => shared;
+            }
+        """)
+
+
 def test_named_views_are_read_and_written_inside_parallel_regions():
     a = np.arange(2 * 3 * 8, dtype=np.int32).reshape(2, 3, 8)
     _, out = run("""

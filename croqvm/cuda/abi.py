@@ -49,6 +49,7 @@ class WaitKind(enum.IntEnum):
     EVENT = 5
     WARP = 6
     FLAG = 7
+    GRID = 8
 
 
 class Status(enum.IntEnum):
@@ -81,7 +82,8 @@ class PrintBuf(ctypes.Structure):
 
 class LaunchCfg(ctypes.Structure):
     _fields_ = [("grid", ctypes.c_uint32 * 3), ("block", ctypes.c_uint32),
-                ("smem_bytes", ctypes.c_uint64), ("stack_bytes", ctypes.c_uint64)]
+                ("smem_bytes", ctypes.c_uint64), ("stack_bytes", ctypes.c_uint64),
+                ("cooperative", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
 
 
 # Kernel parameter kinds (generated kernels take pointers, then extents and scalars with

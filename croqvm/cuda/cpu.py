@@ -62,13 +62,14 @@ class CpuModule:
 
     def launch(self, kernel: str, grid: Sequence[int], block: int, smem: int = 0,
                params: Sequence[Param] = (), stack: int = 0,
-               step_limit: int = (1 << 64) - 1) -> Outcome:
+               step_limit: int = (1 << 64) - 1, cooperative: bool = False) -> Outcome:
         """Runs ``kernel`` on a grid of up to three dimensions; returns None, the
         first fault, or the deadlock that stopped it. ``step_limit``: loop iterations
-        a thread may run (generated code counts them)."""
+        a thread may run (generated code counts them); ``cooperative``: every block
+        resident at once, as a grid barrier needs."""
         grid = tuple(grid) + (1,) * (3 - len(grid))
         ctypes.c_uint64.in_dll(self.lib, "cq_step_limit").value = step_limit
-        cfg = abi.LaunchCfg((ctypes.c_uint32 * 3)(*grid), block, smem, stack)
+        cfg = abi.LaunchCfg((ctypes.c_uint32 * 3)(*grid), block, smem, stack, int(cooperative))
         args, keep = pack_params(params)
         with self._lock:
             status = self.lib.cq_cpu_launch(self.entry(kernel), args, ctypes.byref(cfg))
@@ -85,8 +86,9 @@ class CpuModule:
                 smem_bytes = ctypes.string_at(ptr, n.value) if n.value else b""
                 return abi.decode_deadlock(self.deadlock, smem_bytes)
         what = {abi.Status.ERR_CONFIG: f"grid {grid} or block size {block} out of range",
-                abi.Status.ERR_NOMEM: f"no memory for {block} thread stacks or {smem} bytes "
-                                      f"of shared memory"}
+                abi.Status.ERR_NOMEM: f"no memory for the thread stacks of {block} threads "
+                                      f"per block{' in every block' if cooperative else ''} "
+                                      f"or {smem} bytes of shared memory"}
         raise errors.DeviceError(f"cuda-cpu launch of '{kernel}' failed: "
                                  f"{what.get(status, f'status {status}')}")
 

@@ -42,6 +42,7 @@ CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 CU_FUNC_ATTRIBUTES = {"MAX_THREADS_PER_BLOCK": 0, "NUM_REGS": 4}
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 CU_LIMIT_MALLOC_HEAP_SIZE = 2
+CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
 STATIC_SMEM_LIMIT = 48 * 1024      # above this a kernel must opt in to dynamic shared memory
 
 
@@ -146,10 +147,25 @@ class DriverBackend:
     def set_heap(self, nbytes: int) -> None:
         self._call("cuCtxSetLimit", CU_LIMIT_MALLOC_HEAP_SIZE, ctypes.c_size_t(nbytes))
 
-    def launch(self, fn, grid, block: int, smem: int, params: Sequence[Param]) -> None:
+    def launch(self, fn, grid, block: int, smem: int, params: Sequence[Param],
+               cooperative: bool = False) -> None:
         args, _values = pack_params(params)
-        self._call("cuLaunchKernel", fn, *map(ctypes.c_uint, grid), ctypes.c_uint(block),
-                   ctypes.c_uint(1), ctypes.c_uint(1), ctypes.c_uint(smem), None, args, None)
+        dims = (*map(ctypes.c_uint, grid), ctypes.c_uint(block), ctypes.c_uint(1),
+                ctypes.c_uint(1), ctypes.c_uint(smem), None, args)
+        if cooperative:
+            self._call("cuLaunchCooperativeKernel", fn, *dims)
+        else:
+            self._call("cuLaunchKernel", fn, *dims, None)
+
+    def resident_blocks(self, fn, block: int, smem: int) -> int:
+        """How many blocks of ``fn`` the GPU holds at once (a cooperative launch's
+        limit): blocks per multiprocessor times multiprocessors."""
+        per_sm, sms = ctypes.c_int(), ctypes.c_int()
+        self._call("cuOccupancyMaxActiveBlocksPerMultiprocessor", ctypes.byref(per_sm), fn,
+                   ctypes.c_int(block), ctypes.c_size_t(smem))
+        self._call("cuDeviceGetAttribute", ctypes.byref(sms),
+                   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, self.dev)
+        return per_sm.value * sms.value
 
     def synchronize(self) -> None:
         self._call("cuCtxSynchronize")
@@ -229,13 +245,21 @@ class PyCudaBackend:
     def set_heap(self, nbytes: int) -> None:
         self.drv.Context.set_limit(self.drv.limit.MALLOC_HEAP_SIZE, nbytes)
 
-    def launch(self, fn, grid, block: int, smem: int, params: Sequence[Param]) -> None:
+    def launch(self, fn, grid, block: int, smem: int, params: Sequence[Param],
+               cooperative: bool = False) -> None:
+        if cooperative:
+            raise GpuError("PyCUDA has no cooperative launch, which a grid barrier needs "
+                           "(LANGUAGE.md §7.1.4): run with CROQVM_GPU_BACKEND=driver")
         fn.prepare("".join(PYCUDA_FORMAT[k] for k, _ in params))
         values = [int(v) if k == "ptr" else v for k, v in params]
         try:
             fn.prepared_call(tuple(grid), (block, 1, 1), *values, shared_size=smem)
         except self.drv.Error as exc:
             raise GpuError(f"kernel launch failed: {exc}") from None
+
+    def resident_blocks(self, fn, block: int, smem: int) -> int:
+        """PyCUDA launches no cooperative kernel (``launch`` says so): no limit here."""
+        return 1 << 62
 
     def synchronize(self) -> None:
         try:
@@ -366,11 +390,18 @@ class GpuModule:
             self.backend.set_heap(self.backend.total_memory() // 4)
             _heap_reserved = True
 
+    def resident_blocks(self, kernel: str, block: int, smem: int) -> int:
+        """How many blocks of ``kernel`` this GPU holds at once."""
+        return self.backend.resident_blocks(self._function(kernel, block, smem), block, smem)
+
     def launch(self, kernel: str, grid: Sequence[int], block: int, smem: int = 0,
-               params: Sequence[Param] = (), step_limit: int = (1 << 64) - 1):
+               params: Sequence[Param] = (), step_limit: int = (1 << 64) - 1,
+               cooperative: bool = False):
         """Runs ``kernel`` to completion; returns None or the first fault. A "ptr"
         parameter given as a numpy array is copied to the device for the launch and
-        back after it (unless the array is read-only); an int is a device address."""
+        back after it (unless the array is read-only); an int is a device address.
+        ``cooperative``: a cooperative launch (every block resident, §7.1.4), with the
+        grid barrier's counters zeroed first."""
         global _failed
         if _failed:
             raise GpuError(f"kernel '{kernel}' can not run: {_failed}, and a GPU context "
@@ -393,8 +424,11 @@ class GpuModule:
             record = abi.FaultRec(key=abi.NO_FAULT)
             raw = np.frombuffer(record, np.uint8)      # a view the copies fill in place
             self.backend.h2d(self.fault_ptr, raw)
+            if cooperative:
+                self.backend.h2d(self.backend.global_ptr(self.module, "cq_grid_state"),
+                                 np.zeros(2, np.uint32))
             try:
-                self.backend.launch(fn, grid, block, smem, device_params)
+                self.backend.launch(fn, grid, block, smem, device_params, cooperative)
                 self.backend.synchronize()
             except GpuError as exc:
                 _failed = f"kernel '{kernel}' failed on the GPU before it ({exc})"
@@ -412,7 +446,8 @@ class GpuModule:
         return abi.decode_fault(record)
 
     def launch_printing(self, kernel: str, grid: Sequence[int], block: int, smem: int,
-                        params: Sequence[Param], words: int, step_limit: int):
+                        params: Sequence[Param], words: int, step_limit: int,
+                        cooperative: bool = False):
         """``launch`` with a print buffer of ``words`` 64-bit words: (outcome, printed
         records). Records that did not fit are reported on stderr."""
         if self.print_buf is None:
@@ -422,7 +457,7 @@ class GpuModule:
         state = abi.PrintBuf(0, cap, ptr)
         raw = np.frombuffer(state, np.uint8)
         self.backend.h2d(state_ptr, raw)
-        outcome = self.launch(kernel, grid, block, smem, params, step_limit)
+        outcome = self.launch(kernel, grid, block, smem, params, step_limit, cooperative)
         self.backend.d2h(raw, state_ptr)
         if not state.used:
             return outcome, []

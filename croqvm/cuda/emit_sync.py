@@ -116,11 +116,25 @@ def op_named_barrier(k, ins, ip):
 
 
 def op_grid_sync(k, ins, ip):
-    """A grid barrier needs a cooperative launch (cudaLaunchCooperativeKernel) and a
-    runtime that keeps every block resident; neither the launch code nor the CPU runtime,
-    which runs one block at a time, provides them yet."""
-    raise k.unsupported("a grid barrier ('sync.barrier : block' in a block<cooperative> "
-                        "launch)", ins)
+    """A grid barrier (§7.1.4): the participants of the block meet, the lowest-ranked
+    arrives at the grid barrier for the block (``cq_grid_sync``, which needs every block
+    resident: a cooperative launch), and the participants meet again, so none goes on
+    before the grid barrier has released its block. ``finished`` is the fault the CPU
+    runtime records when a block finished the kernel without arriving (GRID_FINISHED):
+    its values are that block's index."""
+    c = ins[1]
+    rank = max(len(l.grid) for l in k.fn.host.launches if l.kernel == k.index)
+    finished = k.site(Kind.GRID_FINISHED, ip, span_of(ins),
+                      lambda args, refs, c=c, r=rank: (c, tuple(int(x) for x in args[:r])))
+    k.line("{", ins)
+    k.depth += 1
+    k.line(f"const cq_coll cl = {k.coll(ip)};", ins)
+    n = wait_site(k, ins, ip, k.code.colls[c].text)
+    k.line(f"cq_coll_sync(cl, {n});", ins)
+    k.line(f"cq_grid_sync(cq_coll_rank(cl, lane) == 0, {n}, {finished});", ins)
+    k.line(f"cq_coll_sync(cl, {n});", ins)
+    k.depth -= 1
+    k.line("}", ins)
 
 
 # --------------------------------------------------------------------------- ONCE (§7.2.2)

@@ -24,7 +24,8 @@ import numpy as np
 from .. import dtypes, messages, report
 from ..errors import ArgumentError, DeviceError, InternalError, KernelFault
 from ..faults import FaultRecord
-from ..limits import LAUNCH_SHARED_BYTES, WARP_SIZE
+from ..bytecode.opcodes import GRID_SYNC, SPAN, WIDTH
+from ..limits import LAUNCH_SHARED_BYTES, WARP_SIZE, resident_blocks
 from ..messages import print_text
 from ..numerics import convert
 from . import abi
@@ -124,18 +125,25 @@ class Device:
             v, ht = values[r]
             x = convert(np.asarray([v]), ht, t, np.ones(1, bool))[0]
             params.append((_param_kind(t), x.item()))
+        barrier = _grid_barrier(code) if launch.cooperative else None
         if self.kind == "cuda-cpu":
+            if barrier is not None:
+                _check_resident(call, index, grid, size, barrier, resident_blocks(size))
             outcome = loaded.launch(info.cname, grid, size,
                                     _launch_smem(info, LAUNCH_SHARED_BYTES), params,
-                                    info.stack_bytes, _step_limit(call))
+                                    info.stack_bytes, _step_limit(call),
+                                    cooperative=barrier is not None)
             records = loaded.printed()
         else:
+            smem = _launch_smem(info, loaded.backend.max_smem())
+            if barrier is not None:
+                _check_resident(call, index, grid, size, barrier,
+                                loaded.resident_blocks(info.cname, size, smem))
             if info.heap:
                 loaded.reserve_heap()
-            outcome, records = loaded.launch_printing(info.cname, grid, size,
-                                                      _launch_smem(info,
-                                                                   loaded.backend.max_smem()),
-                                                      params, PRINT_WORDS, _step_limit(call))
+            outcome, records = loaded.launch_printing(info.cname, grid, size, smem, params,
+                                                      PRINT_WORDS, _step_limit(call),
+                                                      cooperative=barrier is not None)
         self._print(call, gen, records)
         if outcome is None:
             return
@@ -186,6 +194,29 @@ def _launch_smem(info, most: int) -> int:
         raise DeviceError(f"kernel '{info.cname}' needs {info.static_bytes} bytes of "
                           f"shared memory; a block has at most {most}")
     return min(info.smem_bytes, most)
+
+
+def _grid_barrier(code):
+    """The first grid barrier of a kernel (its instruction index), or None: a
+    cooperative launch of a kernel without one runs as any other (§7.1.4)."""
+    return next((ip for ip, op in enumerate(code.code[::WIDTH]) if op == GRID_SYNC), None)
+
+
+def _check_resident(call, index: int, grid, size: int, ip: int, resident: int) -> None:
+    """A cooperative launch needs its whole grid resident at once. One the device can
+    not hold would wait at the grid barrier for blocks that never start: it is the
+    engines' GRID_RESIDENT deadlock, reported before the launch, at the kernel's first
+    grid barrier, for block 0 (the device's limit: ``resident`` blocks)."""
+    total = int(np.prod(grid))
+    if total <= resident:
+        return
+    from ..faults import Kind
+    code = call.fn.kernels[call.fn.host.launches[index].kernel].code
+    ins = code.code[WIDTH * ip:WIDTH * (ip + 1)]
+    threads = -(-size // WARP_SIZE) * WARP_SIZE
+    rec = FaultRecord(Kind.GRID_RESIDENT, (ins[1], total, resident, threads), index,
+                      (0,) * len(grid), 0, ip, ins[SPAN])
+    raise report.fault(call.spans, call.fn, rec)
 
 
 def _step_limit(call) -> int:
@@ -335,6 +366,8 @@ def _wait_text(cx, gen, info, wait, d) -> str:
     slot = _slot(info, cx.code, a0, d) if kind == abi.WaitKind.EVENT else None
     if slot is not None:
         return messages.report("at_event", (s.span, s.span, *slot, a1), cx)
+    if s.ip >= 0 and cx.code.code[s.ip * WIDTH] == GRID_SYNC:
+        return messages.report("at_grid", (s.coll, s.span), cx)
     if kind == abi.WaitKind.BLOCK_BARRIER and s.coll >= 0:
         return messages.report("at_barrier", (s.coll, s.span, a0, a1), cx)
     if kind == abi.WaitKind.NAMED_BARRIER:

@@ -183,13 +183,17 @@ def _array_index(lw: Lowerer, ref: BufRef, idx: list, node) -> int:
 class VState:
     """A view chain lowered (§8.1-§8.3): origin and extents (operands) in an index
     space of extents ``space`` -- the base's own, or the shape of a ``span_as`` of the
-    contiguous view ``under`` -- and the dimensions it shows (``keep``, None: all)."""
+    contiguous view ``under`` -- and the dimensions it shows (``keep``, None: all).
+    With ``strides`` (operands), a view with element strides over the memory of
+    ``under`` from its first element: index ``x`` lies ``sum(x_k * strides_k)`` elements
+    after it."""
     base: Base
     org: list
     ext: list
     space: list
     keep: list | None = None
     under: "VState | None" = None
+    strides: list | None = None
 
     @property
     def shown(self) -> list[int]:
@@ -208,6 +212,8 @@ def view_state(lw: Lowerer, e: ast.Expr) -> VState:
         if not isinstance(alias, ViewAlias):
             lw.unsupported(e, f"'{e.id}' as a view")
         return view_state(lw, alias.expr)
+    if isinstance(e, ast.ViewFrom) and e.strides is not None:
+        return _strided(lw, e, view_state(lw, e.base))
     if isinstance(e, (ast.ChunkAt, ast.Subspan, ast.ViewFrom)):
         st = view_state(lw, e.base)
         shown = st.shown
@@ -275,6 +281,47 @@ def _span_as(lw: Lowerer, e: ast.SpanAs, under: VState) -> VState:
     return VState(under.base, [0] * len(sizes), list(sizes), list(sizes), None, under)
 
 
+def _strided(lw: Lowerer, e: ast.ViewFrom, under: VState) -> VState:
+    """§8.3.2 with element strides (Croqtile: view-operations.md): extents and origin in
+    a space of the view's own, whose index ``x`` lies ``sum(x_k * t_k)`` elements after
+    the first element of ``under`` in memory (lib/Target/GPU/cute_codegen.cpp scales the
+    ``.from`` offsets by the strides too)."""
+    if under.strides is not None:
+        lw.unsupported(e, "element strides on a view that has element strides already")
+    ext = _sizes(lw, e.sizes, [under.ext[k] for k in under.shown])
+    org = int_operands(lw, e.origin)
+    strides = int_operands(lw, e.strides)
+    return VState(under.base, org, ext, list(ext), None, under, strides)
+
+
+def _strided_index(lw: Lowerer, st: VState, full: list) -> list:
+    """The base element at index ``full`` of the strided ``st``: its offset from the
+    first element of ``st.under``, checked to lie inside the space of ``st.under``, then
+    that space's row-major index of it."""
+    under = st.under
+    space = [extent(lw, x) for x in under.space]
+    linear = 0
+    for o, x in zip(under.org, space):         # the first element of under
+        linear = o_add(lw, o_mul(lw, linear, x), o)
+    for x, t in zip(full, st.strides):
+        linear = o_add(lw, linear, o_mul(lw, x, t))
+    count = _product(lw, space)
+    if isinstance(linear, Reg) or isinstance(count, Reg) or not 0 <= linear < count:
+        at = reg_of(lw, linear)
+        ok = lw.b.op("AND", dtypes.BOOL, lw.b.op("GE", dtypes.BOOL, at, lw.int_reg(0)),
+                     lw.b.op("LT", dtypes.BOOL, at, reg_of(lw, count)))
+        emit_check(lw.b, ok, "a view with element strides reaches element ", at,
+                   f" of '{_root_text(under.base.text)}' in memory order, which has ",
+                   reg_of(lw, count), " elements.")
+    idx = []
+    for x in reversed(space[1:]):
+        idx.insert(0, o_op(lw, "MOD", linear, x))
+        linear = o_div(lw, linear, x)
+    idx.insert(0, linear)
+    whole = VState(under.base, [0] * len(space), space, space, None, under.under)
+    return _base_index(lw, whole, idx)
+
+
 def _product(lw: Lowerer, xs: list):
     total = 1
     for x in xs:
@@ -287,7 +334,12 @@ def view_parts(lw: Lowerer, e: ast.Expr):
     base, as DMA and MMA operands are."""
     st = view_state(lw, e)
     if not st.plain:
-        lw.unsupported(e, "a view made by 'span_as' or '.sqz()' as a DMA or MMA operand")
+        strided = st
+        while strided is not None and strided.strides is None:
+            strided = strided.under
+        lw.unsupported(e, "a view with element strides ('view(extents : strides)') as a "
+                          "DMA or MMA operand" if strided is not None else
+                          "a view made by 'span_as' or '.sqz()' as a DMA or MMA operand")
     return st.base, st.org, st.ext
 
 
@@ -385,6 +437,8 @@ def _base_index(lw: Lowerer, st: VState, idx: list) -> list:
         full[k] = o_add(lw, full[k], i)
     if st.under is None:
         return full
+    if st.strides is not None:
+        return _strided_index(lw, st, full)
     linear = 0
     for k, i in enumerate(full):                # row-major in the span_as space
         linear = o_add(lw, o_mul(lw, linear, extent(lw, st.space[k])), i)

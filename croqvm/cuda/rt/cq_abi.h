@@ -51,7 +51,10 @@
                                  generation waited for */                               \
   X(CQ_WAIT_WARP, 6)          /* a warp-wide operation; a0: lanes of the warp arrived */ \
   X(CQ_WAIT_FLAG, 7)          /* a published count; a0: its byte offset in shared memory,\
-                                 a1: the value waited for */
+                                 a1: the value waited for */                            \
+  X(CQ_WAIT_GRID, 8)          /* the grid barrier, for its block; a0: the generation    \
+                                 waited for, a1: the fault site of a block finished     \
+                                 without arriving */
 
 /* What a CPU launch returns. */
 #define CQ_STATUSES(X)                                                                  \
@@ -109,6 +112,8 @@ typedef struct cq_launch_cfg {
   unsigned block;                /* threads per block, 1..1024 (1-D blocks) */
   unsigned long long smem_bytes; /* dynamic shared memory per block */
   unsigned long long stack_bytes; /* CPU runtime: stack per thread; 0 = the default */
+  unsigned cooperative;          /* 1: every block resident at once (a grid barrier) */
+  unsigned pad;
 } cq_launch_cfg;
 
 #endif /* CQ_ABI_H */

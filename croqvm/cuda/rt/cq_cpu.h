@@ -5,6 +5,9 @@
  * the host serialises them), `blk` its current block, `self` the running thread. Blocks
  * run one after another in row-major order of their indices (LANGUAGE.md §7.1.1); the
  * threads of a block run round-robin in lane order, each until it waits or finishes.
+ * A cooperative launch (cfg.cooperative, a kernel with a grid barrier, §7.1.4) holds
+ * every block at once instead: each pass runs the threads of every block, blocks in
+ * row-major order, so a grid barrier completes once every block has arrived.
  *
  * Every wait is `wait_until`, so the scheduler knows which threads are blocked and on
  * what: a full pass over the live threads in which none did anything but re-check an
@@ -97,8 +100,11 @@ struct pending_copy {
   unsigned group;
 };
 
+struct block_state;
+
 struct thread_state {
   cq_fiber_ctx ctx;
+  block_state *blk;                /* the block it belongs to */
   unsigned tid;
   bool done;
   bool progressed;                 /* did more than re-check an unmet wait since resumed */
@@ -143,6 +149,9 @@ struct wgmma_operands {
 struct block_state {
   unsigned idx[3];
   long long linear;
+  thread_state *threads;           /* its `size` threads, by lane */
+  mma_operands *operands;          /* per warp; the launch's own unless cooperative */
+  wgmma_operands *wg_operands;     /* per warpgroup; likewise */
   unsigned size, live;
   unsigned short warp_live[MAX_WARPS];
   unsigned char *smem;
@@ -159,13 +168,19 @@ struct launch_state {
   cq_launch_cfg cfg;
   void (*entry)(void **);
   void **args;
-  thread_state *threads;           /* cfg.block of them; stacks kept between launches */
+  thread_state *threads;           /* cfg.block of them, or cfg.block for every block of a
+                                      cooperative launch; stacks kept between launches */
+  unsigned nthreads;               /* room in `threads` */
   unsigned nstacks;
   size_t stack_size;
   block_state *blk;
   mma_operands operands[MAX_WARPS];
   wgmma_operands wg_operands[MAX_WARPGROUPS];
   thread_state *self;
+  block_state *blocks;             /* a cooperative launch: every block, all resident */
+  unsigned nblocks;
+  unsigned grid_arrived;           /* blocks arrived at the grid barrier's open generation */
+  unsigned long long grid_gen;     /* generations of the grid barrier completed */
   bool abort;                      /* a misuse was recorded: stop the launch */
   unsigned char *kept_smem;        /* the deadlocked block's shared memory, until the next
                                       launch */
@@ -286,12 +301,11 @@ static void fiber_main() {
 
 /* ------------------------------------------------------------------ scheduler */
 
-static inline void fill_deadlock_record() {
-  block_state *b = rt.blk;
+static inline void fill_deadlock_record(block_state *b) {
   cq_deadlock_record.block = b->linear;
   cq_deadlock_record.nthreads = (int)b->size;
   for (unsigned i = 0; i < b->size; i++) {
-    cq_thread_wait w = rt.threads[i].wait;
+    cq_thread_wait w = b->threads[i].wait;
     /* counts that change while waiting are read now, when nothing moves any more */
     if (w.kind == CQ_WAIT_BLOCK_BARRIER) {
       w.a0 = b->bar0_arrived;
@@ -305,10 +319,10 @@ static inline void fill_deadlock_record() {
   }
 }
 
-static int run_block() {
-  block_state *b = rt.blk;
+static void start_threads(block_state *b) {
   for (unsigned i = 0; i < b->size; i++) {
-    thread_state *t = &rt.threads[i];
+    thread_state *t = &b->threads[i];
+    t->blk = b;
     t->tid = i;
     t->done = false;
     t->progressed = false;
@@ -322,18 +336,29 @@ static int run_block() {
     t->wg_fenced = false;
     cq_fiber_prepare(&t->ctx, fiber_main);
   }
+}
+
+/* One pass over the block's live threads: whether any did more than re-check a wait. */
+static bool run_pass(block_state *b) {
+  bool moved = false;
+  rt.blk = b;
+  for (unsigned i = 0; i < b->size && !rt.abort; i++) {
+    thread_state *t = &b->threads[i];
+    if (t->done) continue;
+    rt.self = t;
+    cq_fiber_switch_to(&rt.sched, &t->ctx, 0);
+    moved |= t->progressed;
+  }
+  return moved;
+}
+
+static int run_block(block_state *b) {
+  start_threads(b);
   while (b->live) {
-    bool moved = false;
-    for (unsigned i = 0; i < b->size && !rt.abort; i++) {
-      thread_state *t = &rt.threads[i];
-      if (t->done) continue;
-      rt.self = t;
-      cq_fiber_switch_to(&rt.sched, &t->ctx, 0);
-      moved |= t->progressed;
-    }
+    bool moved = run_pass(b);
     if (rt.abort) return CQ_FAULTED;
     if (!moved) {
-      fill_deadlock_record();
+      fill_deadlock_record(b);
       return CQ_DEADLOCKED;
     }
   }
@@ -346,35 +371,159 @@ static bool overran(const unsigned char *guard, size_t n) {
   return false;
 }
 
-/* The guard after the block's shared memory was written: a misuse of the block's first
-   thread, the launch ends. */
-static int smem_overrun() {
-  const long long args[3] = {CQ_MISUSE_SMEM_OVERRUN, (long long)rt.blk->smem_bytes, 0};
-  unsigned long long key = (unsigned long long)rt.blk->linear << 32;
+/* Whether block b wrote into the guard after its shared memory (a misuse of its first
+   thread: recorded, and the launch ends). */
+static bool smem_overrun(const block_state *b, size_t stride) {
+  if (!overran(b->smem + b->smem_bytes, stride - b->smem_bytes)) return false;
+  const long long args[3] = {CQ_MISUSE_SMEM_OVERRUN, (long long)b->smem_bytes, 0};
+  unsigned long long key = (unsigned long long)b->linear << 32;
   if (key < cq_fault_record.key) {
     cq_fault_record.key = key;
     cq_fault_record.kind = CQ_FAULT_MISUSE;
     cq_fault_record.site = -1;
     for (int i = 0; i < 16; i++) cq_fault_record.args[i] = i < 3 ? args[i] : 0;
   }
-  return CQ_FAULTED;
+  return true;
+}
+
+static inline const thread_state *grid_waiter(const block_state *b) {
+  for (unsigned i = 0; i < b->size; i++)
+    if (b->threads[i].wait.kind == CQ_WAIT_GRID) return &b->threads[i];
+  return NULL;
+}
+
+/* A cooperative launch: every block resident, each pass running them all. When nothing
+   moves, the first block (row-major) with live threads none of which waits at the grid
+   barrier is deadlocked by itself and reported as such; if every live block waits
+   there, a block finished without reaching the barrier, which can then never complete:
+   the engines' GRID_FINISHED fault, recorded for the first waiting block's lowest live
+   thread at the fault site the barrier's wait names (a1), with the lowest finished
+   block's index. */
+static int run_grid() {
+  for (unsigned i = 0; i < rt.nblocks; i++) start_threads(&rt.blocks[i]);
+  for (;;) {
+    bool moved = false, live = false;
+    for (unsigned i = 0; i < rt.nblocks && !rt.abort; i++)
+      if (rt.blocks[i].live) {
+        live = true;
+        moved |= run_pass(&rt.blocks[i]);
+      }
+    if (rt.abort) return CQ_FAULTED;
+    if (!live) return cq_fault_record.key == CQ_NO_FAULT ? CQ_OK : CQ_FAULTED;
+    if (moved) continue;
+    block_state *parked = NULL;
+    const block_state *finished = NULL;
+    for (unsigned i = 0; i < rt.nblocks; i++) {
+      block_state *b = &rt.blocks[i];
+      if (!b->live) {
+        if (!finished) finished = b;
+      } else if (!grid_waiter(b)) {
+        fill_deadlock_record(b);
+        rt.blk = b;
+        return CQ_DEADLOCKED;
+      } else if (!parked) {
+        parked = b;
+      }
+    }
+    if (!finished) {             /* every block waits, none released it: a runtime bug */
+      fill_deadlock_record(parked);
+      rt.blk = parked;
+      return CQ_DEADLOCKED;
+    }
+    const thread_state *t = parked->threads;
+    while (t->done) t++;
+    unsigned long long key = ((unsigned long long)parked->linear << 32) | t->tid;
+    if (key < cq_fault_record.key) {
+      cq_fault_record.key = key;
+      cq_fault_record.kind = CQ_FAULT_CHECK;
+      cq_fault_record.site = (int)grid_waiter(parked)->wait.a1;
+      memset(cq_fault_record.args, 0, sizeof cq_fault_record.args);
+      for (int d = 0; d < 3; d++) cq_fault_record.args[d] = finished->idx[d];
+    }
+    return CQ_FAULTED;
+  }
 }
 
 static int reserve_stacks(unsigned n, size_t size) {
-  if (size != rt.stack_size) {
+  if (size != rt.stack_size || n > rt.nthreads) {
     for (unsigned i = 0; i < rt.nstacks; i++) cq_fiber_stack_free(&rt.threads[i].ctx);
     rt.nstacks = 0;
     rt.stack_size = size;
   }
-  if (!rt.threads) {
-    rt.threads = new (std::nothrow) thread_state[CQ_MAX_BLOCK]();
-    if (!rt.threads) return -1;
+  if (n > rt.nthreads) {
+    delete[] rt.threads;
+    rt.nthreads = n > CQ_MAX_BLOCK ? n : CQ_MAX_BLOCK;
+    rt.threads = new (std::nothrow) thread_state[rt.nthreads]();
+    if (!rt.threads) {
+      rt.nthreads = 0;
+      return -1;
+    }
   }
   for (; rt.nstacks < n; rt.nstacks++)
     if (cq_fiber_stack_alloc(&rt.threads[rt.nstacks].ctx, size) != 0) return -1;
   return 0;
 }
 
+}  // namespace cq
+
+namespace cq {
+/* Block `linear` of the launch: its index, threads and shared memory (filled as CUDA
+   leaves it undefined). */
+static void init_block(block_state *b, unsigned long long linear, thread_state *threads,
+                       unsigned char *smem, size_t smem_alloc) {
+  const cq_launch_cfg *cfg = &rt.cfg;
+  memset(b, 0, sizeof *b);
+  b->idx[0] = (unsigned)(linear / ((unsigned long long)cfg->grid[1] * cfg->grid[2]));
+  b->idx[1] = (unsigned)(linear / cfg->grid[2] % cfg->grid[1]);
+  b->idx[2] = (unsigned)(linear % cfg->grid[2]);
+  b->linear = (long long)linear;
+  b->threads = threads;
+  b->operands = rt.operands;
+  b->wg_operands = rt.wg_operands;
+  b->size = b->live = cfg->block;
+  for (unsigned w = 0; w * WARP < cfg->block; w++)
+    b->warp_live[w] = cfg->block - w * WARP < (unsigned)WARP ? cfg->block - w * WARP : WARP;
+  b->smem = smem;
+  b->smem_bytes = (size_t)cfg->smem_bytes;
+  memset(smem, SMEM_FILL, smem_alloc);
+}
+
+/* A cooperative launch: every block with threads, shared memory and mma operands of
+   its own, run together (run_grid). */
+static int launch_grid(size_t smem_alloc) {
+  unsigned long long n = (unsigned long long)rt.cfg.grid[0] * rt.cfg.grid[1] * rt.cfg.grid[2];
+  rt.nblocks = (unsigned)n;
+  rt.grid_arrived = 0;
+  rt.grid_gen = 0;
+  rt.blocks = (block_state *)calloc(n, sizeof(block_state));
+  unsigned char *smem = (unsigned char *)aligned_alloc(128, n * smem_alloc);
+  mma_operands *ops = (mma_operands *)calloc(n * MAX_WARPS, sizeof(mma_operands));
+  wgmma_operands *wg = (wgmma_operands *)calloc(n * MAX_WARPGROUPS, sizeof(wgmma_operands));
+  int status = CQ_ERR_NOMEM;
+  if (rt.blocks && smem && ops && wg) {
+    for (unsigned i = 0; i < n; i++) {
+      init_block(&rt.blocks[i], i, rt.threads + (size_t)i * rt.cfg.block,
+                 smem + (size_t)i * smem_alloc, smem_alloc);
+      rt.blocks[i].operands = ops + (size_t)i * MAX_WARPS;
+      rt.blocks[i].wg_operands = wg + (size_t)i * MAX_WARPGROUPS;
+    }
+    status = run_grid();
+    for (unsigned i = 0; i < n && status == CQ_OK; i++)
+      if (smem_overrun(&rt.blocks[i], smem_alloc)) status = CQ_FAULTED;
+  }
+  if (status == CQ_DEADLOCKED) {     /* run_grid left rt.blk at the deadlocked block */
+    rt.kept_bytes = (size_t)rt.cfg.smem_bytes;
+    rt.kept_smem = (unsigned char *)malloc(smem_alloc ? smem_alloc : 1);
+    if (rt.kept_smem) memcpy(rt.kept_smem, rt.blk->smem, smem_alloc);
+  }
+  free(rt.blocks);
+  free(smem);
+  free(ops);
+  free(wg);
+  rt.blocks = NULL;
+  rt.nblocks = 0;
+  return status;
+}
 }  // namespace cq
 
 /* Runs `entry(args)` on every thread of every block. Not reentrant. */
@@ -389,42 +538,37 @@ extern "C" int cq_cpu_launch(void (*entry)(void **), void **args, const cq_launc
   if (cfg->block < 1 || cfg->block > CQ_MAX_BLOCK || !cfg->grid[0] || !cfg->grid[1] ||
       !cfg->grid[2])
     return CQ_ERR_CONFIG;
+  unsigned long long blocks = (unsigned long long)cfg->grid[0] * cfg->grid[1] * cfg->grid[2];
+  if (cfg->cooperative && blocks * cfg->block > 0xFFFFFFFFull) return CQ_ERR_CONFIG;
   size_t stack = cfg->stack_bytes ? (size_t)cfg->stack_bytes : (size_t)DEFAULT_STACK;
-  if (reserve_stacks(cfg->block, stack) != 0) return CQ_ERR_NOMEM;
-  block_state *b = (block_state *)calloc(1, sizeof(block_state));
+  unsigned threads = cfg->cooperative ? (unsigned)(blocks * cfg->block) : cfg->block;
+  if (reserve_stacks(threads, stack) != 0) return CQ_ERR_NOMEM;
+  rt.cfg = *cfg;
+  rt.entry = entry;
+  rt.args = args;
+  rt.abort = false;
   size_t smem_alloc = ((size_t)cfg->smem_bytes + 127) / 128 * 128;
-  /* A guard after the launch's shared memory: on a GPU a write past it is an illegal
-     address, here it would go unseen. */
-  unsigned char *smem = (unsigned char *)aligned_alloc(128, smem_alloc + SMEM_GUARD);
+  /* Each block's shared memory is followed by a guard: on a GPU a write past the
+     launch's shared memory is an illegal address, here it would go unseen. */
+  smem_alloc += SMEM_GUARD;
+  if (cfg->cooperative) {
+    int status = launch_grid(smem_alloc);
+    rt.blk = NULL;
+    return status;
+  }
+  block_state *b = (block_state *)calloc(1, sizeof(block_state));
+  unsigned char *smem = (unsigned char *)aligned_alloc(128, smem_alloc);
   if (!b || !smem) {
     free(b);
     free(smem);
     return CQ_ERR_NOMEM;
   }
-  rt.cfg = *cfg;
-  rt.entry = entry;
-  rt.args = args;
-  rt.abort = false;
-  rt.blk = b;
   int status = CQ_OK;
-  for (unsigned x = 0; x < cfg->grid[0] && status == CQ_OK; x++)
-    for (unsigned y = 0; y < cfg->grid[1] && status == CQ_OK; y++)
-      for (unsigned z = 0; z < cfg->grid[2] && status == CQ_OK; z++) {
-        memset(b, 0, sizeof *b);
-        b->idx[0] = x;
-        b->idx[1] = y;
-        b->idx[2] = z;
-        b->linear = ((long long)x * cfg->grid[1] + y) * cfg->grid[2] + z;
-        b->size = b->live = cfg->block;
-        for (unsigned w = 0; w * WARP < cfg->block; w++) b->warp_live[w] = warp_size_of(w);
-        b->smem = smem;
-        b->smem_bytes = (size_t)cfg->smem_bytes;
-        memset(smem, SMEM_FILL, smem_alloc + SMEM_GUARD);   /* CUDA's starts undefined */
-        status = run_block();
-        if (status != CQ_DEADLOCKED && overran(smem + cfg->smem_bytes,
-                                               smem_alloc + SMEM_GUARD - cfg->smem_bytes))
-          status = smem_overrun();
-      }
+  for (unsigned long long i = 0; i < blocks && status == CQ_OK; i++) {
+    init_block(b, i, rt.threads, smem, smem_alloc);
+    status = run_block(b);
+    if (status != CQ_DEADLOCKED && smem_overrun(b, smem_alloc)) status = CQ_FAULTED;
+  }
   rt.blk = NULL;
   if (status == CQ_DEADLOCKED) {
     rt.kept_smem = smem;
@@ -476,6 +620,7 @@ extern "C" const cq_abi_entry cq_abi_table[] = {
     CQ_ABI_FIELD(cq_print_buf, data)
     CQ_ABI_SIZE(cq_launch_cfg) CQ_ABI_FIELD(cq_launch_cfg, grid) CQ_ABI_FIELD(cq_launch_cfg, block)
     CQ_ABI_FIELD(cq_launch_cfg, smem_bytes) CQ_ABI_FIELD(cq_launch_cfg, stack_bytes)
+    CQ_ABI_FIELD(cq_launch_cfg, cooperative)
     {"CQ_NO_FAULT", (long long)CQ_NO_FAULT}, {"CQ_MAX_BLOCK", CQ_MAX_BLOCK},
     {0, 0}};
 #undef CQ_ABI_ENUM
@@ -710,6 +855,24 @@ CQ_DEV void cq_flag_wait(const unsigned *flag, unsigned value, int site) {
   wait_until(CQ_WAIT_FLAG, site, smem_offset(flag), value, [=] { return *flag >= value; });
 }
 
+/* The grid barrier of a cooperative launch: the block's leader arrives once the block's
+   participants have met; the block whose arrival completes the generation releases the
+   others. A block that finished without arriving leaves them waiting: run_grid reports it
+   as the fault of `finished_site`. */
+CQ_DEV void cq_grid_sync(bool leader, int site, int finished_site) {
+  using namespace cq;
+  if (!leader) return;
+  unsigned long long gen = rt.grid_gen;
+  if (++rt.grid_arrived == rt.nblocks) {
+    rt.grid_arrived = 0;
+    rt.grid_gen++;
+    let_others_run();
+    return;
+  }
+  wait_until(CQ_WAIT_GRID, site, (long long)gen, finished_site,
+             [=] { return rt.grid_gen != gen; });
+}
+
 CQ_DEV bool cq_once_claim(unsigned *claimed, unsigned nth) {
   if (*claimed >= nth) return false;
   *claimed = nth;
@@ -854,7 +1017,7 @@ CQ_DEV void cq_mma_sync(typename S::c_value *d, const typename S::a_value *a,
   unsigned lane = rt.self->tid % WARP, w = rt.self->tid / WARP;
   if (warp_size_of(w) != WARP || bs->warp_live[w] != WARP) misuse(CQ_MISUSE_WARP_PARTIAL, site, w);
   warp_rendezvous *rv = &bs->warps[w];
-  mma_operands *op = &rt.operands[w];
+  mma_operands *op = &bs->operands[w];
   const void *tag = &mma_tag<S>::id;
   if (!rv->arrived) rv->shape = tag;
   else if (rv->shape != tag) misuse(CQ_MISUSE_WARP_DIVERGED, site, w);
@@ -890,7 +1053,7 @@ CQ_DEV unsigned cq_active_lanes() {
   using namespace cq;
   unsigned w = rt.self->tid / WARP, mask = 0;
   for (unsigned l = 0; l < warp_size_of(w); l++)
-    if (!rt.threads[w * WARP + l].done) mask |= 1u << l;
+    if (!rt.blk->threads[w * WARP + l].done) mask |= 1u << l;
   return mask;
 }
 
@@ -907,7 +1070,7 @@ template <class T> CQ_DEV T cq_shfl_xor(T v, int mask, int site) {
   block_state *bs = rt.blk;
   unsigned lane = rt.self->tid % WARP, w = rt.self->tid / WARP;
   warp_rendezvous *rv = &bs->warps[w];
-  mma_operands *op = &rt.operands[w];
+  mma_operands *op = &bs->operands[w];
   if (!rv->arrived) rv->shape = &shfl_tag;
   else if (rv->shape != &shfl_tag) misuse(CQ_MISUSE_WARP_DIVERGED, site, w);
   unsigned long long gen = rv->gen;
@@ -1005,7 +1168,7 @@ CQ_DEV void cq_wgmma(typename S::c_value *d, unsigned long long da, unsigned lon
       misuse(CQ_MISUSE_WARP_PARTIAL, site, w);
   if (!self->wg_fenced) misuse(CQ_MISUSE_WGMMA_FENCE, site);
   warp_rendezvous *rv = &bs->groups[g];
-  wgmma_operands *op = &rt.wg_operands[g];
+  wgmma_operands *op = &bs->wg_operands[g];
   const void *tag = &mma_tag<S>::id;
   if (!rv->arrived) {
     rv->shape = tag;

@@ -28,6 +28,9 @@ __device__ cq_fault_rec cq_fault_record = {CQ_NO_FAULT, 0, 0, 0, 0, {0}};
 __device__ unsigned long long cq_watchdog_ns = 0;
 __device__ cq_print_buf cq_print_state = {0, 0, 0};
 __device__ unsigned long long cq_step_limit = ~0ull;
+/* The grid barrier of a cooperative launch: blocks arrived at its open generation, and
+   generations completed. The host zeroes both before each cooperative launch. */
+__device__ unsigned cq_grid_state[2] = {0, 0};
 }
 
 extern __shared__ __align__(128) unsigned char cq_smem_buf[];
@@ -216,6 +219,34 @@ CQ_DEV void cq_event_wait_parity(const unsigned *arrivals, unsigned need, unsign
   cq_spin(site, [=] {
     return ((ready + (need ? cq_event_load(arrivals) / need : 0)) & 1u) != (gen & 1u);
   });
+}
+
+/* The grid barrier of a cooperative launch (cuLaunchCooperativeKernel keeps every block
+   resident): the block's leader arrives once the block's participants have met, as
+   cooperative_groups' grid.sync() does; the last block to arrive reopens the count and
+   completes the generation, the others spin until it has. The fences make the writes
+   the block made before the barrier visible to every block after it. A block that never
+   arrives is the watchdog's (finished_site is the CPU runtime's). */
+CQ_DEV unsigned cq_grid_load(const unsigned *p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+CQ_DEV void cq_grid_sync(bool leader, int site, int finished_site) {
+  (void)finished_site;
+  if (!leader) return;
+  const unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
+  const unsigned gen = cq_grid_load(&cq_grid_state[1]);
+  __threadfence();
+  if (atomicAdd(&cq_grid_state[0], 1u) == blocks - 1) {
+    atomicExch(&cq_grid_state[0], 0u);
+    __threadfence();
+    atomicAdd(&cq_grid_state[1], 1u);
+  } else {
+    cq_spin(site, [=] { return cq_grid_load(&cq_grid_state[1]) != gen; });
+  }
+  __threadfence();
 }
 
 CQ_DEV bool cq_once_claim(unsigned *claimed, unsigned nth) { return atomicMax(claimed, nth) < nth; }

@@ -39,6 +39,10 @@
  *                                         execution nth first (ONCE, §7.2.2)
  *   cq_flag_publish(&flag, n), cq_flag_wait(&flag, n, site)
  *                                         release a count / wait until it reaches n
+ *   cq_grid_sync(leader, site, finished_site)
+ *                                         the grid barrier of a cooperative launch: the
+ *                                         block's leader arrives for its block, after its
+ *                                         participants met (every block resident at once)
  *
  * Asynchronous copies (global to shared)
  *   cq_cp_async<4|8|16>(dst, src, src_bytes)   copies src_bytes, zero-fills the rest

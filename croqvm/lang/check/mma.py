@@ -85,9 +85,15 @@ def _uniform(ck, what, expr):
 
 
 def _target(ck, s, fty: Fragment | None, role: str):
-    """Declare or re-bind the fragment named by ``s.target``."""
+    """Declare or re-bind the fragment named by ``s.target``. ``mc = mma.fill v`` re-fills
+    a fragment of the same parallel-by, and declares a new one hiding a fragment of an
+    enclosing parallel-by (lib/earlysema.cpp: DeclaredInSameParallelContext)."""
     t = s.target
     sym = None if getattr(s, "frag_form", False) else ck.lookup(t.id)
+    if (sym is not None and isinstance(s, ast.MmaFill) and s.assign_form
+            and sym.kind == "fragment" and ck.outside_current_parallel(sym)):
+        sym.info["hidden"] = True
+        sym = None
     if sym is None:
         later = _acc_facts(ck).later.get(id(s)) if role == "acc" else None
         if later is not None and fty is not None:
@@ -361,6 +367,9 @@ def check_exec(ck, s: ast.MmaExec):
     a, b = _tile(ck, s.a, f"mma.{s.layout}"), _tile(ck, s.b, f"mma.{s.layout}")
     if s.sparse_meta is not None:
         a = _sparse_operand(ck, s, a)
+    for x in (s.c, s.a, s.b):
+        if isinstance(x, ast.Name) and x.sym is not None and x.sym.kind == "fragment":
+            x.sym.info["executed"] = True
     if _frag_buffer(cty):
         if s.sparse_meta is not None or s.scale:
             ck.error(s.span, f"a frag accumulator takes plain MMAs only, not "
@@ -642,7 +651,12 @@ def check_store(ck, s: ast.MmaStore):
 def finish(ck):
     """D11: every accumulator needs a shape. An undeclared name (a macro not defined, say)
     already explains a shape that could not be inferred: no second error then. §11.8:
-    the MMAs each ``mma.scale`` scales."""
+    the MMAs each ``mma.scale`` scales.
+    A fragment hidden by one of its name in a nested parallel-by, and used by no MMA, is
+    an error: the reference compiler takes a fragment's MMA kind from the MMA that uses
+    it and rejects the operations of one that no MMA uses
+    (lib/Target/GPU/cute_codegen.cpp, Visit(AST::MMA): FragHasMMAType; its
+    tests/gpu/codegen/cute/mma_error.co)."""
     if ck.fn is not None:
         for s in _stmts_under(ck.fn.body):
             if isinstance(s, ast.Block):
@@ -654,8 +668,14 @@ def finish(ck):
     if ck.unknown_names:
         return
     for sym in ck.symbols:
-        if (sym.kind == "fragment" and not sym.info.get("bad")
-                and sym.type.role == "acc" and sym.type.shape is None):
+        if sym.kind != "fragment" or sym.info.get("bad"):
+            continue
+        if sym.info.get("hidden") and not sym.info.get("executed"):
+            ck.error(sym.decl.span, f"the MMA operations of fragment '{sym.name}' can not be "
+                                    f"executed: no MMA ('mma.<a>.<b>') uses it.",
+                     hint=f"'{sym.name} = mma.fill' inside a nested parallel-by declares a "
+                          f"new accumulator, which hides this one there")
+        elif sym.type.role == "acc" and sym.type.shape is None:
             ck.error(sym.decl.span, f"can not infer the shape of accumulator '{sym.name}'.")
 
 

@@ -345,30 +345,41 @@ def check_subspan(ck, e: ast.Subspan):
 
 
 def check_view(ck, e: ast.ViewFrom):
-    """§8.3.2: extents ``s_k`` (``_``: the whole extent), origin ``o_k + f_k``."""
+    """§8.3.2: extents ``s_k`` (``_``: the whole extent), origin ``o_k + f_k``. With
+    element strides ``t_k``, element ``i`` lies ``sum((f_k + i_k) * t_k)`` elements after
+    the source's first one in memory: a view of its own layout, not a window, so not
+    contiguous (Croqtile: view-operations.md)."""
     src = view_source(ck, ck.expr(e.base), e.base, "'view'")
-    if e.strides is not None:
-        ck.error(e.strides[0].span if e.strides else e.span,
-                 "element strides in 'view(extents : strides)' are not supported by croqvm.",
-                 hint="a regular grid of tiles is 'subspan(...).step(...).at(...)'")
-        return UNKNOWN
     sizes = _int_items(ck, e.sizes, "view", wildcard_ok=True)
     origin = _int_items(ck, e.origin, "'.from'")
+    strides = _int_items(ck, e.strides, "view stride") if e.strides is not None else None
     if src is None:
         return UNKNOWN
     rank = len(src.shape)
     if (_rank_mismatch(ck, e, rank, "view size count", len(sizes))
-            or _rank_mismatch(ck, e, rank, "offset index count", len(origin))):
+            or _rank_mismatch(ck, e, rank, "offset index count", len(origin))
+            or (strides is not None
+                and _rank_mismatch(ck, e, rank, "view stride count", len(strides)))):
         return UNKNOWN
     sizes = [(x, extent if s == "_" else s) for (x, s), extent in zip(sizes, src.shape)]
     for k, ((x, s), (ox, _), extent) in enumerate(zip(sizes, origin, src.shape)):
         if s == 0 or (isinstance(s, int) and s < 0):
             ck.error(x.span, f"view dimension {k} must be greater than 0.")
         offset = const_value(ox)
-        if isinstance(offset, int) and isinstance(extent, int) and offset >= extent:
+        if strides is None and isinstance(offset, int) and isinstance(extent, int) and \
+                offset >= extent:
             ck.error(ox.span, f"offset out of bounds for dimension {k} ({offset} >= "
                               f"{extent}).")
-    return _derived(src, [s for _, s in sizes])
+        elif strides is not None and isinstance(offset, int) and offset < 0:
+            ck.error(ox.span, f"view offset {k} must not be negative ({offset}).")
+    for k, (x, _) in enumerate(strides or []):
+        stride = const_value(x)
+        if isinstance(stride, int) and stride < 1:
+            ck.error(x.span, f"view stride {k} must be greater than 0.")
+    view = _derived(src, [s for _, s in sizes])
+    if strides is not None:     # extents in no row-major space: not contiguous
+        view = View(view.dtype, view.shape, view.storage, src.space)
+    return view
 
 
 def _count(shape):
