@@ -532,7 +532,19 @@ class KernelEmitter:
             handler = self.handlers.get(op_name(ins))
             if handler is None:
                 raise self.unsupported(f"opcode {op_name(ins)}", ins)
+            if any(self.code.views[v].space or self.code.views[v].shown
+                   for v in self._views_named(ins)):
+                raise self.unsupported("a view made by 'span_as' or '.sqz()' as a DMA or MMA "
+                                       "operand", ins)
             handler(self, ins, -1 if laneset else base + ip)
+
+    def _views_named(self, ins) -> list[int]:
+        """The views a DMA or an MMA load or store reads or writes."""
+        op = op_name(ins)
+        if op == "DMA":
+            desc = self.code.dmas[ins[1]]
+            return [desc.src] + ([desc.dst_view] if desc.dst_view >= 0 else [])
+        return [ins[2]] if op in ("MMA_LOAD", "MMA_STORE", "MMA_STORE_MASK") else []
 
     def _epilogue(self) -> None:
         """The kernel ends: every async copy the lane issued must have been waited

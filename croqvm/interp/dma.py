@@ -17,8 +17,8 @@ from ..bytecode.module import DmaOp, swizzled_sides
 from ..bytecode.opcodes import SPAN
 from ..faults import Fault, Kind
 from ..numerics import convert
-from .memory import (Handle, Transfer, allocating, first_pending, laid_out, view_of,
-                     view_registers)
+from .memory import (Handle, Transfer, allocating, first_pending, laid_out, shown, unshown,
+                     view_of, view_registers)
 from .sync import arrive, check_uniform
 
 
@@ -106,11 +106,15 @@ class Plan:
         regs = lambda rs: tuple(int(w.regs[r][i]) for r in rs)   # noqa: E731
         self.pads = (regs(desc.pad_lo), regs(desc.pad_hi), regs(desc.pad_mid))
         self.pad_value = w.regs[desc.pad_value][i] if desc.op == DmaOp.PAD else None
-        self.shape = out_shape(desc, self.src[2], self.pads)
+        code = blk.prog.code
+        self.views = (code.views[desc.src],
+                      code.views[desc.dst_view] if desc.dst_view >= 0 else None)
+        self.shape = out_shape(desc, shown(self.views[0], self.src[2]), self.pads)
         self.dst = self._destination(blk, desc, w, i, lane)
         buf, o, D = self.dst
         if desc.dst_view >= 0:
             _check_tile(buf, o, D, lane)
+            D = shown(self.views[1], D)
         if any(t > x for t, x in zip(self.shape, D)) or \
                 (not desc.zfill and tuple(self.shape) != tuple(D)):
             kind = Kind.DMA_SHAPE_ZFILL if desc.zfill else Kind.DMA_SHAPE
@@ -158,6 +162,8 @@ class Plan:
         side of a swizzled copy through its swizzle (§9.7)."""
         src_buf, o, _ = self.src
         tile = read_tile(laid_out(src_buf, self.swizzles[0]), o, self.tiles[0])
+        if self.views[0].shown:
+            tile = tuple(a.reshape(shown(self.views[0], a.shape)) for a in tile)
         if self.desc.op == DmaOp.TRANSP:
             tile = tuple(np.transpose(a, self.desc.perm) for a in tile)
         elif self.desc.op == DmaOp.PAD:
@@ -165,6 +171,8 @@ class Plan:
             tile = _pad(tile, lo, mid, self.pad_value, self.tiles[1])
         self.tiles = []
         dst_buf, do, D = self.dst
+        if self.views[1] is not None:
+            tile = tuple(unshown(self.views[1], a) for a in tile)
         dst = laid_out(dst_buf, self.swizzles[1])
         write_tile(dst, do, D, tile, self.desc.zfill)
         if dst is not dst_buf:
