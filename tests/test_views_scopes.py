@@ -271,17 +271,18 @@ def test_an_element_outside_what_a_view_shows_is_a_runtime_error():
             "dimension 0 is not in [0, 2).") in str(info.value)
 
 
-def test_views_made_by_span_as_or_sqz_are_refused_as_dma_operands():
+def test_a_span_as_of_a_futures_data_is_refused_as_a_dma_operand():
     with pytest.raises(croqvm.CompileError) as info:
         compile_src("""
             __co__ void f(s32 [4, 4] a) {
               parallel p by 1 : block {
-                t = dma.copy a.span_as(2, 8) => shared;
+                t = dma.copy a => shared;
+                u = dma.copy t.data.span_as([2, 8]) => shared;
               }
             }
         """)
-    assert ("not supported by croqvm yet: a view made by 'span_as' or '.sqz()' as a DMA or "
-            "MMA operand.") in str(info.value)
+    assert ("not supported by croqvm yet: a view made by 'span_as' of a future's data as a "
+            "DMA or MMA operand.") in str(info.value)
 
 
 def test_a_global_buffer_declared_in_a_parallel_is_one_buffer_for_the_call():
@@ -302,3 +303,40 @@ def test_a_global_buffer_declared_in_a_parallel_is_one_buffer_for_the_call():
     """)
     b, t = np.meshgrid(np.arange(2), np.arange(3), indexing="ij")
     np.testing.assert_array_equal(out, 2 * (b * 10 + t))
+
+
+# =========================================================================== §8.3.3-4 as DMA operands
+
+
+def test_span_as_and_sqz_views_are_dma_operands_as_numpy_reshapes_them():
+    src = """
+        __co__ void f(f32 [4, 6] a, global f32 [1, 2, 12] b, global f32 [12, 2] c) {
+          parallel j by 3 : block {
+            dma.copy a.span_as([2, 12]).chunkat(_, j)
+                => b.subspan(1, 2, 12).at(0, 0, 0).sqz().chunkat(_, j);
+            dma.transp<1, 0> a.span_as([2, 12]).chunkat(_, j)
+                => c.chunkat(j, _);
+          }
+        }
+    """
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    b, c = np.zeros((1, 2, 12), np.float32), np.zeros((12, 2), np.float32)
+    run(src, a, b, c)
+    np.testing.assert_array_equal(b[0], a.reshape(2, 12))
+    np.testing.assert_array_equal(c, a.reshape(2, 12).T)
+
+
+def test_a_span_as_of_a_view_outside_its_buffer_faults_where_it_is_used():
+    src = """
+        __co__ void f(f32 [4, 6] a, global f32 [2, 3] b, int k) {
+          parallel p by 1 : block {
+            dma.copy a.subspan(1, 6).at(k, 0).span_as([2, 3]) => b;
+          }
+        }
+    """
+    b = np.zeros((2, 3), np.float32)
+    run(src, np.ones((4, 6), np.float32), b, 3)
+    np.testing.assert_array_equal(b, np.ones((2, 3)))
+    with pytest.raises(croqvm.CroqvmError, match=r"views.co:3:.*span_as of a view outside a: "
+                                                 r"dimension 0 spans \[4, 5\) of \[0, 4\)"):
+        run(src, np.ones((4, 6), np.float32), b, 4)
