@@ -239,11 +239,11 @@ def _dma(cx, at, n, dma):
     if dst is None:     # a future's data is the destination only once it holds some (§9.4)
         at.fail("no destination (a view or the statement's own buffer)")
     _tma(cx, at, dma, base_storage(cx, src.base_kind, src.base), dst[0])
+    fut = lookup(at, "future", dma.future, cx.code.futures, optional=True)
     views = [src, lookup(at, "view", dma.dst_view, cx.code.views, optional=True)]
     shared_side = views[0 if swizzled_sides(cx.code, dma)[0] else 1]
     if dma.swizzle and shared_side is not None and shared_side.space:
         at.fail(f"swizzle of {dma.swizzle} bytes on a reshaped view")
-    fut = lookup(at, "future", dma.future, cx.code.futures, optional=True)
     if fut is not None and views[1] is not None and (views[1].space or views[1].shown):
         at.fail(f"fills {label('future', dma.future, fut.name)} through a reshaped or "
                 "squeezed destination view (a future's data is a window of a buffer)")
