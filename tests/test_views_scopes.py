@@ -340,3 +340,26 @@ def test_a_span_as_of_a_view_outside_its_buffer_faults_where_it_is_used():
     with pytest.raises(croqvm.CroqvmError, match=r"views.co:3:.*span_as of a view outside a: "
                                                  r"dimension 0 spans \[4, 5\) of \[0, 4\)"):
         run(src, np.ones((4, 6), np.float32), b, 4)
+
+
+def test_span_as_and_sqz_views_are_mma_operands():
+    src = """
+        __co__ void f(f16 [2, 16, 16] a, f16 [16, 2, 16] b, global f32 [3, 16, 16] out) {
+          parallel p by 1 : block {
+            parallel w by 1 : group {
+              mc = mma.fill.f32 0.0f;
+              ma = mma.load a.span_as([32, 16]).subspan(16, 16).at(1, 0);
+              mb = mma.load b.subspan(16, 1, 16).at(0, 1, 0).sqz();
+              mma.row.col mc, ma, mb;
+              mma.store mc, out.subspan(1, 16, 16).at(2, 0, 0).sqz();
+            }
+          }
+        }
+    """
+    rng = np.random.default_rng(0)      # small integers: every sum is exact
+    a = rng.integers(-4, 4, (2, 16, 16)).astype(np.float16)
+    b = rng.integers(-4, 4, (16, 2, 16)).astype(np.float16)
+    out = np.zeros((3, 16, 16), np.float32)
+    run(src, a, b, out)
+    np.testing.assert_array_equal(out[2], a[1].astype(np.float64) @ b[:, 1, :])
+    np.testing.assert_array_equal(out[:2], 0)
