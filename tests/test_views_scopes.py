@@ -310,20 +310,25 @@ def test_a_global_buffer_declared_in_a_parallel_is_one_buffer_for_the_call():
 
 def test_span_as_and_sqz_views_are_dma_operands_as_numpy_reshapes_them():
     src = """
-        __co__ void f(f32 [4, 6] a, global f32 [1, 2, 12] b, global f32 [12, 2] c) {
+        __co__ void f(f32 [4, 6] a, global f32 [1, 2, 12] b, global f32 [12, 2] c,
+                      global f32 [24] d) {
           parallel j by 3 : block {
             dma.copy a.span_as([2, 12]).chunkat(_, j)
                 => b.subspan(1, 2, 12).at(0, 0, 0).sqz().chunkat(_, j);
             dma.transp<1, 0> a.span_as([2, 12]).chunkat(_, j)
                 => c.chunkat(j, _);
+            dma.copy a.span_as([24]).subspan(8).at(2 - j)
+                => d.span_as([3, 8]).subspan(1, 8).at(j, 0).sqz();
           }
         }
     """
     a = np.arange(24, dtype=np.float32).reshape(4, 6)
     b, c = np.zeros((1, 2, 12), np.float32), np.zeros((12, 2), np.float32)
-    run(src, a, b, c)
+    d = np.zeros(24, np.float32)
+    run(src, a, b, c, d)
     np.testing.assert_array_equal(b[0], a.reshape(2, 12))
     np.testing.assert_array_equal(c, a.reshape(2, 12).T)
+    np.testing.assert_array_equal(d.reshape(3, 8), a.reshape(3, 8)[::-1])
 
 
 def test_a_span_as_of_a_view_outside_its_buffer_faults_where_it_is_used():

@@ -238,14 +238,14 @@ def view_of(w, v: int, i: int):
     is not inside the buffer (lowering checks that first, §8.3.3)."""
     view = w.blk.prog.code.views[v]
     buf, o, _ = base_view(w, view.base_kind, view.base, view.arr, i)
-    origin = tuple(int(a) + int(w.regs[r][i]) for a, r in zip(o, view.origin))
-    extents = tuple(int(w.regs[r][i]) for r in view.extents)
     if view.space:
         first = int(w.regs[view.flat][i])
         space = tuple(int(w.regs[r][i]) for r in view.space)
         if first < 0 or min(space) < 0 or first + math.prod(space) > buf.flat.size:
             raise LaneFault(Kind.TILE_OUTSIDE, (buf.ref, (first,), (buf.flat.size,)), i)
-        buf = Reshaped(buf, first, space)
+        buf, o = Reshaped(buf, first, space), (0,) * len(space)
+    origin = tuple(int(a) + int(w.regs[r][i]) for a, r in zip(o, view.origin))
+    extents = tuple(int(w.regs[r][i]) for r in view.extents)
     return buf, origin, extents
 
 
