@@ -22,7 +22,7 @@ from croqvm.lang import types as T
 from croqvm.lang.check.walk import child_stmts
 from croqvm.limits import UNIT_OF_LANES, UNIT_OF_LEVEL
 
-from .dma import buffer_swizzle, swizzled_view
+from .dma import buffer_swizzle, set_swizzle, swizzled_view
 from .exprs import lower_as
 from .state import Lowerer
 from .owned import Owned
@@ -230,7 +230,7 @@ def _operand(lw: Lowerer, e: ast.Expr, role: FragRole, unit: int, text: str,
         view, base, ext = swizzled_view(lw, e)
     else:       # one K tile, addressed as its buffer is laid out (§9.7)
         view, base, ext = k_view(lw, e, *k_slice)
-        lw.b.code.views[view].swizzle = buffer_swizzle(e)
+        set_swizzle(lw, e, view, buffer_swizzle(e))
     rows, cols = _extents(ext)
     decl = FragDecl(lw.snippet(e.span), role, base.dtype.code, rows, cols, unit,
                     lw.spans.intern(e.span))
