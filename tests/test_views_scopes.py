@@ -305,7 +305,7 @@ def test_a_global_buffer_declared_in_a_parallel_is_one_buffer_for_the_call():
     np.testing.assert_array_equal(out, 2 * (b * 10 + t))
 
 
-# =========================================================================== §8.3.3-4 as DMA operands
+# =========================================================================== §8.3 as operands
 
 
 def test_span_as_and_sqz_views_are_dma_operands_as_numpy_reshapes_them():

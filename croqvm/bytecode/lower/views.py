@@ -192,11 +192,6 @@ class VState:
     def shown(self) -> list[int]:
         return list(range(len(self.ext))) if self.keep is None else self.keep
 
-    @property
-    def plain(self) -> bool:
-        """A window of the base itself, as a ``View`` record describes one."""
-        return self.keep is None and self.under is None
-
 
 def view_state(lw: Lowerer, e: ast.Expr) -> VState:
     """The ``VState`` of a view chain; a named view stands for its chain (§8.3.5)."""
@@ -347,9 +342,9 @@ def _view_record(lw: Lowerer, e: ast.Expr, st: VState):
 
 def _first_element(lw: Lowerer, st: VState):
     """The row-major position in its base of the first element of ``st``, a contiguous
-    view that a ``span_as`` reinterprets. Its window is checked to lie inside its index
-    space where that is not known at compile time, as the reshape covers elements of the
-    base only then (a window of the base itself is checked again by the engines)."""
+    view that a ``span_as`` reinterprets. Each window on the way down is checked to lie
+    inside its index space (at run time where that is not known at compile time): only
+    then does the reshape cover elements of the buffer it names."""
     space = [extent(lw, x) for x in st.space]
     first = _first_element(lw, st.under) if st.under is not None else 0
     pos = 0
