@@ -368,3 +368,20 @@ def test_span_as_and_sqz_views_are_mma_operands():
     run(src, a, b, out)
     np.testing.assert_array_equal(out[2], a[1].astype(np.float64) @ b[:, 1, :])
     np.testing.assert_array_equal(out[:2], 0)
+
+
+def test_a_sqz_view_outside_its_buffer_faults_as_a_tile_outside_it():
+    src = """
+        __co__ void f(f32 [2, 3] a, global f32 [2, 2, 3] b, int k) {
+          parallel p by 1 : block {
+            dma.copy a => b.subspan(1, 2, 3).at(k, 0, 0).sqz();
+          }
+        }
+    """
+    a, b = np.arange(6, dtype=np.float32).reshape(2, 3), np.zeros((2, 2, 3), np.float32)
+    run(src, a, b, 1)
+    np.testing.assert_array_equal(b, [np.zeros((2, 3)), a])
+    with pytest.raises(croqvm.KernelFault, match=r"views.co:3:5: runtime error: tile of 'b' "
+                                                 r"at origin \(2, 0, 0\) lies outside "
+                                                 r"\[2, 2, 3\]\."):
+        run(src, a, b, 2)
