@@ -352,10 +352,12 @@ int cq_view_of(cq_warp *w, const cq_ins *ins, int v, int i, cq_buf *scratch, cq_
             return CQ_ST_FAULT;
         memset(bo, 0, sizeof bo);
     }
-    for (int d = 0; d < view->n; d++) {
+    for (int d = 0; d < view->n; d++) {   /* .sqz(): a dimension not shown is 1 deep */
         o[d] = bo[d] + reg_int(w, view->origin[d], i);
-        e[d] = reg_int(w, view->extents[d], i);
+        e[d] = view->nshown ? 1 : reg_int(w, view->extents[d], i);
     }
+    for (int k = 0; k < view->nshown; k++)
+        e[view->shown[k]] = reg_int(w, view->extents[view->shown[k]], i);
     return CQ_ST_OK;
 }
 

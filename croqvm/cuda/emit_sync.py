@@ -230,8 +230,8 @@ def view(k, v: int, name: str, ins, ip) -> None:
                  f"cq_elements({name}.dims, {name}.rank)"),
                 lambda a, refs: (refs(int(a[0]), int(a[1])), (int(a[2]),), (int(a[3]),)))
     for j, (o, e) in enumerate(zip(d.origin, d.extents)):
-        k.line(f"{name}.origin[{j}] += (long long)r{o}; {name}.ext[{j}] = (long long)r{e};",
-               ins)
+        ext = "1" if d.shown and j not in d.shown else f"(long long)r{e}"   # .sqz(): 1 deep
+        k.line(f"{name}.origin[{j}] += (long long)r{o}; {name}.ext[{j}] = {ext};", ins)
 
 
 def squeeze(k, v: int, name: str, ins) -> None:

@@ -245,7 +245,8 @@ def view_of(w, v: int, i: int):
             raise LaneFault(Kind.TILE_OUTSIDE, (buf.ref, (first,), (buf.flat.size,)), i)
         buf, o = Reshaped(buf, first, space), (0,) * len(space)
     origin = tuple(int(a) + int(w.regs[r][i]) for a, r in zip(o, view.origin))
-    extents = tuple(int(w.regs[r][i]) for r in view.extents)
+    extents = tuple(1 if view.shown and k not in view.shown else int(w.regs[r][i])
+                    for k, r in enumerate(view.extents))    # .sqz(): not shown, 1 deep
     return buf, origin, extents
 
 
