@@ -84,6 +84,10 @@ typedef struct {
     int32_t kind, base, arr, n;
     int32_t *origin, *extents;
     int32_t swizzle;        /* bytes of the swizzle mma.load reads through (§9.7), 0: none */
+    int32_t nspace, flat;   /* span_as: a reshape of the base from element R[flat] (§8.3.3) */
+    int32_t *space;         /* its extent registers; nspace 0: none */
+    int32_t nshown;         /* .sqz(): the dimensions shown (§8.3.4); 0: all */
+    int32_t *shown;
 } cq_viewdecl;
 typedef struct {
     int32_t op;             /* 0 copy, 1 transp, 2 pad (module.DmaOp) */
@@ -432,8 +436,8 @@ int cq_alloc_fault(cq_block *blk, const cq_ins *ins, int lane, int kind, int wha
                    const int64_t *shape);
 int cq_buffer_of(cq_warp *w, const cq_ins *ins, int slot, int arr, int i, cq_buf **out);
 int cq_future_data(cq_warp *w, const cq_ins *ins, int slot, int i, cq_handle **out);
-int cq_view_of(cq_warp *w, const cq_ins *ins, int v, int i, cq_buf **buf, int64_t *o,
-               int64_t *e);
+int cq_view_of(cq_warp *w, const cq_ins *ins, int v, int i, cq_buf *scratch, cq_buf **buf,
+               int64_t *o, int64_t *e);
 int64_t cq_lane_reg_int(cq_block *blk, int lane, int r);
 cq_warp *cq_warp_of(cq_block *blk, int lane, int *i);
 int32_t cq_handle_new(cq_block *blk);

@@ -12,9 +12,14 @@
 
 typedef struct {
     cq_buf *src, *dst;
+    cq_buf reshaped[2];             /* a reshaped source and destination (§8.3.3) */
     int nd, dnd, npad;
     int64_t so[CQ_MAX_RANK], se[CQ_MAX_RANK];
     int64_t dO[CQ_MAX_RANK], dD[CQ_MAX_RANK];
+    int snd;                        /* the rank the source shows (.sqz(), §8.3.4) */
+    int64_t sx[CQ_MAX_RANK];        /* the extents it shows */
+    int dnshown;                    /* the destination view's shown dimensions, 0: all */
+    const int32_t *dshown;
     int64_t lo[CQ_MAX_RANK], hi[CQ_MAX_RANK], mid[CQ_MAX_RANK];
     int64_t shape[CQ_MAX_RANK];     /* after the operation */
     int pad_type;
@@ -72,8 +77,11 @@ static int destination(cq_block *blk, const cq_ins *ins, const cq_dmadecl *desc,
                        int i, int lane, plan *p)
 {
     if (desc->dst_view >= 0) {
-        p->dnd = blk->code->view[desc->dst_view].n;
-        return cq_view_of(w, ins, desc->dst_view, i, &p->dst, p->dO, p->dD);
+        const cq_viewdecl *v = &blk->code->view[desc->dst_view];
+        p->dnd = v->n;
+        p->dnshown = v->nshown;
+        p->dshown = v->shown;
+        return cq_view_of(w, ins, desc->dst_view, i, &p->reshaped[1], &p->dst, p->dO, p->dD);
     }
     if (desc->future >= 0) {
         int32_t h = blk->fut[desc->future][lane];
@@ -98,6 +106,19 @@ static int destination(cq_block *blk, const cq_ins *ins, const cq_dmadecl *desc,
     return CQ_ST_OK;
 }
 
+/* The extents of ``e`` (all of view ``v``'s dimensions) that it shows, into ``out``;
+ * returns their number (memory.py shown). */
+static int shown(const cq_viewdecl *v, const int64_t *e, int64_t *out)
+{
+    if (!v->nshown) {
+        memcpy(out, e, sizeof(int64_t) * v->n);
+        return v->n;
+    }
+    for (int k = 0; k < v->nshown; k++)
+        out[k] = e[v->shown[k]];
+    return v->nshown;
+}
+
 /* DMA ``ins->a`` resolved for one lane (dma.py Plan). */
 static int plan_for(cq_block *blk, const cq_ins *ins, int lane, plan *p)
 {
@@ -105,10 +126,12 @@ static int plan_for(cq_block *blk, const cq_ins *ins, int lane, plan *p)
     int i;
     cq_warp *w = cq_warp_of(blk, lane, &i);
     memset(p, 0, sizeof *p);
-    p->nd = blk->code->view[desc->src].n;
-    if (cq_view_of(w, ins, desc->src, i, &p->src, p->so, p->se) != CQ_ST_OK ||
+    const cq_viewdecl *sv = &blk->code->view[desc->src];
+    p->nd = sv->n;
+    if (cq_view_of(w, ins, desc->src, i, &p->reshaped[0], &p->src, p->so, p->se) != CQ_ST_OK ||
         check_tile(blk, ins, p->src, p->so, p->se, p->nd, lane) != CQ_ST_OK)
         return CQ_ST_FAULT;
+    p->snd = shown(sv, p->se, p->sx);
     p->npad = desc->npad;
     p->swz_src = desc->swz_src;
     p->swz_dst = desc->swz_dst;
@@ -122,24 +145,32 @@ static int plan_for(cq_block *blk, const cq_ins *ins, int lane, plan *p)
         int size = cq_type_size[p->pad_type];
         memcpy(p->pad_value, w->regs + blk->code->roff[desc->pad_value] + (size_t)i * size, size);
     }
-    for (int d = 0; d < p->nd; d++) {
-        int64_t x = p->se[d];
-        p->shape[d] = desc->op == 1 ? p->se[desc->perm[d]]
+    for (int d = 0; d < p->snd; d++) {
+        int64_t x = p->sx[d];
+        p->shape[d] = desc->op == 1 ? p->sx[desc->perm[d]]
                     : desc->op == 2 ? p->lo[d] + x + (x - 1) * p->mid[d] + p->hi[d] : x;
     }
     if (destination(blk, ins, desc, w, i, lane, p) != CQ_ST_OK)
         return CQ_ST_FAULT;
-    if (desc->dst_view >= 0 &&
-        check_tile(blk, ins, p->dst, p->dO, p->dD, p->dnd, lane) != CQ_ST_OK)
-        return CQ_ST_FAULT;
-    int bad = p->nd != p->dnd;
-    for (int d = 0; d < p->nd && !bad; d++)
-        bad = !desc->zfill && p->shape[d] < p->dD[d];
+    int64_t D[CQ_MAX_RANK];
+    int dn = p->dnd;
+    int cut = sv->nshown == 0;    /* a larger source is cut (§9.5.1), not through a .sqz() */
+    memcpy(D, p->dD, sizeof D);
+    if (desc->dst_view >= 0) {
+        const cq_viewdecl *dv = &blk->code->view[desc->dst_view];
+        if (check_tile(blk, ins, p->dst, p->dO, p->dD, p->dnd, lane) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+        dn = shown(dv, p->dD, D);
+        cut = cut && dv->nshown == 0;
+    }
+    int bad = p->snd != dn;
+    for (int d = 0; d < p->snd && !bad; d++)
+        bad = (!desc->zfill && p->shape[d] < D[d]) || (!cut && p->shape[d] > D[d]);
     if (bad) {
         cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_DMA_SHAPE, lane);
         cq_put(f, ins->a);
-        cq_put_list(f, p->nd, p->shape);
-        cq_put_list(f, p->dnd, p->dD);
+        cq_put_list(f, p->snd, p->shape);
+        cq_put_list(f, dn, D);
         return CQ_ST_FAULT;
     }
     return CQ_ST_OK;
@@ -193,10 +224,11 @@ static int reserve(cq_block *blk, const cq_ins *ins, cq_transfer *t)
     int ntiles = t->desc->op == 2 ? 2 : 1;
     for (int k = 0; k < ntiles; k++) {
         const int64_t *shape = k ? p->shape : p->se;
-        t->count[k] = box_count(shape, p->nd);
+        int nd = k ? p->snd : p->nd;
+        t->count[k] = box_count(shape, nd);
         t->tile[k] = tile_alloc(t->count[k], esize);
         if (!t->tile[k])
-            return cq_alloc_fault(blk, ins, t->lane, CQ_FAULT_ALLOC_TILE, t->d, p->nd, shape);
+            return cq_alloc_fault(blk, ins, t->lane, CQ_FAULT_ALLOC_TILE, t->d, nd, shape);
     }
     return CQ_ST_OK;
 }
@@ -217,11 +249,20 @@ void cq_transfer_unref(cq_transfer *t)
 /* §9.5.1: in-range elements copied; source out of range leaves the destination
  * unchanged (zero with .zfill); destination out of range skipped; .zfill also clears the
  * destination beyond the tile. */
-static void write_tile(const plan *p, const char *tile, const int64_t *T, int zfill)
+static void write_tile(const plan *p, const char *tile, const int64_t *shown_T, int zfill)
 {
     cq_buf *b = p->dst;
     int nd = p->dnd, esize = p->src->esize;
     int64_t lo[CQ_MAX_RANK], hi[CQ_MAX_RANK], t[CQ_MAX_RANK], r[CQ_MAX_RANK];
+    int64_t T[CQ_MAX_RANK];         /* the tile's extents in every destination dimension */
+    if (p->dnshown) {
+        for (int d = 0; d < nd; d++)
+            T[d] = 1;
+        for (int k = 0; k < p->dnshown; k++)
+            T[p->dshown[k]] = shown_T[k];
+    } else {
+        memcpy(T, shown_T, sizeof(int64_t) * nd);
+    }
     in_range(p->dO, p->dD, b->shape, nd, lo, hi);
     for (int d = 0; d < nd; d++)
         if (hi[d] <= lo[d])
@@ -283,7 +324,8 @@ static void land(cq_transfer *t)
         valid[f] = 1;
         wr[f] = sb->written ? sb->written[s] : 1;
     } while (next(k, lo, hi, nd));
-    const int64_t *T = p->se;
+    const int64_t *T = p->sx;       /* the same elements in the order the source shows */
+    int sn = p->snd;
     if (t->desc->op == 1) {   /* transp: out[j] = in[i] where i[perm[d]] = j[d] */
         char *out = tile_alloc(n0, esize);
         if (!out)
@@ -292,13 +334,13 @@ static void land(cq_transfer *t)
         int64_t zero[CQ_MAX_RANK] = {0};
         memset(k, 0, sizeof k);
         do {
-            for (int d = 0; d < nd; d++)
+            for (int d = 0; d < sn; d++)
                 r[t->desc->perm[d]] = k[d];
-            int64_t src = flat_of(r, p->se, nd), dst = flat_of(k, p->shape, nd);
+            int64_t src = flat_of(r, p->sx, sn), dst = flat_of(k, p->shape, sn);
             memcpy(out + dst * esize, tile + src * esize, esize);
             ov[dst] = valid[src];
             ow[dst] = wr[src];
-        } while (next(k, zero, p->shape, nd));
+        } while (next(k, zero, p->shape, sn));
         free(t->tile[0]);
         t->tile[0] = tile = out;
         T = p->shape;
@@ -312,13 +354,13 @@ static void land(cq_transfer *t)
         int64_t zero[CQ_MAX_RANK] = {0};
         memset(k, 0, sizeof k);
         do {
-            for (int d = 0; d < nd; d++)
+            for (int d = 0; d < sn; d++)
                 r[d] = p->lo[d] + k[d] * (p->mid[d] + 1);
-            int64_t src = flat_of(k, p->se, nd), dst = flat_of(r, p->shape, nd);
+            int64_t src = flat_of(k, p->sx, sn), dst = flat_of(r, p->shape, sn);
             memcpy(out + dst * esize, tile + src * esize, esize);
             ov[dst] = valid[src];
             ow[dst] = wr[src];
-        } while (next(k, zero, p->se, nd));
+        } while (next(k, zero, p->sx, sn));
         tile = out;
         T = p->shape;
     }
@@ -366,6 +408,11 @@ static int issue(cq_block *blk, const cq_ins *ins, const plan *p, const int *lan
     const cq_dmadecl *desc = &blk->code->dma[ins->a];
     cq_transfer *t = cq_xcalloc(1, sizeof *t);
     t->p = *p;
+    for (int k = 0; k < 2; k++) {   /* a reshaped side stands in the plan itself */
+        cq_buf **side = k ? &t->p.dst : &t->p.src;
+        if (*side == &p->reshaped[k])
+            *side = &t->p.reshaped[k];
+    }
     t->d = ins->a;
     t->desc = desc;
     t->lane = lanes[0];
@@ -448,6 +495,10 @@ static int operand_registers(cq_block *blk, const cq_dmadecl *desc, const int *l
             regs[nr++] = v->origin[d];
             regs[nr++] = v->extents[d];
         }
+        for (int d = 0; d < v->nspace; d++)
+            regs[nr++] = v->space[d];
+        if (v->nspace)
+            regs[nr++] = v->flat;
         if (v->arr >= 0)
             regs[nr++] = v->arr;
     }
@@ -529,7 +580,7 @@ int cq_effect_dma(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int
     const cq_dmadecl *desc = &blk->code->dma[ins->a];
     if (check_unwaited(blk, ins, desc, lanes, n) != CQ_ST_OK)
         return CQ_ST_FAULT;
-    int32_t regs[8 * CQ_MAX_RANK + 4];
+    int32_t regs[9 * CQ_MAX_RANK + 6];
     int nr = operand_registers(blk, desc, lanes, n, regs);
     plan first;
     if (plan_for(blk, ins, lanes[0], &first) != CQ_ST_OK)

@@ -208,6 +208,9 @@ static void rd_code(reader *r, cq_code *code)
         v->origin = rd_counted(r, &v->n);
         v->extents = rd_counted(r, &n2);
         v->swizzle = (int32_t)rd(r);
+        v->space = rd_counted(r, &v->nspace);
+        v->flat = (int32_t)rd(r);
+        v->shown = rd_counted(r, &v->nshown);
     }
     code->ndma = (int32_t)rd(r);
     code->dma = cq_xcalloc((size_t)code->ndma + 1, sizeof(cq_dmadecl));
@@ -313,6 +316,8 @@ static void free_code(cq_code *code)
     for (int32_t k = 0; k < code->nview; k++) {
         free(code->view[k].origin);
         free(code->view[k].extents);
+        free(code->view[k].space);
+        free(code->view[k].shown);
     }
     for (int32_t k = 0; k < code->ndma; k++) {
         free(code->dma[k].perm);

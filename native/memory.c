@@ -304,18 +304,60 @@ static int base_view(cq_warp *w, const cq_ins *ins, int kind, int base, int arr,
     return CQ_ST_OK;
 }
 
-/* View v for lane i: (buffer, origin, extents), root coordinates. */
-int cq_view_of(cq_warp *w, const cq_ins *ins, int v, int i, cq_buf **buf, int64_t *o,
-               int64_t *e)
+/* A reshaped view's buffer (span_as, §8.3.3): ``*buf``'s elements from row-major
+ * position ``first`` on as an array of the view's space, made in ``out`` (memory.py
+ * Reshaped), which then stands for it; outside the buffer a fault (lowering checks that
+ * first). */
+static int reshaped(cq_warp *w, const cq_ins *ins, const cq_viewdecl *view, int i,
+                    cq_buf *out, cq_buf **buf)
+{
+    const cq_buf *b = *buf;
+    int64_t first = reg_int(w, view->flat, i), count = 1, end;
+    int bad = first < 0;
+    for (int d = 0; d < view->nspace; d++) {
+        int64_t x = reg_int(w, view->space[d], i);
+        bad |= x < 0 || __builtin_mul_overflow(count, x, &count);
+        out->shape[d] = x;
+    }
+    if (bad || __builtin_add_overflow(first, count, &end) || end > b->count) {
+        cq_record *f = cq_fault_new(w->blk, ins, CQ_FAULT_TILE_OUTSIDE, w->base + i);
+        cq_put_buffer(f, b);
+        cq_put_list(f, 1, &first);
+        cq_put_list(f, 1, &b->count);
+        return CQ_ST_FAULT;
+    }
+    int64_t shape[CQ_MAX_RANK];
+    memcpy(shape, out->shape, sizeof shape);
+    *out = *b;
+    memcpy(out->shape, shape, sizeof shape);
+    out->data = b->data + first * b->esize;
+    out->written = b->written ? b->written + first : NULL;
+    out->ndim = view->nspace;
+    out->count = count;
+    *buf = out;
+    return CQ_ST_OK;
+}
+
+/* View v for lane i: (buffer, origin, extents), root coordinates; for a reshaped view
+ * the buffer is made in ``scratch``. */
+int cq_view_of(cq_warp *w, const cq_ins *ins, int v, int i, cq_buf *scratch, cq_buf **buf,
+               int64_t *o, int64_t *e)
 {
     const cq_viewdecl *view = &w->blk->code->view[v];
     int64_t bo[CQ_MAX_RANK], be[CQ_MAX_RANK];
     if (base_view(w, ins, view->kind, view->base, view->arr, i, 0, buf, bo, be) != CQ_ST_OK)
         return CQ_ST_FAULT;
-    for (int d = 0; d < view->n; d++) {
-        o[d] = bo[d] + reg_int(w, view->origin[d], i);
-        e[d] = reg_int(w, view->extents[d], i);
+    if (view->nspace) {
+        if (reshaped(w, ins, view, i, scratch, buf) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+        memset(bo, 0, sizeof bo);
     }
+    for (int d = 0; d < view->n; d++) {   /* .sqz(): a dimension not shown is 1 deep */
+        o[d] = bo[d] + reg_int(w, view->origin[d], i);
+        e[d] = view->nshown ? 1 : reg_int(w, view->extents[d], i);
+    }
+    for (int k = 0; k < view->nshown; k++)
+        e[view->shown[k]] = reg_int(w, view->extents[view->shown[k]], i);
     return CQ_ST_OK;
 }
 

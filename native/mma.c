@@ -107,23 +107,40 @@ static void put_fragshape(cq_record *f, int64_t rows, int64_t cols)
 
 /* ------------------------------------------------------------------ operands */
 
-typedef struct { cq_buf *buf; int64_t o[2], e[2]; } view2;
+/* A 2-D tile: a view of ``n`` dimensions that shows two, ``r`` (rows) and ``c``
+ * (columns), the others of extent 1 (.sqz(), §8.3.4). */
+typedef struct {
+    cq_buf *buf;
+    cq_buf reshaped;        /* the buffer of a reshaped view (§8.3.3) */
+    int n, r, c;
+    int64_t o[CQ_MAX_RANK], e[CQ_MAX_RANK];
+} view2;
 
 static int view_for(cq_block *blk, const cq_ins *ins, int v, int lane, view2 *out)
 {
     int i;
     cq_warp *w = cq_warp_of(blk, lane, &i);
-    return cq_view_of(w, ins, v, i, &out->buf, out->o, out->e);
+    const cq_viewdecl *vd = &blk->code->view[v];
+    out->n = vd->n;
+    out->r = vd->nshown ? vd->shown[0] : 0;
+    out->c = vd->nshown ? vd->shown[1] : 1;
+    return cq_view_of(w, ins, v, i, &out->reshaped, &out->buf, out->o, out->e);
 }
 
-/* One lane's view: its buffer, origin and extents in each of the view's dimensions. */
-typedef struct { cq_buf *buf; int64_t o[CQ_MAX_RANK], e[CQ_MAX_RANK]; } viewn;
-
-static int view_at(cq_block *blk, const cq_ins *ins, int v, int lane, viewn *out)
+/* The coordinates in its buffer of element (r, c) of tile v. */
+static void tile_coords(const view2 *v, int64_t r, int64_t c, int64_t *at)
 {
-    int i;
-    cq_warp *w = cq_warp_of(blk, lane, &i);
-    return cq_view_of(w, ins, v, i, &out->buf, out->o, out->e);
+    memcpy(at, v->o, sizeof(int64_t) * v->n);
+    at[v->r] += r;
+    at[v->c] += c;
+}
+
+static int64_t flat_in(const cq_buf *b, const int64_t *at)
+{
+    int64_t f = 0;
+    for (int d = 0; d < b->ndim; d++)
+        f = f * b->shape[d] + at[d];
+    return f;
 }
 
 /* §7.4.5 for a view (buffer, origin, extents) of any rank, settled by its registers when
@@ -132,20 +149,27 @@ static int uniform_view(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, con
                         int n, int v)
 {
     const cq_viewdecl *vd = &blk->code->view[v];
-    int nd = vd->n;
     if (vd->kind == 0 && blk->code->buf[vd->base].storage != 2) {
-        int32_t regs[2 * CQ_MAX_RANK + 1];
-        for (int d = 0; d < nd; d++)
-            regs[d] = vd->origin[d], regs[nd + d] = vd->extents[d];
-        regs[2 * nd] = vd->arr;
-        if (cq_uniform_regs(blk, lanes, n, regs, vd->arr >= 0 ? 2 * nd + 1 : 2 * nd))
+        int32_t regs[3 * CQ_MAX_RANK + 2];      /* memory.py view_registers */
+        int nr = 0;
+        for (int d = 0; d < vd->n; d++)
+            regs[nr++] = vd->origin[d];
+        for (int d = 0; d < vd->n; d++)
+            regs[nr++] = vd->extents[d];
+        for (int d = 0; d < vd->nspace; d++)
+            regs[nr++] = vd->space[d];
+        if (vd->nspace)
+            regs[nr++] = vd->flat;
+        if (vd->arr >= 0)
+            regs[nr++] = vd->arr;
+        if (cq_uniform_regs(blk, lanes, n, regs, nr))
             return CQ_ST_OK;
     }
-    viewn a, b;
-    if (view_at(blk, ins, v, lanes[0], &a) != CQ_ST_OK)
+    view2 a, b;
+    if (view_for(blk, ins, v, lanes[0], &a) != CQ_ST_OK)
         return CQ_ST_FAULT;
     for (int k = 1; k < n; k++) {
-        if (view_at(blk, ins, v, lanes[k], &b) != CQ_ST_OK)
+        if (view_for(blk, ins, v, lanes[k], &b) != CQ_ST_OK)
             return CQ_ST_FAULT;
         int64_t x[3] = {a.buf->code, a.buf->slot, a.buf->element};
         int64_t y[3] = {b.buf->code, b.buf->slot, b.buf->element};
@@ -155,12 +179,12 @@ static int uniform_view(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, con
         for (int label = CQ_LABEL_ORIGIN; label <= CQ_LABEL_EXTENTS; label++) {
             const int64_t *p = label == CQ_LABEL_ORIGIN ? a.o : a.e;
             const int64_t *q = label == CQ_LABEL_ORIGIN ? b.o : b.e;
-            if (memcmp(p, q, (size_t)nd * sizeof *p)) {
-                int64_t s[CQ_MAX_RANK + 1] = {nd}, t[CQ_MAX_RANK + 1] = {nd};
-                memcpy(s + 1, p, (size_t)nd * sizeof *p);
-                memcpy(t + 1, q, (size_t)nd * sizeof *q);
+            if (memcmp(p, q, sizeof(int64_t) * a.n)) {
+                int64_t s[CQ_MAX_RANK + 1] = {a.n}, t[CQ_MAX_RANK + 1] = {a.n};
+                memcpy(s + 1, p, sizeof(int64_t) * a.n);
+                memcpy(t + 1, q, sizeof(int64_t) * a.n);
                 return cq_operands_differ(blk, rec, lanes[0], lanes[k], label, CQ_TAG_TUPLE,
-                                          nd + 1, s, t);
+                                          a.n + 1, s, t);
             }
         }
     }
@@ -201,18 +225,22 @@ static int effect_fill(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, cons
 
 /* The first element in row-major order of the tile at o with extents e that lies outside
  * shape (mma.py _first_outside); 0 when none. */
-static int first_outside(const int64_t *o, const int64_t *e, const int64_t *shape, int64_t *at)
+static int first_outside(const int64_t *o, const int64_t *e, const int64_t *shape, int n,
+                         int64_t *at)
 {
-    if (e[0] < 1 || e[1] < 1)
-        return 0;
-    if (o[0] < 0 || o[0] >= shape[0] || o[1] < 0 || o[1] >= shape[1]) {
-        at[0] = o[0], at[1] = o[1];
-        return 1;
-    }
-    int k = o[1] + e[1] > shape[1] ? 1 : o[0] + e[0] > shape[0] ? 0 : -1;
+    int k = -1;
+    for (int d = 0; d < n; d++)
+        if (e[d] < 1)
+            return 0;
+    memcpy(at, o, sizeof(int64_t) * n);
+    for (int d = 0; d < n; d++)
+        if (o[d] < 0 || o[d] >= shape[d])
+            return 1;
+    for (int d = 0; d < n; d++)
+        if (o[d] + e[d] > shape[d])
+            k = d;
     if (k < 0)
         return 0;
-    at[0] = o[0], at[1] = o[1];
     at[k] = shape[k];
     return 1;
 }
@@ -233,7 +261,9 @@ static int tile_shape_fault(cq_block *blk, const cq_ins *ins, int lane, int m, c
  * swizzle (§9.7). */
 static int64_t tile_at(const view2 *v, int64_t r, int64_t c, int32_t swizzle)
 {
-    return cq_swizzled(v->buf, (v->o[0] + r) * v->buf->shape[1] + v->o[1] + c, swizzle);
+    int64_t at[CQ_MAX_RANK];
+    tile_coords(v, r, c, at);
+    return cq_swizzled(v->buf, flat_in(v->buf, at), swizzle);
 }
 
 static int effect_load(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int *lanes,
@@ -246,26 +276,26 @@ static int effect_load(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, cons
     int ng = groups(blk, ins->a, lanes, n, first);
     for (int g = 0; g < ng; g++) {
         view2 v;
-        int64_t at[2];
+        int64_t at[CQ_MAX_RANK];
         if (view_for(blk, ins, ins->b, first[g], &v) != CQ_ST_OK)
             return CQ_ST_FAULT;
         const cq_buf *b = v.buf;
-        if (first_outside(v.o, v.e, b->shape, at)) {
+        if (first_outside(v.o, v.e, b->shape, v.n, at)) {
             cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_MMA_READ_OUTSIDE, first[g]);
             cq_put(f, ins->c);
-            cq_put_list(f, 2, at);
+            cq_put_list(f, v.n, at);
             cq_put_buffer(f, b);
             return CQ_ST_FAULT;
         }
-        int64_t rows = v.e[0] > 0 ? v.e[0] : 0, cols = v.e[1] > 0 ? v.e[1] : 0;
+        int64_t rows = v.e[v.r] > 0 ? v.e[v.r] : 0, cols = v.e[v.c] > 0 ? v.e[v.c] : 0;
         int32_t swz = blk->code->view[ins->b].swizzle;
         for (int64_t r = 0; b->written && r < rows; r++)
             for (int64_t c = 0; c < cols; c++)
                 if (!b->written[tile_at(&v, r, c, swz)]) {
                     cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_MMA_UNINITIALISED, first[g]);
-                    int64_t el[2] = {v.o[0] + r, v.o[1] + c};
+                    tile_coords(&v, r, c, at);
                     cq_put_buffer(f, b);
-                    cq_put_list(f, 2, el);
+                    cq_put_list(f, v.n, at);
                     return CQ_ST_FAULT;
                 }
         cq_frag *f = fragment(blk, ins->a, unit_of(blk, ins->a, first[g]));
@@ -399,7 +429,7 @@ static int store_tile(cq_block *blk, const cq_ins *ins, int lane, int ftype, con
                       const view2 *v, int transp)
 {
     cq_buf *b = v->buf;
-    int64_t rows = v->e[0], cols = v->e[1];
+    int64_t rows = v->e[v->r], cols = v->e[v->c], at[CQ_MAX_RANK];
     char *vals = cq_xcalloc((size_t)(rows * cols) + 1, 8);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) {
@@ -421,10 +451,13 @@ static int store_tile(cq_block *blk, const cq_ins *ins, int lane, int ftype, con
         }
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) {
-            int64_t y = v->o[0] + r, x = v->o[1] + c;
-            if (y < 0 || y >= b->shape[0] || x < 0 || x >= b->shape[1])
+            int inside = 1;
+            tile_coords(v, r, c, at);
+            for (int d = 0; d < v->n; d++)
+                inside &= at[d] >= 0 && at[d] < b->shape[d];
+            if (!inside)
                 continue;
-            int64_t e = y * b->shape[1] + x;
+            int64_t e = flat_in(b, at);
             memcpy(b->data + e * b->esize, vals + (r * cols + c) * b->esize, b->esize);
             if (b->written)
                 b->written[e] = 1;
@@ -457,21 +490,23 @@ static int effect_store(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, con
         view2 v;
         if (view_for(blk, ins, ins->b, first[g], &v) != CQ_ST_OK)
             return CQ_ST_FAULT;
-        int64_t rows = transp ? v.e[1] : v.e[0], cols = transp ? v.e[0] : v.e[1];
+        int64_t *e0 = &v.e[v.r], *e1 = &v.e[v.c];
+        int64_t rows = transp ? *e1 : *e0, cols = transp ? *e0 : *e1;
         cq_frag *f = fragment(blk, m, unit_of(blk, m, first[g]));
         if (ready(blk, ins, f, m, first[g]) != CQ_ST_OK)
             return CQ_ST_FAULT;
         if (!fits(f, rows, cols))   /* §11.3.4: V is [M, N] ([N, M] with .transp) */
-            return tile_shape_fault(blk, ins, first[g], m, f, v.buf, v.e[0], v.e[1]);
+            return tile_shape_fault(blk, ins, first[g], m, f, v.buf, *e0, *e1);
         if (masked) {
             int i;
             cq_warp *w = cq_warp_of(blk, first[g], &i);
             for (int k = 0; k < 2; k++) {
                 int32_t r = k ? ins->d : ins->c;
+                int64_t *x = k ? e1 : e0;
                 int64_t keep = cq_to_int64(CQ_DT_S32, w->regs + blk->code->roff[r], i);
-                v.e[k] = keep < 0 ? 0 : keep < v.e[k] ? keep : v.e[k];
+                *x = keep < 0 ? 0 : keep < *x ? keep : *x;
             }
-            if (v.e[0] == 0 || v.e[1] == 0)
+            if (*e0 == 0 || *e1 == 0)
                 continue;
         }
         if (shaped(blk, ins, f, m, first[g]) != CQ_ST_OK ||
@@ -487,8 +522,8 @@ static int row_scales(cq_block *blk, const cq_ins *ins, int lane, int ma, const 
                       double factor, double *s)
 {
     int v = ins->c, nd = blk->code->view[v].n;
-    viewn vw;
-    if (view_at(blk, ins, v, lane, &vw) != CQ_ST_OK)
+    view2 vw;
+    if (view_for(blk, ins, v, lane, &vw) != CQ_ST_OK)
         return CQ_ST_FAULT;
     const cq_buf *b = vw.buf;
     int64_t count = 1, neg = 0;

@@ -806,3 +806,31 @@ def test_an_accumulator_loaded_from_a_tile_reads_it_as_mma_load_does():
         "  in kernel launched at race.co:2:3",
         "race.co:6:7: note: read by 'mma.load' in block (0), warp 0 (lanes 0-31)",
         *quote(6, "      mc = mma.load s;"))
+
+
+def test_copies_through_span_as_views_race_where_their_elements_meet():
+    # Each lane copies two elements into a window of dst seen as [4, 2] (apart) or as
+    # [2, 4] (lanes t and t + 2 write the same columns of row 1: elements 4 and 5).
+    body = """
+        __co__ void f() {
+          s32 [1, 2] src {3};
+          s32 [8] out;
+          parallel b by 1 : block, t by 4 : thread {
+            shared s32 [8] dst;
+            mine = dma.copy src => local;
+            dma.copy mine.data => DST;
+            sync.shared;
+            out.at(t) = dst.at(t);
+          }
+          println(out.at(3));
+        }
+    """
+    assert checked(body.replace("DST", "dst.span_as([4, 2]).chunkat(t, _)"), "f") == "3\n"
+    meet = "dst.span_as([2, 4]).subspan(1, 2).at(1, t % 2)"
+    assert races(body.replace("DST", meet), "f") == report(
+        "race.co:7:5: runtime error: data race on shared 'dst' element (4): written by "
+        "'dma.copy' here by several lanes of one warp; the lanes of a warp are not ordered "
+        "within one instruction.",
+        *quote(7, f"    dma.copy mine.data => {meet};"),
+        "  written by 'dma.copy' in block (0), warp 0 (lanes 0, 2)",
+        "  in kernel launched at race.co:4:3")

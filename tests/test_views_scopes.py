@@ -368,17 +368,18 @@ def test_an_element_outside_what_a_view_shows_is_a_runtime_error():
             "dimension 0 is not in [0, 2).") in str(info.value)
 
 
-def test_views_made_by_span_as_or_sqz_are_refused_as_dma_operands():
+def test_a_span_as_of_a_futures_data_is_refused_as_a_dma_operand():
     with pytest.raises(croqvm.CompileError) as info:
         compile_src("""
             __co__ void f(s32 [4, 4] a) {
               parallel p by 1 : block {
-                t = dma.copy a.span_as(2, 8) => shared;
+                t = dma.copy a => shared;
+                u = dma.copy t.data.span_as([2, 8]) => shared;
               }
             }
         """)
-    assert ("not supported by croqvm yet: a view made by 'span_as' or '.sqz()' as a DMA or "
-            "MMA operand.") in str(info.value)
+    assert ("not supported by croqvm yet: a view made by 'span_as' of a future's data as a "
+            "DMA or MMA operand.") in str(info.value)
 
 
 def test_a_global_buffer_declared_in_a_parallel_is_one_buffer_for_the_call():
@@ -399,3 +400,85 @@ def test_a_global_buffer_declared_in_a_parallel_is_one_buffer_for_the_call():
     """)
     b, t = np.meshgrid(np.arange(2), np.arange(3), indexing="ij")
     np.testing.assert_array_equal(out, 2 * (b * 10 + t))
+
+
+# =========================================================================== §8.3 as operands
+
+
+def test_span_as_and_sqz_views_are_dma_operands_as_numpy_reshapes_them():
+    src = """
+        __co__ void f(f32 [4, 6] a, global f32 [1, 2, 12] b, global f32 [12, 2] c,
+                      global f32 [24] d) {
+          parallel j by 3 : block {
+            dma.copy a.span_as([2, 12]).chunkat(_, j)
+                => b.subspan(1, 2, 12).at(0, 0, 0).sqz().chunkat(_, j);
+            dma.transp<1, 0> a.span_as([2, 12]).chunkat(_, j)
+                => c.chunkat(j, _);
+            dma.copy a.span_as([24]).subspan(8).at(2 - j)
+                => d.span_as([3, 8]).subspan(1, 8).at(j, 0).sqz();
+          }
+        }
+    """
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    b, c = np.zeros((1, 2, 12), np.float32), np.zeros((12, 2), np.float32)
+    d = np.zeros(24, np.float32)
+    run(src, a, b, c, d)
+    np.testing.assert_array_equal(b[0], a.reshape(2, 12))
+    np.testing.assert_array_equal(c, a.reshape(2, 12).T)
+    np.testing.assert_array_equal(d.reshape(3, 8), a.reshape(3, 8)[::-1])
+
+
+def test_a_span_as_of_a_view_outside_its_buffer_faults_where_it_is_used():
+    src = """
+        __co__ void f(f32 [4, 6] a, global f32 [2, 3] b, int k) {
+          parallel p by 1 : block {
+            dma.copy a.subspan(1, 6).at(k, 0).span_as([2, 3]) => b;
+          }
+        }
+    """
+    b = np.zeros((2, 3), np.float32)
+    run(src, np.ones((4, 6), np.float32), b, 3)
+    np.testing.assert_array_equal(b, np.ones((2, 3)))
+    with pytest.raises(croqvm.CroqvmError, match=r"views.co:3:.*span_as of a view outside a: "
+                                                 r"dimension 0 spans \[4, 5\) of \[0, 4\)"):
+        run(src, np.ones((4, 6), np.float32), b, 4)
+
+
+def test_span_as_and_sqz_views_are_mma_operands():
+    src = """
+        __co__ void f(f16 [2, 16, 16] a, f16 [16, 2, 16] b, global f32 [3, 16, 16] out) {
+          parallel p by 1 : block {
+            parallel w by 1 : group {
+              mc = mma.fill.f32 0.0f;
+              ma = mma.load a.span_as([32, 16]).subspan(16, 16).at(1, 0);
+              mb = mma.load b.subspan(16, 1, 16).at(0, 1, 0).sqz();
+              mma.row.col mc, ma, mb;
+              mma.store mc, out.subspan(1, 16, 16).at(2, 0, 0).sqz();
+            }
+          }
+        }
+    """
+    rng = np.random.default_rng(0)      # small integers: every sum is exact
+    a = rng.integers(-4, 4, (2, 16, 16)).astype(np.float16)
+    b = rng.integers(-4, 4, (16, 2, 16)).astype(np.float16)
+    out = np.zeros((3, 16, 16), np.float32)
+    run(src, a, b, out)
+    np.testing.assert_array_equal(out[2], a[1].astype(np.float64) @ b[:, 1, :])
+    np.testing.assert_array_equal(out[:2], 0)
+
+
+def test_a_sqz_view_outside_its_buffer_faults_as_a_tile_outside_it():
+    src = """
+        __co__ void f(f32 [2, 3] a, global f32 [2, 2, 3] b, int k) {
+          parallel p by 1 : block {
+            dma.copy a => b.subspan(1, 2, 3).at(k, 0, 0).sqz();
+          }
+        }
+    """
+    a, b = np.arange(6, dtype=np.float32).reshape(2, 3), np.zeros((2, 2, 3), np.float32)
+    run(src, a, b, 1)
+    np.testing.assert_array_equal(b, [np.zeros((2, 3)), a])
+    with pytest.raises(croqvm.KernelFault, match=r"views.co:3:5: runtime error: tile of 'b' "
+                                                 r"at origin \(2, 0, 0\) lies outside "
+                                                 r"\[2, 2, 3\]\."):
+        run(src, a, b, 2)

@@ -326,7 +326,9 @@ def _access(module, code, n, a):
 def _view(module, code, n, v):
     return (f"view{n} '{v.text}': {_base(v.base_kind, v.base, v.arr)} origin "
             f"{_regs(v.origin)} extents {_regs(v.extents)}"
-            + (f" swizzle {v.swizzle}" if v.swizzle else ""))
+            + (f" swizzle {v.swizzle}" if v.swizzle else "")
+            + (f" in {_regs(v.space)} from r{v.flat}" if v.space else "")
+            + (f" shows {v.shown}" if v.shown else ""))
 
 
 def _dma(module, code, n, d):

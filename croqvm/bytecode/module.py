@@ -182,6 +182,16 @@ class View:
     extents: list[int]       # s32 registers, as many
     text: str = ""           # how messages name it
     swizzle: int = 0         # bytes of the swizzle mma.load reads it through (§9.7), 0: none
+    # span_as (§8.3.3): the buffer's elements from row-major position R[flat] on, seen as
+    # an array of extents ``space``, in which origin and extents count
+    space: list[int] = field(default_factory=list)   # s32 registers of a reshape, empty: none
+    flat: int = -1           # s32 register: where the reshape starts, -1: none
+    shown: list[int] = field(default_factory=list)   # .sqz() (§8.3.4): shown dims, empty: all
+
+    @property
+    def shown_extents(self) -> list[int]:
+        """The registers of the extents the view shows: its shape as an operand."""
+        return [self.extents[k] for k in self.shown] if self.shown else self.extents
 
 
 @dataclass

@@ -31,7 +31,8 @@ from croqvm.dtypes import BY_CODE
 from croqvm.numerics import round_to
 from croqvm.limits import MAX_REGISTERS
 
-from .module import DYNAMIC, SWIZZLES, BaseKind, DmaOp, L2Hint, ParamKind, PieceKind, Storage
+from .module import (DYNAMIC, SWIZZLES, BaseKind, DmaOp, L2Hint, ParamKind, PieceKind, Storage,
+                     swizzled_sides)
 from .opcodes import GRID_SYNC, WIDTH
 from .verify_base import (CodeCtx, Where, base_rank, base_storage, buffer_rank, check_unit,
                           element_dtype, extents_text, future_text, known_extents, label,
@@ -185,10 +186,33 @@ def _view(cx, at, n, view):
     if len(view.origin) != len(view.extents) or not view.extents:
         at.fail(f"{len(view.origin)} origin and {len(view.extents)} extent registers "
                 "(expected the same number, at least 1)")
-    _ranked(at, "extents", view.extents, rank)
+    if view.space or view.flat != -1:
+        _reshaped(cx, at, view)
+    else:
+        _ranked(at, "extents", view.extents, rank)
     for reg in view.origin + view.extents:
         want_reg(cx, at, reg, "index", "origin/extent register")
+    if view.shown and (sorted(set(view.shown)) != view.shown or view.shown[0] < 0
+                       or view.shown[-1] >= len(view.extents)
+                       or len(view.shown) == len(view.extents)):
+        at.fail(f"shown dimensions {view.shown} (expected some of the view's "
+                f"{len(view.extents)} dimensions, increasing, fewer than all)")
     _swizzle(at, view.swizzle)
+
+
+def _reshaped(cx, at, view):
+    """A ``span_as`` view (§8.3.3): a reshape of a buffer's own elements, one extent
+    register per dimension of it; engines read a swizzled side in the buffer's own
+    layout, so no swizzle goes with it."""
+    if view.base_kind != BaseKind.BUF:
+        at.fail("a reshaped view of a future's data (expected a buffer base)")
+    want_reg(cx, at, view.flat, "index", "first-element register")
+    if len(view.space) != len(view.extents):
+        at.fail(f"{len(view.extents)} extents in a reshape of rank {len(view.space)}")
+    for reg in view.space:
+        want_reg(cx, at, reg, "index", "reshape extent register")
+    if view.swizzle:
+        at.fail(f"swizzle of {view.swizzle} bytes on a reshaped view")
 
 
 def _swizzle(at, n: int):
@@ -198,7 +222,7 @@ def _swizzle(at, n: int):
 
 def _dma(cx, at, n, dma):
     src = lookup(at, "view", dma.src, cx.code.views)
-    rank, etype = len(src.extents), element_dtype(cx, src.base_kind, src.base)
+    rank, etype = len(src.shown_extents), element_dtype(cx, src.base_kind, src.base)
     op = dma.op.name.lower()
     if sorted(dma.perm) != (list(range(rank)) if dma.op == DmaOp.TRANSP else []):
         at.fail(f"permutation {dma.perm} for a DMA '{op}' of rank {rank}")
@@ -216,6 +240,13 @@ def _dma(cx, at, n, dma):
         at.fail("no destination (a view or the statement's own buffer)")
     _tma(cx, at, dma, base_storage(cx, src.base_kind, src.base), dst[0])
     fut = lookup(at, "future", dma.future, cx.code.futures, optional=True)
+    views = [src, lookup(at, "view", dma.dst_view, cx.code.views, optional=True)]
+    shared_side = views[0 if swizzled_sides(cx.code, dma)[0] else 1]
+    if dma.swizzle and shared_side is not None and shared_side.space:
+        at.fail(f"swizzle of {dma.swizzle} bytes on a reshaped view")
+    if fut is not None and views[1] is not None and (views[1].space or views[1].shown):
+        at.fail(f"fills {label('future', dma.future, fut.name)} through a reshaped or "
+                "squeezed destination view (a future's data is a window of a buffer)")
     if fut is not None:
         storage = dst[0]
         if (fut.dtype, len(fut.shape), fut.storage, fut.is_async) != \
@@ -251,7 +282,8 @@ def _dma_destination(cx, at, dma, rank, etype):
     view = lookup(at, "view", dma.dst_view, cx.code.views, optional=True)
     own = lookup(at, "buffer", dma.dst_buffer, cx.code.buffers, optional=True)
     if view is not None:
-        kind, base, extents, what = view.base_kind, view.base, view.extents, "destination view"
+        kind, base, extents, what = (view.base_kind, view.base, view.shown_extents,
+                                     "destination view")
     elif own is not None:
         if not own.shape:
             at.fail(f"own {label('buffer', dma.dst_buffer, own.name)} has no shape registers")

@@ -41,9 +41,9 @@ def _frag(cx: CodeCtx, at: Where, op, m: int, *roles: FragRole):
 
 def _view_extents(cx: CodeCtx, at: Where, v: int) -> list[int]:
     view = cx.code.views[v]
-    if len(view.extents) != 2:
-        at.fail(f"view {v} has rank {len(view.extents)}; MMA tiles are 2-D")
-    return known_extents(cx, view.extents)
+    if len(view.shown_extents) != 2:
+        at.fail(f"view {v} has rank {len(view.shown_extents)}; MMA tiles are 2-D")
+    return known_extents(cx, view.shown_extents)
 
 
 def _agree(at: Where, what: str, have, want, fragment="the fragment") -> None:

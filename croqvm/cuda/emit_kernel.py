@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 
 from .. import dtypes
-from ..bytecode.module import BaseKind, DmaOp, Storage, dst_storage
+from ..bytecode.module import BaseKind, DmaOp, Storage, dst_storage, swizzled_sides
 from ..bytecode import opcodes
 from ..bytecode.opcodes import BAR_ARRIVE, BAR_SYNC, SPAN
 from ..faults import Kind
@@ -545,7 +545,25 @@ class KernelEmitter:
             handler = self.handlers.get(op_name(ins))
             if handler is None:
                 raise self.unsupported(f"opcode {op_name(ins)}", ins)
+            if any(swizzle and self.code.views[v].shown
+                   for v, swizzle in self._swizzled_views(ins)):
+                raise self.unsupported("a view made by '.sqz()' read or written through a "
+                                       "swizzle", ins)
             handler(self, ins, -1 if laneset else base + ip)
+
+    def _swizzled_views(self, ins) -> list[tuple[int, int]]:
+        """(view, swizzle in bytes) of each view a DMA or an MMA load or store addresses:
+        a squeezed view lies in its buffer with strides, which the swizzle (§9.7) of a
+        whole buffer does not take."""
+        op = op_name(ins)
+        if op == "DMA":
+            desc = self.code.dmas[ins[1]]
+            sides = swizzled_sides(self.code, desc)
+            return [(desc.src, sides[0])] + \
+                ([(desc.dst_view, sides[1])] if desc.dst_view >= 0 else [])
+        if op in ("MMA_LOAD", "MMA_STORE", "MMA_STORE_MASK"):
+            return [(ins[2], self.code.views[ins[2]].swizzle)]
+        return []
 
     def _epilogue(self) -> None:
         """The kernel ends: every async copy the lane issued must have been waited

@@ -35,7 +35,7 @@ from ..bytecode.module import BaseKind, FragRole
 from ..faults import Kind
 from ..limits import UNIT_OF_LANES, WARP_SIZE
 from . import cnum
-from .emit_sync import collective, view
+from .emit_sync import collective, squeeze, view, view_rank
 
 
 def frag_dtype(k, m: int) -> dtypes.DType:
@@ -236,7 +236,8 @@ def op_mma_load(k, ins, ip):
     f = k.code.frags[m]
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
         view(k, v, "src", ins, ip)
-        read_outside_check(k, ins, ip, c)
+        read_outside_check(k, ins, ip, c, v)
+        squeeze(k, v, "src", ins)
         if m in k.async_frags:      # an accumulator loaded anew (§11.3.2, §11.5)
             pending_check(k, ins, ip, m, c >= 0)
         _tile_shape_fault(k, ins, ip, m, "src", (f.rows, f.cols))
@@ -246,12 +247,15 @@ def op_mma_load(k, ins, ip):
         k.line(f"{flag} = 1;", ins)
 
 
-def read_outside_check(k, ins, ip, c: int) -> None:
-    """§11.3.2: an element of the view ``src`` outside its buffer faults."""
-    k.line("long long at[2];", ins)
+def read_outside_check(k, ins, ip, c: int, v: int) -> None:
+    """§11.3.2: an element of the view ``src`` (view ``v``, all its dimensions) outside
+    its buffer faults."""
+    rank = view_rank(k, v)
+    k.line(f"long long at[{rank}];", ins)
     k.fault("cq_first_outside(src, at)", Kind.MMA_READ_OUTSIDE, ins, ip,
-            ("src.slot", "src.index", "at[0]", "at[1]"),
-            lambda a, refs, s=c: (s, (int(a[2]), int(a[3])), refs(int(a[0]), int(a[1]))))
+            ("src.slot", "src.index") + tuple(f"at[{j}]" for j in range(rank)),
+            lambda a, refs, s=c: (s, tuple(int(x) for x in a[2:]),
+                                  refs(int(a[0]), int(a[1]))))
 
 
 def load_cells(k, ins, ip, m, v, ptr, rows, cols, part, parts) -> None:
@@ -559,6 +563,7 @@ def op_mma_store(k, ins, ip):
             pending_check(k, ins, ip, m, c >= 0)
         k.fault(f"!{flag}", Kind.FRAGMENT_EMPTY, ins, ip, (), lambda a, refs, m=m: (m,))
         view(k, v, "dst", ins, ip)
+        squeeze(k, v, "dst", ins)
         want = (f.cols, f.rows) if transp else (f.rows, f.cols)
         _tile_shape_fault(k, ins, ip, m, "dst", want)
         whole_instance(k, ins, ip, m, c)

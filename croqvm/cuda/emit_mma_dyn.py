@@ -15,7 +15,7 @@ from ..limits import MAX_SHARED_BYTES
 from . import cnum
 from .emit_kernel import DYN_RECORD
 from .emit_mma import frag_dtype, frag_ref
-from .emit_sync import collective, view
+from .emit_sync import collective, squeeze, view
 
 
 def record(k, m: int) -> str:
@@ -76,7 +76,8 @@ def op_load(k, ins, ip):
     _, m, v, c = ins[:4]
     with collective(k, ins, ip, c >= 0, lanes_of(k, m), whole_unit=True) as (part, parts):
         view(k, v, "src", ins, ip)
-        read_outside_check(k, ins, ip, c)
+        read_outside_check(k, ins, ip, c, v)
+        squeeze(k, v, "src", ins)
         _agree(k, m, ins, ip, "src.ext[0]", "src.ext[1]", "src")
         shape_fragment(k, m, "src.ext[0]", "src.ext[1]", ins, ip)
         ptr, rows, cols, _ = access(k, m)
@@ -132,6 +133,7 @@ def op_store(k, ins, ip):
     with collective(k, ins, ip, c >= 0, lanes_of(k, m), whole_unit=True) as (part, parts):
         owners_check(k, ins, ip, m, c)
         view(k, v, "dst", ins, ip)
+        squeeze(k, v, "dst", ins)
         rows, cols = ("dst.ext[1]", "dst.ext[0]") if transp else ("dst.ext[0]", "dst.ext[1]")
         _agree(k, m, ins, ip, rows, cols, "dst")
         shape_fragment(k, m, rows, cols, ins, ip)

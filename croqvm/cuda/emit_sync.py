@@ -235,9 +235,26 @@ def view(k, v: int, name: str, ins, ip) -> None:
         k.line(f"cq_view {name} = {future_view(k, d.base, ins, ip)};", ins)
     else:
         k.line(f"cq_view {name} = {buffer_instance(k, d.base, d.arr, ins, ip).view()};", ins)
+    if d.space:
+        space = ", ".join(f"(long long)r{r}" for r in d.space)
+        k.line(f"const long long {name}_space[{len(d.space)}] = {{{space}}};", ins)
+        k.fault(f"!cq_view_reshape({name}, (long long)r{d.flat}, {name}_space, {len(d.space)})",
+                Kind.TILE_OUTSIDE, ins, ip,
+                (f"{name}.slot", f"{name}.index", f"(long long)r{d.flat}",
+                 f"cq_elements({name}.dims, {name}.rank)"),
+                lambda a, refs: (refs(int(a[0]), int(a[1])), (int(a[2]),), (int(a[3]),)))
     for j, (o, e) in enumerate(zip(d.origin, d.extents)):
-        k.line(f"{name}.origin[{j}] += (long long)r{o}; {name}.ext[{j}] = (long long)r{e};",
-               ins)
+        ext = "1" if d.shown and j not in d.shown else f"(long long)r{e}"   # .sqz(): 1 deep
+        k.line(f"{name}.origin[{j}] += (long long)r{o}; {name}.ext[{j}] = {ext};", ins)
+
+
+def squeeze(k, v: int, name: str, ins) -> None:
+    """``name`` as the dimensions view ``v`` shows (.sqz(), §8.3.4), once the checks
+    that read all of them are made."""
+    d = k.code.views[v]
+    if d.shown:
+        k.line(f"{{ const int shown[{len(d.shown)}] = {{{', '.join(map(str, d.shown))}}}; "
+               f"cq_view_squeeze({name}, {len(d.shown)}, shown); }}", ins)
 
 
 def _tile_operands(kind, rank):
@@ -257,6 +274,11 @@ def check_tile(k, name: str, rank: int, ins, ip) -> None:
 
 def view_rank(k, v: int) -> int:
     return len(k.code.views[v].origin)
+
+
+def shown_rank(k, v: int) -> int:
+    """The rank view ``v`` shows as an operand."""
+    return len(k.code.views[v].shown_extents)
 
 
 # --------------------------------------------------------------------------- DMA (§9)
@@ -279,7 +301,7 @@ def op_dma(k, ins, ip):
         # each block loads its own copy of the tile (§9.7), but sm_80 has no TMA at all
         raise k.needs_arch("sm_90a", f"'{desc.text}.multicast' (a TMA load into every block "
                                      f"of a cluster)", ins)
-    rank = view_rank(k, desc.src)
+    rank = shown_rank(k, desc.src)
     bulk = bulk_load(k, desc) and c >= 0
     if bulk:
         k.line(f"cq_tma_bar *tb{ip} = 0;", ins)
@@ -291,7 +313,8 @@ def op_dma(k, ins, ip):
                    f"f{desc.future}.issued); cq_leave(); }}", ins)
         k.line("cq_dma dm = {};", ins)
         view(k, desc.src, "src", ins, ip)
-        check_tile(k, "src", rank, ins, ip)
+        check_tile(k, "src", view_rank(k, desc.src), ins, ip)
+        squeeze(k, desc.src, "src", ins)
         k.line(f"dm.src = src; dm.op = {int(desc.op)}; dm.zfill = {int(desc.zfill)};", ins)
         swz_src, swz_dst = swizzled_sides(k.code, desc)
         if desc.swizzle:
@@ -388,7 +411,8 @@ def _dma_destination(k, desc, rank, ins, ip) -> None:
     own buffer."""
     if desc.dst_view >= 0:
         view(k, desc.dst_view, "dst", ins, ip)
-        check_tile(k, "dst", rank, ins, ip)
+        check_tile(k, "dst", view_rank(k, desc.dst_view), ins, ip)
+        squeeze(k, desc.dst_view, "dst", ins)
         k.line("dm.dst = dst;", ins)
         return
     if desc.future >= 0:

@@ -17,8 +17,8 @@ from ..bytecode.module import DmaOp, swizzled_sides
 from ..bytecode.opcodes import SPAN
 from ..faults import Fault, Kind
 from ..numerics import convert
-from .memory import (Handle, Transfer, allocating, first_pending, laid_out, view_of,
-                     view_registers)
+from .memory import (Handle, Transfer, allocating, first_pending, laid_out, shown, unshown,
+                     view_of, view_registers)
 from .sync import arrive, check_uniform
 
 
@@ -106,12 +106,19 @@ class Plan:
         regs = lambda rs: tuple(int(w.regs[r][i]) for r in rs)   # noqa: E731
         self.pads = (regs(desc.pad_lo), regs(desc.pad_hi), regs(desc.pad_mid))
         self.pad_value = w.regs[desc.pad_value][i] if desc.op == DmaOp.PAD else None
-        self.shape = out_shape(desc, self.src[2], self.pads)
+        code = blk.prog.code
+        self.views = (code.views[desc.src],
+                      code.views[desc.dst_view] if desc.dst_view >= 0 else None)
+        self.shape = out_shape(desc, shown(self.views[0], self.src[2]), self.pads)
         self.dst = self._destination(blk, desc, w, i, lane)
         buf, o, D = self.dst
         if desc.dst_view >= 0:
             _check_tile(buf, o, D, lane)
-        if not desc.zfill and any(t < x for t, x in zip(self.shape, D)):
+            D = shown(self.views[1], D)
+        # a larger source is cut to the destination (§9.5.1), but not through a .sqz()
+        cut = not (self.views[0].shown or (self.views[1] is not None and self.views[1].shown))
+        if len(self.shape) != len(D) or any((t < x and not desc.zfill) or (t > x and not cut)
+                                            for t, x in zip(self.shape, D)):
             raise Fault(Kind.DMA_SHAPE, (d, tuple(self.shape), tuple(D)), lane)
         self.d, self.desc = d, desc
         self.tiles = []          # the working tiles, from reserve() until the data moves
@@ -166,6 +173,8 @@ class Plan:
         side of a swizzled copy through its swizzle (§9.7)."""
         src_buf, o, _ = self.src
         tile = read_tile(laid_out(src_buf, self.swizzles[0]), o, self.tiles[0])
+        if self.views[0].shown:
+            tile = tuple(a.reshape(shown(self.views[0], a.shape)) for a in tile)
         if self.desc.op == DmaOp.TRANSP:
             tile = tuple(np.transpose(a, self.desc.perm) for a in tile)
         elif self.desc.op == DmaOp.PAD:
@@ -173,6 +182,8 @@ class Plan:
             tile = _pad(tile, lo, mid, self.pad_value, self.tiles[1])
         self.tiles = []
         dst_buf, do, D = self.dst
+        if self.views[1] is not None:
+            tile = tuple(unshown(self.views[1], a) for a in tile)
         dst = laid_out(dst_buf, self.swizzles[1])
         write_tile(dst, do, D, tile, self.desc.zfill)
         if dst is not dst_buf:

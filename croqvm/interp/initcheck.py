@@ -35,7 +35,8 @@ def _access(code, a):
 
 def _view(code, v):
     view = code.views[v]
-    return list(view.origin) + list(view.extents) + ([view.arr] if view.arr >= 0 else [])
+    return list(view.origin) + list(view.extents) + list(view.space) + \
+        ([view.flat] if view.flat >= 0 else []) + ([view.arr] if view.arr >= 0 else [])
 
 
 def _dma(code, d):

@@ -8,6 +8,7 @@ active lane that has one (§7.1.3).
 """
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -89,6 +90,32 @@ class Laid:
         self.buf.flat[self.pos] = self.data.reshape(-1)
         if self.written is not None:
             self.buf.written.reshape(-1)[self.pos] = self.written.reshape(-1)
+
+
+class Reshaped:
+    """A buffer's elements from row-major position ``first`` on, seen as an array of
+    extents ``shape`` (span_as, §8.3.3): ``data`` and ``written`` are numpy views of the
+    buffer's own, so what is written lands in it. Read and written where a ``Buffer``
+    would be (``ref``, ``dtype``, ``shape``); ``offsets`` gives the race checker the
+    buffer's own positions of a box of it."""
+
+    __slots__ = ("buf", "first", "ref", "dtype", "data", "written")
+
+    def __init__(self, buf: Buffer, first: int, shape: tuple):
+        n = math.prod(shape)
+        self.buf, self.first, self.ref, self.dtype = buf, first, buf.ref, buf.dtype
+        self.data = buf.flat[first:first + n].reshape(shape)
+        self.written = None if buf.written is None else \
+            buf.written.reshape(-1)[first:first + n].reshape(shape)
+
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape
+
+    def offsets(self, lo, hi) -> np.ndarray:
+        """Positions in ``buf``, in row-major order, of the box [lo, hi) of this array."""
+        grid = np.ix_(*(np.arange(l, h, dtype=np.int64) for l, h in zip(lo, hi)))
+        return self.first + np.ravel_multi_index(grid, self.shape).reshape(-1)
 
 
 def laid_out(buf: Buffer, swizzle: int):
@@ -201,16 +228,42 @@ def view_registers(code, v: int):
     view = code.views[v]
     if view.base_kind != BaseKind.BUF or not block_wide(code.buffers[view.base]):
         return None
-    return list(view.origin) + list(view.extents) + ([view.arr] if view.arr >= 0 else [])
+    return list(view.origin) + list(view.extents) + list(view.space) + \
+        ([view.flat] if view.flat >= 0 else []) + ([view.arr] if view.arr >= 0 else [])
 
 
 def view_of(w, v: int, i: int):
-    """Resolve view ``v`` for lane ``i``: (buffer, origin, extents), root coordinates."""
+    """Resolve view ``v`` for lane ``i``: (buffer, origin, extents), root coordinates;
+    the buffer a ``Reshaped`` one for a reshaped view, which faults where the reshape
+    is not inside the buffer (lowering checks that first, §8.3.3)."""
     view = w.blk.prog.code.views[v]
     buf, o, _ = base_view(w, view.base_kind, view.base, view.arr, i)
+    if view.space:
+        first = int(w.regs[view.flat][i])
+        space = tuple(int(w.regs[r][i]) for r in view.space)
+        if first < 0 or min(space) < 0 or first + math.prod(space) > buf.flat.size:
+            raise LaneFault(Kind.TILE_OUTSIDE, (buf.ref, (first,), (buf.flat.size,)), i)
+        buf, o = Reshaped(buf, first, space), (0,) * len(space)
     origin = tuple(int(a) + int(w.regs[r][i]) for a, r in zip(o, view.origin))
-    extents = tuple(int(w.regs[r][i]) for r in view.extents)
+    extents = tuple(1 if view.shown and k not in view.shown else int(w.regs[r][i])
+                    for k, r in enumerate(view.extents))    # .sqz(): not shown, 1 deep
     return buf, origin, extents
+
+
+def shown(view, e) -> tuple:
+    """The extents ``e`` of ``view`` (all its dimensions) that it shows (.sqz(), §8.3.4)."""
+    return tuple(e[k] for k in view.shown) if view.shown else tuple(e)
+
+
+def unshown(view, a: np.ndarray) -> np.ndarray:
+    """Array ``a``, of the rank ``view`` shows, as one of all its dimensions: the ones
+    it does not show have extent 1, so the row-major order is the same."""
+    if not view.shown:
+        return a
+    shape = [1] * len(view.extents)
+    for k, x in zip(view.shown, a.shape):
+        shape[k] = x
+    return a.reshape(shape)
 
 
 # --------------------------------------------------------------------------- element access

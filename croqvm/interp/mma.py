@@ -22,7 +22,7 @@ from ..faults import Fault, Kind, LaneFault
 from ..limits import UNIT_OF_LANES, WARP_SIZE
 from ..numerics import convert, fma_to, round_to
 from .checks import Access
-from .memory import allocating, laid_out, view_of, view_registers
+from .memory import allocating, laid_out, shown, unshown, view_of, view_registers
 from .sync import arrive, check_uniform, groups_of
 
 HOST_LANE = 1        # the unit of an op without a site: the host lane (§11.2 (c))
@@ -152,14 +152,15 @@ def _load_tile(blk, v, lane, coll):
     if bad is not None:
         raise Fault(Kind.MMA_READ_OUTSIDE, (coll, tuple(bad), buf.ref), lane)
     region = tuple(slice(a, a + x) for a, x in zip(o, e))
-    swizzle = blk.prog.code.views[v].swizzle
-    laid = laid_out(buf, swizzle)     # §9.7
+    view = blk.prog.code.views[v]
+    laid = laid_out(buf, view.swizzle)     # §9.7
     if laid.written is not None and not laid.written[region].all():
         bad = np.argwhere(~laid.written[region])[0] + np.asarray(o)
         raise Fault(Kind.MMA_UNINITIALISED, (buf.ref, tuple(int(x) for x in bad)), lane)
     if blk.call.checker is not None:
-        blk.call.checker.tile(blk, buf, o, e, Access.TILE_READ, lane, "mma.load", swizzle)
-    return buf, laid.data[region]
+        blk.call.checker.tile(blk, buf, o, e, Access.TILE_READ, lane, "mma.load", view.swizzle)
+    tile = laid.data[region]
+    return buf, tile.reshape(shown(view, tile.shape))
 
 
 def op_mma_load(w, ins):
@@ -243,7 +244,8 @@ def op_mma_store(w, ins):
         for frag, ls in groups:
             frag.ready(ls[0])
             wl, i = blk.warp_of(ls[0])
-            buf, o, e = view_of(wl, v, i)
+            buf, o, full = view_of(wl, v, i)
+            e = shown(blk.prog.code.views[v], full)
             want = tuple(e[::-1]) if transp else tuple(e)
             if not frag.fits(want):      # §11.3.4: V is [M, N] ([N, M] with .transp)
                 raise Fault(Kind.MMA_TILE_SHAPE, (m, frag.shape, buf.ref, e), ls[0])
@@ -254,9 +256,11 @@ def op_mma_store(w, ins):
                 c, e = c[:keep[0], :keep[1]], tuple(keep)
                 if 0 in keep:
                     continue
-            _store_tile(buf, o, c.T if transp else c, frag.dtype)
+            c = unshown(blk.prog.code.views[v], c.T if transp else c)
+            _store_tile(buf, o, c, frag.dtype)
             if blk.call.checker is not None:
-                blk.call.checker.tile(blk, buf, o, e, Access.TILE_WRITE, ls[0], "mma.store")
+                blk.call.checker.tile(blk, buf, o, c.shape, Access.TILE_WRITE, ls[0],
+                                      "mma.store")
     _collective(w, ins, coll, effect)
 
 

@@ -42,7 +42,7 @@ from ..faults import LaneFault
 from ..limits import WARP_SIZE
 from .access import LOCATED
 from .checks import Access, Checker
-from .memory import distinct, locate
+from .memory import Reshaped, distinct, locate
 from .shadow import MAX_WARPS, Actor, Box, Flat, Shadow
 from .warp import BLOCKED
 
@@ -473,7 +473,7 @@ class RaceChecker(Checker):
         """A tile of ``buf`` (at ``origin``, ``extents``; the part in range; laid out by
         ``swizzle``) that a collective's effect (mma.load, mma.store, a copy, a fill) or
         lane ``lane`` reads or writes."""
-        key = _box(buf, origin, extents, swizzle)
+        buf, key = _footprint(buf, origin, extents, swizzle)
         if key is None or (buf.shadow is None and self.storage(buf) == Storage.LOCAL):
             return
         st = self.clocks(blk)
@@ -544,7 +544,7 @@ class RaceChecker(Checker):
         se = plan.read_extents()
         swz_src, swz_dst = plan.swizzles
         if self.clocks(blk).coll is None:
-            self._lane_copy(blk, desc, dst, _box(dst, do, dd, swz_dst), lane)
+            self._lane_copy(blk, desc, *_footprint(dst, do, dd, swz_dst), lane)
         if handle is None or not handle.is_async:
             self.tile(blk, src, so, se, Access.COPY_READ, lane, desc.text, swz_src)
             self.tile(blk, dst, do, dd, Access.COPY_WRITE, lane, desc.text, swz_dst)
@@ -559,7 +559,7 @@ class RaceChecker(Checker):
         for (buf, o, e), kind, site, swz in (
                 ((src, so, se), Access.COPY_READ, copy.site_read, swz_src),
                 (plan.dst, Access.COPY_WRITE, copy.site_write, swz_dst)):
-            box = _box(buf, o, e, swz)
+            buf, box = _footprint(buf, o, e, swz)
             sh = None
             if box is not None:
                 sh = self._shadow(buf)
@@ -585,8 +585,8 @@ class RaceChecker(Checker):
         site = self.site(blk, self._ip(st, blk, lane), Access.COPY_WRITE, desc.text)
         for other, obox, olane in st.lane_copies[1]:
             if other is buf and not self._known(site, site, True):
-                lo = [max(a, b) for a, b in zip(box.lo, obox.lo)]
-                if all(a < min(b, c) for a, b, c in zip(lo, box.hi, obox.hi)):
+                lo = _first_shared(box, obox, buf.shape)
+                if lo is not None:
                     who = Who(st.seq, np.array([olane, lane]), collective=True)
                     self._add(Race(buf.ref, self.storage(buf), tuple(lo), (site, who),
                                    (site, who), ("why_lanes", ()), same_instruction=True))
@@ -633,7 +633,7 @@ class RaceChecker(Checker):
         for copy, mode, box in list(sh.inflight):
             if mode == Access.COPY_READ and kind not in Access.WRITES:
                 continue              # reading a copy's source while it reads it too
-            inside = key.inside(sh.shape, box.lo, box.hi)
+            inside = _meets(key, box, sh.shape)
             if not inside.any():
                 continue
             pos = int(np.flatnonzero(inside)[0])
@@ -767,6 +767,34 @@ def _last_access(sh, offset: int, actor) -> int:
     if row >= 0 and (sh.r_seq is None or int(sh.r_seq[row, offset]) == actor.seq):
         out = max(out, int(sh.r_clock[row, offset]))
     return out
+
+
+def _meets(key, other, shape) -> np.ndarray:
+    """Which elements of ``key`` lie in ``other`` (a ``Box`` answers for its whole box,
+    see ``Box.inside``), both keys of one buffer of extents ``shape``."""
+    if isinstance(other, Box):
+        return key.inside(shape, other.lo, other.hi)
+    return np.isin(key.offsets(shape, np.arange(key.size)), other.off)
+
+
+def _first_shared(key, other, shape):
+    """The first element two keys of one buffer share, as coordinates, or None."""
+    if isinstance(key, Box) and isinstance(other, Box):
+        lo = [max(a, b) for a, b in zip(key.lo, other.lo)]
+        return lo if all(a < min(b, c) for a, b, c in zip(lo, key.hi, other.hi)) else None
+    common = np.intersect1d(key.offsets(shape, np.arange(key.size)),
+                            other.offsets(shape, np.arange(other.size)))
+    return [int(x) for x in np.unravel_index(int(common[0]), shape)] if common.size else None
+
+
+def _footprint(buf, o, e, swizzle: int = 0):
+    """(buffer, key) of the tile at origin ``o`` with extents ``e`` in ``buf``: a ``Box``
+    (see ``_box``), or for a reshaped view (memory.Reshaped, which takes no swizzle) the
+    buffer it reshapes and the flat positions there of the part in range."""
+    if not isinstance(buf, Reshaped):
+        return buf, _box(buf, o, e, swizzle)
+    box = _box(buf, o, e)
+    return buf.buf, None if box is None else Flat(buf.offsets(box.lo, box.hi))
 
 
 def _box(buf, o, e, swizzle: int = 0):

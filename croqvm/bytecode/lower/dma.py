@@ -9,7 +9,7 @@ site of the collective copy that filled them. ``rotate(f0, ..., fn)`` is a left 
 from __future__ import annotations
 
 from croqvm.bytecode.module import (DYNAMIC, BufferDecl, DmaDesc, DmaOp, FutureDecl, L2Hint,
-                                     Storage)
+                                     Storage, swizzled_sides)
 from croqvm.lang import ast
 from croqvm.lang import types as T
 
@@ -97,6 +97,7 @@ def lower_dma(lw: Lowerer, s: ast.Dma) -> None:
         if s.pad_value is not None:
             from .exprs import lower_as
             desc.pad_value = lower_as(lw, s.pad_value, sbase.dtype)
+    _refuse_reshaped(lw, s, desc)
     collective = lw.kernel is not None and "local" not in storages
     coll = lw.coll_site(desc.text, s.tma_unit) if collective else -1
     if s.target is not None:
@@ -106,6 +107,19 @@ def lower_dma(lw: Lowerer, s: ast.Dma) -> None:
         if _sites(lw).get(key, -1) < 0:
             _sites(lw)[key] = coll
     b.emit("DMA", b.add("dmas", desc), coll)
+
+
+def _refuse_reshaped(lw: Lowerer, s: ast.Dma, desc: DmaDesc) -> None:
+    """What the engines do not take yet of a view made by ``span_as`` or ``.sqz()``: a
+    future filled through it (a future's data is a window of a buffer), and a reshape
+    laid out by a swizzle."""
+    views = lw.b.code.views
+    dst = views[desc.dst_view] if desc.dst_view >= 0 else None
+    if dst is not None and s.target is not None and (dst.space or dst.shown):
+        lw.unsupported(s.dst, "a future filled through a view made by 'span_as' or '.sqz()'")
+    shared_side = views[desc.src] if swizzled_sides(lw.b.code, desc)[0] else dst
+    if desc.swizzle and shared_side is not None and shared_side.space:
+        lw.unsupported(s, "a swizzled copy into or out of a view made by 'span_as'")
 
 
 def _dst_extents(lw: Lowerer, s: ast.Dma, ext: list) -> list:
@@ -127,8 +141,15 @@ def swizzled_view(lw: Lowerer, e: ast.Expr, swizzle: int | None = None) -> tuple
     """``view_of`` for a tile an MMA reads (§9.7): through ``swizzle`` when given, else
     through the swizzle the checker found its buffer laid out with."""
     view, base, ext = view_of(lw, e)
-    lw.b.code.views[view].swizzle = buffer_swizzle(e) if swizzle is None else swizzle
+    set_swizzle(lw, e, view, buffer_swizzle(e) if swizzle is None else swizzle)
     return view, base, ext
+
+
+def set_swizzle(lw: Lowerer, e: ast.Expr, view: int, swizzle: int) -> None:
+    """View ``view`` (of ``e``) read through ``swizzle``; not yet for a ``span_as``."""
+    if swizzle and lw.b.code.views[view].space:
+        lw.unsupported(e, "a view made by 'span_as' of a swizzled buffer as an MMA operand")
+    lw.b.code.views[view].swizzle = swizzle
 
 
 def buffer_swizzle(e: ast.Expr) -> int:

@@ -23,7 +23,7 @@ from croqvm.lang.check.consteval import const_value
 from croqvm.lang.check.walk import child_stmts
 from croqvm.limits import UNIT_OF_LANES, UNIT_OF_LEVEL
 
-from .dma import buffer_swizzle, swizzled_view
+from .dma import buffer_swizzle, set_swizzle, swizzled_view
 from .exprs import lower_as
 from .output import emit_check
 from .state import Lowerer
@@ -339,7 +339,7 @@ def _operand(lw: Lowerer, e: ast.Expr, role: FragRole, unit: int, text: str,
         view, base, ext = swizzled_view(lw, e)
     else:       # one K tile, addressed as its buffer is laid out (§9.7)
         view, base, ext = k_view(lw, e, *k_slice)
-        lw.b.code.views[view].swizzle = buffer_swizzle(e)
+        set_swizzle(lw, e, view, buffer_swizzle(e))
     rows, cols = _extents(ext)
     decl = FragDecl(lw.snippet(e.span), role, base.dtype.code, rows, cols, unit,
                     lw.spans.intern(e.span))

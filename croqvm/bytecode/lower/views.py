@@ -199,11 +199,6 @@ class VState:
     def shown(self) -> list[int]:
         return list(range(len(self.ext))) if self.keep is None else self.keep
 
-    @property
-    def plain(self) -> bool:
-        """A window of the base itself, as a ``View`` record describes one."""
-        return self.keep is None and self.under is None
-
 
 def view_state(lw: Lowerer, e: ast.Expr) -> VState:
     """The ``VState`` of a view chain; a named view stands for its chain (§8.3.5)."""
@@ -329,20 +324,6 @@ def _product(lw: Lowerer, xs: list):
     return total
 
 
-def view_parts(lw: Lowerer, e: ast.Expr):
-    """``(base, origin operands, extent operands)`` of a view chain that is a window of its
-    base, as DMA and MMA operands are."""
-    st = view_state(lw, e)
-    if not st.plain:
-        strided = st
-        while strided is not None and strided.strides is None:
-            strided = strided.under
-        lw.unsupported(e, "a view with element strides ('view(extents : strides)') as a "
-                          "DMA or MMA operand" if strided is not None else
-                          "a view made by 'span_as' or '.sqz()' as a DMA or MMA operand")
-    return st.base, st.org, st.ext
-
-
 def _sizes(lw: Lowerer, sizes, ext) -> list:
     """The extents of ``subspan(...)`` or ``view(...)``: ``_`` keeps the current one;
     ituples and mdspans count as their elements."""
@@ -371,26 +352,70 @@ def _chunk_args(lw: Lowerer, args) -> list:
 
 
 def view_of(lw: Lowerer, e: ast.Expr, extents=None):
-    """Lower a view chain to a ``View`` entry; returns ``(view index, base, extents)``.
-    ``extents``: operands that replace the chain's extents (a destination cut to the
-    source that fits it)."""
-    base, org, ext = view_parts(lw, e)
-    ext = [extent(lw, x) for x in (ext if extents is None else extents)]
-    view = View(base.kind, base.slot, base.arr, [reg_of(lw, o) for o in org],
-                [reg_of(lw, x) for x in ext], _root_text(base.text))
-    return lw.b.add("views", view), base, ext
+    """Lower a view chain to a ``View`` entry; returns ``(view index, base, extents)``, the
+    extents those it shows. ``extents``: operands that replace the shown extents (a
+    destination cut to the source that fits it)."""
+    st = view_state(lw, e)
+    if extents is not None:
+        for k, x in zip(st.shown, extents):
+            st.ext[k] = x
+    return _view_record(lw, e, st)
 
 
 def k_view(lw: Lowerer, e: ast.Expr, dim: int, origin: int, size: int):
-    """Like ``view_of``, restricted to ``size`` elements from ``origin`` in dimension
-    ``dim``: one K tile of an MMA operand (§11.6)."""
-    base, org, ext = view_parts(lw, e)
-    org[dim] = o_add(lw, org[dim], origin)
-    ext[dim] = size
-    ext = [extent(lw, x) for x in ext]
-    view = View(base.kind, base.slot, base.arr, [reg_of(lw, o) for o in org],
-                [reg_of(lw, x) for x in ext], _root_text(base.text))
-    return lw.b.add("views", view), base, ext
+    """Like ``view_of``, restricted to ``size`` elements from ``origin`` in shown
+    dimension ``dim``: one K tile of an MMA operand (§11.6)."""
+    st = view_state(lw, e)
+    k = st.shown[dim]
+    st.org[k] = o_add(lw, st.org[k], origin)
+    st.ext[k] = size
+    return _view_record(lw, e, st)
+
+
+def _view_record(lw: Lowerer, e: ast.Expr, st: VState):
+    """The ``View`` of ``st`` as a DMA or MMA operand: a window of its base, or of a
+    reshape of the base's elements from the first element of the contiguous view a
+    ``span_as`` reinterprets (§8.3.3); a ``.sqz()`` shows some of its dimensions."""
+    strided = st
+    while strided is not None and strided.strides is None:
+        strided = strided.under
+    if strided is not None:
+        lw.unsupported(e, "a view with element strides ('view(extents : strides)') as a "
+                          "DMA or MMA operand")
+    base = st.base
+    ext = [extent(lw, x) for x in st.ext]
+    view = View(base.kind, base.slot, base.arr, [reg_of(lw, o) for o in st.org],
+                [reg_of(lw, x) for x in ext], _root_text(base.text),
+                shown=[] if st.keep is None else list(st.keep))
+    if st.under is not None:
+        if base.kind == BaseKind.FUT:
+            lw.unsupported(e, "a view made by 'span_as' of a future's data as a DMA or "
+                              "MMA operand")
+        view.space = [reg_of(lw, extent(lw, x)) for x in st.space]
+        view.flat = reg_of(lw, _first_element(lw, st.under))
+    return lw.b.add("views", view), base, [ext[k] for k in st.shown]
+
+
+def _first_element(lw: Lowerer, st: VState):
+    """The row-major position in its base of the first element of ``st``, a contiguous
+    view that a ``span_as`` reinterprets. Each window on the way down is checked to lie
+    inside its index space (at run time where that is not known at compile time): only
+    then does the reshape cover elements of the buffer it names."""
+    space = [extent(lw, x) for x in st.space]
+    first = _first_element(lw, st.under) if st.under is not None else 0
+    pos = 0
+    for k, (o, x, n) in enumerate(zip(st.org, st.ext, space)):
+        end = o_add(lw, o, extent(lw, x))
+        if isinstance(o, Reg) or isinstance(end, Reg) or isinstance(n, Reg) \
+                or not (0 <= o and end <= n):
+            ok = lw.b.op("AND", dtypes.BOOL,
+                         lw.b.op("GE", dtypes.BOOL, reg_of(lw, o), lw.int_reg(0)),
+                         lw.b.op("LE", dtypes.BOOL, reg_of(lw, end), reg_of(lw, n)))
+            emit_check(lw.b, ok, f"span_as of a view outside {st.base.text}: dimension {k} "
+                                 f"spans [", reg_of(lw, o), ", ", reg_of(lw, end),
+                       ") of [0, ", reg_of(lw, n), ").")
+        pos = o_add(lw, o_mul(lw, pos, n), o)
+    return o_add(lw, first, pos)
 
 
 def _root_text(text: str) -> str:

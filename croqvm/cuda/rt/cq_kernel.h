@@ -74,6 +74,8 @@ struct cq_view {
   unsigned char *base;
   int elem, rank, slot, index;
   long long dims[CQ_MAX_RANK], origin[CQ_MAX_RANK], ext[CQ_MAX_RANK];
+  int strided;                  /* elements lie stride[k] apart along dimension k (.sqz()) */
+  long long stride[CQ_MAX_RANK];
 };
 
 /* What a lane's future holds (§9.4): a view of its data, or nothing (a placeholder);
@@ -115,8 +117,55 @@ CQ_DEV long long cq_hi(const cq_view &v, int k) {
 /* The byte offset of view element idx (in range), row-major in the root. */
 CQ_DEV long long cq_offset(const cq_view &v, const long long *idx) {
   long long off = 0;
-  for (int k = 0; k < v.rank; k++) off = off * v.dims[k] + v.origin[k] + idx[k];
+  for (int k = 0; k < v.rank; k++)
+    off = v.strided ? off + (v.origin[k] + idx[k]) * v.stride[k]
+                    : off * v.dims[k] + v.origin[k] + idx[k];
   return off * v.elem;
+}
+
+/* span_as (§8.3.3): view v's buffer as its elements from row-major position `first` on,
+   seen as an array of extents space[n] at origin 0; false when that reaches outside the
+   buffer (memory.py view_of). */
+CQ_DEV bool cq_view_reshape(cq_view &v, long long first, const long long *space, int n) {
+  long long count = 1, have = cq_elements(v.dims, v.rank);
+  bool bad = first < 0, zero = false;
+  for (int k = 0; k < n; k++) bad = bad || space[k] < 0, zero = zero || space[k] == 0;
+  for (int k = 0; k < n && !bad && !zero; k++) {
+    if (count > have / space[k]) bad = true;   /* more elements than the buffer's */
+    count *= space[k];
+  }
+  if (zero) count = 0;
+  if (bad || count > have - first) return false;
+  v.base += first * v.elem;
+  v.rank = n;
+  for (int k = 0; k < n; k++) v.dims[k] = space[k], v.origin[k] = 0;
+  return true;
+}
+
+/* .sqz() (§8.3.4): view v as the n dimensions shown[] it shows, each element where it was;
+   the others (of extent 1) fold into its base. A folded coordinate outside its dimension
+   leaves no element in range (dims[0] = 0); a copy or a load faults on it before. */
+CQ_DEV void cq_view_squeeze(cq_view &v, int n, const int *shown) {
+  cq_view out = v;
+  long long stride = 1, skip = 0;
+  bool inside = true;
+  int j = n - 1;
+  for (int k = v.rank - 1; k >= 0; k--) {
+    long long s = v.strided ? v.stride[k] : stride;
+    stride *= v.dims[k];
+    if (j >= 0 && shown[j] == k) {
+      out.dims[j] = v.dims[k], out.origin[j] = v.origin[k], out.ext[j] = v.ext[k];
+      out.stride[j--] = s;
+    } else {
+      inside = inside && v.origin[k] >= 0 && v.origin[k] < v.dims[k];
+      skip += v.origin[k] * s;
+    }
+  }
+  out.rank = n;
+  out.strided = 1;
+  if (inside) out.base += skip * v.elem;
+  else out.dims[0] = 0;
+  v = out;
 }
 
 /* §9.7: where a swizzle of `swizzle` bytes (0: none) places the element at byte offset
@@ -414,7 +463,9 @@ template <int E> CQ_OUTLINED void cq_dma_move_async(const cq_dma &d, int part, i
    runs of whole 16-byte chunks at 16-byte aligned addresses on both sides. */
 CQ_OUTLINED bool cq_dma_bulk_ok(const cq_dma &d) {
   const cq_view &s = d.src, &t = d.dst;
-  if (d.op != CQ_DMA_COPY || s.elem != t.elem || s.rank != t.rank || !s.rank) return false;
+  if (d.op != CQ_DMA_COPY || s.elem != t.elem || s.rank != t.rank || !s.rank || s.strided ||
+      t.strided)
+    return false;
   for (int k = 0; k < s.rank; k++)
     if (d.tile[k] != t.ext[k] || s.origin[k] < 0 || s.origin[k] + s.ext[k] > s.dims[k] ||
         t.origin[k] < 0 || t.origin[k] + t.ext[k] > t.dims[k])
