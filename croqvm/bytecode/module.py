@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-FORMAT_VERSION = 4       # 4: opcodes, swizzles, TMA hints, kernel attributes, streams,
-                         # cooperative launches, inline assembly and C++ calls (LANGUAGE.md)
+FORMAT_VERSION = 5       # 5: reshaped and squeezed views, multicast TMA, scaled and sparse
+                         # MMA, calls of functions defined in no file, setmaxnreg
 
 
 # -- enumerations (the values are part of the format) --------------------------------------
