@@ -46,7 +46,7 @@ class Kind(IntEnum):
     EMPTY_TILE = 20
     TILE_OUTSIDE = 21
     DMA_SHAPE = 22
-    DMA_SHAPE_ZFILL = 23
+    # 23: a larger tile than a .zfill destination, which is now cut to it (D29)
     EVENT_INDEX = 24
     NOT_A_PARTICIPANT = 25
     DIVERGENT_COLLECTIVE = 26

@@ -108,9 +108,6 @@ TEMPLATES = {
     Kind.DMA_SHAPE: _t("dma:dma tile:shape dst:shape", "'{dma}' copies a {tile} tile into a "
                        "{dst} destination; a tile smaller than its destination needs "
                        "'.zfill'."),
-    # no longer raised (a larger tile is cut to its destination); kept for its number
-    Kind.DMA_SHAPE_ZFILL: _t("dma:dma tile:shape dst:shape", "'{dma}' copies a {tile} tile "
-                             "into a {dst} destination."),
     Kind.EVENT_INDEX: _t("index:int event:event slots:int", "index {index} is out of range "
                          "for event array '{event}' [0, {slots})."),
     Kind.NOT_A_PARTICIPANT: _t("lane:int site:coll", "lane {lane} reaches '{site}' but is "
