@@ -10,8 +10,8 @@ import pytest
 import bytecode_builders as B
 from croqvm.bytecode import cqb, opcodes as O, schema
 from croqvm import dtypes as D
-from croqvm.bytecode.module import (Access, BaseKind, Const, DmaOp, FutureDecl, Launch,
-                                    PieceKind, PrintFormat, Storage, View)
+from croqvm.bytecode.module import (FORMAT_VERSION, Access, BaseKind, Const, DmaOp, FutureDecl,
+                                    Launch, PieceKind, PrintFormat, Storage, View)
 from croqvm.bytecode.verify import verify
 from croqvm.errors import BytecodeError
 
@@ -408,7 +408,7 @@ MALFORMED = [
     ("two functions of one name", B.squares, lambda m: m.functions.append(B.squares().functions[0]),
      "function 'squares': a second function of this name"),
     ("format version", B.squares, lambda m: setattr(m, "version", 1),
-     "module: format version 1, expected 4"),
+     f"module: format version 1, expected {FORMAT_VERSION}"),
 ]
 
 
