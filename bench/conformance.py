@@ -16,7 +16,9 @@ what each holds):
   function with arrays it builds (``host_shapes``), else ``--dim-default``; when a
   function with such a dimension goes out of range of a buffer, it runs again with
   ``--dim-retry`` for them (a kernel of 128 threads indexing rows of an [M, K] input needs
-  M >= 128, which nothing in a file without host calls says).
+  M >= 128, which nothing in a file without host calls says). A function still out of
+  range runs once more with every integer input 0: random values are not the in-range
+  indices its host code would pass (a tile schedule, a fragment array's index).
 - ``tools/co-mock/tests``: co-mock's own programs. Every function without parameters runs
   in file order on the default engine, and the printed text must satisfy the file's
   ``// CHECK`` lines (a small FileCheck: CHECK, -NEXT, -SAME, -NOT, -DAG, -LABEL, -EMPTY,
@@ -231,11 +233,12 @@ def dim_sizes(fn, shapes, default: int, retry: int) -> list[dict[str, int]]:
     return [first] + ([second] if second != first else [])
 
 
-def size_fault(error: str) -> bool:
-    """Whether a run failed by going out of range of a buffer, which larger sizes of the
-    dimensions nothing binds may cure."""
-    return re.search(r"error: (out-of-range access|tile of .* lies outside)", error) \
-        is not None
+def range_fault(error: str) -> bool:
+    """Whether a run failed by going out of range of a buffer or an array, which larger
+    sizes of the dimensions nothing binds, or integer inputs that index in range, may
+    cure."""
+    return re.search(r"error: (out-of-range access|tile of .* lies outside|index .* is out "
+                     r"of range for)", error) is not None
 
 
 # -- one program, in a process of its own ---------------------------------------------
@@ -248,14 +251,15 @@ def _first_error(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else "(no message)"
 
 
-def _non_negative(arg):
-    """Signed integer inputs made non-negative: the test programs index with them (the
-    compiler's own runs fill index arrays with valid indices)."""
+def _integers(arg, zero: bool):
+    """Signed integer inputs made non-negative, or every integer input 0: the test
+    programs index with them (the compiler's own runs fill index arrays and pass index
+    scalars that are in range, which random values may not be; 0 always is)."""
     import numpy as np
-    if isinstance(arg, np.ndarray) and arg.dtype.kind == "i":
-        return np.abs(arg)
+    if isinstance(arg, np.ndarray) and arg.dtype.kind in "iu":
+        return np.zeros_like(arg) if zero else np.abs(arg)
     if isinstance(arg, int) and not isinstance(arg, bool):
-        return abs(arg)
+        return 0 if zero else abs(arg)
     return arg
 
 
@@ -332,15 +336,17 @@ def run_one(path: str, folder: str, cuda: bool, dim_default: int,
     for fn in program.functions:
         if folder == "co-mock" and fn.params:
             continue
-        for dims in dim_sizes(fn, calls.get(fn.name), dim_default, dim_retry):
+        tries = [(dims, False) for dims in dim_sizes(fn, calls.get(fn.name), dim_default,
+                                                      dim_retry)]
+        for dims, zero in tries + [(tries[-1][0], True)]:
             try:
                 args, _ = build_args(fn, {}, dims, True, 0)
             except CroqvmError as err:
                 ref, failure = None, str(err)
                 break
-            args = [_non_negative(a) for a in args]
+            args = [_integers(a, zero) for a in args]
             ref = run_once(program, fn.name, args, dims, {})
-            if ref.error is None or not size_fault(ref.error):
+            if ref.error is None or not range_fault(ref.error):
                 break
         if ref is None:
             runs = False

@@ -76,11 +76,23 @@ def test_dimensions_nothing_binds_are_retried_larger_after_an_out_of_range_run()
     assert conformance.dim_sizes(fn, [(2, 4)], 16, 128) == [
         {"M": 2, "N": 16}, {"M": 2, "N": 128}]
     assert conformance.dim_sizes(fn, [(2, 4), (5,)], 16, 128) == [{"M": 2, "N": 5}]
-    assert conformance.size_fault("f.co:3:5: runtime error: out-of-range access "
-                                  "a.at(16, 0): index 16 of dimension 0 is not in [0, 16).")
-    assert conformance.size_fault("f.co:3:5: runtime error: tile of 'a' at origin (16, 0) "
-                                  "lies outside [16, 4].")
-    assert not conformance.size_fault("f.co:3:5: runtime error: integer division by zero.")
+    assert conformance.range_fault("f.co:3:5: runtime error: out-of-range access "
+                                   "a.at(16, 0): index 16 of dimension 0 is not in [0, 16).")
+    assert conformance.range_fault("f.co:3:5: runtime error: tile of 'a' at origin (16, 0) "
+                                   "lies outside [16, 4].")
+    assert conformance.range_fault("f.co:3:5: runtime error: index 6 is out of range for "
+                                   "fragment array 'mc' [0, 2).")
+    assert not conformance.range_fault("f.co:3:5: runtime error: integer division by zero.")
+
+
+def test_integer_inputs_are_made_non_negative_then_zero():
+    import numpy as np
+    x = np.array([-3, 2], np.int32)
+    assert conformance._integers(x, False).tolist() == [3, 2]
+    assert conformance._integers(x, True).tolist() == [0, 0]
+    assert conformance._integers(-5, False) == 5 and conformance._integers(-5, True) == 0
+    f = np.array([-1.5], np.float32)
+    assert conformance._integers(f, True) is f and conformance._integers(True, True) is True
 
 
 @pytest.mark.parametrize("run, script", [
