@@ -127,6 +127,23 @@ Seed = Annotated[int | None, typer.Option(
     parser=values.seed, metavar="N", help="Seed of --random-inputs (default 0).")]
 Dims = Annotated[list[str] | None, typer.Option(
     "--dim", metavar="NAME=N", help="The value of a symbolic dimension no input binds.")]
+Inputs = Annotated[list[str] | None, typer.Option(
+    "--input", metavar="NAME=FILE", help="A parameter's value, as for run.")]
+# the options of the commands that run one function on the reference engine as run does
+# (debug, trace)
+OneFunc = Annotated[str | None, typer.Option(
+    metavar="NAME", help="The function (default: the first one without parameters).")]
+RandomInputs = Annotated[bool, typer.Option(
+    "--random-inputs", help="Random values for the parameters without --input.")]
+Schedule = Annotated[str, typer.Option(
+    **values.one_of(*SCHEDULES), show_default=True,
+    help="Warp order: round-robin, or seeded random.")]
+ScheduleSeed = Annotated[int | None, typer.Option(
+    parser=values.seed, metavar="N", help="Seed of --schedule random.")]
+Poison = Annotated[bool, typer.Option("--poison", help="Poison new buffers, as for run.")]
+MaxSteps = Annotated[int | None, typer.Option(
+    parser=values.count, metavar="N",
+    help="Stop with a runtime error after N warp-instructions.")]
 
 
 def _cuda_verbose(verbose: bool) -> None:
@@ -522,29 +539,18 @@ def _finish(results, used, quiet, output, reference, rtol, atol) -> None:
               "kernel).")
 def debug(
         file: File,
-        func: Annotated[str | None, typer.Option(
-            metavar="NAME",
-            help="The function to debug (default: the first one without parameters).")] = None,
-        inputs: Annotated[list[str] | None, typer.Option(
-            "--input", metavar="NAME=FILE",
-            help="A parameter's value, as for run.")] = None,
-        random_inputs: Annotated[bool, typer.Option(
-            "--random-inputs", help="Random values for the parameters without --input.")] = False,
+        func: OneFunc = None,
+        inputs: Inputs = None,
+        random_inputs: RandomInputs = False,
         seed: Seed = None,
         dims: Dims = None,
-        schedule: Annotated[str, typer.Option(
-            **values.one_of(*SCHEDULES), show_default=True,
-            help="Warp order: round-robin, or seeded random.")] = "rr",
-        schedule_seed: Annotated[int | None, typer.Option(
-            parser=values.seed, metavar="N", help="Seed of --schedule random.")] = None,
-        poison: Annotated[bool, typer.Option(
-            "--poison", help="Poison new buffers, as for run.")] = False,
+        schedule: Schedule = "rr",
+        schedule_seed: ScheduleSeed = None,
+        poison: Poison = False,
         check: Annotated[str | None, typer.Option(
             **values.one_of(*CHECKS[1:]),
             help="race or init, as for run ('break race' stops at a race).")] = None,
-        max_steps: Annotated[int | None, typer.Option(
-            parser=values.count, metavar="N",
-            help="Stop with a runtime error after N warp-instructions.")] = None,
+        max_steps: MaxSteps = None,
         script: Annotated[str | None, typer.Option(
             metavar="FILE",
             help="Read the commands from FILE, echoing each; at its end the run goes on to "
@@ -555,15 +561,7 @@ def debug(
     _check_run_options(func or "(the default)", inputs, random_inputs, seed, dims, None, None, None,
                        schedule, schedule_seed, False, False)
     program = _load(file, defines, "debug")
-    if func is None:
-        fn = next((f for f in program.functions if not f.params), None)
-        if fn is None:
-            raise errors.ArgumentError(f"every function of {file} takes parameters; choose "
-                                       f"one with --func NAME and give its arguments")
-        func = fn.name
-    from .run_io import load_inputs, parse_dims
-    _, args, dim_values = _arguments(program, file, func, load_inputs(list(inputs)),
-                                     parse_dims(list(dims)), random_inputs, seed or 0)
+    func, args, dim_values = _one_call(program, file, func, inputs, dims, random_inputs, seed)
     lines = None
     if script is not None:
         try:
@@ -574,6 +572,21 @@ def debug(
     raise SystemExit(_debug(program, func, args, dim_values, lines, script,
                             dict(schedule=schedule, seed=schedule_seed or 0, poison=poison,
                                  check=check, max_steps=max_steps)))
+
+
+def _one_call(program, file, func, inputs, dims, random_inputs, seed):
+    """The call debug and trace make: ``func``, else the first function without
+    parameters; its arguments and dimensions as run builds them."""
+    if func is None:
+        fn = next((f for f in program.functions if not f.params), None)
+        if fn is None:
+            raise errors.ArgumentError(f"every function of {file} takes parameters; choose "
+                                       f"one with --func NAME and give its arguments")
+        func = fn.name
+    from .run_io import load_inputs, parse_dims
+    _, args, dim_values = _arguments(program, file, func, load_inputs(list(inputs)),
+                                     parse_dims(list(dims)), random_inputs, seed or 0)
+    return func, args, dim_values
 
 
 def _faulting(program) -> str:
@@ -612,28 +625,17 @@ def _debug(program, func, args, dims, lines, script, options, at_fault=False) ->
               "the timeline; docs/TRACE.md).")
 def trace(
         file: File,
-        func: Annotated[str | None, typer.Option(
-            metavar="NAME",
-            help="The function to trace (default: the first one without parameters).")] = None,
-        inputs: Annotated[list[str] | None, typer.Option(
-            "--input", metavar="NAME=FILE",
-            help="A parameter's value, as for run.")] = None,
-        random_inputs: Annotated[bool, typer.Option(
-            "--random-inputs", help="Random values for the parameters without --input.")] = False,
+        func: OneFunc = None,
+        inputs: Inputs = None,
+        random_inputs: RandomInputs = False,
         seed: Seed = None,
         dims: Dims = None,
-        schedule: Annotated[str, typer.Option(
-            **values.one_of(*SCHEDULES), show_default=True,
-            help="Warp order: round-robin, or seeded random.")] = "rr",
-        schedule_seed: Annotated[int | None, typer.Option(
-            parser=values.seed, metavar="N", help="Seed of --schedule random.")] = None,
-        poison: Annotated[bool, typer.Option(
-            "--poison", help="Poison new buffers, as for run.")] = False,
+        schedule: Schedule = "rr",
+        schedule_seed: ScheduleSeed = None,
+        poison: Poison = False,
         check: Annotated[str | None, typer.Option(
             **values.one_of(*CHECKS[1:]), help="race or init, as for run.")] = None,
-        max_steps: Annotated[int | None, typer.Option(
-            parser=values.count, metavar="N",
-            help="Stop with a runtime error after N warp-instructions.")] = None,
+        max_steps: MaxSteps = None,
         output: Annotated[str | None, typer.Option(
             "-o", "--output", metavar="FILE.json",
             help="Where to write the trace; gzip-compressed when the name ends in .json.gz "
@@ -665,15 +667,7 @@ def trace(
                                        "(pip install matplotlib)") from None
     model = CostModel() if cost is None else load(cost)
     program = _load(file, defines, "trace")
-    if func is None:
-        fn = next((f for f in program.functions if not f.params), None)
-        if fn is None:
-            raise errors.ArgumentError(f"every function of {file} takes parameters; choose "
-                                       f"one with --func NAME and give its arguments")
-        func = fn.name
-    from .run_io import load_inputs, parse_dims
-    _, args, dim_values = _arguments(program, file, func, load_inputs(list(inputs)),
-                                     parse_dims(list(dims)), random_inputs, seed or 0)
+    func, args, dim_values = _one_call(program, file, func, inputs, dims, random_inputs, seed)
     timeline = record(program, func, args, dim_values, cost=model, schedule=schedule,
                       seed=schedule_seed or 0, poison=poison, check=check,
                       max_steps=max_steps, keep_on_fault=True)
@@ -725,8 +719,7 @@ def emit_cuda(
 def diff(
         file: File,
         func: Annotated[str, typer.Option(metavar="NAME", help="The function to run.")],
-        inputs: Annotated[list[str] | None, typer.Option(
-            "--input", metavar="NAME=FILE", help="A parameter's value, as for run.")] = None,
+        inputs: Inputs = None,
         random_inputs: Annotated[bool, typer.Option(
             "--random-inputs",
             help="Random values for the parameters without --input, as for run.")] = False,
@@ -778,8 +771,7 @@ def explore(
         func: Annotated[str | None, typer.Option(
             metavar="NAME",
             help="The function to run (default: the file's only function).")] = None,
-        inputs: Annotated[list[str] | None, typer.Option(
-            "--input", metavar="NAME=FILE", help="A parameter's value, as for run.")] = None,
+        inputs: Inputs = None,
         random_inputs: Annotated[bool, typer.Option(
             "--random-inputs",
             help="Random values for the parameters without --input, drawn once, as for "
