@@ -13,7 +13,7 @@ import pytest
 import croqvm
 from croqvm.cuda.emit import emit
 from croqvm.cuda.tolerance import gpu_tolerance
-from croqvm.diff import Outcome, compare
+from croqvm.diff import Outcome, compare, comparison
 from croqvm.limits import LAUNCH_SHARED_BYTES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,3 +117,25 @@ def test_the_prepared_gpu_check_runs_without_a_gpu_and_says_what_it_skipped(tmp_
     for step in ("tests", "programs", "repros", "sanitizer", "gemm"):
         assert f"| {step} | skipped: no GPU: " in table
     assert json.loads((tmp_path / "results.json").read_text())["facts"]["gpu"]["ok"] is False
+
+
+def test_block_collectives_of_different_statements_do_not_pair_on_cuda_cpu():
+    """Each collective is a rendezvous of its own statement (LANGUAGE.md §7.4): two warps
+    at the copies of the two branches deadlock on the engines, and now on cuda-cpu too,
+    where both used to pass barrier 0 together and the run ended without an error."""
+    prog = croqvm.compile("""
+__co__ void f(global s32 [64] x) {
+  parallel b by 1 : block, t by 64 : thread {
+    shared s32 [64] s;
+    if (t < 32) {
+      dma.copy x => s;
+    } else {
+      dma.copy x => s;
+    }
+    x.at(t) = s.at(t) + 1;
+  }
+}""", "div.co")
+    found = comparison(prog, "f", np.zeros(64, np.int32))
+    assert found.both_fault and found.mismatches == []
+    assert "warp 1 (lanes 32-63): collective 'dma.copy' (div.co:8:7): arrived 32/64" in \
+        found.other.error

@@ -24,7 +24,7 @@ import numpy as np
 from .. import dtypes, messages, report
 from ..errors import ArgumentError, DeviceError, InternalError, KernelFault
 from ..faults import FaultRecord
-from ..bytecode.opcodes import GRID_SYNC, SPAN, WIDTH
+from ..bytecode.opcodes import BARRIER, GRID_SYNC, SPAN, WIDTH
 from ..limits import LAUNCH_SHARED_BYTES, WARP_SIZE, resident_blocks
 from ..messages import print_text
 from ..numerics import convert
@@ -369,7 +369,9 @@ def _wait_text(cx, gen, info, wait, d) -> str:
     if s.ip >= 0 and cx.code.code[s.ip * WIDTH] == GRID_SYNC:
         return messages.report("at_grid", (s.coll, s.span), cx)
     if kind == abi.WaitKind.BLOCK_BARRIER and s.coll >= 0:
-        return messages.report("at_barrier", (s.coll, s.span, a0, a1), cx)
+        barrier = s.ip >= 0 and cx.code.code[s.ip * WIDTH] == BARRIER
+        return messages.report("at_barrier" if barrier else "at_collective",
+                               (s.coll, s.span, a0, a1), cx)
     if kind == abi.WaitKind.NAMED_BARRIER:
         return messages.report("at_named_barrier", (s.span, s.span, a0, a1 & 0xFFFFFFFF,
                                                     a1 >> 32), cx)

@@ -157,6 +157,7 @@ struct block_state {
   unsigned char *smem;
   size_t smem_bytes;
   unsigned bar0_arrived;
+  int bar0_site;                   /* the statement the arrived threads wait at */
   unsigned long long bar0_gen;
   named_barrier named[NAMED_BARRIERS];
   warp_rendezvous warps[MAX_WARPS];
@@ -307,8 +308,11 @@ static inline void fill_deadlock_record(block_state *b) {
   for (unsigned i = 0; i < b->size; i++) {
     cq_thread_wait w = b->threads[i].wait;
     /* counts that change while waiting are read now, when nothing moves any more */
-    if (w.kind == CQ_WAIT_BLOCK_BARRIER) {
-      w.a0 = b->bar0_arrived;
+    if (w.kind == CQ_WAIT_BLOCK_BARRIER) {   /* the threads waiting at its statement */
+      w.a0 = 0;
+      for (unsigned j = 0; j < b->size; j++)
+        w.a0 += b->threads[j].wait.kind == CQ_WAIT_BLOCK_BARRIER &&
+                b->threads[j].wait.site == w.site;
       w.a1 = b->live;
     } else if (w.kind == CQ_WAIT_NAMED_BARRIER) {   /* the count, then the threads arrived */
       w.a1 = (long long)b->named[w.a0].count << 32 | b->named[w.a0].total;
@@ -708,7 +712,13 @@ CQ_DEV void cq_print(int fmt, int n, const unsigned long long *values) {
 CQ_DEV void cq_sync_block(int site) {
   using namespace cq;
   block_state *b = rt.blk;
+  /* A collective is a rendezvous of one statement (LANGUAGE.md §7.4): threads at the
+     block barrier of another wait for their own, which never completes, and the engines'
+     deadlock is reported. (A GPU pairs them on barrier 0; docs/CUDA.md.) */
+  if (b->bar0_arrived && b->bar0_site != site)
+    wait_until(CQ_WAIT_BLOCK_BARRIER, site, 0, 0, [] { return false; });
   unsigned long long gen = b->bar0_gen;
+  b->bar0_site = site;
   b->bar0_arrived++;
   if (release_block_barrier()) let_others_run();
   wait_until(CQ_WAIT_BLOCK_BARRIER, site, 0, 0, [=] { return b->bar0_gen != gen; });
