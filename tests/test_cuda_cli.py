@@ -1,9 +1,12 @@
 """The CUDA path from the command line and the differential helpers (croqvm/cli.py
 emit-cuda, run --device, diff; croqvm/diff.py)."""
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -175,3 +178,34 @@ def test_emitted_cuda_compiles_by_itself_with_plain_nvcc(tmp_path):
                           cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "mm.cubin").stat().st_size > 0
+
+
+SPIN = """
+__co__ void spin(global s32 [128] a) {
+  parallel p by 4 : block, t by [32] : thread {
+    mutable int i = 0;
+    while (i >= 0) { a.at(p # t) += 1; }
+  }
+}
+"""
+
+
+def test_ctrl_c_stops_a_kernel_that_never_ends_on_cuda_cpu(tmp_path):
+    """The launch runs on a thread of its own; Ctrl-C asks the runtime to stop, and each
+    thread's next loop step ends the launch (exit status 130, as on the engines)."""
+    from croqvm.cuda import compile as cc
+    from croqvm.cuda.emit import GENERATOR_VERSION, emit
+    from croqvm.cuda.launch import checks_enabled, cpu_arch
+    (tmp_path / "spin.co").write_text(SPIN)
+    gen = emit(croqvm.compile(SPIN, "spin.co").module, arch=cpu_arch(), checks=checks_enabled())
+    cc.build(gen.text, cc.CPU, generator=GENERATOR_VERSION)    # built before the run
+    proc = subprocess.Popen([sys.executable, "-m", "croqvm", "run", "spin.co", "--func", "spin",
+                             "--random-inputs", "--device", "cuda-cpu", "-v"], cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert "cuda cache hit" in proc.stderr.readline()     # the launch starts now
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.splitlines()[-1].startswith("interrupted in 'spin'")

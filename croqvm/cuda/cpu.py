@@ -53,6 +53,24 @@ class CpuModule:
         self.misuse_texts = {v: k for k, v in abi.read_table(self.lib, "cq_misuse_texts").items()}
         self._lock = threading.Lock()
 
+    def _run(self, kernel: str, args, cfg) -> int:
+        """``cq_cpu_launch`` on a thread of its own, so that Ctrl-C reaches this one: it
+        asks the runtime to stop (each thread's next loop step faults), waits for the
+        launch to end, and stops the run."""
+        stop = ctypes.c_int.in_dll(self.lib, "cq_stop_request")
+        stop.value = 0
+        status = []
+        worker = threading.Thread(target=lambda: status.append(
+            self.lib.cq_cpu_launch(self.entry(kernel), args, ctypes.byref(cfg))), daemon=True)
+        worker.start()
+        try:
+            worker.join()
+        except KeyboardInterrupt:
+            stop.value = 1
+            worker.join()
+            raise KeyboardInterrupt(f"kernel '{kernel}' on cuda-cpu") from None
+        return status[0]
+
     def entry(self, kernel: str) -> int:
         try:
             return ctypes.cast(getattr(self.lib, f"cq_entry_{kernel}"), ctypes.c_void_p).value
@@ -72,7 +90,7 @@ class CpuModule:
         cfg = abi.LaunchCfg((ctypes.c_uint32 * 3)(*grid), block, smem, stack, int(cooperative))
         args, keep = pack_params(params)
         with self._lock:
-            status = self.lib.cq_cpu_launch(self.entry(kernel), args, ctypes.byref(cfg))
+            status = self._run(kernel, args, cfg)
             del keep
             if status == abi.Status.OK:
                 return None

@@ -74,6 +74,12 @@ cq_fault_rec cq_fault_record = {CQ_NO_FAULT, 0, 0, 0, 0, {0}};
 cq_deadlock_rec cq_deadlock_record;
 cq_print_buf cq_print_state = {0, 0, 0};
 unsigned long long cq_step_limit = ~0ull;
+volatile int cq_stop_request = 0;  /* set by the host (Ctrl-C): the next loop step faults */
+}
+
+/* A loop's next iteration is past the step limit, or the host asked the run to stop. */
+CQ_DEV bool cq_steps_over(unsigned long long steps, unsigned long long limit) {
+  return steps > limit || cq_stop_request;
 }
 
 namespace cq {

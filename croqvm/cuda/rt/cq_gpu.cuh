@@ -40,6 +40,10 @@ CQ_DEV int cq_block_size() { return (int)blockDim.x; }
 CQ_DEV int cq_block_idx(int d) { return (int)(d == 0 ? blockIdx.x : d == 1 ? blockIdx.y : blockIdx.z); }
 CQ_DEV int cq_grid_dim(int d) { return (int)(d == 0 ? gridDim.x : d == 1 ? gridDim.y : gridDim.z); }
 CQ_DEV unsigned char *cq_smem() { return cq_smem_buf; }
+/* A loop's next iteration is past the step limit (a GPU run is stopped by the watchdog). */
+CQ_DEV bool cq_steps_over(unsigned long long steps, unsigned long long limit) {
+  return steps > limit;
+}
 CQ_DEV unsigned cq_smem_bytes() {
   unsigned n;
   asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(n));
