@@ -22,9 +22,9 @@ import sys
 import numpy as np
 
 from .. import dtypes, messages, report
+from ..bytecode.opcodes import BARRIER, GRID_SYNC, SPAN, WIDTH
 from ..errors import ArgumentError, DeviceError, InternalError, KernelFault
 from ..faults import FaultRecord
-from ..bytecode.opcodes import BARRIER, GRID_SYNC, SPAN, WIDTH
 from ..limits import LAUNCH_SHARED_BYTES, WARP_SIZE, resident_blocks
 from ..messages import print_text
 from ..numerics import convert
