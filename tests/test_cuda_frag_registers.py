@@ -11,6 +11,7 @@ import croqvm
 from croqvm.cuda.emit import emit
 from croqvm.diff import assert_agree
 from croqvm.errors import KernelFault
+from lane_order import row_sums_in_lane_order
 
 WIDE = """
 __co__ void wide(global f16 [64, 32] a, global f16 [N, 32] b, global f32 [64, N] c) {
@@ -104,22 +105,6 @@ __co__ void epi(global f16 [128, 32] a, global f16 [16, 32] b, global f32 [16] b
 """
 
 
-def _lane_order_sums(c: np.ndarray) -> np.ndarray:
-    """Row sums as the lanes form them: each of a row's four lanes adds its columns
-    (2t, 2t + 1, 8 + 2t, 9 + 2t) in f32 from 0, then lanes combine (xor 2, then xor 1)."""
-    out = np.zeros(len(c), np.float32)
-    for r in range(len(c)):
-        part = []
-        for t in range(4):
-            s = np.float32(0)
-            for j in (2 * t, 2 * t + 1, 8 + 2 * t, 9 + 2 * t):
-                s = np.float32(s + c[r, j])
-            part.append(s)
-        x = [np.float32(part[t] + part[t ^ 2]) for t in range(4)]
-        out[r] = np.float32(x[3] + x[3 ^ 1])
-    return out
-
-
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
 def test_warpgroup_epilogue_agrees_with_the_engines(arch, monkeypatch):
     """An epilogue over a [128, 16] warpgroup accumulator (two m64 tiles, so the warps'
@@ -137,7 +122,7 @@ def test_warpgroup_epilogue_agrees_with_the_engines(arch, monkeypatch):
     program.run("epi", a, b, bias, c, rs, rm, device="cuda-cpu")
     prod = a.astype(np.float64) @ b.astype(np.float64).T
     np.testing.assert_allclose(c, (prod + 0.5) * 2 + bias, rtol=1e-5, atol=1e-5)
-    np.testing.assert_array_equal(rs, _lane_order_sums(c))
+    np.testing.assert_array_equal(rs, row_sums_in_lane_order(c))
     np.testing.assert_array_equal(rm, c.max(axis=1))
 
 

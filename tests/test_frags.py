@@ -10,6 +10,7 @@ import croqvm
 import engines
 from croqvm.errors import KernelFault
 from croqvm.lang.frontend import front_end
+from lane_order import row_sums_in_lane_order
 
 pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
 
@@ -170,22 +171,6 @@ __co__ void epi(f16 [16, 16] a, f16 [16, 16] b, f32 [16] bias, global f32 [16, 1
 """
 
 
-def _lane_order_sums(c: np.ndarray) -> np.ndarray:
-    """Row sums as the hardware forms them: each of a row's four lanes adds its columns
-    (2t, 2t + 1, 8 + 2t, 9 + 2t) in f32 from 0, then lanes combine (xor 2, then xor 1)."""
-    out = np.zeros(16, np.float32)
-    for r in range(16):
-        part = []
-        for t in range(4):
-            s = np.float32(0)
-            for j in (2 * t, 2 * t + 1, 8 + 2 * t, 9 + 2 * t):
-                s = np.float32(s + c[r, j])
-            part.append(s)
-        x = [np.float32(part[t] + part[t ^ 2]) for t in range(4)]
-        out[r] = np.float32(x[1] + x[1 ^ 1])
-    return out
-
-
 def test_warp_epilogue_and_row_reductions():
     rng = np.random.default_rng(7)
     a = rng.standard_normal((16, 16)).astype(np.float16)
@@ -195,8 +180,8 @@ def test_warp_epilogue_and_row_reductions():
     engines.run(croqvm.compile(EPILOGUE, "t.co"), "epi", a, b, bias, c, rs, rm, rs2)
     prod = a.astype(np.float64) @ b.astype(np.float64).T
     np.testing.assert_allclose(c, prod * 2 + bias, rtol=1e-5, atol=1e-5)
-    np.testing.assert_array_equal(rs, _lane_order_sums(c))
-    np.testing.assert_array_equal(rs2, _lane_order_sums(c))
+    np.testing.assert_array_equal(rs, row_sums_in_lane_order(c))
+    np.testing.assert_array_equal(rs2, row_sums_in_lane_order(c))
     np.testing.assert_array_equal(rm, c.max(axis=1))
 
 
