@@ -93,6 +93,11 @@ def _add_2d_args(rng, m, n):
     return [_s32(rng, m, n), _s32(rng, m, n)], {"M": m, "N": n}
 
 
+def _matrix_f32_args(rng, m, n):
+    # c starts with garbage: the kernel must overwrite every element.
+    return [_f32(rng, m, n), _f32(rng, m, n), _f32(rng, m, n)], {"M": m, "N": n}
+
+
 def _ring_args(rng, n):
     # 16-bit magnitudes; more rows than slots, so every slot is reused.
     return [_s32(rng, n, 32, bits=15)], {"N": n}
@@ -312,6 +317,10 @@ VALID = [
     Entry("add_2d_tiled.co", "add_2d", ("a", "b"),
           make_args=_sized({"test": (24, 48), "bench": (256, 512)}, _add_2d_args),
           reference=lambda x: {"return": _wrap32(x[0].astype(np.int64) + x[1])}),
+    # both dimensions ragged: 20 = 2 * 8 + 4 rows, 40 = 2 * 16 + 8 columns
+    Entry("add_2d_ragged.co", "add_2d", ("a", "b", "c"),
+          make_args=_sized({"test": (20, 40), "bench": (250, 500)}, _matrix_f32_args),
+          reference=lambda x: {"c": x[0] + x[1]}),          # one f32 add, as numpy's
     Entry("matmul_scalar.co", "matmul", ("a", "b"),
           make_args=_sized({"test": (16, 20, 24), "bench": (128, 256, 256)}, _matmul_s32_args),
           reference=_matmul_s32),
@@ -404,6 +413,12 @@ RUNTIME_BROKEN = [
                        "[0, 100).", 15, 5, "x.at(i) = x.at(i) * alpha;",
                        also=("\n  in kernel launched at {file}:13:3, block (3), lane 4 "
                              "(warp 0, lane 4)",))),
+    Entry("broken/ragged_edge.co", "add_2d", ("a", "b", "c"), stage="runtime",
+          make_args=lambda rng, scale: _matrix_f32_args(rng, 20, 16),
+          error=Expect("out-of-range access a.at(20, 0): index 20 of dimension 0 is not in "
+                       "[0, 20).", 21, 7, "c.at(i, j) = a.at(i, j) + b.at(i, j);",
+                       also=("\n  in kernel launched at {file}:17:3, block (2, 0), lane 64 "
+                             "(warp 2, lane 0)",))),
     Entry("broken/oob_tile.co", "matmul", ("a", "b"), stage="runtime",
           make_args=lambda rng, scale: _matmul_s32_args(rng, 16, 32, 64),
           error=Expect("tile of 'a' at origin (0, 32) lies outside [16, 32].", 19, 7,
