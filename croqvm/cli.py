@@ -387,7 +387,8 @@ def run(
         from .explore import read_replay
         rec = read_replay(replay, program)
         func, arrays, dim_values = rec.func, rec.inputs, rec.dims
-        schedule, schedule_seed, check = "random", rec.seed, rec.check
+        schedule = "rr" if rec.seed is None else "random"
+        schedule_seed, check = rec.seed, rec.check
         random_inputs = True      # the file holds every argument; a stream takes None
     monitor = _monitor(program, progress, quiet, watchdog)
     options = dict(engine=engine, poison=poison, check=check, schedule=schedule,
@@ -824,6 +825,148 @@ def explore(
         print("explore: every schedule stops with the same runtime error", file=sys.stderr)
         raise SystemExit(EXIT_MISMATCH)
     print("explore: every schedule gives the same outcome")
+
+
+SWEEP_HELP = """Run a function at every point of a grid of symbolic dimensions, on the
+interpreter, and group the points that fault or differ by signature, each group with its
+smallest point; exit status 3 when a point fails (docs/SWEEP.md).
+
+\b
+--dim NAME=START:STOP:STEP gives START to STOP inclusive (64:1024:64 is
+64, 128, ..., 1024), NAME=A,B,C those values, NAME=N one; the points are
+their cartesian product. Each point gets random inputs (as run
+--random-inputs draws them) from its own seed, derived from --seed and
+the point's values. A point runs under round-robin; with --against, the
+same call on another target must agree with it (as diff compares); with
+--schedules N, under the random schedules 0 to N-1 too."""
+
+
+@command(help=SWEEP_HELP)
+def sweep(
+        file: File,
+        func: Annotated[str, typer.Option(metavar="NAME", help="The function to run.")],
+        dims: Annotated[list[str], typer.Option(
+            "--dim", metavar="NAME=VALUES",
+            help="A symbolic dimension's values: START:STOP:STEP, A,B,C or N "
+                 "(repeatable).")],
+        inputs: Inputs = None,
+        seed: Annotated[int | None, typer.Option(
+            parser=values.seed, metavar="N",
+            help="Seed the points' inputs are drawn from (default 0).")] = None,
+        against: Annotated[str | None, typer.Option(
+            **values.one_of("python", "native", "cuda-cpu", "gpu"),
+            help="Compare every point with this target, as diff does.")] = None,
+        rtol: Annotated[float | None, typer.Option(
+            parser=values.tolerance, metavar="X",
+            help="Relative tolerance of --against, as for diff.")] = None,
+        atol: Annotated[float | None, typer.Option(
+            parser=values.tolerance, metavar="X",
+            help="Absolute tolerance of --against, as for diff.")] = None,
+        check: Annotated[str | None, typer.Option(
+            **values.one_of(*CHECKS[1:]),
+            help="Check every run, as run --check does.")] = None,
+        schedules: Annotated[int | None, typer.Option(
+            parser=values.count, metavar="N",
+            help="Also run every point under the random schedules 0 to N-1.")] = None,
+        engine: Annotated[str | None, typer.Option(
+            **values.one_of(*ENGINES),
+            help="The interpreter, as for run (default: native, or python for "
+                 "--check).")] = None,
+        max_steps: MaxSteps = None,
+        record: Annotated[str | None, typer.Option(
+            metavar="DIR",
+            help="Write a replay file (for run --replay) of each group's smallest "
+                 "point.")] = None,
+        json_output: Annotated[bool, typer.Option(
+            "--json", help="Print the report as JSON.")] = False,
+        workers: Annotated[int | None, typer.Option(
+            **values.at_least(1), metavar="N",
+            help="Run the points on a local Dask cluster of N worker processes.")] = None,
+        scheduler: Annotated[str | None, typer.Option(
+            metavar="ADDRESS",
+            help="Run the points on the Dask cluster whose scheduler is at ADDRESS.")] = None,
+        task_timeout: Annotated[float | None, typer.Option(
+            **values.at_least(0, float), metavar="SECONDS",
+            help="On a cluster, stop a point that runs longer and report it as timed "
+                 "out.")] = None,
+        defines: Defines = None):
+    import json
+    from .bytecode.cqb import encode
+    from .program import CHECKING, default_engine
+    from .run_io import load_inputs
+    from .sweep import points as grid, report
+    from .sweep.task import Job, arguments, run_points
+    if (rtol is not None or atol is not None) and against is None:
+        raise errors.ArgumentError("--rtol and --atol are the tolerances of --against")
+    engine = engine or default_engine("cpu", check)
+    if check is not None and engine not in CHECKING:
+        raise errors.ArgumentError(f"--check {check} runs on the python engine only: use "
+                                   f"--engine python with it")
+    if record is not None and os.path.exists(record) and not os.path.isdir(record):
+        raise errors.ArgumentError(f"--record {record}: not a directory")
+    dim_values = grid.parse_dims(list(dims))
+    executor = _sweep_executor(workers, scheduler, task_timeout)
+    program = _load(file, defines, "run")
+    fn = program.function(func)
+    if fn is None:
+        known = ", ".join(f.name for f in program.functions)
+        raise errors.ArgumentError(f"no function '{func}' in {file} (functions: {known})")
+    symbolic = [name for name, _ in fn.dims]
+    for name in dim_values:
+        if name not in symbolic:
+            raise errors.ArgumentError(
+                f"--dim {name}: '{func}' has no symbolic dimension '{name}' (it has: "
+                f"{', '.join(symbolic) or 'none'})")
+    job = Job(encode(program.module), func, seed or 0, load_inputs(list(inputs or [])),
+              engine, check, max_steps, against, rtol, atol, schedules or 0)
+    points = grid.product(dim_values)
+    arguments(program, job, points[0])    # what every point needs is there: say it now
+    show = _sweep_progress(len(points))
+    try:
+        results = [report.as_result(v) for v in run_points(executor, job, points, show)]
+    finally:
+        if show is not None:
+            print(file=sys.stderr)
+        if hasattr(executor, "close"):
+            executor.close()
+    groups = report.group(points, results)
+    replays = None
+    if record is not None:
+        replays = report.write_replays(record, program, file, job, groups, _defines(defines))
+    if json_output:
+        print(json.dumps(report.as_json(file, job, dim_values, points, results, groups,
+                                        replays), indent=2))
+    else:
+        print(report.text(file, job, dim_values, points, results, groups, replays))
+    if groups:
+        raise SystemExit(EXIT_MISMATCH)
+
+
+def _sweep_executor(workers, scheduler, task_timeout):
+    """Where a sweep's points run: this process, or a Dask cluster (croqvm.sweep.cluster,
+    imported only then)."""
+    if workers is None and scheduler is None:
+        if task_timeout is not None:
+            raise errors.ArgumentError("--task-timeout limits the points run on a cluster "
+                                       "(--workers or --scheduler); here --max-steps "
+                                       "bounds a run")
+        from .sweep.executor import SerialExecutor
+        return SerialExecutor()
+    try:
+        from .sweep.cluster import DaskExecutor
+    except ImportError as err:
+        raise errors.ArgumentError(f"--workers and --scheduler run the points on a Dask "
+                                   f"cluster, which needs dask.distributed (pip install "
+                                   f"'croqvm[cluster]'): {err}") from None
+    return DaskExecutor(workers=workers, scheduler=scheduler, task_timeout=task_timeout)
+
+
+def _sweep_progress(total: int):
+    """On a terminal, a line on stderr counting the points done."""
+    if not sys.stderr.isatty():
+        return None
+    return lambda done: print(f"\rsweep: {done}/{total} points", end="", file=sys.stderr,
+                              flush=True)
 
 
 SHOWN_LINES = 10     # of what a run printed, in explore's outcomes

@@ -170,14 +170,21 @@ def comparison(program, func: str, *args, against: str = "cuda-cpu",
         raise ArgumentError(f"unknown target '{against}' to compare with: use "
                             f"{', '.join(AGAINST)}")
     ref_engine = reference_for(against, reference)
+    rtol, atol, derived = tolerances(program, args, against, rtol, atol)
+    ref = run_once(program, func, list(args), dims, {"engine": ref_engine})
+    other = run_once(program, func, list(args), dims, AGAINST[against])
+    return Comparison(ref, other, compare(ref, other, rtol, atol, limit, derived))
+
+
+def tolerances(program, args, against: str, rtol: float | None, atol: float | None):
+    """The float tolerances of a comparison with ``against``, as ``compare`` takes them:
+    (rtol, atol, per-result tolerance or None), the target's defaults for those not
+    given; against gpu with neither given, each result's own (cuda/tolerance.py)."""
     d_rtol, d_atol = DEFAULT_TOLERANCE[against]
     derived = None
     if against == "gpu" and rtol is None and atol is None:
         derived = lambda want: gpu_tolerance(program.module, args, want)   # noqa: E731
-    ref = run_once(program, func, list(args), dims, {"engine": ref_engine})
-    other = run_once(program, func, list(args), dims, AGAINST[against])
-    return Comparison(ref, other, compare(ref, other, d_rtol if rtol is None else rtol,
-                                          d_atol if atol is None else atol, limit, derived))
+    return d_rtol if rtol is None else rtol, d_atol if atol is None else atol, derived
 
 
 def differ(program, func: str, *args, against: str = "cuda-cpu", reference: str = "native",

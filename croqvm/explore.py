@@ -8,7 +8,9 @@ SHA-256 of its bytes), the text it printed, and the runtime error it stopped wit
 (with ``--check race``, the race report). A schedule is only a seed of the random
 scheduler: the same program, inputs, seed and croqvm version give the same interleaving,
 so a replay file records the inputs, the function, the dims, the seed and the check, and
-identifies the program by a digest of its bytecode and the croqvm version that ran it.
+identifies the program by a digest of its bytecode and the croqvm version that ran it. A
+replay file without a seed (``croqvm sweep`` records one for a run that failed under the
+default schedule) replays under round-robin, which needs no seed.
 """
 from __future__ import annotations
 
@@ -45,26 +47,27 @@ def digest(results: dict) -> tuple:
     return tuple(out)
 
 
-def run_schedule(program, fn, args: list, dims: dict, seed: int, check):
+def run_schedule(program, fn, args: list, dims: dict, seed: int, check, **options):
     """One run of ``fn`` under the random schedule ``seed``, on copies of ``args``: its
-    ``Outcome`` and its results (empty when it stopped with a runtime error)."""
+    ``Outcome`` and its results (empty when it stopped with a runtime error). ``options``
+    are further ``Program.run`` options (engine, max_steps)."""
     copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
     out = io.StringIO()
     try:
         result = program.run(fn.name, *copies, schedule="random", seed=seed, check=check,
-                             out=out, **dims)
+                             out=out, **options, **dims)
     except KernelFault as err:
         return Outcome((), out.getvalue(), str(err)), {}
     results = results_of(fn, copies, result)
     return Outcome(digest(results), out.getvalue(), None), results
 
 
-def explore(program, fn, args: list, dims: dict, seeds, check):
+def explore(program, fn, args: list, dims: dict, seeds, check, **options):
     """Run every seed of ``seeds``; the outcomes in the order first seen, each with its
     seeds and the results of its first run: a list of (Outcome, seeds, results)."""
     groups: dict = {}
     for seed in seeds:
-        outcome, results = run_schedule(program, fn, args, dims, seed, check)
+        outcome, results = run_schedule(program, fn, args, dims, seed, check, **options)
         groups.setdefault(outcome, ([], results))[0].append(seed)
     return [(outcome, seeds, results) for outcome, (seeds, results) in groups.items()]
 
@@ -85,10 +88,11 @@ def program_digest(module) -> str:
     return hashlib.sha256(encode(plain)).hexdigest()
 
 
-def write_replay(path: str, program, file: str, fn, used: dict, dims: dict, seed: int,
+def write_replay(path: str, program, file: str, fn, used: dict, dims: dict, seed: int | None,
                  check, defines: dict) -> None:
     """A replay file of ``fn``'s run on the inputs ``used`` (``input.NAME`` arrays, as
-    ``croqvm run --output`` writes them) under schedule ``seed``."""
+    ``croqvm run --output`` writes them) under the random schedule ``seed`` (None:
+    round-robin)."""
     meta = {"format": REPLAY_FORMAT, "version": REPLAY_VERSION, "croqvm": __version__,
             "program": program_digest(program.module), "file": file, "defines": defines,
             "func": fn.name, "dims": dims, "schedule_seed": seed, "check": check}
@@ -102,7 +106,7 @@ class Replay:
     func: str
     inputs: dict            # parameter name -> array
     dims: dict
-    seed: int
+    seed: int | None        # of the random schedule; None: round-robin
     check: str | None
 
 
