@@ -325,7 +325,8 @@ def run(
         replay: Annotated[str | None, typer.Option(
             metavar="FILE",
             help="Run again, exactly, the call a replay file of 'croqvm explore --record' "
-                 "holds: its function, inputs, dims, schedule and check.")] = None,
+                 "or 'croqvm sweep --record' holds: its function, inputs, dims, schedule "
+                 "and check.")] = None,
         max_steps: Annotated[int | None, typer.Option(
             parser=values.count, metavar="N",
             help="Stop with a runtime error after N warp-instructions (default: no "
@@ -886,12 +887,13 @@ def sweep(
             metavar="ADDRESS",
             help="Run the points on the Dask cluster whose scheduler is at ADDRESS.")] = None,
         task_timeout: Annotated[float | None, typer.Option(
-            **values.at_least(0, float), metavar="SECONDS",
+            parser=values.duration, metavar="SECONDS",
             help="On a cluster, stop a point that runs longer and report it as timed "
                  "out.")] = None,
         defines: Defines = None):
     import json
     from .bytecode.cqb import encode
+    from .diff import reference_for
     from .program import CHECKING, default_engine
     from .run_io import load_inputs
     from .sweep import points as grid, report
@@ -899,6 +901,8 @@ def sweep(
     if (rtol is not None or atol is not None) and against is None:
         raise errors.ArgumentError("--rtol and --atol are the tolerances of --against")
     engine = engine or default_engine("cpu", check)
+    if against is not None:     # as diff: against the native engine, the reference is python
+        engine = reference_for(against, engine)
     if check is not None and engine not in CHECKING:
         raise errors.ArgumentError(f"--check {check} runs on the python engine only: use "
                                    f"--engine python with it")

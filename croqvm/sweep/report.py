@@ -86,7 +86,8 @@ def counts(results: list[Result]) -> dict[str, int]:
 
 
 def describe_dims(dims: dict) -> str:
-    """``M=8:32:4 N=16,24`` as the values were given, ranges shortened when regular."""
+    """``M=8:32:4 N=16,24``: each dimension's values, three or more evenly spaced ones as
+    START:STOP:STEP."""
     parts = []
     for name, values in dims.items():
         step = values[1] - values[0] if len(values) > 2 else None
