@@ -164,7 +164,6 @@ def _schedules(program, fn, args, dims, job, options):
     """The random schedules 0 to ``job.schedules``-1: the first that faults, else the
     first whose outcome is not the usual one (croqvm.explore.deviating)."""
     from ..explore import deviating, explore
-    options = {k: v for k, v in options.items() if k != "jobs"}   # one thread when random
     groups = explore(program, fn, args, dims, range(job.schedules), job.check, **options)
     faulty = [s for outcome, seeds, _ in groups if outcome.error is not None for s in seeds]
     if faulty:
