@@ -94,8 +94,8 @@ def test_a_sweep_finds_the_ragged_edge_bug_and_replays_its_smallest_shape(tmp_pa
                             "M=8:24:4", "--dim", "N=24,16", "--record", rec)
     assert code == 3 and err == ""
     lines = out.splitlines()
-    assert lines[0] == (f"sweep: 'add_2d' at 10 points (M=8:24:4 N=24,16), inputs from seed "
-                        f"0: 4 fault, 6 pass")
+    assert lines[0] == ("sweep: 'add_2d' at 10 points (M=8:24:4 N=24,16), inputs from seed "
+                        "0: 4 fault, 6 pass")
     assert lines[2].split() == ["1", "fault", "4", "M=12", "N=16", "out-of-range", "at",
                                 f"{RAGGED}:21:7"]
     # every M that is not a multiple of the tile, smallest first
@@ -114,8 +114,8 @@ def test_a_clean_sweep_against_cuda_cpu_exits_0(capsys):
     code, out, err = croqvm(capsys, "sweep", CLEAN, "--func", "add_2d", "--dim", "M=8,12",
                             "--dim", "N=20", "--against", "cuda-cpu")
     assert (code, err) == (0, "")
-    assert out == (f"sweep: 'add_2d' at 2 points (M=8,12 N=20), inputs from seed 0: 2 pass\n"
-                   f"sweep: every point passes\n")
+    assert out == ("sweep: 'add_2d' at 2 points (M=8,12 N=20), inputs from seed 0: 2 pass\n"
+                   "sweep: every point passes\n")
 
 
 def test_schedules_find_the_racy_schedule_and_its_replay_runs_it(tmp_path, capsys):

@@ -1,7 +1,7 @@
 """One point of a sweep, run wherever the executor puts it.
 
 ``Job`` is what every point shares, shipped once: the module as ``.cqb`` bytes (a process
-decodes it once, croqvm.bytecode.cqb, and keeps it by digest), the function, the inputs
+decodes it once, croqvm.bytecode.cqb, and keeps it by its bytes), the function, the inputs
 given with ``--input``, the seed and the options. ``run_point(job, point)`` is a top-level
 function, so that a worker process can import it; it draws the point's inputs itself, from
 the point's own seed (``point_seed``), so no array crosses the network, and returns a small
@@ -16,6 +16,7 @@ result.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 from dataclasses import dataclass, field
@@ -41,10 +42,6 @@ class Job:
     rtol: float | None = None
     atol: float | None = None
     schedules: int = 0              # random schedules per point, seeds 0 to schedules-1
-    digest: str = field(init=False)
-
-    def __post_init__(self):
-        object.__setattr__(self, "digest", hashlib.sha256(self.module).hexdigest())
 
 
 @dataclass(frozen=True)
@@ -67,16 +64,16 @@ def point_seed(seed: int, point) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 
-_PROGRAMS: dict = {}    # digest -> croqvm.Program: one decoding per process
-
-
 def program_of(job: Job):
-    program = _PROGRAMS.get(job.digest)
-    if program is None:
-        from ..bytecode.cqb import decode
-        from ..program import Program
-        program = _PROGRAMS[job.digest] = Program(decode(job.module))
-    return program
+    """The job's program, decoded once per process (a worker runs many points of it)."""
+    return _decoded(job.module)
+
+
+@functools.lru_cache(maxsize=4)     # keyed by the module's bytes: one decoding each
+def _decoded(module: bytes):
+    from ..bytecode.cqb import decode
+    from ..program import Program
+    return Program(decode(module))
 
 
 def arguments(program, job: Job, point):
