@@ -64,9 +64,13 @@ def write_replays(directory: str, program, file: str, job, groups: list[Group],
                   defines: dict) -> list[str]:
     """A replay file (croqvm.explore's) of each group's smallest point in ``directory``:
     the point's inputs, drawn again, its dims, its schedule and the check; the paths."""
+    from ..errors import ArgumentError
     from ..explore import write_replay
     from ..run_io import inputs_used
-    os.makedirs(directory, exist_ok=True)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as err:
+        raise ArgumentError(f"--record {directory}: can not make it: {err.strerror}") from None
     paths = []
     for g in groups:
         point, result = g.smallest
