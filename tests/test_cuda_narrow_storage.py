@@ -151,3 +151,43 @@ def test_narrow_storage_compiles_with_nvcc(arch):
         pytest.skip("nvcc is not installed")
     binary = cc.build(emit(croqvm.compile(TRIP, "trip.co").module, arch=arch).text, arch)
     assert binary.read_bytes()[:4] == b"\x7fELF"
+
+
+SWIZZLED = """
+__co__ void raw(global T [8, 128] a, global T [8, 128] out) {
+  parallel p by 1 : block {
+    shared T [8, 128] s;
+    tma.copy.swiz<128> a => s;
+    parallel t by 8 : thread {
+      foreach j in [128] { out.at(t, j) = s.at(t, j); }
+    }
+  }
+}
+"""
+
+
+def _hardware_swizzle(a: np.ndarray, width: int) -> np.ndarray:
+    """Where a 128-byte swizzle puts each element of ``a`` (PTX Swizzle<3, 4, 3> on byte
+    offsets of ``width``-byte elements): out[pos(k)] = a[k]."""
+    k = np.arange(a.size)
+    b = k * width
+    pos = (b ^ ((b & (7 << 7)) >> 3)) // width
+    out = np.empty_like(a.reshape(-1))
+    out[pos] = a.reshape(-1)
+    return out.reshape(a.shape)
+
+
+@pytest.mark.parametrize("name, dtype, width", [("bf16", BF16, 2), ("f8_e4m3", E4M3, 1)])
+def test_a_swizzle_places_elements_by_their_real_bytes(name, dtype, width):
+    """Raw element reads after a swizzled copy see the GPU's layout, on every device."""
+    prog = croqvm.compile(SWIZZLED.replace("T ", name + " "), "raw.co")
+    a = np.random.default_rng(9).standard_normal((8, 128)).astype(dtype)
+    want = _hardware_swizzle(a, width)
+    assert not np.array_equal(want, a)
+    for device in ("cpu", "cuda-cpu"):
+        for engine in (("python", "native") if device == "cpu" else (None,)):
+            out = np.zeros((8, 128), dtype)
+            options = {"engine": engine} if engine else {}
+            prog.run("raw", a, out, device=device, **options)
+            np.testing.assert_array_equal(out.view(np.uint8), want.view(np.uint8),
+                                          err_msg=f"{device} {engine}")
