@@ -28,7 +28,6 @@ fragment's dtype (its register type).
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 
 from .. import dtypes

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..bytecode.module import BaseKind, Storage
 from .. import dtypes
+from ..bytecode.module import BaseKind, Storage
 from ..dtypes import DType
 from ..faults import Fault, Kind, LaneFault
 
