@@ -111,6 +111,13 @@ def ml_dtype(t: DType) -> np.dtype | None:
     return None if name is None else np.dtype(getattr(ml_dtypes, name))
 
 
+def width_bytes(t: DType) -> int:
+    """The bytes an element of ``t`` takes on a GPU (its bits, at least one byte), which
+    a swizzle's byte offsets count (LANGUAGE.md §9.7): 2 for bf16 and 1 for fp8, whose
+    engine storage is a float32."""
+    return max(1, t.bits // 8)
+
+
 def param_dtype(t: DType) -> np.dtype:
     """The numpy dtype a buffer parameter of element type ``t`` is given as (§14.3.1)."""
     return ml_dtype(t) if t.name in BIT_STORED and ml_dtype(t) is not None else \

@@ -163,16 +163,30 @@ typedef struct cq_buf {
     int64_t count;
 } cq_buf;
 
+extern const int cq_type_size[CQ_NUM_DTYPES];
+
+/* The bytes an element of a type takes on a GPU (croqvm.dtypes.width_bytes): its
+ * storage, except bf16 and fp8, which are f32 values here. */
+static inline int64_t cq_width_bytes(int32_t type)
+{
+    if (type == CQ_DT_BF16)
+        return 2;
+    if (type == CQ_DT_F8_E4M3 || type == CQ_DT_F8_E5M2)
+        return 1;
+    return cq_type_size[type];
+}
+
 /* §9.7 (croqvm/interp/memory.py swizzled_positions): the position in buffer ``b`` that
  * holds its logical element ``k`` under a swizzle of ``swizzle`` bytes (0: none). Byte
  * offset x goes to x ^ ((x & M) >> 3), M the log2(swizzle / 16) bits from bit 7 up;
  * elements after the last whole swizzle-sized block stay put. */
 static inline int64_t cq_swizzled(const cq_buf *b, int64_t k, int32_t swizzle)
 {
-    if (!swizzle || (k + 1) * b->esize > b->count * b->esize / swizzle * swizzle)
+    int64_t w = cq_width_bytes(b->type);
+    if (!swizzle || (k + 1) * w > b->count * w / swizzle * swizzle)
         return k;
-    int64_t x = k * b->esize, mask = (int64_t)((swizzle >> 4) - 1) << 7;
-    return (x ^ ((x & mask) >> 3)) / b->esize;
+    int64_t x = k * w, mask = (int64_t)((swizzle >> 4) - 1) << 7;
+    return (x ^ ((x & mask) >> 3)) / w;
 }
 
 /* The instances of a buffer slot a lane sees: one, or one per element of a buffer
@@ -318,8 +332,6 @@ typedef struct cq_call {
 } cq_call;
 
 /* ------------------------------------------------------------------ shared helpers */
-
-extern const int cq_type_size[CQ_NUM_DTYPES];
 
 static inline void *cq_reg(cq_warp *w, uint32_t off) { return w->regs + off; }
 

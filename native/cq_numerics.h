@@ -275,6 +275,43 @@ CQ_NUM_FN double cq_bf16_value(uint16_t bits)
     return (double)cq_f32_from_bits((uint32_t)bits << 16);
 }
 
+/* OCP fp8 patterns: E4M3 (bias 7, no infinity, S.1111.111 is NaN) and E5M2 (bias 15,
+ * IEEE infinities and NaNs), of x rounded to the format (any NaN gives S.1111.111 with
+ * x's sign). */
+CQ_NUM_FN uint8_t cq_fp8_bits(double x, int fmt)
+{
+    int man = fmt == CQ_FMT_E4M3 ? 3 : 2, bias = fmt == CQ_FMT_E4M3 ? 7 : 15;
+    double v = fmt == CQ_FMT_E4M3 ? cq_round_e4m3(x) : cq_round_e5m2(x);
+    unsigned sign = signbit(v) ? 0x80u : 0u;
+    double a = fabs(v);
+    if (isnan(a))
+        return (uint8_t)(sign | 0x7Fu);
+    if (isinf(a))
+        return (uint8_t)(sign | 0x7Cu);
+    if (a < ldexp(1.0, 1 - bias))                  /* subnormal or zero: m * 2^(1-bias-man) */
+        return (uint8_t)(sign | (unsigned)ldexp(a, bias - 1 + man));
+    int e = 0;
+    double f = frexp(a, &e);                       /* a = f * 2^e, 0.5 <= f < 1 */
+    return (uint8_t)(sign | (unsigned)(e - 1 + bias) << man |
+                     (unsigned)(ldexp(f, man + 1) - ldexp(1.0, man)));
+}
+
+CQ_NUM_FN double cq_fp8_value(unsigned bits, int fmt)
+{
+    int man = fmt == CQ_FMT_E4M3 ? 3 : 2, bias = fmt == CQ_FMT_E4M3 ? 7 : 15;
+    int ex = (int)((bits & 0x7Fu) >> man), m = (int)(bits & ((1u << man) - 1u));
+    double a;
+    if (fmt == CQ_FMT_E4M3 && (bits & 0x7Fu) == 0x7Fu)
+        a = NAN;
+    else if (fmt == CQ_FMT_E5M2 && ex == 0x1F)
+        a = m ? NAN : INFINITY;
+    else if (ex == 0)
+        a = ldexp((double)m, 1 - bias - man);
+    else
+        a = ldexp((double)(m | 1 << man), ex - bias - man);
+    return (bits & 0x80u) ? -a : a;
+}
+
 /* ------------------------------------------------------------------ error-free sums */
 
 /* numerics.two_sum: s = x + y rounded, *e = the exact error (Knuth). */

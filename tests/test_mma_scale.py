@@ -93,6 +93,22 @@ def test_mma_scale_scales_the_mmas_before_it_in_its_block(unit, tname, dtype):
     assert np.array_equal(c, want)
 
 
+@pytest.mark.parametrize("unit, tname, dtype", [("group", "f32", np.float32),
+                                                 ("group-4", "f16", np.float16)])
+def test_cuda_cpu_scales_an_accumulator_in_registers(unit, tname, dtype):
+    """The accumulator of a warp or warpgroup lives in its lanes' registers on the CUDA
+    path: each lane scales the cells it holds."""
+    a, b = operands(1)
+    rng = np.random.default_rng(2)
+    sa = rng.uniform(0.1, 3.0, (16, 2)).astype(np.float32)
+    sb = rng.uniform(0.1, 3.0, 2).astype(np.float32)
+    src = EXPLICIT.replace("UNIT", unit).replace("T ", tname + " ").replace(".T", "." + tname)
+    c = np.zeros((16, 8), dtype)
+    croqvm.compile(src.replace("R,", "16,"), "t.co").run("f", a, b, sa, sb, c,
+                                                         device="cuda-cpu")
+    assert np.array_equal(c, scaled_reference(a, b, [sa[:, 0], sa[:, 1]], sb, dtype))
+
+
 @pytest.mark.usefixtures("engine")
 @pytest.mark.parametrize("tname, dtype", [("f32", np.float32), ("f16", np.float16)])
 def test_a_scaled_mma_scales_its_own_product(tname, dtype):

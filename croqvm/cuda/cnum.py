@@ -27,15 +27,25 @@ REG_C = {"bool": "bool", "s8": "int8_t", "s16": "int16_t", "s32": "int32_t", "s6
          "f4_e2m1": "float", "f8_ue8m0": "float", "f8_ue4m3": "float",
          **{name: "int8_t" if name[0] == "s" else "uint8_t"
             for name in ("s2", "u2", "s4", "u4", "s6", "u6", "u1")}}
-# croqvm type -> C type of an element in memory: the numpy storage of the engines, so
-# host arrays are copied byte for byte (f16 as its bit pattern)
-STORE_C = {**REG_C, "bool": "uint8_t", "f16": "uint16_t",
+# croqvm type -> C type of an element in memory: the type's own width, holding its bit
+# pattern (f16, bf16, fp8, the MX types), so a shared tile takes the bytes it takes on a
+# GPU. The engines keep bf16 and fp8 elements as float32 values; the host converts such
+# buffers to and from their patterns around a launch (DEVICE_NP).
+STORE_C = {**REG_C, "bool": "uint8_t", "f16": "uint16_t", "bf16": "uint16_t",
+           "f8_e4m3": "uint8_t", "f8_e5m2": "uint8_t",
            **{name: "uint8_t" for name in dtypes.BIT_STORED}}
+_C_BYTES = {"bool": 1, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4,
+            "uint32_t": 4, "float": 4, "int64_t": 8, "uint64_t": 8, "double": 8}
+# element types whose device storage differs from the engines' (float32 values): the
+# numpy type of the device's pattern (ml_dtypes)
+DEVICE_NP = {name: dtypes.ml_dtype(dtypes.BY_NAME[name])
+             for name in ("bf16", "f8_e4m3", "f8_e5m2")}
 # float type -> cq_numerics.h format
 FMT = {"f64": "CQ_FMT_F64", "f32": "CQ_FMT_F32", "f16": "CQ_FMT_F16", "bf16": "CQ_FMT_BF16",
        "tf32": "CQ_FMT_TF32", "f8_e4m3": "CQ_FMT_E4M3", "f8_e5m2": "CQ_FMT_E5M2",
        "f6_e2m3": "CQ_FMT_F6_E2M3", "f6_e3m2": "CQ_FMT_F6_E3M2", "f4_e2m1": "CQ_FMT_F4_E2M1",
        "f8_ue8m0": "CQ_FMT_UE8M0", "f8_ue4m3": "CQ_FMT_UE4M3"}
+FP8 = ("f8_e4m3", "f8_e5m2")
 # integer computation types -> cq_numerics.h suffix
 INT_OPS = {"s32": "s32", "u32": "u32", "s64": "s64", "u64": "u64"}
 
@@ -49,7 +59,8 @@ def store_c(t: DType) -> str:
 
 
 def elem_bytes(t: DType) -> int:
-    return dtypes.BY_CODE[t.code].np.itemsize
+    """Bytes of an element of ``t`` in device memory (STORE_C)."""
+    return _C_BYTES[STORE_C[t.name]]
 
 
 @dataclass
@@ -220,6 +231,10 @@ def load_value(ptr: str, t: DType) -> str:
     """The value of the element ``*ptr`` of type ``t`` (``ptr`` typed as its storage)."""
     if t.name == "f16":
         return f"(float)cq_f16_value(*({ptr}))"
+    if t.name == "bf16":
+        return f"(float)cq_bf16_value(*({ptr}))"
+    if t.name in FP8:
+        return f"(float)cq_fp8_value(*({ptr}), {FMT[t.name]})"
     if t.name in dtypes.BIT_STORED:
         return f"(float)cq_mx_value(*({ptr}), {FMT[t.name]})"
     if t.kind == "bool":
@@ -231,6 +246,10 @@ def store_value(x: str, t: DType) -> str:
     """The storage encoding of value ``x`` of type ``t``."""
     if t.name == "f16":
         return f"cq_f16_bits((double)({x}))"
+    if t.name == "bf16":
+        return f"cq_bf16_bits((double)({x}))"
+    if t.name in FP8:
+        return f"cq_fp8_bits((double)({x}), {FMT[t.name]})"
     if t.name in dtypes.BIT_STORED:
         return f"(uint8_t)cq_mx_bits((double)({x}), {FMT[t.name]})"
     if t.kind == "bool":

@@ -27,6 +27,7 @@ fragment's dtype (its register type).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .. import dtypes
@@ -336,14 +337,22 @@ WGMMA_M = 64
 FP8 = ("f8_e4m3", "f8_e5m2")
 
 
+# bytes of K a warpgroup stages at once (two instructions): the staging area of each
+# warpgroup stays at most (64 + 64) x 64 bytes, whatever K, leaving the block's shared
+# memory to its buffers
+WGMMA_STAGE_K_BYTES = 64
+
+
 @dataclass(frozen=True)
 class WgmmaPlan:
     """How an exec runs on wgmma: the runtime shape, its K and N per instruction, the
-    element size, and the bytes of shared memory one warpgroup stages A and B in."""
+    element size, the K columns staged at once (a divisor of K), and the bytes of shared
+    memory one warpgroup stages A and B in."""
     shape: str
     k: int
     n: int
     elem_bytes: int
+    kc: int
     a_bytes: int
     stage_bytes: int
 
@@ -367,8 +376,9 @@ def wgmma_plan(k, ins):
         return None
     n = next(x for x in WGMMA_N if N % x == 0)
     size = 32 // kk
-    return WgmmaPlan(f"cq_wgmma_n{n}_{name}", kk, n, size, WGMMA_M * K * size,
-                     (WGMMA_M + n) * K * size)
+    kc = math.gcd(K, WGMMA_STAGE_K_BYTES // size)      # a multiple of kk, as K is
+    return WgmmaPlan(f"cq_wgmma_n{n}_{name}", kk, n, size, kc, WGMMA_M * kc * size,
+                     (WGMMA_M + n) * kc * size)
 
 
 def check_arch(k, ins) -> None:
@@ -466,11 +476,13 @@ def _operand_readers(k, ins, ip, ma: int, mb: int, layout: int) -> None:
 
 
 def _wgmma_exec(k, ins, ip, plan: WgmmaPlan, mc: int, mnk) -> None:
-    """The warpgroup multiplies C in [64, n] tiles: its lanes stage A [64, K] and B
-    [n, K] K-major in the warpgroup's shared staging area (rt/cq_wgmma.h's layout,
-    elements in their PTX encoding), fence it for the async proxy and meet; then each
-    lane loads its accumulator registers, and K / k wgmmas, the descriptors advancing
-    32 bytes of K each, run in one commit group, k ascending as the engines step."""
+    """The warpgroup multiplies C in [64, n] tiles: each lane loads its accumulator
+    registers; then for each slice of kc columns of K, ascending, its lanes stage A
+    [64, kc] and B [n, kc] K-major in the warpgroup's shared staging area
+    (rt/cq_wgmma.h's layout, elements in their PTX encoding), fence it for the async
+    proxy and meet, and kc / k wgmmas, the descriptors advancing 32 bytes of K each, run
+    in one commit group, waited for before the slice's staging is reused: k ascending as
+    the engines step."""
     M, N, K = mnk
     n = k.wait_site_for(ins, ip)
     stage = f"(smem + {k.off_wgmma} + {k.unit_index(128)} * {k.wgmma_stage})"
@@ -483,24 +495,26 @@ def _wgmma_exec(k, ins, ip, plan: WgmmaPlan, mc: int, mnk) -> None:
         f"typedef {plan.shape} W;",
         f"for (int mt = 0; mt < {M}; mt += 64)",
         f"  for (int nt = 0; nt < {N}; nt += {plan.n}) {{",
-        f"    for (int i = wt; i < 64 * {K}; i += 128) {{ const int m = mt + i / {K}, "
-        f"kk = i % {K}; cq_wgmma_elem<W::ta>::put(st + cq_wgmma_offset(i / {K}, kk, 64, "
-        f"W::BYTES), A_at(m, kk)); }}",
-        f"    for (int i = wt; i < {plan.n * K}; i += 128) {{ const int n = nt + i / {K}, "
-        f"kk = i % {K}; cq_wgmma_elem<W::tb>::put(st + {plan.a_bytes} + cq_wgmma_offset(i / "
-        f"{K}, kk, {plan.n}, W::BYTES), B_at(kk, n)); }}",
-        "    cq_fence_proxy_async();",
-        f"    cq_coll_sync(cl, {n});",
         "    W::c_value d[W::ND];",
         f"    for (int i = 0; i < W::ND; i++) d[i] = {cell};",
-        "    cq_wgmma_fence<W>(d);",
-        f"    for (int kt = 0; kt < {K // plan.k}; kt++)",
-        f"      cq_wgmma<W>(d, {desc.format(off=0, rows=64)}, "
+        f"    for (int k0 = 0; k0 < {K}; k0 += {plan.kc}) {{",
+        f"      for (int i = wt; i < 64 * {plan.kc}; i += 128) {{ const int m = mt + i / "
+        f"{plan.kc}, kk = i % {plan.kc}; cq_wgmma_elem<W::ta>::put(st + cq_wgmma_offset(i / "
+        f"{plan.kc}, kk, 64, W::BYTES), A_at(m, k0 + kk)); }}",
+        f"      for (int i = wt; i < {plan.n * plan.kc}; i += 128) {{ const int n = nt + i / "
+        f"{plan.kc}, kk = i % {plan.kc}; cq_wgmma_elem<W::tb>::put(st + {plan.a_bytes} + "
+        f"cq_wgmma_offset(i / {plan.kc}, kk, {plan.n}, W::BYTES), B_at(k0 + kk, n)); }}",
+        "      cq_fence_proxy_async();",
+        f"      cq_coll_sync(cl, {n});",
+        "      cq_wgmma_fence<W>(d);",
+        f"      for (int kt = 0; kt < {plan.kc // plan.k}; kt++)",
+        f"        cq_wgmma<W>(d, {desc.format(off=0, rows=64)}, "
         f"{desc.format(off=plan.a_bytes, rows=plan.n)}, {n});",
-        "    cq_wgmma_commit();",
-        "    cq_wgmma_wait<0, W>(d);",
+        "      cq_wgmma_commit();",
+        "      cq_wgmma_wait<0, W>(d);",
+        f"      cq_coll_sync(cl, {n});     // the staging area is reused by the next slice",
+        "    }",
         f"    for (int i = 0; i < W::ND; i++) {cell} = d[i];",
-        f"    cq_coll_sync(cl, {n});     // the staging area is reused by the next tile",
         "  }",
     ):
         k.line(line, ins)

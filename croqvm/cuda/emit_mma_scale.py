@@ -2,7 +2,7 @@
 the f32 scale of each row, then b := 0, with the engines' roundings (croqvm/interp/mma.py
 op_mma_scale): an f32 accumulator by one cq_fma_to, an f16 one through f32 and f16 before
 the add. Each participant of the unit's collective takes its share of the cells, as the
-other MMA operations do (emit_mma). Fragments whose shape is known only at run time are
+other MMA operations do (emit_mma): its own cells of an accumulator in registers. Fragments whose shape is known only at run time are
 refused.
 
 Conventions as in ``emit_mma``.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from .. import dtypes
 from ..faults import Kind
 from . import cnum
-from .emit_mma import frag_dtype, frag_ref, pending_check
+from .emit_mma import frag_dtype, frag_ref, own_cells, pending_check, whole_instance
 from .emit_sync import collective, view
 
 
@@ -37,23 +37,34 @@ def op_mma_scale(k, ins, ip):
                 Kind.MMA_TILE_SHAPE, ins, ip, ("sc.slot", "sc.index", *exts),
                 lambda a, refs, m=ma, s=(rows, cols), n=nd: (
                     m, s, refs(int(a[0]), int(a[1])), tuple(int(x) for x in a[2:2 + n])))
-        k.line(f"for (long long i = {part}; i < {rows * cols}; i += {parts}) {{", ins)
-        k.depth += 1
-        # the row's scale: the view's element number i / cols in row-major order
-        k.line(f"long long rest = i / {cols}, ix[{nd}]; bool inside = true;", ins)
+        held = next((x for x in (ma, mp) if x in k.reg_frags), None)
+        if held is None:
+            k.line(f"for (long long i = {part}; i < {rows * cols}; i += {parts}) {{", ins)
+            k.depth += 1
+            row, c_cell, p_cell = f"i / {cols}", f"{pc}[i]", f"{pp}[i]"
+        else:
+            # a fragment in registers: each lane its own cells, which needs every lane of
+            # the instance; the other fragment (if not in registers too) at the same cells
+            whole_instance(k, ins, ip, held, c)
+            own_cells(k, ins, held)
+            row = "fi"
+            c_cell, p_cell = (f"rf{x}[s]" if x in k.reg_frags else f"{ref}[fi * {cols} + fj]"
+                              for x, ref in ((ma, pc), (mp, pp)))
+        # the row's scale: the view's element number `row` in row-major order
+        k.line(f"long long rest = {row}, ix[{nd}]; bool inside = true;", ins)
         k.line(f"for (int d = {nd - 1}; d >= 0; d--) {{ ix[d] = rest % sc.ext[d]; "
                "rest /= sc.ext[d]; inside = inside && ix[d] >= cq_lo(sc, d) && "
                "ix[d] < cq_hi(sc, d); }", ins)
         value = cnum.load_value(f"({cnum.store_c(f32)} *)(sc.base + cq_offset(sc, ix))", f32)
-        k.line(f"const double s = cq_round_f32((inside ? (double){value} : 0.0) * "
+        k.line(f"const double scale = cq_round_f32((inside ? (double){value} : 0.0) * "
                f"(double)r{r});", ins)
         if frag_dtype(k, ma).name == "f32":
-            k.line(f"{pc}[i] = ({vt})cq_fma_to((double){pc}[i], (double){pp}[i], s, "
+            k.line(f"{c_cell} = ({vt})cq_fma_to((double){c_cell}, (double){p_cell}, scale, "
                    f"CQ_FMT_F32, 1);", ins)
         else:
-            k.line(f"{pc}[i] = ({vt})cq_round_f16((double){pc}[i] + cq_round_f16("
-                   f"cq_round_f32((double){pp}[i] * s)));", ins)
-        k.line(f"{pp}[i] = 0;", ins)
+            k.line(f"{c_cell} = ({vt})cq_round_f16((double){c_cell} + cq_round_f16("
+                   f"cq_round_f32((double){p_cell} * scale)));", ins)
+        k.line(f"{p_cell} = 0;", ins)
         k.depth -= 1
         k.line("}", ins)
         k.line(f"{flag_c} = 1; {flag_p} = 1;", ins)

@@ -28,7 +28,7 @@ from ..faults import FaultRecord
 from ..limits import LAUNCH_SHARED_BYTES, WARP_SIZE, resident_blocks
 from ..messages import print_text
 from ..numerics import convert
-from . import abi
+from . import abi, cnum
 from . import compile as cc
 from .emit import ARCHES, GENERATOR_VERSION, emit
 
@@ -116,9 +116,16 @@ class Device:
         info = gen.kernels[(call.fn.name, launch.kernel)]
         code = call.fn.kernels[launch.kernel].code
         params = []
+        patterns = {}       # id of an engine array -> (it, its device patterns)
         for b in info.buffers:
             data = bound[b.slot][0].data
-            params.append(("ptr", data))
+            device = cnum.DEVICE_NP.get(b.dtype.name)
+            if device is not None:
+                if id(data) not in patterns:
+                    patterns[id(data)] = (data, np.ascontiguousarray(data.astype(device)))
+                params.append(("ptr", patterns[id(data)][1]))
+            else:
+                params.append(("ptr", data))
             params += [("i64", d) for d in data.shape]
         values = {kr: (v, t) for kr, v, t in hregs}
         for r, t in info.scalars:
@@ -144,6 +151,9 @@ class Device:
             outcome, records = loaded.launch_printing(info.cname, grid, size, smem, params,
                                                       PRINT_WORDS, _step_limit(call),
                                                       cooperative=barrier is not None)
+        for data, device in patterns.values():   # bf16 and fp8 come back as float32 values
+            if data.flags.writeable:
+                data[...] = device.astype(data.dtype)
         self._print(call, gen, records)
         if outcome is None:
             return

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import dtypes
 from ..bytecode.module import BaseKind, Storage
 from ..dtypes import DType
 from ..faults import Fault, Kind, LaneFault
@@ -77,7 +78,7 @@ class Laid:
 
     def __init__(self, buf: Buffer, swizzle: int):
         self.buf, self.ref = buf, buf.ref
-        self.pos = swizzled_positions(buf.flat.size, buf.data.itemsize, swizzle)
+        self.pos = swizzled_positions(buf.flat.size, dtypes.width_bytes(buf.dtype), swizzle)
         self.data = buf.flat[self.pos].reshape(buf.shape)
         self.written = None if buf.written is None else \
             buf.written.reshape(-1)[self.pos].reshape(buf.shape)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import dtypes
 from ..bytecode import opcodes
 from ..bytecode.module import Storage
 from ..bytecode.opcodes import SPAN
@@ -806,7 +807,7 @@ def _box(buf, o, e, swizzle: int = 0):
     hi = [min(int(a) + int(x), d) for a, x, d in zip(o, e, buf.shape)]
     if any(h <= l for l, h in zip(lo, hi)):
         return None
-    block = swizzle // buf.data.itemsize
+    block = swizzle // dtypes.width_bytes(buf.dtype)
     if block and buf.shape[-1] % block == 0:
         lo[-1], hi[-1] = lo[-1] // block * block, -(-hi[-1] // block) * block
     elif block:

@@ -84,32 +84,6 @@ CQ_HD unsigned long long cq_wgmma_desc(unsigned addr, unsigned lbo, unsigned sbo
          (unsigned long long)((sbo & 0x3FFFFu) >> 4) << 32;
 }
 
-/* OCP 8-bit float patterns of a value of the type (already rounded to it): `man`
-   mantissa bits, exponent bias `bias`; NaN is all ones below the sign, infinity (E5M2
-   only; E4M3 has none) the all-ones exponent. */
-CQ_HD unsigned char cq_f8_bits(double x, int man, int bias) {
-  unsigned char sign = signbit(x) ? 0x80 : 0;
-  double a = fabs(x);
-  if (isnan(a)) return (unsigned char)(sign | 0x7F);
-  if (isinf(a)) return (unsigned char)(sign | 0x7C);
-  if (a < ldexp(1.0, 1 - bias))                    /* subnormal or zero */
-    return (unsigned char)(sign | (unsigned char)ldexp(a, bias - 1 + man));
-  int e = 0;
-  double f = frexp(a, &e);                         /* a = f * 2^e, 0.5 <= f < 1 */
-  return (unsigned char)(sign | (e - 1 + bias) << man |
-                         (unsigned char)(ldexp(f, man + 1) - ldexp(1.0, man)));
-}
-
-CQ_HD double cq_f8_value(unsigned char bits, int man, int bias) {
-  int ex = (bits & 0x7F) >> man, m = bits & ((1 << man) - 1);
-  double a;
-  if (man == 3 && (bits & 0x7F) == 0x7F) a = NAN;
-  else if (man == 2 && ex == 0x1F) a = m ? NAN : INFINITY;
-  else if (ex == 0) a = ldexp((double)m, 1 - bias - man);
-  else a = ldexp((double)(m | 1 << man), ex - bias - man);
-  return (bits & 0x80) ? -a : a;
-}
-
 /* Staging: the operand element `v` (a value of the type) at `p` in its PTX encoding,
    and back (the CPU emulation reads the operands as the tensor core would). */
 template <class T> struct cq_wgmma_elem;
@@ -127,12 +101,12 @@ template <> struct cq_wgmma_elem<cq_tf32> {
   CQ_HD double get(const unsigned char *p) { return cq_f32_from_bits(*(const uint32_t *)p); }
 };
 template <> struct cq_wgmma_elem<cq_e4m3> {
-  CQ_HD void put(unsigned char *p, float v) { *p = cq_f8_bits(v, 3, 7); }
-  CQ_HD double get(const unsigned char *p) { return cq_f8_value(*p, 3, 7); }
+  CQ_HD void put(unsigned char *p, float v) { *p = cq_fp8_bits(v, CQ_FMT_E4M3); }
+  CQ_HD double get(const unsigned char *p) { return cq_fp8_value(*p, CQ_FMT_E4M3); }
 };
 template <> struct cq_wgmma_elem<cq_e5m2> {
-  CQ_HD void put(unsigned char *p, float v) { *p = cq_f8_bits(v, 2, 15); }
-  CQ_HD double get(const unsigned char *p) { return cq_f8_value(*p, 2, 15); }
+  CQ_HD void put(unsigned char *p, float v) { *p = cq_fp8_bits(v, CQ_FMT_E5M2); }
+  CQ_HD double get(const unsigned char *p) { return cq_fp8_value(*p, CQ_FMT_E5M2); }
 };
 template <> struct cq_wgmma_elem<cq_s8> {
   CQ_HD void put(unsigned char *p, int v) { *(int8_t *)p = (int8_t)v; }
