@@ -179,19 +179,24 @@ def host_shapes(text: str) -> dict[str, list[tuple[int, ...]]]:
     C++ makes with arrays it builds itself (``auto x = choreo::make_spandata<T>(2, 3)``
     or ``make_spanview<N, T>(ptr, {a, b})``, sizes as integer literals or variables set
     from one): the sizes a symbolic dimension gets, as the compiler's own test runs it."""
-    ints = {m.group(1): int(m.group(2)) for m in
-            re.finditer(r"\b(\w+)\s*=\s*(\d+)\s*[,;]", text)}
+    # a size variable may be set in several host tests: each use takes the latest before it
+    ints: dict[str, list[tuple[int, int]]] = {}
+    for m in re.finditer(r"\b(\w+)\s*=\s*(\d+)\s*[,;]", text):
+        ints.setdefault(m.group(1), []).append((m.start(), int(m.group(2))))
 
-    def size(tok: str):
+    def size(tok: str, where: int):
         tok = tok.strip()
-        return int(tok) if tok.isdigit() else ints.get(tok)
+        if tok.isdigit():
+            return int(tok)
+        values = [value for at, value in ints.get(tok, ()) if at < where]
+        return values[-1] if values else None
 
     arrays: dict[str, list[tuple[int, tuple[int, ...]]]] = {}   # name -> (where, shape)
     for m in re.finditer(r"\b(\w+)\s*=\s*(?:choreo::)?make_span(?:data|view)\s*<[^>]*>"
                          r"\s*\(([^;]*)\)\s*;", text):
         inner = m.group(2)
         brace = re.search(r"\{([^}]*)\}", inner)
-        dims = [size(t) for t in (brace.group(1) if brace else inner).split(",")]
+        dims = [size(t, m.start()) for t in (brace.group(1) if brace else inner).split(",")]
         if dims and None not in dims:
             arrays.setdefault(m.group(1), []).append((m.start(), tuple(dims)))
 

@@ -61,6 +61,11 @@ int main() {
     auto r = other(a.view());
   }
 }
+void second_test() {
+  constexpr size_t Md = 64, Nd = 32;
+  auto b = choreo::make_spanview<2, choreo::f32>(ptr, {Md, Nd});
+  third(b.view());
+}
 """
 
 
@@ -68,6 +73,7 @@ def test_symbolic_dimensions_take_the_sizes_of_the_host_codes_first_call():
     calls = conformance.host_shapes(HOST)
     assert calls["scale"] == [(2, 3)]
     assert calls["other"] == [(8, 256)]      # the latest array of that name before the call
+    assert calls["third"] == [(64, 32)]      # sizes as set in the host test that calls it
 
 
 def test_dimensions_nothing_binds_are_retried_larger_after_an_out_of_range_run():
