@@ -2,14 +2,17 @@
 §9; docs/EXECUTION.md §9-§10).
 
 A DMA not touching ``local`` memory is a collective of its statement's collective set
-(§9.3, unit 0); its ``WAIT`` is a barrier of the same participants, so futures remember the
-site of the collective copy that filled them. ``rotate(f0, ..., fn)`` is a left rotation
+within its issuing unit (§9.3: the block, or the instance of the group or group-4 level
+its operands use); its ``WAIT`` is a barrier of the same participants, so futures remember
+the site of the collective copy that filled them. A shared future (§9.5.6) has a hidden
+one-slot event instead: each async copy into it is ``FUT_BIND`` + ``TRIGGER`` by the
+copy's participants, and each ``wait`` of it a ``WAIT_EVENT``. ``rotate(f0, ..., fn)`` is a left rotation
 (§9.6.1) and lowers to ``SWAP f0 f1 ; SWAP f1 f2 ; ...``.
 """
 from __future__ import annotations
 
-from croqvm.bytecode.module import (DYNAMIC, BufferDecl, DmaDesc, DmaOp, FutureDecl, L2Hint,
-                                     Storage, swizzled_sides)
+from croqvm.bytecode.module import (DYNAMIC, BufferDecl, DmaDesc, DmaOp, EventDecl, FutureDecl,
+                                     L2Hint, Storage, swizzled_sides)
 from croqvm.lang import ast
 from croqvm.lang import types as T
 
@@ -107,6 +110,25 @@ def lower_dma(lw: Lowerer, s: ast.Dma) -> None:
         if _sites(lw).get(key, -1) < 0:
             _sites(lw)[key] = coll
     b.emit("DMA", b.add("dmas", desc), coll)
+    if s.target is not None and s.is_async and sym.info.get("shared_future"):
+        ev = _completion_event(lw, sym, s.target)
+        from .kernel import laneset
+        ls = laneset(lw, lw.kernel, lw.ctx.guards)
+        if ls not in lw.b.code.events[ev].lanesets:
+            lw.b.code.events[ev].lanesets.append(ls)
+        b.emit("FUT_BIND", desc.future)
+        b.emit("TRIGGER", ev, lw.int_reg(0))
+
+
+def _completion_event(lw: Lowerer, sym, node) -> int:
+    """The hidden one-slot event that publishes the copies into the shared future ``sym``
+    (§9.5.6); its arrivals per generation are the lanes of the copies' collective sets."""
+    events = _cache(lw, "future_events")
+    if sym not in events:
+        if _group_key(lw, sym) is not sym or sym in _cache(lw, "future_links").values():
+            lw.unsupported(node, f"'swap' or 'rotate' of the shared future '{sym.name}'")
+        events[sym] = lw.b.add("events", EventDecl(sym.name, 1, span=lw.spans.intern(node.span)))
+    return events[sym]
 
 
 def _refuse_reshaped(lw: Lowerer, s: ast.Dma, desc: DmaDesc) -> None:
@@ -181,6 +203,9 @@ def lower_swap(lw: Lowerer, s: ast.Swap) -> None:
 
 def lower_future_wait(lw: Lowerer, ref: FutRef, sym) -> None:
     """``wait f`` (§9.5.3): on a collective copy also a barrier of its participants."""
+    if lw.kernel is not None and sym.info.get("shared_future"):
+        lw.b.emit("WAIT_EVENT", _completion_event(lw, sym, sym.decl), lw.int_reg(0))
+        return
     coll = -1
     if lw.kernel is not None and getattr(sym.type, "storage", None) != "local":
         key = _group_key(lw, sym)
