@@ -864,4 +864,4 @@ def test_a_wait_of_a_shared_future_orders_the_copy_before_the_waiter():
     checked(SHARED_FUTURE.replace("WAIT0", "wait fut;\n            "), "f", *args)
     text = races(SHARED_FUTURE.replace("WAIT0", ""), "f", *args)
     assert "data race on shared 'first' element (0, 127): read here, written by the async copy " \
-           "'tma.copy' at race.co:9:7" in text, text
+           "'tma.copy' at race.co:8:9" in text, text
