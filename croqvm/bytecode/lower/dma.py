@@ -5,9 +5,9 @@ A DMA not touching ``local`` memory is a collective of its statement's collectiv
 within its issuing unit (§9.3: the block, or the instance of the group or group-4 level
 its operands use); its ``WAIT`` is a barrier of the same participants, so futures remember
 the site of the collective copy that filled them. A shared future (§9.5.6) has a hidden
-one-slot event instead: each async copy into it is ``FUT_BIND`` + ``TRIGGER`` by the
-copy's participants, and each ``wait`` of it a ``WAIT_EVENT``. ``rotate(f0, ..., fn)`` is a left rotation
-(§9.6.1) and lowers to ``SWAP f0 f1 ; SWAP f1 f2 ; ...``.
+one-slot event instead: each async copy into it is followed by ``FUT_BIND`` + ``TRIGGER``
+of its participants, and each ``wait`` of it is a ``WAIT_EVENT``. ``rotate(f0, ..., fn)``
+is a left rotation (§9.6.1) and lowers to ``SWAP f0 f1 ; SWAP f1 f2 ; ...``.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from croqvm.lang import types as T
 
 from croqvm.lang.check.dma import root_symbol
 
+from .kernel import laneset
 from .state import Lowerer
 from .values import FutRef
 from .views import o_add, o_mul, int_operands, reg_of, view_of
@@ -111,23 +112,31 @@ def lower_dma(lw: Lowerer, s: ast.Dma) -> None:
             _sites(lw)[key] = coll
     b.emit("DMA", b.add("dmas", desc), coll)
     if s.target is not None and s.is_async and sym.info.get("shared_future"):
-        ev = _completion_event(lw, sym, s.target)
-        from .kernel import laneset
-        ls = laneset(lw, lw.kernel, lw.ctx.guards)
-        if ls not in lw.b.code.events[ev].lanesets:
-            lw.b.code.events[ev].lanesets.append(ls)
-        b.emit("FUT_BIND", desc.future)
-        b.emit("TRIGGER", ev, lw.int_reg(0))
+        _publish(lw, s, sym, desc.future)
+
+
+def _publish(lw: Lowerer, s: ast.Dma, sym, slot: int) -> None:
+    """§9.5.6: each participant hands the copy into the shared future ``sym`` (future slot
+    ``slot``) to an arrival at its completion event, as ``trigger e after f`` does."""
+    ev = _completion_event(lw, sym, s.target)
+    issuers = lw.b.code.events[ev].lanesets
+    ls = laneset(lw, lw.kernel, lw.ctx.guards)
+    if issuers and ls not in issuers:      # one generation would need the lanes of both
+        lw.unsupported(s, f"copies into the shared future '{sym.name}' by different sets "
+                          f"of lanes")
+    if not issuers:
+        issuers.append(ls)
+    lw.b.emit("FUT_BIND", slot)
+    lw.b.emit("TRIGGER", ev, lw.int_reg(0))
 
 
 def _completion_event(lw: Lowerer, sym, node) -> int:
-    """The hidden one-slot event that publishes the copies into the shared future ``sym``
-    (§9.5.6); its arrivals per generation are the lanes of the copies' collective sets."""
+    """The hidden one-slot event of the shared future ``sym`` (§9.5.6); a generation
+    completes when every lane of its copies' collective set has arrived."""
     events = _cache(lw, "future_events")
     if sym not in events:
-        if _group_key(lw, sym) is not sym or sym in _cache(lw, "future_links").values():
-            lw.unsupported(node, f"'swap' or 'rotate' of the shared future '{sym.name}'")
-        events[sym] = lw.b.add("events", EventDecl(sym.name, 1, span=lw.spans.intern(node.span)))
+        decl = EventDecl(sym.name, 1, span=lw.spans.intern(node.span))
+        events[sym] = lw.b.add("events", decl)
     return events[sym]
 
 
@@ -187,6 +196,9 @@ def lower_dma_any(lw: Lowerer, s: ast.DmaAny) -> None:
 
 
 def lower_swap(lw: Lowerer, s: ast.Swap) -> None:
+    for n in s.names:
+        if n.sym.info.get("shared_future"):
+            lw.unsupported(n, f"'swap' or 'rotate' of the shared future '{n.sym.name}'")
     refs = [future_ref(lw, n.sym, n, False) for n in s.names]
     links = _cache(lw, "future_links")
     root = _group_key(lw, s.names[0].sym)
