@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import croqvm
+
 import engines
 
 pytestmark = pytest.mark.usefixtures("engine")
