@@ -865,3 +865,25 @@ def test_a_wait_of_a_shared_future_orders_the_copy_before_the_waiter():
     text = races(SHARED_FUTURE.replace("WAIT0", ""), "f", *args)
     assert "data race on shared 'first' element (0, 127): read here, written by the async copy " \
            "'tma.copy' at race.co:8:9" in text, text
+
+
+PER_WARP_COPY = """
+    __co__ void f(s32 [4, 8] a, global s32 [4, 8] out) {
+      parallel b by 1 : block {
+        shared s32 [1, 8] rows[4];
+        parallel g by 4 : group, t by 32 : thread {
+          dma.copy a.subspan(1, 8).at(g, 0) => rows[g];
+          if (t < 8)
+            out.at(g, t) = rows[ROW].at(0, t);
+        }
+      }
+    }
+"""
+
+
+def test_a_per_warp_copy_orders_its_tile_for_that_warp_only():
+    # §9.3.2: the copy's rendezvous is the warp's, so another warp reading the tile races
+    args = (np.ones((4, 8), np.int32), np.zeros((4, 8), np.int32))
+    checked(PER_WARP_COPY.replace("ROW", "g"), "f", *args)
+    text = races(PER_WARP_COPY.replace("ROW", "(g + 1) % 4"), "f", *args)
+    assert "data race on shared 'rows[1]' element" in text, text
