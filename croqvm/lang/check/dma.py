@@ -351,8 +351,11 @@ def _note_shared(ck, s: ast.Dma):
     sym = getattr(s, "sym", None)
     if sym is None or not s.is_async or not sym.info.get("placeholder"):
         return
-    if set(map(id, ck.inthreads)) - set(map(id, sym.info["inthreads"])):
+    outside = set(map(id, sym.info["inthreads"]))
+    branch = tuple(i for i in ck.inthreads if id(i) not in outside)
+    if branch:
         sym.info["shared_future"] = True
+        sym.info.setdefault("filled_in", branch)
 
 
 def check_dma_any(ck, s: ast.DmaAny):
