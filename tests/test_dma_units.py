@@ -41,10 +41,15 @@ PER_WARP = """
 """
 
 
-def test_each_warp_copies_the_tile_its_index_names():
+@pytest.mark.parametrize("copy", [
+    "dma.copy a.subspan(1, 8).at(g, 0) => rows[g];",
+    # an async copy and its wait: a barrier of the warp that issued it
+    "f = dma.copy.async a.subspan(1, 8).at(g, 0) => rows[g];\n          wait f;"])
+def test_each_warp_copies_the_tile_its_index_names(copy):
     a = np.arange(32, dtype=np.int32).reshape(4, 8) * 3
     out = np.zeros((4, 8), np.int32)
-    engines.run(compile_src(PER_WARP), "f", a, out)
+    src = PER_WARP.replace("dma.copy a.subspan(1, 8).at(g, 0) => rows[g];", copy)
+    engines.run(compile_src(src), "f", a, out)
     assert np.array_equal(out, a + 1000 * np.arange(4)[:, None])
 
 
