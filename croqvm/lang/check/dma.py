@@ -242,8 +242,8 @@ def _fits_smaller(s: ast.Dma, src: View, dst: View) -> bool:
 
 
 def _check_collective(ck, s: ast.Dma, src: View, dst_storage: str):
-    """§9.3.3 (D7): a DMA not touching local memory runs once per block, so its operands
-    must not depend on a 'thread'-level index."""
+    """§9.3.3 (D7): a DMA not touching local memory runs once per block (or warp, or
+    warpgroup: §9.3.2), so its operands must not depend on a 'thread'-level index."""
     if not ck.in_parallel or "local" in (src.storage, dst_storage):
         return
     sides = [("source", s.src)] + ([] if isinstance(s.dst, str) else [("destination", s.dst)])
