@@ -103,3 +103,30 @@ def test_a_shared_future_waited_with_no_copy_to_come_deadlocks(engine):
     if engines.interprets(engine):      # the consumer's second wait, for the second copy
         assert "warps 4-7 (lanes 128-255): units.co:13:9 'wait fut': slot fut: completed " \
                "generations 1, arrivals 0/128; these lanes wait for generation 1" in text, text
+
+
+def test_a_placeholder_waited_only_in_the_branch_that_fills_it_stays_an_ordinary_future():
+    # §9.5.6: no other branch waits, so the copies keep their barrier waits and may swap
+    src = """
+        __co__ void f(s32 [2, 64] a, global s32 [2, 64] out) {
+          parallel b by 1 : block {
+            parallel p by 2 : group, t by 32 : thread {
+              cur = dma.any;
+              nxt = dma.any;
+              inthreads.async (p == 0) {
+                cur = dma.copy.async a.subspan(1, 64).at(0, 0) => shared;
+                nxt = dma.copy.async a.subspan(1, 64).at(1, 0) => shared;
+                wait cur;
+                out.at(0, t) = cur.data.at(0, t);
+                swap(cur, nxt);
+                wait cur;
+                out.at(1, t) = cur.data.at(0, t + 32);
+              }
+            }
+          }
+        }
+    """
+    a = np.arange(128, dtype=np.int32).reshape(2, 64) * 5
+    out = np.zeros((2, 64), np.int32)
+    engines.run(compile_src(src), "f", a, out)
+    assert np.array_equal(out, np.stack([a[0, :32], a[1, 32:]]))

@@ -345,16 +345,14 @@ def check_dma(ck, s: ast.Dma):
 
 
 def _note_shared(ck, s: ast.Dma):
-    """§9.5.6: an async copy into a placeholder declared outside the copy's 'inthreads'
-    branch makes the placeholder a shared future, whose waits are the waits of its own
-    completion event (the reference's TMA future backed by a shared mbarrier)."""
+    """§9.5.6: the 'inthreads' branch (not enclosing the placeholder's declaration) of an
+    async copy into a placeholder, for ``finish`` to tell a shared future."""
     sym = getattr(s, "sym", None)
     if sym is None or not s.is_async or not sym.info.get("placeholder"):
         return
     outside = set(map(id, sym.info["inthreads"]))
     branch = tuple(i for i in ck.inthreads if id(i) not in outside)
     if branch:
-        sym.info["shared_future"] = True
         sym.info.setdefault("filled_in", branch)
 
 
@@ -413,6 +411,7 @@ def note_wait(ck, ref, sym):
         ck.error(ref.span, f"non-async future '{sym.name}' can not be waited.")
     facts(ck).waited.add(sym)
     facts(ck).consumed[sym] = "wait"
+    sym.info.setdefault("waited_in", []).append(set(map(id, ck.inthreads)))
 
 
 def note_bind(ck, ref, sym):
@@ -465,6 +464,10 @@ def finish(ck):
         if sym.type.dtype is None and not sym.info.get("bad"):
             word = "tma" if stmt.tma else "dma"
             ck.error(stmt.span, f"{word}.any '{sym.name}' is defined but never used!")
+        # §9.5.6: filled inside a branch and waited outside it, the placeholder is shared
+        branch = set(map(id, sym.info.get("filled_in", ())))
+        if branch and any(not branch <= waits for waits in sym.info.get("waited_in", ())):
+            sym.info["shared_future"] = True
 
 
 def later_types(ck) -> dict:
