@@ -45,3 +45,18 @@ def test_math_atomics_and_mx_types_for_both_architectures(arch):
     text = emit(prog.module, arch=arch).text
     assert "cq_math(CQ_MATH_SIN, " in text and "cq_update(" in text
     assert "cq_mx_value(" in text and "cq_mx_bits(" in text
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_a_per_warp_copy_meets_on_its_warps_barrier(arch):
+    """§9.3.2: the copy of one warp is a rendezvous of that warp (a barrier per warp
+    instance), never __syncthreads, which would wait for the other warps."""
+    prog = croqvm.compile(
+        "__co__ void f(s32 [4, 8] a) {\n  parallel b by 1 : block {\n"
+        "    shared s32 [1, 8] rows[4];\n    parallel g by 4 : group {\n"
+        "      dma.copy a.subspan(1, 8).at(g, 0) => rows[g];\n    }\n  }\n}")
+    copy = [line for line in emit(prog.module, arch=arch).text.splitlines()
+            if line.endswith("// 5:7")]
+    rendezvous = [line for line in copy if "const cq_coll cl = " in line]
+    assert len(rendezvous) == 1 and "(lane / 32)" in rendezvous[0], rendezvous
+    assert not any("cq_sync_block" in line for line in copy)

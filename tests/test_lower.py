@@ -1090,6 +1090,33 @@ def test_unsupported_constructs_are_reported_at_the_construct():
         "parallel-by.")
 
 
+def test_a_shared_future_filled_by_two_sets_of_lanes_is_refused():
+    # §9.5.6: one generation of its completion event would need the lanes of both copies
+    with pytest.raises(CompileError) as info:
+        lower("__co__ void f(s32 [128] a) {\n  parallel b by 1 : block {\n"
+              "    shared s32 [128] s;\n    parallel p by 2 : group-4 {\n"
+              "      x = dma.any;\n"
+              "      inthreads.async (p == 0) { x = dma.copy.async a => s; }\n"
+              "      inthreads.async (p == 1) { x = dma.copy.async a => s; wait x; }\n"
+              "    }\n  }\n}")
+    assert str(info.value).startswith(
+        "t.co:7:34: error: not supported by croqvm yet: copies into the shared future 'x' by "
+        "different sets of lanes.")
+
+
+def test_the_data_of_a_shared_future_is_refused_outside_the_branch_that_fills_it():
+    src = ("__co__ void f(s32 [128] a, global s32 [128] o) {\n  parallel b by 1 : block {\n"
+           "    parallel p by 2 : group-4, t by 128 : thread {\n      x = dma.any;\n"
+           "      inthreads.async (p == 0) { x = dma.copy.async a => shared; READ }\n"
+           "      inthreads.async (p == 1) { wait x; }\n    }\n  }\n}")
+    lower(src.replace("READ", "wait x; o.at(t) = x.data.at(t);"))     # the issuers may
+    with pytest.raises(CompileError) as info:
+        lower(src.replace("READ", "").replace("wait x; }", "wait x; o.at(t) = x.data.at(t); }"))
+    assert str(info.value).startswith(
+        "t.co:6:52: error: not supported by croqvm yet: the data of the shared future 'x' "
+        "outside the 'inthreads' branch that fills it (read its destination buffer).")
+
+
 def test_internal_failures_become_diagnostics():
     span = Span("t.co", 1, 1, 1, 5)
     name = ast.Name("x", span)          # never annotated by a checker

@@ -834,3 +834,56 @@ def test_copies_through_span_as_views_race_where_their_elements_meet():
         *quote(7, f"    dma.copy mine.data => {meet};"),
         "  written by 'dma.copy' in block (0), warp 0 (lanes 0, 2)",
         "  in kernel launched at race.co:4:3")
+
+
+SHARED_FUTURE = """
+    __co__ void f(s32 [2, 128] src, global s32 [2, 128] out) {
+      parallel b by 1 : block {
+        shared s32 [1, 128] first;
+        shared s32 [1, 128] second;
+        parallel p by 2 : group-4, t by 128 : thread {
+          fut = tma.any;
+          inthreads.async (p == 0) {
+            fut = tma.copy.async src.subspan(1, 128).at(0, 0) => first;
+            fut = tma.copy.async src.subspan(1, 128).at(1, 0) => second;
+          }
+          inthreads.async (p == 1) {
+            WAIT0out.at(0, t) = first.at(0, 127 - t);
+            wait fut;
+            out.at(1, t) = second.at(0, t);
+          }
+        }
+      }
+    }
+"""
+
+
+def test_a_wait_of_a_shared_future_orders_the_copy_before_the_waiter():
+    # §9.5.6: the consumer's wait is the wait of the copy's completion event
+    args = (np.ones((2, 128), np.int32), np.zeros((2, 128), np.int32))
+    checked(SHARED_FUTURE.replace("WAIT0", "wait fut;\n            "), "f", *args)
+    text = races(SHARED_FUTURE.replace("WAIT0", ""), "f", *args)
+    assert "data race on shared 'first' element (0, 127): read here, written by the async copy " \
+           "'tma.copy' at race.co:8:9" in text, text
+
+
+PER_WARP_COPY = """
+    __co__ void f(s32 [4, 8] a, global s32 [4, 8] out) {
+      parallel b by 1 : block {
+        shared s32 [1, 8] rows[4];
+        parallel g by 4 : group, t by 32 : thread {
+          dma.copy a.subspan(1, 8).at(g, 0) => rows[g];
+          if (t < 8)
+            out.at(g, t) = rows[ROW].at(0, t);
+        }
+      }
+    }
+"""
+
+
+def test_a_per_warp_copy_orders_its_tile_for_that_warp_only():
+    # §9.3.2: the copy's rendezvous is the warp's, so another warp reading the tile races
+    args = (np.ones((4, 8), np.int32), np.zeros((4, 8), np.int32))
+    checked(PER_WARP_COPY.replace("ROW", "g"), "f", *args)
+    text = races(PER_WARP_COPY.replace("ROW", "(g + 1) % 4"), "f", *args)
+    assert "data race on shared 'rows[1]' element" in text, text

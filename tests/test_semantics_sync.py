@@ -608,20 +608,22 @@ def test_reading_future_data_before_its_wait():
 
 
 def test_a_collective_copy_whose_operands_differ_between_warps():
-    # The source depends on the group index (checked at run time, §9.3.3): warp 1 brings
-    # row 1 where warp 0 brought row 0.
+    # The source depends on the group index through a scalar, so the copy is the block's
+    # (§9.3.2) and its operands are compared at run time (§7.4.5): warp 1 brings row 1
+    # where warp 0 brought row 0.
     src = """
         __co__ void main(s32 [2, 4] m) {
           parallel g by 2 : group, l by 32 : thread {
             shared s32 [1, 4] s;
-            dma.copy m.subspan(1, 4).at(g, 0) => s;
+            r = g;
+            dma.copy m.subspan(1, 4).at(r, 0) => s;
           }
         }
     """
     assert fault(src, "main", np.zeros((2, 4), np.int32)) == "\n".join([
-        "sem.co:4:5: runtime error: operands of collective 'dma.copy' differ between lane 0 "
+        "sem.co:5:5: runtime error: operands of collective 'dma.copy' differ between lane 0 "
         "and lane 32 (origin (0, 0) vs (1, 0)).",
-        "    4 |     dma.copy m.subspan(1, 4).at(g, 0) => s;",
+        "    5 |     dma.copy m.subspan(1, 4).at(r, 0) => s;",
         "      |     ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~",
         "  in kernel launched at sem.co:2:3, block (0), lane 32 (warp 1, lane 0)"])
 

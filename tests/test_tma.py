@@ -375,18 +375,21 @@ __co__ void f(global s32 [2, 32] out) {
 """
 
 
+@pytest.mark.parametrize("op", ["tma.copy", "dma.copy"])
 @pytest.mark.usefixtures("engine")
-def test_a_tma_store_indexed_by_the_warpgroup_is_one_per_warpgroup():
+def test_a_copy_indexed_by_the_warpgroup_is_one_per_warpgroup(op):
+    # §9.3.2: the operands name 'p', so each warpgroup stores its own row
     out = np.zeros((2, 32), np.int32)
-    engines.run(croqvm.compile(PER_WARPGROUP.replace("OP", "tma.copy")), "f", out)
+    engines.run(croqvm.compile(PER_WARPGROUP.replace("OP", op)), "f", out)
     assert np.array_equal(out, np.arange(32) + np.array([[0], [100]]))
 
 
-def test_a_dma_indexed_by_the_warpgroup_is_still_one_per_block(engine):
+def test_a_copy_indexed_through_a_scalar_is_still_one_per_block(engine):
     if not engines.interprets(engine):
         pytest.skip("generated CUDA does not compare the operands of a collective")
+    src = PER_WARPGROUP.replace("OP s[p] => out.subspan(1, 32).at(p, 0)",
+                                "q = p;\n      dma.copy s[q] => out.subspan(1, 32).at(q, 0)")
     with pytest.raises(KernelFault) as e:
-        engines.run(croqvm.compile(PER_WARPGROUP.replace("OP", "dma.copy"), "t.co"), "f",
-                    np.zeros((2, 32), np.int32))
+        engines.run(croqvm.compile(src, "t.co"), "f", np.zeros((2, 32), np.int32))
     assert "runtime error: operands of collective 'dma.copy' differ between lane 0 and lane " \
            "128 (source s[0] vs s[1])." in str(e.value)

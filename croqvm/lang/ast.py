@@ -622,7 +622,7 @@ class Dma(Stmt):
     multicast: bool = False       # ``.multicast``: into every block of the cluster (§9.7)
     declares = False              # set by the checker when ``target`` is new
     tma_transfer = False          # set by the checker: a TMA copy between global and shared
-    tma_unit = 0                  # set by the checker: lanes per issuing instance, 0: block
+    tma_unit = 0                  # set by the checker: lanes per copy-issuing instance, 0: block
     sym = None
 
 

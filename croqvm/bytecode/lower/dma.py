@@ -2,19 +2,23 @@
 §9; docs/EXECUTION.md §9-§10).
 
 A DMA not touching ``local`` memory is a collective of its statement's collective set
-(§9.3, unit 0); its ``WAIT`` is a barrier of the same participants, so futures remember the
-site of the collective copy that filled them. ``rotate(f0, ..., fn)`` is a left rotation
-(§9.6.1) and lowers to ``SWAP f0 f1 ; SWAP f1 f2 ; ...``.
+within its issuing unit (§9.3: the block, or the instance of the group or group-4 level
+its operands use); its ``WAIT`` is a barrier of the same participants, so futures remember
+the site of the collective copy that filled them. A shared future (§9.5.6) has a hidden
+one-slot event instead: each async copy into it is followed by ``FUT_BIND`` + ``TRIGGER``
+of its participants, and each ``wait`` of it is a ``WAIT_EVENT``. ``rotate(f0, ..., fn)``
+is a left rotation (§9.6.1) and lowers to ``SWAP f0 f1 ; SWAP f1 f2 ; ...``.
 """
 from __future__ import annotations
 
-from croqvm.bytecode.module import (DYNAMIC, BufferDecl, DmaDesc, DmaOp, FutureDecl, L2Hint,
-                                     Storage, swizzled_sides)
+from croqvm.bytecode.module import (DYNAMIC, BufferDecl, DmaDesc, DmaOp, EventDecl, FutureDecl,
+                                     L2Hint, Storage, swizzled_sides)
 from croqvm.lang import ast
 from croqvm.lang import types as T
 
 from croqvm.lang.check.dma import root_symbol
 
+from .kernel import laneset
 from .state import Lowerer
 from .values import FutRef
 from .views import o_add, o_mul, int_operands, reg_of, view_of
@@ -107,6 +111,33 @@ def lower_dma(lw: Lowerer, s: ast.Dma) -> None:
         if _sites(lw).get(key, -1) < 0:
             _sites(lw)[key] = coll
     b.emit("DMA", b.add("dmas", desc), coll)
+    if s.target is not None and s.is_async and sym.info.get("shared_future"):
+        _publish(lw, s, sym, desc.future)
+
+
+def _publish(lw: Lowerer, s: ast.Dma, sym, slot: int) -> None:
+    """§9.5.6: each participant hands the copy into the shared future ``sym`` (future slot
+    ``slot``) to an arrival at its completion event, as ``trigger e after f`` does."""
+    ev = _completion_event(lw, sym, s.target)
+    issuers = lw.b.code.events[ev].lanesets
+    ls = laneset(lw, lw.kernel, lw.ctx.guards)
+    if issuers and ls not in issuers:      # one generation would need the lanes of both
+        lw.unsupported(s, f"copies into the shared future '{sym.name}' by different sets "
+                          f"of lanes")
+    if not issuers:
+        issuers.append(ls)
+    lw.b.emit("FUT_BIND", slot)
+    lw.b.emit("TRIGGER", ev, lw.int_reg(0))
+
+
+def _completion_event(lw: Lowerer, sym, node) -> int:
+    """The hidden one-slot event of the shared future ``sym`` (§9.5.6); a generation
+    completes when every lane of its copies' collective set has arrived."""
+    events = _cache(lw, "future_events")
+    if sym not in events:
+        decl = EventDecl(sym.name, 1, span=lw.spans.intern(node.span))
+        events[sym] = lw.b.add("events", decl)
+    return events[sym]
 
 
 def _refuse_reshaped(lw: Lowerer, s: ast.Dma, desc: DmaDesc) -> None:
@@ -165,6 +196,9 @@ def lower_dma_any(lw: Lowerer, s: ast.DmaAny) -> None:
 
 
 def lower_swap(lw: Lowerer, s: ast.Swap) -> None:
+    for n in s.names:
+        if n.sym.info.get("shared_future"):
+            lw.unsupported(n, f"'swap' or 'rotate' of the shared future '{n.sym.name}'")
     refs = [future_ref(lw, n.sym, n, False) for n in s.names]
     links = _cache(lw, "future_links")
     root = _group_key(lw, s.names[0].sym)
@@ -181,6 +215,9 @@ def lower_swap(lw: Lowerer, s: ast.Swap) -> None:
 
 def lower_future_wait(lw: Lowerer, ref: FutRef, sym) -> None:
     """``wait f`` (§9.5.3): on a collective copy also a barrier of its participants."""
+    if lw.kernel is not None and sym.info.get("shared_future"):
+        lw.b.emit("WAIT_EVENT", _completion_event(lw, sym, sym.decl), lw.int_reg(0))
+        return
     coll = -1
     if lw.kernel is not None and getattr(sym.type, "storage", None) != "local":
         key = _group_key(lw, sym)

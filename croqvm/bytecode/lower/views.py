@@ -131,6 +131,11 @@ def resolve_base(lw: Lowerer, e: ast.Expr) -> Base:
         lw.unsupported(e, f"'{text}' as a buffer")
     ref = lw.lookup(e.sym, e)
     if isinstance(ref, FutRef):
+        inside = {id(g) for g in lw.ctx.guards}
+        if e.sym.info.get("shared_future") and \
+                not all(id(i) in inside for i in e.sym.info["filled_in"]):
+            lw.unsupported(e, f"the data of the shared future '{e.id}' outside the "
+                              f"'inthreads' branch that fills it (read its destination buffer)")
         ty = e.sym.type if isinstance(e.sym.type, T.Future) else e.ty
         shape = ty.shape if isinstance(ty, T.Future) and ty.shape is not None else None
         if shape is None or ty.dtype is None:

@@ -79,7 +79,6 @@ def _check_tma(ck, s: ast.Dma, src: View, dst_storage: str):
                            f"memory; it copies as 'dma.copy' does.")
     else:
         s.tma_transfer = True
-        s.tma_unit = _tma_unit(s)
     if s.multicast:
         _check_multicast(ck, s, direction)
 
@@ -101,13 +100,15 @@ def _check_multicast(ck, s: ast.Dma, direction: tuple):
 _UNITS = {"group-4": 128, "group": 32}     # lanes per instance of a level (§11.2)
 
 
-def _tma_unit(s: ast.Dma) -> int:
-    """Who issues a TMA copy (Croqtile: tma.md, "follows operand dependence"): when its
-    operands use a 'group-4' or 'group' index, each instance of that level makes its
-    own copy (lanes per instance); otherwise the block makes one (0)."""
+def _issuing_unit(s: ast.Dma) -> int:
+    """Who issues a collective DMA or TMA copy (§9.3.2; Croqtile: tma.md, "follows operand
+    dependence"): when its operands use a 'group-4' or 'group' index, each instance of
+    the innermost such level makes its own copy (lanes per instance); otherwise the block
+    makes one (0)."""
     exprs = [s.src] + ([] if isinstance(s.dst, str) else [s.dst])
-    return max((_UNITS.get(n.sym.level, 0) for e in exprs for n in value_names(e)
-                if n.sym is not None and n.sym.plevel is not None), default=0)
+    return min((_UNITS[n.sym.level] for e in exprs for n in value_names(e)
+                if n.sym is not None and n.sym.plevel is not None
+                and n.sym.level in _UNITS), default=0)
 
 
 def _check_swizzle(ck, s: ast.Dma, src: View, dst_storage: str):
@@ -241,8 +242,8 @@ def _fits_smaller(s: ast.Dma, src: View, dst: View) -> bool:
 
 
 def _check_collective(ck, s: ast.Dma, src: View, dst_storage: str):
-    """§9.3.3 (D7): a DMA not touching local memory runs once per block, so its operands
-    must not depend on a 'thread'-level index."""
+    """§9.3.3 (D7): a DMA not touching local memory runs once per block (or warp, or
+    warpgroup: §9.3.2), so its operands must not depend on a 'thread'-level index."""
     if not ck.in_parallel or "local" in (src.storage, dst_storage):
         return
     sides = [("source", s.src)] + ([] if isinstance(s.dst, str) else [("destination", s.dst)])
@@ -325,6 +326,7 @@ def check_dma(ck, s: ast.Dma):
             _check_types(ck, s, moved, dst)
         if dst_storage is not None:
             _check_collective(ck, s, src, dst_storage)
+            s.tma_unit = _issuing_unit(s)
             if s.tma:
                 _check_tma(ck, s, src, dst_storage)
         if dst is not None:
@@ -335,10 +337,23 @@ def check_dma(ck, s: ast.Dma):
             fty = Future(s.is_async, src.dtype, tuple(moved.shape), dst_storage)
     if s.target is not None:
         _bind_future(ck, s, fty)
+        _note_shared(ck, s)
         if s.is_async and src is not None and s.sym in facts(ck).producer:
             facts(ck).producer[s.sym] = (src.storage, facts(ck).producer[s.sym][1])
     if s.swizzle is not None and src is not None and dst_storage is not None:
         _check_swizzle(ck, s, src, dst_storage)
+
+
+def _note_shared(ck, s: ast.Dma):
+    """§9.5.6: the 'inthreads' branch (not enclosing the placeholder's declaration) of an
+    async copy into a placeholder, for ``finish`` to tell a shared future."""
+    sym = getattr(s, "sym", None)
+    if sym is None or not s.is_async or not sym.info.get("placeholder"):
+        return
+    outside = set(map(id, sym.info["inthreads"]))
+    branch = tuple(i for i in ck.inthreads if id(i) not in outside)
+    if branch:
+        sym.info.setdefault("filled_in", branch)
 
 
 def check_dma_any(ck, s: ast.DmaAny):
@@ -346,6 +361,7 @@ def check_dma_any(ck, s: ast.DmaAny):
     t = s.target
     sym = ck.declare(t.id, "future", Future(False), s, t.span, mutable=True)
     sym.info["placeholder"] = True
+    sym.info["inthreads"] = tuple(ck.inthreads)
     if id(s) in facts(ck).later:
         sym.info["later"] = facts(ck).later[id(s)]
     s.declares, s.sym = True, sym
@@ -395,6 +411,7 @@ def note_wait(ck, ref, sym):
         ck.error(ref.span, f"non-async future '{sym.name}' can not be waited.")
     facts(ck).waited.add(sym)
     facts(ck).consumed[sym] = "wait"
+    sym.info.setdefault("waited_in", []).append(set(map(id, ck.inthreads)))
 
 
 def note_bind(ck, ref, sym):
@@ -447,6 +464,10 @@ def finish(ck):
         if sym.type.dtype is None and not sym.info.get("bad"):
             word = "tma" if stmt.tma else "dma"
             ck.error(stmt.span, f"{word}.any '{sym.name}' is defined but never used!")
+        # §9.5.6: filled inside a branch and waited outside it, the placeholder is shared
+        branch = set(map(id, sym.info.get("filled_in", ())))
+        if branch and any(not branch <= waits for waits in sym.info.get("waited_in", ())):
+            sym.info["shared_future"] = True
 
 
 def later_types(ck) -> dict:
