@@ -106,7 +106,7 @@ def default_engine(device: str = "cpu", check=None, poison: bool = False) -> str
     """The engine a run gets when it names none: "native", else "python" (see above),
     with the warning line on ``sys.stderr``. ``poison`` is the init check, which native
     runs too."""
-    if device != "cpu" or (check is not None and "native" not in CHECKING[check]):
+    if device != "cpu" or (check is not None and "native" not in CHECKING.get(check, ())):
         return "python"
     from .native import unavailable
     why = unavailable()
@@ -187,7 +187,10 @@ class Program:
             engine = default_engine(device, check, poison)
         run = runner(device, engine)
         self.check_options(func, check, schedule, max_steps)
-        if poison and check is None and device == "cpu":
+        if poison and check not in (None, "init"):
+            raise ArgumentError(f"poison mode is check 'init', which does not run with "
+                                f"check '{check}'.")
+        if poison and device == "cpu":
             check = "init"
         if check is not None and (engine not in CHECKING[check] or device != "cpu"):
             raise ArgumentError(f"check '{check}' runs on the Python engine only: use "
