@@ -188,8 +188,8 @@ class Program:
         run = runner(device, engine)
         self.check_options(func, check, schedule, max_steps)
         if poison and check not in (None, "init"):
-            raise ArgumentError(f"poison mode is check 'init', which does not run with "
-                                f"check '{check}'.")
+            raise ArgumentError(f"poison mode is check='init', which does not run with "
+                                f"check='{check}'.")
         if poison and device == "cpu":
             check = "init"
         if check is not None and (engine not in CHECKING[check] or device != "cpu"):

@@ -60,8 +60,8 @@ def test_warnings_are_records_and_text(prog, tmp_path):
                                                  "compiled code."),
     (dict(device="tpu"), "unknown device 'tpu': use one of cpu, cuda-cpu, gpu."),
     (dict(check="bounds"), "unknown check 'bounds': use one of race, init."),
-    (dict(poison=True, check="race"), "poison mode is check 'init', which does not run with "
-                                      "check 'race'."),
+    (dict(poison=True, check="race"), "poison mode is check='init', which does not run with "
+                                      "check='race'."),
     (dict(schedule="fifo"), "unknown schedule 'fifo': use 'rr' or 'random'."),
     (dict(max_steps=0), "the step limit must be an integer from 1 to 2^63 - 1, not 0."),
     (dict(max_steps=True), "the step limit must be an integer from 1 to 2^63 - 1, not True."),
