@@ -191,8 +191,9 @@ def run_function(module, name: str, args: list, dims: dict, *, poison: bool, sch
     warp-steps; an interrupt (Ctrl-C) leaves as ``Interrupted`` with the position it
     stopped at (croqvm.position). ``check`` ("race", "init" or None) adds a run-time check
     (croqvm.interp.checks; "init" is poison mode and registers, and ``poison`` another
-    name for it): what it finds is a KernelFault. The options are valid: the facade checked them. With a ``device``
-    (croqvm.cuda.launch.Device) the kernels run there and only the host program here.
+    name for it): what it finds is a KernelFault. The options are valid: the facade
+    checked them. With a ``device`` (croqvm.cuda.launch.Device) the kernels run there and
+    only the host program here.
     A ``debugger`` (croqvm.debug) wraps every step table the call prepares: with none,
     the engine runs its own. A ``tracer`` (croqvm.trace) wraps them the same way, inside
     the debugger's."""
