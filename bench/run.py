@@ -4,6 +4,7 @@
     python bench/run.py --quick      # small sizes, to check the harness
     python bench/run.py --no-python  # the native engine only
     python bench/run.py --check race # also the cost of race checking (LANGUAGE.md §7.5)
+    python bench/run.py --no-python --check init   # the cost of the init check (§14.4)
 
 Each benchmark runs on the native engine at its benchmark size and, where the Python engine
 would take too long there, on both engines at a smaller size too, so the speed-up is
@@ -15,7 +16,9 @@ inputs and the ratio to it. CPU time is the figure for "one core": the machine m
 shared, and then wall time counts other processes too. The ``jobs`` rows run one launch's
 blocks on 1 and 2 threads; there wall time is the measure (CPU time adds the threads up).
 ``--check race`` adds, per benchmark, a race-checked run on the Python engine (the engine
-that checks) beside a plain one at the same size, and their ratio in CPU time.
+that checks) beside a plain one at the same size, and their ratio in CPU time; ``--check
+init`` an init-checked run on the native engine at the benchmark size beside the plain one,
+their ratio in CPU time and whether it meets the goal of at most 2x.
 """
 from __future__ import annotations
 
@@ -128,6 +131,7 @@ def _host_matmul():
 
 
 BENCHMARKS = (_matmul_dma, _alu, _matmul_1p1c, _host_matmul)
+INIT_GOAL = 2.0     # the init-checked native run's CPU time, at most this times the plain one
 
 
 @dataclass
@@ -214,8 +218,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
     parser.add_argument("--no-python", action="store_true", help="native rows only")
     parser.add_argument("--repeats", type=int, default=3, help="native runs per row (best)")
-    parser.add_argument("--check", choices=["race"],
-                        help="also time the Python engine's runs with this run-time check")
+    parser.add_argument("--check", choices=["race", "init"],
+                        help="also time runs with this run-time check: race on the Python "
+                             "engine, init on the native engine")
     opts = parser.parse_args()
     if not available(engine="native"):
         raise SystemExit("the native engine is not built: pip install -e . (or python "
@@ -229,6 +234,10 @@ def main() -> None:
         main_size = bench.sizes["quick" if opts.quick else "native"]
         first = measure(bench, "native", main_size, 1, repeats)
         show(first, target=not opts.quick)
+        if opts.check == "init":
+            checked = measure(bench, "native", main_size, 1, repeats, check="init")
+            show(checked)
+            costs.append((bench.name, _size(main_size), "native", checked.cpu / first.cpu))
         if opts.no_python:
             continue
         small = bench.sizes["quick" if opts.quick else "python"]
@@ -238,16 +247,18 @@ def main() -> None:
         python = measure(bench, "python", small, None, 1)
         show(python)
         speedups.append((bench.name, _size(small), python.cpu / same.cpu))
-        if opts.check:
+        if opts.check == "race":
             checked = measure(bench, "python", small, None, 1, check=opts.check)
             show(checked)
-            costs.append((bench.name, _size(small), checked.cpu / python.cpu))
+            costs.append((bench.name, _size(small), "python", checked.cpu / python.cpu))
     print()
     for name, size, ratio in speedups:
         print(f"speed-up of native over python, {name} {size}: {ratio:,.0f}x (CPU time)")
-    for name, size, ratio in costs:
+    for name, size, engine, ratio in costs:
+        goal = f"; at most {INIT_GOAL:g}x: {'met' if ratio <= INIT_GOAL else 'MISSED'}" \
+            if opts.check == "init" else ""
         print(f"cost of --check {opts.check}, {name} {size}: {ratio:.2f}x the plain run "
-              f"(python engine, CPU time)")
+              f"({engine} engine, CPU time{goal})")
     print()
     print("a launch's blocks on 1 and 2 threads (native; wall time):")
     for make in (_matmul_dma, _alu):

@@ -140,7 +140,7 @@ Schedule = Annotated[str, typer.Option(
     help="Warp order: round-robin, or seeded random.")]
 ScheduleSeed = Annotated[int | None, typer.Option(
     parser=values.seed, metavar="N", help="Seed of --schedule random.")]
-Poison = Annotated[bool, typer.Option("--poison", help="Poison new buffers, as for run.")]
+Poison = Annotated[bool, typer.Option("--poison", help="The same as --check init.")]
 MaxSteps = Annotated[int | None, typer.Option(
     parser=values.count, metavar="N",
     help="Stop with a runtime error after N warp-instructions.")]
@@ -317,11 +317,12 @@ def run(
             help="Seed of --schedule random (default 0).")] = None,
         poison: Annotated[bool, typer.Option(
             "--poison",
-            help="Poison new buffers: reading an element never written faults.")] = False,
+            help="The same as --check init.")] = False,
         check: Annotated[str | None, typer.Option(
             **values.one_of(*CHECKS[1:]),
-            help="race: report the data races of the run; init: reads of elements and "
-                 "registers never written (as --poison); exit status 3.")] = None,
+            help="race: report the data races of the run; init: reads of registers, and "
+                 "of elements of a DMA's own buffer, that nothing wrote (declared buffers "
+                 "start zeroed); exit status 3.")] = None,
         replay: Annotated[str | None, typer.Option(
             metavar="FILE",
             help="Run again, exactly, the call a replay file of 'croqvm explore --record' "
@@ -348,7 +349,7 @@ def run(
         engine: Annotated[str | None, typer.Option(
             **values.one_of(*ENGINES),
             help="The interpreter: native (C) or python (the reference engine). Default: "
-                 "native, or python for --check, --poison and where native is not "
+                 "native, or python for --check race and where native is not "
                  "built.")] = None,
         jobs: Annotated[int | None, typer.Option(
             **values.at_least(1), metavar="N",

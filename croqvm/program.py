@@ -12,11 +12,11 @@ an output stream and a progress hook or None (croqvm.position). An engine
 or device planned but not part of this installation, and any unknown name, is an
 ``ArgumentError`` that says which are available. Without an ``engine``, a run goes to
 the native engine, or to the reference engine where native can not serve it: another
-device, a check or poison mode (its full form, registers included, is the reference
-engine's), or an installation without the extension, which one warning line says once
-per process. The run-time checks of ``CHECKS`` run on
-the engines of ``CHECKING`` only (the reference engine is the executable spec they
-observe), whose runners also take ``check``; other engines refuse them.
+device, the race check, or an installation without the extension, which one warning line
+says once per process. The run-time checks of ``CHECKS`` run on the engines that
+``CHECKING`` lists for them (the reference engine is the executable spec they observe),
+whose runners also take ``check``; other engines refuse them. ``poison`` is
+``check="init"`` by its older name, on every engine.
 """
 from __future__ import annotations
 
@@ -51,7 +51,8 @@ PLANNED: dict = {}
 DEVICES = ("cpu", "cuda-cpu", "gpu")
 # data races (LANGUAGE.md §7.5); reads of elements and registers never written (§14.4)
 CHECKS = (None, "race", "init")
-CHECKING = ("python",)           # the engines whose runners take ``check``
+# check -> the engines whose runners take it as ``check``
+CHECKING = {"race": ("python",), "init": ("python", "native")}
 THREADED = ("native",)           # the engines whose runners take ``jobs``
 _FALLBACK_TOLD: list = []        # the warning that native is missing, once per process
 _CUDA_DEVICES: dict = {}         # one per device kind: it keeps what it built loaded
@@ -103,8 +104,9 @@ def runner(device: str = "cpu", engine: str = "python"):
 
 def default_engine(device: str = "cpu", check=None, poison: bool = False) -> str:
     """The engine a run gets when it names none: "native", else "python" (see above),
-    with the warning line on ``sys.stderr``."""
-    if device != "cpu" or check is not None or poison:
+    with the warning line on ``sys.stderr``. ``poison`` is the init check, which native
+    runs too."""
+    if device != "cpu" or (check is not None and "native" not in CHECKING.get(check, ())):
         return "python"
     from .native import unavailable
     why = unavailable()
@@ -174,10 +176,9 @@ class Program:
         an interrupt leaves as ``croqvm.position.Interrupted``, which says where the run
         was. ``engine`` is "native" or "python" (default: ``default_engine``).
         ``check`` adds a run-time check of ``CHECKS``: "race" reports data races
-        (§7.5), "init" reads of buffer elements and registers never written (§14.4).
-        ``poison`` (new buffers poisoned, reading an element never written faults) is
-        ``check="init"`` on an engine that checks, and every engine's poison mode on the
-        others. ``jobs`` is how many threads a launch's blocks may run on (the native
+        (§7.5, the Python engine), "init" reads of registers and of buffer elements that
+        nothing gave a value (§14.4, both engines). ``poison=True`` is ``check="init"``.
+        ``jobs`` is how many threads a launch's blocks may run on (the native
         engine; default: the cores, or 1 under the random schedule, whose runs are
         replayed exactly, and for a kernel that prints, whose output then streams while
         it runs; on threads it comes when the launch ends), with results identical to
@@ -186,11 +187,17 @@ class Program:
             engine = default_engine(device, check, poison)
         run = runner(device, engine)
         self.check_options(func, check, schedule, max_steps)
-        if poison and check is None and engine in CHECKING and device == "cpu":
+        if poison and check not in (None, "init"):
+            raise ArgumentError(f"poison mode is check='init', which does not run with "
+                                f"check='{check}'.")
+        if poison and device == "cpu":
             check = "init"
-        if check is not None and (engine not in CHECKING or device != "cpu"):
+        if check is not None and (engine not in CHECKING[check] or device != "cpu"):
             raise ArgumentError(f"check '{check}' runs on the Python engine only: use "
-                                f"engine='python' and device='cpu' with it.")
+                                f"engine='python' and device='cpu' with it."
+                                if CHECKING[check] == ("python",) else
+                                f"check '{check}' runs on the Python and native engines "
+                                f"only: use one of them and device='cpu' with it.")
         if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int)
                                  or jobs < 1):
             raise ArgumentError(f"jobs must be a positive integer, not {jobs!r}.")

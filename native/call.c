@@ -122,6 +122,8 @@ static void warp_init(cq_block *blk, cq_warp *w, int index, int base, int width)
     w->regs = cq_xcalloc(1, code->warp_bytes ? code->warp_bytes : 1);
     w->stack = cq_xcalloc((size_t)code->depth + 1, sizeof(cq_frame));
     w->counts = cq_xcalloc((size_t)code->ncoll_ins * CQ_WARP + 1, sizeof(int64_t));
+    if (blk->call->opts.poison)
+        w->written = cq_xcalloc((size_t)code->nregs + 1, sizeof(uint32_t));
     w->act = width == 32 ? 0xffffffffu : (1u << width) - 1;
     w->hold = -1;
     w->state = CQ_READY;
@@ -132,6 +134,7 @@ static void warp_free(cq_warp *w)
     free(w->regs);
     free(w->stack);
     free(w->counts);
+    free(w->written);
 }
 
 static cq_block *block_new(cq_call *call, const cq_code *code, int kernel, int size)
@@ -192,7 +195,8 @@ void cq_block_free(cq_block *blk)
     free(blk);
 }
 
-/* Registers of the launch's scalar arguments, in every lane of ``w``. */
+/* Registers of the launch's scalar arguments, in every lane of ``w``: written from the
+ * start (docs/EXECUTION.md §20). */
 static void set_args(cq_call *call, cq_warp *w)
 {
     const cq_launch *L = call->launch;
@@ -202,6 +206,8 @@ static void set_args(cq_call *call, cq_warp *w)
         int size = cq_type_size[code->rtype[r]];
         for (int i = 0; i < CQ_WARP; i++)
             memcpy(w->regs + code->roff[r] + (size_t)i * size, &call->hval[j], size);
+        if (w->written)
+            w->written[r] = 0xffffffffu;
     }
 }
 
@@ -427,10 +433,15 @@ void cq_call_free(cq_call *call)
     free(call);
 }
 
+/* A scalar parameter or symbolic dimension of the host program: written from the start
+ * (docs/EXECUTION.md §20). */
 void cq_set_reg(cq_call *call, int32_t r, const void *value)
 {
     const cq_code *code = &call->prog->host;
-    memcpy(call->host->warps[0].regs + code->roff[r], value, cq_type_size[code->rtype[r]]);
+    cq_warp *w = &call->host->warps[0];
+    memcpy(w->regs + code->roff[r], value, cq_type_size[code->rtype[r]]);
+    if (w->written)
+        w->written[r] = 1u;
 }
 
 int cq_bind(cq_call *call, int32_t slot, void *data, int32_t ndim, const int64_t *shape,

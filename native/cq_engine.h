@@ -134,6 +134,9 @@ typedef struct {
     int32_t depth;          /* deepest IF/LOOP nesting */
     int32_t grid_sync;      /* 1 when a GRID_SYNC instruction is in the code */
     int32_t prints;         /* 1 when a PRINT instruction is in the code */
+    /* per instruction k, from uses[use_at[k]] on: the count of registers it reads, those
+     * registers, the count it writes, those (the initialisation check, §14.4) */
+    int32_t *use_at, *uses;
 } cq_code;
 
 typedef struct { int32_t block_size, grid_rank, span; cq_code code; } cq_kernel;
@@ -230,6 +233,8 @@ typedef struct cq_warp {
     int32_t bar;            /* BAR_SYNC: the named barrier it waits at ... */
     int64_t bar_phase;      /* ... and the phase it arrived in; GRID_SYNC: the grid
                              * barrier's generation it waits to see released */
+    uint32_t *written;      /* poison mode: per register, the lanes that have written it
+                             * (croqvm/interp/initcheck.py Written); NULL otherwise */
 } cq_warp;
 
 typedef struct {
@@ -387,7 +392,7 @@ void *cq_arena_alloc(cq_chunk **arena, size_t n);
 void cq_arena_free(cq_chunk **arena);
 void cq_arena_join(cq_chunk **into, cq_chunk *list);
 cq_buf *cq_new_buffer(cq_chunk **arena, int type, int ndim, const int64_t *shape, int code,
-                      int slot, int element, int poison);
+                      int slot, int element, int poison, int defined);
 
 /* Handlers outside engine.c return CQ_ST_OK / CQ_ST_FAULT. */
 int cq_op_alloc(cq_warp *w, const cq_ins *ins);
@@ -443,7 +448,7 @@ int cq_effect_mma(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const int
 #define CQ_PLACEHOLDER (-2)     /* a future holding dma.any: a handle without data */
 cq_insts cq_instances(cq_block *blk, int slot, int lane);
 cq_insts cq_allocate(cq_block *blk, int slot, int lane, int ndim, const int64_t *shape,
-                     int *fault);
+                     int defined, int *fault);
 int cq_alloc_fault(cq_block *blk, const cq_ins *ins, int lane, int kind, int what, int ndim,
                    const int64_t *shape);
 int cq_buffer_of(cq_warp *w, const cq_ins *ins, int slot, int arr, int i, cq_buf **out);

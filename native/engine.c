@@ -145,6 +145,35 @@ static int step_limit(cq_warp *w, const cq_ins *ins)
     return CQ_ST_FAULT;
 }
 
+/* The initialisation check (docs/EXECUTION.md §20), with w->written: before instruction
+ * ip, every register it reads must have been written in every active lane, else
+ * UNINITIALISED_REGISTER for the first such register and its lowest such lane ... */
+static inline int init_reads(cq_warp *w, int ip)
+{
+    const cq_code *code = w->blk->code;
+    const int32_t *u = code->uses + code->use_at[ip];
+    for (int k = 1; k <= u[0]; k++) {
+        uint32_t unset = w->act & ~w->written[u[k]];
+        if (unset) {
+            cq_record *f = cq_fault_new(w->blk, &code->ins[ip],
+                                        CQ_FAULT_UNINITIALISED_REGISTER, w->base + cq_low(unset));
+            cq_put(f, u[k]);
+            return CQ_ST_FAULT;
+        }
+    }
+    return CQ_ST_OK;
+}
+
+/* ... and after it, the registers it writes are written in the lanes then active. */
+static inline void init_wrote(cq_warp *w, int ip)
+{
+    const cq_code *code = w->blk->code;
+    const int32_t *u = code->uses + code->use_at[ip];
+    u += 1 + u[0];
+    for (int k = 1; k <= u[0]; k++)
+        w->written[u[k]] |= w->act;
+}
+
 int cq_op_launch(cq_warp *w, const cq_ins *ins);
 int cq_op_ret(cq_warp *w, const cq_ins *ins);
 

@@ -136,6 +136,41 @@ static void rd_aux(reader *r, const cq_code *code, cq_ins *ins, int32_t n)
     }
 }
 
+/* Per instruction, the registers it reads and those it writes (two counted lists), into
+ * code->uses from code->use_at[k] on: the initialisation check's (cq_dispatch.inc). */
+static void rd_uses(reader *r, cq_code *code)
+{
+    code->use_at = cq_xcalloc((size_t)code->n + 1, sizeof(int32_t));
+    size_t cap = 16, n = 0;
+    code->uses = cq_xmalloc(cap * sizeof(int32_t));
+    for (int32_t k = 0; k < code->n; k++) {
+        code->use_at[k] = (int32_t)n;
+        for (int list = 0; list < 2; list++) {
+            int64_t count = rd(r);
+            if (count < 0 || count > code->nregs) {
+                r->why = "a register list longer than the registers";
+                longjmp(r->fail, 1);
+            }
+            while (n + (size_t)count + 1 > cap) {
+                cap *= 2;
+                int32_t *grown = realloc(code->uses, cap * sizeof(int32_t));
+                if (!grown)
+                    abort();
+                code->uses = grown;
+            }
+            code->uses[n++] = (int32_t)count;
+            for (int64_t j = 0; j < count; j++) {
+                int64_t reg = rd(r);
+                if (reg < 0 || reg >= code->nregs) {
+                    r->why = "a register out of range";
+                    longjmp(r->fail, 1);
+                }
+                code->uses[n++] = (int32_t)reg;
+            }
+        }
+    }
+}
+
 static int32_t rd_type(reader *r)
 {
     int64_t t = rd(r);
@@ -287,6 +322,7 @@ static void rd_code(reader *r, cq_code *code)
     rd_aux(r, code, code->ins, code->n);
     for (int32_t k = 0; k < code->nlaneset; k++)
         rd_aux(r, code, code->laneset[k].ins, code->laneset[k].n);
+    rd_uses(r, code);
 
     /* derived: the collective instructions' count slots, the deepest nesting, printing */
     code->coll_slot = cq_xcalloc((size_t)code->n + 1, sizeof(int32_t));
@@ -341,6 +377,8 @@ static void free_code(cq_code *code)
         free(code->cxxcall[k].pointer);
     }
     free(code->cxxcall);
+    free(code->use_at);
+    free(code->uses);
     free(code->ins);
     free(code->rtype);
     free(code->roff);

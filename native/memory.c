@@ -69,10 +69,12 @@ void cq_arena_free(cq_chunk **arena)
     *arena = NULL;
 }
 
-/* A zero-filled instance, or in poison mode NaN / bytes 0xA5 with nothing written
- * (§14.4); NULL when no memory can hold it. */
+/* A zero-filled instance; in poison mode (§14.4) a ``defined`` one, which a declaration
+ * makes (§3.2.4), has every element written, and another, a DMA's own destination
+ * (§9.4.1), holds NaN / bytes 0xA5 with nothing written (croqvm/interp/memory.py
+ * new_buffer). NULL when no memory can hold it. */
 cq_buf *cq_new_buffer(cq_chunk **arena, int type, int ndim, const int64_t *shape, int code,
-                      int slot, int element, int poison)
+                      int slot, int element, int poison, int defined)
 {
     int64_t count = 1;
     for (int d = 0; d < ndim; d++)
@@ -100,7 +102,9 @@ cq_buf *cq_new_buffer(cq_chunk **arena, int type, int ndim, const int64_t *shape
         b->written = cq_arena_alloc(arena, (size_t)count);
         if (!b->written)
             return NULL;
-        if (cq_is_float(type)) {
+        if (defined)
+            memset(b->written, 1, (size_t)count);
+        else if (cq_is_float(type)) {
             int bad;
             double nan = NAN;
             cq_convert(CQ_DT_F64, type, &nan, b->data, 1, 1u, &bad);   /* numpy's quiet NaN */
@@ -123,10 +127,11 @@ cq_insts cq_instances(cq_block *blk, int slot, int lane)
     return blk->locals[slot] ? blk->locals[slot][lane] : NULL;
 }
 
-/* Allocate the instances of ``slot`` for ``lane`` (§3.2.4: once per instance); NULL
- * with *fault set when memory can not hold them. */
+/* Allocate the instances of ``slot`` for ``lane`` (§3.2.4: once per instance;
+ * ``defined`` as cq_new_buffer takes it); NULL with *fault set when memory can not hold
+ * them. */
 cq_insts cq_allocate(cq_block *blk, int slot, int lane, int ndim, const int64_t *shape,
-                     int *fault)
+                     int defined, int *fault)
 {
     cq_call *call = blk->call;
     const cq_bufdecl *decl = &blk->code->buf[slot];
@@ -136,7 +141,7 @@ cq_insts cq_allocate(cq_block *blk, int slot, int lane, int ndim, const int64_t 
     cq_buf **insts = cq_arena_alloc(arena, (size_t)decl->count * sizeof(cq_buf *));
     for (int k = 0; insts && k < decl->count; k++) {
         insts[k] = cq_new_buffer(arena, decl->type, ndim, shape, blk->kernel, slot,
-                                 decl->is_array ? k : -1, call->opts.poison);
+                                 decl->is_array ? k : -1, call->opts.poison, defined);
         if (!insts[k])
             insts = NULL;
     }
@@ -835,12 +840,13 @@ static int64_t claim_shared(cq_block *blk, int slot, int ndim, const int64_t *sh
 }
 
 /* Allocate ``slot`` for lane i of w with the values of its shape registers (at its ALLOC,
- * or at the DMA owning it, §9.4.1): every extent at least 1 and a kernel's shared memory
- * within the limit, else a runtime error of the lane (croqvm/interp/machine.py
- * allocate_declared). */
+ * or at the DMA owning it, §9.4.1, whose buffer is not zero-filled by a declaration):
+ * every extent at least 1 and a kernel's shared memory within the limit, else a runtime
+ * error of the lane (croqvm/interp/machine.py allocate_declared). */
 cq_insts cq_allocate_declared(cq_warp *w, const cq_ins *ins, int slot, int i)
 {
     cq_block *blk = w->blk;
+    int defined = ins->op != CQ_OP_DMA;
     const cq_bufdecl *decl = &blk->code->buf[slot];
     int lane = w->base + i, fault;
     int64_t shape[CQ_MAX_RANK];
@@ -856,7 +862,8 @@ cq_insts cq_allocate_declared(cq_warp *w, const cq_ins *ins, int slot, int i)
          * buffer makes it, the others take it, as they would one after another */
         pthread_mutex_lock(blk->call->kg_lock);
         cq_insts made = blk->call->kglobals[blk->kernel][slot];
-        cq_insts insts = made ? made : cq_allocate(blk, slot, lane, decl->nshape, shape, &fault);
+        cq_insts insts = made ? made
+                              : cq_allocate(blk, slot, lane, decl->nshape, shape, defined, &fault);
         pthread_mutex_unlock(blk->call->kg_lock);
         if (made)
             blk->bufs[slot] = made;
@@ -873,7 +880,7 @@ cq_insts cq_allocate_declared(cq_warp *w, const cq_ins *ins, int slot, int i)
             return NULL;
         }
     }
-    cq_insts insts = cq_allocate(blk, slot, lane, decl->nshape, shape, &fault);
+    cq_insts insts = cq_allocate(blk, slot, lane, decl->nshape, shape, defined, &fault);
     if (!insts)
         cq_alloc_fault(blk, ins, lane, CQ_FAULT_ALLOC_BUFFER, slot, decl->nshape, shape);
     return insts;

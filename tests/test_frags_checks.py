@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import croqvm
+import engines
 from croqvm.cuda import compile as cc
 from croqvm.cuda.emit import emit
 from croqvm.errors import KernelFault
@@ -67,14 +68,17 @@ __co__ void f(f16 [16, 16] b, global f32 [16, 16] out) {
 """
 
 
-def test_poison_mode_reports_an_unwritten_element_of_its_holders_frag():
-    """Lane 4 holds (1, 0) first in row-major order ((i % 8) * 4 + (k % 8) / 2 == 4)."""
+@pytest.mark.usefixtures("engine")
+def test_the_init_check_reads_the_zeros_of_elements_a_frags_holder_left():
+    """A frag starts zeroed (LANGUAGE.md §3.2.4, §11): the elements lane 4 holds, (i, k)
+    with i % 8 == 1 and k % 8 < 2 ((i % 8) * 4 + (k % 8) / 2 == 4), stay 0 and reading
+    them is no error; B is ones, so each row of the product sums the row of fa."""
     prog = croqvm.compile(UNWRITTEN, "t.co")
-    with pytest.raises(KernelFault) as e:
-        prog.run("f", np.ones((16, 16), np.float16), np.zeros((16, 16), np.float32),
-                 engine="python", poison=True)
-    assert "read of uninitialised element fa.at(1, 0)" in str(e.value)
-    assert "lane 4" in str(e.value)
+    out = np.zeros((16, 16), np.float32)
+    engines.run(prog, "f", np.ones((16, 16), np.float16), out, check="init")
+    fa = np.ones((16, 16), np.float32)
+    fa[1::8][:, [0, 1, 8, 9]] = 0
+    np.testing.assert_array_equal(out, fa @ np.ones((16, 16), np.float32))
 
 
 def test_break_out_of_an_apply_over_an_accumulator_is_an_error():

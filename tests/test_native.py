@@ -198,8 +198,8 @@ def test_without_the_extension_native_is_an_error_and_the_default_python(error, 
 
 
 def test_a_run_naming_no_engine_runs_on_native(monkeypatch):
-    """Without ``engine``, a plain run never reaches the Python engine's runner; a checked
-    or poisoned one does."""
+    """Without ``engine``, a plain run or one with the init check (``poison=True`` is its
+    other name) never reaches the Python engine's runner; a race-checked one does."""
     calls = []
     python = program.ENGINES["python"]
 
@@ -211,6 +211,8 @@ def test_a_run_naming_no_engine_runs_on_native(monkeypatch):
     x = np.arange(4, dtype=np.int32)
     prog.run("twice", x, out=io.StringIO())
     assert calls == [] and x.tolist() == [2, 3, 4, 5]
-    prog.run("twice", x, check="race", out=io.StringIO())
+    prog.run("twice", x, check="init", out=io.StringIO())
     prog.run("twice", x, poison=True, out=io.StringIO())
-    assert len(calls) == 2 and x.tolist() == [6, 7, 8, 9]
+    assert calls == [] and x.tolist() == [6, 7, 8, 9]
+    prog.run("twice", x, check="race", out=io.StringIO())
+    assert len(calls) == 1 and x.tolist() == [8, 9, 10, 11]

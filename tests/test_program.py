@@ -60,6 +60,8 @@ def test_warnings_are_records_and_text(prog, tmp_path):
                                                  "compiled code."),
     (dict(device="tpu"), "unknown device 'tpu': use one of cpu, cuda-cpu, gpu."),
     (dict(check="bounds"), "unknown check 'bounds': use one of race, init."),
+    (dict(poison=True, check="race"), "poison mode is check='init', which does not run with "
+                                      "check='race'."),
     (dict(schedule="fifo"), "unknown schedule 'fifo': use 'rr' or 'random'."),
     (dict(max_steps=0), "the step limit must be an integer from 1 to 2^63 - 1, not 0."),
     (dict(max_steps=True), "the step limit must be an integer from 1 to 2^63 - 1, not True."),
@@ -74,9 +76,9 @@ def test_options_are_checked_before_anything_runs(prog, options, message):
     assert str(e.value) == message and out.getvalue() == ""
 
 
-def test_checks_run_on_the_python_engine_only(prog, monkeypatch):
-    # An engine without checks (this stand-in records what its runner gets) refuses a
-    # check, and takes poison=True as its own poison mode.
+def test_checks_run_on_the_engines_that_check_only(prog, monkeypatch):
+    # An engine without checks (this stand-in records what its runner gets) refuses
+    # each check, and poison=True, which is check="init"; native takes the init check.
     calls = []
     monkeypatch.setitem(croqvm.program.ENGINES, "other",
                         lambda: lambda *args, **options: calls.append(options))
@@ -84,8 +86,15 @@ def test_checks_run_on_the_python_engine_only(prog, monkeypatch):
         prog.run("hello", engine="other", check="race")
     assert str(e.value) == "check 'race' runs on the Python engine only: use " \
                            "engine='python' and device='cpu' with it."
-    prog.run("hello", engine="other", poison=True)
-    assert calls[0]["poison"] is True and "check" not in calls[0]
+    for options in (dict(check="init"), dict(poison=True)):
+        with pytest.raises(ArgumentError) as e:
+            prog.run("hello", engine="other", **options)
+        assert str(e.value) == "check 'init' runs on the Python and native engines only: " \
+                               "use one of them and device='cpu' with it."
+    assert calls == []
+    assert croqvm.program.default_engine(check="init") == \
+        croqvm.program.default_engine(poison=True) == croqvm.program.default_engine()
+    assert croqvm.program.default_engine(check="race") == "python"
 
 
 def test_an_unknown_function_is_an_argument_error(prog):

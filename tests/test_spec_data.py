@@ -1229,6 +1229,11 @@ def test_dimensions_given_to_run_are_integers_of_the_functions_dimensions(dims, 
     assert argument_error(DIMS, np.zeros(3, np.int32), **dims) == message
 
 
+# §14.4: a copy of a tile that reaches past the end of its buffer into the DMA's own
+# buffer writes element 0 (a.at(2)) only; element 1 is never written.
+PARTIAL = "g = dma.copy a.subspan(2).at(1) => global;"
+
+
 @pytest.mark.parametrize("t, want", [
     ("s8", -91), ("u8", 0xA5), ("s16", -23131), ("u16", 0xA5A5),
     ("s32", int.from_bytes(b"\xa5" * 4, "little", signed=True)), ("u32", 0xA5A5A5A5),
@@ -1236,31 +1241,40 @@ def test_dimensions_given_to_run_are_integers_of_the_functions_dimensions(dims, 
     ("f16", math.nan), ("bf16", math.nan), ("f32", math.nan), ("f64", math.nan),
 ])
 def test_poison_mode_fills_integers_with_a5_bytes_and_floats_with_nan(t, want):
-    # §14.4 (D12)
-    src = f"__co__ auto f() {{\n  {t} [2] a;\n  a.at(0) = 1;\n  return a;\n}}\n"
+    # §14.4 (D12): a DMA's own buffer, not a declared one, which starts zeroed; the copy
+    # into the declared buffer carries the poison
+    src = f"__co__ auto f() {{\n  {t} [3] a;\n  a.at(2) = 1;\n  {PARTIAL}\n" \
+          f"  {t} [2] out;\n  dma.copy g.data => out;\n  return out;\n}}\n"
     got = run(src, poison=True)[1]
     assert got[0] == 1
     assert (math.isnan(got[1]) and math.isnan(want)) or int(got[1]) == want
 
 
 @pytest.mark.parametrize("use", [
-    "println(out.at(3, 4));",
-    "s32 x = out.at(3, 4) + 1;",
-    "if (out.at(3, 4) > 1) println(1);",
+    "println(g.data.at(1));",
+    "s32 x = g.data.at(1) + 1;",
+    "if (g.data.at(1) > 1) println(1);",
 ], ids=["print", "expression", "comparison"])
 def test_poison_mode_reports_reading_a_never_written_element(use):
     # §14.4: the spec's message, at the reading statement
-    src = f"__co__ void f() {{\n  s32 [4, 5] out;\n  {use}\n}}\n"
+    src = f"__co__ void f() {{\n  s32 [3] a;\n  {PARTIAL}\n  {use}\n}}\n"
     assert fault(src, poison=True).splitlines()[0] == (
-        "spec.co:3:3: runtime error: read of uninitialised element out.at(3, 4) (buffer "
-        "declared at spec.co:2:14).")
+        "spec.co:4:3: runtime error: read of uninitialised element g.data.at(1) (buffer "
+        "declared at spec.co:3:3).")
+
+
+def test_poison_mode_reads_declared_buffers_as_their_zeros():
+    # §3.2.4, §14.4: a declaration zero-fills its buffer, so reading it is no error
+    src = "__co__ void f() {\n  s32 [4, 5] out;\n  println(out.at(3, 4));\n}\n"
+    assert run(src, poison=True)[0] == "0\n"
 
 
 def test_poison_mode_reports_an_mma_operand_never_written():
+    # the tile's row 1 lies past b's end: the copy into shared memory leaves it unwritten
     src = """
-        __co__ void f(global f32 [2, 2] c) {
+        __co__ void f(f16 [3, 2] b, global f32 [2, 2] c) {
           parallel p by 1 : block {
-            shared f16 [2, 2] s;
+            s = dma.copy b.subspan(2, 2).at(1, 0) => shared;
             parallel q by 1 : group {
               fa = mma.load s;
               mc = mma.fill.f32 0.0f;
@@ -1270,29 +1284,31 @@ def test_poison_mode_reports_an_mma_operand_never_written():
           }
         }
     """
-    assert fault(src, np.zeros((2, 2), np.float32), poison=True).splitlines()[0] == (
-        "spec.co:5:7: runtime error: read of uninitialised element s.at(0, 0) (buffer "
-        "declared at spec.co:3:23).")
+    assert fault(src, np.ones((3, 2), np.float16), np.zeros((2, 2), np.float32),
+                 poison=True).splitlines()[0] == (
+        "spec.co:5:7: runtime error: read of uninitialised element s.at(1, 0) (buffer "
+        "declared at spec.co:3:5).")
 
 
 def test_poison_mode_dma_carries_the_written_state():
     # §14.4: b.at(0) was copied from a written element, b.at(1) from an unwritten one
-    src = """
-        __co__ void f() {
-          s32 [4] a;
-          s32 [4] b;
-          a.at(0) = 5;
-          dma.copy a => b;
+    src = f"""
+        __co__ void f() {{
+          s32 [3] a;
+          s32 [2] b;
+          a.at(2) = 5;
+          {PARTIAL}
+          dma.copy g.data => b;
           println(b.at(0));
           println(b.at(1));
-        }
+        }}
     """
     out = io.StringIO()
     with pytest.raises(croqvm.KernelFault) as info:
         engines.run(compile_src(src), "f", out=out, poison=True)
     assert out.getvalue() == "5\n"
     assert str(info.value).splitlines()[0] == (
-        "spec.co:7:3: runtime error: read of uninitialised element b.at(1) (buffer declared "
+        "spec.co:8:3: runtime error: read of uninitialised element b.at(1) (buffer declared "
         "at spec.co:3:11).")
 
 
@@ -1340,13 +1356,15 @@ def test_cli_runs_every_parameterless_function_in_file_order(write, capsys):
 
 def test_cli_poison_mode_stops_with_status_3(write, capsys):
     # §14.4, §15.1
-    path = write("p.co", "__co__ void f() {\n  s32 [4] a;\n  println(a.at(1));\n}\n")
+    path = write("p.co", f"__co__ void f() {{\n  s32 [3] a;\n  {PARTIAL}\n"
+                         f"  println(g.data.at(1));\n}}\n")
     assert main(["run", path]) == 0
     assert capsys.readouterr().out == "0\n"
-    assert main(["run", path, "--poison"]) == 3
-    assert capsys.readouterr().err.startswith(
-        f"{path}:3:3: runtime error: read of uninitialised element a.at(1) (buffer declared "
-        f"at {path}:2:11).")
+    for option in ("--poison", "--check=init"):
+        assert main(["run", path, option]) == 3
+        assert capsys.readouterr().err.startswith(
+            f"{path}:4:3: runtime error: read of uninitialised element g.data.at(1) (buffer "
+            f"declared at {path}:3:3).")
 
 
 def test_cli_saves_the_result_and_global_parameters(write, tmp_path, capsys):

@@ -40,7 +40,7 @@ def _try(fn, *args):
 
 
 def op_alloc(w, ins):
-    """§3.2.4: allocate (zeroed, or poisoned) the first time this instance runs it."""
+    """§3.2.4: allocate (zeroed) the first time this instance runs it."""
     slot = ins[1]
     blk = w.blk
     decl = blk.prog.code.buffers[slot]

@@ -143,7 +143,8 @@ class Plan:
                 return h.buf, h.origin, h.extents
         insts = blk.instances(desc.dst_buffer, lane) or \
             blk.allocate_declared(desc.dst_buffer, lane, [
-                int(w.regs[r][i]) for r in blk.prog.code.buffers[desc.dst_buffer].shape])
+                int(w.regs[r][i]) for r in blk.prog.code.buffers[desc.dst_buffer].shape],
+                defined=False)
         buf = insts[0]
         return buf, (0,) * buf.data.ndim, buf.shape
 

@@ -190,14 +190,17 @@ def run_function(module, name: str, args: list, dims: dict, *, poison: bool, sch
     given. ``progress`` is called with a ``RunPosition`` every ``PROGRESS_EVERY``
     warp-steps; an interrupt (Ctrl-C) leaves as ``Interrupted`` with the position it
     stopped at (croqvm.position). ``check`` ("race", "init" or None) adds a run-time check
-    (croqvm.interp.checks; "init" also poisons new buffers): what it finds is a
-    KernelFault. The options are valid: the facade checked them. With a ``device``
-    (croqvm.cuda.launch.Device) the kernels run there and only the host program here.
+    (croqvm.interp.checks; "init" is poison mode and registers, and ``poison`` another
+    name for it): what it finds is a KernelFault. The options are valid: the facade
+    checked them. With a ``device`` (croqvm.cuda.launch.Device) the kernels run there and
+    only the host program here.
     A ``debugger`` (croqvm.debug) wraps every step table the call prepares: with none,
     the engine runs its own. A ``tracer`` (croqvm.trace) wraps them the same way, inside
     the debugger's."""
     fn = module.function(name)
-    call = Call(module, fn, out=out, poison=poison or check == "init",
+    if poison and check is None:
+        check = "init"
+    call = Call(module, fn, out=out, poison=check == "init",
                 scheduler=make_scheduler(schedule, seed), max_steps=max_steps,
                 progress=progress, device=device)
     call.checker = make_checker(check, call)

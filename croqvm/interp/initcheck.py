@@ -1,11 +1,12 @@
 """Initialisation checking on the reference engine: ``check="init"`` (LANGUAGE.md §14.4;
-docs/EXECUTION.md §20).
+docs/EXECUTION.md §20), which the native engine follows (``registers_read`` and
+``registers_written`` are its lists too: croqvm/native/flatten.py).
 
-Buffers are checked by poison mode (croqvm.interp.memory): new buffers, shared, local and
-global alike, start poisoned and reading an element never written is a runtime error. The
-checker adds registers: a lane reading a register no instruction has written for it is
-the runtime error ``UNINITIALISED_REGISTER``. Compiled programs never do (every
-declaration has an initializer, §3.4.1); a hand-made or damaged ``.cqb`` may.
+Buffers are checked by poison mode (croqvm.interp.memory): a declared buffer starts zeroed
+and written (§3.2.4), a DMA's own buffer poisoned, and reading an element never written is
+a runtime error. The checker adds registers: a lane reading a register no instruction has
+written for it is the runtime error ``UNINITIALISED_REGISTER``. Compiled programs never do
+(every declaration has an initializer, §3.4.1); a hand-made or damaged ``.cqb`` may.
 
 Per warp and register the checker keeps which lanes have written it, and whether all have
 (then the register costs nothing more). A register starts written where the engine sets it

@@ -143,13 +143,14 @@ class Block:
             return self.locals.get((slot, lane))
         return self.bufs.get(slot)
 
-    def allocate(self, slot: int, lane: int, shape) -> list:
-        """Allocate the instances of ``slot`` for ``lane`` (§3.2.4: once per instance)."""
+    def allocate(self, slot: int, lane: int, shape, defined: bool = True) -> list:
+        """Allocate the instances of ``slot`` for ``lane`` (§3.2.4: once per instance);
+        ``defined``: zero-filled by its declaration (croqvm.interp.memory.new_buffer)."""
         decl = self.prog.code.buffers[slot]
         elements = range(decl.count) if decl.array else [-1]
         with allocating(Kind.ALLOC_BUFFER, (slot,), shape, lane):
             insts = [new_buffer((self.kernel_index, slot, k), dtypes.BY_CODE[decl.dtype], shape,
-                                self.call.poison) for k in elements]
+                                self.call.poison, defined) for k in elements]
         if not block_wide(decl):
             self.locals[(slot, lane)] = insts
         else:
@@ -166,10 +167,11 @@ class Block:
         events = EVENT_SLOT_BYTES * sum(ev.slots for ev in self.prog.code.events)
         return events + sum(self.shared.values())
 
-    def allocate_declared(self, slot: int, lane: int, shape) -> list:
+    def allocate_declared(self, slot: int, lane: int, shape, defined: bool = True) -> list:
         """Allocate ``slot`` for ``lane`` with ``shape``, the values of its shape registers
-        (at its ALLOC, or at the DMA owning it, §9.4.1): every extent at least 1 and a
-        kernel's shared memory within the limit, else a runtime error of the lane."""
+        (at its ALLOC, or at the DMA owning it, §9.4.1, which passes ``defined`` False):
+        every extent at least 1 and a kernel's shared memory within the limit, else a
+        runtime error of the lane."""
         for d in shape:
             if d < 1:
                 raise Fault(Kind.ALLOC_EXTENT, (d,), lane)
@@ -177,7 +179,7 @@ class Block:
             used = self.claim_shared(slot, shape)
             if used > MAX_SHARED_BYTES:   # extents known only now (§3.2.4, limits)
                 raise Fault(Kind.SHARED_LIMIT, (slot, used), lane)
-        return self.allocate(slot, lane, shape)
+        return self.allocate(slot, lane, shape, defined)
 
     def warp_of(self, lane: int):
         """(warp, lane index in it) of block lane ``lane``."""

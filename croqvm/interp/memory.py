@@ -40,12 +40,16 @@ class Buffer:
         return self.data.shape
 
 
-def new_buffer(ref: tuple, dtype: DType, shape, poison: bool) -> Buffer:
-    """Zero-filled, or in poison mode NaN / bytes 0xA5 with nothing written (§14.4)."""
+def new_buffer(ref: tuple, dtype: DType, shape, poison: bool, defined: bool = True) -> Buffer:
+    """Zero-filled; in poison mode (§14.4) a ``defined`` buffer, one a declaration makes
+    (§3.2.4), has every element written, and another one, a DMA's own destination
+    (§9.4.1), holds NaN / bytes 0xA5 with nothing written."""
     shape = tuple(int(d) for d in shape)
     data = np.zeros(shape, dtype.np)
     if not poison:
         return Buffer(ref, dtype, data, None)
+    if defined:
+        return Buffer(ref, dtype, data, np.ones(shape, bool))
     if dtype.is_float:
         data[...] = np.nan
     else:

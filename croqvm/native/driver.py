@@ -78,8 +78,9 @@ def program(lib, ffi, module, fn) -> Program:
 
 def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison: bool,
                  schedule: str, seed: int, max_steps: int | None, out, stats: dict | None,
-                 progress=None, jobs: int | None = None):
-    """The native engine's runner (croqvm.program): what croqvm.interp.run_function does.
+                 progress=None, jobs: int | None = None, check: str | None = None):
+    """The native engine's runner (croqvm.program): what croqvm.interp.run_function does,
+    ``check`` "init" (or ``poison``, its other name) included (docs/EXECUTION.md §20).
     ``progress`` is called between slices (every PROGRESS_EVERY warp-steps or so);
     ``jobs`` threads run a launch's blocks (default: the cores the process may use; one
     under the random schedule, whose runs replay exactly (croqvm explore --record), which
@@ -87,6 +88,7 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
     is given: serially its output streams while it runs, on threads it comes when the
     launch ends."""
     fn = module.function(name)
+    poison = poison or check == "init"
     pycall = Call(module, fn, out=out, poison=poison, scheduler=make_scheduler(schedule, seed),
                   max_steps=max_steps, progress=progress)
     hblk = Block(pycall, pycall.program(fn.host), 1)

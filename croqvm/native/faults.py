@@ -5,8 +5,8 @@ read back as the ``croqvm.faults.FaultRecord`` every engine reports, which
 C writes a kind's arguments (``messages.TEMPLATES[kind].args``) one after another into
 the record's words, each argument type in a fixed way (``READERS`` reads them back):
 
-  int, unit, where, slot, future, event, frag, access, dma, coll, loadsite, string
-             one word
+  int, unit, where, slot, future, event, frag, access, dma, coll, loadsite, string,
+  register   one word
   float      the double's bits            dtype     a dtype code
   tuple, shape, fragshape, dims, list     a count, then that many words
   lanes      nothing: the record's lane set
@@ -80,7 +80,7 @@ def _one(r: Words) -> int:
 READERS = {
     "int": _one, "unit": _one, "where": _one, "slot": _one, "future": _one, "event": _one,
     "frag": _one, "access": _one, "dma": _one, "coll": _one, "loadsite": _one,
-    "string": _one,
+    "string": _one, "register": _one,
     "float": lambda r: struct.unpack("<d", struct.pack("<q", r.next()))[0],
     "dtype": _one,
     "tuple": Words.many, "shape": Words.many, "fragshape": Words.many, "dims": Words.many,

@@ -30,7 +30,9 @@ order by native/load.c. Types are dtype codes, enumerations the module's own val
            ninstructions, 7 words each (as Code.code holds them),
            aux: one word per CONST (its value's bits in the register's storage type)
                 and per UPDATE (its arithmetic type, §12.2), the Code's instructions
-                first, then each lane set's.
+                first, then each lane set's,
+           per instruction: the registers it reads (list) and writes (list), as the
+                initialisation check follows them (croqvm/interp/initcheck.py).
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ import numpy as np
 from .. import dtypes
 from ..bytecode import opcodes
 from ..bytecode.module import PieceKind, swizzled_sides
+from ..interp.initcheck import registers_read, registers_written
 from ..limits import EVENT_SLOT_BYTES
 from ..numerics import binary_op, storage_array
 
@@ -132,6 +135,10 @@ class Image:
         for words in [code.code] + [ls.code for ls in code.lanesets]:
             for pc in range(0, len(words), opcodes.WIDTH):
                 self._aux(code, rtypes, words[pc:pc + opcodes.WIDTH])
+        for pc in range(0, len(code.code), opcodes.WIDTH):
+            ins = code.code[pc:pc + opcodes.WIDTH]
+            self.counted(registers_read(code, ins))
+            self.counted(registers_written(code, ins))
 
     def _aux(self, code, rtypes, ins) -> None:
         if ins[0] == opcodes.CONST:
