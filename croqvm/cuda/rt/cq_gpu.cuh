@@ -214,7 +214,7 @@ CQ_DEV unsigned cq_event_load(const unsigned *arrivals) {
   return v;
 }
 
-#if __CUDA_ARCH__ >= 900
+#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
 /* The blocks of the thread block cluster (1 without a cluster launch). */
 CQ_DEV unsigned cq_cluster_blocks() {
   unsigned n;
