@@ -12,6 +12,7 @@ import pytest
 
 import croqvm
 from croqvm.bytecode.verify import verify
+from croqvm.cuda.emit import UnsupportedError, emit
 from croqvm.errors import BytecodeError
 from croqvm.lang.frontend import front_end
 
@@ -216,3 +217,20 @@ def test_the_verifier_keeps_trigger_scopes_apart():
     module.functions[0].host.launches[0].cluster.append(0)
     with pytest.raises(BytecodeError, match="2 cluster extents for a kernel of grid rank 1"):
         verify(module)
+
+
+def test_the_cuda_generator_needs_sm_90a():
+    with pytest.raises(UnsupportedError, match="ct.co:23:11: error: 'trigger.cluster' "
+                                               r"\(an arrival in every block of a thread "
+                                               r"block cluster\) needs sm_90a"):
+        emit(compile_(PIPELINE).module, arch="sm_80")
+
+
+def test_on_sm_90a_every_block_of_the_cluster_gets_the_arrival():
+    """The arrival goes to every block of the cluster, the event's need counts them, and
+    the blocks meet after zeroing their counters and before they leave."""
+    text = emit(compile_(PIPELINE).module, arch="sm_90a").text
+    kernel = text[text.index("CQ_KERNEL"):]
+    assert kernel.count("cq_event_trigger_cluster(") == 1
+    assert kernel.count("cq_cluster_sync();") == 2
+    assert "* cq_cluster_blocks();" in kernel
