@@ -606,14 +606,18 @@ extern "C" int cq_cpu_launch(void (*entry)(void **), void **args, const cq_launc
     return CQ_ERR_CONFIG;
   unsigned long long blocks = (unsigned long long)cfg->grid[0] * cfg->grid[1] * cfg->grid[2];
   if (cfg->cooperative && blocks * cfg->block > 0xFFFFFFFFull) return CQ_ERR_CONFIG;
-  unsigned cluster = cfg->cluster[0] * cfg->cluster[1] * cfg->cluster[2];
-  for (int d = 0; d < 3; d++)
-    if (!cfg->cluster[d] || cfg->grid[d] % cfg->cluster[d]) return CQ_ERR_CONFIG;
+  unsigned cl[3], cluster = 1;           /* an extent of 0 counts as 1 */
+  for (int d = 0; d < 3; d++) {
+    cl[d] = cfg->cluster[d] ? cfg->cluster[d] : 1;
+    if (cfg->grid[d] % cl[d]) return CQ_ERR_CONFIG;
+    cluster *= cl[d];
+  }
   if (cluster > 1 && cfg->cooperative) return CQ_ERR_CONFIG;
   size_t stack = cfg->stack_bytes ? (size_t)cfg->stack_bytes : (size_t)DEFAULT_STACK;
   unsigned threads = cfg->cooperative ? (unsigned)(blocks * cfg->block) : cluster * cfg->block;
   if (reserve_stacks(threads, stack) != 0) return CQ_ERR_NOMEM;
   rt.cfg = *cfg;
+  for (int d = 0; d < 3; d++) rt.cfg.cluster[d] = cl[d];
   rt.entry = entry;
   rt.args = args;
   rt.abort = false;
