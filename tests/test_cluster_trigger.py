@@ -131,7 +131,11 @@ def test_a_block_that_does_not_release_deadlocks_its_cluster():
         " 1, arrivals 32/64; these lanes wait for generation 1\n"
         "  warp 1 (lanes 32-63): ct.co:13:11 'wait full': slot full: completed generations"
         " 1, arrivals 0/32; these lanes wait for generation 1\n"
-        "  in kernel launched at ct.co:2:3")
+        "  in kernel launched at ct.co:2:3\n"
+        "hint: 'empty' counts the arrivals of every block of its cluster ('trigger.cluster'):"
+        " a generation needs 64, but only 32 arrived before every warp of the cluster was"
+        " blocked or done, so the lanes of some block did not reach their"
+        " 'trigger.cluster'.")
 
 
 # The pipeline without its look across blocks through global memory, which the race

@@ -405,12 +405,15 @@ def _slot(info, code, offset, d):
 
 
 def _event_hint(cx, info, wait, d):
-    """The engines' hint for a parity wait two generations behind (§10.6) or a slot
-    nobody has triggered yet (§10.5)."""
+    """The engines' hint for a parity wait two generations behind (§10.6), a cluster-scope
+    event some of whose arrivals came (§10.8), or a slot nobody has triggered yet
+    (§10.5)."""
     kind, _, offset, generation = wait
     slot = _slot(info, cx.code, offset, d) if kind == abi.WaitKind.EVENT else None
     if slot is not None and slot[1] > generation:
         return messages.report("stale_phase", (slot[0], generation, slot[1]), cx)
+    if slot is not None and slot[2] and cx.code.events[slot[0][0]].cluster:
+        return messages.report("cluster_short", (slot[0], slot[3], slot[2]), cx)
     if slot is None or slot[1] or slot[2]:
         return None
     return messages.report("needs_credits", (slot[0],), cx)
