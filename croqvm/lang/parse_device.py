@@ -243,6 +243,8 @@ class DeviceParser:
         return self._refs_statement(ast.Wait)
 
     def _trigger(self) -> ast.Stmt:
+        """``trigger ...`` (§10.1), or ``trigger.LEVEL ...``, of whose levels the
+        reference's grammar accepts only ``cluster`` (§10.8)."""
         if not self.peek().is_op("."):
             return self._refs_statement(ast.Trigger)
         start = self.advance()
