@@ -224,6 +224,11 @@ REPORTS = {
                       "apart only by their parity, so a waiter two generations behind waits "
                       "for the next generation of that parity: let no trigger run more than "
                       "one generation ahead of the slowest waiter."),
+    "cluster_short": _t("slot:slot_of_event need:int arrivals:int", "'{slot}' counts the "
+                        "arrivals of every block of its cluster ('trigger.cluster'): a "
+                        "generation needs {need}, but only {arrivals} arrived before every "
+                        "warp of the cluster was blocked or done, so the lanes of some block "
+                        "did not reach their 'trigger.cluster'."),
     # race reports (croqvm.interp.racereport): the headline at the later access, the
     # lanes of each access, and why nothing orders the two
     "race": _t("storage:text buffer:buffer element:tuple here:text there:text where:where "

@@ -116,7 +116,8 @@ def _suspended(cx: Context, w) -> list[str]:
 
 def _hint(cx: Context, blocked):
     """The repair, when the first event wait of the report is a parity wait (§10.6) whose
-    generation completed long ago, or has never been triggered. When
+    generation completed long ago, a wait on a cluster-scope event (§10.8) some of whose
+    arrivals came, or has never been triggered. When
     no other blocked warp waits on an event, the only lanes left that might trigger it are
     lanes of the waiting warp set aside in divergent code, and those run only after the
     waiting lanes leave it (§7.3): a same-warp protocol, which initial credits do not
@@ -128,6 +129,10 @@ def _hint(cx: Context, blocked):
         if isinstance(wait, EventWaitView) and wait.completed > wait.generation:
             return report("stale_phase", ((wait.event, wait.slot), wait.generation,
                                           wait.completed), cx)
+        if isinstance(wait, EventWaitView) and wait.arrivals and \
+                cx.code.events[wait.event].cluster:
+            return report("cluster_short", ((wait.event, wait.slot), wait.need,
+                                            wait.arrivals), cx)
         if isinstance(wait, NamedBarrierView):
             return report("named_barrier_short", (wait.barrier, wait.need, wait.arrived), cx)
         if isinstance(wait, EventWaitView) and wait.completed == 0 and wait.arrivals == 0:

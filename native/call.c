@@ -11,6 +11,7 @@
 
 int cq_run_block(cq_block *blk);
 static void coop_end(cq_call *call);
+static void cluster_end(cq_call *call);
 int cq_step(cq_block *blk, cq_warp *w, const cq_ins *ins, int n);
 
 /* ------------------------------------------------------------------ faults */
@@ -371,6 +372,14 @@ int cq_op_launch(cq_warp *w, const cq_ins *ins)
         call->coop_started = call->coop_i = 0;
         call->finished_number = -1;
     }
+    call->cluster_blocks = 1;
+    for (int d = 0; d < 3; d++)
+        call->cluster[d] = d < L->ncluster ? host_int(hb, L->cluster[d]) : 1;
+    if (K->code.trigger_cluster)
+        for (int d = 0; d < L->ncluster; d++)
+            call->cluster_blocks *= call->cluster[d];
+    call->clustered = call->cluster_blocks > 1;
+    call->cluster_next = 0;
     call->launches++;
     call->block_number = 0;
     call->blocks = 1;
@@ -421,6 +430,8 @@ void cq_call_free(cq_call *call)
         return;
     if (call->pool)
         cq_pool_abandon(call);
+    if (call->clustered)
+        cluster_end(call);
     coop_end(call);
     cq_block_free(call->blk);
     cq_block_free(call->host);
@@ -571,6 +582,107 @@ static int run_cooperative(cq_call *call)
     }
 }
 
+/* ------------------------------------------------------------------ cluster launches */
+
+static void cluster_end(cq_call *call)
+{
+    for (int k = 0; k < call->nresident; k++)
+        cq_block_free(call->resident[k]);
+    call->nresident = 0;
+    call->blk = NULL;
+}
+
+/* The blocks of the next cluster, started together in row-major order (the last
+ * dimension fastest), each knowing them all. */
+static int cluster_admit(cq_call *call)
+{
+    const cq_launch *L = call->launch;
+    int64_t origin[3] = {0, 0, 0}, offset[3] = {0, 0, 0}, index[3];
+    int64_t rest = call->cluster_next++;
+    for (int d = L->ngrid - 1; d >= 0; d--) {
+        int64_t across = call->grid[d] / call->cluster[d];
+        origin[d] = rest % across;
+        rest /= across;
+    }
+    call->resident = realloc(call->resident,
+                             sizeof(cq_block *) * (size_t)call->cluster_blocks);
+    if (!call->resident)
+        abort();
+    for (int64_t k = 0; k < call->cluster_blocks; k++) {
+        int64_t number = 0;
+        for (int d = 0; d < L->ngrid; d++) {
+            index[d] = origin[d] * call->cluster[d] + offset[d];
+            number = number * call->grid[d] + index[d];
+        }
+        call->blocks_run++;
+        call->block_start = call->steps;
+        cq_block *blk = cq_block_begin(call, index);
+        if (!blk) {
+            call->resident[call->nresident++] = call->blk;   /* freed with the others */
+            return CQ_ST_FAULT;
+        }
+        blk->number = number;
+        blk->cluster = call->resident;
+        blk->ncluster = (int32_t)call->cluster_blocks;
+        call->resident[call->nresident++] = blk;
+        for (int d = L->ngrid - 1; d >= 0 && ++offset[d] == call->cluster[d]; d--)
+            offset[d] = 0;
+    }
+    call->coop_i = 0;
+    call->round_start = call->steps;
+    return CQ_ST_OK;
+}
+
+/* A launch whose kernel triggers across the blocks of a cluster (§10.8;
+ * croqvm/interp/engine.py _run_clusters decides the same): the clusters one after
+ * another in row-major order; the blocks of one take turns in their order, each running
+ * until done or parked; a round of turns in which no block ran a step is a deadlock,
+ * reported for the first block not done. CQ_ST_SLICE, CQ_ST_FAULT or CQ_ST_DONE. */
+static int run_clusters(cq_call *call)
+{
+    for (;;) {
+        if (!call->nresident) {
+            if (call->cluster_next * call->cluster_blocks == call->blocks)
+                return CQ_ST_DONE;
+            if (cluster_admit(call) != CQ_ST_OK)
+                return CQ_ST_FAULT;
+        }
+        if (call->coop_i < call->nresident) {
+            cq_block *blk = call->resident[call->coop_i++];
+            if (blk->done)
+                continue;
+            call->blk = blk;
+            call->block_number = blk->number;
+            int st = cq_run_block(blk);
+            if (st == CQ_ST_SLICE) {
+                call->coop_i--;
+                return st;
+            }
+            if (st == CQ_ST_PARKED)
+                continue;
+            if (st != CQ_ST_DONE || cq_check_kernel_end(blk) != CQ_ST_OK)
+                return CQ_ST_FAULT;
+            blk->done = 1;
+            continue;
+        }
+        cq_block *first = NULL;
+        for (int k = 0; k < call->nresident && !first; k++)
+            if (!call->resident[k]->done)
+                first = call->resident[k];
+        if (!first) {
+            cluster_end(call);
+            continue;
+        }
+        if (call->steps == call->round_start) {
+            call->blk = first;
+            cq_fault_new(first, NULL, CQ_DEADLOCK, -1);
+            return CQ_ST_FAULT;
+        }
+        call->coop_i = 0;
+        call->round_start = call->steps;
+    }
+}
+
 static int fault_status(cq_call *call)
 {
     return call->internal ? CQ_RUN_INTERNAL : CQ_RUN_FAULT;
@@ -580,6 +692,16 @@ int cq_run(cq_call *call, int64_t slice_steps)
 {
     call->slice_end = call->steps + slice_steps;
     for (;;) {
+        if (call->clustered) {
+            int st = run_clusters(call);
+            if (st == CQ_ST_SLICE)
+                return CQ_RUN_SLICE;
+            if (st != CQ_ST_DONE)
+                return fault_status(call);
+            call->clustered = 0;
+            call->launching = 0;
+            continue;
+        }
         if (call->coop) {
             int st = run_cooperative(call);
             if (st == CQ_ST_SLICE)

@@ -51,7 +51,8 @@ enum {
 
 /* Status of a handler or of a run. */
 enum { CQ_ST_OK = 0, CQ_ST_FAULT = 1, CQ_ST_LAUNCH = 2, CQ_ST_SLICE = 3, CQ_ST_DONE = 4,
-       CQ_ST_PARKED = 5 };   /* PARKED: every warp not done waits at the grid barrier */
+       CQ_ST_PARKED = 5 };   /* PARKED: every warp not done waits at the grid barrier,
+                              * or, in a launch run cluster by cluster, can not run */
 
 /* Warp states (croqvm/interp/warp.py). */
 enum { CQ_READY = 0, CQ_BLOCKED = 1, CQ_FINISHED = 2 };
@@ -77,7 +78,8 @@ typedef struct {
     int32_t *shape;         /* registers */
 } cq_bufdecl;
 
-typedef struct { int32_t slots, ready, count, nls; int32_t *ls; } cq_eventdecl;
+/* cluster: TRIGGER_CLUSTER names it, its count is per block of the cluster (§10.8) */
+typedef struct { int32_t slots, ready, count, cluster, nls; int32_t *ls; } cq_eventdecl;
 typedef struct { int32_t type, unit, rows, cols; } cq_fragdecl;   /* rows, cols -1: dynamic */
 typedef struct { int32_t kind, base, arr, n; int32_t *idx; } cq_access;   /* kind 0 buf, 1 fut */
 typedef struct {
@@ -102,8 +104,9 @@ typedef struct { int32_t n, newline; int32_t *kind, *x; } cq_print;  /* kind 0 s
 /* A C++ call: args[k] a register, or a buffer slot where pointer[k] (result -1: void). */
 typedef struct { int32_t func, result, nargs, npointer; int32_t *args, *pointer; } cq_cxxcall;
 typedef struct {
-    int32_t kernel, ngrid, nbuf, nscalar, is_async, span, block, cooperative;
+    int32_t kernel, ngrid, nbuf, nscalar, is_async, span, block, cooperative, ncluster;
     int32_t *grid, *buf, *scalar;   /* buf, scalar: (kernel, host) pairs */
+    int32_t *cluster;               /* registers: the cluster's extents (§6.3.7) */
 } cq_launch;
 
 typedef struct {
@@ -133,6 +136,7 @@ typedef struct {
     int32_t ncoll_ins;
     int32_t depth;          /* deepest IF/LOOP nesting */
     int32_t grid_sync;      /* 1 when a GRID_SYNC instruction is in the code */
+    int32_t trigger_cluster;/* 1 when a TRIGGER_CLUSTER instruction is in the code */
     int32_t prints;         /* 1 when a PRINT instruction is in the code */
     /* per instruction k, from uses[use_at[k]] on: the count of registers it reads, those
      * registers, the count it writes, those (the initialisation check, §14.4) */
@@ -293,6 +297,10 @@ typedef struct cq_block {
     int32_t bar_count[CQ_NAMED_BARRIERS], bar_arrived[CQ_NAMED_BARRIERS];
     int64_t bar_phases[CQ_NAMED_BARRIERS];
     int64_t number;         /* row-major number in its launch */
+    /* a launch run cluster by cluster (§10.8): the blocks of its cluster, itself
+     * included (none: only itself), and whether it is done */
+    struct cq_block **cluster;
+    int32_t ncluster, done;
 } cq_block;
 
 typedef struct cq_call {
@@ -322,6 +330,12 @@ typedef struct cq_call {
     int64_t coop_started, coop_max, grid_gen;
     int64_t finished_number;
     int32_t finished_index[3];
+    /* a launch whose kernel triggers across the blocks of a cluster (§10.8): it runs
+     * cluster by cluster, the blocks of the running one in ``resident``; the cluster's
+     * extents (1 past its rank), its blocks, the next cluster's row-major number, and the
+     * steps when the current round of turns began */
+    int32_t clustered;
+    int64_t cluster[3], cluster_blocks, cluster_next, round_start;
     /* output */
     char *out;
     size_t nout, capout;
@@ -411,6 +425,7 @@ int cq_op_fut_dim(cq_warp *w, const cq_ins *ins);
 int cq_op_barrier(cq_warp *w, const cq_ins *ins);
 int cq_op_once(cq_warp *w, const cq_ins *ins);
 int cq_op_trigger(cq_warp *w, const cq_ins *ins);
+int cq_op_trigger_cluster(cq_warp *w, const cq_ins *ins);
 int cq_op_wait_event(cq_warp *w, const cq_ins *ins);
 int cq_op_wait_event_at(cq_warp *w, const cq_ins *ins);
 int cq_event_pending(const cq_block *blk, const cq_warp *w, int k, int64_t *gen);

@@ -105,9 +105,10 @@ enum cq_opcode {
     CQ_OP_SET_MAXNREG = 80,  /* the warp's registers per thread become a (b=1: an increase, 0: a decrease; setmaxnreg on sm_90a); no effect on the CPU */
     CQ_OP_MMA_SCALE = 81,  /* accumulator a += partial sum b (an accumulator of a's shape and type) scaled per row: element (i, j) adds b[i][j] times s_i, where s_i := the i-th element of view c in row-major order (0 outside its buffer) times R[d], rounded to f32; f32 accumulates by one fused multiply-add, f16 rounds the product to f32, then to f16, then adds; then b := 0 */
     CQ_OP_MMA_SPARSE = 82,  /* A operand fragment a := the dense [M, 2K] tile that packed fragment b [M, K] and metadata fragment c [M, K/4] of 8-bit integers stand for: in row i, the kept values b[i][2g] and b[i][2g + 1] of group g go to columns 4g + p and 4g + q, where p | q << 2 is half-byte g % 2 (the low one first) of c[i][g / 2] (q's value when p = q); every other element is 0 */
+    CQ_OP_TRIGGER_CLUSTER = 83,  /* arrive once at slot R[b] of event a in every block of the executing block's cluster, its own included */
 };
 
-#define CQ_NUM_OPCODES 83
+#define CQ_NUM_OPCODES 84
 
 /* When an opcode is a collective (CQ_COLLECTIVE) or may block (CQ_BLOCKS); WITH_SITE: when its collective-site operand (kind 'c?') is >= 0. */
 enum cq_mode {
@@ -136,14 +137,14 @@ static const char *const CQ_OP_NAME[CQ_NUM_OPCODES] = {
     "LAUNCH", "RET", "RET_VAL", "RET_BUF", "WAIT_EVENT_AT", "FUT_BIND", "MMA_ASYNC",
     "MMA_WAIT", "MMA_STORE_MASK", "FRAG_GET", "FRAG_SET", "SHFL_XOR", "MMA_GATHER", "ASM",
     "CALL_CXX", "MATH", "ATOMIC", "BAR_SYNC", "BAR_ARRIVE", "GRID_SYNC", "CALL_EXTERN",
-    "SET_MAXNREG", "MMA_SCALE", "MMA_SPARSE"
+    "SET_MAXNREG", "MMA_SCALE", "MMA_SPARSE", "TRIGGER_CLUSTER"
 };
 
 /* Operands used (a..e); the other operand words are 0. */
 static const uint8_t CQ_NUM_OPERANDS[CQ_NUM_OPCODES] = {
     0, 2, 2, 2, 1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 4, 2,
     1, 1, 1, 1, 1, 0, 3, 1, 3, 2, 2, 3, 3, 2, 1, 2, 2, 3, 1, 1, 2, 2, 0, 3, 3, 5, 4, 1, 2,
-    2, 1, 0, 1, 1, 2, 1, 2, 2, 5, 4, 4, 3, 4, 1, 1, 5, 5, 3, 3, 1, 2, 2, 5, 4
+    2, 1, 0, 1, 1, 2, 1, 2, 2, 5, 4, 4, 3, 4, 1, 1, 5, 5, 3, 3, 1, 2, 2, 5, 4, 2
 };
 
 /* Operand kind letters in operand order, '?' after a kind that also takes -1 (CQ_KIND_* below). */
@@ -154,7 +155,7 @@ static const char *const CQ_OPERAND_KINDS[CQ_NUM_OPCODES] = {
     "ari", "rbi", "dc?", "f", "fc?", "ff", "rfi", "c", "i", "er", "er", "", "mrc?", "mvc?",
     "mmmic?", "mvic?", "p", "rs", "rp", "l", "", "r", "b", "er", "f", "mc?", "mc?",
     "mvrrc?", "rmrr", "mrrr", "rri", "mbic?", "x", "y", "rrrri", "rarri", "rrc", "rrc",
-    "c", "sz", "ii", "mmvrc?", "mmmc?"
+    "c", "sz", "ii", "mmvrc?", "mmmc?", "er"
 };
 
 /* The operand (0 = a) holding the register the op writes, -1: none. */
@@ -162,7 +163,7 @@ static const int8_t CQ_WRITES[CQ_NUM_OPCODES] = {
     -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     -1, -1, -1, -1, -1, -1, -1, 0, -1, -1, 0, -1, -1, 0, -1, -1, -1, -1, 0, -1, -1, -1, -1,
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, -1, 0, -1, -1,
-    -1, 0, 0, -1, -1, -1, -1, -1, -1, -1
+    -1, 0, 0, -1, -1, -1, -1, -1, -1, -1, -1
 };
 
 /* The operand naming its collective site, -1: none. */
@@ -170,28 +171,28 @@ static const int8_t CQ_SITE[CQ_NUM_OPCODES] = {
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, -1, -1, -1, -1, 1, -1,
     1, -1, -1, 0, -1, -1, -1, -1, 2, 2, 4, 3, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 1, 4,
-    -1, -1, -1, 3, -1, -1, -1, -1, 2, 2, 0, -1, -1, 4, 3
+    -1, -1, -1, 3, -1, -1, -1, -1, 2, 2, 0, -1, -1, 4, 3, -1
 };
 
 /* enum cq_mode: when the op is a collective of the site's participants. */
 static const uint8_t CQ_COLLECTIVE[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 2, 0, 0, 1, 0, 0, 0, 0, 2, 2, 2, 2, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 1, 0, 0, 2, 2
+    0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 1, 0, 0, 2, 2, 0
 };
 
 /* enum cq_mode: when the op may block its warp. */
 static const uint8_t CQ_BLOCKS[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 2, 0, 0, 1, 0, 0, 1, 0, 2, 2, 2, 2, 0, 0,
-    0, 0, 0, 0, 0, 1, 0, 2, 2, 2, 0, 0, 0, 2, 0, 0, 0, 0, 1, 0, 1, 0, 0, 2, 2
+    0, 0, 0, 0, 0, 1, 0, 2, 2, 2, 0, 0, 0, 2, 0, 0, 0, 0, 1, 0, 1, 0, 0, 2, 2, 0
 };
 
 /* enum cq_flag bits. */
 static const uint8_t CQ_FLAGS[CQ_NUM_OPCODES] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
     0, 1, 0, 0, 2, 8, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 4, 0, 0, 0, 0, 0, 0,
-    0, 4, 4, 4, 4, 8, 8, 0, 0, 0, 0, 0, 8, 0, 8, 8, 0, 0, 8, 8, 8, 8, 8, 0, 0
+    0, 4, 4, 4, 4, 8, 8, 0, 0, 0, 0, 0, 8, 0, 8, 8, 0, 0, 8, 8, 8, 8, 8, 0, 0, 8
 };
 
 /* UPDATE's operator immediate is one of these opcodes. */

@@ -197,6 +197,7 @@ static int op_other(cq_block *blk, cq_warp *w, const cq_ins *ins)
     case CQ_OP_BARRIER: return cq_op_barrier(w, ins);
     case CQ_OP_ONCE: return cq_op_once(w, ins);
     case CQ_OP_TRIGGER: return cq_op_trigger(w, ins);
+    case CQ_OP_TRIGGER_CLUSTER: return cq_op_trigger_cluster(w, ins);
     case CQ_OP_WAIT_EVENT: return cq_op_wait_event(w, ins);
     case CQ_OP_WAIT_EVENT_AT: return cq_op_wait_event_at(w, ins);
     case CQ_OP_FUT_BIND: return cq_op_fut_bind(w, ins);
@@ -272,7 +273,8 @@ static cq_warp *pick(cq_block *blk)
 
 /* Run the block's warps until every one finished (CQ_ST_DONE), the slice ends, a fault
  * happens, or (the host) a LAUNCH is reached. A block with no runnable warp and a live
- * blocked lane is a deadlock (§10.5). */
+ * blocked lane is a deadlock (§10.5), unless it is parked: every warp not done waits at
+ * the grid barrier, or the block's cluster decides (call.c run_clusters). */
 int cq_run_block(cq_block *blk)
 {
     for (;;) {
@@ -288,7 +290,7 @@ int cq_run_block(cq_block *blk)
                     }
                 if (!left)
                     return CQ_ST_DONE;
-                if (at_grid == left)
+                if (at_grid == left || blk->ncluster > 1)
                     return CQ_ST_PARKED;
                 cq_fault_new(blk, NULL, CQ_DEADLOCK, -1);
                 return CQ_ST_FAULT;

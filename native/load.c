@@ -213,6 +213,7 @@ static void rd_code(reader *r, cq_code *code)
         e->slots = (int32_t)rd(r);
         e->ready = (int32_t)rd(r);
         e->count = (int32_t)rd(r);
+        e->cluster = (int32_t)rd(r);
         e->ls = rd_counted(r, &e->nls);
     }
     code->nfrag = (int32_t)rd(r);
@@ -296,6 +297,11 @@ static void rd_code(reader *r, cq_code *code)
         l->nbuf = n / 2;
         l->scalar = rd_counted(r, &n);
         l->nscalar = n / 2;
+        l->cluster = rd_counted(r, &l->ncluster);
+        if (l->ncluster > l->ngrid) {
+            r->why = "a launch with more cluster extents than grid extents";
+            longjmp(r->fail, 1);
+        }
     }
     code->ncxxcall = (int32_t)rd(r);
     code->cxxcall = cq_xcalloc((size_t)code->ncxxcall + 1, sizeof(cq_cxxcall));
@@ -338,6 +344,7 @@ static void rd_code(reader *r, cq_code *code)
             code->depth = depth;
         code->prints |= op == CQ_OP_PRINT;
         code->grid_sync |= op == CQ_OP_GRID_SYNC;
+        code->trigger_cluster |= op == CQ_OP_TRIGGER_CLUSTER;
     }
 }
 
@@ -371,6 +378,7 @@ static void free_code(cq_code *code)
         free(code->launch[k].grid);
         free(code->launch[k].buf);
         free(code->launch[k].scalar);
+        free(code->launch[k].cluster);
     }
     for (int32_t k = 0; k < code->ncxxcall; k++) {
         free(code->cxxcall[k].args);

@@ -487,6 +487,8 @@ void cq_init_events(cq_block *blk)
             ev->need = 0;
             for (int q = 0; q < CQ_LANE_WORDS; q++)
                 ev->need += cq_popcount(u.w[q]);
+            if (d->cluster)
+                ev->need *= blk->call->cluster_blocks;
         }
         ev->completed = cq_xcalloc((size_t)d->slots, sizeof(int64_t));
         ev->arrivals = cq_xcalloc((size_t)d->slots, sizeof(int64_t));
@@ -517,13 +519,12 @@ static int event_slots(cq_warp *w, const cq_ins *ins, int64_t *slots)
 
 /* Each active lane arrives at its slot; every ``need``-th arrival completes a
  * generation, and the surplus counts toward the next one. */
-int cq_op_trigger(cq_warp *w, const cq_ins *ins)
+/* One arrival of each lane of ``act`` at its slot of event ``e`` of ``blk``; every
+ * need-th arrival completes a generation, and the surplus counts toward the next one. */
+static void arrive(cq_block *blk, int e, const int64_t *slots, uint32_t act)
 {
-    int64_t slots[CQ_WARP];
-    if (event_slots(w, ins, slots) != CQ_ST_OK)
-        return CQ_ST_FAULT;
-    cq_event *ev = &w->blk->events[ins->a];
-    uint32_t left = w->act;
+    cq_event *ev = &blk->events[e];
+    uint32_t left = act;
     while (left) {
         int64_t s;
         uint32_t same = lanes_of_least(slots, left, &s);
@@ -531,11 +532,34 @@ int cq_op_trigger(cq_warp *w, const cq_ins *ins)
         int64_t total = ev->arrivals[s] + cq_popcount(same);
         if (ev->need > 0 && total >= ev->need) {
             ev->completed[s] += total / ev->need;
-            w->blk->released = 1;
+            blk->released = 1;
             total %= ev->need;
         }
         ev->arrivals[s] = total;
     }
+}
+
+int cq_op_trigger(cq_warp *w, const cq_ins *ins)
+{
+    int64_t slots[CQ_WARP];
+    if (event_slots(w, ins, slots) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    arrive(w->blk, ins->a, slots, w->act);
+    return CQ_ST_OK;
+}
+
+/* TRIGGER_CLUSTER (§10.8): the arrivals, at the same slots, in every block of the
+ * cluster in the order of its blocks (sync.py op_trigger_cluster). */
+int cq_op_trigger_cluster(cq_warp *w, const cq_ins *ins)
+{
+    int64_t slots[CQ_WARP];
+    if (event_slots(w, ins, slots) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    cq_block *blk = w->blk;
+    if (!blk->ncluster)
+        arrive(blk, ins->a, slots, w->act);
+    for (int k = 0; k < blk->ncluster; k++)
+        arrive(blk->cluster[k], ins->a, slots, w->act);
     return CQ_ST_OK;
 }
 

@@ -95,7 +95,7 @@ class FakeBackend:
     def set_heap(self, nbytes):
         self.heap = nbytes
 
-    def launch(self, fn, grid, block, smem, params, cooperative=False):
+    def launch(self, fn, grid, block, smem, params, cooperative=False, cluster=()):
         self.cooperative = cooperative
         self.kernel(self, params)
 

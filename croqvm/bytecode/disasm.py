@@ -307,6 +307,7 @@ def _event(module, code, n, e):
     arrivals = (f"{e.count} arrivals" if e.count >= 0 else
                 "arrivals: lanes of " + " | ".join(f"ls{i}" for i in e.lanesets))
     return (f"ev{n} '{e.name}': {e.slots} slot{'s' if e.slots != 1 else ''}, {arrivals}"
+            + (" of every block of the cluster" if e.cluster else "")
             + (", ready" if e.ready else ""))
 
 
@@ -363,7 +364,8 @@ def _print(module, code, n, p):
 
 def _launch(module, code, n, la):
     pairs = lambda items, pre: ", ".join(f"{pre}{a} <- {pre}{b}" for a, b in items) or "-"
-    return (f"launch{n}: kernel {la.kernel}, grid {_regs(la.grid)}, buffers "
+    return (f"launch{n}: kernel {la.kernel}, grid {_regs(la.grid)}"
+            + (f", cluster {_regs(la.cluster)}" if la.cluster else "") + ", buffers "
             f"{pairs(la.buffers, 'buf')}, scalars {pairs(la.scalars, 'r')}"
             + (f", block r{la.block}" if la.block != -1 else "")
             + (", async" if la.is_async else "") + f"  ({position(module, la.span)})")

@@ -132,13 +132,16 @@ class FutureDecl:
 @dataclass
 class EventDecl:
     """A shared event with ``slots`` slots (§10). Arrivals per generation: ``count`` when
-    >= 0 (``event<N>``), else the number of lanes in the union of ``lanesets`` (§10.2)."""
+    >= 0 (``event<N>``), else the number of lanes in the union of ``lanesets`` (§10.2),
+    times the blocks of a cluster when ``cluster`` (§10.8)."""
     name: str
     slots: int               # >= 1
     ready: bool = False      # every slot starts with one completed generation
     count: int = -1          # arrivals per generation, -1: from the lane sets
     lanesets: list[int] = field(default_factory=list)   # lane sets of its trigger statements
     span: int = 0            # its declaration
+    cluster: bool = False    # named by TRIGGER_CLUSTER: a generation needs the arrivals
+                             # of every block of the cluster, the count times its blocks
 
 
 @dataclass
@@ -339,6 +342,9 @@ class Launch:
                                           # -1: the default stream (§14.2)
     cooperative: bool = False             # block<cooperative>: all blocks resident at
                                           # once, as GRID_SYNC needs (§7.1.4)
+    cluster: list[int] = field(default_factory=list)  # s32 host registers: the cluster's
+                                          # extent per grid dimension (§6.3.7); empty: a
+                                          # cluster of one block
 
 
 @dataclass

@@ -253,7 +253,7 @@ _ROWS = (
         "lanes (0: the block; sync.fence, §6.8); nothing in the interpreters, whose memory "
         "is sequentially consistent", imms=("unit",), kernel_only=True),
     _op("TRIGGER", ("e", "r"), "arrive once at slot R[b] of event a", types=("index",),
-        faults=(K.EVENT_INDEX,), kernel_only=True),
+        entry="event_scope", faults=(K.EVENT_INDEX,), kernel_only=True),
     _op("WAIT_EVENT", ("e", "r"), "block until slot R[b] of event a completes the lane's next "
         "generation", types=("index",), faults=(K.EVENT_INDEX,), blocks=Mode.ALWAYS,
         kernel_only=True),
@@ -396,6 +396,10 @@ _ROWS = (
         "first) of c[i][g / 2] (q's value when p = q); every other element is 0", _SITE,
         entry="mma_sparse",
         faults=(K.FRAGMENT_EMPTY, K.MMA_SHAPES, K.ALLOC_FRAGMENT) + _MMA_FAULTS),
+    # --- cluster-scope trigger (§10.8)
+    _op("TRIGGER_CLUSTER", ("e", "r"), "arrive once at slot R[b] of event a in every block "
+        "of the executing block's cluster, its own included", types=("index",),
+        entry="event_scope", faults=(K.EVENT_INDEX,), kernel_only=True),
 )
 
 TABLE = tuple(Op(code, name, operands, meaning, **fields)
@@ -411,7 +415,7 @@ assert all(len(op.operands) <= MAX_OPERANDS for op in TABLE)
  PRINT, ASSERT, ASSERT_FMT, LAUNCH, RET, RET_VAL, RET_BUF, WAIT_EVENT_AT, FUT_BIND, MMA_ASYNC,
  MMA_WAIT, MMA_STORE_MASK, FRAG_GET, FRAG_SET, SHFL_XOR, MMA_GATHER, ASM, CALL_CXX, MATH,
  ATOMIC, BAR_SYNC, BAR_ARRIVE, GRID_SYNC, CALL_EXTERN, SET_MAXNREG, MMA_SCALE,
- MMA_SPARSE) = range(len(TABLE))
+ MMA_SPARSE, TRIGGER_CLUSTER) = range(len(TABLE))
 
 # Binary ALU opcodes in operator order: UPDATE's immediate names one of these.
 BINARY_ALU = (ADD, SUB, MUL, DIV, MOD, MIN, MAX, AND, OR, XOR, SHL, SHR)

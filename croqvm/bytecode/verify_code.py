@@ -256,6 +256,16 @@ def _same_future(cx, at, op, used):
                 f"{label('future', b, fb.name)} ({future_text(fb)}), whose types differ")
 
 
+def _event_scope(cx, at, op, used):
+    """TRIGGER_CLUSTER names the events whose generations count a whole cluster's
+    arrivals (``EventDecl.cluster``, §10.8), and TRIGGER every other one."""
+    e = operand(op, used, "e")
+    ev = cx.code.events[e]
+    if ev.cluster != (op.code == O.TRIGGER_CLUSTER):
+        scope = "cluster" if ev.cluster else "block"
+        at.fail(f"{op.name} on {label('event', e, ev.name)}, a {scope}-scope event")
+
+
 def _typed_const(cx, at, op, used):
     """CONST never converts: the constant has the register's dtype."""
     r, k = operand(op, used, "r"), operand(op, used, "k")
@@ -342,7 +352,7 @@ def _atomic(cx, at, op, used):
 
 ENTRY_RULES = {"message": _message, "typed_const": _typed_const, "same_future": _same_future,
                "asm_operands": _asm_operands, "cxx_call": _cxx_call, "atomic": _atomic,
-               "extern_call": _extern_call,
+               "extern_call": _extern_call, "event_scope": _event_scope,
                **verify_mma.RULES}
 
 

@@ -33,7 +33,7 @@ from croqvm.limits import MAX_REGISTERS
 
 from .module import (DYNAMIC, SWIZZLES, BaseKind, DmaOp, L2Hint, ParamKind, PieceKind, Storage,
                      swizzled_sides)
-from .opcodes import GRID_SYNC, WIDTH
+from .opcodes import GRID_SYNC, TRIGGER_CLUSTER, WIDTH
 from .verify_base import (CodeCtx, Where, base_rank, base_storage, buffer_rank, check_unit,
                           element_dtype, extents_text, future_text, known_extents, label,
                           lookup, want_reg)
@@ -322,6 +322,11 @@ def _launch(cx, at, n, launch):
         at.fail(f"{len(launch.grid)} grid extents for a kernel of grid rank {kernel.grid_rank}")
     for reg in launch.grid:
         want_reg(cx, at, reg, "index", "grid extent")
+    if len(launch.cluster) > kernel.grid_rank:
+        at.fail(f"{len(launch.cluster)} cluster extents for a kernel of grid rank "
+                f"{kernel.grid_rank}")
+    for reg in launch.cluster:
+        want_reg(cx, at, reg, "index", "cluster extent")
     if kernel.block_size == 0:
         if launch.block == -1:
             at.fail(f"gives no block size register for kernel {launch.kernel}, whose block "
@@ -361,6 +366,10 @@ def _launch(cx, at, n, launch):
             kcode.code[i] == GRID_SYNC for i in range(0, len(kcode.code), WIDTH)):
         at.fail(f"launches kernel {launch.kernel}, which has a grid barrier (GRID_SYNC), "
                 "without cooperative")
+    if launch.cooperative and any(
+            kcode.code[i] == TRIGGER_CLUSTER for i in range(0, len(kcode.code), WIDTH)):
+        at.fail(f"launches kernel {launch.kernel}, which has a cluster-scope trigger "
+                "(TRIGGER_CLUSTER), cooperatively")
     if launch.stream != -1:
         params = cx.fn.params
         if not 0 <= launch.stream < len(params) or \

@@ -83,7 +83,7 @@ class PrintBuf(ctypes.Structure):
 class LaunchCfg(ctypes.Structure):
     _fields_ = [("grid", ctypes.c_uint32 * 3), ("block", ctypes.c_uint32),
                 ("smem_bytes", ctypes.c_uint64), ("stack_bytes", ctypes.c_uint64),
-                ("cooperative", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
+                ("cooperative", ctypes.c_uint32), ("cluster", ctypes.c_uint32 * 3)]
 
 
 # Kernel parameter kinds (generated kernels take pointers, then extents and scalars with

@@ -80,14 +80,18 @@ class CpuModule:
 
     def launch(self, kernel: str, grid: Sequence[int], block: int, smem: int = 0,
                params: Sequence[Param] = (), stack: int = 0,
-               step_limit: int = (1 << 64) - 1, cooperative: bool = False) -> Outcome:
+               step_limit: int = (1 << 64) - 1, cooperative: bool = False,
+               cluster: Sequence[int] = ()) -> Outcome:
         """Runs ``kernel`` on a grid of up to three dimensions; returns None, the
         first fault, or the deadlock that stopped it. ``step_limit``: loop iterations
         a thread may run (generated code counts them); ``cooperative``: every block
-        resident at once, as a grid barrier needs."""
+        resident at once, as a grid barrier needs; ``cluster``: the extents of the
+        clusters whose blocks run together, as a cluster-scope trigger needs."""
         grid = tuple(grid) + (1,) * (3 - len(grid))
+        cluster = tuple(cluster) + (1,) * (3 - len(cluster))
         ctypes.c_uint64.in_dll(self.lib, "cq_step_limit").value = step_limit
-        cfg = abi.LaunchCfg((ctypes.c_uint32 * 3)(*grid), block, smem, stack, int(cooperative))
+        cfg = abi.LaunchCfg((ctypes.c_uint32 * 3)(*grid), block, smem, stack, int(cooperative),
+                            (ctypes.c_uint32 * 3)(*cluster))
         args, keep = pack_params(params)
         with self._lock:
             status = self._run(kernel, args, cfg)

@@ -43,6 +43,21 @@ CU_FUNC_ATTRIBUTES = {"MAX_THREADS_PER_BLOCK": 0, "NUM_REGS": 4}
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 CU_LIMIT_MALLOC_HEAP_SIZE = 2
 CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+
+
+class LaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute: an id, then a 64-byte value (here the cluster's x, y, z)."""
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4),
+                ("value", ctypes.c_uint * 16)]
+
+
+class LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig of cuLaunchKernelEx."""
+    _fields_ = [("grid_x", ctypes.c_uint), ("grid_y", ctypes.c_uint), ("grid_z", ctypes.c_uint),
+                ("block_x", ctypes.c_uint), ("block_y", ctypes.c_uint), ("block_z", ctypes.c_uint),
+                ("smem", ctypes.c_uint), ("stream", ctypes.c_void_p),
+                ("attrs", ctypes.POINTER(LaunchAttribute)), ("nattrs", ctypes.c_uint)]
 STATIC_SMEM_LIMIT = 48 * 1024      # above this a kernel must opt in to dynamic shared memory
 
 
@@ -148,8 +163,14 @@ class DriverBackend:
         self._call("cuCtxSetLimit", CU_LIMIT_MALLOC_HEAP_SIZE, ctypes.c_size_t(nbytes))
 
     def launch(self, fn, grid, block: int, smem: int, params: Sequence[Param],
-               cooperative: bool = False) -> None:
+               cooperative: bool = False, cluster: Sequence[int] = ()) -> None:
         args, _values = pack_params(params)
+        if cluster:
+            attr = LaunchAttribute(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+            attr.value[:3] = cluster
+            config = LaunchConfig(*grid, block, 1, 1, smem, None, ctypes.pointer(attr), 1)
+            self._call("cuLaunchKernelEx", ctypes.byref(config), fn, args, None)
+            return
         dims = (*map(ctypes.c_uint, grid), ctypes.c_uint(block), ctypes.c_uint(1),
                 ctypes.c_uint(1), ctypes.c_uint(smem), None, args)
         if cooperative:
@@ -246,10 +267,13 @@ class PyCudaBackend:
         self.drv.Context.set_limit(self.drv.limit.MALLOC_HEAP_SIZE, nbytes)
 
     def launch(self, fn, grid, block: int, smem: int, params: Sequence[Param],
-               cooperative: bool = False) -> None:
+               cooperative: bool = False, cluster: Sequence[int] = ()) -> None:
         if cooperative:
             raise GpuError("PyCUDA has no cooperative launch, which a grid barrier needs "
                            "(LANGUAGE.md §7.1.4): run with CROQVM_GPU_BACKEND=driver")
+        if cluster:
+            raise GpuError("PyCUDA has no cluster launch, which a cluster-scope trigger "
+                           "needs (LANGUAGE.md §10.8): run with CROQVM_GPU_BACKEND=driver")
         fn.prepare("".join(PYCUDA_FORMAT[k] for k, _ in params))
         values = [int(v) if k == "ptr" else v for k, v in params]
         try:
@@ -396,12 +420,13 @@ class GpuModule:
 
     def launch(self, kernel: str, grid: Sequence[int], block: int, smem: int = 0,
                params: Sequence[Param] = (), step_limit: int = (1 << 64) - 1,
-               cooperative: bool = False):
+               cooperative: bool = False, cluster: Sequence[int] = ()):
         """Runs ``kernel`` to completion; returns None or the first fault. A "ptr"
         parameter given as a numpy array is copied to the device for the launch and
         back after it (unless the array is read-only); an int is a device address.
         ``cooperative``: a cooperative launch (every block resident, §7.1.4), with the
-        grid barrier's counters zeroed first."""
+        grid barrier's counters zeroed first; ``cluster``: a launch of thread block
+        clusters of these extents (a cluster-scope trigger, §10.8)."""
         global _failed
         if _failed:
             raise GpuError(f"kernel '{kernel}' can not run: {_failed}, and a GPU context "
@@ -428,7 +453,9 @@ class GpuModule:
                 self.backend.h2d(self.backend.global_ptr(self.module, "cq_grid_state"),
                                  np.zeros(2, np.uint32))
             try:
-                self.backend.launch(fn, grid, block, smem, device_params, cooperative)
+                self.backend.launch(fn, grid, block, smem, device_params, cooperative,
+                                    tuple(cluster) + (1,) * (3 - len(cluster)) if cluster
+                                    else ())
                 self.backend.synchronize()
             except GpuError as exc:
                 _failed = f"kernel '{kernel}' failed on the GPU before it ({exc})"
@@ -447,7 +474,7 @@ class GpuModule:
 
     def launch_printing(self, kernel: str, grid: Sequence[int], block: int, smem: int,
                         params: Sequence[Param], words: int, step_limit: int,
-                        cooperative: bool = False):
+                        cooperative: bool = False, cluster: Sequence[int] = ()):
         """``launch`` with a print buffer of ``words`` 64-bit words: (outcome, printed
         records). Records that did not fit are reported on stderr."""
         if self.print_buf is None:
@@ -457,7 +484,8 @@ class GpuModule:
         state = abi.PrintBuf(0, cap, ptr)
         raw = np.frombuffer(state, np.uint8)
         self.backend.h2d(state_ptr, raw)
-        outcome = self.launch(kernel, grid, block, smem, params, step_limit, cooperative)
+        outcome = self.launch(kernel, grid, block, smem, params, step_limit, cooperative,
+                              cluster)
         self.backend.d2h(raw, state_ptr)
         if not state.used:
             return outcome, []

@@ -15,7 +15,7 @@ import struct
 from .. import dtypes
 from ..bytecode.module import BaseKind, DmaOp, Storage, dst_storage, swizzled_sides
 from ..bytecode import opcodes
-from ..bytecode.opcodes import BAR_ARRIVE, BAR_SYNC, SPAN
+from ..bytecode.opcodes import BAR_ARRIVE, BAR_SYNC, SPAN, TRIGGER_CLUSTER, WIDTH
 from ..faults import Kind
 from ..limits import EVENT_SLOT_BYTES, MAX_BLOCK_SIZE, MAX_SHARED_BYTES, buffer_bytes
 from . import cnum
@@ -420,6 +420,9 @@ class KernelEmitter:
             self.line(f"const unsigned en{e} = {self._event_need(ev)};")
             self.line(f"if (lane == 0) ((unsigned *)(smem + {self.off_event[e]}))[{ev.slots}] = "
                       f"en{e};")
+        if self._triggers_across_blocks():
+            # no block of the cluster arrives at a slot of this one before it is zeroed
+            self.line("cq_cluster_sync();")
         self._init_barriers()
         self._init_tma_barriers()
         self._leave_lambda()
@@ -448,9 +451,14 @@ class KernelEmitter:
 
     def _event_need(self, ev) -> str:
         """Arrivals per generation (§10.2): event<N>, else the union of the trigger
-        statements' lane sets."""
+        statements' lane sets, times the blocks of a cluster for an event that
+        trigger.cluster names (§10.8)."""
         if ev.count >= 0:
             return f"{ev.count}u"
+        per_block = self._lanes_of(ev)
+        return f"{per_block} * cq_cluster_blocks()" if ev.cluster else per_block
+
+    def _lanes_of(self, ev) -> str:
         if any(self.code.lanesets[k].result < 0 for k in ev.lanesets):
             return "(unsigned)nlanes"
         if not ev.lanesets:
@@ -458,6 +466,9 @@ class KernelEmitter:
         words = " | ".join(f"{self.mask(k)}[w]" for k in ev.lanesets)
         return f"[&] {{ unsigned n = 0; for (int w = 0; w < 32; w++) n += cq_popc({words}); " \
                f"return n; }}()"
+
+    def _triggers_across_blocks(self) -> bool:
+        return TRIGGER_CLUSTER in self.code.code[::WIDTH]
 
     def coll(self, ip: int) -> str:
         """A ``cq_coll`` for the collective instruction ``ip`` and this lane."""
@@ -574,6 +585,9 @@ class KernelEmitter:
         self.line("cq_cp_async_wait<0>();", end)
         for sl in sorted(self.dyn_local):
             self.line(f"cq_free(lbd{sl}.p);", end)
+        if self._triggers_across_blocks():
+            # the block's shared memory stays until no block of the cluster can arrive there
+            self.line("cq_cluster_sync();", end)
 
 
 # --------------------------------------------------------------------------- operand facts

@@ -179,6 +179,20 @@ def op_trigger(k, ins, ip):
     k.line("}", ins)
 
 
+def op_trigger_cluster(k, ins, ip):
+    """§10.8: one arrival at the slot in the shared memory of every block of the cluster
+    (a thread block cluster, whose distributed shared memory sm_90a has)."""
+    _, e, r = ins[:3]
+    if k.arch != "sm_90a":
+        raise k.needs_arch("sm_90a", "'trigger.cluster' (an arrival in every block of a "
+                                     "thread block cluster)", ins)
+    k.line("{", ins)
+    k.depth += 1
+    k.line(f"cq_event_trigger_cluster({_slot(k, ins, ip, e, r)});", ins)
+    k.depth -= 1
+    k.line("}", ins)
+
+
 def op_wait_event(k, ins, ip):
     _, e, r = ins[:3]
     ev = k.code.events[e]
@@ -504,7 +518,8 @@ def _handlers():
         "SWAP": op_swap, "FUT_DIM": op_fut_dim, "PRINT": op_print, "ASSERT": op_assert,
         "ASSERT_FMT": op_assert_fmt, "WAIT_EVENT_AT": op_wait_event_at,
         "FUT_BIND": op_fut_bind, "BAR_SYNC": op_named_barrier,
-        "BAR_ARRIVE": op_named_barrier, "GRID_SYNC": op_grid_sync, **MMA, **MMA_SCALE,
+        "BAR_ARRIVE": op_named_barrier, "GRID_SYNC": op_grid_sync,
+        "TRIGGER_CLUSTER": op_trigger_cluster, **MMA, **MMA_SCALE,
         **MMA_SPARSE,
     }
 

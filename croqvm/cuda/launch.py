@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 from .. import dtypes, messages, report
-from ..bytecode.opcodes import BARRIER, GRID_SYNC, SPAN, WIDTH
+from ..bytecode.opcodes import BARRIER, GRID_SYNC, SPAN, TRIGGER_CLUSTER, WIDTH
 from ..errors import ArgumentError, DeviceError, InternalError, KernelFault
 from ..faults import FaultRecord
 from ..limits import LAUNCH_SHARED_BYTES, WARP_SIZE, resident_blocks
@@ -133,13 +133,14 @@ class Device:
             x = convert(np.asarray([v]), ht, t, np.ones(1, bool))[0]
             params.append((_param_kind(t), x.item()))
         barrier = _grid_barrier(code) if launch.cooperative else None
+        cluster = _cluster(hblk, launch, code)
         if self.kind == "cuda-cpu":
             if barrier is not None:
                 _check_resident(call, index, grid, size, barrier, resident_blocks(size))
             outcome = loaded.launch(info.cname, grid, size,
                                     _launch_smem(info, LAUNCH_SHARED_BYTES), params,
                                     info.stack_bytes, _step_limit(call),
-                                    cooperative=barrier is not None)
+                                    cooperative=barrier is not None, cluster=cluster)
             records = loaded.printed()
         else:
             smem = _launch_smem(info, loaded.backend.max_smem())
@@ -150,7 +151,8 @@ class Device:
                 loaded.reserve_heap()
             outcome, records = loaded.launch_printing(info.cname, grid, size, smem, params,
                                                       PRINT_WORDS, _step_limit(call),
-                                                      cooperative=barrier is not None)
+                                                      cooperative=barrier is not None,
+                                                      cluster=cluster)
         for data, device in patterns.values():   # bf16 and fp8 come back as float32 values
             if data.flags.writeable:
                 data[...] = device.astype(data.dtype)
@@ -210,6 +212,15 @@ def _grid_barrier(code):
     """The first grid barrier of a kernel (its instruction index), or None: a
     cooperative launch of a kernel without one runs as any other (§7.1.4)."""
     return next((ip for ip, op in enumerate(code.code[::WIDTH]) if op == GRID_SYNC), None)
+
+
+def _cluster(hblk, launch, code) -> tuple:
+    """The cluster's extents when the kernel triggers across its blocks (§10.8): its
+    blocks must then run together; else () (a multicast load needs no cluster launch,
+    §9.7.6)."""
+    if TRIGGER_CLUSTER not in code.code[::WIDTH]:
+        return ()
+    return tuple(int(hblk.lane_reg(0, r)) for r in launch.cluster)
 
 
 def _check_resident(call, index: int, grid, size: int, ip: int, resident: int) -> None:
@@ -404,12 +415,15 @@ def _slot(info, code, offset, d):
 
 
 def _event_hint(cx, info, wait, d):
-    """The engines' hint for a parity wait two generations behind (§10.6) or a slot
-    nobody has triggered yet (§10.5)."""
+    """The engines' hint for a parity wait two generations behind (§10.6), a cluster-scope
+    event some of whose arrivals came (§10.8), or a slot nobody has triggered yet
+    (§10.5)."""
     kind, _, offset, generation = wait
     slot = _slot(info, cx.code, offset, d) if kind == abi.WaitKind.EVENT else None
     if slot is not None and slot[1] > generation:
         return messages.report("stale_phase", (slot[0], generation, slot[1]), cx)
+    if slot is not None and slot[2] and cx.code.events[slot[0][0]].cluster:
+        return messages.report("cluster_short", (slot[0], slot[3], slot[2]), cx)
     if slot is None or slot[1] or slot[2]:
         return None
     return messages.report("needs_credits", (slot[0],), cx)

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ..bytecode.opcodes import GRID_SYNC, SPAN, TABLE
+from ..bytecode.opcodes import GRID_SYNC, SPAN, TABLE, TRIGGER_CLUSTER
 from ..errors import CroqvmError
 from ..faults import Fault, Kind, LaneFault
 from ..limits import MAX_BLOCK_SIZE, MAX_GRID, WARP_SIZE, resident_blocks
@@ -91,8 +91,9 @@ def prepare(blk) -> None:
 
 def run_block(blk) -> bool:
     """Run every warp of ``blk`` to completion under the call's scheduler (§7.1.2): True;
-    or, in a cooperative launch, until every warp not done waits at the grid barrier:
-    False (the block is parked, §7.1.4)."""
+    or, in a cooperative launch, until every warp not done waits at the grid barrier,
+    and in a cluster that triggers across its blocks, until no warp can run: False (the
+    block is parked, §7.1.4, §10.8)."""
     prepare(blk)
     sched = blk.call.scheduler
     blk.call.block = blk
@@ -102,8 +103,9 @@ def run_block(blk) -> bool:
             waiting = [x for x in blk.warps if x.state != DONE]
             if not waiting:
                 return True
-            if all(x.state == BLOCKED and isinstance(x.blocker, sync.GridWait)
-                   for x in waiting):
+            if len(blk.cluster) > 1 or all(
+                    x.state == BLOCKED and isinstance(x.blocker, sync.GridWait)
+                    for x in waiting):
                 return False
             raise diagnose.deadlock(blk)
         blk.released = False
@@ -190,6 +192,8 @@ def run_launch(hblk, index: int) -> None:
         return
     call.blocks = math.prod(grid)
     host_warp = call.warp
+    cluster = [int(hblk.lane_reg(0, r)) for r in launch.cluster]
+    cluster_blocks = math.prod(cluster) if TRIGGER_CLUSTER in (i[0] for i in prog.ins) else 1
 
     def start(number: int, block: tuple):
         call.block_number, call.block_start = number, call.steps
@@ -201,12 +205,14 @@ def run_launch(hblk, index: int) -> None:
         blk.bufs.update({s: b for s, b in bound.items() if b is not None})
         for w in blk.warps:
             _set_args(w, hregs)
-        _start_block(blk, hregs)
+        _start_block(blk, hregs, cluster_blocks)
         blk.number = number
         return blk
 
     if launch.cooperative and GRID_SYNC in (ins[0] for ins in prog.ins):
         _run_cooperative(call, start, grid, size)
+    elif cluster_blocks > 1:
+        _run_clusters(call, start, grid, cluster)
     else:
         for number, block in enumerate(_row_major(grid)):
             blk = start(number, block)
@@ -282,6 +288,40 @@ def _run_cooperative(call, start, grid, size: int) -> None:
             call.checker.grid_released(resident)
 
 
+def _run_clusters(call, start, grid: list[int], cluster: list[int]) -> None:
+    """A launch whose kernel triggers across the blocks of a cluster (§10.8): the
+    clusters run one after another in row-major order of their indices. The blocks of
+    a cluster start together, in row-major order, then take turns in that order: each
+    runs until it is done or none of its warps can run. A round of turns in which no
+    block ran a step is a deadlock, reported for the first block not done."""
+    cluster = cluster + [1] * (len(grid) - len(cluster))
+    for origin in _row_major([g // c for g, c in zip(grid, cluster)]):
+        blocks = []
+        for offset in _row_major(cluster):
+            index = tuple(o * c + r for o, c, r in zip(origin, cluster, offset))
+            blocks.append(start(_number(index, grid), index))
+        for blk in blocks:
+            blk.cluster = blocks
+        left = blocks
+        while left:
+            before = call.steps
+            for blk in left:
+                call.block_number = blk.number
+                if run_block(blk):
+                    _end_block(blk)
+            left = [blk for blk in left if any(w.state != DONE for w in blk.warps)]
+            if left and call.steps == before:
+                raise diagnose.deadlock(left[0])
+
+
+def _number(index: tuple, grid: list[int]) -> int:
+    """The row-major number of block ``index`` in ``grid``."""
+    number = 0
+    for i, extent in zip(index, grid):
+        number = number * extent + i
+    return number
+
+
 def _row_major(grid: list[int]):
     """The block indices of ``grid`` in row-major order (§7.1.1), one at a time: a grid
     may hold 2^31 blocks, which must not be listed before the first one runs."""
@@ -312,7 +352,7 @@ def _set_args(w, hregs) -> None:
         w.regs[kr][:] = v[0]
 
 
-def _start_block(blk, hregs) -> None:
+def _start_block(blk, hregs, cluster_blocks: int) -> None:
     """Evaluate every lane set for every lane at once (docs/EXECUTION.md §3): a scratch
     warp as wide as the block runs the straight-line lane-set code."""
     prepare(blk)
@@ -331,4 +371,4 @@ def _start_block(blk, hregs) -> None:
             except LaneFault as f:
                 raise diagnose.fault(blk, f.kind, f.operands, f.index, -1, ins[SPAN]) from None
         blk.lanesets.append(w.regs[ls.result].astype(bool))
-    sync.init_events(blk)
+    sync.init_events(blk, cluster_blocks)

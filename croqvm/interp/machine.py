@@ -117,6 +117,8 @@ class Block:
         self.events: list = []        # croqvm.interp.sync.EventSlots per EventDecl
         self.named = new_named_barriers()   # croqvm.interp.sync.NamedBarrier per id
         self.grid = None              # a cooperative launch's GridState (croqvm.interp.engine)
+        self.cluster = [self]         # the blocks of its cluster, itself included, when a
+                                      # TRIGGER_CLUSTER runs in them (croqvm.interp.engine)
         self.number = 0               # row-major number in its launch
         self.rendezvous: dict = {}    # open collectives, see croqvm.interp.sync
         self.once: dict = {}          # ONCE bookkeeping, see croqvm.interp.sync

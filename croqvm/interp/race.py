@@ -6,7 +6,10 @@ accesses with vector clocks, one per warp of the running block (``Clocks``): a w
 lanes run in lockstep, so its accesses are ordered by its instruction order; a
 rendezvous (a barrier or any other collective) joins the clocks of the warps taking part;
 a trigger releases its warp's clock into the event generation its arrival belongs to, and
-a wait acquires the generations it consumes; an async copy bound to a trigger (``trigger e
+a wait acquires the generations it consumes (a cluster-scope trigger, §10.8, releases into
+its own block's generation only: the clocks of other blocks are not the warp's to order,
+so what blocks of a cluster tell each other through global memory stays unordered, as
+between any blocks of a launch); an async copy bound to a trigger (``trigger e
 after f``, §10.7) completes for a warp when that warp acquires the generation the trigger
 arrived at, never for the binding warp itself; the lane that performs an outer-level
 effect (ONCE) publishes its clock for the lanes that pass the same execution of the site
@@ -1014,6 +1017,7 @@ WRAPPERS = {
     opcodes.UPDATE: _elements("UPDATE", 0, 1, Access.UPDATE),   # (a, uniform, r, ops)
     opcodes.ATOMIC: _elements("ATOMIC", 1, 2, Access.ATOMIC),   # (r, a, uniform, ...)
     opcodes.TRIGGER: _trigger,
+    opcodes.TRIGGER_CLUSTER: _trigger,     # its own block's arrival; see the docstring
     opcodes.WAIT_EVENT: _wait_event,
     opcodes.WAIT_EVENT_AT: _wait_event_at,
     opcodes.ONCE: _once,

@@ -263,16 +263,17 @@ class EventSlots:
         self.waits = np.zeros((size, decl.slots), np.int64)
 
 
-def init_events(blk) -> None:
+def init_events(blk, cluster_blocks: int) -> None:
     """Arrivals per generation: ``event<N>``, else the lanes of the union of the
-    trigger statements' lane sets (§10.2)."""
+    trigger statements' lane sets (§10.2), times the ``cluster_blocks`` blocks of the
+    cluster for an event that ``trigger.cluster`` names (§10.8)."""
     for index, decl in enumerate(blk.prog.code.events):
         need = decl.count
         if need < 0:
             union = np.zeros(blk.size, bool)
             for ls in decl.lanesets:
                 union |= blk.lanesets[ls]
-            need = int(union.sum())
+            need = int(union.sum()) * (cluster_blocks if decl.cluster else 1)
         blk.events.append(EventSlots(index, decl, need, blk.size))
 
 
@@ -286,18 +287,31 @@ def _slots(w, ev: EventSlots, r: int) -> np.ndarray:
     return slots
 
 
-def op_trigger(w, ins):
-    """Each active lane arrives at its slot; every ``need``-th arrival completes a
-    generation, and the surplus counts toward the next one."""
-    ev = w.blk.events[ins[1]]
-    slots = _slots(w, ev, ins[2])[w.active_indices()]
+def _arrive(blk, ev: EventSlots, slots: np.ndarray) -> None:
+    """One arrival per entry of ``slots`` at event ``ev`` of block ``blk``; every
+    ``need``-th arrival completes a generation, and the surplus counts toward the next
+    one."""
     for s, same in groups_of(slots):
         total = int(ev.arrivals[s]) + len(slots[same])
         if ev.need > 0 and total >= ev.need:
             ev.completed[s] += total // ev.need
-            w.blk.released = True
+            blk.released = True
             total %= ev.need
         ev.arrivals[s] = total
+
+
+def op_trigger(w, ins):
+    """Each active lane arrives at its slot."""
+    ev = w.blk.events[ins[1]]
+    _arrive(w.blk, ev, _slots(w, ev, ins[2])[w.active_indices()])
+
+
+def op_trigger_cluster(w, ins):
+    """§10.8: each active lane arrives at its slot of the event in every block of its
+    cluster, in the order of the cluster's blocks."""
+    slots = _slots(w, w.blk.events[ins[1]], ins[2])[w.active_indices()]
+    for blk in w.blk.cluster:
+        _arrive(blk, blk.events[ins[1]], slots)
 
 
 class EventWait:
@@ -495,6 +509,6 @@ def op_no_effect(w, ins):
 HANDLERS = {
     "BARRIER": op_barrier, "ONCE": op_once, "TRIGGER": op_trigger,
     "WAIT_EVENT": op_wait_event, "FENCE": op_no_effect, "SYNC_GLOBAL": op_no_effect,
-    "WAIT_EVENT_AT": op_wait_event_at,
+    "WAIT_EVENT_AT": op_wait_event_at, "TRIGGER_CLUSTER": op_trigger_cluster,
     "BAR_SYNC": op_named_barrier, "BAR_ARRIVE": op_named_barrier, "GRID_SYNC": op_grid_sync,
 }

@@ -501,6 +501,7 @@ class Trigger(Stmt):
     refs: list[Expr]
     span: Span
     after: list[Expr] = field(default_factory=list)   # ``trigger e after f0, f1`` (§10.7)
+    cluster: bool = False     # ``trigger.cluster e``: in every block of the cluster (§10.8)
 
 
 @dataclass

@@ -243,12 +243,32 @@ class DeviceParser:
         return self._refs_statement(ast.Wait)
 
     def _trigger(self) -> ast.Stmt:
-        return self._refs_statement(ast.Trigger)
-
-    def _refs_statement(self, make) -> ast.Stmt:
-        """``wait a, b[i], c.at(k);`` or ``wait(a, b[i]);`` (§9.5.3, §10.1); ``trigger``
-        may end with ``after f0, f1`` (§10.7)."""
+        """``trigger ...`` (§10.1), or ``trigger.LEVEL ...``, of whose levels the
+        reference's grammar accepts only ``cluster`` (§10.8)."""
+        if not self.peek().is_op("."):
+            return self._refs_statement(ast.Trigger)
         start = self.advance()
+        self.advance()
+        scope = self.tok
+        if scope.kind == KEYWORD and scope.value in ("device", "term"):
+            level = str(self.advance().value)   # levels of the reference's grammar, never
+                                                # of a croqvm parallel-by
+        else:
+            level = self.level()
+        if level != "cluster":      # lib/parser.yy, trigger_stmt
+            self.fail("only 'cluster' scope is supported for trigger.", scope.span,
+                      hint="'trigger.cluster e' arrives at 'e' in every block of the "
+                           "cluster; 'trigger e' in the lane's own block")
+        node = self._refs_statement(ast.Trigger, start)
+        node.cluster = True
+        return node
+
+    def _refs_statement(self, make, start=None) -> ast.Stmt:
+        """``wait a, b[i], c.at(k);`` or ``wait(a, b[i]);`` (§9.5.3, §10.1); ``trigger``
+        may end with ``after f0, f1`` (§10.7). ``start``: the statement's first token when
+        the caller has read it (``trigger.cluster``, §10.8)."""
+        if start is None:
+            start = self.advance()
         refs = self._operands(self._ref)
         if not refs:
             self.fail(f"syntax error: '{start.value}' needs at least one name.", self.prev.span)

@@ -10,7 +10,7 @@ order by native/load.c. Types are dtype codes, enumerations the module's own val
     Code = nregs, type per register,
            nbuffers, per buffer: storage, type, instances, is an array, shape registers (list),
            list of future element types,
-           nevents, per event: slots, ready, count, lane sets (list),
+           nevents, per event: slots, ready, count, cluster, lane sets (list),
            nfrags, per fragment: type, unit, rows, cols (-1: dynamic),
            naccesses, per access: base kind, base, arr, indices (list),
            nviews, per view: base kind, base, arr, origin (list), extents (list), swizzle,
@@ -23,6 +23,7 @@ order by native/load.c. Types are dtype codes, enumerations the module's own val
                   ids, registers), newline,
            nlaunches, per launch: kernel, async, span, block register, cooperative, grid (list),
                   (kernel slot, host slot) pairs (list), (kernel, host register) pairs (list),
+                  cluster (list),
            ncxxcalls, per C++ call: function, result register, arguments (list: a register,
                   or a buffer slot for a pointer parameter), whether each is a pointer (list),
            once sites, shared memory of the event slots,
@@ -82,7 +83,7 @@ class Image:
         self.counted(f.dtype for f in code.futures)
         self.put(len(code.events))
         for e in code.events:
-            self.put(e.slots, int(e.ready), e.count)
+            self.put(e.slots, int(e.ready), e.count, int(e.cluster))
             self.counted(e.lanesets)
         self.put(len(code.frags))
         for f in code.frags:
@@ -122,6 +123,7 @@ class Image:
             self.counted(ln.grid)
             self.counted(x for pair in ln.buffers for x in pair)
             self.counted(x for pair in ln.scalars for x in pair)
+            self.counted(ln.cluster)
         self.put(len(code.cxx_calls))
         for c in code.cxx_calls:
             self.put(c.func, c.result)

@@ -41,7 +41,7 @@ _CLASS = {
                     "control"),
     "DIV": "divide", "MOD": "divide", "MATH": "math", "ATOMIC": "atomic",
     "SHFL_XOR": "shuffle", "PRINT": "print", "ASSERT": "print", "ASSERT_FMT": "print",
-    **dict.fromkeys(("TRIGGER", "WAIT_EVENT", "WAIT_EVENT_AT"), "event"),
+    **dict.fromkeys(("TRIGGER", "TRIGGER_CLUSTER", "WAIT_EVENT", "WAIT_EVENT_AT"), "event"),
     **dict.fromkeys(("WAIT", "FUT_BIND", "FUT_ANY", "SWAP", "FUT_DIM"), "future"),
     **dict.fromkeys(("BARRIER", "BAR_SYNC", "BAR_ARRIVE", "GRID_SYNC", "ONCE"), "barrier"),
     **dict.fromkeys(("NOP", "ALLOC", "FENCE", "SYNC_GLOBAL", "LAUNCH", "RET", "RET_VAL",
@@ -53,8 +53,11 @@ _MEMORY = {"LOAD", "STORE", "UPDATE", "FILL"}   # by the storage of what they na
 _STORAGE = {Storage.LOCAL: "local", Storage.SHARED: "shared", Storage.GLOBAL: "global"}
 # the steps that may wait or whose cost depends on what they do: the slow wrapper
 _TIMED = {op.code for op in TABLE if op.blocks != Mode.NEVER or op.collective != Mode.NEVER
-          or op.name in ("TRIGGER", "DMA", "FUT_BIND", "LAUNCH", "BAR_ARRIVE")}
+          or op.name in ("TRIGGER", "TRIGGER_CLUSTER", "DMA", "FUT_BIND", "LAUNCH",
+                         "BAR_ARRIVE")}
 _OP = {op.name: op.code for op in TABLE}
+# arrivals at an event: a cluster-scope one is timed by its arrival in its own block
+_TRIGGERS = (_OP["TRIGGER"], _OP["TRIGGER_CLUSTER"])
 # the operations whose cost depends on what they move or compute (``Recorder._complete``)
 _COSTED = {_OP[n] for n in ("DMA", "MMA_EXEC", "MMA_LOAD", "MMA_STORE", "MMA_STORE_MASK",
                             "MMA_FILL", "MMA_GATHER")}
@@ -458,7 +461,7 @@ class Recorder:
             self.flows.append(Flow(len(self.flows), flow[0],
                                    flow[1] + [(ws.pid, ws.tid, release)]))
         self._run(ws, info, release, done - release, nact, act)
-        if op == _OP["TRIGGER"]:
+        if op in _TRIGGERS:
             self._triggered(ws, pre, release, done)
 
     def _triggered(self, ws, pre, start, done) -> None:
@@ -491,7 +494,7 @@ class Recorder:
 
     def _before(self, w, blk, ins, op):
         """What a step's timing needs from the state before it runs."""
-        if op == _OP["TRIGGER"]:
+        if op in _TRIGGERS:
             ev = blk.events[ins[1]]
             return ev, ev.completed.copy(), np.unique(w.regs[ins[2]][w.act])
         if op in (_OP["WAIT_EVENT"], _OP["WAIT_EVENT_AT"]):

@@ -9,7 +9,8 @@ array in ``trigger``/``wait`` acts on each slot in index order (§10.1).
 ``order % N`` (a TRIGGER of that slot; a negative order is passed on as the slot, which
 faults), a wait is a WAIT_EVENT_AT of the order, which the engine turns into the slot and
 the parity. ``trigger e after f0, f1`` (§10.7) is one FUT_BIND per future followed by the
-TRIGGER that publishes them.
+TRIGGER that publishes them. ``trigger.cluster e`` (§10.8) is a TRIGGER_CLUSTER per slot,
+and marks ``e``'s declaration as counting the arrivals of the whole cluster.
 """
 from __future__ import annotations
 
@@ -74,6 +75,8 @@ def _slots(lw: Lowerer, ref_expr: ast.Expr):
 
 
 def lower_trigger(lw: Lowerer, s: ast.Trigger) -> None:
+    if s.cluster and lw.kernel.par.cooperative:
+        lw.unsupported(s, "'trigger.cluster' in a cooperative launch")
     for r in s.refs:
         ev, _, slots = _slots(lw, r)
         if isinstance(ev, (FutRef, FragRef)):
@@ -84,8 +87,9 @@ def lower_trigger(lw: Lowerer, s: ast.Trigger) -> None:
             decl.lanesets.append(ls)
         for dep in s.after:
             lw.b.emit("FUT_BIND", lw.lookup(dep.sym, dep).slot)
+        decl.cluster = s.cluster
         for slot in slots:
-            lw.b.emit("TRIGGER", ev.index, slot)
+            lw.b.emit("TRIGGER_CLUSTER" if s.cluster else "TRIGGER", ev.index, slot)
 
 
 def lower_wait(lw: Lowerer, s: ast.Wait) -> None:

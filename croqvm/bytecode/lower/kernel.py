@@ -208,7 +208,8 @@ def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
             lw.names.pop()
     fs.kernels.append(kernel)
     launch = Launch(len(fs.kernels) - 1, grid, st.buffers, st.scalars, s.is_async,
-                    lw.spans.intern(s.span), st.block_reg, s.stream_param, s.cooperative)
+                    lw.spans.intern(s.span), st.block_reg, s.stream_param, s.cooperative,
+                    cluster)
     host_b.emit("LAUNCH", host_b.add("launches", launch))
 
 

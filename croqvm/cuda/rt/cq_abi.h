@@ -113,7 +113,9 @@ typedef struct cq_launch_cfg {
   unsigned long long smem_bytes; /* dynamic shared memory per block */
   unsigned long long stack_bytes; /* CPU runtime: stack per thread; 0 = the default */
   unsigned cooperative;          /* 1: every block resident at once (a grid barrier) */
-  unsigned pad;
+  unsigned cluster[3];           /* blocks per cluster in each dimension when the kernel
+                                    triggers across a cluster's blocks (LANGUAGE.md §10.8),
+                                    else 1s */
 } cq_launch_cfg;
 
 #endif /* CQ_ABI_H */

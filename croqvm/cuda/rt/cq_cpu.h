@@ -7,7 +7,9 @@
  * threads of a block run round-robin in lane order, each until it waits or finishes.
  * A cooperative launch (cfg.cooperative, a kernel with a grid barrier, §7.1.4) holds
  * every block at once instead: each pass runs the threads of every block, blocks in
- * row-major order, so a grid barrier completes once every block has arrived.
+ * row-major order, so a grid barrier completes once every block has arrived. A launch
+ * whose kernel triggers across the blocks of a cluster (cfg.cluster, §10.8) holds the
+ * blocks of one cluster at once in the same way, the clusters one after another.
  *
  * Every wait is `wait_until`, so the scheduler knows which threads are blocked and on
  * what: a full pass over the live threads in which none did anything but re-check an
@@ -184,7 +186,8 @@ struct launch_state {
   mma_operands operands[MAX_WARPS];
   wgmma_operands wg_operands[MAX_WARPGROUPS];
   thread_state *self;
-  block_state *blocks;             /* a cooperative launch: every block, all resident */
+  block_state *blocks;             /* a cooperative launch: every block, all resident; a
+                                      cluster launch: the blocks of the running cluster */
   unsigned nblocks;
   unsigned grid_arrived;           /* blocks arrived at the grid barrier's open generation */
   unsigned long long grid_gen;     /* generations of the grid barrier completed */
@@ -534,6 +537,59 @@ static int launch_grid(size_t smem_alloc) {
   rt.nblocks = 0;
   return status;
 }
+
+/* A launch whose kernel triggers across the blocks of a cluster (LANGUAGE.md §10.8): the
+   clusters one after another in row-major order of their indices, the blocks of each
+   resident together, in row-major order, and run as run_grid runs a cooperative
+   launch's: a pass in which no thread of the cluster moved is a deadlock of its first
+   live block, as in the engines (croqvm/interp/engine.py _run_clusters). A block's
+   prologue zeroes its shared memory before its first block barrier, which every thread
+   of the block reaches in the cluster's first pass, and no thread triggers before
+   passing it: so no arrival from another block lands before the zeroing. */
+static int launch_clusters(size_t smem_alloc) {
+  const unsigned *cl = rt.cfg.cluster, *grid = rt.cfg.grid;
+  unsigned n = cl[0] * cl[1] * cl[2], across[3];
+  for (int d = 0; d < 3; d++) across[d] = grid[d] / cl[d];
+  unsigned long long clusters = (unsigned long long)across[0] * across[1] * across[2];
+  rt.nblocks = n;
+  rt.blocks = (block_state *)calloc(n, sizeof(block_state));
+  unsigned char *smem = (unsigned char *)aligned_alloc(128, n * smem_alloc);
+  mma_operands *ops = (mma_operands *)calloc((size_t)n * MAX_WARPS, sizeof(mma_operands));
+  wgmma_operands *wg =
+      (wgmma_operands *)calloc((size_t)n * MAX_WARPGROUPS, sizeof(wgmma_operands));
+  int status = rt.blocks && smem && ops && wg ? CQ_OK : CQ_ERR_NOMEM;
+  for (unsigned long long c = 0; c < clusters && status == CQ_OK; c++) {
+    unsigned long long origin[3] = {c / ((unsigned long long)across[1] * across[2]),
+                                    c / across[2] % across[1], c % across[2]};
+    for (unsigned i = 0; i < n; i++) {
+      unsigned offset[3] = {i / (cl[1] * cl[2]), i / cl[2] % cl[1], i % cl[2]};
+      unsigned long long at[3], linear = 0;
+      for (int d = 0; d < 3; d++) {
+        at[d] = origin[d] * cl[d] + offset[d];
+        linear = linear * grid[d] + at[d];
+      }
+      init_block(&rt.blocks[i], linear, rt.threads + (size_t)i * rt.cfg.block,
+                 smem + (size_t)i * smem_alloc, smem_alloc);
+      rt.blocks[i].operands = ops + (size_t)i * MAX_WARPS;
+      rt.blocks[i].wg_operands = wg + (size_t)i * MAX_WARPGROUPS;
+    }
+    status = run_grid();
+    for (unsigned i = 0; i < n && status == CQ_OK; i++)
+      if (smem_overrun(&rt.blocks[i], smem_alloc)) status = CQ_FAULTED;
+  }
+  if (status == CQ_DEADLOCKED) {     /* run_grid left rt.blk at the deadlocked block */
+    rt.kept_bytes = (size_t)rt.cfg.smem_bytes;
+    rt.kept_smem = (unsigned char *)malloc(smem_alloc ? smem_alloc : 1);
+    if (rt.kept_smem) memcpy(rt.kept_smem, rt.blk->smem, smem_alloc);
+  }
+  free(rt.blocks);
+  free(smem);
+  free(ops);
+  free(wg);
+  rt.blocks = NULL;
+  rt.nblocks = 0;
+  return status;
+}
 }  // namespace cq
 
 /* Runs `entry(args)` on every thread of every block. Not reentrant. */
@@ -550,10 +606,18 @@ extern "C" int cq_cpu_launch(void (*entry)(void **), void **args, const cq_launc
     return CQ_ERR_CONFIG;
   unsigned long long blocks = (unsigned long long)cfg->grid[0] * cfg->grid[1] * cfg->grid[2];
   if (cfg->cooperative && blocks * cfg->block > 0xFFFFFFFFull) return CQ_ERR_CONFIG;
+  unsigned cl[3], cluster = 1;           /* an extent of 0 counts as 1 */
+  for (int d = 0; d < 3; d++) {
+    cl[d] = cfg->cluster[d] ? cfg->cluster[d] : 1;
+    if (cfg->grid[d] % cl[d]) return CQ_ERR_CONFIG;
+    cluster *= cl[d];
+  }
+  if (cluster > 1 && cfg->cooperative) return CQ_ERR_CONFIG;
   size_t stack = cfg->stack_bytes ? (size_t)cfg->stack_bytes : (size_t)DEFAULT_STACK;
-  unsigned threads = cfg->cooperative ? (unsigned)(blocks * cfg->block) : cfg->block;
+  unsigned threads = cfg->cooperative ? (unsigned)(blocks * cfg->block) : cluster * cfg->block;
   if (reserve_stacks(threads, stack) != 0) return CQ_ERR_NOMEM;
   rt.cfg = *cfg;
+  for (int d = 0; d < 3; d++) rt.cfg.cluster[d] = cl[d];
   rt.entry = entry;
   rt.args = args;
   rt.abort = false;
@@ -561,8 +625,8 @@ extern "C" int cq_cpu_launch(void (*entry)(void **), void **args, const cq_launc
   /* Each block's shared memory is followed by a guard: on a GPU a write past the
      launch's shared memory is an illegal address, here it would go unseen. */
   smem_alloc += SMEM_GUARD;
-  if (cfg->cooperative) {
-    int status = launch_grid(smem_alloc);
+  if (cfg->cooperative || cluster > 1) {
+    int status = cfg->cooperative ? launch_grid(smem_alloc) : launch_clusters(smem_alloc);
     rt.blk = NULL;
     return status;
   }
@@ -630,7 +694,7 @@ extern "C" const cq_abi_entry cq_abi_table[] = {
     CQ_ABI_FIELD(cq_print_buf, data)
     CQ_ABI_SIZE(cq_launch_cfg) CQ_ABI_FIELD(cq_launch_cfg, grid) CQ_ABI_FIELD(cq_launch_cfg, block)
     CQ_ABI_FIELD(cq_launch_cfg, smem_bytes) CQ_ABI_FIELD(cq_launch_cfg, stack_bytes)
-    CQ_ABI_FIELD(cq_launch_cfg, cooperative)
+    CQ_ABI_FIELD(cq_launch_cfg, cooperative) CQ_ABI_FIELD(cq_launch_cfg, cluster)
     {"CQ_NO_FAULT", (long long)CQ_NO_FAULT}, {"CQ_MAX_BLOCK", CQ_MAX_BLOCK},
     {0, 0}};
 #undef CQ_ABI_ENUM
@@ -862,6 +926,26 @@ CQ_DEV void cq_event_wait_parity(const unsigned *arrivals, unsigned need, unsign
   wait_until(CQ_WAIT_EVENT, site, smem_offset(arrivals), gen,
              [=] { return ((ready + (need ? *arrivals / need : 0)) & 1u) != (gen & 1u); });
 }
+
+/* trigger.cluster (LANGUAGE.md §10.8): one arrival at the slot at the same place in the
+   shared memory of every block of the cluster, in the order of its blocks. */
+CQ_DEV unsigned cq_cluster_blocks() {   /* 1 unless the launch runs cluster by cluster */
+  return cq::rt.cfg.cluster[0] * cq::rt.cfg.cluster[1] * cq::rt.cfg.cluster[2];
+}
+
+CQ_DEV void cq_event_trigger_cluster(unsigned *arrivals) {
+  using namespace cq;
+  if (cq_cluster_blocks() == 1) {
+    (*arrivals)++;
+    return;
+  }
+  size_t at = (size_t)((unsigned char *)arrivals - rt.blk->smem);
+  for (unsigned i = 0; i < rt.nblocks; i++) (*(unsigned *)(rt.blocks[i].smem + at))++;
+}
+
+/* The blocks of a cluster meet (the GPU's barrier.cluster): nothing to do here, where a
+   cluster's blocks start and end together (launch_clusters). */
+CQ_DEV void cq_cluster_sync() {}
 
 /* A count one thread publishes and others wait to reach (a store, then a wait that
    yields, on the CPU). */

@@ -204,10 +204,43 @@ CQ_DEV void cq_event_trigger(unsigned *arrivals) {
 
 CQ_DEV unsigned cq_event_load(const unsigned *arrivals) {
   unsigned v;
+#if __CUDA_ARCH__ >= 900   /* a cluster-scope trigger (§10.8) releases at cluster scope */
+  asm volatile("ld.acquire.cluster.shared::cta.u32 %0, [%1];"
+               : "=r"(v) : "r"(cq_smem_addr(arrivals)) : "memory");
+#else
   asm volatile("ld.acquire.cta.shared.u32 %0, [%1];"
                : "=r"(v) : "r"(cq_smem_addr(arrivals)) : "memory");
+#endif
   return v;
 }
+
+#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/* The blocks of the thread block cluster (1 without a cluster launch). */
+CQ_DEV unsigned cq_cluster_blocks() {
+  unsigned n;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+  return n;
+}
+
+/* trigger.cluster (LANGUAGE.md §10.8): one arrival at the slot at the same place in the
+   shared memory of every block of the cluster (mapa gives its address there). */
+CQ_DEV void cq_event_trigger_cluster(unsigned *arrivals) {
+  const unsigned local = cq_smem_addr(arrivals), n = cq_cluster_blocks();
+  for (unsigned rank = 0; rank < n; rank++) {
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+    asm volatile("red.release.cluster.shared::cluster.add.u32 [%0], 1;" ::"r"(remote)
+                 : "memory");
+  }
+}
+
+/* Every thread of the cluster that has not exited meets the others: after the start, so
+   that no block arrives at a slot of another before it is zeroed; at the end, so that
+   no block leaves while another may still arrive at one of its slots. */
+CQ_DEV void cq_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
+#endif
 
 CQ_DEV void cq_event_wait(const unsigned *arrivals, unsigned need, unsigned ready,
                           unsigned *waits, int site) {

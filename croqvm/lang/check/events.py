@@ -16,6 +16,7 @@ from .typerules import UNKNOWN, is_integer, is_unknown, tname
 class EventFacts:
     first_wait: dict = field(default_factory=dict)  # Symbol -> span of its first wait
     triggered: set = field(default_factory=set)
+    scope_of: dict = field(default_factory=dict)    # Symbol -> whether trigger.cluster names it
 
 
 def facts(ck) -> EventFacts:
@@ -109,6 +110,8 @@ def _ref_type(ck, ref):
 
 
 def check_trigger(ck, s: ast.Trigger):
+    if s.cluster:
+        _check_cluster_scope(ck, s)
     for ref in s.refs:
         ty = _ref_type(ck, ref)
         if is_unknown(ty):
@@ -116,9 +119,38 @@ def check_trigger(ck, s: ast.Trigger):
         if not isinstance(ty, Event):
             ck.error(ref.span, f"expect `{_ref_name(ref)}' an event but got '{tname(ty)}'.")
             continue
-        facts(ck).triggered.add(_ref_symbol(ref))
-    if s.after:
+        sym = _ref_symbol(ref)
+        facts(ck).triggered.add(sym)
+        _check_one_scope(ck, s, ref, sym)
+    if s.after and not s.cluster:
         _check_after(ck, s)
+
+
+def _check_cluster_scope(ck, s: ast.Trigger):
+    """``trigger.cluster`` (§10.8) arrives in every block of the kernel's cluster: it needs
+    a ``cluster`` level, and publishes no async copies."""
+    kernel = ck.parallels[0] if ck.parallels else None
+    if kernel is not None and kernel.kinds and kernel.kinds[0] != "cluster":
+        ck.error(s.span, "'trigger.cluster' arrives at the event in every block of the "
+                         "cluster, but this kernel has no 'cluster' level.",
+                 hint="write 'parallel c by C : cluster, b by B : block { ... }', or use "
+                      "'trigger' to arrive in the lane's own block")
+    if s.after:
+        ck.error(s.after[0].span, "'trigger.cluster' can not publish async copies with "
+                                  "'after': the copies land in the lane's own block only.",
+                 hint="wait for the copies and trigger a block-scope event with "
+                      "'trigger e after f;'")
+
+
+def _check_one_scope(ck, s: ast.Trigger, ref, sym):
+    """An event is triggered either with ``trigger.cluster`` or with ``trigger``: the
+    arrivals of a generation are counted for the whole cluster or for one block (§10.8)."""
+    if facts(ck).scope_of.setdefault(sym, s.cluster) != s.cluster:
+        ck.error(ref.span, f"event '{sym.name}' is triggered both by 'trigger.cluster' and "
+                           f"by 'trigger'.",
+                 hint="a generation of an event that 'trigger.cluster' names counts the "
+                      "arrivals of every block of the cluster; trigger it only with "
+                      "'trigger.cluster'")
 
 
 def _check_after(ck, s: ast.Trigger):
