@@ -124,7 +124,7 @@ class Strided:
     ``written`` are copies made when it is made, read where a ``Buffer``'s would be;
     ``laid_out`` makes a fresh one when data moves, and ``store`` puts its values back,
     the last in row-major order where two elements share a position (docs/EXECUTION.md
-    §6). ``offsets`` gives the race checker the positions of a box of it."""
+    §9.2). ``offsets`` gives the race checker the positions of a box of it."""
 
     __slots__ = ("buf", "pos", "ref", "dtype", "data", "written")
 
