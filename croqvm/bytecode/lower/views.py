@@ -400,11 +400,6 @@ def _view_record(lw: Lowerer, e: ast.Expr, st: VState, mma: bool):
     reshape of the base's elements from the first element of the contiguous view a
     ``span_as`` reinterprets (§8.3.3), or its elements at element strides from a first
     one (§8.3.2); a ``.sqz()`` shows some of its dimensions."""
-    strided = st.under
-    while strided is not None and strided.strides is None:
-        strided = strided.under
-    if strided is not None:                 # the checker lets no span_as reshape one
-        lw.unsupported(e, "a reshape of a view with element strides as a DMA or MMA operand")
     base = st.base
     if mma and (st.strides is not None or (st.under is not None and base.kind == BaseKind.FUT)):
         lw.unsupported(e, "a view with element strides or a 'span_as' of a future's data "
@@ -424,9 +419,10 @@ def _view_record(lw: Lowerer, e: ast.Expr, st: VState, mma: bool):
 
 def _strided_first(lw: Lowerer, st: VState, ext: list):
     """The base position of index 0 of the strided ``st`` as a DMA operand (§8.3.2):
-    the first element of ``st.under``, from which its strides count. Every element of the tile is checked here to lie in the memory the strides count
-    in, as an element access of it would be (``_strided_index``): the index space of
-    ``st.under``, a base or a reshape."""
+    the first element of ``st.under``, from which its strides count. Every element of
+    the tile is checked here to lie in the memory the strides count in, as an element
+    access of it would be (``_strided_index``): the index space of ``st.under``, a
+    base or a reshape. The lowest and the highest element settle it."""
     under = st.under
     space = [extent(lw, x) for x in under.space]
     start = _first_element(lw, under.under) if under.under is not None else 0
@@ -440,11 +436,10 @@ def _strided_first(lw: Lowerer, st: VState, ext: list):
         hi = o_add(lw, hi, o_op(lw, "MAX", first, last))
     count = _product(lw, space)
     text = _root_text(under.base.text)
-    for at, ok in ((lo, lambda: lw.b.op("GE", dtypes.BOOL, reg_of(lw, lo), lw.int_reg(0))),
-                   (hi, lambda: lw.b.op("LT", dtypes.BOOL, reg_of(lw, hi),
-                                        reg_of(lw, count)))):
+    for at, test, bound in ((lo, "GE", 0), (hi, "LT", count)):
         if isinstance(at, Reg) or isinstance(count, Reg) or not 0 <= at < count:
-            emit_check(lw.b, ok(), "a view with element strides reaches element ",
+            ok = lw.b.op(test, dtypes.BOOL, reg_of(lw, at), reg_of(lw, bound))
+            emit_check(lw.b, ok, "a view with element strides reaches element ",
                        reg_of(lw, at), f" of '{text}' in memory order, which has ",
                        reg_of(lw, count), " elements.")
     return o_add(lw, start, lead)
