@@ -443,6 +443,22 @@ def test_a_dma_copies_a_span_as_of_a_futures_data_as_numpy_reshapes_it():
     np.testing.assert_array_equal(out, want)
 
 
+def test_a_dma_gathers_a_strided_view_of_a_futures_data_from_its_first_element():
+    a = np.arange(6 * 8, dtype=np.int32).reshape(6, 8) * 3 - 50
+    out = np.zeros((2, 3), np.int32)
+    run("""
+        __co__ void f(s32 [6, 8] a, global s32 [2, 3] out) {
+          parallel p by 1 : block {
+            t = dma.copy a.subspan(4, 8).at(0, 0) => shared;
+            dma.copy t.data.view(2, 3 : 5, 2).from(1, 0) => out;
+          }
+        }
+    """, a, out)
+    flat = a[:4].reshape(-1)
+    np.testing.assert_array_equal(
+        out, np.lib.stride_tricks.as_strided(flat[5:], (2, 3), (5 * 4, 2 * 4)))
+
+
 def test_a_span_as_of_a_futures_data_not_contiguous_in_its_buffer_is_a_runtime_error():
     with pytest.raises(croqvm.KernelFault) as info:
         run("""
