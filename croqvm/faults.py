@@ -76,6 +76,7 @@ class Kind(IntEnum):
     GRID_FINISHED = 50
     GRID_RESIDENT = 51
     EXTERN_CALL = 52
+    FUTURE_NOT_CONTIGUOUS = 53
 
 
 class LaneFault(Exception):

@@ -170,6 +170,11 @@ TEMPLATES = {
                            "at once, and the others can not start."),
     Kind.EXTERN_CALL: _t("name:string", "'{name}' is defined in no file of this program: "
                          "croqvm has no code to run for it."),
+    Kind.FUTURE_NOT_CONTIGUOUS: _t("future:future buffer:buffer origin:tuple extents:shape",
+                                   "the data of future '{future}', a {extents} tile of "
+                                   "'{buffer}' at origin {origin}, does not lie contiguous "
+                                   "in memory, which a 'span_as' or element strides of it "
+                                   "address."),
 }
 
 # The lines around a runtime error and a deadlock report (croqvm.report), by name.

@@ -90,6 +90,8 @@ typedef struct {
     int32_t *space;         /* its extent registers; nspace 0: none */
     int32_t nshown;         /* .sqz(): the dimensions shown (§8.3.4); 0: all */
     int32_t *shown;
+    int32_t nstrides;       /* element strides (§8.3.2): from element R[flat]; 0: none */
+    int32_t *strides;
 } cq_viewdecl;
 typedef struct {
     int32_t op;             /* 0 copy, 1 transp, 2 pad (module.DmaOp) */
@@ -168,6 +170,11 @@ typedef struct cq_buf {
     int32_t code, slot, element;   /* the declaration (messages' "buffer" argument) */
     int64_t shape[CQ_MAX_RANK];
     int64_t count;
+    /* a view with element strides (§8.3.2): element r of a box of extents ``shape`` lies
+     * at position first + sum(r[d] * step[d]) of ``data``; strided 0: row-major */
+    int32_t strided;
+    int64_t first, step[CQ_MAX_RANK];
+    const struct cq_buf *root;   /* a reshaped or strided view's buffer; NULL: itself */
 } cq_buf;
 
 extern const int cq_type_size[CQ_NUM_DTYPES];

@@ -392,6 +392,7 @@ enum cq_fault {
     CQ_FAULT_GRID_FINISHED = 50,
     CQ_FAULT_GRID_RESIDENT = 51,
     CQ_FAULT_EXTERN_CALL = 52,
+    CQ_FAULT_FUTURE_NOT_CONTIGUOUS = 53,
 };
 
 /* ATOMIC's operation immediate (croqvm/intrinsics.py): the new element from the old one and the value v. */

@@ -196,6 +196,19 @@ static int64_t flat_of(const int64_t *t, const int64_t *e, int nd)
     return f;
 }
 
+/* Where element ``r`` of a tile's buffer lies in its data: row-major, or at element
+ * strides (§8.3.2; wrapping as memory.py's int64 positions do, and checked in range by
+ * cq_view_of). */
+static int64_t position(const cq_buf *b, const int64_t *r, int nd)
+{
+    if (!b->strided)
+        return flat_of(r, b->shape, nd);
+    uint64_t f = (uint64_t)b->first;
+    for (int d = 0; d < nd; d++)
+        f += (uint64_t)r[d] * (uint64_t)b->step[d];
+    return (int64_t)f;
+}
+
 /* Advance the odometer ``t`` over [lo, hi); 0 when done. */
 static int next(int64_t *t, const int64_t *lo, const int64_t *hi, int nd)
 {
@@ -272,7 +285,7 @@ static void write_tile(const plan *p, const char *tile, const int64_t *shown_T, 
         do {
             for (int d = 0; d < nd; d++)
                 r[d] = p->dO[d] + t[d];
-            int64_t f = cq_swizzled(b, flat_of(r, b->shape, nd), p->swz_dst);
+            int64_t f = cq_swizzled(b, position(b, r, nd), p->swz_dst);
             memset(b->data + f * b->esize, 0, b->esize);
             if (b->written)
                 b->written[f] = 1;
@@ -293,7 +306,7 @@ static void write_tile(const plan *p, const char *tile, const int64_t *shown_T, 
             continue;
         for (int d = 0; d < nd; d++)
             r[d] = p->dO[d] + t[d];
-        int64_t f = cq_swizzled(b, flat_of(r, b->shape, nd), p->swz_dst);
+        int64_t f = cq_swizzled(b, position(b, r, nd), p->swz_dst);
         memcpy(b->data + f * esize, tile + s * esize, esize);   /* one element type (§9.2) */
         if (b->written)
             b->written[f] = wr[s];
@@ -318,7 +331,7 @@ static void land(cq_transfer *t)
     do {
         for (int d = 0; d < nd; d++)
             r[d] = p->so[d] + k[d];
-        int64_t s = cq_swizzled(sb, flat_of(r, sb->shape, nd), p->swz_src);
+        int64_t s = cq_swizzled(sb, position(sb, r, nd), p->swz_src);
         int64_t f = flat_of(k, p->se, nd);
         memcpy(tile + f * esize, sb->data + s * esize, esize);
         valid[f] = 1;
@@ -429,7 +442,9 @@ static int issue(cq_block *blk, const cq_ins *ins, const plan *p, const int *lan
     if (desc->future >= 0) {
         int32_t h = cq_handle_new(blk);
         cq_handle *hd = &blk->handles[h];
-        hd->buf = p->dst;
+        /* a reshaped or strided destination's data is not addressed as the future's
+         * (lowering refuses that), but the handle must name a buffer that lasts */
+        hd->buf = p->dst->root ? (cq_buf *)p->dst->root : p->dst;
         hd->nd = p->dnd;
         memcpy(hd->o, p->dO, sizeof hd->o);
         memcpy(hd->e, p->dD, sizeof hd->e);
@@ -497,7 +512,9 @@ static int operand_registers(cq_block *blk, const cq_dmadecl *desc, const int *l
         }
         for (int d = 0; d < v->nspace; d++)
             regs[nr++] = v->space[d];
-        if (v->nspace)
+        for (int d = 0; d < v->nstrides; d++)
+            regs[nr++] = v->strides[d];
+        if (v->nspace || v->nstrides)
             regs[nr++] = v->flat;
         if (v->arr >= 0)
             regs[nr++] = v->arr;

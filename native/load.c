@@ -247,6 +247,7 @@ static void rd_code(reader *r, cq_code *code)
         v->space = rd_counted(r, &v->nspace);
         v->flat = (int32_t)rd(r);
         v->shown = rd_counted(r, &v->nshown);
+        v->strides = rd_counted(r, &v->nstrides);
     }
     code->ndma = (int32_t)rd(r);
     code->dma = cq_xcalloc((size_t)code->ndma + 1, sizeof(cq_dmadecl));
@@ -361,6 +362,7 @@ static void free_code(cq_code *code)
         free(code->view[k].extents);
         free(code->view[k].space);
         free(code->view[k].shown);
+        free(code->view[k].strides);
     }
     for (int32_t k = 0; k < code->ndma; k++) {
         free(code->dma[k].perm);

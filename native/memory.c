@@ -314,10 +314,10 @@ static int base_view(cq_warp *w, const cq_ins *ins, int kind, int base, int arr,
  * Reshaped), which then stands for it; outside the buffer a fault (lowering checks that
  * first). */
 static int reshaped(cq_warp *w, const cq_ins *ins, const cq_viewdecl *view, int i,
-                    cq_buf *out, cq_buf **buf)
+                    int64_t start, cq_buf *out, cq_buf **buf)
 {
     const cq_buf *b = *buf;
-    int64_t first = reg_int(w, view->flat, i), count = 1, end;
+    int64_t first = start + reg_int(w, view->flat, i), count = 1, end;
     int bad = first < 0;
     for (int d = 0; d < view->nspace; d++) {
         int64_t x = reg_int(w, view->space[d], i);
@@ -335,6 +335,7 @@ static int reshaped(cq_warp *w, const cq_ins *ins, const cq_viewdecl *view, int 
     memcpy(shape, out->shape, sizeof shape);
     *out = *b;
     memcpy(out->shape, shape, sizeof shape);
+    out->root = b;
     out->data = b->data + first * b->esize;
     out->written = b->written ? b->written + first : NULL;
     out->ndim = view->nspace;
@@ -343,17 +344,91 @@ static int reshaped(cq_warp *w, const cq_ins *ins, const cq_viewdecl *view, int 
     return CQ_ST_OK;
 }
 
-/* View v for lane i: (buffer, origin, extents), root coordinates; for a reshaped view
- * the buffer is made in ``scratch``. */
+/* Where a view's base starts in its buffer's memory order (memory.py window_start): a
+ * buffer at 0; a future's data at its first element, when it lies contiguous there
+ * (one extent other than 1 at most before whole dimensions), else a fault. */
+static int window_start(cq_warp *w, const cq_ins *ins, const cq_viewdecl *view, int i,
+                        const cq_buf *b, const int64_t *o, const int64_t *e, int64_t *start)
+{
+    *start = 0;
+    if (view->kind != 1)
+        return CQ_ST_OK;
+    int ok = 1, partial = 0;
+    for (int d = 0; d < b->ndim; d++) {
+        ok &= o[d] >= 0 && o[d] + e[d] <= b->shape[d] && (!partial || e[d] == b->shape[d]);
+        partial |= e[d] != 1;
+        *start = *start * b->shape[d] + o[d];
+    }
+    if (ok)
+        return CQ_ST_OK;
+    cq_record *f = cq_fault_new(w->blk, ins, CQ_FAULT_FUTURE_NOT_CONTIGUOUS, w->base + i);
+    cq_put(f, view->base);
+    cq_put_buffer(f, b);
+    cq_put_list(f, b->ndim, o);
+    cq_put_list(f, b->ndim, e);
+    return CQ_ST_FAULT;
+}
+
+/* A view with element strides (§8.3.2; memory.py strided): a box of its extents, at
+ * origin 0, whose element r lies at position start + R[flat] + sum((origin + r) *
+ * stride) of ``*buf``, made in ``out``; an element outside the buffer is a fault
+ * (lowering checks that first), the lowest in row-major order. */
+static int strided(cq_warp *w, const cq_ins *ins, const cq_viewdecl *view, int i,
+                   int64_t start, cq_buf *out, cq_buf **buf, int64_t *o, int64_t *e)
+{
+    const cq_buf *b = *buf;
+    int n = view->n;
+    *out = *b;
+    out->strided = 1;
+    out->root = b;
+    out->ndim = n;
+    uint64_t first = (uint64_t)start + (uint64_t)reg_int(w, view->flat, i);
+    int empty = 0;
+    for (int d = 0; d < n; d++) {
+        out->step[d] = reg_int(w, view->strides[d], i);
+        first += (uint64_t)reg_int(w, view->origin[d], i) * (uint64_t)out->step[d];
+        o[d] = 0;
+        out->shape[d] = e[d];
+        empty |= e[d] < 1;
+    }
+    out->first = (int64_t)first;
+    *buf = out;
+    if (empty)                      /* no elements: the tile check's to report */
+        return CQ_ST_OK;
+    int64_t r[CQ_MAX_RANK] = {0};
+    for (;;) {
+        uint64_t p = first;
+        for (int d = 0; d < n; d++)
+            p += (uint64_t)r[d] * (uint64_t)out->step[d];
+        if ((int64_t)p < 0 || (int64_t)p >= b->count) {
+            int64_t at = (int64_t)p;
+            cq_record *f = cq_fault_new(w->blk, ins, CQ_FAULT_TILE_OUTSIDE, w->base + i);
+            cq_put_buffer(f, b);
+            cq_put_list(f, 1, &at);
+            cq_put_list(f, 1, &b->count);
+            return CQ_ST_FAULT;
+        }
+        int d = n - 1;
+        while (d >= 0 && ++r[d] == e[d])
+            r[d--] = 0;
+        if (d < 0)
+            return CQ_ST_OK;
+    }
+}
+
+/* View v for lane i: (buffer, origin, extents), root coordinates; for a reshaped or
+ * strided view the buffer is made in ``scratch``. */
 int cq_view_of(cq_warp *w, const cq_ins *ins, int v, int i, cq_buf *scratch, cq_buf **buf,
                int64_t *o, int64_t *e)
 {
     const cq_viewdecl *view = &w->blk->code->view[v];
     int64_t bo[CQ_MAX_RANK], be[CQ_MAX_RANK];
-    if (base_view(w, ins, view->kind, view->base, view->arr, i, 0, buf, bo, be) != CQ_ST_OK)
+    int64_t start = 0;
+    if (base_view(w, ins, view->kind, view->base, view->arr, i, 0, buf, bo, be) != CQ_ST_OK ||
+        (view->flat >= 0 && window_start(w, ins, view, i, *buf, bo, be, &start) != CQ_ST_OK))
         return CQ_ST_FAULT;
     if (view->nspace) {
-        if (reshaped(w, ins, view, i, scratch, buf) != CQ_ST_OK)
+        if (reshaped(w, ins, view, i, start, scratch, buf) != CQ_ST_OK)
             return CQ_ST_FAULT;
         memset(bo, 0, sizeof bo);
     }
@@ -363,6 +438,8 @@ int cq_view_of(cq_warp *w, const cq_ins *ins, int v, int i, cq_buf *scratch, cq_
     }
     for (int k = 0; k < view->nshown; k++)
         e[view->shown[k]] = reg_int(w, view->extents[view->shown[k]], i);
+    if (view->nstrides)
+        return strided(w, ins, view, i, start, scratch, buf, o, e);
     return CQ_ST_OK;
 }
 

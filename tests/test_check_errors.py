@@ -34,6 +34,14 @@ CASES = [
      ["3:22: view stride 1 must be greater than 0.",
       "3:33: view offset 1 must not be negative (-1).",
       "4:5: data rank (2) must be consistent with view stride count (1)."]),
+    ("s32 [8, 8] a;\nb = a.view(4, 4 : 9, 5).from(3, 1);",
+     ["3:5: a view with element strides reaches element 74 of 'a' in memory order, which "
+      "has 64 elements."]),
+    ("s32 [8, 8] a;\nb = a.subspan(8, 4).at(0, 1).span_as(32);",
+     ["3:5: span_as requires a contiguous view, but the view [8, 4] of 'a' [8, 8] is not "
+      "one."]),
+    ("__co__ void f(s32 [4, H, 8] a) {\n  b = a.subspan(1, H, 4).at(0, 0, 1).span_as(H * 4);"
+     "\n}", []),
     ("s32 [8, 8] a;\nb = a.view(2, 4 : 8, 1).from(0, 0).span_as(8);",
      ["3:5: span_as requires a contiguous view, but the view [2, 4] of 'a' [8, 8] is not "
       "one."]),

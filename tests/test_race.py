@@ -117,6 +117,25 @@ def test_writes_through_views_race_on_the_element_of_the_buffer_they_name():
     assert checked(THROUGH_VIEWS.replace("COLUMN", "2, 2"), "f", zeros) == ""
 
 
+STRIDED_COPIES = """
+__co__ void f(s32 [3, 4] t, global s32 [4, 8] a) {
+  parallel p by 2 : block
+    dma.copy t => a.subspan(1, 1).at(SHIFT).view(3, 4 : 8, 2).from(0, 0);
+}
+"""
+
+
+def test_a_strided_copy_touches_its_elements_not_the_box_around_them():
+    # block p writes a's elements 8i + 2j + p of its first three rows: the even ones
+    # and the odd ones, whose boxes overlap; shifted by a row instead, both write row 1
+    t, a = np.ones((3, 4), np.int32), np.zeros((4, 8), np.int32)
+    assert checked(STRIDED_COPIES.replace("SHIFT", "0, p"), "f", t, a) == ""
+    np.testing.assert_array_equal(a, np.arange(4)[:, None].repeat(8, 1) < 3)
+    assert races(STRIDED_COPIES.replace("SHIFT", "p, 0"), "f", t, a).splitlines()[0] == (
+        "race.co:3:5: runtime error: data race on global 'a' element (1, 0): written by "
+        "'dma.copy' here, written by 'dma.copy' at race.co:3:5; the blocks of one launch are not ordered with each other.")
+
+
 # --------------------------------------------------------------------------- lanes of a warp
 
 def test_lanes_of_one_warp_storing_different_values_to_one_element_race():

@@ -295,24 +295,74 @@ def test_a_view_with_element_strides_reads_and_writes_numpy_s_strided_elements()
 def test_a_view_with_element_strides_past_its_source_is_a_runtime_error():
     with pytest.raises(croqvm.KernelFault) as info:
         run("""
-            __co__ void f(s32 [8, 6] a) {
-              b = a.view(4, 3 : 10, 3).from(1, 2);
+            __co__ void f(s32 [8, 6] a, int r) {
+              b = a.view(4, 3 : 10, 3).from(r, 2);
               foreach {i, j} in [4, 3]
                 println(b.at(i, j));
             }
-        """, np.zeros((8, 6), np.int32))
+        """, np.zeros((8, 6), np.int32), 1)
     assert str(info.value).splitlines()[0] == (
         "views.co:4:5: runtime error: a view with element strides reaches element 49 of "
         "'a' in memory order, which has 48 elements.")
 
 
-def test_a_view_with_element_strides_is_no_dma_operand_yet():
-    with pytest.raises(croqvm.CompileError, match="a view with element strides "
-                       r"\('view\(extents : strides\)'\) as a DMA or MMA operand"):
+def test_a_dma_gathers_and_scatters_the_elements_of_a_view_with_element_strides():
+    """A strided view as a DMA source and destination is numpy's as_strided of the
+    buffer's memory (span_assign.co: 'a.view(16, 8 : 12, 3).from(17, 18)' lies at
+    a + 258, and its chunkat(p, p) at 96p + 12p more)."""
+    a = (np.arange(64 * 32, dtype=np.float32) * 0.5 - 100).reshape(64, 32)
+    out = np.zeros((2, 8, 4), np.float32)
+    scattered = np.zeros((64, 32), np.float32)
+    run("""
+        __co__ void f(f32 [64, 32] a, global f32 [2, 8, 4] out, global f32 [64, 32] s) {
+          parallel p by 2 : block {
+            b = a.view(16, 8 : 12, 3).from(17, 18);
+            d = dma.copy b.chunkat(p, p) => shared;
+            dma.copy d => out.subspan(1, 8, 4).at(p, 0, 0).sqz();
+            dma.copy d => s.view(8, 4 : 5, 7).from(p * 8, 0);
+          }
+        }
+    """, a, out, scattered)
+    b = np.lib.stride_tricks.as_strided(a.reshape(-1)[258:], (16, 8), (12 * 4, 3 * 4))
+    want = np.zeros(64 * 32, np.float32)
+    for p in range(2):
+        np.testing.assert_array_equal(out[p], b[8 * p:8 * p + 8, 4 * p:4 * p + 4])
+        spots = 5 * (8 * p + np.arange(8))[:, None] + 7 * np.arange(4)[None, :]
+        want[spots] = b[8 * p:8 * p + 8, 4 * p:4 * p + 4]
+    np.testing.assert_array_equal(scattered.reshape(-1), want)
+
+
+def test_a_strided_dma_past_its_source_is_a_runtime_error_and_a_static_one_when_known():
+    source = """
+        __co__ void f(f32 [64, 32] a, int r) {
+          parallel p by 2 : block
+            d = dma.copy a.view(16, 8 : 12, 3).from(r, 0) => shared;
+        }
+    """
+    with pytest.raises(croqvm.KernelFault) as info:
+        run(source, np.zeros((64, 32), np.float32), 156)
+    assert str(info.value).splitlines()[0] == (
+        "views.co:3:5: runtime error: a view with element strides reaches element 2073 of "
+        "'a' in memory order, which has 2048 elements.")
+    with pytest.raises(croqvm.CompileError, match="reaches element 2073 of 'a' in memory "
+                       "order, which has 2048 elements"):
+        compile_src(source.replace("from(r, 0)", "from(156, 0)"))
+
+
+def test_a_view_with_element_strides_is_no_mma_operand_yet():
+    with pytest.raises(croqvm.CompileError, match="a view with element strides or a "
+                       "'span_as' of a future's data as an MMA operand"):
         compile_src("""
-            __co__ void f(s32 [64, 32] a) {
-              parallel p by 2 : block
-                dma.copy a.view(16, 8 : 12, 3).from(p * 16, 0) => shared;
+            __co__ void f(f16 [64, 64] a) {
+              parallel p by 1 : block {
+                s = dma.copy a => shared;
+                parallel w by 1 : group-4 {
+                  mc = mma.fill.f32 0.0f;
+                  ma = mma.load s.data.view(16, 16 : 64, 2).from(0, 0);
+                  mb = mma.load s.data.subspan(16, 16).at(0, 0);
+                  mma.row.col mc, ma, mb;
+                }
+              }
             }
         """)
 
@@ -368,18 +418,110 @@ def test_an_element_outside_what_a_view_shows_is_a_runtime_error():
             "dimension 0 is not in [0, 2).") in str(info.value)
 
 
-def test_a_span_as_of_a_futures_data_is_refused_as_a_dma_operand():
-    with pytest.raises(croqvm.CompileError) as info:
-        compile_src("""
-            __co__ void f(s32 [4, 4] a) {
+def test_a_dma_copies_a_span_as_of_a_futures_data_as_numpy_reshapes_it():
+    """span_ops.co's 'dma.copy f.span_as([12, 9]) => output.chunkat(x, y)' and its
+    'f.data.span_as' twin: the future's elements in row-major order, reshaped."""
+    a = np.arange(32 * 18 * 9, dtype=np.float32).reshape(32, 18, 9) - 500
+    out = np.zeros((48, 36), np.float32)
+    run("""
+        __co__ void f(f32 [32, 18, 9] a, global f32 [48, 36] output) {
+          parallel p by 3 : block {
+            foreach {x, y} in [4, 4] {
+              f = dma.copy a.span_as([16, 9, 36]).chunkat(x, p, y) => local;
+              if (p == 0) dma.copy f.span_as([12, 9]) => output.chunkat(x, y);
+              if (p == 2) dma.copy f.data.span_as([12, 9]) => output.chunkat(x, y);
+            }
+          }
+        }
+    """, a, out)
+    v = a.reshape(16, 9, 36)
+    want = np.zeros((48, 36), np.float32)
+    for x in range(4):
+        for y in range(4):
+            want[12 * x:12 * x + 12, 9 * y:9 * y + 9] = \
+                v[4 * x:4 * x + 4, 6:9, 9 * y:9 * y + 9].reshape(12, 9)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_a_dma_gathers_a_strided_view_of_a_futures_data_from_its_first_element():
+    a = np.arange(6 * 8, dtype=np.int32).reshape(6, 8) * 3 - 50
+    out = np.zeros((2, 3), np.int32)
+    run("""
+        __co__ void f(s32 [6, 8] a, global s32 [2, 3] out) {
+          parallel p by 1 : block {
+            t = dma.copy a.subspan(4, 8).at(0, 0) => shared;
+            dma.copy t.data.view(2, 3 : 5, 2).from(1, 0) => out;
+          }
+        }
+    """, a, out)
+    flat = a[:4].reshape(-1)
+    np.testing.assert_array_equal(
+        out, np.lib.stride_tricks.as_strided(flat[5:], (2, 3), (5 * 4, 2 * 4)))
+
+
+def test_a_span_as_of_a_futures_data_not_contiguous_in_its_buffer_is_a_runtime_error():
+    with pytest.raises(croqvm.KernelFault) as info:
+        run("""
+            __co__ void f(s32 [4, 4] a, global s32 [4, 8] b) {
               parallel p by 1 : block {
-                t = dma.copy a => shared;
-                u = dma.copy t.data.span_as([2, 8]) => shared;
+                t = dma.copy a => b.subspan(4, 4).at(0, 1);
+                dma.copy t.data.span_as([16]) => shared;
               }
             }
-        """)
-    assert ("not supported by croqvm yet: a view made by 'span_as' of a future's data as a "
-            "DMA or MMA operand.") in str(info.value)
+        """, np.zeros((4, 4), np.int32), np.zeros((4, 8), np.int32))
+    assert str(info.value).splitlines()[0] == (
+        "views.co:4:5: runtime error: the data of future 't', a [4, 4] tile of 'b' at "
+        "origin (0, 4), does not lie contiguous in memory, which a 'span_as' or element "
+        "strides of it address.")
+
+
+def test_span_as_of_a_view_contiguous_only_for_some_extents_is_checked_at_run_time():
+    """future_rotate.co's 'o.span_as([B * T, H, V]).view(T, _, _)...chunkat(i, _, c)':
+    the checker warns; the reshape runs where the tile is contiguous (H = 1)."""
+    source = """
+        __co__ void f(global s32 [T, H, V] o) {
+          parallel c by 2 : block {
+            local s32 [H * (V / 2)] l;
+            foreach i in T {
+              foreach k in H * (V / 2) l.at(k) = i * 100 + c * 10 + k;
+              dma.copy l => o.view(T, _, _).from(0, 0, 0).chunkat(i, _, c)
+                             .span_as([H * (V / 2)]);
+            }
+          }
+        }
+    """
+    program = compile_src(source)
+    assert "span_as may be applied to a view that is not contiguous" in program.warnings
+    o = np.zeros((3, 1, 8), np.int32)
+    engines.run(program, "f", o)
+    want = np.arange(3)[:, None, None] * 100 + np.array([0, 10])[None, None, :].repeat(4, 2) \
+        + np.tile(np.arange(4), 2)[None, None, :]
+    np.testing.assert_array_equal(o, want)
+    with pytest.raises(croqvm.KernelFault) as info:
+        engines.run(program, "f", np.zeros((3, 2, 8), np.int32))
+    assert str(info.value).splitlines()[0] == (
+        "views.co:6:7: runtime error: span_as needs a contiguous view, but dimension 2 of "
+        "'o' spans [0, 4) of [0, 8) after a dimension of extent other than 1.")
+
+
+def test_a_future_filled_through_a_reshape_is_waited_but_its_data_is_not_used():
+    source = """
+        __co__ void f(s32 [8] a, global s32 [2, 4] b) {
+          parallel p by 1 : block {
+            g = dma.any;
+            g = dma.copy.async a => b.span_as([8]);
+            wait g;
+            USE
+          }
+        }
+    """
+    b = np.zeros((2, 4), np.int32)
+    run(source.replace("USE", ""), np.arange(8, dtype=np.int32), b)
+    np.testing.assert_array_equal(b.reshape(-1), np.arange(8))
+    with pytest.raises(croqvm.CompileError, match="the data of a future filled through a "
+                       r"view made by 'span_as', '.sqz\(\)' or element strides \(a view "
+                       r"of its data\)"):
+        compile_src(source.replace("USE", "dma.copy g.data => shared;"))
 
 
 def test_a_global_buffer_declared_in_a_parallel_is_one_buffer_for_the_call():

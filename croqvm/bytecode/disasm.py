@@ -329,6 +329,7 @@ def _view(module, code, n, v):
             f"{_regs(v.origin)} extents {_regs(v.extents)}"
             + (f" swizzle {v.swizzle}" if v.swizzle else "")
             + (f" in {_regs(v.space)} from r{v.flat}" if v.space else "")
+            + (f" strides {_regs(v.strides)} from r{v.flat}" if v.strides else "")
             + (f" shows {v.shown}" if v.shown else ""))
 
 

@@ -185,11 +185,15 @@ class View:
     extents: list[int]       # s32 registers, as many
     text: str = ""           # how messages name it
     swizzle: int = 0         # bytes of the swizzle mma.load reads it through (§9.7), 0: none
-    # span_as (§8.3.3): the buffer's elements from row-major position R[flat] on, seen as
-    # an array of extents ``space``, in which origin and extents count
+    # span_as (§8.3.3): the base's elements from row-major position R[flat] on, seen as
+    # an array of extents ``space``, in which origin and extents count (a future's data
+    # counts from its first element and must lie contiguous in its buffer)
     space: list[int] = field(default_factory=list)   # s32 registers of a reshape, empty: none
     flat: int = -1           # s32 register: where the reshape starts, -1: none
     shown: list[int] = field(default_factory=list)   # .sqz() (§8.3.4): shown dims, empty: all
+    # element strides (§8.3.2): element ``origin + i`` lies at row-major position
+    # R[flat] + sum((origin + i) * strides) of the base's memory; empty: none
+    strides: list[int] = field(default_factory=list)  # s32 registers, one per dimension
 
     @property
     def shown_extents(self) -> list[int]:

@@ -238,7 +238,7 @@ _ROWS = (
         faults=(K.EMPTY_TILE, K.TILE_OUTSIDE, K.DMA_SHAPE, K.NEVER_WAITED,
                 K.ALLOC_EXTENT, K.SHARED_LIMIT, K.ALLOC_BUFFER, K.ALLOC_TILE)
         + _BASE_FAULTS[:4]
-        + _COLL_FAULTS + (K.OPERANDS_DIFFER,)),
+        + _COLL_FAULTS + (K.OPERANDS_DIFFER, K.FUTURE_NOT_CONTIGUOUS)),
     _op("FUT_ANY", ("f",), "future a := a placeholder without data (dma.any)"),
     _op("WAIT", ("f", "c?"), "complete future a's async transfer; a barrier of site b when it "
         "names one", _SITE, faults=(K.FUTURE_WAITED_TWICE,) + _COLL_FAULTS),

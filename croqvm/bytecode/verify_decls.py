@@ -33,7 +33,7 @@ from croqvm.limits import MAX_REGISTERS
 
 from .module import (DYNAMIC, SWIZZLES, BaseKind, DmaOp, L2Hint, ParamKind, PieceKind, Storage,
                      swizzled_sides)
-from .opcodes import GRID_SYNC, TRIGGER_CLUSTER, WIDTH
+from .opcodes import FUT_DIM, GRID_SYNC, SWAP, TRIGGER_CLUSTER, WIDTH
 from .verify_base import (CodeCtx, Where, base_rank, base_storage, buffer_rank, check_unit,
                           element_dtype, extents_text, future_text, known_extents, label,
                           lookup, want_reg)
@@ -59,6 +59,10 @@ def check_code(cx: CodeCtx) -> None:
         for n, entry in enumerate(getattr(code, attr)):
             name = getattr(entry, "name", None) or getattr(entry, "text", "")
             check(cx, where.at(label(noun, n, name)), n, entry)
+    for n, use in unaddressed_futures(code):
+        where.at(label("DMA", n, code.dmas[n].text)).fail(
+            f"fills {label('future', code.dmas[n].future, '')} through a reshaped, squeezed "
+            f"or strided destination view, and the code uses such data ({use})")
     if not 0 <= code.once_sites <= len(code.code) // WIDTH:
         where.fail(f"{code.once_sites} once sites for {len(code.code) // WIDTH} instructions")
     check_instructions(cx, code.code, where)
@@ -186,7 +190,9 @@ def _view(cx, at, n, view):
     if len(view.origin) != len(view.extents) or not view.extents:
         at.fail(f"{len(view.origin)} origin and {len(view.extents)} extent registers "
                 "(expected the same number, at least 1)")
-    if view.space or view.flat != -1:
+    if view.strides:
+        _strided(cx, at, view)
+    elif view.space or view.flat != -1:
         _reshaped(cx, at, view)
     else:
         _ranked(at, "extents", view.extents, rank)
@@ -204,8 +210,6 @@ def _reshaped(cx, at, view):
     """A ``span_as`` view (§8.3.3): a reshape of a buffer's own elements, one extent
     register per dimension of it; engines read a swizzled side in the buffer's own
     layout, so no swizzle goes with it."""
-    if view.base_kind != BaseKind.BUF:
-        at.fail("a reshaped view of a future's data (expected a buffer base)")
     want_reg(cx, at, view.flat, "index", "first-element register")
     if len(view.space) != len(view.extents):
         at.fail(f"{len(view.extents)} extents in a reshape of rank {len(view.space)}")
@@ -213,6 +217,21 @@ def _reshaped(cx, at, view):
         want_reg(cx, at, reg, "index", "reshape extent register")
     if view.swizzle:
         at.fail(f"swizzle of {view.swizzle} bytes on a reshaped view")
+
+
+def _strided(cx, at, view):
+    """A view with element strides (§8.3.2): a first-element register and one stride
+    register per dimension; its elements lie apart in memory, so no reshape and no
+    swizzle go with it."""
+    want_reg(cx, at, view.flat, "index", "first-element register")
+    if len(view.strides) != len(view.extents):
+        at.fail(f"{len(view.strides)} stride registers for a view of rank {len(view.extents)}")
+    for reg in view.strides:
+        want_reg(cx, at, reg, "index", "stride register")
+    if view.space:
+        at.fail("a reshape with element strides")
+    if view.swizzle:
+        at.fail(f"swizzle of {view.swizzle} bytes on a view with element strides")
 
 
 def _swizzle(at, n: int):
@@ -242,11 +261,8 @@ def _dma(cx, at, n, dma):
     fut = lookup(at, "future", dma.future, cx.code.futures, optional=True)
     views = [src, lookup(at, "view", dma.dst_view, cx.code.views, optional=True)]
     shared_side = views[0 if swizzled_sides(cx.code, dma)[0] else 1]
-    if dma.swizzle and shared_side is not None and shared_side.space:
-        at.fail(f"swizzle of {dma.swizzle} bytes on a reshaped view")
-    if fut is not None and views[1] is not None and (views[1].space or views[1].shown):
-        at.fail(f"fills {label('future', dma.future, fut.name)} through a reshaped or "
-                "squeezed destination view (a future's data is a window of a buffer)")
+    if dma.swizzle and shared_side is not None and (shared_side.space or shared_side.strides):
+        at.fail(f"swizzle of {dma.swizzle} bytes on a reshaped or strided view")
     if fut is not None:
         storage = dst[0]
         if (fut.dtype, len(fut.shape), fut.storage, fut.is_async) != \
@@ -384,6 +400,44 @@ def _dt(code: int) -> str:
 
 # Lane sets first: events and collective sites refer to them, and their code must be sane
 # before anything else assumes it.
+def unaddressed_futures(code) -> list[tuple[int, str]]:
+    """The DMAs that fill a future through a reshaped, squeezed or strided destination
+    view, whose data, not a window of its buffer, the engines do not address, where the
+    code uses the data of a future that may hold it (one linked by SWAP): (DMA, the
+    use). Waiting for and rotating such futures is all the code may do with them."""
+    ins, links = code.code, list(range(len(code.futures)))
+
+    def root(f: int) -> int:
+        while links[f] != f:
+            f = links[f]
+        return f
+
+    for pc in range(0, len(ins), WIDTH):
+        if ins[pc] == SWAP and ins[pc + 1] < len(links) and ins[pc + 2] < len(links):
+            links[root(ins[pc + 1])] = root(ins[pc + 2])
+    uses = {}
+    for pc in range(0, len(ins), WIDTH):
+        if ins[pc] == FUT_DIM and 0 <= ins[pc + 2] < len(links):
+            uses.setdefault(root(ins[pc + 2]), "an extent of its data")
+    for v in code.views:
+        if v.base_kind == BaseKind.FUT and 0 <= v.base < len(links):
+            uses.setdefault(root(v.base), "a view of its data")
+    for a in code.accesses:
+        if a.base_kind == BaseKind.FUT and 0 <= a.base < len(links):
+            uses.setdefault(root(a.base), "an element of its data")
+    for d in code.dmas:
+        if d.dst_view < 0 and 0 <= d.future < len(links):
+            uses.setdefault(root(d.future), "a copy into the buffer it holds")
+    out = []
+    for n, d in enumerate(code.dmas):
+        if not (0 <= d.future < len(links) and 0 <= d.dst_view < len(code.views)):
+            continue
+        v = code.views[d.dst_view]
+        if (v.space or v.shown or v.strides) and root(d.future) in uses:
+            out.append((n, uses[root(d.future)]))
+    return out
+
+
 TABLE_CHECKS = (
     ("lanesets", "lane set", _laneset),
     ("buffers", "buffer", _buffer),

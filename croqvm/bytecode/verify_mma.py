@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from croqvm.dtypes import BY_CODE, MMA_ACCUMULATOR
 
-from .module import DYNAMIC, FragRole, Storage
+from .module import DYNAMIC, BaseKind, FragRole, Storage
 from .verify_base import (CodeCtx, Where, element_dtype, extents_text, known_extents, label,
                           operand)
 
@@ -43,7 +43,15 @@ def _view_extents(cx: CodeCtx, at: Where, v: int) -> list[int]:
     view = cx.code.views[v]
     if len(view.shown_extents) != 2:
         at.fail(f"view {v} has rank {len(view.shown_extents)}; MMA tiles are 2-D")
+    _windowed(at, v, view)
     return known_extents(cx, view.shown_extents)
+
+
+def _windowed(at: Where, v: int, view) -> None:
+    """The engines read MMA operands as windows of a buffer or of a reshape of one."""
+    if view.strides or (view.space and view.base_kind == BaseKind.FUT):
+        at.fail(f"view {v} has element strides or reshapes a future's data; MMA tiles are "
+                "windows of a buffer or of a reshape of one")
 
 
 def _agree(at: Where, what: str, have, want, fragment="the fragment") -> None:
@@ -155,6 +163,7 @@ def mma_scale(cx, at, op, used):
     _agree(at, f"{label('fragment', b, part.name)}", (part.rows, part.cols),
            (acc.rows, acc.cols), "the accumulator")
     view = cx.code.views[v]
+    _windowed(at, v, view)
     if len(view.extents) not in (1, 2):
         at.fail(f"view {v} has rank {len(view.extents)}; row scales are 1-D or 2-D")
     elem = element_dtype(cx, view.base_kind, view.base)

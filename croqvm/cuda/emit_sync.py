@@ -249,17 +249,48 @@ def view(k, v: int, name: str, ins, ip) -> None:
         k.line(f"cq_view {name} = {future_view(k, d.base, ins, ip)};", ins)
     else:
         k.line(f"cq_view {name} = {buffer_instance(k, d.base, d.arr, ins, ip).view()};", ins)
+    first = f"(long long)r{d.flat}"
+    if d.flat >= 0 and d.base_kind == BaseKind.FUT:
+        rank = len(k.code.futures[d.base].shape)
+        k.line(f"long long {name}_start = 0;", ins)
+        k.fault(f"!cq_view_window({name}, &{name}_start)", Kind.FUTURE_NOT_CONTIGUOUS, ins, ip,
+                (f"{name}.slot", f"{name}.index",
+                 *(f"{name}.origin[{j}]" for j in range(rank)),
+                 *(f"{name}.ext[{j}]" for j in range(rank))),
+                lambda a, refs, f=d.base, n=rank: (
+                    f, refs(int(a[0]), int(a[1])), tuple(int(x) for x in a[2:2 + n]),
+                    tuple(int(x) for x in a[2 + n:2 + 2 * n])))
+        first = f"{name}_start + {first}"
+    outside = (f"{name}.slot", f"{name}.index", f"{name}_at",
+               f"cq_elements({name}.dims, {name}.rank)")
     if d.space:
         space = ", ".join(f"(long long)r{r}" for r in d.space)
         k.line(f"const long long {name}_space[{len(d.space)}] = {{{space}}};", ins)
-        k.fault(f"!cq_view_reshape({name}, (long long)r{d.flat}, {name}_space, {len(d.space)})",
-                Kind.TILE_OUTSIDE, ins, ip,
-                (f"{name}.slot", f"{name}.index", f"(long long)r{d.flat}",
-                 f"cq_elements({name}.dims, {name}.rank)"),
-                lambda a, refs: (refs(int(a[0]), int(a[1])), (int(a[2]),), (int(a[3]),)))
-    for j, (o, e) in enumerate(zip(d.origin, d.extents)):
-        ext = "1" if d.shown and j not in d.shown else f"(long long)r{e}"   # .sqz(): 1 deep
+        k.line(f"const long long {name}_at = {first};", ins)
+        k.fault(f"!cq_view_reshape({name}, {name}_at, {name}_space, {len(d.space)})",
+                Kind.TILE_OUTSIDE, ins, ip, outside, _outside_operands)
+    exts = ["1" if d.shown and j not in d.shown else f"(long long)r{e}"   # .sqz(): 1 deep
+            for j, e in enumerate(d.extents)]
+    if d.strides:
+        n = len(d.strides)
+        k.line(f"const long long {name}_org[{n}] = {{{_regs(d.origin)}}}, "
+               f"{name}_step[{n}] = {{{_regs(d.strides)}}}, "
+               f"{name}_ext[{n}] = {{{', '.join(exts)}}};", ins)
+        k.line(f"long long {name}_at = 0;", ins)
+        k.fault(f"!cq_view_strided({name}, {first}, {name}_org, {name}_step, {name}_ext, {n}, "
+                f"&{name}_at)", Kind.TILE_OUTSIDE, ins, ip, outside, _outside_operands)
+        return
+    for j, (o, ext) in enumerate(zip(d.origin, exts)):
         k.line(f"{name}.origin[{j}] += (long long)r{o}; {name}.ext[{j}] = {ext};", ins)
+
+
+def _regs(regs) -> str:
+    return ", ".join(f"(long long)r{r}" for r in regs)
+
+
+def _outside_operands(a, refs):
+    """TILE_OUTSIDE of a reshaped or strided view: the position, the buffer's size."""
+    return (refs(int(a[0]), int(a[1])), (int(a[2]),), (int(a[3]),))
 
 
 def squeeze(k, v: int, name: str, ins) -> None:

@@ -17,8 +17,8 @@ from ..bytecode.module import DmaOp, swizzled_sides
 from ..bytecode.opcodes import SPAN
 from ..faults import Fault, Kind
 from ..numerics import convert
-from .memory import (Handle, Transfer, allocating, first_pending, laid_out, shown, unshown,
-                     view_of, view_registers)
+from .memory import (Handle, Reshaped, Strided, Transfer, allocating, first_pending, laid_out,
+                     shown, unshown, view_of, view_registers)
 from .sync import arrive, check_uniform
 
 
@@ -213,6 +213,8 @@ def _issue(blk, desc, plan, lanes, span):
     handle = None
     if desc.future >= 0:
         buf, o, D = plan.dst
+        if isinstance(buf, (Reshaped, Strided)):    # its data is not addressed as the
+            buf = buf.buf                           # future's (lowering refuses that)
         waited = np.zeros(blk.size, bool) if is_async else None
         handle = Handle(buf, o, D, is_async, waited, span, transfer)
         futs = blk.futures[desc.future]

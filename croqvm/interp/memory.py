@@ -123,8 +123,43 @@ class Reshaped:
         return self.first + np.ravel_multi_index(grid, self.shape).reshape(-1)
 
 
+class Strided:
+    """A view's elements at element strides (§8.3.2): element ``i`` of a box of extents
+    ``pos.shape`` lies at row-major position ``pos[i]`` of ``buf``. ``data`` and
+    ``written`` are copies made when it is made, read where a ``Buffer``'s would be;
+    ``laid_out`` makes a fresh one when data moves, and ``store`` puts its values back,
+    the last in row-major order where two elements share a position (docs/EXECUTION.md
+    §9.2). ``offsets`` gives the race checker the positions of a box of it."""
+
+    __slots__ = ("buf", "pos", "ref", "dtype", "data", "written")
+
+    def __init__(self, buf: Buffer, pos: np.ndarray):
+        self.buf, self.pos, self.ref, self.dtype = buf, pos, buf.ref, buf.dtype
+        self.data = buf.flat[pos]
+        self.written = None if buf.written is None else buf.written.reshape(-1)[pos]
+
+    @property
+    def shape(self) -> tuple:
+        return self.pos.shape
+
+    def offsets(self, lo, hi) -> np.ndarray:
+        """Positions in ``buf``, in row-major order, of the box [lo, hi) of this array."""
+        return self.pos[tuple(slice(l, h) for l, h in zip(lo, hi))].reshape(-1)
+
+    def store(self) -> None:
+        pos = self.pos.reshape(-1)
+        _, back = np.unique(pos[::-1], return_index=True)
+        last = pos.size - 1 - back              # each position's last element
+        self.buf.flat[pos[last]] = self.data.reshape(-1)[last]
+        if self.written is not None:
+            self.buf.written.reshape(-1)[pos[last]] = self.written.reshape(-1)[last]
+
+
 def laid_out(buf: Buffer, swizzle: int):
-    """``buf`` in logical order: itself, or its ``Laid`` copy under a swizzle."""
+    """``buf`` in logical order: itself, or its ``Laid`` copy under a swizzle; a
+    ``Strided`` view as a fresh copy of its elements."""
+    if isinstance(buf, Strided):
+        return Strided(buf.buf, buf.pos)
     return Laid(buf, swizzle) if swizzle else buf
 
 
@@ -234,7 +269,8 @@ def view_registers(code, v: int):
     if view.base_kind != BaseKind.BUF or not block_wide(code.buffers[view.base]):
         return None
     return list(view.origin) + list(view.extents) + list(view.space) + \
-        ([view.flat] if view.flat >= 0 else []) + ([view.arr] if view.arr >= 0 else [])
+        list(view.strides) + ([view.flat] if view.flat >= 0 else []) + \
+        ([view.arr] if view.arr >= 0 else [])
 
 
 def view_of(w, v: int, i: int):
@@ -242,9 +278,10 @@ def view_of(w, v: int, i: int):
     the buffer a ``Reshaped`` one for a reshaped view, which faults where the reshape
     is not inside the buffer (lowering checks that first, §8.3.3)."""
     view = w.blk.prog.code.views[v]
-    buf, o, _ = base_view(w, view.base_kind, view.base, view.arr, i)
+    buf, o, e = base_view(w, view.base_kind, view.base, view.arr, i)
+    start = window_start(view, buf, o, e, i) if view.flat >= 0 else 0
     if view.space:
-        first = int(w.regs[view.flat][i])
+        first = start + int(w.regs[view.flat][i])
         space = tuple(int(w.regs[r][i]) for r in view.space)
         if first < 0 or min(space) < 0 or first + math.prod(space) > buf.flat.size:
             raise LaneFault(Kind.TILE_OUTSIDE, (buf.ref, (first,), (buf.flat.size,)), i)
@@ -252,7 +289,42 @@ def view_of(w, v: int, i: int):
     origin = tuple(int(a) + int(w.regs[r][i]) for a, r in zip(o, view.origin))
     extents = tuple(1 if view.shown and k not in view.shown else int(w.regs[r][i])
                     for k, r in enumerate(view.extents))    # .sqz(): not shown, 1 deep
+    if view.strides:
+        return strided(w, view, buf, start, extents, i)
     return buf, origin, extents
+
+
+def window_start(view, buf, o, e, i) -> int:
+    """Where a view's base starts in its buffer's memory order: a buffer at 0; a
+    future's data at its first element, when it lies contiguous there (one extent other
+    than 1 at most before whole dimensions), else FUTURE_NOT_CONTIGUOUS."""
+    if view.base_kind != BaseKind.FUT:
+        return 0
+    ok, partial, start = True, False, 0
+    for a, x, d in zip(o, e, buf.shape):
+        ok = ok and 0 <= a and a + x <= d and (not partial or x == d)
+        partial = partial or x != 1
+        start = start * d + a
+    if not ok:
+        raise LaneFault(Kind.FUTURE_NOT_CONTIGUOUS, (view.base, buf.ref, tuple(o), tuple(e)), i)
+    return start
+
+
+def strided(w, view, buf, start: int, extents: tuple, i: int):
+    """A view with element strides (§8.3.2) for lane ``i``: a ``Strided`` box of its
+    extents at origin 0, whose element ``r`` lies at position ``start + R[flat] +
+    sum((origin + r) * stride)`` of ``buf``; an element outside the buffer is a
+    TILE_OUTSIDE fault (lowering checks that first), the lowest in row-major order."""
+    pos = np.full([max(x, 0) for x in extents], start + int(w.regs[view.flat][i]), np.int64)
+    for k, (o, t) in enumerate(zip(view.origin, view.strides)):
+        line = (int(w.regs[o][i]) + np.arange(max(extents[k], 0), dtype=np.int64)) * \
+            int(w.regs[t][i])
+        pos += line.reshape([-1 if j == k else 1 for j in range(len(extents))])
+    bad = np.flatnonzero((pos < 0) | (pos >= buf.flat.size))
+    if bad.size:
+        at = int(pos.reshape(-1)[bad[0]])
+        raise LaneFault(Kind.TILE_OUTSIDE, (buf.ref, (at,), (buf.flat.size,)), i)
+    return Strided(buf, pos), (0,) * len(extents), extents
 
 
 def shown(view, e) -> tuple:

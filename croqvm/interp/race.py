@@ -46,7 +46,7 @@ from ..faults import LaneFault
 from ..limits import WARP_SIZE
 from .access import LOCATED
 from .checks import Access, Checker
-from .memory import Reshaped, distinct, locate
+from .memory import Reshaped, Strided, distinct, locate
 from .shadow import MAX_WARPS, Actor, Box, Flat, Shadow
 from .warp import BLOCKED
 
@@ -793,9 +793,10 @@ def _first_shared(key, other, shape):
 
 def _footprint(buf, o, e, swizzle: int = 0):
     """(buffer, key) of the tile at origin ``o`` with extents ``e`` in ``buf``: a ``Box``
-    (see ``_box``), or for a reshaped view (memory.Reshaped, which takes no swizzle) the
-    buffer it reshapes and the flat positions there of the part in range."""
-    if not isinstance(buf, Reshaped):
+    (see ``_box``), or for a reshaped or strided view (memory.Reshaped, memory.Strided,
+    which take no swizzle) the buffer it addresses and the flat positions there of the
+    part in range: a strided copy touches its elements, not the box around them."""
+    if not isinstance(buf, (Reshaped, Strided)):
         return buf, _box(buf, o, e, swizzle)
     box = _box(buf, o, e)
     return buf.buf, None if box is None else Flat(buf.offsets(box.lo, box.hi))

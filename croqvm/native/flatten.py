@@ -14,7 +14,7 @@ order by native/load.c. Types are dtype codes, enumerations the module's own val
            nfrags, per fragment: type, unit, rows, cols (-1: dynamic),
            naccesses, per access: base kind, base, arr, indices (list),
            nviews, per view: base kind, base, arr, origin (list), extents (list), swizzle,
-                  space (list), flat, shown (list),
+                  space (list), flat, shown (list), strides (list),
            ndmas, per DMA: op, src, dst view, dst buffer, future, async, zfill,
                   pad value, perm (list), pad lo (list), pad hi, pad mid (as many),
                   swizzle of the source, of the destination (bytes, 0: none),
@@ -101,6 +101,7 @@ class Image:
             self.counted(v.space)
             self.put(v.flat)
             self.counted(v.shown)
+            self.counted(v.strides)
         self.put(len(code.dmas))
         for d in code.dmas:
             self.put(d.op, d.src, d.dst_view, d.dst_buffer, d.future, int(d.is_async),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from croqvm.bytecode.module import (DYNAMIC, BufferDecl, DmaDesc, DmaOp, EventDecl, FutureDecl,
                                      L2Hint, Storage, swizzled_sides)
+from croqvm.bytecode.verify_decls import unaddressed_futures
 from croqvm.lang import ast
 from croqvm.lang import types as T
 
@@ -141,16 +142,27 @@ def _completion_event(lw: Lowerer, sym, node) -> int:
 
 
 def _refuse_reshaped(lw: Lowerer, s: ast.Dma, desc: DmaDesc) -> None:
-    """What the engines do not take yet of a view made by ``span_as`` or ``.sqz()``: a
-    future filled through it (a future's data is a window of a buffer), and a reshape
-    laid out by a swizzle."""
+    """What the engines do not take yet of a view made by ``span_as``, ``.sqz()`` or
+    element strides: the data of a future filled through it (a future's data is a window
+    of a buffer; ``refuse_unaddressed`` once the code is lowered), and a reshape or
+    strided view laid out by a swizzle."""
     views = lw.b.code.views
     dst = views[desc.dst_view] if desc.dst_view >= 0 else None
-    if dst is not None and s.target is not None and (dst.space or dst.shown):
-        lw.unsupported(s.dst, "a future filled through a view made by 'span_as' or '.sqz()'")
+    if dst is not None and s.target is not None and (dst.space or dst.shown or dst.strides):
+        _cache(lw, "unaddressed_fills")[len(lw.b.code.dmas)] = s.dst
     shared_side = views[desc.src] if swizzled_sides(lw.b.code, desc)[0] else dst
-    if desc.swizzle and shared_side is not None and shared_side.space:
-        lw.unsupported(s, "a swizzled copy into or out of a view made by 'span_as'")
+    if desc.swizzle and shared_side is not None and (shared_side.space or shared_side.strides):
+        lw.unsupported(s, "a swizzled copy into or out of a view made by 'span_as' or "
+                          "element strides")
+
+
+def refuse_unaddressed(lw: Lowerer) -> None:
+    """Once a code is lowered: a future filled through a reshaped, squeezed or strided
+    view may be waited for and rotated, but its data is not used (verify_decls)."""
+    fills = _cache(lw, "unaddressed_fills")
+    for d, use in unaddressed_futures(lw.b.code):
+        lw.unsupported(fills[d], f"the data of a future filled through a view made by "
+                                 f"'span_as', '.sqz()' or element strides ({use})")
 
 
 def _dst_extents(lw: Lowerer, s: ast.Dma, ext: list) -> list:
@@ -171,7 +183,7 @@ def _dst_extents(lw: Lowerer, s: ast.Dma, ext: list) -> list:
 def swizzled_view(lw: Lowerer, e: ast.Expr, swizzle: int | None = None) -> tuple:
     """``view_of`` for a tile an MMA reads (§9.7): through ``swizzle`` when given, else
     through the swizzle the checker found its buffer laid out with."""
-    view, base, ext = view_of(lw, e)
+    view, base, ext = view_of(lw, e, mma=True)
     set_swizzle(lw, e, view, buffer_swizzle(e) if swizzle is None else swizzle)
     return view, base, ext
 

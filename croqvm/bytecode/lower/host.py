@@ -17,6 +17,7 @@ from croqvm.lang.check.walk import child_stmts
 from croqvm.lang import types as T
 
 from .builder import CodeBuilder
+from .dma import refuse_unaddressed
 from .exprs import lower_as
 from .state import Lowerer, dtype_of
 from .values import BufRef, Env, Val
@@ -45,6 +46,7 @@ def lower_function(lw: Lowerer, fn: ast.Function) -> M.Function:
         lw.stmt(fn.body)
         b.span = fn.span
         b.emit("RET")
+        refuse_unaddressed(lw)
         b.finish(fn.name_span or fn.span)
     fs = lw.fn
     ret_dtype = fs.ret_dtype.code if fs.ret_dtype is not None else -1

@@ -17,6 +17,7 @@ from croqvm.lang import ast
 from croqvm.limits import LEVEL_LANES, UNIT_OF_LEVEL
 
 from .builder import CodeBuilder
+from .dma import refuse_unaddressed
 from .exprs import lower_as
 from .levels import (LevelInfo, bound_operands, check_positive, emit_level, has_regions, plan,
                      trivial)
@@ -202,6 +203,7 @@ def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
             info = st.levels.get(id(s.levels[clustered])) if has_block else None
             _lower_levels(lw, st, s.levels[clustered + has_block:], s.body,
                           Ctx(0, level=info))
+            refuse_unaddressed(lw)
             kb.finish(s.span)
         finally:
             lw.kernel = None

@@ -260,7 +260,7 @@ def _partial(lw: Lowerer, acc: FragRef, node: ast.Name) -> FragRef:
 
 
 def _emit_scale(lw: Lowerer, acc: FragRef, part: FragRef, rows, factor, text: str) -> None:
-    view, _, _ = view_of(lw, rows)
+    view, _, _ = view_of(lw, rows, mma=True)
     lw.b.emit("MMA_SCALE", acc.acc, part.acc, view, lower_as(lw, factor, dtypes.F32),
               lw.coll_site(text, acc.unit))
 
@@ -368,7 +368,7 @@ def lower_store(lw: Lowerer, s: ast.MmaStore) -> None:
 
 
 def _store(lw: Lowerer, s: ast.MmaStore, f: FragRef) -> None:
-    view, _, ext = view_of(lw, s.view)
+    view, _, ext = view_of(lw, s.view, mma=True)
     unit = _store_unit(lw, f)
     if s.guards:
         rows = lower_as(lw, s.guards[0], dtypes.S32)

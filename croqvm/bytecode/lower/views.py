@@ -270,15 +270,37 @@ def _span_as(lw: Lowerer, e: ast.SpanAs, under: VState) -> VState:
         emit_check(lw.b, ok, "span_as reshapes ", reg_of(lw, old), " elements into ",
                    reg_of(lw, new), ".")
     src = e.base.ty     # a buffer or a future's data is contiguous as a whole
-    whole = contiguous_prefix(src.full, src.space) + 1 if isinstance(src, T.View) \
-        else len(under.org)
-    for k in range(whole, len(under.org)):
+    prefix = contiguous_prefix(src.full, src.space) if isinstance(src, T.View) \
+        else len(under.org) - 1
+    if prefix is None:
+        _check_contiguous(lw, under)
+        return VState(under.base, [0] * len(sizes), list(sizes), list(sizes), None, under)
+    for k in range(prefix + 1, len(under.org)):
         o = under.org[k]
         if isinstance(o, Reg):
             ok = lw.b.op("EQ", dtypes.BOOL, o.r, lw.int_reg(0))
             emit_check(lw.b, ok, f"span_as needs a contiguous view, but its origin in "
                                  f"dimension {k} is ", o.r, ", not 0.")
     return VState(under.base, [0] * len(sizes), list(sizes), list(sizes), None, under)
+
+
+def _check_contiguous(lw: Lowerer, st: VState) -> None:
+    """At run time, that the view ``st`` a ``span_as`` reshapes is contiguous, where
+    the checker could not tell (§8.3.3): after its first dimension of an extent other
+    than 1, each dimension is whole, from 0."""
+    partial = lw.b.op("NE", dtypes.BOOL, lw.int_reg(0), lw.int_reg(0))
+    for k, (o, x, n) in enumerate(zip(st.org, st.ext, st.space)):
+        o, x, n = reg_of(lw, o), reg_of(lw, extent(lw, x)), reg_of(lw, extent(lw, n))
+        if k:
+            whole = lw.b.op("AND", dtypes.BOOL, lw.b.op("EQ", dtypes.BOOL, o, lw.int_reg(0)),
+                            lw.b.op("EQ", dtypes.BOOL, x, n))
+            ok = lw.b.op("OR", dtypes.BOOL, lw.b.op("NOT", dtypes.BOOL, partial), whole)
+            emit_check(lw.b, ok, f"span_as needs a contiguous view, but dimension {k} of "
+                                 f"'{_root_text(st.base.text)}' spans [", o, ", ",
+                       lw.b.op("ADD", dtypes.S32, o, x), ") of [0, ", n,
+                       ") after a dimension of extent other than 1.")
+        partial = lw.b.op("OR", dtypes.BOOL, partial,
+                          lw.b.op("NE", dtypes.BOOL, x, lw.int_reg(1)))
 
 
 def _strided(lw: Lowerer, e: ast.ViewFrom, under: VState) -> VState:
@@ -356,15 +378,16 @@ def _chunk_args(lw: Lowerer, args) -> list:
     return out
 
 
-def view_of(lw: Lowerer, e: ast.Expr, extents=None):
+def view_of(lw: Lowerer, e: ast.Expr, extents=None, mma: bool = False):
     """Lower a view chain to a ``View`` entry; returns ``(view index, base, extents)``, the
     extents those it shows. ``extents``: operands that replace the shown extents (a
-    destination cut to the source that fits it)."""
+    destination cut to the source that fits it). ``mma``: an MMA operand, which is not
+    yet a view with element strides or a reshape of a future's data."""
     st = view_state(lw, e)
     if extents is not None:
         for k, x in zip(st.shown, extents):
             st.ext[k] = x
-    return _view_record(lw, e, st)
+    return _view_record(lw, e, st, mma)
 
 
 def k_view(lw: Lowerer, e: ast.Expr, dim: int, origin: int, size: int):
@@ -374,31 +397,57 @@ def k_view(lw: Lowerer, e: ast.Expr, dim: int, origin: int, size: int):
     k = st.shown[dim]
     st.org[k] = o_add(lw, st.org[k], origin)
     st.ext[k] = size
-    return _view_record(lw, e, st)
+    return _view_record(lw, e, st, True)
 
 
-def _view_record(lw: Lowerer, e: ast.Expr, st: VState):
+def _view_record(lw: Lowerer, e: ast.Expr, st: VState, mma: bool):
     """The ``View`` of ``st`` as a DMA or MMA operand: a window of its base, or of a
     reshape of the base's elements from the first element of the contiguous view a
-    ``span_as`` reinterprets (§8.3.3); a ``.sqz()`` shows some of its dimensions."""
-    strided = st
-    while strided is not None and strided.strides is None:
-        strided = strided.under
-    if strided is not None:
-        lw.unsupported(e, "a view with element strides ('view(extents : strides)') as a "
-                          "DMA or MMA operand")
+    ``span_as`` reinterprets (§8.3.3), or its elements at element strides from a first
+    one (§8.3.2); a ``.sqz()`` shows some of its dimensions."""
     base = st.base
+    if mma and (st.strides is not None or (st.under is not None and base.kind == BaseKind.FUT)):
+        lw.unsupported(e, "a view with element strides or a 'span_as' of a future's data "
+                          "as an MMA operand")
     ext = [extent(lw, x) for x in st.ext]
     view = View(base.kind, base.slot, base.arr, [reg_of(lw, o) for o in st.org],
                 [reg_of(lw, x) for x in ext], _root_text(base.text),
                 shown=[] if st.keep is None else list(st.keep))
-    if st.under is not None:
-        if base.kind == BaseKind.FUT:
-            lw.unsupported(e, "a view made by 'span_as' of a future's data as a DMA or "
-                              "MMA operand")
+    if st.strides is not None:
+        view.strides = [reg_of(lw, t) for t in st.strides]
+        view.flat = reg_of(lw, _strided_first(lw, st, ext))
+    elif st.under is not None:
         view.space = [reg_of(lw, extent(lw, x)) for x in st.space]
         view.flat = reg_of(lw, _first_element(lw, st.under))
     return lw.b.add("views", view), base, [ext[k] for k in st.shown]
+
+
+def _strided_first(lw: Lowerer, st: VState, ext: list):
+    """The base position of index 0 of the strided ``st`` as a DMA operand (§8.3.2):
+    the first element of ``st.under``, from which its strides count. Every element of
+    the tile is checked here to lie in the memory the strides count in, as an element
+    access of it would be (``_strided_index``): the index space of ``st.under``, a
+    base or a reshape. The lowest and the highest element settle it."""
+    under = st.under
+    space = [extent(lw, x) for x in under.space]
+    start = _first_element(lw, under.under) if under.under is not None else 0
+    lead = 0
+    for o, x in zip(under.org, space):         # the first element of under, in its space
+        lead = o_add(lw, o_mul(lw, lead, x), o)
+    lo = hi = lead
+    for o, x, t in zip(st.org, ext, st.strides):
+        first, last = o_mul(lw, o, t), o_mul(lw, o_add(lw, o_add(lw, o, x), -1), t)
+        lo = o_add(lw, lo, o_op(lw, "MIN", first, last))
+        hi = o_add(lw, hi, o_op(lw, "MAX", first, last))
+    count = _product(lw, space)
+    text = _root_text(under.base.text)
+    for at, test, bound in ((lo, "GE", 0), (hi, "LT", count)):
+        if isinstance(at, Reg) or isinstance(count, Reg) or not 0 <= at < count:
+            ok = lw.b.op(test, dtypes.BOOL, reg_of(lw, at), reg_of(lw, bound))
+            emit_check(lw.b, ok, "a view with element strides reaches element ",
+                       reg_of(lw, at), f" of '{text}' in memory order, which has ",
+                       reg_of(lw, count), " elements.")
+    return o_add(lw, start, lead)
 
 
 def _first_element(lw: Lowerer, st: VState):

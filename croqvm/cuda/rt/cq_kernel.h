@@ -142,6 +142,66 @@ CQ_DEV bool cq_view_reshape(cq_view &v, long long first, const long long *space,
   return true;
 }
 
+/* A future's data (view v), for a span_as or element strides of it: where its first
+   element lies in its buffer, in *start, and v as that whole buffer in one dimension;
+   false when the data does not lie contiguous there (one extent other than 1 at most
+   before whole dimensions), v unchanged (memory.py window_start). */
+CQ_DEV bool cq_view_window(cq_view &v, long long *start) {
+  bool ok = !v.strided, partial = false;
+  long long s = 0;
+  for (int k = 0; k < v.rank; k++) {
+    ok = ok && v.origin[k] >= 0 && v.origin[k] + v.ext[k] <= v.dims[k] &&
+         (!partial || v.ext[k] == v.dims[k]);
+    partial = partial || v.ext[k] != 1;
+    s = s * v.dims[k] + v.origin[k];
+  }
+  if (!ok) return false;
+  long long count = cq_elements(v.dims, v.rank);
+  v.rank = 1;
+  v.dims[0] = v.ext[0] = count;
+  v.origin[0] = 0;
+  *start = s;
+  return true;
+}
+
+/* Element strides (§8.3.2; memory.py strided): view v's buffer as a box of extents
+   ext[n] at origin 0 whose element r lies at position first + sum((org + r) * stride);
+   false when an element lies outside the buffer, the lowest in row-major order in *at,
+   v unchanged. The corners settle the usual case without visiting every element. */
+CQ_DEV bool cq_view_strided(cq_view &v, long long first, const long long *org,
+                            const long long *stride, const long long *ext, int n,
+                            long long *at) {
+  long long have = cq_elements(v.dims, v.rank), lo = 0, hi = 0;
+  bool empty = false;
+  for (int k = 0; k < n; k++) {
+    first += org[k] * stride[k];
+    long long last = (ext[k] - 1) * stride[k];
+    lo += last < 0 ? last : 0;
+    hi += last > 0 ? last : 0;
+    empty = empty || ext[k] < 1;
+  }
+  if (!empty && (first + lo < 0 || first + hi >= have)) {
+    long long r[CQ_MAX_RANK] = {0};
+    for (;;) {
+      long long p = first;
+      for (int k = 0; k < n; k++) p += r[k] * stride[k];
+      if (p < 0 || p >= have) {
+        *at = p;
+        return false;
+      }
+      int k = n - 1;
+      while (k >= 0 && ++r[k] == ext[k]) r[k--] = 0;
+      if (k < 0) break;
+    }
+  }
+  if (!empty) v.base += first * v.elem;
+  v.rank = n;
+  v.strided = 1;
+  for (int k = 0; k < n; k++)
+    v.dims[k] = v.ext[k] = ext[k], v.origin[k] = 0, v.stride[k] = stride[k];
+  return true;
+}
+
 /* .sqz() (§8.3.4): view v as the n dimensions shown[] it shows, each element where it was;
    the others (of extent 1) fold into its base. A folded coordinate outside its dimension
    leaves no element in range (dims[0] = 0); a copy or a load faults on it before. */

@@ -108,6 +108,16 @@ def contiguous_prefix(full, space) -> int | None:
     return None
 
 
+def may_be_contiguous(full, space) -> bool:
+    """Whether a view of extents ``full`` in the row-major space ``space`` may be
+    contiguous: False when some dimension of an extent known not to be 1 comes before
+    one known not to be whole (lib/types.hpp IsContiguous's NOT)."""
+    not_one = [isinstance(x, int) and x != 1 for x in full]
+    partial = [isinstance(x, int) and isinstance(d, int) and x != d
+               for x, d in zip(full, space)]
+    return not any(not_one[i] and any(partial[i + 1:]) for i in range(len(full)))
+
+
 # --------------------------------------------------------------------------- buffers
 
 
@@ -378,8 +388,30 @@ def check_view(ck, e: ast.ViewFrom):
             ck.error(x.span, f"view stride {k} must be greater than 0.")
     view = _derived(src, [s for _, s in sizes])
     if strides is not None:     # extents in no row-major space: not contiguous
+        _strided_reach(ck, e, sizes, origin, strides, src)
         view = View(view.dtype, view.shape, view.storage, src.space)
     return view
+
+
+def _strided_reach(ck, e: ast.ViewFrom, sizes, origin, strides, src) -> None:
+    """A view with element strides whose last element lies beyond the memory of its
+    source's space even from the source's first position, when all of it is known (at
+    run time lowering checks every copy and access)."""
+    values = [const_value(x) for x, _ in origin] + [s for _, s in sizes] + \
+        [const_value(x) for x, _ in strides]
+    count = _count(src.space) if src.space is not None else None
+    if count is None or not all(isinstance(v, int) and not isinstance(v, bool)
+                                for v in values):
+        return
+    rank = len(sizes)
+    reach = sum((f + s - 1) * t for f, s, t in
+                zip(values[:rank], values[rank:2 * rank], values[2 * rank:]))
+    if reach >= count:
+        ck.error(e.span, f"a view with element strides reaches element {reach} of "
+                         f"'{root_name(e.base)}' in memory order, which has {count} "
+                         f"elements.",
+                 hint="element (i, j, ...) lies sum((offset + i) * stride) elements after "
+                      "the first one of the view's source")
 
 
 def _count(shape):
@@ -403,13 +435,19 @@ def check_span_as(ck, e: ast.SpanAs):
         if isinstance(d, int) and d < 1:
             ck.error(x.span, f'The mdspan size "{d}" is invalid!')
             return UNKNOWN
-    if src.full is None or contiguous_prefix(src.full, src.space) is None:
-        shown = shape_str(src.full or src.shape)
+    shown = shape_str(src.full or src.shape)
+    whole = "apply span_as to a whole buffer, or to a tile of whole rows (extent 1 before " \
+            "the first partial dimension, whole extents after it)"
+    if src.full is None or not may_be_contiguous(src.full, src.space):
         ck.error(e.span, f"span_as requires a contiguous view, but the view {shown} of "
                          f"'{root_name(e.base)}' {shape_str(src.space or ())} is not one.",
-                 hint="apply span_as to a whole buffer, or to a tile of whole rows (extent "
-                      "1 before the first partial dimension, whole extents after it)")
+                 hint=whole)
         return UNKNOWN
+    if contiguous_prefix(src.full, src.space) is None:    # lib/semacheck.cpp warns too
+        ck.warning(e.span, f"span_as may be applied to a view that is not contiguous: the "
+                           f"view {shown} of '{root_name(e.base)}' "
+                           f"{shape_str(src.space or ())} is checked at run time.",
+                   hint=whole)
     old, new = _count(src.shape), _count(shape)
     if old is not None and new is not None and old != new:
         ck.error(e.span, f"can not apply span_as to reshape from {shape_str(src.shape)}"
