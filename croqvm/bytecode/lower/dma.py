@@ -19,7 +19,6 @@ from croqvm.lang import types as T
 
 from croqvm.lang.check.dma import root_symbol
 
-from .kernel import laneset
 from .state import Lowerer
 from .values import FutRef
 from .views import o_add, o_mul, int_operands, reg_of, view_of
@@ -119,6 +118,7 @@ def lower_dma(lw: Lowerer, s: ast.Dma) -> None:
 def _publish(lw: Lowerer, s: ast.Dma, sym, slot: int) -> None:
     """§9.5.6: each participant hands the copy into the shared future ``sym`` (future slot
     ``slot``) to an arrival at its completion event, as ``trigger e after f`` does."""
+    from .kernel import laneset       # kernel.py imports this module
     ev = _completion_event(lw, sym, s.target)
     issuers = lw.b.code.events[ev].lanesets
     ls = laneset(lw, lw.kernel, lw.ctx.guards)
