@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#define CQ_FORMAT_VERSION 5
+#define CQ_FORMAT_VERSION 6
 #define CQ_WIDTH 7  /* words per instruction: opcode, a, b, c, d, e, span */
 #define CQ_SPAN 6  /* the word holding the span index */
 #define CQ_MAX_OPERANDS 5

@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-FORMAT_VERSION = 5       # 5: reshaped and squeezed views, multicast TMA, scaled and sparse
-                         # MMA, calls of functions defined in no file, setmaxnreg
+FORMAT_VERSION = 6       # 6: views with element strides, cluster-scope events and
+                         # TRIGGER_CLUSTER, cluster extents of launches
 
 
 # -- enumerations (the values are part of the format) --------------------------------------
