@@ -144,6 +144,38 @@ Poison = Annotated[bool, typer.Option("--poison", help="Poison new buffers, as f
 MaxSteps = Annotated[int | None, typer.Option(
     parser=values.count, metavar="N",
     help="Stop with a runtime error after N warp-instructions.")]
+# where the runs of explore go: here, one after another, or on a Dask cluster
+Workers = Annotated[int | None, typer.Option(
+    **values.at_least(1), metavar="N",
+    help="Run on a local Dask cluster of N worker processes (pip install croqvm[cluster]).")]
+Scheduler = Annotated[str | None, typer.Option(
+    metavar="ADDRESS",
+    help="Run on the Dask cluster whose scheduler listens at ADDRESS "
+         "(tcp://HOST:8786).")]
+TaskTimeout = Annotated[float | None, typer.Option(
+    parser=values.seconds, metavar="S",
+    help="On a cluster, stop a run after S seconds and report it as timed out.")]
+NoProgress = Annotated[bool, typer.Option(
+    "--no-progress", help="No progress bar (there is none when stderr is not a terminal).")]
+
+
+def _executor(workers, scheduler, task_timeout):
+    """Where the runs go: a Dask cluster (imported only then), or here, serially."""
+    if workers is not None and scheduler is not None:
+        raise errors.ArgumentError("--workers starts a local cluster, --scheduler uses a "
+                                   "running one: give one of them")
+    if workers is None and scheduler is None:
+        if task_timeout is not None:
+            raise errors.ArgumentError("--task-timeout limits the runs of a cluster: give "
+                                       "--workers N or --scheduler ADDRESS too")
+        from .sweep.executor import SerialExecutor
+        return SerialExecutor()
+    try:
+        from .sweep.cluster import DaskExecutor
+    except ImportError as exc:
+        raise errors.ArgumentError(f"--workers and --scheduler need Dask's distributed "
+                                   f"package ({exc}): pip install croqvm[cluster]") from None
+    return DaskExecutor(workers=workers, scheduler=scheduler, task_timeout=task_timeout)
 
 
 def _cuda_verbose(verbose: bool) -> None:
@@ -788,9 +820,14 @@ def explore(
             metavar="DIR",
             help="Write a replay file (for run --replay) of each schedule whose outcome is "
                  "not the usual one, or that stops with a runtime error.")] = None,
+        workers: Workers = None,
+        scheduler: Scheduler = None,
+        task_timeout: TaskTimeout = None,
+        no_progress: NoProgress = False,
         defines: Defines = None):
     inputs, dims = inputs or [], dims or []    # typer gives None for none given
-    from .explore import deviating, explore as run_seeds, write_replay
+    from .explore import deviating, group, run_seeds, write_replay
+    from .sweep.progress import Progress
     from .run_io import inputs_used, load_inputs, parse_dims
     if seed is not None and not random_inputs:
         raise errors.ArgumentError("--seed seeds --random-inputs")
@@ -803,10 +840,28 @@ def explore(
         func = program.functions[0].name
     fn, args, dim_values = _arguments(program, file, func, load_inputs(list(inputs)),
                                       parse_dims(list(dims)), random_inputs, seed or 0)
-    groups = run_seeds(program, fn, args, dim_values, range(seeds), check)
+    executor = _executor(workers, scheduler, task_timeout)
+    runs, stop = [], None
+    with Progress(seeds, "runs", show=False if no_progress else None) as bar:
+        try:
+            for run in run_seeds(program, fn, args, dim_values, range(seeds), check,
+                                 executor):
+                runs.append(run)
+                bar.advance()
+        except KeyboardInterrupt as interrupt:   # what ended is reported, then the interrupt
+            stop = interrupt
+    if bar.show and stop is None:
+        where = ("here" if scheduler is None and workers is None else
+                 f"on {workers} local workers" if workers else f"on {scheduler}")
+        print(f"explore: {bar.summary(where)}", file=sys.stderr)
+    groups = group(runs)
     print(f"explore: '{func}' under {seeds} random schedules (seeds 0-{seeds - 1})")
     for n, (outcome, which, results) in enumerate(groups, 1):
         _print_outcome(n, outcome, which, results)
+    if stop is not None:
+        at = f" {stop.position.describe()}" if isinstance(stop, Interrupted) else ""
+        print(f"explore: interrupted{at}, {len(runs)} of {seeds} runs done", file=sys.stderr)
+        raise SystemExit(EXIT_INTERRUPTED)
     late = deviating(groups)
     if record is not None and late:
         os.makedirs(record, exist_ok=True)

@@ -31,6 +31,15 @@ def tolerance(text) -> float:
     return number
 
 
+def seconds(text) -> float:
+    """A duration: a finite float above 0."""
+    number = _number(text, float, "float")
+    if not 0.0 < number < float("inf"):
+        raise typer.BadParameter(f"{text!r} is not a duration: use a number of seconds "
+                                 f"above 0.")
+    return number
+
+
 def at_least(low: int, kind: type = int) -> dict:
     """The ``typer.Option`` settings of a ``kind`` (int or float) from ``low`` up: the
     parser, and ``min`` for the ``[x>=low]`` of the help."""

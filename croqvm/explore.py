@@ -21,10 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import __version__
-from .bytecode.cqb import encode
+from .bytecode.cqb import decode, encode
 from .errors import ArgumentError, KernelFault
 from .files import load_numpy, write_atomic
 from .run_io import results_of
+from .sweep.executor import SerialExecutor, TimedOut
 
 REPLAY_FORMAT = "croqvm replay"
 REPLAY_VERSION = 1
@@ -59,14 +60,59 @@ def run_schedule(program, fn, args: list, dims: dict, seed: int, check):
     return Outcome(digest(results), out.getvalue(), None), results
 
 
-def explore(program, fn, args: list, dims: dict, seeds, check):
-    """Run every seed of ``seeds``; the outcomes in the order first seen, each with its
-    seeds and the results of its first run: a list of (Outcome, seeds, results)."""
+class Schedules:
+    """What every run of an exploration shares: the program, the function's name, its
+    arguments and dims, the check. Pickled (to reach the workers of a cluster) as the
+    module's ``.cqb`` bytes, decoded once where it is unpickled."""
+
+    def __init__(self, program, func: str, args: list, dims: dict, check):
+        self.program, self.func, self.args, self.dims, self.check = \
+            program, func, args, dims, check
+
+    def __reduce__(self):
+        return (_unpickled_schedules, (encode(self.program.module), self.func, self.args,
+                                       self.dims, self.check))
+
+
+def _unpickled_schedules(cqb: bytes, func, args, dims, check) -> Schedules:
+    from .program import Program
+    return Schedules(Program(decode(cqb)), func, args, dims, check)
+
+
+def run_seed(runs: Schedules, seed: int):
+    """The task of an exploration: ``run_schedule`` of one seed, for an executor."""
+    return run_schedule(runs.program, runs.program.function(runs.func), runs.args,
+                        runs.dims, seed, runs.check)
+
+
+def timed_out(seconds: float):
+    """The outcome of a run stopped by the executor's time limit (and no results)."""
+    return Outcome((), "", f"stopped by the time limit of {seconds:g} s per run"), {}
+
+
+def run_seeds(program, fn, args: list, dims: dict, seeds, check, executor=None):
+    """``(seed, outcome, results)`` for every seed of ``seeds``, in the order the runs end,
+    on ``executor`` (default: one after another, here)."""
+    seeds = list(seeds)
+    runs = Schedules(program, fn.name, args, dims, check)
+    for i, value in (executor or SerialExecutor()).map_unordered(run_seed, runs, seeds):
+        yield (seeds[i], *(timed_out(value.seconds) if isinstance(value, TimedOut)
+                           else value))
+
+
+def group(runs) -> list:
+    """The runs ``(seed, outcome, results)`` grouped by outcome, the outcomes in the order
+    of their first seed, each with its seeds and the results of its first run: a list of
+    (Outcome, seeds, results). The same whatever the order the runs came in."""
     groups: dict = {}
-    for seed in seeds:
-        outcome, results = run_schedule(program, fn, args, dims, seed, check)
+    for seed, outcome, results in sorted(runs, key=lambda run: run[0]):
         groups.setdefault(outcome, ([], results))[0].append(seed)
     return [(outcome, seeds, results) for outcome, (seeds, results) in groups.items()]
+
+
+def explore(program, fn, args: list, dims: dict, seeds, check, executor=None):
+    """Run every seed of ``seeds`` (on ``executor``); the outcomes grouped (``group``)."""
+    return group(run_seeds(program, fn, args, dims, seeds, check, executor))
 
 
 def deviating(groups) -> list[int]:
