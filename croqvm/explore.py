@@ -87,7 +87,8 @@ def run_seed(runs: Schedules, seed: int):
 
 def timed_out(seconds: float):
     """The outcome of a run stopped by the executor's time limit (and no results)."""
-    return Outcome((), "", f"stopped by the time limit of {seconds:g} s per run"), {}
+    return Outcome((), "", f"over the time limit of {seconds:g} s per run "
+                           f"(--task-timeout)"), {}
 
 
 def run_seeds(program, fn, args: list, dims: dict, seeds, check, executor=None):

@@ -139,12 +139,11 @@ class DaskExecutor:
         self._held = False
         self.close()
 
-    def describe(self) -> str:
-        """``4 local workers`` or ``the cluster at ADDRESS (12 workers)``."""
-        if self.scheduler is None:
-            return f"{self.workers} local worker{'s' if self.workers != 1 else ''}"
-        n = len(self._client.scheduler_info()["workers"]) if self._client else "?"
-        return f"the cluster at {self.scheduler} ({n} workers)"
+    @property
+    def address(self) -> str:
+        """The scheduler's address (a local cluster's too, once started): where other
+        clients (``--scheduler``) and ``dask worker`` processes reach this cluster."""
+        return self._connect().scheduler.address
 
     def _connect(self):
         if self._client is not None:
@@ -154,7 +153,7 @@ class DaskExecutor:
                 with _sigint_ignored():
                     self._cluster = LocalCluster(
                         n_workers=self.workers, threads_per_worker=1, processes=True,
-                        dashboard_address=None, silence_logs=logging.ERROR)
+                        dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
                 self._client = Client(self._cluster)
             else:
                 try:
