@@ -31,10 +31,10 @@ import threading
 import uuid
 
 import dask
-from distributed import Client, LocalCluster, as_completed
+from distributed import Client, KilledWorker, LocalCluster, as_completed
 
 from .. import __version__
-from ..errors import ArgumentError
+from ..errors import ArgumentError, InternalError
 from .executor import TimedOut
 
 CONNECT_TIMEOUT = "10s"     # to reach a scheduler given by its address
@@ -102,18 +102,19 @@ def _croqvm_version() -> str:
 
 
 @contextlib.contextmanager
-def _sigint_ignored():
-    """Ctrl-C ignored while the local cluster's processes start: they inherit that, so the
-    interrupt the terminal sends to all of them reaches only this process, which cancels
-    the tasks and closes the cluster in order."""
+def _sigint_held():
+    """Ctrl-C held back while the local cluster's processes start: they inherit the
+    blocked signal (and keep it blocked), so that the interrupt the terminal sends to all
+    of them reaches only this process, which cancels the tasks and closes the cluster in
+    order. An interrupt that comes meanwhile is raised once the cluster is up."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 class DaskExecutor:
@@ -131,7 +132,11 @@ class DaskExecutor:
         self._held = False
 
     def __enter__(self):
-        self._connect()
+        try:
+            self._connect()
+        except BaseException:       # an interrupt while it started
+            self.close()
+            raise
         self._held = True
         return self
 
@@ -148,13 +153,17 @@ class DaskExecutor:
     def _connect(self):
         if self._client is not None:
             return self._client
-        with dask.config.set({"distributed.comm.timeouts.connect": CONNECT_TIMEOUT}):
+        # Every task is handed to a worker at once (no queue kept back on the scheduler:
+        # the tasks have no dependencies, and a worker that ends one starts its next without
+        # waiting for the scheduler); work stealing evens out the workers' queues.
+        with dask.config.set({"distributed.comm.timeouts.connect": CONNECT_TIMEOUT,
+                              "distributed.scheduler.worker-saturation": float("inf")}):
             if self.scheduler is None:
-                with _sigint_ignored():
+                with _sigint_held():
                     self._cluster = LocalCluster(
                         n_workers=self.workers, threads_per_worker=1, processes=True,
                         dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
-                self._client = Client(self._cluster)
+                    self._client = Client(self._cluster)
             else:
                 try:
                     self._client = Client(self.scheduler, timeout=CONNECT_TIMEOUT)
@@ -185,26 +194,36 @@ class DaskExecutor:
             cluster.close()
 
     def map_unordered(self, fn, shared, items):
-        client = self._connect()
-        futures = []
+        pending = {}        # key -> future, while it runs: a future dropped is released
         try:
+            client = self._connect()
             # a list of one, so that a tuple or a dict is sent whole, not item by item
             [everywhere] = client.scatter([shared], broadcast=True, hash=False)
             run = uuid.uuid4().hex
+            keys = [f"croqvm-task-{run}-{i}" for i in range(len(items))]
             futures = client.map(run_task, [fn] * len(items), [everywhere] * len(items),
-                                 list(items), [self.task_timeout] * len(items),
-                                 key=[f"croqvm-task-{run}-{i}" for i in range(len(items))],
+                                 list(items), [self.task_timeout] * len(items), key=keys,
                                  pure=False)
-            index = {f.key: i for i, f in enumerate(futures)}
-            for future in as_completed(futures):
-                i = index.pop(future.key)
-                value = future.result()     # a task's own exception is raised here
-                future.release()
-                yield i, value
+            pending = dict(zip(keys, futures))
+            index = {key: i for i, key in enumerate(keys)}
+            # results come in batches, each gathered at once; a task's exception is
+            # raised here
+            done = as_completed(futures, with_results=True)
+            del futures
+            try:
+                for batch in done.batches():
+                    for future, value in batch:
+                        del pending[future.key]
+                        yield index.pop(future.key), value
+            except KilledWorker as exc:
+                i = index[exc.task]
+                raise InternalError(
+                    f"internal error: item {i} ({items[i]!r}) ended each of the "
+                    f"{exc.allowed_failures + 1} worker processes that ran it (the last at "
+                    f"{exc.last_worker.address}): a crash, or its memory exhausted; run it "
+                    f"alone to see which") from None
         finally:
-            unfinished = [f for f in futures if not f.done()]
-            if unfinished and self._client is not None:
-                client.cancel(unfinished)
+            if pending and self._client is not None:
+                self._client.cancel(list(pending.values()))
             if not self._held:
                 self.close()
-
