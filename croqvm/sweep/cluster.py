@@ -3,9 +3,9 @@
 ``DaskExecutor(workers=N)`` starts a local cluster of N worker processes, one thread each
 (the engines hold the GIL between slices, so threads of one process would not run at
 once); ``DaskExecutor(scheduler=ADDRESS)`` uses a running cluster (``dask scheduler``,
-``dask worker ADDRESS`` on each machine, docs/SWEEP.md "On a cluster"). ``shared`` is
-sent to every worker once (a broadcast scatter) and each task gets one item: what crosses
-the network per task is an item and its result.
+``dask worker ADDRESS`` on each machine, docs/CLUSTER.md "On a cluster"). ``shared`` is
+sent to the cluster once and reaches each worker once, and each task gets one item: what
+crosses the network per task is an item and its result.
 
 Every task has a key of its own and its index is reported once: a worker that dies while
 running a task has it run again by the scheduler on another worker (Dask does that for
@@ -95,6 +95,10 @@ def run_task(fn, shared, item, seconds: float | None):
         if watchdog.fired:
             return TimedOut(seconds)
         raise
+
+
+def _given(value):
+    return value
 
 
 def _croqvm_version() -> str:
@@ -197,24 +201,38 @@ class DaskExecutor:
         pending = {}        # key -> future, while it runs: a future dropped is released
         try:
             client = self._connect()
-            # a list of one, so that a tuple or a dict is sent whole, not item by item
-            [everywhere] = client.scatter([shared], broadcast=True, hash=False)
             run = uuid.uuid4().hex
+            # A task that gives ``shared``: the first worker to need it runs it, the others
+            # fetch it from a worker that has it, and were they all lost it would be run
+            # again (data scattered to the workers would be gone with them).
+            everywhere = client.submit(_given, shared, key=f"croqvm-shared-{run}",
+                                       pure=False)
             keys = [f"croqvm-task-{run}-{i}" for i in range(len(items))]
             futures = client.map(run_task, [fn] * len(items), [everywhere] * len(items),
                                  list(items), [self.task_timeout] * len(items), key=keys,
                                  pure=False)
             pending = dict(zip(keys, futures))
-            index = {key: i for i, key in enumerate(keys)}
+            index = dict(zip(keys, range(len(items))))      # key -> item index
             # results come in batches, each gathered at once; a task's exception is
             # raised here
             done = as_completed(futures, with_results=True)
             del futures
+            attempts = 0
             try:
                 for batch in done.batches():
                     for future, value in batch:
                         del pending[future.key]
-                        yield index.pop(future.key), value
+                        i = index.pop(future.key)
+                        if future.cancelled():     # by the cluster, which lost it: again
+                            attempts += 1
+                            key = f"croqvm-task-{run}-{i}-again{attempts}"
+                            index[key] = i
+                            pending[key] = client.submit(run_task, fn, everywhere, items[i],
+                                                         self.task_timeout, key=key,
+                                                         pure=False)
+                            done.add(pending[key])
+                            continue
+                        yield i, value
             except KilledWorker as exc:
                 i = index[exc.task]
                 raise InternalError(
