@@ -106,19 +106,19 @@ def _croqvm_version() -> str:
 
 
 @contextlib.contextmanager
-def _sigint_held():
-    """Ctrl-C held back while the local cluster's processes start: they inherit the
-    blocked signal (and keep it blocked), so that the interrupt the terminal sends to all
-    of them reaches only this process, which cancels the tasks and closes the cluster in
-    order. An interrupt that comes meanwhile is raised once the cluster is up."""
+def _sigint_ignored():
+    """Ctrl-C ignored while the local cluster's processes start: they inherit that (a
+    signal held back would not stay so in them), so that the interrupt the terminal sends
+    to all of them reaches only this process, which cancels the tasks and closes the
+    cluster in order. An interrupt while the cluster starts is lost."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.signal(signal.SIGINT, previous)
 
 
 class DaskExecutor:
@@ -163,7 +163,7 @@ class DaskExecutor:
         with dask.config.set({"distributed.comm.timeouts.connect": CONNECT_TIMEOUT,
                               "distributed.scheduler.worker-saturation": float("inf")}):
             if self.scheduler is None:
-                with _sigint_held():
+                with _sigint_ignored():
                     self._cluster = LocalCluster(
                         n_workers=self.workers, threads_per_worker=1, processes=True,
                         dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
