@@ -130,7 +130,7 @@ class DaskExecutor:
     def __init__(self, workers: int | None = None, scheduler: str | None = None,
                  task_timeout: float | None = None):
         if (workers is None) == (scheduler is None):
-            raise ValueError("DaskExecutor: give workers or scheduler, not both")
+            raise ValueError("DaskExecutor: give one of workers and scheduler")
         self.workers, self.scheduler, self.task_timeout = workers, scheduler, task_timeout
         self._cluster = self._client = None
         self._held = False
