@@ -8,11 +8,14 @@ scheduler, and what that makes of a campaign on many machines.
 
 Each run is one schedule of ``croqvm explore`` (explore's task, ``run_seed``): the same
 work as one point of a sweep, a compiled module run once on its inputs. The figures are
-wall-clock times of this process; the load of the machine (printed) weighs on them.
+wall-clock times of this process; the load of the machine (printed) weighs on them, and
+the CPU time of the processes of the campaign (this one and the cluster's) shows what the
+cluster itself costs.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -42,6 +45,17 @@ def timed(executor, fn, shared, items) -> tuple[float, dict]:
     return time.perf_counter() - start, got
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and every process it started (a local cluster's)."""
+    here = psutil.Process()
+    total = 0.0
+    for process in [here, *here.children(recursive=True)]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = process.cpu_times()
+            total += times.user + times.system
+    return total
+
+
 def load() -> str:
     one, five, _ = os.getloadavg()
     return f"load average {one:.1f} (5 min: {five:.1f}) on {os.cpu_count()} cores"
@@ -57,18 +71,22 @@ def campaign(args):
     seeds = list(range(args.points))
     print(f"campaign: {args.points} runs of 'matmul' ({os.path.basename(PROGRAM)}, "
           f"M=K=N={n}, random schedules); {load()}")
+    cpu = cpu_seconds()
     serial_s, want = timed(SerialExecutor(), run_seed, runs, seeds)
     args.run_s = serial_s / len(seeds)
-    print(f"  serial loop      {serial_s:7.2f} s  {serial_s / len(seeds) * 1e3:7.1f} ms/run")
+    print(f"  serial loop      {serial_s:7.2f} s  {serial_s / len(seeds) * 1e3:7.1f} ms/run  "
+          f"(CPU {cpu_seconds() - cpu:.1f} s)")
     for workers in args.workers:
         start = time.perf_counter()
         with DaskExecutor(workers=workers) as executor:
             up = time.perf_counter() - start
+            cpu = cpu_seconds()
             took, got = timed(executor, run_seed, runs, seeds)
+            cpu = cpu_seconds() - cpu
         same = all(got[i][0] == want[i][0] for i in seeds)
         print(f"  {workers} worker{'s' if workers > 1 else ' '}        {took:7.2f} s  "
-              f"speed-up {serial_s / took:4.2f}x over the loop  (cluster start {up:.1f} s; "
-              f"outcomes {'identical' if same else 'DIFFER'})")
+              f"speed-up {serial_s / took:4.2f}x over the loop  (CPU {cpu:.1f} s; cluster "
+              f"start {up:.1f} s; outcomes {'identical' if same else 'DIFFER'})")
 
 
 def overhead(args):
