@@ -9,6 +9,10 @@ SHA-256 of its bytes), the text it printed, and the runtime error it stopped wit
 scheduler: the same program, inputs, seed and croqvm version give the same interleaving,
 so a replay file records the inputs, the function, the dims, the seed and the check, and
 identifies the program by a digest of its bytecode and the croqvm version that ran it.
+
+The runs go through an executor (croqvm.sweep.executor): one after another here, or on a
+Dask cluster (``--workers``, ``--scheduler``; docs/CLUSTER.md). They are grouped in seed
+order whatever the order they end in, so the report and the replay files are the same.
 """
 from __future__ import annotations
 
@@ -109,11 +113,6 @@ def group(runs) -> list:
     for seed, outcome, results in sorted(runs, key=lambda run: run[0]):
         groups.setdefault(outcome, ([], results))[0].append(seed)
     return [(outcome, seeds, results) for outcome, (seeds, results) in groups.items()]
-
-
-def explore(program, fn, args: list, dims: dict, seeds, check, executor=None):
-    """Run every seed of ``seeds`` (on ``executor``); the outcomes grouped (``group``)."""
-    return group(run_seeds(program, fn, args, dims, seeds, check, executor))
 
 
 def deviating(groups) -> list[int]:
