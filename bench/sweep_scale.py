@@ -74,7 +74,7 @@ def campaign(args):
     cpu = cpu_seconds()
     serial_s, want = timed(SerialExecutor(), run_seed, runs, seeds)
     args.run_s = serial_s / len(seeds)
-    print(f"  serial loop      {serial_s:7.2f} s  {serial_s / len(seeds) * 1e3:7.1f} ms/run  "
+    print(f"  serial loop      {serial_s:7.2f} s  {args.run_s * 1e3:7.1f} ms/run  "
           f"(CPU {cpu_seconds() - cpu:.1f} s)")
     for workers in args.workers:
         start = time.perf_counter()
@@ -117,8 +117,8 @@ def memory(args):
         grown = psutil.Process().memory_info().rss - before
         del futures, busy       # closing the cluster drops them
     per_task = grown / args.pending
-    print(f"memory: {args.pending:,} pending tasks take {grown / 2**20:.0f} MiB in the client "
-          f"and scheduler, {per_task / 1024:.1f} KiB a task: 24 GB hold "
+    print(f"memory: {args.pending:,} pending tasks take {grown / 2**20:.0f} MiB in the "
+          f"client and scheduler, {per_task / 1024:.1f} KiB a task: 24 GB hold "
           f"{24e9 / per_task:,.0f} of them")
 
 
@@ -131,10 +131,12 @@ def scale_note(run_s: float, rate: float, machines=100, cores=32, points=100_000
     ``run_s`` seconds each, given a scheduler of ``rate`` tasks a second."""
     compute = points * run_s / (machines * cores)
     dispatch = points / rate
-    print(f"{points:,} runs of {run_s * 1e3:.0f} ms on {machines} machines of {cores} cores: "
-          f"{compute:.0f} s of work per core, {dispatch:.0f} s for the scheduler to hand out "
-          f"the tasks at {rate:.0f} tasks/s: about {max(compute, dispatch):.0f} s, bound by "
-          f"the {'scheduler' if dispatch > compute else 'runs'}")
+    bound = "scheduler" if dispatch > compute else "runs"
+    total = max(compute, dispatch)
+    print(f"{points:,} runs of {run_s * 1e3:.0f} ms on {machines} machines of {cores} "
+          f"cores: {compute:.0f} s of work per core, {dispatch:.0f} s for the scheduler to "
+          f"hand out the tasks at {rate:.0f} tasks/s: about {total:.0f} s, "
+          f"bound by the {bound}")
 
 
 def main():

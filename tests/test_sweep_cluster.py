@@ -1,8 +1,9 @@
 """The Dask executor (croqvm.sweep.cluster) on a local cluster of two worker processes:
 the same results as the serial executor, every index reported once when a worker dies in
 the middle of a task, a hung task stopped by the time limit, an interrupted map that
-cancels its tasks and stops its workers; and ``croqvm explore --scheduler`` (given the
-address of that cluster) printing and recording what the serial run does, without Dask when no cluster is asked for.
+cancels its tasks and stops its workers; ``croqvm explore --scheduler`` (given the address
+of that cluster) printing and recording what the serial run does; no Dask when no cluster
+is asked for.
 """
 from __future__ import annotations
 
@@ -135,8 +136,8 @@ def test_explore_on_a_cluster_prints_and_records_what_a_serial_run_does(cluster,
                                                                         capsys):
     path = tmp_path / "sums.co"
     path.write_text(SUMS)
-    common = [str(path), "--func", "sums", "--random-inputs", "--seed", "3", "--dim", "N=300",
-              "--seeds", "8", "--record"]
+    common = [str(path), "--func", "sums", "--random-inputs", "--seed", "3", "--dim",
+              "N=300", "--seeds", "8", "--record"]
     got = {}
     on_cluster = ["--scheduler", cluster.address, "--task-timeout", "60"]
     for how, options in (("serial", []), ("cluster", on_cluster)):
@@ -147,7 +148,8 @@ def test_explore_on_a_cluster_prints_and_records_what_a_serial_run_does(cluster,
     assert got["cluster"] == got["serial"]
     assert got["serial"][0] == 3 and "wrote REC/sums.seed" in got["serial"][1]
     serial = sorted((tmp_path / "serial").iterdir())
-    assert [p.name for p in serial] == sorted(p.name for p in (tmp_path / "cluster").iterdir())
+    assert [p.name for p in serial] == sorted(p.name
+                                              for p in (tmp_path / "cluster").iterdir())
     for replay in serial:
         assert replay.read_bytes() == (tmp_path / "cluster" / replay.name).read_bytes()
 

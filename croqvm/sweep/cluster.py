@@ -184,9 +184,9 @@ class DaskExecutor:
         if other:
             worker, version = next(iter(other.items()))
             self.close()
-            raise ArgumentError(f"--scheduler {self.scheduler}: worker {worker} runs croqvm "
-                                f"{version}, this is croqvm {__version__}; results would "
-                                f"differ from a serial run")
+            raise ArgumentError(f"--scheduler {self.scheduler}: worker {worker} runs "
+                                f"croqvm {version}, this is croqvm {__version__}; results "
+                                f"would differ from a serial run")
 
     def close(self):
         """Disconnect, and stop the local cluster if this executor started one."""
