@@ -144,6 +144,44 @@ Poison = Annotated[bool, typer.Option("--poison", help="The same as --check init
 MaxSteps = Annotated[int | None, typer.Option(
     parser=values.count, metavar="N",
     help="Stop with a runtime error after N warp-instructions.")]
+# where the runs of explore go: here, one after another, or on a Dask cluster
+Workers = Annotated[int | None, typer.Option(
+    **values.at_least(1), metavar="N",
+    help="Run on a local Dask cluster of N worker processes (pip install croqvm[cluster]).")]
+Scheduler = Annotated[str | None, typer.Option(
+    metavar="ADDRESS",
+    help="Run on the Dask cluster whose scheduler listens at ADDRESS "
+         "(tcp://HOST:8786).")]
+TaskTimeout = Annotated[float | None, typer.Option(
+    parser=values.seconds, metavar="S",
+    help="On a cluster, stop a run after S seconds and report it as timed out.")]
+NoProgress = Annotated[bool, typer.Option(
+    "--no-progress", help="No progress bar (there is none when stderr is not a terminal).")]
+
+
+def _executor(workers, scheduler, task_timeout):
+    """Where the runs go: a Dask cluster (imported only then), or here, serially."""
+    if workers is not None and scheduler is not None:
+        raise errors.ArgumentError("--workers starts a local cluster, --scheduler uses a "
+                                   "running one: give one of them")
+    if workers is None and scheduler is None:
+        if task_timeout is not None:
+            raise errors.ArgumentError("--task-timeout limits the runs of a cluster: give "
+                                       "--workers N or --scheduler ADDRESS too")
+        from .sweep.executor import SerialExecutor
+        return SerialExecutor()
+    try:
+        from .sweep.cluster import DaskExecutor
+    except ImportError as exc:
+        raise errors.ArgumentError(f"--workers and --scheduler need Dask's distributed "
+                                   f"package ({exc}): pip install croqvm[cluster]") from None
+    return DaskExecutor(workers=workers, scheduler=scheduler, task_timeout=task_timeout)
+
+
+def _where(workers, scheduler) -> str:
+    """Where the runs went, for a progress summary."""
+    return ("here" if scheduler is None and workers is None else
+            f"on {workers} local workers" if workers else f"on {scheduler}")
 
 
 def _cuda_verbose(verbose: bool) -> None:
@@ -791,9 +829,14 @@ def explore(
             metavar="DIR",
             help="Write a replay file (for run --replay) of each schedule whose outcome is "
                  "not the usual one, or that stops with a runtime error.")] = None,
+        workers: Workers = None,
+        scheduler: Scheduler = None,
+        task_timeout: TaskTimeout = None,
+        no_progress: NoProgress = False,
         defines: Defines = None):
     inputs, dims = inputs or [], dims or []    # typer gives None for none given
-    from .explore import deviating, explore as run_seeds, write_replay
+    from .explore import deviating, group, run_seeds, write_replay
+    from .sweep.progress import Progress
     from .run_io import inputs_used, load_inputs, parse_dims
     if seed is not None and not random_inputs:
         raise errors.ArgumentError("--seed seeds --random-inputs")
@@ -806,10 +849,26 @@ def explore(
         func = program.functions[0].name
     fn, args, dim_values = _arguments(program, file, func, load_inputs(list(inputs)),
                                       parse_dims(list(dims)), random_inputs, seed or 0)
-    groups = run_seeds(program, fn, args, dim_values, range(seeds), check)
+    executor = _executor(workers, scheduler, task_timeout)
+    runs, stop = [], None
+    with Progress(seeds, "runs", show=False if no_progress else None) as bar:
+        try:
+            for run in run_seeds(program, fn, args, dim_values, range(seeds), check,
+                                 executor):
+                runs.append(run)
+                bar.advance()
+        except KeyboardInterrupt as interrupt:   # what ended is reported, then the interrupt
+            stop = interrupt
+    if bar.show and stop is None:
+        print(f"explore: {bar.summary(_where(workers, scheduler))}", file=sys.stderr)
+    groups = group(runs)
     print(f"explore: '{func}' under {seeds} random schedules (seeds 0-{seeds - 1})")
     for n, (outcome, which, results) in enumerate(groups, 1):
         _print_outcome(n, outcome, which, results)
+    if stop is not None:
+        at = f" {stop.position.describe()}" if isinstance(stop, Interrupted) else ""
+        print(f"explore: interrupted{at}, {len(runs)} of {seeds} runs done", file=sys.stderr)
+        raise SystemExit(EXIT_INTERRUPTED)
     late = deviating(groups)
     if record is not None and late:
         os.makedirs(record, exist_ok=True)
@@ -881,16 +940,10 @@ def sweep(
                  "point.")] = None,
         json_output: Annotated[bool, typer.Option(
             "--json", help="Print the report as JSON.")] = False,
-        workers: Annotated[int | None, typer.Option(
-            **values.at_least(1), metavar="N",
-            help="Run the points on a local Dask cluster of N worker processes.")] = None,
-        scheduler: Annotated[str | None, typer.Option(
-            metavar="ADDRESS",
-            help="Run the points on the Dask cluster whose scheduler is at ADDRESS.")] = None,
-        task_timeout: Annotated[float | None, typer.Option(
-            parser=values.duration, metavar="SECONDS",
-            help="On a cluster, stop a point that runs longer and report it as timed "
-                 "out.")] = None,
+        workers: Workers = None,
+        scheduler: Scheduler = None,
+        task_timeout: TaskTimeout = None,
+        no_progress: NoProgress = False,
         defines: Defines = None):
     import json
     from .bytecode.cqb import encode
@@ -898,19 +951,21 @@ def sweep(
     from .program import CHECKING, default_engine
     from .run_io import load_inputs
     from .sweep import points as grid, report
-    from .sweep.task import Job, arguments, run_points
+    from .sweep.progress import Progress
+    from .sweep.task import Job, arguments, run_point
     if (rtol is not None or atol is not None) and against is None:
         raise errors.ArgumentError("--rtol and --atol are the tolerances of --against")
     engine = engine or default_engine("cpu", check)
     if against is not None:     # as diff: against the native engine, the reference is python
         engine = reference_for(against, engine)
-    if check is not None and engine not in CHECKING:
-        raise errors.ArgumentError(f"--check {check} runs on the python engine only: use "
-                                   f"--engine python with it")
+    if check is not None and engine not in CHECKING[check]:
+        raise errors.ArgumentError(f"--check {check} runs on the "
+                                   f"{' and '.join(CHECKING[check])} engines only: use "
+                                   f"--engine {CHECKING[check][-1]} with it")
     if record is not None and os.path.exists(record) and not os.path.isdir(record):
         raise errors.ArgumentError(f"--record {record}: not a directory")
     dim_values = grid.parse_dims(list(dims))
-    executor = _sweep_executor(workers, scheduler, task_timeout)
+    executor = _executor(workers, scheduler, task_timeout)
     program = _load(file, defines, "run")
     fn = program.function(func)
     if fn is None:
@@ -926,14 +981,19 @@ def sweep(
               engine, check, max_steps, against, rtol, atol, schedules or 0)
     points = grid.product(dim_values)
     arguments(program, job, points[0])    # what every point needs is there: say it now
-    show = _sweep_progress(len(points))
-    try:
-        results = [report.as_result(v) for v in run_points(executor, job, points, show)]
-    finally:
-        if show is not None:
-            print(file=sys.stderr)
-        if hasattr(executor, "close"):
-            executor.close()
+    values, stop = [None] * len(points), None
+    with Progress(len(points), "points", show=False if no_progress else None) as bar:
+        try:
+            for index, value in executor.map_unordered(run_point, job, points):
+                values[index] = value
+                bar.advance()
+        except KeyboardInterrupt as interrupt:   # what ended is reported, then the interrupt
+            stop = interrupt
+    if bar.show and stop is None:
+        print(f"sweep: {bar.summary(_where(workers, scheduler))}", file=sys.stderr)
+    done = [i for i, value in enumerate(values) if value is not None]
+    points = [points[i] for i in done]     # in point order, whatever order they ended in
+    results = [report.as_result(values[i]) for i in done]
     groups = report.group(points, results)
     replays = None
     if record is not None:
@@ -943,35 +1003,13 @@ def sweep(
                                         replays), indent=2))
     else:
         print(report.text(file, job, dim_values, points, results, groups, replays))
+    if stop is not None:
+        at = f" {stop.position.describe()}" if isinstance(stop, Interrupted) else ""
+        print(f"sweep: interrupted{at}, {len(done)} of {len(values)} points done",
+              file=sys.stderr)
+        raise SystemExit(EXIT_INTERRUPTED)
     if groups:
         raise SystemExit(EXIT_MISMATCH)
-
-
-def _sweep_executor(workers, scheduler, task_timeout):
-    """Where a sweep's points run: this process, or a Dask cluster (croqvm.sweep.cluster,
-    imported only then)."""
-    if workers is None and scheduler is None:
-        if task_timeout is not None:
-            raise errors.ArgumentError("--task-timeout limits the points run on a cluster "
-                                       "(--workers or --scheduler); here --max-steps "
-                                       "bounds a run")
-        from .sweep.executor import SerialExecutor
-        return SerialExecutor()
-    try:
-        from .sweep.cluster import DaskExecutor
-    except ImportError as err:
-        raise errors.ArgumentError(f"--workers and --scheduler run the points on a Dask "
-                                   f"cluster, which needs dask.distributed (pip install "
-                                   f"'croqvm[cluster]'): {err}") from None
-    return DaskExecutor(workers=workers, scheduler=scheduler, task_timeout=task_timeout)
-
-
-def _sweep_progress(total: int):
-    """On a terminal, a line on stderr counting the points done."""
-    if not sys.stderr.isatty():
-        return None
-    return lambda done: print(f"\rsweep: {done}/{total} points", end="", file=sys.stderr,
-                              flush=True)
 
 
 SHOWN_LINES = 10     # of what a run printed, in explore's outcomes

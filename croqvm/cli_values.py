@@ -31,8 +31,8 @@ def tolerance(text) -> float:
     return number
 
 
-def duration(text) -> float:
-    """A time in seconds: a finite number above 0."""
+def seconds(text) -> float:
+    """A duration: a finite float above 0."""
     number = _number(text, float, "float")
     if not 0.0 < number < float("inf"):
         raise typer.BadParameter(f"{text!r} is not a duration: use a number of seconds "

@@ -11,6 +11,10 @@ so a replay file records the inputs, the function, the dims, the seed and the ch
 identifies the program by a digest of its bytecode and the croqvm version that ran it. A
 replay file without a seed (``croqvm sweep`` records one for a run that failed under the
 default schedule) replays under round-robin, which needs no seed.
+
+The runs go through an executor (croqvm.sweep.executor): one after another here, or on a
+Dask cluster (``--workers``, ``--scheduler``; docs/CLUSTER.md). They are grouped in seed
+order whatever the order they end in, so the report and the replay files are the same.
 """
 from __future__ import annotations
 
@@ -23,10 +27,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import __version__
-from .bytecode.cqb import encode
+from .bytecode.cqb import decode, encode
 from .errors import ArgumentError, KernelFault
 from .files import load_numpy, write_atomic
 from .run_io import results_of
+from .sweep.executor import SerialExecutor, TimedOut
 
 REPLAY_FORMAT = "croqvm replay"
 REPLAY_VERSION = 1
@@ -62,12 +67,55 @@ def run_schedule(program, fn, args: list, dims: dict, seed: int, check, **option
     return Outcome(digest(results), out.getvalue(), None), results
 
 
-def explore(program, fn, args: list, dims: dict, seeds, check, **options):
-    """Run every seed of ``seeds``; the outcomes in the order first seen, each with its
-    seeds and the results of its first run: a list of (Outcome, seeds, results)."""
+class Schedules:
+    """What every run of an exploration shares: the program, the function's name, its
+    arguments and dims, the check and further ``Program.run`` options. Pickled (to reach
+    the workers of a cluster) as the module's ``.cqb`` bytes, decoded once where it is
+    unpickled."""
+
+    def __init__(self, program, func: str, args: list, dims: dict, check, options: dict):
+        self.program, self.func, self.args, self.dims, self.check, self.options = \
+            program, func, args, dims, check, options
+
+    def __reduce__(self):
+        return (_unpickled_schedules, (encode(self.program.module), self.func, self.args,
+                                       self.dims, self.check, self.options))
+
+
+def _unpickled_schedules(cqb: bytes, func, args, dims, check, options) -> Schedules:
+    from .program import Program
+    return Schedules(Program(decode(cqb)), func, args, dims, check, options)
+
+
+def run_seed(runs: Schedules, seed: int):
+    """The task of an exploration: ``run_schedule`` of one seed, for an executor."""
+    return run_schedule(runs.program, runs.program.function(runs.func), runs.args,
+                        runs.dims, seed, runs.check, **runs.options)
+
+
+def timed_out(seconds: float):
+    """The outcome of a run stopped by the executor's time limit (and no results)."""
+    return Outcome((), "", f"over the time limit of {seconds:g} s per run "
+                           f"(--task-timeout)"), {}
+
+
+def run_seeds(program, fn, args: list, dims: dict, seeds, check, executor=None, **options):
+    """``(seed, outcome, results)`` for every seed of ``seeds``, in the order the runs end,
+    on ``executor`` (default: one after another, here); ``options`` as for
+    ``run_schedule``."""
+    seeds = list(seeds)
+    runs = Schedules(program, fn.name, args, dims, check, options)
+    for i, value in (executor or SerialExecutor()).map_unordered(run_seed, runs, seeds):
+        yield (seeds[i], *(timed_out(value.seconds) if isinstance(value, TimedOut)
+                           else value))
+
+
+def group(runs) -> list:
+    """The runs ``(seed, outcome, results)`` grouped by outcome, the outcomes in the order
+    of their first seed, each with its seeds and the results of its first run: a list of
+    (Outcome, seeds, results). The same whatever the order the runs came in."""
     groups: dict = {}
-    for seed in seeds:
-        outcome, results = run_schedule(program, fn, args, dims, seed, check, **options)
+    for seed, outcome, results in sorted(runs, key=lambda run: run[0]):
         groups.setdefault(outcome, ([], results))[0].append(seed)
     return [(outcome, seeds, results) for outcome, (seeds, results) in groups.items()]
 

@@ -199,13 +199,13 @@ def test_without_the_cluster_module_workers_is_a_usage_error(monkeypatch, capsys
     code, _, err = croqvm(capsys, "sweep", CLEAN, "--func", "add_2d", "--dim", "M=8",
                           "--dim", "N=16", "--workers", 2)
     assert code == 2 and len(err.splitlines()) == 1
-    assert err.startswith("--workers and --scheduler run the points on a Dask cluster")
+    assert err.startswith("--workers and --scheduler need Dask's distributed package")
 
 
 def test_task_timeout_needs_a_cluster(capsys):
     code, _, err = croqvm(capsys, "sweep", CLEAN, "--func", "add_2d", "--dim", "M=8",
                           "--dim", "N=16", "--task-timeout", 5)
-    assert code == 2 and err.startswith("--task-timeout limits the points run on a cluster")
+    assert code == 2 and err.startswith("--task-timeout limits the runs of a cluster")
 
 
 def test_a_serial_sweep_imports_no_dask():

@@ -160,8 +160,9 @@ def _against(program, fn, args, dims, job, reference):
 def _schedules(program, fn, args, dims, job, options):
     """The random schedules 0 to ``job.schedules``-1: the first that faults, else the
     first whose outcome is not the usual one (croqvm.explore.deviating)."""
-    from ..explore import deviating, explore
-    groups = explore(program, fn, args, dims, range(job.schedules), job.check, **options)
+    from ..explore import deviating, group, run_seeds
+    groups = group(run_seeds(program, fn, args, dims, range(job.schedules), job.check,
+                             **options))
     faulty = [s for outcome, seeds, _ in groups if outcome.error is not None for s in seeds]
     if faulty:
         # an outcome keeps the error's text; its kind and statement come from that
@@ -186,13 +187,3 @@ def _schedules(program, fn, args, dims, job, options):
                   f"{len(groups)} outcomes in {job.schedules} schedules; schedule {seed} "
                   f"is not the usual one", seed)
 
-
-def run_points(executor, job: Job, points: list, progress=None) -> list:
-    """Every point's executor value (a Result, or croqvm.sweep.executor.TimedOut), in the
-    order of ``points`` whatever order they finish in; ``progress(done)`` after each."""
-    values: list = [None] * len(points)
-    for done, (index, value) in enumerate(executor.map_unordered(run_point, job, points), 1):
-        values[index] = value
-        if progress is not None:
-            progress(done)
-    return values

@@ -1,0 +1,250 @@
+"""The Dask executor: the runs of a sweep or an exploration on a cluster of processes.
+
+``DaskExecutor(workers=N)`` starts a local cluster of N worker processes, one thread each
+(the engines hold the GIL between slices, so threads of one process would not run at
+once); ``DaskExecutor(scheduler=ADDRESS)`` uses a running cluster (``dask scheduler``,
+``dask worker ADDRESS`` on each machine, docs/CLUSTER.md "On a cluster"). ``shared`` is
+sent to the cluster once and reaches each worker once, and each task gets one item: what
+crosses the network per task is an item and its result.
+
+Every task has a key of its own and its index is reported once: a worker that dies while
+running a task has it run again by the scheduler on another worker (Dask does that for
+any task whose worker is lost, up to ``distributed.scheduler.allowed-failures`` times), and
+its result, like every other, comes back through exactly one future.
+
+The per-task time limit (``task_timeout``) is kept on the worker: a Python thread can not
+be killed, so when a task's time is up a watchdog raises an interrupt in the thread that
+runs it, as Ctrl-C does in the main thread. The engines stop at the next point they check
+for Ctrl-C (the reference engine between two instructions, the native engine between two
+slices of its run, cuda-cpu at its loop steps), and the task yields ``TimedOut``. Code
+that never returns to Python (a C++ device function that loops forever) is not stopped.
+
+Importing this module imports Dask; the serial path (croqvm.sweep.executor) never does.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import signal
+import threading
+import uuid
+
+import dask
+from distributed import Client, KilledWorker, LocalCluster, as_completed
+
+from .. import __version__
+from ..errors import ArgumentError, InternalError
+from .executor import TimedOut
+
+CONNECT_TIMEOUT = "10s"     # to reach a scheduler given by its address
+
+
+class _TimeUp(KeyboardInterrupt):
+    """Raised in a task's thread by its watchdog; a KeyboardInterrupt, so that every engine
+    stops on it where it stops on Ctrl-C."""
+
+
+def _raise_in(thread: int, exc) -> None:
+    """Raise ``exc`` in the thread ``thread`` when it next runs Python code (None: take
+    back one that thread has not raised yet)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread),
+                                               ctypes.py_object(exc) if exc else None)
+
+
+class _Watchdog:
+    """Interrupts the calling thread after ``seconds`` unless ``disarm`` came first."""
+
+    def __init__(self, seconds: float):
+        self.thread = threading.get_ident()
+        self.lock = threading.Lock()
+        self.fired = self.disarmed = False
+        self.timer = threading.Timer(seconds, self._fire)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _fire(self):
+        with self.lock:
+            if not self.disarmed:
+                self.fired = True
+                _raise_in(self.thread, _TimeUp)
+
+    def disarm(self):
+        with self.lock:
+            self.disarmed = True
+            self.timer.cancel()
+            if self.fired:      # an interrupt raised just as the task ended: not delivered
+                _raise_in(self.thread, None)
+
+
+def run_task(fn, shared, item, seconds: float | None):
+    """``fn(shared, item)``, or ``TimedOut(seconds)`` when it runs longer than ``seconds``.
+
+    The interrupt may arrive anywhere from the task's first instruction to the moment the
+    watchdog is disarmed; the outer ``try`` catches it wherever it lands.
+    """
+    if seconds is None:
+        return fn(shared, item)
+    watchdog = _Watchdog(seconds)
+    try:
+        try:
+            return fn(shared, item)
+        finally:
+            watchdog.disarm()
+    except KeyboardInterrupt:
+        if watchdog.fired:
+            return TimedOut(seconds)
+        raise
+
+
+def _given(value):
+    return value
+
+
+def _croqvm_version() -> str:
+    return __version__
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """Ctrl-C ignored while the local cluster's processes start: they inherit that (a
+    signal held back would not stay so in them), so that the interrupt the terminal sends
+    to all of them reaches only this process, which cancels the tasks and closes the
+    cluster in order. An interrupt while the cluster starts is lost."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class DaskExecutor:
+    """Runs the tasks of ``map_unordered`` on a Dask cluster: a local one of ``workers``
+    processes, or the one whose scheduler listens at ``scheduler``. ``task_timeout``
+    (seconds) limits each task. Used as a context manager, one cluster serves every map
+    until the end of the ``with``; otherwise each map starts and closes its own."""
+
+    def __init__(self, workers: int | None = None, scheduler: str | None = None,
+                 task_timeout: float | None = None):
+        if (workers is None) == (scheduler is None):
+            raise ValueError("DaskExecutor: give one of workers and scheduler")
+        self.workers, self.scheduler, self.task_timeout = workers, scheduler, task_timeout
+        self._cluster = self._client = None
+        self._held = False
+
+    def __enter__(self):
+        try:
+            self._connect()
+        except BaseException:       # an interrupt while it started
+            self.close()
+            raise
+        self._held = True
+        return self
+
+    def __exit__(self, *exc):
+        self._held = False
+        self.close()
+
+    @property
+    def address(self) -> str:
+        """The scheduler's address (a local cluster's too, once started): where other
+        clients (``--scheduler``) and ``dask worker`` processes reach this cluster."""
+        return self._connect().scheduler.address
+
+    def _connect(self):
+        if self._client is not None:
+            return self._client
+        # Every task is handed to a worker at once (no queue kept back on the scheduler:
+        # the tasks have no dependencies, and a worker that ends one starts its next without
+        # waiting for the scheduler); work stealing evens out the workers' queues. The
+        # workers' sampling profiler (a stack walk every 10 ms) is off: it cost a local
+        # worker a fifth of its CPU time.
+        with dask.config.set({"distributed.comm.timeouts.connect": CONNECT_TIMEOUT,
+                              "distributed.scheduler.worker-saturation": float("inf"),
+                              "distributed.worker.profile.enabled": False}):
+            if self.scheduler is None:
+                with _sigint_ignored():
+                    self._cluster = LocalCluster(
+                        n_workers=self.workers, threads_per_worker=1, processes=True,
+                        dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+                    self._client = Client(self._cluster)
+            else:
+                try:
+                    self._client = Client(self.scheduler, timeout=CONNECT_TIMEOUT)
+                except (OSError, ValueError) as exc:
+                    raise ArgumentError(f"--scheduler {self.scheduler}: can not reach a "
+                                        f"Dask scheduler there ({exc})") from None
+                self._check_versions()
+        return self._client
+
+    def _check_versions(self):
+        """Every worker must run this croqvm: schedules and results depend on it."""
+        found = self._client.run(_croqvm_version)
+        other = {w: v for w, v in found.items() if v != __version__}
+        if other:
+            worker, version = next(iter(other.items()))
+            self.close()
+            raise ArgumentError(f"--scheduler {self.scheduler}: worker {worker} runs "
+                                f"croqvm {version}, this is croqvm {__version__}; results "
+                                f"would differ from a serial run")
+
+    def close(self):
+        """Disconnect, and stop the local cluster if this executor started one."""
+        client, cluster = self._client, self._cluster
+        self._client = self._cluster = None
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+
+    def map_unordered(self, fn, shared, items):
+        pending = {}        # key -> future, while it runs: a future dropped is released
+        try:
+            client = self._connect()
+            run = uuid.uuid4().hex
+            # A task that gives ``shared``: the first worker to need it runs it, the others
+            # fetch it from a worker that has it, and were they all lost it would be run
+            # again (data scattered to the workers would be gone with them).
+            everywhere = client.submit(_given, shared, key=f"croqvm-shared-{run}",
+                                       pure=False)
+            keys = [f"croqvm-task-{run}-{i}" for i in range(len(items))]
+            futures = client.map(run_task, [fn] * len(items), [everywhere] * len(items),
+                                 list(items), [self.task_timeout] * len(items), key=keys,
+                                 pure=False)
+            pending = dict(zip(keys, futures))
+            index = dict(zip(keys, range(len(items))))      # key -> item index
+            # results come in batches, each gathered at once; a task's exception is
+            # raised here
+            done = as_completed(futures, with_results=True)
+            del futures
+            attempts = 0
+            try:
+                for batch in done.batches():
+                    for future, value in batch:
+                        del pending[future.key]
+                        i = index.pop(future.key)
+                        if future.cancelled():     # by the cluster, which lost it: again
+                            attempts += 1
+                            key = f"croqvm-task-{run}-{i}-again{attempts}"
+                            index[key] = i
+                            pending[key] = client.submit(run_task, fn, everywhere, items[i],
+                                                         self.task_timeout, key=key,
+                                                         pure=False)
+                            done.add(pending[key])
+                            continue
+                        yield i, value
+            except KilledWorker as exc:
+                i = index[exc.task]
+                raise InternalError(
+                    f"internal error: item {i} ({items[i]!r}) ended each of the "
+                    f"{exc.allowed_failures + 1} worker processes that ran it (the last at "
+                    f"{exc.last_worker.address}): a crash, or its memory exhausted; run it "
+                    f"alone to see which") from None
+        finally:
+            if pending and self._client is not None:
+                self._client.cancel(list(pending.values()))
+            if not self._held:
+                self.close()
