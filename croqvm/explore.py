@@ -73,9 +73,10 @@ class Schedules:
     the workers of a cluster) as the module's ``.cqb`` bytes, decoded once where it is
     unpickled."""
 
-    def __init__(self, program, func: str, args: list, dims: dict, check, options: dict):
+    def __init__(self, program, func: str, args: list, dims: dict, check,
+                 options: dict | None = None):
         self.program, self.func, self.args, self.dims, self.check, self.options = \
-            program, func, args, dims, check, options
+            program, func, args, dims, check, options or {}
 
     def __reduce__(self):
         return (_unpickled_schedules, (encode(self.program.module), self.func, self.args,

@@ -87,15 +87,15 @@ def test_explore_of_a_race_free_kernel_agrees(tmp_path, capsys):
 
 
 def test_explore_reports_a_runtime_error_every_schedule_stops_with(tmp_path, capsys):
-    path = tmp_path / "unset.co"
-    path.write_text("__co__ void f() {\n  s32 [4] a;\n  println(a.at(2));\n}\n")
+    path = tmp_path / "past.co"
+    path.write_text("__co__ void f() {\n  s32 [4] a;\n  foreach i in [5]\n    a.at(i) = i;\n}\n")
     code, out, err = croqvm_run(capsys, "explore", path, "--seeds", 3, "--check", "init")
     assert code == 3
     assert err == "explore: every schedule stops with the same runtime error\n"
     assert out.splitlines()[1:] == [
         "outcome 1: seeds 0-2",
-        f"  stopped: {path}:3:3: runtime error: read of uninitialised element a.at(2) "
-        f"(buffer declared at {path}:2:11)."]
+        f"  stopped: {path}:4:5: runtime error: out-of-range access a.at(4): index 4 of "
+        f"dimension 0 is not in [0, 4)."]
 
 
 def test_record_and_replay_reproduce_a_deviating_schedule(tmp_path, capsys):
