@@ -20,6 +20,7 @@ from typing import Annotated
 import numpy as np
 import typer
 import typer.core
+from typer._coercion import RuntimeParam
 
 from . import __version__, errors
 from . import cli_values as values
@@ -72,14 +73,50 @@ host code) runs longer than --watchdog seconds, a note shows the loop it is
 in, and Ctrl-C stops the run saying where it was."""
 
 
-class _Group(typer.core.TyperGroup):
+def _flag(value):
+    """A flag's value other than a bool, which typer passes through unconverted: it can
+    only come from somewhere croqvm does not read options from (a prompt, a variable)."""
+    raise typer.BadParameter(f"{value!r} is not a flag's value")
+
+
+class _PlainValue(RuntimeParam):
+    """The conversion of a parameter's value (each value of a repeatable option) by its
+    parser (cli_values), as text, or as a flag, without typer's validation library
+    (pydantic): importing that and building its validators takes longer than compiling
+    and running a small program. typer converts each parameter on first use with what
+    ``get_runtime_param`` makes; ``_PlainParams`` makes it first."""
+
+    def _coerce_value(self, value, param, ctx):
+        info, annotation = self.parameter_info, self.annotation
+        convert = info.parser or (_flag if annotation is bool else str)
+        if isinstance(value, (list, tuple)):
+            return [convert(item) for item in value]
+        return convert(value)
+
+
+class _PlainParams:
+    """A command whose parameters convert their values as ``_PlainValue``: those with a
+    parser, text and flags, which are all croqvm's (the help option included)."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        for param in params:
+            desc = param.type_descriptor
+            if param._runtime_param is None and (
+                    desc.parameter_info.parser is not None
+                    or desc.annotation in (str, list[str], bool)):
+                param._runtime_param = _PlainValue(desc.parameter_info, desc.annotation)
+        return params
+
+
+class _Group(_PlainParams, typer.core.TyperGroup):
     """The commands in the help in alphabetical order, as croqvm has always listed them."""
 
     def list_commands(self, ctx):
         return sorted(super().list_commands(ctx))
 
 
-class _Command(typer.core.TyperCommand):
+class _Command(_PlainParams, typer.core.TyperCommand):
     """A command's help as croqvm has always shown it: its argument in the usage line by
     its name (``croqvm run [OPTIONS] FILE``), the options below, no table of arguments
     (typer writes ``{FILE}`` and a section ``Arguments: FILE <str> [required]``)."""
