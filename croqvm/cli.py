@@ -4,8 +4,11 @@ Exit status: 0 success, 1 static error (source or ``.cqb`` rejected), 2 usage er
 arguments, unreadable or unwritable files, nothing to run), 3 runtime error (a kernel
 fault, or results that differ from ``--expect``), 4 internal error (a croqvm bug), 130
 when interrupted. User errors print their diagnostic on stderr, never a traceback.
+
+Unlike croqvm's other modules, this one evaluates its annotations where they are written
+(no ``from __future__ import annotations``): typer reads the commands' parameters from
+them at every start, and would otherwise compile each one from its text.
 """
-from __future__ import annotations
 
 import functools
 import os
@@ -250,9 +253,11 @@ def _defines(items) -> dict:
 
 def _load(path: str, defines, verb: str):
     """The ``croqvm.Program`` in ``path`` (a ``.cqb`` by its magic number, else source
-    compiled with ``defines``); source warnings go to stderr."""
+    compiled with ``defines``, or found compiled in the cache); source warnings go to
+    stderr."""
     import croqvm
     from .bytecode.cqb import decode
+    from .module_cache import compile_cached
     source = read_program(path)
     if source.bytecode is not None:
         if defines:
@@ -261,7 +266,7 @@ def _load(path: str, defines, verb: str):
                 f"expanded when it was compiled; pass -D when compiling the .co file")
         program = croqvm.Program(decode(source.bytecode, path))
     else:
-        program = croqvm.compile(source.text, path, _defines(defines))
+        program = compile_cached(source.text, path, _defines(defines))
         if program.warnings:
             print(program.warnings, file=sys.stderr)
     if not program.functions:
