@@ -3,10 +3,10 @@
     python bench/compile_scale.py [--sizes 2000,20000] [--profile]
 
 Compiles generated programs of 2,000 and 20,000 statements (one function: host code,
-loops, ifs, kernels) and times each stage, best of 3: the front end (preprocess, parse,
-check), lowering and verification (the rest of ``croqvm.compile``) and encoding to
-``.cqb``. Compile time is linear when ten times the statements take about ten times as
-long; the ratio of the totals is reported against a bound of 12. ``--profile`` prints
+loops, ifs, kernels) and times each stage of ``croqvm.compile`` and ``.cqb`` encoding,
+best of 3: the front end (preprocess, parse, check), lowering, verification, encoding.
+Compile time is linear when ten times the statements take about ten times as long; the
+ratio of the totals is reported against a bound of 12. ``--profile`` prints
 the functions taking the most time on the largest program (cProfile).
 """
 from __future__ import annotations
@@ -16,11 +16,13 @@ import cProfile
 import pstats
 import time
 
-import croqvm
 from croqvm.bytecode.cqb import encode
+from croqvm.bytecode.lower import lower_program
+from croqvm.bytecode.verify import verify
 from croqvm.lang.frontend import front_end
 
 LINEAR_BOUND = 12.0     # the most 10x the statements may take, in multiples
+STAGES = ("front end", "lower", "verify", "encode")
 
 
 def generated(statements: int) -> str:
@@ -45,29 +47,31 @@ def generated(statements: int) -> str:
     return "\n".join(body) + "\n"
 
 
-def best_of(fn, runs: int = 3) -> float:
-    best = float("inf")
+def stages(text: str, runs: int) -> dict:
+    """Seconds of each stage of compiling and encoding ``text``, the best of ``runs``."""
+    best: dict = {}
     for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
+        clock = [time.perf_counter()]
+        program, _, sources = front_end(text, "big.co")
+        clock.append(time.perf_counter())
+        module, errors = lower_program(program, list(sources.values()))
+        clock.append(time.perf_counter())
+        verify(module)
+        clock.append(time.perf_counter())
+        encode(module)
+        clock.append(time.perf_counter())
+        assert not errors
+        spent = [b - a for a, b in zip(clock, clock[1:])]
+        for name, seconds in zip(STAGES + ("total",), spent + [clock[-1] - clock[0]]):
+            best[name] = min(best.get(name, seconds), seconds)
     return best
-
-
-def stages(text: str) -> dict:
-    """Seconds of each stage on ``text``, best of 3."""
-    module = croqvm.compile(text, "big.co").module
-    front = best_of(lambda: front_end(text, "big.co"))
-    whole = best_of(lambda: croqvm.compile(text, "big.co"))
-    return {"front end": front, "lower + verify": max(whole - front, 0.0),
-            "encode": best_of(lambda: encode(module)), "total": whole + best_of(
-                lambda: encode(module))}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="2000,20000",
                         help="statement counts, comma-separated (default 2000,20000)")
+    parser.add_argument("--runs", type=int, default=3, help="best of (default 3)")
     parser.add_argument("--profile", action="store_true",
                         help="profile compiling the largest program")
     args = parser.parse_args()
@@ -75,7 +79,7 @@ def main() -> None:
     times = {}
     for n in sizes:
         text = generated(n)
-        times[n] = stages(text)
+        times[n] = stages(text, args.runs)
         row = "  ".join(f"{k} {v * 1000:8.1f} ms" for k, v in times[n].items())
         print(f"{n:6d} statements ({len(text.splitlines())} lines): {row}")
     small, large = sizes[0], sizes[-1]
@@ -88,7 +92,7 @@ def main() -> None:
     if args.profile:
         text = generated(large)
         profile = cProfile.Profile()
-        profile.runcall(lambda: encode(croqvm.compile(text, "big.co").module))
+        profile.runcall(stages, text, 1)
         pstats.Stats(profile).sort_stats("tottime").print_stats(25)
 
 
