@@ -135,3 +135,19 @@ def test_the_key_covers_croqvm_itself(tmp_path, monkeypatch):
     touched = module_cache.entry_key(PROGRAM, "show.co", {"N": "3"})
     os.utime(package / "stage.py", ns=(2, 2))
     assert module_cache.entry_key(PROGRAM, "show.co", {"N": "3"}) != touched
+
+
+def test_a_cached_run_imports_neither_the_front_end_nor_pydantic(cache, source):
+    """What start-up time a run of a small program takes is mostly imports: a cached run
+    needs no front end, and the command's options no validation library."""
+    import subprocess
+    import sys
+    script = ("import sys\nfrom croqvm.cli import main\n"
+              f"status = main(['run', {str(source)!r}, '-D', 'N=3'])\n"
+              "print(status, sorted(m for m in sys.modules\n"
+              "                     if m.startswith(('croqvm.lang', 'pydantic'))))\n")
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           cwd=os.path.dirname(os.path.dirname(croqvm.__file__)))
+            for _ in range(2)]
+    assert runs[0].stdout.splitlines()[-1].startswith("0 ['croqvm.lang")
+    assert runs[1].stdout.splitlines()[-1] == "0 []"
