@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 
+from .collector import paused
 from .errors import (ArgumentError, BytecodeError, CompileError, CroqvmError, InternalError,
                      KernelFault)
 from .program import Program
@@ -27,7 +28,8 @@ def check(source: str, filename: str = "<string>", defines=None):
     no error) lowering and the hardware limits. Returns ``(program, diagnostics,
     sources)``: the checked ``ast.Program``, every diagnostic in source order, the
     ``SourceFile`` of each file name."""
-    program, _, diagnostics, sources = _build(source, filename, defines)
+    with paused():
+        program, _, diagnostics, sources = _build(source, filename, defines)
     return program, diagnostics, sources
 
 
@@ -57,13 +59,15 @@ def compile(source: str, filename: str = "<string>", defines=None) -> Program:
     from .diagnostics import render_all
     from .bytecode.verify import verify
 
-    _, module, diags, sources = _build(source, filename, defines)
+    with paused():
+        _, module, diags, sources = _build(source, filename, defines)
     errors = [d for d in diags if d.is_error]
     if errors:
         error = InternalError if all(d.is_internal for d in errors) else CompileError
         raise error(render_all(diags, sources), diags)
     try:
-        verify(module)   # the engines trust verified modules only (STYLE.md rule 6)
+        with paused():
+            verify(module)   # the engines trust verified modules only (STYLE.md rule 6)
     except BytecodeError as err:
         raise InternalError(f"{filename}: internal error: lowering produced an invalid "
                             f"module: {err}") from None

@@ -4,8 +4,11 @@ Exit status: 0 success, 1 static error (source or ``.cqb`` rejected), 2 usage er
 arguments, unreadable or unwritable files, nothing to run), 3 runtime error (a kernel
 fault, or results that differ from ``--expect``), 4 internal error (a croqvm bug), 130
 when interrupted. User errors print their diagnostic on stderr, never a traceback.
+
+Unlike croqvm's other modules, this one evaluates its annotations where they are written
+(no ``from __future__ import annotations``): typer reads the commands' parameters from
+them at every start, and would otherwise compile each one from its text.
 """
-from __future__ import annotations
 
 import functools
 import os
@@ -20,6 +23,7 @@ from typing import Annotated
 import numpy as np
 import typer
 import typer.core
+from typer._coercion import RuntimeParam
 
 from . import __version__, errors
 from . import cli_values as values
@@ -72,14 +76,50 @@ host code) runs longer than --watchdog seconds, a note shows the loop it is
 in, and Ctrl-C stops the run saying where it was."""
 
 
-class _Group(typer.core.TyperGroup):
+def _flag(value):
+    """A flag's value other than a bool, which typer passes through unconverted: it can
+    only come from somewhere croqvm does not read options from (a prompt, a variable)."""
+    raise typer.BadParameter(f"{value!r} is not a flag's value")
+
+
+class _PlainValue(RuntimeParam):
+    """The conversion of a parameter's value (each value of a repeatable option) by its
+    parser (cli_values), as text, or as a flag, without typer's validation library
+    (pydantic): importing that and building its validators takes longer than compiling
+    and running a small program. typer converts each parameter on first use with what
+    ``get_runtime_param`` makes; ``_PlainParams`` makes it first."""
+
+    def _coerce_value(self, value, param, ctx):
+        info, annotation = self.parameter_info, self.annotation
+        convert = info.parser or (_flag if annotation is bool else str)
+        if isinstance(value, (list, tuple)):
+            return [convert(item) for item in value]
+        return convert(value)
+
+
+class _PlainParams:
+    """A command whose parameters convert their values as ``_PlainValue``: those with a
+    parser, text and flags, which are all croqvm's (the help option included)."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        for param in params:
+            desc = param.type_descriptor
+            if param._runtime_param is None and (
+                    desc.parameter_info.parser is not None
+                    or desc.annotation in (str, list[str], bool)):
+                param._runtime_param = _PlainValue(desc.parameter_info, desc.annotation)
+        return params
+
+
+class _Group(_PlainParams, typer.core.TyperGroup):
     """The commands in the help in alphabetical order, as croqvm has always listed them."""
 
     def list_commands(self, ctx):
         return sorted(super().list_commands(ctx))
 
 
-class _Command(typer.core.TyperCommand):
+class _Command(_PlainParams, typer.core.TyperCommand):
     """A command's help as croqvm has always shown it: its argument in the usage line by
     its name (``croqvm run [OPTIONS] FILE``), the options below, no table of arguments
     (typer writes ``{FILE}`` and a section ``Arguments: FILE <str> [required]``)."""
@@ -251,9 +291,11 @@ def _defines(items) -> dict:
 
 def _load(path: str, defines, verb: str):
     """The ``croqvm.Program`` in ``path`` (a ``.cqb`` by its magic number, else source
-    compiled with ``defines``); source warnings go to stderr."""
+    compiled with ``defines``, or found compiled in the cache); source warnings go to
+    stderr."""
     import croqvm
     from .bytecode.cqb import decode
+    from .module_cache import compile_cached
     source = read_program(path)
     if source.bytecode is not None:
         if defines:
@@ -262,7 +304,7 @@ def _load(path: str, defines, verb: str):
                 f"expanded when it was compiled; pass -D when compiling the .co file")
         program = croqvm.Program(decode(source.bytecode, path))
     else:
-        program = croqvm.compile(source.text, path, _defines(defines))
+        program = compile_cached(source.text, path, _defines(defines))
         if program.warnings:
             print(program.warnings, file=sys.stderr)
     if not program.functions:

@@ -173,6 +173,21 @@ def check_output(path: str, option: str, inputs: dict[str, str]) -> None:
     os.unlink(probe)
 
 
+def cache_dir(layout: str) -> str:
+    """The directory of one of croqvm's caches (``layout`` names it and its version):
+    ``CROQVM_CACHE_DIR``, else ``$XDG_CACHE_HOME/croqvm/LAYOUT`` (``~/.cache/...``)."""
+    explicit = os.environ.get("CROQVM_CACHE_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "croqvm", layout)
+
+
+def caching() -> bool:
+    """Whether croqvm keeps what it builds (``CROQVM_DISABLE_CACHE=1`` says no)."""
+    return os.environ.get("CROQVM_DISABLE_CACHE", "") in ("", "0")
+
+
 def write_atomic(path: str, write) -> None:
     """Create ``path`` through ``write(binary file)``: all of it or, on any failure,
     nothing (the previous file, if any, stays). Permissions follow the umask."""

@@ -14,6 +14,7 @@ for a whole call (the ``fold_*`` functions do it themselves).
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -621,8 +622,10 @@ def fits(v, t: DType) -> bool:
 # bit): the native engine and generated CPU code call the same functions, so every
 # engine gives the same bits on one machine.
 
+@functools.cache
 def _libm():
-    """The C library's double functions, as functions of f64 arrays."""
+    """The C library's double functions, as functions of f64 arrays; found on first use
+    (finding the library runs ``ldconfig``, which a run without MATH need not wait for)."""
     import ctypes
     import ctypes.util
     lib = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
@@ -639,30 +642,30 @@ def _libm():
     return fns
 
 
-_C = _libm()
-
-
 def _gelu(x):
     """The tanh form of the reference's GPU runtime, evaluated as C does (left to right)."""
     inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
-    return x * 0.5 * (1.0 + _C["tanh"](inner))
+    return x * 0.5 * (1.0 + _libm()["tanh"](inner))
 
 
-# f64 arrays -> f64 arrays per function; numpy's + - * / are IEEE's, as C's are
-_MATH_F64 = {
-    "__sqrt": _C["sqrt"], "__rsqrt": lambda x: 1.0 / _C["sqrt"](x),
-    "__exp": _C["exp"], "__exp2f": _C["exp2"], "__expm1": _C["expm1"], "__log": _C["log"],
-    "__log1p": _C["log1p"], "__sin": _C["sin"], "__cos": _C["cos"], "__tan": _C["tan"],
-    "__asin": _C["asin"], "__acos": _C["acos"], "__atan": _C["atan"], "__sinh": _C["sinh"],
-    "__cosh": _C["cosh"], "__tanh": _C["tanh"], "__ceil": _C["ceil"],
-    "__floor": _C["floor"], "__round": _C["round"], "__fabs": np.abs,
-    "__frcp_rn": lambda x: 1.0 / x,
-    "__gelu": _gelu,
-    "__sigmoid": lambda x: 1.0 / (1.0 + _C["exp"](-x)),
-    "__softplus": lambda x: _C["log1p"](_C["exp"](x)),
-    "__sign": lambda x: (x > 0.0).astype(F64) - (x < 0.0).astype(F64),
-    "__pow": _C["pow"], "__atan2": _C["atan2"],
-}
+@functools.cache
+def _math_f64() -> dict:
+    """f64 arrays -> f64 arrays per function; numpy's + - * / are IEEE's, as C's are."""
+    c = _libm()
+    return {
+        "__sqrt": c["sqrt"], "__rsqrt": lambda x: 1.0 / c["sqrt"](x),
+        "__exp": c["exp"], "__exp2f": c["exp2"], "__expm1": c["expm1"], "__log": c["log"],
+        "__log1p": c["log1p"], "__sin": c["sin"], "__cos": c["cos"], "__tan": c["tan"],
+        "__asin": c["asin"], "__acos": c["acos"], "__atan": c["atan"], "__sinh": c["sinh"],
+        "__cosh": c["cosh"], "__tanh": c["tanh"], "__ceil": c["ceil"],
+        "__floor": c["floor"], "__round": c["round"], "__fabs": np.abs,
+        "__frcp_rn": lambda x: 1.0 / x,
+        "__gelu": _gelu,
+        "__sigmoid": lambda x: 1.0 / (1.0 + c["exp"](-x)),
+        "__softplus": lambda x: c["log1p"](c["exp"](x)),
+        "__sign": lambda x: (x > 0.0).astype(F64) - (x < 0.0).astype(F64),
+        "__pow": c["pow"], "__atan2": c["atan2"],
+    }
 
 
 def _fma(x, y, z, t: DType):
@@ -681,5 +684,5 @@ def math_op(name: str, t: DType):
         return lambda args, act: np.isfinite(args[0])
     if name == "__fmaf":
         return lambda args, act: _fma(*(a.astype(F64) for a in args), t)
-    fn, to_t = _MATH_F64[name], rounder(t)
+    fn, to_t = _math_f64()[name], rounder(t)
     return lambda args, act: to_t(fn(*(a.astype(F64) for a in args)))

@@ -18,6 +18,7 @@ import struct
 
 import msgpack
 
+from croqvm.collector import paused
 from croqvm.errors import BytecodeError
 from croqvm.files import CQB_MAGIC, write_atomic
 
@@ -35,16 +36,18 @@ HEADER_SIZE = _HEADER.size
 
 def encode(module: Module) -> bytes:
     """The ``.cqb`` bytes of ``module``, which must pass the verifier."""
-    plain = schema.to_plain(module)      # the verifier's type check, kept for packing
-    check_semantics(module)
-    return pack(plain, module.version)
+    with paused():
+        plain = schema.to_plain(module)      # the verifier's type check, kept for packing
+        check_semantics(module)
+        return pack(plain, module.version)
 
 
 def decode(data: bytes, filename: str = "<cqb>") -> Module:
     """The verified Module in ``data``; BytecodeError (naming ``filename``) if malformed."""
     try:
-        module = schema.from_plain(unpack(data))
-        check_semantics(module)
+        with paused():
+            module = schema.from_plain(unpack(data))
+            check_semantics(module)
     except BytecodeError as err:
         raise BytecodeError(f"{filename}: {err}") from None
     return module

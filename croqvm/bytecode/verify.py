@@ -138,8 +138,8 @@ def _check_function(module: Module, fn: Function) -> None:
     if fn.ret_kind != RetKind.VOID:
         want_dtype(where.at("return dtype"), fn.ret_dtype)
     for k, kernel in enumerate(fn.kernels):
-        _check_kernel(CodeCtx(module, fn, kernel.code, kernel,
-                              where.at(f"kernel {k} ('{kernel.name}')")), k)
+        _check_kernel(host.beside(kernel.code, kernel,
+                                  where.at(f"kernel {k} ('{kernel.name}')")), k)
     check_code(host)
     for p, param in enumerate(fn.params):
         _check_param(host, where.at(f"parameter {p} ('{param.name}')"), p, param)
@@ -192,12 +192,14 @@ def _check_kernel(cx: CodeCtx, k: int) -> None:
         where.fail(shared_limit_message(used))
 
 
-def static_shared_bytes(module: Module, fn: Function, k: int) -> int:
-    """The shared memory every block of kernel ``k`` of ``fn`` needs at least: what the
+def static_shared_bytes(module: Module, fn: Function) -> list[int]:
+    """The shared memory every block of each kernel of ``fn`` needs at least: what the
     limit is checked on (lowering reports it at the kernel's source position first)."""
-    kernel = fn.kernels[k]
-    where = Where(f"function '{fn.name}'").at(f"kernel {k} ('{kernel.name}')")
-    return _static_shared_bytes(CodeCtx(module, fn, kernel.code, kernel, where), k)
+    where = Where(f"function '{fn.name}'")
+    host = CodeCtx(module, fn, fn.host, None, where.at("host"))
+    return [_static_shared_bytes(host.beside(kernel.code, kernel,
+                                             where.at(f"kernel {k} ('{kernel.name}')")), k)
+            for k, kernel in enumerate(fn.kernels)]
 
 
 def _static_shared_bytes(cx: CodeCtx, k: int) -> int:

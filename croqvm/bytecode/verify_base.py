@@ -59,10 +59,34 @@ class CodeCtx:
     kernel: Kernel | None      # None: the host program
     where: Where
     known: dict | None = field(default=None, repr=False)   # see known_registers
+    launches: dict | None = field(default=None, repr=False)  # see kernel_launches
 
     @property
     def is_kernel(self) -> bool:
         return self.kernel is not None
+
+    def beside(self, code: Code, kernel: Kernel | None, where: Where) -> "CodeCtx":
+        """The context of another Code of the same function, sharing the index of its
+        launches (a function may have thousands of kernels)."""
+        launch_index(self)
+        return CodeCtx(self.module, self.fn, code, kernel, where, launches=self.launches)
+
+
+def launch_index(cx: CodeCtx) -> dict:
+    """The host's launches by the kernel they launch (``id`` of the Kernel; launches of
+    a kernel index out of range are left out), made once per function."""
+    if cx.launches is None:
+        cx.launches = {}
+        kernels = cx.fn.kernels
+        for launch in cx.fn.host.launches:
+            if 0 <= launch.kernel < len(kernels):
+                cx.launches.setdefault(id(kernels[launch.kernel]), []).append(launch)
+    return cx.launches
+
+
+def kernel_launches(cx: CodeCtx) -> list:
+    """The host's launches of ``cx``'s kernel."""
+    return launch_index(cx).get(id(cx.kernel), [])
 
 
 def want_reg(cx: CodeCtx, at: Where, reg: int, rule: str, what: str,
@@ -102,11 +126,10 @@ def buffer_rank(cx: CodeCtx, b: int) -> int | None:
     if 0 <= buf.param < len(params) and params[buf.param].shape:
         return len(params[buf.param].shape)
     if cx.is_kernel:
-        host = CodeCtx(cx.module, cx.fn, cx.fn.host, None, cx.where)
-        for launch in cx.fn.host.launches:
+        host = cx.beside(cx.fn.host, None, cx.where)
+        for launch in kernel_launches(cx):
             for kslot, hslot in launch.buffers:
-                if (0 <= launch.kernel < len(cx.fn.kernels) and cx.fn.kernels[launch.kernel] is
-                        cx.kernel and kslot == b and 0 <= hslot < len(host.code.buffers)):
+                if kslot == b and 0 <= hslot < len(host.code.buffers):
                     return buffer_rank(host, hslot)
     return None
 
@@ -150,11 +173,9 @@ def known_registers(cx: CodeCtx) -> dict[int, int]:
     if cx.known is None:
         writers, value = {}, {}
         if cx.is_kernel:
-            for launch in cx.fn.host.launches:
-                if 0 <= launch.kernel < len(cx.fn.kernels) and \
-                        cx.fn.kernels[launch.kernel] is cx.kernel:
-                    for reg, _ in launch.scalars:
-                        writers[reg] = writers.get(reg, 0) + 1
+            for launch in kernel_launches(cx):
+                for reg, _ in launch.scalars:
+                    writers[reg] = writers.get(reg, 0) + 1
         for words in [cx.code.code] + [ls.code for ls in cx.code.lanesets]:
             for pc in range(0, len(words) - O.WIDTH + 1, O.WIDTH):
                 op = O.TABLE[words[pc]] if 0 <= words[pc] < len(O.TABLE) else None

@@ -359,7 +359,7 @@ def _launch(cx, at, n, launch):
             at.fail(f"binds kernel buffer {kslot} ('{kbuf.name}', {kbuf.storage.name.lower()} "
                     f"{_dt(kbuf.dtype)}) to buffer {hslot} ('{hbuf.name}', {_dt(hbuf.dtype)}); "
                     "expected a global kernel buffer of the same dtype, bound once")
-        kcx = CodeCtx(cx.module, cx.fn, kcode, kernel, cx.where)
+        kcx = cx.beside(kcode, kernel, cx.where)
         krank, hrank = buffer_rank(kcx, kslot), buffer_rank(cx, hslot)
         if None not in (krank, hrank) and krank != hrank:
             at.fail(f"binds kernel buffer {kslot} of rank {krank} to buffer {hslot} of rank "

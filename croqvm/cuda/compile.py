@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from .. import errors
+from .. import errors, files
 
 RT_DIR = Path(__file__).resolve().parent / "rt"
 # cq_numerics.h, the engines' numerics in C: shipped beside the runtime in an installed
@@ -57,11 +57,7 @@ Log = Optional[Callable[[str], None]]
 
 
 def cache_dir() -> Path:
-    explicit = os.environ.get("CROQVM_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "croqvm" / CACHE_LAYOUT
+    return Path(files.cache_dir(CACHE_LAYOUT))
 
 
 def _tool(target: str) -> str:
@@ -156,7 +152,7 @@ def build(source: str, target: str, *, generator: str = "", flags: Sequence[str]
     tool = _tool(target)
     version = compiler_version(tool)
     key = cache_key(source, target, version, flags, generator)
-    cached = os.environ.get("CROQVM_DISABLE_CACHE", "") in ("", "0")
+    cached = files.caching()
     where = cache_dir() if cached else _private_dir()
     binary = where / (key + SUFFIX[target])
     if cached and binary.exists():

@@ -78,8 +78,7 @@ def _over_limits(module: Module, fn) -> list[Diagnostic]:
                                   f"the limit of {MAX_REGISTERS}.", places.span(span),
                                   "split the function, or use loops instead of repeated "
                                   "statements"))
-    for k, kern in enumerate(fn.kernels):
-        used = static_shared_bytes(module, fn, k)
+    for kern, used in zip(fn.kernels, static_shared_bytes(module, fn)):
         if used > MAX_SHARED_BYTES:
             out.append(Diagnostic("error", f"this kernel needs {shared_limit_message(used)}.",
                                   places.span(kern.span),
