@@ -501,41 +501,68 @@ static void init_block(block_state *b, unsigned long long linear, thread_state *
   memset(smem, SMEM_FILL, smem_alloc);
 }
 
-/* A cooperative launch: every block with threads, shared memory and mma operands of
-   its own, run together (run_grid). */
-static int launch_grid(size_t smem_alloc) {
-  unsigned long long n = (unsigned long long)rt.cfg.grid[0] * rt.cfg.grid[1] * rt.cfg.grid[2];
-  rt.nblocks = (unsigned)n;
-  rt.grid_arrived = 0;
-  rt.grid_gen = 0;
+/* The blocks a cooperative or cluster launch keeps resident together, each with threads,
+   shared memory and mma operands of its own. */
+struct resident_set {
+  unsigned char *smem;
+  mma_operands *ops;
+  wgmma_operands *wg;
+};
+
+static int resident_alloc(resident_set *r, unsigned n, size_t smem_alloc) {
+  rt.nblocks = n;
   rt.blocks = (block_state *)calloc(n, sizeof(block_state));
-  unsigned char *smem = (unsigned char *)aligned_alloc(128, n * smem_alloc);
-  mma_operands *ops = (mma_operands *)calloc(n * MAX_WARPS, sizeof(mma_operands));
-  wgmma_operands *wg = (wgmma_operands *)calloc(n * MAX_WARPGROUPS, sizeof(wgmma_operands));
-  int status = CQ_ERR_NOMEM;
-  if (rt.blocks && smem && ops && wg) {
-    for (unsigned i = 0; i < n; i++) {
-      init_block(&rt.blocks[i], i, rt.threads + (size_t)i * rt.cfg.block,
-                 smem + (size_t)i * smem_alloc, smem_alloc);
-      rt.blocks[i].operands = ops + (size_t)i * MAX_WARPS;
-      rt.blocks[i].wg_operands = wg + (size_t)i * MAX_WARPGROUPS;
-    }
-    status = run_grid();
-    for (unsigned i = 0; i < n && status == CQ_OK; i++)
-      if (smem_overrun(&rt.blocks[i], smem_alloc)) status = CQ_FAULTED;
-  }
+  r->smem = (unsigned char *)aligned_alloc(128, (size_t)n * smem_alloc);
+  r->ops = (mma_operands *)calloc((size_t)n * MAX_WARPS, sizeof(mma_operands));
+  r->wg = (wgmma_operands *)calloc((size_t)n * MAX_WARPGROUPS, sizeof(wgmma_operands));
+  return rt.blocks && r->smem && r->ops && r->wg ? CQ_OK : CQ_ERR_NOMEM;
+}
+
+/* Resident block i is the grid's block `linear`. */
+static void resident_place(const resident_set *r, unsigned i, unsigned long long linear,
+                           size_t smem_alloc) {
+  init_block(&rt.blocks[i], linear, rt.threads + (size_t)i * rt.cfg.block,
+             r->smem + (size_t)i * smem_alloc, smem_alloc);
+  rt.blocks[i].operands = r->ops + (size_t)i * MAX_WARPS;
+  rt.blocks[i].wg_operands = r->wg + (size_t)i * MAX_WARPGROUPS;
+}
+
+/* Runs the placed blocks together (run_grid), then checks each one's shared memory. */
+static int resident_run(size_t smem_alloc) {
+  int status = run_grid();
+  for (unsigned i = 0; i < rt.nblocks && status == CQ_OK; i++)
+    if (smem_overrun(&rt.blocks[i], smem_alloc)) status = CQ_FAULTED;
+  return status;
+}
+
+/* Frees the set, keeping the deadlocked block's shared memory for the report. */
+static int resident_free(resident_set *r, int status, size_t smem_alloc) {
   if (status == CQ_DEADLOCKED) {     /* run_grid left rt.blk at the deadlocked block */
     rt.kept_bytes = (size_t)rt.cfg.smem_bytes;
     rt.kept_smem = (unsigned char *)malloc(smem_alloc ? smem_alloc : 1);
     if (rt.kept_smem) memcpy(rt.kept_smem, rt.blk->smem, smem_alloc);
   }
   free(rt.blocks);
-  free(smem);
-  free(ops);
-  free(wg);
+  free(r->smem);
+  free(r->ops);
+  free(r->wg);
   rt.blocks = NULL;
   rt.nblocks = 0;
   return status;
+}
+
+/* A cooperative launch: every block of the grid resident, run together. */
+static int launch_grid(size_t smem_alloc) {
+  unsigned n = rt.cfg.grid[0] * rt.cfg.grid[1] * rt.cfg.grid[2];
+  rt.grid_arrived = 0;
+  rt.grid_gen = 0;
+  resident_set r;
+  int status = resident_alloc(&r, n, smem_alloc);
+  if (status == CQ_OK) {
+    for (unsigned i = 0; i < n; i++) resident_place(&r, i, i, smem_alloc);
+    status = resident_run(smem_alloc);
+  }
+  return resident_free(&r, status, smem_alloc);
 }
 
 /* A launch whose kernel triggers across the blocks of a cluster (LANGUAGE.md §10.8): the
@@ -551,44 +578,20 @@ static int launch_clusters(size_t smem_alloc) {
   unsigned n = cl[0] * cl[1] * cl[2], across[3];
   for (int d = 0; d < 3; d++) across[d] = grid[d] / cl[d];
   unsigned long long clusters = (unsigned long long)across[0] * across[1] * across[2];
-  rt.nblocks = n;
-  rt.blocks = (block_state *)calloc(n, sizeof(block_state));
-  unsigned char *smem = (unsigned char *)aligned_alloc(128, n * smem_alloc);
-  mma_operands *ops = (mma_operands *)calloc((size_t)n * MAX_WARPS, sizeof(mma_operands));
-  wgmma_operands *wg =
-      (wgmma_operands *)calloc((size_t)n * MAX_WARPGROUPS, sizeof(wgmma_operands));
-  int status = rt.blocks && smem && ops && wg ? CQ_OK : CQ_ERR_NOMEM;
+  resident_set r;
+  int status = resident_alloc(&r, n, smem_alloc);
   for (unsigned long long c = 0; c < clusters && status == CQ_OK; c++) {
     unsigned long long origin[3] = {c / ((unsigned long long)across[1] * across[2]),
                                     c / across[2] % across[1], c % across[2]};
     for (unsigned i = 0; i < n; i++) {
       unsigned offset[3] = {i / (cl[1] * cl[2]), i / cl[2] % cl[1], i % cl[2]};
-      unsigned long long at[3], linear = 0;
-      for (int d = 0; d < 3; d++) {
-        at[d] = origin[d] * cl[d] + offset[d];
-        linear = linear * grid[d] + at[d];
-      }
-      init_block(&rt.blocks[i], linear, rt.threads + (size_t)i * rt.cfg.block,
-                 smem + (size_t)i * smem_alloc, smem_alloc);
-      rt.blocks[i].operands = ops + (size_t)i * MAX_WARPS;
-      rt.blocks[i].wg_operands = wg + (size_t)i * MAX_WARPGROUPS;
+      unsigned long long linear = 0;
+      for (int d = 0; d < 3; d++) linear = linear * grid[d] + origin[d] * cl[d] + offset[d];
+      resident_place(&r, i, linear, smem_alloc);
     }
-    status = run_grid();
-    for (unsigned i = 0; i < n && status == CQ_OK; i++)
-      if (smem_overrun(&rt.blocks[i], smem_alloc)) status = CQ_FAULTED;
+    status = resident_run(smem_alloc);
   }
-  if (status == CQ_DEADLOCKED) {     /* run_grid left rt.blk at the deadlocked block */
-    rt.kept_bytes = (size_t)rt.cfg.smem_bytes;
-    rt.kept_smem = (unsigned char *)malloc(smem_alloc ? smem_alloc : 1);
-    if (rt.kept_smem) memcpy(rt.kept_smem, rt.blk->smem, smem_alloc);
-  }
-  free(rt.blocks);
-  free(smem);
-  free(ops);
-  free(wg);
-  rt.blocks = NULL;
-  rt.nblocks = 0;
-  return status;
+  return resident_free(&r, status, smem_alloc);
 }
 }  // namespace cq
 
