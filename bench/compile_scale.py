@@ -17,7 +17,7 @@ import gc
 import pstats
 import time
 
-from croqvm.collector import paused
+from croqvm.core.collector import paused
 from croqvm.bytecode.cqb import encode
 from croqvm.bytecode.lower import lower_program
 from croqvm.bytecode.verify import verify
@@ -53,7 +53,7 @@ def stages(text: str, runs: int) -> dict:
     """CPU seconds of each stage of compiling and encoding ``text``, the best of
     ``runs`` (CPU time: on a busy machine wall-clock time measures the others' work);
     the stages run as ``croqvm.compile`` and ``encode`` run them, the cycle collector
-    paused (croqvm/collector.py)."""
+    paused (croqvm/core/collector.py)."""
     best: dict = {}
     for _ in range(runs):
         gc.collect()        # what the previous run left, outside the times

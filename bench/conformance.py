@@ -308,9 +308,9 @@ def run_one(path: str, folder: str, cuda: bool, dim_default: int,
     import numpy as np
     import croqvm
     from croqvm.cuda.tolerance import gpu_tolerance
-    from croqvm.diff import compare, run_once
-    from croqvm.errors import CroqvmError
-    from croqvm.run_io import build_args
+    from croqvm.running.diff import compare, run_once
+    from croqvm.core.errors import CroqvmError
+    from croqvm.running.inputs import build_args
 
     text = Path(path).read_text(encoding="utf-8", errors="replace")
     kind = classify(folder, text)

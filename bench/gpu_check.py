@@ -109,8 +109,8 @@ def one_program(index: int) -> dict:
     import numpy as np
 
     import croqvm
-    from croqvm import diff
-    from croqvm.errors import CroqvmError
+    from croqvm.running import diff
+    from croqvm.core.errors import CroqvmError
     cat = catalog()
     entry = [e for e in cat.PROGRAMS if e.stage is None][index]
     prog = croqvm.compile_file(entry.path, defines=entry.defines)

@@ -33,7 +33,7 @@ from typing import Callable
 import numpy as np
 
 import croqvm
-from croqvm.program import available
+from croqvm.running.program import available
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = Path(__file__).resolve().parent / "kernels"

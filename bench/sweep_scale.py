@@ -26,9 +26,9 @@ import psutil
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import croqvm  # noqa: E402
-from croqvm.explore import Schedules, run_seed  # noqa: E402
+from croqvm.running.explore import Schedules, run_seed  # noqa: E402
 from croqvm.sweep.cluster import DaskExecutor  # noqa: E402
-from croqvm.sweep.executor import SerialExecutor  # noqa: E402
+from croqvm.running.executor import SerialExecutor  # noqa: E402
 
 PROGRAM = os.path.join(os.path.dirname(__file__), "..", "programs", "matmul_dma.co")
 GiB = 1 << 30

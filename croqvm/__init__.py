@@ -5,7 +5,7 @@
     c = prog.run("matmul", a, b)                                    # numpy in, numpy out
     prog.save("gemm.cqb"); prog = croqvm.load("gemm.cqb")
 
-Each returns a ``croqvm.Program`` (croqvm/program.py), whose ``run`` takes the device,
+Each returns a ``croqvm.Program`` (croqvm/running/program.py), whose ``run`` takes the device,
 engine, schedule and other options as keywords. See LANGUAGE.md §14.1 for the host-side
 rules.
 """
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 
-from .collector import paused
-from .errors import (ArgumentError, BytecodeError, CompileError, CroqvmError, InternalError,
+from .core.collector import paused
+from .core.errors import (ArgumentError, BytecodeError, CompileError, CroqvmError, InternalError,
                      KernelFault)
-from .program import Program
+from .running.program import Program
 
 __all__ = ["compile", "compile_file", "check", "load", "Program", "CroqvmError",
            "CompileError", "BytecodeError", "ArgumentError", "KernelFault", "InternalError"]
@@ -37,7 +37,7 @@ def _build(source: str, filename: str, defines):
     """``(program, module or None, diagnostics, sources)``: one pipeline for ``check`` and
     ``compile``, so that what one accepts the other does."""
     from .bytecode.lower import lower_program
-    from .diagnostics import DiagnosticSink
+    from .core.diagnostics import DiagnosticSink
     from .lang.frontend import front_end, has_errors
     program, diags, sources = front_end(source, filename, defines)
     if has_errors(diags) or program is None:
@@ -56,7 +56,7 @@ def compile(source: str, filename: str = "<string>", defines=None) -> Program:
     Warnings do not stop compilation; they are kept in the program (``warnings``: the
     rendered text, ``diagnostics``: the records).
     """
-    from .diagnostics import render_all
+    from .core.diagnostics import render_all
     from .bytecode.verify import verify
 
     with paused():

@@ -1,6 +1,6 @@
 """``python -m croqvm`` is the ``croqvm`` command."""
 import sys
 
-from .cli import entry
+from .cli.main import entry
 
 sys.exit(entry())

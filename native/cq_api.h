@@ -19,7 +19,7 @@
 /* What cq_run returns. */
 enum cq_status { CQ_RUN_DONE, CQ_RUN_SLICE, CQ_RUN_FAULT, CQ_RUN_INTERNAL };
 
-/* A runtime error: ``kind`` is a croqvm.faults.Kind (CQ_FAULT_* of cq_opcodes.h), or
+/* A runtime error: ``kind`` is a croqvm.core.faults.Kind (CQ_FAULT_* of cq_opcodes.h), or
  * CQ_DEADLOCK, whose report reads the block views below. Its arguments are ``n`` words
  * in ``i`` (croqvm/native/faults.py says how each argument type is written; a word whose
  * bit is set in ``unsigned_words`` holds a u64 value), plus the lane set ``lanes`` for a
@@ -51,12 +51,12 @@ typedef struct {
     int32_t poison;
     int32_t schedule;       /* 0 round-robin, 1 random */
     uint64_t seed;
-    int64_t max_grid[3];    /* blocks per grid dimension (croqvm.limits.MAX_GRID) */
+    int64_t max_grid[3];    /* blocks per grid dimension (croqvm.core.limits.MAX_GRID) */
     int32_t jobs;           /* threads a launch's blocks may run on */
     int32_t jobs_printing;  /* 1: a kernel that prints runs on them too (else on one) */
 } cq_opts;
 
-/* Where a call is (croqvm.position.RunPosition): counts, and the running block and warp
+/* Where a call is (croqvm.core.position.RunPosition): counts, and the running block and warp
  * when there is one (``warp`` -1 otherwise). */
 typedef struct {
     int64_t steps, lane_steps, launches, blocks_run;
@@ -100,7 +100,7 @@ typedef struct {
 
 cq_prog *cq_load(const int64_t *image, size_t nwords, const char *strings, size_t nbytes);
 void cq_prog_free(cq_prog *prog);
-/* The entry points of the module's C++ functions (croqvm/cxx.py), in Module.cxx order:
+/* The entry points of the module's C++ functions (croqvm/cuda/cxx.py), in Module.cxx order:
  * fn(args, result), args[i] pointing to argument i, result to the result (NULL: void). */
 typedef void (*cq_cxx_fn)(void *const *args, void *result);
 void cq_prog_set_cxx(cq_prog *prog, int32_t n, cq_cxx_fn *fns);

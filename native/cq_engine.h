@@ -179,7 +179,7 @@ typedef struct cq_buf {
 
 extern const int cq_type_size[CQ_NUM_DTYPES];
 
-/* The bytes an element of a type takes on a GPU (croqvm.dtypes.width_bytes): its
+/* The bytes an element of a type takes on a GPU (croqvm.core.dtypes.width_bytes): its
  * storage, except bf16 and fp8, which are f32 values here. */
 static inline int64_t cq_width_bytes(int32_t type)
 {

@@ -1,8 +1,8 @@
 /* cq_numerics.h -- croqvm's numeric semantics in C (docs/NUMERICS.md).
  *
- * The bit-exact port of croqvm/numerics.py for the native engine and for generated CPU
+ * The bit-exact port of croqvm/core/numerics.py for the native engine and for generated CPU
  * and CUDA code: every function gives the bits the Python engine gives (any NaN counting
- * as any NaN), which tests/test_cq_numerics.py checks against croqvm.numerics.
+ * as any NaN), which tests/test_cq_numerics.py checks against croqvm.core.numerics.
  *
  * Header-only C11 (also valid C++): `static inline` functions, prefix `cq_`. Build with
  * -ffp-contract=off (nvcc: -fmad=false) and never with -ffast-math, -Ofast or
@@ -424,7 +424,7 @@ CQ_NUM_FN int cq_f64_to_int(double x, int bits, int is_signed, uint64_t *out)
 
 /* ------------------------------------------------------------------ integers */
 
-/* A value as one of a sub-byte integer type of ``bits`` bits (croqvm/numerics.py
+/* A value as one of a sub-byte integer type of ``bits`` bits (croqvm/core/numerics.py
  * wrap_narrow): its low bits, sign-extended when ``is_signed``. */
 CQ_NUM_FN int32_t cq_wrap_bits(int64_t v, int bits, int is_signed)
 {
@@ -494,7 +494,7 @@ CQ_NUM_FN double cq_max_f(double x, double y)
 
 /* ------------------------------------------------------------------ math functions */
 
-/* MATH's functions (croqvm/intrinsics.py, in its order; a test checks the numbers). */
+/* MATH's functions (croqvm/core/intrinsics.py, in its order; a test checks the numbers). */
 enum {
     CQ_MATH_SQRT, CQ_MATH_RSQRT, CQ_MATH_EXP, CQ_MATH_EXP2F, CQ_MATH_EXPM1, CQ_MATH_LOG,
     CQ_MATH_LOG1P, CQ_MATH_SIN, CQ_MATH_COS, CQ_MATH_TAN, CQ_MATH_ASIN, CQ_MATH_ACOS,
@@ -507,7 +507,7 @@ enum {
 
 /* numerics.math_op: function `fn` of the values x, y, z (those it takes) of a float type
  * of format `fmt`, computed in double by the C library's function or the formula of
- * croqvm/intrinsics.py, evaluated in this order, and rounded once to `fmt`
+ * croqvm/core/intrinsics.py, evaluated in this order, and rounded once to `fmt`
  * (__isfinite gives 1 or 0). __fmaf rounds x * y + z once (cq_fma_to), except where
  * x * y + z in double is not finite, which it gives as it is. */
 CQ_NUM_FN double cq_math(int fn, double x, double y, double z, int fmt)

@@ -1,4 +1,4 @@
-/* generated from croqvm/bytecode/opcodes.py, croqvm/bytecode/module.py, croqvm/dtypes.py, croqvm/faults.py, croqvm/limits.py, croqvm/intrinsics.py by python -m croqvm.bytecode.generate; do not edit */
+/* generated from croqvm/bytecode/opcodes.py, croqvm/bytecode/module.py, croqvm/core/dtypes.py, croqvm/core/faults.py, croqvm/core/limits.py, croqvm/core/intrinsics.py by python -m croqvm.bytecode.generate; do not edit */
 /* cq_opcodes.h -- the bytecode as C: the instruction encoding, the opcode table, the enum values of the .cqb model (docs/CQB.md), element types, fault kinds and limits. Meanings: docs/OPCODES.md. */
 #ifndef CQ_OPCODES_H
 #define CQ_OPCODES_H
@@ -339,7 +339,7 @@ static const uint8_t CQ_DTYPE_STORAGE_BYTES[CQ_NUM_DTYPES] = {
     1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 4, 8, 4, 4, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
 };
 
-/* Runtime error kinds an engine reports; Python formats the messages (croqvm/faults.py). */
+/* Runtime error kinds an engine reports; Python formats the messages (croqvm/core/faults.py). */
 enum cq_fault {
     CQ_FAULT_STEP_LIMIT = 1,
     CQ_FAULT_GRID_BOUND = 2,
@@ -395,7 +395,7 @@ enum cq_fault {
     CQ_FAULT_FUTURE_NOT_CONTIGUOUS = 53,
 };
 
-/* ATOMIC's operation immediate (croqvm/intrinsics.py): the new element from the old one and the value v. */
+/* ATOMIC's operation immediate (croqvm/core/intrinsics.py): the new element from the old one and the value v. */
 enum cq_atomic {
     CQ_ATOMIC_ADD = 0,  /* old + v */
     CQ_ATOMIC_SUB = 1,  /* old - v */

@@ -1,4 +1,4 @@
-/* Element types as the engine computes with them (LANGUAGE.md §12; croqvm/dtypes.py is
+/* Element types as the engine computes with them (LANGUAGE.md §12; croqvm/core/dtypes.py is
  * the table, native/cq_numerics.h the numbers: every rounding, wrap and fault below is
  * one of its functions).
  *

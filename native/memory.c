@@ -704,7 +704,7 @@ typedef struct {
 int cq_step(cq_block *blk, cq_warp *w, const cq_ins *ins, int n);
 
 /* A shift's count is R[b] as its own type reads it, checked against the width of the
- * promoted element type t (croqvm/numerics.py _shift) before any conversion. */
+ * promoted element type t (croqvm/core/numerics.py _shift) before any conversion. */
 static int shift_counts(cq_warp *w, const cq_ins *ins, int t, uint32_t lanes)
 {
     int bits = cq_type_size[t] == 8 ? 64 : 32;
@@ -900,7 +900,7 @@ int cq_op_atomic(cq_warp *w, const cq_ins *ins)
 
 /* The shared memory a kernel block uses once slot ``slot`` holds instances of ``shape``,
  * as the limit counts it: its event slots and every shared slot allocated, a bool or a
- * narrower type taking a byte per element, bf16 two (croqvm.limits.buffer_bytes). */
+ * narrower type taking a byte per element, bf16 two (croqvm.core.limits.buffer_bytes). */
 static int64_t claim_shared(cq_block *blk, int slot, int ndim, const int64_t *shape)
 {
     const cq_bufdecl *decl = &blk->code->buf[slot];

@@ -1,7 +1,7 @@
 /* PRINT, ASSERT and ASSERT_FMT (LANGUAGE.md §6.9, §13; croqvm/interp/output.py): one
  * lane after another, in lane order; a failed check faults in its lowest failing lane.
  * ASM faults (§6.11); CALL_CXX calls a C++ function lane after lane (§6.10.4).
- * Values are written as print writes them (croqvm.messages.format_value): bool
+ * Values are written as print writes them (croqvm.reports.messages.format_value): bool
  * true/false, integers in decimal, floats as %g of the value as a double, any NaN as
  * "nan" (cq_numerics.h cq_format_float). */
 #include <inttypes.h>

@@ -1,4 +1,4 @@
-/* The project PRNG (PLAN.md decision; croqvm/prng.py): SplitMix64. The state is a u64
+/* The project PRNG (PLAN.md decision; croqvm/core/prng.py): SplitMix64. The state is a u64
  * seed; below(n) maps a draw onto [0, n) with the exact 128-bit product. */
 #include "cq_engine.h"
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import io
 import re
 
-from croqvm import dtypes
+from croqvm.core import dtypes
 from croqvm.bytecode import module as M
 from croqvm.bytecode.opcodes import BY_NAME
-from croqvm.program import Program
+from croqvm.running.program import Program
 
 import engines
 

@@ -3,7 +3,7 @@ engine through one parameter, not copies of the tests).
 
 ``ENGINES`` names each way of running a module and the ``Program.run`` options that select
 it; a new engine or device plugs in by adding one entry here (it is then used wherever
-``croqvm.program.available`` says it works). A test module that runs code declares
+``croqvm.running.program.available`` says it works). A test module that runs code declares
 ``pytestmark = pytest.mark.usefixtures("engine")``; conftest.py then runs each of its tests
 once per selected engine (``pytest --engine NAME``, repeatable; by default every available
 one), with that engine active while the test runs. The helpers that run code
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from croqvm.program import available
+from croqvm.running.program import available
 
 ENGINES = {
     "python": {"engine": "python"},

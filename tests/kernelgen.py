@@ -29,7 +29,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from croqvm import dtypes
+from croqvm.core import dtypes
 
 INTS = ("s8", "u8", "s16", "u16", "s32", "u32", "s64", "u64")
 FLOATS = ("f16", "bf16", "f32", "f64", "tf32", "f8_e4m3", "f8_e5m2")

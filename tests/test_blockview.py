@@ -1,13 +1,13 @@
-"""Deadlock and partial-collective reports from a block view alone (croqvm/blockview.py,
-croqvm.report.deadlock): what a second engine exports about a stuck block gives the
+"""Deadlock and partial-collective reports from a block view alone (croqvm/reports/blockview.py,
+croqvm.reports.render.deadlock): what a second engine exports about a stuck block gives the
 report the reference engine prints, word for word."""
 import croqvm
 from appendix import A8_REPORT, APPENDIX
-from croqvm import report
-from croqvm.blockview import (BLOCKED, DONE, BlockView, EventWaitView, FrameView,
+from croqvm.reports import render as report
+from croqvm.reports.blockview import (BLOCKED, DONE, BlockView, EventWaitView, FrameView,
                               RendezvousView, WarpView)
 from croqvm.bytecode.opcodes import BY_NAME, WIDTH
-from croqvm.source import SpanTable
+from croqvm.core.source import SpanTable
 
 def instructions(code, name: str) -> list[int]:
     """The indices of the instructions ``name`` in ``code``."""

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from croqvm import dtypes
+from croqvm.core import dtypes
 from croqvm.lang import ast
 from croqvm.lang.check import check_program
 from croqvm.lang.check.consteval import const_value
-from croqvm.diagnostics import DiagnosticSink
+from croqvm.core.diagnostics import DiagnosticSink
 from croqvm.lang.frontend import front_end
-from croqvm.source import Span
+from croqvm.core.source import Span
 from appendix import APPENDIX
 from croqvm.lang.types import (Bounded, Buffer, Event, Fragment, Future, ITuple, Mdspan,
                                Scalar, View)
@@ -354,7 +354,7 @@ def test_check_reports_an_error_exactly_when_compile_rejects(data):
     """croqvm check runs what compile runs (front end, lowering, limits): on real and
     damaged programs, one finds an error if and only if the other raises."""
     import croqvm
-    from croqvm.errors import CompileError
+    from croqvm.core.errors import CompileError
     text = data.draw(st.sampled_from(SOURCES))
     lines = text.split("\n")
     drop = data.draw(st.sets(st.integers(0, len(lines) - 1), max_size=3))

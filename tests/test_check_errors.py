@@ -476,7 +476,7 @@ def test_independent_errors_are_all_reported_once():
 def test_const_value_of_unchecked_or_faulting_expressions_is_none():
     # division by zero is a runtime error, not a constant (§12.3.1)
     from croqvm.lang import ast
-    from croqvm.source import Span
+    from croqvm.core.source import Span
     sp = Span.point("t.co", 1, 1)
     div = ast.Binary("/", ast.IntLit(1, "s32", sp), ast.IntLit(0, "s32", sp), sp)
     assert const_value(div) is None

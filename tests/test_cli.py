@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from croqvm.cli import main
+from croqvm.cli.main import main
 from engines import cli_options
 
 ADD = """\
@@ -149,7 +149,7 @@ def test_results_of_parameterless_functions_are_saved_by_name(write, tmp_path, c
 
 def test_an_internal_error_exits_4(write, capsys, monkeypatch):
     import croqvm
-    from croqvm.errors import InternalError
+    from croqvm.core.errors import InternalError
 
     def broken(*args, **kwargs):
         raise InternalError("add.co:1:1: error: internal error: KeyError: 3")

@@ -13,7 +13,7 @@ import pytest
 import croqvm
 from croqvm.bytecode.verify import verify
 from croqvm.cuda.emit import UnsupportedError, emit
-from croqvm.errors import BytecodeError
+from croqvm.core.errors import BytecodeError
 from croqvm.lang.frontend import front_end
 
 import engines

@@ -220,7 +220,7 @@ def _once_on_the_python_engine():
 
 def test_cuda_cpu_agrees_with_the_engines_on_a_two_phase_kernel_across_blocks():
     _once_on_the_python_engine()
-    from croqvm.diff import assert_agree
+    from croqvm.running.diff import assert_agree
     prog = compile_src(TWO_PHASE)
     np.testing.assert_array_equal(prog.run("two_phase", device="cuda-cpu",
                                            out=io.StringIO()), np.full((2, 3), 14))

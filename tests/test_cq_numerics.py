@@ -1,4 +1,4 @@
-"""native/cq_numerics.h gives the bits croqvm.numerics gives (docs/NUMERICS.md).
+"""native/cq_numerics.h gives the bits croqvm.core.numerics gives (docs/NUMERICS.md).
 
 The header is compiled once per test session into a small cffi module (C11, -O2,
 -ffp-contract=off, never -ffast-math) with loops over arrays, and compared with the Python
@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from croqvm import dtypes, numerics
-from croqvm.faults import Kind, LaneFault
+from croqvm.core import dtypes, numerics
+from croqvm.core.faults import Kind, LaneFault
 
 NATIVE = Path(__file__).resolve().parent.parent / "native"
 FLAGS = ["-std=c11", "-O2", "-ffp-contract=off"]
@@ -424,8 +424,8 @@ def test_percent_g_on_100000_values(cq):
 
 
 def test_math_enum_is_the_intrinsics_table(cq):
-    """CQ_MATH_* in cq_numerics.h numbers the functions as croqvm/intrinsics.py does."""
-    from croqvm.intrinsics import C_NAME, MATH
+    """CQ_MATH_* in cq_numerics.h numbers the functions as croqvm/core/intrinsics.py does."""
+    from croqvm.core.intrinsics import C_NAME, MATH
     for fn in MATH:
         name = C_NAME[fn.code][len("CQ_MATH_"):]
         assert cq.lib.math_code(name.encode()) == fn.code, name
@@ -446,7 +446,7 @@ def _math_samples(rng, n):
 def test_every_math_function_gives_the_python_bits(cq, fmt):
     """cq_math and numerics.math_op agree bit for bit on the values of each float type
     (the arguments first rounded to it, as registers hold them)."""
-    from croqvm.intrinsics import MATH
+    from croqvm.core.intrinsics import MATH
     rng = np.random.default_rng(7)
     t = T[fmt]
     args = [py_round(_math_samples(rng, 300), fmt) for _ in range(3)]

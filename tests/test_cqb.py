@@ -17,7 +17,7 @@ from croqvm import dtypes as D
 from croqvm.bytecode import cqb, schema
 from croqvm.bytecode.module import FORMAT_VERSION, Const, Module
 from croqvm.bytecode.verify import verify
-from croqvm.errors import ArgumentError, BytecodeError
+from croqvm.core.errors import ArgumentError, BytecodeError
 
 HEADER = 40     # magic 4 + version 4 + sha256 32
 

@@ -9,7 +9,7 @@ import pytest
 
 import croqvm
 from croqvm.bytecode import cqb
-from croqvm.errors import BytecodeError
+from croqvm.core.errors import BytecodeError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "programs"))
 from catalog import PROGRAMS  # noqa: E402

@@ -1,5 +1,5 @@
-"""The CUDA path from the command line and the differential helpers (croqvm/cli.py
-emit-cuda, run --device, diff; croqvm/diff.py)."""
+"""The CUDA path from the command line and the differential helpers (croqvm/cli/main.py
+emit-cuda, run --device, diff; croqvm/running/diff.py)."""
 import os
 import re
 import shutil
@@ -14,7 +14,7 @@ import pytest
 
 import croqvm
 from croqvm.cuda import driver
-from croqvm.diff import Mismatch, Outcome, assert_agree, compare, differ
+from croqvm.running.diff import Mismatch, Outcome, assert_agree, compare, differ
 
 ROOT = Path(__file__).resolve().parent.parent
 MATMUL = ROOT / "programs" / "matmul_dma.co"

@@ -3,7 +3,7 @@ errors when a compiler is missing or fails."""
 
 import pytest
 
-from croqvm import errors
+from croqvm.core import errors
 from croqvm.cuda import compile as cc
 
 KERNEL = """#include "croqvm_rt.cuh"

@@ -5,7 +5,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from croqvm import errors
+from croqvm.core import errors
 from croqvm.cuda import abi, driver
 
 

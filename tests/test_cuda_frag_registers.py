@@ -9,8 +9,8 @@ import pytest
 
 import croqvm
 from croqvm.cuda.emit import emit
-from croqvm.diff import assert_agree
-from croqvm.errors import KernelFault
+from croqvm.running.diff import assert_agree
+from croqvm.core.errors import KernelFault
 from lane_order import row_sums_in_lane_order
 
 WIDE = """

@@ -4,7 +4,7 @@ gives (issue: the CUDA path, item 5).
 
 Agreement (docs/CUDA.md "Agreement with the interpreter"): results and arguments bit for
 bit, integers and floats alike (a NaN equals any NaN, as between the engines), because
-generated code rounds every operation as croqvm.numerics does and runs MMA steps in the
+generated code rounds every operation as croqvm.core.numerics does and runs MMA steps in the
 engines' order; printed lines of a launch as multisets (the runtime prints lane after
 lane, the interpreter statement after statement); and errors text for text. Where the
 schedule decides, the device may differ, and the test asks less:

@@ -13,8 +13,8 @@ import pytest
 import croqvm
 from croqvm.cuda.emit import emit
 from croqvm.cuda.tolerance import gpu_tolerance
-from croqvm.diff import Outcome, compare, comparison
-from croqvm.limits import LAUNCH_SHARED_BYTES
+from croqvm.running.diff import Outcome, compare, comparison
+from croqvm.core.limits import LAUNCH_SHARED_BYTES
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = ROOT / "programs"

@@ -1,17 +1,17 @@
 """bf16 and fp8 elements at their real width on the CUDA path (docs/CUDA.md "How bytecode
 maps"): buffers hold the types' bit patterns (2 and 1 bytes), so a shared tile whose
 float32 copy would overflow the block's shared memory fits; loads widen exactly, stores
-round as croqvm.numerics does; the host hands the kernel the patterns and reads them
+round as croqvm.core.numerics does; the host hands the kernel the patterns and reads them
 back. References: ml_dtypes' patterns and roundings, and the interpreter."""
 import ml_dtypes
 import numpy as np
 import pytest
 
 import croqvm
-from croqvm import dtypes, numerics
+from croqvm.core import dtypes, numerics
 from croqvm.cuda import compile as cc
 from croqvm.cuda.emit import emit
-from croqvm.limits import MAX_SHARED_BYTES
+from croqvm.core.limits import MAX_SHARED_BYTES
 
 E4M3, E5M2, BF16 = ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.bfloat16
 
@@ -52,7 +52,7 @@ def test_a_tile_too_large_as_float32_fits_at_its_real_width():
     oa, ob = np.zeros((128, 512), E4M3), np.zeros((256, 256), BF16)
     prog.run("big", a, b, oa, ob, device="cuda-cpu")
     # one rounding of the exact f32 product, as ml_dtypes rounds (nearest even); e4m3 has
-    # no infinity: beyond 448 (after rounding) is NaN, as in croqvm.numerics
+    # no infinity: beyond 448 (after rounding) is NaN, as in croqvm.core.numerics
     want_a = (a.astype(np.float32) * np.float32(1.5)).astype(np.float64)
     want_a = numerics.round_to(want_a, dtypes.F8_E4M3)
     np.testing.assert_array_equal(oa.astype(np.float32), want_a)

@@ -5,7 +5,7 @@ its output compiles with nvcc for sm_80 and sm_90a, and run on the CPU runtime
 cuda-cpu runs the sm_90a flavour of the generated code; the programs with MMA also run
 the sm_80 flavour. Agreement: integer and bool results bit for bit. Floating-point results are exact too
 wherever the order of operations is the engines': generated code rounds every
-operation as croqvm.numerics does (cq_numerics.h) and runs each MMA step in the
+operation as croqvm.core.numerics does (cq_numerics.h) and runs each MMA step in the
 engines' order, on tensor-core atoms as on the generic path. The one order that can
 differ is that of several lanes accumulating into one element (UPDATE): the CPU runtime
 runs lane after lane where the interpreter runs warp after warp. Such a result stays

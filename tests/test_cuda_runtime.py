@@ -5,7 +5,7 @@ cp.async lands are the CPU runtime's own and tested there only.
 
 Expected values come from independent references: Python simulations of what each
 kernel computes, numpy, NVIDIA's CuTe layout tables for the mma fragments, and the
-interpreter's MMA arithmetic (croqvm.numerics) for rounding.
+interpreter's MMA arithmetic (croqvm.core.numerics) for rounding.
 """
 import re
 import shutil
@@ -14,10 +14,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from croqvm import dtypes, errors
+from croqvm.core import dtypes, errors
 from croqvm.cuda import abi
 from croqvm.cuda import compile as cc
-from croqvm.numerics import fma_to
+from croqvm.core.numerics import fma_to
 
 from cuda_helpers import CUDA_DIR, cpu_module, device_module, nvcc_build
 

@@ -9,7 +9,7 @@ K-major layout without swizzling ("K-Major, no-swizzling and tf32 type": layout
 ((8,2),(4,4)):((4,32),(1,64)) in elements, LBO 256 and SBO 128 bytes, encoded 16 and 8),
 CUTLASS's accumulator layout of the SM90 GMMA atoms (CLayout_64xN, NVIDIA/cutlass
 include/cute/atom/mma_traits_sm90_gmma.hpp), numpy, and the interpreter's MMA arithmetic
-(croqvm.numerics) for rounding.
+(croqvm.core.numerics) for rounding.
 """
 import re
 import subprocess
@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 
 import croqvm
-from croqvm import dtypes
+from croqvm.core import dtypes
 from croqvm.cuda import abi
 from croqvm.cuda import compile as cc
 from croqvm.cuda.emit import UnsupportedError, emit
-from croqvm.numerics import round_to
+from croqvm.core.numerics import round_to
 
 from cuda_helpers import cpu_module, device_module, nvcc_build
 from test_cuda_runtime import cute_index, operand, stepwise
@@ -199,7 +199,7 @@ def gemm_source(ta, tb, tc, layout, m, n, k):
 
 
 def operand_values(rng, t, shape):
-    """Random values of type ``t`` (croqvm.dtypes): integers over their whole range,
+    """Random values of type ``t`` (croqvm.core.dtypes): integers over their whole range,
     floats of many magnitudes rounded to the type, so that rounding shows."""
     if t.is_int:
         info = np.iinfo(t.np)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import croqvm
-from croqvm.cli import main
+from croqvm.cli.main import main
 from croqvm.debug import DebugError, Session
 from croqvm.debug.console import Console, run_script
 

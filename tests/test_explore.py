@@ -1,4 +1,4 @@
-"""``croqvm explore`` and ``croqvm run --replay`` (README "Finding races"; croqvm.explore):
+"""``croqvm explore`` and ``croqvm run --replay`` (README "Finding races"; croqvm.running.explore):
 one call under many random schedules, outcomes grouped with their seeds, replay files of
 the schedules that deviate, and a replay that runs that very schedule again.
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import croqvm
-from croqvm.cli import main
+from croqvm.cli.main import main
 
 # Warp 0 reads what warp 1 writes with no barrier between: what it prints depends on the
 # interleaving (§7.5).
@@ -152,7 +152,7 @@ def test_a_replay_refuses_another_program_version_or_file(racy, tmp_path, capsys
     other.write_text(RACY.replace("t + 1", "t + 2"))
     assert croqvm_run(capsys, "run", other, "--replay", replay) == (
         2, "", f"--replay {replay}: recorded for another program: {racy}, as it was then\n")
-    monkeypatch.setattr(croqvm.explore, "__version__", "9.9")
+    monkeypatch.setattr(croqvm.running.explore, "__version__", "9.9")
     assert croqvm_run(capsys, "run", racy, "--replay", replay)[2] == (
         f"--replay {replay}: recorded by croqvm {croqvm.__version__}, this is croqvm 9.9: "
         f"its schedules may differ; record it again with croqvm explore\n")

@@ -8,7 +8,7 @@ import pytest
 
 import croqvm
 import engines
-from croqvm.errors import KernelFault
+from croqvm.core.errors import KernelFault
 
 pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
 

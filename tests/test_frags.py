@@ -8,7 +8,7 @@ import pytest
 
 import croqvm
 import engines
-from croqvm.errors import KernelFault
+from croqvm.core.errors import KernelFault
 from croqvm.lang.frontend import front_end
 from lane_order import row_sums_in_lane_order
 

@@ -10,7 +10,7 @@ import croqvm
 import engines
 from croqvm.cuda import compile as cc
 from croqvm.cuda.emit import emit
-from croqvm.errors import KernelFault
+from croqvm.core.errors import KernelFault
 from test_frags import EPILOGUE, REGISTER_A
 
 COPIES = """

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import croqvm
-from croqvm.errors import CompileError
+from croqvm.core.errors import CompileError
 
 PROGRAMS = sorted(p for p in (Path(__file__).resolve().parents[1] / "programs").rglob("*.co")
                   if "broken" not in p.parts)

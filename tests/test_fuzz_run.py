@@ -29,9 +29,9 @@ import croqvm
 import engines
 from croqvm.bytecode import cqb, schema
 from croqvm.bytecode.module import Module
-from croqvm.errors import BytecodeError, CroqvmError, InternalError
-from croqvm.program import Program
-from croqvm.run_io import build_args
+from croqvm.core.errors import BytecodeError, CroqvmError, InternalError
+from croqvm.running.program import Program
+from croqvm.running.inputs import build_args
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "programs"))
 from catalog import PROGRAMS  # noqa: E402

@@ -21,8 +21,8 @@ import pytest
 
 import croqvm
 from asm import ALL, Asm, P, kernel_module
-from croqvm.cli import main
-from croqvm.program import Program
+from croqvm.cli.main import main
+from croqvm.running.program import Program
 from parity import assert_alike, outcome
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,7 +5,7 @@ import pytest
 from asm import ALL, Asm, P, kernel_module, run
 from croqvm.bytecode.module import CollSite, LaneSet
 from croqvm.bytecode.verify import verify
-from croqvm.errors import KernelFault
+from croqvm.core.errors import KernelFault
 
 pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
 

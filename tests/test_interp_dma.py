@@ -8,7 +8,7 @@ from croqvm.bytecode.module import (Access, BaseKind, BufferDecl, CollSite, DmaD
                                     FutureDecl, Kernel, Launch, Param, ParamKind, ParamStorage,
                                     Storage, View)
 from croqvm.bytecode.verify import verify
-from croqvm.errors import KernelFault
+from croqvm.core.errors import KernelFault
 
 pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
 

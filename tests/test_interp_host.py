@@ -10,8 +10,8 @@ from asm import Asm, P, function, kernel_module, run
 from croqvm.bytecode.module import (Access, BaseKind, BufferDecl, Param, ParamKind, ParamStorage,
                                     Storage)
 from croqvm.bytecode.verify import verify
-from croqvm.errors import ArgumentError, KernelFault
-from croqvm.program import Program
+from croqvm.core.errors import ArgumentError, KernelFault
+from croqvm.running.program import Program
 
 import engines
 

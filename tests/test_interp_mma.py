@@ -6,7 +6,7 @@ import pytest
 from asm import ALL, Asm, kernel_module, run
 from croqvm.bytecode.module import (DYNAMIC, BaseKind, BufferDecl, CollSite, FragDecl, FragRole,
                                     Param, ParamKind, ParamStorage, Storage, View)
-from croqvm.errors import KernelFault
+from croqvm.core.errors import KernelFault
 from croqvm.interp.mma import _first_outside
 
 pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine

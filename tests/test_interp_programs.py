@@ -7,7 +7,7 @@ import pytest
 
 from appendix import A8_REPORT, APPENDIX
 import croqvm
-from croqvm.errors import KernelFault
+from croqvm.core.errors import KernelFault
 
 import engines
 

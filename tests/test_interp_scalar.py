@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from asm import Asm, P, function, run
-from croqvm import dtypes
-from croqvm.errors import BytecodeError
-from croqvm.faults import LaneFault
-from croqvm.messages import format_lanes, format_value, message
-from croqvm.numerics import binary, convert, round_bits, unary
+from croqvm.core import dtypes
+from croqvm.core.errors import BytecodeError
+from croqvm.core.faults import LaneFault
+from croqvm.reports.messages import format_lanes, format_value, message
+from croqvm.core.numerics import binary, convert, round_bits, unary
 
 # every test runs on each engine; IEEE overflow and division by zero are the defined
 # results here, not accidents

@@ -7,7 +7,7 @@ from appendix import A8_REPORT, APPENDIX
 from asm import ALL, Asm, P, function, kernel_module, launch_host, run
 from croqvm.bytecode.module import (Access, BaseKind, BufferDecl, EventDecl, Kernel, LaneSet, Param,
                                     ParamKind, ParamStorage, Storage)
-from croqvm.errors import KernelFault
+from croqvm.core.errors import KernelFault
 
 pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
 

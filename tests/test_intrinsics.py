@@ -1,5 +1,5 @@
 """Math builtins and atomics (LANGUAGE.md §4.4, §4.5; docs/NUMERICS.md "Math functions";
-croqvm/intrinsics.py): results against numpy and the math module, atomics against counts
+croqvm/core/intrinsics.py): results against numpy and the math module, atomics against counts
 worked out by hand, the static errors, and the race check of atomics.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import croqvm
-from croqvm.intrinsics import MATH
+from croqvm.core.intrinsics import MATH
 from croqvm.lang.frontend import front_end
 
 import engines
@@ -255,7 +255,7 @@ def _instruction(code, name):
 ])
 def test_the_verifier_rejects(name, mutate, message):
     from croqvm.bytecode.verify import verify
-    from croqvm.errors import BytecodeError
+    from croqvm.core.errors import BytecodeError
     prog = compile_src("""
         __co__ void f() {
           f32 [2] d;

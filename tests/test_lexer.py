@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from croqvm.diagnostics import DiagnosticSink
+from croqvm.core.diagnostics import DiagnosticSink
 from croqvm.lang.lexer import tokenize_program
-from croqvm.source import SourceFile, Span
+from croqvm.core.source import SourceFile, Span
 
 
 def lex(text, defines=None):

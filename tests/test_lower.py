@@ -16,15 +16,15 @@ import pytest
 from appendix import APPENDIX
 
 import croqvm
-from croqvm import dtypes
+from croqvm.core import dtypes
 from croqvm.bytecode import cqb, opcodes
 from croqvm.bytecode.disasm import disassemble
 from croqvm.bytecode.lower import lower_program
 from croqvm.bytecode.module import ParamKind, ParamStorage, RetKind, Storage
-from croqvm.errors import CompileError, KernelFault
-from croqvm.program import Program
+from croqvm.core.errors import CompileError, KernelFault
+from croqvm.running.program import Program
 from croqvm.lang import ast
-from croqvm.source import SourceFile, Span
+from croqvm.core.source import SourceFile, Span
 
 import engines
 

@@ -1,5 +1,5 @@
-"""The runtime message catalogue and fault records (croqvm/messages.py, croqvm/faults.py,
-croqvm/report.py): every kind has one well-formed template, engines report records, and a
+"""The runtime message catalogue and fault records (croqvm/reports/messages.py, croqvm/core/faults.py,
+croqvm/reports/render.py): every kind has one well-formed template, engines report records, and a
 record alone gives the message text (what a second engine relies on)."""
 import pathlib
 import re
@@ -8,15 +8,15 @@ import string
 import pytest
 
 from asm import ALL, Asm, function, kernel_module, run
-from croqvm import dtypes
+from croqvm.core import dtypes
 from croqvm.bytecode.module import BufferDecl, CollSite, Const, Storage
-from croqvm.errors import InternalError, KernelFault
-from croqvm.faults import Kind
-from croqvm.messages import REPORTS, TEMPLATES, WRITERS, message
-from croqvm.messages_doc import faults_markdown
-from croqvm.program import Program
-from croqvm import report
-from croqvm.source import SpanTable
+from croqvm.core.errors import InternalError, KernelFault
+from croqvm.core.faults import Kind
+from croqvm.reports.messages import REPORTS, TEMPLATES, WRITERS, message
+from croqvm.reports.messages_doc import faults_markdown
+from croqvm.running.program import Program
+from croqvm.reports import render as report
+from croqvm.core.source import SpanTable
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -127,5 +127,5 @@ def test_collective_operands_compare_by_their_bits():
 
 
 def test_the_faults_document_is_generated_from_the_catalogue():
-    """docs/FAULTS.md: regenerate with ``python -m croqvm.messages_doc > docs/FAULTS.md``."""
+    """docs/FAULTS.md: regenerate with ``python -m croqvm.reports.messages_doc > docs/FAULTS.md``."""
     assert (ROOT / "docs" / "FAULTS.md").read_text() == faults_markdown()

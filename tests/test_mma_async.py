@@ -335,7 +335,7 @@ def test_cuda_cpu_masked_store_and_schedule_agree_with_numpy():
 def test_the_verifier_rejects_mma_async_on_an_operand_fragment():
     from croqvm.bytecode import opcodes
     from croqvm.bytecode.verify import verify
-    from croqvm.errors import BytecodeError
+    from croqvm.core.errors import BytecodeError
     module = croqvm.compile(kernel("      f = mma.row.row.async acc, sa, sb;\n      wait f;"),
                             "t.co").module
     code = module.functions[0].kernels[0].code

@@ -7,7 +7,7 @@ import pytest
 
 import croqvm
 import engines
-from croqvm.errors import KernelFault
+from croqvm.core.errors import KernelFault
 from croqvm.lang.frontend import front_end
 
 pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine

@@ -10,7 +10,7 @@ import engines
 from croqvm.bytecode.opcodes import MMA_SCALE, WIDTH
 from croqvm.bytecode.verify import verify
 from croqvm.cuda.emit import emit
-from croqvm.errors import BytecodeError, KernelFault
+from croqvm.core.errors import BytecodeError, KernelFault
 from croqvm.lang.frontend import front_end
 
 EXPLICIT = """

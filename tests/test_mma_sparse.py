@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 import croqvm
-import croqvm.dtypes
+import croqvm.core.dtypes
 import engines
 from croqvm.bytecode.opcodes import MMA_SPARSE, WIDTH
 from croqvm.bytecode.verify import verify
 from croqvm.cuda.emit import emit
-from croqvm.errors import BytecodeError
+from croqvm.core.errors import BytecodeError
 from croqvm.lang.frontend import front_end
 
 SPARSE = """
@@ -134,7 +134,7 @@ def test_the_verifier_checks_mma_sparse():
     module = _module()
     code = module.functions[0].kernels[0].code
     (ins,) = [i for i in range(0, len(code.code), WIDTH) if code.code[i] == MMA_SPARSE]
-    code.frags[code.code[ins + 1]].dtype = croqvm.dtypes.F32.code     # the dense A
+    code.frags[code.code[ins + 1]].dtype = croqvm.core.dtypes.F32.code     # the dense A
     with pytest.raises(BytecodeError) as e:
         verify(module)
     assert "(dense)') is f32, but the packed fragment" in str(e.value)

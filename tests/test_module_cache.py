@@ -1,4 +1,4 @@
-"""The cache of compiled modules behind ``croqvm run`` (croqvm/module_cache.py): a second
+"""The cache of compiled modules behind ``croqvm run`` (croqvm/cli/module_cache.py): a second
 run of an unchanged source decodes the module kept by the first, with the same output and
 warnings; any change to what compiling depends on, and any damage to an entry, means
 compiling again."""
@@ -7,8 +7,8 @@ import os
 import pytest
 
 import croqvm
-from croqvm import module_cache
-from croqvm.cli import main
+from croqvm.cli import module_cache
+from croqvm.cli.main import main
 
 # 7 + (3 & 1) in Croqtile, where '&' binds tighter than '+' (and a warning says so)
 PROGRAM = """\
@@ -142,7 +142,7 @@ def test_a_cached_run_imports_neither_the_front_end_nor_pydantic(cache, source):
     needs no front end, and the command's options no validation library."""
     import subprocess
     import sys
-    script = ("import sys\nfrom croqvm.cli import main\n"
+    script = ("import sys\nfrom croqvm.cli.main import main\n"
               f"status = main(['run', {str(source)!r}, '-D', 'N=3'])\n"
               "print(status, sorted(m for m in sys.modules\n"
               "                     if m.startswith(('croqvm.lang', 'pydantic'))))\n")

@@ -1,10 +1,10 @@
-"""The progress line and the watchdog of croqvm run (croqvm.monitor), on a clock the test
+"""The progress line and the watchdog of croqvm run (croqvm.cli.monitor), on a clock the test
 sets: what they print and when."""
 import io
 
-from croqvm.monitor import Monitor
-from croqvm.position import RunPosition
-from croqvm.source import SourceFile, Span
+from croqvm.cli.monitor import Monitor
+from croqvm.core.position import RunPosition
+from croqvm.core.source import SourceFile, Span
 
 SOURCE = SourceFile("k.co", "__co__ void k() {\n  parallel t by 32 {\n    while (true) { }\n  }\n}\n")
 LOOP = Span("k.co", 3, 5, 3, 22)

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import croqvm
-from croqvm import dtypes, numerics
-from croqvm.errors import ArgumentError
+from croqvm.core import dtypes, numerics
+from croqvm.core.errors import ArgumentError
 
 import engines
 
@@ -154,7 +154,7 @@ def test_print_and_conversions():
 def test_npy_files_carry_the_patterns(tmp_path, capsys):
     """numpy saves an ml_dtypes array as raw bytes; --input reads them back as the
     parameter's type, and --output saves the result's patterns."""
-    from croqvm.cli import main
+    from croqvm.cli.main import main
     src = tmp_path / "mx.co"
     src.write_text(textwrap.dedent(ADD))
     s = np.array([2.0 ** k for k in range(-3, 5)], ml_dtypes.float8_e8m0fnu)

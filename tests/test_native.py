@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import croqvm
-from croqvm import program
+from croqvm.running import program
 from croqvm.native import extension
 from croqvm.native.faults import c_header
 from parity import assert_alike, outcome

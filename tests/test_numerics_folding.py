@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 import croqvm
 import engines
-from croqvm import dtypes
-from croqvm.errors import KernelFault
+from croqvm.core import dtypes
+from croqvm.core.errors import KernelFault
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
 from croqvm.lang.frontend import front_end
@@ -69,7 +69,7 @@ def float_values(t):
 
 def mx_values(t):
     """Every value of an OCP MX type (a few dozen at most): its decoded patterns."""
-    from croqvm.numerics import DECODE
+    from croqvm.core.numerics import DECODE
     return st.sampled_from(sorted({float(v) for v in DECODE[t.name]}, key=repr))
 
 

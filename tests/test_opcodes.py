@@ -3,7 +3,7 @@ one table drives the encoder, the verifier, the disassembler, the engines and th
 import pytest
 
 from croqvm.bytecode import opcodes as O
-from croqvm.faults import Kind
+from croqvm.core.faults import Kind
 from croqvm.bytecode.verify_code import _IMMEDIATE_RULES, ENTRY_RULES
 from croqvm.bytecode.verify_rules import CLASSES
 

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from croqvm.diagnostics import DiagnosticSink
+from croqvm.core.diagnostics import DiagnosticSink
 from croqvm.lang.lexer import tokenize_program
 from croqvm.lang.parser import parse_function, parse_program
-from croqvm.source import SourceFile, Span
+from croqvm.core.source import SourceFile, Span
 from croqvm.lang.tokens import (EOF, FLOAT, GROUP4, INT, KEYWORD, MEMBER, MEMBER_WORDS, NAME,
                                 OP, RESERVED, STRING, Token)
 

@@ -11,10 +11,10 @@ import pytest
 
 from appendix import APPENDIX
 from croqvm.lang import ast
-from croqvm.diagnostics import DiagnosticSink
+from croqvm.core.diagnostics import DiagnosticSink
 from croqvm.lang.lexer import tokenize_program
 from croqvm.lang.parser import parse_program
-from croqvm.source import SourceFile, Span
+from croqvm.core.source import SourceFile, Span
 
 
 def parse(text: str, defines=None):

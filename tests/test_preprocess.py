@@ -2,9 +2,9 @@
 #line, host-text notes."""
 import pytest
 
-from croqvm.diagnostics import DiagnosticSink
+from croqvm.core.diagnostics import DiagnosticSink
 from croqvm.lang.lexer import tokenize_program
-from croqvm.source import SourceFile, Span
+from croqvm.core.source import SourceFile, Span
 
 
 def lex(text, defines=None):

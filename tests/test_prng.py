@@ -1,14 +1,14 @@
-"""The project PRNG (croqvm/prng.py): SplitMix64 against its published outputs, the
+"""The project PRNG (croqvm/core/prng.py): SplitMix64 against its published outputs, the
 documented distribution of random inputs, and the random schedule's decisions against a
 model of the procedure docs/EXECUTION.md writes down."""
 import numpy as np
 import pytest
 
 from asm import Asm, P, kernel_module, run
-from croqvm import dtypes
+from croqvm.core import dtypes
 from croqvm.bytecode.module import Code, Function, Param, ParamKind, RetKind
-from croqvm.prng import SplitMix64, random_array
-from croqvm.run_io import build_args
+from croqvm.core.prng import SplitMix64, random_array
+from croqvm.running.inputs import build_args
 
 # The first outputs of SplitMix64 (Steele, Lea and Flood; Vigna's reference splitmix64.c)
 SEED_1234567 = [6457827717110365317, 3203168211198807973, 9817491932198370423,

@@ -12,7 +12,7 @@ import pytest
 import croqvm
 from croqvm.cuda.driver import gpu_status
 import engines
-from croqvm.errors import ArgumentError
+from croqvm.core.errors import ArgumentError
 
 ADD = """
 __co__ auto add(s32 [N] a, s32 [N] b) {
@@ -80,7 +80,7 @@ def test_checks_run_on_the_engines_that_check_only(prog, monkeypatch):
     # An engine without checks (this stand-in records what its runner gets) refuses
     # each check, and poison=True, which is check="init"; native takes the init check.
     calls = []
-    monkeypatch.setitem(croqvm.program.ENGINES, "other",
+    monkeypatch.setitem(croqvm.running.program.ENGINES, "other",
                         lambda: lambda *args, **options: calls.append(options))
     with pytest.raises(ArgumentError) as e:
         prog.run("hello", engine="other", check="race")
@@ -92,9 +92,9 @@ def test_checks_run_on_the_engines_that_check_only(prog, monkeypatch):
         assert str(e.value) == "check 'init' runs on the Python and native engines only: " \
                                "use one of them and device='cpu' with it."
     assert calls == []
-    assert croqvm.program.default_engine(check="init") == \
-        croqvm.program.default_engine(poison=True) == croqvm.program.default_engine()
-    assert croqvm.program.default_engine(check="race") == "python"
+    assert croqvm.running.program.default_engine(check="init") == \
+        croqvm.running.program.default_engine(poison=True) == croqvm.running.program.default_engine()
+    assert croqvm.running.program.default_engine(check="race") == "python"
 
 
 def test_an_unknown_function_is_an_argument_error(prog):
@@ -104,16 +104,16 @@ def test_an_unknown_function_is_an_argument_error(prog):
 
 
 def test_availability_is_queryable():
-    assert croqvm.program.available("cpu", "python")
-    assert croqvm.program.available("cuda-cpu", "python")
-    assert croqvm.program.available("gpu", "python") == gpu_status()["ok"]
+    assert croqvm.running.program.available("cpu", "python")
+    assert croqvm.running.program.available("cuda-cpu", "python")
+    assert croqvm.running.program.available("gpu", "python") == gpu_status()["ok"]
     assert "python" in engines.usable()
 
 
 def test_the_data_model_and_the_front_end_import_no_engine():
     """ARCHITECTURE.md: data flows one way; only the facade reaches the engines."""
     code = ("import sys, croqvm, croqvm.bytecode.cqb, croqvm.bytecode.disasm, "
-            "croqvm.bytecode.lower, croqvm.lang.frontend, croqvm.run_io; "
+            "croqvm.bytecode.lower, croqvm.lang.frontend, croqvm.running.inputs; "
             "print([m for m in sys.modules if m.startswith('croqvm.interp')])")
     root = Path(__file__).resolve().parent.parent       # this checkout's croqvm
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

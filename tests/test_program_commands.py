@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from croqvm.cli import main
+from croqvm.cli.main import main
 from engines import cli_options, runs_on_any_engine
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import croqvm
-from croqvm.errors import CompileError, KernelFault
-from croqvm.diagnostics import render_all
-from croqvm.program import CHECKING
+from croqvm.core.errors import CompileError, KernelFault
+from croqvm.core.diagnostics import render_all
+from croqvm.running.program import CHECKING
 
 import engines
 

@@ -5,7 +5,7 @@ element, and why nothing orders them), the same kernels made correct reporting n
 and the programs and examples that must report nothing.
 
 Race checking observes the reference engine, which these tests name explicitly: other
-engines refuse the check (croqvm.program.CHECKING).
+engines refuse the check (croqvm.running.program.CHECKING).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import croqvm
-from croqvm.cli import main
+from croqvm.cli.main import main
 from test_language_doc import EXAMPLES
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from croqvm.program import available
+from croqvm.running.program import available
 from engines import cli_options, runs_on_any_engine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,10 +43,10 @@ def cwd(tmp_path_factory):
 # croqvm's command line with the Python engine's runner replaced by a failure
 WITHOUT_PYTHON_ENGINE = """
 import runpy, sys
-import croqvm.program
+import croqvm.running.program
 def refuse():
     raise SystemExit("the python engine was chosen")
-croqvm.program.ENGINES["python"] = refuse
+croqvm.running.program.ENGINES["python"] = refuse
 sys.argv = ["croqvm", *sys.argv[1:]]
 runpy.run_module("croqvm", run_name="__main__")
 """

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import croqvm
-from croqvm import dtypes
-from croqvm.cli import main as croqvm_main
-from croqvm.numerics import binary, convert
+from croqvm.core import dtypes
+from croqvm.cli.main import main as croqvm_main
+from croqvm.core.numerics import binary, convert
 
 import engines
 

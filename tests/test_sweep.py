@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from croqvm.cli import main
-from croqvm.errors import ArgumentError
+from croqvm.cli.main import main
+from croqvm.core.errors import ArgumentError
 from croqvm.sweep import points as grid
-from croqvm.sweep.executor import SerialExecutor, TimedOut
+from croqvm.running.executor import SerialExecutor, TimedOut
 
 ROOT = Path(__file__).resolve().parent.parent
 RAGGED = ROOT / "programs" / "broken" / "ragged_edge.co"       # TM = 8
@@ -209,7 +209,7 @@ def test_task_timeout_needs_a_cluster(capsys):
 
 
 def test_a_serial_sweep_imports_no_dask():
-    code = ("import sys; from croqvm.cli import main; "
+    code = ("import sys; from croqvm.cli.main import main; "
             f"status = main(['sweep', {str(CLEAN)!r}, '--func', 'add_2d', '--dim', 'M=8', "
             "'--dim', 'N=16']); "
             "assert not {'dask', 'distributed'} & set(sys.modules), 'dask imported'; "

@@ -19,10 +19,10 @@ import pytest
 pytest.importorskip("distributed")
 
 import croqvm
-from croqvm.cli import main
-from croqvm.explore import Schedules, run_seed
+from croqvm.cli.main import main
+from croqvm.running.explore import Schedules, run_seed
 from croqvm.sweep.cluster import DaskExecutor, run_task
-from croqvm.sweep.executor import SerialExecutor, TimedOut
+from croqvm.running.executor import SerialExecutor, TimedOut
 
 TIME_LIMIT = 3.0            # seconds per task on the shared cluster (a loaded machine)
 
@@ -157,7 +157,7 @@ def test_explore_on_a_cluster_prints_and_records_what_a_serial_run_does(cluster,
 def test_explore_without_a_cluster_does_not_import_dask(tmp_path):
     path = tmp_path / "sums.co"
     path.write_text(SUMS)
-    script = ("import sys\nfrom croqvm.cli import main\n"
+    script = ("import sys\nfrom croqvm.cli.main import main\n"
               f"main(['explore', {str(path)!r}, '--random-inputs', '--dim', 'N=8', "
               f"'--seeds', '2'])\n"
               "print(sorted(m for m in sys.modules if m.split('.')[0] in "

@@ -14,7 +14,7 @@ from croqvm.bytecode.module import L2Hint
 from croqvm.bytecode.disasm import disassemble
 from croqvm.bytecode.verify import verify
 from croqvm.cuda.emit import emit
-from croqvm.errors import BytecodeError, CompileError, KernelFault
+from croqvm.core.errors import BytecodeError, CompileError, KernelFault
 from croqvm.lang.frontend import front_end
 
 

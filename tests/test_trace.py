@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import croqvm
-from croqvm.cli import main
-from croqvm.errors import ArgumentError
+from croqvm.cli.main import main
+from croqvm.core.errors import ArgumentError
 from croqvm.trace import CostModel, load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -209,7 +209,7 @@ def test_stats_table_is_aligned(capsys, tmp_path):
     ("persistent_scale.co", "scale_tiles", {"M": 100, "N": 70}),
 ])
 def test_tracing_changes_no_result(file, func, dims):
-    from croqvm.run_io import build_args
+    from croqvm.running.inputs import build_args
     program = croqvm.compile_file(str(PROGRAMS / file))
     fn = program.function(func)
     args, rest = build_args(fn, {}, dims, bool(fn.params), 0)

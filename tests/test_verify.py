@@ -13,7 +13,7 @@ from croqvm import dtypes as D
 from croqvm.bytecode.module import (FORMAT_VERSION, Access, BaseKind, Const, DmaOp, FutureDecl,
                                     Launch, PieceKind, PrintFormat, Storage, View)
 from croqvm.bytecode.verify import verify
-from croqvm.errors import BytecodeError
+from croqvm.core.errors import BytecodeError
 
 W = O.WIDTH
 

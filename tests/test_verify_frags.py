@@ -9,7 +9,7 @@ import bytecode_builders as B
 from croqvm.bytecode import opcodes as O
 from croqvm.bytecode.module import BufferDecl, Storage
 from croqvm.bytecode.verify import verify
-from croqvm.errors import BytecodeError
+from croqvm.core.errors import BytecodeError
 
 W = O.WIDTH
 

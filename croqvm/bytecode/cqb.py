@@ -18,9 +18,9 @@ import struct
 
 import msgpack
 
-from croqvm.collector import paused
-from croqvm.errors import BytecodeError
-from croqvm.files import CQB_MAGIC, write_atomic
+from croqvm.core.collector import paused
+from croqvm.core.errors import BytecodeError
+from croqvm.core.files import CQB_MAGIC, write_atomic
 
 from . import schema
 from .module import FORMAT_VERSION, Module
@@ -95,7 +95,7 @@ def _no_extensions(code, data):
 
 
 def save(module: Module, path) -> None:
-    """Write ``module`` to ``path`` atomically (croqvm.files.write_atomic)."""
+    """Write ``module`` to ``path`` atomically (croqvm.core.files.write_atomic)."""
     data = encode(module)
     write_atomic(os.fspath(path), lambda f: f.write(data))
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from croqvm.dtypes import BY_CODE
-from croqvm.intrinsics import ATOMIC, MATH
+from croqvm.core.dtypes import BY_CODE
+from croqvm.core.intrinsics import ATOMIC, MATH
 
 from . import opcodes as O
 from .module import DYNAMIC, BaseKind, Code, DmaOp, Function, Module, ParamKind, PieceKind, RetKind

@@ -11,8 +11,8 @@ import inspect
 import re
 import struct
 
-from croqvm import dtypes, intrinsics
-from croqvm.faults import Kind
+from croqvm.core import dtypes, intrinsics
+from croqvm.core.faults import Kind
 
 from . import cqb, module, opcodes, schema
 from .opcodes import TABLE, Mode
@@ -103,7 +103,7 @@ def _details(op) -> list[str]:
 
 
 def opcodes_md() -> str:
-    out = [_generated("croqvm/bytecode/opcodes.py and croqvm/intrinsics.py"), "",
+    out = [_generated("croqvm/bytecode/opcodes.py and croqvm/core/intrinsics.py"), "",
            "# Opcode reference", "",
            _markdown(opcodes.__doc__), "", "## Operand kinds", ""]
     out += _table(("letter", "operand", "indexes"),
@@ -116,8 +116,8 @@ def opcodes_md() -> str:
                   [(f"`{name}`", means, _dtype_list(name))
                    for name, (means, _) in CLASSES.items()])
     out += ["## Fault kinds", "",
-            "The runtime errors an opcode may raise, by `croqvm.faults.Kind` (messages: "
-            "`croqvm/messages.py`); any instruction may also exceed the step limit.", ""]
+            "The runtime errors an opcode may raise, by `croqvm.core.faults.Kind` (messages: "
+            "`croqvm/reports/messages.py`); any instruction may also exceed the step limit.", ""]
     out += _table(("number", "kind"), [(k.value, k.name) for k in Kind])
     out += ["## Opcodes", ""]
     out += _table(("code", "name", "operands", "meaning"),
@@ -126,13 +126,13 @@ def opcodes_md() -> str:
     for op in TABLE:
         out += _details(op)
     out += ["## MATH functions", "",
-            "MATH's immediate (`croqvm/intrinsics.py`; docs/NUMERICS.md section 12a). "
+            "MATH's immediate (`croqvm/core/intrinsics.py`; docs/NUMERICS.md section 12a). "
             "`gpu ulp`: CUDA's bound for the double function a GPU computes it with.", ""]
     out += _table(("code", "builtin", "arguments", "computes", "gpu ulp"),
                   [(f.code, f"`{f.name}`", f.arity, f.meaning, f.gpu_ulp)
                    for f in intrinsics.MATH])
     out += ["## ATOMIC operations", "",
-            "ATOMIC's immediate (`croqvm/intrinsics.py`; LANGUAGE.md §4.5): the new element "
+            "ATOMIC's immediate (`croqvm/core/intrinsics.py`; LANGUAGE.md §4.5): the new element "
             "from the old one and the value `v`; the element types each takes.", ""]
     out += _table(("code", "builtin", "new element", "element types", "CUDA"),
                   [(a.code, f"`{a.name}`", a.meaning, ", ".join(a.types), f"`{a.cuda}`")
@@ -207,7 +207,7 @@ def cqb_md() -> str:
     out += ["## Enumerations", ""]
     for e in schema.enums():
         out += _enum(e)
-    out += ["## Element types", "", "Dtype codes (croqvm/dtypes.py): registers, buffers, "
+    out += ["## Element types", "", "Dtype codes (croqvm/core/dtypes.py): registers, buffers, "
             "constants, futures and fragments name their element type by code.", ""]
     out += _table(("code", "name", "bits", "kind", "stored as"),
                   [(d.code, d.name, d.bits, d.kind, d.storage) for d in dtypes.BY_CODE.values()])

@@ -8,7 +8,7 @@ defined once below -- so a C engine can run the same data (docs/CQB.md lists eve
 field by field; ``native/cq_opcodes.h`` the enum values).
 
 Conventions shared by every stage:
-- A register index refers to ``Code.regs``, whose entries are dtype codes (croqvm.dtypes).
+- A register index refers to ``Code.regs``, whose entries are dtype codes (croqvm.core.dtypes).
   Registers are per lane. A kernel's argument registers receive their value at launch.
 - "-1" means "none" wherever an index is optional.
 - Spans: ``Module.spans[i] = (file_index, line, col, end_line, end_col)``; a span inside

@@ -59,7 +59,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from croqvm.faults import Kind as K
+from croqvm.core.faults import Kind as K
 
 from .module import RetKind
 
@@ -344,7 +344,7 @@ _ROWS = (
     _op("CALL_CXX", ("y",), "call a: per active lane, in increasing lane order, the C++ "
         "function with that lane's argument registers, its result into that lane's result "
         "register", kernel_only=True, entry="cxx_call"),
-    # --- builtin functions (§4.4, §4.5; croqvm/intrinsics.py)
+    # --- builtin functions (§4.4, §4.5; croqvm/core/intrinsics.py)
     _op("MATH", ("r", "r", "r", "r", "i"), "R[a] := math function e of R[b] (and R[c], R[d] "
         "for those of two and three arguments; the others repeat R[b]), computed in f64 and "
         "rounded once (docs/NUMERICS.md)", _LEAF, types=("any", "math=", "math=", "math="),
@@ -354,7 +354,7 @@ _ROWS = (
         "@b and R[c] (__atomic_cas: R[c] where @b == R[d]; the others repeat R[c]), one lane "
         "after another in lane order", _LEAF, types=("any=", "any=", "any="),
         imms=("atomic_op",), entry="atomic",
-        optype="T, the element type of @b, one the operation takes (croqvm/intrinsics.py); "
+        optype="T, the element type of @b, one the operation takes (croqvm/core/intrinsics.py); "
         "result T", faults=_BASE_FAULTS + (K.UNINITIALISED,)),
     # --- named barriers (__bar_sync, __bar_arrive; §6.8): the warp counts for its 32 lanes;
     # site c is the statement's collective set, whose lanes of the warp must all be active.

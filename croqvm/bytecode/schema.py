@@ -24,7 +24,7 @@ import functools
 import hashlib
 import typing
 
-from croqvm.errors import BytecodeError
+from croqvm.core.errors import BytecodeError
 
 from . import module as M
 
@@ -224,7 +224,7 @@ def fingerprint() -> str:
     """SHA-256 of what a payload's meaning depends on: every record's field names and
     types in order, every enum's members, the opcode table's numbers, names and operand
     kinds, and the dtype codes. Prose is left out, so documenting changes nothing."""
-    from croqvm import dtypes
+    from croqvm.core import dtypes
     from . import opcodes
     parts = [f"{r.__name__}({', '.join(f'{n}: {type_text(a)}' for n, a in _fields(r))})"
              for r in records()]

@@ -47,8 +47,8 @@ instruction 12 (IF): ...")``.
 """
 from __future__ import annotations
 
-from croqvm.dtypes import BY_CODE
-from croqvm.limits import (EVENT_SLOT_BYTES, MAX_BLOCK_SIZE, MAX_SHARED_BYTES, buffer_bytes,
+from croqvm.core.dtypes import BY_CODE
+from croqvm.core.limits import (EVENT_SLOT_BYTES, MAX_BLOCK_SIZE, MAX_SHARED_BYTES, buffer_bytes,
                            shared_limit_message)
 
 from . import schema

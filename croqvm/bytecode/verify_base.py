@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from croqvm.dtypes import BY_CODE, DType
-from croqvm.errors import BytecodeError
-from croqvm.limits import MAX_BLOCK_SIZE
+from croqvm.core.dtypes import BY_CODE, DType
+from croqvm.core.errors import BytecodeError
+from croqvm.core.limits import MAX_BLOCK_SIZE
 
 from . import opcodes as O
 from .module import DYNAMIC, BaseKind, Code, Function, Kernel, Module, Storage

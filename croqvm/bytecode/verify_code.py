@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from croqvm.dtypes import BY_CODE, promote
-from croqvm.intrinsics import ATOMIC, MATH
-from croqvm.limits import REG_BUDGET_MAX, REG_BUDGET_MIN, WARP_SIZE
+from croqvm.core.dtypes import BY_CODE, promote
+from croqvm.core.intrinsics import ATOMIC, MATH
+from croqvm.core.limits import REG_BUDGET_MAX, REG_BUDGET_MIN, WARP_SIZE
 
 from . import opcodes as O
 from . import verify_mma

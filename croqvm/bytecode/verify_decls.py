@@ -27,9 +27,9 @@ import math
 
 import numpy as np
 
-from croqvm.dtypes import BY_CODE
-from croqvm.numerics import round_to
-from croqvm.limits import MAX_REGISTERS
+from croqvm.core.dtypes import BY_CODE
+from croqvm.core.numerics import round_to
+from croqvm.core.limits import MAX_REGISTERS
 
 from .module import (DYNAMIC, SWIZZLES, BaseKind, DmaOp, L2Hint, ParamKind, PieceKind, Storage,
                      swizzled_sides)

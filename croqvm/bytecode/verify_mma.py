@@ -18,7 +18,7 @@ verify_base.
 """
 from __future__ import annotations
 
-from croqvm.dtypes import BY_CODE, MMA_ACCUMULATOR
+from croqvm.core.dtypes import BY_CODE, MMA_ACCUMULATOR
 
 from .module import DYNAMIC, BaseKind, FragRole, Storage
 from .verify_base import (CodeCtx, Where, element_dtype, extents_text, known_extents, label,

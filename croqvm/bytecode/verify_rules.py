@@ -12,7 +12,7 @@ its operation's type (bool for comparisons).
 """
 from __future__ import annotations
 
-from croqvm.dtypes import DType
+from croqvm.core.dtypes import DType
 
 ARITH = ("s32", "u32", "s64", "u64", "f16", "bf16", "f32", "f64")
 WIDE_INTS = ("s32", "u32", "s64", "u64")

@@ -8,7 +8,7 @@ import ctypes
 import dataclasses
 import enum
 
-from ..errors import InternalError
+from ..core.errors import InternalError
 
 MAX_BLOCK = 1024
 NO_FAULT = 0xFFFFFFFFFFFFFFFF

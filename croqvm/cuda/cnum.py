@@ -15,9 +15,9 @@ import math
 import struct
 from dataclasses import dataclass, field
 
-from .. import dtypes
-from ..dtypes import DType
-from ..faults import Kind
+from ..core import dtypes
+from ..core.dtypes import DType
+from ..core.faults import Kind
 
 # croqvm type -> C type of a register
 REG_C = {"bool": "bool", "s8": "int8_t", "s16": "int16_t", "s32": "int32_t", "s64": "int64_t",
@@ -211,7 +211,7 @@ def unary(name: str, x: str, t: DType) -> str:
 
 
 def arith_type(name: str, tx: DType, ty: DType) -> DType:
-    """The type ``name`` computes in for operands of ``tx`` and ``ty`` (croqvm.numerics
+    """The type ``name`` computes in for operands of ``tx`` and ``ty`` (croqvm.core.numerics
     ``binary_op``): the promoted left operand for shifts, bool for logic on bools, else
     §12.2's arithmetic type."""
     if name in ("SHL", "SHR"):

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from .. import errors, files
+from ..core import errors, files
 
 RT_DIR = Path(__file__).resolve().parent / "rt"
 # cq_numerics.h, the engines' numerics in C: shipped beside the runtime in an installed

@@ -11,7 +11,7 @@ from typing import Sequence, Tuple, Union
 
 import numpy as np
 
-from .. import errors
+from ..core import errors
 from . import abi
 
 Param = Tuple[str, object]     # (kind in abi.PARAM_TYPES, value; "ptr": address or array)

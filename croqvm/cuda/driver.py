@@ -28,7 +28,7 @@ from typing import Sequence, Tuple
 
 import numpy as np
 
-from .. import errors
+from ..core import errors
 from . import abi
 from .cpu import Param, decode_prints, pack_params
 

@@ -27,12 +27,13 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .. import __version__, dtypes
+from .. import __version__
 from ..bytecode.opcodes import SPAN, TABLE, WIDTH
-from ..errors import CompileError
-from ..faults import Kind
-from ..limits import MAX_BLOCK_SIZE
-from ..source import SpanTable
+from ..core import dtypes
+from ..core.errors import CompileError
+from ..core.faults import Kind
+from ..core.limits import MAX_BLOCK_SIZE
+from ..core.source import SpanTable
 
 GENERATOR_VERSION = "1"
 ARCHES = ("sm_80", "sm_90a")
@@ -123,11 +124,11 @@ def emit(module, *, arch: str = "sm_80", checks: bool = True) -> CudaModule:
 
 def _cxx_functions(module) -> list[str]:
     """The C++ device functions kernels call (LANGUAGE.md §6.10.4), as written; the CPU
-    runtime's compiler reads their CUDA words as croqvm/cxx.py does, nvcc reads
+    runtime's compiler reads their CUDA words as croqvm/cuda/cxx.py does, nvcc reads
     '__co_device__' as '__device__'."""
     if not module.cxx:
         return []
-    from ..cxx import PRELUDE
+    from .cxx import PRELUDE
     cpu = [line for line in PRELUDE.splitlines() if line.startswith("#define")]
     undo = ["#undef " + line.split()[1] for line in cpu]
     return (["#ifdef CQ_CPU", *cpu, "#else", "#define __co_device__ __device__", "#endif",

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import struct
 
-from .. import dtypes
+from ..core import dtypes
 from ..bytecode.module import BaseKind, DmaOp, Storage, dst_storage, swizzled_sides
 from ..bytecode import opcodes
 from ..bytecode.opcodes import BAR_ARRIVE, BAR_SYNC, SPAN, TRIGGER_CLUSTER, WIDTH
-from ..faults import Kind
-from ..limits import EVENT_SLOT_BYTES, MAX_BLOCK_SIZE, MAX_SHARED_BYTES, buffer_bytes
+from ..core.faults import Kind
+from ..core.limits import EVENT_SLOT_BYTES, MAX_BLOCK_SIZE, MAX_SHARED_BYTES, buffer_bytes
 from . import cnum
 from .emit import (BoundBuffer, KernelInfo, Site, UnsupportedError, c_ident, decode,
                    max_block, op_name, span_of)

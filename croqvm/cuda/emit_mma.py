@@ -30,11 +30,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .. import dtypes
 from ..bytecode import opcodes
 from ..bytecode.module import BaseKind, FragRole
-from ..faults import Kind
-from ..limits import UNIT_OF_LANES, WARP_SIZE
+from ..core import dtypes
+from ..core.faults import Kind
+from ..core.limits import UNIT_OF_LANES, WARP_SIZE
 from . import cnum
 from .emit_sync import collective, squeeze, view, view_rank
 

@@ -10,8 +10,8 @@ tile) as C expressions.
 """
 from __future__ import annotations
 
-from ..faults import Kind
-from ..limits import MAX_SHARED_BYTES
+from ..core.faults import Kind
+from ..core.limits import MAX_SHARED_BYTES
 from . import cnum
 from .emit_kernel import DYN_RECORD
 from .emit_mma import frag_dtype, frag_ref

@@ -9,8 +9,8 @@ Conventions as in ``emit_mma``.
 """
 from __future__ import annotations
 
-from .. import dtypes
-from ..faults import Kind
+from ..core import dtypes
+from ..core.faults import Kind
 from . import cnum
 from .emit_mma import frag_dtype, frag_ref, own_cells, pending_check, whole_instance
 from .emit_sync import collective, view

@@ -8,7 +8,7 @@ Conventions as in ``emit_mma``.
 """
 from __future__ import annotations
 
-from ..faults import Kind
+from ..core.faults import Kind
 from .emit_mma import frag_ref
 from .emit_sync import collective
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 
-from .. import dtypes
 from ..bytecode.module import BaseKind, Storage
 from ..bytecode.opcodes import BINARY_ALU, COMPARE, TABLE
-from ..faults import Kind
-from ..intrinsics import ATOMIC, C_NAME, CAS, MATH
-from ..limits import MAX_SHARED_BYTES
+from ..core import dtypes
+from ..core.faults import Kind
+from ..core.intrinsics import ATOMIC, C_NAME, CAS, MATH
+from ..core.limits import MAX_SHARED_BYTES
 from . import cnum
 
 
@@ -520,7 +520,7 @@ def op_asm(k, ins, ip):
 def op_call_cxx(k, ins, ip):
     """A C++ device function (LANGUAGE.md §6.10.4), compiled with the kernel; a pointer
     parameter gets the lane's instance of its buffer."""
-    from ..cxx import C_TYPE
+    from .cxx import C_TYPE
     call = k.code.cxx_calls[ins[1]]
     fn = k.module.cxx[call.func]
     args = []
@@ -538,7 +538,7 @@ def op_call_extern(k, ins, ip):
     """A function defined in no file of the program (LANGUAGE.md §6.10.6): nvcc resolves
     it against the code the kernels are built with; the CPU runtime faults, as the
     interpreters do. A buffer argument is a pointer to the lane's instance."""
-    from ..cxx import C_TYPE
+    from .cxx import C_TYPE
     call = k.code.extern_calls[ins[2]]
     args = []
     for x, buffer in zip(call.args, call.buffers):

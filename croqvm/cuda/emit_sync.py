@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from .. import dtypes
+from ..core import dtypes
 from ..bytecode.module import BaseKind, DmaOp, swizzled_sides
 from ..bytecode.opcodes import BAR_ARRIVE
-from ..faults import Kind
-from ..limits import NAMED_BARRIERS, WARP_SIZE
-from ..messages import print_registers
+from ..core.faults import Kind
+from ..core.limits import NAMED_BARRIERS, WARP_SIZE
+from ..reports.messages import print_registers
 from . import cnum
 from .emit_kernel import bulk_load, tma_load
 from .emit import span_of

@@ -6,7 +6,7 @@ it generates the module's CUDA once, builds it for the device (the host C++ comp
 for ``cuda-cpu``, nvcc for ``gpu``; both cached on disk), passes the launch's buffers
 and scalars, and turns what the device reports -- printed records, the fault record,
 a deadlock -- into the output and the ``KernelFault`` the engines would give: the same
-fault record (croqvm.faults), so the same text.
+fault record (croqvm.core.faults), so the same text.
 
 Differences from the engines, by design of the devices: the first fault kept is the
 lowest (block, lane) rather than the first in time; print lines of one launch come in
@@ -21,13 +21,15 @@ import sys
 
 import numpy as np
 
-from .. import dtypes, messages, report
 from ..bytecode.opcodes import BARRIER, GRID_SYNC, SPAN, TRIGGER_CLUSTER, WIDTH
-from ..errors import ArgumentError, DeviceError, InternalError, KernelFault
-from ..faults import FaultRecord
-from ..limits import LAUNCH_SHARED_BYTES, WARP_SIZE, resident_blocks
-from ..messages import print_text
-from ..numerics import convert
+from ..core import dtypes
+from ..core.errors import ArgumentError, DeviceError, InternalError, KernelFault
+from ..core.faults import FaultRecord
+from ..core.limits import LAUNCH_SHARED_BYTES, WARP_SIZE, resident_blocks
+from ..core.numerics import convert
+from ..reports import messages
+from ..reports import render as report
+from ..reports.messages import print_text
 from . import abi, cnum
 from . import compile as cc
 from .emit import ARCHES, GENERATOR_VERSION, emit
@@ -231,7 +233,7 @@ def _check_resident(call, index: int, grid, size: int, ip: int, resident: int) -
     total = int(np.prod(grid))
     if total <= resident:
         return
-    from ..faults import Kind
+    from ..core.faults import Kind
     code = call.fn.kernels[call.fn.host.launches[index].kernel].code
     ins = code.code[WIDTH * ip:WIDTH * (ip + 1)]
     threads = -(-size // WARP_SIZE) * WARP_SIZE
@@ -270,7 +272,7 @@ def divergent_collective(gen, info, code, d: abi.Deadlock, index: int, grid):
     with some of its participant lanes elsewhere (§7.4.4, §11.2): the fault of the
     lowest such warp, else None."""
     from ..bytecode.opcodes import TABLE
-    from ..faults import Kind
+    from ..core.faults import Kind
     live = _mask(d, info.layout["live"])
     at: dict = {}
     for lane, (kind, site, _, _) in enumerate(d.threads):
@@ -316,7 +318,7 @@ def stuck_collective(call, gen, info, code, d: abi.Deadlock):
     complete (§7.4.3, §11.2): an mma operation whose unit is not all there, or a group
     some of whose lanes finished the kernel without arriving; (text, span) or None."""
     from ..bytecode.opcodes import TABLE
-    from ..faults import Kind
+    from ..core.faults import Kind
     cx = messages.Context(call.spans, call.fn, code)
     live = _mask(d, info.layout["live"])
     finished = {l for l, t in enumerate(d.threads) if t[0] == abi.WaitKind.EXITED} & live
@@ -346,7 +348,7 @@ def deadlock_report(call, index, grid, gen, info, code, d: abi.Deadlock,
                     stuck=None) -> KernelFault:
     """The §10.5 report from the CPU runtime's deadlock record: one line per run of
     warps that wait at the same place, as the engines group them, in the catalogue's
-    words (croqvm.messages)."""
+    words (croqvm.reports.messages)."""
     cx = messages.Context(call.spans, call.fn, code)
     block = tuple(int(x) for x in np.unravel_index(d.block, tuple(grid)))
     lines, run = [], None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
+from ..core import dtypes
 
 MATH_ULPS = 2                     # CUDA's f64 functions rounded once (NUMERICS.md §12a)
 ACCUMULATOR_UNIT = 2.0 ** -23     # a truncating f32 accumulation: one ulp per addition

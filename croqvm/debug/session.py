@@ -24,16 +24,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import dtypes
-from ..blockview import BLOCKED, DONE
 from ..bytecode.module import BaseKind, Storage
 from ..bytecode.opcodes import BY_NAME, SPAN, TABLE, WIDTH
-from ..errors import ArgumentError, KernelFault
+from ..core import dtypes
+from ..core.errors import ArgumentError, KernelFault
+from ..core.limits import buffer_bytes
+from ..core.source import SpanTable
 from ..interp.host import run_function
 from ..lang import ast
-from ..limits import buffer_bytes
-from ..program import check_seed
-from ..source import SpanTable
+from ..reports.blockview import BLOCKED, DONE
+from ..running.program import check_seed
 from .values import DebugError, Lanes, Scope, Tile, parse, scalar_text
 
 # What ends a step: the focused warp starts a new statement (STEP), one at its nesting

@@ -2,7 +2,7 @@
 
 An expression is parsed by the language's own expression parser (croqvm.lang) and
 evaluated for every lane of the focused warp at once with the language's arithmetic
-(croqvm.numerics: the types of §12.2, wrapping integers, truncating division), so a
+(croqvm.core.numerics: the types of §12.2, wrapping integers, truncating division), so a
 breakpoint condition is a per-lane mask and ``p x`` shows every lane.
 
 Names resolve in the focused warp's program first, then in the host program (whose
@@ -16,17 +16,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import dtypes
 from ..bytecode.module import Storage
 from ..bytecode.opcodes import TABLE, WIDTH
-from ..diagnostics import DiagnosticSink
-from ..faults import Fault, LaneFault
+from ..core import dtypes
+from ..core.diagnostics import DiagnosticSink
+from ..core.faults import Fault, LaneFault
+from ..core.numerics import binary, format_float, unary
 from ..lang import ast
 from ..lang.parse_base import SyntaxAbort, TooDeep
 from ..lang.parser import Parser
 from ..lang.scanner import LineMap, scan
 from ..lang.tokens import EOF
-from ..numerics import binary, format_float, unary
 
 
 class DebugError(Exception):

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
+from ..core import dtypes
 from ..bytecode.module import BaseKind
 from ..bytecode.opcodes import TABLE
-from ..faults import LaneFault
-from ..intrinsics import ATOMIC, CAS
-from ..numerics import binary_op, convert, converter
+from ..core.faults import LaneFault
+from ..core.intrinsics import ATOMIC, CAS
+from ..core.numerics import binary_op, convert, converter
 from .checks import Access
 from .memory import (block_wide, buffer_of, check_written, distinct, gather, is_uniform, load,
                      locate, store)

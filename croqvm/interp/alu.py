@@ -1,6 +1,6 @@
 """Register handlers: constants, moves, conversions, lane and block ids, arithmetic,
 comparisons, selection (LANGUAGE.md §4, §12). The numbers themselves are
-croqvm.numerics'; these handlers only fetch operands and write results.
+croqvm.core.numerics'; these handlers only fetch operands and write results.
 
 Conventions: handlers take (``w``, ``ins``); ``t`` types come from ``w.blk.prog.rtypes``;
 results are converted to the destination register's type (§12.3) and written to the
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
+from ..core import dtypes
 from ..bytecode.opcodes import BINARY_ALU, COMPARE, TABLE
-from ..faults import Kind, LaneFault
-from ..intrinsics import MATH
-from ..numerics import (binary_op, convert, converter, math_op, round_to, same, storage_array,
+from ..core.faults import Kind, LaneFault
+from ..core.intrinsics import MATH
+from ..core.numerics import (binary_op, convert, converter, math_op, round_to, same, storage_array,
                         unary_op)
 
 

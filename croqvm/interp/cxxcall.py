@@ -1,5 +1,5 @@
 """CALL_CXX (LANGUAGE.md §6.10.4): a C++ device function, compiled for the CPU
-(``croqvm.cxx``), called once per active lane in increasing lane order with pointers to
+(``croqvm.cuda.cxx``), called once per active lane in increasing lane order with pointers to
 that lane's argument and result registers, and to the data of its instances of the
 buffers passed to pointer parameters. Those count as written in poison mode: what the
 function wrote is not known.
@@ -8,7 +8,7 @@ Conventions: handlers take (``w``, ``ins``); ``i`` indexes the warp's lanes.
 """
 from __future__ import annotations
 
-from .. import cxx
+from ..cuda import cxx
 from .memory import buffer_of
 
 

@@ -3,17 +3,17 @@ Appendix A.8).
 
 Every runtime error leaves the engine through ``fault`` (or ``deadlock``, or
 ``internal``): ``fault`` makes the ``FaultRecord`` that any engine reports, ``deadlock``
-the ``BlockView`` any engine exports, and ``croqvm.report`` renders them.
+the ``BlockView`` any engine exports, and ``croqvm.reports.render`` renders them.
 """
 from __future__ import annotations
 
 import traceback
 
 from ..bytecode.opcodes import SPAN
-from .. import report
-from ..blockview import BlockView, FrameView, WarpView
-from ..errors import InternalError, KernelFault
-from ..faults import FaultRecord, Kind
+from ..reports import render as report
+from ..reports.blockview import BlockView, FrameView, WarpView
+from ..core.errors import InternalError, KernelFault
+from ..core.faults import FaultRecord, Kind
 from .warp import BLOCKED
 
 
@@ -44,7 +44,7 @@ def internal(blk, span: int, exc: BaseException) -> InternalError:
 
 def block_view(blk) -> BlockView:
     """What the report of a stuck block needs, as any engine exports it
-    (croqvm.blockview)."""
+    (croqvm.reports.blockview)."""
     def lanes(w, mask):
         return tuple(w.lanes[mask].tolist())
 

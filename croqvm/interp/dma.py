@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
+from ..core import dtypes
 from ..bytecode.module import DmaOp, swizzled_sides
 from ..bytecode.opcodes import SPAN
-from ..faults import Fault, Kind
-from ..numerics import convert
+from ..core.faults import Fault, Kind
+from ..core.numerics import convert
 from .memory import (Handle, Reshaped, Strided, Transfer, allocating, first_pending, laid_out,
                      shown, unshown, view_of, view_registers)
 from .sync import arrive, check_uniform

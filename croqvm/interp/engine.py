@@ -20,10 +20,10 @@ import math
 import numpy as np
 
 from ..bytecode.opcodes import GRID_SYNC, SPAN, TABLE, TRIGGER_CLUSTER
-from ..errors import CroqvmError
-from ..faults import Fault, Kind, LaneFault
-from ..limits import MAX_BLOCK_SIZE, MAX_GRID, WARP_SIZE, resident_blocks
-from ..numerics import convert
+from ..core.errors import CroqvmError
+from ..core.faults import Fault, Kind, LaneFault
+from ..core.limits import MAX_BLOCK_SIZE, MAX_GRID, WARP_SIZE, resident_blocks
+from ..core.numerics import convert
 from . import access, alu, control, cxxcall, diagnose, dma, mma, output, sync
 from .machine import Block
 from .values import returned, scalar_result
@@ -152,7 +152,7 @@ def _run_warp(w, quantum: int) -> None:
 
 
 def _check_in(call, w) -> None:
-    """Every PROGRESS_EVERY steps (croqvm.position), and past the step limit: report
+    """Every PROGRESS_EVERY steps (croqvm.core.position), and past the step limit: report
     progress or stop."""
     if call.max_steps is not None and call.steps > call.max_steps:
         raise Fault(Kind.STEP_LIMIT, (call.max_steps,), _lowest_lane(w))

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
+from ..core import dtypes
 from ..bytecode.module import ParamKind, ParamStorage
-from ..errors import ArgumentError, KernelFault
-from ..faults import Fault
-from ..numerics import round_to, storage_array, value_of, wrap_narrow
-from ..position import Interrupted
+from ..core.errors import ArgumentError, KernelFault
+from ..core.faults import Fault
+from ..core.numerics import round_to, storage_array, value_of, wrap_narrow
+from ..core.position import Interrupted
 from .machine import Block, Call
 from .memory import Buffer
 from . import diagnose
@@ -180,7 +180,7 @@ def _check_end(hblk) -> None:
 def run_function(module, name: str, args: list, dims: dict, *, poison: bool, schedule: str,
                  seed: int, max_steps: int | None, out, stats: dict | None, progress=None,
                  check: str | None = None, device=None, debugger=None, tracer=None):
-    """The reference engine's runner (croqvm.program): run function ``name`` of
+    """The reference engine's runner (croqvm.running.program): run function ``name`` of
     ``module`` on ``args`` (numpy arrays and Python scalars in parameter order). Returns
     the returned array, scalar or None; ``global`` buffer parameters are copied back into
     the caller's arrays. ``dims`` gives symbolic dimensions no parameter binds (and must
@@ -189,7 +189,7 @@ def run_function(module, name: str, args: list, dims: dict, *, poison: bool, sch
     ``warp_steps``, ``lane_steps``, ``launches`` and ``blocks`` (kernel blocks run) when
     given. ``progress`` is called with a ``RunPosition`` every ``PROGRESS_EVERY``
     warp-steps; an interrupt (Ctrl-C) leaves as ``Interrupted`` with the position it
-    stopped at (croqvm.position). ``check`` ("race", "init" or None) adds a run-time check
+    stopped at (croqvm.core.position). ``check`` ("race", "init" or None) adds a run-time check
     (croqvm.interp.checks; "init" is poison mode and registers, and ``poison`` another
     name for it): what it finds is a KernelFault. The options are valid: the facade
     checked them. With a ``device`` (croqvm.cuda.launch.Device) the kernels run there and

@@ -24,8 +24,8 @@ import numpy as np
 
 from ..bytecode.module import ParamKind
 from ..bytecode.opcodes import TABLE
-from ..faults import Kind, LaneFault
-from ..messages import print_registers
+from ..core.faults import Kind, LaneFault
+from ..reports.messages import print_registers
 from .checks import Checker
 
 

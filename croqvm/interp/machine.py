@@ -10,14 +10,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from .. import dtypes
+from ..core import dtypes
 from ..bytecode.module import Storage
 from ..bytecode.opcodes import SPAN, WIDTH
-from ..limits import EVENT_SLOT_BYTES, MAX_SHARED_BYTES, WARP_SIZE, buffer_bytes
-from ..faults import Fault, Kind
-from ..messages import lanes_phrase
-from ..position import PROGRESS_EVERY, RunPosition
-from ..source import SpanTable
+from ..core.limits import EVENT_SLOT_BYTES, MAX_SHARED_BYTES, WARP_SIZE, buffer_bytes
+from ..core.faults import Fault, Kind
+from ..reports.messages import lanes_phrase
+from ..core.position import PROGRESS_EVERY, RunPosition
+from ..core.source import SpanTable
 from .memory import allocating, block_wide, new_buffer
 from .sync import new_named_barriers
 from .warp import new_warp
@@ -48,7 +48,7 @@ class Call:
         self.module, self.fn, self.out = module, fn, out
         self.device = device     # runs the kernels instead (croqvm.cuda.launch.Device)
         self.poison, self.scheduler, self.max_steps = poison, scheduler, max_steps
-        self.progress = progress  # called with a RunPosition now and then (croqvm.position)
+        self.progress = progress  # called with a RunPosition now and then (croqvm.core.position)
         self.checker = checker    # a croqvm.interp.checks.Checker, or None
         self.debugger = None      # croqvm.debug's hook: its ``instrument`` wraps step tables
         self.tracer = None        # croqvm.trace's hook, the same way

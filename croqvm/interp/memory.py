@@ -14,17 +14,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import dtypes
 from ..bytecode.module import BaseKind, Storage
-from ..dtypes import DType
-from ..faults import Fault, Kind, LaneFault
+from ..core import dtypes
+from ..core.dtypes import DType
+from ..core.faults import Fault, Kind, LaneFault
 
 
 class Buffer:
     """One buffer instance: values, and in poison mode which elements were written.
     ``flat`` is a one-dimensional view of ``data`` in row-major order, what element
     accesses index by offset. ``ref`` = (code, slot, element) names the declaration it
-    was allocated for, as messages name buffers (croqvm.messages, type ``buffer``).
+    was allocated for, as messages name buffers (croqvm.reports.messages, type ``buffer``).
     ``shadow`` is a race checker's state of it (croqvm.interp.shadow), or None."""
 
     __slots__ = ("ref", "dtype", "data", "flat", "written", "shadow")

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
 from ..bytecode import opcodes
 from ..bytecode.module import DYNAMIC
-from ..faults import Fault, Kind, LaneFault
-from ..limits import UNIT_OF_LANES, WARP_SIZE
-from ..numerics import convert, fma_to, round_to
+from ..core import dtypes
+from ..core.faults import Fault, Kind, LaneFault
+from ..core.limits import UNIT_OF_LANES, WARP_SIZE
+from ..core.numerics import convert, fma_to, round_to
 from .checks import Access
 from .memory import allocating, laid_out, shown, unshown, view_of, view_registers
 from .sync import arrive, check_uniform, groups_of

@@ -7,8 +7,8 @@ indexes the warp's lanes.
 """
 from __future__ import annotations
 
-from ..faults import Kind, LaneFault
-from ..messages import print_registers, print_text
+from ..core.faults import Kind, LaneFault
+from ..reports.messages import print_registers, print_text
 
 
 def _values(w, fmt, i: int) -> tuple:

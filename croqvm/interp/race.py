@@ -38,12 +38,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import dtypes
 from ..bytecode import opcodes
 from ..bytecode.module import Storage
 from ..bytecode.opcodes import SPAN
-from ..faults import LaneFault
-from ..limits import WARP_SIZE
+from ..core import dtypes
+from ..core.faults import LaneFault
+from ..core.limits import WARP_SIZE
 from .access import LOCATED
 from .checks import Access, Checker
 from .memory import Reshaped, Strided, distinct, locate
@@ -102,7 +102,7 @@ class Gen:
     triggering warp, the trigger's span and clock (for reports)."""
     vc: np.ndarray = field(default_factory=lambda: np.zeros(MAX_WARPS, np.int64))
     triggers: dict = field(default_factory=dict)     # warp -> (span, clock)
-    slot: tuple = ()              # (event, slot) as croqvm.messages writes it
+    slot: tuple = ()              # (event, slot) as croqvm.reports.messages writes it
     id: int = -1
     copies: list = field(default_factory=list)       # handles of the bound async copies
 
@@ -111,7 +111,7 @@ class Gen:
 class Race:
     """Two conflicting accesses: ``first`` before ``second`` in the run, neither ordered
     before the other. Each is (site, Who); ``why`` says what fails to order them (a tuple:
-    a croqvm.messages report name and its arguments, or a ``Copy`` whose wait is not known
+    a croqvm.reports.messages report name and its arguments, or a ``Copy`` whose wait is not known
     yet); ``buffer`` the buffer's ref, ``storage`` its storage, ``element`` the first
     conflicting element; ``same_instruction`` for lanes of one warp in one instruction."""
     buffer: tuple
@@ -711,7 +711,7 @@ class RaceChecker(Checker):
              own: int):
         """Why the earlier access (warp ``w`` at clock ``c`` of segment ``seq``) is not
         ordered before the current one (whose warp last accessed the element at clock
-        ``own``, 0: never): a croqvm.messages report name and arguments."""
+        ``own``, 0: never): a croqvm.reports.messages report name and arguments."""
         if seq != actor.seq:
             launch = self.segments[seq][0]
             if launch >= 0 and launch == self.segments[actor.seq][0]:

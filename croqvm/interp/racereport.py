@@ -7,13 +7,13 @@ that error.
 """
 from __future__ import annotations
 
-from .. import report
 from ..bytecode.module import Storage
-from ..diagnostics import Diagnostic, render
-from ..errors import KernelFault
-from ..limits import WARP_SIZE
-from ..messages import ACCESS_DONE, ACCESS_NOUN, Context, format_lanes
-from ..messages import report as line
+from ..core.diagnostics import Diagnostic, render
+from ..core.errors import KernelFault
+from ..core.limits import WARP_SIZE
+from ..reports import render as report
+from ..reports.messages import ACCESS_DONE, ACCESS_NOUN, Context, format_lanes
+from ..reports.messages import report as line
 from .race import Copy
 
 MAX_SHOWN = 10

@@ -4,7 +4,7 @@
 or finishes, and after any release (a collective completing, an event generation
 completing) starts again from the lowest runnable warp; async copies land at issue.
 ``Random`` ("random") runs one instruction at a time and picks the warp at random, from
-the project's SplitMix64 generator (croqvm.prng) seeded by the call's ``seed``, one stream
+the project's SplitMix64 generator (croqvm.core.prng) seeded by the call's ``seed``, one stream
 for the whole call; it lands each pending async copy at a random step before its wait.
 Its decisions, exactly (docs/EXECUTION.md §16), before every warp-step that is
 not inside a ONCE hold:
@@ -17,7 +17,7 @@ not inside a ONCE hold:
 """
 from __future__ import annotations
 
-from ..prng import SplitMix64
+from ..core.prng import SplitMix64
 
 
 class RoundRobin:
@@ -57,5 +57,5 @@ SCHEDULERS = {"rr": lambda seed: RoundRobin(), "random": Random}
 
 
 def make_scheduler(name: str, seed: int):
-    """The scheduler called ``name`` (one of croqvm.program.SCHEDULES)."""
+    """The scheduler called ``name`` (one of croqvm.running.program.SCHEDULES)."""
     return SCHEDULERS[name](seed)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..limits import WARP_SIZE, MAX_BLOCK_SIZE
+from ..core.limits import WARP_SIZE, MAX_BLOCK_SIZE
 
 MAX_WARPS = MAX_BLOCK_SIZE // WARP_SIZE
 

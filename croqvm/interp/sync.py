@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..blockview import EventWaitView, GridWaitView, NamedBarrierView, RendezvousView
 from ..bytecode.opcodes import BAR_ARRIVE, SPAN
-from ..faults import Fault, Kind, LaneFault
-from ..limits import NAMED_BARRIERS, UNIT_OF_LANES, WARP_SIZE
+from ..core.faults import Fault, Kind, LaneFault
+from ..core.limits import NAMED_BARRIERS, UNIT_OF_LANES, WARP_SIZE
+from ..reports.blockview import EventWaitView, GridWaitView, NamedBarrierView, RendezvousView
 
 
 def unit_members(inset: np.ndarray, unit: int, u: int) -> np.ndarray:
@@ -80,7 +80,7 @@ class Waiting:
         """Nothing is left to do: the collective's effect ran when it completed."""
 
     def view(self) -> tuple:
-        """The block view's waits (croqvm.blockview): the rendezvous not complete."""
+        """The block view's waits (croqvm.reports.blockview): the rendezvous not complete."""
         return tuple(r.view() for r in self.recs if not r.done)
 
 
@@ -184,7 +184,8 @@ def _same_registers(blk, lanes, regs) -> bool:
 
 
 def register_operand(blk, lane: int, r: int) -> tuple:
-    """R[r] of block lane ``lane`` as a collective's operand (croqvm.messages ``typed``)."""
+    """R[r] of block lane ``lane`` as a collective's operand (``typed`` of
+    croqvm.reports.messages)."""
     w, i = blk.warp_of(lane)
     return "value", (blk.prog.code.regs[r], w.regs[r][i])
 
@@ -199,7 +200,7 @@ def _same_operand(a: tuple, b: tuple) -> bool:
 def check_uniform(blk, rec, lanes, operands, regs=None) -> None:
     """§7.4.5: every participant presents the operands of the lowest one.
     ``operands(lane)`` gives a list of (label, operand) pairs, each operand a typed value
-    of croqvm.messages (type ``typed``); values compare by their bits. ``regs``, when
+    of croqvm.reports.messages (type ``typed``); values compare by their bits. ``regs``, when
     given, are registers that determine the operands completely: identical values there
     settle it without looking lane by lane."""
     if regs is not None and _same_registers(blk, lanes, regs):
@@ -338,7 +339,7 @@ class EventWait:
             self.ev.waits[self.lanes, self.slots] += 1
 
     def view(self) -> tuple:
-        """The block view's waits (croqvm.blockview): the first lane still waiting's."""
+        """The block view's waits (croqvm.reports.blockview): the first lane still waiting's."""
         ev = self.ev
         n = int(np.flatnonzero(self.pending())[0])
         s = int(self.slots[n])

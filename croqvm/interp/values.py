@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
-from ..numerics import decode
+from ..core import dtypes
+from ..core.numerics import decode
 
 
 def copy_back(arr: np.ndarray, data: np.ndarray, t) -> None:

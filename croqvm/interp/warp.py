@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..blockview import BLOCKED, DONE, READY
+from ..reports.blockview import BLOCKED, DONE, READY
 
 
 @dataclass

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..source import Span
+from ..core.source import Span
 
 
 class Node:

@@ -4,7 +4,7 @@ call-and-device.md).
 ``__device__`` functions (and ``__co_device__`` ones whose header is C++) are found in the
 text between Croqtile functions. Their signature is read so that ``call`` can be checked
 and lowered; their text is compiled as it stands: with the kernels by nvcc on the CUDA
-path, and for the CPU by the host C++ compiler (``croqvm.cxx``). A function croqvm can not
+path, and for the CPU by the host C++ compiler (``croqvm.cuda.cxx``). A function croqvm can not
 call (a template, a pointer or a type it does not know) is still recorded, with the reason,
 so that a call of it gets a clear error.
 """
@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from .preprocess import HOST_LEXEME
-from ..source import Span
+from ..core.source import Span
 
 # C++ scalar types -> croqvm element types (LANGUAGE.md §12.1)
 C_TYPES = {

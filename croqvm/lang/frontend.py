@@ -5,8 +5,8 @@ unexpected failure an ``internal error:`` at the best position known (LANGUAGE.m
 """
 from __future__ import annotations
 
-from ..diagnostics import Diagnostic, DiagnosticSink
-from ..source import SourceFile, Span
+from ..core.diagnostics import Diagnostic, DiagnosticSink
+from ..core.source import SourceFile, Span
 
 
 def front_end(text: str, filename: str = "<string>", defines=None):

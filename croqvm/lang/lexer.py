@@ -18,7 +18,7 @@ from .cxx import find_device_functions
 from .macros import Expander
 from .preprocess import HOST_LEXEME, Preprocessed, preprocess
 from .scanner import scan
-from ..source import SourceFile, Span
+from ..core.source import SourceFile, Span
 from .tokens import EOF, STRING, Token
 
 _BLANKS = " \t\r\n\f\v"

@@ -10,7 +10,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
-from .. import dtypes, numerics
+from ..core import dtypes, numerics
 from .tokens import FLOAT, INT, Token
 
 S32_MAX, S64_MAX = 2**31 - 1, 2**63 - 1

@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from ..diagnostics import DiagnosticSink
+from ..core.diagnostics import DiagnosticSink
 from .scanner import LineMap, scan
-from ..source import Span
+from ..core.source import Span
 from .tokens import KEYWORD, NAME, OP, Token
 
 _NAME_RE = re.compile(r"[ \t\r\n\f\v]*([A-Za-z_][A-Za-z0-9_]*)")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from ..source import Span
+from ..core.source import Span
 from .suggest import CUDA
 from .tokens import EOF, INT, KEYWORD, MEMBER, NAME, OP, Token
 

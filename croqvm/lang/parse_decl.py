@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from croqvm import dtypes
+from croqvm.core import dtypes
 
 from . import ast
 from .tokens import INT, KEYWORD, NAME

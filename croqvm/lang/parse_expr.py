@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from croqvm import dtypes
+from croqvm.core import dtypes
 
 from . import ast
 from .parse_base import BRACKETS, alternatives

@@ -8,7 +8,7 @@ unwinds to the innermost enclosing ``statement`` call, which skips the rest of i
 """
 from __future__ import annotations
 
-from croqvm.intrinsics import ATOMIC
+from croqvm.core.intrinsics import ATOMIC
 
 from . import ast
 from .parse_base import SyntaxAbort

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from .macros import Macro, parse_define
 from .ppexpr import evaluate_condition
 from .scanner import LineMap, scan
-from ..source import SourceFile
+from ..core.source import SourceFile
 from .tokens import INT, STRING
 
 COMMAND_LINE = "<command line>"   # the file name of -D macros

@@ -11,7 +11,7 @@ from bisect import bisect_right
 from dataclasses import replace
 
 from . import literals
-from ..source import Span
+from ..core.source import Span
 from .tokens import GROUP4, KEYWORD, MEMBER, MEMBER_WORDS, NAME, OP, RESERVED, STRING, Token
 
 

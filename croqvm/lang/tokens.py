@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..source import Span
+from ..core.source import Span
 
 INT, FLOAT, STRING, NAME, KEYWORD, MEMBER, GROUP4, OP, EOF = (
     "INT", "FLOAT", "STRING", "NAME", "KEYWORD", "MEMBER", "GROUP4", "OP", "EOF")

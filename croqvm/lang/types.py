@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Union
 
-from croqvm.dtypes import S32, DType
+from croqvm.core.dtypes import S32, DType
 
 Dim = Union[int, str, None]
 

@@ -1,9 +1,9 @@
 """The native engine: the machine model in C (native/, built as croqvm._native through
 cffi), agreeing bit for bit with the reference engine (croqvm/interp/), which stays the
-specification. ``runner()`` gives its runner for croqvm.program."""
+specification. ``runner()`` gives its runner for croqvm.running.program."""
 from __future__ import annotations
 
-from ..errors import ArgumentError
+from ..core.errors import ArgumentError
 
 
 NOT_BUILT = ("the extension croqvm._native was not built (reinstall croqvm with "
@@ -36,7 +36,7 @@ def unavailable() -> str | None:
 
 
 def runner():
-    """The native engine's runner (croqvm.program); an ArgumentError when the extension
+    """The native engine's runner (croqvm.running.program); an ArgumentError when the extension
     was not built or does not load."""
     ext, why = _load()
     if ext is None:

@@ -1,14 +1,14 @@
 """Deadlock and partial-group reports of the native engine: the faulting block read from
-C (native/view.c) as the neutral block view (croqvm.blockview), which croqvm.report words
-for every engine alike.
+C (native/view.c) as the neutral block view (croqvm.reports.blockview), which
+croqvm.reports.render words for every engine alike.
 
 Conventions: ``c`` the C call, ``k`` a warp index, lane sets are 32-bit words (bit b of
 word j is block lane 32 j + b).
 """
 from __future__ import annotations
 
-from .. import report
-from ..blockview import BLOCKED, DONE, READY, BlockView, EventWaitView, FrameView, \
+from ..reports import render as report
+from ..reports.blockview import BLOCKED, DONE, READY, BlockView, EventWaitView, FrameView, \
     GridWaitView, NamedBarrierView, RendezvousView, WarpView
 
 STATES = (READY, BLOCKED, DONE)

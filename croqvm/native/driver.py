@@ -18,19 +18,20 @@ import numpy as np
 
 from dataclasses import replace
 
-from .. import cxx, report
+from ..cuda import cxx
+from ..reports import render as report
 from ..bytecode.module import ParamKind
 from ..bytecode.opcodes import SPAN, WIDTH
 from ..bytecode.verify import verify
-from ..errors import InternalError
-from ..limits import MAX_GRID
-from ..messages import lanes_phrase
-from ..position import PROGRESS_EVERY, Interrupted, RunPosition
+from ..core.errors import InternalError
+from ..core.limits import MAX_GRID
+from ..reports.messages import lanes_phrase
+from ..core.position import PROGRESS_EVERY, Interrupted, RunPosition
 from ..interp.host import _given_dims, bind
 from ..interp.values import copy_back, returned, scalar_result
 from ..interp.machine import Block, Call
 from ..interp.scheduler import make_scheduler
-from .. import dtypes
+from ..core import dtypes
 from .faults import record
 from .flatten import flatten
 
@@ -68,7 +69,7 @@ def program(lib, ffi, module, fn) -> Program:
     prog = cache.get(fn.name)
     if prog is None or prog.fn is not fn:
         prog = cache[fn.name] = Program(lib, ffi, fn, module.cxx)
-        if module.cxx:          # the C++ functions its kernels call (croqvm/cxx.py)
+        if module.cxx:          # the C++ functions its kernels call (croqvm/cuda/cxx.py)
             compiled = cxx.library(module)
             fns = ffi.new("cq_cxx_fn[]", [ffi.cast("cq_cxx_fn", compiled.address(k))
                                           for k in range(len(module.cxx))])
@@ -79,7 +80,7 @@ def program(lib, ffi, module, fn) -> Program:
 def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison: bool,
                  schedule: str, seed: int, max_steps: int | None, out, stats: dict | None,
                  progress=None, jobs: int | None = None, check: str | None = None):
-    """The native engine's runner (croqvm.program): what croqvm.interp.run_function does,
+    """The native engine's runner (croqvm.running.program): what croqvm.interp.run_function does,
     ``check`` "init" (or ``poison``, its other name) included (docs/EXECUTION.md §20).
     ``progress`` is called between slices (every PROGRESS_EVERY warp-steps or so);
     ``jobs`` threads run a launch's blocks (default: the cores the process may use; one

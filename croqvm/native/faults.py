@@ -1,6 +1,7 @@
 """Runtime errors of the native engine: the C fault record (native/cq_api.h ``cq_record``)
-read back as the ``croqvm.faults.FaultRecord`` every engine reports, which
-``croqvm.report`` words from the catalogue of ``croqvm.messages``. C never writes text.
+read back as the ``croqvm.core.faults.FaultRecord`` every engine reports, which
+``croqvm.reports.render`` words from the catalogue of ``croqvm.reports.messages``. C never
+writes text.
 
 C writes a kind's arguments (``messages.TEMPLATES[kind].args``) one after another into
 the record's words, each argument type in a fixed way (``READERS`` reads them back):
@@ -16,7 +17,7 @@ the record's words, each argument type in a fixed way (``READERS`` reads them ba
   typed      a tag (``TAGS``), then the tagged type's words
   text       an index into ``LABELS``
 
-The kinds are croqvm.faults.Kind (CQ_FAULT_* in the generated native/cq_opcodes.h).
+The kinds are croqvm.core.faults.Kind (CQ_FAULT_* in the generated native/cq_opcodes.h).
 ``c_header()`` writes native/cq_record.h, the C side of ``TAGS`` and ``LABELS`` (a test
 keeps the committed header equal to it): ``python -m croqvm.native.faults >
 native/cq_record.h``.
@@ -27,10 +28,10 @@ import struct
 
 import numpy as np
 
-from .. import dtypes
 from ..bytecode.module import PieceKind
-from ..faults import FaultRecord
-from ..messages import TEMPLATES, Kind
+from ..core import dtypes
+from ..core.faults import FaultRecord
+from ..reports.messages import TEMPLATES, Kind
 
 # the argument types a ``typed`` operand may have, by tag
 TAGS = ("value", "buffer", "tuple", "shape")

@@ -39,12 +39,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
 from ..bytecode import opcodes
 from ..bytecode.module import PieceKind, swizzled_sides
+from ..core import dtypes
+from ..core.limits import EVENT_SLOT_BYTES
+from ..core.numerics import binary_op, storage_array
 from ..interp.initcheck import registers_read, registers_written
-from ..limits import EVENT_SLOT_BYTES
-from ..numerics import binary_op, storage_array
 
 MAGIC = 0x31474D4951435143          # "CQCQIMG1", little-endian
 

@@ -19,7 +19,7 @@ for Ctrl-C (the reference engine between two instructions, the native engine bet
 slices of its run, cuda-cpu at its loop steps), and the task yields ``TimedOut``. Code
 that never returns to Python (a C++ device function that loops forever) is not stopped.
 
-Importing this module imports Dask; the serial path (croqvm.sweep.executor) never does.
+Importing this module imports Dask; the serial path (croqvm.running.executor) never does.
 """
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ import dask
 from distributed import Client, KilledWorker, LocalCluster, as_completed
 
 from .. import __version__
-from ..errors import ArgumentError, InternalError
-from .executor import TimedOut
+from ..core.errors import ArgumentError, InternalError
+from ..running.executor import TimedOut
 
 CONNECT_TIMEOUT = "10s"     # to reach a scheduler given by its address
 

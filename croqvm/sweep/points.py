@@ -14,9 +14,9 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from ..errors import ArgumentError
-from ..limits import MAX_INT
-from ..run_io import parse_assignments
+from ..core.errors import ArgumentError
+from ..core.limits import MAX_INT
+from ..running.inputs import parse_assignments
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .executor import TimedOut
+from ..running.executor import TimedOut
 from .task import PASS, TIMEOUT, Result, arguments, point_seed
 
 SHOWN_POINTS = 8        # of a group's points, in the text report
@@ -62,11 +62,11 @@ def replay_name(func: str, point, result: Result) -> str:
 
 def write_replays(directory: str, program, file: str, job, groups: list[Group],
                   defines: dict) -> list[str]:
-    """A replay file (croqvm.explore's) of each group's smallest point in ``directory``:
+    """A replay file (croqvm.running.explore's) of each group's smallest point in ``directory``:
     the point's inputs, drawn again, its dims, its schedule and the check; the paths."""
-    from ..errors import ArgumentError
-    from ..explore import write_replay
-    from ..run_io import inputs_used
+    from ..core.errors import ArgumentError
+    from ..running.explore import write_replay
+    from ..running.inputs import inputs_used
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError as err:

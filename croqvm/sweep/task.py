@@ -8,9 +8,9 @@ the point's own seed (``point_seed``), so no array crosses the network, and retu
 ``Result``.
 
 A point runs once on the interpreter under the round-robin schedule (with ``check``); when
-that passes, against ``against`` (croqvm.diff's comparison: same inputs, the reference
+that passes, against ``against`` (croqvm.running.diff's comparison: same inputs, the reference
 engine's results, output and error against the other's) and under the random schedules
-0 to ``schedules``-1 (croqvm.explore: a schedule that stops with a runtime error, or
+0 to ``schedules``-1 (croqvm.running.explore: a schedule that stops with a runtime error, or
 results that differ between schedules). The first of those that fails is the point's
 result.
 """
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ArgumentError, InternalError, KernelFault
+from ..core.errors import ArgumentError, InternalError, KernelFault
 
 PASS, FAULT, DIFFER, ERROR, TIMEOUT = "pass", "fault", "differ", "error", "timeout"
 
@@ -72,14 +72,14 @@ def program_of(job: Job):
 @functools.lru_cache(maxsize=4)     # keyed by the module's bytes: one decoding each
 def _decoded(module: bytes):
     from ..bytecode.cqb import decode
-    from ..program import Program
+    from ..running.program import Program
     return Program(decode(module))
 
 
 def arguments(program, job: Job, point):
     """The function, its arguments at ``point`` (as ``croqvm run --random-inputs --seed
     POINT_SEED`` draws them) and the dims no argument binds."""
-    from ..run_io import build_args
+    from ..running.inputs import build_args
     fn = program.function(job.func)
     args, dims = build_args(fn, job.inputs, point.as_dict(), True, point_seed(job.seed, point))
     return fn, args, dims
@@ -133,9 +133,9 @@ def run_point(job: Job, point) -> Result:
 
 def _round_robin(program, fn, args, dims, job, options):
     """The run under the default schedule: its fault's Result, else its outcome as
-    croqvm.diff compares outcomes."""
-    from ..diff import Outcome
-    from ..run_io import results_of
+    croqvm.running.diff compares outcomes."""
+    from ..running.diff import Outcome
+    from ..running.inputs import results_of
     copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     out = io.StringIO()
     try:
@@ -147,7 +147,7 @@ def _round_robin(program, fn, args, dims, job, options):
 
 def _against(program, fn, args, dims, job, reference):
     """The round-robin run compared with the same call on ``job.against``."""
-    from ..diff import AGAINST, compare, run_once, tolerances
+    from ..running.diff import AGAINST, compare, run_once, tolerances
     other = run_once(program, fn.name, list(args), dims, AGAINST[job.against])
     rtol, atol, derived = tolerances(program, args, job.against, job.rtol, job.atol)
     found = compare(reference, other, rtol, atol, tolerance=derived)
@@ -159,8 +159,8 @@ def _against(program, fn, args, dims, job, reference):
 
 def _schedules(program, fn, args, dims, job, options):
     """The random schedules 0 to ``job.schedules``-1: the first that faults, else the
-    first whose outcome is not the usual one (croqvm.explore.deviating)."""
-    from ..explore import deviating, group, run_seeds
+    first whose outcome is not the usual one (croqvm.running.explore.deviating)."""
+    from ..running.explore import deviating, group, run_seeds
     groups = group(run_seeds(program, fn, args, dims, range(job.schedules), job.check,
                              **options))
     faulty = [s for outcome, seeds, _ in groups if outcome.error is not None for s in seeds]

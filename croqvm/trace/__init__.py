@@ -12,7 +12,7 @@ attached the engine runs its own.
 """
 from __future__ import annotations
 
-from ..errors import ArgumentError, KernelFault
+from ..core.errors import ArgumentError, KernelFault
 from .cost import CostModel, load
 from .recorder import Flow, Recorder, Slice, StatRow, Trace
 
@@ -29,7 +29,7 @@ def record(program, func: str, args, dims: dict, *, cost: CostModel | None = Non
     trace where the run stopped and comes back as ``Trace.error``."""
     import sys
     from ..interp.host import run_function
-    from ..program import check_seed
+    from ..running.program import check_seed
     program.check_options(func, check, schedule, max_steps)
     if cost is not None and not isinstance(cost, CostModel):
         raise ArgumentError(f"cost must be a croqvm.trace.CostModel, not "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 
-from ..errors import ArgumentError
+from ..core.errors import ArgumentError
 
 # cycles of one warp-instruction by class (docs/TRACE.md "Instruction classes")
 CYCLES = {

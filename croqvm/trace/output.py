@@ -6,7 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 
-from ..errors import ArgumentError
+from ..core.errors import ArgumentError
 from .recorder import Trace
 
 

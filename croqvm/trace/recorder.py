@@ -22,15 +22,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..blockview import BLOCKED
 from ..bytecode.module import BaseKind, Storage
 from ..bytecode.opcodes import SPAN, TABLE, Mode
-from ..dtypes import BY_CODE
-from ..faults import Fault
+from ..core.dtypes import BY_CODE
+from ..core.faults import Fault
+from ..core.limits import NAMED_BARRIERS
+from ..core.source import SpanTable
 from ..interp.memory import view_of
 from ..interp.sync import Waiting
-from ..limits import NAMED_BARRIERS
-from ..source import SpanTable
+from ..reports.blockview import BLOCKED
 from .cost import CostModel
 
 HOST_PID = 0

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from croqvm.bytecode.module import Module
 from croqvm.bytecode.verify import static_shared_bytes
-from croqvm.diagnostics import Diagnostic
-from croqvm.errors import CompileError
+from croqvm.core.diagnostics import Diagnostic
+from croqvm.core.errors import CompileError
 from croqvm.lang import ast
-from croqvm.limits import MAX_REGISTERS, MAX_SHARED_BYTES, shared_limit_message
-from croqvm.source import SourceFile
-from croqvm.source import SpanTable as SourceSpans
+from croqvm.core.limits import MAX_REGISTERS, MAX_SHARED_BYTES, shared_limit_message
+from croqvm.core.source import SourceFile
+from croqvm.core.source import SpanTable as SourceSpans
 
 from . import (calls, dma, events, exprs, frags, hetero, host, kernel, mma, output, stmts,
                views)

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from croqvm import dtypes, numerics
 from croqvm.bytecode import opcodes
 from croqvm.bytecode.module import Code, Const
-from croqvm.source import SourceFile, Span
+from croqvm.core import dtypes, numerics
+from croqvm.core.source import SourceFile, Span
 
 W = opcodes.WIDTH
 # Operand positions holding instruction indices, moved when the prologue is inserted.

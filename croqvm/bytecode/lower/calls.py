@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from croqvm import dtypes
+from croqvm.core import dtypes
 from croqvm.lang import ast
 
 from croqvm.bytecode import module as M

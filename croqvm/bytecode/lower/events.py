@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from math import prod
 
-from croqvm import dtypes
+from croqvm.core import dtypes
 from croqvm.bytecode.module import EventDecl
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value

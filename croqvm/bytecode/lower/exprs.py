@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from croqvm import dtypes
-from croqvm.intrinsics import ATOMIC_BY_NAME, CAS, MATH_BY_NAME
+from croqvm.core import dtypes
+from croqvm.core.intrinsics import ATOMIC_BY_NAME, CAS, MATH_BY_NAME
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
 from croqvm.lang import types as T

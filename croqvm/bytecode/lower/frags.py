@@ -24,10 +24,10 @@ import math
 
 import numpy as np
 
-from croqvm import dtypes
+from croqvm.core import dtypes
 from croqvm.bytecode.module import Access, BaseKind, BufferDecl, Storage
 from croqvm.lang import ast
-from croqvm.limits import WARP_SIZE
+from croqvm.core.limits import WARP_SIZE
 from croqvm.lang.check.walk import child_stmts
 
 from .exprs import scalar_value

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from croqvm import dtypes
+from croqvm.core import dtypes
 from croqvm.bytecode import module as M
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from croqvm import dtypes
+from croqvm.core import dtypes
 from croqvm.bytecode.module import BufferDecl, Code, CollSite, Kernel, LaneSet, Launch, Storage
 from croqvm.lang import ast
-from croqvm.limits import LEVEL_LANES, UNIT_OF_LEVEL
+from croqvm.core.limits import LEVEL_LANES, UNIT_OF_LEVEL
 
 from .builder import CodeBuilder
 from .dma import refuse_unaddressed

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import prod
 
-from croqvm import dtypes, numerics
-from croqvm.limits import LEVEL_LANES, MAX_BLOCK_SIZE, MAX_INT, TOO_MANY_THREADS
+from croqvm.core import dtypes, numerics
+from croqvm.core.limits import LEVEL_LANES, MAX_BLOCK_SIZE, MAX_INT, TOO_MANY_THREADS
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
 from croqvm.lang.check.walk import child_stmts, nested_parallels

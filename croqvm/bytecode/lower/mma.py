@@ -15,13 +15,13 @@ two operand positions in different layouts.
 """
 from __future__ import annotations
 
-from croqvm import dtypes
+from croqvm.core import dtypes
 from croqvm.bytecode.module import DYNAMIC, Access, FragDecl, FragRole
 from croqvm.lang import ast
 from croqvm.lang import types as T
 from croqvm.lang.check.consteval import const_value
 from croqvm.lang.check.walk import child_stmts
-from croqvm.limits import UNIT_OF_LANES, UNIT_OF_LEVEL
+from croqvm.core.limits import UNIT_OF_LANES, UNIT_OF_LEVEL
 
 from .dma import buffer_swizzle, set_swizzle, swizzled_view
 from .exprs import lower_as

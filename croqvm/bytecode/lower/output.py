@@ -7,7 +7,7 @@ instance (§7.2.2).
 """
 from __future__ import annotations
 
-from croqvm import dtypes
+from croqvm.core import dtypes
 from croqvm.bytecode.module import PieceKind, PrintFormat
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value

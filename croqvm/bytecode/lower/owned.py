@@ -4,8 +4,8 @@
 Shared by the lowering of fragment statements and of MMA on frags."""
 from __future__ import annotations
 
-from croqvm import dtypes
-from croqvm.limits import WARP_SIZE
+from croqvm.core import dtypes
+from croqvm.core.limits import WARP_SIZE
 
 from .state import Lowerer
 from .values import FragRef

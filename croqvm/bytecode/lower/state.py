@@ -13,13 +13,13 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from croqvm import dtypes
-from croqvm.errors import CompileError
+from croqvm.core import dtypes
+from croqvm.core.errors import CompileError
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
 from croqvm.lang import types as T
-from croqvm.diagnostics import Diagnostic, render
-from croqvm.source import SourceFile, Span
+from croqvm.core.diagnostics import Diagnostic, render
+from croqvm.core.source import SourceFile, Span
 
 from .builder import CodeBuilder, SpanTable
 from .values import Env, Val

@@ -7,7 +7,7 @@ Loops put their increment at the top so that ``CONTINUE_IF`` cannot skip it::
 """
 from __future__ import annotations
 
-from croqvm import dtypes
+from croqvm.core import dtypes
 from croqvm.bytecode import opcodes
 from croqvm.bytecode.module import BufferDecl, Storage
 from croqvm.lang import ast

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from croqvm import dtypes
+from croqvm.core import dtypes
 
 
 @dataclass

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from croqvm import dtypes, numerics
+from croqvm.core import dtypes, numerics
 from croqvm.bytecode.module import Access, BaseKind, View
-from croqvm.faults import LaneFault
+from croqvm.core.faults import LaneFault
 from croqvm.lang import ast
 from croqvm.lang.check.consteval import const_value
 from croqvm.lang import types as T
@@ -67,7 +67,7 @@ def reg_of(lw: Lowerer, x) -> int:
 
 def o_op(lw: Lowerer, name: str, a, b):
     """``a <name> b`` on s32 operands: its value when both are known and it does not
-    fault (croqvm.numerics computes it as the engine would), else an instruction."""
+    fault (croqvm.core.numerics computes it as the engine would), else an instruction."""
     if not isinstance(a, Reg) and not isinstance(b, Reg):
         try:
             return numerics.fold_binary(name, a, dtypes.S32, b, dtypes.S32)[0]

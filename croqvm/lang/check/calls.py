@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from croqvm import dtypes
-from croqvm.limits import REG_BUDGET_MAX, REG_BUDGET_MIN
+from croqvm.core import dtypes
+from croqvm.core.limits import REG_BUDGET_MAX, REG_BUDGET_MIN
 from croqvm.lang import ast
 from croqvm.lang.cxx import CxxFunction
 from croqvm.lang.suggest import did_you_mean

@@ -6,7 +6,7 @@ expression, else None; ``const_as(expr, dtype)`` its value converted to ``dtype`
 initialisation does. Folding follows lowering step by step: each operand has the type
 lowering gives it (that of its checked ``.ty``), is converted as lowering converts it, the
 operation runs in the same arithmetic type, and its result is converted to the type of
-the expression; every step is a ``croqvm.numerics`` function, so a folded value is by
+the expression; every step is a ``croqvm.core.numerics`` function, so a folded value is by
 construction the value the code would compute.
 
 A value comes from literals, from ``Name.sym.info["const"]`` (an immutable scalar
@@ -18,8 +18,8 @@ straight-line code): it stays in the code and faults when it runs.
 """
 from __future__ import annotations
 
-from croqvm import dtypes, numerics
-from croqvm.faults import LaneFault
+from croqvm.core import dtypes, numerics
+from croqvm.core.faults import LaneFault
 from croqvm.lang import ast
 from croqvm.lang.types import Bounded, Buffer, Mdspan, View, value_dtype
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from croqvm.lang import ast
-from croqvm.limits import MAX_BLOCK_SIZE, NAMED_BARRIERS, WARP_SIZE
+from croqvm.core.limits import MAX_BLOCK_SIZE, NAMED_BARRIERS, WARP_SIZE
 from croqvm.lang.types import Bounded, Buffer, ITuple, Mdspan, Scalar, String, View
 
 from .consteval import const_value

@@ -6,8 +6,8 @@ Operand errors of binary operators use the wording of §5.3:
 """
 from __future__ import annotations
 
-from croqvm import dtypes
-from croqvm.intrinsics import ATOMIC_BY_NAME, CAS, MATH_BY_NAME
+from croqvm.core import dtypes
+from croqvm.core.intrinsics import ATOMIC_BY_NAME, CAS, MATH_BY_NAME
 from croqvm.lang import ast
 from croqvm.lang.suggest import CUDA, did_you_mean, undeclared
 from croqvm.lang.types import Bounded, Buffer, ITuple, Mdspan, Scalar, String, value_dtype
@@ -279,7 +279,7 @@ def _arity(ck, e, types, want: int) -> bool:
 
 
 def _math(ck, e, types):
-    """A math function (§4.4, croqvm.intrinsics): numbers in, the first argument's type
+    """A math function (§4.4, croqvm.core.intrinsics): numbers in, the first argument's type
     out (lib/earlysema.cpp), bool for ``__isfinite``."""
     fn = MATH_BY_NAME[e.func]
     if not _arity(ck, e, types, fn.arity) or any(is_unknown(t) for t in types):

@@ -3,7 +3,7 @@ return rules of §14.3.4."""
 from __future__ import annotations
 
 from croqvm.lang import ast
-from croqvm.diagnostics import DiagnosticSink
+from croqvm.core.diagnostics import DiagnosticSink
 from croqvm.lang.types import Bounded, Buffer, Scalar, Stream, Symbol
 
 from .consteval import const_value

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from croqvm.lang import ast
-from croqvm.limits import MAX_BLOCK_SIZE, TOO_MANY_THREADS, UNIT_OF_LEVEL, WARP_SIZE
+from croqvm.core.limits import MAX_BLOCK_SIZE, TOO_MANY_THREADS, UNIT_OF_LEVEL, WARP_SIZE
 from croqvm.lang.types import Mdspan
 
 from .consteval import const_value

@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from croqvm import dtypes
-from croqvm.dtypes import DType
+from croqvm.core import dtypes
+from croqvm.core.dtypes import DType
+from croqvm.core.limits import UNIT_OF_LEVEL
 from croqvm.lang import ast
 from croqvm.lang.types import Buffer, Fragment, OpFuture, shape_str
-from croqvm.limits import UNIT_OF_LEVEL
 
 from .consteval import const_value
 from .decls import note_param_write

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import math
 
+from croqvm.core.limits import GRID_LIMIT_TAIL, MAX_CLUSTER, MAX_GRID, MAX_INT
 from croqvm.lang import ast
-from croqvm.limits import GRID_LIMIT_TAIL, MAX_CLUSTER, MAX_GRID, MAX_INT
 
 from . import levels
 from .binders import bound_items, declare_indices

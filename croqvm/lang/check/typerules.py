@@ -1,10 +1,10 @@
 """Type predicates, spellings and conversions (LANGUAGE.md §3.1, §3.4.6, §12.2-§12.3)."""
 from __future__ import annotations
 
-from croqvm import dtypes
-from croqvm.dtypes import BOOL, S32, DType
+from croqvm.core import dtypes
+from croqvm.core.dtypes import BOOL, S32, DType
 from croqvm.lang import ast
-from croqvm.numerics import FLOAT_FORMATS, fits, int_range
+from croqvm.core.numerics import FLOAT_FORMATS, fits, int_range
 from croqvm.lang.types import Bounded, ITuple, Mdspan, Scalar, Type, value_dtype
 
 from .consteval import const_value

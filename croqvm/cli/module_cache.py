@@ -22,11 +22,11 @@ import hashlib
 import json
 import os
 
-from . import __version__
-from .diagnostics import Diagnostic
-from .errors import ArgumentError, BytecodeError
-from .files import cache_dir, caching, write_atomic
-from .source import Span
+from .. import __version__
+from ..core.diagnostics import Diagnostic
+from ..core.errors import ArgumentError, BytecodeError
+from ..core.files import cache_dir, caching, write_atomic
+from ..core.source import Span
 
 LAYOUT = "modules-v1"
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
@@ -46,7 +46,7 @@ def compile_cached(text: str, filename: str, defines: dict):
 
 
 def entry_key(text: str, filename: str, defines: dict) -> str:
-    from .bytecode.module import FORMAT_VERSION
+    from ..bytecode.module import FORMAT_VERSION
     h = hashlib.sha256()
     for part in (__version__, str(FORMAT_VERSION), _croqvm_files(), filename,
                  json.dumps(list(defines.items())), text):
@@ -71,7 +71,8 @@ def _croqvm_files() -> str:
 def _read(entry: str):
     """The Program an entry holds, or None when it is missing or damaged."""
     import croqvm
-    from .bytecode.cqb import decode
+
+    from ..bytecode.cqb import decode
     try:
         with open(entry + ".cqb", "rb") as f:
             data = f.read()
@@ -87,7 +88,7 @@ def _read(entry: str):
 
 def _write(entry: str, program) -> None:
     """Keep ``program`` under ``entry``; nothing when the cache can not be written."""
-    from .bytecode.cqb import encode
+    from ..bytecode.cqb import encode
     records = [dataclasses.asdict(d) for d in program.diagnostics]
     try:
         data = encode(program.module)

@@ -12,7 +12,7 @@ identifies the program by a digest of its bytecode and the croqvm version that r
 replay file without a seed (``croqvm sweep`` records one for a run that failed under the
 default schedule) replays under round-robin, which needs no seed.
 
-The runs go through an executor (croqvm.sweep.executor): one after another here, or on a
+The runs go through an executor (croqvm.running.executor): one after another here, or on a
 Dask cluster (``--workers``, ``--scheduler``; docs/CLUSTER.md). They are grouped in seed
 order whatever the order they end in, so the report and the replay files are the same.
 """
@@ -26,12 +26,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import __version__
-from .bytecode.cqb import decode, encode
-from .errors import ArgumentError, KernelFault
-from .files import load_numpy, write_atomic
-from .run_io import results_of
-from .sweep.executor import SerialExecutor, TimedOut
+from .. import __version__
+from ..bytecode.cqb import decode, encode
+from ..core.errors import ArgumentError, KernelFault
+from ..core.files import load_numpy, write_atomic
+from .executor import SerialExecutor, TimedOut
+from .inputs import results_of
 
 REPLAY_FORMAT = "croqvm replay"
 REPLAY_VERSION = 1

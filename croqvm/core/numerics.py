@@ -34,7 +34,7 @@ def first_lane(bad: np.ndarray, act: np.ndarray) -> int | None:
 
 def _fault_if(bad, act, kind: Kind, operands_of):
     """Fault ``kind`` with ``operands_of(i)`` for the lowest active lane ``i`` where
-    ``bad`` holds (croqvm.messages has the message)."""
+    ``bad`` holds (croqvm.reports.messages has the message)."""
     i = first_lane(bad, act)
     if i is not None:
         raise LaneFault(kind, operands_of(i), i)
@@ -613,7 +613,7 @@ def fits(v, t: DType) -> bool:
 
 
 # --------------------------------------------------------------------------- math functions
-# MATH (croqvm.intrinsics, docs/NUMERICS.md "Math functions"): the arguments, of one float
+# MATH (croqvm.core.intrinsics, docs/NUMERICS.md "Math functions"): the arguments, of one float
 # type t, are taken as f64, the function is computed in f64 by the C library's double
 # function (or the f64 formula below, evaluated operation by operation), and the result
 # rounds once to t. The C library is called through ctypes, not through Python's math

@@ -1,4 +1,4 @@
-"""The values the ``croqvm`` command's options take (croqvm/cli.py): each a parser typer
+"""The values the ``croqvm`` command's options take (croqvm/cli/main.py): each a parser typer
 calls with the text given, returning the value or raising ``typer.BadParameter`` with the
 message croqvm's usage errors give (``Error: Invalid value for '--seed': ...``, exit
 status 2). typer's own conversions answer in its validation library's words ("Input

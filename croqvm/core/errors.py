@@ -31,7 +31,7 @@ class ArgumentError(CroqvmError):
 
 class KernelFault(CroqvmError):
     """A runtime error while a function runs (LANGUAGE.md §15.3); exit status 3.
-    ``record`` is the engine's ``croqvm.faults.FaultRecord`` when one fault caused it (a
+    ``record`` is the engine's ``croqvm.core.faults.FaultRecord`` when one fault caused it (a
     deadlock report has none)."""
 
     def __init__(self, message: str, diagnostics=(), record=None):

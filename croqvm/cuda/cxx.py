@@ -12,7 +12,7 @@ the C++ code does through a pointer is not checked: it is trusted as the GPU tru
 """
 from __future__ import annotations
 
-from .dtypes import BY_CODE
+from ..core.dtypes import BY_CODE
 
 # croqvm dtypes -> the C types of the entry points
 C_TYPE = {"bool": "bool", "s8": "int8_t", "u8": "uint8_t", "s16": "int16_t",
@@ -51,8 +51,9 @@ class Library:
 
     def __init__(self, module):
         import cffi
-        from .cuda import compile as cc
-        from .errors import CompileError, InternalError
+
+        from ..core.errors import CompileError, InternalError
+        from . import compile as cc
         self.ffi = cffi.FFI()
         self.ffi.cdef("".join(ENTRY.format(k=k) + ";\n" for k in range(len(module.cxx))))
         try:

@@ -1,6 +1,6 @@
 """What ``croqvm run`` says while a function runs: the progress line and the watchdog.
 
-``Monitor`` is the progress hook the CLI gives the engine (croqvm.position). It keeps one
+``Monitor`` is the progress hook the CLI gives the engine (croqvm.core.position). It keeps one
 line on stderr up to date -- blocks done of the launch, warp-instructions, their rate and
 the time left in the launch -- once a run has taken ``PROGRESS_AFTER`` seconds (or from
 the start when asked, one line per update when stderr is not a terminal). The watchdog
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import time
 
-from .diagnostics import Diagnostic, render
-from .position import RunPosition
+from ..core.diagnostics import Diagnostic, render
+from ..core.position import RunPosition
 
 PROGRESS_AFTER = 2.0        # seconds before a terminal gets a progress line
 REDRAW_EVERY = 0.25         # seconds between two redraws of the line on a terminal

@@ -1,8 +1,9 @@
-"""Command-line inputs and outputs of ``croqvm run`` (LANGUAGE.md §14.1).
+"""The inputs and outputs of a run, as the commands take them (LANGUAGE.md §14.1).
 
 Builds a function's arguments from ``--input NAME=FILE`` (``.npy``, ``.npz``),
-``--random-inputs`` (croqvm.prng) and ``--dim``; writes ``--output`` atomically
-(croqvm.files). Everything a user can get wrong raises ``ArgumentError`` (exit status 2).
+``--random-inputs`` (croqvm.core.prng) and ``--dim``; writes ``--output`` atomically
+(croqvm.core.files). Everything a user can get wrong raises ``ArgumentError`` (exit status
+2). ``croqvm run`` and every tool that runs a function (explore, sweep, diff) share it.
 """
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ import os
 
 import numpy as np
 
-from .bytecode.module import ParamKind, ParamStorage
-from .dtypes import BY_CODE, ml_dtype
-from .errors import ArgumentError
-from .files import load_numpy, write_atomic
-from .limits import MAX_INT
-from .prng import SplitMix64, random_array
+from ..bytecode.module import ParamKind, ParamStorage
+from ..core.dtypes import BY_CODE, ml_dtype
+from ..core.errors import ArgumentError
+from ..core.files import load_numpy, write_atomic
+from ..core.limits import MAX_INT
+from ..core.prng import SplitMix64, random_array
 
 
 def parse_assignments(items: list[str], what: str) -> dict[str, str]:
@@ -100,7 +101,7 @@ def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
                     known.setdefault(d, int(ext))
     if random_inputs:
         _all_dims_known(fn, inputs, known)
-    rng = SplitMix64(seed)       # one stream, parameter after parameter (croqvm.prng)
+    rng = SplitMix64(seed)       # one stream, parameter after parameter (croqvm.core.prng)
     args = []
     for p in fn.params:
         if p.name in inputs:
@@ -198,5 +199,5 @@ def results_of(fn, args: list, result) -> dict:
 
 
 def save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
-    """Write ``arrays`` to ``path`` atomically (croqvm.files.write_atomic)."""
+    """Write ``arrays`` to ``path`` atomically (croqvm.core.files.write_atomic)."""
     write_atomic(path, lambda f: np.savez(f, **arrays))

@@ -1,7 +1,7 @@
 """Every runtime message croqvm writes, one template per kind (LANGUAGE.md §15.3;
 docs/EXECUTION.md §14), and how messages write values.
 
-An engine reports a runtime error as a *kind* (``croqvm.faults.Kind``, whose numbers are
+An engine reports a runtime error as a *kind* (``croqvm.core.faults.Kind``, whose numbers are
 the ones a C engine uses) and the kind's *arguments*: ints, floats, lane sets and indices into the
 module's tables. Python formats every message from this catalogue, whichever engine ran,
 so the texts are identical. ``TEMPLATES[kind]`` declares the arguments, in order, as
@@ -42,11 +42,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import dtypes
-from .bytecode.module import DYNAMIC, PieceKind
-from .faults import Kind
-from .limits import GRID_LIMIT_TAIL, TOO_MANY_THREADS, UNIT_OF_LANES, shared_limit_message
-from .numerics import decode, format_float
+from ..bytecode.module import DYNAMIC, PieceKind
+from ..core import dtypes
+from ..core.faults import Kind
+from ..core.limits import GRID_LIMIT_TAIL, TOO_MANY_THREADS, UNIT_OF_LANES, shared_limit_message
+from ..core.numerics import decode, format_float
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ TEMPLATES = {
                                    "address."),
 }
 
-# The lines around a runtime error and a deadlock report (croqvm.report), by name.
+# The lines around a runtime error and a deadlock report (croqvm.reports.render), by name.
 REPORTS = {
     "in_host": _t("function:text", "  in host code of '{function}'"),
     "in_kernel": _t("launch:where", "  in kernel launched at {launch}"),
@@ -186,7 +186,7 @@ REPORTS = {
                          "(warp {warp}, lane {index})"),
     "in_call": _t("call:where", "  in the call at {call}"),
     "internal": _t("what:text", "internal error: {what}"),
-    # deadlock reports (croqvm.report.deadlock)
+    # deadlock reports (croqvm.reports.render.deadlock)
     "deadlock": _t("block:tuple", "deadlock: every live lane of block {block} is blocked"),
     "partial_group": _t("site:coll gone:lanes", "'{site}' was reached by only part of its "
                         "group: {gone} finished the kernel without arriving."),
@@ -373,7 +373,7 @@ class _Buffer:
 
 class Context:
     """What messages need besides their arguments: the module's span table
-    (``croqvm.source.SpanTable``), the function that ran, and the code whose tables
+    (``croqvm.core.source.SpanTable``), the function that ran, and the code whose tables
     argument indices refer to."""
 
     def __init__(self, spans, fn, code):

@@ -1,10 +1,10 @@
 """Runtime errors as structured records (LANGUAGE.md §15.3; docs/EXECUTION.md §14).
 
 ``Kind`` names every kind of runtime error (its message template is in
-``croqvm.messages``). Inside an engine a handler reports a runtime error by raising one of
+``croqvm.reports.messages``). Inside an engine a handler reports a runtime error by raising one of
 two exceptions, each holding a kind and its operands (never text):
 
-- ``LaneFault`` comes from per-lane array code (croqvm.numerics, memory access): its
+- ``LaneFault`` comes from per-lane array code (croqvm.core.numerics, memory access): its
   ``index`` is the lane's position in the arrays the warp computed on;
 - ``Fault`` names a lane of the block directly; collectives use it, since the faulting
   lane may belong to another warp than the one completing the rendezvous.
@@ -12,7 +12,7 @@ two exceptions, each holding a kind and its operands (never text):
 The engine's step loop is the one place that turns either into a ``FaultRecord`` with
 instruction, span, launch, block and lane (Lua's pc discipline, STYLE.md §1). A record is
 what every engine produces; ``croqvm.interp.diagnose`` renders it with the catalogue of
-``croqvm.messages``, so the text is the same whichever engine ran.
+``croqvm.reports.messages``, so the text is the same whichever engine ran.
 """
 from __future__ import annotations
 

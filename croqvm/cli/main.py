@@ -17,7 +17,6 @@ import signal
 import sys
 import time
 import traceback
-
 from typing import Annotated
 
 import numpy as np
@@ -25,11 +24,12 @@ import typer
 import typer.core
 from typer._coercion import RuntimeParam
 
-from . import __version__, errors
-from . import cli_values as values
-from .files import check_output, read_program
-from .position import Interrupted
-from .program import CHECKS, DEVICES, ENGINES, SCHEDULES
+from .. import __version__
+from ..core import errors
+from ..core.files import check_output, read_program
+from ..core.position import Interrupted
+from ..running.program import CHECKS, DEVICES, ENGINES, SCHEDULES
+from . import values
 
 EXIT = {errors.CompileError: 1, errors.BytecodeError: 1, errors.ArgumentError: 2,
         errors.KernelFault: 3, errors.InternalError: 4}
@@ -208,10 +208,10 @@ def _executor(workers, scheduler, task_timeout):
         if task_timeout is not None:
             raise errors.ArgumentError("--task-timeout limits the runs of a cluster: give "
                                        "--workers N or --scheduler ADDRESS too")
-        from .sweep.executor import SerialExecutor
+        from ..running.executor import SerialExecutor
         return SerialExecutor()
     try:
-        from .sweep.cluster import DaskExecutor
+        from ..sweep.cluster import DaskExecutor
     except ImportError as exc:
         raise errors.ArgumentError(f"--workers and --scheduler need Dask's distributed "
                                    f"package ({exc}): pip install croqvm[cluster]") from None
@@ -294,7 +294,8 @@ def _load(path: str, defines, verb: str):
     compiled with ``defines``, or found compiled in the cache); source warnings go to
     stderr."""
     import croqvm
-    from .bytecode.cqb import decode
+
+    from ..bytecode.cqb import decode
     from .module_cache import compile_cached
     source = read_program(path)
     if source.bytecode is not None:
@@ -316,8 +317,9 @@ def _load(path: str, defines, verb: str):
               "reject, all at once.")
 def check(file: File, defines: Defines = None):
     import croqvm
-    from .bytecode.cqb import decode
-    from .diagnostics import render_all
+
+    from ..bytecode.cqb import decode
+    from ..core.diagnostics import render_all
     source = read_program(file)
     if source.bytecode is not None:
         if defines:
@@ -359,7 +361,7 @@ def compile(file: File,
 
 @command(help="Print the bytecode of every function, with source positions.")
 def disasm(file: File, defines: Defines = None):
-    from .bytecode.disasm import disassemble
+    from ..bytecode.disasm import disassemble
     print(disassemble(_load(file, defines, "disassemble").module))
 
 
@@ -451,7 +453,7 @@ def run(
     _check_run_options(func, inputs, random_inputs, seed, dims, expect, rtol, atol, schedule,
                        schedule_seed, progress, quiet)
     if output is not None:
-        from .run_io import input_files
+        from ..running.inputs import input_files
         given = {path: "an --input file" for path in input_files(list(inputs))}
         given[file] = "the program file"
         if expect:
@@ -463,10 +465,10 @@ def run(
         from .results import read_expected
         reference = (expect, read_expected(expect))
     if replay is None:
-        from .run_io import load_inputs, parse_dims
+        from ..running.inputs import load_inputs, parse_dims
         arrays, dim_values = load_inputs(list(inputs)), parse_dims(list(dims))
     else:
-        from .explore import read_replay
+        from ..running.explore import read_replay
         rec = read_replay(replay, program)
         func, arrays, dim_values = rec.func, rec.inputs, rec.dims
         schedule = "rr" if rec.seed is None else "random"
@@ -535,7 +537,7 @@ def _check_replay_options(**given) -> None:
 
 
 def _monitor(program, progress: bool, quiet: bool, watchdog: float):
-    from .source import SourceFile
+    from ..core.source import SourceFile
     from .monitor import Monitor
     show = "always" if progress else "never" if quiet else "auto"
     sources = {name: SourceFile(name, text) for name, text in program.module.sources}
@@ -579,7 +581,7 @@ def _run_all(program, file: str, options: dict, stats: dict, label: bool) -> dic
 def _arguments(program, file, func, arrays: dict, dims: dict, random_inputs, seed):
     """Function ``func`` of ``program`` (``file``) and its arguments: (function,
     arguments in parameter order, the dims no argument binds)."""
-    from .run_io import build_args
+    from ..running.inputs import build_args
     fn = program.function(func)
     if fn is None:
         known = ", ".join(f.name for f in program.functions) or "none"
@@ -589,7 +591,7 @@ def _arguments(program, file, func, arrays: dict, dims: dict, random_inputs, see
 
 
 def _run_one(program, file, func, arrays, random_inputs, seed, dims, options, stats):
-    from .run_io import inputs_used, results_of
+    from ..running.inputs import inputs_used, results_of
     fn, args, dim_values = _arguments(program, file, func, arrays, dims, random_inputs, seed)
     used = inputs_used(fn, args)
     result = program.run(func, *args, **options, stats=stats, **dim_values)
@@ -599,8 +601,8 @@ def _run_one(program, file, func, arrays, random_inputs, seed, dims, options, st
 def _finish(results, used, quiet, output, reference, rtol, atol) -> None:
     """The summary, the output file, then the comparison with ``reference``, (path,
     arrays) or None (whose failure keeps the file)."""
+    from ..running.inputs import save_npz
     from .results import compare, describe
-    from .run_io import save_npz
     if not quiet:
         for name, value in results.items():
             print(describe(name, value), file=sys.stderr)
@@ -666,7 +668,7 @@ def _one_call(program, file, func, inputs, dims, random_inputs, seed):
             raise errors.ArgumentError(f"every function of {file} takes parameters; choose "
                                        f"one with --func NAME and give its arguments")
         func = fn.name
-    from .run_io import load_inputs, parse_dims
+    from ..running.inputs import load_inputs, parse_dims
     _, args, dim_values = _arguments(program, file, func, load_inputs(list(inputs)),
                                      parse_dims(list(dims)), random_inputs, seed or 0)
     return func, args, dim_values
@@ -690,8 +692,8 @@ def _faulting(program) -> str:
 def _debug(program, func, args, dims, lines, script, options, at_fault=False) -> int:
     """A debugger session on ``func(*args)``: from ``lines`` of ``script``, else the
     terminal; ``at_fault``: run to the first runtime error and stop there."""
-    from .debug import Session
-    from .debug.console import Console, interact, run_script
+    from ..debug import Session
+    from ..debug.console import Console, interact, run_script
     session = Session(program, func, *args, out=sys.stdout, **options, **dims)
     console = Console(session, sys.stdout)
     if at_fault:
@@ -733,8 +735,8 @@ def trace(
             metavar="FILE.png", help="Also draw the timeline (needs matplotlib).")] = None,
         defines: Defines = None):
     inputs, dims = inputs or [], dims or []
-    from .trace import CostModel, load, record
-    from .trace.output import draw, stats_table, write
+    from ..trace import CostModel, load, record
+    from ..trace.output import draw, stats_table, write
     _check_run_options(func or "(the default)", inputs, random_inputs, seed, dims, None, None,
                        None, schedule, schedule_seed, False, False)
     out = os.path.splitext(file)[0] + ".trace.json" if output is None else output
@@ -784,8 +786,8 @@ def emit_cuda(
             "--checks/--no-checks", show_default=True,
             help="Bounds checks of every element access in the generated code.")] = True,
         defines: Defines = None):
-    from .cuda.compile import standalone
-    from .cuda.emit import emit
+    from ..cuda.compile import standalone
+    from ..cuda.emit import emit
     out = os.path.splitext(file)[0] + ".cu" if output is None else output
     check_output(out, "-o", {file: "the program file"})
     program = _load(file, defines, "translate")
@@ -824,8 +826,8 @@ def diff(
         verbose: Verbose = False,
         defines: Defines = None):
     inputs, dims = inputs or [], dims or []    # typer gives None for none given
-    from .diff import comparison, reference_for
-    from .run_io import load_inputs, parse_dims
+    from ..running.diff import comparison, reference_for
+    from ..running.inputs import load_inputs, parse_dims
     _cuda_verbose(verbose)
     program = _load(file, defines, "run")
     _, args, dim_values = _arguments(program, file, func, load_inputs(list(inputs)),
@@ -877,9 +879,9 @@ def explore(
         no_progress: NoProgress = False,
         defines: Defines = None):
     inputs, dims = inputs or [], dims or []    # typer gives None for none given
-    from .explore import deviating, group, run_seeds, write_replay
-    from .sweep.progress import Progress
-    from .run_io import inputs_used, load_inputs, parse_dims
+    from ..running.explore import deviating, group, run_seeds, write_replay
+    from ..running.inputs import inputs_used, load_inputs, parse_dims
+    from ..sweep.progress import Progress
     if seed is not None and not random_inputs:
         raise errors.ArgumentError("--seed seeds --random-inputs")
     program = _load(file, defines, "run")
@@ -988,13 +990,15 @@ def sweep(
         no_progress: NoProgress = False,
         defines: Defines = None):
     import json
-    from .bytecode.cqb import encode
-    from .diff import reference_for
-    from .program import CHECKING, default_engine
-    from .run_io import load_inputs
-    from .sweep import points as grid, report
-    from .sweep.progress import Progress
-    from .sweep.task import Job, arguments, run_point
+
+    from ..bytecode.cqb import encode
+    from ..running.diff import reference_for
+    from ..running.inputs import load_inputs
+    from ..running.program import CHECKING, default_engine
+    from ..sweep import points as grid
+    from ..sweep import report
+    from ..sweep.progress import Progress
+    from ..sweep.task import Job, arguments, run_point
     if (rtol is not None or atol is not None) and against is None:
         raise errors.ArgumentError("--rtol and --atol are the tolerances of --against")
     engine = engine or default_engine("cpu", check)
@@ -1058,7 +1062,7 @@ SHOWN_LINES = 10     # of what a run printed, in explore's outcomes
 
 
 def _print_outcome(n: int, outcome, seeds: list, results: dict) -> None:
-    from .messages import format_lanes
+    from ..reports.messages import format_lanes
     from .results import describe
     print(f"outcome {n}: seed{'s' if len(seeds) > 1 else ''} {format_lanes(seeds)}")
     lines = outcome.printed.splitlines()

@@ -1,20 +1,20 @@
-"""Writes docs/FAULTS.md, the runtime error catalogue, from croqvm.messages (STYLE.md
+"""Writes docs/FAULTS.md, the runtime error catalogue, from croqvm.reports.messages (STYLE.md
 house rule 1: generated, never edited; tests/test_messages.py regenerates it)::
 
-    python -m croqvm.messages_doc > docs/FAULTS.md
+    python -m croqvm.reports.messages_doc > docs/FAULTS.md
 """
 from __future__ import annotations
 
-from .faults import Kind
+from ..core.faults import Kind
 from .messages import REPORTS, TEMPLATES
 
 HEADER = """\
-<!-- generated from croqvm/messages.py by `python -m croqvm.messages_doc`; do not edit -->
+<!-- generated from croqvm/reports/messages.py by `python -m croqvm.reports.messages_doc`; do not edit -->
 # Runtime errors: the catalogue
 
 Every runtime error an engine reports is a record (docs/EXECUTION.md §14): a kind
 below, identified by its number, and its operands in the order listed, each of the type
-named after the colon (croqvm/messages.py defines the types). The message is the
+named after the colon (croqvm/reports/messages.py defines the types). The message is the
 template with the operands written in. The report lines that follow come after a
 message, and make up deadlock reports (docs/EXECUTION.md §18) and race reports (docs/EXECUTION.md §20).
 """

@@ -54,7 +54,7 @@ _TABLE = [
     DType(13, "tf32", "float", 32, True, "float32", "float32", "float"),
     DType(14, "f8_e4m3", "float", 8, True, "float32", "float32", "__nv_fp8_e4m3"),
     DType(15, "f8_e5m2", "float", 8, True, "float32", "float32", "__nv_fp8_e5m2"),
-    # the OCP MX formats, stored as their bit pattern, one byte each (croqvm.numerics,
+    # the OCP MX formats, stored as their bit pattern, one byte each (croqvm.core.numerics,
     # "narrow formats stored as bits"); parameters are float32 values or ml_dtypes arrays
     # (ML_DTYPES; f8_ue4m3 has none)
     DType(16, "f6_e2m3", "float", 6, True, "uint8", "float32", "__nv_fp6_e2m3"),
@@ -63,7 +63,7 @@ _TABLE = [
     DType(19, "f8_ue8m0", "float", 8, False, "uint8", "float32", "__nv_fp8_e8m0"),
     DType(20, "f8_ue4m3", "float", 8, False, "uint8", "float32", "__nv_fp8_e4m3"),
     # the sub-byte integers (cute's int2b_t ... uint1b_t): a byte each, holding a value of
-    # the type; conversions into them wrap to their width (croqvm.numerics)
+    # the type; conversions into them wrap to their width (croqvm.core.numerics)
     DType(21, "s2", "int", 2, True, "int8", "int8", "cute::int2b_t"),
     DType(22, "u2", "int", 2, False, "uint8", "uint8", "cute::uint2b_t"),
     DType(23, "s4", "int", 4, True, "int8", "int8", "cute::int4b_t"),

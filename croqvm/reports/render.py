@@ -1,5 +1,5 @@
 """Runtime error reports (LANGUAGE.md §15.3): what any engine reports becomes a
-``KernelFault`` whose text comes from the catalogue of ``croqvm.messages``, rendered by the
+``KernelFault`` whose text comes from the catalogue of ``croqvm.reports.messages``, rendered by the
 shared diagnostic renderer: the message at its span, the source line and caret, the
 report's lines, then where it ran::
 
@@ -7,20 +7,27 @@ report's lines, then where it ran::
       in host code of 'f'
 
 This module reads only the module, the function that ran and what the engine exports (a
-``FaultRecord``, a ``croqvm.blockview.BlockView``), never an engine's state, so the Python
+``FaultRecord``, a ``croqvm.reports.blockview.BlockView``), never an engine's state, so the Python
 engine and a C engine print the same text.
 """
 from __future__ import annotations
 
-from .blockview import BLOCKED, DONE, BlockView, EventWaitView, GridWaitView, \
-    NamedBarrierView, RendezvousView
-from .bytecode.opcodes import BY_NAME, SPAN, WIDTH
-from .diagnostics import Diagnostic, render
-from .errors import KernelFault
-from .faults import FaultRecord, Kind
-from .limits import UNIT_OF_LANES, WARP_SIZE
+from ..bytecode.opcodes import BY_NAME, SPAN, WIDTH
+from ..core.diagnostics import Diagnostic, render
+from ..core.errors import KernelFault
+from ..core.faults import FaultRecord, Kind
+from ..core.limits import UNIT_OF_LANES, WARP_SIZE
+from ..core.source import SpanTable
+from .blockview import (
+    BLOCKED,
+    DONE,
+    BlockView,
+    EventWaitView,
+    GridWaitView,
+    NamedBarrierView,
+    RendezvousView,
+)
 from .messages import Context, hint, message, report
-from .source import SpanTable
 
 
 def code_of(fn, launch: int):

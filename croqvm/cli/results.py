@@ -13,8 +13,8 @@ import zlib
 
 import numpy as np
 
-from .errors import ArgumentError
-from .files import load_numpy
+from ..core.errors import ArgumentError
+from ..core.files import load_numpy
 
 SHOWN_DIFFERENCES = 10
 

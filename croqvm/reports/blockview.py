@@ -1,5 +1,5 @@
 """The block view: what an engine exports about a block whose warps can no longer run, so
-that one report (croqvm.report.deadlock) explains any engine's deadlock or partial
+that one report (croqvm.reports.render.deadlock) explains any engine's deadlock or partial
 collective in the same words (LANGUAGE.md §7.4.3, §10.5; docs/EXECUTION.md §18).
 
 An engine that finds no runnable warp while some warp is blocked exports a ``BlockView``.

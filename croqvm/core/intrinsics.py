@@ -4,7 +4,7 @@ the math functions, MATH's immediate, and the atomic operations, ATOMIC's immedi
 This is their one definition: the checker takes the names and arities from here, lowering
 the codes, the verifier the typing rules, the engines and ``native/cq_numerics.h`` the
 codes (a test checks the C enum against ``MATH`` and ``ATOMIC``), the CUDA generator the
-spellings, docs/OPCODES.md the list. How each function computes is croqvm.numerics'
+spellings, docs/OPCODES.md the list. How each function computes is croqvm.core.numerics'
 (docs/NUMERICS.md, "Math functions").
 """
 from __future__ import annotations

@@ -23,7 +23,7 @@ row-major order, one draw per element (a scalar is one element):
                                (sub-byte integers: those values wrapped to their width)
     floating point             2 * (next() >> 11) / 2**53 - 1, uniform in [-1, 1) on a
                                2**-52 grid (exact in f64), then rounded to nearest even
-                               into the type (croqvm.numerics.round_to), which may
+                               into the type (croqvm.core.numerics.round_to), which may
                                round a value just below 1 up to 1
     unsigned floating point    (next() >> 11) / 2**53, uniform in [0, 1), rounded so
     (f8_ue8m0, f8_ue4m3)

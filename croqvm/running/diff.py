@@ -1,7 +1,7 @@
 """Differential runs: one function on the same inputs by the reference interpreter and
 by another engine or device, and where they disagree (``croqvm diff``; a pytest helper).
 
-    from croqvm.diff import assert_agree
+    from croqvm.running.diff import assert_agree
     def test_my_kernel_on_cuda():
         prog = croqvm.compile_file("gemm.co")
         assert_agree(prog, "matmul", a, b, against="cuda-cpu")
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bytecode.module import ParamKind, ParamStorage
-from .cuda.tolerance import gpu_tolerance
-from .errors import ArgumentError, KernelFault
+from ..bytecode.module import ParamKind, ParamStorage
+from ..core.errors import ArgumentError, KernelFault
+from ..cuda.tolerance import gpu_tolerance
 
 # what --against names -> Program.run options
 AGAINST = {"python": {"engine": "python"}, "native": {"engine": "native"},

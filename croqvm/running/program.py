@@ -8,7 +8,7 @@ This is the one place that chooses how a module runs. The data model
 stats, progress)``, with the meaning of ``croqvm.interp.run_function``, the reference.
 ``Program.run`` checks every option first, so a runner receives a function that exists, a
 schedule of ``SCHEDULES``, a seed in [0, 2**64), a positive step limit or None (no limit),
-an output stream and a progress hook or None (croqvm.position). An engine
+an output stream and a progress hook or None (croqvm.core.position). An engine
 or device planned but not part of this installation, and any unknown name, is an
 ``ArgumentError`` that says which are available. Without an ``engine``, a run goes to
 the native engine, or to the reference engine where native can not serve it: another
@@ -22,22 +22,22 @@ from __future__ import annotations
 
 import sys
 
-from .diagnostics import Diagnostic, render_all
-from .errors import ArgumentError, DeviceError
-from .source import SourceFile
+from ..core.diagnostics import Diagnostic, render_all
+from ..core.errors import ArgumentError, DeviceError
+from ..core.source import SourceFile
 
 SCHEDULES = ("rr", "random")     # LANGUAGE.md §7.1.2; docs/EXECUTION.md §16
-SEED_BITS = 64                   # a seed is taken modulo 2**64: the PRNG state (croqvm.prng)
+SEED_BITS = 64                   # a seed is taken modulo 2**64: the PRNG state (croqvm.core.prng)
 MAX_STEP_LIMIT = 2 ** 63 - 1     # the engines count warp-steps in 64-bit signed integers
 
 
 def _python_engine():
-    from .interp import run_function
+    from ..interp import run_function
     return run_function
 
 
 def _native_engine():
-    from .native import runner
+    from ..native import runner
     return runner()
 
 
@@ -61,7 +61,8 @@ _CUDA_DEVICES: dict = {}         # one per device kind: it keeps what it built l
 def _device_runner(device: str, engine: str):
     """The Python engine's runner with kernels on a CUDA ``device``."""
     import functools
-    from .cuda.launch import Device
+
+    from ..cuda.launch import Device
     if engine != "python":
         raise ArgumentError(f"device '{device}' runs host programs on the python engine; "
                             f"use engine='python'.")
@@ -108,7 +109,7 @@ def default_engine(device: str = "cpu", check=None, poison: bool = False) -> str
     runs too."""
     if device != "cpu" or (check is not None and "native" not in CHECKING.get(check, ())):
         return "python"
-    from .native import unavailable
+    from ..native import unavailable
     why = unavailable()
     if why is None:
         return "native"
@@ -159,7 +160,7 @@ class Program:
 
     def save(self, path) -> None:
         """Write the module as a ``.cqb`` file, atomically."""
-        from .bytecode.cqb import save
+        from ..bytecode.cqb import save
         save(self.module, path)
 
     def run(self, func: str, *args, device: str = "cpu", engine: str | None = None, check=None,
@@ -172,8 +173,8 @@ class Program:
         binds; ``max_steps`` stops the run after that many warp-steps (default: never);
         ``stats`` (a dict) receives ``warp_steps``, ``lane_steps``, ``launches`` and
         ``blocks``; ``out`` receives what the kernels print (default: ``sys.stdout``);
-        ``progress`` is called with a ``croqvm.position.RunPosition`` now and then, and
-        an interrupt leaves as ``croqvm.position.Interrupted``, which says where the run
+        ``progress`` is called with a ``croqvm.core.position.RunPosition`` now and then, and
+        an interrupt leaves as ``croqvm.core.position.Interrupted``, which says where the run
         was. ``engine`` is "native" or "python" (default: ``default_engine``).
         ``check`` adds a run-time check of ``CHECKS``: "race" reports data races
         (§7.5, the Python engine), "init" reads of registers and of buffer elements that
@@ -234,6 +235,6 @@ class Program:
         track, copies and flows, per-statement totals; ``Trace.result`` the result) under
         the cost model ``cost`` (a ``croqvm.trace.CostModel``; default: an H100's,
         docs/TRACE.md)."""
-        from .trace import record
+        from ..trace import record
         return record(self, func, args, dims, cost=cost, check=check, schedule=schedule,
                       seed=seed, poison=poison, max_steps=max_steps, out=out)
