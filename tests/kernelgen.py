@@ -492,3 +492,7 @@ def family_test(family: str, examples: int, check):
     def test(case):
         check(case)
     return test
+
+from kernelgen_data import views  # noqa: E402  (the family lives in its own module)
+
+FAMILIES["views"] = views
