@@ -16,7 +16,7 @@ from parity import assert_alike, outcome
 pytestmark = pytest.mark.skipif(extension() is None, reason="the native extension is not built")
 
 SCHEDULES = (("rr", 0), ("random", 1), ("random", 7))
-EXAMPLES = {"lanes": 300, "events": 80, "copies": 80, "mma": 150, "views": 150}
+EXAMPLES = {"lanes": 300, "events": 80, "copies": 80, "mma": 150, "views": 120}
 
 
 def check_alike(case) -> None:
