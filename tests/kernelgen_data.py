@@ -5,7 +5,8 @@ Each lane of a thread region holds a register fragment ``x`` (``frag f32[R, C]``
 changes it by statements drawn from:
 
 - DMA copies into ``local`` tiles of element type ``T`` (f32, bf16, the f8, f6 and f4
-  formats) from views of the global matrix ``a``: ``subspan(...).step(...).at(...)``,
+  formats) from views of the global matrix ``a``, and out of such tiles into the same
+  views of a local buffer: ``subspan(...).step(...).at(...)``,
   ``view(...).from(...)`` with and without element strides, ``chunkat`` by the block and
   inside ``foreach`` loops (with ``: unroll(k)``), ``span_as`` of contiguous windows and
   ``.sqz()``; partial tiles at the edges;
@@ -154,9 +155,9 @@ class _Views:
     # ---- statements
 
     def statement(self, indent: str) -> list[str]:
-        kinds = ["dma", "chunk", "element", "apply", "reduce", "narrow", "select", "range",
-                 "atomic", "call", "fault"]
-        weights = [4, 2, 3, 3, 2, 2, 1, 2, 2, 1, 1]
+        kinds = ["dma", "scatter", "chunk", "element", "apply", "reduce", "narrow", "select",
+                 "range", "atomic", "call", "fault"]
+        weights = [4, 2, 2, 3, 3, 2, 2, 1, 2, 2, 1, 1]
         at = self.integer(0, sum(weights) - 1)
         for kind, weight in zip(kinds, weights):
             if at < weight:
@@ -173,6 +174,21 @@ class _Views:
                 f"{indent}dma.copy {view} => {tile};",
                 f"{indent}apply {{i, j}} in x.span",
                 f"{indent}  {self.combine(self.spread(tile, shape))}"]
+
+    def _scatter(self, indent: str) -> list[str]:
+        """A tile made from x copied into a view of a local buffer shaped like a."""
+        view, shape = self.view(True)
+        tile, big = self.name("tile"), self.name("big")
+        index = "i, j" if len(shape) == 2 else "i"
+        dims = ", ".join(map(str, shape))
+        return [f"{indent}local {self.t} [{dims}] {tile};",
+                f"{indent}apply {{{index}}} in {tile}.span",
+                f"{indent}  {tile}.at({index}) = __to<{self.t}>(x.at(i % {self.r}, "
+                f"{'j' if len(shape) == 2 else 'i'} % {self.c}) + 1.0f);",
+                f"{indent}local {self.t} [{self.h}, {self.w}] {big};",
+                f"{indent}dma.copy {tile} => {big}{view[1:]};",
+                f"{indent}apply {{i, j}} in x.span",
+                f"{indent}  {self.combine(self.spread(big, (self.h, self.w)))}"]
 
     def _chunk(self, indent: str) -> list[str]:
         """Every [R, C] tile of a by chunkat, in nested loops (the inner one unrolled)."""
