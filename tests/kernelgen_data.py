@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from kernelgen import Case, _array
+from kernelgen import FAMILIES, Case, _array
 
 ELEMENTS = ("f32", "bf16", "f16", "f8_e4m3", "f8_e5m2", "f6_e2m3", "f6_e3m2", "f4_e2m1")
 NARROW = ("bf16", "f16", "f8_e4m3", "f8_e5m2", "f6_e2m3", "f6_e3m2", "f4_e2m1")
@@ -328,3 +328,6 @@ def views(draw) -> Case:
     return Case("\n".join(lines), "views",
                 [_array(draw, g.t, (g.h, g.w)), np.zeros((nb, nt, g.r, g.c), np.float32),
                  _array(draw, "s32", (nb, 2)) % 50])
+
+
+FAMILIES["views"] = views
