@@ -191,7 +191,8 @@ class _Views:
                 f"{indent}  {self.combine(self.spread(big, (self.h, self.w)))}"]
 
     def _chunk(self, indent: str) -> list[str]:
-        """Every [R, C] tile of a by chunkat, in nested loops (the inner one unrolled)."""
+        """Every tile of a by chunkat, in nested loops (the inner one now and then with
+        ``: unroll(k)``)."""
         tile, p, q = self.name("tile"), self.name("cp"), self.name("cq")
         unroll = f" : unroll({self.integer(1, self.k1)})" if self.draw(st.booleans()) else ""
         return [f"{indent}foreach {p} in [{self.k0}] {{",
@@ -293,8 +294,8 @@ class _Views:
                 f"{indent}x.at({self.r - 1}, 0) = {m};"]
 
     def _fault(self, indent: str) -> list[str]:
-        """Out of range in lane k of each block: an element of the fragment, an element of
-        a view, or a view with element strides beyond a's memory."""
+        """Out of range in the lanes from k on of each block: an element of the fragment, an
+        element of a view, or a view with element strides beyond a's memory."""
         k = self.integer(0, self.nt - 1)
         kind = self.draw(st.sampled_from(["frag", "view", "strided"]))
         if kind == "frag":
