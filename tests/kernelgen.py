@@ -2,7 +2,7 @@
 (tests/test_native_generated.py): hypothesis strategies that draw a Croqtile source text
 together with the arguments to call it with.
 
-Four families, each aimed at one part of the machine:
+Five families, each aimed at one part of the machine:
 
 - ``lanes``: per-lane code in a thread region with variables of every element type;
   nested ``if``/``else`` on lane numbers and data (divergence), ``foreach`` and ``while``
@@ -16,7 +16,13 @@ Four families, each aimed at one part of the machine:
   ``rotate``, into shared or local memory, over tiles that do not divide the matrix
   (partial tiles, with and without ``.zfill``);
 - ``mma``: every MMA layout and operand type, at warp, warpgroup and block level, with
-  several k steps, stores with and without ``.transp`` and partly out of range.
+  several k steps, stores with and without ``.transp`` and partly out of range;
+- ``views`` (tests/kernelgen_data.py): the data side of kernels -- register fragments,
+  ``apply``, ``reduce_*``, ``all_reduce_*`` and ``copy``; the view algebra (``subspan``,
+  ``step``, ``at``, ``view`` with and without element strides, ``chunkat``, ``span_as``,
+  ``sqz``) as DMA operands and in element access; ranges with steps and ``unroll``;
+  math builtins, ``select``, conversions to the narrow float formats, atomics and calls
+  of ``__co_device__`` functions; and views and indices out of range, which fault.
 
 A kernel is valid by construction; what it computes is whatever the engines compute, and
 the test requires them to agree bit for bit.
@@ -492,3 +498,5 @@ def family_test(family: str, examples: int, check):
     def test(case):
         check(case)
     return test
+
+import kernelgen_data  # noqa: E402, F401  (registers the family 'views' in FAMILIES)
