@@ -492,3 +492,8 @@ def family_test(family: str, examples: int, check):
     def test(case):
         check(case)
     return test
+
+# the family of asynchronous pipelines lives in its own module, which uses Case and _array
+from kernelgen_async import pipelines  # noqa: E402
+
+FAMILIES["pipelines"] = pipelines
