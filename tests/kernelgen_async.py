@@ -32,7 +32,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from croqvm import dtypes
-from kernelgen import Case, _array
+from kernelgen import FAMILIES, Case, _array
 
 SIZES = {"s32": 4, "f32": 4, "f16": 2}
 ACCUMULATOR = {"s32": "s32", "f32": "f32", "f16": "f32"}
@@ -199,3 +199,6 @@ def _small(draw, t: str, shape) -> np.ndarray:
     floating point as well), so every difference in what was moved shows."""
     a = _array(draw, "s8", shape).astype(np.int64) % 17 - 8
     return a.astype(dtypes.BY_NAME[t].numpy_param)
+
+
+FAMILIES["pipelines"] = pipelines
