@@ -1,8 +1,8 @@
 """The ``pipelines`` family of generated kernels (tests/kernelgen.py): the asynchrony of
 warp-specialised Croqtile kernels, each construct drawn in valid random combinations.
 
-A producer role (a warp or a warpgroup) hands ITEMS tiles of ``inp`` to a consumer role
-through a ring of STAGES shared slots (``shared T [R, W] tile[STAGES]``); the consumer
+A producer role (a warp or a warpgroup) hands ITEMS tiles of ``inp`` to one or two
+consumer roles through a ring of STAGES shared slots (``shared T [R, W] tile[STAGES]``); the consumer
 stores each tile it receives, weighted by its row, into ``out``, so a tile read too early,
 too late or from the wrong slot shows in the result. What is drawn:
 
@@ -44,6 +44,8 @@ def pipelines(draw) -> Case:
     unit, width = draw(st.sampled_from([("group", 32), ("group-4", 128)]))
     handover = draw(st.sampled_from(["events", "events", "future", "barriers"]))
     cluster = handover == "events" and draw(st.integers(0, 3)) == 0
+    consumers = draw(st.integers(1, 2))                  # consumer roles sharing each tile
+    threads = (1 + consumers) * width                      # a named barrier's count
     stages = draw(st.integers(1, 3))
     items = draw(st.integers(1, 6)) if draw(st.integers(0, 9)) else 0
     nb = draw(st.integers(1, 2)) if not cluster else 2     # blocks (of a cluster)
@@ -120,23 +122,23 @@ def pipelines(draw) -> Case:
     else:
         if asynchronous:
             produce.append("wait g;")
-        producer = [*produce, f"__bar_arrive({ids[0]}, {2 * width});",
-                    f"__bar_sync({ids[1]}, {2 * width});"]
+        producer = [*produce, f"__bar_arrive({ids[0]}, {threads});",
+                    f"__bar_sync({ids[1]}, {threads});"]
 
     # ---- the consumer: take the slot, weigh its rows into out, give it back
     take = {"events": f"wait {at('full')};", "future": "wait f;",
-            "barriers": f"__bar_sync({ids[0]}, {2 * width});"}[handover]
+            "barriers": f"__bar_sync({ids[0]}, {threads});"}[handover]
     acc = ACCUMULATOR[t]
     use = [f"if (t < {w}) {{",
            f"  mutable {acc} sum = __to<{acc}>(0);",
            f"  foreach r in [{rows}]",
-           f"    sum += __to<{acc}>(tile[{slot}].at(r, t)) * __to<{acc}>(r + 1);"]
+           f"    sum += __to<{acc}>(tile[{slot}].at(r, t)) * __to<{acc}>(r + p);"]
     if joined:
         use += [f"  foreach r in [{rows}]",
                 f"    sum += __to<{acc}>(tile2[{slot}].at(r, t)) * __to<{acc}>(r + 7);"]
-    use += [f"  out.at({block}, k, t) = sum;", "}"]
+    use += [f"  out.at({block}, p - 1, k, t) = sum;", "}"]
     if handover == "barriers":
-        give = f"__bar_arrive({ids[1]}, {2 * width});"
+        give = f"__bar_arrive({ids[1]}, {threads});"
     else:
         trig = "trigger.cluster" if cluster else "trigger"
         give = f"{trig} {at('empty', 'order++' if order_kind == 'grow++' else 'order')};"
@@ -170,16 +172,16 @@ def pipelines(draw) -> Case:
     params = [f"global {t} [{n_in}, {w}] inp"]
     if joined:
         params.append(f"global {t} [{n_in}, {w}] inp2")
-    params.append(f"global {acc} [{blocks}, {max(items, 1)}, {w}] out")
+    params.append(f"global {acc} [{blocks}, {consumers}, {max(items, 1)}, {w}] out")
     text = f"""__co__ void pipelines({", ".join(params)}) {{
   {level} {{
     {events_decl}shared {t} [{rows}, {w}] tile[{stages}];
-{ring2}    parallel p by 2 : {unit}, t by {width} : thread {{
+{ring2}    parallel p by {1 + consumers} : {unit}, t by {width} : thread {{
       {future_decl}inthreads.async (p == 0) {{
 {body([order_decl], "        ")}        foreach k in [{items}] {{
 {body(producer, "          ")}        }}
       }}
-      inthreads.async (p == 1) {{
+      inthreads.async ({"p >= 1" if consumers > 1 else "p == 1"}) {{
 {body([order_decl, *credits], "        ")}        foreach k in [{items}] {{
 {body(consumer, "          ")}        }}
       }}
@@ -190,7 +192,7 @@ def pipelines(draw) -> Case:
     args = [_small(draw, t, (n_in, w))]
     if joined:
         args.append(_small(draw, t, (n_in, w)))
-    args.append(np.zeros((blocks, max(items, 1), w), dtypes.BY_NAME[acc].numpy_param))
+    args.append(np.zeros((blocks, consumers, max(items, 1), w), dtypes.BY_NAME[acc].numpy_param))
     return Case(text, "pipelines", args, max_steps=1_000_000)
 
 
