@@ -2,7 +2,7 @@
 (tests/test_native_generated.py): hypothesis strategies that draw a Croqtile source text
 together with the arguments to call it with.
 
-Four families, each aimed at one part of the machine:
+Five families, each aimed at one part of the machine:
 
 - ``lanes``: per-lane code in a thread region with variables of every element type;
   nested ``if``/``else`` on lane numbers and data (divergence), ``foreach`` and ``while``
@@ -16,7 +16,13 @@ Four families, each aimed at one part of the machine:
   ``rotate``, into shared or local memory, over tiles that do not divide the matrix
   (partial tiles, with and without ``.zfill``);
 - ``mma``: every MMA layout and operand type, at warp, warpgroup and block level, with
-  several k steps, stores with and without ``.transp`` and partly out of range.
+  several k steps, stores with and without ``.transp`` and partly out of range;
+- ``pipelines`` (tests/kernelgen_async.py): the asynchrony of warp-specialised kernels,
+  a producer handing tiles to consumers through a ring of shared slots, filled by lanes,
+  DMA or TMA copies (swizzled or not, synchronous or asynchronous) and handed over by
+  event arrays with cyclic orders and ``trigger ... after``, by a shared future or by
+  named barriers, with ``trigger.cluster`` in cluster kernels, and now and then a
+  trigger or arrival missing, which deadlocks.
 
 A kernel is valid by construction; what it computes is whatever the engines compute, and
 the test requires them to agree bit for bit.

@@ -48,7 +48,7 @@ def pipelines(draw) -> Case:
     threads = (1 + consumers) * width                      # a named barrier's count
     stages = draw(st.integers(1, 3))
     items = draw(st.integers(1, 6)) if draw(st.integers(0, 9)) else 0
-    nb = draw(st.integers(1, 2)) if not cluster else 2     # blocks (of a cluster)
+    nb = draw(st.integers(1, 2)) * (2 if cluster else 1)  # blocks: whole clusters of 2
     if handover == "future":
         fill = draw(st.sampled_from(["dma.async", "tma.async"]))
     else:
@@ -72,14 +72,12 @@ def pipelines(draw) -> Case:
     skip = draw(st.integers(0, max(items - 1, 0)))        # the item that misses it
     ids = draw(st.lists(st.integers(1, 15), min_size=2, max_size=2, unique=True))
 
-    blocks = 2 * nb if cluster else nb
-    block = "(c # b)" if cluster else "b"
     modifier = f".swiz<{swizzle}>" if swizzle else ""
     copy = "tma.copy" if fill.startswith("tma") else "dma.copy"
     asynchronous = fill.endswith("async")
 
     def source(name: str) -> str:
-        return f"{name}.subspan({rows}, {w}).at({block} * {max(items, 1)} + k, 0)"
+        return f"{name}.subspan({rows}, {w}).at(b * {max(items, 1)} + k, 0)"
 
     def at(event: str, order: str = "order") -> str:
         return f"{event}[k % {stages}]" if order_kind == "slot" else f"{event}.at({order})"
@@ -94,7 +92,7 @@ def pipelines(draw) -> Case:
     if fill == "store":
         produce += [f"if (t < {w})",
                     f"  foreach r in [{rows}]",
-                    f"    tile[{slot}].at(r, t) = inp.at({block} * {max(items, 1)} * {rows}"
+                    f"    tile[{slot}].at(r, t) = inp.at(b * {max(items, 1)} * {rows}"
                     f" + k * {rows} + r, t) + __to<{t}>(k);"]
     elif asynchronous:
         target = "f" if handover == "future" else "g"
@@ -136,7 +134,7 @@ def pipelines(draw) -> Case:
     if joined:
         use += [f"  foreach r in [{rows}]",
                 f"    sum += __to<{acc}>(tile2[{slot}].at(r, t)) * __to<{acc}>(r + 7);"]
-    use += [f"  out.at({block}, p - 1, k, t) = sum;", "}"]
+    use += [f"  out.at(b, p - 1, k, t) = sum;", "}"]
     if handover == "barriers":
         give = f"__bar_arrive({ids[1]}, {threads});"
     else:
@@ -166,13 +164,14 @@ def pipelines(draw) -> Case:
          if handover == "future"
          else f"shared event full[{stages}], empty[{stages}]{' = ready' if ready else ''};\n    ")
     ring2 = f"    shared {t} [{rows}, {w}] tile2[{stages}];\n" if joined else ""
+    # b is a block's index in the grid, c its place in its cluster (b % 2)
     level = f"parallel c by 2 : cluster, b by {nb} : block" if cluster \
         else f"parallel b by {nb} : block"
-    n_in = blocks * max(items, 1) * rows
+    n_in = nb * max(items, 1) * rows
     params = [f"global {t} [{n_in}, {w}] inp"]
     if joined:
         params.append(f"global {t} [{n_in}, {w}] inp2")
-    params.append(f"global {acc} [{blocks}, {consumers}, {max(items, 1)}, {w}] out")
+    params.append(f"global {acc} [{nb}, {consumers}, {max(items, 1)}, {w}] out")
     text = f"""__co__ void pipelines({", ".join(params)}) {{
   {level} {{
     {events_decl}shared {t} [{rows}, {w}] tile[{stages}];
@@ -192,7 +191,7 @@ def pipelines(draw) -> Case:
     args = [_small(draw, t, (n_in, w))]
     if joined:
         args.append(_small(draw, t, (n_in, w)))
-    args.append(np.zeros((blocks, consumers, max(items, 1), w), dtypes.BY_NAME[acc].numpy_param))
+    args.append(np.zeros((nb, consumers, max(items, 1), w), dtypes.BY_NAME[acc].numpy_param))
     return Case(text, "pipelines", args, max_steps=1_000_000)
 
 
