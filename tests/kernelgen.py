@@ -500,4 +500,4 @@ def family_test(family: str, examples: int, check):
     return test
 
 # the family of asynchronous pipelines lives in its own module, which adds it to FAMILIES
-import kernelgen_async  # noqa: E402,F401
+import kernelgen_async  # noqa: F401

@@ -2,9 +2,10 @@
 warp-specialised Croqtile kernels, each construct drawn in valid random combinations.
 
 A producer role (a warp or a warpgroup) hands ITEMS tiles of ``inp`` to one or two
-consumer roles through a ring of STAGES shared slots (``shared T [R, W] tile[STAGES]``); the consumer
-stores each tile it receives, weighted by its row, into ``out``, so a tile read too early,
-too late or from the wrong slot shows in the result. What is drawn:
+consumer roles through a ring of STAGES shared slots (``shared T [R, W] tile[STAGES]``);
+each consumer stores each tile it receives, its rows weighted by the row and the
+consumer, into ``out``, so a tile read too early, too late or from the wrong slot shows
+in the result. What is drawn:
 
 - how the producer fills a slot: lanes storing elements, a synchronous ``dma.copy``,
   ``tma.copy`` or ``tma.copy.swiz<N>`` (N a swizzle whose span is one row of the tile, the
@@ -92,8 +93,8 @@ def pipelines(draw) -> Case:
     if fill == "store":
         produce += [f"if (t < {w})",
                     f"  foreach r in [{rows}]",
-                    f"    tile[{slot}].at(r, t) = inp.at(b * {max(items, 1)} * {rows}"
-                    f" + k * {rows} + r, t) + __to<{t}>(k);"]
+                    (f"    tile[{slot}].at(r, t) = inp.at(b * {max(items, 1)} * {rows}"
+                     f" + k * {rows} + r, t) + __to<{t}>(k);")]
     elif asynchronous:
         target = "f" if handover == "future" else "g"
         produce.append(f"{target} = {copy}.async{modifier} {source('inp')} => tile[{slot}];")
@@ -134,7 +135,7 @@ def pipelines(draw) -> Case:
     if joined:
         use += [f"  foreach r in [{rows}]",
                 f"    sum += __to<{acc}>(tile2[{slot}].at(r, t)) * __to<{acc}>(r + 7);"]
-    use += [f"  out.at(b, p - 1, k, t) = sum;", "}"]
+    use += ["  out.at(b, p - 1, k, t) = sum;", "}"]
     if handover == "barriers":
         give = f"__bar_arrive({ids[1]}, {threads});"
     else:
