@@ -95,6 +95,13 @@ def pipelines(draw) -> Case:
                     f"  foreach r in [{rows}]",
                     (f"    tile[{slot}].at(r, t) = inp.at(b * {max(items, 1)} * {rows}"
                      f" + k * {rows} + r, t) + __to<{t}>(k);")]
+        spin = draw(st.integers(0, 3))
+        if spin:   # lanes of a warp finish the slot at different times, before the hand-over
+            produce += ["mutable int spin = 0;",
+                        f"while (spin < t % {spin + 1}) {{",
+                        f"  if (t < {w}) tile[{slot}].at(0, t) += __to<{t}>(1);",
+                        "  spin++;",
+                        "}"]
     elif asynchronous:
         target = "f" if handover == "future" else "g"
         produce.append(f"{target} = {copy}.async{modifier} {source('inp')} => tile[{slot}];")
