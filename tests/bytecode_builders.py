@@ -19,7 +19,7 @@ operand may be an opcode name (UPDATE's operator).
 """
 from __future__ import annotations
 
-from croqvm import dtypes as D
+from croqvm.core import dtypes as D
 from croqvm.bytecode import opcodes as O
 from croqvm.bytecode.module import (Access, BaseKind, BufferDecl, Code, CollSite, Const,
                                     DmaDesc, DmaOp, EventDecl, FragDecl, FragRole, Function,

@@ -2,7 +2,7 @@
 (tests/test_native_generated.py): hypothesis strategies that draw a Croqtile source text
 together with the arguments to call it with.
 
-Five families, each aimed at one part of the machine:
+Six families, each aimed at one part of the machine:
 
 - ``lanes``: per-lane code in a thread region with variables of every element type;
   nested ``if``/``else`` on lane numbers and data (divergence), ``foreach`` and ``while``
@@ -23,6 +23,12 @@ Five families, each aimed at one part of the machine:
   ``sqz``) as DMA operands and in element access; ranges with steps and ``unroll``;
   math builtins, ``select``, conversions to the narrow float formats, atomics and calls
   of ``__co_device__`` functions; and views and indices out of range, which fault.
+- ``pipelines`` (tests/kernelgen_async.py): the asynchrony of warp-specialised kernels,
+  a producer handing tiles to consumers through a ring of shared slots, filled by lanes,
+  DMA or TMA copies (swizzled or not, synchronous or asynchronous) and handed over by
+  event arrays with cyclic orders and ``trigger ... after``, by a shared future or by
+  named barriers, with ``trigger.cluster`` in cluster kernels, and now and then a
+  trigger or arrival missing, which deadlocks.
 
 A kernel is valid by construction; what it computes is whatever the engines compute, and
 the test requires them to agree bit for bit.
@@ -499,4 +505,7 @@ def family_test(family: str, examples: int, check):
         check(case)
     return test
 
-import kernelgen_data  # noqa: E402, F401  (registers the family 'views' in FAMILIES)
+# the families 'views' and 'pipelines' live in modules of their own, which add them
+# to FAMILIES
+import kernelgen_async  # noqa: E402, F401
+import kernelgen_data  # noqa: E402, F401

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import bytecode_builders as B
-from croqvm import dtypes as D
+from croqvm.core import dtypes as D
 from croqvm.bytecode import cqb, schema
 from croqvm.bytecode.module import FORMAT_VERSION, Const, Module
 from croqvm.bytecode.verify import verify

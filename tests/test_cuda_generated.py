@@ -32,8 +32,9 @@ import croqvm
 from kernelgen import Case, family_test
 from parity import same
 
-EXAMPLES = {"lanes": 10, "events": 5, "copies": 5, "mma": 10, "views": 4}
-MANY = {"lanes": 300, "events": 100, "copies": 100, "mma": 200, "views": 200}
+EXAMPLES = {"lanes": 10, "events": 5, "copies": 5, "mma": 10, "views": 4, "pipelines": 4}
+MANY = {"lanes": 300, "events": 100, "copies": 100, "mma": 200, "views": 200,
+        "pipelines": 200}
 
 
 def outcome(module, case, device):
@@ -95,12 +96,15 @@ test_events = family_test("events", EXAMPLES["events"], check_alike)
 test_copies = family_test("copies", EXAMPLES["copies"], check_alike)
 test_mma = family_test("mma", EXAMPLES["mma"], check_alike)
 test_views = family_test("views", EXAMPLES["views"], check_alike)
+test_pipelines = family_test("pipelines", EXAMPLES["pipelines"], check_alike)
 
 test_lanes_many = pytest.mark.slow(family_test("lanes", MANY["lanes"], check_alike))
 test_events_many = pytest.mark.slow(family_test("events", MANY["events"], check_alike))
 test_copies_many = pytest.mark.slow(family_test("copies", MANY["copies"], check_alike))
 test_mma_many = pytest.mark.slow(family_test("mma", MANY["mma"], check_alike))
 test_views_many = pytest.mark.slow(family_test("views", MANY["views"], check_alike))
+test_pipelines_many = pytest.mark.slow(family_test("pipelines", MANY["pipelines"],
+                                                   check_alike))
 
 
 SEVERAL_FAULTS = """

@@ -16,7 +16,8 @@ from parity import assert_alike, outcome
 pytestmark = pytest.mark.skipif(extension() is None, reason="the native extension is not built")
 
 SCHEDULES = (("rr", 0), ("random", 1), ("random", 7))
-EXAMPLES = {"lanes": 300, "events": 80, "copies": 80, "mma": 150, "views": 120}
+EXAMPLES = {"lanes": 300, "events": 80, "copies": 80, "mma": 150, "views": 120,
+            "pipelines": 200}
 
 
 def check_alike(case) -> None:
@@ -34,9 +35,11 @@ test_events = family_test("events", EXAMPLES["events"], check_alike)
 test_copies = family_test("copies", EXAMPLES["copies"], check_alike)
 test_mma = family_test("mma", EXAMPLES["mma"], check_alike)
 test_views = family_test("views", EXAMPLES["views"], check_alike)
+test_pipelines = family_test("pipelines", EXAMPLES["pipelines"], check_alike)
 
 test_lanes_many = pytest.mark.slow(family_test("lanes", 5000, check_alike))
 test_events_many = pytest.mark.slow(family_test("events", 1000, check_alike))
 test_copies_many = pytest.mark.slow(family_test("copies", 1000, check_alike))
 test_mma_many = pytest.mark.slow(family_test("mma", 2000, check_alike))
 test_views_many = pytest.mark.slow(family_test("views", 3000, check_alike))
+test_pipelines_many = pytest.mark.slow(family_test("pipelines", 1500, check_alike))

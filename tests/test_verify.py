@@ -9,7 +9,7 @@ import pytest
 
 import bytecode_builders as B
 from croqvm.bytecode import cqb, opcodes as O, schema
-from croqvm import dtypes as D
+from croqvm.core import dtypes as D
 from croqvm.bytecode.module import (FORMAT_VERSION, Access, BaseKind, Const, DmaOp, FutureDecl,
                                     Launch, PieceKind, PrintFormat, Storage, View)
 from croqvm.bytecode.verify import verify
