@@ -1,13 +1,13 @@
 """How runs of croqvm scale on a Dask cluster (croqvm.sweep.cluster), measured on this
-machine: a campaign of one real kernel on 1, 2 and 4 local workers against the serial
-loop, the cluster's cost per task, the memory a pending task takes in the client and
-scheduler, and what that makes of a campaign on many machines.
+machine: a sweep of one real kernel on 1, 2 and 4 local workers against the serial loop,
+the cluster's cost per task, the memory a pending task takes in the client and scheduler,
+and what that makes of a campaign on many machines.
 
-    python bench/sweep_scale.py                       # programs/matmul_dma.co, 200 runs
-    python bench/sweep_scale.py --points 40 --workers 1 2
+    python bench/sweep_scale.py                 # programs/matmul_dma.co at 200 shapes
+    python bench/sweep_scale.py --workers 1 2 --only campaign
 
-Each run is one schedule of ``croqvm explore`` (explore's task, ``run_seed``): the same
-work as one point of a sweep, a compiled module run once on its inputs. The figures are
+Each task is a point of ``croqvm sweep`` (``run_point``): the kernel at one shape (M and N
+varied, K fixed), its inputs drawn on the worker from the point's seed. The figures are
 wall-clock times of this process; the load of the machine (printed) weighs on them, and
 the CPU time of the processes of the campaign (this one and the cluster's) shows what the
 cluster itself costs.
@@ -20,17 +20,19 @@ import os
 import sys
 import time
 
-import numpy as np
 import psutil
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import croqvm  # noqa: E402
-from croqvm.running.explore import Schedules, run_seed  # noqa: E402
-from croqvm.sweep.cluster import DaskExecutor  # noqa: E402
+from croqvm.bytecode.cqb import encode  # noqa: E402
 from croqvm.running.executor import SerialExecutor  # noqa: E402
+from croqvm.sweep import points as grid  # noqa: E402
+from croqvm.sweep.cluster import DaskExecutor  # noqa: E402
+from croqvm.sweep.task import Job, run_point  # noqa: E402
 
 PROGRAM = os.path.join(os.path.dirname(__file__), "..", "programs", "matmul_dma.co")
+SHAPES = ["M=16:400:16", "N=16:128:16", "K=128"]         # 25 x 8 = 200 points
 GiB = 1 << 30
 
 
@@ -63,17 +65,14 @@ def load() -> str:
 
 def campaign(args):
     program = croqvm.compile_file(PROGRAM)
-    fn = program.function("matmul")
-    rng = np.random.default_rng(0)
-    n = args.size
-    a, b = (rng.integers(-8, 8, (n, n), dtype=np.int32) for _ in range(2))
-    runs = Schedules(program, fn.name, [a, b], {}, None)
-    seeds = list(range(args.points))
-    print(f"campaign: {args.points} runs of 'matmul' ({os.path.basename(PROGRAM)}, "
-          f"M=K=N={n}, random schedules); {load()}")
+    job = Job(encode(program.module), "matmul", seed=0)
+    dims = grid.parse_dims(SHAPES)
+    points = grid.product(dims)
+    print(f"sweep: {len(points)} points of 'matmul' ({os.path.basename(PROGRAM)}, "
+          f"{' '.join(SHAPES)}); {load()}")
     cpu = cpu_seconds()
-    serial_s, want = timed(SerialExecutor(), run_seed, runs, seeds)
-    args.run_s = serial_s / len(seeds)
+    serial_s, want = timed(SerialExecutor(), run_point, job, points)
+    args.run_s = serial_s / len(points)
     print(f"  serial loop      {serial_s:7.2f} s  {args.run_s * 1e3:7.1f} ms/run  "
           f"(CPU {cpu_seconds() - cpu:.1f} s)")
     for workers in args.workers:
@@ -81,9 +80,9 @@ def campaign(args):
         with DaskExecutor(workers=workers) as executor:
             up = time.perf_counter() - start
             cpu = cpu_seconds()
-            took, got = timed(executor, run_seed, runs, seeds)
+            took, got = timed(executor, run_point, job, points)
             cpu = cpu_seconds() - cpu
-        same = all(got[i][0] == want[i][0] for i in seeds)
+        same = got == want
         print(f"  {workers} worker{'s' if workers > 1 else ' '}        {took:7.2f} s  "
               f"speed-up {serial_s / took:4.2f}x over the loop  (CPU {cpu:.1f} s; cluster "
               f"start {up:.1f} s; outcomes {'identical' if same else 'DIFFER'})")
@@ -141,8 +140,6 @@ def scale_note(run_s: float, rate: float, machines=100, cores=32, points=100_000
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--points", type=int, default=200)
-    parser.add_argument("--size", type=int, default=64, help="M = K = N of the matmul")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--tasks", type=int, default=3000, help="of the overhead figure")
     parser.add_argument("--pending", type=int, default=20_000, help="of the memory figure")
@@ -156,6 +153,7 @@ def main():
             scale_note(args.run_s, rate)
     if args.only in (None, "memory"):
         memory(args)
+
 
 if __name__ == "__main__":
     main()
