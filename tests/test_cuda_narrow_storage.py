@@ -129,14 +129,14 @@ def _bits(a):
     return a.view(np.uint16 if a.dtype.itemsize == 2 else np.uint8)
 
 
-@pytest.mark.parametrize("i, fmt", enumerate(["bf16", "f8_e4m3", "f8_e5m2"]))
+@pytest.mark.parametrize("i, fmt", list(enumerate(["bf16", "f8_e4m3", "f8_e5m2"])))
 def test_stored_patterns_travel_unchanged(trip_results, i, fmt):
     _, ins, runs = trip_results
     for device, outs in runs.items():
         np.testing.assert_array_equal(_bits(outs[i]), _bits(ins[i]), err_msg=device)
 
 
-@pytest.mark.parametrize("i, fmt", enumerate(["bf16", "f8_e4m3", "f8_e5m2"]))
+@pytest.mark.parametrize("i, fmt", list(enumerate(["bf16", "f8_e4m3", "f8_e5m2"])))
 def test_rounding_on_store_is_the_interpreters_bit_for_bit(trip_results, i, fmt):
     x, _, runs = trip_results
     got, want = _bits(runs["cuda-cpu"][3 + i]), _bits(runs["cpu"][3 + i])
