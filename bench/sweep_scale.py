@@ -32,7 +32,7 @@ from croqvm.sweep.cluster import DaskExecutor  # noqa: E402
 from croqvm.sweep.task import Job, run_point  # noqa: E402
 
 PROGRAM = os.path.join(os.path.dirname(__file__), "..", "programs", "matmul_dma.co")
-SHAPES = ["M=16:400:16", "N=16:128:16", "K=128"]         # 25 x 8 = 200 points
+SHAPES = ["M=16:400:16", "N=16:128:16"]         # 25 x 8 = 200 points, at one K
 GiB = 1 << 30
 
 
@@ -66,10 +66,11 @@ def load() -> str:
 def campaign(args):
     program = croqvm.compile_file(PROGRAM)
     job = Job(encode(program.module), "matmul", seed=0)
-    dims = grid.parse_dims(SHAPES)
+    shapes = SHAPES + [f"K={args.k}"]
+    dims = grid.parse_dims(shapes)
     points = grid.product(dims)
     print(f"sweep: {len(points)} points of 'matmul' ({os.path.basename(PROGRAM)}, "
-          f"{' '.join(SHAPES)}); {load()}")
+          f"{' '.join(shapes)}); {load()}")
     cpu = cpu_seconds()
     serial_s, want = timed(SerialExecutor(), run_point, job, points)
     args.run_s = serial_s / len(points)
@@ -141,6 +142,7 @@ def scale_note(run_s: float, rate: float, machines=100, cores=32, points=100_000
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--k", type=int, default=128, help="K of every point (its cost)")
     parser.add_argument("--tasks", type=int, default=3000, help="of the overhead figure")
     parser.add_argument("--pending", type=int, default=20_000, help="of the memory figure")
     parser.add_argument("--only", choices=["campaign", "overhead", "memory"])
