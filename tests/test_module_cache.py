@@ -122,6 +122,15 @@ def test_programs_with_errors_are_not_kept(cache, source, capsys):
     assert not cache.exists() or not list(cache.iterdir())
 
 
+def test_the_key_covers_every_file_of_the_croqvm_package():
+    import croqvm
+    root = os.path.dirname(croqvm.__file__)
+    files = module_cache._croqvm_files()
+    for part in ("__init__.py", "core/numerics.py", "bytecode/lower/dma.py",
+                 "interp/engine.py", "cli/main.py"):
+        assert os.path.join(root, part) + " " in files
+
+
 def test_the_key_covers_croqvm_itself(tmp_path, monkeypatch):
     package = tmp_path / "croqvm"
     package.mkdir()

@@ -29,7 +29,7 @@ from ..core.files import cache_dir, caching, write_atomic
 from ..core.source import Span
 
 LAYOUT = "modules-v1"
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # croqvm/
 
 
 def compile_cached(text: str, filename: str, defines: dict):
