@@ -78,19 +78,26 @@ def scaled_reference(a, b, row_scales, factors, dtype):
     return acc
 
 
-@pytest.mark.usefixtures("engine")
-@pytest.mark.parametrize("unit", ["group", "group-4"])
-@pytest.mark.parametrize("tname, dtype", [("f32", np.float32), ("f16", np.float16)])
-def test_mma_scale_scales_the_mmas_before_it_in_its_block(unit, tname, dtype):
+def explicit_case(unit: str, tname: str, dtype):
+    """EXPLICIT for ``unit`` with ``tname`` accumulators: the program, its arguments (the
+    output last, zeroed) and the numpy reference of the output."""
     a, b = operands(1)
     rng = np.random.default_rng(2)
     sa = rng.uniform(0.1, 3.0, (16, 2)).astype(np.float32)
     sb = rng.uniform(0.1, 3.0, 2).astype(np.float32)
     src = EXPLICIT.replace("UNIT", unit).replace("T ", tname + " ").replace(".T", "." + tname)
-    c = np.zeros((16, 8), dtype)
-    engines.run(croqvm.compile(src.replace("R,", "16,"), "t.co"), "f", a, b, sa, sb, c)
+    program = croqvm.compile(src.replace("R,", "16,"), "t.co")
     want = scaled_reference(a, b, [sa[:, 0], sa[:, 1]], sb, dtype)
-    assert np.array_equal(c, want)
+    return program, [a, b, sa, sb, np.zeros((16, 8), dtype)], want
+
+
+@pytest.mark.usefixtures("engine")
+@pytest.mark.parametrize("unit", ["group", "group-4"])
+@pytest.mark.parametrize("tname, dtype", [("f32", np.float32), ("f16", np.float16)])
+def test_mma_scale_scales_the_mmas_before_it_in_its_block(unit, tname, dtype):
+    program, args, want = explicit_case(unit, tname, dtype)
+    engines.run(program, "f", *args)
+    assert np.array_equal(args[-1], want)
 
 
 @pytest.mark.parametrize("unit, tname, dtype", [("group", "f32", np.float32),
@@ -98,15 +105,9 @@ def test_mma_scale_scales_the_mmas_before_it_in_its_block(unit, tname, dtype):
 def test_cuda_cpu_scales_an_accumulator_in_registers(unit, tname, dtype):
     """The accumulator of a warp or warpgroup lives in its lanes' registers on the CUDA
     path: each lane scales the cells it holds."""
-    a, b = operands(1)
-    rng = np.random.default_rng(2)
-    sa = rng.uniform(0.1, 3.0, (16, 2)).astype(np.float32)
-    sb = rng.uniform(0.1, 3.0, 2).astype(np.float32)
-    src = EXPLICIT.replace("UNIT", unit).replace("T ", tname + " ").replace(".T", "." + tname)
-    c = np.zeros((16, 8), dtype)
-    croqvm.compile(src.replace("R,", "16,"), "t.co").run("f", a, b, sa, sb, c,
-                                                         device="cuda-cpu")
-    assert np.array_equal(c, scaled_reference(a, b, [sa[:, 0], sa[:, 1]], sb, dtype))
+    program, args, want = explicit_case(unit, tname, dtype)
+    program.run("f", *args, device="cuda-cpu")
+    assert np.array_equal(args[-1], want)
 
 
 @pytest.mark.usefixtures("engine")
