@@ -139,3 +139,47 @@ __co__ void f(global s32 [64] x) {
     assert found.both_fault and found.mismatches == []
     assert "warp 1 (lanes 32-63): collective 'dma.copy' (div.co:8:7): arrived 32/64" in \
         found.other.error
+
+
+PARTIAL_BARRIERS = """
+__co__ void halving(global s32 [64] x) {
+  parallel b by 1 : block, t by 64 : thread {
+    shared s32 [64] s;
+    s.at(t) = x.at(t);
+    mutable int stride = 32;
+    while (stride > 0) {
+      if (t < stride) {
+        s.at(t) += s.at(t + stride);
+        sync.shared;
+      }
+      stride = stride / 2;
+    }
+    x.at(t) = s.at(0);
+  }
+}
+
+__co__ void sub_warp(global s32 [16] x) {
+  parallel t by 16 : thread {
+    if (t < 8)
+      sync.shared;
+    x.at(t) = t;
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("func, size, error", [
+    ("halving", 64, "bar.co:10:9: runtime error: 'sync.shared' was reached by only part of "
+                    "its group: lanes 32-63 finished the kernel without arriving."),
+    ("sub_warp", 16, "bar.co:21:7: runtime error: 'sync.shared' is a collective of 16 lanes "
+                     "but lanes 8-15 of warp 0 are not active here (divergent control flow)."),
+])
+def test_a_block_barrier_some_lanes_pass_by_is_the_engines_fault_on_cuda_cpu(func, size,
+                                                                             error):
+    """A GPU lets the lanes at __syncthreads through once the others have exited; cuda-cpu
+    still waits for a lane that finished the kernel, so the barrier in 'if (t < stride)'
+    and the one of half a 16-lane block are the engines' reports (both ran with exit 0)."""
+    prog = croqvm.compile(PARTIAL_BARRIERS, "bar.co")
+    found = comparison(prog, func, np.arange(size, dtype=np.int32))
+    assert found.both_fault and found.mismatches == []
+    assert found.other.error.startswith(error)

@@ -20,7 +20,11 @@
  * the launch stops there.
  *
  * Semantics reproduced from the PTX ISA and the CUDA programming guide:
- * - __syncthreads (barrier 0) waits for all non-exited threads of the block.
+ * - __syncthreads (barrier 0) waits for all non-exited threads of the block, except that
+ *   a thread that finished the kernel is still waited for: only one that left it early
+ *   (cq_thread_exit: a yield or a fault) is not. A block collective that some of its lanes
+ *   pass by to the end of the kernel is then the engines' deadlock (LANGUAGE.md §7.4.4),
+ *   where a GPU would let the others through.
  * - barrier.sync id, count: a warp arrives once all its non-exited threads have arrived
  *   (not necessarily from the same statement) and counts as 32 threads; the barrier
  *   completes when `count` threads have arrived this way.
@@ -161,6 +165,8 @@ struct block_state {
   mma_operands *operands;          /* per warp; the launch's own unless cooperative */
   wgmma_operands *wg_operands;     /* per warpgroup; likewise */
   unsigned size, live;
+  unsigned awaited;                /* threads the block barrier waits for: those that have
+                                      not left early (finished ones still count) */
   unsigned short warp_live[MAX_WARPS];
   unsigned char *smem;
   size_t smem_bytes;
@@ -261,7 +267,7 @@ static inline void check_smem_object(const void *p, size_t bytes, int site) {
 
 static inline bool release_block_barrier() {
   block_state *b = rt.blk;
-  if (b->bar0_arrived && b->bar0_arrived == b->live) {
+  if (b->bar0_arrived && b->bar0_arrived == b->awaited) {
     b->bar0_arrived = 0;
     b->bar0_gen++;
     return true;
@@ -283,7 +289,9 @@ static inline void named_warp_check(named_barrier *nb, unsigned w, int site) {
   }
 }
 
-static inline void thread_exit() {
+/* The thread ends: `left` when it leaves the kernel early (cq_thread_exit), which the
+   block barrier then stops waiting for; else it finished the kernel. */
+static inline void thread_exit(bool left) {
   thread_state *t = rt.self;
   if (!t->copies.empty())
     misuse(CQ_MISUSE_CP_ASYNC_PENDING, -1, (long long)t->copies.size());
@@ -295,6 +303,7 @@ static inline void thread_exit() {
   t->done = true;
   t->wait.kind = CQ_WAIT_EXITED;
   b->live--;
+  b->awaited -= left;
   b->warp_live[w]--;
   release_block_barrier();
   for (unsigned i = 1; i < NAMED_BARRIERS; i++)
@@ -304,7 +313,7 @@ static inline void thread_exit() {
 static void fiber_main() {
   cq_fiber_entered(&rt.sched);
   rt.entry(rt.args);
-  thread_exit();
+  thread_exit(false);
   rt.self->progressed = true;
   cq_fiber_switch_to(&rt.self->ctx, &rt.sched, 1);
 }
@@ -322,7 +331,7 @@ static inline void fill_deadlock_record(block_state *b) {
       for (unsigned j = 0; j < b->size; j++)
         w.a0 += b->threads[j].wait.kind == CQ_WAIT_BLOCK_BARRIER &&
                 b->threads[j].wait.site == w.site;
-      w.a1 = b->live;
+      w.a1 = b->awaited;
     } else if (w.kind == CQ_WAIT_NAMED_BARRIER) {   /* the count, then the threads arrived */
       w.a1 = (long long)b->named[w.a0].count << 32 | b->named[w.a0].total;
     } else if (w.kind == CQ_WAIT_WARP) {
@@ -493,7 +502,7 @@ static void init_block(block_state *b, unsigned long long linear, thread_state *
   b->threads = threads;
   b->operands = rt.operands;
   b->wg_operands = rt.wg_operands;
-  b->size = b->live = cfg->block;
+  b->size = b->live = b->awaited = cfg->block;
   for (unsigned w = 0; w * WARP < cfg->block; w++)
     b->warp_live[w] = cfg->block - w * WARP < (unsigned)WARP ? cfg->block - w * WARP : WARP;
   b->smem = smem;
@@ -755,7 +764,7 @@ CQ_DEV void cq_free(void *p) { free(p); }
 
 /* The thread ends here, as when it returns from the kernel. */
 CQ_DEV void cq_thread_exit() {
-  cq::thread_exit();
+  cq::thread_exit(true);
   cq::rt.self->progressed = true;
   cq_fiber_switch_to(&cq::rt.self->ctx, &cq::rt.sched, 1);
 }
