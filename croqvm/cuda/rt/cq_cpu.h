@@ -6,10 +6,11 @@
  * run one after another in row-major order of their indices (LANGUAGE.md §7.1.1); the
  * threads of a block run round-robin in lane order, each until it waits or finishes.
  * A cooperative launch (cfg.cooperative, a kernel with a grid barrier, §7.1.4) holds
- * every block at once instead: each pass runs the threads of every block, blocks in
- * row-major order, so a grid barrier completes once every block has arrived. A launch
- * whose kernel triggers across the blocks of a cluster (cfg.cluster, §10.8) holds the
- * blocks of one cluster at once in the same way, the clusters one after another.
+ * every block at once instead: the blocks take turns in row-major order, each running
+ * until none of its threads can move, and the grid barrier completes when every block
+ * waits there and nothing else moves, as in the engines. A launch whose kernel triggers
+ * across the blocks of a cluster (cfg.cluster, §10.8) holds the blocks of one cluster at
+ * once in the same way, the clusters one after another.
  *
  * Every wait is `wait_until`, so the scheduler knows which threads are blocked and on
  * what: a full pass over the live threads in which none did anything but re-check an
@@ -414,25 +415,38 @@ static inline const thread_state *grid_waiter(const block_state *b) {
   return NULL;
 }
 
-/* A cooperative launch: every block resident, each pass running them all. When nothing
-   moves, the first block (row-major) with live threads none of which waits at the grid
-   barrier is deadlocked by itself and reported as such; if every live block waits
-   there, a block finished without reaching the barrier, which can then never complete:
+/* A cooperative launch: every block resident, taking turns in row-major order, each
+   running until none of its threads moves (the engines' order: croqvm/interp/engine.py
+   _run_cooperative, _run_clusters). When nothing moves and every block waits at the grid
+   barrier, the barrier completes. Otherwise the first block (row-major) with live
+   threads none of which waits at the grid barrier is deadlocked by itself and reported
+   as such; if every live block waits there, a block finished without reaching the
+   barrier, which can then never complete:
    the engines' GRID_FINISHED fault, recorded for the first waiting block's lowest live
    thread at the fault site the barrier's wait names (a1), with the lowest finished
    block's index. */
 static int run_grid() {
   for (unsigned i = 0; i < rt.nblocks; i++) start_threads(&rt.blocks[i]);
-  for (;;) {
+  /* the first round runs one pass of each block: its prologue, up to the block barrier
+     that follows the zeroing of its shared memory (launch_clusters) */
+  for (bool first = true;; first = false) {
     bool moved = false, live = false;
     for (unsigned i = 0; i < rt.nblocks && !rt.abort; i++)
       if (rt.blocks[i].live) {
         live = true;
-        moved |= run_pass(&rt.blocks[i]);
+        while (run_pass(&rt.blocks[i]) && !rt.abort) {
+          moved = true;
+          if (first) break;
+        }
       }
     if (rt.abort) return CQ_FAULTED;
     if (!live) return cq_fault_record.key == CQ_NO_FAULT ? CQ_OK : CQ_FAULTED;
     if (moved) continue;
+    if (rt.cfg.cooperative && rt.grid_arrived == rt.nblocks) {
+      rt.grid_arrived = 0;
+      rt.grid_gen++;
+      continue;
+    }
     block_state *parked = NULL;
     const block_state *finished = NULL;
     for (unsigned i = 0; i < rt.nblocks; i++) {
@@ -577,11 +591,12 @@ static int launch_grid(size_t smem_alloc) {
 /* A launch whose kernel triggers across the blocks of a cluster (LANGUAGE.md §10.8): the
    clusters one after another in row-major order of their indices, the blocks of each
    resident together, in row-major order, and run as run_grid runs a cooperative
-   launch's: a pass in which no thread of the cluster moved is a deadlock of its first
+   launch's: a round in which no thread of the cluster moved is a deadlock of its first
    live block, as in the engines (croqvm/interp/engine.py _run_clusters). A block's
    prologue zeroes its shared memory before its first block barrier, which every thread
-   of the block reaches in the cluster's first pass, and no thread triggers before
-   passing it: so no arrival from another block lands before the zeroing. */
+   of the block reaches in the first round's one pass of each block, and no thread
+   triggers before passing it: so no arrival from another block lands before the
+   zeroing. */
 static int launch_clusters(size_t smem_alloc) {
   const unsigned *cl = rt.cfg.cluster, *grid = rt.cfg.grid;
   unsigned n = cl[0] * cl[1] * cl[2], across[3];
@@ -975,12 +990,7 @@ CQ_DEV void cq_grid_sync(bool leader, int site, int finished_site) {
   using namespace cq;
   if (!leader) return;
   unsigned long long gen = rt.grid_gen;
-  if (++rt.grid_arrived == rt.nblocks) {
-    rt.grid_arrived = 0;
-    rt.grid_gen++;
-    let_others_run();
-    return;
-  }
+  rt.grid_arrived++;      /* run_grid completes the barrier once every block waits here */
   wait_until(CQ_WAIT_GRID, site, (long long)gen, finished_site,
              [=] { return rt.grid_gen != gen; });
 }
