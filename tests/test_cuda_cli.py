@@ -190,9 +190,11 @@ __co__ void spin(global s32 [128] a) {
 """
 
 
-def test_ctrl_c_stops_a_kernel_that_never_ends_on_cuda_cpu(tmp_path):
-    """The launch runs on a thread of its own; Ctrl-C asks the runtime to stop, and each
-    thread's next loop step ends the launch (exit status 130, as on the engines)."""
+def test_a_kernel_that_never_ends_on_cuda_cpu_shows_progress_the_watchdog_and_stops(tmp_path):
+    """The launch runs on a thread of its own, which passes the runtime's position (the
+    block, and the loop its last thread stepped) to the progress line and the watchdog;
+    Ctrl-C asks the runtime to stop, each thread's next loop step ends the launch, and
+    the run stops as on the engines: exit status 130, saying where it was."""
     from croqvm.cuda import compile as cc
     from croqvm.cuda.emit import GENERATOR_VERSION, emit
     from croqvm.cuda.launch import checks_enabled, cpu_arch
@@ -200,12 +202,33 @@ def test_ctrl_c_stops_a_kernel_that_never_ends_on_cuda_cpu(tmp_path):
     gen = emit(croqvm.compile(SPIN, "spin.co").module, arch=cpu_arch(), checks=checks_enabled())
     cc.build(gen.text, cc.CPU, generator=GENERATOR_VERSION)    # built before the run
     proc = subprocess.Popen([sys.executable, "-m", "croqvm", "run", "spin.co", "--func", "spin",
-                             "--random-inputs", "--device", "cuda-cpu", "-v"], cwd=tmp_path,
+                             "--random-inputs", "--device", "cuda-cpu", "-v", "--progress",
+                             "--watchdog", "0.5"], cwd=tmp_path,
                             env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert "cuda cache hit" in proc.stderr.readline()     # the launch starts now
-    time.sleep(1)
+    seen = [proc.stderr.readline() for _ in range(2)]
+    assert "cuda cache hit" in seen[0]
+    while not seen[-1].startswith("spin.co:5:5: note: "):     # the launch runs
+        seen.append(proc.stderr.readline())
+        assert len(seen) < 20 and seen[-1], seen
+    hint = [proc.stderr.readline() for _ in range(3)][-1]    # the note's source, caret, hint
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert err.splitlines()[-1].startswith("interrupted in 'spin'")
+    assert re.fullmatch(r"progress: 'spin', launch 1, block 1/4 \(0%\), [\d.]+[kMG]? loop "
+                        r"iterations, [\d.]+[kMG]?/s\n", seen[1])
+    assert re.fullmatch(r"spin\.co:5:5: note: block \(0\) of the kernel launched at spin\.co:3:3 "
+                        r"has been running for [01] s \(\d+ loop iterations\); warp 0, lane 0 "
+                        r"is in this loop\n", seen[-1])
+    assert hint.endswith("--max-steps N stops a run after N loop iterations of a lane.\n")
+    assert re.fullmatch(r"interrupted in 'spin', launch 1 \(kernel at spin\.co:3:3\), block \(0\) "
+                        r"\(1 of 4\), at spin\.co:5:5 \(warp 0, lane 0\), after \d+ loop "
+                        r"iterations", err.splitlines()[-1])
+
+
+def test_a_step_limit_stops_a_kernel_that_never_ends_on_cuda_cpu():
+    """--max-steps counts a lane's loop iterations there: the engines' fault, at the loop."""
+    prog = croqvm.compile(SPIN, "spin.co")
+    with pytest.raises(croqvm.KernelFault, match=r"^spin\.co:5:5: runtime error: exceeded the "
+                       r"step limit of 100 warp-instructions"):
+        prog.run("spin", np.zeros(128, np.int32), device="cuda-cpu", max_steps=100)

@@ -19,7 +19,9 @@ PROGRESS_AFTER = 2.0        # seconds before a terminal gets a progress line
 REDRAW_EVERY = 0.25         # seconds between two redraws of the line on a terminal
 LINE_EVERY = 1.0            # seconds between two lines when they are not redrawn
 WATCHDOG_HINT = ("a loop that never ends runs until Ctrl-C, which says where the run was; "
-                 "--max-steps N stops a run after N warp-instructions.")
+                 "--max-steps N stops a run after N {}.")
+# what --max-steps counts where a run's steps are not warp-instructions
+STEP_LIMIT_UNIT = {"loop iterations": "loop iterations of a lane"}
 
 
 def _count(n: float) -> str:
@@ -87,7 +89,7 @@ class Monitor:
                          f"{pos.blocks} started")
         else:
             parts.append("host code")
-        parts.append(f"{_count(pos.steps)} warp-instructions, {_count(pos.steps / elapsed)}/s")
+        parts.append(f"{_count(pos.steps)} {pos.unit}, {_count(pos.steps / elapsed)}/s")
         _, seen, first = self.launch_seen
         if pos.in_kernel and pos.block_number > first:   # the pace of blocks seen to end
             left = (now - seen) / (pos.block_number - first) * (pos.blocks - pos.block_number)
@@ -102,8 +104,9 @@ class Monitor:
         place = "this loop" if pos.loop_span else "this statement"
         lanes = f"; {pos.lanes} is in {place}" if pos.lanes else f"; it is in {place}"
         diag = Diagnostic("note", f"{who} has been running for {_seconds(running)} ({steps} "
-                          f"warp-instructions){lanes}",
-                          pos.loop_span or pos.span or pos.kernel_span, WATCHDOG_HINT)
+                          f"{pos.unit}){lanes}",
+                          pos.loop_span or pos.span or pos.kernel_span,
+                          WATCHDOG_HINT.format(STEP_LIMIT_UNIT.get(pos.unit, pos.unit)))
         self._write(render(diag, self.sources), keep=True)
 
     def _write(self, text: str, keep: bool = False) -> None:

@@ -27,7 +27,8 @@ class RunPosition:
     (None outside loops), ``lanes`` the running warp's active lanes as text
     (``warp 1, lanes 32-63``). While a launch's blocks run on several threads (the native
     engine's ``jobs``), no one block runs: ``kernel_span`` is set, ``block`` is None and
-    ``block_number`` counts the blocks started.
+    ``block_number`` counts the blocks started. ``unit`` names what ``steps`` count: a
+    device counts loop iterations (croqvm.cuda.launch.cpu_position).
     """
     function: str
     steps: int                  # warp-instructions so far: one instruction run by one warp
@@ -41,6 +42,7 @@ class RunPosition:
     span: Span | None = None
     loop_span: Span | None = None
     lanes: str = ""
+    unit: str = "warp-instructions"
 
     @property
     def in_kernel(self) -> bool:
@@ -69,7 +71,7 @@ class RunPosition:
         """One line: the place, the statement and lanes running, and the step count."""
         at = f", at {self.span}" if self.span else ""
         lanes = f" ({self.lanes})" if self.lanes and self.in_kernel else ""
-        return f"in {self.where()}{at}{lanes}, after {self.steps} warp-instructions"
+        return f"in {self.where()}{at}{lanes}, after {self.steps} {self.unit}"
 
 
 class Interrupted(KeyboardInterrupt):

@@ -86,6 +86,11 @@ class LaunchCfg(ctypes.Structure):
                 ("cooperative", ctypes.c_uint32), ("cluster", ctypes.c_uint32 * 3)]
 
 
+class PositionRec(ctypes.Structure):
+    _fields_ = [("steps", ctypes.c_uint64), ("block_start", ctypes.c_uint64),
+                ("block", ctypes.c_int64), ("lane", ctypes.c_int32), ("site", ctypes.c_int32)]
+
+
 # Kernel parameter kinds (generated kernels take pointers, then extents and scalars with
 # exact C types) and their ctypes.
 PARAM_TYPES = {
@@ -108,7 +113,7 @@ def expected_table() -> dict:
         out.update({prefix + m.name: int(m) for m in cls})
     for cname, st in (("cq_fault_rec", FaultRec), ("cq_thread_wait", ThreadWait),
                       ("cq_deadlock_rec", DeadlockRec), ("cq_print_buf", PrintBuf),
-                      ("cq_launch_cfg", LaunchCfg)):
+                      ("cq_launch_cfg", LaunchCfg), ("cq_position_rec", PositionRec)):
         out[f"sizeof {cname}"] = ctypes.sizeof(st)
         for field, _ in st._fields_:
             if field not in ("lock", "pad"):
@@ -155,6 +160,22 @@ class Deadlock:
     block: int
     threads: tuple      # (WaitKind, site, a0, a1) per thread, by lane
     smem: bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class Position:
+    """A decoded ``cq_position_rec``: where a CPU launch is."""
+    steps: int          # loop iterations run by the launch's threads
+    block_steps: int    # ... since the running block began its turn
+    block: int          # linear; -1 before the first block
+    lane: int           # the thread that ran the last loop step
+    site: int           # that loop's fault site; -1: no loop step yet
+
+
+def decode_position(rec: PositionRec) -> Position:
+    steps = int(rec.steps)
+    return Position(steps, steps - int(rec.block_start), int(rec.block), int(rec.lane),
+                    int(rec.site))
 
 
 def decode_fault(rec: FaultRec) -> "DeviceFault | None":

@@ -16,6 +16,15 @@ from . import abi
 
 Param = Tuple[str, object]     # (kind in abi.PARAM_TYPES, value; "ptr": address or array)
 Outcome = Union[None, abi.DeviceFault, abi.Deadlock]
+POLL_SECONDS = 0.25            # how often a running launch's position goes to its watcher
+
+
+class Stopped(KeyboardInterrupt):
+    """Ctrl-C stopped a launch; ``position`` (an ``abi.Position``) is where it was."""
+
+    def __init__(self, kernel: str, position: abi.Position):
+        super().__init__(f"kernel '{kernel}' on cuda-cpu")
+        self.position = position
 
 
 def pack_params(params: Sequence[Param]):
@@ -51,12 +60,18 @@ class CpuModule:
         self.fault = abi.FaultRec.in_dll(self.lib, "cq_fault_record")
         self.deadlock = abi.DeadlockRec.in_dll(self.lib, "cq_deadlock_record")
         self.misuse_texts = {v: k for k, v in abi.read_table(self.lib, "cq_misuse_texts").items()}
+        self._position = abi.PositionRec.in_dll(self.lib, "cq_position")
         self._lock = threading.Lock()
 
-    def _run(self, kernel: str, args, cfg) -> int:
-        """``cq_cpu_launch`` on a thread of its own, so that Ctrl-C reaches this one: it
-        asks the runtime to stop (each thread's next loop step faults), waits for the
-        launch to end, and stops the run."""
+    def position(self) -> abi.Position:
+        """Where the launch running (or the last one) is."""
+        return abi.decode_position(self._position)
+
+    def _run(self, kernel: str, args, cfg, watch) -> int:
+        """``cq_cpu_launch`` on a thread of its own, so that this one can pass the launch's
+        position to ``watch`` every POLL_SECONDS, and Ctrl-C reaches it: it asks the
+        runtime to stop (each thread's next loop step faults), waits for the launch to
+        end, and raises ``Stopped`` with the position the launch had."""
         stop = ctypes.c_int.in_dll(self.lib, "cq_stop_request")
         stop.value = 0
         status = []
@@ -64,11 +79,15 @@ class CpuModule:
             self.lib.cq_cpu_launch(self.entry(kernel), args, ctypes.byref(cfg))), daemon=True)
         worker.start()
         try:
-            worker.join()
+            worker.join(POLL_SECONDS)
+            while worker.is_alive():
+                if watch is not None:
+                    watch(self.position())
+                worker.join(POLL_SECONDS)
         except KeyboardInterrupt:
             stop.value = 1
             worker.join()
-            raise KeyboardInterrupt(f"kernel '{kernel}' on cuda-cpu") from None
+            raise Stopped(kernel, self.position()) from None
         return status[0]
 
     def entry(self, kernel: str) -> int:
@@ -81,12 +100,14 @@ class CpuModule:
     def launch(self, kernel: str, grid: Sequence[int], block: int, smem: int = 0,
                params: Sequence[Param] = (), stack: int = 0,
                step_limit: int = (1 << 64) - 1, cooperative: bool = False,
-               cluster: Sequence[int] = ()) -> Outcome:
+               cluster: Sequence[int] = (), watch=None) -> Outcome:
         """Runs ``kernel`` on a grid of up to three dimensions; returns None, the
         first fault, or the deadlock that stopped it. ``step_limit``: loop iterations
         a thread may run (generated code counts them); ``cooperative``: every block
         resident at once, as a grid barrier needs; ``cluster``: the extents of the
-        clusters whose blocks run together, as a cluster-scope trigger needs."""
+        clusters whose blocks run together, as a cluster-scope trigger needs;
+        ``watch``: called with the launch's ``abi.Position`` while it runs. Ctrl-C
+        stops the launch with ``Stopped``."""
         grid = tuple(grid) + (1,) * (3 - len(grid))
         cluster = tuple(cluster) + (1,) * (3 - len(cluster))
         ctypes.c_uint64.in_dll(self.lib, "cq_step_limit").value = step_limit
@@ -94,7 +115,7 @@ class CpuModule:
                             (ctypes.c_uint32 * 3)(*cluster))
         args, keep = pack_params(params)
         with self._lock:
-            status = self._run(kernel, args, cfg)
+            status = self._run(kernel, args, cfg, watch)
             del keep
             if status == abi.Status.OK:
                 return None

@@ -173,11 +173,14 @@ class KernelEmitter:
         self.sites.append(Site(kind, ip, span, operands, text, coll))
         return len(self.sites) - 1
 
-    def fault(self, cond: str, kind: Kind, ins, ip: int, args=(), operands=None) -> None:
-        """``if (cond)``: record fault ``kind`` of the instruction and leave."""
+    def fault(self, cond, kind: Kind, ins, ip: int, args=(), operands=None) -> None:
+        """``if (cond)``: record fault ``kind`` of the instruction and leave. ``cond`` may
+        be a function of the fault's site number, for a condition that names it."""
         if operands is None:
             operands = lambda a, refs: ()      # noqa: E731
         n = self.site(kind, ip, span_of(ins), operands)
+        if callable(cond):
+            cond = cond(n)
         call = ", ".join([str(n), *args])
         leave = "cq_thread_exit()" if self.in_laneset else "cq_leave()"
         self.line(f"if ({cond}) {{ cq_fault({call}); {leave}; }}", ins)
@@ -588,6 +591,8 @@ class KernelEmitter:
         if self._triggers_across_blocks():
             # the block's shared memory stays until no block of the cluster can arrive there
             self.line("cq_cluster_sync();", end)
+        # a collective the lane did not arrive at still counts it (§7.4.4), on cuda-cpu
+        self.line("cq_kernel_finished();", end)
 
 
 # --------------------------------------------------------------------------- operand facts

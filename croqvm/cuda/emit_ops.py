@@ -123,11 +123,13 @@ def op_loop(k, ins, ip):
     """Each iteration counts toward the call's step limit: a lane's iterations are fewer
     than the engines' warp-steps, so a program within the engines' limit is within this
     one, and one that runs away stops with the engines' error. On cuda-cpu the check is
-    also where a run the user interrupts stops."""
+    also where a run the user interrupts stops, and where the runtime notes which loop
+    runs (the site of its fault) for the progress line."""
     k.frames.append(("loop", None))
     k.line("while (true) {", ins)
     k.depth += 1
-    k.fault("cq_steps_over(++cq_steps, cq_limit)", Kind.STEP_LIMIT, ins, ip,
+    k.fault(lambda site: f"cq_steps_over(++cq_steps, cq_limit, {site})", Kind.STEP_LIMIT,
+            ins, ip,
             ("(long long)cq_limit",),
             lambda a, refs: (int(a[0]),))
 

@@ -27,6 +27,7 @@ from ..core.errors import ArgumentError, DeviceError, InternalError, KernelFault
 from ..core.faults import FaultRecord
 from ..core.limits import LAUNCH_SHARED_BYTES, WARP_SIZE, resident_blocks
 from ..core.numerics import convert
+from ..core.position import Interrupted, RunPosition
 from ..reports import messages
 from ..reports import render as report
 from ..reports.messages import print_text
@@ -139,10 +140,18 @@ class Device:
         if self.kind == "cuda-cpu":
             if barrier is not None:
                 _check_resident(call, index, grid, size, barrier, resident_blocks(size))
-            outcome = loaded.launch(info.cname, grid, size,
-                                    _launch_smem(info, LAUNCH_SHARED_BYTES), params,
-                                    info.stack_bytes, _step_limit(call),
-                                    cooperative=barrier is not None, cluster=cluster)
+            from .cpu import Stopped
+            watch = None if call.progress is None else \
+                lambda at: call.progress(cpu_position(call, index, grid, gen, at))
+            try:
+                outcome = loaded.launch(info.cname, grid, size,
+                                        _launch_smem(info, LAUNCH_SHARED_BYTES), params,
+                                        info.stack_bytes, _step_limit(call),
+                                        cooperative=barrier is not None, cluster=cluster,
+                                        watch=watch)
+            except Stopped as stop:
+                raise Interrupted(cpu_position(call, index, grid, gen, stop.position)) \
+                    from None
             records = loaded.printed()
         else:
             smem = _launch_smem(info, loaded.backend.max_smem())
@@ -198,6 +207,23 @@ class Device:
             from .emit_kernel import bits_value
             vals = [bits_value(v, t) for v, t in zip(values, types)]
             call.out.write(print_text(code, fmt, vals) + ("\n" if fmt.newline else ""))
+
+
+def cpu_position(call, index: int, grid, gen, at: abi.Position) -> RunPosition:
+    """The engines' record of where a run is (croqvm.core.position) for launch ``index``
+    on cuda-cpu at ``at``: the block running and the loop its thread that stepped last
+    is in. Its steps are the launch's loop iterations, which the CPU runtime counts
+    (lane by lane) where the engines count warp-instructions."""
+    span = call.spans.span
+    linear = max(at.block, 0)
+    loop = span(gen.sites[at.site].span) if at.site >= 0 else None
+    lanes = f"warp {at.lane // WARP_SIZE}, lane {at.lane}" if at.site >= 0 else ""
+    return RunPosition(call.fn.name, at.steps, at.steps, call.launches,
+                       kernel_span=span(call.fn.host.launches[index].span),
+                       block=tuple(int(x) for x in np.unravel_index(linear, tuple(grid))),
+                       block_number=linear, blocks=int(np.prod(grid)),
+                       block_steps=max(at.block_steps, 0), span=loop, loop_span=loop,
+                       lanes=lanes, unit="loop iterations")
 
 
 def _launch_smem(info, most: int) -> int:

@@ -214,6 +214,8 @@ def run_function(module, name: str, args: list, dims: dict, *, poison: bool, sch
         try:
             run_block(hblk)
             _check_end(hblk)
+        except Interrupted:      # a device's launch says where it was itself
+            raise
         except KeyboardInterrupt:
             raise Interrupted(call.position()) from None
         except KernelFault as fault:

@@ -118,4 +118,15 @@ typedef struct cq_launch_cfg {
                                     else 1s */
 } cq_launch_cfg;
 
+/* Where a CPU launch is, for the host's progress line, watchdog note and interrupt
+   report; the host reads it while the launch runs. Every loop step records the running
+   thread and its loop; once the host asks the launch to stop, it stays where it was. */
+typedef struct cq_position_rec {
+  unsigned long long steps;       /* loop iterations the launch's threads have run */
+  unsigned long long block_start; /* `steps` when the running block began its turn */
+  long long block;                /* linear index of the block running, -1 before one */
+  int lane;                       /* the thread that ran the last loop step */
+  int site;                       /* the fault site of that loop (its step limit), -1: none */
+} cq_position_rec;
+
 #endif /* CQ_ABI_H */

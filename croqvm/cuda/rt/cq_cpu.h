@@ -22,10 +22,10 @@
  *
  * Semantics reproduced from the PTX ISA and the CUDA programming guide:
  * - __syncthreads (barrier 0) waits for all non-exited threads of the block, except that
- *   a thread that finished the kernel is still waited for: only one that left it early
- *   (cq_thread_exit: a yield or a fault) is not. A block collective that some of its lanes
- *   pass by to the end of the kernel is then the engines' deadlock (LANGUAGE.md §7.4.4),
- *   where a GPU would let the others through.
+ *   a thread of generated code that reached the end of its kernel (cq_kernel_finished)
+ *   is still waited for: only one that left early (a yield or a fault) is not. A block
+ *   collective that some of its lanes pass by to the end of the kernel is then the
+ *   engines' deadlock (LANGUAGE.md §7.4.4), where a GPU would let the others through.
  * - barrier.sync id, count: a warp arrives once all its non-exited threads have arrived
  *   (not necessarily from the same statement) and counts as 32 threads; the barrier
  *   completes when `count` threads have arrived this way.
@@ -82,11 +82,7 @@ cq_deadlock_rec cq_deadlock_record;
 cq_print_buf cq_print_state = {0, 0, 0};
 unsigned long long cq_step_limit = ~0ull;
 volatile int cq_stop_request = 0;  /* set by the host (Ctrl-C): the next loop step faults */
-}
-
-/* A loop's next iteration is past the step limit, or the host asked the run to stop. */
-CQ_DEV bool cq_steps_over(unsigned long long steps, unsigned long long limit) {
-  return steps > limit || cq_stop_request;
+volatile cq_position_rec cq_position;
 }
 
 namespace cq {
@@ -120,6 +116,7 @@ struct thread_state {
   block_state *blk;                /* the block it belongs to */
   unsigned tid;
   bool done;
+  bool finished;                   /* reached the end of its kernel (cq_kernel_finished) */
   bool progressed;                 /* did more than re-check an unmet wait since resumed */
   cq_thread_wait wait;
   std::vector<pending_copy> copies; /* cp.async issued and not yet waited */
@@ -167,7 +164,7 @@ struct block_state {
   wgmma_operands *wg_operands;     /* per warpgroup; likewise */
   unsigned size, live;
   unsigned awaited;                /* threads the block barrier waits for: those that have
-                                      not left early (finished ones still count) */
+                                      not exited, and those that finished the kernel */
   unsigned short warp_live[MAX_WARPS];
   unsigned char *smem;
   size_t smem_bytes;
@@ -290,9 +287,7 @@ static inline void named_warp_check(named_barrier *nb, unsigned w, int site) {
   }
 }
 
-/* The thread ends: `left` when it leaves the kernel early (cq_thread_exit), which the
-   block barrier then stops waiting for; else it finished the kernel. */
-static inline void thread_exit(bool left) {
+static inline void thread_exit() {
   thread_state *t = rt.self;
   if (!t->copies.empty())
     misuse(CQ_MISUSE_CP_ASYNC_PENDING, -1, (long long)t->copies.size());
@@ -304,7 +299,7 @@ static inline void thread_exit(bool left) {
   t->done = true;
   t->wait.kind = CQ_WAIT_EXITED;
   b->live--;
-  b->awaited -= left;
+  b->awaited -= !t->finished;
   b->warp_live[w]--;
   release_block_barrier();
   for (unsigned i = 1; i < NAMED_BARRIERS; i++)
@@ -314,7 +309,7 @@ static inline void thread_exit(bool left) {
 static void fiber_main() {
   cq_fiber_entered(&rt.sched);
   rt.entry(rt.args);
-  thread_exit(false);
+  thread_exit();
   rt.self->progressed = true;
   cq_fiber_switch_to(&rt.self->ctx, &rt.sched, 1);
 }
@@ -348,6 +343,7 @@ static void start_threads(block_state *b) {
     t->blk = b;
     t->tid = i;
     t->done = false;
+    t->finished = false;
     t->progressed = false;
     t->wait.kind = CQ_WAIT_NONE;
     t->wait.site = -1;
@@ -365,6 +361,10 @@ static void start_threads(block_state *b) {
 static bool run_pass(block_state *b) {
   bool moved = false;
   rt.blk = b;
+  if (cq_position.block != b->linear) {
+    cq_position.block = b->linear;
+    cq_position.block_start = cq_position.steps;
+  }
   for (unsigned i = 0; i < b->size && !rt.abort; i++) {
     thread_state *t = &b->threads[i];
     if (t->done) continue;
@@ -628,6 +628,11 @@ extern "C" int cq_cpu_launch(void (*entry)(void **), void **args, const cq_launc
   cq_fault_record.key = CQ_NO_FAULT;
   cq_fault_record.lock = 0;
   cq_print_state.used = 0;
+  cq_position.steps = 0;
+  cq_position.block_start = 0;
+  cq_position.block = -1;
+  cq_position.lane = 0;
+  cq_position.site = -1;
   if (cfg->block < 1 || cfg->block > CQ_MAX_BLOCK || !cfg->grid[0] || !cfg->grid[1] ||
       !cfg->grid[2])
     return CQ_ERR_CONFIG;
@@ -722,6 +727,9 @@ extern "C" const cq_abi_entry cq_abi_table[] = {
     CQ_ABI_SIZE(cq_launch_cfg) CQ_ABI_FIELD(cq_launch_cfg, grid) CQ_ABI_FIELD(cq_launch_cfg, block)
     CQ_ABI_FIELD(cq_launch_cfg, smem_bytes) CQ_ABI_FIELD(cq_launch_cfg, stack_bytes)
     CQ_ABI_FIELD(cq_launch_cfg, cooperative) CQ_ABI_FIELD(cq_launch_cfg, cluster)
+    CQ_ABI_SIZE(cq_position_rec) CQ_ABI_FIELD(cq_position_rec, steps)
+    CQ_ABI_FIELD(cq_position_rec, block_start) CQ_ABI_FIELD(cq_position_rec, block)
+    CQ_ABI_FIELD(cq_position_rec, lane) CQ_ABI_FIELD(cq_position_rec, site)
     {"CQ_NO_FAULT", (long long)CQ_NO_FAULT}, {"CQ_MAX_BLOCK", CQ_MAX_BLOCK},
     {0, 0}};
 #undef CQ_ABI_ENUM
@@ -746,6 +754,16 @@ CQ_DEV unsigned cq_smem_bytes() { return (unsigned)cq::rt.blk->smem_bytes; }
 
 CQ_DEV void cq_fence_block() {}
 CQ_DEV void cq_fence_global() {}
+
+/* A loop's next iteration (of the loop whose step-limit fault is `site`) is past the
+   step limit, or the host asked the run to stop; the step is where the launch is. */
+CQ_DEV bool cq_steps_over(unsigned long long steps, unsigned long long limit, int site) {
+  if (cq_stop_request) return true;
+  cq_position.steps++;
+  cq_position.lane = (int)cq::rt.self->tid;
+  cq_position.site = site;
+  return steps > limit;
+}
 
 CQ_DEV void cq_fault_n(int site, const long long *args, int n) {
   cq::record(CQ_FAULT_CHECK, site, args, n);
@@ -778,8 +796,12 @@ CQ_DEV void *cq_malloc(unsigned long long bytes) { return malloc(bytes); }
 CQ_DEV void cq_free(void *p) { free(p); }
 
 /* The thread ends here, as when it returns from the kernel. */
+/* The thread reached the end of its kernel: a block barrier it has not arrived at goes
+   on waiting for it, as the engines' collectives do (§7.4.4). */
+CQ_DEV void cq_kernel_finished() { cq::rt.self->finished = true; }
+
 CQ_DEV void cq_thread_exit() {
-  cq::thread_exit(true);
+  cq::thread_exit();
   cq::rt.self->progressed = true;
   cq_fiber_switch_to(&cq::rt.self->ctx, &cq::rt.sched, 1);
 }

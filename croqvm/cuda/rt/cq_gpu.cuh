@@ -41,9 +41,12 @@ CQ_DEV int cq_block_idx(int d) { return (int)(d == 0 ? blockIdx.x : d == 1 ? blo
 CQ_DEV int cq_grid_dim(int d) { return (int)(d == 0 ? gridDim.x : d == 1 ? gridDim.y : gridDim.z); }
 CQ_DEV unsigned char *cq_smem() { return cq_smem_buf; }
 /* A loop's next iteration is past the step limit (a GPU run is stopped by the watchdog). */
-CQ_DEV bool cq_steps_over(unsigned long long steps, unsigned long long limit) {
+CQ_DEV bool cq_steps_over(unsigned long long steps, unsigned long long limit, int site) {
   return steps > limit;
 }
+/* The thread reached the end of its kernel (the CPU runtime's block barrier goes on
+   waiting for it; here it exits). */
+CQ_DEV void cq_kernel_finished() {}
 CQ_DEV unsigned cq_smem_bytes() {
   unsigned n;
   asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(n));

@@ -73,9 +73,14 @@
  *   cq_atomic_or/and/add(p, v), cq_atomic_cas(p, expect, v), cq_popc(v)   on 32-bit words
  *   cq_malloc(bytes), cq_free(p)          a lane's memory of a size known at run time
  *   cq_thread_exit()                      the thread ends here, as if it returned
+ *   cq_kernel_finished()                  the thread reached the end of its kernel (the
+ *                                         CPU runtime's block barrier still waits for it)
  *   cq_print(format, n, values)           appends a printed record to cq_print_state
  *   cq_step_limit                         loop iterations a thread may run (the host sets
  *                                         it from the call's step limit)
+ *   cq_steps_over(steps, limit, site)     a loop's next iteration is over the limit (the
+ *                                         CPU runtime: or the host asked it to stop; it
+ *                                         records the loop, `site`, in cq_position)
  *
  * Faults: cq_fault(site, values...) records a failed check in cq_fault_record
  * (cq_abi.h); the first one in (block, lane) order is kept. Nothing traps.
