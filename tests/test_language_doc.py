@@ -89,9 +89,66 @@ def test_example(source, shown, status, tmp_path, monkeypatch):
     shows_what_the_doc_shows(source, shown, status, tmp_path, monkeypatch)
 
 
+# examples whose run on cuda-cpu differs by design, and the test that shows how
+DIFFER_ON_CUDA_CPU = {
+    "diverge.co": "test_a_diverging_warp_prints_lane_by_lane_on_cuda_cpu",
+    "tiles.co": "test_collective_operands_that_differ_are_not_checked_on_cuda_cpu",
+}
+
+
 @pytest.mark.parametrize("source, shown, status", on_any_engine(True))
 def test_run_example_on_each_engine(source, shown, status, tmp_path, monkeypatch, engine):
+    name = next(a for a in command_of(shown) if a.endswith(".co"))
+    if engine == "cuda-cpu" and name in DIFFER_ON_CUDA_CPU:
+        pytest.skip(f"differs on cuda-cpu by design: {DIFFER_ON_CUDA_CPU[name]}")
     shows_what_the_doc_shows(source, shown, status, tmp_path, monkeypatch)
+
+
+# --------------------------------------------------------------------------- on cuda-cpu
+
+def example_named(name: str):
+    """The example whose command runs ``name`` (a ``.co`` file name)."""
+    return next(p for p in EXAMPLES if name in command_of(p.values[1]))
+
+
+def on_cuda_cpu(source, shown, tmp_path, monkeypatch):
+    """What the example's command shows and its status with ``--device cuda-cpu``."""
+    argv = command_of(shown)
+    (tmp_path / next(a for a in argv if a.endswith(".co"))).write_text(source, "utf-8")
+    monkeypatch.chdir(tmp_path)
+    terminal = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    monkeypatch.setattr(sys, "stderr", terminal)
+    code = main(argv + ["--device", "cuda-cpu"])
+    return terminal.getvalue(), code
+
+
+@pytest.mark.parametrize("name", ["half_barrier.co", "lockstep.co"])
+def test_examples_that_cuda_cpu_once_ran_apart_agree(name, tmp_path, monkeypatch):
+    """A block barrier some lanes pass by to the end of the kernel, and the turns of a
+    cluster's blocks, are the engines' on cuda-cpu too (all examples: --engine cuda-cpu)."""
+    source, shown, status = example_named(name).values
+    expected = shown.partition("\n")[2]
+    assert on_cuda_cpu(source, shown, tmp_path, monkeypatch) == (expected, status)
+
+
+def test_a_diverging_warp_prints_lane_by_lane_on_cuda_cpu(tmp_path, monkeypatch):
+    """docs/CUDA.md: a device prints a launch's lines in its own order; the CPU runtime
+    runs each lane until it waits, so the lines of A.7 are the engines', lane by lane."""
+    source, shown, status = example_named("diverge.co").values
+    expected = shown.partition("\n")[2].splitlines(keepends=True)
+    shows, code = on_cuda_cpu(source, shown, tmp_path, monkeypatch)
+    got = shows.splitlines(keepends=True)
+    assert code == status and sorted(got) == sorted(expected) and got != expected
+    assert got[3:7] == ["even 0\n", "join 0\n", "odd 1\n", "join 1\n"]
+
+
+def test_collective_operands_that_differ_are_not_checked_on_cuda_cpu(tmp_path, monkeypatch):
+    """docs/CUDA.md: the generated code does not compare the operands of a collective's
+    participants (§7.4.5), so the copy of §7.4's tiles.co runs on cuda-cpu."""
+    source, shown, status = example_named("tiles.co").values
+    assert status == 3
+    assert on_cuda_cpu(source, shown, tmp_path, monkeypatch) == ("", 0)
 
 
 # --------------------------------------------------------------------------- citations
