@@ -127,6 +127,45 @@ def test_diff_of_two_runs_faulting_alike_says_so_with_status_3(tmp_path):
     assert done.stderr.startswith("oob: native and the python engine both fault alike:\n")
 
 
+TILES = """
+__co__ void tiles(s32 [64, 64] a) {
+  parallel b by 1 : block {
+    parallel g by 2 : group {
+      r = g;
+      x = dma.copy a.subspan(32, 32).at(r, 0) => shared;
+    }
+  }
+}
+"""
+
+
+def test_diff_of_a_fault_on_one_side_only_is_a_difference_shown_as_text(tmp_path):
+    """The engines stop at the copy whose operands differ between the warps; cuda-cpu,
+    which does not compare them (docs/CUDA.md), runs it."""
+    src = tmp_path / "tiles.co"
+    src.write_text(TILES)
+    done = croqvm_cmd("diff", src, "--func", "tiles", "--random-inputs")
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.startswith(
+        "tiles: cuda-cpu differs from the native engine:\n  error:\n"
+        f"    reference: {src}:6:7: runtime error: operands of collective 'dma.copy' differ "
+        "between lane 0 and lane 32 (origin (0, 0) vs (32, 0)).\n")
+    assert done.stderr.endswith("    other:     (no error)\n")
+
+
+def test_diff_tolerances_are_exact_but_on_a_gpu_where_each_result_has_its_own():
+    from croqvm.running.diff import tolerances
+    prog = croqvm.compile_file(ROOT / "programs" / "matmul_mma_warp.co")
+    args = [np.zeros((64, 256), np.float16), np.zeros((256, 32), np.float16)]
+    for against in ("python", "native", "cuda-cpu"):
+        assert tolerances(prog, args, against, None, None) == (0.0, 0.0, None)
+    rtol, atol, derived = tolerances(prog, args, "gpu", None, None)
+    assert (rtol, atol) == (0.0, 0.0)
+    assert derived(np.ones(2, np.float32)) == (4 * 2.0 ** -24 + 256 * 2.0 ** -23,
+                                               256 * 2.0 ** -23)
+    assert tolerances(prog, args, "gpu", 1e-2, None) == (1e-2, 0.0, None)
+
+
 def test_diff_reference_can_be_the_python_engine():
     done = croqvm_cmd("diff", MATMUL, "--func", "matmul", "--random-inputs", "--dim", "M=16",
                       "--dim", "N=16", "--dim", "K=16", "--reference", "python")

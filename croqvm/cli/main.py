@@ -819,10 +819,13 @@ def diff(
             ] = "native",
         rtol: Annotated[float | None, typer.Option(
             parser=values.tolerance, metavar="X",
-            help="Relative tolerance for floats (default: 0, or 1e-3 against gpu).")] = None,
+            help="Relative tolerance for floats (default: 0; against gpu, with --atol not "
+                 "given either, each result's own, from its type and, for MMAs, K: "
+                 "docs/CUDA.md, Tolerances).")] = None,
         atol: Annotated[float | None, typer.Option(
             parser=values.tolerance, metavar="X",
-            help="Absolute tolerance for floats (default: 0, or 1e-5 against gpu).")] = None,
+            help="Absolute tolerance for floats (default: 0, or derived as --rtol is).")
+            ] = None,
         verbose: Verbose = False,
         defines: Defines = None):
     inputs, dims = inputs or [], dims or []    # typer gives None for none given
