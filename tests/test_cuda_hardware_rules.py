@@ -165,6 +165,14 @@ __co__ void sub_warp(global s32 [16] x) {
     x.at(t) = t;
   }
 }
+
+__co__ void half_group(global s32 [128] x) {
+  parallel t by 128 : thread {
+    if (t < 64)
+      sync.barrier : group-4;
+    x.at(t) = t;
+  }
+}
 """
 
 
@@ -173,12 +181,14 @@ __co__ void sub_warp(global s32 [16] x) {
                     "its group: lanes 32-63 finished the kernel without arriving."),
     ("sub_warp", 16, "bar.co:21:7: runtime error: 'sync.shared' is a collective of 16 lanes "
                      "but lanes 8-15 of warp 0 are not active here (divergent control flow)."),
+    ("half_group", 128, "bar.co:29:7: runtime error: 'sync.barrier : group-4' was reached "
+                        "by only part of its group: lanes 64-127 finished the kernel"),
 ])
-def test_a_block_barrier_some_lanes_pass_by_is_the_engines_fault_on_cuda_cpu(func, size,
-                                                                             error):
+def test_a_barrier_some_lanes_pass_by_is_the_engines_fault_on_cuda_cpu(func, size, error):
     """A GPU lets the lanes at __syncthreads through once the others have exited; cuda-cpu
     still waits for a lane that finished the kernel, so the barrier in 'if (t < stride)'
-    and the one of half a 16-lane block are the engines' reports (both ran with exit 0)."""
+    and the one of half a 16-lane block are the engines' reports (both ran with exit 0);
+    a warpgroup's barrier (an mbarrier) shows its arrivals as the engines do."""
     prog = croqvm.compile(PARTIAL_BARRIERS, "bar.co")
     found = comparison(prog, func, np.arange(size, dtype=np.int32))
     assert found.both_fault and found.mismatches == []

@@ -178,6 +178,19 @@ def decode_position(rec: PositionRec) -> Position:
                     int(rec.site))
 
 
+MBAR_BITS = 21     # the CPU runtime's mbarrier word: pending, expected arrivals, phase
+
+
+def mbarrier_arrivals(word: bytes) -> tuple[int, int]:
+    """(arrivals, arrivals awaited) of the current phase of a CPU runtime mbarrier
+    (cq_cpu.h: bits 0-20 pending, 21-41 expected; a lane that dropped out is in
+    neither)."""
+    v = int.from_bytes(word, "little")
+    mask = (1 << MBAR_BITS) - 1
+    pending, expected = v & mask, (v >> MBAR_BITS) & mask
+    return expected - pending, expected
+
+
 def decode_fault(rec: FaultRec) -> "DeviceFault | None":
     if rec.key == NO_FAULT:
         return None

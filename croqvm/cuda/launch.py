@@ -417,7 +417,9 @@ def _wait_text(cx, gen, info, wait, d) -> str:
         return messages.report("at_event", (s.span, s.span, *slot, a1), cx)
     if s.ip >= 0 and cx.code.code[s.ip * WIDTH] == GRID_SYNC:
         return messages.report("at_grid", (s.coll, s.span), cx)
-    if kind == abi.WaitKind.BLOCK_BARRIER and s.coll >= 0:
+    if kind in (abi.WaitKind.BLOCK_BARRIER, abi.WaitKind.MBARRIER) and s.coll >= 0:
+        if kind == abi.WaitKind.MBARRIER:      # a collective of part of the block
+            a0, a1 = abi.mbarrier_arrivals(d.smem[a0:a0 + 8])
         barrier = s.ip >= 0 and cx.code.code[s.ip * WIDTH] == BARRIER
         return messages.report("at_barrier" if barrier else "at_collective",
                                (s.coll, s.span, a0, a1), cx)
