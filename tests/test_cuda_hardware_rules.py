@@ -173,6 +173,14 @@ __co__ void half_group(global s32 [128] x) {
     x.at(t) = t;
   }
 }
+
+__co__ void half_named(global s32 [64] x) {
+  parallel t by 64 : thread {
+    if (t < 32)
+      __bar_sync(1, 64);
+    x.at(t) = t;
+  }
+}
 """
 
 
@@ -183,12 +191,15 @@ __co__ void half_group(global s32 [128] x) {
                      "but lanes 8-15 of warp 0 are not active here (divergent control flow)."),
     ("half_group", 128, "bar.co:29:7: runtime error: 'sync.barrier : group-4' was reached "
                         "by only part of its group: lanes 64-127 finished the kernel"),
+    ("half_named", 64, "bar.co:37:7: runtime error: deadlock: every live lane of block (0) "
+                       "is blocked"),
 ])
 def test_a_barrier_some_lanes_pass_by_is_the_engines_fault_on_cuda_cpu(func, size, error):
     """A GPU lets the lanes at __syncthreads through once the others have exited; cuda-cpu
     still waits for a lane that finished the kernel, so the barrier in 'if (t < stride)'
     and the one of half a 16-lane block are the engines' reports (both ran with exit 0);
-    a warpgroup's barrier (an mbarrier) shows its arrivals as the engines do."""
+    a warpgroup's barrier (an mbarrier) shows its arrivals as the engines do, and a named
+    barrier, which counts threads rather than members, is a plain deadlock."""
     prog = croqvm.compile(PARTIAL_BARRIERS, "bar.co")
     found = comparison(prog, func, np.arange(size, dtype=np.int32))
     assert found.both_fault and found.mismatches == []

@@ -353,7 +353,8 @@ def stuck_collective(call, gen, info, code, d: abi.Deadlock):
         if site >= 0 and gen.sites[site].coll >= 0:
             at.setdefault(site, set()).add(lane)
     for lane, (kind, site, _, _) in enumerate(d.threads):
-        if site < 0 or gen.sites[site].coll < 0:
+        # a named barrier counts threads, not a group's members: its deadlock is plain
+        if site < 0 or gen.sites[site].coll < 0 or kind == abi.WaitKind.NAMED_BARRIER:
             continue
         s = gen.sites[site]
         cs = code.colls[s.coll]
