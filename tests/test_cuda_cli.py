@@ -67,9 +67,10 @@ def test_emit_cuda_without_checks_has_no_bounds_checks(tmp_path):
 def test_run_on_cuda_cpu_prints_what_the_interpreter_prints():
     hello = ROOT / "programs" / "hello.co"
     cpu = croqvm_cmd("run", hello)
-    cuda = croqvm_cmd("run", hello, "--device", "cuda-cpu")
+    cuda = croqvm_cmd("run", hello, "--device", "cuda-cpu", "--progress")
     assert cuda.returncode == 0, cuda.stderr
     assert cuda.stdout == cpu.stdout
+    assert cuda.stderr.startswith("progress: done: 1 launch(es), 2 block(s), ")
 
 
 def test_verbose_run_shows_the_build_cache():

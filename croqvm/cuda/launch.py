@@ -116,6 +116,7 @@ class Device:
         buffer instances) already checked by the engine (§14.2)."""
         launch = hblk.prog.code.launches[index]
         gen, loaded = self.prepare(call.module)
+        call.blocks_run += int(np.prod(grid))      # for the call's stats, as the engines
         info = gen.kernels[(call.fn.name, launch.kernel)]
         code = call.fn.kernels[launch.kernel].code
         params = []
