@@ -60,8 +60,9 @@ def options() -> dict:
 
 
 def interprets(name: str) -> bool:
-    """Whether engine ``name`` runs kernels on an interpreter, lane by lane (schedules,
-    progress lines, the watchdog and interrupts are the interpreters'), not as CUDA."""
+    """Whether engine ``name`` runs kernels on an interpreter, lane by lane (schedules
+    are the interpreters', and their progress lines, watchdog and interrupts count
+    warp-instructions), not as CUDA."""
     return "device" not in ENGINES[name]
 
 
