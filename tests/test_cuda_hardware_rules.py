@@ -185,14 +185,16 @@ __co__ void half_named(global s32 [64] x) {
 
 
 @pytest.mark.parametrize("func, size, error", [
-    ("halving", 64, "bar.co:10:9: runtime error: 'sync.shared' was reached by only part of "
-                    "its group: lanes 32-63 finished the kernel without arriving."),
-    ("sub_warp", 16, "bar.co:21:7: runtime error: 'sync.shared' is a collective of 16 lanes "
-                     "but lanes 8-15 of warp 0 are not active here (divergent control flow)."),
-    ("half_group", 128, "bar.co:29:7: runtime error: 'sync.barrier : group-4' was reached "
-                        "by only part of its group: lanes 64-127 finished the kernel"),
-    ("half_named", 64, "bar.co:37:7: runtime error: deadlock: every live lane of block (0) "
-                       "is blocked"),
+    ("halving", 64, ("bar.co:10:9: runtime error: 'sync.shared' was reached by only part "
+                     "of its group: lanes 32-63 finished the kernel without arriving.")),
+    ("sub_warp", 16, ("bar.co:21:7: runtime error: 'sync.shared' is a collective of 16 "
+                      "lanes but lanes 8-15 of warp 0 are not active here (divergent "
+                      "control flow).")),
+    ("half_group", 128, ("bar.co:29:7: runtime error: 'sync.barrier : group-4' was "
+                         "reached by only part of its group: lanes 64-127 finished the "
+                         "kernel")),
+    ("half_named", 64, ("bar.co:37:7: runtime error: deadlock: every live lane of block "
+                        "(0) is blocked")),
 ])
 def test_a_barrier_some_lanes_pass_by_is_the_engines_fault_on_cuda_cpu(func, size, error):
     """A GPU lets the lanes at __syncthreads through once the others have exited; cuda-cpu
