@@ -71,7 +71,8 @@ class CpuModule:
         """``cq_cpu_launch`` on a thread of its own, so that this one can pass the launch's
         position to ``watch`` every POLL_SECONDS, and Ctrl-C reaches it: it asks the
         runtime to stop (each thread's next loop step faults), waits for the launch to
-        end, and raises ``Stopped`` with the position the launch had."""
+        end, and raises ``Stopped`` with the position the launch had. An error of
+        ``watch`` stops the launch the same way before it leaves."""
         stop = ctypes.c_int.in_dll(self.lib, "cq_stop_request")
         stop.value = 0
         status = []
@@ -84,10 +85,12 @@ class CpuModule:
                 if watch is not None:
                     watch(self.position())
                 worker.join(POLL_SECONDS)
-        except KeyboardInterrupt:
+        except BaseException as exc:     # the launch never outlives this call
             stop.value = 1
             worker.join()
-            raise Stopped(kernel, self.position()) from None
+            if isinstance(exc, KeyboardInterrupt):
+                raise Stopped(kernel, self.position()) from None
+            raise
         return status[0]
 
     def entry(self, kernel: str) -> int:
