@@ -213,7 +213,9 @@ def test_assert_agree_passes_and_fails_as_a_test_would():
 def test_emitted_cuda_compiles_by_itself_with_plain_nvcc(tmp_path, arch):
     out = tmp_path / "mm.cu"
     assert croqvm_cmd("emit-cuda", MATMUL, "-o", out, "--arch", arch).returncode == 0
-    assert '#include "' not in out.read_text()
+    text = out.read_text()
+    assert '#include "' not in text
+    assert text.splitlines()[2].endswith(f"compiles by itself: nvcc -arch={arch} -cubin mm.cu")
     done = subprocess.run(["nvcc", f"-arch={arch}", "-cubin", "mm.cu", "-o", "mm.cubin"],
                           cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -791,7 +791,10 @@ def emit_cuda(
     out = os.path.splitext(file)[0] + ".cu" if output is None else output
     check_output(out, "-o", {file: "the program file"})
     program = _load(file, defines, "translate")
-    text = standalone(emit(program.module, arch=arch, checks=checks).text)
+    generated, origin, rest = emit(program.module, arch=arch, checks=checks).text.split("\n", 2)
+    usage = (f"// The croqvm runtime is written into this file, which compiles by itself: "
+             f"nvcc -arch={arch} -cubin {os.path.basename(out)}")
+    text = "\n".join([generated, origin, usage, standalone(rest)])
     with open(out, "w", encoding="utf-8") as f:
         f.write(text)
     print(f"wrote {out} ({len(text.splitlines())} lines)")
