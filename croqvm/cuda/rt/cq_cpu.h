@@ -795,11 +795,11 @@ CQ_DEV unsigned cq_atomic_add(unsigned *p, unsigned v) {
 CQ_DEV void *cq_malloc(unsigned long long bytes) { return malloc(bytes); }
 CQ_DEV void cq_free(void *p) { free(p); }
 
-/* The thread ends here, as when it returns from the kernel. */
 /* The thread reached the end of its kernel: a block barrier it has not arrived at goes
    on waiting for it, as the engines' collectives do (§7.4.4). */
 CQ_DEV void cq_kernel_finished() { cq::rt.self->finished = true; }
 
+/* The thread ends here, as when it returns from the kernel. */
 CQ_DEV void cq_thread_exit() {
   cq::thread_exit();
   cq::rt.self->progressed = true;
