@@ -138,24 +138,33 @@ void cq_view_named_barrier(const cq_call *call, int32_t w, int64_t *out);
  * the first cq_run, gives every warp a clock that the cost model ``model`` advances (its
  * arrays must outlive the call); cq_trace_finish, after the last, closes what is open
  * (``stopped``: the run stopped with a runtime error). Then the timeline reads back:
- * slices in the order they closed, flows, the processes (blocks) in the order they
- * started and the totals of each statement row. croqvm/trace/recorder.py is the
+ * slices in the order they closed (a wait's and a copy's details on the side), flows,
+ * the processes (blocks) in the order they started and the totals of each statement
+ * row. croqvm/trace/recorder.py is the
  * reference: the same slices, times and flows. */
 typedef struct {
     double start, end;
-    double bytes;           /* copy: the bytes it moves */
-    int64_t mask;           /* run: its lanes when not the whole warp (bit i lane i), else -1 */
     int32_t pid, tid;
-    int32_t kind;           /* 0 run, 1 wait, 2 copy, 3 launch */
     int32_t row;            /* run, wait, launch: the statement's row; copy: -1 */
-    int32_t code;           /* 0 the host program, 1 + k kernel k */
-    int32_t ip;             /* copy: its instruction */
-    int32_t what;           /* wait: what it waits for (CQ_WAIT_*) */
-    int32_t index;          /* wait: the collective site, event, future or barrier;
-                             * copy: the DMA descriptor */
-    int32_t slot;           /* CQ_WAIT_EVENT_SLOT: the slot */
     int32_t lanes;          /* run, copy: lanes; launch: blocks */
+    uint32_t mask;          /* run: its lanes when ``masked`` (bit i lane i); wait, copy:
+                             * its details, an index of cq_trace_details */
+    uint8_t kind;           /* 0 run, 1 wait, 2 copy, 3 launch */
+    uint8_t masked;         /* run: not the whole warp */
+    uint16_t unused;
 } cq_slice;
+
+/* What a wait waits for, or what a copy is. */
+typedef struct {
+    double bytes;           /* copy: the bytes it moves */
+    int32_t code;           /* 0 the host program, 1 + k kernel k */
+    int32_t what;           /* wait: CQ_WAIT_* */
+    int32_t index;          /* wait: the collective site, event, future or barrier; copy:
+                             * the DMA descriptor */
+    int32_t slot;           /* CQ_WAIT_EVENT_SLOT: the slot */
+    int32_t ip;             /* copy: its instruction */
+    int32_t unused;
+} cq_detail;
 
 enum { CQ_WAIT_NOTHING, CQ_WAIT_COLL, CQ_WAIT_EVENT_SLOT, CQ_WAIT_EVENT, CQ_WAIT_FUTURE,
        CQ_WAIT_BARRIER, CQ_WAIT_STOPPED };
@@ -199,7 +208,10 @@ typedef struct {
 
 void cq_trace_start(cq_call *call, const cq_trace_model *model);
 void cq_trace_finish(cq_call *call, int32_t stopped);
-const cq_slice *cq_trace_slices(const cq_call *call, int64_t *n);
+/* The slices, handed over: the caller frees them with cq_trace_release. */
+cq_slice *cq_trace_take_slices(cq_call *call, int64_t *n);
+void cq_trace_release(void *slices);
+const cq_detail *cq_trace_details(const cq_call *call, int64_t *n);
 const cq_flow *cq_trace_flows(const cq_call *call, int64_t *n);
 const cq_process *cq_trace_processes(const cq_call *call, int64_t *n);
 const cq_stat *cq_trace_stats(const cq_call *call);

@@ -97,6 +97,8 @@ typedef struct cq_trace {
     cq_trace_model m;
     cq_slice *slices;
     int64_t nslices, capslices;
+    cq_detail *details;
+    int64_t ndetails, capdetails;
     cq_flow *flows;
     int64_t nflows, capflows;
     cq_process *procs;
@@ -170,6 +172,7 @@ void cq_trace_free(cq_trace *tr)
         track_free(tr->tracks[k]);
     free(tr->tracks);
     free(tr->slices);
+    free(tr->details);
     free(tr->flows);
     free(tr->procs);
     free(tr->origins);
@@ -179,10 +182,24 @@ void cq_trace_free(cq_trace *tr)
     free(tr);
 }
 
-const cq_slice *cq_trace_slices(const cq_call *call, int64_t *n)
+cq_slice *cq_trace_take_slices(cq_call *call, int64_t *n)
 {
+    cq_slice *out = call->trace->slices;
     *n = call->trace->nslices;
-    return call->trace->slices;
+    call->trace->slices = NULL;
+    call->trace->nslices = call->trace->capslices = 0;
+    return out;
+}
+
+void cq_trace_release(void *slices)
+{
+    free(slices);
+}
+
+const cq_detail *cq_trace_details(const cq_call *call, int64_t *n)
+{
+    *n = call->trace->ndetails;
+    return call->trace->details;
 }
 
 const cq_flow *cq_trace_flows(const cq_call *call, int64_t *n)
@@ -208,15 +225,19 @@ static cq_slice *new_slice(cq_trace *tr, int kind, int pid, int tid, double star
 {
     GROW(tr->slices, tr->nslices, tr->capslices);
     cq_slice *s = &tr->slices[tr->nslices++];
-    memset(s, 0, sizeof *s);
-    s->kind = kind;
-    s->pid = pid;
-    s->tid = tid;
-    s->start = start;
-    s->end = end;
-    s->mask = -1;
-    s->row = -1;
+    *s = (cq_slice){start, end, pid, tid, -1, 0, 0, (uint8_t)kind, 0, 0};
     return s;
+}
+
+/* A new detail record for slice ``s``. */
+static cq_detail *new_detail(cq_trace *tr, cq_slice *s, int code)
+{
+    GROW(tr->details, tr->ndetails, tr->capdetails);
+    s->mask = (uint32_t)tr->ndetails;
+    cq_detail *d = &tr->details[tr->ndetails++];
+    memset(d, 0, sizeof *d);
+    d->code = code;
+    return d;
 }
 
 static void close_slice(cq_trace *tr, cq_track *tk, lane_t *ln)
@@ -225,8 +246,10 @@ static void close_slice(cq_trace *tr, cq_track *tk, lane_t *ln)
     cq_slice *s = new_slice(tr, KIND_RUN, tk->pid, ln->tid, ln->ostart, ln->oend);
     s->row = ln->orow;
     s->lanes = ln->onact;
-    if (ln->onact != ln->width)
+    if (ln->onact != ln->width) {
         s->mask = ln->oact;
+        s->masked = 1;
+    }
 }
 
 /* The instruction of statement ``row`` ran from ``start`` for ``cost`` cycles on ``nact``
@@ -267,10 +290,10 @@ static void wait_slice(cq_trace *tr, cq_track *tk, lane_t *ln, int row, double s
         close_slice(tr, tk, ln);
     cq_slice *s = new_slice(tr, KIND_WAIT, tk->pid, ln->tid, start, end);
     s->row = row;
-    s->code = tk->c;
-    s->what = what;
-    s->index = index;
-    s->slot = slot;
+    cq_detail *d = new_detail(tr, s, tk->c);
+    d->what = what;
+    d->index = index;
+    d->slot = slot;
     tr->stats[row].wait += end - start;
     ln->clock = end;
 }
@@ -510,11 +533,11 @@ static double issue(cq_trace *tr, cq_track *tk, cq_block *blk, const cq_ins *ins
     }
     tk->copy_ends[tid] = land;
     cq_slice *s = new_slice(tr, KIND_COPY, tk->pid, COPY_TID + tid, release, land);
-    s->code = tk->c;
-    s->ip = ip;
-    s->index = ins->a;
-    s->bytes = nbytes;
     s->lanes = n;
+    cq_detail *d = new_detail(tr, s, tk->c);
+    d->ip = ip;
+    d->index = ins->a;
+    d->bytes = nbytes;
     double barrier = tr->m.barrier;
     if (!(desc->is_async && desc->future >= 0))
         return land + barrier;

@@ -92,10 +92,17 @@ class NativeTracer:
 
     def finish(self, lib, ffi, c, stopped: bool) -> None:
         lib.cq_trace_finish(c, int(stopped))
-        slices = _read(ffi, lib.cq_trace_slices, c, "cq_slice", _columns(ffi, "cq_slice", {
-            "start": "f8", "end": "f8", "bytes": "f8", "mask": "i8", "pid": "i4", "tid": "i4",
-            "kind": "i4", "row": "i4", "code": "i4", "ip": "i4", "what": "i4", "index": "i4",
-            "slot": "i4", "lanes": "i4"}))
+        n = ffi.new("int64_t *")
+        ptr = ffi.gc(lib.cq_trace_take_slices(c, n), lib.cq_trace_release)
+        kinds = _columns(ffi, "cq_slice", {
+            "start": "f8", "end": "f8", "pid": "i4", "tid": "i4", "row": "i4", "lanes": "i4",
+            "mask": "u4", "kind": "u1", "masked": "u1"})
+        # the slices stay where C wrote them (``ptr`` keeps them): no copy
+        slices = np.frombuffer(ffi.buffer(ptr, n[0] * ffi.sizeof("cq_slice")), kinds) \
+            if n[0] else np.zeros(0, kinds)
+        details = _read(ffi, lib.cq_trace_details, c, "cq_detail", _columns(ffi, "cq_detail", {
+            "bytes": "f8", "code": "i4", "what": "i4", "index": "i4", "slot": "i4",
+            "ip": "i4"}))
         flows = _read(ffi, lib.cq_trace_flows, c, "cq_flow", _columns(ffi, "cq_flow", {
             "kind": "i4", "n": "i4", "pid": ("i4", 3), "tid": ("i4", 3), "t": ("f8", 3)}))
         procs = _read(ffi, lib.cq_trace_processes, c, "cq_process", _columns(
@@ -106,12 +113,12 @@ class NativeTracer:
                               _columns(ffi, "cq_stat", {"steps": "i8", "lanes": "i8",
                                                         "slots": "i8", "cycles": "f8",
                                                         "wait": "f8"})).copy()
-        self.recorded = (slices, flows, procs, stats)
+        self.recorded = (slices, details.tolist(), flows, procs, stats, ptr)
 
     # ------------------------------------------------------------------ the Trace
 
     def trace(self, result=None, error=None) -> Trace:
-        slices, flows, procs, stats = self.recorded
+        slices, details, flows, procs, stats, _ = self.recorded
         processes = {HOST_PID: "host"}
         threads = {(HOST_PID, 0): "host program"}
         for p in procs.tolist():
@@ -123,7 +130,7 @@ class NativeTracer:
                     threads[(pid, w)] = f"warp {w}"
             for k in range(ncopies):
                 threads[(pid, COPY_TID + k)] = "copies" if k == 0 else f"copies {k}"
-        return Trace(lambda: self._slices(slices), self._flows(flows), processes, threads,
+        return Trace(lambda: self._slices(slices, details), self._flows(flows), processes, threads,
                      self._stats(stats, procs), self.cost.clock_ghz, result, error)
 
     def _stats(self, stats, procs) -> list:
@@ -145,27 +152,26 @@ class NativeTracer:
             out.append(Flow(k, FLOWS[kind], [(pid[j], tid[j], t[j]) for j in range(n)]))
         return out
 
-    def _slices(self, cols) -> list:
+    def _slices(self, cols, details) -> list:
         rows = self.rows
         names = {}
         out = []
-        for (start, end, nbytes, mask, pid, tid, kind, row, code, ip, what, index, slot,
-             lanes) in cols.tolist():
+        for start, end, pid, tid, row, lanes, mask, kind, masked in cols.tolist():
             if kind == 0:
                 out.append(Slice(pid, tid, rows[row].text, start, end, "run", rows[row].where,
-                                 lanes, "" if mask < 0 else hex(mask)))
-                continue
-            if kind == 1:
+                                 lanes, hex(mask) if masked else ""))
+            elif kind == 1:
+                nbytes, code, what, index, slot, ip = details[mask]
                 key = (code, what, index, slot, row)
                 name = names.get(key)
                 if name is None:
                     name = names[key] = self._wait_name(*key)
                 out.append(Slice(pid, tid, name, start, end, "wait", rows[row].where))
             elif kind == 2:
-                desc = self.codes[code].dmas[index]
-                where = self.rec._where(self.progs[code].ins[ip][SPAN])
-                out.append(Slice(pid, tid, f"{desc.text} ({int(nbytes)} B)", start, end,
-                                 "copy", where, lanes))
+                nbytes, code, what, index, slot, ip = details[mask]
+                out.append(Slice(pid, tid, f"{self.codes[code].dmas[index].text} "
+                                           f"({int(nbytes)} B)", start, end, "copy",
+                                 self.rec._where(self.progs[code].ins[ip][SPAN]), lanes))
             else:
                 out.append(Slice(pid, tid, f"launch: {rows[row].text}", start, end,
                                  "launch", rows[row].where, lanes))
