@@ -147,10 +147,9 @@ class NativeTracer:
         return out
 
     def _flows(self, flows) -> list:
-        out = []
-        for k, (kind, n, pid, tid, t) in enumerate(flows.tolist()):
-            out.append(Flow(k, FLOWS[kind], [(pid[j], tid[j], t[j]) for j in range(n)]))
-        return out
+        columns = zip(*(flows[f].tolist() for f in ("kind", "n", "pid", "tid", "t")))
+        return [Flow(k, FLOWS[kind], [(pid[j], tid[j], t[j]) for j in range(n)])
+                for k, (kind, n, pid, tid, t) in enumerate(columns)]
 
     def _slices(self, cols, details) -> list:
         rows = self.rows
