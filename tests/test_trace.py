@@ -168,8 +168,9 @@ def test_the_file_is_trace_event_format_with_matching_flows(tmp_path):
         for points in flows.values():
             assert [p["ph"] for p in points] == ["s"] + ["t"] * (len(points) - 2) + ["f"]
             assert len({(p["name"], p["cat"]) for p in points}) == 1
-            for p in points:     # each point lies in a slice of its track
-                assert any(s <= p["ts"] <= e for s, e in slices[(p["pid"], p["tid"])])
+            for p in points:     # each point lies in a slice of its track (decimal times)
+                assert any(s - 1e-9 <= p["ts"] <= e + 1e-9
+                           for s, e in slices[(p["pid"], p["tid"])])
         for spans in slices.values():    # a track's slices never overlap
             spans.sort()
             assert all(e0 <= s1 + 1e-9 for (_, e0), (s1, _) in zip(spans, spans[1:]))
