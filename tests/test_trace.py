@@ -283,3 +283,30 @@ def test_a_run_that_stops_with_a_runtime_error_still_writes_its_trace(tmp_path, 
     assert "still waiting when the run stopped: wait empty[k % STAGES];" in names
     with pytest.raises(croqvm.KernelFault, match="deadlock"):
         croqvm.compile_file(str(broken)).trace("broken", out=io.StringIO())
+
+
+LOOP = """\
+__co__ void loop(global s32 [64] x) {
+  parallel p by 1 {
+    parallel t by 64 : thread {
+      s32 acc = x.at(t);
+      foreach i in [200] {
+        acc = acc * 3 + i;
+        acc = acc ^ (acc >> 3);
+      }
+      x.at(t) = acc;
+    }
+  }
+}
+"""
+
+
+def test_a_trace_file_takes_under_100_bytes_an_event(tmp_path):
+    from croqvm.trace.output import write
+    trace = croqvm.compile(LOOP, "loop.co").trace("loop", np.zeros(64, np.int32))
+    path = tmp_path / "loop.json"
+    n = write(trace, str(path))
+    assert n > 1000 and path.stat().st_size / n < 100
+    doc = json.loads(path.read_text())
+    names = {e["name"] for e in doc["traceEvents"] if e["ph"] == "X"}
+    assert doc["otherData"]["file"] == "loop.co" and "6: acc = acc * 3 + i;" in names

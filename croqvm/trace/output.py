@@ -25,9 +25,8 @@ def events(trace: Trace) -> list:
     millions of events (docs/TRACE.md "The file"): a statement slice of
     ``main_file(trace)`` is named ``LINE: TEXT``, has no category, and has arguments
     (``lanes``, ``mask``) only when not its whole warp ran; another slice has its
-    category and its ``line`` (``where``, file:line, outside the main file); a slice
-    identical to the one before it on its track (name, category, arguments) that starts
-    where that one ends extends it."""
+    category and its ``line`` (``where``, file:line, outside the main file). (Identical
+    consecutive steps are one slice already: the recorder merges them.)"""
     scale = 1.0 / (trace.clock_ghz * 1000.0)
     main = main_file(trace)
 
@@ -43,7 +42,6 @@ def events(trace: Trace) -> list:
     for (pid, tid), name in sorted(trace.threads.items()):
         out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
                     "args": {"name": name}})
-    last = {}           # (pid, tid) -> the track's last event
     for s in trace.slices:
         file, _, line = s.where.rpartition(":")
         mine = file == main and line.isdigit()
@@ -59,11 +57,6 @@ def events(trace: Trace) -> list:
         if s.mask:
             args["mask"] = s.mask
         ts = us(s.start)
-        e = last.get((s.pid, s.tid))
-        if e is not None and e["name"] == name and e.get("cat") == s.kind and \
-                e.get("args", {}) == args and round(e["ts"] + e["dur"], DIGITS) == ts:
-            e["dur"] = round(us(s.end) - e["ts"], DIGITS)
-            continue
         # rounded ends, so that touching slices still touch
         e = {"ph": "X", "name": name, "pid": s.pid, "tid": s.tid, "ts": ts,
              "dur": round(us(s.end) - ts, DIGITS)}
@@ -71,7 +64,6 @@ def events(trace: Trace) -> list:
             e["args"] = args
         if s.kind != "run":
             e["cat"] = s.kind
-        last[(s.pid, s.tid)] = e
         out.append(e)
     for f in trace.flows:
         if len(f.points) < 2:
