@@ -80,6 +80,7 @@ typedef struct cq_track {
     double start, engine;       /* engine: when its copy engine is free */
     int32_t nlanes;
     lane_t *lanes;
+    int32_t nslots;             /* the slots of every event of its code */
     int32_t *ev_at;             /* per event: its first slot's index in gens */
     gen_t **gens;
     int32_t *ngens, *capgens, *made;
@@ -147,11 +148,9 @@ void cq_trace_start(cq_call *call, const cq_trace_model *model)
 static void track_free(cq_track *tk)
 {
     free(tk->lanes);
-    if (tk->gens) {
-        for (int k = 0; k < tk->ev_at[-1]; k++)
-            free(tk->gens[k]);
-        free(tk->ev_at - 1);
-    }
+    for (int k = 0; k < tk->nslots; k++)
+        free(tk->gens[k]);
+    free(tk->ev_at);
     free(tk->gens);
     free(tk->ngens);
     free(tk->capgens);
@@ -316,13 +315,11 @@ static void flow_point(cq_flow *f, int pid, int tid, double t)
 
 /* ------------------------------------------------------------------ blocks */
 
-static int code_of(const cq_block *blk) { return blk->kernel + 1; }
-
 static cq_track *enter(cq_trace *tr, cq_block *blk)
 {
     cq_track *tk = cq_xcalloc(1, sizeof *tk);
     const cq_code *code = blk->code;
-    int c = code_of(blk), host = blk->kernel < 0;
+    int c = blk->kernel + 1, host = blk->kernel < 0;
     tk->c = c;
     tk->code = code;
     tk->cost = tr->m.cost + tr->m.code_at[c];
@@ -355,12 +352,12 @@ static cq_track *enter(cq_trace *tr, cq_block *blk)
     }
     if (code->nevent) {
         int n = 0;
-        tk->ev_at = (int32_t *)cq_xcalloc((size_t)code->nevent + 1, sizeof(int32_t)) + 1;
+        tk->ev_at = cq_xcalloc((size_t)code->nevent, sizeof(int32_t));
         for (int e = 0; e < code->nevent; e++) {
             tk->ev_at[e] = n;
             n += code->event[e].slots;
         }
-        tk->ev_at[-1] = n;      /* the slots of every event */
+        tk->nslots = n;
         tk->gens = cq_xcalloc((size_t)n + 1, sizeof(gen_t *));
         tk->ngens = cq_xcalloc((size_t)n + 1, sizeof(int32_t));
         tk->capgens = cq_xcalloc((size_t)n + 1, sizeof(int32_t));

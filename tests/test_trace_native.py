@@ -7,12 +7,15 @@ waits, a deadlock that stops the run, and the random schedule."""
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import croqvm
+from croqvm.cli.main import main
+from croqvm.core.errors import ArgumentError
 from croqvm.running.program import available
 from croqvm.trace import record
 
@@ -111,3 +114,21 @@ def test_every_wait_kind_is_covered():
 def test_the_random_schedule_gives_the_same_trace_on_both_engines():
     ref, got = _both("events", schedule="random", seed=5)
     assert got.slices == ref.slices and got.flows == ref.flows and got.stats == ref.stats
+
+
+def test_the_race_check_traces_on_the_reference_engine():
+    program = croqvm.compile(BARRIERS, "handoff.co")
+    trace = program.trace("handoff", check="race", out=io.StringIO())
+    assert trace.slices and trace.error is None
+    with pytest.raises(ArgumentError, match="runs on the Python engine only"):
+        program.trace("handoff", check="race", engine="native")
+
+
+def test_the_command_writes_the_same_file_on_either_engine(tmp_path, capsys):
+    files = []
+    for engine in ("native", "python"):
+        path = tmp_path / f"{engine}.json"
+        assert main(["trace", str(PROGRAMS / "pipeline_events.co"), "--func", "pipeline",
+                     "--engine", engine, "-o", str(path)]) == 0
+        files.append(json.loads(path.read_text()))
+    assert files[0] == files[1] and len(files[0]["traceEvents"]) > 100
