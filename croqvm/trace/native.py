@@ -21,8 +21,7 @@ from ..interp.machine import Program
 from .cost import CostModel
 from .recorder import _TIMED, COPY_TID, HOST_PID, Flow, Recorder, Slice, StatRow, Trace
 
-KINDS = ("run", "wait", "copy", "launch")
-FLOWS = ("dma", "tma", "trigger")
+FLOWS = ("dma", "tma", "trigger")     # cq_flow's kinds
 # native/cq_api.h's CQ_WAIT_*, in order: what a wait slice waits for
 WAITS = ("nothing", "coll", "event_slot", "event", "future", "barrier", "stopped")
 
