@@ -6,6 +6,7 @@ that exercise each kind of wait: a warp-specialised pipeline and its serialised 
 waits, a deadlock that stops the run, and the random schedule."""
 from __future__ import annotations
 
+import functools
 import io
 import json
 from pathlib import Path
@@ -86,9 +87,14 @@ def _both(case: str, **options):
     return out["python"], out["native"]
 
 
+@functools.cache
+def _pair(case: str):
+    return _both(case)
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_native_trace_is_the_reference_trace(case):
-    ref, got = _both(case)
+    ref, got = _pair(case)
     assert got.slices == ref.slices
     assert got.flows == ref.flows
     assert got.processes == ref.processes and got.threads == ref.threads
@@ -104,7 +110,7 @@ def test_every_wait_kind_is_covered():
     waiting would leave a kind untested)."""
     kinds = set()
     for case in CASES:
-        ref, _ = _both(case)
+        ref, _ = _pair(case)
         kinds |= {s.name.split()[1] if s.kind == "wait" else s.kind for s in ref.slices
                   if s.kind != "run"}
         kinds |= {f.name for f in ref.flows}
