@@ -509,9 +509,10 @@ int cq_pool_wait(cq_call *call, int ms);
 void cq_pool_abandon(cq_call *call);
 void cq_pool_where(const cq_call *call, cq_position *out);
 
-/* Tracing (trace.c): around each step of the dispatch loop while call->trace is set. */
-void cq_trace_before(cq_block *blk, cq_warp *w, int ip);
-void cq_trace_after(cq_block *blk, cq_warp *w, int ip, uint32_t act);
+/* Tracing (trace.c): around each step of the dispatch loop while call->trace is set;
+ * cold, so that the loop without tracing keeps its registers. */
+__attribute__((cold)) void cq_trace_before(cq_block *blk, cq_warp *w, int ip);
+__attribute__((cold)) void cq_trace_after(cq_block *blk, cq_warp *w, int ip, uint32_t act);
 void cq_trace_free(struct cq_trace *trace);
 
 /* The project PRNG (SplitMix64). */
