@@ -1,9 +1,17 @@
 """The cost of tracing (croqvm trace, docs/TRACE.md): for each of bench/run.py's programs,
-the traced run against the plain run on the Python engine (the engine that traces) and on
-the native engine (the default), at the Python engine's size, CPU time, best of repeats.
+the traced run on the native engine against the plain native run (one thread, the
+default engine's work), in CPU time, best of repeats; the goal is at most 3x. And the size
+of the file a trace of about 10^6 events makes (the goal: under 100 MB).
 
-    python bench/trace.py            # bench/run.py's Python-engine sizes (minutes)
-    python bench/trace.py --quick    # small sizes, to check the harness
+    python bench/trace.py                 # bench/run.py's native sizes (a minute or two)
+    python bench/trace.py --quick         # small sizes, to check the harness
+    python bench/trace.py --python        # also the reference engine, at its sizes (minutes)
+    python bench/trace.py --events 1e6    # the file of a trace of about 10^6 events
+
+A row gives the plain and traced CPU seconds, their ratio and the slices the trace holds.
+Tracing is timed up to the ``Trace`` object (``program.trace``), whose ``Slice`` objects are
+made when first read: the ``materialise`` column is that, once, and writing a file is
+timed apart (``--events``).
 """
 from __future__ import annotations
 
@@ -11,15 +19,20 @@ import argparse
 import io
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import BENCHMARKS  # noqa: E402
+from run import BENCHMARKS, _alu  # noqa: E402
 
 import croqvm  # noqa: E402
+from croqvm.trace.output import write  # noqa: E402
+
+GOAL = 3.0              # traced / plain, native engine, CPU time
+SIZE_GOAL = 100e6       # bytes of a trace of 10^6 events
 
 
 def _cpu(fn, repeats: int) -> float:
@@ -31,34 +44,76 @@ def _cpu(fn, repeats: int) -> float:
     return best
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes")
-    parser.add_argument("--repeats", type=int, default=3, help="runs per figure (best)")
-    opts = parser.parse_args()
-    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
-    print(f"{'benchmark':21s} {'size':14s} {'native s':>9s} {'python s':>9s} {'traced s':>9s} "
-          f"{'x python':>9s} {'x native':>9s} {'slices':>8s}")
+def _setup(bench, size):
+    program = croqvm.compile_file(str(bench.path), defines=bench.defines or {})
+    args0, dims = bench.make(np.random.default_rng(0), size)
+    return program, (lambda: [np.array(a, copy=True) for a in args0]), dims
+
+
+def costs(which: str, repeats: int, python: bool) -> None:
+    print(f"{'benchmark':21s} {'size':14s} {'engine':7s} {'plain s':>9s} {'traced s':>9s} "
+          f"{'x plain':>8s} {'slices':>9s} {'materialise s':>14s}")
     for make in BENCHMARKS:
         bench = make()
-        size = bench.sizes["quick" if opts.quick else "python"]
-        program = croqvm.compile_file(str(bench.path), defines=bench.defines or {})
-        args0, dims = bench.make(np.random.default_rng(0), size)
+        for engine in ("native", "python") if python else ("native",):
+            size = bench.sizes["quick" if which == "quick" else
+                               "python" if engine == "python" else which]
+            program, fresh, dims = _setup(bench, size)
+            quiet = io.StringIO()
+            extra = {"jobs": 1} if engine == "native" else {}
+            runs = repeats if engine == "native" else 1
+            if runs == 1:       # the first call of a program also loads it: not timed
+                program.run(bench.func, *fresh(), engine=engine, out=quiet, **extra, **dims)
+            plain = _cpu(lambda: program.run(bench.func, *fresh(), engine=engine, out=quiet,
+                                             **extra, **dims), runs)
+            traces = []
+            traced = _cpu(lambda: traces.append(program.trace(
+                bench.func, *fresh(), engine=engine, out=quiet, **dims)), runs)
+            start = time.process_time()
+            slices = len(traces[-1].slices)
+            made = time.process_time() - start
+            shape = "x".join(map(str, size)) if isinstance(size, tuple) else str(size)
+            goal = "" if engine == "python" else \
+                f"  at most {GOAL:g}x: {'met' if traced <= GOAL * plain else 'MISSED'}"
+            print(f"{bench.name:21s} {shape:14s} {engine:7s} {plain:9.3f} {traced:9.3f} "
+                  f"{traced / plain:8.2f} {slices:9d} {made:14.3f}{goal}", flush=True)
 
-        def fresh():
-            return [np.array(a, copy=True) for a in args0]
-        quiet = io.StringIO()
-        native = _cpu(lambda: program.run(bench.func, *fresh(), engine="native", jobs=1,
-                                          out=quiet, **dims), opts.repeats)
-        python = _cpu(lambda: program.run(bench.func, *fresh(), engine="python", out=quiet,
-                                          **dims), opts.repeats)
-        traces = []
-        traced = _cpu(lambda: traces.append(program.trace(bench.func, *fresh(), out=quiet,
-                                                          **dims)), opts.repeats)
-        shape = "x".join(map(str, size)) if isinstance(size, tuple) else str(size)
-        print(f"{bench.name:21s} {shape:14s} {native:9.3f} {python:9.3f} {traced:9.3f} "
-              f"{traced / python:9.2f} {traced / native:9.0f} {len(traces[-1].slices):8d}",
-              flush=True)
+
+def file_size(events: float) -> None:
+    """A trace of bench/run.py's ALU loop with about ``events`` slices, written as .json
+    and .json.gz."""
+    bench = _alu()
+    lanes = max(256, int(events / 24000 * 256) // 256 * 256)   # ~24000 slices per block
+    program, fresh, dims = _setup(bench, lanes)
+    trace = program.trace(bench.func, *fresh(), out=io.StringIO(), **dims)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("trace.json", "trace.json.gz"):
+            path = os.path.join(tmp, name)
+            start = time.process_time()
+            n = write(trace, path)
+            took = time.process_time() - start
+            size = os.path.getsize(path)
+            goal = f"; 10^6 events at this rate: {size / n * 1e6 / 1e6:.0f} MB, under " \
+                   f"{SIZE_GOAL / 1e6:.0f} MB: {'met' if size / n * 1e6 < SIZE_GOAL else 'MISSED'}" \
+                if name == "trace.json" else ""
+            print(f"{name}: {n} events, {size / 1e6:.1f} MB, {size / n:.1f} B per event, "
+                  f"written in {took:.1f} s CPU{goal}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
+    parser.add_argument("--python", action="store_true",
+                        help="also the reference engine, at its sizes")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per figure (best)")
+    parser.add_argument("--events", type=float, help="only the file size of a trace of "
+                                                     "about this many events")
+    opts = parser.parse_args()
+    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+    if opts.events:
+        file_size(opts.events)
+        return
+    costs("quick" if opts.quick else "native", 1 if opts.quick else opts.repeats, opts.python)
 
 
 if __name__ == "__main__":

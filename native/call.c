@@ -435,6 +435,7 @@ void cq_call_free(cq_call *call)
     coop_end(call);
     cq_block_free(call->blk);
     cq_block_free(call->host);
+    cq_trace_free(call->trace);
     for (int k = 0; k < call->prog->nkernels; k++)
         free(call->kglobals[k]);
     free(call->kglobals);

@@ -134,5 +134,87 @@ void cq_view_event_wait(const cq_call *call, int32_t w, int64_t *out);
  * phase, the count that phase began with. */
 void cq_view_named_barrier(const cq_call *call, int32_t w, int64_t *out);
 
+/* Tracing (croqvm trace: croqvm/trace/native.py, docs/TRACE.md). cq_trace_start, before
+ * the first cq_run, gives every warp a clock that the cost model ``model`` advances (its
+ * arrays must outlive the call); cq_trace_finish, after the last, closes what is open
+ * (``stopped``: the run stopped with a runtime error). Then the timeline reads back:
+ * slices in the order they closed (a wait's and a copy's details on the side), flows,
+ * the processes (blocks) in the order they started and the totals of each statement
+ * row. croqvm/trace/recorder.py is the
+ * reference: the same slices, times and flows. */
+typedef struct {
+    double start, end;
+    int32_t pid, tid;
+    int32_t row;            /* run, wait, launch: the statement's row; copy: -1 */
+    int32_t lanes;          /* run, copy: lanes; launch: blocks */
+    uint32_t mask;          /* run: its lanes when ``masked`` (bit i lane i); wait, copy:
+                             * its details, an index of cq_trace_details */
+    uint8_t kind;           /* 0 run, 1 wait, 2 copy, 3 launch */
+    uint8_t masked;         /* run: not the whole warp */
+    uint16_t unused;
+} cq_slice;
+
+/* What a wait waits for, or what a copy is. */
+typedef struct {
+    double bytes;           /* copy: the bytes it moves */
+    int32_t code;           /* 0 the host program, 1 + k kernel k */
+    int32_t what;           /* wait: CQ_WAIT_* */
+    int32_t index;          /* wait: the collective site, event, future or barrier; copy:
+                             * the DMA descriptor */
+    int32_t slot;           /* CQ_WAIT_EVENT_SLOT: the slot */
+    int32_t ip;             /* copy: its instruction */
+    int32_t unused;
+} cq_detail;
+
+enum { CQ_WAIT_NOTHING, CQ_WAIT_COLL, CQ_WAIT_EVENT_SLOT, CQ_WAIT_EVENT, CQ_WAIT_FUTURE,
+       CQ_WAIT_BARRIER, CQ_WAIT_STOPPED };
+
+/* An arrow through n points: kind 0 a DMA, 1 a TMA copy, 2 a trigger. */
+typedef struct {
+    int32_t kind, n;
+    int32_t pid[3], tid[3];
+    double t[3];
+} cq_flow;
+
+/* A block's process: its launch (1 the first), kernel, index, warps and copy tracks. */
+typedef struct {
+    int32_t pid, launch, kernel, rank, nwarps, ncopies;
+    int64_t index[3];
+} cq_process;
+
+typedef struct {
+    int64_t steps, lanes, slots;
+    double cycles, wait;
+} cq_stat;
+
+/* The cost model, resolved per instruction by Python: ``cost`` and ``row`` (the statement
+ * row) of instruction ip of code c (0 the host program, 1 + k kernel k) at code_at[c] +
+ * ip; whether DMA descriptor d of code c is a TMA copy at tma[dma_at[c] + d]; per opcode
+ * whether its step is timed (it may wait, or its cost depends on what it does); per dtype
+ * its bits and an MMA's rate on it (multiply-adds per cycle, a whole SM). */
+typedef struct {
+    int32_t ncodes, nrows;
+    const int32_t *code_at;
+    const double *cost;
+    const int32_t *row;
+    const int32_t *dma_at;
+    const uint8_t *tma;
+    const uint8_t *timed;
+    const int32_t *bits;
+    const double *macs;
+    double barrier, launch, dma_latency, dma_rate, tma_latency, tma_rate, mma_latency,
+           mma_move;
+} cq_trace_model;
+
+void cq_trace_start(cq_call *call, const cq_trace_model *model);
+void cq_trace_finish(cq_call *call, int32_t stopped);
+/* The slices, handed over: the caller frees them with cq_trace_release. */
+cq_slice *cq_trace_take_slices(cq_call *call, int64_t *n);
+void cq_trace_release(void *slices);
+const cq_detail *cq_trace_details(const cq_call *call, int64_t *n);
+const cq_flow *cq_trace_flows(const cq_call *call, int64_t *n);
+const cq_process *cq_trace_processes(const cq_call *call, int64_t *n);
+const cq_stat *cq_trace_stats(const cq_call *call);
+
 /* cdef end */
 #endif

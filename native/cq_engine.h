@@ -216,6 +216,7 @@ typedef struct {
     int64_t o[CQ_MAX_RANK], e[CQ_MAX_RANK];
     cq_lanes waited;
     cq_transfer *transfer;  /* its copy while it may still land (random schedule) */
+    int32_t trace_copy;     /* tracing (trace.c): its async copy's landing, 1 + index; 0 none */
 } cq_handle;
 
 typedef struct {
@@ -251,6 +252,10 @@ typedef struct cq_warp {
 typedef struct {
     int32_t ip, unit_index, count, site, whole_unit, done, open, refs;
     cq_lanes members, arrived;
+    /* tracing (trace.c): the latest arrival so far, and once complete the release and
+     * when the participants are done; trace_flags 1: latest set, 2: complete */
+    int32_t trace_flags;
+    double trace_latest, trace_release, trace_done;
 } cq_rdv;
 
 typedef struct {
@@ -308,6 +313,7 @@ typedef struct cq_block {
      * included (none: only itself), and whether it is done */
     struct cq_block **cluster;
     int32_t ncluster, done;
+    struct cq_track *track; /* tracing (trace.c): the block's timeline, NULL until its first step */
 } cq_block;
 
 typedef struct cq_call {
@@ -355,6 +361,7 @@ typedef struct cq_call {
     int32_t internal;       /* the fault is an engine inconsistency */
     cq_block *fault_blk;    /* the block a deadlock or fault happened in (kept for views) */
     uint64_t rng;
+    struct cq_trace *trace; /* tracing (trace.c, croqvm trace), or NULL */
 } cq_call;
 
 /* ------------------------------------------------------------------ shared helpers */
@@ -501,6 +508,12 @@ void cq_pool_start(cq_call *call);
 int cq_pool_wait(cq_call *call, int ms);
 void cq_pool_abandon(cq_call *call);
 void cq_pool_where(const cq_call *call, cq_position *out);
+
+/* Tracing (trace.c): around each step of the dispatch loop while call->trace is set;
+ * cold, so that the loop without tracing keeps its registers. */
+__attribute__((cold)) void cq_trace_before(cq_block *blk, cq_warp *w, int ip);
+__attribute__((cold)) void cq_trace_after(cq_block *blk, cq_warp *w, int ip, uint32_t act);
+void cq_trace_free(struct cq_trace *trace);
 
 /* The project PRNG (SplitMix64). */
 uint64_t cq_rng_next(uint64_t *state);

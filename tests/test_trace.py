@@ -168,8 +168,9 @@ def test_the_file_is_trace_event_format_with_matching_flows(tmp_path):
         for points in flows.values():
             assert [p["ph"] for p in points] == ["s"] + ["t"] * (len(points) - 2) + ["f"]
             assert len({(p["name"], p["cat"]) for p in points}) == 1
-            for p in points:     # each point lies in a slice of its track
-                assert any(s <= p["ts"] <= e for s, e in slices[(p["pid"], p["tid"])])
+            for p in points:     # each point lies in a slice of its track (decimal times)
+                assert any(s - 1e-9 <= p["ts"] <= e + 1e-9
+                           for s, e in slices[(p["pid"], p["tid"])])
         for spans in slices.values():    # a track's slices never overlap
             spans.sort()
             assert all(e0 <= s1 + 1e-9 for (_, e0), (s1, _) in zip(spans, spans[1:]))
@@ -282,3 +283,30 @@ def test_a_run_that_stops_with_a_runtime_error_still_writes_its_trace(tmp_path, 
     assert "still waiting when the run stopped: wait empty[k % STAGES];" in names
     with pytest.raises(croqvm.KernelFault, match="deadlock"):
         croqvm.compile_file(str(broken)).trace("broken", out=io.StringIO())
+
+
+LOOP = """\
+__co__ void loop(global s32 [64] x) {
+  parallel p by 1 {
+    parallel t by 64 : thread {
+      s32 acc = x.at(t);
+      foreach i in [200] {
+        acc = acc * 3 + i;
+        acc = acc ^ (acc >> 3);
+      }
+      x.at(t) = acc;
+    }
+  }
+}
+"""
+
+
+def test_a_trace_file_takes_under_100_bytes_an_event(tmp_path):
+    from croqvm.trace.output import write
+    trace = croqvm.compile(LOOP, "loop.co").trace("loop", np.zeros(64, np.int32))
+    path = tmp_path / "loop.json"
+    n = write(trace, str(path))
+    assert n > 1000 and path.stat().st_size / n < 100
+    doc = json.loads(path.read_text())
+    names = {e["name"] for e in doc["traceEvents"] if e["ph"] == "X"}
+    assert doc["otherData"]["file"] == "loop.co" and "6: acc = acc * 3 + i;" in names

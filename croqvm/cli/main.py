@@ -704,7 +704,7 @@ def _debug(program, func, args, dims, lines, script, options, at_fault=False) ->
     return run_script(console, lines, script)
 
 
-@command(help="Run a function on the reference engine and write its timeline, a Trace Event "
+@command(help="Run a function and write its timeline, a Trace Event "
               "Format file for ui.perfetto.dev or chrome://tracing: a track per warp, slices "
               "per statement, waits, copies and flows, timed by a cost model (README: Seeing "
               "the timeline; docs/TRACE.md).")
@@ -721,6 +721,11 @@ def trace(
         check: Annotated[str | None, typer.Option(
             **values.one_of(*CHECKS[1:]), help="race or init, as for run.")] = None,
         max_steps: MaxSteps = None,
+        engine: Annotated[str | None, typer.Option(
+            **values.one_of(*ENGINES),
+            help="The interpreter that runs it: native (C) or python (the reference "
+                 "engine); both give the same timeline. Default: native, or python for "
+                 "--check race and where native is not built.")] = None,
         output: Annotated[str | None, typer.Option(
             "-o", "--output", metavar="FILE.json",
             help="Where to write the trace; gzip-compressed when the name ends in .json.gz "
@@ -755,7 +760,7 @@ def trace(
     func, args, dim_values = _one_call(program, file, func, inputs, dims, random_inputs, seed)
     timeline = record(program, func, args, dim_values, cost=model, schedule=schedule,
                       seed=schedule_seed or 0, poison=poison, check=check,
-                      max_steps=max_steps, keep_on_fault=True)
+                      max_steps=max_steps, keep_on_fault=True, engine=engine)
     sys.stdout.flush()
     events = write(timeline, out)
     end = max((s.end for s in timeline.slices), default=0.0)

@@ -79,7 +79,8 @@ def program(lib, ffi, module, fn) -> Program:
 
 def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison: bool,
                  schedule: str, seed: int, max_steps: int | None, out, stats: dict | None,
-                 progress=None, jobs: int | None = None, check: str | None = None):
+                 progress=None, jobs: int | None = None, check: str | None = None,
+                 tracer=None):
     """The native engine's runner (croqvm.running.program): what croqvm.interp.run_function does,
     ``check`` "init" (or ``poison``, its other name) included (docs/EXECUTION.md §20).
     ``progress`` is called between slices (every PROGRESS_EVERY warp-steps or so);
@@ -87,8 +88,12 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
     under the random schedule, whose runs replay exactly (croqvm explore --record), which
     blocks racing on threads would not). A kernel that prints runs on one unless ``jobs``
     is given: serially its output streams while it runs, on threads it comes when the
-    launch ends."""
+    launch ends. A ``tracer`` (croqvm.trace.native) times the steps: its ``start(lib,
+    ffi, c)`` before the run, its ``finish(lib, ffi, c, stopped)`` after it, however it
+    ended (``stopped``: by an exception); it runs the blocks one at a time."""
     fn = module.function(name)
+    if tracer is not None:
+        jobs = 1
     poison = poison or check == "init"
     pycall = Call(module, fn, out=out, poison=poison, scheduler=make_scheduler(schedule, seed),
                   max_steps=max_steps, progress=progress)
@@ -104,10 +109,14 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
                                              MAX_JOBS),
                                  "jobs_printing": jobs is not None})
     c = lib.cq_call_new(prog.prog, opts)
+    if tracer is not None:
+        tracer.start(lib, ffi, c)
+    stopped = True
     try:
         keep = _bind(lib, ffi, c, fn, hblk)
         result = _run(lib, ffi, c, prog, pycall)
         del keep
+        stopped = False
     except KeyboardInterrupt:
         raise Interrupted(_position(lib, ffi, c, pycall)) from None
     finally:
@@ -115,6 +124,8 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
             at = _where(lib, ffi, c)
             stats.update(warp_steps=at.steps, lane_steps=at.lane_steps,
                          launches=at.launches, blocks=at.blocks_run)
+        if tracer is not None:
+            tracer.finish(lib, ffi, c, stopped)
         lib.cq_call_free(c)     # before the program can go: the call reads its tables
     for arr, buf, t in back:
         copy_back(arr, buf.data, t)

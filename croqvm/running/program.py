@@ -229,12 +229,13 @@ class Program:
 
     def trace(self, func: str, *args, cost=None, check=None, schedule: str = "rr",
               seed: int = 0, poison: bool = False, max_steps: int | None = None, out=None,
-              **dims):
-        """Run ``func`` as ``run`` does, on the reference engine, and return its timeline
-        (a ``croqvm.trace.Trace``: a slice per statement and per wait on every warp's
-        track, copies and flows, per-statement totals; ``Trace.result`` the result) under
-        the cost model ``cost`` (a ``croqvm.trace.CostModel``; default: an H100's,
+              engine: str | None = None, **dims):
+        """Run ``func`` as ``run`` does, on ``engine`` (default: the one ``run`` would
+        choose; either gives the same timeline), and return its timeline (a
+        ``croqvm.trace.Trace``: a slice per statement and per wait on every warp's track,
+        copies and flows, per-statement totals; ``Trace.result`` the result) under the
+        cost model ``cost`` (a ``croqvm.trace.CostModel``; default: an H100's,
         docs/TRACE.md)."""
         from ..trace import record
         return record(self, func, args, dims, cost=cost, check=check, schedule=schedule,
-                      seed=seed, poison=poison, max_steps=max_steps, out=out)
+                      seed=seed, poison=poison, max_steps=max_steps, out=out, engine=engine)

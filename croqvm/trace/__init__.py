@@ -5,10 +5,12 @@ docs/TRACE.md).
   by default, overridable from a TOML file;
 - ``recorder.py``: the engine's tracing hook (``Call.tracer``, croqvm.interp.engine.prepare)
   and what it records (``Trace``: slices per warp, waits, copies, flows, statement totals);
+- ``native.py``: the same on the native engine (native/trace.c), agreeing with the recorder;
 - ``output.py``: the Trace Event Format file, the hot-spot table and the picture.
 
-Tracing runs on the reference engine: the hook wraps its step tables, and with no tracer
-attached the engine runs its own.
+Tracing runs on either engine: on the reference engine the hook wraps its step tables
+(with no tracer attached the engine runs its own); on the native engine ``native.py``
+hands the model to native/trace.c, which times the steps as the recorder does.
 """
 from __future__ import annotations
 
@@ -21,29 +23,46 @@ __all__ = ["CostModel", "Flow", "Slice", "StatRow", "Trace", "load", "record"]
 
 def record(program, func: str, args, dims: dict, *, cost: CostModel | None = None,
            schedule: str = "rr", seed: int = 0, poison: bool = False, check=None,
-           max_steps: int | None = None, out=None, keep_on_fault: bool = False) -> Trace:
-    """Run ``func(*args)`` of ``program`` (a croqvm.Program) on the reference engine under
-    the tracing hook and return its ``Trace`` (``Trace.result`` the function's result).
-    The options are ``Program.run``'s; ``cost`` the model (default: ``CostModel()``).
-    A runtime error (``KernelFault``) is raised, or with ``keep_on_fault`` ends the
-    trace where the run stopped and comes back as ``Trace.error``."""
+           max_steps: int | None = None, out=None, keep_on_fault: bool = False,
+           engine: str | None = None) -> Trace:
+    """Run ``func(*args)`` of ``program`` (a croqvm.Program) under the tracing hook of
+    ``engine`` and return its ``Trace`` (``Trace.result`` the function's result). The
+    options are ``Program.run``'s; ``engine`` "native" or "python" (default: the one
+    ``run`` chooses, croqvm.running.program.default_engine); ``cost`` the model
+    (default: ``CostModel()``). A runtime error (``KernelFault``) is raised, or with
+    ``keep_on_fault`` ends the trace where the run stopped and comes back as
+    ``Trace.error``."""
     import sys
-    from ..interp.host import run_function
-    from ..running.program import check_seed
+    from ..running.program import CHECKING, ENGINES, _choose, check_seed, default_engine
     program.check_options(func, check, schedule, max_steps)
     if cost is not None and not isinstance(cost, CostModel):
         raise ArgumentError(f"cost must be a croqvm.trace.CostModel, not "
                             f"{type(cost).__name__}.")
-    recorder = Recorder(program.module, cost or CostModel())
+    cost = cost or CostModel()
+    if engine is None:
+        engine = default_engine(check=check, poison=poison)
+    _choose("engine", engine, tuple(ENGINES))
+    if check is not None and engine not in CHECKING[check]:
+        raise ArgumentError(f"check '{check}' runs on the Python engine only: use "
+                            f"engine='python' with it.")
+    options = dict(poison=bool(poison), schedule=schedule, seed=check_seed(seed),
+                   max_steps=max_steps, out=sys.stdout if out is None else out, stats=None,
+                   check=check)
+    if engine == "native":
+        from ..native import runner
+        from .native import NativeTracer
+        hook = NativeTracer(program.module, program.module.function(func), cost)
+        run = runner()
+    else:
+        from ..interp.host import run_function as run
+        hook = Recorder(program.module, cost)
     result = error = None
     try:
-        result = run_function(program.module, func, list(args), dims, poison=bool(poison),
-                              schedule=schedule, seed=check_seed(seed), max_steps=max_steps,
-                              out=sys.stdout if out is None else out, stats=None,
-                              check=check, tracer=recorder)
+        result = run(program.module, func, list(args), dims, tracer=hook, **options)
     except KernelFault as fault:
         if not keep_on_fault:
             raise
         error = fault
-    recorder.finish(stopped=error is not None)
-    return recorder.trace(result, error)
+    if engine == "python":
+        hook.finish(stopped=error is not None)
+    return hook.trace(result, error)

@@ -106,19 +106,24 @@ class StatRow:
         return 100.0 * (self.slots - self.lanes) / self.slots if self.slots else 0.0
 
 
-@dataclass
 class Trace:
     """A run's timeline: slices, flows, the names of processes (blocks, the host) and
     threads (warps, copy tracks), the statements' totals and the cost model's clock; the
-    call's result, or the runtime error it stopped with."""
-    slices: list
-    flows: list
-    processes: dict
-    threads: dict
-    stats: list
-    clock_ghz: float
-    result: object = None
-    error: object = None      # the KernelFault the run stopped with (croqvm.trace.record)
+    call's result, or the runtime error it stopped with (``error``, the KernelFault;
+    croqvm.trace.record). ``slices`` may be given as a function that makes the list: it
+    is called when they are first read (a native trace keeps them as columns till then)."""
+
+    def __init__(self, slices, flows: list, processes: dict, threads: dict, stats: list,
+                 clock_ghz: float, result=None, error=None):
+        self._slices = slices
+        self.flows, self.processes, self.threads, self.stats = flows, processes, threads, stats
+        self.clock_ghz, self.result, self.error = clock_ghz, result, error
+
+    @property
+    def slices(self) -> list:
+        if callable(self._slices):
+            self._slices = self._slices()
+        return self._slices
 
     def overlap(self, a, b) -> float:
         """Cycles during which some slice ``a`` selects and some slice ``b`` selects both

@@ -1,0 +1,188 @@
+"""Tracing on the native engine (docs/TRACE.md "Engines"): native/trace.c times every step
+as ``recorder.py`` does, the reference it must agree with slice for slice, time for time.
+
+Python resolves the cost model per instruction with the recorder's own rules
+(``Recorder._step_info``: each instruction's cost and statement row) and hands C the
+tables (``cq_trace_model``, native/cq_api.h); C keeps every warp's clock and records
+slices, flows, the blocks' processes and the statements' totals as flat records. They
+come back as numpy columns, and the ``Slice`` objects are made only when
+``Trace.slices`` is first read, so a traced run costs little more than a plain one.
+
+Conventions: ``lib``/``ffi`` the extension, ``c`` the C call, ``codes`` the function's
+host code then its kernels' (C's code 0, 1 + k).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..bytecode.opcodes import SPAN, TABLE
+from ..core.dtypes import BY_CODE
+from ..interp.machine import Program
+from .cost import CostModel
+from .recorder import _TIMED, COPY_TID, HOST_PID, Flow, Recorder, Slice, StatRow, Trace
+
+FLOWS = ("dma", "tma", "trigger")     # cq_flow's kinds
+# native/cq_api.h's CQ_WAIT_*, in order: what a wait slice waits for
+WAITS = ("nothing", "coll", "event_slot", "event", "future", "barrier", "stopped")
+
+
+def _columns(ffi, struct: str, fields: dict) -> np.dtype:
+    """The numpy record type of C struct ``struct`` ({field: numpy type})."""
+    return np.dtype({"names": list(fields), "formats": list(fields.values()),
+                     "offsets": [ffi.offsetof(struct, f) for f in fields],
+                     "itemsize": ffi.sizeof(struct)})
+
+
+def _read(ffi, getter, c, struct: str, dtype) -> np.ndarray:
+    n = ffi.new("int64_t *")
+    ptr = getter(c, n)
+    if not n[0]:
+        return np.zeros(0, dtype)
+    return np.frombuffer(ffi.buffer(ptr, n[0] * ffi.sizeof(struct)), dtype).copy()
+
+
+class NativeTracer:
+    """The tracing hook of one native call of ``fn`` of ``module`` (croqvm.native.driver
+    ``run_function(tracer=...)``): ``start`` attaches the model, ``finish`` reads back what
+    C recorded; ``trace`` gives it as a ``Trace``."""
+
+    def __init__(self, module, fn, cost: CostModel):
+        self.cost = cost
+        self.rec = Recorder(module, cost)      # the spec's step facts, rows and names
+        self.codes = [fn.host] + [k.code for k in fn.kernels]
+        self.progs = [Program(code) for code in self.codes]
+        self.steps = [[self.rec._step_info(prog, pc, ins) for pc, ins in enumerate(prog.ins)]
+                      for prog in self.progs]
+        self.rows = list(self.rec.rows.values())
+        number = {id(r): k for k, r in enumerate(self.rows)}
+        self.row_of = [[number[id(s.stat)] for s in steps] for steps in self.steps]
+        self.recorded = None
+
+    def start(self, lib, ffi, c) -> None:
+        cost = self.cost
+        rates = cost.mma.macs_per_cycle
+        dtypes = range(max(BY_CODE) + 1)
+        timed = np.zeros(len(TABLE), np.uint8)
+        timed[sorted(_TIMED)] = 1
+        at = np.cumsum([0] + [len(s) for s in self.steps]).astype(np.int32)
+        dma_at = np.cumsum([0] + [len(c.dmas) for c in self.codes]).astype(np.int32)
+        keep = self._keep = [
+            np.array([s.cost for steps in self.steps for s in steps] or [0.0], np.float64),
+            np.array([r for rows in self.row_of for r in rows] or [0], np.int32),
+            at, dma_at,
+            np.array([d.tma for c in self.codes for d in c.dmas] or [0], np.uint8),
+            timed,
+            np.array([BY_CODE[t].bits if t in BY_CODE else 0 for t in dtypes], np.int32),
+            np.array([float(rates.get(BY_CODE[t].name.split("_")[0], rates["other"]))
+                      if t in BY_CODE else 1.0 for t in dtypes], np.float64)]
+        ptr = [ffi.from_buffer(a) for a in keep]
+        self._model = ffi.new("cq_trace_model *", {
+            "ncodes": len(self.codes), "nrows": len(self.rows),
+            "cost": ffi.cast("double *", ptr[0]), "row": ffi.cast("int32_t *", ptr[1]),
+            "code_at": ffi.cast("int32_t *", ptr[2]), "dma_at": ffi.cast("int32_t *", ptr[3]),
+            "tma": ffi.cast("uint8_t *", ptr[4]), "timed": ffi.cast("uint8_t *", ptr[5]),
+            "bits": ffi.cast("int32_t *", ptr[6]), "macs": ffi.cast("double *", ptr[7]),
+            "barrier": cost.cycles["barrier"], "launch": cost.cycles["launch"],
+            "dma_latency": cost.dma.latency, "dma_rate": cost.dma.bytes_per_cycle,
+            "tma_latency": cost.tma.latency, "tma_rate": cost.tma.bytes_per_cycle,
+            "mma_latency": cost.mma.latency, "mma_move": cost.mma.move_bytes_per_cycle})
+        self._ptr = ptr
+        lib.cq_trace_start(c, self._model)
+
+    def finish(self, lib, ffi, c, stopped: bool) -> None:
+        lib.cq_trace_finish(c, int(stopped))
+        n = ffi.new("int64_t *")
+        ptr = ffi.gc(lib.cq_trace_take_slices(c, n), lib.cq_trace_release)
+        kinds = _columns(ffi, "cq_slice", {
+            "start": "f8", "end": "f8", "pid": "i4", "tid": "i4", "row": "i4", "lanes": "i4",
+            "mask": "u4", "kind": "u1", "masked": "u1"})
+        # the slices stay where C wrote them (``ptr`` keeps them): no copy
+        slices = np.frombuffer(ffi.buffer(ptr, n[0] * ffi.sizeof("cq_slice")), kinds) \
+            if n[0] else np.zeros(0, kinds)
+        details = _read(ffi, lib.cq_trace_details, c, "cq_detail", _columns(ffi, "cq_detail", {
+            "bytes": "f8", "code": "i4", "what": "i4", "index": "i4", "slot": "i4",
+            "ip": "i4"}))
+        flows = _read(ffi, lib.cq_trace_flows, c, "cq_flow", _columns(ffi, "cq_flow", {
+            "kind": "i4", "n": "i4", "pid": ("i4", 3), "tid": ("i4", 3), "t": ("f8", 3)}))
+        procs = _read(ffi, lib.cq_trace_processes, c, "cq_process", _columns(
+            ffi, "cq_process", {"pid": "i4", "launch": "i4", "kernel": "i4", "rank": "i4",
+                                "nwarps": "i4", "ncopies": "i4", "index": ("i8", 3)}))
+        stats = np.frombuffer(ffi.buffer(lib.cq_trace_stats(c), max(len(self.rows), 1) *
+                                         ffi.sizeof("cq_stat")),
+                              _columns(ffi, "cq_stat", {"steps": "i8", "lanes": "i8",
+                                                        "slots": "i8", "cycles": "f8",
+                                                        "wait": "f8"})).copy()
+        self.recorded = (slices, details.tolist(), flows, procs, stats, ptr)
+
+    # ------------------------------------------------------------------ the Trace
+
+    def trace(self, result=None, error=None) -> Trace:
+        slices, details, flows, procs, stats, _ = self.recorded
+        processes = {HOST_PID: "host"}
+        threads = {(HOST_PID, 0): "host program"}
+        for p in procs.tolist():
+            pid, launch, kernel, rank, nwarps, ncopies, index = p
+            if pid != HOST_PID:
+                processes[pid] = f"block ({', '.join(map(str, index[:rank]))}) of launch " \
+                                 f"{launch}"
+                for w in range(nwarps):
+                    threads[(pid, w)] = f"warp {w}"
+            for k in range(ncopies):
+                threads[(pid, COPY_TID + k)] = "copies" if k == 0 else f"copies {k}"
+        return Trace(lambda: self._slices(slices, details), self._flows(flows), processes, threads,
+                     self._stats(stats, procs), self.cost.clock_ghz, result, error)
+
+    def _stats(self, stats, procs) -> list:
+        """The statements' rows in the order the reference makes them: the host code's,
+        then each kernel's as its first block runs."""
+        kernels = list(dict.fromkeys(k for k in procs["kernel"].tolist() if k >= 0))
+        order = dict.fromkeys(r for code in [0] + [k + 1 for k in kernels]
+                              for r in self.row_of[code])
+        out = []
+        for r in order:
+            row, s = self.rows[r], stats[r]
+            out.append(StatRow(row.where, row.text, int(s["steps"]), int(s["lanes"]),
+                               int(s["slots"]), float(s["cycles"]), float(s["wait"])))
+        return out
+
+    def _flows(self, flows) -> list:
+        columns = zip(*(flows[f].tolist() for f in ("kind", "n", "pid", "tid", "t")))
+        return [Flow(k, FLOWS[kind], [(pid[j], tid[j], t[j]) for j in range(n)])
+                for k, (kind, n, pid, tid, t) in enumerate(columns)]
+
+    def _slices(self, cols, details) -> list:
+        rows = self.rows
+        names = {}
+        out = []
+        for start, end, pid, tid, row, lanes, mask, kind, masked in cols.tolist():
+            if kind == 0:
+                out.append(Slice(pid, tid, rows[row].text, start, end, "run", rows[row].where,
+                                 lanes, hex(mask) if masked else ""))
+            elif kind == 1:
+                nbytes, code, what, index, slot, ip = details[mask]
+                key = (code, what, index, slot, row)
+                name = names.get(key)
+                if name is None:
+                    name = names[key] = self._wait_name(*key)
+                out.append(Slice(pid, tid, name, start, end, "wait", rows[row].where))
+            elif kind == 2:
+                nbytes, code, what, index, slot, ip = details[mask]
+                out.append(Slice(pid, tid, f"{self.codes[code].dmas[index].text} "
+                                           f"({int(nbytes)} B)", start, end, "copy",
+                                 self.rec._where(self.progs[code].ins[ip][SPAN]), lanes))
+            else:
+                out.append(Slice(pid, tid, f"launch: {rows[row].text}", start, end,
+                                 "launch", rows[row].where, lanes))
+        return out
+
+    def _wait_name(self, code, what, index, slot, row) -> str:
+        c = self.codes[code]
+        kind = WAITS[what]
+        if kind == "stopped":
+            return f"still waiting when the run stopped: {self.rows[row].text}"
+        text = {"nothing": "", "coll": lambda: c.colls[index].text,
+                "event_slot": lambda: f"{c.events[index].name}[{slot}]",
+                "event": lambda: c.events[index].name,
+                "future": lambda: c.futures[index].name,
+                "barrier": lambda: f"named barrier {index}"}[kind]
+        return f"wait {text() if callable(text) else text}".rstrip()
