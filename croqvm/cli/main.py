@@ -476,7 +476,7 @@ def run(
         random_inputs = True      # the file holds every argument; a stream takes None
     monitor = _monitor(program, progress, quiet, watchdog)
     options = dict(engine=engine, poison=poison, check=check, schedule=schedule,
-                   seed=schedule_seed or 0, max_steps=max_steps, out=sys.stdout,
+                   seed=schedule_seed or 0, max_steps=max_steps, out=Output(sys.stdout),
                    progress=monitor, device=device, jobs=jobs)
     stats = {}
     try:
@@ -562,7 +562,7 @@ def _run_all(program, file: str, options: dict, stats: dict, label: bool) -> dic
     results = {}
     for n, fn in enumerate(runnable):
         if label and len(runnable) > 1:   # on stderr: stdout stays what the kernels print
-            sys.stdout.flush()
+            options["out"].flush()
             print(f"==> {fn.name} <==", file=sys.stderr)
         try:
             result = program.run(fn.name, **options, stats=stats)
@@ -1076,6 +1076,32 @@ def _print_outcome(n: int, outcome, seeds: list, results: dict) -> None:
         print(f"  stopped: {outcome.error.splitlines()[0]}")
 
 
+class Output:
+    """What the kernels print, on ``stream`` (standard output): a write the system refuses
+    (a full disk, a closed descriptor) is a usage error that says so, not a traceback."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        self._do(lambda: self.stream.write(text))
+
+    def flush(self) -> None:
+        self._do(lambda: self.stream.flush())
+
+    def _do(self, act) -> None:
+        if self.stream is None:    # Python's sys.stdout when descriptor 1 was closed
+            raise errors.ArgumentError(f"{STDOUT}: can not write: the descriptor is closed")
+        try:
+            act()
+        except OSError as exc:
+            raise errors.ArgumentError(f"{STDOUT}: can not write: "
+                                       f"{exc.strerror or exc}") from None
+
+
+STDOUT = "standard output"
+
+
 def main(argv=None) -> int:
     """Run the command with ``argv`` (default: the process's); returns the exit status."""
     try:
@@ -1090,4 +1116,12 @@ def entry() -> int:
     ends it quietly, as it ends any Unix tool, instead of raising BrokenPipeError."""
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    return main()
+    status = main()
+    try:    # what is still buffered: the refusal of its write is reported as any other
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except OSError as exc:
+        print(f"{STDOUT}: can not write: {exc.strerror or exc}", file=sys.stderr)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)   # the exit's own flush goes nowhere
+        return status or EXIT[errors.ArgumentError]
+    return status

@@ -26,7 +26,7 @@ from ..core.limits import MAX_BLOCK_SIZE, MAX_GRID, WARP_SIZE, resident_blocks
 from ..core.numerics import convert
 from . import access, alu, control, cxxcall, diagnose, dma, mma, output, sync
 from .machine import Block
-from .values import returned, scalar_result
+from .values import returned_copy, scalar_result
 from .warp import BLOCKED, DONE, READY, Warp
 
 
@@ -48,7 +48,7 @@ def _scalar(w, ins):
 
 def _buffer(w, ins):
     buf = w.blk.instances(ins[1], 0)[0]
-    return returned(np.array(buf.data, copy=True), buf.dtype)
+    return returned_copy(buf.data, buf.dtype, w.blk.call.fn.name)
 
 
 _BY_NAME = {

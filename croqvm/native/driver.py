@@ -28,7 +28,7 @@ from ..core.limits import MAX_GRID
 from ..reports.messages import lanes_phrase
 from ..core.position import PROGRESS_EVERY, Interrupted, RunPosition
 from ..interp.host import _given_dims, bind
-from ..interp.values import copy_back, returned, scalar_result
+from ..interp.values import copy_back, returned, returned_copy, scalar_result
 from ..interp.machine import Block, Call
 from ..interp.scheduler import make_scheduler
 from ..core import dtypes
@@ -211,7 +211,7 @@ def _result(lib, ffi, c, prog):
     if not count:
         return returned(np.zeros(shape, t.np), t)
     raw = ffi.buffer(info.data, count * t.np.itemsize)
-    return returned(np.frombuffer(raw, t.np).reshape(shape).copy(), t)
+    return returned_copy(np.frombuffer(raw, t.np).reshape(shape), t, prog.fn.name)
 
 
 def _internal(ffi, f, pycall) -> InternalError:
