@@ -47,7 +47,10 @@ def _scalar(w, ins):
 
 
 def _buffer(w, ins):
-    buf = w.blk.instances(ins[1], 0)[0]
+    insts = w.blk.instances(ins[1], 0)
+    if insts is None:    # a jump over its ALLOC (the verifier rejects a buffer never allocated)
+        raise Fault(Kind.BUFFER_BEFORE_DECLARATION, (ins[1],), 0)
+    buf = insts[0]
     return returned_copy(buf.data, buf.dtype, w.blk.call.fn.name)
 
 
