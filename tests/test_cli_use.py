@@ -5,6 +5,7 @@ against numpy. The tests whose commands run kernels run once per engine (tests/e
 ``--engine NAME`` added to each ``croqvm run``)."""
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -471,6 +472,86 @@ def test_a_closed_pipe_ends_the_run_quietly(work, engine):
     r = subprocess.run(f"{sys.executable} -m croqvm {command} | head -n 1", shell=True,
                        cwd=work, env=env, capture_output=True, text=True, timeout=120)
     assert (r.stdout, r.stderr) == ("line 0\n", "")
+
+
+def _refusing_writes():
+    """In the child: files stop growing at 100 bytes; a write past that fails (EFBIG),
+    as on a full disk, instead of the signal ending the process."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
+
+
+def test_standard_output_that_refuses_writes_is_a_usage_error(work, engine):
+    # 20,000 lines: more than one write, the first of which is cut short
+    (work / "lines.co").write_text(HELLO.replace("5000", "20000"))
+    argv = [sys.executable, "-m", "croqvm", *cli_options(["run", "lines.co"])]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with open(work / "out.txt", "w") as out:
+        r = subprocess.run(argv, cwd=work, env=env, stdout=out, stderr=subprocess.PIPE,
+                           text=True, timeout=120, preexec_fn=_refusing_writes)
+    assert (r.returncode, r.stderr) == (2, "standard output: can not write: File too large\n")
+    r = subprocess.run(argv, cwd=work, env=env, stdout=subprocess.DEVNULL, text=True,
+                       stderr=subprocess.PIPE, timeout=120, pass_fds=(),
+                       preexec_fn=lambda: os.close(1))
+    assert (r.returncode, r.stderr) == (
+        2, "standard output: can not write: the descriptor is closed\n")
+
+
+# Run croqvm's command in a process whose address space ends MB megabytes above what it
+# has once everything a run needs is imported: what a command allocates beyond that fails.
+UNDER_LIMIT = """
+import resource, sys
+from croqvm.cli.main import main
+main(["run", "small.co", "--quiet"])
+with open("/proc/self/status") as f:
+    size = next(int(l.split()[1]) for l in f if l.startswith("VmSize")) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (size + int(sys.argv[1]) * 2**20, resource.RLIM_INFINITY))
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def under_limit(work, megabytes: int, *argv):
+    (work / "small.co").write_text("__co__ auto small() { s32 [4] c; return c; }\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-c", UNDER_LIMIT, str(megabytes), *argv], cwd=work,
+                       env=env, capture_output=True, text=True, timeout=120)
+    return r.returncode, r.stdout, r.stderr
+
+
+def test_a_native_result_the_memory_left_can_not_hold_is_a_usage_error(work):
+    # the engine's buffer (256 MiB, never touched) fits in the limit, its copy does not
+    (work / "big.co").write_text("__co__ auto big() {\n  s32 [67108864] c;\n"
+                                 "  parallel t by 32 : thread\n    c.at(t) = t;\n"
+                                 "  return c;\n}\n")
+    assert under_limit(work, 384, "run", "big.co", "--engine", "native") == (
+        2, "", "the result of 'big', s32 [67108864] (268435456 bytes), does not fit in the "
+               "memory left to croqvm\n")
+
+
+def test_long_literals_and_deep_macro_chains_check_in_memory_their_size_bounds(work):
+    # a 3 MB string took 1.1 GB (the scanner's backtracking state); 3,000 macros each
+    # defined by the one before took memory quadratic in their number (a table per line,
+    # a hide set per level)
+    (work / "text.co").write_text('__co__ void f() { println("' + "a" * 3_000_000 + '"); }\n')
+    assert under_limit(work, 300, "check", "text.co") == (
+        0, "text.co: ok: 1 function(s) (f), 0 warning(s)\n", "")
+    chain = ["#define M0 1"] + [f"#define M{i} M{i - 1}" for i in range(1, 3000)]
+    (work / "chain.co").write_text("\n".join(chain) + "\n__co__ s32 f() { return M2999; }\n")
+    status, _, err = under_limit(work, 300, "check", "chain.co")
+    assert status == 1
+    assert "chain.co:3001:25: error: macros expand inside each other too deeply (more than " \
+           "256 levels, at 'M2743')." in err.splitlines()
+
+
+def test_a_stray_nul_or_a_literal_too_long_is_reported_at_its_place(work):
+    (work / "nul.co").write_bytes(b"__co__ s32 f() {\n  return 1;\x00\n}\n")
+    status, _, err = croqvm("check", "nul.co", cwd=work)
+    assert (status, err.splitlines()[0]) == (1, "nul.co:2:12: error: stray '\\x00' in program")
+    (work / "long.co").write_text("__co__ s64 f() { return " + "9" * 5000 + "; }\n")
+    status, _, err = croqvm("check", "long.co", cwd=work)
+    assert (status, err.splitlines()[0]) == (
+        1, "long.co:1:25: error: numeric literal of 5000 characters is too long (croqvm reads "
+           "literals of up to 1000).")
 
 
 # ------------------------------------------------------------------ size of grids
