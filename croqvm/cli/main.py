@@ -447,11 +447,13 @@ def run(
     inputs, dims = inputs or [], dims or []    # typer gives None for none given
     _cuda_verbose(verbose)
     if replay is not None:
-        _check_replay_options(func=func, input=inputs, random_inputs=random_inputs, seed=seed,
-                              dim=dims, schedule=schedule != "rr", schedule_seed=schedule_seed,
-                              poison=poison, check=check)
-    _check_run_options(func, inputs, random_inputs, seed, dims, expect, rtol, atol, schedule,
-                       schedule_seed, progress, quiet)
+        _check_replay_options(random_inputs=random_inputs, seed=seed)
+    if replay is None:
+        _check_run_options(func, inputs, random_inputs, seed, dims, expect, rtol, atol,
+                           schedule, schedule_seed, progress, quiet)
+    else:    # the replay file names the function and its schedule
+        _check_run_options("", inputs, random_inputs, seed, dims, expect, rtol, atol,
+                           "random", schedule_seed, progress, quiet)
     if output is not None:
         from ..running.inputs import input_files
         given = {path: "an --input file" for path in input_files(list(inputs))}
@@ -469,7 +471,10 @@ def run(
         arrays, dim_values = load_inputs(list(inputs)), parse_dims(list(dims))
     else:
         from ..running.explore import read_replay
+        from ..running.inputs import load_inputs, parse_dims
         rec = read_replay(replay, program)
+        _match_replay(rec, func, load_inputs(list(inputs)), parse_dims(list(dims)), schedule,
+                      schedule_seed, "init" if poison else check)
         func, arrays, dim_values = rec.func, rec.inputs, rec.dims
         schedule = "rr" if rec.seed is None else "random"
         schedule_seed, check = rec.seed, rec.check
@@ -527,13 +532,44 @@ def _check_run_options(func, inputs, random_inputs, seed, dims, expect, rtol, at
 
 
 def _check_replay_options(**given) -> None:
-    """What a replay file gives can not be given again."""
+    """The sources of inputs a replay file replaces can not be given with it."""
     for name, value in given.items():
         if value:
             option = "--" + name.replace("_", "-")
             raise errors.ArgumentError(f"{option} with --replay: the replay file gives the "
                                        f"function, its inputs and dims, the schedule and the "
                                        f"check")
+
+
+def _match_replay(rec, func, arrays: dict, dims: dict, schedule: str, schedule_seed,
+                  check) -> None:
+    """What is given with ``--replay`` must say what the replay file says (a script may
+    name the function, or keep the inputs it recorded with)."""
+    def differs(option: str, says: str):
+        raise errors.ArgumentError(f"{option} with --replay: the replay file {says}")
+
+    if func is not None and func != rec.func:
+        differs(f"--func {func}", f"runs '{rec.func}'")
+    for name, array in arrays.items():
+        recorded = rec.inputs.get(name)
+        if recorded is None or np.shape(recorded) != np.shape(array) or \
+                not np.array_equal(recorded, array, equal_nan=array.dtype.kind in "fc"):
+            differs(f"--input {name}", f"holds another '{name}'" if recorded is not None
+                    else f"gives '{rec.func}' no parameter '{name}'")
+    for name, value in dims.items():
+        if rec.dims.get(name) != value:
+            differs(f"--dim {name}={value}", f"has {name}={rec.dims.get(name)}"
+                    if name in rec.dims else f"gives no dimension '{name}'")
+    recorded_schedule = "rr" if rec.seed is None else "random"
+    if schedule != "rr" and schedule != recorded_schedule:
+        differs(f"--schedule {schedule}", "runs the round-robin schedule")
+    if schedule_seed is not None and schedule_seed != rec.seed:
+        differs(f"--schedule-seed {schedule_seed}",
+                "runs the round-robin schedule" if rec.seed is None
+                else f"runs --schedule-seed {rec.seed}")
+    if check is not None and check != rec.check:
+        differs(f"--check {check}", f"runs --check {rec.check}" if rec.check
+                else "runs no check")
 
 
 def _monitor(program, progress: bool, quiet: bool, watchdog: float):
