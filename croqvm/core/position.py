@@ -27,7 +27,8 @@ class RunPosition:
     (None outside loops), ``lanes`` the running warp's active lanes as text
     (``warp 1, lanes 32-63``). While a launch's blocks run on several threads (the native
     engine's ``jobs``), no one block runs: ``kernel_span`` is set, ``block`` is None and
-    ``block_number`` counts the blocks started.
+    ``block_number`` counts the blocks started; when such a launch is interrupted,
+    ``running`` holds the position of each block that was running.
     """
     function: str
     steps: int                  # warp-instructions so far: one instruction run by one warp
@@ -41,6 +42,7 @@ class RunPosition:
     span: Span | None = None
     loop_span: Span | None = None
     lanes: str = ""
+    running: tuple = ()         # RunPositions, by block
 
     @property
     def in_kernel(self) -> bool:
@@ -66,10 +68,13 @@ class RunPosition:
                 f"{self.block_text()} ({self.block_number + 1} of {self.blocks})")
 
     def describe(self) -> str:
-        """One line: the place, the statement and lanes running, and the step count."""
+        """One line: the place, the statement and lanes running, and the step count; then,
+        for a launch on threads, a line for each block that was running."""
         at = f", at {self.span}" if self.span else ""
         lanes = f" ({self.lanes})" if self.lanes and self.in_kernel else ""
-        return f"in {self.where()}{at}{lanes}, after {self.steps} warp-instructions"
+        blocks = "".join(f"\n  block {b.block_text()} ({b.block_number + 1} of {b.blocks}) "
+                         f"at {b.span} ({b.lanes})" for b in self.running)
+        return f"in {self.where()}{at}{lanes}, after {self.steps} warp-instructions{blocks}"
 
 
 class Interrupted(KeyboardInterrupt):
