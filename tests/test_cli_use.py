@@ -528,6 +528,17 @@ def test_a_native_result_the_memory_left_can_not_hold_is_a_usage_error(work):
                "memory left to croqvm\n")
 
 
+def test_threads_the_system_refuses_leave_the_blocks_to_those_it_gave(work):
+    # 64 threads' stacks take 512 MiB: the first thread start that fails ends the pool's
+    # growth (abort() before), the blocks run on the threads started, or serially
+    (work / "blocks.co").write_text("__co__ auto blocks() {\n  s32 [64, 32] c;\n"
+                                    "  parallel p by 64 : block, t by 32 : thread\n"
+                                    "    c.at(p, t) = p * 32 + t;\n  return c;\n}\n")
+    np.save(work / "want.npy", np.arange(64 * 32, dtype=np.int32).reshape(64, 32))
+    assert under_limit(work, 16, "run", "blocks.co", "--engine", "native", "--jobs", "64",
+                       "--expect", "want.npy", "--quiet") == (0, "", "")
+
+
 def test_long_literals_and_deep_macro_chains_check_in_memory_their_size_bounds(work):
     # a 3 MB string took 1.1 GB (the scanner's backtracking state); 3,000 macros each
     # defined by the one before took memory quadratic in their number (a table per line,

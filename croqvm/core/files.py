@@ -43,8 +43,15 @@ def read_program(path: str) -> ProgramFile:
         if size > MAX_SOURCE_BYTES:
             raise ArgumentError(f"{path}: {size} bytes is too large for a Croqtile source "
                                 f"file (croqvm reads up to {MAX_SOURCE_BYTES} bytes)")
-        rest = f.read(MAX_SOURCE_BYTES + 1 - len(head))
-    data = head + rest
+        # by pieces: read(n) would first take n bytes of memory, 64 MiB for any file
+        pieces, total = [head], len(head)
+        while total <= MAX_SOURCE_BYTES:
+            piece = f.read(min(1 << 20, MAX_SOURCE_BYTES + 1 - total))
+            if not piece:
+                break
+            pieces.append(piece)
+            total += len(piece)
+    data = b"".join(pieces)
     if len(data) > MAX_SOURCE_BYTES:   # a file whose size the system does not tell
         raise ArgumentError(f"{path}: too large for a Croqtile source file (croqvm reads up "
                             f"to {MAX_SOURCE_BYTES} bytes)")
