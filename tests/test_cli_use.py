@@ -3,12 +3,14 @@ subprocess): outputs, progress and limits, checkable results, runs that would do
 the size of grids, help and exit statuses. Messages are checked exactly; numeric results
 against numpy. The tests whose commands run kernels run once per engine (tests/engines.py:
 ``--engine NAME`` added to each ``croqvm run``)."""
+import io
 import os
 import re
 import resource
 import signal
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -526,6 +528,23 @@ def test_a_native_result_the_memory_left_can_not_hold_is_a_usage_error(work):
     assert under_limit(work, 384, "run", "big.co", "--engine", "native") == (
         2, "", "the result of 'big', s32 [67108864] (268435456 bytes), does not fit in the "
                "memory left to croqvm\n")
+
+
+def test_an_archive_that_expands_beyond_the_memory_left_is_refused_from_its_header(work):
+    # 200 MiB of zeros in 200 KB: a 3 MB archive of this kind took 3.2 GB to read
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False,
+                                                  "shape": (50 * 2**20,)})
+    with zipfile.ZipFile(work / "bomb.npz", "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("a.npy", "w", force_zip64=True) as member:
+            member.write(header.getvalue())
+            for _ in range(200):
+                member.write(bytes(2**20))
+    status, out, err = under_limit(work, 64, "run", "add.co", "--func", "add", "--input",
+                                   "a=bomb.npz", "--input", "b=b.npy")
+    assert (status, out) == (2, "")
+    assert re.fullmatch(r"--input a=bomb\.npz: 'bomb\.npz' would expand to 209715328 bytes, "
+                        r"more than the \d+ this machine can spare\n", err)
 
 
 def test_threads_the_system_refuses_leave_the_blocks_to_those_it_gave(work):

@@ -98,11 +98,28 @@ def zlib_error():
 
 def max_array_bytes() -> int:
     """The most bytes of arrays one input file may expand to: half the memory this
-    machine has free, so that reading an input never exhausts it."""
+    machine has free, or half what the process's address-space limit leaves, so that
+    reading an input never exhausts it."""
     try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
-        return 1 << 32
+        free = 1 << 33
+    return min(free, _address_space_left()) // 2
+
+
+def _address_space_left() -> int:
+    """What RLIMIT_AS (``ulimit -v``) leaves of the address space; unlimited: a lot."""
+    import resource
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit == resource.RLIM_INFINITY:
+        return 1 << 62
+    try:
+        with open("/proc/self/status") as f:
+            used = next(int(line.split()[1]) * 1024 for line in f
+                        if line.startswith("VmSize:"))
+    except (OSError, StopIteration, ValueError):
+        used = 0
+    return max(0, limit - used)
 
 
 def _read_npz(archive, path: str, where: str) -> dict:
@@ -138,10 +155,19 @@ def _read_npy(stream, size: int, path: str, where: str):
         raise ArgumentError(f"{where}: '{path}' is damaged: its header claims an array of "
                             f"{claimed} bytes ({dtype} {list(shape)}), more than the file "
                             f"holds")
-    data = stream.read(claimed)
-    if len(data) != claimed:
-        raise ArgumentError(f"{where}: '{path}' is damaged: the array data ends early")
-    array = np.frombuffer(data, dtype=dtype).copy()
+    try:
+        array = np.empty(int(np.prod(shape, dtype=object)), dtype)   # read into: no copy
+    except MemoryError:
+        raise ArgumentError(f"{where}: '{path}' holds an array of {claimed} bytes ({dtype} "
+                            f"{list(shape)}), more than the memory left to croqvm") from None
+    raw = memoryview(array.view(np.uint8).reshape(-1))
+    got = 0
+    while got < claimed:
+        piece = stream.read(min(claimed - got, 1 << 24))
+        if not piece:
+            raise ArgumentError(f"{where}: '{path}' is damaged: the array data ends early")
+        raw[got:got + len(piece)] = piece
+        got += len(piece)
     return array.reshape(shape, order="F" if fortran else "C")
 
 
