@@ -448,12 +448,10 @@ def run(
     _cuda_verbose(verbose)
     if replay is not None:
         _check_replay_options(random_inputs=random_inputs, seed=seed)
-    if replay is None:
-        _check_run_options(func, inputs, random_inputs, seed, dims, expect, rtol, atol,
-                           schedule, schedule_seed, progress, quiet)
-    else:    # the replay file names the function and its schedule
-        _check_run_options("", inputs, random_inputs, seed, dims, expect, rtol, atol,
-                           "random", schedule_seed, progress, quiet)
+    # with --replay, the replay file names the function and schedules at random
+    _check_run_options(func if replay is None else "", inputs, random_inputs, seed, dims,
+                       expect, rtol, atol, schedule if replay is None else "random",
+                       schedule_seed, progress, quiet)
     if output is not None:
         from ..running.inputs import input_files
         given = {path: "an --input file" for path in input_files(list(inputs))}
@@ -466,15 +464,13 @@ def run(
     if expect is not None:
         from .results import read_expected
         reference = (expect, read_expected(expect))
-    if replay is None:
-        from ..running.inputs import load_inputs, parse_dims
-        arrays, dim_values = load_inputs(list(inputs)), parse_dims(list(dims))
-    else:
+    from ..running.inputs import load_inputs, parse_dims
+    arrays, dim_values = load_inputs(list(inputs)), parse_dims(list(dims))
+    if replay is not None:
         from ..running.explore import read_replay
-        from ..running.inputs import load_inputs, parse_dims
         rec = read_replay(replay, program)
-        _match_replay(rec, func, load_inputs(list(inputs)), parse_dims(list(dims)), schedule,
-                      schedule_seed, "init" if poison else check)
+        _match_replay(rec, func, arrays, dim_values, schedule, schedule_seed,
+                      "init" if poison else check)
         func, arrays, dim_values = rec.func, rec.inputs, rec.dims
         schedule = "rr" if rec.seed is None else "random"
         schedule_seed, check = rec.seed, rec.check
