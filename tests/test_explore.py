@@ -7,6 +7,8 @@ on the same inputs, the documented way to run one schedule.
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -160,6 +162,11 @@ def test_a_replay_refuses_another_program_version_or_file(racy, tmp_path, capsys
     np.savez(data, x=np.zeros(3))
     assert croqvm_run(capsys, "run", racy, "--replay", data)[2] == (
         f"--replay {data}: not a replay file (croqvm explore --record writes them)\n")
+    meta = json.loads(str(np.load(replay)["meta"]))
+    del meta["func"], meta["dims"]
+    np.savez(data, meta=np.array(json.dumps(meta)))
+    assert croqvm_run(capsys, "run", racy, "--replay", data) == (
+        2, "", f"--replay {data}: a damaged replay file (its record lacks func, dims)\n")
 
 
 @pytest.fixture
