@@ -409,7 +409,7 @@ def run(
             metavar="FILE",
             help="Run again, exactly, the call a replay file of 'croqvm explore --record' "
                  "or 'croqvm sweep --record' holds: its function, inputs, dims, schedule "
-                 "and check.")] = None,
+                 "and check (options that give them again must agree with it).")] = None,
         max_steps: Annotated[int | None, typer.Option(
             parser=values.count, metavar="N",
             help="Stop with a runtime error after N warp-instructions (default: no "
