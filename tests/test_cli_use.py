@@ -497,6 +497,12 @@ def test_standard_output_that_refuses_writes_is_a_usage_error(work, engine):
                        preexec_fn=lambda: os.close(1))
     assert (r.returncode, r.stderr) == (
         2, "standard output: can not write: the descriptor is closed\n")
+    with open(work / "out.txt", "w") as out:     # a command that prints as it goes
+        r = subprocess.run([sys.executable, "-m", "croqvm", "disasm",
+                            ROOT / "programs" / "matmul_dma.co"], cwd=work, env=env, stdout=out,
+                           stderr=subprocess.PIPE, text=True, timeout=120,
+                           preexec_fn=_refusing_writes)
+    assert (r.returncode, r.stderr) == (2, "standard output: can not write: File too large\n")
 
 
 # Run croqvm's command in a process whose address space ends MB megabytes above what it

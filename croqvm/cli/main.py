@@ -10,6 +10,7 @@ Unlike croqvm's other modules, this one evaluates its annotations where they are
 them at every start, and would otherwise compile each one from its text.
 """
 
+import errno
 import functools
 import os
 import re
@@ -35,6 +36,8 @@ EXIT = {errors.CompileError: 1, errors.BytecodeError: 1, errors.ArgumentError: 2
         errors.KernelFault: 3, errors.InternalError: 4}
 EXIT_MISMATCH = 3          # --expect found a difference: a wrong result is a runtime error
 EXIT_INTERRUPTED = 130     # 128 + SIGINT, as a shell reports a process Ctrl-C stopped
+STDOUT = "standard output"
+_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)   # a write the system refuses for room
 DEFAULT_WATCHDOG = 10.0    # seconds one block may run before the watchdog's note
 
 _MACRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\([^()]*\))?\Z")
@@ -266,7 +269,12 @@ def command(**settings):
             except KeyboardInterrupt:
                 print("interrupted", file=sys.stderr)
                 raise SystemExit(EXIT_INTERRUPTED) from None
-            except Exception:   # a croqvm bug: the traceback is what its report needs
+            except Exception as exc:
+                if isinstance(exc, OSError) and exc.errno in _FULL:
+                    # files croqvm writes report their own errors: this is standard output
+                    print(f"{STDOUT}: can not write: {exc.strerror}", file=sys.stderr)
+                    raise SystemExit(EXIT[errors.ArgumentError]) from None
+                # a croqvm bug: the traceback is what its report needs
                 traceback.print_exc()
                 print("croqvm: internal error: this is a bug in croqvm; please report it with "
                       "the traceback above", file=sys.stderr)
@@ -1130,8 +1138,6 @@ class Output:
             raise errors.ArgumentError(f"{STDOUT}: can not write: "
                                        f"{exc.strerror or exc}") from None
 
-
-STDOUT = "standard output"
 
 
 def main(argv=None) -> int:
