@@ -579,10 +579,14 @@ def test_long_literals_and_deep_macro_chains_check_in_memory_their_size_bounds(w
            "256 levels, at 'M2743')." in err.splitlines()
 
 
-def test_a_stray_nul_or_a_literal_too_long_is_reported_at_its_place(work):
+def test_a_stray_nul_or_byte_or_a_literal_too_long_is_reported_at_its_place(work):
     (work / "nul.co").write_bytes(b"__co__ s32 f() {\n  return 1;\x00\n}\n")
     status, _, err = croqvm("check", "nul.co", cwd=work)
     assert (status, err.splitlines()[0]) == (1, "nul.co:2:12: error: stray '\\x00' in program")
+    (work / "latin1.co").write_bytes(b"__co__ s32 f() {\n  return 1; \xe9\n}\n")
+    status, _, err = croqvm("check", "latin1.co", cwd=work)
+    assert (status, err.splitlines()[0]) == (1, "latin1.co:2:13: error: stray byte that is not "
+                                                "UTF-8 in program (croqvm reads sources as UTF-8)")
     (work / "long.co").write_text("__co__ s64 f() { return " + "9" * 5000 + "; }\n")
     status, _, err = croqvm("check", "long.co", cwd=work)
     assert (status, err.splitlines()[0]) == (
