@@ -8,8 +8,10 @@ import os
 import re
 import resource
 import signal
+import stat
 import subprocess
 import sys
+import threading
 import zipfile
 from pathlib import Path
 
@@ -111,6 +113,21 @@ def test_a_bad_output_is_refused_before_the_run(work, output, message):
     assert (status, out, err) == (2, "", message + "\n")   # nothing ran, nothing printed
     assert sorted(os.listdir(work)) == before
     assert (work / "add.co").read_text() == ADD
+
+
+def test_an_output_that_is_a_pipe_is_written_not_replaced(work):
+    # a temporary file renamed over it replaced /dev/full (as root) with a regular file
+    fifo = work / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    status, _, err = croqvm("compile", "add.co", "-o", "fifo", cwd=work)
+    reader.join(timeout=60)
+    assert (status, err) == (0, "")
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert croqvm("compile", "add.co", "-o", "add.cqb", cwd=work)[0] == 0
+    assert got == [(work / "add.cqb").read_bytes()]
 
 
 def test_compile_refuses_to_overwrite_its_source(work):

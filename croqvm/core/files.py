@@ -5,12 +5,14 @@
 (a ``.npy`` array, an archive, binary data) before reading them whole. Outputs are checked
 before a run (``check_output``: a long run must not end in an unwritable path) and written
 atomically (``write_atomic``: a temporary file beside the target, then a rename) with the
-permissions an ordinary ``open`` would give under the user's umask. Every problem is an
+permissions an ordinary ``open`` would give under the user's umask (a device or a pipe,
+such as ``/dev/null``, is written in place, never replaced). Every problem is an
 ``ArgumentError`` (usage, exit status 2) naming the path.
 """
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -200,6 +202,10 @@ def check_output(path: str, option: str, inputs: dict[str, str]) -> None:
     if not os.path.isdir(directory):
         raise ArgumentError(f"{option} {path}: can not write: no directory "
                             f"'{os.path.dirname(path) or directory}'")
+    if _special(path):    # written in place (write_atomic): it must take writes itself
+        if not os.access(path, os.W_OK):
+            raise ArgumentError(f"{option} {path}: can not write: permission denied")
+        return
     try:   # the only sure test: create a file there (a read-only mount, an ACL, a quota)
         fd, probe = tempfile.mkstemp(prefix=".croqvm-", dir=directory)
     except OSError as exc:
@@ -227,6 +233,13 @@ def write_atomic(path: str, write) -> None:
     """Create ``path`` through ``write(binary file)``: all of it or, on any failure,
     nothing (the previous file, if any, stays). Permissions follow the umask."""
     path = os.fspath(path)
+    if _special(path):    # a device or a pipe (/dev/null, a FIFO): written, never replaced
+        try:
+            with open(path, "wb") as f:
+                write(f)
+        except OSError as exc:
+            raise ArgumentError(f"{path}: can not write: {exc.strerror}") from None
+        return
     directory = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=".croqvm-", dir=directory)
@@ -243,6 +256,15 @@ def write_atomic(path: str, write) -> None:
     except BaseException:
         _remove_quietly(tmp)
         raise
+
+
+def _special(path: str) -> bool:
+    """Whether ``path`` is something other than a file or a directory."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def _umask() -> int:
