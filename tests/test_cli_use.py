@@ -128,6 +128,13 @@ def test_an_output_that_is_a_pipe_is_written_not_replaced(work):
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert croqvm("compile", "add.co", "-o", "add.cqb", cwd=work)[0] == 0
     assert got == [(work / "add.cqb").read_bytes()]
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()     # an archive's writer seeks back: it is made whole, then written
+    assert croqvm("run", "add.co", "--func", "add", "--input", "a=a.npy", "--input", "b=b.npy",
+                  "--output", "fifo", "--quiet", cwd=work) == (0, "", "")
+    reader.join(timeout=60)
+    result = np.load(io.BytesIO(got[1]))["result"]
+    np.testing.assert_array_equal(result, np.arange(40, dtype=np.float32) + 0.5)
 
 
 def test_compile_refuses_to_overwrite_its_source(work):

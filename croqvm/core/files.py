@@ -11,6 +11,7 @@ such as ``/dev/null``, is written in place, never replaced). Every problem is an
 """
 from __future__ import annotations
 
+import io
 import os
 import stat
 import tempfile
@@ -234,9 +235,11 @@ def write_atomic(path: str, write) -> None:
     nothing (the previous file, if any, stays). Permissions follow the umask."""
     path = os.fspath(path)
     if _special(path):    # a device or a pipe (/dev/null, a FIFO): written, never replaced
+        data = io.BytesIO()   # made whole first: writers such as zipfile seek and tell
+        write(data)
         try:
             with open(path, "wb") as f:
-                write(f)
+                f.write(data.getvalue())
         except OSError as exc:
             raise ArgumentError(f"{path}: can not write: {exc.strerror}") from None
         return
