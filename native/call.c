@@ -399,8 +399,10 @@ int cq_op_ret(cq_warp *w, const cq_ins *ins)
         memcpy(&call->result_bits, w->regs + code->roff[ins->a], cq_type_size[call->result_type]);
     } else if (ins->op == CQ_OP_RET_BUF) {
         cq_buf **insts = cq_instances(w->blk, ins->a, 0);
-        if (!insts)
-            return CQ_INTERNAL_ERROR(w->blk);
+        if (!insts) {   /* a jump over its ALLOC (engine.py _buffer) */
+            cq_put(cq_fault_new(w->blk, ins, CQ_FAULT_BUFFER_BEFORE_DECLARATION, 0), ins->a);
+            return CQ_ST_FAULT;
+        }
         call->result_kind = 2;
         call->result_buf = insts[0];
     }

@@ -118,6 +118,9 @@ const cq_record *cq_get_fault(const cq_call *call);
 size_t cq_take_output(cq_call *call, char *dst, size_t cap);
 size_t cq_output_size(const cq_call *call);
 void cq_where(const cq_call *call, cq_position *out);
+/* Stop a launch whose blocks run on threads (an interrupt): the position of each block
+ * that was running, at most ``max``, in ``out`` by block; returns how many. */
+int cq_pool_interrupt(cq_call *call, cq_position *out, int max);
 /* The returned value: 0 none, 1 scalar (its bytes in value, 8 at most; its type in
  * info->type), 2 buffer (info). */
 int cq_result(const cq_call *call, void *value, cq_buffer_info *info);

@@ -280,6 +280,14 @@ static int effect_load(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, cons
         if (view_for(blk, ins, ins->b, first[g], &v) != CQ_ST_OK)
             return CQ_ST_FAULT;
         const cq_buf *b = v.buf;
+        for (int d = 0; d < v.n; d++)
+            if (v.e[d] < 1) {   /* as a DMA's tile (§9.5.1): no K = 0 or sliced-off MMA */
+                cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_EMPTY_TILE, first[g]);
+                cq_put_buffer(f, b);
+                cq_put_list(f, v.n, v.o);
+                cq_put_list(f, v.n, v.e);
+                return CQ_ST_FAULT;
+            }
         if (first_outside(v.o, v.e, b->shape, v.n, at)) {
             cq_record *f = cq_fault_new(blk, ins, CQ_FAULT_MMA_READ_OUTSIDE, first[g]);
             cq_put(f, ins->c);

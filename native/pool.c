@@ -30,6 +30,8 @@ typedef struct {
     block_output *outs;
     int32_t nouts, capouts;
     pthread_t thread;
+    cq_position stopped_at;     /* where its block was when the launch was stopped */
+    int32_t stopped;
 } worker;
 
 /* One saved buffer: where its data lives, and the copy. */
@@ -84,6 +86,20 @@ static void keep_output(worker *wk, int64_t b)
     wc->nout = wc->capout = 0;
 }
 
+/* Where block b (begun at step ``first``) was when the launch was stopped: what the
+ * serial engine tells of its running block. */
+static void note_stop(worker *wk, cq_block *blk, int64_t b, int64_t first)
+{
+    cq_call *wc = &wk->wc;
+    cq_block *was = wc->blk;
+    wc->blk = blk;
+    cq_where(wc, &wk->stopped_at);
+    wc->blk = was;
+    wk->stopped_at.block_number = b;
+    wk->stopped_at.block_steps = wc->steps - first;
+    wk->stopped = 1;
+}
+
 /* Run block b to its end on the worker's call; 0 when it faulted or the launch ran out
  * of steps. */
 static int run_one(worker *wk, int64_t b)
@@ -92,7 +108,7 @@ static int run_one(worker *wk, int64_t b)
     cq_call *wc = &wk->wc;
     int64_t index[3];
     index_of(wc, b, index);
-    int64_t start = wc->steps, lanes0 = wc->lane_steps;
+    int64_t first = wc->steps, start = wc->steps, lanes0 = wc->lane_steps;
     cq_block *blk = cq_block_begin(wc, index);
     int ok = blk != NULL;
     while (ok) {
@@ -102,9 +118,11 @@ static int run_one(worker *wk, int64_t b)
         atomic_fetch_add(&p->lane_steps, wc->lane_steps - lanes0);
         start = wc->steps;
         lanes0 = wc->lane_steps;
-        if (total > p->budget || atomic_load(&p->stop))
+        if (total > p->budget || atomic_load(&p->stop)) {
+            if (st == CQ_ST_SLICE)
+                note_stop(wk, blk, b, first);
             ok = 0;
-        else if (st == CQ_ST_DONE) {
+        } else if (st == CQ_ST_DONE) {
             ok = cq_check_kernel_end(blk) == CQ_ST_OK;
             break;
         } else if (st != CQ_ST_SLICE)
@@ -339,6 +357,29 @@ void cq_pool_abandon(cq_call *call)
     atomic_store(&p->stop, 1);
     finish(p, 1);
     pool_free(p);
+}
+
+static int by_block_number(const void *a, const void *b)
+{
+    int64_t x = ((const cq_position *)a)->block_number;
+    int64_t y = ((const cq_position *)b)->block_number;
+    return (x > y) - (x < y);
+}
+
+int cq_pool_interrupt(cq_call *call, cq_position *out, int max)
+{
+    struct cq_pool *p = call->pool;
+    if (!p)
+        return 0;
+    atomic_store(&p->stop, 1);
+    finish(p, 1);
+    int n = 0;
+    for (int k = 0; k < p->nworkers && n < max; k++)
+        if (p->workers[k].stopped)
+            out[n++] = p->workers[k].stopped_at;
+    qsort(out, (size_t)n, sizeof *out, by_block_number);
+    pool_free(p);
+    return n;
 }
 
 /* Progress while the pool runs: the blocks started, and the steps counted so far. */

@@ -456,6 +456,10 @@ WARNINGS = [
     ("__co__ s8 f() {\n  return 100;\n}", []),
     ("__co__ void f(s32 [4] a) {\n  a.at(0) = 1;\n}",
      ["2:3: writes to parameter 'a' are not visible to the caller; declare it 'global'."]),
+    # a pipeline that lost its 'wait full': the consumer reads what nothing orders
+    ("parallel p by 1 : block {\n  shared event full, empty;\n  trigger full;\n"
+     "  trigger empty;\n  wait empty;\n}",
+     ["4:11: event 'full' is triggered but never waited: its triggers order nothing."]),
 ]
 
 

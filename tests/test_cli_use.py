@@ -3,11 +3,16 @@ subprocess): outputs, progress and limits, checkable results, runs that would do
 the size of grids, help and exit statuses. Messages are checked exactly; numeric results
 against numpy. The tests whose commands run kernels run once per engine (tests/engines.py:
 ``--engine NAME`` added to each ``croqvm run``)."""
+import io
 import os
 import re
+import resource
 import signal
+import stat
 import subprocess
 import sys
+import threading
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -108,6 +113,28 @@ def test_a_bad_output_is_refused_before_the_run(work, output, message):
     assert (status, out, err) == (2, "", message + "\n")   # nothing ran, nothing printed
     assert sorted(os.listdir(work)) == before
     assert (work / "add.co").read_text() == ADD
+
+
+def test_an_output_that_is_a_pipe_is_written_not_replaced(work):
+    # a temporary file renamed over it replaced /dev/full (as root) with a regular file
+    fifo = work / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    status, _, err = croqvm("compile", "add.co", "-o", "fifo", cwd=work)
+    reader.join(timeout=60)
+    assert (status, err) == (0, "")
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert croqvm("compile", "add.co", "-o", "add.cqb", cwd=work)[0] == 0
+    assert got == [(work / "add.cqb").read_bytes()]
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()     # an archive's writer seeks back: it is made whole, then written
+    assert croqvm("run", "add.co", "--func", "add", "--input", "a=a.npy", "--input", "b=b.npy",
+                  "--output", "fifo", "--quiet", cwd=work) == (0, "", "")
+    reader.join(timeout=60)
+    result = np.load(io.BytesIO(got[1]))["result"]
+    np.testing.assert_array_equal(result, np.arange(40, dtype=np.float32) + 0.5)
 
 
 def test_compile_refuses_to_overwrite_its_source(work):
@@ -471,6 +498,124 @@ def test_a_closed_pipe_ends_the_run_quietly(work, engine):
     r = subprocess.run(f"{sys.executable} -m croqvm {command} | head -n 1", shell=True,
                        cwd=work, env=env, capture_output=True, text=True, timeout=120)
     assert (r.stdout, r.stderr) == ("line 0\n", "")
+
+
+def _refusing_writes():
+    """In the child: files stop growing at 100 bytes; a write past that fails (EFBIG),
+    as on a full disk, instead of the signal ending the process."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
+
+
+def test_standard_output_that_refuses_writes_is_a_usage_error(work, engine):
+    # 20,000 lines: more than one write, the first of which is cut short
+    (work / "lines.co").write_text(HELLO.replace("5000", "20000"))
+    argv = [sys.executable, "-m", "croqvm", *cli_options(["run", "lines.co"])]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with open(work / "out.txt", "w") as out:
+        r = subprocess.run(argv, cwd=work, env=env, stdout=out, stderr=subprocess.PIPE,
+                           text=True, timeout=120, preexec_fn=_refusing_writes)
+    assert (r.returncode, r.stderr) == (2, "standard output: can not write: File too large\n")
+    r = subprocess.run(argv, cwd=work, env=env, stdout=subprocess.DEVNULL, text=True,
+                       stderr=subprocess.PIPE, timeout=120, pass_fds=(),
+                       preexec_fn=lambda: os.close(1))
+    assert (r.returncode, r.stderr) == (
+        2, "standard output: can not write: the descriptor is closed\n")
+    with open(work / "out.txt", "w") as out:     # a command that prints as it goes
+        r = subprocess.run([sys.executable, "-m", "croqvm", "disasm",
+                            ROOT / "programs" / "matmul_dma.co"], cwd=work, env=env, stdout=out,
+                           stderr=subprocess.PIPE, text=True, timeout=120,
+                           preexec_fn=_refusing_writes)
+    assert (r.returncode, r.stderr) == (2, "standard output: can not write: File too large\n")
+
+
+# Run croqvm's command in a process whose address space ends MB megabytes above what it
+# has once everything a run needs is imported: what a command allocates beyond that fails.
+UNDER_LIMIT = """
+import resource, sys
+from croqvm.cli.main import main
+main(["run", "small.co", "--quiet"])
+with open("/proc/self/status") as f:
+    size = next(int(l.split()[1]) for l in f if l.startswith("VmSize")) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (size + int(sys.argv[1]) * 2**20, resource.RLIM_INFINITY))
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def under_limit(work, megabytes: int, *argv):
+    (work / "small.co").write_text("__co__ auto small() { s32 [4] c; return c; }\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-c", UNDER_LIMIT, str(megabytes), *argv], cwd=work,
+                       env=env, capture_output=True, text=True, timeout=120)
+    return r.returncode, r.stdout, r.stderr
+
+
+def test_a_native_result_the_memory_left_can_not_hold_is_a_usage_error(work):
+    # the engine's buffer (256 MiB, never touched) fits in the limit, its copy does not
+    (work / "big.co").write_text("__co__ auto big() {\n  s32 [67108864] c;\n"
+                                 "  parallel t by 32 : thread\n    c.at(t) = t;\n"
+                                 "  return c;\n}\n")
+    assert under_limit(work, 384, "run", "big.co", "--engine", "native") == (
+        2, "", "the result of 'big', s32 [67108864] (268435456 bytes), does not fit in the "
+               "memory left to croqvm\n")
+
+
+def test_an_archive_that_expands_beyond_the_memory_left_is_refused_from_its_header(work):
+    # 200 MiB of zeros in 200 KB: a 3 MB archive of this kind took 3.2 GB to read
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False,
+                                                  "shape": (50 * 2**20,)})
+    with zipfile.ZipFile(work / "bomb.npz", "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("a.npy", "w", force_zip64=True) as member:
+            member.write(header.getvalue())
+            for _ in range(200):
+                member.write(bytes(2**20))
+    status, out, err = under_limit(work, 64, "run", "add.co", "--func", "add", "--input",
+                                   "a=bomb.npz", "--input", "b=b.npy")
+    assert (status, out) == (2, "")
+    assert re.fullmatch(r"--input a=bomb\.npz: 'bomb\.npz' would expand to 209715328 bytes, "
+                        r"more than the \d+ this machine can spare\n", err)
+
+
+def test_threads_the_system_refuses_leave_the_blocks_to_those_it_gave(work):
+    # 64 threads' stacks take 512 MiB: the first thread start that fails ends the pool's
+    # growth (abort() before), the blocks run on the threads started, or serially
+    (work / "blocks.co").write_text("__co__ auto blocks() {\n  s32 [64, 32] c;\n"
+                                    "  parallel p by 64 : block, t by 32 : thread\n"
+                                    "    c.at(p, t) = p * 32 + t;\n  return c;\n}\n")
+    np.save(work / "want.npy", np.arange(64 * 32, dtype=np.int32).reshape(64, 32))
+    assert under_limit(work, 16, "run", "blocks.co", "--engine", "native", "--jobs", "64",
+                       "--expect", "want.npy", "--quiet") == (0, "", "")
+
+
+def test_long_literals_and_deep_macro_chains_check_in_memory_their_size_bounds(work):
+    # a 3 MB string took 1.1 GB (the scanner's backtracking state); 3,000 macros each
+    # defined by the one before took memory quadratic in their number (a table per line,
+    # a hide set per level)
+    (work / "text.co").write_text('__co__ void f() { println("' + "a" * 3_000_000 + '"); }\n')
+    assert under_limit(work, 300, "check", "text.co") == (
+        0, "text.co: ok: 1 function(s) (f), 0 warning(s)\n", "")
+    chain = ["#define M0 1"] + [f"#define M{i} M{i - 1}" for i in range(1, 3000)]
+    (work / "chain.co").write_text("\n".join(chain) + "\n__co__ s32 f() { return M2999; }\n")
+    status, _, err = under_limit(work, 300, "check", "chain.co")
+    assert status == 1
+    assert "chain.co:3001:25: error: macros expand inside each other too deeply (more than " \
+           "256 levels, at 'M2743')." in err.splitlines()
+
+
+def test_a_stray_nul_or_byte_or_a_literal_too_long_is_reported_at_its_place(work):
+    (work / "nul.co").write_bytes(b"__co__ s32 f() {\n  return 1;\x00\n}\n")
+    status, _, err = croqvm("check", "nul.co", cwd=work)
+    assert (status, err.splitlines()[0]) == (1, "nul.co:2:12: error: stray '\\x00' in program")
+    (work / "latin1.co").write_bytes(b"__co__ s32 f() {\n  return 1; \xe9\n}\n")
+    status, _, err = croqvm("check", "latin1.co", cwd=work)
+    assert (status, err.splitlines()[0]) == (1, "latin1.co:2:13: error: stray byte that is not "
+                                                "UTF-8 in program (croqvm reads sources as UTF-8)")
+    (work / "long.co").write_text("__co__ s64 f() { return " + "9" * 5000 + "; }\n")
+    status, _, err = croqvm("check", "long.co", cwd=work)
+    assert (status, err.splitlines()[0]) == (
+        1, "long.co:1:25: error: numeric literal of 5000 characters is too long (croqvm reads "
+           "literals of up to 1000).")
 
 
 # ------------------------------------------------------------------ size of grids

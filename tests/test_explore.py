@@ -7,6 +7,8 @@ on the same inputs, the documented way to run one schedule.
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -160,17 +162,50 @@ def test_a_replay_refuses_another_program_version_or_file(racy, tmp_path, capsys
     np.savez(data, x=np.zeros(3))
     assert croqvm_run(capsys, "run", racy, "--replay", data)[2] == (
         f"--replay {data}: not a replay file (croqvm explore --record writes them)\n")
+    meta = json.loads(str(np.load(replay)["meta"]))
+    del meta["func"], meta["dims"]
+    np.savez(data, meta=np.array(json.dumps(meta)))
+    assert croqvm_run(capsys, "run", racy, "--replay", data) == (
+        2, "", f"--replay {data}: a damaged replay file (its record lacks func, dims)\n")
 
 
-@pytest.mark.parametrize("option", [["--func", "swap_halves"], ["--check", "race"],
-                                    ["--schedule", "random"], ["--random-inputs"]])
-def test_a_replay_gives_the_call_and_the_schedule(racy, tmp_path, capsys, option):
-    rec = tmp_path / "rec"
-    croqvm_run(capsys, "explore", racy, "--seeds", 2, "--record", rec)
-    code, _, err = croqvm_run(capsys, "run", racy, "--replay", rec / "swap_halves.seed1.replay",
-                              *option)
-    assert code == 2 and err == (f"{option[0]} with --replay: the replay file gives the "
-                                 f"function, its inputs and dims, the schedule and the check\n")
+@pytest.fixture
+def sums_replay(tmp_path, capsys):
+    """(program, replay file) of 'sums' checked for races, with random inputs, under seed
+    1's schedule."""
+    path = tmp_path / "sums.co"
+    path.write_text(SUMS)
+    croqvm_run(capsys, "explore", path, "--func", "sums", "--random-inputs", "--dim", "N=200",
+               "--check", "race", "--seeds", 2, "--record", tmp_path / "rec")
+    replay = tmp_path / "rec" / "sums.seed1.replay"
+    np.save(tmp_path / "x.npy", np.load(replay)["input.x"])
+    np.save(tmp_path / "zeros.npy", np.zeros(200, np.int32))
+    return path, replay
+
+
+def test_a_replay_takes_the_options_that_say_what_its_file_says(sums_replay, capsys):
+    path, replay = sums_replay
+    want = croqvm_run(capsys, "run", path, "--replay", replay)
+    assert want[0] == 3 and "data race on global 'acc'" in want[2]
+    assert croqvm_run(capsys, "run", path, "--replay", replay, "--func", "sums", "--input",
+                      f"x={path.parent / 'x.npy'}", "--dim", "N=200", "--schedule", "random",
+                      "--schedule-seed", 1, "--check", "race") == want
+
+
+@pytest.mark.parametrize("option, says", [
+    (["--func", "other"], "--func other with --replay: the replay file runs 'sums'"),
+    (["--input", "x=zeros.npy"], "--input x with --replay: the replay file holds another 'x'"),
+    (["--dim", "N=20"], "--dim N=20 with --replay: the replay file has N=200"),
+    (["--check", "init"], "--check init with --replay: the replay file runs --check race"),
+    (["--schedule-seed", "3"], "--schedule-seed 3 with --replay: the replay file runs "
+                               "--schedule-seed 1"),
+    (["--random-inputs"], "--random-inputs with --replay: the replay file gives the function, "
+                          "its inputs and dims, the schedule and the check"),
+])
+def test_a_replay_refuses_options_that_say_otherwise(sums_replay, capsys, option, says):
+    path, replay = sums_replay
+    option = [o.replace("zeros.npy", str(path.parent / "zeros.npy")) for o in option]
+    assert croqvm_run(capsys, "run", path, "--replay", replay, *option) == (2, "", says + "\n")
 
 
 def test_explore_needs_a_function_when_the_file_has_several(tmp_path, capsys):

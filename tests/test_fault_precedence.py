@@ -1,13 +1,18 @@
 """Which fault an instruction reports when several lanes fail in different ways
 (docs/EXECUTION.md §14.2): the checks run in stages, and the first stage
 that fails reports its lowest lane."""
+import copy
 import io
 import textwrap
+from pathlib import Path
+
+import numpy as np
 
 import pytest
 
 import croqvm
 import engines
+from croqvm.bytecode import opcodes as O
 from croqvm.core.errors import KernelFault
 
 pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
@@ -74,3 +79,20 @@ def test_a_store_reports_the_lowest_lane_of_address_and_conversion_faults():
     assert first_line(src) == (
         "p.co:5:5: runtime error: value 3e+10 out of range for 's32'. |   in kernel "
         "launched at p.co:3:3, block (0), lane 0 (warp 0, lane 0)")
+
+
+def test_a_collective_names_the_lane_its_effect_acts_for():
+    """A DMA of four warps into a buffer whose ALLOC a hand-made module dropped: the effect
+    acts for lane 0, whichever warp arrives last (one engine named lane 96)."""
+    prog = croqvm.compile_file(Path(__file__).parents[1] / "programs" / "matmul_mma_warp.co")
+    module = copy.deepcopy(prog.module)
+    code = module.functions[0].kernels[0].code
+    alloc = next(i for i in range(0, len(code.code), O.WIDTH) if code.code[i] == O.ALLOC)
+    code.code[alloc:alloc + O.WIDTH] = code.code[:O.WIDTH]       # a CONST instead
+    a, b = np.ones((32, 32), np.float16), np.ones((32, 32), np.float16)
+    with pytest.raises(KernelFault) as e:
+        engines.run(croqvm.Program(module), "gemm_warps", a, b, np.zeros((32, 32), np.float32))
+    lines = str(e.value).splitlines()
+    assert lines[0].endswith("runtime error: buffer 'sa' is used before its declaration "
+                             "executed.")
+    assert lines[-1].endswith("block (0, 0), lane 0 (warp 0, lane 0)")

@@ -122,6 +122,18 @@ def test_returning_a_buffer_gives_a_new_array():
     assert got.dtype == np.float16 and got.tolist() == [0.0, 2.5, 0.0]
 
 
+def test_returning_a_buffer_whose_allocation_was_skipped_is_a_fault():
+    # the verifier takes it (an ALLOC of the buffer exists); the engines had no instance
+    a = Asm()
+    host = a.code("CONST r0 k0\nCONST r1 k1\nIF r1 4\nALLOC b0\nEND\nRET_BUF b0",
+                  regs="s32 bool", consts=[("s32", 3), ("bool", 0)],
+                  buffers=[BufferDecl("r", Storage.GLOBAL, F16, [0])])
+    with pytest.raises(KernelFault) as e:
+        run(a.module(function("f", host, ret="buffer", ret_dtype=F16)))
+    assert str(e.value).splitlines()[0] == ("code.asm:6:1: runtime error: buffer 'r' is used "
+                                            "before its declaration executed.")
+
+
 def poison_program(store_first):
     a = Asm()
     src = a.source("p.co", "__co__ void f() {\n  s32 [4, 5] out;\n  println(out.at(3, 4));\n}\n")

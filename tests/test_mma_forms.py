@@ -197,6 +197,35 @@ def test_a_subscript_outside_the_array_is_a_fault():
            "[0, 2)." in str(e.value)
 
 
+# a view of E columns as an MMA operand: E = -1 sliced 15 columns on one engine and none on
+# the other; E = 0 ran an MMA of K = 0 where a DMA reports an empty tile
+EMPTY_VIEW = """
+__co__ auto f(s32 e) {
+  f32 [16, 16] c;
+  parallel p by 1 : block {
+    shared f16 [64, 16] s;
+    parallel w by 1 : group {
+      acc = mma.fill.f32 0.0f;
+      fa = mma.load s.view(16, e).from(0, 0);
+      fb = mma.load s.view(e, 16).from(0, 0);
+      mma.row.col acc, fa, fb;
+      mma.store acc, c;
+    }
+  }
+  return c;
+}
+"""
+
+
+@pytest.mark.parametrize("e", [-1, 0])
+def test_an_mma_operand_view_without_elements_is_a_fault(e):
+    with pytest.raises(KernelFault) as err:
+        engines.run(croqvm.compile(EMPTY_VIEW, "p.co"), "f", e)
+    assert str(err.value).splitlines()[0] == (
+        f"p.co:8:7: runtime error: tile of 's' at origin (0, 0) has no elements (extents "
+        f"[16, {e}]).")
+
+
 def diagnose(text: str) -> list[str]:
     _, diags, _ = front_end("__co__ void f(int n) {\n" + text + "\n}", "t.co")
     return [f"{d.span.line}:{d.span.col}: {d.message}" for d in diags

@@ -133,13 +133,21 @@ def test_a_kernel_prints_while_it_runs_and_ctrl_c_stops_it(tmp_path):
                         r"after \d+ warp-instructions", _interrupt(proc))
 
 
-def test_ctrl_c_stops_blocks_running_on_threads(tmp_path):
+def test_ctrl_c_stops_blocks_running_on_threads_saying_where_each_was(tmp_path):
     proc = _start(tmp_path, "--jobs", "2", "--progress")
     assert re.match(r"progress: 'spin', launch 1, blocks on threads, [0-4]/4 started, ",
                     proc.stderr.readline())
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    lines = err.splitlines()[-3:]      # a line for each of the two threads' blocks
     assert re.fullmatch(r"interrupted in 'spin', launch 1 \(kernel at spin\.co:3:3\), blocks on "
-                        r"threads \([0-4] of 4 started\), after \d+ warp-instructions",
-                        _interrupt(proc))
+                        r"threads \([2-4] of 4 started\), after \d+ warp-instructions", lines[0])
+    blocks = [re.fullmatch(r"  block \((\d)\) \((\d) of 4\) at spin\.co:6:\d+ \(warp 0, "
+                           r"lanes 0-31\)", line) for line in lines[1:]]
+    assert all(blocks), lines
+    numbers = [int(b[1]) for b in blocks]
+    assert numbers == sorted(numbers) and all(int(b[2]) == int(b[1]) + 1 for b in blocks)
 
 
 # --------------------------------------------------------------------------- engine selection

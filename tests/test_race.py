@@ -273,6 +273,18 @@ def test_handing_a_slot_back_before_reading_it_races():
                              "at race.co:20:11; no barrier or event orders them.")
 
 
+def test_a_consumer_without_its_wait_is_told_which_wait_is_missing():
+    # the consumer's 'wait full' is gone: the report names the event nothing waits on and
+    # the producer's trigger of it, not the bootstrap triggers of 'empty'
+    text = races(PIPELINE.replace("PRODUCE", FILL_THEN_TRIGGER)
+                 .replace("wait full[k % STAGES];", "").replace("CONSUME", READ_THEN_TRIGGER),
+                 "ring")
+    assert text.splitlines()[0] == (
+        "race.co:19:11: runtime error: data race on shared 'slot' element (0): read here, "
+        "written at race.co:11:11; nothing waits on 'full' before this read; the lanes of the "
+        "write trigger it at race.co:12:11.")
+
+
 def test_signalling_a_slot_full_before_filling_it_races():
     # The producer triggers full[0] and then writes slot 0; the consumer, released by that
     # trigger, reads slot 0 before the write (warp 4, all lanes) while lane 31 of warp 0

@@ -415,6 +415,11 @@ MALFORMED = [
     ("span ending before it starts", B.squares,
      lambda m: m.spans.__setitem__(0, (0, 2, 5, 2, 3)),
      "module, span 0: (0, 2, 5, 2, 3) does not lie in source file 0 (7 lines)"),
+    # the engines had no instance to copy: an internal error on both
+    ("return of a buffer nothing allocates", B.squares,
+     lambda m: (put(host(m), 1, "CONST 5 1 @1"), put(host(m), 3, "CONST 5 1 @1")),
+     "instruction 13 (RET_BUF): returns buffer 0, which is no parameter's and which nothing "
+     "allocates"),
     ("two functions of one name", B.squares, lambda m: m.functions.append(B.squares().functions[0]),
      "function 'squares': a second function of this name"),
     ("format version", B.squares, lambda m: setattr(m, "version", 1),

@@ -267,7 +267,8 @@ _ROWS = (
         faults=_CONVERT + _MMA_FAULTS + (K.MMA_PENDING,)),
     _op("MMA_LOAD", ("m", "v", "c?"), "fragment a (an operand, or an accumulator it starts) "
         ":= the tile of view b, of a's element type", _SITE, entry="mma_load",
-        faults=(K.MMA_READ_OUTSIDE, K.MMA_UNINITIALISED, K.MMA_TILE_SHAPE) + _BASE_FAULTS[:4]
+        faults=(K.EMPTY_TILE, K.MMA_READ_OUTSIDE, K.MMA_UNINITIALISED, K.MMA_TILE_SHAPE)
+        + _BASE_FAULTS[:4]
         + _MMA_FAULTS + (K.MMA_PENDING,)),
     _op("MMA_EXEC", ("m", "m", "m", "i", "c?"), "accumulator a += b x c in layout d (0 "
         "row.row, 1 row.col, 2 col.row, 3 col.col): k ascending, each step rounded once "
@@ -294,7 +295,7 @@ _ROWS = (
     _op("RET_VAL", ("r",), "return R[a]", types=("any",), host_only=True,
         returns=RetKind.SCALAR),
     _op("RET_BUF", ("b",), "return a copy of buffer a", host_only=True,
-        returns=RetKind.BUFFER),
+        returns=RetKind.BUFFER, faults=(K.BUFFER_BEFORE_DECLARATION,)),
     # --- cyclic event generations and trigger-after (§10.6, §10.7)
     _op("WAIT_EVENT_AT", ("e", "r"), "block until slot R[b] % S of event a (S slots) has "
         "completed a generation of the parity of (R[b] / S) + 1, as an mbarrier parity wait "

@@ -63,11 +63,18 @@ def check_instructions(cx: CodeCtx, words: list[int], where: Where, *, laneset=F
         f = frames[-1]
         where.fail(f"{f.opener} at instruction {f.start} is never closed "
                    f"(it stores {f.target} as its end)")
+    allocated = None
     for i in range(n):
         if O.TABLE[words[i * O.WIDTH]].effect_block:
             _effect_block(words, i, where)
         if words[i * O.WIDTH] == O.FUT_BIND:
             _bound_trigger(words, i, where)
+        if words[i * O.WIDTH] == O.RET_BUF:
+            allocated = _allocated(cx, words) if allocated is None else allocated
+            if words[i * O.WIDTH + 1] not in allocated:
+                where.at(f"instruction {i} (RET_BUF)").fail(
+                    f"returns buffer {words[i * O.WIDTH + 1]}, which is no parameter's and "
+                    f"which nothing allocates")
 
 
 def _bound_trigger(words: list[int], i: int, where: Where) -> None:
@@ -79,6 +86,19 @@ def _bound_trigger(words: list[int], i: int, where: Where) -> None:
     if j * O.WIDTH >= len(words) or words[j * O.WIDTH] != O.TRIGGER:
         where.at(f"instruction {i} (FUT_BIND)").fail(
             "must be followed by the TRIGGER that publishes it (FUT_BINDs may come between)")
+
+
+def _allocated(cx: CodeCtx, words: list[int]) -> set[int]:
+    """The buffers a RET_BUF may return: parameters' and those the code allocates, by an
+    ALLOC or a DMA into them (whether that runs first is the engines' to check)."""
+    out = {slot for slot, b in enumerate(cx.code.buffers) if b.param >= 0}
+    for k in range(0, len(words), O.WIDTH):
+        op, a = words[k], words[k + 1]
+        if op == O.ALLOC:
+            out.add(a)
+        elif op == O.DMA and 0 <= a < len(cx.code.dmas):
+            out.add(cx.code.dmas[a].dst_buffer)
+    return out
 
 
 def _check_placement(cx: CodeCtx, op: O.Op, at: Where, laneset: bool):

@@ -10,6 +10,7 @@ Unlike croqvm's other modules, this one evaluates its annotations where they are
 them at every start, and would otherwise compile each one from its text.
 """
 
+import errno
 import functools
 import os
 import re
@@ -35,6 +36,8 @@ EXIT = {errors.CompileError: 1, errors.BytecodeError: 1, errors.ArgumentError: 2
         errors.KernelFault: 3, errors.InternalError: 4}
 EXIT_MISMATCH = 3          # --expect found a difference: a wrong result is a runtime error
 EXIT_INTERRUPTED = 130     # 128 + SIGINT, as a shell reports a process Ctrl-C stopped
+STDOUT = "standard output"
+_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)   # a write the system refuses for room
 DEFAULT_WATCHDOG = 10.0    # seconds one block may run before the watchdog's note
 
 _MACRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\([^()]*\))?\Z")
@@ -266,7 +269,12 @@ def command(**settings):
             except KeyboardInterrupt:
                 print("interrupted", file=sys.stderr)
                 raise SystemExit(EXIT_INTERRUPTED) from None
-            except Exception:   # a croqvm bug: the traceback is what its report needs
+            except Exception as exc:
+                if isinstance(exc, OSError) and exc.errno in _FULL:
+                    # files croqvm writes report their own errors: this is standard output
+                    print(f"{STDOUT}: can not write: {exc.strerror}", file=sys.stderr)
+                    raise SystemExit(EXIT[errors.ArgumentError]) from None
+                # a croqvm bug: the traceback is what its report needs
                 traceback.print_exc()
                 print("croqvm: internal error: this is a bug in croqvm; please report it with "
                       "the traceback above", file=sys.stderr)
@@ -409,7 +417,7 @@ def run(
             metavar="FILE",
             help="Run again, exactly, the call a replay file of 'croqvm explore --record' "
                  "or 'croqvm sweep --record' holds: its function, inputs, dims, schedule "
-                 "and check.")] = None,
+                 "and check (options that give them again must agree with it).")] = None,
         max_steps: Annotated[int | None, typer.Option(
             parser=values.count, metavar="N",
             help="Stop with a runtime error after N warp-instructions (on cuda-cpu: "
@@ -447,10 +455,10 @@ def run(
     inputs, dims = inputs or [], dims or []    # typer gives None for none given
     _cuda_verbose(verbose)
     if replay is not None:
-        _check_replay_options(func=func, input=inputs, random_inputs=random_inputs, seed=seed,
-                              dim=dims, schedule=schedule != "rr", schedule_seed=schedule_seed,
-                              poison=poison, check=check)
-    _check_run_options(func, inputs, random_inputs, seed, dims, expect, rtol, atol, schedule,
+        _check_replay_options(random_inputs=random_inputs, seed=seed)
+    # with --replay, the replay file names the function and schedules at random
+    _check_run_options(func if replay is None else "", inputs, random_inputs, seed, dims,
+                       expect, rtol, atol, schedule if replay is None else "random",
                        schedule_seed, progress, quiet)
     if output is not None:
         from ..running.inputs import input_files
@@ -464,19 +472,20 @@ def run(
     if expect is not None:
         from .results import read_expected
         reference = (expect, read_expected(expect))
-    if replay is None:
-        from ..running.inputs import load_inputs, parse_dims
-        arrays, dim_values = load_inputs(list(inputs)), parse_dims(list(dims))
-    else:
+    from ..running.inputs import load_inputs, parse_dims
+    arrays, dim_values = load_inputs(list(inputs)), parse_dims(list(dims))
+    if replay is not None:
         from ..running.explore import read_replay
         rec = read_replay(replay, program)
+        _match_replay(rec, func, arrays, dim_values, schedule, schedule_seed,
+                      "init" if poison else check)
         func, arrays, dim_values = rec.func, rec.inputs, rec.dims
         schedule = "rr" if rec.seed is None else "random"
         schedule_seed, check = rec.seed, rec.check
         random_inputs = True      # the file holds every argument; a stream takes None
     monitor = _monitor(program, progress, quiet, watchdog)
     options = dict(engine=engine, poison=poison, check=check, schedule=schedule,
-                   seed=schedule_seed or 0, max_steps=max_steps, out=sys.stdout,
+                   seed=schedule_seed or 0, max_steps=max_steps, out=Output(sys.stdout),
                    progress=monitor, device=device, jobs=jobs)
     stats = {}
     try:
@@ -527,13 +536,44 @@ def _check_run_options(func, inputs, random_inputs, seed, dims, expect, rtol, at
 
 
 def _check_replay_options(**given) -> None:
-    """What a replay file gives can not be given again."""
+    """The sources of inputs a replay file replaces can not be given with it."""
     for name, value in given.items():
         if value:
             option = "--" + name.replace("_", "-")
             raise errors.ArgumentError(f"{option} with --replay: the replay file gives the "
                                        f"function, its inputs and dims, the schedule and the "
                                        f"check")
+
+
+def _match_replay(rec, func, arrays: dict, dims: dict, schedule: str, schedule_seed,
+                  check) -> None:
+    """What is given with ``--replay`` must say what the replay file says (a script may
+    name the function, or keep the inputs it recorded with)."""
+    def differs(option: str, says: str):
+        raise errors.ArgumentError(f"{option} with --replay: the replay file {says}")
+
+    if func is not None and func != rec.func:
+        differs(f"--func {func}", f"runs '{rec.func}'")
+    for name, array in arrays.items():
+        recorded = rec.inputs.get(name)
+        if recorded is None or np.shape(recorded) != np.shape(array) or \
+                not np.array_equal(recorded, array, equal_nan=array.dtype.kind in "fc"):
+            differs(f"--input {name}", f"holds another '{name}'" if recorded is not None
+                    else f"gives '{rec.func}' no parameter '{name}'")
+    for name, value in dims.items():
+        if rec.dims.get(name) != value:
+            differs(f"--dim {name}={value}", f"has {name}={rec.dims.get(name)}"
+                    if name in rec.dims else f"gives no dimension '{name}'")
+    recorded_schedule = "rr" if rec.seed is None else "random"
+    if schedule != "rr" and schedule != recorded_schedule:
+        differs(f"--schedule {schedule}", "runs the round-robin schedule")
+    if schedule_seed is not None and schedule_seed != rec.seed:
+        differs(f"--schedule-seed {schedule_seed}",
+                "runs the round-robin schedule" if rec.seed is None
+                else f"runs --schedule-seed {rec.seed}")
+    if check is not None and check != rec.check:
+        differs(f"--check {check}", f"runs --check {rec.check}" if rec.check
+                else "runs no check")
 
 
 def _monitor(program, progress: bool, quiet: bool, watchdog: float):
@@ -562,7 +602,7 @@ def _run_all(program, file: str, options: dict, stats: dict, label: bool) -> dic
     results = {}
     for n, fn in enumerate(runnable):
         if label and len(runnable) > 1:   # on stderr: stdout stays what the kernels print
-            sys.stdout.flush()
+            options["out"].flush()
             print(f"==> {fn.name} <==", file=sys.stderr)
         try:
             result = program.run(fn.name, **options, stats=stats)
@@ -1087,6 +1127,30 @@ def _print_outcome(n: int, outcome, seeds: list, results: dict) -> None:
         print(f"  stopped: {outcome.error.splitlines()[0]}")
 
 
+class Output:
+    """What the kernels print, on ``stream`` (standard output): a write the system refuses
+    (a full disk, a closed descriptor) is a usage error that says so, not a traceback."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        self._do(lambda: self.stream.write(text))
+
+    def flush(self) -> None:
+        self._do(lambda: self.stream.flush())
+
+    def _do(self, act) -> None:
+        if self.stream is None:    # Python's sys.stdout when descriptor 1 was closed
+            raise errors.ArgumentError(f"{STDOUT}: can not write: the descriptor is closed")
+        try:
+            act()
+        except OSError as exc:
+            raise errors.ArgumentError(f"{STDOUT}: can not write: "
+                                       f"{exc.strerror or exc}") from None
+
+
+
 def main(argv=None) -> int:
     """Run the command with ``argv`` (default: the process's); returns the exit status."""
     try:
@@ -1101,4 +1165,12 @@ def entry() -> int:
     ends it quietly, as it ends any Unix tool, instead of raising BrokenPipeError."""
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    return main()
+    status = main()
+    try:    # what is still buffered: the refusal of its write is reported as any other
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except OSError as exc:
+        print(f"{STDOUT}: can not write: {exc.strerror or exc}", file=sys.stderr)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)   # the exit's own flush goes nowhere
+        return status or EXIT[errors.ArgumentError]
+    return status

@@ -5,12 +5,15 @@
 (a ``.npy`` array, an archive, binary data) before reading them whole. Outputs are checked
 before a run (``check_output``: a long run must not end in an unwritable path) and written
 atomically (``write_atomic``: a temporary file beside the target, then a rename) with the
-permissions an ordinary ``open`` would give under the user's umask. Every problem is an
+permissions an ordinary ``open`` would give under the user's umask (a device or a pipe,
+such as ``/dev/null``, is written in place, never replaced). Every problem is an
 ``ArgumentError`` (usage, exit status 2) naming the path.
 """
 from __future__ import annotations
 
+import io
 import os
+import stat
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,8 +46,15 @@ def read_program(path: str) -> ProgramFile:
         if size > MAX_SOURCE_BYTES:
             raise ArgumentError(f"{path}: {size} bytes is too large for a Croqtile source "
                                 f"file (croqvm reads up to {MAX_SOURCE_BYTES} bytes)")
-        rest = f.read(MAX_SOURCE_BYTES + 1 - len(head))
-    data = head + rest
+        # by pieces: read(n) would first take n bytes of memory, 64 MiB for any file
+        pieces, total = [head], len(head)
+        while total <= MAX_SOURCE_BYTES:
+            piece = f.read(min(1 << 20, MAX_SOURCE_BYTES + 1 - total))
+            if not piece:
+                break
+            pieces.append(piece)
+            total += len(piece)
+    data = b"".join(pieces)
     if len(data) > MAX_SOURCE_BYTES:   # a file whose size the system does not tell
         raise ArgumentError(f"{path}: too large for a Croqtile source file (croqvm reads up "
                             f"to {MAX_SOURCE_BYTES} bytes)")
@@ -57,9 +67,11 @@ def _refuse_data(path: str, head: bytes) -> None:
         if head.startswith(magic):
             raise ArgumentError(f"{path}: this is {what}, not a Croqtile program (give the "
                                 f"program first: croqvm run FILE.co --input NAME={path})")
+    # a stray NUL or byte that is not UTF-8 in a text is the scanner's to report, at its
+    # line and column; a file with many of them is data
     text = head.decode("utf-8", errors="replace")
     odd = sum(c == "\ufffd" or (c < " " and c not in "\t\n\r\f\v") for c in text)
-    if b"\x00" in head or odd > len(text) // 10:
+    if odd > len(text) // 10:
         raise ArgumentError(f"{path}: binary data, not a Croqtile source file or .cqb")
 
 
@@ -89,11 +101,28 @@ def zlib_error():
 
 def max_array_bytes() -> int:
     """The most bytes of arrays one input file may expand to: half the memory this
-    machine has free, so that reading an input never exhausts it."""
+    machine has free, or half what the process's address-space limit leaves, so that
+    reading an input never exhausts it."""
     try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
-        return 1 << 32
+        free = 1 << 33
+    return min(free, _address_space_left()) // 2
+
+
+def _address_space_left() -> int:
+    """What RLIMIT_AS (``ulimit -v``) leaves of the address space; unlimited: a lot."""
+    import resource
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit == resource.RLIM_INFINITY:
+        return 1 << 62
+    try:
+        with open("/proc/self/status") as f:
+            used = next(int(line.split()[1]) * 1024 for line in f
+                        if line.startswith("VmSize:"))
+    except (OSError, StopIteration, ValueError):
+        used = 0
+    return max(0, limit - used)
 
 
 def _read_npz(archive, path: str, where: str) -> dict:
@@ -129,10 +158,19 @@ def _read_npy(stream, size: int, path: str, where: str):
         raise ArgumentError(f"{where}: '{path}' is damaged: its header claims an array of "
                             f"{claimed} bytes ({dtype} {list(shape)}), more than the file "
                             f"holds")
-    data = stream.read(claimed)
-    if len(data) != claimed:
-        raise ArgumentError(f"{where}: '{path}' is damaged: the array data ends early")
-    array = np.frombuffer(data, dtype=dtype).copy()
+    try:
+        array = np.empty(int(np.prod(shape, dtype=object)), dtype)   # read into: no copy
+    except MemoryError:
+        raise ArgumentError(f"{where}: '{path}' holds an array of {claimed} bytes ({dtype} "
+                            f"{list(shape)}), more than the memory left to croqvm") from None
+    raw = memoryview(array.view(np.uint8).reshape(-1))
+    got = 0
+    while got < claimed:
+        piece = stream.read(min(claimed - got, 1 << 24))
+        if not piece:
+            raise ArgumentError(f"{where}: '{path}' is damaged: the array data ends early")
+        raw[got:got + len(piece)] = piece
+        got += len(piece)
     return array.reshape(shape, order="F" if fortran else "C")
 
 
@@ -165,6 +203,10 @@ def check_output(path: str, option: str, inputs: dict[str, str]) -> None:
     if not os.path.isdir(directory):
         raise ArgumentError(f"{option} {path}: can not write: no directory "
                             f"'{os.path.dirname(path) or directory}'")
+    if _special(path):    # written in place (write_atomic): it must take writes itself
+        if not os.access(path, os.W_OK):
+            raise ArgumentError(f"{option} {path}: can not write: permission denied")
+        return
     try:   # the only sure test: create a file there (a read-only mount, an ACL, a quota)
         fd, probe = tempfile.mkstemp(prefix=".croqvm-", dir=directory)
     except OSError as exc:
@@ -192,6 +234,15 @@ def write_atomic(path: str, write) -> None:
     """Create ``path`` through ``write(binary file)``: all of it or, on any failure,
     nothing (the previous file, if any, stays). Permissions follow the umask."""
     path = os.fspath(path)
+    if _special(path):    # a device or a pipe (/dev/null, a FIFO): written, never replaced
+        data = io.BytesIO()   # made whole first: writers such as zipfile seek and tell
+        write(data)
+        try:
+            with open(path, "wb") as f:
+                f.write(data.getvalue())
+        except OSError as exc:
+            raise ArgumentError(f"{path}: can not write: {exc.strerror}") from None
+        return
     directory = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=".croqvm-", dir=directory)
@@ -208,6 +259,15 @@ def write_atomic(path: str, write) -> None:
     except BaseException:
         _remove_quietly(tmp)
         raise
+
+
+def _special(path: str) -> bool:
+    """Whether ``path`` is something other than a file or a directory."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def _umask() -> int:

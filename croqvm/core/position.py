@@ -27,8 +27,9 @@ class RunPosition:
     (None outside loops), ``lanes`` the running warp's active lanes as text
     (``warp 1, lanes 32-63``). While a launch's blocks run on several threads (the native
     engine's ``jobs``), no one block runs: ``kernel_span`` is set, ``block`` is None and
-    ``block_number`` counts the blocks started. ``unit`` names what ``steps`` count: a
-    device counts loop iterations (croqvm.cuda.launch.cpu_position).
+    ``block_number`` counts the blocks started; when such a launch is interrupted,
+    ``running`` holds the position of each block that was running. ``unit`` names what
+    ``steps`` count: a device counts loop iterations (croqvm.cuda.launch.cpu_position).
     """
     function: str
     steps: int                  # warp-instructions so far: one instruction run by one warp
@@ -43,6 +44,7 @@ class RunPosition:
     loop_span: Span | None = None
     lanes: str = ""
     unit: str = "warp-instructions"
+    running: tuple = ()         # RunPositions, by block
 
     @property
     def in_kernel(self) -> bool:
@@ -68,10 +70,13 @@ class RunPosition:
                 f"{self.block_text()} ({self.block_number + 1} of {self.blocks})")
 
     def describe(self) -> str:
-        """One line: the place, the statement and lanes running, and the step count."""
+        """One line: the place, the statement and lanes running, and the step count; then,
+        for a launch on threads, a line for each block that was running."""
         at = f", at {self.span}" if self.span else ""
         lanes = f" ({self.lanes})" if self.lanes and self.in_kernel else ""
-        return f"in {self.where()}{at}{lanes}, after {self.steps} {self.unit}"
+        blocks = "".join(f"\n  block {b.block_text()} ({b.block_number + 1} of {b.blocks}) "
+                         f"at {b.span} ({b.lanes})" for b in self.running)
+        return f"in {self.where()}{at}{lanes}, after {self.steps} {self.unit}{blocks}"
 
 
 class Interrupted(KeyboardInterrupt):

@@ -237,6 +237,7 @@ def op_mma_load(k, ins, ip):
     f = k.code.frags[m]
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
         view(k, v, "src", ins, ip)
+        empty_check(k, ins, ip, v)
         read_outside_check(k, ins, ip, c, v)
         squeeze(k, v, "src", ins)
         if m in k.async_frags:      # an accumulator loaded anew (§11.3.2, §11.5)
@@ -246,6 +247,16 @@ def op_mma_load(k, ins, ip):
         if not any(m in ops for ops in k.view_operands.values()):   # else the exec reads src
             load_cells(k, ins, ip, m, v, ptr, str(f.rows), str(f.cols), part, parts)
         k.line(f"{flag} = 1;", ins)
+
+
+def empty_check(k, ins, ip, v: int) -> None:
+    """An extent of the view ``src`` below 1 is EMPTY_TILE, as a DMA's tile (§9.5.1)."""
+    rank = view_rank(k, v)
+    k.fault(" || ".join(f"src.ext[{j}] < 1" for j in range(rank)), Kind.EMPTY_TILE, ins, ip,
+            ("src.slot", "src.index") + tuple(f"src.origin[{j}]" for j in range(rank))
+            + tuple(f"src.ext[{j}]" for j in range(rank)),
+            lambda a, refs: (refs(int(a[0]), int(a[1])), tuple(int(x) for x in a[2:2 + rank]),
+                             tuple(int(x) for x in a[2 + rank:2 + 2 * rank])))
 
 
 def read_outside_check(k, ins, ip, c: int, v: int) -> None:

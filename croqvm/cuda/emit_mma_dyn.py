@@ -72,10 +72,11 @@ def op_fill(k, ins, ip):
 
 
 def op_load(k, ins, ip):
-    from .emit_mma import load_cells, read_outside_check
+    from .emit_mma import empty_check, load_cells, read_outside_check
     _, m, v, c = ins[:4]
     with collective(k, ins, ip, c >= 0, lanes_of(k, m), whole_unit=True) as (part, parts):
         view(k, v, "src", ins, ip)
+        empty_check(k, ins, ip, v)
         read_outside_check(k, ins, ip, c, v)
         squeeze(k, v, "src", ins)
         _agree(k, m, ins, ip, "src.ext[0]", "src.ext[1]", "src")

@@ -18,7 +18,7 @@ from ..bytecode.opcodes import SPAN
 from ..core.faults import Fault, Kind
 from ..core.numerics import convert
 from .memory import (Handle, Reshaped, Strided, Transfer, allocating, first_pending, laid_out,
-                     shown, unshown, view_of, view_registers)
+                     lane_view, shown, unshown, view_registers)
 from .sync import arrive, check_uniform
 
 
@@ -101,7 +101,7 @@ class Plan:
     def __init__(self, blk, d: int, lane: int):
         desc = blk.prog.code.dmas[d]
         w, i = blk.warp_of(lane)
-        self.src = view_of(w, desc.src, i)
+        self.src = lane_view(blk, desc.src, lane)
         _check_tile(*self.src, lane)
         regs = lambda rs: tuple(int(w.regs[r][i]) for r in rs)   # noqa: E731
         self.pads = (regs(desc.pad_lo), regs(desc.pad_hi), regs(desc.pad_mid))
@@ -136,7 +136,7 @@ class Plan:
 
     def _destination(self, blk, desc, w, i, lane):
         if desc.dst_view >= 0:
-            return view_of(w, desc.dst_view, i)
+            return lane_view(blk, desc.dst_view, lane)
         if desc.future >= 0:
             h = blk.futures[desc.future][lane]
             if h is not None and h.buf is not None:

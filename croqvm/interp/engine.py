@@ -26,7 +26,7 @@ from ..core.limits import MAX_BLOCK_SIZE, MAX_GRID, WARP_SIZE, resident_blocks
 from ..core.numerics import convert
 from . import access, alu, control, cxxcall, diagnose, dma, mma, output, sync
 from .machine import Block
-from .values import returned, scalar_result
+from .values import returned_copy, scalar_result
 from .warp import BLOCKED, DONE, READY, Warp
 
 
@@ -47,8 +47,11 @@ def _scalar(w, ins):
 
 
 def _buffer(w, ins):
-    buf = w.blk.instances(ins[1], 0)[0]
-    return returned(np.array(buf.data, copy=True), buf.dtype)
+    insts = w.blk.instances(ins[1], 0)
+    if insts is None:    # a jump over its ALLOC (the verifier rejects a buffer never allocated)
+        raise Fault(Kind.BUFFER_BEFORE_DECLARATION, (ins[1],), 0)
+    buf = insts[0]
+    return returned_copy(buf.data, buf.dtype, w.blk.call.fn.name)
 
 
 _BY_NAME = {

@@ -273,6 +273,17 @@ def view_registers(code, v: int):
         ([view.arr] if view.arr >= 0 else [])
 
 
+def lane_view(blk, v: int, lane: int):
+    """``view_of`` for block lane ``lane``, as a collective's effect resolves its views: it
+    runs in whichever warp's step completes the rendezvous, so its faults name the block
+    lane, never an index into the completing warp (EXECUTION.md §14.2)."""
+    w, i = blk.warp_of(lane)
+    try:
+        return view_of(w, v, i)
+    except LaneFault as f:
+        raise Fault(f.kind, f.operands, w.base + f.index) from None
+
+
 def view_of(w, v: int, i: int):
     """Resolve view ``v`` for lane ``i``: (buffer, origin, extents), root coordinates;
     the buffer a ``Reshaped`` one for a reshaped view, which faults where the reshape

@@ -22,7 +22,7 @@ from ..core.faults import Fault, Kind, LaneFault
 from ..core.limits import UNIT_OF_LANES, WARP_SIZE
 from ..core.numerics import convert, fma_to, round_to
 from .checks import Access
-from .memory import allocating, laid_out, shown, unshown, view_of, view_registers
+from .memory import allocating, laid_out, lane_view, shown, unshown, view_registers
 from .sync import arrive, check_uniform, groups_of
 
 HOST_LANE = 1        # the unit of an op without a site: the host lane (§11.2 (c))
@@ -123,8 +123,7 @@ def op_mma_fill(w, ins):
 
 def _view_operands(blk, v):
     def operands(lane):
-        w, i = blk.warp_of(lane)
-        buf, o, e = view_of(w, v, i)
+        buf, o, e = lane_view(blk, v, lane)
         return [("buffer", ("buffer", buf.ref)), ("origin", ("tuple", o)),
                 ("extents", ("tuple", e))]
     return operands
@@ -146,8 +145,9 @@ def _first_outside(o, e, shape):
 
 
 def _load_tile(blk, v, lane, coll):
-    w, i = blk.warp_of(lane)
-    buf, o, e = view_of(w, v, i)
+    buf, o, e = lane_view(blk, v, lane)
+    if any(x < 1 for x in e):      # as a DMA's tile (§9.5.1): no K = 0 or sliced-off MMA
+        raise Fault(Kind.EMPTY_TILE, (buf.ref, o, e), lane)
     bad = _first_outside(o, e, buf.shape)
     if bad is not None:
         raise Fault(Kind.MMA_READ_OUTSIDE, (coll, tuple(bad), buf.ref), lane)
@@ -243,8 +243,7 @@ def op_mma_store(w, ins):
             raise Fault(Kind.MMA_STORE_OWNERS, (m, len(groups), decl.unit), int(lanes[0]))
         for frag, ls in groups:
             frag.ready(ls[0])
-            wl, i = blk.warp_of(ls[0])
-            buf, o, full = view_of(wl, v, i)
+            buf, o, full = lane_view(blk, v, ls[0])
             e = shown(blk.prog.code.views[v], full)
             want = tuple(e[::-1]) if transp else tuple(e)
             if not frag.fits(want):      # §11.3.4: V is [M, N] ([N, M] with .transp)
@@ -282,8 +281,7 @@ def _store_tile(buf, o, c, t):
 def _row_scales(blk, v, frag, lane, coll):
     """The f32 scale of each row of ``frag`` (§11.8): the view's elements in row-major
     order, 0 where the view leaves its buffer, times the factor the caller applies."""
-    wl, i = blk.warp_of(lane)
-    buf, o, e = view_of(wl, v, i)
+    buf, o, e = lane_view(blk, v, lane)
     if any(x < 0 for x in e) or int(np.prod(e)) != frag.shape[0]:
         raise Fault(Kind.MMA_TILE_SHAPE, (frag.m, frag.shape, buf.ref, e), lane)
     index = np.indices(e).reshape(len(e), -1) + np.asarray(o)[:, None]

@@ -8,6 +8,8 @@ that error.
 from __future__ import annotations
 
 from ..bytecode.module import Storage
+from ..bytecode.opcodes import (SPAN, TRIGGER, TRIGGER_CLUSTER, WAIT_EVENT, WAIT_EVENT_AT,
+                                WIDTH)
 from ..core.diagnostics import Diagnostic, render
 from ..core.errors import KernelFault
 from ..core.limits import WARP_SIZE
@@ -57,8 +59,32 @@ class _Writer:
         launch, block = self.checker.segments[who.seq]
         return report.context(self.spans, self.call.fn, launch, block, None)
 
+    def missing_wait(self, race):
+        """(event, the arguments of ``why_no_wait``) when the race lacks a wait: after the
+        earlier access the kernel's code triggers an event that it does not wait on before
+        the later access (a pipeline without its ``wait full``); else None."""
+        first, second = (self.checker.sites[s] for s, _ in (race.first, race.second))
+        if first.code < 0 or first.code != second.code:
+            return None
+        code = self.call.fn.kernels[first.code].code
+        ins = [code.code[k:k + WIDTH] for k in range(0, len(code.code), WIDTH)]
+        waited = {x[1] for x in ins[:second.ip] if x[0] in (WAIT_EVENT, WAIT_EVENT_AT)}
+        trigger = next((x for x in ins[first.ip + 1:]
+                        if x[0] in (TRIGGER, TRIGGER_CLUSTER) and x[1] not in waited), None)
+        if trigger is None:
+            return None
+        noun = lambda site: ACCESS_NOUN[_kind(site)].format(text=site.text)   # noqa: E731
+        return trigger[1], (code.events[trigger[1]].name, noun(second), noun(first),
+                            trigger[SPAN])
+
     def why(self, race) -> str:
         why = race.why
+        missing = None if isinstance(why, Copy) else self.missing_wait(race)
+        # a missing wait explains the race better than no explanation, or than the early
+        # trigger of another event (a pipeline's initial credits)
+        if missing is not None and (why[0] == "why_none" or
+                                    why[0] == "why_trigger" and why[1][1][0] != missing[0]):
+            return line("why_no_wait", missing[1], self.code_cx(race.second[1]))
         if isinstance(why, Copy):
             what = "mma" if why.is_mma else "copy"
             if why.waited is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes
+from ..core.errors import ArgumentError
 from ..core.numerics import decode
 
 
@@ -29,6 +30,17 @@ def scalar_result(v: np.ndarray, t):
         return float(decode(v, t)[0])
     v = v[0]
     return bool(v) if t.kind == "bool" else float(v) if t.is_float else int(v)
+
+
+def returned_copy(data: np.ndarray, t, func: str) -> np.ndarray:
+    """A copy of the buffer function ``func`` returns, as ``returned`` gives it; a copy
+    the memory left can not hold is an ArgumentError naming the result's size."""
+    try:
+        return returned(np.array(data, copy=True), t)
+    except MemoryError:
+        raise ArgumentError(f"the result of '{func}', {t.name} {list(data.shape)} "
+                            f"({data.nbytes} bytes), does not fit in the memory left to "
+                            f"croqvm") from None
 
 
 def returned(data: np.ndarray, t) -> np.ndarray:

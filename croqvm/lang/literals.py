@@ -24,10 +24,17 @@ _FLOAT_SUFFIX = ("", "f", "F")
 
 # Hints for exponents: beyond this the decimal spelling is too long to be a useful hint.
 _MAX_HINT_EXPONENT = 40
+# The longest literal read: no value needs more digits (an f64 written exactly has at most
+# 767 significant ones), and Python's int() refuses strings of more than 4,300.
+MAX_LITERAL_CHARS = 1000
 
 
 def number_token(text: str, span, sink) -> Token:
     """The INT or FLOAT token for ``text``; errors still yield a token so parsing goes on."""
+    if len(text) > MAX_LITERAL_CHARS:
+        sink.error(span, f"numeric literal of {len(text)} characters is too long (croqvm "
+                         f"reads literals of up to {MAX_LITERAL_CHARS}).")
+        return Token(INT, 0, span, "s32")
     m = _HEX.fullmatch(text)
     if m:
         if not m["digits"]:

@@ -26,6 +26,7 @@ _PARAM_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Guards against inputs that would otherwise run for ever or exhaust the stack.
 MAX_EXPANDED_TOKENS = 200_000
 MAX_ARGUMENT_DEPTH = 100
+MAX_NESTING = 256        # macros expanded one inside another: the size of a hide set
 
 UNSUPPORTED_HASH = "'#' and '##' are not supported in macros."
 UNSUPPORTED_VARIADIC = "variadic macros ('...') are not supported in macros."
@@ -148,6 +149,11 @@ class Expander:
                                 env)
 
     def _substitute(self, macro, name: Token, use: Span, args, hide, env):
+        if len(hide) > MAX_NESTING:
+            self.sink.error(use, f"macros expand inside each other too deeply (more than "
+                                 f"{MAX_NESTING} levels, at '{macro.name}').")
+            return []
+        self.budget -= len(hide)   # the hide set its tokens share is memory too
         toks, diags, problem = macro.scanned()
         if problem is not None:
             self.sink.error(problem[0], problem[1])

@@ -9,6 +9,7 @@ host text included). Expansion itself happens later, inside ``__co__`` functions
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from .macros import Macro, parse_define
@@ -27,8 +28,8 @@ _NAME_RE = re.compile(r"[ \t\f\v\r\n]*([A-Za-z_][A-Za-z0-9_]*)")
 # with digit separators, names, comments, braces.
 HOST_LEXEME = re.compile(r"""
     (?P<raw>(?<![A-Za-z0-9_])(?:u8|[uUL])?R"(?P<delim>[^()\\\s"]{0,16})\((?s:.*?)\)(?P=delim)")
-  | (?P<string>"(?:[^"\\\n]|\\.)*"?)
-  | (?P<char>'(?:[^'\\\n]|\\.)*'?)
+  | (?P<string>"[^"\\\n]*(?:\\.[^"\\\n]*)*"?)
+  | (?P<char>'[^'\\\n]*(?:\\.[^'\\\n]*)*'?)
   | (?P<word>[0-9](?:'?[A-Za-z0-9_.])*|[A-Za-z_][A-Za-z0-9_]*)
   | (?P<line_comment>//[^\n]*)
   | (?P<block_comment>/\*(?s:.*?)(?:\*/|\Z))
@@ -36,13 +37,55 @@ HOST_LEXEME = re.compile(r"""
 """, re.VERBOSE)
 
 
+class MacroTable:
+    """Every definition and removal of each macro, numbered in file order: the tables in
+    force on all lines share it (one copy per ``#define`` would take memory quadratic in
+    the number of macros)."""
+
+    def __init__(self, initial: dict[str, Macro]):
+        self.version = 0
+        self.history = {name: ([0], [m]) for name, m in initial.items()}  # versions, macros
+        self.now = MacroView(self, 0)
+
+    def set(self, name: str, macro: Macro | None) -> None:
+        """``#define`` (``macro``) or ``#undef`` (None) of ``name`` from here on."""
+        self.version += 1
+        versions, macros = self.history.setdefault(name, ([], []))
+        versions.append(self.version)
+        macros.append(macro)
+        self.now = MacroView(self, self.version)
+
+
+class MacroView:
+    """The macro table as it was at one version of a ``MacroTable``: ``get`` and ``in`` as
+    on a dict."""
+    __slots__ = ("table", "version")
+
+    def __init__(self, table: MacroTable, version: int):
+        self.table, self.version = table, version
+
+    def get(self, name: str, default=None) -> Macro | None:
+        found = self.table.history.get(name)
+        if found is None:
+            return default
+        k = bisect_right(found[0], self.version)
+        macro = found[1][k - 1] if k else None
+        return default if macro is None else macro
+
+    def __contains__(self, name: str) -> bool:
+        return self.get(name) is not None
+
+    def __bool__(self) -> bool:
+        return bool(self.table.history)
+
+
 @dataclass
 class Preprocessed:
     text: str  # the source with comments, directives and false regions blanked
     lines: LineMap
-    envs: list[dict[str, Macro]]  # the macro table on each physical line
+    envs: list[MacroView]  # the macro table on each physical line
 
-    def env_at(self, offset: int) -> dict[str, Macro]:
+    def env_at(self, offset: int) -> MacroView:
         return self.envs[self.lines.line_index(offset)]
 
 
@@ -102,8 +145,8 @@ class _Pass:
         self.lines = LineMap(src.text, src.name)
         self.text = strip_comments(src.text, self.lines, sink)
         self.rows = self.text.split("\n")
-        self.env = initial_macros(defines, sink)
-        self.envs: list[dict[str, Macro]] = []
+        self.macros = MacroTable(initial_macros(defines, sink))
+        self.envs: list[MacroView] = []
         self.stack: list[_Cond] = []
         self.active = True
         self.file, self.delta = src.name, 0  # #line state: logical line = index + 1 + delta
@@ -118,7 +161,7 @@ class _Pass:
                 continue
             if not self.active:
                 self.rows[i] = _blank(self.rows[i])
-            self.envs.append(self.env)
+            self.envs.append(self.macros.now)
             i += 1
         for cond in self.stack:
             self.sink.error(cond.where, f"unterminated '#{cond.kind}'.")
@@ -142,7 +185,7 @@ class _Pass:
         where = self.lines.span(hash_at, start + len(self.rows[i].rstrip(" \t\r")))
         for k in range(i, j + 1):
             self.rows[k] = _blank(self.rows[k])
-            self.envs.append(self.env)
+            self.envs.append(self.macros.now)
         name = m.group(1)
         if name in _CONDITIONALS:
             _CONDITIONALS[name](self, name, body, body_at, where)
@@ -158,9 +201,10 @@ class _Pass:
             if m is None:
                 self.sink.error(where, f"no macro name given in '#{directive}' directive.")
                 return False
-            return (m.group(1) in self.env) == (directive == "ifdef")
+            return (m.group(1) in self.macros.now) == (directive == "ifdef")
         toks = scan(body, body_at, self.lines, self.sink)
-        return evaluate_condition([(t, self.env) for t, _ in toks], directive, where, self.sink)
+        return evaluate_condition([(t, self.macros.now) for t, _ in toks], directive, where,
+                                  self.sink)
 
     def _if(self, directive, body, body_at, where):
         cond = self.active and self._condition(directive, body, body_at, where)
@@ -207,7 +251,7 @@ class _Pass:
         macro = parse_define(body, body_at, self.lines, where, self.sink)
         if macro is None:
             return
-        old = self.env.get(macro.name)
+        old = self.macros.now.get(macro.name)
         if old is not None and old.lines.logical[0][0] == COMMAND_LINE and \
                 (old.params, old.body.strip()) != (macro.params, macro.body.strip()):
             # as C compilers warn "macro redefined": the file silently wins otherwise
@@ -215,14 +259,14 @@ class _Pass:
                                      f"overrides '{_option_text(old)}' from the command line.",
                               f"guard the definition with '#ifndef {macro.name}' ... "
                               f"'#endif' to let -D choose the value")
-        self.env = {**self.env, macro.name: macro}  # copy: earlier lines keep their table
+        self.macros.set(macro.name, macro)
 
     def _undef(self, body, body_at, where, last_row):
         m = _NAME_RE.match(body)
         if m is None:
             self.sink.error(where, "no macro name given in '#undef' directive.")
-        elif m.group(1) in self.env:
-            self.env = {k: v for k, v in self.env.items() if k != m.group(1)}
+        elif m.group(1) in self.macros.now:
+            self.macros.set(m.group(1), None)
 
     def _line(self, body, body_at, where, last_row):
         toks = [t for t, _ in scan(body, body_at, self.lines, self.sink)]

@@ -59,8 +59,8 @@ _TOKEN_RE = re.compile(r"""
   | (?P<number>[0-9][A-Za-z0-9_]*(?:\.[0-9A-Za-z_]*)?(?:(?<=[eE])[+-][0-9A-Za-z_]*)?)
   | (?P<dotnum>\.[0-9][A-Za-z0-9_]*(?:(?<=[eE])[+-][0-9A-Za-z_]*)?)
   | (?P<member>\.[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<string>"(?:[^"\\\n]|\\[^\n])*\\?(?P<close>")?)
-  | (?P<char>'(?:[^'\\\n]|\\[^\n])*'?)
+  | (?P<string>"[^"\\\n]*(?:\\[^\n][^"\\\n]*)*\\?(?P<close>")?)
+  | (?P<char>'[^'\\\n]*(?:\\[^\n][^'\\\n]*)*'?)
   | (?P<op>""" + "|".join(re.escape(op) for op in OPERATORS) + r""")
 """, re.VERBOSE)
 

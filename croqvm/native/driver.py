@@ -28,7 +28,7 @@ from ..core.limits import MAX_GRID
 from ..reports.messages import lanes_phrase
 from ..core.position import PROGRESS_EVERY, Interrupted, RunPosition
 from ..interp.host import _given_dims, bind
-from ..interp.values import copy_back, returned, scalar_result
+from ..interp.values import copy_back, returned, returned_copy, scalar_result
 from ..interp.machine import Block, Call
 from ..interp.scheduler import make_scheduler
 from ..core import dtypes
@@ -118,7 +118,7 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
         del keep
         stopped = False
     except KeyboardInterrupt:
-        raise Interrupted(_position(lib, ffi, c, pycall)) from None
+        raise Interrupted(_stopped(lib, ffi, c, pycall)) from None
     finally:
         if stats is not None:
             at = _where(lib, ffi, c)
@@ -182,9 +182,25 @@ def _where(lib, ffi, c):
     return at
 
 
+def _stopped(lib, ffi, c, pycall) -> RunPosition:
+    """Where an interrupted call ``c`` stopped; a launch on threads is stopped, and says
+    where each of its blocks was."""
+    at = _position(lib, ffi, c, pycall)
+    if not at.on_threads:
+        return at
+    blocks = ffi.new("cq_position[]", MAX_JOBS)
+    n = lib.cq_pool_interrupt(c, blocks, MAX_JOBS)
+    return replace(at, running=tuple(_position_of(blocks[k], pycall) for k in range(n)))
+
+
 def _position(lib, ffi, c, pycall) -> RunPosition:
     """Where call ``c`` is, as croqvm.interp's Call.position says it."""
-    at, fn, spans = _where(lib, ffi, c), pycall.fn, pycall.spans
+    return _position_of(_where(lib, ffi, c), pycall)
+
+
+def _position_of(at, pycall) -> RunPosition:
+    """A ``cq_position`` as a RunPosition."""
+    fn, spans = pycall.fn, pycall.spans
     base = RunPosition(fn.name, at.steps, at.lane_steps, at.launches)
     if at.launch >= 0 and at.warp < 0:      # the launch's blocks run on threads
         return replace(base, kernel_span=spans.span(fn.host.launches[at.launch].span),
@@ -222,7 +238,7 @@ def _result(lib, ffi, c, prog):
     if not count:
         return returned(np.zeros(shape, t.np), t)
     raw = ffi.buffer(info.data, count * t.np.itemsize)
-    return returned(np.frombuffer(raw, t.np).reshape(shape).copy(), t)
+    return returned_copy(np.frombuffer(raw, t.np).reshape(shape), t, prog.fn.name)
 
 
 def _internal(ffi, f, pycall) -> InternalError:

@@ -263,6 +263,9 @@ REPORTS = {
     "why_mma_open": _t("", "the asynchronous mma reads its operands until its wait, and "
                        "nothing has waited for it yet"),
     "why_lanes": _t("", "the lanes of a warp are not ordered within one instruction"),
+    "why_no_wait": _t("event:text access:text other:text trigger:where",
+                      "nothing waits on '{event}' before this {access}; the lanes of the "
+                      "{other} trigger it at {trigger}"),
 }
 
 # How race reports name what an access did: the participle (``read``, ``written by

@@ -159,6 +159,10 @@ class Replay:
     check: str | None
 
 
+_REPLAY_FIELDS = ("croqvm", "program", "defines", "file", "func", "dims", "schedule_seed",
+                  "check")
+
+
 def read_replay(path: str, program) -> Replay:
     """The replay file ``path`` for ``program``; a file of another program, another croqvm
     version or another format is an ArgumentError that says which."""
@@ -170,10 +174,15 @@ def read_replay(path: str, program) -> Replay:
         meta = json.loads(str(data["meta"]))
     except (ValueError, TypeError):
         meta = {}
+    meta = meta if isinstance(meta, dict) else {}
     if meta.get("format") != REPLAY_FORMAT or meta.get("version") != REPLAY_VERSION:
         raise ArgumentError(f"--replay {path}: not a replay file of this croqvm "
                             f"(format {meta.get('format')!r} version "
                             f"{meta.get('version')!r})")
+    lacking = [k for k in _REPLAY_FIELDS if k not in meta]
+    if lacking:
+        raise ArgumentError(f"--replay {path}: a damaged replay file (its record lacks "
+                            f"{', '.join(lacking)})")
     if meta["croqvm"] != __version__:
         raise ArgumentError(f"--replay {path}: recorded by croqvm {meta['croqvm']}, this "
                             f"is croqvm {__version__}: its schedules may differ; record "

@@ -16,6 +16,7 @@ from .typerules import UNKNOWN, is_integer, is_unknown, tname
 class EventFacts:
     first_wait: dict = field(default_factory=dict)  # Symbol -> span of its first wait
     triggered: set = field(default_factory=set)
+    first_trigger: dict = field(default_factory=dict)  # Symbol -> span of its first trigger
     scope_of: dict = field(default_factory=dict)    # Symbol -> whether trigger.cluster names it
 
 
@@ -121,6 +122,7 @@ def check_trigger(ck, s: ast.Trigger):
             continue
         sym = _ref_symbol(ref)
         facts(ck).triggered.add(sym)
+        facts(ck).first_trigger.setdefault(sym, ref.span)
         _check_one_scope(ck, s, ref, sym)
     if s.after and not s.cluster:
         _check_after(ck, s)
@@ -210,11 +212,18 @@ def _observe(ck, ref, sym):
 
 
 def finish(ck):
-    """§10.2: an event that is waited must be triggered somewhere or start ``ready``."""
+    """§10.2: an event that is waited must be triggered somewhere or start ``ready``; one
+    that is triggered but never waited orders nothing, which is worth a warning."""
     f = facts(ck)
     for sym, span in f.first_wait.items():
         if sym not in f.triggered and not sym.info.get("ready"):
             ck.error(span, f"event '{sym.name}' is waited but never triggered.")
+    for sym, span in f.first_trigger.items():
+        if sym not in f.first_wait:
+            ck.warning(span, f"event '{sym.name}' is triggered but never waited: its "
+                             f"triggers order nothing.",
+                       hint=f"the lanes that read what the trigger publishes should "
+                            f"'wait {sym.name}' first")
 
 
 RULES = {
