@@ -416,6 +416,18 @@ static void defer(cq_block *blk, cq_transfer *t)
 
 /* ------------------------------------------------------------------ issuing */
 
+/* The race check of a synchronous copy a collective made: it reads its source and
+ * writes its destination now (a copy each lane makes, checked lane against lane, and an
+ * asynchronous one are the reference engine's to check). */
+static int race_copy(cq_block *blk, const cq_ins *ins, const plan *p, int lane)
+{
+    if (!cq_race_in_collective(blk))
+        return cq_race_unchecked(blk);
+    if (cq_race_tile(blk, ins, p->src, p->so, p->se, p->nd, p->swz_src, 0, lane) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    return cq_race_tile(blk, ins, p->dst, p->dO, p->dD, p->dnd, p->swz_dst, 1, lane);
+}
+
 static int issue(cq_block *blk, const cq_ins *ins, const plan *p, const int *lanes, int n)
 {
     const cq_dmadecl *desc = &blk->code->dma[ins->a];
@@ -458,7 +470,7 @@ static int issue(cq_block *blk, const cq_ins *ins, const plan *p, const int *lan
             cq_handle_set(blk, desc->future, lanes[k], h);
     }
     cq_transfer_unref(t);
-    return CQ_ST_OK;
+    return blk->race ? race_copy(blk, ins, p, lanes[0]) : CQ_ST_OK;
 }
 
 /* §9.5.4: issuing into a future whose async transfer a lane never waited. */

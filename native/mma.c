@@ -310,6 +310,8 @@ static int effect_load(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, cons
             for (int64_t c = 0; c < cols; c++)
                 hold(type, b->type, b->data, tile_at(&v, r, c, swz),
                      &((int64_t *)f->data)[r * cols + c], &((double *)f->data)[r * cols + c]);
+        if (blk->race && cq_race_tile(blk, ins, b, v.o, v.e, v.n, swz, 0, first[g]) != CQ_ST_OK)
+            return CQ_ST_FAULT;
     }
     return CQ_ST_OK;
 }
@@ -511,6 +513,8 @@ static int effect_store(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, con
         }
         if (shaped(blk, ins, f, m, first[g]) != CQ_ST_OK ||
             store_tile(blk, ins, first[g], decl->type, f, &v, transp) != CQ_ST_OK)
+            return CQ_ST_FAULT;
+        if (blk->race && cq_race_tile(blk, ins, v.buf, v.o, v.e, v.n, 0, 1, first[g]) != CQ_ST_OK)
             return CQ_ST_FAULT;
     }
     return CQ_ST_OK;

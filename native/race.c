@@ -1,0 +1,659 @@
+/* The race detector of ``check="race"`` (docs/EXECUTION.md §20): the happens-before
+ * model of croqvm/interp/race.py and the shadow of croqvm/interp/shadow.py, kept in C
+ * for the constructs croqvm/native/driver.py lets through (RACE_UNCHECKED there lists
+ * the others, which run on the reference engine). The detector only decides whether a
+ * run races: at the first conflict the reference checker would report, it stops the run
+ * (CQ_RACE_STOP), and the driver runs the call again on the reference engine, which
+ * writes the report. It may stop where the reference engine finds no race (then the
+ * rerun's result is the answer, only slower), never the other way round: what it
+ * over-approximates (the footprint of a swizzled, reshaped or strided tile: the whole
+ * buffer; the source of a copy: its whole view) only adds conflicts, and a DMA each
+ * lane makes, which the reference engine checks lane against lane, stops the run too.
+ *
+ * Conventions: ``rc`` the call's race state, ``rb`` a block's, ``x`` a warp of the
+ * block, ``sh`` a buffer's shadow; an actor is (segment, warp, its vector clock, the
+ * range of segments concurrent with it). ``info`` names an access for the reference
+ * checker's one exemption (race.py ``_own_effect``): ((code + 1) << 32) | ip << 1 |
+ * whether it is an element read. Clocks start at 1; 0 is "never". */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include "cq_engine.h"
+
+typedef struct cq_shadow {
+    int64_t n;
+    int glob;                   /* a global buffer: accesses carry their segment */
+    int writes;                 /* anything written yet */
+    int64_t *w_clock, *w_info, *w_seq;
+    int32_t *w_warp;
+    int nrows;                  /* reads: one row per warp number */
+    int8_t row_of[CQ_MAX_WARPS];
+    int32_t r_warp[CQ_MAX_WARPS];
+    int64_t *r_clock[CQ_MAX_WARPS], *r_info[CQ_MAX_WARPS], *r_seq[CQ_MAX_WARPS];
+    /* global buffers: a read of another segment a read of the same warp number
+     * replaced (shadow.py _keep_foreign) */
+    int64_t *f_info, *f_seq;
+    struct cq_shadow *next;
+} cq_shadow;
+
+typedef struct { int64_t n, cap; int64_t *vc; } cq_gens;     /* vc: cap x CQ_MAX_WARPS */
+typedef struct { int64_t n, cap; int32_t *warp; int64_t *vc; } cq_pubs;
+
+struct cq_race_block {
+    int64_t seq, lo, hi;        /* its segment; segments in [lo, hi) run concurrently */
+    int nwarps;
+    int64_t *vc;                /* nwarps x CQ_MAX_WARPS */
+    int coll;                   /* the collective whose effect runs: its actor's warp, or -1 */
+    int32_t coll_ip;
+    int ncoll;
+    int32_t coll_warps[CQ_MAX_WARPS];
+    cq_gens **gens;             /* per event, per slot: the join of each generation's triggers */
+    cq_pubs **pubs;             /* per ONCE site, per unit instance: per execution */
+    int nunits;
+    cq_shadow *shadows;         /* of the block's own (shared) buffers */
+};
+
+struct cq_race {
+    int64_t nseq;               /* segments so far */
+    int64_t host_seq;
+    pthread_mutex_t mu;         /* global shadows while a launch's blocks run on threads */
+    atomic_int stop;
+    int ncodes;
+    int32_t **once_of;          /* per code (host first), per instruction: race.py statement_once */
+    cq_shadow *shadows;         /* of global buffers */
+};
+
+/* ------------------------------------------------------------------ setup */
+
+static int32_t *statement_once(const cq_code *code)
+{
+    int32_t *out = cq_xmalloc(sizeof(int32_t) * ((size_t)code->n + 1));
+    for (int ip = 0; ip < code->n; ip++) {
+        int span = code->ins[ip].span, found = -1, k;
+        for (k = ip; k < code->n && code->ins[k].span == span && found < 0; k++)
+            if (code->ins[k].op == CQ_OP_ONCE)
+                found = code->ins[k].b;
+        for (k = ip; found < 0 && k >= 0 && code->ins[k].span == span; k--)
+            if (code->ins[k].op == CQ_OP_ONCE) {
+                found = ip <= code->ins[k + 1].b ? code->ins[k].b : -2;
+                break;
+            }
+        out[ip] = found < 0 ? -1 : found;
+    }
+    return out;
+}
+
+void cq_race_new(cq_call *call)
+{
+    const cq_prog *prog = call->prog;
+    struct cq_race *rc = cq_xcalloc(1, sizeof *rc);
+    pthread_mutex_init(&rc->mu, NULL);
+    rc->ncodes = prog->nkernels + 1;
+    rc->once_of = cq_xcalloc((size_t)rc->ncodes, sizeof(int32_t *));
+    rc->once_of[0] = statement_once(&prog->host);
+    for (int k = 0; k < prog->nkernels; k++)
+        rc->once_of[k + 1] = statement_once(&prog->kernels[k].code);
+    rc->nseq = 1;               /* the host's first segment is 0 */
+    call->race = rc;
+}
+
+static void shadows_free(cq_shadow *sh)
+{
+    while (sh) {
+        cq_shadow *next = sh->next;
+        free(sh->w_clock);
+        free(sh->w_info);
+        free(sh->w_seq);
+        free(sh->w_warp);
+        for (int r = 0; r < sh->nrows; r++) {
+            free(sh->r_clock[r]);
+            free(sh->r_info[r]);
+            free(sh->r_seq[r]);
+        }
+        free(sh->f_info);
+        free(sh->f_seq);
+        free(sh);
+        sh = next;
+    }
+}
+
+void cq_race_free(cq_call *call)
+{
+    struct cq_race *rc = call->race;
+    if (!rc)
+        return;
+    shadows_free(rc->shadows);
+    for (int k = 0; k < rc->ncodes; k++)
+        free(rc->once_of[k]);
+    free(rc->once_of);
+    pthread_mutex_destroy(&rc->mu);
+    free(rc);
+    call->race = NULL;
+}
+
+/* A block's state: each warp's clock starts at 1; its segment is given by its launch
+ * (block ``number`` of it), the host's by the call. */
+void cq_race_block_new(cq_block *blk, int64_t first, int64_t number, int64_t blocks)
+{
+    struct cq_race_block *rb = cq_xcalloc(1, sizeof *rb);
+    const cq_code *code = blk->code;
+    rb->nwarps = blk->nwarps;
+    rb->vc = cq_xcalloc((size_t)blk->nwarps * CQ_MAX_WARPS, sizeof(int64_t));
+    for (int x = 0; x < blk->nwarps; x++)
+        rb->vc[x * CQ_MAX_WARPS + x] = 1;
+    rb->coll = -1;
+    if (blk->kernel < 0) {
+        rb->seq = blk->call->race->host_seq;
+        rb->lo = rb->hi = 0;
+    } else {
+        rb->seq = first + number;
+        rb->lo = first;
+        rb->hi = first + blocks;
+    }
+    rb->gens = cq_xcalloc((size_t)code->nevent + 1, sizeof(cq_gens *));
+    for (int e = 0; e < code->nevent; e++)
+        rb->gens[e] = cq_xcalloc((size_t)code->event[e].slots, sizeof(cq_gens));
+    rb->nunits = blk->size;
+    rb->pubs = cq_xcalloc((size_t)code->once_sites + 1, sizeof(cq_pubs *));
+    blk->race = rb;
+}
+
+void cq_race_block_free(cq_block *blk)
+{
+    struct cq_race_block *rb = blk->race;
+    if (!rb)
+        return;
+    const cq_code *code = blk->code;
+    for (int e = 0; e < code->nevent; e++) {
+        for (int s = 0; s < code->event[e].slots; s++)
+            free(rb->gens[e][s].vc);
+        free(rb->gens[e]);
+    }
+    free(rb->gens);
+    for (int s = 0; s < code->once_sites; s++) {
+        for (int u = 0; rb->pubs[s] && u < rb->nunits; u++) {
+            free(rb->pubs[s][u].warp);
+            free(rb->pubs[s][u].vc);
+        }
+        free(rb->pubs[s]);
+    }
+    free(rb->pubs);
+    shadows_free(rb->shadows);
+    free(rb->vc);
+    free(rb);
+    blk->race = NULL;
+}
+
+/* The host goes on after a synchronous launch in a segment of its own; the launch's
+ * blocks are the ``blocks`` segments before it. */
+void cq_race_launch(cq_call *call, int64_t blocks)
+{
+    struct cq_race *rc = call->race;
+    call->race_first = rc->nseq;
+    rc->nseq += blocks;
+    rc->host_seq = rc->nseq++;
+    call->host->race->seq = rc->host_seq;
+}
+
+/* ------------------------------------------------------------------ stopping */
+
+/* The run races (or does what only the reference engine checks): stop it here. */
+static int stop(cq_block *blk)
+{
+    atomic_store(&blk->call->race->stop, 1);
+    cq_fault_new(blk, NULL, CQ_RACE_STOP, -1);
+    return CQ_ST_FAULT;
+}
+
+int cq_race_unchecked(cq_block *blk) { return stop(blk); }
+
+static int stopped(const cq_block *blk) { return atomic_load(&blk->call->race->stop); }
+
+/* ------------------------------------------------------------------ clocks */
+
+static inline int64_t *vc_of(struct cq_race_block *rb, int x) { return rb->vc + x * CQ_MAX_WARPS; }
+
+static inline void tick(struct cq_race_block *rb, int x) { vc_of(rb, x)[x]++; }
+
+static inline void acquire(int64_t *vc, const int64_t *from)
+{
+    for (int k = 0; k < CQ_MAX_WARPS; k++)
+        vc[k] = from[k] > vc[k] ? from[k] : vc[k];
+}
+
+/* A rendezvous of the warps of ``lanes`` completes: they join their clocks, and its
+ * effect's accesses are the lowest one's. */
+void cq_race_collective(cq_block *blk, const cq_ins *ins, const int *lanes, int n)
+{
+    struct cq_race_block *rb = blk->race;
+    int64_t joined[CQ_MAX_WARPS] = {0};
+    rb->ncoll = 0;
+    for (int k = 0; k < n; k++) {
+        int x = lanes[k] / CQ_WARP;
+        if (rb->ncoll && rb->coll_warps[rb->ncoll - 1] == x)
+            continue;           /* lanes come in order */
+        rb->coll_warps[rb->ncoll++] = x;
+        acquire(joined, vc_of(rb, x));
+    }
+    for (int k = 0; k < rb->ncoll; k++)
+        memcpy(vc_of(rb, rb->coll_warps[k]), joined, sizeof joined);
+    rb->coll = rb->coll_warps[0];
+    rb->coll_ip = (int32_t)(ins - blk->code->ins);
+}
+
+void cq_race_collective_done(cq_block *blk)
+{
+    struct cq_race_block *rb = blk->race;
+    for (int k = 0; k < rb->ncoll; k++)
+        tick(rb, rb->coll_warps[k]);
+    rb->coll = -1;
+}
+
+/* TRIGGER by the active lanes of ``w`` at ``slots``; ``completed`` and ``arrivals``
+ * the event's counts before it: each arrival belongs to generation completed +
+ * arrivals / need, in lane order (race.py ``trigger``). */
+void cq_race_trigger(cq_warp *w, int e, const int64_t *slots, const int64_t *completed,
+                     const int64_t *arrivals, int64_t need)
+{
+    if (need <= 0)
+        return;
+    struct cq_race_block *rb = w->blk->race;
+    int x = w->index;
+    const int64_t *vc = vc_of(rb, x);
+    int nslots = w->blk->code->event[e].slots;
+    for (int s = 0; s < nslots; s++) {
+        int64_t n = 0;
+        for (uint32_t m = w->act; m; m &= m - 1)
+            n += slots[cq_low(m)] == s;
+        if (!n)
+            continue;
+        cq_gens *g = &rb->gens[e][s];
+        int64_t first = completed[s] + arrivals[s] / need;
+        int64_t last = completed[s] + (arrivals[s] + n - 1) / need;
+        if (last >= g->cap) {
+            int64_t cap = g->cap ? g->cap : 8;
+            while (cap <= last)
+                cap *= 2;
+            g->vc = realloc(g->vc, (size_t)cap * CQ_MAX_WARPS * sizeof(int64_t));
+            if (!g->vc)
+                abort();
+            memset(g->vc + g->cap * CQ_MAX_WARPS, 0,
+                   (size_t)(cap - g->cap) * CQ_MAX_WARPS * sizeof(int64_t));
+            g->cap = cap;
+        }
+        for (int64_t k = first; k <= last; k++)
+            acquire(g->vc + k * CQ_MAX_WARPS, vc);
+    }
+    tick(rb, x);
+}
+
+/* A lane of ``w`` passed a wait having consumed generation ``gen`` of ``slot``: what its
+ * triggers did before them is ordered before what the warp does next (a generation no
+ * trigger made, ``= ready``, orders nothing). */
+void cq_race_waited(cq_warp *w, int e, int slot, int64_t gen)
+{
+    struct cq_race_block *rb = w->blk->race;
+    cq_gens *g = &rb->gens[e][slot];
+    if (gen >= 0 && gen < g->cap)
+        acquire(vc_of(rb, w->index), g->vc + gen * CQ_MAX_WARPS);
+}
+
+/* ONCE (§7.2.2): the claiming lanes publish their warp's clock for their execution (the
+ * warp ticks when its effect block ends, cq_race_effect_end); the other lanes acquire
+ * what the claimer of their execution published. */
+void cq_race_once(cq_warp *w, const cq_ins *ins, const uint8_t *claimed, const int64_t *nth)
+{
+    cq_block *blk = w->blk;
+    struct cq_race_block *rb = blk->race;
+    int site = ins->b, unit = ins->c, x = w->index;
+    if (!rb->pubs[site])
+        rb->pubs[site] = cq_xcalloc((size_t)rb->nunits, sizeof(cq_pubs));
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t m = w->act; m; m &= m - 1) {
+            int i = cq_low(m), lane = w->base + i;
+            if ((claimed[i] == 0) != pass)
+                continue;
+            cq_pubs *p = &rb->pubs[site][unit > 0 ? lane / unit : 0];
+            int64_t k = nth[i];
+            if (pass == 0) {
+                if (k >= p->cap) {
+                    int64_t cap = p->cap ? p->cap : 8;
+                    while (cap <= k)
+                        cap *= 2;
+                    p->warp = realloc(p->warp, (size_t)cap * sizeof(int32_t));
+                    p->vc = realloc(p->vc, (size_t)cap * CQ_MAX_WARPS * sizeof(int64_t));
+                    if (!p->warp || !p->vc)
+                        abort();
+                    for (int64_t j = p->cap; j < cap; j++)
+                        p->warp[j] = -1;
+                    p->cap = cap;
+                }
+                p->warp[k] = x;
+                memcpy(p->vc + k * CQ_MAX_WARPS, vc_of(rb, x), CQ_MAX_WARPS * sizeof(int64_t));
+            } else if (k < p->cap && p->warp[k] >= 0 && p->warp[k] != x) {
+                acquire(vc_of(rb, x), p->vc + k * CQ_MAX_WARPS);
+            }
+        }
+}
+
+void cq_race_effect_end(cq_warp *w) { tick(w->blk->race, w->index); }
+
+/* ------------------------------------------------------------------ shadows */
+
+static int64_t *zeros(int64_t n) { return cq_xcalloc((size_t)n + 1, sizeof(int64_t)); }
+
+static int64_t *minus_ones(int64_t n)
+{
+    int64_t *p = cq_xmalloc(sizeof(int64_t) * ((size_t)n + 1));
+    for (int64_t k = 0; k <= n; k++)
+        p[k] = -1;
+    return p;
+}
+
+static int storage_of(const cq_block *blk, const cq_buf *b)
+{
+    if (b->code < 0)
+        return CQ_STORAGE_GLOBAL;
+    return blk->call->prog->kernels[b->code].code.buf[b->slot].storage;
+}
+
+/* The buffer's shadow, made at its first checked access; NULL for a lane's own buffer,
+ * which nothing else can reach. Global ones are made under the call's lock. */
+static cq_shadow *shadow_of(cq_block *blk, cq_buf *b)
+{
+    if (b->shadow)
+        return b->shadow;
+    int storage = storage_of(blk, b);
+    if (storage == CQ_STORAGE_LOCAL)
+        return NULL;
+    cq_shadow *sh = cq_xcalloc(1, sizeof *sh);
+    sh->n = b->count;
+    sh->glob = storage == CQ_STORAGE_GLOBAL;
+    sh->w_clock = zeros(sh->n);
+    sh->w_info = zeros(sh->n);
+    sh->w_warp = cq_xcalloc((size_t)sh->n + 1, sizeof(int32_t));
+    if (sh->glob)
+        sh->w_seq = minus_ones(sh->n);
+    memset(sh->row_of, -1, sizeof sh->row_of);
+    if (sh->glob) {
+        sh->next = blk->call->race->shadows;
+        blk->call->race->shadows = sh;
+    } else {
+        sh->next = blk->race->shadows;
+        blk->race->shadows = sh;
+    }
+    b->shadow = sh;
+    return sh;
+}
+
+typedef struct {
+    int64_t seq, lo, hi;
+    int warp;
+    const int64_t *vc;
+} actor;
+
+static inline int ordered(const cq_shadow *sh, int64_t seq, int warp, int64_t clock,
+                          const actor *a)
+{
+    if (!sh->glob || seq == a->seq)
+        return clock <= a->vc[warp];
+    return !(seq >= a->lo && seq < a->hi);
+}
+
+/* race.py _own_effect: a read of an outer-level statement and the write of that
+ * statement's own effect are no race. */
+static int own_effect(const struct cq_race *rc, int64_t a, int64_t b)
+{
+    if (!(a & 1)) {
+        int64_t t = a;
+        a = b;
+        b = t;
+    }
+    if (!(a & 1) || (b & 1))
+        return 0;
+    int64_t ca = a >> 32, cb = b >> 32, ia = (a >> 1) & 0x7fffffff, ib = (b >> 1) & 0x7fffffff;
+    int32_t wonce = rc->once_of[cb][ib];
+    return wonce >= 0 && ca == cb && rc->once_of[ca][ia] == wonce && ia < ib;
+}
+
+static inline int conflict(cq_block *blk, int64_t prior, int64_t info)
+{
+    return !own_effect(blk->call->race, prior, info);
+}
+
+/* Element ``e`` of ``sh`` accessed by actor ``a`` (``write``: any kind of write): a
+ * conflict with an earlier access not ordered before it stops the run (returns 1);
+ * else the access is recorded. */
+static int access(cq_block *blk, cq_shadow *sh, int64_t e, const actor *a, int write,
+                  int64_t info)
+{
+    if (sh->writes && !ordered(sh, sh->glob ? sh->w_seq[e] : a->seq, sh->w_warp[e],
+                               sh->w_clock[e], a) && conflict(blk, sh->w_info[e], info))
+        return 1;
+    int64_t clock = a->vc[a->warp];
+    if (write) {
+        for (int r = 0; r < sh->nrows; r++)
+            if (!ordered(sh, sh->glob ? sh->r_seq[r][e] : a->seq, sh->r_warp[r],
+                         sh->r_clock[r][e], a) && conflict(blk, sh->r_info[r][e], info))
+                return 1;
+        if (sh->f_seq && sh->f_seq[e] >= 0 && sh->f_seq[e] != a->seq &&
+            sh->f_seq[e] >= a->lo && sh->f_seq[e] < a->hi && conflict(blk, sh->f_info[e], info))
+            return 1;
+        sh->w_clock[e] = clock;
+        sh->w_warp[e] = a->warp;
+        sh->w_info[e] = info;
+        if (sh->glob)
+            sh->w_seq[e] = a->seq;
+        sh->writes = 1;
+        return 0;
+    }
+    int r = sh->row_of[a->warp];
+    if (r < 0) {
+        r = sh->nrows++;
+        sh->row_of[a->warp] = (int8_t)r;
+        sh->r_warp[r] = a->warp;
+        sh->r_clock[r] = zeros(sh->n);
+        sh->r_info[r] = zeros(sh->n);
+        if (sh->glob)
+            sh->r_seq[r] = minus_ones(sh->n);
+    } else if (sh->glob && sh->r_seq[r][e] >= 0 && sh->r_seq[r][e] != a->seq) {
+        if (!sh->f_seq) {
+            sh->f_seq = minus_ones(sh->n);
+            sh->f_info = zeros(sh->n);
+        }
+        sh->f_seq[e] = sh->r_seq[r][e];
+        sh->f_info[e] = sh->r_info[r][e];
+    }
+    sh->r_clock[r][e] = clock;
+    sh->r_info[r][e] = info;
+    if (sh->glob)
+        sh->r_seq[r][e] = a->seq;
+    return 0;
+}
+
+static void actor_of(cq_block *blk, int x, actor *a)
+{
+    struct cq_race_block *rb = blk->race;
+    a->seq = rb->seq;
+    a->lo = rb->lo;
+    a->hi = rb->hi;
+    a->warp = x;
+    a->vc = vc_of(rb, x);
+}
+
+static inline int64_t info_of(const cq_block *blk, int ip, int element_read)
+{
+    return ((int64_t)(blk->kernel + 1) << 32) | (int64_t)ip << 1 | element_read;
+}
+
+static void lock(cq_block *blk, const cq_shadow *sh)
+{
+    if (blk->call->kg_lock && (!sh || sh->glob))
+        pthread_mutex_lock(&blk->call->race->mu);
+}
+
+static void unlock(cq_block *blk, const cq_shadow *sh)
+{
+    if (blk->call->kg_lock && (!sh || sh->glob))
+        pthread_mutex_unlock(&blk->call->race->mu);
+}
+
+static cq_shadow *shadow_locked(cq_block *blk, cq_buf *b)
+{
+    if (b->shadow)
+        return b->shadow;
+    lock(blk, NULL);
+    cq_shadow *sh = shadow_of(blk, b);
+    unlock(blk, NULL);
+    return sh;
+}
+
+/* Offsets increasing with the lane in one buffer (the usual case): no two lanes share
+ * an element. */
+static int increasing(uint32_t lanes, const cq_buf *one, const int64_t *off)
+{
+    if (!one)
+        return 0;
+    int prev = -1;
+    for (uint32_t m = lanes; m; m &= m - 1) {
+        int i = cq_low(m);
+        if (prev >= 0 && off[i] <= off[prev])
+            return 0;
+        prev = i;
+    }
+    return 1;
+}
+
+/* race.py _same_instruction: lanes of one warp that write one element of a buffer that
+ * is not a lane's own, storing different values (``vals``) or, updating it, changing it. */
+static int same_element(cq_block *blk, uint32_t lanes, cq_buf *one, cq_buf *const *bufs,
+                        const int64_t *off, const char *olds, const char *news,
+                        const char *vals, int size)
+{
+    for (uint32_t m = lanes; m; m &= m - 1) {
+        int i = cq_low(m);
+        cq_buf *bi = one ? one : bufs[i];
+        for (uint32_t k = m & (m - 1); k; k &= k - 1) {
+            int j = cq_low(k);
+            if ((one ? one : bufs[j]) != bi || off[j] != off[i])
+                continue;
+            int differ = vals ? memcmp(vals + (size_t)i * size, vals + (size_t)j * size, size)
+                              : memcmp(olds + (size_t)i * size, news + (size_t)i * size, size);
+            if (differ && storage_of(blk, bi) != CQ_STORAGE_LOCAL)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* An element access of the lanes ``lanes`` of ``w`` (LOAD, STORE, UPDATE) that
+ * succeeded: lane i's element is ``off[i]`` of ``one`` or of ``bufs[i]``. For a write,
+ * ``olds`` and ``news`` hold each lane's element before and after (``size`` bytes), and
+ * ``vals`` what a STORE stored (NULL for an UPDATE): lanes that leave their element as it
+ * was make no write, and lanes that write one element race when they store different
+ * values, or, updating it, change it (race.py ``elements``). */
+int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
+                     cq_buf *const *bufs, const int64_t *off, int write, const char *olds,
+                     const char *news, const char *vals, int size)
+{
+    cq_block *blk = w->blk;
+    if (stopped(blk))
+        return stop(blk);
+    int64_t info = info_of(blk, w->ip, !write);
+    if (write) {
+        if (!increasing(lanes, one, off) && same_element(blk, lanes, one, bufs, off, olds, news,
+                                                         vals, size))
+            return stop(blk);
+        for (uint32_t m = lanes; m; m &= m - 1) {
+            int i = cq_low(m);
+            if (!memcmp(olds + (size_t)i * size, news + (size_t)i * size, size))
+                lanes &= ~(1u << i);
+        }
+    }
+    actor a;
+    actor_of(blk, w->index, &a);
+    cq_shadow *sh = NULL;
+    cq_buf *held = NULL;
+    int bad = 0;
+    for (uint32_t m = lanes; m && !bad; m &= m - 1) {
+        int i = cq_low(m);
+        cq_buf *b = one ? one : bufs[i];
+        if (b != held) {
+            if (sh)
+                unlock(blk, sh);
+            held = b;
+            sh = shadow_locked(blk, b->root ? (cq_buf *)b->root : b);
+            if (sh)
+                lock(blk, sh);
+        }
+        if (sh)
+            bad = access(blk, sh, off[i], &a, write, info);
+    }
+    if (sh)
+        unlock(blk, sh);
+    return bad ? stop(blk) : CQ_ST_OK;
+}
+
+/* A tile of ``b`` at origin ``o`` with extents ``e`` (the part inside the buffer) that a
+ * collective's effect, or lane ``lane``, reads or writes; a swizzled, reshaped or
+ * strided one counts as the whole buffer it lies in. */
+int cq_race_tile(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_t *o,
+                 const int64_t *e, int nd, int swizzle, int write, int lane)
+{
+    if (stopped(blk))
+        return stop(blk);
+    struct cq_race_block *rb = blk->race;
+    cq_buf *real = b->root ? (cq_buf *)b->root : (cq_buf *)b;
+    int whole = b->root || b->strided || swizzle;
+    int64_t lo[CQ_MAX_RANK], hi[CQ_MAX_RANK];
+    int n = real->ndim;
+    for (int d = 0; d < n; d++) {
+        lo[d] = 0;
+        hi[d] = real->shape[d];
+        if (!whole && d < nd) {
+            lo[d] = o[d] > 0 ? o[d] : 0;
+            hi[d] = o[d] + e[d] < real->shape[d] ? o[d] + e[d] : real->shape[d];
+        }
+        if (hi[d] <= lo[d])
+            return CQ_ST_OK;
+    }
+    cq_shadow *sh = shadow_locked(blk, real);
+    if (!sh)
+        return CQ_ST_OK;
+    int x = rb->coll >= 0 ? rb->coll : lane / CQ_WARP;
+    int ip = rb->coll >= 0 ? rb->coll_ip : (int)(ins - blk->code->ins);
+    actor a;
+    actor_of(blk, x, &a);
+    int64_t info = info_of(blk, ip, 0);
+    int64_t t[CQ_MAX_RANK];
+    memcpy(t, lo, sizeof t);
+    int bad = 0;
+    lock(blk, sh);
+    if (n == 0)
+        bad = access(blk, sh, 0, &a, write, info);
+    while (n > 0 && !bad) {
+        int64_t flat = 0;
+        for (int d = 0; d < n; d++)
+            flat = flat * real->shape[d] + t[d];
+        int64_t run = hi[n - 1] - lo[n - 1];
+        for (int64_t k = 0; k < run && !bad; k++)
+            bad = access(blk, sh, flat + k, &a, write, info);
+        int d = n - 2;
+        for (; d >= 0; d--) {
+            if (++t[d] < hi[d])
+                break;
+            t[d] = lo[d];
+        }
+        if (d < 0)
+            break;
+    }
+    unlock(blk, sh);
+    return bad ? stop(blk) : CQ_ST_OK;
+}
+
+int cq_race_stopped(const cq_call *call)
+{
+    return call->race && atomic_load(&call->race->stop);
+}
+
+int cq_race_in_collective(const cq_block *blk) { return blk->race->coll >= 0; }
