@@ -515,7 +515,6 @@ void cq_race_free(cq_call *call);
 void cq_race_block_new(cq_block *blk, int64_t first, int64_t number, int64_t blocks);
 void cq_race_block_free(cq_block *blk);
 void cq_race_launch(cq_call *call, int64_t blocks);
-int cq_race_unchecked(cq_block *blk);
 int cq_race_in_collective(const cq_block *blk);
 void cq_race_collective(cq_block *blk, const cq_ins *ins, const int *lanes, int n);
 void cq_race_collective_done(cq_block *blk);
@@ -529,6 +528,8 @@ int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
                      const char *news, const char *vals, int size);
 int cq_race_tile(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_t *o,
                  const int64_t *e, int nd, int swizzle, int write, int lane);
+int cq_race_lane_copy(cq_block *blk, const cq_buf *b, const int64_t *o, const int64_t *e,
+                      int nd, int swizzle, int lane);
 
 /* The project PRNG (SplitMix64). */
 uint64_t cq_rng_next(uint64_t *state);

@@ -416,14 +416,32 @@ static void defer(cq_block *blk, cq_transfer *t)
 
 /* ------------------------------------------------------------------ issuing */
 
-/* The race check of a synchronous copy a collective made: it reads its source and
- * writes its destination now (a copy each lane makes, checked lane against lane, and an
- * asynchronous one are the reference engine's to check). */
+/* The race check of a synchronous copy (race.py ``dma_issue``; an asynchronous one is
+ * the reference engine's to check): it reads its source and writes its destination now;
+ * the copies the lanes of a warp make on their own are checked against each other. */
 static int race_copy(cq_block *blk, const cq_ins *ins, const plan *p, int lane)
 {
-    if (!cq_race_in_collective(blk))
-        return cq_race_unchecked(blk);
-    if (cq_race_tile(blk, ins, p->src, p->so, p->se, p->nd, p->swz_src, 0, lane) != CQ_ST_OK)
+    if (!cq_race_in_collective(blk) &&
+        cq_race_lane_copy(blk, p->dst, p->dO, p->dD, p->dnd, p->swz_dst, lane) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    /* dma.py read_extents: a copy or a transposition reads no element beyond the
+     * destination's extents, in the dimensions both sides have */
+    const cq_dmadecl *desc = &blk->code->dma[ins->a];
+    int64_t se[CQ_MAX_RANK];
+    int n = p->nd;
+    memcpy(se, p->se, sizeof se);
+    if (desc->op != 2) {
+        n = p->nd < p->dnd ? p->nd : p->dnd;
+        for (int d = 0; d < n; d++) {
+            int64_t x = p->dD[d];
+            if (desc->op == 1)
+                for (int k = 0; k < desc->nperm; k++)
+                    if (desc->perm[k] == d)
+                        x = p->dD[k];
+            se[d] = se[d] < x ? se[d] : x;
+        }
+    }
+    if (cq_race_tile(blk, ins, p->src, p->so, se, n, p->swz_src, 0, lane) != CQ_ST_OK)
         return CQ_ST_FAULT;
     return cq_race_tile(blk, ins, p->dst, p->dO, p->dD, p->dnd, p->swz_dst, 1, lane);
 }

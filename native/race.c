@@ -1,14 +1,11 @@
 /* The race detector of ``check="race"`` (docs/EXECUTION.md §20): the happens-before
  * model of croqvm/interp/race.py and the shadow of croqvm/interp/shadow.py, kept in C
- * for the constructs croqvm/native/driver.py lets through (RACE_UNCHECKED there lists
- * the others, which run on the reference engine). The detector only decides whether a
- * run races: at the first conflict the reference checker would report, it stops the run
+ * for the constructs croqvm/native/driver.py lets through (race_unchecked there says
+ * which it leaves to the reference engine). The detector only decides whether a run
+ * races: at the first conflict the reference checker would report, it stops the run
  * (CQ_RACE_STOP), and the driver runs the call again on the reference engine, which
- * writes the report. It may stop where the reference engine finds no race (then the
- * rerun's result is the answer, only slower), never the other way round: what it
- * over-approximates (the footprint of a swizzled, reshaped or strided tile: the whole
- * buffer; the source of a copy: its whole view) only adds conflicts, and a DMA each
- * lane makes, which the reference engine checks lane against lane, stops the run too.
+ * writes the report. Up to that first conflict the shadow holds what the reference
+ * checker's holds, so it stops exactly the runs that report races.
  *
  * Conventions: ``rc`` the call's race state, ``rb`` a block's, ``x`` a warp of the
  * block, ``sh`` a buffer's shadow; an actor is (segment, warp, its vector clock, the
@@ -38,6 +35,7 @@ typedef struct cq_shadow {
 
 typedef struct { int64_t n, cap; int64_t *vc; } cq_gens;     /* vc: cap x CQ_MAX_WARPS */
 typedef struct { int64_t n, cap; int32_t *warp; int64_t *vc; } cq_pubs;
+typedef struct { const cq_buf *buf; int64_t pos; int32_t lane; } lane_copy;
 
 struct cq_race_block {
     int64_t seq, lo, hi;        /* its segment; segments in [lo, hi) run concurrently */
@@ -51,6 +49,8 @@ struct cq_race_block {
     cq_pubs **pubs;             /* per ONCE site, per unit instance: per execution */
     int nunits;
     cq_shadow *shadows;         /* of the block's own (shared) buffers */
+    int64_t lc_step, lc_warp, lc_n, lc_cap;   /* the lanes' own copies (cq_race_lane_copy) */
+    lane_copy *lc;
 };
 
 struct cq_race {
@@ -142,6 +142,7 @@ void cq_race_block_new(cq_block *blk, int64_t first, int64_t number, int64_t blo
     for (int x = 0; x < blk->nwarps; x++)
         rb->vc[x * CQ_MAX_WARPS + x] = 1;
     rb->coll = -1;
+    rb->lc_step = -1;
     if (blk->kernel < 0) {
         rb->seq = blk->call->race->host_seq;
         rb->lo = rb->hi = 0;
@@ -178,6 +179,7 @@ void cq_race_block_free(cq_block *blk)
         free(rb->pubs[s]);
     }
     free(rb->pubs);
+    free(rb->lc);
     shadows_free(rb->shadows);
     free(rb->vc);
     free(rb);
@@ -204,8 +206,6 @@ static int stop(cq_block *blk)
     cq_fault_new(blk, NULL, CQ_RACE_STOP, -1);
     return CQ_ST_FAULT;
 }
-
-int cq_race_unchecked(cq_block *blk) { return stop(blk); }
 
 static int stopped(const cq_block *blk) { return atomic_load(&blk->call->race->stop); }
 
@@ -594,61 +594,149 @@ int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
     return bad ? stop(blk) : CQ_ST_OK;
 }
 
-/* A tile of ``b`` at origin ``o`` with extents ``e`` (the part inside the buffer) that a
- * collective's effect, or lane ``lane``, reads or writes; a swizzled, reshaped or
- * strided one counts as the whole buffer it lies in. */
-int cq_race_tile(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_t *o,
-                 const int64_t *e, int nd, int swizzle, int write, int lane)
+/* The elements of the tile of ``b`` at origin ``o`` with extents ``e`` (race.py
+ * ``_footprint``), as positions in the buffer ``b`` views (``real``): the part inside
+ * ``b``, in its first ``nd`` dimensions (the others whole); under a swizzle of
+ * ``swizzle`` bytes grown to whole swizzle blocks of the last dimension, or to the whole
+ * buffer when its rows hold no whole blocks; through a reshaped or strided view, the
+ * elements of its buffer the box's elements are. ``visit`` sees each; a nonzero answer
+ * stops the walk and is returned. */
+typedef struct {
+    cq_block *blk;
+    cq_shadow *sh;
+    const cq_buf *real;
+    actor a;
+    int write, lane;
+    int64_t info;
+} visit;
+
+static int each_element(const cq_buf *b, const int64_t *o, const int64_t *e, int nd,
+                        int swizzle, int (*fn)(visit *, int64_t), visit *v)
 {
-    if (stopped(blk))
-        return stop(blk);
-    struct cq_race_block *rb = blk->race;
-    cq_buf *real = b->root ? (cq_buf *)b->root : (cq_buf *)b;
-    int whole = b->root || b->strided || swizzle;
     int64_t lo[CQ_MAX_RANK], hi[CQ_MAX_RANK];
-    int n = real->ndim;
+    int n = b->ndim;
     for (int d = 0; d < n; d++) {
         lo[d] = 0;
-        hi[d] = real->shape[d];
-        if (!whole && d < nd) {
+        hi[d] = b->shape[d];
+        if (d < nd) {
             lo[d] = o[d] > 0 ? o[d] : 0;
-            hi[d] = o[d] + e[d] < real->shape[d] ? o[d] + e[d] : real->shape[d];
+            hi[d] = o[d] + e[d] < b->shape[d] ? o[d] + e[d] : b->shape[d];
         }
         if (hi[d] <= lo[d])
-            return CQ_ST_OK;
+            return 0;
     }
-    cq_shadow *sh = shadow_locked(blk, real);
-    if (!sh)
-        return CQ_ST_OK;
-    int x = rb->coll >= 0 ? rb->coll : lane / CQ_WARP;
-    int ip = rb->coll >= 0 ? rb->coll_ip : (int)(ins - blk->code->ins);
-    actor a;
-    actor_of(blk, x, &a);
-    int64_t info = info_of(blk, ip, 0);
+    int64_t block = swizzle && !b->root ? swizzle / cq_width_bytes(b->type) : 0;
+    if (block && n && b->shape[n - 1] % block == 0) {
+        lo[n - 1] = lo[n - 1] / block * block;
+        hi[n - 1] = (hi[n - 1] + block - 1) / block * block;
+    } else if (block) {
+        for (int d = 0; d < n; d++)
+            lo[d] = 0, hi[d] = b->shape[d];
+    }
+    const cq_buf *real = b->root ? b->root : b;
+    int64_t base = b->root && !b->strided ? (int64_t)(b->data - real->data) / real->esize : 0;
     int64_t t[CQ_MAX_RANK];
     memcpy(t, lo, sizeof t);
-    int bad = 0;
-    lock(blk, sh);
-    if (n == 0)
-        bad = access(blk, sh, 0, &a, write, info);
-    while (n > 0 && !bad) {
-        int64_t flat = 0;
+    for (;;) {
+        int64_t at = b->strided ? b->first : 0;
         for (int d = 0; d < n; d++)
-            flat = flat * real->shape[d] + t[d];
-        int64_t run = hi[n - 1] - lo[n - 1];
-        for (int64_t k = 0; k < run && !bad; k++)
-            bad = access(blk, sh, flat + k, &a, write, info);
-        int d = n - 2;
+            at = b->strided ? at + t[d] * b->step[d] : at * b->shape[d] + t[d];
+        int r = fn(v, base + at);
+        if (r)
+            return r;
+        int d = n - 1;
         for (; d >= 0; d--) {
             if (++t[d] < hi[d])
                 break;
             t[d] = lo[d];
         }
         if (d < 0)
-            break;
+            return 0;
     }
-    unlock(blk, sh);
+}
+
+static int visit_access(visit *v, int64_t pos)
+{
+    return access(v->blk, v->sh, pos, &v->a, v->write, v->info);
+}
+
+/* A tile (``each_element``) that a collective's effect, or lane ``lane``, reads or
+ * writes (race.py ``tile``). */
+int cq_race_tile(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_t *o,
+                 const int64_t *e, int nd, int swizzle, int write, int lane)
+{
+    if (stopped(blk))
+        return stop(blk);
+    struct cq_race_block *rb = blk->race;
+    visit v = {blk, NULL, b->root ? b->root : b, {0}, write, lane, 0};
+    v.sh = shadow_locked(blk, (cq_buf *)v.real);
+    if (!v.sh)
+        return CQ_ST_OK;
+    int x = rb->coll >= 0 ? rb->coll : lane / CQ_WARP;
+    int ip = rb->coll >= 0 ? rb->coll_ip : (int)(ins - blk->code->ins);
+    actor_of(blk, x, &v.a);
+    v.info = info_of(blk, ip, 0);
+    lock(blk, v.sh);
+    int bad = each_element(b, o, e, nd, swizzle, visit_access, &v);
+    unlock(blk, v.sh);
     return bad ? stop(blk) : CQ_ST_OK;
+}
+
+/* The elements the lanes' own copies of one instruction of a warp wrote so far
+ * (race.py ``_lane_copy``): (buffer, position) -> lane, open addressing. */
+static int visit_lane_copy(visit *v, int64_t pos)
+{
+    struct cq_race_block *rb = v->blk->race;
+    if (2 * (rb->lc_n + 1) > rb->lc_cap) {
+        int64_t cap = rb->lc_cap ? 2 * rb->lc_cap : 1024;
+        lane_copy *old = rb->lc;
+        int64_t ncap = rb->lc_cap;
+        rb->lc = cq_xcalloc((size_t)cap, sizeof(lane_copy));
+        rb->lc_cap = cap;
+        rb->lc_n = 0;
+        for (int64_t k = 0; k < ncap; k++)
+            if (old[k].buf) {
+                visit w = *v;
+                w.real = old[k].buf;
+                w.lane = old[k].lane;
+                visit_lane_copy(&w, old[k].pos);
+            }
+        free(old);
+    }
+    uint64_t h = ((uint64_t)pos * 0x9E3779B97F4A7C15ull) ^ (uint64_t)(uintptr_t)v->real;
+    for (int64_t k = (int64_t)(h & (uint64_t)(rb->lc_cap - 1));; k = (k + 1) & (rb->lc_cap - 1)) {
+        lane_copy *c = &rb->lc[k];
+        if (!c->buf) {
+            *c = (lane_copy){v->real, pos, v->lane};
+            rb->lc_n++;
+            return 0;
+        }
+        if (c->buf == v->real && c->pos == pos)
+            return c->lane != v->lane;
+    }
+}
+
+/* A DMA lane ``lane`` makes on its own writes the tile of ``b`` (``each_element``): lanes
+ * of one warp whose copies of one instruction write one element race. */
+int cq_race_lane_copy(cq_block *blk, const cq_buf *b, const int64_t *o, const int64_t *e,
+                      int nd, int swizzle, int lane)
+{
+    if (stopped(blk))
+        return stop(blk);
+    struct cq_race_block *rb = blk->race;
+    const cq_buf *real = b->root ? b->root : b;
+    if (storage_of(blk, real) == CQ_STORAGE_LOCAL)
+        return CQ_ST_OK;
+    int64_t step = blk->call->steps, warp = lane / CQ_WARP;
+    if (rb->lc_step != step || rb->lc_warp != warp) {
+        if (rb->lc_n)
+            memset(rb->lc, 0, sizeof(lane_copy) * (size_t)rb->lc_cap);
+        rb->lc_n = 0;
+        rb->lc_step = step;
+        rb->lc_warp = warp;
+    }
+    visit v = {blk, NULL, real, {0}, 1, lane, 0};
+    return each_element(b, o, e, nd, swizzle, visit_lane_copy, &v) ? stop(blk) : CQ_ST_OK;
 }
 
 int cq_race_stopped(const cq_call *call)

@@ -4,8 +4,10 @@ written out by hand from the kernel (which statements, which warps and lanes, wh
 element, and why nothing orders them), the same kernels made correct reporting nothing,
 and the programs and examples that must report nothing.
 
-Race checking observes the reference engine, which these tests name explicitly: other
-engines refuse the check (croqvm.running.program.CHECKING).
+Every kernel runs on the reference engine, whose checker is the executable spec, and on
+the native engine, whose C detector (native/race.c) must stop exactly the runs the
+reference engine reports races in (then the driver runs them again there, for the report)
+and give the same output, results and report (``both``).
 """
 from __future__ import annotations
 
@@ -20,26 +22,66 @@ import pytest
 
 import croqvm
 from croqvm.cli.main import main
+from croqvm.native import driver
+from croqvm.running.program import available
+from parity import assert_alike, outcome
 from test_language_doc import EXAMPLES
+
+NATIVE = available(engine="native")
 
 
 def compile_src(source: str, filename: str = "race.co"):
     return croqvm.compile(textwrap.dedent(source).lstrip("\n"), filename)
 
 
+def detector_stops(module, func: str, *args, **options) -> bool:
+    """Whether the native engine's race-checked run of ``func`` ran again on the reference
+    engine: its C detector stopped it, or the function does what the detector leaves to
+    the reference engine."""
+    calls = []
+    real = driver.reference_run
+
+    def recording(*a, **k):
+        calls.append(True)
+        return real(*a, **k)
+    driver.reference_run = recording
+    try:
+        outcome(module, func, args, {}, "native", check="race", **options)
+    finally:
+        driver.reference_run = real
+    return bool(calls)
+
+
+def both(source, func: str, *args, **options):
+    """The race-checked run of ``func`` on the reference engine (``parity.outcome``), after
+    checking that the native engine shows the same and that its detector stopped the run
+    exactly when the reference engine reports races."""
+    module = compile_src(source).module if isinstance(source, str) else source
+    ref = outcome(module, func, args, {}, "python", check="race", **options)
+    if NATIVE:
+        got = outcome(module, func, args, {}, "native", check="race", **options)
+        assert_alike(got, ref, "native against python")
+        if not driver.race_unchecked(module.function(func)):
+            racy = ref[3] is not None and "data race" in ref[3][1]
+            assert detector_stops(module, func, *args, **options) == racy
+    for given, after in zip(args, ref[1]):
+        if isinstance(given, np.ndarray):
+            given[...] = after          # as a run on the caller's arrays leaves them
+    return ref
+
+
 def checked(source: str, func: str, *args, **options) -> str:
     """Run ``func`` with the race check; the output it printed (there must be no race)."""
-    out = io.StringIO()
-    compile_src(source).run(func, *args, engine="python", check="race", out=out, **options)
-    return out.getvalue()
+    ref = both(source, func, *args, **options)
+    assert ref[3] is None, ref[3]
+    return ref[2]
 
 
 def races(source: str, func: str, *args, **options) -> str:
     """Run ``func`` with the race check; the report (there must be one)."""
-    with pytest.raises(croqvm.KernelFault) as info:
-        compile_src(source).run(func, *args, engine="python", check="race",
-                                out=io.StringIO(), **options)
-    return str(info.value)
+    ref = both(source, func, *args, **options)
+    assert ref[3] is not None and ref[3][0] == "KernelFault", ref[3]
+    return ref[3][1]
 
 
 def report(*lines: str) -> str:

@@ -52,7 +52,7 @@ DEVICES = ("cpu", "cuda-cpu", "gpu")
 # data races (LANGUAGE.md §7.5); reads of elements and registers never written (§14.4)
 CHECKS = (None, "race", "init")
 # check -> the engines whose runners take it as ``check``
-CHECKING = {"race": ("python",), "init": ("python", "native")}
+CHECKING = {"race": ("python", "native"), "init": ("python", "native")}
 THREADED = ("native",)           # the engines whose runners take ``jobs``
 _FALLBACK_TOLD: list = []        # the warning that native is missing, once per process
 _CUDA_DEVICES: dict = {}         # one per device kind: it keeps what it built loaded
