@@ -421,6 +421,34 @@ static inline int conflict(cq_block *blk, int64_t prior, int64_t info)
     return !own_effect(blk->call->race, prior, info);
 }
 
+/* A read of element ``e`` recorded in its warp's row (shadow.py ``read``): a read of
+ * another segment it replaces is kept apart (``_keep_foreign``). */
+static void record_read(cq_shadow *sh, int64_t e, const actor *a, int64_t info)
+{
+    int64_t clock = a->vc[a->warp];
+    int r = sh->row_of[a->warp];
+    if (r < 0) {
+        r = sh->nrows++;
+        sh->row_of[a->warp] = (int8_t)r;
+        sh->r_warp[r] = a->warp;
+        sh->r_clock[r] = zeros(sh->n);
+        sh->r_info[r] = zeros(sh->n);
+        if (sh->glob)
+            sh->r_seq[r] = minus_ones(sh->n);
+    } else if (sh->glob && sh->r_seq[r][e] >= 0 && sh->r_seq[r][e] != a->seq) {
+        if (!sh->f_seq) {
+            sh->f_seq = minus_ones(sh->n);
+            sh->f_info = zeros(sh->n);
+        }
+        sh->f_seq[e] = sh->r_seq[r][e];
+        sh->f_info[e] = sh->r_info[r][e];
+    }
+    sh->r_clock[r][e] = clock;
+    sh->r_info[r][e] = info;
+    if (sh->glob)
+        sh->r_seq[r][e] = a->seq;
+}
+
 /* Element ``e`` of ``sh`` accessed by actor ``a`` (``write``: any kind of write): a
  * conflict with an earlier access not ordered before it stops the run (returns 1);
  * else the access is recorded. */
@@ -447,27 +475,7 @@ static int access(cq_block *blk, cq_shadow *sh, int64_t e, const actor *a, int w
         sh->writes = 1;
         return 0;
     }
-    int r = sh->row_of[a->warp];
-    if (r < 0) {
-        r = sh->nrows++;
-        sh->row_of[a->warp] = (int8_t)r;
-        sh->r_warp[r] = a->warp;
-        sh->r_clock[r] = zeros(sh->n);
-        sh->r_info[r] = zeros(sh->n);
-        if (sh->glob)
-            sh->r_seq[r] = minus_ones(sh->n);
-    } else if (sh->glob && sh->r_seq[r][e] >= 0 && sh->r_seq[r][e] != a->seq) {
-        if (!sh->f_seq) {
-            sh->f_seq = minus_ones(sh->n);
-            sh->f_info = zeros(sh->n);
-        }
-        sh->f_seq[e] = sh->r_seq[r][e];
-        sh->f_info[e] = sh->r_info[r][e];
-    }
-    sh->r_clock[r][e] = clock;
-    sh->r_info[r][e] = info;
-    if (sh->glob)
-        sh->r_seq[r][e] = a->seq;
+    record_read(sh, e, a, info);
     return 0;
 }
 
@@ -508,6 +516,17 @@ static cq_shadow *shadow_locked(cq_block *blk, cq_buf *b)
     return sh;
 }
 
+/* Whether value i of ``a`` and value j of ``b`` (``size`` bytes each) are the same bits. */
+static inline int same_bits(const char *a, const char *b, int i, int j, int size)
+{
+    switch (size) {
+    case 1: return ((const uint8_t *)a)[i] == ((const uint8_t *)b)[j];
+    case 2: return ((const uint16_t *)a)[i] == ((const uint16_t *)b)[j];
+    case 4: return ((const uint32_t *)a)[i] == ((const uint32_t *)b)[j];
+    default: return ((const uint64_t *)a)[i] == ((const uint64_t *)b)[j];
+    }
+}
+
 /* Offsets increasing with the lane in one buffer (the usual case): no two lanes share
  * an element. */
 static int increasing(uint32_t lanes, const cq_buf *one, const int64_t *off)
@@ -537,12 +556,90 @@ static int same_element(cq_block *blk, uint32_t lanes, cq_buf *one, cq_buf *cons
             int j = cq_low(k);
             if ((one ? one : bufs[j]) != bi || off[j] != off[i])
                 continue;
-            int differ = vals ? memcmp(vals + (size_t)i * size, vals + (size_t)j * size, size)
-                              : memcmp(olds + (size_t)i * size, news + (size_t)i * size, size);
+            int differ = vals ? !same_bits(vals, vals, i, j, size)
+                              : !same_bits(olds, news, i, i, size);
             if (differ && storage_of(blk, bi) != CQ_STORAGE_LOCAL)
                 return 1;
         }
     }
+    return 0;
+}
+
+/* A warp's access to one buffer at once: whether every earlier access of its lanes'
+ * elements is ordered before it (``access``'s checks, without a branch per lane) ... */
+static int ordered_all(const cq_shadow *sh, uint32_t lanes, const int64_t *off,
+                       const actor *a, int write)
+{
+    int ok = 1;
+    const int64_t *vc = a->vc;
+    if (sh->writes) {
+        if (sh->glob) {
+            for (uint32_t m = lanes; m; m &= m - 1) {
+                int64_t e = off[cq_low(m)], s = sh->w_seq[e];
+                ok &= s == a->seq ? sh->w_clock[e] <= vc[sh->w_warp[e]] : s < a->lo || s >= a->hi;
+            }
+        } else {
+            for (uint32_t m = lanes; m; m &= m - 1) {
+                int64_t e = off[cq_low(m)];
+                ok &= sh->w_clock[e] <= vc[sh->w_warp[e]];
+            }
+        }
+    }
+    if (!write)
+        return ok;
+    for (int r = 0; r < sh->nrows; r++) {
+        const int64_t *clock = sh->r_clock[r], *seq = sh->r_seq[r];
+        int64_t limit = vc[sh->r_warp[r]];
+        for (uint32_t m = lanes; m; m &= m - 1) {
+            int64_t e = off[cq_low(m)];
+            ok &= !sh->glob || seq[e] == a->seq ? clock[e] <= limit
+                                                : seq[e] < a->lo || seq[e] >= a->hi;
+        }
+    }
+    for (uint32_t m = lanes; sh->f_seq && m; m &= m - 1) {
+        int64_t s = sh->f_seq[off[cq_low(m)]];
+        ok &= s < 0 || s == a->seq || s < a->lo || s >= a->hi;
+    }
+    return ok;
+}
+
+/* ... then recorded, as ``access`` records each ... */
+static void record_all(cq_shadow *sh, uint32_t lanes, const int64_t *off, const actor *a,
+                       int write, int64_t info)
+{
+    int64_t clock = a->vc[a->warp];
+    if (write) {
+        for (uint32_t m = lanes; m; m &= m - 1) {
+            int64_t e = off[cq_low(m)];
+            sh->w_clock[e] = clock;
+            sh->w_warp[e] = a->warp;
+            sh->w_info[e] = info;
+            if (sh->glob)
+                sh->w_seq[e] = a->seq;
+        }
+        sh->writes = 1;
+        return;
+    }
+    int r = sh->row_of[a->warp];
+    if (r < 0 || sh->glob) {      /* a new row, or reads of other segments to keep */
+        for (uint32_t m = lanes; m; m &= m - 1)
+            record_read(sh, off[cq_low(m)], a, info);
+        return;
+    }
+    for (uint32_t m = lanes; m; m &= m - 1) {
+        int64_t e = off[cq_low(m)];
+        sh->r_clock[r][e] = clock;
+        sh->r_info[r][e] = info;
+    }
+}
+
+/* ... or, when one is not, lane by lane, for the conflict ``access`` finds. */
+static int each_access(cq_block *blk, cq_shadow *sh, uint32_t lanes, const int64_t *off,
+                       const actor *a, int write, int64_t info)
+{
+    for (uint32_t m = lanes; m; m &= m - 1)
+        if (access(blk, sh, off[cq_low(m)], a, write, info))
+            return 1;
     return 0;
 }
 
@@ -566,32 +663,36 @@ int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
             return stop(blk);
         for (uint32_t m = lanes; m; m &= m - 1) {
             int i = cq_low(m);
-            if (!memcmp(olds + (size_t)i * size, news + (size_t)i * size, size))
+            if (same_bits(olds, news, i, i, size))
                 lanes &= ~(1u << i);
         }
     }
     actor a;
     actor_of(blk, w->index, &a);
-    cq_shadow *sh = NULL;
-    cq_buf *held = NULL;
-    int bad = 0;
-    for (uint32_t m = lanes; m && !bad; m &= m - 1) {
-        int i = cq_low(m);
-        cq_buf *b = one ? one : bufs[i];
-        if (b != held) {
-            if (sh)
-                unlock(blk, sh);
-            held = b;
-            sh = shadow_locked(blk, b->root ? (cq_buf *)b->root : b);
-            if (sh)
-                lock(blk, sh);
-        }
-        if (sh)
-            bad = access(blk, sh, off[i], &a, write, info);
-    }
-    if (sh)
+    if (one) {
+        cq_shadow *sh = shadow_locked(blk, one);
+        if (!sh || !lanes)
+            return CQ_ST_OK;
+        lock(blk, sh);
+        int bad = ordered_all(sh, lanes, off, &a, write) ? (record_all(sh, lanes, off, &a, write,
+                                                                        info), 0)
+                                                         : each_access(blk, sh, lanes, off, &a,
+                                                                       write, info);
         unlock(blk, sh);
-    return bad ? stop(blk) : CQ_ST_OK;
+        return bad ? stop(blk) : CQ_ST_OK;
+    }
+    for (uint32_t m = lanes; m; m &= m - 1) {
+        int i = cq_low(m);
+        cq_shadow *sh = shadow_locked(blk, bufs[i]);
+        if (!sh)
+            continue;
+        lock(blk, sh);
+        int bad = access(blk, sh, off[i], &a, write, info);
+        unlock(blk, sh);
+        if (bad)
+            return stop(blk);
+    }
+    return CQ_ST_OK;
 }
 
 /* The elements of the tile of ``b`` at origin ``o`` with extents ``e`` (race.py
