@@ -474,6 +474,48 @@ def test_blocks_of_one_launch_updating_one_element_race():
         *quote(4, "    acc.at(t) += p + 1;"))
 
 
+
+
+def test_a_pipeline_missing_its_wait_is_reported_by_both_engines():
+    # programs/matmul_1p1c.co without the consumer's `wait full[st]`: its mma.load reads a
+    # stage the producer's copy writes, with nothing between them
+    source = (Path(__file__).resolve().parent.parent / "programs" / "matmul_1p1c.co").read_text()
+    racy = source.replace("          wait full[st];\n", "")
+    assert racy != source
+    module = croqvm.compile(racy, "matmul_1p1c.co").module
+    rng = np.random.default_rng(1)
+    a, b = (rng.uniform(-1, 1, (64, 64)).astype(np.float16) for _ in range(2))
+    text = races(module, "gemm_ws", a, b, np.zeros((64, 64), np.float32))
+    assert text.splitlines()[0] == (
+        "matmul_1p1c.co:44:13: runtime error: data race on shared 'sa[0]' element (0, 0): "
+        "read by 'mma.load' here, written by 'dma.copy' at matmul_1p1c.co:32:11; no barrier "
+        "or event orders them.")
+
+
+@pytest.mark.skipif(not NATIVE, reason="the native engine is not built")
+def test_blocks_on_threads_give_the_serial_report():
+    # the native engine runs the blocks of one launch on threads: its detector shares the
+    # shadow of global memory between them, and a race-free run stays on native
+    racy = """
+        __co__ void histogram() {
+          s32 [32] acc;
+          parallel p by 8 : block, t by 32 : thread
+            acc.at(t) += p + 1;
+          println(acc.at(0));
+        }
+    """
+    module = compile_src(racy).module
+    serial = outcome(module, "histogram", (), {}, "python", check="race")
+    assert "data race" in serial[3][1]
+    assert_alike(outcome(module, "histogram", (), {}, "native", check="race", jobs=2), serial,
+                 "native on two threads against python")
+    assert detector_stops(module, "histogram", jobs=2)
+    free = compile_src(racy.replace("acc.at(t) +=", "acc.at(p * 32 + t) =")
+                       .replace("s32 [32] acc", "s32 [256] acc")).module
+    assert_alike(outcome(free, "histogram", (), {}, "native", check="race", jobs=2),
+                 outcome(free, "histogram", (), {}, "python", check="race"), "race-free")
+    assert not detector_stops(free, "histogram", jobs=2)
+
 def test_launches_are_ordered():
     assert checked("""
         __co__ void twice() {
