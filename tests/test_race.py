@@ -692,7 +692,7 @@ def test_a_race_free_run_returns_its_results():
         }
     """)
     x = np.arange(40, dtype=np.int32)
-    got = prog.run("squares", x, engine="python", check="race")
+    got = both(prog.module, "squares", x)[0]
     np.testing.assert_array_equal(got, x * x)
 
 
@@ -720,7 +720,7 @@ def test_the_tutorials_f16_kernels_are_race_free(name, defines):
     a = rng.uniform(-1, 1, (128, 256)).astype(np.float16)
     b = rng.uniform(-1, 1, (128, 256)).astype(np.float16)
     c = np.zeros((128, 128), np.float16)
-    prog.run("matmul", a, b, c, engine="python", check="race")
+    checked(prog.module, "matmul", a, b, c)
     exact = a.astype(np.float64) @ b.astype(np.float64).T
     assert np.all(np.abs(c - exact) <= _f16_matmul_bound(a, b))
 
@@ -732,7 +732,7 @@ def test_the_tutorials_s32_kernels_are_race_free(name):
     rng = np.random.default_rng(5)
     a = rng.integers(-100, 100, (128, 256), dtype=np.int32)
     b = rng.integers(-100, 100, (256, 256), dtype=np.int32)
-    got = prog.run("matmul", a, b, engine="python", check="race")
+    got = both(prog.module, "matmul", a, b)[0]
     np.testing.assert_array_equal(got, a.astype(np.int64) @ b.astype(np.int64))
 
 
