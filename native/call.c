@@ -745,8 +745,11 @@ int cq_run(cq_call *call, int64_t slice_steps)
                 return CQ_RUN_SLICE;
             if (st == CQ_ST_DONE)
                 call->launching = 0;
-            else
+            else {
                 call->serial = 1;   /* again, one block after another, for the report */
+                if (call->race)
+                    cq_race_relaunch(call);
+            }
             continue;
         }
         if (call->launching) {

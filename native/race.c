@@ -197,6 +197,16 @@ void cq_race_launch(cq_call *call, int64_t blocks)
     call->host->race->seq = rc->host_seq;
 }
 
+/* The launch runs again serially after its blocks on threads stopped (pool.c): in new
+ * segments, so that what the stopped blocks recorded counts as done before it, as the
+ * buffers they wrote are put back. */
+void cq_race_relaunch(cq_call *call)
+{
+    struct cq_race *rc = call->race;
+    call->race_first = rc->nseq;
+    rc->nseq += call->blocks;
+}
+
 /* ------------------------------------------------------------------ stopping */
 
 /* The run races (or does what only the reference engine checks): stop it here. */
