@@ -33,14 +33,13 @@ typedef struct cq_shadow {
     struct cq_shadow *next;
 } cq_shadow;
 
-typedef struct { int64_t n, cap; int64_t *vc; } cq_gens;     /* vc: cap x CQ_MAX_WARPS */
-typedef struct { int64_t n, cap; int32_t *warp; int64_t *vc; } cq_pubs;
+typedef struct { int64_t cap; int64_t *vc; } cq_gens;     /* vc: cap x CQ_MAX_WARPS */
+typedef struct { int64_t cap; int32_t *warp; int64_t *vc; } cq_pubs;   /* warp -1: none */
 typedef struct { const cq_buf *buf; int64_t pos; int32_t lane; } lane_copy;
 
 struct cq_race_block {
     int64_t seq, lo, hi;        /* its segment; segments in [lo, hi) run concurrently */
-    int nwarps;
-    int64_t *vc;                /* nwarps x CQ_MAX_WARPS */
+    int64_t *vc;                /* the block's warps x CQ_MAX_WARPS */
     int coll;                   /* the collective whose effect runs: its actor's warp, or -1 */
     int32_t coll_ip;
     int ncoll;
@@ -137,7 +136,6 @@ void cq_race_block_new(cq_block *blk, int64_t first, int64_t number, int64_t blo
 {
     struct cq_race_block *rb = cq_xcalloc(1, sizeof *rb);
     const cq_code *code = blk->code;
-    rb->nwarps = blk->nwarps;
     rb->vc = cq_xcalloc((size_t)blk->nwarps * CQ_MAX_WARPS, sizeof(int64_t));
     for (int x = 0; x < blk->nwarps; x++)
         rb->vc[x * CQ_MAX_WARPS + x] = 1;
