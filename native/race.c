@@ -460,30 +460,42 @@ static void record_read(cq_shadow *sh, int64_t e, const actor *a, int64_t info)
 /* Element ``e`` of ``sh`` accessed by actor ``a`` (``write``: any kind of write): a
  * conflict with an earlier access not ordered before it stops the run (returns 1);
  * else the access is recorded. */
-static int access(cq_block *blk, cq_shadow *sh, int64_t e, const actor *a, int write,
-                  int64_t info)
+static int unordered(cq_block *blk, const cq_shadow *sh, int64_t e, const actor *a,
+                     int write, int64_t info)
 {
     if (sh->writes && !ordered(sh, sh->glob ? sh->w_seq[e] : a->seq, sh->w_warp[e],
                                sh->w_clock[e], a) && conflict(blk, sh->w_info[e], info))
         return 1;
-    int64_t clock = a->vc[a->warp];
-    if (write) {
-        for (int r = 0; r < sh->nrows; r++)
-            if (!ordered(sh, sh->glob ? sh->r_seq[r][e] : a->seq, sh->r_warp[r],
-                         sh->r_clock[r][e], a) && conflict(blk, sh->r_info[r][e], info))
-                return 1;
-        if (sh->f_seq && sh->f_seq[e] >= 0 && sh->f_seq[e] != a->seq &&
-            sh->f_seq[e] >= a->lo && sh->f_seq[e] < a->hi && conflict(blk, sh->f_info[e], info))
-            return 1;
-        sh->w_clock[e] = clock;
-        sh->w_warp[e] = a->warp;
-        sh->w_info[e] = info;
-        if (sh->glob)
-            sh->w_seq[e] = a->seq;
-        sh->writes = 1;
+    if (!write)
         return 0;
+    for (int r = 0; r < sh->nrows; r++)
+        if (!ordered(sh, sh->glob ? sh->r_seq[r][e] : a->seq, sh->r_warp[r],
+                     sh->r_clock[r][e], a) && conflict(blk, sh->r_info[r][e], info))
+            return 1;
+    return sh->f_seq && sh->f_seq[e] >= 0 && sh->f_seq[e] != a->seq &&
+           sh->f_seq[e] >= a->lo && sh->f_seq[e] < a->hi && conflict(blk, sh->f_info[e], info);
+}
+
+static void record(cq_shadow *sh, int64_t e, const actor *a, int write, int64_t info)
+{
+    if (!write) {
+        record_read(sh, e, a, info);
+        return;
     }
-    record_read(sh, e, a, info);
+    sh->w_clock[e] = a->vc[a->warp];
+    sh->w_warp[e] = a->warp;
+    sh->w_info[e] = info;
+    if (sh->glob)
+        sh->w_seq[e] = a->seq;
+    sh->writes = 1;
+}
+
+static int access(cq_block *blk, cq_shadow *sh, int64_t e, const actor *a, int write,
+                  int64_t info)
+{
+    if (unordered(blk, sh, e, a, write, info))
+        return 1;
+    record(sh, e, a, write, info);
     return 0;
 }
 
