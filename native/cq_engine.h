@@ -217,6 +217,7 @@ typedef struct {
     int64_t o[CQ_MAX_RANK], e[CQ_MAX_RANK];
     cq_lanes waited;
     cq_transfer *transfer;  /* its copy while it may still land (random schedule) */
+    struct cq_race_copy *race;   /* the race check's record of its async copy (race.c) */
 } cq_handle;
 
 typedef struct {
@@ -529,6 +530,11 @@ int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
                      const char *news, const char *vals, int size);
 int cq_race_tile(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_t *o,
                  const int64_t *e, int nd, int swizzle, int write, int lane);
+int cq_race_copy_issue(cq_block *blk, const cq_ins *ins, int32_t h, const cq_buf *src,
+                       const int64_t *so, const int64_t *se, int snd, int swz_src,
+                       const cq_buf *dst, const int64_t *dO, const int64_t *dD, int dnd,
+                       int swz_dst, int lane);
+void cq_race_copy_waited(cq_block *blk, int32_t h, int lane);
 int cq_race_lane_copy(cq_block *blk, const cq_buf *b, const int64_t *o, const int64_t *e,
                       int nd, int swizzle, int lane);
 

@@ -30,8 +30,24 @@ typedef struct cq_shadow {
     /* global buffers: a read of another segment a read of the same warp number
      * replaced (shadow.py _keep_foreign) */
     int64_t *f_info, *f_seq;
+    int local;                  /* a lane's own buffer: only the async copies in flight */
+    int ninflight, capinflight; /* the async copies reading (side 0) or writing (side 1) it */
+    struct inflight { struct cq_race_copy *copy; int side; } *inflight;
     struct cq_shadow *next;
 } cq_shadow;
+
+/* An async copy (race.py ``Copy``): per side (its source read, its destination write)
+ * the shadow and the sorted positions of its elements; once the first wait completed it,
+ * the warp and clock it was recorded at. */
+typedef struct cq_race_copy {
+    int64_t info;
+    cq_shadow *sh[2];
+    int64_t n[2], *pos[2];
+    int done;
+    int32_t done_warp;
+    int64_t done_clock;
+    struct cq_race_copy *next;  /* the block's */
+} cq_race_copy;
 
 typedef struct { int64_t cap; int64_t *vc; } cq_gens;     /* vc: cap x CQ_MAX_WARPS */
 typedef struct { int64_t cap; int32_t *warp; int64_t *vc; } cq_pubs;   /* warp -1: none */
@@ -50,7 +66,10 @@ struct cq_race_block {
     cq_shadow *shadows;         /* of the block's own (shared) buffers */
     int64_t lc_step, lc_warp, lc_n, lc_cap;   /* the lanes' own copies (cq_race_lane_copy) */
     lane_copy *lc;
+    cq_race_copy *copies;       /* its async copies */
 };
+
+static void copies_free(cq_block *blk, cq_race_copy *c);
 
 struct cq_race {
     int64_t nseq;               /* segments so far */
@@ -111,6 +130,7 @@ static void shadows_free(cq_shadow *sh)
         }
         free(sh->f_info);
         free(sh->f_seq);
+        free(sh->inflight);
         free(sh);
         sh = next;
     }
@@ -178,6 +198,7 @@ void cq_race_block_free(cq_block *blk)
     }
     free(rb->pubs);
     free(rb->lc);
+    copies_free(blk, rb->copies);
     shadows_free(rb->shadows);
     free(rb->vc);
     free(rb);
@@ -367,14 +388,15 @@ static int storage_of(const cq_block *blk, const cq_buf *b)
 
 /* The buffer's shadow, made at its first checked access; NULL for a lane's own buffer,
  * which nothing else can reach. Global ones are made under the call's lock. */
-static cq_shadow *shadow_of(cq_block *blk, cq_buf *b)
+static cq_shadow *shadow_new(cq_block *blk, cq_buf *b, int local)
 {
     if (b->shadow)
         return b->shadow;
     int storage = storage_of(blk, b);
-    if (storage == CQ_STORAGE_LOCAL)
+    if (storage == CQ_STORAGE_LOCAL && !local)
         return NULL;
     cq_shadow *sh = cq_xcalloc(1, sizeof *sh);
+    sh->local = storage == CQ_STORAGE_LOCAL;
     sh->n = b->count;
     sh->glob = storage == CQ_STORAGE_GLOBAL;
     sh->w_clock = zeros(sh->n);
@@ -393,6 +415,8 @@ static cq_shadow *shadow_of(cq_block *blk, cq_buf *b)
     b->shadow = sh;
     return sh;
 }
+
+static cq_shadow *shadow_of(cq_block *blk, cq_buf *b) { return shadow_new(blk, b, 0); }
 
 typedef struct {
     int64_t seq, lo, hi;
@@ -585,6 +609,71 @@ static int same_element(cq_block *blk, uint32_t lanes, cq_buf *one, cq_buf *cons
     return 0;
 }
 
+/* ------------------------------------------------------------------ async copies in flight */
+
+static int has(const int64_t *pos, int64_t n, int64_t e)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (pos[mid] < e)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && pos[lo] == e;
+}
+
+/* Whether an access (``write``: of any kind) of the elements ``pos`` (``sorted`` or not)
+ * meets an async copy in flight on ``sh``: anything meeting a destination, a write
+ * meeting a source (race.py ``_inflight``). */
+static int meets_inflight(const cq_shadow *sh, const int64_t *pos, int64_t n, int sorted,
+                          int write)
+{
+    for (int k = 0; k < sh->ninflight; k++) {
+        const cq_race_copy *c = sh->inflight[k].copy;
+        int side = sh->inflight[k].side;
+        if (side == 0 && !write)
+            continue;
+        const int64_t *cp = c->pos[side];
+        int64_t cn = c->n[side];
+        if (!sorted) {
+            for (int64_t j = 0; j < n; j++)
+                if (has(cp, cn, pos[j]))
+                    return 1;
+            continue;
+        }
+        for (int64_t i = 0, j = 0; i < n && j < cn;) {
+            if (pos[i] == cp[j])
+                return 1;
+            if (pos[i] < cp[j])
+                i++;
+            else
+                j++;
+        }
+    }
+    return 0;
+}
+
+typedef struct { int64_t n, cap, *pos; } positions;
+
+static void add_position(positions *p, int64_t e)
+{
+    if (p->n == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 256;
+        p->pos = realloc(p->pos, (size_t)p->cap * sizeof(int64_t));
+        if (!p->pos)
+            abort();
+    }
+    p->pos[p->n++] = e;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* A warp's access to one buffer at once: whether every earlier access of its lanes'
  * elements is ordered before it (``access``'s checks, without a branch per lane) ... */
 static int ordered_all(const cq_shadow *sh, uint32_t lanes, const int64_t *off,
@@ -694,6 +783,16 @@ int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
         if (!sh || !lanes)
             return CQ_ST_OK;
         lock(blk, sh);
+        if (sh->ninflight || sh->local) {
+            int64_t pos[CQ_WARP], n = 0;
+            for (uint32_t m = lanes; m; m &= m - 1)
+                pos[n++] = off[cq_low(m)];
+            int hit = meets_inflight(sh, pos, n, 0, write);
+            if (hit || sh->local) {
+                unlock(blk, sh);
+                return hit ? stop(blk) : CQ_ST_OK;
+            }
+        }
         int bad = ordered_all(sh, lanes, off, &a, write) ? (record_all(sh, lanes, off, &a, write,
                                                                         info), 0)
                                                          : each_access(blk, sh, lanes, off, &a,
@@ -707,7 +806,9 @@ int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
         if (!sh)
             continue;
         lock(blk, sh);
-        int bad = access(blk, sh, off[i], &a, write, info);
+        int bad = meets_inflight(sh, &off[i], 1, 1, write);
+        if (!bad && !sh->local)
+            bad = access(blk, sh, off[i], &a, write, info);
         unlock(blk, sh);
         if (bad)
             return stop(blk);
@@ -729,6 +830,7 @@ typedef struct {
     actor a;
     int write, lane;
     int64_t info;
+    void *extra;                /* visit_collect's positions */
 } visit;
 
 static int each_element(const cq_buf *b, const int64_t *o, const int64_t *e, int nd,
@@ -781,6 +883,9 @@ static int visit_access(visit *v, int64_t pos)
     return access(v->blk, v->sh, pos, &v->a, v->write, v->info);
 }
 
+static int tile_meets_inflight(visit *v, const cq_buf *b, const int64_t *o, const int64_t *e,
+                               int nd, int swizzle);
+
 /* A tile (``each_element``) that a collective's effect, or lane ``lane``, reads or
  * writes (race.py ``tile``). */
 int cq_race_tile(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_t *o,
@@ -789,7 +894,7 @@ int cq_race_tile(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_
     if (stopped(blk))
         return stop(blk);
     struct cq_race_block *rb = blk->race;
-    visit v = {blk, NULL, b->root ? b->root : b, {0}, write, lane, 0};
+    visit v = {blk, NULL, b->root ? b->root : b, {0}, write, lane, 0, NULL};
     v.sh = shadow_locked(blk, (cq_buf *)v.real);
     if (!v.sh)
         return CQ_ST_OK;
@@ -798,9 +903,162 @@ int cq_race_tile(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_
     actor_of(blk, x, &v.a);
     v.info = info_of(blk, ip, 0);
     lock(blk, v.sh);
-    int bad = each_element(b, o, e, nd, swizzle, visit_access, &v);
+    int bad = v.sh->ninflight && tile_meets_inflight(&v, b, o, e, nd, swizzle);
+    if (!bad && !v.sh->local)
+        bad = each_element(b, o, e, nd, swizzle, visit_access, &v);
     unlock(blk, v.sh);
     return bad ? stop(blk) : CQ_ST_OK;
+}
+
+/* ------------------------------------------------------------------ async copies */
+
+static int visit_collect(visit *v, int64_t pos)
+{
+    add_position((positions *)v->extra, pos);
+    return 0;
+}
+
+/* The sorted positions of a tile (``each_element``). */
+static positions tile_positions(const cq_buf *b, const int64_t *o, const int64_t *e, int nd,
+                                int swizzle)
+{
+    positions p = {0, 0, NULL};
+    visit v = {0};
+    v.extra = &p;
+    each_element(b, o, e, nd, swizzle, visit_collect, &v);
+    qsort(p.pos, (size_t)p.n, sizeof(int64_t), by_value);
+    return p;
+}
+
+static int tile_meets_inflight(visit *v, const cq_buf *b, const int64_t *o, const int64_t *e,
+                               int nd, int swizzle)
+{
+    positions p = tile_positions(b, o, e, nd, swizzle);
+    int hit = meets_inflight(v->sh, p.pos, p.n, 1, v->write);
+    free(p.pos);
+    return hit;
+}
+
+/* An async copy issued into handle ``h`` (race.py ``dma_issue``): each side meets the
+ * copies in flight on its buffer and is checked against the earlier accesses, then stays
+ * in flight there until the copy's first wait records it (``cq_race_copy_waited``). The
+ * source's extents are the part the copy reads. */
+int cq_race_copy_issue(cq_block *blk, const cq_ins *ins, int32_t h, const cq_buf *src,
+                       const int64_t *so, const int64_t *se, int snd, int swz_src,
+                       const cq_buf *dst, const int64_t *dO, const int64_t *dD, int dnd,
+                       int swz_dst, int lane)
+{
+    if (stopped(blk))
+        return stop(blk);
+    struct cq_race_block *rb = blk->race;
+    cq_race_copy *c = cq_xcalloc(1, sizeof *c);
+    c->next = rb->copies;
+    rb->copies = c;
+    blk->handles[h].race = c;
+    int x = rb->coll >= 0 ? rb->coll : lane / CQ_WARP;
+    int ip = rb->coll >= 0 ? rb->coll_ip : (int)(ins - blk->code->ins);
+    c->info = info_of(blk, ip, 0);
+    for (int side = 0; side < 2; side++) {
+        const cq_buf *b = side ? dst : src;
+        positions p = side ? tile_positions(dst, dO, dD, dnd, swz_dst)
+                           : tile_positions(src, so, se, snd, swz_src);
+        if (!p.n)
+            continue;
+        cq_buf *real = (cq_buf *)(b->root ? b->root : b);
+        lock(blk, NULL);
+        cq_shadow *sh = shadow_new(blk, real, 1);
+        int bad = meets_inflight(sh, p.pos, p.n, 1, side);
+        if (!bad && !sh->local) {
+            actor a;
+            actor_of(blk, x, &a);
+            for (int64_t k = 0; k < p.n && !bad; k++)
+                bad = unordered(blk, sh, p.pos[k], &a, side, c->info);
+        }
+        if (!bad) {
+            if (sh->ninflight == sh->capinflight) {
+                sh->capinflight = sh->capinflight ? 2 * sh->capinflight : 4;
+                sh->inflight = realloc(sh->inflight, (size_t)sh->capinflight *
+                                       sizeof *sh->inflight);
+                if (!sh->inflight)
+                    abort();
+            }
+            sh->inflight[sh->ninflight++] = (struct inflight){c, side};
+        }
+        unlock(blk, NULL);
+        c->sh[side] = sh;
+        c->n[side] = p.n;
+        c->pos[side] = p.pos;
+        if (bad)
+            return stop(blk);
+    }
+    return CQ_ST_OK;
+}
+
+static void land_off(cq_race_copy *c, int side)
+{
+    cq_shadow *sh = c->sh[side];
+    for (int k = 0; k < sh->ninflight; k++)
+        if (sh->inflight[k].copy == c && sh->inflight[k].side == side) {
+            sh->inflight[k] = sh->inflight[--sh->ninflight];
+            return;
+        }
+}
+
+/* Lane ``lane`` waited the async copy of handle ``h`` (race.py ``dma_wait``): its first
+ * wait records its accesses, a collective's at the joined clock of its representative, a
+ * lane's own at a clock of its warp only the copy has (the warp ticks before and after);
+ * a lane of another warp waiting it later acquires just that. */
+void cq_race_copy_waited(cq_block *blk, int32_t h, int lane)
+{
+    struct cq_race_block *rb = blk->race;
+    cq_race_copy *c = blk->handles[h].race;
+    if (!c)
+        return;
+    int x = lane / CQ_WARP;
+    if (c->done) {
+        int64_t *vc = vc_of(rb, x);
+        if (rb->coll < 0 && c->done_warp != x && vc[c->done_warp] < c->done_clock)
+            vc[c->done_warp] = c->done_clock;
+        return;
+    }
+    if (rb->coll < 0)
+        tick(rb, x);
+    actor a;
+    actor_of(blk, rb->coll >= 0 ? rb->coll : x, &a);
+    c->done = 1;
+    c->done_warp = a.warp;
+    c->done_clock = a.vc[a.warp];
+    lock(blk, NULL);
+    for (int side = 0; side < 2; side++) {
+        if (!c->sh[side])
+            continue;
+        land_off(c, side);
+        if (!c->sh[side]->local)
+            for (int64_t k = 0; k < c->n[side]; k++)
+                record(c->sh[side], c->pos[side][k], &a, side, c->info);
+    }
+    unlock(blk, NULL);
+    if (rb->coll < 0)
+        tick(rb, x);
+}
+
+/* The block's copies, and what of them is still in flight, go with it. */
+static void copies_free(cq_block *blk, cq_race_copy *c)
+{
+    while (c) {
+        cq_race_copy *next = c->next;
+        if (!c->done) {
+            lock(blk, NULL);
+            for (int side = 0; side < 2; side++)
+                if (c->sh[side])
+                    land_off(c, side);
+            unlock(blk, NULL);
+        }
+        free(c->pos[0]);
+        free(c->pos[1]);
+        free(c);
+        c = next;
+    }
 }
 
 /* The elements the lanes' own copies of one instruction of a warp wrote so far
@@ -856,7 +1114,7 @@ int cq_race_lane_copy(cq_block *blk, const cq_buf *b, const int64_t *o, const in
         rb->lc_step = step;
         rb->lc_warp = warp;
     }
-    visit v = {blk, NULL, real, {0}, 1, lane, 0};
+    visit v = {blk, NULL, real, {0}, 1, lane, 0, NULL};
     return each_element(b, o, e, nd, swizzle, visit_lane_copy, &v) ? stop(blk) : CQ_ST_OK;
 }
 

@@ -111,14 +111,12 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
 
 def race_unchecked(fn) -> bool:
     """Whether ``fn`` does something the race check's C detector leaves to the reference
-    engine: an instruction of RACE_UNCHECKED_OPS, an asynchronous copy into a future, or
-    a launch that is asynchronous, on a stream, cooperative or in clusters."""
+    engine: an instruction of RACE_UNCHECKED_OPS, or a launch that is asynchronous, on a
+    stream, cooperative or in clusters."""
     if any(launch.is_async or launch.stream >= 0 or launch.cooperative or launch.cluster
            for launch in fn.host.launches):
         return True
     for code in [fn.host] + [k.code for k in fn.kernels]:
-        if any(d.is_async and d.future >= 0 for d in code.dmas):
-            return True
         if any(code.code[k] in RACE_UNCHECKED_OPS for k in range(0, len(code.code), WIDTH)):
             return True
     return False
