@@ -67,9 +67,15 @@ struct cq_race_block {
     int64_t lc_step, lc_warp, lc_n, lc_cap;   /* the lanes' own copies (cq_race_lane_copy) */
     lane_copy *lc;
     cq_race_copy *copies;       /* its async copies */
+    /* asynchronous MMA (race.py mma_loads, mma_flights): the tiles mma.load read, by
+     * (lane, instruction), and the MMAs' reads in flight, by (accumulator, lane) */
+    int nloads, caploads, nflights, capflights;
+    struct mma_load { int32_t lane, ip; cq_shadow *sh; int64_t n, *pos; } *loads;
+    struct mma_flight { int32_t m, lane; cq_race_copy *copy; } *flights;
 };
 
 static void copies_free(cq_block *blk, cq_race_copy *c);
+static void add_inflight(cq_shadow *sh, struct cq_race_copy *c, int side);
 
 struct cq_race {
     int64_t nseq;               /* segments so far */
@@ -78,6 +84,7 @@ struct cq_race {
     atomic_int stop;
     int ncodes;
     int32_t **once_of;          /* per code (host first), per instruction: race.py statement_once */
+    uint8_t *mma_async;         /* per code: it has MMA_ASYNC (its mma.loads are kept) */
     cq_shadow *shadows;         /* of global buffers */
 };
 
@@ -109,8 +116,13 @@ void cq_race_new(cq_call *call)
     rc->ncodes = prog->nkernels + 1;
     rc->once_of = cq_xcalloc((size_t)rc->ncodes, sizeof(int32_t *));
     rc->once_of[0] = statement_once(&prog->host);
-    for (int k = 0; k < prog->nkernels; k++)
-        rc->once_of[k + 1] = statement_once(&prog->kernels[k].code);
+    rc->mma_async = cq_xcalloc((size_t)rc->ncodes, 1);
+    for (int k = 0; k < prog->nkernels; k++) {
+        const cq_code *code = &prog->kernels[k].code;
+        rc->once_of[k + 1] = statement_once(code);
+        for (int ip = 0; ip < code->n; ip++)
+            rc->mma_async[k + 1] |= code->ins[ip].op == CQ_OP_MMA_ASYNC;
+    }
     rc->nseq = 1;               /* the host's first segment is 0 */
     call->race = rc;
 }
@@ -145,6 +157,7 @@ void cq_race_free(cq_call *call)
     for (int k = 0; k < rc->ncodes; k++)
         free(rc->once_of[k]);
     free(rc->once_of);
+    free(rc->mma_async);
     pthread_mutex_destroy(&rc->mu);
     free(rc);
     call->race = NULL;
@@ -198,6 +211,10 @@ void cq_race_block_free(cq_block *blk)
     }
     free(rb->pubs);
     free(rb->lc);
+    for (int k = 0; k < rb->nloads; k++)
+        free(rb->loads[k].pos);
+    free(rb->loads);
+    free(rb->flights);
     copies_free(blk, rb->copies);
     shadows_free(rb->shadows);
     free(rb->vc);
@@ -974,16 +991,8 @@ int cq_race_copy_issue(cq_block *blk, const cq_ins *ins, int32_t h, const cq_buf
             for (int64_t k = 0; k < p.n && !bad; k++)
                 bad = unordered(blk, sh, p.pos[k], &a, side, c->info);
         }
-        if (!bad) {
-            if (sh->ninflight == sh->capinflight) {
-                sh->capinflight = sh->capinflight ? 2 * sh->capinflight : 4;
-                sh->inflight = realloc(sh->inflight, (size_t)sh->capinflight *
-                                       sizeof *sh->inflight);
-                if (!sh->inflight)
-                    abort();
-            }
-            sh->inflight[sh->ninflight++] = (struct inflight){c, side};
-        }
+        if (!bad)
+            add_inflight(sh, c, side);
         unlock(blk, NULL);
         c->sh[side] = sh;
         c->n[side] = p.n;
@@ -1008,12 +1017,17 @@ static void land_off(cq_race_copy *c, int side)
  * wait records its accesses, a collective's at the joined clock of its representative, a
  * lane's own at a clock of its warp only the copy has (the warp ticks before and after);
  * a lane of another warp waiting it later acquires just that. */
+static void complete(cq_block *blk, cq_race_copy *c, int lane);
+
 void cq_race_copy_waited(cq_block *blk, int32_t h, int lane)
 {
+    if (blk->handles[h].race)
+        complete(blk, blk->handles[h].race, lane);
+}
+
+static void complete(cq_block *blk, cq_race_copy *c, int lane)
+{
     struct cq_race_block *rb = blk->race;
-    cq_race_copy *c = blk->handles[h].race;
-    if (!c)
-        return;
     int x = lane / CQ_WARP;
     if (c->done) {
         int64_t *vc = vc_of(rb, x);
@@ -1040,6 +1054,107 @@ void cq_race_copy_waited(cq_block *blk, int32_t h, int lane)
     unlock(blk, NULL);
     if (rb->coll < 0)
         tick(rb, x);
+}
+
+static void add_inflight(cq_shadow *sh, cq_race_copy *c, int side)
+{
+    if (sh->ninflight == sh->capinflight) {
+        sh->capinflight = sh->capinflight ? 2 * sh->capinflight : 4;
+        sh->inflight = realloc(sh->inflight, (size_t)sh->capinflight * sizeof *sh->inflight);
+        if (!sh->inflight)
+            abort();
+    }
+    sh->inflight[sh->ninflight++] = (struct inflight){c, side};
+}
+
+/* An mma.load of lane ``lane``'s unit instance read this tile (``each_element``) at the
+ * instruction ``ins``: an asynchronous MMA of its statement keeps it in flight. */
+void cq_race_mma_loaded(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_t *o,
+                        const int64_t *e, int nd, int swizzle, int lane)
+{
+    struct cq_race_block *rb = blk->race;
+    cq_buf *real = (cq_buf *)(b->root ? b->root : b);
+    if (!blk->call->race->mma_async[blk->kernel + 1] ||
+        storage_of(blk, real) == CQ_STORAGE_LOCAL)
+        return;
+    positions p = tile_positions(b, o, e, nd, swizzle);
+    if (!p.n)
+        return;
+    int ip = rb->coll >= 0 ? rb->coll_ip : (int)(ins - blk->code->ins);
+    struct mma_load *l = NULL;
+    for (int k = 0; k < rb->nloads && !l; k++)
+        if (rb->loads[k].lane == lane && rb->loads[k].ip == ip)
+            l = &rb->loads[k];
+    if (!l) {
+        if (rb->nloads == rb->caploads) {
+            rb->caploads = rb->caploads ? 2 * rb->caploads : 8;
+            rb->loads = realloc(rb->loads, (size_t)rb->caploads * sizeof *rb->loads);
+            if (!rb->loads)
+                abort();
+        }
+        l = &rb->loads[rb->nloads++];
+        l->pos = NULL;
+    }
+    free(l->pos);
+    lock(blk, NULL);
+    *l = (struct mma_load){lane, ip, shadow_new(blk, real, 1), p.n, p.pos};
+    unlock(blk, NULL);
+}
+
+/* MMA_ASYNC by lane ``lane``'s unit instance on accumulator ``m`` (race.py
+ * ``mma_async``): the tiles its statement's mma.loads read stay in flight as reads until
+ * the MMA_WAIT. */
+void cq_race_mma_async(cq_block *blk, const cq_ins *ins, int m, int lane)
+{
+    struct cq_race_block *rb = blk->race;
+    const cq_code *code = blk->code;
+    int ip = rb->coll >= 0 ? rb->coll_ip : (int)(ins - code->ins);
+    for (int k = ip - 1; k >= 0 && code->ins[k].span == code->ins[ip].span; k--) {
+        if (code->ins[k].op != CQ_OP_MMA_LOAD)
+            continue;
+        for (int j = 0; j < rb->nloads; j++) {
+            struct mma_load *l = &rb->loads[j];
+            if (l->lane != lane || l->ip != k)
+                continue;
+            {
+                cq_race_copy *c = cq_xcalloc(1, sizeof *c);
+                c->next = rb->copies;
+                rb->copies = c;
+                c->info = info_of(blk, ip, 0);
+                c->sh[0] = l->sh;
+                c->n[0] = l->n;
+                c->pos[0] = l->pos;
+                lock(blk, NULL);
+                add_inflight(l->sh, c, 0);
+                unlock(blk, NULL);
+                if (rb->nflights == rb->capflights) {
+                    rb->capflights = rb->capflights ? 2 * rb->capflights : 8;
+                    rb->flights = realloc(rb->flights, (size_t)rb->capflights *
+                                          sizeof *rb->flights);
+                    if (!rb->flights)
+                        abort();
+                }
+                rb->flights[rb->nflights++] = (struct mma_flight){m, lane, c};
+            }
+            rb->loads[j] = rb->loads[--rb->nloads];
+            break;
+        }
+    }
+}
+
+/* MMA_WAIT of lane ``lane``'s unit instance on accumulator ``m``: the reads of its MMAs
+ * count from here, in the order they were issued. */
+void cq_race_mma_wait(cq_block *blk, int m, int lane)
+{
+    struct cq_race_block *rb = blk->race;
+    int k = 0;
+    for (int j = 0; j < rb->nflights; j++) {
+        if (rb->flights[j].m == m && rb->flights[j].lane == lane)
+            complete(blk, rb->flights[j].copy, lane);
+        else
+            rb->flights[k++] = rb->flights[j];
+    }
+    rb->nflights = k;
 }
 
 /* The block's copies, and what of them is still in flight, go with it. */
