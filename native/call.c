@@ -193,6 +193,7 @@ void cq_block_free(cq_block *blk)
     free(blk->once_arrivals);
     free(blk->once_claimed);
     free(blk->shared);
+    cq_race_block_free(blk);
     free(blk);
 }
 
@@ -274,6 +275,12 @@ cq_block *cq_block_begin(cq_call *call, const int64_t *index)
     }
     for (int q = 0; q < blk->nwarps; q++)
         set_args(call, &blk->warps[q]);
+    if (call->race) {
+        int64_t number = 0;
+        for (int d = 0; d < L->ngrid; d++)
+            number = number * call->grid[d] + index[d];
+        cq_race_block_new(blk, call->race_first, number, call->blocks);
+    }
     if (eval_lanesets(call, blk) != CQ_ST_OK) {
         call->blk = blk;      /* the fault's block, kept for its view */
         return NULL;
@@ -385,6 +392,8 @@ int cq_op_launch(cq_warp *w, const cq_ins *ins)
     call->blocks = 1;
     for (int d = 0; d < L->ngrid; d++)
         call->blocks *= call->grid[d];
+    if (call->race)
+        cq_race_launch(call, call->blocks);
     return CQ_ST_LAUNCH;
 }
 
@@ -423,6 +432,10 @@ cq_call *cq_call_new(const cq_prog *prog, const cq_opts *opts)
     for (int k = 0; k < prog->nkernels; k++)
         call->kglobals[k] = cq_xcalloc((size_t)prog->kernels[k].code.nbuf + 1, sizeof(cq_insts));
     call->host = block_new(call, &prog->host, -1, 1);
+    if (opts->race) {
+        cq_race_new(call);
+        cq_race_block_new(call->host, 0, 0, 0);
+    }
     return call;
 }
 
@@ -442,6 +455,7 @@ void cq_call_free(cq_call *call)
         free(call->kglobals[k]);
     free(call->kglobals);
     cq_arena_free(&call->arena);
+    cq_race_free(call);
     free(call->hval);
     free(call->out);
     free(call);
@@ -734,8 +748,11 @@ int cq_run(cq_call *call, int64_t slice_steps)
                 return CQ_RUN_SLICE;
             if (st == CQ_ST_DONE)
                 call->launching = 0;
-            else
+            else {
                 call->serial = 1;   /* again, one block after another, for the report */
+                if (call->race)
+                    cq_race_relaunch(call);
+            }
             continue;
         }
         if (call->launching) {

@@ -25,8 +25,10 @@ enum cq_status { CQ_RUN_DONE, CQ_RUN_SLICE, CQ_RUN_FAULT, CQ_RUN_INTERNAL };
  * bit is set in ``unsigned_words`` holds a u64 value), plus the lane set ``lanes`` for a
  * lane-set argument. ``launch`` is the host's launch running the faulting block (-1: the
  * host program); ``span`` the span the message points at; ``lane`` the block lane at
- * fault (-1: none). CQ_RUN_INTERNAL's origin is ``c_file``:``c_line``. */
-enum { CQ_DEADLOCK = 0 };
+ * fault (-1: none). CQ_RUN_INTERNAL's origin is ``c_file``:``c_line``. CQ_RACE_STOP is no
+ * error: the race check's detector stopped the run (cq_race_stopped), whose report the
+ * reference engine gives. */
+enum { CQ_DEADLOCK = 0, CQ_RACE_STOP = -1 };
 
 typedef struct {
     int32_t kind;
@@ -54,6 +56,7 @@ typedef struct {
     int64_t max_grid[3];    /* blocks per grid dimension (croqvm.core.limits.MAX_GRID) */
     int32_t jobs;           /* threads a launch's blocks may run on */
     int32_t jobs_printing;  /* 1: a kernel that prints runs on them too (else on one) */
+    int32_t race;           /* 1: the race check's detector (docs/EXECUTION.md §20) */
 } cq_opts;
 
 /* Where a call is (croqvm.core.position.RunPosition): counts, and the running block and warp
@@ -124,6 +127,9 @@ int cq_pool_interrupt(cq_call *call, cq_position *out, int max);
 /* The returned value: 0 none, 1 scalar (its bytes in value, 8 at most; its type in
  * info->type), 2 buffer (info). */
 int cq_result(const cq_call *call, void *value, cq_buffer_info *info);
+/* 1 when the race check's detector stopped the run (opts.race): it races, or does what
+ * only the reference engine checks; 0 otherwise. */
+int cq_race_stopped(const cq_call *call);
 
 /* The faulting block, for deadlock and partial-group reports. */
 int cq_view_size(const cq_call *call, int32_t *nwarps, int32_t *size, uint32_t *live);

@@ -175,6 +175,7 @@ typedef struct cq_buf {
     int32_t strided;
     int64_t first, step[CQ_MAX_RANK];
     const struct cq_buf *root;   /* a reshaped or strided view's buffer; NULL: itself */
+    struct cq_shadow *shadow;    /* the race check's (race.c), made at its first access */
 } cq_buf;
 
 extern const int cq_type_size[CQ_NUM_DTYPES];
@@ -217,6 +218,7 @@ typedef struct {
     cq_lanes waited;
     cq_transfer *transfer;  /* its copy while it may still land (random schedule) */
     int32_t trace_copy;     /* tracing (trace.c): its async copy's landing, 1 + index; 0 none */
+    struct cq_race_copy *race;   /* the race check's record of its async copy (race.c) */
 } cq_handle;
 
 typedef struct {
@@ -314,6 +316,7 @@ typedef struct cq_block {
     struct cq_block **cluster;
     int32_t ncluster, done;
     struct cq_track *track; /* tracing (trace.c): the block's timeline, NULL until its first step */
+    struct cq_race_block *race; /* the race check's clocks (race.c); NULL: no check */
 } cq_block;
 
 typedef struct cq_call {
@@ -362,6 +365,8 @@ typedef struct cq_call {
     cq_block *fault_blk;    /* the block a deadlock or fault happened in (kept for views) */
     uint64_t rng;
     struct cq_trace *trace; /* tracing (trace.c, croqvm trace), or NULL */
+    struct cq_race *race;   /* the race check (race.c), shared by a pool's workers; NULL: none */
+    int64_t race_first;     /* the race check's segment of the launch's first block */
 } cq_call;
 
 /* ------------------------------------------------------------------ shared helpers */
@@ -514,6 +519,40 @@ void cq_pool_where(const cq_call *call, cq_position *out);
 __attribute__((cold)) void cq_trace_before(cq_block *blk, cq_warp *w, int ip);
 __attribute__((cold)) void cq_trace_after(cq_block *blk, cq_warp *w, int ip, uint32_t act);
 void cq_trace_free(struct cq_trace *trace);
+/* The race check (race.c): state of the call and of each block, the synchronisation
+ * it follows and the accesses it checks; an access hook returns CQ_ST_FAULT (a
+ * CQ_RACE_STOP record) when the run races or does what only the reference engine
+ * checks. */
+void cq_race_new(cq_call *call);
+void cq_race_free(cq_call *call);
+void cq_race_block_new(cq_block *blk, int64_t first, int64_t number, int64_t blocks);
+void cq_race_block_free(cq_block *blk);
+void cq_race_launch(cq_call *call, int64_t blocks);
+void cq_race_relaunch(cq_call *call);
+int cq_race_in_collective(const cq_block *blk);
+void cq_race_collective(cq_block *blk, const cq_ins *ins, const int *lanes, int n);
+void cq_race_collective_done(cq_block *blk);
+void cq_race_trigger(cq_warp *w, int e, const int64_t *slots, const int64_t *completed,
+                     const int64_t *arrivals, int64_t need);
+void cq_race_waited(cq_warp *w, int e, int slot, int64_t gen);
+void cq_race_once(cq_warp *w, const cq_ins *ins, const uint8_t *claimed, const int64_t *nth);
+void cq_race_effect_end(cq_warp *w);
+int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
+                     cq_buf *const *bufs, const int64_t *off, int write, const char *olds,
+                     const char *news, const char *vals, int size);
+int cq_race_tile(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_t *o,
+                 const int64_t *e, int nd, int swizzle, int write, int lane);
+int cq_race_copy_issue(cq_block *blk, const cq_ins *ins, int32_t h, const cq_buf *src,
+                       const int64_t *so, const int64_t *se, int snd, int swz_src,
+                       const cq_buf *dst, const int64_t *dO, const int64_t *dD, int dnd,
+                       int swz_dst, int lane);
+void cq_race_copy_waited(cq_block *blk, int32_t h, int lane);
+void cq_race_mma_loaded(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_t *o,
+                        const int64_t *e, int nd, int swizzle, int lane);
+void cq_race_mma_async(cq_block *blk, const cq_ins *ins, int m, int lane);
+void cq_race_mma_wait(cq_block *blk, int m, int lane);
+int cq_race_lane_copy(cq_block *blk, const cq_buf *b, const int64_t *o, const int64_t *e,
+                      int nd, int swizzle, int lane);
 
 /* The project PRNG (SplitMix64). */
 uint64_t cq_rng_next(uint64_t *state);

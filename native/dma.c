@@ -416,6 +416,40 @@ static void defer(cq_block *blk, cq_transfer *t)
 
 /* ------------------------------------------------------------------ issuing */
 
+/* The race check of a copy (race.py ``dma_issue``): a synchronous one reads its source
+ * and writes its destination now, an async one (into handle ``h``, else -1) from now
+ * until its first wait; the copies the lanes of a warp make on their own are checked
+ * against each other. */
+static int race_copy(cq_block *blk, const cq_ins *ins, const plan *p, int lane, int32_t h)
+{
+    if (!cq_race_in_collective(blk) &&
+        cq_race_lane_copy(blk, p->dst, p->dO, p->dD, p->dnd, p->swz_dst, lane) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    /* dma.py read_extents: a copy or a transposition reads no element beyond the
+     * destination's extents, in the dimensions both sides have */
+    const cq_dmadecl *desc = &blk->code->dma[ins->a];
+    int64_t se[CQ_MAX_RANK];
+    int n = p->nd;
+    memcpy(se, p->se, sizeof se);
+    if (desc->op != 2) {
+        n = p->nd < p->dnd ? p->nd : p->dnd;
+        for (int d = 0; d < n; d++) {
+            int64_t x = p->dD[d];
+            if (desc->op == 1)
+                for (int k = 0; k < desc->nperm; k++)
+                    if (desc->perm[k] == d)
+                        x = p->dD[k];
+            se[d] = se[d] < x ? se[d] : x;
+        }
+    }
+    if (h >= 0)
+        return cq_race_copy_issue(blk, ins, h, p->src, p->so, se, n, p->swz_src, p->dst, p->dO,
+                                  p->dD, p->dnd, p->swz_dst, lane);
+    if (cq_race_tile(blk, ins, p->src, p->so, se, n, p->swz_src, 0, lane) != CQ_ST_OK)
+        return CQ_ST_FAULT;
+    return cq_race_tile(blk, ins, p->dst, p->dO, p->dD, p->dnd, p->swz_dst, 1, lane);
+}
+
 static int issue(cq_block *blk, const cq_ins *ins, const plan *p, const int *lanes, int n)
 {
     const cq_dmadecl *desc = &blk->code->dma[ins->a];
@@ -439,8 +473,9 @@ static int issue(cq_block *blk, const cq_ins *ins, const plan *p, const int *lan
         defer(blk, t);
     else
         land(t);
+    int32_t h = -1;
     if (desc->future >= 0) {
-        int32_t h = cq_handle_new(blk);
+        h = cq_handle_new(blk);
         cq_handle *hd = &blk->handles[h];
         /* a reshaped or strided destination's data is not addressed as the future's
          * (lowering refuses that), but the handle must name a buffer that lasts */
@@ -458,7 +493,7 @@ static int issue(cq_block *blk, const cq_ins *ins, const plan *p, const int *lan
             cq_handle_set(blk, desc->future, lanes[k], h);
     }
     cq_transfer_unref(t);
-    return CQ_ST_OK;
+    return blk->race ? race_copy(blk, ins, p, lanes[0], is_async ? h : -1) : CQ_ST_OK;
 }
 
 /* §9.5.4: issuing into a future whose async transfer a lane never waited. */
@@ -653,6 +688,8 @@ static int wait_lane(cq_block *blk, const cq_ins *ins, int slot, int lane)
     cq_lanes_set(&blk->handles[h].waited, lane);
     if (blk->handles[h].transfer)
         land(blk->handles[h].transfer);
+    if (blk->race)
+        cq_race_copy_waited(blk, h, lane);
     return CQ_ST_OK;
 }
 

@@ -654,6 +654,14 @@ static void scatter(const located *L, uint32_t lanes, int size, const char *vals
     }
 }
 
+/* The race check of an element access that succeeded (race.c cq_race_elements). */
+static int race_elements(cq_warp *w, const cq_ins *ins, const located *L, int write,
+                         const char *olds, const char *news, const char *vals, int size)
+{
+    return cq_race_elements(w, ins, L->lanes, L->one, L->buf, L->off, write, olds, news, vals,
+                            size);
+}
+
 int cq_op_load(cq_warp *w, const cq_ins *ins)
 {
     located L;
@@ -663,14 +671,14 @@ int cq_op_load(cq_warp *w, const cq_ins *ins)
     int size = cq_type_size[ins->te];
     if (ins->te == ins->ta) {   /* straight into the register */
         gather(&L, L.lanes, size, w->regs + ins->ra);
-        return CQ_ST_OK;
+        return w->blk->race ? race_elements(w, ins, &L, 0, NULL, NULL, NULL, size) : CQ_ST_OK;
     }
     gather(&L, L.lanes, size, vals);
     int bad;
     cq_convert(ins->te, ins->ta, vals, w->regs + ins->ra, cq_span(L.lanes), L.lanes, &bad);
     if (bad >= 0)
         return cq_fault_convert(w, ins, bad, ins->te, vals, ins->ta);
-    return CQ_ST_OK;
+    return w->blk->race ? race_elements(w, ins, &L, 0, NULL, NULL, NULL, size) : CQ_ST_OK;
 }
 
 /* STORE: R[b] converts to the element type; the lowest lane with a fault wins, an
@@ -686,8 +694,16 @@ int cq_op_store(cq_warp *w, const cq_ins *ins)
         return cq_fault_convert(w, ins, bad, ins->tb, w->regs + ins->rb, ins->te);
     if (!located_ok)
         return CQ_ST_FAULT;
-    scatter(&L, L.lanes, cq_type_size[ins->te], vals);
-    return CQ_ST_OK;
+    int size = cq_type_size[ins->te];
+    if (!w->blk->race) {
+        scatter(&L, L.lanes, size, vals);
+        return CQ_ST_OK;
+    }
+    char olds[CQ_WARP * 8], news[CQ_WARP * 8];
+    gather(&L, L.lanes, size, olds);
+    scatter(&L, L.lanes, size, vals);
+    gather(&L, L.lanes, size, news);
+    return race_elements(w, ins, &L, 1, olds, news, vals, size);
 }
 
 /* ------------------------------------------------------------------ UPDATE */
@@ -795,15 +811,21 @@ int cq_op_update(cq_warp *w, const cq_ins *ins)
     s.op.rb = 0;
     s.op.rc = CQ_WARP * 8;
     s.op.ra = 2 * CQ_WARP * 8;
-    char out[CQ_WARP * 8];
+    char out[CQ_WARP * 8], olds[CQ_WARP * 8], news[CQ_WARP * 8];
+    int size = cq_type_size[ins->te];
+    if (w->blk->race)
+        gather(&L, L.lanes, size, olds);
     if (collide(&L)) {   /* lane by lane: a lane sees the element as earlier lanes left it */
         for (uint32_t m = L.lanes; m; m &= m - 1) {
             uint32_t one = m & -m;
             if (check_written(w, ins, ins->a, &L, one) || updated(w, ins, &L, one, out, &s))
                 return CQ_ST_FAULT;
-            scatter(&L, one, cq_type_size[ins->te], out);
+            scatter(&L, one, size, out);
         }
-        return CQ_ST_OK;
+        if (!w->blk->race)
+            return CQ_ST_OK;
+        gather(&L, L.lanes, size, news);
+        return race_elements(w, ins, &L, 1, olds, news, NULL, size);
     }
     /* No two lanes share an element: the order is invisible and the lanes go together,
      * checked in stages (docs/EXECUTION.md §14.2): addresses, uninitialised reads, then
@@ -826,8 +848,11 @@ int cq_op_update(cq_warp *w, const cq_ins *ins)
         w->blk->call->fault = best;
         return CQ_ST_FAULT;
     }
-    scatter(&L, L.lanes, cq_type_size[ins->te], out);
-    return CQ_ST_OK;
+    scatter(&L, L.lanes, size, out);
+    if (!w->blk->race)
+        return CQ_ST_OK;
+    gather(&L, L.lanes, size, news);
+    return race_elements(w, ins, &L, 1, olds, news, NULL, size);
 }
 
 /* ------------------------------------------------------------------ ATOMIC */
@@ -1002,6 +1027,8 @@ int cq_fill_lane(cq_block *blk, const cq_ins *ins, int slot, int lane, int vlane
             memcpy(b->data + e * b->esize, v, b->esize);
         if (b->written)
             memset(b->written, 1, (size_t)b->count);
+        if (blk->race && cq_race_tile(blk, ins, b, NULL, NULL, 0, 0, 1, lane) != CQ_ST_OK)
+            return CQ_ST_FAULT;
     }
     return CQ_ST_OK;
 }

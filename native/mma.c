@@ -318,6 +318,11 @@ static int effect_load(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, cons
             for (int64_t c = 0; c < cols; c++)
                 hold(type, b->type, b->data, tile_at(&v, r, c, swz),
                      &((int64_t *)f->data)[r * cols + c], &((double *)f->data)[r * cols + c]);
+        if (blk->race) {
+            if (cq_race_tile(blk, ins, b, v.o, v.e, v.n, swz, 0, first[g]) != CQ_ST_OK)
+                return CQ_ST_FAULT;
+            cq_race_mma_loaded(blk, ins, b, v.o, v.e, v.n, swz, first[g]);
+        }
     }
     return CQ_ST_OK;
 }
@@ -520,6 +525,8 @@ static int effect_store(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, con
         if (shaped(blk, ins, f, m, first[g]) != CQ_ST_OK ||
             store_tile(blk, ins, first[g], decl->type, f, &v, transp) != CQ_ST_OK)
             return CQ_ST_FAULT;
+        if (blk->race && cq_race_tile(blk, ins, v.buf, v.o, v.e, v.n, 0, 1, first[g]) != CQ_ST_OK)
+            return CQ_ST_FAULT;
     }
     return CQ_ST_OK;
 }
@@ -669,11 +676,15 @@ static int effect_async(cq_block *blk, const cq_ins *ins, const int *lanes, int 
         cq_frag *f = fragment(blk, ins->a, unit_of(blk, ins->a, first[g]));
         if (ins->op == CQ_OP_MMA_ASYNC) {
             f->pending++;
+            if (blk->race)
+                cq_race_mma_async(blk, ins, ins->a, first[g]);
         } else if (!f->pending) {
             cq_put(cq_fault_new(blk, ins, CQ_FAULT_MMA_NOT_PENDING, first[g]), ins->a);
             return CQ_ST_FAULT;
         } else {
             f->pending = 0;
+            if (blk->race)
+                cq_race_mma_wait(blk, ins->a, first[g]);
         }
     }
     return CQ_ST_OK;

@@ -102,8 +102,12 @@ static int complete(cq_block *blk, int32_t r)
             lanes[n++] = l;
     if (n) {
         cq_rdv copy = *rec;      /* the pool may move while the effect runs */
+        if (blk->race)
+            cq_race_collective(blk, &blk->code->ins[copy.ip], lanes, n);
         if (cq_rdv_effect(blk, &blk->code->ins[copy.ip], &copy, lanes, n) != CQ_ST_OK)
             return CQ_ST_FAULT;
+        if (blk->race)
+            cq_race_collective_done(blk);
     }
     blk->rdvs[r].done = 1;
     blk->released = 1;
@@ -456,6 +460,12 @@ int cq_op_once(cq_warp *w, const cq_ins *ins)
             *c = nth;
         }
     }
+    if (blk->race) {
+        int64_t nth[CQ_WARP];
+        for (uint32_t m = w->act; m; m &= m - 1)
+            nth[cq_low(m)] = arrivals[w->base + cq_low(m)];
+        cq_race_once(w, ins, res, nth);
+    }
     uint8_t *r = (uint8_t *)w->regs + blk->code->roff[ins->a];
     int claimed_any = 0;
     for (uint32_t m = w->act; m; m &= m - 1) {
@@ -544,7 +554,20 @@ int cq_op_trigger(cq_warp *w, const cq_ins *ins)
     int64_t slots[CQ_WARP];
     if (event_slots(w, ins, slots) != CQ_ST_OK)
         return CQ_ST_FAULT;
-    arrive(w->blk, ins->a, slots, w->act);
+    cq_block *blk = w->blk;
+    if (!blk->race) {
+        arrive(blk, ins->a, slots, w->act);
+        return CQ_ST_OK;
+    }
+    const cq_event *ev = &blk->events[ins->a];
+    size_t bytes = sizeof(int64_t) * (size_t)blk->code->event[ins->a].slots;
+    int64_t *before = cq_xmalloc(2 * bytes);
+    memcpy(before, ev->completed, bytes);
+    memcpy((char *)before + bytes, ev->arrivals, bytes);
+    arrive(blk, ins->a, slots, w->act);
+    cq_race_trigger(w, ins->a, slots, before, (const int64_t *)((char *)before + bytes),
+                    ev->need);
+    free(before);
     return CQ_ST_OK;
 }
 
@@ -571,8 +594,12 @@ static void wake_event(cq_warp *w)
     int nslots = w->blk->code->event[w->ev].slots;
     if (w->ev_parity)
         return;
-    for (int k = 0; k < w->ev_n; k++)
-        ev->waits[(size_t)w->ev_lane[k] * nslots + w->ev_slot[k]]++;
+    for (int k = 0; k < w->ev_n; k++) {
+        int64_t *consumed = &ev->waits[(size_t)w->ev_lane[k] * nslots + w->ev_slot[k]];
+        if (w->blk->race)
+            cq_race_waited(w, w->ev, w->ev_slot[k], *consumed);
+        (*consumed)++;
+    }
 }
 
 static int block_or_pass(cq_warp *w)

@@ -66,8 +66,8 @@ def interprets(name: str) -> bool:
     return "device" not in ENGINES[name]
 
 
-# options of croqvm run that decide where it runs: the checks run on the interpreters (the
-# race check on the Python engine only)
+# options of croqvm run that decide where it runs: the checks run on the interpreters, not
+# on a CUDA device
 RUN_WHERE = ("--check", "--poison", "--device")
 
 

@@ -270,8 +270,9 @@ def test_limits_and_tolerances_out_of_range_are_usage_errors(work, args, message
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--engine", "native", "--check", "race"], "check 'race' runs on the Python engine only: "
-                                                "use --engine python and --device cpu with it."),
+    (["--device", "cuda-cpu", "--check", "race"], "check 'race' runs on the Python and native "
+                                                  "engines only: use one of them and --device "
+                                                  "cpu with it."),
     (["--engine", "python", "--jobs", "4"], "--jobs 4 runs on the native engine only: use "
                                             "--engine native with it."),
 ])

@@ -8,6 +8,7 @@ import pytest
 import croqvm
 from croqvm.lang.frontend import front_end
 from engines import run
+from test_race import NATIVE, detector_stops
 
 SHARED_GEMM = """
 #define N 32
@@ -257,6 +258,8 @@ def test_async_mma_reads_its_operands_until_its_wait(before, after, racy):
     prog = croqvm.compile(RACY.replace("BEFORE", before).replace("AFTER", after), "t.co")
     args = [np.ones((64, 16), np.float16), np.ones((64, 16), np.float16),
             np.zeros((64, 64), np.float32)]
+    if NATIVE:      # the native engine's detector stops exactly the racy run
+        assert detector_stops(prog.module, "f", *args) == racy
     if not racy:
         prog.run("f", *args, check="race")
         return
@@ -275,6 +278,8 @@ def test_a_write_to_an_operand_before_the_wait_of_the_same_warpgroup_races():
     prog = croqvm.compile(source, "t.co")
     args = [np.ones((64, 16), np.float16), np.ones((64, 16), np.float16),
             np.zeros((64, 64), np.float32)]
+    if NATIVE:
+        assert detector_stops(prog.module, "f", *args)
     with pytest.raises(croqvm.KernelFault) as err:
         prog.run("f", *args, check="race")
     assert str(err.value).startswith(

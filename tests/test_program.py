@@ -78,14 +78,14 @@ def test_options_are_checked_before_anything_runs(prog, options, message):
 
 def test_checks_run_on_the_engines_that_check_only(prog, monkeypatch):
     # An engine without checks (this stand-in records what its runner gets) refuses
-    # each check, and poison=True, which is check="init"; native takes the init check.
+    # each check, and poison=True, which is check="init"; native takes both checks.
     calls = []
     monkeypatch.setitem(croqvm.running.program.ENGINES, "other",
                         lambda: lambda *args, **options: calls.append(options))
     with pytest.raises(ArgumentError) as e:
         prog.run("hello", engine="other", check="race")
-    assert str(e.value) == "check 'race' runs on the Python engine only: use " \
-                           "engine='python' and device='cpu' with it."
+    assert str(e.value) == "check 'race' runs on the Python and native engines only: " \
+                           "use one of them and device='cpu' with it."
     for options in (dict(check="init"), dict(poison=True)):
         with pytest.raises(ArgumentError) as e:
             prog.run("hello", engine="other", **options)
@@ -94,7 +94,8 @@ def test_checks_run_on_the_engines_that_check_only(prog, monkeypatch):
     assert calls == []
     assert croqvm.running.program.default_engine(check="init") == \
         croqvm.running.program.default_engine(poison=True) == croqvm.running.program.default_engine()
-    assert croqvm.running.program.default_engine(check="race") == "python"
+    assert croqvm.running.program.default_engine(check="race") == \
+        croqvm.running.program.default_engine()
 
 
 def test_an_unknown_function_is_an_argument_error(prog):

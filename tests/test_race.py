@@ -4,8 +4,10 @@ written out by hand from the kernel (which statements, which warps and lanes, wh
 element, and why nothing orders them), the same kernels made correct reporting nothing,
 and the programs and examples that must report nothing.
 
-Race checking observes the reference engine, which these tests name explicitly: other
-engines refuse the check (croqvm.running.program.CHECKING).
+Every kernel runs on the reference engine, whose checker is the executable spec, and on
+the native engine, whose C detector (native/race.c) must stop exactly the runs the
+reference engine reports races in (then the driver runs them again there, for the report)
+and give the same output, results and report (``both``).
 """
 from __future__ import annotations
 
@@ -20,26 +22,66 @@ import pytest
 
 import croqvm
 from croqvm.cli.main import main
+from croqvm.native import driver
+from croqvm.running.program import available
+from parity import assert_alike, outcome
 from test_language_doc import EXAMPLES
+
+NATIVE = available(engine="native")
 
 
 def compile_src(source: str, filename: str = "race.co"):
     return croqvm.compile(textwrap.dedent(source).lstrip("\n"), filename)
 
 
+def detector_stops(module, func: str, *args, **options) -> bool:
+    """Whether the native engine's race-checked run of ``func`` ran again on the reference
+    engine: its C detector stopped it, or the function does what the detector leaves to
+    the reference engine."""
+    calls = []
+    real = driver.reference_run
+
+    def recording(*a, **k):
+        calls.append(True)
+        return real(*a, **k)
+    driver.reference_run = recording
+    try:
+        outcome(module, func, args, {}, "native", check="race", **options)
+    finally:
+        driver.reference_run = real
+    return bool(calls)
+
+
+def both(source, func: str, *args, **options):
+    """The race-checked run of ``func`` on the reference engine (``parity.outcome``), after
+    checking that the native engine shows the same and that its detector stopped the run
+    exactly when the reference engine reports races."""
+    module = compile_src(source).module if isinstance(source, str) else source
+    ref = outcome(module, func, args, {}, "python", check="race", **options)
+    if NATIVE:
+        got = outcome(module, func, args, {}, "native", check="race", **options)
+        assert_alike(got, ref, "native against python")
+        if not driver.race_unchecked(module.function(func)):
+            racy = ref[3] is not None and "data race" in ref[3][1]
+            assert detector_stops(module, func, *args, **options) == racy
+    for given, after in zip(args, ref[1]):
+        if isinstance(given, np.ndarray):
+            given[...] = after          # as a run on the caller's arrays leaves them
+    return ref
+
+
 def checked(source: str, func: str, *args, **options) -> str:
     """Run ``func`` with the race check; the output it printed (there must be no race)."""
-    out = io.StringIO()
-    compile_src(source).run(func, *args, engine="python", check="race", out=out, **options)
-    return out.getvalue()
+    ref = both(source, func, *args, **options)
+    assert ref[3] is None, ref[3]
+    return ref[2]
 
 
 def races(source: str, func: str, *args, **options) -> str:
     """Run ``func`` with the race check; the report (there must be one)."""
-    with pytest.raises(croqvm.KernelFault) as info:
-        compile_src(source).run(func, *args, engine="python", check="race",
-                                out=io.StringIO(), **options)
-    return str(info.value)
+    ref = both(source, func, *args, **options)
+    assert ref[3] is not None and ref[3][0] == "KernelFault", ref[3]
+    return ref[3][1]
 
 
 def report(*lines: str) -> str:
@@ -444,6 +486,48 @@ def test_blocks_of_one_launch_updating_one_element_race():
         *quote(4, "    acc.at(t) += p + 1;"))
 
 
+
+
+def test_a_pipeline_missing_its_wait_is_reported_by_both_engines():
+    # programs/matmul_1p1c.co without the consumer's `wait full[st]`: its mma.load reads a
+    # stage the producer's copy writes, with nothing between them
+    source = (Path(__file__).resolve().parent.parent / "programs" / "matmul_1p1c.co").read_text()
+    racy = source.replace("          wait full[st];\n", "")
+    assert racy != source
+    module = croqvm.compile(racy, "matmul_1p1c.co").module
+    rng = np.random.default_rng(1)
+    a, b = (rng.uniform(-1, 1, (64, 64)).astype(np.float16) for _ in range(2))
+    text = races(module, "gemm_ws", a, b, np.zeros((64, 64), np.float32))
+    assert text.splitlines()[0] == (
+        "matmul_1p1c.co:44:13: runtime error: data race on shared 'sa[0]' element (0, 0): "
+        "read by 'mma.load' here, written by 'dma.copy' at matmul_1p1c.co:32:11; no barrier "
+        "or event orders them.")
+
+
+@pytest.mark.skipif(not NATIVE, reason="the native engine is not built")
+def test_blocks_on_threads_give_the_serial_report():
+    # the native engine runs the blocks of one launch on threads: its detector shares the
+    # shadow of global memory between them, and a race-free run stays on native
+    racy = """
+        __co__ void histogram() {
+          s32 [32] acc;
+          parallel p by 8 : block, t by 32 : thread
+            acc.at(t) += p + 1;
+          println(acc.at(0));
+        }
+    """
+    module = compile_src(racy).module
+    serial = outcome(module, "histogram", (), {}, "python", check="race")
+    assert "data race" in serial[3][1]
+    assert_alike(outcome(module, "histogram", (), {}, "native", check="race", jobs=2), serial,
+                 "native on two threads against python")
+    assert detector_stops(module, "histogram", jobs=2)
+    free = compile_src(racy.replace("acc.at(t) +=", "acc.at(p * 32 + t) =")
+                       .replace("s32 [32] acc", "s32 [256] acc")).module
+    assert_alike(outcome(free, "histogram", (), {}, "native", check="race", jobs=2),
+                 outcome(free, "histogram", (), {}, "python", check="race"), "race-free")
+    assert not detector_stops(free, "histogram", jobs=2)
+
 def test_launches_are_ordered():
     assert checked("""
         __co__ void twice() {
@@ -620,7 +704,7 @@ def test_a_race_free_run_returns_its_results():
         }
     """)
     x = np.arange(40, dtype=np.int32)
-    got = prog.run("squares", x, engine="python", check="race")
+    got = both(prog.module, "squares", x)[0]
     np.testing.assert_array_equal(got, x * x)
 
 
@@ -648,7 +732,7 @@ def test_the_tutorials_f16_kernels_are_race_free(name, defines):
     a = rng.uniform(-1, 1, (128, 256)).astype(np.float16)
     b = rng.uniform(-1, 1, (128, 256)).astype(np.float16)
     c = np.zeros((128, 128), np.float16)
-    prog.run("matmul", a, b, c, engine="python", check="race")
+    checked(prog.module, "matmul", a, b, c)
     exact = a.astype(np.float64) @ b.astype(np.float64).T
     assert np.all(np.abs(c - exact) <= _f16_matmul_bound(a, b))
 
@@ -660,7 +744,7 @@ def test_the_tutorials_s32_kernels_are_race_free(name):
     rng = np.random.default_rng(5)
     a = rng.integers(-100, 100, (128, 256), dtype=np.int32)
     b = rng.integers(-100, 100, (256, 256), dtype=np.int32)
-    got = prog.run("matmul", a, b, engine="python", check="race")
+    got = both(prog.module, "matmul", a, b)[0]
     np.testing.assert_array_equal(got, a.astype(np.int64) @ b.astype(np.int64))
 
 

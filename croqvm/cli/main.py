@@ -439,8 +439,7 @@ def run(
         engine: Annotated[str | None, typer.Option(
             **values.one_of(*ENGINES),
             help="The interpreter: native (C) or python (the reference engine). Default: "
-                 "native, or python for --check race and where native is not "
-                 "built.")] = None,
+                 "native, or python where native is not built.")] = None,
         jobs: Annotated[int | None, typer.Option(
             **values.at_least(1), metavar="N",
             help="Threads a launch's blocks run on (native engine; default: the "

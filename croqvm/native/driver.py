@@ -12,6 +12,7 @@ Conventions: ``lib``/``ffi`` the extension, ``c`` the C call, ``fn`` the Functio
 from __future__ import annotations
 
 import codecs
+import io
 import os
 
 import numpy as np
@@ -20,6 +21,7 @@ from dataclasses import replace
 
 from ..cuda import cxx
 from ..reports import render as report
+from ..bytecode import opcodes
 from ..bytecode.module import ParamKind
 from ..bytecode.opcodes import SPAN, WIDTH
 from ..bytecode.verify import verify
@@ -28,6 +30,7 @@ from ..core.limits import MAX_GRID
 from ..reports.messages import lanes_phrase
 from ..core.position import PROGRESS_EVERY, Interrupted, RunPosition
 from ..interp.host import _given_dims, bind
+from ..interp.host import run_function as reference_run
 from ..interp.values import copy_back, returned, returned_copy, scalar_result
 from ..interp.machine import Block, Call
 from ..interp.scheduler import make_scheduler
@@ -41,6 +44,12 @@ NO_LIMIT = 2 ** 63 - 1
 # more threads than this gain nothing on any machine croqvm runs on, and a huge --jobs
 # would only meet the system's thread limit (the pool also never starts more than blocks)
 MAX_JOBS = 256
+# The constructs the race check's C detector (native/race.c) leaves to the reference
+# engine (docs/EXECUTION.md §20): a call whose code has one of these instructions runs its
+# check there from the start.
+RACE_UNCHECKED_OPS = frozenset({
+    opcodes.ATOMIC, opcodes.WAIT_EVENT_AT, opcodes.TRIGGER_CLUSTER, opcodes.FUT_BIND,
+    opcodes.BAR_SYNC, opcodes.BAR_ARRIVE, opcodes.GRID_SYNC, opcodes.MMA_SCALE})
 
 
 class Program:
@@ -82,7 +91,8 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
                  progress=None, jobs: int | None = None, check: str | None = None,
                  tracer=None):
     """The native engine's runner (croqvm.running.program): what croqvm.interp.run_function does,
-    ``check`` "init" (or ``poison``, its other name) included (docs/EXECUTION.md §20).
+    ``check`` "init" (or ``poison``, its other name) and "race" included (docs/EXECUTION.md
+    §20).
     ``progress`` is called between slices (every PROGRESS_EVERY warp-steps or so);
     ``jobs`` threads run a launch's blocks (default: the cores the process may use; one
     under the random schedule, whose runs replay exactly (croqvm explore --record), which
@@ -92,9 +102,65 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
     ffi, c)`` before the run, its ``finish(lib, ffi, c, stopped)`` after it, however it
     ended (``stopped``: by an exception); it runs the blocks one at a time."""
     fn = module.function(name)
-    if tracer is not None:
-        jobs = 1
-    poison = poison or check == "init"
+    if check == "race":
+        return _race_checked(lib, ffi, module, fn, args, dims, schedule=schedule, seed=seed,
+                             max_steps=max_steps, out=out, stats=stats, progress=progress,
+                             jobs=jobs)
+    return _run_function(lib, ffi, module, fn, args, dims, poison=poison or check == "init",
+                         schedule=schedule, seed=seed, max_steps=max_steps, out=out,
+                         stats=stats, progress=progress,
+                         jobs=1 if tracer is not None else jobs, tracer=tracer)
+
+
+def race_unchecked(fn) -> bool:
+    """Whether ``fn`` does something the race check's C detector leaves to the reference
+    engine: an instruction of RACE_UNCHECKED_OPS, or a launch that is asynchronous, on a
+    stream, cooperative or in clusters."""
+    if any(launch.is_async or launch.stream >= 0 or launch.cooperative or launch.cluster
+           for launch in fn.host.launches):
+        return True
+    for code in [fn.host] + [k.code for k in fn.kernels]:
+        if any(code.code[k] in RACE_UNCHECKED_OPS for k in range(0, len(code.code), WIDTH)):
+            return True
+    return False
+
+
+def _race_checked(lib, ffi, module, fn, args, dims, *, schedule, seed, max_steps, out, stats,
+                  progress, jobs):
+    """``check="race"`` (docs/EXECUTION.md §20): the run on the native engine with the C
+    detector, which stops it where it races; such a run, and one of a function that does
+    what the detector leaves to the reference engine, runs on the reference engine with
+    the same inputs, schedule and seed, whose checker reports the races. The native run's
+    output is held until it is known not to run again."""
+    def reference():
+        return reference_run(module, fn.name, args, dims, poison=False, schedule=schedule,
+                             seed=seed, max_steps=max_steps, out=out, stats=stats,
+                             progress=progress, check="race")
+    if race_unchecked(fn):
+        return reference()
+    held = io.StringIO()
+    try:
+        result = _run_function(lib, ffi, module, fn, args, dims, poison=False,
+                               schedule=schedule, seed=seed, max_steps=max_steps, out=held,
+                               stats=stats, progress=progress, jobs=jobs, race=True)
+    except _RaceStopped:
+        return reference()
+    except BaseException:
+        out.write(held.getvalue())
+        raise
+    out.write(held.getvalue())
+    return result
+
+
+class _RaceStopped(Exception):
+    """The race check's detector stopped the native run (CQ_RACE_STOP)."""
+
+
+def _run_function(lib, ffi, module, fn, args, dims, *, poison, schedule, seed, max_steps, out,
+                  stats, progress, jobs, race=False, tracer=None):
+    """The native run of ``fn`` (``run_function``); ``race``: with the race check's
+    detector, raising _RaceStopped where it stops the run, before anything is copied back;
+    ``tracer``: see run_function."""
     pycall = Call(module, fn, out=out, poison=poison, scheduler=make_scheduler(schedule, seed),
                   max_steps=max_steps, progress=progress)
     hblk = Block(pycall, pycall.program(fn.host), 1)
@@ -107,7 +173,7 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
                                  "jobs": min(jobs or (1 if schedule == "random"
                                                       else len(os.sched_getaffinity(0))),
                                              MAX_JOBS),
-                                 "jobs_printing": jobs is not None})
+                                 "jobs_printing": jobs is not None, "race": int(race)})
     c = lib.cq_call_new(prog.prog, opts)
     if tracer is not None:
         tracer.start(lib, ffi, c)
@@ -165,6 +231,8 @@ def _run(lib, ffi, c, prog, pycall):
             break
         if pycall.progress is not None:
             pycall.progress(_position(lib, ffi, c, pycall))
+    if lib.cq_race_stopped(c):
+        raise _RaceStopped()
     f = lib.cq_get_fault(c)
     if status == lib.CQ_RUN_INTERNAL:
         raise _internal(ffi, f, pycall)

@@ -12,8 +12,8 @@ an output stream and a progress hook or None (croqvm.core.position). An engine
 or device planned but not part of this installation, and any unknown name, is an
 ``ArgumentError`` that says which are available. Without an ``engine``, a run goes to
 the native engine, or to the reference engine where native can not serve it: another
-device, the race check, or an installation without the extension, which one warning line
-says once per process. The run-time checks of ``CHECKS`` run on the engines that
+device, or an installation without the extension, which one warning line says once per
+process. The run-time checks of ``CHECKS`` run on the engines that
 ``CHECKING`` lists for them (the reference engine is the executable spec they observe),
 whose runners also take ``check``; other engines refuse them. ``poison`` is
 ``check="init"`` by its older name, on every engine.
@@ -52,7 +52,7 @@ DEVICES = ("cpu", "cuda-cpu", "gpu")
 # data races (LANGUAGE.md §7.5); reads of elements and registers never written (§14.4)
 CHECKS = (None, "race", "init")
 # check -> the engines whose runners take it as ``check``
-CHECKING = {"race": ("python",), "init": ("python", "native")}
+CHECKING = {"race": ("python", "native"), "init": ("python", "native")}
 THREADED = ("native",)           # the engines whose runners take ``jobs``
 _FALLBACK_TOLD: list = []        # the warning that native is missing, once per process
 _CUDA_DEVICES: dict = {}         # one per device kind: it keeps what it built loaded
@@ -177,7 +177,7 @@ class Program:
         an interrupt leaves as ``croqvm.core.position.Interrupted``, which says where the run
         was. ``engine`` is "native" or "python" (default: ``default_engine``).
         ``check`` adds a run-time check of ``CHECKS``: "race" reports data races
-        (§7.5, the Python engine), "init" reads of registers and of buffer elements that
+        (§7.5, both engines), "init" reads of registers and of buffer elements that
         nothing gave a value (§14.4, both engines). ``poison=True`` is ``check="init"``.
         ``jobs`` is how many threads a launch's blocks may run on (the native
         engine; default: the cores, or 1 under the random schedule, whose runs are
@@ -194,10 +194,7 @@ class Program:
         if poison and device == "cpu":
             check = "init"
         if check is not None and (engine not in CHECKING[check] or device != "cpu"):
-            raise ArgumentError(f"check '{check}' runs on the Python engine only: use "
-                                f"engine='python' and device='cpu' with it."
-                                if CHECKING[check] == ("python",) else
-                                f"check '{check}' runs on the Python and native engines "
+            raise ArgumentError(f"check '{check}' runs on the Python and native engines "
                                 f"only: use one of them and device='cpu' with it.")
         if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int)
                                  or jobs < 1):

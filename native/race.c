@@ -1,0 +1,1241 @@
+/* The race detector of ``check="race"`` (docs/EXECUTION.md §20): the happens-before
+ * model of croqvm/interp/race.py and the shadow of croqvm/interp/shadow.py, kept in C
+ * for the constructs croqvm/native/driver.py lets through (race_unchecked there says
+ * which it leaves to the reference engine). The detector only decides whether a run
+ * races: at the first conflict the reference checker would report, it stops the run
+ * (CQ_RACE_STOP), and the driver runs the call again on the reference engine, which
+ * writes the report. Up to that first conflict the shadow holds what the reference
+ * checker's holds, so it stops exactly the runs that report races.
+ *
+ * Conventions: ``rc`` the call's race state, ``rb`` a block's, ``x`` a warp of the
+ * block, ``sh`` a buffer's shadow; an actor is (segment, warp, its vector clock, the
+ * range of segments concurrent with it). ``info`` names an access for the reference
+ * checker's one exemption (race.py ``_own_effect``): ((code + 1) << 32) | ip << 1 |
+ * whether it is an element read. Clocks start at 1; 0 is "never". */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include "cq_engine.h"
+
+typedef struct cq_shadow {
+    int64_t n;
+    int glob;                   /* a global buffer: accesses carry their segment */
+    int writes;                 /* anything written yet */
+    int64_t *w_clock, *w_info, *w_seq;
+    int32_t *w_warp;
+    int nrows;                  /* reads: one row per warp number */
+    int8_t row_of[CQ_MAX_WARPS];
+    int32_t r_warp[CQ_MAX_WARPS];
+    int64_t *r_clock[CQ_MAX_WARPS], *r_info[CQ_MAX_WARPS], *r_seq[CQ_MAX_WARPS];
+    /* global buffers: a read of another segment a read of the same warp number
+     * replaced (shadow.py _keep_foreign) */
+    int64_t *f_info, *f_seq;
+    int local;                  /* a lane's own buffer: only the async copies in flight */
+    int ninflight, capinflight; /* the async copies reading (side 0) or writing (side 1) it */
+    struct inflight { struct cq_race_copy *copy; int side; } *inflight;
+    struct cq_shadow *next;
+} cq_shadow;
+
+/* An async copy (race.py ``Copy``): per side (its source read, its destination write)
+ * the shadow and the sorted positions of its elements; once the first wait completed it,
+ * the warp and clock it was recorded at. */
+typedef struct cq_race_copy {
+    int64_t info;
+    cq_shadow *sh[2];
+    int64_t n[2], *pos[2];
+    int done;
+    int32_t done_warp;
+    int64_t done_clock;
+    struct cq_race_copy *next;  /* the block's */
+} cq_race_copy;
+
+typedef struct { int64_t cap; int64_t *vc; } cq_gens;     /* vc: cap x CQ_MAX_WARPS */
+typedef struct { int64_t cap; int32_t *warp; int64_t *vc; } cq_pubs;   /* warp -1: none */
+typedef struct { const cq_buf *buf; int64_t pos; int32_t lane; } lane_copy;
+
+struct cq_race_block {
+    int64_t seq, lo, hi;        /* its segment; segments in [lo, hi) run concurrently */
+    int64_t *vc;                /* the block's warps x CQ_MAX_WARPS */
+    int coll;                   /* the collective whose effect runs: its actor's warp, or -1 */
+    int32_t coll_ip;
+    int ncoll;
+    int32_t coll_warps[CQ_MAX_WARPS];
+    cq_gens **gens;             /* per event, per slot: the join of each generation's triggers */
+    cq_pubs **pubs;             /* per ONCE site, per unit instance: per execution */
+    int nunits;
+    cq_shadow *shadows;         /* of the block's own (shared) buffers */
+    int64_t lc_step, lc_warp, lc_n, lc_cap;   /* the lanes' own copies (cq_race_lane_copy) */
+    lane_copy *lc;
+    cq_race_copy *copies;       /* its async copies */
+    /* asynchronous MMA (race.py mma_loads, mma_flights): the tiles mma.load read, by
+     * (lane, instruction), and the MMAs' reads in flight, by (accumulator, lane) */
+    int nloads, caploads, nflights, capflights;
+    struct mma_load { int32_t lane, ip; cq_shadow *sh; int64_t n, *pos; } *loads;
+    struct mma_flight { int32_t m, lane; cq_race_copy *copy; } *flights;
+};
+
+static void copies_free(cq_block *blk, cq_race_copy *c);
+static void add_inflight(cq_shadow *sh, struct cq_race_copy *c, int side);
+
+struct cq_race {
+    int64_t nseq;               /* segments so far */
+    int64_t host_seq;
+    pthread_mutex_t mu;         /* global shadows while a launch's blocks run on threads */
+    atomic_int stop;
+    int ncodes;
+    int32_t **once_of;          /* per code (host first), per instruction: race.py statement_once */
+    uint8_t *mma_async;         /* per code: it has MMA_ASYNC (its mma.loads are kept) */
+    cq_shadow *shadows;         /* of global buffers */
+};
+
+/* ------------------------------------------------------------------ setup */
+
+static int32_t *statement_once(const cq_code *code)
+{
+    int32_t *out = cq_xmalloc(sizeof(int32_t) * ((size_t)code->n + 1));
+    for (int ip = 0; ip < code->n; ip++) {
+        int span = code->ins[ip].span, found = -1, k;
+        for (k = ip; k < code->n && code->ins[k].span == span && found < 0; k++)
+            if (code->ins[k].op == CQ_OP_ONCE)
+                found = code->ins[k].b;
+        for (k = ip; found < 0 && k >= 0 && code->ins[k].span == span; k--)
+            if (code->ins[k].op == CQ_OP_ONCE) {
+                found = ip <= code->ins[k + 1].b ? code->ins[k].b : -2;
+                break;
+            }
+        out[ip] = found < 0 ? -1 : found;
+    }
+    return out;
+}
+
+void cq_race_new(cq_call *call)
+{
+    const cq_prog *prog = call->prog;
+    struct cq_race *rc = cq_xcalloc(1, sizeof *rc);
+    pthread_mutex_init(&rc->mu, NULL);
+    rc->ncodes = prog->nkernels + 1;
+    rc->once_of = cq_xcalloc((size_t)rc->ncodes, sizeof(int32_t *));
+    rc->once_of[0] = statement_once(&prog->host);
+    rc->mma_async = cq_xcalloc((size_t)rc->ncodes, 1);
+    for (int k = 0; k < prog->nkernels; k++) {
+        const cq_code *code = &prog->kernels[k].code;
+        rc->once_of[k + 1] = statement_once(code);
+        for (int ip = 0; ip < code->n; ip++)
+            rc->mma_async[k + 1] |= code->ins[ip].op == CQ_OP_MMA_ASYNC;
+    }
+    rc->nseq = 1;               /* the host's first segment is 0 */
+    call->race = rc;
+}
+
+static void shadows_free(cq_shadow *sh)
+{
+    while (sh) {
+        cq_shadow *next = sh->next;
+        free(sh->w_clock);
+        free(sh->w_info);
+        free(sh->w_seq);
+        free(sh->w_warp);
+        for (int r = 0; r < sh->nrows; r++) {
+            free(sh->r_clock[r]);
+            free(sh->r_info[r]);
+            free(sh->r_seq[r]);
+        }
+        free(sh->f_info);
+        free(sh->f_seq);
+        free(sh->inflight);
+        free(sh);
+        sh = next;
+    }
+}
+
+void cq_race_free(cq_call *call)
+{
+    struct cq_race *rc = call->race;
+    if (!rc)
+        return;
+    shadows_free(rc->shadows);
+    for (int k = 0; k < rc->ncodes; k++)
+        free(rc->once_of[k]);
+    free(rc->once_of);
+    free(rc->mma_async);
+    pthread_mutex_destroy(&rc->mu);
+    free(rc);
+    call->race = NULL;
+}
+
+/* A block's state: each warp's clock starts at 1; its segment is given by its launch
+ * (block ``number`` of it), the host's by the call. */
+void cq_race_block_new(cq_block *blk, int64_t first, int64_t number, int64_t blocks)
+{
+    struct cq_race_block *rb = cq_xcalloc(1, sizeof *rb);
+    const cq_code *code = blk->code;
+    rb->vc = cq_xcalloc((size_t)blk->nwarps * CQ_MAX_WARPS, sizeof(int64_t));
+    for (int x = 0; x < blk->nwarps; x++)
+        rb->vc[x * CQ_MAX_WARPS + x] = 1;
+    rb->coll = -1;
+    rb->lc_step = -1;
+    if (blk->kernel < 0) {
+        rb->seq = blk->call->race->host_seq;
+        rb->lo = rb->hi = 0;
+    } else {
+        rb->seq = first + number;
+        rb->lo = first;
+        rb->hi = first + blocks;
+    }
+    rb->gens = cq_xcalloc((size_t)code->nevent + 1, sizeof(cq_gens *));
+    for (int e = 0; e < code->nevent; e++)
+        rb->gens[e] = cq_xcalloc((size_t)code->event[e].slots, sizeof(cq_gens));
+    rb->nunits = blk->size;
+    rb->pubs = cq_xcalloc((size_t)code->once_sites + 1, sizeof(cq_pubs *));
+    blk->race = rb;
+}
+
+void cq_race_block_free(cq_block *blk)
+{
+    struct cq_race_block *rb = blk->race;
+    if (!rb)
+        return;
+    const cq_code *code = blk->code;
+    for (int e = 0; e < code->nevent; e++) {
+        for (int s = 0; s < code->event[e].slots; s++)
+            free(rb->gens[e][s].vc);
+        free(rb->gens[e]);
+    }
+    free(rb->gens);
+    for (int s = 0; s < code->once_sites; s++) {
+        for (int u = 0; rb->pubs[s] && u < rb->nunits; u++) {
+            free(rb->pubs[s][u].warp);
+            free(rb->pubs[s][u].vc);
+        }
+        free(rb->pubs[s]);
+    }
+    free(rb->pubs);
+    free(rb->lc);
+    for (int k = 0; k < rb->nloads; k++)
+        free(rb->loads[k].pos);
+    free(rb->loads);
+    free(rb->flights);
+    copies_free(blk, rb->copies);
+    shadows_free(rb->shadows);
+    free(rb->vc);
+    free(rb);
+    blk->race = NULL;
+}
+
+/* The host goes on after a synchronous launch in a segment of its own; the launch's
+ * blocks are the ``blocks`` segments before it. */
+void cq_race_launch(cq_call *call, int64_t blocks)
+{
+    struct cq_race *rc = call->race;
+    call->race_first = rc->nseq;
+    rc->nseq += blocks;
+    rc->host_seq = rc->nseq++;
+    call->host->race->seq = rc->host_seq;
+}
+
+/* The launch runs again serially after its blocks on threads stopped (pool.c): in new
+ * segments, so that what the stopped blocks recorded counts as done before it, as the
+ * buffers they wrote are put back. */
+void cq_race_relaunch(cq_call *call)
+{
+    struct cq_race *rc = call->race;
+    call->race_first = rc->nseq;
+    rc->nseq += call->blocks;
+}
+
+/* ------------------------------------------------------------------ stopping */
+
+/* The run races (or does what only the reference engine checks): stop it here. */
+static int stop(cq_block *blk)
+{
+    atomic_store(&blk->call->race->stop, 1);
+    cq_fault_new(blk, NULL, CQ_RACE_STOP, -1);
+    return CQ_ST_FAULT;
+}
+
+static int stopped(const cq_block *blk) { return atomic_load(&blk->call->race->stop); }
+
+/* ------------------------------------------------------------------ clocks */
+
+static inline int64_t *vc_of(struct cq_race_block *rb, int x) { return rb->vc + x * CQ_MAX_WARPS; }
+
+static inline void tick(struct cq_race_block *rb, int x) { vc_of(rb, x)[x]++; }
+
+static inline void acquire(int64_t *vc, const int64_t *from)
+{
+    for (int k = 0; k < CQ_MAX_WARPS; k++)
+        vc[k] = from[k] > vc[k] ? from[k] : vc[k];
+}
+
+/* A rendezvous of the warps of ``lanes`` completes: they join their clocks, and its
+ * effect's accesses are the lowest one's. */
+void cq_race_collective(cq_block *blk, const cq_ins *ins, const int *lanes, int n)
+{
+    struct cq_race_block *rb = blk->race;
+    int64_t joined[CQ_MAX_WARPS] = {0};
+    rb->ncoll = 0;
+    for (int k = 0; k < n; k++) {
+        int x = lanes[k] / CQ_WARP;
+        if (rb->ncoll && rb->coll_warps[rb->ncoll - 1] == x)
+            continue;           /* lanes come in order */
+        rb->coll_warps[rb->ncoll++] = x;
+        acquire(joined, vc_of(rb, x));
+    }
+    for (int k = 0; k < rb->ncoll; k++)
+        memcpy(vc_of(rb, rb->coll_warps[k]), joined, sizeof joined);
+    rb->coll = rb->coll_warps[0];
+    rb->coll_ip = (int32_t)(ins - blk->code->ins);
+}
+
+void cq_race_collective_done(cq_block *blk)
+{
+    struct cq_race_block *rb = blk->race;
+    for (int k = 0; k < rb->ncoll; k++)
+        tick(rb, rb->coll_warps[k]);
+    rb->coll = -1;
+}
+
+/* TRIGGER by the active lanes of ``w`` at ``slots``; ``completed`` and ``arrivals``
+ * the event's counts before it: each arrival belongs to generation completed +
+ * arrivals / need, in lane order (race.py ``trigger``). */
+void cq_race_trigger(cq_warp *w, int e, const int64_t *slots, const int64_t *completed,
+                     const int64_t *arrivals, int64_t need)
+{
+    if (need <= 0)
+        return;
+    struct cq_race_block *rb = w->blk->race;
+    int x = w->index;
+    const int64_t *vc = vc_of(rb, x);
+    int nslots = w->blk->code->event[e].slots;
+    for (int s = 0; s < nslots; s++) {
+        int64_t n = 0;
+        for (uint32_t m = w->act; m; m &= m - 1)
+            n += slots[cq_low(m)] == s;
+        if (!n)
+            continue;
+        cq_gens *g = &rb->gens[e][s];
+        int64_t first = completed[s] + arrivals[s] / need;
+        int64_t last = completed[s] + (arrivals[s] + n - 1) / need;
+        if (last >= g->cap) {
+            int64_t cap = g->cap ? g->cap : 8;
+            while (cap <= last)
+                cap *= 2;
+            g->vc = realloc(g->vc, (size_t)cap * CQ_MAX_WARPS * sizeof(int64_t));
+            if (!g->vc)
+                abort();
+            memset(g->vc + g->cap * CQ_MAX_WARPS, 0,
+                   (size_t)(cap - g->cap) * CQ_MAX_WARPS * sizeof(int64_t));
+            g->cap = cap;
+        }
+        for (int64_t k = first; k <= last; k++)
+            acquire(g->vc + k * CQ_MAX_WARPS, vc);
+    }
+    tick(rb, x);
+}
+
+/* A lane of ``w`` passed a wait having consumed generation ``gen`` of ``slot``: what its
+ * triggers did before them is ordered before what the warp does next (a generation no
+ * trigger made, ``= ready``, orders nothing). */
+void cq_race_waited(cq_warp *w, int e, int slot, int64_t gen)
+{
+    struct cq_race_block *rb = w->blk->race;
+    cq_gens *g = &rb->gens[e][slot];
+    if (gen >= 0 && gen < g->cap)
+        acquire(vc_of(rb, w->index), g->vc + gen * CQ_MAX_WARPS);
+}
+
+/* ONCE (§7.2.2): the claiming lanes publish their warp's clock for their execution (the
+ * warp ticks when its effect block ends, cq_race_effect_end); the other lanes acquire
+ * what the claimer of their execution published. */
+void cq_race_once(cq_warp *w, const cq_ins *ins, const uint8_t *claimed, const int64_t *nth)
+{
+    cq_block *blk = w->blk;
+    struct cq_race_block *rb = blk->race;
+    int site = ins->b, unit = ins->c, x = w->index;
+    if (!rb->pubs[site])
+        rb->pubs[site] = cq_xcalloc((size_t)rb->nunits, sizeof(cq_pubs));
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t m = w->act; m; m &= m - 1) {
+            int i = cq_low(m), lane = w->base + i;
+            if ((claimed[i] == 0) != pass)
+                continue;
+            cq_pubs *p = &rb->pubs[site][unit > 0 ? lane / unit : 0];
+            int64_t k = nth[i];
+            if (pass == 0) {
+                if (k >= p->cap) {
+                    int64_t cap = p->cap ? p->cap : 8;
+                    while (cap <= k)
+                        cap *= 2;
+                    p->warp = realloc(p->warp, (size_t)cap * sizeof(int32_t));
+                    p->vc = realloc(p->vc, (size_t)cap * CQ_MAX_WARPS * sizeof(int64_t));
+                    if (!p->warp || !p->vc)
+                        abort();
+                    for (int64_t j = p->cap; j < cap; j++)
+                        p->warp[j] = -1;
+                    p->cap = cap;
+                }
+                p->warp[k] = x;
+                memcpy(p->vc + k * CQ_MAX_WARPS, vc_of(rb, x), CQ_MAX_WARPS * sizeof(int64_t));
+            } else if (k < p->cap && p->warp[k] >= 0 && p->warp[k] != x) {
+                acquire(vc_of(rb, x), p->vc + k * CQ_MAX_WARPS);
+            }
+        }
+}
+
+void cq_race_effect_end(cq_warp *w) { tick(w->blk->race, w->index); }
+
+/* ------------------------------------------------------------------ shadows */
+
+static int64_t *zeros(int64_t n) { return cq_xcalloc((size_t)n + 1, sizeof(int64_t)); }
+
+static int64_t *minus_ones(int64_t n)
+{
+    int64_t *p = cq_xmalloc(sizeof(int64_t) * ((size_t)n + 1));
+    for (int64_t k = 0; k <= n; k++)
+        p[k] = -1;
+    return p;
+}
+
+static int storage_of(const cq_block *blk, const cq_buf *b)
+{
+    if (b->code < 0)
+        return CQ_STORAGE_GLOBAL;
+    return blk->call->prog->kernels[b->code].code.buf[b->slot].storage;
+}
+
+/* The buffer's shadow, made at its first checked access; NULL for a lane's own buffer,
+ * which nothing else can reach. Global ones are made under the call's lock. */
+static cq_shadow *shadow_new(cq_block *blk, cq_buf *b, int local)
+{
+    if (b->shadow)
+        return b->shadow;
+    int storage = storage_of(blk, b);
+    if (storage == CQ_STORAGE_LOCAL && !local)
+        return NULL;
+    cq_shadow *sh = cq_xcalloc(1, sizeof *sh);
+    sh->local = storage == CQ_STORAGE_LOCAL;
+    sh->n = b->count;
+    sh->glob = storage == CQ_STORAGE_GLOBAL;
+    sh->w_clock = zeros(sh->n);
+    sh->w_info = zeros(sh->n);
+    sh->w_warp = cq_xcalloc((size_t)sh->n + 1, sizeof(int32_t));
+    if (sh->glob)
+        sh->w_seq = minus_ones(sh->n);
+    memset(sh->row_of, -1, sizeof sh->row_of);
+    if (sh->glob) {
+        sh->next = blk->call->race->shadows;
+        blk->call->race->shadows = sh;
+    } else {
+        sh->next = blk->race->shadows;
+        blk->race->shadows = sh;
+    }
+    b->shadow = sh;
+    return sh;
+}
+
+static cq_shadow *shadow_of(cq_block *blk, cq_buf *b) { return shadow_new(blk, b, 0); }
+
+typedef struct {
+    int64_t seq, lo, hi;
+    int warp;
+    const int64_t *vc;
+} actor;
+
+static inline int ordered(const cq_shadow *sh, int64_t seq, int warp, int64_t clock,
+                          const actor *a)
+{
+    if (!sh->glob || seq == a->seq)
+        return clock <= a->vc[warp];
+    return !(seq >= a->lo && seq < a->hi);
+}
+
+/* race.py _own_effect: a read of an outer-level statement and the write of that
+ * statement's own effect are no race. */
+static int own_effect(const struct cq_race *rc, int64_t a, int64_t b)
+{
+    if (!(a & 1)) {
+        int64_t t = a;
+        a = b;
+        b = t;
+    }
+    if (!(a & 1) || (b & 1))
+        return 0;
+    int64_t ca = a >> 32, cb = b >> 32, ia = (a >> 1) & 0x7fffffff, ib = (b >> 1) & 0x7fffffff;
+    int32_t wonce = rc->once_of[cb][ib];
+    return wonce >= 0 && ca == cb && rc->once_of[ca][ia] == wonce && ia < ib;
+}
+
+static inline int conflict(cq_block *blk, int64_t prior, int64_t info)
+{
+    return !own_effect(blk->call->race, prior, info);
+}
+
+/* A read of element ``e`` recorded in its warp's row (shadow.py ``read``): a read of
+ * another segment it replaces is kept apart (``_keep_foreign``). */
+static void record_read(cq_shadow *sh, int64_t e, const actor *a, int64_t info)
+{
+    int64_t clock = a->vc[a->warp];
+    int r = sh->row_of[a->warp];
+    if (r < 0) {
+        r = sh->nrows++;
+        sh->row_of[a->warp] = (int8_t)r;
+        sh->r_warp[r] = a->warp;
+        sh->r_clock[r] = zeros(sh->n);
+        sh->r_info[r] = zeros(sh->n);
+        if (sh->glob)
+            sh->r_seq[r] = minus_ones(sh->n);
+    } else if (sh->glob && sh->r_seq[r][e] >= 0 && sh->r_seq[r][e] != a->seq) {
+        if (!sh->f_seq) {
+            sh->f_seq = minus_ones(sh->n);
+            sh->f_info = zeros(sh->n);
+        }
+        sh->f_seq[e] = sh->r_seq[r][e];
+        sh->f_info[e] = sh->r_info[r][e];
+    }
+    sh->r_clock[r][e] = clock;
+    sh->r_info[r][e] = info;
+    if (sh->glob)
+        sh->r_seq[r][e] = a->seq;
+}
+
+/* Element ``e`` of ``sh`` accessed by actor ``a`` (``write``: any kind of write): a
+ * conflict with an earlier access not ordered before it stops the run (returns 1);
+ * else the access is recorded. */
+static int unordered(cq_block *blk, const cq_shadow *sh, int64_t e, const actor *a,
+                     int write, int64_t info)
+{
+    if (sh->writes && !ordered(sh, sh->glob ? sh->w_seq[e] : a->seq, sh->w_warp[e],
+                               sh->w_clock[e], a) && conflict(blk, sh->w_info[e], info))
+        return 1;
+    if (!write)
+        return 0;
+    for (int r = 0; r < sh->nrows; r++)
+        if (!ordered(sh, sh->glob ? sh->r_seq[r][e] : a->seq, sh->r_warp[r],
+                     sh->r_clock[r][e], a) && conflict(blk, sh->r_info[r][e], info))
+            return 1;
+    return sh->f_seq && sh->f_seq[e] >= 0 && sh->f_seq[e] != a->seq &&
+           sh->f_seq[e] >= a->lo && sh->f_seq[e] < a->hi && conflict(blk, sh->f_info[e], info);
+}
+
+static void record(cq_shadow *sh, int64_t e, const actor *a, int write, int64_t info)
+{
+    if (!write) {
+        record_read(sh, e, a, info);
+        return;
+    }
+    sh->w_clock[e] = a->vc[a->warp];
+    sh->w_warp[e] = a->warp;
+    sh->w_info[e] = info;
+    if (sh->glob)
+        sh->w_seq[e] = a->seq;
+    sh->writes = 1;
+}
+
+static int access(cq_block *blk, cq_shadow *sh, int64_t e, const actor *a, int write,
+                  int64_t info)
+{
+    if (unordered(blk, sh, e, a, write, info))
+        return 1;
+    record(sh, e, a, write, info);
+    return 0;
+}
+
+static void actor_of(cq_block *blk, int x, actor *a)
+{
+    struct cq_race_block *rb = blk->race;
+    a->seq = rb->seq;
+    a->lo = rb->lo;
+    a->hi = rb->hi;
+    a->warp = x;
+    a->vc = vc_of(rb, x);
+}
+
+static inline int64_t info_of(const cq_block *blk, int ip, int element_read)
+{
+    return ((int64_t)(blk->kernel + 1) << 32) | (int64_t)ip << 1 | element_read;
+}
+
+static void lock(cq_block *blk, const cq_shadow *sh)
+{
+    if (blk->call->kg_lock && (!sh || sh->glob))
+        pthread_mutex_lock(&blk->call->race->mu);
+}
+
+static void unlock(cq_block *blk, const cq_shadow *sh)
+{
+    if (blk->call->kg_lock && (!sh || sh->glob))
+        pthread_mutex_unlock(&blk->call->race->mu);
+}
+
+static cq_shadow *shadow_locked(cq_block *blk, cq_buf *b)
+{
+    if (b->shadow)
+        return b->shadow;
+    lock(blk, NULL);
+    cq_shadow *sh = shadow_of(blk, b);
+    unlock(blk, NULL);
+    return sh;
+}
+
+/* Whether value i of ``a`` and value j of ``b`` (``size`` bytes each) are the same bits. */
+static inline int same_bits(const char *a, const char *b, int i, int j, int size)
+{
+    switch (size) {
+    case 1: return ((const uint8_t *)a)[i] == ((const uint8_t *)b)[j];
+    case 2: return ((const uint16_t *)a)[i] == ((const uint16_t *)b)[j];
+    case 4: return ((const uint32_t *)a)[i] == ((const uint32_t *)b)[j];
+    default: return ((const uint64_t *)a)[i] == ((const uint64_t *)b)[j];
+    }
+}
+
+/* Offsets increasing with the lane in one buffer (the usual case): no two lanes share
+ * an element. */
+static int increasing(uint32_t lanes, const cq_buf *one, const int64_t *off)
+{
+    if (!one)
+        return 0;
+    int prev = -1;
+    for (uint32_t m = lanes; m; m &= m - 1) {
+        int i = cq_low(m);
+        if (prev >= 0 && off[i] <= off[prev])
+            return 0;
+        prev = i;
+    }
+    return 1;
+}
+
+/* race.py _same_instruction: lanes of one warp that write one element of a buffer that
+ * is not a lane's own, storing different values (``vals``) or, updating it, changing it. */
+static int same_element(cq_block *blk, uint32_t lanes, cq_buf *one, cq_buf *const *bufs,
+                        const int64_t *off, const char *olds, const char *news,
+                        const char *vals, int size)
+{
+    for (uint32_t m = lanes; m; m &= m - 1) {
+        int i = cq_low(m);
+        cq_buf *bi = one ? one : bufs[i];
+        for (uint32_t k = m & (m - 1); k; k &= k - 1) {
+            int j = cq_low(k);
+            if ((one ? one : bufs[j]) != bi || off[j] != off[i])
+                continue;
+            int differ = vals ? !same_bits(vals, vals, i, j, size)
+                              : !same_bits(olds, news, i, i, size);
+            if (differ && storage_of(blk, bi) != CQ_STORAGE_LOCAL)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ async copies in flight */
+
+static int has(const int64_t *pos, int64_t n, int64_t e)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (pos[mid] < e)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && pos[lo] == e;
+}
+
+/* Whether an access (``write``: of any kind) of the elements ``pos`` (``sorted`` or not)
+ * meets an async copy in flight on ``sh``: anything meeting a destination, a write
+ * meeting a source (race.py ``_inflight``). */
+static int meets_inflight(const cq_shadow *sh, const int64_t *pos, int64_t n, int sorted,
+                          int write)
+{
+    for (int k = 0; k < sh->ninflight; k++) {
+        const cq_race_copy *c = sh->inflight[k].copy;
+        int side = sh->inflight[k].side;
+        if (side == 0 && !write)
+            continue;
+        const int64_t *cp = c->pos[side];
+        int64_t cn = c->n[side];
+        if (!sorted) {
+            for (int64_t j = 0; j < n; j++)
+                if (has(cp, cn, pos[j]))
+                    return 1;
+            continue;
+        }
+        for (int64_t i = 0, j = 0; i < n && j < cn;) {
+            if (pos[i] == cp[j])
+                return 1;
+            if (pos[i] < cp[j])
+                i++;
+            else
+                j++;
+        }
+    }
+    return 0;
+}
+
+typedef struct { int64_t n, cap, *pos; } positions;
+
+static void add_position(positions *p, int64_t e)
+{
+    if (p->n == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 256;
+        p->pos = realloc(p->pos, (size_t)p->cap * sizeof(int64_t));
+        if (!p->pos)
+            abort();
+    }
+    p->pos[p->n++] = e;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* A warp's access to one buffer at once: whether every earlier access of its lanes'
+ * elements is ordered before it (``access``'s checks, without a branch per lane) ... */
+static int ordered_all(const cq_shadow *sh, uint32_t lanes, const int64_t *off,
+                       const actor *a, int write)
+{
+    int ok = 1;
+    const int64_t *vc = a->vc;
+    if (sh->writes) {
+        if (sh->glob) {
+            for (uint32_t m = lanes; m; m &= m - 1) {
+                int64_t e = off[cq_low(m)], s = sh->w_seq[e];
+                ok &= s == a->seq ? sh->w_clock[e] <= vc[sh->w_warp[e]] : s < a->lo || s >= a->hi;
+            }
+        } else {
+            for (uint32_t m = lanes; m; m &= m - 1) {
+                int64_t e = off[cq_low(m)];
+                ok &= sh->w_clock[e] <= vc[sh->w_warp[e]];
+            }
+        }
+    }
+    if (!write)
+        return ok;
+    for (int r = 0; r < sh->nrows; r++) {
+        const int64_t *clock = sh->r_clock[r], *seq = sh->r_seq[r];
+        int64_t limit = vc[sh->r_warp[r]];
+        for (uint32_t m = lanes; m; m &= m - 1) {
+            int64_t e = off[cq_low(m)];
+            ok &= !sh->glob || seq[e] == a->seq ? clock[e] <= limit
+                                                : seq[e] < a->lo || seq[e] >= a->hi;
+        }
+    }
+    for (uint32_t m = lanes; sh->f_seq && m; m &= m - 1) {
+        int64_t s = sh->f_seq[off[cq_low(m)]];
+        ok &= s < 0 || s == a->seq || s < a->lo || s >= a->hi;
+    }
+    return ok;
+}
+
+/* ... then recorded, as ``access`` records each ... */
+static void record_all(cq_shadow *sh, uint32_t lanes, const int64_t *off, const actor *a,
+                       int write, int64_t info)
+{
+    int64_t clock = a->vc[a->warp];
+    if (write) {
+        for (uint32_t m = lanes; m; m &= m - 1) {
+            int64_t e = off[cq_low(m)];
+            sh->w_clock[e] = clock;
+            sh->w_warp[e] = a->warp;
+            sh->w_info[e] = info;
+            if (sh->glob)
+                sh->w_seq[e] = a->seq;
+        }
+        sh->writes = 1;
+        return;
+    }
+    int r = sh->row_of[a->warp];
+    if (r < 0 || sh->glob) {      /* a new row, or reads of other segments to keep */
+        for (uint32_t m = lanes; m; m &= m - 1)
+            record_read(sh, off[cq_low(m)], a, info);
+        return;
+    }
+    for (uint32_t m = lanes; m; m &= m - 1) {
+        int64_t e = off[cq_low(m)];
+        sh->r_clock[r][e] = clock;
+        sh->r_info[r][e] = info;
+    }
+}
+
+/* ... or, when one is not, lane by lane, for the conflict ``access`` finds. */
+static int each_access(cq_block *blk, cq_shadow *sh, uint32_t lanes, const int64_t *off,
+                       const actor *a, int write, int64_t info)
+{
+    for (uint32_t m = lanes; m; m &= m - 1)
+        if (access(blk, sh, off[cq_low(m)], a, write, info))
+            return 1;
+    return 0;
+}
+
+/* An element access of the lanes ``lanes`` of ``w`` (LOAD, STORE, UPDATE) that
+ * succeeded: lane i's element is ``off[i]`` of ``one`` or of ``bufs[i]``. For a write,
+ * ``olds`` and ``news`` hold each lane's element before and after (``size`` bytes), and
+ * ``vals`` what a STORE stored (NULL for an UPDATE): lanes that leave their element as it
+ * was make no write, and lanes that write one element race when they store different
+ * values, or, updating it, change it (race.py ``elements``). */
+int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
+                     cq_buf *const *bufs, const int64_t *off, int write, const char *olds,
+                     const char *news, const char *vals, int size)
+{
+    cq_block *blk = w->blk;
+    if (stopped(blk))
+        return stop(blk);
+    int64_t info = info_of(blk, w->ip, !write);
+    if (write) {
+        if (!increasing(lanes, one, off) && same_element(blk, lanes, one, bufs, off, olds, news,
+                                                         vals, size))
+            return stop(blk);
+        for (uint32_t m = lanes; m; m &= m - 1) {
+            int i = cq_low(m);
+            if (same_bits(olds, news, i, i, size))
+                lanes &= ~(1u << i);
+        }
+    }
+    actor a;
+    actor_of(blk, w->index, &a);
+    if (one) {
+        cq_shadow *sh = shadow_locked(blk, one);
+        if (!sh || !lanes)
+            return CQ_ST_OK;
+        lock(blk, sh);
+        if (sh->ninflight || sh->local) {
+            int64_t pos[CQ_WARP], n = 0;
+            for (uint32_t m = lanes; m; m &= m - 1)
+                pos[n++] = off[cq_low(m)];
+            int hit = meets_inflight(sh, pos, n, 0, write);
+            if (hit || sh->local) {
+                unlock(blk, sh);
+                return hit ? stop(blk) : CQ_ST_OK;
+            }
+        }
+        int bad = ordered_all(sh, lanes, off, &a, write) ? (record_all(sh, lanes, off, &a, write,
+                                                                        info), 0)
+                                                         : each_access(blk, sh, lanes, off, &a,
+                                                                       write, info);
+        unlock(blk, sh);
+        return bad ? stop(blk) : CQ_ST_OK;
+    }
+    for (uint32_t m = lanes; m; m &= m - 1) {
+        int i = cq_low(m);
+        cq_shadow *sh = shadow_locked(blk, bufs[i]);
+        if (!sh)
+            continue;
+        lock(blk, sh);
+        int bad = meets_inflight(sh, &off[i], 1, 1, write);
+        if (!bad && !sh->local)
+            bad = access(blk, sh, off[i], &a, write, info);
+        unlock(blk, sh);
+        if (bad)
+            return stop(blk);
+    }
+    return CQ_ST_OK;
+}
+
+/* The elements of the tile of ``b`` at origin ``o`` with extents ``e`` (race.py
+ * ``_footprint``), as positions in the buffer ``b`` views (``real``): the part inside
+ * ``b``, in its first ``nd`` dimensions (the others whole); under a swizzle of
+ * ``swizzle`` bytes grown to whole swizzle blocks of the last dimension, or to the whole
+ * buffer when its rows hold no whole blocks; through a reshaped or strided view, the
+ * elements of its buffer the box's elements are. ``visit`` sees each; a nonzero answer
+ * stops the walk and is returned. */
+typedef struct {
+    cq_block *blk;
+    cq_shadow *sh;
+    const cq_buf *real;
+    actor a;
+    int write, lane;
+    int64_t info;
+    void *extra;                /* visit_collect's positions */
+} visit;
+
+static int each_element(const cq_buf *b, const int64_t *o, const int64_t *e, int nd,
+                        int swizzle, int (*fn)(visit *, int64_t), visit *v)
+{
+    int64_t lo[CQ_MAX_RANK], hi[CQ_MAX_RANK];
+    int n = b->ndim;
+    for (int d = 0; d < n; d++) {
+        lo[d] = 0;
+        hi[d] = b->shape[d];
+        if (d < nd) {
+            lo[d] = o[d] > 0 ? o[d] : 0;
+            hi[d] = o[d] + e[d] < b->shape[d] ? o[d] + e[d] : b->shape[d];
+        }
+        if (hi[d] <= lo[d])
+            return 0;
+    }
+    int64_t block = swizzle && !b->root ? swizzle / cq_width_bytes(b->type) : 0;
+    if (block && n && b->shape[n - 1] % block == 0) {
+        lo[n - 1] = lo[n - 1] / block * block;
+        hi[n - 1] = (hi[n - 1] + block - 1) / block * block;
+    } else if (block) {
+        for (int d = 0; d < n; d++)
+            lo[d] = 0, hi[d] = b->shape[d];
+    }
+    const cq_buf *real = b->root ? b->root : b;
+    int64_t base = b->root && !b->strided ? (int64_t)(b->data - real->data) / real->esize : 0;
+    int64_t t[CQ_MAX_RANK];
+    memcpy(t, lo, sizeof t);
+    for (;;) {
+        int64_t at = b->strided ? b->first : 0;
+        for (int d = 0; d < n; d++)
+            at = b->strided ? at + t[d] * b->step[d] : at * b->shape[d] + t[d];
+        int r = fn(v, base + at);
+        if (r)
+            return r;
+        int d = n - 1;
+        for (; d >= 0; d--) {
+            if (++t[d] < hi[d])
+                break;
+            t[d] = lo[d];
+        }
+        if (d < 0)
+            return 0;
+    }
+}
+
+static int visit_access(visit *v, int64_t pos)
+{
+    return access(v->blk, v->sh, pos, &v->a, v->write, v->info);
+}
+
+static int tile_meets_inflight(visit *v, const cq_buf *b, const int64_t *o, const int64_t *e,
+                               int nd, int swizzle);
+
+/* A tile (``each_element``) that a collective's effect, or lane ``lane``, reads or
+ * writes (race.py ``tile``). */
+int cq_race_tile(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_t *o,
+                 const int64_t *e, int nd, int swizzle, int write, int lane)
+{
+    if (stopped(blk))
+        return stop(blk);
+    struct cq_race_block *rb = blk->race;
+    visit v = {blk, NULL, b->root ? b->root : b, {0}, write, lane, 0, NULL};
+    v.sh = shadow_locked(blk, (cq_buf *)v.real);
+    if (!v.sh)
+        return CQ_ST_OK;
+    int x = rb->coll >= 0 ? rb->coll : lane / CQ_WARP;
+    int ip = rb->coll >= 0 ? rb->coll_ip : (int)(ins - blk->code->ins);
+    actor_of(blk, x, &v.a);
+    v.info = info_of(blk, ip, 0);
+    lock(blk, v.sh);
+    int bad = v.sh->ninflight && tile_meets_inflight(&v, b, o, e, nd, swizzle);
+    if (!bad && !v.sh->local)
+        bad = each_element(b, o, e, nd, swizzle, visit_access, &v);
+    unlock(blk, v.sh);
+    return bad ? stop(blk) : CQ_ST_OK;
+}
+
+/* ------------------------------------------------------------------ async copies */
+
+static int visit_collect(visit *v, int64_t pos)
+{
+    add_position((positions *)v->extra, pos);
+    return 0;
+}
+
+/* The sorted positions of a tile (``each_element``). */
+static positions tile_positions(const cq_buf *b, const int64_t *o, const int64_t *e, int nd,
+                                int swizzle)
+{
+    positions p = {0, 0, NULL};
+    visit v = {0};
+    v.extra = &p;
+    each_element(b, o, e, nd, swizzle, visit_collect, &v);
+    qsort(p.pos, (size_t)p.n, sizeof(int64_t), by_value);
+    return p;
+}
+
+static int tile_meets_inflight(visit *v, const cq_buf *b, const int64_t *o, const int64_t *e,
+                               int nd, int swizzle)
+{
+    positions p = tile_positions(b, o, e, nd, swizzle);
+    int hit = meets_inflight(v->sh, p.pos, p.n, 1, v->write);
+    free(p.pos);
+    return hit;
+}
+
+/* An async copy issued into handle ``h`` (race.py ``dma_issue``): each side meets the
+ * copies in flight on its buffer and is checked against the earlier accesses, then stays
+ * in flight there until the copy's first wait records it (``cq_race_copy_waited``). The
+ * source's extents are the part the copy reads. */
+int cq_race_copy_issue(cq_block *blk, const cq_ins *ins, int32_t h, const cq_buf *src,
+                       const int64_t *so, const int64_t *se, int snd, int swz_src,
+                       const cq_buf *dst, const int64_t *dO, const int64_t *dD, int dnd,
+                       int swz_dst, int lane)
+{
+    if (stopped(blk))
+        return stop(blk);
+    struct cq_race_block *rb = blk->race;
+    cq_race_copy *c = cq_xcalloc(1, sizeof *c);
+    c->next = rb->copies;
+    rb->copies = c;
+    blk->handles[h].race = c;
+    int x = rb->coll >= 0 ? rb->coll : lane / CQ_WARP;
+    int ip = rb->coll >= 0 ? rb->coll_ip : (int)(ins - blk->code->ins);
+    c->info = info_of(blk, ip, 0);
+    for (int side = 0; side < 2; side++) {
+        const cq_buf *b = side ? dst : src;
+        positions p = side ? tile_positions(dst, dO, dD, dnd, swz_dst)
+                           : tile_positions(src, so, se, snd, swz_src);
+        if (!p.n)
+            continue;
+        cq_buf *real = (cq_buf *)(b->root ? b->root : b);
+        lock(blk, NULL);
+        cq_shadow *sh = shadow_new(blk, real, 1);
+        int bad = meets_inflight(sh, p.pos, p.n, 1, side);
+        if (!bad && !sh->local) {
+            actor a;
+            actor_of(blk, x, &a);
+            for (int64_t k = 0; k < p.n && !bad; k++)
+                bad = unordered(blk, sh, p.pos[k], &a, side, c->info);
+        }
+        if (!bad)
+            add_inflight(sh, c, side);
+        unlock(blk, NULL);
+        c->sh[side] = sh;
+        c->n[side] = p.n;
+        c->pos[side] = p.pos;
+        if (bad)
+            return stop(blk);
+    }
+    return CQ_ST_OK;
+}
+
+static void land_off(cq_race_copy *c, int side)
+{
+    cq_shadow *sh = c->sh[side];
+    for (int k = 0; k < sh->ninflight; k++)
+        if (sh->inflight[k].copy == c && sh->inflight[k].side == side) {
+            sh->inflight[k] = sh->inflight[--sh->ninflight];
+            return;
+        }
+}
+
+/* Lane ``lane`` waited the async copy of handle ``h`` (race.py ``dma_wait``): its first
+ * wait records its accesses, a collective's at the joined clock of its representative, a
+ * lane's own at a clock of its warp only the copy has (the warp ticks before and after);
+ * a lane of another warp waiting it later acquires just that. */
+static void complete(cq_block *blk, cq_race_copy *c, int lane);
+
+void cq_race_copy_waited(cq_block *blk, int32_t h, int lane)
+{
+    if (blk->handles[h].race)
+        complete(blk, blk->handles[h].race, lane);
+}
+
+static void complete(cq_block *blk, cq_race_copy *c, int lane)
+{
+    struct cq_race_block *rb = blk->race;
+    int x = lane / CQ_WARP;
+    if (c->done) {
+        int64_t *vc = vc_of(rb, x);
+        if (rb->coll < 0 && c->done_warp != x && vc[c->done_warp] < c->done_clock)
+            vc[c->done_warp] = c->done_clock;
+        return;
+    }
+    if (rb->coll < 0)
+        tick(rb, x);
+    actor a;
+    actor_of(blk, rb->coll >= 0 ? rb->coll : x, &a);
+    c->done = 1;
+    c->done_warp = a.warp;
+    c->done_clock = a.vc[a.warp];
+    lock(blk, NULL);
+    for (int side = 0; side < 2; side++) {
+        if (!c->sh[side])
+            continue;
+        land_off(c, side);
+        if (!c->sh[side]->local)
+            for (int64_t k = 0; k < c->n[side]; k++)
+                record(c->sh[side], c->pos[side][k], &a, side, c->info);
+    }
+    unlock(blk, NULL);
+    if (rb->coll < 0)
+        tick(rb, x);
+}
+
+static void add_inflight(cq_shadow *sh, cq_race_copy *c, int side)
+{
+    if (sh->ninflight == sh->capinflight) {
+        sh->capinflight = sh->capinflight ? 2 * sh->capinflight : 4;
+        sh->inflight = realloc(sh->inflight, (size_t)sh->capinflight * sizeof *sh->inflight);
+        if (!sh->inflight)
+            abort();
+    }
+    sh->inflight[sh->ninflight++] = (struct inflight){c, side};
+}
+
+/* An mma.load of lane ``lane``'s unit instance read this tile (``each_element``) at the
+ * instruction ``ins``: an asynchronous MMA of its statement keeps it in flight. */
+void cq_race_mma_loaded(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_t *o,
+                        const int64_t *e, int nd, int swizzle, int lane)
+{
+    struct cq_race_block *rb = blk->race;
+    cq_buf *real = (cq_buf *)(b->root ? b->root : b);
+    if (!blk->call->race->mma_async[blk->kernel + 1] ||
+        storage_of(blk, real) == CQ_STORAGE_LOCAL)
+        return;
+    positions p = tile_positions(b, o, e, nd, swizzle);
+    if (!p.n)
+        return;
+    int ip = rb->coll >= 0 ? rb->coll_ip : (int)(ins - blk->code->ins);
+    struct mma_load *l = NULL;
+    for (int k = 0; k < rb->nloads && !l; k++)
+        if (rb->loads[k].lane == lane && rb->loads[k].ip == ip)
+            l = &rb->loads[k];
+    if (!l) {
+        if (rb->nloads == rb->caploads) {
+            rb->caploads = rb->caploads ? 2 * rb->caploads : 8;
+            rb->loads = realloc(rb->loads, (size_t)rb->caploads * sizeof *rb->loads);
+            if (!rb->loads)
+                abort();
+        }
+        l = &rb->loads[rb->nloads++];
+        l->pos = NULL;
+    }
+    free(l->pos);
+    lock(blk, NULL);
+    *l = (struct mma_load){lane, ip, shadow_new(blk, real, 1), p.n, p.pos};
+    unlock(blk, NULL);
+}
+
+/* MMA_ASYNC by lane ``lane``'s unit instance on accumulator ``m`` (race.py
+ * ``mma_async``): the tiles its statement's mma.loads read stay in flight as reads until
+ * the MMA_WAIT. */
+void cq_race_mma_async(cq_block *blk, const cq_ins *ins, int m, int lane)
+{
+    struct cq_race_block *rb = blk->race;
+    const cq_code *code = blk->code;
+    int ip = rb->coll >= 0 ? rb->coll_ip : (int)(ins - code->ins);
+    for (int k = ip - 1; k >= 0 && code->ins[k].span == code->ins[ip].span; k--) {
+        if (code->ins[k].op != CQ_OP_MMA_LOAD)
+            continue;
+        for (int j = 0; j < rb->nloads; j++) {
+            struct mma_load *l = &rb->loads[j];
+            if (l->lane != lane || l->ip != k)
+                continue;
+            {
+                cq_race_copy *c = cq_xcalloc(1, sizeof *c);
+                c->next = rb->copies;
+                rb->copies = c;
+                c->info = info_of(blk, ip, 0);
+                c->sh[0] = l->sh;
+                c->n[0] = l->n;
+                c->pos[0] = l->pos;
+                lock(blk, NULL);
+                add_inflight(l->sh, c, 0);
+                unlock(blk, NULL);
+                if (rb->nflights == rb->capflights) {
+                    rb->capflights = rb->capflights ? 2 * rb->capflights : 8;
+                    rb->flights = realloc(rb->flights, (size_t)rb->capflights *
+                                          sizeof *rb->flights);
+                    if (!rb->flights)
+                        abort();
+                }
+                rb->flights[rb->nflights++] = (struct mma_flight){m, lane, c};
+            }
+            rb->loads[j] = rb->loads[--rb->nloads];
+            break;
+        }
+    }
+}
+
+/* MMA_WAIT of lane ``lane``'s unit instance on accumulator ``m``: the reads of its MMAs
+ * count from here, in the order they were issued. */
+void cq_race_mma_wait(cq_block *blk, int m, int lane)
+{
+    struct cq_race_block *rb = blk->race;
+    int k = 0;
+    for (int j = 0; j < rb->nflights; j++) {
+        if (rb->flights[j].m == m && rb->flights[j].lane == lane)
+            complete(blk, rb->flights[j].copy, lane);
+        else
+            rb->flights[k++] = rb->flights[j];
+    }
+    rb->nflights = k;
+}
+
+/* The block's copies, and what of them is still in flight, go with it. */
+static void copies_free(cq_block *blk, cq_race_copy *c)
+{
+    while (c) {
+        cq_race_copy *next = c->next;
+        if (!c->done) {
+            lock(blk, NULL);
+            for (int side = 0; side < 2; side++)
+                if (c->sh[side])
+                    land_off(c, side);
+            unlock(blk, NULL);
+        }
+        free(c->pos[0]);
+        free(c->pos[1]);
+        free(c);
+        c = next;
+    }
+}
+
+/* The elements the lanes' own copies of one instruction of a warp wrote so far
+ * (race.py ``_lane_copy``): (buffer, position) -> lane, open addressing. */
+static int visit_lane_copy(visit *v, int64_t pos)
+{
+    struct cq_race_block *rb = v->blk->race;
+    if (2 * (rb->lc_n + 1) > rb->lc_cap) {
+        int64_t cap = rb->lc_cap ? 2 * rb->lc_cap : 1024;
+        lane_copy *old = rb->lc;
+        int64_t ncap = rb->lc_cap;
+        rb->lc = cq_xcalloc((size_t)cap, sizeof(lane_copy));
+        rb->lc_cap = cap;
+        rb->lc_n = 0;
+        for (int64_t k = 0; k < ncap; k++)
+            if (old[k].buf) {
+                visit w = *v;
+                w.real = old[k].buf;
+                w.lane = old[k].lane;
+                visit_lane_copy(&w, old[k].pos);
+            }
+        free(old);
+    }
+    uint64_t h = ((uint64_t)pos * 0x9E3779B97F4A7C15ull) ^ (uint64_t)(uintptr_t)v->real;
+    for (int64_t k = (int64_t)(h & (uint64_t)(rb->lc_cap - 1));; k = (k + 1) & (rb->lc_cap - 1)) {
+        lane_copy *c = &rb->lc[k];
+        if (!c->buf) {
+            *c = (lane_copy){v->real, pos, v->lane};
+            rb->lc_n++;
+            return 0;
+        }
+        if (c->buf == v->real && c->pos == pos)
+            return c->lane != v->lane;
+    }
+}
+
+/* A DMA lane ``lane`` makes on its own writes the tile of ``b`` (``each_element``): lanes
+ * of one warp whose copies of one instruction write one element race. */
+int cq_race_lane_copy(cq_block *blk, const cq_buf *b, const int64_t *o, const int64_t *e,
+                      int nd, int swizzle, int lane)
+{
+    if (stopped(blk))
+        return stop(blk);
+    struct cq_race_block *rb = blk->race;
+    const cq_buf *real = b->root ? b->root : b;
+    if (storage_of(blk, real) == CQ_STORAGE_LOCAL)
+        return CQ_ST_OK;
+    int64_t step = blk->call->steps, warp = lane / CQ_WARP;
+    if (rb->lc_step != step || rb->lc_warp != warp) {
+        if (rb->lc_n)
+            memset(rb->lc, 0, sizeof(lane_copy) * (size_t)rb->lc_cap);
+        rb->lc_n = 0;
+        rb->lc_step = step;
+        rb->lc_warp = warp;
+    }
+    visit v = {blk, NULL, real, {0}, 1, lane, 0, NULL};
+    return each_element(b, o, e, nd, swizzle, visit_lane_copy, &v) ? stop(blk) : CQ_ST_OK;
+}
+
+int cq_race_stopped(const cq_call *call)
+{
+    return call->race && atomic_load(&call->race->stop);
+}
+
+int cq_race_in_collective(const cq_block *blk) { return blk->race->coll >= 0; }
