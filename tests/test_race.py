@@ -500,8 +500,9 @@ def test_a_pipeline_missing_its_wait_is_reported_by_both_engines():
     text = races(module, "gemm_ws", a, b, np.zeros((64, 64), np.float32))
     assert text.splitlines()[0] == (
         "matmul_1p1c.co:44:13: runtime error: data race on shared 'sa[0]' element (0, 0): "
-        "read by 'mma.load' here, written by 'dma.copy' at matmul_1p1c.co:32:11; no barrier "
-        "or event orders them.")
+        "read by 'mma.load' here, written by 'dma.copy' at matmul_1p1c.co:32:11; nothing "
+        "waits on 'full' before this 'mma.load'; the lanes of the 'dma.copy' trigger it at "
+        "matmul_1p1c.co:34:11.")
 
 
 @pytest.mark.skipif(not NATIVE, reason="the native engine is not built")

@@ -39,12 +39,15 @@ def record(program, func: str, args, dims: dict, *, cost: CostModel | None = Non
         raise ArgumentError(f"cost must be a croqvm.trace.CostModel, not "
                             f"{type(cost).__name__}.")
     cost = cost or CostModel()
+    # A race-checked native run that races runs again on the reference engine
+    # (croqvm.native.driver), so the race check traces there from the start.
+    checking = {"race": ("python",)}.get(check, CHECKING.get(check))
     if engine is None:
-        engine = default_engine(check=check, poison=poison)
+        engine = "python" if check == "race" else default_engine(check=check, poison=poison)
     _choose("engine", engine, tuple(ENGINES))
-    if check is not None and engine not in CHECKING[check]:
-        raise ArgumentError(f"check '{check}' runs on the Python engine only: use "
-                            f"engine='python' with it.")
+    if check is not None and engine not in checking:
+        raise ArgumentError(f"a trace with check '{check}' runs on the Python engine only: "
+                            f"use engine='python' with it.")
     options = dict(poison=bool(poison), schedule=schedule, seed=check_seed(seed),
                    max_steps=max_steps, out=sys.stdout if out is None else out, stats=None,
                    check=check)
