@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import random
 import signal
 import threading
 import uuid
@@ -38,6 +39,10 @@ from ..core.errors import ArgumentError, InternalError
 from ..running.executor import TimedOut
 
 CONNECT_TIMEOUT = "10s"     # to reach a scheduler given by its address
+CLUSTER_CONFIG = {"distributed.comm.timeouts.connect": CONNECT_TIMEOUT,
+                  "distributed.scheduler.worker-saturation": float("inf"),
+                  "distributed.worker.profile.enabled": False}
+CHUNKS_PER_THREAD = 4      # of the items left, in each chunk (chunked)
 
 
 class _TimeUp(KeyboardInterrupt):
@@ -95,6 +100,29 @@ def run_task(fn, shared, item, seconds: float | None):
         if watchdog.fired:
             return TimedOut(seconds)
         raise
+
+
+def run_chunk(fn, shared, chunk, seconds: float | None) -> list:
+    """``(i, run_task(fn, shared, item, seconds))`` for each ``(i, item)`` of ``chunk``:
+    the time limit is each item's."""
+    return [(i, run_task(fn, shared, item, seconds)) for i, item in chunk]
+
+
+def chunked(count: int, threads: int) -> list[list[int]]:
+    """The indices 0 to ``count``-1 in chunks, each chunk a task: guided self-scheduling,
+    each chunk holding the items not yet in one divided by ``CHUNKS_PER_THREAD`` times
+    ``threads`` (at least one), so the first chunks are large and the last hold one item
+    each, and the threads end together. The indices are dealt in a fixed shuffled order:
+    items that cost alike often come together (a sweep's points grow with their index),
+    and a chunk of a random sample costs about its size times the mean."""
+    order = list(range(count))
+    random.Random(count).shuffle(order)
+    chunks, start = [], 0
+    while start < count:
+        size = max(1, (count - start) // (CHUNKS_PER_THREAD * threads))
+        chunks.append(order[start:start + size])
+        start += size
+    return chunks
 
 
 def _given(value):
@@ -162,9 +190,7 @@ class DaskExecutor:
         # waiting for the scheduler); work stealing evens out the workers' queues. The
         # workers' sampling profiler (a stack walk every 10 ms) is off: it cost a local
         # worker a fifth of its CPU time.
-        with dask.config.set({"distributed.comm.timeouts.connect": CONNECT_TIMEOUT,
-                              "distributed.scheduler.worker-saturation": float("inf"),
-                              "distributed.worker.profile.enabled": False}):
+        with dask.config.set(CLUSTER_CONFIG):
             if self.scheduler is None:
                 with _sigint_ignored():
                     self._cluster = LocalCluster(
@@ -210,12 +236,13 @@ class DaskExecutor:
             # again (data scattered to the workers would be gone with them).
             everywhere = client.submit(_given, shared, key=f"croqvm-shared-{run}",
                                        pure=False)
-            keys = [f"croqvm-task-{run}-{i}" for i in range(len(items))]
-            futures = client.map(run_task, [fn] * len(items), [everywhere] * len(items),
-                                 list(items), [self.task_timeout] * len(items), key=keys,
-                                 pure=False)
+            chunks = chunked(len(items), sum(client.nthreads().values()) or 1)
+            keys = [f"croqvm-chunk-{run}-{c}" for c in range(len(chunks))]
+            futures = client.map(run_chunk, [fn] * len(chunks), [everywhere] * len(chunks),
+                                 [[(i, items[i]) for i in chunk] for chunk in chunks],
+                                 [self.task_timeout] * len(chunks), key=keys, pure=False)
             pending = dict(zip(keys, futures))
-            index = dict(zip(keys, range(len(items))))      # key -> item index
+            chunk_of = dict(zip(keys, chunks))      # key -> the item indices it runs
             # results come in batches, each gathered at once; a task's exception is
             # raised here
             done = as_completed(futures, with_results=True)
@@ -223,26 +250,27 @@ class DaskExecutor:
             attempts = 0
             try:
                 for batch in done.batches():
-                    for future, value in batch:
+                    for future, values in batch:
                         del pending[future.key]
-                        i = index.pop(future.key)
+                        chunk = chunk_of.pop(future.key)
                         if future.cancelled():     # by the cluster, which lost it: again
                             attempts += 1
-                            key = f"croqvm-task-{run}-{i}-again{attempts}"
-                            index[key] = i
-                            pending[key] = client.submit(run_task, fn, everywhere, items[i],
-                                                         self.task_timeout, key=key,
-                                                         pure=False)
+                            key = f"croqvm-chunk-{run}-again{attempts}"
+                            chunk_of[key] = chunk
+                            pending[key] = client.submit(
+                                run_chunk, fn, everywhere, [(i, items[i]) for i in chunk],
+                                self.task_timeout, key=key, pure=False)
                             done.add(pending[key])
                             continue
-                        yield i, value
+                        yield from values
             except KilledWorker as exc:
-                i = index[exc.task]
+                chunk = chunk_of[exc.task]
                 raise InternalError(
-                    f"internal error: item {i} ({items[i]!r}) ended each of the "
-                    f"{exc.allowed_failures + 1} worker processes that ran it (the last at "
-                    f"{exc.last_worker.address}): a crash, or its memory exhausted; run it "
-                    f"alone to see which") from None
+                    f"internal error: one of items {', '.join(map(str, chunk))} "
+                    f"({', '.join(repr(items[i]) for i in chunk)}) ended each of the "
+                    f"{exc.allowed_failures + 1} worker processes that ran them (the last "
+                    f"at {exc.last_worker.address}): a crash, or its memory exhausted; run "
+                    f"them alone to see which") from None
         finally:
             if pending and self._client is not None:
                 self._client.cancel(list(pending.values()))
