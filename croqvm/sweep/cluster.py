@@ -275,18 +275,20 @@ class DaskExecutor:
                             chunk_of[key] = chunk
                             pending[key] = client.submit(
                                 run_chunk, fn, everywhere, [(i, items[i]) for i in chunk],
-                                self.task_timeout, key=key, pure=False)
+                                self.task_timeout, key=key, priority=len(chunks) + 1,
+                                pure=False)
                             done.add(pending[key])
                             continue
                         yield from values
             except KilledWorker as exc:
                 chunk = chunk_of[exc.task]
                 raise InternalError(
-                    f"internal error: one of items {', '.join(map(str, chunk))} "
+                    f"internal error: the chunk of item{'s' if len(chunk) > 1 else ''} "
+                    f"{', '.join(map(str, chunk))} "
                     f"({', '.join(repr(items[i]) for i in chunk)}) ended each of the "
-                    f"{exc.allowed_failures + 1} worker processes that ran them (the last "
-                    f"at {exc.last_worker.address}): a crash, or its memory exhausted; run "
-                    f"them alone to see which") from None
+                    f"{exc.allowed_failures + 1} worker processes that ran it (the last at "
+                    f"{exc.last_worker.address}): a crash, or its memory exhausted; run its "
+                    f"items alone to see which") from None
         finally:
             if pending and self._client is not None:
                 self._client.cancel(list(pending.values()))
