@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
+import multiprocessing
 import os
 import sys
 import time
@@ -97,6 +99,11 @@ def campaign(args):
         print(f"  serial loop   {loop_s:7.2f} s  {args.run_s * 1e3:6.1f} ms of CPU a point "
               f"(CPU {loop_cpu:.1f} s); {load()}")
         for workers in args.workers:
+            plain_s = plain_processes(workers, job, points)
+            walls.setdefault(f"plain {workers}", []).append(plain_s)
+            print(f"  {workers} plain process{'es' if workers > 1 else '  '} {plain_s:7.2f} s  "
+                  f"{loop_s / plain_s:4.2f}x over the loop (no Dask: what the machine allows "
+                  f"now)")
             start = time.perf_counter()
             with DaskExecutor(workers=workers) as executor:
                 up = time.perf_counter() - start
@@ -106,6 +113,7 @@ def campaign(args):
             walls.setdefault(workers, []).append(took)
             over_one = (f", {walls[1][-1] / took:4.2f}x over 1 worker"
                         if workers != 1 and 1 in walls else "")
+            over_one += f", {plain_s / took:4.2f} of the plain processes' speed"
             print(f"  {workers} worker{'s' if workers > 1 else ' '}     {took:7.2f} s  "
                   f"{loop_s / took:4.2f}x over the loop{over_one}  (CPU {mine:.1f} + "
                   f"{theirs:.1f} s, overhead "
@@ -121,7 +129,19 @@ def campaign(args):
             if workers != 1 and 1 in walls:
                 line += (f", over 1 worker "
                          f"{spread([a / b for a, b in zip(walls[1], walls[workers])])}x")
-            print(line)
+            ratios = [a / b for a, b in zip(walls[f"plain {workers}"], walls[workers])]
+            print(f"{line}; {spread(ratios)} of the plain processes' speed")
+
+
+def plain_processes(workers: int, job, points) -> float:
+    """Seconds ``workers`` processes forked from this one (its imports and decoded module
+    with them) take to run the points, each taking the next point as it frees up: the
+    speed-up the machine allows without Dask."""
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        start = time.perf_counter()
+        for _ in pool.imap_unordered(functools.partial(run_point, job), points):
+            pass
+        return time.perf_counter() - start
 
 
 def overhead(args):
