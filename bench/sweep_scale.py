@@ -90,7 +90,7 @@ def campaign(args):
     print("  CPU: of this process (client, scheduler, nannies) + of the workers; "
           "overhead: CPU beyond the loop's, per point")
     walls = {}                  # "loop" or a worker count -> wall-clock times
-    for round_ in range(args.repeat):
+    for _ in range(args.repeat):
         start = sum(cpu_seconds())
         loop_s, want = timed(SerialExecutor(), run_point, job, points)
         loop_cpu = sum(cpu_seconds()) - start
@@ -101,15 +101,21 @@ def campaign(args):
         for workers in args.workers:
             plain_s = plain_processes(workers, job, points)
             walls.setdefault(f"plain {workers}", []).append(plain_s)
-            print(f"  {workers} plain process{'es' if workers > 1 else '  '} {plain_s:7.2f} s  "
-                  f"{loop_s / plain_s:4.2f}x over the loop (no Dask: what the machine allows "
-                  f"now)")
+            print(f"  {workers} plain process{'es' if workers > 1 else '  '} "
+                  f"{plain_s:7.2f} s  {loop_s / plain_s:4.2f}x over the loop (no Dask: what "
+                  f"the machine allows now)")
             start = time.perf_counter()
             with DaskExecutor(workers=workers) as executor:
                 up = time.perf_counter() - start
                 before = cpu_seconds()
-                took, got = timed(executor, run_point, job, points)
+                took, got = timed(executor, traced_point, job, points)
+                ended = time.time()
                 mine, theirs = (b - a for a, b in zip(before, cpu_seconds()))
+            last = {}               # worker pid -> when its last point ended
+            for _, pid, when in got.values():
+                last[pid] = max(last.get(pid, 0.0), when)
+            idle = ended - min(last.values())
+            got = {i: result for i, (result, _, _) in got.items()}
             walls.setdefault(workers, []).append(took)
             over_one = (f", {walls[1][-1] / took:4.2f}x over 1 worker"
                         if workers != 1 and 1 in walls else "")
@@ -117,8 +123,9 @@ def campaign(args):
             print(f"  {workers} worker{'s' if workers > 1 else ' '}     {took:7.2f} s  "
                   f"{loop_s / took:4.2f}x over the loop{over_one}  (CPU {mine:.1f} + "
                   f"{theirs:.1f} s, overhead "
-                  f"{(mine + theirs - loop_cpu) / len(points) * 1e3:+.1f} ms; start "
-                  f"{up:.1f} s; outcomes {'identical' if got == want else 'DIFFER'})")
+                  f"{(mine + theirs - loop_cpu) / len(points) * 1e3:+.1f} ms; the worker "
+                  f"done first idle {idle:.2f} s at the end; start {up:.1f} s; outcomes "
+                  f"{'identical' if got == want else 'DIFFER'})")
     if args.repeat > 1:
         print(f"  over {args.repeat} rounds, median (min to max) of the wall-clock times and "
               f"of the speed-ups of each round:")
@@ -131,6 +138,11 @@ def campaign(args):
                          f"{spread([a / b for a, b in zip(walls[1], walls[workers])])}x")
             ratios = [a / b for a, b in zip(walls[f"plain {workers}"], walls[workers])]
             print(f"{line}; {spread(ratios)} of the plain processes' speed")
+
+
+def traced_point(job, point):
+    """``run_point``, with the worker's pid and the time it ended."""
+    return run_point(job, point), os.getpid(), time.time()
 
 
 def plain_processes(workers: int, job, points) -> float:
