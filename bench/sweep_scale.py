@@ -21,6 +21,7 @@ import contextlib
 import functools
 import multiprocessing
 import os
+import statistics
 import sys
 import time
 
@@ -71,10 +72,9 @@ def load() -> str:
 
 
 def spread(values) -> str:
-    values = sorted(values)
     if len(values) == 1:
         return f"{values[0]:.2f}"
-    return f"{values[len(values) // 2]:.2f} ({values[0]:.2f} to {values[-1]:.2f})"
+    return f"{statistics.median(values):.2f} ({min(values):.2f} to {max(values):.2f})"
 
 
 def campaign(args):
