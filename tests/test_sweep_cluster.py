@@ -198,9 +198,8 @@ def test_a_sweep_on_one_or_two_workers_reports_and_records_what_a_serial_one_doe
         capsys.readouterr()
         code = main(["sweep", *common, str(tmp_path / how), *options, "--no-progress"])
         out, err = capsys.readouterr()
-        got[how] = code, out.replace(str(tmp_path / how), "REC"), err
         replays = {p.name: p.read_bytes() for p in (tmp_path / how).iterdir()}
-        got[how] += (replays,)
+        got[how] = code, out.replace(str(tmp_path / how), "REC"), err, replays
     assert got["one"] == got["serial"] and got["two"] == got["serial"]
     assert got["serial"][0] == 3 and len(got["serial"][3]) == 1
 
