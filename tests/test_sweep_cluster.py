@@ -1,9 +1,9 @@
 """The Dask executor (croqvm.sweep.cluster) on a local cluster of two worker processes:
-the same results as the serial executor, every index reported once when a worker dies in
-the middle of a task, a hung task stopped by the time limit, an interrupted map that
-cancels its tasks and stops its workers; ``croqvm explore --scheduler`` (given the address
-of that cluster) printing and recording what the serial run does; no Dask when no cluster
-is asked for.
+the same results as the serial executor, items in chunks, every index reported once when a
+worker dies in the middle of a chunk, a hung item stopped by the time limit (alone, when
+it shares a chunk), an interrupted map that cancels its tasks and stops its workers;
+``croqvm explore --scheduler`` and ``croqvm sweep`` on 1 and 2 workers printing and
+recording what the serial run does; no Dask when no cluster is asked for.
 """
 from __future__ import annotations
 
@@ -21,10 +21,12 @@ pytest.importorskip("distributed")
 import croqvm
 from croqvm.cli.main import main
 from croqvm.running.explore import Schedules, run_seed
-from croqvm.sweep.cluster import DaskExecutor, run_task
+from croqvm.sweep.cluster import DaskExecutor, chunked, run_task
 from croqvm.running.executor import SerialExecutor, TimedOut
 
-TIME_LIMIT = 3.0            # seconds per task on the shared cluster (a loaded machine)
+TIME_LIMIT = 3.0            # seconds per item on the shared cluster (a loaded machine)
+RAGGED = os.path.join(os.path.dirname(__file__), "..", "programs", "broken",
+                      "ragged_edge.co")
 
 # Warps race on acc: the sums depend on the schedule (tests/test_explore.py).
 SUMS = """\
@@ -76,21 +78,40 @@ def test_a_cluster_gives_the_serial_results(cluster):
         np.testing.assert_array_equal(results["acc"], want_results["acc"])
 
 
-def die_first_time(marker, item):
-    """``item`` squared and the worker's pid; item 3 first ends its worker process."""
-    if item == 3 and not os.path.exists(marker):
+def test_chunks_hold_every_index_once_the_largest_first():
+    for count, threads in ((200, 2), (37, 3), (5, 4), (0, 2)):
+        chunks = chunked(count, threads)
+        assert sorted(i for chunk in chunks for i in chunk) == list(range(count))
+        sizes = [len(chunk) for chunk in chunks]
+        assert sizes == sorted(sizes, reverse=True)
+    # 200 // (4 x 2) = 25 items, then 175 // 8 = 21, 154 // 8 = 19, ..., the last 15 alone
+    sizes = [len(chunk) for chunk in chunked(200, 2)]
+    assert sizes[:3] == [25, 21, 19] and sizes[-16:] == [2] + [1] * 15
+    assert chunked(200, 2) == chunked(200, 2)
+
+
+def in_a_chunk(count: int) -> int:
+    """An item that the cluster of two workers runs in the middle of a chunk."""
+    return next(chunk for chunk in chunked(count, 2) if len(chunk) > 2)[1]
+
+
+def die_first_time(shared, item):
+    """``item`` squared and the worker's pid; item ``victim`` first ends its worker
+    process."""
+    marker, victim = shared
+    if item == victim and not os.path.exists(marker):
         with open(marker, "w") as f:
             f.write(str(os.getpid()))
         os.kill(os.getpid(), signal.SIGKILL)
     return item * item, os.getpid()
 
 
-def test_the_task_of_a_killed_worker_runs_again_and_comes_once(cluster, tmp_path):
-    marker = str(tmp_path / "killed")
-    got = all_once(cluster.map_unordered(die_first_time, marker, range(8)))
-    assert {i: square for i, (square, _) in got.items()} == {i: i * i for i in range(8)}
+def test_the_chunk_of_a_killed_worker_runs_again_and_each_item_comes_once(cluster, tmp_path):
+    marker, victim = str(tmp_path / "killed"), in_a_chunk(40)
+    got = all_once(cluster.map_unordered(die_first_time, (marker, victim), range(40)))
+    assert {i: square for i, (square, _) in got.items()} == {i: i * i for i in range(40)}
     killed = int(open(marker).read())
-    assert got[3][1] != killed
+    assert got[victim][1] != killed
 
 
 def hang_on_odd(_, item):
@@ -102,6 +123,18 @@ def hang_on_odd(_, item):
 def test_a_hung_task_is_stopped_by_the_time_limit(cluster):
     assert all_once(cluster.map_unordered(hang_on_odd, None, range(4))) == {
         0: 0, 1: TimedOut(TIME_LIMIT), 2: 2, 3: TimedOut(TIME_LIMIT)}
+
+
+def hang_on(victim, item):
+    while item == victim:
+        pass
+    return item
+
+
+def test_a_hung_item_times_out_alone_and_its_chunk_goes_on(cluster):
+    victim = in_a_chunk(24)
+    assert all_once(cluster.map_unordered(hang_on, victim, range(24))) == {
+        i: TimedOut(TIME_LIMIT) if i == victim else i for i in range(24)}
 
 
 def test_an_endless_kernel_run_is_stopped_on_the_worker(cluster):
@@ -152,6 +185,23 @@ def test_explore_on_a_cluster_prints_and_records_what_a_serial_run_does(cluster,
                                               for p in (tmp_path / "cluster").iterdir())
     for replay in serial:
         assert replay.read_bytes() == (tmp_path / "cluster" / replay.name).read_bytes()
+
+
+def test_a_sweep_on_one_or_two_workers_reports_and_records_what_a_serial_one_does(
+        cluster, tmp_path, capsys):
+    # 34 points: on two workers the first chunks hold 4, 3 and 3 of them
+    common = [RAGGED, "--func", "add_2d", "--dim", "M=8:40:2", "--dim", "N=16,24",
+              "--json", "--record"]
+    got = {}
+    for how, options in (("serial", []), ("one", ["--workers", "1"]),
+                         ("two", ["--scheduler", cluster.address])):
+        capsys.readouterr()
+        code = main(["sweep", *common, str(tmp_path / how), *options, "--no-progress"])
+        out, err = capsys.readouterr()
+        replays = {p.name: p.read_bytes() for p in (tmp_path / how).iterdir()}
+        got[how] = code, out.replace(str(tmp_path / how), "REC"), err, replays
+    assert got["one"] == got["serial"] and got["two"] == got["serial"]
+    assert got["serial"][0] == 3 and len(got["serial"][3]) == 1
 
 
 def test_explore_without_a_cluster_does_not_import_dask(tmp_path):

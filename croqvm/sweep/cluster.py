@@ -4,20 +4,27 @@
 (the engines hold the GIL between slices, so threads of one process would not run at
 once); ``DaskExecutor(scheduler=ADDRESS)`` uses a running cluster (``dask scheduler``,
 ``dask worker ADDRESS`` on each machine, docs/CLUSTER.md "On a cluster"). ``shared`` is
-sent to the cluster once and reaches each worker once, and each task gets one item: what
-crosses the network per task is an item and its result.
+sent to the cluster once and reaches each worker once.
 
-Every task has a key of its own and its index is reported once: a worker that dies while
-running a task has it run again by the scheduler on another worker (Dask does that for
-any task whose worker is lost, up to ``distributed.scheduler.allowed-failures`` times), and
-its result, like every other, comes back through exactly one future.
+The items go in chunks, a task each (``chunked``): a task costs the client, the scheduler
+and the worker a few milliseconds of CPU (messages, bookkeeping, a result gathered), which
+on a machine whose cores all run workers is taken from the runs. The first chunks are
+large and the last hold one item each, so that the workers still end together. The
+results of a chunk come back together, and on Ctrl-C those of the chunks not done are
+lost with them.
 
-The per-task time limit (``task_timeout``) is kept on the worker: a Python thread can not
-be killed, so when a task's time is up a watchdog raises an interrupt in the thread that
+Every chunk has a key of its own and each index is reported once: a worker that dies while
+running a chunk has it run again whole by the scheduler on another worker (Dask does that
+for any task whose worker is lost, up to ``distributed.scheduler.allowed-failures``
+times), and its results, like every other, come back through exactly one future.
+
+The per-item time limit (``task_timeout``) is kept on the worker: a Python thread can not
+be killed, so when an item's time is up a watchdog raises an interrupt in the thread that
 runs it, as Ctrl-C does in the main thread. The engines stop at the next point they check
 for Ctrl-C (the reference engine between two instructions, the native engine between two
-slices of its run, cuda-cpu at its loop steps), and the task yields ``TimedOut``. Code
-that never returns to Python (a C++ device function that loops forever) is not stopped.
+slices of its run, cuda-cpu at its loop steps), the item yields ``TimedOut`` and its chunk
+goes on with the next. Code that never returns to Python (a C++ device function that
+loops forever) is not stopped.
 
 Importing this module imports Dask; the serial path (croqvm.running.executor) never does.
 """
@@ -26,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import random
 import signal
 import threading
 import uuid
@@ -38,6 +46,22 @@ from ..core.errors import ArgumentError, InternalError
 from ..running.executor import TimedOut
 
 CONNECT_TIMEOUT = "10s"     # to reach a scheduler given by its address
+# The settings of a local cluster. Its scheduler keeps the chunks and hands each worker
+# thread two, in their order: a worker that ends one starts the next without waiting for
+# the scheduler, and holds no more, so a worker that runs dry takes the next chunk of the
+# queue (work stealing, every second, stays on for the chunk a worker holds in waiting).
+# Each process's periodic checks (event loop, system and memory monitors) run less often:
+# at Dask's defaults they cost an idle cluster of two workers a tenth of a core. The
+# workers' sampling profiler (a stack walk every 10 ms) is off: it cost a worker a fifth
+# of its CPU time.
+CLUSTER_CONFIG = {"distributed.comm.timeouts.connect": CONNECT_TIMEOUT,
+                  "distributed.scheduler.worker-saturation": 2.0,
+                  "distributed.admin.tick.interval": "1s",
+                  "distributed.admin.system-monitor.interval": "2s",
+                  "distributed.worker.memory.monitor-interval": "1s",
+                  "distributed.deploy.cluster-repr-interval": "2s",
+                  "distributed.worker.profile.enabled": False}
+CHUNKS_PER_THREAD = 4      # a chunk holds the items left / (this x the worker threads)
 
 
 class _TimeUp(KeyboardInterrupt):
@@ -95,6 +119,29 @@ def run_task(fn, shared, item, seconds: float | None):
         if watchdog.fired:
             return TimedOut(seconds)
         raise
+
+
+def run_chunk(fn, shared, chunk, seconds: float | None) -> list:
+    """``(i, run_task(fn, shared, item, seconds))`` for each ``(i, item)`` of ``chunk``:
+    the time limit is each item's."""
+    return [(i, run_task(fn, shared, item, seconds)) for i, item in chunk]
+
+
+def chunked(count: int, threads: int) -> list[list[int]]:
+    """The indices 0 to ``count``-1 in chunks, each chunk a task: guided self-scheduling,
+    each chunk holding the items not yet in one divided by ``CHUNKS_PER_THREAD`` times
+    ``threads`` (at least one), so the first chunks are large and the last hold one item
+    each, and the threads end together. The indices are dealt in a fixed shuffled order:
+    items that cost alike often come together (a sweep's points grow with their index),
+    and a chunk of a random sample costs about its size times the mean."""
+    order = list(range(count))
+    random.Random(count).shuffle(order)
+    chunks, start = [], 0
+    while start < count:
+        size = max(1, (count - start) // (CHUNKS_PER_THREAD * threads))
+        chunks.append(order[start:start + size])
+        start += size
+    return chunks
 
 
 def _given(value):
@@ -157,14 +204,7 @@ class DaskExecutor:
     def _connect(self):
         if self._client is not None:
             return self._client
-        # Every task is handed to a worker at once (no queue kept back on the scheduler:
-        # the tasks have no dependencies, and a worker that ends one starts its next without
-        # waiting for the scheduler); work stealing evens out the workers' queues. The
-        # workers' sampling profiler (a stack walk every 10 ms) is off: it cost a local
-        # worker a fifth of its CPU time.
-        with dask.config.set({"distributed.comm.timeouts.connect": CONNECT_TIMEOUT,
-                              "distributed.scheduler.worker-saturation": float("inf"),
-                              "distributed.worker.profile.enabled": False}):
+        with dask.config.set(CLUSTER_CONFIG):
             if self.scheduler is None:
                 with _sigint_ignored():
                     self._cluster = LocalCluster(
@@ -210,12 +250,15 @@ class DaskExecutor:
             # again (data scattered to the workers would be gone with them).
             everywhere = client.submit(_given, shared, key=f"croqvm-shared-{run}",
                                        pure=False)
-            keys = [f"croqvm-task-{run}-{i}" for i in range(len(items))]
-            futures = client.map(run_task, [fn] * len(items), [everywhere] * len(items),
-                                 list(items), [self.task_timeout] * len(items), key=keys,
-                                 pure=False)
+            chunks = chunked(len(items), sum(client.nthreads().values()) or 1)
+            keys = [f"croqvm-chunk-{run}-{c}" for c in range(len(chunks))]
+            # the chunks start in their order, the largest first
+            futures = [client.submit(run_chunk, fn, everywhere,
+                                     [(i, items[i]) for i in chunk], self.task_timeout,
+                                     key=key, priority=len(chunks) - c, pure=False)
+                       for c, (key, chunk) in enumerate(zip(keys, chunks))]
             pending = dict(zip(keys, futures))
-            index = dict(zip(keys, range(len(items))))      # key -> item index
+            chunk_of = dict(zip(keys, chunks))      # key -> the item indices it runs
             # results come in batches, each gathered at once; a task's exception is
             # raised here
             done = as_completed(futures, with_results=True)
@@ -223,26 +266,29 @@ class DaskExecutor:
             attempts = 0
             try:
                 for batch in done.batches():
-                    for future, value in batch:
+                    for future, values in batch:
                         del pending[future.key]
-                        i = index.pop(future.key)
+                        chunk = chunk_of.pop(future.key)
                         if future.cancelled():     # by the cluster, which lost it: again
                             attempts += 1
-                            key = f"croqvm-task-{run}-{i}-again{attempts}"
-                            index[key] = i
-                            pending[key] = client.submit(run_task, fn, everywhere, items[i],
-                                                         self.task_timeout, key=key,
-                                                         pure=False)
+                            key = f"croqvm-chunk-{run}-again{attempts}"
+                            chunk_of[key] = chunk
+                            pending[key] = client.submit(
+                                run_chunk, fn, everywhere, [(i, items[i]) for i in chunk],
+                                self.task_timeout, key=key, priority=len(chunks) + 1,
+                                pure=False)
                             done.add(pending[key])
                             continue
-                        yield i, value
+                        yield from values
             except KilledWorker as exc:
-                i = index[exc.task]
+                chunk = chunk_of[exc.task]
                 raise InternalError(
-                    f"internal error: item {i} ({items[i]!r}) ended each of the "
+                    f"internal error: the chunk of item{'s' if len(chunk) > 1 else ''} "
+                    f"{', '.join(map(str, chunk))} "
+                    f"({', '.join(repr(items[i]) for i in chunk)}) ended each of the "
                     f"{exc.allowed_failures + 1} worker processes that ran it (the last at "
-                    f"{exc.last_worker.address}): a crash, or its memory exhausted; run it "
-                    f"alone to see which") from None
+                    f"{exc.last_worker.address}): a crash, or its memory exhausted; run its "
+                    f"items alone to see which") from None
         finally:
             if pending and self._client is not None:
                 self._client.cancel(list(pending.values()))
