@@ -474,26 +474,38 @@ static int range_fault(cq_warp *w, const cq_ins *ins, int a, int i, int k, int64
     return CQ_ST_FAULT;
 }
 
+/* Bit i, lane i: a table, so that the lane loops below build masks in vector registers
+ * (SSE2 has no per-element shift). */
+static const uint32_t lane_bit[CQ_WARP] = {
+    1u << 0, 1u << 1, 1u << 2, 1u << 3, 1u << 4, 1u << 5, 1u << 6, 1u << 7,
+    1u << 8, 1u << 9, 1u << 10, 1u << 11, 1u << 12, 1u << 13, 1u << 14, 1u << 15,
+    1u << 16, 1u << 17, 1u << 18, 1u << 19, 1u << 20, 1u << 21, 1u << 22, 1u << 23,
+    1u << 24, 1u << 25, 1u << 26, 1u << 27, 1u << 28, 1u << 29, 1u << 30, 1u << 31};
+
 /* The usual case at once: every active lane sees one view (a block-wide buffer, or one
  * future's waited data, the common case after a collective DMA) and its s32 indices are
  * in range. Returns 0 when it does not apply, or some lane faults: then ``locate`` goes
- * lane by lane and finds the fault the reference engine reports. */
+ * lane by lane and finds the fault the reference engine reports. The lane loops run
+ * over every lane up to the highest active one, without a branch, and the masks they
+ * build are cut to the active lanes once at the end. */
 static int locate_uniform(cq_warp *w, const cq_access *acc, located *L)
 {
     cq_block *blk = w->blk;
     const cq_code *code = blk->code;
     uint32_t act = w->act;
+    const int n = cq_span(act);
     cq_buf *buf;
     const int64_t *o = NULL, *e;
-    int32_t h = -1;
     if (acc->kind == CQ_BASE_KIND_FUT) {
         const int32_t *held = blk->fut[acc->base] + w->base;
-        h = held[cq_low(act)];
+        int32_t h = held[cq_low(act)];
         if (h < 0)
             return 0;
-        for (uint32_t m = act; m; m &= m - 1)
-            if (held[cq_low(m)] != h)
-                return 0;
+        uint32_t other = 0;     /* lanes holding another handle */
+        for (int i = 0; i < n; i++)
+            other |= -(uint32_t)(held[i] != h) & lane_bit[i];
+        if (other & act)
+            return 0;
         const cq_handle *hd = &blk->handles[h];
         if (!hd->buf || (hd->is_async && (hd->waited.w[w->index] & act) != act))
             return 0;
@@ -506,41 +518,35 @@ static int locate_uniform(cq_warp *w, const cq_access *acc, located *L)
         buf = blk->bufs[acc->base][0];
         e = buf->shape;
     }
-    uint32_t out[CQ_WARP];         /* lanes with an index out of range */
-    uint64_t *off = (uint64_t *)L->off;   /* inactive lanes compute garbage: unsigned, */
-    const int n = cq_span(act);           /* so that it can not overflow */
-    if (acc->n == 0)
-        for (int i = 0; i < n; i++)
-            out[i] = 0, off[i] = 0;
-    for (int d = 0; d < acc->n; d++) {
+    /* the flat offset is the sum over the dimensions of (index + origin), in range a
+     * 32-bit number, times the dimension's row-major stride: one widening multiply per
+     * lane while the strides fit 32 bits (garbage, harmless, in lanes that do not count) */
+    uint32_t out = 0;               /* lanes with an index out of range */
+    uint64_t *off = (uint64_t *)L->off;
+    for (int i = 0; i < n; i++)
+        off[i] = 0;
+    uint64_t stride = 1;
+    for (int d = acc->n - 1; d >= 0; d--) {
         int r = acc->idx[d];
-        if (code->rtype[r] != CQ_DT_S32)
+        if (code->rtype[r] != CQ_DT_S32 || stride > UINT32_MAX)
             return 0;
         const int32_t *x = (const int32_t *)(w->regs + code->roff[r]);
         int64_t od = o ? o[d] : 0, lo = od < 0 ? -od : 0;
         int64_t hi = buf->shape[d] - od < e[d] ? buf->shape[d] - od : e[d];
         if (hi <= lo || lo > INT32_MAX || hi > (int64_t)INT32_MAX + 1)
             return 0;
-        uint32_t lo32 = (uint32_t)lo, width = (uint32_t)(hi - lo);
-        uint64_t extent = (uint64_t)buf->shape[d], shift = (uint64_t)od;
-        if (d == 0) {                   /* x in [lo, hi) as one unsigned compare */
-            for (int i = 0; i < n; i++)
-                out[i] = (uint32_t)x[i] - lo32 >= width;
-            for (int i = 0; i < n; i++)
-                off[i] = (uint64_t)(int64_t)x[i] + shift;
-            continue;
+        uint32_t lo32 = (uint32_t)lo, width = (uint32_t)(hi - lo);   /* x in [lo, hi) */
+        uint32_t shift = (uint32_t)od, step = (uint32_t)stride;
+        for (int i = 0; i < n; i++) {
+            out |= -(uint32_t)((uint32_t)x[i] - lo32 >= width) & lane_bit[i];
+            off[i] += (uint64_t)((uint32_t)x[i] + shift) * step;
         }
-        for (int i = 0; i < n; i++)
-            out[i] |= (uint32_t)x[i] - lo32 >= width;
-        for (int i = 0; i < n; i++)
-            off[i] = off[i] * extent + (uint64_t)(int64_t)x[i] + shift;
+        stride *= (uint64_t)buf->shape[d];
     }
-    for (uint32_t m = act; m; m &= m - 1)
-        if (out[cq_low(m)])
-            return 0;
+    if (out & act)
+        return 0;
     L->lanes = act;
     L->one = buf;
-    (void)h;
     return 1;
 }
 
@@ -612,6 +618,11 @@ static void gather(const located *L, uint32_t lanes, int size, char *vals)
 #define GATHER(T) \
         if (L->one) { \
             const T *src = (const T *)L->one->data; \
+            if (lanes == 0xffffffffu) { \
+                for (int i = 0; i < CQ_WARP; i++) \
+                    ((T *)vals)[i] = src[L->off[i]]; \
+                return; \
+            } \
             for (uint32_t m = lanes; m; m &= m - 1) \
                 ((T *)vals)[cq_low(m)] = src[L->off[cq_low(m)]]; \
             return; \
@@ -634,6 +645,12 @@ static void scatter(const located *L, uint32_t lanes, int size, const char *vals
 {
     switch (size) {
 #define SCATTER(T) \
+        if (L->one && lanes == 0xffffffffu) { \
+            T *dst = (T *)L->one->data; \
+            for (int i = 0; i < CQ_WARP; i++)   /* in lane order */ \
+                dst[L->off[i]] = ((const T *)vals)[i]; \
+            break; \
+        } \
         for (uint32_t m = lanes; m; m &= m - 1) { \
             int i = cq_low(m); \
             ((T *)buf_at(L, i)->data)[L->off[i]] = ((const T *)vals)[i]; \
@@ -726,18 +743,32 @@ static int updated(cq_warp *w, const cq_ins *ins, const located *L, uint32_t lan
         shift_counts(w, ins, t, lanes) != CQ_ST_OK)
         return CQ_ST_FAULT;
     char x[CQ_WARP * 8];
-    gather(L, lanes, size, x);
     int bad;
     s->sw.act = lanes;
     int n = cq_span(lanes);
-    cq_convert(etype, t, x, s->regs, n, lanes, &bad);
-    cq_convert(ins->tb, t, w->regs + ins->rb, s->regs + CQ_WARP * 8, n, lanes, &bad);
+    /* operands of the arithmetic type already go as they are (the lanes up to n: a
+     * register's storage holds every lane, and the lanes that do not count are left
+     * alone by the step and the scatter) */
+    if (etype == t) {
+        gather(L, lanes, size, s->regs);
+    } else {
+        gather(L, lanes, size, x);
+        cq_convert(etype, t, x, s->regs, n, lanes, &bad);
+    }
+    if (ins->tb == t)
+        memcpy(s->regs + CQ_WARP * 8, w->regs + ins->rb, (size_t)n * cq_type_size[t]);
+    else
+        cq_convert(ins->tb, t, w->regs + ins->rb, s->regs + CQ_WARP * 8, n, lanes, &bad);
     s->op.h = ins->hx;
     s->op.tc = (uint8_t)t;      /* a shift's count, checked above, converted exactly */
     s->op.span = ins->span;
     if (cq_step(w->blk, &s->sw, &s->op, n) != CQ_ST_OK) {
         w->blk->call->fault.ip = (int32_t)(ins - w->blk->code->ins);   /* at this UPDATE */
         return CQ_ST_FAULT;
+    }
+    if (etype == t && lanes == 0xffffffffu) {
+        memcpy(out, s->regs + 2 * CQ_WARP * 8, (size_t)CQ_WARP * size);
+        return CQ_ST_OK;
     }
     cq_convert(t, etype, s->regs + 2 * CQ_WARP * 8, out, n, lanes, &bad);
     if (bad >= 0)
@@ -751,6 +782,13 @@ static int updated(cq_warp *w, const cq_ins *ins, const located *L, uint32_t lan
 static int collide(const located *L)
 {
     uint32_t m = L->lanes;
+    if (L->one && m == 0xffffffffu) {
+        uint32_t down = 0;
+        for (int i = 1; i < CQ_WARP; i++)
+            down |= L->off[i] <= L->off[i - 1];
+        if (!down)
+            return 0;
+    }
     int prev = -1, sorted = 1;
     for (uint32_t k = m; k; k &= k - 1) {
         int i = cq_low(k);

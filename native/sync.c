@@ -297,6 +297,16 @@ int cq_uniform_regs(cq_block *blk, const int *lanes, int n, const int32_t *regs,
         int r = regs[j], size = cq_type_size[code->rtype[r]], i0;
         cq_warp *w0 = cq_warp_of(blk, lanes[0], &i0);
         const char *want = w0->regs + code->roff[r] + (size_t)i0 * size;
+        if (size == 4 && code->rtype[r] != CQ_DT_BOOL) {   /* the usual s32: bits compared */
+            uint32_t x;
+            memcpy(&x, want, 4);
+            for (int k = 0; k < n; k++) {
+                const cq_warp *w = &blk->warps[lanes[k] / CQ_WARP];
+                if (((const uint32_t *)(w->regs + code->roff[r]))[lanes[k] - w->base] != x)
+                    return 0;
+            }
+            continue;
+        }
         for (int k = 0; k < n; k++) {
             int i;
             cq_warp *w = cq_warp_of(blk, lanes[k], &i);
