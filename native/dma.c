@@ -562,9 +562,10 @@ static int operand_registers(cq_block *blk, const cq_dmadecl *desc, const int *l
             regs[nr++] = v->arr;
     }
     if (desc->dst_view < 0 && desc->future >= 0) {
-        int32_t h0 = blk->fut[desc->future][lanes[0]];
+        const int32_t *held = blk->fut[desc->future];
+        int32_t h0 = held[lanes[0]];
         for (int k = 1; k < n; k++)
-            if (!cq_same_view(blk, blk->fut[desc->future][lanes[k]], h0))
+            if (held[lanes[k]] != h0 && !cq_same_view(blk, held[lanes[k]], h0))
                 return -1;
     }
     for (int d = 0; d < desc->npad; d++) {

@@ -474,20 +474,12 @@ static int range_fault(cq_warp *w, const cq_ins *ins, int a, int i, int k, int64
     return CQ_ST_FAULT;
 }
 
-/* Bit i, lane i: a table, so that the lane loops below build masks in vector registers
- * (SSE2 has no per-element shift). */
-static const uint32_t lane_bit[CQ_WARP] = {
-    1u << 0, 1u << 1, 1u << 2, 1u << 3, 1u << 4, 1u << 5, 1u << 6, 1u << 7,
-    1u << 8, 1u << 9, 1u << 10, 1u << 11, 1u << 12, 1u << 13, 1u << 14, 1u << 15,
-    1u << 16, 1u << 17, 1u << 18, 1u << 19, 1u << 20, 1u << 21, 1u << 22, 1u << 23,
-    1u << 24, 1u << 25, 1u << 26, 1u << 27, 1u << 28, 1u << 29, 1u << 30, 1u << 31};
-
 /* The usual case at once: every active lane sees one view (a block-wide buffer, or one
  * future's waited data, the common case after a collective DMA) and its s32 indices are
  * in range. Returns 0 when it does not apply, or some lane faults: then ``locate`` goes
  * lane by lane and finds the fault the reference engine reports. The lane loops run
- * over every lane up to the highest active one, without a branch, and the masks they
- * build are cut to the active lanes once at the end. */
+ * over every lane up to the highest active one, without a branch; only when one of
+ * them finds a lane that breaks the rule do the active lanes go one by one. */
 static int locate_uniform(cq_warp *w, const cq_access *acc, located *L)
 {
     cq_block *blk = w->blk;
@@ -501,11 +493,13 @@ static int locate_uniform(cq_warp *w, const cq_access *acc, located *L)
         int32_t h = held[cq_low(act)];
         if (h < 0)
             return 0;
-        uint32_t other = 0;     /* lanes holding another handle */
+        uint32_t other = 0;     /* some lane holds another handle: an active one? */
         for (int i = 0; i < n; i++)
-            other |= -(uint32_t)(held[i] != h) & lane_bit[i];
-        if (other & act)
-            return 0;
+            other |= held[i] != h;
+        if (other)
+            for (uint32_t m = act; m; m &= m - 1)
+                if (held[cq_low(m)] != h)
+                    return 0;
         const cq_handle *hd = &blk->handles[h];
         if (!hd->buf || (hd->is_async && (hd->waited.w[w->index] & act) != act))
             return 0;
@@ -518,17 +512,19 @@ static int locate_uniform(cq_warp *w, const cq_access *acc, located *L)
         buf = blk->bufs[acc->base][0];
         e = buf->shape;
     }
-    /* the flat offset is the sum over the dimensions of (index + origin), in range a
-     * 32-bit number, times the dimension's row-major stride: one widening multiply per
-     * lane while the strides fit 32 bits (garbage, harmless, in lanes that do not count) */
-    uint32_t out = 0;               /* lanes with an index out of range */
-    uint64_t *off = (uint64_t *)L->off;
-    for (int i = 0; i < n; i++)
-        off[i] = 0;
-    uint64_t stride = 1;
+    /* the flat offset is the sum over the dimensions of (index + origin) times the
+     * dimension's row-major stride; in range it is below the buffer's count, so while
+     * that fits 32 bits it is computed in 32 bits (inactive lanes compute garbage,
+     * unsigned, that nothing reads) */
+    if ((uint64_t)buf->count > UINT32_MAX)
+        return 0;
+    uint32_t flat[CQ_WARP];
+    uint32_t stride = 1;
+    if (!acc->n)
+        memset(flat, 0, sizeof flat);
     for (int d = acc->n - 1; d >= 0; d--) {
         int r = acc->idx[d];
-        if (code->rtype[r] != CQ_DT_S32 || stride > UINT32_MAX)
+        if (code->rtype[r] != CQ_DT_S32)
             return 0;
         const int32_t *x = (const int32_t *)(w->regs + code->roff[r]);
         int64_t od = o ? o[d] : 0, lo = od < 0 ? -od : 0;
@@ -536,15 +532,26 @@ static int locate_uniform(cq_warp *w, const cq_access *acc, located *L)
         if (hi <= lo || lo > INT32_MAX || hi > (int64_t)INT32_MAX + 1)
             return 0;
         uint32_t lo32 = (uint32_t)lo, width = (uint32_t)(hi - lo);   /* x in [lo, hi) */
-        uint32_t shift = (uint32_t)od, step = (uint32_t)stride;
-        for (int i = 0; i < n; i++) {
-            out |= -(uint32_t)((uint32_t)x[i] - lo32 >= width) & lane_bit[i];
-            off[i] += (uint64_t)((uint32_t)x[i] + shift) * step;
-        }
-        stride *= (uint64_t)buf->shape[d];
+        uint32_t shift = (uint32_t)od, out = 0;
+        for (int i = 0; i < n; i++)
+            out |= (uint32_t)x[i] - lo32 >= width;
+        if (out)                    /* some lane is out of range: is it an active one? */
+            for (uint32_t m = act; m; m &= m - 1)
+                if ((uint32_t)x[cq_low(m)] - lo32 >= width)
+                    return 0;
+        if (d == acc->n - 1)        /* the last dimension: stride 1 */
+            for (int i = 0; i < n; i++)
+                flat[i] = (uint32_t)x[i] + shift;
+        else if (stride == 1)
+            for (int i = 0; i < n; i++)
+                flat[i] += (uint32_t)x[i] + shift;
+        else
+            for (int i = 0; i < n; i++)
+                flat[i] += ((uint32_t)x[i] + shift) * stride;
+        stride *= (uint32_t)buf->shape[d];
     }
-    if (out & act)
-        return 0;
+    for (int i = 0; i < n; i++)
+        L->off[i] = flat[i];
     L->lanes = act;
     L->one = buf;
     return 1;

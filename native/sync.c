@@ -97,9 +97,9 @@ static int complete(cq_block *blk, int32_t r)
 {
     cq_rdv *rec = &blk->rdvs[r];
     int lanes[CQ_MAX_BLOCK], n = 0;
-    for (int l = 0; l < blk->size; l++)
-        if (cq_lanes_get(&rec->arrived, l) && (blk->live[l >> 5] >> (l & 31) & 1))
-            lanes[n++] = l;
+    for (int k = 0; k < nwords(blk); k++)      /* a warp's word at a time, in lane order */
+        for (uint32_t m = rec->arrived.w[k] & blk->live[k]; m; m &= m - 1)
+            lanes[n++] = 32 * k + cq_low(m);
     if (n) {
         cq_rdv copy = *rec;      /* the pool may move while the effect runs */
         if (cq_rdv_effect(blk, &blk->code->ins[copy.ip], &copy, lanes, n) != CQ_ST_OK)
@@ -298,13 +298,17 @@ int cq_uniform_regs(cq_block *blk, const int *lanes, int n, const int32_t *regs,
         cq_warp *w0 = cq_warp_of(blk, lanes[0], &i0);
         const char *want = w0->regs + code->roff[r] + (size_t)i0 * size;
         if (size == 4 && code->rtype[r] != CQ_DT_BOOL) {   /* the usual s32: bits compared */
-            uint32_t x;
+            uint32_t x, diff = 0;
             memcpy(&x, want, 4);
-            for (int k = 0; k < n; k++) {
-                const cq_warp *w = &blk->warps[lanes[k] / CQ_WARP];
-                if (((const uint32_t *)(w->regs + code->roff[r]))[lanes[k] - w->base] != x)
-                    return 0;
+            for (int k = 0; k < n;) {   /* the lanes of one warp at a time */
+                int wi = lanes[k] / CQ_WARP;
+                const cq_warp *w = &blk->warps[wi];
+                const uint32_t *v = (const uint32_t *)(w->regs + code->roff[r]);
+                for (; k < n && lanes[k] / CQ_WARP == wi; k++)
+                    diff |= v[lanes[k] - w->base] ^ x;
             }
+            if (diff)
+                return 0;
             continue;
         }
         for (int k = 0; k < n; k++) {
