@@ -496,8 +496,18 @@ static int issue(cq_block *blk, const cq_ins *ins, const plan *p, const int *lan
             hd->transfer = t;
             t->refs++;
         }
-        for (int k = 0; k < n; k++)
-            cq_handle_set(blk, desc->future, lanes[k], h);
+        /* each lane's future := h; the handles they held before, a run of lanes
+         * holding one at a time, lose their references */
+        int32_t *held = blk->fut[desc->future];
+        hd->refs += n;
+        for (int k = 0; k < n;) {
+            int32_t old = held[lanes[k]], run = 0;
+            for (; k < n && held[lanes[k]] == old; k++, run++)
+                held[lanes[k]] = h;
+            if (old >= 0)
+                blk->handles[old].refs -= run - 1;
+            cq_handle_unref(blk, old);
+        }
     }
     cq_transfer_unref(t);
     return CQ_ST_OK;
