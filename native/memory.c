@@ -625,8 +625,8 @@ static void gather(const located *L, uint32_t lanes, int size, char *vals)
 #define GATHER(T) \
         if (L->one) { \
             const T *src = (const T *)L->one->data; \
-            if (lanes == 0xffffffffu) { \
-                for (int i = 0; i < CQ_WARP; i++) \
+            if (!(lanes & (lanes + 1))) {   /* lanes 0 to n - 1 */ \
+                for (int i = 0, n = cq_span(lanes); i < n; i++) \
                     ((T *)vals)[i] = src[L->off[i]]; \
                 return; \
             } \
@@ -652,9 +652,9 @@ static void scatter(const located *L, uint32_t lanes, int size, const char *vals
 {
     switch (size) {
 #define SCATTER(T) \
-        if (L->one && lanes == 0xffffffffu) { \
+        if (L->one && !(lanes & (lanes + 1))) {   /* lanes 0 to n - 1, in order */ \
             T *dst = (T *)L->one->data; \
-            for (int i = 0; i < CQ_WARP; i++)   /* in lane order */ \
+            for (int i = 0, n = cq_span(lanes); i < n; i++) \
                 dst[L->off[i]] = ((const T *)vals)[i]; \
             break; \
         } \
@@ -773,8 +773,8 @@ static int updated(cq_warp *w, const cq_ins *ins, const located *L, uint32_t lan
         w->blk->call->fault.ip = (int32_t)(ins - w->blk->code->ins);   /* at this UPDATE */
         return CQ_ST_FAULT;
     }
-    if (etype == t && lanes == 0xffffffffu) {
-        memcpy(out, s->regs + 2 * CQ_WARP * 8, (size_t)CQ_WARP * size);
+    if (etype == t && !(lanes & (lanes + 1))) {     /* lanes 0 to n - 1 */
+        memcpy(out, s->regs + 2 * CQ_WARP * 8, (size_t)n * size);
         return CQ_ST_OK;
     }
     cq_convert(t, etype, s->regs + 2 * CQ_WARP * 8, out, n, lanes, &bad);
