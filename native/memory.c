@@ -741,6 +741,16 @@ static int shift_counts(cq_warp *w, const cq_ins *ins, int t, uint32_t lanes)
     return CQ_ST_OK;
 }
 
+/* Lanes 0 to n - 1 of values of ``size`` bytes; a whole warp of 4-byte values, the
+ * usual case, without a call. */
+static inline void copy_first_lanes(char *dst, const char *src, int n, int size)
+{
+    if (n == CQ_WARP && size == 4)
+        memcpy(dst, src, CQ_WARP * 4);
+    else
+        memcpy(dst, src, (size_t)n * size);
+}
+
 /* The new values of ``lanes``' elements (read now), into ``out`` (element type). */
 static int updated(cq_warp *w, const cq_ins *ins, const located *L, uint32_t lanes, char *out,
                    update_scratch *s)
@@ -763,7 +773,7 @@ static int updated(cq_warp *w, const cq_ins *ins, const located *L, uint32_t lan
         cq_convert(etype, t, x, s->regs, n, lanes, &bad);
     }
     if (ins->tb == t)
-        memcpy(s->regs + CQ_WARP * 8, w->regs + ins->rb, (size_t)n * cq_type_size[t]);
+        copy_first_lanes(s->regs + CQ_WARP * 8, w->regs + ins->rb, n, cq_type_size[t]);
     else
         cq_convert(ins->tb, t, w->regs + ins->rb, s->regs + CQ_WARP * 8, n, lanes, &bad);
     s->op.h = ins->hx;
@@ -774,7 +784,7 @@ static int updated(cq_warp *w, const cq_ins *ins, const located *L, uint32_t lan
         return CQ_ST_FAULT;
     }
     if (etype == t && !(lanes & (lanes + 1))) {     /* lanes 0 to n - 1 */
-        memcpy(out, s->regs + 2 * CQ_WARP * 8, (size_t)n * size);
+        copy_first_lanes(out, s->regs + 2 * CQ_WARP * 8, n, size);
         return CQ_ST_OK;
     }
     cq_convert(t, etype, s->regs + 2 * CQ_WARP * 8, out, n, lanes, &bad);
