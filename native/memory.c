@@ -516,6 +516,24 @@ static int locate_uniform(cq_warp *w, const cq_access *acc, located *L)
      * dimension's row-major stride; in range it is below the buffer's count, so while
      * that fits 32 bits it is computed in 32 bits (inactive lanes compute garbage,
      * unsigned, that nothing reads) */
+    if (act == 1) {             /* lane 0 alone (the host program): no lane loops */
+        int64_t f = 0;
+        for (int d = 0; d < acc->n; d++) {
+            int r = acc->idx[d];
+            if (code->rtype[r] != CQ_DT_S32)
+                return 0;
+            int64_t x = *(const int32_t *)(w->regs + code->roff[r]);
+            int64_t od = o ? o[d] : 0, lo = od < 0 ? -od : 0;
+            int64_t hi = buf->shape[d] - od < e[d] ? buf->shape[d] - od : e[d];
+            if (x < lo || x >= hi)
+                return 0;
+            f = f * buf->shape[d] + x + od;
+        }
+        L->off[0] = f;
+        L->lanes = act;
+        L->one = buf;
+        return 1;
+    }
     if ((uint64_t)buf->count > UINT32_MAX)
         return 0;
     uint32_t flat[CQ_WARP];

@@ -2,7 +2,8 @@
 must step aside: a DMA's tile moved a row at a time (rows partly outside the source or
 the destination, strided views, three dimensions, the init check's written marks), an
 element access checked for the whole warp at once (inactive lanes out of range, the
-first active lane out of range, narrow element types, lanes sharing an element). Every
+first active lane out of range, narrow element types, lanes sharing an element) or for
+the one lane of the host program. Every
 case runs on both engines and must show the same results, output, error report and
 statistics (tests/parity.py). A collective's operands, compared warp by warp, are
 tests/test_interp_dma.py's test_collective_operands_must_be_uniform."""
@@ -120,7 +121,7 @@ __co__ void access(global s32 [5] x, global s16 [4] y, global s32 [4] z, s32 bad
 """
 
 
-@pytest.mark.parametrize("bad", [-1, 4, 17, 40])
+@pytest.mark.parametrize("bad", [-1, 0, 4, 17, 40])
 def test_an_access_of_the_whole_warp_and_its_first_lane_out_of_range(bad):
     """Inactive lanes' indices out of range do not fault; the first active one that is
     does, lane by lane as the reference reports it; narrow elements updated with wider
@@ -129,11 +130,11 @@ def test_an_access_of_the_whole_warp_and_its_first_lane_out_of_range(bad):
     y = np.array([1, -2, 3, -4], np.int16)
     z = np.zeros(4, np.int32)
     result = _alike(ACCESS, "access", [x, y, z, bad])
-    if bad in (-1, 4):
+    if bad in (-1, 0, 4):
         assert result[3] is None
         want = 2 * x
-        if bad == 4:
-            want[4] = 1
+        if bad >= 0:
+            want[bad] = 1
         np.testing.assert_array_equal(result[1][0], want)
         sums = [sum(t * 1000 for t in range(64) if t % 4 == k) for k in range(4)]
         np.testing.assert_array_equal(result[1][1], ((y.astype(np.int64) + sums + 2 ** 15)
@@ -142,3 +143,20 @@ def test_an_access_of_the_whole_warp_and_its_first_lane_out_of_range(bad):
                                                      sum(range(16, 32)), sum(range(16))])
     else:
         assert result[3] is not None and f"lane {bad}" in result[3][1]
+
+
+@pytest.mark.parametrize("i, j", [(1, 2), (4, 0), (0, -1), (3, 3), (-1, 5)])
+def test_the_host_program_s_one_lane_reads_in_range_and_faults_alike(i, j):
+    a = np.arange(12, dtype=np.int32).reshape(4, 3) * 5
+    source = """
+__co__ s32 host(s32 [4, 3] a, s32 i, s32 j) {
+  s32 [2] b;
+  b.at(1) += a.at(i, j);
+  return b.at(1);
+}
+"""
+    result = _alike(source, "host", [a, i, j])
+    if (i, j) == (1, 2):
+        assert result[0] == 25
+    else:
+        assert result[3] is not None and f"out-of-range access a.at({i}, {j})" in result[3][1]
