@@ -49,7 +49,7 @@ def test_tiles_partly_outside_their_source_or_destination(zfill, dr, dc, er, ec)
     """Rows cut at either end, rows with holes where the source ends, rows cut by the
     destination's edge."""
     a = np.arange(7 * 6, dtype=np.int32).reshape(7, 6) * 3 - 40
-    source = EDGES % dict(zfill=zfill, dr=dr, dc=dc, er=er, ec=ec)
+    source = EDGES % {"zfill": zfill, "dr": dr, "dc": dc, "er": er, "ec": ec}
     result = _alike(source, "edges", [a])
     assert result[3] is None
     if (dr, dc, er, ec) == (0, 0, 0, 0):   # the elements in range of both, independently
