@@ -300,6 +300,31 @@ static void write_tile(const plan *p, const char *tile, const int64_t *shown_T, 
     int64_t count = box_count(T, nd);
     const uint8_t *valid = (const uint8_t *)tile + count * esize, *wr = valid + count;
     memcpy(t, lo, sizeof(int64_t) * nd);
+    if (nd > 0 && !b->strided && !p->swz_dst) {
+        /* row-major and unswizzled: a row of the tile lies together in the destination;
+         * a row with elements out of the source's range goes element by element */
+        int64_t len = hi[nd - 1] - lo[nd - 1];
+        do {
+            int64_t s = flat_of(t, T, nd);
+            for (int d = 0; d < nd; d++)
+                r[d] = p->dO[d] + t[d];
+            int64_t f = flat_of(r, b->shape, nd);
+            if (!memchr(valid + s, 0, (size_t)len)) {
+                memcpy(b->data + f * esize, tile + s * esize, (size_t)(len * esize));
+                if (b->written)
+                    memcpy(b->written + f, wr + s, (size_t)len);
+                continue;
+            }
+            for (int64_t j = 0; j < len; j++) {
+                if (!valid[s + j])
+                    continue;
+                memcpy(b->data + (f + j) * esize, tile + (s + j) * esize, esize);
+                if (b->written)
+                    b->written[f + j] = wr[s + j];
+            }
+        } while (next(t, lo, hi, nd - 1));
+        return;
+    }
     do {
         int64_t s = flat_of(t, T, nd);
         if (!valid[s])
@@ -328,15 +353,32 @@ static void land(cq_transfer *t)
     int64_t lo[CQ_MAX_RANK], hi[CQ_MAX_RANK], k[CQ_MAX_RANK], r[CQ_MAX_RANK];
     in_range(p->so, p->se, sb->shape, nd, lo, hi);
     memcpy(k, lo, sizeof(int64_t) * nd);
-    do {
-        for (int d = 0; d < nd; d++)
-            r[d] = p->so[d] + k[d];
-        int64_t s = cq_swizzled(sb, position(sb, r, nd), p->swz_src);
-        int64_t f = flat_of(k, p->se, nd);
-        memcpy(tile + f * esize, sb->data + s * esize, esize);
-        valid[f] = 1;
-        wr[f] = sb->written ? sb->written[s] : 1;
-    } while (next(k, lo, hi, nd));
+    if (nd > 0 && !sb->strided && !p->swz_src) {
+        /* row-major and unswizzled: the elements along the last dimension lie together
+         * in the source as in the tile, a row at a time */
+        int64_t len = hi[nd - 1] - lo[nd - 1];
+        do {
+            for (int d = 0; d < nd; d++)
+                r[d] = p->so[d] + k[d];
+            int64_t s = flat_of(r, sb->shape, nd), f = flat_of(k, p->se, nd);
+            memcpy(tile + f * esize, sb->data + s * esize, (size_t)(len * esize));
+            memset(valid + f, 1, (size_t)len);
+            if (sb->written)
+                memcpy(wr + f, sb->written + s, (size_t)len);
+            else
+                memset(wr + f, 1, (size_t)len);
+        } while (next(k, lo, hi, nd - 1));
+    } else {
+        do {
+            for (int d = 0; d < nd; d++)
+                r[d] = p->so[d] + k[d];
+            int64_t s = cq_swizzled(sb, position(sb, r, nd), p->swz_src);
+            int64_t f = flat_of(k, p->se, nd);
+            memcpy(tile + f * esize, sb->data + s * esize, esize);
+            valid[f] = 1;
+            wr[f] = sb->written ? sb->written[s] : 1;
+        } while (next(k, lo, hi, nd));
+    }
     const int64_t *T = p->sx;       /* the same elements in the order the source shows */
     int sn = p->snd;
     if (t->desc->op == 1) {   /* transp: out[j] = in[i] where i[perm[d]] = j[d] */
@@ -489,8 +531,18 @@ static int issue(cq_block *blk, const cq_ins *ins, const plan *p, const int *lan
             hd->transfer = t;
             t->refs++;
         }
-        for (int k = 0; k < n; k++)
-            cq_handle_set(blk, desc->future, lanes[k], h);
+        /* each lane's future := h; the handles they held before, a run of lanes
+         * holding one at a time, lose their references */
+        int32_t *held = blk->fut[desc->future];
+        hd->refs += n;
+        for (int k = 0; k < n;) {
+            int32_t old = held[lanes[k]], run = 0;
+            for (; k < n && held[lanes[k]] == old; k++, run++)
+                held[lanes[k]] = h;
+            if (old >= 0)
+                blk->handles[old].refs -= run - 1;
+            cq_handle_unref(blk, old);
+        }
     }
     cq_transfer_unref(t);
     return blk->race ? race_copy(blk, ins, p, lanes[0], is_async ? h : -1) : CQ_ST_OK;
@@ -555,9 +607,10 @@ static int operand_registers(cq_block *blk, const cq_dmadecl *desc, const int *l
             regs[nr++] = v->arr;
     }
     if (desc->dst_view < 0 && desc->future >= 0) {
-        int32_t h0 = blk->fut[desc->future][lanes[0]];
+        const int32_t *held = blk->fut[desc->future];
+        int32_t h0 = held[lanes[0]];
         for (int k = 1; k < n; k++)
-            if (!cq_same_view(blk, blk->fut[desc->future][lanes[k]], h0))
+            if (held[lanes[k]] != h0 && !cq_same_view(blk, held[lanes[k]], h0))
                 return -1;
     }
     for (int d = 0; d < desc->npad; d++) {

@@ -477,23 +477,29 @@ static int range_fault(cq_warp *w, const cq_ins *ins, int a, int i, int k, int64
 /* The usual case at once: every active lane sees one view (a block-wide buffer, or one
  * future's waited data, the common case after a collective DMA) and its s32 indices are
  * in range. Returns 0 when it does not apply, or some lane faults: then ``locate`` goes
- * lane by lane and finds the fault the reference engine reports. */
+ * lane by lane and finds the fault the reference engine reports. The lane loops run
+ * over every lane up to the highest active one, without a branch; only when one of
+ * them finds a lane that breaks the rule do the active lanes go one by one. */
 static int locate_uniform(cq_warp *w, const cq_access *acc, located *L)
 {
     cq_block *blk = w->blk;
     const cq_code *code = blk->code;
     uint32_t act = w->act;
+    const int n = cq_span(act);
     cq_buf *buf;
     const int64_t *o = NULL, *e;
-    int32_t h = -1;
     if (acc->kind == CQ_BASE_KIND_FUT) {
         const int32_t *held = blk->fut[acc->base] + w->base;
-        h = held[cq_low(act)];
+        int32_t h = held[cq_low(act)];
         if (h < 0)
             return 0;
-        for (uint32_t m = act; m; m &= m - 1)
-            if (held[cq_low(m)] != h)
-                return 0;
+        uint32_t other = 0;     /* some lane holds another handle: an active one? */
+        for (int i = 0; i < n; i++)
+            other |= held[i] != h;
+        if (other)
+            for (uint32_t m = act; m; m &= m - 1)
+                if (held[cq_low(m)] != h)
+                    return 0;
         const cq_handle *hd = &blk->handles[h];
         if (!hd->buf || (hd->is_async && (hd->waited.w[w->index] & act) != act))
             return 0;
@@ -506,13 +512,35 @@ static int locate_uniform(cq_warp *w, const cq_access *acc, located *L)
         buf = blk->bufs[acc->base][0];
         e = buf->shape;
     }
-    uint32_t out[CQ_WARP];         /* lanes with an index out of range */
-    uint64_t *off = (uint64_t *)L->off;   /* inactive lanes compute garbage: unsigned, */
-    const int n = cq_span(act);           /* so that it can not overflow */
-    if (acc->n == 0)
-        for (int i = 0; i < n; i++)
-            out[i] = 0, off[i] = 0;
-    for (int d = 0; d < acc->n; d++) {
+    /* the flat offset is the sum over the dimensions of (index + origin) times the
+     * dimension's row-major stride; in range it is below the buffer's count, so while
+     * that fits 32 bits it is computed in 32 bits (inactive lanes compute garbage,
+     * unsigned, that nothing reads) */
+    if (act == 1) {             /* lane 0 alone (the host program): no lane loops */
+        int64_t f = 0;
+        for (int d = 0; d < acc->n; d++) {
+            int r = acc->idx[d];
+            if (code->rtype[r] != CQ_DT_S32)
+                return 0;
+            int64_t x = *(const int32_t *)(w->regs + code->roff[r]);
+            int64_t od = o ? o[d] : 0, lo = od < 0 ? -od : 0;
+            int64_t hi = buf->shape[d] - od < e[d] ? buf->shape[d] - od : e[d];
+            if (x < lo || x >= hi)
+                return 0;
+            f = f * buf->shape[d] + x + od;
+        }
+        L->off[0] = f;
+        L->lanes = act;
+        L->one = buf;
+        return 1;
+    }
+    if ((uint64_t)buf->count > UINT32_MAX)
+        return 0;
+    uint32_t flat[CQ_WARP];
+    uint32_t stride = 1;
+    if (!acc->n)
+        memset(flat, 0, sizeof flat);
+    for (int d = acc->n - 1; d >= 0; d--) {
         int r = acc->idx[d];
         if (code->rtype[r] != CQ_DT_S32)
             return 0;
@@ -521,26 +549,29 @@ static int locate_uniform(cq_warp *w, const cq_access *acc, located *L)
         int64_t hi = buf->shape[d] - od < e[d] ? buf->shape[d] - od : e[d];
         if (hi <= lo || lo > INT32_MAX || hi > (int64_t)INT32_MAX + 1)
             return 0;
-        uint32_t lo32 = (uint32_t)lo, width = (uint32_t)(hi - lo);
-        uint64_t extent = (uint64_t)buf->shape[d], shift = (uint64_t)od;
-        if (d == 0) {                   /* x in [lo, hi) as one unsigned compare */
-            for (int i = 0; i < n; i++)
-                out[i] = (uint32_t)x[i] - lo32 >= width;
-            for (int i = 0; i < n; i++)
-                off[i] = (uint64_t)(int64_t)x[i] + shift;
-            continue;
-        }
+        uint32_t lo32 = (uint32_t)lo, width = (uint32_t)(hi - lo);   /* x in [lo, hi) */
+        uint32_t shift = (uint32_t)od, out = 0;
         for (int i = 0; i < n; i++)
-            out[i] |= (uint32_t)x[i] - lo32 >= width;
-        for (int i = 0; i < n; i++)
-            off[i] = off[i] * extent + (uint64_t)(int64_t)x[i] + shift;
+            out |= (uint32_t)x[i] - lo32 >= width;
+        if (out)                    /* some lane is out of range: is it an active one? */
+            for (uint32_t m = act; m; m &= m - 1)
+                if ((uint32_t)x[cq_low(m)] - lo32 >= width)
+                    return 0;
+        if (d == acc->n - 1)        /* the last dimension: stride 1 */
+            for (int i = 0; i < n; i++)
+                flat[i] = (uint32_t)x[i] + shift;
+        else if (stride == 1)
+            for (int i = 0; i < n; i++)
+                flat[i] += (uint32_t)x[i] + shift;
+        else
+            for (int i = 0; i < n; i++)
+                flat[i] += ((uint32_t)x[i] + shift) * stride;
+        stride *= (uint32_t)buf->shape[d];
     }
-    for (uint32_t m = act; m; m &= m - 1)
-        if (out[cq_low(m)])
-            return 0;
+    for (int i = 0; i < n; i++)
+        L->off[i] = flat[i];
     L->lanes = act;
     L->one = buf;
-    (void)h;
     return 1;
 }
 
@@ -612,6 +643,11 @@ static void gather(const located *L, uint32_t lanes, int size, char *vals)
 #define GATHER(T) \
         if (L->one) { \
             const T *src = (const T *)L->one->data; \
+            if (!(lanes & (lanes + 1))) {   /* lanes 0 to n - 1 */ \
+                for (int i = 0, n = cq_span(lanes); i < n; i++) \
+                    ((T *)vals)[i] = src[L->off[i]]; \
+                return; \
+            } \
             for (uint32_t m = lanes; m; m &= m - 1) \
                 ((T *)vals)[cq_low(m)] = src[L->off[cq_low(m)]]; \
             return; \
@@ -634,6 +670,12 @@ static void scatter(const located *L, uint32_t lanes, int size, const char *vals
 {
     switch (size) {
 #define SCATTER(T) \
+        if (L->one && !(lanes & (lanes + 1))) {   /* lanes 0 to n - 1, in order */ \
+            T *dst = (T *)L->one->data; \
+            for (int i = 0, n = cq_span(lanes); i < n; i++) \
+                dst[L->off[i]] = ((const T *)vals)[i]; \
+            break; \
+        } \
         for (uint32_t m = lanes; m; m &= m - 1) { \
             int i = cq_low(m); \
             ((T *)buf_at(L, i)->data)[L->off[i]] = ((const T *)vals)[i]; \
@@ -733,6 +775,16 @@ static int shift_counts(cq_warp *w, const cq_ins *ins, int t, uint32_t lanes)
     return CQ_ST_OK;
 }
 
+/* Lanes 0 to n - 1 of values of ``size`` bytes; a whole warp of 4-byte values, the
+ * usual case, without a call. */
+static inline void copy_first_lanes(char *dst, const char *src, int n, int size)
+{
+    if (n == CQ_WARP && size == 4)
+        memcpy(dst, src, CQ_WARP * 4);
+    else
+        memcpy(dst, src, (size_t)n * size);
+}
+
 /* The new values of ``lanes``' elements (read now), into ``out`` (element type). */
 static int updated(cq_warp *w, const cq_ins *ins, const located *L, uint32_t lanes, char *out,
                    update_scratch *s)
@@ -742,18 +794,32 @@ static int updated(cq_warp *w, const cq_ins *ins, const located *L, uint32_t lan
         shift_counts(w, ins, t, lanes) != CQ_ST_OK)
         return CQ_ST_FAULT;
     char x[CQ_WARP * 8];
-    gather(L, lanes, size, x);
     int bad;
     s->sw.act = lanes;
     int n = cq_span(lanes);
-    cq_convert(etype, t, x, s->regs, n, lanes, &bad);
-    cq_convert(ins->tb, t, w->regs + ins->rb, s->regs + CQ_WARP * 8, n, lanes, &bad);
+    /* operands of the arithmetic type already go as they are (the lanes up to n: a
+     * register's storage holds every lane, and the lanes that do not count are left
+     * alone by the step and the scatter) */
+    if (etype == t) {
+        gather(L, lanes, size, s->regs);
+    } else {
+        gather(L, lanes, size, x);
+        cq_convert(etype, t, x, s->regs, n, lanes, &bad);
+    }
+    if (ins->tb == t)
+        copy_first_lanes(s->regs + CQ_WARP * 8, w->regs + ins->rb, n, cq_type_size[t]);
+    else
+        cq_convert(ins->tb, t, w->regs + ins->rb, s->regs + CQ_WARP * 8, n, lanes, &bad);
     s->op.h = ins->hx;
     s->op.tc = (uint8_t)t;      /* a shift's count, checked above, converted exactly */
     s->op.span = ins->span;
     if (cq_step(w->blk, &s->sw, &s->op, n) != CQ_ST_OK) {
         w->blk->call->fault.ip = (int32_t)(ins - w->blk->code->ins);   /* at this UPDATE */
         return CQ_ST_FAULT;
+    }
+    if (etype == t && !(lanes & (lanes + 1))) {     /* lanes 0 to n - 1 */
+        copy_first_lanes(out, s->regs + 2 * CQ_WARP * 8, n, size);
+        return CQ_ST_OK;
     }
     cq_convert(t, etype, s->regs + 2 * CQ_WARP * 8, out, n, lanes, &bad);
     if (bad >= 0)
@@ -767,6 +833,13 @@ static int updated(cq_warp *w, const cq_ins *ins, const located *L, uint32_t lan
 static int collide(const located *L)
 {
     uint32_t m = L->lanes;
+    if (L->one && m == 0xffffffffu) {
+        uint32_t down = 0;
+        for (int i = 1; i < CQ_WARP; i++)
+            down |= L->off[i] <= L->off[i - 1];
+        if (!down)
+            return 0;
+    }
     int prev = -1, sorted = 1;
     for (uint32_t k = m; k; k &= k - 1) {
         int i = cq_low(k);

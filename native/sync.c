@@ -28,6 +28,15 @@ static int nwords(const cq_block *blk) { return blk->nwarps; }
 static uint32_t lanes_of_least(const int64_t *v, uint32_t lanes, int64_t *least)
 {
     int64_t x = v[cq_low(lanes)];
+    if (lanes == 0xffffffffu) {     /* a whole warp, usually all alike */
+        uint64_t diff = 0;
+        for (int i = 0; i < CQ_WARP; i++)
+            diff |= (uint64_t)(v[i] ^ x);
+        if (!diff) {
+            *least = x;
+            return lanes;
+        }
+    }
     for (uint32_t m = lanes; m; m &= m - 1)
         if (v[cq_low(m)] < x)
             x = v[cq_low(m)];
@@ -97,9 +106,9 @@ static int complete(cq_block *blk, int32_t r)
 {
     cq_rdv *rec = &blk->rdvs[r];
     int lanes[CQ_MAX_BLOCK], n = 0;
-    for (int l = 0; l < blk->size; l++)
-        if (cq_lanes_get(&rec->arrived, l) && (blk->live[l >> 5] >> (l & 31) & 1))
-            lanes[n++] = l;
+    for (int k = 0; k < nwords(blk); k++)      /* a warp's word at a time, in lane order */
+        for (uint32_t m = rec->arrived.w[k] & blk->live[k]; m; m &= m - 1)
+            lanes[n++] = 32 * k + cq_low(m);
     if (n) {
         cq_rdv copy = *rec;      /* the pool may move while the effect runs */
         if (blk->race)
@@ -203,19 +212,26 @@ int cq_arrive(cq_warp *w, const cq_ins *ins, int coll, int whole_unit)
     if (outsiders(w, ins, coll, inset) != CQ_ST_OK)
         return CQ_ST_FAULT;
     int64_t *counts = w->counts + (size_t)blk->code->coll_slot[w->ip] * CQ_WARP;
-    for (uint32_t m = w->act; m; m &= m - 1)
-        counts[cq_low(m)]++;
+    if (w->act == 0xffffffffu)
+        for (int i = 0; i < CQ_WARP; i++)
+            counts[i]++;
+    else
+        for (uint32_t m = w->act; m; m &= m - 1)
+            counts[cq_low(m)]++;
     int recs[CQ_WARP], nrecs = 0, all_done = 1;
     uint32_t left_units = w->act;
     while (left_units) {
         /* the lanes of the lowest unit instance still to do */
         int i0 = cq_low(left_units);
         int u = site->unit > 0 ? (w->base + i0) / site->unit : 0;
-        uint32_t in_unit = 0;
-        for (uint32_t m = left_units; m; m &= m - 1) {
-            int i = cq_low(m);
-            if (site->unit <= 0 || (w->base + i) / site->unit == u)
-                in_unit |= 1u << i;
+        uint32_t in_unit = left_units;     /* a site without units: every lane */
+        if (site->unit > 0) {
+            in_unit = 0;
+            for (uint32_t m = left_units; m; m &= m - 1) {
+                int i = cq_low(m);
+                if ((w->base + i) / site->unit == u)
+                    in_unit |= 1u << i;
+            }
         }
         left_units &= ~in_unit;
         cq_lanes members = *inset;      /* the lane set's lanes of unit instance u */
@@ -292,8 +308,9 @@ int cq_op_barrier(cq_warp *w, const cq_ins *ins)
     return cq_arrive(w, ins, ins->a, 0);
 }
 
-/* Whether every lane of ``lanes`` holds the lowest one's value in each register of
- * ``regs``, bit for bit (so NaN matches NaN, and -0.0 does not match 0.0). */
+/* Whether every lane of ``lanes`` (ascending, as complete() lists them) holds the lowest
+ * one's value in each register of ``regs``, bit for bit (so NaN matches NaN, and -0.0
+ * does not match 0.0). */
 int cq_uniform_regs(cq_block *blk, const int *lanes, int n, const int32_t *regs, int nregs)
 {
     const cq_code *code = blk->code;
@@ -301,6 +318,30 @@ int cq_uniform_regs(cq_block *blk, const int *lanes, int n, const int32_t *regs,
         int r = regs[j], size = cq_type_size[code->rtype[r]], i0;
         cq_warp *w0 = cq_warp_of(blk, lanes[0], &i0);
         const char *want = w0->regs + code->roff[r] + (size_t)i0 * size;
+        if (size == 4 && code->rtype[r] != CQ_DT_BOOL) {   /* the usual s32: bits compared */
+            uint32_t x, diff = 0;
+            memcpy(&x, want, 4);
+            if (lanes[n - 1] - lanes[0] == n - 1) {   /* ascending, so every lane between */
+                for (int l = lanes[0]; l <= lanes[n - 1];) {
+                    const cq_warp *w = &blk->warps[l / CQ_WARP];
+                    const uint32_t *v = (const uint32_t *)(w->regs + code->roff[r]);
+                    int i = l - w->base, end = lanes[n - 1] - w->base + 1;
+                    if (end > CQ_WARP)
+                        end = CQ_WARP;
+                    for (; i < end; i++)
+                        diff |= v[i] ^ x;
+                    l = w->base + CQ_WARP;
+                }
+            } else {
+                for (int k = 0; k < n; k++) {
+                    const cq_warp *w = &blk->warps[lanes[k] / CQ_WARP];
+                    diff |= ((const uint32_t *)(w->regs + code->roff[r]))[lanes[k] - w->base] ^ x;
+                }
+            }
+            if (diff)
+                return 0;
+            continue;
+        }
         for (int k = 0; k < n; k++) {
             int i;
             cq_warp *w = cq_warp_of(blk, lanes[k], &i);

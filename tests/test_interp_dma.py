@@ -203,14 +203,18 @@ def test_sync_copy_needs_no_wait_and_swap_exchanges_handles():
     assert out == "11\n"
 
 
-def collective_copy(origin_from_lane=False, with_async=False, wait="WAIT f0 0", lanes=64):
+def collective_copy(origin_from_lane=False, with_async=False, wait="WAIT f0 0", lanes=64,
+                    odd_lane=-1):
     """64 lanes: f = dma.copy a.view(4).from(o) => shared (a collective of the block),
     then ``wait`` when the copy is async (r6 holds 16, r2 the lane), then for the lanes
-    below ``lanes``: out.at(lane) = f.data.at(lane % 4)."""
+    below ``lanes``: out.at(lane) = f.data.at(lane % 4). The origin o is 0, or the lane
+    (``origin_from_lane``), or 1 in lane ``odd_lane`` only."""
     a = Asm()
+    origin = "LANE r0" if origin_from_lane else \
+        "LANE r2\nCONST r8 k4\nEQ r3 r2 r8\nCVT r0 r3" if odd_lane >= 0 else ""
     k = a.code(f"""
         CONST r0 k0
-        {"LANE r0" if origin_from_lane else ""}
+        {origin}
         CONST r1 k1
         DMA d0 c0
         LANE r2
@@ -224,7 +228,7 @@ def collective_copy(origin_from_lane=False, with_async=False, wait="WAIT f0 0", 
           STORE a1 r5
         END
     """, regs="s32 s32 s32 bool s32 s32 s32 bool s32",
-        consts=[("s32", 0), ("s32", 4), ("s32", 16), ("s32", lanes)],
+        consts=[("s32", 0), ("s32", 4), ("s32", 16), ("s32", lanes), ("s32", odd_lane)],
         buffers=[BufferDecl("a", Storage.GLOBAL, S32, []),
                  BufferDecl("out", Storage.GLOBAL, S32, []),
                  BufferDecl("t", Storage.SHARED, S32, [1])],
@@ -294,6 +298,17 @@ def test_collective_operands_must_be_uniform():
     assert ("runtime error: operands of collective 'dma.copy' differ between lane 0 and "
             "lane 1 (origin (0) vs (1)).") in text
     assert text.endswith("block (0), lane 1 (warp 0, lane 1)")
+
+
+@pytest.mark.parametrize("odd", [31, 40, 63])
+def test_collective_operands_differing_in_one_lane_name_it(odd):
+    # the lanes of both warps compared: the last of the first, one of the second, the last
+    with pytest.raises(KernelFault) as e:
+        collective_copy(odd_lane=odd)
+    text = str(e.value)
+    assert ("runtime error: operands of collective 'dma.copy' differ between lane 0 and "
+            f"lane {odd} (origin (0) vs (1)).") in text
+    assert text.endswith(f"block (0), lane {odd} (warp {odd // 32}, lane {odd % 32})")
 
 
 # --------------------------------------------------------------------------- impossible tiles
