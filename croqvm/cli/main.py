@@ -420,8 +420,8 @@ def run(
                  "and check (options that give them again must agree with it).")] = None,
         max_steps: Annotated[int | None, typer.Option(
             parser=values.count, metavar="N",
-            help="Stop with a runtime error after N warp-instructions (on cuda-cpu: "
-                 "after N loop iterations of a lane; default: no limit).")] = None,
+            help="Stop with a runtime error after N warp-instructions, on cuda-cpu "
+                 "after N loop iterations of a lane (default: no limit).")] = None,
         watchdog: Annotated[float, typer.Option(
             **values.at_least(0, float), show_default=True, metavar="SECONDS",
             help="Note the loop a block is in once it has run this long (0: "
