@@ -154,10 +154,18 @@ def _race_checked(lib, ffi, module, fn, args, dims, *, schedule, seed, max_steps
     except _RaceStopped:
         return reference()
     except BaseException:
-        out.write(held.getvalue())
+        _release(held, out)
         raise
-    out.write(held.getvalue())
+    _release(held, out)
     return result
+
+
+def _release(held: io.StringIO, out) -> None:
+    """Write the held output to ``out`` a line at a time, as the run would have: one
+    large write that the system cuts short loses its error in Python's buffered stream
+    (a full disk would go unreported)."""
+    for line in held.getvalue().splitlines(keepends=True):
+        out.write(line)
 
 
 class _RaceStopped(Exception):
