@@ -29,7 +29,7 @@ from .. import __version__
 from ..core import errors
 from ..core.files import check_output, read_program
 from ..core.position import Interrupted
-from ..running.program import CHECKS, DEVICES, ENGINES, SCHEDULES
+from ..running.program import CHECKS, DEVICES, ENGINES, SCHEDULES, default_engine
 from . import values
 
 EXIT = {errors.CompileError: 1, errors.BytecodeError: 1, errors.ArgumentError: 2,
@@ -38,6 +38,8 @@ EXIT_MISMATCH = 3          # --expect found a difference: a wrong result is a ru
 EXIT_INTERRUPTED = 130     # 128 + SIGINT, as a shell reports a process Ctrl-C stopped
 STDOUT = "standard output"
 _FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)   # a write the system refuses for room
+# --check of run, diff and explore: without it they check races (see _default_check)
+RUN_CHECKS = ("race", "init", "none")
 DEFAULT_WATCHDOG = 10.0    # seconds one block may run before the watchdog's note
 
 _MACRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\([^()]*\))?\Z")
@@ -409,10 +411,13 @@ def run(
             "--poison",
             help="The same as --check init.")] = False,
         check: Annotated[str | None, typer.Option(
-            **values.one_of(*CHECKS[1:]),
+            **values.one_of(*RUN_CHECKS),
             help="race: report the data races of the run; init: reads of registers, and "
                  "of elements of a DMA's own buffer, that nothing wrote (declared buffers "
-                 "start zeroed); exit status 3.")] = None,
+                 "start zeroed); exit status 3. none: no check. Default: race on the "
+                 "native engine (about 1.0 to 1.6 times the CPU time of an unchecked run), "
+                 "where its detector covers the function, else none with a note; none on "
+                 "--engine python and other devices (README: Finding races).")] = None,
         replay: Annotated[str | None, typer.Option(
             metavar="FILE",
             help="Run again, exactly, the call a replay file of 'croqvm explore --record' "
@@ -480,8 +485,10 @@ def run(
                       "init" if poison else check)
         func, arrays, dim_values = rec.func, rec.inputs, rec.dims
         schedule = "rr" if rec.seed is None else "random"
-        schedule_seed, check = rec.seed, rec.check
+        schedule_seed, check = rec.seed, rec.check or "none"   # the recorded check, or none
         random_inputs = True      # the file holds every argument; a stream takes None
+    default = check is None and not poison
+    check = None if check in (None, "none") else check
     monitor = _monitor(program, progress, quiet, watchdog)
     options = dict(engine=engine, poison=poison, check=check, schedule=schedule,
                    seed=schedule_seed or 0, max_steps=max_steps, out=Output(sys.stdout),
@@ -489,10 +496,11 @@ def run(
     stats = {}
     try:
         if func is None:
-            results, saved_inputs = _run_all(program, file, options, stats, not quiet), {}
+            results, saved_inputs = _run_all(program, file, options, default, stats,
+                                             not quiet), {}
         else:
             results, saved_inputs = _run_one(program, file, func, arrays, random_inputs,
-                                              seed or 0, dim_values, options, stats)
+                                              seed or 0, dim_values, options, default, stats)
     except errors.KernelFault as fault:
         if not debug_on_fault:
             raise
@@ -501,9 +509,12 @@ def run(
         func = func or _faulting(program)
         _, args, dim_values = _arguments(program, file, func, arrays, dim_values,
                                          random_inputs, seed or 0)
+        # the debugger runs on the reference engine, where the default check is race
         raise SystemExit(_debug(program, func, args, dim_values, None, None,
                                 dict(schedule=schedule, seed=schedule_seed or 0,
-                                     poison=poison, check=check, max_steps=max_steps),
+                                     poison=poison,
+                                     check="race" if default and device == "cpu" else check,
+                                     max_steps=max_steps),
                                 at_fault=True)) from None
     finally:
         monitor.finish()
@@ -570,7 +581,7 @@ def _match_replay(rec, func, arrays: dict, dims: dict, schedule: str, schedule_s
         differs(f"--schedule-seed {schedule_seed}",
                 "runs the round-robin schedule" if rec.seed is None
                 else f"runs --schedule-seed {rec.seed}")
-    if check is not None and check != rec.check:
+    if check is not None and (None if check == "none" else check) != rec.check:
         differs(f"--check {check}", f"runs --check {rec.check}" if rec.check
                 else "runs no check")
 
@@ -584,10 +595,37 @@ def _monitor(program, progress: bool, quiet: bool, watchdog: float):
                    tty=sys.stderr.isatty())
 
 
-def _run_all(program, file: str, options: dict, stats: dict, label: bool) -> dict:
+def _default_check(fn, device: str, engine: str | None) -> str | None:
+    """The check a run of ``fn`` gets with neither --check nor --poison (README: Finding
+    races): race on the native engine, whose detector costs little, where it covers
+    ``fn``. Where it does not, the check would run on the reference engine: the default
+    never makes a run that slow, so ``fn`` runs unchecked, with a note naming what the
+    detector leaves out. None on --engine python (the slow engine stays as fast as it
+    is) and on the CUDA devices (the check observes the interpreter)."""
+    if device != "cpu" or (engine or default_engine(device)) != "native":
+        return None
+    from ..native.driver import race_unchecked
+    construct = race_unchecked(fn)
+    if construct is not None:
+        print(f"note: '{fn.name}' runs without the race check: the native engine's "
+              f"detector does not cover {construct}; --check race checks it on the "
+              f"reference engine.", file=sys.stderr)
+        return None
+    return "race"
+
+
+def _checked(fn, options: dict, default: bool) -> dict:
+    """``options`` with the default check of ``fn`` where ``default`` (no check given)."""
+    if not default:
+        return options
+    return {**options, "check": _default_check(fn, options["device"], options["engine"])}
+
+
+def _run_all(program, file: str, options: dict, default: bool, stats: dict,
+             label: bool) -> dict:
     """Every parameterless function in file order; results named after the functions.
     When several run and ``label``, a line on stderr names each before its output (as
-    ``head`` names files), ``==> NAME <==``."""
+    ``head`` names files), ``==> NAME <==``. ``default``: each gets its default check."""
     runnable = [fn for fn in program.functions if not fn.params]
     if not runnable:
         names = ", ".join(fn.name for fn in program.functions)
@@ -604,7 +642,7 @@ def _run_all(program, file: str, options: dict, stats: dict, label: bool) -> dic
             options["out"].flush()
             print(f"==> {fn.name} <==", file=sys.stderr)
         try:
-            result = program.run(fn.name, **options, stats=stats)
+            result = program.run(fn.name, **_checked(fn, options, default), stats=stats)
         except errors.CroqvmError as err:
             rest = ", ".join(f"'{f.name}'" for f in runnable[n + 1:])
             if not rest:
@@ -629,11 +667,12 @@ def _arguments(program, file, func, arrays: dict, dims: dict, random_inputs, see
     return fn, args, dim_values
 
 
-def _run_one(program, file, func, arrays, random_inputs, seed, dims, options, stats):
+def _run_one(program, file, func, arrays, random_inputs, seed, dims, options, default, stats):
     from ..running.inputs import inputs_used, results_of
     fn, args, dim_values = _arguments(program, file, func, arrays, dims, random_inputs, seed)
     used = inputs_used(fn, args)
-    result = program.run(func, *args, **options, stats=stats, **dim_values)
+    result = program.run(func, *args, **_checked(fn, options, default), stats=stats,
+                         **dim_values)
     return results_of(fn, args, result), used
 
 
@@ -873,6 +912,10 @@ def diff(
             parser=values.tolerance, metavar="X",
             help="Absolute tolerance for floats (default: 0, or derived as --rtol is).")
             ] = None,
+        check: Annotated[str | None, typer.Option(
+            **values.one_of(*RUN_CHECKS),
+            help="Check the reference run as run --check does (its report is the error, "
+                 "exit status 3); by default as run does.")] = None,
         verbose: Verbose = False,
         defines: Defines = None):
     inputs, dims = inputs or [], dims or []    # typer gives None for none given
@@ -880,11 +923,13 @@ def diff(
     from ..running.inputs import load_inputs, parse_dims
     _cuda_verbose(verbose)
     program = _load(file, defines, "run")
-    _, args, dim_values = _arguments(program, file, func, load_inputs(list(inputs)),
-                                     parse_dims(list(dims)), random_inputs, seed or 0)
-    found = comparison(program, func, *args, against=against, reference=reference, rtol=rtol,
-                       atol=atol, **dim_values)
+    fn, args, dim_values = _arguments(program, file, func, load_inputs(list(inputs)),
+                                      parse_dims(list(dims)), random_inputs, seed or 0)
     engine = reference_for(against, reference)
+    if check is None:
+        check = _default_check(fn, "cpu", engine)
+    found = comparison(program, func, *args, against=against, reference=reference, rtol=rtol,
+                       atol=atol, check=None if check == "none" else check, **dim_values)
     if found.both_fault:      # alike, but no results to compare: not a success
         print(f"{func}: {against} and the {engine} engine both fault alike:\n"
               f"{found.reference.error.rstrip()}", file=sys.stderr)
@@ -917,8 +962,9 @@ def explore(
             parser=values.count, metavar="N",
             help="How many schedules: the schedule seeds 0 to N-1.")] = ...,
         check: Annotated[str | None, typer.Option(
-            **values.one_of(*CHECKS[1:]),
-            help="Check every run, as run --check does.")] = None,
+            **values.one_of(*RUN_CHECKS),
+            help="Check every run, as run --check does; by default as run does (a replay "
+                 "file records the check its run made).")] = None,
         record: Annotated[str | None, typer.Option(
             metavar="DIR",
             help="Write a replay file (for run --replay) of each schedule whose outcome is "
@@ -943,6 +989,8 @@ def explore(
         func = program.functions[0].name
     fn, args, dim_values = _arguments(program, file, func, load_inputs(list(inputs)),
                                       parse_dims(list(dims)), random_inputs, seed or 0)
+    check = _default_check(fn, "cpu", None) if check is None else \
+        None if check == "none" else check
     executor = _executor(workers, scheduler, task_timeout)
     runs, stop = [], None
     with Progress(seeds, "runs", show=False if no_progress else None) as bar:
@@ -1019,7 +1067,8 @@ def sweep(
             help="Absolute tolerance of --against, as for diff.")] = None,
         check: Annotated[str | None, typer.Option(
             **values.one_of(*CHECKS[1:]),
-            help="Check every run, as run --check does.")] = None,
+            help="Check every run, as run --check does (sweep has no default check: "
+                 "without it the points run unchecked).")] = None,
         schedules: Annotated[int | None, typer.Option(
             parser=values.count, metavar="N",
             help="Also run every point under the random schedules 0 to N-1.")] = None,

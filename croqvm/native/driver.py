@@ -46,10 +46,13 @@ NO_LIMIT = 2 ** 63 - 1
 MAX_JOBS = 256
 # The constructs the race check's C detector (native/race.c) leaves to the reference
 # engine (docs/EXECUTION.md §20): a call whose code has one of these instructions runs its
-# check there from the start.
-RACE_UNCHECKED_OPS = frozenset({
-    opcodes.ATOMIC, opcodes.WAIT_EVENT_AT, opcodes.TRIGGER_CLUSTER, opcodes.FUT_BIND,
-    opcodes.BAR_SYNC, opcodes.BAR_ARRIVE, opcodes.GRID_SYNC, opcodes.MMA_SCALE})
+# check there from the start. Each with the construct's name, which a run without the
+# check names (croqvm run's default check, README: Finding races).
+RACE_UNCHECKED_OPS = {
+    opcodes.ATOMIC: "an atomic operation", opcodes.WAIT_EVENT_AT: "a cyclic event wait",
+    opcodes.TRIGGER_CLUSTER: "a cluster-scope trigger", opcodes.FUT_BIND: "'trigger ... after'",
+    opcodes.BAR_SYNC: "a named barrier", opcodes.BAR_ARRIVE: "a named barrier",
+    opcodes.GRID_SYNC: "a grid barrier", opcodes.MMA_SCALE: "a block-scaled MMA"}
 
 
 class Program:
@@ -112,17 +115,22 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
                          jobs=1 if tracer is not None else jobs, tracer=tracer)
 
 
-def race_unchecked(fn) -> bool:
-    """Whether ``fn`` does something the race check's C detector leaves to the reference
-    engine: an instruction of RACE_UNCHECKED_OPS, or a launch that is asynchronous, on a
-    stream, cooperative or in clusters."""
-    if any(launch.is_async or launch.stream >= 0 or launch.cooperative or launch.cluster
-           for launch in fn.host.launches):
-        return True
+def race_unchecked(fn) -> str | None:
+    """What ``fn`` does that the race check's C detector leaves to the reference engine,
+    named ("a named barrier"), or None: an instruction of RACE_UNCHECKED_OPS, or a launch
+    that is asynchronous, on a stream, cooperative or in clusters."""
+    for launch in fn.host.launches:
+        if launch.is_async or launch.stream >= 0:
+            return "an asynchronous launch"
+        if launch.cooperative:
+            return "a cooperative launch"
+        if launch.cluster:
+            return "a launch in clusters"
     for code in [fn.host] + [k.code for k in fn.kernels]:
-        if any(code.code[k] in RACE_UNCHECKED_OPS for k in range(0, len(code.code), WIDTH)):
-            return True
-    return False
+        for k in range(0, len(code.code), WIDTH):
+            if code.code[k] in RACE_UNCHECKED_OPS:
+                return RACE_UNCHECKED_OPS[code.code[k]]
+    return None
 
 
 def _race_checked(lib, ffi, module, fn, args, dims, *, schedule, seed, max_steps, out, stats,
@@ -146,10 +154,18 @@ def _race_checked(lib, ffi, module, fn, args, dims, *, schedule, seed, max_steps
     except _RaceStopped:
         return reference()
     except BaseException:
-        out.write(held.getvalue())
+        _release(held, out)
         raise
-    out.write(held.getvalue())
+    _release(held, out)
     return result
+
+
+def _release(held: io.StringIO, out) -> None:
+    """Write the held output to ``out`` a line at a time, as the run would have: one
+    large write that the system cuts short loses its error in Python's buffered stream
+    (a full disk would go unreported)."""
+    for line in held.getvalue().splitlines(keepends=True):
+        out.write(line)
 
 
 class _RaceStopped(Exception):

@@ -70,6 +70,7 @@ class Outcome:
     results: dict
     output: str
     error: str | None
+    fault: KernelFault | None = None     # the error raised, when there is one
 
 
 def run_once(program, func: str, args: list, dims: dict, options: dict) -> Outcome:
@@ -83,7 +84,7 @@ def run_once(program, func: str, args: list, dims: dict, options: dict) -> Outco
     try:
         result = program.run(func, *mine, out=out, **options, **dims)
     except KernelFault as err:
-        return Outcome({}, out.getvalue(), str(err))
+        return Outcome({}, out.getvalue(), str(err), err)
     results = {} if result is None else {"result": result}
     for p, a in zip(fn.params, mine):
         if p.kind == ParamKind.BUFFER and p.storage == ParamStorage.GLOBAL:
@@ -163,15 +164,20 @@ def reference_for(against: str, reference: str = "native") -> str:
 
 def comparison(program, func: str, *args, against: str = "cuda-cpu",
                reference: str = "native", rtol: float | None = None,
-               atol: float | None = None, limit: int = 10, **dims) -> Comparison:
+               atol: float | None = None, limit: int = 10, check=None, **dims) -> Comparison:
     """Run ``func`` on the reference interpreter and on ``against`` with the same
-    arguments; both outcomes and the first ``limit`` mismatches."""
+    arguments; both outcomes and the first ``limit`` mismatches. ``check`` checks the
+    reference run (``Program.run``'s ``check``): an error that it alone gives (the same
+    run unchecked does not), a race report, is raised, as the run's error."""
     if against not in AGAINST:
         raise ArgumentError(f"unknown target '{against}' to compare with: use "
                             f"{', '.join(AGAINST)}")
     ref_engine = reference_for(against, reference)
     rtol, atol, derived = tolerances(program, args, against, rtol, atol)
-    ref = run_once(program, func, list(args), dims, {"engine": ref_engine})
+    ref = run_once(program, func, list(args), dims, {"engine": ref_engine, "check": check})
+    if check is not None and ref.error is not None and \
+            run_once(program, func, list(args), dims, {"engine": ref_engine}).error != ref.error:
+        raise ref.fault
     other = run_once(program, func, list(args), dims, AGAINST[against])
     return Comparison(ref, other, compare(ref, other, rtol, atol, limit, derived))
 

@@ -179,6 +179,8 @@ class Program:
         ``check`` adds a run-time check of ``CHECKS``: "race" reports data races
         (§7.5, both engines), "init" reads of registers and of buffer elements that
         nothing gave a value (§14.4, both engines). ``poison=True`` is ``check="init"``.
+        The default is no check (``croqvm run`` checks races by default; the API only
+        when asked: docs/EXECUTION.md §20).
         ``jobs`` is how many threads a launch's blocks may run on (the native
         engine; default: the cores, or 1 under the random schedule, whose runs are
         replayed exactly, and for a kernel that prints, whose output then streams while
