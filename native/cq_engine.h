@@ -535,6 +535,8 @@ void cq_race_collective_done(cq_block *blk);
 void cq_race_trigger(cq_warp *w, int e, const int64_t *slots, const int64_t *completed,
                      const int64_t *arrivals, int64_t need);
 void cq_race_waited(cq_warp *w, int e, int slot, int64_t gen);
+void cq_race_bar_arrived(cq_warp *w, int id, int64_t phase);
+void cq_race_bar_passed(cq_warp *w, int id, int64_t phase);
 void cq_race_once(cq_warp *w, const cq_ins *ins, const uint8_t *claimed, const int64_t *nth);
 void cq_race_effect_end(cq_warp *w);
 int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,

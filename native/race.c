@@ -61,6 +61,7 @@ struct cq_race_block {
     int ncoll;
     int32_t coll_warps[CQ_MAX_WARPS];
     cq_gens **gens;             /* per event, per slot: the join of each generation's triggers */
+    cq_gens bars[CQ_NAMED_BARRIERS];   /* per named barrier: the join of each phase's arrivals */
     cq_pubs **pubs;             /* per ONCE site, per unit instance: per execution */
     int nunits;
     cq_shadow *shadows;         /* of the block's own (shared) buffers */
@@ -202,6 +203,8 @@ void cq_race_block_free(cq_block *blk)
         free(rb->gens[e]);
     }
     free(rb->gens);
+    for (int id = 0; id < CQ_NAMED_BARRIERS; id++)
+        free(rb->bars[id].vc);
     for (int s = 0; s < code->once_sites; s++) {
         for (int u = 0; rb->pubs[s] && u < rb->nunits; u++) {
             free(rb->pubs[s][u].warp);
@@ -295,6 +298,23 @@ void cq_race_collective_done(cq_block *blk)
     rb->coll = -1;
 }
 
+/* The clock of generation ``k`` of ``g`` (zeros until something joins it), grown to hold it. */
+static int64_t *gen_vc(cq_gens *g, int64_t k)
+{
+    if (k >= g->cap) {
+        int64_t cap = g->cap ? g->cap : 8;
+        while (cap <= k)
+            cap *= 2;
+        g->vc = realloc(g->vc, (size_t)cap * CQ_MAX_WARPS * sizeof(int64_t));
+        if (!g->vc)
+            abort();
+        memset(g->vc + g->cap * CQ_MAX_WARPS, 0,
+               (size_t)(cap - g->cap) * CQ_MAX_WARPS * sizeof(int64_t));
+        g->cap = cap;
+    }
+    return g->vc + k * CQ_MAX_WARPS;
+}
+
 /* TRIGGER by the active lanes of ``w`` at ``slots``; ``completed`` and ``arrivals``
  * the event's counts before it: each arrival belongs to generation completed +
  * arrivals / need, in lane order (race.py ``trigger``). */
@@ -316,19 +336,8 @@ void cq_race_trigger(cq_warp *w, int e, const int64_t *slots, const int64_t *com
         cq_gens *g = &rb->gens[e][s];
         int64_t first = completed[s] + arrivals[s] / need;
         int64_t last = completed[s] + (arrivals[s] + n - 1) / need;
-        if (last >= g->cap) {
-            int64_t cap = g->cap ? g->cap : 8;
-            while (cap <= last)
-                cap *= 2;
-            g->vc = realloc(g->vc, (size_t)cap * CQ_MAX_WARPS * sizeof(int64_t));
-            if (!g->vc)
-                abort();
-            memset(g->vc + g->cap * CQ_MAX_WARPS, 0,
-                   (size_t)(cap - g->cap) * CQ_MAX_WARPS * sizeof(int64_t));
-            g->cap = cap;
-        }
         for (int64_t k = first; k <= last; k++)
-            acquire(g->vc + k * CQ_MAX_WARPS, vc);
+            acquire(gen_vc(g, k), vc);
     }
     tick(rb, x);
 }
@@ -342,6 +351,24 @@ void cq_race_waited(cq_warp *w, int e, int slot, int64_t gen)
     cq_gens *g = &rb->gens[e][slot];
     if (gen >= 0 && gen < g->cap)
         acquire(vc_of(rb, w->index), g->vc + gen * CQ_MAX_WARPS);
+}
+
+/* ``w`` arrived at phase ``phase`` of named barrier ``id`` (BAR_SYNC or BAR_ARRIVE): its
+ * clock joins the phase's, which every BAR_SYNC of the phase acquires as it passes
+ * (race.py ``bar_arrived``). */
+void cq_race_bar_arrived(cq_warp *w, int id, int64_t phase)
+{
+    struct cq_race_block *rb = w->blk->race;
+    acquire(gen_vc(&rb->bars[id], phase), vc_of(rb, w->index));
+    tick(rb, w->index);
+}
+
+/* ``w`` passed BAR_SYNC: what every arrival of its phase did before arriving is ordered
+ * before what it does next (race.py ``bar_passed``). */
+void cq_race_bar_passed(cq_warp *w, int id, int64_t phase)
+{
+    struct cq_race_block *rb = w->blk->race;
+    acquire(vc_of(rb, w->index), gen_vc(&rb->bars[id], phase));
 }
 
 /* ONCE (§7.2.2): the claiming lanes publish their warp's clock for their execution (the

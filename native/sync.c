@@ -430,6 +430,8 @@ int cq_runnable(cq_warp *w)
         if (ready) {
             if (w->blocker == 2)
                 wake_event(w);    /* completes the WAIT_EVENT it blocked at */
+            else if (w->blocker == 3 && w->blk->race)
+                cq_race_bar_passed(w, w->bar, w->bar_phase);   /* its BAR_SYNC passes */
             cq_release_blocker(w);
             w->state = CQ_READY;
             if (w->pc >= w->blk->code->n)
@@ -735,12 +737,16 @@ int cq_op_named_barrier(cq_warp *w, const cq_ins *ins)
         return CQ_ST_FAULT;
     }
     int64_t phase = blk->bar_phases[id];
+    if (blk->race)
+        cq_race_bar_arrived(w, id, phase);
     blk->bar_count[id] = count;
     blk->bar_arrived[id] += CQ_WARP;
     if (blk->bar_arrived[id] == count) {
         blk->bar_phases[id]++;
         blk->bar_count[id] = blk->bar_arrived[id] = 0;
         blk->released = 1;
+        if (blk->race && ins->op == CQ_OP_BAR_SYNC)
+            cq_race_bar_passed(w, id, phase);
     } else if (ins->op == CQ_OP_BAR_SYNC) {
         w->state = CQ_BLOCKED;
         w->blocker = 3;

@@ -49,7 +49,7 @@ MAX_JOBS = 256
 # check there from the start.
 RACE_UNCHECKED_OPS = frozenset({
     opcodes.ATOMIC, opcodes.WAIT_EVENT_AT, opcodes.TRIGGER_CLUSTER, opcodes.FUT_BIND,
-    opcodes.BAR_SYNC, opcodes.BAR_ARRIVE, opcodes.GRID_SYNC, opcodes.MMA_SCALE})
+    opcodes.GRID_SYNC, opcodes.MMA_SCALE})
 
 
 class Program:
