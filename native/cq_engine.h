@@ -549,6 +549,7 @@ int cq_race_copy_issue(cq_block *blk, const cq_ins *ins, int32_t h, const cq_buf
                        const cq_buf *dst, const int64_t *dO, const int64_t *dD, int dnd,
                        int swz_dst, int lane);
 void cq_race_copy_waited(cq_block *blk, int32_t h, int lane);
+void cq_race_copy_bound(cq_block *blk, int32_t h, int lane);
 void cq_race_mma_loaded(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_t *o,
                         const int64_t *e, int nd, int swizzle, int lane);
 void cq_race_mma_async(cq_block *blk, const cq_ins *ins, int m, int lane);
