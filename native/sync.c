@@ -589,13 +589,17 @@ int cq_op_trigger_cluster(cq_warp *w, const cq_ins *ins)
 }
 
 /* Each lane of the warp's event wait has waited for one more generation of its slot; a
- * parity wait counts nothing. */
+ * parity wait counts nothing, and observes the slot's last completed generation,
+ * whichever it is: the race check acquires that one (race.py ``_wait_event_at``). */
 static void wake_event(cq_warp *w)
 {
     cq_event *ev = &w->blk->events[w->ev];
     int nslots = w->blk->code->event[w->ev].slots;
-    if (w->ev_parity)
+    if (w->ev_parity) {
+        for (int k = 0; w->blk->race && k < w->ev_n; k++)
+            cq_race_waited(w, w->ev, w->ev_slot[k], ev->completed[w->ev_slot[k]] - 1);
         return;
+    }
     for (int k = 0; k < w->ev_n; k++) {
         int64_t *consumed = &ev->waits[(size_t)w->ev_lane[k] * nslots + w->ev_slot[k]];
         if (w->blk->race)

@@ -48,8 +48,7 @@ MAX_JOBS = 256
 # engine (docs/EXECUTION.md §20): a call whose code has one of these instructions runs its
 # check there from the start.
 RACE_UNCHECKED_OPS = frozenset({
-    opcodes.ATOMIC, opcodes.WAIT_EVENT_AT, opcodes.TRIGGER_CLUSTER, opcodes.GRID_SYNC,
-    opcodes.MMA_SCALE})
+    opcodes.ATOMIC, opcodes.TRIGGER_CLUSTER, opcodes.GRID_SYNC, opcodes.MMA_SCALE})
 
 
 class Program:
