@@ -535,6 +535,8 @@ void cq_race_collective_done(cq_block *blk);
 void cq_race_trigger(cq_warp *w, int e, const int64_t *slots, const int64_t *completed,
                      const int64_t *arrivals, int64_t need);
 void cq_race_waited(cq_warp *w, int e, int slot, int64_t gen);
+void cq_race_bar_arrived(cq_warp *w, int id, int64_t phase);
+void cq_race_bar_passed(cq_warp *w, int id, int64_t phase);
 void cq_race_once(cq_warp *w, const cq_ins *ins, const uint8_t *claimed, const int64_t *nth);
 void cq_race_effect_end(cq_warp *w);
 int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
@@ -547,6 +549,7 @@ int cq_race_copy_issue(cq_block *blk, const cq_ins *ins, int32_t h, const cq_buf
                        const cq_buf *dst, const int64_t *dO, const int64_t *dD, int dnd,
                        int swz_dst, int lane);
 void cq_race_copy_waited(cq_block *blk, int32_t h, int lane);
+void cq_race_copy_bound(cq_block *blk, int32_t h, int lane);
 void cq_race_mma_loaded(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_t *o,
                         const int64_t *e, int nd, int swizzle, int lane);
 void cq_race_mma_async(cq_block *blk, const cq_ins *ins, int m, int lane);

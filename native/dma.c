@@ -728,8 +728,9 @@ int cq_op_fut_any(cq_warp *w, const cq_ins *ins)
 }
 
 /* §9.5.3-4: complete the lane's transfer; a second wait of it faults; waiting a
- * placeholder without data, or a sync transfer, does nothing. */
-static int wait_lane(cq_block *blk, const cq_ins *ins, int slot, int lane)
+ * placeholder without data, or a sync transfer, does nothing. ``bind``: FUT_BIND's
+ * completion (§10.7), which the race check hands to the warp's next trigger. */
+static int wait_lane(cq_block *blk, const cq_ins *ins, int slot, int lane, int bind)
 {
     int32_t h = blk->fut[slot][lane];
     if (h < 0 || !blk->handles[h].buf || !blk->handles[h].is_async)
@@ -742,7 +743,7 @@ static int wait_lane(cq_block *blk, const cq_ins *ins, int slot, int lane)
     if (blk->handles[h].transfer)
         land(blk->handles[h].transfer);
     if (blk->race)
-        cq_race_copy_waited(blk, h, lane);
+        (bind ? cq_race_copy_bound : cq_race_copy_waited)(blk, h, lane);
     return CQ_ST_OK;
 }
 
@@ -750,7 +751,7 @@ int cq_effect_wait(cq_block *blk, const cq_ins *ins, const cq_rdv *rec, const in
 {
     (void)rec;
     for (int k = 0; k < n; k++)
-        if (wait_lane(blk, ins, ins->a, lanes[k]) != CQ_ST_OK)
+        if (wait_lane(blk, ins, ins->a, lanes[k], 0) != CQ_ST_OK)
             return CQ_ST_FAULT;
     return CQ_ST_OK;
 }
@@ -760,7 +761,7 @@ int cq_op_wait(cq_warp *w, const cq_ins *ins)
     if (ins->b >= 0)
         return cq_arrive(w, ins, ins->b, 0);
     for (uint32_t m = w->act; m; m &= m - 1)
-        if (wait_lane(w->blk, ins, ins->a, w->base + cq_low(m)) != CQ_ST_OK)
+        if (wait_lane(w->blk, ins, ins->a, w->base + cq_low(m), 0) != CQ_ST_OK)
             return CQ_ST_FAULT;
     return CQ_ST_OK;
 }
@@ -771,7 +772,7 @@ int cq_op_wait(cq_warp *w, const cq_ins *ins)
 int cq_op_fut_bind(cq_warp *w, const cq_ins *ins)
 {
     for (uint32_t m = w->act; m; m &= m - 1)
-        if (wait_lane(w->blk, ins, ins->a, w->base + cq_low(m)) != CQ_ST_OK)
+        if (wait_lane(w->blk, ins, ins->a, w->base + cq_low(m), 1) != CQ_ST_OK)
             return CQ_ST_FAULT;
     return CQ_ST_OK;
 }

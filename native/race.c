@@ -61,6 +61,13 @@ struct cq_race_block {
     int ncoll;
     int32_t coll_warps[CQ_MAX_WARPS];
     cq_gens **gens;             /* per event, per slot: the join of each generation's triggers */
+    cq_gens bars[CQ_NAMED_BARRIERS];   /* per named barrier: the join of each phase's arrivals */
+    /* FUT_BIND (race.py bound, Gen.copies): per warp, the copies bound since its last
+     * trigger; the copies each trigger handed to a generation, in the order handed */
+    int nbound[CQ_MAX_WARPS], capbound[CQ_MAX_WARPS];
+    cq_race_copy **bound[CQ_MAX_WARPS];
+    int nhanded, caphanded;
+    struct handed { int32_t e, slot; int64_t gen; cq_race_copy *copy; } *handed;
     cq_pubs **pubs;             /* per ONCE site, per unit instance: per execution */
     int nunits;
     cq_shadow *shadows;         /* of the block's own (shared) buffers */
@@ -76,6 +83,7 @@ struct cq_race_block {
 
 static void copies_free(cq_block *blk, cq_race_copy *c);
 static void add_inflight(cq_shadow *sh, struct cq_race_copy *c, int side);
+static void complete(cq_block *blk, cq_race_copy *c, int lane);
 
 struct cq_race {
     int64_t nseq;               /* segments so far */
@@ -202,6 +210,11 @@ void cq_race_block_free(cq_block *blk)
         free(rb->gens[e]);
     }
     free(rb->gens);
+    for (int id = 0; id < CQ_NAMED_BARRIERS; id++)
+        free(rb->bars[id].vc);
+    for (int x = 0; x < CQ_MAX_WARPS; x++)
+        free(rb->bound[x]);
+    free(rb->handed);
     for (int s = 0; s < code->once_sites; s++) {
         for (int u = 0; rb->pubs[s] && u < rb->nunits; u++) {
             free(rb->pubs[s][u].warp);
@@ -295,6 +308,40 @@ void cq_race_collective_done(cq_block *blk)
     rb->coll = -1;
 }
 
+/* The clock of generation ``k`` of ``g`` (zeros until something joins it), grown to hold it. */
+static int64_t *gen_vc(cq_gens *g, int64_t k)
+{
+    if (k >= g->cap) {
+        int64_t cap = g->cap ? g->cap : 8;
+        while (cap <= k)
+            cap *= 2;
+        g->vc = realloc(g->vc, (size_t)cap * CQ_MAX_WARPS * sizeof(int64_t));
+        if (!g->vc)
+            abort();
+        memset(g->vc + g->cap * CQ_MAX_WARPS, 0,
+               (size_t)(cap - g->cap) * CQ_MAX_WARPS * sizeof(int64_t));
+        g->cap = cap;
+    }
+    return g->vc + k * CQ_MAX_WARPS;
+}
+
+/* Generation ``gen`` of ``slot`` of event ``e`` lands copy ``c`` for the warps that
+ * acquire it (once each). */
+static void hand(struct cq_race_block *rb, int e, int slot, int64_t gen, cq_race_copy *c)
+{
+    for (int k = 0; k < rb->nhanded; k++)
+        if (rb->handed[k].copy == c && rb->handed[k].e == e && rb->handed[k].slot == slot &&
+            rb->handed[k].gen == gen)
+            return;
+    if (rb->nhanded == rb->caphanded) {
+        rb->caphanded = rb->caphanded ? 2 * rb->caphanded : 8;
+        rb->handed = realloc(rb->handed, (size_t)rb->caphanded * sizeof *rb->handed);
+        if (!rb->handed)
+            abort();
+    }
+    rb->handed[rb->nhanded++] = (struct handed){e, slot, gen, c};
+}
+
 /* TRIGGER by the active lanes of ``w`` at ``slots``; ``completed`` and ``arrivals``
  * the event's counts before it: each arrival belongs to generation completed +
  * arrivals / need, in lane order (race.py ``trigger``). */
@@ -316,20 +363,13 @@ void cq_race_trigger(cq_warp *w, int e, const int64_t *slots, const int64_t *com
         cq_gens *g = &rb->gens[e][s];
         int64_t first = completed[s] + arrivals[s] / need;
         int64_t last = completed[s] + (arrivals[s] + n - 1) / need;
-        if (last >= g->cap) {
-            int64_t cap = g->cap ? g->cap : 8;
-            while (cap <= last)
-                cap *= 2;
-            g->vc = realloc(g->vc, (size_t)cap * CQ_MAX_WARPS * sizeof(int64_t));
-            if (!g->vc)
-                abort();
-            memset(g->vc + g->cap * CQ_MAX_WARPS, 0,
-                   (size_t)(cap - g->cap) * CQ_MAX_WARPS * sizeof(int64_t));
-            g->cap = cap;
+        for (int64_t k = first; k <= last; k++) {
+            acquire(gen_vc(g, k), vc);
+            for (int b = 0; b < rb->nbound[x]; b++)
+                hand(rb, e, s, k, rb->bound[x][b]);
         }
-        for (int64_t k = first; k <= last; k++)
-            acquire(g->vc + k * CQ_MAX_WARPS, vc);
     }
+    rb->nbound[x] = 0;
     tick(rb, x);
 }
 
@@ -340,8 +380,30 @@ void cq_race_waited(cq_warp *w, int e, int slot, int64_t gen)
 {
     struct cq_race_block *rb = w->blk->race;
     cq_gens *g = &rb->gens[e][slot];
-    if (gen >= 0 && gen < g->cap)
-        acquire(vc_of(rb, w->index), g->vc + gen * CQ_MAX_WARPS);
+    if (gen < 0 || gen >= g->cap)
+        return;
+    acquire(vc_of(rb, w->index), g->vc + gen * CQ_MAX_WARPS);
+    for (int k = 0; k < rb->nhanded; k++)     /* the bound copies land for this warp */
+        if (rb->handed[k].e == e && rb->handed[k].slot == slot && rb->handed[k].gen == gen)
+            complete(w->blk, rb->handed[k].copy, w->base);
+}
+
+/* ``w`` arrived at phase ``phase`` of named barrier ``id`` (BAR_SYNC or BAR_ARRIVE): its
+ * clock joins the phase's, which every BAR_SYNC of the phase acquires as it passes
+ * (race.py ``bar_arrived``). */
+void cq_race_bar_arrived(cq_warp *w, int id, int64_t phase)
+{
+    struct cq_race_block *rb = w->blk->race;
+    acquire(gen_vc(&rb->bars[id], phase), vc_of(rb, w->index));
+    tick(rb, w->index);
+}
+
+/* ``w`` passed BAR_SYNC: what every arrival of its phase did before arriving is ordered
+ * before what it does next (race.py ``bar_passed``). */
+void cq_race_bar_passed(cq_warp *w, int id, int64_t phase)
+{
+    struct cq_race_block *rb = w->blk->race;
+    acquire(vc_of(rb, w->index), gen_vc(&rb->bars[id], phase));
 }
 
 /* ONCE (§7.2.2): the claiming lanes publish their warp's clock for their execution (the
@@ -1017,12 +1079,31 @@ static void land_off(cq_race_copy *c, int side)
  * wait records its accesses, a collective's at the joined clock of its representative, a
  * lane's own at a clock of its warp only the copy has (the warp ticks before and after);
  * a lane of another warp waiting it later acquires just that. */
-static void complete(cq_block *blk, cq_race_copy *c, int lane);
-
 void cq_race_copy_waited(cq_block *blk, int32_t h, int lane)
 {
     if (blk->handles[h].race)
         complete(blk, blk->handles[h].race, lane);
+}
+
+/* ``trigger e after f`` (§10.7): the copy stays in flight for the binding warp until its
+ * next trigger hands it to the generation the trigger arrives at (race.py ``dma_bind``). */
+void cq_race_copy_bound(cq_block *blk, int32_t h, int lane)
+{
+    struct cq_race_block *rb = blk->race;
+    cq_race_copy *c = blk->handles[h].race;
+    int x = lane / CQ_WARP;
+    if (!c)
+        return;
+    for (int k = 0; k < rb->nbound[x]; k++)
+        if (rb->bound[x][k] == c)
+            return;
+    if (rb->nbound[x] == rb->capbound[x]) {
+        rb->capbound[x] = rb->capbound[x] ? 2 * rb->capbound[x] : 4;
+        rb->bound[x] = realloc(rb->bound[x], (size_t)rb->capbound[x] * sizeof(cq_race_copy *));
+        if (!rb->bound[x])
+            abort();
+    }
+    rb->bound[x][rb->nbound[x]++] = c;
 }
 
 static void complete(cq_block *blk, cq_race_copy *c, int lane)

@@ -471,6 +471,8 @@ int cq_runnable(cq_warp *w)
         if (ready) {
             if (w->blocker == 2)
                 wake_event(w);    /* completes the WAIT_EVENT it blocked at */
+            else if (w->blocker == 3 && w->blk->race)
+                cq_race_bar_passed(w, w->bar, w->bar_phase);   /* its BAR_SYNC passes */
             cq_release_blocker(w);
             w->state = CQ_READY;
             if (w->pc >= w->blk->code->n)
@@ -628,13 +630,17 @@ int cq_op_trigger_cluster(cq_warp *w, const cq_ins *ins)
 }
 
 /* Each lane of the warp's event wait has waited for one more generation of its slot; a
- * parity wait counts nothing. */
+ * parity wait counts nothing, and observes the slot's last completed generation,
+ * whichever it is: the race check acquires that one (race.py ``_wait_event_at``). */
 static void wake_event(cq_warp *w)
 {
     cq_event *ev = &w->blk->events[w->ev];
     int nslots = w->blk->code->event[w->ev].slots;
-    if (w->ev_parity)
+    if (w->ev_parity) {
+        for (int k = 0; w->blk->race && k < w->ev_n; k++)
+            cq_race_waited(w, w->ev, w->ev_slot[k], ev->completed[w->ev_slot[k]] - 1);
         return;
+    }
     for (int k = 0; k < w->ev_n; k++) {
         int64_t *consumed = &ev->waits[(size_t)w->ev_lane[k] * nslots + w->ev_slot[k]];
         if (w->blk->race)
@@ -776,12 +782,16 @@ int cq_op_named_barrier(cq_warp *w, const cq_ins *ins)
         return CQ_ST_FAULT;
     }
     int64_t phase = blk->bar_phases[id];
+    if (blk->race)
+        cq_race_bar_arrived(w, id, phase);
     blk->bar_count[id] = count;
     blk->bar_arrived[id] += CQ_WARP;
     if (blk->bar_arrived[id] == count) {
         blk->bar_phases[id]++;
         blk->bar_count[id] = blk->bar_arrived[id] = 0;
         blk->released = 1;
+        if (blk->race && ins->op == CQ_OP_BAR_SYNC)
+            cq_race_bar_passed(w, id, phase);
     } else if (ins->op == CQ_OP_BAR_SYNC) {
         w->state = CQ_BLOCKED;
         w->blocker = 3;

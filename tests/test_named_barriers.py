@@ -15,6 +15,7 @@ import croqvm
 from croqvm.lang.frontend import front_end
 
 import engines
+from test_race import both
 
 pytestmark = pytest.mark.usefixtures("engine")   # every test runs on each engine
 
@@ -299,30 +300,25 @@ def test_static_errors(body, expected):
 
 # ------------------------------------------------------------------------ race checking
 
-def _race_report(source: str, func: str):
-    """The race report of ``func`` on the Python engine, or None."""
-    try:
-        compile_src(source).run(func, engine="python", check="race", out=io.StringIO())
-    except croqvm.KernelFault as e:
-        return str(e)
-    return None
+def _race_report(source: str, func: str, *args):
+    """The race report of ``func`` (None: no race), after checking that the native
+    engine's C detector stops the run exactly when the reference engine reports a race
+    (test_race.both runs both engines itself)."""
+    if engines._active[-1] != "python":
+        pytest.skip("test_race.both runs the call on both engines")
+    ref = both(compile_src(source).module, func, *args)
+    return None if ref[3] is None else ref[3][1]
 
 
 def test_a_barrier_orders_what_its_arrivals_did_before_it():
-    if engines._active[-1] != "python":
-        pytest.skip("race checking runs on the Python engine")
     assert _race_report(HANDOFF, "handoff") is None
     assert _race_report(ROUNDS, "rounds") is None
-    out = np.zeros((4, 128), np.int32)
-    compile_src(PINGPONG).run("pingpong", out, engine="python", check="race",
-                              out=io.StringIO())
+    assert _race_report(PINGPONG, "pingpong", np.zeros((4, 128), np.int32)) is None
 
 
 def test_a_write_after_the_arrival_races_with_the_waiters_read():
     """Warp 1 writes buf[32..63] after arriving; warp 2 (lanes 64-95) reads buf[63]
     first, once the phase completes: nothing orders the write before the read."""
-    if engines._active[-1] != "python":
-        pytest.skip("race checking runs on the Python engine")
     late = HANDOFF.replace("buf.at(t) = t * 10;\n            __bar_arrive(1, 128);",
                            "__bar_arrive(1, 128);\n            buf.at(t) = t * 10;")
     assert late != HANDOFF
@@ -330,6 +326,30 @@ def test_a_write_after_the_arrival_races_with_the_waiters_read():
     assert report.splitlines()[0] == (
         "bar.co:11:9: runtime error: data race on shared 'buf' element (63): read here, "
         "written at bar.co:8:9; no barrier or event orders them.")
+
+
+def test_a_reused_barrier_orders_each_phase_with_its_own_arrivals():
+    """ROUNDS without barrier 3: nothing orders warp 0's addition of round k + 1 with
+    warp 1's read of round k (each phase of barrier 2 orders an addition before the read
+    of its own round only); warp 0 runs ahead under the default schedule, so the read
+    comes second."""
+    unguarded = ROUNDS.replace("            __bar_sync(3, 64);\n", "")
+    assert unguarded != ROUNDS
+    report = _race_report(unguarded, "rounds")
+    assert report.splitlines()[0] == (
+        "bar.co:11:11: runtime error: data race on shared 'acc' element (0): read here, "
+        "written at bar.co:8:11; no barrier or event orders them.")
+
+
+def test_an_arrival_orders_nothing_for_the_warp_that_only_arrives():
+    """HANDOFF with the readers arriving instead of syncing: they do not wait for the
+    phase, so nothing orders warp 1's write of buf[63] before warp 2's read of it."""
+    racy = HANDOFF.replace("__bar_sync(1, 128);", "__bar_arrive(1, 128);")
+    assert racy != HANDOFF
+    report = _race_report(racy, "handoff")
+    assert report.splitlines()[0] == (
+        "bar.co:11:9: runtime error: data race on shared 'buf' element (63): read here, "
+        "written at bar.co:7:9; no barrier or event orders them.")
 
 
 # ------------------------------------------------------------------------ generated CUDA

@@ -819,6 +819,43 @@ def test_the_binding_warp_is_not_ordered_after_its_copy():
         "its wait at race.co:14:9."), text
 
 
+def test_a_bound_copy_is_ordered_before_what_follows_its_waiter():
+    # Warp 1 waits for `full`, which lands the bound copy for it, and hands on to warp 2
+    # through `seen`: warp 2's read of `box` is ordered after the copy's write; without
+    # the wait for `seen` it is not, and the report names the missing wait.
+    def relay(wait: str) -> str:
+        return f"""
+            __co__ void relay() {{
+              s32 [32] a {{4}};
+              s32 [32] out;
+              parallel b by 1 : block {{
+                shared s32 [32] box;
+                shared event full, seen;
+                parallel g by 3 : group, t by 32 : thread {{
+                  inthreads.async (g == 0) {{
+                    f = dma.copy.async a => box;
+                    trigger full after f;
+                  }}
+                  inthreads.async (g == 1) {{
+                    wait full;
+                    trigger seen;
+                  }}
+                  inthreads.async (g == 2) {{
+                    {wait}
+                    out.at(t) = box.at(t);
+                  }}
+                }}
+              }}
+              println(out.at(31));
+            }}
+        """
+    assert checked(relay("wait seen;"), "relay") == "4\n"
+    assert races(relay(""), "relay").splitlines()[0] == (
+        "race.co:18:9: runtime error: data race on shared 'box' element (0): read here, "
+        "written by the async copy 'dma.copy' at race.co:9:9; nothing waits on 'seen' "
+        "before this read; the lanes of the copy 'dma.copy' trigger it at race.co:14:9.")
+
+
 def test_a_ring_with_cyclic_generations_and_bound_copies_is_ordered():
     # Seven items through two slots: every refill waits for the slot's `empty`
     # generation of that round and every read for its `full` one (§10.6, §10.7).
