@@ -24,24 +24,19 @@ CALL = ["--func", "gemm_ws", "--random-inputs", "--dim", "M=64", "--dim", "N=64"
 RACE = ("runtime error: data race on shared 'sa[0]' element (0, 0): read by 'mma.load' "
         "here, written by 'dma.copy'")
 
-# warps 2-3 read what warps 0-1 wrote, ordered by a named barrier, which the native
-# detector leaves to the reference engine
-NAMED_BARRIER = """\
-__co__ auto handoff() {
-  s32 [64] out;
+# every lane counts itself into one element: an atomic, which the native detector
+# leaves to the reference engine
+ATOMIC = """\
+__co__ auto tally() {
+  s32 [1] count;
   parallel p by 1 : block {
-    shared s32 [64] buf;
-    parallel t by 128 : thread {
-      if (t < 64) {
-        buf.at(t) = t * 10;
-        __bar_arrive(1, 128);
-      } else {
-        __bar_sync(1, 128);
-        out.at(t - 64) = buf.at(127 - t);
-      }
+    shared s32 [1] n;
+    parallel t by 64 : thread {
+      __atomic_add(n.at(0), 1);
     }
+    count.at(0) = n.at(0);
   }
-  return out;
+  return count;
 }
 """
 
@@ -70,13 +65,13 @@ def test_a_plain_run_reports_the_race_and_check_none_runs_it(racy_pipeline, caps
 
 
 def test_a_construct_the_detector_leaves_out_runs_unchecked_with_a_note(tmp_path, capsys):
-    path = tmp_path / "handoff.co"
-    path.write_text(NAMED_BARRIER)
+    path = tmp_path / "tally.co"
+    path.write_text(ATOMIC)
     code, _, err = croqvm(capsys, "run", path)
     assert code == 0
     assert err.startswith(
-        "note: 'handoff' runs without the race check: the native engine's detector does not "
-        "cover a named barrier; --check race checks it on the reference engine.\n")
+        "note: 'tally' runs without the race check: the native engine's detector does not "
+        "cover an atomic operation; --check race checks it on the reference engine.\n")
     code, _, err = croqvm(capsys, "run", path, "--check", "race")
     assert code == 0 and "note:" not in err
 

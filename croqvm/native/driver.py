@@ -92,8 +92,8 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
                  progress=None, jobs: int | None = None, check: str | None = None,
                  tracer=None):
     """The native engine's runner (croqvm.running.program): what croqvm.interp.run_function does,
-    ``check`` "init" (or ``poison``, its other name) and "race" included (docs/EXECUTION.md
-    §20).
+    ``check`` "init" (or ``poison``, its other name) and "race" included
+    (docs/EXECUTION.md §20).
     ``progress`` is called between slices (every PROGRESS_EVERY warp-steps or so);
     ``jobs`` threads run a launch's blocks (default: the cores the process may use; one
     under the random schedule, whose runs replay exactly (croqvm explore --record), which
