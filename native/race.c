@@ -14,6 +14,7 @@
  * whether it is an element read. Clocks start at 1; 0 is "never". */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "cq_engine.h"
 
@@ -448,11 +449,27 @@ void cq_race_effect_end(cq_warp *w) { tick(w->blk->race, w->index); }
 
 /* ------------------------------------------------------------------ shadows */
 
-static int64_t *zeros(int64_t n) { return cq_xcalloc((size_t)n + 1, sizeof(int64_t)); }
+/* A row of a shadow: one entry per element of a buffer, so as large as the user's data.
+ * Its allocation failing deep inside a hook can not unwind the run, so the process ends
+ * with a usage error's status and a message (docs/EXECUTION.md §20), not an abort. */
+static void *shadow_row(int64_t n, size_t size)
+{
+    void *p = calloc((size_t)n + 1, size);
+    if (!p) {
+        fflush(stdout);
+        fprintf(stderr, "the race check's shadow of a buffer of %lld elements (%llu bytes) "
+                "does not fit in the memory left to croqvm; --check none runs without it\n",
+                (long long)n, (unsigned long long)(((size_t)n + 1) * size));
+        exit(2);
+    }
+    return p;
+}
+
+static int64_t *zeros(int64_t n) { return shadow_row(n, sizeof(int64_t)); }
 
 static int64_t *minus_ones(int64_t n)
 {
-    int64_t *p = cq_xmalloc(sizeof(int64_t) * ((size_t)n + 1));
+    int64_t *p = shadow_row(n, sizeof(int64_t));
     for (int64_t k = 0; k <= n; k++)
         p[k] = -1;
     return p;
@@ -480,7 +497,7 @@ static cq_shadow *shadow_new(cq_block *blk, cq_buf *b, int local)
     sh->glob = storage == CQ_STORAGE_GLOBAL;
     sh->w_clock = zeros(sh->n);
     sh->w_info = zeros(sh->n);
-    sh->w_warp = cq_xcalloc((size_t)sh->n + 1, sizeof(int32_t));
+    sh->w_warp = shadow_row(sh->n, sizeof(int32_t));
     if (sh->glob)
         sh->w_seq = minus_ones(sh->n);
     memset(sh->row_of, -1, sizeof sh->row_of);

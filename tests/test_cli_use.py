@@ -563,6 +563,16 @@ def test_a_native_result_the_memory_left_can_not_hold_is_a_usage_error(work):
                "memory left to croqvm\n")
 
 
+def test_a_race_check_shadow_the_memory_left_can_not_hold_is_a_usage_error(work):
+    # the default check: the shadow of the 256 MiB buffer (8 bytes an element) does not fit
+    (work / "big.co").write_text("__co__ auto big() {\n  s32 [67108864] c;\n"
+                                 "  parallel t by 32 : thread\n    c.at(t) = t;\n"
+                                 "  return c;\n}\n")
+    assert under_limit(work, 384, "run", "big.co") == (
+        2, "", "the race check's shadow of a buffer of 67108864 elements (536870920 bytes) "
+               "does not fit in the memory left to croqvm; --check none runs without it\n")
+
+
 def test_an_archive_that_expands_beyond_the_memory_left_is_refused_from_its_header(work):
     # 200 MiB of zeros in 200 KB: a 3 MB archive of this kind took 3.2 GB to read
     header = io.BytesIO()
