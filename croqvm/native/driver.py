@@ -12,7 +12,6 @@ Conventions: ``lib``/``ffi`` the extension, ``c`` the C call, ``fn`` the Functio
 from __future__ import annotations
 
 import codecs
-import io
 import os
 
 import numpy as np
@@ -137,33 +136,47 @@ def _race_checked(lib, ffi, module, fn, args, dims, *, schedule, seed, max_steps
     detector, which stops it where it races; such a run, and one of a function that does
     what the detector leaves to the reference engine, runs on the reference engine with
     the same inputs, schedule and seed, whose checker reports the races. The native run's
-    output is held until it is known not to run again."""
-    def reference():
+    output streams as it comes; a run done again prints only what follows it (the engines
+    print the same text in the same order up to the point where the detector stopped)."""
+    def reference(out):
         return reference_run(module, fn.name, args, dims, poison=False, schedule=schedule,
                              seed=seed, max_steps=max_steps, out=out, stats=stats,
                              progress=progress, check="race")
     if race_unchecked(fn):
-        return reference()
-    held = io.StringIO()
+        return reference(out)
+    printed = _Counted(out)
     try:
-        result = _run_function(lib, ffi, module, fn, args, dims, poison=False,
-                               schedule=schedule, seed=seed, max_steps=max_steps, out=held,
-                               stats=stats, progress=progress, jobs=jobs, race=True)
+        return _run_function(lib, ffi, module, fn, args, dims, poison=False,
+                             schedule=schedule, seed=seed, max_steps=max_steps, out=printed,
+                             stats=stats, progress=progress, jobs=jobs, race=True)
     except _RaceStopped:
-        return reference()
-    except BaseException:
-        _release(held, out)
-        raise
-    _release(held, out)
-    return result
+        return reference(_AfterPrefix(out, printed.count))
 
 
-def _release(held: io.StringIO, out) -> None:
-    """Write the held output to ``out`` a line at a time, as the run would have: one
-    large write that the system cuts short loses its error in Python's buffered stream
-    (a full disk would go unreported)."""
-    for line in held.getvalue().splitlines(keepends=True):
-        out.write(line)
+class _Counted:
+    """An output stream that writes through to ``out`` and counts the characters."""
+
+    def __init__(self, out):
+        self.out, self.count = out, 0
+
+    def write(self, text: str) -> int:
+        self.out.write(text)
+        self.count += len(text)
+        return len(text)
+
+
+class _AfterPrefix:
+    """An output stream that drops its first ``skip`` characters and writes the rest to
+    ``out``: a run done again after a stopped one prints only what that one did not."""
+
+    def __init__(self, out, skip: int):
+        self.out, self.skip = out, skip
+
+    def write(self, text: str) -> int:
+        if self.skip < len(text):
+            self.out.write(text[self.skip:])
+        self.skip = max(0, self.skip - len(text))
+        return len(text)
 
 
 class _RaceStopped(Exception):
