@@ -628,7 +628,7 @@ def test_a_stray_nul_or_byte_or_a_literal_too_long_is_reported_at_its_place(work
     status, _, err = croqvm("check", "long.co", cwd=work)
     assert (status, err.splitlines()[0]) == (
         1, "long.co:1:25: error: numeric literal of 5000 characters is too long (croqvm reads "
-           "literals of up to 1000).")
+           "literals of up to 4096).")
 
 
 # ------------------------------------------------------------------ size of grids

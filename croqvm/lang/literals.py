@@ -24,9 +24,10 @@ _FLOAT_SUFFIX = ("", "f", "F")
 
 # Hints for exponents: beyond this the decimal spelling is too long to be a useful hint.
 _MAX_HINT_EXPONENT = 40
-# The longest literal read: no value needs more digits (an f64 written exactly has at most
-# 767 significant ones), and Python's int() refuses strings of more than 4,300.
-MAX_LITERAL_CHARS = 1000
+# The longest literal read: an f64 written out exactly in positional notation takes up to
+# about 1,100 characters (5e-324: 323 zeros, then 751 digits), and Python's int() refuses
+# strings of more than 4,300.
+MAX_LITERAL_CHARS = 4096
 
 
 def number_token(text: str, span, sink) -> Token:
