@@ -114,7 +114,7 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
 
 def race_unchecked(fn) -> str | None:
     """What ``fn`` does that the race check's C detector leaves to the reference engine,
-    named ("a named barrier"), or None: an instruction of RACE_UNCHECKED_OPS, or a launch
+    named ("an atomic operation"), or None: an instruction of RACE_UNCHECKED_OPS, or a launch
     that is asynchronous, on a stream, cooperative or in clusters."""
     for launch in fn.host.launches:
         if launch.is_async or launch.stream >= 0:

@@ -41,11 +41,12 @@ def record(program, func: str, args, dims: dict, *, cost: CostModel | None = Non
     cost = cost or CostModel()
     # A race-checked native run that races runs again on the reference engine
     # (croqvm.native.driver), so the race check traces there from the start.
-    checking = {"race": ("python",)}.get(check, CHECKING.get(check))
+    tracing = ("python",) if check == "race" else CHECKING.get(check, tuple(ENGINES))
     if engine is None:
-        engine = "python" if check == "race" else default_engine(check=check, poison=poison)
+        engine = default_engine(check=check, poison=poison)
+        engine = engine if engine in tracing else "python"
     _choose("engine", engine, tuple(ENGINES))
-    if check is not None and engine not in checking:
+    if engine not in tracing:
         raise ArgumentError(f"a trace with check '{check}' runs on the Python engine only: "
                             f"use engine='python' with it.")
     options = dict(poison=bool(poison), schedule=schedule, seed=check_seed(seed),
