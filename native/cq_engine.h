@@ -367,6 +367,11 @@ typedef struct cq_call {
     struct cq_trace *trace; /* tracing (trace.c, croqvm trace), or NULL */
     struct cq_race *race;   /* the race check (race.c), shared by a pool's workers; NULL: none */
     int64_t race_first;     /* the race check's segment of the launch's first block */
+    /* the debugger's fast-forward (debug.c, cq_debug_launch): what stops a block, or
+     * NULL; a launch that runs a range of its blocks only ends at block ``range_end`` */
+    struct cq_debug_state *debug;
+    int32_t ranged;
+    int64_t range_end;
 } cq_call;
 
 /* ------------------------------------------------------------------ shared helpers */
@@ -519,6 +524,13 @@ void cq_pool_where(const cq_call *call, cq_position *out);
 __attribute__((cold)) void cq_trace_before(cq_block *blk, cq_warp *w, int ip);
 __attribute__((cold)) void cq_trace_after(cq_block *blk, cq_warp *w, int ip, uint32_t act);
 void cq_trace_free(struct cq_trace *trace);
+/* The debugger's fast-forward (debug.c): before and after each step while call->debug
+ * is set (CQ_ST_FAULT with a CQ_DEBUG_STOP record: the block stops), and when a block
+ * ends. */
+__attribute__((cold)) int cq_debug_before(cq_block *blk, cq_warp *w, int ip);
+__attribute__((cold)) int cq_debug_after(cq_block *blk);
+void cq_debug_block_end(cq_block *blk);
+void cq_debug_free(struct cq_debug_state *d);
 /* The race check (race.c): state of the call and of each block, the synchronisation
  * it follows and the accesses it checks; an access hook returns CQ_ST_FAULT (a
  * CQ_RACE_STOP record) when the run races or does what only the reference engine

@@ -34,6 +34,7 @@ from ..interp.host import run_function
 from ..lang import ast
 from ..reports.blockview import BLOCKED, DONE
 from ..running.program import check_seed
+from .forward import FastForward
 from .values import DebugError, Lanes, Scope, Tile, parse, scalar_text
 
 # What ends a step: the focused warp starts a new statement (STEP), one at its nesting
@@ -260,6 +261,12 @@ class _Run:
         element = ", ".join(str(i) for i in race.element)
         return f"data race on '{name}' element ({element})"
 
+    def blocks(self, call, hblk, index: int, grid):
+        """The blocks of launch ``index`` the reference engine runs under the hook,
+        (number, index) in row-major order; the session's fast-forward runs the others
+        natively (croqvm.debug.forward)."""
+        return self.s.forward.blocks(self, call, hblk, index, grid)
+
     def where_of(self, w) -> tuple:
         return (None if w.blk.is_host else w.blk.index, w.index)
 
@@ -294,10 +301,13 @@ class Session:
     """``program.run(func, *args, **options)`` under the debugger, stopped before its
     first statement. ``options``: those of ``croqvm.Program.run`` the Python engine takes
     (``schedule``, ``seed``, ``poison``, ``check``, ``max_steps``, dims) and ``out``,
-    where the program's printing goes (default sys.stdout)."""
+    where the program's printing goes (default sys.stdout). ``fast_forward``: the
+    blocks the run can not stop in run on the native engine, where it is built
+    (croqvm.debug.forward); False runs every block under the hook."""
 
     def __init__(self, program, func: str, *args, out=None, schedule: str = "rr",
-                 seed: int = 0, poison: bool = False, check=None, max_steps=None, **dims):
+                 seed: int = 0, poison: bool = False, check=None, max_steps=None,
+                 fast_forward: bool = True, **dims):
         module = program.module
         if module.function(func) is None:
             raise ArgumentError(f"no function named '{func}' in this module.")
@@ -325,6 +335,7 @@ class Session:
                     given[...] = final
             return result
         self.runner = runner
+        self.forward = FastForward(self, module, func, fast_forward)
         self.breakpoints: list[Breakpoint] = []
         self.watches: list[Watch] = []
         self.break_fault = False
@@ -416,15 +427,9 @@ class Session:
 
     def _history(self, upto: int):
         """Every statement start before step ``upto``: (step, block, warp, depth, hit)."""
-        events = []
-
-        def record(run, w, pc, line, new):
-            if new:
-                hit = self.breakpoint_hit(run, w, line) is not None
-                events.append((run.call.steps, None if w.blk.is_host else w.blk.index,
-                               w.index, len(w.stack), hit))
+        record = _History(self)
         self._replay(upto, record)
-        return events
+        return record.events
 
     def _back_to(self, pick) -> Stop:
         here, focus = self.stop, self.focus
@@ -784,6 +789,24 @@ class Session:
         watched = self.watch_array(run, watch)
         return any(_reads_element(w, acc, i, watched, watch.index)
                    for i in np.flatnonzero(w.act))
+
+
+class _History:
+    """The statement starts a re-run passes (``_Run.record``): (step, block, warp, depth,
+    breakpoint hit), in step order."""
+
+    def __init__(self, session):
+        self.s, self.events = session, []
+
+    def __call__(self, run, w, pc, line, new):
+        if new:
+            hit = self.s.breakpoint_hit(run, w, line) is not None
+            self.events.append((run.call.steps, None if w.blk.is_host else w.blk.index,
+                                w.index, len(w.stack), hit))
+
+    def add(self, step, block, warp, depth):
+        """One the fast-forward passed, on no breakpoint's line (croqvm.debug.forward)."""
+        self.events.append((step, block, warp, depth, False))
 
 
 # Choosing where to go back to among the statement starts before now, (step, block,

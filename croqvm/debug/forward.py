@@ -1,0 +1,289 @@
+"""The debugger's fast-forward: the blocks of a launch where the session can not stop run
+on the native engine (native/debug.c), the others on the reference engine under the
+session's hook.
+
+The blocks of an ordinary launch run one after another (croqvm.interp.engine
+run_launch), so a block starts from the host program's state and the global memory the
+blocks before it left, and both engines compute the same from the same state, step
+counts and schedule draws included. Before the blocks of a launch that are left, the
+forward asks which is the first where the session's hook could stop (``_Run.before``
+and ``after``): it runs them natively on a copy of the memory they can write, with
+native/debug.c's tests, which end that run in the first block that reaches a statement
+at a breakpoint's line, changes the bytes of a watched element, faults, holds the
+step a re-run goes back to, or that a Ctrl-C finds running. The blocks before that one
+then run natively on the real memory (none stops: the copy becomes the memory), and
+that block runs on the reference engine, which decides whether it really stops there
+(a breakpoint's condition may not hold); the next block starts the question again.
+
+Where the hook needs every instruction or blocks depend on each other, every block
+runs on the reference engine (``_launch_ok``, ``_mode_ok``): a check (race, init), a
+read watchpoint, a step that stops at the next statement or instruction of any warp,
+cooperative, clustered, asynchronous and stream launches, a kernel that allocates
+global memory (it outlives the block), a launch's buffers that alias each other.
+"""
+from __future__ import annotations
+
+import codecs
+import math
+
+import numpy as np
+
+from ..bytecode.module import Storage
+from ..core.limits import MAX_GRID
+from ..interp.scheduler import Random
+from ..native import extension
+from ..native.driver import NO_LIMIT, SCHEDULES, SLICE_STEPS, program
+
+MAX_WATCHES = 16            # native/debug.c holds at most this many watched elements
+
+
+def _index_of(number: int, grid) -> tuple:
+    """The index of block ``number`` of ``grid`` in row-major order."""
+    index = []
+    for extent in reversed(grid):
+        number, i = divmod(number, extent)
+        index.append(i)
+    return tuple(reversed(index))
+
+
+def _number_of(index: tuple, grid) -> int | None:
+    if len(index) != len(grid) or not all(0 <= i < g for i, g in zip(index, grid)):
+        return None
+    number = 0
+    for i, extent in zip(index, grid):
+        number = number * extent + i
+    return number
+
+
+class FastForward:
+    """The native side of one session's function, loaded once; ``enabled`` False, or
+    no native engine built, runs every block on the reference engine."""
+
+    def __init__(self, session, module, func: str, enabled: bool):
+        ext = extension() if enabled else None
+        self.s = session
+        self.ok = ext is not None
+        if self.ok:
+            self.lib, self.ffi = ext.lib, ext.ffi
+            self.fn = module.function(func)
+            self.prog = program(self.lib, self.ffi, module, self.fn)
+            self._tables: dict = {}
+
+    # ------------------------------------------------------------------ which blocks
+
+    def blocks(self, run, call, hblk, index: int, grid):
+        """(number, index) of each block of launch ``index`` that the reference engine
+        runs, in row-major order; those left out ran here."""
+        total = math.prod(grid)
+        launch = hblk.prog.code.launches[index]
+        ok = self.ok and self._launch_ok(call, hblk, launch)
+        number = 0
+        while number < total:
+            if ok and self._mode_ok(run):
+                number = self._forward(run, call, hblk, index, grid, number, total)
+                if number == total:
+                    break
+            yield number, _index_of(number, grid)
+            number += 1
+
+    def _launch_ok(self, call, hblk, launch) -> bool:
+        if call.checker is not None or call.tracer is not None or launch.cooperative or \
+                launch.cluster or launch.is_async or launch.stream >= 0:
+            return False
+        kernel = self.fn.kernels[launch.kernel].code
+        bound = dict(launch.buffers)
+        if any(decl.storage == Storage.GLOBAL and slot not in bound
+               for slot, decl in enumerate(kernel.buffers)):
+            return False
+        arrays = []
+        for hs in set(bound.values()):
+            insts = hblk.bufs.get(hs)
+            if insts is None:
+                continue
+            if len(insts) != 1:
+                return False
+            arrays.append(insts[0].data)
+        return not any(np.may_share_memory(a, b) for k, a in enumerate(arrays)
+                       for b in arrays[k + 1:])
+
+    def _mode_ok(self, run) -> bool:
+        """Whether the run's next stop can only be at a breakpoint, a watchpoint, a fault
+        or a step count (session.py _Run.wanted), not at whatever any warp runs next."""
+        from .session import CONTINUE, FINISH, NEXT, TO
+        if run.interrupt or any(w.read for w in self.s.watches) or \
+                len(self.s.watches) > MAX_WATCHES:
+            return False
+        if run.mode in (CONTINUE, TO):
+            return True
+        fw = run.focus_warp
+        if fw is None:
+            return False
+        # finish stops when a kernel warp's host resumes; next from the host steps over
+        return run.mode == FINISH or run.mode == NEXT and fw.blk.is_host
+
+    # ------------------------------------------------------------------ running
+
+    def _forward(self, run, call, hblk, index, grid, number: int, total: int) -> int:
+        """Run blocks from ``number`` on natively up to the first where the run may
+        stop; returns that block's number (``total``: none)."""
+        from .session import TO
+        end = total
+        for watch in self.s.watches:         # a block's own buffer: watched in that block
+            block = watch.buffer[0]
+            if block is not None:
+                at = _number_of(block, grid)
+                if at is not None and at >= number:
+                    end = min(end, at)
+        if end == number:
+            return number
+        launch = hblk.prog.code.launches[index]
+        real = {hs: hblk.bufs[hs][0].data for _, hs in launch.buffers if hblk.bufs.get(hs)}
+        copy = {hs: np.array(data, copy=True) for hs, data in real.items()}
+        tables = self._table(hblk, launch)
+        to = run.mode == TO
+        watches = [] if to else [w for w in self.s.watches if w.buffer[0] is None]
+        if any(w.old is None for w in watches):
+            return number
+        dbg = self.ffi.new("cq_debug *")
+        keep = []
+        if not to or run.record is not None:
+            dbg.stop_pc = keep_ptr(keep, self.ffi, "uint8_t[]", tables[0])
+        dbg.stop_step = run.target if to else NO_LIMIT
+        if to and run.record is not None:
+            dbg.line = keep_ptr(keep, self.ffi, "int32_t[]", tables[1])
+        self._watches(dbg, keep, watches, copy)
+        stop, state = self._run(run, call, hblk, index, copy, number, end, dbg)
+        if stop is None:
+            for hs, data in real.items():
+                data[...] = copy[hs]
+        elif stop > number:
+            _, state = self._run(run, call, hblk, index, real, number, stop, None,
+                                 events=state["events"], upto=stop)
+        if stop != number:
+            self._adopt(run, call, grid, number, stop if stop is not None else end, state)
+        return end if stop is None else stop
+
+    def _table(self, hblk, launch):
+        """(stop_pc, line) of the launch's kernel: its statements at breakpoint lines,
+        and each instruction's statement line as a number (-1: none)."""
+        from .session import _STRUCTURAL
+        code = self.fn.kernels[launch.kernel].code
+        prog = hblk.call.program(code)
+        key = (id(code), tuple((b.file, b.line) for b in self.s.breakpoints))
+        if key not in self._tables:
+            lines = self.s.lines(prog)
+            numbers: dict = {}
+            line = np.array([numbers.setdefault(lines[pc], len(numbers))
+                             if ins[0] not in _STRUCTURAL and lines[pc] is not None else -1
+                             for pc, ins in enumerate(prog.ins)] or [-1], np.int32)
+            marked = {(b.file, b.line) for b in self.s.breakpoints}
+            stop = np.array([line[pc] >= 0 and lines[pc] in marked
+                             for pc in range(len(prog.ins))] or [0], np.uint8)
+            self._tables[key] = (stop, line)
+        return self._tables[key]
+
+    def _watches(self, dbg, keep, watches, buffers):
+        ffi = self.ffi
+        slots, offsets, sizes = [], [], []
+        old = np.zeros(16 * max(1, len(watches)), np.uint8)
+        for k, w in enumerate(watches):
+            _, slot, _ = w.buffer
+            data = buffers.get(slot)
+            if data is None:          # not a buffer of this launch: it can not change
+                continue
+            raw = np.ascontiguousarray(w.old).view(np.uint8).reshape(-1)
+            old[16 * len(slots):16 * len(slots) + raw.size] = raw
+            slots.append(slot)
+            offsets.append(int(np.ravel_multi_index(w.index, data.shape)) * data.itemsize)
+            sizes.append(data.itemsize)
+        dbg.nwatch = len(slots)
+        dbg.watch_slot = keep_ptr(keep, ffi, "int32_t[]", slots or [0])
+        dbg.watch_offset = keep_ptr(keep, ffi, "int64_t[]", offsets or [0])
+        dbg.watch_size = keep_ptr(keep, ffi, "int32_t[]", sizes or [0])
+        dbg.watch_old = keep_ptr(keep, ffi, "uint8_t[]", old)
+
+    def _run(self, run, call, hblk, index, buffers, first, last, dbg, events=None,
+             upto=None):
+        """Blocks ``first``..``last`` - 1 on ``buffers`` (host slot -> array), natively,
+        from the call's state; with ``dbg``, until the first block it stops (a dry run,
+        whose output is dropped). Returns (the block that stopped or None, the state
+        after: steps, lane_steps, rng, output, events (step, block number, warp,
+        depth))."""
+        lib, ffi = self.lib, self.ffi
+        opts = ffi.new("cq_opts *", {
+            "max_steps": NO_LIMIT if call.max_steps is None else call.max_steps,
+            "schedule": SCHEDULES["random" if isinstance(call.scheduler, Random) else "rr"],
+            "seed": call.scheduler.rng.state if isinstance(call.scheduler, Random) else 0,
+            "max_grid": list(MAX_GRID), "jobs": 1})
+        c = lib.cq_call_new(self.prog.prog, opts)
+        keep = []
+        try:
+            hw = hblk.warps[0]
+            for r in range(len(hblk.prog.code.regs)):
+                lib.cq_set_reg(c, r, keep_ptr(keep, ffi, "char[]", hw.regs[r][:1].tobytes()))
+            for hs, data in buffers.items():
+                shape = ffi.new("int64_t[]", list(data.shape) or [0])
+                ptr = ffi.from_buffer("char[]", data, require_writable=True) \
+                    if data.size else ffi.NULL
+                keep += [shape, ptr]
+                lib.cq_bind(c, hs, ptr, data.ndim, shape, ffi.NULL)
+            if dbg is not None:
+                lib.cq_debug_attach(c, dbg)
+            out = []
+            stop = None
+            if lib.cq_debug_launch(c, index, first, last, call.steps, call.lane_steps):
+                stop = first
+            else:
+                stop = self._slices(run, c, out, dbg is not None)
+            at = ffi.new("cq_position *")
+            lib.cq_where(c, at)
+            n = ffi.new("int64_t *")
+            raw = lib.cq_debug_events(c, n)
+            got = [tuple(raw[4 * k:4 * k + 4]) for k in range(n[0])]
+            cut = stop if stop is not None else last
+            state = dict(steps=at.steps, lane_steps=at.lane_steps, rng=lib.cq_rng_state(c),
+                         output="".join(out),
+                         events=[e for e in got if e[1] < cut] if events is None else events)
+            return stop, state
+        finally:
+            lib.cq_call_free(c)
+
+    def _slices(self, run, c, out: list, dry: bool):
+        """Run ``c`` to its end; the block it stopped in, or None."""
+        lib, ffi = self.lib, self.ffi
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        chunk = ffi.new("char[]", 1 << 16)
+        while True:
+            status = lib.cq_run(c, SLICE_STEPS)
+            while lib.cq_output_size(c):
+                k = lib.cq_take_output(c, chunk, len(chunk))
+                out.append(decoder.decode(ffi.buffer(chunk, k)[:]))
+            if status == lib.CQ_RUN_DONE:
+                return None
+            at = ffi.new("cq_position *")
+            lib.cq_where(c, at)
+            if status != lib.CQ_RUN_SLICE or dry and run.interrupt:
+                return at.block_number
+
+    def _adopt(self, run, call, grid, first, end, state):
+        """The call's state after blocks ``first``..``end`` - 1 ran natively."""
+        call.steps, call.lane_steps = state["steps"], state["lane_steps"]
+        call.blocks_run += end - first
+        if isinstance(call.scheduler, Random):
+            call.scheduler.rng.state = state["rng"]
+        call.out.write(state["output"])
+        if run.record is not None:
+            for step, number, warp, depth in sorted(set(state["events"])):
+                run.record.add(step, _index_of(number, grid), warp, depth)
+        run.blk, run.last = None, {}      # the host's next statement starts anew
+
+
+def keep_ptr(keep: list, ffi, kind: str, values):
+    """A C array of ``values`` that lives as long as ``keep``."""
+    if isinstance(values, np.ndarray):
+        ptr = ffi.from_buffer(kind, values)
+        keep.append(values)
+    else:
+        ptr = ffi.new(kind, values)
+    keep.append(ptr)
+    return ptr
