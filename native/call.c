@@ -805,6 +805,8 @@ int cq_run(cq_call *call, int64_t slice_steps)
                 cq_pool_start(call);
                 continue;
             }
+            if (call->debug)
+                cq_debug_block_start(call);
             if (start_block(call) != CQ_ST_OK)
                 return fault_status(call);
             continue;
@@ -840,6 +842,7 @@ void cq_out_write(cq_call *call, const char *s, size_t n)
     }
     memcpy(call->out + call->nout, s, n);
     call->nout += n;
+    call->out_total += (int64_t)n;
 }
 
 size_t cq_output_size(const cq_call *call)

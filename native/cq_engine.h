@@ -372,6 +372,7 @@ typedef struct cq_call {
     struct cq_debug_state *debug;
     int32_t ranged;
     int64_t range_end;
+    int64_t out_total;      /* bytes of output written, taken or not (debug.c's saves) */
 } cq_call;
 
 /* ------------------------------------------------------------------ shared helpers */
@@ -529,6 +530,7 @@ void cq_trace_free(struct cq_trace *trace);
  * ends. */
 __attribute__((cold)) int cq_debug_before(cq_block *blk, cq_warp *w, int ip);
 __attribute__((cold)) int cq_debug_after(cq_block *blk);
+void cq_debug_block_start(cq_call *call);
 void cq_debug_block_end(cq_block *blk);
 void cq_debug_free(struct cq_debug_state *d);
 /* The race check (race.c): state of the call and of each block, the synchronisation

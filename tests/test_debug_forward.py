@@ -22,11 +22,13 @@ pytestmark = pytest.mark.skipif(unavailable() is not None, reason="needs the nat
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 
-# 16 blocks of one warp; block ``last`` subtracts one (line 10); blocks 0, 5, 10, 15
+# 16 blocks of two warps; block ``last`` subtracts one (line 10); blocks 0, 5, 10, 15
 # print; a second launch of 4 blocks adds one to the first 128 elements (line 18).
-BLOCKS = """__co__ void blocks(global s32 [512] out, s32 last) {
+# ``pad`` makes the memory a block may write large against the block's work, so that
+# the fast-forward saves it once per run (native/debug.c) and goes back over blocks.
+BLOCKS = """__co__ void blocks(global s32 [1024] out, s32 last, global s32 [262144] pad) {
   parallel p by 16 {
-    parallel t by 32 : thread {
+    parallel t by 64 : thread {
       s32 v = t * 2;
       if (t < 4)
         v = v + 100;
@@ -36,7 +38,7 @@ BLOCKS = """__co__ void blocks(global s32 [512] out, s32 last) {
         v = v - 1;
       if (t == 0 && p % 5 == 0)
         println("block", p, v);
-      out.at(p # t) = v + p;
+      out.at(p # t) = v + p + pad.at(p # t);
     }
   }
   println(out.at(3));
@@ -62,7 +64,7 @@ FAULTS = """__co__ void faults(global s32 [512] out) {
 BLOCKS_SCRIPTS = [
     "b 10\nc\np v\nn\nn\nrs\nrs\nrn\nrc\nc\nc\n",
     "b 10 if t == 3\nc\nc\n",
-    "watch out.at(390)\nc\nrs\nrs\nrn\nc\nc\n",
+    "watch out.at(780)\nc\nrs\nrs\nrn\nc\nc\n",
     "b 13\nc\nd 1\nfinish\nn\nrs\nrs\nrs\n",
     "n\nn\nn\nrs\nrs\nrn\nb 19\nc\nrs\nrs\nrn\nrc\nc\n",
     "b 10\nc\nd\nb 4\nc\nrs\nrs\nrs\nrn\nrs\nc\n",
@@ -93,8 +95,8 @@ def _same(program, func, args, script, **options):
 @pytest.mark.parametrize("script", BLOCKS_SCRIPTS)
 def test_blocks_transcripts_are_the_reference_sessions(script, schedule, seed):
     program = croqvm.compile(BLOCKS, "blocks.co")
-    _same(program, "blocks", (np.full(512, -1, np.int32), 12), script, schedule=schedule,
-          seed=seed)
+    _same(program, "blocks", (np.full(1024, -1, np.int32), 12, np.zeros(262144, np.int32)),
+          script, schedule=schedule, seed=seed)
 
 
 @pytest.mark.parametrize("script", ["c\n", "break fault\nc\np k\nrs\nrs\n",
@@ -125,10 +127,12 @@ def test_blocks_it_can_not_stop_in_run_natively(monkeypatch):
     run_block = engine.run_block
     monkeypatch.setattr(engine, "run_block", counting)
     program = croqvm.compile(BLOCKS, "blocks.co")
-    s = Session(program, "blocks", np.full(512, -1, np.int32), 12, out=io.StringIO())
+    s = Session(program, "blocks", np.full(1024, -1, np.int32), 12, np.zeros(262144, np.int32),
+                out=io.StringIO())
     s.break_at(10)
     stop = s.cont()
     assert stop.place.block == (12,) and ran == [(12,)]
+    assert s.cont().place.warp == 1                # the block's second warp
     assert s.cont().reason == "finished" and ran == [(12,)]
     s.break_at(10, condition="t == 3")     # a condition: each block reaching it is checked
     s.reverse_continue()
@@ -137,10 +141,10 @@ def test_blocks_it_can_not_stop_in_run_natively(monkeypatch):
 
 def test_cli_no_fast_forward_gives_the_same_transcript(tmp_path, capsys):
     (tmp_path / "blocks.co").write_text(BLOCKS)
-    (tmp_path / "cmds").write_text("watch out.at(390)\nc\np v\nrs\nc\nc\n")
+    (tmp_path / "cmds").write_text("watch out.at(780)\nc\np v\nrs\nc\nc\n")
     shown = []
     for flag in ([], ["--no-fast-forward"]):
         assert main(["debug", str(tmp_path / "blocks.co"), "--func", "blocks",
                      "--random-inputs", "--script", str(tmp_path / "cmds"), *flag]) == 0
         shown.append(capsys.readouterr().out)
-    assert shown[0] == shown[1] and "by block (12) warp 0 lanes 6" in shown[0]
+    assert shown[0] == shown[1] and "by block (12) warp 0 lanes 12" in shown[0]

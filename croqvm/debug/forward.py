@@ -23,7 +23,6 @@ global memory (it outlives the block), a launch's buffers that alias each other.
 """
 from __future__ import annotations
 
-import codecs
 import math
 
 import numpy as np
@@ -134,34 +133,54 @@ class FastForward:
                 at = _number_of(block, grid)
                 if at is not None and at >= number:
                     end = min(end, at)
-        if end == number:
+        to = run.mode == TO
+        watches = [] if to else [w for w in self.s.watches if w.buffer[0] is None]
+        if end == number or any(w.old is None for w in watches):
             return number
         launch = hblk.prog.code.launches[index]
         real = {hs: hblk.bufs[hs][0].data for _, hs in launch.buffers if hblk.bufs.get(hs)}
-        copy = {hs: np.array(data, copy=True) for hs, data in real.items()}
-        tables = self._table(hblk, launch)
-        to = run.mode == TO
-        watches = [] if to else [w for w in self.s.watches if w.buffer[0] is None]
-        if any(w.old is None for w in watches):
-            return number
-        dbg = self.ffi.new("cq_debug *")
-        keep = []
+        saves = {hs: np.empty_like(data) for hs, data in real.items() if data.size}
+        stop_pc, line = self._table(hblk, launch)
+        ffi, keep = self.ffi, []
+        dbg = ffi.new("cq_debug *")
         if not to or run.record is not None:
-            dbg.stop_pc = keep_ptr(keep, self.ffi, "uint8_t[]", tables[0])
+            dbg.stop_pc = keep_ptr(keep, ffi, "uint8_t[]", stop_pc)
         dbg.stop_step = run.target if to else NO_LIMIT
         if to and run.record is not None:
-            dbg.line = keep_ptr(keep, self.ffi, "int32_t[]", tables[1])
-        self._watches(dbg, keep, watches, copy)
-        stop, state = self._run(run, call, hblk, index, copy, number, end, dbg)
-        if stop is None:
-            for hs, data in real.items():
-                data[...] = copy[hs]
-        elif stop > number:
-            _, state = self._run(run, call, hblk, index, real, number, stop, None,
-                                 events=state["events"], upto=stop)
+            dbg.line = keep_ptr(keep, ffi, "int32_t[]", line)
+        self._watches(dbg, keep, watches, real)
+        dbg.nsave = len(saves)
+        dbg.save_slot = keep_ptr(keep, ffi, "int32_t[]", list(saves) or [0])
+        dbg.save_to = keep_ptr(keep, ffi, "void *[]", [ffi.from_buffer(a) for a in
+                                                       saves.values()] or [ffi.NULL])
+        keep.append(saves)
+        # a save costs about what this many lane-steps do: between two, the run that
+        # goes back after a stop costs little more than the save
+        dbg.save_every = sum(a.nbytes for a in saves.values()) // 4
+        start = (call.steps, call.lane_steps, self._rng(call))
+        stop, state = self._run(run, call, hblk, index, real, number, end, dbg, start)
+        if stop is not None:
+            at, steps, lanes, rng, printed = state["saved"]
+            if at < 0:                   # it stopped before a block began
+                return number
+            for hs, data in saves.items():
+                real[hs][...] = data
+            events = state["events"]
+            rng %= 1 << 64                # saved as a signed word
+            state = dict(steps=steps, lane_steps=lanes, rng=rng,
+                         output=state["output"][:printed], events=events)
+            if stop > at:
+                _, again = self._run(run, call, hblk, index, real, at, stop, None,
+                                     (steps, lanes, rng))
+                state.update(steps=again["steps"], lane_steps=again["lane_steps"],
+                             rng=again["rng"], output=state["output"] + again["output"])
         if stop != number:
             self._adopt(run, call, grid, number, stop if stop is not None else end, state)
         return end if stop is None else stop
+
+    @staticmethod
+    def _rng(call) -> int:
+        return call.scheduler.rng.state if isinstance(call.scheduler, Random) else 0
 
     def _table(self, hblk, launch):
         """(stop_pc, line) of the launch's kernel: its statements at breakpoint lines,
@@ -202,19 +221,19 @@ class FastForward:
         dbg.watch_size = keep_ptr(keep, ffi, "int32_t[]", sizes or [0])
         dbg.watch_old = keep_ptr(keep, ffi, "uint8_t[]", old)
 
-    def _run(self, run, call, hblk, index, buffers, first, last, dbg, events=None,
-             upto=None):
+    def _run(self, run, call, hblk, index, buffers, first, last, dbg, start):
         """Blocks ``first``..``last`` - 1 on ``buffers`` (host slot -> array), natively,
-        from the call's state; with ``dbg``, until the first block it stops (a dry run,
-        whose output is dropped). Returns (the block that stopped or None, the state
-        after: steps, lane_steps, rng, output, events (step, block number, warp,
-        depth))."""
+        from ``start`` (steps, lane-steps, the random schedule's state); with ``dbg``,
+        until the first block it stops. Returns (the block that stopped or None, the
+        state after: steps, lane_steps, rng, output (bytes), events (step, block
+        number, warp, depth) of the blocks before the stop, and the last save
+        (cq_debug_saved))."""
         lib, ffi = self.lib, self.ffi
+        steps, lanes, rng = start
         opts = ffi.new("cq_opts *", {
             "max_steps": NO_LIMIT if call.max_steps is None else call.max_steps,
             "schedule": SCHEDULES["random" if isinstance(call.scheduler, Random) else "rr"],
-            "seed": call.scheduler.rng.state if isinstance(call.scheduler, Random) else 0,
-            "max_grid": list(MAX_GRID), "jobs": 1})
+            "seed": rng, "max_grid": list(MAX_GRID), "jobs": 1})
         c = lib.cq_call_new(self.prog.prog, opts)
         keep = []
         try:
@@ -230,20 +249,20 @@ class FastForward:
             if dbg is not None:
                 lib.cq_debug_attach(c, dbg)
             out = []
-            stop = None
-            if lib.cq_debug_launch(c, index, first, last, call.steps, call.lane_steps):
-                stop = first
-            else:
-                stop = self._slices(run, c, out, dbg is not None)
+            stop = first if lib.cq_debug_launch(c, index, first, last, steps, lanes) else \
+                self._slices(run, c, out, dbg is not None)
             at = ffi.new("cq_position *")
             lib.cq_where(c, at)
             n = ffi.new("int64_t *")
             raw = lib.cq_debug_events(c, n)
-            got = [tuple(raw[4 * k:4 * k + 4]) for k in range(n[0])]
             cut = stop if stop is not None else last
+            saved = ffi.new("int64_t[5]")
+            if dbg is not None:
+                lib.cq_debug_saved(c, saved)
             state = dict(steps=at.steps, lane_steps=at.lane_steps, rng=lib.cq_rng_state(c),
-                         output="".join(out),
-                         events=[e for e in got if e[1] < cut] if events is None else events)
+                         output=b"".join(out), saved=list(saved),
+                         events=[e for e in (tuple(raw[4 * k:4 * k + 4]) for k in range(n[0]))
+                                 if e[1] < cut])
             return stop, state
         finally:
             lib.cq_call_free(c)
@@ -251,13 +270,12 @@ class FastForward:
     def _slices(self, run, c, out: list, dry: bool):
         """Run ``c`` to its end; the block it stopped in, or None."""
         lib, ffi = self.lib, self.ffi
-        decoder = codecs.getincrementaldecoder("utf-8")("replace")
         chunk = ffi.new("char[]", 1 << 16)
         while True:
             status = lib.cq_run(c, SLICE_STEPS)
             while lib.cq_output_size(c):
                 k = lib.cq_take_output(c, chunk, len(chunk))
-                out.append(decoder.decode(ffi.buffer(chunk, k)[:]))
+                out.append(ffi.buffer(chunk, k)[:])
             if status == lib.CQ_RUN_DONE:
                 return None
             at = ffi.new("cq_position *")
@@ -271,7 +289,7 @@ class FastForward:
         call.blocks_run += end - first
         if isinstance(call.scheduler, Random):
             call.scheduler.rng.state = state["rng"]
-        call.out.write(state["output"])
+        call.out.write(state["output"].decode("utf-8", "replace"))
         if run.record is not None:
             for step, number, warp, depth in sorted(set(state["events"])):
                 run.record.add(step, _index_of(number, grid), warp, depth)
