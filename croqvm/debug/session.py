@@ -13,6 +13,9 @@ is the state after N - 1 steps, which a re-run from the start reproduces exactly
 engine and both schedules are deterministic). Going back (``reverse_step``, ...) re-runs
 the call twice: once recording the steps where the wanted stop could be, once to the
 chosen step, with the program's printing silenced until then.
+
+A launch's blocks in which the run can not stop run on the native engine
+(croqvm.debug.forward, ``_Run.blocks``): the session shows the same either way.
 """
 from __future__ import annotations
 
