@@ -107,6 +107,14 @@ def test_a_fault_in_a_late_block_is_reported_as_the_reference_session_does(scrip
     assert status == 3 and "block (11)" in text
 
 
+def test_the_step_limit_in_a_late_block_is_met_where_the_reference_session_meets_it():
+    program = croqvm.compile(BLOCKS, "blocks.co")       # about 190 warp-steps a block
+    status, text, _, _ = _same(program, "blocks", (np.full(1024, -1, np.int32), 12,
+                                                   np.zeros(262144, np.int32)),
+                               "break fault\nc\nrs\nrs\nc\n", max_steps=2000)
+    assert status == 3 and "step limit of 2000" in text and "block (10)" in text
+
+
 @pytest.mark.parametrize("script", ["watch c.at(20, 40)\nc\nrs\nc\n",
                                     "b 31 if bm == 1 && bn == 2 && tm == 3\nc\nfinish\n"])
 def test_dma_into_shared_memory_over_a_2d_grid(script):
