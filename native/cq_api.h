@@ -239,10 +239,11 @@ const cq_stat *cq_trace_stats(const cq_call *call);
  * (per kernel instruction: its statement's line as a number, -1 none) each block that
  * ends records, per warp and control depth, its last statement start there and the
  * block's first one (cq_debug_events), by session.py's rule of a new statement.
- * With ``nsave`` buffers, the host slots ``save_slot``, their bytes are saved to
- * ``save_to`` before the first block and before each later block that begins at least
- * ``save_every`` lane-steps after the last save, so that a run on the real memory can
- * go back to the start of a block before the one it stopped in (cq_debug_saved).
+ * With ``nsave`` buffers, the host slots ``save_slot``, their bytes are saved before the
+ * first block and before each later block that begins at least ``save_every``
+ * lane-steps after the last save, so that a run on the real memory can go back to the
+ * start of a block before the one it stopped in (cq_debug_saved): over the older of two
+ * saves, in two areas, save_to[area * nsave + k] for buffer k.
  * cq_debug_launch returns 0, or 1 with the fault the LAUNCH gives recorded. */
 typedef struct {
     const uint8_t *stop_pc;
@@ -264,9 +265,10 @@ int cq_debug_launch(cq_call *call, int32_t launch, int64_t first, int64_t last,
                     int64_t steps, int64_t lane_steps);
 /* Statement starts recorded, 4 words each: step, block number, warp, depth. */
 const int64_t *cq_debug_events(const cq_call *call, int64_t *n);
-/* The last save: the block it was made before (-1: none), the steps, lane-steps, random
- * schedule's state and bytes of output so far then. */
-void cq_debug_saved(const cq_call *call, int64_t *out);
+/* The last save (``which`` 0) or the one before (1): the block it was made before (-1:
+ * none), the steps, lane-steps, random schedule's state and bytes of output so far then,
+ * and its area. */
+void cq_debug_saved(const cq_call *call, int which, int64_t *out);
 /* The random schedule's state after the run. */
 uint64_t cq_rng_state(const cq_call *call);
 

@@ -28,14 +28,15 @@ typedef struct cq_debug_state {
     int64_t first_step, first_warp, first_depth;
     int64_t *events;            /* 4 words each: step, block number, warp, depth */
     int64_t nevents, capevents;
-    int64_t saved[5];           /* cq_debug_saved */
+    /* cq_debug_saved: the last save, then the one before; ``area``: where it is */
+    struct { int64_t block, steps, lane_steps, rng, output, area; } saved[2];
 } cq_debug_state;
 
 void cq_debug_attach(cq_call *call, const cq_debug *dbg)
 {
     cq_debug_state *d = cq_xcalloc(1, sizeof *d);
     d->in = *dbg;
-    d->saved[0] = -1;
+    d->saved[0].block = d->saved[1].block = -1;
     if (d->in.nwatch > 16)        /* croqvm/debug/forward.py hands over at most 16 */
         abort();
     call->debug = d;
@@ -136,22 +137,26 @@ static void add_event(cq_debug_state *d, int64_t step, int64_t number, int64_t w
 void cq_debug_block_start(cq_call *call)
 {
     cq_debug_state *d = call->debug;
-    if (!d->in.nsave || (d->saved[0] >= 0 && call->lane_steps - d->saved[2] < d->in.save_every))
+    if (!d->in.nsave ||
+        (d->saved[0].block >= 0 && call->lane_steps - d->saved[0].lane_steps < d->in.save_every))
         return;
+    int into = d->saved[0].block < 0 ? 0 : 1 - (int)d->saved[0].area;  /* over the older */
+    d->saved[1] = d->saved[0];
     for (int k = 0; k < d->in.nsave; k++) {
         const cq_buf *b = call->host->bufs[d->in.save_slot[k]][0];
-        memcpy(d->in.save_to[k], b->data, (size_t)(b->count * b->esize));
+        memcpy(d->in.save_to[into * d->in.nsave + k], b->data, (size_t)(b->count * b->esize));
     }
-    d->saved[0] = call->block_number;
-    d->saved[1] = call->steps;
-    d->saved[2] = call->lane_steps;
-    d->saved[3] = (int64_t)call->rng;
-    d->saved[4] = call->out_total;
+    d->saved[0].block = call->block_number;
+    d->saved[0].steps = call->steps;
+    d->saved[0].lane_steps = call->lane_steps;
+    d->saved[0].rng = (int64_t)call->rng;
+    d->saved[0].output = call->out_total;
+    d->saved[0].area = into;
 }
 
-void cq_debug_saved(const cq_call *call, int64_t *out)
+void cq_debug_saved(const cq_call *call, int which, int64_t *out)
 {
-    memcpy(out, call->debug->saved, sizeof call->debug->saved);
+    memcpy(out, &call->debug->saved[which], sizeof call->debug->saved[which]);
 }
 
 void cq_debug_block_end(cq_block *blk)

@@ -139,9 +139,10 @@ class FastForward:
             return number
         launch = hblk.prog.code.launches[index]
         real = {hs: hblk.bufs[hs][0].data for _, hs in launch.buffers if hblk.bufs.get(hs)}
-        saves = {hs: np.empty_like(data) for hs, data in real.items() if data.size}
+        saves = [{hs: np.empty_like(data) for hs, data in real.items() if data.size}
+                 for _ in range(2)]
         stop_pc, line = self._table(hblk, launch)
-        ffi, keep = self.ffi, []
+        ffi, keep = self.ffi, [saves]
         dbg = ffi.new("cq_debug *")
         if not to or run.record is not None:
             dbg.stop_pc = keep_ptr(keep, ffi, "uint8_t[]", stop_pc)
@@ -149,26 +150,30 @@ class FastForward:
         if to and run.record is not None:
             dbg.line = keep_ptr(keep, ffi, "int32_t[]", line)
         self._watches(dbg, keep, watches, real)
-        dbg.nsave = len(saves)
-        dbg.save_slot = keep_ptr(keep, ffi, "int32_t[]", list(saves) or [0])
-        dbg.save_to = keep_ptr(keep, ffi, "void *[]", [ffi.from_buffer(a) for a in
-                                                       saves.values()] or [ffi.NULL])
-        keep.append(saves)
+        dbg.nsave = len(saves[0])
+        dbg.save_slot = keep_ptr(keep, ffi, "int32_t[]", list(saves[0]) or [0])
+        dbg.save_to = keep_ptr(keep, ffi, "void *[]", [ffi.from_buffer(a) for area in saves
+                                                       for a in area.values()] or [ffi.NULL])
         # a save costs about what this many lane-steps do: between two, the run that
         # goes back after a stop costs little more than the save
-        dbg.save_every = sum(a.nbytes for a in saves.values()) // 4
+        dbg.save_every = sum(a.nbytes for a in saves[0].values()) // 4
         start = (call.steps, call.lane_steps, self._rng(call))
         stop, state = self._run(run, call, hblk, index, real, number, end, dbg, start)
         if stop is not None:
-            at, steps, lanes, rng, printed = state["saved"]
-            if at < 0:                   # it stopped before a block began
+            if state["early"] and stop > number:
+                # it faults before its first instruction runs under the hook: the stop
+                # shows the warp that ran last, so the block before runs there too
+                stop -= 1
+            save = next((at for at in state["saved"] if 0 <= at[0] <= stop), None)
+            if save is None:             # it stopped before a block began
                 return number
-            for hs, data in saves.items():
+            at, steps, lanes, rng, printed, area = save
+            for hs, data in saves[area].items():
                 real[hs][...] = data
-            events = state["events"]
             rng %= 1 << 64                # saved as a signed word
-            state = dict(steps=steps, lane_steps=lanes, rng=rng,
-                         output=state["output"][:printed], events=events)
+            state.update(steps=steps, lane_steps=lanes, rng=rng,
+                         output=state["output"][:printed],
+                         events=[e for e in state["events"] if e[1] < stop])
             if stop > at:
                 _, again = self._run(run, call, hblk, index, real, at, stop, None,
                                      (steps, lanes, rng))
@@ -226,8 +231,9 @@ class FastForward:
         from ``start`` (steps, lane-steps, the random schedule's state); with ``dbg``,
         until the first block it stops. Returns (the block that stopped or None, the
         state after: steps, lane_steps, rng, output (bytes), events (step, block
-        number, warp, depth) of the blocks before the stop, and the last save
-        (cq_debug_saved))."""
+        number, warp, depth) of the blocks before the stop, the last two saves
+        (cq_debug_saved), whether it stopped with a fault before the block's second
+        step)."""
         lib, ffi = self.lib, self.ffi
         steps, lanes, rng = start
         opts = ffi.new("cq_opts *", {
@@ -249,18 +255,20 @@ class FastForward:
             if dbg is not None:
                 lib.cq_debug_attach(c, dbg)
             out = []
-            stop = first if lib.cq_debug_launch(c, index, first, last, steps, lanes) else \
+            stop, early = (first, False) if lib.cq_debug_launch(c, index, first, last, steps,
+                                                                lanes) else \
                 self._slices(run, c, out, dbg is not None)
             at = ffi.new("cq_position *")
             lib.cq_where(c, at)
             n = ffi.new("int64_t *")
             raw = lib.cq_debug_events(c, n)
             cut = stop if stop is not None else last
-            saved = ffi.new("int64_t[5]")
+            saved = [ffi.new("int64_t[6]") for _ in range(2)]
             if dbg is not None:
-                lib.cq_debug_saved(c, saved)
+                for which in range(2):
+                    lib.cq_debug_saved(c, which, saved[which])
             state = dict(steps=at.steps, lane_steps=at.lane_steps, rng=lib.cq_rng_state(c),
-                         output=b"".join(out), saved=list(saved),
+                         output=b"".join(out), saved=[list(x) for x in saved], early=early,
                          events=[e for e in (tuple(raw[4 * k:4 * k + 4]) for k in range(n[0]))
                                  if e[1] < cut])
             return stop, state
@@ -268,7 +276,8 @@ class FastForward:
             lib.cq_call_free(c)
 
     def _slices(self, run, c, out: list, dry: bool):
-        """Run ``c`` to its end; the block it stopped in, or None."""
+        """Run ``c`` to its end: (the block it stopped in or None, whether it stopped
+        with a fault before that block's second step)."""
         lib, ffi = self.lib, self.ffi
         chunk = ffi.new("char[]", 1 << 16)
         while True:
@@ -277,11 +286,14 @@ class FastForward:
                 k = lib.cq_take_output(c, chunk, len(chunk))
                 out.append(ffi.buffer(chunk, k)[:])
             if status == lib.CQ_RUN_DONE:
-                return None
+                return None, False
             at = ffi.new("cq_position *")
             lib.cq_where(c, at)
-            if status != lib.CQ_RUN_SLICE or dry and run.interrupt:
-                return at.block_number
+            if status != lib.CQ_RUN_SLICE:
+                fault = lib.cq_get_fault(c).kind != lib.CQ_DEBUG_STOP
+                return at.block_number, fault and at.block_steps <= 1
+            if dry and run.interrupt:
+                return at.block_number, False
 
     def _adopt(self, run, call, grid, first, end, state):
         """The call's state after blocks ``first``..``end`` - 1 ran natively."""
