@@ -517,12 +517,12 @@ int cq_debug_launch(cq_call *call, int32_t launch, int64_t first, int64_t last,
     call->steps = steps;
     call->lane_steps = lane_steps;
     call->opts.jobs = 1;
-    if (call->debug)
-        cq_debug_resolve(call);
     call->blk = NULL;
     call->host->warps[0].ip = (int32_t)(ins - host->ins);
     if (cq_op_launch(&call->host->warps[0], ins) != CQ_ST_LAUNCH)
         return CQ_ST_FAULT;
+    if (call->debug)
+        cq_debug_resolve(call);
     call->block_number = first;
     for (int d = call->launch->ngrid - 1; d >= 0; d--) {
         call->cursor[d] = first % call->grid[d];

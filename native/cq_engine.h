@@ -370,6 +370,9 @@ typedef struct cq_call {
     /* the debugger's fast-forward (debug.c, cq_debug_launch): what stops a block, or
      * NULL; a launch that runs a range of its blocks only ends at block ``range_end`` */
     struct cq_debug_state *debug;
+    const uint8_t *debug_pc;    /* per instruction: its hook runs before it */
+    int64_t debug_step;         /* ... and before this step */
+    int32_t debug_watch;        /* ... and after each step */
     int32_t ranged;
     int64_t range_end;
     int64_t out_total;      /* bytes of output written, taken or not (debug.c's saves) */
@@ -525,9 +528,9 @@ void cq_pool_where(const cq_call *call, cq_position *out);
 __attribute__((cold)) void cq_trace_before(cq_block *blk, cq_warp *w, int ip);
 __attribute__((cold)) void cq_trace_after(cq_block *blk, cq_warp *w, int ip, uint32_t act);
 void cq_trace_free(struct cq_trace *trace);
-/* The debugger's fast-forward (debug.c): before and after each step while call->debug
- * is set (CQ_ST_FAULT with a CQ_DEBUG_STOP record: the block stops), and when a block
- * ends. */
+/* The debugger's fast-forward (debug.c): before a step where call->debug_pc or
+ * debug_step say, after each step with debug_watch (CQ_ST_FAULT with a CQ_DEBUG_STOP
+ * record: the block stops), and when a block starts and ends. */
 __attribute__((cold)) int cq_debug_before(cq_block *blk, cq_warp *w, int ip);
 __attribute__((cold)) int cq_debug_after(cq_block *blk);
 void cq_debug_block_start(cq_call *call);

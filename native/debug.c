@@ -18,6 +18,7 @@
 
 typedef struct cq_debug_state {
     cq_debug in;
+    uint8_t *hook;              /* per kernel instruction: a stop or a statement recorded */
     uint8_t *at[16];            /* per watch: the element's bytes, once resolved */
     /* recording, over the block running: per warp its last statement start (line -1:
      * none yet), per warp and depth the step of its last statement start there (0:
@@ -46,6 +47,7 @@ void cq_debug_free(cq_debug_state *d)
 {
     if (!d)
         return;
+    free(d->hook);
     free(d->last_line);
     free(d->last_pc);
     free(d->at_depth);
@@ -176,10 +178,18 @@ void cq_debug_block_end(cq_block *blk)
     forget_block(d);
 }
 
-/* The watched elements in the buffers the call binds (cq_debug_launch, after cq_bind). */
+/* Once the launch is set up (cq_debug_launch): where the hooks run, and the watched
+ * elements in the buffers the call binds. */
 void cq_debug_resolve(cq_call *call)
 {
     cq_debug_state *d = call->debug;
+    const cq_code *code = &call->prog->kernels[call->launch->kernel].code;
+    d->hook = cq_xcalloc((size_t)code->n + 1, 1);
+    for (int ip = 0; ip < code->n; ip++)
+        d->hook[ip] = (d->in.stop_pc && d->in.stop_pc[ip]) || (d->in.line && d->in.line[ip] >= 0);
+    call->debug_pc = d->hook;
+    call->debug_step = d->in.stop_step;
+    call->debug_watch = d->in.nwatch > 0;
     for (int k = 0; k < d->in.nwatch; k++)
         d->at[k] = (uint8_t *)call->host->bufs[d->in.watch_slot[k]][0]->data +
                    d->in.watch_offset[k];
