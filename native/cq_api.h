@@ -252,7 +252,7 @@ typedef struct {
     int32_t nwatch;
     const int32_t *watch_slot;      /* the host buffer slot */
     const int64_t *watch_offset;    /* the element's byte offset */
-    const int32_t *watch_size;      /* its bytes, at most 16 */
+    const int32_t *watch_size;      /* its bytes: 1, 2, 4 or 8 */
     const uint8_t *watch_old;       /* 16 bytes a watch: the value last seen */
     int32_t nsave;
     const int32_t *save_slot;

@@ -19,7 +19,7 @@
 typedef struct cq_debug_state {
     cq_debug in;
     uint8_t *hook;              /* per kernel instruction: a stop or a statement recorded */
-    uint8_t *at[16];            /* per watch: the element's bytes, once resolved */
+    cq_watch watch[16];
     /* recording, over the block running: per warp its last statement start (line -1:
      * none yet), per warp and depth the step of its last statement start there (0:
      * none; steps start at 1), the block's first statement start (step 0: none) */
@@ -55,7 +55,7 @@ void cq_debug_free(cq_debug_state *d)
     free(d);
 }
 
-static int stop(cq_block *blk)
+int cq_debug_stop(cq_block *blk)
 {
     cq_fault_new(blk, NULL, CQ_DEBUG_STOP, -1);
     return CQ_ST_FAULT;
@@ -104,18 +104,9 @@ int cq_debug_before(cq_block *blk, cq_warp *w, int ip)
 {
     cq_debug_state *d = blk->call->debug;
     if ((d->in.stop_pc && d->in.stop_pc[ip]) || blk->call->steps >= d->in.stop_step)
-        return stop(blk);
+        return cq_debug_stop(blk);
     if (d->in.line)
         record(d, blk, w, ip);
-    return CQ_ST_OK;
-}
-
-int cq_debug_after(cq_block *blk)
-{
-    cq_debug_state *d = blk->call->debug;
-    for (int k = 0; k < d->in.nwatch; k++)
-        if (memcmp(d->at[k], d->in.watch_old + 16 * k, (size_t)d->in.watch_size[k]))
-            return stop(blk);
     return CQ_ST_OK;
 }
 
@@ -189,10 +180,16 @@ void cq_debug_resolve(cq_call *call)
         d->hook[ip] = (d->in.stop_pc && d->in.stop_pc[ip]) || (d->in.line && d->in.line[ip] >= 0);
     call->debug_pc = d->hook;
     call->debug_step = d->in.stop_step;
-    call->debug_watch = d->in.nwatch > 0;
-    for (int k = 0; k < d->in.nwatch; k++)
-        d->at[k] = (uint8_t *)call->host->bufs[d->in.watch_slot[k]][0]->data +
-                   d->in.watch_offset[k];
+    for (int k = 0; k < d->in.nwatch; k++) {
+        cq_watch *wt = &d->watch[k];
+        wt->at = (uint8_t *)call->host->bufs[d->in.watch_slot[k]][0]->data +
+                 d->in.watch_offset[k];
+        wt->size = d->in.watch_size[k];
+        wt->old = 0;
+        memcpy(&wt->old, d->in.watch_old + 16 * k, (size_t)wt->size);
+    }
+    call->debug_watch = d->watch;
+    call->ndebug_watch = d->in.nwatch;
 }
 
 const int64_t *cq_debug_events(const cq_call *call, int64_t *n)

@@ -135,7 +135,8 @@ class FastForward:
                     end = min(end, at)
         to = run.mode == TO
         watches = [] if to else [w for w in self.s.watches if w.buffer[0] is None]
-        if end == number or any(w.old is None for w in watches):
+        if end == number or any(w.old is None or w.old.itemsize not in (1, 2, 4, 8)
+                                for w in watches):
             return number
         launch = hblk.prog.code.launches[index]
         real = {hs: hblk.bufs[hs][0].data for _, hs in launch.buffers if hblk.bufs.get(hs)}

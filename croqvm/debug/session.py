@@ -242,6 +242,8 @@ class _Run:
                                        watch=(watch, new, new, self.where_of(w),
                                               s.touching(self, w, pc, watch))), after=True)
                 continue
+            if watch.old is not None and watch.old.tobytes() == new.tobytes():
+                continue                    # unchanged (the common case, checked cheaply)
             if watch.old is not None and not _same(watch.old, new):
                 old, watch.old = watch.old, new.copy()
                 self.pause(w, Stop("watch", self.call.steps,
