@@ -130,8 +130,7 @@ static void add_event(cq_debug_state *d, int64_t step, int64_t number, int64_t w
 void cq_debug_block_start(cq_call *call)
 {
     cq_debug_state *d = call->debug;
-    if (!d->in.nsave ||
-        (d->saved[0].block >= 0 && call->lane_steps - d->saved[0].lane_steps < d->in.save_every))
+    if (d->saved[0].block >= 0 && call->lane_steps - d->saved[0].lane_steps < d->in.save_every)
         return;
     int into = d->saved[0].block < 0 ? 0 : 1 - (int)d->saved[0].area;  /* over the older */
     d->saved[1] = d->saved[0];

@@ -5,15 +5,17 @@ session's hook.
 The blocks of an ordinary launch run one after another (croqvm.interp.engine
 run_launch), so a block starts from the host program's state and the global memory the
 blocks before it left, and both engines compute the same from the same state, step
-counts and schedule draws included. Before the blocks of a launch that are left, the
-forward asks which is the first where the session's hook could stop (``_Run.before``
-and ``after``): it runs them natively on a copy of the memory they can write, with
-native/debug.c's tests, which end that run in the first block that reaches a statement
-at a breakpoint's line, changes the bytes of a watched element, faults, holds the
-step a re-run goes back to, or that a Ctrl-C finds running. The blocks before that one
-then run natively on the real memory (none stops: the copy becomes the memory), and
-that block runs on the reference engine, which decides whether it really stops there
-(a breakpoint's condition may not hold); the next block starts the question again.
+counts and random schedule draws included. Before the blocks of a launch that are left,
+the blocks run natively on the real memory with native/debug.c's tests, which end the
+run in the first block where the session's hook (``_Run.before`` and ``after``) could
+stop: one that reaches a statement at a breakpoint's line, changes the bytes of a
+watched element, faults, holds the step a re-run goes to, or that a Ctrl-C finds
+running. The memory the launch binds is saved before blocks, about as often as a save
+costs what the blocks between cost; after a stop it goes back to the last save before
+that block and the blocks from there up to it run natively again, and the block runs on
+the reference engine, which decides whether it really stops there (a breakpoint's
+condition may not hold); the next block starts the question again. So a stop costs
+about one native run of the blocks before it, and its own block on the reference engine.
 
 Where the hook needs every instruction or blocks depend on each other, every block
 runs on the reference engine (``_launch_ok``, ``_mode_ok``): a check (race, init), a
@@ -106,34 +108,24 @@ class FastForward:
                        for b in arrays[k + 1:])
 
     def _mode_ok(self, run) -> bool:
-        """Whether the run's next stop can only be at a breakpoint, a watchpoint, a fault
-        or a step count (session.py _Run.wanted), not at whatever any warp runs next."""
-        from .session import CONTINUE, FINISH, NEXT, TO
         if run.interrupt or any(w.read for w in self.s.watches) or \
                 len(self.s.watches) > MAX_WATCHES:
             return False
-        if run.mode in (CONTINUE, TO):
-            return True
-        fw = run.focus_warp
-        if fw is None:
-            return False
-        # finish stops when a kernel warp's host resumes; next from the host steps over
-        return run.mode == FINISH or run.mode == NEXT and fw.blk.is_host
+        return run.stops_only_at_marks()
 
     # ------------------------------------------------------------------ running
 
     def _forward(self, run, call, hblk, index, grid, number: int, total: int) -> int:
         """Run blocks from ``number`` on natively up to the first where the run may
         stop; returns that block's number (``total``: none)."""
-        from .session import TO
         end = total
         for watch in self.s.watches:         # a block's own buffer: watched in that block
             block = watch.buffer[0]
             if block is not None:
-                at = _number_of(block, grid)
-                if at is not None and at >= number:
-                    end = min(end, at)
-        to = run.mode == TO
+                watched = _number_of(block, grid)
+                if watched is not None and watched >= number:
+                    end = min(end, watched)
+        to = run.replaying
         watches = [] if to else [w for w in self.s.watches if w.buffer[0] is None]
         if end == number or any(w.old is None or w.old.itemsize not in (1, 2, 4, 8)
                                 for w in watches):
@@ -146,14 +138,14 @@ class FastForward:
         ffi, keep = self.ffi, [saves]
         dbg = ffi.new("cq_debug *")
         if not to or run.record is not None:
-            dbg.stop_pc = keep_ptr(keep, ffi, "uint8_t[]", stop_pc)
+            dbg.stop_pc = _array(keep, ffi, "uint8_t[]", stop_pc)
         dbg.stop_step = run.target if to else NO_LIMIT
         if to and run.record is not None:
-            dbg.line = keep_ptr(keep, ffi, "int32_t[]", line)
+            dbg.line = _array(keep, ffi, "int32_t[]", line)
         self._watches(dbg, keep, watches, real)
         dbg.nsave = len(saves[0])
-        dbg.save_slot = keep_ptr(keep, ffi, "int32_t[]", list(saves[0]) or [0])
-        dbg.save_to = keep_ptr(keep, ffi, "void *[]", [ffi.from_buffer(a) for area in saves
+        dbg.save_slot = _array(keep, ffi, "int32_t[]", list(saves[0]) or [0])
+        dbg.save_to = _array(keep, ffi, "void *[]", [ffi.from_buffer(a) for area in saves
                                                        for a in area.values()] or [ffi.NULL])
         # a save costs about what this many lane-steps do: between two, the run that
         # goes back after a stop costs little more than the save
@@ -191,19 +183,16 @@ class FastForward:
     def _table(self, hblk, launch):
         """(stop_pc, line) of the launch's kernel: its statements at breakpoint lines,
         and each instruction's statement line as a number (-1: none)."""
-        from .session import _STRUCTURAL
         code = self.fn.kernels[launch.kernel].code
         prog = hblk.call.program(code)
         key = (id(code), tuple((b.file, b.line) for b in self.s.breakpoints))
         if key not in self._tables:
-            lines = self.s.lines(prog)
+            lines = self.s.statement_lines(prog)
             numbers: dict = {}
-            line = np.array([numbers.setdefault(lines[pc], len(numbers))
-                             if ins[0] not in _STRUCTURAL and lines[pc] is not None else -1
-                             for pc, ins in enumerate(prog.ins)] or [-1], np.int32)
+            line = np.array([-1 if at is None else numbers.setdefault(at, len(numbers))
+                             for at in lines] or [-1], np.int32)
             marked = {(b.file, b.line) for b in self.s.breakpoints}
-            stop = np.array([line[pc] >= 0 and lines[pc] in marked
-                             for pc in range(len(prog.ins))] or [0], np.uint8)
+            stop = np.array([at in marked for at in lines] or [0], np.uint8)
             self._tables[key] = (stop, line)
         return self._tables[key]
 
@@ -211,7 +200,7 @@ class FastForward:
         ffi = self.ffi
         slots, offsets, sizes = [], [], []
         old = np.zeros(16 * max(1, len(watches)), np.uint8)
-        for k, w in enumerate(watches):
+        for w in watches:
             _, slot, _ = w.buffer
             data = buffers.get(slot)
             if data is None:          # not a buffer of this launch: it can not change
@@ -222,10 +211,10 @@ class FastForward:
             offsets.append(int(np.ravel_multi_index(w.index, data.shape)) * data.itemsize)
             sizes.append(data.itemsize)
         dbg.nwatch = len(slots)
-        dbg.watch_slot = keep_ptr(keep, ffi, "int32_t[]", slots or [0])
-        dbg.watch_offset = keep_ptr(keep, ffi, "int64_t[]", offsets or [0])
-        dbg.watch_size = keep_ptr(keep, ffi, "int32_t[]", sizes or [0])
-        dbg.watch_old = keep_ptr(keep, ffi, "uint8_t[]", old)
+        dbg.watch_slot = _array(keep, ffi, "int32_t[]", slots or [0])
+        dbg.watch_offset = _array(keep, ffi, "int64_t[]", offsets or [0])
+        dbg.watch_size = _array(keep, ffi, "int32_t[]", sizes or [0])
+        dbg.watch_old = _array(keep, ffi, "uint8_t[]", old)
 
     def _run(self, run, call, hblk, index, buffers, first, last, dbg, start):
         """Blocks ``first``..``last`` - 1 on ``buffers`` (host slot -> array), natively,
@@ -246,7 +235,7 @@ class FastForward:
         try:
             hw = hblk.warps[0]
             for r in range(len(hblk.prog.code.regs)):
-                lib.cq_set_reg(c, r, keep_ptr(keep, ffi, "char[]", hw.regs[r][:1].tobytes()))
+                lib.cq_set_reg(c, r, _array(keep, ffi, "char[]", hw.regs[r][:1].tobytes()))
             for hs, data in buffers.items():
                 shape = ffi.new("int64_t[]", list(data.shape) or [0])
                 ptr = ffi.from_buffer("char[]", data, require_writable=True) \
@@ -268,17 +257,19 @@ class FastForward:
             if dbg is not None:
                 for which in range(2):
                     lib.cq_debug_saved(c, which, saved[which])
-            state = dict(steps=at.steps, lane_steps=at.lane_steps, rng=lib.cq_rng_state(c),
-                         output=b"".join(out), saved=[list(x) for x in saved], early=early,
-                         events=[e for e in (tuple(raw[4 * k:4 * k + 4]) for k in range(n[0]))
-                                 if e[1] < cut])
+            events = (tuple(raw[4 * k:4 * k + 4]) for k in range(n[0]))
+            state = {"steps": at.steps, "lane_steps": at.lane_steps,
+                     "rng": lib.cq_rng_state(c), "output": b"".join(out),
+                     "saved": [list(x) for x in saved], "early": early,
+                     "events": [e for e in events if e[1] < cut]}
             return stop, state
         finally:
             lib.cq_call_free(c)
 
-    def _slices(self, run, c, out: list, dry: bool):
+    def _slices(self, run, c, out: list, stoppable: bool):
         """Run ``c`` to its end: (the block it stopped in or None, whether it stopped
-        with a fault before that block's second step)."""
+        with a fault before that block's second step). A Ctrl-C stops a ``stoppable``
+        run; the run that goes back to a stop's block is not one."""
         lib, ffi = self.lib, self.ffi
         chunk = ffi.new("char[]", 1 << 16)
         while True:
@@ -293,7 +284,7 @@ class FastForward:
             if status != lib.CQ_RUN_SLICE:
                 fault = lib.cq_get_fault(c).kind != lib.CQ_DEBUG_STOP
                 return at.block_number, fault and at.block_steps <= 1
-            if dry and run.interrupt:
+            if stoppable and run.interrupt:
                 return at.block_number, False
 
     def _adopt(self, run, call, grid, first, end, state):
@@ -309,7 +300,7 @@ class FastForward:
         run.blk, run.last = None, {}      # the host's next statement starts anew
 
 
-def keep_ptr(keep: list, ffi, kind: str, values):
+def _array(keep: list, ffi, kind: str, values):
     """A C array of ``values`` that lives as long as ``keep``."""
     if isinstance(values, np.ndarray):
         ptr = ffi.from_buffer(kind, values)

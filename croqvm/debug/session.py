@@ -157,11 +157,9 @@ class _Run:
     # ------------------------------------------------------------------ the hook
 
     def instrument(self, prog, steps: list) -> list:
-        s = self.s
-        lines = s.lines(prog)
-        stmt = [ins[0] not in _STRUCTURAL and lines[pc] is not None
-                for pc, ins in enumerate(prog.ins)]
-        return [(self._wrap(handler, pc, lines[pc], stmt[pc]), operands)
+        lines = self.s.lines(prog)
+        stmt = self.s.statement_lines(prog)
+        return [(self._wrap(handler, pc, lines[pc], stmt[pc] is not None), operands)
                 for pc, (handler, operands) in enumerate(steps)]
 
     def _wrap(self, handler, pc: int, line, statement: bool):
@@ -226,6 +224,22 @@ class _Run:
         if mode == NEXT:
             return new and (fw.state == DONE or back)
         return new and back                                   # FINISH
+
+    @property
+    def replaying(self) -> bool:
+        """Whether the run goes to a step count (a re-run), blind to the rest."""
+        return self.mode == TO
+
+    def stops_only_at_marks(self) -> bool:
+        """Whether, by ``wanted``, the run's next stop can only be at a breakpoint, a
+        watchpoint, a fault or a step count, not at what any warp runs next."""
+        if self.mode in (CONTINUE, TO):
+            return True
+        fw = self.focus_warp
+        if fw is None:
+            return False
+        # finish stops when a kernel warp's host resumes; next from the host steps over
+        return self.mode == FINISH or self.mode == NEXT and fw.blk.is_host
 
     def after(self, w, pc):
         s = self.s
@@ -486,6 +500,14 @@ class Session:
                 table.append(None if hidden else (sp.file, sp.line))
             self._lines[key] = table
         return self._lines[key]
+
+    def statement_lines(self, prog) -> list:
+        """(file, line) of each instruction of ``prog`` that is a statement's, where a
+        new statement can start (``_Run.before``); None for the others, the closing
+        instructions of structures among them."""
+        lines = self.lines(prog)
+        return [None if ins[0] in _STRUCTURAL else lines[pc]
+                for pc, ins in enumerate(prog.ins)]
 
     def source_line(self, file: str, line: int) -> str:
         src = self.spans.files.get(file)
