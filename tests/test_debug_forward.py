@@ -15,6 +15,7 @@ import croqvm
 from croqvm.cli.main import main
 from croqvm.debug import Session
 from croqvm.debug.console import Console, run_script
+from croqvm.debug.forward import FastForward
 from croqvm.interp import engine
 from croqvm.native import unavailable
 
@@ -161,3 +162,18 @@ def test_cli_no_fast_forward_gives_the_same_transcript(tmp_path, capsys):
                      "--random-inputs", "--script", str(tmp_path / "cmds"), *flag]) == 0
         shown.append(capsys.readouterr().out)
     assert shown[0] == shown[1] and "by block (12) warp 0 lanes 12" in shown[0]
+
+
+def test_blocks_that_all_stop_are_tried_less_often_when_saving_costs_more(monkeypatch):
+    tries = []
+    forward = FastForward._forward
+
+    def counting(self, run, call, hblk, index, grid, number, total):
+        tries.append(number)
+        return forward(self, run, call, hblk, index, grid, number, total)
+    monkeypatch.setattr(FastForward, "_forward", counting)
+    program = croqvm.compile(BLOCKS, "blocks.co")     # 1 MiB to save, a block's 5,000
+    _same(program, "blocks", (np.full(1024, -1, np.int32), 12,   # lane-steps: each try
+                              np.zeros(262144, np.int32)),       # pauses twice as long
+          "b 4 if t == 1\n" + "c\n" * 17)
+    assert tries[:5] == [0, 2, 5, 10, 0]      # the second launch starts again

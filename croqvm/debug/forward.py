@@ -36,6 +36,10 @@ from ..native import extension
 from ..native.driver import NO_LIMIT, SCHEDULES, SLICE_STEPS, program
 
 MAX_WATCHES = 16            # native/debug.c holds at most this many watched elements
+# a lane-step under the hook costs about as much as saving 75 times 4 bytes: saving more
+# than SAVE_RATIO times 4 bytes a lane-step of a block costs more than a tenth of it
+SAVE_RATIO = 8
+MAX_PAUSE = 64
 
 
 def _index_of(number: int, grid) -> tuple:
@@ -78,13 +82,26 @@ class FastForward:
         total = math.prod(grid)
         launch = hblk.prog.code.launches[index]
         ok = self.ok and self._launch_ok(call, hblk, launch)
-        number = 0
+        saved = sum(hblk.bufs[hs][0].data.nbytes for hs in {hs for _, hs in launch.buffers}
+                    if hblk.bufs.get(hs)) if ok else 0
+        number, pause, wait = 0, 0, 1
         while number < total:
-            if ok and self._mode_ok(run):
-                number = self._forward(run, call, hblk, index, grid, number, total)
+            tried = ok and pause == 0 and self._mode_ok(run)
+            if tried:
+                number, first = self._forward(run, call, hblk, index, grid, number,
+                                              total), number
                 if number == total:
                     break
+            pause = max(0, pause - 1)
+            lanes = call.lane_steps
             yield number, _index_of(number, grid)
+            # blocks stopping at once (a condition every block's warps meet, say) while
+            # saving the memory costs more than a tenth of the block under the hook:
+            # the next try after 1, 2, 4, ... up to MAX_PAUSE blocks
+            if tried and number == first and saved // 4 > SAVE_RATIO * (call.lane_steps - lanes):
+                pause, wait = wait, min(2 * wait, MAX_PAUSE)
+            elif tried:
+                wait = 1
             number += 1
 
     def _launch_ok(self, call, hblk, launch) -> bool:
