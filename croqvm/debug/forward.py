@@ -88,8 +88,8 @@ class FastForward:
         while number < total:
             tried = ok and pause == 0 and self._mode_ok(run)
             if tried:
-                number, first = self._forward(run, call, hblk, index, grid, number,
-                                              total), number
+                first = number
+                number = self._forward(run, call, hblk, index, grid, number, total)
                 if number == total:
                     break
             pause = max(0, pause - 1)
