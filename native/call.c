@@ -451,6 +451,7 @@ void cq_call_free(cq_call *call)
     cq_block_free(call->blk);
     cq_block_free(call->host);
     cq_trace_free(call->trace);
+    cq_debug_free(call->debug);
     for (int k = 0; k < call->prog->nkernels; k++)
         free(call->kglobals[k]);
     free(call->kglobals);
@@ -496,6 +497,40 @@ int cq_bind(cq_call *call, int32_t slot, void *data, int32_t ndim, const int64_t
     insts[0] = b;
     call->host->bufs[slot] = insts;
     return 0;
+}
+
+void cq_debug_resolve(cq_call *call);
+
+/* cq_api.h: blocks first..last-1 of a launch, for the debugger. The host registers hold
+ * what the reference engine's do at the LAUNCH, so the launch converts its arguments
+ * and checks its grid as the LAUNCH instruction does; it runs serially. */
+int cq_debug_launch(cq_call *call, int32_t launch, int64_t first, int64_t last,
+                    int64_t steps, int64_t lane_steps)
+{
+    const cq_code *host = &call->prog->host;
+    const cq_ins *ins = NULL;
+    for (int k = 0; k < host->n && !ins; k++)
+        if (host->ins[k].op == CQ_OP_LAUNCH && host->ins[k].a == launch)
+            ins = &host->ins[k];
+    if (!ins)
+        return CQ_INTERNAL_ERROR(call->host);
+    call->steps = steps;
+    call->lane_steps = lane_steps;
+    call->opts.jobs = 1;
+    call->blk = NULL;
+    call->host->warps[0].ip = (int32_t)(ins - host->ins);
+    if (cq_op_launch(&call->host->warps[0], ins) != CQ_ST_LAUNCH)
+        return CQ_ST_FAULT;
+    if (call->debug)
+        cq_debug_resolve(call);
+    call->block_number = first;
+    for (int d = call->launch->ngrid - 1; d >= 0; d--) {
+        call->cursor[d] = first % call->grid[d];
+        first /= call->grid[d];
+    }
+    call->ranged = 1;
+    call->range_end = last;
+    return CQ_ST_OK;
 }
 
 /* ------------------------------------------------------------------ cooperative launches */
@@ -735,11 +770,15 @@ int cq_run(cq_call *call, int64_t slice_steps)
                 return CQ_RUN_SLICE;
             if (st != CQ_ST_DONE || cq_check_kernel_end(call->blk) != CQ_ST_OK)
                 return fault_status(call);
+            if (call->debug)
+                cq_debug_block_end(call->blk);
             cq_block_free(call->blk);
             call->blk = NULL;
             call->block_number++;
             if (!next_index(call))
                 call->launching = 0;
+            if (call->ranged && (!call->launching || call->block_number == call->range_end))
+                return CQ_RUN_DONE;      /* the range of cq_debug_launch: no host after it */
             continue;
         }
         if (call->pool) {
@@ -766,6 +805,8 @@ int cq_run(cq_call *call, int64_t slice_steps)
                 cq_pool_start(call);
                 continue;
             }
+            if (call->debug)
+                cq_debug_block_start(call);
             if (start_block(call) != CQ_ST_OK)
                 return fault_status(call);
             continue;
@@ -801,6 +842,7 @@ void cq_out_write(cq_call *call, const char *s, size_t n)
     }
     memcpy(call->out + call->nout, s, n);
     call->nout += n;
+    call->out_total += (int64_t)n;
 }
 
 size_t cq_output_size(const cq_call *call)

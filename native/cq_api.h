@@ -27,8 +27,9 @@ enum cq_status { CQ_RUN_DONE, CQ_RUN_SLICE, CQ_RUN_FAULT, CQ_RUN_INTERNAL };
  * host program); ``span`` the span the message points at; ``lane`` the block lane at
  * fault (-1: none). CQ_RUN_INTERNAL's origin is ``c_file``:``c_line``. CQ_RACE_STOP is no
  * error: the race check's detector stopped the run (cq_race_stopped), whose report the
- * reference engine gives. */
-enum { CQ_DEADLOCK = 0, CQ_RACE_STOP = -1 };
+ * reference engine gives. CQ_DEBUG_STOP is none either: a block the debugger's
+ * fast-forward leaves to the reference engine (cq_debug_launch). */
+enum { CQ_DEADLOCK = 0, CQ_RACE_STOP = -1, CQ_DEBUG_STOP = -2 };
 
 typedef struct {
     int32_t kind;
@@ -224,6 +225,52 @@ const cq_detail *cq_trace_details(const cq_call *call, int64_t *n);
 const cq_flow *cq_trace_flows(const cq_call *call, int64_t *n);
 const cq_process *cq_trace_processes(const cq_call *call, int64_t *n);
 const cq_stat *cq_trace_stats(const cq_call *call);
+
+/* The debugger's fast-forward (croqvm/debug/forward.py): blocks first..last-1 of host
+ * launch ``launch`` run as cq_run runs a launch, the host registers (cq_set_reg) and the
+ * buffers it binds (cq_bind) being those the reference engine holds, from step counts
+ * ``steps`` and ``lane_steps`` on (the random schedule draws from opts.seed, the
+ * reference scheduler's state); cq_run then returns CQ_RUN_DONE after block last-1.
+ * With ``dbg`` (cq_debug_attach, before cq_debug_launch) the run ends with
+ * CQ_DEBUG_STOP in the first block where the debugger could stop, which is left to the
+ * reference engine (cq_where names it): before a warp runs an instruction ip with
+ * stop_pc[ip] set (a statement at a breakpoint's line), before step stop_step, or after
+ * an instruction when the bytes of a watched element differ from ``old``. With ``line``
+ * (per kernel instruction: its statement's line as a number, -1 none) each block that
+ * ends records, per warp and control depth, its last statement start there and the
+ * block's first one (cq_debug_events), by session.py's rule of a new statement.
+ * With ``nsave`` buffers, the host slots ``save_slot``, their bytes are saved before the
+ * first block and before each later block that begins at least ``save_every``
+ * lane-steps after the last save, so that a run on the real memory can go back to the
+ * start of a block before the one it stopped in (cq_debug_saved): over the older of two
+ * saves, in two areas, save_to[area * nsave + k] for buffer k.
+ * cq_debug_launch returns 0, or 1 with the fault the LAUNCH gives recorded. */
+typedef struct {
+    const uint8_t *stop_pc;
+    int64_t stop_step;
+    const int32_t *line;
+    int32_t nwatch;
+    const int32_t *watch_slot;      /* the host buffer slot */
+    const int64_t *watch_offset;    /* the element's byte offset */
+    const int32_t *watch_size;      /* its bytes: 1, 2, 4 or 8 */
+    const uint8_t *watch_old;       /* 16 bytes a watch: the value last seen */
+    int32_t nsave;
+    const int32_t *save_slot;
+    void *const *save_to;
+    int64_t save_every;
+} cq_debug;
+
+void cq_debug_attach(cq_call *call, const cq_debug *dbg);
+int cq_debug_launch(cq_call *call, int32_t launch, int64_t first, int64_t last,
+                    int64_t steps, int64_t lane_steps);
+/* Statement starts recorded, 4 words each: step, block number, warp, depth. */
+const int64_t *cq_debug_events(const cq_call *call, int64_t *n);
+/* The last save (``which`` 0) or the one before (1): the block it was made before (-1:
+ * none), the steps, lane-steps, random schedule's state and bytes of output so far then,
+ * and its area. */
+void cq_debug_saved(const cq_call *call, int which, int64_t *out);
+/* The random schedule's state after the run. */
+uint64_t cq_rng_state(const cq_call *call);
 
 /* cdef end */
 #endif

@@ -367,6 +367,16 @@ typedef struct cq_call {
     struct cq_trace *trace; /* tracing (trace.c, croqvm trace), or NULL */
     struct cq_race *race;   /* the race check (race.c), shared by a pool's workers; NULL: none */
     int64_t race_first;     /* the race check's segment of the launch's first block */
+    /* the debugger's fast-forward (debug.c, cq_debug_launch): what stops a block, or
+     * NULL; a launch that runs a range of its blocks only ends at block ``range_end`` */
+    struct cq_debug_state *debug;
+    const uint8_t *debug_pc;    /* per instruction: its hook runs before it */
+    int64_t debug_step;         /* ... and before this step */
+    const struct cq_watch *debug_watch;  /* ... and after each step, these elements */
+    int32_t ndebug_watch;
+    int32_t ranged;
+    int64_t range_end;
+    int64_t out_total;      /* bytes of output written, taken or not (debug.c's saves) */
 } cq_call;
 
 /* ------------------------------------------------------------------ shared helpers */
@@ -519,6 +529,38 @@ void cq_pool_where(const cq_call *call, cq_position *out);
 __attribute__((cold)) void cq_trace_before(cq_block *blk, cq_warp *w, int ip);
 __attribute__((cold)) void cq_trace_after(cq_block *blk, cq_warp *w, int ip, uint32_t act);
 void cq_trace_free(struct cq_trace *trace);
+/* The debugger's fast-forward (debug.c): before a step where call->debug_pc or
+ * debug_step say, after each step when a watched element changed (CQ_ST_FAULT with a
+ * CQ_DEBUG_STOP record: the block stops), and when a block starts and ends. A watched
+ * element: where its bytes are, how many (1, 2, 4 or 8), and the value the debugger last
+ * saw in the low bytes of ``old``. */
+typedef struct cq_watch {
+    const uint8_t *at;
+    uint64_t old;
+    int32_t size;
+} cq_watch;
+
+static inline int cq_watch_changed(const cq_watch *wt, int n)
+{
+    for (int k = 0; k < n; k++) {
+        uint64_t v = 0;
+        switch (wt[k].size) {
+        case 1: { uint8_t x; memcpy(&x, wt[k].at, 1); v = x; break; }
+        case 2: { uint16_t x; memcpy(&x, wt[k].at, 2); v = x; break; }
+        case 4: { uint32_t x; memcpy(&x, wt[k].at, 4); v = x; break; }
+        default: memcpy(&v, wt[k].at, 8);
+        }
+        if (v != wt[k].old)
+            return 1;
+    }
+    return 0;
+}
+
+__attribute__((cold)) int cq_debug_before(cq_block *blk, cq_warp *w, int ip);
+__attribute__((cold)) int cq_debug_stop(cq_block *blk);
+void cq_debug_block_start(cq_call *call);
+void cq_debug_block_end(cq_block *blk);
+void cq_debug_free(struct cq_debug_state *d);
 /* The race check (race.c): state of the call and of each block, the synchronisation
  * it follows and the accesses it checks; an access hook returns CQ_ST_FAULT (a
  * CQ_RACE_STOP record) when the run races or does what only the reference engine

@@ -718,6 +718,11 @@ def debug(
             metavar="FILE",
             help="Read the commands from FILE, echoing each; at its end the run goes on to "
                  "its end. Without it the commands come from the terminal.")] = None,
+        fast_forward: Annotated[bool, typer.Option(
+            "--fast-forward/--no-fast-forward",
+            help="Run the kernel blocks the session can not stop in on the native engine "
+                 "(README: Stepping through a kernel); --no-fast-forward runs every block "
+                 "on the reference engine.")] = True,
         defines: Defines = None):
     inputs, dims = inputs or [], dims or []
     # there is always a function to give arguments to: --func, else the default one
@@ -734,7 +739,7 @@ def debug(
             raise errors.ArgumentError(f"--script {script}: {e.strerror}") from None
     raise SystemExit(_debug(program, func, args, dim_values, lines, script,
                             dict(schedule=schedule, seed=schedule_seed or 0, poison=poison,
-                                 check=check, max_steps=max_steps)))
+                                 check=check, max_steps=max_steps, fast_forward=fast_forward)))
 
 
 def _one_call(program, file, func, inputs, dims, random_inputs, seed):

@@ -13,6 +13,9 @@ is the state after N - 1 steps, which a re-run from the start reproduces exactly
 engine and both schedules are deterministic). Going back (``reverse_step``, ...) re-runs
 the call twice: once recording the steps where the wanted stop could be, once to the
 chosen step, with the program's printing silenced until then.
+
+A launch's blocks in which the run can not stop run on the native engine
+(croqvm.debug.forward, ``_Run.blocks``): the session shows the same either way.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ from ..interp.host import run_function
 from ..lang import ast
 from ..reports.blockview import BLOCKED, DONE
 from ..running.program import check_seed
+from .forward import FastForward
 from .values import DebugError, Lanes, Scope, Tile, parse, scalar_text
 
 # What ends a step: the focused warp starts a new statement (STEP), one at its nesting
@@ -153,11 +157,9 @@ class _Run:
     # ------------------------------------------------------------------ the hook
 
     def instrument(self, prog, steps: list) -> list:
-        s = self.s
-        lines = s.lines(prog)
-        stmt = [ins[0] not in _STRUCTURAL and lines[pc] is not None
-                for pc, ins in enumerate(prog.ins)]
-        return [(self._wrap(handler, pc, lines[pc], stmt[pc]), operands)
+        lines = self.s.lines(prog)
+        stmt = self.s.statement_lines(prog)
+        return [(self._wrap(handler, pc, lines[pc], stmt[pc] is not None), operands)
                 for pc, (handler, operands) in enumerate(steps)]
 
     def _wrap(self, handler, pc: int, line, statement: bool):
@@ -223,6 +225,22 @@ class _Run:
             return new and (fw.state == DONE or back)
         return new and back                                   # FINISH
 
+    @property
+    def replaying(self) -> bool:
+        """Whether the run goes to a step count (a re-run), blind to the rest."""
+        return self.mode == TO
+
+    def stops_only_at_marks(self) -> bool:
+        """Whether, by ``wanted``, the run's next stop can only be at a breakpoint, a
+        watchpoint, a fault or a step count, not at what any warp runs next."""
+        if self.mode in (CONTINUE, TO):
+            return True
+        fw = self.focus_warp
+        if fw is None:
+            return False
+        # finish stops when a kernel warp's host resumes; next from the host steps over
+        return self.mode == FINISH or self.mode == NEXT and fw.blk.is_host
+
     def after(self, w, pc):
         s = self.s
         if self.mode == TO:
@@ -238,6 +256,8 @@ class _Run:
                                        watch=(watch, new, new, self.where_of(w),
                                               s.touching(self, w, pc, watch))), after=True)
                 continue
+            if watch.old is not None and watch.old.tobytes() == new.tobytes():
+                continue                    # unchanged (the common case, checked cheaply)
             if watch.old is not None and not _same(watch.old, new):
                 old, watch.old = watch.old, new.copy()
                 self.pause(w, Stop("watch", self.call.steps,
@@ -259,6 +279,12 @@ class _Run:
         name = blk.prog.code.buffers[slot].name
         element = ", ".join(str(i) for i in race.element)
         return f"data race on '{name}' element ({element})"
+
+    def blocks(self, call, hblk, index: int, grid):
+        """The blocks of launch ``index`` the reference engine runs under the hook,
+        (number, index) in row-major order; the session's fast-forward runs the others
+        natively (croqvm.debug.forward)."""
+        return self.s.forward.blocks(self, call, hblk, index, grid)
 
     def where_of(self, w) -> tuple:
         return (None if w.blk.is_host else w.blk.index, w.index)
@@ -294,10 +320,13 @@ class Session:
     """``program.run(func, *args, **options)`` under the debugger, stopped before its
     first statement. ``options``: those of ``croqvm.Program.run`` the Python engine takes
     (``schedule``, ``seed``, ``poison``, ``check``, ``max_steps``, dims) and ``out``,
-    where the program's printing goes (default sys.stdout)."""
+    where the program's printing goes (default sys.stdout). ``fast_forward``: the
+    blocks the run can not stop in run on the native engine, where it is built
+    (croqvm.debug.forward); False runs every block under the hook."""
 
     def __init__(self, program, func: str, *args, out=None, schedule: str = "rr",
-                 seed: int = 0, poison: bool = False, check=None, max_steps=None, **dims):
+                 seed: int = 0, poison: bool = False, check=None, max_steps=None,
+                 fast_forward: bool = True, **dims):
         module = program.module
         if module.function(func) is None:
             raise ArgumentError(f"no function named '{func}' in this module.")
@@ -325,6 +354,7 @@ class Session:
                     given[...] = final
             return result
         self.runner = runner
+        self.forward = FastForward(self, module, func, fast_forward)
         self.breakpoints: list[Breakpoint] = []
         self.watches: list[Watch] = []
         self.break_fault = False
@@ -416,15 +446,9 @@ class Session:
 
     def _history(self, upto: int):
         """Every statement start before step ``upto``: (step, block, warp, depth, hit)."""
-        events = []
-
-        def record(run, w, pc, line, new):
-            if new:
-                hit = self.breakpoint_hit(run, w, line) is not None
-                events.append((run.call.steps, None if w.blk.is_host else w.blk.index,
-                               w.index, len(w.stack), hit))
+        record = _History(self)
         self._replay(upto, record)
-        return events
+        return record.events
 
     def _back_to(self, pick) -> Stop:
         here, focus = self.stop, self.focus
@@ -476,6 +500,14 @@ class Session:
                 table.append(None if hidden else (sp.file, sp.line))
             self._lines[key] = table
         return self._lines[key]
+
+    def statement_lines(self, prog) -> list:
+        """(file, line) of each instruction of ``prog`` that is a statement's, where a
+        new statement can start (``_Run.before``); None for the others, the closing
+        instructions of structures among them."""
+        lines = self.lines(prog)
+        return [None if ins[0] in _STRUCTURAL else lines[pc]
+                for pc, ins in enumerate(prog.ins)]
 
     def source_line(self, file: str, line: int) -> str:
         src = self.spans.files.get(file)
@@ -784,6 +816,24 @@ class Session:
         watched = self.watch_array(run, watch)
         return any(_reads_element(w, acc, i, watched, watch.index)
                    for i in np.flatnonzero(w.act))
+
+
+class _History:
+    """The statement starts a re-run passes (``_Run.record``): (step, block, warp, depth,
+    breakpoint hit), in step order."""
+
+    def __init__(self, session):
+        self.s, self.events = session, []
+
+    def __call__(self, run, w, pc, line, new):
+        if new:
+            hit = self.s.breakpoint_hit(run, w, line) is not None
+            self.events.append((run.call.steps, None if w.blk.is_host else w.blk.index,
+                                w.index, len(w.stack), hit))
+
+    def add(self, step, block, warp, depth):
+        """One the fast-forward passed, on no breakpoint's line (croqvm.debug.forward)."""
+        self.events.append((step, block, warp, depth, False))
 
 
 # Choosing where to go back to among the statement starts before now, (step, block,

@@ -217,7 +217,11 @@ def run_launch(hblk, index: int) -> None:
     elif cluster_blocks > 1:
         _run_clusters(call, start, grid, cluster)
     else:
-        for number, block in enumerate(_row_major(grid)):
+        # a debugger (croqvm.debug) runs the blocks it can not stop in natively and
+        # names the others
+        blocks = enumerate(_row_major(grid)) if call.debugger is None else \
+            call.debugger.blocks(call, hblk, index, grid)
+        for number, block in blocks:
             blk = start(number, block)
             run_block(blk)
             _end_block(blk)

@@ -1,0 +1,328 @@
+"""The debugger's fast-forward: the blocks of a launch where the session can not stop run
+on the native engine (native/debug.c), the others on the reference engine under the
+session's hook.
+
+The blocks of an ordinary launch run one after another (croqvm.interp.engine
+run_launch), so a block starts from the host program's state and the global memory the
+blocks before it left, and both engines compute the same from the same state, step
+counts and random schedule draws included. Before the blocks of a launch that are left,
+the blocks run natively on the real memory with native/debug.c's tests, which end the
+run in the first block where the session's hook (``_Run.before`` and ``after``) could
+stop: one that reaches a statement at a breakpoint's line, changes the bytes of a
+watched element, faults, holds the step a re-run goes to, or that a Ctrl-C finds
+running. The memory the launch binds is saved before blocks, about as often as a save
+costs what the blocks between cost; after a stop it goes back to the last save before
+that block and the blocks from there up to it run natively again, and the block runs on
+the reference engine, which decides whether it really stops there (a breakpoint's
+condition may not hold); the next block starts the question again. So a stop costs
+about one native run of the blocks before it, and its own block on the reference engine.
+
+Where the hook needs every instruction or blocks depend on each other, every block
+runs on the reference engine (``_launch_ok``, ``_mode_ok``): a check (race, init), a
+read watchpoint, a step that stops at the next statement or instruction of any warp,
+cooperative, clustered, asynchronous and stream launches, a kernel that allocates
+global memory (it outlives the block), a launch's buffers that alias each other.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..bytecode.module import Storage
+from ..core.limits import MAX_GRID
+from ..interp.scheduler import Random
+from ..native import extension
+from ..native.driver import NO_LIMIT, SCHEDULES, SLICE_STEPS, program
+
+MAX_WATCHES = 16            # native/debug.c holds at most this many watched elements
+# a lane-step under the hook costs about as much as saving 75 times 4 bytes: saving more
+# than SAVE_RATIO times 4 bytes a lane-step of a block costs more than a tenth of it
+SAVE_RATIO = 8
+MAX_PAUSE = 64
+
+
+def _index_of(number: int, grid) -> tuple:
+    """The index of block ``number`` of ``grid`` in row-major order."""
+    index = []
+    for extent in reversed(grid):
+        number, i = divmod(number, extent)
+        index.append(i)
+    return tuple(reversed(index))
+
+
+def _number_of(index: tuple, grid) -> int | None:
+    if len(index) != len(grid) or not all(0 <= i < g for i, g in zip(index, grid)):
+        return None
+    number = 0
+    for i, extent in zip(index, grid):
+        number = number * extent + i
+    return number
+
+
+class FastForward:
+    """The native side of one session's function, loaded once; ``enabled`` False, or
+    no native engine built, runs every block on the reference engine."""
+
+    def __init__(self, session, module, func: str, enabled: bool):
+        ext = extension() if enabled else None
+        self.s = session
+        self.ok = ext is not None
+        if self.ok:
+            self.lib, self.ffi = ext.lib, ext.ffi
+            self.fn = module.function(func)
+            self.prog = program(self.lib, self.ffi, module, self.fn)
+            self._tables: dict = {}
+
+    # ------------------------------------------------------------------ which blocks
+
+    def blocks(self, run, call, hblk, index: int, grid):
+        """(number, index) of each block of launch ``index`` that the reference engine
+        runs, in row-major order; those left out ran here."""
+        total = math.prod(grid)
+        launch = hblk.prog.code.launches[index]
+        ok = self.ok and self._launch_ok(call, hblk, launch)
+        saved = sum(hblk.bufs[hs][0].data.nbytes for hs in {hs for _, hs in launch.buffers}
+                    if hblk.bufs.get(hs)) if ok else 0
+        number, pause, wait = 0, 0, 1
+        while number < total:
+            tried = ok and pause == 0 and self._mode_ok(run)
+            if tried:
+                first = number
+                number = self._forward(run, call, hblk, index, grid, number, total)
+                if number == total:
+                    break
+            pause = max(0, pause - 1)
+            lanes = call.lane_steps
+            yield number, _index_of(number, grid)
+            # blocks stopping at once (a condition every block's warps meet, say) while
+            # saving the memory costs more than a tenth of the block under the hook:
+            # the next try after 1, 2, 4, ... up to MAX_PAUSE blocks
+            if tried and number == first and saved // 4 > SAVE_RATIO * (call.lane_steps - lanes):
+                pause, wait = wait, min(2 * wait, MAX_PAUSE)
+            elif tried:
+                wait = 1
+            number += 1
+
+    def _launch_ok(self, call, hblk, launch) -> bool:
+        if call.checker is not None or call.tracer is not None or launch.cooperative or \
+                launch.cluster or launch.is_async or launch.stream >= 0:
+            return False
+        kernel = self.fn.kernels[launch.kernel].code
+        bound = dict(launch.buffers)
+        if any(decl.storage == Storage.GLOBAL and slot not in bound
+               for slot, decl in enumerate(kernel.buffers)):
+            return False
+        arrays = []
+        for hs in set(bound.values()):
+            insts = hblk.bufs.get(hs)
+            if insts is None:
+                continue
+            if len(insts) != 1:
+                return False
+            arrays.append(insts[0].data)
+        return not any(np.may_share_memory(a, b) for k, a in enumerate(arrays)
+                       for b in arrays[k + 1:])
+
+    def _mode_ok(self, run) -> bool:
+        if run.interrupt or any(w.read for w in self.s.watches) or \
+                len(self.s.watches) > MAX_WATCHES:
+            return False
+        return run.stops_only_at_marks()
+
+    # ------------------------------------------------------------------ running
+
+    def _forward(self, run, call, hblk, index, grid, number: int, total: int) -> int:
+        """Run blocks from ``number`` on natively up to the first where the run may
+        stop; returns that block's number (``total``: none)."""
+        end = total
+        for watch in self.s.watches:         # a block's own buffer: watched in that block
+            block = watch.buffer[0]
+            if block is not None:
+                watched = _number_of(block, grid)
+                if watched is not None and watched >= number:
+                    end = min(end, watched)
+        to = run.replaying
+        watches = [] if to else [w for w in self.s.watches if w.buffer[0] is None]
+        if end == number or any(w.old is None or w.old.itemsize not in (1, 2, 4, 8)
+                                for w in watches):
+            return number
+        launch = hblk.prog.code.launches[index]
+        real = {hs: hblk.bufs[hs][0].data for _, hs in launch.buffers if hblk.bufs.get(hs)}
+        saves = [{hs: np.empty_like(data) for hs, data in real.items() if data.size}
+                 for _ in range(2)]
+        stop_pc, line = self._table(hblk, launch)
+        ffi, keep = self.ffi, [saves]
+        dbg = ffi.new("cq_debug *")
+        if not to or run.record is not None:
+            dbg.stop_pc = _array(keep, ffi, "uint8_t[]", stop_pc)
+        dbg.stop_step = run.target if to else NO_LIMIT
+        if to and run.record is not None:
+            dbg.line = _array(keep, ffi, "int32_t[]", line)
+        self._watches(dbg, keep, watches, real)
+        dbg.nsave = len(saves[0])
+        dbg.save_slot = _array(keep, ffi, "int32_t[]", list(saves[0]) or [0])
+        dbg.save_to = _array(keep, ffi, "void *[]", [ffi.from_buffer(a) for area in saves
+                                                       for a in area.values()] or [ffi.NULL])
+        # a save costs about what this many lane-steps do: between two, the run that
+        # goes back after a stop costs little more than the save
+        dbg.save_every = sum(a.nbytes for a in saves[0].values()) // 4
+        start = (call.steps, call.lane_steps, self._rng(call))
+        stop, state = self._run(run, call, hblk, index, real, number, end, dbg, start)
+        if stop is not None:
+            if state["early"] and stop > number:
+                # it faults before its first instruction runs under the hook: the stop
+                # shows the warp that ran last, so the block before runs there too
+                stop -= 1
+            save = next((at for at in state["saved"] if 0 <= at[0] <= stop), None)
+            if save is None:             # it stopped before a block began
+                return number
+            at, steps, lanes, rng, printed, area = save
+            for hs, data in saves[area].items():
+                real[hs][...] = data
+            rng %= 1 << 64                # saved as a signed word
+            state.update(steps=steps, lane_steps=lanes, rng=rng,
+                         output=state["output"][:printed],
+                         events=[e for e in state["events"] if e[1] < stop])
+            if stop > at:
+                _, again = self._run(run, call, hblk, index, real, at, stop, None,
+                                     (steps, lanes, rng))
+                state.update(steps=again["steps"], lane_steps=again["lane_steps"],
+                             rng=again["rng"], output=state["output"] + again["output"])
+        if stop != number:
+            self._adopt(run, call, grid, number, stop if stop is not None else end, state)
+        return end if stop is None else stop
+
+    @staticmethod
+    def _rng(call) -> int:
+        return call.scheduler.rng.state if isinstance(call.scheduler, Random) else 0
+
+    def _table(self, hblk, launch):
+        """(stop_pc, line) of the launch's kernel: its statements at breakpoint lines,
+        and each instruction's statement line as a number (-1: none)."""
+        code = self.fn.kernels[launch.kernel].code
+        prog = hblk.call.program(code)
+        key = (id(code), tuple((b.file, b.line) for b in self.s.breakpoints))
+        if key not in self._tables:
+            lines = self.s.statement_lines(prog)
+            numbers: dict = {}
+            line = np.array([-1 if at is None else numbers.setdefault(at, len(numbers))
+                             for at in lines] or [-1], np.int32)
+            marked = {(b.file, b.line) for b in self.s.breakpoints}
+            stop = np.array([at in marked for at in lines] or [0], np.uint8)
+            self._tables[key] = (stop, line)
+        return self._tables[key]
+
+    def _watches(self, dbg, keep, watches, buffers):
+        ffi = self.ffi
+        slots, offsets, sizes = [], [], []
+        old = np.zeros(16 * max(1, len(watches)), np.uint8)
+        for w in watches:
+            _, slot, _ = w.buffer
+            data = buffers.get(slot)
+            if data is None:          # not a buffer of this launch: it can not change
+                continue
+            raw = np.ascontiguousarray(w.old).view(np.uint8).reshape(-1)
+            old[16 * len(slots):16 * len(slots) + raw.size] = raw
+            slots.append(slot)
+            offsets.append(int(np.ravel_multi_index(w.index, data.shape)) * data.itemsize)
+            sizes.append(data.itemsize)
+        dbg.nwatch = len(slots)
+        dbg.watch_slot = _array(keep, ffi, "int32_t[]", slots or [0])
+        dbg.watch_offset = _array(keep, ffi, "int64_t[]", offsets or [0])
+        dbg.watch_size = _array(keep, ffi, "int32_t[]", sizes or [0])
+        dbg.watch_old = _array(keep, ffi, "uint8_t[]", old)
+
+    def _run(self, run, call, hblk, index, buffers, first, last, dbg, start):
+        """Blocks ``first``..``last`` - 1 on ``buffers`` (host slot -> array), natively,
+        from ``start`` (steps, lane-steps, the random schedule's state); with ``dbg``,
+        until the first block it stops. Returns (the block that stopped or None, the
+        state after: steps, lane_steps, rng, output (bytes), events (step, block
+        number, warp, depth) of the blocks before the stop, the last two saves
+        (cq_debug_saved), whether it stopped with a fault before the block's second
+        step)."""
+        lib, ffi = self.lib, self.ffi
+        steps, lanes, rng = start
+        opts = ffi.new("cq_opts *", {
+            "max_steps": NO_LIMIT if call.max_steps is None else call.max_steps,
+            "schedule": SCHEDULES["random" if isinstance(call.scheduler, Random) else "rr"],
+            "seed": rng, "max_grid": list(MAX_GRID), "jobs": 1})
+        c = lib.cq_call_new(self.prog.prog, opts)
+        keep = []
+        try:
+            hw = hblk.warps[0]
+            for r in range(len(hblk.prog.code.regs)):
+                lib.cq_set_reg(c, r, _array(keep, ffi, "char[]", hw.regs[r][:1].tobytes()))
+            for hs, data in buffers.items():
+                shape = ffi.new("int64_t[]", list(data.shape) or [0])
+                ptr = ffi.from_buffer("char[]", data, require_writable=True) \
+                    if data.size else ffi.NULL
+                keep += [shape, ptr]
+                lib.cq_bind(c, hs, ptr, data.ndim, shape, ffi.NULL)
+            if dbg is not None:
+                lib.cq_debug_attach(c, dbg)
+            out = []
+            stop, early = (first, False) if lib.cq_debug_launch(c, index, first, last, steps,
+                                                                lanes) else \
+                self._slices(run, c, out, dbg is not None)
+            at = ffi.new("cq_position *")
+            lib.cq_where(c, at)
+            n = ffi.new("int64_t *")
+            raw = lib.cq_debug_events(c, n)
+            cut = stop if stop is not None else last
+            saved = [ffi.new("int64_t[6]") for _ in range(2)]
+            if dbg is not None:
+                for which in range(2):
+                    lib.cq_debug_saved(c, which, saved[which])
+            events = (tuple(raw[4 * k:4 * k + 4]) for k in range(n[0]))
+            state = {"steps": at.steps, "lane_steps": at.lane_steps,
+                     "rng": lib.cq_rng_state(c), "output": b"".join(out),
+                     "saved": [list(x) for x in saved], "early": early,
+                     "events": [e for e in events if e[1] < cut]}
+            return stop, state
+        finally:
+            lib.cq_call_free(c)
+
+    def _slices(self, run, c, out: list, stoppable: bool):
+        """Run ``c`` to its end: (the block it stopped in or None, whether it stopped
+        with a fault before that block's second step). A Ctrl-C stops a ``stoppable``
+        run; the run that goes back to a stop's block is not one."""
+        lib, ffi = self.lib, self.ffi
+        chunk = ffi.new("char[]", 1 << 16)
+        while True:
+            status = lib.cq_run(c, SLICE_STEPS)
+            while lib.cq_output_size(c):
+                k = lib.cq_take_output(c, chunk, len(chunk))
+                out.append(ffi.buffer(chunk, k)[:])
+            if status == lib.CQ_RUN_DONE:
+                return None, False
+            at = ffi.new("cq_position *")
+            lib.cq_where(c, at)
+            if status != lib.CQ_RUN_SLICE:
+                fault = lib.cq_get_fault(c).kind != lib.CQ_DEBUG_STOP
+                return at.block_number, fault and at.block_steps <= 1
+            if stoppable and run.interrupt:
+                return at.block_number, False
+
+    def _adopt(self, run, call, grid, first, end, state):
+        """The call's state after blocks ``first``..``end`` - 1 ran natively."""
+        call.steps, call.lane_steps = state["steps"], state["lane_steps"]
+        call.blocks_run += end - first
+        if isinstance(call.scheduler, Random):
+            call.scheduler.rng.state = state["rng"]
+        call.out.write(state["output"].decode("utf-8", "replace"))
+        if run.record is not None:
+            for step, number, warp, depth in sorted(set(state["events"])):
+                run.record.add(step, _index_of(number, grid), warp, depth)
+        run.blk, run.last = None, {}      # the host's next statement starts anew
+
+
+def _array(keep: list, ffi, kind: str, values):
+    """A C array of ``values`` that lives as long as ``keep``."""
+    if isinstance(values, np.ndarray):
+        ptr = ffi.from_buffer(kind, values)
+        keep.append(values)
+    else:
+        ptr = ffi.new(kind, values)
+    keep.append(ptr)
+    return ptr

@@ -1,0 +1,179 @@
+"""The debugger's fast-forward (croqvm/debug/forward.py, native/debug.c): a session that
+runs the blocks it can not stop in on the native engine shows exactly what a session
+running every block under the hook shows (the reference), command for command: the same
+stops, step counts, values, output and results; and it does run blocks natively.
+"""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import croqvm
+from croqvm.cli.main import main
+from croqvm.debug import Session
+from croqvm.debug.console import Console, run_script
+from croqvm.debug.forward import FastForward
+from croqvm.interp import engine
+from croqvm.native import unavailable
+
+pytestmark = pytest.mark.skipif(unavailable() is not None, reason="needs the native engine")
+
+PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
+
+# 16 blocks of two warps; block ``last`` subtracts one (line 10); blocks 0, 5, 10, 15
+# print; a second launch of 4 blocks adds one to the first 128 elements (line 18).
+# ``pad`` makes the memory a block may write large against the block's work, so that
+# the fast-forward saves it once per run (native/debug.c) and goes back over blocks.
+BLOCKS = """__co__ void blocks(global s32 [1024] out, s32 last, global s32 [262144] pad) {
+  parallel p by 16 {
+    parallel t by 64 : thread {
+      s32 v = t * 2;
+      if (t < 4)
+        v = v + 100;
+      foreach i in [8]
+        v = v + i;
+      if (p == last)
+        v = v - 1;
+      if (t == 0 && p % 5 == 0)
+        println("block", p, v);
+      out.at(p # t) = v + p + pad.at(p # t);
+    }
+  }
+  println(out.at(3));
+  parallel q by 4 {
+    parallel u by 32 : thread
+      out.at(q # u) = out.at(q # u) + 1;
+  }
+  println(out.at(5));
+}
+"""
+
+# Block 11 of 16 indexes past the end of ``out`` (line 5).
+FAULTS = """__co__ void faults(global s32 [512] out) {
+  parallel p by 16 {
+    parallel t by 32 : thread {
+      s32 k = p == 11 ? t + 512 : p # t;
+      out.at(k) = t;
+    }
+  }
+}
+"""
+
+BLOCKS_SCRIPTS = [
+    "b 10\nc\np v\nn\nn\nrs\nrs\nrn\nrc\nc\nc\n",
+    "b 10 if t == 3\nc\nc\n",
+    "watch out.at(780)\nc\nrs\nrs\nrn\nc\nc\n",
+    "b 13\nc\nd 1\nfinish\nn\nrs\nrs\nrs\n",
+    "n\nn\nn\nrs\nrs\nrn\nb 19\nc\nrs\nrs\nrn\nrc\nc\n",
+    "b 10\nc\nd\nb 4\nc\nrs\nrs\nrs\nrn\nrs\nc\n",
+    "b 10\nc\nwatch out.at(13)\nc\nc\nrc\nc\n",
+]
+
+
+def _transcript(program, func, args, script, fast_forward, **options):
+    out = io.StringIO()
+    fresh = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+    s = Session(program, func, *fresh, out=out, fast_forward=fast_forward, **options)
+    text = io.StringIO()
+    status = run_script(Console(s, text), script.splitlines(), "script")
+    return status, text.getvalue(), out.getvalue(), [a for a in fresh
+                                                     if isinstance(a, np.ndarray)]
+
+
+def _same(program, func, args, script, **options):
+    fast = _transcript(program, func, args, script, True, **options)
+    slow = _transcript(program, func, args, script, False, **options)
+    assert fast[:3] == slow[:3]
+    for a, b in zip(fast[3], slow[3]):
+        assert np.array_equal(a, b)
+    return fast
+
+
+@pytest.mark.parametrize("schedule, seed", [("rr", 0), ("random", 5)])
+@pytest.mark.parametrize("script", BLOCKS_SCRIPTS)
+def test_blocks_transcripts_are_the_reference_sessions(script, schedule, seed):
+    program = croqvm.compile(BLOCKS, "blocks.co")
+    _same(program, "blocks", (np.full(1024, -1, np.int32), 12, np.zeros(262144, np.int32)),
+          script, schedule=schedule, seed=seed)
+
+
+@pytest.mark.parametrize("script", ["c\n", "break fault\nc\np k\nrs\nrs\n",
+                                    "watch out.at(321)\nc\nc\n"])
+def test_a_fault_in_a_late_block_is_reported_as_the_reference_session_does(script):
+    program = croqvm.compile(FAULTS, "faults.co")
+    status, text, _, _ = _same(program, "faults", (np.zeros(512, np.int32),), script)
+    assert status == 3 and "block (11)" in text
+
+
+# Block 10 of BLOCKS starts with step 1858: a limit of 1857 stops it at its first step,
+# before the debugger's hook sees it, where the stop shows the warp that ran last.
+@pytest.mark.parametrize("limit, script", [(2000, "break fault\nc\nrs\nrs\nc\n"),
+                                           (1857, "break fault\nc\np v\nrs\nc\n")])
+def test_the_step_limit_in_a_late_block_is_met_where_the_reference_session_meets_it(
+        limit, script):
+    program = croqvm.compile(BLOCKS, "blocks.co")       # about 190 warp-steps a block
+    status, text, _, _ = _same(program, "blocks", (np.full(1024, -1, np.int32), 12,
+                                                   np.zeros(262144, np.int32)),
+                               script, max_steps=limit)
+    assert status == 3 and f"step limit of {limit}" in text and "block (10)" in text
+
+
+@pytest.mark.parametrize("script", ["watch c.at(20, 40)\nc\nrs\nc\n",
+                                    "b 31 if bm == 1 && bn == 2 && tm == 3\nc\nfinish\n"])
+def test_dma_into_shared_memory_over_a_2d_grid(script):
+    program = croqvm.compile_file(str(PROGRAMS / "matmul_dma.co"))
+    rng = np.random.default_rng(1)
+    a = rng.integers(-8, 8, (32, 32), dtype=np.int32)
+    b = rng.integers(-8, 8, (32, 48), dtype=np.int32)
+    _same(program, "matmul", (a, b), script)
+
+
+def test_blocks_it_can_not_stop_in_run_natively(monkeypatch):
+    ran = []
+
+    def counting(blk):
+        if not blk.is_host:
+            ran.append(blk.index)
+        return run_block(blk)
+    run_block = engine.run_block
+    monkeypatch.setattr(engine, "run_block", counting)
+    program = croqvm.compile(BLOCKS, "blocks.co")
+    s = Session(program, "blocks", np.full(1024, -1, np.int32), 12, np.zeros(262144, np.int32),
+                out=io.StringIO())
+    s.break_at(10)
+    stop = s.cont()
+    assert stop.place.block == (12,) and ran == [(12,)]
+    assert s.cont().place.warp == 1                # the block's second warp
+    assert s.cont().reason == "finished" and ran == [(12,)]
+    s.break_at(10, condition="t == 3")     # a condition: each block reaching it is checked
+    s.reverse_continue()
+    assert s.stop.place.block == (12,)
+
+
+def test_cli_no_fast_forward_gives_the_same_transcript(tmp_path, capsys):
+    (tmp_path / "blocks.co").write_text(BLOCKS)
+    (tmp_path / "cmds").write_text("watch out.at(780)\nc\np v\nrs\nc\nc\n")
+    shown = []
+    for flag in ([], ["--no-fast-forward"]):
+        assert main(["debug", str(tmp_path / "blocks.co"), "--func", "blocks",
+                     "--random-inputs", "--script", str(tmp_path / "cmds"), *flag]) == 0
+        shown.append(capsys.readouterr().out)
+    assert shown[0] == shown[1] and "by block (12) warp 0 lanes 12" in shown[0]
+
+
+def test_blocks_that_all_stop_are_tried_less_often_when_saving_costs_more(monkeypatch):
+    tries = []
+    forward = FastForward._forward
+
+    def counting(self, run, call, hblk, index, grid, number, total):
+        tries.append(number)
+        return forward(self, run, call, hblk, index, grid, number, total)
+    monkeypatch.setattr(FastForward, "_forward", counting)
+    program = croqvm.compile(BLOCKS, "blocks.co")     # 1 MiB to save, a block's 5,000
+    _same(program, "blocks", (np.full(1024, -1, np.int32), 12,   # lane-steps: each try
+                              np.zeros(262144, np.int32)),       # pauses twice as long
+          "b 4 if t == 1\n" + "c\n" * 17)
+    assert tries[:5] == [0, 2, 5, 10, 0]      # the second launch starts again
