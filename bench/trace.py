@@ -38,9 +38,10 @@ GOAL = 3.0              # traced with its file written / plain, native engine, C
 SIZE_GOAL = 100e6       # bytes of a trace of 10^6 events
 
 
-def _cpu(fn, repeats: int) -> float:
+def _cpu(fn, repeats: int, before=lambda: None) -> float:
     best = float("inf")
     for _ in range(repeats):
+        before()
         start = time.process_time()
         fn()
         best = min(best, time.process_time() - start)
@@ -78,9 +79,11 @@ def costs(which: str, repeats: int, python: bool) -> None:
                 program.run(bench.func, *fresh(), engine=engine, out=quiet, **extra, **dims)
             plain = _cpu(lambda: program.run(bench.func, *fresh(), engine=engine, out=quiet,
                                              **extra, **dims), runs)
-            files = [_cpu(lambda: _traced_to_file(program, bench, fresh, dims, engine,
-                                                  os.path.join(tmp.name, name)), runs)
-                     for name in ("trace.json", "trace.json.gz")]
+            # each file new, as a first trace writes it (truncating one costs time too)
+            files = [_cpu(lambda: _traced_to_file(program, bench, fresh, dims, engine, path),
+                          runs, lambda: os.path.exists(path) and os.remove(path))
+                     for path in (os.path.join(tmp.name, name)
+                                  for name in ("trace.json", "trace.json.gz"))]
             traces = []
             traced = _cpu(lambda: traces.append(program.trace(
                 bench.func, *fresh(), engine=engine, out=quiet, **dims)), runs)

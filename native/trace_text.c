@@ -20,15 +20,18 @@
 #define EVENT_ROOM 256
 
 /* round(x, 4) as Python computes it: the decimal nearest to x's exact binary value, ties
- * to even, counted in ten-thousandths. x = m * 2^e exactly, and m * 10^4 < 2^67 fits the
- * 128-bit product; 0 <= x < 2^39 (croqvm/trace/native.py checks it). */
+ * to even, counted in ten-thousandths. x = m * 2^e exactly (its bits), and m * 10^4 < 2^67
+ * fits the 128-bit product; 0 <= x < 2^39 (croqvm/trace/native.py checks it). */
 static int64_t us(double x)
 {
-    int e;
-    double f = frexp(x, &e);
-    uint64_t m = (uint64_t)ldexp(f, 53);
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    int biased = (int)(bits >> 52);
+    uint64_t m = bits & ((UINT64_C(1) << 52) - 1);
+    if (biased)
+        m |= UINT64_C(1) << 52;
+    int shift = 1075 - (biased ? biased : 1);      /* x = m * 2^-shift */
     unsigned __int128 p = (unsigned __int128)m * 10000;
-    int shift = 53 - e;
     if (shift <= 0)
         return (int64_t)(p << -shift);
     if (shift > 68)          /* p < 2^67: less than half a unit */
@@ -40,48 +43,82 @@ static int64_t us(double x)
     return (int64_t)q;
 }
 
-/* The double round() returns: the one nearest to the decimal (n < 2^53 is exact, and the
- * division rounds once). */
-static double value(int64_t n)
+/* round(x, 4) in ten-thousandths, at once where the product's rounding (at most
+ * y * 2^-53) can not decide it: y is not that close to a half. */
+static inline int64_t us_fast(double x)
 {
-    return (double)n / 10000.0;
+    double y = x * 10000.0;
+    if (y < 0x1p52) {
+        int64_t whole = (int64_t)y;
+        double rest = y - (double)whole;
+        if (fabs(rest - 0.5) > y * 0x1p-52)
+            return whole + (rest > 0.5);
+    }
+    return us(x);
 }
 
-static char *put_int(char *o, int64_t n)
+/* round(end - start, 4) in ten-thousandths, of the doubles round() gave (``start`` and
+ * ``end`` in ten-thousandths). Below 2^30 us each double is within 2^-24 of its decimal
+ * and their difference rounds by 2^-24 at most: less than half a ten-thousandth from the
+ * difference of the decimals, which is the result. Above, the doubles themselves (the
+ * nearest to the decimals: n < 2^53 is exact, the division rounds once). */
+static inline int64_t duration(int64_t start, int64_t end)
 {
-    char digits[24];
-    int k = 0;
-    uint64_t u = n < 0 ? -(uint64_t)n : (uint64_t)n;
-    if (n < 0)
+    if (end < INT64_C(10737418240000))
+        return end - start;
+    return us((double)end / 10000.0 - (double)start / 10000.0);
+}
+
+static const char DIGITS[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+static inline char *put_uint(char *o, uint64_t u)
+{
+    int n = 1;
+    for (uint64_t v = u; v >= 10; v /= 10)
+        n++;
+    char *e = o + n;
+    while (u >= 100) {
+        e -= 2;
+        memcpy(e, DIGITS + 2 * (u % 100), 2);
+        u /= 100;
+    }
+    if (u >= 10)
+        memcpy(e - 2, DIGITS + 2 * u, 2);
+    else
+        e[-1] = (char)('0' + u);
+    return o + n;
+}
+
+static inline char *put_int(char *o, int64_t n)
+{
+    if (n < 0) {
         *o++ = '-';
-    do {
-        digits[k++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    while (k)
-        *o++ = digits[--k];
-    return o;
+        return put_uint(o, -(uint64_t)n);
+    }
+    return put_uint(o, (uint64_t)n);
 }
 
 /* repr() of the double round() gave: its decimal with at most 4 decimals and no trailing
  * zero but one. Below 2^39 two such decimals are further apart than two doubles (2^-14 at
  * most), so the shortest text that reads back as the double is that decimal, written
  * without an exponent (repr uses one from 10^16). */
-static char *put_time(char *o, int64_t n)
+static inline char *put_time(char *o, int64_t n)
 {
-    o = put_int(o, n / 10000);
+    o = put_uint(o, (uint64_t)n / 10000);
+    int frac = (int)(n % 10000);
     *o++ = '.';
-    int frac = (int)(n % 10000), width = 4;
-    if (!frac)
-        width = 1;
-    while (frac && frac % 10 == 0) {
-        frac /= 10;
+    if (!frac) {
+        *o++ = '0';
+        return o;
+    }
+    memcpy(o, DIGITS + 2 * (frac / 100), 2);
+    memcpy(o + 2, DIGITS + 2 * (frac % 100), 2);
+    int width = 4;
+    while (o[width - 1] == '0')
         width--;
-    }
-    for (int k = width - 1; k >= 0; k--) {
-        o[k] = (char)('0' + frac % 10);
-        frac /= 10;
-    }
     return o + width;
 }
 
@@ -136,11 +173,11 @@ static char *put_slice(char *o, const cq_trace_text *tx, const cq_slice *s, int3
     o = put_int(o, s->pid);
     o = PUT(o, ",\"tid\":");
     o = put_int(o, s->tid);
-    int64_t ts = us(s->start * tx->scale);
+    int64_t ts = us_fast(s->start * tx->scale);
     o = PUT(o, ",\"ts\":");
     o = put_time(o, ts);
     o = PUT(o, ",\"dur\":");
-    o = put_time(o, us(value(us(s->end * tx->scale)) - value(ts)));
+    o = put_time(o, duration(ts, us_fast(s->end * tx->scale)));
     int masked = s->kind == KIND_RUN && s->masked;
     if (where >= 0 || masked || s->kind == KIND_COPY) {
         o = PUT(o, ",\"args\":{");
@@ -183,7 +220,7 @@ static char *put_point(char *o, const cq_trace_text *tx, const cq_flow *f, int64
     o = PUT(o, ",\"tid\":");
     o = put_int(o, f->tid[k]);
     o = PUT(o, ",\"ts\":");
-    o = put_time(o, us(f->t[k] * tx->scale));
+    o = put_time(o, us_fast(f->t[k] * tx->scale));
     if (k == f->n - 1)
         o = PUT(o, ",\"bp\":\"e\"");
     *o++ = '}';

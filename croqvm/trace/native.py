@@ -228,22 +228,22 @@ class NativeTrace(Trace):
         if not callable(self._slices):
             return super().first(kind)
         cols, details = self._tracer.recorded[:2]
-        at = np.flatnonzero(cols["kind"] == KINDS.index(kind))
-        if not at.size:
+        mine = cols["kind"] == KINDS.index(kind)
+        k = int(np.argmax(mine))
+        if not (mine.size and mine[k]):
             return None
-        return self._tracer._slices(cols[at[0]:at[0] + 1], details.tolist())[0]
+        needed = details.tolist() if kind in ("wait", "copy") else []
+        return self._tracer._slices(cols[k:k + 1], needed)[0]
 
     def exact(self) -> bool:
         """Whether native/trace_text.c writes every number of the file exactly: times
-        (microseconds) from 0 up to ``EXACT_US``, copies' bytes under 2^63."""
+        (microseconds, never negative, a slice's end never before its start) below
+        ``EXACT_US``, copies' bytes below 2^63."""
         cols, details, flows = self._tracer.recorded[:3]
-        times = [cols["start"], cols["end"]] + [flows["t"][flows["n"] > k, k]
-                                                 for k in range(flows["t"].shape[1])]
-        times = np.concatenate([t.ravel() for t in times])
-        if times.size and (times.min() < 0 or
-                           round(float(times.max()) * self.scale, 4) >= EXACT_US):
-            return False
-        return not details.size or details["bytes"].max() < 2.0 ** 63
+        latest = max([self.end] + [float(flows["t"][flows["n"] > k, k].max(initial=0.0))
+                                   for k in range(flows["t"].shape[1])])
+        return round(latest * self.scale, 4) < EXACT_US and \
+            float(details["bytes"].max(initial=0.0)) < 2.0 ** 63
 
     @property
     def scale(self) -> float:

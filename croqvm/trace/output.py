@@ -13,7 +13,7 @@ from .native import FLOWS, NativeTrace
 from .recorder import Trace
 
 DIGITS = 4          # decimals of the microseconds in the file
-GZIP_LEVEL = 9
+GZIP_LEVEL = 1
 
 
 SEPARATORS = (",", ":")   # compact JSON
