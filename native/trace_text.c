@@ -227,9 +227,9 @@ static char *put_point(char *o, const cq_trace_text *tx, const cq_flow *f, int64
     return o;
 }
 
-int64_t cq_trace_text_next(cq_trace_text *tx, char *buf, int64_t cap)
+/* The events from where ``tx`` goes on that fit before ``end``. */
+static inline char *fill(cq_trace_text *tx, char *o, const char *end)
 {
-    char *o = buf, *end = buf + cap;
     for (; tx->slice < tx->nslices; tx->slice++) {
         const cq_slice *s = &tx->slices[tx->slice];
         int32_t name, where;
@@ -248,7 +248,7 @@ int64_t cq_trace_text_next(cq_trace_text *tx, char *buf, int64_t cap)
             break;
         }
         if (end - o < EVENT_ROOM + length(tx, name) + length(tx, where))
-            return o - buf;
+            return o;
         if (tx->comma)
             *o++ = ',';
         tx->comma = 1;
@@ -259,7 +259,7 @@ int64_t cq_trace_text_next(cq_trace_text *tx, char *buf, int64_t cap)
         const cq_flow *f = &tx->flows[tx->flow];
         for (; f->n >= 2 && tx->point < f->n; tx->point++) {
             if (end - o < EVENT_ROOM + length(tx, tx->flow_name[f->kind]))
-                return o - buf;
+                return o;
             if (tx->comma)
                 *o++ = ',';
             tx->comma = 1;
@@ -267,5 +267,13 @@ int64_t cq_trace_text_next(cq_trace_text *tx, char *buf, int64_t cap)
             o = put_point(o, tx, f, tx->flow, tx->point);
         }
     }
+    return o;
+}
+
+int64_t cq_trace_text_next(cq_trace_text *tx, char *buf, int64_t cap)
+{
+    cq_trace_text local = *tx;      /* which the text written can not alias */
+    char *o = fill(&local, buf, buf + cap);
+    *tx = local;
     return o - buf;
 }
