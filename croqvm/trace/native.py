@@ -239,7 +239,7 @@ class NativeTrace(Trace):
         """Whether native/trace_text.c writes every number of the file exactly: times
         (microseconds, never negative, a slice's end never before its start) below
         ``EXACT_US``, copies' bytes below 2^63."""
-        cols, details, flows = self._tracer.recorded[:3]
+        details, flows = self._tracer.recorded[1:3]
         latest = max([self.end] + [float(flows["t"][flows["n"] > k, k].max(initial=0.0))
                                    for k in range(flows["t"].shape[1])])
         return round(latest * self.scale, 4) < EXACT_US and \
@@ -260,7 +260,7 @@ class NativeTrace(Trace):
         tr = self._tracer
         cols, details = tr.recorded[:2]
         rows = [(r.text, tr._launch_name(k), r.where) for k, r in enumerate(tr.rows)]
-        texts, at = [], {}
+        at = {}         # (sort, text) -> its number
         label = np.zeros((len(details), 2), np.int32)
         for kind, columns, fields, sort, make, to in (
                 (1, ("code", "what", "index", "slot"), ("row",), "name", tr._wait_name, 0),
@@ -276,8 +276,7 @@ class NativeTrace(Trace):
             unique, inverse = np.unique(keys, axis=0, return_inverse=True)
             ids = [at.setdefault((sort, make(*key)), len(at)) for key in unique.tolist()]
             label[d, to] = np.array(ids, np.int32)[inverse.ravel()]
-        texts = list(at)
-        return rows, texts, label
+        return rows, list(at), label
 
     def text(self, strings: list, tables: dict, comma: bool):
         """The file's slice and flow events, as native/trace_text.c writes them from the

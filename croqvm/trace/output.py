@@ -13,10 +13,10 @@ from .native import FLOWS, NativeTrace
 from .recorder import Trace
 
 DIGITS = 4          # decimals of the microseconds in the file
+SEPARATORS = (",", ":")     # compact JSON
+# gzip's fastest: of a trace's 135 MB, 6.5 MB in 0.44 s CPU, where level 9 (gzip.open's
+# default) takes 1.8 s for 5.0 MB (bench/trace.py's ALU loop)
 GZIP_LEVEL = 1
-
-
-SEPARATORS = (",", ":")   # compact JSON
 
 
 def main_file(trace: Trace) -> str:
