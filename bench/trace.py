@@ -1,9 +1,10 @@
 """The cost of tracing (croqvm trace, docs/TRACE.md): for each of bench/run.py's programs,
-the traced run on the native engine against the plain native run (one thread, the
-default engine's work), in CPU time, best of repeats; the goal is at most 3x. And the size
+the run traced with its file written on the native engine against the plain native run
+(one thread, the default engine's work), in CPU time, best of repeats; the goal is at
+most 3x. And the size
 of the file a trace of about 10^6 events makes (the goal: under 100 MB).
 
-    python bench/trace.py                 # bench/run.py's native sizes (a minute or two)
+    python bench/trace.py                 # bench/run.py's native sizes (a few minutes)
     python bench/trace.py --quick         # small sizes, to check the harness
     python bench/trace.py --python        # also the reference engine, at its sizes (minutes)
     python bench/trace.py --events 1e6    # the file of a trace of about 10^6 events
@@ -119,7 +120,7 @@ def file_size(events: float) -> None:
                    f"{SIZE_GOAL / 1e6:.0f} MB: {'met' if size / n * 1e6 < SIZE_GOAL else 'MISSED'}" \
                 if name == "trace.json" else ""
             print(f"{name}: {n} events, {size / 1e6:.1f} MB, {size / n:.1f} B per event, "
-                  f"written in {took:.1f} s CPU{goal}", flush=True)
+                  f"written in {took:.2f} s CPU{goal}", flush=True)
 
 
 def main() -> None:
