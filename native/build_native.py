@@ -26,8 +26,8 @@ from cffi import FFI
 
 HERE = Path(__file__).resolve().parent
 SOURCES = ["engine.c", "call.c", "convert.c", "memory.c", "sync.c", "dma.c", "mma.c",
-           "output.c", "load.c", "rng.c", "view.c", "pool.c", "trace.c", "race.c",
-           "debug.c"]
+           "output.c", "load.c", "rng.c", "view.c", "pool.c", "trace.c", "trace_text.c",
+           "race.c", "debug.c"]
 # -O3: the lane loops vectorise (about 15% on bench/run.py's DMA matmul against -O2)
 FLAGS = ["-O3", "-std=c11", "-D_GNU_SOURCE", "-ffp-contract=off", "-fno-strict-aliasing",
          "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter"]

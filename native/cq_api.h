@@ -272,5 +272,34 @@ void cq_debug_saved(const cq_call *call, int which, int64_t *out);
 /* The random schedule's state after the run. */
 uint64_t cq_rng_state(const cq_call *call);
 
+/* The Trace Event Format text of a trace's slices and flows (native/trace_text.c;
+ * croqvm/trace/output.py ``events`` is the specification), each event after a comma but
+ * the first when ``comma`` is 0. Strings are handed as JSON, string k text[at[k]] up to
+ * text[at[k + 1]], -1 none: per statement row a statement slice's name and "args" item
+ * (run_name, run_where), a launch's name (launch_name) and its or a wait's item (where);
+ * per detail a wait's name, or a copy's without its closing quote (the bytes follow), and
+ * its item (detail_name, detail_where); per flow kind its name. Times are cycles times
+ * ``scale``, microseconds, from 0 up to 2^39 (see us() there). */
+typedef struct {
+    const cq_slice *slices;
+    int64_t nslices;
+    const cq_detail *details;
+    const cq_flow *flows;
+    int64_t nflows;
+    double scale;
+    const char *text;
+    const int64_t *at;
+    const int32_t *run_name, *run_where, *launch_name, *where, *detail_name, *detail_where,
+                  *flow_name;
+    int32_t comma;
+    int64_t slice, flow;        /* where the next call goes on */
+    int32_t point;
+    int64_t events;             /* the events written */
+} cq_trace_text;
+
+/* Fills ``buf`` with the next whole events (``cap`` bytes hold 256 more than the two
+ * longest strings); returns the bytes written, 0 once every event is. */
+int64_t cq_trace_text_next(cq_trace_text *tx, char *buf, int64_t cap);
+
 /* cdef end */
 #endif

@@ -2,8 +2,8 @@
 --sanitize``; most of an hour on two cores): a copy of this checkout gets the extension
 built with ``CROQVM_NATIVE_SANITIZE=1`` (native/build_native.py), and the differential
 tests (tests/test_native.py, tests/test_native_generated.py with its long runs), the race
-check's and tracing's differential tests (native/race.c, native/trace.c), the debugger's
-fast-forward (native/debug.c) and the
+check's and tracing's differential tests (native/race.c, native/trace.c, the trace file's
+native/trace_text.c), the debugger's fast-forward (native/debug.c) and the
 .cqb fuzzer (tests/test_fuzz_run.py with its long runs) run there on the native engine.
 Any sanitizer report aborts the run, so the test passes only when there was none."""
 from __future__ import annotations
@@ -19,8 +19,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ["tests/test_native.py", "tests/test_native_generated.py", "tests/test_race.py",
-         "tests/test_named_barriers.py", "tests/test_trace_native.py", "tests/test_fuzz_run.py",
-         "tests/test_debug_forward.py"]
+         "tests/test_named_barriers.py", "tests/test_trace_native.py", "tests/test_trace_file.py",
+         "tests/test_fuzz_run.py", "tests/test_debug_forward.py"]
 
 
 def _runtime() -> str | None:

@@ -846,9 +846,9 @@ def trace(
                       max_steps=max_steps, keep_on_fault=True, engine=engine)
     sys.stdout.flush()
     events = write(timeline, out)
-    end = max((s.end for s in timeline.slices), default=0.0)
     print(f"wrote {out}: {events} events, {len(timeline.processes) - 1} block(s), "
-          f"{end / (model.clock_ghz * 1000):.3f} us of modelled time", file=sys.stderr)
+          f"{timeline.end / (model.clock_ghz * 1000):.3f} us of modelled time",
+          file=sys.stderr)
     if png is not None:
         draw(timeline, png)
         print(f"wrote {png}", file=sys.stderr)

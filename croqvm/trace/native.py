@@ -5,8 +5,9 @@ Python resolves the cost model per instruction with the recorder's own rules
 (``Recorder._step_info``: each instruction's cost and statement row) and hands C the
 tables (``cq_trace_model``, native/cq_api.h); C keeps every warp's clock and records
 slices, flows, the blocks' processes and the statements' totals as flat records. They
-come back as numpy columns, and the ``Slice`` objects are made only when
-``Trace.slices`` is first read, so a traced run costs little more than a plain one.
+come back as numpy columns (a ``NativeTrace``), and the ``Slice`` objects are made only
+when ``Trace.slices`` is first read, so a traced run costs little more than a plain one;
+its file is written from the columns by native/trace_text.c (croqvm.trace.output.write).
 
 Conventions: ``lib``/``ffi`` the extension, ``c`` the C call, ``codes`` the function's
 host code then its kernels' (C's code 0, 1 + k).
@@ -22,6 +23,11 @@ from .cost import CostModel
 from .recorder import _TIMED, COPY_TID, HOST_PID, Flow, Recorder, Slice, StatRow, Trace
 
 FLOWS = ("dma", "tma", "trigger")     # cq_flow's kinds
+KINDS = ("run", "wait", "copy", "launch")   # cq_slice's kinds
+EXACT_US = 2.0 ** 39    # native/trace_text.c writes times below this exactly
+# the text written at a time: a chunk that stays in the cache as it is copied to the file
+# (a trace of 416 MB: 0.17 s of system time in chunks of 256 KB, 0.8 s in chunks of 1 MB)
+CHUNK = 1 << 18
 # native/cq_api.h's CQ_WAIT_*, in order: what a wait slice waits for
 WAITS = ("nothing", "coll", "event_slot", "event", "future", "barrier", "stopped")
 
@@ -112,7 +118,8 @@ class NativeTracer:
                               _columns(ffi, "cq_stat", {"steps": "i8", "lanes": "i8",
                                                         "slots": "i8", "cycles": "f8",
                                                         "wait": "f8"})).copy()
-        self.recorded = (slices, details.tolist(), flows, procs, stats, ptr)
+        self.lib, self.ffi = lib, ffi
+        self.recorded = (slices, details, flows, procs, stats, ptr)
 
     # ------------------------------------------------------------------ the Trace
 
@@ -129,8 +136,8 @@ class NativeTracer:
                     threads[(pid, w)] = f"warp {w}"
             for k in range(ncopies):
                 threads[(pid, COPY_TID + k)] = "copies" if k == 0 else f"copies {k}"
-        return Trace(lambda: self._slices(slices, details), self._flows(flows), processes, threads,
-                     self._stats(stats, procs), self.cost.clock_ghz, result, error)
+        return NativeTrace(self, self._flows(flows), processes, threads,
+                           self._stats(stats, procs), self.cost.clock_ghz, result, error)
 
     def _stats(self, stats, procs) -> list:
         """The statements' rows in the order the reference makes them: the host code's,
@@ -167,13 +174,22 @@ class NativeTracer:
                 out.append(Slice(pid, tid, name, start, end, "wait", rows[row].where))
             elif kind == 2:
                 nbytes, code, what, index, slot, ip = details[mask]
-                out.append(Slice(pid, tid, f"{self.codes[code].dmas[index].text} "
-                                           f"({int(nbytes)} B)", start, end, "copy",
-                                 self.rec._where(self.progs[code].ins[ip][SPAN]), lanes))
+                out.append(Slice(pid, tid, f"{self._copy_text(code, index)} ({int(nbytes)} B)",
+                                 start, end, "copy", self._copy_where(code, ip), lanes))
             else:
-                out.append(Slice(pid, tid, f"launch: {rows[row].text}", start, end,
-                                 "launch", rows[row].where, lanes))
+                out.append(Slice(pid, tid, self._launch_name(row), start, end, "launch",
+                                 rows[row].where, lanes))
         return out
+
+    def _copy_text(self, code, index) -> str:
+        """A copy slice's name but its bytes."""
+        return self.codes[code].dmas[index].text
+
+    def _copy_where(self, code, ip) -> str:
+        return self.rec._where(self.progs[code].ins[ip][SPAN])
+
+    def _launch_name(self, row) -> str:
+        return f"launch: {self.rows[row].text}"
 
     def _wait_name(self, code, what, index, slot, row) -> str:
         c = self.codes[code]
@@ -186,3 +202,110 @@ class NativeTracer:
                 "future": lambda: c.futures[index].name,
                 "barrier": lambda: f"named barrier {index}"}[kind]
         return f"wait {text() if callable(text) else text}".rstrip()
+
+
+class NativeTrace(Trace):
+    """A native run's trace: its slices stay C's records until ``slices`` is first read,
+    and what needs no ``Slice`` object reads the records: ``end``, ``first``, and the
+    names and places of the file's events (``labels``) with their text (``text``,
+    native/trace_text.c; croqvm.trace.output.write)."""
+
+    def __init__(self, tracer: NativeTracer, flows, processes, threads, stats, clock_ghz,
+                 result=None, error=None):
+        super().__init__(self._made, flows, processes, threads, stats, clock_ghz, result,
+                         error)
+        self._tracer = tracer
+
+    def _made(self) -> list:
+        cols, details = self._tracer.recorded[:2]
+        return self._tracer._slices(cols, details.tolist())
+
+    @property
+    def end(self) -> float:
+        if not callable(self._slices):
+            return super().end
+        ends = self._tracer.recorded[0]["end"]
+        return float(ends.max()) if len(ends) else 0.0
+
+    def first(self, kind: str):
+        if not callable(self._slices):
+            return super().first(kind)
+        cols, details = self._tracer.recorded[:2]
+        mine = cols["kind"] == KINDS.index(kind)
+        k = int(np.argmax(mine))
+        if not (mine.size and mine[k]):
+            return None
+        needed = details.tolist() if kind in ("wait", "copy") else []
+        return self._tracer._slices(cols[k:k + 1], needed)[0]
+
+    def exact(self) -> bool:
+        """Whether native/trace_text.c writes every number of the file exactly: times
+        (microseconds, never negative, a slice's end never before its start) below
+        ``EXACT_US``, copies' bytes below 2^63."""
+        details, flows = self._tracer.recorded[1:3]
+        latest = max([self.end] + [float(flows["t"][flows["n"] > k, k].max(initial=0.0))
+                                   for k in range(flows["t"].shape[1])])
+        return round(latest * self.scale, 4) < EXACT_US and \
+            float(details["bytes"].max(initial=0.0)) < 2.0 ** 63
+
+    @property
+    def scale(self) -> float:
+        """Microseconds per cycle."""
+        return 1.0 / (self.clock_ghz * 1000.0)
+
+    def labels(self) -> tuple:
+        """The names and places of the slices, without the slices: (rows, texts, label).
+        ``rows`` per statement row: its text, a launch's name, its where; ``texts``:
+        (``"name"``, a wait's name), (``"copy"``, a copy's name but the bytes it ends
+        with) and (``"where"``, a wait's or a copy's where), each once; ``label`` per
+        wait or copy slice (by its details' index): the numbers in ``texts`` of its name
+        and its where."""
+        tr = self._tracer
+        cols, details = tr.recorded[:2]
+        rows = [(r.text, tr._launch_name(k), r.where) for k, r in enumerate(tr.rows)]
+        at = {}         # (sort, text) -> its number
+        label = np.zeros((len(details), 2), np.int32)
+        for kind, columns, fields, sort, make, to in (
+                (1, ("code", "what", "index", "slot"), ("row",), "name", tr._wait_name, 0),
+                (1, (), ("row",), "where", lambda row: tr.rows[row].where, 1),
+                (2, ("code", "index"), (), "copy", tr._copy_text, 0),
+                (2, ("code", "ip"), (), "where", tr._copy_where, 1)):
+            which = np.flatnonzero(cols["kind"] == kind)
+            if not which.size:
+                continue
+            d = cols["mask"][which]
+            keys = np.stack([details[c][d] for c in columns] +
+                            [cols[f][which] for f in fields], 1)
+            unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+            ids = [at.setdefault((sort, make(*key)), len(at)) for key in unique.tolist()]
+            label[d, to] = np.array(ids, np.int32)[inverse.ravel()]
+        return rows, list(at), label
+
+    def text(self, strings: list, tables: dict, comma: bool):
+        """The file's slice and flow events, as native/trace_text.c writes them from the
+        records and ``strings`` (JSON, bytes), numbered by ``tables`` (cq_trace_text's
+        per-row, per-detail and per-flow-kind string numbers): (events, text) chunks."""
+        tr = self._tracer
+        lib, ffi = tr.lib, tr.ffi
+        cols, details, flows = tr.recorded[:3]
+        at = np.cumsum([0] + [len(s) for s in strings], dtype=np.int64)
+        blob = b"".join(strings)
+        keep = {name: np.ascontiguousarray(t, np.int32) for name, t in tables.items()}
+        keep.update(at=at, details=np.ascontiguousarray(details),
+                    flows=np.ascontiguousarray(flows))
+        ptr = {name: ffi.from_buffer(a) for name, a in keep.items()}
+        tx = ffi.new("cq_trace_text *", {
+            "slices": ffi.cast("cq_slice *", ffi.from_buffer(cols)), "nslices": len(cols),
+            "details": ffi.cast("cq_detail *", ptr["details"]),
+            "flows": ffi.cast("cq_flow *", ptr["flows"]), "nflows": len(flows),
+            "scale": self.scale, "text": ffi.from_buffer(blob),
+            "at": ffi.cast("int64_t *", ptr["at"]), "comma": int(comma),
+            **{name: ffi.cast("int32_t *", ptr[name]) for name in tables}})
+        cap = max(CHUNK, 256 + 2 * max(map(len, strings), default=0))
+        buf = ffi.new("char[]", cap)
+        while True:
+            before = tx.events
+            n = lib.cq_trace_text_next(tx, buf, cap)
+            if not n:
+                return
+            yield tx.events - before, ffi.buffer(buf, n)

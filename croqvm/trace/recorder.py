@@ -125,6 +125,15 @@ class Trace:
             self._slices = self._slices()
         return self._slices
 
+    @property
+    def end(self) -> float:
+        """When the last slice ends (cycles; 0 without slices)."""
+        return max((s.end for s in self.slices), default=0.0)
+
+    def first(self, kind: str):
+        """The first slice of ``kind`` (``Slice.kind``), or None."""
+        return next((s for s in self.slices if s.kind == kind), None)
+
     def overlap(self, a, b) -> float:
         """Cycles during which some slice ``a`` selects and some slice ``b`` selects both
         run (``a`` and ``b`` predicates on ``Slice``): e.g. a producer's copies and a

@@ -1,0 +1,140 @@
+"""The file of a native trace is written in C (native/trace_text.c) from the run's records;
+croqvm/trace/output.py ``events`` is its specification, and writes the reference engine's
+traces. The two engines' files must be the same bytes (.json, and .json.gz once
+decompressed), and C's numbers Python's: ``repr(round(x, 4))``."""
+from __future__ import annotations
+
+import gzip
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import croqvm
+from croqvm.cli.main import main
+from croqvm.running.program import available
+from croqvm.trace import CostModel, record
+from croqvm.trace.native import NativeTrace, _columns
+from croqvm.trace.output import write
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRAMS = ROOT / "programs"
+
+pytestmark = pytest.mark.skipif(not available(engine="native"),
+                                reason="the native engine is not built")
+
+
+def _double_buffer():
+    rng = np.random.default_rng(0)
+    a, b = (rng.uniform(-1, 1, (32, 64)).astype(np.float32) for _ in range(2))
+    return "matmul_double_buffer.co", "matmul_db", [a, b.T.copy()], {"M": 32, "K": 64, "N": 32}
+
+
+# events and triggers, async copies and future waits, divergent lanes (masks), MMAs
+# and copies of a warp-specialised pipeline, a deadlock (still-waiting slices)
+CASES = {
+    "events": lambda: ("pipeline_events.co", "pipeline", [], {}),
+    "async copies": _double_buffer,
+    "divergence": lambda: ("divergence.co", None, [], {}),
+    "pipeline": lambda: ("matmul_1p1c.co", "gemm_ws",
+                         [np.ones((64, 128), np.float16), np.ones((64, 128), np.float16),
+                          np.zeros((64, 64), np.float32)], {}),
+    "deadlock": lambda: ("broken/missing_bootstrap.co", "broken", [], {}),
+}
+
+
+def _files(tmp_path, case, cost=None) -> dict:
+    """{(engine, suffix): the file's bytes, decompressed} of the case traced on each
+    engine."""
+    file, func, args, dims = CASES[case]()
+    program = croqvm.compile_file(str(PROGRAMS / file))
+    func = func or program.functions[0].name
+    out = {}
+    for engine in ("python", "native"):
+        trace = record(program, func, [np.array(a, copy=True) for a in args], dims,
+                       engine=engine, out=io.StringIO(), keep_on_fault=True, cost=cost)
+        assert isinstance(trace, NativeTrace) == (engine == "native")
+        for suffix in (".json", ".json.gz"):
+            path = tmp_path / f"{engine}{suffix}"
+            events = write(trace, str(path))
+            opener = gzip.open if suffix.endswith(".gz") else open
+            with opener(path, "rb") as f:
+                out[engine, suffix] = events, f.read()
+    return out
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_both_engines_write_the_same_bytes(tmp_path, case):
+    files = _files(tmp_path, case)
+    for suffix in (".json", ".json.gz"):
+        assert files["native", suffix] == files["python", suffix]
+    events, text = files["native", ".json"]
+    assert events > 10 and text.startswith(b'{"traceEvents":[{"ph":"M"')
+
+
+def test_times_beyond_what_c_writes_exactly_are_written_by_the_specification(tmp_path):
+    # a clock of 10^-12 GHz: a cycle is 10^9 us, past 2^39 us within a thousand cycles
+    slow = CostModel(clock_ghz=1e-12)
+    program = croqvm.compile_file(str(PROGRAMS / "pipeline_events.co"))
+    trace = record(program, "pipeline", [], {}, engine="native", out=io.StringIO(),
+                   cost=slow)
+    assert not trace.exact() and record(program, "pipeline", [], {}, engine="native",
+                                        out=io.StringIO()).exact()
+    files = _files(tmp_path, "events", cost=slow)
+    assert files["native", ".json"] == files["python", ".json"]
+    assert b"e+" not in files["native", ".json"][1]    # under 10^16 us: no exponent
+
+
+def test_the_command_writes_the_same_file_on_either_engine(tmp_path, capsys):
+    texts = []
+    for engine in ("native", "python"):
+        path = tmp_path / f"{engine}.json.gz"
+        assert main(["trace", str(PROGRAMS / "pipeline_events.co"), "--func", "pipeline",
+                     "--engine", engine, "-o", str(path)]) == 0
+        texts.append(gzip.decompress(path.read_bytes()))
+    assert texts[0] == texts[1] and texts[0].count(b'"ph":') > 100
+    # the same summary: the events, blocks and modelled time
+    err = capsys.readouterr().err.replace("native.json", "python.json").splitlines()
+    assert len(err) == 2 and err[0] == err[1] and "us of modelled time" in err[0]
+
+
+def _text(starts, ends) -> list:
+    """C's ts and dur texts of statement slices from ``starts`` to ``ends`` (cycles of
+    a 0.001 GHz clock: a cycle is 1 us)."""
+    from croqvm._native import ffi, lib
+    dtype = _columns(ffi, "cq_slice", {"start": "f8", "end": "f8", "kind": "u1"})
+    cols = np.zeros(len(starts), dtype)
+    cols["start"], cols["end"] = starts, ends
+    strings = b'"s"'
+    at = np.array([0, len(strings)], np.int64)
+    zero = np.zeros(1, np.int32)
+    none = np.full(1, -1, np.int32)
+    keep = [cols, at, zero, none]
+    tx = ffi.new("cq_trace_text *", {
+        "slices": ffi.cast("cq_slice *", ffi.from_buffer(cols)), "nslices": len(cols),
+        "scale": 1.0, "text": ffi.from_buffer(strings),
+        "at": ffi.cast("int64_t *", ffi.from_buffer(at)),
+        "run_name": ffi.cast("int32_t *", ffi.from_buffer(zero)),
+        "run_where": ffi.cast("int32_t *", ffi.from_buffer(none))})
+    buf = ffi.new("char[]", 1 << 20)
+    text = b""
+    while n := lib.cq_trace_text_next(tx, buf, 1 << 20):
+        text += ffi.buffer(buf, n)[:]
+    del keep
+    return [(e.split(b'"ts":')[1].split(b",")[0], e.split(b'"dur":')[1].rstrip(b"}"))
+            for e in text.split(b"},{")]
+
+
+def test_c_writes_times_as_python_rounds_and_prints_them():
+    rng = np.random.default_rng(7)
+    ties = np.arange(1, 400, 2) / 32       # k / 32: exact halves of a ten-thousandth
+    spread = rng.uniform(0, 1, 3000) * 10.0 ** rng.integers(-6, 12, 3000)
+    near = np.round(rng.uniform(0, 1e6, 500), 4) + 5e-5      # about half-way
+    starts = np.concatenate([ties, spread, near, [0.0, 5e-324, 2.0 ** 39 - 1]])
+    ends = starts + np.concatenate([ties[::-1], spread[::-1], near, [0.0, 0.0, 0.5]])
+    expected = []
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        ts = round(s, 4)
+        expected.append((repr(ts).encode(), repr(round(round(e, 4) - ts, 4)).encode()))
+    assert _text(starts, ends) == expected
