@@ -76,10 +76,18 @@ int cq_settle(cq_warp *w)
  * into R[a] on the active lanes. */
 static void write_bits(char *reg, int type, const int64_t *bits, uint32_t act, int n)
 {
-    int size = cq_type_size[type];
-    for (int i = 0; i < n; i++)
-        if (act >> i & 1)
-            memcpy(reg + (size_t)i * size, &bits[i], size);   /* little-endian hosts */
+    switch (cq_type_size[type]) {   /* the low bytes: a cast keeps them */
+#define WRITE(T) \
+        for (int i = 0; i < n; i++) \
+            if (act >> i & 1) \
+                ((T *)reg)[i] = (T)bits[i]; \
+        break;
+    case 1: WRITE(uint8_t)
+    case 2: WRITE(uint16_t)
+    case 4: WRITE(uint32_t)
+    default: WRITE(uint64_t)
+#undef WRITE
+    }
 }
 
 /* CONST: the constant is of R[a]'s type (the verifier's guarantee). */
