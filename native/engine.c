@@ -203,9 +203,7 @@ static int op_other(cq_block *blk, cq_warp *w, const cq_ins *ins)
     switch (ins->op) {
     case CQ_OP_ALLOC: return cq_op_alloc(w, ins);
     case CQ_OP_FILL: return cq_op_fill(w, ins);
-    case CQ_OP_LOAD: return cq_op_load(w, ins);
     case CQ_OP_STORE: return cq_op_store(w, ins);
-    case CQ_OP_UPDATE: return cq_op_update(w, ins);
     case CQ_OP_DIMOF: return cq_op_dimof(w, ins);
     case CQ_OP_ATOMIC: return cq_op_atomic(w, ins);
     case CQ_OP_MATH: return cq_op_math(w, ins);

@@ -497,6 +497,16 @@ static inline __attribute__((always_inline)) int some_outside(const int32_t *x, 
     return (any | ~all) >> 31;
 }
 
+/* Whether some lane among the first n of ``held`` holds another handle than h. */
+static inline __attribute__((always_inline)) int other_handle(const int32_t *held, int32_t h,
+                                                              int n)
+{
+    uint32_t other = 0;
+    for (int i = 0; i < n; i++)
+        other |= (uint32_t)(held[i] ^ h);
+    return other != 0;
+}
+
 /* The flat offsets of the lanes up to n into L->near, each index in range for the active
  * ones (``act``), or 0 when some active lane's is not or an index is not an s32. The flat
  * offset is the sum over the dimensions of (index + origin) times the dimension's
@@ -510,7 +520,7 @@ static inline __attribute__((always_inline)) int offsets(cq_warp *w, const cq_ac
                                                          int n, located *L)
 {
     const cq_code *code = w->blk->code;
-    uint32_t *flat = L->near;
+    uint32_t *restrict flat = L->near;
     uint32_t stride = 1;
     if (!acc->n)
         memset(flat, 0, sizeof L->near);
@@ -518,7 +528,7 @@ static inline __attribute__((always_inline)) int offsets(cq_warp *w, const cq_ac
         int r = acc->idx[d];
         if (code->rtype[r] != CQ_DT_S32)
             return 0;
-        const int32_t *x = (const int32_t *)(w->regs + code->roff[r]);
+        const int32_t *restrict x = (const int32_t *)(w->regs + code->roff[r]);
         int64_t od = o ? o[d] : 0, lo = od < 0 ? -od : 0;
         int64_t hi = buf->shape[d] - od < e[d] ? buf->shape[d] - od : e[d];
         if (hi <= lo || lo > INT32_MAX || hi > (int64_t)INT32_MAX + 1)
@@ -563,10 +573,8 @@ static int locate_uniform(cq_warp *w, const cq_access *acc, located *L)
         int32_t h = held[cq_low(act)];
         if (h < 0)
             return 0;
-        uint32_t other = 0;     /* some lane holds another handle: an active one? */
-        for (int i = 0, lanes = act == 0xffffffffu ? CQ_WARP : n; i < lanes; i++)
-            other |= (uint32_t)(held[i] ^ h);
-        if (other)
+        if (act == 0xffffffffu ? other_handle(held, h, CQ_WARP) : other_handle(held, h, n))
+            /* some lane holds another handle: an active one? */
             for (uint32_t m = act; m; m &= m - 1)
                 if (held[cq_low(m)] != h)
                     return 0;
@@ -887,11 +895,13 @@ static int updated(cq_warp *w, const cq_ins *ins, const located *L, uint32_t lan
 static int collide(const located *L)
 {
     uint32_t m = L->lanes;
-    if (L->one && m == 0xffffffffu) {
+    if (L->one && m == 0xffffffffu && (uint64_t)L->one->count <= (uint64_t)1 << 31) {
+        /* offsets below 2^31: a lane's offset is above the previous one's when their
+         * difference less 1 has no sign bit (a loop without compares, which vectorises) */
         uint32_t down = 0;
         for (int i = 1; i < CQ_WARP; i++)
-            down |= L->near[i] <= L->near[i - 1];
-        if (!down)
+            down |= L->near[i] - L->near[i - 1] - 1;
+        if (!(down >> 31))
             return 0;
     }
     int prev = -1, sorted = 1;
