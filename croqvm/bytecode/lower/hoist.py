@@ -38,15 +38,9 @@ def hoist_invariants(code, insns: list[int], known: dict[int, int]) -> None:
     ins = [insns[k:k + W] for k in range(0, len(insns), W)]
     if opcodes.LOOP not in (x[0] for x in ins):
         return
-    changed = False
-    while True:
-        moves = _moves(code, ins, known)
-        if not moves:
-            break
+    while moves := _moves(code, ins, known):
         ins = _apply(ins, moves)
-        changed = True
-    if changed:
-        insns[:] = [w for x in ins for w in x]
+    insns[:] = [w for x in ins for w in x]
 
 
 def _moves(code, ins: list, known: dict[int, int]) -> dict[int, list[int]]:
