@@ -7,15 +7,14 @@ from __future__ import annotations
 import math
 import textwrap
 
+import engines
 import numpy as np
 import pytest
+from parity import assert_alike, outcome
 
 import croqvm
 from croqvm.bytecode import opcodes
 from croqvm.native import extension
-from parity import assert_alike, outcome
-
-import engines
 
 GRID = """
 __co__ s32 [4, 8] grid(int m) {

@@ -167,7 +167,7 @@ def test_two_dimensional_indices_at_the_edges_of_their_range(lanes, di, dj):
     a = np.arange(48, dtype=np.int32).reshape(6, 8) * 3 - 70
     b = np.arange(72, dtype=np.int32).reshape(6, 12) * -5 + 11
     result = _alike(TWO_D % {"lanes": lanes}, "two_d", [a, b, di, dj])
-    wrap = lambda v: (v + 2 ** 31) % 2 ** 32 - 2 ** 31   # noqa: E731
+    wrap = lambda v: (v + 2 ** 31) % 2 ** 32 - 2 ** 31
     cells = [((wrap(t // 8 + di), wrap(t % 8 + dj)), (wrap(t // 12 + di), wrap(t % 12 + dj)))
              for t in range(lanes)]
     inside = [0 <= i < 6 and 0 <= j < 8 and 0 <= k < 6 and 0 <= m < 12
