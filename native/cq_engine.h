@@ -37,7 +37,8 @@ static inline void cq_lanes_set(cq_lanes *s, int lane) { s->w[lane >> 5] |= 1u <
     X(XOR) X(SHL) X(SHR) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(NEG) X(NOT) X(BNOT) X(MOV) \
     X(SELECT)
 #define CQ_OWN_CASES(X) X(CONST) X(CVT) X(LANE) X(BLOCKIDX) X(IF) X(ELSE) X(LOOP) \
-    X(BREAK_IF) X(CONTINUE_IF) X(END) X(YIELD) X(NOP) X(FENCE) X(SYNC_GLOBAL) X(SET_MAXNREG)
+    X(BREAK_IF) X(CONTINUE_IF) X(END) X(YIELD) X(NOP) X(FENCE) X(SYNC_GLOBAL) X(SET_MAXNREG) \
+    X(LOAD) X(UPDATE)
 enum {
     H_OTHER,
 #define CQ_H_FAMILY(OP) HB_##OP, HL_##OP = HB_##OP + CQ_NUM_DTYPES - 1,

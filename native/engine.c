@@ -76,10 +76,18 @@ int cq_settle(cq_warp *w)
  * into R[a] on the active lanes. */
 static void write_bits(char *reg, int type, const int64_t *bits, uint32_t act, int n)
 {
-    int size = cq_type_size[type];
-    for (int i = 0; i < n; i++)
-        if (act >> i & 1)
-            memcpy(reg + (size_t)i * size, &bits[i], size);   /* little-endian hosts */
+    switch (cq_type_size[type]) {   /* the low bytes: a cast keeps them */
+#define WRITE(T) \
+        for (int i = 0; i < n; i++) \
+            if (act >> i & 1) \
+                ((T *)reg)[i] = (T)bits[i]; \
+        break;
+    case 1: WRITE(uint8_t)
+    case 2: WRITE(uint16_t)
+    case 4: WRITE(uint32_t)
+    default: WRITE(uint64_t)
+#undef WRITE
+    }
 }
 
 /* CONST: the constant is of R[a]'s type (the verifier's guarantee). */
@@ -195,9 +203,7 @@ static int op_other(cq_block *blk, cq_warp *w, const cq_ins *ins)
     switch (ins->op) {
     case CQ_OP_ALLOC: return cq_op_alloc(w, ins);
     case CQ_OP_FILL: return cq_op_fill(w, ins);
-    case CQ_OP_LOAD: return cq_op_load(w, ins);
     case CQ_OP_STORE: return cq_op_store(w, ins);
-    case CQ_OP_UPDATE: return cq_op_update(w, ins);
     case CQ_OP_DIMOF: return cq_op_dimof(w, ins);
     case CQ_OP_ATOMIC: return cq_op_atomic(w, ins);
     case CQ_OP_MATH: return cq_op_math(w, ins);

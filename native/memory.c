@@ -447,10 +447,12 @@ int cq_view_of(cq_warp *w, const cq_ins *ins, int v, int i, cq_buf *scratch, cq_
 
 /* Where each active lane's element lies: its instance and flat offset, and for a
  * future's data the handle (views group lanes, see group_of). When every lane sees one
- * view, ``one`` is its instance and ``buf`` and ``h`` are not filled in. */
+ * view, ``one`` is its instance, whose elements a 32-bit offset reaches: the offsets are
+ * ``near`` then, and ``buf``, ``off`` and ``h`` are not filled in. */
 typedef struct {
     uint32_t lanes;                 /* the located lanes (the active ones) */
     cq_buf *one;
+    uint32_t near[CQ_WARP];
     cq_buf *buf[CQ_WARP];
     int64_t off[CQ_WARP];
     int32_t h[CQ_WARP];
@@ -459,6 +461,11 @@ typedef struct {
 static inline cq_buf *buf_at(const located *L, int i)
 {
     return L->one ? L->one : L->buf[i];
+}
+
+static inline int64_t off_at(const located *L, int i)
+{
+    return L->one ? L->near[i] : L->off[i];
 }
 
 static int range_fault(cq_warp *w, const cq_ins *ins, int a, int i, int k, int64_t lo,
@@ -474,12 +481,85 @@ static int range_fault(cq_warp *w, const cq_ins *ins, int a, int i, int k, int64
     return CQ_ST_FAULT;
 }
 
+/* Whether some lane among the first n of ``x`` lies outside [lo, lo + width), for a width
+ * of at most 2^31: u = x - lo (unsigned) is inside when below width, which for such
+ * widths is when u has no sign bit and u - width has one. Or-ing the first and and-ing
+ * the second over the lanes leaves the loop without a compare, so that it vectorises. */
+static inline __attribute__((always_inline)) int some_outside(const int32_t *x, uint32_t lo,
+                                                              uint32_t width, int n)
+{
+    uint32_t any = 0, all = ~0u;
+    for (int i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)x[i] - lo;
+        any |= u;
+        all &= u - width;
+    }
+    return (any | ~all) >> 31;
+}
+
+/* Whether some lane among the first n of ``held`` holds another handle than h. */
+static inline __attribute__((always_inline)) int other_handle(const int32_t *held, int32_t h,
+                                                              int n)
+{
+    uint32_t other = 0;
+    for (int i = 0; i < n; i++)
+        other |= (uint32_t)(held[i] ^ h);
+    return other != 0;
+}
+
+/* The flat offsets of the lanes up to n into L->near, each index in range for the active
+ * ones (``act``), or 0 when some active lane's is not or an index is not an s32. The flat
+ * offset is the sum over the dimensions of (index + origin) times the dimension's
+ * row-major stride; in range it is below the buffer's count, which the caller checked
+ * fits 32 bits, so it is computed in 32 bits (lanes that are not active compute garbage,
+ * unsigned, that nothing reads). Inlined with n a constant for a full warp, the lane
+ * loops unroll. */
+static inline __attribute__((always_inline)) int offsets(cq_warp *w, const cq_access *acc,
+                                                         const cq_buf *buf, const int64_t *o,
+                                                         const int64_t *e, uint32_t act,
+                                                         int n, located *L)
+{
+    const cq_code *code = w->blk->code;
+    uint32_t *restrict flat = L->near;
+    uint32_t stride = 1;
+    if (!acc->n)
+        memset(flat, 0, sizeof L->near);
+    for (int d = acc->n - 1; d >= 0; d--) {
+        int r = acc->idx[d];
+        if (code->rtype[r] != CQ_DT_S32)
+            return 0;
+        const int32_t *restrict x = (const int32_t *)(w->regs + code->roff[r]);
+        int64_t od = o ? o[d] : 0, lo = od < 0 ? -od : 0;
+        int64_t hi = buf->shape[d] - od < e[d] ? buf->shape[d] - od : e[d];
+        if (hi <= lo || lo > INT32_MAX || hi > (int64_t)INT32_MAX + 1)
+            return 0;
+        uint32_t lo32 = (uint32_t)lo, width = (uint32_t)(hi - lo);   /* x in [lo, hi) */
+        uint32_t shift = (uint32_t)od;
+        if (some_outside(x, lo32, width, n))   /* some lane is out of range: an active one? */
+            for (uint32_t m = act; m; m &= m - 1)
+                if ((uint32_t)x[cq_low(m)] - lo32 >= width)
+                    return 0;
+        if (d == acc->n - 1)        /* the last dimension: stride 1 */
+            for (int i = 0; i < n; i++)
+                flat[i] = (uint32_t)x[i] + shift;
+        else if (!(stride & (stride - 1)))   /* a power of two (1 too): a shift, which */
+            for (int i = 0, k = cq_low(stride); i < n; i++)   /* vectorises cheaper */
+                flat[i] += ((uint32_t)x[i] + shift) << k;
+        else
+            for (int i = 0; i < n; i++)
+                flat[i] += ((uint32_t)x[i] + shift) * stride;
+        stride *= (uint32_t)buf->shape[d];
+    }
+    return 1;
+}
+
 /* The usual case at once: every active lane sees one view (a block-wide buffer, or one
- * future's waited data, the common case after a collective DMA) and its s32 indices are
- * in range. Returns 0 when it does not apply, or some lane faults: then ``locate`` goes
- * lane by lane and finds the fault the reference engine reports. The lane loops run
- * over every lane up to the highest active one, without a branch; only when one of
- * them finds a lane that breaks the rule do the active lanes go one by one. */
+ * future's waited data, the common case after a collective DMA), its elements within
+ * reach of 32-bit offsets, and its s32 indices are in range. Returns 0 when it does not
+ * apply, or some lane faults: then ``locate`` goes lane by lane and finds the fault the
+ * reference engine reports. The lane loops run over every lane up to the highest active
+ * one, without a branch; only when one of them finds a lane that breaks the rule do the
+ * active lanes go one by one. */
 static int locate_uniform(cq_warp *w, const cq_access *acc, located *L)
 {
     cq_block *blk = w->blk;
@@ -493,10 +573,8 @@ static int locate_uniform(cq_warp *w, const cq_access *acc, located *L)
         int32_t h = held[cq_low(act)];
         if (h < 0)
             return 0;
-        uint32_t other = 0;     /* some lane holds another handle: an active one? */
-        for (int i = 0; i < n; i++)
-            other |= held[i] != h;
-        if (other)
+        if (act == 0xffffffffu ? other_handle(held, h, CQ_WARP) : other_handle(held, h, n))
+            /* some lane holds another handle: an active one? */
             for (uint32_t m = act; m; m &= m - 1)
                 if (held[cq_low(m)] != h)
                     return 0;
@@ -512,10 +590,8 @@ static int locate_uniform(cq_warp *w, const cq_access *acc, located *L)
         buf = blk->bufs[acc->base][0];
         e = buf->shape;
     }
-    /* the flat offset is the sum over the dimensions of (index + origin) times the
-     * dimension's row-major stride; in range it is below the buffer's count, so while
-     * that fits 32 bits it is computed in 32 bits (inactive lanes compute garbage,
-     * unsigned, that nothing reads) */
+    if ((uint64_t)buf->count > UINT32_MAX)
+        return 0;
     if (act == 1) {             /* lane 0 alone (the host program): no lane loops */
         int64_t f = 0;
         for (int d = 0; d < acc->n; d++) {
@@ -529,47 +605,11 @@ static int locate_uniform(cq_warp *w, const cq_access *acc, located *L)
                 return 0;
             f = f * buf->shape[d] + x + od;
         }
-        L->off[0] = f;
-        L->lanes = act;
-        L->one = buf;
-        return 1;
-    }
-    if ((uint64_t)buf->count > UINT32_MAX)
+        L->near[0] = (uint32_t)f;
+    } else if (!(act == 0xffffffffu ? offsets(w, acc, buf, o, e, act, CQ_WARP, L)
+                                    : offsets(w, acc, buf, o, e, act, n, L))) {
         return 0;
-    uint32_t flat[CQ_WARP];
-    uint32_t stride = 1;
-    if (!acc->n)
-        memset(flat, 0, sizeof flat);
-    for (int d = acc->n - 1; d >= 0; d--) {
-        int r = acc->idx[d];
-        if (code->rtype[r] != CQ_DT_S32)
-            return 0;
-        const int32_t *x = (const int32_t *)(w->regs + code->roff[r]);
-        int64_t od = o ? o[d] : 0, lo = od < 0 ? -od : 0;
-        int64_t hi = buf->shape[d] - od < e[d] ? buf->shape[d] - od : e[d];
-        if (hi <= lo || lo > INT32_MAX || hi > (int64_t)INT32_MAX + 1)
-            return 0;
-        uint32_t lo32 = (uint32_t)lo, width = (uint32_t)(hi - lo);   /* x in [lo, hi) */
-        uint32_t shift = (uint32_t)od, out = 0;
-        for (int i = 0; i < n; i++)
-            out |= (uint32_t)x[i] - lo32 >= width;
-        if (out)                    /* some lane is out of range: is it an active one? */
-            for (uint32_t m = act; m; m &= m - 1)
-                if ((uint32_t)x[cq_low(m)] - lo32 >= width)
-                    return 0;
-        if (d == acc->n - 1)        /* the last dimension: stride 1 */
-            for (int i = 0; i < n; i++)
-                flat[i] = (uint32_t)x[i] + shift;
-        else if (stride == 1)
-            for (int i = 0; i < n; i++)
-                flat[i] += (uint32_t)x[i] + shift;
-        else
-            for (int i = 0; i < n; i++)
-                flat[i] += ((uint32_t)x[i] + shift) * stride;
-        stride *= (uint32_t)buf->shape[d];
     }
-    for (int i = 0; i < n; i++)
-        L->off[i] = flat[i];
     L->lanes = act;
     L->one = buf;
     return 1;
@@ -612,15 +652,13 @@ static int locate(cq_warp *w, const cq_ins *ins, int a, located *L)
 }
 
 /* Poison mode (§14.4): the lowest of ``lanes`` whose element was never written faults. */
-static int check_written(cq_warp *w, const cq_ins *ins, int a, const located *L, uint32_t lanes)
+static int unwritten(cq_warp *w, const cq_ins *ins, int a, const located *L, uint32_t lanes)
 {
-    if (L->one && !L->one->written)
-        return CQ_ST_OK;
     while (lanes) {
         int i = cq_low(lanes);
         lanes &= lanes - 1;
         const cq_buf *b = buf_at(L, i);
-        if (b->written && !b->written[L->off[i]]) {
+        if (b->written && !b->written[off_at(L, i)]) {
             const cq_access *acc = &w->blk->code->access[a];
             cq_record *f = cq_fault_new(w->blk, ins, CQ_FAULT_UNINITIALISED, w->base + i);
             cq_put(f, a);
@@ -635,6 +673,15 @@ static int check_written(cq_warp *w, const cq_ins *ins, int a, const located *L,
     return CQ_ST_OK;
 }
 
+/* The usual case, one view that poison mode does not follow, without a call. */
+static inline int check_written(cq_warp *w, const cq_ins *ins, int a, const located *L,
+                                uint32_t lanes)
+{
+    if (L->one && !L->one->written)
+        return CQ_ST_OK;
+    return unwritten(w, ins, a, L, lanes);
+}
+
 /* LOAD: the elements convert from the declared element type to R[a]'s. */
 /* Element i of each lane of ``lanes`` (size bytes each) into vals, lane by lane. */
 static void gather(const located *L, uint32_t lanes, int size, char *vals)
@@ -643,13 +690,19 @@ static void gather(const located *L, uint32_t lanes, int size, char *vals)
 #define GATHER(T) \
         if (L->one) { \
             const T *src = (const T *)L->one->data; \
+            if (lanes == 0xffffffffu) {     /* a full warp: unrolled */ \
+                _Pragma("GCC unroll 8") \
+                for (int i = 0; i < CQ_WARP; i++) \
+                    ((T *)vals)[i] = src[L->near[i]]; \
+                return; \
+            } \
             if (!(lanes & (lanes + 1))) {   /* lanes 0 to n - 1 */ \
                 for (int i = 0, n = cq_span(lanes); i < n; i++) \
-                    ((T *)vals)[i] = src[L->off[i]]; \
+                    ((T *)vals)[i] = src[L->near[i]]; \
                 return; \
             } \
             for (uint32_t m = lanes; m; m &= m - 1) \
-                ((T *)vals)[cq_low(m)] = src[L->off[cq_low(m)]]; \
+                ((T *)vals)[cq_low(m)] = src[L->near[cq_low(m)]]; \
             return; \
         } \
         for (uint32_t m = lanes; m; m &= m - 1) { \
@@ -672,13 +725,19 @@ static void scatter(const located *L, uint32_t lanes, int size, const char *vals
 #define SCATTER(T) \
         if (L->one && !(lanes & (lanes + 1))) {   /* lanes 0 to n - 1, in order */ \
             T *dst = (T *)L->one->data; \
+            if (lanes == 0xffffffffu) {           /* a full warp: unrolled */ \
+                _Pragma("GCC unroll 8") \
+                for (int i = 0; i < CQ_WARP; i++) \
+                    dst[L->near[i]] = ((const T *)vals)[i]; \
+                break; \
+            } \
             for (int i = 0, n = cq_span(lanes); i < n; i++) \
-                dst[L->off[i]] = ((const T *)vals)[i]; \
+                dst[L->near[i]] = ((const T *)vals)[i]; \
             break; \
         } \
         for (uint32_t m = lanes; m; m &= m - 1) { \
             int i = cq_low(m); \
-            ((T *)buf_at(L, i)->data)[L->off[i]] = ((const T *)vals)[i]; \
+            ((T *)buf_at(L, i)->data)[off_at(L, i)] = ((const T *)vals)[i]; \
         } \
         break;
     case 1: SCATTER(uint8_t)
@@ -692,7 +751,7 @@ static void scatter(const located *L, uint32_t lanes, int size, const char *vals
     for (uint32_t m = lanes; m; m &= m - 1) {
         int i = cq_low(m);
         if (buf_at(L, i)->written)
-            buf_at(L, i)->written[L->off[i]] = 1;
+            buf_at(L, i)->written[off_at(L, i)] = 1;
     }
 }
 
@@ -700,7 +759,10 @@ static void scatter(const located *L, uint32_t lanes, int size, const char *vals
 static int race_elements(cq_warp *w, const cq_ins *ins, const located *L, int write,
                          const char *olds, const char *news, const char *vals, int size)
 {
-    return cq_race_elements(w, ins, L->lanes, L->one, L->buf, L->off, write, olds, news, vals,
+    int64_t off[CQ_WARP];
+    for (uint32_t m = L->lanes; m; m &= m - 1)
+        off[cq_low(m)] = off_at(L, cq_low(m));
+    return cq_race_elements(w, ins, L->lanes, L->one, L->buf, off, write, olds, news, vals,
                             size);
 }
 
@@ -833,17 +895,19 @@ static int updated(cq_warp *w, const cq_ins *ins, const located *L, uint32_t lan
 static int collide(const located *L)
 {
     uint32_t m = L->lanes;
-    if (L->one && m == 0xffffffffu) {
+    if (L->one && m == 0xffffffffu && (uint64_t)L->one->count <= (uint64_t)1 << 31) {
+        /* offsets below 2^31: a lane's offset is above the previous one's when their
+         * difference less 1 has no sign bit (a loop without compares, which vectorises) */
         uint32_t down = 0;
         for (int i = 1; i < CQ_WARP; i++)
-            down |= L->off[i] <= L->off[i - 1];
-        if (!down)
+            down |= L->near[i] - L->near[i - 1] - 1;
+        if (!(down >> 31))
             return 0;
     }
     int prev = -1, sorted = 1;
     for (uint32_t k = m; k; k &= k - 1) {
         int i = cq_low(k);
-        if (prev >= 0 && (buf_at(L, i) != buf_at(L, prev) || L->off[i] <= L->off[prev]))
+        if (prev >= 0 && (buf_at(L, i) != buf_at(L, prev) || off_at(L, i) <= off_at(L, prev)))
             sorted = 0;
         prev = i;
     }
@@ -852,7 +916,7 @@ static int collide(const located *L)
     for (uint32_t a = m; a; a &= a - 1)
         for (uint32_t b = a & (a - 1); b; b &= b - 1) {
             int i = cq_low(a), j = cq_low(b);
-            if (buf_at(L, i) == buf_at(L, j) && L->off[i] == L->off[j])
+            if (buf_at(L, i) == buf_at(L, j) && off_at(L, i) == off_at(L, j))
                 return 1;
         }
     return 0;
@@ -984,7 +1048,7 @@ int cq_op_atomic(cq_warp *w, const cq_ins *ins)
         if (check_written(w, ins, ins->b, &L, one) != CQ_ST_OK)
             return CQ_ST_FAULT;
         char old[8], out[CQ_WARP * 8];
-        char *cell = buf_at(&L, i)->data + (size_t)L.off[i] * (size_t)size;
+        char *cell = buf_at(&L, i)->data + (size_t)off_at(&L, i) * (size_t)size;
         memcpy(old, cell, (size_t)size);
         atomic_new(ins->e, ins->te, old, w->regs + ins->rc + (size_t)i * (size_t)size,
                    w->regs + ins->rd + (size_t)i * (size_t)size, out + (size_t)i * (size_t)size);

@@ -3,7 +3,8 @@ line against the spec by hand (ARCHITECTURE.md "The bytecode"; STYLE.md section 
 
 What a reader can check in it: constants loaded once at the start of each program, the
 foreach shape of docs/EXECUTION.md §4 (increment at the top, the variable reset to 0
-after the loop), the launch binding the host's buffers, and the kernel computing
+after the loop; ``i * 3``, the same in every iteration over ``j``, computed before that
+loop), the launch binding the host's buffers, and the kernel computing
 ``i = tid / 3``, ``j = tid % 3`` for ``{i, j} by [2, 3]`` (§6.2.4) with one UPDATE for
 ``+=``.
 """
@@ -46,16 +47,16 @@ function 'add_demo' -> void  (add.co:1:13)
         add.co:4:3   13    GE          r6, r3, r0
         add.co:4:3   14    BREAK_IF    r6
         add.co:4:3   15    CONST       r4, k5 (=-1)
-        add.co:4:3   16    LOOP        -> 23
-        add.co:4:3   17      ADD       r4, r4, r5
-        add.co:4:3   18      GE        r7, r4, r1
-        add.co:4:3   19      BREAK_IF  r7
+        add.co:4:3   16    MUL         r8, r3, r1
+        add.co:4:3   17    LOOP        -> 23
+        add.co:4:3   18      ADD       r4, r4, r5
+        add.co:4:3   19      GE        r7, r4, r1
+        add.co:4:3   20      BREAK_IF  r7
     ; add.co:5  a.at(i, j) = i * 3 + j;
-        add.co:5:5   20      MUL       r8, r3, r1
         add.co:5:5   21      ADD       r9, r8, r4
         add.co:5:5   22      STORE     acc0 'a', r9
     ; add.co:4  foreach {i, j} in [2, 3]
-        add.co:4:3   23    END         -> 16
+        add.co:4:3   23    END         -> 17
         add.co:4:3   24    CONST       r4, k3 (=0)
         add.co:4:3   25  END           -> 11
         add.co:4:3   26  CONST         r3, k3 (=0)

@@ -2,7 +2,8 @@
 must step aside: a DMA's tile moved a row at a time (rows partly outside the source or
 the destination, strided views, three dimensions, the init check's written marks), an
 element access checked for the whole warp at once (inactive lanes out of range, the
-first active lane out of range, narrow element types, lanes sharing an element) or for
+first active lane out of range, indices at the edges of their range, row strides that are
+powers of two and that are not, narrow element types, lanes sharing an element) or for
 the one lane of the host program. Every
 case runs on both engines and must show the same results, output, error report and
 statistics (tests/parity.py). A collective's operands, compared warp by warp, are
@@ -143,6 +144,40 @@ def test_an_access_of_the_whole_warp_and_its_first_lane_out_of_range(bad):
                                                      sum(range(16, 32)), sum(range(16))])
     else:
         assert result[3] is not None and f"lane {bad}" in result[3][1]
+
+
+TWO_D = """
+__co__ s32 [%(lanes)d] two_d(s32 [6, 8] a, s32 [6, 12] b, s32 di, s32 dj) {
+  s32 [%(lanes)d] out {0};
+  parallel p by 1 : block, t by %(lanes)d : thread {
+    out.at(t) = a.at(t / 8 + di, t %% 8 + dj) + b.at(t / 12 + di, t %% 12 + dj);
+  }
+  return out;
+}
+"""
+
+
+@pytest.mark.parametrize("lanes", [32, 48])
+@pytest.mark.parametrize("di, dj", [(0, 0), (2, 0), (3, 0), (0, -1), (0, 1), (2 ** 31 - 1, 0),
+                                    (-2 ** 31, 0), (0, 2 ** 31 - 1), (0, -2 ** 31)])
+def test_two_dimensional_indices_at_the_edges_of_their_range(lanes, di, dj):
+    """The whole warp's range check at the edges (an index at -1 or the extent, s32's
+    least and greatest values, sums that wrap), a row stride of 8 (a power of two) and
+    of 12; a full warp, and one of 16 lanes."""
+    a = np.arange(48, dtype=np.int32).reshape(6, 8) * 3 - 70
+    b = np.arange(72, dtype=np.int32).reshape(6, 12) * -5 + 11
+    result = _alike(TWO_D % {"lanes": lanes}, "two_d", [a, b, di, dj])
+    wrap = lambda v: (v + 2 ** 31) % 2 ** 32 - 2 ** 31
+    cells = [((wrap(t // 8 + di), wrap(t % 8 + dj)), (wrap(t // 12 + di), wrap(t % 12 + dj)))
+             for t in range(lanes)]
+    inside = [0 <= i < 6 and 0 <= j < 8 and 0 <= k < 6 and 0 <= m < 12
+              for (i, j), (k, m) in cells]
+    if all(inside):
+        assert result[3] is None
+        np.testing.assert_array_equal(result[0], [a[i, j] + b[k, m]
+                                                  for (i, j), (k, m) in cells])
+    else:
+        assert result[3] is not None and f"lane {inside.index(False)}" in result[3][1]
 
 
 @pytest.mark.parametrize("i, j", [(1, 2), (4, 0), (0, -1), (3, 3), (-1, 5)])

@@ -11,94 +11,18 @@ written for it is the runtime error ``UNINITIALISED_REGISTER``. Compiled program
 Per warp and register the checker keeps which lanes have written it, and whether all have
 (then the register costs nothing more). A register starts written where the engine sets it
 before the code runs: a kernel's argument registers (``Launch.scalars``), the host
-program's scalar parameters and symbolic dimensions. An instruction reads the registers
-among its operands other than the one it writes (``Op.writes``), and those the side-table
-entries it names hold: an access's indices, a view's origin and extents, a DMA's views,
-padding and own buffer's shape, a buffer's shape (ALLOC), a print format's values, a
-launch's grid, arguments and block size, a C++ call's arguments and inline assembly's
-inputs; it writes ``Op.writes`` and a C++ call's result or inline assembly's outputs.
+program's scalar parameters and symbolic dimensions. An instruction reads and writes the
+registers of ``registers_read`` and ``registers_written`` (croqvm/bytecode/dataflow.py):
+its register operands and those the side-table entries it names hold.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..bytecode.dataflow import registers_read, registers_written
 from ..bytecode.module import ParamKind
-from ..bytecode.opcodes import TABLE
 from ..core.faults import Kind, LaneFault
-from ..reports.messages import print_registers
 from .checks import Checker
-
-
-def _access(code, a):
-    acc = code.accesses[a]
-    return list(acc.indices) + ([acc.arr] if acc.arr >= 0 else [])
-
-
-def _view(code, v):
-    view = code.views[v]
-    return list(view.origin) + list(view.extents) + list(view.space) + \
-        ([view.flat] if view.flat >= 0 else []) + ([view.arr] if view.arr >= 0 else [])
-
-
-def _dma(code, d):
-    desc = code.dmas[d]
-    regs = _view(code, desc.src) + desc.pad_lo + desc.pad_hi + desc.pad_mid
-    if desc.dst_view >= 0:
-        regs += _view(code, desc.dst_view)
-    elif desc.dst_buffer >= 0:
-        regs += code.buffers[desc.dst_buffer].shape
-    return regs + ([desc.pad_value] if desc.pad_value >= 0 else [])
-
-
-def _print(code, p):
-    return print_registers(code.prints[p])
-
-
-def _launch(code, n):
-    launch = code.launches[n]
-    return list(launch.grid) + [h for _, h in launch.scalars] + \
-        ([launch.block] if launch.block >= 0 else [])
-
-
-def _asm_reads(code, a):
-    asm = code.asms[a]
-    return [x.reg for x in asm.inputs] + \
-        [x.reg for x in asm.outputs if x.constraint.startswith("+")]
-
-
-# operand kind -> the registers that the side-table entry it names holds
-SIDE_TABLES = {"a": _access, "v": _view, "d": _dma, "p": _print, "l": _launch,
-               "x": _asm_reads, "y": lambda code, c: list(code.cxx_calls[c].args)}
-# operand kind -> the registers that the side-table entry it names has written
-SIDE_WRITES = {"x": lambda code, a: [x.reg for x in code.asms[a].outputs],
-               "y": lambda code, c: [code.cxx_calls[c].result]}
-# opcodes reading the registers of a buffer operand's shape: those that allocate
-SHAPE_READERS = {"ALLOC"}
-
-
-def registers_read(code, ins) -> list[int]:
-    """The registers instruction ``ins`` of ``code`` reads, each once."""
-    op = TABLE[ins[0]]
-    regs = []
-    for n, kind in enumerate(op.operands):
-        value = ins[1 + n]
-        if kind == "r" and n != op.writes:
-            regs.append(value)
-        elif kind in SIDE_TABLES:
-            regs += SIDE_TABLES[kind](code, value)
-        elif kind == "b" and op.name in SHAPE_READERS:
-            regs += code.buffers[value].shape
-    return list(dict.fromkeys(r for r in regs if r >= 0))
-
-
-def registers_written(code, ins) -> list[int]:
-    """The registers instruction ``ins`` of ``code`` writes."""
-    op = TABLE[ins[0]]
-    regs = [ins[1 + op.writes]] if op.writes >= 0 else []
-    for n, kind in enumerate(op.operands):
-        if kind in SIDE_WRITES:
-            regs += SIDE_WRITES[kind](code, ins[1 + n])
-    return [r for r in regs if r >= 0]
 
 
 class Written:

@@ -33,18 +33,18 @@ order by native/load.c. Types are dtype codes, enumerations the module's own val
                 and per UPDATE (its arithmetic type, §12.2), the Code's instructions
                 first, then each lane set's,
            per instruction: the registers it reads (list) and writes (list), as the
-                initialisation check follows them (croqvm/interp/initcheck.py).
+                initialisation check follows them (croqvm/bytecode/dataflow.py).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..bytecode import opcodes
+from ..bytecode.dataflow import registers_read, registers_written
 from ..bytecode.module import PieceKind, swizzled_sides
 from ..core import dtypes
 from ..core.limits import EVENT_SLOT_BYTES
 from ..core.numerics import binary_op, storage_array
-from ..interp.initcheck import registers_read, registers_written
 
 MAGIC = 0x31474D4951435143          # "CQCQIMG1", little-endian
 

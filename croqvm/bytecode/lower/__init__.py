@@ -8,7 +8,8 @@ The input is the AST after ``check_program`` reported no error, annotated as
 diagnostic at the construct; an unexpected failure becomes an ``internal error:``
 diagnostic at the node being lowered (LANGUAGE.md §15.1), never a raw exception.
 
-Modules: builder (one Code), state (the Lowerer and contexts), values (lowered values and
+Modules: builder (one Code), hoist (loop-invariant instructions out of their loops, when
+a Code is finished), state (the Lowerer and contexts), values (lowered values and
 environments), exprs, views (§8), stmts (§3, §5.5, §6.4-§6.6), output (§6.9, §13), host
 (§14), kernel (§6.2-§7.4), dma (§9), events (§10), mma (§11), calls (§6.10).
 """

@@ -24,6 +24,8 @@ from croqvm.bytecode.module import Code, Const
 from croqvm.core import dtypes, numerics
 from croqvm.core.source import SourceFile, Span
 
+from .hoist import hoist_invariants
+
 W = opcodes.WIDTH
 # Operand positions holding instruction indices, moved when the prologue is inserted.
 TARGETS = {op.code: [i for i, kind in enumerate(op.operands) if kind == "t"]
@@ -204,9 +206,11 @@ class CodeBuilder:
         return r
 
     def finish(self, span: Span | None) -> None:
-        """Insert the prologue: one CONST per constant register, at instruction 0 (see the
-        module docstring), carrying ``span`` (the function's or kernel's)."""
+        """Move loop-invariant instructions out of their loops (hoist.py), then insert the
+        prologue: one CONST per constant register, at instruction 0 (see the module
+        docstring), carrying ``span`` (the function's or kernel's)."""
         self._finished = True
+        hoist_invariants(self.code, self.insns, self.known)
         n = len(self._const_regs)
         if not n:
             return
