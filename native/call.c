@@ -758,11 +758,13 @@ int cq_run(cq_call *call, int64_t slice_steps)
         if (call->launching) {
             /* a kernel that prints runs on threads only when asked for: its output
              * then comes when the launch ends (the blocks' outputs join in row-major
-             * order); serially, it streams while the launch runs */
+             * order); serially, it streams while the launch runs. One whose atomics
+             * may reach global memory runs serially: its blocks communicate through
+             * them (the old values they receive follow the blocks' order) */
+            const cq_code *kcode = &call->prog->kernels[call->launch->kernel].code;
             if (!call->serial && call->block_number == 0 && call->opts.jobs > 1 &&
-                !call->opts.schedule && call->blocks > 1 &&
-                (call->opts.jobs_printing ||
-                 !call->prog->kernels[call->launch->kernel].code.prints)) {
+                !call->opts.schedule && call->blocks > 1 && !kcode->global_atomics &&
+                (call->opts.jobs_printing || !kcode->prints)) {
                 cq_pool_start(call);
                 continue;
             }

@@ -140,6 +140,7 @@ typedef struct {
     int32_t grid_sync;      /* 1 when a GRID_SYNC instruction is in the code */
     int32_t trigger_cluster;/* 1 when a TRIGGER_CLUSTER instruction is in the code */
     int32_t prints;         /* 1 when a PRINT instruction is in the code */
+    int32_t global_atomics; /* 1 when an ATOMIC may reach memory other than shared */
     /* per instruction k, from uses[use_at[k]] on: the count of registers it reads, those
      * registers, the count it writes, those (the initialisation check, §14.4) */
     int32_t *use_at, *uses;
@@ -542,6 +543,8 @@ void cq_race_effect_end(cq_warp *w);
 int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
                      cq_buf *const *bufs, const int64_t *off, int write, const char *olds,
                      const char *news, const char *vals, int size);
+int cq_race_atomic(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
+                   cq_buf *const *bufs, const int64_t *off);
 int cq_race_tile(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_t *o,
                  const int64_t *e, int nd, int swizzle, int write, int lane);
 int cq_race_copy_issue(cq_block *blk, const cq_ins *ins, int32_t h, const cq_buf *src,

@@ -346,6 +346,11 @@ static void rd_code(reader *r, cq_code *code)
         code->prints |= op == CQ_OP_PRINT;
         code->grid_sync |= op == CQ_OP_GRID_SYNC;
         code->trigger_cluster |= op == CQ_OP_TRIGGER_CLUSTER;
+        if (op == CQ_OP_ATOMIC) {
+            const cq_access *acc = &code->access[code->ins[k].b];
+            code->global_atomics |= acc->kind != 0 ||
+                                    code->buf[acc->base].storage != CQ_STORAGE_SHARED;
+        }
     }
 }
 

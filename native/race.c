@@ -34,6 +34,9 @@ typedef struct cq_shadow {
     int local;                  /* a lane's own buffer: only the async copies in flight */
     int ninflight, capinflight; /* the async copies reading (side 0) or writing (side 1) it */
     struct inflight { struct cq_race_copy *copy; int side; } *inflight;
+    /* the atomics (§4.5) on it, apart, kept as reads (shadow.py ``atomics``): an atomic is
+     * checked against the plain accesses, any other access against them too */
+    struct cq_shadow *atomics;
     struct cq_shadow *next;
 } cq_shadow;
 
@@ -152,6 +155,7 @@ static void shadows_free(cq_shadow *sh)
         free(sh->f_info);
         free(sh->f_seq);
         free(sh->inflight);
+        shadows_free(sh->atomics);
         free(sh);
         sh = next;
     }
@@ -619,6 +623,27 @@ static int access(cq_block *blk, cq_shadow *sh, int64_t e, const actor *a, int w
     return 0;
 }
 
+/* The atomics' shadow of ``sh``, made at its first atomic: reads only. */
+static cq_shadow *atomics_of(cq_shadow *sh)
+{
+    if (!sh->atomics) {
+        cq_shadow *at = cq_xcalloc(1, sizeof *at);
+        at->n = sh->n;
+        at->glob = sh->glob;
+        memset(at->row_of, -1, sizeof at->row_of);
+        sh->atomics = at;
+    }
+    return sh->atomics;
+}
+
+/* Whether an access of element ``e`` of ``sh`` other than an atomic meets an atomic not
+ * ordered before it (race.py ``_atomic``). */
+static inline int meets_atomic(cq_block *blk, const cq_shadow *sh, int64_t e, const actor *a,
+                               int64_t info)
+{
+    return sh->atomics && unordered(blk, sh->atomics, e, a, 1, info);
+}
+
 static void actor_of(cq_block *blk, int x, actor *a)
 {
     struct cq_race_block *rb = blk->race;
@@ -889,10 +914,14 @@ int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
                 return hit ? stop(blk) : CQ_ST_OK;
             }
         }
-        int bad = ordered_all(sh, lanes, off, &a, write) ? (record_all(sh, lanes, off, &a, write,
-                                                                        info), 0)
-                                                         : each_access(blk, sh, lanes, off, &a,
-                                                                       write, info);
+        int bad = 0;
+        for (uint32_t m = lanes; sh->atomics && m && !bad; m &= m - 1)
+            bad = meets_atomic(blk, sh, off[cq_low(m)], &a, info);
+        if (!bad)
+            bad = ordered_all(sh, lanes, off, &a, write) ? (record_all(sh, lanes, off, &a,
+                                                                       write, info), 0)
+                                                         : each_access(blk, sh, lanes, off,
+                                                                       &a, write, info);
         unlock(blk, sh);
         return bad ? stop(blk) : CQ_ST_OK;
     }
@@ -904,7 +933,40 @@ int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
         lock(blk, sh);
         int bad = meets_inflight(sh, &off[i], 1, 1, write);
         if (!bad && !sh->local)
-            bad = access(blk, sh, off[i], &a, write, info);
+            bad = meets_atomic(blk, sh, off[i], &a, info) ||
+                  access(blk, sh, off[i], &a, write, info);
+        unlock(blk, sh);
+        if (bad)
+            return stop(blk);
+    }
+    return CQ_ST_OK;
+}
+
+/* ATOMIC by the lanes ``lanes`` of ``w`` (lane i's element ``off[i]`` of ``one`` or of
+ * ``bufs[i]``): an atomic meets the async copies in flight as a write does and is checked
+ * against the plain writes and reads, then recorded with the atomics, never checked
+ * against them (race.py ``elements``, ``_atomic``). */
+int cq_race_atomic(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
+                   cq_buf *const *bufs, const int64_t *off)
+{
+    cq_block *blk = w->blk;
+    if (stopped(blk))
+        return stop(blk);
+    int64_t info = info_of(blk, w->ip, 0);
+    actor a;
+    actor_of(blk, w->index, &a);
+    for (uint32_t m = lanes; m; m &= m - 1) {
+        int i = cq_low(m);
+        cq_shadow *sh = shadow_locked(blk, one ? one : bufs[i]);
+        if (!sh)
+            continue;
+        lock(blk, sh);
+        int bad = meets_inflight(sh, &off[i], 1, 1, 1);
+        if (!bad && !sh->local) {
+            bad = unordered(blk, sh, off[i], &a, 1, info);
+            if (!bad)
+                record_read(atomics_of(sh), off[i], &a, info);
+        }
         unlock(blk, sh);
         if (bad)
             return stop(blk);
@@ -976,7 +1038,8 @@ static int each_element(const cq_buf *b, const int64_t *o, const int64_t *e, int
 
 static int visit_access(visit *v, int64_t pos)
 {
-    return access(v->blk, v->sh, pos, &v->a, v->write, v->info);
+    return meets_atomic(v->blk, v->sh, pos, &v->a, v->info) ||
+           access(v->blk, v->sh, pos, &v->a, v->write, v->info);
 }
 
 static int tile_meets_inflight(visit *v, const cq_buf *b, const int64_t *o, const int64_t *e,

@@ -55,9 +55,11 @@ def detector_stops(module, func: str, *args, **options) -> bool:
 def both(source, func: str, *args, **options):
     """The race-checked run of ``func`` on the reference engine (``parity.outcome``), after
     checking that the native engine shows the same and that its detector stopped the run
-    exactly when the reference engine reports races."""
+    exactly when the reference engine reports races. ``jobs`` is the native engine's
+    (the reference engine runs the blocks one after another)."""
     module = compile_src(source).module if isinstance(source, str) else source
-    ref = outcome(module, func, args, {}, "python", check="race", **options)
+    ref = outcome(module, func, args, {}, "python", check="race",
+                  **{k: v for k, v in options.items() if k != "jobs"})
     if NATIVE:
         got = outcome(module, func, args, {}, "native", check="race", **options)
         assert_alike(got, ref, "native against python")
@@ -951,6 +953,106 @@ def test_an_atomic_races_with_a_plain_access():
         "  in kernel launched at race.co:2:3",
         "race.co:3:5: note: updated atomically in block (0), warp 0 (lane 31)",
         *quote(3, "    __atomic_add(out.at(0), 1);"))
+
+
+# Atomics against the other accesses, each kernel racy or not as its comment says; ``both``
+# checks that the native detector stops exactly the racy runs, with the reference report,
+# serially, on two threads (a kernel whose atomics reach global memory runs its blocks one
+# after another there) and under the random schedule.
+ATOMIC_KERNELS = {
+    # warp 1's atomics come after warp 0 read s[0], with no barrier between them (each
+    # block its own s: on threads, the blocks run at once)
+    "warps": ("""
+        __co__ void f(global s32 [256] out) {
+          parallel b by 4 : block, p by 64 : thread {
+            shared s32 [4] s;
+            __atomic_add(s.at(0), 1);
+            BARRIER
+            out.at(b # p) = s.at(0);
+          }
+        }""", True),
+    # other blocks of the launch add to out[0] while block 0 reads it
+    "blocks": ("""
+        __co__ void f(global s32 [256] out) {
+          parallel b by 4 : block, t by 32 : thread {
+            __atomic_add(out.at(0), 1);
+            if (t == 0) out.at(1 + b) = out.at(0);
+          }
+        }""", True),
+    # launches are ordered, and so is the host after them, atomics included
+    "launches": ("""
+        __co__ void f(global s32 [256] out) {
+          parallel b by 4 : block, t by 32 : thread
+            __atomic_max(out.at(t), b * 32 + t);
+          parallel b by 2 : block, t by 32 : thread
+            out.at(32 + t) = out.at(t) * 2;
+          __atomic_add(out.at(0), 1);
+          println(out.at(0), out.at(33));
+        }""", False),
+    # block 1's copy reads the tile block 0 updated atomically
+    "tile": ("""
+        __co__ void f(global s32 [256] out) {
+          parallel b by BLOCKS : block {
+            shared s32 [256] s;
+            dma.copy out => s;
+            parallel t by 32 : thread
+              __atomic_add(out.at(t), 1);
+          }
+        }""", True),
+    # an atomic on the source, or the destination, of an async copy in flight
+    "in flight": ("""
+        __co__ void f(global s32 [256] out) {
+          parallel b by 1 : block {
+            shared s32 [256] s;
+            f = dma.copy.async out => s;
+            parallel t by 32 : thread
+              __atomic_add(WHERE.at(t), 1);
+            wait f;
+          }
+        }""", True),
+    # the read of an outer-level statement and the atomic of its own effect
+    "own effect": ("""
+        __co__ void f(global s32 [256] out) {
+          parallel b by 2 : block
+            __atomic_add(out.at(b), out.at(b) + 1);
+          println(out.at(0), out.at(1));
+        }""", False),
+}
+ATOMIC_CASES = [
+    ("warps", {"BARRIER": ""}, True), ("warps", {"BARRIER": "sync.barrier : block;"}, False),
+    ("blocks", {}, True), ("launches", {}, False),
+    ("tile", {"BLOCKS": "2"}, True), ("tile", {"BLOCKS": "1"}, False),
+    ("in flight", {"WHERE": "out"}, True), ("in flight", {"WHERE": "s"}, True),
+    ("own effect", {}, False)]
+
+
+@pytest.mark.parametrize("options", [{}, {"jobs": 2}, {"schedule": "random", "seed": 3}],
+                         ids=["rr", "threads", "random"])
+@pytest.mark.parametrize("name, fill, racy", ATOMIC_CASES,
+                         ids=[f"{n}-{'racy' if r else 'free'}-{i}"
+                              for i, (n, _, r) in enumerate(ATOMIC_CASES)])
+def test_atomics_race_with_plain_accesses_on_both_engines(name, fill, racy, options):
+    source = ATOMIC_KERNELS[name][0]
+    for key, value in fill.items():
+        source = source.replace(key, value)
+    ref = both(source, "f", np.zeros(256, np.int32), **options)
+    assert (ref[3] is not None and "data race" in ref[3][1]) == racy, ref[3]
+
+
+@pytest.mark.skipif(not NATIVE, reason="the native engine is not built")
+def test_global_atomics_on_threads_lose_no_update():
+    # the blocks of a kernel whose atomics reach global memory run one after another,
+    # so the count is every block's and the old values follow the serial order
+    module = compile_src("""
+        __co__ void f(global s32 [513] out) {
+          parallel b by 16 : block, t by 32 : thread
+            foreach i in [8]
+              out.at(1 + b * 32 + t) = __atomic_add(out.at(0), 1);
+        }""").module
+    ref = outcome(module, "f", (np.zeros(513, np.int32),), {}, "python")
+    got = outcome(module, "f", (np.zeros(513, np.int32),), {}, "native", jobs=2)
+    assert_alike(got, ref, "native on two threads against python")
+    assert ref[3] is None and ref[1][0][0] == 16 * 32 * 8
 
 
 LOADED_ACC = """

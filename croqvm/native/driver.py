@@ -48,7 +48,7 @@ MAX_JOBS = 256
 # check there from the start. Each with the construct's name, which a run without the
 # check names (croqvm run's default check, README: Finding races).
 RACE_UNCHECKED_OPS = {
-    opcodes.ATOMIC: "an atomic operation", opcodes.TRIGGER_CLUSTER: "a cluster-scope trigger",
+    opcodes.TRIGGER_CLUSTER: "a cluster-scope trigger",
     opcodes.GRID_SYNC: "a grid barrier", opcodes.MMA_SCALE: "a block-scaled MMA"}
 
 
