@@ -1055,6 +1055,40 @@ def test_global_atomics_on_threads_lose_no_update():
     assert ref[3] is None and ref[1][0][0] == 16 * 32 * 8
 
 
+# LANGUAGE.md §11.8: mma.scale reads its row scales as a tile; warp 1 writes rows[3],
+# which warp 0's mma.scale read with nothing between them, or rows[20], which it does not
+SCALED = """
+    __co__ void f(global f16 [16, 16] a, global f16 [8, 16] b, global f32 [16, 8] c) {
+      parallel p by 1 : block {
+        shared f32 [32] rows;
+        parallel t by 32 : thread
+          rows.at(t) = __to<f32>(t);
+        parallel w by 2 : group {
+          acc = mma.fill.f32 0.0f;
+          mma.row.row acc, a, b;
+          mma.scale acc, rows.subspan(16).at(0), 1.0f;
+          if (w == 1) { rows.at(WHERE) = 5.0f; }
+          if (w == 0) { mma.store acc, c; }
+        }
+      }
+    }"""
+
+
+@pytest.mark.parametrize("schedule", ["rr", "random"])
+@pytest.mark.parametrize("where, racy", [("3", True), ("20", False)])
+def test_the_row_scales_of_mma_scale_are_a_tile_it_reads(where, racy, schedule):
+    a, b = np.ones((16, 16), np.float16), np.ones((8, 16), np.float16)
+    ref = both(SCALED.replace("WHERE", where), "f", a, b, np.zeros((16, 8), np.float32),
+               schedule=schedule, seed=5)
+    if racy:
+        assert ref[3][1].splitlines()[0] == (
+            "race.co:10:21: runtime error: data race on shared 'rows' element (3): written "
+            "here, read by 'mma.scale' at race.co:9:7; no barrier or event orders them.")
+    else:
+        assert ref[3] is None
+        np.testing.assert_array_equal(ref[1][2][:, 0], 16 * np.arange(16))
+
+
 LOADED_ACC = """
     __co__ void f(f16 [16, 16] a, global f16 [16, 8] c) {
       parallel blk by 1 : block {

@@ -49,7 +49,7 @@ MAX_JOBS = 256
 # check names (croqvm run's default check, README: Finding races).
 RACE_UNCHECKED_OPS = {
     opcodes.TRIGGER_CLUSTER: "a cluster-scope trigger",
-    opcodes.GRID_SYNC: "a grid barrier", opcodes.MMA_SCALE: "a block-scaled MMA"}
+    opcodes.GRID_SYNC: "a grid barrier"}
 
 
 class Program:
