@@ -393,7 +393,7 @@ int cq_op_launch(cq_warp *w, const cq_ins *ins)
     for (int d = 0; d < L->ngrid; d++)
         call->blocks *= call->grid[d];
     if (call->race)
-        cq_race_launch(call, call->blocks);
+        cq_race_launch(call, L, call->blocks);
     return CQ_ST_LAUNCH;
 }
 

@@ -107,6 +107,7 @@ typedef struct { int32_t n, newline; int32_t *kind, *x; } cq_print;  /* kind 0 s
 typedef struct { int32_t func, result, nargs, npointer; int32_t *args, *pointer; } cq_cxxcall;
 typedef struct {
     int32_t kernel, ngrid, nbuf, nscalar, is_async, span, block, cooperative, ncluster;
+    int32_t stream;                 /* parallel<s>: stream parameter s; -1 the default */
     int32_t *grid, *buf, *scalar;   /* buf, scalar: (kernel, host) pairs */
     int32_t *cluster;               /* registers: the cluster's extents (§6.3.7) */
 } cq_launch;
@@ -528,7 +529,8 @@ void cq_race_new(cq_call *call);
 void cq_race_free(cq_call *call);
 void cq_race_block_new(cq_block *blk, int64_t first, int64_t number, int64_t blocks);
 void cq_race_block_free(cq_block *blk);
-void cq_race_launch(cq_call *call, int64_t blocks);
+void cq_race_launch(cq_call *call, const cq_launch *L, int64_t blocks);
+void cq_race_sync_global(cq_call *call);
 void cq_race_relaunch(cq_call *call);
 int cq_race_in_collective(const cq_block *blk);
 void cq_race_collective(cq_block *blk, const cq_ins *ins, const int *lanes, int n);

@@ -293,6 +293,7 @@ static void rd_code(reader *r, cq_code *code)
         l->span = (int32_t)rd(r);
         l->block = (int32_t)rd(r);
         l->cooperative = (int32_t)rd(r);
+        l->stream = (int32_t)rd(r);
         l->grid = rd_counted(r, &l->ngrid);
         l->buf = rd_counted(r, &n);
         l->nbuf = n / 2;

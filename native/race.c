@@ -89,9 +89,17 @@ static void copies_free(cq_block *blk, cq_race_copy *c);
 static void add_inflight(cq_shadow *sh, struct cq_race_copy *c, int side);
 static void complete(cq_block *blk, cq_race_copy *c, int lane);
 
+/* A launch still running after the host went on (race.py ``pending``): its segments
+ * [lo, hi), on stream parameter ``stream`` (-1: the default stream). */
+typedef struct { int64_t lo, hi; int32_t stream; } pending;
+
 struct cq_race {
     int64_t nseq;               /* segments so far */
     int64_t host_seq;
+    /* the async launches running: the first ``nbefore`` began before the running launch
+     * (its blocks are concurrent with them), all ``npending`` run beside the host */
+    int npending, nbefore, cappending;
+    pending *pending;
     pthread_mutex_t mu;         /* global shadows while a launch's blocks run on threads */
     atomic_int stop;
     int ncodes;
@@ -171,6 +179,7 @@ void cq_race_free(cq_call *call)
         free(rc->once_of[k]);
     free(rc->once_of);
     free(rc->mma_async);
+    free(rc->pending);
     pthread_mutex_destroy(&rc->mu);
     free(rc);
     call->race = NULL;
@@ -240,13 +249,40 @@ void cq_race_block_free(cq_block *blk)
     blk->race = NULL;
 }
 
-/* The host goes on after a synchronous launch in a segment of its own; the launch's
- * blocks are the ``blocks`` segments before it. */
-void cq_race_launch(cq_call *call, int64_t blocks)
+/* Launch ``L`` of ``blocks`` blocks (race.py ``launch_begin``, ``launch_end``): a
+ * synchronous launch on the default stream waits for every earlier launch, one on stream
+ * s for the earlier ones on s; its blocks are the ``blocks`` segments from
+ * ``call->race_first``, concurrent with the async launches still running. The host goes
+ * on after it in a segment of its own, concurrent with those and, when ``L`` is
+ * asynchronous, with ``L``. */
+void cq_race_launch(cq_call *call, const cq_launch *L, int64_t blocks)
 {
     struct cq_race *rc = call->race;
+    int n = 0;
+    for (int k = 0; k < rc->npending && (L->is_async || L->stream >= 0); k++)
+        if (L->stream < 0 || rc->pending[k].stream != L->stream)
+            rc->pending[n++] = rc->pending[k];
+    rc->npending = rc->nbefore = n;
     call->race_first = rc->nseq;
     rc->nseq += blocks;
+    if (L->is_async) {
+        if (rc->npending == rc->cappending) {
+            rc->cappending = rc->cappending ? 2 * rc->cappending : 8;
+            rc->pending = realloc(rc->pending, (size_t)rc->cappending * sizeof *rc->pending);
+            if (!rc->pending)
+                abort();
+        }
+        rc->pending[rc->npending++] = (pending){call->race_first, rc->nseq, L->stream};
+    }
+    rc->host_seq = rc->nseq++;
+    call->host->race->seq = rc->host_seq;
+}
+
+/* SYNC_GLOBAL: every launch is done; the host goes on in a segment of its own. */
+void cq_race_sync_global(cq_call *call)
+{
+    struct cq_race *rc = call->race;
+    rc->npending = rc->nbefore = 0;
     rc->host_seq = rc->nseq++;
     call->host->race->seq = rc->host_seq;
 }
@@ -257,6 +293,9 @@ void cq_race_launch(cq_call *call, int64_t blocks)
 void cq_race_relaunch(cq_call *call)
 {
     struct cq_race *rc = call->race;
+    if (call->launch->is_async)     /* the host runs beside these blocks now */
+        rc->pending[rc->npending - 1] = (pending){rc->nseq, rc->nseq + call->blocks,
+                                                  call->launch->stream};
     call->race_first = rc->nseq;
     rc->nseq += call->blocks;
 }
@@ -522,14 +561,25 @@ typedef struct {
     int64_t seq, lo, hi;
     int warp;
     const int64_t *vc;
+    int nasync;                 /* the async launches it runs beside */
+    const pending *async;
 } actor;
+
+/* Whether segment ``s`` (not the actor's) runs concurrently with the actor's. */
+static inline int concurrent(const actor *a, int64_t s)
+{
+    int in = s >= a->lo && s < a->hi;
+    for (int k = 0; k < a->nasync; k++)
+        in |= s >= a->async[k].lo && s < a->async[k].hi;
+    return in;
+}
 
 static inline int ordered(const cq_shadow *sh, int64_t seq, int warp, int64_t clock,
                           const actor *a)
 {
     if (!sh->glob || seq == a->seq)
         return clock <= a->vc[warp];
-    return !(seq >= a->lo && seq < a->hi);
+    return !concurrent(a, seq);
 }
 
 /* race.py _own_effect: a read of an outer-level statement and the write of that
@@ -597,7 +647,7 @@ static int unordered(cq_block *blk, const cq_shadow *sh, int64_t e, const actor 
                      sh->r_clock[r][e], a) && conflict(blk, sh->r_info[r][e], info))
             return 1;
     return sh->f_seq && sh->f_seq[e] >= 0 && sh->f_seq[e] != a->seq &&
-           sh->f_seq[e] >= a->lo && sh->f_seq[e] < a->hi && conflict(blk, sh->f_info[e], info);
+           concurrent(a, sh->f_seq[e]) && conflict(blk, sh->f_info[e], info);
 }
 
 static void record(cq_shadow *sh, int64_t e, const actor *a, int write, int64_t info)
@@ -652,6 +702,8 @@ static void actor_of(cq_block *blk, int x, actor *a)
     a->hi = rb->hi;
     a->warp = x;
     a->vc = vc_of(rb, x);
+    a->async = blk->call->race->pending;
+    a->nasync = blk->kernel < 0 ? blk->call->race->npending : blk->call->race->nbefore;
 }
 
 static inline int64_t info_of(const cq_block *blk, int ip, int element_read)
@@ -806,7 +858,7 @@ static int ordered_all(const cq_shadow *sh, uint32_t lanes, const int64_t *off,
         if (sh->glob) {
             for (uint32_t m = lanes; m; m &= m - 1) {
                 int64_t e = off[cq_low(m)], s = sh->w_seq[e];
-                ok &= s == a->seq ? sh->w_clock[e] <= vc[sh->w_warp[e]] : s < a->lo || s >= a->hi;
+                ok &= s == a->seq ? sh->w_clock[e] <= vc[sh->w_warp[e]] : !concurrent(a, s);
             }
         } else {
             for (uint32_t m = lanes; m; m &= m - 1) {
@@ -822,13 +874,12 @@ static int ordered_all(const cq_shadow *sh, uint32_t lanes, const int64_t *off,
         int64_t limit = vc[sh->r_warp[r]];
         for (uint32_t m = lanes; m; m &= m - 1) {
             int64_t e = off[cq_low(m)];
-            ok &= !sh->glob || seq[e] == a->seq ? clock[e] <= limit
-                                                : seq[e] < a->lo || seq[e] >= a->hi;
+            ok &= !sh->glob || seq[e] == a->seq ? clock[e] <= limit : !concurrent(a, seq[e]);
         }
     }
     for (uint32_t m = lanes; sh->f_seq && m; m &= m - 1) {
         int64_t s = sh->f_seq[off[cq_low(m)]];
-        ok &= s < 0 || s == a->seq || s < a->lo || s >= a->hi;
+        ok &= s < 0 || s == a->seq || !concurrent(a, s);
     }
     return ok;
 }

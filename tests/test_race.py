@@ -603,6 +603,39 @@ def test_sync_global_or_a_synchronous_launch_orders_an_async_launch(sync, launch
     assert checked(async_launch(sync, launch), "later") == "12\n"
 
 
+STREAMS = """
+    __co__ void f(global s32 [64] a, global s32 [64] b, stream s, stream t) {
+      FIRST p by 2 : block, q by 32 : thread
+        a.at(p # q) = p # q + 1;
+      SECOND p by 2 : block, q by 32 : thread
+        b.at(p # q) = a.at(p # q) * 2;
+      HOST
+    }"""
+# (first launch, second launch, host code after them, whether the reference reports a race)
+STREAM_CASES = [
+    ("parallel.async<s>", "parallel.async<t>", "", True),       # two streams: unordered
+    ("parallel.async<s>", "parallel.async<s>", "sync.global;", False),   # one stream: ordered
+    ("parallel.async<s>", "parallel<t>", "", True),
+    ("parallel.async<s>", "parallel<s>", "println(a.at(3), b.at(3));", False),
+    ("parallel.async<s>", "parallel<t>", "println(b.at(3));", True),
+    ("parallel.async<s>", "parallel", "println(a.at(3));", False),
+    ("parallel.async", "parallel.async<t>", "println(b.at(3));", True),
+    ("parallel<s>", "parallel.async<t>", "sync.global; println(b.at(3));", False),
+    # the host reads b while the async launch that writes it may still run
+    ("parallel<s>", "parallel.async<t>", "println(b.at(3));", True)]
+
+
+@pytest.mark.parametrize("options", [{}, {"jobs": 2}, {"schedule": "random", "seed": 5}],
+                         ids=["rr", "threads", "random"])
+@pytest.mark.parametrize("first, second, host, racy", STREAM_CASES)
+def test_launches_on_streams_are_ordered_per_stream_on_both_engines(first, second, host,
+                                                                    racy, options):
+    source = STREAMS.replace("FIRST", first).replace("SECOND", second).replace("HOST", host)
+    ref = both(source, "f", np.zeros(64, np.int32), np.zeros(64, np.int32), None, None,
+               **options)
+    assert (ref[3] is not None and "data race" in ref[3][1]) == racy, ref[3]
+
+
 def test_the_host_reading_what_an_async_launch_writes_races():
     text = races("""
         __co__ void peek() {

@@ -114,11 +114,9 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
 
 def race_unchecked(fn) -> str | None:
     """What ``fn`` does that the race check's C detector leaves to the reference engine,
-    named ("an atomic operation"), or None: an instruction of RACE_UNCHECKED_OPS, or a launch
-    that is asynchronous, on a stream, cooperative or in clusters."""
+    named ("a grid barrier"), or None: an instruction of RACE_UNCHECKED_OPS, or a launch
+    that is cooperative or in clusters."""
     for launch in fn.host.launches:
-        if launch.is_async or launch.stream >= 0:
-            return "an asynchronous launch"
         if launch.cooperative:
             return "a cooperative launch"
         if launch.cluster:
