@@ -24,19 +24,18 @@ CALL = ["--func", "gemm_ws", "--random-inputs", "--dim", "M=64", "--dim", "N=64"
 RACE = ("runtime error: data race on shared 'sa[0]' element (0, 0): read by 'mma.load' "
         "here, written by 'dma.copy'")
 
-# every lane counts itself into one element: an atomic, which the native detector
-# leaves to the reference engine
-ATOMIC = """\
-__co__ auto tally() {
-  s32 [1] count;
-  parallel p by 1 : block {
-    shared s32 [1] n;
-    parallel t by 64 : thread {
-      __atomic_add(n.at(0), 1);
-    }
-    count.at(0) = n.at(0);
+# blocks exchange values through a grid barrier: a cooperative launch, which the native
+# detector leaves to the reference engine
+GRID_BARRIER = """\
+__co__ auto exchange() {
+  s32 [4] a;
+  s32 [4] b;
+  parallel bx by 4 : block<cooperative> {
+    a.at(bx) = (bx + 1) * 10;
+    sync.barrier : block;
+    b.at(bx) = a.at(3 - bx);
   }
-  return count;
+  return b;
 }
 """
 
@@ -65,13 +64,13 @@ def test_a_plain_run_reports_the_race_and_check_none_runs_it(racy_pipeline, caps
 
 
 def test_a_construct_the_detector_leaves_out_runs_unchecked_with_a_note(tmp_path, capsys):
-    path = tmp_path / "tally.co"
-    path.write_text(ATOMIC)
+    path = tmp_path / "exchange.co"
+    path.write_text(GRID_BARRIER)
     code, _, err = croqvm(capsys, "run", path)
     assert code == 0
     assert err.startswith(
-        "note: 'tally' runs without the race check: the native engine's detector does not "
-        "cover an atomic operation; --check race checks it on the reference engine.\n")
+        "note: 'exchange' runs without the race check: the native engine's detector does "
+        "not cover a cooperative launch; --check race checks it on the reference engine.\n")
     code, _, err = croqvm(capsys, "run", path, "--check", "race")
     assert code == 0 and "note:" not in err
 
