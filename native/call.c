@@ -596,6 +596,8 @@ static int run_cooperative(cq_call *call)
         }
         call->grid_gen++;
         call->coop_i = 0;
+        if (call->race)
+            cq_race_grid_released(call);
     }
 }
 

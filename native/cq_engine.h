@@ -531,6 +531,7 @@ void cq_race_block_new(cq_block *blk, int64_t first, int64_t number, int64_t blo
 void cq_race_block_free(cq_block *blk);
 void cq_race_launch(cq_call *call, const cq_launch *L, int64_t blocks);
 void cq_race_sync_global(cq_call *call);
+void cq_race_grid_released(cq_call *call);
 void cq_race_relaunch(cq_call *call);
 int cq_race_in_collective(const cq_block *blk);
 void cq_race_collective(cq_block *blk, const cq_ins *ins, const int *lanes, int n);

@@ -1,7 +1,6 @@
 /* The race detector of ``check="race"`` (docs/EXECUTION.md §20): the happens-before
  * model of croqvm/interp/race.py and the shadow of croqvm/interp/shadow.py, kept in C
- * for the constructs croqvm/native/driver.py lets through (race_unchecked there says
- * which it leaves to the reference engine). The detector only decides whether a run
+ * for every construct that checker follows. The detector only decides whether a run
  * races: at the first conflict the reference checker would report, it stops the run
  * (CQ_RACE_STOP), and the driver runs the call again on the reference engine, which
  * writes the report. Up to that first conflict the shadow holds what the reference
@@ -9,7 +8,7 @@
  *
  * Conventions: ``rc`` the call's race state, ``rb`` a block's, ``x`` a warp of the
  * block, ``sh`` a buffer's shadow; an actor is (segment, warp, its vector clock, the
- * range of segments concurrent with it). ``info`` names an access for the reference
+ * segments concurrent with it: its launch's, and the async launches' still running). ``info`` names an access for the reference
  * checker's one exemption (race.py ``_own_effect``): ((code + 1) << 32) | ip << 1 |
  * whether it is an element read. Clocks start at 1; 0 is "never". */
 #include <pthread.h>
@@ -276,6 +275,22 @@ void cq_race_launch(cq_call *call, const cq_launch *L, int64_t blocks)
     }
     rc->host_seq = rc->nseq++;
     call->host->race->seq = rc->host_seq;
+}
+
+/* The grid barrier of a cooperative launch released its blocks, all resident (race.py
+ * ``grid_released``): each goes on in a new segment, concurrent only with the others'
+ * new ones (and the async launches still running), so that what any block did before
+ * the barrier is ordered before what any does after it. */
+void cq_race_grid_released(cq_call *call)
+{
+    struct cq_race *rc = call->race;
+    int64_t first = rc->nseq;
+    for (int k = 0; k < call->nresident; k++) {
+        struct cq_race_block *rb = call->resident[k]->race;
+        rb->seq = rc->nseq++;
+        rb->lo = first;
+        rb->hi = first + call->nresident;
+    }
 }
 
 /* SYNC_GLOBAL: every launch is done; the host goes on in a segment of its own. */

@@ -1,6 +1,5 @@
 """The race check ``croqvm run``, ``diff`` and ``explore`` make without ``--check`` (README:
-Finding races): on the native engine where its detector covers the function, else none with
-a note; ``--check none`` turns it off; a replay file keeps the check it recorded."""
+Finding races): on the native engine; ``--check none`` turns it off; a replay file keeps the check it recorded."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,21 +23,6 @@ CALL = ["--func", "gemm_ws", "--random-inputs", "--dim", "M=64", "--dim", "N=64"
 RACE = ("runtime error: data race on shared 'sa[0]' element (0, 0): read by 'mma.load' "
         "here, written by 'dma.copy'")
 
-# blocks exchange values through a grid barrier: a cooperative launch, which the native
-# detector leaves to the reference engine
-GRID_BARRIER = """\
-__co__ auto exchange() {
-  s32 [4] a;
-  s32 [4] b;
-  parallel bx by 4 : block<cooperative> {
-    a.at(bx) = (bx + 1) * 10;
-    sync.barrier : block;
-    b.at(bx) = a.at(3 - bx);
-  }
-  return b;
-}
-"""
-
 
 def croqvm(capsys, *argv):
     """(exit status, stdout, stderr) of the croqvm command."""
@@ -61,18 +45,6 @@ def test_a_plain_run_reports_the_race_and_check_none_runs_it(racy_pipeline, caps
     assert code == 3 and RACE in err
     code, _, err = croqvm(capsys, "run", racy_pipeline, *CALL, "--check", "none")
     assert code == 0 and "runtime error" not in err and "c: float32 [64x64]" in err
-
-
-def test_a_construct_the_detector_leaves_out_runs_unchecked_with_a_note(tmp_path, capsys):
-    path = tmp_path / "exchange.co"
-    path.write_text(GRID_BARRIER)
-    code, _, err = croqvm(capsys, "run", path)
-    assert code == 0
-    assert err.startswith(
-        "note: 'exchange' runs without the race check: the native engine's detector does "
-        "not cover a cooperative launch; --check race checks it on the reference engine.\n")
-    code, _, err = croqvm(capsys, "run", path, "--check", "race")
-    assert code == 0 and "note:" not in err
 
 
 def test_diff_checks_its_reference_run(racy_pipeline, capsys):
