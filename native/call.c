@@ -393,7 +393,7 @@ int cq_op_launch(cq_warp *w, const cq_ins *ins)
     for (int d = 0; d < L->ngrid; d++)
         call->blocks *= call->grid[d];
     if (call->race)
-        cq_race_launch(call, call->blocks);
+        cq_race_launch(call, L, call->blocks);
     return CQ_ST_LAUNCH;
 }
 
@@ -631,6 +631,8 @@ static int run_cooperative(cq_call *call)
         }
         call->grid_gen++;
         call->coop_i = 0;
+        if (call->race)
+            cq_race_grid_released(call);
     }
 }
 
@@ -797,11 +799,13 @@ int cq_run(cq_call *call, int64_t slice_steps)
         if (call->launching) {
             /* a kernel that prints runs on threads only when asked for: its output
              * then comes when the launch ends (the blocks' outputs join in row-major
-             * order); serially, it streams while the launch runs */
+             * order); serially, it streams while the launch runs. One whose atomics
+             * may reach global memory runs serially: its blocks communicate through
+             * them (the old values they receive follow the blocks' order) */
+            const cq_code *kcode = &call->prog->kernels[call->launch->kernel].code;
             if (!call->serial && call->block_number == 0 && call->opts.jobs > 1 &&
-                !call->opts.schedule && call->blocks > 1 &&
-                (call->opts.jobs_printing ||
-                 !call->prog->kernels[call->launch->kernel].code.prints)) {
+                !call->opts.schedule && call->blocks > 1 && !kcode->global_atomics &&
+                (call->opts.jobs_printing || !kcode->prints)) {
                 cq_pool_start(call);
                 continue;
             }

@@ -108,6 +108,7 @@ typedef struct { int32_t n, newline; int32_t *kind, *x; } cq_print;  /* kind 0 s
 typedef struct { int32_t func, result, nargs, npointer; int32_t *args, *pointer; } cq_cxxcall;
 typedef struct {
     int32_t kernel, ngrid, nbuf, nscalar, is_async, span, block, cooperative, ncluster;
+    int32_t stream;                 /* parallel<s>: stream parameter s; -1 the default */
     int32_t *grid, *buf, *scalar;   /* buf, scalar: (kernel, host) pairs */
     int32_t *cluster;               /* registers: the cluster's extents (§6.3.7) */
 } cq_launch;
@@ -141,6 +142,7 @@ typedef struct {
     int32_t grid_sync;      /* 1 when a GRID_SYNC instruction is in the code */
     int32_t trigger_cluster;/* 1 when a TRIGGER_CLUSTER instruction is in the code */
     int32_t prints;         /* 1 when a PRINT instruction is in the code */
+    int32_t global_atomics; /* 1 when an ATOMIC may reach memory other than shared */
     /* per instruction k, from uses[use_at[k]] on: the count of registers it reads, those
      * registers, the count it writes, those (the initialisation check, §14.4) */
     int32_t *use_at, *uses;
@@ -570,7 +572,9 @@ void cq_race_new(cq_call *call);
 void cq_race_free(cq_call *call);
 void cq_race_block_new(cq_block *blk, int64_t first, int64_t number, int64_t blocks);
 void cq_race_block_free(cq_block *blk);
-void cq_race_launch(cq_call *call, int64_t blocks);
+void cq_race_launch(cq_call *call, const cq_launch *L, int64_t blocks);
+void cq_race_sync_global(cq_call *call);
+void cq_race_grid_released(cq_call *call);
 void cq_race_relaunch(cq_call *call);
 int cq_race_in_collective(const cq_block *blk);
 void cq_race_collective(cq_block *blk, const cq_ins *ins, const int *lanes, int n);
@@ -585,6 +589,8 @@ void cq_race_effect_end(cq_warp *w);
 int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
                      cq_buf *const *bufs, const int64_t *off, int write, const char *olds,
                      const char *news, const char *vals, int size);
+int cq_race_atomic(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
+                   cq_buf *const *bufs, const int64_t *off);
 int cq_race_tile(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_t *o,
                  const int64_t *e, int nd, int swizzle, int write, int lane);
 int cq_race_copy_issue(cq_block *blk, const cq_ins *ins, int32_t h, const cq_buf *src,

@@ -293,6 +293,7 @@ static void rd_code(reader *r, cq_code *code)
         l->span = (int32_t)rd(r);
         l->block = (int32_t)rd(r);
         l->cooperative = (int32_t)rd(r);
+        l->stream = (int32_t)rd(r);
         l->grid = rd_counted(r, &l->ngrid);
         l->buf = rd_counted(r, &n);
         l->nbuf = n / 2;
@@ -346,6 +347,11 @@ static void rd_code(reader *r, cq_code *code)
         code->prints |= op == CQ_OP_PRINT;
         code->grid_sync |= op == CQ_OP_GRID_SYNC;
         code->trigger_cluster |= op == CQ_OP_TRIGGER_CLUSTER;
+        if (op == CQ_OP_ATOMIC) {
+            const cq_access *acc = &code->access[code->ins[k].b];
+            code->global_atomics |= acc->kind != 0 ||
+                                    code->buf[acc->base].storage != CQ_STORAGE_SHARED;
+        }
     }
 }
 

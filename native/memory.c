@@ -1055,6 +1055,8 @@ int cq_op_atomic(cq_warp *w, const cq_ins *ins)
         scatter(&L, one, size, out);
         memcpy(w->regs + ins->ra + (size_t)i * (size_t)size, old, (size_t)size);
     }
+    if (w->blk->race)
+        return cq_race_atomic(w, ins, L.lanes, L.one, L.buf, L.off);
     return CQ_ST_OK;
 }
 

@@ -572,6 +572,8 @@ static int row_scales(cq_block *blk, const cq_ins *ins, int lane, int ma, const 
             if (pass == 1)
                 s[k] = cq_round_f32((inside ? cq_to_double(b->type, b->data, e) : 0.0) * factor);
         }
+    if (blk->race)      /* the scales' tile is read as an mma.load's is */
+        return cq_race_tile(blk, ins, b, vw.o, vw.e, nd, 0, 0, lane);
     return CQ_ST_OK;
 }
 

@@ -1,7 +1,6 @@
 /* The race detector of ``check="race"`` (docs/EXECUTION.md §20): the happens-before
  * model of croqvm/interp/race.py and the shadow of croqvm/interp/shadow.py, kept in C
- * for the constructs croqvm/native/driver.py lets through (race_unchecked there says
- * which it leaves to the reference engine). The detector only decides whether a run
+ * for every construct that checker follows. The detector only decides whether a run
  * races: at the first conflict the reference checker would report, it stops the run
  * (CQ_RACE_STOP), and the driver runs the call again on the reference engine, which
  * writes the report. Up to that first conflict the shadow holds what the reference
@@ -9,7 +8,7 @@
  *
  * Conventions: ``rc`` the call's race state, ``rb`` a block's, ``x`` a warp of the
  * block, ``sh`` a buffer's shadow; an actor is (segment, warp, its vector clock, the
- * range of segments concurrent with it). ``info`` names an access for the reference
+ * segments concurrent with it: its launch's, and the async launches' still running). ``info`` names an access for the reference
  * checker's one exemption (race.py ``_own_effect``): ((code + 1) << 32) | ip << 1 |
  * whether it is an element read. Clocks start at 1; 0 is "never". */
 #include <pthread.h>
@@ -34,6 +33,9 @@ typedef struct cq_shadow {
     int local;                  /* a lane's own buffer: only the async copies in flight */
     int ninflight, capinflight; /* the async copies reading (side 0) or writing (side 1) it */
     struct inflight { struct cq_race_copy *copy; int side; } *inflight;
+    /* the atomics (§4.5) on it, apart, kept as reads (shadow.py ``atomics``): an atomic is
+     * checked against the plain accesses, any other access against them too */
+    struct cq_shadow *atomics;
     struct cq_shadow *next;
 } cq_shadow;
 
@@ -86,9 +88,17 @@ static void copies_free(cq_block *blk, cq_race_copy *c);
 static void add_inflight(cq_shadow *sh, struct cq_race_copy *c, int side);
 static void complete(cq_block *blk, cq_race_copy *c, int lane);
 
+/* A launch still running after the host went on (race.py ``pending``): its segments
+ * [lo, hi), on stream parameter ``stream`` (-1: the default stream). */
+typedef struct { int64_t lo, hi; int32_t stream; } pending;
+
 struct cq_race {
     int64_t nseq;               /* segments so far */
     int64_t host_seq;
+    /* the async launches running: the first ``nbefore`` began before the running launch
+     * (its blocks are concurrent with them), all ``npending`` run beside the host */
+    int npending, nbefore, cappending;
+    pending *pending;
     pthread_mutex_t mu;         /* global shadows while a launch's blocks run on threads */
     atomic_int stop;
     int ncodes;
@@ -152,6 +162,7 @@ static void shadows_free(cq_shadow *sh)
         free(sh->f_info);
         free(sh->f_seq);
         free(sh->inflight);
+        shadows_free(sh->atomics);
         free(sh);
         sh = next;
     }
@@ -167,6 +178,7 @@ void cq_race_free(cq_call *call)
         free(rc->once_of[k]);
     free(rc->once_of);
     free(rc->mma_async);
+    free(rc->pending);
     pthread_mutex_destroy(&rc->mu);
     free(rc);
     call->race = NULL;
@@ -236,13 +248,56 @@ void cq_race_block_free(cq_block *blk)
     blk->race = NULL;
 }
 
-/* The host goes on after a synchronous launch in a segment of its own; the launch's
- * blocks are the ``blocks`` segments before it. */
-void cq_race_launch(cq_call *call, int64_t blocks)
+/* Launch ``L`` of ``blocks`` blocks (race.py ``launch_begin``, ``launch_end``): a
+ * synchronous launch on the default stream waits for every earlier launch, one on stream
+ * s for the earlier ones on s; its blocks are the ``blocks`` segments from
+ * ``call->race_first``, concurrent with the async launches still running. The host goes
+ * on after it in a segment of its own, concurrent with those and, when ``L`` is
+ * asynchronous, with ``L``. */
+void cq_race_launch(cq_call *call, const cq_launch *L, int64_t blocks)
 {
     struct cq_race *rc = call->race;
+    int n = 0;
+    for (int k = 0; k < rc->npending && (L->is_async || L->stream >= 0); k++)
+        if (L->stream < 0 || rc->pending[k].stream != L->stream)
+            rc->pending[n++] = rc->pending[k];
+    rc->npending = rc->nbefore = n;
     call->race_first = rc->nseq;
     rc->nseq += blocks;
+    if (L->is_async) {
+        if (rc->npending == rc->cappending) {
+            rc->cappending = rc->cappending ? 2 * rc->cappending : 8;
+            rc->pending = realloc(rc->pending, (size_t)rc->cappending * sizeof *rc->pending);
+            if (!rc->pending)
+                abort();
+        }
+        rc->pending[rc->npending++] = (pending){call->race_first, rc->nseq, L->stream};
+    }
+    rc->host_seq = rc->nseq++;
+    call->host->race->seq = rc->host_seq;
+}
+
+/* The grid barrier of a cooperative launch released its blocks, all resident (race.py
+ * ``grid_released``): each goes on in a new segment, concurrent only with the others'
+ * new ones (and the async launches still running), so that what any block did before
+ * the barrier is ordered before what any does after it. */
+void cq_race_grid_released(cq_call *call)
+{
+    struct cq_race *rc = call->race;
+    int64_t first = rc->nseq;
+    for (int k = 0; k < call->nresident; k++) {
+        struct cq_race_block *rb = call->resident[k]->race;
+        rb->seq = rc->nseq++;
+        rb->lo = first;
+        rb->hi = first + call->nresident;
+    }
+}
+
+/* SYNC_GLOBAL: every launch is done; the host goes on in a segment of its own. */
+void cq_race_sync_global(cq_call *call)
+{
+    struct cq_race *rc = call->race;
+    rc->npending = rc->nbefore = 0;
     rc->host_seq = rc->nseq++;
     call->host->race->seq = rc->host_seq;
 }
@@ -253,6 +308,9 @@ void cq_race_launch(cq_call *call, int64_t blocks)
 void cq_race_relaunch(cq_call *call)
 {
     struct cq_race *rc = call->race;
+    if (call->launch->is_async)     /* the host runs beside these blocks now */
+        rc->pending[rc->npending - 1] = (pending){rc->nseq, rc->nseq + call->blocks,
+                                                  call->launch->stream};
     call->race_first = rc->nseq;
     rc->nseq += call->blocks;
 }
@@ -518,14 +576,25 @@ typedef struct {
     int64_t seq, lo, hi;
     int warp;
     const int64_t *vc;
+    int nasync;                 /* the async launches it runs beside */
+    const pending *async;
 } actor;
+
+/* Whether segment ``s`` (not the actor's) runs concurrently with the actor's. */
+static inline int concurrent(const actor *a, int64_t s)
+{
+    int in = s >= a->lo && s < a->hi;
+    for (int k = 0; k < a->nasync; k++)
+        in |= s >= a->async[k].lo && s < a->async[k].hi;
+    return in;
+}
 
 static inline int ordered(const cq_shadow *sh, int64_t seq, int warp, int64_t clock,
                           const actor *a)
 {
     if (!sh->glob || seq == a->seq)
         return clock <= a->vc[warp];
-    return !(seq >= a->lo && seq < a->hi);
+    return !concurrent(a, seq);
 }
 
 /* race.py _own_effect: a read of an outer-level statement and the write of that
@@ -593,7 +662,7 @@ static int unordered(cq_block *blk, const cq_shadow *sh, int64_t e, const actor 
                      sh->r_clock[r][e], a) && conflict(blk, sh->r_info[r][e], info))
             return 1;
     return sh->f_seq && sh->f_seq[e] >= 0 && sh->f_seq[e] != a->seq &&
-           sh->f_seq[e] >= a->lo && sh->f_seq[e] < a->hi && conflict(blk, sh->f_info[e], info);
+           concurrent(a, sh->f_seq[e]) && conflict(blk, sh->f_info[e], info);
 }
 
 static void record(cq_shadow *sh, int64_t e, const actor *a, int write, int64_t info)
@@ -619,6 +688,27 @@ static int access(cq_block *blk, cq_shadow *sh, int64_t e, const actor *a, int w
     return 0;
 }
 
+/* The atomics' shadow of ``sh``, made at its first atomic: reads only. */
+static cq_shadow *atomics_of(cq_shadow *sh)
+{
+    if (!sh->atomics) {
+        cq_shadow *at = cq_xcalloc(1, sizeof *at);
+        at->n = sh->n;
+        at->glob = sh->glob;
+        memset(at->row_of, -1, sizeof at->row_of);
+        sh->atomics = at;
+    }
+    return sh->atomics;
+}
+
+/* Whether an access of element ``e`` of ``sh`` other than an atomic meets an atomic not
+ * ordered before it (race.py ``_atomic``). */
+static inline int meets_atomic(cq_block *blk, const cq_shadow *sh, int64_t e, const actor *a,
+                               int64_t info)
+{
+    return sh->atomics && unordered(blk, sh->atomics, e, a, 1, info);
+}
+
 static void actor_of(cq_block *blk, int x, actor *a)
 {
     struct cq_race_block *rb = blk->race;
@@ -627,6 +717,8 @@ static void actor_of(cq_block *blk, int x, actor *a)
     a->hi = rb->hi;
     a->warp = x;
     a->vc = vc_of(rb, x);
+    a->async = blk->call->race->pending;
+    a->nasync = blk->kernel < 0 ? blk->call->race->npending : blk->call->race->nbefore;
 }
 
 static inline int64_t info_of(const cq_block *blk, int ip, int element_read)
@@ -781,7 +873,7 @@ static int ordered_all(const cq_shadow *sh, uint32_t lanes, const int64_t *off,
         if (sh->glob) {
             for (uint32_t m = lanes; m; m &= m - 1) {
                 int64_t e = off[cq_low(m)], s = sh->w_seq[e];
-                ok &= s == a->seq ? sh->w_clock[e] <= vc[sh->w_warp[e]] : s < a->lo || s >= a->hi;
+                ok &= s == a->seq ? sh->w_clock[e] <= vc[sh->w_warp[e]] : !concurrent(a, s);
             }
         } else {
             for (uint32_t m = lanes; m; m &= m - 1) {
@@ -797,13 +889,12 @@ static int ordered_all(const cq_shadow *sh, uint32_t lanes, const int64_t *off,
         int64_t limit = vc[sh->r_warp[r]];
         for (uint32_t m = lanes; m; m &= m - 1) {
             int64_t e = off[cq_low(m)];
-            ok &= !sh->glob || seq[e] == a->seq ? clock[e] <= limit
-                                                : seq[e] < a->lo || seq[e] >= a->hi;
+            ok &= !sh->glob || seq[e] == a->seq ? clock[e] <= limit : !concurrent(a, seq[e]);
         }
     }
     for (uint32_t m = lanes; sh->f_seq && m; m &= m - 1) {
         int64_t s = sh->f_seq[off[cq_low(m)]];
-        ok &= s < 0 || s == a->seq || s < a->lo || s >= a->hi;
+        ok &= s < 0 || s == a->seq || !concurrent(a, s);
     }
     return ok;
 }
@@ -889,10 +980,14 @@ int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
                 return hit ? stop(blk) : CQ_ST_OK;
             }
         }
-        int bad = ordered_all(sh, lanes, off, &a, write) ? (record_all(sh, lanes, off, &a, write,
-                                                                        info), 0)
-                                                         : each_access(blk, sh, lanes, off, &a,
-                                                                       write, info);
+        int bad = 0;
+        for (uint32_t m = lanes; sh->atomics && m && !bad; m &= m - 1)
+            bad = meets_atomic(blk, sh, off[cq_low(m)], &a, info);
+        if (!bad)
+            bad = ordered_all(sh, lanes, off, &a, write) ? (record_all(sh, lanes, off, &a,
+                                                                       write, info), 0)
+                                                         : each_access(blk, sh, lanes, off,
+                                                                       &a, write, info);
         unlock(blk, sh);
         return bad ? stop(blk) : CQ_ST_OK;
     }
@@ -904,7 +999,40 @@ int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
         lock(blk, sh);
         int bad = meets_inflight(sh, &off[i], 1, 1, write);
         if (!bad && !sh->local)
-            bad = access(blk, sh, off[i], &a, write, info);
+            bad = meets_atomic(blk, sh, off[i], &a, info) ||
+                  access(blk, sh, off[i], &a, write, info);
+        unlock(blk, sh);
+        if (bad)
+            return stop(blk);
+    }
+    return CQ_ST_OK;
+}
+
+/* ATOMIC by the lanes ``lanes`` of ``w`` (lane i's element ``off[i]`` of ``one`` or of
+ * ``bufs[i]``): an atomic meets the async copies in flight as a write does and is checked
+ * against the plain writes and reads, then recorded with the atomics, never checked
+ * against them (race.py ``elements``, ``_atomic``). */
+int cq_race_atomic(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
+                   cq_buf *const *bufs, const int64_t *off)
+{
+    cq_block *blk = w->blk;
+    if (stopped(blk))
+        return stop(blk);
+    int64_t info = info_of(blk, w->ip, 0);
+    actor a;
+    actor_of(blk, w->index, &a);
+    for (uint32_t m = lanes; m; m &= m - 1) {
+        int i = cq_low(m);
+        cq_shadow *sh = shadow_locked(blk, one ? one : bufs[i]);
+        if (!sh)
+            continue;
+        lock(blk, sh);
+        int bad = meets_inflight(sh, &off[i], 1, 1, 1);
+        if (!bad && !sh->local) {
+            bad = unordered(blk, sh, off[i], &a, 1, info);
+            if (!bad)
+                record_read(atomics_of(sh), off[i], &a, info);
+        }
         unlock(blk, sh);
         if (bad)
             return stop(blk);
@@ -976,7 +1104,8 @@ static int each_element(const cq_buf *b, const int64_t *o, const int64_t *e, int
 
 static int visit_access(visit *v, int64_t pos)
 {
-    return access(v->blk, v->sh, pos, &v->a, v->write, v->info);
+    return meets_atomic(v->blk, v->sh, pos, &v->a, v->info) ||
+           access(v->blk, v->sh, pos, &v->a, v->write, v->info);
 }
 
 static int tile_meets_inflight(visit *v, const cq_buf *b, const int64_t *o, const int64_t *e,

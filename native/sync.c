@@ -592,42 +592,40 @@ static void arrive(cq_block *blk, int e, const int64_t *slots, uint32_t act)
     }
 }
 
-int cq_op_trigger(cq_warp *w, const cq_ins *ins)
+/* The arrivals of TRIGGER or TRIGGER_CLUSTER (``cluster``: in every block of the
+ * cluster, in the order of its blocks, sync.py op_trigger_cluster); the race check is
+ * told of those in the warp's own block, with the event's counts before them (a
+ * cluster-scope trigger releases into its own block's generation only). */
+static int trigger(cq_warp *w, const cq_ins *ins, int cluster)
 {
     int64_t slots[CQ_WARP];
     if (event_slots(w, ins, slots) != CQ_ST_OK)
         return CQ_ST_FAULT;
     cq_block *blk = w->blk;
-    if (!blk->race) {
-        arrive(blk, ins->a, slots, w->act);
-        return CQ_ST_OK;
-    }
     const cq_event *ev = &blk->events[ins->a];
     size_t bytes = sizeof(int64_t) * (size_t)blk->code->event[ins->a].slots;
-    int64_t *before = cq_xmalloc(2 * bytes);
-    memcpy(before, ev->completed, bytes);
-    memcpy((char *)before + bytes, ev->arrivals, bytes);
-    arrive(blk, ins->a, slots, w->act);
-    cq_race_trigger(w, ins->a, slots, before, (const int64_t *)((char *)before + bytes),
-                    ev->need);
-    free(before);
+    int64_t *before = NULL;
+    if (blk->race) {
+        before = cq_xmalloc(2 * bytes);
+        memcpy(before, ev->completed, bytes);
+        memcpy((char *)before + bytes, ev->arrivals, bytes);
+    }
+    if (!cluster || !blk->ncluster)
+        arrive(blk, ins->a, slots, w->act);
+    for (int k = 0; cluster && k < blk->ncluster; k++)
+        arrive(blk->cluster[k], ins->a, slots, w->act);
+    if (before) {
+        cq_race_trigger(w, ins->a, slots, before, (const int64_t *)((char *)before + bytes),
+                        ev->need);
+        free(before);
+    }
     return CQ_ST_OK;
 }
 
-/* TRIGGER_CLUSTER (§10.8): the arrivals, at the same slots, in every block of the
- * cluster in the order of its blocks (sync.py op_trigger_cluster). */
-int cq_op_trigger_cluster(cq_warp *w, const cq_ins *ins)
-{
-    int64_t slots[CQ_WARP];
-    if (event_slots(w, ins, slots) != CQ_ST_OK)
-        return CQ_ST_FAULT;
-    cq_block *blk = w->blk;
-    if (!blk->ncluster)
-        arrive(blk, ins->a, slots, w->act);
-    for (int k = 0; k < blk->ncluster; k++)
-        arrive(blk->cluster[k], ins->a, slots, w->act);
-    return CQ_ST_OK;
-}
+int cq_op_trigger(cq_warp *w, const cq_ins *ins) { return trigger(w, ins, 0); }
+
+/* TRIGGER_CLUSTER (§10.8). */
+int cq_op_trigger_cluster(cq_warp *w, const cq_ins *ins) { return trigger(w, ins, 1); }
 
 /* Each lane of the warp's event wait has waited for one more generation of its slot; a
  * parity wait counts nothing, and observes the slot's last completed generation,

@@ -1,6 +1,5 @@
 """The race check ``croqvm run``, ``diff`` and ``explore`` make without ``--check`` (README:
-Finding races): on the native engine where its detector covers the function, else none with
-a note; ``--check none`` turns it off; a replay file keeps the check it recorded."""
+Finding races): on the native engine; ``--check none`` turns it off; a replay file keeps the check it recorded."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,22 +23,6 @@ CALL = ["--func", "gemm_ws", "--random-inputs", "--dim", "M=64", "--dim", "N=64"
 RACE = ("runtime error: data race on shared 'sa[0]' element (0, 0): read by 'mma.load' "
         "here, written by 'dma.copy'")
 
-# every lane counts itself into one element: an atomic, which the native detector
-# leaves to the reference engine
-ATOMIC = """\
-__co__ auto tally() {
-  s32 [1] count;
-  parallel p by 1 : block {
-    shared s32 [1] n;
-    parallel t by 64 : thread {
-      __atomic_add(n.at(0), 1);
-    }
-    count.at(0) = n.at(0);
-  }
-  return count;
-}
-"""
-
 
 def croqvm(capsys, *argv):
     """(exit status, stdout, stderr) of the croqvm command."""
@@ -62,18 +45,6 @@ def test_a_plain_run_reports_the_race_and_check_none_runs_it(racy_pipeline, caps
     assert code == 3 and RACE in err
     code, _, err = croqvm(capsys, "run", racy_pipeline, *CALL, "--check", "none")
     assert code == 0 and "runtime error" not in err and "c: float32 [64x64]" in err
-
-
-def test_a_construct_the_detector_leaves_out_runs_unchecked_with_a_note(tmp_path, capsys):
-    path = tmp_path / "tally.co"
-    path.write_text(ATOMIC)
-    code, _, err = croqvm(capsys, "run", path)
-    assert code == 0
-    assert err.startswith(
-        "note: 'tally' runs without the race check: the native engine's detector does not "
-        "cover an atomic operation; --check race checks it on the reference engine.\n")
-    code, _, err = croqvm(capsys, "run", path, "--check", "race")
-    assert code == 0 and "note:" not in err
 
 
 def test_diff_checks_its_reference_run(racy_pipeline, capsys):

@@ -36,8 +36,7 @@ def compile_src(source: str, filename: str = "race.co"):
 
 def detector_stops(module, func: str, *args, **options) -> bool:
     """Whether the native engine's race-checked run of ``func`` ran again on the reference
-    engine: its C detector stopped it, or the function does what the detector leaves to
-    the reference engine."""
+    engine: its C detector stopped it."""
     calls = []
     real = driver.reference_run
 
@@ -55,15 +54,16 @@ def detector_stops(module, func: str, *args, **options) -> bool:
 def both(source, func: str, *args, **options):
     """The race-checked run of ``func`` on the reference engine (``parity.outcome``), after
     checking that the native engine shows the same and that its detector stopped the run
-    exactly when the reference engine reports races."""
+    exactly when the reference engine reports races. ``jobs`` is the native engine's
+    (the reference engine runs the blocks one after another)."""
     module = compile_src(source).module if isinstance(source, str) else source
-    ref = outcome(module, func, args, {}, "python", check="race", **options)
+    ref = outcome(module, func, args, {}, "python", check="race",
+                  **{k: v for k, v in options.items() if k != "jobs"})
     if NATIVE:
         got = outcome(module, func, args, {}, "native", check="race", **options)
         assert_alike(got, ref, "native against python")
-        if not driver.race_unchecked(module.function(func)):
-            racy = ref[3] is not None and "data race" in ref[3][1]
-            assert detector_stops(module, func, *args, **options) == racy
+        racy = ref[3] is not None and "data race" in ref[3][1]
+        assert detector_stops(module, func, *args, **options) == racy
     for given, after in zip(args, ref[1]):
         if isinstance(given, np.ndarray):
             given[...] = after          # as a run on the caller's arrays leaves them
@@ -601,6 +601,81 @@ def test_sync_global_or_a_synchronous_launch_orders_an_async_launch(sync, launch
     assert checked(async_launch(sync, launch), "later") == "12\n"
 
 
+STREAMS = """
+    __co__ void f(global s32 [64] a, global s32 [64] b, stream s, stream t) {
+      FIRST p by 2 : block, q by 32 : thread
+        a.at(p # q) = p # q + 1;
+      SECOND p by 2 : block, q by 32 : thread
+        b.at(p # q) = a.at(p # q) * 2;
+      HOST
+    }"""
+# (first launch, second launch, host code after them, whether the reference reports a race)
+STREAM_CASES = [
+    ("parallel.async<s>", "parallel.async<t>", "", True),       # two streams: unordered
+    ("parallel.async<s>", "parallel.async<s>", "sync.global;", False),   # one stream: ordered
+    ("parallel.async<s>", "parallel<t>", "", True),
+    ("parallel.async<s>", "parallel<s>", "println(a.at(3), b.at(3));", False),
+    ("parallel.async<s>", "parallel<t>", "println(b.at(3));", True),
+    ("parallel.async<s>", "parallel", "println(a.at(3));", False),
+    ("parallel.async", "parallel.async<t>", "println(b.at(3));", True),
+    ("parallel<s>", "parallel.async<t>", "sync.global; println(b.at(3));", False),
+    # the host reads b while the async launch that writes it may still run
+    ("parallel<s>", "parallel.async<t>", "println(b.at(3));", True)]
+
+
+@pytest.mark.parametrize("options", [{}, {"jobs": 2}, {"schedule": "random", "seed": 5}],
+                         ids=["rr", "threads", "random"])
+@pytest.mark.parametrize("first, second, host, racy", STREAM_CASES)
+def test_launches_on_streams_are_ordered_per_stream_on_both_engines(first, second, host,
+                                                                    racy, options):
+    source = STREAMS.replace("FIRST", first).replace("SECOND", second).replace("HOST", host)
+    ref = both(source, "f", np.zeros(64, np.int32), np.zeros(64, np.int32), None, None,
+               **options)
+    assert (ref[3] is not None and "data race" in ref[3][1]) == racy, ref[3]
+
+
+# LANGUAGE.md §7.1.4: the grid barrier of a cooperative launch orders what every block did
+# before it before what any does after it; without it, block b reads a[3 - b] that another
+# block writes, and after it two blocks writing one element still race
+COOPERATIVE = """
+    __co__ auto exchange() {
+      s32 [4] a;
+      s32 [4] b;
+      parallel bx by 4 : block<cooperative> {
+        a.at(bx) = (bx + 1) * 10;
+        BARRIER
+        b.at(AFTER) = a.at(3 - bx);
+        sync.barrier : block;
+      }
+      return b;
+    }"""
+COOPERATIVE_CASES = [("sync.barrier : block;", "bx", False), ("", "bx", True),
+                     ("sync.barrier : block;", "bx / 2", True)]
+
+
+@pytest.mark.parametrize("options", [{}, {"schedule": "random", "seed": 7}],
+                         ids=["rr", "random"])
+@pytest.mark.parametrize("barrier, after, racy", COOPERATIVE_CASES)
+def test_the_grid_barrier_orders_the_blocks_of_a_cooperative_launch(barrier, after, racy,
+                                                                     options):
+    source = COOPERATIVE.replace("BARRIER", barrier).replace("AFTER", after)
+    ref = both(source, "exchange", **options)
+    assert (ref[3] is not None and "data race" in ref[3][1]) == racy, ref[3]
+    if not racy:
+        assert ref[0].tolist() == [40, 30, 20, 10]
+
+
+@pytest.mark.parametrize("options", [{}, {"schedule": "random", "seed": 7}, {"jobs": 2}],
+                         ids=["rr", "random", "threads"])
+@pytest.mark.parametrize("racy", [False, True])
+def test_a_cluster_scope_trigger_orders_its_own_block_only(racy, options):
+    # tests/test_cluster_trigger.py's pipeline: a block of a cluster reading what the other
+    # block wrote to global memory races, however the cluster's events order them (§10.8)
+    from test_cluster_trigger import OWN_BLOCK, PIPELINE
+    ref = both(PIPELINE if racy else OWN_BLOCK, "pipeline", **options)
+    assert (ref[3] is not None and "data race" in ref[3][1]) == racy, ref[3]
+
+
 def test_the_host_reading_what_an_async_launch_writes_races():
     text = races("""
         __co__ void peek() {
@@ -951,6 +1026,140 @@ def test_an_atomic_races_with_a_plain_access():
         "  in kernel launched at race.co:2:3",
         "race.co:3:5: note: updated atomically in block (0), warp 0 (lane 31)",
         *quote(3, "    __atomic_add(out.at(0), 1);"))
+
+
+# Atomics against the other accesses, each kernel racy or not as its comment says; ``both``
+# checks that the native detector stops exactly the racy runs, with the reference report,
+# serially, on two threads (a kernel whose atomics reach global memory runs its blocks one
+# after another there) and under the random schedule.
+ATOMIC_KERNELS = {
+    # warp 1's atomics come after warp 0 read s[0], with no barrier between them (each
+    # block its own s: on threads, the blocks run at once)
+    "warps": ("""
+        __co__ void f(global s32 [256] out) {
+          parallel b by 4 : block, p by 64 : thread {
+            shared s32 [4] s;
+            __atomic_add(s.at(0), 1);
+            BARRIER
+            out.at(b # p) = s.at(0);
+          }
+        }""", True),
+    # other blocks of the launch add to out[0] while block 0 reads it
+    "blocks": ("""
+        __co__ void f(global s32 [256] out) {
+          parallel b by 4 : block, t by 32 : thread {
+            __atomic_add(out.at(0), 1);
+            if (t == 0) out.at(1 + b) = out.at(0);
+          }
+        }""", True),
+    # launches are ordered, and so is the host after them, atomics included
+    "launches": ("""
+        __co__ void f(global s32 [256] out) {
+          parallel b by 4 : block, t by 32 : thread
+            __atomic_max(out.at(t), b * 32 + t);
+          parallel b by 2 : block, t by 32 : thread
+            out.at(32 + t) = out.at(t) * 2;
+          __atomic_add(out.at(0), 1);
+          println(out.at(0), out.at(33));
+        }""", False),
+    # block 1's copy reads the tile block 0 updated atomically
+    "tile": ("""
+        __co__ void f(global s32 [256] out) {
+          parallel b by BLOCKS : block {
+            shared s32 [256] s;
+            dma.copy out => s;
+            parallel t by 32 : thread
+              __atomic_add(out.at(t), 1);
+          }
+        }""", True),
+    # an atomic on the source, or the destination, of an async copy in flight
+    "in flight": ("""
+        __co__ void f(global s32 [256] out) {
+          parallel b by 1 : block {
+            shared s32 [256] s;
+            f = dma.copy.async out => s;
+            parallel t by 32 : thread
+              __atomic_add(WHERE.at(t), 1);
+            wait f;
+          }
+        }""", True),
+    # the read of an outer-level statement and the atomic of its own effect
+    "own effect": ("""
+        __co__ void f(global s32 [256] out) {
+          parallel b by 2 : block
+            __atomic_add(out.at(b), out.at(b) + 1);
+          println(out.at(0), out.at(1));
+        }""", False),
+}
+ATOMIC_CASES = [
+    ("warps", {"BARRIER": ""}, True), ("warps", {"BARRIER": "sync.barrier : block;"}, False),
+    ("blocks", {}, True), ("launches", {}, False),
+    ("tile", {"BLOCKS": "2"}, True), ("tile", {"BLOCKS": "1"}, False),
+    ("in flight", {"WHERE": "out"}, True), ("in flight", {"WHERE": "s"}, True),
+    ("own effect", {}, False)]
+
+
+@pytest.mark.parametrize("options", [{}, {"jobs": 2}, {"schedule": "random", "seed": 3}],
+                         ids=["rr", "threads", "random"])
+@pytest.mark.parametrize("name, fill, racy", ATOMIC_CASES,
+                         ids=[f"{n}-{'racy' if r else 'free'}-{i}"
+                              for i, (n, _, r) in enumerate(ATOMIC_CASES)])
+def test_atomics_race_with_plain_accesses_on_both_engines(name, fill, racy, options):
+    source = ATOMIC_KERNELS[name][0]
+    for key, value in fill.items():
+        source = source.replace(key, value)
+    ref = both(source, "f", np.zeros(256, np.int32), **options)
+    assert (ref[3] is not None and "data race" in ref[3][1]) == racy, ref[3]
+
+
+@pytest.mark.skipif(not NATIVE, reason="the native engine is not built")
+def test_global_atomics_on_threads_lose_no_update():
+    # the blocks of a kernel whose atomics reach global memory run one after another,
+    # so the count is every block's and the old values follow the serial order
+    module = compile_src("""
+        __co__ void f(global s32 [513] out) {
+          parallel b by 16 : block, t by 32 : thread
+            foreach i in [8]
+              out.at(1 + b * 32 + t) = __atomic_add(out.at(0), 1);
+        }""").module
+    ref = outcome(module, "f", (np.zeros(513, np.int32),), {}, "python")
+    got = outcome(module, "f", (np.zeros(513, np.int32),), {}, "native", jobs=2)
+    assert_alike(got, ref, "native on two threads against python")
+    assert ref[3] is None and ref[1][0][0] == 16 * 32 * 8
+
+
+# LANGUAGE.md §11.8: mma.scale reads its row scales as a tile; warp 1 writes rows[3],
+# which warp 0's mma.scale read with nothing between them, or rows[20], which it does not
+SCALED = """
+    __co__ void f(global f16 [16, 16] a, global f16 [8, 16] b, global f32 [16, 8] c) {
+      parallel p by 1 : block {
+        shared f32 [32] rows;
+        parallel t by 32 : thread
+          rows.at(t) = __to<f32>(t);
+        parallel w by 2 : group {
+          acc = mma.fill.f32 0.0f;
+          mma.row.row acc, a, b;
+          mma.scale acc, rows.subspan(16).at(0), 1.0f;
+          if (w == 1) { rows.at(WHERE) = 5.0f; }
+          if (w == 0) { mma.store acc, c; }
+        }
+      }
+    }"""
+
+
+@pytest.mark.parametrize("schedule", ["rr", "random"])
+@pytest.mark.parametrize("where, racy", [("3", True), ("20", False)])
+def test_the_row_scales_of_mma_scale_are_a_tile_it_reads(where, racy, schedule):
+    a, b = np.ones((16, 16), np.float16), np.ones((8, 16), np.float16)
+    ref = both(SCALED.replace("WHERE", where), "f", a, b, np.zeros((16, 8), np.float32),
+               schedule=schedule, seed=5)
+    if racy:
+        assert ref[3][1].splitlines()[0] == (
+            "race.co:10:21: runtime error: data race on shared 'rows' element (3): written "
+            "here, read by 'mma.scale' at race.co:9:7; no barrier or event orders them.")
+    else:
+        assert ref[3] is None
+        np.testing.assert_array_equal(ref[1][2][:, 0], 16 * np.arange(16))
 
 
 LOADED_ACC = """

@@ -415,9 +415,8 @@ def run(
             help="race: report the data races of the run; init: reads of registers, and "
                  "of elements of a DMA's own buffer, that nothing wrote (declared buffers "
                  "start zeroed); exit status 3. none: no check. Default: race on the "
-                 "native engine (about 1.0 to 1.6 times the CPU time of an unchecked run), "
-                 "where its detector covers the function, else none with a note; none on "
-                 "--engine python and other devices (README: Finding races).")] = None,
+                 "native engine (about 1.0 to 1.6 times the CPU time of an unchecked run); "
+                 "none on --engine python and other devices (README: Finding races).")] = None,
         replay: Annotated[str | None, typer.Option(
             metavar="FILE",
             help="Run again, exactly, the call a replay file of 'croqvm explore --record' "
@@ -595,30 +594,21 @@ def _monitor(program, progress: bool, quiet: bool, watchdog: float):
                    tty=sys.stderr.isatty())
 
 
-def _default_check(fn, device: str, engine: str | None) -> str | None:
-    """The check a run of ``fn`` gets with neither --check nor --poison (README: Finding
-    races): race on the native engine, whose detector costs little, where it covers
-    ``fn``. Where it does not, the check would run on the reference engine: the default
-    never makes a run that slow, so ``fn`` runs unchecked, with a note naming what the
-    detector leaves out. None on --engine python (the slow engine stays as fast as it
-    is) and on the CUDA devices (the check observes the interpreter)."""
+def _default_check(device: str, engine: str | None) -> str | None:
+    """The check a run gets with neither --check nor --poison (README: Finding
+    races): race on the native engine, whose detector costs little. None on --engine
+    python (the slow engine stays as fast as it is) and on the CUDA devices (the check
+    observes the interpreter)."""
     if device != "cpu" or (engine or default_engine(device)) != "native":
-        return None
-    from ..native.driver import race_unchecked
-    construct = race_unchecked(fn)
-    if construct is not None:
-        print(f"note: '{fn.name}' runs without the race check: the native engine's "
-              f"detector does not cover {construct}; --check race checks it on the "
-              f"reference engine.", file=sys.stderr)
         return None
     return "race"
 
 
-def _checked(fn, options: dict, default: bool) -> dict:
-    """``options`` with the default check of ``fn`` where ``default`` (no check given)."""
+def _checked(options: dict, default: bool) -> dict:
+    """``options`` with the default check where ``default`` (no check given)."""
     if not default:
         return options
-    return {**options, "check": _default_check(fn, options["device"], options["engine"])}
+    return {**options, "check": _default_check(options["device"], options["engine"])}
 
 
 def _run_all(program, file: str, options: dict, default: bool, stats: dict,
@@ -642,7 +632,7 @@ def _run_all(program, file: str, options: dict, default: bool, stats: dict,
             options["out"].flush()
             print(f"==> {fn.name} <==", file=sys.stderr)
         try:
-            result = program.run(fn.name, **_checked(fn, options, default), stats=stats)
+            result = program.run(fn.name, **_checked(options, default), stats=stats)
         except errors.CroqvmError as err:
             rest = ", ".join(f"'{f.name}'" for f in runnable[n + 1:])
             if not rest:
@@ -671,7 +661,7 @@ def _run_one(program, file, func, arrays, random_inputs, seed, dims, options, de
     from ..running.inputs import inputs_used, results_of
     fn, args, dim_values = _arguments(program, file, func, arrays, dims, random_inputs, seed)
     used = inputs_used(fn, args)
-    result = program.run(func, *args, **_checked(fn, options, default), stats=stats,
+    result = program.run(func, *args, **_checked(options, default), stats=stats,
                          **dim_values)
     return results_of(fn, args, result), used
 
@@ -932,7 +922,7 @@ def diff(
                                       parse_dims(list(dims)), random_inputs, seed or 0)
     engine = reference_for(against, reference)
     if check is None:
-        check = _default_check(fn, "cpu", engine)
+        check = _default_check("cpu", engine)
     found = comparison(program, func, *args, against=against, reference=reference, rtol=rtol,
                        atol=atol, check=None if check == "none" else check, **dim_values)
     if found.both_fault:      # alike, but no results to compare: not a success
@@ -994,7 +984,7 @@ def explore(
         func = program.functions[0].name
     fn, args, dim_values = _arguments(program, file, func, load_inputs(list(inputs)),
                                       parse_dims(list(dims)), random_inputs, seed or 0)
-    check = _default_check(fn, "cpu", None) if check is None else \
+    check = _default_check("cpu", None) if check is None else \
         None if check == "none" else check
     executor = _executor(workers, scheduler, task_timeout)
     runs, stop = [], None

@@ -20,7 +20,6 @@ from dataclasses import replace
 
 from ..cuda import cxx
 from ..reports import render as report
-from ..bytecode import opcodes
 from ..bytecode.module import ParamKind
 from ..bytecode.opcodes import SPAN, WIDTH
 from ..bytecode.verify import verify
@@ -43,13 +42,6 @@ NO_LIMIT = 2 ** 63 - 1
 # more threads than this gain nothing on any machine croqvm runs on, and a huge --jobs
 # would only meet the system's thread limit (the pool also never starts more than blocks)
 MAX_JOBS = 256
-# The constructs the race check's C detector (native/race.c) leaves to the reference
-# engine (docs/EXECUTION.md §20): a call whose code has one of these instructions runs its
-# check there from the start. Each with the construct's name, which a run without the
-# check names (croqvm run's default check, README: Finding races).
-RACE_UNCHECKED_OPS = {
-    opcodes.ATOMIC: "an atomic operation", opcodes.TRIGGER_CLUSTER: "a cluster-scope trigger",
-    opcodes.GRID_SYNC: "a grid barrier", opcodes.MMA_SCALE: "a block-scaled MMA"}
 
 
 class Program:
@@ -112,38 +104,17 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
                          jobs=1 if tracer is not None else jobs, tracer=tracer)
 
 
-def race_unchecked(fn) -> str | None:
-    """What ``fn`` does that the race check's C detector leaves to the reference engine,
-    named ("an atomic operation"), or None: an instruction of RACE_UNCHECKED_OPS, or a launch
-    that is asynchronous, on a stream, cooperative or in clusters."""
-    for launch in fn.host.launches:
-        if launch.is_async or launch.stream >= 0:
-            return "an asynchronous launch"
-        if launch.cooperative:
-            return "a cooperative launch"
-        if launch.cluster:
-            return "a launch in clusters"
-    for code in [fn.host] + [k.code for k in fn.kernels]:
-        for k in range(0, len(code.code), WIDTH):
-            if code.code[k] in RACE_UNCHECKED_OPS:
-                return RACE_UNCHECKED_OPS[code.code[k]]
-    return None
-
-
 def _race_checked(lib, ffi, module, fn, args, dims, *, schedule, seed, max_steps, out, stats,
                   progress, jobs):
     """``check="race"`` (docs/EXECUTION.md §20): the run on the native engine with the C
-    detector, which stops it where it races; such a run, and one of a function that does
-    what the detector leaves to the reference engine, runs on the reference engine with
-    the same inputs, schedule and seed, whose checker reports the races. The native run's
+    detector, which stops it where it races; such a run runs again on the reference engine
+    with the same inputs, schedule and seed, whose checker reports the races. The native run's
     output streams as it comes; a run done again prints only what follows it (the engines
     print the same text in the same order up to the point where the detector stopped)."""
     def reference(out):
         return reference_run(module, fn.name, args, dims, poison=False, schedule=schedule,
                              seed=seed, max_steps=max_steps, out=out, stats=stats,
                              progress=progress, check="race")
-    if race_unchecked(fn):
-        return reference(out)
     printed = _Counted(out)
     try:
         return _run_function(lib, ffi, module, fn, args, dims, poison=False,

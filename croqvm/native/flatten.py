@@ -120,7 +120,7 @@ class Image:
                        for kind, x in p.pieces), int(p.newline))
         self.put(len(code.launches))
         for ln in code.launches:
-            self.put(ln.kernel, int(ln.is_async), ln.span, ln.block, int(ln.cooperative))
+            self.put(ln.kernel, int(ln.is_async), ln.span, ln.block, int(ln.cooperative), ln.stream)
             self.counted(ln.grid)
             self.counted(x for pair in ln.buffers for x in pair)
             self.counted(x for pair in ln.scalars for x in pair)
