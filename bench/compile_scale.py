@@ -8,13 +8,26 @@ best of 3: the front end (preprocess, parse, check), lowering, verification, enc
 Compile time is linear when ten times the statements take about ten times as long; the
 ratio of the totals is reported against a bound of 12. ``--profile`` prints
 the functions taking the most time on the largest program (cProfile).
+
+    python bench/compile_scale.py --memory [--mb 1,2,5,10]
+
+Whether compile memory stays bounded by the source size: the peak resident memory of
+``croqvm check`` and ``croqvm compile`` (each run as its own process, the module cache
+off) on generated sources of so many megabytes, dense with statements: kernels of a
+couple of thousand statements (index arithmetic, ifs, foreach, prints), host functions
+as above and many small functions. Reported per megabyte of source against a bound of
+50 bytes of memory per byte of source, the interpreter's own included.
 """
 from __future__ import annotations
 
 import argparse
 import cProfile
 import gc
+import os
 import pstats
+import subprocess
+import sys
+import tempfile
 import time
 
 from croqvm.core.collector import paused
@@ -24,6 +37,7 @@ from croqvm.bytecode.verify import verify
 from croqvm.lang.frontend import front_end
 
 LINEAR_BOUND = 12.0     # the most 10x the statements may take, in multiples
+MEMORY_BOUND = 50       # bytes of peak resident memory per byte of source
 STAGES = ("front end", "lower", "verify", "encode")
 
 
@@ -47,6 +61,82 @@ def generated(statements: int) -> str:
         count, i = count + 9, i + 1
     body.append("}")
     return "\n".join(body) + "\n"
+
+
+def _kernel(name: str, groups: int) -> list[str]:
+    """A kernel of ``groups`` groups of ten statements: index arithmetic, an if/else,
+    a foreach and a print."""
+    body = [f"__co__ void {name}(global s32 [1024] x, global f32 [1024] y) {{",
+            "  parallel p by [4] : block {",
+            "    shared s32 [256] tile;",
+            "    parallel q by [256] : thread {"]
+    for i in range(groups):
+        body += [
+            f"      s32 a{i} = x.at((p # q + {i % 251}) % 1024) * {i % 7 + 1} + {i % 13};",
+            f"      mutable f32 g{i} = y.at(p # q) * {i % 5}.5f;",
+            f"      if (a{i} > {i % 100}) {{",
+            f"        g{i} += 1.0f;",
+            f"        x.at(p # q) = a{i} - (q & {i % 31});",
+            "      } else",
+            f"        y.at((p # q + {i % 17}) % 1024) = g{i};",
+            f"      foreach k{i} in [{i % 3 + 2}]",
+            f"        tile.at(q) += a{i} + k{i};",
+            f"      if (q == {i % 256}) println(\"row\", p, a{i}, g{i});",
+        ]
+    return body + ["    }", "  }", "}", ""]
+
+
+def _small(name: str, i: int) -> list[str]:
+    return [f"__co__ void {name}() {{",
+            f"  mutable s32 n = {i};",
+            f"  foreach k in [{i % 5 + 1}] n = n * 3 + k;",
+            f"  if (n > {i}) println(\"{name}\", n);",
+            "}", ""]
+
+
+def dense(size: int) -> str:
+    """A source of at least ``size`` bytes dense with statements: in turn a kernel of
+    2,000 statements, a host function of 1,000 (``generated``'s) and 20 small functions."""
+    lines: list[str] = []
+    total, n = 0, 0
+    while total < size:
+        host = generated(1000).replace("void big()", f"void h{n}()").splitlines() + [""]
+        part = _kernel(f"k{n}", 200) + host + \
+            [line for j in range(20) for line in _small(f"s{n}_{j}", j)]
+        lines += part
+        total += sum(len(line) + 1 for line in part)
+        n += 1
+    return "\n".join(lines) + "\n"
+
+
+def peak_rss(args: list[str]) -> tuple[int, int]:
+    """``(exit status, peak resident bytes)`` of ``python -m croqvm ARGS`` run alone."""
+    env = dict(os.environ, CROQVM_DISABLE_CACHE="1")
+    child = subprocess.Popen([sys.executable, "-m", "croqvm", *args], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        print(child.stderr.read().decode()[-2000:], file=sys.stderr)
+    child.stderr.close()
+    return child.returncode, usage.ru_maxrss * 1024      # kilobytes on Linux
+
+
+def memory(megabytes: list[float]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = os.path.join(tmp, "big.co"), os.path.join(tmp, "big.cqb")
+        for mb in megabytes:
+            text = dense(int(mb * 1e6))
+            with open(src, "w") as f:
+                f.write(text)
+            row = []
+            for verb, extra in (("check", []), ("compile", ["-o", out])):
+                status, rss = peak_rss([verb, src, *extra])
+                verdict = "" if rss <= MEMORY_BOUND * len(text) else " over"
+                row.append(f"{verb} {rss / 2**20:6.0f} MB ({rss / len(text):5.1f} B/B{verdict})"
+                           + (f" exit {status}" if status else ""))
+            print(f"{len(text) / 1e6:5.1f} MB source, {text.count(chr(10))} lines: "
+                  + "  ".join(row), flush=True)
 
 
 def stages(text: str, runs: int) -> dict:
@@ -82,7 +172,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="best of (default 3)")
     parser.add_argument("--profile", action="store_true",
                         help="profile compiling the largest program")
+    parser.add_argument("--memory", action="store_true",
+                        help="peak memory of check and compile instead (see above)")
+    parser.add_argument("--mb", default="1,2,5,10",
+                        help="--memory's source sizes in megabytes (default 1,2,5,10)")
     args = parser.parse_args()
+    if args.memory:
+        memory([float(x) for x in args.mb.split(",")])
+        return
     sizes = [int(s) for s in args.sizes.split(",")]
     times = {}
     for n in sizes:

@@ -11,6 +11,7 @@ rules.
 """
 from __future__ import annotations
 
+import gc
 import os
 
 from .core.collector import paused
@@ -23,26 +24,28 @@ __all__ = ["compile", "compile_file", "check", "load", "Program", "CroqvmError",
 __version__ = "0.1.0"
 
 
-def check(source: str, filename: str = "<string>", defines=None):
+def check(source: str, filename: str = "<string>", defines=None, *, bodies: bool = True):
     """Everything ``compile`` checks, without raising: the front end, then (when it found
     no error) lowering and the hardware limits. Returns ``(program, diagnostics,
     sources)``: the checked ``ast.Program``, every diagnostic in source order, the
-    ``SourceFile`` of each file name."""
+    ``SourceFile`` of each file name. ``bodies=False``: the functions that were lowered
+    keep only their names and signatures, which spares a large program's memory."""
     with paused():
-        program, _, diagnostics, sources = _build(source, filename, defines)
+        program, _, diagnostics, sources = _build(source, filename, defines, bodies)
     return program, diagnostics, sources
 
 
-def _build(source: str, filename: str, defines):
+def _build(source: str, filename: str, defines, bodies: bool = True):
     """``(program, module or None, diagnostics, sources)``: one pipeline for ``check`` and
-    ``compile``, so that what one accepts the other does."""
+    ``compile``, so that what one accepts the other does. ``bodies``: whether the
+    program's functions keep their bodies once lowered (``lower_program``'s release)."""
     from .bytecode.lower import lower_program
     from .core.diagnostics import DiagnosticSink
     from .lang.frontend import front_end, has_errors
     program, diags, sources = front_end(source, filename, defines)
     if has_errors(diags) or program is None:
         return program, None, diags, sources
-    module, lowering = lower_program(program, list(sources.values()))
+    module, lowering = lower_program(program, list(sources.values()), release=not bodies)
     sink = DiagnosticSink()
     for d in diags + lowering:
         sink.add(d)
@@ -60,7 +63,8 @@ def compile(source: str, filename: str = "<string>", defines=None) -> Program:
     from .bytecode.verify import verify
 
     with paused():
-        _, module, diags, sources = _build(source, filename, defines)
+        _, module, diags, sources = _build(source, filename, defines, bodies=False)
+    gc.collect()    # what is left of the tree, before verifying the module adds to it
     errors = [d for d in diags if d.is_error]
     if errors:
         error = InternalError if all(d.is_internal for d in errors) else CompileError

@@ -339,7 +339,7 @@ def check(file: File, defines: Defines = None):
         names = ", ".join(f.name for f in module.functions)
         print(f"{file}: ok: verified bytecode, {len(module.functions)} function(s) ({names})")
         return
-    tree, diags, sources = croqvm.check(source.text, file, _defines(defines))
+    tree, diags, sources = croqvm.check(source.text, file, _defines(defines), bodies=False)
     if diags:
         print(render_all(diags, sources), file=sys.stderr)
     errs = [d for d in diags if d.is_error]

@@ -40,7 +40,7 @@ class SourceFile:
         return self.text[start + span.col - 1:end].rstrip("\r")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)   # slots: every token and AST node holds one
 class Span:
     """A range in a source file: 1-based line and column; ``end_col`` is exclusive.
 

@@ -14,76 +14,113 @@ Conventions: lists are never None (empty instead); optional children are None.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from ..core.source import Span
 
 
 class Node:
+    __slots__ = ()
     span: Span
+
+
+def node(cls):
+    """``@dataclass`` with ``__slots__``: a program of a few megabytes has millions of
+    nodes, and a dict each more than doubled their memory. What later stages attach to a
+    node is written as a class attribute without an annotation, holding its default
+    (``sym = None``); each such annotation is a slot too, set to its default when the
+    node is made, and a node has no attribute but its fields and annotations."""
+    notes: dict = {}
+    for klass in reversed(cls.__mro__[:-1]):    # Node, Expr or Stmt, then the class
+        written = vars(klass).get("__annotations__", {})
+        notes.update((k, v) for k, v in vars(klass).items()
+                     if not k.startswith("__") and k not in written)
+    for name in notes:
+        if name in vars(cls):
+            delattr(cls, name)
+    if notes:
+        defaults = tuple(notes.items())
+
+        def __post_init__(self):
+            for name, value in defaults:
+                setattr(self, name, value)
+        cls.__post_init__ = __post_init__
+    cls = dataclass(cls)
+    slots = tuple(f.name for f in dataclasses.fields(cls)) + tuple(notes)
+    body = {k: v for k, v in vars(cls).items()
+            if k not in slots and k not in ("__dict__", "__weakref__")}
+    return type(cls)(cls.__name__, cls.__bases__, dict(body, __slots__=slots))
+
+
+def field_values(n: Node) -> list:
+    """The values of a node's fields: its children and what the parser read, without the
+    annotations."""
+    return [getattr(n, f.name) for f in dataclasses.fields(n)]
 
 
 # --------------------------------------------------------------------------- expressions
 
 
 class Expr(Node):
+    __slots__ = ()
     ty = None  # set by the checker
 
 
-@dataclass
+@node
 class IntLit(Expr):
     value: int
     dtype: str  # s32, s64, u32, u64 (§2.2.1)
     span: Span
 
 
-@dataclass
+@node
 class FloatLit(Expr):
     value: float
     dtype: str  # f32 or f64; ``inf`` is FloatLit(inf, "f32")
     span: Span
 
 
-@dataclass
+@node
 class BoolLit(Expr):
     value: bool
     span: Span
 
 
-@dataclass
+@node
 class StringLit(Expr):
     value: str
     span: Span
 
 
-@dataclass
+@node
 class Name(Expr):
     id: str
     span: Span
     sym = None  # Symbol, set by the checker
 
 
-@dataclass
+@node
 class Wildcard(Expr):
     """``_``: a whole dimension in chunkat/subspan arguments (§2.1.2)."""
     span: Span
 
 
-@dataclass
+@node
 class Unary(Expr):
     op: str  # "-", "!", "~", "++", "--" (prefix)
     operand: Expr
     span: Span
 
 
-@dataclass
+@node
 class Postfix(Expr):
     op: str  # "++" or "--"
     operand: Expr
     span: Span
 
 
-@dataclass
+@node
 class Binary(Expr):
     op: str  # + - * / % << >> & ^ | == != < <= > >= && || # #+ #- #* #/ #%
     lhs: Expr
@@ -91,7 +128,7 @@ class Binary(Expr):
     span: Span
 
 
-@dataclass
+@node
 class Ternary(Expr):
     cond: Expr
     then: Expr
@@ -99,7 +136,7 @@ class Ternary(Expr):
     span: Span
 
 
-@dataclass
+@node
 class DeviceCall(Expr):
     """``call f<targs>(args)``: a call of a ``__co_device__`` function (LANGUAGE.md §6.10).
     ``func`` is the name as written, namespaces included (``lib::f``)."""
@@ -111,21 +148,21 @@ class DeviceCall(Expr):
     callee = None  # set by the checker: the called ``Function`` or ``cxx.CxxFunction``
 
 
-@dataclass
+@node
 class Extent(Expr):
     """``#x``: the bound of a bounded name (§5.2)."""
     name: Name
     span: Span
 
 
-@dataclass
+@node
 class ElemCount(Expr):
     """``|a.span|``: element count (§4.4)."""
     operand: Expr
     span: Span
 
 
-@dataclass
+@node
 class SpanOf(Expr):
     """``a.span`` (dim None) or ``a.span(i)`` (§4.4)."""
     base: Expr
@@ -133,14 +170,14 @@ class SpanOf(Expr):
     span: Span
 
 
-@dataclass
+@node
 class DataOf(Expr):
     """``f.data``: the destination of a future (§9.4.5)."""
     base: Expr
     span: Span
 
 
-@dataclass
+@node
 class Call(Expr):
     """``cdiv(a, b)``, ``__min``, ``__max``, an ituple element ``t(i)``, ``x(-n)`` (§4.4);
     ``e(i)`` on an expression other than a name is an ``Element``."""
@@ -150,7 +187,7 @@ class Call(Expr):
     func_span: Span | None = None
 
 
-@dataclass
+@node
 class Element(Expr):
     """``e(i)`` on any postfix expression ``e`` but a name (``t(i)`` is a ``Call``): element
     ``i`` of an ituple or bounded ituple, or ``x(-n)`` of a bounded int (§4.1 level 15,
@@ -160,7 +197,7 @@ class Element(Expr):
     span: Span
 
 
-@dataclass
+@node
 class Convert(Expr):
     """``__to<T>(e)``."""
     dtype: str
@@ -168,19 +205,19 @@ class Convert(Expr):
     span: Span
 
 
-@dataclass
+@node
 class ITupleLit(Expr):
     elems: list[Expr]
     span: Span
 
 
-@dataclass
+@node
 class MdspanLit(Expr):
     elems: list[Expr]
     span: Span
 
 
-@dataclass
+@node
 class Index(Expr):
     """``buf[i]`` (buffer array, §8.5) or ``ev[i]`` (event slot, §10)."""
     base: Expr
@@ -188,7 +225,7 @@ class Index(Expr):
     span: Span
 
 
-@dataclass
+@node
 class EventAt(Expr):
     """``e.at(order)`` in ``trigger`` and ``wait`` (§10.6): the cyclic generation ``order``
     of the one-dimensional event array ``e``."""
@@ -197,7 +234,7 @@ class EventAt(Expr):
     span: Span
 
 
-@dataclass
+@node
 class ElemAccess(Expr):
     """``b.at(i, ...)``: element access, an lvalue (§8.6)."""
     base: Expr
@@ -205,7 +242,7 @@ class ElemAccess(Expr):
     span: Span
 
 
-@dataclass
+@node
 class ChunkAt(Expr):
     """``v.chunkat(a, ...)`` (§8.2); arguments may be ``Wildcard``."""
     base: Expr
@@ -213,7 +250,7 @@ class ChunkAt(Expr):
     span: Span
 
 
-@dataclass
+@node
 class Subspan(Expr):
     """``v.subspan(s...)[.step(t...)][.at(i...)]`` (§8.3.1); sizes may be ``Wildcard``."""
     base: Expr
@@ -223,7 +260,7 @@ class Subspan(Expr):
     span: Span
 
 
-@dataclass
+@node
 class ViewFrom(Expr):
     """``v.view(s... [: t...]).from(f...)`` (§8.3.2); ``strides`` the ``t`` as written."""
     base: Expr
@@ -233,7 +270,7 @@ class ViewFrom(Expr):
     strides: list[Expr] | None = None
 
 
-@dataclass
+@node
 class SpanAs(Expr):
     """``v.span_as([s...])`` or ``v.span_as(s...)``: the elements of the contiguous ``v``
     in row-major order under the shape ``s`` (§8.3.3)."""
@@ -242,7 +279,7 @@ class SpanAs(Expr):
     span: Span
 
 
-@dataclass
+@node
 class Squeeze(Expr):
     """``v.sqz()``: ``v`` without its dimensions of extent 1 (§8.3.4)."""
     base: Expr
@@ -252,7 +289,7 @@ class Squeeze(Expr):
 # --------------------------------------------------------------------------- types in source
 
 
-@dataclass
+@node
 class TypeRef(Node):
     """A written type: ``int``, ``bool``, an element type, ``void``, ``auto``, ``stream``,
     ``ituple``, ``mdspan`` (``name`` is the spelling as written; ``rank`` the N of
@@ -262,14 +299,14 @@ class TypeRef(Node):
     rank: int | None = None
 
 
-@dataclass
+@node
 class Dim(Node):
     """One dimension of a parameter shape: an expression or ``?`` (expr None)."""
     expr: Expr | None
     span: Span
 
 
-@dataclass
+@node
 class Param(Node):
     storage: str | None      # "global" or None (also for written shared/local: checker rejects)
     type: TypeRef
@@ -284,21 +321,21 @@ class Param(Node):
 
 
 class Stmt(Node):
-    pass
+    __slots__ = ()
 
 
-@dataclass
+@node
 class Block(Stmt):
     stmts: list[Stmt]
     span: Span
 
 
-@dataclass
+@node
 class Empty(Stmt):
     span: Span
 
 
-@dataclass
+@node
 class BufferItem(Node):
     name: str
     array: list[Expr]      # ``name[N][M]``: buffer-array dimensions, else []
@@ -307,7 +344,7 @@ class BufferItem(Node):
     sym = None
 
 
-@dataclass
+@node
 class BufferDecl(Stmt):
     storage: str | None    # "global", "shared", "local" or None
     dtype: TypeRef
@@ -315,9 +352,10 @@ class BufferDecl(Stmt):
     items: list[BufferItem]
     span: Span
     frag: bool = False     # written ``frag T[shape] f;``: a lane's register fragment
+    hoisted = False        # set by lowering: a global buffer made before its kernel
 
 
-@dataclass
+@node
 class ScalarItem(Node):
     name: str
     init: Expr | None
@@ -325,7 +363,7 @@ class ScalarItem(Node):
     sym = None
 
 
-@dataclass
+@node
 class ScalarDecl(Stmt):
     """``[mutable] (int|bool|T|ituple|mdspan) x = e, ...;`` or ``mutable x = e;``."""
     mutable: bool
@@ -334,7 +372,7 @@ class ScalarDecl(Stmt):
     span: Span
 
 
-@dataclass
+@node
 class EventItem(Node):
     name: str
     array: list[Expr]
@@ -343,7 +381,7 @@ class EventItem(Node):
     sym = None
 
 
-@dataclass
+@node
 class EventDecl(Stmt):
     """``shared event e[2], f = ready;`` / ``shared event<128> e;`` (§10.1); ``= ready``
     belongs to the declarator it follows (here ``f``), as in the reference grammar."""
@@ -353,7 +391,7 @@ class EventDecl(Stmt):
     span: Span
 
 
-@dataclass
+@node
 class Assign(Stmt):
     """``x = e`` (may declare, D13), ``x op= e``, ``b.at(...) op= e`` (§6.6)."""
     target: Expr           # Name or ElemAccess
@@ -362,9 +400,11 @@ class Assign(Stmt):
     span: Span
     declares = False       # set by the checker when ``x = e`` declares x (D13)
     sym = None             # the declared symbol in that case
+    alias = False          # set by the checker: ``c = select(...)`` names an operand (D28)
+    frag_update = False    # set by the checker: ``acc op= v`` on a fragment (§11.7)
 
 
-@dataclass
+@node
 class IncDec(Stmt):
     """``++x`` / ``x++`` / ``--x`` / ``x--`` as a statement."""
     op: str
@@ -373,7 +413,7 @@ class IncDec(Stmt):
     span: Span
 
 
-@dataclass
+@node
 class PLevel(Node):
     """One level of a ``parallel``: ``p by 4 : block`` / ``{x, y} by [2, 3]`` /
     ``t = {x, y} by [...]``. ``names`` holds the sub-indices (empty if unnamed)."""
@@ -387,7 +427,7 @@ class PLevel(Node):
     cooperative = False      # written ``: block<cooperative>`` (any level parses)
 
 
-@dataclass
+@node
 class Attribute(Node):
     """``[[name(args)]]`` before a statement (§6.2.5, §11.6)."""
     name: str
@@ -395,7 +435,7 @@ class Attribute(Node):
     span: Span
 
 
-@dataclass
+@node
 class Parallel(Stmt):
     is_async: bool
     stream: str | None
@@ -412,7 +452,7 @@ class Parallel(Stmt):
     named_counts = ()        # a kernel's named barriers with a constant count: (stmt, count)
 
 
-@dataclass
+@node
 class DeviceRegion(Stmt):
     """``parallel[.async] by 1 : device(cpu|gpu) { ... }``: the part of a heterogeneous
     program one device runs (§14.2.1)."""
@@ -423,7 +463,7 @@ class DeviceRegion(Stmt):
     span: Span
 
 
-@dataclass
+@node
 class Within(Node):
     """``t in B`` / ``{a, b} in B`` / ``t = {a, b} in B`` (§6.1 within). ``braced``: the
     names were written in braces."""
@@ -436,14 +476,14 @@ class Within(Node):
     syms = None
 
 
-@dataclass
+@node
 class With(Stmt):
     withins: list[Within]
     body: Stmt
     span: Span
 
 
-@dataclass
+@node
 class Range(Node):
     """``[u =] t[(lo:hi:step)]`` in ``foreach`` (§5.5)."""
     new_name: str | None
@@ -456,7 +496,7 @@ class Range(Node):
     var_sym = None  # the symbol of ``name``
 
 
-@dataclass
+@node
 class Foreach(Stmt):
     """Either ``withins`` (``foreach i in [8]``) or ``ranges`` (``foreach kt(1:)``).
     ``unroll``: the factor of ``: unroll(k)``, 0 for ``: unroll``, None without a hint."""
@@ -467,7 +507,7 @@ class Foreach(Stmt):
     unroll: int | None = None
 
 
-@dataclass
+@node
 class If(Stmt):
     cond: Expr
     then: Stmt
@@ -475,14 +515,14 @@ class If(Stmt):
     span: Span
 
 
-@dataclass
+@node
 class While(Stmt):
     cond: Expr
     body: Stmt
     span: Span
 
 
-@dataclass
+@node
 class Inthreads(Stmt):
     is_async: bool
     cond: Expr
@@ -490,13 +530,13 @@ class Inthreads(Stmt):
     span: Span
 
 
-@dataclass
+@node
 class Wait(Stmt):
     refs: list[Expr]   # Name, Index or EventAt (futures, event slots, cyclic generations)
     span: Span
 
 
-@dataclass
+@node
 class Trigger(Stmt):
     refs: list[Expr]
     span: Span
@@ -504,7 +544,7 @@ class Trigger(Stmt):
     cluster: bool = False     # ``trigger.cluster e``: in every block of the cluster (§10.8)
 
 
-@dataclass
+@node
 class Swap(Stmt):
     """``swap(a, b)`` and ``rotate(f0, ...)`` (§9.6)."""
     rotate: bool
@@ -512,7 +552,7 @@ class Swap(Stmt):
     span: Span
 
 
-@dataclass
+@node
 class Sync(Stmt):
     kind: str            # "shared", "barrier", "fence", "global"
     level: str | None    # for barrier/fence
@@ -520,7 +560,7 @@ class Sync(Stmt):
     grid = False         # ``sync.barrier : block`` in a cooperative kernel: all its blocks
 
 
-@dataclass
+@node
 class NamedBarrier(Stmt):
     """``__bar_sync(id, count)`` and ``__bar_arrive(id, count)`` (§6.8); the checker
     wants exactly those two arguments."""
@@ -529,42 +569,42 @@ class NamedBarrier(Stmt):
     span: Span
 
 
-@dataclass
+@node
 class Break(Stmt):
     span: Span
 
 
-@dataclass
+@node
 class Continue(Stmt):
     span: Span
 
 
-@dataclass
+@node
 class Yield(Stmt):
     span: Span
 
 
-@dataclass
+@node
 class Return(Stmt):
     value: Expr | None
     span: Span
 
 
-@dataclass
+@node
 class Print(Stmt):
     newline: bool
     args: list[Expr]
     span: Span
 
 
-@dataclass
+@node
 class CallStmt(Stmt):
     """``call f(args);``: a call whose result, if any, is dropped (§6.10)."""
     call: DeviceCall
     span: Span
 
 
-@dataclass
+@node
 class AsmOperand(Node):
     """``[name] "constraint" (expr)`` of inline assembly (§6.11)."""
     name: str | None
@@ -573,7 +613,7 @@ class AsmOperand(Node):
     span: Span
 
 
-@dataclass
+@node
 class Asm(Stmt):
     """``__asm__ [volatile] ("text" : outputs : inputs : clobbers);`` (§6.11)."""
     volatile: bool
@@ -584,21 +624,21 @@ class Asm(Stmt):
     span: Span
 
 
-@dataclass
+@node
 class Assert(Stmt):
     cond: Expr
     message: str
     span: Span
 
 
-@dataclass
+@node
 class BuiltinStmt(Stmt):
     """A builtin call whose value is discarded: ``__atomic_add(b.at(i), 1);`` (§4.5)."""
     call: Call
     span: Span
 
 
-@dataclass
+@node
 class Dma(Stmt):
     """``[f =] dma.copy|transp|pad ... SRC => DST;``, ``[f =] tma.copy|load ...`` (§9.1).
 
@@ -624,10 +664,11 @@ class Dma(Stmt):
     declares = False              # set by the checker when ``target`` is new
     tma_transfer = False          # set by the checker: a TMA copy between global and shared
     tma_unit = 0                  # set by the checker: lanes per copy-issuing instance, 0: block
+    fits_smaller = False          # set by the checker: a smaller SRC writes part of DST (§9.2)
     sym = None
 
 
-@dataclass
+@node
 class DmaAny(Stmt):
     """``f = dma.any;`` or ``f = tma.any;`` (§9.4.2)."""
     target: Name
@@ -637,7 +678,7 @@ class DmaAny(Stmt):
     sym = None
 
 
-@dataclass
+@node
 class MmaFill(Stmt):
     """``mc = mma.fill[.T] v;`` (target new or existing) / ``mma.fill mc, v;`` /
     ``frag[.T] mc[d0][d1] {v};`` (a new accumulator, or an array of them, §11.7)."""
@@ -649,11 +690,12 @@ class MmaFill(Stmt):
     dims: list[Expr] = field(default_factory=list)   # the ``frag`` form's array extents
     elem: list[Expr] = field(default_factory=list)   # ``mma.fill mc[i][j], v``
     frag_form: bool = False       # ``frag[.T] mc ... {v};``: always a new declaration
+    frag_fill = False             # set by the checker: fills every element of a lane's frag
     declares = False
     sym = None
 
 
-@dataclass
+@node
 class MmaLoad(Stmt):
     """``ma = mma.load[.swiz<N>] VIEW;``."""
     target: Name
@@ -664,7 +706,7 @@ class MmaLoad(Stmt):
     sym = None
 
 
-@dataclass
+@node
 class MmaExec(Stmt):
     """``mma.row.col c, a, b;`` (§11.1); ``a``/``b`` fragments or views; ``f =
     mma.row.col.async c, a, b;`` makes the operation future ``f`` (§11.5), and a
@@ -683,10 +725,11 @@ class MmaExec(Stmt):
     k_tile = 0                    # set by the checker: the K extent of one scheduled tile
     scale: list[Expr] = field(default_factory=list)   # ``.scale``: row scales, factor (§11.8)
     into_partial = False          # set by the checker: a plain MMA an ``mma.scale`` scales
+    c_frag = False                # set by the checker: ``c`` is a frag accumulator (§11.7)
     sparse_meta: Expr | None = None   # ``.sp``: the 2:4 metadata of the packed A (§11.9)
 
 
-@dataclass
+@node
 class MmaStore(Stmt):
     transp: bool
     frag: Name
@@ -696,12 +739,12 @@ class MmaStore(Stmt):
     elem: list[Expr] = field(default_factory=list)    # ``mma.store mc[i][j], V``
 
 
-@dataclass
+@node
 class MmaCommit(Stmt):
     span: Span
 
 
-@dataclass
+@node
 class MmaScale(Stmt):
     """``mma.scale c, rows, factor;`` (§11.8): the plain MMAs on ``c`` before it in its
     block, scaled per row by ``rows`` and by ``factor``, are added to ``c``."""
@@ -711,7 +754,7 @@ class MmaScale(Stmt):
     span: Span
 
 
-@dataclass
+@node
 class Apply(Stmt):
     """``apply {i, j} in x.span body``: ``body`` for every element of ``x`` the lane holds
     (§11.7). The checker sets ``frag`` to the accumulator symbol when ``x`` is one."""
@@ -722,7 +765,7 @@ class Apply(Stmt):
     loop = None     # the equivalent ``foreach`` (set by the checker)
 
 
-@dataclass
+@node
 class FragOp(Stmt):
     """``copy(dst, src)``, ``reduce_sum|max|min(dst, src, axis)`` and
     ``all_reduce_sum|max|min(x)`` (§11.7)."""
@@ -736,7 +779,7 @@ class FragOp(Stmt):
 # --------------------------------------------------------------------------- top level
 
 
-@dataclass
+@node
 class Function(Node):
     ret: TypeRef                  # ``void``, ``auto`` or a type
     ret_shape: list[Expr] | None  # ``s32 [4, 8] f(...)``: a written return buffer shape
@@ -749,7 +792,7 @@ class Function(Node):
     sym_table = None              # set by the checker: every Symbol declared in it
 
 
-@dataclass
+@node
 class Program(Node):
     functions: list[Function]
     span: Span | None = None

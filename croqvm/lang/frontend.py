@@ -17,7 +17,7 @@ def front_end(text: str, filename: str = "<string>", defines=None):
     The program may only be lowered when no diagnostic is an error.
     """
     from .check import check_program
-    from .lexer import tokenize_program
+    from .lexer import function_tokens
     from .parser import parse_program
 
     src = SourceFile(filename, text)
@@ -25,8 +25,14 @@ def front_end(text: str, filename: str = "<string>", defines=None):
     program = None
     try:
         cxx: list = []
-        functions = tokenize_program(src, dict(defines or {}), sink, cxx)
-        program = parse_program(functions, sink)
+        # Each function is scanned when the parser comes to it, so that the tokens of one
+        # function are alive at a time, not those of the file; the parser's reports wait
+        # in a sink of their own, to reach ``sink`` after every lexical one as when the
+        # whole file was scanned first (the order of reports at one place).
+        syntax = DiagnosticSink()
+        program = parse_program(function_tokens(src, dict(defines or {}), sink, cxx), syntax)
+        for d in syntax.items:
+            sink.add(d)
         program.cxx = cxx
         check_program(program, sink)   # the functions that parsed; the others are reported
     except RecursionError:

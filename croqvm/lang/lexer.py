@@ -1,6 +1,7 @@
 """From a ``.co`` file to one token list per ``__co__`` function (LANGUAGE.md §1-§2).
 
     tokenize_program(src, defines, sink) -> list[list[Token]]
+    function_tokens(src, defines, sink) -> the same lists, one at a time
 
 Steps: preprocess the whole file (``preprocess``), find the functions in what is left
 (§1.1.1), note the host text between them (§1.1.2), then scan each function
@@ -13,6 +14,7 @@ reports that). Problems go to the sink; no input makes this raise. ``defines`` m
 from __future__ import annotations
 
 import re
+from typing import Iterator
 
 from .cxx import find_device_functions
 from .macros import Expander
@@ -28,12 +30,20 @@ def tokenize_program(src: SourceFile, defines: dict[str, str | None] | None,
                      sink, cxx: list | None = None) -> list[list[Token]]:
     """The token lists; the C++ device functions of the host text are appended to
     ``cxx`` when it is given (§6.10.4)."""
+    return list(function_tokens(src, defines, sink, cxx))
+
+
+def function_tokens(src: SourceFile, defines: dict[str, str | None] | None,
+                    sink, cxx: list | None = None) -> Iterator[list[Token]]:
+    """``tokenize_program``'s lists one at a time, each scanned when it is asked for: a
+    parser that takes them in turn holds the tokens of one function, not of the file."""
     pp = preprocess(src, defines, sink)
     functions = find_functions(pp.text)
     report_host_text(src, pp, functions, sink)
     if cxx is not None:
         cxx += find_device_functions(pp.text, pp.lines, functions)
-    return [_function_tokens(pp, start, end, sink) for start, end in functions]
+    for start, end in functions:
+        yield _function_tokens(pp, start, end, sink)
 
 
 # A ``__co_device__`` function written in Croqtile (§6.10): a result type with an optional

@@ -17,6 +17,8 @@ token cursor, error reports and recovery).
 """
 from __future__ import annotations
 
+from typing import Iterable
+
 from . import ast
 from .parse_base import Cursor, SyntaxAbort, TooDeep
 from .parse_decl import DeclParser
@@ -146,7 +148,9 @@ def parse_function(tokens: list[Token], sink) -> ast.Function | None:
         return None
 
 
-def parse_program(functions: list[list[Token]], sink) -> ast.Program:
-    """Parse every function; those with syntax errors are left out (errors are in sink)."""
-    parsed = [parse_function(tokens, sink) for tokens in functions]
+def parse_program(functions: Iterable[list[Token]], sink) -> ast.Program:
+    """Parse every function; those with syntax errors are left out (errors are in sink).
+    Each token list is dropped once parsed: ``functions`` may make them one at a time
+    (``lexer.function_tokens``)."""
+    parsed = (parse_function(tokens, sink) for tokens in functions)
     return ast.Program([f for f in parsed if f is not None])

@@ -7,6 +7,7 @@ table in force there. Every problem goes to the sink and scanning goes on.
 from __future__ import annotations
 
 import re
+import sys
 from bisect import bisect_right
 from dataclasses import replace
 
@@ -123,7 +124,8 @@ def scan(text: str, base: int, lines: LineMap, sink) -> list[tuple[Token, int]]:
 
 def _ident(text, span, sink):
     is_kw = text in RESERVED or text.startswith("__")  # §2.1.3
-    return Token(KEYWORD if is_kw else NAME, text, span)
+    # interned: the tree and the symbols keep one copy of each name, not one per use
+    return Token(KEYWORD if is_kw else NAME, sys.intern(text), span)
 
 
 def _member(text, span, sink):

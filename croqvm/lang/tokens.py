@@ -37,7 +37,7 @@ load store row col commit
 """.split())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)   # slots: a source holds a few tokens per line
 class Token:
     kind: str
     value: Any

@@ -19,10 +19,10 @@ def shape_str(shape) -> str:
 
 
 class Type:
-    pass
+    __slots__ = ()   # and slots in each type: the checker gives every expression one
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Scalar(Type):
     """A number or bool. ``int`` is Scalar(s32); ``control`` marks ``int``/``bool`` (immutable
     unless mutable) as opposed to element-type scalars (§3.4.2)."""
@@ -33,7 +33,7 @@ class Scalar(Type):
         return "int" if self.control and self.dtype.name == "s32" else self.dtype.name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Bounded(Type):
     """A bounded int (§5): value s32 plus bound ``#x``. ``bound`` is an int when static."""
     bound: Dim = None
@@ -51,7 +51,7 @@ def value_dtype(ty) -> DType | None:
     return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ITuple(Type):
     """``{a, b}``; ``bounded`` when every element is a bounded int (§5.1)."""
     rank: int
@@ -61,7 +61,7 @@ class ITuple(Type):
         return f"ituple<{self.rank}>"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Mdspan(Type):
     shape: tuple
 
@@ -69,7 +69,7 @@ class Mdspan(Type):
         return f"mdspan<{len(self.shape)}> {shape_str(self.shape)}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Buffer(Type):
     dtype: DType
     shape: tuple
@@ -84,7 +84,7 @@ class Buffer(Type):
         return f"{self.dtype.name} {shape_str(self.shape)}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class View(Type):
     """A view chain (§8.1). ``shape`` is what the view shows; ``full`` its extents in the
     index space ``space`` of its root (the buffer's shape, or the shape of the last
@@ -105,7 +105,7 @@ class View(Type):
         return f"{self.storage} {self.dtype.name} mdspan<{len(self.shape)}> {shape_str(self.shape)}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Future(Type):
     """The result of a DMA (§9.4). ``dtype``/``shape``/``storage`` describe its data; None
     while only ``dma.any`` has been assigned."""
@@ -121,7 +121,7 @@ class Future(Type):
         return f"{kind} {self.storage} {self.dtype.name} {shape_str(self.shape)}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OpFuture(Type):
     """The operation future of an asynchronous MMA (§11.5): it names completion only; the
     result is the accumulator ``acc``."""
@@ -131,7 +131,7 @@ class OpFuture(Type):
         return "mma future"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Event(Type):
     array: tuple = ()
 
@@ -139,7 +139,7 @@ class Event(Type):
         return "event"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fragment(Type):
     """An MMA fragment (§11): an accumulator or an operand tile."""
     dtype: DType | None
@@ -150,19 +150,19 @@ class Fragment(Type):
         return f"fragment {self.dtype.name if self.dtype else '?'}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class String(Type):
     def __str__(self):
         return "string"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Stream(Type):
     def __str__(self):
         return "stream"
 
 
-@dataclass
+@dataclass(slots=True)
 class Symbol:
     """A declared name. One Symbol per declaration; ``Name.sym`` points at it.
 

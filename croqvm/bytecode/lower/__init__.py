@@ -15,6 +15,8 @@ environments), exprs, views (§8), stmts (§3, §5.5, §6.4-§6.6), output (§6.
 """
 from __future__ import annotations
 
+import gc
+
 from croqvm.bytecode.module import Module
 from croqvm.bytecode.verify import static_shared_bytes
 from croqvm.core.diagnostics import Diagnostic
@@ -36,17 +38,25 @@ EXPR_TABLE = {**exprs.TABLE, **views.TABLE, **calls.EXPR_TABLE}
 __all__ = ["lower_program"]
 
 
-def lower_program(program: ast.Program, sources: list[SourceFile]):
+def lower_program(program: ast.Program, sources: list[SourceFile], release: bool = False):
     """``(module, diagnostics)``: the module of every function that lowered, and for each
     other function the error that stopped it (a construct croqvm can not lower, or a
     resource limit: every function is lowered, so that ``croqvm check`` reports what
-    ``compile`` rejects all at once). The module may be used only without diagnostics."""
+    ``compile`` rejects all at once). The module may be used only without diagnostics.
+
+    ``release``: each function keeps only its name, signature and spans once lowered
+    (``_release``), so that the tree shrinks as the module grows: a large program does
+    not hold both whole."""
     spans = SpanTable(list(sources))
     cxx = calls.CxxTable(program.cxx)
     functions, diagnostics = [], []
-    for fn in program.functions:
-        if fn.device:       # inlined where it is called (calls.py)
-            continue
+    lowered = [fn for fn in program.functions if not fn.device]
+    # The tree is cyclic (symbols and the nodes declaring them), and compiling runs with
+    # the cycle collector paused (core/collector.py): what is released is freed by a
+    # collection, run after each eighth of the functions. Each walks every live object,
+    # so a fixed number of them keeps the time linear in the program.
+    every = max(1, len(lowered) // 8)
+    for count, fn in enumerate(lowered, 1):
         lw = Lowerer(list(sources), spans, STMT_TABLE, EXPR_TABLE)
         lw.node_span = fn.span
         lw.cxx = cxx
@@ -59,11 +69,21 @@ def lower_program(program: ast.Program, sources: list[SourceFile]):
         except Exception as exc:  # a croqvm bug: report it at the node being lowered
             diagnostics.append(Diagnostic("error", f"internal error: {type(exc).__name__}: "
                                                    f"{exc}", lw.node_span))
+        if release:
+            _release(fn)
+            if count % every == 0:
+                gc.collect()
     module = Module(spans.sources, spans.rows, functions, calls=spans.calls,
                     cxx_source=cxx.source(), cxx=cxx.funcs)
     for fn in functions:
         diagnostics += _over_limits(module, fn)
     return module, diagnostics
+
+
+def _release(fn: ast.Function) -> None:
+    """Drop what lowering ``fn`` read: its body, parameters and symbols."""
+    fn.body = ast.Block([], fn.body.span)
+    fn.params, fn.ret_shape, fn.sym_table = [], None, None
 
 
 def _over_limits(module: Module, fn) -> list[Diagnostic]:

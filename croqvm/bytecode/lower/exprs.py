@@ -91,7 +91,7 @@ def mutates(e) -> bool:
     """Does ``e`` contain ``++``/``--`` (so earlier operands must be copied, §4.2.6)?"""
     if isinstance(e, ast.Postfix) or (isinstance(e, ast.Unary) and e.op in ("++", "--")):
         return True
-    for child in vars(e).values():
+    for child in ast.field_values(e):
         if isinstance(child, ast.Expr) and mutates(child):
             return True
         if isinstance(child, list) and any(isinstance(c, ast.Expr) and mutates(c) for c in child):

@@ -156,8 +156,8 @@ def _on_host(e) -> bool:
     """Does ``e`` use only host-level names (parameters, dimensions, host scalars)?"""
     if isinstance(e, ast.Name):
         return e.sym is not None and e.sym.parallel is None
-    kids = [v for v in vars(e).values() if isinstance(v, ast.Expr)]
-    kids += [x for v in vars(e).values() if isinstance(v, list) for x in v
+    kids = [v for v in ast.field_values(e) if isinstance(v, ast.Expr)]
+    kids += [x for v in ast.field_values(e) if isinstance(v, list) for x in v
              if isinstance(x, ast.Expr)]
     return all(_on_host(k) for k in kids)
 

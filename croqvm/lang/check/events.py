@@ -74,8 +74,8 @@ def _direct_step(e) -> bool:
 
 def _steps(e) -> bool:
     """Whether ``e`` contains an increment or decrement anywhere."""
-    children = [v for v in vars(e).values() if isinstance(v, ast.Expr)]
-    children += [x for v in vars(e).values() if isinstance(v, list)
+    children = [v for v in ast.field_values(e) if isinstance(v, ast.Expr)]
+    children += [x for v in ast.field_values(e) if isinstance(v, list)
                  for x in v if isinstance(x, ast.Expr)]
     return _direct_step(e) or any(_steps(c) for c in children)
 

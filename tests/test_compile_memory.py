@@ -1,0 +1,71 @@
+"""Compiling keeps memory bounded by the source size (bench/compile_scale.py --memory
+measures whole processes on megabytes; these check the mechanisms, quickly).
+
+A source dense with statements used to hold the tokens of every function at once and the
+whole tree next to the whole module: about 190 bytes of Python allocations per byte of
+source on the program below. Now the lexer hands the parser one function's tokens at a
+time, and each function's tree is dropped once it is lowered: about 80.
+"""
+import gc
+import tracemalloc
+
+import croqvm
+from croqvm.bytecode.cqb import encode
+from croqvm.core.diagnostics import DiagnosticSink
+from croqvm.core.source import SourceFile
+from croqvm.lang.lexer import function_tokens
+
+PEAK_PER_BYTE = 120     # tracemalloc's peak (Python's allocations) per byte of source
+
+
+def kernel(name, groups):
+    body = [f"__co__ void {name}(global s32 [1024] x) {{",
+            "  parallel p by [4] : block, q by [256] : thread {"]
+    for i in range(groups):
+        body += [f"    s32 a{i} = x.at((p # q + {i}) % 1024) * {i % 7 + 1};",
+                 f"    if (a{i} > {i % 100}) x.at(p # q) = a{i} - (q & {i % 31});",
+                 f"    foreach k{i} in [2] x.at(q) += a{i} + k{i};"]
+    return body + ["  }", "}"]
+
+
+def dense_source(functions, groups=20):
+    """``functions`` kernels of ``groups`` groups of three statements each."""
+    return "\n".join(line for n in range(functions) for line in kernel(f"k{n}", groups)) + "\n"
+
+
+def compile_and_encode(text):
+    return encode(croqvm.compile(text, "big.co").module)
+
+
+def test_compiling_a_dense_source_peaks_under_a_bound_per_source_byte():
+    compile_and_encode(dense_source(1, groups=1))   # imports and caches outside the count
+    text = dense_source(10)                          # about 28 KB
+    gc.collect()
+    tracemalloc.start()
+    try:
+        compile_and_encode(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < PEAK_PER_BYTE * len(text)
+
+
+def test_the_lexer_scans_a_function_when_the_parser_asks_for_it():
+    sink = DiagnosticSink()
+    text = "__co__ void f() {\n}\n__co__ void g() {\n  @\n}\n"
+    lists = function_tokens(SourceFile("t.co", text), None, sink)
+    assert [t.value for t in next(lists)][:3] == ["__co__", "void", "f"]
+    assert sink.items == []                       # g's stray '@' is not scanned yet
+    assert [t.value for t in next(lists)][:3] == ["__co__", "void", "g"]
+    assert [d.message for d in sink.items] == ["stray '@' in program"]
+
+
+def test_check_without_bodies_keeps_the_names_and_the_diagnostics():
+    text = dense_source(3, groups=2) + "__co__ void w() {\n  s32 unused = 1.5;\n}\n"
+    kept, kept_diags, _ = croqvm.check(text, "big.co")
+    bare, bare_diags, _ = croqvm.check(text, "big.co", bodies=False)
+    assert [f.name for f in bare.functions] == [f.name for f in kept.functions] == \
+        ["k0", "k1", "k2", "w"]
+    assert bare_diags == kept_diags and len(kept_diags) == 1
+    assert all(not f.body.stmts and not f.params for f in bare.functions)
+    assert kept.functions[0].params and kept.functions[0].body.stmts
