@@ -312,12 +312,12 @@ void cq_race_collective(cq_block *blk, const cq_ins *ins, const int *lanes, int 
     struct cq_race_block *rb = blk->race;
     int64_t joined[CQ_MAX_WARPS] = {0};
     rb->ncoll = 0;
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < n;) {
         int x = lanes[k] / CQ_WARP;
-        if (rb->ncoll && rb->coll_warps[rb->ncoll - 1] == x)
-            continue;           /* lanes come in order */
         rb->coll_warps[rb->ncoll++] = x;
         acquire(joined, vc_of(rb, x));
+        while (k < n && lanes[k] < (x + 1) * CQ_WARP)   /* lanes come in order */
+            k++;
     }
     for (int k = 0; k < rb->ncoll; k++)
         memcpy(vc_of(rb, rb->coll_warps[k]), joined, sizeof joined);
@@ -600,7 +600,7 @@ static inline void widen(int64_t *seg, int64_t seq)
 }
 
 /* Row ``r``'s read of element ``e``, of another segment, kept apart. */
-static void keep_foreign(cq_shadow *sh, int r, int64_t e)
+static inline void keep_foreign(cq_shadow *sh, int r, int64_t e)
 {
     if (!sh->f_seq) {
         sh->f_seq = minus_ones(sh->n);
@@ -764,18 +764,24 @@ static inline int same_bits(const char *a, const char *b, int i, int j, int size
  * other lanes up to the highest are read and not counted. */
 static uint32_t changed(uint32_t lanes, const char *a, const char *b, int size)
 {
-    uint32_t out = 0;
+    uint8_t differ[CQ_WARP] = {0};
     int n = cq_span(lanes);
     switch (size) {
 #define CHANGED(T) \
         for (int i = 0; i < n; i++) \
-            out |= (uint32_t)(((const T *)a)[i] != ((const T *)b)[i]) << i; \
+            differ[i] = ((const T *)a)[i] != ((const T *)b)[i]; \
         break;
     case 1: CHANGED(uint8_t)
     case 2: CHANGED(uint16_t)
     case 4: CHANGED(uint32_t)
     default: CHANGED(uint64_t)
 #undef CHANGED
+    }
+    uint32_t out = 0;
+    for (int k = 0; k < CQ_WARP / 8; k++) {   /* eight lanes a word: one multiply gathers */
+        uint64_t x;                           /* byte i (0 or 1) into bit i */
+        memcpy(&x, differ + 8 * k, 8);
+        out |= (uint32_t)((x * 0x0102040810204080ull) >> 56) << (8 * k);
     }
     return out & lanes;
 }
@@ -786,11 +792,11 @@ static int increasing(uint32_t lanes, const cq_buf *one, const int64_t *off)
 {
     if (!one)
         return 0;
-    if (!(lanes & (lanes + 1))) {   /* lanes 0 to n - 1 */
-        int up = 1;
+    if (!(lanes & (lanes + 1))) {   /* lanes 0 to n - 1: each difference negative (the */
+        uint64_t down = ~0ull;      /* positions are far below 2^63), without a compare */
         for (int i = 1, n = cq_span(lanes); i < n; i++)
-            up &= off[i] > off[i - 1];
-        return up;
+            down &= (uint64_t)(off[i - 1] - off[i]);
+        return (int)(down >> 63);
     }
     int prev = -1;
     for (uint32_t m = lanes; m; m &= m - 1) {
@@ -953,6 +959,14 @@ static void record_all(cq_shadow *sh, uint32_t lanes, const int64_t *off, const 
         if (seqs[e] >= 0 && seqs[e] != seq)
             keep_foreign(sh, r, e);
         seqs[e] = seq;
+    }
+    if (!(lanes & (lanes + 1))) {   /* lanes 0 to n - 1 */
+        for (int i = 0, n = cq_span(lanes); i < n; i++) {
+            int64_t e = off[i];
+            clocks[e] = clock;
+            infos[e] = info;
+        }
+        return;
     }
     for (uint32_t m = lanes; m; m &= m - 1) {
         int64_t e = off[cq_low(m)];
@@ -1145,24 +1159,41 @@ static int each_element(const cq_buf *b, const int64_t *o, const int64_t *e, int
 static void record_row(cq_shadow *sh, int64_t first, int64_t count, int64_t step,
                        const actor *a, int write, int64_t info)
 {
-    int64_t clock = a->vc[a->warp];
+    int64_t clock = a->vc[a->warp], seq = a->seq;
     if (write) {
+        int64_t *clocks = sh->w_clock, *infos = sh->w_info, *seqs = sh->w_seq;
+        int32_t *warps = sh->w_warp, warp = a->warp;
         for (int64_t k = 0, e = first; k < count; k++, e += step) {
-            sh->w_clock[e] = clock;
-            sh->w_warp[e] = a->warp;
-            sh->w_info[e] = info;
+            clocks[e] = clock;
+            warps[e] = warp;
+            infos[e] = info;
         }
         for (int64_t k = 0, e = first; sh->glob && k < count; k++, e += step)
-            sh->w_seq[e] = a->seq;
+            seqs[e] = seq;
         sh->writes = 1;
         return;
     }
     int r = read_row(sh, a->warp);
     int64_t *clocks = sh->r_clock[r], *infos = sh->r_info[r], *seqs = sh->r_seq[r];
-    for (int64_t k = 0, e = first; sh->glob && k < count; k++, e += step) {
-        if (seqs[e] >= 0 && seqs[e] != a->seq)
-            keep_foreign(sh, r, e);
-        seqs[e] = a->seq;
+    if (sh->glob) {             /* keep_foreign, its bounds widened once */
+        int64_t *fseq = sh->f_seq, *finfo = sh->f_info, lo = sh->f_seg[0], hi = sh->f_seg[1];
+        for (int64_t k = 0, e = first; k < count; k++, e += step) {
+            int64_t s = seqs[e];
+            if (s >= 0 && s != seq) {
+                if (!fseq) {
+                    keep_foreign(sh, r, e);
+                    fseq = sh->f_seq;
+                    finfo = sh->f_info;
+                }
+                fseq[e] = s;
+                finfo[e] = infos[e];
+                lo = s < lo ? s : lo;
+                hi = s > hi ? s : hi;
+            }
+            seqs[e] = seq;
+        }
+        sh->f_seg[0] = lo;
+        sh->f_seg[1] = hi;
     }
     for (int64_t k = 0, e = first; k < count; k++, e += step) {
         clocks[e] = clock;
