@@ -576,12 +576,18 @@ static inline int conflict(cq_block *blk, int64_t prior, int64_t info)
 }
 
 /* The row of ``warp``'s reads, made at its first. */
-static int read_row(cq_shadow *sh, int warp)
+static void add_row(cq_shadow *sh, int warp);
+
+static inline int read_row(cq_shadow *sh, int warp)
 {
-    int r = sh->row_of[warp];
-    if (r >= 0)
-        return r;
-    r = sh->nrows++;
+    if (sh->row_of[warp] < 0)
+        add_row(sh, warp);
+    return sh->row_of[warp];
+}
+
+static void add_row(cq_shadow *sh, int warp)
+{
+    int r = sh->nrows++;
     sh->row_of[warp] = (int8_t)r;
     sh->r_warp[r] = warp;
     sh->r_clock[r] = zeros(sh->n);
@@ -590,7 +596,6 @@ static int read_row(cq_shadow *sh, int warp)
         sh->r_seq[r] = minus_ones(sh->n);
     sh->r_seg[r][0] = INT64_MAX;
     sh->r_seg[r][1] = -1;
-    return r;
 }
 
 static inline void widen(int64_t *seg, int64_t seq)
@@ -626,7 +631,7 @@ static void record_read(cq_shadow *sh, int64_t e, const actor *a, int64_t info)
 
 /* Actor ``a``'s writes (``write``) or reads of ``sh`` are recorded: the bounds take
  * them in. */
-static void note(cq_shadow *sh, const actor *a, int write)
+static inline void note(cq_shadow *sh, const actor *a, int write)
 {
     int64_t clock = a->vc[a->warp], *top, *seg;
     if (write) {
@@ -766,6 +771,12 @@ static uint32_t changed(uint32_t lanes, const char *a, const char *b, int size)
 {
     uint8_t differ[CQ_WARP] = {0};
     int n = cq_span(lanes);
+    if (n <= 8) {               /* a few lanes (the host's one): the bytes' stores would */
+        uint32_t out = 0;       /* stall the word's load */
+        for (uint32_t m = lanes; m; m &= m - 1)
+            out |= (uint32_t)!same_bits(a, b, cq_low(m), cq_low(m), size) << cq_low(m);
+        return out;
+    }
     switch (size) {
 #define CHANGED(T) \
         for (int i = 0; i < n; i++) \
@@ -778,7 +789,7 @@ static uint32_t changed(uint32_t lanes, const char *a, const char *b, int size)
 #undef CHANGED
     }
     uint32_t out = 0;
-    for (int k = 0; k < CQ_WARP / 8; k++) {   /* eight lanes a word: one multiply gathers */
+    for (int k = 0; k < (n + 7) / 8; k++) {   /* eight lanes a word: one multiply gathers */
         uint64_t x;                           /* byte i (0 or 1) into bit i */
         memcpy(&x, differ + 8 * k, 8);
         out |= (uint32_t)((x * 0x0102040810204080ull) >> 56) << (8 * k);
@@ -1057,16 +1068,17 @@ int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
                 return hit ? stop(blk) : CQ_ST_OK;
             }
         }
-        if (repeats(blk->race, w, sh, lanes, off, &a, write, info)) {
+        int many = (lanes & (lanes - 1)) != 0;     /* one lane: as quick element by element */
+        if (many && repeats(blk->race, w, sh, lanes, off, &a, write, info)) {
             unlock(blk, sh);
             return CQ_ST_OK;
         }
-        int quick = bounded(sh, &a, write);
+        int quick = many && bounded(sh, &a, write);
         int bad = quick || ordered_all(sh, lanes, off, &a, write)
                   ? (record_all(sh, lanes, off, &a, write, info), 0)
                   : each_access(blk, sh, lanes, off, &a, write, info);
         note(sh, &a, write);
-        if (!quick && !bad)
+        if (many && !quick && !bad)
             remember(blk->race, w, sh, lanes, off, &a, write, info);
         unlock(blk, sh);
         return bad ? stop(blk) : CQ_ST_OK;
