@@ -1317,7 +1317,8 @@ int cq_race_copy_issue(cq_block *blk, const cq_ins *ins, int32_t h, const cq_buf
         if (!bad && !sh->local) {
             actor a;
             actor_of(blk, x, &a);
-            for (int64_t k = 0; k < p.n && !bad && !bounded(sh, &a, side); k++)
+            int quick = bounded(sh, &a, side);
+            for (int64_t k = 0; k < p.n && !bad && !quick; k++)
                 bad = unordered(blk, sh, p.pos[k], &a, side, c->info);
         }
         if (!bad)
