@@ -30,6 +30,15 @@ typedef struct cq_shadow {
     /* global buffers: a read of another segment a read of the same warp number
      * replaced (shadow.py _keep_foreign) */
     int64_t *f_info, *f_seq;
+    /* Bounds of every entry recorded so far, however overwritten since (``note``): the
+     * warps that wrote, each one's latest clock, and each row's latest clock; for a
+     * global buffer the lowest and highest segment of the writes, of each row and of the
+     * foreign reads ([0] > [1]: none). An access all of them order (``bounded``) is
+     * ordered after every entry, and checking element by element is left out. */
+    uint32_t w_warps;
+    int64_t w_top[CQ_MAX_WARPS], r_top[CQ_MAX_WARPS];
+    int64_t w_seg[2], r_seg[CQ_MAX_WARPS][2], f_seg[2];
+    int64_t stamp;              /* how many times accesses were recorded in it */
     int local;                  /* a lane's own buffer: only the async copies in flight */
     int ninflight, capinflight; /* the async copies reading (side 0) or writing (side 1) it */
     struct inflight { struct cq_race_copy *copy; int side; } *inflight;
@@ -51,6 +60,18 @@ typedef struct cq_race_copy {
     int64_t done_clock;
     struct cq_race_copy *next;  /* the block's */
 } cq_race_copy;
+
+/* A warp's last element access of one kind (read, write) that the bounds did not order
+ * (race.py ``elements``): the same access again (the same lanes, elements and
+ * instruction) at the same clock, nothing recorded in the shadow since (its stamp), is
+ * ordered after what the first met, as the clocks only grow, and would record what the
+ * first did: it is left out. */
+struct repeat {
+    const cq_shadow *sh;
+    int64_t stamp, clock, seq, info;
+    uint32_t lanes;
+    int64_t off[CQ_WARP];       /* by lane */
+};
 
 typedef struct { int64_t cap; int64_t *vc; } cq_gens;     /* vc: cap x CQ_MAX_WARPS */
 typedef struct { int64_t cap; int32_t *warp; int64_t *vc; } cq_pubs;   /* warp -1: none */
@@ -77,6 +98,7 @@ struct cq_race_block {
     int64_t lc_step, lc_warp, lc_n, lc_cap;   /* the lanes' own copies (cq_race_lane_copy) */
     lane_copy *lc;
     cq_race_copy *copies;       /* its async copies */
+    struct repeat *repeats[CQ_MAX_WARPS];     /* per warp, a read and a write; NULL: none yet */
     /* asynchronous MMA (race.py mma_loads, mma_flights): the tiles mma.load read, by
      * (lane, instruction), and the MMAs' reads in flight, by (accumulator, lane) */
     int nloads, caploads, nflights, capflights;
@@ -237,6 +259,8 @@ void cq_race_block_free(cq_block *blk)
     }
     free(rb->pubs);
     free(rb->lc);
+    for (int x = 0; x < CQ_MAX_WARPS; x++)
+        free(rb->repeats[x]);
     for (int k = 0; k < rb->nloads; k++)
         free(rb->loads[k].pos);
     free(rb->loads);
@@ -346,12 +370,12 @@ void cq_race_collective(cq_block *blk, const cq_ins *ins, const int *lanes, int 
     struct cq_race_block *rb = blk->race;
     int64_t joined[CQ_MAX_WARPS] = {0};
     rb->ncoll = 0;
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < n;) {
         int x = lanes[k] / CQ_WARP;
-        if (rb->ncoll && rb->coll_warps[rb->ncoll - 1] == x)
-            continue;           /* lanes come in order */
         rb->coll_warps[rb->ncoll++] = x;
         acquire(joined, vc_of(rb, x));
+        while (k < n && lanes[k] < (x + 1) * CQ_WARP)   /* lanes come in order */
+            k++;
     }
     for (int k = 0; k < rb->ncoll; k++)
         memcpy(vc_of(rb, rb->coll_warps[k]), joined, sizeof joined);
@@ -559,6 +583,8 @@ static cq_shadow *shadow_new(cq_block *blk, cq_buf *b, int local)
     if (sh->glob)
         sh->w_seq = minus_ones(sh->n);
     memset(sh->row_of, -1, sizeof sh->row_of);
+    sh->w_seg[0] = sh->f_seg[0] = INT64_MAX;
+    sh->w_seg[1] = sh->f_seg[1] = -1;
     if (sh->glob) {
         sh->next = blk->call->race->shadows;
         blk->call->race->shadows = sh;
@@ -618,32 +644,114 @@ static inline int conflict(cq_block *blk, int64_t prior, int64_t info)
     return !own_effect(blk->call->race, prior, info);
 }
 
+/* The row of ``warp``'s reads, made at its first. */
+static void add_row(cq_shadow *sh, int warp);
+
+static inline int read_row(cq_shadow *sh, int warp)
+{
+    if (sh->row_of[warp] < 0)
+        add_row(sh, warp);
+    return sh->row_of[warp];
+}
+
+static void add_row(cq_shadow *sh, int warp)
+{
+    int r = sh->nrows++;
+    sh->row_of[warp] = (int8_t)r;
+    sh->r_warp[r] = warp;
+    sh->r_clock[r] = zeros(sh->n);
+    sh->r_info[r] = zeros(sh->n);
+    if (sh->glob)
+        sh->r_seq[r] = minus_ones(sh->n);
+    sh->r_seg[r][0] = INT64_MAX;
+    sh->r_seg[r][1] = -1;
+}
+
+static inline void widen(int64_t *seg, int64_t seq)
+{
+    seg[0] = seq < seg[0] ? seq : seg[0];
+    seg[1] = seq > seg[1] ? seq : seg[1];
+}
+
+/* Row ``r``'s read of element ``e``, of another segment, kept apart. */
+static inline void keep_foreign(cq_shadow *sh, int r, int64_t e)
+{
+    if (!sh->f_seq) {
+        sh->f_seq = minus_ones(sh->n);
+        sh->f_info = zeros(sh->n);
+    }
+    sh->f_seq[e] = sh->r_seq[r][e];
+    sh->f_info[e] = sh->r_info[r][e];
+    widen(sh->f_seg, sh->f_seq[e]);
+}
+
 /* A read of element ``e`` recorded in its warp's row (shadow.py ``read``): a read of
  * another segment it replaces is kept apart (``_keep_foreign``). */
 static void record_read(cq_shadow *sh, int64_t e, const actor *a, int64_t info)
 {
-    int64_t clock = a->vc[a->warp];
-    int r = sh->row_of[a->warp];
-    if (r < 0) {
-        r = sh->nrows++;
-        sh->row_of[a->warp] = (int8_t)r;
-        sh->r_warp[r] = a->warp;
-        sh->r_clock[r] = zeros(sh->n);
-        sh->r_info[r] = zeros(sh->n);
-        if (sh->glob)
-            sh->r_seq[r] = minus_ones(sh->n);
-    } else if (sh->glob && sh->r_seq[r][e] >= 0 && sh->r_seq[r][e] != a->seq) {
-        if (!sh->f_seq) {
-            sh->f_seq = minus_ones(sh->n);
-            sh->f_info = zeros(sh->n);
-        }
-        sh->f_seq[e] = sh->r_seq[r][e];
-        sh->f_info[e] = sh->r_info[r][e];
-    }
-    sh->r_clock[r][e] = clock;
+    int r = read_row(sh, a->warp);
+    if (sh->glob && sh->r_seq[r][e] >= 0 && sh->r_seq[r][e] != a->seq)
+        keep_foreign(sh, r, e);
+    sh->r_clock[r][e] = a->vc[a->warp];
     sh->r_info[r][e] = info;
     if (sh->glob)
         sh->r_seq[r][e] = a->seq;
+}
+
+/* Actor ``a``'s writes (``write``) or reads of ``sh`` are recorded: the bounds take
+ * them in. */
+static inline void note(cq_shadow *sh, const actor *a, int write)
+{
+    int64_t clock = a->vc[a->warp], *top, *seg;
+    if (write) {
+        sh->w_warps |= 1u << a->warp;
+        top = &sh->w_top[a->warp];
+        seg = sh->w_seg;
+    } else {
+        int r = read_row(sh, a->warp);
+        top = &sh->r_top[r];
+        seg = sh->r_seg[r];
+    }
+    *top = clock > *top ? clock : *top;
+    widen(seg, a->seq);
+    sh->stamp++;
+}
+
+/* Whether no segment of seg[0]..seg[1] is ``concurrent`` with ``a``: none in its own
+ * launch's range nor in that of an async launch still running. */
+static inline int apart(const actor *a, const int64_t *seg)
+{
+    int out = seg[1] < a->lo || seg[0] >= a->hi;
+    for (int k = 0; out && k < a->nasync; k++)
+        out = seg[1] < a->async[k].lo || seg[0] >= a->async[k].hi;
+    return out;
+}
+
+/* Whether the entries of segments seg[0]..seg[1] (a global buffer's) whose clocks for
+ * ``warp`` are at most ``top`` are all ordered before ``a`` (``ordered`` for each): all
+ * of its segment and below its vector clock, or none of its segment nor of one
+ * concurrent with it. */
+static inline int below(const cq_shadow *sh, const int64_t *seg, int warp, int64_t top,
+                        const actor *a)
+{
+    if (sh->glob && (seg[0] != a->seq || seg[1] != a->seq))
+        return (a->seq < seg[0] || a->seq > seg[1]) && apart(a, seg);
+    return top <= a->vc[warp];
+}
+
+/* Whether the bounds order every entry an access by ``a`` (``write``: of any kind) is
+ * checked against before it: then ``unordered`` finds nothing at any element. */
+static int bounded(const cq_shadow *sh, const actor *a, int write)
+{
+    for (uint32_t m = sh->w_warps; m; m &= m - 1)
+        if (!below(sh, sh->w_seg, cq_low(m), sh->w_top[cq_low(m)], a))
+            return 0;
+    if (!write)
+        return 1;
+    for (int r = 0; r < sh->nrows; r++)
+        if (!below(sh, sh->r_seg[r], sh->r_warp[r], sh->r_top[r], a))
+            return 0;
+    return !sh->f_seq || below(sh, sh->f_seg, 0, 0, a);
 }
 
 /* Element ``e`` of ``sh`` accessed by actor ``a`` (``write``: any kind of write): a
@@ -759,12 +867,50 @@ static inline int same_bits(const char *a, const char *b, int i, int j, int size
     }
 }
 
+/* The lanes of ``lanes`` whose values in ``a`` and ``b`` (``size`` bytes each) differ; the
+ * other lanes up to the highest are read and not counted. */
+static uint32_t changed(uint32_t lanes, const char *a, const char *b, int size)
+{
+    uint8_t differ[CQ_WARP] = {0};
+    int n = cq_span(lanes);
+    if (n <= 8) {               /* a few lanes (the host's one): the bytes' stores would */
+        uint32_t out = 0;       /* stall the word's load */
+        for (uint32_t m = lanes; m; m &= m - 1)
+            out |= (uint32_t)!same_bits(a, b, cq_low(m), cq_low(m), size) << cq_low(m);
+        return out;
+    }
+    switch (size) {
+#define CHANGED(T) \
+        for (int i = 0; i < n; i++) \
+            differ[i] = ((const T *)a)[i] != ((const T *)b)[i]; \
+        break;
+    case 1: CHANGED(uint8_t)
+    case 2: CHANGED(uint16_t)
+    case 4: CHANGED(uint32_t)
+    default: CHANGED(uint64_t)
+#undef CHANGED
+    }
+    uint32_t out = 0;
+    for (int k = 0; k < (n + 7) / 8; k++) {   /* eight lanes a word: one multiply gathers */
+        uint64_t x;                           /* byte i (0 or 1) into bit i */
+        memcpy(&x, differ + 8 * k, 8);
+        out |= (uint32_t)((x * 0x0102040810204080ull) >> 56) << (8 * k);
+    }
+    return out & lanes;
+}
+
 /* Offsets increasing with the lane in one buffer (the usual case): no two lanes share
  * an element. */
 static int increasing(uint32_t lanes, const cq_buf *one, const int64_t *off)
 {
     if (!one)
         return 0;
+    if (!(lanes & (lanes + 1))) {   /* lanes 0 to n - 1: each difference negative (the */
+        uint64_t down = ~0ull;      /* positions are far below 2^63), without a compare */
+        for (int i = 1, n = cq_span(lanes); i < n; i++)
+            down &= (uint64_t)(off[i - 1] - off[i]);
+        return (int)(down >> 63);
+    }
     int prev = -1;
     for (uint32_t m = lanes; m; m &= m - 1) {
         int i = cq_low(m);
@@ -903,29 +1049,41 @@ static int ordered_all(const cq_shadow *sh, uint32_t lanes, const int64_t *off,
 static void record_all(cq_shadow *sh, uint32_t lanes, const int64_t *off, const actor *a,
                        int write, int64_t info)
 {
-    int64_t clock = a->vc[a->warp];
+    int64_t clock = a->vc[a->warp], seq = a->seq;
     if (write) {
+        int64_t *clocks = sh->w_clock, *infos = sh->w_info, *seqs = sh->w_seq;
+        int32_t *warps = sh->w_warp, warp = a->warp;
         for (uint32_t m = lanes; m; m &= m - 1) {
             int64_t e = off[cq_low(m)];
-            sh->w_clock[e] = clock;
-            sh->w_warp[e] = a->warp;
-            sh->w_info[e] = info;
-            if (sh->glob)
-                sh->w_seq[e] = a->seq;
+            clocks[e] = clock;
+            warps[e] = warp;
+            infos[e] = info;
         }
+        for (uint32_t m = lanes; sh->glob && m; m &= m - 1)
+            seqs[off[cq_low(m)]] = seq;
         sh->writes = 1;
         return;
     }
-    int r = sh->row_of[a->warp];
-    if (r < 0 || sh->glob) {      /* a new row, or reads of other segments to keep */
-        for (uint32_t m = lanes; m; m &= m - 1)
-            record_read(sh, off[cq_low(m)], a, info);
+    int r = read_row(sh, a->warp);
+    int64_t *clocks = sh->r_clock[r], *infos = sh->r_info[r], *seqs = sh->r_seq[r];
+    for (uint32_t m = lanes; sh->glob && m; m &= m - 1) {   /* reads of other segments kept */
+        int64_t e = off[cq_low(m)];
+        if (seqs[e] >= 0 && seqs[e] != seq)
+            keep_foreign(sh, r, e);
+        seqs[e] = seq;
+    }
+    if (!(lanes & (lanes + 1))) {   /* lanes 0 to n - 1 */
+        for (int i = 0, n = cq_span(lanes); i < n; i++) {
+            int64_t e = off[i];
+            clocks[e] = clock;
+            infos[e] = info;
+        }
         return;
     }
     for (uint32_t m = lanes; m; m &= m - 1) {
         int64_t e = off[cq_low(m)];
-        sh->r_clock[r][e] = clock;
-        sh->r_info[r][e] = info;
+        clocks[e] = clock;
+        infos[e] = info;
     }
 }
 
@@ -937,6 +1095,41 @@ static int each_access(cq_block *blk, cq_shadow *sh, uint32_t lanes, const int64
         if (access(blk, sh, off[cq_low(m)], a, write, info))
             return 1;
     return 0;
+}
+
+/* Whether the access of ``lanes`` of ``w`` to the elements ``off`` of ``sh`` by ``a`` repeats
+ * the warp's last one of its kind (``struct repeat``). */
+static int repeats(const struct cq_race_block *rb, const cq_warp *w, const cq_shadow *sh,
+                   uint32_t lanes, const int64_t *off, const actor *a, int write, int64_t info)
+{
+    const struct repeat *rp = rb->repeats[w->index];
+    if (!rp)
+        return 0;
+    rp += write;
+    if (rp->sh != sh || rp->stamp != sh->stamp || rp->lanes != lanes || rp->info != info ||
+        rp->clock != a->vc[a->warp] || rp->seq != a->seq)
+        return 0;
+    if (!(lanes & (lanes + 1)))     /* lanes 0 to n - 1 */
+        return !memcmp(rp->off, off, sizeof(int64_t) * (size_t)cq_span(lanes));
+    for (uint32_t m = lanes; m; m &= m - 1)
+        if (rp->off[cq_low(m)] != off[cq_low(m)])
+            return 0;
+    return 1;
+}
+
+static void remember(struct cq_race_block *rb, const cq_warp *w, const cq_shadow *sh,
+                     uint32_t lanes, const int64_t *off, const actor *a, int write, int64_t info)
+{
+    if (!rb->repeats[w->index])
+        rb->repeats[w->index] = cq_xcalloc(2, sizeof(struct repeat));
+    struct repeat *rp = rb->repeats[w->index] + write;
+    rp->sh = sh;
+    rp->stamp = sh->stamp;
+    rp->clock = a->vc[a->warp];
+    rp->seq = a->seq;
+    rp->info = info;
+    rp->lanes = lanes;
+    memcpy(rp->off, off, sizeof(int64_t) * (size_t)cq_span(lanes));
 }
 
 /* An element access of the lanes ``lanes`` of ``w`` (LOAD, STORE, UPDATE) that
@@ -957,11 +1150,7 @@ int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
         if (!increasing(lanes, one, off) && same_element(blk, lanes, one, bufs, off, olds, news,
                                                          vals, size))
             return stop(blk);
-        for (uint32_t m = lanes; m; m &= m - 1) {
-            int i = cq_low(m);
-            if (same_bits(olds, news, i, i, size))
-                lanes &= ~(1u << i);
-        }
+        lanes &= changed(lanes, olds, news, size);
     }
     actor a;
     actor_of(blk, w->index, &a);
@@ -983,11 +1172,22 @@ int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
         int bad = 0;
         for (uint32_t m = lanes; sh->atomics && m && !bad; m &= m - 1)
             bad = meets_atomic(blk, sh, off[cq_low(m)], &a, info);
-        if (!bad)
-            bad = ordered_all(sh, lanes, off, &a, write) ? (record_all(sh, lanes, off, &a,
-                                                                       write, info), 0)
-                                                         : each_access(blk, sh, lanes, off,
-                                                                       &a, write, info);
+        if (bad) {
+            unlock(blk, sh);
+            return stop(blk);
+        }
+        int many = (lanes & (lanes - 1)) != 0;     /* one lane: as quick element by element */
+        if (many && repeats(blk->race, w, sh, lanes, off, &a, write, info)) {
+            unlock(blk, sh);
+            return CQ_ST_OK;
+        }
+        int quick = many && bounded(sh, &a, write);
+        bad = quick || ordered_all(sh, lanes, off, &a, write)
+              ? (record_all(sh, lanes, off, &a, write, info), 0)
+              : each_access(blk, sh, lanes, off, &a, write, info);
+        note(sh, &a, write);
+        if (many && !quick && !bad)
+            remember(blk->race, w, sh, lanes, off, &a, write, info);
         unlock(blk, sh);
         return bad ? stop(blk) : CQ_ST_OK;
     }
@@ -998,9 +1198,11 @@ int cq_race_elements(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
             continue;
         lock(blk, sh);
         int bad = meets_inflight(sh, &off[i], 1, 1, write);
-        if (!bad && !sh->local)
+        if (!bad && !sh->local) {
             bad = meets_atomic(blk, sh, off[i], &a, info) ||
                   access(blk, sh, off[i], &a, write, info);
+            note(sh, &a, write);
+        }
         unlock(blk, sh);
         if (bad)
             return stop(blk);
@@ -1045,8 +1247,9 @@ int cq_race_atomic(cq_warp *w, const cq_ins *ins, uint32_t lanes, cq_buf *one,
  * ``b``, in its first ``nd`` dimensions (the others whole); under a swizzle of
  * ``swizzle`` bytes grown to whole swizzle blocks of the last dimension, or to the whole
  * buffer when its rows hold no whole blocks; through a reshaped or strided view, the
- * elements of its buffer the box's elements are. ``visit`` sees each; a nonzero answer
- * stops the walk and is returned. */
+ * elements of its buffer the box's elements are. ``visit`` sees them a row of the last
+ * dimension at a time, ``count`` positions ``step`` apart from ``first``; a nonzero
+ * answer stops the walk and is returned. */
 typedef struct {
     cq_block *blk;
     cq_shadow *sh;
@@ -1055,10 +1258,11 @@ typedef struct {
     int write, lane;
     int64_t info;
     void *extra;                /* visit_collect's positions */
+    int ordered;                /* visit_access: the bounds order the tile (``bounded``) */
 } visit;
 
 static int each_element(const cq_buf *b, const int64_t *o, const int64_t *e, int nd,
-                        int swizzle, int (*fn)(visit *, int64_t), visit *v)
+                        int swizzle, int (*fn)(visit *, int64_t, int64_t, int64_t), visit *v)
 {
     int64_t lo[CQ_MAX_RANK], hi[CQ_MAX_RANK];
     int n = b->ndim;
@@ -1084,14 +1288,15 @@ static int each_element(const cq_buf *b, const int64_t *o, const int64_t *e, int
     int64_t base = b->root && !b->strided ? (int64_t)(b->data - real->data) / real->esize : 0;
     int64_t t[CQ_MAX_RANK];
     memcpy(t, lo, sizeof t);
+    int64_t count = n ? hi[n - 1] - lo[n - 1] : 1, step = n && b->strided ? b->step[n - 1] : 1;
     for (;;) {
         int64_t at = b->strided ? b->first : 0;
         for (int d = 0; d < n; d++)
             at = b->strided ? at + t[d] * b->step[d] : at * b->shape[d] + t[d];
-        int r = fn(v, base + at);
+        int r = fn(v, base + at, count, step);
         if (r)
             return r;
-        int d = n - 1;
+        int d = n - 2;
         for (; d >= 0; d--) {
             if (++t[d] < hi[d])
                 break;
@@ -1102,10 +1307,66 @@ static int each_element(const cq_buf *b, const int64_t *o, const int64_t *e, int
     }
 }
 
-static int visit_access(visit *v, int64_t pos)
+/* ``record`` of the elements of a row of a tile whose checks the bounds pass: the
+ * loops without a branch per element. */
+static void record_row(cq_shadow *sh, int64_t first, int64_t count, int64_t step,
+                       const actor *a, int write, int64_t info)
 {
-    return meets_atomic(v->blk, v->sh, pos, &v->a, v->info) ||
-           access(v->blk, v->sh, pos, &v->a, v->write, v->info);
+    int64_t clock = a->vc[a->warp], seq = a->seq;
+    if (write) {
+        int64_t *clocks = sh->w_clock, *infos = sh->w_info, *seqs = sh->w_seq;
+        int32_t *warps = sh->w_warp, warp = a->warp;
+        for (int64_t k = 0, e = first; k < count; k++, e += step) {
+            clocks[e] = clock;
+            warps[e] = warp;
+            infos[e] = info;
+        }
+        for (int64_t k = 0, e = first; sh->glob && k < count; k++, e += step)
+            seqs[e] = seq;
+        sh->writes = 1;
+        return;
+    }
+    int r = read_row(sh, a->warp);
+    int64_t *clocks = sh->r_clock[r], *infos = sh->r_info[r], *seqs = sh->r_seq[r];
+    if (sh->glob) {             /* keep_foreign, its bounds widened once */
+        int64_t *fseq = sh->f_seq, *finfo = sh->f_info, lo = sh->f_seg[0], hi = sh->f_seg[1];
+        for (int64_t k = 0, e = first; k < count; k++, e += step) {
+            int64_t s = seqs[e];
+            if (s >= 0 && s != seq) {
+                if (!fseq) {
+                    keep_foreign(sh, r, e);
+                    fseq = sh->f_seq;
+                    finfo = sh->f_info;
+                }
+                fseq[e] = s;
+                finfo[e] = infos[e];
+                lo = s < lo ? s : lo;
+                hi = s > hi ? s : hi;
+            }
+            seqs[e] = seq;
+        }
+        sh->f_seg[0] = lo;
+        sh->f_seg[1] = hi;
+    }
+    for (int64_t k = 0, e = first; k < count; k++, e += step) {
+        clocks[e] = clock;
+        infos[e] = info;
+    }
+}
+
+static int visit_access(visit *v, int64_t first, int64_t count, int64_t step)
+{
+    for (int64_t k = 0; v->sh->atomics && k < count; k++)
+        if (meets_atomic(v->blk, v->sh, first + k * step, &v->a, v->info))
+            return 1;
+    if (v->ordered) {
+        record_row(v->sh, first, count, step, &v->a, v->write, v->info);
+        return 0;
+    }
+    for (int64_t k = 0; k < count; k++)
+        if (access(v->blk, v->sh, first + k * step, &v->a, v->write, v->info))
+            return 1;
+    return 0;
 }
 
 static int tile_meets_inflight(visit *v, const cq_buf *b, const int64_t *o, const int64_t *e,
@@ -1119,7 +1380,7 @@ int cq_race_tile(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_
     if (stopped(blk))
         return stop(blk);
     struct cq_race_block *rb = blk->race;
-    visit v = {blk, NULL, b->root ? b->root : b, {0}, write, lane, 0, NULL};
+    visit v = {blk, NULL, b->root ? b->root : b, {0}, write, lane, 0, NULL, 0};
     v.sh = shadow_locked(blk, (cq_buf *)v.real);
     if (!v.sh)
         return CQ_ST_OK;
@@ -1129,17 +1390,21 @@ int cq_race_tile(cq_block *blk, const cq_ins *ins, const cq_buf *b, const int64_
     v.info = info_of(blk, ip, 0);
     lock(blk, v.sh);
     int bad = v.sh->ninflight && tile_meets_inflight(&v, b, o, e, nd, swizzle);
-    if (!bad && !v.sh->local)
+    if (!bad && !v.sh->local) {
+        v.ordered = bounded(v.sh, &v.a, write);
         bad = each_element(b, o, e, nd, swizzle, visit_access, &v);
+        note(v.sh, &v.a, write);
+    }
     unlock(blk, v.sh);
     return bad ? stop(blk) : CQ_ST_OK;
 }
 
 /* ------------------------------------------------------------------ async copies */
 
-static int visit_collect(visit *v, int64_t pos)
+static int visit_collect(visit *v, int64_t first, int64_t count, int64_t step)
 {
-    add_position((positions *)v->extra, pos);
+    for (int64_t k = 0; k < count; k++)
+        add_position((positions *)v->extra, first + k * step);
     return 0;
 }
 
@@ -1196,7 +1461,8 @@ int cq_race_copy_issue(cq_block *blk, const cq_ins *ins, int32_t h, const cq_buf
         if (!bad && !sh->local) {
             actor a;
             actor_of(blk, x, &a);
-            for (int64_t k = 0; k < p.n && !bad; k++)
+            int quick = bounded(sh, &a, side);
+            for (int64_t k = 0; k < p.n && !bad && !quick; k++)
                 bad = unordered(blk, sh, p.pos[k], &a, side, c->info);
         }
         if (!bad)
@@ -1274,9 +1540,11 @@ static void complete(cq_block *blk, cq_race_copy *c, int lane)
         if (!c->sh[side])
             continue;
         land_off(c, side);
-        if (!c->sh[side]->local)
+        if (!c->sh[side]->local) {
             for (int64_t k = 0; k < c->n[side]; k++)
                 record(c->sh[side], c->pos[side][k], &a, side, c->info);
+            note(c->sh[side], &a, side);
+        }
     }
     unlock(blk, NULL);
     if (rb->coll < 0)
@@ -1405,7 +1673,7 @@ static void copies_free(cq_block *blk, cq_race_copy *c)
 
 /* The elements the lanes' own copies of one instruction of a warp wrote so far
  * (race.py ``_lane_copy``): (buffer, position) -> lane, open addressing. */
-static int visit_lane_copy(visit *v, int64_t pos)
+static int lane_copy_at(visit *v, int64_t pos)
 {
     struct cq_race_block *rb = v->blk->race;
     if (2 * (rb->lc_n + 1) > rb->lc_cap) {
@@ -1420,7 +1688,7 @@ static int visit_lane_copy(visit *v, int64_t pos)
                 visit w = *v;
                 w.real = old[k].buf;
                 w.lane = old[k].lane;
-                visit_lane_copy(&w, old[k].pos);
+                lane_copy_at(&w, old[k].pos);
             }
         free(old);
     }
@@ -1435,6 +1703,14 @@ static int visit_lane_copy(visit *v, int64_t pos)
         if (c->buf == v->real && c->pos == pos)
             return c->lane != v->lane;
     }
+}
+
+static int visit_lane_copy(visit *v, int64_t first, int64_t count, int64_t step)
+{
+    for (int64_t k = 0; k < count; k++)
+        if (lane_copy_at(v, first + k * step))
+            return 1;
+    return 0;
 }
 
 /* A DMA lane ``lane`` makes on its own writes the tile of ``b`` (``each_element``): lanes
@@ -1456,7 +1732,7 @@ int cq_race_lane_copy(cq_block *blk, const cq_buf *b, const int64_t *o, const in
         rb->lc_step = step;
         rb->lc_warp = warp;
     }
-    visit v = {blk, NULL, real, {0}, 1, lane, 0, NULL};
+    visit v = {blk, NULL, real, {0}, 1, lane, 0, NULL, 0};
     return each_element(b, o, e, nd, swizzle, visit_lane_copy, &v) ? stop(blk) : CQ_ST_OK;
 }
 

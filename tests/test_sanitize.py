@@ -19,8 +19,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ["tests/test_native.py", "tests/test_native_generated.py", "tests/test_race.py",
-         "tests/test_named_barriers.py", "tests/test_trace_native.py", "tests/test_trace_file.py",
-         "tests/test_fuzz_run.py", "tests/test_debug_forward.py"]
+         "tests/test_race_detector.py", "tests/test_named_barriers.py",
+         "tests/test_trace_native.py", "tests/test_trace_file.py", "tests/test_fuzz_run.py",
+         "tests/test_debug_forward.py"]
 
 
 def _runtime() -> str | None:
