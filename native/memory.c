@@ -755,13 +755,20 @@ static void scatter(const located *L, uint32_t lanes, int size, const char *vals
     }
 }
 
+/* The located lanes' flat offsets as the race check takes them: 64-bit, whichever
+ * form ``locate`` filled in. */
+static void race_offsets(const located *L, int64_t *off)
+{
+    for (uint32_t m = L->lanes; m; m &= m - 1)
+        off[cq_low(m)] = off_at(L, cq_low(m));
+}
+
 /* The race check of an element access that succeeded (race.c cq_race_elements). */
 static int race_elements(cq_warp *w, const cq_ins *ins, const located *L, int write,
                          const char *olds, const char *news, const char *vals, int size)
 {
     int64_t off[CQ_WARP];
-    for (uint32_t m = L->lanes; m; m &= m - 1)
-        off[cq_low(m)] = off_at(L, cq_low(m));
+    race_offsets(L, off);
     return cq_race_elements(w, ins, L->lanes, L->one, L->buf, off, write, olds, news, vals,
                             size);
 }
@@ -1055,8 +1062,11 @@ int cq_op_atomic(cq_warp *w, const cq_ins *ins)
         scatter(&L, one, size, out);
         memcpy(w->regs + ins->ra + (size_t)i * (size_t)size, old, (size_t)size);
     }
-    if (w->blk->race)
-        return cq_race_atomic(w, ins, L.lanes, L.one, L.buf, L.off);
+    if (w->blk->race) {
+        int64_t off[CQ_WARP];
+        race_offsets(&L, off);
+        return cq_race_atomic(w, ins, L.lanes, L.one, L.buf, off);
+    }
     return CQ_ST_OK;
 }
 
