@@ -90,7 +90,7 @@ def _matmul_dma():
                              {"M": s[0], "K": s[1], "N": s[2]}),
         reference=entry.reference,
         sizes={"native": (128, 256, 256), "python": (128, 256, 256), "quick": (16, 48, 32)},
-        target=("<= 10x numpy", lambda row: row.cpu <= 10 * row.numpy))
+        target=("<= 8x numpy", lambda row: row.cpu <= 8 * row.numpy))
 
 
 def _gemm_args(rng, s):

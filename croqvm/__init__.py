@@ -24,6 +24,12 @@ __all__ = ["compile", "compile_file", "check", "load", "Program", "CroqvmError",
 __version__ = "0.1.0"
 
 
+# Bytes of source from which compiling frees each function's tree as it goes: a
+# collection walks every live object of the process (tens of milliseconds in a large one),
+# more than a small program's tree is worth.
+LARGE_SOURCE = 1 << 14
+
+
 def check(source: str, filename: str = "<string>", defines=None, *, bodies: bool = True):
     """Everything ``compile`` checks, without raising: the front end, then (when it found
     no error) lowering and the hardware limits. Returns ``(program, diagnostics,
@@ -45,7 +51,8 @@ def _build(source: str, filename: str, defines, bodies: bool = True):
     program, diags, sources = front_end(source, filename, defines)
     if has_errors(diags) or program is None:
         return program, None, diags, sources
-    module, lowering = lower_program(program, list(sources.values()), release=not bodies)
+    module, lowering = lower_program(program, list(sources.values()), release=not bodies,
+                                     collect=not bodies and len(source) >= LARGE_SOURCE)
     sink = DiagnosticSink()
     for d in diags + lowering:
         sink.add(d)
@@ -64,7 +71,8 @@ def compile(source: str, filename: str = "<string>", defines=None) -> Program:
 
     with paused():
         _, module, diags, sources = _build(source, filename, defines, bodies=False)
-    gc.collect()    # what is left of the tree, before verifying the module adds to it
+    if len(source) >= LARGE_SOURCE:
+        gc.collect()    # what is left of the tree, before verifying the module adds to it
     errors = [d for d in diags if d.is_error]
     if errors:
         error = InternalError if all(d.is_internal for d in errors) else CompileError

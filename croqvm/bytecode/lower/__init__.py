@@ -38,7 +38,8 @@ EXPR_TABLE = {**exprs.TABLE, **views.TABLE, **calls.EXPR_TABLE}
 __all__ = ["lower_program"]
 
 
-def lower_program(program: ast.Program, sources: list[SourceFile], release: bool = False):
+def lower_program(program: ast.Program, sources: list[SourceFile], release: bool = False,
+                  collect: bool = False):
     """``(module, diagnostics)``: the module of every function that lowered, and for each
     other function the error that stopped it (a construct croqvm can not lower, or a
     resource limit: every function is lowered, so that ``croqvm check`` reports what
@@ -46,7 +47,8 @@ def lower_program(program: ast.Program, sources: list[SourceFile], release: bool
 
     ``release``: each function keeps only its name, signature and spans once lowered
     (``_release``), so that the tree shrinks as the module grows: a large program does
-    not hold both whole."""
+    not hold both whole; ``collect``: what is released is also freed as lowering goes
+    (a large program's: each collection walks every live object of the process)."""
     spans = SpanTable(list(sources))
     cxx = calls.CxxTable(program.cxx)
     functions, diagnostics = [], []
@@ -71,7 +73,7 @@ def lower_program(program: ast.Program, sources: list[SourceFile], release: bool
                                                    f"{exc}", lw.node_span))
         if release:
             _release(fn)
-            if count % every == 0:
+            if collect and count % every == 0:
                 gc.collect()
     module = Module(spans.sources, spans.rows, functions, calls=spans.calls,
                     cxx_source=cxx.source(), cxx=cxx.funcs)
