@@ -21,12 +21,15 @@ import argparse
 import io
 import os
 import sys
-import time
+from pathlib import Path
 
 import numpy as np
 
-import croqvm
-from croqvm.debug import Session
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import best_cpu  # noqa: E402
+
+import croqvm  # noqa: E402
+from croqvm.debug import Session  # noqa: E402
 
 GOAL = 3.0
 
@@ -55,15 +58,6 @@ SOURCE = """__co__ void work(global s32 [B, 128] out, s32 iters, s32 last) {
 LAST_LINE, AFTER_LINE = 11, 17
 
 
-def _cpu(fn, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.process_time()
-        fn()
-        best = min(best, time.process_time() - start)
-    return best
-
-
 def _first_stop(program, args, commands, fast_forward: bool):
     """A session stopped at its first statement, then ``commands``; returns the stop."""
     def run():
@@ -90,7 +84,7 @@ def main() -> None:
     stats: dict = {}
     program.run("work", out.copy(), iters, blocks - 1, engine="native", jobs=1,
                 out=io.StringIO(), stats=stats)
-    plain = _cpu(lambda: program.run("work", out.copy(), iters, blocks - 1, engine="native",
+    plain = best_cpu(lambda: program.run("work", out.copy(), iters, blocks - 1, engine="native",
                                      jobs=1, out=io.StringIO()), opts.repeats)
     one = Session(program, "work", out.copy(), iters, 0, out=io.StringIO())
     one.quit()
@@ -109,19 +103,19 @@ def main() -> None:
     print(f"{'shape':26s} {'debugger s':>11s} {'x plain':>8s}"
           + (f" {'no fast-forward s':>18s} {'x plain':>8s}" if opts.python else ""))
     for name, args, commands in shapes:
-        fast = _cpu(_first_stop(program, args, commands, True), opts.repeats)
+        fast = best_cpu(_first_stop(program, args, commands, True), opts.repeats)
         row = f"{name:26s} {fast:11.3f} {fast / plain:8.2f}"
         if opts.python:
-            slow = _cpu(_first_stop(program, args, commands, False), 1)
+            slow = best_cpu(_first_stop(program, args, commands, False), 1)
             row += f" {slow:18.3f} {slow / plain:8.2f}"
         print(row)
     # one block doing all the work: nothing to fast-forward
     single = croqvm.compile(SOURCE.replace("B", "1"), "work.co")
     few = max(1, iters * blocks // 64)
     arg = np.zeros((1, 128), np.int32)
-    base = _cpu(lambda: single.run("work", arg.copy(), few, 0, engine="native", jobs=1,
+    base = best_cpu(lambda: single.run("work", arg.copy(), few, 0, engine="native", jobs=1,
                                    out=io.StringIO()), opts.repeats)
-    late = _cpu(_first_stop(single, (arg, few, 0),
+    late = best_cpu(_first_stop(single, (arg, few, 0),
                             [lambda s: s.break_at(LAST_LINE), lambda s: s.cont()], True), 1)
     print(f"{'break late in block 0':26s} {late:11.3f} {late / base:8.2f}   "
           f"(its plain run: {base:.3f} s, {1 / 64:.3g} of the work above)")

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import BENCHMARKS, _alu  # noqa: E402
+from run import BENCHMARKS, _alu, best_cpu  # noqa: E402
 
 import croqvm  # noqa: E402
 from croqvm.trace import record  # noqa: E402
@@ -37,16 +37,6 @@ from croqvm.trace.output import write  # noqa: E402
 
 GOAL = 3.0              # traced with its file written / plain, native engine, CPU time
 SIZE_GOAL = 100e6       # bytes of a trace of 10^6 events
-
-
-def _cpu(fn, repeats: int, before=lambda: None) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        before()
-        start = time.process_time()
-        fn()
-        best = min(best, time.process_time() - start)
-    return best
 
 
 def _setup(bench, size):
@@ -78,15 +68,15 @@ def costs(which: str, repeats: int, python: bool) -> None:
             runs = repeats if engine == "native" else 1
             if runs == 1:       # the first call of a program also loads it: not timed
                 program.run(bench.func, *fresh(), engine=engine, out=quiet, **extra, **dims)
-            plain = _cpu(lambda: program.run(bench.func, *fresh(), engine=engine, out=quiet,
+            plain = best_cpu(lambda: program.run(bench.func, *fresh(), engine=engine, out=quiet,
                                              **extra, **dims), runs)
             # each file new, as a first trace writes it (truncating one costs time too)
-            files = [_cpu(lambda: _traced_to_file(program, bench, fresh, dims, engine, path),
+            files = [best_cpu(lambda: _traced_to_file(program, bench, fresh, dims, engine, path),
                           runs, lambda: os.path.exists(path) and os.remove(path))
                      for path in (os.path.join(tmp.name, name)
                                   for name in ("trace.json", "trace.json.gz"))]
             traces = []
-            traced = _cpu(lambda: traces.append(program.trace(
+            traced = best_cpu(lambda: traces.append(program.trace(
                 bench.func, *fresh(), engine=engine, out=quiet, **dims)), runs)
             start = time.process_time()
             slices = len(traces[-1].slices)

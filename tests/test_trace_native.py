@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import functools
 import io
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import croqvm
-from croqvm.cli.main import main
 from croqvm.core.errors import ArgumentError
 from croqvm.running.program import available
 from croqvm.trace import record
@@ -128,13 +126,3 @@ def test_the_race_check_traces_on_the_reference_engine():
     assert trace.slices and trace.error is None
     with pytest.raises(ArgumentError, match="runs on the Python engine only"):
         program.trace("handoff", check="race", engine="native")
-
-
-def test_the_command_writes_the_same_file_on_either_engine(tmp_path, capsys):
-    files = []
-    for engine in ("native", "python"):
-        path = tmp_path / f"{engine}.json"
-        assert main(["trace", str(PROGRAMS / "pipeline_events.co"), "--func", "pipeline",
-                     "--engine", engine, "-o", str(path)]) == 0
-        files.append(json.loads(path.read_text()))
-    assert files[0] == files[1] and len(files[0]["traceEvents"]) > 100
