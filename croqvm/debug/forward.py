@@ -31,6 +31,7 @@ import numpy as np
 
 from ..bytecode.module import Storage
 from ..core.limits import MAX_GRID
+from ..interp.engine import block_index, block_number
 from ..interp.scheduler import Random
 from ..native import extension
 from ..native.driver import NO_LIMIT, SCHEDULES, SLICE_STEPS, program
@@ -42,22 +43,11 @@ SAVE_RATIO = 8
 MAX_PAUSE = 64
 
 
-def _index_of(number: int, grid) -> tuple:
-    """The index of block ``number`` of ``grid`` in row-major order."""
-    index = []
-    for extent in reversed(grid):
-        number, i = divmod(number, extent)
-        index.append(i)
-    return tuple(reversed(index))
-
-
 def _number_of(index: tuple, grid) -> int | None:
+    """The row-major number of block ``index``, or None when it is not in ``grid``."""
     if len(index) != len(grid) or not all(0 <= i < g for i, g in zip(index, grid)):
         return None
-    number = 0
-    for i, extent in zip(index, grid):
-        number = number * extent + i
-    return number
+    return block_number(index, grid)
 
 
 class FastForward:
@@ -94,7 +84,7 @@ class FastForward:
                     break
             pause = max(0, pause - 1)
             lanes = call.lane_steps
-            yield number, _index_of(number, grid)
+            yield number, block_index(number, grid)
             # blocks stopping at once (a condition every block's warps meet, say) while
             # saving the memory costs more than a tenth of the block under the hook:
             # the next try after 1, 2, 4, ... up to MAX_PAUSE blocks
@@ -313,7 +303,7 @@ class FastForward:
         call.out.write(state["output"].decode("utf-8", "replace"))
         if run.record is not None:
             for step, number, warp, depth in sorted(set(state["events"])):
-                run.record.add(step, _index_of(number, grid), warp, depth)
+                run.record.add(step, block_index(number, grid), warp, depth)
         run.blk, run.last = None, {}      # the host's next statement starts anew
 
 

@@ -306,7 +306,7 @@ def _run_clusters(call, start, grid: list[int], cluster: list[int]) -> None:
         blocks = []
         for offset in _row_major(cluster):
             index = tuple(o * c + r for o, c, r in zip(origin, cluster, offset))
-            blocks.append(start(_number(index, grid), index))
+            blocks.append(start(block_number(index, grid), index))
         for blk in blocks:
             blk.cluster = blocks
         left = blocks
@@ -321,7 +321,7 @@ def _run_clusters(call, start, grid: list[int], cluster: list[int]) -> None:
                 raise diagnose.deadlock(left[0])
 
 
-def _number(index: tuple, grid: list[int]) -> int:
+def block_number(index: tuple, grid: list[int]) -> int:
     """The row-major number of block ``index`` in ``grid``."""
     number = 0
     for i, extent in zip(index, grid):
@@ -329,15 +329,20 @@ def _number(index: tuple, grid: list[int]) -> int:
     return number
 
 
+def block_index(number: int, grid: list[int]) -> tuple:
+    """The index of the block numbered ``number`` in row-major order in ``grid``."""
+    index = []
+    for extent in reversed(grid):
+        number, i = divmod(number, extent)
+        index.append(i)
+    return tuple(reversed(index))
+
+
 def _row_major(grid: list[int]):
     """The block indices of ``grid`` in row-major order (§7.1.1), one at a time: a grid
     may hold 2^31 blocks, which must not be listed before the first one runs."""
     for linear in range(math.prod(grid)):
-        index = []
-        for extent in reversed(grid):
-            linear, i = divmod(linear, extent)
-            index.append(i)
-        yield tuple(reversed(index))
+        yield block_index(linear, grid)
 
 
 def _block_size(hblk, kernel, launch) -> int:
