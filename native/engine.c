@@ -7,28 +7,6 @@
 
 /* ------------------------------------------------------------------ small handlers */
 
-/* The lanes of a bool register that hold true. */
-static inline uint32_t lane_bits(const char *reg, int width)
-{
-    const uint8_t *b = (const uint8_t *)reg;
-    uint32_t m = 0;
-    if (width == 32) {      /* eight lanes a word: each byte made 0 or 1 (no bit of a */
-        for (int k = 0; k < 4; k++) {   /* byte reaches another's lowest), then one */
-            uint64_t x;                 /* multiply gathers byte i's bit into bit i */
-            memcpy(&x, b + 8 * k, 8);
-            x |= x >> 4;
-            x |= x >> 2;
-            x |= x >> 1;
-            x &= 0x0101010101010101ull;
-            m |= (uint32_t)((x * 0x0102040810204080ull) >> 56) << (8 * k);
-        }
-        return m;
-    }
-    for (int i = 0; i < width; i++)
-        m |= (uint32_t)(b[i] != 0) << i;
-    return m;
-}
-
 static inline cq_frame *push(cq_warp *w, int kind, int jump)
 {
     cq_frame *f = &w->stack[w->nstack++];

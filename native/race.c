@@ -890,13 +890,7 @@ static uint32_t changed(uint32_t lanes, const char *a, const char *b, int size)
     default: CHANGED(uint64_t)
 #undef CHANGED
     }
-    uint32_t out = 0;
-    for (int k = 0; k < (n + 7) / 8; k++) {   /* eight lanes a word: one multiply gathers */
-        uint64_t x;                           /* byte i (0 or 1) into bit i */
-        memcpy(&x, differ + 8 * k, 8);
-        out |= (uint32_t)((x * 0x0102040810204080ull) >> 56) << (8 * k);
-    }
-    return out & lanes;
+    return cq_lane_bits((const char *)differ, CQ_WARP) & lanes;
 }
 
 /* Offsets increasing with the lane in one buffer (the usual case): no two lanes share
