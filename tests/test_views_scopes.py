@@ -420,10 +420,11 @@ def test_an_element_outside_what_a_view_shows_is_a_runtime_error():
 
 def test_a_dma_copies_a_span_as_of_a_futures_data_as_numpy_reshapes_it():
     """span_ops.co's 'dma.copy f.span_as([12, 9]) => output.chunkat(x, y)' and its
-    'f.data.span_as' twin: the future's elements in row-major order, reshaped."""
+    'f.data.span_as' twin: the future's elements in row-major order, reshaped. Blocks 0
+    and 2 write the same tiles: the blocks run in order, on one thread, block 2 last."""
     a = np.arange(32 * 18 * 9, dtype=np.float32).reshape(32, 18, 9) - 500
     out = np.zeros((48, 36), np.float32)
-    run("""
+    engines.run(compile_src("""
         __co__ void f(f32 [32, 18, 9] a, global f32 [48, 36] output) {
           parallel p by 3 : block {
             foreach {x, y} in [4, 4] {
@@ -433,7 +434,7 @@ def test_a_dma_copies_a_span_as_of_a_futures_data_as_numpy_reshapes_it():
             }
           }
         }
-    """, a, out)
+    """), "f", a, out, out=io.StringIO(), jobs=1)
     v = a.reshape(16, 9, 36)
     want = np.zeros((48, 36), np.float32)
     for x in range(4):
