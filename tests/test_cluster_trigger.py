@@ -81,7 +81,7 @@ def test_without_the_cluster_trigger_the_blocks_do_not_wait_for_each_other():
     another, so the first block of each cluster never sees the second one's progress."""
     with engines.active("native"):
         seen = engines.run(compile_(PIPELINE.replace("trigger.cluster", "trigger")),
-                           "pipeline")
+                           "pipeline", jobs=1)
     assert seen[0].tolist() == [0, 0, 0, 0] and seen[2].tolist() == [0, 0, 0, 0]
 
 
