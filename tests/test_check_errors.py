@@ -346,6 +346,11 @@ CASES = [
      "  y = dma.copy.async a.subspan(2) => shared;\n  swap(x, y);\n  wait x;\n}",
      ["6:3: rotate/swap data of different types (async future shared s32 [4] vs. async "
       "future shared s32 [2])"]),
+    # a run-time extent is not the declared constant one, even when it may equal it
+    ("__co__ void f(s32 [N] a) {\n  parallel p by 1 {\n    x = dma.copy.async a.subspan(4).at(0) => shared;\n"
+     "    y = dma.copy.async a.subspan(N).at(0) => shared;\n    swap(x, y);\n    wait x;\n  }\n}",
+     ["5:5: rotate/swap data of different types (async future shared s32 [4] vs. async "
+      "future shared s32 [N])"]),
     ("s32 [4] a;\nparallel p by 1 {\n  x = dma.copy.async a => shared;\n  swap(x);\n  wait x;\n}",
      ["5:3: Builtin function 'swap' accept exact two parameters."]),
     ("s32 [4] a;\nparallel p by 1 {\n  x = dma.copy.async a => shared;\n  rotate(x);\n"

@@ -262,12 +262,16 @@ def _check_collective(ck, s: ast.Dma, src: View, dst_storage: str):
 # --------------------------------------------------------------------------- futures
 
 
-def same_future(a: Future, b: Future) -> bool:
+def same_future(a: Future, b: Future, exact: bool = False) -> bool:
+    """Whether ``a`` and ``b`` are one future type. A re-assignment may bring a tile whose
+    extent is only known at run time where the declaration's is a constant (the engines
+    check the tile when it lands); ``exact`` also requires such extents to be equal, as
+    ``swap`` and ``rotate`` do, since they exchange handles of the one declared type."""
     if (a.is_async, a.dtype, a.storage) != (b.is_async, b.dtype, b.storage):
         return False
     if len(a.shape) != len(b.shape):
         return False
-    return all(x == y or not (isinstance(x, int) and isinstance(y, int))
+    return all(x == y or not (exact or isinstance(x, int) and isinstance(y, int))
                for x, y in zip(a.shape, b.shape))
 
 
@@ -396,7 +400,7 @@ def check_swap(ck, s: ast.Swap):
         return
     typed = [sym.type for sym in syms if sym.type.dtype is not None]
     for a, b in zip(typed, typed[1:]):
-        if not same_future(a, b):
+        if not same_future(a, b, exact=True):
             ck.error(s.span, f"rotate/swap data of different types ({a} vs. {b})")
             return
     for sym in syms:
