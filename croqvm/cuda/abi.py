@@ -38,6 +38,8 @@ class Misuse(enum.IntEnum):
     WGMMA_DESC = 15
     WGMMA_PENDING = 16
     SMEM_OVERRUN = 17
+    TMA_MAP = 18
+    TMA_TX = 19
 
 
 class WaitKind(enum.IntEnum):
@@ -91,6 +93,14 @@ class PositionRec(ctypes.Structure):
                 ("block", ctypes.c_int64), ("lane", ctypes.c_int32), ("site", ctypes.c_int32)]
 
 
+class TensorMapRec(ctypes.Structure):
+    """cq_tensor_map: a tensor map as the CPU runtime reads it."""
+    _fields_ = [("base", ctypes.c_uint64), ("dims", ctypes.c_int64 * 2),
+                ("row_bytes", ctypes.c_int64), ("box", ctypes.c_uint32 * 2),
+                ("elem", ctypes.c_uint32), ("swizzle", ctypes.c_uint32),
+                ("ok", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
+
+
 # Kernel parameter kinds (generated kernels take pointers, then extents and scalars with
 # exact C types) and their ctypes.
 PARAM_TYPES = {
@@ -113,7 +123,8 @@ def expected_table() -> dict:
         out.update({prefix + m.name: int(m) for m in cls})
     for cname, st in (("cq_fault_rec", FaultRec), ("cq_thread_wait", ThreadWait),
                       ("cq_deadlock_rec", DeadlockRec), ("cq_print_buf", PrintBuf),
-                      ("cq_launch_cfg", LaunchCfg), ("cq_position_rec", PositionRec)):
+                      ("cq_launch_cfg", LaunchCfg), ("cq_position_rec", PositionRec),
+                      ("cq_tensor_map", TensorMapRec)):
         out[f"sizeof {cname}"] = ctypes.sizeof(st)
         for field, _ in st._fields_:
             if field not in ("lock", "pad"):

@@ -20,6 +20,7 @@ from ..core.faults import Kind
 from ..core.limits import NAMED_BARRIERS, WARP_SIZE
 from ..reports.messages import print_registers
 from . import cnum
+from . import emit_tma
 from .emit_kernel import bulk_load, tma_load
 from .emit import span_of
 from .emit_ops import allocate, buffer_instance, future_view
@@ -347,7 +348,9 @@ def op_dma(k, ins, ip):
         raise k.needs_arch("sm_90a", f"'{desc.text}.multicast' (a TMA load into every block "
                                      f"of a cluster)", ins)
     rank = shown_rank(k, desc.src)
-    bulk = bulk_load(k, desc) and c >= 0
+    bulk_rows = bulk_load(k, desc) and c >= 0
+    tensor = c >= 0 and emit_tma.plan(k, desc) in k.tmaps     # a tensor-map TMA box
+    bulk = bulk_rows or tensor
     if bulk:
         k.line(f"cq_tma_bar *tb{ip} = 0;", ins)
     with collective(k, ins, ip, c >= 0) as (part, parts):
@@ -383,7 +386,9 @@ def op_dma(k, ins, ip):
         _dma_destination(k, desc, rank, ins, ip)
         shape = k.site(Kind.DMA_SHAPE, ip, ins[-1], _shape_operands(d, rank))
         k.line(f"if (!cq_dma_fits(dm, {shape})) cq_leave();", ins)
-        if bulk:
+        if tensor:
+            emit_tma.issue(k, ins, ip, desc, part)
+        if bulk_rows:
             _bulk_issue(k, ins, ip, desc, part)
         elif desc.is_async and desc.future >= 0 and tma_load(k, desc):
             # sm_80: 16-byte cp.async chunks where the tile allows, as cp.async.bulk would

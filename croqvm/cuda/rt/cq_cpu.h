@@ -730,6 +730,10 @@ extern "C" const cq_abi_entry cq_abi_table[] = {
     CQ_ABI_SIZE(cq_position_rec) CQ_ABI_FIELD(cq_position_rec, steps)
     CQ_ABI_FIELD(cq_position_rec, block_start) CQ_ABI_FIELD(cq_position_rec, block)
     CQ_ABI_FIELD(cq_position_rec, lane) CQ_ABI_FIELD(cq_position_rec, site)
+    CQ_ABI_SIZE(cq_tensor_map) CQ_ABI_FIELD(cq_tensor_map, base) CQ_ABI_FIELD(cq_tensor_map, dims)
+    CQ_ABI_FIELD(cq_tensor_map, row_bytes) CQ_ABI_FIELD(cq_tensor_map, box)
+    CQ_ABI_FIELD(cq_tensor_map, elem) CQ_ABI_FIELD(cq_tensor_map, swizzle)
+    CQ_ABI_FIELD(cq_tensor_map, ok)
     {"CQ_NO_FAULT", (long long)CQ_NO_FAULT}, {"CQ_MAX_BLOCK", CQ_MAX_BLOCK},
     {0, 0}};
 #undef CQ_ABI_ENUM
@@ -1025,6 +1029,18 @@ CQ_DEV bool cq_once_claim(unsigned *claimed, unsigned nth) {
 
 /* ------------------------------------------------------------------ TMA bulk copies */
 
+typedef cq_tensor_map cq_tmap;   /* a tensor map kernel parameter (cq_abi.h) */
+#define CQ_GRID_CONSTANT
+
+/* The shared address a TMA copy with a swizzle of `swizzle` bytes (0, 32, 64, 128) puts
+   the byte of address `at` at: the 16-byte chunk bits 4.. XOR the bits 7.. above them,
+   log2(swizzle / 16) of them (PTX ISA, tensor copy swizzling modes). */
+CQ_DEV long long cq_tma_swizzled(long long at, unsigned swizzle) {
+  if (swizzle < 32) return at;
+  long long mask = (long long)(swizzle / 16 - 1) << 7;
+  return at ^ ((at & mask) >> 3);
+}
+
 /* The mbarrier's one arrival counts once the expected bytes have all been transferred;
    a bulk copy moves its bytes when issued. */
 struct cq_tma_bar {
@@ -1039,6 +1055,14 @@ static inline void tma_settle(cq_tma_bar *b) {
     b->tx = 0;
     mbar_arrive(&b->bar, false);
   }
+}
+/* `bytes` landed: an armed barrier that receives more than it expects never completes
+   on a GPU, so it is a misuse here. */
+static inline void tma_landed(cq_tma_bar *b, unsigned bytes) {
+  b->tx -= bytes;
+  if (b->tx < TMA_ARMED && b->tx > TMA_ARMED / 2)
+    misuse(CQ_MISUSE_TMA_TX, -1, smem_offset(b), TMA_ARMED - b->tx);
+  tma_settle(b);
 }
 }  // namespace cq
 
@@ -1065,8 +1089,36 @@ CQ_DEV void cq_tma_load(void *dst, const void *src, unsigned bytes, cq_tma_bar *
   if (off < 0 || (size_t)off + bytes > rt.blk->smem_bytes)
     misuse(CQ_MISUSE_CP_ASYNC_DST, -1, off);
   memcpy(dst, src, bytes);
-  b->tx -= bytes;
-  tma_settle(b);
+  tma_landed(b, bytes);
+}
+
+/* cp.async.bulk.tensor.2d with a tensor map (cq_tmap, the host's cq_tensor_map): the box
+   at coordinates (c0, c1) of the map's tensor (c0 innermost), elements outside the tensor
+   zero (the map's out-of-bounds fill), written row after row from dst, each byte at the
+   shared address the map's swizzle gives: for a swizzle of S bytes, bits 4.. of the
+   16-byte chunk index XOR bits 7.. of the address (log2(S / 16) of them), so in a
+   1024-byte atom of the 128-byte swizzle chunk c of row r lands at chunk c ^ (r % 8).
+   The bytes land at once and complete on the barrier. */
+CQ_DEV void cq_tma_tile(void *dst, const cq_tmap *m, int c0, int c1, cq_tma_bar *b, int hint) {
+  using namespace cq;
+  (void)hint;
+  long long off = smem_offset(dst);
+  long long bytes = (long long)m->box[0] * m->box[1] * m->elem;
+  unsigned align = m->swizzle ? 1024 : 128;
+  if (!m->ok || off < 0 || off % align || (size_t)(off + bytes) > rt.blk->smem_bytes)
+    misuse(CQ_MISUSE_TMA_MAP, -1, off, m->ok);
+  const unsigned char *base = (const unsigned char *)(uintptr_t)m->base;
+  for (long long r = 0; r < m->box[1]; r++)
+    for (long long c = 0; c < m->box[0]; c++) {
+      long long g0 = c0 + c, g1 = c1 + r;
+      long long at = off + (r * m->box[0] + c) * m->elem;
+      unsigned char *to = rt.blk->smem + cq_tma_swizzled(at, m->swizzle);
+      if (g0 >= 0 && g0 < m->dims[0] && g1 >= 0 && g1 < m->dims[1])
+        memcpy(to, base + g1 * m->row_bytes + g0 * m->elem, m->elem);
+      else
+        memset(to, 0, m->elem);
+    }
+  tma_landed(b, (unsigned)bytes);
 }
 
 CQ_DEV void cq_tma_wait(cq_tma_bar *b, unsigned parity, int site) {
