@@ -101,6 +101,44 @@ class TensorMapRec(ctypes.Structure):
                 ("ok", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
 
 
+@dataclasses.dataclass(frozen=True)
+class TensorMapArg:
+    """A tensor map kernel parameter before encoding (kind "tmap"): the rank-2 buffer
+    passed as parameter ``buffer`` (an index into the launch's parameters), the box
+    (rows, columns) and the shared layout's swizzle in bytes (croqvm/cuda/emit_tma.py)."""
+    buffer: int
+    box: tuple
+    swizzle: int
+
+
+TMAP_BYTES = 192      # the GPU's cq_tmap: a 128-byte CUtensorMap, the `ok` word, 64-aligned
+
+
+def tensor_map_usable(shape, itemsize: int, address: int, box, swizzle: int) -> bool:
+    """Whether cuTensorMapEncodeTiled accepts a map of this rank-2 row-major tensor:
+    a 16-byte aligned base, rows a multiple of 16 bytes, every extent from 1 to 2^32, a
+    box inside the limits (at most 256 per dimension, rows of whole 16-byte chunks, no
+    wider than the swizzle). The CPU runtime refuses the same maps, so both devices take
+    the same path."""
+    rows, cols = shape
+    row_bytes = cols * itemsize
+    return (len(shape) == 2 and address % 16 == 0 and row_bytes % 16 == 0 and
+            row_bytes < 1 << 40 and 1 <= rows <= 1 << 32 and 1 <= cols <= 1 << 32 and
+            all(1 <= b <= 256 for b in box) and box[1] * itemsize % 16 == 0 and
+            (not swizzle or box[1] * itemsize <= swizzle))
+
+
+def cpu_tensor_map(array, box, swizzle: int) -> bytes:
+    """The cq_tensor_map the CPU runtime reads for ``array`` (host memory)."""
+    rows, cols = array.shape
+    ok = array.flags.c_contiguous and \
+        tensor_map_usable(array.shape, array.itemsize, array.ctypes.data, box, swizzle)
+    rec = TensorMapRec(array.ctypes.data, (ctypes.c_int64 * 2)(cols, rows),
+                       cols * array.itemsize, (ctypes.c_uint32 * 2)(box[1], box[0]),
+                       array.itemsize, swizzle, int(ok), 0)
+    return bytes(rec)
+
+
 # Kernel parameter kinds (generated kernels take pointers, then extents and scalars with
 # exact C types) and their ctypes.
 PARAM_TYPES = {

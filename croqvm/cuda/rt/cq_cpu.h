@@ -83,6 +83,7 @@ cq_print_buf cq_print_state = {0, 0, 0};
 unsigned long long cq_step_limit = ~0ull;
 volatile int cq_stop_request = 0;  /* set by the host (Ctrl-C): the next loop step faults */
 volatile cq_position_rec cq_position;
+unsigned long long cq_tma_boxes = 0; /* tensor-map TMA boxes moved, for tests to see the path */
 }
 
 namespace cq {
@@ -1118,6 +1119,7 @@ CQ_DEV void cq_tma_tile(void *dst, const cq_tmap *m, int c0, int c1, cq_tma_bar 
       else
         memset(to, 0, m->elem);
     }
+  cq_tma_boxes++;
   tma_landed(b, (unsigned)bytes);
 }
 
