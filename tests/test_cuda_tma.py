@@ -7,8 +7,9 @@ with zeros, and the misuses a GPU would not report (transaction bytes beyond wha
 expect_tx announced, an unusable map). The same kernels run on a GPU where there is one.
 
 Then the generated programs: where the copies go as tensor-map boxes (the emulation
-counts them) and where they fall back (a row that is not a multiple of 16 bytes), the
-results agree with the interpreter.
+counts them) and where they fall back (a row that is not a multiple of 16 bytes), with
+wgmma reading the 128B-swizzled tiles in place (counted too), the results agree with
+the interpreter.
 """
 from pathlib import Path
 
@@ -102,9 +103,12 @@ def test_usable_maps_follow_the_drivers_rules():
 
 # --------------------------------------------------------------------------- programs
 
-def boxes_moved() -> int:
+def counted() -> tuple:
+    """(TMA boxes moved, wgmmas reading swizzled tiles in place) on cuda-cpu so far."""
     device = program._CUDA_DEVICES.get("cuda-cpu")
-    return sum(loaded.tma_boxes() for _, _, loaded in device._loaded.values()) if device else 0
+    loaded = [lib for _, _, lib in device._loaded.values()] if device else []
+    return (sum(lib.tma_boxes() for lib in loaded),
+            sum(lib.wgmma_swizzled() for lib in loaded))
 
 
 def gemm_inputs(m, n, k, seed=3):
@@ -128,6 +132,8 @@ CASES = [
 def test_programs_agree_with_the_interpreter_by_tma_and_without(name, func, defines, m, n, k,
                                                                 boxes):
     prog = croqvm.compile_file(PROGRAMS / f"{name}.co", defines=defines)
-    before = boxes_moved()
+    boxes0, direct0 = counted()
     assert_agree(prog, func, *gemm_inputs(m, n, k))
-    assert boxes_moved() - before == boxes
+    boxes1, direct1 = counted()
+    assert boxes1 - boxes0 == boxes
+    assert direct1 > direct0          # wgmma read the tiles where they lie

@@ -164,6 +164,11 @@ class CpuModule:
         """Tensor-map TMA boxes the library's launches have moved (cq_tma_tile)."""
         return ctypes.c_uint64.in_dll(self.lib, "cq_tma_boxes").value
 
+    def wgmma_swizzled(self) -> int:
+        """wgmmas of the library's launches that read an operand through a swizzled
+        descriptor (in place, without staging)."""
+        return ctypes.c_uint64.in_dll(self.lib, "cq_wgmma_swizzled").value
+
     def misuse_text(self, fault: abi.DeviceFault) -> str:
         return self.misuse_texts.get(fault.args[0], f"misuse {fault.args[0]}")
 

@@ -272,6 +272,8 @@ class KernelEmitter:
                 vt = cnum.reg_c(dtypes.BY_CODE[f.dtype])
                 size = f.rows * f.cols * (8 if vt in ("double", "int64_t", "uint64_t") else 4)
                 self.off_frag[m] = L.take(size * self._instances(f.unit), 16)
+        from .emit_mma import swizzled_layouts
+        self.layout_swizzle = swizzled_layouts(self)     # shared tiles wgmma reads in place
         # on sm_90a a TMA barrier (cq_tma_bar and the parity its issuer publishes) per
         # instance of every shared buffer, when a TMA load may fill one (§9.7)
         self.off_tma = {}

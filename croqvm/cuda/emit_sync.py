@@ -367,6 +367,9 @@ def op_dma(k, ins, ip):
         swz_src, swz_dst = swizzled_sides(k.code, desc)
         if desc.swizzle:
             k.line(f"dm.swz_src = {swz_src}; dm.swz_dst = {swz_dst};", ins)
+        layout = emit_tma.layout_of_destination(k, desc)
+        if layout:      # a shared tile wgmma reads in place (emit_mma.swizzled_layouts)
+            k.line(f"dm.swz_dst = {layout};", ins)
         for j, p in enumerate(desc.perm):
             k.line(f"dm.perm[{j}] = {p};", ins)
         hi = "0"
@@ -399,6 +402,8 @@ def op_dma(k, ins, ip):
             k.line(f"cq_dma_move_async<{size}>(dm, {part}, {parts});", ins)
         else:
             k.line(f"cq_dma_move(dm, {part}, {parts});", ins)
+        if layout:      # ordinary stores, before wgmma reads them by the async proxy
+            k.line("cq_fence_proxy_async();", ins)
         if desc.future >= 0:
             f = f"f{desc.future}"
             k.line(f"{f}.v = dm.dst; {f}.has_data = 1; {f}.is_async = "

@@ -49,8 +49,10 @@ class TensorMap:
         return 1024 if self.swizzle else 128
 
 
-def plan(k, desc) -> TensorMap | None:
-    """The tensor map DMA ``desc`` can go by, from what is known at compile time."""
+def plan(k, desc, layout: bool = True) -> TensorMap | None:
+    """The tensor map DMA ``desc`` can go by, from what is known at compile time;
+    ``layout``: with the destination's swizzled layout (emit_mma.swizzled_layouts),
+    which is decided from the plans without it."""
     if k.arch != "sm_90a" or desc.op != DmaOp.COPY or desc.perm or desc.multicast:
         return None
     src = k.code.views[desc.src]
@@ -65,11 +67,22 @@ def plan(k, desc) -> TensorMap | None:
     box = tuple(int(k.consts[e]) for e in src.extents)
     elem = cnum.elem_bytes(dtypes.BY_CODE[buf.dtype])
     swz_src, swz_dst = swizzled_sides(k.code, desc)
+    if layout:
+        swz_dst = swz_dst or layout_of_destination(k, desc)
     row = box[1] * elem
     if swz_src or swz_dst not in SWIZZLES or not all(1 <= b <= MAX_BOX for b in box) or \
             row % 16 or (swz_dst and (row != swz_dst or box[0] * row % 1024)):
         return None
     return TensorMap(src.base, box, swz_dst, elem)
+
+
+def layout_of_destination(k, desc) -> int:
+    """The swizzle of a destination laid out for wgmma (emit_mma.swizzled_layouts) that
+    the program did not ask for, which every copy into it must write, else 0."""
+    if desc.swizzle or desc.dst_view < 0:
+        return 0
+    from .emit_mma import layout_swizzle
+    return layout_swizzle(k, desc.dst_view)
 
 
 def _dst_dtype(code, desc) -> int:
@@ -94,14 +107,14 @@ def tensor_maps(k, bound: set) -> list[TensorMap]:
 
 
 def shared_alignment(k, slot: int) -> int:
-    """The alignment shared buffer ``slot`` needs: that of the TMA boxes written into it
-    (each instance then starts aligned where the instances' size is a multiple)."""
-    align = 16
+    """The alignment shared buffer ``slot`` needs: 1024 bytes when TMA boxes land in it,
+    swizzled or not (its layout may be swizzled for wgmma, which is decided later, from
+    the plans: emit_mma.swizzled_layouts), else 16. Each instance then starts aligned
+    where the instances' size is a multiple."""
     for desc in k.code.dmas:
-        m = plan(k, desc)
-        if m is not None and slot in _dst_slots(k.code, desc):
-            align = max(align, m.align)
-    return align
+        if plan(k, desc, layout=False) is not None and slot in _dst_slots(k.code, desc):
+            return 1024
+    return 16
 
 
 def _dst_slots(code, desc) -> set:

@@ -35,8 +35,9 @@
   X(CQ_MISUSE_SMEM_CARVE, 13, "shared memory object outside the launch's shared memory") \
   X(CQ_MISUSE_WGMMA_FENCE, 14, "wgmma.mma_async without a wgmma.fence since the "       \
                                "accumulator was last waited for")                       \
-  X(CQ_MISUSE_WGMMA_DESC, 15, "wgmma matrix descriptor with swizzling or a matrix "      \
-                              "outside the block's shared memory")                      \
+  X(CQ_MISUSE_WGMMA_DESC, 15, "wgmma matrix descriptor with a base offset, a swizzled " \
+                              "start outside an atom's first row, or a matrix outside "  \
+                              "the block's shared memory")                               \
   X(CQ_MISUSE_WGMMA_PENDING, 16, "thread exited with wgmma results never waited for")   \
   X(CQ_MISUSE_SMEM_OVERRUN, 17, "a write past the end of the launch's shared memory")    \
   X(CQ_MISUSE_TMA_MAP, 18, "tensor-map TMA copy with a map the host marked unusable, or "  \

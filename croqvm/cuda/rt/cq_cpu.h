@@ -83,7 +83,8 @@ cq_print_buf cq_print_state = {0, 0, 0};
 unsigned long long cq_step_limit = ~0ull;
 volatile int cq_stop_request = 0;  /* set by the host (Ctrl-C): the next loop step faults */
 volatile cq_position_rec cq_position;
-unsigned long long cq_tma_boxes = 0; /* tensor-map TMA boxes moved, for tests to see the path */
+unsigned long long cq_tma_boxes = 0;     /* tensor-map TMA boxes moved, and wgmmas that */
+unsigned long long cq_wgmma_swizzled = 0; /* read a swizzled operand: tests see the paths */
 }
 
 namespace cq {
@@ -1288,25 +1289,39 @@ template <class T> CQ_DEV T cq_shfl_xor(T v, int mask, int site) {
 
 namespace cq {
 /* Decoded matrix descriptor (PTX ISA "Matrix Descriptor Format"): each field is the byte
-   value >> 4; base offset and swizzle mode (bits 49-51, 62-63) must be 0 here. */
+   value >> 4; the swizzle mode (bits 62-63: 0 none, 1 128 bytes, 2 64, 3 32) as bytes.
+   The base offset (bits 49-51) must be 0, and a swizzled operand's start must lie in
+   the first row of an atom (8 rows of the swizzle's bytes, aligned to its size), K
+   advancing the start within the row: else the layout the descriptor describes is not
+   the one the swizzle pattern repeats on, a misuse. */
 struct wgmma_desc {
   size_t start, lbo, sbo;
+  unsigned swizzle;
   bool ok;
 };
 
 static inline wgmma_desc decode_desc(unsigned long long desc) {
+  static const unsigned SWIZZLE_BYTES[4] = {0, 128, 64, 32};
   wgmma_desc d;
   d.start = (size_t)(desc & 0x3FFF) << 4;
   d.lbo = (size_t)(desc >> 16 & 0x3FFF) << 4;
   d.sbo = (size_t)(desc >> 32 & 0x3FFF) << 4;
-  d.ok = (desc >> 49 & 7) == 0 && (desc >> 62) == 0;
+  d.swizzle = SWIZZLE_BYTES[desc >> 62];
+  d.ok = (desc >> 49 & 7) == 0 &&
+         (!d.swizzle || (d.start - d.start % d.swizzle) % (8 * d.swizzle) == 0);
   return d;
 }
 
-/* Byte offset of element (row, k) of a K-major operand without swizzling: the
+/* Byte offset of element (row, k) of a K-major operand. Without swizzling: the
    canonical layout ((8, m), (T, 2k)) : ((1T, SBO), (1, LBO)) in elements, T elements
-   per 16 bytes (PTX ISA "Canonical Layouts"). */
+   per 16 bytes (PTX ISA "Canonical Layouts"). Swizzled by S bytes: ((8, m), (T, 2k)) :
+   ((S / bytes, SBO), (1, T)), rows S bytes apart and K contiguous within them, then the
+   swizzle of the shared address (cq_tma_swizzled, the pattern TMA writes). */
 static inline size_t desc_offset(const wgmma_desc &d, int row, int k, int bytes) {
+  if (d.swizzle)
+    return (size_t)cq_tma_swizzled((long long)(d.start + (size_t)(row % 8) * d.swizzle +
+                                               (size_t)(row / 8) * d.sbo + (size_t)k * bytes),
+                                   d.swizzle);
   return d.start + (size_t)(row % 8) * 16 + (size_t)(row / 8) * d.sbo +
          (size_t)(k * bytes / 16) * d.lbo + (size_t)(k * bytes % 16);
 }
@@ -1324,6 +1339,7 @@ template <class S> static void wgmma_compute(wgmma_operands *op, int site) {
   wgmma_desc da = decode_desc(op->da), db = decode_desc(op->db);
   check_desc(da, S::M, S::BYTES, site);
   check_desc(db, S::N, S::BYTES, site);
+  if (da.swizzle || db.swizzle) cq_wgmma_swizzled++;
   for (int t = 0; t < WARPGROUP; t++)
     for (int i = 0; i < S::ND; i++) C[cq_wgmma_d_row(t, i)][cq_wgmma_d_col(t, i)] = op->c[t][i];
   for (int k = 0; k < S::K; k++) {
