@@ -253,7 +253,8 @@ def own_cells(k, ins, m: int) -> str:
     """Opens a loop over the elements of register fragment ``m`` the lane holds, with
     ``fi``, ``fj`` their position; returns the C cell. The caller closes it."""
     f = k.code.frags[m]
-    k.line(f"for (int s = 0; s < {k.reg_frags[m]}; s++) {{", ins)
+    # unrolled, so the slots are constants and the fragment stays in registers
+    k.line(f"CQ_UNROLL for (int s = 0; s < {k.reg_frags[m]}; s++) {{", ins)
     k.depth += 1
     k.line(f"const int fi = cq_frag_row({f.unit}, lane % {f.unit}, s, {f.cols}), "
            f"fj = cq_frag_col(lane % {f.unit}, s, {f.cols});", ins)
@@ -579,6 +580,19 @@ def op_mma_exec(k, ins, ip):
         k.line(f"{flag_c} = 1;", ins)
 
 
+def wgmma_cell(k, mc: int) -> str:
+    """The C cell of accumulator register ``i`` of the wgmma tile (mt, nt): for an
+    accumulator in registers, its slot without the lane (the wgmma D map and the
+    fragment's slots agree on it: the band is (i / 2) % 2 within the 64 rows, the column
+    block i / 4), so that the unrolled loops index constants and the accumulator stays in
+    registers; else by the element's row and column."""
+    f = k.code.frags[mc]
+    if mc in k.reg_frags:
+        return (f"rf{mc}[((2 * (mt / 64) + (i / 2) % 2) * {(f.cols + 7) // 8} + nt / 8 + "
+                f"i / 4) * 2 + i % 2]")
+    return acc_cell(k, mc, "mt + cq_wgmma_d_row(wt, i)", "nt + cq_wgmma_d_col(wt, i)")
+
+
 def acc_cell(k, mc: int, row: str, col: str) -> str:
     """The C cell of element (row, col) of accumulator ``mc`` that this lane holds."""
     f = k.code.frags[mc]
@@ -638,24 +652,25 @@ def _wgmma_direct(k, ins, ip, plan: WgmmaPlan, mc: int, mnk) -> None:
     M, N, K = mnk
     n = k.wait_site_for(ins, ip)
     e = plan.elem_bytes
-    cell = acc_cell(k, mc, "mt + cq_wgmma_d_row(wt, i)", "nt + cq_wgmma_d_col(wt, i)")
+    cell = wgmma_cell(k, mc)
     start = ("cq_smem_addr({v}.base) + ({v}.origin[0] + {t}) * " + str(SWIZZLE_ROW) +
              " + ({v}.origin[1] + kt * " + str(plan.k) + ") * " + str(e))
+    lines = ["const int wt = lane % 128;"] if "wt" in cell else []
     for line in (
-        "const int wt = lane % 128;",
+        *lines,
         f"typedef {plan.shape} W;",
         "cq_fence_proxy_async();",
-        f"for (int mt = 0; mt < {M}; mt += 64)",
-        f"  for (int nt = 0; nt < {N}; nt += {plan.n}) {{",
+        f"CQ_UNROLL for (int mt = 0; mt < {M}; mt += 64)",
+        f"  CQ_UNROLL for (int nt = 0; nt < {N}; nt += {plan.n}) {{",
         "    W::c_value d[W::ND];",
-        f"    for (int i = 0; i < W::ND; i++) d[i] = {cell};",
+        f"    CQ_UNROLL for (int i = 0; i < W::ND; i++) d[i] = {cell};",
         "    cq_wgmma_fence<W>(d);",
         f"    for (int kt = 0; kt < {K // plan.k}; kt++)",
         f"      cq_wgmma<W>(d, cq_wgmma_desc_sw128({start.format(v='vA', t='mt')}), "
         f"cq_wgmma_desc_sw128({start.format(v='vB', t='nt')}), {n});",
         "    cq_wgmma_commit();",
         "    cq_wgmma_wait<0, W>(d);",
-        f"    for (int i = 0; i < W::ND; i++) {cell} = d[i];",
+        f"    CQ_UNROLL for (int i = 0; i < W::ND; i++) {cell} = d[i];",
         "  }",
     ):
         k.line(line, ins)
@@ -674,15 +689,15 @@ def _wgmma_exec(k, ins, ip, plan: WgmmaPlan, mc: int, mnk) -> None:
     stage = f"(smem + {k.off_wgmma} + {k.unit_index(128)} * {k.wgmma_stage})"
     desc = ("cq_wgmma_desc(cq_smem_addr(st) + {off} + kt * CQ_WGMMA_STEP_SLABS * "
             "cq_wgmma_lbo({rows}), cq_wgmma_lbo({rows}), CQ_WGMMA_SBO)")
-    cell = acc_cell(k, mc, "mt + cq_wgmma_d_row(wt, i)", "nt + cq_wgmma_d_col(wt, i)")
+    cell = wgmma_cell(k, mc)
     for line in (
         "const int wt = lane % 128;",
         f"unsigned char *const st = {stage};",
         f"typedef {plan.shape} W;",
-        f"for (int mt = 0; mt < {M}; mt += 64)",
-        f"  for (int nt = 0; nt < {N}; nt += {plan.n}) {{",
+        f"CQ_UNROLL for (int mt = 0; mt < {M}; mt += 64)",
+        f"  CQ_UNROLL for (int nt = 0; nt < {N}; nt += {plan.n}) {{",
         "    W::c_value d[W::ND];",
-        f"    for (int i = 0; i < W::ND; i++) d[i] = {cell};",
+        f"    CQ_UNROLL for (int i = 0; i < W::ND; i++) d[i] = {cell};",
         f"    for (int k0 = 0; k0 < {K}; k0 += {plan.kc}) {{",
         f"      for (int i = wt; i < 64 * {plan.kc}; i += 128) {{ const int m = mt + i / "
         f"{plan.kc}, kk = i % {plan.kc}; cq_wgmma_elem<W::ta>::put(st + cq_wgmma_offset(i / "
@@ -700,7 +715,7 @@ def _wgmma_exec(k, ins, ip, plan: WgmmaPlan, mc: int, mnk) -> None:
         "      cq_wgmma_wait<0, W>(d);",
         f"      cq_coll_sync(cl, {n});     // the staging area is reused by the next slice",
         "    }",
-        f"    for (int i = 0; i < W::ND; i++) {cell} = d[i];",
+        f"    CQ_UNROLL for (int i = 0; i < W::ND; i++) {cell} = d[i];",
         "  }",
     ):
         k.line(line, ins)

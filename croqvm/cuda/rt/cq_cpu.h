@@ -69,6 +69,7 @@
 #define CQ_DEV static inline
 #define CQ_HD static inline
 #define CQ_OUTLINED static
+#define CQ_UNROLL
 
 typedef unsigned long long cq_mbar;
 typedef unsigned long long cq_mbar_token;

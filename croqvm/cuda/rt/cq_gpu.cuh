@@ -16,6 +16,7 @@
 #define CQ_DEV static __device__ __forceinline__
 #define CQ_HD static __host__ __device__ __forceinline__
 #define CQ_OUTLINED static __device__ __noinline__   /* big helpers: compiled once */
+#define CQ_UNROLL _Pragma("unroll")   /* a loop whose indices must become constants */
 
 typedef unsigned long long cq_mbar;
 typedef unsigned long long cq_mbar_token;

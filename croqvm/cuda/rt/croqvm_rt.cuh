@@ -12,6 +12,8 @@
  *   CQ_DEV, CQ_HD                        device / host-and-device helper functions;
  *   CQ_OUTLINED                          a big helper, called rather than inlined (keeps
  *                                        nvcc fast: generated code calls them often).
+ *   CQ_UNROLL for (...)                  a loop nvcc unrolls (register arrays indexed by
+ *                                        its variable stay in registers)
  *   The CPU library runs a launch with cq_cpu_launch(cq_entry_<name>, args, &cfg).
  *
  * Identity and memory
