@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 import croqvm
-from croqvm.cuda import abi
+from croqvm.cuda import abi, driver
 from croqvm.running import program
 from croqvm.running.diff import assert_agree
 
-from cuda_helpers import cpu_module, device_module
+from cuda_helpers import cpu_module, device_module, nvcc_build
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
 AT = 1024            # where the box lands in shared memory (the barrier lies below)
@@ -38,7 +38,15 @@ SWIZZLE_64 = [[0, 1, 2, 3], [0, 1, 2, 3], [1, 0, 3, 2], [1, 0, 3, 2], [2, 3, 0, 
 
 @pytest.fixture(params=["cpu", "gpu"])
 def tma(request):
+    if request.param == "gpu":
+        status = driver.gpu_status()
+        if status["ok"] and driver.arch_for(status["capability"]) != "sm_90a":
+            pytest.skip("tensor-map TMA needs sm_90a")
     return device_module("rt_tma.cu", request.param)
+
+
+def test_tma_kernel_compiles_for_sm_90a():
+    assert nvcc_build("rt_tma.cu", "sm_90a").read_bytes()[:4] == b"\x7fELF"
 
 
 def tensor(rows, cols):
