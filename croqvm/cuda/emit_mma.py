@@ -270,9 +270,12 @@ def whole_instance(k, ins, ip, m: int, c: int) -> None:
     f = k.code.frags[m]
     lo = k.unit_range(f.unit)[0]
     k.line("unsigned absent[4] = {0, 0, 0, 0}; int any_absent = 0;", ins)
-    k.line(f"for (int l = {lo}; l < {lo} + {f.unit}; l++) if (l >= nlanes || (cl.members "
-           f"&& !cq_mask_has(cl.members, l)) || !cq_mask_has(cl.live, l)) {{ absent[(l - "
-           f"{lo}) >> 5] |= 1u << ((l - {lo}) & 31); any_absent = 1; }}", ins)
+    # a word of 32 lanes at a time (an instance starts at a multiple of 32): lanes past
+    # the block, not members, or not live
+    k.line(f"CQ_UNROLL for (int w = 0; w < {f.unit // WARP_SIZE}; w++) {{ const int l0 = "
+           f"{lo} + 32 * w; const unsigned in = l0 >= nlanes ? 0u : nlanes - l0 >= 32 ? ~0u "
+           f": ~(~0u << (nlanes - l0)); absent[w] = ~(in & (cl.members ? cl.members[l0 >> 5] "
+           f": ~0u) & cl.live[l0 >> 5]); any_absent |= absent[w] != 0u; }}", ins)
     k.fault("any_absent", Kind.UNIT_INACTIVE, ins, ip,
             (lo, "absent[0]", "absent[1]", "absent[2]", "absent[3]"),
             lambda a, refs, c=c, u=f.unit: (c, u, int(a[0]) // u, tuple(
