@@ -14,7 +14,8 @@ so results equal the interpreter's bit for bit, whatever the shape.
 
 An exec runs on tensor cores where the hardware has an instruction for it (§11.4):
 on sm_90a, a warpgroup's exec runs on ``wgmma.mma_async`` with both operands staged in
-shared memory (rt/cq_wgmma.h); else a warp's or warpgroup's exec runs on ``mma.sync``
+shared memory (rt/cq_wgmma.h), or read where they lie when both are views of
+128B-swizzled tiles (``swizzled_layouts``, ``_wgmma_direct``); else a warp's or warpgroup's exec runs on ``mma.sync``
 per warp (rt/cq_mma.h); else cell by cell. All three take the steps in the same order.
 
 A fragment copy's flag holds 1 when it holds a tile, plus 2 for each asynchronous MMA

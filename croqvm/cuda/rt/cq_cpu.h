@@ -31,6 +31,9 @@
  *   completes when `count` threads have arrived this way.
  * - mbarrier: pending and expected counts and a phase; arrive_drop also lowers the
  *   expected count of later phases. A token is the phase the thread arrived in.
+ * - cp.async.bulk.tensor (TMA with a tensor map): the box lands when issued, zeros for
+ *   the elements outside the tensor, at the addresses the map's swizzle gives; its bytes
+ *   complete on the mbarrier that expect_tx armed (more than announced is a misuse).
  * - cp.async: the copy lands when the issuing thread waits for its group (never
  *   earlier), and the destination reads as 0xFF bytes until then, so a read before the
  *   wait shows up as wrong data.
@@ -39,8 +42,8 @@
  *   results equal the interpreter's bit for bit.
  * - wgmma.mma_async (sm_90a): a warpgroup rendezvous; the last thread to arrive reads A
  *   and B from shared memory by decoding the matrix descriptors as the PTX ISA defines
- *   them (start address, leading and stride byte offsets, no swizzling) and computes as
- *   for mma.sync. The results land in the accumulator registers at the thread's
+ *   them (start address, leading and stride byte offsets, swizzle mode) and computes
+ *   as for mma.sync. The results land in the accumulator registers at the thread's
  *   wgmma.wait_group for their commit group, never earlier (the registers read NaN or
  *   INT_MIN until then); consecutive wgmmas on one accumulator chain as on hardware. A
  *   wgmma without a wgmma.fence since the thread last waited is a misuse.

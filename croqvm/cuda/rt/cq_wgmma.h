@@ -15,6 +15,8 @@
  *   - the next 16 bytes of K start LBO = 16 * rows bytes further (a slab per 16 bytes).
  * So element (row, k) of a staged [rows, K] operand is at cq_wgmma_offset below, and
  * the instruction for K columns kt.. starts 2 slabs (32 bytes of K) per step further.
+ * Tiles a TMA copy laid out 128B-swizzled are read where they lie instead
+ * (cq_wgmma_desc_sw128).
  *
  * The accumulator lives in registers: thread t of the warpgroup holds N / 2 values,
  * value i at row 16 (t / 32) + (t % 32) / 4 + 8 ((i / 2) % 2), column 8 (i / 4) +
