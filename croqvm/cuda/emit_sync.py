@@ -19,8 +19,7 @@ from ..bytecode.opcodes import BAR_ARRIVE
 from ..core.faults import Kind
 from ..core.limits import NAMED_BARRIERS, WARP_SIZE
 from ..reports.messages import print_registers
-from . import cnum
-from . import emit_tma
+from . import cnum, emit_tma
 from .emit_kernel import bulk_load, tma_load
 from .emit import span_of
 from .emit_ops import allocate, buffer_instance, future_view
