@@ -4,10 +4,12 @@ to show on real hardware, in one run under 8 minutes on one H100, with a table o
 Steps, each with its own time limit, each program in a process of its own (a device fault
 leaves the process's CUDA context unusable):
   facts       the machine, the driver, nvcc, croqvm's GPU probe
-  tests       the GPU cases of the runtime and driver tests
+  tests       the GPU cases of the runtime, driver and TMA tests (a TMA box at a
+              tensor's edge, the swizzle tables, on the hardware)
   programs    every programs/ kernel and demo: `croqvm diff --against gpu` of the catalogue's
               inputs (derived tolerances, docs/CUDA.md), the demos' printed lines
-  repros      the review's GPU-only bugs (REPRO_CALLS), each against the interpreter
+  repros      the review's GPU-only bugs and the sm_90a fast paths at edge shapes
+              (REPRO_CALLS), each against the interpreter
   sanitizer   compute-sanitizer memcheck, racecheck and synccheck on a small 1P1C GEMM
   gemm        the generated 1P1C f16 GEMM at 4096^3 (ncu kernel time) against torch.matmul
               (cuBLAS) in f16 and bf16
@@ -45,6 +47,17 @@ REPRO_CALLS = (
                             "--dim N=256"),
     ("device heap", "bench/gpu_repros/heap_locals.co --func heap --random-inputs --dim B=512 "
                     "--dim T=256 --dim K=64"),
+    # sm_90a fast paths (docs/CUDA.md): tensor-map TMA boxes clipped at ragged edges into
+    # 128B-swizzled tiles wgmma reads in place; then rows of 600 bytes, which TMA can not
+    # take, so the same kernel's general copies write the swizzled tiles
+    ("TMA at ragged edges", "programs/matmul_1p1c.co --func gemm_ws --random-inputs "
+                            "-D STAGES=4 --dim M=100 --dim N=72 --dim K=304"),
+    ("no TMA for 600-byte rows", "programs/matmul_1p1c.co --func gemm_ws --random-inputs "
+                                 "--dim M=100 --dim N=72 --dim K=300"),
+    ("swizzled TMA, wgmma in place", "programs/matmul_tma.co --func gemm_tma --random-inputs "
+                                     "--dim M=128 --dim N=64 --dim K=256"),
+    ("two warpgroups in place", "programs/matmul_wgmma_async.co --func gemm_async "
+                                "--random-inputs --dim M=200 --dim N=72 --dim K=192"),
 )
 STEPS = ("facts", "tests", "programs", "repros", "sanitizer", "gemm", "conformance")
 GEMM = {"M": 4096, "N": 4096, "K": 4096}
@@ -96,7 +109,7 @@ def facts() -> dict:
 def tests() -> dict:
     run = sh([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "gpu",
               "tests/test_cuda_runtime.py", "tests/test_cuda_wgmma.py",
-              "tests/test_cuda_driver.py"], 180)
+              "tests/test_cuda_driver.py", "tests/test_cuda_tma.py"], 180)
     summary = run["tail"].strip().splitlines()[-1] if run["tail"].strip() else ""
     return {"ok": run["rc"] == 0, "summary": summary, "run": run}
 

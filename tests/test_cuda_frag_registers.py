@@ -155,3 +155,27 @@ def test_an_operation_by_part_of_the_warp_is_refused_on_cuda_cpu():
     with pytest.raises(KernelFault, match="mma.fill needs all 32 lanes of warp 0, but "
                                           "lanes 16-31 are not active here"):
         program.run("part", np.zeros((16, 8), np.float32), device="cuda-cpu")
+
+
+PART_OF_A_WARPGROUP = """
+__co__ void f(f16 [2, 2] a, global f32 [2, 2] c) {
+  parallel p by 2 : group-4, t by 128 : thread {
+    mc = mma.fill.f32 0.0f;
+    fa = mma.load a;
+    if (p == 0 || t < 32 || t >= 48)
+      mma.row.row mc, fa, fa;
+    mma.store mc, c;
+  }
+}
+"""
+
+
+def test_an_mma_by_part_of_a_warpgroup_names_its_absent_lanes_on_cuda_cpu():
+    """Lanes 160-175 (the first half of warpgroup 1's second warp) skip the exec: the
+    generated code finds them a 32-lane word at a time, and reports what the engines
+    report (tests/test_spec_data.py has the interpreter's text)."""
+    program = croqvm.compile(PART_OF_A_WARPGROUP, "t.co")
+    with pytest.raises(KernelFault, match="mma.row.row needs all 128 lanes of warpgroup 1, "
+                                          "but lanes 160-175 are not active here"):
+        program.run("f", np.ones((2, 2), np.float16), np.zeros((2, 2), np.float32),
+                    device="cuda-cpu")

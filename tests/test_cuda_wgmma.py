@@ -138,7 +138,8 @@ def test_wgmma_rounds_like_the_interpreter(name):
 # descriptors; the first to exit, which that last one is
 @pytest.mark.parametrize("which, code, lane", [(0, abi.Misuse.WGMMA_FENCE, 0),
                                                (1, abi.Misuse.WGMMA_DESC, 127),
-                                               (2, abi.Misuse.WGMMA_PENDING, 127)])
+                                               (2, abi.Misuse.WGMMA_PENDING, 127),
+                                               (3, abi.Misuse.WGMMA_DESC, 127)])
 def test_wgmma_rules_the_hardware_leaves_undefined_are_reported(which, code, lane):
     wg = cpu_module("rt_wgmma.cu")
     got = wg.launch("misuse", (1,), 128, (64 + 8) * 16 * 2, [("i32", which)])

@@ -38,6 +38,8 @@ class Misuse(enum.IntEnum):
     WGMMA_DESC = 15
     WGMMA_PENDING = 16
     SMEM_OVERRUN = 17
+    TMA_MAP = 18
+    TMA_TX = 19
 
 
 class WaitKind(enum.IntEnum):
@@ -91,6 +93,52 @@ class PositionRec(ctypes.Structure):
                 ("block", ctypes.c_int64), ("lane", ctypes.c_int32), ("site", ctypes.c_int32)]
 
 
+class TensorMapRec(ctypes.Structure):
+    """cq_tensor_map: a tensor map as the CPU runtime reads it."""
+    _fields_ = [("base", ctypes.c_uint64), ("dims", ctypes.c_int64 * 2),
+                ("row_bytes", ctypes.c_int64), ("box", ctypes.c_uint32 * 2),
+                ("elem", ctypes.c_uint32), ("swizzle", ctypes.c_uint32),
+                ("ok", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorMapArg:
+    """A tensor map kernel parameter before encoding (kind "tmap"): the rank-2 buffer
+    passed as parameter ``buffer`` (an index into the launch's parameters), the box
+    (rows, columns) and the shared layout's swizzle in bytes (croqvm/cuda/emit_tma.py)."""
+    buffer: int
+    box: tuple
+    swizzle: int
+
+
+TMAP_BYTES = 192      # the GPU's cq_tmap: a 128-byte CUtensorMap, the `ok` word, 64-aligned
+
+
+def tensor_map_usable(shape, itemsize: int, address: int, box, swizzle: int) -> bool:
+    """Whether cuTensorMapEncodeTiled accepts a map of this rank-2 row-major tensor:
+    a 16-byte aligned base, rows a multiple of 16 bytes, every extent from 1 to 2^32, a
+    box inside the limits (at most 256 per dimension, rows of whole 16-byte chunks, no
+    wider than the swizzle). The CPU runtime refuses the same maps, so both devices take
+    the same path."""
+    rows, cols = shape
+    row_bytes = cols * itemsize
+    return (len(shape) == 2 and address % 16 == 0 and row_bytes % 16 == 0 and
+            row_bytes < 1 << 40 and 1 <= rows <= 1 << 32 and 1 <= cols <= 1 << 32 and
+            all(1 <= b <= 256 for b in box) and box[1] * itemsize % 16 == 0 and
+            (not swizzle or box[1] * itemsize <= swizzle))
+
+
+def cpu_tensor_map(array, box, swizzle: int) -> bytes:
+    """The cq_tensor_map the CPU runtime reads for ``array`` (host memory)."""
+    rows, cols = array.shape
+    ok = array.flags.c_contiguous and \
+        tensor_map_usable(array.shape, array.itemsize, array.ctypes.data, box, swizzle)
+    rec = TensorMapRec(array.ctypes.data, (ctypes.c_int64 * 2)(cols, rows),
+                       cols * array.itemsize, (ctypes.c_uint32 * 2)(box[1], box[0]),
+                       array.itemsize, swizzle, int(ok), 0)
+    return bytes(rec)
+
+
 # Kernel parameter kinds (generated kernels take pointers, then extents and scalars with
 # exact C types) and their ctypes.
 PARAM_TYPES = {
@@ -113,7 +161,8 @@ def expected_table() -> dict:
         out.update({prefix + m.name: int(m) for m in cls})
     for cname, st in (("cq_fault_rec", FaultRec), ("cq_thread_wait", ThreadWait),
                       ("cq_deadlock_rec", DeadlockRec), ("cq_print_buf", PrintBuf),
-                      ("cq_launch_cfg", LaunchCfg), ("cq_position_rec", PositionRec)):
+                      ("cq_launch_cfg", LaunchCfg), ("cq_position_rec", PositionRec),
+                      ("cq_tensor_map", TensorMapRec)):
         out[f"sizeof {cname}"] = ctypes.sizeof(st)
         for field, _ in st._fields_:
             if field not in ("lock", "pad"):

@@ -30,14 +30,28 @@ class Stopped(KeyboardInterrupt):
 def pack_params(params: Sequence[Param]):
     """``void *args[]`` as cuLaunchKernel takes them, and the values it points at (the
     caller keeps both alive during the launch)."""
-    values = []
+    values, pointers = [], []
     for kind, value in params:
+        if kind == "tmap":          # encoded bytes, at a 64-byte aligned copy (cq_tmap)
+            room = (ctypes.c_char * (len(value) + 64))()
+            at = ctypes.addressof(room) + (-ctypes.addressof(room)) % 64
+            ctypes.memmove(at, bytes(value), len(value))
+            values.append(room)
+            pointers.append(at)
+            continue
         if kind == "ptr" and isinstance(value, np.ndarray):
             value = value.ctypes.data
         values.append(abi.PARAM_TYPES[kind](value))
-    args = (ctypes.c_void_p * max(1, len(values)))(
-        *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
+        pointers.append(ctypes.cast(ctypes.pointer(values[-1]), ctypes.c_void_p))
+    args = (ctypes.c_void_p * max(1, len(values)))(*pointers)
     return args, values
+
+
+def cpu_tensor_maps(params: Sequence[Param]) -> list:
+    """``params`` with each "tmap" parameter (an ``abi.TensorMapArg``) encoded as the CPU
+    runtime's cq_tensor_map of the host array it names."""
+    return [(k, abi.cpu_tensor_map(params[v.buffer][1], v.box, v.swizzle)) if k == "tmap"
+            else (k, v) for k, v in params]
 
 
 class CpuModule:
@@ -116,7 +130,7 @@ class CpuModule:
         ctypes.c_uint64.in_dll(self.lib, "cq_step_limit").value = step_limit
         cfg = abi.LaunchCfg((ctypes.c_uint32 * 3)(*grid), block, smem, stack, int(cooperative),
                             (ctypes.c_uint32 * 3)(*cluster))
-        args, keep = pack_params(params)
+        args, keep = pack_params(cpu_tensor_maps(params))
         with self._lock:
             status = self._run(kernel, args, cfg, watch)
             del keep
@@ -145,6 +159,15 @@ class CpuModule:
             return []
         words = np.ctypeslib.as_array((ctypes.c_uint64 * buf.used).from_address(buf.data))
         return decode_prints(words)
+
+    def tma_boxes(self) -> int:
+        """Tensor-map TMA boxes the library's launches have moved (cq_tma_tile)."""
+        return ctypes.c_uint64.in_dll(self.lib, "cq_tma_boxes").value
+
+    def wgmma_swizzled(self) -> int:
+        """wgmmas of the library's launches that read an operand through a swizzled
+        descriptor (in place, without staging)."""
+        return ctypes.c_uint64.in_dll(self.lib, "cq_wgmma_swizzled").value
 
     def misuse_text(self, fault: abi.DeviceFault) -> str:
         return self.misuse_texts.get(fault.args[0], f"misuse {fault.args[0]}")

@@ -22,6 +22,7 @@ import ctypes
 import functools
 import json
 import os
+import struct
 import subprocess
 import sys
 from typing import Sequence, Tuple
@@ -63,6 +64,46 @@ STATIC_SMEM_LIMIT = 48 * 1024      # above this a kernel must opt in to dynamic 
 
 class GpuError(errors.DeviceError):
     """A CUDA driver call failed."""
+
+
+# cuTensorMapEncodeTiled's enums (cuda.h): element types by size, swizzle by bytes
+CU_TENSOR_MAP_DATA_TYPE = {1: 0, 2: 1, 4: 2, 8: 4}       # UINT8, UINT16, UINT32, UINT64
+CU_TENSOR_MAP_SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
+CU_TENSOR_MAP_L2_PROMOTION_128B = 2
+
+
+@functools.lru_cache(maxsize=None)
+def _libcuda():
+    return ctypes.CDLL("libcuda.so.1")
+
+
+def encode_tensor_map(address: int, shape, itemsize: int, box, swizzle: int) -> bytes:
+    """The GPU's cq_tmap for a row-major rank-2 tensor at device ``address``: the
+    CUtensorMap cuTensorMapEncodeTiled makes (zeros for out-of-bounds elements), then
+    the `ok` word; a map TMA can not take (abi.tensor_map_usable) is all zeros, so the
+    kernel's copies go the general way. Elements are moved as unsigned integers of
+    their size: a copy changes no bits."""
+    out = bytearray(abi.TMAP_BYTES)
+    if not abi.tensor_map_usable(shape, itemsize, address, box, swizzle):
+        return bytes(out)
+    rows, cols = shape
+    tmap = (ctypes.c_uint64 * 16)()
+    dims = (ctypes.c_uint64 * 2)(cols, rows)
+    strides = (ctypes.c_uint64 * 1)(cols * itemsize)
+    boxes = (ctypes.c_uint32 * 2)(box[1], box[0])
+    steps = (ctypes.c_uint32 * 2)(1, 1)
+    status = _libcuda().cuTensorMapEncodeTiled(
+        ctypes.byref(tmap), CU_TENSOR_MAP_DATA_TYPE[itemsize], 2, ctypes.c_void_p(address),
+        dims, strides, boxes, steps, 0, CU_TENSOR_MAP_SWIZZLE[swizzle],
+        CU_TENSOR_MAP_L2_PROMOTION_128B, 0)
+    if status != 0:
+        raise errors.InternalError(f"cuTensorMapEncodeTiled refused a map croqvm found "
+                                   f"usable (error {status}): shape {tuple(shape)}, "
+                                   f"{itemsize}-byte elements, box {tuple(box)}, "
+                                   f"swizzle {swizzle}")
+    out[:128] = bytes(tmap)
+    out[128:132] = (1).to_bytes(4, "little")
+    return bytes(out)
 
 
 # --------------------------------------------------------------------------- backends
@@ -274,7 +315,10 @@ class PyCudaBackend:
         if cluster:
             raise GpuError("PyCUDA has no cluster launch, which a cluster-scope trigger "
                            "needs (LANGUAGE.md §10.8): run with CROQVM_GPU_BACKEND=driver")
-        fn.prepare("".join(PYCUDA_FORMAT[k] for k, _ in params))
+        fmt = ""
+        for k, v in params:      # a tensor map is 64-byte aligned among the parameters
+            fmt += f"{-struct.calcsize(fmt) % 64}x{len(v)}s" if k == "tmap" else PYCUDA_FORMAT[k]
+        fn.prepare(fmt)
         values = [int(v) if k == "ptr" else v for k, v in params]
         try:
             fn.prepared_call(tuple(grid), (block, 1, 1), *values, shared_size=smem)
@@ -444,6 +488,12 @@ class GpuModule:
                     self.backend.h2d(ptr, value)
                     value = ptr
                 device_params.append((kind, value))
+            for i, (kind, value) in enumerate(device_params):
+                if kind == "tmap":
+                    host = params[value.buffer][1]
+                    device_params[i] = (kind, encode_tensor_map(
+                        device_params[value.buffer][1], host.shape, host.itemsize,
+                        value.box, value.swizzle))
             self.backend.h2d(self.backend.global_ptr(self.module, "cq_step_limit"),
                              np.array([step_limit], np.uint64))
             record = abi.FaultRec(key=abi.NO_FAULT)

@@ -78,6 +78,7 @@ class KernelInfo:
     stack_bytes: int
     layout: dict = field(default_factory=dict)   # event -> smem byte offset (reports)
     heap: bool = False            # lanes allocate run-time-sized local buffers (cq_malloc)
+    tmaps: list = field(default_factory=list)    # emit_tma.TensorMap, parameters after scalars
 
 
 @dataclass

@@ -18,7 +18,7 @@ from ..bytecode import opcodes
 from ..bytecode.opcodes import BAR_ARRIVE, BAR_SYNC, SPAN, TRIGGER_CLUSTER, WIDTH
 from ..core.faults import Kind
 from ..core.limits import EVENT_SLOT_BYTES, MAX_BLOCK_SIZE, MAX_SHARED_BYTES, buffer_bytes
-from . import cnum
+from . import cnum, emit_tma
 from .emit import (BoundBuffer, KernelInfo, Site, UnsupportedError, c_ident, decode,
                    max_block, op_name, span_of)
 
@@ -250,7 +250,8 @@ class KernelEmitter:
             for d in shape:
                 n *= max(d, 0)
             if decl.storage == Storage.SHARED:
-                self.shared[s] = (L.take(n * cnum.elem_bytes(t) * decl.count, 16), n,
+                align = emit_tma.shared_alignment(self, s)     # TMA boxes land aligned
+                self.shared[s] = (L.take(n * cnum.elem_bytes(t) * decl.count, align), n,
                                   cnum.elem_bytes(t), shape)
                 accounted += buffer_bytes(t.bits, decl.count, shape)
             else:
@@ -271,10 +272,12 @@ class KernelEmitter:
                 vt = cnum.reg_c(dtypes.BY_CODE[f.dtype])
                 size = f.rows * f.cols * (8 if vt in ("double", "int64_t", "uint64_t") else 4)
                 self.off_frag[m] = L.take(size * self._instances(f.unit), 16)
+        from .emit_mma import swizzled_layouts
+        self.layout_swizzle = swizzled_layouts(self)     # shared tiles wgmma reads in place
         # on sm_90a a TMA barrier (cq_tma_bar and the parity its issuer publishes) per
         # instance of every shared buffer, when a TMA load may fill one (§9.7)
         self.off_tma = {}
-        if any(bulk_load(self, d) for d in code.dmas):
+        if any(bulk_load(self, d) or emit_tma.plan(self, d) for d in code.dmas):
             self.off_tma = {s: L.take(TMA_BAR_BYTES * decl.count, 16)
                             for s, decl in enumerate(code.buffers)
                             if decl.storage == Storage.SHARED}
@@ -321,6 +324,8 @@ class KernelEmitter:
             params.append(f"{cnum.store_c(b.dtype)} *b{b.slot}")
             params += [f"long long b{b.slot}_d{k}" for k in range(b.rank)]
         params += [f"{cnum.reg_c(t)} p{r}" for r, t in self.scalars]
+        self.tmaps = emit_tma.tensor_maps(self, set(bound))
+        params += [emit_tma.param(self, i) for i in range(len(self.tmaps))]
         return params
 
     # ------------------------------------------------------------------ the kernel
@@ -364,7 +369,8 @@ class KernelEmitter:
                                self.smem_bytes, self.static_bytes, self.bound, self.scalars,
                                self._stack_bytes(),
                                {"events": self.off_event, "live": self.off_live,
-                                "lanesets": self.off_laneset}, bool(self.dyn_local))
+                                "lanesets": self.off_laneset}, bool(self.dyn_local),
+                               self.tmaps)
         return "\n".join(head + body + ["}", f"CQ_EXPORT({self.cname});", ""])
 
     def _stack_bytes(self) -> int:

@@ -14,7 +14,8 @@ so results equal the interpreter's bit for bit, whatever the shape.
 
 An exec runs on tensor cores where the hardware has an instruction for it (§11.4):
 on sm_90a, a warpgroup's exec runs on ``wgmma.mma_async`` with both operands staged in
-shared memory (rt/cq_wgmma.h); else a warp's or warpgroup's exec runs on ``mma.sync``
+shared memory (rt/cq_wgmma.h), or read where they lie when both are views of
+128B-swizzled tiles (``swizzled_layouts``, ``_wgmma_direct``); else a warp's or warpgroup's exec runs on ``mma.sync``
 per warp (rt/cq_mma.h); else cell by cell. All three take the steps in the same order.
 
 A fragment copy's flag holds 1 when it holds a tile, plus 2 for each asynchronous MMA
@@ -114,6 +115,87 @@ def view_operands(k) -> dict:
     return fused
 
 
+# ------------------------------------------------------------- wgmma reading shared tiles
+
+SWIZZLE_ROW = 128    # bytes: a row of the 128B-swizzled layout, one swizzle span
+_LAYOUT_NEUTRAL = {"ALLOC", "DIMOF", "FILL"}      # buffer uses the layout does not change
+
+
+def swizzled_layouts(k) -> dict:
+    """Shared buffer slot -> 128 for each buffer laid out 128B-swizzled (§9.7's swizzle
+    function, which TMA's 128-byte mode writes and wgmma reads) although the program
+    does not ask for it: on sm_90a, a static [R, C] buffer of rows of 128 bytes, R a
+    multiple of 8, whose views are only the destinations of copies that go as
+    tensor-map TMA and the sources of mma.loads, one of which feeds a wgmma K-major
+    directly (view_operands), and no element access or other use reads it. Every one of
+    those uses then addresses it through the swizzle, so the layout changes no value;
+    it lets wgmma read the tile where it lies (_wgmma_direct)."""
+    if k.arch != "sm_90a":
+        return {}
+    code = k.code
+    direct = set()                 # (fragment, view) pairs an exec can read directly
+    for ip, ops in view_operands(k).items():
+        ins = k.ins[ip]
+        if wgmma_plan(k, ins) is not None:
+            direct |= {(m, v) for m, v in ops.items() if _k_major(ins, m)}
+    out = {}
+    for s, decl in enumerate(code.buffers):
+        if decl.storage.name != "SHARED" or len(decl.shape) != 2 or \
+                not all(r in k.consts for r in decl.shape):
+            continue
+        rows, cols = (int(k.consts[r]) for r in decl.shape)
+        if cols * cnum.elem_bytes(dtypes.BY_CODE[decl.dtype]) != SWIZZLE_ROW or rows % 8:
+            continue
+        if _swizzle_safe(k, s, direct):
+            out[s] = SWIZZLE_ROW
+    return out
+
+
+def _k_major(ins, m: int) -> bool:
+    """Whether exec ``ins`` reads operand ``m`` with K contiguous (A [M, K], B [N, K])."""
+    layout = ins[4]
+    return layout < 2 if m == ins[2] else not layout & 1
+
+
+def _swizzle_safe(k, s: int, direct: set) -> bool:
+    from . import emit_tma
+    from ..bytecode.opcodes import TABLE
+    code = k.code
+    mine = {v for v, d in enumerate(code.views) if d.base_kind == BaseKind.BUF and d.base == s}
+    if any(a.base_kind == BaseKind.BUF and a.base == s for a in code.accesses):
+        return False
+    tma_write = direct_read = False
+    for ins in k.ins:
+        op = TABLE[ins[0]]
+        for j, kind in enumerate(op.operands):
+            x = ins[1 + j]
+            if kind == "b" and x == s and op.name not in _LAYOUT_NEUTRAL:
+                return False
+            if kind == "v" and x in mine:
+                if op.name != "MMA_LOAD":
+                    return False
+                direct_read |= (ins[1], x) in direct
+            if kind == "d":
+                desc = code.dmas[x]
+                if desc.src in mine:
+                    return False
+                if desc.dst_view in mine:
+                    if desc.swizzle or desc.is_async or \
+                            emit_tma.plan(k, desc, layout=False) is None:
+                        return False
+                    tma_write = True
+    return tma_write and direct_read
+
+
+def layout_swizzle(k, v: int) -> int:
+    """The swizzle view ``v`` is addressed through: the program's (§9.7), or that of the
+    buffer's swizzled layout."""
+    d = k.code.views[v]
+    if d.swizzle or d.base_kind != BaseKind.BUF:
+        return d.swizzle
+    return k.layout_swizzle.get(d.base, 0)
+
+
 def _fragments_of(ins) -> list:
     from ..bytecode.opcodes import TABLE
     op = TABLE[ins[0]]
@@ -121,10 +203,28 @@ def _fragments_of(ins) -> list:
 
 
 def _exec_after(k, ip: int):
-    """The ip of the MMA_EXEC that ends the run of MMA_LOADs at ``ip``, or None."""
-    while ip < len(k.ins) and k.ins[ip][0] == opcodes.MMA_LOAD:
+    """The ip of the MMA_EXEC that ends the run of MMA_LOADs at ``ip`` (with register
+    arithmetic between them that leaves the load's view as it was), or None."""
+    regs = _view_registers(k, k.ins[ip][2])
+    while ip < len(k.ins) and (k.ins[ip][0] == opcodes.MMA_LOAD or
+                               _register_only(k.ins[ip], regs)):
         ip += 1
     return ip if ip < len(k.ins) and k.ins[ip][0] == opcodes.MMA_EXEC else None
+
+
+def _register_only(ins, keep: set) -> bool:
+    """Whether ``ins`` only computes a register, not one of ``keep``: no memory, no
+    control flow, no collective (a fault there ends the lane before any exec)."""
+    op = opcodes.TABLE[ins[0]]
+    return op.writes == 0 and all(x in "rki" for x in op.operands) and not op.opens and \
+        not op.closes and op.collective == opcodes.Mode.NEVER and \
+        op.blocks == opcodes.Mode.NEVER and ins[1] not in keep
+
+
+def _view_registers(k, v: int) -> set:
+    d = k.code.views[v]
+    return {r for r in (d.arr, d.flat, *d.origin, *d.extents, *d.space, *d.strides)
+            if r >= 0}
 
 
 def _reads(k, ip, m: int) -> bool:
@@ -134,11 +234,18 @@ def _reads(k, ip, m: int) -> bool:
 
 
 def _load_before(k, ip: int, m: int):
-    """The view of the MMA_LOAD of ``m`` in the run of loads just before ``ip``."""
-    at = ip - 1
-    while at >= 0 and k.ins[at][0] == opcodes.MMA_LOAD:
-        if k.ins[at][1] == m:
-            return k.ins[at][2]
+    """The view of the MMA_LOAD of ``m`` in the run of loads just before ``ip``, when the
+    register arithmetic between leaves that view as it was."""
+    at, written = ip - 1, set()
+    while at >= 0:
+        ins = k.ins[at]
+        if ins[0] == opcodes.MMA_LOAD:
+            if ins[1] == m:
+                return ins[2] if not written & _view_registers(k, ins[2]) else None
+        elif _register_only(ins, set()):
+            written.add(ins[1])
+        else:
+            return None
         at -= 1
     return None
 
@@ -147,7 +254,8 @@ def own_cells(k, ins, m: int) -> str:
     """Opens a loop over the elements of register fragment ``m`` the lane holds, with
     ``fi``, ``fj`` their position; returns the C cell. The caller closes it."""
     f = k.code.frags[m]
-    k.line(f"for (int s = 0; s < {k.reg_frags[m]}; s++) {{", ins)
+    # unrolled, so the slots are constants and the fragment stays in registers
+    k.line(f"CQ_UNROLL for (int s = 0; s < {k.reg_frags[m]}; s++) {{", ins)
     k.depth += 1
     k.line(f"const int fi = cq_frag_row({f.unit}, lane % {f.unit}, s, {f.cols}), "
            f"fj = cq_frag_col(lane % {f.unit}, s, {f.cols});", ins)
@@ -163,9 +271,12 @@ def whole_instance(k, ins, ip, m: int, c: int) -> None:
     f = k.code.frags[m]
     lo = k.unit_range(f.unit)[0]
     k.line("unsigned absent[4] = {0, 0, 0, 0}; int any_absent = 0;", ins)
-    k.line(f"for (int l = {lo}; l < {lo} + {f.unit}; l++) if (l >= nlanes || (cl.members "
-           f"&& !cq_mask_has(cl.members, l)) || !cq_mask_has(cl.live, l)) {{ absent[(l - "
-           f"{lo}) >> 5] |= 1u << ((l - {lo}) & 31); any_absent = 1; }}", ins)
+    # a word of 32 lanes at a time (an instance starts at a multiple of 32): lanes past
+    # the block, not members, or not live
+    k.line(f"CQ_UNROLL for (int w = 0; w < {f.unit // WARP_SIZE}; w++) {{ const int l0 = "
+           f"{lo} + 32 * w; const unsigned in = l0 >= nlanes ? 0u : nlanes - l0 >= 32 ? ~0u "
+           f": ~(~0u << (nlanes - l0)); absent[w] = ~(in & (cl.members ? cl.members[l0 >> 5] "
+           f": ~0u) & cl.live[l0 >> 5]); any_absent |= absent[w] != 0u; }}", ins)
     k.fault("any_absent", Kind.UNIT_INACTIVE, ins, ip,
             (lo, "absent[0]", "absent[1]", "absent[2]", "absent[3]"),
             lambda a, refs, c=c, u=f.unit: (c, u, int(a[0]) // u, tuple(
@@ -290,7 +401,7 @@ def load_cells(k, ins, ip, m, v, ptr, rows, cols, part, parts) -> None:
 def view_value(k, v: int, name: str) -> str:
     """Element ``ix`` of view ``name`` (view ``v``), as a value of its type."""
     et = _elem_type(k, v)
-    swizzle = k.code.views[v].swizzle      # §9.7: the layout a swizzled copy gave it
+    swizzle = layout_swizzle(k, v)      # §9.7: the layout a swizzled copy gave it
     return cnum.load_value(f"({cnum.store_c(et)} *)({name}.base + cq_swizzle({name}, "
                            f"cq_offset({name}, ix), {swizzle}))", et)
 
@@ -428,8 +539,21 @@ def op_mma_exec(k, ins, ip):
         _operand_readers(k, ins, ip, ma, mb, layout)
         unit = k.code.frags[mc].unit
 
+        direct = plan and _direct_views(k, ins, ip)
+
         def tensor():
-            if plan:
+            if direct:      # read in place where the tiles lie as wgmma needs, else staged
+                e = plan.elem_bytes
+                k.line(f"if ({_direct_ok('vA', e)} && {_direct_ok('vB', e)}) {{", ins)
+                k.depth += 1
+                _wgmma_direct(k, ins, ip, plan, mc, (M, N, K))
+                k.depth -= 1
+                k.line("} else {", ins)
+                k.depth += 1
+                _wgmma_exec(k, ins, ip, plan, mc, (M, N, K))
+                k.depth -= 1
+                k.line("}", ins)
+            elif plan:
                 _wgmma_exec(k, ins, ip, plan, mc, (M, N, K))
             else:
                 _tensor_exec(k, ins, ip, atom, mc, (M, N, K), unit)
@@ -460,6 +584,19 @@ def op_mma_exec(k, ins, ip):
         k.line(f"{flag_c} = 1;", ins)
 
 
+def wgmma_cell(k, mc: int) -> str:
+    """The C cell of accumulator register ``i`` of the wgmma tile (mt, nt): for an
+    accumulator in registers, its slot without the lane (the wgmma D map and the
+    fragment's slots agree on it: the band is (i / 2) % 2 within the 64 rows, the column
+    block i / 4), so that the unrolled loops index constants and the accumulator stays in
+    registers; else by the element's row and column."""
+    f = k.code.frags[mc]
+    if mc in k.reg_frags:
+        return (f"rf{mc}[((2 * (mt / 64) + (i / 2) % 2) * {(f.cols + 7) // 8} + nt / 8 + "
+                f"i / 4) * 2 + i % 2]")
+    return acc_cell(k, mc, "mt + cq_wgmma_d_row(wt, i)", "nt + cq_wgmma_d_col(wt, i)")
+
+
 def acc_cell(k, mc: int, row: str, col: str) -> str:
     """The C cell of element (row, col) of accumulator ``mc`` that this lane holds."""
     f = k.code.frags[mc]
@@ -486,6 +623,63 @@ def _operand_readers(k, ins, ip, ma: int, mb: int, layout: int) -> None:
         k.line(f"auto {name}_at = [&]({args}) -> {vt} {{ {body} }};", ins)
 
 
+def _direct_views(k, ins, ip) -> tuple | None:
+    """(A's view, B's view) when the exec can read both operands where they lie in
+    shared memory (the views its loads read, K-major, in a 128B-swizzled layout with
+    rows of 128 bytes: the program's swizzle or the buffer's swizzled layout), else
+    None. Where each view lies is checked when the exec runs (_direct_ok)."""
+    _, mc, ma, mb = ins[:4]
+    views = k.view_operands.get(ip, {})
+    if ma not in views or mb not in views or not (_k_major(ins, ma) and _k_major(ins, mb)):
+        return None
+    for v in (views[ma], views[mb]):
+        d = k.code.views[v]
+        if layout_swizzle(k, v) != SWIZZLE_ROW or d.space or d.flat >= 0 or d.strides or \
+                d.shown or len(d.origin) != 2:
+            return None
+    return views[ma], views[mb]
+
+
+def _direct_ok(name: str, elem: int) -> str:
+    """That view ``name`` lies in a whole 1024-byte aligned swizzle atom grid: rows of
+    128 bytes, starting at a row of an atom's first and a 16-byte chunk."""
+    return (f"!{name}.strided && {name}.dims[1] * {elem} == {SWIZZLE_ROW} && "
+            f"{name}.dims[0] % 8 == 0 && {name}.origin[0] % 8 == 0 && "
+            f"{name}.origin[1] * {elem} % 16 == 0 && (cq_smem_addr({name}.base) & 1023) == 0")
+
+
+def _wgmma_direct(k, ins, ip, plan: WgmmaPlan, mc: int, mnk) -> None:
+    """The warpgroup multiplies C in [64, n] tiles reading A and B where they lie: the
+    descriptors of 128B-swizzled K-major tiles (cq_wgmma_desc_sw128) start at the tile's
+    row and K column and advance 32 bytes of K per instruction; the K / k wgmmas of a
+    tile run in one commit group, k ascending as the engines step."""
+    M, N, K = mnk
+    n = k.wait_site_for(ins, ip)
+    e = plan.elem_bytes
+    cell = wgmma_cell(k, mc)
+    start = ("cq_smem_addr({v}.base) + ({v}.origin[0] + {t}) * " + str(SWIZZLE_ROW) +
+             " + ({v}.origin[1] + kt * " + str(plan.k) + ") * " + str(e))
+    lines = ["const int wt = lane % 128;"] if "wt" in cell else []
+    for line in (
+        *lines,
+        f"typedef {plan.shape} W;",
+        "cq_fence_proxy_async();",
+        f"CQ_UNROLL for (int mt = 0; mt < {M}; mt += 64)",
+        f"  CQ_UNROLL for (int nt = 0; nt < {N}; nt += {plan.n}) {{",
+        "    W::c_value d[W::ND];",
+        f"    CQ_UNROLL for (int i = 0; i < W::ND; i++) d[i] = {cell};",
+        "    cq_wgmma_fence<W>(d);",
+        f"    for (int kt = 0; kt < {K // plan.k}; kt++)",
+        f"      cq_wgmma<W>(d, cq_wgmma_desc_sw128({start.format(v='vA', t='mt')}), "
+        f"cq_wgmma_desc_sw128({start.format(v='vB', t='nt')}), {n});",
+        "    cq_wgmma_commit();",
+        "    cq_wgmma_wait<0, W>(d);",
+        f"    CQ_UNROLL for (int i = 0; i < W::ND; i++) {cell} = d[i];",
+        "  }",
+    ):
+        k.line(line, ins)
+
+
 def _wgmma_exec(k, ins, ip, plan: WgmmaPlan, mc: int, mnk) -> None:
     """The warpgroup multiplies C in [64, n] tiles: each lane loads its accumulator
     registers; then for each slice of kc columns of K, ascending, its lanes stage A
@@ -499,15 +693,15 @@ def _wgmma_exec(k, ins, ip, plan: WgmmaPlan, mc: int, mnk) -> None:
     stage = f"(smem + {k.off_wgmma} + {k.unit_index(128)} * {k.wgmma_stage})"
     desc = ("cq_wgmma_desc(cq_smem_addr(st) + {off} + kt * CQ_WGMMA_STEP_SLABS * "
             "cq_wgmma_lbo({rows}), cq_wgmma_lbo({rows}), CQ_WGMMA_SBO)")
-    cell = acc_cell(k, mc, "mt + cq_wgmma_d_row(wt, i)", "nt + cq_wgmma_d_col(wt, i)")
+    cell = wgmma_cell(k, mc)
     for line in (
         "const int wt = lane % 128;",
         f"unsigned char *const st = {stage};",
         f"typedef {plan.shape} W;",
-        f"for (int mt = 0; mt < {M}; mt += 64)",
-        f"  for (int nt = 0; nt < {N}; nt += {plan.n}) {{",
+        f"CQ_UNROLL for (int mt = 0; mt < {M}; mt += 64)",
+        f"  CQ_UNROLL for (int nt = 0; nt < {N}; nt += {plan.n}) {{",
         "    W::c_value d[W::ND];",
-        f"    for (int i = 0; i < W::ND; i++) d[i] = {cell};",
+        f"    CQ_UNROLL for (int i = 0; i < W::ND; i++) d[i] = {cell};",
         f"    for (int k0 = 0; k0 < {K}; k0 += {plan.kc}) {{",
         f"      for (int i = wt; i < 64 * {plan.kc}; i += 128) {{ const int m = mt + i / "
         f"{plan.kc}, kk = i % {plan.kc}; cq_wgmma_elem<W::ta>::put(st + cq_wgmma_offset(i / "
@@ -525,7 +719,7 @@ def _wgmma_exec(k, ins, ip, plan: WgmmaPlan, mc: int, mnk) -> None:
         "      cq_wgmma_wait<0, W>(d);",
         f"      cq_coll_sync(cl, {n});     // the staging area is reused by the next slice",
         "    }",
-        f"    for (int i = 0; i < W::ND; i++) {cell} = d[i];",
+        f"    CQ_UNROLL for (int i = 0; i < W::ND; i++) {cell} = d[i];",
         "  }",
     ):
         k.line(line, ins)

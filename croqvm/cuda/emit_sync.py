@@ -19,7 +19,7 @@ from ..bytecode.opcodes import BAR_ARRIVE
 from ..core.faults import Kind
 from ..core.limits import NAMED_BARRIERS, WARP_SIZE
 from ..reports.messages import print_registers
-from . import cnum
+from . import cnum, emit_tma
 from .emit_kernel import bulk_load, tma_load
 from .emit import span_of
 from .emit_ops import allocate, buffer_instance, future_view
@@ -347,7 +347,9 @@ def op_dma(k, ins, ip):
         raise k.needs_arch("sm_90a", f"'{desc.text}.multicast' (a TMA load into every block "
                                      f"of a cluster)", ins)
     rank = shown_rank(k, desc.src)
-    bulk = bulk_load(k, desc) and c >= 0
+    bulk_rows = bulk_load(k, desc) and c >= 0
+    tensor = c >= 0 and emit_tma.plan(k, desc) in k.tmaps     # a tensor-map TMA box
+    bulk = bulk_rows or tensor
     if bulk:
         k.line(f"cq_tma_bar *tb{ip} = 0;", ins)
     with collective(k, ins, ip, c >= 0) as (part, parts):
@@ -364,6 +366,9 @@ def op_dma(k, ins, ip):
         swz_src, swz_dst = swizzled_sides(k.code, desc)
         if desc.swizzle:
             k.line(f"dm.swz_src = {swz_src}; dm.swz_dst = {swz_dst};", ins)
+        layout = emit_tma.layout_of_destination(k, desc)
+        if layout:      # a shared tile wgmma reads in place (emit_mma.swizzled_layouts)
+            k.line(f"dm.swz_dst = {layout};", ins)
         for j, p in enumerate(desc.perm):
             k.line(f"dm.perm[{j}] = {p};", ins)
         hi = "0"
@@ -383,7 +388,9 @@ def op_dma(k, ins, ip):
         _dma_destination(k, desc, rank, ins, ip)
         shape = k.site(Kind.DMA_SHAPE, ip, ins[-1], _shape_operands(d, rank))
         k.line(f"if (!cq_dma_fits(dm, {shape})) cq_leave();", ins)
-        if bulk:
+        if tensor:
+            emit_tma.issue(k, ins, ip, desc, part)
+        if bulk_rows:
             _bulk_issue(k, ins, ip, desc, part)
         elif desc.is_async and desc.future >= 0 and tma_load(k, desc):
             # sm_80: 16-byte cp.async chunks where the tile allows, as cp.async.bulk would
@@ -394,6 +401,8 @@ def op_dma(k, ins, ip):
             k.line(f"cq_dma_move_async<{size}>(dm, {part}, {parts});", ins)
         else:
             k.line(f"cq_dma_move(dm, {part}, {parts});", ins)
+        if layout:      # ordinary stores, before wgmma reads them by the async proxy
+            k.line("cq_fence_proxy_async();", ins)
         if desc.future >= 0:
             f = f"f{desc.future}"
             k.line(f"{f}.v = dm.dst; {f}.has_data = 1; {f}.is_async = "

@@ -136,6 +136,11 @@ class Device:
             v, ht = values[r]
             x = convert(np.asarray([v]), ht, t, np.ones(1, bool))[0]
             params.append((_param_kind(t), x.item()))
+        at = {}                  # kernel slot -> index of its pointer among the parameters
+        for k, b in enumerate(info.buffers):
+            at[b.slot] = k + sum(c.rank for c in info.buffers[:k])
+        params += [("tmap", abi.TensorMapArg(at[m.slot], m.box, m.swizzle))
+                   for m in info.tmaps]
         barrier = _grid_barrier(code) if launch.cooperative else None
         cluster = _cluster(hblk, launch, code)
         if self.kind == "cuda-cpu":

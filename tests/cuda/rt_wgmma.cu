@@ -58,14 +58,16 @@ CQ_KERNEL void layout(int rows, int bytes, int *off, unsigned addr,
 CQ_EXPORT(layout);
 
 // Rules the CPU runtime checks: which = 0 issues a wgmma without wgmma.fence, 1 gives a
-// descriptor with 128-byte swizzling, 2 exits without waiting for the result.
+// descriptor with a base offset, 2 exits without waiting for the result, 3 gives a
+// 128-byte swizzled descriptor starting in the second row of an atom.
 CQ_KERNEL void misuse(int which) {
   typedef cq_wgmma_n8_f16_f32 S;
   S::c_value d[S::ND] = {};
   unsigned char *sa = cq_smem(), *sb = cq_smem() + S::A_BYTES;
   if (which != 0) cq_wgmma_fence<S>(d);
   unsigned long long da = cq_wgmma_desc(cq_smem_addr(sa), cq_wgmma_lbo(64), CQ_WGMMA_SBO);
-  if (which == 1) da |= 1ull << 62;
+  if (which == 1) da |= 1ull << 49;
+  if (which == 3) da = cq_wgmma_desc_sw128(cq_smem_addr(sa) + 128);
   cq_wgmma<S>(d, da, cq_wgmma_desc(cq_smem_addr(sb), cq_wgmma_lbo(8), CQ_WGMMA_SBO), 1);
   cq_wgmma_commit();
   if (which != 2) cq_wgmma_wait<0, S>(d);

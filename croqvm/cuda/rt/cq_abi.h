@@ -35,10 +35,15 @@
   X(CQ_MISUSE_SMEM_CARVE, 13, "shared memory object outside the launch's shared memory") \
   X(CQ_MISUSE_WGMMA_FENCE, 14, "wgmma.mma_async without a wgmma.fence since the "       \
                                "accumulator was last waited for")                       \
-  X(CQ_MISUSE_WGMMA_DESC, 15, "wgmma matrix descriptor with swizzling or a matrix "      \
-                              "outside the block's shared memory")                      \
+  X(CQ_MISUSE_WGMMA_DESC, 15, "wgmma matrix descriptor with a base offset, a swizzled " \
+                              "start outside an atom's first row, or a matrix outside "  \
+                              "the block's shared memory")                               \
   X(CQ_MISUSE_WGMMA_PENDING, 16, "thread exited with wgmma results never waited for")   \
-  X(CQ_MISUSE_SMEM_OVERRUN, 17, "a write past the end of the launch's shared memory")
+  X(CQ_MISUSE_SMEM_OVERRUN, 17, "a write past the end of the launch's shared memory")    \
+  X(CQ_MISUSE_TMA_MAP, 18, "tensor-map TMA copy with a map the host marked unusable, or "  \
+                           "a destination not 128-byte aligned (1024 when swizzled) or "  \
+                           "outside the block's shared memory")                           \
+  X(CQ_MISUSE_TMA_TX, 19, "more bytes landed on an mbarrier than its expect_tx announced")
 
 /* What a thread of a deadlocked block (CPU runtime) waits for. */
 #define CQ_WAIT_KINDS(X)                                                                \
@@ -128,5 +133,19 @@ typedef struct cq_position_rec {
   int lane;                       /* the thread that ran the last loop step */
   int site;                       /* the fault site of that loop (its step limit), -1: none */
 } cq_position_rec;
+
+/* A tensor map as the CPU runtime reads it (the kernel parameter cq_tmap under -DCQ_CPU;
+   on a GPU the parameter holds the driver's encoded CUtensorMap instead, see cq_gpu.cuh).
+   Rank 2, dimension 0 innermost, as cuTensorMapEncodeTiled takes them. */
+typedef struct cq_tensor_map {
+  unsigned long long base;  /* address of element (0, 0) */
+  long long dims[2];        /* elements per dimension */
+  long long row_bytes;      /* bytes from one row (dimension 1) to the next */
+  unsigned box[2];          /* the box a copy moves, elements per dimension */
+  unsigned elem;            /* bytes per element */
+  unsigned swizzle;         /* 0 (none), 32, 64 or 128: the shared layout's swizzle */
+  unsigned ok;              /* 0: the host could not encode it (the copy goes another way) */
+  unsigned pad;
+} cq_tensor_map;
 
 #endif /* CQ_ABI_H */

@@ -31,6 +31,9 @@
  *   completes when `count` threads have arrived this way.
  * - mbarrier: pending and expected counts and a phase; arrive_drop also lowers the
  *   expected count of later phases. A token is the phase the thread arrived in.
+ * - cp.async.bulk.tensor (TMA with a tensor map): the box lands when issued, zeros for
+ *   the elements outside the tensor, at the addresses the map's swizzle gives; its bytes
+ *   complete on the mbarrier that expect_tx armed (more than announced is a misuse).
  * - cp.async: the copy lands when the issuing thread waits for its group (never
  *   earlier), and the destination reads as 0xFF bytes until then, so a read before the
  *   wait shows up as wrong data.
@@ -39,8 +42,8 @@
  *   results equal the interpreter's bit for bit.
  * - wgmma.mma_async (sm_90a): a warpgroup rendezvous; the last thread to arrive reads A
  *   and B from shared memory by decoding the matrix descriptors as the PTX ISA defines
- *   them (start address, leading and stride byte offsets, no swizzling) and computes as
- *   for mma.sync. The results land in the accumulator registers at the thread's
+ *   them (start address, leading and stride byte offsets, swizzle mode) and computes
+ *   as for mma.sync. The results land in the accumulator registers at the thread's
  *   wgmma.wait_group for their commit group, never earlier (the registers read NaN or
  *   INT_MIN until then); consecutive wgmmas on one accumulator chain as on hardware. A
  *   wgmma without a wgmma.fence since the thread last waited is a misuse.
@@ -69,6 +72,7 @@
 #define CQ_DEV static inline
 #define CQ_HD static inline
 #define CQ_OUTLINED static
+#define CQ_UNROLL
 
 typedef unsigned long long cq_mbar;
 typedef unsigned long long cq_mbar_token;
@@ -83,6 +87,8 @@ cq_print_buf cq_print_state = {0, 0, 0};
 unsigned long long cq_step_limit = ~0ull;
 volatile int cq_stop_request = 0;  /* set by the host (Ctrl-C): the next loop step faults */
 volatile cq_position_rec cq_position;
+unsigned long long cq_tma_boxes = 0;     /* tensor-map TMA boxes moved, and wgmmas that */
+unsigned long long cq_wgmma_swizzled = 0; /* read a swizzled operand: tests see the paths */
 }
 
 namespace cq {
@@ -730,6 +736,10 @@ extern "C" const cq_abi_entry cq_abi_table[] = {
     CQ_ABI_SIZE(cq_position_rec) CQ_ABI_FIELD(cq_position_rec, steps)
     CQ_ABI_FIELD(cq_position_rec, block_start) CQ_ABI_FIELD(cq_position_rec, block)
     CQ_ABI_FIELD(cq_position_rec, lane) CQ_ABI_FIELD(cq_position_rec, site)
+    CQ_ABI_SIZE(cq_tensor_map) CQ_ABI_FIELD(cq_tensor_map, base) CQ_ABI_FIELD(cq_tensor_map, dims)
+    CQ_ABI_FIELD(cq_tensor_map, row_bytes) CQ_ABI_FIELD(cq_tensor_map, box)
+    CQ_ABI_FIELD(cq_tensor_map, elem) CQ_ABI_FIELD(cq_tensor_map, swizzle)
+    CQ_ABI_FIELD(cq_tensor_map, ok)
     {"CQ_NO_FAULT", (long long)CQ_NO_FAULT}, {"CQ_MAX_BLOCK", CQ_MAX_BLOCK},
     {0, 0}};
 #undef CQ_ABI_ENUM
@@ -1025,6 +1035,18 @@ CQ_DEV bool cq_once_claim(unsigned *claimed, unsigned nth) {
 
 /* ------------------------------------------------------------------ TMA bulk copies */
 
+typedef cq_tensor_map cq_tmap;   /* a tensor map kernel parameter (cq_abi.h) */
+#define CQ_GRID_CONSTANT
+
+/* The shared address a TMA copy with a swizzle of `swizzle` bytes (0, 32, 64, 128) puts
+   the byte of address `at` at: the 16-byte chunk bits 4.. XOR the bits 7.. above them,
+   log2(swizzle / 16) of them (PTX ISA, tensor copy swizzling modes). */
+CQ_DEV long long cq_tma_swizzled(long long at, unsigned swizzle) {
+  if (swizzle < 32) return at;
+  long long mask = (long long)(swizzle / 16 - 1) << 7;
+  return at ^ ((at & mask) >> 3);
+}
+
 /* The mbarrier's one arrival counts once the expected bytes have all been transferred;
    a bulk copy moves its bytes when issued. */
 struct cq_tma_bar {
@@ -1039,6 +1061,14 @@ static inline void tma_settle(cq_tma_bar *b) {
     b->tx = 0;
     mbar_arrive(&b->bar, false);
   }
+}
+/* `bytes` landed: an armed barrier that receives more than it expects never completes
+   on a GPU, so it is a misuse here. */
+static inline void tma_landed(cq_tma_bar *b, unsigned bytes) {
+  b->tx -= bytes;
+  if (b->tx < TMA_ARMED && b->tx > TMA_ARMED / 2)
+    misuse(CQ_MISUSE_TMA_TX, -1, smem_offset(b), TMA_ARMED - b->tx);
+  tma_settle(b);
 }
 }  // namespace cq
 
@@ -1065,8 +1095,37 @@ CQ_DEV void cq_tma_load(void *dst, const void *src, unsigned bytes, cq_tma_bar *
   if (off < 0 || (size_t)off + bytes > rt.blk->smem_bytes)
     misuse(CQ_MISUSE_CP_ASYNC_DST, -1, off);
   memcpy(dst, src, bytes);
-  b->tx -= bytes;
-  tma_settle(b);
+  tma_landed(b, bytes);
+}
+
+/* cp.async.bulk.tensor.2d with a tensor map (cq_tmap, the host's cq_tensor_map): the box
+   at coordinates (c0, c1) of the map's tensor (c0 innermost), elements outside the tensor
+   zero (the map's out-of-bounds fill), written row after row from dst, each byte at the
+   shared address the map's swizzle gives: for a swizzle of S bytes, bits 4.. of the
+   16-byte chunk index XOR bits 7.. of the address (log2(S / 16) of them), so in a
+   1024-byte atom of the 128-byte swizzle chunk c of row r lands at chunk c ^ (r % 8).
+   The bytes land at once and complete on the barrier. */
+CQ_DEV void cq_tma_tile(void *dst, const cq_tmap *m, int c0, int c1, cq_tma_bar *b, int hint) {
+  using namespace cq;
+  (void)hint;
+  long long off = smem_offset(dst);
+  long long bytes = (long long)m->box[0] * m->box[1] * m->elem;
+  unsigned align = m->swizzle ? 1024 : 128;
+  if (!m->ok || off < 0 || off % align || (size_t)(off + bytes) > rt.blk->smem_bytes)
+    misuse(CQ_MISUSE_TMA_MAP, -1, off, m->ok);
+  const unsigned char *base = (const unsigned char *)(uintptr_t)m->base;
+  for (long long r = 0; r < m->box[1]; r++)
+    for (long long c = 0; c < m->box[0]; c++) {
+      long long g0 = c0 + c, g1 = c1 + r;
+      long long at = off + (r * m->box[0] + c) * m->elem;
+      unsigned char *to = rt.blk->smem + cq_tma_swizzled(at, m->swizzle);
+      if (g0 >= 0 && g0 < m->dims[0] && g1 >= 0 && g1 < m->dims[1])
+        memcpy(to, base + g1 * m->row_bytes + g0 * m->elem, m->elem);
+      else
+        memset(to, 0, m->elem);
+    }
+  cq_tma_boxes++;
+  tma_landed(b, (unsigned)bytes);
 }
 
 CQ_DEV void cq_tma_wait(cq_tma_bar *b, unsigned parity, int site) {
@@ -1234,25 +1293,39 @@ template <class T> CQ_DEV T cq_shfl_xor(T v, int mask, int site) {
 
 namespace cq {
 /* Decoded matrix descriptor (PTX ISA "Matrix Descriptor Format"): each field is the byte
-   value >> 4; base offset and swizzle mode (bits 49-51, 62-63) must be 0 here. */
+   value >> 4; the swizzle mode (bits 62-63: 0 none, 1 128 bytes, 2 64, 3 32) as bytes.
+   The base offset (bits 49-51) must be 0, and a swizzled operand's start must lie in
+   the first row of an atom (8 rows of the swizzle's bytes, aligned to its size), K
+   advancing the start within the row: else the layout the descriptor describes is not
+   the one the swizzle pattern repeats on, a misuse. */
 struct wgmma_desc {
   size_t start, lbo, sbo;
+  unsigned swizzle;
   bool ok;
 };
 
 static inline wgmma_desc decode_desc(unsigned long long desc) {
+  static const unsigned SWIZZLE_BYTES[4] = {0, 128, 64, 32};
   wgmma_desc d;
   d.start = (size_t)(desc & 0x3FFF) << 4;
   d.lbo = (size_t)(desc >> 16 & 0x3FFF) << 4;
   d.sbo = (size_t)(desc >> 32 & 0x3FFF) << 4;
-  d.ok = (desc >> 49 & 7) == 0 && (desc >> 62) == 0;
+  d.swizzle = SWIZZLE_BYTES[desc >> 62];
+  d.ok = (desc >> 49 & 7) == 0 &&
+         (!d.swizzle || (d.start - d.start % d.swizzle) % (8 * d.swizzle) == 0);
   return d;
 }
 
-/* Byte offset of element (row, k) of a K-major operand without swizzling: the
+/* Byte offset of element (row, k) of a K-major operand. Without swizzling: the
    canonical layout ((8, m), (T, 2k)) : ((1T, SBO), (1, LBO)) in elements, T elements
-   per 16 bytes (PTX ISA "Canonical Layouts"). */
+   per 16 bytes (PTX ISA "Canonical Layouts"). Swizzled by S bytes: ((8, m), (T, 2k)) :
+   ((S / bytes, SBO), (1, T)), rows S bytes apart and K contiguous within them, then the
+   swizzle of the shared address (cq_tma_swizzled, the pattern TMA writes). */
 static inline size_t desc_offset(const wgmma_desc &d, int row, int k, int bytes) {
+  if (d.swizzle)
+    return (size_t)cq_tma_swizzled((long long)(d.start + (size_t)(row % 8) * d.swizzle +
+                                               (size_t)(row / 8) * d.sbo + (size_t)k * bytes),
+                                   d.swizzle);
   return d.start + (size_t)(row % 8) * 16 + (size_t)(row / 8) * d.sbo +
          (size_t)(k * bytes / 16) * d.lbo + (size_t)(k * bytes % 16);
 }
@@ -1270,6 +1343,7 @@ template <class S> static void wgmma_compute(wgmma_operands *op, int site) {
   wgmma_desc da = decode_desc(op->da), db = decode_desc(op->db);
   check_desc(da, S::M, S::BYTES, site);
   check_desc(db, S::N, S::BYTES, site);
+  if (da.swizzle || db.swizzle) cq_wgmma_swizzled++;
   for (int t = 0; t < WARPGROUP; t++)
     for (int i = 0; i < S::ND; i++) C[cq_wgmma_d_row(t, i)][cq_wgmma_d_col(t, i)] = op->c[t][i];
   for (int k = 0; k < S::K; k++) {

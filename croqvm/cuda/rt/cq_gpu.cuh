@@ -16,6 +16,7 @@
 #define CQ_DEV static __device__ __forceinline__
 #define CQ_HD static __host__ __device__ __forceinline__
 #define CQ_OUTLINED static __device__ __noinline__   /* big helpers: compiled once */
+#define CQ_UNROLL _Pragma("unroll")   /* a loop whose indices must become constants */
 
 typedef unsigned long long cq_mbar;
 typedef unsigned long long cq_mbar_token;
@@ -33,7 +34,9 @@ __device__ unsigned long long cq_step_limit = ~0ull;
 __device__ unsigned cq_grid_state[2] = {0, 0};
 }
 
-extern __shared__ __align__(128) unsigned char cq_smem_buf[];
+/* 1024-byte aligned: the swizzled layouts of TMA copies and wgmma repeat every 1024 bytes
+   of shared address, and generated code places them at offsets from here. */
+extern __shared__ __align__(1024) unsigned char cq_smem_buf[];
 
 CQ_DEV int cq_lane() { return (int)threadIdx.x; }
 CQ_DEV int cq_block_size() { return (int)blockDim.x; }
@@ -436,6 +439,16 @@ struct cq_tma_bar {
   unsigned long long unused;   /* the CPU runtime's transaction count */
 };
 
+/* A tensor map kernel parameter: the CUtensorMap the host encoded with
+   cuTensorMapEncodeTiled (opaque, 64-byte aligned), and whether it could (0: the copies
+   go another way). Passed as `const __grid_constant__`, so TMA reads it from the
+   parameter space. */
+struct __align__(64) cq_tmap {
+  unsigned long long map[16];
+  unsigned ok;
+};
+#define CQ_GRID_CONSTANT __grid_constant__
+
 #if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
 CQ_DEV void cq_tma_init(cq_tma_bar *b) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(cq_smem_addr(&b->bar)) : "memory");
@@ -484,6 +497,27 @@ CQ_DEV bool cq_tma_done(cq_tma_bar *b, unsigned parity) {
 
 CQ_DEV void cq_tma_wait(cq_tma_bar *b, unsigned parity, int site) {
   cq_spin(site, [=] { return cq_tma_done(b, parity); });
+}
+
+/* cp.async.bulk.tensor.2d: the box of tensor map m at coordinates (c0, c1), c0 innermost,
+   into shared memory at dst (128-byte aligned, 1024 when the map swizzles), completing
+   its bytes on b; out-of-bounds elements are filled with zeros. */
+CQ_DEV void cq_tma_tile(void *dst, const cq_tmap *m, int c0, int c1, cq_tma_bar *b, int hint) {
+  unsigned d = cq_smem_addr(dst), bar = cq_smem_addr(&b->bar);
+  if (hint == 0) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx"
+                 "::bytes [%0], [%1, {%2, %3}], [%4];"
+                 ::"r"(d), "l"(m->map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+    return;
+  }
+  unsigned long long policy;
+  if (hint == 1)
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  else
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx"
+               "::bytes.L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;"
+               ::"r"(d), "l"(m->map), "r"(c0), "r"(c1), "r"(bar), "l"(policy) : "memory");
 }
 #endif
 

@@ -558,6 +558,25 @@ CQ_OUTLINED void cq_dma_chunks_async(const cq_dma &d, int part, int parts) {
 }
 
 #if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/* Whether a copy goes as the tensor-map box (rows x cols) croqvm/cuda/emit_tma.py planned
+   for it (§9.7): the map is usable (`ok`), the source tile is the box and lies inside its
+   tensor unless the copy zero-fills (TMA fills the outside with zeros), and the
+   destination is a whole shared buffer instance of the box's shape at an address aligned
+   to `align`. */
+CQ_DEV bool cq_tma_box_fits(const cq_dma &d, unsigned ok, long long rows, long long cols,
+                            int zfill, unsigned align) {
+  const cq_view &s = d.src, &t = d.dst;
+  if (!ok || s.strided || t.strided || s.rank != 2 || t.rank != 2 ||
+      (cq_smem_addr(t.base) & (align - 1)))
+    return false;
+  if (s.ext[0] != rows || s.ext[1] != cols || d.tile[0] != rows || d.tile[1] != cols ||
+      t.origin[0] || t.origin[1] || t.ext[0] != rows || t.ext[1] != cols ||
+      t.dims[0] != rows || t.dims[1] != cols)
+    return false;
+  return zfill || (s.origin[0] >= 0 && s.origin[1] >= 0 && s.origin[0] + rows <= s.dims[0] &&
+                   s.origin[1] + cols <= s.dims[1]);
+}
+
 /* Issues the bulk copies of a copy cq_dma_bulk_ok accepts: one thread, one arrival on
    `bar` expecting the tile's bytes, then one copy per row, or per 16-byte chunk when the
    destination is swizzled (the swizzle moves whole chunks). */

@@ -15,6 +15,8 @@
  *   - the next 16 bytes of K start LBO = 16 * rows bytes further (a slab per 16 bytes).
  * So element (row, k) of a staged [rows, K] operand is at cq_wgmma_offset below, and
  * the instruction for K columns kt.. starts 2 slabs (32 bytes of K) per step further.
+ * Tiles a TMA copy laid out 128B-swizzled are read where they lie instead
+ * (cq_wgmma_desc_sw128).
  *
  * The accumulator lives in registers: thread t of the warpgroup holds N / 2 values,
  * value i at row 16 (t / 32) + (t % 32) / 4 + 8 ((i / 2) % 2), column 8 (i / 4) +
@@ -84,6 +86,17 @@ CQ_HD unsigned long long cq_wgmma_desc(unsigned addr, unsigned lbo, unsigned sbo
          (unsigned long long)((sbo & 0x3FFFFu) >> 4) << 32;
 }
 
+/* The descriptor of a K-major operand read where it lies, in the 128-byte swizzled
+   layout a swizzled TMA copy writes (PTX ISA "Shared memory matrix layout", K-major
+   128B swizzling): rows of 128 bytes, each 1024-byte group of 8 rows an atom whose
+   16-byte chunk c of row r lies at chunk c ^ r; `addr` is the shared address of the
+   first row's first K element (atoms 1024-byte aligned, base offset 0, so advancing K
+   moves the start within the row), the stride byte offset one atom, the leading byte
+   offset unused (1), swizzle mode 1 (128 bytes) in bits 62-63. */
+CQ_HD unsigned long long cq_wgmma_desc_sw128(unsigned addr) {
+  return (unsigned long long)((addr & 0x3FFFFu) >> 4) | 1ull << 16 |
+         (unsigned long long)(1024u >> 4) << 32 | 1ull << 62;
+}
 /* Staging: the operand element `v` (a value of the type) at `p` in its PTX encoding,
    and back (the CPU emulation reads the operands as the tensor core would). */
 template <class T> struct cq_wgmma_elem;

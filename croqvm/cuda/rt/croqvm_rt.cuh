@@ -12,6 +12,8 @@
  *   CQ_DEV, CQ_HD                        device / host-and-device helper functions;
  *   CQ_OUTLINED                          a big helper, called rather than inlined (keeps
  *                                        nvcc fast: generated code calls them often).
+ *   CQ_UNROLL for (...)                  a loop nvcc unrolls (register arrays indexed by
+ *                                        its variable stay in registers)
  *   The CPU library runs a launch with cq_cpu_launch(cq_entry_<name>, args, &cfg).
  *
  * Identity and memory
@@ -59,6 +61,14 @@
  *                                         `bytes` on bar; hint 0 none, 1 evict_first,
  *                                         2 evict_last (module.L2Hint)
  *   cq_tma_wait(bar, parity, site)        until the phase of that parity has completed
+ *   const CQ_GRID_CONSTANT cq_tmap m      a kernel parameter: a rank-2 tensor map the host
+ *                                         built at launch (GPU: cuTensorMapEncodeTiled;
+ *                                         CPU: cq_tensor_map), m.ok = 0 where it could not
+ *   cq_tma_tile(dst, &m, c0, c1, bar, hint)   cp.async.bulk.tensor.2d: the map's box at
+ *                                         element coordinates (c0 innermost, c1), zeros
+ *                                         outside the tensor, laid out with the map's
+ *                                         swizzle from dst (128-byte aligned, 1024 when
+ *                                         swizzled), completing box bytes on bar
  *
  * Tensor cores (cq_mma.h lists the shapes and the fragment layouts)
  *   cq_mma_sync<cq_mma_m16n8k16_f16_f32>(d, a, b, c, site)   one warp, converged
