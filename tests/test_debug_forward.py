@@ -132,14 +132,13 @@ def test_dma_into_shared_memory_over_a_2d_grid(script):
 
 
 def test_blocks_it_can_not_stop_in_run_natively(monkeypatch):
-    ran = []
+    ran = []                # the blocks the reference engine starts
 
-    def counting(blk):
-        if not blk.is_host:
-            ran.append(blk.index)
-        return run_block(blk)
-    run_block = engine.run_block
-    monkeypatch.setattr(engine, "run_block", counting)
+    def counting(blk, hregs, cluster_blocks):
+        ran.append(blk.index)
+        return start_block(blk, hregs, cluster_blocks)
+    start_block = engine._start_block
+    monkeypatch.setattr(engine, "_start_block", counting)
     program = croqvm.compile(BLOCKS, "blocks.co")
     s = Session(program, "blocks", np.full(1024, -1, np.int32), 12, np.zeros(262144, np.int32),
                 out=io.StringIO())

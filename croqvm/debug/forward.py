@@ -30,9 +30,12 @@ import math
 import numpy as np
 
 from ..bytecode.module import Storage
-from ..core.limits import MAX_GRID
+from ..core import dtypes
+from ..core.limits import MAX_GRID, NAMED_BARRIERS, WARP_SIZE
 from ..interp.engine import block_index, block_number
 from ..interp.scheduler import Random
+from ..interp.sync import BarrierWait, EventWait, Waiting
+from ..interp.warp import BLOCKED, DONE, READY, Frame
 from ..native import extension
 from ..native.driver import NO_LIMIT, SCHEDULES, SLICE_STEPS, program
 
@@ -77,14 +80,15 @@ class FastForward:
         number, pause, wait = 0, 0, 1
         while number < total:
             tried = ok and pause == 0 and self._mode_ok(run)
+            image = None
             if tried:
                 first = number
-                number = self._forward(run, call, hblk, index, grid, number, total)
+                number, image = self._forward(run, call, hblk, index, grid, number, total)
                 if number == total:
                     break
             pause = max(0, pause - 1)
             lanes = call.lane_steps
-            yield number, block_index(number, grid)
+            yield number, block_index(number, grid), image
             # blocks stopping at once (a condition every block's warps meet, say) while
             # saving the memory costs more than a tenth of the block under the hook:
             # the next try after 1, 2, 4, ... up to MAX_PAUSE blocks
@@ -122,9 +126,11 @@ class FastForward:
 
     # ------------------------------------------------------------------ running
 
-    def _forward(self, run, call, hblk, index, grid, number: int, total: int) -> int:
+    def _forward(self, run, call, hblk, index, grid, number: int, total: int):
         """Run blocks from ``number`` on natively up to the first where the run may
-        stop; returns that block's number (``total``: none)."""
+        stop; returns that block's number (``total``: none) and, when the run stopped in
+        it before an instruction with a state the reference engine can take over, the
+        ``_Image`` of that state (else None: the block runs from its start there)."""
         end = total
         for watch in self.s.watches:         # a block's own buffer: watched in that block
             block = watch.buffer[0]
@@ -136,12 +142,12 @@ class FastForward:
         watches = [] if to else [w for w in self.s.watches if w.buffer[0] is None]
         if end == number or any(w.old is None or w.old.itemsize not in (1, 2, 4, 8)
                                 for w in watches):
-            return number
+            return number, None
         launch = hblk.prog.code.launches[index]
         real = {hs: hblk.bufs[hs][0].data for _, hs in launch.buffers if hblk.bufs.get(hs)}
         saves = [{hs: np.empty_like(data) for hs, data in real.items() if data.size}
                  for _ in range(2)]
-        stop_pc, line = self._table(hblk, launch)
+        stop_pc, line, statement = self._table(hblk, launch)
         ffi, keep = self.ffi, [saves]
         dbg = ffi.new("cq_debug *")
         if not to or run.record is not None:
@@ -149,6 +155,7 @@ class FastForward:
         dbg.stop_step = run.target if to else NO_LIMIT
         if to and run.record is not None:
             dbg.line = _array(keep, ffi, "int32_t[]", line)
+        dbg.statement = _array(keep, ffi, "uint8_t[]", statement)
         self._watches(dbg, keep, watches, real)
         dbg.nsave = len(saves[0])
         dbg.save_slot = _array(keep, ffi, "int32_t[]", list(saves[0]) or [0])
@@ -159,6 +166,10 @@ class FastForward:
         dbg.save_every = sum(a.nbytes for a in saves[0].values()) // 4
         start = (call.steps, call.lane_steps, self._rng(call))
         stop, state = self._run(run, call, hblk, index, real, number, end, dbg, start)
+        if stop is not None and state["image"] is not None:
+            # the stopped block goes on on the reference engine from the native state
+            self._adopt(run, call, grid, number, stop, state)
+            return stop, state["image"]
         if stop is not None:
             if state["early"] and stop > number:
                 # it faults before its first instruction runs under the hook: the stop
@@ -166,7 +177,7 @@ class FastForward:
                 stop -= 1
             save = next((at for at in state["saved"] if 0 <= at[0] <= stop), None)
             if save is None:             # it stopped before a block began
-                return number
+                return number, None
             at, steps, lanes, rng, printed, area = save
             for hs, data in saves[area].items():
                 real[hs][...] = data
@@ -181,15 +192,16 @@ class FastForward:
                              rng=again["rng"], output=state["output"] + again["output"])
         if stop != number:
             self._adopt(run, call, grid, number, stop if stop is not None else end, state)
-        return end if stop is None else stop
+        return (end if stop is None else stop), None
 
     @staticmethod
     def _rng(call) -> int:
         return call.scheduler.rng.state if isinstance(call.scheduler, Random) else 0
 
     def _table(self, hblk, launch):
-        """(stop_pc, line) of the launch's kernel: its statements at breakpoint lines,
-        and each instruction's statement line as a number (-1: none)."""
+        """(stop_pc, line, statement) of the launch's kernel: its statements at
+        breakpoint lines, each instruction's statement line as a number (-1: none), and
+        whether it is a statement's."""
         code = self.fn.kernels[launch.kernel].code
         prog = hblk.call.program(code)
         key = (id(code), tuple((b.file, b.line) for b in self.s.breakpoints))
@@ -200,7 +212,7 @@ class FastForward:
                              for at in lines] or [-1], np.int32)
             marked = {(b.file, b.line) for b in self.s.breakpoints}
             stop = np.array([at in marked for at in lines] or [0], np.uint8)
-            self._tables[key] = (stop, line)
+            self._tables[key] = (stop, line, (line >= 0).astype(np.uint8))
         return self._tables[key]
 
     def _watches(self, dbg, keep, watches, buffers):
@@ -264,10 +276,16 @@ class FastForward:
             if dbg is not None:
                 for which in range(2):
                     lib.cq_debug_saved(c, which, saved[which])
+            image = _Image.take(self, c, run, hblk, index) \
+                if dbg is not None and stop is not None else None
+            if image is not None:    # the stopped block's statement starts so far count
+                cut = stop + 1
+                n = ffi.new("int64_t *")
+                raw = lib.cq_debug_events(c, n)
             events = (tuple(raw[4 * k:4 * k + 4]) for k in range(n[0]))
             state = {"steps": at.steps, "lane_steps": at.lane_steps,
                      "rng": lib.cq_rng_state(c), "output": b"".join(out),
-                     "saved": [list(x) for x in saved], "early": early,
+                     "saved": [list(x) for x in saved], "early": early, "image": image,
                      "events": [e for e in events if e[1] < cut]}
             return stop, state
         finally:
@@ -305,6 +323,133 @@ class FastForward:
             for step, number, warp, depth in sorted(set(state["events"])):
                 run.record.add(step, block_index(number, grid), warp, depth)
         run.blk, run.last = None, {}      # the host's next statement starts anew
+
+
+class _Image:
+    """The state of the block a native run stopped in, before a warp's instruction
+    whose step it counted (cq_api.h cq_debug_image): every warp's pc, masks, control
+    stack, blocker, registers and collective counts, the block's shared and local
+    buffers, events, named barriers and ONCE claims. Called with the block the
+    reference engine started in its place, it gives that block this state and returns
+    the warp about to run (croqvm.interp.engine resume_block); the global memory is the
+    call's own, where the native run left it. A block holding what the image does not
+    carry (cq_debug_image) has none."""
+
+    @classmethod
+    def take(cls, ff, c, run, hblk, index):
+        lib, ffi = ff.lib, ff.ffi
+        head = ffi.new("int64_t[4]")
+        if not lib.cq_debug_image(c, head):
+            return None
+        self = cls()
+        code = ff.fn.kernels[hblk.prog.code.launches[index].kernel].code
+        prog = hblk.call.program(code)
+        self.run, self.lines = run, ff.s.lines(prog)
+        self.cur, self.block_start, size = int(head[0]), int(head[1]), int(head[3])
+        words = ffi.new("int64_t[]", int(head[2]))
+        self.warps = []
+        for k, base in enumerate(range(0, size, WARP_SIZE)):
+            n = lib.cq_debug_warp(c, k, words)
+            regs = [np.empty(min(WARP_SIZE, size - base), t.np) for t in prog.rtypes]
+            for r, reg in enumerate(regs):
+                lib.cq_debug_reg(c, k, r, ffi.from_buffer(reg, require_writable=True))
+            self.warps.append((list(ffi.unpack(words, n)), regs))
+        self.buffers = {}             # (slot, lane) -> instances; lane 0 for a shared one
+        shape = ffi.new("int64_t[8]")
+        for slot, decl in enumerate(code.buffers):
+            if decl.storage == Storage.GLOBAL:
+                continue
+            dtype = dtypes.BY_CODE[decl.dtype].np
+            for lane in range(size if decl.storage == Storage.LOCAL else 1):
+                insts = []
+                for k in range(decl.count if decl.array else 1):
+                    data = lib.cq_debug_buffer(c, slot, lane, k, shape)
+                    if data == ffi.NULL:
+                        break
+                    dims = tuple(ffi.unpack(shape, len(decl.shape)))
+                    raw = ffi.buffer(data, math.prod(dims) * np.dtype(dtype).itemsize)
+                    insts.append(np.frombuffer(raw, dtype).reshape(dims).copy())
+                if insts:
+                    self.buffers[(slot, lane)] = insts
+        n = sum(ev.slots * (2 + size) for ev in code.events) + 3 * NAMED_BARRIERS + \
+            2 * code.once_sites * size
+        block = ffi.new("int64_t[]", max(1, n))
+        lib.cq_debug_block(c, block)
+        self.block = np.frombuffer(ffi.buffer(block, 8 * n), np.int64).copy()
+        return self
+
+    def __call__(self, blk):
+        call = blk.call
+        call.block_start = self.block_start
+        for w, (words, regs) in zip(blk.warps, self.warps):
+            self._warp(blk, w, iter(words), regs)
+        for (slot, lane), insts in self.buffers.items():
+            shape = insts[0].shape
+            if blk.prog.code.buffers[slot].storage == Storage.SHARED:
+                blk.claim_shared(slot, shape)
+            for buf, data in zip(blk.allocate(slot, lane, shape), insts):
+                buf.data[...] = data
+        self._block(blk, iter(self.block.tolist()))
+        run = self.run
+        run.blk = blk                 # the hook's last statement start of each warp
+        run.last = {id(w): (self.lines[words[6]], words[6])
+                    for w, (words, _) in zip(blk.warps, self.warps) if words[6] >= 0}
+        return blk.warps[self.cur]
+
+    @staticmethod
+    def _warp(blk, w, words, regs):
+        def lanes(bits):
+            return ((bits >> np.arange(w.width)) & 1).astype(bool)
+
+        state, w.pc, w.ip, w.hold, act, live, _, blocker, depth = \
+            (next(words) for _ in range(9))
+        w.live[...] = lanes(live)
+        w.set_active(lanes(act))
+        w.state = (READY, BLOCKED, DONE)[state]
+        for reg, values in zip(w.regs, regs):
+            reg[...] = values
+        w.stack = []
+        for _ in range(depth):
+            kind, opener, jump, entered, other = (next(words) for _ in range(5))
+            if kind == 0:
+                w.stack.append(Frame("if", opener, lanes(entered), jump, other=lanes(other)))
+            else:
+                w.stack.append(Frame("loop", opener, lanes(entered), jump, out=lanes(other)))
+        if blocker == 1:              # a collective that completed: nothing left to wait for
+            w.blocker = Waiting([])
+        elif blocker == 2:
+            ev, parity, n = next(words), next(words), next(words)
+            waits = np.array([[next(words) for _ in range(3)] for _ in range(n)],
+                             np.int64).reshape(n, 3)
+            w.blocker = EventWait(blk.events[ev], w.ip, waits[:, 0], waits[:, 1],
+                                  waits[:, 2] if parity else None)
+        elif blocker == 3:
+            bar, phase = next(words), next(words)
+            w.blocker = BarrierWait(blk.named[bar], bar, phase, w.ip)
+        w.counts = {}
+        for ip in iter(words.__next__, -1):
+            w.counts[ip] = np.array([next(words) for _ in range(WARP_SIZE)][:w.width], np.int64)
+
+    @staticmethod
+    def _block(blk, words):
+        def take(n):
+            return np.array([next(words) for _ in range(n)], np.int64)
+
+        for ev in blk.events:
+            slots = ev.decl.slots
+            ev.completed[...] = take(slots)
+            ev.arrivals[...] = take(slots)
+            ev.waits[...] = take(slots * blk.size).reshape(blk.size, slots)
+        for bar in blk.named:
+            bar.count, bar.arrived, bar.phases = next(words), next(words), next(words)
+        sites = blk.prog.code.once_sites
+        arrivals, claims = take(sites * blk.size), take(sites * blk.size)
+        for site in range(sites):
+            mine = arrivals[site * blk.size:(site + 1) * blk.size]
+            if mine.any():
+                blk.once[("arrivals", site)] = mine
+            for u in np.flatnonzero(claims[site * blk.size:(site + 1) * blk.size]):
+                blk.once[(site, int(u))] = int(claims[site * blk.size + u])
 
 
 def _array(keep: list, ffi, kind: str, values):
