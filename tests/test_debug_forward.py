@@ -62,6 +62,34 @@ FAULTS = """__co__ void faults(global s32 [512] out) {
 }
 """
 
+# One block of two warps: a loop with an if/else splitting each warp's lanes (lines
+# 8-11), a block barrier (15), a named barrier of warp 0 only (18).
+ONE_BLOCK = """__co__ void mid(global s32 [64] out, s32 n) {
+  parallel p by 1 : block {
+    shared s32 [64] buf;
+    parallel t by 64 : thread {
+      s32 v = t;
+      s32 k = 0;
+      while (k < n) {
+        if (t % 3 == 0)
+          v = v + k;
+        else
+          v = v * 2 % 97;
+        k = k + 1;
+      }
+      buf.at(t) = v;
+      sync.shared;
+      v = v + buf.at(63 - t);
+      if (t < 32) {
+        __bar_sync(1, 32);
+        v = v + 1;
+      }
+      out.at(t) = v;
+    }
+  }
+}
+"""
+
 BLOCKS_SCRIPTS = [
     "b 10\nc\np v\nn\nn\nrs\nrs\nrn\nrc\nc\nc\n",
     "b 10 if t == 3\nc\nc\n",
@@ -176,3 +204,56 @@ def test_blocks_that_all_stop_are_tried_less_often_when_saving_costs_more(monkey
                               np.zeros(262144, np.int32)),       # pauses twice as long
           "b 4 if t == 1\n" + "c\n" * 17)
     assert tries[:5] == [0, 2, 5, 10, 0]      # the second launch starts again
+
+
+def _resumed(monkeypatch) -> list:
+    """The blocks the reference engine goes on with from a native run's image."""
+    resumed = []
+
+    def spy(blk, w):
+        resumed.append((blk.index, w.index, w.ip))
+        return resume(blk, w)
+    resume = engine.resume_block
+    monkeypatch.setattr(engine, "resume_block", spy)
+    return resumed
+
+
+# stopping inside the only block: in a branch of a loop, after a block barrier, before
+# and after a named barrier; values of all lanes, the warps, stepping on and going back
+# (each reverse command re-runs the call and stops natively at the step it goes to)
+@pytest.mark.parametrize("schedule", ["rr", "random"])
+@pytest.mark.parametrize("script", [
+    "b 11\nc\np v\np k\ninfo warps\nn\nn\nwarp 1\nn\nrs\nrs\nrn\nc\nd\nb 9 if k == 5\nc\n"
+    "rc\nc\n",
+    "b 16\nc\nwhere\np v\nsi\nsi\nn\nwarp 1\nn\nrs\nrs\nrc\nc\nb 19\nc\ninfo warps\nrs\n"
+    "p v\nc\nc\n",
+])
+def test_a_stop_inside_a_block_goes_on_from_the_native_state(monkeypatch, script, schedule):
+    resumed = _resumed(monkeypatch)
+    program = croqvm.compile(ONE_BLOCK, "mid.co")
+    _same(program, "mid", (np.zeros(64, np.int32), 10), script, schedule=schedule, seed=3)
+    assert len(resumed) >= 4      # the first stop and the re-runs of reverse commands
+
+
+# warps waiting for events that others trigger (programs/pipeline_events.co)
+@pytest.mark.parametrize("schedule", ["rr", "random"])
+def test_a_stop_with_event_waiters_goes_on_from_the_native_state(monkeypatch, schedule):
+    resumed = _resumed(monkeypatch)
+    program = croqvm.compile_file(str(PROGRAMS / "pipeline_events.co"))
+    _same(program, "pipeline", (), "b 33\nc\ninfo events\nwhere\nn\nrs\nrs\nd\nb 24\nc\n"
+          "c\ninfo events\ninfo warps\nrc\nrs\nc\n", schedule=schedule, seed=2)
+    assert resumed
+
+
+# a block holding a future (an async copy) or an MMA fragment runs from its start on the
+# reference engine (native/debug.c beyond_image)
+@pytest.mark.parametrize("script", ["b 26\nc\np kt\nn\nrs\nc\n"])
+def test_a_block_with_fragments_runs_from_its_start_on_the_reference_engine(monkeypatch,
+                                                                                script):
+    resumed = _resumed(monkeypatch)
+    program = croqvm.compile_file(str(PROGRAMS / "matmul_mma_warp.co"))
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((32, 32)).astype(np.float16)
+    b = rng.standard_normal((32, 32)).astype(np.float16)
+    _same(program, "gemm_warps", (a, b, np.zeros((32, 32), np.float32)), script)
+    assert not resumed
