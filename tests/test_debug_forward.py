@@ -63,7 +63,8 @@ FAULTS = """__co__ void faults(global s32 [512] out) {
 """
 
 # One block of two warps: a loop with an if/else splitting each warp's lanes (lines
-# 8-11), a block barrier (15), a named barrier of warp 0 only (18).
+# 8-11), a block barrier (15), a named barrier the warps reach in the two branches of
+# an if (18, 22).
 ONE_BLOCK = """__co__ void mid(global s32 [64] out, s32 n) {
   parallel p by 1 : block {
     shared s32 [64] buf;
@@ -81,8 +82,11 @@ ONE_BLOCK = """__co__ void mid(global s32 [64] out, s32 n) {
       sync.shared;
       v = v + buf.at(63 - t);
       if (t < 32) {
-        __bar_sync(1, 32);
+        __bar_sync(1, 64);
         v = v + 1;
+      } else {
+        v = v + 2;
+        __bar_sync(1, 64);
       }
       out.at(t) = v;
     }
@@ -223,10 +227,10 @@ def _resumed(monkeypatch) -> list:
 # (each reverse command re-runs the call and stops natively at the step it goes to)
 @pytest.mark.parametrize("schedule", ["rr", "random"])
 @pytest.mark.parametrize("script", [
-    "b 11\nc\np v\np k\ninfo warps\nn\nn\nwarp 1\nn\nrs\nrs\nrn\nc\nd\nb 9 if k == 5\nc\n"
-    "rc\nc\n",
-    "b 16\nc\nwhere\np v\nsi\nsi\nn\nwarp 1\nn\nrs\nrs\nrc\nc\nb 19\nc\ninfo warps\nrs\n"
-    "p v\nc\nc\n",
+    "b 11\nc\nwarp 1\ns\ns\nwarp 0\np v\np k\ninfo warps\nn\nn\nwarp 1\nn\nrs\nrs\nrn\nc\nd\n"
+    "b 9 if k == 5\nc\nrc\nc\n",
+    "b 21\nc\ninfo warps\nwarp 0\nn\nrs\np v\nd\nb 16\nrc\nwhere\np v\nsi\nsi\nn\nwarp 1\n"
+    "n\nrs\nrs\nc\n",
 ])
 def test_a_stop_inside_a_block_goes_on_from_the_native_state(monkeypatch, script, schedule):
     resumed = _resumed(monkeypatch)
