@@ -59,8 +59,8 @@ SOURCE = """__co__ void work(global s32 [B, 128] out, s32 iters, s32 last) {
 LAST_LINE, AFTER_LINE = 11, 17
 
 # One block of two warpgroups: warpgroup 0 waits for an event that warpgroup 1 triggers
-# after ``iters`` iterations; a branch of some lanes after the loop (line 17), then a
-# block barrier (line 21) and the line after it (22). The native engine runs the block
+# after ``iters`` iterations and a named barrier of its warps; a branch of some lanes
+# after that barrier (line 18), then a block barrier (line 22) and the line after it. The native engine runs the block
 # up to the stop and hands its state over (croqvm/debug/forward.py _Image).
 ONE_BLOCK = """__co__ void one(global s32 [256] out, s32 iters) {
   parallel p by 1 : block {
@@ -77,6 +77,7 @@ ONE_BLOCK = """__co__ void one(global s32 [256] out, s32 iters) {
           foreach k in [iters] {
             v = (v * 3 + k) % 1021;
           }
+          __bar_sync(1, 128);
           if (t % 3 == 0)
             v = v - 1;
           buf.at(t) = v;
@@ -89,7 +90,7 @@ ONE_BLOCK = """__co__ void one(global s32 [256] out, s32 iters) {
   }
 }
 """
-BRANCH_LINE, BARRIER_LINE = 17, 22
+BRANCH_LINE, BARRIER_LINE = 18, 23
 
 
 def _first_stop(program, args, commands, fast_forward: bool, func: str = "work"):
@@ -143,7 +144,7 @@ def main() -> None:
             slow = best_cpu(_first_stop(program, args, commands, False), 1)
             row += f" {slow:18.3f} {slow / plain:8.2f}"
         print(row)
-    # one block doing all the work: nothing to fast-forward
+    # a kernel of one block doing 1/64 of the work, stopped late in it
     single = croqvm.compile(SOURCE.replace("B", "1"), "work.co")
     few = max(1, iters * blocks // 64)
     arg = np.zeros((1, 128), np.int32)

@@ -9,6 +9,12 @@
  * the block whatever the breakpoint's condition; a watched element compares by its
  * bytes), never the other way: the reference engine decides whether it really stops.
  *
+ * A stop before an instruction in a block whose state the reference engine can hold
+ * leaves the block as it is: cq_debug_image and the functions after it hand that state
+ * over (forward.py _Image), and the reference engine goes on from the instruction. The
+ * warps note their last statement instruction on the way (cq_warp.stmt), which decides
+ * there whether the next one starts a statement.
+ *
  * Recording (the history of a reverse command, session.py _history): the debugger
  * chooses among statement starts the last one of a warp (at most some depth), the last
  * one overall or the first one overall. Per block, the last statement start of each warp

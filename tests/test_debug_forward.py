@@ -94,6 +94,24 @@ ONE_BLOCK = """__co__ void mid(global s32 [64] out, s32 n) {
 }
 """
 
+# 16 small blocks (memory saved before each): block ``last`` subtracts one (line 7);
+# blocks 0, 4, 8, 12 print.
+SMALL = """__co__ void small(global s32 [16, 32] out, s32 last) {
+  parallel p by 16 {
+    parallel t by 32 : thread {
+      s32 v = t;
+      foreach i in [4]
+        v = v * 3 % 101 + i;
+      if (p == last)
+        v = v - 1;
+      if (t == 0 && p % 4 == 0)
+        println("block", p, v);
+      out.at(p, t) = v;
+    }
+  }
+}
+"""
+
 BLOCKS_SCRIPTS = [
     "b 10\nc\np v\nn\nn\nrs\nrs\nrn\nrc\nc\nc\n",
     "b 10 if t == 3\nc\nc\n",
@@ -261,3 +279,20 @@ def test_a_block_with_fragments_runs_from_its_start_on_the_reference_engine(monk
     b = rng.standard_normal((32, 32)).astype(np.float16)
     _same(program, "gemm_warps", (a, b, np.zeros((32, 32), np.float32)), script)
     assert not resumed
+
+
+# a re-run that goes to a step begins at the last save an earlier run made before it
+@pytest.mark.parametrize("schedule", ["rr", "random"])
+def test_going_back_re_runs_from_a_checkpoint(monkeypatch, schedule):
+    begun = []
+    resume_at = FastForward._resume_at
+
+    def spy(self, key, run, real, number, start, end):
+        begin = resume_at(self, key, run, real, number, start, end)
+        begun.append(begin[0])
+        return begin
+    monkeypatch.setattr(FastForward, "_resume_at", spy)
+    program = croqvm.compile(SMALL, "small.co")
+    _same(program, "small", (np.zeros((16, 32), np.int32), 9),
+          "b 8\nc\np v\nrs\nrs\nrn\nc\nrc\nc\nrs\np v\nc\n", schedule=schedule, seed=4)
+    assert max(begun) >= 8

@@ -17,6 +17,20 @@ the reference engine, which decides whether it really stops there (a breakpoint'
 condition may not hold); the next block starts the question again. So a stop costs
 about one native run of the blocks before it, and its own block on the reference engine.
 
+A stop before an instruction (a breakpoint's line, the step a re-run goes to) needs
+neither: the stopped block's state is handed to the reference engine as it is
+(``_Image``, native/debug.c cq_debug_image) and the block goes on there from that very
+instruction (croqvm.interp.engine resume_block), the memory where the native run left
+it, so a stop late inside a big block costs about the native run up to it. What the
+image does not carry sends the block down the first way: a future (an async copy or
+its handle), an MMA fragment, an open collective (lanes arrived at a barrier that has
+not completed), an async copy in flight (random schedule), the initialisation check's
+marks; and a watchpoint's stop, which comes after the instruction.
+
+A re-run that goes to a step (a reverse command's last) begins, in a launch, at the
+last save an earlier run of the session made before a stop there (``_checkpoint``,
+``_resume_at``), its memory put back, rather than at the launch's first block.
+
 Where the hook needs every instruction or blocks depend on each other, every block
 runs on the reference engine (``_launch_ok``, ``_mode_ok``): a check (race, init), a
 read watchpoint, a step that stops at the next statement or instruction of any warp,
@@ -44,6 +58,7 @@ MAX_WATCHES = 16            # native/debug.c holds at most this many watched ele
 # than SAVE_RATIO times 4 bytes a lane-step of a block costs more than a tenth of it
 SAVE_RATIO = 8
 MAX_PAUSE = 64
+MAX_CHECKPOINTS = 4         # tries of launches whose last save a re-run may begin at
 
 
 def _number_of(index: tuple, grid) -> int | None:
@@ -66,6 +81,8 @@ class FastForward:
             self.fn = module.function(func)
             self.prog = program(self.lib, self.ffi, module, self.fn)
             self._tables: dict = {}
+            # the last save before a stop, per try of a launch (_checkpoint)
+            self._checkpoints: dict = {}
 
     # ------------------------------------------------------------------ which blocks
 
@@ -165,7 +182,10 @@ class FastForward:
         # goes back after a stop costs little more than the save
         dbg.save_every = sum(a.nbytes for a in saves[0].values()) // 4
         start = (call.steps, call.lane_steps, self._rng(call))
-        stop, state = self._run(run, call, hblk, index, real, number, end, dbg, start)
+        key = (call.launches, index, number, *start)
+        stop, state = self._run(run, call, hblk, index, real, end, dbg,
+                                self._resume_at(key, run, real, number, start, end))
+        self._checkpoint(key, number, stop, state, saves)
         if stop is not None and state["image"] is not None:
             # the stopped block goes on on the reference engine from the native state
             self._adopt(run, call, grid, number, stop, state)
@@ -186,13 +206,43 @@ class FastForward:
                          output=state["output"][:printed],
                          events=[e for e in state["events"] if e[1] < stop])
             if stop > at:
-                _, again = self._run(run, call, hblk, index, real, at, stop, None,
-                                     (steps, lanes, rng))
+                _, again = self._run(run, call, hblk, index, real, stop, None,
+                                     (at, steps, lanes, rng, b""))
                 state.update(steps=again["steps"], lane_steps=again["lane_steps"],
                              rng=again["rng"], output=state["output"] + again["output"])
         if stop != number:
             self._adopt(run, call, grid, number, stop if stop is not None else end, state)
         return (end if stop is None else stop), None
+
+    def _resume_at(self, key, run, real, number, start, end):
+        """Where the try ``key`` of a launch, on memory ``real``, begins: (block, steps,
+        lane-steps, random schedule's state, output before). A re-run that goes to a
+        step and records nothing begins at the checkpoint an earlier try kept, when it
+        lies before that step (runs are deterministic: the blocks before it did there
+        what they would do again), its memory put back."""
+        cp = self._checkpoints.get(key)
+        if cp is None or not run.replaying or run.record is not None or \
+                not number < cp["block"] < end or cp["start"][0] >= run.target:
+            return (number, *start, b"")
+        for hs, data in cp["memory"].items():
+            real[hs][...] = data
+        return (cp["block"], *cp["start"], cp["output"])
+
+    def _checkpoint(self, key, number, stop, state, saves) -> None:
+        """After try ``key`` stopped: keep its last save before the stop's block
+        (native/debug.c cq_debug_saved) for a later re-run (``_resume_at``); the last
+        few tries' only."""
+        save = next((at for at in state["saved"] if 0 <= at[0] <= stop), None) \
+            if stop is not None else None
+        if save is None or save[0] <= number:
+            return
+        at, steps, lanes, rng, printed, area = save
+        self._checkpoints.pop(key, None)
+        self._checkpoints[key] = {"block": at, "start": (steps, lanes, rng % (1 << 64)),
+                                  "output": state["output"][:printed],
+                                  "memory": saves[area]}
+        while len(self._checkpoints) > MAX_CHECKPOINTS:
+            del self._checkpoints[next(iter(self._checkpoints))]
 
     @staticmethod
     def _rng(call) -> int:
@@ -235,16 +285,17 @@ class FastForward:
         dbg.watch_size = _array(keep, ffi, "int32_t[]", sizes or [0])
         dbg.watch_old = _array(keep, ffi, "uint8_t[]", old)
 
-    def _run(self, run, call, hblk, index, buffers, first, last, dbg, start):
+    def _run(self, run, call, hblk, index, buffers, last, dbg, begin):
         """Blocks ``first``..``last`` - 1 on ``buffers`` (host slot -> array), natively,
-        from ``start`` (steps, lane-steps, the random schedule's state); with ``dbg``,
-        until the first block it stops. Returns (the block that stopped or None, the
-        state after: steps, lane_steps, rng, output (bytes), events (step, block
-        number, warp, depth) of the blocks before the stop, the last two saves
-        (cq_debug_saved), whether it stopped with a fault before the block's second
-        step)."""
+        from ``begin`` (``first``, steps, lane-steps, the random schedule's state, the
+        output before); with ``dbg``, until the first block it stops. Returns (the block
+        that stopped or None, the state after: steps, lane_steps, rng, output (bytes),
+        events (step, block number, warp, depth) of the blocks before the stop, the last
+        two saves (cq_debug_saved, their output counted from the output before), whether
+        it stopped with a fault before the block's second step, the ``_Image`` of the
+        block it stopped in or None)."""
         lib, ffi = self.lib, self.ffi
-        steps, lanes, rng = start
+        first, steps, lanes, rng, before = begin
         opts = ffi.new("cq_opts *", {
             "max_steps": NO_LIMIT if call.max_steps is None else call.max_steps,
             "schedule": SCHEDULES["random" if isinstance(call.scheduler, Random) else "rr"],
@@ -284,8 +335,9 @@ class FastForward:
                 raw = lib.cq_debug_events(c, n)
             events = (tuple(raw[4 * k:4 * k + 4]) for k in range(n[0]))
             state = {"steps": at.steps, "lane_steps": at.lane_steps,
-                     "rng": lib.cq_rng_state(c), "output": b"".join(out),
-                     "saved": [list(x) for x in saved], "early": early, "image": image,
+                     "rng": lib.cq_rng_state(c), "output": before + b"".join(out),
+                     "saved": [[*list(x)[:4], x[4] + len(before), x[5]] for x in saved],
+                     "early": early, "image": image,
                      "events": [e for e in events if e[1] < cut]}
             return stop, state
         finally:
