@@ -60,8 +60,9 @@ LAST_LINE, AFTER_LINE = 11, 17
 
 # One block of two warpgroups: warpgroup 0 waits for an event that warpgroup 1 triggers
 # after ``iters`` iterations and a named barrier of its warps; a branch of some lanes
-# after that barrier (line 18), then a block barrier (line 22) and the line after it. The native engine runs the block
-# up to the stop and hands its state over (croqvm/debug/forward.py _Image).
+# after that barrier (line 18), then a block barrier (line 22) and the line after it.
+# The native engine runs the block up to the stop and hands its state over
+# (croqvm/debug/forward.py _Image).
 ONE_BLOCK = """__co__ void one(global s32 [256] out, s32 iters) {
   parallel p by 1 : block {
     shared event done;

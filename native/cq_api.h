@@ -281,11 +281,11 @@ uint64_t cq_rng_state(const cq_call *call);
  * flight, the initialisation check's marks, a warp at the grid barrier); else 1, the
  * block's statement starts so far recorded (cq_debug_events), and ``head`` = the warp
  * about to run, the steps when the block started, the words cq_debug_warp writes at
- * most, the block's lanes. cq_debug_warp: warp k's state, pc, ip, hold, active lanes, live lanes, last
- * statement instruction (-1 none), blocker (0 none, 1 a completed collective, 2 an
- * event, 3 a named barrier), control depth, then per frame kind (0 if, 1 loop),
- * opener, jump, entered lanes, other lanes (an IF's else lanes, a LOOP's broken ones);
- * then an event wait's event, parity (0/1), n and n times lane, slot, generation; a
+ * most, the block's lanes. cq_debug_warp: warp k's state, pc, ip, hold, active lanes,
+ * live lanes, last statement instruction (-1 none), blocker (0 none, 1 a completed
+ * collective, 2 an event, 3 a named barrier), control depth, then per frame kind (0 if,
+ * 1 loop), opener, jump, entered lanes, other lanes (an IF's else lanes, a LOOP's broken
+ * ones); then an event wait's event, parity (0/1), n and n times lane, slot, generation; a
  * named barrier's number and phase; then per collective instruction it has run its
  * index and 32 execution counts, ended by -1. Returns the words written.
  * cq_debug_reg: warp k's register r, its lanes in storage type. cq_debug_buffer: the

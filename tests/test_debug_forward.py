@@ -245,10 +245,10 @@ def _resumed(monkeypatch) -> list:
 # (each reverse command re-runs the call and stops natively at the step it goes to)
 @pytest.mark.parametrize("schedule", ["rr", "random"])
 @pytest.mark.parametrize("script", [
-    "b 11\nc\nwarp 1\ns\ns\nwarp 0\np v\np k\ninfo warps\nn\nn\nwarp 1\nn\nrs\nrs\nrn\nc\nd\n"
-    "b 9 if k == 5\nc\nrc\nc\n",
-    "b 21\nc\ninfo warps\nwarp 0\nn\nrs\np v\nd\nb 16\nrc\nwhere\np v\nsi\nsi\nn\nwarp 1\n"
-    "n\nrs\nrs\nc\n",
+    ("b 11\nc\nwarp 1\ns\ns\nwarp 0\np v\np k\ninfo warps\nn\nn\nwarp 1\nn\nrs\nrs\nrn\nc\nd\n"
+     "b 9 if k == 5\nc\nrc\nc\n"),
+    ("b 21\nc\ninfo warps\nwarp 0\nn\nrs\np v\nd\nb 16\nrc\nwhere\np v\nsi\nsi\nn\nwarp 1\n"
+     "n\nrs\nrs\nc\n"),
 ])
 def test_a_stop_inside_a_block_goes_on_from_the_native_state(monkeypatch, script, schedule):
     resumed = _resumed(monkeypatch)
