@@ -293,8 +293,13 @@ uint64_t cq_rng_state(const cq_call *call);
  * ``lane``), its extents in ``shape``; NULL before its ALLOC. cq_debug_block: per
  * event its completed generations and arrivals per slot and its waits per lane and
  * slot, then per named barrier its count, threads arrived and phases, then per ONCE
- * site its arrivals per lane and its claims per unit instance. */
+ * site its arrivals per lane and its claims per unit instance. cq_debug_future: the
+ * handle future ``slot`` of block lane ``lane`` holds (-1: none, and ``words`` as it
+ * was), with its buffer (0 none: a placeholder; 1 a block-wide slot's, 2 a lane's
+ * local one), that slot, lane and instance, its rank, origin, extents, whether async,
+ * the issuing span and the lanes that waited for it (32 per word, 32 words). */
 int cq_debug_image(cq_call *call, int64_t *head);
+int32_t cq_debug_future(const cq_call *call, int32_t slot, int32_t lane, int64_t *words);
 int64_t cq_debug_warp(const cq_call *call, int32_t k, int64_t *words);
 void cq_debug_reg(const cq_call *call, int32_t k, int32_t r, void *out);
 const void *cq_debug_buffer(const cq_call *call, int32_t slot, int32_t lane, int32_t element,

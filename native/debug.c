@@ -221,16 +221,43 @@ uint64_t cq_rng_state(const cq_call *call)
 
 /* ------------------------------------------------------------------ the image */
 
+/* Where the buffer ``b`` a future's handle names is among the block's buffers: kind 1
+ * a block-wide slot's (a shared or bound one), 2 a lane's local one; 0 none. */
+static int locate(const cq_block *blk, const cq_buf *b, int64_t *slot, int64_t *lane,
+                  int64_t *element)
+{
+    const cq_code *code = blk->code;
+    for (int s = 0; s < code->nbuf; s++) {
+        int count = code->buf[s].count;
+        for (int l = 0; l < (code->buf[s].storage == 2 ? blk->size : 1); l++) {
+            cq_insts insts = code->buf[s].storage == 2 ?
+                (blk->locals[s] ? blk->locals[s][l] : NULL) : blk->bufs[s];
+            for (int k = 0; insts && k < count; k++)
+                if (insts[k] == b) {
+                    *slot = s;
+                    *lane = l;
+                    *element = k;
+                    return code->buf[s].storage == 2 ? 2 : 1;
+                }
+        }
+    }
+    return 0;
+}
+
 /* What a block holds that the image (cq_api.h cq_debug_image) does not carry. */
 static int beyond_image(const cq_block *blk)
 {
     const cq_code *code = blk->code;
     if (blk->call->opts.poison || blk->ntransfers || blk->nopen)
         return 1;
+    int64_t slot, lane, element;
     for (int s = 0; s < code->nfut; s++)
-        for (int l = 0; l < blk->size; l++)
-            if (blk->fut[s][l] >= 0)
+        for (int l = 0; l < blk->size; l++) {
+            int32_t h = blk->fut[s][l];
+            if (h >= 0 && blk->handles[h].buf &&
+                !locate(blk, blk->handles[h].buf, &slot, &lane, &element))
                 return 1;
+        }
     for (int m = 0; m < code->nfrag; m++)
         if (blk->frags[m])
             return 1;
@@ -351,4 +378,25 @@ void cq_debug_block(const cq_call *call, int64_t *words)
     size_t once = (size_t)code->once_sites * (size_t)blk->size;
     memcpy(words + n, blk->once_arrivals, once * sizeof(int64_t));
     memcpy(words + n + once, blk->once_claimed, once * sizeof(int64_t));
+}
+
+int32_t cq_debug_future(const cq_call *call, int32_t slot, int32_t lane, int64_t *words)
+{
+    const cq_block *blk = call->blk;
+    int32_t h = blk->fut[slot][lane];
+    if (h < 0)
+        return h;
+    const cq_handle *hd = &blk->handles[h];
+    words[0] = hd->buf ? locate(blk, hd->buf, &words[1], &words[2], &words[3]) : 0;
+    int64_t n = 4;
+    words[n++] = hd->nd;
+    for (int d = 0; d < hd->nd; d++)
+        words[n++] = hd->o[d];
+    for (int d = 0; d < hd->nd; d++)
+        words[n++] = hd->e[d];
+    words[n++] = hd->is_async;
+    words[n++] = hd->issued;
+    for (int k = 0; k < CQ_LANE_WORDS; k++)
+        words[n++] = hd->waited.w[k];
+    return h;
 }

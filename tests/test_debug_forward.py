@@ -267,8 +267,22 @@ def test_a_stop_with_event_waiters_goes_on_from_the_native_state(monkeypatch, sc
     assert resumed
 
 
-# a block holding a future (an async copy) or an MMA fragment runs from its start on the
-# reference engine (native/debug.c beyond_image)
+# futures of async copies, waited and not, held when a block is handed over
+@pytest.mark.parametrize("schedule", ["rr", "random"])
+def test_a_stop_with_futures_goes_on_from_the_native_state(monkeypatch, schedule):
+    resumed = _resumed(monkeypatch)
+    program = croqvm.compile_file(str(PROGRAMS / "matmul_double_buffer.co"))
+    rng = np.random.default_rng(1)
+    a = rng.integers(-8, 8, (32, 32)).astype(np.float32)
+    b = rng.integers(-8, 8, (32, 48)).astype(np.float32)
+    _same(program, "matmul_db", (a, b), "b 36 if bm == 1 && bn == 1 && tm == 3\nc\n"
+          "info futures\np cur_a.data.at(tm, 0)\nn\nn\ninfo futures\nrs\nrs\nrn\nc\n",
+          schedule=schedule, seed=1)
+    assert resumed
+
+
+# a block holding an MMA fragment runs from its start on the reference engine
+# (native/debug.c beyond_image)
 @pytest.mark.parametrize("script", ["b 26\nc\np kt\nn\nrs\nc\n"])
 def test_a_block_with_fragments_runs_from_its_start_on_the_reference_engine(monkeypatch,
                                                                                 script):

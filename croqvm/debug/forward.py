@@ -45,8 +45,9 @@ import numpy as np
 
 from ..bytecode.module import Storage
 from ..core import dtypes
-from ..core.limits import MAX_GRID, NAMED_BARRIERS, WARP_SIZE
+from ..core.limits import MAX_BLOCK_SIZE, MAX_GRID, NAMED_BARRIERS, WARP_SIZE
 from ..interp.engine import block_index, block_number
+from ..interp.memory import Handle, Transfer
 from ..interp.scheduler import Random
 from ..interp.sync import BarrierWait, EventWait, Waiting
 from ..interp.warp import BLOCKED, DONE, READY, Frame
@@ -423,6 +424,16 @@ class _Image:
                     insts.append(np.frombuffer(raw, dtype).reshape(dims).copy())
                 if insts:
                     self.buffers[(slot, lane)] = insts
+        self.futures = {}             # (slot, lane) -> handle number
+        self.handles = {}             # handle number -> its words (cq_debug_future)
+        held = ffi.new("int64_t[]", 8 + 2 * 8 + MAX_BLOCK_SIZE // 32)
+        for slot in range(len(code.futures)):
+            for lane in range(size):
+                h = lib.cq_debug_future(c, slot, lane, held)
+                if h >= 0:
+                    self.futures[(slot, lane)] = h
+                    if h not in self.handles:
+                        self.handles[h] = list(ffi.unpack(held, len(held)))
         n = sum(ev.slots * (2 + size) for ev in code.events) + 3 * NAMED_BARRIERS + \
             2 * code.once_sites * size
         block = ffi.new("int64_t[]", max(1, n))
@@ -442,6 +453,9 @@ class _Image:
             for buf, data in zip(blk.allocate(slot, lane, shape), insts):
                 buf.data[...] = data
         self._block(blk, iter(self.block.tolist()))
+        handles = {h: self._handle(blk, words) for h, words in self.handles.items()}
+        for (slot, lane), h in self.futures.items():
+            blk.futures[slot][lane] = handles[h]
         run = self.run
         run.blk = blk                 # the hook's last statement start of each warp
         run.last = {id(w): (self.lines[words[6]], words[6])
@@ -481,6 +495,21 @@ class _Image:
         w.counts = {}
         for ip in iter(words.__next__, -1):
             w.counts[ip] = np.array([next(words) for _ in range(WARP_SIZE)][:w.width], np.int64)
+
+    @staticmethod
+    def _handle(blk, words) -> Handle:
+        """A future's handle: a placeholder, or a view of a buffer of the block whose
+        copy has landed (an image has none in flight)."""
+        kind, slot, lane, element, nd = words[:5]
+        if kind == 0:
+            return Handle()
+        origin, extents = tuple(words[5:5 + nd]), tuple(words[5 + nd:5 + 2 * nd])
+        is_async, issued = bool(words[5 + 2 * nd]), words[6 + 2 * nd]
+        bits = np.array(words[7 + 2 * nd:], np.int64).astype(np.uint32)
+        waited = np.unpackbits(bits.view(np.uint8), bitorder="little")[:blk.size] == 1 \
+            if is_async else None
+        buf = blk.instances(slot, lane)[element]
+        return Handle(buf, origin, extents, is_async, waited, issued, Transfer())
 
     @staticmethod
     def _block(blk, words):
