@@ -277,8 +277,9 @@ uint64_t cq_rng_state(const cq_call *call);
 /* The image of the block a run stopped in before an instruction (stop_pc or stop_step),
  * for the reference engine to go on from there (croqvm/debug/forward.py _Image).
  * cq_debug_image: 0 when the run did not stop so, or the block holds what the image
- * does not carry (an open collective, a future, an MMA fragment, an async copy in
- * flight, the initialisation check's marks, a warp at the grid barrier); else 1, the
+ * does not carry (an open collective, an MMA fragment, an async copy in flight, a
+ * future naming a buffer not the block's, the initialisation check's marks, a warp at
+ * the grid barrier); else 1, the
  * block's statement starts so far recorded (cq_debug_events), and ``head`` = the warp
  * about to run, the steps when the block started, the words cq_debug_warp writes at
  * most, the block's lanes. cq_debug_warp: warp k's state, pc, ip, hold, active lanes,

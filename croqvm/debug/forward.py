@@ -22,10 +22,11 @@ neither: the stopped block's state is handed to the reference engine as it is
 (``_Image``, native/debug.c cq_debug_image) and the block goes on there from that very
 instruction (croqvm.interp.engine resume_block), the memory where the native run left
 it, so a stop late inside a big block costs about the native run up to it. What the
-image does not carry sends the block down the first way: a future (an async copy or
-its handle), an MMA fragment, an open collective (lanes arrived at a barrier that has
-not completed), an async copy in flight (random schedule), the initialisation check's
-marks; and a watchpoint's stop, which comes after the instruction.
+image does not carry sends the block down the first way: an MMA fragment, an open
+collective (lanes arrived at a barrier that has not completed), an async copy in
+flight (random schedule), a future naming a buffer not the block's, the
+initialisation check's marks; and a watchpoint's stop, which comes after the
+instruction.
 
 A re-run that goes to a step (a reverse command's last) begins, in a launch, at the
 last save an earlier run of the session made before a stop there (``_checkpoint``,
