@@ -277,8 +277,8 @@ uint64_t cq_rng_state(const cq_call *call);
 /* The image of the block a run stopped in before an instruction (stop_pc or stop_step),
  * for the reference engine to go on from there (croqvm/debug/forward.py _Image).
  * cq_debug_image: 0 when the run did not stop so, or the block holds what the image
- * does not carry (an open collective, an MMA fragment, an async copy in flight, a
- * future naming a buffer not the block's, the initialisation check's marks, a warp at
+ * does not carry (an open collective, an async copy in flight, a future naming a
+ * buffer not the block's, the initialisation check's marks, a warp at
  * the grid barrier); else 1, the
  * block's statement starts so far recorded (cq_debug_events), and ``head`` = the warp
  * about to run, the steps when the block started, the words cq_debug_warp writes at
@@ -301,6 +301,11 @@ uint64_t cq_rng_state(const cq_call *call);
  * the issuing span and the lanes that waited for it (32 per word, 32 words). */
 int cq_debug_image(cq_call *call, int64_t *head);
 int32_t cq_debug_future(const cq_call *call, int32_t slot, int32_t lane, int64_t *words);
+/* Unit instance u's copy of fragment m: NULL when it has none; else ``words`` = its
+ * rows, columns (-1: not fixed yet), pending asynchronous MMAs, whether it has data,
+ * its fill value as an integer and as the bits of a double, and the data (rows x
+ * columns, int64 for an integer type, else double) or ``words`` when it has none. */
+const void *cq_debug_fragment(const cq_call *call, int32_t m, int32_t u, int64_t *words);
 int64_t cq_debug_warp(const cq_call *call, int32_t k, int64_t *words);
 void cq_debug_reg(const cq_call *call, int32_t k, int32_t r, void *out);
 const void *cq_debug_buffer(const cq_call *call, int32_t slot, int32_t lane, int32_t element,

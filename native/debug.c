@@ -258,9 +258,6 @@ static int beyond_image(const cq_block *blk)
                 !locate(blk, blk->handles[h].buf, &slot, &lane, &element))
                 return 1;
         }
-    for (int m = 0; m < code->nfrag; m++)
-        if (blk->frags[m])
-            return 1;
     for (int k = 0; k < blk->nwarps; k++) {
         const cq_warp *w = &blk->warps[k];
         if (w->state != CQ_BLOCKED)
@@ -399,4 +396,19 @@ int32_t cq_debug_future(const cq_call *call, int32_t slot, int32_t lane, int64_t
     for (int k = 0; k < CQ_LANE_WORDS; k++)
         words[n++] = hd->waited.w[k];
     return h;
+}
+
+const void *cq_debug_fragment(const cq_call *call, int32_t m, int32_t u, int64_t *words)
+{
+    const cq_block *blk = call->blk;
+    const cq_frag *f = blk->frags[m] ? blk->frags[m][u] : NULL;
+    if (!f)
+        return NULL;
+    words[0] = f->rows;
+    words[1] = f->cols;
+    words[2] = f->pending;
+    words[3] = f->has_data;
+    words[4] = f->ifill;
+    memcpy(&words[5], &f->ffill, sizeof f->ffill);
+    return f->has_data ? f->data : (const void *)words;
 }

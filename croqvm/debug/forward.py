@@ -22,11 +22,10 @@ neither: the stopped block's state is handed to the reference engine as it is
 (``_Image``, native/debug.c cq_debug_image) and the block goes on there from that very
 instruction (croqvm.interp.engine resume_block), the memory where the native run left
 it, so a stop late inside a big block costs about the native run up to it. What the
-image does not carry sends the block down the first way: an MMA fragment, an open
-collective (lanes arrived at a barrier that has not completed), an async copy in
-flight (random schedule), a future naming a buffer not the block's, the
-initialisation check's marks; and a watchpoint's stop, which comes after the
-instruction.
+image does not carry sends the block down the first way: an open collective (lanes
+arrived at a barrier that has not completed), an async copy in flight (random
+schedule), a future naming a buffer not the block's, the initialisation check's
+marks; and a watchpoint's stop, which comes after the instruction.
 
 A re-run that goes to a step (a reverse command's last) begins, in a launch, at the
 last save an earlier run of the session made before a stop there (``_checkpoint``,
@@ -49,6 +48,7 @@ from ..core import dtypes
 from ..core.limits import MAX_BLOCK_SIZE, MAX_GRID, NAMED_BARRIERS, WARP_SIZE
 from ..interp.engine import block_index, block_number
 from ..interp.memory import Handle, Transfer
+from ..interp.mma import Fragment
 from ..interp.scheduler import Random
 from ..interp.sync import BarrierWait, EventWait, Waiting
 from ..interp.warp import BLOCKED, DONE, READY, Frame
@@ -435,6 +435,20 @@ class _Image:
                     self.futures[(slot, lane)] = h
                     if h not in self.handles:
                         self.handles[h] = list(ffi.unpack(held, len(held)))
+        self.frags = {}               # (fragment, unit instance) -> its words, data
+        frag = ffi.new("int64_t[6]")
+        for m, decl in enumerate(code.frags):
+            holder = np.int64 if dtypes.BY_CODE[decl.dtype].is_int else np.float64
+            for u in range(size):
+                data = lib.cq_debug_fragment(c, m, u, frag)
+                if data == ffi.NULL:
+                    continue
+                words = list(ffi.unpack(frag, 6))
+                tile = np.frombuffer(ffi.buffer(data, 8 * words[0] * words[1]), holder) \
+                    .reshape(words[0], words[1]).copy() if words[3] else None
+                fill = np.int64(words[4]) if holder is np.int64 else \
+                    np.array(words[5], np.int64).view(np.float64)[()]
+                self.frags[(m, u)] = (words[0], words[1], words[2], tile, fill)
         n = sum(ev.slots * (2 + size) for ev in code.events) + 3 * NAMED_BARRIERS + \
             2 * code.once_sites * size
         block = ffi.new("int64_t[]", max(1, n))
@@ -457,6 +471,9 @@ class _Image:
         handles = {h: self._handle(blk, words) for h, words in self.handles.items()}
         for (slot, lane), h in self.futures.items():
             blk.futures[slot][lane] = handles[h]
+        for (m, u), (rows, cols, pending, tile, fill) in self.frags.items():
+            frag = blk.frags[(m, u)] = Fragment(m, blk.prog.code.frags[m])
+            frag.shape, frag.pending, frag.data, frag.fill = (rows, cols), pending, tile, fill
         run = self.run
         run.blk = blk                 # the hook's last statement start of each warp
         run.last = {id(w): (self.lines[words[6]], words[6])
