@@ -277,16 +277,17 @@ uint64_t cq_rng_state(const cq_call *call);
 /* The image of the block a run stopped in before an instruction (stop_pc or stop_step),
  * for the reference engine to go on from there (croqvm/debug/forward.py _Image).
  * cq_debug_image: 0 when the run did not stop so, or the block holds what the image
- * does not carry (an open collective, an async copy in flight, a future naming a
- * buffer not the block's, the initialisation check's marks, a warp at
+ * does not carry (an open collective other than a block barrier's, an async copy in
+ * flight, a future naming a buffer not the block's, the initialisation check's marks, a warp at
  * the grid barrier); else 1, the
  * block's statement starts so far recorded (cq_debug_events), and ``head`` = the warp
  * about to run, the steps when the block started, the words cq_debug_warp writes at
  * most, the block's lanes. cq_debug_warp: warp k's state, pc, ip, hold, active lanes,
- * live lanes, last statement instruction (-1 none), blocker (0 none, 1 a completed
- * collective, 2 an event, 3 a named barrier), control depth, then per frame kind (0 if,
- * 1 loop), opener, jump, entered lanes, other lanes (an IF's else lanes, a LOOP's broken
- * ones); then an event wait's event, parity (0/1), n and n times lane, slot, generation; a
+ * live lanes, last statement instruction (-1 none), blocker (0 none, 1 collectives, 2
+ * an event, 3 a named barrier), control depth, then per frame kind (0 if, 1 loop),
+ * opener, jump, entered lanes, other lanes (an IF's else lanes, a LOOP's broken ones);
+ * then the collectives' count and each one's open rendezvous (-1: completed), or an
+ * event wait's event, parity (0/1), n and n times lane, slot, generation; a
  * named barrier's number and phase; then per collective instruction it has run its
  * index and 32 execution counts, ended by -1. Returns the words written.
  * cq_debug_reg: warp k's register r, its lanes in storage type. cq_debug_buffer: the
@@ -301,6 +302,10 @@ uint64_t cq_rng_state(const cq_call *call);
  * the issuing span and the lanes that waited for it (32 per word, 32 words). */
 int cq_debug_image(cq_call *call, int64_t *head);
 int32_t cq_debug_future(const cq_call *call, int32_t slot, int32_t lane, int64_t *words);
+/* The k-th open rendezvous in creation order (-1: none), with its instruction, unit
+ * instance, execution count, collective site, whether the whole unit takes part, then
+ * its member lanes and arrived lanes (32 per word, 32 words each). */
+int32_t cq_debug_rendezvous(const cq_call *call, int32_t k, int64_t *words);
 /* Unit instance u's copy of fragment m: NULL when it has none; else ``words`` = its
  * rows, columns (-1: not fixed yet), pending asynchronous MMAs, whether it has data,
  * its fill value as an integer and as the bits of a double, and the data (rows x

@@ -248,8 +248,11 @@ static int locate(const cq_block *blk, const cq_buf *b, int64_t *slot, int64_t *
 static int beyond_image(const cq_block *blk)
 {
     const cq_code *code = blk->code;
-    if (blk->call->opts.poison || blk->ntransfers || blk->nopen)
+    if (blk->call->opts.poison || blk->ntransfers)
         return 1;
+    for (int k = 0; k < blk->nopen; k++)      /* an open one with an effect to come */
+        if (code->ins[blk->rdvs[blk->open[k]].ip].op != CQ_OP_BARRIER)
+            return 1;
     int64_t slot, lane, element;
     for (int s = 0; s < code->nfut; s++)
         for (int l = 0; l < blk->size; l++) {
@@ -264,9 +267,6 @@ static int beyond_image(const cq_block *blk)
             continue;
         if (w->blocker == 4)
             return 1;
-        for (int j = 0; w->blocker == 1 && j < w->nrdv; j++)
-            if (!blk->rdvs[w->rdv[j]].done)
-                return 1;
     }
     return 0;
 }
@@ -280,7 +280,7 @@ int cq_debug_image(cq_call *call, int64_t *head)
     take_events(d, blk);
     head[0] = blk->cur;
     head[1] = call->block_start;
-    head[2] = 16 + 5 * ((int64_t)blk->code->depth + 1) + 3 * CQ_WARP +
+    head[2] = 16 + 5 * ((int64_t)blk->code->depth + 1) + 4 * CQ_WARP +
               (int64_t)blk->code->ncoll_ins * (1 + CQ_WARP);
     head[3] = blk->size;
     return 1;
@@ -304,7 +304,11 @@ int64_t cq_debug_warp(const cq_call *call, int32_t k, int64_t *words)
         words[n++] = f->entered;
         words[n++] = f->other;
     }
-    if (blocked && w->blocker == 2) {
+    if (blocked && w->blocker == 1) {
+        words[n++] = w->nrdv;
+        for (int j = 0; j < w->nrdv; j++)
+            words[n++] = blk->rdvs[w->rdv[j]].done ? -1 : w->rdv[j];
+    } else if (blocked && w->blocker == 2) {
         words[n++] = w->ev;
         words[n++] = w->ev_parity;
         words[n++] = w->ev_n;
@@ -411,4 +415,20 @@ const void *cq_debug_fragment(const cq_call *call, int32_t m, int32_t u, int64_t
     words[4] = f->ifill;
     memcpy(&words[5], &f->ffill, sizeof f->ffill);
     return f->has_data ? f->data : (const void *)words;
+}
+
+int32_t cq_debug_rendezvous(const cq_call *call, int32_t k, int64_t *words)
+{
+    const cq_block *blk = call->blk;
+    if (k >= blk->nopen)
+        return -1;
+    int32_t r = blk->open[k];
+    const cq_rdv *rec = &blk->rdvs[r];
+    int64_t head[] = {rec->ip, rec->unit_index, rec->count, rec->site, rec->whole_unit};
+    memcpy(words, head, sizeof head);
+    for (int j = 0; j < CQ_LANE_WORDS; j++) {
+        words[5 + j] = rec->members.w[j];
+        words[5 + CQ_LANE_WORDS + j] = rec->arrived.w[j];
+    }
+    return r;
 }

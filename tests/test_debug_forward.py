@@ -240,8 +240,8 @@ def _resumed(monkeypatch) -> list:
     return resumed
 
 
-# stopping inside the only block: in a branch of a loop, after a block barrier, before
-# and after a named barrier; values of all lanes, the warps, stepping on and going back
+# stopping inside the only block: in a branch of a loop, after a block barrier, at it
+# while another warp waits there, before and after a named barrier; values of all lanes, the warps, stepping on and going back
 # (each reverse command re-runs the call and stops natively at the step it goes to)
 @pytest.mark.parametrize("schedule", ["rr", "random"])
 @pytest.mark.parametrize("script", [
@@ -249,6 +249,7 @@ def _resumed(monkeypatch) -> list:
      "b 9 if k == 5\nc\nrc\nc\n"),
     ("b 21\nc\ninfo warps\nwarp 0\nn\nrs\np v\nd\nb 16\nrc\nwhere\np v\nsi\nsi\nn\nwarp 1\n"
      "n\nrs\nrs\nc\n"),
+    "b 16\nc\nwarp 1\nrs\nwhere\nrs\np v\nn\nn\nwhere\nc\n",     # warp 0 waits at line 15
 ])
 def test_a_stop_inside_a_block_goes_on_from_the_native_state(monkeypatch, script, schedule):
     resumed = _resumed(monkeypatch)

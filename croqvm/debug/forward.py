@@ -22,9 +22,9 @@ neither: the stopped block's state is handed to the reference engine as it is
 (``_Image``, native/debug.c cq_debug_image) and the block goes on there from that very
 instruction (croqvm.interp.engine resume_block), the memory where the native run left
 it, so a stop late inside a big block costs about the native run up to it. What the
-image does not carry sends the block down the first way: an open collective (lanes
-arrived at a barrier that has not completed), an async copy in flight (random
-schedule), a future naming a buffer not the block's, the initialisation check's
+image does not carry sends the block down the first way: an open collective other
+than a block barrier (lanes arrived at a DMA, say, whose effect is still to come), an
+async copy in flight (random schedule), a future naming a buffer not the block's, the initialisation check's
 marks; and a watchpoint's stop, which comes after the instruction.
 
 A re-run that goes to a step (a reverse command's last) begins, in a launch, at the
@@ -50,7 +50,7 @@ from ..interp.engine import block_index, block_number
 from ..interp.memory import Handle, Transfer
 from ..interp.mma import Fragment
 from ..interp.scheduler import Random
-from ..interp.sync import BarrierWait, EventWait, Waiting
+from ..interp.sync import BarrierWait, EventWait, Rendezvous, Waiting
 from ..interp.warp import BLOCKED, DONE, READY, Frame
 from ..native import extension
 from ..native.driver import NO_LIMIT, SCHEDULES, SLICE_STEPS, program
@@ -435,6 +435,10 @@ class _Image:
                     self.futures[(slot, lane)] = h
                     if h not in self.handles:
                         self.handles[h] = list(ffi.unpack(held, len(held)))
+        self.open = []                # open rendezvous: (number, words), in creation order
+        rec = ffi.new("int64_t[]", 5 + 2 * (MAX_BLOCK_SIZE // 32))
+        while (r := lib.cq_debug_rendezvous(c, len(self.open), rec)) >= 0:
+            self.open.append((r, list(ffi.unpack(rec, len(rec)))))
         self.frags = {}               # (fragment, unit instance) -> its words, data
         frag = ffi.new("int64_t[6]")
         for m, decl in enumerate(code.frags):
@@ -459,8 +463,15 @@ class _Image:
     def __call__(self, blk):
         call = blk.call
         call.block_start = self.block_start
+        recs = {}
+        for r, words in self.open:
+            ip, unit, count, site, whole = words[:5]
+            rec = Rendezvous(blk, ip, blk.prog.ins[ip], site, _lanes(words[5:37], blk.size),
+                             None, unit, bool(whole))
+            rec.arrived = _lanes(words[37:69], blk.size)
+            recs[r] = blk.rendezvous[(ip, unit, count)] = rec
         for w, (words, regs) in zip(blk.warps, self.warps):
-            self._warp(blk, w, iter(words), regs)
+            self._warp(blk, w, iter(words), regs, recs)
         for (slot, lane), insts in self.buffers.items():
             shape = insts[0].shape
             if blk.prog.code.buffers[slot].storage == Storage.SHARED:
@@ -481,7 +492,7 @@ class _Image:
         return blk.warps[self.cur]
 
     @staticmethod
-    def _warp(blk, w, words, regs):
+    def _warp(blk, w, words, regs, recs):
         def lanes(bits):
             return ((bits >> np.arange(w.width)) & 1).astype(bool)
 
@@ -499,8 +510,9 @@ class _Image:
                 w.stack.append(Frame("if", opener, lanes(entered), jump, other=lanes(other)))
             else:
                 w.stack.append(Frame("loop", opener, lanes(entered), jump, out=lanes(other)))
-        if blocker == 1:              # a collective that completed: nothing left to wait for
-            w.blocker = Waiting([])
+        if blocker == 1:              # the block barriers not complete yet
+            waits = [next(words) for _ in range(next(words))]
+            w.blocker = Waiting([recs[r] for r in waits if r >= 0])
         elif blocker == 2:
             ev, parity, n = next(words), next(words), next(words)
             waits = np.array([[next(words) for _ in range(3)] for _ in range(n)],
@@ -523,9 +535,7 @@ class _Image:
             return Handle()
         origin, extents = tuple(words[5:5 + nd]), tuple(words[5 + nd:5 + 2 * nd])
         is_async, issued = bool(words[5 + 2 * nd]), words[6 + 2 * nd]
-        bits = np.array(words[7 + 2 * nd:], np.int64).astype(np.uint32)
-        waited = np.unpackbits(bits.view(np.uint8), bitorder="little")[:blk.size] == 1 \
-            if is_async else None
+        waited = _lanes(words[7 + 2 * nd:], blk.size) if is_async else None
         buf = blk.instances(slot, lane)[element]
         return Handle(buf, origin, extents, is_async, waited, issued, Transfer())
 
@@ -549,6 +559,12 @@ class _Image:
                 blk.once[("arrivals", site)] = mine
             for u in np.flatnonzero(claims[site * blk.size:(site + 1) * blk.size]):
                 blk.once[(site, int(u))] = int(claims[site * blk.size + u])
+
+
+def _lanes(words, size: int) -> np.ndarray:
+    """The lanes of a block lane set, 32 a word (cq_lanes), as a mask of ``size``."""
+    bits = np.array(words[:MAX_BLOCK_SIZE // 32], np.int64).astype(np.uint32)
+    return np.unpackbits(bits.view(np.uint8), bitorder="little")[:size] == 1
 
 
 def _array(keep: list, ffi, kind: str, values):
