@@ -382,8 +382,9 @@ class FastForward:
 class _Image:
     """The state of the block a native run stopped in, before a warp's instruction
     whose step it counted (cq_api.h cq_debug_image): every warp's pc, masks, control
-    stack, blocker, registers and collective counts, the block's shared and local
-    buffers, events, named barriers and ONCE claims. Called with the block the
+    stack, blocker, registers, collective counts and last statement instruction, the
+    block's shared and local buffers, futures, MMA fragments, open block barriers,
+    events, named barriers and ONCE claims. Called with the block the
     reference engine started in its place, it gives that block this state and returns
     the warp about to run (croqvm.interp.engine resume_block); the global memory is the
     call's own, where the native run left it. A block holding what the image does not
@@ -427,7 +428,9 @@ class _Image:
                     self.buffers[(slot, lane)] = insts
         self.futures = {}             # (slot, lane) -> handle number
         self.handles = {}             # handle number -> its words (cq_debug_future)
-        held = ffi.new("int64_t[]", 8 + 2 * 8 + MAX_BLOCK_SIZE // 32)
+        # where its buffer is, rank, origin and extents of rank 8 at most, async, issuing
+        # span, waited lanes
+        held = ffi.new("int64_t[]", 5 + 2 * 8 + 2 + MAX_BLOCK_SIZE // 32)
         for slot in range(len(code.futures)):
             for lane in range(size):
                 h = lib.cq_debug_future(c, slot, lane, held)
