@@ -10,7 +10,8 @@ run to that point. The plain run is timed to its end, which the stop is at or ne
 
 The shapes: the breakpoint in the last block of one big launch; in a short kernel
 launched after a big one; a watchpoint on an element the last block writes; going back
-one statement from the stop in the last block (reverse-step re-runs the call twice);
+one statement from the stop in the last block (reverse-step re-runs the call to the
+stop, recording, then from the last memory save before the step it goes to);
 the breakpoint late in the only block of a kernel (1/64 of the work); and one block
 doing all the work, stopped late inside it: in a branch of some lanes while other warps
 wait for an event, and after a block barrier. A row gives the debugger's CPU seconds
