@@ -1,7 +1,9 @@
 """The debugger's fast-forward (croqvm/debug/forward.py, native/debug.c): a session that
 runs the blocks it can not stop in on the native engine shows exactly what a session
 running every block under the hook shows (the reference), command for command: the same
-stops, step counts, values, output and results; and it does run blocks natively.
+stops, step counts, values, output and results; and it does run blocks natively, hand
+a block stopped inside over to the reference engine (forward.py _Image) and begin
+re-runs at checkpoints.
 """
 from __future__ import annotations
 
