@@ -10,10 +10,12 @@ run to that point. The plain run is timed to its end, which the stop is at or ne
 
 The shapes: the breakpoint in the last block of one big launch; in a short kernel
 launched after a big one; a watchpoint on an element the last block writes; going back
-one statement from the stop in the last block (reverse-step re-runs the call twice);
-and, where the fast-forward can do nothing, the breakpoint late in the only block.
-A row gives the lane-instructions to the stop, the plain and debugger CPU seconds and
-their ratio.
+one statement from the stop in the last block (reverse-step re-runs the call to the
+stop, recording, then from the last memory save before the step it goes to);
+the breakpoint late in the only block of a kernel (1/64 of the work); and one block
+doing all the work, stopped late inside it: in a branch of some lanes while other warps
+wait for an event, and after a block barrier. A row gives the debugger's CPU seconds
+and their ratio to the plain run's.
 """
 from __future__ import annotations
 
@@ -57,11 +59,46 @@ SOURCE = """__co__ void work(global s32 [B, 128] out, s32 iters, s32 last) {
 """
 LAST_LINE, AFTER_LINE = 11, 17
 
+# One block of two warpgroups: warpgroup 0 waits for an event that warpgroup 1 triggers
+# after ``iters`` iterations and a named barrier of its warps; a branch of some lanes
+# after that barrier (line 18), then a block barrier (line 22) and the line after it.
+# The native engine runs the block up to the stop and hands its state over
+# (croqvm/debug/forward.py _Image).
+ONE_BLOCK = """__co__ void one(global s32 [256] out, s32 iters) {
+  parallel p by 1 : block {
+    shared event done;
+    shared s32 [256] buf;
+    parallel role by 2 : group-4 {
+      parallel t by 128 : thread {
+        s32 v = t;
+        inthreads.async (role == 0) {
+          wait done;
+          v = v + buf.at(127 - t);
+        }
+        inthreads.async (role == 1) {
+          foreach k in [iters] {
+            v = (v * 3 + k) % 1021;
+          }
+          __bar_sync(1, 128);
+          if (t % 3 == 0)
+            v = v - 1;
+          buf.at(t) = v;
+          trigger done;
+        }
+        sync.shared;
+        out.at(role # t) = v + buf.at(t);
+      }
+    }
+  }
+}
+"""
+BRANCH_LINE, BARRIER_LINE = 18, 23
 
-def _first_stop(program, args, commands, fast_forward: bool):
+
+def _first_stop(program, args, commands, fast_forward: bool, func: str = "work"):
     """A session stopped at its first statement, then ``commands``; returns the stop."""
     def run():
-        s = Session(program, "work", *[np.array(a, copy=True) if isinstance(a, np.ndarray)
+        s = Session(program, func, *[np.array(a, copy=True) if isinstance(a, np.ndarray)
                                        else a for a in args],
                     out=io.StringIO(), fast_forward=fast_forward)
         for command in commands:
@@ -109,7 +146,7 @@ def main() -> None:
             slow = best_cpu(_first_stop(program, args, commands, False), 1)
             row += f" {slow:18.3f} {slow / plain:8.2f}"
         print(row)
-    # one block doing all the work: nothing to fast-forward
+    # a kernel of one block doing 1/64 of the work, stopped late in it
     single = croqvm.compile(SOURCE.replace("B", "1"), "work.co")
     few = max(1, iters * blocks // 64)
     arg = np.zeros((1, 128), np.int32)
@@ -119,6 +156,23 @@ def main() -> None:
                             [lambda s: s.break_at(LAST_LINE), lambda s: s.cont()], True), 1)
     print(f"{'break late in block 0':26s} {late:11.3f} {late / base:8.2f}   "
           f"(its plain run: {base:.3f} s, {1 / 64:.3g} of the work above)")
+    # one block doing all the work above: stops late inside it
+    one = croqvm.compile(ONE_BLOCK, "one.co")
+    args = (np.zeros(256, np.int32), max(1, stats["lane_steps"] // (128 * 6)))
+    stats = {}
+    one.run("one", *args, engine="native", jobs=1, out=io.StringIO(), stats=stats)
+    base = best_cpu(lambda: one.run("one", args[0].copy(), args[1], engine="native", jobs=1,
+                                    out=io.StringIO()), opts.repeats)
+    print(f"one block, {stats['lane_steps']:.3g} lane-instructions: plain run {base:.3f} s")
+    for name, line in (("in a branch, event waited", BRANCH_LINE),
+                       ("after a block barrier", BARRIER_LINE)):
+        commands = [lambda s, line=line: s.break_at(line), lambda s: s.cont()]
+        late = best_cpu(_first_stop(one, args, commands, True, "one"), opts.repeats)
+        row = f"{name:26s} {late:11.3f} {late / base:8.2f}"
+        if opts.python:
+            slow = best_cpu(_first_stop(one, args, commands, False, "one"), 1)
+            row += f" {slow:18.3f} {slow / base:8.2f}"
+        print(row)
     print(f"goal: at most {GOAL:g}x the plain run to the stop")
 
 

@@ -127,6 +127,7 @@ static void warp_init(cq_block *blk, cq_warp *w, int index, int base, int width)
         w->written = cq_xcalloc((size_t)code->nregs + 1, sizeof(uint32_t));
     w->act = width == 32 ? 0xffffffffu : (1u << width) - 1;
     w->hold = -1;
+    w->stmt = -1;
     w->state = CQ_READY;
 }
 

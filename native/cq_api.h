@@ -258,6 +258,8 @@ typedef struct {
     const int32_t *save_slot;
     void *const *save_to;
     int64_t save_every;
+    const uint8_t *statement;       /* per kernel instruction: 1 where a statement can
+                                     * start (cq_debug_image's notes), or NULL */
 } cq_debug;
 
 void cq_debug_attach(cq_call *call, const cq_debug *dbg);
@@ -271,6 +273,49 @@ const int64_t *cq_debug_events(const cq_call *call, int64_t *n);
 void cq_debug_saved(const cq_call *call, int which, int64_t *out);
 /* The random schedule's state after the run. */
 uint64_t cq_rng_state(const cq_call *call);
+
+/* The image of the block a run stopped in before an instruction (stop_pc or stop_step),
+ * for the reference engine to go on from there (croqvm/debug/forward.py _Image).
+ * cq_debug_image: 0 when the run did not stop so, or the block holds what the image
+ * does not carry (an open collective other than a block barrier's, an async copy in
+ * flight, a future naming a buffer not the block's, the initialisation check's marks, a warp at
+ * the grid barrier); else 1, the
+ * block's statement starts so far recorded (cq_debug_events), and ``head`` = the warp
+ * about to run, the steps when the block started, the words cq_debug_warp writes at
+ * most, the block's lanes. cq_debug_warp: warp k's state, pc, ip, hold, active lanes,
+ * live lanes, last statement instruction (-1 none), blocker (0 none, 1 collectives, 2
+ * an event, 3 a named barrier), control depth, then per frame kind (0 if, 1 loop),
+ * opener, jump, entered lanes, other lanes (an IF's else lanes, a LOOP's broken ones);
+ * then the collectives' count and each one's open rendezvous (-1: completed), or an
+ * event wait's event, parity (0/1), n and n times lane, slot, generation; a
+ * named barrier's number and phase; then per collective instruction it has run its
+ * index and 32 execution counts, ended by -1. Returns the words written.
+ * cq_debug_reg: warp k's register r, its lanes in storage type. cq_debug_buffer: the
+ * data of instance ``element`` of buffer slot ``slot`` (a local one: of block lane
+ * ``lane``), its extents in ``shape``; NULL before its ALLOC. cq_debug_block: per
+ * event its completed generations and arrivals per slot and its waits per lane and
+ * slot, then per named barrier its count, threads arrived and phases, then per ONCE
+ * site its arrivals per lane and its claims per unit instance. cq_debug_future: the
+ * handle future ``slot`` of block lane ``lane`` holds (-1: none, and ``words`` as it
+ * was), with its buffer (0 none: a placeholder; 1 a block-wide slot's, 2 a lane's
+ * local one), that slot, lane and instance, its rank, origin, extents, whether async,
+ * the issuing span and the lanes that waited for it (32 per word, 32 words). */
+int cq_debug_image(cq_call *call, int64_t *head);
+int32_t cq_debug_future(const cq_call *call, int32_t slot, int32_t lane, int64_t *words);
+/* The k-th open rendezvous in creation order (-1: none), with its instruction, unit
+ * instance, execution count, collective site, whether the whole unit takes part, then
+ * its member lanes and arrived lanes (32 per word, 32 words each). */
+int32_t cq_debug_rendezvous(const cq_call *call, int32_t k, int64_t *words);
+/* Unit instance u's copy of fragment m: NULL when it has none; else ``words`` = its
+ * rows, columns (-1: not fixed yet), pending asynchronous MMAs, whether it has data,
+ * its fill value as an integer and as the bits of a double, and the data (rows x
+ * columns, int64 for an integer type, else double) or ``words`` when it has none. */
+const void *cq_debug_fragment(const cq_call *call, int32_t m, int32_t u, int64_t *words);
+int64_t cq_debug_warp(const cq_call *call, int32_t k, int64_t *words);
+void cq_debug_reg(const cq_call *call, int32_t k, int32_t r, void *out);
+const void *cq_debug_buffer(const cq_call *call, int32_t slot, int32_t lane, int32_t element,
+                            int64_t *shape);
+void cq_debug_block(const cq_call *call, int64_t *words);
 
 /* The Trace Event Format text of a trace's slices and flows (native/trace_text.c;
  * croqvm/trace/output.py ``events`` is the specification), each event after a comma but

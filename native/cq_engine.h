@@ -252,6 +252,8 @@ typedef struct cq_warp {
                              * barrier's generation it waits to see released */
     uint32_t *written;      /* poison mode: per register, the lanes that have written it
                              * (croqvm/interp/initcheck.py Written); NULL otherwise */
+    int32_t stmt;           /* the debugger's fast-forward (debug.c): the last statement
+                             * instruction it ran in the block, -1 none */
 } cq_warp;
 
 typedef struct {
@@ -555,11 +557,15 @@ void cq_pool_where(const cq_call *call, cq_position *out);
 __attribute__((cold)) void cq_trace_before(cq_block *blk, cq_warp *w, int ip);
 __attribute__((cold)) void cq_trace_after(cq_block *blk, cq_warp *w, int ip, uint32_t act);
 void cq_trace_free(struct cq_trace *trace);
-/* The debugger's fast-forward (debug.c): before a step where call->debug_pc or
+/* The debugger's fast-forward (debug.c): call->debug_pc's bits per instruction: its
+ * hook runs before it (CQ_HOOK_CALL); it is a statement's, so a warp running it notes it
+ * (cq_warp.stmt, CQ_HOOK_STATEMENT). The hook stops before a step where CQ_HOOK_CALL or
  * debug_step say, after each step when a watched element changed (CQ_ST_FAULT with a
  * CQ_DEBUG_STOP record: the block stops), and when a block starts and ends. A watched
  * element: where its bytes are, how many (1, 2, 4 or 8), and the value the debugger last
  * saw in the low bytes of ``old``. */
+enum { CQ_HOOK_CALL = 1, CQ_HOOK_STATEMENT = 2 };
+
 typedef struct cq_watch {
     const uint8_t *at;
     uint64_t old;

@@ -1,7 +1,9 @@
 """The debugger's fast-forward (croqvm/debug/forward.py, native/debug.c): a session that
 runs the blocks it can not stop in on the native engine shows exactly what a session
 running every block under the hook shows (the reference), command for command: the same
-stops, step counts, values, output and results; and it does run blocks natively.
+stops, step counts, values, output and results; and it does run blocks natively, hand
+a block stopped inside over to the reference engine (forward.py _Image) and begin
+re-runs at checkpoints.
 """
 from __future__ import annotations
 
@@ -57,6 +59,56 @@ FAULTS = """__co__ void faults(global s32 [512] out) {
     parallel t by 32 : thread {
       s32 k = p == 11 ? t + 512 : p # t;
       out.at(k) = t;
+    }
+  }
+}
+"""
+
+# One block of two warps: a loop with an if/else splitting each warp's lanes (lines
+# 8-11), a block barrier (15), a named barrier the warps reach in the two branches of
+# an if (18, 22).
+ONE_BLOCK = """__co__ void mid(global s32 [64] out, s32 n) {
+  parallel p by 1 : block {
+    shared s32 [64] buf;
+    parallel t by 64 : thread {
+      s32 v = t;
+      s32 k = 0;
+      while (k < n) {
+        if (t % 3 == 0)
+          v = v + k;
+        else
+          v = v * 2 % 97;
+        k = k + 1;
+      }
+      buf.at(t) = v;
+      sync.shared;
+      v = v + buf.at(63 - t);
+      if (t < 32) {
+        __bar_sync(1, 64);
+        v = v + 1;
+      } else {
+        v = v + 2;
+        __bar_sync(1, 64);
+      }
+      out.at(t) = v;
+    }
+  }
+}
+"""
+
+# 16 small blocks (memory saved before each): block ``last`` subtracts one (line 7);
+# blocks 0, 4, 8, 12 print.
+SMALL = """__co__ void small(global s32 [16, 32] out, s32 last) {
+  parallel p by 16 {
+    parallel t by 32 : thread {
+      s32 v = t;
+      foreach i in [4]
+        v = v * 3 % 101 + i;
+      if (p == last)
+        v = v - 1;
+      if (t == 0 && p % 4 == 0)
+        println("block", p, v);
+      out.at(p, t) = v;
     }
   }
 }
@@ -132,14 +184,13 @@ def test_dma_into_shared_memory_over_a_2d_grid(script):
 
 
 def test_blocks_it_can_not_stop_in_run_natively(monkeypatch):
-    ran = []
+    ran = []                # the blocks the reference engine starts
 
-    def counting(blk):
-        if not blk.is_host:
-            ran.append(blk.index)
-        return run_block(blk)
-    run_block = engine.run_block
-    monkeypatch.setattr(engine, "run_block", counting)
+    def counting(blk, hregs, cluster_blocks):
+        ran.append(blk.index)
+        return start_block(blk, hregs, cluster_blocks)
+    start_block = engine._start_block
+    monkeypatch.setattr(engine, "_start_block", counting)
     program = croqvm.compile(BLOCKS, "blocks.co")
     s = Session(program, "blocks", np.full(1024, -1, np.int32), 12, np.zeros(262144, np.int32),
                 out=io.StringIO())
@@ -177,3 +228,71 @@ def test_blocks_that_all_stop_are_tried_less_often_when_saving_costs_more(monkey
                               np.zeros(262144, np.int32)),       # pauses twice as long
           "b 4 if t == 1\n" + "c\n" * 17)
     assert tries[:5] == [0, 2, 5, 10, 0]      # the second launch starts again
+
+
+def _resumed(monkeypatch) -> list:
+    """The blocks the reference engine goes on with from a native run's image."""
+    resumed = []
+
+    def spy(blk, w):
+        resumed.append((blk.index, w.index, w.ip))
+        return resume(blk, w)
+    resume = engine.resume_block
+    monkeypatch.setattr(engine, "resume_block", spy)
+    return resumed
+
+
+# stopping inside the only block: in a branch of a loop, after a block barrier, at it
+# while another warp waits there, before and after a named barrier; values of all lanes, the warps, stepping on and going back
+# (each reverse command re-runs the call and stops natively at the step it goes to)
+@pytest.mark.parametrize("schedule", ["rr", "random"])
+@pytest.mark.parametrize("script", [
+    ("b 11\nc\nwarp 1\ns\ns\nwarp 0\np v\np k\ninfo warps\nn\nn\nwarp 1\nn\nrs\nrs\nrn\nc\nd\n"
+     "b 9 if k == 5\nc\nrc\nc\n"),
+    ("b 21\nc\ninfo warps\nwarp 0\nn\nrs\np v\nd\nb 16\nrc\nwhere\np v\nsi\nsi\nn\nwarp 1\n"
+     "n\nrs\nrs\nc\n"),
+    "b 16\nc\nwarp 1\nrs\nwhere\nrs\np v\nn\nn\nwhere\nc\n",     # warp 0 waits at line 15
+])
+def test_a_stop_inside_a_block_goes_on_from_the_native_state(monkeypatch, script, schedule):
+    resumed = _resumed(monkeypatch)
+    program = croqvm.compile(ONE_BLOCK, "mid.co")
+    _same(program, "mid", (np.zeros(64, np.int32), 10), script, schedule=schedule, seed=3)
+    assert len(resumed) >= 4      # the first stop and the re-runs of reverse commands
+
+
+# warps waiting for events that others trigger (programs/pipeline_events.co)
+@pytest.mark.parametrize("schedule", ["rr", "random"])
+def test_a_stop_with_event_waiters_goes_on_from_the_native_state(monkeypatch, schedule):
+    resumed = _resumed(monkeypatch)
+    program = croqvm.compile_file(str(PROGRAMS / "pipeline_events.co"))
+    _same(program, "pipeline", (), "b 33\nc\ninfo events\nwhere\nn\nrs\nrs\nd\nb 24\nc\n"
+          "c\ninfo events\ninfo warps\nrc\nrs\nc\n", schedule=schedule, seed=2)
+    assert resumed
+
+
+# futures of async copies, waited and not, held when a block is handed over
+@pytest.mark.parametrize("schedule", ["rr", "random"])
+def test_a_stop_with_futures_goes_on_from_the_native_state(monkeypatch, schedule):
+    resumed = _resumed(monkeypatch)
+    program = croqvm.compile_file(str(PROGRAMS / "matmul_double_buffer.co"))
+    rng = np.random.default_rng(1)
+    a = rng.integers(-8, 8, (32, 32)).astype(np.float32)
+    b = rng.integers(-8, 8, (32, 48)).astype(np.float32)
+    _same(program, "matmul_db", (a, b), "b 36 if bm == 1 && bn == 1 && tm == 3\nc\n"
+          "info futures\np cur_a.data.at(tm, 0)\nn\nn\ninfo futures\nrs\nrs\nrn\nc\n",
+          schedule=schedule, seed=1)
+    assert resumed
+
+
+# MMA fragments (accumulators, loaded operands) held when a block is handed over
+@pytest.mark.parametrize("schedule", ["rr", "random"])
+def test_a_stop_with_fragments_goes_on_from_the_native_state(monkeypatch, schedule):
+    resumed = _resumed(monkeypatch)
+    program = croqvm.compile_file(str(PROGRAMS / "matmul_mma_warp.co"))
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((32, 32)).astype(np.float16)
+    b = rng.standard_normal((32, 32)).astype(np.float16)
+    _same(program, "gemm_warps", (a, b, np.zeros((32, 32), np.float32)),
+          "b 27\nc\np kt\nc\nn\nrs\nrc\nc\nd\nb 29\nc\nrs\nc\n",
+          schedule=schedule, seed=3)
+    assert resumed

@@ -115,7 +115,17 @@ def run_block(blk) -> bool:
         _run_warp(w, sched.quantum)
 
 
-def _run_warp(w, quantum: int) -> None:
+def resume_block(blk, w) -> bool:
+    """``run_block`` from a state in which warp ``w``, picked, has counted the step of
+    instruction ``w.ip`` and not run it yet (croqvm.debug.forward hands blocks over so)."""
+    prepare(blk)
+    blk.call.block = blk
+    blk.released = False
+    _run_warp(w, blk.call.scheduler.quantum, resumed=True)
+    return run_block(blk)
+
+
+def _run_warp(w, quantum: int, resumed: bool = False) -> None:
     blk, call = w.blk, w.blk.call
     call.warp = w
     code, steps = blk.prog.ins, blk.prog.steps
@@ -123,15 +133,18 @@ def _run_warp(w, quantum: int) -> None:
     n = 0
     try:
         while w.state == READY:
-            pc = w.pc
-            if pc >= end:
-                w.finish()
-                break
-            w.ip, w.pc = pc, pc + 1
-            call.steps += 1
-            call.lane_steps += w.nact
-            if call.steps >= call.next_stop:
-                _check_in(call, w)
+            if resumed:
+                pc, resumed = w.ip, False
+            else:
+                pc = w.pc
+                if pc >= end:
+                    w.finish()
+                    break
+                w.ip, w.pc = pc, pc + 1
+                call.steps += 1
+                call.lane_steps += w.nact
+                if call.steps >= call.next_stop:
+                    _check_in(call, w)
             handler, operands = steps[pc]
             handler(w, operands)
             n += 1
@@ -218,12 +231,16 @@ def run_launch(hblk, index: int) -> None:
         _run_clusters(call, start, grid, cluster)
     else:
         # a debugger (croqvm.debug) runs the blocks it can not stop in natively and
-        # names the others
-        blocks = enumerate(_row_major(grid)) if call.debugger is None else \
-            call.debugger.blocks(call, hblk, index, grid)
-        for number, block in blocks:
+        # names the others, each with None or what takes a started block to the state
+        # in which it stopped natively and returns the warp about to run
+        blocks = ((number, block, None) for number, block in enumerate(_row_major(grid))) \
+            if call.debugger is None else call.debugger.blocks(call, hblk, index, grid)
+        for number, block, image in blocks:
             blk = start(number, block)
-            run_block(blk)
+            if image is None:
+                run_block(blk)
+            else:
+                resume_block(blk, image(blk))
             _end_block(blk)
     call.block, call.warp = hblk, host_warp
 
