@@ -173,7 +173,8 @@ typedef struct {
                              * the DMA descriptor */
     int32_t slot;           /* CQ_WAIT_EVENT_SLOT: the slot */
     int32_t ip;             /* copy: its instruction */
-    int32_t unused;
+    int32_t row;            /* wait: its slice's statement row; copy: -1 (so a detail
+                             * tells its slice's kind and row without the slices) */
 } cq_detail;
 
 enum { CQ_WAIT_NOTHING, CQ_WAIT_COLL, CQ_WAIT_EVENT_SLOT, CQ_WAIT_EVENT, CQ_WAIT_FUTURE,

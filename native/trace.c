@@ -236,6 +236,7 @@ static cq_detail *new_detail(cq_trace *tr, cq_slice *s, int code)
     cq_detail *d = &tr->details[tr->ndetails++];
     memset(d, 0, sizeof *d);
     d->code = code;
+    d->row = s->row;
     return d;
 }
 

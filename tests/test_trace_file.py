@@ -141,3 +141,57 @@ def test_c_writes_times_as_python_rounds_and_prints_them():
         ts = round(s, 4)
         expected.append((repr(ts).encode(), repr(round(round(e, 4) - ts, 4)).encode()))
     assert _text(starts, ends) == expected
+
+
+def test_many_chunks_written_behind_are_the_same_bytes(tmp_path, monkeypatch):
+    # chunks of 512 B: C fills its buffers in turn while the writing thread writes
+    # (output.Behind) the ones before, which must not change under it
+    from croqvm.trace import native
+    monkeypatch.setattr(native, "CHUNK", 512)
+    files = _files(tmp_path, "pipeline")
+    for suffix in (".json", ".json.gz"):
+        assert files["native", suffix] == files["python", suffix]
+    assert len(files["native", ".json"][1]) > 8 * native.BUFFERS * 512
+
+
+@pytest.mark.parametrize("module", ["isal_zlib", "zlib"])
+def test_a_gzip_file_is_one_member_of_the_text_and_depends_on_nothing_else(tmp_path,
+                                                                           module):
+    # either deflate (ISA-L's, or zlib's where its wheel is missing); a viewer reads the
+    # first member only, and the header holds no file name or time
+    import importlib
+    import zlib
+
+    from croqvm.trace.output import Gzip
+    deflate = importlib.import_module("isal.isal_zlib" if module == "isal_zlib" else "zlib")
+    text = b"".join(b'{"ph":"X","name":"%d: x","ts":%d.5}' % (k % 7, k) for k in range(20000))
+    data = []
+    for name in ("a.json.gz", "other.json.gz"):
+        with Gzip(str(tmp_path / name), deflate) as f:
+            for k in range(0, len(text), 1000):
+                f.write(text[k:k + 1000])
+        data.append((tmp_path / name).read_bytes())
+    assert data[0] == data[1] and len(data[0]) < len(text) / 10
+    one = zlib.decompressobj(31)
+    assert one.decompress(data[0]) == text and one.eof and not one.unused_data
+    assert gzip.decompress(data[0]) == text
+
+
+def test_an_error_writing_behind_is_raised_to_the_writer():
+    from croqvm.trace.output import Behind
+
+    class Full:
+        def __init__(self):
+            self.chunks = []
+
+        def write(self, chunk):
+            if len(self.chunks) == 3:
+                raise OSError("No space left on device")
+            self.chunks.append(bytes(chunk))
+
+    file = Full()
+    with pytest.raises(OSError, match="No space"):
+        with Behind(file) as behind:
+            for k in range(100):
+                behind.write(b"%d" % k)
+    assert file.chunks == [b"0", b"1", b"2"]

@@ -14,6 +14,8 @@ host code then its kernels' (C's code 0, 1 + k).
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ..bytecode.opcodes import SPAN, TABLE
@@ -25,9 +27,11 @@ from .recorder import _TIMED, COPY_TID, HOST_PID, Flow, Recorder, Slice, StatRow
 FLOWS = ("dma", "tma", "trigger")     # cq_flow's kinds
 KINDS = ("run", "wait", "copy", "launch")   # cq_slice's kinds
 EXACT_US = 2.0 ** 39    # native/trace_text.c writes times below this exactly
+FIRST_WINDOW = 4096     # the slices NativeTrace.first looks through at first
 # the text written at a time: a chunk that stays in the cache as it is copied to the file
 # (a trace of 416 MB: 0.17 s of system time in chunks of 256 KB, 0.8 s in chunks of 1 MB)
 CHUNK = 1 << 18
+BUFFERS = 4     # the chunks NativeTrace.text writes into in turn
 # native/cq_api.h's CQ_WAIT_*, in order: what a wait slice waits for
 WAITS = ("nothing", "coll", "event_slot", "event", "future", "barrier", "stopped")
 
@@ -107,7 +111,7 @@ class NativeTracer:
             if n[0] else np.zeros(0, kinds)
         details = _read(ffi, lib.cq_trace_details, c, "cq_detail", _columns(ffi, "cq_detail", {
             "bytes": "f8", "code": "i4", "what": "i4", "index": "i4", "slot": "i4",
-            "ip": "i4"}))
+            "ip": "i4", "row": "i4"}))
         flows = _read(ffi, lib.cq_trace_flows, c, "cq_flow", _columns(ffi, "cq_flow", {
             "kind": "i4", "n": "i4", "pid": ("i4", 3), "tid": ("i4", 3), "t": ("f8", 3)}))
         procs = _read(ffi, lib.cq_trace_processes, c, "cq_process", _columns(
@@ -166,14 +170,14 @@ class NativeTracer:
                 out.append(Slice(pid, tid, rows[row].text, start, end, "run", rows[row].where,
                                  lanes, hex(mask) if masked else ""))
             elif kind == 1:
-                nbytes, code, what, index, slot, ip = details[mask]
+                nbytes, code, what, index, slot, ip, _ = details[mask]
                 key = (code, what, index, slot, row)
                 name = names.get(key)
                 if name is None:
                     name = names[key] = self._wait_name(*key)
                 out.append(Slice(pid, tid, name, start, end, "wait", rows[row].where))
             elif kind == 2:
-                nbytes, code, what, index, slot, ip = details[mask]
+                nbytes, code, what, index, slot, ip, _ = details[mask]
                 out.append(Slice(pid, tid, f"{self._copy_text(code, index)} ({int(nbytes)} B)",
                                  start, end, "copy", self._copy_where(code, ip), lanes))
             else:
@@ -215,6 +219,7 @@ class NativeTrace(Trace):
         super().__init__(self._made, flows, processes, threads, stats, clock_ghz, result,
                          error)
         self._tracer = tracer
+        self._end = None
 
     def _made(self) -> list:
         cols, details = self._tracer.recorded[:2]
@@ -224,19 +229,26 @@ class NativeTrace(Trace):
     def end(self) -> float:
         if not callable(self._slices):
             return super().end
-        ends = self._tracer.recorded[0]["end"]
-        return float(ends.max()) if len(ends) else 0.0
+        if self._end is None:       # a pass over every record: once
+            ends = self._tracer.recorded[0]["end"]
+            self._end = float(ends.max()) if len(ends) else 0.0
+        return self._end
 
     def first(self, kind: str):
         if not callable(self._slices):
             return super().first(kind)
         cols, details = self._tracer.recorded[:2]
-        mine = cols["kind"] == KINDS.index(kind)
-        k = int(np.argmax(mine))
-        if not (mine.size and mine[k]):
-            return None
-        needed = details.tolist() if kind in ("wait", "copy") else []
-        return self._tracer._slices(cols[k:k + 1], needed)[0]
+        code = KINDS.index(kind)
+        # in growing windows: the first of a kind is near the start, mostly
+        at, size = 0, FIRST_WINDOW
+        while at < len(cols):
+            mine = np.flatnonzero(cols["kind"][at:at + size] == code)
+            if mine.size:
+                k = at + int(mine[0])
+                needed = details.tolist() if kind in ("wait", "copy") else []
+                return self._tracer._slices(cols[k:k + 1], needed)[0]
+            at, size = at + size, 2 * size
+        return None
 
     def exact(self) -> bool:
         """Whether native/trace_text.c writes every number of the file exactly: times
@@ -261,21 +273,21 @@ class NativeTrace(Trace):
         wait or copy slice (by its details' index): the numbers in ``texts`` of its name
         and its where."""
         tr = self._tracer
-        cols, details = tr.recorded[:2]
+        details = tr.recorded[1]
         rows = [(r.text, tr._launch_name(k), r.where) for k, r in enumerate(tr.rows)]
         at = {}         # (sort, text) -> its number
         label = np.zeros((len(details), 2), np.int32)
-        for kind, columns, fields, sort, make, to in (
-                (1, ("code", "what", "index", "slot"), ("row",), "name", tr._wait_name, 0),
-                (1, (), ("row",), "where", lambda row: tr.rows[row].where, 1),
-                (2, ("code", "index"), (), "copy", tr._copy_text, 0),
-                (2, ("code", "ip"), (), "where", tr._copy_where, 1)):
-            which = np.flatnonzero(cols["kind"] == kind)
-            if not which.size:
+        # a detail's row tells a wait's (its slice's row) from a copy's (-1)
+        waits = details["row"] >= 0
+        for wait, columns, sort, make, to in (
+                (True, ("code", "what", "index", "slot", "row"), "name", tr._wait_name, 0),
+                (True, ("row",), "where", lambda row: tr.rows[row].where, 1),
+                (False, ("code", "index"), "copy", tr._copy_text, 0),
+                (False, ("code", "ip"), "where", tr._copy_where, 1)):
+            d = np.flatnonzero(waits == wait)
+            if not d.size:
                 continue
-            d = cols["mask"][which]
-            keys = np.stack([details[c][d] for c in columns] +
-                            [cols[f][which] for f in fields], 1)
+            keys = np.stack([details[c][d] for c in columns], 1)
             unique, inverse = np.unique(keys, axis=0, return_inverse=True)
             ids = [at.setdefault((sort, make(*key)), len(at)) for key in unique.tolist()]
             label[d, to] = np.array(ids, np.int32)[inverse.ravel()]
@@ -284,7 +296,9 @@ class NativeTrace(Trace):
     def text(self, strings: list, tables: dict, comma: bool):
         """The file's slice and flow events, as native/trace_text.c writes them from the
         records and ``strings`` (JSON, bytes), numbered by ``tables`` (cq_trace_text's
-        per-row, per-detail and per-flow-kind string numbers): (events, text) chunks."""
+        per-row, per-detail and per-flow-kind string numbers): (events, text) chunks. A
+        chunk's text stays as it is while the next ``BUFFERS - 1`` chunks are made (so
+        another thread may write it meanwhile)."""
         tr = self._tracer
         lib, ffi = tr.lib, tr.ffi
         cols, details, flows = tr.recorded[:3]
@@ -302,8 +316,9 @@ class NativeTrace(Trace):
             "at": ffi.cast("int64_t *", ptr["at"]), "comma": int(comma),
             **{name: ffi.cast("int32_t *", ptr[name]) for name in tables}})
         cap = max(CHUNK, 256 + 2 * max(map(len, strings), default=0))
-        buf = ffi.new("char[]", cap)
-        while True:
+        bufs = [ffi.new("char[]", cap) for _ in range(BUFFERS)]
+        for k in itertools.count():
+            buf = bufs[k % BUFFERS]
             before = tx.events
             n = lib.cq_trace_text_next(tx, buf, cap)
             if not n:

@@ -3,20 +3,27 @@ JSON, docs/TRACE.md "The file"), the hot-spot table of ``--stats`` and the pictu
 ``--png``."""
 from __future__ import annotations
 
-import gzip
 import json
+import queue
+import threading
 
 import numpy as np
 
+try:    # ISA-L's deflate: gzip's format at about 5x zlib's speed (docs/TRACE.md "The file")
+    from isal import isal_zlib as deflate
+except ImportError:     # a platform without its wheel: zlib, the same format
+    import zlib as deflate
+
 from ..core.errors import ArgumentError
-from .native import FLOWS, NativeTrace
+from .native import BUFFERS, FLOWS, NativeTrace
 from .recorder import Trace
 
 DIGITS = 4          # decimals of the microseconds in the file
 SEPARATORS = (",", ":")     # compact JSON
-# gzip's fastest: of a trace's 135 MB, 6.5 MB in 0.44 s CPU, where level 9 (gzip.open's
-# default) takes 1.8 s for 5.0 MB (bench/trace.py's ALU loop)
+# the fastest level but one of ISA-L (0 is faster but larger): of bench/trace.py's host
+# foreach matmul's 416 MB, 24 MB in 0.22 s CPU, where zlib's level 1 takes 1.2 s for 27 MB
 GZIP_LEVEL = 1
+GZIP_WBITS = 31     # deflate's largest window, in a gzip member
 
 
 def main_file(trace: Trace) -> str:
@@ -105,8 +112,7 @@ def write(trace: Trace, path: str) -> int:
     doc = {"traceEvents": evs, "displayTimeUnit": "ns",
            "otherData": {"clock_ghz": trace.clock_ghz, "time": "cost model (docs/TRACE.md)",
                          "file": main}}
-    with (gzip.open(path, "wb", compresslevel=GZIP_LEVEL) if path.endswith(".gz")
-          else open(path, "wb")) as f:
+    with (Gzip(path, deflate) if path.endswith(".gz") else open(path, "wb")) as f:
         text = json.dumps(doc, separators=SEPARATORS).encode()
         if not native:
             f.write(text)
@@ -115,11 +121,71 @@ def write(trace: Trace, path: str) -> int:
         cut = len('{"traceEvents":') + len(json.dumps(names, separators=SEPARATORS)) - 1
         f.write(text[:cut])
         count = len(names)
-        for n, chunk in _native_events(trace, main, bool(names)):
-            count += n
-            f.write(chunk)
+        with Behind(f) as behind:
+            for n, chunk in _native_events(trace, main, bool(names)):
+                count += n
+                behind.write(chunk)
         f.write(text[cut:])
     return count
+
+
+class Behind:
+    """Writes chunks to ``file`` (compressing them, for a ``Gzip``) on a second thread
+    while this one makes the next ones (C and the deflate let Python's lock go): the
+    file is ready sooner, for the same CPU time. A chunk is written before the
+    ``BUFFERS - 1``-th chunk after it is made (``NativeTrace.text``'s chunks stay as they
+    are till then); an error of the writing thread is raised here."""
+
+    def __init__(self, file):
+        self._file = file
+        self._queue = queue.Queue(maxsize=BUFFERS - 2)
+        self._error = None
+        self._thread = threading.Thread(target=self._run, name="trace file", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (chunk := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self._file.write(chunk)
+                except BaseException as error:      # raised by the making thread
+                    self._error = error
+
+    def write(self, chunk) -> None:
+        if self._error is not None:
+            raise self._error
+        self._queue.put(chunk)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        if self._error is not None and exc[0] is None:
+            raise self._error
+
+
+class Gzip:
+    """A gzip file written as a stream, by ``module``'s deflate (``isal_zlib`` or
+    ``zlib``, the same interface): one member, checksum included, no name or time in
+    its header (so the same trace makes the same file)."""
+
+    def __init__(self, path: str, module=deflate):
+        self._file = open(path, "wb")
+        self._deflate = module.compressobj(GZIP_LEVEL, module.DEFLATED, GZIP_WBITS)
+
+    def write(self, data) -> None:
+        self._file.write(self._deflate.compress(data))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self._file.write(self._deflate.flush())
+        finally:
+            self._file.close()
 
 
 def _native_events(trace: NativeTrace, main: str, comma: bool):
