@@ -162,12 +162,12 @@ def whole_instance(k, ins, ip, m: int, c: int) -> None:
         return
     f = k.code.frags[m]
     lo = k.unit_range(f.unit)[0]
-    k.line("unsigned absent[4] = {0, 0, 0, 0}; int any_absent = 0;", ins)
-    k.line(f"for (int l = {lo}; l < {lo} + {f.unit}; l++) if (l >= nlanes || (cl.members "
-           f"&& !cq_mask_has(cl.members, l)) || !cq_mask_has(cl.live, l)) {{ absent[(l - "
-           f"{lo}) >> 5] |= 1u << ((l - {lo}) & 31); any_absent = 1; }}", ins)
-    k.fault("any_absent", Kind.UNIT_INACTIVE, ins, ip,
-            (lo, "absent[0]", "absent[1]", "absent[2]", "absent[3]"),
+    # four words of bits, each computed whole: no array indexed at run time
+    k.line(", ".join(f"const unsigned absent{w} = cq_coll_absent(cl, {lo}, {f.unit}, nlanes, "
+                     f"{w})" if w == 0 else f"absent{w} = cq_coll_absent(cl, {lo}, {f.unit}, "
+                     f"nlanes, {w})" for w in range(4)) + ";", ins)
+    k.fault("(absent0 | absent1 | absent2 | absent3) != 0", Kind.UNIT_INACTIVE, ins, ip,
+            (lo, "absent0", "absent1", "absent2", "absent3"),
             lambda a, refs, c=c, u=f.unit: (c, u, int(a[0]) // u, tuple(
                 int(a[0]) + 32 * w + b for w in range(4) for b in range(32)
                 if (int(a[1 + w]) >> b) & 1)))

@@ -40,6 +40,23 @@ CQ_DEV int cq_mask_count(const unsigned *a, const unsigned *b, int lo, int hi) {
   return n;
 }
 
+/* a[i] of a small array indexed at run time, and a[i] = v: comparisons with every
+   index, unrolled, so that the array stays in registers (an indexed access would put
+   it in local memory). */
+template <class T, int N> CQ_DEV T cq_pick(const T (&a)[N], long long i) {
+  T v = a[0];
+#pragma unroll
+  for (int j = 1; j < N; j++)
+    if (i == j) v = a[j];
+  return v;
+}
+
+template <class T, int N> CQ_DEV void cq_put(T (&a)[N], long long i, T v) {
+#pragma unroll
+  for (int j = 0; j < N; j++)
+    if (i == j) a[j] = v;
+}
+
 /* ------------------------------------------------------------------ collectives */
 
 /* The participants of a collective are the live lanes of its lane set in the executing
@@ -56,6 +73,35 @@ struct cq_coll {
 CQ_DEV void cq_coll_sync(const cq_coll &c, int site) {
   if (c.bar) cq_mbar_wait(c.bar, cq_mbar_arrive(c.bar), site);
   else cq_sync_block(site);
+}
+
+/* 32 lanes of mask m from lane `from` on as bits, lane `from` lowest (lanes past the
+   mask: none); m null: every lane. */
+CQ_DEV unsigned cq_mask_bits(const unsigned *m, int from) {
+  if (!m) return ~0u;
+  int w = from >> 5, s = from & 31;
+  unsigned lo = w < CQ_MASK_WORDS ? m[w] : 0u, hi = w + 1 < CQ_MASK_WORDS ? m[w + 1] : 0u;
+  return s ? (lo >> s) | (hi << (32 - s)) : lo;
+}
+
+/* The lowest n of 32 bits (n may lie outside 0-32). */
+CQ_DEV unsigned cq_low_bits(int n) { return n <= 0 ? 0u : n >= 32 ? ~0u : (1u << n) - 1u; }
+
+/* Word w of the members of collective c's instance [lo, hi) that have terminated (bit b:
+   lane lo + 32 w + b). */
+CQ_DEV unsigned cq_coll_gone(const cq_coll &c, int w) {
+  int from = c.lo + 32 * w;
+  return cq_mask_bits(c.members, from) & ~cq_mask_bits(c.live, from) &
+         cq_low_bits(c.hi - from);
+}
+
+/* Word w of the lanes of the unit instance [lo, lo + unit) that do not take part in
+   collective c: past the block, not members, or terminated. */
+CQ_DEV unsigned cq_coll_absent(const cq_coll &c, int lo, int unit, int nlanes, int w) {
+  int from = lo + 32 * w;
+  unsigned present = cq_mask_bits(c.members, from) & cq_mask_bits(c.live, from) &
+                     cq_low_bits(nlanes - from);
+  return cq_low_bits(unit - 32 * w) & ~present;
 }
 
 /* How many participants, and the executing lane's rank among them: the work of a
@@ -86,6 +132,7 @@ struct cq_future {
   int has_data, is_async, waited, issued;
   cq_tma_bar *tma;     /* the barrier of a bulk copy in flight, else null (§9.7) */
   unsigned phase;      /* the parity of the barrier phase that completes it */
+  unsigned group;      /* the lane's cp.async groups committed when it was issued */
 };
 
 CQ_DEV bool cq_future_pending(const cq_future &f) { return f.has_data && f.is_async && !f.waited; }
