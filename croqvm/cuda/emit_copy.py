@@ -15,6 +15,7 @@ from __future__ import annotations
 from ..bytecode.module import BaseKind, DmaOp, Storage
 from ..core.faults import Kind
 from . import cnum
+from .emit import op_name
 from .emit_ops import buffer_instance
 
 CHUNK = 16     # bytes a cp.async moves at most
@@ -121,11 +122,12 @@ def tile_copy(k, desc, ins, ip, part: str, parts: str) -> str | None:
         if desc.future >= 0:
             # the future's buffer once it holds data (§9.4), whose shape may differ
             f = f"f{desc.future}.v"
-            same = " && ".join([f"!{f}.strided && {f}.rank == {rank}"] +
-                               [f"{f}.ext[{j}] == {e}" for j, e in enumerate(ext)])
-            k.line(f"if (!f{desc.future}.has_data || ({same})) {{", ins)
-            k.depth += 1
-            guarded = True
+            if not _fixed_shape(k, desc.future, ext):
+                same = " && ".join([f"!{f}.strided && {f}.rank == {rank}"] +
+                                   [f"{f}.ext[{j}] == {e}" for j, e in enumerate(ext)])
+                k.line(f"if (!f{desc.future}.has_data || ({same})) {{", ins)
+                k.depth += 1
+                guarded = True
             base = f"f{desc.future}.has_data ? {f}.base : {inst.base}"
             dims = [f"f{desc.future}.has_data ? {f}.dims[{j}] : {inst.dims[j]}"
                     for j in range(rank)]
@@ -151,6 +153,32 @@ def tile_copy(k, desc, ins, ip, part: str, parts: str) -> str | None:
     k.depth -= 1
     k.line("} else {", ins)
     return "guarded"
+
+
+def _dst_extents(k, desc):
+    """The constant extents of DMA ``desc``'s destination when it is a plain view or the
+    statement's own buffer of constant shape, else None."""
+    if desc.dst_view >= 0:
+        return [int(k.consts[e]) for e in k.code.views[desc.dst_view].extents] \
+            if _plain(k, desc.dst_view) else None
+    if desc.dst_buffer in k.shared or desc.dst_buffer in k.local:
+        return [int(k.consts[r]) for r in k.code.buffers[desc.dst_buffer].shape]
+    return None
+
+
+def _fixed_shape(k, future: int, ext) -> bool:
+    """Whether future ``future``, whenever it holds data, holds a plain view of extents
+    ``ext``: every DMA into it or into a future it is swapped with (SWAP exchanges
+    handles) writes such a destination; nothing else gives a future data."""
+    group = {future}
+    changed = True
+    while changed:
+        changed = False
+        for ins in k.ins:
+            if op_name(ins) == "SWAP" and (ins[1] in group) != (ins[2] in group):
+                group |= {ins[1], ins[2]}
+                changed = True
+    return all(_dst_extents(k, d) == list(ext) for d in k.code.dmas if d.future in group)
 
 
 def _check_tile(k, side: Side, ins, ip) -> None:

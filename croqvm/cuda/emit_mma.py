@@ -38,6 +38,9 @@ from ..core.limits import UNIT_OF_LANES, WARP_SIZE
 from . import cnum
 from .emit_sync import collective, squeeze, view, view_rank
 
+# loops over at most this many MMA tiles or fragment slots are unrolled
+UNROLL_TILES = 64
+
 
 def frag_dtype(k, m: int) -> dtypes.DType:
     return dtypes.BY_CODE[k.code.frags[m].dtype]
@@ -147,6 +150,8 @@ def own_cells(k, ins, m: int) -> str:
     """Opens a loop over the elements of register fragment ``m`` the lane holds, with
     ``fi``, ``fj`` their position; returns the C cell. The caller closes it."""
     f = k.code.frags[m]
+    if k.reg_frags[m] <= UNROLL_TILES:      # constant slots: the fragment in registers
+        k.line("#pragma unroll", ins)
     k.line(f"for (int s = 0; s < {k.reg_frags[m]}; s++) {{", ins)
     k.depth += 1
     k.line(f"const int fi = cq_frag_row({f.unit}, lane % {f.unit}, s, {f.cols}), "
@@ -264,7 +269,7 @@ def read_outside_check(k, ins, ip, c: int, v: int) -> None:
     its buffer faults."""
     rank = view_rank(k, v)
     k.line(f"long long at[{rank}];", ins)
-    k.fault("cq_first_outside(src, at)", Kind.MMA_READ_OUTSIDE, ins, ip,
+    k.fault("cq_first_outside_r(src, at)", Kind.MMA_READ_OUTSIDE, ins, ip,
             ("src.slot", "src.index") + tuple(f"at[{j}]" for j in range(rank)),
             lambda a, refs, s=c: (s, tuple(int(x) for x in a[2:]),
                                   refs(int(a[0]), int(a[1]))))
@@ -292,7 +297,7 @@ def view_value(k, v: int, name: str) -> str:
     et = _elem_type(k, v)
     swizzle = k.code.views[v].swizzle      # §9.7: the layout a swizzled copy gave it
     return cnum.load_value(f"({cnum.store_c(et)} *)({name}.base + cq_swizzle({name}, "
-                           f"cq_offset({name}, ix), {swizzle}))", et)
+                           f"cq_offset_r({name}, ix), {swizzle}))", et)
 
 
 def _exec_shapes(k, ins, mc, ma, mb, layout):
@@ -540,12 +545,20 @@ def _tensor_exec(k, ins, ip, atom, mc: int, mnk, unit) -> None:
     am, an, ak = atom[3:]
     name = atom_name(atom)
     n = k.wait_site_for(ins, ip)
-    cell = acc_cell(k, mc, "mt + cq_mma_c_row(wl, i)", "nt + cq_mma_c_col(wl, i)")
+    f = k.code.frags[mc]
+    cell = f"rf{mc}[cq_frag_tile_slot({f.unit}, mt, nt, i, {f.cols})]" \
+        if mc in k.reg_frags else \
+        acc_cell(k, mc, "mt + cq_mma_c_row(wl, i)", "nt + cq_mma_c_col(wl, i)")
     mine = "" if unit == WARP_SIZE else " if ((mt / 16) % 4 == (lane % 128) / 32)"
+    # unrolled, every tile's accumulator slots are constants: the fragment stays in
+    # registers (an index known only at run time puts it in local memory)
+    unroll = "#pragma unroll" if -(-M // am) * -(-N // an) <= UNROLL_TILES else ""
     for line in (
         "const int wl = lane % 32;",
         f"typedef {name} S;",
+        unroll,
         f"for (int mt = 0; mt < {M}; mt += {am}){mine}",
+        unroll,
         f"  for (int nt = 0; nt < {N}; nt += {an}) {{",
         "    S::c_value cf[S::NC], df[S::NC];",
         f"    for (int i = 0; i < S::NC; i++) cf[i] = {cell};",
@@ -561,7 +574,8 @@ def _tensor_exec(k, ins, ip, atom, mc: int, mnk, unit) -> None:
         f"    for (int i = 0; i < S::NC; i++) {cell} = cf[i];",
         "  }",
     ):
-        k.line(line, ins)
+        if line:
+            k.line(line, ins)
 
 
 def op_mma_store(k, ins, ip):
@@ -665,7 +679,7 @@ def store_cells(k, ins, ip, m, v, transp, ptr, rows, cols, part, parts, guard=No
            "|| ix[1] >= cq_hi(dst, 1)) continue;", ins)
     k.line(f"{cnum.reg_c(et)} val;", ins)
     k.convert_into("val", cell, ft, et, ins, ip)
-    k.line(f"*({cnum.store_c(et)} *)(dst.base + cq_offset(dst, ix)) = "
+    k.line(f"*({cnum.store_c(et)} *)(dst.base + cq_offset_r(dst, ix)) = "
            f"{cnum.store_value('val', et)};", ins)
     k.depth -= 1
     k.line("}", ins)

@@ -303,16 +303,19 @@ def element_pointer(k, a: int, ins, ip) -> str:
     ptr_t = f"{cnum.store_c(t)} *"
     if acc.base_kind == BaseKind.FUT:
         view = future_view(k, acc.base, ins, ip)
+        # rank known here: the unrolled forms, which keep the future out of local memory
+        check, offset = ("cq_index_in", "cq_offset_r") if rank else \
+            ("cq_check_index", "cq_offset")
         if k.checks:
             n = k.site(Kind.OUT_OF_RANGE, ip, ins[-1], _range_operands(a, rank))
-            k.line(f"if (!cq_check_index({view}, {idx}, {n})) cq_leave();", ins)
-        return f"(({ptr_t})({view}.base + cq_offset({view}, {idx})))"
+            k.line(f"if (!{check}({view}, {idx}, {n})) cq_leave();", ins)
+        return f"(({ptr_t})({view}.base + {offset}({view}, {idx})))"
     inst = buffer_instance(k, acc.base, acc.arr, ins, ip)
     if k.checks and rank:
         dims = f"dm{ip}"
         k.line(f"const long long {dims}[{rank}] = {{{', '.join(inst.dims)}}};", ins)
         n = k.site(Kind.OUT_OF_RANGE, ip, ins[-1], _range_operands(a, rank))
-        k.line(f"if (!cq_check_dims({idx}, {dims}, {rank}, {n})) cq_leave();", ins)
+        k.line(f"if (!cq_dims_in({idx}, {dims}, {n})) cq_leave();", ins)
     off = "0"
     for d in range(rank):
         off = f"{idx}[{d}]" if d == 0 else f"({off}) * {inst.dims[d]} + {idx}[{d}]"

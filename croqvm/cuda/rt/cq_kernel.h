@@ -170,6 +170,17 @@ CQ_DEV long long cq_offset(const cq_view &v, const long long *idx) {
   return off * v.elem;
 }
 
+/* cq_offset of an index of R dimensions, R known when compiling (the view's rank):
+   unrolled, so that view and index can stay in registers. */
+template <int R> CQ_DEV long long cq_offset_r(const cq_view &v, const long long (&idx)[R]) {
+  long long off = 0;
+#pragma unroll
+  for (int k = 0; k < R; k++)
+    off = v.strided ? off + (v.origin[k] + idx[k]) * v.stride[k]
+                    : off * v.dims[k] + v.origin[k] + idx[k];
+  return off * v.elem;
+}
+
 /* span_as (§8.3.3): view v's buffer as its elements from row-major position `first` on,
    seen as an array of extents space[n] at origin 0; false when that reaches outside the
    buffer (memory.py view_of). */
@@ -300,6 +311,41 @@ CQ_OUTLINED bool cq_check_index(const cq_view &v, const long long *idx, int site
       a[v.rank + 1] = lo;
       a[v.rank + 2] = hi;
       cq_fault_n(site, a, v.rank + 3);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* cq_check_index and cq_check_dims of an index of R dimensions, R known when compiling:
+   inline and unrolled, the same fault record. */
+template <int R> CQ_DEV bool cq_index_in(const cq_view &v, const long long (&idx)[R], int site) {
+#pragma unroll
+  for (int k = 0; k < R; k++) {
+    long long lo = cq_lo(v, k), hi = cq_hi(v, k);
+    if (idx[k] < lo || idx[k] >= hi) {
+      long long a[R + 4];
+#pragma unroll
+      for (int j = 0; j < R; j++) a[j] = idx[j];
+      a[R] = k, a[R + 1] = lo, a[R + 2] = hi, a[R + 3] = 0;
+      cq_fault_values(site, a);
+      return false;
+    }
+  }
+  return true;
+}
+
+template <int R>
+CQ_DEV bool cq_dims_in(const long long (&idx)[R], const long long (&dims)[R], int site) {
+#pragma unroll
+  for (int k = 0; k < R; k++) {
+    long long hi = dims[k];   /* read here: the fault paths may merge, k a run-time value */
+    if (idx[k] < 0 || idx[k] >= hi) {
+      long long a[R + 4];
+#pragma unroll
+      for (int j = 0; j < R; j++) a[j] = idx[j];
+      a[R] = k, a[R + 1] = 0, a[R + 2] = hi, a[R + 3] = 0;
+      cq_fault_values(site, a);
       return false;
     }
   }
@@ -646,6 +692,21 @@ CQ_OUTLINED bool cq_first_outside(const cq_view &v, long long *at) {
   if (over < 0) return false;
   at[over] = v.dims[over];
   return true;
+}
+
+/* cq_first_outside of a view of R dimensions, R known when compiling: inline and
+   unrolled, no array indexed at run time. */
+template <int R> CQ_DEV bool cq_first_outside_r(const cq_view &v, long long (&at)[R]) {
+  bool origin_out = false;
+  int over = -1;
+#pragma unroll
+  for (int k = 0; k < R; k++) {
+    if (v.origin[k] < 0 || v.origin[k] >= v.dims[k]) origin_out = true;
+    if (v.origin[k] + v.ext[k] > v.dims[k]) over = k;
+  }
+#pragma unroll
+  for (int k = 0; k < R; k++) at[k] = !origin_out && k == over ? v.dims[k] : v.origin[k];
+  return origin_out || over >= 0;
 }
 
 /* ------------------------------------------------------------------ generic MMA */
