@@ -18,6 +18,7 @@ from ..core.faults import Kind
 from ..core.intrinsics import ATOMIC, C_NAME, CAS, MATH
 from ..core.limits import MAX_SHARED_BYTES
 from . import cnum
+from .owner import one_owner
 
 
 def op_nop(k, ins, ip):
@@ -365,7 +366,9 @@ def op_update(k, ins, ip):
     faults = [c for c in (res, back) if c.faults]
     if faults:
         k.line("int bad = 0; long long why[2] = {0, 0};", ins)
-    k.line(f"cq_update({ptr}, [&]({cnum.store_c(t)} stored) {{", ins)
+    # one lane alone reaches the element: no compare-and-swap loop (owner.py)
+    update = "cq_update_owned" if one_owner(k, a) else "cq_update"
+    k.line(f"{update}({ptr}, [&]({cnum.store_c(t)} stored) {{", ins)
     k.depth += 1
     k.line(f"{cnum.reg_c(t)} old = {cnum.load_value('&stored', t)};", ins)
     for s in res.setup:

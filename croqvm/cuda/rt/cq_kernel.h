@@ -392,6 +392,10 @@ CQ_OUTLINED bool cq_check_dims(const long long *idx, const long long *dims, int 
    each see what the others left. On a GPU a compare-and-swap loop on the aligned word
    holding the element (fn may run more than once); on the CPU fibers never interleave
    inside it. */
+/* cq_update of an element no other lane updates (its owner, croqvm/cuda/owner.py): a
+   plain read and write. */
+template <class S, class F> CQ_DEV void cq_update_owned(S *p, F fn) { *p = fn(*p); }
+
 template <class S, class F> CQ_DEV void cq_update(S *p, F fn) {
 #if defined(CQ_CPU)
   *p = fn(*p);
