@@ -30,6 +30,7 @@ CQ_DEV void cq_mask_remove(unsigned *m, int lane) {
 /* Lanes in [lo, hi) that are in both masks (`b` may be null: `a` alone). */
 CQ_DEV int cq_mask_count(const unsigned *a, const unsigned *b, int lo, int hi) {
   int n = 0;
+#pragma unroll 1   /* a few words: unrolled copies only raise register pressure */
   for (int w = lo >> 5; w <= (hi - 1) >> 5 && lo < hi; w++) {
     unsigned bits = a[w] & (b ? b[w] : ~0u);
     int first = w * 32, last = first + 32;
