@@ -1,6 +1,6 @@
 """Tile copies whose shapes are known when generating (LANGUAGE.md §9.5.1): a plain
-``dma.copy`` between views of buffers, no reshape, strides, ``.sqz()``, swizzle or
-permutation, the extents of both sides constants. Such a copy is written out with its
+``dma.copy`` between views of buffers, no reshape, strides, ``.sqz()`` or permutation,
+a swizzle only on the destination (§9.7), the extents of both sides constants. Such a copy is written out with its
 shape in the code: no ``cq_view``/``cq_dma`` records passed to the runtime's general
 helpers, index arithmetic by constant divisors in 32 bits, each element moved as one
 word of its size. From global into shared memory, with rows of whole 16-byte chunks at
@@ -12,7 +12,7 @@ path (emit_sync.op_dma).
 """
 from __future__ import annotations
 
-from ..bytecode.module import BaseKind, DmaOp, Storage
+from ..bytecode.module import BaseKind, DmaOp, Storage, swizzled_sides
 from ..core.faults import Kind
 from . import cnum
 from .emit import op_name
@@ -55,6 +55,14 @@ class Side:
             off = f"({term})" if not off else f"({off} * {self.name}_d{j} + {term})"
         return f"{off} * {self.elem}"
 
+    def address(self, index, swizzle: int = 0) -> str:
+        """The address of view element ``index``, through the buffer's swizzle (§9.7)."""
+        off = self.offset(index)
+        if swizzle:
+            size = " * ".join(f"{self.name}_d{j}" for j in range(len(self.ext)))
+            off = f"cq_swizzle_at({off}, {self.elem}, {size} * {self.elem}, {swizzle})"
+        return f"{self.name}_base + {off}"
+
     def view(self) -> str:
         """The side as a ``cq_view`` (a future holds its destination)."""
         rank = len(self.ext)
@@ -85,8 +93,9 @@ def _storage(k, v: int):
 
 def applies(k, desc) -> bool:
     """Whether DMA ``desc`` qualifies when generating."""
-    if desc.op != DmaOp.COPY or desc.swizzle or desc.perm or not _plain(k, desc.src):
-        return False
+    if desc.op != DmaOp.COPY or desc.perm or not _plain(k, desc.src) or \
+            swizzled_sides(k.code, desc)[0]:
+        return False       # a swizzled destination is written in place, a source is not
     src_ext = [int(k.consts[e]) for e in k.code.views[desc.src].extents]
     if desc.dst_view >= 0:
         if not _plain(k, desc.dst_view):
@@ -216,6 +225,7 @@ def _move(k, desc, src: Side, dst: Side, ins, part: str, parts: str) -> None:
     (the source extents) gets its source element when that is in range, else 0 with
     .zfill (else it stays); with .zfill the elements beyond the tile become 0."""
     rank, elem, tile = len(dst.ext), dst.elem, src.ext
+    swizzle = swizzled_sides(k.code, desc)[1]
     total = 1
     for e in dst.ext:
         total *= e
@@ -248,8 +258,8 @@ def _move(k, desc, src: Side, dst: Side, ins, part: str, parts: str) -> None:
                f"{tile[last]};", ins)
         k.line(f"const int valid = !({in_rows}) || c >= hi ? 0 : hi - c >= {per} ? {per} : "
                f"(int)(hi - c);", ins)
-        k.line(f"cq_cp_async<{CHUNK}>(cd_base + {dst.offset([*t, 'c'])}, valid ? cs_base + "
-               f"{src.offset([*t, 'c'])} : cs_base, valid * {elem});", ins)
+        k.line(f"cq_cp_async<{CHUNK}>({dst.address([*t, 'c'], swizzle)}, valid ? "
+               f"{src.address([*t, 'c'])} : cs_base, valid * {elem});", ins)
         k.depth -= 1
         k.line("}", ins)
         k.line("cq_cp_async_commit();", ins)
@@ -267,8 +277,8 @@ def _move(k, desc, src: Side, dst: Side, ins, part: str, parts: str) -> None:
     k.line(f"if ({in_dst}) continue;", ins)
     in_src = " && ".join(f"{x} < {tile[j]} && {x} >= {src.lo(j)} && {x} < {src.hi(j)}"
                          for j, x in enumerate(t))
-    to = f"cd_base + {dst.offset(t)}"
-    fr = f"cs_base + {src.offset(t)}"
+    to = dst.address(t, swizzle)
+    fr = src.address(t)
     if word:
         k.line(f"if ({in_src}) *({word} *)({to}) = *(const {word} *)({fr});", ins)
         if desc.zfill:

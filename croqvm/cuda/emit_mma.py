@@ -295,9 +295,11 @@ def load_cells(k, ins, ip, m, v, ptr, rows, cols, part, parts) -> None:
 def view_value(k, v: int, name: str) -> str:
     """Element ``ix`` of view ``name`` (view ``v``), as a value of its type."""
     et = _elem_type(k, v)
-    swizzle = k.code.views[v].swizzle      # §9.7: the layout a swizzled copy gave it
-    return cnum.load_value(f"({cnum.store_c(et)} *)({name}.base + cq_swizzle({name}, "
-                           f"cq_offset_r({name}, ix), {swizzle}))", et)
+    d = k.code.views[v]
+    swizzle = d.swizzle      # §9.7: the layout a swizzled copy gave it
+    rank = len(d.shown) if d.shown else len(d.origin)     # after .sqz()
+    return cnum.load_value(f"({cnum.store_c(et)} *)({name}.base + cq_swizzle_r<{rank}>("
+                           f"{name}, cq_offset_r({name}, ix), {swizzle}))", et)
 
 
 def _exec_shapes(k, ins, mc, ma, mb, layout):

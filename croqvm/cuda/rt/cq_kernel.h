@@ -300,6 +300,22 @@ CQ_DEV long long cq_swizzle(const cq_view &v, long long off, int swizzle) {
   return off ^ ((off & mask) >> 3);
 }
 
+/* cq_swizzle with the buffer's size in bytes given (a multiple of `elem`). */
+CQ_DEV long long cq_swizzle_at(long long off, int elem, long long bytes, int swizzle) {
+  if (!swizzle || off + elem > bytes / swizzle * swizzle) return off;
+  long long mask = (long long)((swizzle >> 4) - 1) << 7;
+  return off ^ ((off & mask) >> 3);
+}
+
+/* cq_swizzle of a view of R dimensions, R known when compiling: unrolled. */
+template <int R> CQ_DEV long long cq_swizzle_r(const cq_view &v, long long off, int swizzle) {
+  if (!swizzle) return off;
+  long long count = 1;
+#pragma unroll
+  for (int k = 0; k < R; k++) count *= v.dims[k];
+  return cq_swizzle_at(off, v.elem, count * v.elem, swizzle);
+}
+
 /* An element access (§8.6): every index in its in-range interval, else a fault of
    `site` with the indices, the dimension and the interval (OUT_OF_RANGE). */
 CQ_OUTLINED bool cq_check_index(const cq_view &v, const long long *idx, int site) {
