@@ -22,7 +22,7 @@ PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 REGISTER_FILE = 65536        # 32-bit registers of an SM, shared by a block's threads
 
 SM80 = ("matmul_1p1c", "matmul_mma_warp", "matmul_double_buffer", "matmul_triple_buffer",
-        "matmul_dma")
+        "matmul_dma", "matmul_tma")
 # the sm_90a kernels without wgmma or TMA, which the general code generates alone
 SM90 = ("matmul_mma_warp", "matmul_double_buffer", "matmul_triple_buffer", "matmul_dma")
 
@@ -50,7 +50,7 @@ def test_registers_within_the_launch_bounds(name):
     assert 0 < block and kernel.registers * block <= REGISTER_FILE
 
 
-@pytest.mark.parametrize("name", ["matmul_1p1c", "matmul_mma_warp"])
+@pytest.mark.parametrize("name", ["matmul_1p1c", "matmul_mma_warp", "matmul_tma"])
 def test_tensor_core_mma_in_the_main_loop(name):
     kernel, _ = built(name, "sm_80")
     assert kernel.in_a_loop("HMMA")
