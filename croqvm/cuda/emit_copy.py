@@ -97,15 +97,9 @@ def applies(k, desc) -> bool:
             swizzled_sides(k.code, desc)[0]:
         return False       # a swizzled destination is written in place, a source is not
     src_ext = [int(k.consts[e]) for e in k.code.views[desc.src].extents]
-    if desc.dst_view >= 0:
-        if not _plain(k, desc.dst_view):
-            return False
-        dst_ext = [int(k.consts[e]) for e in k.code.views[desc.dst_view].extents]
-    else:
-        own = k.code.buffers[desc.dst_buffer]
-        if desc.dst_buffer not in k.shared and desc.dst_buffer not in k.local:
-            return False
-        dst_ext = [int(k.consts[r]) for r in own.shape]
+    dst_ext = _dst_extents(k, desc)
+    if dst_ext is None:
+        return False
     return len(src_ext) == len(dst_ext) and min(src_ext + dst_ext) >= 1 and \
         (desc.zfill or all(t >= e for t, e in zip(src_ext, dst_ext)))
 

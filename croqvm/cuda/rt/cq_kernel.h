@@ -334,8 +334,9 @@ CQ_OUTLINED bool cq_check_index(const cq_view &v, const long long *idx, int site
   return true;
 }
 
-/* cq_check_index and cq_check_dims of an index of R dimensions, R known when compiling:
-   inline and unrolled, the same fault record. */
+/* cq_check_index of an index of R dimensions, R known when compiling: inline and
+   unrolled, the same fault record; cq_dims_in, an access to a whole buffer instance
+   (origin 0): every index below its extent, else OUT_OF_RANGE as cq_check_index. */
 template <int R> CQ_DEV bool cq_index_in(const cq_view &v, const long long (&idx)[R], int site) {
 #pragma unroll
   for (int k = 0; k < R; k++) {
@@ -386,23 +387,6 @@ CQ_OUTLINED bool cq_check_tile(const cq_view &v, int site) {
   }
   cq_fault_n(empty ? site : site + 1, a, 2 + 2 * v.rank);
   return false;
-}
-
-/* An access to a whole buffer instance (origin 0): every index below its extent, else
-   the fault OUT_OF_RANGE of `site`, as cq_check_index. */
-CQ_OUTLINED bool cq_check_dims(const long long *idx, const long long *dims, int rank, int site) {
-  for (int k = 0; k < rank; k++) {
-    if (idx[k] < 0 || idx[k] >= dims[k]) {
-      long long a[16] = {0};
-      for (int j = 0; j < rank; j++) a[j] = idx[j];
-      a[rank] = k;
-      a[rank + 1] = 0;
-      a[rank + 2] = dims[k];
-      cq_fault_n(site, a, rank + 3);
-      return false;
-    }
-  }
-  return true;
 }
 
 /* *p = fn(*p) as one indivisible step (UPDATE, §7.1.3): lanes that update one element
@@ -700,23 +684,8 @@ CQ_OUTLINED void cq_dma_bulk(const cq_dma &d, cq_tma_bar *bar, int hint) {
 
 /* The first element of a tile outside its root in row-major order (§11.3.2): the
    origin itself when it lies outside, else the origin moved to the edge along the last
-   dimension the tile overflows. Returns false when the tile lies inside. */
-CQ_OUTLINED bool cq_first_outside(const cq_view &v, long long *at) {
-  bool origin_out = false;
-  int over = -1;
-  for (int k = 0; k < v.rank; k++) {
-    at[k] = v.origin[k];
-    if (v.origin[k] < 0 || v.origin[k] >= v.dims[k]) origin_out = true;
-    if (v.origin[k] + v.ext[k] > v.dims[k]) over = k;
-  }
-  if (origin_out) return true;
-  if (over < 0) return false;
-  at[over] = v.dims[over];
-  return true;
-}
-
-/* cq_first_outside of a view of R dimensions, R known when compiling: inline and
-   unrolled, no array indexed at run time. */
+   dimension the tile overflows. Returns false when the tile lies inside. R, the view's
+   rank, is known when compiling: unrolled, no array indexed at run time. */
 template <int R> CQ_DEV bool cq_first_outside_r(const cq_view &v, long long (&at)[R]) {
   bool origin_out = false;
   int over = -1;
