@@ -548,18 +548,29 @@ def _tensor_exec(k, ins, ip, atom, mc: int, mnk, unit) -> None:
     name = atom_name(atom)
     n = k.wait_site_for(ins, ip)
     f = k.code.frags[mc]
-    cell = f"rf{mc}[cq_frag_tile_slot({f.unit}, mt, nt, i, {f.cols})]" \
-        if mc in k.reg_frags else \
-        acc_cell(k, mc, "mt + cq_mma_c_row(wl, i)", "nt + cq_mma_c_col(wl, i)")
-    mine = "" if unit == WARP_SIZE else " if ((mt / 16) % 4 == (lane % 128) / 32)"
     # unrolled, every tile's accumulator slots are constants: the fragment stays in
     # registers (an index known only at run time puts it in local memory)
-    unroll = "#pragma unroll" if -(-M // am) * -(-N // an) <= UNROLL_TILES else ""
+    if unit == WARP_SIZE:
+        slot = f"cq_frag_tile_slot({f.unit}, mt, nt, i, {f.cols})"
+        tiles = -(-M // am) * -(-N // an)
+        rows = [f"for (int mt = 0; mt < {M}; mt += {am}) {{"]
+    else:      # a warpgroup's warp w: the 16-row bands 64 mj + 16 w, 8 rows at a time
+        slot = f"cq_frag_wg_slot(mj, mq * {am} / 8, nt, i, {f.cols})"
+        tiles = -(-M // 64) * (16 // am) * -(-N // an)
+        rows = [f"for (int mj = 0; mj < {-(-M // 64)}; mj++)",
+                f"for (int mq = 0; mq < {16 // am}; mq++) {{",
+                f"const int mt = 64 * mj + 16 * ((lane % 128) / 32) + mq * {am};",
+                f"if (mt >= {M}) continue;"]
+    cell = f"rf{mc}[{slot}]" if mc in k.reg_frags else \
+        acc_cell(k, mc, "mt + cq_mma_c_row(wl, i)", "nt + cq_mma_c_col(wl, i)")
+    unroll = "#pragma unroll" if tiles <= UNROLL_TILES else ""
+    for line in ("const int wl = lane % 32;", f"typedef {name} S;"):
+        k.line(line, ins)
+    for line in rows:
+        if line.startswith("for") and unroll:
+            k.line(unroll, ins)
+        k.line(line, ins)
     for line in (
-        "const int wl = lane % 32;",
-        f"typedef {name} S;",
-        unroll,
-        f"for (int mt = 0; mt < {M}; mt += {am}){mine}",
         unroll,
         f"  for (int nt = 0; nt < {N}; nt += {an}) {{",
         "    S::c_value cf[S::NC], df[S::NC];",
@@ -575,6 +586,7 @@ def _tensor_exec(k, ins, ip, atom, mc: int, mnk, unit) -> None:
         "    }",
         f"    for (int i = 0; i < S::NC; i++) {cell} = cf[i];",
         "  }",
+        "}",
     ):
         if line:
             k.line(line, ins)
