@@ -508,8 +508,8 @@ def op_wait(k, ins, ip):
     if k.off_tma:     # TMA bulk copies complete on their barriers (§9.7)
         k.line(f"cq_future_land(f{n}, {wait_site(k, ins, ip, 'wait')});", ins)
     else:
-        # only the groups committed before the future's: those after it may stay in
-        # flight (a prefetch issued before this wait)
+        # the future's group and those before it: the groups committed after it (a
+        # prefetch issued before this wait) stay in flight
         f = f"f{n}"
         k.line(f"cq_cp_async_wait_newer({f}.has_data && {f}.is_async ? cqg - {f}.group : "
                f"0u);", ins)
