@@ -1,6 +1,7 @@
 """The SASS figures of the generated GEMM kernels, per program and architecture: local
 memory (STL/LDL instructions, stack bytes per thread), registers, cp.async (LDGSTS, and
-how many move 16 bytes) and tensor-core instructions (HMMA, HGMMA). Needs nvcc and
+how many move 16 bytes), tensor-core instructions (HMMA, HGMMA) and global
+compare-and-swaps (CAS). Needs nvcc and
 cuobjdump (tests/cuda_sass.py finds them); runs nothing on a GPU.
 
     python bench/cuda_sass.py [--arch sm_80 --arch sm_90a] [--no-checks] [PROGRAM ...]
@@ -14,9 +15,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-import croqvm  # noqa: E402
-import cuda_sass  # noqa: E402
-from croqvm.cuda.emit import emit  # noqa: E402
+import cuda_sass
+
+import croqvm
+from croqvm.cuda.emit import emit
 
 GEMMS = ("matmul_1p1c", "matmul_mma_warp", "matmul_double_buffer", "matmul_triple_buffer",
          "matmul_dma", "matmul_wgmma_async", "matmul_tma")
@@ -27,12 +29,16 @@ def figures(name: str, arch: str, checks: bool) -> list[dict]:
     rows = []
     for kernel in cuda_sass.kernels(emit(module, arch=arch, checks=checks).text, arch).values():
         names = kernel.names()
-        rows.append(dict(
-            program=name, arch=arch, kernel=kernel.name, STL=names["STL"], LDL=names["LDL"],
-            stack=kernel.stack, regs=kernel.registers, LDGSTS=names["LDGSTS"],
-            LDGSTS128=sum(1 for i in kernel.instructions if i.opcode.startswith("LDGSTS.E.BYPASS.128")
-                          or (i.name == "LDGSTS" and ".128" in i.opcode)),
-            HMMA=names["HMMA"], HGMMA=names["HGMMA"], ATOM=names["ATOMG"] + names["ATOM"] + names["RED"]))
+        rows.append({
+            "program": name, "arch": arch, "kernel": kernel.name, "STL": names["STL"],
+            "LDL": names["LDL"], "stack": kernel.stack, "regs": kernel.registers,
+            "LDGSTS": names["LDGSTS"],
+            "LDGSTS128": sum(1 for i in kernel.instructions
+                             if i.name == "LDGSTS" and ".128" in i.opcode),
+            "HMMA": names["HMMA"], "HGMMA": names["HGMMA"],
+            # global compare-and-swaps: UPDATE loops, and the fault record's lock
+            "CAS": sum(1 for i in kernel.instructions
+                       if i.name == "ATOMG" and "CAS" in i.opcode)})
     return rows
 
 
@@ -42,7 +48,7 @@ def main() -> None:
     parser.add_argument("--arch", action="append", choices=("sm_80", "sm_90a"))
     parser.add_argument("--no-checks", action="store_true")
     args = parser.parse_args()
-    columns = ("STL", "LDL", "stack", "regs", "LDGSTS", "LDGSTS128", "HMMA", "HGMMA", "ATOM")
+    columns = ("STL", "LDL", "stack", "regs", "LDGSTS", "LDGSTS128", "HMMA", "HGMMA", "CAS")
     print(f"{'program':22} {'arch':7} " + " ".join(f"{c:>9}" for c in columns))
     for arch in args.arch or ("sm_80", "sm_90a"):
         for name in args.programs:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+import cuda_sass
 import pytest
 
 import croqvm
-import cuda_sass
 from croqvm.cuda.emit import emit
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
@@ -27,7 +27,7 @@ SM80 = ("matmul_1p1c", "matmul_mma_warp", "matmul_double_buffer", "matmul_triple
 SM90 = ("matmul_mma_warp", "matmul_double_buffer", "matmul_triple_buffer", "matmul_dma")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def built(name: str, arch: str):
     """(the kernel's SASS, its block size) of the program's one kernel."""
     module = croqvm.compile_file(str(PROGRAMS / f"{name}.co")).module
