@@ -38,7 +38,7 @@ def figures(name: str, arch: str, checks: bool) -> list[dict]:
             "HMMA": names["HMMA"], "HGMMA": names["HGMMA"],
             # global compare-and-swaps: UPDATE loops, and the fault record's lock
             "CAS": sum(1 for i in kernel.instructions
-                       if i.name == "ATOMG" and "CAS" in i.opcode)})
+                       if i.name in ("ATOM", "ATOMG") and "CAS" in i.opcode)})
     return rows
 
 
