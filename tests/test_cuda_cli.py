@@ -59,8 +59,8 @@ def test_emit_cuda_without_checks_has_no_bounds_checks(tmp_path):
     with_checks, without = tmp_path / "a.cu", tmp_path / "b.cu"
     assert croqvm_cmd("emit-cuda", MATMUL, "-o", with_checks).returncode == 0
     assert croqvm_cmd("emit-cuda", MATMUL, "-o", without, "--no-checks").returncode == 0
-    assert "cq_check_dims(" in kernels(with_checks.read_text())
-    assert "cq_check_dims(" not in kernels(without.read_text())
+    assert "cq_dims_in(" in kernels(with_checks.read_text())
+    assert "cq_dims_in(" not in kernels(without.read_text())
 
 
 def test_run_on_cuda_cpu_prints_what_the_interpreter_prints():

@@ -403,6 +403,8 @@ class KernelEmitter:
                 self.line(f"{cnum.reg_c(t)} rf{m}[{self.reg_frags[m]}] = {{}};")
         for n in range(len(code.futures)):
             self.line(f"cq_future f{n} = {{}};")
+        self.line("unsigned cqg = 0;   // cp.async groups the lane has committed")
+        self.line("(void)cqg;")
         for sl in sorted(self.dyn_local):
             self.line(f"cq_local_dyn lbd{sl} = {{}};")
         for e, ev in enumerate(code.events):

@@ -39,6 +39,9 @@ from ..core.limits import UNIT_OF_LANES, WARP_SIZE
 from . import cnum
 from .emit_sync import collective, squeeze, view, view_rank
 
+# loops over at most this many MMA tiles or fragment slots are unrolled
+UNROLL_TILES = 64
+
 
 def frag_dtype(k, m: int) -> dtypes.DType:
     return dtypes.BY_CODE[k.code.frags[m].dtype]
@@ -270,15 +273,12 @@ def whole_instance(k, ins, ip, m: int, c: int) -> None:
         return
     f = k.code.frags[m]
     lo = k.unit_range(f.unit)[0]
-    k.line("unsigned absent[4] = {0, 0, 0, 0}; int any_absent = 0;", ins)
-    # a word of 32 lanes at a time (an instance starts at a multiple of 32): lanes past
-    # the block, not members, or not live
-    k.line(f"CQ_UNROLL for (int w = 0; w < {f.unit // WARP_SIZE}; w++) {{ const int l0 = "
-           f"{lo} + 32 * w; const unsigned in = l0 >= nlanes ? 0u : nlanes - l0 >= 32 ? ~0u "
-           f": ~(~0u << (nlanes - l0)); absent[w] = ~(in & (cl.members ? cl.members[l0 >> 5] "
-           f": ~0u) & cl.live[l0 >> 5]); any_absent |= absent[w] != 0u; }}", ins)
-    k.fault("any_absent", Kind.UNIT_INACTIVE, ins, ip,
-            (lo, "absent[0]", "absent[1]", "absent[2]", "absent[3]"),
+    # four words of bits, each computed whole: no array indexed at run time
+    k.line(", ".join(f"const unsigned absent{w} = cq_coll_absent(cl, {lo}, {f.unit}, nlanes, "
+                     f"{w})" if w == 0 else f"absent{w} = cq_coll_absent(cl, {lo}, {f.unit}, "
+                     f"nlanes, {w})" for w in range(4)) + ";", ins)
+    k.fault("(absent0 | absent1 | absent2 | absent3) != 0", Kind.UNIT_INACTIVE, ins, ip,
+            (lo, "absent0", "absent1", "absent2", "absent3"),
             lambda a, refs, c=c, u=f.unit: (c, u, int(a[0]) // u, tuple(
                 int(a[0]) + 32 * w + b for w in range(4) for b in range(32)
                 if (int(a[1 + w]) >> b) & 1)))
@@ -375,7 +375,7 @@ def read_outside_check(k, ins, ip, c: int, v: int) -> None:
     its buffer faults."""
     rank = view_rank(k, v)
     k.line(f"long long at[{rank}];", ins)
-    k.fault("cq_first_outside(src, at)", Kind.MMA_READ_OUTSIDE, ins, ip,
+    k.fault("cq_first_outside_r(src, at)", Kind.MMA_READ_OUTSIDE, ins, ip,
             ("src.slot", "src.index") + tuple(f"at[{j}]" for j in range(rank)),
             lambda a, refs, s=c: (s, tuple(int(x) for x in a[2:]),
                                   refs(int(a[0]), int(a[1]))))
@@ -401,9 +401,11 @@ def load_cells(k, ins, ip, m, v, ptr, rows, cols, part, parts) -> None:
 def view_value(k, v: int, name: str) -> str:
     """Element ``ix`` of view ``name`` (view ``v``), as a value of its type."""
     et = _elem_type(k, v)
+    d = k.code.views[v]
     swizzle = layout_swizzle(k, v)      # §9.7: the layout a swizzled copy gave it
-    return cnum.load_value(f"({cnum.store_c(et)} *)({name}.base + cq_swizzle({name}, "
-                           f"cq_offset({name}, ix), {swizzle}))", et)
+    rank = len(d.shown) if d.shown else len(d.origin)     # after .sqz()
+    return cnum.load_value(f"({cnum.store_c(et)} *)({name}.base + cq_swizzle_r<{rank}>("
+                           f"{name}, cq_offset_r({name}, ix), {swizzle}))", et)
 
 
 def _exec_shapes(k, ins, mc, ma, mb, layout):
@@ -734,12 +736,31 @@ def _tensor_exec(k, ins, ip, atom, mc: int, mnk, unit) -> None:
     am, an, ak = atom[3:]
     name = atom_name(atom)
     n = k.wait_site_for(ins, ip)
-    cell = acc_cell(k, mc, "mt + cq_mma_c_row(wl, i)", "nt + cq_mma_c_col(wl, i)")
-    mine = "" if unit == WARP_SIZE else " if ((mt / 16) % 4 == (lane % 128) / 32)"
+    f = k.code.frags[mc]
+    # unrolled, every tile's accumulator slots are constants: the fragment stays in
+    # registers (an index known only at run time puts it in local memory)
+    if unit == WARP_SIZE:
+        slot = f"cq_frag_tile_slot({f.unit}, mt, nt, i, {f.cols})"
+        tiles = -(-M // am) * -(-N // an)
+        rows = [f"for (int mt = 0; mt < {M}; mt += {am}) {{"]
+    else:      # a warpgroup's warp w: the 16-row bands 64 mj + 16 w, 8 rows at a time
+        slot = f"cq_frag_wg_slot(mj, mq * {am} / 8, nt, i, {f.cols})"
+        tiles = -(-M // 64) * (16 // am) * -(-N // an)
+        rows = [f"for (int mj = 0; mj < {-(-M // 64)}; mj++)",
+                f"for (int mq = 0; mq < {16 // am}; mq++) {{",
+                f"const int mt = 64 * mj + 16 * ((lane % 128) / 32) + mq * {am};",
+                f"if (mt >= {M}) continue;"]
+    cell = f"rf{mc}[{slot}]" if mc in k.reg_frags else \
+        acc_cell(k, mc, "mt + cq_mma_c_row(wl, i)", "nt + cq_mma_c_col(wl, i)")
+    unroll = "#pragma unroll" if tiles <= UNROLL_TILES else ""
+    for line in ("const int wl = lane % 32;", f"typedef {name} S;"):
+        k.line(line, ins)
+    for line in rows:
+        if line.startswith("for") and unroll:
+            k.line(unroll, ins)
+        k.line(line, ins)
     for line in (
-        "const int wl = lane % 32;",
-        f"typedef {name} S;",
-        f"for (int mt = 0; mt < {M}; mt += {am}){mine}",
+        unroll,
         f"  for (int nt = 0; nt < {N}; nt += {an}) {{",
         "    S::c_value cf[S::NC], df[S::NC];",
         f"    for (int i = 0; i < S::NC; i++) cf[i] = {cell};",
@@ -754,8 +775,10 @@ def _tensor_exec(k, ins, ip, atom, mc: int, mnk, unit) -> None:
         "    }",
         f"    for (int i = 0; i < S::NC; i++) {cell} = cf[i];",
         "  }",
+        "}",
     ):
-        k.line(line, ins)
+        if line:
+            k.line(line, ins)
 
 
 def op_mma_store(k, ins, ip):
@@ -859,7 +882,7 @@ def store_cells(k, ins, ip, m, v, transp, ptr, rows, cols, part, parts, guard=No
            "|| ix[1] >= cq_hi(dst, 1)) continue;", ins)
     k.line(f"{cnum.reg_c(et)} val;", ins)
     k.convert_into("val", cell, ft, et, ins, ip)
-    k.line(f"*({cnum.store_c(et)} *)(dst.base + cq_offset(dst, ix)) = "
+    k.line(f"*({cnum.store_c(et)} *)(dst.base + cq_offset_r(dst, ix)) = "
            f"{cnum.store_value('val', et)};", ins)
     k.depth -= 1
     k.line("}", ins)

@@ -18,6 +18,7 @@ from ..core.faults import Kind
 from ..core.intrinsics import ATOMIC, C_NAME, CAS, MATH
 from ..core.limits import MAX_SHARED_BYTES
 from . import cnum
+from .owner import one_owner
 
 
 def op_nop(k, ins, ip):
@@ -303,16 +304,19 @@ def element_pointer(k, a: int, ins, ip) -> str:
     ptr_t = f"{cnum.store_c(t)} *"
     if acc.base_kind == BaseKind.FUT:
         view = future_view(k, acc.base, ins, ip)
+        # rank known here: the unrolled forms, which keep the future out of local memory
+        check, offset = ("cq_index_in", "cq_offset_r") if rank else \
+            ("cq_check_index", "cq_offset")
         if k.checks:
             n = k.site(Kind.OUT_OF_RANGE, ip, ins[-1], _range_operands(a, rank))
-            k.line(f"if (!cq_check_index({view}, {idx}, {n})) cq_leave();", ins)
-        return f"(({ptr_t})({view}.base + cq_offset({view}, {idx})))"
+            k.line(f"if (!{check}({view}, {idx}, {n})) cq_leave();", ins)
+        return f"(({ptr_t})({view}.base + {offset}({view}, {idx})))"
     inst = buffer_instance(k, acc.base, acc.arr, ins, ip)
     if k.checks and rank:
         dims = f"dm{ip}"
         k.line(f"const long long {dims}[{rank}] = {{{', '.join(inst.dims)}}};", ins)
         n = k.site(Kind.OUT_OF_RANGE, ip, ins[-1], _range_operands(a, rank))
-        k.line(f"if (!cq_check_dims({idx}, {dims}, {rank}, {n})) cq_leave();", ins)
+        k.line(f"if (!cq_dims_in({idx}, {dims}, {n})) cq_leave();", ins)
     off = "0"
     for d in range(rank):
         off = f"{idx}[{d}]" if d == 0 else f"({off}) * {inst.dims[d]} + {idx}[{d}]"
@@ -362,7 +366,9 @@ def op_update(k, ins, ip):
     faults = [c for c in (res, back) if c.faults]
     if faults:
         k.line("int bad = 0; long long why[2] = {0, 0};", ins)
-    k.line(f"cq_update({ptr}, [&]({cnum.store_c(t)} stored) {{", ins)
+    # one lane alone reaches the element: no compare-and-swap loop (owner.py)
+    update = "cq_update_owned" if one_owner(k, a) else "cq_update"
+    k.line(f"{update}({ptr}, [&]({cnum.store_c(t)} stored) {{", ins)
     k.depth += 1
     k.line(f"{cnum.reg_c(t)} old = {cnum.load_value('&stored', t)};", ins)
     for s in res.setup:

@@ -20,6 +20,7 @@ from ..core.faults import Kind
 from ..core.limits import NAMED_BARRIERS, WARP_SIZE
 from ..reports.messages import print_registers
 from . import cnum, emit_tma
+from .emit_copy import tile_copy
 from .emit_kernel import bulk_load, tma_load
 from .emit import span_of
 from .emit_ops import allocate, buffer_instance, future_view
@@ -65,13 +66,12 @@ def collective(k, ins, ip, is_collective: bool, lo_hi=None, whole_unit=False):
 def _unit_terminated(k, ins, ip, site) -> None:
     """UNIT_TERMINATED: members of the lane's unit instance that have terminated; the
     fault carries the instance's first lane and the terminated lanes as bit words."""
-    k.line("unsigned gone[4] = {0, 0, 0, 0}; int any_gone = 0;", ins)
-    k.line("for (int l = cl.lo; l < cl.hi; l++) if ((!cl.members || cq_mask_has(cl.members, "
-           "l)) && !cq_mask_has(cl.live, l)) { gone[(l - cl.lo) >> 5] |= 1u << ((l - cl.lo) "
-           "& 31); any_gone = 1; }", ins)
+    # four words of bits, each computed whole: no array indexed at run time
+    k.line("const unsigned gone0 = cq_coll_gone(cl, 0), gone1 = cq_coll_gone(cl, 1), "
+           "gone2 = cq_coll_gone(cl, 2), gone3 = cq_coll_gone(cl, 3);", ins)
     coll = _site_index(k, ip)
-    k.fault("any_gone", Kind.UNIT_TERMINATED, ins, ip,
-            ("cl.lo", "gone[0]", "gone[1]", "gone[2]", "gone[3]"),
+    k.fault("(gone0 | gone1 | gone2 | gone3) != 0", Kind.UNIT_TERMINATED, ins, ip,
+            ("cl.lo", "gone0", "gone1", "gone2", "gone3"),
             lambda a, refs, c=coll, u=site.unit: (c, u, int(a[0]) // u, tuple(
                 int(a[0]) + 32 * w + b for w in range(4) for b in range(32)
                 if (int(a[1 + w]) >> b) & 1)))
@@ -200,7 +200,11 @@ def op_wait_event(k, ins, ip):
     k.depth += 1
     counter = _slot(k, ins, ip, e, r)
     n = wait_site(k, ins, ip, k.spans.text(ins[-1]))
-    k.line(f"cq_event_wait({counter}, en{e}, {int(ev.ready)}u, &ew{e}[slot], {n});", ins)
+    # the lane's wait count of the slot, picked out by comparisons: an array indexed at
+    # run time would live in local memory
+    k.line(f"unsigned want = cq_pick(ew{e}, slot);", ins)
+    k.line(f"cq_event_wait({counter}, en{e}, {int(ev.ready)}u, &want, {n});", ins)
+    k.line(f"cq_put(ew{e}, slot, want);", ins)
     k.depth -= 1
     k.line("}", ins)
 
@@ -358,6 +362,9 @@ def op_dma(k, ins, ip):
                        (int(a[0]), f))
             k.line(f"if (cq_future_pending(f{desc.future})) {{ cq_fault({n}, (long long)"
                    f"f{desc.future}.issued); cq_leave(); }}", ins)
+        fast = None if bulk else tile_copy(k, desc, ins, ip, part, parts)
+        if fast == "done":
+            return
         k.line("cq_dma dm = {};", ins)
         view(k, desc.src, "src", ins, ip)
         check_tile(k, "src", view_rank(k, desc.src), ins, ip)
@@ -394,11 +401,11 @@ def op_dma(k, ins, ip):
             _bulk_issue(k, ins, ip, desc, part)
         elif desc.is_async and desc.future >= 0 and tma_load(k, desc):
             # sm_80: 16-byte cp.async chunks where the tile allows, as cp.async.bulk would
-            k.line(f"if (cq_dma_bulk_ok(dm)) cq_dma_chunks_async(dm, {part}, {parts}); else",
-                   ins)
+            k.line(f"if (cq_dma_bulk_ok(dm)) {{ cq_dma_chunks_async(dm, {part}, {parts}); "
+                   f"cqg++; }} else", ins)
         size = _cp_async_size(k, desc)
-        if size:
-            k.line(f"cq_dma_move_async<{size}>(dm, {part}, {parts});", ins)
+        if size:      # cqg counts the lane's committed cp.async groups (op_wait)
+            k.line(f"{{ cq_dma_move_async<{size}>(dm, {part}, {parts}); cqg++; }}", ins)
         else:
             k.line(f"cq_dma_move(dm, {part}, {parts});", ins)
         if layout:      # ordinary stores, before wgmma reads them by the async proxy
@@ -407,7 +414,10 @@ def op_dma(k, ins, ip):
             f = f"f{desc.future}"
             k.line(f"{f}.v = dm.dst; {f}.has_data = 1; {f}.is_async = "
                    f"{int(desc.is_async)}; {f}.waited = 0; {f}.issued = {ins[-1]}; "
-                   f"{f}.tma = 0;", ins)
+                   f"{f}.tma = 0; {f}.group = cqg;", ins)
+        if fast == "guarded":
+            k.depth -= 1
+            k.line("}", ins)
     if bulk:
         _bulk_complete(k, ins, ip, desc)
 
@@ -507,7 +517,11 @@ def op_wait(k, ins, ip):
     if k.off_tma:     # TMA bulk copies complete on their barriers (§9.7)
         k.line(f"cq_future_land(f{n}, {wait_site(k, ins, ip, 'wait')});", ins)
     else:
-        k.line("cq_cp_async_wait<0>();", ins)
+        # the future's group and those before it: the groups committed after it (a
+        # prefetch issued before this wait) stay in flight
+        f = f"f{n}"
+        k.line(f"cq_cp_async_wait_newer({f}.has_data && {f}.is_async ? cqg - {f}.group : "
+               f"0u);", ins)
     if c >= 0:
         site = k.colls[ip][0]
         k.line(f"cq_coll_sync({k.coll(ip)}, {wait_site(k, ins, ip, site.text)});", ins)

@@ -779,6 +779,11 @@ CQ_DEV void cq_fault_n(int site, const long long *args, int n) {
   cq::record(CQ_FAULT_CHECK, site, args, n);
 }
 
+/* cq_fault_n of N - 1 values (the last element is a placeholder), as on the GPU. */
+template <int N> CQ_DEV void cq_fault_values(int site, const long long (&args)[N]) {
+  cq_fault_n(site, args, N - 1);
+}
+
 CQ_DEV unsigned cq_atomic_or(unsigned *p, unsigned v) {
   unsigned old = *p;
   *p = old | v;
@@ -1169,6 +1174,14 @@ template <int N> CQ_DEV void cq_cp_async_wait() {
     }
   }
   t->copies.resize(keep);
+}
+
+/* As on the GPU: wait_group with an immediate, at most 3 newer groups left in flight. */
+CQ_DEV void cq_cp_async_wait_newer(unsigned newer) {
+  if (newer >= 3) cq_cp_async_wait<3>();
+  else if (newer == 2) cq_cp_async_wait<2>();
+  else if (newer == 1) cq_cp_async_wait<1>();
+  else cq_cp_async_wait<0>();
 }
 
 /* ------------------------------------------------------------------ mma.sync */

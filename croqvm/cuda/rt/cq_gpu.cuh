@@ -88,26 +88,51 @@ CQ_DEV void cq_print(int fmt, int n, const unsigned long long *values) {
 
 /* ------------------------------------------------------------------ faults */
 
-CQ_OUTLINED void cq_record(int kind, int site, const long long *args, int n) {
+/* The fault record is claimed by the lowest (block, thread) key: cq_record_claim gives
+   true, with the record's lock held, when this thread's key wins; the caller writes the
+   values and cq_record_publish releases it. Values go one by one, not through an array:
+   a kernel keeps no stack frame for its fault sites. */
+CQ_OUTLINED bool cq_record_claim() {
   unsigned long long linear =
       ((unsigned long long)blockIdx.x * gridDim.y + blockIdx.y) * gridDim.z + blockIdx.z;
   unsigned long long key = linear << 32 | threadIdx.x;
-  if (key >= *(volatile unsigned long long *)&cq_fault_record.key) return;
+  if (key >= *(volatile unsigned long long *)&cq_fault_record.key) return false;
   /* sm_70+ schedules the threads of a warp independently, so a lock may be spun on */
   while (atomicCAS(&cq_fault_record.lock, 0, 1) != 0) {}
   __threadfence();
-  if (key < cq_fault_record.key) {
-    cq_fault_record.kind = kind;
-    cq_fault_record.site = site;
-    for (int i = 0; i < 16; i++) cq_fault_record.args[i] = i < n ? args[i] : 0;
-    cq_fault_record.key = key;
-  }
+  if (key < cq_fault_record.key) return true;
+  __threadfence();
+  atomicExch(&cq_fault_record.lock, 0);
+  return false;
+}
+
+CQ_OUTLINED void cq_record_publish(int kind, int site, int n) {
+  for (int i = n; i < 16; i++) cq_fault_record.args[i] = 0;
+  cq_fault_record.kind = kind;
+  cq_fault_record.site = site;
+  cq_fault_record.key =
+      ((unsigned long long)blockIdx.x * gridDim.y + blockIdx.y) * gridDim.z + blockIdx.z
+      << 32 | threadIdx.x;
   __threadfence();
   atomicExch(&cq_fault_record.lock, 0);
 }
 
+CQ_DEV void cq_record(int kind, int site, const long long *args, int n) {
+  if (!cq_record_claim()) return;
+  for (int i = 0; i < n; i++) cq_fault_record.args[i] = args[i];
+  cq_record_publish(kind, site, n);
+}
+
 CQ_DEV void cq_fault_n(int site, const long long *args, int n) {
   cq_record(CQ_FAULT_CHECK, site, args, n);
+}
+
+/* cq_fault_n of N values known to the caller: unrolled, so they stay in registers. */
+template <int N> CQ_DEV void cq_fault_values(int site, const long long (&args)[N]) {
+  if (!cq_record_claim()) return;
+#pragma unroll
+  for (int i = 0; i < N - 1; i++) cq_fault_record.args[i] = args[i];
+  cq_record_publish(CQ_FAULT_CHECK, site, N - 1);
 }
 
 CQ_DEV unsigned long long cq_now_ns() {
@@ -308,14 +333,27 @@ CQ_DEV void cq_flag_wait(const unsigned *flag, unsigned value, int site) {
 
 template <int BYTES> CQ_DEV void cq_cp_async(void *dst, const void *src, int src_bytes) {
   static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;"
-               ::"r"(cq_smem_addr(dst)), "l"(src), "n"(BYTES), "r"(src_bytes) : "memory");
+  if (BYTES == 16)   /* whole lines: past L1 (.cg), as for tiles used once per block */
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                 ::"r"(cq_smem_addr(dst)), "l"(src), "r"(src_bytes) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;"
+                 ::"r"(cq_smem_addr(dst)), "l"(src), "n"(BYTES), "r"(src_bytes) : "memory");
 }
 
 CQ_DEV void cq_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 
 template <int N> CQ_DEV void cq_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+/* Until the lane's cp.async groups but the newest `newer` have landed: wait_group takes
+   an immediate, and waiting for more groups than asked is safe. */
+CQ_DEV void cq_cp_async_wait_newer(unsigned newer) {
+  if (newer >= 3) cq_cp_async_wait<3>();
+  else if (newer == 2) cq_cp_async_wait<2>();
+  else if (newer == 1) cq_cp_async_wait<1>();
+  else cq_cp_async_wait<0>();
 }
 
 /* ------------------------------------------------------------------ mma.sync */

@@ -30,6 +30,7 @@ CQ_DEV void cq_mask_remove(unsigned *m, int lane) {
 /* Lanes in [lo, hi) that are in both masks (`b` may be null: `a` alone). */
 CQ_DEV int cq_mask_count(const unsigned *a, const unsigned *b, int lo, int hi) {
   int n = 0;
+#pragma unroll 1   /* a few words: unrolled copies only raise register pressure */
   for (int w = lo >> 5; w <= (hi - 1) >> 5 && lo < hi; w++) {
     unsigned bits = a[w] & (b ? b[w] : ~0u);
     int first = w * 32, last = first + 32;
@@ -38,6 +39,23 @@ CQ_DEV int cq_mask_count(const unsigned *a, const unsigned *b, int lo, int hi) {
     n += (int)cq_popc(bits);
   }
   return n;
+}
+
+/* a[i] of a small array indexed at run time, and a[i] = v: comparisons with every
+   index, unrolled, so that the array stays in registers (an indexed access would put
+   it in local memory). */
+template <class T, int N> CQ_DEV T cq_pick(const T (&a)[N], long long i) {
+  T v = a[0];
+#pragma unroll
+  for (int j = 1; j < N; j++)
+    if (i == j) v = a[j];
+  return v;
+}
+
+template <class T, int N> CQ_DEV void cq_put(T (&a)[N], long long i, T v) {
+#pragma unroll
+  for (int j = 0; j < N; j++)
+    if (i == j) a[j] = v;
 }
 
 /* ------------------------------------------------------------------ collectives */
@@ -56,6 +74,35 @@ struct cq_coll {
 CQ_DEV void cq_coll_sync(const cq_coll &c, int site) {
   if (c.bar) cq_mbar_wait(c.bar, cq_mbar_arrive(c.bar), site);
   else cq_sync_block(site);
+}
+
+/* 32 lanes of mask m from lane `from` on as bits, lane `from` lowest (lanes past the
+   mask: none); m null: every lane. */
+CQ_DEV unsigned cq_mask_bits(const unsigned *m, int from) {
+  if (!m) return ~0u;
+  int w = from >> 5, s = from & 31;
+  unsigned lo = w < CQ_MASK_WORDS ? m[w] : 0u, hi = w + 1 < CQ_MASK_WORDS ? m[w + 1] : 0u;
+  return s ? (lo >> s) | (hi << (32 - s)) : lo;
+}
+
+/* The lowest n of 32 bits (n may lie outside 0-32). */
+CQ_DEV unsigned cq_low_bits(int n) { return n <= 0 ? 0u : n >= 32 ? ~0u : (1u << n) - 1u; }
+
+/* Word w of the members of collective c's instance [lo, hi) that have terminated (bit b:
+   lane lo + 32 w + b). */
+CQ_DEV unsigned cq_coll_gone(const cq_coll &c, int w) {
+  int from = c.lo + 32 * w;
+  return cq_mask_bits(c.members, from) & ~cq_mask_bits(c.live, from) &
+         cq_low_bits(c.hi - from);
+}
+
+/* Word w of the lanes of the unit instance [lo, lo + unit) that do not take part in
+   collective c: past the block, not members, or terminated. */
+CQ_DEV unsigned cq_coll_absent(const cq_coll &c, int lo, int unit, int nlanes, int w) {
+  int from = lo + 32 * w;
+  unsigned present = cq_mask_bits(c.members, from) & cq_mask_bits(c.live, from) &
+                     cq_low_bits(nlanes - from);
+  return cq_low_bits(unit - 32 * w) & ~present;
 }
 
 /* How many participants, and the executing lane's rank among them: the work of a
@@ -86,6 +133,7 @@ struct cq_future {
   int has_data, is_async, waited, issued;
   cq_tma_bar *tma;     /* the barrier of a bulk copy in flight, else null (§9.7) */
   unsigned phase;      /* the parity of the barrier phase that completes it */
+  unsigned group;      /* the lane's cp.async groups committed when it was issued */
 };
 
 CQ_DEV bool cq_future_pending(const cq_future &f) { return f.has_data && f.is_async && !f.waited; }
@@ -118,6 +166,17 @@ CQ_DEV long long cq_hi(const cq_view &v, int k) {
 CQ_DEV long long cq_offset(const cq_view &v, const long long *idx) {
   long long off = 0;
   for (int k = 0; k < v.rank; k++)
+    off = v.strided ? off + (v.origin[k] + idx[k]) * v.stride[k]
+                    : off * v.dims[k] + v.origin[k] + idx[k];
+  return off * v.elem;
+}
+
+/* cq_offset of an index of R dimensions, R known when compiling (the view's rank):
+   unrolled, so that view and index can stay in registers. */
+template <int R> CQ_DEV long long cq_offset_r(const cq_view &v, const long long (&idx)[R]) {
+  long long off = 0;
+#pragma unroll
+  for (int k = 0; k < R; k++)
     off = v.strided ? off + (v.origin[k] + idx[k]) * v.stride[k]
                     : off * v.dims[k] + v.origin[k] + idx[k];
   return off * v.elem;
@@ -241,6 +300,22 @@ CQ_DEV long long cq_swizzle(const cq_view &v, long long off, int swizzle) {
   return off ^ ((off & mask) >> 3);
 }
 
+/* cq_swizzle with the buffer's size in bytes given (a multiple of `elem`). */
+CQ_DEV long long cq_swizzle_at(long long off, int elem, long long bytes, int swizzle) {
+  if (!swizzle || off + elem > bytes / swizzle * swizzle) return off;
+  long long mask = (long long)((swizzle >> 4) - 1) << 7;
+  return off ^ ((off & mask) >> 3);
+}
+
+/* cq_swizzle of a view of R dimensions, R known when compiling: unrolled. */
+template <int R> CQ_DEV long long cq_swizzle_r(const cq_view &v, long long off, int swizzle) {
+  if (!swizzle) return off;
+  long long count = 1;
+#pragma unroll
+  for (int k = 0; k < R; k++) count *= v.dims[k];
+  return cq_swizzle_at(off, v.elem, count * v.elem, swizzle);
+}
+
 /* An element access (§8.6): every index in its in-range interval, else a fault of
    `site` with the indices, the dimension and the interval (OUT_OF_RANGE). */
 CQ_OUTLINED bool cq_check_index(const cq_view &v, const long long *idx, int site) {
@@ -253,6 +328,42 @@ CQ_OUTLINED bool cq_check_index(const cq_view &v, const long long *idx, int site
       a[v.rank + 1] = lo;
       a[v.rank + 2] = hi;
       cq_fault_n(site, a, v.rank + 3);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* cq_check_index of an index of R dimensions, R known when compiling: inline and
+   unrolled, the same fault record; cq_dims_in, an access to a whole buffer instance
+   (origin 0): every index below its extent, else OUT_OF_RANGE as cq_check_index. */
+template <int R> CQ_DEV bool cq_index_in(const cq_view &v, const long long (&idx)[R], int site) {
+#pragma unroll
+  for (int k = 0; k < R; k++) {
+    long long lo = cq_lo(v, k), hi = cq_hi(v, k);
+    if (idx[k] < lo || idx[k] >= hi) {
+      long long a[R + 4];
+#pragma unroll
+      for (int j = 0; j < R; j++) a[j] = idx[j];
+      a[R] = k, a[R + 1] = lo, a[R + 2] = hi, a[R + 3] = 0;
+      cq_fault_values(site, a);
+      return false;
+    }
+  }
+  return true;
+}
+
+template <int R>
+CQ_DEV bool cq_dims_in(const long long (&idx)[R], const long long (&dims)[R], int site) {
+#pragma unroll
+  for (int k = 0; k < R; k++) {
+    long long hi = dims[k];   /* read here: the fault paths may merge, k a run-time value */
+    if (idx[k] < 0 || idx[k] >= hi) {
+      long long a[R + 4];
+#pragma unroll
+      for (int j = 0; j < R; j++) a[j] = idx[j];
+      a[R] = k, a[R + 1] = 0, a[R + 2] = hi, a[R + 3] = 0;
+      cq_fault_values(site, a);
       return false;
     }
   }
@@ -278,27 +389,14 @@ CQ_OUTLINED bool cq_check_tile(const cq_view &v, int site) {
   return false;
 }
 
-/* An access to a whole buffer instance (origin 0): every index below its extent, else
-   the fault OUT_OF_RANGE of `site`, as cq_check_index. */
-CQ_OUTLINED bool cq_check_dims(const long long *idx, const long long *dims, int rank, int site) {
-  for (int k = 0; k < rank; k++) {
-    if (idx[k] < 0 || idx[k] >= dims[k]) {
-      long long a[16] = {0};
-      for (int j = 0; j < rank; j++) a[j] = idx[j];
-      a[rank] = k;
-      a[rank + 1] = 0;
-      a[rank + 2] = dims[k];
-      cq_fault_n(site, a, rank + 3);
-      return false;
-    }
-  }
-  return true;
-}
-
 /* *p = fn(*p) as one indivisible step (UPDATE, §7.1.3): lanes that update one element
    each see what the others left. On a GPU a compare-and-swap loop on the aligned word
    holding the element (fn may run more than once); on the CPU fibers never interleave
    inside it. */
+/* cq_update of an element no other lane updates (its owner, croqvm/cuda/owner.py): a
+   plain read and write. */
+template <class S, class F> CQ_DEV void cq_update_owned(S *p, F fn) { *p = fn(*p); }
+
 template <class S, class F> CQ_DEV void cq_update(S *p, F fn) {
 #if defined(CQ_CPU)
   *p = fn(*p);
@@ -605,19 +703,19 @@ CQ_OUTLINED void cq_dma_bulk(const cq_dma &d, cq_tma_bar *bar, int hint) {
 
 /* The first element of a tile outside its root in row-major order (§11.3.2): the
    origin itself when it lies outside, else the origin moved to the edge along the last
-   dimension the tile overflows. Returns false when the tile lies inside. */
-CQ_OUTLINED bool cq_first_outside(const cq_view &v, long long *at) {
+   dimension the tile overflows. Returns false when the tile lies inside. R, the view's
+   rank, is known when compiling: unrolled, no array indexed at run time. */
+template <int R> CQ_DEV bool cq_first_outside_r(const cq_view &v, long long (&at)[R]) {
   bool origin_out = false;
   int over = -1;
-  for (int k = 0; k < v.rank; k++) {
-    at[k] = v.origin[k];
+#pragma unroll
+  for (int k = 0; k < R; k++) {
     if (v.origin[k] < 0 || v.origin[k] >= v.dims[k]) origin_out = true;
     if (v.origin[k] + v.ext[k] > v.dims[k]) over = k;
   }
-  if (origin_out) return true;
-  if (over < 0) return false;
-  at[over] = v.dims[over];
-  return true;
+#pragma unroll
+  for (int k = 0; k < R; k++) at[k] = !origin_out && k == over ? v.dims[k] : v.origin[k];
+  return origin_out || over >= 0;
 }
 
 /* ------------------------------------------------------------------ generic MMA */

@@ -97,6 +97,20 @@ CQ_HD int cq_frag_slot(int unit, int i, int j, int cols) {
   const int band = unit == 32 ? i / 8 : 2 * (i / 64) + (i / 8) % 2;
   return (band * ((cols + 7) / 8) + j / 8) * 2 + j % 2;
 }
+/* cq_frag_slot of C element i (cq_mma_c_row/col) of the mma.sync tile at (mt, nt), both
+   multiples of 8: whatever the lane, that element's row band counts from mt / 8 + i / 2
+   and its column chunk is nt / 8, so the slot is a constant where mt, nt and i are (the
+   accumulator then stays in registers). */
+CQ_HD int cq_frag_tile_slot(int unit, int mt, int nt, int i, int cols) {
+  const int b = mt / 8 + i / 2, band = unit == 32 ? b : 2 * (b / 8) + b % 2;
+  return (band * ((cols + 7) / 8) + nt / 8) * 2 + i % 2;
+}
+/* The same for a warpgroup's tile at mt = 64 mj + 16 w + 8 h, w the lane's warp and h
+   the 8-row half of its 16-row band (h is 0 for m16 tiles, and i / 2 is 0 for m8 ones):
+   row band 2 mj + (h + i / 2) % 2 whatever the warp. */
+CQ_HD int cq_frag_wg_slot(int mj, int h, int nt, int i, int cols) {
+  return ((2 * mj + (h + i / 2) % 2) * ((cols + 7) / 8) + nt / 8) * 2 + i % 2;
+}
 CQ_HD int cq_frag_row(int unit, int rank, int s, int cols) {
   const int band = s / (2 * ((cols + 7) / 8)), g = (rank % 32) / 4;
   return unit == 32 ? 8 * band + g : 64 * (band / 2) + 16 * (rank / 32) + 8 * (band % 2) + g;

@@ -114,8 +114,8 @@
 /* cq_fault(site, values...): up to 16 values for the message. */
 template <class... A> CQ_DEV void cq_fault(int site, A... values) {
   static_assert(sizeof...(A) <= 16, "a fault record holds 16 values");
-  const long long args[] = {(long long)values..., 0};
-  cq_fault_n(site, args, (int)sizeof...(A));
+  const long long args[] = {(long long)values..., 0};   /* the last is a placeholder */
+  cq_fault_values(site, args);
 }
 
 #endif /* CROQVM_RT_CUH */

@@ -1,0 +1,61 @@
+"""The SASS figures of the generated GEMM kernels, per program and architecture: local
+memory (STL/LDL instructions, stack bytes per thread), registers, cp.async (LDGSTS, and
+how many move 16 bytes), tensor-core instructions (HMMA, HGMMA) and global
+compare-and-swaps (CAS). Needs nvcc and
+cuobjdump (tests/cuda_sass.py finds them); runs nothing on a GPU.
+
+    python bench/cuda_sass.py [--arch sm_80 --arch sm_90a] [--no-checks] [PROGRAM ...]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+import cuda_sass
+
+import croqvm
+from croqvm.cuda.emit import emit
+
+GEMMS = ("matmul_1p1c", "matmul_mma_warp", "matmul_double_buffer", "matmul_triple_buffer",
+         "matmul_dma", "matmul_wgmma_async", "matmul_tma")
+
+
+def figures(name: str, arch: str, checks: bool) -> list[dict]:
+    module = croqvm.compile_file(str(ROOT / "programs" / f"{name}.co")).module
+    rows = []
+    for kernel in cuda_sass.kernels(emit(module, arch=arch, checks=checks).text, arch).values():
+        names = kernel.names()
+        rows.append({
+            "program": name, "arch": arch, "kernel": kernel.name, "STL": names["STL"],
+            "LDL": names["LDL"], "stack": kernel.stack, "regs": kernel.registers,
+            "LDGSTS": names["LDGSTS"],
+            "LDGSTS128": sum(1 for i in kernel.instructions
+                             if i.name == "LDGSTS" and ".128" in i.opcode),
+            "HMMA": names["HMMA"], "HGMMA": names["HGMMA"],
+            # global compare-and-swaps: UPDATE loops, and the fault record's lock
+            "CAS": sum(1 for i in kernel.instructions
+                       if i.name in ("ATOM", "ATOMG") and "CAS" in i.opcode)})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("programs", nargs="*", default=GEMMS)
+    parser.add_argument("--arch", action="append", choices=("sm_80", "sm_90a"))
+    parser.add_argument("--no-checks", action="store_true")
+    args = parser.parse_args()
+    columns = ("STL", "LDL", "stack", "regs", "LDGSTS", "LDGSTS128", "HMMA", "HGMMA", "CAS")
+    print(f"{'program':22} {'arch':7} " + " ".join(f"{c:>9}" for c in columns))
+    for arch in args.arch or ("sm_80", "sm_90a"):
+        for name in args.programs:
+            for row in figures(name, arch, not args.no_checks):
+                print(f"{name:22} {arch:7} " + " ".join(f"{row[c]:>9}" for c in columns),
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()
