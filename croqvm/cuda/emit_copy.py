@@ -17,7 +17,7 @@ from ..core.faults import Kind
 from . import cnum
 from .emit import op_name
 from .emit_ops import buffer_instance
-from .emit_tma import layout_of_destination
+from . import emit_tma
 
 CHUNK = 16     # bytes a cp.async moves at most
 
@@ -97,8 +97,6 @@ def applies(k, desc) -> bool:
     if desc.op != DmaOp.COPY or desc.perm or not _plain(k, desc.src) or \
             swizzled_sides(k.code, desc)[0]:
         return False       # a swizzled destination is written in place, a source is not
-    if layout_of_destination(k, desc):
-        return False       # a tile laid out for wgmma: TMA, else the general copy's fence
     src_ext = [int(k.consts[e]) for e in k.code.views[desc.src].extents]
     dst_ext = _dst_extents(k, desc)
     if dst_ext is None:
@@ -148,7 +146,14 @@ def tile_copy(k, desc, ins, ip, part: str, parts: str) -> str | None:
         dst.declare(k, ins)      # the statement's own buffer or the future's: no check
     # DMA_SHAPE cannot fail: applies() saw the tile cover the destination or .zfill
     k.site(Kind.DMA_SHAPE, ip, ins[-1], lambda a, refs: ())
+    tensor = emit_tma.issue_tile(k, ins, ip, desc, part, src, dst)    # `if (fits) {...} else`
+    if tensor:
+        k.line("{", ins)
+        k.depth += 1
     _move(k, desc, src, dst, ins, part, parts)
+    if tensor:
+        k.depth -= 1
+        k.line("}", ins)
     if desc.future >= 0:
         f = f"f{desc.future}"
         k.line(f"{f}.v = {dst.view()}; {f}.has_data = 1; {f}.is_async = "
@@ -222,11 +227,14 @@ def _move(k, desc, src: Side, dst: Side, ins, part: str, parts: str) -> None:
     (the source extents) gets its source element when that is in range, else 0 with
     .zfill (else it stays); with .zfill the elements beyond the tile become 0."""
     rank, elem, tile = len(dst.ext), dst.elem, src.ext
-    swizzle = swizzled_sides(k.code, desc)[1]
+    # a tile laid out for wgmma (emit_mma.swizzled_layouts) is written through its layout
+    # too, synchronously, and fenced for the async proxy that reads it
+    layout = emit_tma.layout_of_destination(k, desc)
+    swizzle = swizzled_sides(k.code, desc)[1] or layout
     total = 1
     for e in dst.ext:
         total *= e
-    chunked = _chunkable(k, desc, src, dst)
+    chunked = not layout and _chunkable(k, desc, src, dst)
     word = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}.get(elem)
     if chunked:
         per = CHUNK // elem
@@ -286,6 +294,8 @@ def _move(k, desc, src: Side, dst: Side, ins, part: str, parts: str) -> None:
             k.line(f"else memset({to}, 0, {elem});", ins)
     k.depth -= 1
     k.line("}", ins)
+    if layout:
+        k.line("cq_fence_proxy_async();", ins)
     if chunked:
         k.depth -= 1
         k.line("}", ins)

@@ -532,9 +532,13 @@ class KernelEmitter:
 
     def tma_bar(self, view: str) -> str:
         """The TMA barrier of the shared buffer instance ``view`` lies in (§9.7)."""
-        pick = " : ".join(f"{view}.slot == {s} ? smem + {off}" for s, off in
+        return self.tma_bar_of(f"{view}.slot", f"{view}.index")
+
+    def tma_bar_of(self, slot: str, index: str) -> str:
+        """The TMA barrier of instance ``index`` of shared buffer ``slot`` (C values)."""
+        pick = " : ".join(f"{slot} == {s} ? smem + {off}" for s, off in
                           self.off_tma.items())
-        index = f"({view}.index > 0 ? {view}.index : 0)"     # -1: not a buffer array
+        index = f"({index} > 0 ? {index} : 0)"     # -1: not a buffer array
         return f"(cq_tma_bar *)(({pick} : smem) + {index} * {TMA_BAR_BYTES})"
 
     def _leave_lambda(self) -> None:

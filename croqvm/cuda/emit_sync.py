@@ -362,64 +362,70 @@ def op_dma(k, ins, ip):
                        (int(a[0]), f))
             k.line(f"if (cq_future_pending(f{desc.future})) {{ cq_fault({n}, (long long)"
                    f"f{desc.future}.issued); cq_leave(); }}", ins)
-        fast = None if bulk else tile_copy(k, desc, ins, ip, part, parts)
-        if fast == "done":
-            return
-        k.line("cq_dma dm = {};", ins)
-        view(k, desc.src, "src", ins, ip)
-        check_tile(k, "src", view_rank(k, desc.src), ins, ip)
-        squeeze(k, desc.src, "src", ins)
-        k.line(f"dm.src = src; dm.op = {int(desc.op)}; dm.zfill = {int(desc.zfill)};", ins)
-        swz_src, swz_dst = swizzled_sides(k.code, desc)
-        if desc.swizzle:
-            k.line(f"dm.swz_src = {swz_src}; dm.swz_dst = {swz_dst};", ins)
-        layout = emit_tma.layout_of_destination(k, desc)
-        if layout:      # a shared tile wgmma reads in place (emit_mma.swizzled_layouts)
-            k.line(f"dm.swz_dst = {layout};", ins)
-        for j, p in enumerate(desc.perm):
-            k.line(f"dm.perm[{j}] = {p};", ins)
-        hi = "0"
-        if desc.op == DmaOp.PAD:
-            t = dtypes.BY_CODE[k.code.views[desc.src].base_kind == BaseKind.FUT and
-                               k.code.futures[k.code.views[desc.src].base].dtype or
-                               k.code.buffers[k.code.views[desc.src].base].dtype]
-            for j in range(rank):
-                k.line(f"dm.pad_lo[{j}] = r{desc.pad_lo[j]}; dm.pad_mid[{j}] = "
-                       f"r{desc.pad_mid[j]};", ins)
-            hi = ", ".join(f"(long long)r{r}" for r in desc.pad_hi)
-            k.line(f"{cnum.reg_c(t)} pv;", ins)
-            k.convert_into("pv", f"r{desc.pad_value}", k.rt(desc.pad_value), t, ins, ip)
-            k.line(f"{{ {cnum.store_c(t)} enc = {cnum.store_value('pv', t)}; "
-                   f"memcpy(dm.pad_value, &enc, sizeof enc); }}", ins)
-        k.line(f"{{ const long long hi[{max(rank, 1)}] = {{{hi}}}; cq_dma_tile(dm, hi); }}", ins)
-        _dma_destination(k, desc, rank, ins, ip)
-        shape = k.site(Kind.DMA_SHAPE, ip, ins[-1], _shape_operands(d, rank))
-        k.line(f"if (!cq_dma_fits(dm, {shape})) cq_leave();", ins)
-        if tensor:
-            emit_tma.issue(k, ins, ip, desc, part)
-        if bulk_rows:
-            _bulk_issue(k, ins, ip, desc, part)
-        elif desc.is_async and desc.future >= 0 and tma_load(k, desc):
-            # sm_80: 16-byte cp.async chunks where the tile allows, as cp.async.bulk would
-            k.line(f"if (cq_dma_bulk_ok(dm)) {{ cq_dma_chunks_async(dm, {part}, {parts}); "
-                   f"cqg++; }} else", ins)
-        size = _cp_async_size(k, desc)
-        if size:      # cqg counts the lane's committed cp.async groups (op_wait)
-            k.line(f"{{ cq_dma_move_async<{size}>(dm, {part}, {parts}); cqg++; }}", ins)
-        else:
-            k.line(f"cq_dma_move(dm, {part}, {parts});", ins)
-        if layout:      # ordinary stores, before wgmma reads them by the async proxy
-            k.line("cq_fence_proxy_async();", ins)
-        if desc.future >= 0:
-            f = f"f{desc.future}"
-            k.line(f"{f}.v = dm.dst; {f}.has_data = 1; {f}.is_async = "
-                   f"{int(desc.is_async)}; {f}.waited = 0; {f}.issued = {ins[-1]}; "
-                   f"{f}.tma = 0; {f}.group = cqg;", ins)
+        fast = None if bulk_rows else tile_copy(k, desc, ins, ip, part, parts)
+        if fast != "done":
+            _general_copy(k, d, ins, ip, part, parts, rank, tensor, bulk_rows)
         if fast == "guarded":
             k.depth -= 1
             k.line("}", ins)
     if bulk:
         _bulk_complete(k, ins, ip, desc)
+
+
+def _general_copy(k, d, ins, ip, part, parts, rank, tensor, bulk_rows) -> None:
+    """DMA ``d`` through the runtime's ``cq_dma`` record, for what emit_copy does not
+    write out: any view, permutation, padding, swizzle and shape known at run time."""
+    desc = k.code.dmas[d]
+    k.line("cq_dma dm = {};", ins)
+    view(k, desc.src, "src", ins, ip)
+    check_tile(k, "src", view_rank(k, desc.src), ins, ip)
+    squeeze(k, desc.src, "src", ins)
+    k.line(f"dm.src = src; dm.op = {int(desc.op)}; dm.zfill = {int(desc.zfill)};", ins)
+    swz_src, swz_dst = swizzled_sides(k.code, desc)
+    if desc.swizzle:
+        k.line(f"dm.swz_src = {swz_src}; dm.swz_dst = {swz_dst};", ins)
+    layout = emit_tma.layout_of_destination(k, desc)
+    if layout:      # a shared tile wgmma reads in place (emit_mma.swizzled_layouts)
+        k.line(f"dm.swz_dst = {layout};", ins)
+    for j, p in enumerate(desc.perm):
+        k.line(f"dm.perm[{j}] = {p};", ins)
+    hi = "0"
+    if desc.op == DmaOp.PAD:
+        t = dtypes.BY_CODE[k.code.views[desc.src].base_kind == BaseKind.FUT and
+                           k.code.futures[k.code.views[desc.src].base].dtype or
+                           k.code.buffers[k.code.views[desc.src].base].dtype]
+        for j in range(rank):
+            k.line(f"dm.pad_lo[{j}] = r{desc.pad_lo[j]}; dm.pad_mid[{j}] = "
+                   f"r{desc.pad_mid[j]};", ins)
+        hi = ", ".join(f"(long long)r{r}" for r in desc.pad_hi)
+        k.line(f"{cnum.reg_c(t)} pv;", ins)
+        k.convert_into("pv", f"r{desc.pad_value}", k.rt(desc.pad_value), t, ins, ip)
+        k.line(f"{{ {cnum.store_c(t)} enc = {cnum.store_value('pv', t)}; "
+               f"memcpy(dm.pad_value, &enc, sizeof enc); }}", ins)
+    k.line(f"{{ const long long hi[{max(rank, 1)}] = {{{hi}}}; cq_dma_tile(dm, hi); }}", ins)
+    _dma_destination(k, desc, rank, ins, ip)
+    shape = k.site(Kind.DMA_SHAPE, ip, ins[-1], _shape_operands(d, rank))
+    k.line(f"if (!cq_dma_fits(dm, {shape})) cq_leave();", ins)
+    if tensor:
+        emit_tma.issue(k, ins, ip, desc, part)
+    if bulk_rows:
+        _bulk_issue(k, ins, ip, desc, part)
+    elif desc.is_async and desc.future >= 0 and tma_load(k, desc):
+        # sm_80: 16-byte cp.async chunks where the tile allows, as cp.async.bulk would
+        k.line(f"if (cq_dma_bulk_ok(dm)) {{ cq_dma_chunks_async(dm, {part}, {parts}); "
+               f"cqg++; }} else", ins)
+    size = _cp_async_size(k, desc)
+    if size:      # cqg counts the lane's committed cp.async groups (op_wait)
+        k.line(f"{{ cq_dma_move_async<{size}>(dm, {part}, {parts}); cqg++; }}", ins)
+    else:
+        k.line(f"cq_dma_move(dm, {part}, {parts});", ins)
+    if layout:      # ordinary stores, before wgmma reads them by the async proxy
+        k.line("cq_fence_proxy_async();", ins)
+    if desc.future >= 0:
+        f = f"f{desc.future}"
+        k.line(f"{f}.v = dm.dst; {f}.has_data = 1; {f}.is_async = "
+               f"{int(desc.is_async)}; {f}.waited = 0; {f}.issued = {ins[-1]}; "
+               f"{f}.tma = 0; {f}.group = cqg;", ins)
 
 
 def _bulk_issue(k, ins, ip, desc, part) -> None:

@@ -137,11 +137,38 @@ def issue(k, ins, ip, desc, part: str) -> bool:
     if m is None or m not in k.tmaps:
         return False
     i = k.tmaps.index(m)
+    _issue(k, ins, ip, desc, part, m, f"cq_tma_box_fits(dm, tm{i}.ok, {m.box[0]}, "
+           f"{m.box[1]}, {int(desc.zfill)}, {m.align})", k.tma_bar("dm.dst"), "dm.dst.base",
+           "(int)dm.src.origin[0]", "(int)dm.src.origin[1]")
+    return True
+
+
+def issue_tile(k, ins, ip, desc, part: str, src, dst) -> bool:
+    """``issue`` for a copy emit_copy writes out with scalars (its ``Side``s ``src`` and
+    ``dst``): the box fits when the map is usable, the destination is a whole instance of
+    the box's shape, aligned, and the tile lies inside the tensor unless it zero-fills."""
+    m = plan(k, desc)
+    if m is None or m not in k.tmaps or list(dst.ext) != list(m.box) or \
+            list(src.ext) != list(m.box):
+        return False
+    i = k.tmaps.index(m)
+    whole = " && ".join(f"{dst.name}_o{j} == 0 && {dst.name}_d{j} == {m.box[j]}"
+                        for j in range(2))
+    fits = f"tm{i}.ok && {whole} && (cq_smem_addr({dst.name}_base) & {m.align - 1}u) == 0"
+    if not desc.zfill:
+        fits += "".join(f" && {src.name}_o{j} >= 0 && {src.name}_o{j} + {m.box[j]} <= "
+                        f"{src.name}_d{j}" for j in range(2))
+    _issue(k, ins, ip, desc, part, m, fits, k.tma_bar_of(dst.slot, dst.index),
+           f"{dst.name}_base", f"(int){src.name}_o0", f"(int){src.name}_o1")
+    return True
+
+
+def _issue(k, ins, ip, desc, part, m, fits: str, bar: str, base: str, row: str,
+           col: str) -> None:
+    i = k.tmaps.index(m)
     tb = f"tb{ip}"
-    k.line(f"if (cq_tma_box_fits(dm, tm{i}.ok, {m.box[0]}, {m.box[1]}, {int(desc.zfill)}, "
-           f"{m.align})) {{ {tb} = {k.tma_bar('dm.dst')}; if ({part} == 0) {{ "
+    k.line(f"if ({fits}) {{ {tb} = {bar}; if ({part} == 0) {{ "
            f"((volatile unsigned *)({tb} + 1))[0] = cq_tma_phase({tb}); "
            f"cq_fence_proxy_async(); cq_tma_expect({tb}, {m.bytes}); "
-           f"cq_tma_tile(dm.dst.base, &tm{i}, (int)dm.src.origin[1], (int)dm.src.origin[0], "
-           f"{tb}, {int(desc.l2_hint)}); }} }} else", ins)
-    return True
+           f"cq_tma_tile({base}, &tm{i}, {col}, {row}, {tb}, {int(desc.l2_hint)}); }} }} else",
+           ins)
