@@ -1,8 +1,8 @@
 """The SASS figures of the generated GEMM kernels, per program and architecture: local
 memory (STL/LDL instructions, stack bytes per thread), registers, cp.async (LDGSTS, and
-how many move 16 bytes), tensor-core instructions (HMMA, HGMMA) and global
-compare-and-swaps (CAS). Needs nvcc and
-cuobjdump (tests/cuda_sass.py finds them); runs nothing on a GPU.
+how many move 16 bytes), tensor-map TMA loads (UTMALDG), tensor-core instructions (HMMA,
+HGMMA) and global compare-and-swaps (CAS). Needs nvcc and cuobjdump (tests/cuda_sass.py
+finds them); runs nothing on a GPU.
 
     python bench/cuda_sass.py [--arch sm_80 --arch sm_90a] [--no-checks] [PROGRAM ...]
 """
@@ -35,7 +35,7 @@ def figures(name: str, arch: str, checks: bool) -> list[dict]:
             "LDGSTS": names["LDGSTS"],
             "LDGSTS128": sum(1 for i in kernel.instructions
                              if i.name == "LDGSTS" and ".128" in i.opcode),
-            "HMMA": names["HMMA"], "HGMMA": names["HGMMA"],
+            "HMMA": names["HMMA"], "HGMMA": names["HGMMA"], "UTMALDG": names["UTMALDG"],
             # global compare-and-swaps: UPDATE loops, and the fault record's lock
             "CAS": sum(1 for i in kernel.instructions
                        if i.name in ("ATOM", "ATOMG") and "CAS" in i.opcode)})
@@ -48,7 +48,8 @@ def main() -> None:
     parser.add_argument("--arch", action="append", choices=("sm_80", "sm_90a"))
     parser.add_argument("--no-checks", action="store_true")
     args = parser.parse_args()
-    columns = ("STL", "LDL", "stack", "regs", "LDGSTS", "LDGSTS128", "HMMA", "HGMMA", "CAS")
+    columns = ("STL", "LDL", "stack", "regs", "LDGSTS", "LDGSTS128", "UTMALDG", "HMMA", "HGMMA",
+               "CAS")
     print(f"{'program':22} {'arch':7} " + " ".join(f"{c:>9}" for c in columns))
     for arch in args.arch or ("sm_80", "sm_90a"):
         for name in args.programs:
