@@ -36,6 +36,11 @@ HEADER_SIZE = _HEADER.size
 
 def encode(module: Module) -> bytes:
     """The ``.cqb`` bytes of ``module``, which must pass the verifier."""
+    return b"".join(_encoded(module))
+
+
+def _encoded(module: Module) -> list[bytes]:
+    """``encode``'s bytes in pieces, the header first."""
     with paused():
         # The verifier's type check, a function at a time, each piece packed as it comes:
         # the module is never copied whole as plain data.
@@ -72,7 +77,7 @@ def pack(plain, version: int = FORMAT_VERSION) -> bytes:
         payload = msgpack.packb(plain, use_bin_type=True)
     except (TypeError, ValueError, OverflowError) as exc:
         raise _unpackable(exc) from None
-    return _framed([payload], version)
+    return b"".join(_framed([payload], version))
 
 
 def _unpackable(exc: Exception) -> BytecodeError:
@@ -80,12 +85,12 @@ def _unpackable(exc: Exception) -> BytecodeError:
     return BytecodeError(f"malformed .cqb: can not encode the module: {exc}")
 
 
-def _framed(payload: list[bytes], version: int) -> bytes:
-    """The header, then the payload, given in pieces."""
+def _framed(payload: list[bytes], version: int) -> list[bytes]:
+    """The header, then the payload, in pieces."""
     digest = hashlib.sha256()
     for chunk in payload:
         digest.update(chunk)
-    return b"".join([_HEADER.pack(MAGIC, version, digest.digest()), *payload])
+    return [_HEADER.pack(MAGIC, version, digest.digest()), *payload]
 
 
 def unpack(data: bytes):
@@ -121,9 +126,10 @@ def _no_extensions(code, data):
 
 
 def save(module: Module, path) -> None:
-    """Write ``module`` to ``path`` atomically (croqvm.core.files.write_atomic)."""
-    data = encode(module)
-    write_atomic(os.fspath(path), lambda f: f.write(data))
+    """Write ``module`` to ``path`` atomically (croqvm.core.files.write_atomic), piece by
+    piece: a large module's bytes are not joined first."""
+    pieces = _encoded(module)
+    write_atomic(os.fspath(path), lambda f: f.writelines(pieces))
 
 
 def load(path) -> Module:

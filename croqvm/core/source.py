@@ -58,6 +58,7 @@ class SourceFile:
 _FILE_SHIFT, _COL_SHIFT, _END_COL_SHIFT, _LINES_SHIFT, _LINE_SHIFT = 1, 6, 18, 30, 38
 _FILE_MASK, _COL_MASK, _LINES_MASK = (1 << 5) - 1, (1 << 12) - 1, (1 << 8) - 1
 _COMPACT_LIMIT = 1 << 60
+_START_BITS = (1 << _END_COL_SHIFT) - 1      # the flag, file and column
 _WIDTH_BITS = 16
 
 # The file names spans name, by index: a span holds the index. One entry per file name the
@@ -92,7 +93,10 @@ class Span(int):
     __slots__ = ()
 
     def __new__(cls, file: str, line: int, col: int, end_line: int, end_col: int) -> "Span":
-        f, lines = _file_index(file), end_line - line
+        f = _FILE_INDEX.get(file)
+        if f is None:
+            f = _file_index(file)
+        lines = end_line - line
         if (0 <= line and f <= _FILE_MASK and 0 <= col <= _COL_MASK and
                 0 <= end_col <= _COL_MASK and 0 <= lines <= _LINES_MASK):
             packed = (line << _LINE_SHIFT | lines << _LINES_SHIFT | end_col << _END_COL_SHIFT
@@ -139,6 +143,13 @@ class Span(int):
 
     def to(self, other: "Span") -> "Span":
         """The span from the start of ``self`` to the end of ``other``."""
+        if not (self | other) & 1:     # both compact: the parser's many joins, unpacked not
+            line = self >> _LINE_SHIFT
+            lines = (other >> _LINE_SHIFT) + ((other >> _LINES_SHIFT) & _LINES_MASK) - line
+            if 0 <= lines <= _LINES_MASK:
+                return int.__new__(Span, self & _START_BITS | lines << _LINES_SHIFT
+                                   | line << _LINE_SHIFT
+                                   | other & (_COL_MASK << _END_COL_SHIFT))
         return Span(self.file, self.line, self.col, other.end_line, other.end_col)
 
     def fields(self) -> dict:

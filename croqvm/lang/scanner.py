@@ -25,7 +25,7 @@ class LineMap:
     """
 
     def __init__(self, text: str, filename: str):
-        self.starts = line_starts(text)
+        self.starts = list(line_starts(text))  # a list: bisect reads it twice a token
         self.logical = LogicalLines(filename, len(self.starts))
 
     def line_index(self, offset: int) -> int:
@@ -38,10 +38,11 @@ class LineMap:
 
     def span(self, start: int, end: int) -> Span:
         end = max(end, start + 1)
-        i = self.line_index(start)
-        file, line = self.logical[i]
-        col = start - self.starts[i] + 1
-        if i + 1 == len(self.starts) or end < self.starts[i + 1]:  # the usual one-line case
+        starts, logical = self.starts, self.logical
+        i = bisect_right(starts, start) - 1
+        file, line = logical.names[logical.files[i]], logical.lines[i]
+        col = start - starts[i] + 1
+        if i + 1 == len(starts) or end < starts[i + 1]:  # the usual one-line case
             return Span(file, line, col, line, col + end - start)
         _, end_line, end_col = self.locate(end)
         return Span(file, line, col, end_line, end_col)
