@@ -37,26 +37,30 @@ def check(source: str, filename: str = "<string>", defines=None, *, bodies: bool
     ``SourceFile`` of each file name. ``bodies=False``: the functions that were lowered
     keep only their names and signatures, which spares a large program's memory."""
     with paused():
-        program, _, diagnostics, sources = _build(source, filename, defines, bodies)
+        program, _, diagnostics, sources = _build(source, filename, defines, bodies,
+                                                  module=False)
     return program, diagnostics, sources
 
 
-def _build(source: str, filename: str, defines, bodies: bool = True):
+def _build(source: str, filename: str, defines, bodies: bool = True, module: bool = True):
     """``(program, module or None, diagnostics, sources)``: one pipeline for ``check`` and
     ``compile``, so that what one accepts the other does. ``bodies``: whether the
-    program's functions keep their bodies once lowered (``lower_program``'s release)."""
+    program's functions keep their bodies once lowered (``lower_program``'s release);
+    ``module``: whether the module is kept (else each function is dropped once lowered
+    and checked against the limits, and the module is None)."""
     from .bytecode.lower import lower_program
     from .core.diagnostics import DiagnosticSink
     from .lang.frontend import front_end, has_errors
     program, diags, sources = front_end(source, filename, defines)
     if has_errors(diags) or program is None:
         return program, None, diags, sources
-    module, lowering = lower_program(program, list(sources.values()), release=not bodies,
-                                     collect=not bodies and len(source) >= LARGE_SOURCE)
+    lowered, lowering = lower_program(program, list(sources.values()), release=not bodies,
+                                      collect=not bodies and len(source) >= LARGE_SOURCE,
+                                      keep=module)
     sink = DiagnosticSink()
     for d in diags + lowering:
         sink.add(d)
-    return program, module, sink.sorted(), sources
+    return program, lowered if module else None, sink.sorted(), sources
 
 
 def compile(source: str, filename: str = "<string>", defines=None) -> Program:

@@ -36,10 +36,28 @@ HEADER_SIZE = _HEADER.size
 
 def encode(module: Module) -> bytes:
     """The ``.cqb`` bytes of ``module``, which must pass the verifier."""
+    return b"".join(_encoded(module))
+
+
+def _encoded(module: Module) -> list[bytes]:
+    """``encode``'s bytes in pieces, the header first."""
     with paused():
-        plain = schema.to_plain(module)      # the verifier's type check, kept for packing
+        # The verifier's type check, a function at a time, each piece packed as it comes:
+        # the module is never copied whole as plain data.
+        packer = msgpack.Packer(use_bin_type=True)
+        chunks, unpackable = [], None
+        for header, piece in schema.plain_pieces(module):
+            if header:
+                chunks.append(packer.pack_array_header(piece))
+            elif unpackable is None:
+                try:
+                    chunks.append(packer.pack(piece))
+                except (TypeError, ValueError, OverflowError) as exc:
+                    unpackable = exc
         check_semantics(module)
-        return pack(plain, module.version)
+        if unpackable is not None:
+            raise _unpackable(unpackable)
+        return _framed(chunks, module.version)
 
 
 def decode(data: bytes, filename: str = "<cqb>") -> Module:
@@ -57,9 +75,22 @@ def pack(plain, version: int = FORMAT_VERSION) -> bytes:
     """Header + payload for plain data, unchecked (tests use it to build hostile files)."""
     try:
         payload = msgpack.packb(plain, use_bin_type=True)
-    except (TypeError, ValueError, OverflowError) as exc:   # e.g. a lone surrogate in a str
-        raise BytecodeError(f"malformed .cqb: can not encode the module: {exc}") from None
-    return _HEADER.pack(MAGIC, version, hashlib.sha256(payload).digest()) + payload
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise _unpackable(exc) from None
+    return b"".join(_framed([payload], version))
+
+
+def _unpackable(exc: Exception) -> BytecodeError:
+    """What a value msgpack can not pack (e.g. a lone surrogate in a str) raises."""
+    return BytecodeError(f"malformed .cqb: can not encode the module: {exc}")
+
+
+def _framed(payload: list[bytes], version: int) -> list[bytes]:
+    """The header, then the payload, in pieces."""
+    digest = hashlib.sha256()
+    for chunk in payload:
+        digest.update(chunk)
+    return [_HEADER.pack(MAGIC, version, digest.digest()), *payload]
 
 
 def unpack(data: bytes):
@@ -95,9 +126,10 @@ def _no_extensions(code, data):
 
 
 def save(module: Module, path) -> None:
-    """Write ``module`` to ``path`` atomically (croqvm.core.files.write_atomic)."""
-    data = encode(module)
-    write_atomic(os.fspath(path), lambda f: f.write(data))
+    """Write ``module`` to ``path`` atomically (croqvm.core.files.write_atomic), piece by
+    piece: a large module's bytes are not joined first."""
+    pieces = _encoded(module)
+    write_atomic(os.fspath(path), lambda f: f.writelines(pieces))
 
 
 def load(path) -> Module:

@@ -136,6 +136,29 @@ def to_plain(obj, spec=M.Module, path="module"):
     return int(_leaf(spec)(obj, path)) if _is_enum(spec) else _leaf(spec)(obj, path)
 
 
+def plain_pieces(module):
+    """``to_plain(module)`` in pieces, so that a large module is never copied whole:
+    ``(True, n)`` for the header of a list of ``n`` items, ``(False, value)`` for a plain
+    value. The Module is a list of its fields, the ``functions`` field a list of one piece
+    per function: packed one after another (msgpack), the pieces give ``to_plain``'s
+    bytes. Each piece is checked as ``to_plain`` checks it, in the same order."""
+    if type(module) is not M.Module:
+        _fail("module", f"expected a Module, got {_what(module)}")
+    fields = _fields(M.Module)
+    yield True, len(fields)
+    for name, ann in fields:
+        value, path = getattr(module, name), f"module.{name}"
+        if name != "functions":
+            yield False, to_plain(value, ann, path)
+            continue
+        if not isinstance(value, list):
+            _fail(path, f"expected a list, got {_what(value)}")
+        yield True, len(value)
+        item = typing.get_args(ann)[0]
+        for i, fn in enumerate(value):
+            yield False, to_plain(fn, item, f"{path}[{i}]")
+
+
 def from_plain(data, spec=M.Module, path="module"):
     """The model object that plain ``data`` describes; BytecodeError where it does not fit."""
     if dataclasses.is_dataclass(spec):

@@ -48,6 +48,7 @@ instruction 12 (IF): ...")``.
 from __future__ import annotations
 
 from croqvm.core.dtypes import BY_CODE
+from croqvm.core.source import line_starts
 from croqvm.core.limits import (EVENT_SLOT_BYTES, MAX_BLOCK_SIZE, MAX_SHARED_BYTES, buffer_bytes,
                            shared_limit_message)
 
@@ -61,7 +62,8 @@ MAX_EXTENT = 2**31 - 1             # a static extent is an 'int' (s32, LANGUAGE.
 
 def verify(module: Module) -> None:
     """Raise BytecodeError unless ``module`` is well-formed, Python types included."""
-    schema.to_plain(module)
+    for _ in schema.plain_pieces(module):    # the types, a function at a time
+        pass
     check_semantics(module)
 
 
@@ -70,7 +72,7 @@ def check_semantics(module: Module) -> None:
     top = Where("module")
     if module.version != FORMAT_VERSION:
         top.fail(f"format version {module.version}, expected {FORMAT_VERSION}")
-    lines = [text.split("\n") for _, text in module.sources]
+    lines = [_Lines(text) for _, text in module.sources]
     for s, span in enumerate(module.spans):
         _check_span(top.at(f"span {s}"), module, lines, span)
     _check_calls(top, module)
@@ -118,6 +120,22 @@ def _check_cxx(top: Where, module: Module) -> None:
         top.fail("C++ functions without their source text")
 
 
+class _Lines:
+    """The lines of a source text as ``text.split("\\n")`` sees them, by their lengths
+    alone (a source of megabytes is not copied line by line)."""
+
+    def __init__(self, text: str):
+        self.starts, self.size = line_starts(text), len(text)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def width(self, n: int) -> int:
+        """The length of line ``n`` (0-based) without its newline."""
+        end = self.starts[n + 1] - 1 if n + 1 < len(self.starts) else self.size
+        return end - self.starts[n]
+
+
 def _check_span(at: Where, module: Module, lines: list, span) -> None:
     """A span lies in its source file, so that every message can quote it: lines 1..n,
     columns from 1 to one past the end of their line, and its end not before its start."""
@@ -125,8 +143,8 @@ def _check_span(at: Where, module: Module, lines: list, span) -> None:
     lookup(at, "source file", f, module.sources)
     text = lines[f]
     if not 1 <= line <= end_line <= len(text) or \
-            not 1 <= col <= len(text[line - 1]) + 1 or \
-            not 1 <= end_col <= len(text[end_line - 1]) + 1 or \
+            not 1 <= col <= text.width(line - 1) + 1 or \
+            not 1 <= end_col <= text.width(end_line - 1) + 1 or \
             (line == end_line and end_col < col):
         at.fail(f"{tuple(span)} does not lie in source file {f} ({len(text)} lines)")
 

@@ -89,7 +89,8 @@ def _read(entry: str):
 def _write(entry: str, program) -> None:
     """Keep ``program`` under ``entry``; nothing when the cache can not be written."""
     from ..bytecode.cqb import encode
-    records = [dataclasses.asdict(d) for d in program.diagnostics]
+    records = [{**dataclasses.asdict(d), "span": d.span and d.span.fields()}
+               for d in program.diagnostics]
     try:
         data = encode(program.module)
         os.makedirs(os.path.dirname(entry), exist_ok=True)

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 import sys
+from array import array
 from bisect import bisect_right
 from dataclasses import replace
 
 from . import literals
-from ..core.source import Span
+from ..core.source import Span, line_starts
 from .tokens import GROUP4, KEYWORD, MEMBER, MEMBER_WORDS, NAME, OP, RESERVED, STRING, Token
 
 
@@ -24,8 +25,8 @@ class LineMap:
     """
 
     def __init__(self, text: str, filename: str):
-        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
-        self.logical = [(filename, i + 1) for i in range(len(self.starts))]
+        self.starts = list(line_starts(text))  # a list: bisect reads it twice a token
+        self.logical = LogicalLines(filename, len(self.starts))
 
     def line_index(self, offset: int) -> int:
         return bisect_right(self.starts, offset) - 1
@@ -37,13 +38,40 @@ class LineMap:
 
     def span(self, start: int, end: int) -> Span:
         end = max(end, start + 1)
-        i = self.line_index(start)
-        file, line = self.logical[i]
-        col = start - self.starts[i] + 1
-        if i + 1 == len(self.starts) or end < self.starts[i + 1]:  # the usual one-line case
+        starts, logical = self.starts, self.logical
+        i = bisect_right(starts, start) - 1
+        file, line = logical.names[logical.files[i]], logical.lines[i]
+        col = start - starts[i] + 1
+        if i + 1 == len(starts) or end < starts[i + 1]:  # the usual one-line case
             return Span(file, line, col, line, col + end - start)
         _, end_line, end_col = self.locate(end)
         return Span(file, line, col, end_line, end_col)
+
+
+class LogicalLines:
+    """``logical[i]``, the ``(file, line)`` physical line ``i`` reports, kept in arrays: a
+    source of megabytes has hundreds of thousands of lines, and a tuple each took more
+    memory than the text."""
+
+    def __init__(self, filename: str, count: int):
+        self.names = [filename]
+        self.files = array("i", bytes(4 * count))    # index in ``names`` per line
+        self.lines: array | list = array("q", range(1, count + 1))
+
+    def __getitem__(self, i: int) -> tuple[str, int]:
+        return self.names[self.files[i]], self.lines[i]
+
+    def __setitem__(self, i: int, place: tuple[str, int]) -> None:
+        file, line = place
+        if file != self.names[self.files[i]]:
+            if file not in self.names:
+                self.names.append(file)
+            self.files[i] = self.names.index(file)
+        try:
+            self.lines[i] = line
+        except OverflowError:       # ``#line`` numbers beyond 64 bits: Python ints, then
+            self.lines = list(self.lines)
+            self.lines[i] = line
 
 
 # Longest match first (§2.4.1).

@@ -18,6 +18,11 @@ def shape_str(shape) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
 
+_SCALARS: dict = {}
+_BOUNDED: dict = {}
+_BOUNDED_KEPT = 1024    # bounds a process keeps a shared Bounded for
+
+
 class Type:
     __slots__ = ()   # and slots in each type: the checker gives every expression one
 
@@ -29,6 +34,18 @@ class Scalar(Type):
     dtype: DType
     control: bool = False
 
+    def __new__(cls, dtype=None, control=False):
+        # A value: the checker gives every expression a type, so equal scalars share one
+        # object (a program of megabytes makes them by the hundred thousand). Without
+        # arguments (unpickling), a fresh one.
+        if cls is not Scalar or dtype is None:
+            return object.__new__(cls)
+        key = (id(dtype), control)     # the cached Scalar keeps ``dtype`` alive
+        known = _SCALARS.get(key)
+        if known is None:
+            known = _SCALARS[key] = object.__new__(cls)
+        return known
+
     def __str__(self):
         return "int" if self.control and self.dtype.name == "s32" else self.dtype.name
 
@@ -37,6 +54,20 @@ class Scalar(Type):
 class Bounded(Type):
     """A bounded int (§5): value s32 plus bound ``#x``. ``bound`` is an int when static."""
     bound: Dim = None
+
+    def __new__(cls, *args, **kwargs):
+        # A value, shared as ``Scalar``'s are, for the bounds programs repeat most.
+        # Without arguments (unpickling), a fresh one.
+        if cls is not Bounded or not (args or kwargs):
+            return object.__new__(cls)
+        bound = args[0] if args else kwargs["bound"]
+        key = (type(bound), bound)
+        known = _BOUNDED.get(key)
+        if known is None:
+            known = object.__new__(cls)
+            if len(_BOUNDED) < _BOUNDED_KEPT:
+                _BOUNDED[key] = known
+        return known
 
     def __str__(self):
         return f"int->[0,{'?' if self.bound is None else self.bound}]"

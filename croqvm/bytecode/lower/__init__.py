@@ -39,7 +39,7 @@ __all__ = ["lower_program"]
 
 
 def lower_program(program: ast.Program, sources: list[SourceFile], release: bool = False,
-                  collect: bool = False):
+                  collect: bool = False, keep: bool = True):
     """``(module, diagnostics)``: the module of every function that lowered, and for each
     other function the error that stopped it (a construct croqvm can not lower, or a
     resource limit: every function is lowered, so that ``croqvm check`` reports what
@@ -48,7 +48,10 @@ def lower_program(program: ast.Program, sources: list[SourceFile], release: bool
     ``release``: each function keeps only its name, signature and spans once lowered
     (``_release``), so that the tree shrinks as the module grows: a large program does
     not hold both whole; ``collect``: what is released is also freed as lowering goes
-    (a large program's: each collection walks every live object of the process)."""
+    (a large program's: each collection walks every live object of the process);
+    ``keep=False``: each function is checked against the limits as soon as it is lowered
+    and then dropped (``croqvm check``, which wants the diagnostics only): the module
+    returned has no functions."""
     spans = SpanTable(list(sources))
     cxx = calls.CxxTable(program.cxx)
     functions, diagnostics = [], []
@@ -63,7 +66,13 @@ def lower_program(program: ast.Program, sources: list[SourceFile], release: bool
         lw.node_span = fn.span
         lw.cxx = cxx
         try:
-            functions.append(host.lower_function(lw, fn))
+            lowered_fn = host.lower_function(lw, fn)
+            if keep:
+                functions.append(lowered_fn)
+            else:
+                diagnostics += _over_limits(Module(spans.sources, spans.rows, [lowered_fn]),
+                                            lowered_fn)
+            del lowered_fn
         except CompileError as err:
             diagnostics += err.diagnostics
         except RecursionError:
@@ -83,7 +92,12 @@ def lower_program(program: ast.Program, sources: list[SourceFile], release: bool
 
 
 def _release(fn: ast.Function) -> None:
-    """Drop what lowering ``fn`` read: its body, parameters and symbols."""
+    """Drop what lowering ``fn`` read: its body, parameters and symbols. A symbol and
+    the nodes declaring it refer to each other; the links are cut, so that most of the
+    tree is freed here rather than by the next collection."""
+    for sym in fn.sym_table or ():
+        sym.decl = sym.parallel = sym.plevel = sym.bound_expr = None
+        sym.info = {}
     fn.body = ast.Block([], fn.body.span)
     fn.params, fn.ret_shape, fn.sym_table = [], None, None
 

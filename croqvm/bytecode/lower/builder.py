@@ -41,7 +41,7 @@ class SpanTable:
         self.sources: list[tuple[str, str]] = [(s.name, s.text) for s in sources]
         self._file_index = {name: i for i, (name, _) in enumerate(self.sources)}
         self.rows: list[tuple[int, int, int, int, int]] = []
-        self._index: dict[tuple, int] = {}
+        self._index: dict = {}          # span, or (span, call) -> row
         self.calls: list[tuple[int, int]] = []
         self._call = -1         # the span index of the call being inlined, -1 outside
 
@@ -58,19 +58,20 @@ class SpanTable:
     def intern(self, span: Span | None) -> int:
         if span is None:
             return self.intern(Span.point(self.sources[0][0] if self.sources else "<none>", 1, 1))
+        # Keyed by the span itself (equal spans are equal ints): its fields are read once.
+        key = span if self._call < 0 else (span, self._call)
+        idx = self._index.get(key)
+        if idx is not None:
+            return idx
         fi = self._file_index.get(span.file)
         if fi is None:  # a name set by #line: keep it so messages can still name the file
             fi = len(self.sources)
             self.sources.append((span.file, ""))
             self._file_index[span.file] = fi
-        row = (fi, span.line, span.col, span.end_line, span.end_col)
-        key = row if self._call < 0 else (row, self._call)
-        idx = self._index.get(key)
-        if idx is None:
-            idx = self._index[key] = len(self.rows)
-            self.rows.append(row)
-            if self._call >= 0:
-                self.calls.append((idx, self._call))
+        idx = self._index[key] = len(self.rows)
+        self.rows.append((fi, span.line, span.col, span.end_line, span.end_col))
+        if self._call >= 0:
+            self.calls.append((idx, self._call))
         return idx
 
 

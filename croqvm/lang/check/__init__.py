@@ -16,7 +16,7 @@ with a constant initializer), ``"bound_dim"`` (which dimension of an mdspan-valu
 ``bound_expr`` bounds a with/parallel variable), ``"binder"`` ("parallel", "with" or
 "foreach"), ``"ready"`` (events), ``"placeholder"`` (``dma.any`` futures), ``"units"``
 (the 'group'/'group-4' kinds a fragment is used under, §11.2). Checker-internal:
-``"scope"``, ``"bad"`` (an erroneous declaration), ``"lane_dep"`` (a thread index the
+``"bad"`` (an erroneous declaration), ``"lane_dep"`` (a thread index the
 value depends on, §9.3.3), ``"typed_at"``, ``"span_early"`` and ``"later"`` (placeholder
 types, §9.4.4; see ``dma``).
 

@@ -80,6 +80,9 @@ class Checker:
         self.stmt_rules = stmt_rules
         self.scope = Scope(None)
         self.symbols: list[Symbol] = []
+        # The scope each symbol was declared in: held here, not on the symbol, so that the
+        # scopes of a checked function are freed with the checker.
+        self.scope_of: dict[Symbol, Scope] = {}
         self.parallels: list[ast.Parallel] = []      # enclosing parallel statements
         self.levels: list[tuple[str, ast.PLevel]] = []  # enclosing levels, outer first
         self.loop_depth = 0
@@ -158,7 +161,7 @@ class Checker:
         bad) so checking can go on."""
         sym = Symbol(name, kind, ty, decl, mutable=mutable,
                      parallel=self.parallels[-1] if self.parallels else None, **fields)
-        sym.info["scope"] = self.scope
+        self.scope_of[sym] = self.scope
         if name == "_":
             self.error(span, "'_' can not be used as a name: it means a whole dimension in "
                              "'chunkat', 'subspan' and 'view' arguments.")
@@ -178,7 +181,7 @@ class Checker:
         """A symbol for a declaration already reported as wrong: in no scope, quiet."""
         sym = Symbol(name, kind, ty, decl,
                      parallel=self.parallels[-1] if self.parallels else None, **fields)
-        sym.info["scope"] = self.scope
+        self.scope_of[sym] = self.scope
         sym.info["bad"] = True
         self.symbols.append(sym)
         return sym

@@ -394,7 +394,7 @@ def check_swap(ck, s: ast.Swap):
         facts(ck).link(sym, syms[0])
     if not all(ck.check_modifiable(sym, n.span) for sym, n in zip(syms, s.names)):
         return
-    if any(sym.info["scope"] is not syms[0].info["scope"] for sym in syms):
+    if any(ck.scope_of[sym] is not ck.scope_of[syms[0]] for sym in syms):
         ck.error(s.span, f"{'swapping' if word == 'swap' else 'rotating'} values defined in "
                          f"different scopes is forbidden")
         return
