@@ -155,15 +155,20 @@ def tile_copy(k, desc, ins, ip, part: str, parts: str) -> str | None:
         k.depth -= 1
         k.line("}", ins)
     if desc.future >= 0:
-        f = f"f{desc.future}"
-        k.line(f"{f}.v = {dst.view()}; {f}.has_data = 1; {f}.is_async = "
-               f"{int(desc.is_async)}; {f}.waited = 0; {f}.issued = {ins[-1]}; "
-               f"{f}.tma = 0; {f}.group = cqg;", ins)
+        fill_future(k, desc, dst.view(), ins)
     if not guarded:
         return "done"
     k.depth -= 1
     k.line("} else {", ins)
     return "guarded"
+
+
+def fill_future(k, desc, view: str, ins) -> None:
+    """The future of DMA ``desc`` now refers to ``view`` (a C ``cq_view``), the copy
+    issued by this statement and, if async, in the lane's latest cp.async group."""
+    f = f"f{desc.future}"
+    k.line(f"{f}.v = {view}; {f}.has_data = 1; {f}.is_async = {int(desc.is_async)}; "
+           f"{f}.waited = 0; {f}.issued = {ins[-1]}; {f}.tma = 0; {f}.group = cqg;", ins)
 
 
 def _dst_extents(k, desc):

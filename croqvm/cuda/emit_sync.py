@@ -20,7 +20,7 @@ from ..core.faults import Kind
 from ..core.limits import NAMED_BARRIERS, WARP_SIZE
 from ..reports.messages import print_registers
 from . import cnum, emit_tma
-from .emit_copy import tile_copy
+from .emit_copy import fill_future, tile_copy
 from .emit_kernel import bulk_load, tma_load
 from .emit import span_of
 from .emit_ops import allocate, buffer_instance, future_view
@@ -422,10 +422,7 @@ def _general_copy(k, d, ins, ip, part, parts, rank, tensor, bulk_rows) -> None:
     if layout:      # ordinary stores, before wgmma reads them by the async proxy
         k.line("cq_fence_proxy_async();", ins)
     if desc.future >= 0:
-        f = f"f{desc.future}"
-        k.line(f"{f}.v = dm.dst; {f}.has_data = 1; {f}.is_async = "
-               f"{int(desc.is_async)}; {f}.waited = 0; {f}.issued = {ins[-1]}; "
-               f"{f}.tma = 0; {f}.group = cqg;", ins)
+        fill_future(k, desc, "dm.dst", ins)
 
 
 def _bulk_issue(k, ins, ip, desc, part) -> None:

@@ -508,6 +508,16 @@ CQ_DEV void cq_tma_expect(cq_tma_bar *b, unsigned bytes) {
                ::"r"(cq_smem_addr(&b->bar)), "r"(bytes) : "memory");
 }
 
+/* The L2 cache policy of an eviction hint (1: evict_first, 2: evict_last). */
+CQ_DEV unsigned long long cq_l2_policy(int hint) {
+  unsigned long long policy;
+  if (hint == 1)
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  else
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
 CQ_DEV void cq_tma_load(void *dst, const void *src, unsigned bytes, cq_tma_bar *b, int hint) {
   unsigned d = cq_smem_addr(dst), m = cq_smem_addr(&b->bar);
   if (hint == 0) {
@@ -515,11 +525,7 @@ CQ_DEV void cq_tma_load(void *dst, const void *src, unsigned bytes, cq_tma_bar *
                  "[%0], [%1], %2, [%3];" ::"r"(d), "l"(src), "r"(bytes), "r"(m) : "memory");
     return;
   }
-  unsigned long long policy;
-  if (hint == 1)
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  else
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  const unsigned long long policy = cq_l2_policy(hint);
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
                ".L2::cache_hint [%0], [%1], %2, [%3], %4;"
                ::"r"(d), "l"(src), "r"(bytes), "r"(m), "l"(policy) : "memory");
@@ -548,11 +554,7 @@ CQ_DEV void cq_tma_tile(void *dst, const cq_tmap *m, int c0, int c1, cq_tma_bar 
                  ::"r"(d), "l"(m->map), "r"(c0), "r"(c1), "r"(bar) : "memory");
     return;
   }
-  unsigned long long policy;
-  if (hint == 1)
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  else
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  const unsigned long long policy = cq_l2_policy(hint);
   asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx"
                "::bytes.L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;"
                ::"r"(d), "l"(m->map), "r"(c0), "r"(c1), "r"(bar), "l"(policy) : "memory");
