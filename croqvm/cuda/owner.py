@@ -10,8 +10,8 @@ two alone), each register written once in the kernel, with
   below the stride ``s`` of its dimension, so different lanes of a block reach
   different elements;
 - every other UPDATE or ATOMIC on a global buffer in the kernel (another slot may be
-  the same memory) is on this buffer with the same index terms, and the buffer written by nothing else that is not an element access
-  (no view, DMA or MMA of it).
+  the same memory) is on this buffer with the same index terms, and nothing but element
+  accesses touches the buffer (no view, DMA or MMA of it).
 
 Anything else keeps the compare-and-swap loop.
 """
