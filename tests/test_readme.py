@@ -53,7 +53,13 @@ runpy.run_module("croqvm", run_name="__main__")
 
 
 def croqvm(command: str, cwd, start=("-m", "croqvm")):
-    """Run ``command`` (a ``run`` on the test's engine, if it has one)."""
+    """Run ``command`` (a ``run`` on the test's engine, if it has one), after the example
+    that writes a file it reads (``--output c.npz`` before ``--expect c.npz``) when this
+    process has not run that one yet: tests are spread over processes, each with its
+    own directory."""
+    for name, writer in WRITERS.items():
+        if name in shlex.split(command) and writer != command and not (cwd / name).exists():
+            croqvm(writer, cwd)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     argv = cli_options(shlex.split(command)[1:])
     return subprocess.run([sys.executable, *start, *argv], cwd=cwd, env=env,
@@ -68,6 +74,9 @@ def on_any_engine(params, yes: bool) -> list:
 
 
 EXAMPLES = list(examples())
+# file -> the example that writes it
+WRITERS = {argv[argv.index("--output") + 1]: p.values[0]
+           for p in EXAMPLES for argv in [shlex.split(p.values[0])] if "--output" in argv}
 
 
 @pytest.mark.parametrize("command, shown", on_any_engine(EXAMPLES, False))
