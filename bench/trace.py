@@ -67,6 +67,12 @@ def _best_new(fn, repeats: int, path: str) -> tuple[float, float]:
     return wall, cpu
 
 
+def _goal(times, plain: float) -> str:
+    """Whether each format's time (``.json``, ``.json.gz``) is within the bound."""
+    return f"  at most {GOAL:g}x: " + "/".join("met" if t <= GOAL * plain else "MISSED"
+                                              for t in times)
+
+
 def costs(which: str, repeats: int, python: bool) -> None:
     print(f"{'benchmark':21s} {'size':14s} {'engine':7s} {'plain s':>9s} {'.json s':>9s} "
           f"{'x plain':>8s} {'.json.gz s':>10s} {'x plain':>8s} {'traced s':>9s} "
@@ -97,16 +103,12 @@ def costs(which: str, repeats: int, python: bool) -> None:
             slices = len(traces[-1].slices)
             made = time.process_time() - start
             shape = "x".join(map(str, size)) if isinstance(size, tuple) else str(size)
-            goal = "" if engine == "python" else \
-                f"  at most {GOAL:g}x: " + "/".join(
-                    "met" if t <= GOAL * plain else "MISSED" for t in files)
+            goal = "" if engine == "python" else _goal(files, plain)
             print(f"{bench.name:21s} {shape:14s} {engine:7s} {plain:9.3f} {files[0]:9.3f} "
                   f"{files[0] / plain:8.2f} {files[1]:10.3f} {files[1] / plain:8.2f} "
                   f"{traced:9.3f} {traced / plain:8.2f} {slices:9d} {made:14.3f}{goal}",
                   flush=True)
-            goal = "" if engine == "python" else \
-                f"  at most {GOAL:g}x: " + "/".join(
-                    "met" if t <= GOAL * plain_wall else "MISSED" for t in walls)
+            goal = "" if engine == "python" else _goal(walls, plain_wall)
             print(f"{'':21s} {'':14s} {'wall':7s} {plain_wall:9.3f} {walls[0]:9.3f} "
                   f"{walls[0] / plain_wall:8.2f} {walls[1]:10.3f} {walls[1] / plain_wall:8.2f} "
                   f"{traced_wall:9.3f} {traced_wall / plain_wall:8.2f}{'':25s}{goal}",

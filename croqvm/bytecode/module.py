@@ -229,16 +229,21 @@ class DmaDesc:
     multicast: bool = False  # a TMA load into every block of the cluster (§9.7)
 
 
-def dst_storage(code, desc: DmaDesc) -> Storage:
-    """Where a DMA's destination lives: its view's base, else the future's data, else the
-    statement's own buffer (§9.4)."""
+def dst_decl(code, desc: DmaDesc):
+    """The declaration a DMA's destination has its type and storage from: its view's base,
+    else the future's data, else the statement's own buffer (§9.4)."""
     if desc.dst_view >= 0:
         v = code.views[desc.dst_view]
         table = code.futures if v.base_kind == BaseKind.FUT else code.buffers
-        return table[v.base].storage
+        return table[v.base]
     if desc.future >= 0:
-        return code.futures[desc.future].storage
-    return code.buffers[desc.dst_buffer].storage
+        return code.futures[desc.future]
+    return code.buffers[desc.dst_buffer]
+
+
+def dst_storage(code, desc: DmaDesc) -> Storage:
+    """Where a DMA's destination lives (``dst_decl``)."""
+    return dst_decl(code, desc).storage
 
 
 def swizzled_sides(code, desc: DmaDesc) -> tuple[int, int]:

@@ -12,7 +12,7 @@ path (emit_sync.op_dma).
 """
 from __future__ import annotations
 
-from ..bytecode.module import BaseKind, DmaOp, Storage, swizzled_sides
+from ..bytecode.module import BaseKind, DmaOp, Storage, dst_storage, swizzled_sides
 from ..core.faults import Kind
 from . import cnum
 from .emit import op_name
@@ -309,7 +309,6 @@ def _move(k, desc, src: Side, dst: Side, ins, part: str, parts: str) -> None:
 def _chunkable(k, desc, src: Side, dst: Side) -> bool:
     """Whether the copy may go by 16-byte cp.async when its addresses allow: from global
     into shared memory, destination rows of whole chunks."""
-    from .emit_kernel import dst_storage
     return _storage(k, desc.src) == Storage.GLOBAL and \
         dst_storage(k.code, desc) == Storage.SHARED and \
         CHUNK % dst.elem == 0 and (dst.ext[-1] * dst.elem) % CHUNK == 0

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..bytecode.module import BaseKind, DmaOp, Storage, dst_storage, swizzled_sides
+from ..bytecode.module import BaseKind, DmaOp, Storage, dst_decl, swizzled_sides
 from ..core import dtypes
 from . import cnum
 
@@ -60,7 +60,8 @@ def plan(k, desc, layout: bool = True) -> TensorMap | None:
             src.strides or src.shown or len(src.origin) != 2:
         return None
     buf = k.code.buffers[src.base]
-    if buf.storage != Storage.GLOBAL or dst_storage(k.code, desc) != Storage.SHARED or _dst_dtype(k.code, desc) != buf.dtype:
+    dst = dst_decl(k.code, desc)
+    if buf.storage != Storage.GLOBAL or dst.storage != Storage.SHARED or dst.dtype != buf.dtype:
         return None
     if not all(e in k.consts for e in src.extents):
         return None
@@ -83,16 +84,6 @@ def layout_of_destination(k, desc) -> int:
         return 0
     from .emit_mma import layout_swizzle
     return layout_swizzle(k, desc.dst_view)
-
-
-def _dst_dtype(code, desc) -> int:
-    if desc.dst_view >= 0:
-        v = code.views[desc.dst_view]
-        table = code.futures if v.base_kind == BaseKind.FUT else code.buffers
-        return table[v.base].dtype
-    if desc.future >= 0:
-        return code.futures[desc.future].dtype
-    return code.buffers[desc.dst_buffer].dtype
 
 
 def tensor_maps(k, bound: set) -> list[TensorMap]:
