@@ -412,11 +412,12 @@ def unaddressed_futures(code) -> list[tuple[int, str]]:
             f = links[f]
         return f
 
-    for pc in range(0, len(ins), WIDTH):
-        if ins[pc] == SWAP and ins[pc + 1] < len(links) and ins[pc + 2] < len(links):
+    whole = range(0, len(ins) - WIDTH + 1, WIDTH)     # a cut last one: check_instructions'
+    for pc in whole:
+        if ins[pc] == SWAP and 0 <= ins[pc + 1] < len(links) and 0 <= ins[pc + 2] < len(links):
             links[root(ins[pc + 1])] = root(ins[pc + 2])
     uses = {}
-    for pc in range(0, len(ins), WIDTH):
+    for pc in whole:
         if ins[pc] == FUT_DIM and 0 <= ins[pc + 2] < len(links):
             uses.setdefault(root(ins[pc + 2]), "an extent of its data")
     for v in code.views:
