@@ -49,6 +49,7 @@ class Instruction:
     address: int
     opcode: str          # with its modifiers: HGMMA.64x64x16.F32
     operands: str
+    predicate: str = ""  # @P0, @!P1, ... or ""
 
     @property
     def name(self) -> str:
@@ -86,6 +87,34 @@ class Kernel:
         """Whether some loop's body holds an instruction called ``name``."""
         return any(any(i.name == name for i in body) for body in self.loops())
 
+    def loops_around(self, name: str) -> list[list[Instruction]]:
+        """The loops holding an instruction called ``name``, innermost (shortest) first."""
+        return sorted((b for b in self.loops() if any(i.name == name for i in b)), key=len)
+
+    def slab_loop(self) -> list[Instruction]:
+        """The innermost loop around HGMMA whose own path waits for wgmmas (a K loop:
+        its slices' loop may hold the wgmmas without their wait), else the innermost."""
+        loops = self.loops_around("HGMMA")
+        waiting = [b for b in loops if any(i.opcode == "WARPGROUP.DEPBAR.LE"
+                                           for i in self.staying(b))]
+        return (waiting or loops)[0]
+
+    def staying(self, body: list[Instruction]) -> list[Instruction]:
+        """The instructions of ``body`` from which the thread does not go straight to an
+        unconditional EXIT (a fault's exit path), with no branch or branch target between."""
+        targets = {int(m.group(1), 16) for i in self.instructions if i.name == "BRA"
+                   for m in [_BRANCH_TARGET.search(i.operands)] if m}
+        at = {i.address: n for n, i in enumerate(self.instructions)}
+        kept = []
+        for i in body:
+            for j in self.instructions[at[i.address]:]:
+                if j.name == "EXIT" and not j.predicate:
+                    break
+                if j.name == "BRA" or (j is not i and j.address in targets):
+                    kept.append(i)
+                    break
+        return kept
+
 
 def _split_sass(text: str) -> dict[str, list[Instruction]]:
     functions: dict[str, list[Instruction]] = {}
@@ -98,32 +127,39 @@ def _split_sass(text: str) -> dict[str, list[Instruction]]:
         match = _INSTRUCTION.search(line)
         if match and current is not None:
             current.append(Instruction(int(match.group(1), 16), match.group(3),
-                                       match.group(4).strip()))
+                                       match.group(4).strip(), (match.group(2) or "").strip()))
     return functions
 
 
 @functools.lru_cache(maxsize=None)
-def _disassemble(source: str, arch: str) -> tuple[dict, dict]:
+def _disassemble(source: str, arch: str) -> tuple[dict, dict, str]:
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed")
     tool = cuobjdump()
     with tempfile.TemporaryDirectory() as tmp:
         cu, cubin = Path(tmp, "k.cu"), Path(tmp, "k.cubin")
         cu.write_text(source)
-        subprocess.run(["nvcc", f"-arch={arch}", "-cubin", *cc.NVCC_FLAGS,
-                        *[f"-I{d}" for d in cc.INCLUDE_DIRS], "-o", str(cubin), str(cu)],
-                       check=True, capture_output=True, text=True)
+        built = subprocess.run(["nvcc", f"-arch={arch}", "-cubin", *cc.NVCC_FLAGS,
+                                *[f"-I{d}" for d in cc.INCLUDE_DIRS], "-o", str(cubin),
+                                str(cu)], check=True, capture_output=True, text=True)
         sass = subprocess.run([tool, "-sass", str(cubin)], check=True,
                               capture_output=True, text=True).stdout
         usage = subprocess.run([tool, "-res-usage", str(cubin)], check=True,
                                capture_output=True, text=True).stdout
     resources = {m.group(1): (int(m.group(2)), int(m.group(3)))
                  for m in _USAGE.finditer(usage)}
-    return _split_sass(sass), resources
+    return _split_sass(sass), resources, built.stdout + built.stderr
+
+
+def ptxas_remarks(source: str, arch: str) -> list[str]:
+    """The lines of ptxas's remarks on ``source`` (``ptxas info``, e.g. C7518: wgmmas
+    serialized)."""
+    return [line for line in _disassemble(source, arch)[2].splitlines()
+            if line.startswith("ptxas")]
 
 
 def kernels(source: str, arch: str) -> dict[str, Kernel]:
     """Every kernel (``__global__`` function) of the CUDA C++ ``source`` on ``arch``."""
-    sass, resources = _disassemble(source, arch)
+    sass, resources, _ = _disassemble(source, arch)
     return {name: Kernel(name, body, *resources[name])
             for name, body in sass.items() if name in resources}

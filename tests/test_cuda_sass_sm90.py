@@ -27,9 +27,14 @@ REGISTER_FILE = 65536        # 32-bit registers per multiprocessor (and per bloc
 
 
 @functools.lru_cache(maxsize=None)
+def generated(name: str):
+    return emit(croqvm.compile_file(PROGRAMS / f"{name}.co").module, arch="sm_90a")
+
+
+@functools.lru_cache(maxsize=None)
 def gemm(name: str):
     """(the kernel's SASS, its block size) of a GEMM's one kernel on sm_90a."""
-    gen = emit(croqvm.compile_file(PROGRAMS / f"{name}.co").module, arch="sm_90a")
+    gen = generated(name)
     (info,) = gen.kernels.values()
     return cuda_sass.kernels(gen.text, "sm_90a")[info.cname], info.block_size
 
@@ -58,3 +63,48 @@ def test_registers_of_a_block_fit_the_register_file(name):
 def test_no_local_memory(name):
     kernel, _ = gemm(name)
     assert (kernel.count("STL"), kernel.count("LDL"), kernel.stack) == (0, 0, 0)
+
+
+# --------------------------------------------------------------- wgmma chains (emit_wgmma)
+
+def on_path(kernel, body, opcode: str) -> list[str]:
+    """The operands of each ``opcode`` instruction on the loop's own path (not a fault's
+    way out)."""
+    return [i.operands for i in kernel.staying(body) if i.opcode == opcode]
+
+
+ARRIVE = "SYNCS.ARRIVE.TRANS64.A1T0"      # a lane's arrival at a collective's mbarrier
+
+
+@pytest.mark.parametrize("name", ["matmul_1p1c", "matmul_wgmma_async"])
+def test_ptxas_keeps_the_wgmmas_of_a_slab_in_flight(name):
+    """A wait ptxas must insert on a divergent path (a fault's exit inside a wgmma region)
+    makes it serialize every wgmma of the kernel (remark C7518/C7520): the generated
+    code waits there itself."""
+    remarks = cuda_sass.ptxas_remarks(generated(name).text, "sm_90a")
+    assert not [r for r in remarks if "serialized" in r]
+
+
+def test_1p1c_waits_for_the_wgmmas_of_a_slab_once():
+    """matmul_1p1c multiplies a K slab in four slices (`foreach w`), each an mma.load of
+    A, of B and an exec: the slice loop issues its HGMMA without waiting and meets once
+    (6 mbarrier rendezvous per slice before chains); the K loop waits once per slab,
+    wait_group 0 before `trigger empty[st]` hands the stage back."""
+    kernel, _ = gemm("matmul_1p1c")
+    slices, slab = kernel.loops_around("HGMMA")[:2]
+    assert on_path(kernel, slices, "WARPGROUP.DEPBAR.LE") == []
+    assert len(on_path(kernel, slices, ARRIVE)) == 1
+    assert kernel.slab_loop() == slab
+    assert on_path(kernel, slab, "WARPGROUP.DEPBAR.LE") == ["gsb0, 0x0"]
+    assert len(on_path(kernel, slab, ARRIVE)) == 2
+
+
+def test_wgmma_async_issues_its_four_k_tiles_before_one_wait():
+    """The four K tiles of `mma.row.row.async` and its `wait f` (34 mbarrier rendezvous
+    and a wait per tile before chains): one rendezvous before the chain, one after its
+    wait."""
+    kernel, _ = gemm("matmul_wgmma_async")
+    slab = kernel.slab_loop()
+    assert [i.name for i in slab].count("HGMMA") == 4
+    assert on_path(kernel, slab, "WARPGROUP.DEPBAR.LE") == ["gsb0, 0x0"]
+    assert len(on_path(kernel, slab, ARRIVE)) == 2

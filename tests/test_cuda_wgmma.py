@@ -147,6 +147,17 @@ def test_wgmma_rules_the_hardware_leaves_undefined_are_reported(which, code, lan
     assert wg.misuse_text(got)
 
 
+def test_wait_group_lands_the_older_groups_only():
+    """wgmma.wait_group 1 leaves the newest commit group in flight: the CPU runtime lands
+    groups in order, and registers in flight read NaN until a wait covers them, so
+    generated code that reads an accumulator before its wait (a wait_group depth too
+    large) disagrees with the interpreter instead of passing by chance."""
+    landed = np.zeros(256, np.int32)
+    assert cpu_module("rt_wgmma.cu").launch("depth", (1,), 128, (64 + 8) * 16 * 2,
+                                            [("ptr", landed)]) is None
+    assert (landed[:128] == 1).all() and (landed[128:] == 3).all()
+
+
 def test_wgmma_in_a_partial_warpgroup_is_reported():
     """A launch of fewer than 128 threads cannot run a warpgroup instruction."""
     wg = cpu_module("rt_wgmma.cu")

@@ -18,7 +18,7 @@ from ..bytecode import opcodes
 from ..bytecode.opcodes import BAR_ARRIVE, BAR_SYNC, SPAN, TRIGGER_CLUSTER, WIDTH
 from ..core.faults import Kind
 from ..core.limits import EVENT_SLOT_BYTES, MAX_BLOCK_SIZE, MAX_SHARED_BYTES, buffer_bytes
-from . import cnum, emit_tma
+from . import cnum, emit_tma, emit_wgmma
 from .emit import (BoundBuffer, KernelInfo, Site, UnsupportedError, c_ident, decode,
                    max_block, op_name, span_of)
 
@@ -88,6 +88,7 @@ class KernelEmitter:
         self.out: list[str] = []
         self.depth = 1
         self.in_laneset = False
+        self.in_wgmma_region = False    # between emit_wgmma.open_region and close_region
         self.last_line = None
         self.frames: list = []          # open IF/LOOP: (kind, extra)
         self.consts = self._constant_registers()
@@ -183,6 +184,8 @@ class KernelEmitter:
             cond = cond(n)
         call = ", ".join([str(n), *args])
         leave = "cq_thread_exit()" if self.in_laneset else "cq_leave()"
+        if self.in_wgmma_region:    # its wgmmas in flight land first (emit_wgmma)
+            leave = "cq_wgmma_wait_all(); " + leave
         self.line(f"if ({cond}) {{ cq_fault({call}); {leave}; }}", ins)
 
     def checked(self, target: str, c: cnum.Checked, ins, ip: int) -> None:
@@ -274,6 +277,7 @@ class KernelEmitter:
                 self.off_frag[m] = L.take(size * self._instances(f.unit), 16)
         from .emit_mma import swizzled_layouts
         self.layout_swizzle = swizzled_layouts(self)     # shared tiles wgmma reads in place
+        self.chains = emit_wgmma.plan_chains(self)     # loads and execs meeting once, one wgmma group
         # on sm_90a a TMA barrier (cq_tma_bar and the parity its issuer publishes) per
         # instance of every shared buffer, when a TMA load may fill one (§9.7)
         self.off_tma = {}
@@ -575,7 +579,14 @@ class KernelEmitter:
                    for v, swizzle in self._swizzled_views(ins)):
                 raise self.unsupported("a view made by '.sqz()' read or written through a "
                                        "swizzle", ins)
-            handler(self, ins, -1 if laneset else base + ip)
+            at = -1 if laneset else base + ip
+            region = self.chains.starts.get(at)
+            if region:
+                emit_wgmma.open_region(self, region, ins)
+            handler(self, ins, at)
+            region = self.chains.ends.get(at)
+            if region:
+                emit_wgmma.close_region(self, region, ins)
 
     def _swizzled_views(self, ins) -> list[tuple[int, int]]:
         """(view, swizzle in bytes) of each view a DMA or an MMA load or store addresses:

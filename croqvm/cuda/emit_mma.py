@@ -36,7 +36,7 @@ from ..bytecode.module import BaseKind, FragRole
 from ..core import dtypes
 from ..core.faults import Kind
 from ..core.limits import UNIT_OF_LANES, WARP_SIZE
-from . import cnum
+from . import cnum, emit_wgmma
 from .emit_sync import collective, squeeze, view, view_rank
 
 # loops over at most this many MMA tiles or fragment slots are unrolled
@@ -346,7 +346,8 @@ def op_mma_load(k, ins, ip):
         return emit_mma_dyn.op_load(k, ins, ip)
     ptr, flag, lo_hi = frag_ref(k, m)
     f = k.code.frags[m]
-    with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
+    with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True, meet=_meet(k, ip)) as \
+            (part, parts):
         view(k, v, "src", ins, ip)
         empty_check(k, ins, ip, v)
         read_outside_check(k, ins, ip, c, v)
@@ -531,9 +532,11 @@ def op_mma_exec(k, ins, ip):
     plan = wgmma_plan(k, ins)
     atom = tensor_atom(k, mc, ma, mb, k.code.colls[c], M, N, K) if c >= 0 and not plan \
         else None
-    with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, parts):
+    meet = _meet(k, ip)
+    region = k.chains.region_of.get(ip)
+    with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True, meet=meet) as (part, parts):
         if mc in k.async_frags:
-            pending_check(k, ins, ip, mc, c >= 0)
+            pending_check(k, ins, ip, mc, c >= 0 and meet != "none")
         for x in (ma, mb):
             px, flag_x, _ = frag_ref(k, x)
             k.fault(f"!{flag_x}", Kind.FRAGMENT_EMPTY, ins, ip, (), lambda a, refs, x=x: (x,))
@@ -548,11 +551,20 @@ def op_mma_exec(k, ins, ip):
                 e = plan.elem_bytes
                 k.line(f"if ({_direct_ok('vA', e)} && {_direct_ok('vB', e)}) {{", ins)
                 k.depth += 1
-                _wgmma_direct(k, ins, ip, plan, mc, (M, N, K))
+                _wgmma_direct(k, ins, ip, plan, mc, (M, N, K), region)
                 k.depth -= 1
                 k.line("} else {", ins)
                 k.depth += 1
-                _wgmma_exec(k, ins, ip, plan, mc, (M, N, K))
+                if region:        # the region's wgmmas land, and this exec goes cell by cell
+                    emit_wgmma.land(k, region, ins)
+                    cell = own_cells(k, ins, mc)
+                    k.line(f"{cell} = cq_mma_dot({cell}, A_at, B_at, fi, fj, {K}, {fmt}, "
+                           f"{exact});", ins)
+                    k.depth -= 1
+                    k.line("}", ins)
+                    emit_wgmma.take(k, region, ins)
+                else:
+                    _wgmma_exec(k, ins, ip, plan, mc, (M, N, K))
                 k.depth -= 1
                 k.line("}", ins)
             elif plan:
@@ -650,17 +662,35 @@ def _direct_ok(name: str, elem: int) -> str:
             f"{name}.origin[1] * {elem} % 16 == 0 && (cq_smem_addr({name}.base) & 1023) == 0")
 
 
-def _wgmma_direct(k, ins, ip, plan: WgmmaPlan, mc: int, mnk) -> None:
+def _wgmma_direct(k, ins, ip, plan: WgmmaPlan, mc: int, mnk, region=None) -> None:
     """The warpgroup multiplies C in [64, n] tiles reading A and B where they lie: the
     descriptors of 128B-swizzled K-major tiles (cq_wgmma_desc_sw128) start at the tile's
     row and K column and advance 32 bytes of K per instruction; the K / k wgmmas of a
-    tile run in one commit group, k ascending as the engines step."""
+    tile run in one commit group, k ascending as the engines step. In a wgmma region
+    (emit_wgmma) they chain on the region's accumulator copy, committed and waited for
+    where the region ends."""
     M, N, K = mnk
     n = k.wait_site_for(ins, ip)
     e = plan.elem_bytes
     cell = wgmma_cell(k, mc)
     start = ("cq_smem_addr({v}.base) + ({v}.origin[0] + {t}) * " + str(SWIZZLE_ROW) +
              " + ({v}.origin[1] + kt * " + str(plan.k) + ") * " + str(e))
+    if region:
+        d = emit_wgmma.copy(region)
+        for line in (
+            f"typedef {plan.shape} W;",
+            "cq_fence_proxy_async();",
+            f"CQ_UNROLL for (int mt = 0; mt < {M}; mt += 64)",
+            f"  CQ_UNROLL for (int nt = 0; nt < {N}; nt += {plan.n}) {{",
+            f"    cq_wgmma_fence<W>({d});",
+            f"    for (int kt = 0; kt < {K // plan.k}; kt++)",
+            f"      cq_wgmma<W>({d}, cq_wgmma_desc_sw128({start.format(v='vA', t='mt')}), "
+            f"cq_wgmma_desc_sw128({start.format(v='vB', t='nt')}), {n});",
+            "  }",
+            "cq_wgmma_commit();",
+        ):
+            k.line(line, ins)
+        return
     lines = ["const int wt = lane % 128;"] if "wt" in cell else []
     for line in (
         *lines,
@@ -822,9 +852,25 @@ def _pending_flag(k, ins, m):
     return flag, lo_hi
 
 
+def _meet(k, ip: int) -> str:
+    """How the collective at ``ip`` meets: "both" outside a wgmma chain (emit_wgmma)."""
+    return {"first": "entry", "inner": "none"}.get(k.chains.role.get(ip), "both")
+
+
+def _silent(k, ins, ip) -> bool:
+    """An MMA_ASYNC/MMA_WAIT pair that ends a wgmma chain emits nothing (emit_wgmma)."""
+    if ip not in k.chains.silent:
+        return False
+    k.line("// the pending count of a chain's asynchronous exec waited at once: "
+           "unchanged", ins)
+    return True
+
+
 def op_mma_async(k, ins, ip):
     """One more asynchronous MMA pending on the accumulator copy (§11.5)."""
     _, m, c = ins[:3]
+    if _silent(k, ins, ip):
+        return
     flag, lo_hi = _pending_flag(k, ins, m)
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, _):
         k.line(f"if ({part} == 0) {flag} += 2;", ins)
@@ -835,6 +881,8 @@ def op_mma_wait(k, ins, ip):
     it; MMA_NOT_PENDING when it had nothing before. Every participant decides before the
     lane of rank 0 updates (a rendezvous between), as for MMA_PENDING."""
     _, m, c = ins[:3]
+    if _silent(k, ins, ip):
+        return
     flag, lo_hi = _pending_flag(k, ins, m)
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, _):
         n = k.wait_site_for(ins, ip) if c >= 0 else None

@@ -33,12 +33,14 @@ def wait_site(k, ins, ip, text: str) -> int:
 
 
 @contextmanager
-def collective(k, ins, ip, is_collective: bool, lo_hi=None, whole_unit=False):
+def collective(k, ins, ip, is_collective: bool, lo_hi=None, whole_unit=False,
+               meet="both"):
     """Wraps an effect: for a collective, a rendezvous before and after it and the
     lane's share (part, parts) of the work among the participants (of the lanes
     [lo, hi) when given: a fragment's instance); else the lane does it all.
     ``whole_unit``: an mma operation, which needs every lane of its warp or warpgroup
-    (§11.2): a terminated one is a fault."""
+    (§11.2): a terminated one is a fault. ``meet``: "entry" for the first collective
+    of a wgmma chain, "none" for the others (emit_wgmma), which meet no more."""
     k.line("{", ins)
     k.depth += 1
     if not is_collective:
@@ -46,10 +48,11 @@ def collective(k, ins, ip, is_collective: bool, lo_hi=None, whole_unit=False):
     else:
         site = k.colls[ip][0]
         k.line(f"const cq_coll cl = {k.coll(ip)};", ins)
-        n = wait_site(k, ins, ip, site.text)
-        k.line(f"cq_coll_sync(cl, {n});", ins)
-        if whole_unit and site.unit in (32, 128):
-            _unit_terminated(k, ins, ip, site)
+        if meet != "none":
+            n = wait_site(k, ins, ip, site.text)
+            k.line(f"cq_coll_sync(cl, {n});", ins)
+            if whole_unit and site.unit in (32, 128):
+                _unit_terminated(k, ins, ip, site)
         if lo_hi is not None:
             k.line(f"const cq_coll share = cq_coll{{cl.bar, cl.members, cl.live, "
                    f"{lo_hi[0]}, {lo_hi[1]}}};", ins)
@@ -58,7 +61,8 @@ def collective(k, ins, ip, is_collective: bool, lo_hi=None, whole_unit=False):
         k.line("const int part = cq_coll_rank(share, lane), parts = cq_coll_parts(share);",
                ins)
         yield "part", "parts"
-        k.line(f"cq_coll_sync(cl, {n});", ins)
+        if meet == "both":
+            k.line(f"cq_coll_sync(cl, {n});", ins)
     k.depth -= 1
     k.line("}", ins)
 

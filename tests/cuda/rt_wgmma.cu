@@ -73,3 +73,28 @@ CQ_KERNEL void misuse(int which) {
   if (which != 2) cq_wgmma_wait<0, S>(d);
 }
 CQ_EXPORT(misuse);
+
+// Two commit groups, one wgmma on its own accumulator each, then wgmma.wait_group 1 and
+// 0: landed[t] and landed[128 + t] tell which accumulators hold their results after
+// each wait (1: the first, 2: the second; results in flight read NaN on the CPU).
+CQ_KERNEL void depth(int *landed) {
+  typedef cq_wgmma_n8_f16_f32 S;
+  const int t = cq_lane();
+  for (int i = t; i < (S::A_BYTES + S::B_BYTES) / 4; i += 128) ((unsigned *)cq_smem())[i] = 0;
+  cq_fence_proxy_async();
+  cq_sync_block(0);
+  S::c_value d0[S::ND] = {}, d1[S::ND] = {};
+  unsigned char *sa = cq_smem(), *sb = cq_smem() + S::A_BYTES;
+  const unsigned long long da = cq_wgmma_desc(cq_smem_addr(sa), cq_wgmma_lbo(64), CQ_WGMMA_SBO),
+                           db = cq_wgmma_desc(cq_smem_addr(sb), cq_wgmma_lbo(8), CQ_WGMMA_SBO);
+  cq_wgmma_fence<S>(d0);
+  cq_wgmma<S>(d0, da, db, 1);
+  cq_wgmma_commit();
+  cq_wgmma<S>(d1, da, db, 1);
+  cq_wgmma_commit();
+  cq_wgmma_wait<1, S>(d0);
+  landed[t] = (d0[0] == d0[0]) + 2 * (d1[0] == d1[0]);
+  cq_wgmma_wait<0, S>(d1);
+  landed[128 + t] = (d0[0] == d0[0]) + 2 * (d1[0] == d1[0]);
+}
+CQ_EXPORT(depth);

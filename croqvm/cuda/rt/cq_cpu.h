@@ -1458,4 +1458,8 @@ template <int N, class S> CQ_DEV void cq_wgmma_wait(typename S::c_value *d) {
   self->wg_fenced = false;
 }
 
+/* wgmma.wait_group 0 of a lane leaving after a fault: its results land where they were
+   to land (the region's accumulator copy), which nothing reads any more. */
+CQ_DEV void cq_wgmma_wait_all() { cq_wgmma_wait<0, cq_wgmma_n8_f16_f32>(NULL); }
+
 #endif /* CQ_CPU_H */

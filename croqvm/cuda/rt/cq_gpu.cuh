@@ -151,6 +151,10 @@ template <class Ready> CQ_DEV void cq_spin(int site, Ready ready) {
     if (backoff < 1024) backoff *= 2;
     if (limit && cq_now_ns() - start > limit) {
       cq_record(CQ_FAULT_TIMEOUT, site, 0, 0);
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+      /* a rendezvous inside a wgmma region (emit_wgmma.py): see cq_wgmma_wait_all */
+      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#endif
       asm volatile("exit;");
     }
   }
@@ -619,6 +623,13 @@ template <int N, class S> CQ_DEV void cq_wgmma_wait(typename S::c_value *d) {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
   for (int i = 0; i < S::ND; i++) cq_wgmma_keep(d[i]);
 }
+
+/* A lane leaving after a fault inside a wgmma region waits for its committed groups
+   first. ptxas would insert that wait before the exit itself, but one it inserts in a
+   divergent path makes it serialize every wgmma of the kernel. The faults of a chain
+   are uniform in the warpgroup (emit_wgmma.py), which takes the path whole; a loop's
+   step limit may end a lane alone, which then waits as ptxas's own wait would. */
+CQ_DEV void cq_wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
 #endif
 
 #endif /* CQ_GPU_CUH */

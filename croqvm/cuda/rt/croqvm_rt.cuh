@@ -77,6 +77,7 @@
  *   cq_wgmma_fence<S>(d), cq_wgmma<S>(d, desc_a, desc_b, site), cq_wgmma_commit(),
  *   cq_wgmma_wait<N, S>(d)                wgmma.fence / mma_async / commit_group /
  *                                         wait_group of one warpgroup, converged
+ *   cq_wgmma_wait_all()                   wait_group 0 of a lane leaving after a fault
  *   cq_smem_addr(p)                       the shared-window address descriptors take
  *
  * Other primitives

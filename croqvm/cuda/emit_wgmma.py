@@ -1,0 +1,275 @@
+"""wgmma chains on sm_90a: runs of `mma.load`s and execs that read 128B-swizzled shared
+tiles in place, issued with one rendezvous and one wgmma commit group (docs/CUDA.md
+"Fast paths on sm_90a").
+
+A *chain* is a straight run of instructions, no control flow between them:
+
+    (MMA_LOAD ... MMA_EXEC)+  [MMA_ASYNC MMA_WAIT]
+
+each exec reading in place (``emit_mma._direct_views``) the views its loads just read,
+every exec of the chain accumulating into one register accumulator with one wgmma
+shape and tile grid, every collective of the chain a warpgroup's (unit 128) over one
+lane set, and nothing else between them but register arithmetic that cannot fault.
+The first collective of the chain meets and checks its unit as every collective does
+(its lanes have arrived or terminated; a terminated one is UNIT_TERMINATED); the others
+meet no more: between them no lane can terminate alone, since the only faults of the
+chain are the loads' and execs' checks of operands that are uniform in the unit
+(§7.4.5, §11.2) and of masks that are fixed by then, which every lane of the unit
+takes alike. The execs issue their wgmmas without waiting for them: the wgmma results
+stay in flight in the *region*'s accumulator copy ``wq<m>`` until the region ends,
+where one commit group is committed and waited for (``wgmma.wait_group 0``), the copy
+goes back to the accumulator's registers and the unit meets once, so that no lane goes
+on while a wgmma of its warpgroup may still read the operand tiles.
+
+A region is a chain, or a LOOP whose body is only chains of one accumulator, register
+arithmetic that cannot fault and BREAK_IF on values that are the same in every lane (a
+K loop over the slices of a stage: the lanes of the warpgroup step through it together,
+and the wgmmas of all steps are waited for once). Its step
+limit check may end a lane inside the region (a fault: the run stops there, so the
+wgmmas in flight are never read); the next chain's first collective finds it
+terminated, as before. An exec whose tiles do not lie as wgmma reads them in place
+(the check made when it runs) lands the region's wgmmas first, stages and multiplies
+as outside a region, and takes the accumulator back.
+
+An MMA_ASYNC followed by the MMA_WAIT of the same accumulator ends a chain as an
+asynchronous exec waited at once does: the pending count the pair adds and clears is
+the one the chain's execs checked to be zero (MMA_PENDING), and the wait can not find
+it zero (MMA_NOT_PENDING), so the pair emits nothing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..bytecode import opcodes
+
+
+@dataclass
+class Region:
+    first: int          # ip before which the accumulator copy is taken
+    last: int           # ip after which the wgmmas are waited and the unit meets
+    mc: int             # the accumulator
+    plan: object        # emit_mma.WgmmaPlan of its execs
+    m: int              # rows of C
+    n: int              # columns of C
+    meet: int           # ip of the exec whose mbarrier the closing rendezvous uses
+
+    @property
+    def tiles(self) -> int:
+        return self.m // 64 * (self.n // self.plan.n)
+
+
+@dataclass
+class Chains:
+    """ip -> "first" or "inner" for each collective of a chain; the ips of the
+    MMA_ASYNC/MMA_WAIT pairs that emit nothing; the regions by first and by last ip,
+    and each chained exec's region."""
+    role: dict
+    silent: set
+    starts: dict
+    ends: dict
+    region_of: dict
+
+
+# register-only instructions whose value is another lane's or one lane's
+_OTHER_LANES = {opcodes.ONCE, opcodes.SHFL_XOR}
+
+
+def _arithmetic(ins) -> bool:
+    """Register arithmetic: the value of its operands, in this lane."""
+    from .emit_mma import _register_only
+    return _register_only(ins, set()) and ins[0] not in _OTHER_LANES
+
+
+def _quiet(ins) -> bool:
+    """Register arithmetic that cannot fault."""
+    return _arithmetic(ins) and not opcodes.TABLE[ins[0]].faults
+
+
+def _segment(k, ip: int):
+    """(exec ip, its key) when a run of loads starting at ``ip`` feeds an exec that
+    reads them in place, with nothing but loads of its operands and quiet arithmetic
+    before it; else None."""
+    from .emit_mma import _direct_views, _exec_after, _exec_shapes, _dynamic, wgmma_plan
+    if ip >= len(k.ins) or k.ins[ip][0] != opcodes.MMA_LOAD:
+        return None
+    e = _exec_after(k, ip)
+    if e is None:
+        return None
+    ins = k.ins[e]
+    _, mc, ma, mb, layout, c = ins[:6]
+    plan = wgmma_plan(k, ins)
+    if plan is None or mc not in k.reg_frags or not _direct_views(k, ins, e):
+        return None
+    ops = k.view_operands.get(e, {})
+    laneset = k.code.colls[c].laneset
+    for at in range(ip, e):
+        x = k.ins[at]
+        if x[0] == opcodes.MMA_LOAD:
+            m, lc = x[1], x[3]
+            if m not in ops or m in k.async_frags or _dynamic(k, m) or lc < 0 or \
+                    k.code.colls[lc].unit != 128 or k.code.colls[lc].laneset != laneset:
+                return None
+        elif not _quiet(x):
+            return None
+    M, N, _ = _exec_shapes(k, ins, mc, ma, mb, layout)
+    return e, (mc, plan.shape, M, N, laneset)
+
+
+def _chain(k, ip: int):
+    """(last ip, exec ips, key) of the chain that starts at ``ip``, or None."""
+    seg = _segment(k, ip)
+    if seg is None:
+        return None
+    execs, key = [seg[0]], seg[1]
+    while True:
+        at = execs[-1] + 1
+        while at < len(k.ins) and _quiet(k.ins[at]):
+            at += 1
+        nxt = _segment(k, at)
+        if nxt is None or nxt[1] != key:
+            break
+        execs.append(nxt[0])
+    last = execs[-1]
+    pair = k.ins[last + 1:last + 3]
+    if len(pair) == 2 and pair[0][0] == opcodes.MMA_ASYNC and pair[1][0] == opcodes.MMA_WAIT \
+            and pair[0][1] == pair[1][1] == key[0]:
+        last += 2
+    return last, execs, key
+
+
+def _loop_end(k, ip: int):
+    """The ip of the END of the LOOP at ``ip``."""
+    return k.ins[ip][1]
+
+
+def _lane_dependent(k) -> set:
+    """Registers that may hold different values in the lanes of a block: written by
+    LANE, by anything but arithmetic, or computed from one."""
+    dependent: set = set()
+    while True:
+        before = len(dependent)
+        for ins in k.ins:
+            op = opcodes.TABLE[ins[0]]
+            if op.writes != 0 or op.operands[:1] != ("r",):
+                continue
+            if ins[0] == opcodes.LANE or not _arithmetic(ins) or \
+                    any(kind == "r" and x in dependent
+                        for kind, x in zip(op.operands[1:], ins[2:])):
+                dependent.add(ins[1])
+        if len(dependent) == before:
+            return dependent
+
+
+def plan_chains(k) -> Chains:
+    """The chains and regions of kernel ``k`` (on sm_90a; none elsewhere)."""
+    from .emit_kernel import _coll_operand
+    from .emit_mma import wgmma_plan
+    out = Chains({}, set(), {}, {}, {})
+    if k.arch != "sm_90a":
+        return out
+    chains = []          # (first, last, execs, key)
+    ip = 0
+    while ip < len(k.ins):
+        found = _chain(k, ip)
+        if found is None:
+            ip += 1
+            continue
+        last, execs, key = found
+        chains.append((ip, last, execs, key))
+        ip = last + 1
+    by_first = {c[0]: c for c in chains}
+    dependent = _lane_dependent(k) if chains else set()
+    regions = []
+    taken = set()
+    for ip, ins in enumerate(k.ins):
+        if ins[0] != opcodes.LOOP:
+            continue
+        end = _loop_end(k, ip)
+        body, keys, at = [], set(), ip + 1
+        while at < end:
+            if at in by_first:
+                body.append(by_first[at])
+                keys.add(by_first[at][3])
+                at = by_first[at][1] + 1
+            elif (k.ins[at][0] == opcodes.BREAK_IF and k.ins[at][1] not in dependent) or \
+                    _quiet(k.ins[at]):
+                at += 1
+            else:
+                break
+        if at == end and len(keys) == 1:
+            regions.append((ip, end, body))
+            taken |= {c[0] for c in body}
+    for c in chains:
+        if c[0] not in taken:
+            regions.append((c[0], c[1], [c]))
+    for first, last, body in regions:
+        mc, _, M, N, _ = body[0][3]
+        plan = wgmma_plan(k, k.ins[body[0][2][0]])
+        region = Region(first, last, mc, plan, M, N, body[-1][2][-1])
+        out.starts[first] = region
+        out.ends[last] = region
+        for start, end, execs, _ in body:
+            for at in range(start, end + 1):
+                if _coll_operand(k.ins[at]) is not None and k.ins[at][0] in (
+                        opcodes.MMA_LOAD, opcodes.MMA_EXEC):
+                    out.role[at] = "first" if at == start else "inner"
+                elif k.ins[at][0] in (opcodes.MMA_ASYNC, opcodes.MMA_WAIT):
+                    out.silent.add(at)
+            for e in execs:
+                out.region_of[e] = region
+    return out
+
+
+# ------------------------------------------------------------------ emitted code
+
+def _tile_loops(region: Region) -> tuple[str, str]:
+    return (f"CQ_UNROLL for (int mt = 0; mt < {region.m}; mt += 64)",
+            f"  CQ_UNROLL for (int nt = 0; nt < {region.n}; nt += {region.plan.n}) {{")
+
+
+def copy(region: Region) -> str:
+    """The region's accumulator copy of tile (mt, nt): ``wq<m>[tile]``."""
+    return f"wq{region.mc}[mt / 64 * {region.n // region.plan.n} + nt / {region.plan.n}]"
+
+
+def _move(k, region: Region, ins, into_copy: bool) -> None:
+    from .emit_mma import wgmma_cell
+    cell, q = wgmma_cell(k, region.mc), copy(region) + "[i]"
+    dst, src = (q, cell) if into_copy else (cell, q)
+    for line in (*_tile_loops(region),
+                 f"    CQ_UNROLL for (int i = 0; i < {region.plan.shape}::ND; i++) "
+                 f"{dst} = {src};",
+                 "  }"):
+        k.line(line, ins)
+
+
+def take(k, region: Region, ins) -> None:
+    """The accumulator's registers into the region's copy, which the wgmmas chain on."""
+    _move(k, region, ins, True)
+
+
+def land(k, region: Region, ins) -> None:
+    """Wait for the region's wgmma groups and copy the results back."""
+    W = region.plan.shape
+    for line in (*_tile_loops(region), f"    cq_wgmma_wait<0, {W}>({copy(region)});", "  }"):
+        k.line(line, ins)
+    _move(k, region, ins, False)
+
+
+def open_region(k, region: Region, ins) -> None:
+    k.line("{  // a wgmma region: the wgmmas below are waited for where it ends", ins)
+    k.depth += 1
+    k.in_wgmma_region = True
+    W = region.plan.shape
+    k.line(f"{W}::c_value wq{region.mc}[{region.tiles}][{W}::ND];", ins)
+    take(k, region, ins)
+
+
+def close_region(k, region: Region, ins) -> None:
+    land(k, region, ins)
+    n = k.wait_site_for(k.ins[region.meet], region.meet)
+    k.line(f"cq_coll_sync({k.coll(region.meet)}, {n});   // no lane goes on while a "
+           f"wgmma of its warpgroup may read", ins)
+    k.depth -= 1
+    k.line("}", ins)
+    k.in_wgmma_region = False
