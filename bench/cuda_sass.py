@@ -1,8 +1,12 @@
 """The SASS figures of the generated GEMM kernels, per program and architecture: local
 memory (STL/LDL instructions, stack bytes per thread), registers, cp.async (LDGSTS, and
 how many move 16 bytes), tensor-map TMA loads (UTMALDG), tensor-core instructions (HMMA,
-HGMMA) and global compare-and-swaps (CAS). Needs nvcc and cuobjdump (tests/cuda_sass.py
-finds them); runs nothing on a GPU.
+HGMMA) and global compare-and-swaps (CAS); and in the K loop around the HGMMAs (the
+innermost loop around them that waits for wgmmas, cuda_sass.Kernel.slab_loop), on its
+own path rather than a fault's exit: its HGMMAs (kHGMMA), its wgmma waits with their
+depths (kWAIT: "2x0" is two wait_group 0), its lanes' arrivals at mbarrier rendezvous
+(kMEET) and its block or named barriers (kBAR). Needs nvcc and cuobjdump
+(tests/cuda_sass.py finds them); runs nothing on a GPU.
 
     python bench/cuda_sass.py [--arch sm_80 --arch sm_90a] [--no-checks] [PROGRAM ...]
 """
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,8 +43,21 @@ def figures(name: str, arch: str, checks: bool) -> list[dict]:
             "HMMA": names["HMMA"], "HGMMA": names["HGMMA"], "UTMALDG": names["UTMALDG"],
             # global compare-and-swaps: UPDATE loops, and the fault record's lock
             "CAS": sum(1 for i in kernel.instructions
-                       if i.name in ("ATOM", "ATOMG") and "CAS" in i.opcode)})
+                       if i.name in ("ATOM", "ATOMG") and "CAS" in i.opcode),
+            **k_loop(kernel)})
     return rows
+
+
+def k_loop(kernel) -> dict:
+    if not kernel.loops_around("HGMMA"):
+        return dict.fromkeys(("kHGMMA", "kWAIT", "kMEET", "kBAR"), "-")
+    path = kernel.staying(kernel.slab_loop())
+    depths = Counter(i.operands.rsplit(" ", 1)[-1].replace("0x", "") for i in path
+                     if i.opcode == "WARPGROUP.DEPBAR.LE")
+    return {"kHGMMA": sum(1 for i in path if i.name == "HGMMA"),
+            "kWAIT": "+".join(f"{n}x{d}" for d, n in sorted(depths.items())) or "0",
+            "kMEET": sum(1 for i in path if i.opcode == "SYNCS.ARRIVE.TRANS64.A1T0"),
+            "kBAR": sum(1 for i in path if i.name == "BAR")}
 
 
 def main() -> None:
@@ -49,7 +67,7 @@ def main() -> None:
     parser.add_argument("--no-checks", action="store_true")
     args = parser.parse_args()
     columns = ("STL", "LDL", "stack", "regs", "LDGSTS", "LDGSTS128", "UTMALDG", "HMMA", "HGMMA",
-               "CAS")
+               "CAS", "kHGMMA", "kWAIT", "kMEET", "kBAR")
     print(f"{'program':22} {'arch':7} " + " ".join(f"{c:>9}" for c in columns))
     for arch in args.arch or ("sm_80", "sm_90a"):
         for name in args.programs:

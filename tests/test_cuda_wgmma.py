@@ -24,6 +24,7 @@ from croqvm.cuda import abi
 from croqvm.cuda import compile as cc
 from croqvm.cuda.emit import UnsupportedError, emit
 from croqvm.core.numerics import round_to
+from croqvm.running.diff import assert_agree
 
 from cuda_helpers import cpu_module, device_module, nvcc_build
 from test_cuda_runtime import cute_index, operand, stepwise
@@ -272,3 +273,58 @@ def test_generated_wgmma_of_every_type_compiles_with_nvcc():
     text = emit(croqvm.compile(source).module, arch="sm_90a").text
     assert text.count("cq_wgmma<W>") == len(GEMMS)
     assert cc.build(text, "sm_90a").read_bytes()[:4] == b"\x7fELF"
+
+
+# --------------------------------------------------------------- wgmma chains (emit_wgmma)
+
+SLICES = """
+__co__ void slices(global f16 [64, 64] a, global f16 [64, 64] b, global f32 [64, 64] c,
+                   int n) {
+  parallel blk by 1 : block {
+    shared f16 [64, 64] sa;
+    shared f16 [64, 64] sb;
+    dma.copy a => sa;
+    dma.copy b => sb;
+    parallel g by 1 : group-4 {
+      acc = mma.fill.f32 0.0f;
+      foreach w in [n] {
+        fa = mma.load sa.subspan(64, 16).at(0, w);
+        fb = mma.load sb.subspan(64, 16).at(0, w);
+        mma.row.row acc, fa, fb;
+      }
+      mma.store acc, c;
+    }
+  }
+}
+"""
+
+
+def region_text(text: str) -> tuple[str, str]:
+    """(the wgmma region of the kernel, the rest of the kernel) in generated code."""
+    kernel = text[text.index("// kernel 0 of"):]
+    start = kernel.index("a wgmma region")
+    end = kernel.index("\n", kernel.index("no lane goes on", start))
+    return kernel[start:end], kernel[:start] + kernel[end:]
+
+
+@pytest.mark.parametrize("n", [0, 3, 4])
+def test_a_loop_of_slices_agrees_with_the_interpreter_whatever_its_trip_count(n):
+    """The loop of mma.loads and in-place execs is one wgmma region: its n wgmmas stay
+    in flight until the loop ends (none when n is 0)."""
+    prog = croqvm.compile(SLICES)
+    rng = np.random.default_rng(5)
+    a, b = (rng.standard_normal((64, 64)).astype(np.float16) for _ in range(2))
+    assert_agree(prog, "slices", a, b, np.zeros((64, 64), np.float32), n)
+
+
+def test_a_wgmma_region_meets_twice_and_its_faults_wait_before_the_lane_leaves():
+    """What ptxas's remarks and the SASS show only together (tests/test_cuda_sass_sm90.py):
+    in the region, the slice's first collective meets and the region's end meets, the
+    others do not; every fault's exit waits for the wgmmas in flight, and no exit
+    outside the region does."""
+    region, rest = region_text(emit(croqvm.compile(SLICES).module, arch="sm_90a").text)
+    assert region.count("cq_coll_sync(") == 2
+    exits = re.findall(r"cq_fault\(.*", region)
+    assert exits and all("cq_wgmma_wait_all(); cq_leave();" in e for e in exits)
+    assert "cq_wgmma_wait_all" not in rest
+    assert region.count("cq_wgmma_wait<0") == 2     # the region's end, the cell-by-cell exec

@@ -19,9 +19,10 @@ shared memory (rt/cq_wgmma.h), or read where they lie when both are views of
 per warp (rt/cq_mma.h); else cell by cell. All three take the steps in the same order.
 
 A fragment copy's flag holds 1 when it holds a tile, plus 2 for each asynchronous MMA
-on it not yet waited (§11.5): the wgmma of an exec commits and waits for its own group,
-so what MMA_ASYNC and MMA_WAIT keep is the rule of the engines that the accumulator is
-not used before the wait, with the same faults.
+on it not yet waited (§11.5): the wgmma of an exec commits and waits for its own group
+(or, in a wgmma chain, where the chain's region ends: emit_wgmma), so what MMA_ASYNC and
+MMA_WAIT keep is the rule of the engines that the accumulator is not used before the
+wait, with the same faults.
 
 Conventions as in ``emit_ops``; ``m`` a fragment index; ``VT`` the C value type of a
 fragment's dtype (its register type).

@@ -1,5 +1,5 @@
 """wgmma chains on sm_90a: runs of `mma.load`s and execs that read 128B-swizzled shared
-tiles in place, issued with one rendezvous and one wgmma commit group (docs/CUDA.md
+tiles in place, which meet once and whose wgmmas are waited for once (docs/CUDA.md
 "Fast paths on sm_90a").
 
 A *chain* is a straight run of instructions, no control flow between them:
@@ -15,21 +15,21 @@ The first collective of the chain meets and checks its unit as every collective 
 meet no more: between them no lane can terminate alone, since the only faults of the
 chain are the loads' and execs' checks of operands that are uniform in the unit
 (§7.4.5, §11.2) and of masks that are fixed by then, which every lane of the unit
-takes alike. The execs issue their wgmmas without waiting for them: the wgmma results
-stay in flight in the *region*'s accumulator copy ``wq<m>`` until the region ends,
-where one commit group is committed and waited for (``wgmma.wait_group 0``), the copy
-goes back to the accumulator's registers and the unit meets once, so that no lane goes
-on while a wgmma of its warpgroup may still read the operand tiles.
+takes alike.
 
-A region is a chain, or a LOOP whose body is only chains of one accumulator, register
-arithmetic that cannot fault and BREAK_IF on values that are the same in every lane (a
-K loop over the slices of a stage: the lanes of the warpgroup step through it together,
-and the wgmmas of all steps are waited for once). Its step
-limit check may end a lane inside the region (a fault: the run stops there, so the
-wgmmas in flight are never read); the next chain's first collective finds it
-terminated, as before. An exec whose tiles do not lie as wgmma reads them in place
-(the check made when it runs) lands the region's wgmmas first, stages and multiplies
-as outside a region, and takes the accumulator back.
+The execs issue their wgmmas and commit them without waiting: the results stay in
+flight in the *region*'s accumulator copy ``wq<m>`` until the region ends, where
+``wgmma.wait_group 0`` lands them, the copy goes back to the accumulator's registers and
+the unit meets once, so that no lane goes on while a wgmma of its warpgroup may still
+read the operand tiles. A region is a chain, or a LOOP whose body is only chains of one
+accumulator, register arithmetic that cannot fault and BREAK_IF on values that are the
+same in every lane (a K slab's slices: the lanes of the warpgroup step through it
+together). Its step limit check may end a lane alone inside the region; the next
+chain's first collective finds it terminated, as before. An exec whose tiles do not
+lie as wgmma reads them in place (the check made when it runs) lands the region's
+wgmmas and goes cell by cell. A fault's exit inside a region waits for the wgmmas in
+flight first (``cq_wgmma_wait_all``): the wait ptxas would otherwise insert on that
+divergent path makes it serialize every wgmma of the kernel.
 
 An MMA_ASYNC followed by the MMA_WAIT of the same accumulator ends a chain as an
 asynchronous exec waited at once does: the pending count the pair adds and clears is
