@@ -89,7 +89,7 @@ def _segment(k, ip: int):
     """(exec ip, its key) when a run of loads starting at ``ip`` feeds an exec that
     reads them in place, with nothing but loads of its operands and quiet arithmetic
     before it; else None."""
-    from .emit_mma import _direct_views, _exec_after, _exec_shapes, _dynamic, wgmma_plan
+    from .emit_mma import _direct_views, _dynamic, _exec_after, _exec_shapes, wgmma_plan
     if ip >= len(k.ins) or k.ins[ip][0] != opcodes.MMA_LOAD:
         return None
     e = _exec_after(k, ip)
@@ -236,10 +236,8 @@ def _move(k, region: Region, ins, into_copy: bool) -> None:
     from .emit_mma import wgmma_cell
     cell, q = wgmma_cell(k, region.mc), copy(region) + "[i]"
     dst, src = (q, cell) if into_copy else (cell, q)
-    for line in (*_tile_loops(region),
-                 f"    CQ_UNROLL for (int i = 0; i < {region.plan.shape}::ND; i++) "
-                 f"{dst} = {src};",
-                 "  }"):
+    each = f"    CQ_UNROLL for (int i = 0; i < {region.plan.shape}::ND; i++) {dst} = {src};"
+    for line in (*_tile_loops(region), each, "  }"):
         k.line(line, ins)
 
 
