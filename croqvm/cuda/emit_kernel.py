@@ -277,7 +277,7 @@ class KernelEmitter:
                 self.off_frag[m] = L.take(size * self._instances(f.unit), 16)
         from .emit_mma import swizzled_layouts
         self.layout_swizzle = swizzled_layouts(self)     # shared tiles wgmma reads in place
-        self.chains = emit_wgmma.plan_chains(self)     # loads and execs meeting once, one wgmma group
+        self.chains = emit_wgmma.plan_chains(self)   # loads and execs that meet once (sm_90a)
         # on sm_90a a TMA barrier (cq_tma_bar and the parity its issuer publishes) per
         # instance of every shared buffer, when a TMA load may fill one (§9.7)
         self.off_tma = {}

@@ -668,8 +668,8 @@ def _wgmma_direct(k, ins, ip, plan: WgmmaPlan, mc: int, mnk, region=None) -> Non
     descriptors of 128B-swizzled K-major tiles (cq_wgmma_desc_sw128) start at the tile's
     row and K column and advance 32 bytes of K per instruction; the K / k wgmmas of a
     tile run in one commit group, k ascending as the engines step. In a wgmma region
-    (emit_wgmma) they chain on the region's accumulator copy, committed and waited for
-    where the region ends."""
+    (emit_wgmma) they chain on the region's accumulator copy, committed here and waited
+    for where the region ends."""
     M, N, K = mnk
     n = k.wait_site_for(ins, ip)
     e = plan.elem_bytes
