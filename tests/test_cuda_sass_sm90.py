@@ -4,10 +4,9 @@ cuobjdump (tests/cuda_sass.py; skipped where either is missing).
 
 For programs/matmul_1p1c.co, matmul_tma.co and matmul_wgmma_async.co: the tensor-core
 instruction (HGMMA) runs in a loop, the copies from global memory are tensor-map TMA
-loads (UTMALDG), and the registers a block needs fit the register file; for
-matmul_1p1c.co and matmul_wgmma_async.co, whose copies are written out with scalars
-(croqvm/cuda/emit_copy.py) around the TMA box, also that the kernel uses no local memory
-(STL/LDL). matmul_tma.co's `tma.load`s still go through the general copy's records.
+loads (UTMALDG), and the registers a block needs fit the register file; and, their
+copies (`dma.copy` and `tma.load` alike) written out with scalars around the TMA box
+(croqvm/cuda/emit_copy.py), that the kernel uses no local memory (STL/LDL).
 """
 from __future__ import annotations
 
@@ -54,7 +53,7 @@ def test_registers_of_a_block_fit_the_register_file(name):
     assert kernel.registers * block <= REGISTER_FILE
 
 
-@pytest.mark.parametrize("name", ["matmul_1p1c", "matmul_wgmma_async"])
+@pytest.mark.parametrize("name", GEMMS)
 def test_no_local_memory(name):
     kernel, _ = gemm(name)
     assert (kernel.count("STL"), kernel.count("LDL"), kernel.stack) == (0, 0, 0)

@@ -362,7 +362,9 @@ def op_dma(k, ins, ip):
                        (int(a[0]), f))
             k.line(f"if (cq_future_pending(f{desc.future})) {{ cq_fault({n}, (long long)"
                    f"f{desc.future}.issued); cq_leave(); }}", ins)
-        fast = None if bulk_rows else tile_copy(k, desc, ins, ip, part, parts)
+        # a TMA load with a tensor map is written out (its box, else element copies);
+        # other TMA loads keep the general path's bulk row copies
+        fast = None if bulk_rows and not tensor else tile_copy(k, desc, ins, ip, part, parts)
         if fast != "done":
             _general_copy(k, d, ins, ip, part, parts, rank, tensor, bulk_rows)
         if fast == "guarded":
