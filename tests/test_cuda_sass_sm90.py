@@ -57,3 +57,19 @@ def test_registers_of_a_block_fit_the_register_file(name):
 def test_no_local_memory(name):
     kernel, _ = gemm(name)
     assert (kernel.count("STL"), kernel.count("LDL"), kernel.stack) == (0, 0, 0)
+
+
+def test_warp_specialised_roles_set_their_registers():
+    """matmul_1p1c's producer warpgroup gives registers back (setmaxnreg.dec) and its
+    consumer takes them (.inc, croqvm/cuda/emit_regs.py): both are in the SASS
+    (USETMAXREG), and what the two warpgroups hold after them fits what the block starts
+    with, so the consumer's .inc never waits for registers no one gives back."""
+    import re
+    kernel, block = gemm("matmul_1p1c")
+    text = emit(croqvm.compile_file(PROGRAMS / "matmul_1p1c.co").module, arch="sm_90a").text
+    counts = dict(re.findall(r"setmaxnreg\.(dec|inc)\.sync\.aligned\.u32 (\d+);", text))
+    assert kernel.count("USETMAXREG") == 2
+    assert int(counts["dec"]) + int(counts["inc"]) <= block // 128 * kernel.registers
+    assert kernel.registers < int(counts["inc"])
+    for name in ("matmul_tma", "matmul_wgmma_async"):      # not warp-specialised
+        assert gemm(name)[0].count("USETMAXREG") == 0
