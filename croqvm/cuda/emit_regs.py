@@ -34,6 +34,7 @@ WARPGROUP = 128
 REGISTER_FILE = 65536        # 32-bit registers per multiprocessor and per block (sm_90)
 SHARED_PER_SM = MAX_SHARED_BYTES    # shared memory of a multiprocessor for blocks (sm_90)
 SHARED_RESERVED = 1024       # shared memory the system reserves per block (sm_90)
+THREADS_PER_SM = 2048        # resident threads of a multiprocessor (sm_90)
 MAX_REGS = 255               # registers per thread
 PRODUCER = 40                # a copying warpgroup's registers (CUTLASS's load warps)
 CONSUMER = 232               # the most an MMA warpgroup takes (CUTLASS's MMA warps)
@@ -91,7 +92,8 @@ def plan(k) -> Budget | None:
     elif k.smem_bytes > k.static_bytes:
         min_blocks = 1    # a pool sized at run time
     else:
-        min_blocks = max(1, SHARED_PER_SM // (k.smem_bytes + SHARED_RESERVED))
+        min_blocks = max(1, min(SHARED_PER_SM // (k.smem_bytes + SHARED_RESERVED),
+                                THREADS_PER_SM // block))
     entry = min(MAX_REGS, REGISTER_FILE // (block * min_blocks)) // 8 * 8
     pool = (len(producers) + len(consumers)) * entry - len(producers) * PRODUCER
     consumer = min(CONSUMER, pool // len(consumers) // 8 * 8)
