@@ -79,9 +79,9 @@ def _steady_sites(k) -> set:
 def _warpgroup_roles(k) -> set:
     """The top-level IFs whose predicate, known for every lane, is the same in all lanes
     of each warpgroup."""
-    from .emit_regs import _top_level_branches
+    from .emit_regs import top_level_branches
     block = k.kernel.block_size
     if not block:
         return set()
-    return {ip for ip, lanes in _top_level_branches(k, block)
+    return {ip for ip, lanes in top_level_branches(k, block)
             if all(len(set(lanes[g:g + WARPGROUP])) == 1 for g in range(0, block, WARPGROUP))}

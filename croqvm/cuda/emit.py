@@ -119,8 +119,8 @@ def emit(module, *, arch: str = "sm_80", checks: bool = True) -> CudaModule:
         f"{', '.join(name for name, _ in module.sources)} -- do not edit.",
         f"// module sha256 {module_hash(module)}; {arch}; "
         f"device checks {'on' if checks else 'off'}",
-        *(["#define CQ_INLINE_RECORDS   // setmaxnreg regions make no calls "
-            "(croqvm/cuda/emit_regs.py)"] if budgets else []),
+        *(["#define CQ_INLINE_RECORDS   // no calls after setmaxnreg (cuda/emit_regs.py)"]
+          if budgets else []),
         '#include "cq_kernel.h"', "",
     ] + _cxx_functions(module)
     return CudaModule("\n".join(header + parts) + "\n", arch, checks, kernels, sites, prints)

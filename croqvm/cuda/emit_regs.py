@@ -38,7 +38,7 @@ THREADS_PER_SM = 2048        # resident threads of a multiprocessor (sm_90)
 MAX_REGS = 255               # registers per thread
 PRODUCER = 40                # a copying warpgroup's registers (CUTLASS's load warps)
 CONSUMER = 232               # the most an MMA warpgroup takes (CUTLASS's MMA warps)
-MIN_COUNT, MAX_COUNT = 24, 256    # setmaxnreg's range, in multiples of 8 (PTX ISA)
+MIN_COUNT = 24               # setmaxnreg's least count (PTX ISA: multiples of 8 to 256)
 
 # the lane-index arithmetic a role predicate is made of, evaluated when generating
 _ARITH = {
@@ -56,10 +56,10 @@ _ARITH = {
 
 @dataclass(frozen=True)
 class Budget:
-    """The kernel's launch bounds (block size, blocks per multiprocessor), the registers
+    """The kernel's launch bounds (threads per block, blocks per multiprocessor), the registers
     every warp starts with, and per role branch (its IF's instruction index) the
     setmaxnreg it enters with: ("dec" or "inc", registers per thread)."""
-    block: int
+    threads: int
     min_blocks: int
     entry: int
     roles: dict
@@ -74,7 +74,7 @@ def plan(k) -> Budget | None:
         return None
     groups = block // WARPGROUP
     roles = {}          # IF index -> (producer?, warpgroups)
-    for ip, lanes in _top_level_branches(k, block):
+    for ip, lanes in top_level_branches(k, block):
         sets = {g for g in range(groups) if lanes[g * WARPGROUP]}
         whole = all(lanes[g * WARPGROUP + t] == (g in sets) for g in range(groups)
                     for t in range(WARPGROUP))
@@ -94,21 +94,22 @@ def plan(k) -> Budget | None:
     else:
         min_blocks = max(1, min(SHARED_PER_SM // (k.smem_bytes + SHARED_RESERVED),
                                 THREADS_PER_SM // block))
-    entry = min(MAX_REGS, REGISTER_FILE // (block * min_blocks)) // 8 * 8
+    threads = kern.launch_bounds[0] if kern.launch_bounds else block
+    entry = min(MAX_REGS, REGISTER_FILE // (threads * min_blocks)) // 8 * 8
     pool = (len(producers) + len(consumers)) * entry - len(producers) * PRODUCER
     consumer = min(CONSUMER, pool // len(consumers) // 8 * 8)
     if entry < PRODUCER or consumer <= entry or consumer < MIN_COUNT:
         return None       # nothing to gain
-    return Budget(block, min_blocks, entry,
+    return Budget(threads, min_blocks, entry,
                   {ip: ("dec", PRODUCER) if p else ("inc", consumer)
                    for ip, (p, _) in roles.items()})
 
 
 def bounds(k) -> list[int]:
-    """The launch bounds a kernel with a budget needs: its block size and blocks per
-    multiprocessor, after which any others it was given."""
+    """The launch bounds a kernel with a budget needs: its threads per block and blocks
+    per multiprocessor, after which any others it was given."""
     b = k.reg_budget
-    return [b.block, b.min_blocks, *k.kernel.launch_bounds[2:]]
+    return [b.threads, b.min_blocks, *k.kernel.launch_bounds[2:]]
 
 
 def enter(k, ins, ip) -> None:
@@ -137,16 +138,16 @@ def settle(k) -> None:
     k.reg_budget = None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _outlined() -> tuple:
     """The runtime's CQ_OUTLINED helpers, which generated code calls directly."""
     rt = Path(__file__).parent / "rt"
     return tuple(m.group(1) for p in sorted(rt.iterdir())
                  for m in re.finditer(r"^(?:template <[^>\n]*> )?CQ_OUTLINED [^(;\n]*?\b(\w+)\(",
-                                      p.read_text(), re.M))
+                                      p.read_text(), re.MULTILINE))
 
 
-def _top_level_branches(k, block: int):
+def top_level_branches(k, block: int):
     """(IF index, per lane whether it enters) of each IF without ELSE at the kernel's top
     level whose predicate is known from the lane index and constants."""
     from .emit_kernel import _written_register
