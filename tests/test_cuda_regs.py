@@ -48,6 +48,18 @@ def test_no_budget_without_whole_warpgroup_roles_or_off_sm90a():
         assert "setmaxnreg" not in text and re.search(r"CQ_LAUNCH_BOUNDS\(\d+\)", text)
 
 
+def test_no_budget_when_a_consumer_branch_comes_before_a_producer():
+    """Its .inc could wait for registers a producer gives back only after passing
+    something the consumer holds up."""
+    head, rest = SOURCE.split("      inthreads.async (role == 0)")
+    producer, rest = rest.split("      inthreads.async (role == 1)")
+    consumer, tail = rest.rsplit("    }\n  }\n}", 1)
+    swapped = (head + "      inthreads.async (role == 1)" + consumer +
+               "      inthreads.async (role == 0)" + producer + "    }\n  }\n}" + tail)
+    text = generated(swapped)
+    assert "setmaxnreg" not in text and "CQ_LAUNCH_BOUNDS(256) " in text
+
+
 def test_a_kernel_calling_an_outlined_helper_keeps_no_budget():
     """A producer copy of a tile sized at run time goes through the runtime's cq_dma_move,
     a call, for which ptxas cannot allocate registers after setmaxnreg."""

@@ -12,13 +12,16 @@ GEMMs do.
 
 The counts must be legal and the registers there: ptxas honours setmaxnreg only when
 launch bounds give the block size and the blocks per multiprocessor (without the second
-count it drops the instruction), and then starts every warp at the most registers those
-bounds allow, ``entry`` (at most 255, a multiple of 8); a consumer's ``inc`` waits for
-registers the producers' ``dec`` gave back to the block's pool, so the counts satisfy
-producers * PRODUCER + consumers * consumer <= (producers + consumers) * entry. The blocks
-per multiprocessor are those the block's shared memory lets reside anyway, so the budget
-does not lower the occupancy. A program that sets registers itself (``setreg_inc``,
-§6.10.6) or asks for ``[[maxnreg]]`` keeps its own budget.
+count it drops the instruction), and then starts every warp with at most the registers
+those bounds allow, ``entry`` (at most 255, a multiple of 8); a consumer's ``inc`` waits
+for registers the producers' ``dec`` gave back to the block's pool, so the counts satisfy
+producers * PRODUCER + consumers * consumer <= (producers + consumers) * entry, and the
+producers' branches come first, so that no producer waits, on its way to its ``dec``,
+behind a consumer waiting in its ``inc`` (at a barrier closing a consumer's plain
+``inthreads``). The blocks per multiprocessor are those the block's shared memory lets
+reside anyway, so the budget does not lower the occupancy. A program that sets
+registers itself (``setreg_inc``, §6.10.6) or asks for ``[[maxnreg]]`` keeps its own
+budget.
 """
 from __future__ import annotations
 
@@ -87,6 +90,9 @@ def plan(k) -> Budget | None:
     if not producers or not consumers or \
             len(set(producers + consumers)) != len(producers) + len(consumers):
         return None       # a warpgroup in two roles, or not warp-specialised
+    if max(ip for ip, (p, _) in roles.items() if p) > \
+            min(ip for ip, (p, _) in roles.items() if not p):
+        return None       # a consumer's .inc could wait for a producer held up behind it
     if len(kern.launch_bounds) > 1:
         min_blocks = kern.launch_bounds[1]
     elif k.smem_bytes > k.static_bytes:
