@@ -4,10 +4,9 @@ cuobjdump (tests/cuda_sass.py; skipped where either is missing).
 
 For programs/matmul_1p1c.co, matmul_tma.co and matmul_wgmma_async.co: the tensor-core
 instruction (HGMMA) runs in a loop, the copies from global memory are tensor-map TMA
-loads (UTMALDG), and the registers a block needs fit the register file; for
-matmul_1p1c.co and matmul_wgmma_async.co, whose copies are written out with scalars
-(croqvm/cuda/emit_copy.py) around the TMA box, also that the kernel uses no local memory
-(STL/LDL). matmul_tma.co's `tma.load`s still go through the general copy's records.
+loads (UTMALDG), and the registers a block needs fit the register file; and, their
+copies (`dma.copy` and `tma.load` alike) written out with scalars around the TMA box
+(croqvm/cuda/emit_copy.py), that the kernel uses no local memory (STL/LDL).
 """
 from __future__ import annotations
 
@@ -59,7 +58,7 @@ def test_registers_of_a_block_fit_the_register_file(name):
     assert kernel.registers * block <= REGISTER_FILE
 
 
-@pytest.mark.parametrize("name", ["matmul_1p1c", "matmul_wgmma_async"])
+@pytest.mark.parametrize("name", GEMMS)
 def test_no_local_memory(name):
     kernel, _ = gemm(name)
     assert (kernel.count("STL"), kernel.count("LDL"), kernel.stack) == (0, 0, 0)
@@ -108,3 +107,19 @@ def test_wgmma_async_issues_its_four_k_tiles_before_one_wait():
     assert [i.name for i in slab].count("HGMMA") == 4
     assert on_path(kernel, slab, "WARPGROUP.DEPBAR.LE") == ["gsb0, 0x0"]
     assert len(on_path(kernel, slab, ARRIVE)) == 2
+
+
+def test_warp_specialised_roles_set_their_registers():
+    """matmul_1p1c's producer warpgroup gives registers back (setmaxnreg.dec) and its
+    consumer takes them (.inc, croqvm/cuda/emit_regs.py): both are in the SASS
+    (USETMAXREG), and what the two warpgroups hold after them fits what the block starts
+    with, so the consumer's .inc never waits for registers no one gives back."""
+    import re
+    kernel, block = gemm("matmul_1p1c")
+    text = emit(croqvm.compile_file(PROGRAMS / "matmul_1p1c.co").module, arch="sm_90a").text
+    counts = dict(re.findall(r"setmaxnreg\.(dec|inc)\.sync\.aligned\.u32 (\d+);", text))
+    assert kernel.count("USETMAXREG") == 2
+    assert int(counts["dec"]) + int(counts["inc"]) <= block // 128 * kernel.registers
+    assert kernel.registers < int(counts["inc"])
+    for name in ("matmul_tma", "matmul_wgmma_async"):      # not warp-specialised
+        assert gemm(name)[0].count("USETMAXREG") == 0

@@ -238,6 +238,24 @@ PYCUDA_FORMAT = {"ptr": "P", "bool": "?", "i8": "b", "u8": "B", "i16": "h", "u16
                  "u32": "I", "i64": "q", "u64": "Q", "f32": "f", "f64": "d"}
 
 
+# Where a kernel's parameters start in its constant bank on sm_90 (the only target with
+# tensor maps): the offsets ptxas gives them (cuobjdump -elf, EIATTR_KPARAM_INFO) count
+# from here, and a parameter's alignment holds for its address in the bank, so a 64-byte
+# aligned cq_tmap lies at an offset that is a multiple of 64 only counted from this base
+# (tests/test_cuda_params.py compares with ptxas).
+PARAM_BASE_SM90 = 0x210
+
+
+def param_format(params: Sequence[Param]) -> str:
+    """The struct format of a kernel's parameter buffer, as PyCUDA passes it (the bytes
+    the kernel reads its parameters from): each parameter at ptxas's offset."""
+    fmt = ""
+    for k, v in params:
+        fmt += f"{-(PARAM_BASE_SM90 + struct.calcsize(fmt)) % 64}x{len(v)}s" if k == "tmap" \
+            else PYCUDA_FORMAT[k]
+    return fmt
+
+
 class PyCudaBackend:
     """PyCUDA on the primary context."""
 
@@ -315,10 +333,7 @@ class PyCudaBackend:
         if cluster:
             raise GpuError("PyCUDA has no cluster launch, which a cluster-scope trigger "
                            "needs (LANGUAGE.md §10.8): run with CROQVM_GPU_BACKEND=driver")
-        fmt = ""
-        for k, v in params:      # a tensor map is 64-byte aligned among the parameters
-            fmt += f"{-struct.calcsize(fmt) % 64}x{len(v)}s" if k == "tmap" else PYCUDA_FORMAT[k]
-        fn.prepare(fmt)
+        fn.prepare(param_format(params))
         values = [int(v) if k == "ptr" else v for k, v in params]
         try:
             fn.prepared_call(tuple(grid), (block, 1, 1), *values, shared_size=smem)

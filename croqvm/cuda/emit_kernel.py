@@ -18,7 +18,7 @@ from ..bytecode import opcodes
 from ..bytecode.opcodes import BAR_ARRIVE, BAR_SYNC, SPAN, TRIGGER_CLUSTER, WIDTH
 from ..core.faults import Kind
 from ..core.limits import EVENT_SLOT_BYTES, MAX_BLOCK_SIZE, MAX_SHARED_BYTES, buffer_bytes
-from . import cnum, emit_tma, emit_wgmma
+from . import cnum, emit_regs, emit_tma, emit_wgmma
 from .emit import (BoundBuffer, KernelInfo, Site, UnsupportedError, c_ident, decode,
                    max_block, op_name, span_of)
 
@@ -343,8 +343,12 @@ class KernelEmitter:
         k = self.kernel
         if k.maxnreg and not k.launch_bounds:
             return f"CQ_MAXNREG({k.maxnreg}) "
+        if self.reg_budget is not None:
+            return f"CQ_LAUNCH_BOUNDS({', '.join(map(str, emit_regs.bounds(self)))}) "
         bounds = list(k.launch_bounds or (0,))
         bounds[0] = bounds[0] or k.block_size or MAX_BLOCK_SIZE
+        if len(bounds) == 1 and any(op_name(i) == "SET_MAXNREG" for i in self.ins):
+            bounds.append(1)    # ptxas drops setmaxnreg without the blocks per multiprocessor
         return f"CQ_LAUNCH_BOUNDS({', '.join(map(str, bounds))}) "
 
     def _register_hints(self) -> list[str]:
@@ -357,11 +361,14 @@ class KernelEmitter:
 
     def emit(self) -> str:
         self._layout()
+        self.reg_budget = emit_regs.plan(self)     # after the layout: it reads the sizes
+        self.reg_lines: list[int] = []             # where its setmaxnreg lines are
         params = self._params()
         body_start = len(self.out)
         self._prologue()
         self._body(self.ins, 0)
         self._epilogue()
+        emit_regs.settle(self)
         body = self.out[body_start:]
         k = self.kernel
         head = [f"// kernel {self.index} of '{self.fn.name}': "

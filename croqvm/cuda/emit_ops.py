@@ -17,7 +17,7 @@ from ..core import dtypes
 from ..core.faults import Kind
 from ..core.intrinsics import ATOMIC, C_NAME, CAS, MATH
 from ..core.limits import MAX_SHARED_BYTES
-from . import cnum
+from . import cnum, emit_regs
 from .owner import one_owner
 
 
@@ -109,6 +109,7 @@ def op_if(k, ins, ip):
     k.frames.append(("if", once))
     k.line(f"if (r{r}) {{", ins)
     k.depth += 1
+    emit_regs.enter(k, ins, ip)      # a warpgroup role's register budget
 
 
 def op_else(k, ins, ip):

@@ -19,7 +19,7 @@ from ..bytecode.opcodes import BAR_ARRIVE
 from ..core.faults import Kind
 from ..core.limits import NAMED_BARRIERS, WARP_SIZE
 from ..reports.messages import print_registers
-from . import cnum, emit_tma
+from . import cnum, departure, emit_tma
 from .emit_copy import fill_future, tile_copy
 from .emit_kernel import bulk_load, tma_load
 from .emit import span_of
@@ -51,7 +51,7 @@ def collective(k, ins, ip, is_collective: bool, lo_hi=None, whole_unit=False,
         if meet != "none":
             n = wait_site(k, ins, ip, site.text)
             k.line(f"cq_coll_sync(cl, {n});", ins)
-            if whole_unit and site.unit in (32, 128):
+            if whole_unit and site.unit in (32, 128) and departure.may_depart(k, ip):
                 _unit_terminated(k, ins, ip, site)
         if lo_hi is not None:
             k.line(f"const cq_coll share = cq_coll{{cl.bar, cl.members, cl.live, "
@@ -366,7 +366,9 @@ def op_dma(k, ins, ip):
                        (int(a[0]), f))
             k.line(f"if (cq_future_pending(f{desc.future})) {{ cq_fault({n}, (long long)"
                    f"f{desc.future}.issued); cq_leave(); }}", ins)
-        fast = None if bulk_rows else tile_copy(k, desc, ins, ip, part, parts)
+        # a TMA load with a tensor map is written out (its box, else element copies);
+        # other TMA loads keep the general path's bulk row copies
+        fast = None if bulk_rows and not tensor else tile_copy(k, desc, ins, ip, part, parts)
         if fast != "done":
             _general_copy(k, d, ins, ip, part, parts, rank, tensor, bulk_rows)
         if fast == "guarded":

@@ -91,8 +91,16 @@ CQ_DEV void cq_print(int fmt, int n, const unsigned long long *values) {
 /* The fault record is claimed by the lowest (block, thread) key: cq_record_claim gives
    true, with the record's lock held, when this thread's key wins; the caller writes the
    values and cq_record_publish releases it. Values go one by one, not through an array:
-   a kernel keeps no stack frame for its fault sites. */
-CQ_OUTLINED bool cq_record_claim() {
+   a kernel keeps no stack frame for its fault sites. A module with setmaxnreg defines
+   CQ_INLINE_RECORDS: ptxas cannot allocate registers for a call made where a warp's
+   register count has changed, so there they are inlined. */
+#ifdef CQ_INLINE_RECORDS
+#define CQ_RECORD_FN CQ_DEV
+#else
+#define CQ_RECORD_FN CQ_OUTLINED
+#endif
+
+CQ_RECORD_FN bool cq_record_claim() {
   unsigned long long linear =
       ((unsigned long long)blockIdx.x * gridDim.y + blockIdx.y) * gridDim.z + blockIdx.z;
   unsigned long long key = linear << 32 | threadIdx.x;
@@ -106,7 +114,7 @@ CQ_OUTLINED bool cq_record_claim() {
   return false;
 }
 
-CQ_OUTLINED void cq_record_publish(int kind, int site, int n) {
+CQ_RECORD_FN void cq_record_publish(int kind, int site, int n) {
   for (int i = n; i < 16; i++) cq_fault_record.args[i] = 0;
   cq_fault_record.kind = kind;
   cq_fault_record.site = site;
