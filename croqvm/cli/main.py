@@ -5,6 +5,10 @@ arguments, unreadable or unwritable files, nothing to run), 3 runtime error (a k
 fault, or results that differ from ``--expect``), 4 internal error (a croqvm bug), 130
 when interrupted. User errors print their diagnostic on stderr, never a traceback.
 
+This is the typer app. The executable starts in ``launch.py``, which runs the common
+forms of ``croqvm run`` without it; what ``run`` does, and what every command shares, is
+in ``run_command.py``.
+
 Unlike croqvm's other modules, this one evaluates its annotations where they are written
 (no ``from __future__ import annotations``): typer reads the commands' parameters from
 them at every start, and would otherwise compile each one from its text.
