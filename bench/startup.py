@@ -7,7 +7,9 @@ median wall-clock time and CPU time (user + system of the process and its thread
 busy machine the fastest CPU time is the steadiest figure), and each one's ratio to
 importing numpy: ``croqvm run`` from its cache of compiled modules (README "Caches"),
 without it (``CROQVM_DISABLE_CACHE=1``), and ``croqvm --version``. The cache lives in a
-temporary directory, filled by one run before the timed ones.
+temporary directory, filled by one run before the timed ones. ``croqvm`` is run as the
+executable pip installs runs it: Python calling the entry that pyproject.toml's
+``[project.scripts]`` names, from this checkout.
 """
 from __future__ import annotations
 
@@ -20,8 +22,17 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def executable() -> list[str]:
+    """The ``croqvm`` command: what pip's generated script does, on this checkout."""
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        module, function = tomllib.load(f)["project"]["scripts"]["croqvm"].split(":")
+    return [sys.executable, "-c", f"import sys; from {module} import {function}; "
+                                  f"sys.exit({function}())"]
 
 
 def timed(cmd: list[str], env: dict, runs: int) -> tuple[list[float], list[float]]:
@@ -47,7 +58,7 @@ def main() -> None:
         env = dict(os.environ, PYTHONPATH=str(ROOT), CROQVM_CACHE_DIR=cache)
         env.pop("CROQVM_DISABLE_CACHE", None)
         env.pop("PYTHONDONTWRITEBYTECODE", None)    # every import compiled from its text
-        croqvm = [sys.executable, "-m", "croqvm"]
+        croqvm = executable()
         run = croqvm + ["run", args.program]
         subprocess.run(run, env=env, capture_output=True, check=True)   # fills the cache
         rows = [("python -c 'import numpy'", [sys.executable, "-c", "import numpy"], env),

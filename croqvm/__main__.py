@@ -1,6 +1,6 @@
 """``python -m croqvm`` is the ``croqvm`` command."""
 import sys
 
-from .cli.main import entry
+from .cli.launch import entry
 
 sys.exit(entry())

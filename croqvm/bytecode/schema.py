@@ -40,9 +40,14 @@ def _what(value) -> str:
 
 @functools.cache
 def _fields(cls) -> tuple:
-    """(name, annotation) for each field of a model dataclass, in declaration order."""
-    hints = typing.get_type_hints(cls)
-    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
+    """(name, annotation) for each field of a model dataclass, in declaration order. The
+    module writes its annotations as text (``from __future__ import annotations``): a
+    record's are evaluated together, as one expression in the module's namespace, where
+    ``typing.get_type_hints`` would compile each apart, taking longer than decoding a
+    small module."""
+    fields = dataclasses.fields(cls)
+    types = eval(f"({''.join(f.type + ',' for f in fields)})", vars(M))
+    return tuple((f.name, t) for f, t in zip(fields, types))
 
 
 # -- scalar leaves ------------------------------------------------------------------------

@@ -6,10 +6,16 @@ should be a valid number, unable to parse string as a number"); these say what w
 with the text the user typed, in the form the command has always used.
 
 A parser is also given an option's default, already of its type: that passes through.
+The executable's own reading of a run's options (croqvm/cli/launch.py) calls them too,
+without typer, which is imported only to refuse a value.
 """
 from __future__ import annotations
 
-import typer
+
+def _invalid(message: str) -> Exception:
+    """The usage error typer reports for a value: ``Invalid value for '--seed': ...``."""
+    import typer
+    return typer.BadParameter(message)
 
 
 def _number(text, kind: type, what: str):
@@ -19,15 +25,14 @@ def _number(text, kind: type, what: str):
     try:
         return kind(text)
     except ValueError:
-        raise typer.BadParameter(f"{text!r} is not a valid {what}.") from None
+        raise _invalid(f"{text!r} is not a valid {what}.") from None
 
 
 def tolerance(text) -> float:
     """A tolerance: a finite float of at least 0 (a NaN would make every value agree)."""
     number = _number(text, float, "float")
     if not 0.0 <= number < float("inf"):
-        raise typer.BadParameter(f"{text!r} is not a tolerance: use a finite number "
-                                 f"of at least 0.")
+        raise _invalid(f"{text!r} is not a tolerance: use a finite number of at least 0.")
     return number
 
 
@@ -35,8 +40,7 @@ def seconds(text) -> float:
     """A duration: a finite float above 0."""
     number = _number(text, float, "float")
     if not 0.0 < number < float("inf"):
-        raise typer.BadParameter(f"{text!r} is not a duration: use a number of seconds "
-                                 f"above 0.")
+        raise _invalid(f"{text!r} is not a duration: use a number of seconds above 0.")
     return number
 
 
@@ -48,7 +52,7 @@ def at_least(low: int, kind: type = int) -> dict:
     def parse(text):
         number = _number(text, kind, what)
         if not number >= low:
-            raise typer.BadParameter(f"{number} is not in the range x>={low}.")
+            raise _invalid(f"{number} is not in the range x>={low}.")
         return number
     return {"parser": parse, "min": low}
 
@@ -67,7 +71,7 @@ def count(text) -> int:
         except (ValueError, OverflowError):
             pass
     if number is None or number < 1:
-        raise typer.BadParameter(f"{text!r} is not a positive integer")
+        raise _invalid(f"{text!r} is not a positive integer")
     return number
 
 
@@ -78,8 +82,7 @@ def seed(text) -> int:
     except ValueError:
         number = None
     if number is None or not 0 <= number < 2 ** 64:
-        raise typer.BadParameter(f"{text!r} is not a seed: use an integer from 0 to "
-                                 f"2^64 - 1")
+        raise _invalid(f"{text!r} is not a seed: use an integer from 0 to 2^64 - 1")
     return number
 
 
@@ -89,6 +92,6 @@ def one_of(*names: str) -> dict:
     def parse(text):
         if text not in names:
             listed = ", ".join(repr(n) for n in names)
-            raise typer.BadParameter(f"{text!r} is not one of {listed}.")
+            raise _invalid(f"{text!r} is not one of {listed}.")
         return text
     return {"parser": parse, "metavar": f"[{'|'.join(names)}]"}

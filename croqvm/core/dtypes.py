@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 
@@ -108,7 +107,10 @@ ML_DTYPES = {"bf16": "bfloat16", "f8_e4m3": "float8_e4m3fn", "f8_e5m2": "float8_
 def ml_dtype(t: DType) -> np.dtype | None:
     """The ml_dtypes numpy type of ``t``, or None."""
     name = ML_DTYPES.get(t.name)
-    return None if name is None else np.dtype(getattr(ml_dtypes, name))
+    if name is None:
+        return None
+    import ml_dtypes    # here: a run that never meets such an array starts without it
+    return np.dtype(getattr(ml_dtypes, name))
 
 
 def width_bytes(t: DType) -> int:

@@ -255,8 +255,21 @@ def _f64_round_to_odd(x: np.ndarray) -> np.ndarray:
     return to_odd(*two_sum(hi, (x & 0xFFFFFFFF).astype(F64)))
 
 
-_CONVERTERS = {(a.code, b.code): _make_converter(a, b)
-               for a in dtypes.BY_CODE.values() for b in dtypes.BY_CODE.values()}
+class _PerPair(dict):
+    """A table over pairs of type codes whose entry for ``(a, b)`` is ``make(A, B)`` of
+    their types, made on first use: making every pair's would take longer than a small
+    program's whole run, which uses a few."""
+
+    def __init__(self, make):
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, codes):
+        entry = self[codes] = self.make(dtypes.BY_CODE[codes[0]], dtypes.BY_CODE[codes[1]])
+        return entry
+
+
+_CONVERTERS = _PerPair(_make_converter)
 
 
 def converter(src: DType, dst: DType):
@@ -404,8 +417,7 @@ COMPARE = {
 
 
 # §12.2 for every pair of types, computed once
-_PROMOTE = {(a.code, b.code): dtypes.promote(a, b)
-            for a in dtypes.BY_CODE.values() for b in dtypes.BY_CODE.values()}
+_PROMOTE = _PerPair(dtypes.promote)
 
 
 def binary_op(name: str, tx: DType, ty: DType):

@@ -16,10 +16,6 @@ from ..core.numerics import round_to, storage_array, value_of, wrap_narrow
 from ..core.position import Interrupted
 from .machine import Block, Call
 from .memory import Buffer
-from . import diagnose
-from .dma import check_kernel_end
-from .checks import make_checker
-from .engine import run_block
 from .scheduler import make_scheduler
 from .values import copy_back
 
@@ -171,6 +167,8 @@ def _dim_value(fn, name, dims: _Dims, given: dict) -> int:
 
 def _check_end(hblk) -> None:
     """§9.5.4: the host lane, too, must wait for every async copy it issued."""
+    from . import diagnose
+    from .dma import check_kernel_end
     try:
         check_kernel_end(hblk)
     except Fault as f:
@@ -197,6 +195,10 @@ def run_function(module, name: str, args: list, dims: dict, *, poison: bool, sch
     A ``debugger`` (croqvm.debug) wraps every step table the call prepares: with none,
     the engine runs its own. A ``tracer`` (croqvm.trace) wraps them the same way, inside
     the debugger's."""
+    # the engine proper, imported here: the native engine binds its arguments with this
+    # module's ``bind`` and runs without it
+    from .checks import make_checker
+    from .engine import run_block
     fn = module.function(name)
     if poison and check is None:
         check = "init"

@@ -18,8 +18,6 @@ import numpy as np
 
 from dataclasses import replace
 
-from ..cuda import cxx
-from ..reports import render as report
 from ..bytecode.module import ParamKind
 from ..bytecode.opcodes import SPAN, WIDTH
 from ..bytecode.verify import verify
@@ -71,6 +69,7 @@ def program(lib, ffi, module, fn) -> Program:
     if prog is None or prog.fn is not fn:
         prog = cache[fn.name] = Program(lib, ffi, fn, module.cxx)
         if module.cxx:          # the C++ functions its kernels call (croqvm/cuda/cxx.py)
+            from ..cuda import cxx    # here: most modules call none
             compiled = cxx.library(module)
             fns = ffi.new("cq_cxx_fn[]", [ffi.cast("cq_cxx_fn", compiled.address(k))
                                           for k in range(len(module.cxx))])
@@ -238,6 +237,7 @@ def _run(lib, ffi, c, prog, pycall):
         if f.kind == lib.CQ_DEADLOCK:
             from .blockview import deadlock
             raise deadlock(lib, ffi, c, prog.fn, pycall.spans)
+        from ..reports import render as report    # here: a run that ends well needs none
         raise report.fault(pycall.spans, prog.fn, record(f, prog.fn))
     return _result(lib, ffi, c, prog)
 
