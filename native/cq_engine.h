@@ -254,6 +254,9 @@ typedef struct cq_warp {
                              * (croqvm/interp/initcheck.py Written); NULL otherwise */
     int32_t stmt;           /* the debugger's fast-forward (debug.c): the last statement
                              * instruction it ran in the block, -1 none */
+    int32_t trace_settled;  /* tracing (trace.c): its block's track exists and nothing is
+                             * left to settle before its next step (no wait of its own
+                             * pending, no launch of the host's open) */
 } cq_warp;
 
 typedef struct {
@@ -370,6 +373,8 @@ typedef struct cq_call {
     cq_block *fault_blk;    /* the block a deadlock or fault happened in (kept for views) */
     uint64_t rng;
     struct cq_trace *trace; /* tracing (trace.c, croqvm trace), or NULL */
+    const uint8_t *trace_timed; /* tracing: per opcode, whether its step is timed (its
+                             * time needs the state before it), or NULL */
     struct cq_race *race;   /* the race check (race.c), shared by a pool's workers; NULL: none */
     int64_t race_first;     /* the race check's segment of the launch's first block */
     /* the debugger's fast-forward (debug.c, cq_debug_launch): what stops a block, or
@@ -552,10 +557,12 @@ int cq_pool_wait(cq_call *call, int ms);
 void cq_pool_abandon(cq_call *call);
 void cq_pool_where(const cq_call *call, cq_position *out);
 
-/* Tracing (trace.c): around each step of the dispatch loop while call->trace is set;
- * cold, so that the loop without tracing keeps its registers. */
+/* Tracing (trace.c), while call->trace is set: cq_trace_before before a step that is
+ * timed or of a warp not trace_settled, cq_trace_after after a timed step (an untimed
+ * one: cq_trace_untimed, cq_trace.h). cold, so that the loop without tracing keeps its
+ * registers. */
 __attribute__((cold)) void cq_trace_before(cq_block *blk, cq_warp *w, int ip);
-__attribute__((cold)) void cq_trace_after(cq_block *blk, cq_warp *w, int ip, uint32_t act);
+__attribute__((cold)) void cq_trace_after(cq_block *blk, cq_warp *w, int ip);
 void cq_trace_free(struct cq_trace *trace);
 /* The debugger's fast-forward (debug.c): call->debug_pc's bits per instruction: its
  * hook runs before it (CQ_HOOK_CALL); it is a statement's, so a warp running it notes it

@@ -3,6 +3,7 @@
  * scheduler (LANGUAGE.md §7.1.2) and the block loop. croqvm/interp/engine.py,
  * control.py and scheduler.py are the reference this follows decision by decision. */
 #include "cq_engine.h"
+#include "cq_trace.h"
 #include "cq_types.h"
 
 /* ------------------------------------------------------------------ small handlers */

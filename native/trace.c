@@ -1,6 +1,7 @@
 /* Tracing (croqvm trace, docs/TRACE.md): the cost model's timeline of a run, recorded
- * around each step of the dispatch loop (cq_trace_before / cq_trace_after) while
- * call->trace is set. croqvm/trace/recorder.py is the reference this follows decision by
+ * around each step of the dispatch loop (cq_trace_before / cq_trace_after, or for an
+ * untimed step of a settled warp cq_trace_untimed in cq_trace.h, inline) while
+ * call->trace is set; its state is in cq_trace.h. croqvm/trace/recorder.py is the reference this follows decision by
  * decision, and its docstring the model: every warp has its own clock, which each
  * instruction advances by its cost; a wait ends at its release on the releasing side's
  * clock (a collective's last arrival, the trigger that completed the generation, the
@@ -13,7 +14,7 @@
  * cycles (doubles, computed in the reference's order of operations, so they agree bit for
  * bit). Tracing runs one block at a time (croqvm/trace/native.py asks for jobs=1). */
 #include <stdlib.h>
-#include "cq_engine.h"
+#include "cq_trace.h"
 
 #define HOST_PID 0
 #define COPY_TID 1000          /* a block's first copy track; warps are tids 0, 1, ... */
@@ -22,106 +23,6 @@
 #define KIND_COPY 2
 #define KIND_LAUNCH 3
 #define FLOW_TRIGGER 2
-
-/* A completed generation of an event slot: when, and the trigger point it flows from
- * (``src`` 0: none, the ready generation). */
-typedef struct {
-    double time, at;
-    int32_t src, pid, tid;
-} gen_t;
-
-/* A rendezvous a step joined, and once complete its release and when its participants
- * are done; (ip, unit, count) tells it from a later one in the same pool record. */
-typedef struct {
-    int32_t r, ip, unit, count, site, done;
-    double release, end;
-} rec_ref;
-
-/* A step's facts (recorder.py's ``wait`` tuple and ``pre``), settled at once or, when the
- * warp blocked, at its next step. */
-typedef struct {
-    int32_t op, row;
-    double cost, t;
-    int32_t nact;
-    uint32_t act;
-    int32_t nmine;
-    rec_ref mine[CQ_WARP];
-    int32_t alone;              /* an operation of this warp alone, done at alone_done */
-    double alone_done;
-    int32_t ev, nneed;          /* WAIT_EVENT(_AT): (slot, generation) each lane needs */
-    int32_t need_slot[CQ_WARP];
-    int64_t need_count[CQ_WARP];
-    int32_t fut, copy;          /* WAIT, FUT_BIND: 1 + the latest-landing copy, 0 none */
-    int32_t bar;                /* BAR_SYNC, BAR_ARRIVE: the barrier and its phase, or -1 */
-    int64_t phase;
-} wait_t;
-
-typedef struct {
-    int32_t tid, width;
-    double clock;
-    int32_t open, orow, onact, pending;
-    uint32_t oact;
-    double ostart, oend;
-    wait_t wait;
-} lane_t;
-
-/* An async copy in flight: its flow's first two points and its landing. */
-typedef struct {
-    int32_t kind, pid, issuer, copy_tid;
-    double issued, land;
-} origin_t;
-
-typedef struct cq_track {
-    int32_t pid, process, c;    /* c: its code, 0 the host program, 1 + k kernel k */
-    const cq_code *code;
-    const double *cost;         /* per instruction of its code */
-    const int32_t *row;
-    const uint8_t *tma;         /* per DMA descriptor */
-    double start, engine;       /* engine: when its copy engine is free */
-    int32_t nlanes;
-    lane_t *lanes;
-    int32_t nslots;             /* the slots of every event of its code */
-    int32_t *ev_at;             /* per event: its first slot's index in gens */
-    gen_t **gens;
-    int32_t *ngens, *capgens, *made;
-    gen_t *partial;             /* per slot: the arrivals toward the next generation */
-    uint8_t *has_partial;
-    int64_t bar_phase[CQ_NAMED_BARRIERS];   /* the phase bar_latest is of, or -1 */
-    double bar_latest[CQ_NAMED_BARRIERS];
-    double *released[CQ_NAMED_BARRIERS];    /* per phase: its release, NaN unknown */
-    int64_t nreleased[CQ_NAMED_BARRIERS];
-    double *copy_ends;          /* per copy track: its last copy's landing */
-    int32_t ncopies;
-} cq_track;
-
-typedef struct cq_trace {
-    cq_trace_model m;
-    cq_slice *slices;
-    int64_t nslices, capslices;
-    cq_detail *details;
-    int64_t ndetails, capdetails;
-    cq_flow *flows;
-    int64_t nflows, capflows;
-    cq_process *procs;
-    int64_t nprocs, capprocs;
-    origin_t *origins;
-    int64_t norigins, caporigins;
-    cq_stat *stats;
-    cq_track **tracks;          /* the host's, then the running launch's blocks' */
-    int32_t ntracks, captracks;
-    int32_t launches;           /* launches started */
-    double launch_start;        /* when the running launch's blocks start */
-    int32_t launch_open, launch_row, launch_first;
-    double launch_at;           /* when the host reached it */
-    /* the step in progress, from cq_trace_before to cq_trace_after */
-    wait_t pre;
-    int32_t nopened, capopened;
-    int32_t *opened;            /* the rendezvous open at its instruction before it ran */
-    int32_t tev, ntslots;       /* TRIGGER: the event, its lanes' slots (increasing) ... */
-    int64_t tslots[CQ_WARP];
-    int64_t *tbefore;           /* ... and the slots' completed generations before it */
-    int32_t captbefore;
-} cq_trace;
 
 #define GROW(ptr, n, cap) do { \
         if ((n) == (cap)) { \
@@ -143,6 +44,7 @@ void cq_trace_start(cq_call *call, const cq_trace_model *model)
     tr->procs[0].nwarps = 1;
     tr->nprocs = 1;
     call->trace = tr;
+    call->trace_timed = model->timed;
 }
 
 static void track_free(cq_track *tk)
@@ -240,7 +142,7 @@ static cq_detail *new_detail(cq_trace *tr, cq_slice *s, int code)
     return d;
 }
 
-static void close_slice(cq_trace *tr, cq_track *tk, lane_t *ln)
+void cq_trace_close(cq_trace *tr, cq_track *tk, lane_t *ln)
 {
     ln->open = 0;
     cq_slice *s = new_slice(tr, KIND_RUN, tk->pid, ln->tid, ln->ostart, ln->oend);
@@ -252,34 +154,6 @@ static void close_slice(cq_trace *tr, cq_track *tk, lane_t *ln)
     }
 }
 
-/* The instruction of statement ``row`` ran from ``start`` for ``cost`` cycles on ``nact``
- * lanes ``act``: the warp's open slice grows when it is the same statement on the same
- * lanes right before, else a new one opens (recorder.py _run). */
-static inline void run(cq_trace *tr, cq_track *tk, lane_t *ln, int row, double start,
-                       double cost, int nact, uint32_t act)
-{
-    cq_stat *st = &tr->stats[row];
-    st->steps++;
-    st->lanes += nact;
-    st->slots += ln->width;
-    st->cycles += cost;
-    double end = start + cost;
-    if (ln->open && ln->orow == row && ln->oend == start && ln->onact == nact &&
-        ln->oact == act) {
-        ln->oend = end;
-    } else {
-        if (ln->open)
-            close_slice(tr, tk, ln);
-        ln->open = 1;
-        ln->orow = row;
-        ln->ostart = start;
-        ln->oend = end;
-        ln->oact = act;
-        ln->onact = nact;
-    }
-    ln->clock = end;
-}
-
 /* A wait of statement ``row`` from ``start`` to ``end`` (none when it takes no time). */
 static void wait_slice(cq_trace *tr, cq_track *tk, lane_t *ln, int row, double start,
                        double end, int what, int index, int slot)
@@ -287,7 +161,7 @@ static void wait_slice(cq_trace *tr, cq_track *tk, lane_t *ln, int row, double s
     if (end <= start)
         return;
     if (ln->open)
-        close_slice(tr, tk, ln);
+        cq_trace_close(tr, tk, ln);
     cq_slice *s = new_slice(tr, KIND_WAIT, tk->pid, ln->tid, start, end);
     s->row = row;
     cq_detail *d = new_detail(tr, s, tk->c);
@@ -409,7 +283,7 @@ static double end_block(cq_trace *tr, cq_track *tk)
         if (ln->pending)
             resume(tr, tk, ln);
         if (ln->open)
-            close_slice(tr, tk, ln);
+            cq_trace_close(tr, tk, ln);
         if (ln->clock > end)
             end = ln->clock;
     }
@@ -429,7 +303,7 @@ static void end_launch(cq_trace *tr)
     cq_track *host = tr->tracks[0];
     lane_t *ln = &host->lanes[0];
     if (ln->open)
-        close_slice(tr, host, ln);
+        cq_trace_close(tr, host, ln);
     cq_slice *s = new_slice(tr, KIND_LAUNCH, HOST_PID, 0, tr->launch_at, end);
     s->row = tr->launch_row;
     s->lanes = tr->ntracks - tr->launch_first;
@@ -728,7 +602,7 @@ static void settle(cq_trace *tr, cq_track *tk, lane_t *ln, const wait_t *p, doub
         flow_point(f, copy->pid, copy->copy_tid, copy->land);
         flow_point(f, tk->pid, ln->tid, release);
     }
-    run(tr, tk, ln, p->row, release, done - release, p->nact, p->act);
+    cq_trace_run(tr, tk, ln, p->row, release, done - release, p->nact, p->act);
     *start = release;
     *end = done;
 }
@@ -878,6 +752,7 @@ void cq_trace_before(cq_block *blk, cq_warp *w, int ip)
     lane_t *ln = &tk->lanes[w->index];
     if (ln->pending)
         resume(tr, tk, ln);
+    w->trace_settled = 1;
     if (tr->m.timed[blk->code->ins[ip].op])
         capture(tr, tk, blk, w, ip);
 }
@@ -938,6 +813,7 @@ static void timed(cq_trace *tr, cq_track *tk, cq_block *blk, cq_warp *w, int ip)
             p->mine[p->nmine++] = ref_of(&blk->rdvs[w->rdv[k]], w->rdv[k]);
         ln->wait = *p;
         ln->pending = 1;
+        w->trace_settled = 0;
         return;
     }
     for (int k = 0; k < tr->nopened; k++)
@@ -949,16 +825,11 @@ static void timed(cq_trace *tr, cq_track *tk, cq_block *blk, cq_warp *w, int ip)
         triggered(tr, tk, ln, blk, start, end);
 }
 
-void cq_trace_after(cq_block *blk, cq_warp *w, int ip, uint32_t act)
+void cq_trace_after(cq_block *blk, cq_warp *w, int ip)
 {
     cq_trace *tr = blk->call->trace;
     cq_track *tk = blk->track;
     const cq_ins *ins = &blk->code->ins[ip];
-    if (!tr->m.timed[ins->op]) {
-        run(tr, tk, &tk->lanes[w->index], tk->row[ip], tk->lanes[w->index].clock,
-            tk->cost[ip], cq_popcount(act), act);
-        return;
-    }
     if (ins->op == CQ_OP_LAUNCH) {      /* its blocks start ``launch`` cycles on */
         lane_t *ln = &tk->lanes[0];
         tr->launches++;
@@ -967,6 +838,7 @@ void cq_trace_after(cq_block *blk, cq_warp *w, int ip, uint32_t act)
         tr->launch_open = 1;
         tr->launch_row = tk->row[ip];
         tr->launch_first = tr->ntracks;
+        w->trace_settled = 0;       /* the launch ends at the host's next step */
         return;
     }
     timed(tr, tk, blk, w, ip);
