@@ -402,8 +402,7 @@ class Words(array):
 class Code:
     """A host program or a kernel: instructions and the side tables their operands index
     (operand kinds, croqvm.bytecode.opcodes)."""
-    code: list[int] = field(default_factory=list)        # WIDTH words per instruction,
-                                                         # a ``Words`` once lowered
+    code: list[int] = field(default_factory=list)        # WIDTH words per instruction
     regs: list[int] = field(default_factory=list)        # dtype code per register
     reg_names: list[str] = field(default_factory=list)   # "" for temporaries
     consts: list[Const] = field(default_factory=list)
