@@ -36,28 +36,33 @@ HEADER_SIZE = _HEADER.size
 
 def encode(module: Module) -> bytes:
     """The ``.cqb`` bytes of ``module``, which must pass the verifier."""
-    return b"".join(_encoded(module))
+    chunks: list[bytes] = []
+    digest = _pack_payload(module, chunks.append)
+    return b"".join([_HEADER.pack(MAGIC, module.version, digest), *chunks])
 
 
-def _encoded(module: Module) -> list[bytes]:
-    """``encode``'s bytes in pieces, the header first."""
+def _pack_payload(module: Module, out) -> bytes:
+    """Pack ``module``'s payload, handing each piece to ``out`` as it is packed; the
+    SHA-256 of the payload once the module has passed the verifier."""
     with paused():
         # The verifier's type check, a function at a time, each piece packed as it comes:
         # the module is never copied whole as plain data.
         packer = msgpack.Packer(use_bin_type=True)
-        chunks, unpackable = [], None
+        digest, unpackable = hashlib.sha256(), None
         for header, piece in schema.plain_pieces(module):
-            if header:
-                chunks.append(packer.pack_array_header(piece))
-            elif unpackable is None:
-                try:
-                    chunks.append(packer.pack(piece))
-                except (TypeError, ValueError, OverflowError) as exc:
-                    unpackable = exc
+            if unpackable is not None:
+                continue
+            try:
+                chunk = packer.pack_array_header(piece) if header else packer.pack(piece)
+            except (TypeError, ValueError, OverflowError) as exc:
+                unpackable = exc
+                continue
+            digest.update(chunk)
+            out(chunk)
         check_semantics(module)
         if unpackable is not None:
             raise _unpackable(unpackable)
-        return _framed(chunks, module.version)
+        return digest.digest()
 
 
 def decode(data: bytes, filename: str = "<cqb>") -> Module:
@@ -126,10 +131,15 @@ def _no_extensions(code, data):
 
 
 def save(module: Module, path) -> None:
-    """Write ``module`` to ``path`` atomically (croqvm.core.files.write_atomic), piece by
-    piece: a large module's bytes are not joined first."""
-    pieces = _encoded(module)
-    write_atomic(os.fspath(path), lambda f: f.writelines(pieces))
+    """Write ``module`` to ``path`` atomically (croqvm.core.files.write_atomic), each piece
+    as it is packed: a large module's bytes are never held whole. The header, which holds
+    the payload's digest, is written last, in the place kept for it."""
+    def write(f):
+        f.write(bytes(HEADER_SIZE))
+        digest = _pack_payload(module, f.write)
+        f.seek(0)
+        f.write(_HEADER.pack(MAGIC, module.version, digest))
+    write_atomic(os.fspath(path), write)
 
 
 def load(path) -> Module:

@@ -16,6 +16,7 @@ Conventions shared by every stage:
 """
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -363,6 +364,38 @@ class Const:
     represents exactly (bf16, tf32 and fp8 values are rounded once, by lowering)."""
     dtype: int
     value: int | float
+
+
+class Words(array):
+    """A finished ``Code``'s instruction words, packed four bytes a word: lowering stores
+    each Code so (a large program's instructions are most of its module), a module built
+    or decoded otherwise holds plain lists. Either is a ``list[int]`` to the format and to
+    its readers, which index and slice it; it equals a list of the same words."""
+    __slots__ = ()
+
+    def __new__(cls, words=()):
+        return super().__new__(cls, "i", words)
+
+    def __eq__(self, other):
+        if isinstance(other, list):
+            return len(self) == len(other) and self.tolist() == other
+        return super().__eq__(other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __setitem__(self, index, value):    # a slice takes a list too, as a list's does
+        if isinstance(index, slice) and not isinstance(value, array):
+            value = array("i", value)
+        super().__setitem__(index, value)
+
+    def __copy__(self):         # array's own copies are plain arrays
+        return Words(self)
+
+    def __deepcopy__(self, memo):
+        return Words(self)
+
+    __hash__ = None
 
 
 @dataclass

@@ -125,9 +125,11 @@ def to_plain(obj, spec=M.Module, path="module"):
                 for name, ann in _fields(spec)]
     origin = typing.get_origin(spec)
     if origin is list or spec is list:
+        item = typing.get_args(spec)[0] if origin is list else list
+        if type(obj) is M.Words and item is int:
+            return obj.tolist()     # a lowered Code's instruction words: ints, packed
         if not isinstance(obj, list):
             _fail(path, f"expected a list, got {_what(obj)}")
-        item = typing.get_args(spec)[0] if origin is list else list
         if item is int and all(type(x) is int for x in obj):
             return list(obj)    # the common case (instruction words, register lists), fast
         if item is list:    # a Param shape: items are leaves, not nested lists

@@ -40,6 +40,7 @@ class Frame:
 
 def check_instructions(cx: CodeCtx, words: list[int], where: Where, *, laneset=False):
     """One pass over ``words`` (a Code's, or a LaneSet's when ``laneset``)."""
+    words = list(words)     # a lowered Code's are packed (module.Words): the messages quote lists
     if len(words) % O.WIDTH:
         where.fail(f"code length {len(words)} is not a multiple of {O.WIDTH} words")
     n = len(words) // O.WIDTH

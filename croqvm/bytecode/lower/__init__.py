@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import gc
 
-from croqvm.bytecode.module import Module
+from croqvm.bytecode.module import Module, Words
 from croqvm.bytecode.verify import static_shared_bytes
 from croqvm.core.diagnostics import Diagnostic
 from croqvm.core.errors import CompileError
@@ -67,6 +67,8 @@ def lower_program(program: ast.Program, sources: list[SourceFile], release: bool
         lw.cxx = cxx
         try:
             lowered_fn = host.lower_function(lw, fn)
+            for code in [lowered_fn.host] + [k.code for k in lowered_fn.kernels]:
+                code.code = Words(code.code)
             if keep:
                 functions.append(lowered_fn)
             else:

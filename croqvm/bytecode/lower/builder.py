@@ -69,7 +69,11 @@ class SpanTable:
             self.sources.append((span.file, ""))
             self._file_index[span.file] = fi
         idx = self._index[key] = len(self.rows)
-        self.rows.append((fi, span.line, span.col, span.end_line, span.end_col))
+        line, end_line = span.line, span.end_line
+        # most spans lie on one line: the row holds that int once (the rows are a large
+        # program's second largest part of its module)
+        self.rows.append((fi, line, span.col, line if end_line == line else end_line,
+                          span.end_col))
         if self._call >= 0:
             self.calls.append((idx, self._call))
         return idx
