@@ -628,6 +628,18 @@ def test_threads_the_system_refuses_leave_the_blocks_to_those_it_gave(work):
                        "--expect", "want.npy", "--quiet") == (0, "", "")
 
 
+def test_a_launch_whose_buffer_copies_do_not_fit_runs_its_blocks_serially(work):
+    # blocks on threads work on the buffers with a copy kept for a serial rerun: the
+    # 256 MiB buffer fits in the limit, its copy does not (abort() before); the reference
+    # engine, which keeps no copy, gives the same
+    (work / "big.co").write_text("__co__ s32 big() {\n  s32 [67108864] c;\n"
+                                 "  parallel p by 4 : block, t by 32 : thread\n"
+                                 "    c.at(p # t) = p # t;\n  return c.at(33);\n}\n")
+    assert under_limit(work, 384, "run", "big.co", "--engine", "native", "--jobs", "2",
+                       "--check", "none") == (0, "", "big: 33\n")
+    assert under_limit(work, 384, "run", "big.co", "--engine", "python") == (0, "", "big: 33\n")
+
+
 def test_long_literals_and_deep_macro_chains_check_in_memory_their_size_bounds(work):
     # a 3 MB string took 1.1 GB (the scanner's backtracking state); 3,000 macros each
     # defined by the one before took memory quadratic in their number (a table per line,
