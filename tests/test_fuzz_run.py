@@ -4,9 +4,9 @@ word, a table index, an extent, a dtype code, a constant; a record dropped, repe
 moved), decode that payload as a .cqb file is decoded (schema, then verifier), and run
 every function of each module the verifier accepts, on every engine of the test
 parameter. The only outcomes allowed are a rejection (BytecodeError, with no warning
-before it), a result, or a user error (KernelFault, ArgumentError). An InternalError or any other exception is a hole in
-the verifier (or an engine bug); fix it in the verifier, with a regression test in
-tests/test_verify.py, and never by loosening this test.
+before it), a result, or a user error (KernelFault, ArgumentError). An InternalError or
+any other exception is a hole in the verifier (or an engine bug); fix it in the verifier,
+with a regression test in tests/test_verify.py, and never by loosening this test.
 
 Mutants run with a small step limit and, where the platform allows, with the address
 space capped while their inputs are made and they run, so a mutated extent asking for
