@@ -154,8 +154,10 @@ static void *work(void *arg)
 }
 
 /* Copy every buffer the kernel may write: the host's instances it binds, and the
- * kernel's own global buffers allocated so far. */
-static void save_buffers(struct cq_pool *p)
+ * kernel's own global buffers allocated so far. The copies are as large as the program's
+ * buffers: 0 where the memory left can not hold them (the launch then runs serially,
+ * which needs none, as the reference engine runs it). */
+static int save_buffers(struct cq_pool *p)
 {
     cq_call *call = p->call;
     const cq_launch *L = call->launch;
@@ -177,14 +179,16 @@ static void save_buffers(struct cq_pool *p)
                     continue;
                 if (pass) {
                     size_t bytes = (size_t)b->count * b->esize;
-                    p->saves[n].buf = b;
-                    p->saves[n].data = cq_xmalloc(bytes);
-                    memcpy(p->saves[n].data, b->data, bytes);
-                    p->saves[n].written = NULL;
-                    if (b->written) {
-                        p->saves[n].written = cq_xmalloc((size_t)b->count);
-                        memcpy(p->saves[n].written, b->written, (size_t)b->count);
-                    }
+                    saved *s = &p->saves[n];
+                    s->buf = b;
+                    s->data = malloc(bytes ? bytes : 1);
+                    s->written = b->written ? malloc(b->count ? (size_t)b->count : 1) : NULL;
+                    p->nsaves = n + 1;          /* pool_free frees what it holds */
+                    if (!s->data || (b->written && !s->written))
+                        return 0;
+                    memcpy(s->data, b->data, bytes);
+                    if (b->written)
+                        memcpy(s->written, b->written, (size_t)b->count);
                 }
                 n++;
             }
@@ -192,12 +196,11 @@ static void save_buffers(struct cq_pool *p)
         if (!pass) {
             cap = n;
             p->saves = cq_xcalloc((size_t)cap + 1, sizeof(saved));
-        } else {
-            p->nsaves = n;
         }
     }
     p->kglobals = cq_xcalloc((size_t)kcode->nbuf + 1, sizeof(cq_insts));
     memcpy(p->kglobals, call->kglobals[L->kernel], sizeof(cq_insts) * kcode->nbuf);
+    return 1;
 }
 
 static void restore_buffers(struct cq_pool *p)
@@ -218,7 +221,8 @@ static void pool_free(struct cq_pool *p);
 
 /* Start the launch's blocks on ``call->opts.jobs`` threads, but no more threads than
  * blocks. Where the system refuses a thread, the threads already started share the
- * blocks; where it refuses the first, the launch runs serially (``call->serial``). */
+ * blocks; where it refuses the first, or the memory left can not hold the copies of the
+ * buffers, the launch runs serially (``call->serial``). */
 void cq_pool_start(cq_call *call)
 {
     struct cq_pool *p = cq_xcalloc(1, sizeof *p);
@@ -228,7 +232,11 @@ void cq_pool_start(cq_call *call)
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->done, NULL);
     pthread_mutex_init(&p->kg, NULL);
-    save_buffers(p);
+    if (!save_buffers(p)) {
+        pool_free(p);
+        call->serial = 1;
+        return;
+    }
     p->workers = cq_xcalloc((size_t)p->nworkers, sizeof(worker));
     atomic_store(&p->running, p->nworkers);
     for (int k = 0; k < p->nworkers; k++) {

@@ -18,7 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import bytecode_builders as B
 from croqvm import compile_file
+from croqvm.bytecode import cqb
+from croqvm.core.limits import MAX_INT
 from engines import cli_options, interprets
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -590,6 +593,30 @@ def test_an_archive_that_expands_beyond_the_memory_left_is_refused_from_its_head
                         r"more than the \d+ this machine can spare\n", err)
 
 
+def test_random_inputs_beyond_the_memory_left_are_refused_before_they_are_drawn(work, engine):
+    # a .cqb whose parameter 'a' is f32 [2147483647] (one field of a hand-built module
+    # changed, as the .cqb fuzzer did): its random data took 24 GB, the generator's
+    # temporaries as well as the array, until the system killed the process
+    module = B.misc()
+    module.functions[0].params[0].shape = [MAX_INT]
+    (work / "huge.cqb").write_bytes(cqb.encode(module))
+    status, out, err = under_limit(work, 64, *cli_options(["run", "huge.cqb", "--func", "misc",
+                                                           "--random-inputs"]))
+    assert (status, out) == (2, "")
+    assert re.fullmatch(r"parameter 'a': random data of shape \(2147483647,\) would take "
+                        r"8589934588 bytes, more than the \d+ this machine can spare\n", err)
+
+
+def test_random_inputs_are_drawn_in_memory_their_size_bounds(work, engine):
+    # 64 MiB of random f32 under a 256 MiB limit: the draws of the whole array at once
+    # took some 40 bytes an element (the states, the mixing, the conversion). The result
+    # is the first draw of seed 0 (docs/EXECUTION.md §15) as f32.
+    (work / "first.co").write_text("__co__ f32 first(f32 [N] a) {\n  return a.at(0);\n}\n")
+    argv = cli_options(["run", "first.co", "--func", "first", "--random-inputs", "--dim",
+                        "N=16777216", "--check", "none"])
+    assert under_limit(work, 256, *argv) == (0, "", "result: 0.7666215896606445\n")
+
+
 def test_threads_the_system_refuses_leave_the_blocks_to_those_it_gave(work):
     # 64 threads' stacks take 512 MiB: the first thread start that fails ends the pool's
     # growth (abort() before), the blocks run on the threads started, or serially
@@ -599,6 +626,18 @@ def test_threads_the_system_refuses_leave_the_blocks_to_those_it_gave(work):
     np.save(work / "want.npy", np.arange(64 * 32, dtype=np.int32).reshape(64, 32))
     assert under_limit(work, 16, "run", "blocks.co", "--engine", "native", "--jobs", "64",
                        "--expect", "want.npy", "--quiet") == (0, "", "")
+
+
+def test_a_launch_whose_buffer_copies_do_not_fit_runs_its_blocks_serially(work):
+    # blocks on threads work on the buffers with a copy kept for a serial rerun: the
+    # 256 MiB buffer fits in the limit, its copy does not (abort() before); the reference
+    # engine, which keeps no copy, gives the same
+    (work / "big.co").write_text("__co__ s32 big() {\n  s32 [67108864] c;\n"
+                                 "  parallel p by 4 : block, t by 32 : thread\n"
+                                 "    c.at(p # t) = p # t;\n  return c.at(33);\n}\n")
+    assert under_limit(work, 384, "run", "big.co", "--engine", "native", "--jobs", "2",
+                       "--check", "none") == (0, "", "big: 33\n")
+    assert under_limit(work, 384, "run", "big.co", "--engine", "python") == (0, "", "big: 33\n")
 
 
 def test_long_literals_and_deep_macro_chains_check_in_memory_their_size_bounds(work):

@@ -297,12 +297,14 @@ def _fuzz(seed: int, rounds: int) -> tuple[int, int]:
     return accepted, tried
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")   # one would precede the error
 def test_fuzz_only_bytecode_errors():
     accepted, tried = _fuzz(seed=1, rounds=800)
     # both outcomes happen, so the mutations reach the verifier and the rejections alike
     assert tried == 3 * 800 * len(B.ALL) and 0 < accepted < tried
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")   # one would precede the error
 @pytest.mark.slow
 def test_fuzz_only_bytecode_errors_long():
     for seed in range(2, 12):

@@ -76,6 +76,7 @@ def _decode_or_reject(blob: bytes) -> str:
         return "rejected"
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")   # one would precede the error
 @pytest.mark.parametrize("name", ["matmul_1p1c.co", "matmul_double_buffer.co", "divergence.co"])
 def test_random_damage_to_real_files_only_raises_bytecode_error(name):
     data = cqb.encode(compiled(VALID[name]))
@@ -86,6 +87,7 @@ def test_random_damage_to_real_files_only_raises_bytecode_error(name):
     assert "rejected" in outcomes
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")   # one would precede the error
 @pytest.mark.slow
 def test_many_payload_mutations_of_every_program():
     rng = random.Random(7)

@@ -4,6 +4,9 @@ Each row of MALFORMED takes a valid hand-built module, breaks one thing, and sta
 message (wasm's ``assert_invalid``): the same module is rejected by ``verify`` and, once
 encoded without verification, by ``decode``.
 """
+import struct
+import warnings
+
 import numpy as np
 import pytest
 
@@ -464,6 +467,26 @@ def test_malformed_module_is_rejected(name, build, mutate, message):
         cqb.decode(hostile, "bad.cqb")
     assert str(err.value).startswith("bad.cqb: malformed .cqb: ")
     assert message in str(err.value)
+
+
+def test_a_constant_its_dtype_overflows_is_rejected_without_a_numpy_warning():
+    # the check rounds 1e300 to f16 (inf): numpy's overflow warning came a line before
+    # the one-line error
+    module = B.misc()
+    const(host(module), 6, D.F16, 1e300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(BytecodeError, match=r"constant k6: 1e\+300 is not a f16 value"):
+            cqb.decode(cqb.pack(schema.to_plain(module)))
+
+
+def test_a_signalling_nan_constant_is_valid_without_a_numpy_warning():
+    # a NaN holds in every float type; casting a signalling one warned 'invalid value'
+    module = B.misc()
+    const(host(module), 6, D.F32, struct.unpack("<d", struct.pack("<Q", 0x7FF0000000000001))[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cqb.decode(cqb.pack(schema.to_plain(module)))
 
 
 def test_wrong_python_types_are_bytecode_errors():

@@ -84,7 +84,11 @@ def _const(at: Where, const) -> None:
     if dt.is_float:
         if type(value) is not float:
             at.fail(f"a {dt.name} constant holds the integer {value}")
-        if not (math.isnan(value) or float(round_to(np.array([value]), dt)[0]) == value):
+        # a value beyond the type rounds to inf, and a signalling NaN is 'invalid' to cast:
+        # the constant's error, not numpy's warnings
+        with np.errstate(over="ignore", invalid="ignore"):
+            rounded = float(round_to(np.array([value]), dt)[0])
+        if not (math.isnan(value) or rounded == value):
             at.fail(f"{value!r} is not a {dt.name} value (constants are rounded to their "
                     "dtype by the compiler)")
         return

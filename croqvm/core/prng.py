@@ -77,6 +77,11 @@ class SplitMix64:
         return mix(states)
 
 
+# elements drawn at a time: the draws and their conversion take some 40 bytes an element,
+# so the memory an array takes is its own plus a few tens of MiB, however large it is
+DRAW_CHUNK = 1 << 20
+
+
 def random_array(rng: SplitMix64, dtype: int, shape: tuple) -> np.ndarray:
     """Random data of dtype code ``dtype`` and ``shape``, in the parameter's numpy dtype,
     drawn as the module docstring says."""
@@ -84,18 +89,24 @@ def random_array(rng: SplitMix64, dtype: int, shape: tuple) -> np.ndarray:
     n = 1
     for d in shape:
         n *= int(d)
-    bits = rng.draws(n)
+    out = np.empty(n, t.numpy_param)
+    for at in range(0, n, DRAW_CHUNK):
+        part = out[at:at + DRAW_CHUNK]
+        part[...] = _values(rng.draws(len(part)), t)
+    return out.reshape(shape)
+
+
+def _values(bits: np.ndarray, t) -> np.ndarray:
+    """The elements of type ``t`` that the draws ``bits`` give."""
     # below(2) and below(16) are the top 1 and 4 bits of a draw
     if t.kind == "bool":
-        out = (bits >> np.uint64(63)) != 0
-    elif t.is_int:
+        return (bits >> np.uint64(63)) != 0
+    if t.is_int:
         top = (bits >> np.uint64(60)).astype(np.int64)
         out = top - 8 if t.signed else top
-        out = wrap_narrow(out, t) if t.bits < 8 else out.astype(t.numpy_param)
-    else:
-        unit = (bits >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
-        out = round_to(2.0 * unit - 1.0 if t.signed else unit, t)
-        if t.name in dtypes.BIT_STORED:      # the values of the patterns
-            out = decode(out, t)
-        out = out.astype(t.numpy_param)
-    return out.reshape(shape)
+        return wrap_narrow(out, t) if t.bits < 8 else out.astype(t.numpy_param)
+    unit = (bits >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+    out = round_to(2.0 * unit - 1.0 if t.signed else unit, t)
+    if t.name in dtypes.BIT_STORED:      # the values of the patterns
+        out = decode(out, t)
+    return out.astype(t.numpy_param)

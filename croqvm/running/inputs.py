@@ -14,7 +14,7 @@ import numpy as np
 from ..bytecode.module import ParamKind, ParamStorage
 from ..core.dtypes import BY_CODE, ml_dtype
 from ..core.errors import ArgumentError
-from ..core.files import load_numpy, write_atomic
+from ..core.files import load_numpy, max_array_bytes, write_atomic
 from ..core.limits import MAX_INT
 from ..core.prng import SplitMix64, random_array
 
@@ -119,6 +119,7 @@ def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
                 else:       # symbolic ones are known (_all_dims_known)
                     raise ArgumentError(f"parameter '{p.name}' has an anonymous dimension "
                                         f"'?'; give it with --input {p.name}=FILE.npy")
+            _check_random_size(p, shape)
             try:
                 args.append(random_array(rng, p.dtype, tuple(shape)))
             except (MemoryError, ValueError):
@@ -129,6 +130,21 @@ def build_args(fn, inputs: dict, dims: dict, random_inputs: bool, seed: int):
         else:
             args.append(None)
     return args, {k: v for k, v in dims.items()}
+
+
+def _check_random_size(p, shape: list) -> None:
+    """Random data for parameter ``p`` fits in what this machine can spare (the bound
+    input files have, croqvm.core.files.max_array_bytes): checked before any of it is
+    made, since memory the system only promised would be taken page by page as the data
+    is drawn."""
+    size = np.dtype(BY_CODE[p.dtype].numpy_param).itemsize
+    for d in shape:
+        size *= d
+    spare = max_array_bytes()
+    if size > spare:
+        raise ArgumentError(f"parameter '{p.name}': random data of shape {tuple(shape)} would "
+                            f"take {size} bytes, more than the {spare} this machine can "
+                            f"spare")
 
 
 def _all_dims_known(fn, inputs: dict, known: dict) -> None:
