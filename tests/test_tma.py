@@ -314,10 +314,13 @@ def test_the_verifier_checks_multicast():
            "hint" in str(e.value)
 
 
-def test_tma_loads_go_as_bulk_copies_on_sm_90a_and_as_cp_async_chunks_on_sm_80():
+def test_tma_loads_go_as_tensor_map_boxes_on_sm_90a_and_as_cp_async_chunks_on_sm_80():
+    """A load of constant shape is written out (emit_copy.py): on sm_90a a box of its
+    tensor map with the load's L2 hint, else (and on sm_80) 16-byte cp.async chunks."""
     module = _tma_module()
     sm90 = emit(module, arch="sm_90a").text
-    assert "cq_dma_bulk(dm, tb" in sm90 and ", 1); } } else" in sm90     # evict_first
+    assert "cq_tma_tile(" in sm90 and ", 1); } } else" in sm90     # evict_first
+    assert "cq_dma_bulk(" not in sm90 and "cq_cp_async<16>(" in sm90
     assert "cq_future_land(f0, " in sm90
     sm80 = emit(module, arch="sm_80").text     # a tile copy written out (emit_copy.py)
     assert "cq_dma_bulk(" not in sm80 and "cq_cp_async<16>(" in sm80
