@@ -88,7 +88,7 @@ class KernelEmitter:
         self.out: list[str] = []
         self.depth = 1
         self.in_laneset = False
-        self.in_wgmma_region = False    # between emit_wgmma.open_region and close_region
+        self.in_wgmma_region = 0    # emit_wgmma regions open (open_region, close_region)
         self.last_line = None
         self.frames: list = []          # open IF/LOOP: (kind, extra)
         self.consts = self._constant_registers()
