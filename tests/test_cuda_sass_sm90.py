@@ -20,6 +20,7 @@ import croqvm
 from croqvm.cuda.emit import emit
 
 import cuda_sass
+from test_cuda_wgmma import two_futures
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
 GEMMS = ["matmul_1p1c", "matmul_tma", "matmul_wgmma_async"]
@@ -108,3 +109,13 @@ def test_wgmma_async_issues_its_four_k_tiles_before_one_wait():
     assert [i.name for i in slab].count("HGMMA") == 4
     assert on_path(kernel, slab, "WARPGROUP.DEPBAR.LE") == ["gsb0, 0x0"]
     assert len(on_path(kernel, slab, ARRIVE)) == 2
+
+
+def test_a_wait_of_two_futures_in_flight_leaves_the_newer_one_in_flight():
+    """`wait qk` with pv's group issued after qk's: WARPGROUP.DEPBAR.LE gsb0, 0x1 (the
+    wait the generated code issues itself, without serializing the wgmmas)."""
+    source = emit(two_futures().module, arch="sm_90a").text
+    (kernel,) = cuda_sass.kernels(source, "sm_90a").values()
+    depbars = [i.operands for i in kernel.instructions if i.opcode == "WARPGROUP.DEPBAR.LE"]
+    assert "gsb0, 0x1" in depbars
+    assert not [r for r in cuda_sass.ptxas_remarks(source, "sm_90a") if "serialized" in r]
