@@ -299,6 +299,18 @@ __co__ void slices(global f16 [64, 64] a, global f16 [64, 64] b, global f32 [64,
 """
 
 
+@pytest.mark.parametrize("n", [0, 2])
+def test_a_lane_terminated_before_the_loop_of_slices_is_reported_as_the_interpreter_does(n):
+    """The slices meet before their loop; a lane that ended before it is UNIT_TERMINATED
+    at the first slice's mma.load, as where each slice met (and at the mma.store after
+    a loop of no slices, which the meeting before the loop must not report)."""
+    source = SLICES.replace("group-4 {", "group-4, t by 128 : thread {").replace(
+        "acc = mma.fill.f32 0.0f;", "acc = mma.fill.f32 0.0f; if (t == 5) yield;")
+    rng = np.random.default_rng(5)
+    a, b = (rng.standard_normal((64, 64)).astype(np.float16) for _ in range(2))
+    assert_agree(croqvm.compile(source), "slices", a, b, np.zeros((64, 64), np.float32), n)
+
+
 def region_text(text: str) -> tuple[str, str]:
     """(the wgmma region of the kernel, the rest of the kernel) in generated code."""
     kernel = text[text.index("// kernel 0 of"):]
@@ -317,13 +329,15 @@ def test_a_loop_of_slices_agrees_with_the_interpreter_whatever_its_trip_count(n)
     assert_agree(prog, "slices", a, b, np.zeros((64, 64), np.float32), n)
 
 
-def test_a_wgmma_region_meets_twice_and_its_faults_wait_before_the_lane_leaves():
+def test_a_wgmma_region_meets_before_its_slices_and_its_faults_wait_before_leaving():
     """What ptxas's remarks and the SASS show only together (tests/test_cuda_sass_sm90.py):
-    in the region, the slice's first collective meets and the region's end meets, the
-    others do not; every fault's exit waits for the wgmmas in flight, and no exit
-    outside the region does."""
+    the region meets before its slice loop (twice: the lanes note which have terminated,
+    then go on) and where it ends, the slices do not; every fault's exit waits for the
+    wgmmas in flight, and no exit outside the region does."""
     region, rest = region_text(emit(croqvm.compile(SLICES).module, arch="sm_90a").text)
-    assert region.count("cq_coll_sync(") == 2
+    loop = region.index("while (true)")
+    assert region[:loop].count("cq_coll_sync(") == 2
+    assert region[loop:].count("cq_coll_sync(") == 1
     exits = re.findall(r"cq_fault\(.*", region)
     assert exits and all("cq_wgmma_wait_all(); cq_leave();" in e for e in exits)
     assert "cq_wgmma_wait_all" not in rest

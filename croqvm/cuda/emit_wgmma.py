@@ -41,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..bytecode import opcodes
+from ..core.faults import Kind
 
 
 @dataclass
@@ -55,6 +56,7 @@ class Region:
     execs: tuple = ()   # ips of its execs: one commit group each
     waits: bool = False  # an asynchronous exec's region, which ends at its `wait f`
     depth: int = 0      # the groups of other regions still in flight at that wait
+    hoisted: int = -1   # a slice loop's: ip of the collective whose meeting it holds
 
     @property
     def tiles(self) -> int:
@@ -213,6 +215,7 @@ def plan_chains(k) -> Chains:
     dependent = _lane_dependent(k) if chains else set()
     regions = []
     taken = set()
+    hoisted = set()      # LOOP regions, whose chains meet before the loop
     for ip, ins in enumerate(k.ins):
         if ins[0] != opcodes.LOOP:
             continue
@@ -230,6 +233,7 @@ def plan_chains(k) -> Chains:
                 break
         if at == end and len(keys) == 1:
             regions.append((ip, end, body))
+            hoisted.add(ip)
             taken |= {c[0] for c in body}
     for c in chains:
         if c[0] not in taken:
@@ -240,7 +244,8 @@ def plan_chains(k) -> Chains:
         wait = body[0][4]
         execs = tuple(e for chain in body for e in chain[2])
         region = Region(first, last if wait is None else wait, mc, plan, M, N,
-                        body[-1][2][-1], execs, wait is not None)
+                        body[-1][2][-1], execs, wait is not None,
+                        hoisted=body[0][0] if first in hoisted else -1)
         out.starts[first] = region
         out.ends[region.last] = region
         if wait is not None:
@@ -249,7 +254,8 @@ def plan_chains(k) -> Chains:
             for at in range(start, end + 1):
                 if _coll_operand(k.ins[at]) is not None and k.ins[at][0] in (
                         opcodes.MMA_LOAD, opcodes.MMA_EXEC):
-                    out.role[at] = "first" if at == start else "inner"
+                    out.role[at] = "inner" if at != start else \
+                        "hoisted" if region.hoisted >= 0 else "first"
                 elif k.ins[at][0] in (opcodes.MMA_ASYNC, opcodes.MMA_WAIT):
                     out.silent.add(at)
             for e in chain_execs:
@@ -307,6 +313,42 @@ def open_region(k, region: Region, ins) -> None:
     W = region.plan.shape
     k.line(f"{W}::c_value {region.name}[{region.tiles}][{W}::ND];", ins)
     take(k, region, ins)
+    if region.hoisted >= 0:
+        _meet_before_loop(k, region, ins)
+
+
+def _meet_before_loop(k, region: Region, ins) -> None:
+    """The meeting of a slice loop's chains, before the loop: the lanes of the warpgroup
+    meet at the first chain's collective and note which have terminated (``hg<w>``),
+    which each chain's first collective then reports as it would after meeting
+    (UNIT_TERMINATED, ``terminated_check``) -- the same lanes: inside the loop a lane
+    ends only by a fault every lane of the warpgroup takes alike, or by the step limit,
+    which the lanes reach together from the count they agree on here. A second meeting
+    keeps a lane that leaves in the loop from being noted as terminated by a lane slower
+    to note."""
+    at = region.hoisted
+    slot = f"(unsigned long long *)(smem + {k.off_steps}) + lane / 128"
+    n = k.wait_site_for(k.ins[at], at)
+    for line in (f"const cq_coll hl = {k.coll(at)};",
+                 f"cq_steps_offer({slot}, cq_steps);",
+                 f"cq_coll_sync(hl, {n});   // the slices below meet no more",
+                 "const unsigned hg0 = cq_coll_gone(hl, 0), hg1 = cq_coll_gone(hl, 1), "
+                 "hg2 = cq_coll_gone(hl, 2), hg3 = cq_coll_gone(hl, 3);",
+                 f"cq_steps = cq_steps_largest({slot});",
+                 f"cq_coll_sync(hl, {n});   // no lane leaves before all have noted them"):
+        k.line(line, ins)
+
+
+def terminated_check(k, ins, ip) -> None:
+    """UNIT_TERMINATED at a slice's first collective, from what the meeting before its
+    loop found (``_meet_before_loop``)."""
+    from .emit_kernel import _coll_operand
+    c = _coll_operand(ins)
+    k.fault("(hg0 | hg1 | hg2 | hg3) != 0", Kind.UNIT_TERMINATED, ins, ip,
+            ("cl.lo", "hg0", "hg1", "hg2", "hg3"),
+            lambda a, refs, c=c: (c, 128, int(a[0]) // 128, tuple(
+                int(a[0]) + 32 * w + b for w in range(4) for b in range(32)
+                if (int(a[1 + w]) >> b) & 1)))
 
 
 def close_region(k, region: Region, ins) -> None:
