@@ -35,6 +35,17 @@ An MMA_ASYNC followed by the MMA_WAIT of the same accumulator ends a chain as an
 asynchronous exec waited at once does: the pending count the pair adds and clears is
 the one the chain's execs checked to be zero (MMA_PENDING), and the wait can not find
 it zero (MMA_NOT_PENDING), so the pair emits nothing.
+
+A loop region's chains meet before the loop rather than at each slice
+(``_meet_before_loop``): what the meeting checks, the lanes of the unit that have
+terminated, cannot change from one slice to the next.
+
+An MMA_ASYNC whose MMA_WAIT follows later in a straight run of one block, nothing on
+the way naming the accumulator (``_wait_after``), makes the chain a region that ends at
+that wait (LANGUAGE.md §11.5 point 5, as Croqtile infers wait depths from the waits of
+operation futures): the wait is ``wgmma.wait_group N``, N the commit groups of such
+regions issued after this one and still open there, which stay in flight. The pair
+emits no count for the same reasons; the wait meets and checks the unit.
 """
 from __future__ import annotations
 
