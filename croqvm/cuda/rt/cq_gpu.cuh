@@ -633,9 +633,14 @@ CQ_DEV void cq_wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;
 
 /* The step counts of a warpgroup's lanes made equal where a wgmma slice loop meets
    before it (emit_wgmma.py): each lane offers its count before the rendezvous and takes
-   the largest after it, so that the step limit ends the lanes of the loop together. */
+   the largest after it, so that the step limit ends the lanes of the loop together. The
+   lanes running together reduce first and one of them offers (a 64-bit shared atomicMax
+   is a compare-and-swap loop): whatever the grouping, the slot gets the largest. */
 CQ_DEV void cq_steps_offer(unsigned long long *slot, unsigned long long steps) {
-  atomicMax(slot, steps);
+  const unsigned m = __activemask();
+  const unsigned hi = __reduce_max_sync(m, (unsigned)(steps >> 32));
+  const unsigned lo = __reduce_max_sync(m, (unsigned)(steps >> 32) == hi ? (unsigned)steps : 0u);
+  if ((m & ((1u << (threadIdx.x & 31)) - 1)) == 0) atomicMax(slot, (unsigned long long)hi << 32 | lo);
 }
 CQ_DEV unsigned long long cq_steps_largest(unsigned long long *slot) {
   return *(volatile unsigned long long *)slot;
