@@ -299,6 +299,19 @@ __co__ void slices(global f16 [64, 64] a, global f16 [64, 64] b, global f32 [64,
 """
 
 
+@pytest.mark.parametrize("n", [0, 2])
+def test_a_lane_terminated_before_the_loop_of_slices_is_reported_as_the_interpreter_does(n):
+    """The slices meet before their loop; a lane that ended before it is UNIT_TERMINATED
+    at the first slice's mma.load, as where each slice met, and nowhere when the loop
+    has no slice (no mma.store after it here: nothing else needs the lane)."""
+    source = SLICES.replace("group-4 {", "group-4, t by 128 : thread {").replace(
+        "acc = mma.fill.f32 0.0f;", "acc = mma.fill.f32 0.0f; if (t == 5) yield;").replace(
+        "mma.store acc, c;", "")
+    rng = np.random.default_rng(5)
+    a, b = (rng.standard_normal((64, 64)).astype(np.float16) for _ in range(2))
+    assert_agree(croqvm.compile(source), "slices", a, b, np.zeros((64, 64), np.float32), n)
+
+
 def region_text(text: str) -> tuple[str, str]:
     """(the wgmma region of the kernel, the rest of the kernel) in generated code."""
     kernel = text[text.index("// kernel 0 of"):]
@@ -317,14 +330,67 @@ def test_a_loop_of_slices_agrees_with_the_interpreter_whatever_its_trip_count(n)
     assert_agree(prog, "slices", a, b, np.zeros((64, 64), np.float32), n)
 
 
-def test_a_wgmma_region_meets_twice_and_its_faults_wait_before_the_lane_leaves():
+def test_a_wgmma_region_meets_before_its_slices_and_its_faults_wait_before_leaving():
     """What ptxas's remarks and the SASS show only together (tests/test_cuda_sass_sm90.py):
-    in the region, the slice's first collective meets and the region's end meets, the
-    others do not; every fault's exit waits for the wgmmas in flight, and no exit
-    outside the region does."""
+    the region meets before its slice loop (twice: the lanes note which have terminated,
+    then go on) and where it ends, the slices do not; every fault's exit waits for the
+    wgmmas in flight, and no exit outside the region does."""
     region, rest = region_text(emit(croqvm.compile(SLICES).module, arch="sm_90a").text)
-    assert region.count("cq_coll_sync(") == 2
+    loop = region.index("while (true)")
+    assert region[:loop].count("cq_coll_sync(") == 2
+    assert region[loop:].count("cq_coll_sync(") == 1
     exits = re.findall(r"cq_fault\(.*", region)
     assert exits and all("cq_wgmma_wait_all(); cq_leave();" in e for e in exits)
     assert "cq_wgmma_wait_all" not in rest
     assert region.count("cq_wgmma_wait<0") == 2     # the region's end, the cell-by-cell exec
+
+
+# two operation futures in flight (LANGUAGE.md §11.5 point 5): `wait qk` leaves pv's
+# group in flight, wgmma.wait_group 1; `wait pv` waits for it, wgmma.wait_group 0
+TWO_FUTURES = """
+__co__ void two(global f16 [64, 64] a, global f16 [128, 64] b, global f32 [64, 128] c,
+                global f32 [64, 128] d) {
+  parallel blk by 1 : block {
+    shared f16 [64, 64] lhs;
+    shared f16 [128, 64] rhs;
+    dma.copy a => lhs;
+    dma.copy b => rhs;
+    parallel g by 1 : group-4 {
+      qk_acc = mma.fill.f32 0.0f;
+      qk = mma.row.row.async qk_acc, lhs, rhs;
+      pv_acc = mma.fill.f32 1.0f;
+      pv = mma.row.row.async pv_acc, lhs, rhs;
+      WAITS
+    }
+  }
+}
+"""
+IN_ORDER = "wait qk; mma.store qk_acc, c; wait pv; mma.store pv_acc, d;"
+
+
+def two_futures(waits: str = IN_ORDER):
+    return croqvm.compile(TWO_FUTURES.replace("WAITS", waits))
+
+
+@pytest.mark.parametrize("waits", [
+    IN_ORDER,
+    "wait pv; mma.store pv_acc, d; wait qk; mma.store qk_acc, c;",
+    "mma.store qk_acc, c; wait qk; wait pv;",          # MMA_PENDING: used before its wait
+    # a loop before `wait pv`: its group is waited for where it was issued
+    "wait qk; foreach i in [2] { mma.store qk_acc, c; } wait pv; mma.store pv_acc, d;",
+])
+def test_futures_waited_in_any_order_agree_with_the_interpreter(waits):
+    """The CPU runtime lands commit groups in order and reads registers in flight as NaN,
+    so a wait_group depth too large for the groups issued after a future shows here."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((64, 64)).astype(np.float16)
+    b = rng.standard_normal((128, 64)).astype(np.float16)
+    assert_agree(two_futures(waits), "two", a, b, *(np.zeros((64, 128), np.float32),) * 2)
+
+
+def test_a_wait_leaves_the_groups_issued_after_its_future_in_flight():
+    """Only `wait qk` has a group after its own (pv's) to leave in flight."""
+    text = emit(two_futures().module, arch="sm_90a").text
+    depths = re.findall(r"cq_wgmma_wait<(\d), \w+>\((wq\d+)_", text)
+    assert [d for d in depths if d[0] != "0"] == [("1", "wq0")]
+    assert ("0", "wq3") in depths

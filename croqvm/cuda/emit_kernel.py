@@ -88,7 +88,7 @@ class KernelEmitter:
         self.out: list[str] = []
         self.depth = 1
         self.in_laneset = False
-        self.in_wgmma_region = False    # between emit_wgmma.open_region and close_region
+        self.in_wgmma_region = 0    # emit_wgmma regions open (open_region, close_region)
         self.last_line = None
         self.frames: list = []          # open IF/LOOP: (kind, extra)
         self.consts = self._constant_registers()
@@ -278,6 +278,9 @@ class KernelEmitter:
         from .emit_mma import swizzled_layouts
         self.layout_swizzle = swizzled_layouts(self)     # shared tiles wgmma reads in place
         self.chains = emit_wgmma.plan_chains(self)   # loads and execs that meet once (sm_90a)
+        # each warpgroup's largest step count, where a slice loop's chains meet before it
+        self.off_steps = L.take(8 * self._instances(128), 8) \
+            if any(r.hoisted >= 0 for r in self.chains.ends.values()) else None
         # on sm_90a a TMA barrier (cq_tma_bar and the parity its issuer publishes) per
         # instance of every shared buffer, when a TMA load may fill one (§9.7)
         self.off_tma = {}

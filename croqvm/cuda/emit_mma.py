@@ -349,6 +349,8 @@ def op_mma_load(k, ins, ip):
     f = k.code.frags[m]
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True, meet=_meet(k, ip)) as \
             (part, parts):
+        if k.chains.role.get(ip) == "hoisted":     # its unit met before the slice loop
+            emit_wgmma.terminated_check(k, ins, ip)
         view(k, v, "src", ins, ip)
         empty_check(k, ins, ip, v)
         read_outside_check(k, ins, ip, c, v)
@@ -855,7 +857,8 @@ def _pending_flag(k, ins, m):
 
 def _meet(k, ip: int) -> str:
     """How the collective at ``ip`` meets: "both" outside a wgmma chain (emit_wgmma)."""
-    return {"first": "entry", "inner": "none"}.get(k.chains.role.get(ip), "both")
+    return {"first": "entry", "inner": "none", "hoisted": "none"}.get(k.chains.role.get(ip),
+                                                                   "both")
 
 
 def _silent(k, ins, ip) -> bool:

@@ -35,12 +35,24 @@ An MMA_ASYNC followed by the MMA_WAIT of the same accumulator ends a chain as an
 asynchronous exec waited at once does: the pending count the pair adds and clears is
 the one the chain's execs checked to be zero (MMA_PENDING), and the wait can not find
 it zero (MMA_NOT_PENDING), so the pair emits nothing.
+
+A loop region's chains meet before the loop rather than at each slice
+(``_meet_before_loop``): what the meeting checks, the lanes of the unit that have
+terminated, cannot change from one slice to the next.
+
+An MMA_ASYNC whose MMA_WAIT follows later in a straight run of one block, nothing on
+the way naming the accumulator (``_wait_after``), makes the chain a region that ends at
+that wait (LANGUAGE.md §11.5 point 5, as Croqtile infers wait depths from the waits of
+operation futures): the wait is ``wgmma.wait_group N``, N the commit groups of such
+regions issued after this one and still open there, which stay in flight. The pair
+emits no count for the same reasons; the wait meets and checks the unit.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..bytecode import opcodes
+from ..core.faults import Kind
 
 
 @dataclass
@@ -52,10 +64,20 @@ class Region:
     m: int              # rows of C
     n: int              # columns of C
     meet: int           # ip of the exec whose mbarrier the closing rendezvous uses
+    execs: tuple = ()   # ips of its execs: one commit group each
+    waits: bool = False  # an asynchronous exec's region, which ends at its `wait f`
+    depth: int = 0      # the groups of other regions still in flight at that wait
+    hoisted: int = -1   # a slice loop's: ip of the collective whose meeting it holds
 
     @property
     def tiles(self) -> int:
         return self.m // 64 * (self.n // self.plan.n)
+
+    @property
+    def name(self) -> str:
+        """The accumulator copy: one per region, as regions of `wait`s overlap in one
+        C scope."""
+        return f"wq{self.mc}_{self.first}" if self.waits else f"wq{self.mc}"
 
 
 @dataclass
@@ -115,8 +137,29 @@ def _segment(k, ip: int):
     return e, (mc, plan.shape, M, N, laneset)
 
 
+# what ends a straight run of one block: control flow, calls, returns
+_BRANCHES = {opcodes.ELSE, opcodes.BREAK_IF, opcodes.CONTINUE_IF, opcodes.YIELD}
+
+
+def _wait_after(k, ip: int, mc: int):
+    """The ip of the MMA_WAIT of accumulator ``mc`` that the run from ``ip`` reaches
+    straight, in one block, with nothing else naming ``mc`` on the way; else None."""
+    for at in range(ip, len(k.ins)):
+        ins = k.ins[at]
+        op = opcodes.TABLE[ins[0]]
+        if ins[0] == opcodes.MMA_WAIT and ins[1] == mc:
+            return at if ins[2] >= 0 else None
+        if op.opens or op.closes or ins[0] in _BRANCHES or op.returns or op.host_only or \
+                op.name.startswith("CALL") or \
+                any(kind == "m" and x == mc for kind, x in zip(op.operands, ins[1:])):
+            return None
+    return None
+
+
 def _chain(k, ip: int):
-    """(last ip, exec ips, key) of the chain that starts at ``ip``, or None."""
+    """(last ip, exec ips, key, wait ip) of the chain that starts at ``ip``, or None;
+    the wait ip is that of the `wait f` of a chain ending in an asynchronous exec that
+    its region reaches (``_wait_after``), else None."""
     seg = _segment(k, ip)
     if seg is None:
         return None
@@ -131,10 +174,13 @@ def _chain(k, ip: int):
         execs.append(nxt[0])
     last = execs[-1]
     pair = k.ins[last + 1:last + 3]
-    if len(pair) == 2 and pair[0][0] == opcodes.MMA_ASYNC and pair[1][0] == opcodes.MMA_WAIT \
-            and pair[0][1] == pair[1][1] == key[0]:
-        last += 2
-    return last, execs, key
+    if pair and pair[0][0] == opcodes.MMA_ASYNC and pair[0][1] == key[0]:
+        if len(pair) == 2 and pair[1][0] == opcodes.MMA_WAIT and pair[1][1] == key[0]:
+            return last + 2, execs, key, None
+        wait = _wait_after(k, last + 2, key[0])
+        if wait is not None:
+            return last + 1, execs, key, wait
+    return last, execs, key, None
 
 
 def _loop_end(k, ip: int):
@@ -167,27 +213,27 @@ def plan_chains(k) -> Chains:
     out = Chains({}, set(), {}, {}, {})
     if k.arch != "sm_90a":
         return out
-    chains = []          # (first, last, execs, key)
+    chains = []          # (first, last, execs, key, wait)
     ip = 0
     while ip < len(k.ins):
         found = _chain(k, ip)
         if found is None:
             ip += 1
             continue
-        last, execs, key = found
-        chains.append((ip, last, execs, key))
-        ip = last + 1
+        chains.append((ip, *found))
+        ip = found[0] + 1
     by_first = {c[0]: c for c in chains}
     dependent = _lane_dependent(k) if chains else set()
     regions = []
     taken = set()
+    hoisted = set()      # LOOP regions, whose chains meet before the loop
     for ip, ins in enumerate(k.ins):
         if ins[0] != opcodes.LOOP:
             continue
         end = _loop_end(k, ip)
         body, keys, at = [], set(), ip + 1
         while at < end:
-            if at in by_first:
+            if at in by_first and by_first[at][4] is None:
                 body.append(by_first[at])
                 keys.add(by_first[at][3])
                 at = by_first[at][1] + 1
@@ -198,6 +244,7 @@ def plan_chains(k) -> Chains:
                 break
         if at == end and len(keys) == 1:
             regions.append((ip, end, body))
+            hoisted.add(ip)
             taken |= {c[0] for c in body}
     for c in chains:
         if c[0] not in taken:
@@ -205,18 +252,29 @@ def plan_chains(k) -> Chains:
     for first, last, body in regions:
         mc, _, M, N, _ = body[0][3]
         plan = wgmma_plan(k, k.ins[body[0][2][0]])
-        region = Region(first, last, mc, plan, M, N, body[-1][2][-1])
+        wait = body[0][4]
+        execs = tuple(e for chain in body for e in chain[2])
+        region = Region(first, last if wait is None else wait, mc, plan, M, N,
+                        body[-1][2][-1], execs, wait is not None,
+                        hoisted=body[0][0] if first in hoisted else -1)
         out.starts[first] = region
-        out.ends[last] = region
-        for start, end, execs, _ in body:
+        out.ends[region.last] = region
+        if wait is not None:
+            out.silent.add(wait)
+        for start, end, chain_execs, _, _ in body:
             for at in range(start, end + 1):
                 if _coll_operand(k.ins[at]) is not None and k.ins[at][0] in (
                         opcodes.MMA_LOAD, opcodes.MMA_EXEC):
-                    out.role[at] = "first" if at == start else "inner"
+                    out.role[at] = "inner" if at != start else \
+                        "hoisted" if region.hoisted >= 0 else "first"
                 elif k.ins[at][0] in (opcodes.MMA_ASYNC, opcodes.MMA_WAIT):
                     out.silent.add(at)
-            for e in execs:
+            for e in chain_execs:
                 out.region_of[e] = region
+    for r in out.ends.values():
+        if r.waits:      # wgmma.wait_group leaves the newest groups in flight, theirs
+            r.depth = sum(len(o.execs) for o in out.ends.values()
+                          if o.waits and o.first > r.execs[-1] and o.last > r.last)
     return out
 
 
@@ -229,7 +287,7 @@ def _tile_loops(region: Region) -> tuple[str, str]:
 
 def copy(region: Region) -> str:
     """The region's accumulator copy of tile (mt, nt): ``wq<m>[tile]``."""
-    return f"wq{region.mc}[mt / 64 * {region.n // region.plan.n} + nt / {region.plan.n}]"
+    return f"{region.name}[mt / 64 * {region.n // region.plan.n} + nt / {region.plan.n}]"
 
 
 def _move(k, region: Region, ins, into_copy: bool) -> None:
@@ -246,28 +304,86 @@ def take(k, region: Region, ins) -> None:
     _move(k, region, ins, True)
 
 
-def land(k, region: Region, ins) -> None:
-    """Wait for the region's wgmma groups and copy the results back."""
+def land(k, region: Region, ins, depth: int = 0) -> None:
+    """Wait for the region's wgmma groups (all but the newest ``depth`` groups) and copy
+    the results back."""
     W = region.plan.shape
-    for line in (*_tile_loops(region), f"    cq_wgmma_wait<0, {W}>({copy(region)});", "  }"):
+    for line in (*_tile_loops(region), f"    cq_wgmma_wait<{depth}, {W}>({copy(region)});",
+                 "  }"):
         k.line(line, ins)
     _move(k, region, ins, False)
 
 
 def open_region(k, region: Region, ins) -> None:
-    k.line("{  // a wgmma region: the wgmmas below are waited for where it ends", ins)
-    k.depth += 1
-    k.in_wgmma_region = True
+    if region.waits:     # no C block: the regions of `wait`s overlap
+        k.line("// a wgmma region: the wgmmas below are waited for at their `wait`", ins)
+    else:
+        k.line("{  // a wgmma region: the wgmmas below are waited for where it ends", ins)
+        k.depth += 1
+    k.in_wgmma_region += 1
     W = region.plan.shape
-    k.line(f"{W}::c_value wq{region.mc}[{region.tiles}][{W}::ND];", ins)
+    k.line(f"{W}::c_value {region.name}[{region.tiles}][{W}::ND];", ins)
     take(k, region, ins)
+    if region.hoisted >= 0:
+        _meet_before_loop(k, region, ins)
+
+
+def _meet_before_loop(k, region: Region, ins) -> None:
+    """The meeting of a slice loop's chains, before the loop: the lanes of the warpgroup
+    meet at the first chain's collective and note which have terminated (``hg<w>``),
+    which each chain's first collective then reports as it would after meeting
+    (UNIT_TERMINATED, ``terminated_check``) -- the same lanes: inside the loop a lane
+    ends only by a fault every lane of the warpgroup takes alike, or by the step limit,
+    which the lanes reach together from the count they agree on here. A second meeting
+    keeps a lane that leaves in the loop from being noted as terminated by a lane slower
+    to note."""
+    at = region.hoisted
+    slot = f"(unsigned long long *)(smem + {k.off_steps}) + lane / 128"
+    n = k.wait_site_for(k.ins[at], at)
+    for line in (f"const cq_coll hl = {k.coll(at)};",
+                 f"cq_steps_offer({slot}, cq_steps);",
+                 f"cq_coll_sync(hl, {n});   // the slices below meet no more",
+                 "const unsigned hg0 = cq_coll_gone(hl, 0), hg1 = cq_coll_gone(hl, 1), "
+                 "hg2 = cq_coll_gone(hl, 2), hg3 = cq_coll_gone(hl, 3);",
+                 f"cq_steps = cq_steps_largest({slot});",
+                 f"cq_coll_sync(hl, {n});   // no lane leaves before all have noted them"):
+        k.line(line, ins)
+
+
+def terminated_check(k, ins, ip) -> None:
+    """UNIT_TERMINATED at a slice's first collective, from what the meeting before its
+    loop found (``_meet_before_loop``)."""
+    from .emit_kernel import _coll_operand
+    c = _coll_operand(ins)
+    k.fault("(hg0 | hg1 | hg2 | hg3) != 0", Kind.UNIT_TERMINATED, ins, ip,
+            ("cl.lo", "hg0", "hg1", "hg2", "hg3"),
+            lambda a, refs, c=c: (c, 128, int(a[0]) // 128, tuple(
+                int(a[0]) + 32 * w + b for w in range(4) for b in range(32)
+                if (int(a[1 + w]) >> b) & 1)))
 
 
 def close_region(k, region: Region, ins) -> None:
-    land(k, region, ins)
-    n = k.wait_site_for(k.ins[region.meet], region.meet)
-    k.line(f"cq_coll_sync({k.coll(region.meet)}, {n});   // no lane goes on while a "
-           f"wgmma of its warpgroup may read", ins)
-    k.depth -= 1
-    k.line("}", ins)
-    k.in_wgmma_region = False
+    if region.waits:
+        _close_at_wait(k, region, ins)
+    else:
+        land(k, region, ins)
+        n = k.wait_site_for(k.ins[region.meet], region.meet)
+        k.line(f"cq_coll_sync({k.coll(region.meet)}, {n});   // no lane goes on while a "
+               f"wgmma of its warpgroup may read", ins)
+        k.depth -= 1
+        k.line("}", ins)
+    k.in_wgmma_region -= 1
+
+
+def _close_at_wait(k, region: Region, ins) -> None:
+    """`wait f` of an asynchronous exec's region: wgmma.wait_group leaves the groups of
+    the regions issued after it in flight (``region.depth``), its results go back, and
+    the unit meets as the wait does: a lane may have terminated since the exec
+    (UNIT_TERMINATED). Nothing else names the accumulator in between (``_wait_after``),
+    so the wait finds it pending, as MMA_NOT_PENDING asks."""
+    from .emit_mma import frag_ref
+    from .emit_sync import collective
+    land(k, region, ins, region.depth)
+    with collective(k, ins, region.last, True, frag_ref(k, region.mc)[2], whole_unit=True,
+                    meet="entry"):
+        k.line("// no lane goes on while a wgmma of its warpgroup may read", ins)

@@ -1462,4 +1462,11 @@ template <int N, class S> CQ_DEV void cq_wgmma_wait(typename S::c_value *d) {
    to land (the region's accumulator copy), which nothing reads any more. */
 CQ_DEV void cq_wgmma_wait_all() { cq_wgmma_wait<0, cq_wgmma_n8_f16_f32>(NULL); }
 
+/* The step counts of a warpgroup's lanes made equal before a wgmma slice loop, as on
+   the GPU (cq_gpu.cuh). */
+CQ_DEV void cq_steps_offer(unsigned long long *slot, unsigned long long steps) {
+  if (steps > *slot) *slot = steps;
+}
+CQ_DEV unsigned long long cq_steps_largest(unsigned long long *slot) { return *slot; }
+
 #endif /* CQ_CPU_H */

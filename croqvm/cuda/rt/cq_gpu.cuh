@@ -638,6 +638,21 @@ template <int N, class S> CQ_DEV void cq_wgmma_wait(typename S::c_value *d) {
    are uniform in the warpgroup (emit_wgmma.py), which takes the path whole; a loop's
    step limit may end a lane alone, which then waits as ptxas's own wait would. */
 CQ_DEV void cq_wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+
+/* The step counts of a warpgroup's lanes made equal where a wgmma slice loop meets
+   before it (emit_wgmma.py): each lane offers its count before the rendezvous and takes
+   the largest after it, so that the step limit ends the lanes of the loop together. The
+   lanes running together reduce first and one of them offers (a 64-bit shared atomicMax
+   is a compare-and-swap loop): whatever the grouping, the slot gets the largest. */
+CQ_DEV void cq_steps_offer(unsigned long long *slot, unsigned long long steps) {
+  const unsigned m = __activemask();
+  const unsigned hi = __reduce_max_sync(m, (unsigned)(steps >> 32));
+  const unsigned lo = __reduce_max_sync(m, (unsigned)(steps >> 32) == hi ? (unsigned)steps : 0u);
+  if ((m & ((1u << (threadIdx.x & 31)) - 1)) == 0) atomicMax(slot, (unsigned long long)hi << 32 | lo);
+}
+CQ_DEV unsigned long long cq_steps_largest(unsigned long long *slot) {
+  return *(volatile unsigned long long *)slot;
+}
 #endif
 
 #endif /* CQ_GPU_CUH */

@@ -78,6 +78,8 @@
  *   cq_wgmma_wait<N, S>(d)                wgmma.fence / mma_async / commit_group /
  *                                         wait_group of one warpgroup, converged
  *   cq_wgmma_wait_all()                   wait_group 0 of a lane leaving after a fault
+ *   cq_steps_offer(slot, steps),          a warpgroup's largest step count, met before
+ *   cq_steps_largest(slot)                a wgmma slice loop
  *   cq_smem_addr(p)                       the shared-window address descriptors take
  *
  * Other primitives
