@@ -18,20 +18,11 @@ from croqvm.cuda.emit import emit
 from croqvm.cuda.launch import _param_kind
 
 import cuda_sass
+from test_cuda_tma import TILE_LOAD
 
 # a tensor map after 2 pointers, 4 extents and a 32-bit scalar: 52 bytes of parameters, which
 # ptxas follows with the tensor map at 112 (0x210 + 112 = 640, a multiple of 64), not at 64
-SOURCE = """
-__co__ void tile_load(global f16 [M, K] a, global f16 [M, K] y, s32 r) {
-  parallel b by 1 : block {
-    parallel g by 1 : group-4 {
-      f = tma.load.async a.subspan(8, 16).at(r, 0) => shared;
-      wait f;
-      dma.copy f.data => y.subspan(8, 16).at(r, 0);
-    }
-  }
-}
-"""
+SOURCE = TILE_LOAD
 _KPARAM = re.compile(r"EIATTR_KPARAM_INFO\s+Format:\s+\S+\s+Value:\s+Index\s*:\s*0x[0-9a-f]+"
                      r"\s+Ordinal\s*:\s*0x([0-9a-f]+)\s+Offset\s*:\s*0x([0-9a-f]+)\s+"
                      r"Size\s*:\s*0x([0-9a-f]+)")
