@@ -30,6 +30,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from ..core import numerics
+from ..core.faults import LaneFault
 from ..core.limits import MAX_SHARED_BYTES
 from .emit import op_name
 
@@ -43,18 +47,10 @@ PRODUCER = 40                # a copying warpgroup's registers (CUTLASS's load w
 CONSUMER = 232               # the most an MMA warpgroup takes (CUTLASS's MMA warps)
 MIN_COUNT = 24               # setmaxnreg's least count (PTX ISA: multiples of 8 to 256)
 
-# the lane-index arithmetic a role predicate is made of, evaluated when generating
-_ARITH = {
-    "ADD": lambda a, b: a + b, "SUB": lambda a, b: a - b, "MUL": lambda a, b: a * b,
-    "DIV": lambda a, b: None if b == 0 else abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1),
-    "MOD": lambda a, b: None if b == 0 else a - b * (abs(a) // abs(b) *
-                                                     (1 if (a < 0) == (b < 0) else -1)),
-    "MIN": min, "MAX": max,
-    "EQ": lambda a, b: int(a == b), "NE": lambda a, b: int(a != b),
-    "LT": lambda a, b: int(a < b), "LE": lambda a, b: int(a <= b),
-    "GT": lambda a, b: int(a > b), "GE": lambda a, b: int(a >= b),
-    "AND": lambda a, b: a & b, "OR": lambda a, b: a | b,
-}
+# the lane-index arithmetic a role predicate is made of, evaluated when generating as the
+# engines evaluate it (croqvm.core.numerics)
+_ARITH = {"ADD", "SUB", "MUL", "DIV", "MOD", "MIN", "MAX", "EQ", "NE", "LT", "LE", "GT", "GE",
+          "AND", "OR"}
 
 
 @dataclass(frozen=True)
@@ -157,7 +153,8 @@ def top_level_branches(k, block: int):
     """(IF index, per lane whether it enters) of each IF without ELSE at the kernel's top
     level whose predicate is known from the lane index and constants."""
     from .emit_kernel import _written_register
-    known: dict = {}        # register -> its value per lane (a tuple)
+    every = np.ones(block, bool)
+    known: dict = {}        # register -> its values per lane (in its type's storage)
     depth = 0
     for ip, ins in enumerate(k.ins):
         op = op_name(ins)
@@ -175,16 +172,19 @@ def top_level_branches(k, block: int):
         value = None
         if depth == 0:
             if op == "LANE":
-                value = tuple(range(block))
+                value = numerics.storage_array(range(block), k.rt(w))
             elif op == "CONST" and type(k.code.consts[ins[2]].value) is int:
-                value = (k.code.consts[ins[2]].value,) * block
+                value = numerics.storage_array([k.code.consts[ins[2]].value] * block, k.rt(w))
             elif op == "MOV":
                 value = known.get(ins[2])
             elif op == "NOT" and ins[2] in known:
-                value = tuple(int(not v) for v in known[ins[2]])
+                value = numerics.unary_op(op, k.rt(ins[2]))[0](known[ins[2]], every)
             elif op in _ARITH and ins[2] in known and ins[3] in known:
-                value = tuple(_ARITH[op](a, b) for a, b in zip(known[ins[2]], known[ins[3]]))
-                if None in value:
+                fn, _ = numerics.binary_op(op, k.rt(ins[2]), k.rt(ins[3]))
+                try:
+                    with np.errstate(all="ignore"):
+                        value = fn(known[ins[2]], known[ins[3]], every)
+                except LaneFault:       # a division by zero: not known here
                     value = None
         if value is None:
             known.pop(w, None)
