@@ -82,20 +82,12 @@ def pack(plain, version: int = FORMAT_VERSION) -> bytes:
         payload = msgpack.packb(plain, use_bin_type=True)
     except (TypeError, ValueError, OverflowError) as exc:
         raise _unpackable(exc) from None
-    return b"".join(_framed([payload], version))
+    return _HEADER.pack(MAGIC, version, hashlib.sha256(payload).digest()) + payload
 
 
 def _unpackable(exc: Exception) -> BytecodeError:
     """What a value msgpack can not pack (e.g. a lone surrogate in a str) raises."""
     return BytecodeError(f"malformed .cqb: can not encode the module: {exc}")
-
-
-def _framed(payload: list[bytes], version: int) -> list[bytes]:
-    """The header, then the payload, in pieces."""
-    digest = hashlib.sha256()
-    for chunk in payload:
-        digest.update(chunk)
-    return [_HEADER.pack(MAGIC, version, digest.digest()), *payload]
 
 
 def unpack(data: bytes):
