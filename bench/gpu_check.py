@@ -1,25 +1,32 @@
 """The prepared GPU check (run by bench/gpu_check.sh): everything the CUDA path needs
 to show on real hardware, in one run under 8 minutes on one H100, with a table of results.
 
-Steps, each with its own time limit, each program in a process of its own (a device fault
+Steps, in this order (the timing first, on an idle GPU; what a time limit would cut off
+last), each with its own time limit, each program in a process of its own (a device fault
 leaves the process's CUDA context unusable):
   facts       the machine, the driver, nvcc, croqvm's GPU probe
-  tests       the GPU cases of the runtime, driver and TMA tests (a TMA box at a
-              tensor's edge, the swizzle tables, on the hardware)
+  gemm        the generated 1P1C f16 GEMM at 4096^3 in each tile shape of GEMM_CONFIGS
+              (ncu kernel time at the GPU's own clocks; its result against torch's in the
+              derived tolerance) against torch.matmul (cuBLAS) in f16 and bf16
   programs    every programs/ kernel and demo: `croqvm diff --against gpu` of the catalogue's
               inputs (derived tolerances, docs/CUDA.md), the demos' printed lines
   repros      the review's GPU-only bugs and the sm_90a fast paths at edge shapes
               (REPRO_CALLS), each against the interpreter
+  tests       the GPU cases of the runtime, driver and TMA tests (a TMA box at a
+              tensor's edge, the swizzle tables, on the hardware)
   sanitizer   compute-sanitizer memcheck, racecheck and synccheck on a small 1P1C GEMM
-  gemm        the generated 1P1C f16 GEMM at 4096^3 (ncu kernel time) against torch.matmul
-              (cuBLAS) in f16 and bf16
-  conformance with CROQTILE=<checkout>: the Croqtile repository's kernels against the
+  conformance with CROQTILE=<checkout>: the Croqtile repository's GPU kernels against the
               interpreter on the GPU
 
 Without a GPU the facts are written and every other step is skipped with the reason; the
-exit status is 0 unless a step found a disagreement or a failure.
+exit status is 0 unless a step found a disagreement or a failure. The results are written
+after every step, so a check stopped at its time limit still leaves what it found.
 
-  python bench/gpu_check.py [--out DIR] [--only STEP ...]
+``--prebuild ARCH`` compiles every kernel the steps launch for ARCH into croqvm's CUDA
+cache (CROQVM_CACHE_DIR), here, without a GPU: the GPU machine then spends its time running
+them (the cache key holds nvcc's version, so a different nvcc there compiles again).
+
+  python bench/gpu_check.py [--out DIR] [--only STEP ...] [--prebuild ARCH]
 """
 from __future__ import annotations
 
@@ -33,7 +40,9 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,9 +67,23 @@ REPRO_CALLS = (
                                      "--dim M=128 --dim N=64 --dim K=256"),
     ("two warpgroups in place", "programs/matmul_wgmma_async.co --func gemm_async "
                                 "--random-inputs --dim M=200 --dim N=72 --dim K=192"),
+    # the larger tiles the gemm step times, at ragged edges
+    ("1P1C 64x256 tiles", "programs/matmul_1p1c.co --func gemm_ws --random-inputs -D BN=256 "
+                          "-D STAGES=3 --dim M=100 --dim N=300 --dim K=192"),
+    ("1P1C 128x128 tiles", "programs/matmul_1p1c.co --func gemm_ws --random-inputs -D BM=128 "
+                           "-D BN=128 -D STAGES=4 --dim M=200 --dim N=136 --dim K=320"),
 )
-STEPS = ("facts", "tests", "programs", "repros", "sanitizer", "gemm", "conformance")
+STEPS = ("facts", "gemm", "programs", "repros", "tests", "sanitizer", "conformance")
 GEMM = {"M": 4096, "N": 4096, "K": 4096}
+# programs/matmul_1p1c.co's tile shapes timed by the gemm step: its default (64x64x64, two
+# stages), then larger tiles the same source takes with -D (each under the shared memory
+# of one block, and each a repro above)
+GEMM_CONFIGS = ({}, {"BN": "128", "STAGES": "4"}, {"BN": "256", "STAGES": "3"},
+                {"BM": "128", "BN": "128", "STAGES": "4"})
+# the Croqtile repository's folders of GPU programs (bench/conformance.py)
+CONFORMANCE_FOLDERS = ("end2end", "cute")
+# a spin wait stalled this long is a deadlock report, not a hung step
+WATCHDOG_S = "20"
 
 
 def sh(cmd: list, timeout: float, env: dict | None = None, cwd: Path = ROOT) -> dict:
@@ -68,7 +91,8 @@ def sh(cmd: list, timeout: float, env: dict | None = None, cwd: Path = ROOT) -> 
     start = time.monotonic()
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd,
-                              env={**os.environ, **(env or {})})
+                              env={**os.environ, "CROQVM_GPU_WATCHDOG_S": WATCHDOG_S,
+                                   **(env or {})})
         rc, out = done.returncode, done.stdout + done.stderr
     except subprocess.TimeoutExpired as exc:
         rc, out = "timeout", f"{exc.stdout or ''}{exc.stderr or ''}"
@@ -165,12 +189,14 @@ def programs(jobs: int) -> dict:
             "of": len(rows), "rows": rows}
 
 
-def repros() -> dict:
+def repros(jobs: int) -> dict:
     """The review's GPU-only bugs (docs/CUDA.md "GPUs"), each against the interpreter."""
-    rows = []
-    for name, call in REPRO_CALLS:
+    def run(repro):
+        name, call = repro
         r = sh(croqvm("diff", *call.split(), "--against", "gpu"), 120)
-        rows.append({"repro": name, "ok": r["rc"] == 0, "detail": r["tail"][-400:]})
+        return {"repro": name, "ok": r["rc"] == 0, "detail": r["tail"][-400:]}
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        rows = list(pool.map(run, REPRO_CALLS))
     return {"ok": all(r["ok"] for r in rows), "rows": rows}
 
 
@@ -180,39 +206,79 @@ def sanitizer() -> dict:
         return {"skipped": "compute-sanitizer is not on PATH"}
     run = croqvm("run", "programs/matmul_1p1c.co", "--func", "gemm_ws", "--random-inputs",
                  "--dim", "M=128", "--dim", "N=128", "--dim", "K=256", "--device", "gpu")
-    rows = []
-    for check in ("memcheck", "racecheck", "synccheck"):
-        r = sh([tool, "--tool", check, "--error-exitcode", "9", *run], 150)
+
+    def check(tool_name):
+        r = sh([tool, "--tool", tool_name, "--error-exitcode", "9", *run], 150)
         errors = re.search(r"ERROR SUMMARY: (\d+)", r["tail"])
-        rows.append({"tool": check, "ok": r["rc"] == 0,
-                     "errors": int(errors.group(1)) if errors else None, "rc": r["rc"]})
+        return {"tool": tool_name, "ok": r["rc"] == 0,
+                "errors": int(errors.group(1)) if errors else None, "rc": r["rc"],
+                "detail": "" if r["rc"] == 0 else r["tail"][-600:]}
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        rows = list(pool.map(check, ("memcheck", "racecheck", "synccheck")))
     return {"ok": all(r["ok"] for r in rows), "rows": rows}
 
 
 def gemm() -> dict:
+    """Each tile shape of GEMM_CONFIGS at 4096^3 under ncu, one process each (gemm_one)."""
     out = {"cublas": torch_gemm()}
     ncu = shutil.which("ncu")
-    if ncu is None:
-        out["croqvm"] = {"skipped": "ncu is not on PATH"}
-        return out
-    dims = [x for k, v in GEMM.items() for x in ("--dim", f"{k}={v}")]
-    r = sh([ncu, "--metrics", "gpu__time_duration.sum", "--kernel-name", "regex:gemm_ws",
-            "--launch-count", "1", *croqvm("run", "programs/matmul_1p1c.co", "--func",
-                                            "gemm_ws", "--random-inputs", *dims, "--device",
-                                            "gpu")], 300)
-    took = re.search(r"gpu__time_duration\.sum\s+(\S+)\s+([\d.,]+)", r["tail"])
-    if not took:
-        out["croqvm"] = {"ok": False, "detail": r["tail"][-600:]}
-        return out
-    unit, value = took.group(1), float(took.group(2).replace(",", ""))
-    ms = value * {"ns": 1e-6, "us": 1e-3, "usecond": 1e-3, "msecond": 1.0, "ms": 1.0,
-                  "nsecond": 1e-6, "second": 1e3}.get(unit, 1.0)
-    flops = 2 * GEMM["M"] * GEMM["N"] * GEMM["K"]
-    out["croqvm"] = {"f16_ms": ms, "f16_tflops": flops / ms / 1e9}
-    f16 = out["cublas"].get("f16_ms")
-    if f16:
-        out["croqvm"]["of_cublas"] = f16 / ms
+    rows = []
+    for index, config in enumerate(GEMM_CONFIGS):
+        cmd = [sys.executable, __file__, "--gemm", str(index)]
+        if ncu:
+            # the GPU's own clocks, as torch's timing below runs at
+            cmd = [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum",
+                   "--kernel-name", "regex:gemm_ws", "--launch-count", "1", *cmd]
+        r = sh(cmd, 150)
+        row = {"tiles": " ".join(f"{k}={v}" for k, v in config.items()) or "default",
+               "ok": False}
+        found = [line for line in r["tail"].splitlines() if line.startswith('{"gemm"')]
+        if found:
+            row.update(json.loads(found[-1])["gemm"])
+        else:
+            row["detail"] = r["tail"][-600:]
+        took = re.search(r"gpu__time_duration\.sum\s+(\S+)\s+([\d.,]+)", r["tail"])
+        if took:
+            unit, value = took.group(1), float(took.group(2).replace(",", ""))
+            ms = value * {"ns": 1e-6, "nsecond": 1e-6, "us": 1e-3, "usecond": 1e-3,
+                          "ms": 1.0, "msecond": 1.0, "s": 1e3, "second": 1e3}[unit]
+            row["ms"] = ms
+            row["tflops"] = 2 * GEMM["M"] * GEMM["N"] * GEMM["K"] / ms / 1e9
+            if out["cublas"].get("f16_ms"):
+                row["of_cublas"] = out["cublas"]["f16_ms"] / ms
+        elif ncu is None:
+            row["timing"] = "ncu is not on PATH"
+        rows.append(row)
+    out["croqvm"] = rows
+    out["ok"] = all(r["ok"] for r in rows)
     return out
+
+
+def gemm_one(index: int) -> dict:
+    """GEMM_CONFIGS[index] of matmul_1p1c at 4096^3 on the GPU, its result against torch's
+    (f16 inputs in [-1, 1], products summed in f64) within docs/CUDA.md's derived tolerance."""
+    import numpy as np
+    import torch
+
+    import croqvm
+    from croqvm.cuda.tolerance import gpu_tolerance
+    m, n, k = GEMM["M"], GEMM["N"], GEMM["K"]
+    prog = croqvm.compile_file(ROOT / "programs" / "matmul_1p1c.co",
+                               defines=GEMM_CONFIGS[index])
+    rng = np.random.default_rng(index)
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
+    b = rng.uniform(-1, 1, (n, k)).astype(np.float16)
+    c = np.zeros((m, n), np.float32)
+    start = time.monotonic()
+    prog.run("gemm_ws", a, b, c, device="gpu")
+    seconds = time.monotonic() - start
+    want = (torch.from_numpy(a).cuda().double() @ torch.from_numpy(b).cuda().double().T)
+    want = want.cpu().numpy()
+    rtol, atol = gpu_tolerance(prog.module, [a, b, c], want)
+    err = np.abs(c.astype(np.float64) - want)
+    return {"ok": bool(np.all(err <= atol + rtol * np.abs(want))),
+            "max_abs_err": float(err.max()), "atol": atol, "rtol": rtol,
+            "run_s": round(seconds, 2)}
 
 
 def torch_gemm() -> dict:
@@ -240,12 +306,71 @@ def torch_gemm() -> dict:
 
 
 def conformance(jobs: int) -> dict:
+    """The Croqtile repository's GPU programs against the interpreter on the GPU: how many
+    check, run and agree, per folder, to compare with the same figures on cuda-cpu."""
     root = os.environ.get("CROQTILE")
     if not root:
         return {"skipped": "CROQTILE is not set to a Croqtile checkout"}
-    r = sh([sys.executable, "bench/conformance.py", root, "--against", "gpu", "--jobs",
-            str(jobs)], 300)
-    return {"ok": r["rc"] == 0, "run": r}
+    out = {}
+    for folder in CONFORMANCE_FOLDERS:
+        with tempfile.NamedTemporaryFile(suffix=".json") as records:
+            r = sh([sys.executable, "bench/conformance.py", root, "--folder", folder,
+                    "--against", "gpu", "--jobs", str(jobs), "--timeout", "60",
+                    "--json", records.name], 200)
+            try:
+                found = json.loads(Path(records.name).read_text() or "[]")
+            except ValueError:
+                found = []
+        valid = [rec for rec in found if rec["kind"] == "valid"]
+        out[folder] = {"rc": r["rc"], "seconds": r["seconds"], "valid": len(valid),
+                       **{stage: sum(1 for rec in valid if rec["stage"].get(stage))
+                          for stage in ("check", "run", "agree")},
+                       "failures": [f"{Path(rec['file']).name}: {rec['cause']}"
+                                    for rec in found if rec["cause"]]}
+        if not found:
+            out[folder]["detail"] = r["tail"][-600:]
+    return {"folders": out}
+
+
+def prebuild(arch: str, jobs: int) -> int:
+    """Compiles the kernels of every step for ``arch`` into the CUDA cache, each from the
+    source path its step compiles (a path is part of the generated text, so of the key)."""
+    import croqvm
+    from croqvm.core.errors import CroqvmError
+    from croqvm.cuda import compile as cc
+    from croqvm.cuda.emit import emit
+    from croqvm.cuda.launch import GENERATOR_VERSION, checks_enabled
+    os.chdir(ROOT)
+    modules = [lambda e=e: croqvm.compile_file(e.path, defines=e.defines).module
+               for e in catalog().PROGRAMS if e.stage is None]
+    for _, call in REPRO_CALLS:
+        words = call.split()
+        defines = dict(words[i + 1].split("=") for i, w in enumerate(words) if w == "-D")
+        modules.append(lambda f=words[0], d=defines: croqvm.compile_file(f, defines=d).module)
+    modules += [lambda d=d: croqvm.compile_file(ROOT / "programs" / "matmul_1p1c.co",
+                                                defines=d).module for d in GEMM_CONFIGS]
+    modules.append(lambda: croqvm.compile_file("programs/matmul_1p1c.co").module)  # sanitizer
+    if os.environ.get("CROQTILE"):
+        import conformance
+        for path, folder in conformance.collect(Path(os.environ["CROQTILE"]), None):
+            if folder in CONFORMANCE_FOLDERS:
+                modules.append(lambda p=path: croqvm.compile(
+                    Path(p).read_text(encoding="utf-8", errors="replace"), p).module)
+
+    def build(make):
+        try:
+            text = emit(make(), arch=arch, checks=checks_enabled()).text
+        except CroqvmError:
+            return "rejected"                  # the step that runs it reports why
+        said = []
+        cc.build(text, arch, generator=GENERATOR_VERSION, log=said.append)
+        return "cached" if "cache hit" in said[0] else "built"
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        counts = Counter(pool.map(build, modules))
+    print(f"prebuild {arch}: {dict(counts)} in {time.monotonic() - started:.0f} s, into "
+          f"{cc.cache_dir()}")
+    return 0
 
 
 # --------------------------------------------------------------------------- report
@@ -259,6 +384,8 @@ def table(results: dict) -> str:
                          f"{'ok ' + str(gpu.get('capability')) if gpu.get('ok') else gpu.get('reason')} |")
         elif "skipped" in res:
             lines.append(f"| {step} | skipped: {res['skipped']} |")
+        elif "error" in res:
+            lines.append(f"| {step} | FAIL: {res['error']} |")
         elif step == "programs":
             bad = ", ".join(r["program"] for r in res["rows"] if not r["ok"]) or "none"
             lines.append(f"| programs | {res['agree']} of {res['of']} agree; failing: {bad} |")
@@ -267,11 +394,31 @@ def table(results: dict) -> str:
                 f"{r.get('repro') or r.get('tool')}: {'ok' if r['ok'] else 'FAIL'}"
                 for r in res["rows"]) + " |")
         elif step == "gemm":
-            lines.append(f"| gemm | {json.dumps(res)} |")
+            cublas = res["cublas"]
+            lines.append("| gemm cuBLAS | " + (cublas.get("skipped") or ", ".join(
+                f"{t} {cublas[t + '_ms']:.3f} ms ({cublas[t + '_tflops']:.0f} TFLOP/s)"
+                for t in ("f16", "bf16"))) + " |")
+            for row in res["croqvm"]:
+                timing = (f"{row['ms']:.3f} ms, {row['tflops']:.0f} TFLOP/s, "
+                          f"{row.get('of_cublas', 0):.0%} of cuBLAS f16"
+                          if "ms" in row else row.get("timing", "no timing"))
+                result = ("result ok" if row["ok"] else "result WRONG" if "max_abs_err" in row
+                          else "FAIL: " + row.get("detail", "")[-200:].replace("\n", " "))
+                lines.append(f"| gemm {row['tiles']} | {timing}; {result} |")
+        elif step == "conformance":
+            for folder, fig in res["folders"].items():
+                lines.append(f"| conformance {folder} | of {fig['valid']} valid: check "
+                             f"{fig['check']}, run {fig['run']}, agree on the GPU "
+                             f"{fig['agree']} ({fig['seconds']} s) |")
         else:
             lines.append(f"| {step} | {'ok' if res.get('ok') else 'FAIL'} "
                          f"{res.get('summary', '')} |")
     return "\n".join(lines) + "\n"
+
+
+def write(out: Path, results: dict) -> None:
+    (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+    (out / "results.md").write_text(table(results))
 
 
 def main() -> int:
@@ -279,29 +426,41 @@ def main() -> int:
     ap.add_argument("--out", default=os.environ.get("CROQVM_GPU_CHECK_OUT", "gpu-check"))
     ap.add_argument("--only", nargs="+", choices=STEPS)
     ap.add_argument("--jobs", type=int, default=8)
+    ap.add_argument("--prebuild", metavar="ARCH", choices=("sm_80", "sm_90a"),
+                    help="compile the kernels of every step for ARCH into the CUDA cache")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--gemm", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     if args.one is not None:
         print(json.dumps(one_program(args.one)))
         return 0
+    if args.gemm is not None:
+        print(json.dumps({"gemm": gemm_one(args.gemm)}))
+        return 0
+    if args.prebuild:
+        return prebuild(args.prebuild, args.jobs)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results = {"facts": facts()}
     gpu = results["facts"]["gpu"]
-    steps = {"tests": tests, "programs": lambda: programs(args.jobs), "repros": repros,
-             "sanitizer": sanitizer, "gemm": gemm,
+    steps = {"gemm": gemm, "programs": lambda: programs(args.jobs),
+             "repros": lambda: repros(args.jobs), "tests": tests, "sanitizer": sanitizer,
              "conformance": lambda: conformance(args.jobs)}
     for step, fn in steps.items():
         if args.only and step not in args.only:
             continue
         started = time.monotonic()
-        results[step] = fn() if gpu.get("ok") else {"skipped": f"no GPU: {gpu.get('reason')}"}
+        try:
+            results[step] = (fn() if gpu.get("ok") else
+                             {"skipped": f"no GPU: {gpu.get('reason')}"})
+        except Exception as exc:        # a step that breaks is its result; the rest still run
+            results[step] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         results[step]["seconds"] = round(time.monotonic() - started, 1)
         print(f"{step}: {'skipped' if 'skipped' in results[step] else 'done'} "
               f"({results[step]['seconds']} s)", flush=True)
-    (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
-    (out / "results.md").write_text(table(results))
+        write(out, results)
+    write(out, results)
     print(table(results))
     return 0 if all(r.get("ok", True) for r in results.values()) else 1
 
