@@ -76,10 +76,11 @@ REPRO_CALLS = (
 STEPS = ("facts", "gemm", "programs", "repros", "tests", "sanitizer", "conformance")
 GEMM = {"M": 4096, "N": 4096, "K": 4096}
 # programs/matmul_1p1c.co's tile shapes timed by the gemm step: its default (64x64x64, two
-# stages), then larger tiles the same source takes with -D (each under the shared memory
-# of one block, and each a repro above)
+# stages, f16), then larger tiles the same source takes with -D (each under the shared
+# memory of one block, and each a repro above), and one in bf16
 GEMM_CONFIGS = ({}, {"BN": "128", "STAGES": "4"}, {"BN": "256", "STAGES": "3"},
-                {"BM": "128", "BN": "128", "STAGES": "4"})
+                {"BM": "128", "BN": "128", "STAGES": "4"},
+                {"ELEM": "bf16", "BN": "256", "STAGES": "3"})
 # the Croqtile repository's folders of GPU programs (bench/conformance.py)
 CONFORMANCE_FOLDERS = ("end2end", "cute")
 # a spin wait stalled this long is a deadlock report, not a hung step
@@ -256,24 +257,27 @@ def gemm() -> dict:
 
 def gemm_one(index: int) -> dict:
     """GEMM_CONFIGS[index] of matmul_1p1c at 4096^3 on the GPU, its result against torch's
-    (f16 inputs in [-1, 1], products summed in f64) within docs/CUDA.md's derived tolerance."""
+    (inputs in [-1, 1], products summed in f64) within docs/CUDA.md's derived tolerance."""
     import numpy as np
     import torch
 
     import croqvm
+    from croqvm.core import dtypes
     from croqvm.cuda.tolerance import gpu_tolerance
     m, n, k = GEMM["M"], GEMM["N"], GEMM["K"]
     prog = croqvm.compile_file(ROOT / "programs" / "matmul_1p1c.co",
                                defines=GEMM_CONFIGS[index])
+    elem = dtypes.lookup(GEMM_CONFIGS[index].get("ELEM", "f16"))
+    elem = dtypes.ml_dtype(elem) or dtypes.param_dtype(elem)     # bf16 as ml_dtypes
     rng = np.random.default_rng(index)
-    a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
-    b = rng.uniform(-1, 1, (n, k)).astype(np.float16)
+    a = rng.uniform(-1, 1, (m, k)).astype(elem)
+    b = rng.uniform(-1, 1, (n, k)).astype(elem)
     c = np.zeros((m, n), np.float32)
     start = time.monotonic()
     prog.run("gemm_ws", a, b, c, device="gpu")
     seconds = time.monotonic() - start
-    want = (torch.from_numpy(a).cuda().double() @ torch.from_numpy(b).cuda().double().T)
-    want = want.cpu().numpy()
+    want = (torch.from_numpy(a.astype(np.float64)).cuda() @
+            torch.from_numpy(b.astype(np.float64)).cuda().T).cpu().numpy()
     rtol, atol = gpu_tolerance(prog.module, [a, b, c], want)
     err = np.abs(c.astype(np.float64) - want)
     return {"ok": bool(np.all(err <= atol + rtol * np.abs(want))),
@@ -363,7 +367,10 @@ def prebuild(arch: str, jobs: int) -> int:
         except CroqvmError:
             return "rejected"                  # the step that runs it reports why
         said = []
-        cc.build(text, arch, generator=GENERATOR_VERSION, log=said.append)
+        try:
+            cc.build(text, arch, generator=GENERATOR_VERSION, log=said.append)
+        except CroqvmError:
+            return "not compiled"              # nvcc's message: the step that runs it
         return "cached" if "cache hit" in said[0] else "built"
     started = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
