@@ -5,7 +5,7 @@ Steps, in this order (the timing first, on an idle GPU; what a time limit would 
 last), each with its own time limit, each program in a process of its own (a device fault
 leaves the process's CUDA context unusable):
   facts       the machine, the driver, nvcc, croqvm's GPU probe
-  gemm        the generated 1P1C f16 GEMM at 4096^3 in each tile shape of GEMM_CONFIGS
+  gemm        the generated 1P1C f16 GEMM at 4096^3 in each tile shape of GEMM_RUNS
               (ncu kernel time at the GPU's own clocks; its result against torch's in the
               derived tolerance) against torch.matmul (cuBLAS) in f16 and bf16
   programs    every programs/ kernel and demo: `croqvm diff --against gpu` of the catalogue's
@@ -75,12 +75,14 @@ REPRO_CALLS = (
 )
 STEPS = ("facts", "gemm", "programs", "repros", "tests", "sanitizer", "conformance")
 GEMM = {"M": 4096, "N": 4096, "K": 4096}
-# programs/matmul_1p1c.co's tile shapes timed by the gemm step: its default (64x64x64, two
-# stages, f16), then larger tiles the same source takes with -D (each under the shared
-# memory of one block, and each a repro above), and one in bf16
-GEMM_CONFIGS = ({}, {"BN": "128", "STAGES": "4"}, {"BN": "256", "STAGES": "3"},
-                {"BM": "128", "BN": "128", "STAGES": "4"},
-                {"ELEM": "bf16", "BN": "256", "STAGES": "3"})
+# programs/matmul_1p1c.co's runs timed by the gemm step, (its defines, bounds checks in
+# the generated code): its default (64x64x64 tiles, two stages, f16), then larger tiles
+# the same source takes with -D (each under the shared memory of one block, and each a
+# repro above), one of them without checks (what they cost), and one in bf16
+GEMM_RUNS = (({}, True), ({"BN": "128", "STAGES": "4"}, True),
+             ({"BN": "256", "STAGES": "3"}, True), ({"BN": "256", "STAGES": "3"}, False),
+             ({"BM": "128", "BN": "128", "STAGES": "4"}, True),
+             ({"ELEM": "bf16", "BN": "256", "STAGES": "3"}, True))
 # the Croqtile repository's folders of GPU programs (bench/conformance.py)
 CONFORMANCE_FOLDERS = ("end2end", "cute")
 # a spin wait stalled this long is a deadlock report, not a hung step
@@ -132,11 +134,16 @@ def facts() -> dict:
 
 
 def tests() -> dict:
-    run = sh([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "gpu",
-              "tests/test_cuda_runtime.py", "tests/test_cuda_wgmma.py",
-              "tests/test_cuda_driver.py", "tests/test_cuda_tma.py"], 180)
-    summary = run["tail"].strip().splitlines()[-1] if run["tail"].strip() else ""
-    return {"ok": run["rc"] == 0, "summary": summary, "run": run}
+    # no pytest-benchmark (a GPU machine's image may hold it): its warnings would fill the
+    # tail where the failures are named
+    run = sh([sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", "-p",
+              "no:benchmark", "-k", "gpu", "tests/test_cuda_runtime.py",
+              "tests/test_cuda_wgmma.py", "tests/test_cuda_driver.py", "tests/test_cuda_tma.py"],
+             180)
+    lines = run["tail"].strip().splitlines()
+    return {"ok": run["rc"] == 0, "summary": lines[-1] if lines else "",
+            "failed": [line for line in lines if line.startswith(("FAILED", "ERROR"))],
+            "run": run}
 
 
 def one_program(index: int) -> dict:
@@ -220,19 +227,23 @@ def sanitizer() -> dict:
 
 
 def gemm() -> dict:
-    """Each tile shape of GEMM_CONFIGS at 4096^3 under ncu, one process each (gemm_one)."""
+    """Each run of GEMM_RUNS at 4096^3 under ncu, one process each (gemm_one)."""
+    from croqvm.cuda.launch import CHECKS_ENV
     out = {"cublas": torch_gemm()}
     ncu = shutil.which("ncu")
     rows = []
-    for index, config in enumerate(GEMM_CONFIGS):
+    for index, (defines, checks) in enumerate(GEMM_RUNS):
         cmd = [sys.executable, __file__, "--gemm", str(index)]
         if ncu:
-            # the GPU's own clocks, as torch's timing below runs at
-            cmd = [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum",
-                   "--kernel-name", "regex:gemm_ws", "--launch-count", "1", *cmd]
-        r = sh(cmd, 150)
-        row = {"tiles": " ".join(f"{k}={v}" for k, v in config.items()) or "default",
+            # the GPU's own clocks, as torch's timing below runs at; nanoseconds in full
+            cmd = [ncu, "--clock-control", "none", "--print-units", "base", "--metrics",
+                   "gpu__time_duration.sum", "--kernel-name", "regex:gemm_ws",
+                   "--launch-count", "1", *cmd]
+        r = sh(cmd, 150, env={CHECKS_ENV: "1" if checks else "0"})
+        row = {"tiles": " ".join(f"{k}={v}" for k, v in defines.items()) or "default",
                "ok": False}
+        if not checks:
+            row["tiles"] += ", no checks"
         found = [line for line in r["tail"].splitlines() if line.startswith('{"gemm"')]
         if found:
             row.update(json.loads(found[-1])["gemm"])
@@ -256,8 +267,9 @@ def gemm() -> dict:
 
 
 def gemm_one(index: int) -> dict:
-    """GEMM_CONFIGS[index] of matmul_1p1c at 4096^3 on the GPU, its result against torch's
-    (inputs in [-1, 1], products summed in f64) within docs/CUDA.md's derived tolerance."""
+    """GEMM_RUNS[index] of matmul_1p1c at 4096^3 on the GPU (its checks as the environment
+    says), its result against torch's (inputs in [-1, 1], products summed in f64) within
+    docs/CUDA.md's derived tolerance."""
     import numpy as np
     import torch
 
@@ -266,8 +278,8 @@ def gemm_one(index: int) -> dict:
     from croqvm.cuda.tolerance import gpu_tolerance
     m, n, k = GEMM["M"], GEMM["N"], GEMM["K"]
     prog = croqvm.compile_file(ROOT / "programs" / "matmul_1p1c.co",
-                               defines=GEMM_CONFIGS[index])
-    elem = dtypes.lookup(GEMM_CONFIGS[index].get("ELEM", "f16"))
+                               defines=GEMM_RUNS[index][0])
+    elem = dtypes.lookup(GEMM_RUNS[index][0].get("ELEM", "f16"))
     elem = dtypes.ml_dtype(elem) or dtypes.param_dtype(elem)     # bf16 as ml_dtypes
     rng = np.random.default_rng(index)
     a = rng.uniform(-1, 1, (m, k)).astype(elem)
@@ -352,8 +364,11 @@ def prebuild(arch: str, jobs: int) -> int:
         defines = dict(words[i + 1].split("=") for i, w in enumerate(words) if w == "-D")
         modules.append(lambda f=words[0], d=defines: croqvm.compile_file(f, defines=d).module)
     modules += [lambda d=d: croqvm.compile_file(ROOT / "programs" / "matmul_1p1c.co",
-                                                defines=d).module for d in GEMM_CONFIGS]
+                                                defines=d).module for d, _ in GEMM_RUNS]
     modules.append(lambda: croqvm.compile_file("programs/matmul_1p1c.co").module)  # sanitizer
+    unchecked = [lambda d=d: croqvm.compile_file(ROOT / "programs" / "matmul_1p1c.co",
+                                                 defines=d).module
+                 for d, checks in GEMM_RUNS if not checks]
     if os.environ.get("CROQTILE"):
         import conformance
         for path, folder in conformance.collect(Path(os.environ["CROQTILE"]), None):
@@ -361,9 +376,9 @@ def prebuild(arch: str, jobs: int) -> int:
                 modules.append(lambda p=path: croqvm.compile(
                     Path(p).read_text(encoding="utf-8", errors="replace"), p).module)
 
-    def build(make):
+    def build(make, checks=checks_enabled()):
         try:
-            text = emit(make(), arch=arch, checks=checks_enabled()).text
+            text = emit(make(), arch=arch, checks=checks).text
         except CroqvmError:
             return "rejected"                  # the step that runs it reports why
         said = []
@@ -374,7 +389,8 @@ def prebuild(arch: str, jobs: int) -> int:
         return "cached" if "cache hit" in said[0] else "built"
     started = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        counts = Counter(pool.map(build, modules))
+        counts = Counter(pool.map(build, modules + unchecked,
+                                  [checks_enabled()] * len(modules) + [False] * len(unchecked)))
     print(f"prebuild {arch}: {dict(counts)} in {time.monotonic() - started:.0f} s, into "
           f"{cc.cache_dir()}")
     return 0

@@ -20,6 +20,9 @@ if [ "${1:-}" = "--fetch-wheels" ]; then
       --implementation cp $platforms -d .whl "$pkg" ||
     python3 -m pip download -q --no-deps --only-binary=:all: -d .whl "$pkg" || exit 2
   done
+  # the typer croqvm needs (a machine's own is often older) with what it needs in turn
+  python3 -m pip download -q --only-binary=:all: --python-version "$version" \
+    --implementation cp $platforms -d .whl "typer>=0.29" || exit 2
   echo "wheels in .whl/: $(ls .whl | tr '\n' ' ')"
   exit 0
 fi

@@ -25,12 +25,17 @@ def budget(text: str) -> tuple:
     return bounds, [(int(line), word, int(n)) for line, word, n in roles]
 
 
+def line_of(text: str) -> int:
+    return SOURCE[:SOURCE.index(text)].count("\n") + 1
+
+
 def test_producer_gives_registers_back_and_the_consumer_takes_them():
     """matmul_1p1c: 256 lanes, shared memory for 3 blocks a multiprocessor: launch bounds
     (256, 3) start a warp at 65536 / 768 = 85, so 80 registers; the producer warpgroup
-    (line 28) keeps 40, the consumer (line 37) takes what the two warpgroups' 160 leave."""
+    keeps 40, the consumer takes what the two warpgroups' 160 leave."""
     text = generated(SOURCE)
-    assert budget(text) == ("256, 3", [(28, "dec", 40), (37, "inc", 120)])
+    assert budget(text) == ("256, 3", [(line_of("inthreads.async (role == 0)"), "dec", 40),
+                                       (line_of("inthreads.async (role == 1)"), "inc", 120)])
     assert text.index("#define CQ_INLINE_RECORDS") < text.index('#include "cq_kernel.h"')
 
 

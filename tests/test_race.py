@@ -520,11 +520,16 @@ def test_a_pipeline_missing_its_wait_is_reported_by_both_engines():
     rng = np.random.default_rng(1)
     a, b = (rng.uniform(-1, 1, (64, 64)).astype(np.float16) for _ in range(2))
     text = races(module, "gemm_ws", a, b, np.zeros((64, 64), np.float32))
+
+    def line(statement: str) -> int:
+        return racy[:racy.index(statement)].count("\n") + 1
+    load, copy, trigger = (line(s) for s in ("fa = mma.load", "dma.copy.zfill a",
+                                             "trigger full[st]"))
     assert text.splitlines()[0] == (
-        "matmul_1p1c.co:44:13: runtime error: data race on shared 'sa[0]' element (0, 0): "
-        "read by 'mma.load' here, written by 'dma.copy' at matmul_1p1c.co:32:11; nothing "
-        "waits on 'full' before this 'mma.load'; the lanes of the 'dma.copy' trigger it at "
-        "matmul_1p1c.co:34:11.")
+        f"matmul_1p1c.co:{load}:13: runtime error: data race on shared 'sa[0]' element "
+        f"(0, 0): read by 'mma.load' here, written by 'dma.copy' at matmul_1p1c.co:{copy}:11; "
+        f"nothing waits on 'full' before this 'mma.load'; the lanes of the 'dma.copy' trigger "
+        f"it at matmul_1p1c.co:{trigger}:11.")
 
 
 @pytest.mark.skipif(not NATIVE, reason="the native engine is not built")

@@ -228,8 +228,6 @@ class KernelEmitter:
             site = code.colls[c]
             fast = site.unit == 0 and code.lanesets[site.laneset].result < 0
             self.colls[ip] = (site, None if fast else L.take(8 * self._instances(site.unit), 8))
-        self.off_fragflag = {m: L.take(4 * self._instances(f.unit), 4)
-                             for m, f in enumerate(code.frags) if f.unit != 1}
         self.shared = {}         # slot -> (offset, elements, bytes per element, shape)
         self.local = {}          # slot -> (elements, shape)
         self.dyn_shared = {}     # slot -> offset of its cq_dyn record
@@ -275,6 +273,15 @@ class KernelEmitter:
                 vt = cnum.reg_c(dtypes.BY_CODE[f.dtype])
                 size = f.rows * f.cols * (8 if vt in ("double", "int64_t", "uint64_t") else 4)
                 self.off_frag[m] = L.take(size * self._instances(f.unit), 16)
+        # a fragment's flag (emit_mma.frag_ref) is each lane's own where its tile is too:
+        # in registers, or in the view an exec reads. A flag in shared memory is written
+        # and read by every lane of the instance, which a wgmma chain's single meeting
+        # does not order (compute-sanitizer's racecheck reports each such pair).
+        self.lane_flags = {m for m, f in enumerate(code.frags) if f.unit != 1 and
+                           m not in self.dyn_frag and (m in self.reg_frags or m in in_views)}
+        self.off_fragflag = {m: L.take(4 * self._instances(f.unit), 4)
+                             for m, f in enumerate(code.frags)
+                             if f.unit != 1 and m not in self.lane_flags}
         from .emit_mma import swizzled_layouts
         self.layout_swizzle = swizzled_layouts(self)     # shared tiles wgmma reads in place
         self.chains = emit_wgmma.plan_chains(self)   # loads and execs that meet once (sm_90a)
@@ -415,6 +422,8 @@ class KernelEmitter:
             elif m in self.reg_frags:
                 t = dtypes.BY_CODE[f.dtype]
                 self.line(f"{cnum.reg_c(t)} rf{m}[{self.reg_frags[m]}] = {{}};")
+            if m in self.lane_flags:
+                self.line(f"int rf{m}_full = 0;")
         for n in range(len(code.futures)):
             self.line(f"cq_future f{n} = {{}};")
         self.line("unsigned cqg = 0;   // cp.async groups the lane has committed")

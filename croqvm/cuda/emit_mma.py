@@ -57,9 +57,11 @@ def frag_ref(k, m: int):
     if f.unit == 1:
         return f"lf{m}", f"lf{m}_full", ("lane", "lane + 1")
     inst = k.unit_index(f.unit)
-    if m in k.reg_frags or m not in k.off_frag:
+    if m in k.lane_flags:
         ptr = f"rf{m}" if m in k.reg_frags else "0"     # an operand read from its view
-        return ptr, f"((unsigned *)(smem + {k.off_fragflag[m]}))[{inst}]", \
+        return ptr, f"rf{m}_full", k.unit_range(f.unit)
+    if m not in k.off_frag:                             # a fragment of run-time shape
+        return "0", f"((unsigned *)(smem + {k.off_fragflag[m]}))[{inst}]", \
             k.unit_range(f.unit)
     size = f.rows * f.cols * (8 if vt in ("double", "int64_t", "uint64_t") else 4)
     ptr = f"(({vt} *)(smem + {k.off_frag[m]} + {inst} * {size}))"
@@ -877,7 +879,7 @@ def op_mma_async(k, ins, ip):
         return
     flag, lo_hi = _pending_flag(k, ins, m)
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, _):
-        k.line(f"if ({part} == 0) {flag} += 2;", ins)
+        k.line(f"{_by_one(k, m, part)}{flag} += 2;", ins)
 
 
 def op_mma_wait(k, ins, ip):
@@ -896,7 +898,13 @@ def op_mma_wait(k, ins, ip):
                 lambda a, refs, m=m: (m,))
         if n is not None:
             k.line(f"cq_coll_sync(cl, {n});", ins)
-        k.line(f"if ({part} == 0) {flag} &= 1;", ins)
+        k.line(f"{_by_one(k, m, part)}{flag} &= 1;", ins)
+
+
+def _by_one(k, m: int, part: str) -> str:
+    """The guard of an update of fragment m's flag: the lane of rank 0 updates a flag the
+    instance shares; every lane its own."""
+    return "" if m in k.lane_flags else f"if ({part} == 0) "
 
 
 def owners_check(k, ins, ip, m: int, c: int) -> None:
