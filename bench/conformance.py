@@ -307,8 +307,7 @@ def run_one(path: str, folder: str, cuda: bool, dim_default: int,
     """Everything this runner asks of one program, as a JSON-ready record."""
     import numpy as np
     import croqvm
-    from croqvm.cuda.tolerance import gpu_tolerance
-    from croqvm.running.diff import compare, run_once
+    from croqvm.running.diff import compare, gpu_tolerances, run_once
     from croqvm.core.errors import CroqvmError
     from croqvm.running.inputs import build_args
 
@@ -371,7 +370,7 @@ def run_one(path: str, folder: str, cuda: bool, dim_default: int,
             rec["cause"] = rec["cause"] or f"{device}: {fn.name}: {_first_error(str(err))}"
             continue
         found = compare(ref, other, tolerance=None if device == "cuda-cpu" else
-                        lambda want: gpu_tolerance(program.module, args, want))
+                        gpu_tolerances(program, fn.name, args))
         if found:
             agree = False
             rec["cause"] = rec["cause"] or f"differs on {device}: {fn.name}: {found[0].what}"

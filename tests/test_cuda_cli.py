@@ -160,12 +160,12 @@ def test_diff_tolerances_are_exact_but_on_a_gpu_where_each_result_has_its_own():
     prog = croqvm.compile_file(ROOT / "programs" / "matmul_mma_warp.co")
     args = [np.zeros((64, 256), np.float16), np.zeros((256, 32), np.float16)]
     for against in ("python", "native", "cuda-cpu"):
-        assert tolerances(prog, args, against, None, None) == (0.0, 0.0, None)
-    rtol, atol, derived = tolerances(prog, args, "gpu", None, None)
+        assert tolerances(prog, "gemm_warps", args, against, None, None) == (0.0, 0.0, None)
+    rtol, atol, derived = tolerances(prog, "gemm_warps", args, "gpu", None, None)
     assert (rtol, atol) == (0.0, 0.0)
-    assert derived(np.ones(2, np.float32)) == (4 * 2.0 ** -24 + 256 * 2.0 ** -23,
-                                               256 * 2.0 ** -23)
-    assert tolerances(prog, args, "gpu", 1e-2, None) == (1e-2, 0.0, None)
+    assert derived("c", np.ones(2, np.float32)) == (4 * 2.0 ** -24 + 256 * 2.0 ** -23,
+                                                    256 * 2.0 ** -23)
+    assert tolerances(prog, "gemm_warps", args, "gpu", 1e-2, None) == (1e-2, 0.0, None)
 
 
 def test_diff_reference_can_be_the_python_engine():

@@ -12,8 +12,9 @@ import pytest
 
 import croqvm
 from croqvm.cuda.emit import emit
-from croqvm.cuda.tolerance import gpu_tolerance
-from croqvm.running.diff import Outcome, compare, comparison
+from croqvm.core import dtypes
+from croqvm.cuda.tolerance import gpu_tolerance, result_types
+from croqvm.running.diff import Outcome, compare, comparison, gpu_tolerances
 from croqvm.core.limits import LAUNCH_SHARED_BYTES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,10 +99,30 @@ def test_gpu_tolerances_derive_from_the_result_type_the_accumulation_and_k():
                                                        256 * 2.0 ** -23 * 4.0)
 
 
+def test_a_bf16_result_held_in_float32_gets_the_tolerance_of_bf16():
+    """A GPU's sum one f32 ulp away from the engines' rounds to a bf16 one unit of bf16
+    away (Croqtile's gdn_recurrence.co differed so on an H200): a bf16 result, held in a
+    float32 array (LANGUAGE.md §14.3.1), is compared in units of bf16."""
+    bf16_u = 2.0 ** -8
+    prog = croqvm.compile("__co__ void f(global bf16 [N] x, global f32 [N] y) {\n"
+                          "  parallel t by 32 : thread { x.at(t) = __sin(y.at(t)); } }")
+    assert result_types(prog.module, "f") == {"x": dtypes.BY_NAME["bf16"],
+                                              "y": dtypes.BY_NAME["f32"]}
+    held = np.ones(2, np.float32)
+    assert gpu_tolerance(prog.module, [held], held, dtypes.BY_NAME["bf16"]) == (4 * bf16_u, 0.0)
+    want = {"x": np.array([1.0, 1.0], np.float32)}
+    off_by_a_bf16_unit = {"x": np.array([1.0, 1.0 + 2.0 ** -7], np.float32)}
+    derived = gpu_tolerances(prog, "f", [held])
+    assert compare(Outcome(want, "", None), Outcome(off_by_a_bf16_unit, "", None),
+                   tolerance=derived) == []
+    assert compare(Outcome(want, "", None), Outcome(off_by_a_bf16_unit, "", None),
+                   tolerance=lambda name, w: gpu_tolerance(prog.module, [held], w)) != []
+
+
 def test_a_gpu_comparison_applies_each_results_derived_tolerance():
     ref = Outcome({"c": np.array([1.0, 1.0], np.float32)}, "", None)
     gpu = Outcome({"c": np.array([1.0 + 2.0 ** -20, 1.01], np.float32)}, "", None)
-    found = compare(ref, gpu, tolerance=lambda want: (2.0 ** -15, 0.0))
+    found = compare(ref, gpu, tolerance=lambda name, want: (2.0 ** -15, 0.0))
     assert [m.index for m in found] == [(1,)]
     assert compare(ref, gpu) != [] and len(compare(ref, gpu)) == 2    # exact without it
 

@@ -42,10 +42,24 @@ def accumulation(module) -> float | None:
     return ACCUMULATOR_UNIT
 
 
-def gpu_tolerance(module, inputs, want: np.ndarray) -> tuple[float, float]:
-    """(rtol, atol) for a float result ``want`` of a run on a GPU. K, the length of an
-    accumulation, is bounded by the largest extent of any input array."""
-    rtol = MATH_ULPS * 2 * unit_roundoff(want.dtype)
+def result_types(module, func: str) -> dict:
+    """Result name (a parameter's, or "return") -> its element type, for ``func``."""
+    fn = next(f for f in module.functions if f.name == func)
+    types = {p.name: dtypes.BY_CODE[p.dtype] for p in fn.params}
+    if fn.ret_dtype is not None and fn.ret_dtype >= 0:
+        types["return"] = dtypes.BY_CODE[fn.ret_dtype]
+    return types
+
+
+def gpu_tolerance(module, inputs, want: np.ndarray, elem: dtypes.DType | None = None
+                  ) -> tuple[float, float]:
+    """(rtol, atol) for a float result ``want`` of a run on a GPU, whose element type is
+    ``elem`` (default: its array's): a bf16 or narrower float result is held in a float32
+    array, but a difference in the last bit of its sum moves it by a unit of its own
+    precision. K, the length of an accumulation, is bounded by the largest extent of any
+    input array."""
+    narrow = elem is not None and dtypes.ml_dtype(elem)
+    rtol = MATH_ULPS * 2 * unit_roundoff(narrow if narrow else want.dtype)
     unit = accumulation(module)
     if unit is None:
         return rtol, 0.0

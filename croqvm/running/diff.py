@@ -25,7 +25,7 @@ import numpy as np
 
 from ..bytecode.module import ParamKind, ParamStorage
 from ..core.errors import ArgumentError, KernelFault
-from ..cuda.tolerance import gpu_tolerance
+from ..cuda.tolerance import gpu_tolerance, result_types
 
 # what --against names -> Program.run options
 AGAINST = {"python": {"engine": "python"}, "native": {"engine": "native"},
@@ -117,7 +117,7 @@ def _elements(name, want, got, rtol, atol, limit):
 def compare(ref: Outcome, other: Outcome, rtol: float = 0.0, atol: float = 0.0,
             limit: int = 10, tolerance=None) -> list:
     """The first ``limit`` mismatches between two outcomes (in order of results, then
-    output, then error). ``tolerance(want)``, if given, is each float result's
+    output, then error). ``tolerance(name, want)``, if given, is each float result's
     (rtol, atol) instead."""
     found = []
     for name, want in ref.results.items():
@@ -129,7 +129,7 @@ def compare(ref: Outcome, other: Outcome, rtol: float = 0.0, atol: float = 0.0,
                 found.append(Mismatch(name, None, want, got))
         else:
             if tolerance is not None and np.asarray(want).dtype.kind == "f":
-                rtol, atol = tolerance(np.asarray(want))
+                rtol, atol = tolerance(name, np.asarray(want))
             found += _elements(name, want, other.results[name], rtol, atol, limit)
     if sorted(ref.output.splitlines()) != sorted(other.output.splitlines()):
         found.append(Mismatch("output", None, ref.output, other.output))
@@ -173,7 +173,7 @@ def comparison(program, func: str, *args, against: str = "cuda-cpu",
         raise ArgumentError(f"unknown target '{against}' to compare with: use "
                             f"{', '.join(AGAINST)}")
     ref_engine = reference_for(against, reference)
-    rtol, atol, derived = tolerances(program, args, against, rtol, atol)
+    rtol, atol, derived = tolerances(program, func, args, against, rtol, atol)
     ref = run_once(program, func, list(args), dims, {"engine": ref_engine, "check": check})
     if check is not None and ref.error is not None and \
             run_once(program, func, list(args), dims, {"engine": ref_engine}).error != ref.error:
@@ -182,15 +182,22 @@ def comparison(program, func: str, *args, against: str = "cuda-cpu",
     return Comparison(ref, other, compare(ref, other, rtol, atol, limit, derived))
 
 
-def tolerances(program, args, against: str, rtol: float | None, atol: float | None):
-    """The float tolerances of a comparison with ``against``, as ``compare`` takes them:
-    (rtol, atol, per-result tolerance or None), the target's defaults for those not
-    given; against gpu with neither given, each result's own (cuda/tolerance.py)."""
+def tolerances(program, func: str, args, against: str, rtol: float | None,
+               atol: float | None):
+    """The float tolerances of a comparison of ``func`` with ``against``, as ``compare``
+    takes them: (rtol, atol, per-result tolerance or None), the target's defaults for those
+    not given; against gpu with neither given, each result's own (cuda/tolerance.py)."""
     d_rtol, d_atol = DEFAULT_TOLERANCE[against]
     derived = None
     if against == "gpu" and rtol is None and atol is None:
-        derived = lambda want: gpu_tolerance(program.module, args, want)   # noqa: E731
+        derived = gpu_tolerances(program, func, args)
     return d_rtol if rtol is None else rtol, d_atol if atol is None else atol, derived
+
+
+def gpu_tolerances(program, func: str, args):
+    """``compare``'s per-result tolerance of a run of ``func`` on a GPU."""
+    types = result_types(program.module, func)
+    return lambda name, want: gpu_tolerance(program.module, args, want, types.get(name))
 
 
 def differ(program, func: str, *args, against: str = "cuda-cpu", reference: str = "native",

@@ -149,7 +149,8 @@ def _against(program, fn, args, dims, job, reference):
     """The round-robin run compared with the same call on ``job.against``."""
     from ..running.diff import AGAINST, compare, run_once, tolerances
     other = run_once(program, fn.name, list(args), dims, AGAINST[job.against])
-    rtol, atol, derived = tolerances(program, args, job.against, job.rtol, job.atol)
+    rtol, atol, derived = tolerances(program, fn.name, args, job.against, job.rtol,
+                                     job.atol)
     found = compare(reference, other, rtol, atol, tolerance=derived)
     if not found:
         return None
