@@ -315,8 +315,13 @@ def pending_check(k, ins, ip, m: int, collective: bool) -> None:
     rendezvous), so that the lanes leaving here are not reported as terminated."""
     if collective:
         k.line(f"cq_coll_sync(cl, {k.wait_site_for(ins, ip)});", ins)
-    k.fault(f"({frag_ref(k, m)[1]}) >> 1", Kind.MMA_PENDING, ins, ip, (),
-            lambda a, refs, m=m: (m,))
+    count = f"({frag_ref(k, m)[1]}) >> 1"
+    carried = m in k.chains.carried   # the lane's count of its carried groups (emit_wgmma)
+    if carried:
+        count = f"({count}) | {emit_wgmma.pending(m)}"
+    k.in_wgmma_region += carried      # whose group, in flight, lands before the lane leaves
+    k.fault(count, Kind.MMA_PENDING, ins, ip, (), lambda a, refs, m=m: (m,))
+    k.in_wgmma_region -= carried
 
 
 def op_mma_fill(k, ins, ip):
@@ -874,6 +879,8 @@ def op_mma_async(k, ins, ip):
     """One more asynchronous MMA pending on the accumulator copy (§11.5)."""
     _, m, c = ins[:3]
     if _silent(k, ins, ip):
+        if m in k.chains.carried:     # waited in a later iteration (emit_wgmma)
+            k.line(f"{emit_wgmma.pending(m)} = 1;", ins)
         return
     flag, lo_hi = _pending_flag(k, ins, m)
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, _):
