@@ -59,6 +59,29 @@ def test_registers_of_a_block_fit_the_register_file(name):
     assert kernel.registers * block <= REGISTER_FILE
 
 
+@pytest.mark.parametrize("name", ["matmul_overlap"])
+def test_the_carried_future_overlap_as_ptxas_leaves_it(name):
+    """programs/matmul_overlap.co: the HGMMAs and the tensor-map loads in the K loop as in
+    the other GEMMs, the block's registers within the register file."""
+    kernel, block = gemm(name)
+    assert kernel.in_a_loop("HGMMA") and kernel.in_a_loop("UTMALDG")
+    assert kernel.count("UTMALDG") >= 2
+    assert kernel.registers * block <= REGISTER_FILE
+
+
+@pytest.mark.xfail(strict=True, reason="ptxas serializes the wgmmas (C7518: a wait it "
+                   "inserts on a divergent path, with the carried group in flight on one "
+                   "path out of the `if` only), and the `apply` that sums the two "
+                   "accumulators indexes their registers at run time (local memory)")
+def test_the_carried_wait_keeps_the_odd_slab_in_flight():
+    """What matmul_overlap.co is for: in the K loop, one WARPGROUP.DEPBAR.LE of depth 1
+    (the carried `wait fe`), and no local memory in the kernel."""
+    kernel, _ = gemm("matmul_overlap")
+    depths = on_path(kernel, kernel.slab_loop(), "WARPGROUP.DEPBAR.LE")
+    assert any(d.endswith("0x1") for d in depths)
+    assert (kernel.count("STL"), kernel.count("LDL"), kernel.stack) == (0, 0, 0)
+
+
 @pytest.mark.parametrize("name", GEMMS)
 def test_no_local_memory(name):
     kernel, _ = gemm(name)

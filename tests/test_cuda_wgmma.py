@@ -14,6 +14,7 @@ include/cute/atom/mma_traits_sm90_gmma.hpp), numpy, and the interpreter's MMA ar
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -394,3 +395,42 @@ def test_a_wait_leaves_the_groups_issued_after_its_future_in_flight():
     depths = re.findall(r"cq_wgmma_wait<(\d), \w+>\((wq\d+)_", text)
     assert [d for d in depths if d[0] != "0"] == [("1", "wq0")]
     assert ("0", "wq3") in depths
+
+
+# a future carried across a loop's iterations (emit_wgmma "carried"): programs/
+# matmul_overlap.co waits for the even slab issued before the loop or in the iteration
+# before, while the odd slab the body has just issued stays in flight
+OVERLAP = Path(__file__).resolve().parent.parent / "programs" / "matmul_overlap.co"
+
+
+def overlap_inputs():
+    rng = np.random.default_rng(11)
+    return (rng.uniform(-1, 1, (64, 512)).astype(np.float16),
+            rng.uniform(-1, 1, (64, 512)).astype(np.float16), np.zeros((64, 64), np.float32))
+
+
+def test_a_carried_future_leaves_the_group_issued_after_it_in_flight():
+    """The loop's `wait fe` leaves `fo`'s group in flight (wait_group 1), `wait fo`
+    nothing; the lanes count the carried accumulator's pending group in a register."""
+    text = emit(croqvm.compile_file(str(OVERLAP)).module, arch="sm_90a").text
+    depths = re.findall(r"cq_wgmma_wait<(\d), \w+>\((wq\d+)_\d+\[", text)
+    assert ("1", "wq0") in depths and ("0", "wq1") in depths
+    assert ("1", "wq1") not in depths
+    assert "wp0 = 1;" in text and "wp1" not in text
+
+
+@pytest.mark.parametrize("deeper", [0, 1])
+def test_a_carried_wait_one_deeper_reads_a_group_in_flight(deeper, monkeypatch):
+    """The CPU runtime lands groups in order and reads registers in flight as NaN: the
+    carried wait agrees with the interpreter at its depth, and one group deeper (the even
+    slab left in flight with the odd one) it does not."""
+    from croqvm.cuda import emit_wgmma
+    depth = emit_wgmma._depth
+    monkeypatch.setattr(emit_wgmma, "_depth", lambda k, r, regions: depth(k, r, regions)
+                        + (deeper if r.carried else 0))
+    prog = croqvm.compile_file(str(OVERLAP))
+    if deeper:
+        with pytest.raises(AssertionError, match="differs from the interpreter"):
+            assert_agree(prog, "gemm_overlap", *overlap_inputs())
+    else:
+        assert_agree(prog, "gemm_overlap", *overlap_inputs())
