@@ -59,27 +59,21 @@ def test_registers_of_a_block_fit_the_register_file(name):
     assert kernel.registers * block <= REGISTER_FILE
 
 
-@pytest.mark.parametrize("name", ["matmul_overlap"])
-def test_the_carried_future_overlap_as_ptxas_leaves_it(name):
-    """programs/matmul_overlap.co: the HGMMAs and the tensor-map loads in the K loop as in
-    the other GEMMs, the block's registers within the register file."""
-    kernel, block = gemm(name)
-    assert kernel.in_a_loop("HGMMA") and kernel.in_a_loop("UTMALDG")
-    assert kernel.count("UTMALDG") >= 2
+def test_the_carried_wait_keeps_the_slab_issued_after_it_in_flight():
+    """programs/matmul_overlap.co, whose even slab's future is waited one iteration after
+    its issue: in the K loop, on its own path, the HGMMAs of both slabs, chained four to a
+    group, the carried wait with depth 1 and the odd slab's with depth 0,
+    and no local memory (the `apply` after the loop, which reaches the accumulators'
+    registers by run-time index, has some); the tensor-map loads in a loop as in the other
+    GEMMs; the block's registers within the register file."""
+    kernel, block = gemm("matmul_overlap")
+    body = kernel.slab_loop()
+    path = kernel.staying(body)
+    assert sum(1 for i in path if i.name == "HGMMA") == 8
+    assert sorted(on_path(kernel, body, "WARPGROUP.DEPBAR.LE")) == ["gsb0, 0x0", "gsb0, 0x1"]
+    assert not any(i.name in ("STL", "LDL") for i in body)
+    assert kernel.in_a_loop("UTMALDG") and kernel.count("UTMALDG") >= 2
     assert kernel.registers * block <= REGISTER_FILE
-
-
-@pytest.mark.xfail(strict=True, reason="ptxas serializes the wgmmas (C7518: a wait it "
-                   "inserts on a divergent path, with the carried group in flight on one "
-                   "path out of the `if` only), and the `apply` that sums the two "
-                   "accumulators indexes their registers at run time (local memory)")
-def test_the_carried_wait_keeps_the_odd_slab_in_flight():
-    """What matmul_overlap.co is for: in the K loop, one WARPGROUP.DEPBAR.LE of depth 1
-    (the carried `wait fe`), and no local memory in the kernel."""
-    kernel, _ = gemm("matmul_overlap")
-    depths = on_path(kernel, kernel.slab_loop(), "WARPGROUP.DEPBAR.LE")
-    assert any(d.endswith("0x1") for d in depths)
-    assert (kernel.count("STL"), kernel.count("LDL"), kernel.stack) == (0, 0, 0)
 
 
 @pytest.mark.parametrize("name", GEMMS)
@@ -99,7 +93,7 @@ def on_path(kernel, body, opcode: str) -> list[str]:
 ARRIVE = "SYNCS.ARRIVE.TRANS64.A1T0"      # a lane's arrival at a collective's mbarrier
 
 
-@pytest.mark.parametrize("name", ["matmul_1p1c", "matmul_wgmma_async"])
+@pytest.mark.parametrize("name", ["matmul_1p1c", "matmul_wgmma_async", "matmul_overlap"])
 def test_ptxas_keeps_the_wgmmas_of_a_slab_in_flight(name):
     """A wait ptxas must insert on a divergent path (a fault's exit inside a wgmma region)
     makes it serialize every wgmma of the kernel (remark C7518/C7520): the generated

@@ -50,9 +50,9 @@ emits no count for the same reasons; the wait meets and checks the unit.
 An MMA_ASYNC whose accumulator's one MMA_WAIT stands at the top level of a LOOP's body
 (not in a block of it) is *carried* (``_carried``) when every MMA_ASYNC of that
 accumulator ends a chain that either runs straight into the LOOP (the first group,
-issued before it) or lies in the body after the wait, outside any inner loop (in a block
-of the body, so issued on some iterations only), and nothing else in the loop names the
-accumulator: each group the loop's wait finds was issued before the loop or in the
+issued before it) or lies in the body after the wait, outside any inner loop (at its top
+level, or in a block of it and so issued on some iterations only; docs/CUDA.md says which
+of these ptxas keeps in flight), and nothing else in the loop names the accumulator: each group the loop's wait finds was issued before the loop or in the
 iteration before, so the groups that the body issues at its top level before the wait,
 on every path, were committed after it; the wait is ``wgmma.wait_group N``, N those of
 them still open there (one per iteration: the slab just issued stays in flight while the
