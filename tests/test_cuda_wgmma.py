@@ -397,6 +397,25 @@ def test_a_wait_leaves_the_groups_issued_after_its_future_in_flight():
     assert ("0", "wq3") in depths
 
 
+def test_a_future_issued_after_a_wait_leaves_nothing_of_it_in_flight():
+    """`wait qk` comes before pv's issue: no group of pv's is committed after qk's by
+    then, so the wait has depth 0 (one of depth 1 would leave qk's group in flight and its
+    results read NaN on cuda-cpu)."""
+    source = TWO_FUTURES.replace(
+        "pv_acc = mma.fill.f32 1.0f;\n      pv = mma.row.row.async pv_acc, lhs, rhs;",
+        "mutable int n = 1;\n      wait qk;\n      pv_acc = mma.fill.f32 1.0f;\n"
+        "      pv = mma.row.row.async pv_acc, lhs, rhs;\n      n = 2;")
+    prog = croqvm.compile(source.replace("WAITS", "wait pv; mma.store qk_acc, c; "
+                                                  "mma.store pv_acc, d;"))
+    depths = re.findall(r"cq_wgmma_wait<(\d), \w+>\((wq\d+)_",
+                        emit(prog.module, arch="sm_90a").text)
+    assert depths and all(d == "0" for d, _ in depths)
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((64, 64)).astype(np.float16)
+    b = rng.standard_normal((128, 64)).astype(np.float16)
+    assert_agree(prog, "two", a, b, *(np.zeros((64, 128), np.float32),) * 2)
+
+
 # a future carried across a loop's iterations (emit_wgmma "carried"): programs/
 # matmul_overlap.co waits for the even slab issued before the loop or in the iteration
 # before, while the odd slab the body has just issued stays in flight
