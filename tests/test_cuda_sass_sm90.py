@@ -6,7 +6,8 @@ For programs/matmul_1p1c.co, matmul_tma.co and matmul_wgmma_async.co: the tensor
 instruction (HGMMA) runs in a loop, the copies from global memory are tensor-map TMA
 loads (UTMALDG), and the registers a block needs fit the register file; and, their
 copies (`dma.copy` and `tma.load` alike) written out with scalars around the TMA box
-(croqvm/cuda/emit_copy.py), that the kernel uses no local memory (STL/LDL).
+(croqvm/cuda/emit_copy.py), that the kernel uses no local memory (STL/LDL). For
+programs/matmul_overlap.co, that its carried wait keeps a slab in flight (depth 1).
 """
 from __future__ import annotations
 

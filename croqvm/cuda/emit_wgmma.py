@@ -397,14 +397,14 @@ def _depth(k, r: Region, regions) -> int:
         loop = next(ip for ip in range(r.wait, -1, -1) if k.ins[ip][0] == opcodes.LOOP
                     and _loop_end(k, ip) == r.last)
         levels = _body_levels(k, loop)
-        issued = lambda at: loop < at < r.wait and not levels[at]     # noqa: E731
+        after = {at for at in range(loop + 1, r.wait) if not levels[at]}
         at_wait = r.wait
     else:
-        issued = lambda at: r.execs[-1] < at < r.last                  # noqa: E731
+        after = set(range(r.execs[-1] + 1, r.last))
         at_wait = r.last
     return sum(n for o in regions if o is not r and o.waits
                for first, n in o.issues
-               if issued(first) and (o.carried or o.last > at_wait))
+               if first in after and (o.carried or o.last > at_wait))
 
 
 # ------------------------------------------------------------------ emitted code
