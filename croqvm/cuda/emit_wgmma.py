@@ -52,9 +52,10 @@ An MMA_ASYNC whose accumulator's one MMA_WAIT stands at the top level of a LOOP'
 accumulator ends a chain that either runs straight into the LOOP (the first group,
 issued before it) or lies in the body after the wait, outside any inner loop (at its top
 level, or in a block of it and so issued on some iterations only; docs/CUDA.md says which
-of these ptxas keeps in flight), and nothing else in the loop names the accumulator: each group the loop's wait finds was issued before the loop or in the
-iteration before, so the groups that the body issues at its top level before the wait,
-on every path, were committed after it; the wait is ``wgmma.wait_group N``, N those of
+of these ptxas keeps in flight), and nothing else in the loop names the accumulator:
+each group the loop's wait finds was issued before the loop or in the iteration before,
+so the groups that the body issues at its top level before the wait, on every path,
+were committed after it; the wait is ``wgmma.wait_group N``, N those of
 them still open there (one per iteration: the slab just issued stays in flight while the
 one before it is waited for and its slot handed back). The region runs from the first
 chain to the end of the loop, its accumulator copy declared before the loop; each chain
@@ -169,17 +170,27 @@ def _segment(k, ip: int):
 _BRANCHES = {opcodes.ELSE, opcodes.BREAK_IF, opcodes.CONTINUE_IF, opcodes.YIELD}
 
 
+def _names(ins, mc: int) -> bool:
+    """Whether instruction ``ins`` names accumulator ``mc``."""
+    op = opcodes.TABLE[ins[0]]
+    return any(kind == "m" and x == mc for kind, x in zip(op.operands, ins[1:]))
+
+
+def _stops_run(ins, mc: int) -> bool:
+    """Whether ``ins`` ends a straight run of one block, or names ``mc`` in it."""
+    op = opcodes.TABLE[ins[0]]
+    return op.opens or op.closes or ins[0] in _BRANCHES or op.returns or op.host_only or \
+        op.name.startswith("CALL") or _names(ins, mc)
+
+
 def _wait_after(k, ip: int, mc: int):
     """The ip of the MMA_WAIT of accumulator ``mc`` that the run from ``ip`` reaches
     straight, in one block, with nothing else naming ``mc`` on the way; else None."""
     for at in range(ip, len(k.ins)):
         ins = k.ins[at]
-        op = opcodes.TABLE[ins[0]]
         if ins[0] == opcodes.MMA_WAIT and ins[1] == mc:
             return at if ins[2] >= 0 else None
-        if op.opens or op.closes or ins[0] in _BRANCHES or op.returns or op.host_only or \
-                op.name.startswith("CALL") or \
-                any(kind == "m" and x == mc for kind, x in zip(op.operands, ins[1:])):
+        if _stops_run(ins, mc):
             return None
     return None
 
@@ -213,22 +224,10 @@ def _chain(k, ip: int):
 CARRIED = -1     # _chain's wait of an MMA_ASYNC not waited in a straight run (_carried)
 
 
-def _names(ins, mc: int) -> bool:
-    """Whether instruction ``ins`` names accumulator ``mc``."""
-    op = opcodes.TABLE[ins[0]]
-    return any(kind == "m" and x == mc for kind, x in zip(op.operands, ins[1:]))
-
-
 def _straight_into(k, ip: int, loop: int, mc: int) -> bool:
     """Whether the run from ``ip`` reaches the LOOP at ``loop`` straight, in one block,
     with nothing on the way naming ``mc`` (as ``_wait_after``)."""
-    for at in range(ip, loop):
-        ins = k.ins[at]
-        op = opcodes.TABLE[ins[0]]
-        if op.opens or op.closes or ins[0] in _BRANCHES or op.returns or op.host_only or \
-                op.name.startswith("CALL") or _names(ins, mc):
-            return False
-    return loop < len(k.ins) and k.ins[loop][0] == opcodes.LOOP
+    return not any(_stops_run(k.ins[at], mc) for at in range(ip, loop))
 
 
 def _body_levels(k, loop: int) -> dict:
