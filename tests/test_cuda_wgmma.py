@@ -21,6 +21,7 @@ import pytest
 
 import croqvm
 from croqvm.core import dtypes
+from croqvm.core.errors import KernelFault
 from croqvm.cuda import abi
 from croqvm.cuda import compile as cc
 from croqvm.cuda.emit import UnsupportedError, emit
@@ -453,3 +454,45 @@ def test_a_carried_wait_one_deeper_reads_a_group_in_flight(deeper, monkeypatch):
             assert_agree(prog, "gemm_overlap", *overlap_inputs())
     else:
         assert_agree(prog, "gemm_overlap", *overlap_inputs())
+
+
+# a carried future's wait or the accumulator's use finding the count the lanes keep
+CARRIED = """
+__co__ void carried(global f16 [64, 64] a, global f16 [64, 64] b, global f32 [64, 64] c,
+                    global s32 [N] n) {
+  parallel blk by 1 : block {
+    shared f16 [64, 64] lhs;
+    shared f16 [64, 64] rhs;
+    dma.copy a => lhs;
+    dma.copy b => rhs;
+    parallel g by 1 : group-4 {
+      acc = mma.fill.f32 0.0f;
+      f = mma.row.row.async acc, lhs, rhs;
+      foreach i in [N] {
+        wait f;
+        BODY
+      }
+      mma.store acc, c;
+    }
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("body, n, error", [
+    ("", 1, None),
+    ("", 2, "no asynchronous mma on accumulator 'acc' is pending here"),   # MMA_NOT_PENDING
+    ("f = mma.row.row.async acc, lhs, rhs;", 2, "is used before the wait"),   # MMA_PENDING
+])
+def test_a_carried_future_reports_its_misuse_as_the_interpreter(body, n, error):
+    """A wait that finds nothing pending and a use while a carried group is pending read
+    the same on cuda-cpu (the lanes' registers say so) as on the interpreter."""
+    prog = croqvm.compile(CARRIED.replace("BODY", body))
+    assert "wp0 = 0;" in emit(prog.module, arch="sm_90a").text
+    rng = np.random.default_rng(3)
+    a, b = (rng.uniform(-1, 1, (64, 64)).astype(np.float16) for _ in range(2))
+    args = (a, b, np.zeros((64, 64), np.float32), np.zeros(n, np.int32))
+    assert_agree(prog, "carried", *args)
+    if error:
+        with pytest.raises(KernelFault, match=error):
+            prog.run("carried", *args)

@@ -119,6 +119,7 @@ class Chains:
     takes: dict = field(default_factory=dict)
     lands: dict = field(default_factory=dict)
     carried: set = field(default_factory=set)
+    uncounted: set = field(default_factory=set)   # accumulators whose MMA_ASYNCs are silent
 
 
 # register-only instructions whose value is another lane's or one lane's
@@ -383,6 +384,11 @@ def plan_chains(k) -> Chains:
     for r in out.ends.values():
         if r.waits:      # wgmma.wait_group leaves the newest groups in flight, theirs
             r.depth = _depth(k, r, out.ends.values())
+    issues: dict = {}
+    for ip, ins in enumerate(k.ins):
+        if ins[0] == opcodes.MMA_ASYNC:
+            issues.setdefault(ins[1], []).append(ip)
+    out.uncounted = {m for m, ips in issues.items() if all(ip in out.silent for ip in ips)}
     return out
 
 
@@ -553,6 +559,8 @@ def _land_carried(k, region: Region, ins) -> None:
     land(k, region, ins, region.depth)
     with collective(k, ins, region.wait, True, frag_ref(k, m)[2], whole_unit=True,
                     meet="entry"):
+        k.line(f"if (!{pending(m)}) cq_coll_sync(cl, {k.wait_site_for(ins, region.wait)});"
+               f"   // every lane alike: each has checked its unit before one leaves", ins)
         k.fault(f"!{pending(m)}", Kind.MMA_NOT_PENDING, ins, region.wait, (),
                 lambda a, refs, m=m: (m,))
         k.line(f"{pending(m)} = 0;   // no lane goes on while a wgmma of its warpgroup "
