@@ -26,7 +26,7 @@ import croqvm
 from croqvm.cuda.emit import emit
 
 GEMMS = ("matmul_1p1c", "matmul_mma_warp", "matmul_double_buffer", "matmul_triple_buffer",
-         "matmul_dma", "matmul_wgmma_async", "matmul_tma")
+         "matmul_dma", "matmul_wgmma_async", "matmul_tma", "matmul_overlap")
 
 
 def figures(name: str, arch: str, checks: bool) -> list[dict]:

@@ -6,7 +6,8 @@ For programs/matmul_1p1c.co, matmul_tma.co and matmul_wgmma_async.co: the tensor
 instruction (HGMMA) runs in a loop, the copies from global memory are tensor-map TMA
 loads (UTMALDG), and the registers a block needs fit the register file; and, their
 copies (`dma.copy` and `tma.load` alike) written out with scalars around the TMA box
-(croqvm/cuda/emit_copy.py), that the kernel uses no local memory (STL/LDL).
+(croqvm/cuda/emit_copy.py), that the kernel uses no local memory (STL/LDL). For
+programs/matmul_overlap.co, that its carried wait keeps a slab in flight (depth 1).
 """
 from __future__ import annotations
 
@@ -59,6 +60,23 @@ def test_registers_of_a_block_fit_the_register_file(name):
     assert kernel.registers * block <= REGISTER_FILE
 
 
+def test_the_carried_wait_keeps_the_slab_issued_after_it_in_flight():
+    """programs/matmul_overlap.co, whose even slab's future is waited one iteration after
+    its issue: in the K loop, on its own path, the HGMMAs of both slabs, chained four to a
+    group, the carried wait with depth 1 and the odd slab's with depth 0,
+    and no local memory (the `apply` after the loop, which reaches the accumulators'
+    registers by run-time index, has some); the tensor-map loads in a loop as in the other
+    GEMMs; the block's registers within the register file."""
+    kernel, block = gemm("matmul_overlap")
+    body = kernel.slab_loop()
+    path = kernel.staying(body)
+    assert sum(1 for i in path if i.name == "HGMMA") == 8
+    assert sorted(on_path(kernel, body, "WARPGROUP.DEPBAR.LE")) == ["gsb0, 0x0", "gsb0, 0x1"]
+    assert not any(i.name in ("STL", "LDL") for i in body)
+    assert kernel.in_a_loop("UTMALDG") and kernel.count("UTMALDG") >= 2
+    assert kernel.registers * block <= REGISTER_FILE
+
+
 @pytest.mark.parametrize("name", GEMMS)
 def test_no_local_memory(name):
     kernel, _ = gemm(name)
@@ -76,7 +94,7 @@ def on_path(kernel, body, opcode: str) -> list[str]:
 ARRIVE = "SYNCS.ARRIVE.TRANS64.A1T0"      # a lane's arrival at a collective's mbarrier
 
 
-@pytest.mark.parametrize("name", ["matmul_1p1c", "matmul_wgmma_async"])
+@pytest.mark.parametrize("name", ["matmul_1p1c", "matmul_wgmma_async", "matmul_overlap"])
 def test_ptxas_keeps_the_wgmmas_of_a_slab_in_flight(name):
     """A wait ptxas must insert on a divergent path (a fault's exit inside a wgmma region)
     makes it serialize every wgmma of the kernel (remark C7518/C7520): the generated

@@ -14,12 +14,14 @@ include/cute/atom/mma_traits_sm90_gmma.hpp), numpy, and the interpreter's MMA ar
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import croqvm
 from croqvm.core import dtypes
+from croqvm.core.errors import KernelFault
 from croqvm.cuda import abi
 from croqvm.cuda import compile as cc
 from croqvm.cuda.emit import UnsupportedError, emit
@@ -394,3 +396,103 @@ def test_a_wait_leaves_the_groups_issued_after_its_future_in_flight():
     depths = re.findall(r"cq_wgmma_wait<(\d), \w+>\((wq\d+)_", text)
     assert [d for d in depths if d[0] != "0"] == [("1", "wq0")]
     assert ("0", "wq3") in depths
+
+
+def test_a_future_issued_after_a_wait_leaves_nothing_of_it_in_flight():
+    """`wait qk` comes before pv's issue: no group of pv's is committed after qk's by
+    then, so the wait has depth 0 (one of depth 1 would leave qk's group in flight and its
+    results read NaN on cuda-cpu)."""
+    source = TWO_FUTURES.replace(
+        "pv_acc = mma.fill.f32 1.0f;\n      pv = mma.row.row.async pv_acc, lhs, rhs;",
+        "mutable int n = 1;\n      wait qk;\n      pv_acc = mma.fill.f32 1.0f;\n"
+        "      pv = mma.row.row.async pv_acc, lhs, rhs;\n      n = 2;")
+    prog = croqvm.compile(source.replace("WAITS", "wait pv; mma.store qk_acc, c; "
+                                                  "mma.store pv_acc, d;"))
+    depths = re.findall(r"cq_wgmma_wait<(\d), \w+>\((wq\d+)_",
+                        emit(prog.module, arch="sm_90a").text)
+    assert depths and all(d == "0" for d, _ in depths)
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((64, 64)).astype(np.float16)
+    b = rng.standard_normal((128, 64)).astype(np.float16)
+    assert_agree(prog, "two", a, b, *(np.zeros((64, 128), np.float32),) * 2)
+
+
+# a future carried across a loop's iterations (emit_wgmma "carried"): programs/
+# matmul_overlap.co waits for the even slab issued before the loop or in the iteration
+# before, while the odd slab the body has just issued stays in flight
+OVERLAP = Path(__file__).resolve().parent.parent / "programs" / "matmul_overlap.co"
+
+
+def overlap_inputs():
+    rng = np.random.default_rng(11)
+    return (rng.uniform(-1, 1, (64, 512)).astype(np.float16),
+            rng.uniform(-1, 1, (64, 512)).astype(np.float16), np.zeros((64, 64), np.float32))
+
+
+def test_a_carried_future_leaves_the_group_issued_after_it_in_flight():
+    """The loop's `wait fe` leaves `fo`'s group in flight (wait_group 1), `wait fo`
+    nothing; the lanes count the carried accumulator's pending group in a register."""
+    text = emit(croqvm.compile_file(str(OVERLAP)).module, arch="sm_90a").text
+    depths = re.findall(r"cq_wgmma_wait<(\d), \w+>\((wq\d+)_\d+\[", text)
+    assert ("1", "wq0") in depths and ("0", "wq1") in depths
+    assert ("1", "wq1") not in depths
+    assert "wp0 = 1;" in text and "wp1" not in text
+
+
+@pytest.mark.parametrize("deeper", [0, 1])
+def test_a_carried_wait_one_deeper_reads_a_group_in_flight(deeper, monkeypatch):
+    """The CPU runtime lands groups in order and reads registers in flight as NaN: the
+    carried wait agrees with the interpreter at its depth, and one group deeper (the even
+    slab left in flight with the odd one) it does not."""
+    from croqvm.cuda import emit_wgmma
+    depth = emit_wgmma._depth
+    monkeypatch.setattr(emit_wgmma, "_depth", lambda k, r, regions: depth(k, r, regions)
+                        + (deeper if r.carried else 0))
+    prog = croqvm.compile_file(str(OVERLAP))
+    if deeper:
+        with pytest.raises(AssertionError, match="differs from the interpreter"):
+            assert_agree(prog, "gemm_overlap", *overlap_inputs())
+    else:
+        assert_agree(prog, "gemm_overlap", *overlap_inputs())
+
+
+# a carried future's wait or the accumulator's use finding the count the lanes keep
+CARRIED = """
+__co__ void carried(global f16 [64, 64] a, global f16 [64, 64] b, global f32 [64, 64] c,
+                    global s32 [N] n) {
+  parallel blk by 1 : block {
+    shared f16 [64, 64] lhs;
+    shared f16 [64, 64] rhs;
+    dma.copy a => lhs;
+    dma.copy b => rhs;
+    parallel g by 1 : group-4 {
+      acc = mma.fill.f32 0.0f;
+      f = mma.row.row.async acc, lhs, rhs;
+      foreach i in [N] {
+        wait f;
+        BODY
+      }
+      mma.store acc, c;
+    }
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("body, n, error", [
+    ("", 1, None),
+    ("", 2, "no asynchronous mma on accumulator 'acc' is pending here"),   # MMA_NOT_PENDING
+    ("f = mma.row.row.async acc, lhs, rhs;", 2, "is used before the wait"),   # MMA_PENDING
+])
+def test_a_carried_future_reports_its_misuse_as_the_interpreter(body, n, error):
+    """A wait that finds nothing pending and a use while a carried group is pending read
+    the same on cuda-cpu (the lanes' registers say so) as on the interpreter."""
+    prog = croqvm.compile(CARRIED.replace("BODY", body))
+    assert "wp0 = 0;" in emit(prog.module, arch="sm_90a").text
+    rng = np.random.default_rng(3)
+    a, b = (rng.uniform(-1, 1, (64, 64)).astype(np.float16) for _ in range(2))
+    args = (a, b, np.zeros((64, 64), np.float32), np.zeros(n, np.int32))
+    assert_agree(prog, "carried", *args)
+    if error:
+        with pytest.raises(KernelFault, match=error):
+            prog.run("carried", *args)

@@ -424,6 +424,9 @@ class KernelEmitter:
                 self.line(f"{cnum.reg_c(t)} rf{m}[{self.reg_frags[m]}] = {{}};")
             if m in self.lane_flags:
                 self.line(f"int rf{m}_full = 0;")
+            if m in self.chains.carried:
+                self.line(f"unsigned {emit_wgmma.pending(m)} = 0;   // its asynchronous "
+                          f"MMAs pending (emit_wgmma)")
         for n in range(len(code.futures)):
             self.line(f"cq_future f{n} = {{}};")
         self.line("unsigned cqg = 0;   // cp.async groups the lane has committed")
@@ -599,13 +602,9 @@ class KernelEmitter:
                 raise self.unsupported("a view made by '.sqz()' read or written through a "
                                        "swizzle", ins)
             at = -1 if laneset else base + ip
-            region = self.chains.starts.get(at)
-            if region:
-                emit_wgmma.open_region(self, region, ins)
+            emit_wgmma.before(self, at, ins)
             handler(self, ins, at)
-            region = self.chains.ends.get(at)
-            if region:
-                emit_wgmma.close_region(self, region, ins)
+            emit_wgmma.after(self, at, ins)
 
     def _swizzled_views(self, ins) -> list[tuple[int, int]]:
         """(view, swizzle in bytes) of each view a DMA or an MMA load or store addresses:

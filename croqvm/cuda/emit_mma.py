@@ -314,7 +314,23 @@ def _dynamic(k, *frags) -> bool:
 def pending_check(k, ins, ip, m: int, collective: bool) -> None:
     """MMA_PENDING: the copy of accumulator m has an asynchronous MMA not yet waited.
     Every participant has passed the collective's check for terminated lanes first (the
-    rendezvous), so that the lanes leaving here are not reported as terminated."""
+    rendezvous), so that the lanes leaving here are not reported as terminated. When no
+    asynchronous MMA on m emits a count (emit_wgmma), its copy's count stays zero: only
+    a carried accumulator's register can say pending, the same in every lane of the
+    unit, so that the lanes meet only on their way out."""
+    if m in k.chains.uncounted:
+        if m in k.chains.carried:
+            pending = emit_wgmma.pending(m)
+            k.line(f"if ({pending}) {{", ins)
+            k.depth += 1
+            if collective:
+                k.line(f"cq_coll_sync(cl, {k.wait_site_for(ins, ip)});", ins)
+            k.in_wgmma_region += 1    # its group in flight lands before the lane leaves
+            k.fault(pending, Kind.MMA_PENDING, ins, ip, (), lambda a, refs, m=m: (m,))
+            k.in_wgmma_region -= 1
+            k.depth -= 1
+            k.line("}", ins)
+        return
     if collective:
         k.line(f"cq_coll_sync(cl, {k.wait_site_for(ins, ip)});", ins)
     k.fault(f"({frag_ref(k, m)[1]}) >> 1", Kind.MMA_PENDING, ins, ip, (),
@@ -876,6 +892,8 @@ def op_mma_async(k, ins, ip):
     """One more asynchronous MMA pending on the accumulator copy (§11.5)."""
     _, m, c = ins[:3]
     if _silent(k, ins, ip):
+        if m in k.chains.carried:     # waited in a later iteration (emit_wgmma)
+            k.line(f"{emit_wgmma.pending(m)} = 1;", ins)
         return
     flag, lo_hi = _pending_flag(k, ins, m)
     with collective(k, ins, ip, c >= 0, lo_hi, whole_unit=True) as (part, _):

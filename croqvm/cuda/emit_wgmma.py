@@ -46,10 +46,29 @@ that wait (LANGUAGE.md §11.5 point 5, as Croqtile infers wait depths from the w
 operation futures): the wait is ``wgmma.wait_group N``, N the commit groups of such
 regions issued after this one and still open there, which stay in flight. The pair
 emits no count for the same reasons; the wait meets and checks the unit.
+
+An MMA_ASYNC whose accumulator's one MMA_WAIT stands at the top level of a LOOP's body
+(not in a block of it) is *carried* (``_carried``) when every MMA_ASYNC of that
+accumulator ends a chain that either runs straight into the LOOP (the first group,
+issued before it) or lies in the body after the wait, outside any inner loop (at its top
+level, or in a block of it and so issued on some iterations only; docs/CUDA.md says which
+of these ptxas keeps in flight), and nothing else in the loop names the accumulator:
+each group the loop's wait finds was issued before the loop or in the iteration before,
+so the groups that the body issues at its top level before the wait, on every path,
+were committed after it; the wait is ``wgmma.wait_group N``, N those of
+them still open there (one per iteration: the slab just issued stays in flight while the
+one before it is waited for and its slot handed back). The region runs from the first
+chain to the end of the loop, its accumulator copy declared before the loop; each chain
+in the loop takes the accumulator into the copy again. Whether a group is pending at the
+wait now depends on which iterations issued one, so each lane keeps the pending count of
+its warpgroup's accumulator in a register (``pending``): the issues set it, the wait
+checks it after meeting (MMA_NOT_PENDING) and clears it, and the accumulator's other
+uses check it (MMA_PENDING) as they check the count of their unit's copy; every lane of
+the warpgroup takes each of these collectives, so their registers agree.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..bytecode import opcodes
 from ..core.faults import Kind
@@ -68,10 +87,16 @@ class Region:
     waits: bool = False  # an asynchronous exec's region, which ends at its `wait f`
     depth: int = 0      # the groups of other regions still in flight at that wait
     hoisted: int = -1   # a slice loop's: ip of the collective whose meeting it holds
+    wait: int = -1      # a carried region's: ip of its `wait f` in the loop (last: END)
+    issues: tuple = ()  # (first ip, groups) of each chain: its commit groups, in order
 
     @property
     def tiles(self) -> int:
         return self.m // 64 * (self.n // self.plan.n)
+
+    @property
+    def carried(self) -> bool:
+        return self.wait >= 0
 
     @property
     def name(self) -> str:
@@ -84,12 +109,17 @@ class Region:
 class Chains:
     """ip -> "first" or "inner" for each collective of a chain; the ips of the
     MMA_ASYNC/MMA_WAIT pairs that emit nothing; the regions by first and by last ip,
-    and each chained exec's region."""
+    and each chained exec's region; of carried regions, by the first ip of each chain in
+    the loop (``takes``) and by their wait (``lands``), and their accumulators."""
     role: dict
     silent: set
     starts: dict
     ends: dict
     region_of: dict
+    takes: dict = field(default_factory=dict)
+    lands: dict = field(default_factory=dict)
+    carried: set = field(default_factory=set)
+    uncounted: set = field(default_factory=set)   # accumulators whose MMA_ASYNCs are silent
 
 
 # register-only instructions whose value is another lane's or one lane's
@@ -141,17 +171,27 @@ def _segment(k, ip: int):
 _BRANCHES = {opcodes.ELSE, opcodes.BREAK_IF, opcodes.CONTINUE_IF, opcodes.YIELD}
 
 
+def _names(ins, mc: int) -> bool:
+    """Whether instruction ``ins`` names accumulator ``mc``."""
+    op = opcodes.TABLE[ins[0]]
+    return any(kind == "m" and x == mc for kind, x in zip(op.operands, ins[1:]))
+
+
+def _stops_run(ins, mc: int) -> bool:
+    """Whether ``ins`` ends a straight run of one block, or names ``mc`` in it."""
+    op = opcodes.TABLE[ins[0]]
+    return op.opens or op.closes or ins[0] in _BRANCHES or op.returns or op.host_only or \
+        op.name.startswith("CALL") or _names(ins, mc)
+
+
 def _wait_after(k, ip: int, mc: int):
     """The ip of the MMA_WAIT of accumulator ``mc`` that the run from ``ip`` reaches
     straight, in one block, with nothing else naming ``mc`` on the way; else None."""
     for at in range(ip, len(k.ins)):
         ins = k.ins[at]
-        op = opcodes.TABLE[ins[0]]
         if ins[0] == opcodes.MMA_WAIT and ins[1] == mc:
             return at if ins[2] >= 0 else None
-        if op.opens or op.closes or ins[0] in _BRANCHES or op.returns or op.host_only or \
-                op.name.startswith("CALL") or \
-                any(kind == "m" and x == mc for kind, x in zip(op.operands, ins[1:])):
+        if _stops_run(ins, mc):
             return None
     return None
 
@@ -178,9 +218,67 @@ def _chain(k, ip: int):
         if len(pair) == 2 and pair[1][0] == opcodes.MMA_WAIT and pair[1][1] == key[0]:
             return last + 2, execs, key, None
         wait = _wait_after(k, last + 2, key[0])
-        if wait is not None:
-            return last + 1, execs, key, wait
+        return last + 1, execs, key, CARRIED if wait is None else wait
     return last, execs, key, None
+
+
+CARRIED = -1     # _chain's wait of an MMA_ASYNC not waited in a straight run (_carried)
+
+
+def _straight_into(k, ip: int, loop: int, mc: int) -> bool:
+    """Whether the run from ``ip`` reaches the LOOP at ``loop`` straight, in one block,
+    with nothing on the way naming ``mc`` (as ``_wait_after``)."""
+    return not any(_stops_run(k.ins[at], mc) for at in range(ip, loop))
+
+
+def _body_levels(k, loop: int) -> dict:
+    """ip -> the opcodes of the blocks that enclose it inside the body of the LOOP at
+    ``loop`` (() at the top level of the body)."""
+    levels, stack = {}, []
+    for at in range(loop + 1, _loop_end(k, loop)):
+        op = opcodes.TABLE[k.ins[at][0]]
+        if op.closes:
+            stack.pop()
+        levels[at] = tuple(stack)
+        if op.opens:
+            stack.append(k.ins[at][0])
+    return levels
+
+
+def _carried(k, chains) -> dict:
+    """accumulator -> (LOOP ip, wait ip, its chains) of each accumulator whose chains
+    end in an MMA_ASYNC (``CARRIED``) and whose wait is carried across the iterations
+    of a loop (see the module's docstring)."""
+    out = {}
+    by_acc: dict = {}
+    for c in chains:
+        by_acc.setdefault(c[3][0], []).append(c)
+    for mc, group in by_acc.items():
+        waits = [ip for ip, ins in enumerate(k.ins)
+                 if ins[0] == opcodes.MMA_WAIT and ins[1] == mc]
+        issues = [ip for ip, ins in enumerate(k.ins)
+                  if ins[0] == opcodes.MMA_ASYNC and ins[1] == mc]
+        if len(waits) != 1 or k.ins[waits[0]][2] < 0 or len({c[3] for c in group}) != 1 \
+                or sorted(c[1] for c in group) != issues:
+            continue
+        wait = waits[0]
+        loops = [ip for ip, ins in enumerate(k.ins)
+                 if ins[0] == opcodes.LOOP and ip < wait < _loop_end(k, ip)]
+        if not loops:
+            continue
+        loop = loops[-1]
+        levels = _body_levels(k, loop)
+        before = [c for c in group if c[1] < loop]
+        inside = [c for c in group if wait < c[0] and c[1] < _loop_end(k, loop)
+                  and opcodes.LOOP not in levels[c[0]]]
+        chained = {at for c in inside for at in range(c[0], c[1] + 1)}
+        if levels[wait] or len(before) != 1 or len(before) + len(inside) != len(group) or \
+                not _straight_into(k, before[0][1] + 1, loop, mc) or \
+                any(_names(k.ins[at], mc) for at in range(loop, _loop_end(k, loop))
+                    if at != wait and at not in chained):
+            continue
+        out[mc] = (loop, wait, group)
+    return out
 
 
 def _loop_end(k, ip: int):
@@ -222,6 +320,9 @@ def plan_chains(k) -> Chains:
             continue
         chains.append((ip, *found))
         ip = found[0] + 1
+    carried = _carried(k, [c for c in chains if c[4] == CARRIED])
+    chains = [c if c[4] != CARRIED else c if c[3][0] in carried else
+              (c[0], c[2][-1], c[2], c[3], None) for c in chains]
     by_first = {c[0]: c for c in chains}
     dependent = _lane_dependent(k) if chains else set()
     regions = []
@@ -247,20 +348,29 @@ def plan_chains(k) -> Chains:
             hoisted.add(ip)
             taken |= {c[0] for c in body}
     for c in chains:
-        if c[0] not in taken:
+        if c[0] not in taken and c[4] != CARRIED:
             regions.append((c[0], c[1], [c]))
+    for mc, (loop, wait, group) in carried.items():
+        regions.append((group[0][0], _loop_end(k, loop), group))
     for first, last, body in regions:
         mc, _, M, N, _ = body[0][3]
         plan = wgmma_plan(k, k.ins[body[0][2][0]])
-        wait = body[0][4]
+        across = mc in carried and body is carried[mc][2]
+        wait = carried[mc][1] if across else body[0][4]
         execs = tuple(e for chain in body for e in chain[2])
-        region = Region(first, last if wait is None else wait, mc, plan, M, N,
-                        body[-1][2][-1], execs, wait is not None,
-                        hoisted=body[0][0] if first in hoisted else -1)
+        region = Region(first, last if wait is None or across else wait, mc, plan,
+                        M, N, body[-1][2][-1], execs, wait is not None,
+                        hoisted=body[0][0] if first in hoisted else -1,
+                        wait=wait if across else -1,
+                        issues=tuple((c[0], len(c[2])) for c in body))
         out.starts[first] = region
         out.ends[region.last] = region
         if wait is not None:
             out.silent.add(wait)
+        if region.carried:
+            out.carried.add(mc)
+            out.lands[wait] = region
+            out.takes.update((c[0], region) for c in body[1:])
         for start, end, chain_execs, _, _ in body:
             for at in range(start, end + 1):
                 if _coll_operand(k.ins[at]) is not None and k.ins[at][0] in (
@@ -273,9 +383,33 @@ def plan_chains(k) -> Chains:
                 out.region_of[e] = region
     for r in out.ends.values():
         if r.waits:      # wgmma.wait_group leaves the newest groups in flight, theirs
-            r.depth = sum(len(o.execs) for o in out.ends.values()
-                          if o.waits and o.first > r.execs[-1] and o.last > r.last)
+            r.depth = _depth(k, r, out.ends.values())
+    issues: dict = {}
+    for ip, ins in enumerate(k.ins):
+        if ins[0] == opcodes.MMA_ASYNC:
+            issues.setdefault(ins[1], []).append(ip)
+    out.uncounted = {m for m, ips in issues.items() if all(ip in out.silent for ip in ips)}
     return out
+
+
+def _depth(k, r: Region, regions) -> int:
+    """The commit groups of other regions of `wait`s that every path from ``r``'s issue
+    to its wait commits after it and that are still open there: of a region in a straight
+    run, those issued between its last exec and its wait; of a carried region, those the
+    loop's body issues at its top level before the wait (in this iteration, after the
+    group it waits for, which the iteration before or the run into the loop issued)."""
+    if r.carried:
+        loop = next(ip for ip in range(r.wait, -1, -1) if k.ins[ip][0] == opcodes.LOOP
+                    and _loop_end(k, ip) == r.last)
+        levels = _body_levels(k, loop)
+        after = {at for at in range(loop + 1, r.wait) if not levels[at]}
+        at_wait = r.wait
+    else:
+        after = set(range(r.execs[-1] + 1, r.last))
+        at_wait = r.last
+    return sum(n for o in regions if o is not r and o.waits
+               for first, n in o.issues
+               if first in after and (o.carried or o.last > at_wait))
 
 
 # ------------------------------------------------------------------ emitted code
@@ -362,8 +496,35 @@ def terminated_check(k, ins, ip) -> None:
                 if (int(a[1 + w]) >> b) & 1)))
 
 
+def before(k, ip: int, ins) -> None:
+    """What a region needs before the instruction at ``ip``: opened, or its accumulator
+    taken into its copy again by a chain of a carried region."""
+    region = k.chains.starts.get(ip)
+    if region:
+        open_region(k, region, ins)
+    elif ip in k.chains.takes:
+        take(k, k.chains.takes[ip], ins)
+
+
+def after(k, ip: int, ins) -> None:
+    """What a region needs after the instruction at ``ip``: a carried region's wait, or
+    the region's end."""
+    if ip in k.chains.lands:
+        _land_carried(k, k.chains.lands[ip], ins)
+    region = k.chains.ends.get(ip)
+    if region:
+        close_region(k, region, ins)
+
+
+def pending(m: int) -> str:
+    """The lane's register holding the pending count of carried accumulator ``m``."""
+    return f"wp{m}"
+
+
 def close_region(k, region: Region, ins) -> None:
-    if region.waits:
+    if region.carried:  # after its loop: its groups were waited for in the loop
+        pass
+    elif region.waits:
         _close_at_wait(k, region, ins)
     else:
         land(k, region, ins)
@@ -387,3 +548,20 @@ def _close_at_wait(k, region: Region, ins) -> None:
     with collective(k, ins, region.last, True, frag_ref(k, region.mc)[2], whole_unit=True,
                     meet="entry"):
         k.line("// no lane goes on while a wgmma of its warpgroup may read", ins)
+
+
+def _land_carried(k, region: Region, ins) -> None:
+    """`wait f` of a carried region: as ``_close_at_wait``, and after meeting, the pending
+    count that the lane keeps (``pending``) must be one (MMA_NOT_PENDING), then zero."""
+    from .emit_mma import frag_ref
+    from .emit_sync import collective
+    m = region.mc
+    land(k, region, ins, region.depth)
+    with collective(k, ins, region.wait, True, frag_ref(k, m)[2], whole_unit=True,
+                    meet="entry"):
+        k.line(f"if (!{pending(m)}) cq_coll_sync(cl, {k.wait_site_for(ins, region.wait)});"
+               f"   // every lane alike: each has checked its unit before one leaves", ins)
+        k.fault(f"!{pending(m)}", Kind.MMA_NOT_PENDING, ins, region.wait, (),
+                lambda a, refs, m=m: (m,))
+        k.line(f"{pending(m)} = 0;   // no lane goes on while a wgmma of its warpgroup "
+               f"may read", ins)
