@@ -5,7 +5,7 @@ Steps, in this order (the timing first, on an idle GPU; what a time limit would 
 last), each with its own time limit, each program in a process of its own (a device fault
 leaves the process's CUDA context unusable):
   facts       the machine, the driver, nvcc, croqvm's GPU probe
-  gemm        the generated 1P1C f16 GEMM at 4096^3 in each tile shape of GEMM_RUNS
+  gemm        the generated 1P1C GEMMs at 4096^3 of GEMM_RUNS (tile shapes, f16 and bf16)
               (ncu kernel time at the GPU's own clocks; its result against torch's in the
               derived tolerance) against torch.matmul (cuBLAS) in f16 and bf16
   programs    every programs/ kernel and demo: `croqvm diff --against gpu` of the catalogue's
@@ -75,14 +75,19 @@ REPRO_CALLS = (
 )
 STEPS = ("facts", "gemm", "programs", "repros", "tests", "sanitizer", "conformance")
 GEMM = {"M": 4096, "N": 4096, "K": 4096}
-# programs/matmul_1p1c.co's runs timed by the gemm step, (its defines, bounds checks in
-# the generated code): its default (64x64x64 tiles, two stages, f16), then larger tiles
-# the same source takes with -D (each under the shared memory of one block, and each a
-# repro above), one of them without checks (what they cost), and one in bf16
-GEMM_RUNS = (({}, True), ({"BN": "128", "STAGES": "4"}, True),
-             ({"BN": "256", "STAGES": "3"}, True), ({"BN": "256", "STAGES": "3"}, False),
-             ({"BM": "128", "BN": "128", "STAGES": "4"}, True),
-             ({"ELEM": "bf16", "BN": "256", "STAGES": "3"}, True))
+# the GEMMs timed by the gemm step, (program, function, defines, bounds checks in the
+# generated code), each c = a @ b^T with a [M, K] and b [N, K]: matmul_1p1c's default
+# (64x64x64 tiles, two stages, f16), then larger tiles the same source takes with -D (each
+# under the shared memory of one block, and each a repro above), one of them without checks
+# (what they cost), one in bf16; and matmul_overlap, whose K loop keeps a slab's wgmmas in
+# flight
+GEMM_RUNS = (("matmul_1p1c", "gemm_ws", {}, True),
+             ("matmul_1p1c", "gemm_ws", {"BN": "128", "STAGES": "4"}, True),
+             ("matmul_1p1c", "gemm_ws", {"BN": "256", "STAGES": "3"}, True),
+             ("matmul_1p1c", "gemm_ws", {"BN": "256", "STAGES": "3"}, False),
+             ("matmul_1p1c", "gemm_ws", {"BM": "128", "BN": "128", "STAGES": "4"}, True),
+             ("matmul_1p1c", "gemm_ws", {"ELEM": "bf16", "BN": "256", "STAGES": "3"}, True),
+             ("matmul_overlap", "gemm_overlap", {}, True))
 # the Croqtile repository's folders of GPU programs (bench/conformance.py)
 CONFORMANCE_FOLDERS = ("end2end", "cute")
 # a spin wait stalled this long is a deadlock report, not a hung step
@@ -232,15 +237,15 @@ def gemm() -> dict:
     out = {"cublas": torch_gemm()}
     ncu = shutil.which("ncu")
     rows = []
-    for index, (defines, checks) in enumerate(GEMM_RUNS):
+    for index, (program, func, defines, checks) in enumerate(GEMM_RUNS):
         cmd = [sys.executable, __file__, "--gemm", str(index)]
         if ncu:
             # the GPU's own clocks, as torch's timing below runs at; nanoseconds in full
             cmd = [ncu, "--clock-control", "none", "--print-units", "base", "--metrics",
-                   "gpu__time_duration.sum", "--kernel-name", "regex:gemm_ws",
+                   "gpu__time_duration.sum", "--kernel-name", f"regex:{func}_k",
                    "--launch-count", "1", *cmd]
         r = sh(cmd, 150, env={CHECKS_ENV: "1" if checks else "0"})
-        row = {"tiles": " ".join(f"{k}={v}" for k, v in defines.items()) or "default",
+        row = {"tiles": " ".join([program] + [f"{k}={v}" for k, v in defines.items()]),
                "ok": False}
         if not checks:
             row["tiles"] += ", no checks"
@@ -267,8 +272,8 @@ def gemm() -> dict:
 
 
 def gemm_one(index: int) -> dict:
-    """GEMM_RUNS[index] of matmul_1p1c at 4096^3 on the GPU (its checks as the environment
-    says), its result against torch's (inputs in [-1, 1], products summed in f64) within
+    """GEMM_RUNS[index] at 4096^3 on the GPU (its checks as the environment says), its
+    result against torch's (inputs in [-1, 1], products summed in f64) within
     docs/CUDA.md's derived tolerance."""
     import numpy as np
     import torch
@@ -277,16 +282,16 @@ def gemm_one(index: int) -> dict:
     from croqvm.core import dtypes
     from croqvm.cuda.tolerance import gpu_tolerance
     m, n, k = GEMM["M"], GEMM["N"], GEMM["K"]
-    prog = croqvm.compile_file(ROOT / "programs" / "matmul_1p1c.co",
-                               defines=GEMM_RUNS[index][0])
-    elem = dtypes.lookup(GEMM_RUNS[index][0].get("ELEM", "f16"))
+    program, func, defines, _ = GEMM_RUNS[index]
+    prog = croqvm.compile_file(ROOT / "programs" / f"{program}.co", defines=defines)
+    elem = dtypes.lookup(defines.get("ELEM", "f16"))
     elem = dtypes.ml_dtype(elem) or dtypes.param_dtype(elem)     # bf16 as ml_dtypes
     rng = np.random.default_rng(index)
     a = rng.uniform(-1, 1, (m, k)).astype(elem)
     b = rng.uniform(-1, 1, (n, k)).astype(elem)
     c = np.zeros((m, n), np.float32)
     start = time.monotonic()
-    prog.run("gemm_ws", a, b, c, device="gpu")
+    prog.run(func, a, b, c, device="gpu")
     seconds = time.monotonic() - start
     want = (torch.from_numpy(a.astype(np.float64)).cuda() @
             torch.from_numpy(b.astype(np.float64)).cuda().T).cpu().numpy()
@@ -363,12 +368,12 @@ def prebuild(arch: str, jobs: int) -> int:
         words = call.split()
         defines = dict(words[i + 1].split("=") for i, w in enumerate(words) if w == "-D")
         modules.append(lambda f=words[0], d=defines: croqvm.compile_file(f, defines=d).module)
-    modules += [lambda d=d: croqvm.compile_file(ROOT / "programs" / "matmul_1p1c.co",
-                                                defines=d).module for d, _ in GEMM_RUNS]
+    gemms = [(lambda f=f, d=d: croqvm.compile_file(ROOT / "programs" / f"{f}.co",
+                                                  defines=d).module, checks)
+             for f, _, d, checks in GEMM_RUNS]
+    modules += [make for make, checks in gemms if checks]
     modules.append(lambda: croqvm.compile_file("programs/matmul_1p1c.co").module)  # sanitizer
-    unchecked = [lambda d=d: croqvm.compile_file(ROOT / "programs" / "matmul_1p1c.co",
-                                                 defines=d).module
-                 for d, checks in GEMM_RUNS if not checks]
+    unchecked = [make for make, checks in gemms if not checks]
     if os.environ.get("CROQTILE"):
         import conformance
         for path, folder in conformance.collect(Path(os.environ["CROQTILE"]), None):
