@@ -108,6 +108,9 @@ def test_a_bf16_result_held_in_float32_gets_the_tolerance_of_bf16():
                           "  parallel t by 32 : thread { x.at(t) = __sin(y.at(t)); } }")
     assert result_types(prog.module, "f") == {"x": dtypes.BY_NAME["bf16"],
                                               "y": dtypes.BY_NAME["f32"]}
+    streamed = croqvm.compile("__co__ s32 f(s32 a, stream s) { return a; }")
+    assert result_types(streamed.module, "f") == {"a": dtypes.BY_NAME["s32"],
+                                                  "return": dtypes.BY_NAME["s32"]}
     held = np.ones(2, np.float32)
     assert gpu_tolerance(prog.module, [held], held, dtypes.BY_NAME["bf16"]) == (4 * bf16_u, 0.0)
     want = {"x": np.array([1.0, 1.0], np.float32)}

@@ -43,9 +43,10 @@ def accumulation(module) -> float | None:
 
 
 def result_types(module, func: str) -> dict:
-    """Result name (a parameter's, or "return") -> its element type, for ``func``."""
+    """Result name (a parameter's, or "return") -> its element type, for ``func`` (a
+    stream parameter has none)."""
     fn = next(f for f in module.functions if f.name == func)
-    types = {p.name: dtypes.BY_CODE[p.dtype] for p in fn.params}
+    types = {p.name: dtypes.BY_CODE[p.dtype] for p in fn.params if p.dtype >= 0}
     if fn.ret_dtype is not None and fn.ret_dtype >= 0:
         types["return"] = dtypes.BY_CODE[fn.ret_dtype]
     return types
