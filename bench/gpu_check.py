@@ -5,9 +5,9 @@ Steps, in this order (the timing first, on an idle GPU; what a time limit would 
 last), each with its own time limit, each program in a process of its own (a device fault
 leaves the process's CUDA context unusable):
   facts       the machine, the driver, nvcc, croqvm's GPU probe
-  gemm        the generated 1P1C GEMMs at 4096^3 of GEMM_RUNS (tile shapes, f16 and bf16)
-              (ncu kernel time at the GPU's own clocks; its result against torch's in the
-              derived tolerance) against torch.matmul (cuBLAS) in f16 and bf16
+  gemm        the generated 1P1C GEMMs of GEMM_RUNS at 4096^3 (ncu's kernel time at the
+              GPU's own clocks; each result against torch's in the derived tolerance)
+              against torch.matmul (cuBLAS) in f16 and bf16
   programs    every programs/ kernel and demo: `croqvm diff --against gpu` of the catalogue's
               inputs (derived tolerances, docs/CUDA.md), the demos' printed lines
   repros      the review's GPU-only bugs and the sm_90a fast paths at edge shapes
@@ -16,7 +16,8 @@ leaves the process's CUDA context unusable):
               tensor's edge, the swizzle tables, on the hardware)
   sanitizer   compute-sanitizer memcheck, racecheck and synccheck on a small 1P1C GEMM
   conformance with CROQTILE=<checkout>: the Croqtile repository's GPU kernels against the
-              interpreter on the GPU
+              interpreter on the GPU, counted (to set beside the cuda-cpu figures), never
+              a failure of the check
 
 Without a GPU the facts are written and every other step is skipped with the reason; the
 exit status is 0 unless a step found a disagreement or a failure. The results are written
