@@ -18,12 +18,12 @@ errors are not kept. ``CROQVM_DISABLE_CACHE=1`` turns the cache off.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 
 from .. import __version__
 from ..core.diagnostics import Diagnostic
+from ..core.digest import sha256
 from ..core.errors import ArgumentError, BytecodeError
 from ..core.files import cache_dir, caching, write_atomic
 from ..core.source import Span
@@ -47,7 +47,7 @@ def compile_cached(text: str, filename: str, defines: dict):
 
 def entry_key(text: str, filename: str, defines: dict) -> str:
     from ..bytecode.module import FORMAT_VERSION
-    h = hashlib.sha256()
+    h = sha256()
     for part in (__version__, str(FORMAT_VERSION), _croqvm_files(), filename,
                  json.dumps(list(defines.items())), text):
         h.update(part.encode("utf-8", "surrogatepass") + b"\0")
