@@ -2,6 +2,8 @@
 reads gives ``run_command.run`` the values the typer app gives it, whatever it does not
 read goes to the app, and a run it reads imports neither typer nor the stages a cached
 native run does not use."""
+import dataclasses
+import importlib
 import inspect
 import os
 import subprocess
@@ -11,6 +13,7 @@ import pytest
 import typer
 
 from croqvm.cli import launch, main, run_command
+from croqvm.core import records
 
 FORMS = [
     ["run", "p.co"],
@@ -88,9 +91,11 @@ __co__ void show() {
 }
 """
 # what a cached native run never imports: the typer app, the front end, the reference
-# engine proper, the CUDA path, the tools, the narrow float types
+# engine proper, the CUDA path, the tools, the narrow float types, hashlib (which loads
+# OpenSSL: croqvm.core.digest), json (a program without warnings)
 UNUSED = ("typer", "croqvm.cli.main", "croqvm.lang", "croqvm.interp.engine", "croqvm.cuda",
-          "croqvm.debug", "croqvm.trace", "croqvm.sweep", "ml_dtypes")
+          "croqvm.debug", "croqvm.trace", "croqvm.sweep", "ml_dtypes", "hashlib", "_hashlib",
+          "json")
 
 
 def imported(argv, env) -> set:
@@ -112,3 +117,10 @@ def test_a_cached_run_imports_only_what_it_uses(tmp_path):
     again = imported(["run", str(source)], env)
     assert "croqvm.native.driver" in again
     assert [name for name in again if name.startswith(UNUSED)] == []
+    # and its records are made without compiling their methods (croqvm.core.records)
+    compiled = [f"{cls.__module__}.{cls.__name__}" for name in sorted(again)
+                if name.startswith("croqvm.")
+                for cls in vars(importlib.import_module(name)).values()
+                if dataclasses.is_dataclass(cls) and cls.__module__ == name
+                and cls.__repr__.__module__ != records.__name__]
+    assert compiled == []

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import croqvm
+from croqvm.bytecode import cqb, schema
 from croqvm.running import program
 from croqvm.native import driver, extension
 from croqvm.native.faults import c_header
@@ -232,3 +233,17 @@ def test_a_run_naming_no_engine_runs_on_native(monkeypatch):
     assert calls == [] and x.tolist() == [6, 7, 8, 9]
     prog.run("twice", x, check="race", out=io.StringIO())
     assert calls == [] and x.tolist() == [8, 9, 10, 11]
+
+
+def test_the_engine_verifies_only_what_no_one_verified(monkeypatch):
+    """C trusts verified modules only (STYLE.md rule 6): a compiled or decoded module
+    passed the verifier already, a module made in memory has not."""
+    verifying = []
+    monkeypatch.setattr(driver, "verify", verifying.append)
+    prog = croqvm.compile(ADD_TWICE, "twice.co")
+    for module in (prog.module, cqb.decode(cqb.encode(prog.module))):
+        croqvm.Program(module).run("twice", np.zeros(4, np.int32), out=io.StringIO())
+    assert verifying == []
+    made = schema.from_plain(schema.to_plain(prog.module))    # an equal module, unverified
+    croqvm.Program(made).run("twice", np.zeros(4, np.int32), out=io.StringIO())
+    assert verifying == [made]

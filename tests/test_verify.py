@@ -15,7 +15,7 @@ from croqvm.bytecode import cqb, opcodes as O, schema
 from croqvm.core import dtypes as D
 from croqvm.bytecode.module import (FORMAT_VERSION, Access, BaseKind, Const, DmaOp, FutureDecl,
                                     Launch, PieceKind, PrintFormat, Storage, View)
-from croqvm.bytecode.verify import verify
+from croqvm.bytecode.verify import verified, verify
 from croqvm.core.errors import BytecodeError
 
 W = O.WIDTH
@@ -452,6 +452,20 @@ def test_a_check_showing_values_is_valid_and_round_trips():
     back = cqb.decode(cqb.encode(m))
     assert back == m
     assert host(back).code[24 * W:25 * W] == [O.ASSERT_FMT, 12, 1, 0, 0, 0, 8]
+
+
+def test_a_module_is_verified_once_it_passes_until_it_fails():
+    """What ``verified`` tells an engine: a module that passed ``verify``, or was encoded
+    or decoded; not one made in memory, nor one that failed the verifier after passing."""
+    m = B.squares()
+    assert not verified(m)
+    verify(m)
+    assert verified(m)
+    assert verified(cqb.decode(cqb.encode(B.squares())))
+    m.version = 1
+    with pytest.raises(BytecodeError):
+        verify(m)
+    assert not verified(m)
 
 
 @pytest.mark.parametrize("name, build, mutate, message", MALFORMED, ids=[r[0] for r in MALFORMED])

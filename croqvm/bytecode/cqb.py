@@ -12,13 +12,13 @@ failure is a ``BytecodeError`` naming the file and the place.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import struct
 
 import msgpack
 
 from croqvm.core.collector import paused
+from croqvm.core.digest import sha256
 from croqvm.core.errors import BytecodeError
 from croqvm.core.files import CQB_MAGIC, write_atomic
 
@@ -48,7 +48,7 @@ def _pack_payload(module: Module, out) -> bytes:
         # The verifier's type check, a function at a time, each piece packed as it comes:
         # the module is never copied whole as plain data.
         packer = msgpack.Packer(use_bin_type=True)
-        digest, unpackable = hashlib.sha256(), None
+        digest, unpackable = sha256(), None
         for header, piece in schema.plain_pieces(module):
             if unpackable is not None:
                 continue
@@ -82,7 +82,7 @@ def pack(plain, version: int = FORMAT_VERSION) -> bytes:
         payload = msgpack.packb(plain, use_bin_type=True)
     except (TypeError, ValueError, OverflowError) as exc:
         raise _unpackable(exc) from None
-    return _HEADER.pack(MAGIC, version, hashlib.sha256(payload).digest()) + payload
+    return _HEADER.pack(MAGIC, version, sha256(payload).digest()) + payload
 
 
 def _unpackable(exc: Exception) -> BytecodeError:
@@ -105,7 +105,7 @@ def unpack(data: bytes):
         raise BytecodeError(f"malformed .cqb: format version {version}, but this croqvm "
                             f"reads version {FORMAT_VERSION}; compile the .co file again")
     payload = data[_HEADER.size:]
-    if hashlib.sha256(payload).digest() != digest:
+    if sha256(payload).digest() != digest:
         raise BytecodeError("malformed .cqb: checksum mismatch (the file is corrupt or "
                             "truncated)")
     try:

@@ -17,8 +17,10 @@ Conventions shared by every stage:
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import IntEnum
+
+from croqvm.core.records import dataclass
 
 FORMAT_VERSION = 6       # 6: views with element strides, cluster-scope events and
                          # TRIGGER_CLUSTER, cluster extents of launches

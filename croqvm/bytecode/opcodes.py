@@ -56,10 +56,10 @@ Two rules of synchronisation hold for every engine and for generated CUDA code:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import IntEnum
 
 from croqvm.core.faults import Kind as K
+from croqvm.core.records import dataclass
 
 from .module import RetKind
 

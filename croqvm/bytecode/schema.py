@@ -21,9 +21,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import hashlib
 import typing
 
+from croqvm.core.digest import sha256
 from croqvm.core.errors import BytecodeError
 
 from . import module as M
@@ -261,4 +261,4 @@ def fingerprint() -> str:
     parts += [f"{e.__name__}{[(m.name, m.value) for m in e]}" for e in enums()]
     parts += [f"{op.code} {op.name} {op.operands}" for op in opcodes.TABLE]
     parts += [f"{d.code} {d.name}" for d in dtypes.BY_CODE.values()]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    return sha256("\n".join(parts).encode()).hexdigest()

@@ -58,17 +58,22 @@ from .verify_base import MAX_GRID_RANK, CodeCtx, Where, known_registers, lookup,
 from .verify_decls import check_code, want_dtype
 
 MAX_EXTENT = 2**31 - 1             # a static extent is an 'int' (s32, LANGUAGE.md §3.1)
+_VERIFIED = "_verified"            # a key of a Module's __dict__: see ``verified``
 
 
 def verify(module: Module) -> None:
     """Raise BytecodeError unless ``module`` is well-formed, Python types included."""
+    if isinstance(module, Module):      # it may have changed since it last passed
+        module.__dict__.pop(_VERIFIED, None)
     for _ in schema.plain_pieces(module):    # the types, a function at a time
         pass
     check_semantics(module)
 
 
 def check_semantics(module: Module) -> None:
-    """Everything but the Python types, which ``schema`` has checked."""
+    """Everything but the Python types, which ``schema`` has checked; a module that
+    passes is ``verified``."""
+    module.__dict__.pop(_VERIFIED, None)
     top = Where("module")
     if module.version != FORMAT_VERSION:
         top.fail(f"format version {module.version}, expected {FORMAT_VERSION}")
@@ -83,6 +88,14 @@ def check_semantics(module: Module) -> None:
             Where(f"function '{fn.name}'").fail("a second function of this name")
         seen.add(fn.name)
         _check_function(module, fn)
+    module.__dict__[_VERIFIED] = True
+
+
+def verified(module: Module) -> bool:
+    """Whether ``module`` passed the verifier: ``verify``, or the decoder and the encoder,
+    which check the types as they go (croqvm.bytecode.cqb). Whoever verifies a module
+    hands it over finished, so an engine given a verified one need not verify it again."""
+    return module.__dict__.get(_VERIFIED, False)
 
 
 def _check_calls(top: Where, module: Module) -> None:

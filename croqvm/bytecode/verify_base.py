@@ -7,11 +7,12 @@ messages name), ``op`` an ``opcodes.Op``, ``used`` the operand words the op uses
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from croqvm.core.dtypes import BY_CODE, DType
 from croqvm.core.errors import BytecodeError
 from croqvm.core.limits import MAX_BLOCK_SIZE
+from croqvm.core.records import dataclass
 
 from . import opcodes as O
 from .module import DYNAMIC, BaseKind, Code, Function, Kernel, Module, Storage

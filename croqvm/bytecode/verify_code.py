@@ -17,11 +17,10 @@ an instruction index, ``frames`` the control stack.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from croqvm.core.dtypes import BY_CODE, promote
 from croqvm.core.intrinsics import ATOMIC, MATH
 from croqvm.core.limits import REG_BUDGET_MAX, REG_BUDGET_MIN, WARP_SIZE
+from croqvm.core.records import dataclass
 
 from . import opcodes as O
 from . import verify_mma

@@ -18,17 +18,17 @@ errors are not kept. ``CROQVM_DISABLE_CACHE=1`` turns the cache off.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
 
 from .. import __version__
 from ..core.diagnostics import Diagnostic
+from ..core.digest import sha256
 from ..core.errors import ArgumentError, BytecodeError
 from ..core.files import cache_dir, caching, write_atomic
 from ..core.source import Span
 
 LAYOUT = "modules-v1"
+NO_WARNINGS = "[]"      # the warnings of most entries, read without importing json
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # croqvm/
 
 
@@ -47,9 +47,9 @@ def compile_cached(text: str, filename: str, defines: dict):
 
 def entry_key(text: str, filename: str, defines: dict) -> str:
     from ..bytecode.module import FORMAT_VERSION
-    h = hashlib.sha256()
+    h = sha256()
     for part in (__version__, str(FORMAT_VERSION), _croqvm_files(), filename,
-                 json.dumps(list(defines.items())), text):
+                 repr(list(defines.items())), text):
         h.update(part.encode("utf-8", "surrogatepass") + b"\0")
     return h.hexdigest()[:32]
 
@@ -77,7 +77,12 @@ def _read(entry: str):
         with open(entry + ".cqb", "rb") as f:
             data = f.read()
         with open(entry + ".warnings.json", encoding="utf-8") as f:
-            records = json.load(f)
+            text = f.read()
+        if text == NO_WARNINGS:
+            records = []
+        else:
+            import json
+            records = json.loads(text)
         module = decode(data, entry + ".cqb")
         warnings = [Diagnostic(**{**r, "span": r["span"] and Span(**r["span"])})
                     for r in records]
@@ -88,6 +93,8 @@ def _read(entry: str):
 
 def _write(entry: str, program) -> None:
     """Keep ``program`` under ``entry``; nothing when the cache can not be written."""
+    import json
+
     from ..bytecode.cqb import encode
     records = [{**dataclasses.asdict(d), "span": d.span and d.span.fields()}
                for d in program.diagnostics]

@@ -10,9 +10,10 @@ through ``render`` so the text is identical everywhere::
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from .source import SourceFile, Span
+from .records import dataclass
 
 MAX_ERRORS = 50
 INTERNAL = "internal error: "   # how a diagnostic reporting a croqvm bug begins

@@ -7,9 +7,9 @@ lacks (bf16, tf32, fp8) are stored as float32 and rounded on every store (§12.3
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+
+from .records import dataclass
 
 
 @dataclass(frozen=True)

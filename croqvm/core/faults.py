@@ -16,10 +16,10 @@ what every engine produces; ``croqvm.interp.diagnose`` renders it with the catal
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import IntEnum
 
 from .limits import WARP_SIZE
+from .records import dataclass
 
 
 class Kind(IntEnum):

@@ -16,9 +16,9 @@ import os
 import stat
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from .errors import ArgumentError
+from .records import dataclass
 
 CQB_MAGIC = b"CQB\x00"                 # croqvm.bytecode.cqb writes it first
 MAX_SOURCE_BYTES = 64 * 1024 * 1024    # a larger "program" is data passed by mistake

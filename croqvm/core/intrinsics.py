@@ -9,7 +9,7 @@ spellings, docs/OPCODES.md the list. How each function computes is croqvm.core.n
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .records import dataclass
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ that break them, and the engines check what is only known at launch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .records import dataclass
 
 MAX_BLOCK_SIZE = 1024              # lanes per block (LANGUAGE.md §6.3.6)
 TOO_MANY_THREADS = ("Total physical threads per block (thread x group x group-4 dims) must "

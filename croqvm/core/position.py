@@ -8,8 +8,7 @@ it and any front end (the CLI's progress line, its watchdog, a notebook) can rea
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from .records import dataclass
 from .source import Span
 
 PROGRESS_EVERY = 1 << 16    # warp-instructions between two calls of the progress hook

@@ -4,7 +4,9 @@ from __future__ import annotations
 import re
 import threading
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from .records import dataclass
 
 
 def line_starts(text: str) -> array:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -18,6 +17,7 @@ from ..bytecode.module import BaseKind, Storage
 from ..core import dtypes
 from ..core.dtypes import DType
 from ..core.faults import Fault, Kind, LaneFault
+from ..core.records import dataclass
 
 
 class Buffer:

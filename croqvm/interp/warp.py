@@ -13,10 +13,11 @@ lane-instruction count, is then one comparison instead of a scan of the mask.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from ..core.records import dataclass
 from ..reports.blockview import BLOCKED, DONE, READY
 
 

@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from ..bytecode.module import ParamKind
 from ..bytecode.opcodes import SPAN, WIDTH
-from ..bytecode.verify import verify
+from ..bytecode.verify import verified, verify
 from ..core.errors import InternalError
 from ..core.limits import MAX_GRID
 from ..reports.messages import lanes_phrase
@@ -60,10 +60,12 @@ class Program:
 
 def program(lib, ffi, module, fn) -> Program:
     """The loaded program of ``fn``, flattened once per module. C trusts only verified
-    modules (STYLE.md rule 6): a module made in memory is verified here first."""
+    modules (STYLE.md rule 6): a module made in memory, not compiled or decoded, is
+    verified here first."""
     cache = module.__dict__.get("_native_programs")
     if cache is None:
-        verify(module)
+        if not verified(module):
+            verify(module)
         cache = module.__dict__["_native_programs"] = {}
     prog = cache.get(fn.name)
     if prog is None or prog.fn is not fn:

@@ -8,7 +8,7 @@ engine state; a C engine fills the same records from its own.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..core.records import dataclass
 
 READY, BLOCKED, DONE = "ready", "blocked", "done"
 

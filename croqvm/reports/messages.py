@@ -38,8 +38,6 @@ so the texts are identical. ``TEMPLATES[kind]`` declares the arguments, in order
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..bytecode.module import DYNAMIC, PieceKind
@@ -47,6 +45,7 @@ from ..core import dtypes
 from ..core.faults import Kind
 from ..core.limits import GRID_LIMIT_TAIL, TOO_MANY_THREADS, UNIT_OF_LANES, shared_limit_message
 from ..core.numerics import decode, format_float
+from ..core.records import dataclass
 
 
 @dataclass(frozen=True)
