@@ -171,11 +171,18 @@ const cq_stat *cq_trace_stats(const cq_call *call)
     return call->trace->stats;
 }
 
+double cq_trace_end(const cq_call *call)
+{
+    return call->trace->end;
+}
+
 /* ------------------------------------------------------------------ slices */
 
 static cq_slice *new_slice(cq_trace *tr, int kind, int pid, int tid, double start, double end)
 {
     slices_room(tr);
+    if (end > tr->end)
+        tr->end = end;
     cq_slice *s = &tr->slices[tr->nslices++];
     *s = (cq_slice){start, end, pid, tid, -1, 0, 0, (uint8_t)kind, 0, 0};
     return s;

@@ -67,6 +67,7 @@ class NativeTracer:
         number = {id(r): k for k, r in enumerate(self.rows)}
         self.row_of = [[number[id(s.stat)] for s in steps] for steps in self.steps]
         self.recorded = None
+        self.end = 0.0          # when the latest slice ends, as C recorded it
 
     def start(self, lib, ffi, c) -> None:
         cost = self.cost
@@ -123,6 +124,7 @@ class NativeTracer:
                                                         "slots": "i8", "cycles": "f8",
                                                         "wait": "f8"})).copy()
         self.lib, self.ffi = lib, ffi
+        self.end = lib.cq_trace_end(c)
         self.recorded = (slices, details, flows, procs, stats, ptr)
 
     # ------------------------------------------------------------------ the Trace
@@ -219,7 +221,6 @@ class NativeTrace(Trace):
         super().__init__(self._made, flows, processes, threads, stats, clock_ghz, result,
                          error)
         self._tracer = tracer
-        self._end = None
 
     def _made(self) -> list:
         cols, details = self._tracer.recorded[:2]
@@ -229,10 +230,7 @@ class NativeTrace(Trace):
     def end(self) -> float:
         if not callable(self._slices):
             return super().end
-        if self._end is None:       # a pass over every record: once
-            ends = self._tracer.recorded[0]["end"]
-            self._end = float(ends.max()) if len(ends) else 0.0
-        return self._end
+        return self._tracer.end       # C's, kept as it recorded: no pass over the records
 
     def first(self, kind: str):
         if not callable(self._slices):
