@@ -14,7 +14,6 @@
  * cycles (doubles, computed in the reference's order of operations, so they agree bit for
  * bit). Tracing runs one block at a time (croqvm/trace/native.py asks for jobs=1). */
 #include <stdlib.h>
-#include <sys/mman.h>
 #include "cq_trace.h"
 
 #define HOST_PID 0
@@ -73,7 +72,7 @@ void cq_trace_free(cq_trace *tr)
     for (int k = 0; k < tr->ntracks; k++)
         track_free(tr->tracks[k]);
     free(tr->tracks);
-    cq_trace_release(tr->slices);
+    free(tr->slices);
     free(tr->details);
     free(tr->flows);
     free(tr->procs);
@@ -93,60 +92,10 @@ cq_slice *cq_trace_take_slices(cq_call *call, int64_t *n)
     return out;
 }
 
-/* ------------------------------------------------------------------ slice storage */
-
-/* A trace may hold millions of slices (40 bytes each: a trace of 4.3 million, 170 MB).
- * Where the system has mremap, they live in a mapping of their own, whose pages are
- * asked for as huge pages (2 MB: one fault where there would be 512, a trace of 4.3
- * million slices spending 0.02 s of system time instead of 0.09 s), grown without a copy;
- * the mapping's size is a multiple of 2 MB (so that the system places it, and moves it
- * as it grows, on a huge page's boundary) and is written in front of the records. */
-#ifdef MREMAP_MAYMOVE
-#define HUGE_PAGE ((size_t)2 << 20)
-#define SLICES_AT 64            /* the mapping's size, then the records from here */
-
-static void slices_room(cq_trace *tr)
-{
-    if (tr->nslices < tr->capslices)
-        return;
-    size_t want = SLICES_AT + (size_t)(tr->capslices ? 2 * tr->capslices : 1) *
-                  sizeof(cq_slice);
-    size_t size = (want + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-    char *base;
-    if (tr->slices) {
-        char *old = (char *)tr->slices - SLICES_AT;
-        base = mremap(old, *(size_t *)old, size, MREMAP_MAYMOVE);
-    } else {
-        base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    }
-    if (base == MAP_FAILED)
-        abort();
-#ifdef MADV_HUGEPAGE
-    madvise(base, size, MADV_HUGEPAGE);     /* an advice: the system may not take it */
-#endif
-    *(size_t *)base = size;
-    tr->slices = (cq_slice *)(base + SLICES_AT);
-    tr->capslices = (int64_t)((size - SLICES_AT) / sizeof(cq_slice));
-}
-
-void cq_trace_release(void *slices)
-{
-    if (slices) {
-        char *base = (char *)slices - SLICES_AT;
-        munmap(base, *(size_t *)base);
-    }
-}
-#else
-static void slices_room(cq_trace *tr)
-{
-    GROW(tr->slices, tr->nslices, tr->capslices);
-}
-
 void cq_trace_release(void *slices)
 {
     free(slices);
 }
-#endif
 
 const cq_detail *cq_trace_details(const cq_call *call, int64_t *n)
 {
@@ -180,7 +129,7 @@ double cq_trace_end(const cq_call *call)
 
 static cq_slice *new_slice(cq_trace *tr, int kind, int pid, int tid, double start, double end)
 {
-    slices_room(tr);
+    GROW(tr->slices, tr->nslices, tr->capslices);
     if (end > tr->end)
         tr->end = end;
     cq_slice *s = &tr->slices[tr->nslices++];
