@@ -15,9 +15,7 @@ time the command reports), as ``.json`` and as ``.json.gz``, each with its ratio
 plain run (the goal's figures). Then the traced run alone, up to the ``Trace`` object
 (``program.trace``), its ratio and the slices it holds, and ``materialise``: making its
 ``Slice`` objects once (which the file does not need). A second line gives the same
-ratios in wall time (best of the repeats), which is what a user waits: the file is
-written and compressed on a second thread while C makes its text (croqvm/trace/output.py
-``Behind``), which CPU time adds up but a second core overlaps.
+ratios in wall time (best of the repeats), which is what a user waits.
 """
 from __future__ import annotations
 

@@ -226,6 +226,8 @@ const cq_detail *cq_trace_details(const cq_call *call, int64_t *n);
 const cq_flow *cq_trace_flows(const cq_call *call, int64_t *n);
 const cq_process *cq_trace_processes(const cq_call *call, int64_t *n);
 const cq_stat *cq_trace_stats(const cq_call *call);
+/* When the latest slice ends (cycles; 0 without slices). */
+double cq_trace_end(const cq_call *call);
 
 /* The debugger's fast-forward (croqvm/debug/forward.py): blocks first..last-1 of host
  * launch ``launch`` run as cq_run runs a launch, the host registers (cq_set_reg) and the

@@ -82,6 +82,7 @@ typedef struct cq_trace {
     cq_trace_model m;
     cq_slice *slices;
     int64_t nslices, capslices;
+    double end;                 /* when the latest slice ends */
     cq_detail *details;
     int64_t ndetails, capdetails;
     cq_flow *flows;

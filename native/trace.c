@@ -13,7 +13,9 @@
  * (its clock, open slice and pending wait), ``p`` a step's facts (a ``wait``); times are
  * cycles (doubles, computed in the reference's order of operations, so they agree bit for
  * bit). Tracing runs one block at a time (croqvm/trace/native.py asks for jobs=1). */
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include "cq_trace.h"
 
 #define HOST_PID 0
@@ -120,11 +122,39 @@ const cq_stat *cq_trace_stats(const cq_call *call)
     return call->trace->stats;
 }
 
+double cq_trace_end(const cq_call *call)
+{
+    return call->trace->end;
+}
+
 /* ------------------------------------------------------------------ slices */
+
+/* The slices' pages made ahead, POPULATE slices (2 MB) at a time, in one call where the
+ * system can: a trace may hold millions of slices (40 bytes each), and a page fault per
+ * 4 KB of them costs more than the call (a trace of 4.3 million slices: 0.09 s of system
+ * time in faults). */
+#define POPULATE 52428
+
+static void populate(cq_trace *tr)
+{
+#ifdef MADV_POPULATE_WRITE
+    const uintptr_t page = 4096;
+    uintptr_t from = (uintptr_t)(tr->slices + tr->nslices) & ~(page - 1);
+    int64_t last = tr->nslices + POPULATE < tr->capslices ? tr->nslices + POPULATE
+                                                          : tr->capslices;
+    uintptr_t to = (uintptr_t)(tr->slices + last) & ~(page - 1);
+    if (to > from)      /* an advice: where the system does not take it, faults do */
+        madvise((void *)from, to - from, MADV_POPULATE_WRITE);
+#endif
+}
 
 static cq_slice *new_slice(cq_trace *tr, int kind, int pid, int tid, double start, double end)
 {
     GROW(tr->slices, tr->nslices, tr->capslices);
+    if (tr->nslices % POPULATE == 0)
+        populate(tr);
+    if (end > tr->end)
+        tr->end = end;
     cq_slice *s = &tr->slices[tr->nslices++];
     *s = (cq_slice){start, end, pid, tid, -1, 0, 0, (uint8_t)kind, 0, 0};
     return s;

@@ -143,15 +143,14 @@ def test_c_writes_times_as_python_rounds_and_prints_them():
     assert _text(starts, ends) == expected
 
 
-def test_many_chunks_written_behind_are_the_same_bytes(tmp_path, monkeypatch):
-    # chunks of 512 B: C fills its buffers in turn while the writing thread writes
-    # (output.Behind) the ones before, which must not change under it
+def test_many_chunks_are_the_same_bytes(tmp_path, monkeypatch):
+    # chunks of 512 B: C goes on where each chunk ended, in the buffer it just filled
     from croqvm.trace import native
     monkeypatch.setattr(native, "CHUNK", 512)
     files = _files(tmp_path, "pipeline")
     for suffix in (".json", ".json.gz"):
         assert files["native", suffix] == files["python", suffix]
-    assert len(files["native", ".json"][1]) > 8 * native.BUFFERS * 512
+    assert len(files["native", ".json"][1]) > 32 * 512
 
 
 @pytest.mark.parametrize("module", ["isal_zlib", "zlib"])
@@ -175,23 +174,3 @@ def test_a_gzip_file_is_one_member_of_the_text_and_depends_on_nothing_else(tmp_p
     one = zlib.decompressobj(31)
     assert one.decompress(data[0]) == text and one.eof and not one.unused_data
     assert gzip.decompress(data[0]) == text
-
-
-def test_an_error_writing_behind_is_raised_to_the_writer():
-    from croqvm.trace.output import Behind
-
-    class Full:
-        def __init__(self):
-            self.chunks = []
-
-        def write(self, chunk):
-            if len(self.chunks) == 3:
-                raise OSError("No space left on device")
-            self.chunks.append(bytes(chunk))
-
-    file = Full()
-    with pytest.raises(OSError, match="No space"):
-        with Behind(file) as behind:
-            for k in range(100):
-                behind.write(b"%d" % k)
-    assert file.chunks == [b"0", b"1", b"2"]

@@ -14,8 +14,6 @@ host code then its kernels' (C's code 0, 1 + k).
 """
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from ..bytecode.opcodes import SPAN, TABLE
@@ -31,7 +29,6 @@ FIRST_WINDOW = 4096     # the slices NativeTrace.first looks through at first
 # the text written at a time: a chunk that stays in the cache as it is copied to the file
 # (a trace of 416 MB: 0.17 s of system time in chunks of 256 KB, 0.8 s in chunks of 1 MB)
 CHUNK = 1 << 18
-BUFFERS = 4     # the chunks NativeTrace.text writes into in turn
 # native/cq_api.h's CQ_WAIT_*, in order: what a wait slice waits for
 WAITS = ("nothing", "coll", "event_slot", "event", "future", "barrier", "stopped")
 
@@ -67,6 +64,7 @@ class NativeTracer:
         number = {id(r): k for k, r in enumerate(self.rows)}
         self.row_of = [[number[id(s.stat)] for s in steps] for steps in self.steps]
         self.recorded = None
+        self.end = 0.0          # when the latest slice ends, as C recorded it
 
     def start(self, lib, ffi, c) -> None:
         cost = self.cost
@@ -123,6 +121,7 @@ class NativeTracer:
                                                         "slots": "i8", "cycles": "f8",
                                                         "wait": "f8"})).copy()
         self.lib, self.ffi = lib, ffi
+        self.end = lib.cq_trace_end(c)
         self.recorded = (slices, details, flows, procs, stats, ptr)
 
     # ------------------------------------------------------------------ the Trace
@@ -219,7 +218,6 @@ class NativeTrace(Trace):
         super().__init__(self._made, flows, processes, threads, stats, clock_ghz, result,
                          error)
         self._tracer = tracer
-        self._end = None
 
     def _made(self) -> list:
         cols, details = self._tracer.recorded[:2]
@@ -229,10 +227,7 @@ class NativeTrace(Trace):
     def end(self) -> float:
         if not callable(self._slices):
             return super().end
-        if self._end is None:       # a pass over every record: once
-            ends = self._tracer.recorded[0]["end"]
-            self._end = float(ends.max()) if len(ends) else 0.0
-        return self._end
+        return self._tracer.end       # C's, kept as it recorded: no pass over the records
 
     def first(self, kind: str):
         if not callable(self._slices):
@@ -296,9 +291,8 @@ class NativeTrace(Trace):
     def text(self, strings: list, tables: dict, comma: bool):
         """The file's slice and flow events, as native/trace_text.c writes them from the
         records and ``strings`` (JSON, bytes), numbered by ``tables`` (cq_trace_text's
-        per-row, per-detail and per-flow-kind string numbers): (events, text) chunks. A
-        chunk's text stays as it is while the next ``BUFFERS - 1`` chunks are made (so
-        another thread may write it meanwhile)."""
+        per-row, per-detail and per-flow-kind string numbers): (events, text) chunks, each
+        in the buffer of the one before (write it before asking for the next)."""
         tr = self._tracer
         lib, ffi = tr.lib, tr.ffi
         cols, details, flows = tr.recorded[:3]
@@ -316,9 +310,8 @@ class NativeTrace(Trace):
             "at": ffi.cast("int64_t *", ptr["at"]), "comma": int(comma),
             **{name: ffi.cast("int32_t *", ptr[name]) for name in tables}})
         cap = max(CHUNK, 256 + 2 * max(map(len, strings), default=0))
-        bufs = [ffi.new("char[]", cap) for _ in range(BUFFERS)]
-        for k in itertools.count():
-            buf = bufs[k % BUFFERS]
+        buf = ffi.new("char[]", cap)
+        while True:
             before = tx.events
             n = lib.cq_trace_text_next(tx, buf, cap)
             if not n:
