@@ -26,7 +26,8 @@ import croqvm
 from croqvm.cuda.emit import emit
 
 GEMMS = ("matmul_1p1c", "matmul_mma_warp", "matmul_double_buffer", "matmul_triple_buffer",
-         "matmul_dma", "matmul_wgmma_async", "matmul_tma", "matmul_overlap")
+         "matmul_dma", "matmul_wgmma_async", "matmul_tma", "matmul_overlap",
+         "matmul_1p1c_async")
 
 
 def figures(name: str, arch: str, checks: bool) -> list[dict]:

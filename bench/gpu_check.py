@@ -80,14 +80,17 @@ GEMM = {"M": 4096, "N": 4096, "K": 4096}
 # generated code), each c = a @ b^T with a [M, K] and b [N, K]: matmul_1p1c's default
 # (64x64x64 tiles, two stages, f16), then larger tiles the same source takes with -D (each
 # under the shared memory of one block, and each a repro above), one of them without checks
-# (what they cost), one in bf16; and matmul_overlap, whose K loop keeps a slab's wgmmas in
-# flight
+# (what they cost), one in bf16; matmul_1p1c_async, whose producer publishes its TMA
+# copies with the slot's event and does not wait for them; and matmul_overlap, whose K loop
+# keeps a slab's wgmmas in flight
 GEMM_RUNS = (("matmul_1p1c", "gemm_ws", {}, True),
              ("matmul_1p1c", "gemm_ws", {"BN": "128", "STAGES": "4"}, True),
              ("matmul_1p1c", "gemm_ws", {"BN": "256", "STAGES": "3"}, True),
              ("matmul_1p1c", "gemm_ws", {"BN": "256", "STAGES": "3"}, False),
              ("matmul_1p1c", "gemm_ws", {"BM": "128", "BN": "128", "STAGES": "4"}, True),
              ("matmul_1p1c", "gemm_ws", {"ELEM": "bf16", "BN": "256", "STAGES": "3"}, True),
+             ("matmul_1p1c_async", "gemm_async", {}, True),
+             ("matmul_1p1c_async", "gemm_async", {"BN": "256", "STAGES": "3"}, True),
              ("matmul_overlap", "gemm_overlap", {}, True))
 # the Croqtile repository's folders of GPU programs (bench/conformance.py)
 CONFORMANCE_FOLDERS = ("end2end", "cute")

@@ -135,6 +135,7 @@ CASES = [
     ("matmul_1p1c", "gemm_ws", {"STAGES": "4"}, 100, 72, 300, 0),     # 600-byte rows
     ("matmul_tma", "gemm_tma", {}, 64, 128, 192, 1 * 2 * 3 * 2),
     ("matmul_wgmma_async", "gemm_async", {}, 100, 72, 128, 1 * 2 * 2 * 2),
+    ("matmul_1p1c_async", "gemm_async", {}, 100, 72, 256, 2 * 2 * 4 * 2),
 ]
 
 
@@ -184,3 +185,41 @@ def test_tma_load_of_a_known_box_agrees_by_tma_and_without(tmp_path, m, k, r, bo
     boxes0, _ = counted()
     assert_agree(prog, "tile_load", a, np.zeros((m, k), np.float16), r)
     assert counted()[0] - boxes0 == boxes
+
+
+# `trigger full[1] after f` (§10.7) with a copy that goes by TMA: the binding lanes go on
+# while it is in flight, the event's waiters wait for it (docs/CUDA.md, "Copies published
+# by an event"). cuda-cpu lands a TMA copy only when a thread waits on its barrier, so
+# what the binding warp reads right after the trigger (a race, §7.5, kept here to see
+# where the copy is) is the tile before the copy, and what the waiting warp reads is the
+# copy's.
+PUBLISHED = """
+__co__ void published(global f16 [8, 16] a, global f16 [2] seen) {
+  parallel b by 1 : block {
+    shared f16 [8, 16] s;
+    shared event full[2];
+    parallel g by 2 : group, t by 32 : thread {
+      inthreads.async (g == 0) {
+        f = tma.load.async a.subspan(8, 16).at(0, 0) => s;
+        trigger full[1] after f;
+        if (t == 0) seen.at(0) = s.at(1, 2);
+      }
+      inthreads.async (g == 1) {
+        WAIT;
+        if (t == 0) seen.at(1) = s.at(1, 2);
+      }
+    }
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("wait", ["wait full[1]", "wait full.at(1)"])
+def test_a_published_tma_copy_lands_for_the_events_waiters_not_its_binders(tmp_path, wait):
+    path = tmp_path / "published.co"
+    path.write_text(PUBLISHED.replace("WAIT", wait))
+    prog = croqvm.compile_file(path)
+    a = np.arange(1, 129, dtype=np.float16).reshape(8, 16)
+    seen = np.zeros(2, np.float16)
+    prog.run("published", a, seen, device="cuda-cpu")
+    assert seen.tolist() == [0.0, a[1, 2]]     # shared memory starts zeroed (§8.2)

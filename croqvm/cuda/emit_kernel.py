@@ -295,6 +295,14 @@ class KernelEmitter:
             self.off_tma = {s: L.take(TMA_BAR_BYTES * decl.count, 16)
                             for s, decl in enumerate(code.buffers)
                             if decl.storage == Storage.SHARED}
+        # §10.7: each slot of an event a `trigger ... after` binds copies to, the set of
+        # TMA barriers whose copies it published (bit i: the i-th barrier from the first
+        # buffer's): a binding lane does not wait for them, the event's waiters do
+        self.off_landings = {}
+        bars = sum(code.buffers[s].count for s in self.off_tma)
+        if self.off_tma and bars <= 64:
+            self.off_landings = {e: L.take(8 * code.events[e].slots, 8)
+                                 for e in _events_bound_after(self.ins)}
         # each warpgroup's staging area for wgmma operands, as large as its largest exec
         from .emit_mma import wgmma_plan
         plans = [wgmma_plan(self, ins) for ins in self.ins if op_name(ins) == "MMA_EXEC"]
@@ -431,6 +439,9 @@ class KernelEmitter:
             self.line(f"cq_future f{n} = {{}};")
         self.line("unsigned cqg = 0;   // cp.async groups the lane has committed")
         self.line("(void)cqg;")
+        if self.off_landings:
+            self.line("unsigned long long cq_handed = 0;   // TMA barriers of the futures "
+                      "the lane binds to the TRIGGER that follows (§10.7)")
         for sl in sorted(self.dyn_local):
             self.line(f"cq_local_dyn lbd{sl} = {{}};")
         for e, ev in enumerate(code.events):
@@ -567,6 +578,13 @@ class KernelEmitter:
         index = f"({index} > 0 ? {index} : 0)"     # -1: not a buffer array
         return f"(cq_tma_bar *)(({pick} : smem) + {index} * {TMA_BAR_BYTES})"
 
+    def tma_bars(self) -> str:
+        """The first TMA barrier: those of every shared buffer's instances follow it."""
+        return f"(smem + {min(self.off_tma.values())})"
+
+    def tma_bar_count(self) -> int:
+        return sum(self.code.buffers[s].count for s in self.off_tma)
+
     def _leave_lambda(self) -> None:
         """``cq_leave()``: the lane terminates (YIELD, or after a fault): it leaves the
         live mask, then every collective it takes part in, so that nobody waits for it.
@@ -627,6 +645,11 @@ class KernelEmitter:
         end = (0,) * SPAN + (self.kernel.span,)     # the kernel's statement, for comments
         never_waited_checks(self, -1, end)
         self.line("cq_cp_async_wait<0>();", end)
+        if self.off_landings:
+            # published copies no waiter has waited for still land in this block's memory
+            n = self.site(None, -1, end[-1], text="the end of the kernel")
+            self.line(f"cq_tma_drain({self.tma_bars()}, {self.tma_bar_count()}, "
+                      f"{TMA_BAR_BYTES}, {n});", end)
         for sl in sorted(self.dyn_local):
             self.line(f"cq_free(lbd{sl}.p);", end)
         if self._triggers_across_blocks():
@@ -634,6 +657,12 @@ class KernelEmitter:
             self.line("cq_cluster_sync();", end)
         # a collective the lane did not arrive at still counts it (§7.4.4), on cuda-cpu
         self.line("cq_kernel_finished();", end)
+
+
+def _events_bound_after(ins) -> list:
+    """The events a TRIGGER publishes futures at (FUT_BINDs before it, §10.7)."""
+    return sorted({ins[i][1] for i in range(1, len(ins))
+                   if op_name(ins[i]) == "TRIGGER" and op_name(ins[i - 1]) == "FUT_BIND"})
 
 
 # --------------------------------------------------------------------------- operand facts

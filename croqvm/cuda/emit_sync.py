@@ -21,8 +21,8 @@ from ..core.limits import NAMED_BARRIERS, WARP_SIZE
 from ..reports.messages import print_registers
 from . import cnum, departure, emit_tma
 from .emit_copy import fill_future, tile_copy
-from .emit_kernel import bulk_load, tma_load
-from .emit import span_of
+from .emit_kernel import TMA_BAR_BYTES, bulk_load, tma_load
+from .emit import op_name, span_of
 from .emit_ops import allocate, buffer_instance, future_view
 
 
@@ -178,9 +178,25 @@ def op_trigger(k, ins, ip):
     _, e, r = ins[:3]
     k.line("{", ins)
     k.depth += 1
-    k.line(f"cq_event_trigger({_slot(k, ins, ip, e, r)});", ins)
+    counter = _slot(k, ins, ip, e, r)
+    if e in k.off_landings:     # the TMA copies the lane bound, published with its arrival
+        k.line(f"if (cq_handed) {{ cq_landings_publish({_landings(k, e, 'slot')}, "
+               f"cq_handed); cq_handed = 0; }}", ins)
+    k.line(f"cq_event_trigger({counter});", ins)
     k.depth -= 1
     k.line("}", ins)
+
+
+def _landings(k, e: int, slot: str) -> str:
+    """The set of TMA barriers published at slot ``slot`` of event ``e`` (§10.7)."""
+    return f"(unsigned long long *)(smem + {k.off_landings[e]}) + {slot}"
+
+
+def _wait_landings(k, ins, e: int, slot: str, site: int) -> None:
+    """After a wait of event ``e`` has passed: the copies published at the slot land."""
+    if e in k.off_landings:
+        k.line(f"cq_landings_wait({_landings(k, e, slot)}, {k.tma_bars()}, "
+               f"{TMA_BAR_BYTES}, {site});", ins)
 
 
 def op_trigger_cluster(k, ins, ip):
@@ -209,6 +225,7 @@ def op_wait_event(k, ins, ip):
     k.line(f"unsigned want = cq_pick(ew{e}, slot);", ins)
     k.line(f"cq_event_wait({counter}, en{e}, {int(ev.ready)}u, &want, {n});", ins)
     k.line(f"cq_put(ew{e}, slot, want);", ins)
+    _wait_landings(k, ins, e, "slot", n)
     k.depth -= 1
     k.line("}", ins)
 
@@ -228,24 +245,39 @@ def op_wait_event_at(k, ins, ip):
     n = wait_site(k, ins, ip, k.spans.text(ins[-1]))
     k.line(f"cq_event_wait_parity({counter}, en{e}, {int(ev.ready)}u, "
            f"(unsigned)(order / {ev.slots}), {n});", ins)
+    _wait_landings(k, ins, e, f"order % {ev.slots}", n)
     k.depth -= 1
     k.line("}", ins)
 
 
 def op_fut_bind(k, ins, ip):
-    """§10.7: the lane's part of the transfer lands (its cp.async copies, a TMA bulk copy on
-    its barrier; every other copy moved at issue) before the TRIGGER that follows
+    """§10.7: the lane hands its part of the transfer to the TRIGGER that follows, which
     publishes it with a release; the lane's future counts as waited, and a second
-    completion faults."""
+    completion faults. A TMA copy (on sm_90a, where the event has a set of published
+    barriers) is handed over in flight: the trigger adds its barrier to the slot's set,
+    and the event's waiters wait for it. Any other copy lands first: the lane's cp.async
+    copies, a TMA copy elsewhere on its barrier; every other copy moved at issue."""
     f = f"f{ins[1]}"
     k.line("{", ins)
     k.depth += 1
-    k.line(f"cq_future_land({f}, {wait_site(k, ins, ip, 'trigger')});", ins)
+    land = f"cq_future_land({f}, {wait_site(k, ins, ip, 'trigger')});"
+    if _bound_event(k, ip) in k.off_landings:
+        k.line(f"if ({f}.tma && !{f}.waited) cq_handed |= 1ull << (((unsigned char *)"
+               f"{f}.tma - {k.tma_bars()}) / {TMA_BAR_BYTES}); else {land}", ins)
+    else:
+        k.line(land, ins)
     k.fault(f"{f}.has_data && {f}.is_async && {f}.waited", Kind.FUTURE_WAITED_TWICE, ins, ip,
             (), lambda a, refs, n=ins[1]: (n,))
     k.line(f"if ({f}.has_data && {f}.is_async) {f}.waited = 1;", ins)
     k.depth -= 1
     k.line("}", ins)
+
+
+def _bound_event(k, ip: int) -> int:
+    """The event of the TRIGGER the FUT_BIND at ``ip`` (and any after it) binds to."""
+    while op_name(k.ins[ip]) == "FUT_BIND":
+        ip += 1
+    return k.ins[ip][1]
 
 
 # --------------------------------------------------------------------------- views
@@ -436,7 +468,7 @@ def _bulk_issue(k, ins, ip, desc, part) -> None:
     first participant, which publishes the parity of the barrier phase they complete;
     every other copy moves as any DMA does."""
     k.line(f"if (cq_dma_bulk_ok(dm)) {{ tb{ip} = {k.tma_bar('dm.dst')}; if ({part} == 0) {{ "
-           f"((volatile unsigned *)(tb{ip} + 1))[0] = cq_tma_phase(tb{ip}); "
+           f"{emit_tma.arm(k, ins, ip, desc, f'tb{ip}')} "
            f"cq_dma_bulk(dm, tb{ip}, {int(desc.l2_hint)}); }} }} else", ins)
 
 
@@ -445,7 +477,7 @@ def _bulk_complete(k, ins, ip, desc) -> None:
     parity: an async copy's future waits for it (op_wait), a synchronous copy at once."""
     k.line(f"if (tb{ip}) {{", ins)
     k.depth += 1
-    k.line(f"const unsigned ph = ((volatile unsigned *)(tb{ip} + 1))[0];", ins)
+    k.line(f"const unsigned ph = cq_tma_published(tb{ip});", ins)
     if desc.is_async and desc.future >= 0:
         k.line(f"f{desc.future}.tma = tb{ip}; f{desc.future}.phase = ph;", ins)
     else:

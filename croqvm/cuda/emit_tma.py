@@ -158,8 +158,15 @@ def _issue(k, ins, ip, desc, part, m, fits: str, bar: str, base: str, row: str,
            col: str) -> None:
     i = k.tmaps.index(m)
     tb = f"tb{ip}"
-    k.line(f"if ({fits}) {{ {tb} = {bar}; if ({part} == 0) {{ "
-           f"((volatile unsigned *)({tb} + 1))[0] = cq_tma_phase({tb}); "
+    k.line(f"if ({fits}) {{ {tb} = {bar}; if ({part} == 0) {{ {arm(k, ins, ip, desc, tb)} "
            f"cq_fence_proxy_async(); cq_tma_expect({tb}, {m.bytes}); "
            f"cq_tma_tile({base}, &tm{i}, {col}, {row}, {tb}, {int(desc.l2_hint)}); }} }} else",
            ins)
+
+
+def arm(k, ins, ip, desc, tb: str) -> str:
+    """The issuer's ``cq_tma_arm`` of barrier ``tb`` before a copy announces its bytes:
+    the phase armed before has completed, and the parity of the new one is published
+    for the participants and the copy's waiters."""
+    from .emit_sync import wait_site
+    return f"cq_tma_arm({tb}, {wait_site(k, ins, ip, desc.text)});"

@@ -509,8 +509,10 @@ static int reserve_stacks(unsigned n, size_t size) {
 }  // namespace cq
 
 namespace cq {
+static void tma_forget(const unsigned char *smem, size_t bytes);
+
 /* Block `linear` of the launch: its index, threads and shared memory (filled as CUDA
-   leaves it undefined). */
+   leaves it undefined), with no TMA copy in flight there. */
 static void init_block(block_state *b, unsigned long long linear, thread_state *threads,
                        unsigned char *smem, size_t smem_alloc) {
   const cq_launch_cfg *cfg = &rt.cfg;
@@ -528,6 +530,7 @@ static void init_block(block_state *b, unsigned long long linear, thread_state *
   b->smem = smem;
   b->smem_bytes = (size_t)cfg->smem_bytes;
   memset(smem, SMEM_FILL, smem_alloc);
+  tma_forget(smem, smem_alloc);
 }
 
 /* The blocks a cooperative or cluster launch keeps resident together, each with threads,
@@ -973,6 +976,13 @@ CQ_DEV void cq_mbar_wait(cq_mbar *bar, cq_mbar_token token, int site) {
    the number of generations it has waited for. */
 CQ_DEV void cq_event_trigger(unsigned *arrivals) { (*arrivals)++; }
 
+/* A lane binding TMA copies to an event slot adds their barriers to the slot's set
+   (§10.7), before its arrival; the set only grows. */
+CQ_DEV void cq_landings_publish(unsigned long long *landings, unsigned long long bars) {
+  cq::check_smem_object(landings, sizeof *landings, -1);
+  *landings |= bars;
+}
+
 CQ_DEV void cq_event_wait(const unsigned *arrivals, unsigned need, unsigned ready,
                           unsigned *waits, int site) {
   using namespace cq;
@@ -1052,8 +1062,7 @@ CQ_DEV long long cq_tma_swizzled(long long at, unsigned swizzle) {
   return at ^ ((at & mask) >> 3);
 }
 
-/* The mbarrier's one arrival counts once the expected bytes have all been transferred;
-   a bulk copy moves its bytes when issued. */
+/* The mbarrier's one arrival counts once the expected bytes have all been transferred. */
 struct cq_tma_bar {
   cq_mbar bar;
   long long tx;   /* bytes expected and not yet transferred, + 2^40 while the arrival waits */
@@ -1074,6 +1083,68 @@ static inline void tma_landed(cq_tma_bar *b, unsigned bytes) {
   if (b->tx < TMA_ARMED && b->tx > TMA_ARMED / 2)
     misuse(CQ_MISUSE_TMA_TX, -1, smem_offset(b), TMA_ARMED - b->tx);
   tma_settle(b);
+}
+}  // namespace cq
+
+namespace cq {
+/* A TMA copy issued whose bytes have not landed. On a GPU they land at some time before
+   a thread observes the barrier phase they complete; here they land when a thread waits
+   for that phase (cq_tma_wait), the latest a correct kernel allows: one that reads the
+   destination without having waited reads what was there before, as it may on a GPU. */
+struct tma_copy {
+  cq_tma_bar *bar;
+  unsigned char *smem;        /* the block's shared memory */
+  long long off;              /* the destination's offset in it */
+  const unsigned char *src;   /* a bulk copy's source; null for a tensor-map box */
+  unsigned bytes;
+  cq_tmap map;                /* a box's tensor map and coordinates */
+  int c0, c1;
+};
+static std::vector<tma_copy> tma_in_flight;
+
+static void tma_move(const tma_copy &c) {
+  if (c.src) {
+    memcpy(c.smem + c.off, c.src, c.bytes);
+    return;
+  }
+  const cq_tmap &m = c.map;
+  const unsigned char *base = (const unsigned char *)(uintptr_t)m.base;
+  for (long long r = 0; r < m.box[1]; r++)
+    for (long long col = 0; col < m.box[0]; col++) {
+      long long g0 = c.c0 + col, g1 = c.c1 + r;
+      long long at = c.off + (r * m.box[0] + col) * m.elem;
+      unsigned char *to = c.smem + cq_tma_swizzled(at, m.swizzle);
+      if (g0 >= 0 && g0 < m.dims[0] && g1 >= 0 && g1 < m.dims[1])
+        memcpy(to, base + g1 * m.row_bytes + g0 * m.elem, m.elem);
+      else
+        memset(to, 0, m.elem);
+    }
+}
+
+/* The copies in flight on barrier b land, in the order they were issued. */
+static void tma_land(cq_tma_bar *b) {
+  for (size_t i = 0; i < tma_in_flight.size();) {
+    if (tma_in_flight[i].bar != b) {
+      i++;
+      continue;
+    }
+    const tma_copy c = tma_in_flight[i];
+    tma_in_flight.erase(tma_in_flight.begin() + (long)i);
+    tma_move(c);
+    tma_landed(c.bar, c.bytes);
+  }
+}
+
+/* A block placed in shared memory [smem, smem + bytes) starts with no copy in flight
+   there: those of the block before it are dropped with its shared memory. */
+static void tma_forget(const unsigned char *smem, size_t bytes) {
+  for (size_t i = 0; i < tma_in_flight.size();) {
+    const unsigned char *at = (const unsigned char *)tma_in_flight[i].bar;
+    if (at >= smem && at < smem + bytes)
+      tma_in_flight.erase(tma_in_flight.begin() + (long)i);
+    else
+      i++;
+  }
 }
 }  // namespace cq
 
@@ -1099,8 +1170,8 @@ CQ_DEV void cq_tma_load(void *dst, const void *src, unsigned bytes, cq_tma_bar *
   long long off = smem_offset(dst);
   if (off < 0 || (size_t)off + bytes > rt.blk->smem_bytes)
     misuse(CQ_MISUSE_CP_ASYNC_DST, -1, off);
-  memcpy(dst, src, bytes);
-  tma_landed(b, bytes);
+  tma_in_flight.push_back(tma_copy{b, rt.blk->smem, off, (const unsigned char *)src, bytes,
+                                   cq_tmap(), 0, 0});
 }
 
 /* cp.async.bulk.tensor.2d with a tensor map (cq_tmap, the host's cq_tensor_map): the box
@@ -1109,7 +1180,7 @@ CQ_DEV void cq_tma_load(void *dst, const void *src, unsigned bytes, cq_tma_bar *
    shared address the map's swizzle gives: for a swizzle of S bytes, bits 4.. of the
    16-byte chunk index XOR bits 7.. of the address (log2(S / 16) of them), so in a
    1024-byte atom of the 128-byte swizzle chunk c of row r lands at chunk c ^ (r % 8).
-   The bytes land at once and complete on the barrier. */
+   The bytes land when a thread waits on the barrier (tma_copy). */
 CQ_DEV void cq_tma_tile(void *dst, const cq_tmap *m, int c0, int c1, cq_tma_bar *b, int hint) {
   using namespace cq;
   (void)hint;
@@ -1118,25 +1189,16 @@ CQ_DEV void cq_tma_tile(void *dst, const cq_tmap *m, int c0, int c1, cq_tma_bar 
   unsigned align = m->swizzle ? 1024 : 128;
   if (!m->ok || off < 0 || off % align || (size_t)(off + bytes) > rt.blk->smem_bytes)
     misuse(CQ_MISUSE_TMA_MAP, -1, off, m->ok);
-  const unsigned char *base = (const unsigned char *)(uintptr_t)m->base;
-  for (long long r = 0; r < m->box[1]; r++)
-    for (long long c = 0; c < m->box[0]; c++) {
-      long long g0 = c0 + c, g1 = c1 + r;
-      long long at = off + (r * m->box[0] + c) * m->elem;
-      unsigned char *to = rt.blk->smem + cq_tma_swizzled(at, m->swizzle);
-      if (g0 >= 0 && g0 < m->dims[0] && g1 >= 0 && g1 < m->dims[1])
-        memcpy(to, base + g1 * m->row_bytes + g0 * m->elem, m->elem);
-      else
-        memset(to, 0, m->elem);
-    }
   cq_tma_boxes++;
-  tma_landed(b, (unsigned)bytes);
+  tma_in_flight.push_back(tma_copy{b, rt.blk->smem, off, NULL, (unsigned)bytes, *m, c0, c1});
 }
 
 CQ_DEV void cq_tma_wait(cq_tma_bar *b, unsigned parity, int site) {
   using namespace cq;
-  wait_until(CQ_WAIT_MBARRIER, site, smem_offset(b), (long long)parity,
-             [=] { return (mbar_phase(b->bar) & 1) != parity; });
+  wait_until(CQ_WAIT_MBARRIER, site, smem_offset(b), (long long)parity, [=] {
+    tma_land(b);
+    return (mbar_phase(b->bar) & 1) != parity;
+  });
 }
 
 /* ------------------------------------------------------------------ cp.async */

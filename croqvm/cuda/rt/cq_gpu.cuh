@@ -245,6 +245,12 @@ CQ_DEV void cq_event_trigger(unsigned *arrivals) {
                : "memory");
 }
 
+/* A lane binding TMA copies to an event slot adds their barriers to the slot's set
+   (§10.7), before its arrival releases them; the set only grows. */
+CQ_DEV void cq_landings_publish(unsigned long long *landings, unsigned long long bars) {
+  if ((*(volatile unsigned long long *)landings & bars) != bars) atomicOr(landings, bars);
+}
+
 CQ_DEV unsigned cq_event_load(const unsigned *arrivals) {
   unsigned v;
 #if __CUDA_ARCH__ >= 900   /* a cluster-scope trigger (§10.8) releases at cluster scope */

@@ -149,6 +149,48 @@ CQ_DEV void cq_future_land(const cq_future &f, int site) {
 #endif
 }
 
+#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/* The word after a TMA barrier that the issuer of its copies publishes (§9.7): bit 0 the
+   parity of the phase the copies it issued last complete, bit 1 set once it has issued
+   any. */
+CQ_DEV unsigned cq_tma_published(cq_tma_bar *b) { return ((volatile unsigned *)(b + 1))[0] & 1u; }
+
+/* Before the issuer of copies on barrier b announces their bytes: the phase it armed
+   before has completed, then it publishes the parity of the phase the new copies
+   complete. Copies published by an event (§10.7) may have had no waiter yet, and a
+   barrier armed again before its phase completes would count both copies in one phase;
+   in a pipeline that phase completed long before, so the wait costs one test. */
+CQ_DEV void cq_tma_arm(cq_tma_bar *b, int site) {
+  volatile unsigned *word = (volatile unsigned *)(b + 1);
+  if (*word & 2u) cq_tma_wait(b, *word & 1u, site);
+  *word = 2u | cq_tma_phase(b);
+}
+
+/* After a lane's wait of an event slot has passed (§10.7): the TMA copies published at
+   the slot have landed. `landings` is the slot's set of barriers (bit i: the barrier
+   `stride` * i bytes from `bars`), each waited at the phase its issuer armed last: that
+   of the copies the generation waited for published, or of later ones, whose phase
+   completes after it. */
+CQ_DEV void cq_landings_wait(const unsigned long long *landings, unsigned char *bars,
+                             int stride, int site) {
+  unsigned long long set = *(volatile const unsigned long long *)landings;
+  for (int i = 0; set; i++, set >>= 1)
+    if (set & 1) {
+      cq_tma_bar *b = (cq_tma_bar *)(bars + i * stride);
+      cq_tma_wait(b, cq_tma_published(b), site);
+    }
+}
+
+/* Every TMA barrier of the block whose issuer armed it has completed that phase: no copy
+   is in flight into the shared memory of a block that ends. */
+CQ_DEV void cq_tma_drain(unsigned char *bars, int count, int stride, int site) {
+  for (int i = 0; i < count; i++) {
+    cq_tma_bar *b = (cq_tma_bar *)(bars + i * stride);
+    if (((volatile unsigned *)(b + 1))[0] & 2u) cq_tma_wait(b, cq_tma_published(b), site);
+  }
+}
+#endif
+
 CQ_DEV long long cq_elements(const long long *ext, int rank) {
   long long n = 1;
   for (int k = 0; k < rank; k++) n *= ext[k];
