@@ -127,6 +127,20 @@ def test_1p1c_waits_for_the_wgmmas_of_a_slab_once():
     assert len(on_path(kernel, slab, ARRIVE)) == 3
 
 
+def test_a_64x256_tile_is_one_wgmma_per_k_step():
+    """matmul_1p1c with BN=256: each slice's [64, 256] tile of C is one m64n256k16 HGMMA,
+    which reads the slice of A once, not four m64n64k16 (docs/CUDA.md)."""
+    module = croqvm.compile_file(PROGRAMS / "matmul_1p1c.co",
+                                 defines={"BN": "256", "STAGES": "3"}).module
+    gen = emit(module, arch="sm_90a")
+    (info,) = gen.kernels.values()
+    kernel = cuda_sass.kernels(gen.text, "sm_90a")[info.cname]
+    slices = kernel.loops_around("HGMMA")[0]
+    # cuobjdump writes the shape with a space: HGMMA.64 x256x16.F32 R24, gdesc[UR4], ...
+    assert [i.opcode + i.operands.split()[0] for i in slices if i.name == "HGMMA"] == \
+        ["HGMMA.64x256x16.F32"]
+
+
 def test_wgmma_async_issues_its_four_k_tiles_before_one_wait():
     """The four K tiles of `mma.row.row.async` and its `wait f` (34 mbarrier rendezvous
     and a wait per tile before chains): one rendezvous before the chain, one after its

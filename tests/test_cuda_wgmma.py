@@ -180,6 +180,7 @@ def test_runtime_kernels_compile_with_nvcc_for_sm_90a():
 # (n tiles of 64, 32 and 8 columns); all four layouts; one case per line
 GEMMS = [
     ("f16", "f16", "f32", "row.row", 64, 128, 32),
+    ("f16", "f16", "f32", "row.col", 64, 256, 16),     # one m64n256 instruction
     ("bf16", "bf16", "f32", "row.col", 128, 64, 16),
     ("tf32", "tf32", "f32", "col.row", 64, 40, 16),
     ("f8_e4m3", "f8_e4m3", "f32", "col.col", 64, 16, 64),

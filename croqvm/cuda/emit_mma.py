@@ -477,7 +477,7 @@ WGMMA_TYPES = {("f16", "f16", "f32"): ("f16_f32", 16), ("bf16", "bf16", "f32"): 
                ("f8_e4m3", "f8_e4m3", "f32"): ("e4m3_f32", 32),
                ("f8_e5m2", "f8_e5m2", "f32"): ("e5m2_f32", 32),
                **{(a, b, "s32"): (f"{a}_{b}_s32", 32) for a in ("s8", "u8") for b in ("s8", "u8")}}
-WGMMA_N = (64, 32, 16, 8)
+WGMMA_N = (256, 128, 64, 32, 16, 8)
 WGMMA_M = 64
 # operand types no tensor-core instruction of an architecture takes, and the one that has
 FP8 = ("f8_e4m3", "f8_e5m2")

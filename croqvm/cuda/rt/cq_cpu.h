@@ -95,7 +95,7 @@ namespace cq {
 
 enum { WARP = 32, MAX_WARPS = CQ_MAX_BLOCK / WARP, NAMED_BARRIERS = 16,
        DEFAULT_STACK = 64 * 1024, POISON = 0xFF, SMEM_FILL = 0xA5, SMEM_GUARD = 4096,
-       WARPGROUP = 128, MAX_WARPGROUPS = CQ_MAX_BLOCK / WARPGROUP, MAX_WGMMA_ND = 32 };
+       WARPGROUP = 128, MAX_WARPGROUPS = CQ_MAX_BLOCK / WARPGROUP, MAX_WGMMA_ND = 128 };
 
 /* A wgmma a thread issued whose results have not landed: its accumulator registers,
    the values they will hold, and the commit group (the thread's count of commits when
@@ -541,12 +541,16 @@ struct resident_set {
   wgmma_operands *wg;
 };
 
+/* The warpgroups of a block of the launch: each resident block keeps the wgmma operands
+   of as many (256 KiB each at the widest N). */
+static unsigned block_warpgroups() { return (rt.cfg.block + WARPGROUP - 1) / WARPGROUP; }
+
 static int resident_alloc(resident_set *r, unsigned n, size_t smem_alloc) {
   rt.nblocks = n;
   rt.blocks = (block_state *)calloc(n, sizeof(block_state));
   r->smem = (unsigned char *)aligned_alloc(128, (size_t)n * smem_alloc);
   r->ops = (mma_operands *)calloc((size_t)n * MAX_WARPS, sizeof(mma_operands));
-  r->wg = (wgmma_operands *)calloc((size_t)n * MAX_WARPGROUPS, sizeof(wgmma_operands));
+  r->wg = (wgmma_operands *)calloc((size_t)n * block_warpgroups(), sizeof(wgmma_operands));
   return rt.blocks && r->smem && r->ops && r->wg ? CQ_OK : CQ_ERR_NOMEM;
 }
 
@@ -556,7 +560,7 @@ static void resident_place(const resident_set *r, unsigned i, unsigned long long
   init_block(&rt.blocks[i], linear, rt.threads + (size_t)i * rt.cfg.block,
              r->smem + (size_t)i * smem_alloc, smem_alloc);
   rt.blocks[i].operands = r->ops + (size_t)i * MAX_WARPS;
-  rt.blocks[i].wg_operands = r->wg + (size_t)i * MAX_WARPGROUPS;
+  rt.blocks[i].wg_operands = r->wg + (size_t)i * block_warpgroups();
 }
 
 /* Runs the placed blocks together (run_grid), then checks each one's shared memory. */
@@ -1414,7 +1418,7 @@ static inline void check_desc(const wgmma_desc &d, int rows, int bytes, int site
    and B [N, K] read from shared memory through the descriptors. One launch runs at a
    time and this never yields, so the tiles can be static. */
 template <class S> static void wgmma_compute(wgmma_operands *op, int site) {
-  static double A[64][32], B[64][32], C[64][64];
+  static double A[64][32], B[2 * MAX_WGMMA_ND][32], C[64][2 * MAX_WGMMA_ND];
   wgmma_desc da = decode_desc(op->da), db = decode_desc(op->db);
   check_desc(da, S::M, S::BYTES, site);
   check_desc(db, S::N, S::BYTES, site);

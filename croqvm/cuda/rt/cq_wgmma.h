@@ -59,7 +59,8 @@ template <int N_, class TA, class TB, class TC> struct cq_wgmma_shape {
 
 /* Every shape: the types at each N croqvm issues. */
 #define CQ_WGMMA_SHAPES(X)                                                              \
-  CQ_WGMMA_TYPES(X, 8) CQ_WGMMA_TYPES(X, 16) CQ_WGMMA_TYPES(X, 32) CQ_WGMMA_TYPES(X, 64)
+  CQ_WGMMA_TYPES(X, 8) CQ_WGMMA_TYPES(X, 16) CQ_WGMMA_TYPES(X, 32) CQ_WGMMA_TYPES(X, 64)  \
+  CQ_WGMMA_TYPES(X, 128) CQ_WGMMA_TYPES(X, 256)
 
 #define CQ_WGMMA_TYPEDEF(n, name, a, b, c, k, ptx, imm, cc)                             \
   typedef cq_wgmma_shape<n, a, b, c> cq_wgmma_n##n##_##name;
