@@ -299,8 +299,7 @@ class KernelEmitter:
         # TMA barriers whose copies it published (bit i: the i-th barrier from the first
         # buffer's): a binding lane does not wait for them, the event's waiters do
         self.off_landings = {}
-        bars = sum(code.buffers[s].count for s in self.off_tma)
-        if self.off_tma and bars <= 64:
+        if self.off_tma and self.tma_bar_count() <= 64:
             self.off_landings = {e: L.take(8 * code.events[e].slots, 8)
                                  for e in _events_bound_after(self.ins)}
         # each warpgroup's staging area for wgmma operands, as large as its largest exec
@@ -583,6 +582,7 @@ class KernelEmitter:
         return f"(smem + {min(self.off_tma.values())})"
 
     def tma_bar_count(self) -> int:
+        """The TMA barriers of the kernel, one per shared buffer instance."""
         return sum(self.code.buffers[s].count for s in self.off_tma)
 
     def _leave_lambda(self) -> None:

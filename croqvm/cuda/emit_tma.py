@@ -165,8 +165,12 @@ def _issue(k, ins, ip, desc, part, m, fits: str, bar: str, base: str, row: str,
 
 
 def arm(k, ins, ip, desc, tb: str) -> str:
-    """The issuer's ``cq_tma_arm`` of barrier ``tb`` before a copy announces its bytes:
-    the phase armed before has completed, and the parity of the new one is published
-    for the participants and the copy's waiters."""
+    """What the issuer runs on barrier ``tb`` before a copy announces its bytes: it
+    publishes the parity of the new phase for the participants and the copy's waiters;
+    in a kernel whose events publish copies (emit_sync.op_fut_bind), nobody may have
+    waited for the phase armed before, so the issuer waits for it first
+    (``cq_tma_arm``)."""
+    if not k.off_landings:
+        return f"cq_tma_publish({tb});"
     from .emit_sync import wait_site
     return f"cq_tma_arm({tb}, {wait_site(k, ins, ip, desc.text)});"

@@ -468,18 +468,19 @@ def _meet_before_loop(k, region: Region, ins) -> None:
     which each chain's first collective then reports as it would after meeting
     (UNIT_TERMINATED, ``terminated_check``) -- the same lanes: inside the loop a lane
     ends only by a fault every lane of the warpgroup takes alike, or by the step limit,
-    which the lanes reach together from the count they agree on here. A second meeting
-    keeps a lane that leaves in the loop from being noted as terminated by a lane slower
-    to note."""
+    which the lanes reach together from the count they agree on here (without a step
+    limit the counts decide nothing, and are left as they are). A second meeting keeps a
+    lane that leaves in the loop from being noted as terminated by a lane slower to
+    note."""
     at = region.hoisted
     slot = f"(unsigned long long *)(smem + {k.off_steps}) + lane / 128"
     n = k.wait_site_for(k.ins[at], at)
     for line in (f"const cq_coll hl = {k.coll(at)};",
-                 f"cq_steps_offer({slot}, cq_steps);",
+                 f"if (cq_limit != ~0ull) cq_steps_offer({slot}, cq_steps);",
                  f"cq_coll_sync(hl, {n});   // the slices below meet no more",
                  "const unsigned hg0 = cq_coll_gone(hl, 0), hg1 = cq_coll_gone(hl, 1), "
                  "hg2 = cq_coll_gone(hl, 2), hg3 = cq_coll_gone(hl, 3);",
-                 f"cq_steps = cq_steps_largest({slot});",
+                 f"if (cq_limit != ~0ull) cq_steps = cq_steps_largest({slot});",
                  f"cq_coll_sync(hl, {n});   // no lane leaves before all have noted them"):
         k.line(line, ins)
 

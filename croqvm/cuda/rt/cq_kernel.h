@@ -155,15 +155,20 @@ CQ_DEV void cq_future_land(const cq_future &f, int site) {
    any. */
 CQ_DEV unsigned cq_tma_published(cq_tma_bar *b) { return ((volatile unsigned *)(b + 1))[0] & 1u; }
 
-/* Before the issuer of copies on barrier b announces their bytes: the phase it armed
-   before has completed, then it publishes the parity of the phase the new copies
-   complete. Copies published by an event (§10.7) may have had no waiter yet, and a
+/* Before the issuer of copies on barrier b announces their bytes: it publishes the
+   parity of the phase the new copies complete. */
+CQ_DEV void cq_tma_publish(cq_tma_bar *b) {
+  ((volatile unsigned *)(b + 1))[0] = 2u | cq_tma_phase(b);
+}
+
+/* cq_tma_publish in a kernel whose events publish copies (§10.7): the phase armed
+   before has completed first. A published copy may have had no waiter yet, and a
    barrier armed again before its phase completes would count both copies in one phase;
    in a pipeline that phase completed long before, so the wait costs one test. */
 CQ_DEV void cq_tma_arm(cq_tma_bar *b, int site) {
   volatile unsigned *word = (volatile unsigned *)(b + 1);
   if (*word & 2u) cq_tma_wait(b, *word & 1u, site);
-  *word = 2u | cq_tma_phase(b);
+  cq_tma_publish(b);
 }
 
 /* After a lane's wait of an event slot has passed (§10.7): the TMA copies published at
