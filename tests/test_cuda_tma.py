@@ -133,6 +133,7 @@ CASES = [
     ("matmul_1p1c", "gemm_ws", {}, 100, 72, 304, 2 * 2 * 5 * 2),
     ("matmul_1p1c", "gemm_ws", {"STAGES": "1"}, 64, 130, 128, 1 * 3 * 2 * 2),
     ("matmul_1p1c", "gemm_ws", {"STAGES": "4"}, 100, 72, 300, 0),     # 600-byte rows
+    ("matmul_1p1c", "gemm_ws", {"BN": "256", "STAGES": "3"}, 64, 200, 128, 1 * 1 * 2 * 2),
     ("matmul_tma", "gemm_tma", {}, 64, 128, 192, 1 * 2 * 3 * 2),
     ("matmul_wgmma_async", "gemm_async", {}, 100, 72, 128, 1 * 2 * 2 * 2),
     ("matmul_1p1c_async", "gemm_async", {}, 100, 72, 256, 2 * 2 * 4 * 2),

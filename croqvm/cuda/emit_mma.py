@@ -483,17 +483,20 @@ WGMMA_M = 64
 FP8 = ("f8_e4m3", "f8_e5m2")
 
 
-# bytes of K a warpgroup stages at once (two instructions): the staging area of each
-# warpgroup stays at most (64 + 64) x 64 bytes, whatever K, leaving the block's shared
-# memory to its buffers
+# bytes of K a warpgroup stages at once (two instructions), and the columns of B: the
+# staging area of each warpgroup stays at most (64 + 64) x 64 bytes, whatever K and N,
+# leaving the block's shared memory to its buffers
 WGMMA_STAGE_K_BYTES = 64
+WGMMA_STAGE_N = 64
 
 
 @dataclass(frozen=True)
 class WgmmaPlan:
     """How an exec runs on wgmma: the runtime shape, its K and N per instruction, the
     element size, the K columns staged at once (a divisor of K), and the bytes of shared
-    memory one warpgroup stages A and B in."""
+    memory one warpgroup stages A and B in. Staged operands go by a shape of at most
+    64 columns (``staged``, ``staged_n``), so that the staging area stays small; tiles
+    read where they lie by the widest (``shape``, ``n``)."""
     shape: str
     k: int
     n: int
@@ -501,6 +504,8 @@ class WgmmaPlan:
     kc: int
     a_bytes: int
     stage_bytes: int
+    staged: str
+    staged_n: int
 
 
 def wgmma_plan(k, ins):
@@ -521,10 +526,12 @@ def wgmma_plan(k, ins):
     if K % kk:
         return None
     n = next(x for x in WGMMA_N if N % x == 0)
+    staged_n = next(x for x in WGMMA_N if x <= WGMMA_STAGE_N and N % x == 0)
     size = 32 // kk
     kc = math.gcd(K, WGMMA_STAGE_K_BYTES // size)      # a multiple of kk, as K is
     return WgmmaPlan(f"cq_wgmma_n{n}_{name}", kk, n, size, kc, WGMMA_M * kc * size,
-                     (WGMMA_M + n) * kc * size)
+                     (WGMMA_M + staged_n) * kc * size, f"cq_wgmma_n{staged_n}_{name}",
+                     staged_n)
 
 
 def check_arch(k, ins) -> None:
@@ -734,8 +741,9 @@ def _wgmma_direct(k, ins, ip, plan: WgmmaPlan, mc: int, mnk, region=None) -> Non
 
 
 def _wgmma_exec(k, ins, ip, plan: WgmmaPlan, mc: int, mnk) -> None:
-    """The warpgroup multiplies C in [64, n] tiles: each lane loads its accumulator
-    registers; then for each slice of kc columns of K, ascending, its lanes stage A
+    """The warpgroup multiplies C in [64, n] tiles (n the staged shape's, at most 64):
+    each lane loads its accumulator registers; then for each slice of kc columns of K,
+    ascending, its lanes stage A
     [64, kc] and B [n, kc] K-major in the warpgroup's shared staging area
     (rt/cq_wgmma.h's layout, elements in their PTX encoding), fence it for the async
     proxy and meet, and kc / k wgmmas, the descriptors advancing 32 bytes of K each, run
@@ -750,24 +758,24 @@ def _wgmma_exec(k, ins, ip, plan: WgmmaPlan, mc: int, mnk) -> None:
     for line in (
         "const int wt = lane % 128;",
         f"unsigned char *const st = {stage};",
-        f"typedef {plan.shape} W;",
+        f"typedef {plan.staged} W;",
         f"CQ_UNROLL for (int mt = 0; mt < {M}; mt += 64)",
-        f"  CQ_UNROLL for (int nt = 0; nt < {N}; nt += {plan.n}) {{",
+        f"  CQ_UNROLL for (int nt = 0; nt < {N}; nt += {plan.staged_n}) {{",
         "    W::c_value d[W::ND];",
         f"    CQ_UNROLL for (int i = 0; i < W::ND; i++) d[i] = {cell};",
         f"    for (int k0 = 0; k0 < {K}; k0 += {plan.kc}) {{",
         f"      for (int i = wt; i < 64 * {plan.kc}; i += 128) {{ const int m = mt + i / "
         f"{plan.kc}, kk = i % {plan.kc}; cq_wgmma_elem<W::ta>::put(st + cq_wgmma_offset(i / "
         f"{plan.kc}, kk, 64, W::BYTES), A_at(m, k0 + kk)); }}",
-        f"      for (int i = wt; i < {plan.n * plan.kc}; i += 128) {{ const int n = nt + i / "
-        f"{plan.kc}, kk = i % {plan.kc}; cq_wgmma_elem<W::tb>::put(st + {plan.a_bytes} + "
-        f"cq_wgmma_offset(i / {plan.kc}, kk, {plan.n}, W::BYTES), B_at(k0 + kk, n)); }}",
+        f"      for (int i = wt; i < {plan.staged_n * plan.kc}; i += 128) {{ const int n = nt + "
+        f"i / {plan.kc}, kk = i % {plan.kc}; cq_wgmma_elem<W::tb>::put(st + {plan.a_bytes} + "
+        f"cq_wgmma_offset(i / {plan.kc}, kk, {plan.staged_n}, W::BYTES), B_at(k0 + kk, n)); }}",
         "      cq_fence_proxy_async();",
         f"      cq_coll_sync(cl, {n});",
         "      cq_wgmma_fence<W>(d);",
         f"      for (int kt = 0; kt < {plan.kc // plan.k}; kt++)",
         f"        cq_wgmma<W>(d, {desc.format(off=0, rows=64)}, "
-        f"{desc.format(off=plan.a_bytes, rows=plan.n)}, {n});",
+        f"{desc.format(off=plan.a_bytes, rows=plan.staged_n)}, {n});",
         "      cq_wgmma_commit();",
         "      cq_wgmma_wait<0, W>(d);",
         f"      cq_coll_sync(cl, {n});     // the staging area is reused by the next slice",
