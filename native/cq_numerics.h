@@ -344,11 +344,14 @@ CQ_NUM_FN double cq_two_product(double x, double y, double *e)
     return p;
 }
 
-/* numerics.to_odd: s + e rounded to odd, given s = s + e rounded to nearest. */
+/* numerics.to_odd: s + e rounded to odd, given s = s + e rounded to nearest. The
+ * infinity is a double, so that nvcc calls CUDA's nextafter(double, double), not the C++
+ * library's host-only template for mixed argument types. */
 CQ_NUM_FN double cq_to_odd(double s, double e)
 {
+    const double inf = INFINITY;
     if (e != 0.0 && isfinite(e) && !(cq_f64_bits(s) & 1u))
-        return nextafter(s, e > 0.0 ? INFINITY : -INFINITY);
+        return nextafter(s, e > 0.0 ? inf : -inf);
     return s;
 }
 
