@@ -743,12 +743,11 @@ def _wgmma_direct(k, ins, ip, plan: WgmmaPlan, mc: int, mnk, region=None) -> Non
 def _wgmma_exec(k, ins, ip, plan: WgmmaPlan, mc: int, mnk) -> None:
     """The warpgroup multiplies C in [64, n] tiles (n the staged shape's, at most 64):
     each lane loads its accumulator registers; then for each slice of kc columns of K,
-    ascending, its lanes stage A
-    [64, kc] and B [n, kc] K-major in the warpgroup's shared staging area
-    (rt/cq_wgmma.h's layout, elements in their PTX encoding), fence it for the async
-    proxy and meet, and kc / k wgmmas, the descriptors advancing 32 bytes of K each, run
-    in one commit group, waited for before the slice's staging is reused: k ascending as
-    the engines step."""
+    ascending, its lanes stage A [64, kc] and B [n, kc] K-major in the warpgroup's
+    shared staging area (rt/cq_wgmma.h's layout, elements in their PTX encoding), fence
+    it for the async proxy and meet, and kc / k wgmmas, the descriptors advancing 32
+    bytes of K each, run in one commit group, waited for before the slice's staging is
+    reused: k ascending as the engines step."""
     M, N, K = mnk
     n = k.wait_site_for(ins, ip)
     stage = f"(smem + {k.off_wgmma} + {k.unit_index(128)} * {k.wgmma_stage})"
