@@ -114,12 +114,12 @@ static inline char *put_time(char *o, int64_t n)
         *o++ = '0';
         return o;
     }
-    memcpy(o, DIGITS + 2 * (frac / 100), 2);
-    memcpy(o + 2, DIGITS + 2 * (frac % 100), 2);
-    int width = 4;
-    while (o[width - 1] == '0')
-        width--;
-    return o + width;
+    int high = frac / 100, low = frac % 100;
+    memcpy(o, DIGITS + 2 * high, 2);
+    memcpy(o + 2, DIGITS + 2 * low, 2);
+    /* without its trailing zeros, counted from the two pairs rather than read back from
+     * the text just stored (a load waiting on those stores, and a branch per zero) */
+    return o + 4 - (low ? low % 10 == 0 : 2 + (high % 10 == 0));
 }
 
 static char *put_hex(char *o, uint32_t n)
@@ -156,10 +156,11 @@ static char *put_string(char *o, const cq_trace_text *tx, int32_t k)
 }
 
 /* A slice's complete event ("X"): its name, track, start and duration (rounded ends, so
- * that touching slices still touch), its "args" (where it is, its lanes when not the
- * whole warp ran or it is a copy, their mask) and its category (none for a statement). */
+ * that touching slices still touch: ``ts`` and ``te`` in ten-thousandths), its "args"
+ * (where it is, its lanes when not the whole warp ran or it is a copy, their mask) and
+ * its category (none for a statement). */
 static char *put_slice(char *o, const cq_trace_text *tx, const cq_slice *s, int32_t name,
-                       int32_t where)
+                       int32_t where, int64_t ts, int64_t te)
 {
     static const char *const category[] = {NULL, "wait", "copy", "launch"};
     o = PUT(o, "{\"ph\":\"X\",\"name\":");
@@ -173,11 +174,10 @@ static char *put_slice(char *o, const cq_trace_text *tx, const cq_slice *s, int3
     o = put_int(o, s->pid);
     o = PUT(o, ",\"tid\":");
     o = put_int(o, s->tid);
-    int64_t ts = us_fast(s->start * tx->scale);
     o = PUT(o, ",\"ts\":");
     o = put_time(o, ts);
     o = PUT(o, ",\"dur\":");
-    o = put_time(o, duration(ts, us_fast(s->end * tx->scale)));
+    o = put_time(o, duration(ts, te));
     int masked = s->kind == KIND_RUN && s->masked;
     if (where >= 0 || masked || s->kind == KIND_COPY) {
         o = PUT(o, ",\"args\":{");
@@ -230,6 +230,10 @@ static char *put_point(char *o, const cq_trace_text *tx, const cq_flow *f, int64
 /* The events from where ``tx`` goes on that fit before ``end``. */
 static inline char *fill(cq_trace_text *tx, char *o, const char *end)
 {
+    /* a slice mostly starts when the slice before it ended (its warp's previous one):
+     * that time rounded once, for both */
+    double last = -1.0;
+    int64_t last_us = 0;
     for (; tx->slice < tx->nslices; tx->slice++) {
         const cq_slice *s = &tx->slices[tx->slice];
         int32_t name, where;
@@ -253,7 +257,10 @@ static inline char *fill(cq_trace_text *tx, char *o, const char *end)
             *o++ = ',';
         tx->comma = 1;
         tx->events++;
-        o = put_slice(o, tx, s, name, where);
+        int64_t ts = s->start == last ? last_us : us_fast(s->start * tx->scale);
+        last = s->end;
+        last_us = us_fast(s->end * tx->scale);
+        o = put_slice(o, tx, s, name, where, ts, last_us);
     }
     for (; tx->flow < tx->nflows; tx->flow++, tx->point = 0) {
         const cq_flow *f = &tx->flows[tx->flow];
