@@ -298,10 +298,11 @@ class KernelEmitter:
         # §10.7: each slot of an event a `trigger ... after` binds copies to, the set of
         # TMA barriers whose copies it published (bit i: the i-th barrier from the first
         # buffer's): a binding lane does not wait for them, the event's waiters do
+        self.bindings = _bindings(self.ins)
         self.off_landings = {}
         if self.off_tma and self.tma_bar_count() <= 64:
             self.off_landings = {e: L.take(8 * code.events[e].slots, 8)
-                                 for e in _events_bound_after(self.ins)}
+                                 for e in sorted(set(self.bindings.values()))}
         # each warpgroup's staging area for wgmma operands, as large as its largest exec
         from .emit_mma import wgmma_plan
         plans = [wgmma_plan(self, ins) for ins in self.ins if op_name(ins) == "MMA_EXEC"]
@@ -659,10 +660,18 @@ class KernelEmitter:
         self.line("cq_kernel_finished();", end)
 
 
-def _events_bound_after(ins) -> list:
-    """The events a TRIGGER publishes futures at (FUT_BINDs before it, §10.7)."""
-    return sorted({ins[i][1] for i in range(1, len(ins))
-                   if op_name(ins[i]) == "TRIGGER" and op_name(ins[i - 1]) == "FUT_BIND"})
+def _bindings(ins) -> dict:
+    """Each FUT_BIND's event (§10.7): that of the TRIGGER after it and the FUT_BINDs
+    between, by the FUT_BIND's instruction index."""
+    found, binds = {}, []
+    for ip, x in enumerate(ins):
+        if op_name(x) == "FUT_BIND":
+            binds.append(ip)
+            continue
+        if op_name(x) == "TRIGGER":
+            found.update((b, x[1]) for b in binds)
+        binds = []
+    return found
 
 
 # --------------------------------------------------------------------------- operand facts

@@ -22,7 +22,7 @@ from ..reports.messages import print_registers
 from . import cnum, departure, emit_tma
 from .emit_copy import fill_future, tile_copy
 from .emit_kernel import TMA_BAR_BYTES, bulk_load, tma_load
-from .emit import op_name, span_of
+from .emit import span_of
 from .emit_ops import allocate, buffer_instance, future_view
 
 
@@ -261,7 +261,7 @@ def op_fut_bind(k, ins, ip):
     k.line("{", ins)
     k.depth += 1
     land = f"cq_future_land({f}, {wait_site(k, ins, ip, 'trigger')});"
-    if _bound_event(k, ip) in k.off_landings:
+    if k.bindings.get(ip) in k.off_landings:
         k.line(f"if ({f}.tma && !{f}.waited) cq_handed |= 1ull << (((unsigned char *)"
                f"{f}.tma - {k.tma_bars()}) / {TMA_BAR_BYTES}); else {land}", ins)
     else:
@@ -271,13 +271,6 @@ def op_fut_bind(k, ins, ip):
     k.line(f"if ({f}.has_data && {f}.is_async) {f}.waited = 1;", ins)
     k.depth -= 1
     k.line("}", ins)
-
-
-def _bound_event(k, ip: int) -> int:
-    """The event of the TRIGGER the FUT_BIND at ``ip`` (and any after it) binds to."""
-    while op_name(k.ins[ip]) == "FUT_BIND":
-        ip += 1
-    return k.ins[ip][1]
 
 
 # --------------------------------------------------------------------------- views

@@ -166,8 +166,8 @@ CQ_DEV void cq_tma_publish(cq_tma_bar *b) {
    barrier armed again before its phase completes would count both copies in one phase;
    in a pipeline that phase completed long before, so the wait costs one test. */
 CQ_DEV void cq_tma_arm(cq_tma_bar *b, int site) {
-  volatile unsigned *word = (volatile unsigned *)(b + 1);
-  if (*word & 2u) cq_tma_wait(b, *word & 1u, site);
+  const unsigned armed = ((volatile unsigned *)(b + 1))[0];
+  if (armed & 2u) cq_tma_wait(b, armed & 1u, site);
   cq_tma_publish(b);
 }
 
