@@ -34,7 +34,7 @@ from run import BENCHMARKS, _alu, _best  # noqa: E402
 
 import croqvm  # noqa: E402
 from croqvm.trace import record  # noqa: E402
-from croqvm.trace.output import write  # noqa: E402
+from croqvm.trace.output import TraceFile, write  # noqa: E402
 
 GOAL = 3.0              # traced with its file written / plain, native engine, CPU time
 SIZE_GOAL = 100e6       # bytes of a trace of 10^6 events
@@ -47,9 +47,12 @@ def _setup(bench, size):
 
 
 def _traced_to_file(program, bench, fresh, dims, engine, path):
-    """What ``croqvm trace -o path`` does once the program is loaded."""
-    trace = record(program, bench.func, fresh(), dims, engine=engine, out=io.StringIO())
-    write(trace, path)
+    """What ``croqvm trace -o path`` does once the program is loaded: the file written as
+    the run goes."""
+    sink = TraceFile(path)
+    trace = record(program, bench.func, fresh(), dims, engine=engine, out=io.StringIO(),
+                   file=sink)
+    sink.close(trace)
     return trace.end
 
 

@@ -222,6 +222,11 @@ void cq_trace_finish(cq_call *call, int32_t stopped);
 /* The slices, handed over: the caller frees them with cq_trace_release. */
 cq_slice *cq_trace_take_slices(cq_call *call, int64_t *n);
 void cq_trace_release(void *slices);
+/* The slices recorded so far, left in place; forgotten (their memory kept for the next)
+ * once written: croqvm trace -o writes them as the run goes, between its slices of
+ * steps. */
+const cq_slice *cq_trace_slices(const cq_call *call, int64_t *n);
+void cq_trace_forget_slices(cq_call *call);
 const cq_detail *cq_trace_details(const cq_call *call, int64_t *n);
 const cq_flow *cq_trace_flows(const cq_call *call, int64_t *n);
 const cq_process *cq_trace_processes(const cq_call *call, int64_t *n);
@@ -348,6 +353,15 @@ typedef struct {
 /* Fills ``buf`` with the next whole events (``cap`` bytes hold 256 more than the two
  * longest strings); returns the bytes written, 0 once every event is. */
 int64_t cq_trace_text_next(cq_trace_text *tx, char *buf, int64_t cap);
+
+/* After ISA-L's deflate (a .json.gz trace): clears the upper halves of the vector
+ * registers, which its assembly leaves in use. Until then every SSE instruction of the
+ * engine (built without AVX) waits on them: runs in the same thread took 3x as long
+ * (a 512^3 1P1C matmul: 0.37 s, then 1.09 s). A no-op on a CPU without AVX. */
+void cq_clear_upper_vectors(void);
+/* Whether those upper halves are in use now (XINUSE): 1 or 0, -1 where the CPU can not
+ * tell. */
+int32_t cq_upper_vectors_in_use(void);
 
 /* cdef end */
 #endif

@@ -82,6 +82,7 @@ typedef struct cq_trace {
     cq_trace_model m;
     cq_slice *slices;
     int64_t nslices, capslices;
+    int64_t populated;          /* the slices whose pages are made (populate) */
     double end;                 /* when the latest slice ends */
     cq_detail *details;
     int64_t ndetails, capdetails;

@@ -9,6 +9,9 @@
  * output buffer, ``s`` a slice; a time is a number of ten-thousandths of a microsecond
  * (``us``), the value Python's round(cycles * scale, 4) stands for. */
 #include <math.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <string.h>
 #include "cq_api.h"
 
@@ -283,4 +286,32 @@ int64_t cq_trace_text_next(cq_trace_text *tx, char *buf, int64_t cap)
     char *o = fill(&local, buf, buf + cap);
     *tx = local;
     return o - buf;
+}
+
+void cq_clear_upper_vectors(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    static int avx = -1;
+    if (avx < 0)
+        avx = __builtin_cpu_supports("avx") != 0;
+    if (avx)
+        __asm__ volatile("vzeroupper" ::: "memory");
+#endif
+}
+
+int32_t cq_upper_vectors_in_use(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    unsigned a, b, c, d;
+    /* XGETBV with ECX = 1 (CPUID.(EAX=0DH,ECX=1):EAX[2]) under an OS that enabled it */
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) ||
+        !__get_cpuid_count(0xD, 1, &a, &b, &c, &d) || !(a & 4))
+        return -1;
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+    /* bit 2: the upper 128 bits of ymm0-15; bit 6: the upper 256 bits of zmm0-15 */
+    return (lo & ((1u << 2) | (1u << 6))) != 0;
+#else
+    return -1;
+#endif
 }

@@ -17,7 +17,7 @@ from croqvm.cli.main import main
 from croqvm.running.program import available
 from croqvm.trace import CostModel, record
 from croqvm.trace.native import NativeTrace, _columns
-from croqvm.trace.output import write
+from croqvm.trace.output import TraceFile, write
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ROOT / "programs"
@@ -71,7 +71,50 @@ def test_both_engines_write_the_same_bytes(tmp_path, case):
     for suffix in (".json", ".json.gz"):
         assert files["native", suffix] == files["python", suffix]
     events, text = files["native", ".json"]
-    assert events > 10 and text.startswith(b'{"traceEvents":[{"ph":"M"')
+    assert events > 10 and text.startswith(b'{"traceEvents":[{"ph":"X"')
+    # the names of processes and threads last: a file written as the run goes knows
+    # them at its end
+    assert json.loads(text)["traceEvents"][-1]["ph"] == "M"
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_file_written_as_the_run_goes_is_the_file_of_the_trace(tmp_path, monkeypatch,
+                                                                  case):
+    # slices of 3 steps: the file takes the slices a few at a time, waits and copies
+    # with their details, across the run's launches
+    from croqvm.native import driver
+    monkeypatch.setattr(driver, "SLICE_STEPS", 3)
+    file, func, args, dims = CASES[case]()
+    program = croqvm.compile_file(str(PROGRAMS / file))
+    func = func or program.functions[0].name
+    reference = record(program, func, [np.array(a, copy=True) for a in args], dims,
+                       engine="python", out=io.StringIO(), keep_on_fault=True)
+    write(reference, str(tmp_path / "reference.json"))
+    for suffix in (".json", ".json.gz"):
+        sink = TraceFile(str(tmp_path / f"native{suffix}"))
+        trace = record(program, func, [np.array(a, copy=True) for a in args], dims,
+                       engine="native", out=io.StringIO(), keep_on_fault=True, file=sink)
+        assert trace.tracer.handed > len(reference.slices) // 2     # not kept
+        assert not trace.tracer.recorded[0].size
+        with pytest.raises(ValueError, match="written to its file"):
+            trace.slices
+        assert sink.close(trace) == len(json.loads(
+            (tmp_path / "reference.json").read_bytes())["traceEvents"])
+        data = (tmp_path / f"native{suffix}").read_bytes()
+        assert (gzip.decompress(data) if suffix == ".json.gz" else data) == \
+            (tmp_path / "reference.json").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == \
+        ["native.json", "native.json.gz", "reference.json"]
+
+
+def test_a_run_that_stops_leaves_no_file(tmp_path):
+    program = croqvm.compile_file(str(PROGRAMS / "broken/missing_bootstrap.co"))
+    sink = TraceFile(str(tmp_path / "t.json.gz"))
+    with pytest.raises(croqvm.KernelFault):
+        record(program, program.functions[0].name, [], {}, engine="native",
+               out=io.StringIO(), file=sink)
+    sink.discard()
+    assert not list(tmp_path.iterdir())
 
 
 def test_times_beyond_what_c_writes_exactly_are_written_by_the_specification(tmp_path):
@@ -174,3 +217,19 @@ def test_a_gzip_file_is_one_member_of_the_text_and_depends_on_nothing_else(tmp_p
     one = zlib.decompressobj(31)
     assert one.decompress(data[0]) == text and one.eof and not one.unused_data
     assert gzip.decompress(data[0]) == text
+
+
+def test_a_gzip_file_leaves_the_upper_halves_of_the_vector_registers_unused(tmp_path):
+    # ISA-L's assembly returns with them in use: every SSE instruction of the engine
+    # then waited on them, and the runs after a .json.gz trace took 3x as long
+    from isal import isal_zlib
+
+    from croqvm._native import lib
+    from croqvm.trace.output import Gzip
+    isal_zlib.compressobj(1, isal_zlib.DEFLATED, 31).compress(bytes(range(256)) * 400)
+    if lib.cq_upper_vectors_in_use() != 1:
+        pytest.skip("this CPU does not say, or this ISA-L leaves them unused")
+    with Gzip(str(tmp_path / "t.json.gz")) as f:
+        f.write(bytes(range(256)) * 400)
+        assert lib.cq_upper_vectors_in_use() == 0
+    assert lib.cq_upper_vectors_in_use() == 0

@@ -463,7 +463,7 @@ def trace(
         defines: Defines = None):
     inputs, dims = inputs or [], dims or []
     from ..trace import CostModel, load, record
-    from ..trace.output import draw, stats_table, write
+    from ..trace.output import TraceFile, draw, stats_table
     check_run_options(func or "(the default)", inputs, random_inputs, seed, dims, None, None,
                        None, schedule, schedule_seed, False, False)
     out = os.path.splitext(file)[0] + ".trace.json" if output is None else output
@@ -480,11 +480,17 @@ def trace(
     model = CostModel() if cost is None else load(cost)
     program = load_program(file, defines, "trace")
     func, args, dim_values = _one_call(program, file, func, inputs, dims, random_inputs, seed)
-    timeline = record(program, func, args, dim_values, cost=model, schedule=schedule,
-                      seed=schedule_seed or 0, poison=poison, check=check,
-                      max_steps=max_steps, keep_on_fault=True, engine=engine)
+    trace_file = TraceFile(out)
+    try:    # the picture needs the slices: the file is then written after the run
+        timeline = record(program, func, args, dim_values, cost=model, schedule=schedule,
+                          seed=schedule_seed or 0, poison=poison, check=check,
+                          max_steps=max_steps, keep_on_fault=True, engine=engine,
+                          file=None if png else trace_file)
+    except BaseException:
+        trace_file.discard()
+        raise
     sys.stdout.flush()
-    events = write(timeline, out)
+    events = trace_file.close(timeline)
     print(f"wrote {out}: {events} events, {len(timeline.processes) - 1} block(s), "
           f"{timeline.end / (model.clock_ghz * 1000):.3f} us of modelled time",
           file=sys.stderr)

@@ -92,8 +92,9 @@ def run_function(lib, ffi, module, name: str, args: list, dims: dict, *, poison:
     blocks racing on threads would not). A kernel that prints runs on one unless ``jobs``
     is given: serially its output streams while it runs, on threads it comes when the
     launch ends. A ``tracer`` (croqvm.trace.native) times the steps: its ``start(lib,
-    ffi, c)`` before the run, its ``finish(lib, ffi, c, stopped)`` after it, however it
-    ended (``stopped``: by an exception); it runs the blocks one at a time."""
+    ffi, c)`` before the run, its ``between(lib, ffi, c)`` between slices, its
+    ``finish(lib, ffi, c, stopped)`` after it, however it ended (``stopped``: by an
+    exception); it runs the blocks one at a time."""
     fn = module.function(name)
     if check == "race":
         return _race_checked(lib, ffi, module, fn, args, dims, schedule=schedule, seed=seed,
@@ -179,7 +180,7 @@ def _run_function(lib, ffi, module, fn, args, dims, *, poison, schedule, seed, m
     stopped = True
     try:
         keep = _bind(lib, ffi, c, fn, hblk)
-        result = _run(lib, ffi, c, prog, pycall)
+        result = _run(lib, ffi, c, prog, pycall, tracer)
         del keep
         stopped = False
     except KeyboardInterrupt:
@@ -216,7 +217,7 @@ def _bind(lib, ffi, c, fn, hblk) -> list:
     return keep
 
 
-def _run(lib, ffi, c, prog, pycall):
+def _run(lib, ffi, c, prog, pycall, tracer=None):
     """Run ``c`` slice by slice; returns the function's result or raises its error."""
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     chunk = ffi.new("char[]", 1 << 16)
@@ -228,6 +229,8 @@ def _run(lib, ffi, c, prog, pycall):
             pycall.out.write(decoder.decode(ffi.buffer(chunk, n)[:]))
         if status != lib.CQ_RUN_SLICE:
             break
+        if tracer is not None:
+            tracer.between(lib, ffi, c)
         if pycall.progress is not None:
             pycall.progress(_position(lib, ffi, c, pycall))
     if lib.cq_race_stopped(c):

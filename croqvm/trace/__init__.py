@@ -24,14 +24,16 @@ __all__ = ["CostModel", "Flow", "Slice", "StatRow", "Trace", "load", "record"]
 def record(program, func: str, args, dims: dict, *, cost: CostModel | None = None,
            schedule: str = "rr", seed: int = 0, poison: bool = False, check=None,
            max_steps: int | None = None, out=None, keep_on_fault: bool = False,
-           engine: str | None = None) -> Trace:
+           engine: str | None = None, file=None) -> Trace:
     """Run ``func(*args)`` of ``program`` (a croqvm.Program) under the tracing hook of
     ``engine`` and return its ``Trace`` (``Trace.result`` the function's result). The
     options are ``Program.run``'s; ``engine`` "native" or "python" (default: the one
     ``run`` chooses, croqvm.running.program.default_engine); ``cost`` the model
     (default: ``CostModel()``). A runtime error (``KernelFault``) is raised, or with
     ``keep_on_fault`` ends the trace where the run stopped and comes back as
-    ``Trace.error``."""
+    ``Trace.error``. ``file``, a ``croqvm.trace.output.TraceFile`` the caller closes with
+    the trace: the native engine writes the slices to it as the run goes (``croqvm trace
+    -o``), and the trace does not keep them."""
     import sys
     from ..running.program import CHECKING, ENGINES, _choose, check_seed, default_engine
     program.check_options(func, check, schedule, max_steps)
@@ -55,7 +57,7 @@ def record(program, func: str, args, dims: dict, *, cost: CostModel | None = Non
     if engine == "native":
         from ..native import runner
         from .native import NativeTracer
-        hook = NativeTracer(program.module, program.module.function(func), cost)
+        hook = NativeTracer(program.module, program.module.function(func), cost, sink=file)
         run = runner()
     else:
         from ..interp.host import run_function as run

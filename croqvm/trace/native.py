@@ -7,7 +7,10 @@ tables (``cq_trace_model``, native/cq_api.h); C keeps every warp's clock and rec
 slices, flows, the blocks' processes and the statements' totals as flat records. They
 come back as numpy columns (a ``NativeTrace``), and the ``Slice`` objects are made only
 when ``Trace.slices`` is first read, so a traced run costs little more than a plain one;
-its file is written from the columns by native/trace_text.c (croqvm.trace.output.write).
+its file is written from the columns by native/trace_text.c (croqvm.trace.output). Given
+a ``sink`` (``croqvm trace -o``: the file), the tracer hands it the slices between slices
+of steps and C forgets them: the run's slices are written as it goes, in the memory of a
+few million at most, not kept.
 
 Conventions: ``lib``/``ffi`` the extension, ``c`` the C call, ``codes`` the function's
 host code then its kernels' (C's code 0, 1 + k).
@@ -53,8 +56,9 @@ class NativeTracer:
     ``run_function(tracer=...)``): ``start`` attaches the model, ``finish`` reads back what
     C recorded; ``trace`` gives it as a ``Trace``."""
 
-    def __init__(self, module, fn, cost: CostModel):
+    def __init__(self, module, fn, cost: CostModel, sink=None):
         self.cost = cost
+        self.sink = sink        # takes the slices as they come (``between``), or None
         self.rec = Recorder(module, cost)      # the spec's step facts, rows and names
         self.codes = [fn.host] + [k.code for k in fn.kernels]
         self.progs = [Program(code) for code in self.codes]
@@ -65,6 +69,7 @@ class NativeTracer:
         self.row_of = [[number[id(s.stat)] for s in steps] for steps in self.steps]
         self.recorded = None
         self.end = 0.0          # when the latest slice ends, as C recorded it
+        self.handed = 0         # the slices the sink took
 
     def start(self, lib, ffi, c) -> None:
         cost = self.cost
@@ -95,23 +100,46 @@ class NativeTracer:
             "tma_latency": cost.tma.latency, "tma_rate": cost.tma.bytes_per_cycle,
             "mma_latency": cost.mma.latency, "mma_move": cost.mma.move_bytes_per_cycle})
         self._ptr = ptr
+        self.lib, self.ffi = lib, ffi
+        self._slice = _columns(ffi, "cq_slice", {
+            "start": "f8", "end": "f8", "pid": "i4", "tid": "i4", "row": "i4", "lanes": "i4",
+            "mask": "u4", "kind": "u1", "masked": "u1"})
+        self._detail = _columns(ffi, "cq_detail", {
+            "bytes": "f8", "code": "i4", "what": "i4", "index": "i4", "slot": "i4",
+            "ip": "i4", "row": "i4"})
+        self._flow = _columns(ffi, "cq_flow", {
+            "kind": "i4", "n": "i4", "pid": ("i4", 3), "tid": ("i4", 3), "t": ("f8", 3)})
         lib.cq_trace_start(c, self._model)
+
+    def between(self, lib, ffi, c) -> None:
+        """Between two slices of steps: the slices so far to the sink, which C then
+        forgets (unless the sink can not take them yet)."""
+        if self.sink is None:
+            return
+        n = ffi.new("int64_t *")
+        ptr = lib.cq_trace_slices(c, n)
+        if not n[0]:
+            return
+        # views of C's records, valid while it does not run
+        slices = np.frombuffer(ffi.buffer(ptr, n[0] * ffi.sizeof("cq_slice")), self._slice)
+        nd = ffi.new("int64_t *")
+        dptr = lib.cq_trace_details(c, nd)
+        details = np.frombuffer(ffi.buffer(dptr, nd[0] * ffi.sizeof("cq_detail")),
+                                self._detail) if nd[0] else np.zeros(0, self._detail)
+        if self.sink.take(self, slices, details, np.zeros(0, self._flow)):
+            self.handed += len(slices)
+            lib.cq_trace_forget_slices(c)
 
     def finish(self, lib, ffi, c, stopped: bool) -> None:
         lib.cq_trace_finish(c, int(stopped))
+        self.between(lib, ffi, c)
         n = ffi.new("int64_t *")
         ptr = ffi.gc(lib.cq_trace_take_slices(c, n), lib.cq_trace_release)
-        kinds = _columns(ffi, "cq_slice", {
-            "start": "f8", "end": "f8", "pid": "i4", "tid": "i4", "row": "i4", "lanes": "i4",
-            "mask": "u4", "kind": "u1", "masked": "u1"})
         # the slices stay where C wrote them (``ptr`` keeps them): no copy
-        slices = np.frombuffer(ffi.buffer(ptr, n[0] * ffi.sizeof("cq_slice")), kinds) \
-            if n[0] else np.zeros(0, kinds)
-        details = _read(ffi, lib.cq_trace_details, c, "cq_detail", _columns(ffi, "cq_detail", {
-            "bytes": "f8", "code": "i4", "what": "i4", "index": "i4", "slot": "i4",
-            "ip": "i4", "row": "i4"}))
-        flows = _read(ffi, lib.cq_trace_flows, c, "cq_flow", _columns(ffi, "cq_flow", {
-            "kind": "i4", "n": "i4", "pid": ("i4", 3), "tid": ("i4", 3), "t": ("f8", 3)}))
+        slices = np.frombuffer(ffi.buffer(ptr, n[0] * ffi.sizeof("cq_slice")), self._slice) \
+            if n[0] else np.zeros(0, self._slice)
+        details = _read(ffi, lib.cq_trace_details, c, "cq_detail", self._detail)
+        flows = _read(ffi, lib.cq_trace_flows, c, "cq_flow", self._flow)
         procs = _read(ffi, lib.cq_trace_processes, c, "cq_process", _columns(
             ffi, "cq_process", {"pid": "i4", "launch": "i4", "kernel": "i4", "rank": "i4",
                                 "nwarps": "i4", "ncopies": "i4", "index": ("i8", 3)}))
@@ -120,9 +148,76 @@ class NativeTracer:
                               _columns(ffi, "cq_stat", {"steps": "i8", "lanes": "i8",
                                                         "slots": "i8", "cycles": "f8",
                                                         "wait": "f8"})).copy()
-        self.lib, self.ffi = lib, ffi
         self.end = lib.cq_trace_end(c)
         self.recorded = (slices, details, flows, procs, stats, ptr)
+
+    # ------------------------------------------------------------------ the file
+
+    @property
+    def scale(self) -> float:
+        """Microseconds per cycle."""
+        return 1.0 / (self.cost.clock_ghz * 1000.0)
+
+    def exact(self, slices, details, flows) -> bool:
+        """Whether native/trace_text.c writes every number of these records exactly: times
+        (microseconds, never negative, a slice's end never before its start) below
+        ``EXACT_US``, copies' bytes below 2^63."""
+        latest = max([float(slices["end"].max(initial=0.0))] +
+                     [float(flows["t"][flows["n"] > k, k].max(initial=0.0))
+                      for k in range(flows["t"].shape[1])])
+        return round(latest * self.scale, 4) < EXACT_US and \
+            float(details["bytes"].max(initial=0.0)) < 2.0 ** 63
+
+    def label(self, details, at: dict) -> np.ndarray:
+        """The names and places of wait and copy slices by their ``details``: per detail
+        the numbers of its name and its where in ``at`` ((sort, text) -> number, each
+        text once, numbered as it first comes: (``"name"``, a wait's name), (``"copy"``,
+        a copy's name but the bytes it ends with), (``"where"``, a wait's or a copy's
+        where))."""
+        label = np.zeros((len(details), 2), np.int32)
+        # a detail's row tells a wait's (its slice's row) from a copy's (-1)
+        waits = details["row"] >= 0
+        for wait, columns, sort, make, to in (
+                (True, ("code", "what", "index", "slot", "row"), "name", self._wait_name, 0),
+                (True, ("row",), "where", lambda row: self.rows[row].where, 1),
+                (False, ("code", "index"), "copy", self._copy_text, 0),
+                (False, ("code", "ip"), "where", self._copy_where, 1)):
+            d = np.flatnonzero(waits == wait)
+            if not d.size:
+                continue
+            keys = np.stack([details[c][d] for c in columns], 1)
+            unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+            ids = [at.setdefault((sort, make(*key)), len(at)) for key in unique.tolist()]
+            label[d, to] = np.array(ids, np.int32)[inverse.ravel()]
+        return label
+
+    def text(self, slices, details, flows, strings: list, tables: dict, comma: bool):
+        """The file's events of these records, as native/trace_text.c writes them with
+        ``strings`` (JSON, bytes), numbered by ``tables`` (cq_trace_text's per-row,
+        per-detail and per-flow-kind string numbers): (events, text) chunks, each in the
+        buffer of the one before (write it before asking for the next)."""
+        lib, ffi = self.lib, self.ffi
+        at = np.cumsum([0] + [len(s) for s in strings], dtype=np.int64)
+        blob = b"".join(strings)
+        keep = {name: np.ascontiguousarray(t, np.int32) for name, t in tables.items()}
+        keep.update(at=at, slices=np.ascontiguousarray(slices),
+                    details=np.ascontiguousarray(details), flows=np.ascontiguousarray(flows))
+        ptr = {name: ffi.from_buffer(a) for name, a in keep.items()}
+        tx = ffi.new("cq_trace_text *", {
+            "slices": ffi.cast("cq_slice *", ptr["slices"]), "nslices": len(slices),
+            "details": ffi.cast("cq_detail *", ptr["details"]),
+            "flows": ffi.cast("cq_flow *", ptr["flows"]), "nflows": len(flows),
+            "scale": self.scale, "text": ffi.from_buffer(blob),
+            "at": ffi.cast("int64_t *", ptr["at"]), "comma": int(comma),
+            **{name: ffi.cast("int32_t *", ptr[name]) for name in tables}})
+        cap = max(CHUNK, 256 + 2 * max(map(len, strings), default=0))
+        buf = ffi.new("char[]", cap)
+        while True:
+            before = tx.events
+            n = lib.cq_trace_text_next(tx, buf, cap)
+            if not n:
+                return
+            yield tx.events - before, ffi.buffer(buf, n)
 
     # ------------------------------------------------------------------ the Trace
 
@@ -209,9 +304,9 @@ class NativeTracer:
 
 class NativeTrace(Trace):
     """A native run's trace: its slices stay C's records until ``slices`` is first read,
-    and what needs no ``Slice`` object reads the records: ``end``, ``first``, and the
-    names and places of the file's events (``labels``) with their text (``text``,
-    native/trace_text.c; croqvm.trace.output.write)."""
+    and what needs no ``Slice`` object reads the records: ``end``, ``first`` and the file
+    (croqvm.trace.output, by the tracer's ``label``, ``exact`` and ``text``). A trace
+    whose slices went to a sink as the run went holds those the sink has not taken."""
 
     def __init__(self, tracer: NativeTracer, flows, processes, threads, stats, clock_ghz,
                  result=None, error=None):
@@ -219,9 +314,18 @@ class NativeTrace(Trace):
                          error)
         self._tracer = tracer
 
+    @property
+    def tracer(self) -> NativeTracer:
+        """What recorded it: the records, and what writes its file from them."""
+        return self._tracer
+
     def _made(self) -> list:
-        cols, details = self._tracer.recorded[:2]
-        return self._tracer._slices(cols, details.tolist())
+        tracer = self._tracer
+        if tracer.handed:
+            raise ValueError("this trace's slices were written to its file as the run went "
+                             "(record(..., file=...)): read them from the file")
+        cols, details = tracer.recorded[:2]
+        return tracer._slices(cols, details.tolist())
 
     @property
     def end(self) -> float:
@@ -230,7 +334,7 @@ class NativeTrace(Trace):
         return self._tracer.end       # C's, kept as it recorded: no pass over the records
 
     def first(self, kind: str):
-        if not callable(self._slices):
+        if not callable(self._slices) or self._tracer.handed:
             return super().first(kind)
         cols, details = self._tracer.recorded[:2]
         code = KINDS.index(kind)
@@ -246,74 +350,12 @@ class NativeTrace(Trace):
         return None
 
     def exact(self) -> bool:
-        """Whether native/trace_text.c writes every number of the file exactly: times
-        (microseconds, never negative, a slice's end never before its start) below
-        ``EXACT_US``, copies' bytes below 2^63."""
-        details, flows = self._tracer.recorded[1:3]
-        latest = max([self.end] + [float(flows["t"][flows["n"] > k, k].max(initial=0.0))
-                                   for k in range(flows["t"].shape[1])])
-        return round(latest * self.scale, 4) < EXACT_US and \
-            float(details["bytes"].max(initial=0.0)) < 2.0 ** 63
+        """Whether native/trace_text.c writes every number of its file exactly
+        (``NativeTracer.exact``)."""
+        slices, details, flows = self._tracer.recorded[:3]
+        return self._tracer.exact(slices, details, flows)
 
     @property
     def scale(self) -> float:
         """Microseconds per cycle."""
-        return 1.0 / (self.clock_ghz * 1000.0)
-
-    def labels(self) -> tuple:
-        """The names and places of the slices, without the slices: (rows, texts, label).
-        ``rows`` per statement row: its text, a launch's name, its where; ``texts``:
-        (``"name"``, a wait's name), (``"copy"``, a copy's name but the bytes it ends
-        with) and (``"where"``, a wait's or a copy's where), each once; ``label`` per
-        wait or copy slice (by its details' index): the numbers in ``texts`` of its name
-        and its where."""
-        tr = self._tracer
-        details = tr.recorded[1]
-        rows = [(r.text, tr._launch_name(k), r.where) for k, r in enumerate(tr.rows)]
-        at = {}         # (sort, text) -> its number
-        label = np.zeros((len(details), 2), np.int32)
-        # a detail's row tells a wait's (its slice's row) from a copy's (-1)
-        waits = details["row"] >= 0
-        for wait, columns, sort, make, to in (
-                (True, ("code", "what", "index", "slot", "row"), "name", tr._wait_name, 0),
-                (True, ("row",), "where", lambda row: tr.rows[row].where, 1),
-                (False, ("code", "index"), "copy", tr._copy_text, 0),
-                (False, ("code", "ip"), "where", tr._copy_where, 1)):
-            d = np.flatnonzero(waits == wait)
-            if not d.size:
-                continue
-            keys = np.stack([details[c][d] for c in columns], 1)
-            unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-            ids = [at.setdefault((sort, make(*key)), len(at)) for key in unique.tolist()]
-            label[d, to] = np.array(ids, np.int32)[inverse.ravel()]
-        return rows, list(at), label
-
-    def text(self, strings: list, tables: dict, comma: bool):
-        """The file's slice and flow events, as native/trace_text.c writes them from the
-        records and ``strings`` (JSON, bytes), numbered by ``tables`` (cq_trace_text's
-        per-row, per-detail and per-flow-kind string numbers): (events, text) chunks, each
-        in the buffer of the one before (write it before asking for the next)."""
-        tr = self._tracer
-        lib, ffi = tr.lib, tr.ffi
-        cols, details, flows = tr.recorded[:3]
-        at = np.cumsum([0] + [len(s) for s in strings], dtype=np.int64)
-        blob = b"".join(strings)
-        keep = {name: np.ascontiguousarray(t, np.int32) for name, t in tables.items()}
-        keep.update(at=at, details=np.ascontiguousarray(details),
-                    flows=np.ascontiguousarray(flows))
-        ptr = {name: ffi.from_buffer(a) for name, a in keep.items()}
-        tx = ffi.new("cq_trace_text *", {
-            "slices": ffi.cast("cq_slice *", ffi.from_buffer(cols)), "nslices": len(cols),
-            "details": ffi.cast("cq_detail *", ptr["details"]),
-            "flows": ffi.cast("cq_flow *", ptr["flows"]), "nflows": len(flows),
-            "scale": self.scale, "text": ffi.from_buffer(blob),
-            "at": ffi.cast("int64_t *", ptr["at"]), "comma": int(comma),
-            **{name: ffi.cast("int32_t *", ptr[name]) for name in tables}})
-        cap = max(CHUNK, 256 + 2 * max(map(len, strings), default=0))
-        buf = ffi.new("char[]", cap)
-        while True:
-            before = tx.events
-            n = lib.cq_trace_text_next(tx, buf, cap)
-            if not n:
-                return
-            yield tx.events - before, ffi.buffer(buf, n)
+        return self._tracer.scale

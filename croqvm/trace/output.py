@@ -4,6 +4,7 @@ JSON, docs/TRACE.md "The file"), the hot-spot table of ``--stats`` and the pictu
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 
@@ -12,8 +13,14 @@ try:    # ISA-L's deflate: gzip's format at about 5x zlib's speed (docs/TRACE.md
 except ImportError:     # a platform without its wheel: zlib, the same format
     import zlib as deflate
 
+try:    # where the native extension is built: see Gzip
+    from .._native.lib import cq_clear_upper_vectors as _clear_upper_vectors
+except ImportError:
+    def _clear_upper_vectors() -> None:
+        pass
+
 from ..core.errors import ArgumentError
-from .native import FLOWS, NativeTrace
+from .native import FLOWS, KINDS, NativeTrace
 from .recorder import Trace
 
 DIGITS = 4          # decimals of the microseconds in the file
@@ -31,44 +38,49 @@ def main_file(trace: Trace) -> str:
 
 
 def events(trace: Trace) -> list:
-    """The trace as Trace Event Format events: names of processes and threads, one
-    complete event ("X") per slice, and per flow a start ("s"), steps ("t") and a finish
-    ("f") bound to the slice it ends in. Times in microseconds of the model's clock, to
-    0.1 ns (finer than a cycle of any clock up to 10 GHz). Compact, for traces of
-    millions of events (docs/TRACE.md "The file"): a statement slice of
-    ``main_file(trace)`` is named ``LINE: TEXT``, has no category, and has arguments
-    (``lanes``, ``mask``) only when not its whole warp ran; another slice has its
-    category and its ``line`` (``where``, file:line, outside the main file). (Identical
-    consecutive steps are one slice already: the recorder merges them.)"""
+    """The trace as Trace Event Format events: one complete event ("X") per slice, per
+    flow a start ("s"), steps ("t") and a finish ("f") bound to the slice it ends in, then
+    the names of processes and threads (last: a file written as the run goes knows them
+    at its end). Times in microseconds of the model's clock, to 0.1 ns (finer than a cycle
+    of any clock up to 10 GHz). Compact, for traces of millions of events (docs/TRACE.md
+    "The file"): a statement slice of ``main_file(trace)`` is named ``LINE: TEXT``, has no
+    category, and has arguments (``lanes``, ``mask``) only when not its whole warp ran;
+    another slice has its category and its ``line`` (``where``, file:line, outside the
+    main file). (Identical consecutive steps are one slice already: the recorder merges
+    them.)"""
     scale = 1.0 / (trace.clock_ghz * 1000.0)
     main = main_file(trace)
+    return [_slice_event(s, main, scale) for s in trace.slices] + \
+        _flow_events(trace.flows, scale) + _names(trace)
 
-    def us(cycles):
-        return round(cycles * scale, DIGITS)
 
-    out = _names(trace)
-    for s in trace.slices:
-        name, args = _placed(main, s.kind, s.name, s.where)
-        if s.kind == "copy" or s.mask:
-            args["lanes"] = s.lanes
-        if s.mask:
-            args["mask"] = s.mask
-        ts = us(s.start)
-        # rounded ends, so that touching slices still touch
-        e = {"ph": "X", "name": name, "pid": s.pid, "tid": s.tid, "ts": ts,
-             "dur": round(us(s.end) - ts, DIGITS)}
-        if args:
-            e["args"] = args
-        if s.kind != "run":
-            e["cat"] = s.kind
-        out.append(e)
-    for f in trace.flows:
+def _slice_event(s, main: str, scale: float) -> dict:
+    name, args = _placed(main, s.kind, s.name, s.where)
+    if s.kind == "copy" or s.mask:
+        args["lanes"] = s.lanes
+    if s.mask:
+        args["mask"] = s.mask
+    ts = round(s.start * scale, DIGITS)
+    # rounded ends, so that touching slices still touch
+    e = {"ph": "X", "name": name, "pid": s.pid, "tid": s.tid, "ts": ts,
+         "dur": round(round(s.end * scale, DIGITS) - ts, DIGITS)}
+    if args:
+        e["args"] = args
+    if s.kind != "run":
+        e["cat"] = s.kind
+    return e
+
+
+def _flow_events(flows: list, scale: float) -> list:
+    out = []
+    for f in flows:
         if len(f.points) < 2:
             continue
         n = len(f.points) - 1
         for k, (pid, tid, t) in enumerate(f.points):
             e = {"ph": "s" if k == 0 else "f" if k == n else "t", "id": f.id,
-                 "name": f.name, "cat": "flow", "pid": pid, "tid": tid, "ts": us(t)}
+                 "name": f.name, "cat": "flow", "pid": pid, "tid": tid,
+                 "ts": round(t * scale, DIGITS)}
             if k == n:
                 e["bp"] = "e"
             out.append(e)
@@ -100,88 +112,173 @@ def _placed(main: str, kind: str, name: str, where: str) -> tuple:
 
 def write(trace: Trace, path: str) -> int:
     """Write the trace to ``path`` (gzip-compressed when it ends in ``.gz``); returns the
-    number of events. A native trace's slices and flows are written by C from its
-    records (``NativeTrace.text``), the text ``events`` gives them (tests/test_trace_file.py),
-    unless a number lies beyond what C writes exactly (``NativeTrace.exact``)."""
-    main = main_file(trace)
-    names = _names(trace)
-    native = isinstance(trace, NativeTrace) and trace.exact()
-    evs = names if native else events(trace)
-    doc = {"traceEvents": evs, "displayTimeUnit": "ns",
-           "otherData": {"clock_ghz": trace.clock_ghz, "time": "cost model (docs/TRACE.md)",
-                         "file": main}}
-    with (Gzip(path, deflate) if path.endswith(".gz") else open(path, "wb")) as f:
-        text = json.dumps(doc, separators=SEPARATORS).encode()
-        if not native:
-            f.write(text)
-            return len(evs)
-        # the names' events, then C's, then the rest of the document
-        cut = len('{"traceEvents":') + len(json.dumps(names, separators=SEPARATORS)) - 1
-        f.write(text[:cut])
-        count = len(names)
-        # each chunk written (compressed) as soon as made, while it is in the cache: a
-        # second thread doing it would overlap with C on a second core, but cost more
-        # CPU time (the host program of bench/trace.py: 0.34 s against 0.30 s as .json,
-        # 0.44 s against 0.38 s as .json.gz)
-        for n, chunk in _native_events(trace, main, bool(names)):
-            count += n
-            f.write(chunk)
-        f.write(text[cut:])
-    return count
+    number of events."""
+    return TraceFile(path).close(trace)
+
+
+class TraceFile:
+    """A trace file as it is written: events as they come, then, once the trace is known,
+    the rest of it (``close``). ``croqvm trace -o`` hands it to the native run as its
+    sink (croqvm.trace.record's ``file``), which gives it the slices between slices of
+    steps (``take``): a trace of any length is written in the memory of a few million
+    slices. A native trace's events are written by C from its records
+    (native/trace_text.c, ``NativeTracer.text``), the text ``events`` gives them
+    (tests/test_trace_file.py), unless a number lies beyond what C writes exactly
+    (``NativeTracer.exact``). The file is made under a temporary name and renamed when
+    complete: a run that stops leaves none (``discard``)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._part = f"{path}.{os.getpid()}.part"
+        self._file = Gzip(self._part) if path.endswith(".gz") else open(self._part, "wb")
+        self._file.write(b'{"traceEvents":[')
+        self.events = 0
+        self.main = None        # main_file of the trace, once known
+        # C's strings (JSON, bytes; numbered), the texts of its details' labels
+        # (NativeTracer.label: (sort, text) -> number) and its string tables
+        self._strings, self._number, self._texts, self._tables = [], {}, {}, None
+
+    def take(self, tracer, slices, details, flows) -> bool:
+        """Write a native run's records (NativeTracer.between: views of C's, ``details``
+        every one so far); False (nothing written) until a statement slice names the main
+        file."""
+        if self.main is None:
+            run = np.flatnonzero(slices["kind"] == KINDS.index("run"))
+            if not run.size:
+                return False
+            self.main = tracer.rows[int(slices["row"][run[0]])].where.rsplit(":", 1)[0]
+        if not tracer.exact(slices, details, flows):
+            scale = tracer.scale
+            self._python([_slice_event(s, self.main, scale)
+                          for s in tracer._slices(slices, details.tolist())] +
+                         _flow_events(tracer._flows(flows), scale))
+            return True
+        for n, chunk in tracer.text(slices, details, flows, self._strings,
+                                    self._tables_of(tracer, details), self.events > 0):
+            # each chunk written (compressed) as soon as made, while it is in the cache:
+            # a second thread doing it would overlap with C on a second core, but cost
+            # more CPU time (the host program of bench/trace.py: 0.34 s against 0.30 s as
+            # .json, 0.44 s against 0.38 s as .json.gz)
+            self.events += n
+            self._file.write(chunk)
+        return True
+
+    def close(self, trace: Trace) -> int:
+        """Write the rest of ``trace`` (its slices not taken, its flows, the names of its
+        processes and threads, the document's end) and put the file in place; returns the
+        number of events."""
+        try:
+            if self.main is None:
+                self.main = main_file(trace)
+            if isinstance(trace, NativeTrace):
+                tracer = trace.tracer
+                self.take(tracer, *tracer.recorded[:3])
+            else:
+                scale = 1.0 / (trace.clock_ghz * 1000.0)
+                self._python([_slice_event(s, self.main, scale) for s in trace.slices] +
+                             _flow_events(trace.flows, scale))
+            self._python(_names(trace))
+            doc = {"traceEvents": [], "displayTimeUnit": "ns",
+                   "otherData": {"clock_ghz": trace.clock_ghz,
+                                 "time": "cost model (docs/TRACE.md)", "file": self.main}}
+            self._file.write(json.dumps(doc, separators=SEPARATORS)
+                             [len('{"traceEvents":['):].encode())
+            self._file.close()
+            os.replace(self._part, self.path)
+        except BaseException:
+            self.discard()
+            raise
+        return self.events
+
+    def discard(self) -> None:
+        """Stop writing and remove what was written."""
+        try:
+            self._file.close()
+        finally:
+            if os.path.exists(self._part):
+                os.remove(self._part)
+
+    def _python(self, evs: list) -> None:
+        if evs:
+            text = json.dumps(evs, separators=SEPARATORS)[1:-1]
+            self._file.write(("," + text if self.events else text).encode())
+            self.events += len(evs)
+
+    def _tables_of(self, tracer, details) -> dict:
+        """C's string tables for ``details`` (cq_trace_text): the rows' and the flow
+        kinds' made once, the details' grown by those new since the last records."""
+        if self._tables is None:
+            rows = [(r.text, tracer._launch_name(k), r.where) for k, r in enumerate(tracer.rows)]
+            run = [_placed(self.main, "run", text, where) for text, _, where in rows]
+            self._tables = {
+                "run_name": [self._string(json.dumps(name)) for name, _ in run],
+                "run_where": [self._item(args) for _, args in run],
+                "launch_name": [self._string(json.dumps(launch)) for _, launch, _ in rows],
+                "where": [self._item(_placed(self.main, "launch", "", where)[1])
+                          for *_, where in rows],
+                "detail_name": np.zeros(0, np.int32), "detail_where": np.zeros(0, np.int32),
+                "flow_name": [self._string(json.dumps(name)) for name in FLOWS]}
+        done = len(self._tables["detail_name"])
+        if len(details) > done:
+            label = tracer.label(details[done:], self._texts)
+            of_text = np.array([self._text_string(sort, text) for sort, text in self._texts]
+                               or [0], np.int32)
+            for k, table in enumerate(("detail_name", "detail_where")):
+                self._tables[table] = np.concatenate([self._tables[table], of_text[label[:, k]]])
+        return self._tables
+
+    def _text_string(self, sort: str, text: str) -> int:
+        """The string of a label's text: a wait's name, a copy's without its closing
+        quote (C writes the bytes that end it), a where's argument."""
+        if sort == "name":
+            return self._string(json.dumps(text))
+        if sort == "copy":
+            return self._string(json.dumps(text)[:-1])
+        return self._item(_placed(self.main, "wait", "", text)[1])
+
+    def _string(self, text: str) -> int:
+        k = self._number.get(text)
+        if k is None:
+            k = self._number[text] = len(self._strings)
+            self._strings.append(text.encode())
+        return k
+
+    def _item(self, args: dict) -> int:
+        return self._string(json.dumps(args, separators=SEPARATORS)[1:-1]) if args else -1
 
 
 class Gzip:
     """A gzip file written as a stream, by ``module``'s deflate (``isal_zlib`` or
     ``zlib``, the same interface): one member, checksum included, no name or time in
-    its header (so the same trace makes the same file)."""
+    its header (so the same trace makes the same file). After each call of ISA-L's
+    deflate the vector registers' upper halves are cleared, which its assembly leaves
+    in use and which would slow the engine's later runs in this thread 3x
+    (native/cq_api.h cq_clear_upper_vectors)."""
 
     def __init__(self, path: str, module=deflate):
         self._file = open(path, "wb")
         self._deflate = module.compressobj(GZIP_LEVEL, module.DEFLATED, GZIP_WBITS)
 
     def write(self, data) -> None:
-        self._file.write(self._deflate.compress(data))
+        data = self._deflate.compress(data)
+        _clear_upper_vectors()
+        self._file.write(data)
+
+    def close(self) -> None:
+        if self._file.closed:
+            return
+        try:
+            data = self._deflate.flush()
+            _clear_upper_vectors()
+            self._file.write(data)
+        finally:
+            self._file.close()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> None:
-        try:
-            self._file.write(self._deflate.flush())
-        finally:
-            self._file.close()
-
-
-def _native_events(trace: NativeTrace, main: str, comma: bool):
-    """A native trace's slice and flow events, as ``events`` makes them, written by
-    native/trace_text.c from its records and the strings made here once per name and
-    place (JSON: a name with its quotes, the argument that places a slice): (events,
-    text) chunks."""
-    strings, number = [], {}
-
-    def string(text: str) -> int:
-        k = number.get(text)
-        if k is None:
-            k = number[text] = len(strings)
-            strings.append(text.encode())
-        return k
-
-    def item(args: dict) -> int:
-        return string(json.dumps(args, separators=SEPARATORS)[1:-1]) if args else -1
-
-    rows, texts, label = trace.labels()
-    run = [_placed(main, "run", text, where) for text, _, where in rows]
-    of_text = np.array([string(json.dumps(text)) if sort == "name" else
-                        string(json.dumps(text)[:-1]) if sort == "copy" else
-                        item(_placed(main, "wait", "", text)[1])
-                        for sort, text in texts] or [0], np.int32)
-    tables = {"run_name": [string(json.dumps(name)) for name, _ in run],
-              "run_where": [item(args) for _, args in run],
-              "launch_name": [string(json.dumps(launch)) for _, launch, _ in rows],
-              "where": [item(_placed(main, "launch", "", where)[1]) for *_, where in rows],
-              "detail_name": of_text[label[:, 0]], "detail_where": of_text[label[:, 1]],
-              "flow_name": [string(json.dumps(name)) for name in FLOWS]}
-    return trace.text(strings, tables, comma)
+        self.close()
 
 
 def stats_table(trace: Trace) -> str:
