@@ -77,34 +77,42 @@ def test_both_engines_write_the_same_bytes(tmp_path, case):
     assert json.loads(text)["traceEvents"][-1]["ph"] == "M"
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_a_file_written_as_the_run_goes_is_the_file_of_the_trace(tmp_path, monkeypatch,
-                                                                  case):
-    # slices of 3 steps: the file takes the slices a few at a time, waits and copies
-    # with their details, across the run's launches
+def _written_as_it_runs(tmp_path, monkeypatch, case, cost=None) -> tuple:
+    """The case's native trace as ``croqvm trace -o`` writes it, the run in slices of 3
+    steps (so that the file takes the slices a few at a time: waits and copies with their
+    details, across the run's launches), as .json and .json.gz; and the reference
+    engine's file: (native .json, native .json.gz decompressed, the reference's)."""
     from croqvm.native import driver
     monkeypatch.setattr(driver, "SLICE_STEPS", 3)
     file, func, args, dims = CASES[case]()
     program = croqvm.compile_file(str(PROGRAMS / file))
     func = func or program.functions[0].name
     reference = record(program, func, [np.array(a, copy=True) for a in args], dims,
-                       engine="python", out=io.StringIO(), keep_on_fault=True)
-    write(reference, str(tmp_path / "reference.json"))
+                       engine="python", out=io.StringIO(), keep_on_fault=True, cost=cost)
+    events = write(reference, str(tmp_path / "reference.json"))
+    out = []
     for suffix in (".json", ".json.gz"):
         sink = TraceFile(str(tmp_path / f"native{suffix}"))
         trace = record(program, func, [np.array(a, copy=True) for a in args], dims,
-                       engine="native", out=io.StringIO(), keep_on_fault=True, file=sink)
+                       engine="native", out=io.StringIO(), keep_on_fault=True, cost=cost,
+                       file=sink)
         assert trace.tracer.handed > len(reference.slices) // 2     # not kept
         assert not trace.tracer.recorded[0].size
         with pytest.raises(ValueError, match="written to its file"):
             trace.slices
-        assert sink.close(trace) == len(json.loads(
-            (tmp_path / "reference.json").read_bytes())["traceEvents"])
+        assert sink.close(trace) == events
         data = (tmp_path / f"native{suffix}").read_bytes()
-        assert (gzip.decompress(data) if suffix == ".json.gz" else data) == \
-            (tmp_path / "reference.json").read_bytes()
+        out.append(gzip.decompress(data) if suffix == ".json.gz" else data)
     assert sorted(p.name for p in tmp_path.iterdir()) == \
         ["native.json", "native.json.gz", "reference.json"]
+    return out[0], out[1], (tmp_path / "reference.json").read_bytes()
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_file_written_as_the_run_goes_is_the_file_of_the_trace(tmp_path, monkeypatch,
+                                                                  case):
+    text, unzipped, reference = _written_as_it_runs(tmp_path, monkeypatch, case)
+    assert text == unzipped == reference
 
 
 def test_a_run_that_stops_leaves_no_file(tmp_path):
@@ -117,7 +125,8 @@ def test_a_run_that_stops_leaves_no_file(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def test_times_beyond_what_c_writes_exactly_are_written_by_the_specification(tmp_path):
+def test_times_beyond_what_c_writes_exactly_are_written_by_the_specification(tmp_path,
+                                                                              monkeypatch):
     # a clock of 10^-12 GHz: a cycle is 10^9 us, past 2^39 us within a thousand cycles
     slow = CostModel(clock_ghz=1e-12)
     program = croqvm.compile_file(str(PROGRAMS / "pipeline_events.co"))
@@ -128,6 +137,11 @@ def test_times_beyond_what_c_writes_exactly_are_written_by_the_specification(tmp
     files = _files(tmp_path, "events", cost=slow)
     assert files["native", ".json"] == files["python", ".json"]
     assert b"e+" not in files["native", ".json"][1]    # under 10^16 us: no exponent
+    # written as the run goes: C's text while it can, the specification's after
+    streamed = tmp_path / "streamed"
+    streamed.mkdir()
+    text, unzipped, reference = _written_as_it_runs(streamed, monkeypatch, "events", slow)
+    assert text == unzipped == reference
 
 
 @pytest.mark.parametrize("suffix", [".json", ".json.gz"])

@@ -116,6 +116,7 @@ class NativeTracer:
         forgets (unless the sink can not take them yet)."""
         if self.sink is None:
             return
+        self.end = lib.cq_trace_end(c)
         n = ffi.new("int64_t *")
         ptr = lib.cq_trace_slices(c, n)
         if not n[0]:
@@ -158,13 +159,13 @@ class NativeTracer:
         """Microseconds per cycle."""
         return 1.0 / (self.cost.clock_ghz * 1000.0)
 
-    def exact(self, slices, details, flows) -> bool:
-        """Whether native/trace_text.c writes every number of these records exactly: times
+    def exact(self, details, flows) -> bool:
+        """Whether native/trace_text.c writes every number of the slices recorded so far
+        (the latest ends at ``end``), of ``details`` and of ``flows`` exactly: times
         (microseconds, never negative, a slice's end never before its start) below
         ``EXACT_US``, copies' bytes below 2^63."""
-        latest = max([float(slices["end"].max(initial=0.0))] +
-                     [float(flows["t"][flows["n"] > k, k].max(initial=0.0))
-                      for k in range(flows["t"].shape[1])])
+        latest = max([self.end] + [float(flows["t"][flows["n"] > k, k].max(initial=0.0))
+                                   for k in range(flows["t"].shape[1])])
         return round(latest * self.scale, 4) < EXACT_US and \
             float(details["bytes"].max(initial=0.0)) < 2.0 ** 63
 
@@ -352,8 +353,8 @@ class NativeTrace(Trace):
     def exact(self) -> bool:
         """Whether native/trace_text.c writes every number of its file exactly
         (``NativeTracer.exact``)."""
-        slices, details, flows = self._tracer.recorded[:3]
-        return self._tracer.exact(slices, details, flows)
+        details, flows = self._tracer.recorded[1:3]
+        return self._tracer.exact(details, flows)
 
     @property
     def scale(self) -> float:

@@ -147,7 +147,7 @@ class TraceFile:
             if not run.size:
                 return False
             self.main = tracer.rows[int(slices["row"][run[0]])].where.rsplit(":", 1)[0]
-        if not tracer.exact(slices, details, flows):
+        if not tracer.exact(details, flows):
             scale = tracer.scale
             self._python([_slice_event(s, self.main, scale)
                           for s in tracer._slices(slices, details.tolist())] +
