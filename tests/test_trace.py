@@ -258,6 +258,37 @@ def test_bad_options_are_one_line_errors(options, message, tmp_path, capsys, mon
     assert err.count("\n") == 1 and message in err, err
 
 
+def test_the_picture_draws_each_track_s_slices_in_their_colour(tmp_path, capsys):
+    # a two-stage pipeline: the consumer warp's rows run (blue) and wait (red, hatched),
+    # the block's copy track holds the copies (green), the host its launch (grey)
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from croqvm.trace.output import figure
+    program = croqvm.compile_file(str(PROGRAMS / "matmul_1p1c.co"))
+    trace = program.trace("gemm_ws", np.ones((64, 128), np.float16),
+                          np.ones((64, 128), np.float16), np.zeros((64, 64), np.float32))
+    ax = figure(trace).axes[0]
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    drawn = defaultdict(set)        # row -> (colour, hatched) of its bars
+    for bars in ax.collections:
+        y = bars.get_paths()[0].vertices[:, 1].min() + 0.4
+        colour = "#%02x%02x%02x" % tuple(round(255 * c) for c in bars.get_facecolor()[0][:3])
+        drawn[rows[round(y)]].add((colour, bool(bars.get_hatch())))
+    plt.close("all")
+    assert len(ax.collections) == len(trace.slices)
+    consumer = "block (0, 0) of launch 1: warp 4"
+    assert drawn[consumer] == {("#1f77b4", False), ("#d62728", True)}
+    assert drawn["block (0, 0) of launch 1: copies"] == {("#2ca02c", False)}
+    assert ("#7f7f7f", False) in drawn["host: host program"]
+    png = tmp_path / "p.png"            # and the command writes it
+    assert main(["trace", str(PROGRAMS / "matmul_1p1c.co"), "--func", "gemm_ws",
+                 "--random-inputs", "--dim", "M=64", "--dim", "N=64", "--dim", "K=128",
+                 "-o", str(tmp_path / "p.json"), "--png", str(png)]) == 0
+    assert capsys.readouterr().err.splitlines()[-1] == f"wrote {png}"
+    assert png.read_bytes().startswith(b"\x89PNG")
+
+
 def test_png_without_matplotlib_is_a_one_line_error(tmp_path, capsys, monkeypatch):
     import sys
     monkeypatch.setitem(sys.modules, "matplotlib", None)    # as if not installed

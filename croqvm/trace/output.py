@@ -301,8 +301,16 @@ _COLOURS = {"run": "tab:blue", "wait": "tab:red", "copy": "tab:green", "launch":
 
 
 def draw(trace: Trace, path: str) -> None:
-    """The timeline as a picture: one row per track (the host, then each block's warps and
-    copy tracks), slices coloured by activity, waits hatched."""
+    """The timeline as a picture (``figure``) in the PNG file ``path``."""
+    fig = figure(trace)
+    fig.savefig(path, dpi=120)
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+
+
+def figure(trace: Trace):
+    """The timeline as a matplotlib figure: one row per track (the host, then each block's
+    warps and copy tracks), one bar per slice coloured by activity, waits hatched."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -330,5 +338,4 @@ def draw(trace: Trace, path: str) -> None:
                        for k, c in _COLOURS.items()], loc="upper left",
               bbox_to_anchor=(1.0, 1.0), fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig
