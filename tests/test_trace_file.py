@@ -247,3 +247,25 @@ def test_a_gzip_file_leaves_the_upper_halves_of_the_vector_registers_unused(tmp_
         f.write(bytes(range(256)) * 400)
         assert lib.cq_upper_vectors_in_use() == 0
     assert lib.cq_upper_vectors_in_use() == 0
+
+
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_a_full_disk_is_a_one_line_error_and_leaves_no_file(tmp_path, capsys, monkeypatch,
+                                                            suffix):
+    import errno
+
+    from croqvm.trace import output
+
+    class Full(io.FileIO):          # a disk with room for 100 bytes
+        def write(self, data):
+            if self.tell() + len(data) > 100:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return super().write(data)
+
+    monkeypatch.setattr(output, "open", lambda path, mode: Full(path, mode), raising=False)
+    path = tmp_path / f"t{suffix}"
+    assert main(["trace", str(PROGRAMS / "pipeline_events.co"), "--func", "pipeline",
+                 "-o", str(path)]) == 2
+    assert capsys.readouterr().err == \
+        f"{path}: can not write the trace: No space left on device\n"
+    assert not list(tmp_path.iterdir())

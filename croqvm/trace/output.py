@@ -3,6 +3,7 @@ JSON, docs/TRACE.md "The file"), the hot-spot table of ``--stats`` and the pictu
 ``--png``."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
@@ -130,8 +131,9 @@ class TraceFile:
     def __init__(self, path: str):
         self.path = path
         self._part = f"{path}.{os.getpid()}.part"
-        self._file = Gzip(self._part) if path.endswith(".gz") else open(self._part, "wb")
-        self._file.write(b'{"traceEvents":[')
+        with self._writing():
+            self._file = Gzip(self._part) if path.endswith(".gz") else open(self._part, "wb")
+        self._put(b'{"traceEvents":[')
         self.events = 0
         self.main = None        # main_file of the trace, once known
         # C's strings (JSON, bytes; numbered), the texts of its details' labels
@@ -160,7 +162,7 @@ class TraceFile:
             # more CPU time (the host program of bench/trace.py: 0.34 s against 0.30 s as
             # .json, 0.44 s against 0.38 s as .json.gz)
             self.events += n
-            self._file.write(chunk)
+            self._put(chunk)
         return True
 
     def close(self, trace: Trace) -> int:
@@ -181,10 +183,11 @@ class TraceFile:
             doc = {"traceEvents": [], "displayTimeUnit": "ns",
                    "otherData": {"clock_ghz": trace.clock_ghz,
                                  "time": "cost model (docs/TRACE.md)", "file": self.main}}
-            self._file.write(json.dumps(doc, separators=SEPARATORS)
-                             [len('{"traceEvents":['):].encode())
-            self._file.close()
-            os.replace(self._part, self.path)
+            self._put(json.dumps(doc, separators=SEPARATORS)[len('{"traceEvents":['):]
+                      .encode())
+            with self._writing():
+                self._file.close()
+                os.replace(self._part, self.path)
         except BaseException:
             self.discard()
             raise
@@ -194,14 +197,29 @@ class TraceFile:
         """Stop writing and remove what was written."""
         try:
             self._file.close()
+        except OSError:
+            pass            # what could not be written goes with the file
         finally:
             if os.path.exists(self._part):
                 os.remove(self._part)
 
+    @contextlib.contextmanager
+    def _writing(self):
+        """A system error writing the file (a full disk, say) as the user's error."""
+        try:
+            yield
+        except OSError as e:
+            raise ArgumentError(f"{self.path}: can not write the trace: "
+                                f"{e.strerror or e}") from None
+
+    def _put(self, data) -> None:
+        with self._writing():
+            self._file.write(data)
+
     def _python(self, evs: list) -> None:
         if evs:
             text = json.dumps(evs, separators=SEPARATORS)[1:-1]
-            self._file.write(("," + text if self.events else text).encode())
+            self._put(("," + text if self.events else text).encode())
             self.events += len(evs)
 
     def _tables_of(self, tracer, details) -> dict:
