@@ -244,9 +244,11 @@ double cq_trace_end(const cq_call *call);
  * reference engine (cq_where names it): before a warp runs an instruction ip with
  * stop_pc[ip] set (a statement at a breakpoint's line), before step stop_step, or after
  * an instruction when the bytes of a watched element differ from ``old``. With ``line``
- * (per kernel instruction: its statement's line as a number, -1 none) each block that
- * ends records, per warp and control depth, its last statement start there and the
- * block's first one (cq_debug_events), by session.py's rule of a new statement.
+ * (per kernel instruction: its statement's place as a number, -1 none; per place
+ * ``caller``, the place of the call it lies in or -1, and ``calls``, how many calls it
+ * lies in: croqvm/debug/frames.py) each block that ends records, per warp and depth
+ * (control depth and calls), its last statement start there and the block's first one
+ * (cq_debug_events), by session.py's rule of a new statement.
  * With ``nsave`` buffers, the host slots ``save_slot``, their bytes are saved before the
  * first block and before each later block that begins at least ``save_every``
  * lane-steps after the last save, so that a run on the real memory can go back to the
@@ -268,6 +270,8 @@ typedef struct {
     int64_t save_every;
     const uint8_t *statement;       /* per kernel instruction: 1 where a statement can
                                      * start (cq_debug_image's notes), or NULL */
+    const int32_t *caller;          /* with ``line``: per place */
+    const int32_t *calls;
 } cq_debug;
 
 void cq_debug_attach(cq_call *call, const cq_debug *dbg);

@@ -26,11 +26,12 @@ typedef struct cq_debug_state {
     cq_debug in;
     uint8_t *hook;              /* per kernel instruction: a stop or a statement recorded */
     cq_watch watch[16];
-    /* recording, over the block running: per warp its last statement start (line -1:
-     * none yet), per warp and depth the step of its last statement start there (0:
-     * none; steps start at 1), the block's first statement start (step 0: none) */
+    /* recording, over the block running: per warp its last statement instruction and
+     * that one's place (-1: none yet), per warp and depth the step of its last statement
+     * start there (0: none; steps start at 1), the block's first statement start (step
+     * 0: none) */
     int32_t nwarps, ndepth;
-    int32_t *last_line, *last_pc;
+    int32_t *last_place, *last_pc;
     int64_t *at_depth;
     int64_t first_step, first_warp, first_depth;
     int64_t *events;            /* 4 words each: step, block number, warp, depth */
@@ -55,7 +56,7 @@ void cq_debug_free(cq_debug_state *d)
     if (!d)
         return;
     free(d->hook);
-    free(d->last_line);
+    free(d->last_place);
     free(d->last_pc);
     free(d->at_depth);
     free(d->events);
@@ -71,39 +72,55 @@ int cq_debug_stop(cq_block *blk)
 static void forget_block(cq_debug_state *d)
 {
     for (int k = 0; k < d->nwarps; k++)
-        d->last_line[k] = -1;
+        d->last_place[k] = -1;
     memset(d->at_depth, 0, sizeof(int64_t) * (size_t)d->nwarps * (size_t)d->ndepth);
     d->first_step = 0;
 }
 
-/* session.py _Run.before: a warp starts a new statement when it runs a statement's
- * instruction and its last statement start in the block was on another line or not
- * before this instruction. */
+/* croqvm/debug/frames.py Places.starts: a warp starts a new statement when it runs a
+ * statement's instruction and its last statement instruction in the block was at a
+ * place neither this one nor called from it, or not before this instruction. */
+static int starts(const cq_debug *in, int place, int last, int ip, int last_pc)
+{
+    if (last < 0 || ip <= last_pc)
+        return 1;
+    for (; last >= 0; last = in->caller[last])
+        if (last == place)
+            return 0;
+    return 1;
+}
+
 static void record(cq_debug_state *d, cq_block *blk, cq_warp *w, int ip)
 {
-    int line = d->in.line[ip];
-    if (line < 0)
+    int place = d->in.line[ip];
+    if (place < 0)
         return;
-    if (!d->last_line) {          /* the launch's kernel: its warps and depth */
+    if (!d->last_place) {         /* the launch's kernel: its warps and depth */
+        int calls = 0;
+        for (int k = 0; k < blk->code->n; k++)
+            if (d->in.line[k] >= 0 && d->in.calls[d->in.line[k]] > calls)
+                calls = d->in.calls[d->in.line[k]];
         d->nwarps = blk->nwarps;
-        d->ndepth = blk->code->depth + 2;     /* a stack holds depth + 1 frames */
-        d->last_line = cq_xcalloc((size_t)d->nwarps, sizeof(int32_t));
+        /* a stack holds depth + 1 frames; the calls add to the depth */
+        d->ndepth = blk->code->depth + 2 + calls;
+        d->last_place = cq_xcalloc((size_t)d->nwarps, sizeof(int32_t));
         d->last_pc = cq_xcalloc((size_t)d->nwarps, sizeof(int32_t));
         d->at_depth = cq_xcalloc((size_t)d->nwarps * (size_t)d->ndepth, sizeof(int64_t));
         forget_block(d);
     }
     int k = w->index;
-    int fresh = d->last_line[k] != line || ip <= d->last_pc[k];
-    d->last_line[k] = line;
+    int fresh = starts(&d->in, place, d->last_place[k], ip, d->last_pc[k]);
+    d->last_place[k] = place;
     d->last_pc[k] = ip;
     if (!fresh)
         return;
     int64_t step = blk->call->steps;
-    d->at_depth[(size_t)k * (size_t)d->ndepth + (size_t)w->nstack] = step;
+    int depth = w->nstack + d->in.calls[place];
+    d->at_depth[(size_t)k * (size_t)d->ndepth + (size_t)depth] = step;
     if (!d->first_step) {
         d->first_step = step;
         d->first_warp = k;
-        d->first_depth = w->nstack;
+        d->first_depth = depth;
     }
 }
 
@@ -163,7 +180,7 @@ void cq_debug_saved(const cq_call *call, int which, int64_t *out)
 /* The block's recorded statement starts, added to the events. */
 static void take_events(cq_debug_state *d, cq_block *blk)
 {
-    if (!d->in.line || !d->last_line)
+    if (!d->in.line || !d->last_place)
         return;
     int64_t number = blk->call->block_number;
     if (d->first_step)

@@ -3,6 +3,10 @@ values computed by hand from the programs in tests/debug/.
 
 kernel.co: ``scale(out)`` runs 2 blocks of one warp; lane t of block p computes
 v = 2t, adds 100 where t < 4 (line 6), and stores out[32p + t] = v + p (line 7).
+
+calls.co: ``calls(out)`` runs 2 blocks of one warp; lane t of block p calls quad(t)
+(line 14), which calls twice(a) = 2a + 1 (r = 2a on line 2, returned plus one on line 3)
+on line 7 (h = 2t + 1) and again on line 8, so v = 4t + 3; out[32p + t] = v + p (line 15).
 """
 from __future__ import annotations
 
@@ -452,3 +456,78 @@ def test_break_fault_at_a_deadlock_shows_every_blocked_warp_and_the_launch():
     assert warps[7].waits == "waiting for event 'full' slot 0"
     kernel, host = s.backtrace()
     assert (kernel.block, kernel.warp, host.block, host.line) == ((0,), 7, None, 14)
+
+
+# ----------------------------------------------------------------------- calls
+
+def calls_session():
+    return session("calls.co", "calls", np.zeros(64, np.int32))[0]
+
+
+def test_next_steps_over_a_call_and_step_goes_into_it_and_out():
+    s = calls_session()
+    s.break_at(14)
+    s.cont()
+    assert s.next().place.line == 15
+    assert s.evaluate("v").values[:4].tolist() == [3, 7, 11, 15]
+    s.quit()
+    s = calls_session()
+    s.break_at(14)
+    s.cont()
+    # into quad (7), into twice (2, 3), back in quad: the rest of line 7, then line 8
+    assert [s.step().place.line for _ in range(5)] == [7, 2, 3, 7, 8]
+    assert s.evaluate("h").values[:4].tolist() == [1, 3, 5, 7]
+    assert s.next().place.line == 14          # over the second twice, out of quad
+    assert s.next().place.line == 15
+    s.quit()
+
+
+def test_bt_lists_each_call_with_its_line_and_finish_returns_to_the_caller():
+    status, text, _ = transcript("calls.co", "calls", (np.zeros(64, np.int32),),
+                                 "b 3\nc\nbt\nc\nbt\nfinish\nfinish\nbt\nq\n")
+    lines = text.splitlines()
+    assert status == 0
+    assert [ln for ln in lines if ln.startswith(("#", "->", "B>"))] == [
+        "-> 12    parallel p by 2 {",
+        "B> 3    return r + 1;    [block (0) warp 0 lanes 0-31]",
+        "#0   block (0) warp 0: line 3 (ready), lanes 0-31: return r + 1;",
+        "#1   block (0) warp 0: line 7 (ready), lanes 0-31: s32 h = call twice(a);",
+        "#2   block (0) warp 0: line 14 (ready), lanes 0-31: s32 v = call quad(t);",
+        "#3   host: line 12 (ready), lanes 0: parallel p by 2 {",
+        "B> 3    return r + 1;    [block (0) warp 0 lanes 0-31]",
+        "#0   block (0) warp 0: line 3 (ready), lanes 0-31: return r + 1;",
+        "#1   block (0) warp 0: line 8 (ready), lanes 0-31: return call twice(h);",
+        "#2   block (0) warp 0: line 14 (ready), lanes 0-31: s32 v = call quad(t);",
+        "#3   host: line 12 (ready), lanes 0: parallel p by 2 {",
+        "-> 8    return call twice(h);    [block (0) warp 0 lanes 0-31]",    # out of twice
+        "-> 14        s32 v = call quad(t);    [block (0) warp 0 lanes 0-31]",   # of quad
+        "#0   block (0) warp 0: line 14 (ready), lanes 0-31: s32 v = call quad(t);",
+        "#1   host: line 12 (ready), lanes 0: parallel p by 2 {",
+    ]
+
+
+def test_a_breakpoint_on_a_call_stops_once_each_time_its_line_runs():
+    s = calls_session()
+    bp = s.break_at(14)
+    assert s.cont().place.block == (0,)
+    assert s.cont().place.block == (1,)       # not block 0 again when quad returns
+    assert s.cont().reason == "finished" and bp.hits == 2
+    s.quit()
+
+
+def test_reverse_commands_go_back_through_calls():
+    s = calls_session()
+    s.break_at(14)
+    at14 = s.cont()
+    s.delete()
+    s.break_at(15)
+    at15 = s.cont()
+    back = s.reverse_step()                   # into the last statement of the last call
+    assert [f.line for f in s.backtrace()] == [3, 8, 14, 12]
+    assert s.evaluate("r").values[:4].tolist() == [2, 6, 10, 14]     # 2h = 4t + 2
+    assert [s.next().place.line for _ in range(3)] == [8, 14, 15]
+    assert s.stop.step == at15.step and back.step < at15.step
+    back = s.reverse_next()                   # over both calls
+    assert (back.step, back.place.line) == (at14.step, 14)
+    assert s.step().place.line == 7
+    s.quit()

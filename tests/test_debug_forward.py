@@ -24,6 +24,7 @@ from croqvm.native import unavailable
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason="needs the native engine")
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
+DEBUG = Path(__file__).resolve().parent / "debug"
 
 # 16 blocks of two warps; block ``last`` subtracts one (line 10); blocks 0, 5, 10, 15
 # print; a second launch of 4 blocks adds one to the first 128 elements (line 18).
@@ -295,4 +296,36 @@ def test_a_stop_with_fragments_goes_on_from_the_native_state(monkeypatch, schedu
     _same(program, "gemm_warps", (a, b, np.zeros((32, 32), np.float32)),
           "b 27\nc\np kt\nc\nn\nrs\nrc\nc\nd\nb 29\nc\nrs\nc\n",
           schedule=schedule, seed=3)
+    assert resumed
+
+
+# calls inlined in a block the native run hands over (tests/debug/calls.co: block p's
+# lane t calls quad(t) on line 14, which calls twice on lines 7 and 8): the statement
+# starts native/debug.c records for going back (the rest of line 14 after quad returns
+# is none; twice's lines are deeper than quad's, quad's than line 14) and the frames
+@pytest.mark.parametrize("schedule", ["rr", "random"])
+def test_calls_in_a_block_handed_over_are_the_reference_sessions(monkeypatch, schedule):
+    resumed = _resumed(monkeypatch)
+    program = croqvm.compile_file(str(DEBUG / "calls.co"))
+    _, text, _, _ = _same(program, "calls", (np.zeros(64, np.int32),),
+                          "b 15 if p == 1\nc\nrn\ns\nbt\nrs\nrs\nbt\nd\nb 2 if p == 1\n"
+                          "c\nc\nbt\nrc\nfinish\nn\nrn\nrn\nbt\nc\n",
+                          schedule=schedule, seed=4)
+    shown = [ln.split("    [")[0] for ln in text.splitlines() if ln.startswith(("->", "B>"))]
+    assert shown == ["-> 12    parallel p by 2 {",
+                     "B> 15        out.at(p # t) = v + p;",
+                     "-> 14        s32 v = call quad(t);",       # rn: over both calls
+                     "-> 7    s32 h = call twice(a);",
+                     "-> 14        s32 v = call quad(t);",
+                     "-> 13      parallel t by 32 : thread {",
+                     "B> 2    s32 r = a * 2;",                 # twice from line 7
+                     "B> 2    s32 r = a * 2;",                 # from line 8
+                     "B> 2    s32 r = a * 2;",                 # rc: from line 7
+                     "-> 7    s32 h = call twice(a);",         # finish: the rest of line 7
+                     "-> 8    return call twice(h);",
+                     "-> 7    s32 h = call twice(a);",         # rn: over twice
+                     "-> 14        s32 v = call quad(t);",
+                     "B> 2    s32 r = a * 2;",                 # c: from line 7
+                     "B> 2    s32 r = a * 2;"]                 # the script over: line 8
+    assert "#2   block (1) warp 0: line 14 (ready), lanes 0-31: s32 v = call quad(t);" in text
     assert resumed

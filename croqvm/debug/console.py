@@ -17,13 +17,17 @@ from .values import DebugError, Tile, lanes_text, scalar_text, table
 PROMPT = "(croqvm) "
 
 HELP = {
-    "s": ("s, step", "run the focused warp to its next statement (into a kernel)"),
-    "n": ("n, next", "to the next statement, over nested blocks and kernel launches"),
+    "s": ("s, step", "run the focused warp to its next statement (into a kernel or "
+          "a call)"),
+    "n": ("n, next", "to the next statement, over nested blocks, calls and kernel "
+          "launches"),
     "si": ("si, stepi", "run one bytecode instruction of the focused warp"),
     "c": ("c, continue", "run to a breakpoint, a watchpoint, a fault or the end"),
-    "finish": ("finish", "run until the host program resumes after this kernel"),
+    "finish": ("finish", "run out of the called function to its caller, or until the "
+               "host program resumes after this kernel"),
     "rs": ("rs, reverse-step", "back to the focused warp's previous statement"),
-    "rn": ("rn, reverse-next", "back to the previous statement, over nested blocks"),
+    "rn": ("rn, reverse-next", "back to the previous statement, over nested blocks "
+           "and calls"),
     "rc": ("rc, reverse-continue", "back to the last breakpoint hit (else the start)"),
     "b": ("b [FILE:]LINE [if EXPR]", "breakpoint; with EXPR the warp stops when an "
           "active lane meets it (b alone lists them)"),
@@ -36,7 +40,8 @@ HELP = {
     "warp": ("warp W", "focus on warp W of the focused block"),
     "lane": ("lane L", "focus on lane L of the focused warp"),
     "where": ("where", "every warp of the focused block: line, state, what it waits on"),
-    "bt": ("bt", "the focused warp and the launch it runs under"),
+    "bt": ("bt", "the focused warp, each call it is inside and the launch it runs "
+           "under"),
     "p": ("p EXPR", "EXPR in the focused lane; a variable: every lane; a buffer, "
           ".chunkat, F.data: its elements"),
     "info": ("info [break|mem|futures|events|warps]", "variables of every active scope, "

@@ -166,7 +166,7 @@ class FastForward:
         real = {hs: hblk.bufs[hs][0].data for _, hs in launch.buffers if hblk.bufs.get(hs)}
         saves = [{hs: np.empty_like(data) for hs, data in real.items() if data.size}
                  for _ in range(2)]
-        stop_pc, line, statement = self._table(hblk, launch)
+        stop_pc, line, statement, caller, calls = self._table(hblk, launch)
         ffi, keep = self.ffi, [saves]
         dbg = ffi.new("cq_debug *")
         if not to or run.record is not None:
@@ -174,6 +174,8 @@ class FastForward:
         dbg.stop_step = run.target if to else NO_LIMIT
         if to and run.record is not None:
             dbg.line = _array(keep, ffi, "int32_t[]", line)
+            dbg.caller = _array(keep, ffi, "int32_t[]", caller)
+            dbg.calls = _array(keep, ffi, "int32_t[]", calls)
         dbg.statement = _array(keep, ffi, "uint8_t[]", statement)
         self._watches(dbg, keep, watches, real)
         dbg.nsave = len(saves[0])
@@ -251,20 +253,22 @@ class FastForward:
         return call.scheduler.rng.state if isinstance(call.scheduler, Random) else 0
 
     def _table(self, hblk, launch):
-        """(stop_pc, line, statement) of the launch's kernel: its statements at
-        breakpoint lines, each instruction's statement line as a number (-1: none), and
-        whether it is a statement's."""
+        """(stop_pc, line, statement, caller, calls) of the launch's kernel: its
+        statements at breakpoint lines, each instruction's place (croqvm.debug.frames;
+        -1: none), whether it is a statement's, and per place its caller and the calls
+        it lies in."""
         code = self.fn.kernels[launch.kernel].code
         prog = hblk.call.program(code)
         key = (id(code), tuple((b.file, b.line) for b in self.s.breakpoints))
         if key not in self._tables:
             lines = self.s.statement_lines(prog)
-            numbers: dict = {}
-            line = np.array([-1 if at is None else numbers.setdefault(at, len(numbers))
-                             for at in lines] or [-1], np.int32)
+            places = self.s.places(prog)
+            line = np.array(places.of or [-1], np.int32)
             marked = {(b.file, b.line) for b in self.s.breakpoints}
             stop = np.array([at in marked for at in lines] or [0], np.uint8)
-            self._tables[key] = (stop, line, (line >= 0).astype(np.uint8))
+            self._tables[key] = (stop, line, (line >= 0).astype(np.uint8),
+                                 np.array(places.caller or [-1], np.int32),
+                                 np.array(places.calls or [0], np.int32))
         return self._tables[key]
 
     def _watches(self, dbg, keep, watches, buffers):
@@ -399,7 +403,7 @@ class _Image:
         self = cls()
         code = ff.fn.kernels[hblk.prog.code.launches[index].kernel].code
         prog = hblk.call.program(code)
-        self.run, self.lines = run, ff.s.lines(prog)
+        self.run = run
         self.cur, self.block_start, size = int(head[0]), int(head[1]), int(head[3])
         words = ffi.new("int64_t[]", int(head[2]))
         self.warps = []
@@ -490,8 +494,8 @@ class _Image:
             frag.shape, frag.pending, frag.data, frag.fill = (rows, cols), pending, tile, fill
         run = self.run
         run.blk = blk                 # the hook's last statement start of each warp
-        run.last = {id(w): (self.lines[words[6]], words[6])
-                    for w, (words, _) in zip(blk.warps, self.warps) if words[6] >= 0}
+        run.last = {id(w): words[6] for w, (words, _) in zip(blk.warps, self.warps)
+                    if words[6] >= 0}
         return blk.warps[self.cur]
 
     @staticmethod

@@ -38,11 +38,14 @@ from ..lang import ast
 from ..reports.blockview import BLOCKED, DONE
 from ..running.program import check_seed
 from .forward import FastForward
+from .frames import Places
 from .values import DebugError, Lanes, Scope, Tile, parse, scalar_text
 
 # What ends a step: the focused warp starts a new statement (STEP), one at its nesting
-# depth or outside it (NEXT), any instruction (STEPI), its block is left (FINISH), nothing
-# but a breakpoint or a watchpoint (CONTINUE), the step count (TO).
+# depth or outside it, blocks and calls counted (NEXT), any instruction (STEPI), its
+# block is left (FINISH), nothing but a breakpoint or a watchpoint (CONTINUE), the step
+# count (TO). STEP, NEXT and FINISH also end where the focused warp is back in a caller
+# of the call it was in: the rest of the statement holding the call.
 STEP, NEXT, STEPI, FINISH, CONTINUE, TO = "step", "next", "stepi", "finish", "continue", "to"
 # Instructions that close a structure: their span is the opener's, and stopping there
 # would show the opener's line again.
@@ -80,7 +83,7 @@ class WarpInfo:
     text: str
     active: list
     waits: str = ""                 # a blocked warp: what it waits for
-    depth: int = 0
+    depth: int = 0                  # the blocks and ``call``s its instruction lies in
 
 
 @dataclass
@@ -127,9 +130,9 @@ class _Run:
         self.s = session
         self.mode, self.target, self.record = mode, target, record
         self.focus_warp = None
-        self.depth = 0
+        self.depth = self.calls = 0   # the focused warp's nesting and calls at the stop
         self.call = self.host = self.blk = self.cur = None
-        self.last = {}                # id(warp) -> (line, pc) of its last statement start
+        self.last = {}                # id(warp) -> pc of its last statement instruction
         self.races = 0
         self.after_step = False       # stopped after the current warp's instruction
         self.interrupt = False        # Ctrl-C: stop before the next step
@@ -158,34 +161,34 @@ class _Run:
 
     def instrument(self, prog, steps: list) -> list:
         lines = self.s.lines(prog)
-        stmt = self.s.statement_lines(prog)
-        return [(self._wrap(handler, pc, lines[pc], stmt[pc] is not None), operands)
+        places = self.s.places(prog)
+        return [(self._wrap(handler, pc, lines[pc], places), operands)
                 for pc, (handler, operands) in enumerate(steps)]
 
-    def _wrap(self, handler, pc: int, line, statement: bool):
+    def _wrap(self, handler, pc: int, line, places: Places):
         def step(w, operands):
-            self.before(w, pc, line, statement)
+            self.before(w, pc, line, places)
             handler(w, operands)
             if self.s.watches or self.s.break_race:
                 self.after(w, pc)
         return step
 
-    def before(self, w, pc, line, statement):
+    def before(self, w, pc, line, places: Places):
         call = w.blk.call
         if self.call is None:
             self.call, self.host = call, w.blk
         if w.blk is not self.blk:
             self.blk, self.last = w.blk, {}
         self.cur = w
+        place = places.of[pc]
         new = False
-        if statement:
-            prev = self.last.get(id(w))
-            new = prev is None or prev[0] != line or pc <= prev[1]
-            self.last[id(w)] = (line, pc)
+        if place >= 0:
+            new = places.starts(pc, self.last.get(id(w)))
+            self.last[id(w)] = pc
         n = call.steps
         if self.mode == TO:
-            if self.record is not None and n < self.target:
-                self.record(self, w, pc, line, new)
+            if self.record is not None and n < self.target and new:
+                self.record(self, w, line, len(w.stack) + places.calls[place])
             if n == self.target:
                 self.out.quiet = False
                 self.pause(w, Stop("step", n))
@@ -201,10 +204,13 @@ class _Run:
                 bp.hits += 1
                 self.pause(w, Stop("breakpoint", n, breakpoint=bp, lanes=lanes))
                 return
-        if self.wanted(w, new):
+        if self.wanted(w, new, places.calls[place] if place >= 0 else -1):
             self.pause(w, Stop("step", n))
 
-    def wanted(self, w, new: bool) -> bool:
+    def wanted(self, w, new: bool, calls: int) -> bool:
+        """Whether the run stops before ``w``'s instruction: ``new``, whether it starts
+        a statement; ``calls``, the calls that statement lies in (-1: not a statement's
+        instruction)."""
         mode, fw = self.mode, self.focus_warp
         if mode == CONTINUE:
             return False
@@ -213,7 +219,10 @@ class _Run:
         if w is fw:
             if mode == STEPI:
                 return True
-            return new and (mode == STEP or mode == NEXT and len(w.stack) <= self.depth)
+            if 0 <= calls < self.calls:     # back in a caller: the rest of its statement
+                return True
+            return new and (mode == STEP or mode == NEXT and
+                            len(w.stack) + calls <= self.depth)
         # another warp: the focused one is done, or waits, or is the host inside a launch
         left = fw.state == DONE or w.blk is not fw.blk
         back = w.blk.is_host and not fw.blk.is_host          # from a kernel to its host
@@ -238,7 +247,9 @@ class _Run:
         fw = self.focus_warp
         if fw is None:
             return False
-        # finish stops when a kernel warp's host resumes; next from the host steps over
+        # finish stops when a kernel warp's host resumes, or in the focused warp's block
+        # (which runs under the hook) when it returns from a call; next from the host
+        # steps over
         return self.mode == FINISH or self.mode == NEXT and fw.blk.is_host
 
     def after(self, w, pc):
@@ -300,7 +311,8 @@ class _Run:
             raise _Abort
         self.mode, self.target, self.record = order
         self.focus_warp = self.s.focused_warp(self)
-        self.depth = len(self.focus_warp.stack) if self.focus_warp is not None else 0
+        self.depth, self.calls = (0, 0) if self.focus_warp is None else \
+            self.s.nesting(self.focus_warp)
 
     def resume(self, mode, target=0):
         self.go.put((mode, target, None))
@@ -336,8 +348,9 @@ class Session:
             raise ArgumentError(f"unknown schedule '{schedule}': use 'rr' or 'random'.")
         self.module, self.func = module, func
         self.out = sys.stdout if out is None else out
-        self.spans = SpanTable(module.sources, module.spans)
+        self.spans = SpanTable(module.sources, module.spans, module.calls)
         self._lines: dict = {}
+        self._places: dict = {}
         self.firsts: dict = {}
         pristine = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
         self.args = args
@@ -406,11 +419,13 @@ class Session:
         return self._wait()
 
     def step(self) -> Stop:
-        """Run the focused warp to its next statement, into a kernel it launches."""
+        """Run the focused warp to its next statement, into a kernel it launches or a
+        function it calls, or out of a function to the rest of the calling statement."""
         return self._go(STEP)
 
     def next(self) -> Stop:
-        """Run the focused warp to its next statement outside nested blocks and launches."""
+        """Run the focused warp to its next statement outside nested blocks, calls and
+        launches (or out of the function it is in, as ``step``)."""
         return self._go(NEXT)
 
     def stepi(self) -> Stop:
@@ -426,7 +441,8 @@ class Session:
         return self._go(CONTINUE)
 
     def finish(self) -> Stop:
-        """Run until the host program resumes after the focused kernel block."""
+        """Run the focused warp out of the function it is in, to the rest of the calling
+        statement; outside calls, until the host program resumes after the kernel."""
         return self._go(FINISH)
 
     def quit(self) -> None:
@@ -509,6 +525,13 @@ class Session:
         return [None if ins[0] in _STRUCTURAL else lines[pc]
                 for pc, ins in enumerate(prog.ins)]
 
+    def places(self, prog) -> Places:
+        """The places of ``prog``'s statements (croqvm.debug.frames)."""
+        key = id(prog.code)
+        if key not in self._places:
+            self._places[key] = Places(prog, self.statement_lines(prog), self.spans)
+        return self._places[key]
+
     def source_line(self, file: str, line: int) -> str:
         src = self.spans.files.get(file)
         if src is None:
@@ -516,23 +539,35 @@ class Session:
         text = src.text.split("\n")
         return text[line - 1] if 1 <= line <= len(text) else ""
 
-    def _place(self, w) -> WarpInfo:
-        blk = w.blk
-        # the instruction it is at: the one it stopped before, blocks in, or (the host
-        # program while a kernel runs) launched from; else the next
+    def _at(self, w) -> int:
+        """The instruction ``w`` is at: the one it stopped before, blocks in, or (the
+        host program while a kernel runs) launched from; else the next."""
         run = self.run
         inside = w.blk.is_host and run.blk is not None and run.blk is not w.blk
-        ip = w.ip if w is run.cur and not run.after_step or w.state == BLOCKED or inside \
+        return w.ip if w is run.cur and not run.after_step or w.state == BLOCKED or inside \
             else w.pc
-        code = blk.prog.ins
-        file, line = "", 0
-        if ip < len(code):
-            sp = self.spans.span(code[ip][SPAN])
-            if sp is not None:
-                file, line = sp.file, sp.line
+
+    def _calls(self, w) -> tuple:
+        """The spans of the calls ``w``'s instruction lies in, innermost first."""
+        ip, code = self._at(w), w.blk.prog.ins
+        return tuple(self.spans.calls_around(code[ip][SPAN])) if ip < len(code) else ()
+
+    def nesting(self, w) -> tuple[int, int]:
+        """(the blocks and calls ``w``'s instruction lies in, the calls among them)."""
+        calls = len(self._calls(w))
+        return len(w.stack) + calls, calls
+
+    def _place(self, w, span=None) -> WarpInfo:
+        """``w`` where it is; with ``span``, the span of a call its instruction lies
+        in, at that call (a frame of ``backtrace``)."""
+        blk, ip, code = w.blk, self._at(w), w.blk.prog.ins
+        if span is None and ip < len(code):
+            span = code[ip][SPAN]
+        sp = self.spans.span(span) if span is not None else None
+        file, line = (sp.file, sp.line) if sp is not None else ("", 0)
         return WarpInfo(None if blk.is_host else blk.index, w.index, w.state, file, line,
                         self.source_line(file, line).strip() if line else "",
-                        np.flatnonzero(w.act).tolist(), _waits(w), len(w.stack))
+                        np.flatnonzero(w.act).tolist(), _waits(w), self.nesting(w)[0])
 
     def _block(self, index):
         run = self.run
@@ -561,8 +596,10 @@ class Session:
         return [self._place(w) for w in blk.warps]
 
     def backtrace(self) -> list[WarpInfo]:
-        """The focused warp, then the host program's launch it runs under."""
-        out = [self._place(self._block(self.focus[0]).warps[self.focus[1]])]
+        """The focused warp, then each ``call`` it is inside, innermost first (the line
+        of the call), then the host program's launch it runs under."""
+        w = self._block(self.focus[0]).warps[self.focus[1]]
+        out = [self._place(w)] + [self._place(w, call) for call in self._calls(w)]
         if self.focus[0] is not None:
             out.append(self._place(self.run.host.warps[0]))
         return out
@@ -819,17 +856,17 @@ class Session:
 
 
 class _History:
-    """The statement starts a re-run passes (``_Run.record``): (step, block, warp, depth,
-    breakpoint hit), in step order."""
+    """The statement starts a re-run passes (``_Run.record``): (step, block, warp, depth
+    (the blocks and calls the statement lies in), breakpoint hit), in step order."""
 
     def __init__(self, session):
         self.s, self.events = session, []
 
-    def __call__(self, run, w, pc, line, new):
-        if new:
-            hit = self.s.breakpoint_hit(run, w, line) is not None
-            self.events.append((run.call.steps, None if w.blk.is_host else w.blk.index,
-                                w.index, len(w.stack), hit))
+    def __call__(self, run, w, line, depth):
+        """A statement start of ``w`` at ``depth``, blocks and calls counted."""
+        hit = self.s.breakpoint_hit(run, w, line) is not None
+        self.events.append((run.call.steps, None if w.blk.is_host else w.blk.index,
+                            w.index, depth, hit))
 
     def add(self, step, block, warp, depth):
         """One the fast-forward passed, on no breakpoint's line (croqvm.debug.forward)."""
@@ -845,7 +882,8 @@ def _last_of_focus(events, focus, depth):
 
 
 def _last_at_depth(events, focus, depth):
-    """... the focused warp's last at its depth or outside (over nested blocks), ..."""
+    """... the focused warp's last at its depth or outside (over nested blocks and
+    calls), ..."""
     mine = [e for e in events if (e[1], e[2]) == focus[:2] and e[3] <= depth]
     return mine[-1] if mine else _last_of_focus(events, focus, depth)
 
