@@ -335,6 +335,11 @@ def test_debugging_changes_no_result():
     ("warp 3", "no warp 3"),
     ("lane 40", "no lane 40"),
     ("p nothing", "no variable 'nothing'"),
+    ("b 6 if zz == 1", "no variable 'zz' at line 6"),
+    ("d 9", "no breakpoint at line 9"),
+    ("d #4", "no breakpoint number 4"),
+    ("break race", "break race needs the race check: run with --check race"),
+    ("block 5", r"block \(5\) is not running"),
 ])
 def test_bad_input_is_one_line_and_the_prompt_again(line, message):
     s, _ = session()
@@ -515,6 +520,15 @@ def test_a_breakpoint_on_a_call_stops_once_each_time_its_line_runs():
     s.quit()
 
 
+def test_a_breakpoint_on_a_parallel_stops_once_per_block():
+    # the barrier that ends the parallel has its line too, but closes it as END does
+    s = calls_session()
+    bp = s.break_at(13)
+    assert [s.cont().place.block for _ in range(2)] == [(0,), (1,)]
+    assert s.cont().reason == "finished" and bp.hits == 2
+    s.quit()
+
+
 def test_reverse_commands_go_back_through_calls():
     s = calls_session()
     s.break_at(14)
@@ -530,4 +544,208 @@ def test_reverse_commands_go_back_through_calls():
     back = s.reverse_next()                   # over both calls
     assert (back.step, back.place.line) == (at14.step, 14)
     assert s.step().place.line == 7
+
+
+# ----------------------------------------------------------------------- scripts
+
+def commands(program, func, args, script: str, **options):
+    """The exit status and the transcript of ``script`` on ``func(*args)``."""
+    s = Session(program, func, *args, out=io.StringIO(), **options)
+    text = io.StringIO()
+    status = run_script(Console(s, text), script.splitlines(), "script")
+    return status, text.getvalue().splitlines()
+
+
+ACC = """__co__ void acc(global s32 [4] out) {
+  parallel t by 32 : thread {
+    foreach i in [3] {
+      if (t == 1)
+        out.at(0) = out.at(0) + 10 * (i + 1);
+    }
+  }
+}
+"""
+
+
+def test_reverse_continue_goes_back_to_the_previous_write_of_a_watched_element():
+    # lane 1 adds 10, 20, 30 to out[0]: 0 -> 10 -> 30 -> 60, each write at line 5; after
+    # it the warp stands at the end of the if (line 4)
+    status, text = commands(croqvm.compile(ACC, "acc.co"), "acc", (np.zeros(4, np.int32),),
+                            "watch out.at(0)\nc\nc\nc\nrc\np i + 0\np out.at(0)\nrc\n"
+                            "p out.at(0)\nrc\nq\n")
+    prompt = "(croqvm block (0) warp 0 lane 1) "
+    after = "-> 4        if (t == 1)    [block (0) warp 0 lanes 1]"
+    write = "Watchpoint 1: out.at(0): {} -> {}, by block (0) warp 0 lanes 1 at line 5"
+    assert status == 0 and text == [
+        "-> 2    parallel t by 32 : thread {",
+        "(croqvm) watch out.at(0)", "Watchpoint 1: out.at(0) (now 0)",
+        "(croqvm) c", write.format(0, 10), after,
+        prompt + "c", write.format(10, 30), after,
+        prompt + "c", write.format(30, 60), after,
+        prompt + "rc", write.format(10, 30), after,       # the write before the last
+        prompt + "p i + 0", "i + 0 = 1",
+        prompt + "p out.at(0)", "out.at(0) = 30",
+        prompt + "rc", write.format(0, 10), after,
+        prompt + "p out.at(0)", "out.at(0) = 10",
+        prompt + "rc", "-> 2    parallel t by 32 : thread {",   # no hit before: the start
+        "(croqvm) q",
+    ]
+
+
+def test_going_back_restores_the_breakpoint_hit_counts():
+    status, text, _ = transcript("kernel.co", "scale", (), "b 7\nc\nc\ninfo break\nrc\n"
+                              "info break\nrc\ninfo break\nq\n")
+    counts = [ln for ln in text.splitlines() if ln.startswith("  1: line 7")]
+    assert status == 0 and [c.split("  (")[1] for c in counts] == \
+        ["hit 2 time(s))", "hit 1 time(s))", "hit 0 time(s))"]   # block 1, block 0, start
+
+
+HANDOFF = """__co__ void handoff(global s32 [32] out) {
+  parallel p by 1 : block {
+    shared event filled;
+    shared s32 [32] box;
+    parallel w by 2 : group, t by 32 : thread {
+      inthreads.async (w == 0) {
+        if (t < 8)
+          wait filled;
+        out.at(t) = box.at(31 - t);
+      }
+      inthreads.async (w == 1) {
+        box.at(t) = t * t;
+        trigger filled;
+      }
+    }
+  }
+}
+"""
+
+
+def test_info_events_warps_focus_and_delete_from_a_script():
+    # warp 0 runs first: its lanes 0-7 wait for 'filled', which warp 1's 32 lanes
+    # complete at line 13; then warp 0 goes on to line 9 with all its lanes
+    status, text = commands(croqvm.compile(HANDOFF, "handoff.co"), "handoff",
+                            (np.zeros(32, np.int32),),
+                            "b 13\nb 9\nwatch out.at(0)\nc\ninfo events\ninfo warps\n"
+                            "block host\nwhere\nblock 0\nwarp 1\nlane 3\nc\ninfo events\n"
+                            "d 13\nd #3\ninfo break\nd\ninfo break\nblock 5\nc\n")
+    at = "(croqvm block (0) warp {} lane {}) "
+    assert status == 2 and text == [
+        "-> 2    parallel p by 1 : block {",
+        "(croqvm) b 13", "Breakpoint 1 set at line 13",
+        "(croqvm) b 9", "Breakpoint 2 set at line 9",
+        "(croqvm) watch out.at(0)", "Watchpoint 3: out.at(0) (now 0)",
+        "(croqvm) c", "B> 13          trigger filled;    [block (0) warp 1 lanes 0-31]",
+        at.format(1, 0) + "info events",
+        "  filled slot 0: 0 done, 0 arrived; waiting: warp 0 lanes 0-7",
+        at.format(1, 0) + "info warps",
+        "  host: line 2 (ready), lanes 0: parallel p by 1 : block {",
+        "  block (0) warp 0: line 8 (blocked, waiting for event 'filled' slot 0), "
+        "lanes 0-7: wait filled;",
+        "  block (0) warp 1: line 13 (ready), lanes 0-31: trigger filled;",
+        at.format(1, 0) + "block host", "Focus: the host program, warp 0, lane 0",
+        "(croqvm) where", "  host: line 2 (ready), lanes 0: parallel p by 1 : block {",
+        "(croqvm) block 0", "Focus: block (0), warp 0, lane 0",
+        at.format(0, 0) + "warp 1", "Focus: block (0), warp 1, lane 0",
+        at.format(1, 0) + "lane 3", "Focus: block (0), warp 1, lane 3",
+        at.format(1, 3) + "c", "B> 9          out.at(t) = box.at(31 - t);    "
+        "[block (0) warp 0 lanes 0-31]",
+        at.format(0, 0) + "info events", "  filled slot 0: 1 done, 0 arrived",
+        at.format(0, 0) + "d 13", "Breakpoint at line 13 deleted.",
+        at.format(0, 0) + "d #3", "Deleted 3.",
+        at.format(0, 0) + "info break", "Breakpoints:",
+        "  2: line 9: out.at(t) = box.at(31 - t);  (hit 1 time(s))",
+        at.format(0, 0) + "d", "All breakpoints deleted.",
+        at.format(0, 0) + "info break", "No breakpoints set.",
+        at.format(0, 0) + "block 5",
+        "script:19: block (5) is not running (blocks run one at a time; now: block (0))",
+    ]
+
+
+def test_break_race_from_a_script_stops_at_the_race_and_exits_3(tmp_path, capsys):
+    # lanes 0-31 (warp 0) all write out[1] at line 4: the first race
+    path = tmp_path / "cmds"
+    path.write_text("break race\nc\nq\n")
+    racy = str(HERE / "racy.co")
+    assert main(["debug", racy, "--func", "racy", "--random-inputs", "--check", "race",
+                 "--script", str(path)]) == 3
+    assert capsys.readouterr().out.splitlines() == [
+        "-> 2    parallel t by 64 : thread {",
+        "(croqvm) break race", "Will stop at the first data race (with --check race).",
+        "(croqvm) c",
+        "Stopped at a data race on 'out' element (1) at line 4 (the report comes when the "
+        "run ends).",
+        "-> 5      out.at(w) = out.at(w) + 1;    [block (0) warp 0 lanes 0-31]",
+        "(croqvm block (0) warp 0 lane 0) q",
+    ]
+    assert main(["debug", racy, "--func", "racy", "--random-inputs",
+                 "--script", str(path)]) == 2
+    assert capsys.readouterr().out.splitlines()[-1] == \
+        f"{path}:1: break race needs the race check: run with --check race"
+
+
+def test_read_watchpoint_from_a_script_names_the_reader_and_its_line():
+    # out[0] = a[0] (line 2), then out[0] + a[2] (line 3): a[2] is read once, at line 3
+    status, text = commands(croqvm.compile(READER, "reader.co"), "reader",
+                            (np.arange(4, dtype=np.int32), np.zeros(1, np.int32)),
+                            "rwatch a.at(2)\nc\np out.at(0)\nc\n")
+    assert status == 0 and text == [
+        "-> 2    out.at(0) = a.at(0);",
+        "(croqvm) rwatch a.at(2)", "Read watchpoint 1: a.at(2) (now 2)",
+        "(croqvm) c", "Watchpoint 1: a.at(2): read, by the host program at line 3",
+        "-> 3    out.at(0) = out.at(0) + a.at(2);",
+        "(croqvm) p out.at(0)", "out.at(0) = 0",
+        "(croqvm) c", "The program finished.",
+    ]
+
+
+def test_help_lists_every_command():
+    status, text, _ = transcript("kernel.co", "scale", (), "help\nq\n")
+    listed = [ln.split()[0].rstrip(",") for ln in text.splitlines()[3:-1]]
+    assert status == 0 and listed == [
+        "s", "n", "si", "c", "finish", "rs", "rn", "rc", "b", "break", "d", "watch",
+        "rwatch", "block", "warp", "lane", "where", "bt", "p", "info", "l", "q", "help"]
+
+
+def test_comock_subscript_prints_an_element_and_a_buffer_of_an_array():
+    status, text, _ = transcript("debugger_info.co", "debugger_info_test", (),
+                              "b 9\nc\np arr[2]\np arr[1 + 2]\nq\n")
+    assert status == 0 and text.splitlines()[-5:-1] == [
+        "(croqvm) p arr[2]", "arr[2] = 20", "(croqvm) p arr[1 + 2]", "arr[1 + 2] = 30"]
+    s, _ = session("debugger_info.co", "debugger_info_test")
+    s.break_at(9)
+    s.cont()
+    with pytest.raises(DebugError, match=r"arr\[4\] is out of bounds \(extents \[4\]\)"):
+        s.evaluate("arr[4]")
+    s.quit()
+    program = croqvm.compile(ARRAYS, "arrays.co")
+    s = Session(program, "arrays", np.zeros(1, np.int32), out=io.StringIO())
+    s.break_at(7)
+    s.cont()
+    assert s.evaluate("sa[1]").data.tolist() == [[0, 10, 20], [30, 40, 50]]
+    assert s.evaluate("sa[1][4]").values[0] == 40 == s.evaluate("sa[1].at(1, 1)").values[0]
+    assert s.evaluate("sa[0]").data.tolist() == [[0] * 3] * 2
+    with pytest.raises(DebugError, match=r"index 2 is out of range for buffer array 'sa'"):
+        s.evaluate("sa[2]")
+    s.quit()
+
+
+ARRAYS = """__co__ void arrays(global s32 [1] out) {
+  parallel p by 1 : block {
+    shared s32 [2, 3] sa[2];
+    parallel t by 32 : thread {
+      if (t < 6)
+        sa[1].at(t / 3, t % 3) = t * 10;
+      out.at(0) = 1;
+    }
+  }
+}
+"""
+
+
+def test_a_condition_that_can_not_be_evaluated_stops_and_says_why():
+    s, _ = session()
+    s.break_at(6, condition="v / (t - t) == 1")
+    stop = s.cont()
+    assert (stop.reason, stop.place.line, stop.lanes) == ("breakpoint", 6, [0, 1, 2, 3])
+    assert stop.message == "its condition can not be evaluated here: division by zero"
     s.quit()

@@ -119,10 +119,11 @@ BLOCKS_SCRIPTS = [
     "b 10\nc\np v\nn\nn\nrs\nrs\nrn\nrc\nc\nc\n",
     "b 10 if t == 3\nc\nc\n",
     "watch out.at(780)\nc\nrs\nrs\nrn\nc\nc\n",
-    "b 13\nc\nd 1\nfinish\nn\nrs\nrs\nrs\n",
+    "b 13\nc\nd 13\nfinish\nn\nrs\nrs\nrs\n",
     "n\nn\nn\nrs\nrs\nrn\nb 19\nc\nrs\nrs\nrn\nrc\nc\n",
     "b 10\nc\nd\nb 4\nc\nrs\nrs\nrs\nrn\nrs\nc\n",
     "b 10\nc\nwatch out.at(13)\nc\nc\nrc\nc\n",
+    "watch out.at(780)\nc\nb 19\nc\nrc\np out.at(780)\nrc\nc\nc\n",
 ]
 
 

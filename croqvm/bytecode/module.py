@@ -257,6 +257,11 @@ def swizzled_sides(code, desc: DmaDesc) -> tuple[int, int]:
     return desc.swizzle, 0
 
 
+# The text of the barrier that ends a parallel region (§7.4): an instruction with the
+# parallel statement's span, which closes it as END closes a block.
+END_OF_PARALLEL = "barrier at end of parallel"
+
+
 @dataclass
 class CollSite:
     """Who takes part in a collective (§7.4): lanes in ``laneset`` that share the executing

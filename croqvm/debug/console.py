@@ -28,12 +28,14 @@ HELP = {
     "rs": ("rs, reverse-step", "back to the focused warp's previous statement"),
     "rn": ("rn, reverse-next", "back to the previous statement, over nested blocks "
            "and calls"),
-    "rc": ("rc, reverse-continue", "back to the last breakpoint hit (else the start)"),
+    "rc": ("rc, reverse-continue", "back to the last breakpoint or watchpoint hit (else "
+           "the start)"),
     "b": ("b [FILE:]LINE [if EXPR]", "breakpoint; with EXPR the warp stops when an "
           "active lane meets it (b alone lists them)"),
     "break": ("break fault | break race", "stop at the first runtime error, before its "
               "report | at the first data race (with --check race)"),
-    "d": ("d [N]", "delete breakpoint or watchpoint N (d alone: all)"),
+    "d": ("d [FILE:]LINE | d #N | d", "delete the breakpoints at LINE (co-mock's), "
+          "breakpoint or watchpoint N (as info break numbers them), or all"),
     "watch": ("watch BUF.at(i, ...)", "stop after an instruction changes that element"),
     "rwatch": ("rwatch BUF.at(i, ...)", "stop after an instruction reads that element"),
     "block": ("block B | block host", "focus on block B (the one running) or the host"),
@@ -43,7 +45,7 @@ HELP = {
     "bt": ("bt", "the focused warp, each call it is inside and the launch it runs "
            "under"),
     "p": ("p EXPR", "EXPR in the focused lane; a variable: every lane; a buffer, "
-          ".chunkat, F.data: its elements"),
+          ".chunkat, F.data: its elements; BUF[i]: element i in row-major order"),
     "info": ("info [break|mem|futures|events|warps]", "variables of every active scope, "
              "or the breakpoints, allocations, futures, events, warps"),
     "l": ("l, list", "the source around the current line"),
@@ -102,17 +104,20 @@ class Console:
             self.say(stop.message)
         if stop.reason == "interrupted":
             self.say("Interrupted.")
+        at = f" at line {stop.at[1]}" if stop.at else ""
         if stop.reason == "race":
-            self.say(f"Stopped at a {stop.message} (the report comes when the run ends).")
+            self.say(f"Stopped at a {stop.message}{at} (the report comes when the run ends).")
         if stop.reason == "watch":
             watch, old, new, (block, warp), lanes = stop.watch
             who = "the host program" if block is None else \
                 f"block {_index(block)} warp {warp} lanes {_lanes(lanes)}"
             verb = "read" if watch.read else f"{_value(old)} -> {_value(new)}"
-            self.say(f"Watchpoint {watch.number}: {watch.text}: {verb}, by {who}")
+            self.say(f"Watchpoint {watch.number}: {watch.text}: {verb}, by {who}{at}")
         if stop.reason == "breakpoint" and stop.breakpoint is not None:
             bp = stop.breakpoint
-            if bp.condition:
+            if stop.message:
+                self.say(f"Breakpoint {bp.number} ({bp.condition}): {stop.message}")
+            elif bp.condition:
                 self.say(f"Breakpoint {bp.number} ({bp.condition}) met by lanes "
                          f"{_lanes(stop.lanes)}")
         mark = "B>" if stop.reason == "breakpoint" else "->"
@@ -166,6 +171,8 @@ class Console:
 
     def cmd_break_kind(self, kind: str):
         if kind == "race":
+            if self.s.check != "race":
+                raise DebugError("break race needs the race check: run with --check race")
             self.s.break_race = True
             self.say("Will stop at the first data race (with --check race).")
         else:
@@ -183,13 +190,19 @@ class Console:
         self.say(f"Breakpoint {bp.number} set at line {bp.line}{cond}")
 
     def cmd_d(self, rest):
-        if rest and not rest.isdigit():
-            raise DebugError("usage: d [N]")
-        gone = self.s.delete(int(rest) if rest else None)
         if not rest:
+            self.s.delete()
             self.say("All breakpoints deleted.")
-        else:
-            self.say(f"Deleted {gone[0].number}.")
+            return
+        number = re.fullmatch(r"#(\d+)", rest)
+        if number is not None:
+            self.say(f"Deleted {self.s.delete(int(number.group(1)))[0].number}.")
+            return
+        m = re.fullmatch(r"(?:(\S+):)?(\d+)", rest)
+        if m is None:
+            raise DebugError("usage: d [FILE:]LINE, d #N or d")
+        self.s.delete_at(int(m.group(2)), m.group(1))
+        self.say(f"Breakpoint at line {m.group(2)} deleted.")
 
     def cmd_watch(self, rest, read=False):
         if not rest:
@@ -283,8 +296,13 @@ class Console:
                 self.say("No active futures.")
         elif what == "events":
             evs = self.s.events()
-            for name, state in evs:
-                self.say(f"  {name}: {state}")
+            for name, slots in evs:
+                for n, slot in enumerate(slots):
+                    waits = "; waiting: " + ", ".join(
+                        f"warp {warp} lanes {_lanes(lanes)}" for warp, lanes in slot.waiting) \
+                        if slot.waiting else ""
+                    self.say(f"  {name} slot {n}: {slot.done} done, {slot.arrived} "
+                             f"arrived{waits}")
             if not evs:
                 self.say("No events.")
         elif what == "warps":
@@ -392,4 +410,5 @@ def interact(console: Console) -> int:
 
 
 def _status(session) -> int:
-    return 3 if session.stop.reason == "fault" or session.stop.message else 0
+    stop = session.stop
+    return 3 if stop.reason == "fault" or stop.reason != "breakpoint" and stop.message else 0

@@ -158,12 +158,16 @@ class FastForward:
                 if watched is not None and watched >= number:
                     end = min(end, watched)
         to = run.replaying
-        watches = [] if to else [w for w in self.s.watches if w.buffer[0] is None]
-        if end == number or any(w.old is None or w.old.itemsize not in (1, 2, 4, 8)
-                                for w in watches):
-            return number, None
+        # a re-run that records what it passes stops where a watched element changes too
+        # (reverse-continue may go back to there)
+        watches = [] if to and run.record is None else \
+            [w for w in self.s.watches if w.buffer[0] is None]
         launch = hblk.prog.code.launches[index]
         real = {hs: hblk.bufs[hs][0].data for _, hs in launch.buffers if hblk.bufs.get(hs)}
+        if end == number or any(w.buffer[1] in real and
+                                real[w.buffer[1]].itemsize not in (1, 2, 4, 8)
+                                for w in watches):
+            return number, None
         saves = [{hs: np.empty_like(data) for hs, data in real.items() if data.size}
                  for _ in range(2)]
         stop_pc, line, statement, caller, calls = self._table(hblk, launch)
@@ -272,6 +276,8 @@ class FastForward:
         return self._tables[key]
 
     def _watches(self, dbg, keep, watches, buffers):
+        """The watched elements of ``buffers``: each stops the run when its bytes differ
+        from what they are now (the value the hook saw last: _Run.after, _History.after)."""
         ffi = self.ffi
         slots, offsets, sizes = [], [], []
         old = np.zeros(16 * max(1, len(watches)), np.uint8)
@@ -280,7 +286,7 @@ class FastForward:
             data = buffers.get(slot)
             if data is None:          # not a buffer of this launch: it can not change
                 continue
-            raw = np.ascontiguousarray(w.old).view(np.uint8).reshape(-1)
+            raw = np.ascontiguousarray(data[w.index]).view(np.uint8).reshape(-1)
             old[16 * len(slots):16 * len(slots) + raw.size] = raw
             slots.append(slot)
             offsets.append(int(np.ravel_multi_index(w.index, data.shape)) * data.itemsize)

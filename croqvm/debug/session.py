@@ -11,8 +11,9 @@ it stands in (registers, buffers, warps) is then read by the session's thread al
 A stop is named by the call's step count, ``call.steps``: the stop *before* warp-step N
 is the state after N - 1 steps, which a re-run from the start reproduces exactly (the
 engine and both schedules are deterministic). Going back (``reverse_step``, ...) re-runs
-the call twice: once recording the steps where the wanted stop could be, once to the
-chosen step, with the program's printing silenced until then.
+the call twice: once recording the steps where the wanted stop could be (statement
+starts, breakpoint and watchpoint hits: ``_History``), once to the chosen step (before
+it, or after it for a watchpoint's hit), with the program's printing silenced until then.
 
 A launch's blocks in which the run can not stop run on the native engine
 (croqvm.debug.forward, ``_Run.blocks``): the session shows the same either way.
@@ -23,23 +24,24 @@ import io
 import queue
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from ..bytecode.module import BaseKind, Storage
+from ..bytecode.module import END_OF_PARALLEL, BaseKind, Storage
 from ..bytecode.opcodes import BY_NAME, SPAN, TABLE, WIDTH
 from ..core import dtypes
 from ..core.errors import ArgumentError, KernelFault
 from ..core.limits import buffer_bytes
 from ..core.source import SpanTable
 from ..interp.host import run_function
+from ..interp.sync import EventWait
 from ..lang import ast
 from ..reports.blockview import BLOCKED, DONE
 from ..running.program import check_seed
 from .forward import FastForward
 from .frames import Places
-from .values import DebugError, Lanes, Scope, Tile, parse, scalar_text
+from .values import DebugError, Scope, Tile, parse, scalar_text
 
 # What ends a step: the focused warp starts a new statement (STEP), one at its nesting
 # depth or outside it, blocks and calls counted (NEXT), any instruction (STEPI), its
@@ -48,8 +50,15 @@ from .values import DebugError, Lanes, Scope, Tile, parse, scalar_text
 # of the call it was in: the rest of the statement holding the call.
 STEP, NEXT, STEPI, FINISH, CONTINUE, TO = "step", "next", "stepi", "finish", "continue", "to"
 # Instructions that close a structure: their span is the opener's, and stopping there
-# would show the opener's line again.
+# would show the opener's line again (a breakpoint on a parallel's line would stop twice
+# per block); so does the barrier that ends a parallel (_closes).
 _STRUCTURAL = frozenset(BY_NAME[n].code for n in ("END", "ELSE"))
+_BARRIER = BY_NAME["BARRIER"].code
+
+
+def _closes(prog, ins) -> bool:
+    return ins[0] in _STRUCTURAL or \
+        ins[0] == _BARRIER and prog.code.colls[ins[1]].text == END_OF_PARALLEL
 
 
 @dataclass
@@ -59,7 +68,11 @@ class Breakpoint:
     line: int
     condition: str = ""
     expr: object = None
-    hits: int = 0
+    hit_steps: list = field(default_factory=list)   # the step of each stop it made
+
+    @property
+    def hits(self) -> int:
+        return len(self.hit_steps)
 
 
 @dataclass
@@ -87,13 +100,24 @@ class WarpInfo:
 
 
 @dataclass
+class EventSlot:
+    """One slot of an event: its completed generations, the arrivals toward the next,
+    and who waits on it: (warp, its lanes still waiting) per warp."""
+    done: int
+    arrived: int
+    waiting: list
+
+
+@dataclass
 class Stop:
     """Where and why the run stopped, before step ``step`` (after it for a watchpoint
     or a race). ``reason``: "step", "breakpoint", "watch", "race", "fault",
-    "interrupted", "finished"; ``message``: the race, or the runtime error it stopped
-    with; ``result``: what the function returned; ``lanes``: the lanes that met a
+    "interrupted", "finished"; ``message``: the race, the runtime error it stopped
+    with, or why a breakpoint's condition could not be evaluated (the warp stops
+    then); ``result``: what the function returned; ``lanes``: the lanes that met a
     breakpoint's condition; ``watch``: (watch, old, new, (block, warp), lanes) of the
-    access seen."""
+    access seen; ``at``: (file, line) of the statement whose instruction a watchpoint or
+    race stop came after."""
     reason: str
     step: int
     place: WarpInfo | None = None
@@ -102,6 +126,7 @@ class Stop:
     watch: tuple | None = None
     message: str = ""
     result: object = None
+    at: tuple | None = None
 
 
 class _Abort(BaseException):
@@ -126,9 +151,10 @@ class _Silent(io.TextIOBase):
 class _Run:
     """One execution of the call: its thread and the hook's state."""
 
-    def __init__(self, session, mode, target=0, record=None):
+    def __init__(self, session, mode, target=0, record=None, after=False):
         self.s = session
         self.mode, self.target, self.record = mode, target, record
+        self.to_after = after         # a re-run that stops after step ``target``
         self.focus_warp = None
         self.depth = self.calls = 0   # the focused warp's nesting and calls at the stop
         self.call = self.host = self.blk = self.cur = None
@@ -189,7 +215,7 @@ class _Run:
         if self.mode == TO:
             if self.record is not None and n < self.target and new:
                 self.record(self, w, line, len(w.stack) + places.calls[place])
-            if n == self.target:
+            if n == self.target and not self.to_after:
                 self.out.quiet = False
                 self.pause(w, Stop("step", n))
             return
@@ -200,9 +226,9 @@ class _Run:
         if new:
             hit = self.s.breakpoint_hit(self, w, line)
             if hit is not None:
-                bp, lanes = hit
-                bp.hits += 1
-                self.pause(w, Stop("breakpoint", n, breakpoint=bp, lanes=lanes))
+                bp, lanes, error = hit
+                bp.hit_steps.append(n)
+                self.pause(w, Stop("breakpoint", n, breakpoint=bp, lanes=lanes, message=error))
                 return
         if self.wanted(w, new, places.calls[place] if place >= 0 else -1):
             self.pause(w, Stop("step", n))
@@ -255,34 +281,26 @@ class _Run:
     def after(self, w, pc):
         s = self.s
         if self.mode == TO:
+            if self.record is not None:
+                self.record.after(self, w, pc)
+            elif self.to_after and self.call.steps == self.target:
+                self.out.quiet = False
+                self.pause(w, Stop("watch", self.target), after=True)
             return
         for watch in s.watches:
-            arr = s.watch_array(self, watch)
-            if arr is None:
-                continue
-            new = arr[watch.index]
-            if watch.read:
-                if s.reads(self, w, pc, watch):
-                    self.pause(w, Stop("watch", self.call.steps,
-                                       watch=(watch, new, new, self.where_of(w),
-                                              s.touching(self, w, pc, watch))), after=True)
-                continue
-            if watch.old is not None and watch.old.tobytes() == new.tobytes():
-                continue                    # unchanged (the common case, checked cheaply)
-            if watch.old is not None and not _same(watch.old, new):
-                old, watch.old = watch.old, new.copy()
-                self.pause(w, Stop("watch", self.call.steps,
-                                   watch=(watch, old, new.copy(), self.where_of(w),
-                                          s.touching(self, w, pc, watch))), after=True)
-                return
-            watch.old = new.copy()
+            hit, watch.old = s.seen(self, w, pc, watch, watch.old)
+            if hit is not None:
+                self.pause(w, Stop("watch", self.call.steps, watch=hit,
+                                   at=s.lines(w.blk.prog)[pc]), after=True)
+                if not watch.read:
+                    return
         if s.break_race and self.call.checker is not None:
             races = getattr(self.call.checker, "races", {})
             if len(races) > self.races:
                 self.races = len(races)
                 race = list(races.values())[-1]           # the newest pair of statements
-                self.pause(w, Stop("race", self.call.steps, message=self._race_text(race)),
-                           after=True)
+                self.pause(w, Stop("race", self.call.steps, message=self._race_text(race),
+                                   at=s.lines(w.blk.prog)[pc]), after=True)
 
     def _race_text(self, race) -> str:
         kernel, slot, _ = race.buffer
@@ -370,6 +388,7 @@ class Session:
         self.forward = FastForward(self, module, func, fast_forward)
         self.breakpoints: list[Breakpoint] = []
         self.watches: list[Watch] = []
+        self.check = check
         self.break_fault = False
         self.break_race = False
         self._numbers = 0
@@ -450,39 +469,68 @@ class Session:
 
     # ------------------------------------------------------------------ going back
 
-    def _replay(self, target: int, record=None) -> None:
-        """Run the call again from its start and stop before step ``target``; watched
-        elements are compared from there on."""
+    def _replay(self, target: int, record=None, after: bool = False) -> None:
+        """Run the call again from its start and stop before step ``target`` (``after``:
+        after it); watched elements are compared from there on."""
         self.run.abort()
-        self.run = _Run(self, TO, target, record)
+        self.run = _Run(self, TO, target, record, after)
         self._wait()
         for watch in self.watches:
             arr = self.watch_array(self.run, watch)
             watch.old = None if arr is None else arr[watch.index].copy()
 
     def _history(self, upto: int):
-        """Every statement start before step ``upto``: (step, block, warp, depth, hit)."""
+        """What the run passes before step ``upto`` (``_History``)."""
         record = _History(self)
         self._replay(upto, record)
-        return record.events
+        return record
 
     def _back_to(self, pick) -> Stop:
         here, focus = self.stop, self.focus
         depth = here.place.depth if here.place is not None else 0
-        events = self._history(here.step)      # ends where it began: in this very state
+        record = self._history(here.step)      # ends where it began: in this very state
+        events = record.events
         if not events:
             self.stop, self.focus = here, focus
             raise DebugError("already at the first statement of the run")
+        if pick is None:
+            return self._back_to_hit(record)
         chosen = pick(events, focus, depth)
         self._replay(chosen[0] if chosen else events[0][0])
-        self.stop.reason = "breakpoint" if chosen and chosen[4] and pick is _last_hit \
-            else "step"
-        if self.stop.reason == "breakpoint":
-            here = self.stop.place
-            place = self.stop.place
-            self.stop.breakpoint = next((b for b in self.breakpoints
-                                         if (b.file, b.line) == (place.file, place.line)), None)
+        self._rewind_hits(self.stop.step, chosen is not None and chosen[4])
+        self.stop.reason = "step"
         return self.stop
+
+    def _back_to_hit(self, record) -> Stop:
+        """To the last breakpoint or watchpoint hit ``record`` saw, else the start."""
+        hits = [((e[0], 0), e) for e in record.events if e[4]] + \
+            [((step, 1), hit) for step, hit, _ in record.watched]
+        if not hits:
+            self._replay(record.events[0][0])
+            self._rewind_hits(self.stop.step, False)
+            self.stop.reason = "step"
+            return self.stop
+        (step, after), hit = max(hits, key=lambda h: h[0])
+        self._replay(step, after=bool(after))
+        self._rewind_hits(step, True)
+        stop = self.stop
+        if after:
+            stop.watch, stop.at = hit, next(at for n, h, at in record.watched if h is hit)
+            return stop
+        w = self.run.cur              # the hit as the run that made it saw it
+        # the history saw this very hit in this very state
+        stop.breakpoint, stop.lanes, stop.message = \
+            self.breakpoint_hit(self.run, w, self.lines(w.blk.prog)[w.ip])
+        stop.reason = "breakpoint"
+        if stop.lanes:
+            self.focus = self.focus[:2] + (stop.lanes[0],)
+        return stop
+
+    def _rewind_hits(self, step: int, at: bool) -> None:
+        """The breakpoints' hit counts as they were at ``step`` (``at``: the hit there
+        counted)."""
+        for bp in self.breakpoints:
+            bp.hit_steps = [n for n in bp.hit_steps if n < step or at and n == step]
 
     def reverse_step(self) -> Stop:
         """Back to the focused warp's previous statement start (exactly that state)."""
@@ -493,8 +541,9 @@ class Session:
         return self._back_to(_last_at_depth)
 
     def reverse_continue(self) -> Stop:
-        """Back to the last breakpoint hit before now, else to the start."""
-        return self._back_to(_last_hit)
+        """Back to the last breakpoint or watchpoint hit before now (a watchpoint's: just
+        after the instruction it saw, as it stopped there), else to the start."""
+        return self._back_to(None)
 
     # ------------------------------------------------------------------ where
 
@@ -522,8 +571,7 @@ class Session:
         new statement can start (``_Run.before``); None for the others, the closing
         instructions of structures among them."""
         lines = self.lines(prog)
-        return [None if ins[0] in _STRUCTURAL else lines[pc]
-                for pc, ins in enumerate(prog.ins)]
+        return [None if _closes(prog, ins) else lines[pc] for pc, ins in enumerate(prog.ins)]
 
     def places(self, prog) -> Places:
         """The places of ``prog``'s statements (croqvm.debug.frames)."""
@@ -717,16 +765,23 @@ class Session:
             out.append((decl.name, f"{state} ({kind}), data [{box}]"))
         return out
 
-    def events(self) -> list[tuple[str, str]]:
-        """(event, per slot: completed generations / arrivals toward the next)."""
+    def events(self) -> list[tuple[str, list[EventSlot]]]:
+        """Each event of the focused block: (its name, its slots)."""
         blk = self._block(self.focus[0])
-        out = []
-        for decl, ev in zip(blk.prog.code.events, blk.events):
-            slots = ", ".join(f"slot {s}: {int(ev.completed[s])} done, "
-                              f"{int(ev.arrivals[s])} arrived"
-                              for s in range(decl.slots))
-            out.append((decl.name, slots))
-        return out
+        waiting: dict = {}            # (event, slot) -> [(warp, its lanes waiting)]
+        for w in blk.warps:
+            wait = w.blocker
+            if not isinstance(wait, EventWait):
+                continue
+            pending = wait.pending()
+            for slot in sorted(set(wait.slots[pending].tolist())):
+                lanes = wait.lanes[pending & (wait.slots == slot)] - w.base
+                waiting.setdefault((wait.ev.index, slot), []).append(
+                    (w.index, sorted(lanes.tolist())))
+        return [(decl.name, [EventSlot(int(ev.completed[s]), int(ev.arrivals[s]),
+                                       waiting.get((ev.index, s), []))
+                             for s in range(decl.slots)])
+                for decl, ev in zip(blk.prog.code.events, blk.events)]
 
     # ------------------------------------------------------------------ breakpoints
 
@@ -753,10 +808,28 @@ class Session:
         if line not in lines:
             raise DebugError(f"line {line} of {name} has no code")
         expr = parse(condition) if condition else None
+        if expr is not None:
+            self._names_exist(expr, name, line)
         self._numbers += 1
         bp = Breakpoint(self._numbers, name, line, condition, expr)
         self.breakpoints.append(bp)
         return bp
+
+    def _names_exist(self, expr, file: str, line: int) -> None:
+        """DebugError when a name of a breakpoint's condition names nothing the code of
+        ``line`` (its kernel's or the host program's) declares."""
+        fn = self.module.function(self.func)
+        known = set()
+        for code in [fn.host] + [k.code for k in fn.kernels]:
+            spans = (self.spans.span(code.code[n + SPAN]) for n in range(0, len(code.code),
+                                                                          WIDTH))
+            if code is fn.host or any(sp is not None and (sp.file, sp.line) == (file, line)
+                                      for sp in spans):
+                known |= set(code.reg_names) | {b.name for b in code.buffers} | \
+                    {f.name for f in code.futures}
+        for node in _walk(expr):
+            if isinstance(node, ast.Name) and node.id not in known:
+                raise DebugError(f"no variable '{node.id}' at line {line}")
 
     def delete(self, number: int | None = None) -> list[Breakpoint]:
         """Delete breakpoint ``number`` (or watchpoint), or every one: those deleted."""
@@ -770,22 +843,36 @@ class Session:
                     return [item]
         raise DebugError(f"no breakpoint number {number}")
 
+    def delete_at(self, line: int, file: str | None = None) -> list[Breakpoint]:
+        """Delete the breakpoints at ``line`` (co-mock's ``d LINE``): those deleted."""
+        name = self._file(file)
+        gone = [bp for bp in self.breakpoints if (bp.file, bp.line) == (name, line)]
+        if not gone:
+            raise DebugError(f"no breakpoint at line {line}")
+        self.breakpoints = [bp for bp in self.breakpoints if bp not in gone]
+        return gone
+
     def breakpoint_hit(self, run, w, line):
+        """The breakpoint warp ``w``, starting a statement of ``line``, stops at: (it, the
+        lanes that met its condition, "") or, when the condition can not be evaluated
+        there, (it, every active lane, why): the warp stops and says so. None: no stop."""
         for bp in self.breakpoints:
             if (bp.file, bp.line) != line:
                 continue
+            active = np.flatnonzero(w.act).tolist()
             if bp.expr is None:
-                return bp, np.flatnonzero(w.act).tolist()
+                return bp, active, ""
             sc = Scope(w.blk, w, w.ip, None if w.blk.is_host else run.host, self.firsts)
             try:
                 with np.errstate(all="ignore"):
                     v = sc.evaluate(bp.expr, 0)
-            except DebugError:
-                continue
-            if isinstance(v, Lanes):
-                met = (v.values != 0) & w.act
-                if met.any():
-                    return bp, np.flatnonzero(met).tolist()
+                if isinstance(v, Tile):
+                    raise DebugError(f"'{v.name}' is a buffer, not a condition")
+            except DebugError as err:
+                return bp, active, f"its condition can not be evaluated here: {err}"
+            met = (v.values != 0) & w.act
+            if met.any():
+                return bp, np.flatnonzero(met).tolist(), ""
         return None
 
     # ------------------------------------------------------------------ watchpoints
@@ -820,6 +907,25 @@ class Session:
         w.old = base.data[idx].copy()
         self.watches.append(w)
         return w
+
+    def seen(self, run, w, pc, watch, old):
+        """What instruction ``pc`` of ``w``, just run, did to ``watch``'s element, whose
+        last value seen is ``old``: (the ``Stop.watch`` of a hit or None, the value to
+        remember)."""
+        arr = self.watch_array(run, watch)
+        if arr is None:
+            return None, old
+        new = arr[watch.index]
+        if watch.read:
+            hit = self.reads(run, w, pc, watch)
+            return ((watch, new, new, run.where_of(w), self.touching(run, w, pc, watch))
+                    if hit else None), old
+        if old is not None and old.tobytes() == new.tobytes():
+            return None, old                # unchanged (the common case, checked cheaply)
+        new = new.copy()
+        if old is not None and not _same(old, new):
+            return (watch, old, new, run.where_of(w), self.touching(run, w, pc, watch)), new
+        return None, new
 
     def watch_array(self, run, watch):
         block, slot, lane = watch.buffer
@@ -856,11 +962,24 @@ class Session:
 
 
 class _History:
-    """The statement starts a re-run passes (``_Run.record``): (step, block, warp, depth
-    (the blocks and calls the statement lies in), breakpoint hit), in step order."""
+    """What a re-run passes (``_Run.record``): ``events``, its statement starts (step,
+    block, warp, depth (the blocks and calls the statement lies in), breakpoint hit), in
+    step order, and ``watched``, the watchpoint hits after its steps (step, the
+    ``Stop.watch`` it makes, the statement's line)."""
 
     def __init__(self, session):
-        self.s, self.events = session, []
+        self.s, self.events, self.watched = session, [], []
+        self.olds: dict = {}          # watch number -> the element's last value seen
+
+    def after(self, run, w, pc):
+        """After step ``run.call.steps``: the watchpoints it sets off (as _Run.after)."""
+        for watch in self.s.watches:
+            hit, self.olds[watch.number] = self.s.seen(run, w, pc, watch,
+                                                       self.olds.get(watch.number))
+            if hit is not None:
+                self.watched.append((run.call.steps, hit, self.s.lines(w.blk.prog)[pc]))
+                if not watch.read:
+                    return
 
     def __call__(self, run, w, line, depth):
         """A statement start of ``w`` at ``depth``, blocks and calls counted."""
@@ -875,7 +994,7 @@ class _History:
 
 # Choosing where to go back to among the statement starts before now, (step, block,
 # warp, depth, breakpoint hit): the focused warp's last (else the run's last, as when
-# stepping back out of a kernel's first statement into the host program), ...
+# stepping back out of a kernel's first statement into the host program), or ...
 def _last_of_focus(events, focus, depth):
     mine = [e for e in events if (e[1], e[2]) == focus[:2]]
     return mine[-1] if mine else (events[-1] if events else None)
@@ -883,15 +1002,18 @@ def _last_of_focus(events, focus, depth):
 
 def _last_at_depth(events, focus, depth):
     """... the focused warp's last at its depth or outside (over nested blocks and
-    calls), ..."""
+    calls) (reverse-continue's choice is Session._back_to_hit's)."""
     mine = [e for e in events if (e[1], e[2]) == focus[:2] and e[3] <= depth]
     return mine[-1] if mine else _last_of_focus(events, focus, depth)
 
 
-def _last_hit(events, focus, depth):
-    """... the last breakpoint hit."""
-    hits = [e for e in events if e[4]]
-    return hits[-1] if hits else None
+def _walk(node):
+    """``node`` and every expression inside it."""
+    yield node
+    for value in (getattr(node, f.name) for f in fields(node)):
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, ast.Node):
+                yield from _walk(item)
 
 
 def _reads_element(w, acc, i, watched, index) -> bool:

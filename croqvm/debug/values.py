@@ -137,13 +137,29 @@ class Scope:
                 return self.tile(blk, slot, self.w.base + lane if blk is self.blk else 0)
         raise DebugError(f"no variable '{name}' here")
 
-    def tile(self, blk, slot: int, lane: int) -> Tile:
+    def tile(self, blk, slot: int, lane: int, instance: int = 0) -> Tile:
+        """Buffer ``slot`` as ``lane`` sees it; ``instance``: which of a buffer array."""
         decl = blk.prog.code.buffers[slot]
         insts = blk.instances(slot, lane)
         if insts is None:
             raise DebugError(f"'{decl.name}' is not allocated yet")
-        return Tile(decl.name, Storage(decl.storage).name.lower(), dtypes.BY_CODE[decl.dtype],
-                    insts[0].data)
+        name = decl.name if not decl.array else \
+            decl.name + "".join(f"[{i}]" for i in np.unravel_index(instance, decl.array))
+        return Tile(name, Storage(decl.storage).name.lower(), dtypes.BY_CODE[decl.dtype],
+                    insts[instance].data)
+
+    def buffer_array(self, name: str, lane: int):
+        """(block, slot, lane seen) of ``name`` when it is a buffer array, else None."""
+        for blk in [self.blk] + ([self.host] if self.host is not None else []):
+            if self.register(name, blk, self.ip if blk is self.blk else
+                             len(blk.prog.ins)) is not None:
+                return None
+            slot = self.buffer(name, blk)
+            if slot is not None:
+                decl = blk.prog.code.buffers[slot]
+                return (blk, slot, self.w.base + lane if blk is self.blk else 0) \
+                    if decl.array else None
+        return None
 
     # ------------------------------------------------------------------ evaluation
 
@@ -180,12 +196,14 @@ class Scope:
             return Lanes(np.where(c, a.values, b.values), a.dtype, a.active)
         if isinstance(e, ast.ElemAccess):
             return self._element(e, lane)
+        if isinstance(e, ast.Index):
+            return self._subscript(e, lane)
         if isinstance(e, ast.ChunkAt):
             return self._chunk(e, lane)
         if isinstance(e, ast.DataOf) and isinstance(e.base, ast.Name):
             return self._future_data(e.base.id, lane)
         raise DebugError("the debugger evaluates names, literals, operators, ?:, .at, "
-                         ".chunkat and a future's .data; not this expression")
+                         "[i], .chunkat and a future's .data; not this expression")
 
     def _arith(self, fn):
         try:
@@ -223,6 +241,43 @@ class Scope:
             elif i == lane:
                 shown = ", ".join(str(int(k[i])) for k in idx)
                 raise DebugError(f"{base.name}.at({shown}) is out of bounds "
+                                 f"(extents {list(base.data.shape)})")
+        return Lanes(out, base.dtype, self.w.act.copy())
+
+    def _subscript(self, e, lane: int):
+        """``NAME[i]...``: the subscripts of a buffer array pick one of its buffers (the
+        language's ``buf[i]``, §8.5); one subscript more, or one on a single buffer, is
+        co-mock's: element ``i`` of the buffer counted in row-major order."""
+        subs = []
+        while isinstance(e, ast.Index):
+            subs.insert(0, e.index)
+            e = e.base
+        array = self.buffer_array(e.id, lane) if isinstance(e, ast.Name) else None
+        if array is not None:
+            blk, slot, seen = array
+            extents = blk.prog.code.buffers[slot].array
+            picked = [int(self._scalar(i, lane).values[lane]) for i in subs[:len(extents)]]
+            for p, n in zip(picked, extents):
+                if not 0 <= p < n:
+                    raise DebugError(f"index {p} is out of range for buffer array "
+                                     f"'{e.id}' [0, {n})")
+            picked += [0] * (len(extents) - len(picked))      # as the language's (§8.5)
+            base = self.tile(blk, slot, seen, int(np.ravel_multi_index(picked, extents)))
+            subs = subs[len(extents):]
+        else:
+            base = self._base(e, lane)
+        if not subs:
+            return base
+        if len(subs) > 1:
+            raise DebugError(f"'{base.name}' takes one subscript, its element in row-major "
+                             f"order; name an element with .at(i, ...)")
+        flat = self._scalar(subs[0], lane).values.astype(np.int64)
+        out = np.zeros(self.w.width, base.dtype.np)
+        for i in range(self.w.width):
+            if 0 <= flat[i] < base.data.size:
+                out[i] = base.data.flat[flat[i]]
+            elif i == lane:
+                raise DebugError(f"{base.name}[{int(flat[i])}] is out of bounds "
                                  f"(extents {list(base.data.shape)})")
         return Lanes(out, base.dtype, self.w.act.copy())
 

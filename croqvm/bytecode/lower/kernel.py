@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from croqvm.core import dtypes
-from croqvm.bytecode.module import BufferDecl, Code, CollSite, Kernel, LaneSet, Launch, Storage
+from croqvm.bytecode.module import (END_OF_PARALLEL, BufferDecl, Code, CollSite, Kernel, LaneSet,
+                                    Launch, Storage)
 from croqvm.lang import ast
 from croqvm.core.limits import LEVEL_LANES, UNIT_OF_LEVEL
 
@@ -163,7 +164,7 @@ def _lower_region(lw: Lowerer, s: ast.Parallel) -> None:
     lw.names.append({})
     _lower_levels(lw, st, s.levels, s.body, ctx)
     lw.names.pop()
-    lw.b.emit("BARRIER", coll_site(lw, "barrier at end of parallel", ctx.unit))
+    lw.b.emit("BARRIER", coll_site(lw, END_OF_PARALLEL, ctx.unit))
 
 
 def _lower_kernel(lw: Lowerer, s: ast.Parallel) -> None:
