@@ -320,13 +320,17 @@ class NativeTrace(Trace):
         """What recorded it: the records, and what writes its file from them."""
         return self._tracer
 
-    def _made(self) -> list:
-        tracer = self._tracer
-        if tracer.handed:
+    def _kept(self) -> tuple:
+        """The slices' records and their details; an error where the slices went to the
+        trace's file as the run went."""
+        if self._tracer.handed:
             raise ValueError("this trace's slices were written to its file as the run went "
                              "(record(..., file=...)): read them from the file")
-        cols, details = tracer.recorded[:2]
-        return tracer._slices(cols, details.tolist())
+        return self._tracer.recorded[:2]
+
+    def _made(self) -> list:
+        cols, details = self._kept()
+        return self._tracer._slices(cols, details.tolist())
 
     @property
     def end(self) -> float:
@@ -335,9 +339,9 @@ class NativeTrace(Trace):
         return self._tracer.end       # C's, kept as it recorded: no pass over the records
 
     def first(self, kind: str):
-        if not callable(self._slices) or self._tracer.handed:
+        if not callable(self._slices):
             return super().first(kind)
-        cols, details = self._tracer.recorded[:2]
+        cols, details = self._kept()
         code = KINDS.index(kind)
         # in growing windows: the first of a kind is near the start, mostly
         at, size = 0, FIRST_WINDOW
