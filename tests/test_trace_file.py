@@ -223,9 +223,11 @@ def test_a_gzip_file_is_one_member_of_the_text_and_depends_on_nothing_else(tmp_p
     text = b"".join(b'{"ph":"X","name":"%d: x","ts":%d.5}' % (k % 7, k) for k in range(20000))
     data = []
     for name in ("a.json.gz", "other.json.gz"):
-        with Gzip(str(tmp_path / name), deflate) as f:
+        with open(tmp_path / name, "wb") as out:
+            f = Gzip(out, deflate)
             for k in range(0, len(text), 1000):
                 f.write(text[k:k + 1000])
+            f.finish()
         data.append((tmp_path / name).read_bytes())
     assert data[0] == data[1] and len(data[0]) < len(text) / 10
     one = zlib.decompressobj(31)
@@ -243,10 +245,12 @@ def test_a_gzip_file_leaves_the_upper_halves_of_the_vector_registers_unused(tmp_
     isal_zlib.compressobj(1, isal_zlib.DEFLATED, 31).compress(bytes(range(256)) * 400)
     if lib.cq_upper_vectors_in_use() != 1:
         pytest.skip("this CPU does not say, or this ISA-L leaves them unused")
-    with Gzip(str(tmp_path / "t.json.gz")) as f:
+    with open(tmp_path / "t.json.gz", "wb") as out:
+        f = Gzip(out)
         f.write(bytes(range(256)) * 400)
         assert lib.cq_upper_vectors_in_use() == 0
-    assert lib.cq_upper_vectors_in_use() == 0
+        f.finish()
+        assert lib.cq_upper_vectors_in_use() == 0
 
 
 @pytest.mark.parametrize("suffix", [".json", ".json.gz"])
@@ -254,7 +258,7 @@ def test_a_full_disk_is_a_one_line_error_and_leaves_no_file(tmp_path, capsys, mo
                                                             suffix):
     import errno
 
-    from croqvm.trace import output
+    from croqvm.core import files
 
     class Full(io.FileIO):          # a disk with room for 100 bytes
         def write(self, data):
@@ -262,10 +266,47 @@ def test_a_full_disk_is_a_one_line_error_and_leaves_no_file(tmp_path, capsys, mo
                 raise OSError(errno.ENOSPC, "No space left on device")
             return super().write(data)
 
-    monkeypatch.setattr(output, "open", lambda path, mode: Full(path, mode), raising=False)
+    monkeypatch.setattr(files.os, "fdopen", lambda fd, mode: Full(fd, mode))
     path = tmp_path / f"t{suffix}"
     assert main(["trace", str(PROGRAMS / "pipeline_events.co"), "--func", "pipeline",
                  "-o", str(path)]) == 2
-    assert capsys.readouterr().err == \
-        f"{path}: can not write the trace: No space left on device\n"
+    assert capsys.readouterr().err == f"{path}: can not write: No space left on device\n"
     assert not list(tmp_path.iterdir())
+
+
+FOREVER = """__co__ void forever() {
+  s32 [32] out;
+  parallel blk by 1 : block {
+    parallel t by 32 : thread {
+      s32 acc = 0;
+      foreach i in [2000000000]
+        acc = acc + i;
+      out.at(t) = acc;
+    }
+  }
+  println(out.at(0));
+}
+"""
+
+
+def test_a_trace_stopped_by_sigterm_leaves_no_file(tmp_path):
+    # kill, timeout, a CI job cancelled: unwound as Ctrl-C is, the file being written
+    # (a GB a second here) is removed
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    (tmp_path / "forever.co").write_text(FOREVER)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "croqvm", "trace", "forever.co", "-o",
+                             "t.json"], cwd=tmp_path, env=env, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 60
+    while not any(p.name.endswith(".part") and p.stat().st_size > 1 << 20
+                  for p in tmp_path.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 143
+    assert proc.stderr.read().splitlines()[-1] == "terminated"
+    assert [p.name for p in tmp_path.iterdir()] == ["forever.co"]

@@ -119,11 +119,21 @@ def main(argv=None) -> int:
     return 0
 
 
+def _terminated(signum, frame):
+    """SIGTERM (``kill``, ``timeout``, a CI job cancelled) unwinds as Ctrl-C does, so
+    that a file being written (a trace, growing by a GB a second on a loop that never
+    ends) is removed rather than left behind; the status is the signal's, 128 + 15."""
+    print("terminated", file=sys.stderr)
+    raise SystemExit(128 + signum)
+
+
 def entry() -> int:
     """The ``croqvm`` executable. Writing into a closed pipe (``croqvm run ... | head``)
-    ends it quietly, as it ends any Unix tool, instead of raising BrokenPipeError."""
+    ends it quietly, as it ends any Unix tool, instead of raising BrokenPipeError; a
+    SIGTERM ends it as Ctrl-C does (``_terminated``)."""
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, _terminated)
     status = main()
     try:    # what is still buffered: the refusal of its write is reported as any other
         if sys.stdout is not None:

@@ -237,28 +237,68 @@ def write_atomic(path: str, write) -> None:
     if _special(path):    # a device or a pipe (/dev/null, a FIFO): written, never replaced
         data = io.BytesIO()   # made whole first: writers such as zipfile seek and tell
         write(data)
-        try:
-            with open(path, "wb") as f:
-                f.write(data.getvalue())
-        except OSError as exc:
-            raise ArgumentError(f"{path}: can not write: {exc.strerror}") from None
+        out = AtomicFile(path)
+        out.write(data.getvalue())
+        out.commit()
         return
-    directory = os.path.dirname(os.path.abspath(path))
+    out = AtomicFile(path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".croqvm-", dir=directory)
+        write(out.file)
     except OSError as exc:
-        raise ArgumentError(f"{path}: can not write: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), 0o666 & ~_umask())   # mkstemp makes 0600
-            write(f)
-        os.replace(tmp, path)
-    except OSError as exc:
-        _remove_quietly(tmp)
+        out.discard()
         raise ArgumentError(f"{path}: can not write: {exc.strerror}") from None
     except BaseException:
-        _remove_quietly(tmp)
+        out.discard()
         raise
+    out.commit()
+
+
+class AtomicFile:
+    """A file written under a temporary name beside ``path`` (``file``, binary) and put
+    in place by ``commit``: all of it or, after ``discard``, nothing (the previous file,
+    if any, stays). Permissions follow the umask. A device or a pipe is written as it
+    is, never replaced. A system error (a full disk, say) is the user's
+    ``ArgumentError``, ``PATH: can not write: REASON``, and leaves nothing."""
+
+    def __init__(self, path: str):
+        self.path = os.fspath(path)
+        self._tmp = None
+        try:
+            if _special(self.path):
+                self.file = open(self.path, "wb")
+                return
+            fd, self._tmp = tempfile.mkstemp(
+                prefix=".croqvm-", dir=os.path.dirname(os.path.abspath(self.path)))
+            self.file = os.fdopen(fd, "wb")
+            os.fchmod(fd, 0o666 & ~_umask())   # mkstemp makes 0600
+        except OSError as exc:
+            self._failed(exc)
+
+    def write(self, data) -> None:
+        try:
+            self.file.write(data)
+        except OSError as exc:
+            self._failed(exc)
+
+    def commit(self) -> None:
+        try:
+            self.file.close()
+            if self._tmp is not None:
+                os.replace(self._tmp, self.path)
+        except OSError as exc:
+            self._failed(exc)
+
+    def discard(self) -> None:
+        try:
+            self.file.close()
+        except (OSError, AttributeError):
+            pass        # what could not be written goes with the file
+        if self._tmp is not None:
+            _remove_quietly(self._tmp)
+
+    def _failed(self, exc: OSError):
+        self.discard()
+        raise ArgumentError(f"{self.path}: can not write: {exc.strerror or exc}") from None
 
 
 def _special(path: str) -> bool:

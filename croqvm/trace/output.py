@@ -3,9 +3,7 @@ JSON, docs/TRACE.md "The file"), the hot-spot table of ``--stats`` and the pictu
 ``--png``."""
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 
 import numpy as np
 
@@ -21,6 +19,7 @@ except ImportError:
         pass
 
 from ..core.errors import ArgumentError
+from ..core.files import AtomicFile
 from .native import FLOWS, KINDS, NativeTrace
 from .recorder import Trace
 
@@ -126,13 +125,12 @@ class TraceFile:
     (native/trace_text.c, ``NativeTracer.text``), the text ``events`` gives them
     (tests/test_trace_file.py), unless a number lies beyond what C writes exactly
     (``NativeTracer.exact``). The file is made under a temporary name and renamed when
-    complete: a run that stops leaves none (``discard``)."""
+    complete (croqvm.core.files.AtomicFile): a run that stops leaves none (``discard``)."""
 
     def __init__(self, path: str):
         self.path = path
-        self._part = f"{path}.{os.getpid()}.part"
-        with self._writing():
-            self._file = Gzip(self._part) if path.endswith(".gz") else open(self._part, "wb")
+        self._out = AtomicFile(path)
+        self._gzip = Gzip(self._out) if path.endswith(".gz") else None
         self._put(b'{"traceEvents":[')
         self.events = 0
         self.main = None        # main_file of the trace, once known
@@ -185,9 +183,9 @@ class TraceFile:
                                  "time": "cost model (docs/TRACE.md)", "file": self.main}}
             self._put(json.dumps(doc, separators=SEPARATORS)[len('{"traceEvents":['):]
                       .encode())
-            with self._writing():
-                self._file.close()
-                os.replace(self._part, self.path)
+            if self._gzip is not None:
+                self._gzip.finish()
+            self._out.commit()
         except BaseException:
             self.discard()
             raise
@@ -195,26 +193,10 @@ class TraceFile:
 
     def discard(self) -> None:
         """Stop writing and remove what was written."""
-        try:
-            self._file.close()
-        except OSError:
-            pass            # what could not be written goes with the file
-        finally:
-            if os.path.exists(self._part):
-                os.remove(self._part)
-
-    @contextlib.contextmanager
-    def _writing(self):
-        """A system error writing the file (a full disk, say) as the user's error."""
-        try:
-            yield
-        except OSError as e:
-            raise ArgumentError(f"{self.path}: can not write the trace: "
-                                f"{e.strerror or e}") from None
+        self._out.discard()
 
     def _put(self, data) -> None:
-        with self._writing():
-            self._file.write(data)
+        (self._out if self._gzip is None else self._gzip).write(data)
 
     def _python(self, evs: list) -> None:
         if evs:
@@ -266,37 +248,26 @@ class TraceFile:
 
 
 class Gzip:
-    """A gzip file written as a stream, by ``module``'s deflate (``isal_zlib`` or
-    ``zlib``, the same interface): one member, checksum included, no name or time in
-    its header (so the same trace makes the same file). After each call of ISA-L's
-    deflate the vector registers' upper halves are cleared, which its assembly leaves
-    in use and which would slow the engine's later runs in this thread 3x
-    (native/cq_api.h cq_clear_upper_vectors)."""
+    """A gzip stream into ``out`` (anything with ``write(bytes)``), by ``module``'s deflate
+    (``isal_zlib`` or ``zlib``, the same interface): one member, checksum included, no
+    name or time in its header (so the same trace makes the same file); ``finish`` ends
+    it. After each call of ISA-L's deflate the vector registers' upper halves are
+    cleared, which its assembly leaves in use and which would slow the engine's later
+    runs in this thread 3x (native/cq_api.h cq_clear_upper_vectors)."""
 
-    def __init__(self, path: str, module=deflate):
-        self._file = open(path, "wb")
+    def __init__(self, out, module=deflate):
+        self._out = out
         self._deflate = module.compressobj(GZIP_LEVEL, module.DEFLATED, GZIP_WBITS)
 
     def write(self, data) -> None:
         data = self._deflate.compress(data)
         _clear_upper_vectors()
-        self._file.write(data)
+        self._out.write(data)
 
-    def close(self) -> None:
-        if self._file.closed:
-            return
-        try:
-            data = self._deflate.flush()
-            _clear_upper_vectors()
-            self._file.write(data)
-        finally:
-            self._file.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def finish(self) -> None:
+        data = self._deflate.flush()
+        _clear_upper_vectors()
+        self._out.write(data)
 
 
 def stats_table(trace: Trace) -> str:
