@@ -199,11 +199,12 @@ void cq_trace_close(cq_trace *tr, cq_track *tk, lane_t *ln)
     }
 }
 
-/* A wait of statement ``row`` from ``start`` to ``end`` (none when it takes no time). */
+/* A wait of statement ``row`` from ``start`` to ``end``: none when it takes no time, but
+ * for a warp still waiting when the run stopped (recorder.py _wait). */
 static void wait_slice(cq_trace *tr, cq_track *tk, lane_t *ln, int row, double start,
                        double end, int what, int index, int slot)
 {
-    if (end <= start)
+    if (end < start || (end == start && what != CQ_WAIT_STOPPED))
         return;
     if (ln->open)
         cq_trace_close(tr, tk, ln);

@@ -310,8 +310,13 @@ def test_a_run_that_stops_with_a_runtime_error_still_writes_its_trace(tmp_path, 
     broken = PROGRAMS / "broken" / "missing_bootstrap.co"
     assert main(["trace", str(broken), "-o", str(path)]) == 3     # as croqvm run exits
     assert "deadlock" in capsys.readouterr().err
-    names = {e["name"] for e in json.loads(path.read_text())["traceEvents"] if e["ph"] == "X"}
-    assert "still waiting when the run stopped: wait empty[k % STAGES];" in names
+    events = json.loads(path.read_text())["traceEvents"]
+    # every warp: the producer's 4 on `empty`, the consumer's 4 on `full`, these last
+    # to block (their slices of no length, at the end of the block's last clock)
+    waiting = sorted((e["tid"], e["name"].split(": ", 1)[1], e["dur"] > 0) for e in events
+                     if e["name"].startswith("still waiting when the run stopped"))
+    assert waiting == [(w, "wait empty[k % STAGES];", True) for w in range(4)] + \
+        [(w, "wait full[k % STAGES];", False) for w in range(4, 8)]
     with pytest.raises(croqvm.KernelFault, match="deadlock"):
         croqvm.compile_file(str(broken)).trace("broken", out=io.StringIO())
 

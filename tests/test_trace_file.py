@@ -303,8 +303,9 @@ def test_a_trace_stopped_by_sigterm_leaves_no_file(tmp_path):
                              "t.json"], cwd=tmp_path, env=env, stderr=subprocess.PIPE,
                             text=True)
     deadline = time.monotonic() + 60
-    while not any(p.name.endswith(".part") and p.stat().st_size > 1 << 20
-                  for p in tmp_path.iterdir()) and time.monotonic() < deadline:
+    while not any(p.name != "forever.co" and p.stat().st_size > 1 << 20     # writing
+                  for p in tmp_path.iterdir()):
+        assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 143

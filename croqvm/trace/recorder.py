@@ -315,8 +315,11 @@ class Recorder:
         self.slices.append(Slice(ws.pid, ws.tid, info.name, start, end, "run", info.where,
                                  nact, mask))
 
-    def _wait(self, ws, info, start, end, what: str) -> None:
-        if end <= start:
+    def _wait(self, ws, info, start, end, what: str, stopped: bool = False) -> None:
+        """A wait from ``start`` to ``end``: none when it takes no time, but for a warp
+        still waiting when the run ``stopped`` (the warp that blocked last waits to its
+        own clock: the slice still says it waits)."""
+        if end < start or end == start and not stopped:
             return
         if ws.open is not None:
             self._close(ws)
@@ -393,7 +396,7 @@ class Recorder:
                         info, t = ws.pending[1], ws.pending[2]
                         ws.pending = None
                         self._wait(ws, info, t, end, f"still waiting when the run stopped: "
-                                                     f"{info.name}")
+                                                     f"{info.name}", stopped=True)
             self._end_block(st)
         self.tracks = {}
 
