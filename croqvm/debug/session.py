@@ -40,7 +40,7 @@ from ..lang import ast
 from ..reports.blockview import BLOCKED, DONE
 from ..running.program import check_seed
 from .forward import FastForward
-from .frames import Places
+from .frames import Places, Registers
 from .values import DebugError, Scope, Tile, parse, scalar_text
 
 # What ends a step: the focused warp starts a new statement (STEP), one at its nesting
@@ -369,7 +369,7 @@ class Session:
         self.spans = SpanTable(module.sources, module.spans, module.calls)
         self._lines: dict = {}
         self._places: dict = {}
-        self.firsts: dict = {}
+        self._registers: dict = {}
         pristine = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
         self.args = args
 
@@ -573,6 +573,13 @@ class Session:
         lines = self.lines(prog)
         return [None if _closes(prog, ins) else lines[pc] for pc, ins in enumerate(prog.ins)]
 
+    def registers(self, code) -> Registers:
+        """Where each register of ``code`` is a variable (croqvm.debug.frames)."""
+        key = id(code)
+        if key not in self._registers:
+            self._registers[key] = Registers(code, self.spans)
+        return self._registers[key]
+
     def places(self, prog) -> Places:
         """The places of ``prog``'s statements (croqvm.debug.frames)."""
         key = id(prog.code)
@@ -690,7 +697,7 @@ class Session:
         blk = self._block(self.focus[0])
         w = blk.warps[self.focus[1]]
         here = w.ip if w is self.run.cur else w.pc
-        return Scope(blk, w, here, None if blk.is_host else self.run.host, self.firsts)
+        return Scope(blk, w, here, None if blk.is_host else self.run.host, self.registers)
 
     def evaluate(self, text: str):
         """``text`` in the focused warp: Lanes (one value per lane) or Tile (elements)."""
@@ -700,7 +707,9 @@ class Session:
 
     def variables(self) -> list[tuple[str, list]]:
         """Per program in force (the focused warp's, then the host's): (scope name, [(name,
-        value text)]) of its named registers written so far and its allocated buffers."""
+        value text)]) of the named registers its frames (``call``s) around the focused
+        warp's instruction have written so far, each name as ``p`` means it, and its
+        allocated buffers."""
         out = []
         sc = self.scope()
         places = [(sc.blk, sc.w, sc.ip)]
@@ -709,15 +718,14 @@ class Session:
         lane = self.focus[2]
         for blk, w, ip in places:
             code = blk.prog.code
-            firsts = sc._firsts(code)
-            items, seen = [], set()
-            for r in sorted(range(len(code.regs)), key=lambda r: -firsts[r]):
-                name = code.reg_names[r]
-                if not name or name.startswith("#") or name in seen or firsts[r] >= ip:
-                    continue
-                seen.add(name)
+            regs = self.registers(code)
+            meant = [rs[0] for name, rs in regs.names(ip).items()
+                     if not name.startswith("#") and regs.first[rs[0]] < ip]
+            items = []
+            for r in sorted(meant, key=lambda r: -regs.first[r]):
                 t = blk.prog.rtypes[r]
-                items.append((name, scalar_text(w.regs[r][lane if w is sc.w else 0], t)))
+                items.append((code.reg_names[r],
+                              scalar_text(w.regs[r][lane if w is sc.w else 0], t)))
             for slot, decl in enumerate(code.buffers):
                 if decl.name and blk.instances(slot, w.base + (lane if w is sc.w else 0)):
                     tile = sc.tile(blk, slot, lane if w is sc.w else 0)
@@ -816,17 +824,22 @@ class Session:
         return bp
 
     def _names_exist(self, expr, file: str, line: int) -> None:
-        """DebugError when a name of a breakpoint's condition names nothing the code of
-        ``line`` (its kernel's or the host program's) declares."""
+        """DebugError when a name of a breakpoint's condition means nothing at ``line``:
+        at none of its statements' instructions (in whichever calls they lie) a variable
+        of the frames around it, a buffer or future of its program, nor of the host's."""
         fn = self.module.function(self.func)
         known = set()
         for code in [fn.host] + [k.code for k in fn.kernels]:
-            spans = (self.spans.span(code.code[n + SPAN]) for n in range(0, len(code.code),
-                                                                          WIDTH))
-            if code is fn.host or any(sp is not None and (sp.file, sp.line) == (file, line)
-                                      for sp in spans):
-                known |= set(code.reg_names) | {b.name for b in code.buffers} | \
-                    {f.name for f in code.futures}
+            regs = self.registers(code)
+            at = [n // WIDTH for n in range(0, len(code.code), WIDTH)
+                  if (sp := self.spans.span(code.code[n + SPAN])) is not None
+                  and (sp.file, sp.line) == (file, line)]
+            if code is fn.host:
+                at.append(len(code.code) // WIDTH)     # the host as a kernel sees it
+            for pc in at:
+                known |= set(regs.names(pc))
+            if at:
+                known |= {b.name for b in code.buffers} | {f.name for f in code.futures}
         for node in _walk(expr):
             if isinstance(node, ast.Name) and node.id not in known:
                 raise DebugError(f"no variable '{node.id}' at line {line}")
@@ -862,7 +875,7 @@ class Session:
             active = np.flatnonzero(w.act).tolist()
             if bp.expr is None:
                 return bp, active, ""
-            sc = Scope(w.blk, w, w.ip, None if w.blk.is_host else run.host, self.firsts)
+            sc = Scope(w.blk, w, w.ip, None if w.blk.is_host else run.host, self.registers)
             try:
                 with np.errstate(all="ignore"):
                     v = sc.evaluate(bp.expr, 0)
