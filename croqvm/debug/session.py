@@ -115,9 +115,9 @@ class Stop:
     "interrupted", "finished"; ``message``: the race, the runtime error it stopped
     with, or why a breakpoint's condition could not be evaluated (the warp stops
     then); ``result``: what the function returned; ``lanes``: the lanes that met a
-    breakpoint's condition; ``watch``: (watch, old, new, (block, warp), lanes) of the
-    access seen; ``at``: (file, line) of the statement whose instruction a watchpoint or
-    race stop came after."""
+    breakpoint's condition, or the faulting lane; ``watch``: (watch, old, new, (block,
+    warp), lanes) of the access seen; ``at``: (file, line) of the statement whose
+    instruction a watchpoint or race stop came after."""
     reason: str
     step: int
     place: WarpInfo | None = None
@@ -179,9 +179,17 @@ class _Run:
         except KernelFault as fault:      # the faulting warp is ``cur``, at its instruction
             self.after_step = False
             s.stops.put(Stop("fault", self.call.steps if self.call else 0,
-                             message=str(fault)))
+                             lanes=self._faulting_lane(fault.record), message=str(fault)))
         except BaseException as exc:   # noqa: BLE001 - bad arguments, a croqvm bug: the
             s.stops.put(exc)           # session raises it
+
+    def _faulting_lane(self, record) -> list:
+        """[the lane of ``cur`` the fault ``record`` names], or [] (none, a deadlock)."""
+        w = self.cur
+        if record is None or record.lane is None or w is None:
+            return []
+        lane = record.lane - w.base
+        return [lane] if 0 <= lane < w.width else []
 
     # ------------------------------------------------------------------ the hook
 
@@ -393,6 +401,7 @@ class Session:
         self.break_race = False
         self._numbers = 0
         self.focus = None               # (block index or None, warp, lane)
+        self.ended_focus = None         # the focus when the run ended
         self.stops: queue.Queue = queue.Queue()
         self.run = _Run(self, STEP)
         self.stop = self._wait()
@@ -414,17 +423,36 @@ class Session:
             stop.reason = "finished"
         if stop.reason == "finished":
             stop.place = None
+            self._end()
         else:
-            w = self.run.cur
-            stop.place = self._place(w)
-            here = (None if w.blk.is_host else w.blk.index, w.index)
-            if stop.lanes:                   # the first lane that met a breakpoint
-                self.focus = here + (stop.lanes[0],)
-            elif self.focus is None or self.focus[:2] != here:   # the warp that stopped
-                lane = int(np.flatnonzero(w.act)[0]) if w.nact else 0
-                self.focus = here + (lane,)
+            stop.place = self._place(self.run.cur)
+            self._focus_on(stop)
         self.stop = stop
         return stop
+
+    def _end(self) -> None:
+        """Focus on the host program, whose buffers outlive the blocks; going back from
+        the end starts from the warp focused before."""
+        self.ended_focus, self.focus = self.focus, (None, 0, 0)
+
+    def _focus_on(self, stop: Stop) -> None:
+        """Focus on the warp that made ``stop``, and in it on a lane that follows from the
+        stop alone, whichever way (forward or back) the run reached it: the first lane
+        that met a breakpoint, the first lane whose access a watchpoint saw, the faulting
+        lane; after a step, the lane focused before when the warp is the same."""
+        w = self.run.cur
+        here = (None if w.blk.is_host else w.blk.index, w.index)
+        first = int(np.flatnonzero(w.act)[0]) if w.nact else 0
+        if stop.watch is not None and stop.watch[4]:
+            lane = stop.watch[4][0]
+        elif stop.lanes:
+            lane = stop.lanes[0]
+        elif stop.reason in ("step", "interrupted") and self.focus is not None and \
+                self.focus[:2] == here:
+            lane = self.focus[2]
+        else:
+            lane = first
+        self.focus = here + (lane,)
 
     @property
     def finished(self) -> bool:
@@ -456,6 +484,7 @@ class Session:
         if self.stop.reason == "fault":
             self.run.thread.join()
             self.stop = Stop("finished", self.stop.step, message=self.stop.message)
+            self._end()
             return self.stop
         return self._go(CONTINUE)
 
@@ -486,13 +515,15 @@ class Session:
         return record
 
     def _back_to(self, pick) -> Stop:
-        here, focus = self.stop, self.focus
+        here, focused = self.stop, (self.focus, self.ended_focus)
+        focus = self.ended_focus if here.reason == "finished" else self.focus
         depth = here.place.depth if here.place is not None else 0
         record = self._history(here.step)      # ends where it began: in this very state
         events = record.events
         if not events:
-            self.stop, self.focus = here, focus
+            self.stop, (self.focus, self.ended_focus) = here, focused
             raise DebugError("already at the first statement of the run")
+        self.focus = focus            # a step back keeps the focused lane of this warp
         if pick is None:
             return self._back_to_hit(record)
         chosen = pick(events, focus, depth)
@@ -516,14 +547,13 @@ class Session:
         stop = self.stop
         if after:
             stop.watch, stop.at = hit, next(at for n, h, at in record.watched if h is hit)
-            return stop
-        w = self.run.cur              # the hit as the run that made it saw it
-        # the history saw this very hit in this very state
-        stop.breakpoint, stop.lanes, stop.message = \
-            self.breakpoint_hit(self.run, w, self.lines(w.blk.prog)[w.ip])
-        stop.reason = "breakpoint"
-        if stop.lanes:
-            self.focus = self.focus[:2] + (stop.lanes[0],)
+        else:
+            w = self.run.cur              # the hit as the run that made it saw it
+            # the history saw this very hit in this very state
+            stop.breakpoint, stop.lanes, stop.message = \
+                self.breakpoint_hit(self.run, w, self.lines(w.blk.prog)[w.ip])
+            stop.reason = "breakpoint"
+        self._focus_on(stop)
         return stop
 
     def _rewind_hits(self, step: int, at: bool) -> None:
