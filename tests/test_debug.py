@@ -546,6 +546,79 @@ def test_reverse_commands_go_back_through_calls():
     assert s.step().place.line == 7
 
 
+def frames_session(func):
+    args = (np.zeros(32, np.int32),) + ((np.zeros(4, np.int32),) if func == "nest" else ())
+    return session("frames.co", func, *args)[0]
+
+
+def test_after_a_call_a_name_means_the_callers_variable_not_the_callees_parameter():
+    # shadow: v = t + 100, then x = triple(v + 1), whose parameter is also v
+    s = frames_session("shadow")
+    s.break_at(2)                             # inside triple: its parameter v = t + 101
+    s.cont()
+    assert s.evaluate("v").values.tolist() == [t + 101 for t in range(32)]
+    s.break_at(21)
+    s.cont()                                  # back in the kernel: its own v
+    assert s.evaluate("v").values.tolist() == [t + 100 for t in range(32)]
+    assert s.evaluate("x + v").values[5] == 3 * 106 + 105
+    s.quit()
+    s = frames_session("shadow")
+    bp = s.break_at(21, condition="v == 100")
+    assert s.cont().breakpoint is bp and s.stop.lanes == [0]
+
+
+def test_a_name_means_a_variable_of_the_calls_the_warp_is_in_and_info_lists_only_those():
+    # nest: v = step(v, i) three times; step(a, i) calls inc(a, i), which has an 'a' too
+    s = frames_session("nest")
+    s.break_at(12)                            # in step, before it calls inc: step's a, i
+    s.cont()
+    assert s.evaluate("a").values.tolist() == list(range(32))
+    assert s.evaluate("i").values.tolist() == [0] * 32
+    with pytest.raises(DebugError, match="no variable 'r' at line 27"):
+        s.break_at(27, condition="r == 0")    # inc's local, not the kernel's
+    s.delete()
+    s.break_at(30)
+    s.cont()
+    s.set_focus(lane=2)                       # v = step(2, 0) = (2 + 0) * 2
+    kernel = dict(s.variables()[0][1])
+    assert {name: kernel[name] for name in ("t", "v", "i")} == {"t": "2", "v": "4", "i": "0"}
+    assert not {"a", "u", "w", "r"} & set(kernel)      # the calls have returned
+    s.quit()
+
+
+def test_a_stop_focuses_the_same_lane_reached_forward_or_back():
+    # lane 2 adds v to acc[0] after each step(v, i): v = 4, 10, 24, so 0 -> 4 -> 14 -> 38
+    s = frames_session("nest")
+    s.watch("acc.at(0)")
+    s.break_at(33)
+    for _ in range(3):
+        forward = s.cont()
+    assert forward.watch[1:3] == (14, 38) and s.focus == ((0,), 0, 2)
+    assert s.cont().reason == "breakpoint" and s.focus == ((0,), 0, 0)
+    back = s.reverse_continue()
+    assert back.step == forward.step and back.watch[1:3] == (14, 38)
+    assert s.focus == ((0,), 0, 2) and s.evaluate("t * 1").values[2] == 2
+    s.quit()
+
+
+def test_break_fault_focuses_the_faulting_lane():
+    # 4 blocks of 32 lanes over N = 100 elements: block 3, lane 4 indexes x.at(100)
+    program = croqvm.compile_file(str(HERE.parents[1] / "programs/broken/oob_element.co"))
+    s = Session(program, "scale_1d", np.zeros(100, np.float32), 2.0, out=io.StringIO(),
+                N=100)
+    s.break_fault = True
+    assert s.cont().reason == "fault" and s.focus == ((3,), 0, 4)
+    assert s.evaluate("i").values[4] == 100
+
+
+def test_when_the_program_finishes_the_focus_is_the_host_program():
+    s = frames_session("shadow")
+    s.break_at(21)
+    s.cont()
+    assert s.next().reason == "finished" and s.focus == (None, 0, 0)
+    assert s.evaluate("out.at(0)").values[0] == 3 * 101 + 100
+
+
 # ----------------------------------------------------------------------- scripts
 
 def commands(program, func, args, script: str, **options):

@@ -44,10 +44,12 @@ HELP = {
     "where": ("where", "every warp of the focused block: line, state, what it waits on"),
     "bt": ("bt", "the focused warp, each call it is inside and the launch it runs "
            "under"),
-    "p": ("p EXPR", "EXPR in the focused lane; a variable: every lane; a buffer, "
-          ".chunkat, F.data: its elements; BUF[i]: element i in row-major order"),
-    "info": ("info [break|mem|futures|events|warps]", "variables of every active scope, "
-             "or the breakpoints, allocations, futures, events, warps"),
+    "p": ("p EXPR", "EXPR in the focused lane, names in the calls the warp is in "
+          "(innermost first); a variable: every lane; a buffer, .chunkat, F.data: its "
+          "elements; BUF[i]: element i in row-major order"),
+    "info": ("info [break|mem|futures|events|warps]", "the variables of the calls the "
+             "warp is in, its kernel's and the host's, or the breakpoints, allocations, "
+             "futures, events, warps"),
     "l": ("l, list", "the source around the current line"),
     "q": ("q, quit", "leave the debugger"),
     "help": ("help [CMD]", "the commands, or one"),

@@ -14,10 +14,14 @@ a place and the last place it ran one of is neither this place nor called from i
 is this instruction or a later one (a loop went round): the rest of a statement after
 its callee returned is the same execution of that statement, so a breakpoint on the
 line of a ``call`` stops once each time the line runs.
+
+A name means a variable of the *frames* the current instruction lies in: the calls
+around it, innermost first, then the function's own body (``Registers``).
 """
 from __future__ import annotations
 
-from ..bytecode.opcodes import SPAN
+from ..bytecode.dataflow import registers_read, registers_written
+from ..bytecode.opcodes import SPAN, WIDTH
 
 
 class Places:
@@ -60,3 +64,73 @@ class Places:
                 return False
             place = self.caller[place]
         return True
+
+
+class Registers:
+    """Where each register of one program's code is a variable: ``first[r]``, the index of
+    the first instruction writing it (the number of instructions: never), and
+    ``frame[r]``, the call instance it belongs to, as the spans of the calls around it
+    (outermost first; ``()``: the function's own body). ``calls[pc]``: the same for each
+    instruction.
+
+    A register belongs to the frame of the instruction first writing it, but for a
+    scalar parameter: the call copies its argument in at the calling statement, before
+    the callee's first instruction, so a register written there and used nowhere but
+    inside one call made from that frame belongs to that call. (A parameter the callee
+    never uses stays with the caller.)"""
+
+    def __init__(self, code, spans):
+        count = len(code.code) // WIDTH
+        ins = [code.code[n * WIDTH:(n + 1) * WIDTH] for n in range(count)]
+        self.calls = [tuple(reversed(spans.calls_around(i[SPAN]))) for i in ins]
+        self.first = [count] * len(code.regs)
+        used: list[list] = [[] for _ in code.regs]    # frames of its later uses
+        for n, i in enumerate(ins):
+            for r in registers_written(code, i):
+                if self.first[r] == count:
+                    self.first[r] = n
+                else:
+                    used[r].append(self.calls[n])
+            for r in registers_read(code, i):
+                used[r].append(self.calls[n])
+        self.frame = [self._frame(r, used[r]) for r in range(len(code.regs))]
+        self.reg_names = code.reg_names
+        self._names: dict = {}         # pc -> names()
+
+    def _frame(self, r: int, used: list) -> tuple:
+        own = self.calls[self.first[r]] if self.first[r] < len(self.calls) else ()
+        if not used or not all(len(u) > len(own) and u[:len(own)] == own for u in used):
+            return own
+        common = used[0]
+        for u in used[1:]:
+            k = 0
+            while k < min(len(common), len(u)) and common[k] == u[k]:
+                k += 1
+            common = common[:k]
+        return common if len(common) > len(own) else own
+
+    def chain(self, pc: int) -> tuple:
+        """The calls instruction ``pc`` lies in, outermost first (past the end: none)."""
+        return self.calls[pc] if pc < len(self.calls) else ()
+
+    def visible(self, r: int, chain: tuple) -> bool:
+        """Whether register ``r`` is a variable of one of the frames of ``chain``."""
+        return self.frame[r] == chain[:len(self.frame[r])]
+
+    def names(self, pc: int) -> dict:
+        """Per name, the registers that may stand for it at instruction ``pc``, the one
+        meant first: of the frames around ``pc``, the innermost that has written one by
+        ``pc``, and there the one first written last; else one not written yet."""
+        if pc not in self._names:
+            chain = self.chain(pc)
+            found: dict = {}
+            for r, name in enumerate(self.reg_names):
+                if name and self.visible(r, chain):
+                    found.setdefault(name, []).append(r)
+
+            def rank(r):
+                written = self.first[r] <= pc
+                return written, len(self.frame[r]), self.first[r] if written else -r
+            self._names[pc] = {name: sorted(rs, key=rank, reverse=True)
+                               for name, rs in found.items()}
+        return self._names[pc]

@@ -40,7 +40,7 @@ from ..lang import ast
 from ..reports.blockview import BLOCKED, DONE
 from ..running.program import check_seed
 from .forward import FastForward
-from .frames import Places
+from .frames import Places, Registers
 from .values import DebugError, Scope, Tile, parse, scalar_text
 
 # What ends a step: the focused warp starts a new statement (STEP), one at its nesting
@@ -115,9 +115,9 @@ class Stop:
     "interrupted", "finished"; ``message``: the race, the runtime error it stopped
     with, or why a breakpoint's condition could not be evaluated (the warp stops
     then); ``result``: what the function returned; ``lanes``: the lanes that met a
-    breakpoint's condition; ``watch``: (watch, old, new, (block, warp), lanes) of the
-    access seen; ``at``: (file, line) of the statement whose instruction a watchpoint or
-    race stop came after."""
+    breakpoint's condition, or the faulting lane; ``watch``: (watch, old, new, (block,
+    warp), lanes) of the access seen; ``at``: (file, line) of the statement whose
+    instruction a watchpoint or race stop came after."""
     reason: str
     step: int
     place: WarpInfo | None = None
@@ -179,9 +179,17 @@ class _Run:
         except KernelFault as fault:      # the faulting warp is ``cur``, at its instruction
             self.after_step = False
             s.stops.put(Stop("fault", self.call.steps if self.call else 0,
-                             message=str(fault)))
+                             lanes=self._faulting_lane(fault.record), message=str(fault)))
         except BaseException as exc:   # noqa: BLE001 - bad arguments, a croqvm bug: the
             s.stops.put(exc)           # session raises it
+
+    def _faulting_lane(self, record) -> list:
+        """[the lane of ``cur`` the fault ``record`` names], or [] (none, a deadlock)."""
+        w = self.cur
+        if record is None or record.lane is None or w is None:
+            return []
+        lane = record.lane - w.base
+        return [lane] if 0 <= lane < w.width else []
 
     # ------------------------------------------------------------------ the hook
 
@@ -369,7 +377,7 @@ class Session:
         self.spans = SpanTable(module.sources, module.spans, module.calls)
         self._lines: dict = {}
         self._places: dict = {}
-        self.firsts: dict = {}
+        self._registers: dict = {}
         pristine = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
         self.args = args
 
@@ -393,6 +401,7 @@ class Session:
         self.break_race = False
         self._numbers = 0
         self.focus = None               # (block index or None, warp, lane)
+        self.ended_focus = None         # the focus when the run ended
         self.stops: queue.Queue = queue.Queue()
         self.run = _Run(self, STEP)
         self.stop = self._wait()
@@ -414,17 +423,36 @@ class Session:
             stop.reason = "finished"
         if stop.reason == "finished":
             stop.place = None
+            self._end()
         else:
-            w = self.run.cur
-            stop.place = self._place(w)
-            here = (None if w.blk.is_host else w.blk.index, w.index)
-            if stop.lanes:                   # the first lane that met a breakpoint
-                self.focus = here + (stop.lanes[0],)
-            elif self.focus is None or self.focus[:2] != here:   # the warp that stopped
-                lane = int(np.flatnonzero(w.act)[0]) if w.nact else 0
-                self.focus = here + (lane,)
+            stop.place = self._place(self.run.cur)
+            self._focus_on(stop)
         self.stop = stop
         return stop
+
+    def _end(self) -> None:
+        """Focus on the host program, whose buffers outlive the blocks; going back from
+        the end starts from the warp focused before."""
+        self.ended_focus, self.focus = self.focus, (None, 0, 0)
+
+    def _focus_on(self, stop: Stop) -> None:
+        """Focus on the warp that made ``stop``, and in it on a lane that follows from the
+        stop alone, whichever way (forward or back) the run reached it: the first lane
+        that met a breakpoint, the first lane whose access a watchpoint saw, the faulting
+        lane; after a step, the lane focused before when the warp is the same."""
+        w = self.run.cur
+        here = (None if w.blk.is_host else w.blk.index, w.index)
+        first = int(np.flatnonzero(w.act)[0]) if w.nact else 0
+        if stop.watch is not None and stop.watch[4]:
+            lane = stop.watch[4][0]
+        elif stop.lanes:
+            lane = stop.lanes[0]
+        elif stop.reason in ("step", "interrupted") and self.focus is not None and \
+                self.focus[:2] == here:
+            lane = self.focus[2]
+        else:
+            lane = first
+        self.focus = here + (lane,)
 
     @property
     def finished(self) -> bool:
@@ -456,6 +484,7 @@ class Session:
         if self.stop.reason == "fault":
             self.run.thread.join()
             self.stop = Stop("finished", self.stop.step, message=self.stop.message)
+            self._end()
             return self.stop
         return self._go(CONTINUE)
 
@@ -486,13 +515,15 @@ class Session:
         return record
 
     def _back_to(self, pick) -> Stop:
-        here, focus = self.stop, self.focus
+        here, focused = self.stop, (self.focus, self.ended_focus)
+        focus = self.ended_focus if here.reason == "finished" else self.focus
         depth = here.place.depth if here.place is not None else 0
         record = self._history(here.step)      # ends where it began: in this very state
         events = record.events
         if not events:
-            self.stop, self.focus = here, focus
+            self.stop, (self.focus, self.ended_focus) = here, focused
             raise DebugError("already at the first statement of the run")
+        self.focus = focus            # a step back keeps the focused lane of this warp
         if pick is None:
             return self._back_to_hit(record)
         chosen = pick(events, focus, depth)
@@ -516,14 +547,13 @@ class Session:
         stop = self.stop
         if after:
             stop.watch, stop.at = hit, next(at for n, h, at in record.watched if h is hit)
-            return stop
-        w = self.run.cur              # the hit as the run that made it saw it
-        # the history saw this very hit in this very state
-        stop.breakpoint, stop.lanes, stop.message = \
-            self.breakpoint_hit(self.run, w, self.lines(w.blk.prog)[w.ip])
-        stop.reason = "breakpoint"
-        if stop.lanes:
-            self.focus = self.focus[:2] + (stop.lanes[0],)
+        else:
+            w = self.run.cur              # the hit as the run that made it saw it
+            # the history saw this very hit in this very state
+            stop.breakpoint, stop.lanes, stop.message = \
+                self.breakpoint_hit(self.run, w, self.lines(w.blk.prog)[w.ip])
+            stop.reason = "breakpoint"
+        self._focus_on(stop)
         return stop
 
     def _rewind_hits(self, step: int, at: bool) -> None:
@@ -572,6 +602,13 @@ class Session:
         instructions of structures among them."""
         lines = self.lines(prog)
         return [None if _closes(prog, ins) else lines[pc] for pc, ins in enumerate(prog.ins)]
+
+    def registers(self, code) -> Registers:
+        """Where each register of ``code`` is a variable (croqvm.debug.frames)."""
+        key = id(code)
+        if key not in self._registers:
+            self._registers[key] = Registers(code, self.spans)
+        return self._registers[key]
 
     def places(self, prog) -> Places:
         """The places of ``prog``'s statements (croqvm.debug.frames)."""
@@ -690,7 +727,7 @@ class Session:
         blk = self._block(self.focus[0])
         w = blk.warps[self.focus[1]]
         here = w.ip if w is self.run.cur else w.pc
-        return Scope(blk, w, here, None if blk.is_host else self.run.host, self.firsts)
+        return Scope(blk, w, here, None if blk.is_host else self.run.host, self.registers)
 
     def evaluate(self, text: str):
         """``text`` in the focused warp: Lanes (one value per lane) or Tile (elements)."""
@@ -700,7 +737,9 @@ class Session:
 
     def variables(self) -> list[tuple[str, list]]:
         """Per program in force (the focused warp's, then the host's): (scope name, [(name,
-        value text)]) of its named registers written so far and its allocated buffers."""
+        value text)]) of the named registers its frames (``call``s) around the focused
+        warp's instruction have written so far, each name as ``p`` means it, and its
+        allocated buffers."""
         out = []
         sc = self.scope()
         places = [(sc.blk, sc.w, sc.ip)]
@@ -709,15 +748,14 @@ class Session:
         lane = self.focus[2]
         for blk, w, ip in places:
             code = blk.prog.code
-            firsts = sc._firsts(code)
-            items, seen = [], set()
-            for r in sorted(range(len(code.regs)), key=lambda r: -firsts[r]):
-                name = code.reg_names[r]
-                if not name or name.startswith("#") or name in seen or firsts[r] >= ip:
-                    continue
-                seen.add(name)
+            regs = self.registers(code)
+            meant = [rs[0] for name, rs in regs.names(ip).items()
+                     if not name.startswith("#") and regs.first[rs[0]] < ip]
+            items = []
+            for r in sorted(meant, key=lambda r: -regs.first[r]):
                 t = blk.prog.rtypes[r]
-                items.append((name, scalar_text(w.regs[r][lane if w is sc.w else 0], t)))
+                items.append((code.reg_names[r],
+                              scalar_text(w.regs[r][lane if w is sc.w else 0], t)))
             for slot, decl in enumerate(code.buffers):
                 if decl.name and blk.instances(slot, w.base + (lane if w is sc.w else 0)):
                     tile = sc.tile(blk, slot, lane if w is sc.w else 0)
@@ -816,17 +854,22 @@ class Session:
         return bp
 
     def _names_exist(self, expr, file: str, line: int) -> None:
-        """DebugError when a name of a breakpoint's condition names nothing the code of
-        ``line`` (its kernel's or the host program's) declares."""
+        """DebugError when a name of a breakpoint's condition means nothing at ``line``:
+        at none of its statements' instructions (in whichever calls they lie) a variable
+        of the frames around it, a buffer or future of its program, nor of the host's."""
         fn = self.module.function(self.func)
         known = set()
         for code in [fn.host] + [k.code for k in fn.kernels]:
-            spans = (self.spans.span(code.code[n + SPAN]) for n in range(0, len(code.code),
-                                                                          WIDTH))
-            if code is fn.host or any(sp is not None and (sp.file, sp.line) == (file, line)
-                                      for sp in spans):
-                known |= set(code.reg_names) | {b.name for b in code.buffers} | \
-                    {f.name for f in code.futures}
+            regs = self.registers(code)
+            at = [n // WIDTH for n in range(0, len(code.code), WIDTH)
+                  if (sp := self.spans.span(code.code[n + SPAN])) is not None
+                  and (sp.file, sp.line) == (file, line)]
+            if code is fn.host:
+                at.append(len(code.code) // WIDTH)     # the host as a kernel sees it
+            for pc in at:
+                known |= set(regs.names(pc))
+            if at:
+                known |= {b.name for b in code.buffers} | {f.name for f in code.futures}
         for node in _walk(expr):
             if isinstance(node, ast.Name) and node.id not in known:
                 raise DebugError(f"no variable '{node.id}' at line {line}")
@@ -862,7 +905,7 @@ class Session:
             active = np.flatnonzero(w.act).tolist()
             if bp.expr is None:
                 return bp, active, ""
-            sc = Scope(w.blk, w, w.ip, None if w.blk.is_host else run.host, self.firsts)
+            sc = Scope(w.blk, w, w.ip, None if w.blk.is_host else run.host, self.registers)
             try:
                 with np.errstate(all="ignore"):
                     v = sc.evaluate(bp.expr, 0)

@@ -7,8 +7,11 @@ breakpoint condition is a per-lane mask and ``p x`` shows every lane.
 
 Names resolve in the focused warp's program first, then in the host program (whose
 variables every kernel sees as arguments): a register named by a declaration, a buffer
-slot by its name. Where several registers share a name (scopes, shadowing), the one whose
-first write comes last at or before the warp's position is meant.
+slot by its name. A register is a variable of the frame of one ``call`` (or of the
+function's own body: croqvm.debug.frames.Registers), and a name means one of the frames
+the warp's instruction lies in: the innermost that has it, and there, where several
+registers share the name (scopes, shadowing), the one whose first write comes last at or
+before the warp's position.
 """
 from __future__ import annotations
 
@@ -78,39 +81,18 @@ class Tile:
     origin: tuple = ()
 
 
-def first_writes(code) -> list[int]:
-    """Per register, the index of the first instruction writing it (len: never)."""
-    first = [len(code.code)] * len(code.regs)
-    for n in range(len(code.code) // WIDTH):
-        ins = code.code[n * WIDTH:(n + 1) * WIDTH]
-        pos = TABLE[ins[0]].writes
-        if pos >= 0 and first[ins[1 + pos]] > n:
-            first[ins[1 + pos]] = n
-    return first
-
-
 class Scope:
     """What names mean in warp ``w`` (standing at instruction ``ip``) of ``blk``, with
-    ``host`` the call's host block (None when ``blk`` is it)."""
+    ``host`` the call's host block (None when ``blk`` is it); ``registers(code)``: its
+    ``Registers`` (croqvm.debug.frames), kept by the session."""
 
-    def __init__(self, blk, w, ip: int, host, firsts):
+    def __init__(self, blk, w, ip: int, host, registers):
         self.blk, self.w, self.ip, self.host = blk, w, ip, host
-        self.firsts = firsts          # Code -> first_writes, kept by the session
-
-    def _firsts(self, code):
-        key = id(code)
-        if key not in self.firsts:
-            self.firsts[key] = first_writes(code)
-        return self.firsts[key]
+        self.registers = registers
 
     def register(self, name: str, blk, ip: int):
-        code = blk.prog.code
-        firsts = self._firsts(code)
-        named = [r for r, n in enumerate(code.reg_names) if n == name]
-        written = [r for r in named if firsts[r] <= ip]
-        if written:
-            return max(written, key=firsts.__getitem__)
-        return named[0] if named else None
+        found = self.registers(blk.prog.code).names(ip).get(name)
+        return found[0] if found else None
 
     def buffer(self, name: str, blk):
         for slot, decl in enumerate(blk.prog.code.buffers):
