@@ -28,19 +28,16 @@ class Places:
     """The places of one program's instructions: ``of[pc]`` the number of the place
     of a statement's instruction (-1: no statement starts there, as at the end of a
     structure); per place, its caller's number (``caller``, -1 outside calls) and how
-    many calls it lies in (``calls``)."""
+    many calls it lies in (``calls``). ``chains[pc]``: the calls instruction ``pc`` lies
+    in (``Registers.calls``)."""
 
-    def __init__(self, prog, statement_lines: list, spans):
+    def __init__(self, statement_lines: list, chains: list, spans):
         self.spans = spans
         self.caller: list[int] = []
         self.calls: list[int] = []
         self._numbers: dict = {}
-        self.of = [-1 if at is None else self._number(self._chain(ins), at)
-                   for ins, at in zip(prog.ins, statement_lines)]
-
-    def _chain(self, ins) -> tuple:
-        """The spans of the calls instruction ``ins`` lies in, outermost first."""
-        return tuple(reversed(self.spans.calls_around(ins[SPAN])))
+        self.of = [-1 if at is None else self._number(chain, at)
+                   for chain, at in zip(chains, statement_lines)]
 
     def _number(self, chain: tuple, line: tuple) -> int:
         key = (chain, line)

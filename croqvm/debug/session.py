@@ -614,7 +614,8 @@ class Session:
         """The places of ``prog``'s statements (croqvm.debug.frames)."""
         key = id(prog.code)
         if key not in self._places:
-            self._places[key] = Places(prog, self.statement_lines(prog), self.spans)
+            self._places[key] = Places(self.statement_lines(prog),
+                                       self.registers(prog.code).calls, self.spans)
         return self._places[key]
 
     def source_line(self, file: str, line: int) -> str:
@@ -634,8 +635,7 @@ class Session:
 
     def _calls(self, w) -> tuple:
         """The spans of the calls ``w``'s instruction lies in, innermost first."""
-        ip, code = self._at(w), w.blk.prog.ins
-        return tuple(self.spans.calls_around(code[ip][SPAN])) if ip < len(code) else ()
+        return tuple(reversed(self.registers(w.blk.prog.code).chain(self._at(w))))
 
     def nesting(self, w) -> tuple[int, int]:
         """(the blocks and calls ``w``'s instruction lies in, the calls among them)."""
