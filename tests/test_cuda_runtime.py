@@ -7,6 +7,7 @@ Expected values come from independent references: Python simulations of what eac
 kernel computes, numpy, NVIDIA's CuTe layout tables for the mma fragments, and the
 interpreter's MMA arithmetic (croqvm.core.numerics) for rounding.
 """
+import os
 import re
 import shutil
 import subprocess
@@ -60,6 +61,22 @@ def test_block_barrier_waits_only_for_threads_that_have_not_exited(barriers):
     for b in range(2):
         assert list(out[96 * b:96 * b + 40]) == ring(range(96 * b, 96 * b + 40), 5)
         assert (out[96 * b + 40:96 * b + 96] == -7).all()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs /proc (Linux)")
+def test_a_launch_gives_back_its_threads_stacks():
+    # each kernel's library keeps a runtime of its own: stacks kept after its launches
+    # (a stack and its guard page: two memory maps a thread) add up over the kernels a
+    # process loads, to the system's limit on maps
+    def maps():
+        with open("/proc/self/maps") as f:
+            return sum(1 for _ in f)
+    module = cpu_module("rt_barriers.cu")
+    out = np.full(2 * 1024, -7, np.int32)
+    before = maps()
+    assert module.launch("block_ring", (2,), 1024, 1024 * 4,
+                         [("ptr", out), ("i32", 5), ("i32", 40)]) is None
+    assert maps() - before < 100     # kept, 1024 threads' stacks: 2048 maps
 
 
 def test_named_barriers_synchronise_disjoint_groups(barriers):

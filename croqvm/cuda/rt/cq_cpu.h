@@ -486,10 +486,14 @@ static int run_grid() {
   }
 }
 
+static void release_stacks() {
+  for (unsigned i = 0; i < rt.nstacks; i++) cq_fiber_stack_free(&rt.threads[i].ctx);
+  rt.nstacks = 0;
+}
+
 static int reserve_stacks(unsigned n, size_t size) {
   if (size != rt.stack_size || n > rt.nthreads) {
-    for (unsigned i = 0; i < rt.nstacks; i++) cq_fiber_stack_free(&rt.threads[i].ctx);
-    rt.nstacks = 0;
+    release_stacks();
     rt.stack_size = size;
   }
   if (n > rt.nthreads) {
@@ -632,8 +636,22 @@ static int launch_clusters(size_t smem_alloc) {
 }
 }  // namespace cq
 
-/* Runs `entry(args)` on every thread of every block. Not reentrant. */
+namespace cq {
+static int launch(void (*entry)(void **), void **args, const cq_launch_cfg *cfg);
+}
+
+/* Runs `entry(args)` on every thread of every block. Not reentrant. The threads' stacks
+   go when the launch ends: each kernel's library has a runtime of its own, and a process
+   that keeps many loaded (a test generating hundreds of kernels) would otherwise keep two
+   memory maps per thread of each (a stack and its guard page) until it reached the
+   system's limit (vm.max_map_count, 65,530) and failed. */
 extern "C" int cq_cpu_launch(void (*entry)(void **), void **args, const cq_launch_cfg *cfg) {
+  int status = cq::launch(entry, args, cfg);
+  cq::release_stacks();
+  return status;
+}
+
+int cq::launch(void (*entry)(void **), void **args, const cq_launch_cfg *cfg) {
   using namespace cq;
   free(rt.kept_smem);
   rt.kept_smem = NULL;
