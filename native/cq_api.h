@@ -243,7 +243,7 @@ double cq_trace_end(const cq_call *call);
  * CQ_DEBUG_STOP in the first block where the debugger could stop, which is left to the
  * reference engine (cq_where names it): before a warp runs an instruction ip with
  * stop_pc[ip] set (a statement at a breakpoint's line), before step stop_step, or after
- * an instruction when the bytes of a watched element differ from ``old``. With ``line``
+ * an instruction when the bytes of a watched element differ from ``old``. With ``place``
  * (per kernel instruction: its statement's place as a number, -1 none; per place
  * ``caller``, the place of the call it lies in or -1, and ``calls``, how many calls it
  * lies in: croqvm/debug/frames.py) each block that ends records, per warp and depth
@@ -258,7 +258,7 @@ double cq_trace_end(const cq_call *call);
 typedef struct {
     const uint8_t *stop_pc;
     int64_t stop_step;
-    const int32_t *line;
+    const int32_t *place;
     int32_t nwatch;
     const int32_t *watch_slot;      /* the host buffer slot */
     const int64_t *watch_offset;    /* the element's byte offset */
@@ -270,7 +270,7 @@ typedef struct {
     int64_t save_every;
     const uint8_t *statement;       /* per kernel instruction: 1 where a statement can
                                      * start (cq_debug_image's notes), or NULL */
-    const int32_t *caller;          /* with ``line``: per place */
+    const int32_t *caller;          /* with ``place``: per place */
     const int32_t *calls;
 } cq_debug;
 

@@ -92,14 +92,14 @@ static int starts(const cq_debug *in, int place, int last, int ip, int last_pc)
 
 static void record(cq_debug_state *d, cq_block *blk, cq_warp *w, int ip)
 {
-    int place = d->in.line[ip];
+    int place = d->in.place[ip];
     if (place < 0)
         return;
     if (!d->last_place) {         /* the launch's kernel: its warps and depth */
         int calls = 0;
         for (int k = 0; k < blk->code->n; k++)
-            if (d->in.line[k] >= 0 && d->in.calls[d->in.line[k]] > calls)
-                calls = d->in.calls[d->in.line[k]];
+            if (d->in.place[k] >= 0 && d->in.calls[d->in.place[k]] > calls)
+                calls = d->in.calls[d->in.place[k]];
         d->nwarps = blk->nwarps;
         /* a stack holds depth + 1 frames; the calls add to the depth */
         d->ndepth = blk->code->depth + 2 + calls;
@@ -131,7 +131,7 @@ int cq_debug_before(cq_block *blk, cq_warp *w, int ip)
         d->before = 1;
         return cq_debug_stop(blk);
     }
-    if (d->in.line)
+    if (d->in.place)
         record(d, blk, w, ip);
     return CQ_ST_OK;
 }
@@ -180,7 +180,7 @@ void cq_debug_saved(const cq_call *call, int which, int64_t *out)
 /* The block's recorded statement starts, added to the events. */
 static void take_events(cq_debug_state *d, cq_block *blk)
 {
-    if (!d->in.line || !d->last_place)
+    if (!d->in.place || !d->last_place)
         return;
     int64_t number = blk->call->block_number;
     if (d->first_step)
@@ -208,7 +208,7 @@ void cq_debug_resolve(cq_call *call)
     d->hook = cq_xcalloc((size_t)code->n + 1, 1);
     for (int ip = 0; ip < code->n; ip++)
         d->hook[ip] = (uint8_t)(
-            ((d->in.stop_pc && d->in.stop_pc[ip]) || (d->in.line && d->in.line[ip] >= 0) ?
+            ((d->in.stop_pc && d->in.stop_pc[ip]) || (d->in.place && d->in.place[ip] >= 0) ?
              CQ_HOOK_CALL : 0) | (d->in.statement && d->in.statement[ip] ? CQ_HOOK_STATEMENT : 0));
     call->debug_pc = d->hook;
     call->debug_step = d->in.stop_step;

@@ -170,14 +170,14 @@ class FastForward:
             return number, None
         saves = [{hs: np.empty_like(data) for hs, data in real.items() if data.size}
                  for _ in range(2)]
-        stop_pc, line, statement, caller, calls = self._table(hblk, launch)
+        stop_pc, place, statement, caller, calls = self._table(hblk, launch)
         ffi, keep = self.ffi, [saves]
         dbg = ffi.new("cq_debug *")
         if not to or run.record is not None:
             dbg.stop_pc = _array(keep, ffi, "uint8_t[]", stop_pc)
         dbg.stop_step = run.target if to else NO_LIMIT
         if to and run.record is not None:
-            dbg.line = _array(keep, ffi, "int32_t[]", line)
+            dbg.place = _array(keep, ffi, "int32_t[]", place)
             dbg.caller = _array(keep, ffi, "int32_t[]", caller)
             dbg.calls = _array(keep, ffi, "int32_t[]", calls)
         dbg.statement = _array(keep, ffi, "uint8_t[]", statement)
@@ -257,7 +257,7 @@ class FastForward:
         return call.scheduler.rng.state if isinstance(call.scheduler, Random) else 0
 
     def _table(self, hblk, launch):
-        """(stop_pc, line, statement, caller, calls) of the launch's kernel: its
+        """(stop_pc, place, statement, caller, calls) of the launch's kernel: its
         statements at breakpoint lines, each instruction's place (croqvm.debug.frames;
         -1: none), whether it is a statement's, and per place its caller and the calls
         it lies in."""
@@ -267,10 +267,10 @@ class FastForward:
         if key not in self._tables:
             lines = self.s.statement_lines(prog)
             places = self.s.places(prog)
-            line = np.array(places.of or [-1], np.int32)
+            place = np.array(places.of or [-1], np.int32)
             marked = {(b.file, b.line) for b in self.s.breakpoints}
             stop = np.array([at in marked for at in lines] or [0], np.uint8)
-            self._tables[key] = (stop, line, (line >= 0).astype(np.uint8),
+            self._tables[key] = (stop, place, (place >= 0).astype(np.uint8),
                                  np.array(places.caller or [-1], np.int32),
                                  np.array(places.calls or [0], np.int32))
         return self._tables[key]
