@@ -11,6 +11,7 @@ import pytest
 from croqvm.cuda import compile as cc
 from croqvm.cuda import driver
 from croqvm.cuda.cpu import CpuModule
+from croqvm.running import program
 
 CUDA_DIR = Path(__file__).resolve().parent / "cuda"
 
@@ -48,3 +49,13 @@ def device_module(name: str, device: str):
     if not status["ok"]:
         pytest.skip(status["reason"])
     return _gpu_module(name, driver.arch_for(status["capability"]))
+
+
+def cpu_libraries() -> list[CpuModule]:
+    """The libraries the cuda-cpu device of this process has loaded for programs: their
+    counters (``CpuModule.tma_boxes`` ...) tell the paths the generated code took."""
+    device = program._CUDA_DEVICES.get("cuda-cpu")
+    # one library per handle: modules built from the same code share the loaded library
+    # (and so its counters) under two keys
+    return list({lib.lib._handle: lib for _, _, lib in device._loaded.values()}.values()) \
+        if device else []

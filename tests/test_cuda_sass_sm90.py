@@ -115,9 +115,10 @@ def test_1p1c_waits_for_the_wgmmas_of_a_slab_once():
     """matmul_1p1c multiplies a K slab in four slices (`foreach w`), each an mma.load of
     A, of B and an exec: the slice loop issues its HGMMA without waiting or meeting (6
     mbarrier rendezvous per slice before chains); the K loop meets before the slices
-    (twice: the warpgroup notes its terminated lanes, then goes on) and once where they
-    end, after the one wait of the slab, wait_group 0 before `trigger empty[st]` hands the
-    stage back."""
+    (twice: the warpgroup notes its terminated lanes, then goes on; in the first slab
+    only, which the arrivals counted on cuda-cpu show: tests/test_cuda_wgmma.py) and once
+    where they end, after the one wait of the slab, wait_group 0 before `trigger
+    empty[st]` hands the stage back."""
     kernel, _ = gemm("matmul_1p1c")
     slices, slab = kernel.loops_around("HGMMA")[:2]
     assert on_path(kernel, slices, "WARPGROUP.DEPBAR.LE") == []

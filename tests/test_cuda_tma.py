@@ -18,10 +18,9 @@ import pytest
 
 import croqvm
 from croqvm.cuda import abi, driver
-from croqvm.running import program
 from croqvm.running.diff import assert_agree
 
-from cuda_helpers import cpu_module, device_module, nvcc_build
+from cuda_helpers import cpu_libraries, cpu_module, device_module, nvcc_build
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
 AT = 1024            # where the box lands in shared memory (the barrier lies below)
@@ -113,11 +112,7 @@ def test_usable_maps_follow_the_drivers_rules():
 
 def counted() -> tuple:
     """(TMA boxes moved, wgmmas reading swizzled tiles in place) on cuda-cpu so far."""
-    device = program._CUDA_DEVICES.get("cuda-cpu")
-    # one library per handle: modules built from the same code share the loaded library
-    # (and so its counters) under two keys
-    loaded = {lib.lib._handle: lib for _, _, lib in device._loaded.values()} if device else {}
-    loaded = loaded.values()
+    loaded = cpu_libraries()
     return (sum(lib.tma_boxes() for lib in loaded),
             sum(lib.wgmma_swizzled() for lib in loaded))
 

@@ -28,8 +28,10 @@ from croqvm.cuda.emit import UnsupportedError, emit
 from croqvm.core.numerics import round_to
 from croqvm.running.diff import assert_agree
 
-from cuda_helpers import cpu_module, device_module, nvcc_build
+from cuda_helpers import cpu_libraries, cpu_module, device_module, nvcc_build
 from test_cuda_runtime import cute_index, operand, stepwise
+
+PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
 
 # name: (A, B, accumulator types, K) -- every type cq_wgmma.h provides, at N 8 .. 64
 TYPES = {
@@ -348,6 +350,134 @@ def test_a_wgmma_region_meets_before_its_slices_and_its_faults_wait_before_leavi
     assert region.count("cq_wgmma_wait<0") == 2     # the region's end, the cell-by-cell exec
 
 
+# A K loop of slabs, each a loop of four slices, as matmul_1p1c's consumer: nothing in
+# the K loop but the slice loop, so its lanes end only together and the slices meet in
+# the first slab only; each slab then has one rendezvous, the region's end. EXTRA is
+# what the K loop does before its slab.
+SLABS = """
+__co__ void slabs(global f16 [64, 64] a, global f16 [64, 64] b, global f32 [64, 64] c,
+                  int n) {
+  parallel blk by 1 : block {
+    shared f16 [64, 64] sa;
+    shared f16 [64, 64] sb;
+    dma.copy a => sa;
+    dma.copy b => sb;
+    parallel g by 1 : group-4, t by 128 : thread {
+      acc = mma.fill.f32 0.0f;
+      BEFORE
+      foreach kt in [n] {
+        EXTRA
+        foreach w in [4] {
+          fa = mma.load sa.subspan(64, 16).at(0, w);
+          fb = mma.load sb.subspan(64, 16).at(0, w);
+          mma.row.row acc, fa, fb;
+        }
+      }
+      mma.store acc, c;
+    }
+  }
+}
+"""
+
+
+def slabs(before: str = "", extra: str = ""):
+    return croqvm.compile(SLABS.replace("BEFORE", before).replace("EXTRA", extra))
+
+
+def slab_inputs():
+    rng = np.random.default_rng(7)
+    a, b = (rng.standard_normal((64, 64)).astype(np.float16) for _ in range(2))
+    return a, b, np.zeros((64, 64), np.float32)
+
+
+def rendezvous() -> int:
+    """Lanes' arrivals at the mbarrier of a collective on cuda-cpu so far."""
+    return sum(lib.mbar_arrivals() for lib in cpu_libraries())
+
+
+def test_each_slab_of_a_k_loop_is_one_rendezvous():
+    """n slabs: the warpgroup's 128 lanes meet twice before the first slab's slices and
+    once where each slab's wgmmas have landed; every later slab adds one rendezvous,
+    where it met three times before."""
+    prog = slabs()
+    assert_agree(prog, "slabs", *slab_inputs(), 1)     # builds and loads the library
+    arrivals = []
+    for n in (1, 5):
+        before = rendezvous()
+        assert_agree(prog, "slabs", *slab_inputs(), n)
+        arrivals.append(rendezvous() - before)
+    # each run: the reference interpreter, then cuda-cpu, which alone counts
+    assert (arrivals[1] - arrivals[0]) / 4 == 128
+    text = emit(prog.module, arch="sm_90a").text
+    assert text.count("meets in its first slab only") == 1
+
+
+def test_the_result_of_n_slabs_is_n_products():
+    """Each slab adds a @ b^T again: the accumulator stays in registers across them."""
+    a, b, _ = slab_inputs()
+    for n in (0, 3):
+        c = np.full((64, 64), np.nan, np.float32)
+        slabs().run("slabs", a, b, c, n, device="cuda-cpu")
+        want = n * (a.astype(np.float32) @ b.astype(np.float32).T)
+        np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-4)
+
+
+def test_1p1c_consumer_meets_once_a_slab():
+    """programs/matmul_1p1c.co, one tile, K slabs of 64: each slab adds 640 arrivals at
+    a rendezvous: the producer's two copies meet twice each (4 x 128 lanes), the
+    consumer's warpgroup once (128 lanes), where it met three times."""
+    prog = croqvm.compile_file(str(PROGRAMS / "matmul_1p1c.co"))
+    rng = np.random.default_rng(1)
+
+    def run(k: int) -> int:
+        a, b = (rng.standard_normal((64, k)).astype(np.float16) for _ in range(2))
+        before = rendezvous()
+        assert_agree(prog, "gemm_ws", a, b, np.zeros((64, 64), np.float32))
+        return rendezvous() - before
+
+    run(64)                                             # builds and loads the library
+    assert (run(384) - run(128)) / 4 == 4 * 128 + 128
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_a_lane_terminated_before_the_k_loop_is_reported_in_its_first_slab(n):
+    """What the first slab's meeting found (lane 5 gone) is UNIT_TERMINATED at its first
+    mma.load, as the interpreter reports it; no slab, no report."""
+    assert_agree(slabs(before="if (t == 5) yield;"), "slabs", *slab_inputs(), n)
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_a_fault_every_lane_takes_in_a_later_slab_is_that_fault(n):
+    """A division by zero in slab 2, the same in every lane: the lanes end together, as
+    the interpreter's do, and no lane sees another gone (no UNIT_TERMINATED)."""
+    prog = slabs(extra="x = 4 / (2 - kt);")
+    assert "meets in its first slab only" in emit(prog.module, arch="sm_90a").text
+    assert_agree(prog, "slabs", *slab_inputs(), n)
+
+
+@pytest.mark.parametrize("extra", ["if (t == 5 && kt == 1) yield;",
+                                   "if (t < 32 && kt == 2) yield;"])
+def test_a_lane_ending_alone_in_the_k_loop_makes_each_slab_meet(extra):
+    """Lanes may end without the others in the K loop (a lane, or the first warp, by
+    `yield`): each slab meets again and reports the lanes gone since, as the
+    interpreter does. (Lanes of several warps ending would be reported as the
+    interpreter's schedule finds them, one warp's at a time: EXECUTION.md §7.)"""
+    prog = slabs(extra=extra)
+    text = emit(prog.module, arch="sm_90a").text
+    assert "the slices below meet no more" in text
+    assert "meets in its first slab only" not in text
+    assert_agree(prog, "slabs", *slab_inputs(), 3)
+
+
+def test_slices_whose_count_differs_between_lanes_meet_each_slice():
+    """A trip count set under a condition on the lane is not the same in every lane,
+    though every write of it is a constant: the slices may not skip their meetings."""
+    prog = croqvm.compile(SLICES.replace("foreach w in [n]", "mutable int m = 2; "
+                                         "if (t < 64) m = 3; foreach w in [m]")
+                          .replace("group-4 {", "group-4, t by 128 : thread {"))
+    assert "the slices below meet no more" not in emit(prog.module, arch="sm_90a").text
+
+
 # two operation futures in flight (LANGUAGE.md §11.5 point 5): `wait qk` leaves pv's
 # group in flight, wgmma.wait_group 1; `wait pv` waits for it, wgmma.wait_group 0
 TWO_FUTURES = """
@@ -421,7 +551,7 @@ def test_a_future_issued_after_a_wait_leaves_nothing_of_it_in_flight():
 # a future carried across a loop's iterations (emit_wgmma "carried"): programs/
 # matmul_overlap.co waits for the even slab issued before the loop or in the iteration
 # before, while the odd slab the body has just issued stays in flight
-OVERLAP = Path(__file__).resolve().parent.parent / "programs" / "matmul_overlap.co"
+OVERLAP = PROGRAMS / "matmul_overlap.co"
 
 
 def overlap_inputs():

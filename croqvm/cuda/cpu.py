@@ -169,6 +169,11 @@ class CpuModule:
         descriptor (in place, without staging)."""
         return ctypes.c_uint64.in_dll(self.lib, "cq_wgmma_swizzled").value
 
+    def mbar_arrivals(self) -> int:
+        """Lanes' arrivals at an mbarrier in the library's launches: the rendezvous of
+        collectives that are not the whole block's (drops not counted)."""
+        return ctypes.c_uint64.in_dll(self.lib, "cq_mbar_arrivals").value
+
     def misuse_text(self, fault: abi.DeviceFault) -> str:
         return self.misuse_texts.get(fault.args[0], f"misuse {fault.args[0]}")
 

@@ -174,9 +174,11 @@ class KernelEmitter:
         self.sites.append(Site(kind, ip, span, operands, text, coll))
         return len(self.sites) - 1
 
-    def fault(self, cond, kind: Kind, ins, ip: int, args=(), operands=None) -> None:
-        """``if (cond)``: record fault ``kind`` of the instruction and leave. ``cond`` may
-        be a function of the fault's site number, for a condition that names it."""
+    def fault(self, cond, kind: Kind, ins, ip: int, args=(), operands=None,
+              first: str = "") -> None:
+        """``if (cond)``: record fault ``kind`` of the instruction and leave, after
+        ``first`` when given. ``cond`` may be a function of the fault's site number, for a
+        condition that names it."""
         if operands is None:
             operands = lambda a, refs: ()      # noqa: E731
         n = self.site(kind, ip, span_of(ins), operands)
@@ -186,7 +188,8 @@ class KernelEmitter:
         leave = "cq_thread_exit()" if self.in_laneset else "cq_leave()"
         if self.in_wgmma_region:    # its wgmmas in flight land first (emit_wgmma)
             leave = "cq_wgmma_wait_all(); " + leave
-        self.line(f"if ({cond}) {{ cq_fault({call}); {leave}; }}", ins)
+        self.line(f"if ({cond}) {{ {first + ' ' if first else ''}cq_fault({call}); {leave}; }}",
+                  ins)
 
     def checked(self, target: str, c: cnum.Checked, ins, ip: int) -> None:
         """``target = value`` of a Checked, with its fault."""

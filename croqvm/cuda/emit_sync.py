@@ -52,7 +52,7 @@ def collective(k, ins, ip, is_collective: bool, lo_hi=None, whole_unit=False,
             n = wait_site(k, ins, ip, site.text)
             k.line(f"cq_coll_sync(cl, {n});", ins)
             if whole_unit and site.unit in (32, 128) and departure.may_depart(k, ip):
-                _unit_terminated(k, ins, ip, site)
+                _unit_terminated(k, ins, ip, site, n)
         if lo_hi is not None:
             k.line(f"const cq_coll share = cq_coll{{cl.bar, cl.members, cl.live, "
                    f"{lo_hi[0]}, {lo_hi[1]}}};", ins)
@@ -67,9 +67,16 @@ def collective(k, ins, ip, is_collective: bool, lo_hi=None, whole_unit=False,
     k.line("}", ins)
 
 
-def _unit_terminated(k, ins, ip, site) -> None:
+def _unit_terminated(k, ins, ip, site, n: int) -> None:
     """UNIT_TERMINATED: members of the lane's unit instance that have terminated; the
-    fault carries the instance's first lane and the terminated lanes as bit words."""
+    fault carries the instance's first lane and the terminated lanes as bit words.
+
+    Every lane that met finds the same lanes gone, and so faults; they meet again before
+    any leaves, or a slower lane would find the faster ones gone too (the interpreter
+    names the lanes gone when the unit met). Only a fault's way out pays for it. A lane
+    finds none gone while another finds one only when that one ended after meeting: in
+    the collective, whose end meets on the same barrier, or in a wgmma chain, where every
+    lane ends alike (emit_wgmma)."""
     # four words of bits, each computed whole: no array indexed at run time
     k.line("const unsigned gone0 = cq_coll_gone(cl, 0), gone1 = cq_coll_gone(cl, 1), "
            "gone2 = cq_coll_gone(cl, 2), gone3 = cq_coll_gone(cl, 3);", ins)
@@ -78,7 +85,7 @@ def _unit_terminated(k, ins, ip, site) -> None:
             ("cl.lo", "gone0", "gone1", "gone2", "gone3"),
             lambda a, refs, c=coll, u=site.unit: (c, u, int(a[0]) // u, tuple(
                 int(a[0]) + 32 * w + b for w in range(4) for b in range(32)
-                if (int(a[1 + w]) >> b) & 1)))
+                if (int(a[1 + w]) >> b) & 1)), first=f"cq_coll_sync(cl, {n});")
 
 
 def _site_index(k, ip) -> int:

@@ -38,7 +38,11 @@ it zero (MMA_NOT_PENDING), so the pair emits nothing.
 
 A loop region's chains meet before the loop rather than at each slice
 (``_meet_before_loop``): what the meeting checks, the lanes of the unit that have
-terminated, cannot change from one slice to the next.
+terminated, cannot change from one slice to the next. Nor from one run of the loop to
+the next, when the loop around it holds nothing else but what every lane of the
+warpgroup goes through or ends at alike (``_alike``, a divergence analysis:
+uniform.py): such a K loop's slabs meet before their slices in the first slab only
+(``Region.once``), and then once each, where the region ends.
 
 An MMA_ASYNC whose MMA_WAIT follows later in a straight run of one block, nothing on
 the way naming the accumulator (``_wait_after``), makes the chain a region that ends at
@@ -72,6 +76,7 @@ from dataclasses import dataclass, field
 
 from ..bytecode import opcodes
 from ..core.faults import Kind
+from .uniform import Uniformity
 
 
 @dataclass
@@ -87,6 +92,7 @@ class Region:
     waits: bool = False  # an asynchronous exec's region, which ends at its `wait f`
     depth: int = 0      # the groups of other regions still in flight at that wait
     hoisted: int = -1   # a slice loop's: ip of the collective whose meeting it holds
+    once: int = -1      # ... and of the LOOP around it in which it meets only once
     wait: int = -1      # a carried region's: ip of its `wait f` in the loop (last: END)
     issues: tuple = ()  # (first ip, groups) of each chain: its commit groups, in order
 
@@ -118,6 +124,8 @@ class Chains:
     region_of: dict
     takes: dict = field(default_factory=dict)
     lands: dict = field(default_factory=dict)
+    met: dict = field(default_factory=dict)       # "hoisted" collective -> its region
+    once: dict = field(default_factory=dict)      # LOOP ip -> the regions meeting once in it
     carried: set = field(default_factory=set)
     uncounted: set = field(default_factory=set)   # accumulators whose MMA_ASYNCs are silent
 
@@ -286,22 +294,37 @@ def _loop_end(k, ip: int):
     return k.ins[ip][1]
 
 
-def _lane_dependent(k) -> set:
-    """Registers that may hold different values in the lanes of a block: written by
-    LANE, by anything but arithmetic, or computed from one."""
-    dependent: set = set()
-    while True:
-        before = len(dependent)
-        for ins in k.ins:
-            op = opcodes.TABLE[ins[0]]
-            if op.writes != 0 or op.operands[:1] != ("r",):
-                continue
-            if ins[0] == opcodes.LANE or not _arithmetic(ins) or \
-                    any(kind == "r" and x in dependent
-                        for kind, x in zip(op.operands[1:], ins[2:])):
-                dependent.add(ins[1])
-        if len(dependent) == before:
-            return dependent
+def _enclosing_loop(k, ip: int):
+    """The ip of the innermost LOOP around the instruction at ``ip``, or None."""
+    return max((at for at in range(ip) if k.ins[at][0] == opcodes.LOOP
+                and _loop_end(k, at) > ip), default=None)
+
+
+def _alike(k, ip: int, uniform) -> bool:
+    """Whether every lane of a warpgroup that executes the instruction at ``ip`` together
+    with the others goes on or ends as they do: register arithmetic that cannot fault or
+    faults on uniform operands, a BREAK_IF or CONTINUE_IF on a uniform value, a trigger of
+    or a wait for an event slot that is the same in every lane."""
+    ins = k.ins[ip]
+    op = opcodes.TABLE[ins[0]]
+    reads_uniform = all(uniform.uniform(ip, x) for n, (kind, x) in
+                        enumerate(zip(op.operands, ins[1:])) if kind == "r" and n != op.writes)
+    if ins[0] in (opcodes.BREAK_IF, opcodes.CONTINUE_IF, opcodes.TRIGGER, opcodes.WAIT_EVENT):
+        return reads_uniform
+    return _quiet(ins) or _arithmetic(ins) and reads_uniform
+
+
+def _meets_once_in(k, loop: int, uniform) -> int:
+    """The outermost LOOP around the slice loop at ``loop`` in whose body everything but
+    that slice loop (or the loop that holds it) is ``_alike``: a lane of the warpgroup
+    ends there only with the others, so that what the slice loop's meeting found (the
+    terminated lanes, the step count) holds in every later iteration; -1 if none."""
+    found, inner = -1, loop
+    while (outer := _enclosing_loop(k, inner)) is not None and all(
+            _alike(k, at, uniform) for at in range(outer + 1, _loop_end(k, outer))
+            if not inner <= at <= _loop_end(k, inner)):
+        found, inner = outer, outer
+    return found
 
 
 def plan_chains(k) -> Chains:
@@ -324,12 +347,12 @@ def plan_chains(k) -> Chains:
     chains = [c if c[4] != CARRIED else c if c[3][0] in carried else
               (c[0], c[2][-1], c[2], c[3], None) for c in chains]
     by_first = {c[0]: c for c in chains}
-    dependent = _lane_dependent(k) if chains else set()
+    uniform = Uniformity(k.code, k.ins) if chains else None
     regions = []
     taken = set()
-    hoisted = set()      # LOOP regions, whose chains meet before the loop
+    hoisted = {}         # LOOP regions, whose chains meet before the loop -> Region.once
     for ip, ins in enumerate(k.ins):
-        if ins[0] != opcodes.LOOP:
+        if ins[0] != opcodes.LOOP or not chains:
             continue
         end = _loop_end(k, ip)
         body, keys, at = [], set(), ip + 1
@@ -338,14 +361,14 @@ def plan_chains(k) -> Chains:
                 body.append(by_first[at])
                 keys.add(by_first[at][3])
                 at = by_first[at][1] + 1
-            elif (k.ins[at][0] == opcodes.BREAK_IF and k.ins[at][1] not in dependent) or \
-                    _quiet(k.ins[at]):
+            elif (k.ins[at][0] == opcodes.BREAK_IF and uniform.uniform(at, k.ins[at][1])) \
+                    or _quiet(k.ins[at]):
                 at += 1
             else:
                 break
         if at == end and len(keys) == 1:
             regions.append((ip, end, body))
-            hoisted.add(ip)
+            hoisted[ip] = _meets_once_in(k, ip, uniform)
             taken |= {c[0] for c in body}
     for c in chains:
         if c[0] not in taken and c[4] != CARRIED:
@@ -361,9 +384,12 @@ def plan_chains(k) -> Chains:
         region = Region(first, last if wait is None or across else wait, mc, plan,
                         M, N, body[-1][2][-1], execs, wait is not None,
                         hoisted=body[0][0] if first in hoisted else -1,
+                        once=hoisted.get(first, -1),
                         wait=wait if across else -1,
                         issues=tuple((c[0], len(c[2])) for c in body))
         out.starts[first] = region
+        if region.once >= 0:
+            out.once.setdefault(region.once, []).append(region)
         out.ends[region.last] = region
         if wait is not None:
             out.silent.add(wait)
@@ -377,6 +403,8 @@ def plan_chains(k) -> Chains:
                         opcodes.MMA_LOAD, opcodes.MMA_EXEC):
                     out.role[at] = "inner" if at != start else \
                         "hoisted" if region.hoisted >= 0 else "first"
+                    if out.role[at] == "hoisted":
+                        out.met[at] = region
                 elif k.ins[at][0] in (opcodes.MMA_ASYNC, opcodes.MMA_WAIT):
                     out.silent.add(at)
             for e in chain_execs:
@@ -462,27 +490,56 @@ def open_region(k, region: Region, ins) -> None:
         _meet_before_loop(k, region, ins)
 
 
+def _gone(region: Region) -> list[str]:
+    """The lanes of the warpgroup that the meeting before the slice loop found
+    terminated: four words of 32 (``_meet_before_loop``)."""
+    return [f"hg{region.hoisted}_{w}" for w in range(4)]
+
+
+def _met(region: Region) -> str:
+    """Whether the slice loop has met since its ``once`` loop began."""
+    return f"hm{region.hoisted}"
+
+
 def _meet_before_loop(k, region: Region, ins) -> None:
     """The meeting of a slice loop's chains, before the loop: the lanes of the warpgroup
-    meet at the first chain's collective and note which have terminated (``hg<w>``),
+    meet at the first chain's collective and note which have terminated (``_gone``),
     which each chain's first collective then reports as it would after meeting
     (UNIT_TERMINATED, ``terminated_check``) -- the same lanes: inside the loop a lane
     ends only by a fault every lane of the warpgroup takes alike, or by the step limit,
     which the lanes reach together from the count they agree on here (without a step
     limit the counts decide nothing, and are left as they are). A second meeting keeps a
     lane that leaves in the loop from being noted as terminated by a lane slower to
-    note."""
+    note.
+
+    In a loop where lanes end only together besides (``Region.once``: a K loop, whose
+    slabs are the slice loop's runs), what the first run's meeting found holds in every
+    later one, so the slices meet only in the loop's first iteration that reaches them;
+    their region's closing rendezvous is then the slab's one."""
     at = region.hoisted
     slot = f"(unsigned long long *)(smem + {k.off_steps}) + lane / 128"
     n = k.wait_site_for(k.ins[at], at)
-    for line in (f"const cq_coll hl = {k.coll(at)};",
-                 f"if (cq_limit != ~0ull) cq_steps_offer({slot}, cq_steps);",
-                 f"cq_coll_sync(hl, {n});   // the slices below meet no more",
-                 "const unsigned hg0 = cq_coll_gone(hl, 0), hg1 = cq_coll_gone(hl, 1), "
-                 "hg2 = cq_coll_gone(hl, 2), hg3 = cq_coll_gone(hl, 3);",
-                 f"if (cq_limit != ~0ull) cq_steps = cq_steps_largest({slot});",
-                 f"cq_coll_sync(hl, {n});   // no lane leaves before all have noted them"):
+    gone = ", ".join(f"{g} = cq_coll_gone(hl, {w})" for w, g in enumerate(_gone(region)))
+    lines = [f"const cq_coll hl = {k.coll(at)};",
+             f"if (cq_limit != ~0ull) cq_steps_offer({slot}, cq_steps);",
+             f"cq_coll_sync(hl, {n});   // the slices below meet no more",
+             f"{gone};" if region.once >= 0 else f"const unsigned {gone};",
+             f"if (cq_limit != ~0ull) cq_steps = cq_steps_largest({slot});",
+             f"cq_coll_sync(hl, {n});   // no lane leaves before all have noted them"]
+    if region.once >= 0:
+        lines = [f"if (!{_met(region)}) {{   // the slabs after the first meet no more",
+                 *("  " + line for line in lines), f"  {_met(region)} = true;", "}"]
+    for line in lines:
         k.line(line, ins)
+
+
+def declare_once(k, ip: int, ins) -> None:
+    """Before a LOOP in which slice loops meet once (``Region.once``): what their
+    meetings find, and whether they have met."""
+    for region in k.chains.once.get(ip, ()):
+        k.line(f"bool {_met(region)} = false;   // a slice loop in the loop below meets "
+               f"in its first slab only", ins)
+        k.line(f"unsigned {', '.join(g + ' = 0' for g in _gone(region))};", ins)
 
 
 def terminated_check(k, ins, ip) -> None:
@@ -490,8 +547,8 @@ def terminated_check(k, ins, ip) -> None:
     loop found (``_meet_before_loop``)."""
     from .emit_kernel import _coll_operand
     c = _coll_operand(ins)
-    k.fault("(hg0 | hg1 | hg2 | hg3) != 0", Kind.UNIT_TERMINATED, ins, ip,
-            ("cl.lo", "hg0", "hg1", "hg2", "hg3"),
+    gone = _gone(k.chains.met[ip])
+    k.fault(f"({' | '.join(gone)}) != 0", Kind.UNIT_TERMINATED, ins, ip, ("cl.lo", *gone),
             lambda a, refs, c=c: (c, 128, int(a[0]) // 128, tuple(
                 int(a[0]) + 32 * w + b for w in range(4) for b in range(32)
                 if (int(a[1 + w]) >> b) & 1)))
@@ -500,6 +557,7 @@ def terminated_check(k, ins, ip) -> None:
 def before(k, ip: int, ins) -> None:
     """What a region needs before the instruction at ``ip``: opened, or its accumulator
     taken into its copy again by a chain of a carried region."""
+    declare_once(k, ip, ins)
     region = k.chains.starts.get(ip)
     if region:
         open_region(k, region, ins)

@@ -88,7 +88,8 @@ unsigned long long cq_step_limit = ~0ull;
 volatile int cq_stop_request = 0;  /* set by the host (Ctrl-C): the next loop step faults */
 volatile cq_position_rec cq_position;
 unsigned long long cq_tma_boxes = 0;     /* tensor-map TMA boxes moved, and wgmmas that */
-unsigned long long cq_wgmma_swizzled = 0; /* read a swizzled operand: tests see the paths */
+unsigned long long cq_wgmma_swizzled = 0; /* read a swizzled operand, and arrivals at */
+unsigned long long cq_mbar_arrivals = 0;  /* mbarriers (rendezvous): tests see the paths */
 }
 
 namespace cq {
@@ -984,7 +985,10 @@ CQ_DEV void cq_mbar_init(cq_mbar *bar, unsigned count) {
   *bar = mbar_pack(count, count, 0);
 }
 
-CQ_DEV cq_mbar_token cq_mbar_arrive(cq_mbar *bar) { return cq::mbar_arrive(bar, false); }
+CQ_DEV cq_mbar_token cq_mbar_arrive(cq_mbar *bar) {
+  cq_mbar_arrivals++;
+  return cq::mbar_arrive(bar, false);
+}
 CQ_DEV void cq_mbar_arrive_drop(cq_mbar *bar) { cq::mbar_arrive(bar, true); }
 
 CQ_DEV void cq_mbar_wait(cq_mbar *bar, cq_mbar_token token, int site) {

@@ -1,0 +1,118 @@
+"""Which registers hold the same value in every lane that reads them together: a
+divergence analysis of a kernel's bytecode. The wgmma regions (emit_wgmma.py) use it to
+know that the lanes of a warpgroup step through a loop together and fault together.
+
+A register is *uniform at* an instruction when every lane executing that instruction at
+once holds the same value in it:
+
+- each write of the register computes the same value in every lane: register arithmetic
+  (no LANE, no memory, nothing of another lane's: ONCE, SHFL_XOR) of operands uniform at
+  the write; inline assembly and C++ calls write values of their own;
+- each write lies inside every divergent construct that encloses the write -- an IF whose
+  condition, or a LOOP whose BREAK_IF or CONTINUE_IF, is not uniform (or lies in a
+  divergent IF inside the loop) -- and in the same branch of each: a read outside it
+  (or in the other branch) may meet lanes that took the branch, or left the loop, and
+  lanes that did not, each with its own last write.
+
+The constructs' divergence and the registers' uniformity depend on each other; both are
+computed together until neither grows.
+"""
+from __future__ import annotations
+
+from ..bytecode import opcodes
+from ..bytecode.opcodes import TABLE
+
+# register-only opcodes whose value is not a function of their operands in every lane
+_PER_LANE = {opcodes.LANE, opcodes.ONCE, opcodes.SHFL_XOR}
+_EXITS = {opcodes.BREAK_IF, opcodes.CONTINUE_IF}
+
+
+def _computes(ins) -> bool:
+    """Register arithmetic: a value of its register operands and constants alone."""
+    op = TABLE[ins[0]]
+    return op.writes == 0 and all(x in "rki" for x in op.operands) and not op.opens and \
+        not op.closes and op.collective == opcodes.Mode.NEVER and \
+        op.blocks == opcodes.Mode.NEVER and ins[0] not in _PER_LANE
+
+
+def _reads(ins) -> list[int]:
+    op = TABLE[ins[0]]
+    return [x for n, (kind, x) in enumerate(zip(op.operands, ins[1:]))
+            if kind == "r" and n != op.writes]
+
+
+class Uniformity:
+    """The divergence analysis of one kernel: ``uniform(ip, r)``."""
+
+    def __init__(self, code, ins):
+        self.ins = ins
+        self.writes: dict[int, list[int]] = {}      # register -> ips writing it
+        self.opaque: set[int] = set()               # written by assembly or C++
+        for ip, x in enumerate(ins):
+            op = TABLE[x[0]]
+            if op.writes >= 0 and op.operands[op.writes] == "r":
+                self.writes.setdefault(x[1 + op.writes], []).append(ip)
+            elif x[0] == opcodes.ASM:
+                self.opaque |= {o.reg for o in code.asms[x[1]].outputs}
+            elif x[0] == opcodes.CALL_CXX and code.cxx_calls[x[1]].result >= 0:
+                self.opaque.add(code.cxx_calls[x[1]].result)
+        self.varying = set(self.opaque)         # registers whose writes differ by lane
+        self.context: list[tuple] = [()] * len(ins)
+        while True:
+            before = (len(self.varying), self.context)
+            self.context = self._contexts(self._divergent())
+            self._grow()
+            if (len(self.varying), self.context) == before:
+                return
+
+    def uniform(self, ip: int, r: int) -> bool:
+        """Whether every lane executing the instruction at ``ip`` at once holds the same
+        value in register ``r``."""
+        at = self.context[ip]
+        return r not in self.varying and \
+            all(at[:len(self.context[w])] == self.context[w] for w in self.writes.get(r, ()))
+
+    def _divergent(self) -> set[int]:
+        """The ips of the IFs and LOOPs whose lanes may part."""
+        out, stack = set(), []
+        for ip, x in enumerate(self.ins):
+            op = TABLE[x[0]]
+            if op.closes:
+                stack.pop()
+            elif x[0] == opcodes.IF and not self.uniform(ip, x[1]):
+                out.add(ip)
+            elif x[0] in _EXITS:
+                loop = max((s for s in stack if self.ins[s][0] == opcodes.LOOP), default=None)
+                if loop is not None and (not self.uniform(ip, x[1]) or
+                                         any(s > loop and s in out for s in stack)):
+                    out.add(loop)
+            if op.opens:
+                stack.append(ip)
+        return out
+
+    def _contexts(self, divergent: set[int]) -> list[tuple]:
+        """ip -> the divergent constructs around it, outermost first, as (opener ip,
+        branch: 0, or 1 after an ELSE)."""
+        out, stack = [], []
+        for x in self.ins:
+            op = TABLE[x[0]]
+            if x[0] == opcodes.ELSE and stack and stack[-1][0] in divergent:
+                stack[-1] = (stack[-1][0], 1)
+            out.append(tuple(s for s in stack if s[0] in divergent))
+            if op.closes:
+                stack.pop()
+            if op.opens:
+                stack.append((len(out) - 1, 0))
+        return out
+
+    def _grow(self) -> None:
+        while True:
+            before = len(self.varying)
+            for r, ips in self.writes.items():
+                if r not in self.varying and any(
+                        not _computes(self.ins[w]) or
+                        not all(self.uniform(w, x) for x in _reads(self.ins[w]))
+                        for w in ips):
+                    self.varying.add(r)
+            if len(self.varying) == before:
+                return
