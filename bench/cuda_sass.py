@@ -5,7 +5,9 @@ HGMMA) and global compare-and-swaps (CAS); and in the K loop around the HGMMAs (
 innermost loop around them that waits for wgmmas, cuda_sass.Kernel.slab_loop), on its
 own path rather than a fault's exit: its HGMMAs (kHGMMA), its wgmma waits with their
 depths (kWAIT: "2x0" is two wait_group 0), its lanes' arrivals at mbarrier rendezvous
-(kMEET) and its block or named barriers (kBAR). Needs nvcc and cuobjdump
+(kMEET, on the path: a slice loop's meeting that only the first slab takes counts too,
+as in matmul_1p1c, which meets once in every later slab -- tests/test_cuda_wgmma.py
+counts the arrivals on cuda-cpu) and its block or named barriers (kBAR). Needs nvcc and cuobjdump
 (tests/cuda_sass.py finds them); runs nothing on a GPU.
 
     python bench/cuda_sass.py [--arch sm_80 --arch sm_90a] [--no-checks] [PROGRAM ...]

@@ -442,7 +442,8 @@ def test_1p1c_consumer_meets_once_a_slab():
 @pytest.mark.parametrize("n", [0, 1, 3])
 def test_a_lane_terminated_before_the_k_loop_is_reported_in_its_first_slab(n):
     """What the first slab's meeting found (lane 5 gone) is UNIT_TERMINATED at its first
-    mma.load, as the interpreter reports it; no slab, no report."""
+    mma.load, as the interpreter reports it; with no slab, at the mma.store after the
+    loop, naming lane 5 alone (the lanes that find it gone meet again before leaving)."""
     assert_agree(slabs(before="if (t == 5) yield;"), "slabs", *slab_inputs(), n)
 
 
