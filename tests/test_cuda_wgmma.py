@@ -350,34 +350,16 @@ def test_a_wgmma_region_meets_before_its_slices_and_its_faults_wait_before_leavi
     assert region.count("cq_wgmma_wait<0") == 2     # the region's end, the cell-by-cell exec
 
 
-# A K loop of slabs, each a loop of four slices, as matmul_1p1c's consumer: nothing in
-# the K loop but the slice loop, so its lanes end only together and the slices meet in
-# the first slab only; each slab then has one rendezvous, the region's end. EXTRA is
-# what the K loop does before its slab.
-SLABS = """
-__co__ void slabs(global f16 [64, 64] a, global f16 [64, 64] b, global f32 [64, 64] c,
-                  int n) {
-  parallel blk by 1 : block {
-    shared f16 [64, 64] sa;
-    shared f16 [64, 64] sb;
-    dma.copy a => sa;
-    dma.copy b => sb;
-    parallel g by 1 : group-4, t by 128 : thread {
-      acc = mma.fill.f32 0.0f;
-      BEFORE
-      foreach kt in [n] {
-        EXTRA
-        foreach w in [4] {
-          fa = mma.load sa.subspan(64, 16).at(0, w);
-          fb = mma.load sb.subspan(64, 16).at(0, w);
-          mma.row.row acc, fa, fb;
-        }
-      }
-      mma.store acc, c;
-    }
-  }
-}
-"""
+# A K loop of slabs, each SLICES's loop of four slices, as matmul_1p1c's consumer:
+# nothing in the K loop but the slice loop, so its lanes end only together and the
+# slices meet in the first slab only; each slab then has one rendezvous, the region's
+# end. BEFORE is what the warpgroup does before the K loop, EXTRA what the K loop does
+# before its slab.
+SLABS = SLICES.replace("void slices(", "void slabs(").replace(
+    "group-4 {", "group-4, t by 128 : thread {").replace(
+    "foreach w in [n] {",
+    "BEFORE\n      foreach kt in [n] {\n        EXTRA\n        foreach w in [4] {").replace(
+    "      }\n      mma.store", "        }\n      }\n      mma.store")
 
 
 def slabs(before: str = "", extra: str = ""):
