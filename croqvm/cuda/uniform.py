@@ -94,18 +94,20 @@ class Uniformity:
         """ip -> the divergent constructs around it, outermost first, as (opener ip,
         branch: 0, or 1 after an ELSE)."""
         out, stack = [], []
-        for x in self.ins:
+        for ip, x in enumerate(self.ins):
             op = TABLE[x[0]]
-            if x[0] == opcodes.ELSE and stack and stack[-1][0] in divergent:
+            if x[0] == opcodes.ELSE:
                 stack[-1] = (stack[-1][0], 1)
             out.append(tuple(s for s in stack if s[0] in divergent))
             if op.closes:
                 stack.pop()
             if op.opens:
-                stack.append((len(out) - 1, 0))
+                stack.append((ip, 0))
         return out
 
     def _grow(self) -> None:
+        """Adds to ``varying`` the registers some write of which is not register
+        arithmetic of operands uniform there, until none is added."""
         while True:
             before = len(self.varying)
             for r, ips in self.writes.items():
