@@ -5,7 +5,7 @@ import pytest
 
 import croqvm
 from croqvm.bytecode import opcodes
-from croqvm.cuda.emit import decode
+from croqvm.bytecode.opcodes import decode
 from croqvm.cuda.uniform import Uniformity
 
 KERNEL = """

@@ -67,6 +67,13 @@ WIDTH = 7          # words per instruction
 SPAN = WIDTH - 1   # the word holding the span index
 MAX_OPERANDS = 5
 
+
+def decode(flat) -> list[tuple]:
+    """The instructions of a flat code array, each a tuple of WIDTH words: the opcode,
+    the operands, the span."""
+    return [tuple(flat[i:i + WIDTH]) for i in range(0, len(flat), WIDTH)]
+
+
 OPERAND_KINDS = {
     "r": ("regs", "register"),
     "k": ("consts", "constant"),

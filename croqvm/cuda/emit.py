@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .. import __version__
-from ..bytecode.opcodes import SPAN, TABLE, WIDTH
+from ..bytecode.opcodes import SPAN, TABLE
 from ..core import dtypes
 from ..core.errors import CompileError
 from ..core.faults import Kind
@@ -138,10 +138,6 @@ def _cxx_functions(module) -> list[str]:
     return (["#ifdef CQ_CPU", *cpu, "#else", "#define __co_device__ __device__", "#endif",
              module.cxx_source,
              "#ifdef CQ_CPU", *undo, "#else", "#undef __co_device__", "#endif", ""])
-
-
-def decode(flat) -> list:
-    return [tuple(flat[i:i + WIDTH]) for i in range(0, len(flat), WIDTH)]
 
 
 def op_name(ins) -> str:

@@ -15,12 +15,12 @@ import struct
 from ..core import dtypes
 from ..bytecode.module import BaseKind, DmaOp, Storage, dst_storage, swizzled_sides
 from ..bytecode import opcodes
-from ..bytecode.opcodes import BAR_ARRIVE, BAR_SYNC, SPAN, TRIGGER_CLUSTER, WIDTH
+from ..bytecode.opcodes import BAR_ARRIVE, BAR_SYNC, SPAN, TRIGGER_CLUSTER, WIDTH, decode
 from ..core.faults import Kind
 from ..core.limits import EVENT_SLOT_BYTES, MAX_BLOCK_SIZE, MAX_SHARED_BYTES, buffer_bytes
 from . import cnum, emit_regs, emit_tma, emit_wgmma
-from .emit import (BoundBuffer, KernelInfo, Site, UnsupportedError, c_ident, decode,
-                   max_block, op_name, span_of)
+from .emit import (BoundBuffer, KernelInfo, Site, UnsupportedError, c_ident, max_block,
+                   op_name, span_of)
 
 RUNTIME_SITE = -1        # waits of the prologue, which never block for long
 DYN_RECORD = 80          # bytes of a cq_dyn record (rt/cq_kernel.h)

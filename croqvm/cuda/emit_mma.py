@@ -39,6 +39,7 @@ from ..core.faults import Kind
 from ..core.limits import UNIT_OF_LANES, WARP_SIZE
 from . import cnum, emit_wgmma
 from .emit_sync import collective, squeeze, view, view_rank
+from .uniform import register_only
 
 # loops over at most this many MMA tiles or fragment slots are unrolled
 UNROLL_TILES = 64
@@ -219,12 +220,9 @@ def _exec_after(k, ip: int):
 
 
 def _register_only(ins, keep: set) -> bool:
-    """Whether ``ins`` only computes a register, not one of ``keep``: no memory, no
-    control flow, no collective (a fault there ends the lane before any exec)."""
-    op = opcodes.TABLE[ins[0]]
-    return op.writes == 0 and all(x in "rki" for x in op.operands) and not op.opens and \
-        not op.closes and op.collective == opcodes.Mode.NEVER and \
-        op.blocks == opcodes.Mode.NEVER and ins[1] not in keep
+    """Whether ``ins`` only computes a register, not one of ``keep`` (a fault there ends
+    the lane before any exec)."""
+    return register_only(ins) and ins[1] not in keep
 
 
 def _view_registers(k, v: int) -> set:

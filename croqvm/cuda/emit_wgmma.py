@@ -76,7 +76,8 @@ from dataclasses import dataclass, field
 
 from ..bytecode import opcodes
 from ..core.faults import Kind
-from .uniform import Uniformity
+from ..bytecode.dataflow import registers_read
+from .uniform import Uniformity, arithmetic
 
 
 @dataclass
@@ -130,19 +131,9 @@ class Chains:
     uncounted: set = field(default_factory=set)   # accumulators whose MMA_ASYNCs are silent
 
 
-# register-only instructions whose value is another lane's or one lane's
-_OTHER_LANES = {opcodes.ONCE, opcodes.SHFL_XOR}
-
-
-def _arithmetic(ins) -> bool:
-    """Register arithmetic: the value of its operands, in this lane."""
-    from .emit_mma import _register_only
-    return _register_only(ins, set()) and ins[0] not in _OTHER_LANES
-
-
 def _quiet(ins) -> bool:
     """Register arithmetic that cannot fault."""
-    return _arithmetic(ins) and not opcodes.TABLE[ins[0]].faults
+    return arithmetic(ins) and not opcodes.TABLE[ins[0]].faults
 
 
 def _segment(k, ip: int):
@@ -306,12 +297,10 @@ def _alike(k, ip: int, uniform) -> bool:
     faults on uniform operands, a BREAK_IF or CONTINUE_IF on a uniform value, a trigger of
     or a wait for an event slot that is the same in every lane."""
     ins = k.ins[ip]
-    op = opcodes.TABLE[ins[0]]
-    reads_uniform = all(uniform.uniform(ip, x) for n, (kind, x) in
-                        enumerate(zip(op.operands, ins[1:])) if kind == "r" and n != op.writes)
+    reads_uniform = all(uniform.uniform(ip, r) for r in registers_read(k.code, ins))
     if ins[0] in (opcodes.BREAK_IF, opcodes.CONTINUE_IF, opcodes.TRIGGER, opcodes.WAIT_EVENT):
         return reads_uniform
-    return _quiet(ins) or _arithmetic(ins) and reads_uniform
+    return _quiet(ins) or arithmetic(ins) and reads_uniform
 
 
 def _meets_once_in(k, loop: int, uniform) -> int:

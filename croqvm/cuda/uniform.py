@@ -7,7 +7,7 @@ once holds the same value in it:
 
 - each write of the register computes the same value in every lane: register arithmetic
   (no LANE, no memory, nothing of another lane's: ONCE, SHFL_XOR) of operands uniform at
-  the write; inline assembly and C++ calls write values of their own;
+  the write (inline assembly and C++ calls write values of their own);
 - each write lies inside every divergent construct that encloses the write -- an IF whose
   condition, or a LOOP whose BREAK_IF or CONTINUE_IF, is not uniform (or lies in a
   divergent IF inside the loop) -- and in the same branch of each: a read outside it
@@ -20,43 +20,43 @@ computed together until neither grows.
 from __future__ import annotations
 
 from ..bytecode import opcodes
+from ..bytecode.dataflow import registers_read, registers_written
 from ..bytecode.opcodes import TABLE
 
-# register-only opcodes whose value is not a function of their operands in every lane
-_PER_LANE = {opcodes.LANE, opcodes.ONCE, opcodes.SHFL_XOR}
 _EXITS = {opcodes.BREAK_IF, opcodes.CONTINUE_IF}
 
 
-def _computes(ins) -> bool:
-    """Register arithmetic: a value of its register operands and constants alone."""
+def register_only(ins) -> bool:
+    """Whether ``ins`` only computes a register: no memory, no control flow, no
+    collective, nothing that blocks."""
     op = TABLE[ins[0]]
     return op.writes == 0 and all(x in "rki" for x in op.operands) and not op.opens and \
         not op.closes and op.collective == opcodes.Mode.NEVER and \
-        op.blocks == opcodes.Mode.NEVER and ins[0] not in _PER_LANE
+        op.blocks == opcodes.Mode.NEVER
 
 
-def _reads(ins) -> list[int]:
-    op = TABLE[ins[0]]
-    return [x for n, (kind, x) in enumerate(zip(op.operands, ins[1:]))
-            if kind == "r" and n != op.writes]
+def arithmetic(ins) -> bool:
+    """Register arithmetic: the value of its operands, in this lane (not another lane's
+    or one lane's: SHFL_XOR, ONCE)."""
+    return register_only(ins) and ins[0] not in (opcodes.ONCE, opcodes.SHFL_XOR)
+
+
+def _computes(ins) -> bool:
+    """A value of its register operands and constants alone, the same in every lane
+    that has the same operands (not LANE)."""
+    return arithmetic(ins) and ins[0] != opcodes.LANE
 
 
 class Uniformity:
     """The divergence analysis of one kernel: ``uniform(ip, r)``."""
 
     def __init__(self, code, ins):
-        self.ins = ins
+        self.code, self.ins = code, ins
         self.writes: dict[int, list[int]] = {}      # register -> ips writing it
-        self.opaque: set[int] = set()               # written by assembly or C++
         for ip, x in enumerate(ins):
-            op = TABLE[x[0]]
-            if op.writes >= 0 and op.operands[op.writes] == "r":
-                self.writes.setdefault(x[1 + op.writes], []).append(ip)
-            elif x[0] == opcodes.ASM:
-                self.opaque |= {o.reg for o in code.asms[x[1]].outputs}
-            elif x[0] == opcodes.CALL_CXX and code.cxx_calls[x[1]].result >= 0:
-                self.opaque.add(code.cxx_calls[x[1]].result)
-        self.varying = set(self.opaque)         # registers whose writes differ by lane
+            for r in registers_written(code, x):
+                self.writes.setdefault(r, []).append(ip)
+        self.varying: set[int] = set()          # registers whose writes differ by lane
         self.context: list[tuple] = [()] * len(ins)
         while True:
             before = (len(self.varying), self.context)
@@ -113,7 +113,8 @@ class Uniformity:
             for r, ips in self.writes.items():
                 if r not in self.varying and any(
                         not _computes(self.ins[w]) or
-                        not all(self.uniform(w, x) for x in _reads(self.ins[w]))
+                        not all(self.uniform(w, x)
+                                for x in registers_read(self.code, self.ins[w]))
                         for w in ips):
                     self.varying.add(r)
             if len(self.varying) == before:

@@ -21,7 +21,7 @@ around it, innermost first, then the function's own body (``Registers``).
 from __future__ import annotations
 
 from ..bytecode.dataflow import registers_read, registers_written
-from ..bytecode.opcodes import SPAN, WIDTH
+from ..bytecode.opcodes import SPAN, decode
 
 
 class Places:
@@ -77,8 +77,8 @@ class Registers:
     never uses stays with the caller.)"""
 
     def __init__(self, code, spans):
-        count = len(code.code) // WIDTH
-        ins = [code.code[n * WIDTH:(n + 1) * WIDTH] for n in range(count)]
+        ins = decode(code.code)
+        count = len(ins)
         self.calls = [tuple(reversed(spans.calls_around(i[SPAN]))) for i in ins]
         self.first = [count] * len(code.regs)
         used: list[list] = [[] for _ in code.regs]    # frames of its later uses

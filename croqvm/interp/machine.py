@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..bytecode.module import Storage
-from ..bytecode.opcodes import SPAN, WIDTH
+from ..bytecode.opcodes import SPAN, decode
 from ..core.limits import EVENT_SLOT_BYTES, MAX_SHARED_BYTES, WARP_SIZE, buffer_bytes
 from ..core.faults import Fault, Kind
 from ..reports.messages import lanes_phrase
@@ -21,10 +21,6 @@ from ..core.source import SpanTable
 from .memory import allocating, block_wide, new_buffer
 from .sync import new_named_barriers
 from .warp import new_warp
-
-
-def decode(flat: list[int]) -> list[tuple]:
-    return [tuple(flat[i:i + WIDTH]) for i in range(0, len(flat), WIDTH)]
 
 
 class Program:
