@@ -245,8 +245,7 @@ def write_atomic(path: str, write) -> None:
     try:
         write(out.file)
     except OSError as exc:
-        out.discard()
-        raise ArgumentError(f"{path}: can not write: {exc.strerror}") from None
+        out.fail(exc)
     except BaseException:
         out.discard()
         raise
@@ -272,13 +271,13 @@ class AtomicFile:
             self.file = os.fdopen(fd, "wb")
             os.fchmod(fd, 0o666 & ~_umask())   # mkstemp makes 0600
         except OSError as exc:
-            self._failed(exc)
+            self.fail(exc)
 
     def write(self, data) -> None:
         try:
             self.file.write(data)
         except OSError as exc:
-            self._failed(exc)
+            self.fail(exc)
 
     def commit(self) -> None:
         try:
@@ -286,7 +285,7 @@ class AtomicFile:
             if self._tmp is not None:
                 os.replace(self._tmp, self.path)
         except OSError as exc:
-            self._failed(exc)
+            self.fail(exc)
 
     def discard(self) -> None:
         try:
@@ -296,7 +295,8 @@ class AtomicFile:
         if self._tmp is not None:
             _remove_quietly(self._tmp)
 
-    def _failed(self, exc: OSError):
+    def fail(self, exc: OSError):
+        """Discard the file and raise ``exc`` as the user's one-line error."""
         self.discard()
         raise ArgumentError(f"{self.path}: can not write: {exc.strerror or exc}") from None
 

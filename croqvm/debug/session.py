@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from ..bytecode.module import END_OF_PARALLEL, BaseKind, Storage
-from ..bytecode.opcodes import BY_NAME, SPAN, TABLE, WIDTH
+from ..bytecode.opcodes import BY_NAME, SPAN, TABLE, WIDTH, decode
 from ..core import dtypes
 from ..core.errors import ArgumentError, KernelFault
 from ..core.limits import buffer_bytes
@@ -861,11 +861,12 @@ class Session:
         known = set()
         for code in [fn.host] + [k.code for k in fn.kernels]:
             regs = self.registers(code)
-            at = [n // WIDTH for n in range(0, len(code.code), WIDTH)
-                  if (sp := self.spans.span(code.code[n + SPAN])) is not None
+            ins = decode(code.code)
+            at = [pc for pc, i in enumerate(ins)
+                  if (sp := self.spans.span(i[SPAN])) is not None
                   and (sp.file, sp.line) == (file, line)]
             if code is fn.host:
-                at.append(len(code.code) // WIDTH)     # the host as a kernel sees it
+                at.append(len(ins))             # the host as a kernel sees it
             for pc in at:
                 known |= set(regs.names(pc))
             if at:
